@@ -1,0 +1,366 @@
+//! The events of a run, as written to its journal. Every field a decision depends on is
+//! in an event, so folding the journal gives back the same state on any machine.
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{Breakers, Budgets, Config, Gates};
+use crate::plan::{Mode, Plan};
+use crate::signals::Signals;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "data", rename_all = "snake_case")]
+pub enum Event {
+    RunCreated { run_id: String, plan_file: String, workdir: String, plan: Plan, settings: Settings },
+    DriverStarted { pid: u32, version: String, settings: Settings },
+    IterationStarted(IterationStarted),
+    AgentFinished(AgentFinished),
+    VerifyFinished(VerifyFinished),
+    IterationFinished(IterationFinished),
+    Escalated { task: String, trigger: Trigger, rung: Rung, evidence: String },
+    ReplanAccepted { task: String, version: u32, plan: Plan, added: Vec<String>, removed: Vec<String> },
+    ReplanRejected { task: String, reason: String },
+    GateOpened { gate: Gate },
+    Control { id: String, source: String, request: Request },
+    RunFinished { status: RunStatus, reason: FinishReason },
+}
+
+impl Event {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::RunCreated { .. } => "run_created",
+            Event::DriverStarted { .. } => "driver_started",
+            Event::IterationStarted(_) => "iteration_started",
+            Event::AgentFinished(_) => "agent_finished",
+            Event::VerifyFinished(_) => "verify_finished",
+            Event::IterationFinished(_) => "iteration_finished",
+            Event::Escalated { .. } => "escalated",
+            Event::ReplanAccepted { .. } => "replan_accepted",
+            Event::ReplanRejected { .. } => "replan_rejected",
+            Event::GateOpened { .. } => "gate_opened",
+            Event::Control { .. } => "control",
+            Event::RunFinished { .. } => "run_finished",
+        }
+    }
+}
+
+/// What the policy needs from the configuration, frozen into the journal when a driver
+/// starts so a replay decides the same way.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    pub agent: String,
+    pub mode: Mode,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_agent: Option<String>,
+    pub completion_promise: String,
+    pub budgets: Budgets,
+    pub breakers: Breakers,
+    pub gates: Gates,
+    pub verify_commands: Vec<String>,
+    pub test_patterns: Vec<String>,
+    pub protected: Vec<String>,
+    pub commit: bool,
+}
+
+impl Settings {
+    pub fn from_config(c: &Config) -> Settings {
+        Settings {
+            agent: c.run.agent.clone(),
+            mode: c.run.mode,
+            fallback_agent: c.run.fallback_agent.clone().filter(|f| f != &c.run.agent),
+            completion_promise: c.run.completion_promise.clone(),
+            budgets: c.budgets.clone(),
+            breakers: c.breakers.clone(),
+            gates: c.gates.clone(),
+            verify_commands: c.verify.commands.clone(),
+            test_patterns: c.verify.test_patterns.clone(),
+            protected: c.verify.protected.clone(),
+            commit: c.git.commit,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IterationStarted {
+    pub iteration: u32,
+    pub task: String,
+    pub attempt: u32,
+    pub kind: IterationKind,
+    pub agent: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_before: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_before: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steer: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IterationKind {
+    /// First attempt at a task.
+    Work,
+    /// Another attempt, with the last failure's digest.
+    Retry,
+    /// The agent is asked to replan or split the task.
+    Replan,
+    /// The fallback agent takes over the task.
+    Fallback,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct AgentFinished {
+    pub iteration: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// The signal that ended the agent, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    #[serde(default)]
+    pub timed_out: bool,
+    /// Killed on request (`stop --now`).
+    #[serde(default)]
+    pub killed: bool,
+    pub duration_ms: u64,
+    pub output_bytes: u64,
+    #[serde(default)]
+    pub truncated: bool,
+    pub signals: Signals,
+    #[serde(default)]
+    pub usage: Usage,
+    #[serde(default)]
+    pub cost_usd: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<AgentError>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_after: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_after: Option<String>,
+    #[serde(default)]
+    pub changed_files: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub cached_input_tokens: u64,
+    pub cache_write_tokens: u64,
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    pub fn total(&self) -> u64 {
+        self.input_tokens + self.cached_input_tokens + self.cache_write_tokens + self.output_tokens
+    }
+    pub fn add(&mut self, o: &Usage) {
+        self.input_tokens += o.input_tokens;
+        self.cached_input_tokens += o.cached_input_tokens;
+        self.cache_write_tokens += o.cache_write_tokens;
+        self.output_tokens += o.output_tokens;
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentError {
+    pub kind: AgentErrorKind,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentErrorKind {
+    /// The program could not be started.
+    Spawn,
+    Timeout,
+    RateLimit,
+    Overloaded,
+    Auth,
+    Billing,
+    Other,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VerifyFinished {
+    pub iteration: u32,
+    pub passed: bool,
+    pub commands: Vec<CommandResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+    /// A short account of the first failure, for the next prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommandResult {
+    pub command: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    #[serde(default)]
+    pub timed_out: bool,
+    pub duration_ms: u64,
+    pub output_bytes: u64,
+    #[serde(default)]
+    pub truncated: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IterationFinished {
+    pub iteration: u32,
+    pub outcome: Outcome,
+    pub reason: String,
+    /// What the next attempt is told about this one's failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Signalled done and verified: the task is done.
+    Completed,
+    Failed,
+    /// The agent asked a person a question.
+    Blocked,
+    /// The agent's replan was accepted.
+    Replanned,
+    /// The iteration was cut short (driver killed, `stop --now`); it does not count
+    /// against the task's retries.
+    Aborted,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Trigger {
+    SameFailure { count: u32, fingerprint: String },
+    NoChange { count: u32 },
+    NoOutput { count: u32 },
+    RetryBudget { attempts: u32 },
+}
+
+impl Trigger {
+    pub fn is_breaker(&self) -> bool {
+        !matches!(self, Trigger::RetryBudget { .. })
+    }
+    pub fn describe(&self) -> String {
+        match self {
+            Trigger::SameFailure { count, .. } => format!("the same failure {count} times in a row"),
+            Trigger::NoChange { count } => format!("no change in the working tree for {count} iterations"),
+            Trigger::NoOutput { count } => format!("the agent exited with no output {count} times in a row"),
+            Trigger::RetryBudget { attempts } => format!("{attempts} attempts without a verified result"),
+        }
+    }
+}
+
+/// The escalation ladder: retry with digest → replan → fallback agent → block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Rung {
+    #[default]
+    Retry,
+    Replan,
+    Fallback,
+    Block,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "point", content = "task", rename_all = "snake_case")]
+pub enum Gate {
+    /// Approve the plan before the first iteration.
+    Plan,
+    BeforeTask(String),
+    AfterTask(String),
+    /// Approve before the run is declared complete.
+    Final,
+}
+
+impl Gate {
+    pub fn describe(&self) -> String {
+        match self {
+            Gate::Plan => "approve the plan before the first iteration".into(),
+            Gate::BeforeTask(t) => format!("approve task {t} before it starts"),
+            Gate::AfterTask(t) => format!("review task {t} now that it is verified"),
+            Gate::Final => "final review before the run is declared complete".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum Request {
+    Pause,
+    Resume,
+    /// Stop after the current iteration.
+    Stop,
+    /// Kill the agent's process group now and stop.
+    StopNow,
+    Approve {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
+    Reject {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
+    Skip { task: String },
+    Retry { task: String },
+    Steer { note: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Running,
+    Paused,
+    Waiting,
+    Blocked,
+    Completed,
+    Stopped,
+    Failed,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Paused => "paused",
+            RunStatus::Waiting => "waiting",
+            RunStatus::Blocked => "blocked",
+            RunStatus::Completed => "completed",
+            RunStatus::Stopped => "stopped",
+            RunStatus::Failed => "failed",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "why", rename_all = "snake_case")]
+pub enum FinishReason {
+    Completed,
+    StopRequested,
+    Budget { budget: String, used: f64, limit: f64 },
+    Rejected { gate: Gate, note: Option<String> },
+    Error { message: String },
+}
+
+impl FinishReason {
+    pub fn describe(&self) -> String {
+        match self {
+            FinishReason::Completed => "every task is done and verified".into(),
+            FinishReason::StopRequested => "stopped on request".into(),
+            FinishReason::Budget { budget, used, limit } => format!("budget reached: {budget} {used}/{limit}"),
+            FinishReason::Rejected { gate, note } => {
+                let note = note.as_deref().map(|n| format!(": {n}")).unwrap_or_default();
+                format!("a person rejected the {}{note}", match gate {
+                    Gate::Plan => "plan".to_string(),
+                    Gate::Final => "final review".to_string(),
+                    Gate::BeforeTask(t) | Gate::AfterTask(t) => format!("gate of task {t}"),
+                })
+            }
+            FinishReason::Error { message } => message.clone(),
+        }
+    }
+}

@@ -1,0 +1,361 @@
+//! The append-only journal: one JSON object per line,
+//! `{"v":1,"seq":N,"time":"…","kind":"…","data":{…},"sum":"crc32"}`.
+//!
+//! The checksum covers every byte of the line before `,"sum":`. A line is appended and
+//! fsynced before the action it records is taken. Appends from several processes (the
+//! driver, control commands) take an exclusive lock on the journal file itself, so no
+//! request is ever lost. A torn last line (a write cut short by a crash) is reported and
+//! dropped; a bad line anywhere else is an error naming the line.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::Serialize;
+
+use crate::event::Event;
+
+/// The journal schema this build writes and the newest it reads.
+pub const SCHEMA_VERSION: u32 = 1;
+/// Longest journal line accepted when reading.
+pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+const SUM_TAG: &[u8] = b",\"sum\":\"";
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    pub seq: u64,
+    /// RFC 3339 UTC with milliseconds.
+    pub time: String,
+    pub event: Event,
+}
+
+impl Record {
+    pub fn time_ms(&self) -> u64 {
+        humantime::parse_rfc3339(&self.time)
+            .ok()
+            .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}:{line}: {message}")]
+    Corrupt { path: PathBuf, line: usize, message: String },
+    #[error(
+        "{path}:{line}: schema version {version} is newer than this agentloop understands ({SCHEMA_VERSION})"
+    )]
+    UnknownVersion { path: PathBuf, line: usize, version: u64 },
+    #[error("{path}: the journal is empty")]
+    Empty { path: PathBuf },
+}
+
+impl JournalError {
+    fn io(path: &Path, source: std::io::Error) -> Self {
+        JournalError::Io { path: path.to_path_buf(), source }
+    }
+}
+
+/// What reading a journal found.
+#[derive(Debug, Default)]
+pub struct Contents {
+    pub records: Vec<Record>,
+    /// Bytes of valid lines; a torn tail starts here.
+    pub valid_len: u64,
+    /// Length in bytes of a torn last line, if there was one.
+    pub torn_tail: Option<u64>,
+}
+
+/// Encodes one journal line (with its newline).
+pub fn encode(seq: u64, time: &str, event: &Event) -> Vec<u8> {
+    let body = serde_json::to_vec(event).expect("journal events always serialize");
+    // body is `{"kind":…,"data":…}`; splice the header in front of its fields.
+    let mut line = Vec::with_capacity(body.len() + 80);
+    line.extend_from_slice(format!("{{\"v\":{SCHEMA_VERSION},\"seq\":{seq},\"time\":\"{time}\",").as_bytes());
+    line.extend_from_slice(&body[1..body.len() - 1]);
+    let sum = crc32fast::hash(&line);
+    line.extend_from_slice(format!(",\"sum\":\"{sum:08x}\"}}\n").as_bytes());
+    line
+}
+
+#[derive(serde::Deserialize)]
+struct RawLine {
+    v: u64,
+    seq: u64,
+    time: String,
+    #[serde(flatten)]
+    event: serde_json::Value,
+}
+
+/// Decodes one line (without its newline); `Err` holds a message for the person.
+fn decode(path: &Path, line_no: usize, line: &[u8]) -> Result<Record, JournalError> {
+    let corrupt = |message: String| JournalError::Corrupt { path: path.to_path_buf(), line: line_no, message };
+    let at = find_last(line, SUM_TAG).ok_or_else(|| corrupt("no checksum".into()))?;
+    let sum_hex = &line[at + SUM_TAG.len()..];
+    let sum_hex = sum_hex.strip_suffix(b"\"}").ok_or_else(|| corrupt("malformed checksum".into()))?;
+    let expected = std::str::from_utf8(sum_hex)
+        .ok()
+        .and_then(|s| u32::from_str_radix(s, 16).ok())
+        .ok_or_else(|| corrupt("malformed checksum".into()))?;
+    let actual = crc32fast::hash(&line[..at]);
+    if actual != expected {
+        return Err(corrupt(format!("checksum mismatch (line says {expected:08x}, content is {actual:08x})")));
+    }
+    let raw: RawLine = serde_json::from_slice(line).map_err(|e| corrupt(format!("not a journal event: {e}")))?;
+    if raw.v > SCHEMA_VERSION as u64 || raw.v == 0 {
+        return Err(JournalError::UnknownVersion { path: path.to_path_buf(), line: line_no, version: raw.v });
+    }
+    let mut obj = raw.event;
+    if let Some(map) = obj.as_object_mut() {
+        map.remove("sum");
+    }
+    let event: Event = serde_json::from_value(obj).map_err(|e| corrupt(format!("unknown or malformed event: {e}")))?;
+    Ok(Record { seq: raw.seq, time: raw.time, event })
+}
+
+fn find_last(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).rposition(|w| w == needle)
+}
+
+/// Reads and checks a whole journal, starting at byte `from` with sequence `first_seq`.
+pub fn read_from(path: &Path, from: u64, first_seq: u64) -> Result<Contents, JournalError> {
+    let mut f = File::open(path).map_err(|e| JournalError::io(path, e))?;
+    f.seek(SeekFrom::Start(from)).map_err(|e| JournalError::io(path, e))?;
+    let mut buf = Vec::new();
+    f.read_to_end(&mut buf).map_err(|e| JournalError::io(path, e))?;
+    parse_buffer(path, &buf, from, first_seq)
+}
+
+pub fn read(path: &Path) -> Result<Contents, JournalError> {
+    let c = read_from(path, 0, 1)?;
+    if c.records.is_empty() {
+        return Err(JournalError::Empty { path: path.to_path_buf() });
+    }
+    Ok(c)
+}
+
+fn parse_buffer(path: &Path, buf: &[u8], base: u64, first_seq: u64) -> Result<Contents, JournalError> {
+    let mut out = Contents { valid_len: base, ..Contents::default() };
+    let mut pos = 0usize;
+    let mut expect_seq = first_seq;
+    // Line numbers are only exact when reading from the start; good enough for tails.
+    let mut line_no = 0usize;
+    while pos < buf.len() {
+        line_no += 1;
+        let Some(nl) = memchr_newline(&buf[pos..]) else {
+            out.torn_tail = Some((buf.len() - pos) as u64);
+            break;
+        };
+        let line = &buf[pos..pos + nl];
+        if line.len() > MAX_LINE_BYTES {
+            return Err(JournalError::Corrupt {
+                path: path.to_path_buf(),
+                line: line_no,
+                message: format!("line is {} bytes; the limit is {MAX_LINE_BYTES}", line.len()),
+            });
+        }
+        let rec = decode(path, line_no, line)?;
+        if rec.seq != expect_seq {
+            return Err(JournalError::Corrupt {
+                path: path.to_path_buf(),
+                line: line_no,
+                message: format!("sequence number {} where {expect_seq} was expected", rec.seq),
+            });
+        }
+        expect_seq += 1;
+        out.records.push(rec);
+        pos += nl + 1;
+        out.valid_len = base + pos as u64;
+    }
+    Ok(out)
+}
+
+fn memchr_newline(b: &[u8]) -> Option<usize> {
+    b.iter().position(|&c| c == b'\n')
+}
+
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
+}
+
+/// An open journal that appends. Several writers may hold one for the same file.
+#[derive(Debug)]
+pub struct Writer {
+    path: PathBuf,
+    file: File,
+    /// Bytes of the file this writer has read.
+    offset: u64,
+    next_seq: u64,
+}
+
+impl Writer {
+    /// Creates a new journal with its first event; fails if the file exists.
+    pub fn create(path: &Path, first: &Event) -> Result<(Writer, Record), JournalError> {
+        let file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| JournalError::io(path, e))?;
+        let mut w = Writer { path: path.to_path_buf(), file, offset: 0, next_seq: 1 };
+        let mut recs = w.append(first)?;
+        let rec = recs.pop().expect("append returns the new record last");
+        if let Some(dir) = path.parent() {
+            crate::fsutil::sync_dir(dir).map_err(|e| JournalError::io(dir, e))?;
+        }
+        Ok((w, rec))
+    }
+
+    /// Opens an existing journal for appending, positioned after `known` bytes that
+    /// hold `known_records` events (pass 0/0 to read everything on the first append).
+    pub fn open(path: &Path, offset: u64, next_seq: u64) -> Result<Writer, JournalError> {
+        let file = OpenOptions::new().read(true).append(true).open(path).map_err(|e| JournalError::io(path, e))?;
+        Ok(Writer { path: path.to_path_buf(), file, offset, next_seq })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// Appends `event` under the journal lock and fsyncs it. Returns the records other
+    /// processes appended since this writer last looked, followed by the new one.
+    pub fn append(&mut self, event: &Event) -> Result<Vec<Record>, JournalError> {
+        self.file.lock().map_err(|e| JournalError::io(&self.path, e))?;
+        let result = self.append_locked(event);
+        let _ = self.file.unlock();
+        result
+    }
+
+    fn append_locked(&mut self, event: &Event) -> Result<Vec<Record>, JournalError> {
+        let mut others = self.catch_up_locked()?;
+        failpoint("before-append", self.next_seq);
+        let line = encode(self.next_seq, &now_rfc3339(), event);
+        self.file.write_all(&line).map_err(|e| JournalError::io(&self.path, e))?;
+        self.file.sync_data().map_err(|e| JournalError::io(&self.path, e))?;
+        failpoint("after-append", self.next_seq);
+        let rec = decode(&self.path, 0, &line[..line.len() - 1])?;
+        self.offset += line.len() as u64;
+        self.next_seq += 1;
+        others.push(rec);
+        Ok(others)
+    }
+
+    /// Records appended by others since this writer last looked (takes the lock).
+    pub fn catch_up(&mut self) -> Result<Vec<Record>, JournalError> {
+        let len = self.file.metadata().map_err(|e| JournalError::io(&self.path, e))?.len();
+        if len == self.offset {
+            return Ok(Vec::new());
+        }
+        self.file.lock().map_err(|e| JournalError::io(&self.path, e))?;
+        let r = self.catch_up_locked();
+        let _ = self.file.unlock();
+        r
+    }
+
+    fn catch_up_locked(&mut self) -> Result<Vec<Record>, JournalError> {
+        let len = self.file.metadata().map_err(|e| JournalError::io(&self.path, e))?.len();
+        if len == self.offset {
+            return Ok(Vec::new());
+        }
+        let c = read_from(&self.path, self.offset, self.next_seq)?;
+        if c.torn_tail.is_some() {
+            // Only a crashed writer leaves a torn line, and we hold the lock: drop it.
+            self.file.set_len(c.valid_len).map_err(|e| JournalError::io(&self.path, e))?;
+            self.file.sync_all().map_err(|e| JournalError::io(&self.path, e))?;
+        }
+        self.offset = c.valid_len;
+        self.next_seq += c.records.len() as u64;
+        Ok(c.records)
+    }
+}
+
+/// Test hook for crash tests: `AGENTLOOP_FAILPOINT=after-append:12` kills this process
+/// with SIGKILL right after event 12 is durable (`before-append:N`: before it is written).
+fn failpoint(point: &str, seq: u64) {
+    static SPEC: std::sync::OnceLock<Option<(String, u64)>> = std::sync::OnceLock::new();
+    let spec = SPEC.get_or_init(|| {
+        let v = std::env::var("AGENTLOOP_FAILPOINT").ok()?;
+        let (p, n) = v.split_once(':')?;
+        Some((p.to_string(), n.parse().ok()?))
+    });
+    if let Some((p, n)) = spec
+        && p == point
+        && *n == seq
+    {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::this(), nix::sys::signal::Signal::SIGKILL);
+    }
+}
+
+/// Serializes `value` as pretty JSON with a trailing newline.
+pub fn pretty<T: Serialize>(value: &T) -> Vec<u8> {
+    let mut v = serde_json::to_vec_pretty(value).expect("state serializes");
+    v.push(b'\n');
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Request;
+
+    fn ev(n: u32) -> Event {
+        Event::Control { id: format!("r{n}"), source: "test".into(), request: Request::Pause }
+    }
+
+    #[test]
+    fn appends_and_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("journal.jsonl");
+        let (mut w, first) = Writer::create(&p, &ev(0)).unwrap();
+        assert_eq!(first.seq, 1);
+        w.append(&ev(1)).unwrap();
+        // A second writer's append is seen by the first.
+        let mut other = Writer::open(&p, 0, 1).unwrap();
+        let got = other.append(&ev(2)).unwrap();
+        assert_eq!(got.len(), 3);
+        let got = w.append(&ev(3)).unwrap();
+        assert_eq!(got.iter().map(|r| r.seq).collect::<Vec<_>>(), vec![3, 4]);
+        let c = read(&p).unwrap();
+        assert_eq!(c.records.len(), 4);
+        assert!(c.torn_tail.is_none());
+    }
+
+    #[test]
+    fn torn_tail_is_reported_then_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("journal.jsonl");
+        let (mut w, _) = Writer::create(&p, &ev(0)).unwrap();
+        w.append(&ev(1)).unwrap();
+        let mut f = OpenOptions::new().append(true).open(&p).unwrap();
+        f.write_all(b"{\"v\":1,\"seq\":3,\"ti").unwrap();
+        let c = read(&p).unwrap();
+        assert_eq!(c.records.len(), 2);
+        assert_eq!(c.torn_tail, Some(18));
+        let mut w2 = Writer::open(&p, 0, 1).unwrap();
+        let recs = w2.append(&ev(2)).unwrap();
+        assert_eq!(recs.last().unwrap().seq, 3);
+        assert!(read(&p).unwrap().torn_tail.is_none());
+    }
+
+    #[test]
+    fn checksum_mismatch_names_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("journal.jsonl");
+        let (mut w, _) = Writer::create(&p, &ev(0)).unwrap();
+        w.append(&ev(1)).unwrap();
+        w.append(&ev(2)).unwrap();
+        let text = std::fs::read_to_string(&p).unwrap().replacen("\"r1\"", "\"r9\"", 1);
+        std::fs::write(&p, text).unwrap();
+        let e = read(&p).unwrap_err().to_string();
+        assert!(e.contains("journal.jsonl:2: checksum mismatch (line says "), "{e}");
+    }
+}

@@ -1,0 +1,644 @@
+//! PLAN.md: a goal and tasks, written by people, agents and other tools.
+//!
+//! The syntax is documented in `docs/PLAN.md`. Parsing is strict: every error names
+//! the file, the line and what to do, and nothing is guessed.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+/// The longest line a plan may have, in bytes.
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+/// The largest plan file, in bytes.
+pub const MAX_PLAN_BYTES: usize = 16 * 1024 * 1024;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub title: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub goal: String,
+    /// Plan-level settings from the front matter, in the same shape as `agentloop.toml`.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub settings: serde_json::Map<String, serde_json::Value>,
+    pub tasks: Vec<Task>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Task {
+    pub id: String,
+    pub title: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub body: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub acceptance: Vec<Criterion>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verify: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depends: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<GatePoint>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<Mode>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scope: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_iterations: Option<u32>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub milestone: bool,
+    /// Line of the task's heading in the file it was read from (0 when built in code).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub line: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Criterion {
+    pub text: String,
+    #[serde(default)]
+    pub checked: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GatePoint {
+    Before,
+    After,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    #[default]
+    Quick,
+    Tdd,
+    Pair,
+    Checkpoint,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 4] = [Mode::Quick, Mode::Tdd, Mode::Pair, Mode::Checkpoint];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Quick => "quick",
+            Mode::Tdd => "tdd",
+            Mode::Pair => "pair",
+            Mode::Checkpoint => "checkpoint",
+        }
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.as_str().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| format!("unknown mode `{}`; expected quick, tdd, pair or checkpoint", s.trim()))
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A plan that cannot be used, with where and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}:{line}: {message}", line = line.map(|l| l.to_string()).unwrap_or_default())]
+pub struct PlanError {
+    pub file: String,
+    /// `None` for errors about the whole file.
+    pub line: Option<usize>,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl PlanError {
+    fn at(file: &str, line: usize, message: impl Into<String>) -> Self {
+        PlanError { file: file.to_string(), line: Some(line), message: message.into(), hint: None }
+    }
+    fn whole(file: &str, message: impl Into<String>) -> Self {
+        PlanError { file: file.to_string(), line: None, message: message.into(), hint: None }
+    }
+    fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    /// The message as a person reads it: `file:line: message` (or `file: message`).
+    pub fn located(&self) -> String {
+        match self.line {
+            Some(l) => format!("{}:{}: {}", self.file, l, self.message),
+            None => format!("{}: {}", self.file, self.message),
+        }
+    }
+}
+
+impl Plan {
+    /// Reads and validates a plan file.
+    pub fn load(path: &Path) -> Result<Plan, PlanError> {
+        let name = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(|e| {
+            PlanError::whole(&name, format!("cannot read the plan: {e}"))
+                .hint("create one with `agentloop init`, or name the plan file: `agentloop run path/to/PLAN.md`")
+        })?;
+        Plan::parse_bytes(&name, &bytes)
+    }
+
+    /// Parses plan bytes; `file` is only used in messages.
+    pub fn parse_bytes(file: &str, bytes: &[u8]) -> Result<Plan, PlanError> {
+        if bytes.len() > MAX_PLAN_BYTES {
+            return Err(PlanError::whole(
+                file,
+                format!("the plan is {} bytes; the limit is {MAX_PLAN_BYTES}", bytes.len()),
+            ));
+        }
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            let line = bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
+            PlanError::at(file, line, format!("not valid UTF-8 (byte {})", e.valid_up_to()))
+                .hint("save the plan as UTF-8")
+        })?;
+        Plan::parse(file, text)
+    }
+
+    pub fn parse(file: &str, text: &str) -> Result<Plan, PlanError> {
+        let lines: Vec<&str> = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)).collect();
+        for (i, l) in lines.iter().enumerate() {
+            if l.len() > MAX_LINE_BYTES {
+                return Err(PlanError::at(
+                    file,
+                    i + 1,
+                    format!("line is {} bytes long; the limit is {MAX_LINE_BYTES}", l.len()),
+                ));
+            }
+        }
+        let mut i = 0;
+        let settings = parse_front_matter(file, &lines, &mut i)?;
+
+        // Title.
+        let mut title = None;
+        while i < lines.len() {
+            let l = lines[i].trim();
+            i += 1;
+            if l.is_empty() {
+                continue;
+            }
+            if let Some(t) = l.strip_prefix("# ") {
+                title = Some(t.trim().to_string());
+                break;
+            }
+            return Err(PlanError::at(file, i, "expected the plan's `# Title` line")
+                .hint("a plan starts with `# Title`, then an optional goal, then `## ID: Title` tasks"));
+        }
+        let title = title.ok_or_else(|| {
+            PlanError::whole(file, "the plan has no `# Title` line").hint("start the plan with `# <title>`")
+        })?;
+
+        // Goal: everything up to the first task heading.
+        let mut goal = Vec::new();
+        while i < lines.len() && !is_task_heading(lines[i]) {
+            goal.push(lines[i]);
+            i += 1;
+        }
+        let goal = goal.join("\n").trim().to_string();
+
+        let mut tasks = Vec::new();
+        while i < lines.len() {
+            let start = i;
+            i += 1;
+            while i < lines.len() && !is_task_heading(lines[i]) {
+                i += 1;
+            }
+            tasks.push(parse_task(file, &lines[start..i], start + 1)?);
+        }
+        let plan = Plan { title, goal, settings, tasks };
+        plan.validate(file)?;
+        Ok(plan)
+    }
+
+    /// Checks ids, dependencies and cycles.
+    pub fn validate(&self, file: &str) -> Result<(), PlanError> {
+        if self.tasks.is_empty() {
+            return Err(PlanError::whole(file, "the plan has no tasks")
+                .hint("add a task as a level-2 heading: `## T1: Write the parser`"));
+        }
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for t in &self.tasks {
+            if let Some(first) = seen.insert(t.id.as_str(), t.line) {
+                return Err(PlanError::at(
+                    file,
+                    t.line,
+                    format!("duplicate task id \"{}\" (first defined on line {first})", t.id),
+                )
+                .hint("give every task its own id"));
+            }
+        }
+        for t in &self.tasks {
+            for d in &t.depends {
+                if d == &t.id {
+                    return Err(PlanError::at(file, t.line, format!("task \"{}\" depends on itself", t.id)));
+                }
+                if !seen.contains_key(d.as_str()) {
+                    return Err(PlanError::at(
+                        file,
+                        t.line,
+                        format!("task \"{}\" depends on unknown task \"{d}\"", t.id),
+                    )
+                    .hint(format!("known tasks: {}", self.ids().join(", "))));
+                }
+            }
+        }
+        if let Some(cycle) = self.find_cycle() {
+            let first = self.task(&cycle[0]).map(|t| t.line).unwrap_or(0);
+            return Err(PlanError::at(file, first, format!("dependency cycle: {}", cycle.join(" → ")))
+                .hint("remove one of these dependencies"));
+        }
+        Ok(())
+    }
+
+    pub fn ids(&self) -> Vec<&str> {
+        self.tasks.iter().map(|t| t.id.as_str()).collect()
+    }
+
+    pub fn task(&self, id: &str) -> Option<&Task> {
+        self.tasks.iter().find(|t| t.id == id)
+    }
+
+    /// A cycle as a list of ids whose last element equals the first, if any.
+    fn find_cycle(&self) -> Option<Vec<String>> {
+        let index: HashMap<&str, usize> = self.tasks.iter().enumerate().map(|(i, t)| (t.id.as_str(), i)).collect();
+        // 0 = unvisited, 1 = on stack, 2 = done. Iterative DFS so 10,000-task chains do not overflow.
+        let mut color = vec![0u8; self.tasks.len()];
+        for root in 0..self.tasks.len() {
+            if color[root] != 0 {
+                continue;
+            }
+            let mut stack: Vec<(usize, usize)> = vec![(root, 0)];
+            color[root] = 1;
+            while let Some(&mut (node, ref mut next)) = stack.last_mut() {
+                let deps = &self.tasks[node].depends;
+                if *next < deps.len() {
+                    let d = index[deps[*next].as_str()];
+                    *next += 1;
+                    match color[d] {
+                        0 => {
+                            color[d] = 1;
+                            stack.push((d, 0));
+                        }
+                        1 => {
+                            let pos = stack.iter().position(|&(n, _)| n == d).unwrap_or(0);
+                            let mut cycle: Vec<String> =
+                                stack[pos..].iter().map(|&(n, _)| self.tasks[n].id.clone()).collect();
+                            cycle.push(self.tasks[d].id.clone());
+                            return Some(cycle);
+                        }
+                        _ => {}
+                    }
+                } else {
+                    color[node] = 2;
+                    stack.pop();
+                }
+            }
+        }
+        None
+    }
+
+    /// The plan as PLAN.md text; parsing the result gives back an equal plan
+    /// (apart from line numbers).
+    pub fn to_markdown(&self) -> String {
+        let mut out = String::new();
+        if !self.settings.is_empty() {
+            out.push_str("---\n");
+            // JSON is valid YAML; one key per line keeps it readable.
+            for (k, v) in &self.settings {
+                let _ = writeln!(out, "{k}: {v}");
+            }
+            out.push_str("---\n\n");
+        }
+        let _ = writeln!(out, "# {}\n", self.title);
+        if !self.goal.is_empty() {
+            let _ = writeln!(out, "{}\n", self.goal);
+        }
+        for t in &self.tasks {
+            out.push_str(&t.to_markdown());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+impl Task {
+    pub fn new(id: &str, title: &str) -> Task {
+        Task {
+            id: id.to_string(),
+            title: title.to_string(),
+            body: String::new(),
+            acceptance: Vec::new(),
+            verify: Vec::new(),
+            depends: Vec::new(),
+            gate: None,
+            agent: None,
+            mode: None,
+            scope: Vec::new(),
+            max_iterations: None,
+            milestone: false,
+            line: 0,
+        }
+    }
+
+    pub fn to_markdown(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "## {}: {}\n", self.id, self.title);
+        if !self.depends.is_empty() {
+            let _ = writeln!(out, "Depends: {}", self.depends.join(", "));
+        }
+        for v in &self.verify {
+            let _ = writeln!(out, "Verify: {v}");
+        }
+        if let Some(g) = self.gate {
+            let _ = writeln!(out, "Gate: {}", if g == GatePoint::Before { "before" } else { "after" });
+        }
+        if let Some(a) = &self.agent {
+            let _ = writeln!(out, "Agent: {a}");
+        }
+        if let Some(m) = self.mode {
+            let _ = writeln!(out, "Mode: {m}");
+        }
+        if !self.scope.is_empty() {
+            let _ = writeln!(out, "Scope: {}", self.scope.join(", "));
+        }
+        if let Some(n) = self.max_iterations {
+            let _ = writeln!(out, "Max-iterations: {n}");
+        }
+        if self.milestone {
+            out.push_str("Milestone: yes\n");
+        }
+        let has_fields = !self.depends.is_empty()
+            || !self.verify.is_empty()
+            || self.gate.is_some()
+            || self.agent.is_some()
+            || self.mode.is_some()
+            || !self.scope.is_empty()
+            || self.max_iterations.is_some()
+            || self.milestone;
+        if has_fields {
+            out.push('\n');
+        }
+        if !self.body.is_empty() {
+            let _ = writeln!(out, "{}\n", self.body);
+        }
+        if !self.acceptance.is_empty() {
+            out.push_str("Acceptance:\n");
+            for c in &self.acceptance {
+                let _ = writeln!(out, "- [{}] {}", if c.checked { "x" } else { " " }, c.text);
+            }
+        }
+        out
+    }
+}
+
+fn is_task_heading(line: &str) -> bool {
+    line.starts_with("## ")
+}
+
+fn parse_front_matter(
+    file: &str,
+    lines: &[&str],
+    i: &mut usize,
+) -> Result<serde_json::Map<String, serde_json::Value>, PlanError> {
+    if lines.first().map(|l| l.trim_end()) != Some("---") {
+        return Ok(serde_json::Map::new());
+    }
+    let end = lines[1..].iter().position(|l| l.trim_end() == "---").map(|p| p + 1).ok_or_else(|| {
+        PlanError::at(file, 1, "front matter is not closed").hint("end the front matter with a `---` line")
+    })?;
+    *i = end + 1;
+    let yaml = lines[1..end].join("\n");
+    if yaml.trim().is_empty() {
+        return Ok(serde_json::Map::new());
+    }
+    let value: serde_json::Value = serde_saphyr::from_str(&yaml).map_err(|e| {
+        let first = e.to_string().lines().next().unwrap_or_default().to_string();
+        PlanError::at(file, 2, format!("front matter is not valid YAML: {first}"))
+    })?;
+    match value {
+        serde_json::Value::Object(map) => Ok(map),
+        serde_json::Value::Null => Ok(serde_json::Map::new()),
+        _ => Err(PlanError::at(file, 2, "front matter must be a mapping of settings (`key: value` lines)")),
+    }
+}
+
+fn parse_task(file: &str, lines: &[&str], first_line: usize) -> Result<Task, PlanError> {
+    let heading = lines[0].trim_start_matches("## ").trim();
+    let Some((id, title)) = heading.split_once(':') else {
+        return Err(PlanError::at(file, first_line, format!("task heading \"{heading}\" has no id"))
+            .hint("write task headings as `## ID: Title`, for example `## T1: Add the parser`"));
+    };
+    let id = id.trim();
+    let title = title.trim();
+    if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        return Err(PlanError::at(file, first_line, format!("task id \"{id}\" may only use letters, digits, `-` and `_`")));
+    }
+    if title.is_empty() {
+        return Err(PlanError::at(file, first_line, format!("task \"{id}\" has no title")));
+    }
+    let mut task = Task::new(id, title);
+    task.line = first_line;
+    let mut body: Vec<&str> = Vec::new();
+    let mut in_fence = false;
+    let mut in_acceptance = false;
+    let mut seen_fields: BTreeMap<&'static str, usize> = BTreeMap::new();
+    for (off, raw) in lines.iter().enumerate().skip(1) {
+        let n = first_line + off;
+        let trimmed = raw.trim();
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            in_fence = !in_fence;
+            in_acceptance = false;
+            body.push(raw);
+            continue;
+        }
+        if in_fence {
+            body.push(raw);
+            continue;
+        }
+        if in_acceptance {
+            if let Some(c) = parse_checkbox(trimmed) {
+                task.acceptance.push(c);
+                continue;
+            }
+            if trimmed.is_empty() {
+                continue;
+            }
+            in_acceptance = false;
+        }
+        let Some((key, value)) = field(raw) else {
+            body.push(raw);
+            continue;
+        };
+        let once = |seen: &mut BTreeMap<&'static str, usize>, k: &'static str| -> Result<(), PlanError> {
+            if let Some(prev) = seen.insert(k, n) {
+                return Err(PlanError::at(file, n, format!("task \"{id}\" has a second `{k}:` line (first on line {prev})"))
+                    .hint("merge them into one line"));
+            }
+            Ok(())
+        };
+        match key {
+            "depends" => {
+                once(&mut seen_fields, "Depends")?;
+                task.depends = list(value);
+                if task.depends.iter().any(|d| d.eq_ignore_ascii_case("none")) && task.depends.len() == 1 {
+                    task.depends.clear();
+                }
+            }
+            "verify" => {
+                if value.is_empty() {
+                    return Err(PlanError::at(file, n, "`Verify:` needs a command"));
+                }
+                task.verify.push(value.to_string());
+            }
+            "gate" => {
+                once(&mut seen_fields, "Gate")?;
+                task.gate = Some(match value.to_ascii_lowercase().as_str() {
+                    "before" => GatePoint::Before,
+                    "after" => GatePoint::After,
+                    other => {
+                        return Err(PlanError::at(file, n, format!("unknown gate `{other}`; expected before or after")));
+                    }
+                });
+            }
+            "agent" => {
+                once(&mut seen_fields, "Agent")?;
+                if value.is_empty() {
+                    return Err(PlanError::at(file, n, "`Agent:` needs an agent name"));
+                }
+                task.agent = Some(value.to_string());
+            }
+            "mode" => {
+                once(&mut seen_fields, "Mode")?;
+                task.mode = Some(value.parse().map_err(|e: String| PlanError::at(file, n, e))?);
+            }
+            "scope" => {
+                once(&mut seen_fields, "Scope")?;
+                task.scope = list(value);
+            }
+            "max-iterations" => {
+                once(&mut seen_fields, "Max-iterations")?;
+                let v: u32 = value.parse().ok().filter(|v| (1..=1000).contains(v)).ok_or_else(|| {
+                    PlanError::at(file, n, format!("`Max-iterations: {value}` must be a whole number from 1 to 1000"))
+                })?;
+                task.max_iterations = Some(v);
+            }
+            "milestone" => {
+                once(&mut seen_fields, "Milestone")?;
+                task.milestone = match value.to_ascii_lowercase().as_str() {
+                    "yes" | "true" => true,
+                    "no" | "false" => false,
+                    other => {
+                        return Err(PlanError::at(file, n, format!("`Milestone: {other}` must be yes or no")));
+                    }
+                };
+            }
+            "acceptance" => {
+                once(&mut seen_fields, "Acceptance")?;
+                in_acceptance = true;
+                if !value.is_empty() {
+                    task.acceptance.push(Criterion { text: value.to_string(), checked: false });
+                }
+            }
+            _ => body.push(raw),
+        }
+    }
+    if in_fence {
+        return Err(PlanError::at(file, first_line, format!("task \"{id}\" has a code fence that is never closed")));
+    }
+    task.body = body.join("\n").trim().to_string();
+    Ok(task)
+}
+
+/// `Key: value` field lines; the key is matched without regard to case.
+fn field(line: &str) -> Option<(&'static str, &str)> {
+    const KEYS: [&str; 9] =
+        ["depends", "verify", "gate", "agent", "mode", "scope", "max-iterations", "milestone", "acceptance"];
+    let (k, v) = line.split_once(':')?;
+    if k.starts_with(char::is_whitespace) {
+        return None;
+    }
+    let key = KEYS.into_iter().find(|key| key.eq_ignore_ascii_case(k))?;
+    Some((key, v.trim()))
+}
+
+fn list(value: &str) -> Vec<String> {
+    value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()
+}
+
+fn parse_checkbox(line: &str) -> Option<Criterion> {
+    let rest = line.strip_prefix("- [").or_else(|| line.strip_prefix("* ["))?;
+    let (mark, text) = rest.split_once(']')?;
+    let checked = match mark {
+        " " | "" => false,
+        "x" | "X" => true,
+        _ => return None,
+    };
+    Some(Criterion { text: text.trim().to_string(), checked })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "---\nbudgets:\n  max_iterations: 20\n---\n# Demo\n\nShip it.\n\n## T1: First\n\nDo the first thing.\nVerify: sh test.sh\nAcceptance:\n- [ ] it works\n- [x] it is fast\n\n## T2: Second\nDepends: T1\nGate: after\nMode: tdd\nScope: src/, tests/\nMax-iterations: 3\n\n```\nVerify: not a field\n```\n";
+
+    #[test]
+    fn parses_fields_and_body() {
+        let p = Plan::parse("PLAN.md", SAMPLE).unwrap();
+        assert_eq!(p.title, "Demo");
+        assert_eq!(p.goal, "Ship it.");
+        assert_eq!(p.settings["budgets"]["max_iterations"], 20);
+        let t1 = &p.tasks[0];
+        assert_eq!(t1.verify, vec!["sh test.sh"]);
+        assert_eq!(t1.acceptance.len(), 2);
+        assert!(t1.acceptance[1].checked);
+        assert_eq!(t1.body, "Do the first thing.");
+        let t2 = &p.tasks[1];
+        assert_eq!(t2.depends, vec!["T1"]);
+        assert_eq!(t2.gate, Some(GatePoint::After));
+        assert_eq!(t2.mode, Some(Mode::Tdd));
+        assert_eq!(t2.scope, vec!["src/", "tests/"]);
+        assert_eq!(t2.max_iterations, Some(3));
+        assert!(t2.verify.is_empty(), "a field inside a code fence is body text");
+        assert!(t2.body.contains("Verify: not a field"));
+        assert_eq!(t2.line, 17);
+    }
+
+    #[test]
+    fn round_trips_through_markdown() {
+        let p = Plan::parse("PLAN.md", SAMPLE).unwrap();
+        let mut again = Plan::parse("v2.md", &p.to_markdown()).unwrap();
+        let mut orig = p.clone();
+        for t in orig.tasks.iter_mut().chain(again.tasks.iter_mut()) {
+            t.line = 0;
+        }
+        assert_eq!(orig, again);
+    }
+
+    #[test]
+    fn reports_unknown_dependency_with_line() {
+        let e = Plan::parse("PLAN.md", "# X\n## T1: a\n## T3: b\nDepends: T9\n").unwrap_err();
+        assert_eq!(e.located(), "PLAN.md:3: task \"T3\" depends on unknown task \"T9\"");
+    }
+
+    #[test]
+    fn reports_cycles() {
+        let e = Plan::parse("PLAN.md", "# X\n## A: a\nDepends: C\n## B: b\nDepends: A\n## C: c\nDepends: B\n").unwrap_err();
+        assert_eq!(e.message, "dependency cycle: A → C → B → A");
+    }
+}

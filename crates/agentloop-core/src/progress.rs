@@ -1,0 +1,80 @@
+//! `progress.md`: the run as a person reads it, derived from the state.
+
+use std::fmt::Write as _;
+
+use crate::state::{RunState, TaskStatus};
+
+pub fn render(s: &RunState) -> String {
+    let mut p = String::new();
+    let _ = writeln!(p, "# Progress: {}\n", s.plan.title);
+    let _ = writeln!(
+        p,
+        "Run `{}` · status **{}** · {}/{} tasks · {} iterations · ${:.2}\n",
+        s.run_id,
+        s.status.as_str(),
+        s.done_count(),
+        s.tasks.len(),
+        s.iterations,
+        s.cost_usd
+    );
+    p.push_str("## Goal\n\n");
+    let _ = writeln!(p, "{}\n", if s.plan.goal.is_empty() { "(none given)" } else { &s.plan.goal });
+    p.push_str("## Completed Tasks\n\n");
+    let mut any = false;
+    for t in s.tasks.iter().filter(|t| matches!(t.status, TaskStatus::Done | TaskStatus::Skipped)) {
+        any = true;
+        if t.status == TaskStatus::Skipped {
+            let _ = writeln!(p, "- [ ] {}: {} (skipped)", t.id, t.title);
+            continue;
+        }
+        let commit = t.commit.as_deref().map(|c| format!(", commit {}", &c[..c.len().min(12)])).unwrap_or_default();
+        let _ = writeln!(
+            p,
+            "- [x] {}: {} ({} iteration{}, ${:.2}{commit})",
+            t.id,
+            t.title,
+            t.iterations,
+            if t.iterations == 1 { "" } else { "s" },
+            t.cost_usd
+        );
+    }
+    if !any {
+        p.push_str("(none yet)\n");
+    }
+    p.push_str("\n## Learnings\n\n");
+    if s.learnings.is_empty() {
+        p.push_str("(none yet)\n");
+    }
+    for l in &s.learnings {
+        let _ = writeln!(p, "- {l}");
+    }
+    p.push_str("\n## Current Task\n\n");
+    match s.open.as_ref().map(|o| o.started.task.clone()).or_else(|| s.next_task().map(|t| t.id.clone())) {
+        Some(id) if !s.is_finished() => {
+            let t = s.task(&id);
+            let _ = writeln!(
+                p,
+                "{}: {} (iteration {} of this task)",
+                id,
+                t.map(|t| t.title.as_str()).unwrap_or(""),
+                t.map(|t| t.iterations).unwrap_or(0)
+            );
+            if let Some(d) = t.and_then(|t| t.last_digest.as_ref()) {
+                let _ = writeln!(p, "\nLast failure:\n\n{d}");
+            }
+        }
+        _ => p.push_str("(none)\n"),
+    }
+    p.push_str("\n## Blocked\n\n");
+    let blocked: Vec<_> = s.tasks.iter().filter(|t| t.status == TaskStatus::Blocked).collect();
+    if blocked.is_empty() {
+        p.push_str("(nothing)\n");
+    }
+    for t in blocked {
+        let _ = writeln!(p, "- {}: {}\n\n{}\n", t.id, t.title, t.blocked.as_deref().unwrap_or(""));
+    }
+    if let Some(g) = &s.gate {
+        let _ = writeln!(p, "\nWaiting for a person: {}. Run `agentloop approve` or `agentloop reject`.", g.describe());
+    }
+    p
+}

@@ -1,0 +1,100 @@
+//! The prompt of one iteration: everything the fresh agent process knows comes from
+//! here and from the files in the working tree.
+
+use std::fmt::Write as _;
+
+use crate::event::IterationKind;
+use crate::plan::Mode;
+use crate::state::{RunState, TaskStatus};
+
+const TDD_PREAMBLE: &str = "Work test-first (red, green, refactor): write or extend a test that fails for the \
+missing behaviour, run it and see it fail, write the simplest code that makes it pass, then tidy up. The task \
+is not complete unless your changes include tests.";
+
+/// Builds the prompt for an iteration of `task_id`.
+pub fn build(s: &RunState, task_id: &str, kind: IterationKind) -> String {
+    let mut p = String::new();
+    let Some(task) = s.plan.task(task_id) else {
+        return format!("Task {task_id} is not in the plan.\n");
+    };
+    let position = s.plan.tasks.iter().position(|t| t.id == task_id).map(|i| i + 1).unwrap_or(0);
+    let _ = writeln!(p, "# {}\n", s.plan.title);
+    if !s.plan.goal.is_empty() {
+        let _ = writeln!(p, "Goal of the whole plan: {}\n", s.plan.goal);
+    }
+    let _ = writeln!(p, "## Your task: {} — {} (task {position} of {})\n", task.id, task.title, s.plan.tasks.len());
+    if !task.body.is_empty() {
+        let _ = writeln!(p, "{}\n", task.body);
+    }
+    if !task.acceptance.is_empty() {
+        p.push_str("Acceptance criteria (all must hold):\n");
+        for c in &task.acceptance {
+            let _ = writeln!(p, "- {}", c.text);
+        }
+        p.push('\n');
+    }
+    let commands: Vec<&String> = task.verify.iter().chain(&s.settings.verify_commands).collect();
+    if !commands.is_empty() {
+        p.push_str("agentloop will verify your work by running these commands itself; they must all exit 0:\n");
+        for c in commands {
+            let _ = writeln!(p, "- `{c}`");
+        }
+        p.push('\n');
+    }
+    if !task.scope.is_empty() {
+        let _ = writeln!(p, "Only change files under: {}\n", task.scope.join(", "));
+    }
+    if s.mode_of(task_id) == Mode::Tdd {
+        let _ = writeln!(p, "## Mode: test-driven\n\n{TDD_PREAMBLE}\n");
+    }
+
+    let done: Vec<_> = s.tasks.iter().filter(|t| t.status == TaskStatus::Done).collect();
+    if !done.is_empty() {
+        p.push_str("## Progress so far\n\nThese tasks are done and verified; do not redo them:\n");
+        for t in done {
+            let _ = writeln!(p, "- {}: {}", t.id, t.title);
+        }
+        p.push('\n');
+    }
+    if !s.learnings.is_empty() {
+        p.push_str("## Learnings from earlier iterations\n\n");
+        for l in s.learnings.iter().rev().take(20).collect::<Vec<_>>().into_iter().rev() {
+            let _ = writeln!(p, "- {l}");
+        }
+        p.push('\n');
+    }
+    if let Some(d) = s.task(task_id).and_then(|t| t.last_digest.as_ref()) {
+        let _ = writeln!(p, "## Last attempt failed\n\n{d}\n\nFix this before anything else.\n");
+    }
+    if !s.steer.is_empty() {
+        p.push_str("## Notes from a person\n\n");
+        for n in &s.steer {
+            let _ = writeln!(p, "- {n}");
+        }
+        p.push('\n');
+    }
+    match kind {
+        IterationKind::Replan => p.push_str(
+            "## This task keeps failing: replan it\n\nDo not try the same approach again. Explain in one paragraph \
+             why the task fails as written, then end your reply with a line `REPLAN` followed by the tasks that \
+             should replace it, in PLAN.md syntax (`## ID: Title`, `Verify: command`, `Depends: ID`, an \
+             `Acceptance:` checklist). Use new ids. The original task's verification commands will still be run \
+             after the last of your tasks.\n\n",
+        ),
+        IterationKind::Fallback => p.push_str(
+            "## You are taking over\n\nAnother agent could not complete this task; the failure above is what it \
+             left. Look at the working tree with fresh eyes.\n\n",
+        ),
+        _ => {}
+    }
+    p.push_str(
+        "## How to report back\n\nEnd your final message with exactly one of these, on a line of its own:\n\
+         - `TASK_COMPLETE` when every acceptance criterion holds and the verification commands pass. agentloop \
+         runs them itself: a claim that does not verify is retried with the failure.\n\
+         - `BLOCKED: <question>` when only a person can decide how to go on.\n\
+         - `REPLAN` followed by replacement tasks in PLAN.md syntax, when the task cannot be done as written.\n\
+         You may add lines `LEARNING: <fact>` for things the next iteration should know (build quirks, \
+         conventions).\n",
+    );
+    p
+}

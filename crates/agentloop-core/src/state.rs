@@ -1,0 +1,570 @@
+//! The state of a run, folded from its journal. Folding is pure and deterministic:
+//! the same events give the same state, which is why `state.json` is only a cache.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::event::*;
+use crate::journal::Record;
+use crate::plan::{GatePoint, Mode, Plan};
+
+/// Schema version of `state.json`.
+pub const STATE_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    Pending,
+    Running,
+    Done,
+    Blocked,
+    Skipped,
+}
+
+impl TaskStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Pending => "pending",
+            TaskStatus::Running => "running",
+            TaskStatus::Done => "done",
+            TaskStatus::Blocked => "blocked",
+            TaskStatus::Skipped => "skipped",
+        }
+    }
+    /// Done or skipped: dependents may go ahead.
+    pub fn is_settled(self) -> bool {
+        matches!(self, TaskStatus::Done | TaskStatus::Skipped)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskState {
+    pub id: String,
+    pub title: String,
+    pub status: TaskStatus,
+    /// Every iteration spent on this task.
+    pub iterations: u32,
+    /// Iterations on the current rung of the ladder (aborted ones do not count).
+    pub attempts: u32,
+    pub rung: Rung,
+    pub cost_usd: f64,
+    /// Cost of iterations that did not complete the task.
+    pub failed_cost_usd: f64,
+    pub tokens: u64,
+    pub same_failure: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_fingerprint: Option<String>,
+    pub no_change: u32,
+    pub no_output: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_digest: Option<String>,
+    /// Tests changed by some iteration of this task (for `tdd` mode).
+    pub tests_touched: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked: Option<String>,
+    #[serde(default)]
+    pub blocked_by_breaker: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_iteration: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    pub gate_before_approved: bool,
+    pub gate_after_pending: bool,
+}
+
+impl TaskState {
+    fn new(id: &str, title: &str) -> TaskState {
+        TaskState {
+            id: id.to_string(),
+            title: title.to_string(),
+            status: TaskStatus::Pending,
+            iterations: 0,
+            attempts: 0,
+            rung: Rung::Retry,
+            cost_usd: 0.0,
+            failed_cost_usd: 0.0,
+            tokens: 0,
+            same_failure: 0,
+            last_fingerprint: None,
+            no_change: 0,
+            no_output: 0,
+            last_digest: None,
+            tests_touched: false,
+            blocked: None,
+            blocked_by_breaker: false,
+            completed_iteration: None,
+            commit: None,
+            gate_before_approved: false,
+            gate_after_pending: false,
+        }
+    }
+
+    fn reset_ladder(&mut self) {
+        self.attempts = 0;
+        self.rung = Rung::Retry;
+        self.same_failure = 0;
+        self.no_change = 0;
+        self.no_output = 0;
+        self.last_fingerprint = None;
+        self.blocked = None;
+        self.blocked_by_breaker = false;
+    }
+}
+
+/// The iteration in progress, as far as the journal knows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpenIteration {
+    pub started: IterationStarted,
+    pub started_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentFinished>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<VerifyFinished>,
+    /// `Some(true)` once a replan proposal was accepted, `Some(false)` when rejected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replan: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replan_rejection: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopKind {
+    AfterIteration,
+    Now,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunState {
+    pub v: u32,
+    pub run_id: String,
+    pub status: RunStatus,
+    pub plan_file: String,
+    pub workdir: String,
+    pub plan: Plan,
+    pub plan_version: u32,
+    pub settings: Settings,
+    pub tasks: Vec<TaskState>,
+    pub iterations: u32,
+    pub cost_usd: f64,
+    pub usage: Usage,
+    /// Milliseconds spent inside iterations (agent and verification).
+    pub active_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open: Option<OpenIteration>,
+    pub paused: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<StopKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<Gate>,
+    pub plan_approved: bool,
+    pub final_approved: bool,
+    /// Notes for the next iteration (`steer`, gate notes).
+    pub steer: Vec<String>,
+    pub learnings: Vec<String>,
+    pub replans_used: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished: Option<FinishReason>,
+    pub last_seq: u64,
+    pub created: String,
+    pub updated: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_pid: Option<u32>,
+    #[serde(skip)]
+    index: HashMap<String, usize>,
+    #[serde(skip)]
+    requests: HashSet<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FoldError {
+    #[error("the journal does not start with run_created (it starts with {0})")]
+    NoRunCreated(&'static str),
+}
+
+impl RunState {
+    /// Folds a whole journal.
+    pub fn fold<'a>(records: impl IntoIterator<Item = &'a Record>) -> Result<RunState, FoldError> {
+        let mut iter = records.into_iter();
+        let first = iter.next().ok_or(FoldError::NoRunCreated("nothing"))?;
+        let mut state = RunState::from_first(first)?;
+        for r in iter {
+            state.apply(r);
+        }
+        Ok(state)
+    }
+
+    pub fn from_first(first: &Record) -> Result<RunState, FoldError> {
+        let Event::RunCreated { run_id, plan_file, workdir, plan, settings } = &first.event else {
+            return Err(FoldError::NoRunCreated(first.event.kind()));
+        };
+        let mut s = RunState {
+            v: STATE_VERSION,
+            run_id: run_id.clone(),
+            status: RunStatus::Running,
+            plan_file: plan_file.clone(),
+            workdir: workdir.clone(),
+            plan: Plan { title: String::new(), goal: String::new(), settings: Default::default(), tasks: vec![] },
+            plan_version: 1,
+            settings: settings.clone(),
+            tasks: Vec::new(),
+            iterations: 0,
+            cost_usd: 0.0,
+            usage: Usage::default(),
+            active_ms: 0,
+            open: None,
+            paused: false,
+            stop: None,
+            gate: None,
+            plan_approved: false,
+            final_approved: false,
+            steer: Vec::new(),
+            learnings: Vec::new(),
+            replans_used: 0,
+            finished: None,
+            last_seq: first.seq,
+            created: first.time.clone(),
+            updated: first.time.clone(),
+            driver_pid: None,
+            index: HashMap::new(),
+            requests: HashSet::new(),
+        };
+        s.set_plan(plan.clone());
+        s.status = s.derive_status();
+        Ok(s)
+    }
+
+    fn set_plan(&mut self, plan: Plan) {
+        let mut old: HashMap<String, TaskState> = self.tasks.drain(..).map(|t| (t.id.clone(), t)).collect();
+        self.tasks = plan
+            .tasks
+            .iter()
+            .map(|t| {
+                let mut st = old.remove(&t.id).unwrap_or_else(|| TaskState::new(&t.id, &t.title));
+                st.title = t.title.clone();
+                st
+            })
+            .collect();
+        self.index = self.tasks.iter().enumerate().map(|(i, t)| (t.id.clone(), i)).collect();
+        self.plan = plan;
+    }
+
+    pub fn task(&self, id: &str) -> Option<&TaskState> {
+        self.index.get(id).map(|&i| &self.tasks[i])
+    }
+
+    fn task_mut(&mut self, id: &str) -> Option<&mut TaskState> {
+        self.index.get(id).map(|&i| &mut self.tasks[i])
+    }
+
+    /// The mode that applies to a task.
+    pub fn mode_of(&self, id: &str) -> Mode {
+        self.plan.task(id).and_then(|t| t.mode).unwrap_or(self.settings.mode)
+    }
+
+    /// True if a control request with this id was already recorded.
+    pub fn has_request(&self, id: &str) -> bool {
+        self.requests.contains(id)
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.finished.is_some()
+    }
+
+    /// Applies one journal record.
+    pub fn apply(&mut self, rec: &Record) {
+        self.last_seq = rec.seq;
+        self.updated = rec.time.clone();
+        match &rec.event {
+            Event::RunCreated { .. } => {}
+            Event::DriverStarted { pid, settings, .. } => {
+                self.driver_pid = Some(*pid);
+                self.settings = settings.clone();
+            }
+            Event::IterationStarted(st) => {
+                self.iterations += 1;
+                self.steer.clear();
+                if let Some(t) = self.task_mut(&st.task) {
+                    t.status = TaskStatus::Running;
+                    t.iterations += 1;
+                    t.attempts += 1;
+                }
+                self.open = Some(OpenIteration {
+                    started: st.clone(),
+                    started_ms: rec.time_ms(),
+                    agent: None,
+                    verify: None,
+                    replan: None,
+                    replan_rejection: None,
+                });
+            }
+            Event::AgentFinished(a) => {
+                self.cost_usd += a.cost_usd;
+                self.usage.add(&a.usage);
+                self.learnings.extend(a.signals.learnings.iter().cloned());
+                let patterns = self.settings.test_patterns.clone();
+                let touched = a.changed_files.iter().any(|f| is_test_path(f, &patterns));
+                if let Some(open) = &mut self.open {
+                    let task = open.started.task.clone();
+                    open.agent = Some(a.clone());
+                    if let Some(t) = self.task_mut(&task) {
+                        t.cost_usd += a.cost_usd;
+                        t.tokens += a.usage.total();
+                        t.tests_touched |= touched;
+                    }
+                }
+            }
+            Event::VerifyFinished(v) => {
+                if let Some(open) = &mut self.open {
+                    open.verify = Some(v.clone());
+                }
+            }
+            Event::IterationFinished(f) => self.finish_iteration(f, rec.time_ms()),
+            Event::Escalated { task, rung, evidence, trigger } => {
+                if let Some(t) = self.task_mut(task) {
+                    let keep_digest = t.last_digest.clone();
+                    t.reset_ladder();
+                    t.last_digest = keep_digest;
+                    t.rung = *rung;
+                    if *rung == Rung::Block {
+                        t.status = TaskStatus::Blocked;
+                        t.blocked = Some(evidence.clone());
+                        t.blocked_by_breaker = trigger.is_breaker();
+                    }
+                }
+            }
+            Event::ReplanAccepted { version, plan, .. } => {
+                self.plan_version = *version;
+                self.replans_used += 1;
+                self.set_plan(plan.clone());
+                if let Some(open) = &mut self.open {
+                    open.replan = Some(true);
+                }
+            }
+            Event::ReplanRejected { reason, .. } => {
+                if let Some(open) = &mut self.open {
+                    open.replan = Some(false);
+                    open.replan_rejection = Some(reason.clone());
+                }
+            }
+            Event::GateOpened { gate } => self.gate = Some(gate.clone()),
+            Event::Control { id, request, .. } => {
+                self.requests.insert(id.clone());
+                self.control(request);
+            }
+            Event::RunFinished { reason, .. } => {
+                self.finished = Some(reason.clone());
+                self.stop = None;
+                self.driver_pid = None;
+            }
+        }
+        self.status = self.derive_status();
+    }
+
+    fn finish_iteration(&mut self, f: &IterationFinished, time_ms: u64) {
+        let Some(open) = self.open.take() else { return };
+        self.active_ms += time_ms.saturating_sub(open.started_ms);
+        let task_id = open.started.task.clone();
+        let gate_after = self.needs_gate_after(&task_id);
+        let iteration_cost = open.agent.as_ref().map(|a| a.cost_usd).unwrap_or(0.0);
+        let Some(t) = self.task_mut(&task_id) else { return };
+        match f.outcome {
+            Outcome::Completed => {
+                t.status = TaskStatus::Done;
+                t.completed_iteration = Some(f.iteration);
+                t.commit = f.commit.clone();
+                t.last_digest = None;
+                t.reset_ladder();
+                t.gate_after_pending = gate_after;
+            }
+            Outcome::Failed => {
+                t.status = TaskStatus::Pending;
+                t.failed_cost_usd += iteration_cost;
+                t.last_digest = f.digest.clone().or_else(|| Some(f.reason.clone()));
+                let fp = open.verify.as_ref().and_then(|v| v.fingerprint.clone());
+                match (&fp, &t.last_fingerprint) {
+                    (Some(a), Some(b)) if a == b => t.same_failure += 1,
+                    (Some(_), _) => t.same_failure = 1,
+                    (None, _) => t.same_failure = 0,
+                }
+                t.last_fingerprint = fp;
+                if let Some(a) = &open.agent {
+                    let unchanged = a.changed_files.is_empty();
+                    t.no_change = if unchanged { t.no_change + 1 } else { 0 };
+                    t.no_output = if a.output_bytes == 0 { t.no_output + 1 } else { 0 };
+                }
+            }
+            Outcome::Blocked => {
+                t.status = TaskStatus::Blocked;
+                t.failed_cost_usd += iteration_cost;
+                t.blocked = Some(f.reason.clone());
+            }
+            Outcome::Replanned => {
+                // The task may have been replaced by the replan; if it is still there it starts over.
+                t.status = TaskStatus::Pending;
+                t.failed_cost_usd += iteration_cost;
+                t.reset_ladder();
+            }
+            Outcome::Aborted => {
+                t.status = TaskStatus::Pending;
+                t.attempts = t.attempts.saturating_sub(1);
+                t.failed_cost_usd += iteration_cost;
+            }
+        }
+        // Steer notes given to an aborted iteration are not lost.
+        if f.outcome == Outcome::Aborted {
+            let mut notes = open.started.steer.clone();
+            notes.append(&mut self.steer);
+            self.steer = notes;
+        }
+    }
+
+    fn needs_gate_after(&self, id: &str) -> bool {
+        let task = self.plan.task(id);
+        task.is_some_and(|t| t.gate == Some(GatePoint::After))
+            || match self.mode_of(id) {
+                Mode::Pair => true,
+                Mode::Checkpoint => task.is_some_and(|t| t.milestone),
+                _ => false,
+            }
+    }
+
+    fn control(&mut self, request: &Request) {
+        match request {
+            Request::Pause => self.paused = true,
+            Request::Resume => {
+                self.paused = false;
+                self.stop = None;
+                if matches!(self.finished, Some(ref r) if *r != FinishReason::Completed) {
+                    self.finished = None;
+                }
+            }
+            Request::Stop => {
+                if self.stop != Some(StopKind::Now) {
+                    self.stop = Some(StopKind::AfterIteration);
+                }
+            }
+            Request::StopNow => self.stop = Some(StopKind::Now),
+            Request::Steer { note } => self.steer.push(note.clone()),
+            Request::Approve { note } => {
+                let Some(gate) = self.gate.take() else { return };
+                if let Some(n) = note.as_ref().filter(|n| !n.trim().is_empty()) {
+                    self.steer.push(n.clone());
+                }
+                match gate {
+                    Gate::Plan => self.plan_approved = true,
+                    Gate::Final => self.final_approved = true,
+                    Gate::BeforeTask(t) => {
+                        if let Some(t) = self.task_mut(&t) {
+                            t.gate_before_approved = true;
+                        }
+                    }
+                    Gate::AfterTask(t) => {
+                        if let Some(t) = self.task_mut(&t) {
+                            t.gate_after_pending = false;
+                        }
+                    }
+                }
+            }
+            Request::Reject { note } => {
+                let Some(gate) = self.gate.take() else { return };
+                let why = note.clone().unwrap_or_else(|| "no reason given".into());
+                match &gate {
+                    Gate::Plan | Gate::Final => {
+                        self.finished = Some(FinishReason::Rejected { gate: gate.clone(), note: note.clone() });
+                    }
+                    Gate::BeforeTask(t) => {
+                        if let Some(t) = self.task_mut(t) {
+                            t.status = TaskStatus::Blocked;
+                            t.blocked = Some(format!("rejected by a person before it started: {why}"));
+                        }
+                    }
+                    Gate::AfterTask(t) => {
+                        if let Some(t) = self.task_mut(t) {
+                            t.status = TaskStatus::Pending;
+                            t.gate_after_pending = false;
+                            t.completed_iteration = None;
+                            t.reset_ladder();
+                            t.last_digest = Some(format!("A person reviewed the work and rejected it: {why}"));
+                        }
+                        self.steer.push(format!("Reviewer: {why}"));
+                    }
+                }
+            }
+            Request::Skip { task } => {
+                if let Some(t) = self.task_mut(task)
+                    && t.status != TaskStatus::Done
+                {
+                    t.status = TaskStatus::Skipped;
+                    t.gate_after_pending = false;
+                }
+                if matches!(&self.gate, Some(Gate::BeforeTask(t)) | Some(Gate::AfterTask(t)) if t == task) {
+                    self.gate = None;
+                }
+            }
+            Request::Retry { task } => {
+                if let Some(t) = self.task_mut(task) {
+                    t.status = TaskStatus::Pending;
+                    t.completed_iteration = None;
+                    t.gate_after_pending = false;
+                    t.reset_ladder();
+                }
+                if matches!(&self.gate, Some(Gate::BeforeTask(t)) | Some(Gate::AfterTask(t)) if t == task) {
+                    self.gate = None;
+                }
+            }
+        }
+    }
+
+    /// The first task (in plan order) that may run now: not settled, not blocked, and
+    /// every dependency done or skipped.
+    pub fn next_task(&self) -> Option<&TaskState> {
+        self.plan.tasks.iter().zip(&self.tasks).find_map(|(pt, st)| {
+            let ready = matches!(st.status, TaskStatus::Pending | TaskStatus::Running)
+                && pt.depends.iter().all(|d| self.task(d).is_some_and(|t| t.status.is_settled()));
+            ready.then_some(st)
+        })
+    }
+
+    pub fn done_count(&self) -> usize {
+        self.tasks.iter().filter(|t| t.status.is_settled()).count()
+    }
+
+    /// The status a person sees.
+    fn derive_status(&self) -> RunStatus {
+        if let Some(reason) = &self.finished {
+            return match reason {
+                FinishReason::Completed => RunStatus::Completed,
+                FinishReason::StopRequested | FinishReason::Rejected { .. } => RunStatus::Stopped,
+                FinishReason::Budget { .. } | FinishReason::Error { .. } => RunStatus::Failed,
+            };
+        }
+        if self.gate.is_some() {
+            return RunStatus::Waiting;
+        }
+        if self.paused {
+            return RunStatus::Paused;
+        }
+        if self.open.is_none()
+            && self.next_task().is_none()
+            && self.tasks.iter().any(|t| t.status == TaskStatus::Blocked)
+        {
+            return RunStatus::Blocked;
+        }
+        RunStatus::Running
+    }
+}
+
+/// True if `path` matches one of the test patterns (a directory prefix like `tests/`
+/// anywhere in the path, or a fragment of the file name like `_test.`).
+pub fn is_test_path(path: &str, patterns: &[String]) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    patterns.iter().any(|p| {
+        if p.ends_with('/') {
+            path.starts_with(p.as_str()) || path.contains(&format!("/{p}"))
+        } else {
+            name.contains(p.as_str())
+        }
+    })
+}

@@ -1,0 +1,332 @@
+//! Running a child program under supervision: its own process group, a timeout, a
+//! stop request, output capped and streamed to a log, and no hang when a grandchild
+//! keeps the pipes open. Used for agents and for verification commands.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+
+/// How long a reader may go on after the child exited (a grandchild holding the pipe).
+const DRAIN_LIMIT: Duration = Duration::from_secs(2);
+/// Bytes of the end of the output kept in memory (for the final message and digests).
+pub const TAIL_BYTES: usize = 64 * 1024;
+
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub program: OsString,
+    pub args: Vec<OsString>,
+    pub cwd: PathBuf,
+    /// Extra variables on top of the inherited environment.
+    pub env: Vec<(OsString, OsString)>,
+    pub stdin: Option<Vec<u8>>,
+    pub timeout: Duration,
+    /// Bytes written to the log before it is truncated.
+    pub output_cap: u64,
+    pub log: Option<PathBuf>,
+    /// Time between SIGINT, SIGTERM and SIGKILL.
+    pub grace: Duration,
+    /// Keep stderr out of `tail` (it still goes to the log).
+    pub tail_stdout_only: bool,
+}
+
+impl Spec {
+    pub fn new(program: impl Into<OsString>, cwd: impl Into<PathBuf>) -> Spec {
+        Spec {
+            program: program.into(),
+            args: Vec::new(),
+            cwd: cwd.into(),
+            env: Vec::new(),
+            stdin: None,
+            timeout: Duration::from_secs(600),
+            output_cap: 8 * 1024 * 1024,
+            log: None,
+            grace: Duration::from_secs(5),
+            tail_stdout_only: false,
+        }
+    }
+
+    pub fn arg(mut self, a: impl Into<OsString>) -> Spec {
+        self.args.push(a.into());
+        self
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Finished {
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    /// Ended because the caller asked it to stop.
+    pub killed: bool,
+    pub duration: Duration,
+    pub output_bytes: u64,
+    pub truncated: bool,
+    /// The last `TAIL_BYTES` of output.
+    pub tail: Vec<u8>,
+}
+
+impl Finished {
+    pub fn success(&self) -> bool {
+        self.exit_code == Some(0) && !self.timed_out && !self.killed
+    }
+}
+
+#[derive(Default)]
+struct Sink {
+    log: Option<File>,
+    cap: u64,
+    written: u64,
+    total: u64,
+    /// Output past the cap: only the end is kept.
+    overflow: VecDeque<u8>,
+    tail: VecDeque<u8>,
+}
+
+impl Sink {
+    fn push(&mut self, bytes: &[u8], keep_tail: bool) {
+        self.total += bytes.len() as u64;
+        if keep_tail {
+            extend_ring(&mut self.tail, bytes, TAIL_BYTES);
+        }
+        let room = self.cap.saturating_sub(self.written) as usize;
+        let (now, later) = bytes.split_at(room.min(bytes.len()));
+        if !now.is_empty() {
+            if let Some(f) = &mut self.log {
+                let _ = f.write_all(now);
+            }
+            self.written += now.len() as u64;
+        }
+        if !later.is_empty() {
+            extend_ring(&mut self.overflow, later, TAIL_BYTES);
+        }
+    }
+
+    fn finish(&mut self) -> bool {
+        let truncated = self.total > self.written;
+        if let Some(f) = &mut self.log {
+            if truncated {
+                let omitted = self.total - self.written - self.overflow.len() as u64;
+                let _ = write!(
+                    f,
+                    "\n[agentloop: output truncated at {} bytes; {omitted} bytes omitted; the last {} bytes follow]\n",
+                    self.cap,
+                    self.overflow.len()
+                );
+                let (a, b) = self.overflow.as_slices();
+                let _ = f.write_all(a);
+                let _ = f.write_all(b);
+            }
+            let _ = f.flush();
+        }
+        truncated
+    }
+}
+
+fn extend_ring(ring: &mut VecDeque<u8>, bytes: &[u8], cap: usize) {
+    let bytes = if bytes.len() > cap { &bytes[bytes.len() - cap..] } else { bytes };
+    let excess = (ring.len() + bytes.len()).saturating_sub(cap);
+    ring.drain(..excess);
+    ring.extend(bytes);
+}
+
+/// A running child in its own process group.
+pub struct Running {
+    child: Child,
+    pgid: Pid,
+    started: Instant,
+    sink: Arc<Mutex<Sink>>,
+    readers: Vec<JoinHandle<()>>,
+    spec: Spec,
+}
+
+/// Starts the program. The child gets its own process group and is killed if this
+/// process dies (Linux parent-death signal).
+pub fn spawn(spec: Spec) -> std::io::Result<Running> {
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args)
+        .current_dir(&spec.cwd)
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .stdin(if spec.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    // SAFETY: the closure only calls prctl(2), which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)?;
+            Ok(())
+        });
+    }
+    let log = match &spec.log {
+        Some(p) => Some(File::create(p)?),
+        None => None,
+    };
+    let mut child = cmd.spawn()?;
+    let pgid = Pid::from_raw(child.id() as i32);
+    let sink = Arc::new(Mutex::new(Sink { log, cap: spec.output_cap, ..Sink::default() }));
+    let mut readers = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        readers.push(reader(out, sink.clone(), true));
+    }
+    if let Some(err) = child.stderr.take() {
+        readers.push(reader(err, sink.clone(), !spec.tail_stdout_only));
+    }
+    if let (Some(mut stdin), Some(input)) = (child.stdin.take(), spec.stdin.clone()) {
+        // A writer thread, so a child that does not read its stdin cannot block us.
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        });
+    }
+    Ok(Running { child, pgid, started: Instant::now(), sink, readers, spec })
+}
+
+fn reader(mut r: impl Read + Send + 'static, sink: Arc<Mutex<Sink>>, keep_tail: bool) -> JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match r.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if let Ok(mut s) = sink.lock() {
+                        s.push(&buf[..n], keep_tail);
+                    }
+                }
+            }
+        }
+    })
+}
+
+impl Running {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits for the child; `should_stop` is polled and ends the child (SIGINT →
+    /// SIGTERM → SIGKILL to its whole group) when it returns true.
+    pub fn wait(mut self, mut should_stop: impl FnMut() -> bool) -> std::io::Result<Finished> {
+        let mut timed_out = false;
+        let mut killed = false;
+        let mut last_poll = Instant::now();
+        let status = loop {
+            if let Some(st) = self.child.try_wait()? {
+                break st;
+            }
+            if self.started.elapsed() >= self.spec.timeout {
+                timed_out = true;
+                break self.terminate()?;
+            }
+            if last_poll.elapsed() >= Duration::from_millis(100) {
+                last_poll = Instant::now();
+                if should_stop() {
+                    killed = true;
+                    break self.terminate()?;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        // Whatever is left in the group (grandchildren) goes too, so pipes close.
+        let _ = killpg(self.pgid, Signal::SIGKILL);
+        let deadline = Instant::now() + DRAIN_LIMIT;
+        for r in self.readers.drain(..) {
+            while !r.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if r.is_finished() {
+                let _ = r.join();
+            }
+        }
+        let mut sink = self.sink.lock().map_err(|_| std::io::Error::other("output sink poisoned"))?;
+        let truncated = sink.finish();
+        Ok(Finished {
+            exit_code: status.code(),
+            signal: status.signal(),
+            timed_out,
+            killed,
+            duration: self.started.elapsed(),
+            output_bytes: sink.total,
+            truncated,
+            tail: sink.tail.iter().copied().collect(),
+        })
+    }
+
+    /// SIGINT, then SIGTERM, then SIGKILL to the process group, a grace period apart.
+    fn terminate(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        for sig in [Signal::SIGINT, Signal::SIGTERM] {
+            let _ = killpg(self.pgid, sig);
+            let until = Instant::now() + self.spec.grace;
+            while Instant::now() < until {
+                if let Some(st) = self.child.try_wait()? {
+                    return Ok(st);
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        let _ = killpg(self.pgid, Signal::SIGKILL);
+        self.child.wait()
+    }
+}
+
+/// Runs a program to the end.
+pub fn run(spec: Spec, should_stop: impl FnMut() -> bool) -> std::io::Result<Finished> {
+    spawn(spec)?.wait(should_stop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> Spec {
+        Spec::new("sh", std::env::temp_dir()).arg("-c").arg(script)
+    }
+
+    #[test]
+    fn captures_exit_and_tail() {
+        let f = run(sh("echo hello; exit 3"), || false).unwrap();
+        assert_eq!(f.exit_code, Some(3));
+        assert_eq!(f.tail, b"hello\n");
+    }
+
+    #[test]
+    fn timeout_kills_the_group() {
+        let mut s = sh("sleep 30 & sleep 30");
+        s.timeout = Duration::from_millis(200);
+        s.grace = Duration::from_millis(100);
+        let t = Instant::now();
+        let f = run(s, || false).unwrap();
+        assert!(f.timed_out);
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    }
+
+    #[test]
+    fn grandchild_holding_pipes_does_not_hang() {
+        let t = Instant::now();
+        let f = run(sh("(sleep 30) & echo bye"), || false).unwrap();
+        assert_eq!(f.exit_code, Some(0));
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    }
+
+    #[test]
+    fn output_cap_keeps_head_and_notes_truncation() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("out.log");
+        let mut s = sh("i=0; while [ $i -lt 2000 ]; do echo line$i; i=$((i+1)); done");
+        s.output_cap = 100;
+        s.log = Some(log.clone());
+        let f = run(s, || false).unwrap();
+        assert!(f.truncated);
+        let text = std::fs::read_to_string(log).unwrap();
+        assert!(text.starts_with("line0\nline1\n"));
+        assert!(text.contains("[agentloop: output truncated at 100 bytes;"));
+        assert!(text.ends_with("line1999\n"));
+    }
+}

@@ -1,0 +1,261 @@
+//! `.agentloop/`: the runs of a project, each in its own directory with its journal,
+//! derived files, iteration records and the lock held by its one driver.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use crate::event::{Event, Request, Settings};
+use crate::fsutil::write_atomic;
+use crate::journal::{self, Contents, JournalError, Record, Writer};
+use crate::plan::Plan;
+use crate::state::{FoldError, RunState};
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkspaceError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("no runs in {0}")]
+    NoRuns(PathBuf),
+    #[error("no run matches \"{0}\"")]
+    UnknownRun(String),
+    #[error("\"{0}\" matches several runs: {1}")]
+    AmbiguousRun(String, String),
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    #[error("{path}: {source}")]
+    Fold { path: PathBuf, source: FoldError },
+    #[error("run {run} is already driven by pid {pid}")]
+    Locked { run: String, pid: String },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> WorkspaceError + '_ {
+    move |source| WorkspaceError::Io { path: path.to_path_buf(), source }
+}
+
+/// The project directory and its `.agentloop/`.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    pub root: PathBuf,
+    pub dir: PathBuf,
+}
+
+impl Workspace {
+    /// The workspace for `start`: the top of its git work tree, or `start` itself.
+    pub fn find(start: &Path) -> Workspace {
+        let root = crate::git::toplevel(start).unwrap_or_else(|| start.to_path_buf());
+        Workspace { dir: root.join(".agentloop"), root }
+    }
+
+    pub fn at(root: &Path) -> Workspace {
+        Workspace { root: root.to_path_buf(), dir: root.join(".agentloop") }
+    }
+
+    pub fn runs_dir(&self) -> PathBuf {
+        self.dir.join("runs")
+    }
+
+    /// Run ids, oldest first (ids sort by creation time).
+    pub fn run_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = std::fs::read_dir(self.runs_dir())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.path().join("journal.jsonl").exists())
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    /// A run by id or unique prefix; the newest run when `run` is `None`.
+    pub fn resolve(&self, run: Option<&str>) -> Result<RunDir, WorkspaceError> {
+        let ids = self.run_ids();
+        let id = match run {
+            None => ids.last().cloned().ok_or_else(|| WorkspaceError::NoRuns(self.runs_dir()))?,
+            Some(want) => {
+                if ids.iter().any(|i| i == want) {
+                    want.to_string()
+                } else {
+                    let hits: Vec<&String> = ids.iter().filter(|i| i.starts_with(want) || i.ends_with(want)).collect();
+                    match hits.as_slice() {
+                        [] => return Err(WorkspaceError::UnknownRun(want.to_string())),
+                        [one] => (*one).clone(),
+                        many => {
+                            let list = many.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ");
+                            return Err(WorkspaceError::AmbiguousRun(want.to_string(), list));
+                        }
+                    }
+                }
+            }
+        };
+        Ok(RunDir { path: self.runs_dir().join(&id), id })
+    }
+
+    /// Creates a run directory and its journal with the first event.
+    pub fn create_run(&self, plan_file: &Path, plan: &Plan, settings: Settings) -> Result<(RunDir, Writer, RunState), WorkspaceError> {
+        std::fs::create_dir_all(self.runs_dir()).map_err(io(&self.dir))?;
+        // Git never sees agentloop's own files, whatever the project's .gitignore says.
+        let ignore = self.dir.join(".gitignore");
+        if !ignore.exists() {
+            std::fs::write(&ignore, "*\n").map_err(io(&ignore))?;
+        }
+        let (id, path) = loop {
+            let id = new_run_id();
+            let path = self.runs_dir().join(&id);
+            match std::fs::create_dir(&path) {
+                Ok(()) => break (id, path),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(io(&path)(e)),
+            }
+        };
+        let run = RunDir { id: id.clone(), path };
+        std::fs::create_dir_all(run.path.join("plan")).map_err(io(&run.path))?;
+        std::fs::create_dir_all(run.path.join("iterations")).map_err(io(&run.path))?;
+        let first = Event::RunCreated {
+            run_id: id,
+            plan_file: plan_file.display().to_string(),
+            workdir: self.root.display().to_string(),
+            plan: plan.clone(),
+            settings,
+        };
+        let (writer, rec) = Writer::create(&run.journal(), &first)?;
+        let state = RunState::from_first(&rec).map_err(|source| WorkspaceError::Fold { path: run.journal(), source })?;
+        write_atomic(&run.plan_version(1), plan.to_markdown().as_bytes()).map_err(io(&run.path))?;
+        Ok((run, writer, state))
+    }
+}
+
+/// A run id that sorts by creation time: `20261122-104259-3fa2`.
+fn new_run_id() -> String {
+    let now = SystemTime::now();
+    let stamp = humantime::format_rfc3339_seconds(now).to_string();
+    let digits: String = stamp.chars().filter(|c| c.is_ascii_digit()).collect();
+    let nanos = now.duration_since(SystemTime::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let salt = (nanos ^ std::process::id().rotate_left(16)) & 0xffff;
+    format!("{}-{}-{salt:04x}", &digits[..8], &digits[8..14])
+}
+
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    pub id: String,
+    pub path: PathBuf,
+}
+
+/// A loaded run: its state, and where its journal ends.
+pub struct Loaded {
+    pub state: RunState,
+    pub contents: Contents,
+}
+
+impl Loaded {
+    /// A writer positioned at the end of what was read.
+    pub fn writer(&self, run: &RunDir) -> Result<Writer, WorkspaceError> {
+        Ok(Writer::open(&run.journal(), self.contents.valid_len, self.state.last_seq + 1)?)
+    }
+}
+
+impl RunDir {
+    pub fn journal(&self) -> PathBuf {
+        self.path.join("journal.jsonl")
+    }
+    pub fn state_file(&self) -> PathBuf {
+        self.path.join("state.json")
+    }
+    pub fn progress_file(&self) -> PathBuf {
+        self.path.join("progress.md")
+    }
+    pub fn lock_file(&self) -> PathBuf {
+        self.path.join("lock")
+    }
+    pub fn plan_version(&self, v: u32) -> PathBuf {
+        self.path.join("plan").join(format!("v{v}.md"))
+    }
+    pub fn iteration_dir(&self, n: u32) -> PathBuf {
+        self.path.join("iterations").join(format!("{n:04}"))
+    }
+
+    /// Reads, checks and folds the journal.
+    pub fn load(&self) -> Result<Loaded, WorkspaceError> {
+        let contents = journal::read(&self.journal())?;
+        let state = RunState::fold(&contents.records)
+            .map_err(|source| WorkspaceError::Fold { path: self.journal(), source })?;
+        Ok(Loaded { state, contents })
+    }
+
+    /// Rewrites `state.json` and `progress.md` from the state (both are caches).
+    pub fn write_derived(&self, s: &RunState) -> Result<(), WorkspaceError> {
+        write_atomic(&self.state_file(), &journal::pretty(s)).map_err(io(&self.path))?;
+        write_atomic(&self.progress_file(), crate::progress::render(s).as_bytes()).map_err(io(&self.path))?;
+        Ok(())
+    }
+
+    /// Appends a control request from another process (CLI, server, hook). Returns
+    /// the record it became and the state after it.
+    pub fn append_control(&self, loaded: Loaded, id: String, source: &str, request: Request) -> Result<(Record, RunState), WorkspaceError> {
+        let mut w = loaded.writer(self)?;
+        let mut state = loaded.state;
+        let recs = w.append(&Event::Control { id, source: source.to_string(), request })?;
+        for r in &recs {
+            state.apply(r);
+        }
+        let rec = recs.last().cloned().expect("append returns the new record last");
+        // Leave the caches to the driver when there is one; otherwise keep them fresh.
+        if self.lock_holder().is_none() {
+            self.write_derived(&state)?;
+        }
+        Ok((rec, state))
+    }
+
+    /// The pid of the live driver holding this run's lock, if any.
+    pub fn lock_holder(&self) -> Option<String> {
+        let f = OpenOptions::new().read(true).write(true).open(self.lock_file()).ok()?;
+        match f.try_lock() {
+            Ok(()) => {
+                let _ = f.unlock();
+                None
+            }
+            Err(_) => Some(read_pid(&f)),
+        }
+    }
+
+    /// Takes the driver lock. Fails naming the holder when another driver is alive;
+    /// when the previous driver died, returns its pid so the caller can warn.
+    pub fn lock_driver(&self) -> Result<DriverLock, WorkspaceError> {
+        let path = self.lock_file();
+        let mut f = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io(&path))?;
+        if f.try_lock().is_err() {
+            return Err(WorkspaceError::Locked { run: self.id.clone(), pid: read_pid(&f) });
+        }
+        let previous = read_pid(&f);
+        let took_over = (!previous.is_empty()).then_some(previous);
+        f.set_len(0).map_err(io(&path))?;
+        f.rewind().map_err(io(&path))?;
+        writeln!(f, "{}", std::process::id()).map_err(io(&path))?;
+        f.sync_all().map_err(io(&path))?;
+        Ok(DriverLock { file: f, took_over })
+    }
+}
+
+fn read_pid(f: &File) -> String {
+    let mut s = String::new();
+    let _ = (&*f).rewind();
+    let _ = (&*f).read_to_string(&mut s);
+    s.trim().to_string()
+}
+
+/// Held while a driver runs; released (and the pid cleared) on drop. If the driver is
+/// killed the kernel releases the lock and the pid stays behind as evidence.
+pub struct DriverLock {
+    file: File,
+    /// Pid of a previous driver that died holding the run.
+    pub took_over: Option<String>,
+}
+
+impl Drop for DriverLock {
+    fn drop(&mut self) {
+        let _ = self.file.set_len(0);
+        let _ = self.file.unlock();
+    }
+}
