@@ -1,1 +1,74 @@
+//! Agent adapters: each turns one agent program's run into agentloop's own event
+//! schema (final message, signals, usage, cost, session id, error kind). Nothing above
+//! this crate parses an agent's output format.
 
+pub mod command;
+
+use std::path::Path;
+
+use agentloop_core::config::{AgentConfig, Config};
+use agentloop_core::event::{AgentError, Usage};
+use agentloop_core::supervise::Finished;
+
+/// What one iteration's agent process produced.
+#[derive(Debug, Clone, Default)]
+pub struct AgentRun {
+    pub finished: Finished,
+    /// The agent's final message, where signals are read from.
+    pub final_message: String,
+    pub usage: Usage,
+    pub cost_usd: f64,
+    pub session_id: Option<String>,
+    pub error: Option<AgentError>,
+}
+
+/// The files and limits of one iteration.
+pub struct Invocation<'a> {
+    pub workdir: &'a Path,
+    pub prompt: &'a str,
+    /// `prompt.md` of the iteration, already written.
+    pub prompt_file: &'a Path,
+    /// Where the agent's raw output goes (capped).
+    pub log: &'a Path,
+}
+
+pub trait Agent {
+    fn name(&self) -> &str;
+    /// Runs one iteration; `should_stop` is polled and ends the agent's process group.
+    fn run(&self, inv: &Invocation<'_>, should_stop: &mut dyn FnMut() -> bool) -> AgentRun;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    #[error("unknown agent \"{name}\"")]
+    Unknown { name: String, known: Vec<String> },
+    #[error("agent \"{name}\" has kind \"{kind}\", which this build does not support")]
+    UnsupportedKind { name: String, kind: String },
+}
+
+impl ResolveError {
+    pub fn hint(&self) -> String {
+        match self {
+            ResolveError::Unknown { name, known } if known.is_empty() => format!(
+                "define it in agentloop.toml:\n  [agents.{name}]\n  command = [\"my-agent\", \"--prompt-file\", \"{{prompt_file}}\"]\n  prompt = \"file\""
+            ),
+            ResolveError::Unknown { known, .. } => format!("agents defined in the configuration: {}", known.join(", ")),
+            ResolveError::UnsupportedKind { .. } => "use kind = \"command\" with the program's command line".into(),
+        }
+    }
+}
+
+/// The agent called `name` in the configuration.
+pub fn resolve(config: &Config, name: &str) -> Result<Box<dyn Agent>, ResolveError> {
+    let Some(ac) = config.agents.get(name) else {
+        return Err(ResolveError::Unknown { name: name.to_string(), known: config.agents.keys().cloned().collect() });
+    };
+    build(name, ac)
+}
+
+fn build(name: &str, ac: &AgentConfig) -> Result<Box<dyn Agent>, ResolveError> {
+    match ac.kind.as_str() {
+        "command" => Ok(Box::new(command::CommandAgent::new(name, ac.clone()))),
+        other => Err(ResolveError::UnsupportedKind { name: name.to_string(), kind: other.to_string() }),
+    }
+}

@@ -1,1 +1,31 @@
+//! The `agentloop` command line: argument parsing, rendering and the driver loop. The
+//! decisions live in `agentloop-core`.
 
+mod cli;
+mod commands;
+mod driver;
+mod error;
+mod render;
+
+pub use error::{CliError, ExitKind};
+
+use clap::Parser;
+
+/// Runs the command line and returns the process exit code.
+pub fn main() -> u8 {
+    let cli = match cli::Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { ExitKind::BadInput as u8 } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match commands::dispatch(cli) {
+        Ok(kind) => kind as u8,
+        Err(e) => {
+            render::error(&e);
+            e.exit_kind() as u8
+        }
+    }
+}

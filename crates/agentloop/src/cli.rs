@@ -1,0 +1,211 @@
+//! Arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+const EXIT_CODES: &str = "Exit codes:
+  0    the plan completed and every task was verified
+  1    internal failure
+  2    bad input (usage, configuration, plan)
+  3    a budget or cap was reached
+  4    a breaker tripped (the run is blocked on it)
+  5    waiting for a person (a gate or a blocked task)
+  6    stopped on request
+  130  interrupted";
+
+#[derive(Debug, Parser)]
+#[command(name = "agentloop", version, about = "Run AI coding agents through a plan until it is verifiably done", after_help = EXIT_CODES)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a real loop over the bundled example project in a temporary git repository.
+    Demo(DemoArgs),
+    /// Write a commented agentloop.toml and a PLAN.md template here.
+    Init,
+    /// Drive a plan to verified completion.
+    Run(RunArgs),
+    /// Continue a run: unpause it, or drive it again if its driver is gone.
+    Resume(ResumeArgs),
+    /// Show a run's state.
+    Status(StatusArgs),
+    /// List the runs of this project.
+    Runs(JsonArg),
+    /// Print a run's journal events.
+    Log(LogArgs),
+    /// Pause a run at the next safe point.
+    Pause(RunRef),
+    /// Stop a run after the current iteration (`--now`: kill the agent at once).
+    Stop(StopArgs),
+    /// Approve the gate a run waits at.
+    Approve(NoteArgs),
+    /// Reject the gate a run waits at.
+    Reject(NoteArgs),
+    /// Skip a task (its dependents may go ahead).
+    Skip(TaskArgs),
+    /// Retry a task from scratch (unblocks it).
+    Retry(TaskArgs),
+    /// Give the next iteration a note.
+    Steer(SteerArgs),
+    /// Check or import plans.
+    #[command(subcommand)]
+    Plan(PlanCommand),
+    /// Inspect the configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Check journals.
+    #[command(subcommand)]
+    Journal(JournalCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Directory to create the example repository in (default: a new temp directory).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct OutputArgs {
+    /// Stream journal events as JSON lines on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Exit (code 5, or 4 for a breaker) instead of waiting when the run needs a person.
+    #[arg(long)]
+    pub no_wait: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The plan file.
+    #[arg(default_value = "PLAN.md")]
+    pub plan: PathBuf,
+    /// Agent for tasks that name none.
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// quick, tdd, pair or checkpoint.
+    #[arg(long)]
+    pub mode: Option<String>,
+    /// Iterations for the whole run.
+    #[arg(long)]
+    pub max_iterations: Option<u32>,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    pub run: Option<String>,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    pub run: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct JsonArg {
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    pub run: Option<String>,
+    /// Keep printing events as they are appended.
+    #[arg(long, short)]
+    pub follow: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunRef {
+    /// The run (id or unique prefix; default: the newest).
+    #[arg(long)]
+    pub run: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct StopArgs {
+    /// Kill the agent's whole process group now instead of waiting for the iteration.
+    #[arg(long)]
+    pub now: bool,
+    #[command(flatten)]
+    pub run: RunRef,
+}
+
+#[derive(Debug, Args)]
+pub struct NoteArgs {
+    /// A note recorded with the decision (and given to the next iteration).
+    #[arg(long)]
+    pub note: Option<String>,
+    #[command(flatten)]
+    pub run: RunRef,
+}
+
+#[derive(Debug, Args)]
+pub struct TaskArgs {
+    pub task: String,
+    #[command(flatten)]
+    pub run: RunRef,
+}
+
+#[derive(Debug, Args)]
+pub struct SteerArgs {
+    pub note: String,
+    #[command(flatten)]
+    pub run: RunRef,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PlanCommand {
+    /// Validate a plan and print its task graph.
+    Check {
+        #[arg(default_value = "PLAN.md")]
+        plan: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Convert a snarktank/ralph prd.json or a Task Master tasks.json into PLAN.md.
+    Import {
+        file: PathBuf,
+        /// Where to write the plan (`-` for stdout).
+        #[arg(long, short, default_value = "PLAN.md")]
+        output: PathBuf,
+        /// Overwrite the output file if it exists.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print the effective configuration and where each value came from.
+    Show {
+        /// Include this plan's front matter.
+        #[arg(long, default_value = "PLAN.md")]
+        plan: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum JournalCommand {
+    /// Check every line's checksum, sequence and schema.
+    Verify { run: Option<String> },
+}

@@ -1,0 +1,99 @@
+//! Control requests from another terminal: appended to the run's journal under its
+//! lock, picked up by the driver at the next safe point.
+
+use agentloop_core::event::{Request, RunStatus};
+use agentloop_core::state::TaskStatus;
+use agentloop_core::workspace::{Loaded, RunDir, Workspace};
+
+use crate::error::{CliError, ExitKind};
+
+fn open(ws: &Workspace, run: Option<&str>) -> Result<(RunDir, Loaded), CliError> {
+    let run = ws.resolve(run)?;
+    let loaded = run.load()?;
+    Ok((run, loaded))
+}
+
+fn not_finished(run: &RunDir, loaded: &Loaded) -> Result<(), CliError> {
+    if loaded.state.is_finished() {
+        return Err(CliError::user(format!("run {} is {}", run.id, loaded.state.status.as_str()))
+            .hint("`agentloop resume` continues a stopped or failed run"));
+    }
+    Ok(())
+}
+
+fn send(run: &RunDir, loaded: Loaded, request: Request) -> Result<ExitKind, CliError> {
+    let what = crate::render::describe_request(&request);
+    let (rec, state) = run.append_control(loaded, super::request_id("cli"), "cli", request)?;
+    match run.lock_holder() {
+        Some(pid) => eprintln!("agentloop: {what} · run {} · event {} · driver pid {pid} picks it up", run.id, rec.seq),
+        None => {
+            let settled = super::run::settle(run)?.unwrap_or(state);
+            eprintln!(
+                "agentloop: {what} · run {} · event {} · no driver is running; the run is {} (`agentloop resume` drives it)",
+                run.id,
+                rec.seq,
+                settled.status.as_str()
+            );
+        }
+    }
+    Ok(ExitKind::Completed)
+}
+
+pub fn pause(ws: &Workspace, run: Option<&str>) -> Result<ExitKind, CliError> {
+    let (run, loaded) = open(ws, run)?;
+    not_finished(&run, &loaded)?;
+    if loaded.state.paused {
+        eprintln!("agentloop: run {} is already paused", run.id);
+        return Ok(ExitKind::Completed);
+    }
+    send(&run, loaded, Request::Pause)
+}
+
+pub fn stop(ws: &Workspace, run: Option<&str>, now: bool) -> Result<ExitKind, CliError> {
+    let (run, loaded) = open(ws, run)?;
+    not_finished(&run, &loaded)?;
+    send(&run, loaded, if now { Request::StopNow } else { Request::Stop })
+}
+
+pub fn approve(ws: &Workspace, run: Option<&str>, note: Option<String>, approve: bool) -> Result<ExitKind, CliError> {
+    let (run, loaded) = open(ws, run)?;
+    not_finished(&run, &loaded)?;
+    let Some(gate) = loaded.state.gate.clone() else {
+        let blocked = loaded.state.tasks.iter().find(|t| t.status == TaskStatus::Blocked).map(|t| t.id.clone());
+        let err = CliError::user(format!("run {} is not waiting at a gate", run.id));
+        return Err(match blocked {
+            Some(t) => err.hint(format!("task {t} is blocked: `agentloop steer \"answer\"` then `agentloop retry {t}`")),
+            None => err,
+        });
+    };
+    if !approve && note.is_none() {
+        return Err(CliError::user("a rejection needs a reason").hint("add `--note \"what is wrong\"`"));
+    }
+    eprintln!("agentloop: gate: {}", gate.describe());
+    send(&run, loaded, if approve { Request::Approve { note } } else { Request::Reject { note } })
+}
+
+pub fn skip_or_retry(ws: &Workspace, run: Option<&str>, task: &str, skip: bool) -> Result<ExitKind, CliError> {
+    let (run, loaded) = open(ws, run)?;
+    let Some(t) = loaded.state.task(task) else {
+        let ids = loaded.state.tasks.iter().map(|t| t.id.as_str()).collect::<Vec<_>>().join(", ");
+        return Err(CliError::user(format!("run {} has no task \"{task}\"", run.id)).hint(format!("its tasks: {ids}")));
+    };
+    if skip && t.status == TaskStatus::Done {
+        return Err(CliError::user(format!("task {task} is done and verified; there is nothing to skip")));
+    }
+    if loaded.state.status == RunStatus::Completed {
+        return Err(CliError::user(format!("run {} is completed", run.id)).hint("start a new run with `agentloop run`"));
+    }
+    let request = if skip { Request::Skip { task: task.into() } } else { Request::Retry { task: task.into() } };
+    send(&run, loaded, request)
+}
+
+pub fn steer(ws: &Workspace, run: Option<&str>, note: String) -> Result<ExitKind, CliError> {
+    if note.trim().is_empty() {
+        return Err(CliError::user("the note is empty"));
+    }
+    let (run, loaded) = open(ws, run)?;
+    not_finished(&run, &loaded)?;
+    send(&run, loaded, Request::Steer { note })
+}

@@ -1,0 +1,60 @@
+//! `agentloop init`: a commented agentloop.toml, a PLAN.md template, and `.agentloop/`
+//! in `.gitignore`.
+
+use std::path::Path;
+
+use agentloop_core::config::TEMPLATE;
+
+use crate::error::{CliError, ExitKind};
+
+const PLAN_TEMPLATE: &str = "# My plan
+
+One paragraph on what this plan achieves and why. Every iteration's agent reads it.
+
+## T1: First task
+
+What to do, in as much detail as a new colleague would need.
+
+Verify: echo \"replace with a command that proves T1 works, e.g. cargo test\"
+
+Acceptance:
+- [ ] something a reviewer can check
+
+## T2: Second task
+Depends: T1
+Verify: echo \"replace me\"
+
+What to do next.
+";
+
+pub fn init(dir: &Path) -> Result<ExitKind, CliError> {
+    if !agentloop_core::git::is_repo(dir) {
+        crate::render::warn(
+            "this is not a git repository: agentloop uses git to see what the agent changed (run `git init` first)",
+        );
+    }
+    write_new(&dir.join("agentloop.toml"), TEMPLATE)?;
+    write_new(&dir.join("PLAN.md"), PLAN_TEMPLATE)?;
+    let gi = dir.join(".gitignore");
+    let existing = std::fs::read_to_string(&gi).unwrap_or_default();
+    if existing.lines().any(|l| matches!(l.trim(), ".agentloop" | ".agentloop/" | "/.agentloop/" | "/.agentloop")) {
+        eprintln!("  .gitignore already ignores .agentloop/");
+    } else {
+        let sep = if existing.is_empty() || existing.ends_with('\n') { "" } else { "\n" };
+        std::fs::write(&gi, format!("{existing}{sep}.agentloop/\n"))?;
+        eprintln!("  added .agentloop/ to .gitignore");
+    }
+    eprintln!("next: edit PLAN.md, then `agentloop plan check` and `agentloop run`");
+    Ok(ExitKind::Completed)
+}
+
+fn write_new(path: &Path, text: &str) -> Result<(), CliError> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    if path.exists() {
+        eprintln!("  {name} exists; left as it is");
+        return Ok(());
+    }
+    std::fs::write(path, text)?;
+    eprintln!("  wrote {name}");
+    Ok(())
+}

@@ -1,0 +1,76 @@
+//! `agentloop log`: the journal, one event per line, optionally followed.
+
+use std::time::Duration;
+
+use agentloop_core::event::Event;
+use agentloop_core::journal::{self, Record};
+use agentloop_core::workspace::Workspace;
+
+use crate::cli::LogArgs;
+use crate::error::{CliError, ExitKind};
+use crate::render::{describe_request, json_event};
+
+pub fn log(ws: &Workspace, args: LogArgs) -> Result<ExitKind, CliError> {
+    let run = ws.resolve(args.run.as_deref())?;
+    let c = journal::read(&run.journal())?;
+    let mut offset = c.valid_len;
+    let mut next = c.records.len() as u64 + 1;
+    let mut finished = false;
+    for r in &c.records {
+        print_record(r, args.json);
+        finished = matches!(r.event, Event::RunFinished { .. });
+    }
+    while args.follow && !(finished && run.lock_holder().is_none()) {
+        std::thread::sleep(Duration::from_millis(200));
+        let more = journal::read_from(&run.journal(), offset, next)?;
+        for r in &more.records {
+            print_record(r, args.json);
+            finished = matches!(r.event, Event::RunFinished { .. });
+        }
+        offset = more.valid_len;
+        next += more.records.len() as u64;
+    }
+    Ok(ExitKind::Completed)
+}
+
+fn print_record(r: &Record, as_json: bool) {
+    if as_json {
+        json_event(r);
+        return;
+    }
+    let time = r.time.get(11..19).unwrap_or(&r.time);
+    println!("{:>5} {time} {:18} {}", r.seq, r.event.kind(), describe(&r.event));
+}
+
+fn describe(e: &Event) -> String {
+    match e {
+        Event::RunCreated { run_id, plan, .. } => format!("run {run_id}: {} ({} tasks)", plan.title, plan.tasks.len()),
+        Event::DriverStarted { pid, version, .. } => format!("driver pid {pid}, agentloop {version}"),
+        Event::IterationStarted(s) => {
+            format!("iteration {} · task {} · attempt {} · {:?} · agent {}", s.iteration, s.task, s.attempt, s.kind, s.agent)
+        }
+        Event::AgentFinished(a) => format!(
+            "iteration {} · exit {} · {} bytes · claimed complete: {} · {} files changed · ${:.4}",
+            a.iteration,
+            a.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "-".into()),
+            a.output_bytes,
+            a.signals.complete,
+            a.changed_files.len(),
+            a.cost_usd
+        ),
+        Event::VerifyFinished(v) => format!(
+            "iteration {} · {} · {} commands{}",
+            v.iteration,
+            if v.passed { "passed" } else { "failed" },
+            v.commands.len(),
+            v.fingerprint.as_ref().map(|f| format!(" · fingerprint {f}")).unwrap_or_default()
+        ),
+        Event::IterationFinished(f) => format!("iteration {} · {:?} · {}", f.iteration, f.outcome, f.reason),
+        Event::Escalated { task, trigger, rung, .. } => format!("task {task}: {} → {rung:?}", trigger.describe()),
+        Event::ReplanAccepted { task, version, added, .. } => format!("task {task} → {} (plan v{version})", added.join(", ")),
+        Event::ReplanRejected { task, reason } => format!("task {task}: {reason}"),
+        Event::GateOpened { gate } => gate.describe(),
+        Event::Control { request, source, .. } => format!("{} (from {source})", describe_request(request)),
+        Event::RunFinished { status, reason } => format!("{} · {}", status.as_str(), reason.describe()),
+    }
+}

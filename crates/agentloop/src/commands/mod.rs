@@ -1,0 +1,80 @@
+//! One file per command; each reads like a short story of calls into the core.
+
+mod config;
+mod control;
+mod demo;
+mod init;
+mod journal;
+mod log;
+mod plan;
+mod run;
+mod status;
+
+use std::path::{Path, PathBuf};
+
+use agentloop_core::config::{Layered, Loader, Source, user_config_path};
+use agentloop_core::workspace::Workspace;
+use serde_json::{Map, Value};
+
+use crate::cli::{Cli, Command, ConfigCommand, JournalCommand, PlanCommand};
+use crate::error::{CliError, ExitKind};
+
+pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
+    match cli.command {
+        Command::Demo(a) => demo::demo(a),
+        Command::Init => init::init(&cwd()?),
+        Command::Run(a) => run::run(&cwd()?, a),
+        Command::Resume(a) => run::resume(&cwd()?, a),
+        Command::Status(a) => status::status(&workspace()?, a.run.as_deref(), a.json),
+        Command::Runs(a) => status::runs(&workspace()?, a.json),
+        Command::Log(a) => log::log(&workspace()?, a),
+        Command::Pause(r) => control::pause(&workspace()?, r.run.as_deref()),
+        Command::Stop(a) => control::stop(&workspace()?, a.run.run.as_deref(), a.now),
+        Command::Approve(a) => control::approve(&workspace()?, a.run.run.as_deref(), a.note, true),
+        Command::Reject(a) => control::approve(&workspace()?, a.run.run.as_deref(), a.note, false),
+        Command::Skip(a) => control::skip_or_retry(&workspace()?, a.run.run.as_deref(), &a.task, true),
+        Command::Retry(a) => control::skip_or_retry(&workspace()?, a.run.run.as_deref(), &a.task, false),
+        Command::Steer(a) => control::steer(&workspace()?, a.run.run.as_deref(), a.note),
+        Command::Plan(PlanCommand::Check { plan, json }) => plan::check(&plan, json),
+        Command::Plan(PlanCommand::Import { file, output, force }) => plan::import(&file, &output, force),
+        Command::Config(ConfigCommand::Show { plan, json }) => config::show(&cwd()?, &plan, json),
+        Command::Journal(JournalCommand::Verify { run }) => journal::verify(&workspace()?, run.as_deref()),
+    }
+}
+
+fn cwd() -> Result<PathBuf, CliError> {
+    std::env::current_dir().map_err(|e| CliError::internal(format!("cannot read the current directory: {e}")))
+}
+
+fn workspace() -> Result<Workspace, CliError> {
+    Ok(Workspace::find(&cwd()?))
+}
+
+/// The effective configuration for a project: user config, `agentloop.toml`, the
+/// plan's front matter, then flags.
+pub(crate) fn load_config(
+    root: &Path,
+    plan_file: &Path,
+    front_matter: &Map<String, Value>,
+    flags: Map<String, Value>,
+) -> Result<Layered, CliError> {
+    let mut loader = Loader::new();
+    if let Some(user) = user_config_path() {
+        loader = loader.toml_file(Source::User(user.clone()), &user)?;
+    }
+    let project = root.join("agentloop.toml");
+    loader = loader.toml_file(Source::Project(project.clone()), &project)?;
+    Ok(loader
+        .layer(Source::Plan(plan_file.to_path_buf()), front_matter.clone())
+        .layer(Source::Flag, flags)
+        .build()?)
+}
+
+/// A request id unique enough for one machine: source, pid and time.
+pub(crate) fn request_id(source: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{source}-{}-{nanos:x}", std::process::id())
+}

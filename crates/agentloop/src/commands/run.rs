@@ -1,0 +1,131 @@
+//! `agentloop run` and `agentloop resume`.
+
+use std::path::Path;
+
+use agentloop_core::config::Config;
+use agentloop_core::event::{Event, Request, Settings};
+use agentloop_core::plan::{Mode, Plan};
+use agentloop_core::state::RunState;
+use agentloop_core::workspace::{RunDir, Workspace};
+use serde_json::{Map, Value, json};
+
+use crate::cli::{OutputArgs, ResumeArgs, RunArgs};
+use crate::driver::Driver;
+use crate::error::{CliError, ExitKind};
+
+pub fn run(cwd: &Path, args: RunArgs) -> Result<ExitKind, CliError> {
+    let ws = Workspace::find(cwd);
+    let mut flags = Map::new();
+    let mut run_flags = Map::new();
+    if let Some(a) = &args.agent {
+        run_flags.insert("agent".into(), json!(a));
+    }
+    if let Some(m) = &args.mode {
+        let mode: Mode = m.parse().map_err(|e: String| CliError::user(format!("--mode: {e}")))?;
+        run_flags.insert("mode".into(), json!(mode));
+    }
+    if !run_flags.is_empty() {
+        flags.insert("run".into(), Value::Object(run_flags));
+    }
+    if let Some(n) = args.max_iterations {
+        flags.insert("budgets".into(), json!({ "max_iterations": n }));
+    }
+    let plan_path = cwd.join(&args.plan);
+    start(&ws, &plan_path, flags, args.out)
+}
+
+/// Creates a run for the plan and drives it.
+pub(crate) fn start(ws: &Workspace, plan_path: &Path, flags: Map<String, Value>, out: OutputArgs) -> Result<ExitKind, CliError> {
+    let plan = Plan::load(plan_path)?;
+    let shown = plan_path.strip_prefix(&ws.root).unwrap_or(plan_path).to_path_buf();
+    let layered = super::load_config(&ws.root, &shown, &plan.settings, flags)?;
+    check_agents(&layered.config, &plan)?;
+    if !agentloop_core::git::is_repo(&ws.root) {
+        crate::render::warn(
+            "not a git repository: agentloop cannot see what the agent changes, so the no-change breaker, \
+             scope guards and tdd mode cannot work (run `git init`)",
+        );
+    }
+    let settings = Settings::from_config(&layered.config);
+    let (run, writer, state) = ws.create_run(&shown, &plan, settings.clone())?;
+    let lock = run.lock_driver()?;
+    let driver = Driver::new(ws.clone(), run, writer, state, layered.config, out, lock)?;
+    driver.start(settings)
+}
+
+/// Every agent the plan may use must exist before the run is created.
+fn check_agents(config: &Config, plan: &Plan) -> Result<(), CliError> {
+    let mut names: Vec<&str> = vec![config.run.agent.as_str()];
+    names.extend(config.run.fallback_agent.as_deref());
+    names.extend(plan.tasks.iter().filter_map(|t| t.agent.as_deref()));
+    for name in names {
+        agentloop_agents::resolve(config, name).map_err(|e| CliError::user(e.to_string()).hint(e.hint()))?;
+    }
+    Ok(())
+}
+
+pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
+    let ws = Workspace::find(cwd);
+    let run = ws.resolve(args.run.as_deref())?;
+    let loaded = run.load()?;
+    if loaded.state.status == agentloop_core::event::RunStatus::Completed {
+        return Err(CliError::user(format!("run {} is completed; there is nothing to resume", run.id))
+            .hint("start a new run with `agentloop run`"));
+    }
+    if let Some(pid) = run.lock_holder() {
+        if !loaded.state.paused {
+            eprintln!("agentloop: run {} is not paused; its driver (pid {pid}) is running it", run.id);
+            return Ok(ExitKind::Completed);
+        }
+        let (rec, _) = run.append_control(loaded, super::request_id("cli"), "cli", Request::Resume)?;
+        eprintln!("agentloop: resume requested (event {}); driver pid {pid} continues", rec.seq);
+        return Ok(ExitKind::Completed);
+    }
+    let lock = run.lock_driver()?;
+    if let Some(pid) = &lock.took_over {
+        crate::render::warn(&format!("the previous driver of run {} (pid {pid}) is gone; taking over", run.id));
+    }
+    let plan_file = Path::new(&loaded.state.plan_file).to_path_buf();
+    let layered = super::load_config(&ws.root, &plan_file, &loaded.state.plan.settings, Map::new())?;
+    check_agents(&layered.config, &loaded.state.plan)?;
+    let settings = Settings::from_config(&layered.config);
+    let mut writer = loaded.writer(&run)?;
+    let mut state = loaded.state;
+    if state.paused || state.is_finished() {
+        for r in writer.append(&Event::Control { id: super::request_id("cli"), source: "cli".into(), request: Request::Resume })? {
+            state.apply(&r);
+        }
+    }
+    let driver = Driver::new(ws, run, writer, state, layered.config, args.out, lock)?;
+    driver.start(settings)
+}
+
+/// With no driver alive, records the decisions that need no agent (an interrupted
+/// iteration is aborted, a stop request ends the run) so the state a person sees is
+/// settled. Does nothing when a driver holds the run.
+pub(crate) fn settle(run: &RunDir) -> Result<Option<RunState>, CliError> {
+    let Ok(_lock) = run.lock_driver() else { return Ok(None) };
+    let loaded = run.load()?;
+    let mut w = loaded.writer(run)?;
+    let mut state = loaded.state;
+    let mut steps = 0;
+    while let agentloop_core::policy::Action::Record(event) = agentloop_core::policy::next_action(&state) {
+        // Only decisions that follow from requests: no new gates or iterations.
+        let settles = matches!(
+            event,
+            Event::IterationFinished(ref f) if f.outcome != agentloop_core::event::Outcome::Completed
+        ) || matches!(
+            event,
+            Event::RunFinished { reason: agentloop_core::event::FinishReason::StopRequested, .. }
+        );
+        if !settles || steps > 8 {
+            break;
+        }
+        for r in w.append(&event)? {
+            state.apply(&r);
+        }
+        steps += 1;
+    }
+    run.write_derived(&state)?;
+    Ok(Some(state))
+}

@@ -1,0 +1,160 @@
+//! `agentloop status` and `agentloop runs`.
+
+use agentloop_core::event::RunStatus;
+use agentloop_core::state::{RunState, TaskStatus};
+use agentloop_core::workspace::{RunDir, Workspace};
+use serde_json::{Value, json};
+
+use crate::error::{CliError, ExitKind};
+use crate::render::{duration_ms, money, paint};
+
+pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKind, CliError> {
+    let run = ws.resolve(run)?;
+    let loaded = run.load()?;
+    let s = &loaded.state;
+    let driver = run.lock_holder();
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&summary(s, &run, driver.as_deref())).unwrap_or_default());
+        return Ok(ExitKind::Completed);
+    }
+    println!(
+        "run {} · {} · {}/{} tasks · {} iterations · {} · {} in iterations",
+        s.run_id,
+        paint(status_color(s.status), s.status.as_str()),
+        s.done_count(),
+        s.tasks.len(),
+        s.iterations,
+        money(s.cost_usd),
+        duration_ms(s.active_ms)
+    );
+    println!("plan: {} ({}, version {})", s.plan.title, s.plan_file, s.plan_version);
+    let width = s.tasks.iter().map(|t| t.id.len()).max().unwrap_or(2);
+    for t in &s.tasks {
+        let mark = match t.status {
+            TaskStatus::Done => paint("32", "✓"),
+            TaskStatus::Running => paint("36", "▶"),
+            TaskStatus::Blocked => paint("31", "!"),
+            TaskStatus::Skipped => paint("2", "-"),
+            TaskStatus::Pending => " ".to_string(),
+        };
+        println!(
+            "  {mark} {:width$}  {:8} {:>3} it  {:>7}  {}",
+            t.id,
+            t.status.as_str(),
+            t.iterations,
+            money(t.cost_usd),
+            t.title
+        );
+    }
+    match &driver {
+        Some(pid) => println!("driver: pid {pid}"),
+        None if !s.is_finished() => println!("driver: none (`agentloop resume {}` drives it)", s.run_id),
+        None => {}
+    }
+    if let Some(r) = &s.finished {
+        println!("finished: {}", r.describe());
+    }
+    if let Some(g) = &s.gate {
+        println!("{} {} (`agentloop approve` / `agentloop reject --note …`)", paint("1;33", "needs you:"), g.describe());
+    }
+    for t in s.tasks.iter().filter(|t| t.status == TaskStatus::Blocked) {
+        println!("{} task {} is blocked: {}", paint("1;33", "needs you:"), t.id, t.blocked.as_deref().unwrap_or("").lines().next().unwrap_or(""));
+    }
+    Ok(ExitKind::Completed)
+}
+
+fn status_color(s: RunStatus) -> &'static str {
+    match s {
+        RunStatus::Completed => "1;32",
+        RunStatus::Failed => "1;31",
+        RunStatus::Running => "1;36",
+        _ => "1;33",
+    }
+}
+
+pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
+    let done = s.tasks.iter().filter(|t| t.status == TaskStatus::Done).count();
+    let failed_cost: f64 = s.tasks.iter().map(|t| t.failed_cost_usd).sum();
+    json!({
+        "v": 1,
+        "run_id": s.run_id,
+        "status": s.status,
+        "path": run.path,
+        "plan": { "title": s.plan.title, "file": s.plan_file, "version": s.plan_version },
+        "iterations": s.iterations,
+        "cost_usd": s.cost_usd,
+        "failed_cost_usd": failed_cost,
+        "cost_per_verified_task": if done > 0 { Some(s.cost_usd / done as f64) } else { None },
+        "tokens": {
+            "input": s.usage.input_tokens,
+            "cached_input": s.usage.cached_input_tokens,
+            "cache_write": s.usage.cache_write_tokens,
+            "output": s.usage.output_tokens,
+            "total": s.usage.total(),
+        },
+        "active_ms": s.active_ms,
+        "created": s.created,
+        "updated": s.updated,
+        "driver_pid": driver.and_then(|p| p.parse::<u32>().ok()),
+        "gate": s.gate,
+        "needs_attention": s.gate.is_some() || s.status == RunStatus::Blocked,
+        "finished": s.finished.as_ref().map(|r| r.describe()),
+        "replans_used": s.replans_used,
+        "learnings": s.learnings,
+        "tasks": s.tasks.iter().map(|t| json!({
+            "id": t.id,
+            "title": t.title,
+            "status": t.status,
+            "iterations": t.iterations,
+            "attempts": t.attempts,
+            "rung": t.rung,
+            "cost_usd": t.cost_usd,
+            "failed_cost_usd": t.failed_cost_usd,
+            "tokens": t.tokens,
+            "blocked": t.blocked,
+            "commit": t.commit,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+pub fn runs(ws: &Workspace, as_json: bool) -> Result<ExitKind, CliError> {
+    let ids = ws.run_ids();
+    let mut rows = Vec::new();
+    for id in ids {
+        let run = ws.resolve(Some(&id))?;
+        match run.load() {
+            Ok(l) => rows.push((run.clone(), Ok(l.state))),
+            Err(e) => rows.push((run.clone(), Err(e.to_string()))),
+        }
+    }
+    if as_json {
+        let list: Vec<Value> = rows
+            .iter()
+            .map(|(run, r)| match r {
+                Ok(s) => summary(s, run, run.lock_holder().as_deref()),
+                Err(e) => json!({ "run_id": run.id, "error": e }),
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
+        return Ok(ExitKind::Completed);
+    }
+    if rows.is_empty() {
+        eprintln!("no runs yet in {}", ws.runs_dir().display());
+    }
+    for (run, r) in rows {
+        match r {
+            Ok(s) => println!(
+                "{}  {:9}  {}/{} tasks  {:>3} it  {:>7}  {}",
+                run.id,
+                s.status.as_str(),
+                s.done_count(),
+                s.tasks.len(),
+                s.iterations,
+                money(s.cost_usd),
+                s.plan.title
+            ),
+            Err(e) => println!("{}  unreadable: {e}", run.id),
+        }
+    }
+    Ok(ExitKind::Completed)
+}

@@ -1,0 +1,311 @@
+//! The driver: asks the policy what to do next, does it, and records it in the journal
+//! before and after. It holds the run's lock for its whole life.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use agentloop_agents::{AgentRun, Invocation};
+use agentloop_core::config::Config;
+use agentloop_core::event::*;
+use agentloop_core::journal::{Record, Writer};
+use agentloop_core::policy::{self, Action, IterationPlan, WaitReason};
+use agentloop_core::state::{RunState, StopKind};
+use agentloop_core::workspace::{DriverLock, RunDir, Workspace};
+use agentloop_core::{fsutil, git, prompt, signals, verify};
+
+use crate::cli::OutputArgs;
+use crate::error::{CliError, ExitKind};
+use crate::render::Progress;
+
+pub struct Driver {
+    pub ws: Workspace,
+    pub run: RunDir,
+    pub writer: Writer,
+    pub state: RunState,
+    pub config: Config,
+    pub out: OutputArgs,
+    _lock: DriverLock,
+    interrupted: Arc<AtomicBool>,
+    progress: Progress,
+    scratch_index: PathBuf,
+}
+
+impl Driver {
+    pub fn new(
+        ws: Workspace,
+        run: RunDir,
+        writer: Writer,
+        state: RunState,
+        config: Config,
+        out: OutputArgs,
+        lock: DriverLock,
+    ) -> Result<Driver, CliError> {
+        let interrupted = Arc::new(AtomicBool::new(false));
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            // A second signal while we are still cleaning up exits at once.
+            signal_hook::flag::register_conditional_shutdown(sig, 130, interrupted.clone())?;
+            signal_hook::flag::register(sig, interrupted.clone())?;
+        }
+        let progress = Progress::new(out.quiet);
+        let scratch_index = run.path.join("scratch-index");
+        Ok(Driver { ws, run, writer, state, config, out, _lock: lock, interrupted, progress, scratch_index })
+    }
+
+    /// Records a driver start (with the settings in force) and drives.
+    pub fn start(mut self, settings: Settings) -> Result<ExitKind, CliError> {
+        self.record(Event::DriverStarted { pid: std::process::id(), version: env!("CARGO_PKG_VERSION").into(), settings })?;
+        self.drive()
+    }
+
+    fn drive(&mut self) -> Result<ExitKind, CliError> {
+        let mut waiting_since: Option<WaitReason> = None;
+        loop {
+            if self.interrupted.load(Ordering::SeqCst) {
+                self.flush();
+                self.progress.interrupted(&self.run.id);
+                return Ok(ExitKind::Interrupted);
+            }
+            let action = policy::next_action(&self.state);
+            if !matches!(action, Action::Wait(_)) {
+                waiting_since = None;
+            }
+            match action {
+                Action::Record(event) => self.record_decision(event)?,
+                Action::Iterate(plan) => self.iterate(plan)?,
+                Action::Verify { iteration, task } => self.verify(iteration, &task)?,
+                Action::Wait(reason) => {
+                    if waiting_since.as_ref() != Some(&reason) {
+                        self.flush();
+                        self.progress.waiting(&self.state, &reason);
+                        waiting_since = Some(reason.clone());
+                    }
+                    if self.out.no_wait && !matches!(reason, WaitReason::Paused) {
+                        return Ok(match reason {
+                            WaitReason::Blocked { breaker: true, .. } => ExitKind::Breaker,
+                            _ => ExitKind::Waiting,
+                        });
+                    }
+                    std::thread::sleep(Duration::from_millis(200));
+                    self.poll_controls()?;
+                }
+                Action::Exit(status) => {
+                    self.flush();
+                    self.progress.finished(&self.state, &self.run);
+                    return Ok(match status {
+                        RunStatus::Completed => ExitKind::Completed,
+                        RunStatus::Stopped => ExitKind::Stopped,
+                        RunStatus::Failed => match &self.state.finished {
+                            Some(FinishReason::Budget { .. }) => ExitKind::Budget,
+                            _ => ExitKind::Internal,
+                        },
+                        _ => ExitKind::Internal,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Appends an event and folds it (and anything other processes appended first).
+    fn record(&mut self, event: Event) -> Result<(), CliError> {
+        let recs = self.writer.append(&event)?;
+        self.apply(&recs);
+        Ok(())
+    }
+
+    fn apply(&mut self, recs: &[Record]) {
+        for r in recs {
+            self.state.apply(r);
+            if self.out.json {
+                crate::render::json_event(r);
+            }
+            self.progress.event(&self.state, r);
+        }
+    }
+
+    fn poll_controls(&mut self) -> Result<(), CliError> {
+        let recs = self.writer.catch_up()?;
+        self.apply(&recs);
+        Ok(())
+    }
+
+    fn flush(&self) {
+        if let Err(e) = self.run.write_derived(&self.state) {
+            self.progress.warn(&format!("cannot update state.json/progress.md: {e}"));
+        }
+    }
+
+    fn record_decision(&mut self, mut event: Event) -> Result<(), CliError> {
+        if let Event::IterationFinished(f) = &mut event
+            && f.outcome == Outcome::Completed
+            && self.state.settings.commit
+        {
+            let task = self.state.open.as_ref().map(|o| o.started.task.clone()).unwrap_or_default();
+            let title = self.state.task(&task).map(|t| t.title.clone()).unwrap_or_default();
+            match git::commit_all(&self.ws.root, &format!("agentloop: {task} {title}\n\nRun {}", self.run.id)) {
+                Ok(hash) => f.commit = Some(hash),
+                Err(e) => self.progress.warn(&format!("could not commit task {task}: {e}")),
+            }
+        }
+        let result = match &event {
+            Event::IterationFinished(f) => Some(f.clone()),
+            _ => None,
+        };
+        let replan_version = match &event {
+            Event::ReplanAccepted { version, .. } => Some(*version),
+            _ => None,
+        };
+        let open = self.state.open.clone();
+        self.record(event)?;
+        if let (Some(f), Some(open)) = (result, open) {
+            self.write_result(&open, &f);
+        }
+        if let Some(v) = replan_version {
+            let md = self.state.plan.to_markdown();
+            if let Err(e) = fsutil::write_atomic(&self.run.plan_version(v), md.as_bytes()) {
+                self.progress.warn(&format!("cannot write plan version {v}: {e}"));
+            }
+        }
+        Ok(())
+    }
+
+    fn write_result(&self, open: &agentloop_core::state::OpenIteration, f: &IterationFinished) {
+        let dir = self.run.iteration_dir(f.iteration);
+        let result = serde_json::json!({
+            "v": 1,
+            "iteration": f.iteration,
+            "task": open.started.task,
+            "attempt": open.started.attempt,
+            "kind": open.started.kind,
+            "agent": open.started.agent,
+            "outcome": f.outcome,
+            "reason": f.reason,
+            "digest": f.digest,
+            "commit": f.commit,
+            "signals": open.agent.as_ref().map(|a| &a.signals),
+            "exit_code": open.agent.as_ref().and_then(|a| a.exit_code),
+            "usage": open.agent.as_ref().map(|a| a.usage),
+            "cost_usd": open.agent.as_ref().map(|a| a.cost_usd),
+            "changed_files": open.agent.as_ref().map(|a| &a.changed_files),
+            "fingerprint": open.verify.as_ref().and_then(|v| v.fingerprint.clone()),
+            "verify": open.verify.as_ref().map(|v| &v.commands),
+        });
+        let _ = std::fs::create_dir_all(&dir);
+        if let Err(e) = fsutil::write_atomic(&dir.join("result.json"), &agentloop_core::journal::pretty(&result)) {
+            self.progress.warn(&format!("cannot write result.json: {e}"));
+        }
+    }
+
+    fn should_stop(&mut self, last: &mut Instant) -> bool {
+        if self.interrupted.load(Ordering::SeqCst) {
+            return true;
+        }
+        if last.elapsed() >= Duration::from_millis(100) {
+            *last = Instant::now();
+            if let Ok(recs) = self.writer.catch_up() {
+                self.apply(&recs);
+            }
+            self.progress.tick(&self.state);
+        }
+        self.state.stop == Some(StopKind::Now)
+    }
+
+    fn iterate(&mut self, plan: IterationPlan) -> Result<(), CliError> {
+        let agent = agentloop_agents::resolve(&self.config, &plan.agent)
+            .map_err(|e| CliError::user(format!("task {}: {e}", plan.task)).hint(e.hint()))?;
+        let workdir = self.ws.root.clone();
+        let tree_before = git::snapshot(&workdir, &self.scratch_index);
+        let head_before = git::head(&workdir);
+        let dir = self.run.iteration_dir(plan.iteration);
+        std::fs::create_dir_all(&dir)?;
+        let text = prompt::build(&self.state, &plan.task, plan.kind);
+        let prompt_file = dir.join("prompt.md");
+        fsutil::write_atomic(&prompt_file, text.as_bytes())?;
+        self.record(Event::IterationStarted(IterationStarted {
+            iteration: plan.iteration,
+            task: plan.task.clone(),
+            attempt: plan.attempt,
+            kind: plan.kind,
+            agent: plan.agent.clone(),
+            tree_before: tree_before.clone(),
+            head_before,
+            steer: self.state.steer.clone(),
+        }))?;
+        self.flush();
+
+        let log = dir.join("agent.log");
+        let inv = Invocation { workdir: &workdir, prompt: &text, prompt_file: &prompt_file, log: &log };
+        let mut last = Instant::now();
+        let run: AgentRun = agent.run(&inv, &mut || self.should_stop(&mut last));
+
+        let tree_after = git::snapshot(&workdir, &self.scratch_index);
+        let changed_files = match (&tree_before, &tree_after) {
+            (Some(a), Some(b)) => git::changed_files(&workdir, a, b),
+            _ => Vec::new(),
+        };
+        let f = &run.finished;
+        self.record(Event::AgentFinished(AgentFinished {
+            iteration: plan.iteration,
+            exit_code: f.exit_code,
+            signal: f.signal,
+            timed_out: f.timed_out,
+            killed: f.killed,
+            duration_ms: f.duration.as_millis() as u64,
+            output_bytes: f.output_bytes,
+            truncated: f.truncated,
+            signals: signals::parse(&run.final_message, &self.state.settings.completion_promise),
+            usage: run.usage,
+            cost_usd: run.cost_usd,
+            session_id: run.session_id.clone(),
+            error: run.error.clone(),
+            tree_after,
+            head_after: git::head(&workdir),
+            changed_files,
+        }))?;
+        if let Some(err) = &run.error
+            && err.kind == AgentErrorKind::Spawn
+        {
+            // Nothing ran: record it, then end the run rather than burn the budget.
+            self.record(Event::IterationFinished(IterationFinished {
+                iteration: plan.iteration,
+                outcome: Outcome::Aborted,
+                reason: err.message.clone(),
+                digest: None,
+                commit: None,
+            }))?;
+            self.record(Event::RunFinished {
+                status: RunStatus::Failed,
+                reason: FinishReason::Error { message: err.message.clone() },
+            })?;
+        }
+        Ok(())
+    }
+
+    fn verify(&mut self, iteration: u32, task: &str) -> Result<(), CliError> {
+        let commands: Vec<String> = self
+            .state
+            .plan
+            .task(task)
+            .map(|t| t.verify.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .chain(self.state.settings.verify_commands.iter().cloned())
+            .collect();
+        let log = self.run.iteration_dir(iteration).join("verify.log");
+        let workdir = self.ws.root.clone();
+        let runner = verify::Runner {
+            workdir: &workdir,
+            timeout: self.config.verify.timeout,
+            output_cap: self.config.verify.output_cap,
+            log: &log,
+        };
+        let mut last = Instant::now();
+        let result = runner.run(iteration, &commands, || self.should_stop(&mut last))?;
+        if self.interrupted.load(Ordering::SeqCst) {
+            // Cut short by Ctrl-C: leave the iteration open; `resume` aborts and redoes it.
+            return Ok(());
+        }
+        self.record(Event::VerifyFinished(result))
+    }
+}

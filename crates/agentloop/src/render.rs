@@ -1,0 +1,236 @@
+//! What people see: progress on stderr, data on stdout, errors with a hint.
+
+use std::io::{IsTerminal, Write};
+use std::time::Instant;
+
+use agentloop_core::event::*;
+use agentloop_core::journal::Record;
+use agentloop_core::policy::WaitReason;
+use agentloop_core::state::RunState;
+use agentloop_core::workspace::RunDir;
+
+use crate::error::CliError;
+
+fn color() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal()
+}
+
+pub fn paint(code: &str, text: &str) -> String {
+    if color() { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_string() }
+}
+
+pub fn error(e: &CliError) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{} {}", paint("1;31", "error:"), e.message);
+    if let Some(h) = &e.hint {
+        let _ = writeln!(err, "{} {}", paint("1;36", "hint:"), h.replace('\n', "\n      "));
+    }
+}
+
+pub fn warn(msg: &str) {
+    eprintln!("{} {msg}", paint("1;33", "warning:"));
+}
+
+/// One journal record as a JSON line on stdout.
+pub fn json_event(r: &Record) {
+    let line = serde_json::json!({ "seq": r.seq, "time": r.time, "event": r.event });
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+pub fn money(x: f64) -> String {
+    format!("${x:.2}")
+}
+
+pub fn duration_ms(ms: u64) -> String {
+    let s = ms / 1000;
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    }
+}
+
+/// The progress lines of a driver on stderr. On a terminal the last line is a live
+/// status line (task i/N, iteration, elapsed, cost) redrawn while the agent works.
+pub struct Progress {
+    quiet: bool,
+    live: bool,
+    started: Instant,
+    drawn: bool,
+    last_tick: Instant,
+}
+
+impl Progress {
+    pub fn new(quiet: bool) -> Progress {
+        Progress { quiet, live: std::io::stderr().is_terminal(), started: Instant::now(), drawn: false, last_tick: Instant::now() }
+    }
+
+    fn line(&mut self, text: &str) {
+        if self.quiet {
+            return;
+        }
+        let mut err = std::io::stderr().lock();
+        if self.drawn {
+            let _ = write!(err, "\r\x1b[K");
+            self.drawn = false;
+        }
+        let _ = writeln!(err, "{text}");
+    }
+
+    pub fn warn(&self, msg: &str) {
+        if !self.quiet {
+            warn(msg);
+        }
+    }
+
+    /// Redraws the live line (at most once a second).
+    pub fn tick(&mut self, s: &RunState) {
+        if self.quiet || !self.live || self.last_tick.elapsed().as_millis() < 1000 {
+            return;
+        }
+        self.last_tick = Instant::now();
+        let Some(open) = &s.open else { return };
+        let pos = s.plan.tasks.iter().position(|t| t.id == open.started.task).map(|i| i + 1).unwrap_or(0);
+        let text = format!(
+            "  task {pos}/{} {} · iteration {} · {} elapsed · {}",
+            s.plan.tasks.len(),
+            open.started.task,
+            open.started.iteration,
+            duration_ms(self.started.elapsed().as_millis() as u64),
+            money(s.cost_usd)
+        );
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r\x1b[K{}", paint("2", &text));
+        let _ = err.flush();
+        self.drawn = true;
+    }
+
+    pub fn event(&mut self, s: &RunState, r: &Record) {
+        match &r.event {
+            Event::DriverStarted { .. } => {
+                let text = format!(
+                    "agentloop: run {} · {} · {} tasks ({} done) · mode {}",
+                    s.run_id,
+                    s.plan.title,
+                    s.tasks.len(),
+                    s.done_count(),
+                    s.settings.mode
+                );
+                self.line(&text);
+            }
+            Event::IterationStarted(st) => {
+                let pos = s.plan.tasks.iter().position(|t| t.id == st.task).map(|i| i + 1).unwrap_or(0);
+                let title = s.task(&st.task).map(|t| t.title.clone()).unwrap_or_default();
+                let kind = match st.kind {
+                    IterationKind::Work => String::new(),
+                    IterationKind::Retry => format!(" · retry {}", st.attempt),
+                    IterationKind::Replan => " · asking for a replan".into(),
+                    IterationKind::Fallback => format!(" · fallback agent {}", st.agent),
+                };
+                let text = format!(
+                    "[{}] task {pos}/{} {}: {title}{kind} · {} · {}",
+                    st.iteration,
+                    s.plan.tasks.len(),
+                    st.task,
+                    duration_ms(self.started.elapsed().as_millis() as u64),
+                    money(s.cost_usd)
+                );
+                self.line(&text);
+            }
+            Event::IterationFinished(f) => {
+                let (mark, code) = match f.outcome {
+                    Outcome::Completed => ("✓", "32"),
+                    Outcome::Failed => ("✗", "31"),
+                    Outcome::Blocked => ("?", "33"),
+                    Outcome::Replanned => ("↻", "36"),
+                    Outcome::Aborted => ("-", "2"),
+                };
+                let text = format!("    {} {}", paint(code, mark), f.reason);
+                self.line(&text);
+            }
+            Event::Escalated { task, trigger, rung, .. } => {
+                let what = match rung {
+                    Rung::Retry => "retry".to_string(),
+                    Rung::Replan => "ask the agent to replan it".to_string(),
+                    Rung::Fallback => format!("hand it to {}", s.settings.fallback_agent.clone().unwrap_or_default()),
+                    Rung::Block => "block it until a person looks".to_string(),
+                };
+                let text = format!("    {} task {task}: {}; next: {what}", paint("33", "!"), trigger.describe());
+                self.line(&text);
+            }
+            Event::ReplanAccepted { task, version, added, .. } => {
+                let text = format!("    replan accepted (plan v{version}): {task} → {}", added.join(", "));
+                self.line(&text);
+            }
+            Event::ReplanRejected { reason, .. } => {
+                let text = format!("    replan rejected: {reason}");
+                self.line(&text);
+            }
+            Event::Control { request, source, .. } => {
+                let text = format!("agentloop: {} (from {source})", describe_request(request));
+                self.line(&text);
+            }
+            _ => {}
+        }
+    }
+
+    pub fn waiting(&mut self, s: &RunState, reason: &WaitReason) {
+        let text = match reason {
+            WaitReason::Paused => "agentloop: paused; `agentloop resume` continues".to_string(),
+            WaitReason::Gate(g) => format!(
+                "agentloop: waiting for a person: {}\n  `agentloop approve [--note …]` or `agentloop reject --note …` (run {})",
+                g.describe(),
+                s.run_id
+            ),
+            WaitReason::Blocked { tasks, .. } => {
+                let mut t = format!("agentloop: blocked: no task can go on until a person looks at {}", tasks.join(", "));
+                for id in tasks {
+                    if let Some(why) = s.task(id).and_then(|t| t.blocked.clone()) {
+                        t.push_str(&format!("\n  {id}: {}", why.lines().next().unwrap_or("")));
+                    }
+                }
+                t.push_str("\n  `agentloop retry TASK` (with `agentloop steer \"…\"`) or `agentloop skip TASK`");
+                t
+            }
+        };
+        self.line(&text);
+    }
+
+    pub fn interrupted(&mut self, run: &str) {
+        self.line(&format!("agentloop: interrupted; `agentloop resume {run}` continues where this left off"));
+    }
+
+    pub fn finished(&mut self, s: &RunState, run: &RunDir) {
+        let reason = s.finished.as_ref().map(|r| r.describe()).unwrap_or_default();
+        let code = if s.status == RunStatus::Completed { "1;32" } else { "1;33" };
+        let text = format!(
+            "agentloop: run {}: {reason} · {}/{} tasks · {} iterations · {} · {} in iterations\n  record: {}",
+            paint(code, s.status.as_str()),
+            s.done_count(),
+            s.tasks.len(),
+            s.iterations,
+            money(s.cost_usd),
+            duration_ms(s.active_ms),
+            run.path.display()
+        );
+        self.line(&text);
+    }
+}
+
+pub fn describe_request(r: &Request) -> String {
+    match r {
+        Request::Pause => "pause requested".into(),
+        Request::Resume => "resume requested".into(),
+        Request::Stop => "stop requested (after the current iteration)".into(),
+        Request::StopNow => "stop now requested".into(),
+        Request::Approve { note } => format!("approved{}", note.as_ref().map(|n| format!(": {n}")).unwrap_or_default()),
+        Request::Reject { note } => format!("rejected{}", note.as_ref().map(|n| format!(": {n}")).unwrap_or_default()),
+        Request::Skip { task } => format!("skip task {task}"),
+        Request::Retry { task } => format!("retry task {task}"),
+        Request::Steer { note } => format!("note for the next iteration: {note}"),
+    }
+}
