@@ -17,18 +17,31 @@ pub struct CommandAgent {
 
 impl CommandAgent {
     pub fn new(name: &str, config: AgentConfig) -> CommandAgent {
-        CommandAgent { name: name.to_string(), config }
+        CommandAgent {
+            name: name.to_string(),
+            config,
+        }
     }
 
     fn spec(&self, inv: &Invocation<'_>) -> Spec {
         let file = inv.prompt_file.display().to_string();
-        let mut argv = self.config.command.iter().map(|a| a.replace("{prompt_file}", &file));
+        let mut argv = self
+            .config
+            .command
+            .iter()
+            .map(|a| a.replace("{prompt_file}", &file));
         let program = argv.next().unwrap_or_default();
         let mut spec = Spec::new(program, inv.workdir);
         spec.args = argv.map(OsString::from).collect();
-        spec.env = self.config.env.iter().map(|(k, v)| (k.into(), v.into())).collect();
+        spec.env = self
+            .config
+            .env
+            .iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
         spec.env.push(("AGENTLOOP_PROMPT_FILE".into(), file.into()));
-        spec.stdin = (self.config.prompt == PromptVia::Stdin).then(|| inv.prompt.as_bytes().to_vec());
+        spec.stdin =
+            (self.config.prompt == PromptVia::Stdin).then(|| inv.prompt.as_bytes().to_vec());
         spec.timeout = self.config.timeout;
         spec.output_cap = self.config.output_cap;
         spec.log = Some(inv.log.to_path_buf());
@@ -50,13 +63,24 @@ impl Agent for CommandAgent {
             Ok(f) => {
                 let error = f.timed_out.then(|| AgentError {
                     kind: AgentErrorKind::Timeout,
-                    message: format!("the agent ran longer than {}", humantime_secs(self.config.timeout)),
+                    message: format!(
+                        "the agent ran longer than {}",
+                        humantime_secs(self.config.timeout)
+                    ),
                 });
                 let final_message = String::from_utf8_lossy(&f.tail).trim().to_string();
-                AgentRun { finished: f, final_message, error, ..AgentRun::default() }
+                AgentRun {
+                    finished: f,
+                    final_message,
+                    error,
+                    ..AgentRun::default()
+                }
             }
             Err(e) => AgentRun {
-                error: Some(AgentError { kind: AgentErrorKind::Spawn, message: format!("cannot start `{program}`: {e}") }),
+                error: Some(AgentError {
+                    kind: AgentErrorKind::Spawn,
+                    message: format!("cannot start `{program}`: {e}"),
+                }),
                 ..AgentRun::default()
             },
         }

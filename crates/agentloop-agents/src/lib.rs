@@ -52,8 +52,12 @@ impl ResolveError {
             ResolveError::Unknown { name, known } if known.is_empty() => format!(
                 "define it in agentloop.toml:\n  [agents.{name}]\n  command = [\"my-agent\", \"--prompt-file\", \"{{prompt_file}}\"]\n  prompt = \"file\""
             ),
-            ResolveError::Unknown { known, .. } => format!("agents defined in the configuration: {}", known.join(", ")),
-            ResolveError::UnsupportedKind { .. } => "use kind = \"command\" with the program's command line".into(),
+            ResolveError::Unknown { known, .. } => {
+                format!("agents defined in the configuration: {}", known.join(", "))
+            }
+            ResolveError::UnsupportedKind { .. } => {
+                "use kind = \"command\" with the program's command line".into()
+            }
         }
     }
 }
@@ -61,7 +65,10 @@ impl ResolveError {
 /// The agent called `name` in the configuration.
 pub fn resolve(config: &Config, name: &str) -> Result<Box<dyn Agent>, ResolveError> {
     let Some(ac) = config.agents.get(name) else {
-        return Err(ResolveError::Unknown { name: name.to_string(), known: config.agents.keys().cloned().collect() });
+        return Err(ResolveError::Unknown {
+            name: name.to_string(),
+            known: config.agents.keys().cloned().collect(),
+        });
     };
     build(name, ac)
 }
@@ -69,6 +76,9 @@ pub fn resolve(config: &Config, name: &str) -> Result<Box<dyn Agent>, ResolveErr
 fn build(name: &str, ac: &AgentConfig) -> Result<Box<dyn Agent>, ResolveError> {
     match ac.kind.as_str() {
         "command" => Ok(Box::new(command::CommandAgent::new(name, ac.clone()))),
-        other => Err(ResolveError::UnsupportedKind { name: name.to_string(), kind: other.to_string() }),
+        other => Err(ResolveError::UnsupportedKind {
+            name: name.to_string(),
+            kind: other.to_string(),
+        }),
     }
 }

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::plan::Mode;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub run: RunConfig,
@@ -136,7 +136,12 @@ fn default_output_cap() -> u64 {
 
 impl Default for RunConfig {
     fn default() -> Self {
-        RunConfig { agent: "claude".into(), mode: Mode::Quick, fallback_agent: None, completion_promise: "COMPLETE".into() }
+        RunConfig {
+            agent: "claude".into(),
+            mode: Mode::Quick,
+            fallback_agent: None,
+            completion_promise: "COMPLETE".into(),
+        }
     }
 }
 impl Default for Budgets {
@@ -153,7 +158,11 @@ impl Default for Budgets {
 }
 impl Default for Breakers {
     fn default() -> Self {
-        Breakers { same_failure: 3, no_change: 3, no_output: 2 }
+        Breakers {
+            same_failure: 3,
+            no_change: 3,
+            no_output: 2,
+        }
     }
 }
 impl Default for VerifyConfig {
@@ -162,23 +171,19 @@ impl Default for VerifyConfig {
             commands: Vec::new(),
             timeout: Duration::from_secs(600),
             output_cap: 256 * 1024,
-            test_patterns: ["tests/", "test/", "spec/", "__tests__/", "_test.", ".test.", "test_", ".spec."]
-                .map(String::from)
-                .to_vec(),
+            test_patterns: [
+                "tests/",
+                "test/",
+                "spec/",
+                "__tests__/",
+                "_test.",
+                ".test.",
+                "test_",
+                ".spec.",
+            ]
+            .map(String::from)
+            .to_vec(),
             protected: vec!["agentloop.toml".into(), ".agentloop/".into()],
-        }
-    }
-}
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            run: RunConfig::default(),
-            budgets: Budgets::default(),
-            breakers: Breakers::default(),
-            verify: VerifyConfig::default(),
-            gates: Gates::default(),
-            git: GitConfig::default(),
-            agents: BTreeMap::new(),
         }
     }
 }
@@ -191,8 +196,11 @@ mod duration {
     }
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let s = String::deserialize(d)?;
-        humantime::parse_duration(&s)
-            .map_err(|e| serde::de::Error::custom(format!("`{s}` is not a duration like \"90s\" or \"4h\": {e}")))
+        humantime::parse_duration(&s).map_err(|e| {
+            serde::de::Error::custom(format!(
+                "`{s}` is not a duration like \"90s\" or \"4h\": {e}"
+            ))
+        })
     }
 }
 
@@ -236,13 +244,20 @@ impl std::fmt::Display for Source {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("{path}: cannot read: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path}: not valid UTF-8")]
     Utf8 { path: PathBuf },
     #[error("{path}: {message}")]
     Parse { path: PathBuf, message: String },
     #[error("{origin}: {key}: {message}")]
-    Invalid { origin: String, key: String, message: String },
+    Invalid {
+        origin: String,
+        key: String,
+        message: String,
+    },
 }
 
 /// The effective configuration and the origin of every value.
@@ -270,14 +285,22 @@ impl Loader {
         let bytes = match std::fs::read(path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(self),
-            Err(e) => return Err(ConfigError::Read { path: path.into(), source: e }),
+            Err(e) => {
+                return Err(ConfigError::Read {
+                    path: path.into(),
+                    source: e,
+                });
+            }
         };
         let text = String::from_utf8(bytes).map_err(|_| ConfigError::Utf8 { path: path.into() })?;
         let value: toml::Table = toml::from_str(&text).map_err(|e| ConfigError::Parse {
             path: path.into(),
             message: e.to_string().trim().replace('\n', "\n  "),
         })?;
-        let value = serde_json::to_value(value).map_err(|e| ConfigError::Parse { path: path.into(), message: e.to_string() })?;
+        let value = serde_json::to_value(value).map_err(|e| ConfigError::Parse {
+            path: path.into(),
+            message: e.to_string(),
+        })?;
         self.layers.push((source, value));
         Ok(self)
     }
@@ -290,7 +313,8 @@ impl Loader {
     }
 
     pub fn build(self) -> Result<Layered, ConfigError> {
-        let defaults = serde_json::to_value(Config::default()).expect("the default config serializes");
+        let defaults =
+            serde_json::to_value(Config::default()).expect("the default config serializes");
         let mut merged = defaults.clone();
         let mut sources = BTreeMap::new();
         record_sources(&defaults, "", &Source::Default, &mut sources);
@@ -304,7 +328,11 @@ impl Loader {
         }
         let config = deserialize(&merged, &Source::Default)?;
         check(&config, &sources)?;
-        Ok(Layered { config, sources, merged })
+        Ok(Layered {
+            config,
+            sources,
+            merged,
+        })
     }
 }
 
@@ -318,7 +346,7 @@ fn deserialize(value: &Value, source: &Source) -> Result<Config, ConfigError> {
 
 fn check(config: &Config, sources: &BTreeMap<String, Source>) -> Result<(), ConfigError> {
     let bad = |key: &str, message: &str| ConfigError::Invalid {
-        origin: sources.get(key).map(|s| s.to_string()).unwrap_or_else(|| "config".into()),
+        origin: origin_of(sources, key),
         key: key.into(),
         message: message.into(),
     };
@@ -328,12 +356,22 @@ fn check(config: &Config, sources: &BTreeMap<String, Source>) -> Result<(), Conf
     if config.budgets.task_retries == 0 {
         return Err(bad("budgets.task_retries", "must be at least 1"));
     }
-    if config.budgets.max_cost_usd.is_some_and(|c| !(c > 0.0 && c.is_finite())) {
-        return Err(bad("budgets.max_cost_usd", "must be a positive number of dollars"));
+    if config
+        .budgets
+        .max_cost_usd
+        .is_some_and(|c| !(c > 0.0 && c.is_finite()))
+    {
+        return Err(bad(
+            "budgets.max_cost_usd",
+            "must be a positive number of dollars",
+        ));
     }
     for (name, a) in &config.agents {
         if a.kind == "command" && a.command.is_empty() {
-            return Err(bad(&format!("agents.{name}.command"), "a `command` agent needs a program to run"));
+            return Err(bad(
+                &format!("agents.{name}.command"),
+                "a `command` agent needs a program to run",
+            ));
         }
         if a.prompt == PromptVia::File && !a.command.iter().any(|c| c.contains("{prompt_file}")) {
             return Err(bad(
@@ -343,6 +381,24 @@ fn check(config: &Config, sources: &BTreeMap<String, Source>) -> Result<(), Conf
         }
     }
     Ok(())
+}
+
+/// The layer a key came from; for a key no layer set, the layer that set its table.
+fn origin_of(sources: &BTreeMap<String, Source>, key: &str) -> String {
+    let mut prefix = key;
+    loop {
+        if let Some(s) = sources.get(prefix) {
+            return s.to_string();
+        }
+        let dotted = format!("{prefix}.");
+        if let Some((_, s)) = sources.iter().find(|(k, _)| k.starts_with(&dotted)) {
+            return s.to_string();
+        }
+        match prefix.rsplit_once('.') {
+            Some((p, _)) => prefix = p,
+            None => return "config".into(),
+        }
+    }
 }
 
 fn merge(base: &mut Value, top: &Value) {
@@ -361,11 +417,22 @@ fn merge(base: &mut Value, top: &Value) {
     }
 }
 
-fn record_sources(value: &Value, prefix: &str, source: &Source, out: &mut BTreeMap<String, Source>) {
+fn record_sources(
+    value: &Value,
+    prefix: &str,
+    source: &Source,
+    out: &mut BTreeMap<String, Source>,
+) {
     match value {
         Value::Object(map) if !map.is_empty() => {
+            // A table that now has entries is no longer a leaf of its own.
+            out.remove(prefix);
             for (k, v) in map {
-                let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
                 record_sources(v, &key, source, out);
             }
         }
@@ -456,24 +523,41 @@ mod tests {
     #[test]
     fn later_layers_win_and_are_named() {
         let l = Loader::new()
-            .layer(Source::Plan("PLAN.md".into()), obj(serde_json::json!({"budgets": {"max_iterations": 7}})))
-            .layer(Source::Flag, obj(serde_json::json!({"run": {"mode": "tdd"}})))
+            .layer(
+                Source::Plan("PLAN.md".into()),
+                obj(serde_json::json!({"budgets": {"max_iterations": 7}})),
+            )
+            .layer(
+                Source::Flag,
+                obj(serde_json::json!({"run": {"mode": "tdd"}})),
+            )
             .build()
             .unwrap();
         assert_eq!(l.config.budgets.max_iterations, 7);
         assert_eq!(l.config.run.mode, Mode::Tdd);
-        assert_eq!(l.sources["budgets.max_iterations"], Source::Plan("PLAN.md".into()));
+        assert_eq!(
+            l.sources["budgets.max_iterations"],
+            Source::Plan("PLAN.md".into())
+        );
         assert_eq!(l.sources["budgets.task_retries"], Source::Default);
     }
 
     #[test]
     fn unknown_keys_name_the_layer_and_key() {
         let e = Loader::new()
-            .layer(Source::Plan("PLAN.md".into()), obj(serde_json::json!({"budgets": {"max_iteration": 7}})))
+            .layer(
+                Source::Plan("PLAN.md".into()),
+                obj(serde_json::json!({"budgets": {"max_iteration": 7}})),
+            )
             .build()
             .unwrap_err();
         let msg = e.to_string();
-        assert!(msg.starts_with("plan front matter PLAN.md: budgets.max_iteration: unknown field `max_iteration`"), "{msg}");
+        assert!(
+            msg.starts_with(
+                "plan front matter PLAN.md: budgets.max_iteration: unknown field `max_iteration`"
+            ),
+            "{msg}"
+        );
     }
 
     #[test]
@@ -481,7 +565,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("agentloop.toml");
         std::fs::write(&p, TEMPLATE).unwrap();
-        let l = Loader::new().toml_file(Source::Project(p.clone()), &p).unwrap().build().unwrap();
+        let l = Loader::new()
+            .toml_file(Source::Project(p.clone()), &p)
+            .unwrap()
+            .build()
+            .unwrap();
         assert_eq!(l.config, Config::default());
     }
 }

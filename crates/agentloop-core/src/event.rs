@@ -10,18 +10,51 @@ use crate::signals::Signals;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "data", rename_all = "snake_case")]
 pub enum Event {
-    RunCreated { run_id: String, plan_file: String, workdir: String, plan: Plan, settings: Settings },
-    DriverStarted { pid: u32, version: String, settings: Settings },
+    RunCreated {
+        run_id: String,
+        plan_file: String,
+        workdir: String,
+        plan: Plan,
+        settings: Settings,
+    },
+    DriverStarted {
+        pid: u32,
+        version: String,
+        settings: Settings,
+    },
     IterationStarted(IterationStarted),
     AgentFinished(AgentFinished),
     VerifyFinished(VerifyFinished),
     IterationFinished(IterationFinished),
-    Escalated { task: String, trigger: Trigger, rung: Rung, evidence: String },
-    ReplanAccepted { task: String, version: u32, plan: Plan, added: Vec<String>, removed: Vec<String> },
-    ReplanRejected { task: String, reason: String },
-    GateOpened { gate: Gate },
-    Control { id: String, source: String, request: Request },
-    RunFinished { status: RunStatus, reason: FinishReason },
+    Escalated {
+        task: String,
+        trigger: Trigger,
+        rung: Rung,
+        evidence: String,
+    },
+    ReplanAccepted {
+        task: String,
+        version: u32,
+        plan: Plan,
+        added: Vec<String>,
+        removed: Vec<String>,
+    },
+    ReplanRejected {
+        task: String,
+        reason: String,
+    },
+    GateOpened {
+        gate: Gate,
+    },
+    Control {
+        id: String,
+        source: String,
+        request: Request,
+    },
+    RunFinished {
+        status: RunStatus,
+        reason: FinishReason,
+    },
 }
 
 impl Event {
@@ -247,10 +280,18 @@ impl Trigger {
     }
     pub fn describe(&self) -> String {
         match self {
-            Trigger::SameFailure { count, .. } => format!("the same failure {count} times in a row"),
-            Trigger::NoChange { count } => format!("no change in the working tree for {count} iterations"),
-            Trigger::NoOutput { count } => format!("the agent exited with no output {count} times in a row"),
-            Trigger::RetryBudget { attempts } => format!("{attempts} attempts without a verified result"),
+            Trigger::SameFailure { count, .. } => {
+                format!("the same failure {count} times in a row")
+            }
+            Trigger::NoChange { count } => {
+                format!("no change in the working tree for {count} iterations")
+            }
+            Trigger::NoOutput { count } => {
+                format!("the agent exited with no output {count} times in a row")
+            }
+            Trigger::RetryBudget { attempts } => {
+                format!("{attempts} attempts without a verified result")
+            }
         }
     }
 }
@@ -305,9 +346,15 @@ pub enum Request {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         note: Option<String>,
     },
-    Skip { task: String },
-    Retry { task: String },
-    Steer { note: String },
+    Skip {
+        task: String,
+    },
+    Retry {
+        task: String,
+    },
+    Steer {
+        note: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -341,9 +388,18 @@ impl RunStatus {
 pub enum FinishReason {
     Completed,
     StopRequested,
-    Budget { budget: String, used: f64, limit: f64 },
-    Rejected { gate: Gate, note: Option<String> },
-    Error { message: String },
+    Budget {
+        budget: String,
+        used: f64,
+        limit: f64,
+    },
+    Rejected {
+        gate: Gate,
+        note: Option<String>,
+    },
+    Error {
+        message: String,
+    },
 }
 
 impl FinishReason {
@@ -351,14 +407,24 @@ impl FinishReason {
         match self {
             FinishReason::Completed => "every task is done and verified".into(),
             FinishReason::StopRequested => "stopped on request".into(),
-            FinishReason::Budget { budget, used, limit } => format!("budget reached: {budget} {used}/{limit}"),
+            FinishReason::Budget {
+                budget,
+                used,
+                limit,
+            } => format!("budget reached: {budget} {used}/{limit}"),
             FinishReason::Rejected { gate, note } => {
-                let note = note.as_deref().map(|n| format!(": {n}")).unwrap_or_default();
-                format!("a person rejected the {}{note}", match gate {
-                    Gate::Plan => "plan".to_string(),
-                    Gate::Final => "final review".to_string(),
-                    Gate::BeforeTask(t) | Gate::AfterTask(t) => format!("gate of task {t}"),
-                })
+                let note = note
+                    .as_deref()
+                    .map(|n| format!(": {n}"))
+                    .unwrap_or_default();
+                format!(
+                    "a person rejected the {}{note}",
+                    match gate {
+                        Gate::Plan => "plan".to_string(),
+                        Gate::Final => "final review".to_string(),
+                        Gate::BeforeTask(t) | Gate::AfterTask(t) => format!("gate of task {t}"),
+                    }
+                )
             }
             FinishReason::Error { message } => message.clone(),
         }

@@ -5,13 +5,17 @@ use std::process::{Command, Stdio};
 
 fn git(workdir: &Path) -> Command {
     let mut c = Command::new("git");
-    c.current_dir(workdir).stdin(Stdio::null()).stderr(Stdio::piped());
+    c.current_dir(workdir)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped());
     c
 }
 
 fn output(mut c: Command) -> Option<String> {
     let out = c.output().ok()?;
-    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 pub fn is_repo(workdir: &Path) -> bool {
@@ -50,7 +54,9 @@ pub fn snapshot(workdir: &Path, scratch_index: &Path) -> Option<String> {
         let _ = std::fs::remove_file(scratch_index);
     }
     let mut add = git(workdir);
-    add.env("GIT_INDEX_FILE", scratch_index).args(["add", "-A", "--", "."]).stdout(Stdio::null());
+    add.env("GIT_INDEX_FILE", scratch_index)
+        .args(["add", "-A", "--", "."])
+        .stdout(Stdio::null());
     add.status().ok().filter(|s| s.success())?;
     let mut wt = git(workdir);
     wt.env("GIT_INDEX_FILE", scratch_index).arg("write-tree");
@@ -93,12 +99,28 @@ pub fn commit_all(workdir: &Path, message: &str) -> Result<String, String> {
         output(id).is_some()
     };
     if !has_identity {
-        c.args(["-c", "user.name=agentloop", "-c", "user.email=agentloop@localhost"]);
+        c.args([
+            "-c",
+            "user.name=agentloop",
+            "-c",
+            "user.email=agentloop@localhost",
+        ]);
     }
-    c.args(["commit", "-q", "--no-verify", "--allow-empty", "-m", message]).stdout(Stdio::null());
+    c.args([
+        "commit",
+        "-q",
+        "--no-verify",
+        "--allow-empty",
+        "-m",
+        message,
+    ])
+    .stdout(Stdio::null());
     let out = c.output().map_err(|e| format!("git commit: {e}"))?;
     if !out.status.success() {
-        return Err(format!("git commit failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
+        return Err(format!(
+            "git commit failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
     }
     head(workdir).ok_or_else(|| "no HEAD after commit".to_string())
 }

@@ -23,18 +23,31 @@ pub struct Imported {
 }
 
 pub fn import(file: &str, bytes: &[u8]) -> Result<Imported, ImportError> {
-    let v: Value = serde_json::from_slice(bytes).map_err(|e| ImportError::Json { file: file.into(), message: e.to_string() })?;
-    let bad = |m: &str| ImportError::Format { file: file.into(), message: m.into() };
+    let v: Value = serde_json::from_slice(bytes).map_err(|e| ImportError::Json {
+        file: file.into(),
+        message: e.to_string(),
+    })?;
+    let bad = |m: &str| ImportError::Format {
+        file: file.into(),
+        message: m.into(),
+    };
     if v.get("userStories").is_some() {
         return prd(file, &v);
     }
     let tasks = v.get("tasks").or_else(|| {
         // Task Master's tagged layout: {"master": {"tasks": [...]}, ...}
-        v.get("master").or_else(|| v.as_object().and_then(|o| o.values().find(|x| x.get("tasks").is_some())))?.get("tasks")
+        v.get("master")
+            .or_else(|| {
+                v.as_object()
+                    .and_then(|o| o.values().find(|x| x.get("tasks").is_some()))
+            })?
+            .get("tasks")
     });
     match tasks {
         Some(t) => task_master(file, t),
-        None => Err(bad("neither a prd.json (`userStories`) nor a Task Master tasks.json (`tasks`)")),
+        None => Err(bad(
+            "neither a prd.json (`userStories`) nor a Task Master tasks.json (`tasks`)",
+        )),
     }
 }
 
@@ -47,22 +60,45 @@ fn text(v: &Value, key: &str) -> String {
 }
 
 fn clean_id(raw: &str) -> String {
-    raw.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' }).collect()
+    raw.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
 }
 
 fn prd(file: &str, v: &Value) -> Result<Imported, ImportError> {
-    let bad = |m: String| ImportError::Format { file: file.into(), message: m };
-    let stories = v["userStories"].as_array().ok_or_else(|| bad("`userStories` is not a list".into()))?;
+    let bad = |m: String| ImportError::Format {
+        file: file.into(),
+        message: m,
+    };
+    let stories = v["userStories"]
+        .as_array()
+        .ok_or_else(|| bad("`userStories` is not a list".into()))?;
     let mut items: Vec<(i64, usize, &Value)> = Vec::new();
     for (i, s) in stories.iter().enumerate() {
-        items.push((s.get("priority").and_then(Value::as_i64).unwrap_or(i64::MAX), i, s));
+        items.push((
+            s.get("priority")
+                .and_then(Value::as_i64)
+                .unwrap_or(i64::MAX),
+            i,
+            s,
+        ));
     }
     items.sort_by_key(|(p, i, _)| (*p, *i));
     let mut tasks = Vec::new();
     let mut left_out = Vec::new();
     for (_, i, s) in items {
         let id = clean_id(&text(s, "id"));
-        let id = if id.is_empty() { format!("US-{:03}", i + 1) } else { id };
+        let id = if id.is_empty() {
+            format!("US-{:03}", i + 1)
+        } else {
+            id
+        };
         let title = text(s, "title");
         if title.is_empty() {
             return Err(bad(format!("userStories[{i}] has no title")));
@@ -79,18 +115,48 @@ fn prd(file: &str, v: &Value) -> Result<Imported, ImportError> {
         }
         t.body = body.trim().to_string();
         if let Some(ac) = s.get("acceptanceCriteria").and_then(Value::as_array) {
-            t.acceptance = ac.iter().filter_map(Value::as_str).map(|c| Criterion { text: c.trim().into(), checked: false }).collect();
+            t.acceptance = ac
+                .iter()
+                .filter_map(Value::as_str)
+                .map(|c| Criterion {
+                    text: c.trim().into(),
+                    checked: false,
+                })
+                .collect();
         }
         tasks.push(t);
     }
-    let title = [text(v, "project"), text(v, "branchName")].into_iter().find(|s| !s.is_empty()).unwrap_or_else(|| "Imported plan".into());
-    finish(file, "prd.json", Plan { title, goal: text(v, "description"), settings: Default::default(), tasks }, left_out)
+    let title = [text(v, "project"), text(v, "branchName")]
+        .into_iter()
+        .find(|s| !s.is_empty())
+        .unwrap_or_else(|| "Imported plan".into());
+    finish(
+        file,
+        "prd.json",
+        Plan {
+            title,
+            goal: text(v, "description"),
+            settings: Default::default(),
+            tasks,
+        },
+        left_out,
+    )
 }
 
 fn task_master(file: &str, tasks: &Value) -> Result<Imported, ImportError> {
-    let bad = |m: String| ImportError::Format { file: file.into(), message: m };
-    let list = tasks.as_array().ok_or_else(|| bad("`tasks` is not a list".into()))?;
-    let finished = |v: &Value| matches!(text(v, "status").as_str(), "done" | "cancelled" | "deferred");
+    let bad = |m: String| ImportError::Format {
+        file: file.into(),
+        message: m,
+    };
+    let list = tasks
+        .as_array()
+        .ok_or_else(|| bad("`tasks` is not a list".into()))?;
+    let finished = |v: &Value| {
+        matches!(
+            text(v, "status").as_str(),
+            "done" | "cancelled" | "deferred"
+        )
+    };
     let mut out: Vec<Task> = Vec::new();
     let mut left_out = Vec::new();
     let mut dropped: Vec<String> = Vec::new();
@@ -112,10 +178,19 @@ fn task_master(file: &str, tasks: &Value) -> Result<Imported, ImportError> {
         let deps: Vec<String> = t
             .get("dependencies")
             .and_then(Value::as_array)
-            .map(|d| d.iter().map(|x| format!("T{}", clean_id(&x.to_string().trim_matches('"').to_string()))).collect())
+            .map(|d| {
+                d.iter()
+                    .map(|x| format!("T{}", clean_id(x.to_string().trim_matches('"'))))
+                    .collect()
+            })
             .unwrap_or_default();
         let mut sub_ids = Vec::new();
-        for s in t.get("subtasks").and_then(Value::as_array).into_iter().flatten() {
+        for s in t
+            .get("subtasks")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             let sid = format!("{id}-{}", clean_id(&text(s, "id")));
             if finished(s) {
                 left_out.push(format!("{sid} (status: {})", text(s, "status")));
@@ -125,7 +200,12 @@ fn task_master(file: &str, tasks: &Value) -> Result<Imported, ImportError> {
             let mut st = Task::new(&sid, &text(s, "title"));
             st.body = body(s);
             st.depends = deps.clone();
-            for d in s.get("dependencies").and_then(Value::as_array).into_iter().flatten() {
+            for d in s
+                .get("dependencies")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 let d = d.to_string().trim_matches('"').to_string();
                 // Subtask dependencies are sibling numbers, or full "1.2" references.
                 let dep = match d.split_once('.') {
@@ -149,7 +229,17 @@ fn task_master(file: &str, tasks: &Value) -> Result<Imported, ImportError> {
             t.title = t.id.clone();
         }
     }
-    finish(file, "tasks.json", Plan { title: "Imported plan".into(), goal: String::new(), settings: Default::default(), tasks: out }, left_out)
+    finish(
+        file,
+        "tasks.json",
+        Plan {
+            title: "Imported plan".into(),
+            goal: String::new(),
+            settings: Default::default(),
+            tasks: out,
+        },
+        left_out,
+    )
 }
 
 fn body(t: &Value) -> String {
@@ -162,9 +252,21 @@ fn body(t: &Value) -> String {
     parts.join("\n\n")
 }
 
-fn finish(file: &str, format: &'static str, plan: Plan, left_out: Vec<String>) -> Result<Imported, ImportError> {
-    plan.validate(file).map_err(|e| ImportError::Format { file: file.into(), message: e.message })?;
-    Ok(Imported { plan, format, left_out })
+fn finish(
+    file: &str,
+    format: &'static str,
+    plan: Plan,
+    left_out: Vec<String>,
+) -> Result<Imported, ImportError> {
+    plan.validate(file).map_err(|e| ImportError::Format {
+        file: file.into(),
+        message: e.message,
+    })?;
+    Ok(Imported {
+        plan,
+        format,
+        left_out,
+    })
 }
 
 #[cfg(test)]
@@ -195,7 +297,13 @@ mod tests {
         assert_eq!(i.plan.ids(), vec!["T2-1", "T2-2", "T2", "T3"]);
         assert_eq!(i.plan.task("T2-2").unwrap().depends, vec!["T2-1"]);
         assert_eq!(i.plan.task("T2").unwrap().depends, vec!["T2-1", "T2-2"]);
-        assert!(i.plan.task("T2").unwrap().body.contains("Test strategy: curl it"));
+        assert!(
+            i.plan
+                .task("T2")
+                .unwrap()
+                .body
+                .contains("Test strategy: curl it")
+        );
         assert_eq!(i.left_out, vec!["T1 (status: done)"]);
     }
 }

@@ -44,20 +44,34 @@ impl Record {
 #[derive(Debug, thiserror::Error)]
 pub enum JournalError {
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path}:{line}: {message}")]
-    Corrupt { path: PathBuf, line: usize, message: String },
+    Corrupt {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
     #[error(
         "{path}:{line}: schema version {version} is newer than this agentloop understands ({SCHEMA_VERSION})"
     )]
-    UnknownVersion { path: PathBuf, line: usize, version: u64 },
+    UnknownVersion {
+        path: PathBuf,
+        line: usize,
+        version: u64,
+    },
     #[error("{path}: the journal is empty")]
     Empty { path: PathBuf },
 }
 
 impl JournalError {
     fn io(path: &Path, source: std::io::Error) -> Self {
-        JournalError::Io { path: path.to_path_buf(), source }
+        JournalError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
     }
 }
 
@@ -76,7 +90,9 @@ pub fn encode(seq: u64, time: &str, event: &Event) -> Vec<u8> {
     let body = serde_json::to_vec(event).expect("journal events always serialize");
     // body is `{"kind":…,"data":…}`; splice the header in front of its fields.
     let mut line = Vec::with_capacity(body.len() + 80);
-    line.extend_from_slice(format!("{{\"v\":{SCHEMA_VERSION},\"seq\":{seq},\"time\":\"{time}\",").as_bytes());
+    line.extend_from_slice(
+        format!("{{\"v\":{SCHEMA_VERSION},\"seq\":{seq},\"time\":\"{time}\",").as_bytes(),
+    );
     line.extend_from_slice(&body[1..body.len() - 1]);
     let sum = crc32fast::hash(&line);
     line.extend_from_slice(format!(",\"sum\":\"{sum:08x}\"}}\n").as_bytes());
@@ -94,28 +110,46 @@ struct RawLine {
 
 /// Decodes one line (without its newline); `Err` holds a message for the person.
 fn decode(path: &Path, line_no: usize, line: &[u8]) -> Result<Record, JournalError> {
-    let corrupt = |message: String| JournalError::Corrupt { path: path.to_path_buf(), line: line_no, message };
+    let corrupt = |message: String| JournalError::Corrupt {
+        path: path.to_path_buf(),
+        line: line_no,
+        message,
+    };
     let at = find_last(line, SUM_TAG).ok_or_else(|| corrupt("no checksum".into()))?;
     let sum_hex = &line[at + SUM_TAG.len()..];
-    let sum_hex = sum_hex.strip_suffix(b"\"}").ok_or_else(|| corrupt("malformed checksum".into()))?;
+    let sum_hex = sum_hex
+        .strip_suffix(b"\"}")
+        .ok_or_else(|| corrupt("malformed checksum".into()))?;
     let expected = std::str::from_utf8(sum_hex)
         .ok()
         .and_then(|s| u32::from_str_radix(s, 16).ok())
         .ok_or_else(|| corrupt("malformed checksum".into()))?;
     let actual = crc32fast::hash(&line[..at]);
     if actual != expected {
-        return Err(corrupt(format!("checksum mismatch (line says {expected:08x}, content is {actual:08x})")));
+        return Err(corrupt(format!(
+            "checksum mismatch (line says {expected:08x}, content is {actual:08x})"
+        )));
     }
-    let raw: RawLine = serde_json::from_slice(line).map_err(|e| corrupt(format!("not a journal event: {e}")))?;
+    let raw: RawLine =
+        serde_json::from_slice(line).map_err(|e| corrupt(format!("not a journal event: {e}")))?;
     if raw.v > SCHEMA_VERSION as u64 || raw.v == 0 {
-        return Err(JournalError::UnknownVersion { path: path.to_path_buf(), line: line_no, version: raw.v });
+        return Err(JournalError::UnknownVersion {
+            path: path.to_path_buf(),
+            line: line_no,
+            version: raw.v,
+        });
     }
     let mut obj = raw.event;
     if let Some(map) = obj.as_object_mut() {
         map.remove("sum");
     }
-    let event: Event = serde_json::from_value(obj).map_err(|e| corrupt(format!("unknown or malformed event: {e}")))?;
-    Ok(Record { seq: raw.seq, time: raw.time, event })
+    let event: Event = serde_json::from_value(obj)
+        .map_err(|e| corrupt(format!("unknown or malformed event: {e}")))?;
+    Ok(Record {
+        seq: raw.seq,
+        time: raw.time,
+        event,
+    })
 }
 
 fn find_last(hay: &[u8], needle: &[u8]) -> Option<usize> {
@@ -125,22 +159,34 @@ fn find_last(hay: &[u8], needle: &[u8]) -> Option<usize> {
 /// Reads and checks a whole journal, starting at byte `from` with sequence `first_seq`.
 pub fn read_from(path: &Path, from: u64, first_seq: u64) -> Result<Contents, JournalError> {
     let mut f = File::open(path).map_err(|e| JournalError::io(path, e))?;
-    f.seek(SeekFrom::Start(from)).map_err(|e| JournalError::io(path, e))?;
+    f.seek(SeekFrom::Start(from))
+        .map_err(|e| JournalError::io(path, e))?;
     let mut buf = Vec::new();
-    f.read_to_end(&mut buf).map_err(|e| JournalError::io(path, e))?;
+    f.read_to_end(&mut buf)
+        .map_err(|e| JournalError::io(path, e))?;
     parse_buffer(path, &buf, from, first_seq)
 }
 
 pub fn read(path: &Path) -> Result<Contents, JournalError> {
     let c = read_from(path, 0, 1)?;
     if c.records.is_empty() {
-        return Err(JournalError::Empty { path: path.to_path_buf() });
+        return Err(JournalError::Empty {
+            path: path.to_path_buf(),
+        });
     }
     Ok(c)
 }
 
-fn parse_buffer(path: &Path, buf: &[u8], base: u64, first_seq: u64) -> Result<Contents, JournalError> {
-    let mut out = Contents { valid_len: base, ..Contents::default() };
+fn parse_buffer(
+    path: &Path,
+    buf: &[u8],
+    base: u64,
+    first_seq: u64,
+) -> Result<Contents, JournalError> {
+    let mut out = Contents {
+        valid_len: base,
+        ..Contents::default()
+    };
     let mut pos = 0usize;
     let mut expect_seq = first_seq;
     // Line numbers are only exact when reading from the start; good enough for tails.
@@ -156,7 +202,10 @@ fn parse_buffer(path: &Path, buf: &[u8], base: u64, first_seq: u64) -> Result<Co
             return Err(JournalError::Corrupt {
                 path: path.to_path_buf(),
                 line: line_no,
-                message: format!("line is {} bytes; the limit is {MAX_LINE_BYTES}", line.len()),
+                message: format!(
+                    "line is {} bytes; the limit is {MAX_LINE_BYTES}",
+                    line.len()
+                ),
             });
         }
         let rec = decode(path, line_no, line)?;
@@ -164,7 +213,10 @@ fn parse_buffer(path: &Path, buf: &[u8], base: u64, first_seq: u64) -> Result<Co
             return Err(JournalError::Corrupt {
                 path: path.to_path_buf(),
                 line: line_no,
-                message: format!("sequence number {} where {expect_seq} was expected", rec.seq),
+                message: format!(
+                    "sequence number {} where {expect_seq} was expected",
+                    rec.seq
+                ),
             });
         }
         expect_seq += 1;
@@ -202,7 +254,12 @@ impl Writer {
             .create_new(true)
             .open(path)
             .map_err(|e| JournalError::io(path, e))?;
-        let mut w = Writer { path: path.to_path_buf(), file, offset: 0, next_seq: 1 };
+        let mut w = Writer {
+            path: path.to_path_buf(),
+            file,
+            offset: 0,
+            next_seq: 1,
+        };
         let mut recs = w.append(first)?;
         let rec = recs.pop().expect("append returns the new record last");
         if let Some(dir) = path.parent() {
@@ -214,8 +271,17 @@ impl Writer {
     /// Opens an existing journal for appending, positioned after `known` bytes that
     /// hold `known_records` events (pass 0/0 to read everything on the first append).
     pub fn open(path: &Path, offset: u64, next_seq: u64) -> Result<Writer, JournalError> {
-        let file = OpenOptions::new().read(true).append(true).open(path).map_err(|e| JournalError::io(path, e))?;
-        Ok(Writer { path: path.to_path_buf(), file, offset, next_seq })
+        let file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| JournalError::io(path, e))?;
+        Ok(Writer {
+            path: path.to_path_buf(),
+            file,
+            offset,
+            next_seq,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -229,7 +295,9 @@ impl Writer {
     /// Appends `event` under the journal lock and fsyncs it. Returns the records other
     /// processes appended since this writer last looked, followed by the new one.
     pub fn append(&mut self, event: &Event) -> Result<Vec<Record>, JournalError> {
-        self.file.lock().map_err(|e| JournalError::io(&self.path, e))?;
+        self.file
+            .lock()
+            .map_err(|e| JournalError::io(&self.path, e))?;
         let result = self.append_locked(event);
         let _ = self.file.unlock();
         result
@@ -239,8 +307,12 @@ impl Writer {
         let mut others = self.catch_up_locked()?;
         failpoint("before-append", self.next_seq);
         let line = encode(self.next_seq, &now_rfc3339(), event);
-        self.file.write_all(&line).map_err(|e| JournalError::io(&self.path, e))?;
-        self.file.sync_data().map_err(|e| JournalError::io(&self.path, e))?;
+        self.file
+            .write_all(&line)
+            .map_err(|e| JournalError::io(&self.path, e))?;
+        self.file
+            .sync_data()
+            .map_err(|e| JournalError::io(&self.path, e))?;
         failpoint("after-append", self.next_seq);
         let rec = decode(&self.path, 0, &line[..line.len() - 1])?;
         self.offset += line.len() as u64;
@@ -251,26 +323,40 @@ impl Writer {
 
     /// Records appended by others since this writer last looked (takes the lock).
     pub fn catch_up(&mut self) -> Result<Vec<Record>, JournalError> {
-        let len = self.file.metadata().map_err(|e| JournalError::io(&self.path, e))?.len();
+        let len = self
+            .file
+            .metadata()
+            .map_err(|e| JournalError::io(&self.path, e))?
+            .len();
         if len == self.offset {
             return Ok(Vec::new());
         }
-        self.file.lock().map_err(|e| JournalError::io(&self.path, e))?;
+        self.file
+            .lock()
+            .map_err(|e| JournalError::io(&self.path, e))?;
         let r = self.catch_up_locked();
         let _ = self.file.unlock();
         r
     }
 
     fn catch_up_locked(&mut self) -> Result<Vec<Record>, JournalError> {
-        let len = self.file.metadata().map_err(|e| JournalError::io(&self.path, e))?.len();
+        let len = self
+            .file
+            .metadata()
+            .map_err(|e| JournalError::io(&self.path, e))?
+            .len();
         if len == self.offset {
             return Ok(Vec::new());
         }
         let c = read_from(&self.path, self.offset, self.next_seq)?;
         if c.torn_tail.is_some() {
             // Only a crashed writer leaves a torn line, and we hold the lock: drop it.
-            self.file.set_len(c.valid_len).map_err(|e| JournalError::io(&self.path, e))?;
-            self.file.sync_all().map_err(|e| JournalError::io(&self.path, e))?;
+            self.file
+                .set_len(c.valid_len)
+                .map_err(|e| JournalError::io(&self.path, e))?;
+            self.file
+                .sync_all()
+                .map_err(|e| JournalError::io(&self.path, e))?;
         }
         self.offset = c.valid_len;
         self.next_seq += c.records.len() as u64;
@@ -308,7 +394,11 @@ mod tests {
     use crate::event::Request;
 
     fn ev(n: u32) -> Event {
-        Event::Control { id: format!("r{n}"), source: "test".into(), request: Request::Pause }
+        Event::Control {
+            id: format!("r{n}"),
+            source: "test".into(),
+            request: Request::Pause,
+        }
     }
 
     #[test]
@@ -353,9 +443,14 @@ mod tests {
         let (mut w, _) = Writer::create(&p, &ev(0)).unwrap();
         w.append(&ev(1)).unwrap();
         w.append(&ev(2)).unwrap();
-        let text = std::fs::read_to_string(&p).unwrap().replacen("\"r1\"", "\"r9\"", 1);
+        let text = std::fs::read_to_string(&p)
+            .unwrap()
+            .replacen("\"r1\"", "\"r9\"", 1);
         std::fs::write(&p, text).unwrap();
         let e = read(&p).unwrap_err().to_string();
-        assert!(e.contains("journal.jsonl:2: checksum mismatch (line says "), "{e}");
+        assert!(
+            e.contains("journal.jsonl:2: checksum mismatch (line says "),
+            "{e}"
+        );
     }
 }

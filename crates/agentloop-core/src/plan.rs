@@ -101,7 +101,12 @@ impl std::str::FromStr for Mode {
         Mode::ALL
             .into_iter()
             .find(|m| m.as_str().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| format!("unknown mode `{}`; expected quick, tdd, pair or checkpoint", s.trim()))
+            .ok_or_else(|| {
+                format!(
+                    "unknown mode `{}`; expected quick, tdd, pair or checkpoint",
+                    s.trim()
+                )
+            })
     }
 }
 
@@ -124,10 +129,20 @@ pub struct PlanError {
 
 impl PlanError {
     fn at(file: &str, line: usize, message: impl Into<String>) -> Self {
-        PlanError { file: file.to_string(), line: Some(line), message: message.into(), hint: None }
+        PlanError {
+            file: file.to_string(),
+            line: Some(line),
+            message: message.into(),
+            hint: None,
+        }
     }
     fn whole(file: &str, message: impl Into<String>) -> Self {
-        PlanError { file: file.to_string(), line: None, message: message.into(), hint: None }
+        PlanError {
+            file: file.to_string(),
+            line: None,
+            message: message.into(),
+            hint: None,
+        }
     }
     fn hint(mut self, hint: impl Into<String>) -> Self {
         self.hint = Some(hint.into());
@@ -146,7 +161,12 @@ impl PlanError {
 impl Plan {
     /// Reads and validates a plan file.
     pub fn load(path: &Path) -> Result<Plan, PlanError> {
-        let name = path.display().to_string();
+        Plan::load_named(path, &path.display().to_string())
+    }
+
+    /// Like [`Plan::load`], naming the file `name` in messages.
+    pub fn load_named(path: &Path, name: &str) -> Result<Plan, PlanError> {
+        let name = name.to_string();
         let bytes = std::fs::read(path).map_err(|e| {
             PlanError::whole(&name, format!("cannot read the plan: {e}"))
                 .hint("create one with `agentloop init`, or name the plan file: `agentloop run path/to/PLAN.md`")
@@ -159,25 +179,42 @@ impl Plan {
         if bytes.len() > MAX_PLAN_BYTES {
             return Err(PlanError::whole(
                 file,
-                format!("the plan is {} bytes; the limit is {MAX_PLAN_BYTES}", bytes.len()),
+                format!(
+                    "the plan is {} bytes; the limit is {MAX_PLAN_BYTES}",
+                    bytes.len()
+                ),
             ));
         }
         let text = std::str::from_utf8(bytes).map_err(|e| {
-            let line = bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
-            PlanError::at(file, line, format!("not valid UTF-8 (byte {})", e.valid_up_to()))
-                .hint("save the plan as UTF-8")
+            let line = bytes[..e.valid_up_to()]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count()
+                + 1;
+            PlanError::at(
+                file,
+                line,
+                format!("not valid UTF-8 (byte {})", e.valid_up_to()),
+            )
+            .hint("save the plan as UTF-8")
         })?;
         Plan::parse(file, text)
     }
 
     pub fn parse(file: &str, text: &str) -> Result<Plan, PlanError> {
-        let lines: Vec<&str> = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)).collect();
+        let lines: Vec<&str> = text
+            .split('\n')
+            .map(|l| l.strip_suffix('\r').unwrap_or(l))
+            .collect();
         for (i, l) in lines.iter().enumerate() {
             if l.len() > MAX_LINE_BYTES {
                 return Err(PlanError::at(
                     file,
                     i + 1,
-                    format!("line is {} bytes long; the limit is {MAX_LINE_BYTES}", l.len()),
+                    format!(
+                        "line is {} bytes long; the limit is {MAX_LINE_BYTES}",
+                        l.len()
+                    ),
                 ));
             }
         }
@@ -200,7 +237,8 @@ impl Plan {
                 .hint("a plan starts with `# Title`, then an optional goal, then `## ID: Title` tasks"));
         }
         let title = title.ok_or_else(|| {
-            PlanError::whole(file, "the plan has no `# Title` line").hint("start the plan with `# <title>`")
+            PlanError::whole(file, "the plan has no `# Title` line")
+                .hint("start the plan with `# <title>`")
         })?;
 
         // Goal: everything up to the first task heading.
@@ -220,7 +258,12 @@ impl Plan {
             }
             tasks.push(parse_task(file, &lines[start..i], start + 1)?);
         }
-        let plan = Plan { title, goal, settings, tasks };
+        let plan = Plan {
+            title,
+            goal,
+            settings,
+            tasks,
+        };
         plan.validate(file)?;
         Ok(plan)
     }
@@ -237,7 +280,10 @@ impl Plan {
                 return Err(PlanError::at(
                     file,
                     t.line,
-                    format!("duplicate task id \"{}\" (first defined on line {first})", t.id),
+                    format!(
+                        "duplicate task id \"{}\" (first defined on line {first})",
+                        t.id
+                    ),
                 )
                 .hint("give every task its own id"));
             }
@@ -245,7 +291,11 @@ impl Plan {
         for t in &self.tasks {
             for d in &t.depends {
                 if d == &t.id {
-                    return Err(PlanError::at(file, t.line, format!("task \"{}\" depends on itself", t.id)));
+                    return Err(PlanError::at(
+                        file,
+                        t.line,
+                        format!("task \"{}\" depends on itself", t.id),
+                    ));
                 }
                 if !seen.contains_key(d.as_str()) {
                     return Err(PlanError::at(
@@ -259,8 +309,12 @@ impl Plan {
         }
         if let Some(cycle) = self.find_cycle() {
             let first = self.task(&cycle[0]).map(|t| t.line).unwrap_or(0);
-            return Err(PlanError::at(file, first, format!("dependency cycle: {}", cycle.join(" → ")))
-                .hint("remove one of these dependencies"));
+            return Err(PlanError::at(
+                file,
+                first,
+                format!("dependency cycle: {}", cycle.join(" → ")),
+            )
+            .hint("remove one of these dependencies"));
         }
         Ok(())
     }
@@ -275,7 +329,12 @@ impl Plan {
 
     /// A cycle as a list of ids whose last element equals the first, if any.
     fn find_cycle(&self) -> Option<Vec<String>> {
-        let index: HashMap<&str, usize> = self.tasks.iter().enumerate().map(|(i, t)| (t.id.as_str(), i)).collect();
+        let index: HashMap<&str, usize> = self
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.id.as_str(), i))
+            .collect();
         // 0 = unvisited, 1 = on stack, 2 = done. Iterative DFS so 10,000-task chains do not overflow.
         let mut color = vec![0u8; self.tasks.len()];
         for root in 0..self.tasks.len() {
@@ -296,8 +355,10 @@ impl Plan {
                         }
                         1 => {
                             let pos = stack.iter().position(|&(n, _)| n == d).unwrap_or(0);
-                            let mut cycle: Vec<String> =
-                                stack[pos..].iter().map(|&(n, _)| self.tasks[n].id.clone()).collect();
+                            let mut cycle: Vec<String> = stack[pos..]
+                                .iter()
+                                .map(|&(n, _)| self.tasks[n].id.clone())
+                                .collect();
                             cycle.push(self.tasks[d].id.clone());
                             return Some(cycle);
                         }
@@ -365,7 +426,15 @@ impl Task {
             let _ = writeln!(out, "Verify: {v}");
         }
         if let Some(g) = self.gate {
-            let _ = writeln!(out, "Gate: {}", if g == GatePoint::Before { "before" } else { "after" });
+            let _ = writeln!(
+                out,
+                "Gate: {}",
+                if g == GatePoint::Before {
+                    "before"
+                } else {
+                    "after"
+                }
+            );
         }
         if let Some(a) = &self.agent {
             let _ = writeln!(out, "Agent: {a}");
@@ -418,38 +487,69 @@ fn parse_front_matter(
     if lines.first().map(|l| l.trim_end()) != Some("---") {
         return Ok(serde_json::Map::new());
     }
-    let end = lines[1..].iter().position(|l| l.trim_end() == "---").map(|p| p + 1).ok_or_else(|| {
-        PlanError::at(file, 1, "front matter is not closed").hint("end the front matter with a `---` line")
-    })?;
+    let end = lines[1..]
+        .iter()
+        .position(|l| l.trim_end() == "---")
+        .map(|p| p + 1)
+        .ok_or_else(|| {
+            PlanError::at(file, 1, "front matter is not closed")
+                .hint("end the front matter with a `---` line")
+        })?;
     *i = end + 1;
     let yaml = lines[1..end].join("\n");
     if yaml.trim().is_empty() {
         return Ok(serde_json::Map::new());
     }
     let value: serde_json::Value = serde_saphyr::from_str(&yaml).map_err(|e| {
-        let first = e.to_string().lines().next().unwrap_or_default().to_string();
+        let text = e.to_string();
+        let first = text
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim_start_matches("error: ")
+            .to_string();
         PlanError::at(file, 2, format!("front matter is not valid YAML: {first}"))
     })?;
     match value {
         serde_json::Value::Object(map) => Ok(map),
         serde_json::Value::Null => Ok(serde_json::Map::new()),
-        _ => Err(PlanError::at(file, 2, "front matter must be a mapping of settings (`key: value` lines)")),
+        _ => Err(PlanError::at(
+            file,
+            2,
+            "front matter must be a mapping of settings (`key: value` lines)",
+        )),
     }
 }
 
 fn parse_task(file: &str, lines: &[&str], first_line: usize) -> Result<Task, PlanError> {
     let heading = lines[0].trim_start_matches("## ").trim();
     let Some((id, title)) = heading.split_once(':') else {
-        return Err(PlanError::at(file, first_line, format!("task heading \"{heading}\" has no id"))
-            .hint("write task headings as `## ID: Title`, for example `## T1: Add the parser`"));
+        return Err(PlanError::at(
+            file,
+            first_line,
+            format!("task heading \"{heading}\" has no id"),
+        )
+        .hint("write task headings as `## ID: Title`, for example `## T1: Add the parser`"));
     };
     let id = id.trim();
     let title = title.trim();
-    if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
-        return Err(PlanError::at(file, first_line, format!("task id \"{id}\" may only use letters, digits, `-` and `_`")));
+    if id.is_empty()
+        || !id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(PlanError::at(
+            file,
+            first_line,
+            format!("task id \"{id}\" may only use letters, digits, `-` and `_`"),
+        ));
     }
     if title.is_empty() {
-        return Err(PlanError::at(file, first_line, format!("task \"{id}\" has no title")));
+        return Err(PlanError::at(
+            file,
+            first_line,
+            format!("task \"{id}\" has no title"),
+        ));
     }
     let mut task = Task::new(id, title);
     task.line = first_line;
@@ -484,18 +584,25 @@ fn parse_task(file: &str, lines: &[&str], first_line: usize) -> Result<Task, Pla
             body.push(raw);
             continue;
         };
-        let once = |seen: &mut BTreeMap<&'static str, usize>, k: &'static str| -> Result<(), PlanError> {
-            if let Some(prev) = seen.insert(k, n) {
-                return Err(PlanError::at(file, n, format!("task \"{id}\" has a second `{k}:` line (first on line {prev})"))
+        let once =
+            |seen: &mut BTreeMap<&'static str, usize>, k: &'static str| -> Result<(), PlanError> {
+                if let Some(prev) = seen.insert(k, n) {
+                    return Err(PlanError::at(
+                        file,
+                        n,
+                        format!("task \"{id}\" has a second `{k}:` line (first on line {prev})"),
+                    )
                     .hint("merge them into one line"));
-            }
-            Ok(())
-        };
+                }
+                Ok(())
+            };
         match key {
             "depends" => {
                 once(&mut seen_fields, "Depends")?;
                 task.depends = list(value);
-                if task.depends.iter().any(|d| d.eq_ignore_ascii_case("none")) && task.depends.len() == 1 {
+                if task.depends.iter().any(|d| d.eq_ignore_ascii_case("none"))
+                    && task.depends.len() == 1
+                {
                     task.depends.clear();
                 }
             }
@@ -511,7 +618,11 @@ fn parse_task(file: &str, lines: &[&str], first_line: usize) -> Result<Task, Pla
                     "before" => GatePoint::Before,
                     "after" => GatePoint::After,
                     other => {
-                        return Err(PlanError::at(file, n, format!("unknown gate `{other}`; expected before or after")));
+                        return Err(PlanError::at(
+                            file,
+                            n,
+                            format!("unknown gate `{other}`; expected before or after"),
+                        ));
                     }
                 });
             }
@@ -524,7 +635,11 @@ fn parse_task(file: &str, lines: &[&str], first_line: usize) -> Result<Task, Pla
             }
             "mode" => {
                 once(&mut seen_fields, "Mode")?;
-                task.mode = Some(value.parse().map_err(|e: String| PlanError::at(file, n, e))?);
+                task.mode = Some(
+                    value
+                        .parse()
+                        .map_err(|e: String| PlanError::at(file, n, e))?,
+                );
             }
             "scope" => {
                 once(&mut seen_fields, "Scope")?;
@@ -532,9 +647,19 @@ fn parse_task(file: &str, lines: &[&str], first_line: usize) -> Result<Task, Pla
             }
             "max-iterations" => {
                 once(&mut seen_fields, "Max-iterations")?;
-                let v: u32 = value.parse().ok().filter(|v| (1..=1000).contains(v)).ok_or_else(|| {
-                    PlanError::at(file, n, format!("`Max-iterations: {value}` must be a whole number from 1 to 1000"))
-                })?;
+                let v: u32 = value
+                    .parse()
+                    .ok()
+                    .filter(|v| (1..=1000).contains(v))
+                    .ok_or_else(|| {
+                        PlanError::at(
+                            file,
+                            n,
+                            format!(
+                                "`Max-iterations: {value}` must be a whole number from 1 to 1000"
+                            ),
+                        )
+                    })?;
                 task.max_iterations = Some(v);
             }
             "milestone" => {
@@ -543,7 +668,11 @@ fn parse_task(file: &str, lines: &[&str], first_line: usize) -> Result<Task, Pla
                     "yes" | "true" => true,
                     "no" | "false" => false,
                     other => {
-                        return Err(PlanError::at(file, n, format!("`Milestone: {other}` must be yes or no")));
+                        return Err(PlanError::at(
+                            file,
+                            n,
+                            format!("`Milestone: {other}` must be yes or no"),
+                        ));
                     }
                 };
             }
@@ -551,14 +680,21 @@ fn parse_task(file: &str, lines: &[&str], first_line: usize) -> Result<Task, Pla
                 once(&mut seen_fields, "Acceptance")?;
                 in_acceptance = true;
                 if !value.is_empty() {
-                    task.acceptance.push(Criterion { text: value.to_string(), checked: false });
+                    task.acceptance.push(Criterion {
+                        text: value.to_string(),
+                        checked: false,
+                    });
                 }
             }
             _ => body.push(raw),
         }
     }
     if in_fence {
-        return Err(PlanError::at(file, first_line, format!("task \"{id}\" has a code fence that is never closed")));
+        return Err(PlanError::at(
+            file,
+            first_line,
+            format!("task \"{id}\" has a code fence that is never closed"),
+        ));
     }
     task.body = body.join("\n").trim().to_string();
     Ok(task)
@@ -566,8 +702,17 @@ fn parse_task(file: &str, lines: &[&str], first_line: usize) -> Result<Task, Pla
 
 /// `Key: value` field lines; the key is matched without regard to case.
 fn field(line: &str) -> Option<(&'static str, &str)> {
-    const KEYS: [&str; 9] =
-        ["depends", "verify", "gate", "agent", "mode", "scope", "max-iterations", "milestone", "acceptance"];
+    const KEYS: [&str; 9] = [
+        "depends",
+        "verify",
+        "gate",
+        "agent",
+        "mode",
+        "scope",
+        "max-iterations",
+        "milestone",
+        "acceptance",
+    ];
     let (k, v) = line.split_once(':')?;
     if k.starts_with(char::is_whitespace) {
         return None;
@@ -577,18 +722,28 @@ fn field(line: &str) -> Option<(&'static str, &str)> {
 }
 
 fn list(value: &str) -> Vec<String> {
-    value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 fn parse_checkbox(line: &str) -> Option<Criterion> {
-    let rest = line.strip_prefix("- [").or_else(|| line.strip_prefix("* ["))?;
+    let rest = line
+        .strip_prefix("- [")
+        .or_else(|| line.strip_prefix("* ["))?;
     let (mark, text) = rest.split_once(']')?;
     let checked = match mark {
         " " | "" => false,
         "x" | "X" => true,
         _ => return None,
     };
-    Some(Criterion { text: text.trim().to_string(), checked })
+    Some(Criterion {
+        text: text.trim().to_string(),
+        checked,
+    })
 }
 
 #[cfg(test)]
@@ -614,7 +769,10 @@ mod tests {
         assert_eq!(t2.mode, Some(Mode::Tdd));
         assert_eq!(t2.scope, vec!["src/", "tests/"]);
         assert_eq!(t2.max_iterations, Some(3));
-        assert!(t2.verify.is_empty(), "a field inside a code fence is body text");
+        assert!(
+            t2.verify.is_empty(),
+            "a field inside a code fence is body text"
+        );
         assert!(t2.body.contains("Verify: not a field"));
         assert_eq!(t2.line, 17);
     }
@@ -633,12 +791,19 @@ mod tests {
     #[test]
     fn reports_unknown_dependency_with_line() {
         let e = Plan::parse("PLAN.md", "# X\n## T1: a\n## T3: b\nDepends: T9\n").unwrap_err();
-        assert_eq!(e.located(), "PLAN.md:3: task \"T3\" depends on unknown task \"T9\"");
+        assert_eq!(
+            e.located(),
+            "PLAN.md:3: task \"T3\" depends on unknown task \"T9\""
+        );
     }
 
     #[test]
     fn reports_cycles() {
-        let e = Plan::parse("PLAN.md", "# X\n## A: a\nDepends: C\n## B: b\nDepends: A\n## C: c\nDepends: B\n").unwrap_err();
+        let e = Plan::parse(
+            "PLAN.md",
+            "# X\n## A: a\nDepends: C\n## B: b\nDepends: A\n## C: c\nDepends: B\n",
+        )
+        .unwrap_err();
         assert_eq!(e.message, "dependency cycle: A → C → B → A");
     }
 }

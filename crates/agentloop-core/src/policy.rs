@@ -7,6 +7,8 @@ use crate::event::*;
 use crate::plan::{Mode, Plan, Task};
 use crate::state::{RunState, StopKind, TaskState, TaskStatus, is_test_path};
 
+// One action exists at a time and is consumed at once; boxing the event buys nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
     /// Record a decision in the journal; the fold applies it.
@@ -35,7 +37,10 @@ pub enum WaitReason {
     Gate(Gate),
     Paused,
     /// No task can run: some are blocked. `breaker` is true when a breaker caused it.
-    Blocked { tasks: Vec<String>, breaker: bool },
+    Blocked {
+        tasks: Vec<String>,
+        breaker: bool,
+    },
 }
 
 /// Applies `event` to a copy of `state` and returns the action that follows. The
@@ -55,7 +60,10 @@ pub fn next_action(s: &RunState) -> Action {
         return finish_open_iteration(s, open);
     }
     if s.stop.is_some() {
-        return Action::Record(Event::RunFinished { status: RunStatus::Stopped, reason: FinishReason::StopRequested });
+        return Action::Record(Event::RunFinished {
+            status: RunStatus::Stopped,
+            reason: FinishReason::StopRequested,
+        });
     }
     if let Some(g) = &s.gate {
         return Action::Wait(WaitReason::Gate(g.clone()));
@@ -63,8 +71,14 @@ pub fn next_action(s: &RunState) -> Action {
     if s.paused {
         return Action::Wait(WaitReason::Paused);
     }
-    if let Some(t) = s.tasks.iter().find(|t| t.gate_after_pending && t.status == TaskStatus::Done) {
-        return Action::Record(Event::GateOpened { gate: Gate::AfterTask(t.id.clone()) });
+    if let Some(t) = s
+        .tasks
+        .iter()
+        .find(|t| t.gate_after_pending && t.status == TaskStatus::Done)
+    {
+        return Action::Record(Event::GateOpened {
+            gate: Gate::AfterTask(t.id.clone()),
+        });
     }
     if s.settings.gates.plan_approval && !s.plan_approved {
         return Action::Record(Event::GateOpened { gate: Gate::Plan });
@@ -79,7 +93,11 @@ pub fn next_action(s: &RunState) -> Action {
                 reason: FinishReason::Completed,
             });
         }
-        let blocked: Vec<&TaskState> = s.tasks.iter().filter(|t| t.status == TaskStatus::Blocked).collect();
+        let blocked: Vec<&TaskState> = s
+            .tasks
+            .iter()
+            .filter(|t| t.status == TaskStatus::Blocked)
+            .collect();
         return Action::Wait(WaitReason::Blocked {
             tasks: blocked.iter().map(|t| t.id.clone()).collect(),
             breaker: blocked.iter().any(|t| t.blocked_by_breaker),
@@ -89,11 +107,18 @@ pub fn next_action(s: &RunState) -> Action {
         return Action::Record(e);
     }
     if let Some(reason) = budget_reached(s) {
-        return Action::Record(Event::RunFinished { status: RunStatus::Failed, reason });
+        return Action::Record(Event::RunFinished {
+            status: RunStatus::Failed,
+            reason,
+        });
     }
     let plan_task = s.plan.task(&task.id);
-    if plan_task.is_some_and(|t| t.gate == Some(crate::plan::GatePoint::Before)) && !task.gate_before_approved {
-        return Action::Record(Event::GateOpened { gate: Gate::BeforeTask(task.id.clone()) });
+    if plan_task.is_some_and(|t| t.gate == Some(crate::plan::GatePoint::Before))
+        && !task.gate_before_approved
+    {
+        return Action::Record(Event::GateOpened {
+            gate: Gate::BeforeTask(task.id.clone()),
+        });
     }
     let kind = match task.rung {
         Rung::Replan => IterationKind::Replan,
@@ -103,7 +128,9 @@ pub fn next_action(s: &RunState) -> Action {
     };
     let agent = match (kind, &s.settings.fallback_agent) {
         (IterationKind::Fallback, Some(f)) => f.clone(),
-        _ => plan_task.and_then(|t| t.agent.clone()).unwrap_or_else(|| s.settings.agent.clone()),
+        _ => plan_task
+            .and_then(|t| t.agent.clone())
+            .unwrap_or_else(|| s.settings.agent.clone()),
     };
     Action::Iterate(IterationPlan {
         iteration: s.iterations + 1,
@@ -118,20 +145,29 @@ pub fn next_action(s: &RunState) -> Action {
 pub fn rung_budget(s: &RunState, task: &TaskState) -> u32 {
     match task.rung {
         Rung::Replan => 1,
-        _ => s.plan.task(&task.id).and_then(|t| t.max_iterations).unwrap_or(s.settings.budgets.task_retries),
+        _ => s
+            .plan
+            .task(&task.id)
+            .and_then(|t| t.max_iterations)
+            .unwrap_or(s.settings.budgets.task_retries),
     }
 }
 
 fn escalation(s: &RunState, t: &TaskState) -> Option<Event> {
     let b = &s.settings.breakers;
     let trigger = if b.same_failure > 0 && t.same_failure >= b.same_failure {
-        Trigger::SameFailure { count: t.same_failure, fingerprint: t.last_fingerprint.clone().unwrap_or_default() }
+        Trigger::SameFailure {
+            count: t.same_failure,
+            fingerprint: t.last_fingerprint.clone().unwrap_or_default(),
+        }
     } else if b.no_change > 0 && t.no_change >= b.no_change {
         Trigger::NoChange { count: t.no_change }
     } else if b.no_output > 0 && t.no_output >= b.no_output {
         Trigger::NoOutput { count: t.no_output }
     } else if t.attempts >= rung_budget(s, t) {
-        Trigger::RetryBudget { attempts: t.attempts }
+        Trigger::RetryBudget {
+            attempts: t.attempts,
+        }
     } else {
         return None;
     };
@@ -147,13 +183,22 @@ fn escalation(s: &RunState, t: &TaskState) -> Option<Event> {
         evidence.push_str("\n\nLast failure:\n");
         evidence.push_str(d);
     }
-    Some(Event::Escalated { task: t.id.clone(), trigger, rung, evidence })
+    Some(Event::Escalated {
+        task: t.id.clone(),
+        trigger,
+        rung,
+        evidence,
+    })
 }
 
 fn budget_reached(s: &RunState) -> Option<FinishReason> {
     let b = &s.settings.budgets;
     let hit = |budget: &str, used: f64, limit: f64| {
-        Some(FinishReason::Budget { budget: budget.to_string(), used, limit })
+        Some(FinishReason::Budget {
+            budget: budget.to_string(),
+            used,
+            limit,
+        })
     };
     if s.iterations >= b.max_iterations {
         return hit("iterations", s.iterations as f64, b.max_iterations as f64);
@@ -171,7 +216,11 @@ fn budget_reached(s: &RunState) -> Option<FinishReason> {
     if let Some(max) = b.max_duration
         && s.active_ms >= max.as_millis() as u64
     {
-        return hit("duration_s", (s.active_ms / 1000) as f64, max.as_secs() as f64);
+        return hit(
+            "duration_s",
+            (s.active_ms / 1000) as f64,
+            max.as_secs() as f64,
+        );
     }
     None
 }
@@ -180,11 +229,21 @@ fn finish_open_iteration(s: &RunState, open: &crate::state::OpenIteration) -> Ac
     let n = open.started.iteration;
     let task = open.started.task.clone();
     let finished = |outcome, reason: String, digest| {
-        Action::Record(Event::IterationFinished(IterationFinished { iteration: n, outcome, reason, digest, commit: None }))
+        Action::Record(Event::IterationFinished(IterationFinished {
+            iteration: n,
+            outcome,
+            reason,
+            digest,
+            commit: None,
+        }))
     };
     let Some(agent) = &open.agent else {
         // The journal has no result for this iteration: its driver died mid-way.
-        return finished(Outcome::Aborted, "the iteration was interrupted before the agent finished".into(), None);
+        return finished(
+            Outcome::Aborted,
+            "the iteration was interrupted before the agent finished".into(),
+            None,
+        );
     };
     if agent.killed || (s.stop == Some(StopKind::Now) && open.verify.is_none()) {
         return finished(Outcome::Aborted, "stopped on request".into(), None);
@@ -195,7 +254,13 @@ fn finish_open_iteration(s: &RunState, open: &crate::state::OpenIteration) -> Ac
     if let Some(proposal) = &agent.signals.replan {
         match open.replan {
             None => return Action::Record(review_replan(s, &task, proposal)),
-            Some(true) => return finished(Outcome::Replanned, "the agent's replan was accepted".into(), None),
+            Some(true) => {
+                return finished(
+                    Outcome::Replanned,
+                    "the agent's replan was accepted".into(),
+                    None,
+                );
+            }
             Some(false) => {
                 let why = open.replan_rejection.clone().unwrap_or_default();
                 return finished(
@@ -215,25 +280,58 @@ fn finish_open_iteration(s: &RunState, open: &crate::state::OpenIteration) -> Ac
 
 /// Dual condition: the agent claimed completion and verification passed (and in tdd
 /// mode the task's changes touched tests), with no guard broken.
-fn judge(s: &RunState, task: &str, agent: &AgentFinished, verify: &VerifyFinished) -> (Outcome, String, Option<String>) {
+fn judge(
+    s: &RunState,
+    task: &str,
+    agent: &AgentFinished,
+    verify: &VerifyFinished,
+) -> (Outcome, String, Option<String>) {
     let protected: Vec<&String> = agent
         .changed_files
         .iter()
         .filter(|f| s.settings.protected.iter().any(|p| path_matches(f, p)))
         .collect();
     if !protected.is_empty() {
-        let list = protected.iter().map(|f| f.as_str()).collect::<Vec<_>>().join(", ");
+        let list = protected
+            .iter()
+            .map(|f| f.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
         let msg = format!("the agent changed protected paths: {list}");
-        return (Outcome::Failed, msg.clone(), Some(format!("{msg}. Restore them; they are not yours to change.")));
+        return (
+            Outcome::Failed,
+            msg.clone(),
+            Some(format!(
+                "{msg}. Restore them; they are not yours to change."
+            )),
+        );
     }
-    let scope = s.plan.task(task).map(|t| t.scope.clone()).unwrap_or_default();
+    let scope = s
+        .plan
+        .task(task)
+        .map(|t| t.scope.clone())
+        .unwrap_or_default();
     if !scope.is_empty() {
-        let outside: Vec<&String> =
-            agent.changed_files.iter().filter(|f| !scope.iter().any(|p| path_matches(f, p))).collect();
+        let outside: Vec<&String> = agent
+            .changed_files
+            .iter()
+            .filter(|f| !scope.iter().any(|p| path_matches(f, p)))
+            .collect();
         if !outside.is_empty() {
-            let list = outside.iter().map(|f| f.as_str()).collect::<Vec<_>>().join(", ");
-            let msg = format!("changed files outside the task's scope ({}): {list}", scope.join(", "));
-            return (Outcome::Failed, msg.clone(), Some(format!("{msg}. Keep changes inside the scope.")));
+            let list = outside
+                .iter()
+                .map(|f| f.as_str())
+                .collect::<Vec<_>>()
+                .join(", ");
+            let msg = format!(
+                "changed files outside the task's scope ({}): {list}",
+                scope.join(", ")
+            );
+            return (
+                Outcome::Failed,
+                msg.clone(),
+                Some(format!("{msg}. Keep changes inside the scope.")),
+            );
         }
     }
     if !verify.passed {
@@ -243,50 +341,102 @@ fn judge(s: &RunState, task: &str, agent: &AgentFinished, verify: &VerifyFinishe
             Some(c) => format!(
                 "verification failed: `{}` exited {}",
                 c.command,
-                c.exit_code.map(|e| e.to_string()).unwrap_or_else(|| "by a signal".into())
+                c.exit_code
+                    .map(|e| e.to_string())
+                    .unwrap_or_else(|| "by a signal".into())
             ),
             None => "verification failed".into(),
         };
-        let claimed = if agent.signals.complete { " (the agent claimed the task was complete)" } else { "" };
-        return (Outcome::Failed, format!("{reason}{claimed}"), verify.digest.clone());
+        let claimed = if agent.signals.complete {
+            " (the agent claimed the task was complete)"
+        } else {
+            ""
+        };
+        return (
+            Outcome::Failed,
+            format!("{reason}{claimed}"),
+            verify.digest.clone(),
+        );
     }
     if !agent.signals.complete {
         let msg = "verification passes, but the agent did not signal completion";
         return (
             Outcome::Failed,
             msg.into(),
-            Some(format!("{msg}. If every acceptance criterion is met, end your reply with TASK_COMPLETE on its own line.")),
+            Some(format!(
+                "{msg}. If every acceptance criterion is met, end your reply with TASK_COMPLETE on its own line."
+            )),
         );
     }
     let tdd = s.mode_of(task) == Mode::Tdd;
     let touched = s.task(task).is_some_and(|t| t.tests_touched)
-        || agent.changed_files.iter().any(|f| is_test_path(f, &s.settings.test_patterns));
+        || agent
+            .changed_files
+            .iter()
+            .any(|f| is_test_path(f, &s.settings.test_patterns));
     if tdd && !touched {
         let msg = "tdd mode: verification passes but no test file was changed for this task";
-        return (Outcome::Failed, msg.into(), Some(format!("{msg}. Write a failing test first, then make it pass.")));
+        return (
+            Outcome::Failed,
+            msg.into(),
+            Some(format!(
+                "{msg}. Write a failing test first, then make it pass."
+            )),
+        );
     }
-    (Outcome::Completed, format!("verified ({} commands passed)", verify.commands.len()), None)
+    (
+        Outcome::Completed,
+        format!(
+            "verified ({})",
+            plural(verify.commands.len(), "command passed", "commands passed")
+        ),
+        None,
+    )
 }
 
 fn path_matches(path: &str, pattern: &str) -> bool {
     let p = pattern.trim_start_matches("./");
-    if p.ends_with('/') { path.starts_with(p) } else { path == p || path.starts_with(&format!("{p}/")) }
+    if p.ends_with('/') {
+        path.starts_with(p)
+    } else {
+        path == p || path.starts_with(&format!("{p}/"))
+    }
 }
 
 /// Checks a REPLAN proposal against the current plan. Accepted proposals replace the
 /// task being worked on with the proposed tasks; completed tasks never change.
 pub fn review_replan(s: &RunState, task: &str, proposal: &str) -> Event {
-    let reject = |reason: String| Event::ReplanRejected { task: task.to_string(), reason };
+    let reject = |reason: String| Event::ReplanRejected {
+        task: task.to_string(),
+        reason,
+    };
     if s.replans_used >= s.settings.budgets.max_replans {
-        return reject(format!("the replan limit ({}) is reached", s.settings.budgets.max_replans));
+        return reject(format!(
+            "the replan limit ({}) is reached",
+            s.settings.budgets.max_replans
+        ));
     }
     match apply_replan(s, task, proposal) {
         Ok(plan) => {
             let old: Vec<&str> = s.plan.ids();
             let new: Vec<&str> = plan.ids();
-            let added = new.iter().filter(|i| !old.contains(i)).map(|i| i.to_string()).collect();
-            let removed = old.iter().filter(|i| !new.contains(i)).map(|i| i.to_string()).collect();
-            Event::ReplanAccepted { task: task.to_string(), version: s.plan_version + 1, plan, added, removed }
+            let added = new
+                .iter()
+                .filter(|i| !old.contains(i))
+                .map(|i| i.to_string())
+                .collect();
+            let removed = old
+                .iter()
+                .filter(|i| !new.contains(i))
+                .map(|i| i.to_string())
+                .collect();
+            Event::ReplanAccepted {
+                task: task.to_string(),
+                version: s.plan_version + 1,
+                plan,
+                added,
+                removed,
+            }
         }
         Err(reason) => reject(reason),
     }
@@ -308,11 +458,19 @@ fn apply_replan(s: &RunState, task: &str, proposal: &str) -> Result<Plan, String
             return Err(format!("task {} is completed and cannot change", p.id));
         }
     }
-    let original = s.plan.task(task).ok_or_else(|| format!("task {task} is not in the plan"))?.clone();
+    let original = s
+        .plan
+        .task(task)
+        .ok_or_else(|| format!("task {task} is not in the plan"))?
+        .clone();
     let mentioned: Vec<&str> = proposed.ids();
     let mut new_tasks: Vec<Task> = Vec::new();
-    let mut replacement: Vec<Task> =
-        proposed.tasks.iter().filter(|p| p.id == task || s.plan.task(&p.id).is_none()).cloned().collect();
+    let mut replacement: Vec<Task> = proposed
+        .tasks
+        .iter()
+        .filter(|p| p.id == task || s.plan.task(&p.id).is_none())
+        .cloned()
+        .collect();
     // The original task's checks still have to pass once its replacement is done.
     if let Some(last) = replacement.last_mut() {
         for v in &original.verify {
@@ -328,7 +486,11 @@ fn apply_replan(s: &RunState, task: &str, proposal: &str) -> Result<Plan, String
             continue;
         }
         // Other pending tasks may be revised by the proposal; completed ones were refused above.
-        let mut t = proposed.task(&t.id).filter(|_| mentioned.contains(&t.id.as_str())).cloned().unwrap_or_else(|| t.clone());
+        let mut t = proposed
+            .task(&t.id)
+            .filter(|_| mentioned.contains(&t.id.as_str()))
+            .cloned()
+            .unwrap_or_else(|| t.clone());
         // Whoever depended on the replaced task now depends on all of its replacements.
         if !replacement_ids.iter().any(|r| r == task) && t.depends.iter().any(|d| d == task) {
             t.depends.retain(|d| d != task);
@@ -339,7 +501,20 @@ fn apply_replan(s: &RunState, task: &str, proposal: &str) -> Result<Plan, String
     if replacement_ids.is_empty() && !mentioned.contains(&task) {
         return Err(format!("the proposal has no task to replace {task}"));
     }
-    let plan = Plan { title: s.plan.title.clone(), goal: s.plan.goal.clone(), settings: s.plan.settings.clone(), tasks: new_tasks };
+    let plan = Plan {
+        title: s.plan.title.clone(),
+        goal: s.plan.goal.clone(),
+        settings: s.plan.settings.clone(),
+        tasks: new_tasks,
+    };
     plan.validate("REPLAN").map_err(|e| e.message)?;
     Ok(plan)
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
 }

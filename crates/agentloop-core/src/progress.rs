@@ -18,16 +18,32 @@ pub fn render(s: &RunState) -> String {
         s.cost_usd
     );
     p.push_str("## Goal\n\n");
-    let _ = writeln!(p, "{}\n", if s.plan.goal.is_empty() { "(none given)" } else { &s.plan.goal });
+    let _ = writeln!(
+        p,
+        "{}\n",
+        if s.plan.goal.is_empty() {
+            "(none given)"
+        } else {
+            &s.plan.goal
+        }
+    );
     p.push_str("## Completed Tasks\n\n");
     let mut any = false;
-    for t in s.tasks.iter().filter(|t| matches!(t.status, TaskStatus::Done | TaskStatus::Skipped)) {
+    for t in s
+        .tasks
+        .iter()
+        .filter(|t| matches!(t.status, TaskStatus::Done | TaskStatus::Skipped))
+    {
         any = true;
         if t.status == TaskStatus::Skipped {
             let _ = writeln!(p, "- [ ] {}: {} (skipped)", t.id, t.title);
             continue;
         }
-        let commit = t.commit.as_deref().map(|c| format!(", commit {}", &c[..c.len().min(12)])).unwrap_or_default();
+        let commit = t
+            .commit
+            .as_deref()
+            .map(|c| format!(", commit {}", &c[..c.len().min(12)]))
+            .unwrap_or_default();
         let _ = writeln!(
             p,
             "- [x] {}: {} ({} iteration{}, ${:.2}{commit})",
@@ -49,7 +65,12 @@ pub fn render(s: &RunState) -> String {
         let _ = writeln!(p, "- {l}");
     }
     p.push_str("\n## Current Task\n\n");
-    match s.open.as_ref().map(|o| o.started.task.clone()).or_else(|| s.next_task().map(|t| t.id.clone())) {
+    match s
+        .open
+        .as_ref()
+        .map(|o| o.started.task.clone())
+        .or_else(|| s.next_task().map(|t| t.id.clone()))
+    {
         Some(id) if !s.is_finished() => {
             let t = s.task(&id);
             let _ = writeln!(
@@ -66,15 +87,29 @@ pub fn render(s: &RunState) -> String {
         _ => p.push_str("(none)\n"),
     }
     p.push_str("\n## Blocked\n\n");
-    let blocked: Vec<_> = s.tasks.iter().filter(|t| t.status == TaskStatus::Blocked).collect();
+    let blocked: Vec<_> = s
+        .tasks
+        .iter()
+        .filter(|t| t.status == TaskStatus::Blocked)
+        .collect();
     if blocked.is_empty() {
         p.push_str("(nothing)\n");
     }
     for t in blocked {
-        let _ = writeln!(p, "- {}: {}\n\n{}\n", t.id, t.title, t.blocked.as_deref().unwrap_or(""));
+        let _ = writeln!(
+            p,
+            "- {}: {}\n\n{}\n",
+            t.id,
+            t.title,
+            t.blocked.as_deref().unwrap_or("")
+        );
     }
     if let Some(g) = &s.gate {
-        let _ = writeln!(p, "\nWaiting for a person: {}. Run `agentloop approve` or `agentloop reject`.", g.describe());
+        let _ = writeln!(
+            p,
+            "\nWaiting for a person: {}. Run `agentloop approve` or `agentloop reject`.",
+            g.describe()
+        );
     }
     p
 }

@@ -17,12 +17,24 @@ pub fn build(s: &RunState, task_id: &str, kind: IterationKind) -> String {
     let Some(task) = s.plan.task(task_id) else {
         return format!("Task {task_id} is not in the plan.\n");
     };
-    let position = s.plan.tasks.iter().position(|t| t.id == task_id).map(|i| i + 1).unwrap_or(0);
+    let position = s
+        .plan
+        .tasks
+        .iter()
+        .position(|t| t.id == task_id)
+        .map(|i| i + 1)
+        .unwrap_or(0);
     let _ = writeln!(p, "# {}\n", s.plan.title);
     if !s.plan.goal.is_empty() {
         let _ = writeln!(p, "Goal of the whole plan: {}\n", s.plan.goal);
     }
-    let _ = writeln!(p, "## Your task: {} — {} (task {position} of {})\n", task.id, task.title, s.plan.tasks.len());
+    let _ = writeln!(
+        p,
+        "## Your task: {} — {} (task {position} of {})\n",
+        task.id,
+        task.title,
+        s.plan.tasks.len()
+    );
     if !task.body.is_empty() {
         let _ = writeln!(p, "{}\n", task.body);
     }
@@ -33,7 +45,11 @@ pub fn build(s: &RunState, task_id: &str, kind: IterationKind) -> String {
         }
         p.push('\n');
     }
-    let commands: Vec<&String> = task.verify.iter().chain(&s.settings.verify_commands).collect();
+    let commands: Vec<&String> = task
+        .verify
+        .iter()
+        .chain(&s.settings.verify_commands)
+        .collect();
     if !commands.is_empty() {
         p.push_str("agentloop will verify your work by running these commands itself; they must all exit 0:\n");
         for c in commands {
@@ -48,7 +64,11 @@ pub fn build(s: &RunState, task_id: &str, kind: IterationKind) -> String {
         let _ = writeln!(p, "## Mode: test-driven\n\n{TDD_PREAMBLE}\n");
     }
 
-    let done: Vec<_> = s.tasks.iter().filter(|t| t.status == TaskStatus::Done).collect();
+    let done: Vec<_> = s
+        .tasks
+        .iter()
+        .filter(|t| t.status == TaskStatus::Done)
+        .collect();
     if !done.is_empty() {
         p.push_str("## Progress so far\n\nThese tasks are done and verified; do not redo them:\n");
         for t in done {
@@ -58,13 +78,24 @@ pub fn build(s: &RunState, task_id: &str, kind: IterationKind) -> String {
     }
     if !s.learnings.is_empty() {
         p.push_str("## Learnings from earlier iterations\n\n");
-        for l in s.learnings.iter().rev().take(20).collect::<Vec<_>>().into_iter().rev() {
+        for l in s
+            .learnings
+            .iter()
+            .rev()
+            .take(20)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+        {
             let _ = writeln!(p, "- {l}");
         }
         p.push('\n');
     }
     if let Some(d) = s.task(task_id).and_then(|t| t.last_digest.as_ref()) {
-        let _ = writeln!(p, "## Last attempt failed\n\n{d}\n\nFix this before anything else.\n");
+        let _ = writeln!(
+            p,
+            "## Last attempt failed\n\n{d}\n\nFix this before anything else.\n"
+        );
     }
     if !s.steer.is_empty() {
         p.push_str("## Notes from a person\n\n");

@@ -74,7 +74,11 @@ pub fn parse(message: &str, promise: &str) -> Signals {
             }
             break;
         } else if line == "---LOOP_STATUS---" || line == "---RALPH_STATUS---" {
-            let end = if line == "---LOOP_STATUS---" { "---END_STATUS---" } else { "---END_RALPH_STATUS---" };
+            let end = if line == "---LOOP_STATUS---" {
+                "---END_STATUS---"
+            } else {
+                "---END_RALPH_STATUS---"
+            };
             let mut fields = BTreeMap::new();
             let mut closed = false;
             while i < lines.len() {
@@ -89,7 +93,10 @@ pub fn parse(message: &str, promise: &str) -> Signals {
                 }
             }
             if closed {
-                if fields.get("EXIT_SIGNAL").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+                if fields
+                    .get("EXIT_SIGNAL")
+                    .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+                {
                     s.complete = true;
                     s.marker.get_or_insert_with(|| "EXIT_SIGNAL".to_string());
                 }
@@ -103,7 +110,10 @@ pub fn parse(message: &str, promise: &str) -> Signals {
             }
             while i < lines.len() {
                 let l = lines[i].trim();
-                let Some((k, v)) = l.split_once(':').filter(|(k, _)| !k.is_empty() && !k.contains(' ')) else {
+                let Some((k, v)) = l
+                    .split_once(':')
+                    .filter(|(k, _)| !k.is_empty() && !k.contains(' '))
+                else {
                     break;
                 };
                 fields.insert(k.trim().to_ascii_uppercase(), v.trim().to_string());
@@ -134,7 +144,8 @@ fn record_promise(s: &mut Signals, text: &str, promise: &str) {
     s.promise = Some(text.to_string());
     if text == promise {
         s.complete = true;
-        s.marker.get_or_insert_with(|| format!("<promise>{text}</promise>"));
+        s.marker
+            .get_or_insert_with(|| format!("<promise>{text}</promise>"));
     }
 }
 
@@ -174,22 +185,36 @@ mod tests {
         assert!(complete("Done!\n\n**TASK_COMPLETE**\n"));
         assert!(complete("<promise>COMPLETE</promise>"));
         assert!(complete("Finished. <promise>COMPLETE</promise>"));
-        assert!(complete("---LOOP_STATUS---\nSTATUS: COMPLETE\nEXIT_SIGNAL: true\nCRITERIA: 3/3\n---END_STATUS---"));
-        assert!(complete("---RALPH_STATUS---\nEXIT_SIGNAL: true\n---END_RALPH_STATUS---"));
+        assert!(complete(
+            "---LOOP_STATUS---\nSTATUS: COMPLETE\nEXIT_SIGNAL: true\nCRITERIA: 3/3\n---END_STATUS---"
+        ));
+        assert!(complete(
+            "---RALPH_STATUS---\nEXIT_SIGNAL: true\n---END_RALPH_STATUS---"
+        ));
     }
 
     #[test]
     fn prose_mentions_do_not_count() {
         assert!(!complete("I will not say TASK_COMPLETE yet"));
-        assert!(!complete("I will not say TASK_COMPLETE yet, the test fails."));
+        assert!(!complete(
+            "I will not say TASK_COMPLETE yet, the test fails."
+        ));
         assert!(!complete("When it passes I'll print TASK_COMPLETE"));
-        assert!(!complete("The marker is `TASK_COMPLETE` once the tests pass, not now."));
+        assert!(!complete(
+            "The marker is `TASK_COMPLETE` once the tests pass, not now."
+        ));
         assert!(!complete("```\nTASK_COMPLETE\n```\nNot done."));
-        assert!(!complete("I'll output <promise>COMPLETE</promise> when it is true"));
+        assert!(!complete(
+            "I'll output <promise>COMPLETE</promise> when it is true"
+        ));
         assert!(!complete("<promise>ALMOST</promise>"));
         assert!(!complete("TASK_COMPLETED"));
-        assert!(!complete("---LOOP_STATUS---\nEXIT_SIGNAL: false\n---END_STATUS---"));
-        assert!(!complete("---LOOP_STATUS---\nEXIT_SIGNAL: true\n(never closed)"));
+        assert!(!complete(
+            "---LOOP_STATUS---\nEXIT_SIGNAL: false\n---END_STATUS---"
+        ));
+        assert!(!complete(
+            "---LOOP_STATUS---\nEXIT_SIGNAL: true\n(never closed)"
+        ));
     }
 
     #[test]
@@ -206,8 +231,14 @@ mod tests {
 
     #[test]
     fn action_result_block() {
-        let s = parse("ACTION_RESULT:\nstatus: success\nfiles: 2\n\nbye", "COMPLETE");
-        assert_eq!(s.action_result.get("STATUS").map(String::as_str), Some("success"));
+        let s = parse(
+            "ACTION_RESULT:\nstatus: success\nfiles: 2\n\nbye",
+            "COMPLETE",
+        );
+        assert_eq!(
+            s.action_result.get("STATUS").map(String::as_str),
+            Some("success")
+        );
         assert_eq!(s.action_result.len(), 2);
     }
 }

@@ -196,7 +196,14 @@ impl RunState {
     }
 
     pub fn from_first(first: &Record) -> Result<RunState, FoldError> {
-        let Event::RunCreated { run_id, plan_file, workdir, plan, settings } = &first.event else {
+        let Event::RunCreated {
+            run_id,
+            plan_file,
+            workdir,
+            plan,
+            settings,
+        } = &first.event
+        else {
             return Err(FoldError::NoRunCreated(first.event.kind()));
         };
         let mut s = RunState {
@@ -205,7 +212,12 @@ impl RunState {
             status: RunStatus::Running,
             plan_file: plan_file.clone(),
             workdir: workdir.clone(),
-            plan: Plan { title: String::new(), goal: String::new(), settings: Default::default(), tasks: vec![] },
+            plan: Plan {
+                title: String::new(),
+                goal: String::new(),
+                settings: Default::default(),
+                tasks: vec![],
+            },
             plan_version: 1,
             settings: settings.clone(),
             tasks: Vec::new(),
@@ -236,17 +248,25 @@ impl RunState {
     }
 
     fn set_plan(&mut self, plan: Plan) {
-        let mut old: HashMap<String, TaskState> = self.tasks.drain(..).map(|t| (t.id.clone(), t)).collect();
+        let mut old: HashMap<String, TaskState> =
+            self.tasks.drain(..).map(|t| (t.id.clone(), t)).collect();
         self.tasks = plan
             .tasks
             .iter()
             .map(|t| {
-                let mut st = old.remove(&t.id).unwrap_or_else(|| TaskState::new(&t.id, &t.title));
+                let mut st = old
+                    .remove(&t.id)
+                    .unwrap_or_else(|| TaskState::new(&t.id, &t.title));
                 st.title = t.title.clone();
                 st
             })
             .collect();
-        self.index = self.tasks.iter().enumerate().map(|(i, t)| (t.id.clone(), i)).collect();
+        self.index = self
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.id.clone(), i))
+            .collect();
         self.plan = plan;
     }
 
@@ -260,7 +280,10 @@ impl RunState {
 
     /// The mode that applies to a task.
     pub fn mode_of(&self, id: &str) -> Mode {
-        self.plan.task(id).and_then(|t| t.mode).unwrap_or(self.settings.mode)
+        self.plan
+            .task(id)
+            .and_then(|t| t.mode)
+            .unwrap_or(self.settings.mode)
     }
 
     /// True if a control request with this id was already recorded.
@@ -321,7 +344,12 @@ impl RunState {
                 }
             }
             Event::IterationFinished(f) => self.finish_iteration(f, rec.time_ms()),
-            Event::Escalated { task, rung, evidence, trigger } => {
+            Event::Escalated {
+                task,
+                rung,
+                evidence,
+                trigger,
+            } => {
                 if let Some(t) = self.task_mut(task) {
                     let keep_digest = t.last_digest.clone();
                     t.reset_ladder();
@@ -368,7 +396,9 @@ impl RunState {
         let task_id = open.started.task.clone();
         let gate_after = self.needs_gate_after(&task_id);
         let iteration_cost = open.agent.as_ref().map(|a| a.cost_usd).unwrap_or(0.0);
-        let Some(t) = self.task_mut(&task_id) else { return };
+        let Some(t) = self.task_mut(&task_id) else {
+            return;
+        };
         match f.outcome {
             Outcome::Completed => {
                 t.status = TaskStatus::Done;
@@ -392,7 +422,11 @@ impl RunState {
                 if let Some(a) = &open.agent {
                     let unchanged = a.changed_files.is_empty();
                     t.no_change = if unchanged { t.no_change + 1 } else { 0 };
-                    t.no_output = if a.output_bytes == 0 { t.no_output + 1 } else { 0 };
+                    t.no_output = if a.output_bytes == 0 {
+                        t.no_output + 1
+                    } else {
+                        0
+                    };
                 }
             }
             Outcome::Blocked => {
@@ -472,12 +506,16 @@ impl RunState {
                 let why = note.clone().unwrap_or_else(|| "no reason given".into());
                 match &gate {
                     Gate::Plan | Gate::Final => {
-                        self.finished = Some(FinishReason::Rejected { gate: gate.clone(), note: note.clone() });
+                        self.finished = Some(FinishReason::Rejected {
+                            gate: gate.clone(),
+                            note: note.clone(),
+                        });
                     }
                     Gate::BeforeTask(t) => {
                         if let Some(t) = self.task_mut(t) {
                             t.status = TaskStatus::Blocked;
-                            t.blocked = Some(format!("rejected by a person before it started: {why}"));
+                            t.blocked =
+                                Some(format!("rejected by a person before it started: {why}"));
                         }
                     }
                     Gate::AfterTask(t) => {
@@ -486,7 +524,8 @@ impl RunState {
                             t.gate_after_pending = false;
                             t.completed_iteration = None;
                             t.reset_ladder();
-                            t.last_digest = Some(format!("A person reviewed the work and rejected it: {why}"));
+                            t.last_digest =
+                                Some(format!("A person reviewed the work and rejected it: {why}"));
                         }
                         self.steer.push(format!("Reviewer: {why}"));
                     }
@@ -499,7 +538,8 @@ impl RunState {
                     t.status = TaskStatus::Skipped;
                     t.gate_after_pending = false;
                 }
-                if matches!(&self.gate, Some(Gate::BeforeTask(t)) | Some(Gate::AfterTask(t)) if t == task) {
+                if matches!(&self.gate, Some(Gate::BeforeTask(t)) | Some(Gate::AfterTask(t)) if t == task)
+                {
                     self.gate = None;
                 }
             }
@@ -510,7 +550,8 @@ impl RunState {
                     t.gate_after_pending = false;
                     t.reset_ladder();
                 }
-                if matches!(&self.gate, Some(Gate::BeforeTask(t)) | Some(Gate::AfterTask(t)) if t == task) {
+                if matches!(&self.gate, Some(Gate::BeforeTask(t)) | Some(Gate::AfterTask(t)) if t == task)
+                {
                     self.gate = None;
                 }
             }
@@ -520,11 +561,18 @@ impl RunState {
     /// The first task (in plan order) that may run now: not settled, not blocked, and
     /// every dependency done or skipped.
     pub fn next_task(&self) -> Option<&TaskState> {
-        self.plan.tasks.iter().zip(&self.tasks).find_map(|(pt, st)| {
-            let ready = matches!(st.status, TaskStatus::Pending | TaskStatus::Running)
-                && pt.depends.iter().all(|d| self.task(d).is_some_and(|t| t.status.is_settled()));
-            ready.then_some(st)
-        })
+        self.plan
+            .tasks
+            .iter()
+            .zip(&self.tasks)
+            .find_map(|(pt, st)| {
+                let ready = matches!(st.status, TaskStatus::Pending | TaskStatus::Running)
+                    && pt
+                        .depends
+                        .iter()
+                        .all(|d| self.task(d).is_some_and(|t| t.status.is_settled()));
+                ready.then_some(st)
+            })
     }
 
     pub fn done_count(&self) -> usize {

@@ -133,7 +133,11 @@ impl Sink {
 }
 
 fn extend_ring(ring: &mut VecDeque<u8>, bytes: &[u8], cap: usize) {
-    let bytes = if bytes.len() > cap { &bytes[bytes.len() - cap..] } else { bytes };
+    let bytes = if bytes.len() > cap {
+        &bytes[bytes.len() - cap..]
+    } else {
+        bytes
+    };
     let excess = (ring.len() + bytes.len()).saturating_sub(cap);
     ring.drain(..excess);
     ring.extend(bytes);
@@ -156,7 +160,11 @@ pub fn spawn(spec: Spec) -> std::io::Result<Running> {
     cmd.args(&spec.args)
         .current_dir(&spec.cwd)
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .stdin(if spec.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
@@ -173,7 +181,11 @@ pub fn spawn(spec: Spec) -> std::io::Result<Running> {
     };
     let mut child = cmd.spawn()?;
     let pgid = Pid::from_raw(child.id() as i32);
-    let sink = Arc::new(Mutex::new(Sink { log, cap: spec.output_cap, ..Sink::default() }));
+    let sink = Arc::new(Mutex::new(Sink {
+        log,
+        cap: spec.output_cap,
+        ..Sink::default()
+    }));
     let mut readers = Vec::new();
     if let Some(out) = child.stdout.take() {
         readers.push(reader(out, sink.clone(), true));
@@ -187,10 +199,21 @@ pub fn spawn(spec: Spec) -> std::io::Result<Running> {
             let _ = stdin.write_all(&input);
         });
     }
-    Ok(Running { child, pgid, started: Instant::now(), sink, readers, spec })
+    Ok(Running {
+        child,
+        pgid,
+        started: Instant::now(),
+        sink,
+        readers,
+        spec,
+    })
 }
 
-fn reader(mut r: impl Read + Send + 'static, sink: Arc<Mutex<Sink>>, keep_tail: bool) -> JoinHandle<()> {
+fn reader(
+    mut r: impl Read + Send + 'static,
+    sink: Arc<Mutex<Sink>>,
+    keep_tail: bool,
+) -> JoinHandle<()> {
     std::thread::spawn(move || {
         let mut buf = vec![0u8; 64 * 1024];
         loop {
@@ -245,7 +268,10 @@ impl Running {
                 let _ = r.join();
             }
         }
-        let mut sink = self.sink.lock().map_err(|_| std::io::Error::other("output sink poisoned"))?;
+        let mut sink = self
+            .sink
+            .lock()
+            .map_err(|_| std::io::Error::other("output sink poisoned"))?;
         let truncated = sink.finish();
         Ok(Finished {
             exit_code: status.code(),

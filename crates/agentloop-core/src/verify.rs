@@ -26,7 +26,12 @@ pub struct Runner<'a> {
 impl Runner<'_> {
     /// Runs `commands` in order through `sh -c`, stopping at the first failure.
     /// `should_stop` ends the running command early (`stop --now`).
-    pub fn run(&self, iteration: u32, commands: &[String], mut should_stop: impl FnMut() -> bool) -> std::io::Result<VerifyFinished> {
+    pub fn run(
+        &self,
+        iteration: u32,
+        commands: &[String],
+        mut should_stop: impl FnMut() -> bool,
+    ) -> std::io::Result<VerifyFinished> {
         let mut log = std::fs::File::create(self.log)?;
         let mut results = Vec::new();
         let mut failure: Option<(String, String, Option<i32>, bool)> = None;
@@ -43,7 +48,10 @@ impl Runner<'_> {
             std::io::copy(&mut part_file, &mut log)?;
             let _ = std::fs::remove_file(&part);
             let status = match (f.exit_code, f.timed_out) {
-                (_, true) => format!("timed out after {}", humantime::format_duration(self.timeout)),
+                (_, true) => format!(
+                    "timed out after {}",
+                    humantime::format_duration(self.timeout)
+                ),
                 (Some(c), _) => format!("exit {c}"),
                 (None, _) => format!("killed by signal {}", f.signal.unwrap_or(0)),
             };
@@ -69,14 +77,33 @@ impl Runner<'_> {
             Some((cmd, tail, code, timed_out)) => {
                 let fp = fingerprint(&cmd, &tail);
                 let head = if timed_out {
-                    format!("`{cmd}` timed out after {}.", humantime::format_duration(self.timeout))
+                    format!(
+                        "`{cmd}` timed out after {}.",
+                        humantime::format_duration(self.timeout)
+                    )
                 } else {
-                    format!("`{cmd}` exited {}.", code.map(|c| c.to_string()).unwrap_or_else(|| "by a signal".into()))
+                    format!(
+                        "`{cmd}` exited {}.",
+                        code.map(|c| c.to_string())
+                            .unwrap_or_else(|| "by a signal".into())
+                    )
                 };
-                (Some(fp), Some(format!("{head} The end of its output:\n```\n{}\n```", last_lines(&tail))))
+                (
+                    Some(fp),
+                    Some(format!(
+                        "{head} The end of its output:\n```\n{}\n```",
+                        last_lines(&tail)
+                    )),
+                )
             }
         };
-        Ok(VerifyFinished { iteration, passed, commands: results, fingerprint, digest })
+        Ok(VerifyFinished {
+            iteration,
+            passed,
+            commands: results,
+            fingerprint,
+            digest,
+        })
     }
 }
 
@@ -98,14 +125,23 @@ static NOISE: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         // Temp paths and per-run directories.
         (r"(/tmp|/var/folders|/private/var)/[^\s:'\x22)]*", "<tmp>"),
         // ISO dates and clock times.
-        (r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?", "<time>"),
+        (
+            r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?",
+            "<time>",
+        ),
         (r"\b\d{1,2}:\d{2}:\d{2}(\.\d+)?\b", "<time>"),
         // Durations: 0.23s, 12ms, 1.5 seconds, 3m12s.
-        (r"\b\d+(\.\d+)?\s?(ns|µs|us|ms|s|sec|secs|seconds|m|min|h)\b", "<dur>"),
+        (
+            r"\b\d+(\.\d+)?\s?(ns|µs|us|ms|s|sec|secs|seconds|m|min|h)\b",
+            "<dur>",
+        ),
         // Addresses, hashes, ids.
         (r"\b0x[0-9a-fA-F]+\b", "<addr>"),
         (r"\b[0-9a-f]{8,}\b", "<hex>"),
-        (r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", "<uuid>"),
+        (
+            r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b",
+            "<uuid>",
+        ),
         (r"\b(pid|PID|port|thread)[ =:]+\d+", "$1 <n>"),
     ]
     .into_iter()
@@ -121,7 +157,11 @@ pub fn fingerprint(command: &str, output: &str) -> String {
     for (re, to) in NOISE.iter() {
         text = re.replace_all(&text, *to).into_owned();
     }
-    let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
     let tail = lines[lines.len().saturating_sub(40)..].join("\n");
     let mut h = crc32fast::Hasher::new();
     h.update(command.as_bytes());
@@ -146,15 +186,33 @@ mod tests {
         let a = "3 passed; 7 failed";
         let b = "4 passed; 6 failed";
         assert_ne!(fingerprint("t", a), fingerprint("t", b));
-        assert_ne!(fingerprint("t", "test a FAILED"), fingerprint("t", "test b FAILED"));
+        assert_ne!(
+            fingerprint("t", "test a FAILED"),
+            fingerprint("t", "test b FAILED")
+        );
     }
 
     #[test]
     fn runs_and_stops_at_first_failure() {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("verify.log");
-        let r = Runner { workdir: dir.path(), timeout: Duration::from_secs(10), output_cap: 4096, log: &log };
-        let v = r.run(1, &["echo ok".into(), "echo broken >&2; exit 2".into(), "echo never".into()], || false).unwrap();
+        let r = Runner {
+            workdir: dir.path(),
+            timeout: Duration::from_secs(10),
+            output_cap: 4096,
+            log: &log,
+        };
+        let v = r
+            .run(
+                1,
+                &[
+                    "echo ok".into(),
+                    "echo broken >&2; exit 2".into(),
+                    "echo never".into(),
+                ],
+                || false,
+            )
+            .unwrap();
         assert!(!v.passed);
         assert_eq!(v.commands.len(), 2);
         assert_eq!(v.commands[1].exit_code, Some(2));

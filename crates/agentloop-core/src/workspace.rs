@@ -15,7 +15,10 @@ use crate::state::{FoldError, RunState};
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("no runs in {0}")]
     NoRuns(PathBuf),
     #[error("no run matches \"{0}\"")]
@@ -31,7 +34,10 @@ pub enum WorkspaceError {
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> WorkspaceError + '_ {
-    move |source| WorkspaceError::Io { path: path.to_path_buf(), source }
+    move |source| WorkspaceError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 /// The project directory and its `.agentloop/`.
@@ -45,11 +51,17 @@ impl Workspace {
     /// The workspace for `start`: the top of its git work tree, or `start` itself.
     pub fn find(start: &Path) -> Workspace {
         let root = crate::git::toplevel(start).unwrap_or_else(|| start.to_path_buf());
-        Workspace { dir: root.join(".agentloop"), root }
+        Workspace {
+            dir: root.join(".agentloop"),
+            root,
+        }
     }
 
     pub fn at(root: &Path) -> Workspace {
-        Workspace { root: root.to_path_buf(), dir: root.join(".agentloop") }
+        Workspace {
+            root: root.to_path_buf(),
+            dir: root.join(".agentloop"),
+        }
     }
 
     pub fn runs_dir(&self) -> PathBuf {
@@ -73,28 +85,46 @@ impl Workspace {
     pub fn resolve(&self, run: Option<&str>) -> Result<RunDir, WorkspaceError> {
         let ids = self.run_ids();
         let id = match run {
-            None => ids.last().cloned().ok_or_else(|| WorkspaceError::NoRuns(self.runs_dir()))?,
+            None => ids
+                .last()
+                .cloned()
+                .ok_or_else(|| WorkspaceError::NoRuns(self.runs_dir()))?,
             Some(want) => {
                 if ids.iter().any(|i| i == want) {
                     want.to_string()
                 } else {
-                    let hits: Vec<&String> = ids.iter().filter(|i| i.starts_with(want) || i.ends_with(want)).collect();
+                    let hits: Vec<&String> = ids
+                        .iter()
+                        .filter(|i| i.starts_with(want) || i.ends_with(want))
+                        .collect();
                     match hits.as_slice() {
                         [] => return Err(WorkspaceError::UnknownRun(want.to_string())),
                         [one] => (*one).clone(),
                         many => {
-                            let list = many.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ");
+                            let list = many
+                                .iter()
+                                .map(|s| s.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ");
                             return Err(WorkspaceError::AmbiguousRun(want.to_string(), list));
                         }
                     }
                 }
             }
         };
-        Ok(RunDir { path: self.runs_dir().join(&id), id })
+        Ok(RunDir {
+            path: self.runs_dir().join(&id),
+            id,
+        })
     }
 
     /// Creates a run directory and its journal with the first event.
-    pub fn create_run(&self, plan_file: &Path, plan: &Plan, settings: Settings) -> Result<(RunDir, Writer, RunState), WorkspaceError> {
+    pub fn create_run(
+        &self,
+        plan_file: &Path,
+        plan: &Plan,
+        settings: Settings,
+    ) -> Result<(RunDir, Writer, RunState), WorkspaceError> {
         std::fs::create_dir_all(self.runs_dir()).map_err(io(&self.dir))?;
         // Git never sees agentloop's own files, whatever the project's .gitignore says.
         let ignore = self.dir.join(".gitignore");
@@ -110,7 +140,10 @@ impl Workspace {
                 Err(e) => return Err(io(&path)(e)),
             }
         };
-        let run = RunDir { id: id.clone(), path };
+        let run = RunDir {
+            id: id.clone(),
+            path,
+        };
         std::fs::create_dir_all(run.path.join("plan")).map_err(io(&run.path))?;
         std::fs::create_dir_all(run.path.join("iterations")).map_err(io(&run.path))?;
         let first = Event::RunCreated {
@@ -121,7 +154,10 @@ impl Workspace {
             settings,
         };
         let (writer, rec) = Writer::create(&run.journal(), &first)?;
-        let state = RunState::from_first(&rec).map_err(|source| WorkspaceError::Fold { path: run.journal(), source })?;
+        let state = RunState::from_first(&rec).map_err(|source| WorkspaceError::Fold {
+            path: run.journal(),
+            source,
+        })?;
         write_atomic(&run.plan_version(1), plan.to_markdown().as_bytes()).map_err(io(&run.path))?;
         Ok((run, writer, state))
     }
@@ -132,7 +168,10 @@ fn new_run_id() -> String {
     let now = SystemTime::now();
     let stamp = humantime::format_rfc3339_seconds(now).to_string();
     let digits: String = stamp.chars().filter(|c| c.is_ascii_digit()).collect();
-    let nanos = now.duration_since(SystemTime::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let nanos = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
     let salt = (nanos ^ std::process::id().rotate_left(16)) & 0xffff;
     format!("{}-{}-{salt:04x}", &digits[..8], &digits[8..14])
 }
@@ -152,7 +191,11 @@ pub struct Loaded {
 impl Loaded {
     /// A writer positioned at the end of what was read.
     pub fn writer(&self, run: &RunDir) -> Result<Writer, WorkspaceError> {
-        Ok(Writer::open(&run.journal(), self.contents.valid_len, self.state.last_seq + 1)?)
+        Ok(Writer::open(
+            &run.journal(),
+            self.contents.valid_len,
+            self.state.last_seq + 1,
+        )?)
     }
 }
 
@@ -179,28 +222,44 @@ impl RunDir {
     /// Reads, checks and folds the journal.
     pub fn load(&self) -> Result<Loaded, WorkspaceError> {
         let contents = journal::read(&self.journal())?;
-        let state = RunState::fold(&contents.records)
-            .map_err(|source| WorkspaceError::Fold { path: self.journal(), source })?;
+        let state = RunState::fold(&contents.records).map_err(|source| WorkspaceError::Fold {
+            path: self.journal(),
+            source,
+        })?;
         Ok(Loaded { state, contents })
     }
 
     /// Rewrites `state.json` and `progress.md` from the state (both are caches).
     pub fn write_derived(&self, s: &RunState) -> Result<(), WorkspaceError> {
         write_atomic(&self.state_file(), &journal::pretty(s)).map_err(io(&self.path))?;
-        write_atomic(&self.progress_file(), crate::progress::render(s).as_bytes()).map_err(io(&self.path))?;
+        write_atomic(&self.progress_file(), crate::progress::render(s).as_bytes())
+            .map_err(io(&self.path))?;
         Ok(())
     }
 
     /// Appends a control request from another process (CLI, server, hook). Returns
     /// the record it became and the state after it.
-    pub fn append_control(&self, loaded: Loaded, id: String, source: &str, request: Request) -> Result<(Record, RunState), WorkspaceError> {
+    pub fn append_control(
+        &self,
+        loaded: Loaded,
+        id: String,
+        source: &str,
+        request: Request,
+    ) -> Result<(Record, RunState), WorkspaceError> {
         let mut w = loaded.writer(self)?;
         let mut state = loaded.state;
-        let recs = w.append(&Event::Control { id, source: source.to_string(), request })?;
+        let recs = w.append(&Event::Control {
+            id,
+            source: source.to_string(),
+            request,
+        })?;
         for r in &recs {
             state.apply(r);
         }
-        let rec = recs.last().cloned().expect("append returns the new record last");
+        let rec = recs
+            .last()
+            .cloned()
+            .expect("append returns the new record last");
         // Leave the caches to the driver when there is one; otherwise keep them fresh.
         if self.lock_holder().is_none() {
             self.write_derived(&state)?;
@@ -210,7 +269,11 @@ impl RunDir {
 
     /// The pid of the live driver holding this run's lock, if any.
     pub fn lock_holder(&self) -> Option<String> {
-        let f = OpenOptions::new().read(true).write(true).open(self.lock_file()).ok()?;
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(self.lock_file())
+            .ok()?;
         match f.try_lock() {
             Ok(()) => {
                 let _ = f.unlock();
@@ -224,9 +287,18 @@ impl RunDir {
     /// when the previous driver died, returns its pid so the caller can warn.
     pub fn lock_driver(&self) -> Result<DriverLock, WorkspaceError> {
         let path = self.lock_file();
-        let mut f = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io(&path))?;
+        let mut f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(io(&path))?;
         if f.try_lock().is_err() {
-            return Err(WorkspaceError::Locked { run: self.id.clone(), pid: read_pid(&f) });
+            return Err(WorkspaceError::Locked {
+                run: self.id.clone(),
+                pid: read_pid(&f),
+            });
         }
         let previous = read_pid(&f);
         let took_over = (!previous.is_empty()).then_some(previous);

@@ -50,12 +50,27 @@ impl Driver {
         }
         let progress = Progress::new(out.quiet);
         let scratch_index = run.path.join("scratch-index");
-        Ok(Driver { ws, run, writer, state, config, out, _lock: lock, interrupted, progress, scratch_index })
+        Ok(Driver {
+            ws,
+            run,
+            writer,
+            state,
+            config,
+            out,
+            _lock: lock,
+            interrupted,
+            progress,
+            scratch_index,
+        })
     }
 
     /// Records a driver start (with the settings in force) and drives.
     pub fn start(mut self, settings: Settings) -> Result<ExitKind, CliError> {
-        self.record(Event::DriverStarted { pid: std::process::id(), version: env!("CARGO_PKG_VERSION").into(), settings })?;
+        self.record(Event::DriverStarted {
+            pid: std::process::id(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            settings,
+        })?;
         self.drive()
     }
 
@@ -132,7 +147,8 @@ impl Driver {
 
     fn flush(&self) {
         if let Err(e) = self.run.write_derived(&self.state) {
-            self.progress.warn(&format!("cannot update state.json/progress.md: {e}"));
+            self.progress
+                .warn(&format!("cannot update state.json/progress.md: {e}"));
         }
     }
 
@@ -141,11 +157,25 @@ impl Driver {
             && f.outcome == Outcome::Completed
             && self.state.settings.commit
         {
-            let task = self.state.open.as_ref().map(|o| o.started.task.clone()).unwrap_or_default();
-            let title = self.state.task(&task).map(|t| t.title.clone()).unwrap_or_default();
-            match git::commit_all(&self.ws.root, &format!("agentloop: {task} {title}\n\nRun {}", self.run.id)) {
+            let task = self
+                .state
+                .open
+                .as_ref()
+                .map(|o| o.started.task.clone())
+                .unwrap_or_default();
+            let title = self
+                .state
+                .task(&task)
+                .map(|t| t.title.clone())
+                .unwrap_or_default();
+            match git::commit_all(
+                &self.ws.root,
+                &format!("agentloop: {task} {title}\n\nRun {}", self.run.id),
+            ) {
                 Ok(hash) => f.commit = Some(hash),
-                Err(e) => self.progress.warn(&format!("could not commit task {task}: {e}")),
+                Err(e) => self
+                    .progress
+                    .warn(&format!("could not commit task {task}: {e}")),
             }
         }
         let result = match &event {
@@ -164,7 +194,8 @@ impl Driver {
         if let Some(v) = replan_version {
             let md = self.state.plan.to_markdown();
             if let Err(e) = fsutil::write_atomic(&self.run.plan_version(v), md.as_bytes()) {
-                self.progress.warn(&format!("cannot write plan version {v}: {e}"));
+                self.progress
+                    .warn(&format!("cannot write plan version {v}: {e}"));
             }
         }
         Ok(())
@@ -192,8 +223,12 @@ impl Driver {
             "verify": open.verify.as_ref().map(|v| &v.commands),
         });
         let _ = std::fs::create_dir_all(&dir);
-        if let Err(e) = fsutil::write_atomic(&dir.join("result.json"), &agentloop_core::journal::pretty(&result)) {
-            self.progress.warn(&format!("cannot write result.json: {e}"));
+        if let Err(e) = fsutil::write_atomic(
+            &dir.join("result.json"),
+            &agentloop_core::journal::pretty(&result),
+        ) {
+            self.progress
+                .warn(&format!("cannot write result.json: {e}"));
         }
     }
 
@@ -235,7 +270,12 @@ impl Driver {
         self.flush();
 
         let log = dir.join("agent.log");
-        let inv = Invocation { workdir: &workdir, prompt: &text, prompt_file: &prompt_file, log: &log };
+        let inv = Invocation {
+            workdir: &workdir,
+            prompt: &text,
+            prompt_file: &prompt_file,
+            log: &log,
+        };
         let mut last = Instant::now();
         let run: AgentRun = agent.run(&inv, &mut || self.should_stop(&mut last));
 
@@ -276,7 +316,9 @@ impl Driver {
             }))?;
             self.record(Event::RunFinished {
                 status: RunStatus::Failed,
-                reason: FinishReason::Error { message: err.message.clone() },
+                reason: FinishReason::Error {
+                    message: err.message.clone(),
+                },
             })?;
         }
         Ok(())

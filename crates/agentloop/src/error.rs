@@ -35,10 +35,18 @@ pub struct CliError {
 
 impl CliError {
     pub fn user(message: impl Into<String>) -> Self {
-        CliError { kind: ExitKind::BadInput, message: message.into(), hint: None }
+        CliError {
+            kind: ExitKind::BadInput,
+            message: message.into(),
+            hint: None,
+        }
     }
     pub fn internal(message: impl Into<String>) -> Self {
-        CliError { kind: ExitKind::Internal, message: message.into(), hint: None }
+        CliError {
+            kind: ExitKind::Internal,
+            message: message.into(),
+            hint: None,
+        }
     }
     pub fn hint(mut self, hint: impl Into<String>) -> Self {
         self.hint = Some(hint.into());
@@ -51,30 +59,41 @@ impl CliError {
 
 impl From<PlanError> for CliError {
     fn from(e: PlanError) -> Self {
-        CliError { kind: ExitKind::BadInput, message: e.located(), hint: e.hint }
+        CliError {
+            kind: ExitKind::BadInput,
+            message: e.located(),
+            hint: e.hint,
+        }
     }
 }
 
 impl From<ConfigError> for CliError {
     fn from(e: ConfigError) -> Self {
-        CliError::user(e.to_string()).hint("`agentloop config show` prints every setting and where it comes from")
+        CliError::user(e.to_string())
+            .hint("`agentloop config show` prints every setting and where it comes from")
     }
 }
 
 impl From<JournalError> for CliError {
     fn from(e: JournalError) -> Self {
         let hint = match &e {
-            JournalError::UnknownVersion { .. } => Some("this journal was written by a newer agentloop; upgrade to read it"),
-            JournalError::Corrupt { .. } => {
-                Some("the journal was changed by something other than agentloop; `agentloop journal verify` checks it")
+            JournalError::UnknownVersion { .. } => {
+                Some("this journal was written by a newer agentloop; upgrade to read it")
             }
+            JournalError::Corrupt { .. } => Some(
+                "the journal was changed by something other than agentloop; `agentloop journal verify` checks it",
+            ),
             _ => None,
         };
         let kind = match e {
             JournalError::Io { .. } => ExitKind::Internal,
             _ => ExitKind::BadInput,
         };
-        CliError { kind, message: e.to_string(), hint: hint.map(String::from) }
+        CliError {
+            kind,
+            message: e.to_string(),
+            hint: hint.map(String::from),
+        }
     }
 }
 

@@ -16,7 +16,11 @@ pub fn main() -> u8 {
     let cli = match cli::Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.use_stderr() { ExitKind::BadInput as u8 } else { 0 };
+            let code = if e.use_stderr() {
+                ExitKind::BadInput as u8
+            } else {
+                0
+            };
             let _ = e.print();
             return code;
         }

@@ -16,14 +16,23 @@ fn color() -> bool {
 }
 
 pub fn paint(code: &str, text: &str) -> String {
-    if color() { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_string() }
+    if color() {
+        format!("\x1b[{code}m{text}\x1b[0m")
+    } else {
+        text.to_string()
+    }
 }
 
 pub fn error(e: &CliError) {
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{} {}", paint("1;31", "error:"), e.message);
     if let Some(h) = &e.hint {
-        let _ = writeln!(err, "{} {}", paint("1;36", "hint:"), h.replace('\n', "\n      "));
+        let _ = writeln!(
+            err,
+            "{} {}",
+            paint("1;36", "hint:"),
+            h.replace('\n', "\n      ")
+        );
     }
 }
 
@@ -66,7 +75,13 @@ pub struct Progress {
 
 impl Progress {
     pub fn new(quiet: bool) -> Progress {
-        Progress { quiet, live: std::io::stderr().is_terminal(), started: Instant::now(), drawn: false, last_tick: Instant::now() }
+        Progress {
+            quiet,
+            live: std::io::stderr().is_terminal(),
+            started: Instant::now(),
+            drawn: false,
+            last_tick: Instant::now(),
+        }
     }
 
     fn line(&mut self, text: &str) {
@@ -94,7 +109,13 @@ impl Progress {
         }
         self.last_tick = Instant::now();
         let Some(open) = &s.open else { return };
-        let pos = s.plan.tasks.iter().position(|t| t.id == open.started.task).map(|i| i + 1).unwrap_or(0);
+        let pos = s
+            .plan
+            .tasks
+            .iter()
+            .position(|t| t.id == open.started.task)
+            .map(|i| i + 1)
+            .unwrap_or(0);
         let text = format!(
             "  task {pos}/{} {} · iteration {} · {} elapsed · {}",
             s.plan.tasks.len(),
@@ -123,8 +144,17 @@ impl Progress {
                 self.line(&text);
             }
             Event::IterationStarted(st) => {
-                let pos = s.plan.tasks.iter().position(|t| t.id == st.task).map(|i| i + 1).unwrap_or(0);
-                let title = s.task(&st.task).map(|t| t.title.clone()).unwrap_or_default();
+                let pos = s
+                    .plan
+                    .tasks
+                    .iter()
+                    .position(|t| t.id == st.task)
+                    .map(|i| i + 1)
+                    .unwrap_or(0);
+                let title = s
+                    .task(&st.task)
+                    .map(|t| t.title.clone())
+                    .unwrap_or_default();
                 let kind = match st.kind {
                     IterationKind::Work => String::new(),
                     IterationKind::Retry => format!(" · retry {}", st.attempt),
@@ -152,25 +182,47 @@ impl Progress {
                 let text = format!("    {} {}", paint(code, mark), f.reason);
                 self.line(&text);
             }
-            Event::Escalated { task, trigger, rung, .. } => {
+            Event::Escalated {
+                task,
+                trigger,
+                rung,
+                ..
+            } => {
                 let what = match rung {
                     Rung::Retry => "retry".to_string(),
                     Rung::Replan => "ask the agent to replan it".to_string(),
-                    Rung::Fallback => format!("hand it to {}", s.settings.fallback_agent.clone().unwrap_or_default()),
+                    Rung::Fallback => format!(
+                        "hand it to {}",
+                        s.settings.fallback_agent.clone().unwrap_or_default()
+                    ),
                     Rung::Block => "block it until a person looks".to_string(),
                 };
-                let text = format!("    {} task {task}: {}; next: {what}", paint("33", "!"), trigger.describe());
+                let text = format!(
+                    "    {} task {task}: {}; next: {what}",
+                    paint("33", "!"),
+                    trigger.describe()
+                );
                 self.line(&text);
             }
-            Event::ReplanAccepted { task, version, added, .. } => {
-                let text = format!("    replan accepted (plan v{version}): {task} → {}", added.join(", "));
+            Event::ReplanAccepted {
+                task,
+                version,
+                added,
+                ..
+            } => {
+                let text = format!(
+                    "    replan accepted (plan v{version}): {task} → {}",
+                    added.join(", ")
+                );
                 self.line(&text);
             }
             Event::ReplanRejected { reason, .. } => {
                 let text = format!("    replan rejected: {reason}");
                 self.line(&text);
             }
-            Event::Control { request, source, .. } => {
+            Event::Control {
+                request, source, ..
+            } => {
                 let text = format!("agentloop: {} (from {source})", describe_request(request));
                 self.line(&text);
             }
@@ -187,7 +239,10 @@ impl Progress {
                 s.run_id
             ),
             WaitReason::Blocked { tasks, .. } => {
-                let mut t = format!("agentloop: blocked: no task can go on until a person looks at {}", tasks.join(", "));
+                let mut t = format!(
+                    "agentloop: blocked: no task can go on until a person looks at {}",
+                    tasks.join(", ")
+                );
                 for id in tasks {
                     if let Some(why) = s.task(id).and_then(|t| t.blocked.clone()) {
                         t.push_str(&format!("\n  {id}: {}", why.lines().next().unwrap_or("")));
@@ -201,12 +256,22 @@ impl Progress {
     }
 
     pub fn interrupted(&mut self, run: &str) {
-        self.line(&format!("agentloop: interrupted; `agentloop resume {run}` continues where this left off"));
+        self.line(&format!(
+            "agentloop: interrupted; `agentloop resume {run}` continues where this left off"
+        ));
     }
 
     pub fn finished(&mut self, s: &RunState, run: &RunDir) {
-        let reason = s.finished.as_ref().map(|r| r.describe()).unwrap_or_default();
-        let code = if s.status == RunStatus::Completed { "1;32" } else { "1;33" };
+        let reason = s
+            .finished
+            .as_ref()
+            .map(|r| r.describe())
+            .unwrap_or_default();
+        let code = if s.status == RunStatus::Completed {
+            "1;32"
+        } else {
+            "1;33"
+        };
         let text = format!(
             "agentloop: run {}: {reason} · {}/{} tasks · {} iterations · {} · {} in iterations\n  record: {}",
             paint(code, s.status.as_str()),
@@ -227,8 +292,14 @@ pub fn describe_request(r: &Request) -> String {
         Request::Resume => "resume requested".into(),
         Request::Stop => "stop requested (after the current iteration)".into(),
         Request::StopNow => "stop now requested".into(),
-        Request::Approve { note } => format!("approved{}", note.as_ref().map(|n| format!(": {n}")).unwrap_or_default()),
-        Request::Reject { note } => format!("rejected{}", note.as_ref().map(|n| format!(": {n}")).unwrap_or_default()),
+        Request::Approve { note } => format!(
+            "approved{}",
+            note.as_ref().map(|n| format!(": {n}")).unwrap_or_default()
+        ),
+        Request::Reject { note } => format!(
+            "rejected{}",
+            note.as_ref().map(|n| format!(": {n}")).unwrap_or_default()
+        ),
         Request::Skip { task } => format!("skip task {task}"),
         Request::Retry { task } => format!("retry task {task}"),
         Request::Steer { note } => format!("note for the next iteration: {note}"),

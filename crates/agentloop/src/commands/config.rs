@@ -10,7 +10,11 @@ use crate::error::{CliError, ExitKind};
 pub fn show(cwd: &Path, plan: &Path, as_json: bool) -> Result<ExitKind, CliError> {
     let ws = agentloop_core::workspace::Workspace::find(cwd);
     let plan_path = cwd.join(plan);
-    let front_matter = if plan_path.exists() { Plan::load(&plan_path)?.settings } else { Map::new() };
+    let front_matter = if plan_path.exists() {
+        Plan::load(&plan_path)?.settings
+    } else {
+        Map::new()
+    };
     let layered = super::load_config(&ws.root, plan, &front_matter, Map::new())?;
     let rows = layered.describe();
     if as_json {
@@ -21,7 +25,11 @@ pub fn show(cwd: &Path, plan: &Path, as_json: bool) -> Result<ExitKind, CliError
         println!("{}", serde_json::to_string_pretty(&map).unwrap_or_default());
         return Ok(ExitKind::Completed);
     }
-    let width = rows.iter().map(|(k, v, _)| k.len() + v.len() + 3).max().unwrap_or(0);
+    let width = rows
+        .iter()
+        .map(|(k, v, _)| k.len() + v.len() + 3)
+        .max()
+        .unwrap_or(0);
     for (k, v, s) in rows {
         let kv = format!("{k} = {v}");
         println!("{kv:width$}  # {s}");

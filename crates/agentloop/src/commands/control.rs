@@ -15,8 +15,12 @@ fn open(ws: &Workspace, run: Option<&str>) -> Result<(RunDir, Loaded), CliError>
 
 fn not_finished(run: &RunDir, loaded: &Loaded) -> Result<(), CliError> {
     if loaded.state.is_finished() {
-        return Err(CliError::user(format!("run {} is {}", run.id, loaded.state.status.as_str()))
-            .hint("`agentloop resume` continues a stopped or failed run"));
+        return Err(CliError::user(format!(
+            "run {} is {}",
+            run.id,
+            loaded.state.status.as_str()
+        ))
+        .hint("`agentloop resume` continues a stopped or failed run"));
     }
     Ok(())
 }
@@ -25,7 +29,10 @@ fn send(run: &RunDir, loaded: Loaded, request: Request) -> Result<ExitKind, CliE
     let what = crate::render::describe_request(&request);
     let (rec, state) = run.append_control(loaded, super::request_id("cli"), "cli", request)?;
     match run.lock_holder() {
-        Some(pid) => eprintln!("agentloop: {what} · run {} · event {} · driver pid {pid} picks it up", run.id, rec.seq),
+        Some(pid) => eprintln!(
+            "agentloop: {what} · run {} · event {} · driver pid {pid} picks it up",
+            run.id, rec.seq
+        ),
         None => {
             let settled = super::run::settle(run)?.unwrap_or(state);
             eprintln!(
@@ -52,40 +59,87 @@ pub fn pause(ws: &Workspace, run: Option<&str>) -> Result<ExitKind, CliError> {
 pub fn stop(ws: &Workspace, run: Option<&str>, now: bool) -> Result<ExitKind, CliError> {
     let (run, loaded) = open(ws, run)?;
     not_finished(&run, &loaded)?;
-    send(&run, loaded, if now { Request::StopNow } else { Request::Stop })
+    send(
+        &run,
+        loaded,
+        if now { Request::StopNow } else { Request::Stop },
+    )
 }
 
-pub fn approve(ws: &Workspace, run: Option<&str>, note: Option<String>, approve: bool) -> Result<ExitKind, CliError> {
+pub fn approve(
+    ws: &Workspace,
+    run: Option<&str>,
+    note: Option<String>,
+    approve: bool,
+) -> Result<ExitKind, CliError> {
     let (run, loaded) = open(ws, run)?;
     not_finished(&run, &loaded)?;
     let Some(gate) = loaded.state.gate.clone() else {
-        let blocked = loaded.state.tasks.iter().find(|t| t.status == TaskStatus::Blocked).map(|t| t.id.clone());
+        let blocked = loaded
+            .state
+            .tasks
+            .iter()
+            .find(|t| t.status == TaskStatus::Blocked)
+            .map(|t| t.id.clone());
         let err = CliError::user(format!("run {} is not waiting at a gate", run.id));
         return Err(match blocked {
-            Some(t) => err.hint(format!("task {t} is blocked: `agentloop steer \"answer\"` then `agentloop retry {t}`")),
+            Some(t) => err.hint(format!(
+                "task {t} is blocked: `agentloop steer \"answer\"` then `agentloop retry {t}`"
+            )),
             None => err,
         });
     };
     if !approve && note.is_none() {
-        return Err(CliError::user("a rejection needs a reason").hint("add `--note \"what is wrong\"`"));
+        return Err(
+            CliError::user("a rejection needs a reason").hint("add `--note \"what is wrong\"`")
+        );
     }
     eprintln!("agentloop: gate: {}", gate.describe());
-    send(&run, loaded, if approve { Request::Approve { note } } else { Request::Reject { note } })
+    send(
+        &run,
+        loaded,
+        if approve {
+            Request::Approve { note }
+        } else {
+            Request::Reject { note }
+        },
+    )
 }
 
-pub fn skip_or_retry(ws: &Workspace, run: Option<&str>, task: &str, skip: bool) -> Result<ExitKind, CliError> {
+pub fn skip_or_retry(
+    ws: &Workspace,
+    run: Option<&str>,
+    task: &str,
+    skip: bool,
+) -> Result<ExitKind, CliError> {
     let (run, loaded) = open(ws, run)?;
     let Some(t) = loaded.state.task(task) else {
-        let ids = loaded.state.tasks.iter().map(|t| t.id.as_str()).collect::<Vec<_>>().join(", ");
-        return Err(CliError::user(format!("run {} has no task \"{task}\"", run.id)).hint(format!("its tasks: {ids}")));
+        let ids = loaded
+            .state
+            .tasks
+            .iter()
+            .map(|t| t.id.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Err(
+            CliError::user(format!("run {} has no task \"{task}\"", run.id))
+                .hint(format!("its tasks: {ids}")),
+        );
     };
     if skip && t.status == TaskStatus::Done {
-        return Err(CliError::user(format!("task {task} is done and verified; there is nothing to skip")));
+        return Err(CliError::user(format!(
+            "task {task} is done and verified; there is nothing to skip"
+        )));
     }
     if loaded.state.status == RunStatus::Completed {
-        return Err(CliError::user(format!("run {} is completed", run.id)).hint("start a new run with `agentloop run`"));
+        return Err(CliError::user(format!("run {} is completed", run.id))
+            .hint("start a new run with `agentloop run`"));
     }
-    let request = if skip { Request::Skip { task: task.into() } } else { Request::Retry { task: task.into() } };
+    let request = if skip {
+        Request::Skip { task: task.into() }
+    } else {
+        Request::Retry { task: task.into() }
+    };
     send(&run, loaded, request)
 }
 

@@ -13,19 +13,38 @@ use crate::error::{CliError, ExitKind};
 /// The example project, embedded so the demo works from any directory.
 const FILES: &[(&str, &str)] = &[
     ("PLAN.md", include_str!("../../../../examples/demo/PLAN.md")),
-    ("agentloop.toml", include_str!("../../../../examples/demo/agentloop.toml")),
-    ("agent/example-agent.sh", include_str!("../../../../examples/demo/agent/example-agent.sh")),
-    ("tests/test_greet.sh", include_str!("../../../../examples/demo/tests/test_greet.sh")),
-    ("tests/test_shout.sh", include_str!("../../../../examples/demo/tests/test_shout.sh")),
-    ("tests/test_docs.sh", include_str!("../../../../examples/demo/tests/test_docs.sh")),
-    ("src/.keep", include_str!("../../../../examples/demo/src/.keep")),
+    (
+        "agentloop.toml",
+        include_str!("../../../../examples/demo/agentloop.toml"),
+    ),
+    (
+        "agent/example-agent.sh",
+        include_str!("../../../../examples/demo/agent/example-agent.sh"),
+    ),
+    (
+        "tests/test_greet.sh",
+        include_str!("../../../../examples/demo/tests/test_greet.sh"),
+    ),
+    (
+        "tests/test_shout.sh",
+        include_str!("../../../../examples/demo/tests/test_shout.sh"),
+    ),
+    (
+        "tests/test_docs.sh",
+        include_str!("../../../../examples/demo/tests/test_docs.sh"),
+    ),
+    (
+        "src/.keep",
+        include_str!("../../../../examples/demo/src/.keep"),
+    ),
 ];
 
 pub fn demo(args: DemoArgs) -> Result<ExitKind, CliError> {
     let dir = match args.dir {
         Some(d) => {
             if d.exists() && std::fs::read_dir(&d)?.next().is_some() {
-                return Err(CliError::user(format!("{} is not empty", d.display())).hint("name a new or empty directory"));
+                return Err(CliError::user(format!("{} is not empty", d.display()))
+                    .hint("name a new or empty directory"));
             }
             d
         }
@@ -36,8 +55,14 @@ pub fn demo(args: DemoArgs) -> Result<ExitKind, CliError> {
     eprintln!("agentloop demo: example project in {}", dir.display());
     let ws = Workspace::at(&dir);
     let kind = super::run::start(&ws, &dir.join("PLAN.md"), Map::new(), args.out)?;
-    eprintln!("agentloop demo: the run's record is in {}", ws.dir.display());
-    eprintln!("  try: cd {} && agentloop status && agentloop log && git log --oneline", dir.display());
+    eprintln!(
+        "agentloop demo: the run's record is in {}",
+        ws.dir.display()
+    );
+    eprintln!(
+        "  try: cd {} && agentloop status && agentloop log && git log --oneline",
+        dir.display()
+    );
     Ok(kind)
 }
 
@@ -57,27 +82,49 @@ pub fn write_project(dir: &Path) -> Result<(), CliError> {
 fn new_temp_dir() -> Result<PathBuf, CliError> {
     let base = std::env::temp_dir();
     for n in 0..1000u32 {
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
-        let d = base.join(format!("agentloop-demo-{:x}", nanos ^ n.rotate_left(20) ^ std::process::id()));
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let d = base.join(format!(
+            "agentloop-demo-{:x}",
+            nanos ^ n.rotate_left(20) ^ std::process::id()
+        ));
         match std::fs::create_dir(&d) {
             Ok(()) => return Ok(d),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e.into()),
         }
     }
-    Err(CliError::internal("cannot create a temp directory for the demo"))
+    Err(CliError::internal(
+        "cannot create a temp directory for the demo",
+    ))
 }
 
 fn git_init(dir: &Path) -> Result<(), CliError> {
     let git = |args: &[&str]| -> Result<(), CliError> {
         let out = Command::new("git")
-            .args(["-c", "user.name=agentloop demo", "-c", "user.email=demo@agentloop.invalid", "-c", "init.defaultBranch=main"])
+            .args([
+                "-c",
+                "user.name=agentloop demo",
+                "-c",
+                "user.email=demo@agentloop.invalid",
+                "-c",
+                "init.defaultBranch=main",
+            ])
             .args(args)
             .current_dir(dir)
             .output()
-            .map_err(|e| CliError::internal(format!("cannot run git: {e}")).hint("the demo needs git installed"))?;
+            .map_err(|e| {
+                CliError::internal(format!("cannot run git: {e}"))
+                    .hint("the demo needs git installed")
+            })?;
         if !out.status.success() {
-            return Err(CliError::internal(format!("git {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim())));
+            return Err(CliError::internal(format!(
+                "git {}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
         }
         Ok(())
     };

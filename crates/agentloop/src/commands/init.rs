@@ -37,10 +37,19 @@ pub fn init(dir: &Path) -> Result<ExitKind, CliError> {
     write_new(&dir.join("PLAN.md"), PLAN_TEMPLATE)?;
     let gi = dir.join(".gitignore");
     let existing = std::fs::read_to_string(&gi).unwrap_or_default();
-    if existing.lines().any(|l| matches!(l.trim(), ".agentloop" | ".agentloop/" | "/.agentloop/" | "/.agentloop")) {
+    if existing.lines().any(|l| {
+        matches!(
+            l.trim(),
+            ".agentloop" | ".agentloop/" | "/.agentloop/" | "/.agentloop"
+        )
+    }) {
         eprintln!("  .gitignore already ignores .agentloop/");
     } else {
-        let sep = if existing.is_empty() || existing.ends_with('\n') { "" } else { "\n" };
+        let sep = if existing.is_empty() || existing.ends_with('\n') {
+            ""
+        } else {
+            "\n"
+        };
         std::fs::write(&gi, format!("{existing}{sep}.agentloop/\n"))?;
         eprintln!("  added .agentloop/ to .gitignore");
     }

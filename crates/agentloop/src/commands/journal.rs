@@ -9,7 +9,8 @@ use crate::error::{CliError, ExitKind};
 pub fn verify(ws: &Workspace, run: Option<&str>) -> Result<ExitKind, CliError> {
     let run = ws.resolve(run)?;
     let c = journal::read(&run.journal())?;
-    RunState::fold(&c.records).map_err(|e| CliError::user(format!("{}: {e}", run.journal().display())))?;
+    RunState::fold(&c.records)
+        .map_err(|e| CliError::user(format!("{}: {e}", run.journal().display())))?;
     println!(
         "{}: ok · {} events (seq 1..{}) · schema v{}",
         run.journal().display(),

@@ -39,20 +39,34 @@ fn print_record(r: &Record, as_json: bool) {
         return;
     }
     let time = r.time.get(11..19).unwrap_or(&r.time);
-    println!("{:>5} {time} {:18} {}", r.seq, r.event.kind(), describe(&r.event));
+    println!(
+        "{:>5} {time} {:18} {}",
+        r.seq,
+        r.event.kind(),
+        describe(&r.event)
+    );
 }
 
 fn describe(e: &Event) -> String {
     match e {
-        Event::RunCreated { run_id, plan, .. } => format!("run {run_id}: {} ({} tasks)", plan.title, plan.tasks.len()),
-        Event::DriverStarted { pid, version, .. } => format!("driver pid {pid}, agentloop {version}"),
+        Event::RunCreated { run_id, plan, .. } => {
+            format!("run {run_id}: {} ({} tasks)", plan.title, plan.tasks.len())
+        }
+        Event::DriverStarted { pid, version, .. } => {
+            format!("driver pid {pid}, agentloop {version}")
+        }
         Event::IterationStarted(s) => {
-            format!("iteration {} · task {} · attempt {} · {:?} · agent {}", s.iteration, s.task, s.attempt, s.kind, s.agent)
+            format!(
+                "iteration {} · task {} · attempt {} · {:?} · agent {}",
+                s.iteration, s.task, s.attempt, s.kind, s.agent
+            )
         }
         Event::AgentFinished(a) => format!(
             "iteration {} · exit {} · {} bytes · claimed complete: {} · {} files changed · ${:.4}",
             a.iteration,
-            a.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "-".into()),
+            a.exit_code
+                .map(|c| c.to_string())
+                .unwrap_or_else(|| "-".into()),
             a.output_bytes,
             a.signals.complete,
             a.changed_files.len(),
@@ -63,14 +77,33 @@ fn describe(e: &Event) -> String {
             v.iteration,
             if v.passed { "passed" } else { "failed" },
             v.commands.len(),
-            v.fingerprint.as_ref().map(|f| format!(" · fingerprint {f}")).unwrap_or_default()
+            v.fingerprint
+                .as_ref()
+                .map(|f| format!(" · fingerprint {f}"))
+                .unwrap_or_default()
         ),
-        Event::IterationFinished(f) => format!("iteration {} · {:?} · {}", f.iteration, f.outcome, f.reason),
-        Event::Escalated { task, trigger, rung, .. } => format!("task {task}: {} → {rung:?}", trigger.describe()),
-        Event::ReplanAccepted { task, version, added, .. } => format!("task {task} → {} (plan v{version})", added.join(", ")),
+        Event::IterationFinished(f) => {
+            format!("iteration {} · {:?} · {}", f.iteration, f.outcome, f.reason)
+        }
+        Event::Escalated {
+            task,
+            trigger,
+            rung,
+            ..
+        } => format!("task {task}: {} → {rung:?}", trigger.describe()),
+        Event::ReplanAccepted {
+            task,
+            version,
+            added,
+            ..
+        } => format!("task {task} → {} (plan v{version})", added.join(", ")),
         Event::ReplanRejected { task, reason } => format!("task {task}: {reason}"),
         Event::GateOpened { gate } => gate.describe(),
-        Event::Control { request, source, .. } => format!("{} (from {source})", describe_request(request)),
-        Event::RunFinished { status, reason } => format!("{} · {}", status.as_str(), reason.describe()),
+        Event::Control {
+            request, source, ..
+        } => format!("{} (from {source})", describe_request(request)),
+        Event::RunFinished { status, reason } => {
+            format!("{} · {}", status.as_str(), reason.describe())
+        }
     }
 }

@@ -32,18 +32,29 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
         Command::Stop(a) => control::stop(&workspace()?, a.run.run.as_deref(), a.now),
         Command::Approve(a) => control::approve(&workspace()?, a.run.run.as_deref(), a.note, true),
         Command::Reject(a) => control::approve(&workspace()?, a.run.run.as_deref(), a.note, false),
-        Command::Skip(a) => control::skip_or_retry(&workspace()?, a.run.run.as_deref(), &a.task, true),
-        Command::Retry(a) => control::skip_or_retry(&workspace()?, a.run.run.as_deref(), &a.task, false),
+        Command::Skip(a) => {
+            control::skip_or_retry(&workspace()?, a.run.run.as_deref(), &a.task, true)
+        }
+        Command::Retry(a) => {
+            control::skip_or_retry(&workspace()?, a.run.run.as_deref(), &a.task, false)
+        }
         Command::Steer(a) => control::steer(&workspace()?, a.run.run.as_deref(), a.note),
-        Command::Plan(PlanCommand::Check { plan, json }) => plan::check(&plan, json),
-        Command::Plan(PlanCommand::Import { file, output, force }) => plan::import(&file, &output, force),
+        Command::Plan(PlanCommand::Check { plan, json }) => plan::check(&cwd()?, &plan, json),
+        Command::Plan(PlanCommand::Import {
+            file,
+            output,
+            force,
+        }) => plan::import(&file, &output, force),
         Command::Config(ConfigCommand::Show { plan, json }) => config::show(&cwd()?, &plan, json),
-        Command::Journal(JournalCommand::Verify { run }) => journal::verify(&workspace()?, run.as_deref()),
+        Command::Journal(JournalCommand::Verify { run }) => {
+            journal::verify(&workspace()?, run.as_deref())
+        }
     }
 }
 
 fn cwd() -> Result<PathBuf, CliError> {
-    std::env::current_dir().map_err(|e| CliError::internal(format!("cannot read the current directory: {e}")))
+    std::env::current_dir()
+        .map_err(|e| CliError::internal(format!("cannot read the current directory: {e}")))
 }
 
 fn workspace() -> Result<Workspace, CliError> {

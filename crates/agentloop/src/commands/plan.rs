@@ -6,13 +6,24 @@ use agentloop_core::plan::Plan;
 
 use crate::error::{CliError, ExitKind};
 
-pub fn check(path: &Path, as_json: bool) -> Result<ExitKind, CliError> {
-    let plan = Plan::load(path)?;
+pub fn check(cwd: &Path, path: &Path, as_json: bool) -> Result<ExitKind, CliError> {
+    let plan = Plan::load_named(&cwd.join(path), &path.display().to_string())?;
+    // The front matter must be valid configuration too.
+    let ws = agentloop_core::workspace::Workspace::find(cwd);
+    super::load_config(&ws.root, path, &plan.settings, serde_json::Map::new())?;
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&plan).unwrap_or_default());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&plan).unwrap_or_default()
+        );
         return Ok(ExitKind::Completed);
     }
-    println!("{}: {} · {} tasks · valid", path.display(), plan.title, plan.tasks.len());
+    println!(
+        "{}: {} · {} tasks · valid",
+        path.display(),
+        plan.title,
+        plan.tasks.len()
+    );
     let width = plan.tasks.iter().map(|t| t.id.len()).max().unwrap_or(2);
     for t in &plan.tasks {
         let mut extra = Vec::new();
@@ -24,7 +35,14 @@ pub fn check(path: &Path, as_json: bool) -> Result<ExitKind, CliError> {
             extra.push(format!("{} criteria", t.acceptance.len()));
         }
         if let Some(g) = t.gate {
-            extra.push(format!("gate {}", if g == agentloop_core::plan::GatePoint::Before { "before" } else { "after" }));
+            extra.push(format!(
+                "gate {}",
+                if g == agentloop_core::plan::GatePoint::Before {
+                    "before"
+                } else {
+                    "after"
+                }
+            ));
         }
         if let Some(m) = t.mode {
             extra.push(format!("mode {m}"));
@@ -34,7 +52,12 @@ pub fn check(path: &Path, as_json: bool) -> Result<ExitKind, CliError> {
         }
         println!("  {:width$}  {}  ({})", t.id, t.title, extra.join(" · "));
     }
-    let plan_wide = plan.settings.get("verify").and_then(|v| v.get("commands")).and_then(|c| c.as_array()).is_some_and(|c| !c.is_empty());
+    let plan_wide = plan
+        .settings
+        .get("verify")
+        .and_then(|v| v.get("commands"))
+        .and_then(|c| c.as_array())
+        .is_some_and(|c| !c.is_empty());
     for t in plan.tasks.iter().filter(|t| t.verify.is_empty()) {
         if !plan_wide {
             crate::render::warn(&format!(
@@ -47,7 +70,8 @@ pub fn check(path: &Path, as_json: bool) -> Result<ExitKind, CliError> {
 }
 
 pub fn import(file: &Path, output: &Path, force: bool) -> Result<ExitKind, CliError> {
-    let bytes = std::fs::read(file).map_err(|e| CliError::user(format!("{}: {e}", file.display())))?;
+    let bytes =
+        std::fs::read(file).map_err(|e| CliError::user(format!("{}: {e}", file.display())))?;
     let imported = agentloop_core::import::import(&file.display().to_string(), &bytes)
         .map_err(|e| CliError::user(e.to_string()))?;
     let md = imported.plan.to_markdown();
@@ -59,10 +83,18 @@ pub fn import(file: &Path, output: &Path, force: bool) -> Result<ExitKind, CliEr
                 .hint("pass --force to overwrite it, or --output another path (`-` for stdout)"));
         }
         agentloop_core::fsutil::write_atomic(output, md.as_bytes())?;
-        eprintln!("agentloop: wrote {} ({} tasks from {})", output.display(), imported.plan.tasks.len(), imported.format);
+        eprintln!(
+            "agentloop: wrote {} ({} tasks from {})",
+            output.display(),
+            imported.plan.tasks.len(),
+            imported.format
+        );
     }
     if !imported.left_out.is_empty() {
-        eprintln!("  left out, already finished in the source: {}", imported.left_out.join(", "));
+        eprintln!(
+            "  left out, already finished in the source: {}",
+            imported.left_out.join(", ")
+        );
     }
     eprintln!("  next: add `Verify:` commands to each task so agentloop can check the work itself");
     Ok(ExitKind::Completed)

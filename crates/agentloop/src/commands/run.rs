@@ -21,7 +21,9 @@ pub fn run(cwd: &Path, args: RunArgs) -> Result<ExitKind, CliError> {
         run_flags.insert("agent".into(), json!(a));
     }
     if let Some(m) = &args.mode {
-        let mode: Mode = m.parse().map_err(|e: String| CliError::user(format!("--mode: {e}")))?;
+        let mode: Mode = m
+            .parse()
+            .map_err(|e: String| CliError::user(format!("--mode: {e}")))?;
         run_flags.insert("mode".into(), json!(mode));
     }
     if !run_flags.is_empty() {
@@ -35,9 +37,17 @@ pub fn run(cwd: &Path, args: RunArgs) -> Result<ExitKind, CliError> {
 }
 
 /// Creates a run for the plan and drives it.
-pub(crate) fn start(ws: &Workspace, plan_path: &Path, flags: Map<String, Value>, out: OutputArgs) -> Result<ExitKind, CliError> {
-    let plan = Plan::load(plan_path)?;
-    let shown = plan_path.strip_prefix(&ws.root).unwrap_or(plan_path).to_path_buf();
+pub(crate) fn start(
+    ws: &Workspace,
+    plan_path: &Path,
+    flags: Map<String, Value>,
+    out: OutputArgs,
+) -> Result<ExitKind, CliError> {
+    let shown = plan_path
+        .strip_prefix(&ws.root)
+        .unwrap_or(plan_path)
+        .to_path_buf();
+    let plan = Plan::load_named(plan_path, &shown.display().to_string())?;
     let layered = super::load_config(&ws.root, &shown, &plan.settings, flags)?;
     check_agents(&layered.config, &plan)?;
     if !agentloop_core::git::is_repo(&ws.root) {
@@ -59,7 +69,8 @@ fn check_agents(config: &Config, plan: &Plan) -> Result<(), CliError> {
     names.extend(config.run.fallback_agent.as_deref());
     names.extend(plan.tasks.iter().filter_map(|t| t.agent.as_deref()));
     for name in names {
-        agentloop_agents::resolve(config, name).map_err(|e| CliError::user(e.to_string()).hint(e.hint()))?;
+        agentloop_agents::resolve(config, name)
+            .map_err(|e| CliError::user(e.to_string()).hint(e.hint()))?;
     }
     Ok(())
 }
@@ -69,30 +80,53 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
     let run = ws.resolve(args.run.as_deref())?;
     let loaded = run.load()?;
     if loaded.state.status == agentloop_core::event::RunStatus::Completed {
-        return Err(CliError::user(format!("run {} is completed; there is nothing to resume", run.id))
-            .hint("start a new run with `agentloop run`"));
+        return Err(CliError::user(format!(
+            "run {} is completed; there is nothing to resume",
+            run.id
+        ))
+        .hint("start a new run with `agentloop run`"));
     }
     if let Some(pid) = run.lock_holder() {
         if !loaded.state.paused {
-            eprintln!("agentloop: run {} is not paused; its driver (pid {pid}) is running it", run.id);
-            return Ok(ExitKind::Completed);
+            return Err(CliError::from(
+                agentloop_core::workspace::WorkspaceError::Locked {
+                    run: run.id.clone(),
+                    pid,
+                },
+            ));
         }
-        let (rec, _) = run.append_control(loaded, super::request_id("cli"), "cli", Request::Resume)?;
-        eprintln!("agentloop: resume requested (event {}); driver pid {pid} continues", rec.seq);
+        let (rec, _) =
+            run.append_control(loaded, super::request_id("cli"), "cli", Request::Resume)?;
+        eprintln!(
+            "agentloop: resume requested (event {}); driver pid {pid} continues",
+            rec.seq
+        );
         return Ok(ExitKind::Completed);
     }
     let lock = run.lock_driver()?;
     if let Some(pid) = &lock.took_over {
-        crate::render::warn(&format!("the previous driver of run {} (pid {pid}) is gone; taking over", run.id));
+        crate::render::warn(&format!(
+            "the previous driver of run {} (pid {pid}) is gone; taking over",
+            run.id
+        ));
     }
     let plan_file = Path::new(&loaded.state.plan_file).to_path_buf();
-    let layered = super::load_config(&ws.root, &plan_file, &loaded.state.plan.settings, Map::new())?;
+    let layered = super::load_config(
+        &ws.root,
+        &plan_file,
+        &loaded.state.plan.settings,
+        Map::new(),
+    )?;
     check_agents(&layered.config, &loaded.state.plan)?;
     let settings = Settings::from_config(&layered.config);
     let mut writer = loaded.writer(&run)?;
     let mut state = loaded.state;
     if state.paused || state.is_finished() {
-        for r in writer.append(&Event::Control { id: super::request_id("cli"), source: "cli".into(), request: Request::Resume })? {
+        for r in writer.append(&Event::Control {
+            id: super::request_id("cli"),
+            source: "cli".into(),
+            request: Request::Resume,
+        })? {
             state.apply(&r);
         }
     }
@@ -104,19 +138,26 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
 /// iteration is aborted, a stop request ends the run) so the state a person sees is
 /// settled. Does nothing when a driver holds the run.
 pub(crate) fn settle(run: &RunDir) -> Result<Option<RunState>, CliError> {
-    let Ok(_lock) = run.lock_driver() else { return Ok(None) };
+    let Ok(_lock) = run.lock_driver() else {
+        return Ok(None);
+    };
     let loaded = run.load()?;
     let mut w = loaded.writer(run)?;
     let mut state = loaded.state;
     let mut steps = 0;
-    while let agentloop_core::policy::Action::Record(event) = agentloop_core::policy::next_action(&state) {
+    while let agentloop_core::policy::Action::Record(event) =
+        agentloop_core::policy::next_action(&state)
+    {
         // Only decisions that follow from requests: no new gates or iterations.
         let settles = matches!(
             event,
             Event::IterationFinished(ref f) if f.outcome != agentloop_core::event::Outcome::Completed
         ) || matches!(
             event,
-            Event::RunFinished { reason: agentloop_core::event::FinishReason::StopRequested, .. }
+            Event::RunFinished {
+                reason: agentloop_core::event::FinishReason::StopRequested,
+                ..
+            }
         );
         if !settles || steps > 8 {
             break;

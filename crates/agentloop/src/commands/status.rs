@@ -14,7 +14,10 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
     let s = &loaded.state;
     let driver = run.lock_holder();
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&summary(s, &run, driver.as_deref())).unwrap_or_default());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&summary(s, &run, driver.as_deref())).unwrap_or_default()
+        );
         return Ok(ExitKind::Completed);
     }
     println!(
@@ -27,7 +30,10 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
         money(s.cost_usd),
         duration_ms(s.active_ms)
     );
-    println!("plan: {} ({}, version {})", s.plan.title, s.plan_file, s.plan_version);
+    println!(
+        "plan: {} ({}, version {})",
+        s.plan.title, s.plan_file, s.plan_version
+    );
     let width = s.tasks.iter().map(|t| t.id.len()).max().unwrap_or(2);
     for t in &s.tasks {
         let mark = match t.status {
@@ -48,17 +54,33 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
     }
     match &driver {
         Some(pid) => println!("driver: pid {pid}"),
-        None if !s.is_finished() => println!("driver: none (`agentloop resume {}` drives it)", s.run_id),
+        None if !s.is_finished() => {
+            println!("driver: none (`agentloop resume {}` drives it)", s.run_id)
+        }
         None => {}
     }
     if let Some(r) = &s.finished {
         println!("finished: {}", r.describe());
     }
     if let Some(g) = &s.gate {
-        println!("{} {} (`agentloop approve` / `agentloop reject --note …`)", paint("1;33", "needs you:"), g.describe());
+        println!(
+            "{} {} (`agentloop approve` / `agentloop reject --note …`)",
+            paint("1;33", "needs you:"),
+            g.describe()
+        );
     }
     for t in s.tasks.iter().filter(|t| t.status == TaskStatus::Blocked) {
-        println!("{} task {} is blocked: {}", paint("1;33", "needs you:"), t.id, t.blocked.as_deref().unwrap_or("").lines().next().unwrap_or(""));
+        println!(
+            "{} task {} is blocked: {}",
+            paint("1;33", "needs you:"),
+            t.id,
+            t.blocked
+                .as_deref()
+                .unwrap_or("")
+                .lines()
+                .next()
+                .unwrap_or("")
+        );
     }
     Ok(ExitKind::Completed)
 }
@@ -73,7 +95,11 @@ fn status_color(s: RunStatus) -> &'static str {
 }
 
 pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
-    let done = s.tasks.iter().filter(|t| t.status == TaskStatus::Done).count();
+    let done = s
+        .tasks
+        .iter()
+        .filter(|t| t.status == TaskStatus::Done)
+        .count();
     let failed_cost: f64 = s.tasks.iter().map(|t| t.failed_cost_usd).sum();
     json!({
         "v": 1,
@@ -135,7 +161,10 @@ pub fn runs(ws: &Workspace, as_json: bool) -> Result<ExitKind, CliError> {
                 Err(e) => json!({ "run_id": run.id, "error": e }),
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&list).unwrap_or_default()
+        );
         return Ok(ExitKind::Completed);
     }
     if rows.is_empty() {

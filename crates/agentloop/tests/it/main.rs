@@ -1,1 +1,9 @@
-fn main(){}
+//! The one integration-test binary: the real `agentloop` binary, real git, real
+//! processes and signals.
+
+mod bad_input;
+mod cli;
+mod control;
+mod crash;
+mod policy;
+mod support;

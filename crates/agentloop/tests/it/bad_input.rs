@@ -1,0 +1,331 @@
+//! Bad input gets a precise error, exit code 2, and changes nothing on disk.
+
+use crate::support::{Project, corpus_dir};
+
+/// (corpus file, first line of stderr)
+const PLANS: &[(&str, &str)] = &[
+    (
+        "plan-no-title.md",
+        "error: PLAN.md:1: expected the plan's `# Title` line",
+    ),
+    (
+        "plan-unknown-dependency.md",
+        "error: PLAN.md:6: task \"T3\" depends on unknown task \"T9\"",
+    ),
+    (
+        "plan-cycle.md",
+        "error: PLAN.md:3: dependency cycle: A → C → B → A",
+    ),
+    (
+        "plan-duplicate-id.md",
+        "error: PLAN.md:7: duplicate task id \"T1\" (first defined on line 3)",
+    ),
+    (
+        "plan-bad-gate.md",
+        "error: PLAN.md:4: unknown gate `sometimes`; expected before or after",
+    ),
+    (
+        "plan-bad-max-iterations.md",
+        "error: PLAN.md:4: `Max-iterations: lots` must be a whole number from 1 to 1000",
+    ),
+    (
+        "plan-unclosed-front-matter.md",
+        "error: PLAN.md:1: front matter is not closed",
+    ),
+    (
+        "plan-bad-yaml.md",
+        "error: PLAN.md:2: front matter is not valid YAML: line 1 column 10: unclosed bracket '['",
+    ),
+    (
+        "plan-unknown-setting.md",
+        "error: plan front matter PLAN.md: budgets.max_iteration: unknown field `max_iteration`, expected one of `max_iterations`, `task_retries`, `max_cost_usd`, `max_tokens`, `max_duration`, `max_replans`",
+    ),
+    (
+        "plan-heading-without-id.md",
+        "error: PLAN.md:3: task heading \"Just a heading\" has no id",
+    ),
+    ("plan-no-tasks.md", "error: PLAN.md: the plan has no tasks"),
+    (
+        "plan-invalid-utf8.md",
+        "error: PLAN.md:3: not valid UTF-8 (byte 15)",
+    ),
+];
+
+const CONFIGS: &[(&str, &str)] = &[
+    (
+        "config-malformed.toml",
+        "error: [DIR]/agentloop.toml: TOML parse error at line 1, column 9",
+    ),
+    (
+        "config-unknown-key.toml",
+        "error: [DIR]/agentloop.toml: budgets.max_iteration: unknown field `max_iteration`, expected one of `max_iterations`, `task_retries`, `max_cost_usd`, `max_tokens`, `max_duration`, `max_replans`",
+    ),
+    (
+        "config-wrong-type.toml",
+        "error: [DIR]/agentloop.toml: budgets.max_iterations: invalid type: string \"many\", expected u32",
+    ),
+    (
+        "config-zero-iterations.toml",
+        "error: [DIR]/agentloop.toml: budgets.max_iterations: must be at least 1",
+    ),
+    (
+        "config-agent-without-command.toml",
+        "error: [DIR]/agentloop.toml: agents.mine.command: a `command` agent needs a program to run",
+    ),
+    (
+        "config-bad-duration.toml",
+        "error: [DIR]/agentloop.toml: verify.timeout: `soon` is not a duration like \"90s\" or \"4h\": expected number at 0",
+    ),
+    (
+        "config-invalid-utf8.toml",
+        "error: [DIR]/agentloop.toml: not valid UTF-8",
+    ),
+];
+
+fn first_line(p: &Project, stderr: &str) -> String {
+    stderr
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .replace(p.path().to_str().unwrap(), "[DIR]")
+}
+
+fn refused(p: &Project, args: &[&str], want: &str) {
+    let before = p.tree();
+    let r = p.run(args);
+    assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
+    assert_eq!(first_line(p, &r.stderr), want, "{args:?}");
+    assert!(
+        r.stdout.is_empty(),
+        "{args:?} printed to stdout: {}",
+        r.stdout
+    );
+    assert!(p.tree() == before, "{args:?} changed files on disk");
+}
+
+#[test]
+fn malformed_plans() {
+    for (file, want) in PLANS {
+        let p = Project::example();
+        std::fs::copy(corpus_dir().join(file), p.path().join("PLAN.md")).unwrap();
+        refused(&p, &["run"], want);
+        refused(&p, &["plan", "check"], want);
+    }
+}
+
+#[test]
+fn a_ten_megabyte_line() {
+    let p = Project::example();
+    let mut plan = b"# Huge\n\n## T1: a\n".to_vec();
+    plan.extend(std::iter::repeat_n(b'x', 10 * 1024 * 1024));
+    plan.push(b'\n');
+    p.write("PLAN.md", &plan);
+    refused(
+        &p,
+        &["run"],
+        "error: PLAN.md:4: line is 10485760 bytes long; the limit is 65536",
+    );
+}
+
+#[test]
+fn malformed_configs() {
+    for (file, want) in CONFIGS {
+        let p = Project::example();
+        std::fs::copy(corpus_dir().join(file), p.path().join("agentloop.toml")).unwrap();
+        refused(&p, &["run"], want);
+    }
+}
+
+#[test]
+fn unknown_agent_and_mode() {
+    let p = Project::example();
+    refused(
+        &p,
+        &["run", "--agent", "nobody"],
+        "error: unknown agent \"nobody\"",
+    );
+    refused(
+        &p,
+        &["run", "--mode", "yolo"],
+        "error: --mode: unknown mode `yolo`; expected quick, tdd, pair or checkpoint",
+    );
+    refused(
+        &p,
+        &["run", "missing.md"],
+        "error: missing.md: cannot read the plan: No such file or directory (os error 2)",
+    );
+}
+
+/// A finished run whose journal the cases below damage.
+fn finished_run() -> (Project, std::path::PathBuf) {
+    let p = Project::example();
+    assert_eq!(p.run(&["run", "--quiet"]).code, Some(0));
+    let j = p.run_dir().join("journal.jsonl");
+    (p, j)
+}
+
+/// Re-checksums a journal line after editing it, so only the edit is wrong.
+fn reseal(line: &str) -> String {
+    let at = line.rfind(",\"sum\":\"").unwrap();
+    let body = &line[..at];
+    format!(
+        "{body},\"sum\":\"{:08x}\"}}",
+        crc32fast_hash(body.as_bytes())
+    )
+}
+
+fn crc32fast_hash(b: &[u8]) -> u32 {
+    // The journal's checksum is CRC-32 (IEEE); computed here independently.
+    let mut crc = !0u32;
+    for &byte in b {
+        crc ^= byte as u32;
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+fn edit_line(j: &std::path::Path, n: usize, f: impl Fn(&str) -> String) {
+    let text = std::fs::read_to_string(j).unwrap();
+    let lines: Vec<String> = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| if i + 1 == n { f(l) } else { l.to_string() })
+        .collect();
+    std::fs::write(j, lines.join("\n") + "\n").unwrap();
+}
+
+#[test]
+fn corrupted_journal_line() {
+    let (p, j) = finished_run();
+    edit_line(&j, 5, |l| {
+        l.replacen("\"passed\":true", "\"passed\":false", 1)
+    });
+    let want = "error: [DIR]/.agentloop/runs/".to_string();
+    for args in [
+        &["status"][..],
+        &["journal", "verify"],
+        &["resume"],
+        &["log"],
+    ] {
+        let before = p.tree();
+        let r = p.run(args);
+        assert_eq!(r.code, Some(2), "{args:?}");
+        let first = first_line(&p, &r.stderr);
+        assert!(
+            first.starts_with(&want)
+                && first.contains("/journal.jsonl:5: checksum mismatch (line says "),
+            "{first}"
+        );
+        assert!(p.tree() == before, "{args:?} changed files");
+    }
+}
+
+#[test]
+fn unknown_schema_version_and_event_kind() {
+    let (p, j) = finished_run();
+    edit_line(&j, 3, |l| reseal(&l.replacen("{\"v\":1,", "{\"v\":7,", 1)));
+    let r = p.run(&["status"]);
+    assert_eq!(r.code, Some(2));
+    assert!(
+        first_line(&p, &r.stderr).ends_with(
+            "/journal.jsonl:3: schema version 7 is newer than this agentloop understands (1)"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("hint: this journal was written by a newer agentloop")
+    );
+
+    let (p, j) = finished_run();
+    edit_line(&j, 4, |l| {
+        reseal(&l.replacen("\"kind\":\"agent_finished\"", "\"kind\":\"teleported\"", 1))
+    });
+    let r = p.run(&["journal", "verify"]);
+    assert_eq!(r.code, Some(2));
+    assert!(
+        first_line(&p, &r.stderr)
+            .contains("/journal.jsonl:4: unknown or malformed event: unknown variant `teleported`"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn invalid_utf8_and_huge_journal_lines() {
+    let (p, j) = finished_run();
+    let mut bytes = std::fs::read(&j).unwrap();
+    let at = bytes.iter().position(|&b| b == b'\n').unwrap() + 20;
+    bytes[at] = 0xff;
+    std::fs::write(&j, &bytes).unwrap();
+    let r = p.run(&["journal", "verify"]);
+    assert_eq!(r.code, Some(2));
+    assert!(
+        first_line(&p, &r.stderr).contains("/journal.jsonl:2: checksum mismatch"),
+        "{}",
+        r.stderr
+    );
+
+    let (p, j) = finished_run();
+    let mut text = std::fs::read(&j).unwrap();
+    text.extend(std::iter::repeat_n(b'x', 10 * 1024 * 1024));
+    text.extend(b"\n{\"v\":1}\n");
+    std::fs::write(&j, &text).unwrap();
+    let before = p.tree();
+    let r = p.run(&["resume"]);
+    assert_eq!(r.code, Some(2));
+    assert!(
+        first_line(&p, &r.stderr).contains("/journal.jsonl:20: no checksum"),
+        "{}",
+        r.stderr
+    );
+    assert!(p.tree() == before);
+}
+
+#[test]
+fn a_torn_last_line_is_reported_then_dropped() {
+    let (p, j) = finished_run();
+    let mut bytes = std::fs::read(&j).unwrap();
+    bytes.extend_from_slice(b"{\"v\":1,\"seq\":20,\"time\":\"2026-");
+    std::fs::write(&j, &bytes).unwrap();
+    let r = p.run(&["journal", "verify"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("warning: the last line is torn (29 bytes"),
+        "{}",
+        r.stderr
+    );
+    // Status reads past it without changing anything.
+    assert_eq!(p.status()["status"], "completed");
+}
+
+#[test]
+fn commands_outside_a_project_with_runs() {
+    let p = Project::git();
+    refused(
+        &p,
+        &["status"],
+        &format!("error: no runs in {}/.agentloop/runs", p.path().display())
+            .replace(p.path().to_str().unwrap(), "[DIR]"),
+    );
+    refused(&p, &["pause"], "error: no runs in [DIR]/.agentloop/runs");
+    let q = Project::example();
+    assert_eq!(q.run(&["run", "--quiet"]).code, Some(0));
+    refused(
+        &q,
+        &["skip", "T9"],
+        &format!(
+            "error: run {} has no task \"T9\"",
+            q.status()["run_id"].as_str().unwrap()
+        ),
+    );
+    refused(&q, &["status", "nope"], "error: no run matches \"nope\"");
+}

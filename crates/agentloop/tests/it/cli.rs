@@ -1,0 +1,147 @@
+//! The command line as a user sees it: snapshots of its output.
+
+use crate::support::{Project, redact};
+
+#[test]
+fn demo_runs_the_example_to_verified_completion() {
+    let p = Project::git();
+    let dir = p.path().join("demo");
+    let r = p.run(&["demo", "--dir", dir.to_str().unwrap()]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    insta::assert_snapshot!(redact(&p, &r.stderr));
+    // The example agent's false claim on T2 was caught by verification, then fixed.
+    let log = std::process::Command::new(crate::support::BIN)
+        .arg("log")
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&log.stdout).into_owned();
+    assert!(log.contains("Failed · verification failed: `sh tests/test_shout.sh` exited 1 (the agent claimed the task was complete)"), "{log}");
+    let greet = std::fs::read_to_string(dir.join("src/greet.sh")).unwrap();
+    assert!(greet.contains("tr '[:lower:]' '[:upper:]'"));
+}
+
+#[test]
+fn run_then_status_log_and_runs() {
+    let p = Project::example();
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    insta::assert_snapshot!("status", redact(&p, &p.run(&["status"]).stdout));
+    insta::assert_snapshot!("log", redact(&p, &p.run(&["log"]).stdout));
+    let runs = p.run(&["runs"]);
+    assert!(
+        runs.stdout
+            .contains("completed  3/3 tasks    4 it    $0.00  Greeter"),
+        "{}",
+        runs.stdout
+    );
+    let s = p.status();
+    assert_eq!(s["status"], "completed");
+    assert_eq!(s["iterations"], 4);
+    assert_eq!(s["tasks"][1]["iterations"], 2);
+    assert_eq!(s["tasks"][1]["status"], "done");
+    for key in ["run_id", "cost_usd", "tokens"] {
+        assert!(s.get(key).is_some(), "status --json lacks {key}");
+    }
+    // One commit per verified task, recorded in progress.md.
+    let log = p.git_cmd(&["log", "--format=%s"]);
+    assert_eq!(
+        log.lines().take(3).collect::<Vec<_>>(),
+        [
+            "agentloop: T3 Document usage",
+            "agentloop: T2 Shout",
+            "agentloop: T1 Greet by name"
+        ]
+    );
+    let progress = std::fs::read_to_string(p.run_dir().join("progress.md")).unwrap();
+    assert!(
+        progress.contains("- [x] T2: Shout (2 iterations, $0.00, commit "),
+        "{progress}"
+    );
+}
+
+#[test]
+fn json_streams_journal_events_on_stdout() {
+    let p = Project::example();
+    let r = p.run(&["run", "--json", "--quiet"]);
+    assert_eq!(r.code, Some(0));
+    assert!(r.stderr.is_empty(), "--quiet prints nothing: {}", r.stderr);
+    let kinds: Vec<String> = r
+        .stdout
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["event"]["kind"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert_eq!(kinds.first().map(String::as_str), Some("driver_started"));
+    assert_eq!(kinds.last().map(String::as_str), Some("run_finished"));
+    assert_eq!(kinds.iter().filter(|k| *k == "verify_finished").count(), 4);
+}
+
+#[test]
+fn plan_check_prints_the_task_graph() {
+    let p = Project::example();
+    let r = p.run(&["plan", "check"]);
+    assert_eq!(r.code, Some(0));
+    insta::assert_snapshot!(r.stdout);
+}
+
+#[test]
+fn config_show_names_every_source() {
+    let p = Project::example();
+    p.write(
+        "PLAN.md",
+        format!(
+            "---\nbudgets:\n  task_retries: 4\n---\n{}",
+            p.read("PLAN.md")
+        ),
+    );
+    let r = p.run(&["config", "show"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    insta::assert_snapshot!(redact(&p, &r.stdout));
+}
+
+#[test]
+fn init_writes_templates_and_ignores_the_state_dir() {
+    let p = Project::git();
+    let r = p.run(&["init"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(p.read(".gitignore").contains(".agentloop/"));
+    assert!(p.read("agentloop.toml").contains("[budgets]"));
+    // The template plan is valid, and a second init changes nothing.
+    assert_eq!(p.run(&["plan", "check"]).code, Some(0));
+    let before = p.tree();
+    assert_eq!(p.run(&["init"]).code, Some(0));
+    assert_eq!(p.tree(), before);
+}
+
+#[test]
+fn plan_import_converts_prd_and_task_master() {
+    let p = Project::git();
+    p.write(
+        "prd.json",
+        r#"{"project":"Shop","description":"Checkout","userStories":[{"id":"US-001","title":"Cart","description":"As a buyer","acceptanceCriteria":["items listed"],"priority":1,"passes":false}]}"#,
+    );
+    let r = p.run(&["plan", "import", "prd.json", "-o", "-"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    insta::assert_snapshot!("import_prd", r.stdout);
+    p.write(
+        "tasks.json",
+        r#"{"tasks":[{"id":1,"title":"API","description":"Build","status":"pending","dependencies":[],"subtasks":[{"id":1,"title":"Routes","status":"pending","dependencies":[]}]},{"id":2,"title":"UI","status":"pending","dependencies":[1]}]}"#,
+    );
+    assert_eq!(p.run(&["plan", "import", "tasks.json"]).code, Some(0));
+    let check = p.run(&["plan", "check"]);
+    assert_eq!(check.code, Some(0));
+    assert!(check.stdout.contains("T1-1  Routes"), "{}", check.stdout);
+    // It does not overwrite without --force.
+    let again = p.run(&["plan", "import", "tasks.json"]);
+    assert_eq!(again.code, Some(2));
+}
+
+#[test]
+fn help_documents_exit_codes() {
+    let r = Project::git().run(&["--help"]);
+    assert_eq!(r.code, Some(0));
+    insta::assert_snapshot!(r.stdout);
+}

@@ -1,0 +1,442 @@
+//! Control from another process while a real driver runs: stop, stop --now, pause and
+//! resume, gates, blocked tasks, breakers, budgets, replans, locks and killed drivers.
+
+use std::os::unix::process::ExitStatusExt;
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use crate::support::{Project, scripted};
+
+const TWO_TASKS: &str = "# Two\n\n## T1: First\nVerify: test -f one.txt\n\n## T2: Second\nDepends: T1\nVerify: test -f two.txt\n";
+
+/// Reads the task id from the prompt; `$n` counts this task's iterations.
+const PRELUDE: &str = r#"prompt=$(cat)
+task=$(printf '%s\n' "$prompt" | sed -n 's/^## Your task: \([A-Za-z0-9_-]*\) .*/\1/p' | head -n 1)
+mkdir -p .git/agent-state
+n=$(cat .git/agent-state/$task 2>/dev/null || echo 0); n=$((n+1)); echo $n > .git/agent-state/$task
+echo $$ > .git/agent-state/pid
+"#;
+
+fn agent(body: &str) -> String {
+    format!("{PRELUDE}{body}")
+}
+
+fn wait_for(p: &Project, what: &str, f: impl Fn(&Project) -> bool) {
+    let t = Instant::now();
+    while !f(p) {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn journal_has(p: &Project, needle: &str) -> bool {
+    let runs = p.path().join(".agentloop/runs");
+    std::fs::read_dir(&runs)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| {
+            std::fs::read_to_string(e.path().join("journal.jsonl"))
+                .is_ok_and(|j| j.contains(needle))
+        })
+}
+
+fn wait_exit(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let t = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st;
+        }
+        if t.elapsed() > limit {
+            let _ = child.kill();
+            panic!("the driver did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A process that exists and is not a zombie waiting to be reaped.
+fn alive(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).is_ok_and(|stat| {
+        stat.rsplit(')')
+            .next()
+            .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
+    })
+}
+
+#[test]
+fn stop_now_kills_the_agent_group_and_the_run_is_stopped() {
+    let p = Project::git();
+    // The agent starts a grandchild too; both must die.
+    scripted(
+        &p,
+        TWO_TASKS,
+        &agent("sleep 60 &\necho $! > .git/agent-state/grandchild\nsleep 60\n"),
+        "",
+    );
+    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    wait_for(&p, "the agent to start", |p| {
+        p.path().join(".git/agent-state/grandchild").exists()
+    });
+    let pid = p.read(".git/agent-state/pid");
+    let grandchild = p.read(".git/agent-state/grandchild");
+    let t = Instant::now();
+    let r = p.run(&["stop", "--now"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let st = wait_exit(&mut driver, Duration::from_secs(15));
+    assert_eq!(st.code(), Some(6), "a stopped run exits 6");
+    assert!(
+        t.elapsed() < Duration::from_secs(8),
+        "stop --now took {:?}",
+        t.elapsed()
+    );
+    assert!(
+        !alive(&pid) && !alive(&grandchild),
+        "the agent's process group is gone"
+    );
+    let s = p.status();
+    assert_eq!(s["status"], "stopped");
+    assert_eq!(s["tasks"][0]["status"], "pending");
+}
+
+#[test]
+fn stop_waits_for_the_current_iteration() {
+    let p = Project::git();
+    scripted(
+        &p,
+        TWO_TASKS,
+        &agent("sleep 1\ntouch one.txt two.txt\necho TASK_COMPLETE\n"),
+        "",
+    );
+    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    wait_for(&p, "the agent to start", |p| {
+        p.path().join(".git/agent-state/pid").exists()
+    });
+    assert_eq!(p.run(&["stop"]).code, Some(0));
+    let st = wait_exit(&mut driver, Duration::from_secs(20));
+    assert_eq!(st.code(), Some(6));
+    let s = p.status();
+    assert_eq!(s["status"], "stopped");
+    // The iteration in flight was finished and verified, not thrown away.
+    assert_eq!(s["tasks"][0]["status"], "done");
+    assert_eq!(s["tasks"][1]["status"], "pending");
+    // A stopped run can be resumed to the end.
+    let r = p.run(&["resume", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(p.status()["status"], "completed");
+}
+
+#[test]
+fn pause_then_resume_from_another_process() {
+    let p = Project::git();
+    scripted(
+        &p,
+        TWO_TASKS,
+        &agent("sleep 0.5\ntouch one.txt two.txt\necho TASK_COMPLETE\n"),
+        "",
+    );
+    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    wait_for(&p, "the agent to start", |p| {
+        p.path().join(".git/agent-state/pid").exists()
+    });
+    assert_eq!(p.run(&["pause"]).code, Some(0));
+    wait_for(&p, "the run to pause", |p| p.status()["status"] == "paused");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        p.status()["iterations"],
+        1,
+        "no iteration starts while paused"
+    );
+    let second = p.run(&["pause"]);
+    assert!(
+        second.stderr.contains("already paused"),
+        "{}",
+        second.stderr
+    );
+    let r = p.run(&["resume"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stderr.contains("resume requested"), "{}", r.stderr);
+    let st = wait_exit(&mut driver, Duration::from_secs(20));
+    assert_eq!(st.code(), Some(0));
+    assert_eq!(p.status()["status"], "completed");
+}
+
+#[test]
+fn a_second_driver_is_refused_with_the_holders_pid() {
+    let p = Project::git();
+    scripted(
+        &p,
+        TWO_TASKS,
+        &agent("sleep 2\ntouch one.txt two.txt\necho TASK_COMPLETE\n"),
+        "",
+    );
+    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    wait_for(&p, "the agent to start", |p| {
+        p.path().join(".git/agent-state/pid").exists()
+    });
+    let r = p.run(&["resume"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains(&format!("is already driven by pid {}", driver.id())),
+        "{}",
+        r.stderr
+    );
+    let _ = p.run(&["stop", "--now"]);
+    wait_exit(&mut driver, Duration::from_secs(15));
+}
+
+#[test]
+fn a_killed_driver_is_taken_over_and_the_run_completes() {
+    let p = Project::git();
+    scripted(&p, TWO_TASKS, &agent("sleep 30\n"), "");
+    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    wait_for(&p, "the agent to start", |p| {
+        p.path().join(".git/agent-state/pid").exists()
+    });
+    let agent_pid = p.read(".git/agent-state/pid");
+    driver.kill().unwrap();
+    driver.wait().unwrap();
+    wait_for(&p, "the orphaned agent to die", |_| !alive(&agent_pid));
+    // Now a working agent: the resumed run aborts the dead iteration and redoes it.
+    p.write(
+        "agent.sh",
+        agent("touch one.txt two.txt\necho TASK_COMPLETE\n"),
+    );
+    p.commit("fix agent");
+    let r = p.run(&["resume"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stderr.contains("is gone; taking over"), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["status"], "completed");
+    let log = p.run(&["log"]).stdout;
+    assert!(
+        log.contains("Aborted · the iteration was interrupted before the agent finished"),
+        "{log}"
+    );
+}
+
+#[test]
+fn sigint_exits_130_and_resume_finishes() {
+    let p = Project::git();
+    scripted(
+        &p,
+        TWO_TASKS,
+        &agent("trap 'exit 130' INT\nsleep 30 & wait\n"),
+        "",
+    );
+    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    wait_for(&p, "the agent to start", |p| {
+        p.path().join(".git/agent-state/pid").exists()
+    });
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(driver.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let st = wait_exit(&mut driver, Duration::from_secs(20));
+    assert_eq!(st.code(), Some(130), "signal {:?}", st.signal());
+    assert_eq!(
+        p.status()["status"],
+        "running",
+        "an interrupted run is not finished"
+    );
+    p.write(
+        "agent.sh",
+        agent("touch one.txt two.txt\necho TASK_COMPLETE\n"),
+    );
+    p.commit("fix agent");
+    assert_eq!(p.run(&["resume", "--quiet"]).code, Some(0));
+    assert_eq!(p.status()["status"], "completed");
+}
+
+#[test]
+fn gate_after_a_task_waits_for_approval() {
+    let p = Project::git();
+    let plan = "# Gate\n\n## T1: First\nVerify: test -f one.txt\nGate: after\n\n## T2: Second\nDepends: T1\nVerify: test -f two.txt\n";
+    scripted(
+        &p,
+        plan,
+        &agent("touch one.txt two.txt\necho TASK_COMPLETE\n"),
+        "",
+    );
+    let r = p.run(&["run", "--no-wait", "--quiet"]);
+    assert_eq!(
+        r.code,
+        Some(5),
+        "waiting for a person exits 5: {}",
+        r.stderr
+    );
+    let s = p.status();
+    assert_eq!(s["status"], "waiting");
+    assert_eq!(s["needs_attention"], true);
+    assert_eq!(s["gate"]["point"], "after_task");
+    // Interactive: the driver waits, a person approves from elsewhere, it goes on.
+    let mut driver = p.cmd(&["resume", "--quiet"]).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    assert!(
+        driver.try_wait().unwrap().is_none(),
+        "the driver waits at the gate"
+    );
+    let a = p.run(&["approve", "--note", "looks good"]);
+    assert_eq!(a.code, Some(0), "{}", a.stderr);
+    let st = wait_exit(&mut driver, Duration::from_secs(20));
+    assert_eq!(st.code(), Some(0));
+    assert_eq!(p.status()["status"], "completed");
+    assert!(journal_has(
+        &p,
+        "\"action\":\"approve\",\"note\":\"looks good\""
+    ));
+}
+
+#[test]
+fn approve_without_a_gate_is_refused() {
+    let p = Project::git();
+    scripted(
+        &p,
+        TWO_TASKS,
+        &agent("touch one.txt two.txt\necho TASK_COMPLETE\n"),
+        "[gates]\nfinal_review = true\n",
+    );
+    assert_eq!(p.run(&["run", "--no-wait", "--quiet"]).code, Some(5));
+    let r = p.run(&["reject"]);
+    assert_eq!(r.code, Some(2));
+    assert!(
+        r.stderr.contains("a rejection needs a reason"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(p.run(&["approve"]).code, Some(0));
+    assert_eq!(
+        p.status()["status"],
+        "running",
+        "approve without a driver only records; resume drives"
+    );
+    assert_eq!(p.run(&["resume", "--quiet"]).code, Some(0));
+    assert_eq!(p.status()["status"], "completed");
+    let r = p.run(&["approve"]);
+    assert_eq!(r.code, Some(2));
+    assert!(r.stderr.contains("is completed"), "{}", r.stderr);
+}
+
+#[test]
+fn blocked_question_waits_then_retry_with_a_note() {
+    let p = Project::git();
+    let body = r#"case "$task$prompt" in
+T2*) touch two.txt; echo TASK_COMPLETE ;;
+*"Use sqlite"*) touch one.txt; echo TASK_COMPLETE ;;
+*) echo "BLOCKED: Which database should I use?" ;;
+esac
+"#;
+    scripted(&p, TWO_TASKS, &agent(body), "");
+    let r = p.run(&["run", "--no-wait", "--quiet"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["status"], "blocked");
+    assert_eq!(
+        s["tasks"][0]["blocked"],
+        "the agent asks: Which database should I use?"
+    );
+    assert_eq!(p.run(&["steer", "Use sqlite"]).code, Some(0));
+    assert_eq!(p.run(&["retry", "T1"]).code, Some(0));
+    let r = p.run(&["resume", "--quiet", "--no-wait"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(p.status()["status"], "completed");
+}
+
+#[test]
+fn a_stuck_agent_trips_the_breaker_and_blocks() {
+    let p = Project::git();
+    // Never changes anything, never claims completion.
+    scripted(
+        &p,
+        TWO_TASKS,
+        &agent("echo 'still thinking'\n"),
+        "[budgets]\nmax_replans = 0\n",
+    );
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(4), "a breaker exits 4: {}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("the same failure 3 times in a row; next: block it"),
+        "{}",
+        r.stderr
+    );
+    let s = p.status();
+    assert_eq!(s["status"], "blocked");
+    assert_eq!(s["iterations"], 3, "stopped after three wasted iterations");
+}
+
+#[test]
+fn iteration_cap_ends_the_run_with_exit_3() {
+    let p = Project::git();
+    scripted(
+        &p,
+        TWO_TASKS,
+        &agent("echo \"try $n\" > attempt.txt\necho TASK_COMPLETE\n"),
+        "",
+    );
+    let r = p.run(&["run", "--no-wait", "--quiet", "--max-iterations", "2"]);
+    assert_eq!(r.code, Some(3), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["status"], "failed");
+    assert_eq!(s["iterations"], 2);
+    assert_eq!(s["finished"], "budget reached: iterations 2/2");
+}
+
+#[test]
+fn replan_splits_a_task_and_keeps_its_checks() {
+    let p = Project::git();
+    let plan = "# Replan\n\n## T1: Everything at once\nVerify: test -f a.txt && test -f b.txt\n";
+    let body = r#"case "$task" in
+T1) printf 'This is two tasks.\nREPLAN\n## T1a: Part A\nVerify: test -f a.txt\n\n## T1b: Part B\nDepends: T1a\n' ;;
+T1a) touch a.txt; echo TASK_COMPLETE ;;
+T1b) touch b.txt; echo TASK_COMPLETE ;;
+esac
+"#;
+    scripted(&p, plan, &agent(body), "");
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("replan accepted (plan v2): T1 → T1a, T1b"),
+        "{}",
+        r.stderr
+    );
+    let s = p.status();
+    assert_eq!(s["plan"]["version"], 2);
+    let ids: Vec<&str> = s["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["T1a", "T1b"]);
+    let v2 = std::fs::read_to_string(p.run_dir().join("plan/v2.md")).unwrap();
+    assert!(
+        v2.contains("## T1b: Part B\n\nDepends: T1a\nVerify: test -f a.txt && test -f b.txt"),
+        "{v2}"
+    );
+}
+
+#[test]
+fn tdd_mode_requires_a_test_change() {
+    let p = Project::git();
+    let plan = "# TDD\n\n## T1: Feature\nVerify: test -f feature.txt\n";
+    let body = r#"touch feature.txt
+if [ "$n" -ge 2 ]; then mkdir -p tests; echo ok > tests/feature_test.sh; fi
+echo TASK_COMPLETE
+"#;
+    scripted(&p, plan, &agent(body), "");
+    let r = p.run(&["run", "--mode", "tdd", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let log = p.run(&["log"]).stdout;
+    assert!(
+        log.contains("tdd mode: verification passes but no test file was changed"),
+        "{log}"
+    );
+    assert_eq!(p.status()["tasks"][0]["iterations"], 2);
+}

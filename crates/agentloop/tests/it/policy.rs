@@ -1,0 +1,716 @@
+//! The policy as tables of (state, event) → action, and invariants checked over
+//! random runs with proptest.
+
+use agentloop_core::config::Config;
+use agentloop_core::event::*;
+use agentloop_core::journal::Record;
+use agentloop_core::plan::{Mode, Plan};
+use agentloop_core::policy::{Action, IterationPlan, WaitReason, next_action, step};
+use agentloop_core::signals::Signals;
+use agentloop_core::state::{RunState, TaskStatus};
+use proptest::prelude::*;
+
+const PLAN: &str = "# P\n\n## T1: one\nVerify: t1\n\n## T2: two\nDepends: T1\nVerify: t2\n";
+
+fn settings(f: impl FnOnce(&mut Config)) -> Settings {
+    let mut c = Config::default();
+    c.run.agent = "a".into();
+    f(&mut c);
+    Settings::from_config(&c)
+}
+
+/// A state folded from `events` after a run_created for `plan`.
+struct Sim {
+    state: RunState,
+    seq: u64,
+}
+
+impl Sim {
+    fn new(plan: &str, s: Settings) -> Sim {
+        let plan = Plan::parse("PLAN.md", plan).unwrap();
+        let first = Record {
+            seq: 1,
+            time: "2026-11-22T10:00:00.000Z".into(),
+            event: Event::RunCreated {
+                run_id: "r".into(),
+                plan_file: "PLAN.md".into(),
+                workdir: ".".into(),
+                plan,
+                settings: s,
+            },
+        };
+        Sim {
+            state: RunState::from_first(&first).unwrap(),
+            seq: 1,
+        }
+    }
+
+    fn rec(&mut self, event: Event) -> Record {
+        self.seq += 1;
+        Record {
+            seq: self.seq,
+            time: format!("2026-11-22T10:00:{:02}.000Z", self.seq % 60),
+            event,
+        }
+    }
+
+    /// Applies an event and returns the next action (the table's right-hand side).
+    fn then(&mut self, event: Event) -> Action {
+        let r = self.rec(event);
+        let (next, action) = step(&self.state, &r);
+        self.state = next;
+        action
+    }
+
+    fn act(&self) -> Action {
+        next_action(&self.state)
+    }
+
+    /// Runs one whole iteration of whatever the policy asks for.
+    fn iteration(
+        &mut self,
+        agent: AgentFinished,
+        verify_passed: Option<bool>,
+        fingerprint: &str,
+    ) -> Action {
+        let Action::Iterate(p) = self.act() else {
+            panic!("expected an iteration, got {:?}", self.act())
+        };
+        self.then(started(&p));
+        let mut a = self.then(Event::AgentFinished(AgentFinished {
+            iteration: p.iteration,
+            ..agent
+        }));
+        if let (Action::Verify { .. }, Some(passed)) = (&a, verify_passed) {
+            a = self.then(verified(p.iteration, passed, fingerprint));
+        }
+        // Record the policy's judgement.
+        if let Action::Record(e @ Event::IterationFinished(_)) = a.clone() {
+            a = self.then(e);
+        }
+        a
+    }
+}
+
+fn started(p: &IterationPlan) -> Event {
+    Event::IterationStarted(IterationStarted {
+        iteration: p.iteration,
+        task: p.task.clone(),
+        attempt: p.attempt,
+        kind: p.kind,
+        agent: p.agent.clone(),
+        tree_before: None,
+        head_before: None,
+        steer: vec![],
+    })
+}
+
+fn claims(done: bool, changed: &[&str]) -> AgentFinished {
+    AgentFinished {
+        exit_code: Some(0),
+        output_bytes: 10,
+        signals: Signals {
+            complete: done,
+            ..Signals::default()
+        },
+        changed_files: changed.iter().map(|s| s.to_string()).collect(),
+        cost_usd: 0.5,
+        ..AgentFinished::default()
+    }
+}
+
+fn verified(iteration: u32, passed: bool, fp: &str) -> Event {
+    Event::VerifyFinished(VerifyFinished {
+        iteration,
+        passed,
+        commands: vec![CommandResult {
+            command: "t".into(),
+            exit_code: Some(if passed { 0 } else { 1 }),
+            timed_out: false,
+            duration_ms: 1,
+            output_bytes: 1,
+            truncated: false,
+        }],
+        fingerprint: (!passed).then(|| fp.to_string()),
+        digest: (!passed).then(|| format!("failure {fp}")),
+    })
+}
+
+fn outcome(a: &Action) -> Option<Outcome> {
+    match a {
+        Action::Record(Event::IterationFinished(f)) => Some(f.outcome),
+        _ => None,
+    }
+}
+
+#[test]
+fn table_of_single_steps() {
+    // (what happened, what the policy must do next)
+    let mut s = Sim::new(PLAN, settings(|_| {}));
+    assert!(
+        matches!(s.act(), Action::Iterate(IterationPlan { ref task, kind: IterationKind::Work, attempt: 1, .. }) if task == "T1")
+    );
+
+    // The driver died after starting an iteration: abort it, it does not count.
+    let Action::Iterate(p) = s.act() else {
+        unreachable!()
+    };
+    let a = s.then(started(&p));
+    assert_eq!(outcome(&a), Some(Outcome::Aborted));
+    s.then(match a {
+        Action::Record(e) => e,
+        _ => unreachable!(),
+    });
+    assert_eq!(s.state.task("T1").unwrap().attempts, 0);
+
+    // Agent claims done → verify; verification fails → failed with the digest.
+    let Action::Iterate(p) = s.act() else {
+        unreachable!()
+    };
+    s.then(started(&p));
+    let a = s.then(Event::AgentFinished(AgentFinished {
+        iteration: p.iteration,
+        ..claims(true, &["src/a.rs"])
+    }));
+    assert!(matches!(a, Action::Verify { .. }));
+    let a = s.then(verified(p.iteration, false, "f1"));
+    let Action::Record(Event::IterationFinished(f)) = &a else {
+        panic!("{a:?}")
+    };
+    assert_eq!(f.outcome, Outcome::Failed);
+    assert_eq!(
+        f.reason,
+        "verification failed: `t` exited 1 (the agent claimed the task was complete)"
+    );
+    assert_eq!(f.digest.as_deref(), Some("failure f1"));
+    let a = s.then(a.clone().into_event());
+    assert!(
+        matches!(
+            a,
+            Action::Iterate(IterationPlan {
+                kind: IterationKind::Retry,
+                attempt: 2,
+                ..
+            })
+        ),
+        "{a:?}"
+    );
+
+    // Verification passes but no claim → not done (dual condition).
+    let a = s.iteration(claims(false, &["src/a.rs"]), Some(true), "");
+    assert_eq!(
+        s.state.task("T1").unwrap().status,
+        TaskStatus::Pending,
+        "{a:?}"
+    );
+    // Claim and pass → done, next task.
+    let a = s.iteration(claims(true, &["src/a.rs"]), Some(true), "");
+    assert_eq!(s.state.task("T1").unwrap().status, TaskStatus::Done);
+    assert!(matches!(a, Action::Iterate(IterationPlan { ref task, .. }) if task == "T2"));
+    s.iteration(claims(true, &["src/b.rs"]), Some(true), "");
+    assert_eq!(
+        s.act(),
+        Action::Record(Event::RunFinished {
+            status: RunStatus::Completed,
+            reason: FinishReason::Completed
+        })
+    );
+}
+
+trait IntoEvent {
+    fn into_event(self) -> Event;
+}
+impl IntoEvent for Action {
+    fn into_event(self) -> Event {
+        match self {
+            Action::Record(e) => e,
+            other => panic!("not a record: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn same_failure_three_times_escalates_to_replan_then_block() {
+    let mut s = Sim::new(PLAN, settings(|_| {}));
+    for _ in 0..3 {
+        s.iteration(claims(true, &["x"]), Some(false), "same");
+    }
+    let Action::Record(Event::Escalated { trigger, rung, .. }) = s.act() else {
+        panic!("{:?}", s.act())
+    };
+    assert_eq!(
+        trigger,
+        Trigger::SameFailure {
+            count: 3,
+            fingerprint: "same".into()
+        }
+    );
+    assert_eq!(rung, Rung::Replan);
+    s.then(s.act().into_event());
+    // The replan iteration: the agent does not replan → next rung (no fallback) → block.
+    let a = s.iteration(claims(true, &["x"]), Some(false), "other");
+    assert!(
+        matches!(
+            a,
+            Action::Record(Event::Escalated {
+                rung: Rung::Block,
+                trigger: Trigger::RetryBudget { attempts: 1 },
+                ..
+            })
+        ),
+        "{a:?}"
+    );
+    s.then(a.into_event());
+    assert_eq!(
+        s.act(),
+        Action::Wait(WaitReason::Blocked {
+            tasks: vec!["T1".into()],
+            breaker: false
+        })
+    );
+    assert_eq!(s.state.status, RunStatus::Blocked);
+}
+
+#[test]
+fn no_change_and_no_output_breakers() {
+    let mut s = Sim::new(PLAN, settings(|c| c.budgets.max_replans = 0));
+    for _ in 0..3 {
+        s.iteration(claims(false, &[]), Some(false), &format!("{}", s.seq));
+    }
+    let a = s.act();
+    assert!(
+        matches!(
+            a,
+            Action::Record(Event::Escalated {
+                trigger: Trigger::NoChange { count: 3 },
+                rung: Rung::Block,
+                ..
+            })
+        ),
+        "{a:?}"
+    );
+    s.then(a.into_event());
+    assert_eq!(
+        s.act(),
+        Action::Wait(WaitReason::Blocked {
+            tasks: vec!["T1".into()],
+            breaker: true
+        })
+    );
+
+    let mut s = Sim::new(PLAN, settings(|c| c.run.fallback_agent = Some("b".into())));
+    for _ in 0..2 {
+        s.iteration(
+            AgentFinished {
+                output_bytes: 0,
+                changed_files: vec!["x".into()],
+                ..claims(false, &[])
+            },
+            Some(false),
+            &format!("{}", s.seq),
+        );
+    }
+    let a = s.act();
+    assert!(
+        matches!(
+            a,
+            Action::Record(Event::Escalated {
+                trigger: Trigger::NoOutput { count: 2 },
+                rung: Rung::Replan,
+                ..
+            })
+        ),
+        "{a:?}"
+    );
+}
+
+#[test]
+fn fallback_agent_takes_over_after_the_replan_rung() {
+    let mut s = Sim::new(
+        PLAN,
+        settings(|c| {
+            c.run.fallback_agent = Some("b".into());
+            c.budgets.task_retries = 2;
+        }),
+    );
+    s.iteration(claims(true, &["x"]), Some(false), "1");
+    s.iteration(claims(true, &["x"]), Some(false), "2");
+    s.then(s.act().into_event()); // → replan rung
+    assert!(matches!(
+        s.act(),
+        Action::Iterate(IterationPlan {
+            kind: IterationKind::Replan,
+            ..
+        })
+    ));
+    s.iteration(claims(true, &["x"]), Some(false), "3");
+    s.then(s.act().into_event()); // → fallback rung
+    assert!(
+        matches!(s.act(), Action::Iterate(IterationPlan { kind: IterationKind::Fallback, ref agent, .. }) if agent == "b")
+    );
+}
+
+#[test]
+fn budgets_end_the_run() {
+    let mut s = Sim::new(PLAN, settings(|c| c.budgets.max_cost_usd = Some(1.0)));
+    s.iteration(claims(true, &["a"]), Some(false), "1");
+    s.iteration(claims(true, &["b"]), Some(false), "2");
+    assert_eq!(
+        s.act(),
+        Action::Record(Event::RunFinished {
+            status: RunStatus::Failed,
+            reason: FinishReason::Budget {
+                budget: "cost_usd".into(),
+                used: 1.0,
+                limit: 1.0
+            }
+        })
+    );
+    let mut s = Sim::new(PLAN, settings(|c| c.budgets.max_iterations = 1));
+    s.iteration(claims(true, &["a"]), Some(false), "1");
+    assert!(matches!(
+        s.act(),
+        Action::Record(Event::RunFinished {
+            reason: FinishReason::Budget { .. },
+            ..
+        })
+    ));
+}
+
+#[test]
+fn control_requests() {
+    let ctl = |r: Request| Event::Control {
+        id: format!("{r:?}"),
+        source: "test".into(),
+        request: r,
+    };
+    let mut s = Sim::new(PLAN, settings(|_| {}));
+    assert_eq!(
+        s.then(ctl(Request::Pause)),
+        Action::Wait(WaitReason::Paused)
+    );
+    assert_eq!(s.state.status, RunStatus::Paused);
+    assert!(matches!(s.then(ctl(Request::Resume)), Action::Iterate(_)));
+    // stop --now during an iteration aborts it, then the run is stopped.
+    let Action::Iterate(p) = s.act() else {
+        unreachable!()
+    };
+    s.then(started(&p));
+    s.then(ctl(Request::StopNow));
+    let a = s.then(Event::AgentFinished(AgentFinished {
+        iteration: p.iteration,
+        killed: true,
+        ..claims(false, &[])
+    }));
+    assert_eq!(outcome(&a), Some(Outcome::Aborted));
+    let a = s.then(a.into_event());
+    assert_eq!(
+        a,
+        Action::Record(Event::RunFinished {
+            status: RunStatus::Stopped,
+            reason: FinishReason::StopRequested
+        })
+    );
+    s.then(a.into_event());
+    assert_eq!(s.state.status, RunStatus::Stopped);
+    // Resume reopens a stopped run; skip lets dependents go ahead.
+    assert!(matches!(s.then(ctl(Request::Resume)), Action::Iterate(_)));
+    let a = s.then(ctl(Request::Skip { task: "T1".into() }));
+    assert!(
+        matches!(a, Action::Iterate(IterationPlan { ref task, .. }) if task == "T2"),
+        "{a:?}"
+    );
+}
+
+#[test]
+fn gates_wait_for_a_person() {
+    let ctl = |r: Request| Event::Control {
+        id: format!("{r:?}"),
+        source: "test".into(),
+        request: r,
+    };
+    let plan = "# P\n\n## T1: one\nVerify: t\nGate: before\n\n## T2: two\nMilestone: yes\n";
+    let mut s = Sim::new(
+        plan,
+        settings(|c| {
+            c.gates.plan_approval = true;
+            c.gates.final_review = true;
+            c.run.mode = Mode::Checkpoint;
+        }),
+    );
+    assert_eq!(
+        s.act(),
+        Action::Record(Event::GateOpened { gate: Gate::Plan })
+    );
+    assert_eq!(
+        s.then(s.act().into_event()),
+        Action::Wait(WaitReason::Gate(Gate::Plan))
+    );
+    assert_eq!(s.state.status, RunStatus::Waiting);
+    assert_eq!(
+        s.then(ctl(Request::Approve { note: None })),
+        Action::Record(Event::GateOpened {
+            gate: Gate::BeforeTask("T1".into())
+        })
+    );
+    s.then(s.act().into_event());
+    assert!(matches!(
+        s.then(ctl(Request::Approve {
+            note: Some("go".into())
+        })),
+        Action::Iterate(_)
+    ));
+    assert_eq!(s.state.steer, vec!["go".to_string()]);
+    s.iteration(claims(true, &["a"]), Some(true), "");
+    // T2 is a milestone in checkpoint mode: gate after it.
+    let a = s.iteration(claims(true, &["b"]), Some(true), "");
+    assert_eq!(
+        a,
+        Action::Record(Event::GateOpened {
+            gate: Gate::AfterTask("T2".into())
+        })
+    );
+    s.then(a.into_event());
+    // Rejecting after review sends the task back with the note.
+    let a = s.then(ctl(Request::Reject {
+        note: Some("needs docs".into()),
+    }));
+    assert!(
+        matches!(a, Action::Iterate(IterationPlan { ref task, kind: IterationKind::Retry, .. }) if task == "T2"),
+        "{a:?}"
+    );
+    s.iteration(claims(true, &["b"]), Some(true), "");
+    s.then(s.act().into_event());
+    assert_eq!(
+        s.then(ctl(Request::Approve { note: None })),
+        Action::Record(Event::GateOpened { gate: Gate::Final })
+    );
+    s.then(s.act().into_event());
+    assert!(matches!(
+        s.then(ctl(Request::Approve { note: None })),
+        Action::Record(Event::RunFinished {
+            status: RunStatus::Completed,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn replans_are_validated() {
+    let mut s = Sim::new(PLAN, settings(|_| {}));
+    s.iteration(claims(true, &["a"]), Some(true), "");
+    let Action::Iterate(p) = s.act() else {
+        unreachable!()
+    };
+    s.then(started(&p));
+    // Changing a completed task is refused.
+    let bad = Signals {
+        replan: Some("## T1: redo\n\n## T2b: other\n".into()),
+        ..Signals::default()
+    };
+    let a = s.then(Event::AgentFinished(AgentFinished {
+        iteration: p.iteration,
+        signals: bad,
+        ..claims(false, &[])
+    }));
+    assert_eq!(
+        a,
+        Action::Record(Event::ReplanRejected {
+            task: "T2".into(),
+            reason: "task T1 is completed and cannot change".into()
+        })
+    );
+    let a = s.then(a.into_event());
+    assert_eq!(outcome(&a), Some(Outcome::Failed));
+    s.then(a.into_event());
+    let Action::Iterate(p) = s.act() else {
+        unreachable!()
+    };
+    s.then(started(&p));
+    let good = Signals {
+        replan: Some("## T2a: half\nVerify: a\n\n## T2b: other half\nDepends: T2a\n".into()),
+        ..Signals::default()
+    };
+    let a = s.then(Event::AgentFinished(AgentFinished {
+        iteration: p.iteration,
+        signals: good,
+        ..claims(false, &[])
+    }));
+    let Action::Record(Event::ReplanAccepted {
+        version,
+        plan,
+        added,
+        removed,
+        ..
+    }) = &a
+    else {
+        panic!("{a:?}")
+    };
+    assert_eq!(
+        (*version, added.clone(), removed.clone()),
+        (
+            2,
+            vec!["T2a".to_string(), "T2b".to_string()],
+            vec!["T2".to_string()]
+        )
+    );
+    assert_eq!(
+        plan.task("T2b").unwrap().verify,
+        vec!["t2"],
+        "the last replacement keeps the original's checks"
+    );
+    s.then(a.into_event());
+    s.then(s.act().into_event());
+    assert!(matches!(s.act(), Action::Iterate(IterationPlan { ref task, .. }) if task == "T2a"));
+    assert_eq!(s.state.task("T1").unwrap().status, TaskStatus::Done);
+}
+
+/// What a simulated agent does in one iteration.
+#[derive(Debug, Clone)]
+struct Behaviour {
+    claim: bool,
+    passes: bool,
+    changes: bool,
+    silent: bool,
+    blocked: bool,
+    cost: f64,
+    fingerprint: u8,
+}
+
+fn behaviour() -> impl Strategy<Value = Behaviour> {
+    (
+        any::<bool>(),
+        prop::bool::weighted(0.4),
+        prop::bool::weighted(0.8),
+        prop::bool::weighted(0.1),
+        prop::bool::weighted(0.03),
+        0.0..2.0f64,
+        0..3u8,
+    )
+        .prop_map(
+            |(claim, passes, changes, silent, blocked, cost, fingerprint)| Behaviour {
+                claim,
+                passes,
+                changes,
+                silent,
+                blocked,
+                cost,
+                fingerprint,
+            },
+        )
+}
+
+#[derive(Debug, Clone)]
+enum Person {
+    Approve,
+    Retry,
+    Skip,
+    Pause,
+    Resume,
+    Stop,
+    Leave,
+}
+
+fn person() -> impl Strategy<Value = Person> {
+    prop_oneof![
+        4 => Just(Person::Approve),
+        3 => Just(Person::Retry),
+        2 => Just(Person::Skip),
+        1 => Just(Person::Pause),
+        2 => Just(Person::Resume),
+        1 => Just(Person::Stop),
+        1 => Just(Person::Leave),
+    ]
+}
+
+const BIG_PLAN: &str = "# P\n\n## A: a\nVerify: a\n\n## B: b\nDepends: A\nVerify: b\nGate: after\n\n## C: c\nVerify: c\nMax-iterations: 2\n\n## D: d\nDepends: B, C\nVerify: d\n";
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn invariants_hold_over_random_runs(
+        agents in prop::collection::vec(behaviour(), 1..120),
+        people in prop::collection::vec(person(), 1..40),
+        max_iterations in 1u32..40,
+        task_retries in 1u32..6,
+        max_cost in prop::option::of(1.0..30.0f64),
+        fallback in any::<bool>(),
+        mode in prop_oneof![Just(Mode::Quick), Just(Mode::Tdd), Just(Mode::Pair)],
+    ) {
+        let s = settings(|c| {
+            c.budgets.max_iterations = max_iterations;
+            c.budgets.task_retries = task_retries;
+            c.budgets.max_cost_usd = max_cost;
+            c.run.fallback_agent = fallback.then(|| "fb".to_string());
+            c.run.mode = mode;
+            c.gates.final_review = true;
+        });
+        let mut sim = Sim::new(BIG_PLAN, s);
+        let (mut ai, mut pi) = (0usize, 0usize);
+        let mut verified_ok: std::collections::HashSet<u32> = Default::default();
+        let mut reopened: std::collections::HashSet<String> = Default::default();
+        let mut steps = 0;
+        loop {
+            steps += 1;
+            prop_assert!(steps < 5000, "the run did not end");
+            let action = sim.act();
+            match action {
+                Action::Exit(_) => break,
+                Action::Record(e) => {
+                    if let Event::IterationFinished(f) = &e && f.outcome == Outcome::Completed {
+                        prop_assert!(verified_ok.contains(&f.iteration), "completed without passing verification");
+                    }
+                    sim.then(e);
+                }
+                Action::Iterate(p) => {
+                    // Budgets are checked before an iteration starts.
+                    prop_assert!(sim.state.iterations < max_iterations);
+                    if let Some(max) = max_cost { prop_assert!(sim.state.cost_usd < max); }
+                    let t = sim.state.task(&p.task).unwrap();
+                    prop_assert!(t.status != TaskStatus::Done, "a done task ran again");
+                    prop_assert!(t.attempts < agentloop_core::policy::rung_budget(&sim.state, t));
+                    let Some(b) = agents.get(ai).cloned() else { break };
+                    ai += 1;
+                    sim.then(started(&p));
+                    let files = if b.changes { vec![if b.fingerprint == 0 { "tests/t.rs".to_string() } else { "src/x.rs".to_string() }] } else { vec![] };
+                    let signals = Signals { complete: b.claim, blocked: b.blocked.then(|| "which?".to_string()), ..Signals::default() };
+                    sim.then(Event::AgentFinished(AgentFinished {
+                        iteration: p.iteration, exit_code: Some(0), output_bytes: if b.silent { 0 } else { 5 },
+                        signals, changed_files: files, cost_usd: b.cost, ..AgentFinished::default()
+                    }));
+                    if let Action::Verify { iteration, .. } = sim.act() {
+                        if b.passes { verified_ok.insert(iteration); }
+                        sim.then(verified(iteration, b.passes, &b.fingerprint.to_string()));
+                    }
+                }
+                Action::Verify { .. } => prop_assert!(false, "verify asked outside an iteration"),
+                Action::Wait(_) => {
+                    let Some(who) = people.get(pi).cloned() else { break };
+                    pi += 1;
+                    let blocked = sim.state.tasks.iter().find(|t| t.status == TaskStatus::Blocked).map(|t| t.id.clone());
+                    let request = match who {
+                        Person::Approve => Request::Approve { note: None },
+                        Person::Retry => Request::Retry { task: blocked.clone().unwrap_or_else(|| "A".into()) },
+                        Person::Skip => Request::Skip { task: blocked.clone().unwrap_or_else(|| "C".into()) },
+                        Person::Pause => Request::Pause,
+                        Person::Resume => Request::Resume,
+                        Person::Stop => Request::Stop,
+                        Person::Leave => break,
+                    };
+                    if let Request::Retry { task } = &request { reopened.insert(task.clone()); }
+                    sim.then(Event::Control { id: format!("p{pi}"), source: "prop".into(), request });
+                }
+            }
+        }
+        // The run ended by itself or is waiting for a person who left; never mid-way.
+        prop_assert!(sim.state.open.is_none() || ai >= agents.len());
+        for t in &sim.state.tasks {
+            prop_assert!(t.iterations <= max_iterations);
+        }
+        prop_assert!(sim.state.iterations <= max_iterations);
+        if sim.state.status == RunStatus::Completed {
+            prop_assert!(sim.state.tasks.iter().all(|t| t.status.is_settled()));
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! A test project in a temp dir, and the real binary run inside it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_agentloop");
+
+pub fn examples_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo")
+}
+
+pub fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/bad-input")
+}
+
+pub struct Project {
+    pub dir: tempfile::TempDir,
+}
+
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl From<Output> for Run {
+    fn from(o: Output) -> Run {
+        Run {
+            code: o.status.code(),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+}
+
+impl Project {
+    /// An empty git repository.
+    pub fn git() -> Project {
+        let p = Project {
+            dir: tempfile::Builder::new()
+                .prefix("agentloop-it-")
+                .tempdir()
+                .unwrap(),
+        };
+        p.git_cmd(&["init", "-q", "-b", "main"]);
+        p
+    }
+
+    /// The bundled example project, committed.
+    pub fn example() -> Project {
+        let p = Project::git();
+        copy_dir(&examples_dir(), p.path());
+        p.write(".gitignore", ".agentloop/\n");
+        p.commit("example project");
+        p
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn write(&self, rel: &str, text: impl AsRef<[u8]>) {
+        let p = self.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path().join(rel)).unwrap()
+    }
+
+    pub fn git_cmd(&self, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .current_dir(self.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    pub fn commit(&self, msg: &str) {
+        self.git_cmd(&["add", "-A"]);
+        self.git_cmd(&["commit", "-q", "-m", msg]);
+    }
+
+    /// The binary, run in the project with an isolated environment.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(BIN);
+        c.args(args)
+            .current_dir(self.path())
+            .env("XDG_CONFIG_HOME", self.path().join(".xdg-config-not-there"))
+            .env("NO_COLOR", "1")
+            .env_remove("AGENTLOOP_FAILPOINT")
+            .stdin(Stdio::null());
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Run {
+        self.cmd(args).output().unwrap().into()
+    }
+
+    /// The newest run's status as JSON.
+    pub fn status(&self) -> serde_json::Value {
+        let r = self.run(&["status", "--json"]);
+        assert_eq!(r.code, Some(0), "status failed: {}", r.stderr);
+        serde_json::from_str(&r.stdout).unwrap()
+    }
+
+    pub fn run_dir(&self) -> PathBuf {
+        let runs = self.path().join(".agentloop/runs");
+        let mut ids: Vec<_> = std::fs::read_dir(&runs)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        ids.sort();
+        ids.pop().unwrap()
+    }
+
+    /// Every file under the project (including .git and .agentloop) with its bytes.
+    pub fn tree(&self) -> BTreeMap<String, Vec<u8>> {
+        let mut out = BTreeMap::new();
+        walk(self.path(), self.path(), &mut out);
+        out
+    }
+}
+
+fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            walk(root, &p, out);
+        } else {
+            out.insert(
+                p.strip_prefix(root).unwrap().display().to_string(),
+                std::fs::read(&p).unwrap_or_default(),
+            );
+        }
+    }
+}
+
+pub fn copy_dir(from: &Path, to: &Path) {
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(e.file_name());
+        if e.path().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
+/// Replaces what changes from run to run (paths, ids, times, pids) for snapshots.
+pub fn redact(p: &Project, text: &str) -> String {
+    let mut t = text.replace(p.path().to_str().unwrap(), "[DIR]");
+    for (re, to) in [
+        (r"\d{8}-\d{6}-[0-9a-f]{4}", "[RUN]"),
+        (r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z", "[TIME]"),
+        (r"\b\d{2}:\d{2}:\d{2}\b", "[HH:MM:SS]"),
+        (r"pid \d+", "pid [PID]"),
+        (r"\d+\.\d+s\b", "[SECS]"),
+        (r"\b[0-9a-f]{12}\b", "[COMMIT]"),
+        (r"fingerprint [0-9a-f]{8}", "fingerprint [FP]"),
+        (r"\d+ bytes", "[N] bytes"),
+    ] {
+        t = regex_lite(re, to, &t);
+    }
+    t
+}
+
+fn regex_lite(re: &str, to: &str, text: &str) -> String {
+    regex::Regex::new(re)
+        .unwrap()
+        .replace_all(text, to)
+        .into_owned()
+}
+
+/// Writes a plan and an agentloop.toml whose `scripted` agent runs `script` (sh).
+pub fn scripted(p: &Project, plan: &str, script: &str, extra_config: &str) {
+    p.write("PLAN.md", plan);
+    p.write("agent.sh", script);
+    p.write(
+        "agentloop.toml",
+        format!(
+            "[run]\nagent = \"scripted\"\n\n[agents.scripted]\ncommand = [\"sh\", \"agent.sh\"]\ntimeout = \"60s\"\n\n{extra_config}"
+        ),
+    );
+    p.write(".gitignore", ".agentloop/\n");
+    p.commit("setup");
+}
