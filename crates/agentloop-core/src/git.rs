@@ -41,28 +41,53 @@ pub fn head(workdir: &Path) -> Option<String> {
     output(c).filter(|s| !s.is_empty())
 }
 
-/// A tree id for the whole working tree (tracked and untracked, not ignored files),
-/// computed in a scratch index so the user's index is untouched.
-pub fn snapshot(workdir: &Path, scratch_index: &Path) -> Option<String> {
-    let mut c = git(workdir);
-    c.args(["rev-parse", "--git-path", "index"]);
-    let real = output(c)?;
-    let real = workdir.join(real);
-    if real.exists() {
-        std::fs::copy(&real, scratch_index).ok()?;
-    } else {
-        let _ = std::fs::remove_file(scratch_index);
+/// Takes snapshots of a work tree: a tree id for the whole working tree (tracked and
+/// untracked, not ignored files), computed in a scratch index so the user's index is
+/// untouched.
+#[derive(Debug, Clone)]
+pub struct Snapshots {
+    workdir: std::path::PathBuf,
+    index: Option<std::path::PathBuf>,
+    scratch: std::path::PathBuf,
+}
+
+impl Snapshots {
+    /// `None` when `workdir` is not in a git work tree.
+    pub fn new(workdir: &Path, scratch_index: &Path) -> Option<Snapshots> {
+        let mut c = git(workdir);
+        c.args(["rev-parse", "--is-inside-work-tree", "--git-path", "index"]);
+        let out = output(c)?;
+        let mut lines = out.lines();
+        (lines.next()? == "true").then_some(())?;
+        let index = lines.next().map(|p| workdir.join(p));
+        Some(Snapshots {
+            workdir: workdir.to_path_buf(),
+            index,
+            scratch: scratch_index.to_path_buf(),
+        })
     }
-    let mut add = git(workdir);
-    add.env("GIT_INDEX_FILE", scratch_index)
-        .args(["add", "-A", "--", "."])
-        .stdout(Stdio::null());
-    add.status().ok().filter(|s| s.success())?;
-    let mut wt = git(workdir);
-    wt.env("GIT_INDEX_FILE", scratch_index).arg("write-tree");
-    let tree = output(wt);
-    let _ = std::fs::remove_file(scratch_index);
-    tree
+
+    pub fn take(&self) -> Option<String> {
+        match &self.index {
+            // Starting from a copy of the real index lets git skip unchanged files.
+            Some(real) if real.exists() => {
+                std::fs::copy(real, &self.scratch).ok()?;
+            }
+            _ => {
+                let _ = std::fs::remove_file(&self.scratch);
+            }
+        }
+        let mut add = git(&self.workdir);
+        add.env("GIT_INDEX_FILE", &self.scratch)
+            .args(["add", "-A", "--", "."])
+            .stdout(Stdio::null());
+        add.status().ok().filter(|s| s.success())?;
+        let mut wt = git(&self.workdir);
+        wt.env("GIT_INDEX_FILE", &self.scratch).arg("write-tree");
+        let tree = output(wt);
+        let _ = std::fs::remove_file(&self.scratch);
+        tree
+    }
 }
 
 /// Paths that differ between two snapshots.

@@ -130,6 +130,28 @@ fn decode(path: &Path, line_no: usize, line: &[u8]) -> Result<Record, JournalErr
             "checksum mismatch (line says {expected:08x}, content is {actual:08x})"
         )));
     }
+    if let Some((v, seq, time, rest)) = split_header(&line[..at]) {
+        if v > SCHEMA_VERSION as u64 || v == 0 {
+            return Err(JournalError::UnknownVersion {
+                path: path.to_path_buf(),
+                line: line_no,
+                version: v,
+            });
+        }
+        // The event is the rest of the object: `"kind":…,"data":…`.
+        let mut body = Vec::with_capacity(rest.len() + 2);
+        body.push(b'{');
+        body.extend_from_slice(rest);
+        body.push(b'}');
+        let event: Event = serde_json::from_slice(&body)
+            .map_err(|e| corrupt(format!("unknown or malformed event: {e}")))?;
+        return Ok(Record {
+            seq,
+            time: time.to_string(),
+            event,
+        });
+    }
+    // Not in the shape this build writes: read it generically for a precise message.
     let raw: RawLine =
         serde_json::from_slice(line).map_err(|e| corrupt(format!("not a journal event: {e}")))?;
     if raw.v > SCHEMA_VERSION as u64 || raw.v == 0 {
@@ -152,63 +174,79 @@ fn decode(path: &Path, line_no: usize, line: &[u8]) -> Result<Record, JournalErr
     })
 }
 
+/// Splits `{"v":V,"seq":N,"time":"T",REST` (the shape `encode` writes).
+fn split_header(b: &[u8]) -> Option<(u64, u64, &str, &[u8])> {
+    fn number(b: &[u8], prefix: &[u8]) -> Option<(u64, usize)> {
+        let b = b.strip_prefix(prefix)?;
+        let digits = b.iter().take_while(|c| c.is_ascii_digit()).count();
+        let n = std::str::from_utf8(&b[..digits]).ok()?.parse().ok()?;
+        Some((n, prefix.len() + digits))
+    }
+    let (v, a) = number(b, b"{\"v\":")?;
+    let (seq, c) = number(&b[a..], b",\"seq\":")?;
+    let rest = b[a + c..].strip_prefix(b",\"time\":\"")?;
+    let end = rest.iter().position(|&ch| ch == b'"')?;
+    let time = std::str::from_utf8(&rest[..end]).ok()?;
+    let after = rest[end + 1..].strip_prefix(b",")?;
+    Some((v, seq, time, after))
+}
+
 fn find_last(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).rposition(|w| w == needle)
 }
 
-/// Reads and checks a whole journal, starting at byte `from` with sequence `first_seq`.
-pub fn read_from(path: &Path, from: u64, first_seq: u64) -> Result<Contents, JournalError> {
-    let mut f = File::open(path).map_err(|e| JournalError::io(path, e))?;
-    f.seek(SeekFrom::Start(from))
-        .map_err(|e| JournalError::io(path, e))?;
-    let mut buf = Vec::new();
-    f.read_to_end(&mut buf)
-        .map_err(|e| JournalError::io(path, e))?;
-    parse_buffer(path, &buf, from, first_seq)
+/// Where a scan of a journal ended.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Scan {
+    /// Bytes of valid lines, counted from the start of the file.
+    pub valid_len: u64,
+    pub torn_tail: Option<u64>,
+    pub count: u64,
 }
 
-pub fn read(path: &Path) -> Result<Contents, JournalError> {
-    let c = read_from(path, 0, 1)?;
-    if c.records.is_empty() {
-        return Err(JournalError::Empty {
-            path: path.to_path_buf(),
-        });
-    }
-    Ok(c)
-}
-
-fn parse_buffer(
+/// Reads and checks a journal from byte `from` (where sequence `first_seq` starts),
+/// handing each record to `f` as it goes, so memory stays flat however long it is.
+pub fn scan(
     path: &Path,
-    buf: &[u8],
-    base: u64,
+    from: u64,
     first_seq: u64,
-) -> Result<Contents, JournalError> {
-    let mut out = Contents {
-        valid_len: base,
-        ..Contents::default()
+    mut f: impl FnMut(Record),
+) -> Result<Scan, JournalError> {
+    use std::io::BufRead;
+    let mut file = File::open(path).map_err(|e| JournalError::io(path, e))?;
+    file.seek(SeekFrom::Start(from))
+        .map_err(|e| JournalError::io(path, e))?;
+    let mut reader = std::io::BufReader::with_capacity(256 * 1024, file);
+    let mut out = Scan {
+        valid_len: from,
+        ..Scan::default()
     };
-    let mut pos = 0usize;
+    let mut buf = Vec::new();
     let mut expect_seq = first_seq;
-    // Line numbers are only exact when reading from the start; good enough for tails.
+    // Line numbers are exact when reading from the start of the file.
     let mut line_no = 0usize;
-    while pos < buf.len() {
-        line_no += 1;
-        let Some(nl) = memchr_newline(&buf[pos..]) else {
-            out.torn_tail = Some((buf.len() - pos) as u64);
+    loop {
+        buf.clear();
+        let n = (&mut reader)
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| JournalError::io(path, e))?;
+        if n == 0 {
             break;
-        };
-        let line = &buf[pos..pos + nl];
-        if line.len() > MAX_LINE_BYTES {
-            return Err(JournalError::Corrupt {
-                path: path.to_path_buf(),
-                line: line_no,
-                message: format!(
-                    "line is {} bytes; the limit is {MAX_LINE_BYTES}",
-                    line.len()
-                ),
-            });
         }
-        let rec = decode(path, line_no, line)?;
+        line_no += 1;
+        if buf.last() != Some(&b'\n') {
+            if buf.len() > MAX_LINE_BYTES {
+                return Err(JournalError::Corrupt {
+                    path: path.to_path_buf(),
+                    line: line_no,
+                    message: format!("line is longer than the limit of {MAX_LINE_BYTES} bytes"),
+                });
+            }
+            out.torn_tail = Some(buf.len() as u64);
+            break;
+        }
+        let rec = decode(path, line_no, &buf[..buf.len() - 1])?;
         if rec.seq != expect_seq {
             return Err(JournalError::Corrupt {
                 path: path.to_path_buf(),
@@ -220,15 +258,32 @@ fn parse_buffer(
             });
         }
         expect_seq += 1;
-        out.records.push(rec);
-        pos += nl + 1;
-        out.valid_len = base + pos as u64;
+        out.valid_len += buf.len() as u64;
+        out.count += 1;
+        f(rec);
     }
     Ok(out)
 }
 
-fn memchr_newline(b: &[u8]) -> Option<usize> {
-    b.iter().position(|&c| c == b'\n')
+/// Reads and checks a journal from byte `from` into memory.
+pub fn read_from(path: &Path, from: u64, first_seq: u64) -> Result<Contents, JournalError> {
+    let mut records = Vec::new();
+    let s = scan(path, from, first_seq, |r| records.push(r))?;
+    Ok(Contents {
+        records,
+        valid_len: s.valid_len,
+        torn_tail: s.torn_tail,
+    })
+}
+
+pub fn read(path: &Path) -> Result<Contents, JournalError> {
+    let c = read_from(path, 0, 1)?;
+    if c.records.is_empty() {
+        return Err(JournalError::Empty {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(c)
 }
 
 pub fn now_rfc3339() -> String {

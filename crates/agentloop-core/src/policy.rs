@@ -112,7 +112,7 @@ pub fn next_action(s: &RunState) -> Action {
             reason,
         });
     }
-    let plan_task = s.plan.task(&task.id);
+    let plan_task = s.plan_task(&task.id);
     if plan_task.is_some_and(|t| t.gate == Some(crate::plan::GatePoint::Before))
         && !task.gate_before_approved
     {

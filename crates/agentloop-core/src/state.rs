@@ -278,10 +278,14 @@ impl RunState {
         self.index.get(id).map(|&i| &mut self.tasks[i])
     }
 
+    /// The plan's entry for a task (tasks and plan entries share positions).
+    pub fn plan_task(&self, id: &str) -> Option<&crate::plan::Task> {
+        self.index.get(id).map(|&i| &self.plan.tasks[i])
+    }
+
     /// The mode that applies to a task.
     pub fn mode_of(&self, id: &str) -> Mode {
-        self.plan
-            .task(id)
+        self.plan_task(id)
             .and_then(|t| t.mode)
             .unwrap_or(self.settings.mode)
     }
@@ -326,8 +330,10 @@ impl RunState {
                 self.cost_usd += a.cost_usd;
                 self.usage.add(&a.usage);
                 self.learnings.extend(a.signals.learnings.iter().cloned());
-                let patterns = self.settings.test_patterns.clone();
-                let touched = a.changed_files.iter().any(|f| is_test_path(f, &patterns));
+                let touched = a
+                    .changed_files
+                    .iter()
+                    .any(|f| is_test_path(f, &self.settings.test_patterns));
                 if let Some(open) = &mut self.open {
                     let task = open.started.task.clone();
                     open.agent = Some(a.clone());
@@ -387,7 +393,13 @@ impl RunState {
                 self.driver_pid = None;
             }
         }
-        self.status = self.derive_status();
+        // Inside an iteration the status cannot change; skip the scan.
+        if !matches!(
+            rec.event,
+            Event::IterationStarted(_) | Event::AgentFinished(_) | Event::VerifyFinished(_)
+        ) {
+            self.status = self.derive_status();
+        }
     }
 
     fn finish_iteration(&mut self, f: &IterationFinished, time_ms: u64) {
@@ -455,7 +467,7 @@ impl RunState {
     }
 
     fn needs_gate_after(&self, id: &str) -> bool {
-        let task = self.plan.task(id);
+        let task = self.plan_task(id);
         task.is_some_and(|t| t.gate == Some(GatePoint::After))
             || match self.mode_of(id) {
                 Mode::Pair => true,
@@ -595,8 +607,8 @@ impl RunState {
             return RunStatus::Paused;
         }
         if self.open.is_none()
-            && self.next_task().is_none()
             && self.tasks.iter().any(|t| t.status == TaskStatus::Blocked)
+            && self.next_task().is_none()
         {
             return RunStatus::Blocked;
         }
@@ -610,7 +622,8 @@ pub fn is_test_path(path: &str, patterns: &[String]) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
     patterns.iter().any(|p| {
         if p.ends_with('/') {
-            path.starts_with(p.as_str()) || path.contains(&format!("/{p}"))
+            path.match_indices(p.as_str())
+                .any(|(i, _)| i == 0 || path.as_bytes()[i - 1] == b'/')
         } else {
             name.contains(p.as_str())
         }

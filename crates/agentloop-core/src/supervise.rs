@@ -33,6 +33,8 @@ pub struct Spec {
     /// Bytes written to the log before it is truncated.
     pub output_cap: u64,
     pub log: Option<PathBuf>,
+    /// Append to `log` instead of replacing it.
+    pub log_append: bool,
     /// Time between SIGINT, SIGTERM and SIGKILL.
     pub grace: Duration,
     /// Keep stderr out of `tail` (it still goes to the log).
@@ -50,6 +52,7 @@ impl Spec {
             timeout: Duration::from_secs(600),
             output_cap: 8 * 1024 * 1024,
             log: None,
+            log_append: false,
             grace: Duration::from_secs(5),
             tail_stdout_only: false,
         }
@@ -176,6 +179,12 @@ pub fn spawn(spec: Spec) -> std::io::Result<Running> {
         });
     }
     let log = match &spec.log {
+        Some(p) if spec.log_append => Some(
+            std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(p)?,
+        ),
         Some(p) => Some(File::create(p)?),
         None => None,
     };

@@ -32,21 +32,21 @@ impl Runner<'_> {
         commands: &[String],
         mut should_stop: impl FnMut() -> bool,
     ) -> std::io::Result<VerifyFinished> {
-        let mut log = std::fs::File::create(self.log)?;
+        // Commands append their output to the same file, so ours appends too.
+        std::fs::File::create(self.log)?;
+        let mut log = std::fs::OpenOptions::new().append(true).open(self.log)?;
         let mut results = Vec::new();
         let mut failure: Option<(String, String, Option<i32>, bool)> = None;
         for cmd in commands {
             writeln!(log, "$ {cmd}")?;
-            let part = self.log.with_extension(format!("{}.part", results.len()));
+            log.flush()?;
             let mut spec = Spec::new("sh", self.workdir).arg("-c").arg(cmd);
             spec.timeout = self.timeout;
             spec.output_cap = self.output_cap;
             spec.grace = Duration::from_secs(2);
-            spec.log = Some(part.clone());
+            spec.log = Some(self.log.to_path_buf());
+            spec.log_append = true;
             let f = supervise::run(spec, &mut should_stop)?;
-            let mut part_file = std::fs::File::open(&part)?;
-            std::io::copy(&mut part_file, &mut log)?;
-            let _ = std::fs::remove_file(&part);
             let status = match (f.exit_code, f.timed_out) {
                 (_, true) => format!(
                     "timed out after {}",

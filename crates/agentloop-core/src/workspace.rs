@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use crate::event::{Event, Request, Settings};
 use crate::fsutil::write_atomic;
-use crate::journal::{self, Contents, JournalError, Record, Writer};
+use crate::journal::{self, JournalError, Record, Scan, Writer};
 use crate::plan::Plan;
 use crate::state::{FoldError, RunState};
 
@@ -185,7 +185,7 @@ pub struct RunDir {
 /// A loaded run: its state, and where its journal ends.
 pub struct Loaded {
     pub state: RunState,
-    pub contents: Contents,
+    pub scan: Scan,
 }
 
 impl Loaded {
@@ -193,7 +193,7 @@ impl Loaded {
     pub fn writer(&self, run: &RunDir) -> Result<Writer, WorkspaceError> {
         Ok(Writer::open(
             &run.journal(),
-            self.contents.valid_len,
+            self.scan.valid_len,
             self.state.last_seq + 1,
         )?)
     }
@@ -219,14 +219,20 @@ impl RunDir {
         self.path.join("iterations").join(format!("{n:04}"))
     }
 
-    /// Reads, checks and folds the journal.
+    /// Reads, checks and folds the journal, one record at a time.
     pub fn load(&self) -> Result<Loaded, WorkspaceError> {
-        let contents = journal::read(&self.journal())?;
-        let state = RunState::fold(&contents.records).map_err(|source| WorkspaceError::Fold {
-            path: self.journal(),
-            source,
+        let path = self.journal();
+        let mut state: Option<Result<RunState, FoldError>> = None;
+        let scan = journal::scan(&path, 0, 1, |r| match &mut state {
+            None => state = Some(RunState::from_first(&r)),
+            Some(Ok(s)) => s.apply(&r),
+            Some(Err(_)) => {}
         })?;
-        Ok(Loaded { state, contents })
+        match state {
+            None => Err(JournalError::Empty { path }.into()),
+            Some(Err(source)) => Err(WorkspaceError::Fold { path, source }),
+            Some(Ok(state)) => Ok(Loaded { state, scan }),
+        }
     }
 
     /// Rewrites `state.json` and `progress.md` from the state (both are caches).

@@ -1,7 +1,6 @@
 //! The driver: asks the policy what to do next, does it, and records it in the journal
 //! before and after. It holds the run's lock for its whole life.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -29,7 +28,8 @@ pub struct Driver {
     _lock: DriverLock,
     interrupted: Arc<AtomicBool>,
     progress: Progress,
-    scratch_index: PathBuf,
+    snapshots: Option<git::Snapshots>,
+    flushed: Instant,
 }
 
 impl Driver {
@@ -49,7 +49,7 @@ impl Driver {
             signal_hook::flag::register(sig, interrupted.clone())?;
         }
         let progress = Progress::new(out.quiet);
-        let scratch_index = run.path.join("scratch-index");
+        let snapshots = git::Snapshots::new(&ws.root, &run.path.join("scratch-index"));
         Ok(Driver {
             ws,
             run,
@@ -60,7 +60,8 @@ impl Driver {
             _lock: lock,
             interrupted,
             progress,
-            scratch_index,
+            snapshots,
+            flushed: Instant::now() - Duration::from_secs(10),
         })
     }
 
@@ -145,10 +146,20 @@ impl Driver {
         Ok(())
     }
 
-    fn flush(&self) {
+    /// Rewrites the derived files (state.json, progress.md).
+    fn flush(&mut self) {
+        self.flushed = Instant::now();
         if let Err(e) = self.run.write_derived(&self.state) {
             self.progress
                 .warn(&format!("cannot update state.json/progress.md: {e}"));
+        }
+    }
+
+    /// Like `flush`, at most once a second: they are caches, and rewriting them for
+    /// every quick iteration would cost more than the iteration.
+    fn flush_soon(&mut self) {
+        if self.flushed.elapsed() >= Duration::from_secs(1) {
+            self.flush();
         }
     }
 
@@ -223,7 +234,7 @@ impl Driver {
             "verify": open.verify.as_ref().map(|v| &v.commands),
         });
         let _ = std::fs::create_dir_all(&dir);
-        if let Err(e) = fsutil::write_atomic(
+        if let Err(e) = fsutil::write_new(
             &dir.join("result.json"),
             &agentloop_core::journal::pretty(&result),
         ) {
@@ -250,13 +261,13 @@ impl Driver {
         let agent = agentloop_agents::resolve(&self.config, &plan.agent)
             .map_err(|e| CliError::user(format!("task {}: {e}", plan.task)).hint(e.hint()))?;
         let workdir = self.ws.root.clone();
-        let tree_before = git::snapshot(&workdir, &self.scratch_index);
-        let head_before = git::head(&workdir);
+        let tree_before = self.snapshots.as_ref().and_then(|g| g.take());
+        let head_before = self.snapshots.as_ref().and_then(|_| git::head(&workdir));
         let dir = self.run.iteration_dir(plan.iteration);
         std::fs::create_dir_all(&dir)?;
         let text = prompt::build(&self.state, &plan.task, plan.kind);
         let prompt_file = dir.join("prompt.md");
-        fsutil::write_atomic(&prompt_file, text.as_bytes())?;
+        fsutil::write_new(&prompt_file, text.as_bytes())?;
         self.record(Event::IterationStarted(IterationStarted {
             iteration: plan.iteration,
             task: plan.task.clone(),
@@ -267,7 +278,7 @@ impl Driver {
             head_before,
             steer: self.state.steer.clone(),
         }))?;
-        self.flush();
+        self.flush_soon();
 
         let log = dir.join("agent.log");
         let inv = Invocation {
@@ -279,7 +290,7 @@ impl Driver {
         let mut last = Instant::now();
         let run: AgentRun = agent.run(&inv, &mut || self.should_stop(&mut last));
 
-        let tree_after = git::snapshot(&workdir, &self.scratch_index);
+        let tree_after = self.snapshots.as_ref().and_then(|g| g.take());
         let changed_files = match (&tree_before, &tree_after) {
             (Some(a), Some(b)) => git::changed_files(&workdir, a, b),
             _ => Vec::new(),
@@ -300,7 +311,7 @@ impl Driver {
             session_id: run.session_id.clone(),
             error: run.error.clone(),
             tree_after,
-            head_after: git::head(&workdir),
+            head_after: self.snapshots.as_ref().and_then(|_| git::head(&workdir)),
             changed_files,
         }))?;
         if let Some(err) = &run.error

@@ -1,0 +1,110 @@
+//! Driver overhead per iteration, excluding the agent and verification: the real
+//! binary drives a plan of trivial tasks in a real git repository; the journal's own
+//! timings of the agent are subtracted from the wall-clock time.
+//!
+//! `cargo bench -p agentloop --bench driver` (env `TASKS`, default 200)
+
+use std::process::Command;
+use std::time::Instant;
+
+use agentloop_core::event::Event;
+use agentloop_core::journal;
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let tasks: usize = std::env::var("TASKS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(200);
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let git = |args: &[&str]| {
+        let ok = Command::new("git")
+            .args(["-c", "user.name=b", "-c", "user.email=b@b"])
+            .args(args)
+            .current_dir(root)
+            .output()
+            .unwrap()
+            .status
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    let mut plan = String::from("# Overhead\n\n");
+    for i in 0..tasks {
+        plan.push_str(&format!("## T{i}: task {i}\n\nNothing to do.\n\n"));
+    }
+    std::fs::write(root.join("PLAN.md"), plan).unwrap();
+    // A project of realistic size for git to look at (env `FILES`, default 2,000).
+    let files: usize = std::env::var("FILES")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(2000);
+    for i in 0..files {
+        let d = root.join(format!("src/m{}", i / 100));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join(format!("f{i}.rs")),
+            format!("pub fn f{i}() -> u32 {{ {i} }}\n"),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        root.join("agentloop.toml"),
+        "[run]\nagent = \"noop\"\n[budgets]\nmax_iterations = 100000\n[agents.noop]\ncommand = [\"sh\", \"-c\", \"cat >/dev/null; echo TASK_COMPLETE\"]\n",
+    )
+    .unwrap();
+    std::fs::write(root.join(".gitignore"), ".agentloop/\n").unwrap();
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "bench"]);
+
+    let t = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_agentloop"))
+        .args(["run", "--quiet"])
+        .current_dir(root)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let wall = t.elapsed();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let runs = root.join(".agentloop/runs");
+    let run = std::fs::read_dir(&runs)
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let c = journal::read(&run.join("journal.jsonl")).unwrap();
+    let mut agent_ms = 0u64;
+    let mut verify_ms = 0u64;
+    let mut iterations = 0u64;
+    for r in &c.records {
+        match &r.event {
+            Event::AgentFinished(a) => {
+                agent_ms += a.duration_ms;
+                iterations += 1;
+            }
+            Event::VerifyFinished(v) => {
+                verify_ms += v.commands.iter().map(|c| c.duration_ms).sum::<u64>()
+            }
+            _ => {}
+        }
+    }
+    let overhead = wall.as_secs_f64() * 1000.0 - agent_ms as f64 - verify_ms as f64;
+    println!("driver overhead: {tasks} tasks, {iterations} iterations, {files}-file repository");
+    println!(
+        "  wall {:.0} ms, agent {agent_ms} ms, verification {verify_ms} ms",
+        wall.as_secs_f64() * 1000.0
+    );
+    println!(
+        "  overhead per iteration: {:.2} ms (target: under 10 ms)",
+        overhead / iterations as f64
+    );
+}
