@@ -41,56 +41,107 @@ pub fn head(workdir: &Path) -> Option<String> {
     output(c).filter(|s| !s.is_empty())
 }
 
-/// Takes snapshots of a work tree: a tree id for the whole working tree (tracked and
-/// untracked, not ignored files), computed in a scratch index so the user's index is
-/// untouched.
+/// What the work tree looked like at one moment: HEAD, and the content of every
+/// path that differs from it (tracked changes and untracked files, not ignored ones).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    /// A fingerprint of the whole state, stable for equal trees.
+    pub id: String,
+    pub head: Option<String>,
+    /// Dirty path → CRC-32 of its content (`None`: deleted).
+    pub dirty: std::collections::BTreeMap<String, Option<u32>>,
+}
+
+/// Takes snapshots with one `git status` each (no lock taken, the user's index untouched).
 #[derive(Debug, Clone)]
 pub struct Snapshots {
     workdir: std::path::PathBuf,
-    index: Option<std::path::PathBuf>,
-    scratch: std::path::PathBuf,
 }
 
 impl Snapshots {
     /// `None` when `workdir` is not in a git work tree.
-    pub fn new(workdir: &Path, scratch_index: &Path) -> Option<Snapshots> {
-        let mut c = git(workdir);
-        c.args(["rev-parse", "--is-inside-work-tree", "--git-path", "index"]);
-        let out = output(c)?;
-        let mut lines = out.lines();
-        (lines.next()? == "true").then_some(())?;
-        let index = lines.next().map(|p| workdir.join(p));
-        Some(Snapshots {
+    pub fn new(workdir: &Path) -> Option<Snapshots> {
+        is_repo(workdir).then(|| Snapshots {
             workdir: workdir.to_path_buf(),
-            index,
-            scratch: scratch_index.to_path_buf(),
         })
     }
 
-    pub fn take(&self) -> Option<String> {
-        match &self.index {
-            // Starting from a copy of the real index lets git skip unchanged files.
-            Some(real) if real.exists() => {
-                std::fs::copy(real, &self.scratch).ok()?;
-            }
-            _ => {
-                let _ = std::fs::remove_file(&self.scratch);
+    pub fn take(&self) -> Option<Snapshot> {
+        let mut c = git(&self.workdir);
+        c.args([
+            "--no-optional-locks",
+            "status",
+            "--porcelain=v2",
+            "-z",
+            "--branch",
+            "--no-renames",
+            "--untracked-files=all",
+        ]);
+        let out = c.output().ok().filter(|o| o.status.success())?;
+        let mut head = None;
+        let mut dirty = std::collections::BTreeMap::new();
+        for entry in out.stdout.split(|&b| b == 0).filter(|e| !e.is_empty()) {
+            let entry = String::from_utf8_lossy(entry);
+            let path = if let Some(oid) = entry.strip_prefix("# branch.oid ") {
+                head = (oid != "(initial)").then(|| oid.to_string());
+                continue;
+            } else if entry.starts_with('#') {
+                continue;
+            } else if let Some(p) = entry.strip_prefix("? ") {
+                p.to_string()
+            } else {
+                // "1 XY sub mH mI mW hH hI path" / "u XY sub m1 m2 m3 mW h1 h2 h3 path"
+                let fields = if entry.starts_with('u') { 10 } else { 8 };
+                match entry.splitn(fields + 1, ' ').nth(fields) {
+                    Some(p) => p.to_string(),
+                    None => continue,
+                }
+            };
+            let content = std::fs::read(self.workdir.join(&path))
+                .ok()
+                .map(|b| crc32fast::hash(&b));
+            dirty.insert(path, content);
+        }
+        let mut h = crc32fast::Hasher::new();
+        h.update(head.as_deref().unwrap_or("").as_bytes());
+        for (p, c) in &dirty {
+            h.update(p.as_bytes());
+            h.update(&c.map(|c| c.to_le_bytes()).unwrap_or([0xff; 4]));
+        }
+        let id = format!(
+            "{}:{:08x}",
+            head.as_deref()
+                .map(|h| &h[..h.len().min(12)])
+                .unwrap_or("-"),
+            h.finalize()
+        );
+        Some(Snapshot { id, head, dirty })
+    }
+
+    /// Paths whose content differs between two snapshots, including what commits
+    /// made in between changed.
+    pub fn changed(&self, before: &Snapshot, after: &Snapshot) -> Vec<String> {
+        let mut paths: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+        for (p, c) in &after.dirty {
+            if before.dirty.get(p) != Some(c) {
+                paths.insert(p.clone());
             }
         }
-        let mut add = git(&self.workdir);
-        add.env("GIT_INDEX_FILE", &self.scratch)
-            .args(["add", "-A", "--", "."])
-            .stdout(Stdio::null());
-        add.status().ok().filter(|s| s.success())?;
-        let mut wt = git(&self.workdir);
-        wt.env("GIT_INDEX_FILE", &self.scratch).arg("write-tree");
-        let tree = output(wt);
-        let _ = std::fs::remove_file(&self.scratch);
-        tree
+        for p in before.dirty.keys() {
+            if !after.dirty.contains_key(p) {
+                paths.insert(p.clone());
+            }
+        }
+        if before.head != after.head
+            && let (Some(a), Some(b)) = (&before.head, &after.head)
+        {
+            paths.extend(changed_files(&self.workdir, a, b));
+        }
+        paths.into_iter().collect()
     }
 }
 
-/// Paths that differ between two snapshots.
+/// Paths that differ between two commits or trees.
 pub fn changed_files(workdir: &Path, before: &str, after: &str) -> Vec<String> {
     if before == after {
         return Vec::new();

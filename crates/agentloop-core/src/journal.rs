@@ -475,6 +475,41 @@ mod tests {
     }
 
     #[test]
+    fn concurrent_writers_lose_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("journal.jsonl");
+        Writer::create(&p, &ev(0)).unwrap();
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let p = p.clone();
+                std::thread::spawn(move || {
+                    // Each writer is like a separate process: its own file handle and offset.
+                    let mut w = Writer::open(&p, 0, 1).unwrap();
+                    for i in 0..50 {
+                        w.append(&ev(1000 * t + i)).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let c = read(&p).unwrap();
+        assert_eq!(c.records.len(), 401);
+        let mut ids: Vec<String> = c
+            .records
+            .iter()
+            .map(|r| match &r.event {
+                Event::Control { id, .. } => id.clone(),
+                _ => unreachable!(),
+            })
+            .collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), 401, "every request is there exactly once");
+    }
+
+    #[test]
     fn torn_tail_is_reported_then_dropped() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("journal.jsonl");

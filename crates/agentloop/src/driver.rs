@@ -49,7 +49,7 @@ impl Driver {
             signal_hook::flag::register(sig, interrupted.clone())?;
         }
         let progress = Progress::new(out.quiet);
-        let snapshots = git::Snapshots::new(&ws.root, &run.path.join("scratch-index"));
+        let snapshots = git::Snapshots::new(&ws.root);
         Ok(Driver {
             ws,
             run,
@@ -261,8 +261,7 @@ impl Driver {
         let agent = agentloop_agents::resolve(&self.config, &plan.agent)
             .map_err(|e| CliError::user(format!("task {}: {e}", plan.task)).hint(e.hint()))?;
         let workdir = self.ws.root.clone();
-        let tree_before = self.snapshots.as_ref().and_then(|g| g.take());
-        let head_before = self.snapshots.as_ref().and_then(|_| git::head(&workdir));
+        let before = self.snapshots.as_ref().and_then(|g| g.take());
         let dir = self.run.iteration_dir(plan.iteration);
         std::fs::create_dir_all(&dir)?;
         let text = prompt::build(&self.state, &plan.task, plan.kind);
@@ -274,8 +273,8 @@ impl Driver {
             attempt: plan.attempt,
             kind: plan.kind,
             agent: plan.agent.clone(),
-            tree_before: tree_before.clone(),
-            head_before,
+            tree_before: before.as_ref().map(|s| s.id.clone()),
+            head_before: before.as_ref().and_then(|s| s.head.clone()),
             steer: self.state.steer.clone(),
         }))?;
         self.flush_soon();
@@ -290,9 +289,9 @@ impl Driver {
         let mut last = Instant::now();
         let run: AgentRun = agent.run(&inv, &mut || self.should_stop(&mut last));
 
-        let tree_after = self.snapshots.as_ref().and_then(|g| g.take());
-        let changed_files = match (&tree_before, &tree_after) {
-            (Some(a), Some(b)) => git::changed_files(&workdir, a, b),
+        let after = self.snapshots.as_ref().and_then(|g| g.take());
+        let changed_files = match (&self.snapshots, &before, &after) {
+            (Some(g), Some(a), Some(b)) => g.changed(a, b),
             _ => Vec::new(),
         };
         let f = &run.finished;
@@ -310,8 +309,8 @@ impl Driver {
             cost_usd: run.cost_usd,
             session_id: run.session_id.clone(),
             error: run.error.clone(),
-            tree_after,
-            head_after: self.snapshots.as_ref().and_then(|_| git::head(&workdir)),
+            tree_after: after.as_ref().map(|s| s.id.clone()),
+            head_after: after.as_ref().and_then(|s| s.head.clone()),
             changed_files,
         }))?;
         if let Some(err) = &run.error

@@ -12,14 +12,13 @@ use crate::render::{describe_request, json_event};
 
 pub fn log(ws: &Workspace, args: LogArgs) -> Result<ExitKind, CliError> {
     let run = ws.resolve(args.run.as_deref())?;
-    let c = journal::read(&run.journal())?;
-    let mut offset = c.valid_len;
-    let mut next = c.records.len() as u64 + 1;
     let mut finished = false;
-    for r in &c.records {
-        print_record(r, args.json);
+    let c = journal::scan(&run.journal(), 0, 1, |r| {
+        print_record(&r, args.json);
         finished = matches!(r.event, Event::RunFinished { .. });
-    }
+    })?;
+    let mut offset = c.valid_len;
+    let mut next = c.count + 1;
     while args.follow && !(finished && run.lock_holder().is_none()) {
         std::thread::sleep(Duration::from_millis(200));
         let more = journal::read_from(&run.journal(), offset, next)?;

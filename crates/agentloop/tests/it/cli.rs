@@ -145,3 +145,17 @@ fn help_documents_exit_codes() {
     assert_eq!(r.code, Some(0));
     insta::assert_snapshot!(r.stdout);
 }
+
+#[test]
+fn the_documented_plan_example_is_valid() {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/PLAN.md"),
+    )
+    .unwrap();
+    let start = doc.find("```markdown\n").unwrap() + "```markdown\n".len();
+    let end = start + doc[start..].find("\n```\n").unwrap();
+    let plan = agentloop_core::plan::Plan::parse("docs/PLAN.md", &doc[start..end]).unwrap();
+    assert_eq!(plan.ids(), vec!["T1", "T2", "T3"]);
+    assert_eq!(plan.settings["budgets"]["task_retries"], 4);
+    assert_eq!(plan.tasks[1].scope, vec!["src/"]);
+}
