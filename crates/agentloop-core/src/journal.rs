@@ -486,7 +486,7 @@ mod tests {
                     // Each writer is like a separate process: its own file handle and offset.
                     let mut w = Writer::open(&p, 0, 1).unwrap();
                     for i in 0..50 {
-                        w.append(&ev(1000 * t + i)).unwrap();
+                        w.append(&ev(1000 * t + i + 1)).unwrap();
                     }
                 })
             })
