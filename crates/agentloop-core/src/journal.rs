@@ -376,14 +376,17 @@ impl Writer {
         Ok(others)
     }
 
-    /// Records appended by others since this writer last looked (takes the lock).
-    pub fn catch_up(&mut self) -> Result<Vec<Record>, JournalError> {
-        let len = self
+    fn file_len(&self) -> Result<u64, JournalError> {
+        Ok(self
             .file
             .metadata()
             .map_err(|e| JournalError::io(&self.path, e))?
-            .len();
-        if len == self.offset {
+            .len())
+    }
+
+    /// Records appended by others since this writer last looked (takes the lock).
+    pub fn catch_up(&mut self) -> Result<Vec<Record>, JournalError> {
+        if self.file_len()? == self.offset {
             return Ok(Vec::new());
         }
         self.file
@@ -395,12 +398,7 @@ impl Writer {
     }
 
     fn catch_up_locked(&mut self) -> Result<Vec<Record>, JournalError> {
-        let len = self
-            .file
-            .metadata()
-            .map_err(|e| JournalError::io(&self.path, e))?
-            .len();
-        if len == self.offset {
+        if self.file_len()? == self.offset {
             return Ok(Vec::new());
         }
         let c = read_from(&self.path, self.offset, self.next_seq)?;

@@ -163,17 +163,14 @@ impl Workspace {
     }
 }
 
-/// A run id that sorts by creation time: `20261122-104259-3fa2`.
+/// A run id that sorts by creation time, to the millisecond: `20261122-104259-042-3fa2`.
 fn new_run_id() -> String {
     let now = SystemTime::now();
-    let stamp = humantime::format_rfc3339_seconds(now).to_string();
+    let stamp = humantime::format_rfc3339_millis(now).to_string();
     let digits: String = stamp.chars().filter(|c| c.is_ascii_digit()).collect();
-    let nanos = now
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
+    let nanos = now.duration_since(SystemTime::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
     let salt = (nanos ^ std::process::id().rotate_left(16)) & 0xffff;
-    format!("{}-{}-{salt:04x}", &digits[..8], &digits[8..14])
+    format!("{}-{}-{}-{salt:04x}", &digits[..8], &digits[8..14], &digits[14..17])
 }
 
 #[derive(Debug, Clone)]

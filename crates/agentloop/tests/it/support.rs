@@ -169,7 +169,7 @@ pub fn copy_dir(from: &Path, to: &Path) {
 pub fn redact(p: &Project, text: &str) -> String {
     let mut t = text.replace(p.path().to_str().unwrap(), "[DIR]");
     for (re, to) in [
-        (r"\d{8}-\d{6}-[0-9a-f]{4}", "[RUN]"),
+        (r"\d{8}-\d{6}-\d{3}-[0-9a-f]{4}", "[RUN]"),
         (r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z", "[TIME]"),
         (r"\b\d{2}:\d{2}:\d{2}\b", "[HH:MM:SS]"),
         (r"pid \d+", "pid [PID]"),
