@@ -168,9 +168,17 @@ fn new_run_id() -> String {
     let now = SystemTime::now();
     let stamp = humantime::format_rfc3339_millis(now).to_string();
     let digits: String = stamp.chars().filter(|c| c.is_ascii_digit()).collect();
-    let nanos = now.duration_since(SystemTime::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let nanos = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
     let salt = (nanos ^ std::process::id().rotate_left(16)) & 0xffff;
-    format!("{}-{}-{}-{salt:04x}", &digits[..8], &digits[8..14], &digits[14..17])
+    format!(
+        "{}-{}-{}-{salt:04x}",
+        &digits[..8],
+        &digits[8..14],
+        &digits[14..17]
+    )
 }
 
 #[derive(Debug, Clone)]

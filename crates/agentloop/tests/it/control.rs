@@ -440,3 +440,47 @@ echo TASK_COMPLETE
     );
     assert_eq!(p.status()["tasks"][0]["iterations"], 2);
 }
+
+#[test]
+fn log_follow_prints_events_until_the_run_ends() {
+    let p = Project::git();
+    scripted(
+        &p,
+        TWO_TASKS,
+        &agent("sleep 0.3\ntouch one.txt two.txt\necho TASK_COMPLETE\n"),
+        "",
+    );
+    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    wait_for(&p, "the run to start", |p| {
+        p.path().join(".git/agent-state/pid").exists()
+    });
+    let follow = p
+        .cmd(&["log", "--follow", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert_eq!(
+        wait_exit(&mut driver, Duration::from_secs(20)).code(),
+        Some(0)
+    );
+    let out = follow.wait_with_output().unwrap();
+    let kinds: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["event"]["kind"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(kinds.first().map(String::as_str), Some("run_created"));
+    assert_eq!(
+        kinds.last().map(String::as_str),
+        Some("run_finished"),
+        "--follow ends with the run"
+    );
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "iteration_finished").count(),
+        2
+    );
+}
