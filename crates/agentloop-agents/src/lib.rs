@@ -2,7 +2,10 @@
 //! schema (final message, signals, usage, cost, session id, error kind). Nothing above
 //! this crate parses an agent's output format.
 
+pub mod claude;
+pub mod codex;
 pub mod command;
+pub mod parsed;
 
 use std::path::Path;
 
