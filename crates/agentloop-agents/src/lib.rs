@@ -67,18 +67,30 @@ impl ResolveError {
 
 /// The agent called `name` in the configuration.
 pub fn resolve(config: &Config, name: &str) -> Result<Box<dyn Agent>, ResolveError> {
-    let Some(ac) = config.agents.get(name) else {
-        return Err(ResolveError::Unknown {
-            name: name.to_string(),
-            known: config.agents.keys().cloned().collect(),
-        });
-    };
-    build(name, ac)
+    if let Some(ac) = config.agents.get(name) {
+        return build(name, ac);
+    }
+    if BUILTIN.contains(&name) {
+        return build(name, &AgentConfig::builtin(name));
+    }
+    Err(ResolveError::Unknown {
+        name: name.to_string(),
+        known: config
+            .agents
+            .keys()
+            .cloned()
+            .chain(BUILTIN.iter().map(|s| s.to_string()))
+            .collect(),
+    })
 }
+
+/// Agent CLIs that work without any configuration.
+pub const BUILTIN: &[&str] = &["claude"];
 
 fn build(name: &str, ac: &AgentConfig) -> Result<Box<dyn Agent>, ResolveError> {
     match ac.kind.as_str() {
         "command" => Ok(Box::new(command::CommandAgent::new(name, ac.clone()))),
+        "claude" => Ok(Box::new(claude::ClaudeAgent::new(name, ac.clone()))),
         other => Err(ResolveError::UnsupportedKind {
             name: name.to_string(),
             kind: other.to_string(),

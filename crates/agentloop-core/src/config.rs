@@ -114,6 +114,44 @@ pub struct AgentConfig {
     pub output_cap: u64,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Model name passed to agent CLIs that take one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Tools granted without asking (Claude Code `--allowedTools`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_tools: Option<Vec<String>>,
+    /// Tools refused (Claude Code `--disallowedTools`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disallowed_tools: Option<Vec<String>>,
+    /// Claude Code `--permission-mode`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<String>,
+    /// Claude Code `--max-turns`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+    /// Extra arguments appended to the agent CLI's command line.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+}
+
+impl AgentConfig {
+    /// The built-in configuration of an agent CLI called `kind`.
+    pub fn builtin(kind: &str) -> AgentConfig {
+        AgentConfig {
+            kind: kind.to_string(),
+            command: Vec::new(),
+            prompt: PromptVia::Stdin,
+            timeout: default_agent_timeout(),
+            output_cap: default_output_cap(),
+            env: BTreeMap::new(),
+            model: None,
+            allowed_tools: None,
+            disallowed_tools: None,
+            permission_mode: None,
+            max_turns: None,
+            args: Vec::new(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]

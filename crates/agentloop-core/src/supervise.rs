@@ -39,6 +39,8 @@ pub struct Spec {
     pub grace: Duration,
     /// Keep stderr out of `tail` (it still goes to the log).
     pub tail_stdout_only: bool,
+    /// Bytes of the end of the output kept in memory.
+    pub tail_bytes: usize,
 }
 
 impl Spec {
@@ -55,6 +57,7 @@ impl Spec {
             log_append: false,
             grace: Duration::from_secs(5),
             tail_stdout_only: false,
+            tail_bytes: TAIL_BYTES,
         }
     }
 
@@ -74,7 +77,7 @@ pub struct Finished {
     pub duration: Duration,
     pub output_bytes: u64,
     pub truncated: bool,
-    /// The last `TAIL_BYTES` of output.
+    /// The end of the output (`Spec::tail_bytes` of it).
     pub tail: Vec<u8>,
 }
 
@@ -93,13 +96,14 @@ struct Sink {
     /// Output past the cap: only the end is kept.
     overflow: VecDeque<u8>,
     tail: VecDeque<u8>,
+    tail_cap: usize,
 }
 
 impl Sink {
     fn push(&mut self, bytes: &[u8], keep_tail: bool) {
         self.total += bytes.len() as u64;
         if keep_tail {
-            extend_ring(&mut self.tail, bytes, TAIL_BYTES);
+            extend_ring(&mut self.tail, bytes, self.tail_cap);
         }
         let room = self.cap.saturating_sub(self.written) as usize;
         let (now, later) = bytes.split_at(room.min(bytes.len()));
@@ -193,6 +197,7 @@ pub fn spawn(spec: Spec) -> std::io::Result<Running> {
     let sink = Arc::new(Mutex::new(Sink {
         log,
         cap: spec.output_cap,
+        tail_cap: spec.tail_bytes,
         ..Sink::default()
     }));
     let mut readers = Vec::new();

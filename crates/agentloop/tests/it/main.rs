@@ -6,4 +6,5 @@ mod cli;
 mod control;
 mod crash;
 mod policy;
+mod real_claude;
 mod support;
