@@ -132,6 +132,7 @@ impl Agent for ClaudeAgent {
                     cost_usd: p.cost_usd.unwrap_or(0.0),
                     session_id: p.session_id,
                     error,
+                    resets_at_ms: p.resets_at_ms,
                 }
             }
             Err(e) => AgentRun {
@@ -193,6 +194,11 @@ pub fn parse_stream_json(text: &str) -> Parsed {
                     .and_then(Value::as_str)
                     .unwrap_or_default();
                 if status != "allowed" && !status.is_empty() {
+                    // `resetsAt` is in Unix seconds.
+                    p.resets_at_ms = info
+                        .get("resetsAt")
+                        .and_then(Value::as_u64)
+                        .map(|s| s * 1000);
                     let resets = info
                         .get("resetsAt")
                         .map(|r| format!(" · resets at {r}"))

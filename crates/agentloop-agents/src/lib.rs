@@ -23,6 +23,8 @@ pub struct AgentRun {
     pub cost_usd: f64,
     pub session_id: Option<String>,
     pub error: Option<AgentError>,
+    /// When a usage limit resets (Unix milliseconds), if the agent said.
+    pub resets_at_ms: Option<u64>,
 }
 
 /// The files and limits of one iteration.

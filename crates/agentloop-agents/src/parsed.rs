@@ -15,6 +15,8 @@ pub struct Parsed {
     /// Tool calls the agent made, by tool name.
     pub tool_uses: Vec<String>,
     pub error: Option<AgentError>,
+    /// When a usage limit resets (Unix milliseconds), if the output said.
+    pub resets_at_ms: Option<u64>,
 }
 
 /// Sorts an error message (and an HTTP status, when the CLI gives one) into the kinds

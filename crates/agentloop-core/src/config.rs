@@ -19,7 +19,34 @@ pub struct Config {
     pub verify: VerifyConfig,
     pub gates: Gates,
     pub git: GitConfig,
+    pub limits: Limits,
     pub agents: BTreeMap<String, AgentConfig>,
+}
+
+/// What to do when the model service says "not now".
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Wait after a usage or rate limit whose reset time the agent did not tell;
+    /// doubled for each limit in a row.
+    #[serde(with = "duration")]
+    pub wait: Duration,
+    /// Backoff after an overloaded service (529), doubled for each in a row.
+    #[serde(with = "duration")]
+    pub overloaded_wait: Duration,
+    /// The longest single wait; a longer one waits for a person instead.
+    #[serde(with = "duration")]
+    pub max_wait: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            wait: Duration::from_secs(60),
+            overloaded_wait: Duration::from_secs(15),
+            max_wait: Duration::from_secs(6 * 3600),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -541,6 +568,11 @@ final_review = false
 
 [git]
 commit = false          # commit after each verified task
+
+[limits]
+wait = "60s"            # after a usage/rate limit with no reset time; doubles each time in a row
+overloaded_wait = "15s" # after an overloaded service; doubles each time in a row
+max_wait = "6h"         # a longer wait waits for a person instead
 
 # Any program can be an agent: it gets the prompt on stdin, or in a file.
 # [agents.mine]

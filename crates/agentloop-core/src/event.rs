@@ -51,6 +51,16 @@ pub enum Event {
         source: String,
         request: Request,
     },
+    /// The model service refused for now (usage/rate limit, overloaded). The run
+    /// waits until `until_ms` (Unix milliseconds); the task's retries are untouched.
+    LimitHit {
+        kind: AgentErrorKind,
+        message: String,
+        until_ms: u64,
+        known_reset: bool,
+    },
+    /// The driver waited until the limit's reset.
+    LimitWaitOver,
     RunFinished {
         status: RunStatus,
         reason: FinishReason,
@@ -71,6 +81,8 @@ impl Event {
             Event::ReplanRejected { .. } => "replan_rejected",
             Event::GateOpened { .. } => "gate_opened",
             Event::Control { .. } => "control",
+            Event::LimitHit { .. } => "limit_hit",
+            Event::LimitWaitOver => "limit_wait_over",
             Event::RunFinished { .. } => "run_finished",
         }
     }
@@ -92,6 +104,8 @@ pub struct Settings {
     pub test_patterns: Vec<String>,
     pub protected: Vec<String>,
     pub commit: bool,
+    #[serde(default)]
+    pub limits: crate::config::Limits,
 }
 
 impl Settings {
@@ -108,6 +122,7 @@ impl Settings {
             test_patterns: c.verify.test_patterns.clone(),
             protected: c.verify.protected.clone(),
             commit: c.git.commit,
+            limits: c.limits.clone(),
         }
     }
 }
@@ -166,6 +181,9 @@ pub struct AgentFinished {
     pub session_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<AgentError>,
+    /// When the agent's service said its limit resets (Unix milliseconds), if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resets_at_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tree_after: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -263,6 +281,8 @@ pub enum Outcome {
     /// The iteration was cut short (driver killed, `stop --now`); it does not count
     /// against the task's retries.
     Aborted,
+    /// The model service refused for now; the run waits, the try does not count.
+    Limited,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

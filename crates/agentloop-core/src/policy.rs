@@ -41,6 +41,10 @@ pub enum WaitReason {
         tasks: Vec<String>,
         breaker: bool,
     },
+    /// The model service's limit resets at this time (Unix milliseconds).
+    UsageLimit {
+        until_ms: u64,
+    },
 }
 
 /// Applies `event` to a copy of `state` and returns the action that follows. The
@@ -64,6 +68,9 @@ pub fn next_action(s: &RunState) -> Action {
             status: RunStatus::Stopped,
             reason: FinishReason::StopRequested,
         });
+    }
+    if let Some(until_ms) = s.limit_until_ms {
+        return Action::Wait(WaitReason::UsageLimit { until_ms });
     }
     if let Some(g) = &s.gate {
         return Action::Wait(WaitReason::Gate(g.clone()));
@@ -248,6 +255,45 @@ fn finish_open_iteration(s: &RunState, open: &crate::state::OpenIteration) -> Ac
     if agent.killed || (s.stop == Some(StopKind::Now) && open.verify.is_none()) {
         return finished(Outcome::Aborted, "stopped on request".into(), None);
     }
+    if let Some(err) = &agent.error {
+        match err.kind {
+            AgentErrorKind::RateLimit | AgentErrorKind::Overloaded => {
+                if !open.limited {
+                    return match limit_wait(s, open.agent_ms, agent, err) {
+                        Ok(event) => Action::Record(event),
+                        Err(why) => finished(Outcome::Blocked, why, None),
+                    };
+                }
+                let what = if err.kind == AgentErrorKind::Overloaded {
+                    "overloaded"
+                } else {
+                    "usage limit"
+                };
+                return finished(Outcome::Limited, format!("{what}: {}", err.message), None);
+            }
+            AgentErrorKind::Auth => {
+                return finished(
+                    Outcome::Blocked,
+                    format!(
+                        "the agent could not authenticate: {}. Fix the API key or log the CLI in, then `agentloop retry {}`",
+                        err.message, open.started.task
+                    ),
+                    None,
+                );
+            }
+            AgentErrorKind::Billing => {
+                return finished(
+                    Outcome::Blocked,
+                    format!(
+                        "the agent's account cannot pay: {}. Fix billing, then `agentloop retry {}`",
+                        err.message, open.started.task
+                    ),
+                    None,
+                );
+            }
+            _ => {}
+        }
+    }
     if let Some(q) = &agent.signals.blocked {
         return finished(Outcome::Blocked, format!("the agent asks: {q}"), None);
     }
@@ -276,6 +322,50 @@ fn finish_open_iteration(s: &RunState, open: &crate::state::OpenIteration) -> Ac
     };
     let (outcome, reason, digest) = judge(s, &task, agent, verify);
     finished(outcome, reason, digest)
+}
+
+/// How long to wait after a limit: the reset time when the agent told it, else a
+/// backoff that doubles with each limit in a row (with a little deterministic jitter
+/// for overloads). `Err` when the wait is longer than `limits.max_wait`.
+fn limit_wait(
+    s: &RunState,
+    at_ms: u64,
+    agent: &AgentFinished,
+    err: &AgentError,
+) -> Result<Event, String> {
+    let l = &s.settings.limits;
+    let max = l.max_wait.as_millis() as u64;
+    let (wait, known) = match agent.resets_at_ms {
+        Some(reset) => (reset.saturating_sub(at_ms).max(1000), true),
+        None => {
+            let base = if err.kind == AgentErrorKind::Overloaded {
+                l.overloaded_wait
+            } else {
+                l.wait
+            };
+            let factor = 1u64 << s.limit_streak.min(16);
+            let mut wait = (base.as_millis() as u64).saturating_mul(factor);
+            if err.kind == AgentErrorKind::Overloaded {
+                // Up to 25% more, the same on every replay of this journal.
+                wait += wait / 4 * ((s.iterations as u64 * 7919) % 100) / 100;
+            }
+            (wait.min(max), false)
+        }
+    };
+    if known && wait > max {
+        return Err(format!(
+            "the usage limit resets in {}s, longer than limits.max_wait ({}s): {}",
+            wait / 1000,
+            max / 1000,
+            err.message
+        ));
+    }
+    Ok(Event::LimitHit {
+        kind: err.kind,
+        message: err.message.clone(),
+        until_ms: at_ms + wait,
+        known_reset: known,
+    })
 }
 
 /// Dual condition: the agent claimed completion and verification passed (and in tdd

@@ -126,6 +126,12 @@ pub struct OpenIteration {
     pub replan: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replan_rejection: Option<String>,
+    /// When the agent finished (Unix milliseconds).
+    #[serde(default)]
+    pub agent_ms: u64,
+    /// A limit was recorded for this iteration.
+    #[serde(default)]
+    pub limited: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -166,6 +172,13 @@ pub struct RunState {
     pub replans_used: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished: Option<FinishReason>,
+    /// Waiting for a usage limit to reset until this time (Unix milliseconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_until_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_message: Option<String>,
+    /// Limits hit in a row (the backoff doubles with each).
+    pub limit_streak: u32,
     pub last_seq: u64,
     pub created: String,
     pub updated: String,
@@ -235,6 +248,9 @@ impl RunState {
             learnings: Vec::new(),
             replans_used: 0,
             finished: None,
+            limit_until_ms: None,
+            limit_message: None,
+            limit_streak: 0,
             last_seq: first.seq,
             created: first.time.clone(),
             updated: first.time.clone(),
@@ -324,6 +340,8 @@ impl RunState {
                     verify: None,
                     replan: None,
                     replan_rejection: None,
+                    agent_ms: 0,
+                    limited: false,
                 });
             }
             Event::AgentFinished(a) => {
@@ -337,6 +355,7 @@ impl RunState {
                 if let Some(open) = &mut self.open {
                     let task = open.started.task.clone();
                     open.agent = Some(a.clone());
+                    open.agent_ms = rec.time_ms();
                     if let Some(t) = self.task_mut(&task) {
                         t.cost_usd += a.cost_usd;
                         t.tokens += a.usage.total();
@@ -387,6 +406,20 @@ impl RunState {
                 self.requests.insert(id.clone());
                 self.control(request);
             }
+            Event::LimitHit {
+                until_ms, message, ..
+            } => {
+                self.limit_until_ms = Some(*until_ms);
+                self.limit_message = Some(message.clone());
+                self.limit_streak += 1;
+                if let Some(open) = &mut self.open {
+                    open.limited = true;
+                }
+            }
+            Event::LimitWaitOver => {
+                self.limit_until_ms = None;
+                self.limit_message = None;
+            }
             Event::RunFinished { reason, .. } => {
                 self.finished = Some(reason.clone());
                 self.stop = None;
@@ -405,6 +438,9 @@ impl RunState {
     fn finish_iteration(&mut self, f: &IterationFinished, time_ms: u64) {
         let Some(open) = self.open.take() else { return };
         self.active_ms += time_ms.saturating_sub(open.started_ms);
+        if f.outcome != Outcome::Limited && f.outcome != Outcome::Aborted {
+            self.limit_streak = 0;
+        }
         let task_id = open.started.task.clone();
         let gate_after = self.needs_gate_after(&task_id);
         let iteration_cost = open.agent.as_ref().map(|a| a.cost_usd).unwrap_or(0.0);
@@ -452,7 +488,7 @@ impl RunState {
                 t.failed_cost_usd += iteration_cost;
                 t.reset_ladder();
             }
-            Outcome::Aborted => {
+            Outcome::Aborted | Outcome::Limited => {
                 t.status = TaskStatus::Pending;
                 t.attempts = t.attempts.saturating_sub(1);
                 t.failed_cost_usd += iteration_cost;

@@ -235,7 +235,28 @@ fn handle(sh: &Shared, mut req: tiny_http::Request) {
                 .with_status_code(status)
                 .with_header(header("Content-Type", "application/json"));
             if let Some(s) = retry_after {
-                resp = resp.with_header(header("retry-after", &s.to_string()));
+                // Both the generic header and Anthropic's unified rate-limit headers,
+                // whose reset time Claude Code reports.
+                let reset = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_secs() + s)
+                    .unwrap_or(0);
+                resp = resp
+                    .with_header(header("retry-after", &s.to_string()))
+                    .with_header(header("anthropic-ratelimit-unified-status", "rejected"))
+                    .with_header(header(
+                        "anthropic-ratelimit-unified-reset",
+                        &reset.to_string(),
+                    ))
+                    .with_header(header("anthropic-ratelimit-unified-5h-status", "rejected"))
+                    .with_header(header(
+                        "anthropic-ratelimit-unified-5h-reset",
+                        &reset.to_string(),
+                    ))
+                    .with_header(header(
+                        "anthropic-ratelimit-unified-representative-claim",
+                        "five_hour",
+                    ));
             }
             let _ = req.respond(resp);
         }

@@ -32,6 +32,13 @@ pub struct Driver {
     flushed: Instant,
 }
 
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
 impl Driver {
     pub fn new(
         ws: Workspace,
@@ -96,6 +103,17 @@ impl Driver {
                         self.flush();
                         self.progress.waiting(&self.state, &reason);
                         waiting_since = Some(reason.clone());
+                    }
+                    if let WaitReason::UsageLimit { until_ms } = reason {
+                        if now_ms() >= until_ms {
+                            self.record(Event::LimitWaitOver)?;
+                        } else {
+                            std::thread::sleep(Duration::from_millis(
+                                until_ms.saturating_sub(now_ms()).min(200),
+                            ));
+                            self.poll_controls()?;
+                        }
+                        continue;
                     }
                     if self.out.no_wait && !matches!(reason, WaitReason::Paused) {
                         return Ok(match reason {
@@ -309,6 +327,7 @@ impl Driver {
             cost_usd: run.cost_usd,
             session_id: run.session_id.clone(),
             error: run.error.clone(),
+            resets_at_ms: run.resets_at_ms,
             tree_after: after.as_ref().map(|s| s.id.clone()),
             head_after: after.as_ref().and_then(|s| s.head.clone()),
             changed_files,

@@ -178,6 +178,7 @@ impl Progress {
                     Outcome::Blocked => ("?", "33"),
                     Outcome::Replanned => ("↻", "36"),
                     Outcome::Aborted => ("-", "2"),
+                    Outcome::Limited => ("…", "33"),
                 };
                 let text = format!("    {} {}", paint(code, mark), f.reason);
                 self.line(&text);
@@ -233,6 +234,18 @@ impl Progress {
     pub fn waiting(&mut self, s: &RunState, reason: &WaitReason) {
         let text = match reason {
             WaitReason::Paused => "agentloop: paused; `agentloop resume` continues".to_string(),
+            WaitReason::UsageLimit { until_ms } => {
+                let until = std::time::UNIX_EPOCH + std::time::Duration::from_millis(*until_ms);
+                let left = until
+                    .duration_since(std::time::SystemTime::now())
+                    .map(|d| d.as_secs())
+                    .unwrap_or(0);
+                format!(
+                    "agentloop: {}; waiting until {} ({left}s), the task's retries untouched",
+                    s.limit_message.as_deref().unwrap_or("usage limit"),
+                    humantime::format_rfc3339_seconds(until)
+                )
+            }
             WaitReason::Gate(g) => format!(
                 "agentloop: waiting for a person: {}\n  `agentloop approve [--note …]` or `agentloop reject --note …` (run {})",
                 g.describe(),

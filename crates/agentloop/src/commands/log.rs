@@ -101,6 +101,23 @@ fn describe(e: &Event) -> String {
         Event::Control {
             request, source, ..
         } => format!("{} (from {source})", describe_request(request)),
+        Event::LimitHit {
+            kind,
+            message,
+            until_ms,
+            known_reset,
+        } => format!(
+            "{kind:?}: {message} · waiting until {}{}",
+            humantime::format_rfc3339_seconds(
+                std::time::UNIX_EPOCH + std::time::Duration::from_millis(*until_ms)
+            ),
+            if *known_reset {
+                ""
+            } else {
+                " (reset time not given; backoff)"
+            }
+        ),
+        Event::LimitWaitOver => "the limit's wait is over".into(),
         Event::RunFinished { status, reason } => {
             format!("{} · {}", status.as_str(), reason.describe())
         }

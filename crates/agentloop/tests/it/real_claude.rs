@@ -84,3 +84,203 @@ fn two_tasks_done_through_claudes_own_tools() {
     assert_eq!(s["tokens"]["cached_input"], 120);
     assert_eq!(server.steps_used(), 4);
 }
+
+fn project(server: &MockServer, plan: &str, extra: &str) -> Project {
+    let p = Project::git();
+    let home = p.path().join(".git/claude-home");
+    std::fs::create_dir_all(&home).unwrap();
+    p.write("PLAN.md", plan);
+    p.write(
+        "agentloop.toml",
+        format!("{}\n{extra}", claude_config(server, &home)),
+    );
+    p.write(".gitignore", ".agentloop/\n");
+    p.commit("setup");
+    p
+}
+
+const ONE: &str = "# One\n\n## T1: Hello\nVerify: test -f hello.txt\n\nCreate hello.txt.\n";
+
+fn journal_events(p: &Project) -> Vec<serde_json::Value> {
+    p.run(&["log", "--json"])
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["event"].clone())
+        .collect()
+}
+
+#[test]
+fn a_false_completion_is_caught_and_retried_with_the_digest() {
+    let server = MockServer::start(
+        Api::Anthropic,
+        Scenario::new(vec![
+            say("All done, tests pass.\nTASK_COMPLETE", 50, 5, 0),
+            bash("echo hello > hello.txt", 60, 6),
+            say("Now it really exists.\nTASK_COMPLETE", 70, 7, 0),
+        ]),
+    );
+    let p = project(&server, ONE, "");
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stderr.contains("verification failed: `test -f hello.txt` exited 1 (the agent claimed the task was complete)"), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(
+        (s["status"].as_str(), s["iterations"].as_u64()),
+        (Some("completed"), Some(2))
+    );
+    // The second claude process was told what failed.
+    let second = server
+        .requests()
+        .into_iter()
+        .find(|r| r.step == Some(1))
+        .expect("a second main request");
+    assert!(
+        second.body.to_string().contains("Last attempt failed"),
+        "{}",
+        second.body
+    );
+}
+
+#[test]
+fn a_rate_limit_waits_for_the_reset_without_spending_retries() {
+    let server = MockServer::start(
+        Api::Anthropic,
+        Scenario::new(vec![
+            Step::Error {
+                status: 429,
+                kind: "rate_limit_error".into(),
+                message: "This request would exceed your account's rate limit.".into(),
+                retry_after: Some(2),
+            },
+            bash("echo hello > hello.txt", 60, 6),
+            say("TASK_COMPLETE", 70, 7, 0),
+        ]),
+    );
+    let p = project(
+        &server,
+        ONE,
+        "[limits]\nwait = \"2s\"\n\n[budgets]\ntask_retries = 1\n",
+    );
+    let t = std::time::Instant::now();
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        t.elapsed() >= std::time::Duration::from_secs(2),
+        "it waited for the reset"
+    );
+    assert!(r.stderr.contains("waiting until"), "{}", r.stderr);
+    let events = journal_events(&p);
+    let limit = events
+        .iter()
+        .find(|e| e["kind"] == "limit_hit")
+        .expect("a limit_hit event");
+    assert_eq!(limit["data"]["kind"], "rate_limit");
+    assert!(events.iter().any(|e| e["kind"] == "limit_wait_over"));
+    // With a retry budget of 1, the run could only finish if the limited try did not count.
+    let attempts: Vec<u64> = events
+        .iter()
+        .filter(|e| e["kind"] == "iteration_started")
+        .map(|e| e["data"]["attempt"].as_u64().unwrap())
+        .collect();
+    assert_eq!(attempts, vec![1, 1]);
+}
+
+#[test]
+fn an_auth_error_waits_for_a_person_with_a_clear_message() {
+    let server = MockServer::start(
+        Api::Anthropic,
+        Scenario::new(vec![Step::Error {
+            status: 401,
+            kind: "authentication_error".into(),
+            message: "invalid x-api-key".into(),
+            retry_after: None,
+        }]),
+    );
+    let p = project(&server, ONE, "");
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["status"], "blocked");
+    let why = s["tasks"][0]["blocked"].as_str().unwrap();
+    assert!(
+        why.starts_with("the agent could not authenticate: "),
+        "{why}"
+    );
+    assert!(
+        why.contains("Fix the API key or log the CLI in, then `agentloop retry T1`"),
+        "{why}"
+    );
+    assert_eq!(s["iterations"], 1, "no retries burnt on a bad key");
+}
+
+/// Processes whose working directory is inside `dir`.
+fn processes_in(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .chars()
+                .all(|c| c.is_ascii_digit())
+        })
+        .filter(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|c| c.starts_with(dir)))
+        .filter(|e| {
+            std::fs::read_to_string(e.path().join("stat")).is_ok_and(|s| {
+                !s.rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
+        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn stop_now_during_a_stalled_reply_ends_claudes_process_group() {
+    let server = MockServer::start(
+        Api::Anthropic,
+        Scenario::new(vec![Step::Stall { seconds: 60 }]),
+    );
+    let p = project(&server, ONE, "");
+    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    let t = std::time::Instant::now();
+    while server.requests().iter().all(|r| r.step.is_none()) {
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(60),
+            "claude never asked the model"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let driver_pid = driver.id().to_string();
+    assert!(
+        processes_in(p.path()).iter().any(|pid| *pid != driver_pid),
+        "claude is running"
+    );
+    let t = std::time::Instant::now();
+    assert_eq!(p.run(&["stop", "--now"]).code, Some(0));
+    let code = loop {
+        if let Some(st) = driver.try_wait().unwrap() {
+            break st.code();
+        }
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(20),
+            "the driver did not stop"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(code, Some(6));
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(12),
+        "stop --now took {:?}",
+        t.elapsed()
+    );
+    assert_eq!(
+        processes_in(p.path()),
+        Vec::<String>::new(),
+        "claude's whole process group is gone"
+    );
+    assert_eq!(p.status()["status"], "stopped");
+}
