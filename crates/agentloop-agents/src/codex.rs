@@ -1,9 +1,113 @@
 //! Codex CLI: the JSON lines of `codex exec --json`. Codex reports tokens, not cost.
 
-use agentloop_core::event::Usage;
+use std::ffi::OsString;
+use std::time::Duration;
+
+use agentloop_core::config::{AgentConfig, Price};
+use agentloop_core::event::{AgentError, AgentErrorKind, Usage};
+use agentloop_core::supervise::{self, Spec};
 use serde_json::Value;
 
 use crate::parsed::{Parsed, classify, json_lines, u64_at};
+use crate::{Agent, AgentRun, Invocation};
+
+/// `codex exec --json`, one fresh process per iteration, the prompt on stdin.
+pub struct CodexAgent {
+    name: String,
+    config: AgentConfig,
+    price: Option<Price>,
+}
+
+impl CodexAgent {
+    pub fn new(name: &str, config: AgentConfig, price: Option<Price>) -> CodexAgent {
+        CodexAgent {
+            name: name.to_string(),
+            config,
+            price,
+        }
+    }
+
+    pub fn argv(&self) -> Vec<String> {
+        let c = &self.config;
+        let mut argv: Vec<String> = if c.command.is_empty() {
+            vec!["codex".into()]
+        } else {
+            c.command.clone()
+        };
+        argv.extend(["exec", "--json", "--skip-git-repo-check"].map(String::from));
+        if let Some(m) = &c.model {
+            argv.extend(["-m".into(), m.clone()]);
+        }
+        argv.extend([
+            "--sandbox".into(),
+            c.sandbox
+                .clone()
+                .unwrap_or_else(|| "workspace-write".into()),
+        ]);
+        argv.extend(c.args.iter().cloned());
+        argv.push("-".into());
+        argv
+    }
+}
+
+impl Agent for CodexAgent {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn run(&self, inv: &Invocation<'_>, should_stop: &mut dyn FnMut() -> bool) -> AgentRun {
+        let mut argv = self.argv().into_iter();
+        let program = argv.next().unwrap_or_default();
+        let mut spec = Spec::new(&program, inv.workdir);
+        spec.args = argv.map(OsString::from).collect();
+        spec.env = self
+            .config
+            .env
+            .iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+        spec.stdin = Some(inv.prompt.as_bytes().to_vec());
+        spec.timeout = self.config.timeout;
+        spec.output_cap = self.config.output_cap;
+        spec.log = Some(inv.log.to_path_buf());
+        spec.grace = Duration::from_secs(5);
+        spec.tail_stdout_only = true;
+        spec.tail_bytes = 4 * 1024 * 1024;
+        match supervise::run(spec, should_stop) {
+            Ok(f) => {
+                let p = parse_exec_json(&String::from_utf8_lossy(&f.tail));
+                let error = if f.timed_out {
+                    Some(AgentError {
+                        kind: AgentErrorKind::Timeout,
+                        message: "codex ran past its timeout".into(),
+                    })
+                } else {
+                    p.error
+                };
+                // Codex reports no cost: the configured price of the model decides.
+                let cost_usd = self.price.map(|price| price.cost(&p.usage)).unwrap_or(0.0);
+                AgentRun {
+                    finished: f,
+                    final_message: p.final_message,
+                    usage: p.usage,
+                    cost_usd,
+                    session_id: p.session_id,
+                    error,
+                    resets_at_ms: p.resets_at_ms,
+                }
+            }
+            Err(e) => AgentRun {
+                error: Some(AgentError {
+                    kind: AgentErrorKind::Spawn,
+                    message: format!(
+                        "cannot start `{program}`: {e} (install it: npm install -g @openai/codex)"
+                    ),
+                }),
+                ..AgentRun::default()
+            },
+        }
+    }
+}
 
 pub fn parse_exec_json(text: &str) -> Parsed {
     let mut p = Parsed::default();

@@ -70,10 +70,10 @@ impl ResolveError {
 /// The agent called `name` in the configuration.
 pub fn resolve(config: &Config, name: &str) -> Result<Box<dyn Agent>, ResolveError> {
     if let Some(ac) = config.agents.get(name) {
-        return build(name, ac);
+        return build(config, name, ac);
     }
     if BUILTIN.contains(&name) {
-        return build(name, &AgentConfig::builtin(name));
+        return build(config, name, &AgentConfig::builtin(name));
     }
     Err(ResolveError::Unknown {
         name: name.to_string(),
@@ -87,12 +87,20 @@ pub fn resolve(config: &Config, name: &str) -> Result<Box<dyn Agent>, ResolveErr
 }
 
 /// Agent CLIs that work without any configuration.
-pub const BUILTIN: &[&str] = &["claude"];
+pub const BUILTIN: &[&str] = &["claude", "codex"];
 
-fn build(name: &str, ac: &AgentConfig) -> Result<Box<dyn Agent>, ResolveError> {
+fn build(config: &Config, name: &str, ac: &AgentConfig) -> Result<Box<dyn Agent>, ResolveError> {
     match ac.kind.as_str() {
         "command" => Ok(Box::new(command::CommandAgent::new(name, ac.clone()))),
         "claude" => Ok(Box::new(claude::ClaudeAgent::new(name, ac.clone()))),
+        "codex" => {
+            let price = ac
+                .model
+                .as_ref()
+                .and_then(|m| config.prices.get(m))
+                .copied();
+            Ok(Box::new(codex::CodexAgent::new(name, ac.clone(), price)))
+        }
         other => Err(ResolveError::UnsupportedKind {
             name: name.to_string(),
             kind: other.to_string(),

@@ -21,6 +21,26 @@ pub struct Config {
     pub git: GitConfig,
     pub limits: Limits,
     pub agents: BTreeMap<String, AgentConfig>,
+    /// USD per million tokens, by model, for agents that report tokens but no cost.
+    pub prices: BTreeMap<String, Price>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input: f64,
+    #[serde(default)]
+    pub cached_input: f64,
+    pub output: f64,
+}
+
+impl Price {
+    pub fn cost(&self, u: &crate::event::Usage) -> f64 {
+        (u.input_tokens as f64 * self.input
+            + (u.cached_input_tokens + u.cache_write_tokens) as f64 * self.cached_input
+            + u.output_tokens as f64 * self.output)
+            / 1_000_000.0
+    }
 }
 
 /// What to do when the model service says "not now".
@@ -156,6 +176,9 @@ pub struct AgentConfig {
     /// Claude Code `--max-turns`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_turns: Option<u32>,
+    /// Codex `--sandbox`: read-only, workspace-write (default) or danger-full-access.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
     /// Extra arguments appended to the agent CLI's command line.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
@@ -176,6 +199,7 @@ impl AgentConfig {
             disallowed_tools: None,
             permission_mode: None,
             max_turns: None,
+            sandbox: None,
             args: Vec::new(),
         }
     }

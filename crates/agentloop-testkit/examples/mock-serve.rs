@@ -14,10 +14,14 @@ fn main() {
     };
     let server = agentloop_testkit::MockServer::start(api, scenario);
     println!("{}", server.url());
+    // Prints each request's path and body as it comes, for inspection.
+    let mut seen = 0;
     loop {
-        std::thread::sleep(std::time::Duration::from_secs(1));
-        for r in server.requests() {
-            let _ = r;
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let all = server.requests();
+        for r in &all[seen..] {
+            eprintln!("{} {} step={:?} {}", r.method, r.path, r.step, r.body);
         }
+        seen = all.len();
     }
 }

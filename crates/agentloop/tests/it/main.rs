@@ -7,4 +7,5 @@ mod control;
 mod crash;
 mod policy;
 mod real_claude;
+mod real_codex;
 mod support;

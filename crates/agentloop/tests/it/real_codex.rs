@@ -1,0 +1,128 @@
+//! The real `codex` CLI (pinned, from the npm registry) driven by agentloop against the
+//! testkit's mock OpenAI Responses API. Codex reports tokens; cost comes from the
+//! price table in the configuration.
+
+use agentloop_testkit::{Api, MockServer, Scenario, Step, Tokens};
+use serde_json::json;
+
+use crate::support::Project;
+
+fn project(server: &MockServer, plan: &str) -> Project {
+    let p = Project::git();
+    let home = p.path().join(".git/codex-home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join("config.toml"),
+        format!(
+            "model_provider = \"mock\"\nmodel = \"mock-model\"\n\n[model_providers.mock]\nname = \"mock\"\nbase_url = \"{}/v1\"\nenv_key = \"MOCK_API_KEY\"\nwire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n",
+            server.url()
+        ),
+    )
+    .unwrap();
+    p.write("PLAN.md", plan);
+    p.write(
+        "agentloop.toml",
+        format!(
+            r#"[run]
+agent = "codex"
+
+[agents.codex]
+kind = "codex"
+model = "mock-model"
+sandbox = "danger-full-access"
+timeout = "120s"
+
+[agents.codex.env]
+CODEX_HOME = "{}"
+MOCK_API_KEY = "not-a-real-key"
+
+[prices.mock-model]
+input = 2.0
+cached_input = 0.5
+output = 8.0
+"#,
+            home.display()
+        ),
+    );
+    p.write(".gitignore", ".agentloop/\n");
+    p.commit("setup");
+    p
+}
+
+fn exec(cmd: &str, input: u64, output: u64) -> Step {
+    Step::Tool {
+        name: "exec_command".into(),
+        input: json!({"cmd": cmd}),
+        tokens: Tokens {
+            input,
+            output,
+            ..Tokens::default()
+        },
+    }
+}
+
+fn say(text: &str, input: u64, output: u64, cache_read: u64) -> Step {
+    Step::Text {
+        text: text.into(),
+        tokens: Tokens {
+            input,
+            output,
+            cache_read,
+            cache_write: 0,
+        },
+    }
+}
+
+const PLAN: &str = "# Files\n\n## T1: Hello\nVerify: test -f hello.txt\n\nCreate hello.txt.\n\n## T2: World\nDepends: T1\nVerify: grep -q world world.txt\n\nCreate world.txt containing world.\n";
+
+#[test]
+fn two_tasks_done_through_codexs_own_tools_with_cost_from_the_price_table() {
+    let server = MockServer::start(
+        Api::OpenAi,
+        Scenario::new(vec![
+            exec("echo hello > hello.txt", 1000, 100),
+            say("Created hello.txt.\nTASK_COMPLETE", 1200, 50, 800),
+            exec("echo world > world.txt", 2000, 100),
+            say("Done.\n\nTASK_COMPLETE", 2200, 50, 1600),
+        ]),
+    );
+    let p = project(&server, PLAN);
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(p.read("world.txt"), "world\n");
+    let s = p.status();
+    assert_eq!(s["status"], "completed");
+    assert_eq!(s["iterations"], 2);
+    assert_eq!(s["tokens"]["input"], 6400);
+    assert_eq!(s["tokens"]["cached_input"], 2400);
+    assert_eq!(s["tokens"]["output"], 300);
+    // (6400 × 2 + 2400 × 0.5 + 300 × 8) / 1e6
+    let cost = s["cost_usd"].as_f64().unwrap();
+    assert!((cost - 0.0164).abs() < 1e-9, "cost {cost}");
+    assert_eq!(server.steps_used(), 4);
+}
+
+#[test]
+fn a_false_completion_from_codex_is_caught() {
+    let server = MockServer::start(
+        Api::OpenAi,
+        Scenario::new(vec![
+            say("TASK_COMPLETE", 10, 1, 0),
+            exec("echo hello > hello.txt", 10, 1),
+            say("TASK_COMPLETE", 10, 1, 0),
+        ]),
+    );
+    let p = project(
+        &server,
+        "# One\n\n## T1: Hello\nVerify: test -f hello.txt\n",
+    );
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("(the agent claimed the task was complete)"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(p.status()["iterations"], 2);
+}
