@@ -6,6 +6,7 @@ pub mod claude;
 pub mod codex;
 pub mod command;
 pub mod parsed;
+pub mod probe;
 
 use std::path::Path;
 

@@ -21,6 +21,9 @@ pub enum Event {
         pid: u32,
         version: String,
         settings: Settings,
+        /// Agent name → the version its CLI reported when this driver started.
+        #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+        agents: std::collections::BTreeMap<String, String>,
     },
     IterationStarted(IterationStarted),
     AgentFinished(AgentFinished),

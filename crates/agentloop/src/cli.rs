@@ -51,6 +51,8 @@ pub enum Command {
     Retry(TaskArgs),
     /// Give the next iteration a note.
     Steer(SteerArgs),
+    /// List the agents agentloop knows, whether each is installed, and its version.
+    Agents(JsonArg),
     /// Check or import plans.
     #[command(subcommand)]
     Plan(PlanCommand),

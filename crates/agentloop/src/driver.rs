@@ -73,11 +73,16 @@ impl Driver {
     }
 
     /// Records a driver start (with the settings in force) and drives.
-    pub fn start(mut self, settings: Settings) -> Result<ExitKind, CliError> {
+    pub fn start(
+        mut self,
+        settings: Settings,
+        agents: std::collections::BTreeMap<String, String>,
+    ) -> Result<ExitKind, CliError> {
         self.record(Event::DriverStarted {
             pid: std::process::id(),
             version: env!("CARGO_PKG_VERSION").into(),
             settings,
+            agents,
         })?;
         self.drive()
     }

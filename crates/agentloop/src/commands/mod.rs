@@ -1,5 +1,6 @@
 //! One file per command; each reads like a short story of calls into the core.
 
+mod agents;
 mod config;
 mod control;
 mod demo;
@@ -39,6 +40,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
             control::skip_or_retry(&workspace()?, a.run.run.as_deref(), &a.task, false)
         }
         Command::Steer(a) => control::steer(&workspace()?, a.run.run.as_deref(), a.note),
+        Command::Agents(a) => agents::agents(&cwd()?, a.json),
         Command::Plan(PlanCommand::Check { plan, json }) => plan::check(&cwd()?, &plan, json),
         Command::Plan(PlanCommand::Import {
             file,

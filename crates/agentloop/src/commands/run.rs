@@ -1,5 +1,6 @@
 //! `agentloop run` and `agentloop resume`.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use agentloop_core::config::Config;
@@ -49,7 +50,7 @@ pub(crate) fn start(
         .to_path_buf();
     let plan = Plan::load_named(plan_path, &shown.display().to_string())?;
     let layered = super::load_config(&ws.root, &shown, &plan.settings, flags)?;
-    check_agents(&layered.config, &plan)?;
+    let versions = check_agents(&layered.config, &plan)?;
     if !agentloop_core::git::is_repo(&ws.root) {
         crate::render::warn(
             "not a git repository: agentloop cannot see what the agent changes, so the no-change breaker, \
@@ -60,19 +61,29 @@ pub(crate) fn start(
     let (run, writer, state) = ws.create_run(&shown, &plan, settings.clone())?;
     let lock = run.lock_driver()?;
     let driver = Driver::new(ws.clone(), run, writer, state, layered.config, out, lock)?;
-    driver.start(settings)
+    driver.start(settings, versions)
 }
 
 /// Every agent the plan may use must exist before the run is created.
-fn check_agents(config: &Config, plan: &Plan) -> Result<(), CliError> {
+/// Every agent the plan may use must exist and be installed before the run starts;
+/// returns the version each CLI reported, for the journal.
+fn check_agents(config: &Config, plan: &Plan) -> Result<BTreeMap<String, String>, CliError> {
     let mut names: Vec<&str> = vec![config.run.agent.as_str()];
     names.extend(config.run.fallback_agent.as_deref());
     names.extend(plan.tasks.iter().filter_map(|t| t.agent.as_deref()));
+    names.sort_unstable();
+    names.dedup();
+    let mut versions = BTreeMap::new();
     for name in names {
         agentloop_agents::resolve(config, name)
             .map_err(|e| CliError::user(e.to_string()).hint(e.hint()))?;
+        let probe = agentloop_agents::probe::probe(config, name)
+            .map_err(|e| CliError::user(e.to_string()).hint(e.hint()))?;
+        if let Some(v) = probe.version {
+            versions.insert(name.to_string(), v);
+        }
     }
-    Ok(())
+    Ok(versions)
 }
 
 pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
@@ -117,7 +128,7 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
         &loaded.state.plan.settings,
         Map::new(),
     )?;
-    check_agents(&layered.config, &loaded.state.plan)?;
+    let versions = check_agents(&layered.config, &loaded.state.plan)?;
     let settings = Settings::from_config(&layered.config);
     let mut writer = loaded.writer(&run)?;
     let mut state = loaded.state;
@@ -131,7 +142,7 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
         }
     }
     let driver = Driver::new(ws, run, writer, state, layered.config, args.out, lock)?;
-    driver.start(settings)
+    driver.start(settings, versions)
 }
 
 /// With no driver alive, records the decisions that need no agent (an interrupted

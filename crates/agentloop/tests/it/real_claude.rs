@@ -284,3 +284,34 @@ fn stop_now_during_a_stalled_reply_ends_claudes_process_group() {
     );
     assert_eq!(p.status()["status"], "stopped");
 }
+
+#[test]
+fn agents_lists_the_installed_clis_and_their_versions() {
+    let p = Project::git();
+    let r = p.run(&["agents", "--json"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&r.stdout).unwrap();
+    let claude = rows.iter().find(|r| r["name"] == "claude").unwrap();
+    assert_eq!(
+        claude["installed"], true,
+        "scripts/test puts the pinned claude on PATH"
+    );
+    assert_eq!(claude["version"], "2.1.197 (Claude Code)");
+    let codex = rows.iter().find(|r| r["name"] == "codex").unwrap();
+    assert_eq!(codex["version"], "codex-cli 0.169.0");
+    // The run records the versions it probed.
+    let server = MockServer::start(
+        Api::Anthropic,
+        Scenario::new(vec![
+            bash("echo hello > hello.txt", 1, 1),
+            say("TASK_COMPLETE", 1, 1, 0),
+        ]),
+    );
+    let p = project(&server, ONE, "");
+    assert_eq!(p.run(&["run", "--quiet"]).code, Some(0));
+    let started = journal_events(&p)
+        .into_iter()
+        .find(|e| e["kind"] == "driver_started")
+        .unwrap();
+    assert_eq!(started["data"]["agents"]["claude"], "2.1.197 (Claude Code)");
+}

@@ -1,0 +1,213 @@
+//! Probing an agent CLI once per run: is it installed, which version, is it new enough.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use agentloop_core::config::{AgentConfig, Config};
+
+/// The oldest versions the adapters are known to work with.
+pub const MIN_CLAUDE: (u64, u64, u64) = (2, 1, 0);
+pub const MIN_CODEX: (u64, u64, u64) = (0, 160, 0);
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Probe {
+    pub name: String,
+    pub kind: String,
+    pub program: String,
+    /// The version line the CLI printed (`None` for a plain command).
+    pub version: Option<String>,
+    pub supports: &'static str,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error("agent \"{name}\": `{program}` is not installed (or not on PATH)")]
+    Missing {
+        name: String,
+        program: String,
+        install: &'static str,
+    },
+    #[error("agent \"{name}\": `{program}` is version {found}; agentloop needs {needed} or newer")]
+    TooOld {
+        name: String,
+        program: String,
+        found: String,
+        needed: String,
+        install: &'static str,
+    },
+    #[error("agent \"{name}\": `{program} --version` failed: {message}")]
+    Failed {
+        name: String,
+        program: String,
+        message: String,
+    },
+}
+
+impl ProbeError {
+    pub fn hint(&self) -> String {
+        match self {
+            ProbeError::Missing { install, .. } | ProbeError::TooOld { install, .. } => {
+                format!("install it: {install}")
+            }
+            ProbeError::Failed { .. } => "run the program by hand to see what is wrong".into(),
+        }
+    }
+}
+
+fn install_hint(kind: &str) -> &'static str {
+    match kind {
+        "claude" => "npm install -g @anthropic-ai/claude-code",
+        "codex" => "npm install -g @openai/codex",
+        _ => "put the program on PATH or give its full path in `command`",
+    }
+}
+
+/// The program an agent runs.
+pub fn program(kind: &str, ac: &AgentConfig) -> String {
+    ac.command
+        .first()
+        .cloned()
+        .unwrap_or_else(|| kind.to_string())
+}
+
+/// Probes the agent `name` as `config` defines it (or the built-in one).
+pub fn probe(config: &Config, name: &str) -> Result<Probe, ProbeError> {
+    let ac = config
+        .agents
+        .get(name)
+        .cloned()
+        .unwrap_or_else(|| AgentConfig::builtin(name));
+    let kind = ac.kind.clone();
+    let program = program(&kind, &ac);
+    let install = install_hint(&kind);
+    let supports = match kind.as_str() {
+        "claude" => "final message, session id, tokens, cost, tool use, limits",
+        "codex" => "final message, thread id, tokens, cost from [prices], tool use, limits",
+        _ => "final message from stdout",
+    };
+    let missing = || ProbeError::Missing {
+        name: name.into(),
+        program: program.clone(),
+        install,
+    };
+    if kind == "command" {
+        return if on_path(&program) {
+            Ok(Probe {
+                name: name.into(),
+                kind,
+                program,
+                version: None,
+                supports,
+            })
+        } else {
+            Err(missing())
+        };
+    }
+    if !on_path(&program) {
+        return Err(missing());
+    }
+    let version = run_version(&program, &ac).map_err(|message| ProbeError::Failed {
+        name: name.into(),
+        program: program.clone(),
+        message,
+    })?;
+    let needed = match kind.as_str() {
+        "claude" => Some(MIN_CLAUDE),
+        "codex" => Some(MIN_CODEX),
+        _ => None,
+    };
+    if let (Some(needed), Some(found)) = (needed, parse_version(&version))
+        && found < needed
+    {
+        return Err(ProbeError::TooOld {
+            name: name.into(),
+            program,
+            found: format!("{}.{}.{}", found.0, found.1, found.2),
+            needed: format!("{}.{}.{}", needed.0, needed.1, needed.2),
+            install,
+        });
+    }
+    Ok(Probe {
+        name: name.into(),
+        kind,
+        program,
+        version: Some(version),
+        supports,
+    })
+}
+
+fn on_path(program: &str) -> bool {
+    if program.contains('/') {
+        return std::path::Path::new(program).is_file();
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
+}
+
+fn run_version(program: &str, ac: &AgentConfig) -> Result<String, String> {
+    let mut child = Command::new(program)
+        .arg("--version")
+        .envs(&ac.env)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let start = Instant::now();
+    loop {
+        if child.try_wait().map_err(|e| e.to_string())?.is_some() {
+            break;
+        }
+        if start.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err("no answer within 30s".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .next()
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty())
+        .ok_or_else(|| "it printed nothing".into())
+}
+
+/// The first `N.N.N` in a version line.
+pub fn parse_version(line: &str) -> Option<(u64, u64, u64)> {
+    line.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .find_map(|w| {
+            let mut parts = w.split('.').map(|p| p.parse::<u64>().ok());
+            Some((parts.next()??, parts.next()??, parts.next()??))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_from_real_version_lines() {
+        assert_eq!(parse_version("2.1.197 (Claude Code)"), Some((2, 1, 197)));
+        assert_eq!(parse_version("codex-cli 0.169.0"), Some((0, 169, 0)));
+        assert_eq!(parse_version("no version here"), None);
+    }
+
+    #[test]
+    fn a_missing_program_says_how_to_install_it() {
+        let mut c = Config::default();
+        let mut ac = AgentConfig::builtin("claude");
+        ac.command = vec!["/nonexistent/claude".into()];
+        c.agents.insert("claude".into(), ac);
+        let e = probe(&c, "claude").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "agent \"claude\": `/nonexistent/claude` is not installed (or not on PATH)"
+        );
+        assert_eq!(
+            e.hint(),
+            "install it: npm install -g @anthropic-ai/claude-code"
+        );
+    }
+}

@@ -1,0 +1,66 @@
+//! `agentloop agents`: the known agents, whether each is installed, its version and
+//! what agentloop reads from it.
+
+use std::path::Path;
+
+use serde_json::{Map, json};
+
+use crate::error::{CliError, ExitKind};
+
+pub fn agents(cwd: &Path, as_json: bool) -> Result<ExitKind, CliError> {
+    let ws = agentloop_core::workspace::Workspace::find(cwd);
+    let config =
+        super::load_config(&ws.root, Path::new("PLAN.md"), &Map::new(), Map::new())?.config;
+    let mut names: Vec<String> = agentloop_agents::BUILTIN
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    names.extend(
+        config
+            .agents
+            .keys()
+            .filter(|k| !names.contains(k))
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
+    let mut rows = Vec::new();
+    for name in &names {
+        let kind = config
+            .agents
+            .get(name)
+            .map(|a| a.kind.clone())
+            .unwrap_or_else(|| name.clone());
+        match agentloop_agents::probe::probe(&config, name) {
+            Ok(p) => rows.push(json!({"name": name, "kind": kind, "program": p.program, "installed": true,
+                "version": p.version, "supports": p.supports, "default": config.run.agent == *name})),
+            Err(e) => rows.push(json!({"name": name, "kind": kind, "installed": false, "problem": e.to_string(),
+                "hint": e.hint(), "default": config.run.agent == *name})),
+        }
+    }
+    if as_json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rows).unwrap_or_default()
+        );
+        return Ok(ExitKind::Completed);
+    }
+    for r in rows {
+        let mark = if r["default"] == true { "*" } else { " " };
+        let name = r["name"].as_str().unwrap_or_default();
+        let kind = r["kind"].as_str().unwrap_or_default();
+        if r["installed"] == true {
+            let version = r["version"].as_str().unwrap_or("-");
+            println!(
+                "{mark} {name:12} {kind:8} {version:28} {}",
+                r["supports"].as_str().unwrap_or_default()
+            );
+        } else {
+            println!(
+                "{mark} {name:12} {kind:8} {:28} {}",
+                "not installed",
+                r["hint"].as_str().unwrap_or_default()
+            );
+        }
+    }
+    Ok(ExitKind::Completed)
+}
