@@ -62,6 +62,17 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
     if let Some(r) = &s.finished {
         println!("finished: {}", r.describe());
     }
+    if let Some(until) = s.limit_until_ms {
+        let at = humantime::format_rfc3339_seconds(
+            std::time::UNIX_EPOCH + std::time::Duration::from_millis(until),
+        );
+        println!(
+            "{} {} — waiting until {at} ({}s left)",
+            paint("1;33", "usage limit:"),
+            s.limit_message.as_deref().unwrap_or(""),
+            until.saturating_sub(now_ms()) / 1000
+        );
+    }
     if let Some(g) = &s.gate {
         println!(
             "{} {} (`agentloop approve` / `agentloop reject --note …`)",
@@ -123,7 +134,12 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
         "updated": s.updated,
         "driver_pid": driver.and_then(|p| p.parse::<u32>().ok()),
         "gate": s.gate,
-        "needs_attention": s.gate.is_some() || s.status == RunStatus::Blocked,
+        "limit": s.limit_until_ms.map(|until| json!({
+            "until": humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_millis(until)).to_string(),
+            "seconds_left": until.saturating_sub(now_ms()) / 1000,
+            "message": s.limit_message,
+        })),
+        "needs_attention": s.gate.is_some() || s.status == RunStatus::Blocked || s.limit_until_ms.is_some(),
         "finished": s.finished.as_ref().map(|r| r.describe()),
         "replans_used": s.replans_used,
         "learnings": s.learnings,
@@ -186,4 +202,11 @@ pub fn runs(ws: &Workspace, as_json: bool) -> Result<ExitKind, CliError> {
         }
     }
     Ok(ExitKind::Completed)
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
