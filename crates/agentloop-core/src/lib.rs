@@ -12,6 +12,7 @@ pub mod plan;
 pub mod policy;
 pub mod progress;
 pub mod prompt;
+pub mod redact;
 pub mod signals;
 pub mod state;
 pub mod supervise;

@@ -266,6 +266,17 @@ impl Driver {
         }
     }
 
+    /// Secrets known for an agent: its configured env and this process's environment.
+    fn redactor(&self, agent: &str) -> agentloop_core::redact::Redactor {
+        let env = self
+            .config
+            .agents
+            .get(agent)
+            .map(|a| a.env.clone())
+            .unwrap_or_default();
+        agentloop_core::redact::Redactor::from_env(&env)
+    }
+
     fn should_stop(&mut self, last: &mut Instant) -> bool {
         if self.interrupted.load(Ordering::SeqCst) {
             return true;
@@ -310,7 +321,17 @@ impl Driver {
             log: &log,
         };
         let mut last = Instant::now();
-        let run: AgentRun = agent.run(&inv, &mut || self.should_stop(&mut last));
+        let mut run: AgentRun = agent.run(&inv, &mut || self.should_stop(&mut last));
+        // Secrets in the agent's output never reach the disk or the journal.
+        let redactor = self.redactor(&plan.agent);
+        if let Err(e) = redactor.scrub_file(&log) {
+            self.progress
+                .warn(&format!("cannot redact {}: {e}", log.display()));
+        }
+        run.final_message = redactor.redact(&run.final_message).into_owned();
+        if let Some(err) = &mut run.error {
+            err.message = redactor.redact(&err.message).into_owned();
+        }
 
         let after = self.snapshots.as_ref().and_then(|g| g.take());
         let changed_files = match (&self.snapshots, &before, &after) {
@@ -377,7 +398,16 @@ impl Driver {
             log: &log,
         };
         let mut last = Instant::now();
-        let result = runner.run(iteration, &commands, || self.should_stop(&mut last))?;
+        let mut result = runner.run(iteration, &commands, || self.should_stop(&mut last))?;
+        let agent = self
+            .state
+            .open
+            .as_ref()
+            .map(|o| o.started.agent.clone())
+            .unwrap_or_default();
+        let redactor = self.redactor(&agent);
+        redactor.scrub_file(&log)?;
+        result.digest = result.digest.map(|d| redactor.redact(&d).into_owned());
         if self.interrupted.load(Ordering::SeqCst) {
             // Cut short by Ctrl-C: leave the iteration open; `resume` aborts and redoes it.
             return Ok(());
