@@ -95,6 +95,7 @@ impl Agent for ClaudeAgent {
             .iter()
             .map(|(k, v)| (k.into(), v.into()))
             .collect();
+        spec.pass_env = Some(self.config.allowed_env());
         spec.stdin = Some(inv.prompt.as_bytes().to_vec());
         spec.timeout = self.config.timeout;
         spec.output_cap = self.config.output_cap;

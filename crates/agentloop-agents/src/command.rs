@@ -39,6 +39,7 @@ impl CommandAgent {
             .iter()
             .map(|(k, v)| (k.into(), v.into()))
             .collect();
+        spec.pass_env = Some(self.config.allowed_env());
         spec.env.push(("AGENTLOOP_PROMPT_FILE".into(), file.into()));
         spec.stdin =
             (self.config.prompt == PromptVia::Stdin).then(|| inv.prompt.as_bytes().to_vec());

@@ -176,6 +176,10 @@ pub struct AgentConfig {
     /// Claude Code `--max-turns`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_turns: Option<u32>,
+    /// Inherited environment variables the agent also gets, on top of the built-in
+    /// allow-list (`NAME` or `PREFIX_*`); `["*"]` passes everything.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_env: Vec<String>,
     /// Codex `--sandbox`: read-only, workspace-write (default) or danger-full-access.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
@@ -184,7 +188,58 @@ pub struct AgentConfig {
     pub args: Vec<String>,
 }
 
+/// What every agent inherits from agentloop's environment: enough to run programs,
+/// find its home and config, speak the locale and reach a proxy.
+pub const BASE_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "LC_*",
+    "TERM",
+    "TZ",
+    "TMPDIR",
+    "XDG_*",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "SSH_AUTH_SOCK",
+    "GIT_AUTHOR_*",
+    "GIT_COMMITTER_*",
+];
+
 impl AgentConfig {
+    /// The inherited variables this agent gets: the base list, its kind's own
+    /// variables, and `pass_env`.
+    pub fn allowed_env(&self) -> Vec<String> {
+        let kind: &[&str] = match self.kind.as_str() {
+            "claude" => &[
+                "ANTHROPIC_*",
+                "CLAUDE_*",
+                "DISABLE_*",
+                "AWS_*",
+                "GOOGLE_*",
+                "CLOUD_ML_*",
+                "VERTEX_*",
+                "MCP_*",
+            ],
+            "codex" => &["OPENAI_*", "CODEX_*", "AZURE_OPENAI_*"],
+            _ => &[],
+        };
+        let mut v: Vec<String> = BASE_ENV.iter().chain(kind).map(|s| s.to_string()).collect();
+        v.extend(self.pass_env.iter().cloned());
+        v
+    }
+
     /// The built-in configuration of an agent CLI called `kind`.
     pub fn builtin(kind: &str) -> AgentConfig {
         AgentConfig {
@@ -199,6 +254,7 @@ impl AgentConfig {
             disallowed_tools: None,
             permission_mode: None,
             max_turns: None,
+            pass_env: Vec::new(),
             sandbox: None,
             args: Vec::new(),
         }

@@ -28,6 +28,9 @@ pub struct Spec {
     pub cwd: PathBuf,
     /// Extra variables on top of the inherited environment.
     pub env: Vec<(OsString, OsString)>,
+    /// When set, only inherited variables matching these names pass (`NAME` or a
+    /// `PREFIX_*` pattern); `env` is added on top.
+    pub pass_env: Option<Vec<String>>,
     pub stdin: Option<Vec<u8>>,
     pub timeout: Duration,
     /// Bytes written to the log before it is truncated.
@@ -50,6 +53,7 @@ impl Spec {
             args: Vec::new(),
             cwd: cwd.into(),
             env: Vec::new(),
+            pass_env: None,
             stdin: None,
             timeout: Duration::from_secs(600),
             output_cap: 8 * 1024 * 1024,
@@ -164,6 +168,13 @@ pub struct Running {
 /// process dies (Linux parent-death signal).
 pub fn spawn(spec: Spec) -> std::io::Result<Running> {
     let mut cmd = Command::new(&spec.program);
+    if let Some(allowed) = &spec.pass_env {
+        cmd.env_clear();
+        cmd.envs(
+            std::env::vars_os()
+                .filter(|(k, _)| k.to_str().is_some_and(|k| env_allowed(k, allowed))),
+        );
+    }
     cmd.args(&spec.args)
         .current_dir(&spec.cwd)
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
@@ -220,6 +231,14 @@ pub fn spawn(spec: Spec) -> std::io::Result<Running> {
         sink,
         readers,
         spec,
+    })
+}
+
+/// `NAME` matches itself; `PREFIX_*` matches every name that starts with `PREFIX_`.
+pub fn env_allowed(name: &str, patterns: &[String]) -> bool {
+    patterns.iter().any(|p| match p.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => name == p,
     })
 }
 

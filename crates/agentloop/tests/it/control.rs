@@ -522,3 +522,50 @@ fn secrets_are_redacted_from_logs_and_the_journal() {
         "{verify}"
     );
 }
+
+#[test]
+fn agents_get_an_allow_listed_environment() {
+    let p = Project::git();
+    scripted(
+        &p,
+        "# E\n\n## T1: Env\nVerify: test -f one.txt\n",
+        &agent("env | sort > .git/agent-state/env\ntouch one.txt\necho TASK_COMPLETE\n"),
+        "[agents.scripted.env]\nGIVEN = \"yes\"\n",
+    );
+    let r: crate::support::Run = p
+        .cmd(&["run", "--quiet"])
+        .env("UNRELATED_SETTING", "should-not-pass")
+        .env("LC_ALL", "C")
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let env = p.read(".git/agent-state/env");
+    assert!(env.lines().any(|l| l.starts_with("PATH=")), "{env}");
+    assert!(
+        env.contains("LC_ALL=C") && env.contains("GIVEN=yes"),
+        "{env}"
+    );
+    assert!(!env.contains("UNRELATED_SETTING"), "{env}");
+    // pass_env lets more through.
+    p.write(
+        "agentloop.toml",
+        format!(
+            "{}pass_env = [\"UNRELATED_*\"]\n",
+            p.read("agentloop.toml")
+                .replace("[agents.scripted.env]\nGIVEN = \"yes\"\n", "")
+        ),
+    );
+    p.commit("pass more");
+    let r: crate::support::Run = p
+        .cmd(&["run", "--quiet"])
+        .env("UNRELATED_SETTING", "passes")
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        p.read(".git/agent-state/env")
+            .contains("UNRELATED_SETTING=passes")
+    );
+}
