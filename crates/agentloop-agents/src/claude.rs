@@ -3,14 +3,11 @@
 //! The last line is the result object. A failed call can say `subtype: "success"`
 //! with `is_error: true` (a recorded 429 does), so `is_error` is checked first.
 
-use std::ffi::OsString;
-use std::time::Duration;
-
 use agentloop_core::config::AgentConfig;
-use agentloop_core::event::{AgentError, AgentErrorKind, Usage};
-use agentloop_core::supervise::{self, Spec};
+use agentloop_core::event::Usage;
 use serde_json::Value;
 
+use crate::cli::{CliRun, PromptIn, base_argv};
 use crate::parsed::{Parsed, classify, json_lines, u64_at};
 use crate::{Agent, AgentRun, Invocation};
 
@@ -45,11 +42,7 @@ impl ClaudeAgent {
     /// The command line, without a shell; the prompt goes on stdin.
     pub fn argv(&self) -> Vec<String> {
         let c = &self.config;
-        let mut argv: Vec<String> = if c.command.is_empty() {
-            vec!["claude".into()]
-        } else {
-            c.command.clone()
-        };
+        let mut argv = base_argv("claude", c);
         argv.extend(["-p", "--output-format", "stream-json", "--verbose"].map(String::from));
         if let Some(m) = &c.model {
             argv.extend(["--model".into(), m.clone()]);
@@ -85,67 +78,16 @@ impl Agent for ClaudeAgent {
     }
 
     fn run(&self, inv: &Invocation<'_>, should_stop: &mut dyn FnMut() -> bool) -> AgentRun {
-        let mut argv = self.argv().into_iter();
-        let program = argv.next().unwrap_or_default();
-        let mut spec = Spec::new(&program, inv.workdir);
-        spec.args = argv.map(OsString::from).collect();
-        spec.env = self
-            .config
-            .env
-            .iter()
-            .map(|(k, v)| (k.into(), v.into()))
-            .collect();
-        spec.pass_env = Some(self.config.allowed_env());
-        spec.stdin = Some(inv.prompt.as_bytes().to_vec());
-        spec.timeout = self.config.timeout;
-        spec.output_cap = self.config.output_cap;
-        spec.log = Some(inv.log.to_path_buf());
-        spec.grace = Duration::from_secs(5);
-        spec.tail_stdout_only = true;
-        spec.tail_bytes = 4 * 1024 * 1024;
-        match supervise::run(spec, should_stop) {
-            Ok(f) => {
-                let p = parse_stream_json(&String::from_utf8_lossy(&f.tail));
-                let error = if f.timed_out {
-                    Some(AgentError {
-                        kind: AgentErrorKind::Timeout,
-                        message: "claude ran past its timeout".into(),
-                    })
-                } else if p.error.is_none()
-                    && f.exit_code != Some(0)
-                    && !f.killed
-                    && p.final_message.is_empty()
-                {
-                    Some(AgentError {
-                        kind: AgentErrorKind::Other,
-                        message: format!(
-                            "claude exited {:?} without a result (see agent.log)",
-                            f.exit_code
-                        ),
-                    })
-                } else {
-                    p.error
-                };
-                AgentRun {
-                    finished: f,
-                    final_message: p.final_message,
-                    usage: p.usage,
-                    cost_usd: p.cost_usd.unwrap_or(0.0),
-                    session_id: p.session_id,
-                    error,
-                    resets_at_ms: p.resets_at_ms,
-                }
-            }
-            Err(e) => AgentRun {
-                error: Some(AgentError {
-                    kind: AgentErrorKind::Spawn,
-                    message: format!(
-                        "cannot start `{program}`: {e} (install it: npm install -g @anthropic-ai/claude-code)"
-                    ),
-                }),
-                ..AgentRun::default()
-            },
+        CliRun {
+            kind: "claude",
+            config: &self.config,
+            argv: self.argv(),
+            prompt: PromptIn::Stdin,
+            parse: parse_stream_json,
+            price: None,
+            install: "npm install -g @anthropic-ai/claude-code",
         }
+        .run(inv, should_stop)
     }
 }
 

@@ -1,13 +1,10 @@
 //! Codex CLI: the JSON lines of `codex exec --json`. Codex reports tokens, not cost.
 
-use std::ffi::OsString;
-use std::time::Duration;
-
 use agentloop_core::config::{AgentConfig, Price};
-use agentloop_core::event::{AgentError, AgentErrorKind, Usage};
-use agentloop_core::supervise::{self, Spec};
+use agentloop_core::event::Usage;
 use serde_json::Value;
 
+use crate::cli::{CliRun, PromptIn, base_argv};
 use crate::parsed::{Parsed, classify, json_lines, u64_at};
 use crate::{Agent, AgentRun, Invocation};
 
@@ -29,11 +26,7 @@ impl CodexAgent {
 
     pub fn argv(&self) -> Vec<String> {
         let c = &self.config;
-        let mut argv: Vec<String> = if c.command.is_empty() {
-            vec!["codex".into()]
-        } else {
-            c.command.clone()
-        };
+        let mut argv = base_argv("codex", c);
         argv.extend(["exec", "--json", "--skip-git-repo-check"].map(String::from));
         if let Some(m) = &c.model {
             argv.extend(["-m".into(), m.clone()]);
@@ -56,57 +49,17 @@ impl Agent for CodexAgent {
     }
 
     fn run(&self, inv: &Invocation<'_>, should_stop: &mut dyn FnMut() -> bool) -> AgentRun {
-        let mut argv = self.argv().into_iter();
-        let program = argv.next().unwrap_or_default();
-        let mut spec = Spec::new(&program, inv.workdir);
-        spec.args = argv.map(OsString::from).collect();
-        spec.env = self
-            .config
-            .env
-            .iter()
-            .map(|(k, v)| (k.into(), v.into()))
-            .collect();
-        spec.pass_env = Some(self.config.allowed_env());
-        spec.stdin = Some(inv.prompt.as_bytes().to_vec());
-        spec.timeout = self.config.timeout;
-        spec.output_cap = self.config.output_cap;
-        spec.log = Some(inv.log.to_path_buf());
-        spec.grace = Duration::from_secs(5);
-        spec.tail_stdout_only = true;
-        spec.tail_bytes = 4 * 1024 * 1024;
-        match supervise::run(spec, should_stop) {
-            Ok(f) => {
-                let p = parse_exec_json(&String::from_utf8_lossy(&f.tail));
-                let error = if f.timed_out {
-                    Some(AgentError {
-                        kind: AgentErrorKind::Timeout,
-                        message: "codex ran past its timeout".into(),
-                    })
-                } else {
-                    p.error
-                };
-                // Codex reports no cost: the configured price of the model decides.
-                let cost_usd = self.price.map(|price| price.cost(&p.usage)).unwrap_or(0.0);
-                AgentRun {
-                    finished: f,
-                    final_message: p.final_message,
-                    usage: p.usage,
-                    cost_usd,
-                    session_id: p.session_id,
-                    error,
-                    resets_at_ms: p.resets_at_ms,
-                }
-            }
-            Err(e) => AgentRun {
-                error: Some(AgentError {
-                    kind: AgentErrorKind::Spawn,
-                    message: format!(
-                        "cannot start `{program}`: {e} (install it: npm install -g @openai/codex)"
-                    ),
-                }),
-                ..AgentRun::default()
-            },
+        CliRun {
+            kind: "codex",
+            config: &self.config,
+            argv: self.argv(),
+            prompt: PromptIn::Stdin,
+            parse: parse_exec_json,
+            // Codex reports no cost: the configured price of the model decides.
+            price: self.price,
+            install: "npm install -g @openai/codex",
         }
+        .run(inv, should_stop)
     }
 }
 

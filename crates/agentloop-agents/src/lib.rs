@@ -3,6 +3,7 @@
 //! this crate parses an agent's output format.
 
 pub mod claude;
+pub mod cli;
 pub mod codex;
 pub mod command;
 pub mod parsed;

@@ -1,0 +1,111 @@
+//! Running an agent CLI for one iteration: shared by every adapter, which only says
+//! how to build the command line and how to read the output.
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use agentloop_core::config::{AgentConfig, Price};
+use agentloop_core::event::{AgentError, AgentErrorKind};
+use agentloop_core::supervise::{self, Spec};
+
+use crate::parsed::Parsed;
+use crate::{AgentRun, Invocation};
+
+/// Where the prompt goes.
+pub enum PromptIn {
+    Stdin,
+    /// Already placed in the command line.
+    Argv,
+}
+
+pub struct CliRun<'a> {
+    pub kind: &'a str,
+    pub config: &'a AgentConfig,
+    pub argv: Vec<String>,
+    pub prompt: PromptIn,
+    pub parse: fn(&str) -> Parsed,
+    /// For CLIs that report tokens but no cost.
+    pub price: Option<Price>,
+    pub install: &'a str,
+}
+
+impl CliRun<'_> {
+    pub fn run(self, inv: &Invocation<'_>, should_stop: &mut dyn FnMut() -> bool) -> AgentRun {
+        let mut argv = self.argv.into_iter();
+        let program = argv.next().unwrap_or_default();
+        let mut spec = Spec::new(&program, inv.workdir);
+        spec.args = argv.map(OsString::from).collect();
+        spec.env = self
+            .config
+            .env
+            .iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+        spec.pass_env = Some(self.config.allowed_env());
+        spec.stdin = matches!(self.prompt, PromptIn::Stdin).then(|| inv.prompt.as_bytes().to_vec());
+        spec.timeout = self.config.timeout;
+        spec.output_cap = self.config.output_cap;
+        spec.log = Some(inv.log.to_path_buf());
+        spec.grace = Duration::from_secs(5);
+        spec.tail_stdout_only = true;
+        spec.tail_bytes = 4 * 1024 * 1024;
+        let f = match supervise::run(spec, should_stop) {
+            Ok(f) => f,
+            Err(e) => {
+                return AgentRun {
+                    error: Some(AgentError {
+                        kind: AgentErrorKind::Spawn,
+                        message: format!(
+                            "cannot start `{program}`: {e} (install it: {})",
+                            self.install
+                        ),
+                    }),
+                    ..AgentRun::default()
+                };
+            }
+        };
+        let p = (self.parse)(&String::from_utf8_lossy(&f.tail));
+        let error = if f.timed_out {
+            Some(AgentError {
+                kind: AgentErrorKind::Timeout,
+                message: format!("{} ran past its timeout", self.kind),
+            })
+        } else if p.error.is_none()
+            && f.exit_code != Some(0)
+            && !f.killed
+            && p.final_message.is_empty()
+        {
+            Some(AgentError {
+                kind: AgentErrorKind::Other,
+                message: format!(
+                    "{} exited {:?} without a result (see agent.log)",
+                    self.kind, f.exit_code
+                ),
+            })
+        } else {
+            p.error
+        };
+        let cost_usd = p
+            .cost_usd
+            .or_else(|| self.price.map(|price| price.cost(&p.usage)))
+            .unwrap_or(0.0);
+        AgentRun {
+            finished: f,
+            final_message: p.final_message,
+            usage: p.usage,
+            cost_usd,
+            session_id: p.session_id,
+            error,
+            resets_at_ms: p.resets_at_ms,
+        }
+    }
+}
+
+/// The program and fixed arguments: `command` from the config, or the kind's name.
+pub fn base_argv(kind: &str, config: &AgentConfig) -> Vec<String> {
+    if config.command.is_empty() {
+        vec![kind.to_string()]
+    } else {
+        config.command.clone()
+    }
+}
