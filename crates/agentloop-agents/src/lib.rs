@@ -2,10 +2,13 @@
 //! schema (final message, signals, usage, cost, session id, error kind). Nothing above
 //! this crate parses an agent's output format.
 
+pub mod aider;
 pub mod claude;
 pub mod cli;
 pub mod codex;
 pub mod command;
+pub mod gemini;
+pub mod opencode;
 pub mod parsed;
 pub mod probe;
 
@@ -89,12 +92,22 @@ pub fn resolve(config: &Config, name: &str) -> Result<Box<dyn Agent>, ResolveErr
 }
 
 /// Agent CLIs that work without any configuration.
-pub const BUILTIN: &[&str] = &["claude", "codex"];
+pub const BUILTIN: &[&str] = &["claude", "codex", "gemini", "opencode", "aider"];
 
 fn build(config: &Config, name: &str, ac: &AgentConfig) -> Result<Box<dyn Agent>, ResolveError> {
     match ac.kind.as_str() {
         "command" => Ok(Box::new(command::CommandAgent::new(name, ac.clone()))),
         "claude" => Ok(Box::new(claude::ClaudeAgent::new(name, ac.clone()))),
+        "gemini" => {
+            let price = ac
+                .model
+                .as_ref()
+                .and_then(|m| config.prices.get(m))
+                .copied();
+            Ok(Box::new(gemini::GeminiAgent::new(name, ac.clone(), price)))
+        }
+        "opencode" => Ok(Box::new(opencode::OpenCodeAgent::new(name, ac.clone()))),
+        "aider" => Ok(Box::new(aider::AiderAgent::new(name, ac.clone()))),
         "codex" => {
             let price = ac
                 .model

@@ -58,6 +58,9 @@ fn install_hint(kind: &str) -> &'static str {
     match kind {
         "claude" => "npm install -g @anthropic-ai/claude-code",
         "codex" => "npm install -g @openai/codex",
+        "gemini" => "npm install -g @google/gemini-cli",
+        "opencode" => "npm install -g opencode-ai",
+        "aider" => "pip install aider-chat",
         _ => "put the program on PATH or give its full path in `command`",
     }
 }
@@ -83,6 +86,9 @@ pub fn probe(config: &Config, name: &str) -> Result<Probe, ProbeError> {
     let supports = match kind.as_str() {
         "claude" => "final message, session id, tokens, cost, tool use, limits",
         "codex" => "final message, thread id, tokens, cost from [prices], tool use, limits",
+        "gemini" => "final message, session id, tokens, cost from [prices], tool use, limits",
+        "opencode" => "final message, session id, tokens, cost, tool use",
+        "aider" => "final message, tokens and cost from its text",
         _ => "final message from stdout",
     };
     let missing = || ProbeError::Missing {

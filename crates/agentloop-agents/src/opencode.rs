@@ -1,0 +1,157 @@
+//! OpenCode: `opencode run MSG --format json --auto`. JSON lines `step_start`, `text`,
+//! `tool_use`, `step_finish` (with `part.cost` and `part.tokens`) and `error`.
+
+use agentloop_core::config::AgentConfig;
+use agentloop_core::event::Usage;
+use serde_json::Value;
+
+use crate::cli::{CliRun, PromptIn, base_argv};
+use crate::parsed::{Parsed, classify, json_lines, u64_at};
+use crate::{Agent, AgentRun, Invocation};
+
+pub struct OpenCodeAgent {
+    name: String,
+    config: AgentConfig,
+}
+
+impl OpenCodeAgent {
+    pub fn new(name: &str, config: AgentConfig) -> OpenCodeAgent {
+        OpenCodeAgent {
+            name: name.to_string(),
+            config,
+        }
+    }
+
+    pub fn argv(&self, prompt: &str) -> Vec<String> {
+        let c = &self.config;
+        let mut argv = base_argv("opencode", c);
+        argv.extend([
+            "run".into(),
+            prompt.to_string(),
+            "--format".into(),
+            "json".into(),
+            "--auto".into(),
+        ]);
+        if let Some(m) = &c.model {
+            argv.extend(["--model".into(), m.clone()]);
+        }
+        argv.extend(c.args.iter().cloned());
+        argv
+    }
+}
+
+impl Agent for OpenCodeAgent {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn run(&self, inv: &Invocation<'_>, should_stop: &mut dyn FnMut() -> bool) -> AgentRun {
+        CliRun {
+            kind: "opencode",
+            config: &self.config,
+            argv: self.argv(inv.prompt),
+            prompt: PromptIn::Argv,
+            parse: parse_json,
+            price: None,
+            install: "npm install -g opencode-ai",
+        }
+        .run(inv, should_stop)
+    }
+}
+
+pub fn parse_json(text: &str) -> Parsed {
+    let mut p = Parsed::default();
+    let mut current = String::new();
+    let mut cost = 0.0;
+    let mut saw_cost = false;
+    for v in json_lines(text) {
+        let part = v.get("part").unwrap_or(&Value::Null);
+        if p.session_id.is_none() {
+            p.session_id = v
+                .get("sessionID")
+                .or_else(|| part.get("sessionID"))
+                .and_then(Value::as_str)
+                .map(String::from);
+        }
+        match v.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                current.push_str(part.get("text").and_then(Value::as_str).unwrap_or_default())
+            }
+            Some("tool_use") => {
+                p.tool_uses.push(
+                    part.get("tool")
+                        .and_then(Value::as_str)
+                        .unwrap_or("?")
+                        .to_string(),
+                );
+                current.clear();
+            }
+            Some("step_finish") => {
+                if let Some(c) = part.get("cost").and_then(Value::as_f64) {
+                    cost += c;
+                    saw_cost = true;
+                }
+                let t = part.get("tokens").unwrap_or(&Value::Null);
+                let cache = t.get("cache").unwrap_or(&Value::Null);
+                p.usage.add(&Usage {
+                    input_tokens: u64_at(t, "input"),
+                    cached_input_tokens: u64_at(cache, "read"),
+                    cache_write_tokens: u64_at(cache, "write"),
+                    output_tokens: u64_at(t, "output") + u64_at(t, "reasoning"),
+                });
+            }
+            Some("error") => {
+                let message = v
+                    .pointer("/error/data/message")
+                    .or_else(|| v.pointer("/error/message"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("opencode reported an error");
+                p.error = Some(classify(message, None));
+            }
+            _ => {}
+        }
+    }
+    p.final_message = current.trim().to_string();
+    p.cost_usd = saw_cost.then_some(cost);
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentloop_core::event::AgentErrorKind;
+
+    const RUN: &str = r#"{"type":"step_start","sessionID":"ses_1","part":{"type":"step-start"}}
+{"type":"tool_use","sessionID":"ses_1","part":{"type":"tool","tool":"bash","state":{"status":"completed"}}}
+{"type":"step_finish","sessionID":"ses_1","part":{"type":"step-finish","cost":0.0021,"tokens":{"input":900,"output":40,"reasoning":10,"cache":{"read":300,"write":0}}}}
+{"type":"step_start","sessionID":"ses_1","part":{"type":"step-start"}}
+{"type":"text","sessionID":"ses_1","part":{"type":"text","text":"Created it.\nTASK_COMPLETE"}}
+{"type":"step_finish","sessionID":"ses_1","part":{"type":"step-finish","cost":0.0009,"tokens":{"input":1000,"output":20,"reasoning":0,"cache":{"read":800,"write":0}}}}"#;
+
+    #[test]
+    fn text_after_the_last_tool_cost_and_tokens_summed() {
+        let p = parse_json(RUN);
+        assert_eq!(p.final_message, "Created it.\nTASK_COMPLETE");
+        assert_eq!(p.session_id.as_deref(), Some("ses_1"));
+        assert!((p.cost_usd.unwrap() - 0.003).abs() < 1e-12);
+        assert_eq!(
+            p.usage,
+            Usage {
+                input_tokens: 1900,
+                cached_input_tokens: 1100,
+                cache_write_tokens: 0,
+                output_tokens: 70
+            }
+        );
+        assert_eq!(p.tool_uses, vec!["bash"]);
+    }
+
+    #[test]
+    fn errors_are_classified() {
+        let text = r#"{"type":"error","sessionID":"s","error":{"name":"APIError","data":{"message":"Rate limit exceeded, retry later","statusCode":429}}}"#;
+        assert_eq!(
+            parse_json(text).error.unwrap().kind,
+            AgentErrorKind::RateLimit
+        );
+    }
+}
