@@ -57,6 +57,16 @@ pub struct Limits {
     /// The longest single wait; a longer one waits for a person instead.
     #[serde(with = "duration")]
     pub max_wait: Duration,
+    /// `wait` for the reset, or hand the task to `run.fallback_agent` (`fallback`).
+    pub on_limit: OnLimit,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum OnLimit {
+    #[default]
+    Wait,
+    Fallback,
 }
 
 impl Default for Limits {
@@ -65,6 +75,7 @@ impl Default for Limits {
             wait: Duration::from_secs(60),
             overloaded_wait: Duration::from_secs(15),
             max_wait: Duration::from_secs(6 * 3600),
+            on_limit: OnLimit::Wait,
         }
     }
 }
@@ -653,6 +664,7 @@ commit = false          # commit after each verified task
 wait = "60s"            # after a usage/rate limit with no reset time; doubles each time in a row
 overloaded_wait = "15s" # after an overloaded service; doubles each time in a row
 max_wait = "6h"         # a longer wait waits for a person instead
+on_limit = "wait"       # or "fallback": hand the task to run.fallback_agent
 
 # Any program can be an agent: it gets the prompt on stdin, or in a file.
 # [agents.mine]

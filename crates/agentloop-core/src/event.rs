@@ -291,15 +291,31 @@ pub enum Outcome {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Trigger {
-    SameFailure { count: u32, fingerprint: String },
-    NoChange { count: u32 },
-    NoOutput { count: u32 },
-    RetryBudget { attempts: u32 },
+    SameFailure {
+        count: u32,
+        fingerprint: String,
+    },
+    NoChange {
+        count: u32,
+    },
+    NoOutput {
+        count: u32,
+    },
+    RetryBudget {
+        attempts: u32,
+    },
+    /// The agent hit a usage limit and `limits.on_limit = "fallback"`.
+    UsageLimit {
+        agent: String,
+    },
 }
 
 impl Trigger {
     pub fn is_breaker(&self) -> bool {
-        !matches!(self, Trigger::RetryBudget { .. })
+        !matches!(
+            self,
+            Trigger::RetryBudget { .. } | Trigger::UsageLimit { .. }
+        )
     }
     pub fn describe(&self) -> String {
         match self {
@@ -315,6 +331,7 @@ impl Trigger {
             Trigger::RetryBudget { attempts } => {
                 format!("{attempts} attempts without a verified result")
             }
+            Trigger::UsageLimit { agent } => format!("{agent} hit a usage limit"),
         }
     }
 }

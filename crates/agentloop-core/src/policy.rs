@@ -3,6 +3,7 @@
 //! The driver asks `next_action` after every event it records and does what it is told:
 //! record a decision, run an iteration, run verification, wait for a person, or exit.
 
+use crate::config::OnLimit;
 use crate::event::*;
 use crate::plan::{Mode, Plan, Task};
 use crate::state::{RunState, StopKind, TaskState, TaskStatus, is_test_path};
@@ -258,6 +259,29 @@ fn finish_open_iteration(s: &RunState, open: &crate::state::OpenIteration) -> Ac
     if let Some(err) = &agent.error {
         match err.kind {
             AgentErrorKind::RateLimit | AgentErrorKind::Overloaded => {
+                let task = &open.started.task;
+                let fallback = s
+                    .settings
+                    .fallback_agent
+                    .as_ref()
+                    .filter(|f| **f != open.started.agent);
+                if let (OnLimit::Fallback, Some(f)) = (s.settings.limits.on_limit, fallback) {
+                    if s.task(task).is_some_and(|t| t.rung != Rung::Fallback) {
+                        return Action::Record(Event::Escalated {
+                            task: task.clone(),
+                            trigger: Trigger::UsageLimit {
+                                agent: open.started.agent.clone(),
+                            },
+                            rung: Rung::Fallback,
+                            evidence: format!("{}: {}", open.started.agent, err.message),
+                        });
+                    }
+                    return finished(
+                        Outcome::Limited,
+                        format!("usage limit: {}; {f} takes over", err.message),
+                        None,
+                    );
+                }
                 if !open.limited {
                     return match limit_wait(s, open.agent_ms, agent, err) {
                         Ok(event) => Action::Record(event),

@@ -714,3 +714,86 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_usage_limit_waits_or_hands_over_to_the_fallback() {
+    let limited = |s: &mut Sim| {
+        let Action::Iterate(p) = s.act() else {
+            panic!("{:?}", s.act())
+        };
+        s.then(started(&p));
+        let err = AgentError {
+            kind: AgentErrorKind::RateLimit,
+            message: "limit".into(),
+        };
+        s.then(Event::AgentFinished(AgentFinished {
+            iteration: p.iteration,
+            error: Some(err),
+            ..claims(false, &[])
+        }))
+    };
+    // Default: wait, with a backoff that doubles; retries untouched.
+    let mut s = Sim::new(
+        PLAN,
+        settings(|c| c.limits.wait = std::time::Duration::from_secs(60)),
+    );
+    let a = limited(&mut s);
+    let Action::Record(Event::LimitHit {
+        until_ms,
+        known_reset: false,
+        ..
+    }) = a
+    else {
+        panic!("{a:?}")
+    };
+    let agent_ms = s.state.open.as_ref().unwrap().agent_ms;
+    assert_eq!(until_ms, agent_ms + 60_000);
+    s.then(a.clone().into_event());
+    let a = s.act();
+    assert_eq!(outcome(&a), Some(Outcome::Limited));
+    s.then(a.into_event());
+    assert_eq!(s.act(), Action::Wait(WaitReason::UsageLimit { until_ms }));
+    assert_eq!(
+        s.state.task("T1").unwrap().attempts,
+        0,
+        "the limited try does not count"
+    );
+    s.then(Event::LimitWaitOver);
+    let a = limited(&mut s);
+    let Action::Record(Event::LimitHit { until_ms, .. }) = a else {
+        panic!("{a:?}")
+    };
+    assert_eq!(
+        until_ms,
+        s.state.open.as_ref().unwrap().agent_ms + 120_000,
+        "doubled"
+    );
+
+    // on_limit = "fallback": the fallback agent takes the task at once.
+    let mut s = Sim::new(
+        PLAN,
+        settings(|c| {
+            c.run.fallback_agent = Some("b".into());
+            c.limits.on_limit = agentloop_core::config::OnLimit::Fallback;
+        }),
+    );
+    let a = limited(&mut s);
+    assert!(
+        matches!(
+            a,
+            Action::Record(Event::Escalated {
+                rung: Rung::Fallback,
+                trigger: Trigger::UsageLimit { .. },
+                ..
+            })
+        ),
+        "{a:?}"
+    );
+    s.then(a.into_event());
+    let a = s.act();
+    assert_eq!(outcome(&a), Some(Outcome::Limited));
+    s.then(a.into_event());
+    assert!(
+        matches!(s.act(), Action::Iterate(IterationPlan { kind: IterationKind::Fallback, ref agent, .. }) if agent == "b")
+    );
+}
