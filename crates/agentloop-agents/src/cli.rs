@@ -64,7 +64,16 @@ impl CliRun<'_> {
                 };
             }
         };
-        let p = (self.parse)(&String::from_utf8_lossy(&f.tail));
+        let mut p = (self.parse)(&String::from_utf8_lossy(&f.tail));
+        // A usage limit that names its reset time ("resets 3:45pm") is waited out exactly.
+        if p.resets_at_ms.is_none()
+            && let Some(e) = p
+                .error
+                .as_ref()
+                .filter(|e| e.kind == AgentErrorKind::RateLimit)
+        {
+            p.resets_at_ms = crate::parsed::reset_from_text(&e.message, &jiff::Zoned::now());
+        }
         let error = if f.timed_out {
             Some(AgentError {
                 kind: AgentErrorKind::Timeout,

@@ -59,3 +59,78 @@ pub fn json_lines(text: &str) -> impl Iterator<Item = serde_json::Value> + '_ {
 pub fn u64_at(v: &serde_json::Value, key: &str) -> u64 {
     v.get(key).and_then(serde_json::Value::as_u64).unwrap_or(0)
 }
+
+/// The reset time in a usage-limit message, as Unix milliseconds: "resets 3:45pm",
+/// "resets 3pm (Europe/Paris)", "try again at 4:12 PM", "try again at 16:12". A clock
+/// time is read in the named zone, else the machine's, and means the next such time.
+pub fn reset_from_text(message: &str, now: &jiff::Zoned) -> Option<u64> {
+    static RE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"(?i)(?:resets(?: at)?|try again at)\s+(\d{1,2})(?::(\d{2}))?\s*(am|pm)?(?:\s*\(([A-Za-z_]+(?:/[A-Za-z_+-]+)*)\))?",
+        )
+        .expect("the reset pattern is valid")
+    });
+    let c = RE.captures(message)?;
+    let mut hour: i8 = c.get(1)?.as_str().parse().ok()?;
+    let minute: i8 = c.get(2).map_or(Some(0), |m| m.as_str().parse().ok())?;
+    match c.get(3).map(|m| m.as_str().to_ascii_lowercase()) {
+        Some(ref p) if p == "pm" && hour < 12 => hour += 12,
+        Some(ref p) if p == "am" && hour == 12 => hour = 0,
+        _ => {}
+    }
+    if !(0..24).contains(&hour) || !(0..60).contains(&minute) {
+        return None;
+    }
+    let here = match c.get(4) {
+        Some(tz) => now.with_time_zone(jiff::tz::TimeZone::get(tz.as_str()).ok()?),
+        None => now.clone(),
+    };
+    let mut at = here
+        .date()
+        .at(hour, minute, 0, 0)
+        .to_zoned(here.time_zone().clone())
+        .ok()?;
+    if at <= here {
+        at = at.checked_add(jiff::Span::new().days(1)).ok()?;
+    }
+    u64::try_from(at.timestamp().as_millisecond()).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zoned(s: &str) -> jiff::Zoned {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn clock_times_become_the_next_such_moment() {
+        let now = zoned("2026-11-22T10:00:00+00:00[UTC]");
+        let at = |m: &str| {
+            reset_from_text(m, &now).map(|ms| {
+                jiff::Timestamp::from_millisecond(ms as i64)
+                    .unwrap()
+                    .to_string()
+            })
+        };
+        assert_eq!(
+            at("You've hit your session limit · resets 3:45pm").as_deref(),
+            Some("2026-11-22T15:45:00Z")
+        );
+        assert_eq!(
+            at("You've hit your limit · resets 9am").as_deref(),
+            Some("2026-11-23T09:00:00Z"),
+            "already past today"
+        );
+        assert_eq!(
+            at("You've hit your usage limit. Upgrade to Pro or try again at 4:12 PM.").as_deref(),
+            Some("2026-11-22T16:12:00Z")
+        );
+        assert_eq!(
+            at("resets 3pm (Europe/Paris)").as_deref(),
+            Some("2026-11-22T14:00:00Z")
+        );
+        assert_eq!(at("rate limit, please try again later"), None);
+    }
+}
