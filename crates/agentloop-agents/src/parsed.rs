@@ -23,17 +23,28 @@ pub struct Parsed {
 /// the policy acts on: wait for a usage-limit reset, back off, or ask a person.
 pub fn classify(message: &str, status: Option<u64>) -> AgentError {
     let m = message.to_ascii_lowercase();
+    // "unexpected status 401 Unauthorized: …" (Codex) carries the status in the text.
+    let status = status.or_else(|| {
+        let at = m.find("status ")? + "status ".len();
+        m.get(at..at + 3)?
+            .parse::<u64>()
+            .ok()
+            .filter(|s| (400..600).contains(s))
+    });
     let kind = if status == Some(429)
         || m.contains("rate limit")
         || m.contains("rate_limit")
         || m.contains("usage limit")
         || m.contains("hit your")
+        || m.contains("too many requests")
     {
         AgentErrorKind::RateLimit
     } else if status == Some(529) || m.contains("overloaded") {
         AgentErrorKind::Overloaded
     } else if matches!(status, Some(401) | Some(403))
         || m.contains("authentication")
+        || m.contains("unauthorized")
+        || m.contains("incorrect api key")
         || m.contains("invalid api key")
         || m.contains("invalid x-api-key")
         || m.contains("not logged in")

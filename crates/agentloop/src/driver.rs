@@ -50,6 +50,10 @@ impl Driver {
         lock: DriverLock,
     ) -> Result<Driver, CliError> {
         let interrupted = Arc::new(AtomicBool::new(false));
+        // Agent helpers that leave the agent's process group still end with it.
+        if let Err(e) = agentloop_core::supervise::become_subreaper() {
+            crate::render::warn(&format!("cannot become a child subreaper: {e}"));
+        }
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             // A second signal while we are still cleaning up exits at once.
             signal_hook::flag::register_conditional_shutdown(sig, 130, interrupted.clone())?;

@@ -214,7 +214,7 @@ fn an_auth_error_waits_for_a_person_with_a_clear_message() {
 }
 
 /// Processes whose working directory is inside `dir`.
-fn processes_in(dir: &std::path::Path) -> Vec<String> {
+pub fn processes_in(dir: &std::path::Path) -> Vec<String> {
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
@@ -234,7 +234,11 @@ fn processes_in(dir: &std::path::Path) -> Vec<String> {
                     .starts_with('Z')
             })
         })
-        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .map(|e| {
+            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            format!("{} {}", e.file_name().to_string_lossy(), cmd.trim())
+        })
         .collect()
 }
 

@@ -126,3 +126,99 @@ fn a_false_completion_from_codex_is_caught() {
     );
     assert_eq!(p.status()["iterations"], 2);
 }
+
+const ONE: &str = "# One\n\n## T1: Hello\nVerify: test -f hello.txt\n\nCreate hello.txt.\n";
+
+#[test]
+fn codex_rate_limit_waits_then_completes() {
+    let server = MockServer::start(
+        Api::OpenAi,
+        Scenario::new(vec![
+            Step::Error {
+                status: 429,
+                kind: "rate_limit_exceeded".into(),
+                message: "Rate limit reached for requests".into(),
+                retry_after: Some(2),
+            },
+            exec("echo hello > hello.txt", 10, 1),
+            say("TASK_COMPLETE", 10, 1, 0),
+        ]),
+    );
+    let p = project(&server, ONE);
+    let toml = p.read("agentloop.toml");
+    p.write(
+        "agentloop.toml",
+        format!("{toml}\n[limits]\nwait = \"2s\"\n\n[budgets]\ntask_retries = 1\n"),
+    );
+    p.commit("limits");
+    let t = std::time::Instant::now();
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(t.elapsed() >= std::time::Duration::from_secs(2));
+    let log = p.run(&["log"]).stdout;
+    assert!(
+        log.contains("limit_hit") && log.contains("RateLimit"),
+        "{log}"
+    );
+}
+
+#[test]
+fn codex_auth_error_waits_for_a_person() {
+    let server = MockServer::start(
+        Api::OpenAi,
+        Scenario::new(vec![Step::Error {
+            status: 401,
+            kind: "invalid_api_key".into(),
+            message: "Incorrect API key provided".into(),
+            retry_after: None,
+        }]),
+    );
+    let p = project(&server, ONE);
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["status"], "blocked");
+    assert!(
+        s["tasks"][0]["blocked"]
+            .as_str()
+            .unwrap()
+            .starts_with("the agent could not authenticate: "),
+        "{s}"
+    );
+}
+
+#[test]
+fn codex_stop_now_during_a_stalled_reply() {
+    let server = MockServer::start(
+        Api::OpenAi,
+        Scenario::new(vec![Step::Stall { seconds: 60 }]),
+    );
+    let p = project(&server, ONE);
+    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    let t = std::time::Instant::now();
+    while server.requests().iter().all(|r| r.step.is_none()) {
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(60),
+            "codex never asked the model"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let t = std::time::Instant::now();
+    assert_eq!(p.run(&["stop", "--now"]).code, Some(0));
+    let code = loop {
+        if let Some(st) = driver.try_wait().unwrap() {
+            break st.code();
+        }
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(20),
+            "the driver did not stop"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(code, Some(6));
+    assert_eq!(
+        crate::real_claude::processes_in(p.path()),
+        Vec::<String>::new(),
+        "codex's process group is gone"
+    );
+}
