@@ -31,23 +31,9 @@ pub struct CliRun<'a> {
 
 impl CliRun<'_> {
     pub fn run(self, inv: &Invocation<'_>, should_stop: &mut dyn FnMut() -> bool) -> AgentRun {
-        let mut argv = self.argv.into_iter();
-        let program = argv.next().unwrap_or_default();
-        let mut spec = Spec::new(&program, inv.workdir);
-        spec.args = argv.map(OsString::from).collect();
-        spec.env = self
-            .config
-            .env
-            .iter()
-            .map(|(k, v)| (k.into(), v.into()))
-            .collect();
-        spec.pass_env = Some(self.config.allowed_env());
-        spec.stdin = matches!(self.prompt, PromptIn::Stdin).then(|| inv.prompt.as_bytes().to_vec());
-        spec.timeout = self.config.timeout;
-        spec.output_cap = self.config.output_cap;
-        spec.log = Some(inv.log.to_path_buf());
-        spec.grace = Duration::from_secs(5);
-        spec.tail_stdout_only = true;
+        let program = self.argv.first().cloned().unwrap_or_default();
+        let stdin = matches!(self.prompt, PromptIn::Stdin).then(|| inv.prompt.as_bytes().to_vec());
+        let mut spec = agent_spec(self.config, inv, self.argv, stdin);
         spec.tail_bytes = 4 * 1024 * 1024;
         let f = match supervise::run(spec, should_stop) {
             Ok(f) => f,
@@ -108,6 +94,33 @@ impl CliRun<'_> {
             resets_at_ms: p.resets_at_ms,
         }
     }
+}
+
+/// How any agent process runs: in the work tree, with the allow-listed environment
+/// plus the agent's `env`, its timeout and output cap, logged to `agent.log`; only its
+/// stdout is kept for the final message.
+pub fn agent_spec(
+    config: &AgentConfig,
+    inv: &Invocation<'_>,
+    argv: Vec<String>,
+    stdin: Option<Vec<u8>>,
+) -> Spec {
+    let mut argv = argv.into_iter();
+    let mut spec = Spec::new(argv.next().unwrap_or_default(), inv.workdir);
+    spec.args = argv.map(OsString::from).collect();
+    spec.env = config
+        .env
+        .iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
+    spec.pass_env = Some(config.allowed_env());
+    spec.stdin = stdin;
+    spec.timeout = config.timeout;
+    spec.output_cap = config.output_cap;
+    spec.log = Some(inv.log.to_path_buf());
+    spec.grace = Duration::from_secs(5);
+    spec.tail_stdout_only = true;
+    spec
 }
 
 /// The program and fixed arguments: `command` from the config, or the kind's name.

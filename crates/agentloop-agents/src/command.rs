@@ -1,7 +1,6 @@
 //! The generic `command` agent: any program, the prompt on stdin or in a file named by
 //! a `{prompt_file}` placeholder. Its standard output is its final message.
 
-use std::ffi::OsString;
 use std::time::Duration;
 
 use agentloop_core::config::{AgentConfig, PromptVia};
@@ -25,29 +24,16 @@ impl CommandAgent {
 
     fn spec(&self, inv: &Invocation<'_>) -> Spec {
         let file = inv.prompt_file.display().to_string();
-        let mut argv = self
+        let argv = self
             .config
             .command
             .iter()
-            .map(|a| a.replace("{prompt_file}", &file));
-        let program = argv.next().unwrap_or_default();
-        let mut spec = Spec::new(program, inv.workdir);
-        spec.args = argv.map(OsString::from).collect();
-        spec.env = self
-            .config
-            .env
-            .iter()
-            .map(|(k, v)| (k.into(), v.into()))
+            .map(|a| a.replace("{prompt_file}", &file))
             .collect();
-        spec.pass_env = Some(self.config.allowed_env());
-        spec.env.push(("AGENTLOOP_PROMPT_FILE".into(), file.into()));
-        spec.stdin =
+        let stdin =
             (self.config.prompt == PromptVia::Stdin).then(|| inv.prompt.as_bytes().to_vec());
-        spec.timeout = self.config.timeout;
-        spec.output_cap = self.config.output_cap;
-        spec.log = Some(inv.log.to_path_buf());
-        spec.grace = Duration::from_secs(5);
-        spec.tail_stdout_only = true;
+        let mut spec = crate::cli::agent_spec(&self.config, inv, argv, stdin);
+        spec.env.push(("AGENTLOOP_PROMPT_FILE".into(), file.into()));
         spec
     }
 }
