@@ -120,6 +120,8 @@ pub struct Breakers {
     pub no_change: u32,
     /// The agent exits with no output this many times in a row.
     pub no_output: u32,
+    /// The work tree comes back to a state it was already in this many times.
+    pub oscillation: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -318,6 +320,7 @@ impl Default for Breakers {
             same_failure: 3,
             no_change: 3,
             no_output: 2,
+            oscillation: 2,
         }
     }
 }
@@ -647,6 +650,7 @@ max_replans = 2
 same_failure = 3        # the same failure fingerprint this many times in a row
 no_change = 3           # no change in the working tree this many iterations in a row
 no_output = 2           # the agent exits with no output this many times in a row
+oscillation = 2         # the tree returns to a state it was already in this many times
 
 [verify]
 # Run after every task's own `Verify:` commands.

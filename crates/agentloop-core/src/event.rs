@@ -301,6 +301,9 @@ pub enum Trigger {
     NoOutput {
         count: u32,
     },
+    Oscillation {
+        count: u32,
+    },
     RetryBudget {
         attempts: u32,
     },
@@ -332,6 +335,9 @@ impl Trigger {
                 format!("{attempts} attempts without a verified result")
             }
             Trigger::UsageLimit { agent } => format!("{agent} hit a usage limit"),
+            Trigger::Oscillation { count } => {
+                format!("the work tree went back to an earlier state {count} times")
+            }
         }
     }
 }

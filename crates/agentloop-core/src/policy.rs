@@ -150,14 +150,20 @@ pub fn next_action(s: &RunState) -> Action {
 }
 
 /// The iterations a task may spend on its current rung.
+///
+/// A failure that differs from every earlier one of the task is progress (slowly
+/// fixing ten failing tests, one per iteration), and earns one more try, up to twice
+/// the budget: a run that is getting somewhere is not stopped as stuck.
 pub fn rung_budget(s: &RunState, task: &TaskState) -> u32 {
     match task.rung {
         Rung::Replan => 1,
-        _ => s
-            .plan
-            .task(&task.id)
-            .and_then(|t| t.max_iterations)
-            .unwrap_or(s.settings.budgets.task_retries),
+        _ => {
+            let base = s
+                .plan_task(&task.id)
+                .and_then(|t| t.max_iterations)
+                .unwrap_or(s.settings.budgets.task_retries);
+            base + task.progress.min(2 * base)
+        }
     }
 }
 
@@ -172,6 +178,8 @@ fn escalation(s: &RunState, t: &TaskState) -> Option<Event> {
         Trigger::NoChange { count: t.no_change }
     } else if b.no_output > 0 && t.no_output >= b.no_output {
         Trigger::NoOutput { count: t.no_output }
+    } else if b.oscillation > 0 && t.revisits >= b.oscillation {
+        Trigger::Oscillation { count: t.revisits }
     } else if t.attempts >= rung_budget(s, t) {
         Trigger::RetryBudget {
             attempts: t.attempts,

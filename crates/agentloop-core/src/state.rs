@@ -71,6 +71,18 @@ pub struct TaskState {
     pub commit: Option<String>,
     pub gate_before_approved: bool,
     pub gate_after_pending: bool,
+    /// Failure fingerprints this task has produced.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fingerprints: Vec<String>,
+    /// Failed iterations that failed in a new way: progress, which earns more retries.
+    #[serde(default)]
+    pub progress: u32,
+    /// Work-tree states this task's iterations ended in.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trees: Vec<String>,
+    /// Iterations that brought the tree back to a state it had already been in.
+    #[serde(default)]
+    pub revisits: u32,
 }
 
 impl TaskState {
@@ -97,6 +109,10 @@ impl TaskState {
             commit: None,
             gate_before_approved: false,
             gate_after_pending: false,
+            fingerprints: Vec::new(),
+            progress: 0,
+            trees: Vec::new(),
+            revisits: 0,
         }
     }
 
@@ -109,6 +125,8 @@ impl TaskState {
         self.last_fingerprint = None;
         self.blocked = None;
         self.blocked_by_breaker = false;
+        self.progress = 0;
+        self.revisits = 0;
     }
 }
 
@@ -466,8 +484,28 @@ impl RunState {
                     (Some(_), _) => t.same_failure = 1,
                     (None, _) => t.same_failure = 0,
                 }
+                if let Some(fp) = &fp
+                    && !t.fingerprints.contains(fp)
+                {
+                    if !t.fingerprints.is_empty() {
+                        t.progress += 1;
+                    }
+                    t.fingerprints.push(fp.clone());
+                }
                 t.last_fingerprint = fp;
                 if let Some(a) = &open.agent {
+                    // Back to a tree this task had already produced: going in circles.
+                    if let Some(tree) = a
+                        .tree_after
+                        .as_ref()
+                        .filter(|_| !a.changed_files.is_empty())
+                    {
+                        if t.trees.contains(tree) {
+                            t.revisits += 1;
+                        } else {
+                            t.trees.push(tree.clone());
+                        }
+                    }
                     let unchanged = a.changed_files.is_empty();
                     t.no_change = if unchanged { t.no_change + 1 } else { 0 };
                     t.no_output = if a.output_bytes == 0 {

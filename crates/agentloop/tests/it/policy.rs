@@ -334,7 +334,7 @@ fn fallback_agent_takes_over_after_the_replan_rung() {
         }),
     );
     s.iteration(claims(true, &["x"]), Some(false), "1");
-    s.iteration(claims(true, &["x"]), Some(false), "2");
+    s.iteration(claims(true, &["x"]), Some(false), "1");
     s.then(s.act().into_event()); // → replan rung
     assert!(matches!(
         s.act(),
@@ -795,5 +795,49 @@ fn a_usage_limit_waits_or_hands_over_to_the_fallback() {
     s.then(a.into_event());
     assert!(
         matches!(s.act(), Action::Iterate(IterationPlan { kind: IterationKind::Fallback, ref agent, .. }) if agent == "b")
+    );
+}
+
+#[test]
+fn slow_progress_earns_retries_and_going_in_circles_trips() {
+    // Each iteration fails differently (one more test fixed): not stopped at 5.
+    let mut s = Sim::new(PLAN, settings(|_| {}));
+    for i in 0..9 {
+        let a = s.iteration(
+            claims(false, &["src/a.rs"]),
+            Some(false),
+            &format!("{} failing", 10 - i),
+        );
+        assert!(
+            matches!(a, Action::Iterate(_)),
+            "iteration {}: {a:?}",
+            i + 1
+        );
+    }
+    s.iteration(claims(true, &["src/a.rs"]), Some(true), "");
+    assert_eq!(s.state.task("T1").unwrap().status, TaskStatus::Done);
+    assert_eq!(s.state.iterations, 10);
+
+    // Edits that flip the tree between two states trip the oscillation breaker.
+    let mut s = Sim::new(PLAN, settings(|c| c.budgets.max_replans = 0));
+    for i in 0..4 {
+        let tree = if i % 2 == 0 { "tree-a" } else { "tree-b" };
+        let agent = AgentFinished {
+            tree_after: Some(tree.into()),
+            ..claims(true, &["src/a.rs"])
+        };
+        s.iteration(agent, Some(false), if i % 2 == 0 { "fa" } else { "fb" });
+    }
+    let a = s.act();
+    assert!(
+        matches!(
+            a,
+            Action::Record(Event::Escalated {
+                trigger: Trigger::Oscillation { count: 2 },
+                rung: Rung::Block,
+                ..
+            })
+        ),
+        "{a:?}"
     );
 }
