@@ -169,25 +169,25 @@ pub fn rung_budget(s: &RunState, task: &TaskState) -> u32 {
 
 fn escalation(s: &RunState, t: &TaskState) -> Option<Event> {
     let b = &s.settings.breakers;
-    let trigger = if b.same_failure > 0 && t.same_failure >= b.same_failure {
+    // An agent that does nothing is checked first: asking it to replan is no use.
+    let trigger = if b.no_output > 0 && t.no_output >= b.no_output {
+        Trigger::NoOutput { count: t.no_output }
+    } else if b.no_change > 0 && t.no_change >= b.no_change {
+        Trigger::NoChange { count: t.no_change }
+    } else if b.same_failure > 0 && t.same_failure >= b.same_failure {
         Trigger::SameFailure {
             count: t.same_failure,
             fingerprint: t.last_fingerprint.clone().unwrap_or_default(),
         }
-    } else if b.no_change > 0 && t.no_change >= b.no_change {
-        Trigger::NoChange { count: t.no_change }
-    } else if b.no_output > 0 && t.no_output >= b.no_output {
-        Trigger::NoOutput { count: t.no_output }
     } else if b.oscillation > 0 && t.revisits >= b.oscillation {
         Trigger::Oscillation { count: t.revisits }
     } else if t.attempts >= rung_budget(s, t) {
-        Trigger::RetryBudget {
-            attempts: t.attempts,
-        }
+        Trigger::RetryBudget { attempts: t.attempts }
     } else {
         return None;
     };
-    let replan_ok = s.replans_used < s.settings.budgets.max_replans;
+    let idle = matches!(trigger, Trigger::NoOutput { .. } | Trigger::NoChange { .. });
+    let replan_ok = s.replans_used < s.settings.budgets.max_replans && !idle;
     let fallback_ok = s.settings.fallback_agent.is_some();
     let rung = match t.rung {
         Rung::Retry if replan_ok => Rung::Replan,

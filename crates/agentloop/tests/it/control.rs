@@ -361,7 +361,7 @@ fn a_stuck_agent_trips_the_breaker_and_blocks() {
     assert_eq!(r.code, Some(4), "a breaker exits 4: {}", r.stderr);
     assert!(
         r.stderr
-            .contains("the same failure 3 times in a row; next: block it"),
+            .contains("no change in the working tree for 3 iterations; next: block it"),
         "{}",
         r.stderr
     );

@@ -316,7 +316,7 @@ fn no_change_and_no_output_breakers() {
             a,
             Action::Record(Event::Escalated {
                 trigger: Trigger::NoOutput { count: 2 },
-                rung: Rung::Replan,
+                rung: Rung::Fallback,
                 ..
             })
         ),
