@@ -182,7 +182,9 @@ fn escalation(s: &RunState, t: &TaskState) -> Option<Event> {
     } else if b.oscillation > 0 && t.revisits >= b.oscillation {
         Trigger::Oscillation { count: t.revisits }
     } else if t.attempts >= rung_budget(s, t) {
-        Trigger::RetryBudget { attempts: t.attempts }
+        Trigger::RetryBudget {
+            attempts: t.attempts,
+        }
     } else {
         return None;
     };

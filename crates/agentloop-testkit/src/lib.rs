@@ -5,6 +5,8 @@
 //! conversation) takes the next step; requests without tools (titles and other side
 //! calls) get a short text reply that uses no tokens.
 
+pub mod efficiency;
+
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -5,6 +5,7 @@ mod bad_input;
 mod cli;
 mod control;
 mod crash;
+mod efficiency;
 mod policy;
 mod real_claude;
 mod real_codex;
