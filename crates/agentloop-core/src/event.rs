@@ -64,6 +64,13 @@ pub enum Event {
     },
     /// The driver waited until the limit's reset.
     LimitWaitOver,
+    /// Hook mode: a Claude Code session stopped (its `stop_hook_active` flag tells
+    /// whether this stop follows a continuation we asked for). The first one binds
+    /// the run to the session.
+    HookStop {
+        session_id: String,
+        active: bool,
+    },
     RunFinished {
         status: RunStatus,
         reason: FinishReason,
@@ -86,6 +93,7 @@ impl Event {
             Event::Control { .. } => "control",
             Event::LimitHit { .. } => "limit_hit",
             Event::LimitWaitOver => "limit_wait_over",
+            Event::HookStop { .. } => "hook_stop",
             Event::RunFinished { .. } => "run_finished",
         }
     }
@@ -109,6 +117,9 @@ pub struct Settings {
     pub commit: bool,
     #[serde(default)]
     pub limits: crate::config::Limits,
+    /// The run is driven by Claude Code's hooks inside one interactive session.
+    #[serde(default)]
+    pub hook: bool,
 }
 
 impl Settings {
@@ -126,6 +137,7 @@ impl Settings {
             protected: c.verify.protected.clone(),
             commit: c.git.commit,
             limits: c.limits.clone(),
+            hook: false,
         }
     }
 }

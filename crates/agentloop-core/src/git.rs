@@ -43,7 +43,7 @@ pub fn head(workdir: &Path) -> Option<String> {
 
 /// What the work tree looked like at one moment: HEAD, and the content of every
 /// path that differs from it (tracked changes and untracked files, not ignored ones).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Snapshot {
     /// A fingerprint of the whole state, stable for equal trees.
     pub id: String,

@@ -202,6 +202,12 @@ pub struct RunState {
     pub updated: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver_pid: Option<u32>,
+    /// Hook mode: the Claude Code session the run is bound to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// Hook mode: continuations asked for in a row (Claude Code allows 8).
+    #[serde(default)]
+    pub hook_chain: u32,
     #[serde(skip)]
     index: HashMap<String, usize>,
     #[serde(skip)]
@@ -273,6 +279,8 @@ impl RunState {
             created: first.time.clone(),
             updated: first.time.clone(),
             driver_pid: None,
+            session: None,
+            hook_chain: 0,
             index: HashMap::new(),
             requests: HashSet::new(),
         };
@@ -433,6 +441,10 @@ impl RunState {
                 if let Some(open) = &mut self.open {
                     open.limited = true;
                 }
+            }
+            Event::HookStop { session_id, active } => {
+                self.session.get_or_insert_with(|| session_id.clone());
+                self.hook_chain = if *active { self.hook_chain + 1 } else { 0 };
             }
             Event::LimitWaitOver => {
                 self.limit_until_ms = None;

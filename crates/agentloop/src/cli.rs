@@ -53,6 +53,10 @@ pub enum Command {
     Steer(SteerArgs),
     /// List the agents agentloop knows, whether each is installed, and its version.
     Agents(JsonArg),
+    /// Claude Code hook mode: `hook start [PLAN]`, and the hook entry points
+    /// (`hook stop`, `hook subagent-stop`, `hook session-start`) that read the hook's
+    /// JSON on stdin.
+    Hook(HookArgs),
     /// Check or import plans.
     #[command(subcommand)]
     Plan(PlanCommand),
@@ -210,4 +214,16 @@ pub enum ConfigCommand {
 pub enum JournalCommand {
     /// Check every line's checksum, sequence and schema.
     Verify { run: Option<String> },
+}
+
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// `start`, or the hook event: stop, subagent-stop, session-start.
+    pub event: String,
+    /// With `start`: the plan file.
+    #[arg(default_value = "PLAN.md")]
+    pub plan: PathBuf,
+    /// With `start`: quick, tdd, pair or checkpoint.
+    #[arg(long)]
+    pub mode: Option<String>,
 }

@@ -151,7 +151,7 @@ impl Driver {
     }
 
     /// Appends an event and folds it (and anything other processes appended first).
-    fn record(&mut self, event: Event) -> Result<(), CliError> {
+    pub(crate) fn record(&mut self, event: Event) -> Result<(), CliError> {
         let recs = self.writer.append(&event)?;
         self.apply(&recs);
         Ok(())
@@ -174,7 +174,7 @@ impl Driver {
     }
 
     /// Rewrites the derived files (state.json, progress.md).
-    fn flush(&mut self) {
+    pub(crate) fn flush(&mut self) {
         self.flushed = Instant::now();
         if let Err(e) = self.run.write_derived(&self.state) {
             self.progress
@@ -190,7 +190,7 @@ impl Driver {
         }
     }
 
-    fn record_decision(&mut self, mut event: Event) -> Result<(), CliError> {
+    pub(crate) fn record_decision(&mut self, mut event: Event) -> Result<(), CliError> {
         if let Event::IterationFinished(f) = &mut event
             && f.outcome == Outcome::Completed
             && self.state.settings.commit
@@ -299,24 +299,9 @@ impl Driver {
         let agent = agentloop_agents::resolve(&self.config, &plan.agent)
             .map_err(|e| CliError::user(format!("task {}: {e}", plan.task)).hint(e.hint()))?;
         let workdir = self.ws.root.clone();
-        let before = self.snapshots.as_ref().and_then(|g| g.take());
+        let (text, before) = self.begin_iteration(&plan)?;
         let dir = self.run.iteration_dir(plan.iteration);
-        std::fs::create_dir_all(&dir)?;
-        let text = prompt::build(&self.state, &plan.task, plan.kind);
         let prompt_file = dir.join("prompt.md");
-        fsutil::write_new(&prompt_file, text.as_bytes())?;
-        self.record(Event::IterationStarted(IterationStarted {
-            iteration: plan.iteration,
-            task: plan.task.clone(),
-            attempt: plan.attempt,
-            kind: plan.kind,
-            agent: plan.agent.clone(),
-            tree_before: before.as_ref().map(|s| s.id.clone()),
-            head_before: before.as_ref().and_then(|s| s.head.clone()),
-            steer: self.state.steer.clone(),
-        }))?;
-        self.flush_soon();
-
         let log = dir.join("agent.log");
         let inv = Invocation {
             workdir: &workdir,
@@ -336,35 +321,12 @@ impl Driver {
         if let Some(err) = &mut run.error {
             err.message = redactor.redact(&err.message).into_owned();
         }
-
-        let after = self.snapshots.as_ref().and_then(|g| g.take());
-        let changed_files = match (&self.snapshots, &before, &after) {
-            (Some(g), Some(a), Some(b)) => g.changed(a, b),
-            _ => Vec::new(),
-        };
-        let f = &run.finished;
-        self.record(Event::AgentFinished(AgentFinished {
-            iteration: plan.iteration,
-            exit_code: f.exit_code,
-            signal: f.signal,
-            timed_out: f.timed_out,
-            killed: f.killed,
-            duration_ms: f.duration.as_millis() as u64,
-            output_bytes: f.output_bytes,
-            truncated: f.truncated,
-            signals: signals::parse(&run.final_message, &self.state.settings.completion_promise),
-            usage: run.usage,
-            cost_usd: run.cost_usd,
-            session_id: run.session_id.clone(),
-            error: run.error.clone(),
-            resets_at_ms: run.resets_at_ms,
-            tree_after: after.as_ref().map(|s| s.id.clone()),
-            head_after: after.as_ref().and_then(|s| s.head.clone()),
-            changed_files,
-        }))?;
-        if let Some(err) = &run.error
-            && err.kind == AgentErrorKind::Spawn
-        {
+        let spawn_error = run
+            .error
+            .clone()
+            .filter(|e| e.kind == AgentErrorKind::Spawn);
+        self.finish_agent(plan.iteration, run, before)?;
+        if let Some(err) = spawn_error {
             // Nothing ran: record it, then end the run rather than burn the budget.
             self.record(Event::IterationFinished(IterationFinished {
                 iteration: plan.iteration,
@@ -383,7 +345,77 @@ impl Driver {
         Ok(())
     }
 
-    fn verify(&mut self, iteration: u32, task: &str) -> Result<(), CliError> {
+    /// Snapshots the tree, writes the prompt (and, for hook mode, the snapshot) and
+    /// records the iteration's start. Returns the prompt.
+    pub(crate) fn begin_iteration(
+        &mut self,
+        plan: &IterationPlan,
+    ) -> Result<(String, Option<git::Snapshot>), CliError> {
+        let before = self.snapshots.as_ref().and_then(|g| g.take());
+        let dir = self.run.iteration_dir(plan.iteration);
+        std::fs::create_dir_all(&dir)?;
+        let text = prompt::build(&self.state, &plan.task, plan.kind);
+        fsutil::write_new(&dir.join("prompt.md"), text.as_bytes())?;
+        // Hook mode ends the iteration in another process: keep the snapshot for it.
+        if let Some(b) = before.as_ref().filter(|_| self.state.settings.hook) {
+            fsutil::write_new(
+                &dir.join("tree-before.json"),
+                &agentloop_core::journal::pretty(b),
+            )?;
+        }
+        self.record(Event::IterationStarted(IterationStarted {
+            iteration: plan.iteration,
+            task: plan.task.clone(),
+            attempt: plan.attempt,
+            kind: plan.kind,
+            agent: plan.agent.clone(),
+            tree_before: before.as_ref().map(|s| s.id.clone()),
+            head_before: before.as_ref().and_then(|s| s.head.clone()),
+            steer: self.state.steer.clone(),
+        }))?;
+        self.flush_soon();
+        Ok((text, before))
+    }
+
+    /// Records what the agent's turn produced, with what it changed in the tree.
+    pub(crate) fn finish_agent(
+        &mut self,
+        iteration: u32,
+        run: AgentRun,
+        before: Option<git::Snapshot>,
+    ) -> Result<(), CliError> {
+        let before = before.or_else(|| {
+            let path = self.run.iteration_dir(iteration).join("tree-before.json");
+            serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+        });
+        let after = self.snapshots.as_ref().and_then(|g| g.take());
+        let changed_files = match (&self.snapshots, &before, &after) {
+            (Some(g), Some(a), Some(b)) => g.changed(a, b),
+            _ => Vec::new(),
+        };
+        let f = &run.finished;
+        self.record(Event::AgentFinished(AgentFinished {
+            iteration,
+            exit_code: f.exit_code,
+            signal: f.signal,
+            timed_out: f.timed_out,
+            killed: f.killed,
+            duration_ms: f.duration.as_millis() as u64,
+            output_bytes: f.output_bytes,
+            truncated: f.truncated,
+            signals: signals::parse(&run.final_message, &self.state.settings.completion_promise),
+            usage: run.usage,
+            cost_usd: run.cost_usd,
+            session_id: run.session_id.clone(),
+            error: run.error.clone(),
+            resets_at_ms: run.resets_at_ms,
+            tree_after: after.as_ref().map(|s| s.id.clone()),
+            head_after: after.as_ref().and_then(|s| s.head.clone()),
+            changed_files,
+        }))
+    }
+
+    pub(crate) fn verify(&mut self, iteration: u32, task: &str) -> Result<(), CliError> {
         let commands: Vec<String> = self
             .state
             .plan

@@ -118,6 +118,16 @@ fn describe(e: &Event) -> String {
             }
         ),
         Event::LimitWaitOver => "the limit's wait is over".into(),
+        Event::HookStop { session_id, active } => {
+            format!(
+                "session {session_id} stopped{}",
+                if *active {
+                    " (after a continuation)"
+                } else {
+                    ""
+                }
+            )
+        }
         Event::RunFinished { status, reason } => {
             format!("{} · {}", status.as_str(), reason.describe())
         }

@@ -6,6 +6,7 @@ mod cli;
 mod control;
 mod crash;
 mod efficiency;
+mod hook_mode;
 mod policy;
 mod real_claude;
 mod real_codex;

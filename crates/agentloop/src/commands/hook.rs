@@ -1,0 +1,321 @@
+//! Hook mode: the same journal, policy and verification, driven by Claude Code's hooks
+//! inside one interactive session. Every answer is valid for the hook protocol, even
+//! on bad input, and never blocks a session just to halt it.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use agentloop_agents::AgentRun;
+use agentloop_core::event::{Event, RunStatus, Settings};
+use agentloop_core::plan::{Mode, Plan};
+use agentloop_core::policy::{Action, WaitReason, next_action};
+use agentloop_core::supervise::Finished;
+use agentloop_core::workspace::{RunDir, Workspace};
+use serde_json::{Map, Value, json};
+
+use crate::cli::OutputArgs;
+use crate::driver::Driver;
+use crate::error::{CliError, ExitKind};
+
+/// Claude Code ends a turn itself after this many Stop blocks in a row.
+const CLAUDE_BLOCK_LIMIT: u32 = 8;
+/// The largest hook input read.
+const MAX_INPUT: u64 = 4 * 1024 * 1024;
+
+/// `agentloop hook start [PLAN]`: a run for hook mode, bound to the first session
+/// whose Stop hook sees it.
+pub fn start(cwd: &Path, plan: &Path, mode: Option<String>) -> Result<ExitKind, CliError> {
+    let ws = Workspace::find(cwd);
+    let plan_path = cwd.join(plan);
+    let shown = plan_path
+        .strip_prefix(&ws.root)
+        .unwrap_or(&plan_path)
+        .to_path_buf();
+    let parsed = Plan::load_named(&plan_path, &shown.display().to_string())?;
+    let mut flags = Map::new();
+    if let Some(m) = mode {
+        let m: Mode = m
+            .parse()
+            .map_err(|e: String| CliError::user(format!("--mode: {e}")))?;
+        flags.insert("run".into(), json!({ "mode": m }));
+    }
+    let layered = super::load_config(&ws.root, &shown, &parsed.settings, flags)?;
+    let mut settings = Settings::from_config(&layered.config);
+    settings.agent = "claude-session".into();
+    settings.hook = true;
+    let (run, _, _) = ws.create_run(&shown, &parsed, settings)?;
+    println!("{}", run.id);
+    eprintln!(
+        "agentloop: hook-mode run {} for {} tasks; the next Stop of a Claude Code session in this project starts task 1 and binds the run to that session",
+        run.id,
+        parsed.tasks.len()
+    );
+    Ok(ExitKind::Completed)
+}
+
+/// An answer that lets the session go on as it would without agentloop, with a
+/// message for the person.
+fn passive(message: &str) -> Value {
+    json!({ "systemMessage": format!("agentloop: {message}") })
+}
+
+fn read_input() -> Result<Value, String> {
+    let mut buf = Vec::new();
+    std::io::stdin()
+        .take(MAX_INPUT + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| format!("cannot read the hook input: {e}"))?;
+    if buf.len() as u64 > MAX_INPUT {
+        return Err(format!("the hook input is larger than {MAX_INPUT} bytes"));
+    }
+    let v: Value =
+        serde_json::from_slice(&buf).map_err(|e| format!("the hook input is not JSON: {e}"))?;
+    if !v.is_object() {
+        return Err("the hook input is not a JSON object".into());
+    }
+    Ok(v)
+}
+
+/// `agentloop hook <event>`: prints the hook's JSON answer, exits 0.
+pub fn hook(event: &str) -> Result<ExitKind, CliError> {
+    let answer = match read_input() {
+        Err(e) => passive(&e),
+        Ok(input) => match event {
+            "stop" | "subagent-stop" => stop(&input).unwrap_or_else(|e| passive(&e)),
+            "session-start" => session_start(&input).unwrap_or_else(|e| passive(&e)),
+            other => passive(&format!("unknown hook event `{other}`")),
+        },
+    };
+    if answer != Value::Null {
+        println!("{answer}");
+    }
+    Ok(ExitKind::Completed)
+}
+
+fn text(input: &Value, key: &str) -> Option<String> {
+    input.get(key).and_then(Value::as_str).map(String::from)
+}
+
+/// The newest unfinished hook-mode run of the project that this session may drive.
+fn find_run(ws: &Workspace, session: &str) -> Result<Option<RunDir>, String> {
+    for id in ws.run_ids().into_iter().rev() {
+        let run = ws.resolve(Some(&id)).map_err(|e| e.to_string())?;
+        let Ok(loaded) = run.load() else { continue };
+        let s = &loaded.state;
+        if !s.settings.hook || s.is_finished() {
+            continue;
+        }
+        // A run bound to another session is never driven from this one.
+        return Ok(s
+            .session
+            .as_deref()
+            .is_none_or(|b| b == session)
+            .then_some(run));
+    }
+    Ok(None)
+}
+
+/// The final message of the turn: the hook's `last_assistant_message`, else the
+/// last assistant text in the transcript.
+fn final_message(input: &Value) -> String {
+    if let Some(m) = text(input, "last_assistant_message") {
+        return m;
+    }
+    let Some(path) = text(input, "transcript_path") else {
+        return String::new();
+    };
+    let Ok(t) = std::fs::read_to_string(PathBuf::from(path)) else {
+        return String::new();
+    };
+    for line in t.lines().rev() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if v.get("type").and_then(Value::as_str) != Some("assistant") {
+            continue;
+        }
+        let texts: Vec<&str> = v
+            .pointer("/message/content")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect();
+        if !texts.is_empty() {
+            return texts.join("\n");
+        }
+    }
+    String::new()
+}
+
+fn open_driver(ws: &Workspace, run: RunDir) -> Result<Driver, String> {
+    let lock = run
+        .lock_driver()
+        .map_err(|e| format!("{e}; this stop is not recorded"))?;
+    let loaded = run.load().map_err(|e| e.to_string())?;
+    let plan_file = PathBuf::from(&loaded.state.plan_file);
+    let config = super::load_config(
+        &ws.root,
+        &plan_file,
+        &loaded.state.plan.settings,
+        Map::new(),
+    )
+    .map_err(|e| e.message)?
+    .config;
+    let writer = loaded.writer(&run).map_err(|e| e.to_string())?;
+    let out = OutputArgs {
+        json: false,
+        quiet: true,
+        no_wait: true,
+    };
+    Driver::new(ws.clone(), run, writer, loaded.state, config, out, lock).map_err(|e| e.message)
+}
+
+fn stop(input: &Value) -> Result<Value, String> {
+    let session = text(input, "session_id").ok_or("the hook input has no session_id")?;
+    let cwd = text(input, "cwd")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
+    let ws = Workspace::find(&cwd);
+    let Some(run) = find_run(&ws, &session)? else {
+        return Ok(Value::Null);
+    };
+    let mut d = open_driver(&ws, run)?;
+    let active = input
+        .get("stop_hook_active")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let e = |e: CliError| e.message;
+    d.record(Event::HookStop {
+        session_id: session,
+        active,
+    })
+    .map_err(e)?;
+    // The turn that just ended was the open iteration's agent.
+    if let Some(open) = d.state.open.clone().filter(|o| o.agent.is_none()) {
+        let message = final_message(input);
+        let finished = Finished {
+            exit_code: Some(0),
+            output_bytes: message.len() as u64,
+            ..Finished::default()
+        };
+        let run = AgentRun {
+            finished,
+            final_message: message,
+            ..AgentRun::default()
+        };
+        d.finish_agent(open.started.iteration, run, None)
+            .map_err(e)?;
+    }
+    for _ in 0..1000 {
+        match next_action(&d.state) {
+            Action::Record(ev) => d.record_decision(ev).map_err(e)?,
+            Action::Verify { iteration, task } => d.verify(iteration, &task).map_err(e)?,
+            Action::Iterate(mut plan) => {
+                if d.state.hook_chain >= CLAUDE_BLOCK_LIMIT {
+                    d.flush();
+                    return Ok(passive(&format!(
+                        "Claude Code allows {CLAUDE_BLOCK_LIMIT} continuations in a row; send any message to go on with task {}",
+                        plan.task
+                    )));
+                }
+                plan.agent = "claude-session".into();
+                let (prompt, _) = d.begin_iteration(&plan).map_err(e)?;
+                d.flush();
+                let s = &d.state;
+                let pos = s
+                    .plan
+                    .tasks
+                    .iter()
+                    .position(|t| t.id == plan.task)
+                    .map(|i| i + 1)
+                    .unwrap_or(0);
+                let budget = s
+                    .task(&plan.task)
+                    .map(|t| agentloop_core::policy::rung_budget(s, t))
+                    .unwrap_or(0);
+                return Ok(json!({
+                    "decision": "block",
+                    "reason": prompt,
+                    "systemMessage": format!(
+                        "agentloop: task {pos}/{} {}, iteration {}/{budget}, ${:.2}",
+                        s.plan.tasks.len(), plan.task, plan.attempt, s.cost_usd
+                    ),
+                }));
+            }
+            Action::Wait(reason) => {
+                d.flush();
+                let why = match reason {
+                    WaitReason::Gate(g) => format!(
+                        "waiting for a person: {} (`agentloop approve` / `agentloop reject --note …`)",
+                        g.describe()
+                    ),
+                    WaitReason::Paused => "paused (`agentloop resume` continues)".into(),
+                    WaitReason::Blocked { tasks, .. } => format!(
+                        "blocked on {}; `agentloop status` says why",
+                        tasks.join(", ")
+                    ),
+                    WaitReason::UsageLimit { .. } => "waiting for a usage limit to reset".into(),
+                };
+                return Ok(json!({ "continue": false, "stopReason": format!("agentloop: {why}") }));
+            }
+            Action::Exit(status) => {
+                d.flush();
+                let why = match status {
+                    RunStatus::Completed => "the plan is complete and verified".to_string(),
+                    _ => d
+                        .state
+                        .finished
+                        .as_ref()
+                        .map(|r| r.describe())
+                        .unwrap_or_else(|| status.as_str().into()),
+                };
+                return Ok(json!({ "continue": false, "stopReason": format!("agentloop: {why}") }));
+            }
+        }
+    }
+    Err("the policy did not settle".into())
+}
+
+fn session_start(input: &Value) -> Result<Value, String> {
+    let session = text(input, "session_id").ok_or("the hook input has no session_id")?;
+    let cwd = text(input, "cwd")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
+    let ws = Workspace::find(&cwd);
+    let Some(run) = find_run(&ws, &session)? else {
+        return Ok(Value::Null);
+    };
+    let s = run.load().map_err(|e| e.to_string())?.state;
+    let task = s
+        .open
+        .as_ref()
+        .map(|o| o.started.task.clone())
+        .or_else(|| s.next_task().map(|t| t.id.clone()));
+    let mut context = format!(
+        "agentloop run {} drives this session through the plan \"{}\" ({}/{} tasks done). When you stop, agentloop verifies the work itself and gives you the next step.\n",
+        s.run_id,
+        s.plan.title,
+        s.done_count(),
+        s.tasks.len()
+    );
+    if let Some(t) = task.as_deref().and_then(|t| s.plan.task(t)) {
+        context.push_str(&format!(
+            "\nCurrent task {}: {}\n{}\n",
+            t.id, t.title, t.body
+        ));
+        for c in &t.acceptance {
+            context.push_str(&format!("- [ ] {}\n", c.text));
+        }
+    }
+    if !s.learnings.is_empty() {
+        context.push_str("\nLearnings:\n");
+        for l in &s.learnings {
+            context.push_str(&format!("- {l}\n"));
+        }
+    }
+    Ok(
+        json!({ "hookSpecificOutput": { "hookEventName": "SessionStart", "additionalContext": context } }),
+    )
+}

@@ -1,0 +1,232 @@
+//! Hook mode with the real `claude`: agentloop's Stop hook drives one interactive
+//! session through the plan, verifying each task itself.
+
+use std::process::Command;
+
+use agentloop_testkit::{Api, MockServer, Scenario, Step, Tokens};
+use serde_json::json;
+
+use crate::support::{BIN, Project};
+
+fn bash(cmd: &str) -> Step {
+    Step::Tool {
+        name: "Bash".into(),
+        input: json!({"command": cmd, "description": "run"}),
+        tokens: Tokens {
+            input: 10,
+            output: 2,
+            ..Tokens::default()
+        },
+    }
+}
+
+fn say(text: &str) -> Step {
+    Step::Text {
+        text: text.into(),
+        tokens: Tokens {
+            input: 10,
+            output: 2,
+            ..Tokens::default()
+        },
+    }
+}
+
+const PLAN: &str = "# Three\n\n## T1: A\nVerify: test -f a.txt\n\n## T2: B\nDepends: T1\nVerify: test -f b.txt\n\n## T3: C\nDepends: T2\nVerify: test -f c.txt\n";
+
+/// Runs `claude -p PROMPT` in the project with agentloop's Stop hook injected.
+fn claude_session(p: &Project, server: &MockServer, prompt: &str) -> std::process::Output {
+    let home = p.path().join(".git/claude-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let settings = json!({"hooks": {
+        "Stop": [{"hooks": [{"type": "command", "command": format!("{BIN} hook stop"), "timeout": 120}]}],
+        "SessionStart": [{"hooks": [{"type": "command", "command": format!("{BIN} hook session-start"), "timeout": 60}]}],
+    }});
+    Command::new("claude")
+        .args([
+            "-p",
+            prompt,
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--model",
+            "claude-sonnet-4-5",
+        ])
+        .args([
+            "--allowedTools",
+            "Bash,Write,Read",
+            "--disallowedTools",
+            "WebFetch,WebSearch",
+        ])
+        .arg("--settings")
+        .arg(settings.to_string())
+        .current_dir(p.path())
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .env("ANTHROPIC_API_KEY", "sk-test-not-a-real-key")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("CLAUDE_CODE_MAX_RETRIES", "0")
+        .env("CLAUDE_CONFIG_DIR", &home)
+        .env("NO_COLOR", "1")
+        .env("XDG_CONFIG_HOME", p.path().join(".xdg-none"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn setup(plan: &str) -> Project {
+    let p = Project::git();
+    p.write("PLAN.md", plan);
+    p.write(".gitignore", ".agentloop/\n");
+    p.commit("setup");
+    let r = p.run(&["hook", "start"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    p
+}
+
+#[test]
+fn the_stop_hook_drives_one_session_through_three_verified_tasks() {
+    let server = MockServer::start(
+        Api::Anthropic,
+        Scenario::new(vec![
+            say("Ready when you are."),
+            bash("echo a > a.txt"),
+            say("TASK_COMPLETE"),
+            bash("echo b > b.txt"),
+            say("TASK_COMPLETE"),
+            bash("echo c > c.txt"),
+            say("All three done.\nTASK_COMPLETE"),
+        ]),
+    );
+    let p = setup(PLAN);
+    let out = claude_session(&p, &server, "Start.");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = p.status();
+    assert_eq!(s["status"], "completed", "{s}");
+    assert_eq!(s["iterations"], 3);
+    for f in ["a.txt", "b.txt", "c.txt"] {
+        assert!(p.path().join(f).exists(), "{f}");
+    }
+    assert_eq!(
+        server.steps_used(),
+        7,
+        "one session: every continuation went to the same conversation"
+    );
+    // The continuations carried agentloop's prompts.
+    let last = server
+        .requests()
+        .into_iter()
+        .rev()
+        .find(|r| r.step.is_some())
+        .unwrap();
+    assert!(
+        last.body.to_string().contains("Your task: T3"),
+        "the T3 prompt reached the model"
+    );
+}
+
+#[test]
+fn a_false_completion_is_caught_and_retried_in_the_same_session() {
+    let server = MockServer::start(
+        Api::Anthropic,
+        Scenario::new(vec![
+            say("Hi."),
+            say("TASK_COMPLETE"),
+            bash("echo a > a.txt"),
+            say("Fixed.\nTASK_COMPLETE"),
+        ]),
+    );
+    let p = setup("# One\n\n## T1: A\nVerify: test -f a.txt\n");
+    let out = claude_session(&p, &server, "Start.");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = p.status();
+    assert_eq!(
+        (s["status"].as_str(), s["iterations"].as_u64()),
+        (Some("completed"), Some(2))
+    );
+    let retry = server
+        .requests()
+        .into_iter()
+        .find(|r| r.step == Some(2))
+        .unwrap();
+    assert!(
+        retry.body.to_string().contains("Last attempt failed"),
+        "the retry prompt carries the digest"
+    );
+}
+
+#[test]
+fn a_cap_ends_the_session_instead_of_blocking() {
+    let server = MockServer::start(
+        Api::Anthropic,
+        Scenario::new(vec![say("Hi."), say("TASK_COMPLETE"), say("TASK_COMPLETE")]),
+    );
+    let p = setup(
+        "---\nbudgets:\n  max_iterations: 2\n---\n# One\n\n## T1: A\nVerify: test -f a.txt\n",
+    );
+    let out = claude_session(&p, &server, "Start.");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = p.status();
+    assert_eq!(s["status"], "failed");
+    assert_eq!(s["finished"], "budget reached: iterations 2/2");
+    assert_eq!(
+        server.steps_used(),
+        3,
+        "no request after the cap: the session ended"
+    );
+}
+
+#[test]
+fn a_second_session_in_the_same_repo_is_not_driven() {
+    let server = MockServer::start(
+        Api::Anthropic,
+        Scenario::new(vec![
+            say("Hi."),
+            bash("echo a > a.txt"),
+            say("TASK_COMPLETE"),
+        ]),
+    );
+    let p = setup("# One\n\n## T1: A\nVerify: test -f a.txt\n\n## T2: B\nVerify: test -f b.txt\n");
+    // Bind the run to a first session by hand, as its first Stop would.
+    let stop = |session: &str| {
+        let mut c = p.cmd(&["hook", "stop"]);
+        c.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        let input = json!({"session_id": session, "cwd": p.path(), "hook_event_name": "Stop", "stop_hook_active": false, "last_assistant_message": "hello"});
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.to_string().as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let first = stop("session-one");
+    assert!(first.contains("\"decision\":\"block\""), "{first}");
+    // The real claude session is another one: its stops are left alone.
+    let out = claude_session(&p, &server, "Start.");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        server.steps_used(),
+        1,
+        "the other session was not continued"
+    );
+    assert_eq!(p.status()["iterations"], 1);
+}
