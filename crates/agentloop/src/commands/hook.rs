@@ -100,7 +100,9 @@ fn text(input: &Value, key: &str) -> Option<String> {
 fn find_run(ws: &Workspace, session: &str) -> Result<Option<RunDir>, String> {
     for id in ws.run_ids().into_iter().rev() {
         let run = ws.resolve(Some(&id)).map_err(|e| e.to_string())?;
-        let Ok(loaded) = run.load() else { continue };
+        let loaded = run
+            .load()
+            .map_err(|e| format!("run {id} cannot be read, so it is not driven: {e}"))?;
         let s = &loaded.state;
         if !s.settings.hook || s.is_finished() {
             continue;

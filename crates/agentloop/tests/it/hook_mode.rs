@@ -230,3 +230,155 @@ fn a_second_session_in_the_same_repo_is_not_driven() {
     );
     assert_eq!(p.status()["iterations"], 1);
 }
+
+/// Runs `agentloop hook EVENT` with `input` on stdin; (exit code, stdout, stderr).
+fn hook(p: &Project, event: &str, input: &[u8]) -> (Option<i32>, String, String) {
+    use std::io::Write;
+    let mut child = p
+        .cmd(&["hook", event])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/fixtures/claude-code-2.1.197")
+            .join(name),
+    )
+    .unwrap()
+}
+
+/// The recorded input, pointed at this project.
+fn recorded(p: &Project, name: &str) -> Vec<u8> {
+    let mut v: serde_json::Value = serde_json::from_slice(&fixture(name)).unwrap();
+    v["cwd"] = json!(p.path());
+    v.to_string().into_bytes()
+}
+
+#[test]
+fn recorded_inputs_without_a_run_change_nothing() {
+    let p = Project::git();
+    p.write("PLAN.md", "# One\n\n## T1: A\nVerify: true\n");
+    for name in ["stop-hook-input.json", "stop-hook-input-active.json"] {
+        let before = p.tree();
+        let (code, out, _) = hook(&p, "stop", &recorded(&p, name));
+        assert_eq!(
+            (code, out.as_str()),
+            (Some(0), ""),
+            "{name}: no run, no answer: the session stops as usual"
+        );
+        assert!(p.tree() == before);
+    }
+}
+
+#[test]
+fn recorded_stop_inputs_drive_a_hook_run() {
+    let p = setup("# One\n\n## T1: A\nVerify: test -f a.txt\n");
+    // The recorded stop ("Done. TASK_COMPLETE") starts task 1: a block with its prompt.
+    let (code, out, _) = hook(&p, "stop", &recorded(&p, "stop-hook-input.json"));
+    assert_eq!(code, Some(0));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["decision"], "block");
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("## Your task: T1 — A")
+    );
+    assert_eq!(
+        v["systemMessage"],
+        "agentloop: task 1/1 T1, iteration 1/5, $0.00"
+    );
+    // The next recorded stop claims completion, but a.txt is missing: retried with the digest.
+    let (_, out, _) = hook(&p, "stop", &recorded(&p, "stop-hook-input-active.json"));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["decision"], "block");
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("## Last attempt failed"),
+        "{v}"
+    );
+    // Once the file exists the claim verifies and the session may end.
+    p.write("a.txt", "a");
+    let (_, out, _) = hook(&p, "stop", &recorded(&p, "stop-hook-input-active.json"));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        v,
+        json!({"continue": false, "stopReason": "agentloop: the plan is complete and verified"})
+    );
+    // SessionStart of the bound session gets the run as context.
+    let start = json!({"session_id": "d7a751d6-8da8-4164-91d3-0ee221b7b143", "cwd": p.path(), "hook_event_name": "SessionStart", "source": "resume"});
+    let (code, out, _) = hook(&p, "session-start", start.to_string().as_bytes());
+    assert_eq!(
+        (code, out.as_str()),
+        (Some(0), ""),
+        "a finished run gives no context"
+    );
+}
+
+#[test]
+fn malformed_input_gets_a_non_blocking_answer_and_writes_nothing() {
+    let p = setup("# One\n\n## T1: A\nVerify: true\n");
+    let cases: [(&str, &[u8], &str); 4] = [
+        (
+            "stop",
+            b"{not json",
+            "agentloop: the hook input is not JSON: key must be a string at line 1 column 2",
+        ),
+        (
+            "stop",
+            b"[1, 2]",
+            "agentloop: the hook input is not a JSON object",
+        ),
+        (
+            "stop",
+            br#"{"cwd": "/"}"#,
+            "agentloop: the hook input has no session_id",
+        ),
+        (
+            "pre-flight",
+            b"{}",
+            "agentloop: unknown hook event `pre-flight`",
+        ),
+    ];
+    for (event, input, message) in cases {
+        let before = p.tree();
+        let (code, out, _) = hook(&p, event, input);
+        assert_eq!(code, Some(0), "{message}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v, json!({"systemMessage": message}));
+        assert!(p.tree() == before, "{message}: changed files");
+    }
+    // A corrupt journal: a clear message, no block, nothing written.
+    let j = p.run_dir().join("journal.jsonl");
+    let text = std::fs::read_to_string(&j)
+        .unwrap()
+        .replacen("\"One\"", "\"Two\"", 1);
+    std::fs::write(&j, text).unwrap();
+    let before = p.tree();
+    let (code, out, _) = hook(&p, "stop", &recorded(&p, "stop-hook-input.json"));
+    assert_eq!(code, Some(0));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let msg = v["systemMessage"].as_str().unwrap();
+    assert!(
+        msg.starts_with("agentloop: run ")
+            && msg.contains("cannot be read, so it is not driven:")
+            && msg.contains("checksum mismatch"),
+        "{msg}"
+    );
+    assert!(v.get("decision").is_none(), "never a block");
+    assert!(p.tree() == before);
+}
