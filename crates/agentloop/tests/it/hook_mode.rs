@@ -382,3 +382,83 @@ fn malformed_input_gets_a_non_blocking_answer_and_writes_nothing() {
     assert!(v.get("decision").is_none(), "never a block");
     assert!(p.tree() == before);
 }
+
+#[test]
+fn the_eight_block_limit_is_survived_by_picking_the_run_up_again() {
+    let mut steps = vec![say("Hi.")];
+    for i in 1..=10 {
+        steps.push(bash(&format!("echo {i} > f{i}.txt")));
+        steps.push(say("TASK_COMPLETE"));
+    }
+    // After 8 continuations in a row agentloop stops asking; the person's next
+    // message resumes the session and the run goes on.
+    steps.insert(17, say("Continuing."));
+    let server = MockServer::start(Api::Anthropic, Scenario::new(steps));
+    let mut plan = String::from("# Ten\n");
+    for i in 1..=10 {
+        plan.push_str(&format!("\n## T{i}: File {i}\nVerify: test -f f{i}.txt\n"));
+    }
+    let p = setup(&plan);
+    let out = claude_session(&p, &server, "Start.");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = p.status();
+    assert_eq!(s["status"], "running");
+    let done = s["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["status"] == "done")
+        .count();
+    assert_eq!(done, 8, "eight continuations in a row, then the turn ended");
+    assert_eq!(
+        s["iterations"], 8,
+        "no ninth iteration was started that Claude Code would not run"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let session = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find_map(|v| v["session_id"].as_str().map(String::from))
+        .unwrap();
+    // The person says "go on" in the same session.
+    let home = p.path().join(".git/claude-home");
+    let settings = json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": format!("{BIN} hook stop"), "timeout": 120}]}]}});
+    let out = Command::new("claude")
+        .args([
+            "-p",
+            "go on",
+            "--resume",
+            &session,
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--model",
+            "claude-sonnet-4-5",
+        ])
+        .args([
+            "--allowedTools",
+            "Bash,Write,Read",
+            "--settings",
+            &settings.to_string(),
+        ])
+        .current_dir(p.path())
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .env("ANTHROPIC_API_KEY", "sk-test-not-a-real-key")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("CLAUDE_CODE_MAX_RETRIES", "0")
+        .env("CLAUDE_CONFIG_DIR", &home)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(p.status()["status"], "completed");
+    assert_eq!(server.steps_used(), 22);
+}
