@@ -53,9 +53,9 @@ pub enum Command {
     Steer(SteerArgs),
     /// List the agents agentloop knows, whether each is installed, and its version.
     Agents(JsonArg),
-    /// Claude Code hook mode: `hook start [PLAN]`, and the hook entry points
-    /// (`hook stop`, `hook subagent-stop`, `hook session-start`) that read the hook's
-    /// JSON on stdin.
+    /// Claude Code hook mode: `hook start [PLAN]`, `hook install|uninstall [--user]`,
+    /// and the hook entry points (`hook stop`, `hook subagent-stop`,
+    /// `hook session-start`) that read the hook's JSON on stdin.
     Hook(HookArgs),
     /// Check or import plans.
     #[command(subcommand)]
@@ -226,4 +226,8 @@ pub struct HookArgs {
     /// With `start`: quick, tdd, pair or checkpoint.
     #[arg(long)]
     pub mode: Option<String>,
+    /// With `install` / `uninstall`: the user's Claude Code settings instead of the
+    /// project's `.claude/settings.json`.
+    #[arg(long)]
+    pub user: bool,
 }

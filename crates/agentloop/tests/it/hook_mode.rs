@@ -462,3 +462,48 @@ fn the_eight_block_limit_is_survived_by_picking_the_run_up_again() {
     assert_eq!(p.status()["status"], "completed");
     assert_eq!(server.steps_used(), 22);
 }
+
+#[test]
+fn install_merges_and_uninstall_removes_exactly_what_it_added() {
+    let p = Project::git();
+    let theirs = json!({"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}], "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "audit"}]}]}});
+    p.write(
+        ".claude/settings.json",
+        serde_json::to_string_pretty(&theirs).unwrap(),
+    );
+    assert_eq!(p.run(&["hook", "install"]).code, Some(0));
+    assert_eq!(
+        p.run(&["hook", "install"]).code,
+        Some(0),
+        "installing twice adds nothing twice"
+    );
+    let v: serde_json::Value = serde_json::from_str(&p.read(".claude/settings.json")).unwrap();
+    assert_eq!(v["model"], "opus");
+    assert_eq!(v["hooks"]["Stop"].as_array().unwrap().len(), 2);
+    assert!(
+        v["hooks"]["Stop"][1]["hooks"][0]["command"]
+            .as_str()
+            .unwrap()
+            .ends_with(" hook stop")
+    );
+    assert_eq!(
+        v["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap()
+            .ends_with(" hook session-start"),
+        true
+    );
+    assert_eq!(p.run(&["hook", "uninstall"]).code, Some(0));
+    let back: serde_json::Value = serde_json::from_str(&p.read(".claude/settings.json")).unwrap();
+    assert_eq!(back, theirs, "everything else is as it was");
+    // A settings file that install created is gone after uninstall.
+    let q = Project::git();
+    assert_eq!(q.run(&["hook", "install"]).code, Some(0));
+    assert_eq!(q.run(&["hook", "uninstall"]).code, Some(0));
+    assert!(!q.path().join(".claude/settings.json").exists());
+    // A broken settings file is refused and left alone.
+    q.write(".claude/settings.json", "{ nope");
+    let r = q.run(&["hook", "install"]);
+    assert_eq!(r.code, Some(2));
+    assert_eq!(q.read(".claude/settings.json"), "{ nope");
+}
