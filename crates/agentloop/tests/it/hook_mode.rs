@@ -506,3 +506,58 @@ fn install_merges_and_uninstall_removes_exactly_what_it_added() {
     assert_eq!(r.code, Some(2));
     assert_eq!(q.read(".claude/settings.json"), "{ nope");
 }
+
+#[test]
+fn the_plugin_directory_loads_the_same_hooks() {
+    let server = MockServer::start(
+        Api::Anthropic,
+        Scenario::new(vec![
+            say("Hi."),
+            bash("echo a > a.txt"),
+            say("TASK_COMPLETE"),
+        ]),
+    );
+    let p = setup("# One\n\n## T1: A\nVerify: test -f a.txt\n");
+    let plugin = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugin");
+    let bin_dir = std::path::Path::new(BIN).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let home = p.path().join(".git/claude-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let out = Command::new("claude")
+        .args([
+            "-p",
+            "Start.",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--model",
+            "claude-sonnet-4-5",
+        ])
+        .args(["--allowedTools", "Bash,Write,Read"])
+        .arg("--plugin-dir")
+        .arg(&plugin)
+        .current_dir(p.path())
+        .env("PATH", path)
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .env("ANTHROPIC_API_KEY", "sk-test-not-a-real-key")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("CLAUDE_CODE_MAX_RETRIES", "0")
+        .env("CLAUDE_CONFIG_DIR", &home)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        p.status()["status"],
+        "completed",
+        "the plugin's Stop hook drove the run"
+    );
+}
