@@ -343,6 +343,11 @@ impl Writer {
         &self.path
     }
 
+    /// Bytes of the journal this writer has read or written.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
     pub fn next_seq(&self) -> u64 {
         self.next_seq
     }

@@ -208,9 +208,13 @@ pub struct RunState {
     /// Hook mode: continuations asked for in a row (Claude Code allows 8).
     #[serde(default)]
     pub hook_chain: u32,
+    /// Bytes of the journal folded into this state (set when it is cached to disk).
+    #[serde(default)]
+    pub journal_bytes: u64,
     #[serde(skip)]
     index: HashMap<String, usize>,
-    #[serde(skip)]
+    /// Control request ids already applied (for idempotent requests).
+    #[serde(default, rename = "request_ids")]
     requests: HashSet<String>,
 }
 
@@ -281,6 +285,7 @@ impl RunState {
             driver_pid: None,
             session: None,
             hook_chain: 0,
+            journal_bytes: 0,
             index: HashMap::new(),
             requests: HashSet::new(),
         };
@@ -310,6 +315,16 @@ impl RunState {
             .map(|(i, t)| (t.id.clone(), i))
             .collect();
         self.plan = plan;
+    }
+
+    /// Rebuilds what is not stored in `state.json` (the task index).
+    pub fn reindex(&mut self) {
+        self.index = self
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.id.clone(), i))
+            .collect();
     }
 
     pub fn task(&self, id: &str) -> Option<&TaskState> {

@@ -163,6 +163,11 @@ impl Workspace {
     }
 }
 
+/// Events in the journal when a scan began at sequence `next`.
+fn state_count(scan: &Scan, next: u64) -> u64 {
+    next - 1 + scan.count
+}
+
 /// A run id that sorts by creation time, to the millisecond: `20261122-104259-042-3fa2`.
 fn new_run_id() -> String {
     let now = SystemTime::now();
@@ -236,7 +241,43 @@ impl RunDir {
         match state {
             None => Err(JournalError::Empty { path }.into()),
             Some(Err(source)) => Err(WorkspaceError::Fold { path, source }),
-            Some(Ok(state)) => Ok(Loaded { state, scan }),
+            Some(Ok(mut state)) => {
+                state.journal_bytes = scan.valid_len;
+                Ok(Loaded { state, scan })
+            }
+        }
+    }
+
+    /// Loads the run from its cached `state.json` plus the journal written after it,
+    /// falling back to a full [`RunDir::load`] when the cache is missing, stale in an
+    /// unexpected way, or of another version. Every journal line read is checked.
+    pub fn load_cached(&self) -> Result<Loaded, WorkspaceError> {
+        let cached = std::fs::read(self.state_file())
+            .ok()
+            .and_then(|b| serde_json::from_slice::<RunState>(&b).ok())
+            .filter(|s| s.v == crate::state::STATE_VERSION && s.journal_bytes > 0);
+        let Some(mut state) = cached else {
+            return self.load();
+        };
+        state.reindex();
+        let from = state.journal_bytes;
+        let next = state.last_seq + 1;
+        let mut records = Vec::new();
+        match journal::scan(&self.journal(), from, next, |r| records.push(r)) {
+            Ok(scan) => {
+                for r in &records {
+                    state.apply(r);
+                }
+                state.journal_bytes = scan.valid_len;
+                Ok(Loaded {
+                    state,
+                    scan: Scan {
+                        count: state_count(&scan, next),
+                        ..scan
+                    },
+                })
+            }
+            Err(_) => self.load(),
         }
     }
 

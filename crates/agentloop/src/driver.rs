@@ -176,6 +176,7 @@ impl Driver {
     /// Rewrites the derived files (state.json, progress.md).
     pub(crate) fn flush(&mut self) {
         self.flushed = Instant::now();
+        self.state.journal_bytes = self.writer.offset();
         if let Err(e) = self.run.write_derived(&self.state) {
             self.progress
                 .warn(&format!("cannot update state.json/progress.md: {e}"));

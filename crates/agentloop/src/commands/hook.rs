@@ -155,7 +155,7 @@ fn open_driver(ws: &Workspace, run: RunDir) -> Result<Driver, String> {
     let lock = run
         .lock_driver()
         .map_err(|e| format!("{e}; this stop is not recorded"))?;
-    let loaded = run.load().map_err(|e| e.to_string())?;
+    let loaded = run.load_cached().map_err(|e| e.to_string())?;
     let plan_file = PathBuf::from(&loaded.state.plan_file);
     let config = super::load_config(
         &ws.root,
@@ -289,7 +289,7 @@ fn session_start(input: &Value) -> Result<Value, String> {
     let Some(run) = find_run(&ws, &session)? else {
         return Ok(Value::Null);
     };
-    let s = run.load().map_err(|e| e.to_string())?.state;
+    let s = run.load_cached().map_err(|e| e.to_string())?.state;
     let task = s
         .open
         .as_ref()

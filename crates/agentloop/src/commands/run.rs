@@ -178,6 +178,7 @@ pub(crate) fn settle(run: &RunDir) -> Result<Option<RunState>, CliError> {
         }
         steps += 1;
     }
+    state.journal_bytes = w.offset();
     run.write_derived(&state)?;
     Ok(Some(state))
 }
