@@ -383,3 +383,41 @@ impl Drop for DriverLock {
         let _ = self.file.unlock();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    #[test]
+    fn the_state_cache_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::at(dir.path());
+        let plan = Plan::parse("PLAN.md", "# P\n\n## T1: a\nVerify: true\n").unwrap();
+        let (run, mut w, mut state) = ws
+            .create_run(
+                Path::new("PLAN.md"),
+                &plan,
+                Settings::from_config(&Config::default()),
+            )
+            .unwrap();
+        for r in w
+            .append(&Event::Control {
+                id: "x".into(),
+                source: "t".into(),
+                request: Request::Pause,
+            })
+            .unwrap()
+        {
+            state.apply(&r);
+        }
+        state.journal_bytes = w.offset();
+        run.write_derived(&state).unwrap();
+        let text = std::fs::read_to_string(run.state_file()).unwrap();
+        let back: Result<RunState, _> = serde_json::from_str(&text);
+        assert!(back.is_ok(), "{:?}", back.err());
+        let loaded = run.load_cached().unwrap();
+        assert_eq!(loaded.state.last_seq, 2);
+        assert!(loaded.state.paused && loaded.state.has_request("x"));
+    }
+}

@@ -10,7 +10,7 @@ use agentloop_core::event::{Event, RunStatus, Settings};
 use agentloop_core::plan::{Mode, Plan};
 use agentloop_core::policy::{Action, WaitReason, next_action};
 use agentloop_core::supervise::Finished;
-use agentloop_core::workspace::{RunDir, Workspace};
+use agentloop_core::workspace::{Loaded, RunDir, Workspace};
 use serde_json::{Map, Value, json};
 
 use crate::cli::OutputArgs;
@@ -97,22 +97,19 @@ fn text(input: &Value, key: &str) -> Option<String> {
 }
 
 /// The newest unfinished hook-mode run of the project that this session may drive.
-fn find_run(ws: &Workspace, session: &str) -> Result<Option<RunDir>, String> {
+fn find_run(ws: &Workspace, session: &str) -> Result<Option<(RunDir, Loaded)>, String> {
     for id in ws.run_ids().into_iter().rev() {
         let run = ws.resolve(Some(&id)).map_err(|e| e.to_string())?;
         let loaded = run
-            .load()
+            .load_cached()
             .map_err(|e| format!("run {id} cannot be read, so it is not driven: {e}"))?;
         let s = &loaded.state;
         if !s.settings.hook || s.is_finished() {
             continue;
         }
         // A run bound to another session is never driven from this one.
-        return Ok(s
-            .session
-            .as_deref()
-            .is_none_or(|b| b == session)
-            .then_some(run));
+        let mine = s.session.as_deref().is_none_or(|b| b == session);
+        return Ok(mine.then_some((run, loaded)));
     }
     Ok(None)
 }
@@ -151,11 +148,12 @@ fn final_message(input: &Value) -> String {
     String::new()
 }
 
-fn open_driver(ws: &Workspace, run: RunDir) -> Result<Driver, String> {
+/// Takes the run's lock and a driver for it. `loaded` may predate the lock: the
+/// first append catches up with anything written since.
+fn open_driver(ws: &Workspace, run: RunDir, loaded: Loaded) -> Result<Driver, String> {
     let lock = run
         .lock_driver()
         .map_err(|e| format!("{e}; this stop is not recorded"))?;
-    let loaded = run.load_cached().map_err(|e| e.to_string())?;
     let plan_file = PathBuf::from(&loaded.state.plan_file);
     let config = super::load_config(
         &ws.root,
@@ -180,10 +178,10 @@ fn stop(input: &Value) -> Result<Value, String> {
         .map(PathBuf::from)
         .unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
     let ws = Workspace::find(&cwd);
-    let Some(run) = find_run(&ws, &session)? else {
+    let Some((run, loaded)) = find_run(&ws, &session)? else {
         return Ok(Value::Null);
     };
-    let mut d = open_driver(&ws, run)?;
+    let mut d = open_driver(&ws, run, loaded)?;
     let active = input
         .get("stop_hook_active")
         .and_then(Value::as_bool)
@@ -223,8 +221,8 @@ fn stop(input: &Value) -> Result<Value, String> {
                     )));
                 }
                 plan.agent = "claude-session".into();
+                // begin_iteration already rewrote the caches (a hook process flushes at once).
                 let (prompt, _) = d.begin_iteration(&plan).map_err(e)?;
-                d.flush();
                 let s = &d.state;
                 let pos = s
                     .plan
@@ -286,10 +284,10 @@ fn session_start(input: &Value) -> Result<Value, String> {
         .map(PathBuf::from)
         .unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
     let ws = Workspace::find(&cwd);
-    let Some(run) = find_run(&ws, &session)? else {
+    let Some((_, loaded)) = find_run(&ws, &session)? else {
         return Ok(Value::Null);
     };
-    let s = run.load_cached().map_err(|e| e.to_string())?.state;
+    let s = loaded.state;
     let task = s
         .open
         .as_ref()
