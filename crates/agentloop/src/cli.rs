@@ -230,4 +230,8 @@ pub struct HookArgs {
     /// project's `.claude/settings.json`.
     #[arg(long)]
     pub user: bool,
+    /// With `install`: also the PreToolUse hook that denies edits to protected paths
+    /// and outside the current task's scope.
+    #[arg(long)]
+    pub guard: bool,
 }

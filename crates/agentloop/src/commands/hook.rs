@@ -6,7 +6,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use agentloop_agents::AgentRun;
-use agentloop_core::event::{Event, RunStatus, Settings};
+use agentloop_core::event::{AgentError, AgentErrorKind, Event, RunStatus, Settings};
 use agentloop_core::plan::{Mode, Plan};
 use agentloop_core::policy::{Action, WaitReason, next_action};
 use agentloop_core::supervise::Finished;
@@ -83,6 +83,27 @@ pub fn hook(event: &str) -> Result<ExitKind, CliError> {
         Ok(input) => match event {
             "stop" | "subagent-stop" => stop(&input).unwrap_or_else(|e| passive(&e)),
             "session-start" => session_start(&input).unwrap_or_else(|e| passive(&e)),
+            "stop-failure" => stop_failure(&input).unwrap_or_else(|e| passive(&e)),
+            "pre-tool-use" => pre_tool_use(&input).unwrap_or_else(|e| passive(&e)),
+            // Agent teams: these refuse by exit code 2 with the reason on stderr.
+            "task-completed" | "teammate-idle" => {
+                let refusal = if event == "task-completed" {
+                    task_completed(&input)
+                } else {
+                    teammate_idle(&input)
+                };
+                return match refusal {
+                    Ok(Some(reason)) => {
+                        eprintln!("{reason}");
+                        Ok(ExitKind::BadInput)
+                    }
+                    Ok(None) => Ok(ExitKind::Completed),
+                    Err(e) => {
+                        println!("{}", passive(&e));
+                        Ok(ExitKind::Completed)
+                    }
+                };
+            }
             other => passive(&format!("unknown hook event `{other}`")),
         },
     };
@@ -244,6 +265,9 @@ fn stop(input: &Value) -> Result<Value, String> {
                     ),
                 }));
             }
+            Action::Wait(WaitReason::UsageLimit { until_ms }) if now_ms() >= until_ms => {
+                d.record(Event::LimitWaitOver).map_err(e)?;
+            }
             Action::Wait(reason) => {
                 d.flush();
                 let why = match reason {
@@ -321,10 +345,22 @@ fn session_start(input: &Value) -> Result<Value, String> {
 }
 
 /// The hook events agentloop answers, and the subcommand for each.
-const EVENTS: [(&str, &str); 3] = [
+const EVENTS: [(&str, &str); 5] = [
     ("Stop", "stop"),
     ("SubagentStop", "subagent-stop"),
     ("SessionStart", "session-start"),
+    ("StopFailure", "stop-failure"),
+    ("TaskCompleted", "task-completed"),
+];
+/// Every event uninstall looks at (TeammateIdle and PreToolUse are opt-in).
+const ALL_EVENTS: [(&str, &str); 7] = [
+    ("Stop", "stop"),
+    ("SubagentStop", "subagent-stop"),
+    ("SessionStart", "session-start"),
+    ("StopFailure", "stop-failure"),
+    ("TaskCompleted", "task-completed"),
+    ("TeammateIdle", "teammate-idle"),
+    ("PreToolUse", "pre-tool-use"),
 ];
 
 fn settings_path(cwd: &Path, user: bool) -> PathBuf {
@@ -354,7 +390,7 @@ fn is_ours(hook: &Value) -> bool {
         .and_then(Value::as_str)
         .is_some_and(|c| {
             c.contains("agentloop")
-                && EVENTS
+                && ALL_EVENTS
                     .iter()
                     .any(|(_, sub)| c.ends_with(&format!(" hook {sub}")))
         })
@@ -391,7 +427,8 @@ fn write_settings(path: &Path, v: &Value) -> Result<(), CliError> {
 }
 
 /// `agentloop hook install`: adds agentloop's hooks, leaving every other entry alone.
-pub fn install(cwd: &Path, user: bool) -> Result<ExitKind, CliError> {
+/// `guard` adds the PreToolUse hook that denies edits to protected paths.
+pub fn install(cwd: &Path, user: bool, guard: bool) -> Result<ExitKind, CliError> {
     let path = settings_path(cwd, user);
     let mut v = read_settings(&path)?;
     let hooks = v
@@ -403,7 +440,12 @@ pub fn install(cwd: &Path, user: bool) -> Result<ExitKind, CliError> {
         .as_object_mut()
         .ok_or_else(|| CliError::user(format!("{}: `hooks` is not an object", path.display())))?;
     let mut added = 0;
-    for (event, sub) in EVENTS {
+    let guard_event = [("PreToolUse", "pre-tool-use")];
+    for (event, sub) in EVENTS
+        .iter()
+        .chain(if guard { &guard_event[..] } else { &[] })
+        .copied()
+    {
         let groups = hooks.entry(event).or_insert_with(|| json!([]));
         let groups = groups.as_array_mut().ok_or_else(|| {
             CliError::user(format!("{}: hooks.{event} is not a list", path.display()))
@@ -421,7 +463,7 @@ pub fn install(cwd: &Path, user: bool) -> Result<ExitKind, CliError> {
     write_settings(&path, &v)?;
     eprintln!(
         "agentloop: {} agentloop hooks in {} ({added} added)",
-        EVENTS.len(),
+        EVENTS.len() + usize::from(guard),
         path.display()
     );
     eprintln!(
@@ -443,7 +485,7 @@ pub fn uninstall(cwd: &Path, user: bool) -> Result<ExitKind, CliError> {
     let mut v = read_settings(&path)?;
     let mut removed = 0;
     if let Some(hooks) = v.get_mut("hooks").and_then(Value::as_object_mut) {
-        for (event, _) in EVENTS {
+        for (event, _) in ALL_EVENTS {
             let Some(groups) = hooks.get_mut(event).and_then(Value::as_array_mut) else {
                 continue;
             };
@@ -477,4 +519,228 @@ pub fn uninstall(cwd: &Path, user: bool) -> Result<ExitKind, CliError> {
         path.display()
     );
     Ok(ExitKind::Completed)
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+fn workspace_of(input: &Value) -> Workspace {
+    let cwd = text(input, "cwd")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
+    Workspace::find(&cwd)
+}
+
+/// StopFailure: the turn ended on an API error. A rate limit or overload becomes the
+/// same `limit_hit` as in driver mode; the next Stop waits it out.
+fn stop_failure(input: &Value) -> Result<Value, String> {
+    let session = text(input, "session_id").ok_or("the hook input has no session_id")?;
+    let ws = workspace_of(input);
+    let Some((run, loaded)) = find_run(&ws, &session)? else {
+        return Ok(Value::Null);
+    };
+    let error = text(input, "error").unwrap_or_else(|| "unknown".into());
+    let kind = match error.as_str() {
+        "rate_limit" => AgentErrorKind::RateLimit,
+        "overloaded" => AgentErrorKind::Overloaded,
+        "authentication_failed" => AgentErrorKind::Auth,
+        "billing_error" => AgentErrorKind::Billing,
+        _ => AgentErrorKind::Other,
+    };
+    let mut d = open_driver(&ws, run, loaded)?;
+    let e = |e: CliError| e.message;
+    let Some(open) = d.state.open.clone().filter(|o| o.agent.is_none()) else {
+        return Ok(Value::Null);
+    };
+    let message = text(input, "error_message")
+        .unwrap_or_else(|| format!("the session stopped on an API error: {error}"));
+    let run = AgentRun {
+        finished: Finished {
+            exit_code: Some(1),
+            ..Finished::default()
+        },
+        error: Some(AgentError {
+            kind,
+            message: message.clone(),
+        }),
+        ..AgentRun::default()
+    };
+    d.finish_agent(open.started.iteration, run, None)
+        .map_err(e)?;
+    // Record the policy's decisions up to the wait (limit_hit, the limited iteration).
+    while let Action::Record(ev) = next_action(&d.state) {
+        d.record_decision(ev).map_err(e)?;
+    }
+    d.flush();
+    Ok(passive(&match kind {
+        AgentErrorKind::RateLimit | AgentErrorKind::Overloaded => {
+            format!("{error}: the run waits for the reset; send a message after it to go on")
+        }
+        _ => format!("{error}: {message}"),
+    }))
+}
+
+/// The plan task a team task stands for: its id in the subject, or the same title.
+fn plan_task_for<'a>(
+    s: &'a agentloop_core::state::RunState,
+    subject: &str,
+) -> Option<&'a agentloop_core::plan::Task> {
+    s.plan.tasks.iter().find(|t| {
+        subject
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+            .any(|w| w == t.id)
+            || subject.trim().eq_ignore_ascii_case(&t.title)
+    })
+}
+
+/// TaskCompleted: refused (exit 2) when the task's verification fails or, in tdd
+/// mode, no test file changed.
+fn task_completed(input: &Value) -> Result<Option<String>, String> {
+    let ws = workspace_of(input);
+    let session = text(input, "session_id").unwrap_or_default();
+    let Some((run, loaded)) = find_run(&ws, &session)? else {
+        return Ok(None);
+    };
+    let subject = text(input, "task_subject").unwrap_or_default();
+    let s = &loaded.state;
+    let Some(task) = plan_task_for(s, &subject) else {
+        return Ok(None);
+    };
+    let commands: Vec<String> = task
+        .verify
+        .iter()
+        .chain(&s.settings.verify_commands)
+        .cloned()
+        .collect();
+    let dir = run.path.join("team");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let config = super::load_config(
+        &ws.root,
+        Path::new(&s.plan_file),
+        &s.plan.settings,
+        Map::new(),
+    )
+    .map_err(|e| e.message)?
+    .config;
+    let runner = agentloop_core::verify::Runner {
+        workdir: &ws.root,
+        timeout: config.verify.timeout,
+        output_cap: config.verify.output_cap,
+        log: &dir.join(format!("{}-verify.log", task.id)),
+    };
+    let v = runner
+        .run(0, &commands, || false)
+        .map_err(|e| e.to_string())?;
+    if !v.passed {
+        return Ok(Some(format!(
+            "agentloop: task {} is not complete: verification failed.\n{}",
+            task.id,
+            v.digest.unwrap_or_default()
+        )));
+    }
+    if s.mode_of(&task.id) == Mode::Tdd {
+        let touched = agentloop_core::git::Snapshots::new(&ws.root)
+            .and_then(|g| g.take())
+            .is_some_and(|snap| {
+                snap.dirty
+                    .keys()
+                    .any(|f| agentloop_core::state::is_test_path(f, &s.settings.test_patterns))
+            });
+        if !touched && !s.task(&task.id).is_some_and(|t| t.tests_touched) {
+            return Ok(Some(format!(
+                "agentloop: task {} is in tdd mode and no test file changed; write the failing test first",
+                task.id
+            )));
+        }
+    }
+    Ok(None)
+}
+
+/// TeammateIdle: keeps a teammate working while a task it can take is pending.
+fn teammate_idle(input: &Value) -> Result<Option<String>, String> {
+    let ws = workspace_of(input);
+    let session = text(input, "session_id").unwrap_or_default();
+    let Some((_, loaded)) = find_run(&ws, &session)? else {
+        return Ok(None);
+    };
+    let s = &loaded.state;
+    let busy = s.open.as_ref().map(|o| o.started.task.clone());
+    let next = s.plan.tasks.iter().zip(&s.tasks).find(|(pt, st)| {
+        st.status == agentloop_core::state::TaskStatus::Pending
+            && Some(&pt.id) != busy.as_ref()
+            && pt
+                .depends
+                .iter()
+                .all(|d| s.task(d).is_some_and(|t| t.status.is_settled()))
+    });
+    Ok(next.map(|(pt, _)| {
+        format!(
+            "agentloop: task {} ({}) is pending and ready; take it next",
+            pt.id, pt.title
+        )
+    }))
+}
+
+/// PreToolUse (installed with `hook install --guard`): denies edits to protected paths
+/// and, while a task with a Scope runs, to files outside it.
+fn pre_tool_use(input: &Value) -> Result<Value, String> {
+    let ws = workspace_of(input);
+    let session = text(input, "session_id").unwrap_or_default();
+    let Some((_, loaded)) = find_run(&ws, &session)? else {
+        return Ok(Value::Null);
+    };
+    let s = &loaded.state;
+    let tool = text(input, "tool_name").unwrap_or_default();
+    if !matches!(
+        tool.as_str(),
+        "Edit" | "Write" | "MultiEdit" | "NotebookEdit"
+    ) {
+        return Ok(Value::Null);
+    }
+    let Some(file) = input
+        .pointer("/tool_input/file_path")
+        .or_else(|| input.pointer("/tool_input/notebook_path"))
+        .and_then(Value::as_str)
+    else {
+        return Ok(Value::Null);
+    };
+    let path = Path::new(file);
+    let rel = path
+        .strip_prefix(&ws.root)
+        .unwrap_or(path)
+        .display()
+        .to_string();
+    let under = |p: &str| {
+        let p = p.trim_start_matches("./");
+        if p.ends_with('/') {
+            rel.starts_with(p)
+        } else {
+            rel == p || rel.starts_with(&format!("{p}/"))
+        }
+    };
+    let deny = |why: String| json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": why}});
+    if path.is_absolute() && !path.starts_with(&ws.root) {
+        return Ok(deny(format!("agentloop: {file} is outside this project")));
+    }
+    if let Some(p) = s.settings.protected.iter().find(|p| under(p)) {
+        return Ok(deny(format!(
+            "agentloop: {rel} is protected ({p}); verification depends on it"
+        )));
+    }
+    let current = s.open.as_ref().map(|o| o.started.task.clone());
+    if let Some(task) = current.as_deref().and_then(|t| s.plan.task(t))
+        && !task.scope.is_empty()
+        && !task.scope.iter().any(|p| under(p))
+    {
+        return Ok(deny(format!(
+            "agentloop: task {} may only change {}; {rel} is outside",
+            task.id,
+            task.scope.join(", ")
+        )));
+    }
+    Ok(Value::Null)
 }

@@ -43,7 +43,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
         Command::Steer(a) => control::steer(&workspace()?, a.run.run.as_deref(), a.note),
         Command::Agents(a) => agents::agents(&cwd()?, a.json),
         Command::Hook(a) if a.event == "start" => hook::start(&cwd()?, &a.plan, a.mode),
-        Command::Hook(a) if a.event == "install" => hook::install(&cwd()?, a.user),
+        Command::Hook(a) if a.event == "install" => hook::install(&cwd()?, a.user, a.guard),
         Command::Hook(a) if a.event == "uninstall" => hook::uninstall(&cwd()?, a.user),
         Command::Hook(a) => hook::hook(&a.event),
         Command::Plan(PlanCommand::Check { plan, json }) => plan::check(&cwd()?, &plan, json),

@@ -561,3 +561,118 @@ fn the_plugin_directory_loads_the_same_hooks() {
         "the plugin's Stop hook drove the run"
     );
 }
+
+#[test]
+fn team_hooks_refuse_unverified_completion_and_idle_teammates() {
+    let p = setup(
+        "# Team\n\n## T1: Build A\nVerify: test -f a.txt\n\n## T2: Build B\nDepends: T1\nVerify: test -f b.txt\n",
+    );
+    let input = |extra: serde_json::Value| {
+        let mut v = json!({"session_id": "team-lead", "cwd": p.path()});
+        v.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        v.to_string().into_bytes()
+    };
+    let (code, _, err) = hook(
+        &p,
+        "task-completed",
+        &input(
+            json!({"hook_event_name": "TaskCompleted", "task_id": "1", "task_subject": "T1: Build A", "teammate_name": "ada"}),
+        ),
+    );
+    assert_eq!(code, Some(2), "refused: a.txt is missing");
+    assert!(
+        err.starts_with("agentloop: task T1 is not complete: verification failed."),
+        "{err}"
+    );
+    p.write("a.txt", "a");
+    let (code, _, _) = hook(
+        &p,
+        "task-completed",
+        &input(json!({"task_subject": "T1: Build A"})),
+    );
+    assert_eq!(code, Some(0), "verified: accepted");
+    let (code, _, _) = hook(
+        &p,
+        "task-completed",
+        &input(json!({"task_subject": "Something else entirely"})),
+    );
+    assert_eq!(code, Some(0), "not a plan task: not ours to judge");
+    let (code, _, err) = hook(
+        &p,
+        "teammate-idle",
+        &input(json!({"hook_event_name": "TeammateIdle", "teammate_name": "ada"})),
+    );
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        err.trim(),
+        "agentloop: task T1 (Build A) is pending and ready; take it next"
+    );
+}
+
+#[test]
+fn the_guard_denies_protected_and_out_of_scope_edits() {
+    let p = setup("# G\n\n## T1: Parser\nScope: src/parser/\nVerify: true\n");
+    // Start T1 so its scope applies.
+    let (_, out, _) = hook(&p, "stop", json!({"session_id": "s", "cwd": p.path(), "stop_hook_active": false, "last_assistant_message": "hi"}).to_string().as_bytes());
+    assert!(out.contains("\"decision\":\"block\""));
+    let edit = |file: &str| {
+        let input = json!({"session_id": "s", "cwd": p.path(), "hook_event_name": "PreToolUse", "tool_name": "Write", "tool_input": {"file_path": p.path().join(file), "content": "x"}});
+        hook(&p, "pre-tool-use", input.to_string().as_bytes()).1
+    };
+    let denied = edit("agentloop.toml");
+    assert!(
+        denied.contains("\"permissionDecision\":\"deny\"")
+            && denied.contains("agentloop.toml is protected"),
+        "{denied}"
+    );
+    let outside = edit("src/main.rs");
+    assert!(
+        outside.contains("task T1 may only change src/parser/; src/main.rs is outside"),
+        "{outside}"
+    );
+    assert_eq!(
+        edit("src/parser/lexer.rs"),
+        "",
+        "inside the scope: no objection"
+    );
+    assert!(
+        p.run(&["hook", "install", "--guard"])
+            .stderr
+            .contains("6 agentloop hooks")
+    );
+    assert!(
+        p.read(".claude/settings.json")
+            .contains(" hook pre-tool-use")
+    );
+}
+
+#[test]
+fn a_stop_failure_rate_limit_waits_like_driver_mode() {
+    let p = setup("---\nlimits:\n  wait: 1s\n---\n# L\n\n## T1: A\nVerify: test -f a.txt\n");
+    let stop = |active: bool| {
+        let input = json!({"session_id": "s", "cwd": p.path(), "stop_hook_active": active, "last_assistant_message": "Working."});
+        hook(&p, "stop", input.to_string().as_bytes()).1
+    };
+    assert!(stop(false).contains("\"decision\":\"block\""));
+    let (code, out, _) = hook(&p, "stop-failure", json!({"session_id": "s", "cwd": p.path(), "hook_event_name": "StopFailure", "error": "rate_limit"}).to_string().as_bytes());
+    assert_eq!(code, Some(0));
+    assert!(
+        out.contains("rate_limit: the run waits for the reset"),
+        "{out}"
+    );
+    let log = p.run(&["log"]).stdout;
+    assert!(
+        log.contains("limit_hit") && log.contains("Limited"),
+        "{log}"
+    );
+    // Before the reset the session ends waiting; after it the task goes on, retries untouched.
+    assert!(stop(false).contains("waiting for a usage limit to reset"));
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let next = stop(false);
+    assert!(
+        next.contains("\"decision\":\"block\"") && next.contains("iteration 1/5"),
+        "{next}"
+    );
+}
