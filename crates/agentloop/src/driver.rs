@@ -32,13 +32,6 @@ pub struct Driver {
     flushed: Instant,
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
 impl Driver {
     pub fn new(
         ws: Workspace,
@@ -114,11 +107,13 @@ impl Driver {
                         waiting_since = Some(reason.clone());
                     }
                     if let WaitReason::UsageLimit { until_ms } = reason {
-                        if now_ms() >= until_ms {
+                        if agentloop_core::journal::now_ms() >= until_ms {
                             self.record(Event::LimitWaitOver)?;
                         } else {
                             std::thread::sleep(Duration::from_millis(
-                                until_ms.saturating_sub(now_ms()).min(200),
+                                until_ms
+                                    .saturating_sub(agentloop_core::journal::now_ms())
+                                    .min(200),
                             ));
                             self.poll_controls()?;
                         }

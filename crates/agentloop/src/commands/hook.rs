@@ -265,7 +265,9 @@ fn stop(input: &Value) -> Result<Value, String> {
                     ),
                 }));
             }
-            Action::Wait(WaitReason::UsageLimit { until_ms }) if now_ms() >= until_ms => {
+            Action::Wait(WaitReason::UsageLimit { until_ms })
+                if agentloop_core::journal::now_ms() >= until_ms =>
+            {
                 d.record(Event::LimitWaitOver).map_err(e)?;
             }
             Action::Wait(reason) => {
@@ -519,13 +521,6 @@ pub fn uninstall(cwd: &Path, user: bool) -> Result<ExitKind, CliError> {
         path.display()
     );
     Ok(ExitKind::Completed)
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 fn workspace_of(input: &Value) -> Workspace {

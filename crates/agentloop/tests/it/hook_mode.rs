@@ -33,41 +33,49 @@ fn say(text: &str) -> Step {
 
 const PLAN: &str = "# Three\n\n## T1: A\nVerify: test -f a.txt\n\n## T2: B\nDepends: T1\nVerify: test -f b.txt\n\n## T3: C\nDepends: T2\nVerify: test -f c.txt\n";
 
-/// Runs `claude -p PROMPT` in the project with agentloop's Stop hook injected.
-fn claude_session(p: &Project, server: &MockServer, prompt: &str) -> std::process::Output {
+/// `claude` in the project, pointed at the mock, isolated from the user's config.
+fn claude(p: &Project, server: &MockServer) -> Command {
     let home = p.path().join(".git/claude-home");
     std::fs::create_dir_all(&home).unwrap();
-    let settings = json!({"hooks": {
+    let mut c = Command::new("claude");
+    c.args([
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--model",
+        "claude-sonnet-4-5",
+    ])
+    .args([
+        "--allowedTools",
+        "Bash,Write,Read",
+        "--disallowedTools",
+        "WebFetch,WebSearch",
+    ])
+    .current_dir(p.path())
+    .env("ANTHROPIC_BASE_URL", server.url())
+    .env("ANTHROPIC_API_KEY", "sk-test-not-a-real-key")
+    .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+    .env("CLAUDE_CODE_MAX_RETRIES", "0")
+    .env("CLAUDE_CONFIG_DIR", &home)
+    .env("NO_COLOR", "1")
+    .env("XDG_CONFIG_HOME", p.path().join(".xdg-none"))
+    .stdin(std::process::Stdio::null());
+    c
+}
+
+/// agentloop's hooks as `--settings` JSON.
+fn hook_settings() -> String {
+    json!({"hooks": {
         "Stop": [{"hooks": [{"type": "command", "command": format!("{BIN} hook stop"), "timeout": 120}]}],
         "SessionStart": [{"hooks": [{"type": "command", "command": format!("{BIN} hook session-start"), "timeout": 60}]}],
-    }});
-    Command::new("claude")
-        .args([
-            "-p",
-            prompt,
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "--model",
-            "claude-sonnet-4-5",
-        ])
-        .args([
-            "--allowedTools",
-            "Bash,Write,Read",
-            "--disallowedTools",
-            "WebFetch,WebSearch",
-        ])
-        .arg("--settings")
-        .arg(settings.to_string())
-        .current_dir(p.path())
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .env("ANTHROPIC_API_KEY", "sk-test-not-a-real-key")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("CLAUDE_CODE_MAX_RETRIES", "0")
-        .env("CLAUDE_CONFIG_DIR", &home)
-        .env("NO_COLOR", "1")
-        .env("XDG_CONFIG_HOME", p.path().join(".xdg-none"))
-        .stdin(std::process::Stdio::null())
+    }})
+    .to_string()
+}
+
+/// Runs `claude -p PROMPT` in the project with agentloop's hooks injected.
+fn claude_session(p: &Project, server: &MockServer, prompt: &str) -> std::process::Output {
+    claude(p, server)
+        .args(["-p", prompt, "--settings", &hook_settings()])
         .output()
         .unwrap()
 }
@@ -425,33 +433,15 @@ fn the_eight_block_limit_is_survived_by_picking_the_run_up_again() {
         .find_map(|v| v["session_id"].as_str().map(String::from))
         .unwrap();
     // The person says "go on" in the same session.
-    let home = p.path().join(".git/claude-home");
-    let settings = json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": format!("{BIN} hook stop"), "timeout": 120}]}]}});
-    let out = Command::new("claude")
+    let out = claude(&p, &server)
         .args([
             "-p",
             "go on",
             "--resume",
             &session,
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "--model",
-            "claude-sonnet-4-5",
-        ])
-        .args([
-            "--allowedTools",
-            "Bash,Write,Read",
             "--settings",
-            &settings.to_string(),
+            &hook_settings(),
         ])
-        .current_dir(p.path())
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .env("ANTHROPIC_API_KEY", "sk-test-not-a-real-key")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("CLAUDE_CODE_MAX_RETRIES", "0")
-        .env("CLAUDE_CONFIG_DIR", &home)
-        .stdin(std::process::Stdio::null())
         .output()
         .unwrap();
     assert!(
@@ -525,29 +515,10 @@ fn the_plugin_directory_loads_the_same_hooks() {
         bin_dir.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let home = p.path().join(".git/claude-home");
-    std::fs::create_dir_all(&home).unwrap();
-    let out = Command::new("claude")
-        .args([
-            "-p",
-            "Start.",
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "--model",
-            "claude-sonnet-4-5",
-        ])
-        .args(["--allowedTools", "Bash,Write,Read"])
-        .arg("--plugin-dir")
+    let out = claude(&p, &server)
+        .args(["-p", "Start.", "--plugin-dir"])
         .arg(&plugin)
-        .current_dir(p.path())
         .env("PATH", path)
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .env("ANTHROPIC_API_KEY", "sk-test-not-a-real-key")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("CLAUDE_CODE_MAX_RETRIES", "0")
-        .env("CLAUDE_CONFIG_DIR", &home)
-        .stdin(std::process::Stdio::null())
         .output()
         .unwrap();
     assert!(
