@@ -57,6 +57,8 @@ pub enum Command {
     /// and the hook entry points (`hook stop`, `hook subagent-stop`,
     /// `hook session-start`) that read the hook's JSON on stdin.
     Hook(HookArgs),
+    /// Serve the control API (runs, control requests, live events) on this machine.
+    Serve(ServeArgs),
     /// Check or import plans.
     #[command(subcommand)]
     Plan(PlanCommand),
@@ -234,4 +236,14 @@ pub struct HookArgs {
     /// and outside the current task's scope.
     #[arg(long)]
     pub guard: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on; anything but loopback should sit behind TLS.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: String,
+    /// Port (0: any free port).
+    #[arg(long, default_value_t = 7171)]
+    pub port: u16,
 }

@@ -10,6 +10,7 @@ mod journal;
 mod log;
 mod plan;
 mod run;
+mod serve;
 mod status;
 
 use std::path::{Path, PathBuf};
@@ -42,6 +43,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
         }
         Command::Steer(a) => control::steer(&workspace()?, a.run.run.as_deref(), a.note),
         Command::Agents(a) => agents::agents(&cwd()?, a.json),
+        Command::Serve(a) => serve::serve(&cwd()?, a),
         Command::Hook(a) if a.event == "start" => hook::start(&cwd()?, &a.plan, a.mode),
         Command::Hook(a) if a.event == "install" => hook::install(&cwd()?, a.user, a.guard),
         Command::Hook(a) if a.event == "uninstall" => hook::uninstall(&cwd()?, a.user),

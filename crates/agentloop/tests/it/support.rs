@@ -103,6 +103,7 @@ impl Project {
         c.args(args)
             .current_dir(self.path())
             .env("XDG_CONFIG_HOME", self.path().join(".xdg-config-not-there"))
+            .env("XDG_STATE_HOME", self.path().join(".git/xdg-state"))
             .env("NO_COLOR", "1")
             .env_remove("AGENTLOOP_FAILPOINT")
             .stdin(Stdio::null());
