@@ -23,6 +23,22 @@ pub struct Config {
     pub agents: BTreeMap<String, AgentConfig>,
     /// USD per million tokens, by model, for agents that report tokens but no cost.
     pub prices: BTreeMap<String, Price>,
+    pub notify: Notify,
+}
+
+/// Where to tell a person that a run needs them, hit a limit, tripped a breaker,
+/// completed or failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Notify {
+    /// `http://` URL that gets a JSON POST per notification.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<String>,
+    /// A program run per notification with the JSON on stdin.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
+    /// A desktop notification through `notify-send`, where it exists.
+    pub desktop: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -509,6 +525,14 @@ fn check(config: &Config, sources: &BTreeMap<String, Source>) -> Result<(), Conf
         key: key.into(),
         message: message.into(),
     };
+    if let Some(url) = &config.notify.webhook
+        && !url.starts_with("http://")
+    {
+        return Err(bad(
+            "notify.webhook",
+            "only http:// URLs are supported (put a local relay in front of https)",
+        ));
+    }
     if config.budgets.max_iterations == 0 {
         return Err(bad("budgets.max_iterations", "must be at least 1"));
     }
@@ -669,6 +693,11 @@ wait = "60s"            # after a usage/rate limit with no reset time; doubles e
 overloaded_wait = "15s" # after an overloaded service; doubles each time in a row
 max_wait = "6h"         # a longer wait waits for a person instead
 on_limit = "wait"       # or "fallback": hand the task to run.fallback_agent
+
+[notify]
+# webhook = "http://127.0.0.1:9000/agentloop"   # a JSON POST per notification
+# command = ["my-notifier"]                     # the JSON on stdin
+desktop = false                                 # notify-send, where it exists
 
 # Any program can be an agent: it gets the prompt on stdin, or in a file.
 # [agents.mine]

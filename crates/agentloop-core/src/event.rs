@@ -120,6 +120,8 @@ pub struct Settings {
     /// The run is driven by Claude Code's hooks inside one interactive session.
     #[serde(default)]
     pub hook: bool,
+    #[serde(default)]
+    pub notify: crate::config::Notify,
 }
 
 impl Settings {
@@ -138,6 +140,7 @@ impl Settings {
             commit: c.git.commit,
             limits: c.limits.clone(),
             hook: false,
+            notify: c.notify.clone(),
         }
     }
 }

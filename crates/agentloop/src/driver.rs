@@ -30,6 +30,8 @@ pub struct Driver {
     progress: Progress,
     snapshots: Option<git::Snapshots>,
     flushed: Instant,
+    /// Notifications still being delivered (waited for, briefly, before exit).
+    notifying: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl Driver {
@@ -66,6 +68,7 @@ impl Driver {
             progress,
             snapshots,
             flushed: Instant::now() - Duration::from_secs(10),
+            notifying: Vec::new(),
         })
     }
 
@@ -155,6 +158,11 @@ impl Driver {
     fn apply(&mut self, recs: &[Record]) {
         for r in recs {
             self.state.apply(r);
+            if let Some(body) = crate::notify::payload(&self.state, r)
+                && let Some(h) = crate::notify::send(&self.state.settings.notify, body)
+            {
+                self.notifying.push(h);
+            }
             if self.out.json {
                 crate::render::json_event(r);
             }
@@ -445,5 +453,17 @@ impl Driver {
             return Ok(());
         }
         self.record(Event::VerifyFinished(result))
+    }
+}
+
+impl Drop for Driver {
+    /// Gives notifications still on their way up to 5 s to be delivered.
+    fn drop(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        for h in self.notifying.drain(..) {
+            while !h.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
     }
 }

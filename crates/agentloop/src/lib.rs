@@ -5,6 +5,7 @@ mod cli;
 mod commands;
 mod driver;
 mod error;
+mod notify;
 mod render;
 
 pub use error::{CliError, ExitKind};

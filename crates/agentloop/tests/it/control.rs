@@ -569,3 +569,61 @@ fn agents_get_an_allow_listed_environment() {
             .contains("UNRELATED_SETTING=passes")
     );
 }
+
+#[test]
+fn notifications_reach_a_webhook_and_a_command() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let received = std::thread::spawn(move || {
+        let mut bodies = Vec::new();
+        listener.set_nonblocking(false).unwrap();
+        for stream in listener.incoming().take(2) {
+            let mut s = stream.unwrap();
+            let mut r = BufReader::new(s.try_clone().unwrap());
+            let mut len = 0usize;
+            loop {
+                let mut line = String::new();
+                r.read_line(&mut line).unwrap();
+                if line.trim().is_empty() {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap();
+                }
+            }
+            let mut body = vec![0; len];
+            r.read_exact(&mut body).unwrap();
+            s.write_all(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n")
+                .unwrap();
+            bodies.push(serde_json::from_slice::<serde_json::Value>(&body).unwrap());
+        }
+        bodies
+    });
+    let p = Project::git();
+    let plan = "# N\n\n## T1: First\nVerify: test -f one.txt\nGate: after\n";
+    let config = format!(
+        "[notify]\nwebhook = \"http://127.0.0.1:{port}/hook\"\ncommand = [\"sh\", \"-c\", \"cat >> .git/notified\"]\n"
+    );
+    scripted(
+        &p,
+        plan,
+        &agent("touch one.txt\necho TASK_COMPLETE\n"),
+        &config,
+    );
+    assert_eq!(p.run(&["run", "--no-wait", "--quiet"]).code, Some(5));
+    assert_eq!(p.run(&["approve"]).code, Some(0));
+    assert_eq!(p.run(&["resume", "--quiet"]).code, Some(0));
+    let bodies = received.join().unwrap();
+    let events: Vec<&str> = bodies
+        .iter()
+        .map(|b| b["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(events, ["waiting", "completed"]);
+    assert_eq!(
+        bodies[0]["message"],
+        "waiting for a person: review task T1 now that it is verified"
+    );
+    let by_command = p.read(".git/notified");
+    assert_eq!(by_command.matches("\"event\":").count(), 2, "{by_command}");
+}
