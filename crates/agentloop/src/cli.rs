@@ -57,6 +57,8 @@ pub enum Command {
     /// and the hook entry points (`hook stop`, `hook subagent-stop`,
     /// `hook session-start`) that read the hook's JSON on stdin.
     Hook(HookArgs),
+    /// A terminal view of a run, with keys for pause, resume, stop and approve.
+    Watch(WatchArgs),
     /// Serve the control API (runs, control requests, live events) on this machine.
     Serve(ServeArgs),
     /// Check or import plans.
@@ -246,4 +248,10 @@ pub struct ServeArgs {
     /// Port (0: any free port).
     #[arg(long, default_value_t = 7171)]
     pub port: u16,
+}
+
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// The run (id or unique prefix; default: the newest).
+    pub run: Option<String>,
 }

@@ -2,12 +2,13 @@
 //! decisions live in `agentloop-core`.
 
 mod cli;
-mod commands;
+pub(crate) mod commands;
 mod driver;
 mod error;
 mod notify;
 mod render;
 
+pub use commands::watch::frame_text as watch_frame;
 pub use error::{CliError, ExitKind};
 
 use clap::Parser;

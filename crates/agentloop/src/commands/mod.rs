@@ -12,6 +12,7 @@ mod plan;
 mod run;
 mod serve;
 mod status;
+pub(crate) mod watch;
 
 use std::path::{Path, PathBuf};
 
@@ -44,6 +45,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
         Command::Steer(a) => control::steer(&workspace()?, a.run.run.as_deref(), a.note),
         Command::Agents(a) => agents::agents(&cwd()?, a.json),
         Command::Serve(a) => serve::serve(&cwd()?, a),
+        Command::Watch(a) => watch::watch(&workspace()?, a.run.as_deref()),
         Command::Hook(a) if a.event == "start" => hook::start(&cwd()?, &a.plan, a.mode),
         Command::Hook(a) if a.event == "install" => hook::install(&cwd()?, a.user, a.guard),
         Command::Hook(a) if a.event == "uninstall" => hook::uninstall(&cwd()?, a.user),

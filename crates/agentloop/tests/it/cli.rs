@@ -159,3 +159,37 @@ fn the_documented_plan_example_is_valid() {
     assert_eq!(plan.settings["budgets"]["task_retries"], 4);
     assert_eq!(plan.tasks[1].scope, vec!["src/"]);
 }
+
+#[test]
+fn watch_frames() {
+    let p = Project::example();
+    assert_eq!(p.run(&["run", "--quiet"]).code, Some(0));
+    let run = agentloop_core::workspace::RunDir {
+        id: "x".into(),
+        path: p.run_dir(),
+    };
+    let state = run.load().unwrap().state;
+    let frame = agentloop::watch_frame(&state, "", "watching", 100, 20);
+    insta::assert_snapshot!("watch_completed", redact(&p, &frame));
+    // A run waiting at a gate shows what it needs, with the live output of the iteration.
+    let q = Project::git();
+    crate::support::scripted(
+        &q,
+        "# G\n\n## T1: Gated\nVerify: true\nGate: before\n",
+        "cat >/dev/null; echo TASK_COMPLETE\n",
+        "",
+    );
+    assert_eq!(q.run(&["run", "--no-wait", "--quiet"]).code, Some(5));
+    let run = agentloop_core::workspace::RunDir {
+        id: "y".into(),
+        path: q.run_dir(),
+    };
+    let state = run.load().unwrap().state;
+    let frame =
+        agentloop::watch_frame(&state, "$ cargo test\nrunning 3 tests", "watching", 100, 20);
+    assert!(
+        frame.contains("needs you: approve task T1 before it starts — a approve"),
+        "{frame}"
+    );
+    insta::assert_snapshot!("watch_gate", redact(&q, &frame));
+}

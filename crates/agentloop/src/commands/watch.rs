@@ -1,0 +1,255 @@
+//! `agentloop watch [RUN]`: a terminal view of a run — tasks, budgets, the current
+//! iteration's live output, what waits for you — with keys for pause, resume, stop and
+//! approve. Every key is the same journal request as the CLI's.
+
+use std::time::Duration;
+
+use agentloop_core::event::{Request, RunStatus};
+use agentloop_core::state::{RunState, TaskStatus};
+use agentloop_core::workspace::{RunDir, Workspace};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Gauge, List, ListItem, Paragraph, Wrap};
+
+use crate::error::{CliError, ExitKind};
+
+/// What one frame shows besides the state: the live output and the last message.
+pub struct View<'a> {
+    pub state: &'a RunState,
+    pub live: &'a str,
+    pub message: &'a str,
+}
+
+fn ratio(used: f64, limit: f64) -> f64 {
+    if limit <= 0.0 {
+        0.0
+    } else {
+        (used / limit).clamp(0.0, 1.0)
+    }
+}
+
+/// Draws one frame (pure: tested with ratatui's TestBackend).
+pub fn draw(f: &mut Frame, v: &View) {
+    let s = v.state;
+    let [head, gauges, body, foot] = Layout::vertical([
+        Constraint::Length(3),
+        Constraint::Length(3),
+        Constraint::Min(6),
+        Constraint::Length(2),
+    ])
+    .areas(f.area());
+    let title = format!(
+        " {} · run {} · {} ",
+        s.plan.title,
+        s.run_id,
+        s.status.as_str()
+    );
+    let done = s.done_count();
+    f.render_widget(
+        Gauge::default()
+            .block(Block::default().borders(Borders::ALL).title(title))
+            .gauge_style(Style::default().fg(if s.status == RunStatus::Completed {
+                Color::Green
+            } else {
+                Color::Cyan
+            }))
+            .ratio(ratio(done as f64, s.tasks.len() as f64))
+            .label(format!("{done}/{} tasks", s.tasks.len())),
+        head,
+    );
+    let b = &s.settings.budgets;
+    let [g1, g2, g3] = Layout::horizontal([Constraint::Ratio(1, 3); 3]).areas(gauges);
+    f.render_widget(
+        Gauge::default()
+            .block(Block::default().borders(Borders::ALL).title(" iterations "))
+            .ratio(ratio(s.iterations as f64, b.max_iterations as f64))
+            .label(format!("{}/{}", s.iterations, b.max_iterations)),
+        g1,
+    );
+    let cost_label = match b.max_cost_usd {
+        Some(m) => format!("${:.2}/${m:.2}", s.cost_usd),
+        None => format!("${:.2}", s.cost_usd),
+    };
+    f.render_widget(
+        Gauge::default()
+            .block(Block::default().borders(Borders::ALL).title(" cost "))
+            .ratio(b.max_cost_usd.map(|m| ratio(s.cost_usd, m)).unwrap_or(0.0))
+            .label(cost_label),
+        g2,
+    );
+    let tokens = s.usage.total();
+    f.render_widget(
+        Gauge::default()
+            .block(Block::default().borders(Borders::ALL).title(" tokens "))
+            .ratio(
+                b.max_tokens
+                    .map(|m| ratio(tokens as f64, m as f64))
+                    .unwrap_or(0.0),
+            )
+            .label(match b.max_tokens {
+                Some(m) => format!("{tokens}/{m}"),
+                None => tokens.to_string(),
+            }),
+        g3,
+    );
+    let [tasks, live] =
+        Layout::horizontal([Constraint::Percentage(40), Constraint::Percentage(60)]).areas(body);
+    let items: Vec<ListItem> = s
+        .tasks
+        .iter()
+        .map(|t| {
+            let (mark, color) = match t.status {
+                TaskStatus::Done => ("✓", Color::Green),
+                TaskStatus::Running => ("▶", Color::Cyan),
+                TaskStatus::Blocked => ("!", Color::Red),
+                TaskStatus::Skipped => ("-", Color::DarkGray),
+                TaskStatus::Pending => (" ", Color::Reset),
+            };
+            ListItem::new(Line::from(vec![
+                Span::styled(format!("{mark} "), Style::default().fg(color)),
+                Span::styled(
+                    format!("{:<6}", t.id),
+                    Style::default().add_modifier(Modifier::BOLD),
+                ),
+                Span::raw(format!(" {} ({} it)", t.title, t.iterations)),
+            ]))
+        })
+        .collect();
+    f.render_widget(
+        List::new(items).block(Block::default().borders(Borders::ALL).title(" tasks ")),
+        tasks,
+    );
+    let live_title = match &s.open {
+        Some(o) => format!(
+            " iteration {} · task {} ",
+            o.started.iteration, o.started.task
+        ),
+        None => " agent output ".to_string(),
+    };
+    let lines: Vec<&str> = v.live.lines().collect();
+    let tail = lines[lines
+        .len()
+        .saturating_sub(live.height.saturating_sub(2) as usize)..]
+        .join("\n");
+    f.render_widget(
+        Paragraph::new(tail)
+            .wrap(Wrap { trim: false })
+            .block(Block::default().borders(Borders::ALL).title(live_title)),
+        live,
+    );
+    let needs = if let Some(g) = &s.gate {
+        format!("needs you: {} — a approve", g.describe())
+    } else if let Some(t) = s.tasks.iter().find(|t| t.status == TaskStatus::Blocked) {
+        format!(
+            "needs you: task {} is blocked: {}",
+            t.id,
+            t.blocked
+                .as_deref()
+                .unwrap_or("")
+                .lines()
+                .next()
+                .unwrap_or("")
+        )
+    } else if s.limit_until_ms.is_some() {
+        "waiting for a usage limit to reset".to_string()
+    } else {
+        v.message.to_string()
+    };
+    let keys = "p pause · r resume · s stop · a approve · q quit";
+    f.render_widget(
+        Paragraph::new(vec![
+            Line::from(Span::styled(needs, Style::default().fg(Color::Yellow))),
+            Line::from(Span::styled(keys, Style::default().fg(Color::DarkGray))),
+        ]),
+        foot,
+    );
+}
+
+fn live_output(run: &RunDir, s: &RunState) -> String {
+    let Some(o) = &s.open else {
+        return String::new();
+    };
+    let bytes =
+        std::fs::read(run.iteration_dir(o.started.iteration).join("agent.log")).unwrap_or_default();
+    let start = bytes.len().saturating_sub(16 * 1024);
+    String::from_utf8_lossy(&bytes[start..]).into_owned()
+}
+
+pub fn watch(ws: &Workspace, run: Option<&str>) -> Result<ExitKind, CliError> {
+    use ratatui::crossterm::event::{self, Event as Key, KeyCode};
+    let run = ws.resolve(run)?;
+    run.load()?;
+    let mut terminal = ratatui::init();
+    let mut message = String::from("watching; the run goes on without this window");
+    let result = loop {
+        let loaded = match run.load_cached() {
+            Ok(l) => l,
+            Err(e) => break Err(CliError::from(e)),
+        };
+        let live = live_output(&run, &loaded.state);
+        if let Err(e) = terminal.draw(|f| {
+            draw(
+                f,
+                &View {
+                    state: &loaded.state,
+                    live: &live,
+                    message: &message,
+                },
+            )
+        }) {
+            break Err(CliError::internal(e.to_string()));
+        }
+        if !event::poll(Duration::from_millis(500)).unwrap_or(false) {
+            continue;
+        }
+        let Ok(Key::Key(k)) = event::read() else {
+            continue;
+        };
+        let request = match k.code {
+            KeyCode::Char('q') | KeyCode::Esc => break Ok(ExitKind::Completed),
+            KeyCode::Char('p') => Request::Pause,
+            KeyCode::Char('r') => Request::Resume,
+            KeyCode::Char('s') => Request::Stop,
+            KeyCode::Char('a') => Request::Approve { note: None },
+            _ => continue,
+        };
+        message = match run
+            .load()
+            .and_then(|l| run.append_control(l, super::request_id("tui"), "tui", request))
+        {
+            Ok((rec, _)) => format!("recorded as event {}", rec.seq),
+            Err(e) => format!("could not record: {e}"),
+        };
+    };
+    ratatui::restore();
+    result
+}
+
+/// One frame as text, `width` × `height` (for snapshot tests of the view).
+pub fn frame_text(state: &RunState, live: &str, message: &str, width: u16, height: u16) -> String {
+    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(width, height))
+        .expect("a test backend");
+    t.draw(|f| {
+        draw(
+            f,
+            &View {
+                state,
+                live,
+                message,
+            },
+        )
+    })
+    .expect("drawing into memory");
+    let buf = t.backend().buffer().clone();
+    let mut out = String::new();
+    for y in 0..height {
+        let line: String = (0..width)
+            .map(|x| buf[(x, y)].symbol().to_string())
+            .collect();
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
