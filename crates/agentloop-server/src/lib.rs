@@ -60,6 +60,7 @@ impl Server {
         Router::new()
             .route("/api/runs", get(list_runs))
             .route("/api/runs/{id}", get(run_state))
+            .route("/api/runs/{id}/plan", get(plan_versions))
             .route("/api/runs/{id}/iterations", get(iterations))
             .route("/api/runs/{id}/iterations/{n}", get(iteration))
             .route("/api/runs/{id}/control", post(control))
@@ -207,6 +208,38 @@ async fn run_state(
     v["progress_md"] = json!(std::fs::read_to_string(run.progress_file()).unwrap_or_default());
     Ok(Json(v))
 }
+
+/// Every plan version of a run (v1 and one per accepted replan), as Markdown.
+async fn plan_versions(
+    State(s): State<Server>,
+    headers: HeaderMap,
+    Query(q): Query<TokenQuery>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    authorize(&s, &headers, &q)?;
+    let (run, state) = load(&s, &id).await?;
+    let versions: Vec<Value> = (1..=state.plan_version)
+        .map(|v| json!({ "version": v, "markdown": std::fs::read_to_string(run.plan_version(v)).unwrap_or_default() }))
+        .collect();
+    Ok(Json(
+        json!({ "current": state.plan_version, "versions": versions }),
+    ))
+}
+
+/// The routes this server answers, as `(method, path)` (the OpenAPI document lists
+/// exactly these).
+pub const ROUTES: &[(&str, &str)] = &[
+    ("get", "/api/runs"),
+    ("get", "/api/runs/{id}"),
+    ("get", "/api/runs/{id}/plan"),
+    ("get", "/api/runs/{id}/iterations"),
+    ("get", "/api/runs/{id}/iterations/{n}"),
+    ("post", "/api/runs/{id}/control"),
+    ("get", "/api/runs/{id}/events"),
+];
+
+/// The OpenAPI document, checked in at `docs/openapi.json`.
+pub const OPENAPI: &str = include_str!("../../../docs/openapi.json");
 
 async fn iterations(
     State(s): State<Server>,

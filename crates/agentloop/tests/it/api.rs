@@ -231,3 +231,45 @@ fn control_requests_are_idempotent_journal_appends_and_events_resume() {
     }
     assert_eq!(ids, vec![3, 4]);
 }
+
+#[test]
+fn the_openapi_document_matches_the_served_routes() {
+    let doc: Value = serde_json::from_str(agentloop_server::OPENAPI).unwrap();
+    let mut documented: Vec<(String, String)> = Vec::new();
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        for method in ops.as_object().unwrap().keys() {
+            documented.push((method.clone(), path.clone()));
+        }
+    }
+    documented.sort();
+    let mut served: Vec<(String, String)> = agentloop_server::ROUTES
+        .iter()
+        .map(|(m, p)| (m.to_string(), p.to_string()))
+        .collect();
+    served.sort();
+    assert_eq!(documented, served);
+    // And every documented route answers (401 without a token, not 404/405).
+    let p = Project::example();
+    assert_eq!(p.run(&["run", "--quiet"]).code, Some(0));
+    let s = serve(&p);
+    for (method, path) in &served {
+        let path = path.replace("{id}", "x").replace("{n}", "1");
+        let (code, _) = http(&s, &method.to_uppercase(), &path, None, Some("{}"));
+        assert_eq!(code, 401, "{method} {path}");
+    }
+    let id = p.status()["run_id"].as_str().unwrap().to_string();
+    let (code, body) = http(
+        &s,
+        "GET",
+        &format!("/api/runs/{id}/plan"),
+        Some(&s.token),
+        None,
+    );
+    assert_eq!(code, 200);
+    assert!(
+        json_of(&body)["versions"][0]["markdown"]
+            .as_str()
+            .unwrap()
+            .starts_with("# Greeter")
+    );
+}
