@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use agentloop_core::event::{Event, Request, RunStatus};
 use agentloop_core::journal;
-use agentloop_core::state::{RunState, TaskStatus};
+use agentloop_core::state::RunState;
 use agentloop_core::workspace::{RunDir, registered_runs};
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -431,11 +431,4 @@ async fn events(
         }
     });
     Ok(Sse::new(tokio_stream::wrappers::ReceiverStream::new(rx)).keep_alive(KeepAlive::default()))
-}
-
-/// Tasks by status, for list views.
-pub fn counts(s: &RunState) -> Value {
-    let n = |st: TaskStatus| s.tasks.iter().filter(|t| t.status == st).count();
-    json!({"pending": n(TaskStatus::Pending), "running": n(TaskStatus::Running), "done": n(TaskStatus::Done),
-           "blocked": n(TaskStatus::Blocked), "skipped": n(TaskStatus::Skipped)})
 }
