@@ -65,6 +65,7 @@ impl Server {
             .route("/api/runs/{id}/iterations/{n}", get(iteration))
             .route("/api/runs/{id}/control", post(control))
             .route("/api/runs/{id}/events", get(events))
+            .route("/api/events", get(all_events))
             .layer(DefaultBodyLimit::max(MAX_BODY))
             .with_state(self)
     }
@@ -236,6 +237,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/runs/{id}/iterations/{n}"),
     ("post", "/api/runs/{id}/control"),
     ("get", "/api/runs/{id}/events"),
+    ("get", "/api/events"),
 ];
 
 /// The OpenAPI document, checked in at `docs/openapi.json`.
@@ -428,6 +430,76 @@ async fn events(
             }
             offset = c.valid_len;
             tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    });
+    Ok(Sse::new(tokio_stream::wrappers::ReceiverStream::new(rx)).keep_alive(KeepAlive::default()))
+}
+
+/// Live events of every run. Each event's id lists every run's position
+/// (`RUN:SEQ,RUN:SEQ…`), so `Last-Event-ID` resumes all of them at once.
+async fn all_events(
+    State(s): State<Server>,
+    headers: HeaderMap,
+    Query(q): Query<TokenQuery>,
+) -> Result<Sse<impl tokio_stream::Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    authorize(&s, &headers, &q)?;
+    let mut seen: std::collections::BTreeMap<String, u64> = headers
+        .get("last-event-id")
+        .and_then(|h| h.to_str().ok())
+        .map(|v| {
+            v.split(',')
+                .filter_map(|p| p.rsplit_once(':'))
+                .filter_map(|(run, seq)| Some((run.to_string(), seq.parse().ok()?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<SseEvent, Infallible>>(256);
+    tokio::spawn(async move {
+        // Byte offsets per run, so each poll reads only what is new.
+        let mut offsets: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
+        loop {
+            for run in s.all_runs() {
+                if !run.journal().exists() {
+                    continue;
+                }
+                let (offset, next) = offsets.get(&run.id).copied().unwrap_or((0, 1));
+                let path = run.journal();
+                let Ok(Ok(c)) =
+                    tokio::task::spawn_blocking(move || journal::read_from(&path, offset, next))
+                        .await
+                else {
+                    continue;
+                };
+                let after = seen.get(&run.id).copied().unwrap_or(0);
+                let mut last = next - 1;
+                for r in c.records {
+                    last = r.seq;
+                    if r.seq <= after {
+                        continue;
+                    }
+                    seen.insert(run.id.clone(), r.seq);
+                    let id = seen
+                        .iter()
+                        .map(|(k, v)| format!("{k}:{v}"))
+                        .collect::<Vec<_>>()
+                        .join(",");
+                    let data =
+                        json!({ "run_id": run.id, "seq": r.seq, "time": r.time, "event": r.event })
+                            .to_string();
+                    if tx
+                        .send(Ok(SseEvent::default()
+                            .id(id)
+                            .event(r.event.kind())
+                            .data(data)))
+                        .await
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+                offsets.insert(run.id.clone(), (c.valid_len, last + 1));
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
         }
     });
     Ok(Sse::new(tokio_stream::wrappers::ReceiverStream::new(rx)).keep_alive(KeepAlive::default()))

@@ -273,3 +273,54 @@ fn the_openapi_document_matches_the_served_routes() {
             .starts_with("# Greeter")
     );
 }
+
+#[test]
+fn the_all_runs_stream_resumes_every_run() {
+    let p = Project::example();
+    assert_eq!(p.run(&["run", "--quiet"]).code, Some(0));
+    assert_eq!(
+        p.run(&["run", "--quiet"]).code,
+        Some(0),
+        "a second run of the same plan (all tasks pass again)"
+    );
+    let s = serve(&p);
+    let read_ids = |last: Option<&str>, want: usize| {
+        let mut c = TcpStream::connect(&s.addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let resume = last
+            .map(|l| format!("Last-Event-ID: {l}\r\n"))
+            .unwrap_or_default();
+        write!(
+            c,
+            "GET /api/events?token={} HTTP/1.1\r\nHost: x\r\n{resume}\r\n",
+            s.token
+        )
+        .unwrap();
+        let mut r = BufReader::new(c);
+        let mut ids = Vec::new();
+        let mut line = String::new();
+        while ids.len() < want {
+            line.clear();
+            if r.read_line(&mut line).unwrap_or(0) == 0 {
+                break;
+            }
+            if let Some(v) = line.trim().strip_prefix("id:") {
+                ids.push(v.trim().to_string());
+            }
+        }
+        ids
+    };
+    let first = read_ids(None, 25);
+    assert_eq!(first.len(), 25);
+    let runs: std::collections::BTreeSet<String> = first
+        .last()
+        .unwrap()
+        .split(',')
+        .map(|p| p.split(':').next().unwrap().to_string())
+        .collect();
+    assert_eq!(runs.len(), 2, "both runs appear: {:?}", first.last());
+    // Resuming from the 25th id gives the 26th event next, nothing repeated.
+    let again = read_ids(Some(first.last().unwrap()), 1);
+    let all = read_ids(None, 26);
+    assert_eq!(again[0], all[25]);
+}
