@@ -64,6 +64,7 @@ fn main() {
     let out = Command::new(env!("CARGO_BIN_EXE_agentloop"))
         .args(["run", "--quiet"])
         .current_dir(root)
+        .env("XDG_STATE_HOME", root.join(".git/state"))
         .env("NO_COLOR", "1")
         .output()
         .unwrap();
