@@ -242,6 +242,8 @@ pub struct RunDir {
 pub struct Loaded {
     pub state: RunState,
     pub scan: Scan,
+    /// Events read past the cached `state.json` (`u64::MAX` when there was no cache).
+    pub cache_lag: u64,
 }
 
 impl Loaded {
@@ -289,7 +291,11 @@ impl RunDir {
             Some(Err(source)) => Err(WorkspaceError::Fold { path, source }),
             Some(Ok(mut state)) => {
                 state.journal_bytes = scan.valid_len;
-                Ok(Loaded { state, scan })
+                Ok(Loaded {
+                    state,
+                    scan,
+                    cache_lag: u64::MAX,
+                })
             }
         }
     }
@@ -321,10 +327,17 @@ impl RunDir {
                         count: state_count(&scan, next),
                         ..scan
                     },
+                    cache_lag: records.len() as u64,
                 })
             }
             Err(_) => self.load(),
         }
+    }
+
+    /// Rewrites only `progress.md` (when `state.json` is still a close enough cache).
+    pub fn write_progress(&self, s: &RunState) -> Result<(), WorkspaceError> {
+        write_atomic(&self.progress_file(), crate::progress::render(s).as_bytes())
+            .map_err(io(&self.path))
     }
 
     /// Rewrites `state.json` and `progress.md` from the state (both are caches).

@@ -32,7 +32,13 @@ pub struct Driver {
     flushed: Instant,
     /// Notifications still being delivered (waited for, briefly, before exit).
     notifying: Vec<std::thread::JoinHandle<()>>,
+    /// Events between the cached state.json and the journal when this driver began.
+    pub(crate) cache_lag: u64,
+    start_seq: u64,
 }
+
+/// Journal events a hook may leave past `state.json` before it rewrites the cache.
+const HOOK_CACHE_LAG: u64 = 400;
 
 impl Driver {
     pub fn new(
@@ -56,6 +62,7 @@ impl Driver {
         }
         let progress = Progress::new(out.quiet);
         let snapshots = git::Snapshots::new(&ws.root);
+        let start_seq = state.last_seq;
         Ok(Driver {
             ws,
             run,
@@ -69,6 +76,8 @@ impl Driver {
             snapshots,
             flushed: Instant::now() - Duration::from_secs(10),
             notifying: Vec::new(),
+            cache_lag: u64::MAX,
+            start_seq,
         })
     }
 
@@ -179,6 +188,18 @@ impl Driver {
     /// Rewrites the derived files (state.json, progress.md).
     pub(crate) fn flush(&mut self) {
         self.flushed = Instant::now();
+        // A hook process lives for one stop: rewriting a large state.json each time
+        // costs more than reading a few hundred journal lines past an older one.
+        let lag = self
+            .cache_lag
+            .saturating_add(self.state.last_seq - self.start_seq);
+        if self.state.settings.hook && lag < HOOK_CACHE_LAG {
+            if let Err(e) = self.run.write_progress(&self.state) {
+                self.progress
+                    .warn(&format!("cannot update progress.md: {e}"));
+            }
+            return;
+        }
         self.state.journal_bytes = self.writer.offset();
         if let Err(e) = self.run.write_derived(&self.state) {
             self.progress

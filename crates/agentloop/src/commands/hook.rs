@@ -185,12 +185,16 @@ fn open_driver(ws: &Workspace, run: RunDir, loaded: Loaded) -> Result<Driver, St
     .map_err(|e| e.message)?
     .config;
     let writer = loaded.writer(&run).map_err(|e| e.to_string())?;
+    let cache_lag = loaded.cache_lag;
     let out = OutputArgs {
         json: false,
         quiet: true,
         no_wait: true,
     };
-    Driver::new(ws.clone(), run, writer, loaded.state, config, out, lock).map_err(|e| e.message)
+    let mut d = Driver::new(ws.clone(), run, writer, loaded.state, config, out, lock)
+        .map_err(|e| e.message)?;
+    d.cache_lag = cache_lag;
+    Ok(d)
 }
 
 fn stop(input: &Value) -> Result<Value, String> {
