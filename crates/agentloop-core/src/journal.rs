@@ -265,6 +265,23 @@ pub fn scan(
     Ok(out)
 }
 
+/// The first record only (a run's `run_created`), without reading the rest.
+pub fn read_first(path: &Path) -> Result<Record, JournalError> {
+    use std::io::BufRead;
+    let file = File::open(path).map_err(|e| JournalError::io(path, e))?;
+    let mut line = Vec::new();
+    std::io::BufReader::new(file)
+        .take(MAX_LINE_BYTES as u64 + 1)
+        .read_until(b'\n', &mut line)
+        .map_err(|e| JournalError::io(path, e))?;
+    if line.last() != Some(&b'\n') {
+        return Err(JournalError::Empty {
+            path: path.to_path_buf(),
+        });
+    }
+    decode(path, 1, &line[..line.len() - 1])
+}
+
 /// Reads and checks a journal from byte `from` into memory.
 pub fn read_from(path: &Path, from: u64, first_seq: u64) -> Result<Contents, JournalError> {
     let mut records = Vec::new();
@@ -374,7 +391,8 @@ impl Writer {
     fn append_locked(&mut self, event: &Event) -> Result<Vec<Record>, JournalError> {
         let mut others = self.catch_up_locked()?;
         failpoint("before-append", self.next_seq);
-        let line = encode(self.next_seq, &now_rfc3339(), event);
+        let time = now_rfc3339();
+        let line = encode(self.next_seq, &time, event);
         self.file
             .write_all(&line)
             .map_err(|e| JournalError::io(&self.path, e))?;
@@ -382,7 +400,11 @@ impl Writer {
             .sync_data()
             .map_err(|e| JournalError::io(&self.path, e))?;
         failpoint("after-append", self.next_seq);
-        let rec = decode(&self.path, 0, &line[..line.len() - 1])?;
+        let rec = Record {
+            seq: self.next_seq,
+            time,
+            event: event.clone(),
+        };
         self.offset += line.len() as u64;
         self.next_seq += 1;
         others.push(rec);
