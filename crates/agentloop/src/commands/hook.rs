@@ -121,6 +121,13 @@ fn text(input: &Value, key: &str) -> Option<String> {
 fn find_run(ws: &Workspace, session: &str) -> Result<Option<(RunDir, Loaded)>, String> {
     for id in ws.run_ids().into_iter().rev() {
         let run = ws.resolve(Some(&id)).map_err(|e| e.to_string())?;
+        // Every Stop of every session passes here: driver-mode runs are told apart by
+        // their first line alone, without folding their journals.
+        let first = agentloop_core::journal::read_first(&run.journal())
+            .map_err(|e| format!("run {id} cannot be read, so it is not driven: {e}"))?;
+        if !matches!(&first.event, Event::RunCreated { settings, .. } if settings.hook) {
+            continue;
+        }
         let loaded = run
             .load_cached()
             .map_err(|e| format!("run {id} cannot be read, so it is not driven: {e}"))?;
