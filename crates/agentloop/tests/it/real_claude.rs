@@ -213,35 +213,6 @@ fn an_auth_error_waits_for_a_person_with_a_clear_message() {
     assert_eq!(s["iterations"], 1, "no retries burnt on a bad key");
 }
 
-/// Processes whose working directory is inside `dir`.
-pub fn processes_in(dir: &std::path::Path) -> Vec<String> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .chars()
-                .all(|c| c.is_ascii_digit())
-        })
-        .filter(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|c| c.starts_with(dir)))
-        .filter(|e| {
-            std::fs::read_to_string(e.path().join("stat")).is_ok_and(|s| {
-                !s.rsplit(')')
-                    .next()
-                    .unwrap_or("")
-                    .trim_start()
-                    .starts_with('Z')
-            })
-        })
-        .map(|e| {
-            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-            format!("{} {}", e.file_name().to_string_lossy(), cmd.trim())
-        })
-        .collect()
-}
-
 #[test]
 fn stop_now_during_a_stalled_reply_ends_claudes_process_group() {
     let server = MockServer::start(
@@ -249,44 +220,7 @@ fn stop_now_during_a_stalled_reply_ends_claudes_process_group() {
         Scenario::new(vec![Step::Stall { seconds: 60 }]),
     );
     let p = project(&server, ONE, "");
-    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
-    let t = std::time::Instant::now();
-    while server.requests().iter().all(|r| r.step.is_none()) {
-        assert!(
-            t.elapsed() < std::time::Duration::from_secs(60),
-            "claude never asked the model"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let driver_pid = driver.id().to_string();
-    assert!(
-        processes_in(p.path()).iter().any(|pid| *pid != driver_pid),
-        "claude is running"
-    );
-    let t = std::time::Instant::now();
-    assert_eq!(p.run(&["stop", "--now"]).code, Some(0));
-    let code = loop {
-        if let Some(st) = driver.try_wait().unwrap() {
-            break st.code();
-        }
-        assert!(
-            t.elapsed() < std::time::Duration::from_secs(20),
-            "the driver did not stop"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
-    assert_eq!(code, Some(6));
-    assert!(
-        t.elapsed() < std::time::Duration::from_secs(12),
-        "stop --now took {:?}",
-        t.elapsed()
-    );
-    assert_eq!(
-        processes_in(p.path()),
-        Vec::<String>::new(),
-        "claude's whole process group is gone"
-    );
-    assert_eq!(p.status()["status"], "stopped");
+    crate::support::stop_now_during_a_model_call(&p, &server, "claude");
 }
 
 #[test]

@@ -194,31 +194,5 @@ fn codex_stop_now_during_a_stalled_reply() {
         Scenario::new(vec![Step::Stall { seconds: 60 }]),
     );
     let p = project(&server, ONE);
-    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
-    let t = std::time::Instant::now();
-    while server.requests().iter().all(|r| r.step.is_none()) {
-        assert!(
-            t.elapsed() < std::time::Duration::from_secs(60),
-            "codex never asked the model"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let t = std::time::Instant::now();
-    assert_eq!(p.run(&["stop", "--now"]).code, Some(0));
-    let code = loop {
-        if let Some(st) = driver.try_wait().unwrap() {
-            break st.code();
-        }
-        assert!(
-            t.elapsed() < std::time::Duration::from_secs(20),
-            "the driver did not stop"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
-    assert_eq!(code, Some(6));
-    assert_eq!(
-        crate::real_claude::processes_in(p.path()),
-        Vec::<String>::new(),
-        "codex's process group is gone"
-    );
+    crate::support::stop_now_during_a_model_call(&p, &server, "codex");
 }

@@ -204,3 +204,82 @@ pub fn scripted(p: &Project, plan: &str, script: &str, extra_config: &str) {
     p.write(".gitignore", ".agentloop/\n");
     p.commit("setup");
 }
+
+/// Processes whose working directory is inside `dir`.
+pub fn processes_in(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .chars()
+                .all(|c| c.is_ascii_digit())
+        })
+        .filter(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|c| c.starts_with(dir)))
+        .filter(|e| {
+            std::fs::read_to_string(e.path().join("stat")).is_ok_and(|s| {
+                !s.rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
+        })
+        .map(|e| {
+            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            format!("{} {}", e.file_name().to_string_lossy(), cmd.trim())
+        })
+        .collect()
+}
+
+/// Starts a run, waits until the agent CLI is waiting on the (stalled) mock model,
+/// then `stop --now`: the driver must exit 6 within seconds, leaving no process behind.
+pub fn stop_now_during_a_model_call(
+    p: &Project,
+    server: &agentloop_testkit::MockServer,
+    cli: &str,
+) {
+    use std::time::{Duration, Instant};
+    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    let t = Instant::now();
+    while server.requests().iter().all(|r| r.step.is_none()) {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "{cli} never asked the model"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let driver_pid = format!("{} ", driver.id());
+    assert!(
+        processes_in(p.path())
+            .iter()
+            .any(|pid| !pid.starts_with(&driver_pid)),
+        "{cli} is running"
+    );
+    let t = Instant::now();
+    assert_eq!(p.run(&["stop", "--now"]).code, Some(0));
+    let code = loop {
+        if let Some(st) = driver.try_wait().unwrap() {
+            break st.code();
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "the driver did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(code, Some(6));
+    assert!(
+        t.elapsed() < Duration::from_secs(12),
+        "stop --now took {:?}",
+        t.elapsed()
+    );
+    assert_eq!(
+        processes_in(p.path()),
+        Vec::<String>::new(),
+        "{cli}'s whole process group is gone"
+    );
+    assert_eq!(p.status()["status"], "stopped");
+}
