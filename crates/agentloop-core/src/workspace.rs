@@ -29,6 +29,10 @@ pub enum WorkspaceError {
     Journal(#[from] JournalError),
     #[error("{path}: {source}")]
     Fold { path: PathBuf, source: FoldError },
+    #[error("\"{0}\" cannot name a run: use 1 to 64 letters, digits, '-', '_' or '.'")]
+    BadRunId(String),
+    #[error("a run named {0} already exists")]
+    RunExists(String),
     #[error("run {run} is already driven by pid {pid}")]
     Locked { run: String, pid: String },
 }
@@ -125,6 +129,18 @@ impl Workspace {
         plan: &Plan,
         settings: Settings,
     ) -> Result<(RunDir, Writer, RunState), WorkspaceError> {
+        self.create_run_with_id(None, plan_file, plan, settings)
+    }
+
+    /// [`Workspace::create_run`] under an id the caller chose (see [`valid_run_id`]),
+    /// which must be new.
+    pub fn create_run_with_id(
+        &self,
+        want: Option<&str>,
+        plan_file: &Path,
+        plan: &Plan,
+        settings: Settings,
+    ) -> Result<(RunDir, Writer, RunState), WorkspaceError> {
         std::fs::create_dir_all(self.runs_dir()).map_err(io(&self.dir))?;
         // Git never sees agentloop's own files, whatever the project's .gitignore says.
         let ignore = self.dir.join(".gitignore");
@@ -132,11 +148,19 @@ impl Workspace {
             std::fs::write(&ignore, "*\n").map_err(io(&ignore))?;
         }
         let (id, path) = loop {
-            let id = new_run_id();
+            let id = want.map(str::to_string).unwrap_or_else(new_run_id);
+            if !valid_run_id(&id) {
+                return Err(WorkspaceError::BadRunId(id));
+            }
             let path = self.runs_dir().join(&id);
             match std::fs::create_dir(&path) {
                 Ok(()) => break (id, path),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && want.is_none() => {
+                    continue;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    return Err(WorkspaceError::RunExists(id));
+                }
                 Err(e) => return Err(io(&path)(e)),
             }
         };
@@ -214,8 +238,18 @@ fn state_count(scan: &Scan, next: u64) -> u64 {
     next - 1 + scan.count
 }
 
+/// Whether `id` can name a run: 1 to 64 ASCII letters, digits, `-`, `_` or `.`, not
+/// starting with a dot.
+pub fn valid_run_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && !id.starts_with('.')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
 /// A run id that sorts by creation time, to the millisecond: `20261122-104259-042-3fa2`.
-fn new_run_id() -> String {
+pub fn new_run_id() -> String {
     let now = SystemTime::now();
     let stamp = humantime::format_rfc3339_millis(now).to_string();
     let digits: String = stamp.chars().filter(|c| c.is_ascii_digit()).collect();

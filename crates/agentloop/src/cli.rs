@@ -108,6 +108,9 @@ pub struct RunArgs {
     /// Iterations for the whole run.
     #[arg(long)]
     pub max_iterations: Option<u32>,
+    /// Name the new run (default: a new time-based id).
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
     #[command(flatten)]
     pub out: OutputArgs,
 }

@@ -110,7 +110,9 @@ impl From<WorkspaceError> for CliError {
             WorkspaceError::Locked { .. } => CliError::user(e.to_string())
                 .hint("control it from here with `agentloop pause|stop|steer …`, or wait for that driver to end"),
             WorkspaceError::Io { .. } => CliError::internal(e.to_string()),
-            WorkspaceError::Fold { .. } => CliError::user(e.to_string()),
+            WorkspaceError::Fold { .. }
+            | WorkspaceError::BadRunId(_)
+            | WorkspaceError::RunExists(_) => CliError::user(e.to_string()),
         }
     }
 }

@@ -34,7 +34,7 @@ pub fn run(cwd: &Path, args: RunArgs) -> Result<ExitKind, CliError> {
         flags.insert("budgets".into(), json!({ "max_iterations": n }));
     }
     let plan_path = cwd.join(&args.plan);
-    start(&ws, &plan_path, flags, args.out)
+    start(&ws, &plan_path, flags, args.run_id.as_deref(), args.out)
 }
 
 /// Creates a run for the plan and drives it.
@@ -42,8 +42,16 @@ pub(crate) fn start(
     ws: &Workspace,
     plan_path: &Path,
     flags: Map<String, Value>,
+    run_id: Option<&str>,
     out: OutputArgs,
 ) -> Result<ExitKind, CliError> {
+    if let Some(id) = run_id
+        && !agentloop_core::workspace::valid_run_id(id)
+    {
+        return Err(CliError::user(format!(
+            "--run-id {id}: use 1 to 64 letters, digits, '-', '_' or '.'"
+        )));
+    }
     let shown = plan_path
         .strip_prefix(&ws.root)
         .unwrap_or(plan_path)
@@ -58,7 +66,7 @@ pub(crate) fn start(
         );
     }
     let settings = Settings::from_config(&layered.config);
-    let (run, writer, state) = ws.create_run(&shown, &plan, settings.clone())?;
+    let (run, writer, state) = ws.create_run_with_id(run_id, &shown, &plan, settings.clone())?;
     let lock = run.lock_driver()?;
     let driver = Driver::new(ws.clone(), run, writer, state, layered.config, out, lock)?;
     driver.start(settings, versions)

@@ -58,7 +58,9 @@ pub fn serve(cwd: &Path, args: ServeArgs) -> Result<ExitKind, CliError> {
         .into_iter()
         .filter_map(|id| ws.resolve(Some(&id)).ok())
         .collect();
-    let server = agentloop_server::Server::new(token.clone(), local);
+    let exe = std::env::current_exe()?;
+    let server = agentloop_server::Server::new(token.clone(), local)
+        .with_starter(exe, vec![ws.root.clone()]);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -69,13 +71,16 @@ pub fn serve(cwd: &Path, args: ServeArgs) -> Result<ExitKind, CliError> {
         let addr = listener.local_addr()?;
         eprintln!("agentloop serve: listening on http://{addr}");
         if new {
-            eprintln!("  open: http://{addr}/?token={token}");
+            eprintln!("  open the dashboard: http://{addr}/?token={token}");
             eprintln!(
                 "  the token is stored in {} (user-only); it is printed this once",
                 path.display()
             );
         } else {
-            eprintln!("  the token is in {}", path.display());
+            eprintln!(
+                "  dashboard: http://{addr}/ (it asks for the token in {})",
+                path.display()
+            );
         }
         axum::serve(listener, server.router())
             .await

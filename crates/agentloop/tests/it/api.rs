@@ -1,44 +1,15 @@
 //! `agentloop serve` over real HTTP on 127.0.0.1: tokens, routes, bad bodies, control
 //! requests that land in the journal, and the resumable event stream.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
-use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::Project;
+use crate::support::{Project, Serve, http_request, serve};
 
-struct Serve {
-    child: Child,
-    addr: String,
-    token: String,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(p: &Project) -> Serve {
-    let mut child = p
-        .cmd(&["serve", "--port", "0"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
-    let addr = line.trim().rsplit("http://").next().unwrap().to_string();
-    std::thread::spawn(move || for _ in err.lines() {});
-    let token = std::fs::read_to_string(p.path().join(".git/xdg-state/agentloop/token")).unwrap();
-    Serve { child, addr, token }
-}
-
-/// (status, body) of one HTTP/1.1 request.
+/// (status, body) of one HTTP/1.1 request to the server.
 fn http(
     s: &Serve,
     method: &str,
@@ -46,21 +17,7 @@ fn http(
     token: Option<&str>,
     body: Option<&str>,
 ) -> (u16, String) {
-    let mut c = TcpStream::connect(&s.addr).unwrap();
-    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let auth = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    let body = body.unwrap_or("");
-    write!(c, "{method} {path} HTTP/1.1\r\nHost: x\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).unwrap();
-    let mut out = String::new();
-    c.read_to_string(&mut out).unwrap();
-    let status = out[9..12].parse().unwrap();
-    let body = out
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
+    http_request(&s.addr, method, path, token, body)
 }
 
 fn json_of(s: &str) -> Value {
@@ -323,4 +280,283 @@ fn the_all_runs_stream_resumes_every_run() {
     let again = read_ids(Some(first.last().unwrap()), 1);
     let all = read_ids(None, 26);
     assert_eq!(again[0], all[25]);
+}
+
+#[test]
+fn runs_start_from_a_registered_repository_and_their_output_can_be_followed() {
+    let p = Project::example();
+    p.write("broken-plan.md", "no tasks here\n");
+    p.commit("a broken plan");
+    let s = serve(&p);
+    let t = Some(s.token.as_str());
+    let root = p.path().canonicalize().unwrap();
+    let (code, body) = http(&s, "GET", "/api/repos", t, None);
+    assert_eq!(code, 200);
+    let repos = json_of(&body)["repos"].clone();
+    assert_eq!(repos[0]["path"], json!(root));
+    assert!(
+        repos[0]["plans"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("PLAN.md"))
+    );
+    let start = |body: Value| http(&s, "POST", "/api/runs", t, Some(&body.to_string()));
+    let workdir = root.display().to_string();
+    // Refused, and nothing starts: unknown repository, paths that leave it, a missing
+    // plan, option look-alikes, unknown fields, no token.
+    for (body, want) in [
+        (
+            json!({"request_id": "a", "workdir": "/tmp"}),
+            "not a repository this machine has runs in",
+        ),
+        (
+            json!({"request_id": "a", "workdir": workdir, "plan": "../PLAN.md"}),
+            "must be a path inside the repository",
+        ),
+        (
+            json!({"request_id": "a", "workdir": workdir, "plan": "/etc/passwd"}),
+            "must be a path inside the repository",
+        ),
+        (
+            json!({"request_id": "a", "workdir": workdir, "plan": "nope.md"}),
+            "no plan `nope.md`",
+        ),
+        (
+            json!({"request_id": "a", "workdir": workdir, "agent": "--help"}),
+            "not a valid name",
+        ),
+        (
+            json!({"request_id": "a", "workdir": workdir, "shell": "sh"}),
+            "unknown field",
+        ),
+        (
+            json!({"request_id": "a", "workdir": workdir, "plan": "broken-plan.md"}),
+            "the run did not start",
+        ),
+    ] {
+        let (code, text) = start(body.clone());
+        assert_eq!(code, 400, "{body}: {text}");
+        assert!(text.contains(want), "{body}: {text}");
+    }
+    assert_eq!(
+        http(
+            &s,
+            "POST",
+            "/api/runs",
+            None,
+            Some(r#"{"request_id":"a","workdir":"/"}"#)
+        )
+        .0,
+        401
+    );
+    assert!(
+        !p.path().join(".agentloop/runs").exists()
+            || std::fs::read_dir(p.path().join(".agentloop/runs"))
+                .unwrap()
+                .count()
+                == 0
+    );
+
+    // Started: the answer names the run, whose journal exists; the same request again
+    // is the same run.
+    let (code, body) =
+        start(json!({"request_id": "start-1", "workdir": workdir, "plan": "PLAN.md"}));
+    assert_eq!(code, 200, "{body}");
+    let started = json_of(&body);
+    let id = started["run_id"].as_str().unwrap().to_string();
+    assert_eq!(started["duplicate"], false);
+    assert!(
+        p.path()
+            .join(".agentloop/runs")
+            .join(&id)
+            .join("journal.jsonl")
+            .exists()
+    );
+    let (_, again) = start(json!({"request_id": "start-1", "workdir": workdir}));
+    assert_eq!(json_of(&again)["run_id"], json!(id));
+    assert_eq!(json_of(&again)["duplicate"], true);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let state = loop {
+        let (_, b) = http(&s, "GET", &format!("/api/runs/{id}"), t, None);
+        let v = json_of(&b);
+        if v["status"] == "completed" {
+            break v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the started run never completed: {v}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(state["tasks_done"], 3);
+    assert_eq!(state["gauges"][0]["used"], 4, "four iterations spent");
+    assert_eq!(state["gauges"][0]["limit"], 10);
+    assert_eq!(
+        std::fs::read_dir(p.path().join(".agentloop/runs"))
+            .unwrap()
+            .count(),
+        1
+    );
+
+    // The iteration list carries what the timeline needs.
+    let (_, b) = http(&s, "GET", &format!("/api/runs/{id}/iterations"), t, None);
+    let its = json_of(&b)["iterations"].as_array().unwrap().clone();
+    let outcomes: Vec<_> = its
+        .iter()
+        .map(|i| (i["task"].as_str().unwrap(), i["outcome"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("T1", "completed"),
+            ("T2", "failed"),
+            ("T2", "completed"),
+            ("T3", "completed")
+        ]
+    );
+    assert_eq!(its[1]["verified"], false);
+    assert!(its.iter().all(|i| i["duration_ms"].is_u64()));
+
+    // Output from an offset, in pieces that never split a character.
+    let out = |q: &str| {
+        let (code, b) = http(
+            &s,
+            "GET",
+            &format!("/api/runs/{id}/iterations/1/output{q}"),
+            t,
+            None,
+        );
+        (code, json_of(&b))
+    };
+    let (code, whole) = out("");
+    assert_eq!(code, 200);
+    assert!(
+        whole["text"]
+            .as_str()
+            .unwrap()
+            .contains("Created src/greet.sh")
+    );
+    let size = whole["size"].as_u64().unwrap();
+    assert_eq!(whole["offset"].as_u64(), Some(size));
+    let (_, tail) = out("?offset=8");
+    assert_eq!(
+        tail["text"].as_str().unwrap(),
+        &whole["text"].as_str().unwrap()[8..]
+    );
+    let (_, end) = out(&format!("?offset={}", size + 100));
+    assert_eq!(
+        (end["text"].as_str(), end["offset"].as_u64()),
+        (Some(""), Some(size))
+    );
+    let (_, verify) = out("?file=verify");
+    assert!(
+        verify["text"]
+            .as_str()
+            .unwrap()
+            .contains("$ sh tests/test_greet.sh")
+    );
+    assert_eq!(out("?file=../../journal.jsonl").0, 400);
+    assert_eq!(out("?path=x").0, 400);
+    assert_eq!(
+        http(
+            &s,
+            "GET",
+            &format!("/api/runs/{id}/iterations/9/output"),
+            t,
+            None
+        )
+        .0,
+        404
+    );
+}
+
+#[test]
+fn the_dashboard_is_served_from_the_binary_with_a_strict_policy() {
+    let p = Project::git();
+    let s = serve(&p);
+    for (path, kind) in [
+        ("/", "text/html"),
+        ("/assets/app.js", "text/javascript"),
+        ("/assets/app.css", "text/css"),
+    ] {
+        let mut c = TcpStream::connect(&s.addr).unwrap();
+        write!(
+            c,
+            "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut c, &mut text).unwrap();
+        let head = text.split("\r\n\r\n").next().unwrap().to_ascii_lowercase();
+        assert!(head.starts_with("http/1.1 200"), "{path}: {head}");
+        assert!(
+            head.contains(&format!("content-type: {kind}")),
+            "{path}: {head}"
+        );
+        assert!(
+            head.contains("content-security-policy: default-src 'none'; script-src 'self'"),
+            "{path}: {head}"
+        );
+        assert!(
+            head.contains("referrer-policy: no-referrer"),
+            "{path}: {head}"
+        );
+    }
+    // The page holds no data: everything it shows comes through the API, with the token.
+    assert_eq!(http(&s, "GET", "/api/runs", None, None).0, 401);
+}
+
+#[test]
+fn event_streams_start_where_the_client_says() {
+    let p = Project::example();
+    assert_eq!(p.run(&["run", "--quiet"]).code, Some(0));
+    let s = serve(&p);
+    let id = p.status()["run_id"].as_str().unwrap().to_string();
+    let (_, state) = http(&s, "GET", &format!("/api/runs/{id}"), Some(&s.token), None);
+    let last = json_of(&state)["last_seq"].as_u64().unwrap();
+    let first_id = |path: &str| {
+        let mut c = TcpStream::connect(&s.addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_millis(1500)))
+            .unwrap();
+        write!(c, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let mut r = BufReader::new(c);
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if r.read_line(&mut line).unwrap_or(0) == 0 {
+                return None;
+            }
+            if let Some(v) = line.trim().strip_prefix("id:") {
+                return Some(v.trim().to_string());
+            }
+        }
+    };
+    let tok = &s.token;
+    assert_eq!(
+        first_id(&format!("/api/runs/{id}/events?after=5&token={tok}")).as_deref(),
+        Some("6")
+    );
+    assert!(last > 10, "{last}");
+    assert_eq!(
+        first_id(&format!("/api/runs/{id}/events?after={last}&token={tok}")),
+        None,
+        "nothing after the last event"
+    );
+    assert_eq!(
+        first_id(&format!("/api/events?tail=true&token={tok}")),
+        None,
+        "tail skips history"
+    );
+    assert_eq!(
+        first_id(&format!("/api/events?after={id}:{}&token={tok}", last - 1)),
+        Some(format!("{id}:{last}"))
+    );
+    let (code, _) = http(
+        &s,
+        "GET",
+        &format!("/api/runs/{id}/events?after=abc"),
+        Some(tok),
+        None,
+    );
+    assert_eq!(code, 400);
 }

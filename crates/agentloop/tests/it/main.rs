@@ -3,6 +3,7 @@
 
 mod api;
 mod bad_input;
+mod browser;
 mod cli;
 mod control;
 mod crash;

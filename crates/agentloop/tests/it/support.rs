@@ -283,3 +283,89 @@ pub fn stop_now_during_a_model_call(
     );
     assert_eq!(p.status()["status"], "stopped");
 }
+
+/// `agentloop serve` on a free loopback port for a project; killed when dropped.
+pub struct Serve {
+    pub child: std::process::Child,
+    pub addr: String,
+    pub token: String,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn serve(p: &Project) -> Serve {
+    use std::io::BufRead;
+    let mut child = p
+        .cmd(&["serve", "--port", "0"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let addr = line.trim().rsplit("http://").next().unwrap().to_string();
+    std::thread::spawn(move || for _ in err.lines() {});
+    let token = std::fs::read_to_string(p.path().join(".git/xdg-state/agentloop/token")).unwrap();
+    Serve { child, addr, token }
+}
+
+/// (status, body) of one HTTP/1.1 request with a JSON body.
+pub fn http_request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&str>,
+) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let body = body.unwrap_or("");
+    write!(c, "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).unwrap();
+    // Read what the headers announce: some servers (chromedriver) keep the
+    // connection open whatever the request says.
+    let mut r = std::io::BufReader::new(c);
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        if std::io::BufRead::read_line(&mut r, &mut line).unwrap() == 0 || line == "\r\n" {
+            break;
+        }
+        head.push_str(&line.to_ascii_lowercase());
+    }
+    let status = head[9..12].parse().unwrap();
+    let header = |name: &str| {
+        head.lines()
+            .find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_string()))
+    };
+    let mut body = Vec::new();
+    if let Some(n) = header("content-length:").and_then(|v| v.parse::<usize>().ok()) {
+        body.resize(n, 0);
+        r.read_exact(&mut body).unwrap();
+    } else if header("transfer-encoding:").is_some_and(|v| v.contains("chunked")) {
+        loop {
+            let mut size = String::new();
+            std::io::BufRead::read_line(&mut r, &mut size).unwrap();
+            let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+            let mut chunk = vec![0; n + 2];
+            r.read_exact(&mut chunk).unwrap();
+            if n == 0 {
+                break;
+            }
+            body.extend_from_slice(&chunk[..n]);
+        }
+    } else {
+        r.read_to_end(&mut body).unwrap();
+    }
+    let body = String::from_utf8_lossy(&body).into_owned();
+    (status, body)
+}

@@ -1,0 +1,378 @@
+//! The web dashboard in a real headless Chromium, driven over WebDriver (Debian's
+//! `chromium` and `chromium-driver`): a run of the example agent waits at a gate, the
+//! dashboard shows it, a click approves it, clicks pause and resume it, and the page
+//! follows it live to the end. Each click must land in the journal as a control
+//! request from the HTTP API. Screenshots go to `target/tmp/screenshots/`.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use serde_json::{Value, json};
+
+use crate::support::{Project, http_request, serve};
+
+const CHROMEDRIVER: &str = "chromedriver";
+
+/// A chromedriver on a free port, and one browser session in it.
+struct Browser {
+    driver: Child,
+    addr: String,
+    session: String,
+    _profile: tempfile::TempDir,
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = http_request(
+            &self.addr,
+            "DELETE",
+            &format!("/session/{}", self.session),
+            None,
+            None,
+        );
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Browser {
+    fn start() -> Browser {
+        let port = free_port();
+        let driver = Command::new(CHROMEDRIVER)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot run {CHROMEDRIVER} ({e}): install Debian's chromium and chromium-driver (.ci/run does)"
+                )
+            });
+        let addr = format!("127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(&addr).is_err() {
+            assert!(Instant::now() < deadline, "chromedriver did not listen");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let profile = tempfile::tempdir().unwrap();
+        let caps = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": chromium_binary(),
+                "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                    "--no-first-run", "--disable-background-networking",
+                    "--disable-component-update", "--disable-sync",
+                    "--window-size=1400,1800",
+                    format!("--user-data-dir={}", profile.path().display())],
+            },
+            "goog:loggingPrefs": {"browser": "ALL"},
+        }}});
+        let (code, body) = http_request(&addr, "POST", "/session", None, Some(&caps.to_string()));
+        assert_eq!(code, 200, "new session: {body}");
+        let v: Value = serde_json::from_str(&body).unwrap();
+        let session = v["value"]["sessionId"].as_str().unwrap().to_string();
+        Browser {
+            driver,
+            addr,
+            session,
+            _profile: profile,
+        }
+    }
+
+    fn call(&self, method: &str, path: &str, body: Value) -> Value {
+        let body = (method == "POST").then(|| body.to_string());
+        let (code, text) = http_request(
+            &self.addr,
+            method,
+            &format!("/session/{}{path}", self.session),
+            None,
+            body.as_deref(),
+        );
+        let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        assert_eq!(code, 200, "{method} {path}: {text}");
+        v["value"].clone()
+    }
+
+    fn goto(&self, url: &str) {
+        self.call("POST", "/url", json!({ "url": url }));
+    }
+
+    fn script(&self, js: &str) -> Value {
+        self.call("POST", "/execute/sync", json!({ "script": js, "args": [] }))
+    }
+
+    /// Waits until `js` (an expression) is truthy in the page; returns its value.
+    fn wait_for(&self, what: &str, js: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let v = self.script(&format!("return ({js}) || null;"));
+            if !v.is_null() && v != json!(false) {
+                return v;
+            }
+            if Instant::now() > deadline {
+                self.screenshot("timeout");
+                panic!(
+                    "timed out waiting for {what}; page text:\n{}\nconsole: {}",
+                    self.script("return document.body.innerText;"),
+                    self.console()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Clicks the element `css` selects, as a user would (WebDriver element click).
+    fn click(&self, css: &str) {
+        let el = self.call(
+            "POST",
+            "/element",
+            json!({"using": "css selector", "value": css}),
+        );
+        let id = el
+            .as_object()
+            .and_then(|o| o.values().next())
+            .and_then(|v| v.as_str())
+            .unwrap_or_else(|| panic!("no element {css}"))
+            .to_string();
+        self.call("POST", &format!("/element/{id}/click"), json!({}));
+    }
+
+    fn type_into(&self, css: &str, text: &str) {
+        let el = self.call(
+            "POST",
+            "/element",
+            json!({"using": "css selector", "value": css}),
+        );
+        let id = el
+            .as_object()
+            .unwrap()
+            .values()
+            .next()
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_string();
+        self.call(
+            "POST",
+            &format!("/element/{id}/value"),
+            json!({ "text": text }),
+        );
+    }
+
+    fn press(&self, key: &str) {
+        self.call(
+            "POST",
+            "/actions",
+            json!({"actions": [{"type": "key", "id": "kb", "actions": [
+                {"type": "keyDown", "value": key}, {"type": "keyUp", "value": key}]}]}),
+        );
+    }
+
+    fn screenshot(&self, name: &str) -> PathBuf {
+        let png = self.call("GET", "/screenshot", Value::Null);
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(png.as_str().unwrap())
+            .unwrap();
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("{name}.png"));
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    fn console(&self) -> String {
+        let (_, body) = http_request(
+            &self.addr,
+            "POST",
+            &format!("/session/{}/se/log", self.session),
+            None,
+            Some(r#"{"type":"browser"}"#),
+        );
+        body
+    }
+}
+
+fn chromium_binary() -> String {
+    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .unwrap_or("/usr/bin/chromium")
+        .to_string()
+}
+
+/// The control requests in a run's journal, as `(action, source, note)`.
+fn controls(p: &Project) -> Vec<(String, String, Option<String>)> {
+    let journal = std::fs::read_to_string(p.run_dir().join("journal.jsonl")).unwrap();
+    journal
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["kind"] == "control")
+        .map(|v| {
+            let d = &v["data"];
+            (
+                d["request"]["action"].as_str().unwrap_or("").to_string(),
+                d["source"].as_str().unwrap_or("").to_string(),
+                d["request"]["note"].as_str().map(str::to_string),
+            )
+        })
+        .collect()
+}
+
+fn wait_journal(p: &Project, what: &str, ok: impl Fn(&[(String, String, Option<String>)]) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let c = controls(p);
+        if ok(&c) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the journal never recorded {what}: {c:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_dashboard_follows_a_run_and_its_buttons_control_it() {
+    let p = Project::example();
+    // A gate before the first iteration, and an agent slow enough to click during.
+    let config = p.read("agentloop.toml").replace(
+        r#"command = ["sh", "agent/example-agent.sh"]"#,
+        r#"command = ["sh", "-c", "sleep 1; exec sh agent/example-agent.sh"]"#,
+    ) + "\n[gates]\nplan_approval = true\n";
+    p.write("agentloop.toml", config);
+    p.commit("a gate and a slower agent");
+    let mut run = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    let s = serve(&p);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !p.path().join(".agentloop/runs").exists() || controls_or_gate(&p).is_none() {
+        assert!(Instant::now() < deadline, "the run never reached its gate");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let run_id = p
+        .run_dir()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+
+    let b = Browser::start();
+    b.goto(&format!("http://{}/?token={}#/", s.addr, s.token));
+    // The runs page: the run, its progress and the "needs you" badge.
+    b.wait_for(
+        "the run in the list",
+        &format!("document.querySelector('tr[data-run=\"{run_id}\"] .badge.needs')"),
+    );
+    let row = b.script(&format!(
+        "return document.querySelector('tr[data-run=\"{run_id}\"]').innerText;"
+    ));
+    assert!(row.as_str().unwrap().contains("0 / 3"), "{row}");
+    assert!(row.as_str().unwrap().contains("approve the plan"), "{row}");
+    assert_eq!(
+        b.script("return location.search;"),
+        json!(""),
+        "the token leaves the address bar"
+    );
+    b.screenshot("1-runs-needs-you");
+    // A marker that survives only if the page never reloads.
+    b.script("window.__sameDocument = true;");
+
+    // Into the run; approve the plan with a note, by clicking.
+    b.click(&format!("tr[data-run=\"{run_id}\"] a.run-link"));
+    b.wait_for(
+        "the approve button",
+        "document.querySelector('button[data-action=approve]:not([disabled])')",
+    );
+    b.screenshot("2-run-at-gate");
+    b.type_into("#note", "looks right");
+    b.click("button[data-action=approve]");
+    wait_journal(&p, "the approval", |c| {
+        c.iter()
+            .any(|(a, s, n)| a == "approve" && s == "http" && n.as_deref() == Some("looks right"))
+    });
+
+    // The page follows the run live: an iteration appears without a reload.
+    b.wait_for(
+        "an iteration in the timeline",
+        "document.querySelector('.timeline [data-iteration]')",
+    );
+    b.click("button[data-action=pause]");
+    wait_journal(&p, "the pause", |c| {
+        c.iter().any(|(a, s, _)| a == "pause" && s == "http")
+    });
+    b.wait_for(
+        "the paused status",
+        "document.querySelector('.run-head .pill.s-paused')",
+    );
+    let paused = b.script("return document.querySelectorAll('.timeline [data-iteration]').length;");
+    b.screenshot("3-paused");
+    // Paused means no new iteration starts.
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(
+        b.script("return document.querySelectorAll('.timeline [data-iteration]').length;"),
+        paused,
+        "an iteration started while paused"
+    );
+
+    // Resume with the keyboard shortcut this time (focus on the page, not a field).
+    b.script("document.activeElement && document.activeElement.blur();");
+    b.press("u");
+    wait_journal(&p, "the resume", |c| {
+        c.iter().any(|(a, s, _)| a == "resume" && s == "http")
+    });
+    b.wait_for(
+        "the completed run",
+        "document.querySelector('.run-head .pill.s-completed')",
+    );
+    let text = b.script("return document.querySelector('main').innerText;");
+    let text = text.as_str().unwrap();
+    assert!(text.contains("3 / 3"), "{text}");
+    // The iteration the example agent got wrong, caught by verification.
+    assert!(text.contains("failed"), "{text}");
+    b.wait_for(
+        "the cost chart",
+        "document.querySelector('.chart svg[aria-label^=\"Iterations per task\"]')",
+    );
+    // Click the failed iteration: its verification log shows the real failure.
+    b.click(".timeline [data-outcome=failed]");
+    b.wait_for(
+        "the verification log",
+        "document.querySelector('#detail-panel') && document.querySelector('#detail-panel').textContent.includes(\"FAIL: expected 'HELLO, ADA!'\")",
+    );
+    b.screenshot("4-completed");
+    assert_eq!(
+        b.script("return window.__sameDocument === true;"),
+        json!(true),
+        "the page reloaded"
+    );
+    let status = run.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    // Exactly the three requests the clicks made, in order.
+    let actions: Vec<String> = controls(&p).into_iter().map(|c| c.0).collect();
+    assert_eq!(actions, ["approve", "pause", "resume"]);
+    let console = b.console();
+    assert!(
+        !console.contains("SEVERE"),
+        "the page logged errors: {console}"
+    );
+    let _ = run_id;
+}
+
+/// Some value once the run's journal shows its plan gate open.
+fn controls_or_gate(p: &Project) -> Option<()> {
+    let runs = p.path().join(".agentloop/runs");
+    let dir = std::fs::read_dir(runs).ok()?.flatten().next()?.path();
+    let journal = std::fs::read_to_string(dir.join("journal.jsonl")).ok()?;
+    journal.contains("\"gate_opened\"").then_some(())
+}
