@@ -640,6 +640,9 @@ fn start_point(run: &RunDir, after: u64) -> (u64, u64) {
     }
 }
 
+/// How often a stream looks for new journal lines.
+const POLL: Duration = Duration::from_millis(50);
+
 /// Live journal events of one run as SSE; each event's id is its sequence number, so a
 /// client reconnecting with `Last-Event-ID` (or `?after=`) misses nothing.
 async fn events(
@@ -676,6 +679,16 @@ async fn events(
         };
         loop {
             let path = run.journal();
+            // A stat is all an idle poll costs; the journal is read only when it grew.
+            let grown = std::fs::metadata(&path).map(|m| m.len() > offset);
+            if let Ok(false) = grown {
+                // A client that went away while nothing happened: end here.
+                if tx.is_closed() {
+                    return;
+                }
+                tokio::time::sleep(POLL).await;
+                continue;
+            }
             let (o, n) = (offset, next);
             let batch = tokio::task::spawn_blocking(move || journal::read_from(&path, o, n)).await;
             let Ok(Ok(c)) = batch else { break };
@@ -694,7 +707,7 @@ async fn events(
                 }
             }
             offset = c.valid_len;
-            tokio::time::sleep(Duration::from_millis(200)).await;
+            tokio::time::sleep(POLL).await;
         }
     });
     Ok(Sse::new(tokio_stream::wrappers::ReceiverStream::new(rx)).keep_alive(KeepAlive::default()))
@@ -756,6 +769,10 @@ async fn all_events(
                     }
                 };
                 let path = run.journal();
+                if std::fs::metadata(&path).is_ok_and(|m| m.len() <= offset) {
+                    offsets.insert(run.id.clone(), (offset, next));
+                    continue;
+                }
                 let Ok(Ok(c)) =
                     tokio::task::spawn_blocking(move || journal::read_from(&path, offset, next))
                         .await
@@ -792,6 +809,9 @@ async fn all_events(
                 offsets.insert(run.id.clone(), (c.valid_len, last + 1));
             }
             first = false;
+            if tx.is_closed() {
+                return;
+            }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
     });
