@@ -456,7 +456,8 @@ function runPage(main, runId, selected) {
   function drawHead() {
     const s = state;
     fill(parts.head,
-      el("h1", {}, s.title || s.run_id, " ", statusPill(s.paused && s.status === "running" ? "pausing" : s.status)),
+      el("h1", {}, s.title || s.run_id, " ", statusPill(s.paused && s.current ? "pausing" : s.status),
+        s.paused && s.current ? el("span", { class: "muted small" }, "the current iteration finishes first") : null),
       el("p", { class: "muted" },
         s.run_id, " · agent ", s.agent, " · mode ", s.mode, " · ", s.workdir,
         " · plan v" + s.plan_version,
@@ -712,7 +713,7 @@ function runPage(main, runId, selected) {
     try {
       state = await api("/api/runs/" + q);
     } catch (err) {
-      if (err.status === 404 && !gone) {
+      if ((err.status === 404 || err.status === 410) && !gone) {
         gone = true;
         fill(main, el("p", { class: "crumbs" }, el("a", { href: "#/" }, "← All runs")), el("h1", {}, runId), el("p", { class: "error" }, err.message));
       }

@@ -66,10 +66,18 @@ impl Server {
     }
 
     fn find(&self, id: &str) -> Result<RunDir, ApiError> {
-        self.all_runs()
+        let run = self
+            .all_runs()
             .into_iter()
             .find(|r| r.id == id)
-            .ok_or(ApiError::NotFound(format!("no run {id}")))
+            .ok_or(ApiError::NotFound(format!("no run {id}")))?;
+        if !run.journal().exists() {
+            return Err(ApiError::Gone(format!(
+                "run {id} is gone: {} was deleted",
+                run.path.display()
+            )));
+        }
+        Ok(run)
     }
 
     pub fn router(self) -> Router {
@@ -94,6 +102,8 @@ impl Server {
 pub enum ApiError {
     Unauthorized,
     NotFound(String),
+    /// A registered run whose directory was deleted.
+    Gone(String),
     Bad(String),
     Conflict(String),
     Internal(String),
@@ -109,6 +119,7 @@ impl IntoResponse for ApiError {
                 "a valid token is required".to_string(),
             ),
             ApiError::NotFound(m) => (StatusCode::NOT_FOUND, m),
+            ApiError::Gone(m) => (StatusCode::GONE, m),
             ApiError::Bad(m) => (StatusCode::BAD_REQUEST, m),
             ApiError::Conflict(m) => (StatusCode::CONFLICT, m),
             ApiError::Internal(m) => (StatusCode::INTERNAL_SERVER_ERROR, m),

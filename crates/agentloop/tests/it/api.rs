@@ -560,3 +560,47 @@ fn event_streams_start_where_the_client_says() {
     );
     assert_eq!(code, 400);
 }
+
+#[test]
+fn a_run_whose_directory_was_deleted_is_listed_as_gone() {
+    let p = Project::example();
+    assert_eq!(p.run(&["run", "--quiet"]).code, Some(0));
+    let first = p.run_dir();
+    assert_eq!(p.run(&["run", "--quiet"]).code, Some(0));
+    std::fs::remove_dir_all(&first).unwrap();
+    let s = serve(&p);
+    let (code, body) = http(&s, "GET", "/api/runs", Some(&s.token), None);
+    assert_eq!(code, 200);
+    let runs = json_of(&body)["runs"].as_array().unwrap().clone();
+    let gone = first.file_name().unwrap().to_string_lossy().into_owned();
+    let statuses: Vec<(String, String)> = runs
+        .iter()
+        .map(|r| {
+            (
+                r["run_id"].as_str().unwrap().to_string(),
+                r["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(statuses.len(), 2, "{statuses:?}");
+    assert!(
+        statuses.contains(&(gone.clone(), "gone".into())),
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.iter().any(|(_, s)| s == "completed"),
+        "{statuses:?}"
+    );
+    // Asked for by id: 410 Gone with what happened, for every route of the run.
+    for path in ["", "/iterations", "/plan", "/events"] {
+        let (code, body) = http(
+            &s,
+            "GET",
+            &format!("/api/runs/{gone}{path}"),
+            Some(&s.token),
+            None,
+        );
+        assert_eq!(code, 410, "{path}: {body}");
+        assert!(body.contains("was deleted"), "{body}");
+    }
+}
