@@ -349,6 +349,13 @@ fn runs_start_from_a_registered_repository_and_their_output_can_be_followed() {
         .0,
         401
     );
+    let huge = json!({"request_id": "a", "workdir": workdir, "plan": "x".repeat(70 * 1024)});
+    assert_eq!(start(huge).0, 413, "a body over 64 KiB");
+    assert_eq!(http(&s, "POST", "/api/runs", t, Some("{not json")).0, 400);
+    assert_eq!(
+        http(&s, "GET", "/api/runs/nope/iterations/1/output", t, None).0,
+        404
+    );
     assert!(
         !p.path().join(".agentloop/runs").exists()
             || std::fs::read_dir(p.path().join(".agentloop/runs"))
