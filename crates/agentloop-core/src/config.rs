@@ -31,9 +31,13 @@ pub struct Config {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
 pub struct Notify {
-    /// `http://` URL that gets a JSON POST per notification.
+    /// `http://` or `https://` URL that gets a JSON POST per notification.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub webhook: Option<String>,
+    /// PEM file of the CA certificates to trust for an `https://` webhook instead of
+    /// the public roots (a private CA).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook_ca: Option<std::path::PathBuf>,
     /// A program run per notification with the JSON on stdin.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub command: Vec<String>,
@@ -526,11 +530,16 @@ fn check(config: &Config, sources: &BTreeMap<String, Source>) -> Result<(), Conf
         message: message.into(),
     };
     if let Some(url) = &config.notify.webhook
-        && !url.starts_with("http://")
+        && !(url.starts_with("http://") || url.starts_with("https://"))
+    {
+        return Err(bad("notify.webhook", "must be an http:// or https:// URL"));
+    }
+    if let Some(ca) = &config.notify.webhook_ca
+        && !ca.is_file()
     {
         return Err(bad(
-            "notify.webhook",
-            "only http:// URLs are supported (put a local relay in front of https)",
+            "notify.webhook_ca",
+            &format!("{} is not a file", ca.display()),
         ));
     }
     if config.budgets.max_iterations == 0 {
@@ -695,7 +704,8 @@ max_wait = "6h"         # a longer wait waits for a person instead
 on_limit = "wait"       # or "fallback": hand the task to run.fallback_agent
 
 [notify]
-# webhook = "http://127.0.0.1:9000/agentloop"   # a JSON POST per notification
+# webhook = "https://hooks.example.com/agentloop" # a JSON POST per notification
+# webhook_ca = "ca.pem"                         # trust this CA instead of the public roots
 # command = ["my-notifier"]                     # the JSON on stdin
 desktop = false                                 # notify-send, where it exists
 

@@ -2,8 +2,7 @@
 //! waits for a person, hits a usage limit, trips a breaker, completes or fails. They
 //! run in the background and never hold the loop up.
 
-use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::io::Write;
 use std::process::{Command, Stdio};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -76,7 +75,11 @@ pub fn send(n: &Notify, body: Value) -> Option<JoinHandle<()>> {
     Some(std::thread::spawn(move || {
         let text = body.to_string();
         if let Some(url) = &n.webhook {
-            let _ = post(url, &text);
+            match post(url, &text, n.webhook_ca.as_deref()) {
+                Ok(code) if code < 400 => {}
+                Ok(code) => crate::render::warn(&format!("webhook {url} answered {code}")),
+                Err(e) => crate::render::warn(&format!("webhook {url} failed: {e}")),
+            }
         }
         if let Some((program, args)) = n.command.split_first()
             && let Ok(mut child) = Command::new(program)
@@ -102,36 +105,35 @@ pub fn send(n: &Notify, body: Value) -> Option<JoinHandle<()>> {
     }))
 }
 
-/// A JSON POST to an `http://host[:port]/path` URL (5 s timeouts).
-fn post(url: &str, body: &str) -> std::io::Result<u16> {
-    let rest = url
-        .strip_prefix("http://")
-        .ok_or_else(|| std::io::Error::other("not an http:// URL"))?;
-    let (authority, path) = rest
-        .split_once('/')
-        .map(|(a, p)| (a, format!("/{p}")))
-        .unwrap_or((rest, "/".into()));
-    let addr = if authority.contains(':') {
-        authority.to_string()
-    } else {
-        format!("{authority}:80")
-    };
-    let sock = addr
-        .to_socket_addrs()?
-        .next()
-        .ok_or_else(|| std::io::Error::other("no address"))?;
-    let mut c = TcpStream::connect_timeout(&sock, Duration::from_secs(5))?;
-    c.set_read_timeout(Some(Duration::from_secs(5)))?;
-    c.set_write_timeout(Some(Duration::from_secs(5)))?;
-    write!(
-        c,
-        "POST {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\nUser-Agent: agentloop\r\n\r\n{body}",
-        body.len()
-    )?;
-    let mut head = [0u8; 12];
-    c.read_exact(&mut head)?;
-    Ok(std::str::from_utf8(&head[9..12])
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0))
+/// A JSON POST to an `http://` or `https://` URL within 5 s; returns the status code.
+/// With `ca`, an https server must present a certificate from that CA (PEM).
+fn post(url: &str, body: &str, ca: Option<&std::path::Path>) -> Result<u16, String> {
+    use ureq::tls::{PemItem, RootCerts, TlsConfig};
+    let mut tls = TlsConfig::builder();
+    if let Some(ca) = ca {
+        let pem = std::fs::read(ca).map_err(|e| format!("{}: {e}", ca.display()))?;
+        let certs: Vec<_> = ureq::tls::parse_pem(&pem)
+            .filter_map(|item| match item {
+                Ok(PemItem::Certificate(c)) => Some(c),
+                _ => None,
+            })
+            .collect();
+        if certs.is_empty() {
+            return Err(format!("{}: no certificate in it", ca.display()));
+        }
+        tls = tls.root_certs(RootCerts::new_with_certs(&certs));
+    }
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(5)))
+        .http_status_as_error(false)
+        .user_agent("agentloop")
+        .tls_config(tls.build())
+        .build()
+        .into();
+    let response = agent
+        .post(url)
+        .header("content-type", "application/json")
+        .send(body)
+        .map_err(|e| e.to_string())?;
+    Ok(response.status().as_u16())
 }
