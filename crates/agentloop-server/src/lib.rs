@@ -156,13 +156,13 @@ struct TokenQuery {
 }
 
 /// The token from `Authorization: Bearer …` or `?token=` (for EventSource).
-fn authorize(s: &Server, headers: &HeaderMap, q: &TokenQuery) -> Result<(), ApiError> {
+fn authorize(s: &Server, headers: &HeaderMap, query_token: Option<&str>) -> Result<(), ApiError> {
     let given = headers
         .get("authorization")
         .and_then(|h| h.to_str().ok())
         .and_then(|h| h.strip_prefix("Bearer "))
         .map(str::to_string)
-        .or_else(|| q.token.clone());
+        .or_else(|| query_token.map(str::to_string));
     // Constant-time enough for a local token: compare every byte.
     match given {
         Some(g)
@@ -254,7 +254,7 @@ async fn list_runs(
     headers: HeaderMap,
     Q(q): Q<TokenQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    authorize(&s, &headers, &q)?;
+    authorize(&s, &headers, q.token.as_deref())?;
     let runs = tokio::task::spawn_blocking(move || {
         s.all_runs()
             .into_iter()
@@ -292,7 +292,7 @@ async fn run_state(
     Q(q): Q<TokenQuery>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    authorize(&s, &headers, &q)?;
+    authorize(&s, &headers, q.token.as_deref())?;
     let (run, state) = load(&s, &id).await?;
     let mut v = summary(&run, &state);
     v["plan_version"] = json!(state.plan_version);
@@ -333,7 +333,7 @@ async fn plan_versions(
     Q(q): Q<TokenQuery>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    authorize(&s, &headers, &q)?;
+    authorize(&s, &headers, q.token.as_deref())?;
     let (run, state) = load(&s, &id).await?;
     let versions: Vec<Value> = (1..=state.plan_version)
         .map(|v| json!({ "version": v, "markdown": std::fs::read_to_string(run.plan_version(v)).unwrap_or_default() }))
@@ -368,7 +368,7 @@ async fn iterations(
     Q(q): Q<TokenQuery>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    authorize(&s, &headers, &q)?;
+    authorize(&s, &headers, q.token.as_deref())?;
     let run = s.find(&id)?;
     let list = tokio::task::spawn_blocking(move || {
         // One row per iteration, filled in as its events go by; the open one has no
@@ -446,13 +446,7 @@ async fn output(
     Q(q): Q<OutputQuery>,
     Path((id, n)): Path<(String, u32)>,
 ) -> Result<Json<Value>, ApiError> {
-    authorize(
-        &s,
-        &headers,
-        &TokenQuery {
-            token: q.token.clone(),
-        },
-    )?;
+    authorize(&s, &headers, q.token.as_deref())?;
     let name = match q.file.as_deref() {
         None | Some("agent") => "agent.log",
         Some("verify") => "verify.log",
@@ -504,7 +498,7 @@ async fn iteration(
     Q(q): Q<TokenQuery>,
     Path((id, n)): Path<(String, u32)>,
 ) -> Result<Json<Value>, ApiError> {
-    authorize(&s, &headers, &q)?;
+    authorize(&s, &headers, q.token.as_deref())?;
     let run = s.find(&id)?;
     let dir: PathBuf = run.iteration_dir(n);
     if !dir.is_dir() {
@@ -565,7 +559,7 @@ async fn control(
     Path(id): Path<String>,
     body: Result<Json<ControlBody>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    authorize(&s, &headers, &q)?;
+    authorize(&s, &headers, q.token.as_deref())?;
     let Json(b) = json_body(body)?;
     if b.request_id.is_empty() || b.request_id.len() > 128 {
         return Err(ApiError::Bad(
@@ -662,13 +656,7 @@ async fn events(
     Q(q): Q<EventsQuery>,
     Path(id): Path<String>,
 ) -> Result<Sse<impl tokio_stream::Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
-    authorize(
-        &s,
-        &headers,
-        &TokenQuery {
-            token: q.token.clone(),
-        },
-    )?;
+    authorize(&s, &headers, q.token.as_deref())?;
     let run = s.find(&id)?;
     let after: u64 = headers
         .get("last-event-id")
@@ -731,13 +719,7 @@ async fn all_events(
     headers: HeaderMap,
     Q(q): Q<EventsQuery>,
 ) -> Result<Sse<impl tokio_stream::Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
-    authorize(
-        &s,
-        &headers,
-        &TokenQuery {
-            token: q.token.clone(),
-        },
-    )?;
+    authorize(&s, &headers, q.token.as_deref())?;
     let tail = q.tail;
     let mut seen: std::collections::BTreeMap<String, u64> = headers
         .get("last-event-id")

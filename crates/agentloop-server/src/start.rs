@@ -69,7 +69,7 @@ pub(crate) async fn repos(
     headers: HeaderMap,
     Q(q): Q<TokenQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    authorize(&s, &headers, &q)?;
+    authorize(&s, &headers, q.token.as_deref())?;
     let list = tokio::task::spawn_blocking(move || {
         known_repos(&s)
             .into_iter()
@@ -159,7 +159,7 @@ pub(crate) async fn start(
     Q(q): Q<TokenQuery>,
     body: Result<Json<StartBody>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    authorize(&s, &headers, &q)?;
+    authorize(&s, &headers, q.token.as_deref())?;
     let Json(b) = json_body(body)?;
     let Some(starter) = s.starter.clone() else {
         return Err(ApiError::Conflict("this server does not start runs".into()));

@@ -131,37 +131,28 @@ impl Browser {
         }
     }
 
-    /// Clicks the element `css` selects, as a user would (WebDriver element click).
-    fn click(&self, css: &str) {
+    /// The WebDriver id of the element `css` selects.
+    fn find(&self, css: &str) -> String {
         let el = self.call(
             "POST",
             "/element",
             json!({"using": "css selector", "value": css}),
         );
-        let id = el
-            .as_object()
+        el.as_object()
             .and_then(|o| o.values().next())
             .and_then(|v| v.as_str())
             .unwrap_or_else(|| panic!("no element {css}"))
-            .to_string();
+            .to_string()
+    }
+
+    /// Clicks the element `css` selects, as a user would (WebDriver element click).
+    fn click(&self, css: &str) {
+        let id = self.find(css);
         self.call("POST", &format!("/element/{id}/click"), json!({}));
     }
 
     fn type_into(&self, css: &str, text: &str) {
-        let el = self.call(
-            "POST",
-            "/element",
-            json!({"using": "css selector", "value": css}),
-        );
-        let id = el
-            .as_object()
-            .unwrap()
-            .values()
-            .next()
-            .unwrap()
-            .as_str()
-            .unwrap()
-            .to_string();
+        let id = self.find(css);
         self.call(
             "POST",
             &format!("/element/{id}/value"),
@@ -256,7 +247,7 @@ fn the_dashboard_follows_a_run_and_its_buttons_control_it() {
     let mut run = p.cmd(&["run", "--quiet"]).spawn().unwrap();
     let s = serve(&p);
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !p.path().join(".agentloop/runs").exists() || controls_or_gate(&p).is_none() {
+    while !p.path().join(".agentloop/runs").exists() || gate_is_open(&p).is_none() {
         assert!(Instant::now() < deadline, "the run never reached its gate");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -366,11 +357,10 @@ fn the_dashboard_follows_a_run_and_its_buttons_control_it() {
         !console.contains("SEVERE"),
         "the page logged errors: {console}"
     );
-    let _ = run_id;
 }
 
-/// Some value once the run's journal shows its plan gate open.
-fn controls_or_gate(p: &Project) -> Option<()> {
+/// `Some` once the run's journal shows its plan gate open.
+fn gate_is_open(p: &Project) -> Option<()> {
     let runs = p.path().join(".agentloop/runs");
     let dir = std::fs::read_dir(runs).ok()?.flatten().next()?.path();
     let journal = std::fs::read_to_string(dir.join("journal.jsonl")).ok()?;
