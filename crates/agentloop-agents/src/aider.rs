@@ -128,7 +128,8 @@ pub fn parse_text(text: &str) -> Parsed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentloop_core::event::{AgentErrorKind, Usage};
+    use agentloop_core::journal::AgentErrorKind;
+    use agentloop_core::values::Usage;
 
     const REPLY: &str = "Aider v0.86.1\nMain model: openai/mock with whole edit format\n\nI added the function.\n\nsrc/greet.py\nApplied edit to src/greet.py\nTokens: 2.1k sent, 1.5k cache hit, 150 received. Cost: $0.01 message, $0.05 session.\n\nTASK_COMPLETE\nTokens: 900 sent, 12 received. Cost: $0.0023 message, $0.0523 session.\n";
 

@@ -4,7 +4,7 @@
 //! with `is_error: true` (a recorded 429 does), so `is_error` is checked first.
 
 use agentloop_core::config::AgentConfig;
-use agentloop_core::event::Usage;
+use agentloop_core::values::Usage;
 use serde_json::Value;
 
 use crate::cli::{CliRun, PromptIn, base_argv};
@@ -196,7 +196,7 @@ pub fn parse_stream_json(text: &str) -> Parsed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentloop_core::event::AgentErrorKind;
+    use agentloop_core::journal::AgentErrorKind;
 
     fn fixture(name: &str) -> String {
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -5,8 +5,8 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 use agentloop_core::config::{AgentConfig, Price};
-use agentloop_core::event::{AgentError, AgentErrorKind};
-use agentloop_core::supervise::{self, Spec};
+use agentloop_core::exec::supervise::{self, Spec};
+use agentloop_core::journal::{AgentError, AgentErrorKind};
 
 use crate::parsed::Parsed;
 use crate::{AgentRun, Invocation};

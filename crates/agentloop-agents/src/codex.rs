@@ -1,7 +1,7 @@
 //! Codex CLI: the JSON lines of `codex exec --json`. Codex reports tokens, not cost.
 
 use agentloop_core::config::{AgentConfig, Price};
-use agentloop_core::event::Usage;
+use agentloop_core::values::Usage;
 use serde_json::Value;
 
 use crate::cli::{CliRun, PromptIn, base_argv};
@@ -128,7 +128,7 @@ pub fn parse_exec_json(text: &str) -> Parsed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentloop_core::event::AgentErrorKind;
+    use agentloop_core::journal::AgentErrorKind;
 
     #[test]
     fn recorded_success() {

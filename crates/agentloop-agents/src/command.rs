@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use agentloop_core::config::{AgentConfig, PromptVia};
-use agentloop_core::event::{AgentError, AgentErrorKind};
-use agentloop_core::supervise::{self, Spec};
+use agentloop_core::exec::supervise::{self, Spec};
+use agentloop_core::journal::{AgentError, AgentErrorKind};
 
 use crate::{Agent, AgentRun, Invocation};
 

@@ -3,7 +3,8 @@
 //! a final `result` with `status` and `stats`. Tokens, no cost.
 
 use agentloop_core::config::{AgentConfig, Price};
-use agentloop_core::event::{AgentErrorKind, Usage};
+use agentloop_core::journal::AgentErrorKind;
+use agentloop_core::values::Usage;
 use serde_json::Value;
 
 use crate::cli::{CliRun, PromptIn, base_argv};
@@ -70,7 +71,7 @@ impl Agent for GeminiAgent {
                 "gemini exited {}: authentication failed",
                 run.finished.exit_code.unwrap_or(0)
             );
-            run.error = Some(agentloop_core::event::AgentError { kind, message });
+            run.error = Some(agentloop_core::journal::AgentError { kind, message });
         }
         run
     }

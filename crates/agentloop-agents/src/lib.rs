@@ -15,8 +15,9 @@ pub mod probe;
 use std::path::Path;
 
 use agentloop_core::config::{AgentConfig, Config};
-use agentloop_core::event::{AgentError, Usage};
-use agentloop_core::supervise::Finished;
+use agentloop_core::exec::supervise::Finished;
+use agentloop_core::journal::AgentError;
+use agentloop_core::values::Usage;
 
 /// What one iteration's agent process produced.
 #[derive(Debug, Clone, Default)]

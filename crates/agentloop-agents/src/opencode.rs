@@ -2,7 +2,7 @@
 //! `tool_use`, `step_finish` (with `part.cost` and `part.tokens`) and `error`.
 
 use agentloop_core::config::AgentConfig;
-use agentloop_core::event::Usage;
+use agentloop_core::values::Usage;
 use serde_json::Value;
 
 use crate::cli::{CliRun, PromptIn, base_argv};
@@ -119,7 +119,7 @@ pub fn parse_json(text: &str) -> Parsed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentloop_core::event::AgentErrorKind;
+    use agentloop_core::journal::AgentErrorKind;
 
     const RUN: &str = r#"{"type":"step_start","sessionID":"ses_1","part":{"type":"step-start"}}
 {"type":"tool_use","sessionID":"ses_1","part":{"type":"tool","tool":"bash","state":{"status":"completed"}}}

@@ -6,12 +6,11 @@
 use std::fmt::Write as _;
 use std::hint::black_box;
 
-use agentloop_core::config::Config;
-use agentloop_core::event::*;
-use agentloop_core::journal::{self, Writer};
+use agentloop_core::config::{Config, Settings};
+use agentloop_core::journal::{self, *};
 use agentloop_core::plan::Plan;
 use agentloop_core::signals::Signals;
-use agentloop_core::state::RunState;
+use agentloop_core::values::Usage;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 
 fn plan_text(tasks: usize) -> String {

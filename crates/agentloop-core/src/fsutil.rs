@@ -38,3 +38,10 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     f.write_all(bytes)?;
     f.sync_all()
 }
+
+/// Serializes `value` as pretty JSON with a trailing newline.
+pub fn pretty_json<T: serde::Serialize>(value: &T) -> Vec<u8> {
+    let mut v = serde_json::to_vec_pretty(value).expect("state serializes");
+    v.push(b'\n');
+    v
+}

@@ -1,20 +1,21 @@
 //! agentloop's core: plan, config, journal, state fold, policy, prompts, signals and
 //! the verification runner. It knows nothing of HTTP, terminals or any particular
 //! agent; the policy does no I/O at all.
+//!
+//! Layers, from the bottom: `values`, `words`, `paths`, `clock`, `fsutil`, `redact`,
+//! `signals` → `plan` → `config` → `journal` → `policy`; `exec` and `workspace` are the
+//! effects beside the policy.
 
+pub mod clock;
 pub mod config;
-pub mod event;
+pub mod exec;
 pub mod fsutil;
-pub mod git;
-pub mod import;
 pub mod journal;
+pub mod paths;
 pub mod plan;
 pub mod policy;
-pub mod progress;
-pub mod prompt;
 pub mod redact;
 pub mod signals;
-pub mod state;
-pub mod supervise;
-pub mod verify;
+pub mod values;
+pub mod words;
 pub mod workspace;

@@ -11,9 +11,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agentloop_core::event::{Event, Request, RunStatus};
 use agentloop_core::journal;
-use agentloop_core::state::RunState;
+use agentloop_core::journal::RunState;
+use agentloop_core::journal::{Event, Request, RunStatus};
 use agentloop_core::workspace::{RunDir, registered_runs};
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -200,7 +200,7 @@ fn attention(s: &RunState) -> Vec<String> {
             humantime_ms(until)
         ));
     }
-    if let Some(agentloop_core::event::FinishReason::Budget { budget, .. }) = &s.finished {
+    if let Some(agentloop_core::journal::FinishReason::Budget { budget, .. }) = &s.finished {
         out.push(format!("budget spent: {budget}"));
     }
     out

@@ -8,8 +8,8 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use agentloop_core::event::Event;
 use agentloop_core::journal;
+use agentloop_core::journal::Event;
 use agentloop_core::workspace::{RunDir, Workspace, new_run_id, registered_runs};
 use axum::Json;
 use axum::extract::State;

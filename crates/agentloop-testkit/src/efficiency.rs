@@ -5,13 +5,11 @@
 //! Everything is simulated (no processes): an agent turn and a verification are
 //! scripted per scenario, and agentloop's own pure policy decides what happens next.
 
-use agentloop_core::config::Config;
-use agentloop_core::event::*;
-use agentloop_core::journal::Record;
+use agentloop_core::config::{Config, Settings};
+use agentloop_core::journal::*;
 use agentloop_core::plan::Plan;
 use agentloop_core::policy::{Action, WaitReason, next_action};
 use agentloop_core::signals::Signals;
-use agentloop_core::state::RunState;
 use serde::Serialize;
 
 /// What the agent is told in one iteration.

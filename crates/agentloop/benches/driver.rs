@@ -7,8 +7,8 @@
 use std::process::Command;
 use std::time::Instant;
 
-use agentloop_core::event::Event;
 use agentloop_core::journal;
+use agentloop_core::journal::Event;
 
 fn main() {
     if std::env::args().any(|a| a == "--list") {

@@ -9,8 +9,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use agentloop_core::config::Config;
-use agentloop_core::event::*;
 use agentloop_core::journal;
+use agentloop_core::journal::*;
 use agentloop_core::plan::Plan;
 use agentloop_core::signals::Signals;
 
@@ -164,7 +164,7 @@ fn main() {
         String::from_utf8_lossy(&out.stdout)
     );
     let cached = std::fs::read(run_dir.join("state.json")).unwrap();
-    if let Err(e) = serde_json::from_slice::<agentloop_core::state::RunState>(&cached) {
+    if let Err(e) = serde_json::from_slice::<agentloop_core::journal::RunState>(&cached) {
         panic!("state.json does not load as a cache: {e}");
     }
     let mut ours = Vec::new();

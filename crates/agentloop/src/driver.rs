@@ -7,12 +7,14 @@ use std::time::{Duration, Instant};
 
 use agentloop_agents::{AgentRun, Invocation};
 use agentloop_core::config::Config;
-use agentloop_core::event::*;
+use agentloop_core::config::Settings;
+use agentloop_core::exec::{git, verify};
+use agentloop_core::journal::*;
 use agentloop_core::journal::{Record, Writer};
+use agentloop_core::journal::{RunState, StopKind};
 use agentloop_core::policy::{self, Action, IterationPlan, WaitReason};
-use agentloop_core::state::{RunState, StopKind};
 use agentloop_core::workspace::{DriverLock, RunDir, Workspace};
-use agentloop_core::{fsutil, git, prompt, signals, verify};
+use agentloop_core::{fsutil, signals};
 
 use crate::cli::OutputArgs;
 use crate::error::{CliError, ExitKind};
@@ -52,7 +54,7 @@ impl Driver {
     ) -> Result<Driver, CliError> {
         let interrupted = Arc::new(AtomicBool::new(false));
         // Agent helpers that leave the agent's process group still end with it.
-        if let Err(e) = agentloop_core::supervise::become_subreaper() {
+        if let Err(e) = agentloop_core::exec::supervise::become_subreaper() {
             crate::render::warn(&format!("cannot become a child subreaper: {e}"));
         }
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -119,12 +121,12 @@ impl Driver {
                         waiting_since = Some(reason.clone());
                     }
                     if let WaitReason::UsageLimit { until_ms } = reason {
-                        if agentloop_core::journal::now_ms() >= until_ms {
+                        if agentloop_core::clock::now_ms() >= until_ms {
                             self.record(Event::LimitWaitOver)?;
                         } else {
                             std::thread::sleep(Duration::from_millis(
                                 until_ms
-                                    .saturating_sub(agentloop_core::journal::now_ms())
+                                    .saturating_sub(agentloop_core::clock::now_ms())
                                     .min(200),
                             ));
                             self.poll_controls()?;
@@ -264,7 +266,7 @@ impl Driver {
         Ok(())
     }
 
-    fn write_result(&self, open: &agentloop_core::state::OpenIteration, f: &IterationFinished) {
+    fn write_result(&self, open: &agentloop_core::journal::OpenIteration, f: &IterationFinished) {
         let dir = self.run.iteration_dir(f.iteration);
         let result = serde_json::json!({
             "v": 1,
@@ -288,7 +290,7 @@ impl Driver {
         let _ = std::fs::create_dir_all(&dir);
         if let Err(e) = fsutil::write_new(
             &dir.join("result.json"),
-            &agentloop_core::journal::pretty(&result),
+            &agentloop_core::fsutil::pretty_json(&result),
         ) {
             self.progress
                 .warn(&format!("cannot write result.json: {e}"));
@@ -379,13 +381,13 @@ impl Driver {
         let before = self.snapshots.as_ref().and_then(|g| g.take());
         let dir = self.run.iteration_dir(plan.iteration);
         std::fs::create_dir_all(&dir)?;
-        let text = prompt::build(&self.state, &plan.task, plan.kind);
+        let text = policy::build_prompt(&self.state, &plan.task, plan.kind);
         fsutil::write_new(&dir.join("prompt.md"), text.as_bytes())?;
         // Hook mode ends the iteration in another process: keep the snapshot for it.
         if let Some(b) = before.as_ref().filter(|_| self.state.settings.hook) {
             fsutil::write_new(
                 &dir.join("tree-before.json"),
-                &agentloop_core::journal::pretty(b),
+                &agentloop_core::fsutil::pretty_json(b),
             )?;
         }
         self.record(Event::IterationStarted(IterationStarted {

@@ -7,10 +7,10 @@ use std::process::{Command, Stdio};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use agentloop_core::config::Notify;
-use agentloop_core::event::{Event, FinishReason, Outcome, Rung};
 use agentloop_core::journal::Record;
-use agentloop_core::state::RunState;
+use agentloop_core::journal::RunState;
+use agentloop_core::journal::{Event, FinishReason, Outcome, Rung};
+use agentloop_core::values::Notify;
 use serde_json::{Value, json};
 
 /// The notification an event calls for, if any.

@@ -3,10 +3,10 @@
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
-use agentloop_core::event::*;
 use agentloop_core::journal::Record;
+use agentloop_core::journal::RunState;
+use agentloop_core::journal::*;
 use agentloop_core::policy::WaitReason;
-use agentloop_core::state::RunState;
 use agentloop_core::workspace::RunDir;
 
 use crate::error::CliError;

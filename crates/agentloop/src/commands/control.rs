@@ -1,8 +1,8 @@
 //! Control requests from another terminal: appended to the run's journal under its
 //! lock, picked up by the driver at the next safe point.
 
-use agentloop_core::event::{Request, RunStatus};
-use agentloop_core::state::TaskStatus;
+use agentloop_core::journal::TaskStatus;
+use agentloop_core::journal::{Request, RunStatus};
 use agentloop_core::workspace::{Loaded, RunDir, Workspace};
 
 use crate::error::{CliError, ExitKind};

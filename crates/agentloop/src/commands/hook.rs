@@ -6,10 +6,11 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use agentloop_agents::AgentRun;
-use agentloop_core::event::{AgentError, AgentErrorKind, Event, RunStatus, Settings};
+use agentloop_core::config::Settings;
+use agentloop_core::exec::supervise::Finished;
+use agentloop_core::journal::{AgentError, AgentErrorKind, Event, RunStatus};
 use agentloop_core::plan::{Mode, Plan};
 use agentloop_core::policy::{Action, WaitReason, next_action};
-use agentloop_core::supervise::Finished;
 use agentloop_core::workspace::{Loaded, RunDir, Workspace};
 use serde_json::{Map, Value, json};
 
@@ -277,7 +278,7 @@ fn stop(input: &Value) -> Result<Value, String> {
                 }));
             }
             Action::Wait(WaitReason::UsageLimit { until_ms })
-                if agentloop_core::journal::now_ms() >= until_ms =>
+                if agentloop_core::clock::now_ms() >= until_ms =>
             {
                 d.record(Event::LimitWaitOver).map_err(e)?;
             }
@@ -592,7 +593,7 @@ fn stop_failure(input: &Value) -> Result<Value, String> {
 
 /// The plan task a team task stands for: its id in the subject, or the same title.
 fn plan_task_for<'a>(
-    s: &'a agentloop_core::state::RunState,
+    s: &'a agentloop_core::journal::RunState,
     subject: &str,
 ) -> Option<&'a agentloop_core::plan::Task> {
     s.plan.tasks.iter().find(|t| {
@@ -632,7 +633,7 @@ fn task_completed(input: &Value) -> Result<Option<String>, String> {
     )
     .map_err(|e| e.message)?
     .config;
-    let runner = agentloop_core::verify::Runner {
+    let runner = agentloop_core::exec::verify::Runner {
         workdir: &ws.root,
         timeout: config.verify.timeout,
         output_cap: config.verify.output_cap,
@@ -649,12 +650,12 @@ fn task_completed(input: &Value) -> Result<Option<String>, String> {
         )));
     }
     if s.mode_of(&task.id) == Mode::Tdd {
-        let touched = agentloop_core::git::Snapshots::new(&ws.root)
+        let touched = agentloop_core::exec::git::Snapshots::new(&ws.root)
             .and_then(|g| g.take())
             .is_some_and(|snap| {
                 snap.dirty
                     .keys()
-                    .any(|f| agentloop_core::state::is_test_path(f, &s.settings.test_patterns))
+                    .any(|f| agentloop_core::paths::is_test_path(f, &s.settings.test_patterns))
             });
         if !touched && !s.task(&task.id).is_some_and(|t| t.tests_touched) {
             return Ok(Some(format!(
@@ -676,7 +677,7 @@ fn teammate_idle(input: &Value) -> Result<Option<String>, String> {
     let s = &loaded.state;
     let busy = s.open.as_ref().map(|o| o.started.task.clone());
     let next = s.plan.tasks.iter().zip(&s.tasks).find(|(pt, st)| {
-        st.status == agentloop_core::state::TaskStatus::Pending
+        st.status == agentloop_core::journal::TaskStatus::Pending
             && Some(&pt.id) != busy.as_ref()
             && pt
                 .depends

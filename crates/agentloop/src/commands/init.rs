@@ -28,7 +28,7 @@ What to do next.
 ";
 
 pub fn init(dir: &Path) -> Result<ExitKind, CliError> {
-    if !agentloop_core::git::is_repo(dir) {
+    if !agentloop_core::exec::git::is_repo(dir) {
         crate::render::warn(
             "this is not a git repository: agentloop uses git to see what the agent changed (run `git init` first)",
         );

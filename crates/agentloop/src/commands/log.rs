@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use agentloop_core::event::Event;
+use agentloop_core::journal::Event;
 use agentloop_core::journal::{self, Record};
 use agentloop_core::workspace::Workspace;
 

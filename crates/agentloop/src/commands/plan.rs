@@ -72,7 +72,7 @@ pub fn check(cwd: &Path, path: &Path, as_json: bool) -> Result<ExitKind, CliErro
 pub fn import(file: &Path, output: &Path, force: bool) -> Result<ExitKind, CliError> {
     let bytes =
         std::fs::read(file).map_err(|e| CliError::user(format!("{}: {e}", file.display())))?;
-    let imported = agentloop_core::import::import(&file.display().to_string(), &bytes)
+    let imported = agentloop_core::plan::import(&file.display().to_string(), &bytes)
         .map_err(|e| CliError::user(e.to_string()))?;
     let md = imported.plan.to_markdown();
     if output == Path::new("-") {

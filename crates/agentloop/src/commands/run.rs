@@ -4,9 +4,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use agentloop_core::config::Config;
-use agentloop_core::event::{Event, Request, Settings};
+use agentloop_core::config::Settings;
+use agentloop_core::journal::RunState;
+use agentloop_core::journal::{Event, Request};
 use agentloop_core::plan::{Mode, Plan};
-use agentloop_core::state::RunState;
 use agentloop_core::workspace::{RunDir, Workspace};
 use serde_json::{Map, Value, json};
 
@@ -59,7 +60,7 @@ pub(crate) fn start(
     let plan = Plan::load_named(plan_path, &shown.display().to_string())?;
     let layered = super::load_config(&ws.root, &shown, &plan.settings, flags)?;
     let versions = check_agents(&layered.config, &plan)?;
-    if !agentloop_core::git::is_repo(&ws.root) {
+    if !agentloop_core::exec::git::is_repo(&ws.root) {
         crate::render::warn(
             "not a git repository: agentloop cannot see what the agent changes, so the no-change breaker, \
              scope guards and tdd mode cannot work (run `git init`)",
@@ -98,7 +99,7 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
     let ws = Workspace::find(cwd);
     let run = ws.resolve(args.run.as_deref())?;
     let loaded = run.load()?;
-    if loaded.state.status == agentloop_core::event::RunStatus::Completed {
+    if loaded.state.status == agentloop_core::journal::RunStatus::Completed {
         return Err(CliError::user(format!(
             "run {} is completed; there is nothing to resume",
             run.id
@@ -170,11 +171,11 @@ pub(crate) fn settle(run: &RunDir) -> Result<Option<RunState>, CliError> {
         // Only decisions that follow from requests: no new gates or iterations.
         let settles = matches!(
             event,
-            Event::IterationFinished(ref f) if f.outcome != agentloop_core::event::Outcome::Completed
+            Event::IterationFinished(ref f) if f.outcome != agentloop_core::journal::Outcome::Completed
         ) || matches!(
             event,
             Event::RunFinished {
-                reason: agentloop_core::event::FinishReason::StopRequested,
+                reason: agentloop_core::journal::FinishReason::StopRequested,
                 ..
             }
         );

@@ -1,7 +1,7 @@
 //! `agentloop status` and `agentloop runs`.
 
-use agentloop_core::event::RunStatus;
-use agentloop_core::state::{RunState, TaskStatus};
+use agentloop_core::journal::RunStatus;
+use agentloop_core::journal::{RunState, TaskStatus};
 use agentloop_core::workspace::{RunDir, Workspace};
 use serde_json::{Value, json};
 
@@ -70,7 +70,7 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
             "{} {} — waiting until {at} ({}s left)",
             paint("1;33", "usage limit:"),
             s.limit_message.as_deref().unwrap_or(""),
-            until.saturating_sub(agentloop_core::journal::now_ms()) / 1000
+            until.saturating_sub(agentloop_core::clock::now_ms()) / 1000
         );
     }
     if let Some(g) = &s.gate {
@@ -136,7 +136,7 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
         "gate": s.gate,
         "limit": s.limit_until_ms.map(|until| json!({
             "until": humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_millis(until)).to_string(),
-            "seconds_left": until.saturating_sub(agentloop_core::journal::now_ms()) / 1000,
+            "seconds_left": until.saturating_sub(agentloop_core::clock::now_ms()) / 1000,
             "message": s.limit_message,
         })),
         "needs_attention": s.gate.is_some() || s.status == RunStatus::Blocked || s.limit_until_ms.is_some(),

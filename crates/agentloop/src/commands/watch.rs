@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use agentloop_core::event::{Request, RunStatus};
-use agentloop_core::state::{RunState, TaskStatus};
+use agentloop_core::journal::{Request, RunStatus};
+use agentloop_core::journal::{RunState, TaskStatus};
 use agentloop_core::workspace::{RunDir, Workspace};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout};

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
 
-use agentloop_core::event::{Event, Outcome};
 use agentloop_core::journal;
+use agentloop_core::journal::{Event, Outcome};
 
 use crate::support::Project;
 

@@ -1,13 +1,11 @@
 //! The policy as tables of (state, event) → action, and invariants checked over
 //! random runs with proptest.
 
-use agentloop_core::config::Config;
-use agentloop_core::event::*;
-use agentloop_core::journal::Record;
+use agentloop_core::config::{Config, Settings};
+use agentloop_core::journal::*;
 use agentloop_core::plan::{Mode, Plan};
 use agentloop_core::policy::{Action, IterationPlan, WaitReason, next_action, step};
 use agentloop_core::signals::Signals;
-use agentloop_core::state::{RunState, TaskStatus};
 use proptest::prelude::*;
 
 const PLAN: &str = "# P\n\n## T1: one\nVerify: t1\n\n## T2: two\nDepends: T1\nVerify: t2\n";
@@ -774,7 +772,7 @@ fn a_usage_limit_waits_or_hands_over_to_the_fallback() {
         PLAN,
         settings(|c| {
             c.run.fallback_agent = Some("b".into());
-            c.limits.on_limit = agentloop_core::config::OnLimit::Fallback;
+            c.limits.on_limit = agentloop_core::values::OnLimit::Fallback;
         }),
     );
     let a = limited(&mut s);

@@ -2,7 +2,8 @@
 
 use std::fmt::Write as _;
 
-use crate::state::{RunState, TaskStatus};
+use super::state::RunState;
+use super::task::TaskStatus;
 
 pub fn render(s: &RunState) -> String {
     let mut p = String::new();

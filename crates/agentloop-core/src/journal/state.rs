@@ -5,130 +5,16 @@ use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::event::*;
-use crate::journal::Record;
+use super::event::*;
+use super::store::Record;
+use super::task::{TaskState, TaskStatus};
+use crate::config::Settings;
+use crate::paths::is_test_path;
 use crate::plan::{GatePoint, Mode, Plan};
+use crate::values::Usage;
 
 /// Schema version of `state.json`.
 pub const STATE_VERSION: u32 = 1;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskStatus {
-    Pending,
-    Running,
-    Done,
-    Blocked,
-    Skipped,
-}
-
-impl TaskStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskStatus::Pending => "pending",
-            TaskStatus::Running => "running",
-            TaskStatus::Done => "done",
-            TaskStatus::Blocked => "blocked",
-            TaskStatus::Skipped => "skipped",
-        }
-    }
-    /// Done or skipped: dependents may go ahead.
-    pub fn is_settled(self) -> bool {
-        matches!(self, TaskStatus::Done | TaskStatus::Skipped)
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TaskState {
-    pub id: String,
-    pub title: String,
-    pub status: TaskStatus,
-    /// Every iteration spent on this task.
-    pub iterations: u32,
-    /// Iterations on the current rung of the ladder (aborted ones do not count).
-    pub attempts: u32,
-    pub rung: Rung,
-    pub cost_usd: f64,
-    /// Cost of iterations that did not complete the task.
-    pub failed_cost_usd: f64,
-    pub tokens: u64,
-    pub same_failure: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_fingerprint: Option<String>,
-    pub no_change: u32,
-    pub no_output: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_digest: Option<String>,
-    /// Tests changed by some iteration of this task (for `tdd` mode).
-    pub tests_touched: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub blocked: Option<String>,
-    #[serde(default)]
-    pub blocked_by_breaker: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub completed_iteration: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub commit: Option<String>,
-    pub gate_before_approved: bool,
-    pub gate_after_pending: bool,
-    /// Failure fingerprints this task has produced.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub fingerprints: Vec<String>,
-    /// Failed iterations that failed in a new way: progress, which earns more retries.
-    #[serde(default)]
-    pub progress: u32,
-    /// Work-tree states this task's iterations ended in.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub trees: Vec<String>,
-    /// Iterations that brought the tree back to a state it had already been in.
-    #[serde(default)]
-    pub revisits: u32,
-}
-
-impl TaskState {
-    fn new(id: &str, title: &str) -> TaskState {
-        TaskState {
-            id: id.to_string(),
-            title: title.to_string(),
-            status: TaskStatus::Pending,
-            iterations: 0,
-            attempts: 0,
-            rung: Rung::Retry,
-            cost_usd: 0.0,
-            failed_cost_usd: 0.0,
-            tokens: 0,
-            same_failure: 0,
-            last_fingerprint: None,
-            no_change: 0,
-            no_output: 0,
-            last_digest: None,
-            tests_touched: false,
-            blocked: None,
-            blocked_by_breaker: false,
-            completed_iteration: None,
-            commit: None,
-            gate_before_approved: false,
-            gate_after_pending: false,
-            fingerprints: Vec::new(),
-            progress: 0,
-            trees: Vec::new(),
-            revisits: 0,
-        }
-    }
-
-    fn reset_ladder(&mut self) {
-        self.attempts = 0;
-        self.rung = Rung::Retry;
-        self.same_failure = 0;
-        self.no_change = 0;
-        self.no_output = 0;
-        self.last_fingerprint = None;
-        self.blocked = None;
-        self.blocked_by_breaker = false;
-        self.progress = 0;
-        self.revisits = 0;
-    }
-}
 
 /// The iteration in progress, as far as the journal knows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -331,7 +217,7 @@ impl RunState {
         self.index.get(id).map(|&i| &self.tasks[i])
     }
 
-    fn task_mut(&mut self, id: &str) -> Option<&mut TaskState> {
+    pub(crate) fn task_mut(&mut self, id: &str) -> Option<&mut TaskState> {
         self.index.get(id).map(|&i| &mut self.tasks[i])
     }
 
@@ -577,100 +463,6 @@ impl RunState {
             }
     }
 
-    fn control(&mut self, request: &Request) {
-        match request {
-            Request::Pause => self.paused = true,
-            Request::Resume => {
-                self.paused = false;
-                self.stop = None;
-                if matches!(self.finished, Some(ref r) if *r != FinishReason::Completed) {
-                    self.finished = None;
-                }
-            }
-            Request::Stop => {
-                if self.stop != Some(StopKind::Now) {
-                    self.stop = Some(StopKind::AfterIteration);
-                }
-            }
-            Request::StopNow => self.stop = Some(StopKind::Now),
-            Request::Steer { note } => self.steer.push(note.clone()),
-            Request::Approve { note } => {
-                let Some(gate) = self.gate.take() else { return };
-                if let Some(n) = note.as_ref().filter(|n| !n.trim().is_empty()) {
-                    self.steer.push(n.clone());
-                }
-                match gate {
-                    Gate::Plan => self.plan_approved = true,
-                    Gate::Final => self.final_approved = true,
-                    Gate::BeforeTask(t) => {
-                        if let Some(t) = self.task_mut(&t) {
-                            t.gate_before_approved = true;
-                        }
-                    }
-                    Gate::AfterTask(t) => {
-                        if let Some(t) = self.task_mut(&t) {
-                            t.gate_after_pending = false;
-                        }
-                    }
-                }
-            }
-            Request::Reject { note } => {
-                let Some(gate) = self.gate.take() else { return };
-                let why = note.clone().unwrap_or_else(|| "no reason given".into());
-                match &gate {
-                    Gate::Plan | Gate::Final => {
-                        self.finished = Some(FinishReason::Rejected {
-                            gate: gate.clone(),
-                            note: note.clone(),
-                        });
-                    }
-                    Gate::BeforeTask(t) => {
-                        if let Some(t) = self.task_mut(t) {
-                            t.status = TaskStatus::Blocked;
-                            t.blocked =
-                                Some(format!("rejected by a person before it started: {why}"));
-                        }
-                    }
-                    Gate::AfterTask(t) => {
-                        if let Some(t) = self.task_mut(t) {
-                            t.status = TaskStatus::Pending;
-                            t.gate_after_pending = false;
-                            t.completed_iteration = None;
-                            t.reset_ladder();
-                            t.last_digest =
-                                Some(format!("A person reviewed the work and rejected it: {why}"));
-                        }
-                        self.steer.push(format!("Reviewer: {why}"));
-                    }
-                }
-            }
-            Request::Skip { task } => {
-                if let Some(t) = self.task_mut(task)
-                    && t.status != TaskStatus::Done
-                {
-                    t.status = TaskStatus::Skipped;
-                    t.gate_after_pending = false;
-                }
-                if matches!(&self.gate, Some(Gate::BeforeTask(t)) | Some(Gate::AfterTask(t)) if t == task)
-                {
-                    self.gate = None;
-                }
-            }
-            Request::Retry { task } => {
-                if let Some(t) = self.task_mut(task) {
-                    t.status = TaskStatus::Pending;
-                    t.completed_iteration = None;
-                    t.gate_after_pending = false;
-                    t.reset_ladder();
-                }
-                if matches!(&self.gate, Some(Gate::BeforeTask(t)) | Some(Gate::AfterTask(t)) if t == task)
-                {
-                    self.gate = None;
-                }
-            }
-        }
-    }
-
     /// The first task (in plan order) that may run now: not settled, not blocked, and
     /// every dependency done or skipped.
     pub fn next_task(&self) -> Option<&TaskState> {
@@ -715,18 +507,4 @@ impl RunState {
         }
         RunStatus::Running
     }
-}
-
-/// True if `path` matches one of the test patterns (a directory prefix like `tests/`
-/// anywhere in the path, or a fragment of the file name like `_test.`).
-pub fn is_test_path(path: &str, patterns: &[String]) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    patterns.iter().any(|p| {
-        if p.ends_with('/') {
-            path.match_indices(p.as_str())
-                .any(|(i, _)| i == 0 || path.as_bytes()[i - 1] == b'/')
-        } else {
-            name.contains(p.as_str())
-        }
-    })
 }

@@ -12,9 +12,8 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use serde::Serialize;
-
-use crate::event::Event;
+use super::event::Event;
+use crate::clock::now_rfc3339;
 
 /// The journal schema this build writes and the newest it reads.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -303,18 +302,6 @@ pub fn read(path: &Path) -> Result<Contents, JournalError> {
     Ok(c)
 }
 
-/// Now, in Unix milliseconds.
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
-pub fn now_rfc3339() -> String {
-    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
-}
-
 /// An open journal that appends. Several writers may hold one for the same file.
 #[derive(Debug)]
 pub struct Writer {
@@ -469,17 +456,10 @@ fn failpoint(point: &str, seq: u64) {
     }
 }
 
-/// Serializes `value` as pretty JSON with a trailing newline.
-pub fn pretty<T: Serialize>(value: &T) -> Vec<u8> {
-    let mut v = serde_json::to_vec_pretty(value).expect("state serializes");
-    v.push(b'\n');
-    v
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::Request;
+    use crate::journal::Request;
 
     fn ev(n: u32) -> Event {
         Event::Control {

@@ -3,9 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Breakers, Budgets, Config, Gates};
-use crate::plan::{Mode, Plan};
+use crate::config::Settings;
+use crate::plan::Plan;
 use crate::signals::Signals;
+use crate::values::Usage;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "data", rename_all = "snake_case")]
@@ -99,52 +100,6 @@ impl Event {
     }
 }
 
-/// What the policy needs from the configuration, frozen into the journal when a driver
-/// starts so a replay decides the same way.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Settings {
-    pub agent: String,
-    pub mode: Mode,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fallback_agent: Option<String>,
-    pub completion_promise: String,
-    pub budgets: Budgets,
-    pub breakers: Breakers,
-    pub gates: Gates,
-    pub verify_commands: Vec<String>,
-    pub test_patterns: Vec<String>,
-    pub protected: Vec<String>,
-    pub commit: bool,
-    #[serde(default)]
-    pub limits: crate::config::Limits,
-    /// The run is driven by Claude Code's hooks inside one interactive session.
-    #[serde(default)]
-    pub hook: bool,
-    #[serde(default)]
-    pub notify: crate::config::Notify,
-}
-
-impl Settings {
-    pub fn from_config(c: &Config) -> Settings {
-        Settings {
-            agent: c.run.agent.clone(),
-            mode: c.run.mode,
-            fallback_agent: c.run.fallback_agent.clone().filter(|f| f != &c.run.agent),
-            completion_promise: c.run.completion_promise.clone(),
-            budgets: c.budgets.clone(),
-            breakers: c.breakers.clone(),
-            gates: c.gates.clone(),
-            verify_commands: c.verify.commands.clone(),
-            test_patterns: c.verify.test_patterns.clone(),
-            protected: c.verify.protected.clone(),
-            commit: c.git.commit,
-            limits: c.limits.clone(),
-            hook: false,
-            notify: c.notify.clone(),
-        }
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IterationStarted {
     pub iteration: u32,
@@ -208,26 +163,6 @@ pub struct AgentFinished {
     pub head_after: Option<String>,
     #[serde(default)]
     pub changed_files: Vec<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub cached_input_tokens: u64,
-    pub cache_write_tokens: u64,
-    pub output_tokens: u64,
-}
-
-impl Usage {
-    pub fn total(&self) -> u64 {
-        self.input_tokens + self.cached_input_tokens + self.cache_write_tokens + self.output_tokens
-    }
-    pub fn add(&mut self, o: &Usage) {
-        self.input_tokens += o.input_tokens;
-        self.cached_input_tokens += o.cached_input_tokens;
-        self.cache_write_tokens += o.cache_write_tokens;
-        self.output_tokens += o.output_tokens;
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

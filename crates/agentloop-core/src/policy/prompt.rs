@@ -3,9 +3,8 @@
 
 use std::fmt::Write as _;
 
-use crate::event::IterationKind;
+use crate::journal::{IterationKind, RunState, TaskStatus};
 use crate::plan::Mode;
-use crate::state::{RunState, TaskStatus};
 
 const TDD_PREAMBLE: &str = "Work test-first (red, green, refactor): write or extend a test that fails for the \
 missing behaviour, run it and see it fail, write the simplest code that makes it pass, then tidy up. The task \

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use regex::Regex;
 
-use crate::event::{CommandResult, VerifyFinished};
-use crate::supervise::{self, Spec};
+use super::supervise::{self, Spec};
+use crate::journal::{CommandResult, VerifyFinished};
 
 /// Lines of a failing command's output quoted in the digest.
 const DIGEST_LINES: usize = 60;

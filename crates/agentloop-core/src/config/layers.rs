@@ -1,0 +1,324 @@
+//! Configuration layers: built-in defaults < user config < `agentloop.toml` < plan
+//! front matter < command-line flags. Every effective value remembers which layer it
+//! came from.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::schema::{Config, PromptVia};
+
+/// Where a configuration value came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", content = "path", rename_all = "snake_case")]
+pub enum Source {
+    Default,
+    User(PathBuf),
+    Project(PathBuf),
+    Plan(PathBuf),
+    Flag,
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Default => f.write_str("default"),
+            Source::User(p) => write!(f, "user config {}", p.display()),
+            Source::Project(p) => write!(f, "{}", p.display()),
+            Source::Plan(p) => write!(f, "plan front matter {}", p.display()),
+            Source::Flag => f.write_str("command line"),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path}: cannot read: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: not valid UTF-8")]
+    Utf8 { path: PathBuf },
+    #[error("{path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("{origin}: {key}: {message}")]
+    Invalid {
+        origin: String,
+        key: String,
+        message: String,
+    },
+}
+
+/// The effective configuration and the origin of every value.
+#[derive(Debug, Clone)]
+pub struct Layered {
+    pub config: Config,
+    /// Dotted key → where its value came from.
+    pub sources: BTreeMap<String, Source>,
+    merged: Value,
+}
+
+/// Builds the effective configuration from the layers that exist.
+#[derive(Debug, Default)]
+pub struct Loader {
+    layers: Vec<(Source, Value)>,
+}
+
+impl Loader {
+    pub fn new() -> Self {
+        Loader::default()
+    }
+
+    /// Adds a TOML file if it exists (user or project layer).
+    pub fn toml_file(mut self, source: Source, path: &Path) -> Result<Self, ConfigError> {
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(self),
+            Err(e) => {
+                return Err(ConfigError::Read {
+                    path: path.into(),
+                    source: e,
+                });
+            }
+        };
+        let text = String::from_utf8(bytes).map_err(|_| ConfigError::Utf8 { path: path.into() })?;
+        let value: toml::Table = toml::from_str(&text).map_err(|e| ConfigError::Parse {
+            path: path.into(),
+            message: e.to_string().trim().replace('\n', "\n  "),
+        })?;
+        let value = serde_json::to_value(value).map_err(|e| ConfigError::Parse {
+            path: path.into(),
+            message: e.to_string(),
+        })?;
+        self.layers.push((source, value));
+        Ok(self)
+    }
+
+    pub fn layer(mut self, source: Source, value: Map<String, Value>) -> Self {
+        if !value.is_empty() {
+            self.layers.push((source, Value::Object(value)));
+        }
+        self
+    }
+
+    pub fn build(self) -> Result<Layered, ConfigError> {
+        let defaults =
+            serde_json::to_value(Config::default()).expect("the default config serializes");
+        let mut merged = defaults.clone();
+        let mut sources = BTreeMap::new();
+        record_sources(&defaults, "", &Source::Default, &mut sources);
+        for (source, value) in self.layers {
+            // Validate each layer on its own first, so an error names the file it is in.
+            let mut alone = defaults.clone();
+            merge(&mut alone, &value);
+            deserialize(&alone, &source)?;
+            merge(&mut merged, &value);
+            record_sources(&value, "", &source, &mut sources);
+        }
+        let config = deserialize(&merged, &Source::Default)?;
+        check(&config, &sources)?;
+        Ok(Layered {
+            config,
+            sources,
+            merged,
+        })
+    }
+}
+
+fn deserialize(value: &Value, source: &Source) -> Result<Config, ConfigError> {
+    serde_path_to_error::deserialize(value).map_err(|e| ConfigError::Invalid {
+        origin: source.to_string(),
+        key: e.path().to_string(),
+        message: e.inner().to_string(),
+    })
+}
+
+fn check(config: &Config, sources: &BTreeMap<String, Source>) -> Result<(), ConfigError> {
+    let bad = |key: &str, message: &str| ConfigError::Invalid {
+        origin: origin_of(sources, key),
+        key: key.into(),
+        message: message.into(),
+    };
+    if let Some(url) = &config.notify.webhook
+        && !(url.starts_with("http://") || url.starts_with("https://"))
+    {
+        return Err(bad("notify.webhook", "must be an http:// or https:// URL"));
+    }
+    if let Some(ca) = &config.notify.webhook_ca
+        && !ca.is_file()
+    {
+        return Err(bad(
+            "notify.webhook_ca",
+            &format!("{} is not a file", ca.display()),
+        ));
+    }
+    if config.budgets.max_iterations == 0 {
+        return Err(bad("budgets.max_iterations", "must be at least 1"));
+    }
+    if config.budgets.task_retries == 0 {
+        return Err(bad("budgets.task_retries", "must be at least 1"));
+    }
+    if config
+        .budgets
+        .max_cost_usd
+        .is_some_and(|c| !(c > 0.0 && c.is_finite()))
+    {
+        return Err(bad(
+            "budgets.max_cost_usd",
+            "must be a positive number of dollars",
+        ));
+    }
+    for (name, a) in &config.agents {
+        if a.kind == "command" && a.command.is_empty() {
+            return Err(bad(
+                &format!("agents.{name}.command"),
+                "a `command` agent needs a program to run",
+            ));
+        }
+        if a.prompt == PromptVia::File && !a.command.iter().any(|c| c.contains("{prompt_file}")) {
+            return Err(bad(
+                &format!("agents.{name}.prompt"),
+                "`prompt = \"file\"` needs `{prompt_file}` in the command",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The layer a key came from; for a key no layer set, the layer that set its table.
+fn origin_of(sources: &BTreeMap<String, Source>, key: &str) -> String {
+    let mut prefix = key;
+    loop {
+        if let Some(s) = sources.get(prefix) {
+            return s.to_string();
+        }
+        let dotted = format!("{prefix}.");
+        if let Some((_, s)) = sources.iter().find(|(k, _)| k.starts_with(&dotted)) {
+            return s.to_string();
+        }
+        match prefix.rsplit_once('.') {
+            Some((p, _)) => prefix = p,
+            None => return "config".into(),
+        }
+    }
+}
+
+fn merge(base: &mut Value, top: &Value) {
+    match (base, top) {
+        (Value::Object(b), Value::Object(t)) => {
+            for (k, v) in t {
+                match b.get_mut(k) {
+                    Some(slot) if slot.is_object() && v.is_object() => merge(slot, v),
+                    _ => {
+                        b.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        (b, t) => *b = t.clone(),
+    }
+}
+
+fn record_sources(
+    value: &Value,
+    prefix: &str,
+    source: &Source,
+    out: &mut BTreeMap<String, Source>,
+) {
+    match value {
+        Value::Object(map) if !map.is_empty() => {
+            // A table that now has entries is no longer a leaf of its own.
+            out.remove(prefix);
+            for (k, v) in map {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                record_sources(v, &key, source, out);
+            }
+        }
+        _ => {
+            // A layer that sets a table replaces the origin of everything below it.
+            out.retain(|k, _| !(k.starts_with(prefix) && k[prefix.len()..].starts_with('.')));
+            out.insert(prefix.to_string(), source.clone());
+        }
+    }
+}
+
+impl Layered {
+    /// `key = value  # source` lines, sorted by key.
+    pub fn describe(&self) -> Vec<(String, String, String)> {
+        let mut rows = Vec::new();
+        for (key, source) in &self.sources {
+            let mut v = &self.merged;
+            for part in key.split('.') {
+                v = v.get(part).unwrap_or(&Value::Null);
+            }
+            rows.push((key.clone(), v.to_string(), source.to_string()));
+        }
+        rows
+    }
+}
+
+/// The user configuration file: `$XDG_CONFIG_HOME/agentloop/config.toml`.
+pub fn user_config_path() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(base.join("agentloop").join("config.toml"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Mode;
+
+    fn obj(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn later_layers_win_and_are_named() {
+        let l = Loader::new()
+            .layer(
+                Source::Plan("PLAN.md".into()),
+                obj(serde_json::json!({"budgets": {"max_iterations": 7}})),
+            )
+            .layer(
+                Source::Flag,
+                obj(serde_json::json!({"run": {"mode": "tdd"}})),
+            )
+            .build()
+            .unwrap();
+        assert_eq!(l.config.budgets.max_iterations, 7);
+        assert_eq!(l.config.run.mode, Mode::Tdd);
+        assert_eq!(
+            l.sources["budgets.max_iterations"],
+            Source::Plan("PLAN.md".into())
+        );
+        assert_eq!(l.sources["budgets.task_retries"], Source::Default);
+    }
+
+    #[test]
+    fn unknown_keys_name_the_layer_and_key() {
+        let e = Loader::new()
+            .layer(
+                Source::Plan("PLAN.md".into()),
+                obj(serde_json::json!({"budgets": {"max_iteration": 7}})),
+            )
+            .build()
+            .unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with(
+                "plan front matter PLAN.md: budgets.max_iteration: unknown field `max_iteration`"
+            ),
+            "{msg}"
+        );
+    }
+}

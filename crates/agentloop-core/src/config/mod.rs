@@ -1,0 +1,15 @@
+//! Configuration: what `agentloop.toml` may say (`schema`), how the layers combine and
+//! where each value came from (`layers`), the file `init` writes (`template`), and the
+//! settings a run freezes into its journal (`settings`).
+
+mod layers;
+mod schema;
+mod settings;
+mod template;
+
+pub use layers::{ConfigError, Layered, Loader, Source, user_config_path};
+pub use schema::{
+    AgentConfig, BASE_ENV, Config, GitConfig, Price, PromptVia, RunConfig, VerifyConfig,
+};
+pub use settings::Settings;
+pub use template::TEMPLATE;

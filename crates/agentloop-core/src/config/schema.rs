@@ -1,0 +1,248 @@
+//! The shape of `agentloop.toml`: every section, its keys and their defaults.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::plan::Mode;
+use crate::values::{Breakers, Budgets, Gates, Limits, Notify, Usage, duration};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub run: RunConfig,
+    pub budgets: Budgets,
+    pub breakers: Breakers,
+    pub verify: VerifyConfig,
+    pub gates: Gates,
+    pub git: GitConfig,
+    pub limits: Limits,
+    pub agents: BTreeMap<String, AgentConfig>,
+    /// USD per million tokens, by model, for agents that report tokens but no cost.
+    pub prices: BTreeMap<String, Price>,
+    pub notify: Notify,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input: f64,
+    #[serde(default)]
+    pub cached_input: f64,
+    pub output: f64,
+}
+
+impl Price {
+    pub fn cost(&self, u: &Usage) -> f64 {
+        (u.input_tokens as f64 * self.input
+            + (u.cached_input_tokens + u.cache_write_tokens) as f64 * self.cached_input
+            + u.output_tokens as f64 * self.output)
+            / 1_000_000.0
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RunConfig {
+    /// Agent used for tasks that name none.
+    pub agent: String,
+    pub mode: Mode,
+    /// Agent tried when a task keeps failing with the main one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback_agent: Option<String>,
+    /// The text inside `<promise>…</promise>` that counts as a completion claim.
+    pub completion_promise: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct VerifyConfig {
+    /// Commands run after every task's own commands.
+    pub commands: Vec<String>,
+    #[serde(with = "duration")]
+    pub timeout: Duration,
+    /// Bytes of output kept per command (head and tail).
+    pub output_cap: u64,
+    /// Path patterns that count as tests for `tdd` mode.
+    pub test_patterns: Vec<String>,
+    /// Paths the agent must not change (the iteration fails if it does).
+    pub protected: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct GitConfig {
+    /// Commit the working tree after each verified task.
+    pub commit: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    /// `command` runs any program; other kinds are real agent CLIs.
+    #[serde(default = "default_kind")]
+    pub kind: String,
+    /// Program and arguments; `{prompt_file}` is replaced by the prompt's path.
+    #[serde(default)]
+    pub command: Vec<String>,
+    /// How the prompt reaches the program: `stdin`, or `file` (via `{prompt_file}`).
+    #[serde(default)]
+    pub prompt: PromptVia,
+    #[serde(default = "default_agent_timeout", with = "duration")]
+    pub timeout: Duration,
+    /// Bytes of agent output kept in `agent.log`.
+    #[serde(default = "default_output_cap")]
+    pub output_cap: u64,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Model name passed to agent CLIs that take one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Tools granted without asking (Claude Code `--allowedTools`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_tools: Option<Vec<String>>,
+    /// Tools refused (Claude Code `--disallowedTools`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disallowed_tools: Option<Vec<String>>,
+    /// Claude Code `--permission-mode`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<String>,
+    /// Claude Code `--max-turns`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+    /// Inherited environment variables the agent also gets, on top of the built-in
+    /// allow-list (`NAME` or `PREFIX_*`); `["*"]` passes everything.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_env: Vec<String>,
+    /// Codex `--sandbox`: read-only, workspace-write (default) or danger-full-access.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
+    /// Extra arguments appended to the agent CLI's command line.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+}
+
+/// What every agent inherits from agentloop's environment: enough to run programs,
+/// find its home and config, speak the locale and reach a proxy.
+pub const BASE_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "LC_*",
+    "TERM",
+    "TZ",
+    "TMPDIR",
+    "XDG_*",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "SSH_AUTH_SOCK",
+    "GIT_AUTHOR_*",
+    "GIT_COMMITTER_*",
+];
+
+impl AgentConfig {
+    /// The inherited variables this agent gets: the base list, its kind's own
+    /// variables, and `pass_env`.
+    pub fn allowed_env(&self) -> Vec<String> {
+        let kind: &[&str] = match self.kind.as_str() {
+            "claude" => &[
+                "ANTHROPIC_*",
+                "CLAUDE_*",
+                "DISABLE_*",
+                "AWS_*",
+                "GOOGLE_*",
+                "CLOUD_ML_*",
+                "VERTEX_*",
+                "MCP_*",
+            ],
+            "codex" => &["OPENAI_*", "CODEX_*", "AZURE_OPENAI_*"],
+            _ => &[],
+        };
+        let mut v: Vec<String> = BASE_ENV.iter().chain(kind).map(|s| s.to_string()).collect();
+        v.extend(self.pass_env.iter().cloned());
+        v
+    }
+
+    /// The built-in configuration of an agent CLI called `kind`.
+    pub fn builtin(kind: &str) -> AgentConfig {
+        AgentConfig {
+            kind: kind.to_string(),
+            command: Vec::new(),
+            prompt: PromptVia::Stdin,
+            timeout: default_agent_timeout(),
+            output_cap: default_output_cap(),
+            env: BTreeMap::new(),
+            model: None,
+            allowed_tools: None,
+            disallowed_tools: None,
+            permission_mode: None,
+            max_turns: None,
+            pass_env: Vec::new(),
+            sandbox: None,
+            args: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum PromptVia {
+    #[default]
+    Stdin,
+    File,
+}
+
+fn default_kind() -> String {
+    "command".into()
+}
+fn default_agent_timeout() -> Duration {
+    Duration::from_secs(30 * 60)
+}
+fn default_output_cap() -> u64 {
+    8 * 1024 * 1024
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            agent: "claude".into(),
+            mode: Mode::Quick,
+            fallback_agent: None,
+            completion_promise: "COMPLETE".into(),
+        }
+    }
+}
+impl Default for VerifyConfig {
+    fn default() -> Self {
+        VerifyConfig {
+            commands: Vec::new(),
+            timeout: Duration::from_secs(600),
+            output_cap: 256 * 1024,
+            test_patterns: [
+                "tests/",
+                "test/",
+                "spec/",
+                "__tests__/",
+                "_test.",
+                ".test.",
+                "test_",
+                ".spec.",
+            ]
+            .map(String::from)
+            .to_vec(),
+            protected: vec!["agentloop.toml".into(), ".agentloop/".into()],
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! The run's settings: what the policy needs from the configuration, frozen into the
+//! journal when a run is created and when a driver starts, so a replay decides the same
+//! way and `resume` keeps what the run was started with.
+
+use serde::{Deserialize, Serialize};
+
+use super::schema::Config;
+use crate::plan::Mode;
+use crate::values::{Breakers, Budgets, Gates, Limits, Notify};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    pub agent: String,
+    pub mode: Mode,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_agent: Option<String>,
+    pub completion_promise: String,
+    pub budgets: Budgets,
+    pub breakers: Breakers,
+    pub gates: Gates,
+    pub verify_commands: Vec<String>,
+    pub test_patterns: Vec<String>,
+    pub protected: Vec<String>,
+    pub commit: bool,
+    #[serde(default)]
+    pub limits: Limits,
+    /// The run is driven by Claude Code's hooks inside one interactive session.
+    #[serde(default)]
+    pub hook: bool,
+    #[serde(default)]
+    pub notify: Notify,
+}
+
+impl Settings {
+    pub fn from_config(c: &Config) -> Settings {
+        Settings {
+            agent: c.run.agent.clone(),
+            mode: c.run.mode,
+            fallback_agent: c.run.fallback_agent.clone().filter(|f| f != &c.run.agent),
+            completion_promise: c.run.completion_promise.clone(),
+            budgets: c.budgets.clone(),
+            breakers: c.breakers.clone(),
+            gates: c.gates.clone(),
+            verify_commands: c.verify.commands.clone(),
+            test_patterns: c.verify.test_patterns.clone(),
+            protected: c.verify.protected.clone(),
+            commit: c.git.commit,
+            limits: c.limits.clone(),
+            hook: false,
+            notify: c.notify.clone(),
+        }
+    }
+}

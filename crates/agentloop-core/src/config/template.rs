@@ -1,0 +1,77 @@
+//! The commented `agentloop.toml` that `agentloop init` writes.
+
+/// The commented `agentloop.toml` written by `agentloop init`.
+pub const TEMPLATE: &str = r#"# agentloop configuration. Every key is optional; `agentloop config show` prints the
+# effective value of each and where it came from.
+
+[run]
+# Agent for tasks that name none: a name from [agents.*] below, or a built-in one.
+agent = "claude"
+# quick | tdd (the diff must touch tests) | pair (gate after every task) | checkpoint (gate after milestones)
+mode = "quick"
+# fallback_agent = "codex"
+
+[budgets]
+max_iterations = 50     # for the whole run
+task_retries = 5        # per task, before the escalation ladder moves up
+max_replans = 2
+# max_cost_usd = 10.0
+# max_tokens = 5000000
+# max_duration = "4h"
+
+[breakers]
+same_failure = 3        # the same failure fingerprint this many times in a row
+no_change = 3           # no change in the working tree this many iterations in a row
+no_output = 2           # the agent exits with no output this many times in a row
+oscillation = 2         # the tree returns to a state it was already in this many times
+
+[verify]
+# Run after every task's own `Verify:` commands.
+commands = []
+timeout = "10m"
+
+[gates]
+plan_approval = false
+final_review = false
+
+[git]
+commit = false          # commit after each verified task
+
+[limits]
+wait = "60s"            # after a usage/rate limit with no reset time; doubles each time in a row
+overloaded_wait = "15s" # after an overloaded service; doubles each time in a row
+max_wait = "6h"         # a longer wait waits for a person instead
+on_limit = "wait"       # or "fallback": hand the task to run.fallback_agent
+
+[notify]
+# webhook = "https://hooks.example.com/agentloop" # a JSON POST per notification
+# webhook_ca = "ca.pem"                         # trust this CA instead of the public roots
+# command = ["my-notifier"]                     # the JSON on stdin
+desktop = false                                 # notify-send, where it exists
+
+# Any program can be an agent: it gets the prompt on stdin, or in a file.
+# [agents.mine]
+# kind = "command"
+# command = ["./my-agent", "--prompt", "{prompt_file}"]
+# prompt = "file"
+# timeout = "30m"
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Config, Loader, Source};
+
+    #[test]
+    fn template_is_valid() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("agentloop.toml");
+        std::fs::write(&p, TEMPLATE).unwrap();
+        let l = Loader::new()
+            .toml_file(Source::Project(p.clone()), &p)
+            .unwrap()
+            .build()
+            .unwrap();
+        assert_eq!(l.config, Config::default());
+    }
+}

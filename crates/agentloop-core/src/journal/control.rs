@@ -1,0 +1,101 @@
+//! How control requests (pause, stop, approve, skip, …) change a run's state.
+
+use super::event::{FinishReason, Gate, Request};
+use super::state::{RunState, StopKind};
+use super::task::TaskStatus;
+
+impl RunState {
+    pub(crate) fn control(&mut self, request: &Request) {
+        match request {
+            Request::Pause => self.paused = true,
+            Request::Resume => {
+                self.paused = false;
+                self.stop = None;
+                if matches!(self.finished, Some(ref r) if *r != FinishReason::Completed) {
+                    self.finished = None;
+                }
+            }
+            Request::Stop => {
+                if self.stop != Some(StopKind::Now) {
+                    self.stop = Some(StopKind::AfterIteration);
+                }
+            }
+            Request::StopNow => self.stop = Some(StopKind::Now),
+            Request::Steer { note } => self.steer.push(note.clone()),
+            Request::Approve { note } => {
+                let Some(gate) = self.gate.take() else { return };
+                if let Some(n) = note.as_ref().filter(|n| !n.trim().is_empty()) {
+                    self.steer.push(n.clone());
+                }
+                match gate {
+                    Gate::Plan => self.plan_approved = true,
+                    Gate::Final => self.final_approved = true,
+                    Gate::BeforeTask(t) => {
+                        if let Some(t) = self.task_mut(&t) {
+                            t.gate_before_approved = true;
+                        }
+                    }
+                    Gate::AfterTask(t) => {
+                        if let Some(t) = self.task_mut(&t) {
+                            t.gate_after_pending = false;
+                        }
+                    }
+                }
+            }
+            Request::Reject { note } => {
+                let Some(gate) = self.gate.take() else { return };
+                let why = note.clone().unwrap_or_else(|| "no reason given".into());
+                match &gate {
+                    Gate::Plan | Gate::Final => {
+                        self.finished = Some(FinishReason::Rejected {
+                            gate: gate.clone(),
+                            note: note.clone(),
+                        });
+                    }
+                    Gate::BeforeTask(t) => {
+                        if let Some(t) = self.task_mut(t) {
+                            t.status = TaskStatus::Blocked;
+                            t.blocked =
+                                Some(format!("rejected by a person before it started: {why}"));
+                        }
+                    }
+                    Gate::AfterTask(t) => {
+                        if let Some(t) = self.task_mut(t) {
+                            t.status = TaskStatus::Pending;
+                            t.gate_after_pending = false;
+                            t.completed_iteration = None;
+                            t.reset_ladder();
+                            t.last_digest =
+                                Some(format!("A person reviewed the work and rejected it: {why}"));
+                        }
+                        self.steer.push(format!("Reviewer: {why}"));
+                    }
+                }
+            }
+            Request::Skip { task } => {
+                if let Some(t) = self.task_mut(task)
+                    && t.status != TaskStatus::Done
+                {
+                    t.status = TaskStatus::Skipped;
+                    t.gate_after_pending = false;
+                }
+                if matches!(&self.gate, Some(Gate::BeforeTask(t)) | Some(Gate::AfterTask(t)) if t == task)
+                {
+                    self.gate = None;
+                }
+            }
+            Request::Retry { task } => {
+                if let Some(t) = self.task_mut(task) {
+                    t.status = TaskStatus::Pending;
+                    t.completed_iteration = None;
+                    t.gate_after_pending = false;
+                    t.reset_ladder();
+                }
+                if matches!(&self.gate, Some(Gate::BeforeTask(t)) | Some(Gate::AfterTask(t)) if t == task)
+                {
+                    self.gate = None;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! The journal: the run's one source of truth. Its event schema (`event`), the
+//! checksummed append-only file (`store`), and the state folded from it (`state`,
+//! `task`, `control`), with `progress.md` rendered from that state (`progress`).
+
+mod control;
+mod event;
+mod progress;
+mod state;
+mod store;
+mod task;
+
+pub use event::*;
+pub use progress::render as render_progress;
+pub use state::{FoldError, OpenIteration, RunState, STATE_VERSION, StopKind};
+pub use store::{
+    Contents, JournalError, MAX_LINE_BYTES, Record, SCHEMA_VERSION, Scan, Writer, encode, read,
+    read_first, read_from, scan,
+};
+pub use task::{TaskState, TaskStatus};

@@ -1,0 +1,123 @@
+//! The state of one task within a run, as the journal's fold keeps it.
+
+use serde::{Deserialize, Serialize};
+
+use super::event::Rung;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    Pending,
+    Running,
+    Done,
+    Blocked,
+    Skipped,
+}
+
+impl TaskStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Pending => "pending",
+            TaskStatus::Running => "running",
+            TaskStatus::Done => "done",
+            TaskStatus::Blocked => "blocked",
+            TaskStatus::Skipped => "skipped",
+        }
+    }
+    /// Done or skipped: dependents may go ahead.
+    pub fn is_settled(self) -> bool {
+        matches!(self, TaskStatus::Done | TaskStatus::Skipped)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskState {
+    pub id: String,
+    pub title: String,
+    pub status: TaskStatus,
+    /// Every iteration spent on this task.
+    pub iterations: u32,
+    /// Iterations on the current rung of the ladder (aborted ones do not count).
+    pub attempts: u32,
+    pub rung: Rung,
+    pub cost_usd: f64,
+    /// Cost of iterations that did not complete the task.
+    pub failed_cost_usd: f64,
+    pub tokens: u64,
+    pub same_failure: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_fingerprint: Option<String>,
+    pub no_change: u32,
+    pub no_output: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_digest: Option<String>,
+    /// Tests changed by some iteration of this task (for `tdd` mode).
+    pub tests_touched: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked: Option<String>,
+    #[serde(default)]
+    pub blocked_by_breaker: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_iteration: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    pub gate_before_approved: bool,
+    pub gate_after_pending: bool,
+    /// Failure fingerprints this task has produced.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fingerprints: Vec<String>,
+    /// Failed iterations that failed in a new way: progress, which earns more retries.
+    #[serde(default)]
+    pub progress: u32,
+    /// Work-tree states this task's iterations ended in.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trees: Vec<String>,
+    /// Iterations that brought the tree back to a state it had already been in.
+    #[serde(default)]
+    pub revisits: u32,
+}
+
+impl TaskState {
+    pub(crate) fn new(id: &str, title: &str) -> TaskState {
+        TaskState {
+            id: id.to_string(),
+            title: title.to_string(),
+            status: TaskStatus::Pending,
+            iterations: 0,
+            attempts: 0,
+            rung: Rung::Retry,
+            cost_usd: 0.0,
+            failed_cost_usd: 0.0,
+            tokens: 0,
+            same_failure: 0,
+            last_fingerprint: None,
+            no_change: 0,
+            no_output: 0,
+            last_digest: None,
+            tests_touched: false,
+            blocked: None,
+            blocked_by_breaker: false,
+            completed_iteration: None,
+            commit: None,
+            gate_before_approved: false,
+            gate_after_pending: false,
+            fingerprints: Vec::new(),
+            progress: 0,
+            trees: Vec::new(),
+            revisits: 0,
+        }
+    }
+
+    pub(crate) fn reset_ladder(&mut self) {
+        self.attempts = 0;
+        self.rung = Rung::Retry;
+        self.same_failure = 0;
+        self.no_change = 0;
+        self.no_output = 0;
+        self.last_fingerprint = None;
+        self.blocked = None;
+        self.blocked_by_breaker = false;
+        self.progress = 0;
+        self.revisits = 0;
+    }
+}

@@ -1,0 +1,135 @@
+//! What a plan is: a goal and tasks with their fields.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub title: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub goal: String,
+    /// Plan-level settings from the front matter, in the same shape as `agentloop.toml`.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub settings: serde_json::Map<String, serde_json::Value>,
+    pub tasks: Vec<Task>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Task {
+    pub id: String,
+    pub title: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub body: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub acceptance: Vec<Criterion>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verify: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depends: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<GatePoint>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<Mode>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scope: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_iterations: Option<u32>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub milestone: bool,
+    /// Line of the task's heading in the file it was read from (0 when built in code).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub line: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Criterion {
+    pub text: String,
+    #[serde(default)]
+    pub checked: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GatePoint {
+    Before,
+    After,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    #[default]
+    Quick,
+    Tdd,
+    Pair,
+    Checkpoint,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 4] = [Mode::Quick, Mode::Tdd, Mode::Pair, Mode::Checkpoint];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Quick => "quick",
+            Mode::Tdd => "tdd",
+            Mode::Pair => "pair",
+            Mode::Checkpoint => "checkpoint",
+        }
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.as_str().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| {
+                format!(
+                    "unknown mode `{}`; expected quick, tdd, pair or checkpoint",
+                    s.trim()
+                )
+            })
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Plan {
+    pub fn ids(&self) -> Vec<&str> {
+        self.tasks.iter().map(|t| t.id.as_str()).collect()
+    }
+
+    pub fn task(&self, id: &str) -> Option<&Task> {
+        self.tasks.iter().find(|t| t.id == id)
+    }
+}
+
+impl Task {
+    pub fn new(id: &str, title: &str) -> Task {
+        Task {
+            id: id.to_string(),
+            title: title.to_string(),
+            body: String::new(),
+            acceptance: Vec::new(),
+            verify: Vec::new(),
+            depends: Vec::new(),
+            gate: None,
+            agent: None,
+            mode: None,
+            scope: Vec::new(),
+            max_iterations: None,
+            milestone: false,
+            line: 0,
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! Checks a plan as a whole: ids, dependencies and cycles.
+
+use std::collections::HashMap;
+
+use super::{Plan, PlanError};
+
+impl Plan {
+    /// Checks ids, dependencies and cycles.
+    pub fn validate(&self, file: &str) -> Result<(), PlanError> {
+        if self.tasks.is_empty() {
+            return Err(PlanError::whole(file, "the plan has no tasks")
+                .hint("add a task as a level-2 heading: `## T1: Write the parser`"));
+        }
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for t in &self.tasks {
+            if let Some(first) = seen.insert(t.id.as_str(), t.line) {
+                return Err(PlanError::at(
+                    file,
+                    t.line,
+                    format!(
+                        "duplicate task id \"{}\" (first defined on line {first})",
+                        t.id
+                    ),
+                )
+                .hint("give every task its own id"));
+            }
+        }
+        for t in &self.tasks {
+            for d in &t.depends {
+                if d == &t.id {
+                    return Err(PlanError::at(
+                        file,
+                        t.line,
+                        format!("task \"{}\" depends on itself", t.id),
+                    ));
+                }
+                if !seen.contains_key(d.as_str()) {
+                    return Err(PlanError::at(
+                        file,
+                        t.line,
+                        format!("task \"{}\" depends on unknown task \"{d}\"", t.id),
+                    )
+                    .hint(format!("known tasks: {}", self.ids().join(", "))));
+                }
+            }
+        }
+        if let Some(cycle) = self.find_cycle() {
+            let first = self.task(&cycle[0]).map(|t| t.line).unwrap_or(0);
+            return Err(PlanError::at(
+                file,
+                first,
+                format!("dependency cycle: {}", cycle.join(" → ")),
+            )
+            .hint("remove one of these dependencies"));
+        }
+        Ok(())
+    }
+
+    /// A cycle as a list of ids whose last element equals the first, if any.
+    fn find_cycle(&self) -> Option<Vec<String>> {
+        let index: HashMap<&str, usize> = self
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.id.as_str(), i))
+            .collect();
+        // 0 = unvisited, 1 = on stack, 2 = done. Iterative DFS so 10,000-task chains do not overflow.
+        let mut color = vec![0u8; self.tasks.len()];
+        for root in 0..self.tasks.len() {
+            if color[root] != 0 {
+                continue;
+            }
+            let mut stack: Vec<(usize, usize)> = vec![(root, 0)];
+            color[root] = 1;
+            while let Some(&mut (node, ref mut next)) = stack.last_mut() {
+                let deps = &self.tasks[node].depends;
+                if *next < deps.len() {
+                    let d = index[deps[*next].as_str()];
+                    *next += 1;
+                    match color[d] {
+                        0 => {
+                            color[d] = 1;
+                            stack.push((d, 0));
+                        }
+                        1 => {
+                            let pos = stack.iter().position(|&(n, _)| n == d).unwrap_or(0);
+                            let mut cycle: Vec<String> = stack[pos..]
+                                .iter()
+                                .map(|&(n, _)| self.tasks[n].id.clone())
+                                .collect();
+                            cycle.push(self.tasks[d].id.clone());
+                            return Some(cycle);
+                        }
+                        _ => {}
+                    }
+                } else {
+                    color[node] = 2;
+                    stack.pop();
+                }
+            }
+        }
+        None
+    }
+}

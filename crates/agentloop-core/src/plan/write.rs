@@ -1,0 +1,90 @@
+//! A plan back to PLAN.md text; parsing the result gives back an equal plan (apart
+//! from line numbers).
+
+use std::fmt::Write as _;
+
+use super::{GatePoint, Plan, Task};
+
+impl Plan {
+    /// The plan as PLAN.md text.
+    pub fn to_markdown(&self) -> String {
+        let mut out = String::new();
+        if !self.settings.is_empty() {
+            out.push_str("---\n");
+            // JSON is valid YAML; one key per line keeps it readable.
+            for (k, v) in &self.settings {
+                let _ = writeln!(out, "{k}: {v}");
+            }
+            out.push_str("---\n\n");
+        }
+        let _ = writeln!(out, "# {}\n", self.title);
+        if !self.goal.is_empty() {
+            let _ = writeln!(out, "{}\n", self.goal);
+        }
+        for t in &self.tasks {
+            out.push_str(&t.to_markdown());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+impl Task {
+    pub fn to_markdown(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "## {}: {}\n", self.id, self.title);
+        if !self.depends.is_empty() {
+            let _ = writeln!(out, "Depends: {}", self.depends.join(", "));
+        }
+        for v in &self.verify {
+            let _ = writeln!(out, "Verify: {v}");
+        }
+        if let Some(g) = self.gate {
+            let _ = writeln!(
+                out,
+                "Gate: {}",
+                if g == GatePoint::Before {
+                    "before"
+                } else {
+                    "after"
+                }
+            );
+        }
+        if let Some(a) = &self.agent {
+            let _ = writeln!(out, "Agent: {a}");
+        }
+        if let Some(m) = self.mode {
+            let _ = writeln!(out, "Mode: {m}");
+        }
+        if !self.scope.is_empty() {
+            let _ = writeln!(out, "Scope: {}", self.scope.join(", "));
+        }
+        if let Some(n) = self.max_iterations {
+            let _ = writeln!(out, "Max-iterations: {n}");
+        }
+        if self.milestone {
+            out.push_str("Milestone: yes\n");
+        }
+        let has_fields = !self.depends.is_empty()
+            || !self.verify.is_empty()
+            || self.gate.is_some()
+            || self.agent.is_some()
+            || self.mode.is_some()
+            || !self.scope.is_empty()
+            || self.max_iterations.is_some()
+            || self.milestone;
+        if has_fields {
+            out.push('\n');
+        }
+        if !self.body.is_empty() {
+            let _ = writeln!(out, "{}\n", self.body);
+        }
+        if !self.acceptance.is_empty() {
+            out.push_str("Acceptance:\n");
+            for c in &self.acceptance {
+                let _ = writeln!(out, "- [{}] {}", if c.checked { "x" } else { " " }, c.text);
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,243 @@
+//! How an iteration ends: the dual condition (a claim of completion and a passing
+//! verification), the guards on what the agent changed, replans, blocks and limits.
+
+use crate::journal::*;
+use crate::paths::{is_test_path, path_matches};
+use crate::plan::Mode;
+use crate::words::plural;
+
+use super::Action;
+use super::ladder::limit_wait;
+use super::replan::review_replan;
+use crate::values::OnLimit;
+
+pub(super) fn finish_open_iteration(s: &RunState, open: &OpenIteration) -> Action {
+    let n = open.started.iteration;
+    let task = open.started.task.clone();
+    let finished = |outcome, reason: String, digest| {
+        Action::Record(Event::IterationFinished(IterationFinished {
+            iteration: n,
+            outcome,
+            reason,
+            digest,
+            commit: None,
+        }))
+    };
+    let Some(agent) = &open.agent else {
+        // The journal has no result for this iteration: its driver died mid-way.
+        return finished(
+            Outcome::Aborted,
+            "the iteration was interrupted before the agent finished".into(),
+            None,
+        );
+    };
+    if agent.killed || (s.stop == Some(StopKind::Now) && open.verify.is_none()) {
+        return finished(Outcome::Aborted, "stopped on request".into(), None);
+    }
+    if let Some(err) = &agent.error {
+        match err.kind {
+            AgentErrorKind::RateLimit | AgentErrorKind::Overloaded => {
+                let task = &open.started.task;
+                let fallback = s
+                    .settings
+                    .fallback_agent
+                    .as_ref()
+                    .filter(|f| **f != open.started.agent);
+                if let (OnLimit::Fallback, Some(f)) = (s.settings.limits.on_limit, fallback) {
+                    if s.task(task).is_some_and(|t| t.rung != Rung::Fallback) {
+                        return Action::Record(Event::Escalated {
+                            task: task.clone(),
+                            trigger: Trigger::UsageLimit {
+                                agent: open.started.agent.clone(),
+                            },
+                            rung: Rung::Fallback,
+                            evidence: format!("{}: {}", open.started.agent, err.message),
+                        });
+                    }
+                    return finished(
+                        Outcome::Limited,
+                        format!("usage limit: {}; {f} takes over", err.message),
+                        None,
+                    );
+                }
+                if !open.limited {
+                    return match limit_wait(s, open.agent_ms, agent, err) {
+                        Ok(event) => Action::Record(event),
+                        Err(why) => finished(Outcome::Blocked, why, None),
+                    };
+                }
+                let what = if err.kind == AgentErrorKind::Overloaded {
+                    "overloaded"
+                } else {
+                    "usage limit"
+                };
+                return finished(Outcome::Limited, format!("{what}: {}", err.message), None);
+            }
+            AgentErrorKind::Auth => {
+                return finished(
+                    Outcome::Blocked,
+                    format!(
+                        "the agent could not authenticate: {}. Fix the API key or log the CLI in, then `agentloop retry {}`",
+                        err.message, open.started.task
+                    ),
+                    None,
+                );
+            }
+            AgentErrorKind::Billing => {
+                return finished(
+                    Outcome::Blocked,
+                    format!(
+                        "the agent's account cannot pay: {}. Fix billing, then `agentloop retry {}`",
+                        err.message, open.started.task
+                    ),
+                    None,
+                );
+            }
+            _ => {}
+        }
+    }
+    if let Some(q) = &agent.signals.blocked {
+        return finished(Outcome::Blocked, format!("the agent asks: {q}"), None);
+    }
+    if let Some(proposal) = &agent.signals.replan {
+        match open.replan {
+            None => return Action::Record(review_replan(s, &task, proposal)),
+            Some(true) => {
+                return finished(
+                    Outcome::Replanned,
+                    "the agent's replan was accepted".into(),
+                    None,
+                );
+            }
+            Some(false) => {
+                let why = open.replan_rejection.clone().unwrap_or_default();
+                return finished(
+                    Outcome::Failed,
+                    format!("replan rejected: {why}"),
+                    Some(format!("Your REPLAN proposal was rejected: {why}")),
+                );
+            }
+        }
+    }
+    let Some(verify) = &open.verify else {
+        return Action::Verify { iteration: n, task };
+    };
+    let (outcome, reason, digest) = judge(s, &task, agent, verify);
+    finished(outcome, reason, digest)
+}
+
+/// Dual condition: the agent claimed completion and verification passed (and in tdd
+/// mode the task's changes touched tests), with no guard broken.
+fn judge(
+    s: &RunState,
+    task: &str,
+    agent: &AgentFinished,
+    verify: &VerifyFinished,
+) -> (Outcome, String, Option<String>) {
+    let protected: Vec<&String> = agent
+        .changed_files
+        .iter()
+        .filter(|f| s.settings.protected.iter().any(|p| path_matches(f, p)))
+        .collect();
+    if !protected.is_empty() {
+        let list = protected
+            .iter()
+            .map(|f| f.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let msg = format!("the agent changed protected paths: {list}");
+        return (
+            Outcome::Failed,
+            msg.clone(),
+            Some(format!(
+                "{msg}. Restore them; they are not yours to change."
+            )),
+        );
+    }
+    let scope = s
+        .plan
+        .task(task)
+        .map(|t| t.scope.clone())
+        .unwrap_or_default();
+    if !scope.is_empty() {
+        let outside: Vec<&String> = agent
+            .changed_files
+            .iter()
+            .filter(|f| !scope.iter().any(|p| path_matches(f, p)))
+            .collect();
+        if !outside.is_empty() {
+            let list = outside
+                .iter()
+                .map(|f| f.as_str())
+                .collect::<Vec<_>>()
+                .join(", ");
+            let msg = format!(
+                "changed files outside the task's scope ({}): {list}",
+                scope.join(", ")
+            );
+            return (
+                Outcome::Failed,
+                msg.clone(),
+                Some(format!("{msg}. Keep changes inside the scope.")),
+            );
+        }
+    }
+    if !verify.passed {
+        let first = verify.commands.iter().find(|c| c.exit_code != Some(0));
+        let reason = match first {
+            Some(c) if c.timed_out => format!("verification timed out: `{}`", c.command),
+            Some(c) => format!(
+                "verification failed: `{}` exited {}",
+                c.command,
+                c.exit_code
+                    .map(|e| e.to_string())
+                    .unwrap_or_else(|| "by a signal".into())
+            ),
+            None => "verification failed".into(),
+        };
+        let claimed = if agent.signals.complete {
+            " (the agent claimed the task was complete)"
+        } else {
+            ""
+        };
+        return (
+            Outcome::Failed,
+            format!("{reason}{claimed}"),
+            verify.digest.clone(),
+        );
+    }
+    if !agent.signals.complete {
+        let msg = "verification passes, but the agent did not signal completion";
+        return (
+            Outcome::Failed,
+            msg.into(),
+            Some(format!(
+                "{msg}. If every acceptance criterion is met, end your reply with TASK_COMPLETE on its own line."
+            )),
+        );
+    }
+    let tdd = s.mode_of(task) == Mode::Tdd;
+    let touched = s.task(task).is_some_and(|t| t.tests_touched)
+        || agent
+            .changed_files
+            .iter()
+            .any(|f| is_test_path(f, &s.settings.test_patterns));
+    if tdd && !touched {
+        let msg = "tdd mode: verification passes but no test file was changed for this task";
+        return (
+            Outcome::Failed,
+            msg.into(),
+            Some(format!(
+                "{msg}. Write a failing test first, then make it pass."
+            )),
+        );
+    }
+    (
+        Outcome::Completed,
+        format!(
+            "verified ({})",
+            plural(verify.commands.len(), "command passed", "commands passed")
+        ),
+        None,
+    )
+}

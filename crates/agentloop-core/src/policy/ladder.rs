@@ -1,0 +1,146 @@
+//! The escalation ladder and the run's budgets: how many tries a task gets on each
+//! rung, when it moves up, when the run has spent what it may, and how long a limit
+//! makes it wait.
+
+use crate::journal::{
+    AgentError, AgentErrorKind, AgentFinished, Event, FinishReason, RunState, Rung, TaskState,
+    Trigger,
+};
+
+/// The iterations a task may spend on its current rung.
+///
+/// A failure that differs from every earlier one of the task is progress (slowly
+/// fixing ten failing tests, one per iteration), and earns one more try, up to twice
+/// the budget: a run that is getting somewhere is not stopped as stuck.
+pub fn rung_budget(s: &RunState, task: &TaskState) -> u32 {
+    match task.rung {
+        Rung::Replan => 1,
+        _ => {
+            let base = s
+                .plan_task(&task.id)
+                .and_then(|t| t.max_iterations)
+                .unwrap_or(s.settings.budgets.task_retries);
+            base + task.progress.min(2 * base)
+        }
+    }
+}
+
+pub(super) fn escalation(s: &RunState, t: &TaskState) -> Option<Event> {
+    let b = &s.settings.breakers;
+    // An agent that does nothing is checked first: asking it to replan is no use.
+    let trigger = if b.no_output > 0 && t.no_output >= b.no_output {
+        Trigger::NoOutput { count: t.no_output }
+    } else if b.no_change > 0 && t.no_change >= b.no_change {
+        Trigger::NoChange { count: t.no_change }
+    } else if b.same_failure > 0 && t.same_failure >= b.same_failure {
+        Trigger::SameFailure {
+            count: t.same_failure,
+            fingerprint: t.last_fingerprint.clone().unwrap_or_default(),
+        }
+    } else if b.oscillation > 0 && t.revisits >= b.oscillation {
+        Trigger::Oscillation { count: t.revisits }
+    } else if t.attempts >= rung_budget(s, t) {
+        Trigger::RetryBudget {
+            attempts: t.attempts,
+        }
+    } else {
+        return None;
+    };
+    let idle = matches!(trigger, Trigger::NoOutput { .. } | Trigger::NoChange { .. });
+    let replan_ok = s.replans_used < s.settings.budgets.max_replans && !idle;
+    let fallback_ok = s.settings.fallback_agent.is_some();
+    let rung = match t.rung {
+        Rung::Retry if replan_ok => Rung::Replan,
+        Rung::Retry | Rung::Replan if fallback_ok => Rung::Fallback,
+        _ => Rung::Block,
+    };
+    let mut evidence = format!("task {}: {}", t.id, trigger.describe());
+    if let Some(d) = &t.last_digest {
+        evidence.push_str("\n\nLast failure:\n");
+        evidence.push_str(d);
+    }
+    Some(Event::Escalated {
+        task: t.id.clone(),
+        trigger,
+        rung,
+        evidence,
+    })
+}
+
+pub(super) fn budget_reached(s: &RunState) -> Option<FinishReason> {
+    let b = &s.settings.budgets;
+    let hit = |budget: &str, used: f64, limit: f64| {
+        Some(FinishReason::Budget {
+            budget: budget.to_string(),
+            used,
+            limit,
+        })
+    };
+    if s.iterations >= b.max_iterations {
+        return hit("iterations", s.iterations as f64, b.max_iterations as f64);
+    }
+    if let Some(max) = b.max_cost_usd
+        && s.cost_usd >= max
+    {
+        return hit("cost_usd", s.cost_usd, max);
+    }
+    if let Some(max) = b.max_tokens
+        && s.usage.total() >= max
+    {
+        return hit("tokens", s.usage.total() as f64, max as f64);
+    }
+    if let Some(max) = b.max_duration
+        && s.active_ms >= max.as_millis() as u64
+    {
+        return hit(
+            "duration_s",
+            (s.active_ms / 1000) as f64,
+            max.as_secs() as f64,
+        );
+    }
+    None
+}
+
+/// How long to wait after a limit: the reset time when the agent told it, else a
+/// backoff that doubles with each limit in a row (with a little deterministic jitter
+/// for overloads). `Err` when the wait is longer than `limits.max_wait`.
+pub(super) fn limit_wait(
+    s: &RunState,
+    at_ms: u64,
+    agent: &AgentFinished,
+    err: &AgentError,
+) -> Result<Event, String> {
+    let l = &s.settings.limits;
+    let max = l.max_wait.as_millis() as u64;
+    let (wait, known) = match agent.resets_at_ms {
+        Some(reset) => (reset.saturating_sub(at_ms).max(1000), true),
+        None => {
+            let base = if err.kind == AgentErrorKind::Overloaded {
+                l.overloaded_wait
+            } else {
+                l.wait
+            };
+            let factor = 1u64 << s.limit_streak.min(16);
+            let mut wait = (base.as_millis() as u64).saturating_mul(factor);
+            if err.kind == AgentErrorKind::Overloaded {
+                // Up to 25% more, the same on every replay of this journal.
+                wait += wait / 4 * ((s.iterations as u64 * 7919) % 100) / 100;
+            }
+            (wait.min(max), false)
+        }
+    };
+    if known && wait > max {
+        return Err(format!(
+            "the usage limit resets in {}s, longer than limits.max_wait ({}s): {}",
+            wait / 1000,
+            max / 1000,
+            err.message
+        ));
+    }
+    Ok(Event::LimitHit {
+        kind: err.kind,
+        message: err.message.clone(),
+        until_ms: at_ms + wait,
+        known_reset: known,
+    })
+}

@@ -1,0 +1,161 @@
+//! The policy: a pure function from the run's state to the next action. No I/O.
+//!
+//! The driver asks `next_action` after every event it records and does what it is told:
+//! record a decision, run an iteration, run verification, wait for a person, or exit.
+mod judge;
+mod ladder;
+mod prompt;
+mod replan;
+
+use crate::journal::{
+    Event, FinishReason, Gate, IterationKind, Record, RunState, RunStatus, Rung, TaskState,
+    TaskStatus,
+};
+
+use judge::finish_open_iteration;
+use ladder::{budget_reached, escalation};
+
+pub use ladder::rung_budget;
+pub use prompt::build as build_prompt;
+pub use replan::review_replan;
+
+// One action exists at a time and is consumed at once; boxing the event buys nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Record a decision in the journal; the fold applies it.
+    Record(Event),
+    /// Run one agent iteration.
+    Iterate(IterationPlan),
+    /// Run the verification commands for the open iteration.
+    Verify { iteration: u32, task: String },
+    /// Nothing to do until a control request arrives.
+    Wait(WaitReason),
+    /// The run is over.
+    Exit(RunStatus),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct IterationPlan {
+    pub iteration: u32,
+    pub task: String,
+    pub attempt: u32,
+    pub kind: IterationKind,
+    pub agent: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum WaitReason {
+    Gate(Gate),
+    Paused,
+    /// No task can run: some are blocked. `breaker` is true when a breaker caused it.
+    Blocked {
+        tasks: Vec<String>,
+        breaker: bool,
+    },
+    /// The model service's limit resets at this time (Unix milliseconds).
+    UsageLimit {
+        until_ms: u64,
+    },
+}
+
+/// Applies `event` to a copy of `state` and returns the action that follows. The
+/// driver folds in place; this form is for tests and simulations.
+pub fn step(state: &RunState, record: &Record) -> (RunState, Action) {
+    let mut next = state.clone();
+    next.apply(record);
+    let action = next_action(&next);
+    (next, action)
+}
+
+pub fn next_action(s: &RunState) -> Action {
+    if s.is_finished() {
+        return Action::Exit(s.status);
+    }
+    if let Some(open) = &s.open {
+        return finish_open_iteration(s, open);
+    }
+    if s.stop.is_some() {
+        return Action::Record(Event::RunFinished {
+            status: RunStatus::Stopped,
+            reason: FinishReason::StopRequested,
+        });
+    }
+    if let Some(until_ms) = s.limit_until_ms {
+        return Action::Wait(WaitReason::UsageLimit { until_ms });
+    }
+    if let Some(g) = &s.gate {
+        return Action::Wait(WaitReason::Gate(g.clone()));
+    }
+    if s.paused {
+        return Action::Wait(WaitReason::Paused);
+    }
+    if let Some(t) = s
+        .tasks
+        .iter()
+        .find(|t| t.gate_after_pending && t.status == TaskStatus::Done)
+    {
+        return Action::Record(Event::GateOpened {
+            gate: Gate::AfterTask(t.id.clone()),
+        });
+    }
+    if s.settings.gates.plan_approval && !s.plan_approved {
+        return Action::Record(Event::GateOpened { gate: Gate::Plan });
+    }
+    let Some(task) = s.next_task() else {
+        if s.tasks.iter().all(|t| t.status.is_settled()) {
+            if s.settings.gates.final_review && !s.final_approved {
+                return Action::Record(Event::GateOpened { gate: Gate::Final });
+            }
+            return Action::Record(Event::RunFinished {
+                status: RunStatus::Completed,
+                reason: FinishReason::Completed,
+            });
+        }
+        let blocked: Vec<&TaskState> = s
+            .tasks
+            .iter()
+            .filter(|t| t.status == TaskStatus::Blocked)
+            .collect();
+        return Action::Wait(WaitReason::Blocked {
+            tasks: blocked.iter().map(|t| t.id.clone()).collect(),
+            breaker: blocked.iter().any(|t| t.blocked_by_breaker),
+        });
+    };
+    if let Some(e) = escalation(s, task) {
+        return Action::Record(e);
+    }
+    if let Some(reason) = budget_reached(s) {
+        return Action::Record(Event::RunFinished {
+            status: RunStatus::Failed,
+            reason,
+        });
+    }
+    let plan_task = s.plan_task(&task.id);
+    if plan_task.is_some_and(|t| t.gate == Some(crate::plan::GatePoint::Before))
+        && !task.gate_before_approved
+    {
+        return Action::Record(Event::GateOpened {
+            gate: Gate::BeforeTask(task.id.clone()),
+        });
+    }
+    let kind = match task.rung {
+        Rung::Replan => IterationKind::Replan,
+        Rung::Fallback => IterationKind::Fallback,
+        _ if task.last_digest.is_some() => IterationKind::Retry,
+        _ => IterationKind::Work,
+    };
+    let agent = match (kind, &s.settings.fallback_agent) {
+        (IterationKind::Fallback, Some(f)) => f.clone(),
+        _ => plan_task
+            .and_then(|t| t.agent.clone())
+            .unwrap_or_else(|| s.settings.agent.clone()),
+    };
+    Action::Iterate(IterationPlan {
+        iteration: s.iterations + 1,
+        task: task.id.clone(),
+        attempt: task.attempts + 1,
+        kind,
+        agent,
+    })
+}

@@ -1,0 +1,177 @@
+//! Value types that the configuration, the run's settings and the journal's events
+//! all carry: budgets, breakers, gates, limits, notifications and token usage. They sit
+//! below both `config` and `journal`, so neither has to import the other.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Budgets {
+    /// Iterations for the whole run.
+    pub max_iterations: u32,
+    /// Iterations per task before the escalation ladder moves up a rung.
+    pub task_retries: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    /// Wall-clock time spent in iterations (agent plus verification), e.g. "4h".
+    #[serde(skip_serializing_if = "Option::is_none", with = "opt_duration")]
+    pub max_duration: Option<Duration>,
+    /// Accepted replans for the whole run.
+    pub max_replans: u32,
+}
+
+impl Default for Budgets {
+    fn default() -> Self {
+        Budgets {
+            max_iterations: 50,
+            task_retries: 5,
+            max_cost_usd: None,
+            max_tokens: None,
+            max_duration: None,
+            max_replans: 2,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Breakers {
+    /// The same failure fingerprint this many times in a row.
+    pub same_failure: u32,
+    /// No change in the working tree for this many iterations in a row.
+    pub no_change: u32,
+    /// The agent exits with no output this many times in a row.
+    pub no_output: u32,
+    /// The work tree comes back to a state it was already in this many times.
+    pub oscillation: u32,
+}
+
+impl Default for Breakers {
+    fn default() -> Self {
+        Breakers {
+            same_failure: 3,
+            no_change: 3,
+            no_output: 2,
+            oscillation: 2,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Gates {
+    /// Wait for a person to approve the plan before the first iteration.
+    pub plan_approval: bool,
+    /// Wait for a person to approve before the run is declared complete.
+    pub final_review: bool,
+}
+
+/// What to do when the model service says "not now".
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Wait after a usage or rate limit whose reset time the agent did not tell;
+    /// doubled for each limit in a row.
+    #[serde(with = "duration")]
+    pub wait: Duration,
+    /// Backoff after an overloaded service (529), doubled for each in a row.
+    #[serde(with = "duration")]
+    pub overloaded_wait: Duration,
+    /// The longest single wait; a longer one waits for a person instead.
+    #[serde(with = "duration")]
+    pub max_wait: Duration,
+    /// `wait` for the reset, or hand the task to `run.fallback_agent` (`fallback`).
+    pub on_limit: OnLimit,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum OnLimit {
+    #[default]
+    Wait,
+    Fallback,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            wait: Duration::from_secs(60),
+            overloaded_wait: Duration::from_secs(15),
+            max_wait: Duration::from_secs(6 * 3600),
+            on_limit: OnLimit::Wait,
+        }
+    }
+}
+
+/// Where to tell a person that a run needs them, hit a limit, tripped a breaker,
+/// completed or failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Notify {
+    /// `http://` or `https://` URL that gets a JSON POST per notification.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<String>,
+    /// PEM file of the CA certificates to trust for an `https://` webhook instead of
+    /// the public roots (a private CA).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook_ca: Option<std::path::PathBuf>,
+    /// A program run per notification with the JSON on stdin.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
+    /// A desktop notification through `notify-send`, where it exists.
+    pub desktop: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub cached_input_tokens: u64,
+    pub cache_write_tokens: u64,
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    pub fn total(&self) -> u64 {
+        self.input_tokens + self.cached_input_tokens + self.cache_write_tokens + self.output_tokens
+    }
+    pub fn add(&mut self, o: &Usage) {
+        self.input_tokens += o.input_tokens;
+        self.cached_input_tokens += o.cached_input_tokens;
+        self.cache_write_tokens += o.cache_write_tokens;
+        self.output_tokens += o.output_tokens;
+    }
+}
+
+pub(crate) mod duration {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_duration(*d).to_string())
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let s = String::deserialize(d)?;
+        humantime::parse_duration(&s).map_err(|e| {
+            serde::de::Error::custom(format!(
+                "`{s}` is not a duration like \"90s\" or \"4h\": {e}"
+            ))
+        })
+    }
+}
+
+pub(crate) mod opt_duration {
+    use serde::{Deserializer, Serializer};
+    use std::time::Duration;
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => super::duration::serialize(d, s),
+            None => s.serialize_none(),
+        }
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        super::duration::deserialize(d).map(Some)
+    }
+}

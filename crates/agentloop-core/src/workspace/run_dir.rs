@@ -1,0 +1,167 @@
+//! One run's directory: its journal, derived files and iteration records.
+
+use std::path::PathBuf;
+
+use super::{WorkspaceError, io};
+use crate::fsutil::{pretty_json, write_atomic};
+use crate::journal::{
+    self, Event, FoldError, JournalError, Record, Request, RunState, Scan, Writer,
+};
+
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    pub id: String,
+    pub path: PathBuf,
+}
+
+/// A loaded run: its state, and where its journal ends.
+pub struct Loaded {
+    pub state: RunState,
+    pub scan: Scan,
+    /// Events read past the cached `state.json` (`u64::MAX` when there was no cache).
+    pub cache_lag: u64,
+}
+
+impl Loaded {
+    /// A writer positioned at the end of what was read.
+    pub fn writer(&self, run: &RunDir) -> Result<Writer, WorkspaceError> {
+        Ok(Writer::open(
+            &run.journal(),
+            self.scan.valid_len,
+            self.state.last_seq + 1,
+        )?)
+    }
+}
+
+impl RunDir {
+    pub fn journal(&self) -> PathBuf {
+        self.path.join("journal.jsonl")
+    }
+    pub fn state_file(&self) -> PathBuf {
+        self.path.join("state.json")
+    }
+    pub fn progress_file(&self) -> PathBuf {
+        self.path.join("progress.md")
+    }
+    pub fn lock_file(&self) -> PathBuf {
+        self.path.join("lock")
+    }
+    pub fn plan_version(&self, v: u32) -> PathBuf {
+        self.path.join("plan").join(format!("v{v}.md"))
+    }
+    pub fn iteration_dir(&self, n: u32) -> PathBuf {
+        self.path.join("iterations").join(format!("{n:04}"))
+    }
+
+    /// Reads, checks and folds the journal, one record at a time.
+    pub fn load(&self) -> Result<Loaded, WorkspaceError> {
+        let path = self.journal();
+        let mut state: Option<Result<RunState, FoldError>> = None;
+        let scan = journal::scan(&path, 0, 1, |r| match &mut state {
+            None => state = Some(RunState::from_first(&r)),
+            Some(Ok(s)) => s.apply(&r),
+            Some(Err(_)) => {}
+        })?;
+        match state {
+            None => Err(JournalError::Empty { path }.into()),
+            Some(Err(source)) => Err(WorkspaceError::Fold { path, source }),
+            Some(Ok(mut state)) => {
+                state.journal_bytes = scan.valid_len;
+                Ok(Loaded {
+                    state,
+                    scan,
+                    cache_lag: u64::MAX,
+                })
+            }
+        }
+    }
+
+    /// Loads the run from its cached `state.json` plus the journal written after it,
+    /// falling back to a full [`RunDir::load`] when the cache is missing, stale in an
+    /// unexpected way, or of another version. Every journal line read is checked.
+    pub fn load_cached(&self) -> Result<Loaded, WorkspaceError> {
+        let cached = std::fs::read(self.state_file())
+            .ok()
+            .and_then(|b| serde_json::from_slice::<RunState>(&b).ok())
+            .filter(|s| s.v == journal::STATE_VERSION && s.journal_bytes > 0);
+        let Some(mut state) = cached else {
+            return self.load();
+        };
+        state.reindex();
+        let from = state.journal_bytes;
+        let next = state.last_seq + 1;
+        let mut records = Vec::new();
+        match journal::scan(&self.journal(), from, next, |r| records.push(r)) {
+            Ok(scan) => {
+                for r in &records {
+                    state.apply(r);
+                }
+                state.journal_bytes = scan.valid_len;
+                Ok(Loaded {
+                    state,
+                    scan: Scan {
+                        count: state_count(&scan, next),
+                        ..scan
+                    },
+                    cache_lag: records.len() as u64,
+                })
+            }
+            Err(_) => self.load(),
+        }
+    }
+
+    /// Rewrites only `progress.md` (when `state.json` is still a close enough cache).
+    pub fn write_progress(&self, s: &RunState) -> Result<(), WorkspaceError> {
+        write_atomic(
+            &self.progress_file(),
+            journal::render_progress(s).as_bytes(),
+        )
+        .map_err(io(&self.path))
+    }
+
+    /// Rewrites `state.json` and `progress.md` from the state (both are caches).
+    pub fn write_derived(&self, s: &RunState) -> Result<(), WorkspaceError> {
+        write_atomic(&self.state_file(), &pretty_json(s)).map_err(io(&self.path))?;
+        write_atomic(
+            &self.progress_file(),
+            journal::render_progress(s).as_bytes(),
+        )
+        .map_err(io(&self.path))?;
+        Ok(())
+    }
+
+    /// Appends a control request from another process (CLI, server, hook). Returns
+    /// the record it became and the state after it.
+    pub fn append_control(
+        &self,
+        loaded: Loaded,
+        id: String,
+        source: &str,
+        request: Request,
+    ) -> Result<(Record, RunState), WorkspaceError> {
+        let mut w = loaded.writer(self)?;
+        let mut state = loaded.state;
+        let recs = w.append(&Event::Control {
+            id,
+            source: source.to_string(),
+            request,
+        })?;
+        for r in &recs {
+            state.apply(r);
+        }
+        let rec = recs
+            .last()
+            .cloned()
+            .expect("append returns the new record last");
+        // Leave the caches to the driver when there is one; otherwise keep them fresh.
+        if self.lock_holder().is_none() {
+            self.write_derived(&state)?;
+        }
+        Ok((rec, state))
+    }
+}
+
+/// Events in the journal when a scan began at sequence `next`.
+fn state_count(scan: &Scan, next: u64) -> u64 {
+    next - 1 + scan.count
+}
