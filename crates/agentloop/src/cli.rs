@@ -53,10 +53,13 @@ pub enum Command {
     Steer(SteerArgs),
     /// List the agents agentloop knows, whether each is installed, and its version.
     Agents(JsonArg),
-    /// Claude Code hook mode: `hook start [PLAN]`, `hook install|uninstall [--user]`,
-    /// and the hook entry points (`hook stop`, `hook subagent-stop`,
-    /// `hook session-start`) that read the hook's JSON on stdin.
-    Hook(HookArgs),
+    /// Claude Code hook mode: start a run, install the hooks, and the hook entry points
+    /// that read each event's JSON on stdin.
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  agentloop hook install && agentloop hook start PLAN.md   then work in Claude Code\n  agentloop hook uninstall"
+    )]
+    Hook(HookCommand),
     /// A terminal view of a run, with keys for pause, resume, stop and approve.
     Watch(WatchArgs),
     /// Serve the control API (runs, control requests, live events) on this machine.
@@ -223,24 +226,78 @@ pub enum JournalCommand {
     Verify { run: Option<String> },
 }
 
-#[derive(Debug, Args)]
-pub struct HookArgs {
-    /// `start`, or the hook event: stop, subagent-stop, session-start.
-    pub event: String,
-    /// With `start`: the plan file.
-    #[arg(default_value = "PLAN.md")]
-    pub plan: PathBuf,
-    /// With `start`: quick, tdd, pair or checkpoint.
-    #[arg(long)]
-    pub mode: Option<String>,
-    /// With `install` / `uninstall`: the user's Claude Code settings instead of the
-    /// project's `.claude/settings.json`.
-    #[arg(long)]
-    pub user: bool,
-    /// With `install`: also the PreToolUse hook that denies edits to protected paths
-    /// and outside the current task's scope.
-    #[arg(long)]
-    pub guard: bool,
+#[derive(Debug, Subcommand)]
+pub enum HookCommand {
+    /// Create a hook-mode run for a plan; the next Stop of a Claude Code session in
+    /// this project starts its first task and binds the run to that session.
+    Start {
+        /// The plan file.
+        #[arg(default_value = "PLAN.md")]
+        plan: PathBuf,
+        /// quick, tdd, pair or checkpoint.
+        #[arg(long)]
+        mode: Option<String>,
+    },
+    /// Add agentloop's hooks (Stop, SessionStart, StopFailure, TaskCompleted) to the
+    /// project's `.claude/settings.json`, next to what is there.
+    Install {
+        /// The user's Claude Code settings instead of the project's.
+        #[arg(long)]
+        user: bool,
+        /// Also PreToolUse: deny edits to protected paths and outside the current
+        /// task's scope.
+        #[arg(long)]
+        guard: bool,
+        /// Also TeammateIdle (agent teams): keep a teammate working while a task is
+        /// ready for it.
+        #[arg(long)]
+        team: bool,
+    },
+    /// Remove exactly the hooks `install` added.
+    Uninstall {
+        /// The user's Claude Code settings instead of the project's.
+        #[arg(long)]
+        user: bool,
+    },
+    /// Hook entry (JSON on stdin): the session's turn ended; verify it and answer with
+    /// the next task, or let the session stop.
+    Stop,
+    /// Hook entry: a subagent finished; the session's turn goes on (nothing to do).
+    SubagentStop,
+    /// Hook entry: a session started; gives it the run's current task as context.
+    SessionStart,
+    /// Hook entry: the turn ended on an API error; a rate limit makes the run wait.
+    StopFailure,
+    /// Hook entry (agent teams): refuses a task completion that verification fails.
+    TaskCompleted,
+    /// Hook entry (agent teams): keeps an idle teammate on a ready task.
+    TeammateIdle,
+    /// Hook entry: denies edits to protected paths and outside the task's scope.
+    PreToolUse,
+    /// Any other event: answered with a message and no effect, never a block.
+    #[command(external_subcommand, hide = true)]
+    Other(Vec<String>),
+}
+
+impl HookCommand {
+    /// The subcommand name of a hook entry point (`None` for start/install/uninstall).
+    pub fn event(&self) -> Option<&'static str> {
+        Some(match self {
+            HookCommand::Stop => "stop",
+            HookCommand::SubagentStop => "subagent-stop",
+            HookCommand::SessionStart => "session-start",
+            HookCommand::StopFailure => "stop-failure",
+            HookCommand::TaskCompleted => "task-completed",
+            HookCommand::TeammateIdle => "teammate-idle",
+            HookCommand::PreToolUse => "pre-tool-use",
+            HookCommand::Other(_)
+            | HookCommand::Start { .. }
+            | HookCommand::Install { .. }
+            | HookCommand::Uninstall { .. } => {
+                return None;
+            }
+        })
+    }
 }
 
 #[derive(Debug, Args)]

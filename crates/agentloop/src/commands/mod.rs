@@ -20,7 +20,7 @@ use agentloop_core::config::{Layered, Loader, Source, user_config_path};
 use agentloop_core::workspace::Workspace;
 use serde_json::{Map, Value};
 
-use crate::cli::{Cli, Command, ConfigCommand, JournalCommand, PlanCommand};
+use crate::cli::{Cli, Command, ConfigCommand, HookCommand, JournalCommand, PlanCommand};
 use crate::error::{CliError, ExitKind};
 
 pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
@@ -46,10 +46,15 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
         Command::Agents(a) => agents::agents(&cwd()?, a.json),
         Command::Serve(a) => serve::serve(&cwd()?, a),
         Command::Watch(a) => watch::watch(&workspace()?, a.run.as_deref()),
-        Command::Hook(a) if a.event == "start" => hook::start(&cwd()?, &a.plan, a.mode),
-        Command::Hook(a) if a.event == "install" => hook::install(&cwd()?, a.user, a.guard),
-        Command::Hook(a) if a.event == "uninstall" => hook::uninstall(&cwd()?, a.user),
-        Command::Hook(a) => hook::hook(&a.event),
+        Command::Hook(HookCommand::Start { plan, mode }) => hook::start(&cwd()?, &plan, mode),
+        Command::Hook(HookCommand::Install { user, guard, team }) => {
+            hook::install(&cwd()?, user, guard, team)
+        }
+        Command::Hook(HookCommand::Uninstall { user }) => hook::uninstall(&cwd()?, user),
+        Command::Hook(HookCommand::Other(args)) => {
+            hook::hook(args.first().map(String::as_str).unwrap_or_default())
+        }
+        Command::Hook(event) => hook::hook(event.event().unwrap_or_default()),
         Command::Plan(PlanCommand::Check { plan, json }) => plan::check(&cwd()?, &plan, json),
         Command::Plan(PlanCommand::Import {
             file,

@@ -611,7 +611,7 @@ fn the_guard_denies_protected_and_out_of_scope_edits() {
     assert!(
         p.run(&["hook", "install", "--guard"])
             .stderr
-            .contains("6 agentloop hooks")
+            .contains("5 agentloop hooks")
     );
     assert!(
         p.read(".claude/settings.json")
@@ -646,4 +646,24 @@ fn a_stop_failure_rate_limit_waits_like_driver_mode() {
         next.contains("\"decision\":\"block\"") && next.contains("iteration 1/5"),
         "{next}"
     );
+}
+
+#[test]
+fn a_subagent_finishing_does_not_end_the_task_iteration() {
+    let p = setup("# One\n\n## T1: A\nVerify: test -f a.txt\n");
+    let stop = json!({"session_id": "s", "cwd": p.path(), "hook_event_name": "Stop", "stop_hook_active": false, "last_assistant_message": "Hello."});
+    let (_, out, _) = hook(&p, "stop", stop.to_string().as_bytes());
+    assert!(out.contains("\"decision\":\"block\""), "{out}");
+    let journal = p.run_dir().join("journal.jsonl");
+    let before = std::fs::read(&journal).unwrap();
+    // Sent to `hook stop` (as an older install did) or to its own entry point: a
+    // subagent's end is typed by its event name and changes nothing.
+    let sub = json!({"session_id": "s", "cwd": p.path(), "hook_event_name": "SubagentStop", "stop_hook_active": false, "agent_id": "a1", "agent_type": "general-purpose", "last_assistant_message": "TASK_COMPLETE"});
+    for entry in ["stop", "subagent-stop"] {
+        let (code, out, _) = hook(&p, entry, sub.to_string().as_bytes());
+        assert_eq!((code, out.as_str()), (Some(0), ""));
+    }
+    assert_eq!(std::fs::read(&journal).unwrap(), before, "nothing recorded");
+    assert_eq!(p.status()["iterations"], 1);
+    assert_eq!(p.status()["tasks"][0]["status"], "running");
 }

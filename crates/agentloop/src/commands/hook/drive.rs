@@ -1,0 +1,271 @@
+//! Stop and StopFailure: each call is one short-lived driver that takes the run's lock,
+//! finishes the open iteration from the session's turn, verifies, and asks the policy
+//! what comes next — an `Iterate` becomes a `block` with the next prompt.
+
+use std::path::Path;
+
+use agentloop_agents::AgentRun;
+use agentloop_core::exec::supervise::Finished;
+use agentloop_core::journal::{AgentError, AgentErrorKind, Event, RunStatus};
+use agentloop_core::policy::{Action, WaitReason, next_action};
+use agentloop_core::workspace::{Loaded, RunDir, Workspace};
+use serde_json::{Map, Value, json};
+
+use super::input::{Stop, StopFailure};
+use super::passive;
+use crate::cli::OutputArgs;
+use crate::driver::Driver;
+use crate::error::CliError;
+
+/// Claude Code ends a turn itself after this many Stop blocks in a row.
+const CLAUDE_BLOCK_LIMIT: u32 = 8;
+
+/// The newest unfinished hook-mode run of the project that this session may drive.
+pub(super) fn find_run(ws: &Workspace, session: &str) -> Result<Option<(RunDir, Loaded)>, String> {
+    for id in ws.run_ids().into_iter().rev() {
+        let run = ws.resolve(Some(&id)).map_err(|e| e.to_string())?;
+        // Every Stop of every session passes here: driver-mode runs are told apart by
+        // their first line alone, without folding their journals.
+        let first = agentloop_core::journal::read_first(&run.journal())
+            .map_err(|e| format!("run {id} cannot be read, so it is not driven: {e}"))?;
+        if !matches!(&first.event, Event::RunCreated { settings, .. } if settings.hook) {
+            continue;
+        }
+        let loaded = run
+            .load_cached()
+            .map_err(|e| format!("run {id} cannot be read, so it is not driven: {e}"))?;
+        let s = &loaded.state;
+        if !s.settings.hook || s.is_finished() {
+            continue;
+        }
+        // A run bound to another session is never driven from this one.
+        let mine = s.session.as_deref().is_none_or(|b| b == session);
+        return Ok(mine.then_some((run, loaded)));
+    }
+    Ok(None)
+}
+
+/// The final message of the turn: the hook's `last_assistant_message`, else the
+/// last assistant text in the transcript.
+fn final_message(input: &Stop) -> String {
+    if let Some(m) = &input.last_assistant_message {
+        return m.clone();
+    }
+    let Some(path) = &input.common.transcript_path else {
+        return String::new();
+    };
+    let Ok(t) = std::fs::read_to_string(path) else {
+        return String::new();
+    };
+    for line in t.lines().rev() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if v.get("type").and_then(Value::as_str) != Some("assistant") {
+            continue;
+        }
+        let texts: Vec<&str> = v
+            .pointer("/message/content")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect();
+        if !texts.is_empty() {
+            return texts.join("\n");
+        }
+    }
+    String::new()
+}
+
+/// Takes the run's lock and a driver for it. `loaded` may predate the lock: the
+/// first append catches up with anything written since.
+pub(super) fn open_driver(ws: &Workspace, run: RunDir, loaded: Loaded) -> Result<Driver, String> {
+    let lock = run
+        .lock_driver()
+        .map_err(|e| format!("{e}; this stop is not recorded"))?;
+    let config = run_config(ws, &loaded)?;
+    let writer = loaded.writer(&run).map_err(|e| e.to_string())?;
+    let cache_lag = loaded.cache_lag;
+    let out = OutputArgs {
+        json: false,
+        quiet: true,
+        no_wait: true,
+    };
+    let mut d = Driver::new(ws.clone(), run, writer, loaded.state, config, out, lock)
+        .map_err(|e| e.message)?;
+    d.cache_lag = cache_lag;
+    Ok(d)
+}
+
+/// The configuration a hook-mode run works with.
+pub(super) fn run_config(
+    ws: &Workspace,
+    loaded: &Loaded,
+) -> Result<agentloop_core::config::Config, String> {
+    let s = &loaded.state;
+    Ok(super::super::load_config(
+        &ws.root,
+        Path::new(&s.plan_file),
+        &s.plan.settings,
+        Map::new(),
+    )
+    .map_err(|e| e.message)?
+    .config)
+}
+
+pub(super) fn stop(input: &Stop) -> Result<Value, String> {
+    let session = input.common.session()?.to_string();
+    let ws = Workspace::find(&input.common.cwd());
+    let Some((run, loaded)) = find_run(&ws, &session)? else {
+        return Ok(Value::Null);
+    };
+    let mut d = open_driver(&ws, run, loaded)?;
+    let e = |e: CliError| e.message;
+    d.record(Event::HookStop {
+        session_id: session,
+        active: input.stop_hook_active,
+    })
+    .map_err(e)?;
+    // The turn that just ended was the open iteration's agent.
+    if let Some(open) = d.state.open.clone().filter(|o| o.agent.is_none()) {
+        let message = final_message(input);
+        let finished = Finished {
+            exit_code: Some(0),
+            output_bytes: message.len() as u64,
+            ..Finished::default()
+        };
+        let run = AgentRun {
+            finished,
+            final_message: message,
+            ..AgentRun::default()
+        };
+        d.finish_agent(open.started.iteration, run, None)
+            .map_err(e)?;
+    }
+    for _ in 0..1000 {
+        match next_action(&d.state) {
+            Action::Record(ev) => d.record_decision(ev).map_err(e)?,
+            Action::Verify { iteration, task } => d.verify(iteration, &task).map_err(e)?,
+            Action::Iterate(mut plan) => {
+                if d.state.hook_chain >= CLAUDE_BLOCK_LIMIT {
+                    d.flush();
+                    return Ok(passive(&format!(
+                        "Claude Code allows {CLAUDE_BLOCK_LIMIT} continuations in a row; send any message to go on with task {}",
+                        plan.task
+                    )));
+                }
+                plan.agent = "claude-session".into();
+                // begin_iteration already rewrote the caches (a hook process flushes at once).
+                let (prompt, _) = d.begin_iteration(&plan).map_err(e)?;
+                let s = &d.state;
+                let pos = s
+                    .plan
+                    .tasks
+                    .iter()
+                    .position(|t| t.id == plan.task)
+                    .map(|i| i + 1)
+                    .unwrap_or(0);
+                let budget = s
+                    .task(&plan.task)
+                    .map(|t| agentloop_core::policy::rung_budget(s, t))
+                    .unwrap_or(0);
+                return Ok(json!({
+                    "decision": "block",
+                    "reason": prompt,
+                    "systemMessage": format!(
+                        "agentloop: task {pos}/{} {}, iteration {}/{budget}, ${:.2}",
+                        s.plan.tasks.len(), plan.task, plan.attempt, s.cost_usd
+                    ),
+                }));
+            }
+            Action::Wait(WaitReason::UsageLimit { until_ms })
+                if agentloop_core::clock::now_ms() >= until_ms =>
+            {
+                d.record(Event::LimitWaitOver).map_err(e)?;
+            }
+            Action::Wait(reason) => {
+                d.flush();
+                let why = match reason {
+                    WaitReason::Gate(g) => format!(
+                        "waiting for a person: {} (`agentloop approve` / `agentloop reject --note …`)",
+                        g.describe()
+                    ),
+                    WaitReason::Paused => "paused (`agentloop resume` continues)".into(),
+                    WaitReason::Blocked { tasks, .. } => format!(
+                        "blocked on {}; `agentloop status` says why",
+                        tasks.join(", ")
+                    ),
+                    WaitReason::UsageLimit { .. } => "waiting for a usage limit to reset".into(),
+                };
+                return Ok(json!({ "continue": false, "stopReason": format!("agentloop: {why}") }));
+            }
+            Action::Exit(status) => {
+                d.flush();
+                let why = match status {
+                    RunStatus::Completed => "the plan is complete and verified".to_string(),
+                    _ => d
+                        .state
+                        .finished
+                        .as_ref()
+                        .map(|r| r.describe())
+                        .unwrap_or_else(|| status.as_str().into()),
+                };
+                return Ok(json!({ "continue": false, "stopReason": format!("agentloop: {why}") }));
+            }
+        }
+    }
+    Err("the policy did not settle".into())
+}
+
+/// StopFailure: the turn ended on an API error. A rate limit or overload becomes the
+/// same `limit_hit` as in driver mode; the next Stop waits it out.
+pub(super) fn stop_failure(input: &StopFailure) -> Result<Value, String> {
+    let session = input.common.session()?;
+    let ws = Workspace::find(&input.common.cwd());
+    let Some((run, loaded)) = find_run(&ws, session)? else {
+        return Ok(Value::Null);
+    };
+    let error = input.error.clone().unwrap_or_else(|| "unknown".into());
+    let kind = match error.as_str() {
+        "rate_limit" => AgentErrorKind::RateLimit,
+        "overloaded" => AgentErrorKind::Overloaded,
+        "authentication_failed" => AgentErrorKind::Auth,
+        "billing_error" => AgentErrorKind::Billing,
+        _ => AgentErrorKind::Other,
+    };
+    let mut d = open_driver(&ws, run, loaded)?;
+    let e = |e: CliError| e.message;
+    let Some(open) = d.state.open.clone().filter(|o| o.agent.is_none()) else {
+        return Ok(Value::Null);
+    };
+    let message = input
+        .error_message
+        .clone()
+        .unwrap_or_else(|| format!("the session stopped on an API error: {error}"));
+    let run = AgentRun {
+        finished: Finished {
+            exit_code: Some(1),
+            ..Finished::default()
+        },
+        error: Some(AgentError {
+            kind,
+            message: message.clone(),
+        }),
+        ..AgentRun::default()
+    };
+    d.finish_agent(open.started.iteration, run, None)
+        .map_err(e)?;
+    // Record the policy's decisions up to the wait (limit_hit, the limited iteration).
+    while let Action::Record(ev) = next_action(&d.state) {
+        d.record_decision(ev).map_err(e)?;
+    }
+    d.flush();
+    Ok(passive(&match kind {
+        AgentErrorKind::RateLimit | AgentErrorKind::Overloaded => {
+            format!("{error}: the run waits for the reset; send a message after it to go on")
+        }
+        _ => format!("{error}: {message}"),
+    }))
+}

@@ -1,0 +1,106 @@
+//! Hook mode: the same journal, policy and verification, driven by Claude Code's hooks
+//! inside one interactive session. Every answer is valid for the hook protocol, even
+//! on bad input, and never blocks a session just to halt it.
+//!
+//! `input` types what each event sends; `install` edits Claude Code's settings; the
+//! handlers are `drive` (Stop, StopFailure: the driver turned inside out), `session`
+//! (SessionStart), `team` (TaskCompleted, TeammateIdle) and `guard` (PreToolUse).
+
+mod drive;
+mod guard;
+mod input;
+mod install;
+mod session;
+mod team;
+
+use std::io::IsTerminal;
+use std::path::Path;
+
+use agentloop_core::config::Settings;
+use agentloop_core::plan::{Mode, Plan};
+use agentloop_core::workspace::Workspace;
+use serde_json::{Map, Value, json};
+
+use crate::error::{CliError, ExitKind};
+
+use input::HookInput;
+pub use install::{install, uninstall};
+
+/// `agentloop hook start [PLAN]`: a run for hook mode, bound to the first session
+/// whose Stop hook sees it.
+pub fn start(cwd: &Path, plan: &Path, mode: Option<String>) -> Result<ExitKind, CliError> {
+    let ws = Workspace::find(cwd);
+    let plan_path = cwd.join(plan);
+    let shown = plan_path
+        .strip_prefix(&ws.root)
+        .unwrap_or(&plan_path)
+        .to_path_buf();
+    let parsed = Plan::load_named(&plan_path, &shown.display().to_string())?;
+    let mut flags = Map::new();
+    if let Some(m) = mode {
+        let m: Mode = m
+            .parse()
+            .map_err(|e: String| CliError::user(format!("--mode: {e}")))?;
+        flags.insert("run".into(), json!({ "mode": m }));
+    }
+    let layered = super::load_config(&ws.root, &shown, &parsed.settings, flags)?;
+    let mut settings = Settings::from_config(&layered.config);
+    settings.agent = "claude-session".into();
+    settings.hook = true;
+    let (run, _, _) = ws.create_run(&shown, &parsed, settings)?;
+    println!("{}", run.id);
+    eprintln!(
+        "agentloop: hook-mode run {} for {} tasks; the next Stop of a Claude Code session in this project starts task 1 and binds the run to that session",
+        run.id,
+        parsed.tasks.len()
+    );
+    Ok(ExitKind::Completed)
+}
+
+/// An answer that lets the session go on as it would without agentloop, with a
+/// message for the person.
+fn passive(message: &str) -> Value {
+    json!({ "systemMessage": format!("agentloop: {message}") })
+}
+
+/// `agentloop hook <event>`: reads the event's input on stdin, prints the hook's JSON
+/// answer and exits 0 — or, for the team events' refusals, exits 2 with the reason on
+/// stderr, which is how Claude Code takes them.
+pub fn hook(event: &str) -> Result<ExitKind, CliError> {
+    if std::io::stdin().is_terminal() {
+        return Err(CliError::user(format!(
+            "`agentloop hook {event}` is a hook entry point: Claude Code runs it with the event's JSON on stdin"
+        ))
+        .hint("to set up hook mode: `agentloop hook install`, then `agentloop hook start`"));
+    }
+    let answer = match HookInput::read(event) {
+        Err(e) => passive(&e),
+        Ok(HookInput::Stop(i)) => drive::stop(&i).unwrap_or_else(|e| passive(&e)),
+        // A subagent finishing is a step inside the session's turn, not the end of it.
+        Ok(HookInput::SubagentStop(_)) => Value::Null,
+        Ok(HookInput::SessionStart(i)) => session::start(&i).unwrap_or_else(|e| passive(&e)),
+        Ok(HookInput::StopFailure(i)) => drive::stop_failure(&i).unwrap_or_else(|e| passive(&e)),
+        Ok(HookInput::PreToolUse(i)) => guard::pre_tool_use(&i).unwrap_or_else(|e| passive(&e)),
+        Ok(HookInput::TaskCompleted(i)) => return refusal(team::task_completed(&i)),
+        Ok(HookInput::TeammateIdle(i)) => return refusal(team::teammate_idle(&i)),
+    };
+    if answer != Value::Null {
+        println!("{answer}");
+    }
+    Ok(ExitKind::Completed)
+}
+
+/// Agent-team hooks refuse by exit code 2 with the reason on stderr.
+fn refusal(r: Result<Option<String>, String>) -> Result<ExitKind, CliError> {
+    match r {
+        Ok(Some(reason)) => {
+            eprintln!("{reason}");
+            Ok(ExitKind::BadInput)
+        }
+        Ok(None) => Ok(ExitKind::Completed),
+        Err(e) => {
+            println!("{}", passive(&e));
+            Ok(ExitKind::Completed)
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! Agent teams: TaskCompleted refuses a completion agentloop cannot verify, and
+//! TeammateIdle keeps a teammate working while a task it can take is ready.
+
+use agentloop_core::exec::verify::Runner;
+use agentloop_core::journal::{RunState, TaskStatus};
+use agentloop_core::plan::{Mode, Task};
+use agentloop_core::workspace::Workspace;
+
+use super::drive::{find_run, run_config};
+use super::input::{TaskCompleted, TeammateIdle};
+
+/// The plan task a team task stands for: its id in the subject, or the same title.
+fn plan_task_for<'a>(s: &'a RunState, subject: &str) -> Option<&'a Task> {
+    s.plan.tasks.iter().find(|t| {
+        subject
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+            .any(|w| w == t.id)
+            || subject.trim().eq_ignore_ascii_case(&t.title)
+    })
+}
+
+/// TaskCompleted: refused (exit 2) when the task's verification fails or, in tdd
+/// mode, no test file changed.
+pub(super) fn task_completed(input: &TaskCompleted) -> Result<Option<String>, String> {
+    let ws = Workspace::find(&input.common.cwd());
+    let session = input.common.session_id.as_deref().unwrap_or_default();
+    let Some((run, loaded)) = find_run(&ws, session)? else {
+        return Ok(None);
+    };
+    let s = &loaded.state;
+    let Some(task) = plan_task_for(s, &input.task_subject) else {
+        return Ok(None);
+    };
+    let commands: Vec<String> = task
+        .verify
+        .iter()
+        .chain(&s.settings.verify_commands)
+        .cloned()
+        .collect();
+    let dir = run.path.join("team");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let config = run_config(&ws, &loaded)?;
+    let runner = Runner {
+        workdir: &ws.root,
+        timeout: config.verify.timeout,
+        output_cap: config.verify.output_cap,
+        log: &dir.join(format!("{}-verify.log", task.id)),
+    };
+    let v = runner
+        .run(0, &commands, || false)
+        .map_err(|e| e.to_string())?;
+    if !v.passed {
+        return Ok(Some(format!(
+            "agentloop: task {} is not complete: verification failed.\n{}",
+            task.id,
+            v.digest.unwrap_or_default()
+        )));
+    }
+    if s.mode_of(&task.id) == Mode::Tdd {
+        let touched = agentloop_core::exec::git::Snapshots::new(&ws.root)
+            .and_then(|g| g.take())
+            .is_some_and(|snap| {
+                snap.dirty
+                    .keys()
+                    .any(|f| agentloop_core::paths::is_test_path(f, &s.settings.test_patterns))
+            });
+        if !touched && !s.task(&task.id).is_some_and(|t| t.tests_touched) {
+            return Ok(Some(format!(
+                "agentloop: task {} is in tdd mode and no test file changed; write the failing test first",
+                task.id
+            )));
+        }
+    }
+    Ok(None)
+}
+
+/// TeammateIdle: keeps a teammate working while a task it can take is pending.
+pub(super) fn teammate_idle(input: &TeammateIdle) -> Result<Option<String>, String> {
+    let ws = Workspace::find(&input.common.cwd());
+    let session = input.common.session_id.as_deref().unwrap_or_default();
+    let Some((_, loaded)) = find_run(&ws, session)? else {
+        return Ok(None);
+    };
+    let s = &loaded.state;
+    let busy = s.open.as_ref().map(|o| o.started.task.clone());
+    let next = s.plan.tasks.iter().zip(&s.tasks).find(|(pt, st)| {
+        st.status == TaskStatus::Pending
+            && Some(&pt.id) != busy.as_ref()
+            && pt
+                .depends
+                .iter()
+                .all(|d| s.task(d).is_some_and(|t| t.status.is_settled()))
+    });
+    Ok(next.map(|(pt, _)| {
+        format!(
+            "agentloop: task {} ({}) is pending and ready; take it next",
+            pt.id, pt.title
+        )
+    }))
+}
