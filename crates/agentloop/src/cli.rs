@@ -102,15 +102,8 @@ pub struct RunArgs {
     /// The plan file.
     #[arg(default_value = "PLAN.md")]
     pub plan: PathBuf,
-    /// Agent for tasks that name none.
-    #[arg(long)]
-    pub agent: Option<String>,
-    /// quick, tdd, pair or checkpoint.
-    #[arg(long)]
-    pub mode: Option<String>,
-    /// Iterations for the whole run.
-    #[arg(long)]
-    pub max_iterations: Option<u32>,
+    #[command(flatten)]
+    pub settings: SettingsFlags,
     /// Name the new run (default: a new time-based id).
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
@@ -118,9 +111,40 @@ pub struct RunArgs {
     pub out: OutputArgs,
 }
 
+/// The flags that set a run's configuration. They are recorded with the run: `resume`
+/// keeps them, and one given to `resume` overrides its recorded value.
+#[derive(Debug, Args, Clone, Default)]
+pub struct SettingsFlags {
+    /// Agent for tasks that name none (a name from [agents.*] or a built-in one).
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
+    /// Agent tried when a task keeps failing with the main one.
+    #[arg(long, value_name = "NAME")]
+    pub fallback_agent: Option<String>,
+    /// quick, tdd, pair or checkpoint.
+    #[arg(long)]
+    pub mode: Option<String>,
+    /// Iterations for the whole run.
+    #[arg(long, value_name = "N")]
+    pub max_iterations: Option<u32>,
+    /// Dollars the run may spend on agents.
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
+    /// Time the run may spend in iterations, e.g. "90m" or "4h".
+    #[arg(long, value_name = "DURATION")]
+    pub max_duration: Option<String>,
+}
+
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
+    /// The run (an id or a unique prefix; default: the one in this work tree).
     pub run: Option<String>,
+    #[command(flatten)]
+    pub settings: SettingsFlags,
+    /// Drive a hook-mode run headlessly with the run's agent instead of in its Claude
+    /// Code session.
+    #[arg(long)]
+    pub headless: bool,
     #[command(flatten)]
     pub out: OutputArgs,
 }

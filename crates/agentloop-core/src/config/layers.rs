@@ -206,7 +206,8 @@ fn origin_of(sources: &BTreeMap<String, Source>, key: &str) -> String {
     }
 }
 
-fn merge(base: &mut Value, top: &Value) {
+/// Merges the layer `top` into `base`: tables key by key, anything else replaced.
+pub fn merge(base: &mut Value, top: &Value) {
     match (base, top) {
         (Value::Object(b), Value::Object(t)) => {
             for (k, v) in t {

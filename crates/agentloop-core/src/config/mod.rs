@@ -7,7 +7,7 @@ mod schema;
 mod settings;
 mod template;
 
-pub use layers::{ConfigError, Layered, Loader, Source, user_config_path};
+pub use layers::{ConfigError, Layered, Loader, Source, merge, user_config_path};
 pub use schema::{
     AgentConfig, BASE_ENV, Config, GitConfig, Price, PromptVia, RunConfig, VerifyConfig,
 };

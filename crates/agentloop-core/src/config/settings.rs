@@ -29,9 +29,22 @@ pub struct Settings {
     pub hook: bool,
     #[serde(default)]
     pub notify: Notify,
+    /// The command-line layer of the configuration (`--agent`, `--mode`, …) this run
+    /// works with: `resume` and hook mode rebuild the configuration with it, and a flag
+    /// given to `resume` is merged in and recorded with the new driver.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub flags: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Settings {
+    /// The settings of a configuration built with the command-line layer `flags`.
+    pub fn new(c: &Config, flags: serde_json::Map<String, serde_json::Value>) -> Settings {
+        Settings {
+            flags,
+            ..Settings::from_config(c)
+        }
+    }
+
     pub fn from_config(c: &Config) -> Settings {
         Settings {
             agent: c.run.agent.clone(),
@@ -48,6 +61,7 @@ impl Settings {
             limits: c.limits.clone(),
             hook: false,
             notify: c.notify.clone(),
+            flags: serde_json::Map::new(),
         }
     }
 }

@@ -17,6 +17,7 @@ pub(crate) mod watch;
 use std::path::{Path, PathBuf};
 
 use agentloop_core::config::{Layered, Loader, Source, user_config_path};
+use agentloop_core::journal::RunState;
 use agentloop_core::workspace::Workspace;
 use serde_json::{Map, Value};
 
@@ -95,6 +96,17 @@ pub(crate) fn load_config(
         .layer(Source::Plan(plan_file.to_path_buf()), front_matter.clone())
         .layer(Source::Flag, flags)
         .build()?)
+}
+
+/// The configuration a run works with: the files as they are now, the plan's front
+/// matter and the flags recorded with the run.
+pub(crate) fn run_config(root: &Path, s: &RunState) -> Result<Layered, CliError> {
+    load_config(
+        root,
+        Path::new(&s.plan_file),
+        &s.plan.settings,
+        s.settings.flags.clone(),
+    )
 }
 
 /// A request id unique enough for one machine: source, pid and time.

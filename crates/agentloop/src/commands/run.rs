@@ -3,39 +3,58 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use agentloop_core::config::Config;
-use agentloop_core::config::Settings;
-use agentloop_core::journal::RunState;
-use agentloop_core::journal::{Event, Request};
+use agentloop_core::config::{self, Config, Settings};
+use agentloop_core::journal::{Event, Request, RunState};
 use agentloop_core::plan::{Mode, Plan};
 use agentloop_core::workspace::{RunDir, Workspace};
 use serde_json::{Map, Value, json};
 
-use crate::cli::{OutputArgs, ResumeArgs, RunArgs};
+use crate::cli::{OutputArgs, ResumeArgs, RunArgs, SettingsFlags};
 use crate::driver::Driver;
 use crate::error::{CliError, ExitKind};
 
 pub fn run(cwd: &Path, args: RunArgs) -> Result<ExitKind, CliError> {
     let ws = Workspace::find(cwd);
-    let mut flags = Map::new();
-    let mut run_flags = Map::new();
-    if let Some(a) = &args.agent {
-        run_flags.insert("agent".into(), json!(a));
-    }
-    if let Some(m) = &args.mode {
-        let mode: Mode = m
-            .parse()
-            .map_err(|e: String| CliError::user(format!("--mode: {e}")))?;
-        run_flags.insert("mode".into(), json!(mode));
-    }
-    if !run_flags.is_empty() {
-        flags.insert("run".into(), Value::Object(run_flags));
-    }
-    if let Some(n) = args.max_iterations {
-        flags.insert("budgets".into(), json!({ "max_iterations": n }));
-    }
+    let flags = args.settings.to_layer()?;
     let plan_path = cwd.join(&args.plan);
     start(&ws, &plan_path, flags, args.run_id.as_deref(), args.out)
+}
+
+impl SettingsFlags {
+    /// The flags as a configuration layer, in the shape of `agentloop.toml`.
+    pub(crate) fn to_layer(&self) -> Result<Map<String, Value>, CliError> {
+        let mut layer = Map::new();
+        let mut set = |table: &str, key: &str, value: Value| {
+            let t = layer
+                .entry(table.to_string())
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(t) = t {
+                t.insert(key.to_string(), value);
+            }
+        };
+        if let Some(a) = &self.agent {
+            set("run", "agent", json!(a));
+        }
+        if let Some(a) = &self.fallback_agent {
+            set("run", "fallback_agent", json!(a));
+        }
+        if let Some(m) = &self.mode {
+            let mode: Mode = m
+                .parse()
+                .map_err(|e: String| CliError::user(format!("--mode: {e}")))?;
+            set("run", "mode", json!(mode));
+        }
+        if let Some(n) = self.max_iterations {
+            set("budgets", "max_iterations", json!(n));
+        }
+        if let Some(c) = self.max_cost {
+            set("budgets", "max_cost_usd", json!(c));
+        }
+        if let Some(d) = &self.max_duration {
+            set("budgets", "max_duration", json!(d));
+        }
+        Ok(layer)
+    }
 }
 
 /// Creates a run for the plan and drives it.
@@ -58,7 +77,7 @@ pub(crate) fn start(
         .unwrap_or(plan_path)
         .to_path_buf();
     let plan = Plan::load_named(plan_path, &shown.display().to_string())?;
-    let layered = super::load_config(&ws.root, &shown, &plan.settings, flags)?;
+    let layered = super::load_config(&ws.root, &shown, &plan.settings, flags.clone())?;
     let versions = check_agents(&layered.config, &plan)?;
     if !agentloop_core::exec::git::is_repo(&ws.root) {
         crate::render::warn(
@@ -66,7 +85,7 @@ pub(crate) fn start(
              scope guards and tdd mode cannot work (run `git init`)",
         );
     }
-    let settings = Settings::from_config(&layered.config);
+    let settings = Settings::new(&layered.config, flags);
     let (run, writer, state) = ws.create_run_with_id(run_id, &shown, &plan, settings.clone())?;
     let lock = run.lock_driver()?;
     let driver = Driver::new(ws.clone(), run, writer, state, layered.config, out, lock)?;
@@ -130,15 +149,29 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
             run.id
         ));
     }
-    let plan_file = Path::new(&loaded.state.plan_file).to_path_buf();
+    if loaded.state.settings.hook && !args.headless {
+        return Err(CliError::user(format!(
+            "run {} is a hook-mode run: it goes on in its Claude Code session",
+            run.id
+        ))
+        .hint(
+            "send any message in that session (its Stop hook picks the run up), or `agentloop resume --headless` to drive it with the configured agent instead",
+        ));
+    }
+    // The run's own flags, with the ones given now on top.
+    let mut flags = Value::Object(loaded.state.settings.flags.clone());
+    config::merge(&mut flags, &Value::Object(args.settings.to_layer()?));
+    let Value::Object(flags) = flags else {
+        unreachable!("merging two tables gives a table")
+    };
     let layered = super::load_config(
         &ws.root,
-        &plan_file,
+        Path::new(&loaded.state.plan_file),
         &loaded.state.plan.settings,
-        Map::new(),
+        flags.clone(),
     )?;
     let versions = check_agents(&layered.config, &loaded.state.plan)?;
-    let settings = Settings::from_config(&layered.config);
+    let settings = Settings::new(&layered.config, flags);
     let mut writer = loaded.writer(&run)?;
     let mut state = loaded.state;
     if state.paused || state.is_finished() {

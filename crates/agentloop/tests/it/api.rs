@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::support::Scratch;
 use crate::support::{Project, Serve, http_request, serve};
 
 /// (status, body) of one HTTP/1.1 request to the server.
@@ -138,13 +139,10 @@ fn routes_tokens_and_bodies() {
 
 #[test]
 fn control_requests_are_idempotent_journal_appends_and_events_resume() {
-    let p = Project::git();
-    crate::support::scripted(
-        &p,
-        "# G\n\n## T1: A\nVerify: true\nGate: before\n",
-        "cat >/dev/null; echo TASK_COMPLETE\n",
-        "",
-    );
+    let p = Scratch::new()
+        .plan("# G\n\n## T1: A\nVerify: true\nGate: before\n")
+        .agent("cat >/dev/null; echo TASK_COMPLETE\n")
+        .build();
     assert_eq!(p.run(&["run", "--no-wait", "--quiet"]).code, Some(5));
     let s = serve(&p);
     let t = Some(s.token.as_str());

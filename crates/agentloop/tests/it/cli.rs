@@ -1,5 +1,6 @@
 //! The command line as a user sees it: snapshots of its output.
 
+use crate::support::Scratch;
 use crate::support::{Project, redact};
 
 #[test]
@@ -172,13 +173,10 @@ fn watch_frames() {
     let frame = agentloop::watch_frame(&state, "", "watching", 100, 20);
     insta::assert_snapshot!("watch_completed", redact(&p, &frame));
     // A run waiting at a gate shows what it needs, with the live output of the iteration.
-    let q = Project::git();
-    crate::support::scripted(
-        &q,
-        "# G\n\n## T1: Gated\nVerify: true\nGate: before\n",
-        "cat >/dev/null; echo TASK_COMPLETE\n",
-        "",
-    );
+    let q = Scratch::new()
+        .plan("# G\n\n## T1: Gated\nVerify: true\nGate: before\n")
+        .agent("cat >/dev/null; echo TASK_COMPLETE\n")
+        .build();
     assert_eq!(q.run(&["run", "--no-wait", "--quiet"]).code, Some(5));
     let run = agentloop_core::workspace::RunDir {
         id: "y".into(),

@@ -3,81 +3,21 @@
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::Child;
 use std::time::{Duration, Instant};
 
-use crate::support::{Project, scripted};
+use crate::support::{Scratch, agent, alive, journal_has, wait_exit, wait_for};
 
 const TWO_TASKS: &str = "# Two\n\n## T1: First\nVerify: test -f one.txt\n\n## T2: Second\nDepends: T1\nVerify: test -f two.txt\n";
 
-/// Reads the task id from the prompt; `$n` counts this task's iterations.
-const PRELUDE: &str = r#"prompt=$(cat)
-task=$(printf '%s\n' "$prompt" | sed -n 's/^## Your task: \([A-Za-z0-9_-]*\) .*/\1/p' | head -n 1)
-mkdir -p .git/agent-state
-n=$(cat .git/agent-state/$task 2>/dev/null || echo 0); n=$((n+1)); echo $n > .git/agent-state/$task
-echo $$ > .git/agent-state/pid
-"#;
-
-fn agent(body: &str) -> String {
-    format!("{PRELUDE}{body}")
-}
-
-fn wait_for(p: &Project, what: &str, f: impl Fn(&Project) -> bool) {
-    let t = Instant::now();
-    while !f(p) {
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn journal_has(p: &Project, needle: &str) -> bool {
-    let runs = p.path().join(".agentloop/runs");
-    std::fs::read_dir(&runs)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .any(|e| {
-            std::fs::read_to_string(e.path().join("journal.jsonl"))
-                .is_ok_and(|j| j.contains(needle))
-        })
-}
-
-fn wait_exit(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
-    let t = Instant::now();
-    loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            return st;
-        }
-        if t.elapsed() > limit {
-            let _ = child.kill();
-            panic!("the driver did not exit within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// A process that exists and is not a zombie waiting to be reaped.
-fn alive(pid: &str) -> bool {
-    std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).is_ok_and(|stat| {
-        stat.rsplit(')')
-            .next()
-            .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
-    })
-}
-
 #[test]
 fn stop_now_kills_the_agent_group_and_the_run_is_stopped() {
-    let p = Project::git();
     // The agent starts a grandchild too; both must die.
-    scripted(
-        &p,
-        TWO_TASKS,
-        &agent("sleep 60 &\necho $! > .git/agent-state/grandchild\nsleep 60\n"),
-        "",
-    );
+    let p = Scratch::new()
+        .plan(TWO_TASKS)
+        .agent(&agent(
+            "sleep 60 &\necho $! > .git/agent-state/grandchild\nsleep 60\n",
+        ))
+        .build();
     let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
     wait_for(&p, "the agent to start", |p| {
         p.path().join(".git/agent-state/grandchild").exists()
@@ -105,13 +45,12 @@ fn stop_now_kills_the_agent_group_and_the_run_is_stopped() {
 
 #[test]
 fn stop_waits_for_the_current_iteration() {
-    let p = Project::git();
-    scripted(
-        &p,
-        TWO_TASKS,
-        &agent("sleep 1\ntouch one.txt two.txt\necho TASK_COMPLETE\n"),
-        "",
-    );
+    let p = Scratch::new()
+        .plan(TWO_TASKS)
+        .agent(&agent(
+            "sleep 1\ntouch one.txt two.txt\necho TASK_COMPLETE\n",
+        ))
+        .build();
     let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
     wait_for(&p, "the agent to start", |p| {
         p.path().join(".git/agent-state/pid").exists()
@@ -132,13 +71,12 @@ fn stop_waits_for_the_current_iteration() {
 
 #[test]
 fn pause_then_resume_from_another_process() {
-    let p = Project::git();
-    scripted(
-        &p,
-        TWO_TASKS,
-        &agent("sleep 0.5\ntouch one.txt two.txt\necho TASK_COMPLETE\n"),
-        "",
-    );
+    let p = Scratch::new()
+        .plan(TWO_TASKS)
+        .agent(&agent(
+            "sleep 0.5\ntouch one.txt two.txt\necho TASK_COMPLETE\n",
+        ))
+        .build();
     let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
     wait_for(&p, "the agent to start", |p| {
         p.path().join(".git/agent-state/pid").exists()
@@ -167,13 +105,12 @@ fn pause_then_resume_from_another_process() {
 
 #[test]
 fn a_second_driver_is_refused_with_the_holders_pid() {
-    let p = Project::git();
-    scripted(
-        &p,
-        TWO_TASKS,
-        &agent("sleep 2\ntouch one.txt two.txt\necho TASK_COMPLETE\n"),
-        "",
-    );
+    let p = Scratch::new()
+        .plan(TWO_TASKS)
+        .agent(&agent(
+            "sleep 2\ntouch one.txt two.txt\necho TASK_COMPLETE\n",
+        ))
+        .build();
     let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
     wait_for(&p, "the agent to start", |p| {
         p.path().join(".git/agent-state/pid").exists()
@@ -192,8 +129,10 @@ fn a_second_driver_is_refused_with_the_holders_pid() {
 
 #[test]
 fn a_killed_driver_is_taken_over_and_the_run_completes() {
-    let p = Project::git();
-    scripted(&p, TWO_TASKS, &agent("sleep 30\n"), "");
+    let p = Scratch::new()
+        .plan(TWO_TASKS)
+        .agent(&agent("sleep 30\n"))
+        .build();
     let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
     wait_for(&p, "the agent to start", |p| {
         p.path().join(".git/agent-state/pid").exists()
@@ -222,13 +161,10 @@ fn a_killed_driver_is_taken_over_and_the_run_completes() {
 
 #[test]
 fn sigint_exits_130_and_resume_finishes() {
-    let p = Project::git();
-    scripted(
-        &p,
-        TWO_TASKS,
-        &agent("trap 'exit 130' INT\nsleep 30 & wait\n"),
-        "",
-    );
+    let p = Scratch::new()
+        .plan(TWO_TASKS)
+        .agent(&agent("trap 'exit 130' INT\nsleep 30 & wait\n"))
+        .build();
     let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
     wait_for(&p, "the agent to start", |p| {
         p.path().join(".git/agent-state/pid").exists()
@@ -256,14 +192,11 @@ fn sigint_exits_130_and_resume_finishes() {
 
 #[test]
 fn gate_after_a_task_waits_for_approval() {
-    let p = Project::git();
     let plan = "# Gate\n\n## T1: First\nVerify: test -f one.txt\nGate: after\n\n## T2: Second\nDepends: T1\nVerify: test -f two.txt\n";
-    scripted(
-        &p,
-        plan,
-        &agent("touch one.txt two.txt\necho TASK_COMPLETE\n"),
-        "",
-    );
+    let p = Scratch::new()
+        .plan(plan)
+        .agent(&agent("touch one.txt two.txt\necho TASK_COMPLETE\n"))
+        .build();
     let r = p.run(&["run", "--no-wait", "--quiet"]);
     assert_eq!(
         r.code,
@@ -295,13 +228,11 @@ fn gate_after_a_task_waits_for_approval() {
 
 #[test]
 fn approve_without_a_gate_is_refused() {
-    let p = Project::git();
-    scripted(
-        &p,
-        TWO_TASKS,
-        &agent("touch one.txt two.txt\necho TASK_COMPLETE\n"),
-        "[gates]\nfinal_review = true\n",
-    );
+    let p = Scratch::new()
+        .plan(TWO_TASKS)
+        .agent(&agent("touch one.txt two.txt\necho TASK_COMPLETE\n"))
+        .config("[gates]\nfinal_review = true\n")
+        .build();
     assert_eq!(p.run(&["run", "--no-wait", "--quiet"]).code, Some(5));
     let r = p.run(&["reject"]);
     assert_eq!(r.code, Some(2));
@@ -325,14 +256,13 @@ fn approve_without_a_gate_is_refused() {
 
 #[test]
 fn blocked_question_waits_then_retry_with_a_note() {
-    let p = Project::git();
     let body = r#"case "$task$prompt" in
 T2*) touch two.txt; echo TASK_COMPLETE ;;
 *"Use sqlite"*) touch one.txt; echo TASK_COMPLETE ;;
 *) echo "BLOCKED: Which database should I use?" ;;
 esac
 "#;
-    scripted(&p, TWO_TASKS, &agent(body), "");
+    let p = Scratch::new().plan(TWO_TASKS).agent(&agent(body)).build();
     let r = p.run(&["run", "--no-wait", "--quiet"]);
     assert_eq!(r.code, Some(5), "{}", r.stderr);
     let s = p.status();
@@ -350,14 +280,12 @@ esac
 
 #[test]
 fn a_stuck_agent_trips_the_breaker_and_blocks() {
-    let p = Project::git();
     // Never changes anything, never claims completion.
-    scripted(
-        &p,
-        TWO_TASKS,
-        &agent("echo 'still thinking'\n"),
-        "[budgets]\nmax_replans = 0\n",
-    );
+    let p = Scratch::new()
+        .plan(TWO_TASKS)
+        .agent(&agent("echo 'still thinking'\n"))
+        .config("[budgets]\nmax_replans = 0\n")
+        .build();
     let r = p.run(&["run", "--no-wait"]);
     assert_eq!(r.code, Some(4), "a breaker exits 4: {}", r.stderr);
     assert!(
@@ -373,13 +301,12 @@ fn a_stuck_agent_trips_the_breaker_and_blocks() {
 
 #[test]
 fn iteration_cap_ends_the_run_with_exit_3() {
-    let p = Project::git();
-    scripted(
-        &p,
-        TWO_TASKS,
-        &agent("echo \"try $n\" > attempt.txt\necho TASK_COMPLETE\n"),
-        "",
-    );
+    let p = Scratch::new()
+        .plan(TWO_TASKS)
+        .agent(&agent(
+            "echo \"try $n\" > attempt.txt\necho TASK_COMPLETE\n",
+        ))
+        .build();
     let r = p.run(&["run", "--no-wait", "--quiet", "--max-iterations", "2"]);
     assert_eq!(r.code, Some(3), "{}", r.stderr);
     let s = p.status();
@@ -390,7 +317,6 @@ fn iteration_cap_ends_the_run_with_exit_3() {
 
 #[test]
 fn replan_splits_a_task_and_keeps_its_checks() {
-    let p = Project::git();
     let plan = "# Replan\n\n## T1: Everything at once\nVerify: test -f a.txt && test -f b.txt\n";
     let body = r#"case "$task" in
 T1) printf 'This is two tasks.\nREPLAN\n## T1a: Part A\nVerify: test -f a.txt\n\n## T1b: Part B\nDepends: T1a\n' ;;
@@ -398,7 +324,7 @@ T1a) touch a.txt; echo TASK_COMPLETE ;;
 T1b) touch b.txt; echo TASK_COMPLETE ;;
 esac
 "#;
-    scripted(&p, plan, &agent(body), "");
+    let p = Scratch::new().plan(plan).agent(&agent(body)).build();
     let r = p.run(&["run", "--no-wait"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(
@@ -425,13 +351,12 @@ esac
 
 #[test]
 fn tdd_mode_requires_a_test_change() {
-    let p = Project::git();
     let plan = "# TDD\n\n## T1: Feature\nVerify: test -f feature.txt\n";
     let body = r#"touch feature.txt
 if [ "$n" -ge 2 ]; then mkdir -p tests; echo ok > tests/feature_test.sh; fi
 echo TASK_COMPLETE
 "#;
-    scripted(&p, plan, &agent(body), "");
+    let p = Scratch::new().plan(plan).agent(&agent(body)).build();
     let r = p.run(&["run", "--mode", "tdd", "--quiet"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let log = p.run(&["log"]).stdout;
@@ -444,13 +369,12 @@ echo TASK_COMPLETE
 
 #[test]
 fn log_follow_prints_events_until_the_run_ends() {
-    let p = Project::git();
-    scripted(
-        &p,
-        TWO_TASKS,
-        &agent("sleep 0.3\ntouch one.txt two.txt\necho TASK_COMPLETE\n"),
-        "",
-    );
+    let p = Scratch::new()
+        .plan(TWO_TASKS)
+        .agent(&agent(
+            "sleep 0.3\ntouch one.txt two.txt\necho TASK_COMPLETE\n",
+        ))
+        .build();
     let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
     wait_for(&p, "the run to start", |p| {
         p.path().join(".git/agent-state/pid").exists()
@@ -488,16 +412,10 @@ fn log_follow_prints_events_until_the_run_ends() {
 
 #[test]
 fn secrets_are_redacted_from_logs_and_the_journal() {
-    let p = Project::git();
     let plan = "# S\n\n## T1: Leak\nVerify: echo \"verify sees $MY_API_KEY\"; test -f one.txt\n";
-    scripted(
-        &p,
-        plan,
-        &agent(
+    let p = Scratch::new().plan(plan).agent(&agent(
             "echo \"my key is $MY_API_KEY\"\nif [ \"$n\" -ge 2 ]; then touch one.txt; fi\necho TASK_COMPLETE\n",
-        ),
-        "[agents.scripted.env]\nMY_API_KEY = \"sk-live-0123456789abcdef\"\n",
-    );
+        )).config("[agents.scripted.env]\nMY_API_KEY = \"sk-live-0123456789abcdef\"\n").build();
     // The driver's own environment has the key too, so verification sees it.
     let r: crate::support::Run = p
         .cmd(&["run", "--quiet"])
@@ -526,13 +444,13 @@ fn secrets_are_redacted_from_logs_and_the_journal() {
 
 #[test]
 fn agents_get_an_allow_listed_environment() {
-    let p = Project::git();
-    scripted(
-        &p,
-        "# E\n\n## T1: Env\nVerify: test -f one.txt\n",
-        &agent("env | sort > .git/agent-state/env\ntouch one.txt\necho TASK_COMPLETE\n"),
-        "[agents.scripted.env]\nGIVEN = \"yes\"\n",
-    );
+    let p = Scratch::new()
+        .plan("# E\n\n## T1: Env\nVerify: test -f one.txt\n")
+        .agent(&agent(
+            "env | sort > .git/agent-state/env\ntouch one.txt\necho TASK_COMPLETE\n",
+        ))
+        .config("[agents.scripted.env]\nGIVEN = \"yes\"\n")
+        .build();
     let r: crate::support::Run = p
         .cmd(&["run", "--quiet"])
         .env("UNRELATED_SETTING", "should-not-pass")
@@ -601,17 +519,16 @@ fn notifications_reach_a_webhook_and_a_command() {
         }
         bodies
     });
-    let p = Project::git();
+
     let plan = "# N\n\n## T1: First\nVerify: test -f one.txt\nGate: after\n";
     let config = format!(
         "[notify]\nwebhook = \"http://127.0.0.1:{port}/hook\"\ncommand = [\"sh\", \"-c\", \"cat >> .git/notified\"]\n"
     );
-    scripted(
-        &p,
-        plan,
-        &agent("touch one.txt\necho TASK_COMPLETE\n"),
-        &config,
-    );
+    let p = Scratch::new()
+        .plan(plan)
+        .agent(&agent("touch one.txt\necho TASK_COMPLETE\n"))
+        .config(&config)
+        .build();
     assert_eq!(p.run(&["run", "--no-wait", "--quiet"]).code, Some(5));
     assert_eq!(p.run(&["approve"]).code, Some(0));
     assert_eq!(p.run(&["resume", "--quiet"]).code, Some(0));
@@ -757,18 +674,17 @@ fn an_https_webhook_gets_the_notification_from_a_private_ca() {
         (port, handle)
     };
     let (port, received) = serve_once(tls_config.clone());
-    let p = Project::git();
+
     let plan = "# N\n\n## T1: First\nVerify: test -f one.txt\n";
     let config = format!(
         "[notify]\nwebhook = \"https://127.0.0.1:{port}/hook\"\nwebhook_ca = \"{}\"\n",
         ca.display()
     );
-    scripted(
-        &p,
-        plan,
-        &agent("touch one.txt\necho TASK_COMPLETE\n"),
-        &config,
-    );
+    let p = Scratch::new()
+        .plan(plan)
+        .agent(&agent("touch one.txt\necho TASK_COMPLETE\n"))
+        .config(&config)
+        .build();
     let r = p.run(&["run", "--quiet"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let (head, body) = received.join().unwrap().unwrap();
@@ -779,14 +695,15 @@ fn an_https_webhook_gets_the_notification_from_a_private_ca() {
     // Without `webhook_ca` the public roots are trusted, and they do not vouch for a
     // private CA: the client refuses the certificate, says so, and the run is
     // unaffected.
-    let q = Project::git();
+
     let (port, refused) = serve_once(tls_config);
-    scripted(
-        &q,
-        plan,
-        &agent("touch one.txt\necho TASK_COMPLETE\n"),
-        &format!("[notify]\nwebhook = \"https://127.0.0.1:{port}/hook\"\n"),
-    );
+    let q = Scratch::new()
+        .plan(plan)
+        .agent(&agent("touch one.txt\necho TASK_COMPLETE\n"))
+        .config(&format!(
+            "[notify]\nwebhook = \"https://127.0.0.1:{port}/hook\"\n"
+        ))
+        .build();
     let r = q.run(&["run", "--quiet"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(refused.join().unwrap().is_err(), "no request got through");

@@ -3,32 +3,18 @@
 
 use std::process::Command;
 
-use agentloop_testkit::{Api, MockServer, Scenario, Step, Tokens};
+use agentloop_testkit::{Api, MockServer, Scenario, Step};
 use serde_json::json;
 
-use crate::support::{BIN, Project};
+use crate::real_cli::Cli;
+use crate::support::{BIN, Project, Scratch};
 
 fn bash(cmd: &str) -> Step {
-    Step::Tool {
-        name: "Bash".into(),
-        input: json!({"command": cmd, "description": "run"}),
-        tokens: Tokens {
-            input: 10,
-            output: 2,
-            ..Tokens::default()
-        },
-    }
+    Cli::Claude.shell(cmd, 10, 2)
 }
 
 fn say(text: &str) -> Step {
-    Step::Text {
-        text: text.into(),
-        tokens: Tokens {
-            input: 10,
-            output: 2,
-            ..Tokens::default()
-        },
-    }
+    crate::real_cli::say(text, 10, 2, 0)
 }
 
 const PLAN: &str = "# Three\n\n## T1: A\nVerify: test -f a.txt\n\n## T2: B\nDepends: T1\nVerify: test -f b.txt\n\n## T3: C\nDepends: T2\nVerify: test -f c.txt\n";
@@ -81,10 +67,7 @@ fn claude_session(p: &Project, server: &MockServer, prompt: &str) -> std::proces
 }
 
 fn setup(plan: &str) -> Project {
-    let p = Project::git();
-    p.write("PLAN.md", plan);
-    p.write(".gitignore", ".agentloop/\n");
-    p.commit("setup");
+    let p = Scratch::new().plan(plan).build();
     let r = p.run(&["hook", "start"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     p

@@ -11,5 +11,6 @@ mod efficiency;
 mod hook_mode;
 mod policy;
 mod real_claude;
+mod real_cli;
 mod real_codex;
 mod support;

@@ -2,75 +2,17 @@
 //! testkit's mock OpenAI Responses API. Codex reports tokens; cost comes from the
 //! price table in the configuration.
 
-use agentloop_testkit::{Api, MockServer, Scenario, Step, Tokens};
-use serde_json::json;
+use agentloop_testkit::{Api, MockServer, Scenario, Step};
 
+use crate::real_cli::{Cli, say};
 use crate::support::Project;
 
 fn project(server: &MockServer, plan: &str) -> Project {
-    let p = Project::git();
-    let home = p.path().join(".git/codex-home");
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::write(
-        home.join("config.toml"),
-        format!(
-            "model_provider = \"mock\"\nmodel = \"mock-model\"\n\n[model_providers.mock]\nname = \"mock\"\nbase_url = \"{}/v1\"\nenv_key = \"MOCK_API_KEY\"\nwire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n",
-            server.url()
-        ),
-    )
-    .unwrap();
-    p.write("PLAN.md", plan);
-    p.write(
-        "agentloop.toml",
-        format!(
-            r#"[run]
-agent = "codex"
-
-[agents.codex]
-kind = "codex"
-model = "mock-model"
-sandbox = "danger-full-access"
-timeout = "120s"
-
-[agents.codex.env]
-CODEX_HOME = "{}"
-MOCK_API_KEY = "not-a-real-key"
-
-[prices.mock-model]
-input = 2.0
-cached_input = 0.5
-output = 8.0
-"#,
-            home.display()
-        ),
-    );
-    p.write(".gitignore", ".agentloop/\n");
-    p.commit("setup");
-    p
+    Cli::Codex.project(server, plan, "")
 }
 
 fn exec(cmd: &str, input: u64, output: u64) -> Step {
-    Step::Tool {
-        name: "exec_command".into(),
-        input: json!({"cmd": cmd}),
-        tokens: Tokens {
-            input,
-            output,
-            ..Tokens::default()
-        },
-    }
-}
-
-fn say(text: &str, input: u64, output: u64, cache_read: u64) -> Step {
-    Step::Text {
-        text: text.into(),
-        tokens: Tokens {
-            input,
-            output,
-            cache_read,
-            cache_write: 0,
-        },
-    }
+    Cli::Codex.shell(cmd, input, output)
 }
 
 const PLAN: &str = "# Files\n\n## T1: Hello\nVerify: test -f hello.txt\n\nCreate hello.txt.\n\n## T2: World\nDepends: T1\nVerify: grep -q world world.txt\n\nCreate world.txt containing world.\n";

@@ -2,7 +2,8 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_agentloop");
 
@@ -191,18 +192,125 @@ fn regex_lite(re: &str, to: &str, text: &str) -> String {
         .into_owned()
 }
 
-/// Writes a plan and an agentloop.toml whose `scripted` agent runs `script` (sh).
-pub fn scripted(p: &Project, plan: &str, script: &str, extra_config: &str) {
-    p.write("PLAN.md", plan);
-    p.write("agent.sh", script);
-    p.write(
-        "agentloop.toml",
-        format!(
-            "[run]\nagent = \"scripted\"\n\n[agents.scripted]\ncommand = [\"sh\", \"agent.sh\"]\ntimeout = \"60s\"\n\n{extra_config}"
-        ),
-    );
-    p.write(".gitignore", ".agentloop/\n");
-    p.commit("setup");
+/// A scripted agent's prelude: reads the task id from the prompt; `$n` counts this task's iterations.
+pub const PRELUDE: &str = r#"prompt=$(cat)
+task=$(printf '%s\n' "$prompt" | sed -n 's/^## Your task: \([A-Za-z0-9_-]*\) .*/\1/p' | head -n 1)
+mkdir -p .git/agent-state
+n=$(cat .git/agent-state/$task 2>/dev/null || echo 0); n=$((n+1)); echo $n > .git/agent-state/$task
+echo $$ > .git/agent-state/pid
+"#;
+
+pub fn agent(body: &str) -> String {
+    format!("{PRELUDE}{body}")
+}
+
+pub fn wait_for(p: &Project, what: &str, f: impl Fn(&Project) -> bool) {
+    let t = Instant::now();
+    while !f(p) {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+pub fn journal_has(p: &Project, needle: &str) -> bool {
+    let runs = p.path().join(".agentloop/runs");
+    std::fs::read_dir(&runs)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| {
+            std::fs::read_to_string(e.path().join("journal.jsonl"))
+                .is_ok_and(|j| j.contains(needle))
+        })
+}
+
+pub fn wait_exit(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let t = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st;
+        }
+        if t.elapsed() > limit {
+            let _ = child.kill();
+            panic!("the driver did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A process that exists and is not a zombie waiting to be reaped.
+pub fn alive(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).is_ok_and(|stat| {
+        stat.rsplit(')')
+            .next()
+            .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
+    })
+}
+
+/// A scratch project, built fluently: a plan, a scripted agent, configuration and
+/// files, committed in a new git repository.
+///
+/// ```ignore
+/// let p = Scratch::new().plan(PLAN).agent("touch a.txt; echo TASK_COMPLETE").build();
+/// ```
+#[derive(Default)]
+pub struct Scratch {
+    files: Vec<(String, Vec<u8>)>,
+    agent: Option<String>,
+    config: String,
+}
+
+impl Scratch {
+    pub fn new() -> Scratch {
+        Scratch::default()
+    }
+
+    /// `PLAN.md`.
+    pub fn plan(self, markdown: &str) -> Scratch {
+        self.file("PLAN.md", markdown)
+    }
+
+    /// The run's agent: `sh agent.sh` with the prompt on stdin.
+    pub fn agent(mut self, script: &str) -> Scratch {
+        self.agent = Some(script.to_string());
+        self
+    }
+
+    /// More of `agentloop.toml` (after the scripted agent's tables, when there is one).
+    pub fn config(mut self, toml: &str) -> Scratch {
+        self.config.push_str(toml);
+        self
+    }
+
+    pub fn file(mut self, rel: &str, text: impl AsRef<[u8]>) -> Scratch {
+        self.files.push((rel.to_string(), text.as_ref().to_vec()));
+        self
+    }
+
+    /// The repository, with everything committed and `.agentloop/` ignored.
+    pub fn build(self) -> Project {
+        let p = Project::git();
+        for (rel, bytes) in &self.files {
+            p.write(rel, bytes);
+        }
+        let mut config = String::new();
+        if let Some(script) = &self.agent {
+            p.write("agent.sh", script);
+            config.push_str(
+                "[run]\nagent = \"scripted\"\n\n[agents.scripted]\ncommand = [\"sh\", \"agent.sh\"]\ntimeout = \"60s\"\n\n",
+            );
+        }
+        config.push_str(&self.config);
+        if !config.is_empty() {
+            p.write("agentloop.toml", config);
+        }
+        p.write(".gitignore", ".agentloop/\n");
+        p.commit("setup");
+        p
+    }
 }
 
 /// Processes whose working directory is inside `dir`.

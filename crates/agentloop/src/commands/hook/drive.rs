@@ -2,14 +2,12 @@
 //! finishes the open iteration from the session's turn, verifies, and asks the policy
 //! what comes next — an `Iterate` becomes a `block` with the next prompt.
 
-use std::path::Path;
-
 use agentloop_agents::AgentRun;
 use agentloop_core::exec::supervise::Finished;
 use agentloop_core::journal::{AgentError, AgentErrorKind, Event, RunStatus};
 use agentloop_core::policy::{Action, WaitReason, next_action};
 use agentloop_core::workspace::{Loaded, RunDir, Workspace};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::input::{Stop, StopFailure};
 use super::passive;
@@ -104,15 +102,9 @@ pub(super) fn run_config(
     ws: &Workspace,
     loaded: &Loaded,
 ) -> Result<agentloop_core::config::Config, String> {
-    let s = &loaded.state;
-    Ok(super::super::load_config(
-        &ws.root,
-        Path::new(&s.plan_file),
-        &s.plan.settings,
-        Map::new(),
-    )
-    .map_err(|e| e.message)?
-    .config)
+    super::super::run_config(&ws.root, &loaded.state)
+        .map(|l| l.config)
+        .map_err(|e| e.message)
 }
 
 pub(super) fn stop(input: &Stop) -> Result<Value, String> {
@@ -141,8 +133,7 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
             final_message: message,
             ..AgentRun::default()
         };
-        d.finish_agent(open.started.iteration, run, None)
-            .map_err(e)?;
+        d.observe(open.started.iteration, run, None).map_err(e)?;
     }
     for _ in 0..1000 {
         match next_action(&d.state) {
@@ -157,8 +148,8 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
                     )));
                 }
                 plan.agent = "claude-session".into();
-                // begin_iteration already rewrote the caches (a hook process flushes at once).
-                let (prompt, _) = d.begin_iteration(&plan).map_err(e)?;
+                // prepare already rewrote the caches (a hook process flushes at once).
+                let prompt = d.prepare(plan.clone()).map_err(e)?.prompt;
                 let s = &d.state;
                 let pos = s
                     .plan
@@ -255,8 +246,7 @@ pub(super) fn stop_failure(input: &StopFailure) -> Result<Value, String> {
         }),
         ..AgentRun::default()
     };
-    d.finish_agent(open.started.iteration, run, None)
-        .map_err(e)?;
+    d.observe(open.started.iteration, run, None).map_err(e)?;
     // Record the policy's decisions up to the wait (limit_hit, the limited iteration).
     while let Action::Record(ev) = next_action(&d.state) {
         d.record_decision(ev).map_err(e)?;

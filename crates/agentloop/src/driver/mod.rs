@@ -1,0 +1,229 @@
+//! The driver: asks the policy what to do next, does it, and records it in the journal
+//! before and after. It holds the run's lock for its whole life. The steps of one
+//! iteration are in `steps`.
+
+mod steps;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use agentloop_core::config::{Config, Settings};
+use agentloop_core::exec::git;
+use agentloop_core::journal::*;
+use agentloop_core::policy::{self, Action, WaitReason};
+use agentloop_core::workspace::{DriverLock, RunDir, Workspace};
+
+use crate::cli::OutputArgs;
+use crate::error::{CliError, ExitKind};
+use crate::render::Progress;
+
+pub struct Driver {
+    pub ws: Workspace,
+    pub run: RunDir,
+    pub writer: Writer,
+    pub state: RunState,
+    pub config: Config,
+    pub out: OutputArgs,
+    _lock: DriverLock,
+    interrupted: Arc<AtomicBool>,
+    progress: Progress,
+    snapshots: Option<git::Snapshots>,
+    flushed: Instant,
+    /// Notifications still being delivered (waited for, briefly, before exit).
+    notifying: Vec<std::thread::JoinHandle<()>>,
+    /// Events between the cached state.json and the journal when this driver began.
+    pub(crate) cache_lag: u64,
+    start_seq: u64,
+}
+
+/// Journal events a hook may leave past `state.json` before it rewrites the cache.
+const HOOK_CACHE_LAG: u64 = 400;
+
+impl Driver {
+    pub fn new(
+        ws: Workspace,
+        run: RunDir,
+        writer: Writer,
+        state: RunState,
+        config: Config,
+        out: OutputArgs,
+        lock: DriverLock,
+    ) -> Result<Driver, CliError> {
+        let interrupted = Arc::new(AtomicBool::new(false));
+        // Agent helpers that leave the agent's process group still end with it.
+        if let Err(e) = agentloop_core::exec::supervise::become_subreaper() {
+            crate::render::warn(&format!("cannot become a child subreaper: {e}"));
+        }
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            // A second signal while we are still cleaning up exits at once.
+            signal_hook::flag::register_conditional_shutdown(sig, 130, interrupted.clone())?;
+            signal_hook::flag::register(sig, interrupted.clone())?;
+        }
+        let progress = Progress::new(out.quiet);
+        let snapshots = git::Snapshots::new(&ws.root);
+        let start_seq = state.last_seq;
+        Ok(Driver {
+            ws,
+            run,
+            writer,
+            state,
+            config,
+            out,
+            _lock: lock,
+            interrupted,
+            progress,
+            snapshots,
+            flushed: Instant::now() - Duration::from_secs(10),
+            notifying: Vec::new(),
+            cache_lag: u64::MAX,
+            start_seq,
+        })
+    }
+
+    /// Records a driver start (with the settings in force) and drives.
+    pub fn start(
+        mut self,
+        settings: Settings,
+        agents: std::collections::BTreeMap<String, String>,
+    ) -> Result<ExitKind, CliError> {
+        self.record(Event::DriverStarted {
+            pid: std::process::id(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            settings,
+            agents,
+        })?;
+        self.drive()
+    }
+
+    fn drive(&mut self) -> Result<ExitKind, CliError> {
+        let mut waiting_since: Option<WaitReason> = None;
+        loop {
+            if self.interrupted.load(Ordering::SeqCst) {
+                self.flush();
+                self.progress.interrupted(&self.run.id);
+                return Ok(ExitKind::Interrupted);
+            }
+            let action = policy::next_action(&self.state);
+            if !matches!(action, Action::Wait(_)) {
+                waiting_since = None;
+            }
+            match action {
+                Action::Record(event) => self.record_decision(event)?,
+                Action::Iterate(plan) => self.iterate(plan)?,
+                Action::Verify { iteration, task } => self.verify(iteration, &task)?,
+                Action::Wait(reason) => {
+                    if waiting_since.as_ref() != Some(&reason) {
+                        self.flush();
+                        self.progress.waiting(&self.state, &reason);
+                        waiting_since = Some(reason.clone());
+                    }
+                    if let WaitReason::UsageLimit { until_ms } = reason {
+                        if agentloop_core::clock::now_ms() >= until_ms {
+                            self.record(Event::LimitWaitOver)?;
+                        } else {
+                            std::thread::sleep(Duration::from_millis(
+                                until_ms
+                                    .saturating_sub(agentloop_core::clock::now_ms())
+                                    .min(200),
+                            ));
+                            self.poll_controls()?;
+                        }
+                        continue;
+                    }
+                    if self.out.no_wait && !matches!(reason, WaitReason::Paused) {
+                        return Ok(match reason {
+                            WaitReason::Blocked { breaker: true, .. } => ExitKind::Breaker,
+                            _ => ExitKind::Waiting,
+                        });
+                    }
+                    std::thread::sleep(Duration::from_millis(200));
+                    self.poll_controls()?;
+                }
+                Action::Exit(status) => {
+                    self.flush();
+                    self.progress.finished(&self.state, &self.run);
+                    return Ok(match status {
+                        RunStatus::Completed => ExitKind::Completed,
+                        RunStatus::Stopped => ExitKind::Stopped,
+                        RunStatus::Failed => match &self.state.finished {
+                            Some(FinishReason::Budget { .. }) => ExitKind::Budget,
+                            _ => ExitKind::Internal,
+                        },
+                        _ => ExitKind::Internal,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Appends an event and folds it (and anything other processes appended first).
+    pub(crate) fn record(&mut self, event: Event) -> Result<(), CliError> {
+        let recs = self.writer.append(&event)?;
+        self.apply(&recs);
+        Ok(())
+    }
+
+    fn apply(&mut self, recs: &[Record]) {
+        for r in recs {
+            self.state.apply(r);
+            if let Some(body) = crate::notify::payload(&self.state, r)
+                && let Some(h) = crate::notify::send(&self.state.settings.notify, body)
+            {
+                self.notifying.push(h);
+            }
+            if self.out.json {
+                crate::render::json_event(r);
+            }
+            self.progress.event(&self.state, r);
+        }
+    }
+
+    fn poll_controls(&mut self) -> Result<(), CliError> {
+        let recs = self.writer.catch_up()?;
+        self.apply(&recs);
+        Ok(())
+    }
+
+    /// Rewrites the derived files (state.json, progress.md).
+    pub(crate) fn flush(&mut self) {
+        self.flushed = Instant::now();
+        // A hook process lives for one stop: rewriting a large state.json each time
+        // costs more than reading a few hundred journal lines past an older one.
+        let lag = self
+            .cache_lag
+            .saturating_add(self.state.last_seq - self.start_seq);
+        if self.state.settings.hook && lag < HOOK_CACHE_LAG {
+            if let Err(e) = self.run.write_progress(&self.state) {
+                self.progress
+                    .warn(&format!("cannot update progress.md: {e}"));
+            }
+            return;
+        }
+        self.state.journal_bytes = self.writer.offset();
+        if let Err(e) = self.run.write_derived(&self.state) {
+            self.progress
+                .warn(&format!("cannot update state.json/progress.md: {e}"));
+        }
+    }
+
+    /// Like `flush`, at most once a second: they are caches, and rewriting them for
+    /// every quick iteration would cost more than the iteration.
+    fn flush_soon(&mut self) {
+        if self.flushed.elapsed() >= Duration::from_secs(1) {
+            self.flush();
+        }
+    }
+}
+
+impl Drop for Driver {
+    /// Gives notifications still on their way up to 5 s to be delivered.
+    fn drop(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        for h in self.notifying.drain(..) {
+            while !h.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+}

@@ -1,0 +1,300 @@
+//! The steps of one iteration, each a function the driver (or a hook process, or a
+//! scheduler running several workers) calls in turn: **prepare** (snapshot the tree,
+//! write the prompt, record `iteration_started`), **spawn** (run the agent until it
+//! exits or is stopped), **observe** (what it said and changed: `agent_finished`),
+//! **verify** (agentloop's own checks: `verify_finished`), then the policy **judges**
+//! (`next_action` gives the iteration's end) and **record** carries the verdict out
+//! (commit, `result.json`, plan versions).
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use agentloop_agents::{Agent, AgentRun, Invocation};
+use agentloop_core::exec::{git, verify};
+use agentloop_core::journal::*;
+use agentloop_core::policy::{self, IterationPlan};
+use agentloop_core::{fsutil, signals};
+
+use super::Driver;
+use crate::error::CliError;
+
+/// An iteration made ready for its agent.
+pub(crate) struct Prepared {
+    pub plan: IterationPlan,
+    pub prompt: String,
+    /// The work tree before the agent ran.
+    pub before: Option<git::Snapshot>,
+}
+
+impl Driver {
+    /// Records a decision of the policy — the verdict on an iteration among them —
+    /// and carries it out: the commit of a verified task, `result.json`, a plan version.
+    pub(crate) fn record_decision(&mut self, mut event: Event) -> Result<(), CliError> {
+        if let Event::IterationFinished(f) = &mut event
+            && f.outcome == Outcome::Completed
+            && self.state.settings.commit
+        {
+            let task = self
+                .state
+                .open
+                .as_ref()
+                .map(|o| o.started.task.clone())
+                .unwrap_or_default();
+            let title = self
+                .state
+                .task(&task)
+                .map(|t| t.title.clone())
+                .unwrap_or_default();
+            match git::commit_all(
+                &self.ws.root,
+                &format!("agentloop: {task} {title}\n\nRun {}", self.run.id),
+            ) {
+                Ok(hash) => f.commit = Some(hash),
+                Err(e) => self
+                    .progress
+                    .warn(&format!("could not commit task {task}: {e}")),
+            }
+        }
+        let result = match &event {
+            Event::IterationFinished(f) => Some(f.clone()),
+            _ => None,
+        };
+        let replan_version = match &event {
+            Event::ReplanAccepted { version, .. } => Some(*version),
+            _ => None,
+        };
+        let open = self.state.open.clone();
+        self.record(event)?;
+        if let (Some(f), Some(open)) = (result, open) {
+            self.write_result(&open, &f);
+        }
+        if let Some(v) = replan_version {
+            let md = self.state.plan.to_markdown();
+            if let Err(e) = fsutil::write_atomic(&self.run.plan_version(v), md.as_bytes()) {
+                self.progress
+                    .warn(&format!("cannot write plan version {v}: {e}"));
+            }
+        }
+        Ok(())
+    }
+
+    fn write_result(&self, open: &agentloop_core::journal::OpenIteration, f: &IterationFinished) {
+        let dir = self.run.iteration_dir(f.iteration);
+        let result = serde_json::json!({
+            "v": 1,
+            "iteration": f.iteration,
+            "task": open.started.task,
+            "attempt": open.started.attempt,
+            "kind": open.started.kind,
+            "agent": open.started.agent,
+            "outcome": f.outcome,
+            "reason": f.reason,
+            "digest": f.digest,
+            "commit": f.commit,
+            "signals": open.agent.as_ref().map(|a| &a.signals),
+            "exit_code": open.agent.as_ref().and_then(|a| a.exit_code),
+            "usage": open.agent.as_ref().map(|a| a.usage),
+            "cost_usd": open.agent.as_ref().map(|a| a.cost_usd),
+            "changed_files": open.agent.as_ref().map(|a| &a.changed_files),
+            "fingerprint": open.verify.as_ref().and_then(|v| v.fingerprint.clone()),
+            "verify": open.verify.as_ref().map(|v| &v.commands),
+        });
+        let _ = std::fs::create_dir_all(&dir);
+        if let Err(e) = fsutil::write_new(
+            &dir.join("result.json"),
+            &agentloop_core::fsutil::pretty_json(&result),
+        ) {
+            self.progress
+                .warn(&format!("cannot write result.json: {e}"));
+        }
+    }
+
+    /// Secrets known for an agent: its configured env and this process's environment.
+    fn redactor(&self, agent: &str) -> agentloop_core::redact::Redactor {
+        let env = self
+            .config
+            .agents
+            .get(agent)
+            .map(|a| a.env.clone())
+            .unwrap_or_default();
+        agentloop_core::redact::Redactor::from_env(&env)
+    }
+
+    fn should_stop(&mut self, last: &mut Instant) -> bool {
+        if self.interrupted.load(Ordering::SeqCst) {
+            return true;
+        }
+        if last.elapsed() >= Duration::from_millis(100) {
+            *last = Instant::now();
+            if let Ok(recs) = self.writer.catch_up() {
+                self.apply(&recs);
+            }
+            self.progress.tick(&self.state);
+        }
+        self.state.stop == Some(StopKind::Now)
+    }
+
+    /// One turn of the agent: prepare → spawn → observe. Verification and the verdict
+    /// follow as the policy asks for them.
+    pub(super) fn iterate(&mut self, plan: IterationPlan) -> Result<(), CliError> {
+        let agent = agentloop_agents::resolve(&self.config, &plan.agent)
+            .map_err(|e| CliError::user(format!("task {}: {e}", plan.task)).hint(e.hint()))?;
+        let prepared = self.prepare(plan)?;
+        let run = self.spawn(agent.as_ref(), &prepared);
+        let spawn_error = run
+            .error
+            .clone()
+            .filter(|e| e.kind == AgentErrorKind::Spawn);
+        let iteration = prepared.plan.iteration;
+        self.observe(iteration, run, prepared.before)?;
+        if let Some(err) = spawn_error {
+            // Nothing ran: record it, then end the run rather than burn the budget.
+            self.record(Event::IterationFinished(IterationFinished {
+                iteration,
+                outcome: Outcome::Aborted,
+                reason: err.message.clone(),
+                digest: None,
+                commit: None,
+            }))?;
+            self.record(Event::RunFinished {
+                status: RunStatus::Failed,
+                reason: FinishReason::Error {
+                    message: err.message.clone(),
+                },
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Snapshots the tree, writes the prompt (and, in hook mode, the snapshot, for the
+    /// process that ends the iteration) and records `iteration_started`.
+    pub(crate) fn prepare(&mut self, plan: IterationPlan) -> Result<Prepared, CliError> {
+        let before = self.snapshots.as_ref().and_then(|g| g.take());
+        let dir = self.run.iteration_dir(plan.iteration);
+        std::fs::create_dir_all(&dir)?;
+        let prompt = policy::build_prompt(&self.state, &plan.task, plan.kind);
+        fsutil::write_new(&dir.join("prompt.md"), prompt.as_bytes())?;
+        if let Some(b) = before.as_ref().filter(|_| self.state.settings.hook) {
+            fsutil::write_new(&dir.join("tree-before.json"), &fsutil::pretty_json(b))?;
+        }
+        self.record(Event::IterationStarted(IterationStarted {
+            iteration: plan.iteration,
+            task: plan.task.clone(),
+            attempt: plan.attempt,
+            kind: plan.kind,
+            agent: plan.agent.clone(),
+            tree_before: before.as_ref().map(|s| s.id.clone()),
+            head_before: before.as_ref().and_then(|s| s.head.clone()),
+            steer: self.state.steer.clone(),
+        }))?;
+        self.flush_soon();
+        Ok(Prepared {
+            plan,
+            prompt,
+            before,
+        })
+    }
+
+    /// Runs the agent in its own process group until it exits, times out or is
+    /// stopped; secrets in what it wrote never reach the disk or the journal.
+    pub(crate) fn spawn(&mut self, agent: &dyn Agent, p: &Prepared) -> AgentRun {
+        let dir = self.run.iteration_dir(p.plan.iteration);
+        let prompt_file = dir.join("prompt.md");
+        let log = dir.join("agent.log");
+        let workdir = self.ws.root.clone();
+        let inv = Invocation {
+            workdir: &workdir,
+            prompt: &p.prompt,
+            prompt_file: &prompt_file,
+            log: &log,
+        };
+        let mut last = Instant::now();
+        let mut run = agent.run(&inv, &mut || self.should_stop(&mut last));
+        let redactor = self.redactor(&p.plan.agent);
+        if let Err(e) = redactor.scrub_file(&log) {
+            self.progress
+                .warn(&format!("cannot redact {}: {e}", log.display()));
+        }
+        run.final_message = redactor.redact(&run.final_message).into_owned();
+        if let Some(err) = &mut run.error {
+            err.message = redactor.redact(&err.message).into_owned();
+        }
+        run
+    }
+
+    /// Records what the agent's turn produced: its signals, usage and error, and what
+    /// it changed in the tree since `before` (read back from the iteration's directory
+    /// when another process prepared it).
+    pub(crate) fn observe(
+        &mut self,
+        iteration: u32,
+        run: AgentRun,
+        before: Option<git::Snapshot>,
+    ) -> Result<(), CliError> {
+        let before = before.or_else(|| {
+            let path = self.run.iteration_dir(iteration).join("tree-before.json");
+            serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+        });
+        let after = self.snapshots.as_ref().and_then(|g| g.take());
+        let changed_files = match (&self.snapshots, &before, &after) {
+            (Some(g), Some(a), Some(b)) => g.changed(a, b),
+            _ => Vec::new(),
+        };
+        let f = &run.finished;
+        self.record(Event::AgentFinished(AgentFinished {
+            iteration,
+            exit_code: f.exit_code,
+            signal: f.signal,
+            timed_out: f.timed_out,
+            killed: f.killed,
+            duration_ms: f.duration.as_millis() as u64,
+            output_bytes: f.output_bytes,
+            truncated: f.truncated,
+            signals: signals::parse(&run.final_message, &self.state.settings.completion_promise),
+            usage: run.usage,
+            cost_usd: run.cost_usd,
+            session_id: run.session_id.clone(),
+            error: run.error.clone(),
+            resets_at_ms: run.resets_at_ms,
+            tree_after: after.as_ref().map(|s| s.id.clone()),
+            head_after: after.as_ref().and_then(|s| s.head.clone()),
+            changed_files,
+        }))
+    }
+
+    pub(crate) fn verify(&mut self, iteration: u32, task: &str) -> Result<(), CliError> {
+        let commands: Vec<String> = self
+            .state
+            .plan
+            .task(task)
+            .map(|t| t.verify.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .chain(self.state.settings.verify_commands.iter().cloned())
+            .collect();
+        let log = self.run.iteration_dir(iteration).join("verify.log");
+        let workdir = self.ws.root.clone();
+        let runner = verify::Runner {
+            workdir: &workdir,
+            timeout: self.config.verify.timeout,
+            output_cap: self.config.verify.output_cap,
+            log: &log,
+        };
+        let mut last = Instant::now();
+        let mut result = runner.run(iteration, &commands, || self.should_stop(&mut last))?;
+        let agent = self
+            .state
+            .open
+            .as_ref()
+            .map(|o| o.started.agent.clone())
+            .unwrap_or_default();
+        let redactor = self.redactor(&agent);
+        redactor.scrub_file(&log)?;
+        result.digest = result.digest.map(|d| redactor.redact(&d).into_owned());
+        if self.interrupted.load(Ordering::SeqCst) {
+            // Cut short by Ctrl-C: leave the iteration open; `resume` aborts and redoes it.
+            return Ok(());
+        }
+        self.record(Event::VerifyFinished(result))
+    }
+}
