@@ -17,7 +17,9 @@ use axum::http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::{ApiError, Q, Server, TokenQuery, authorize, json_body};
+use crate::Server;
+use crate::auth::{TokenQuery, authorize};
+use crate::error::{ApiError, Q, json_body};
 
 /// How long a start waits for the new run's journal before answering.
 const START_WAIT: Duration = Duration::from_secs(20);

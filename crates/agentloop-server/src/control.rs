@@ -1,0 +1,97 @@
+//! Control requests over HTTP: appended to the run's journal like the CLI's, and
+//! idempotent by the client's request id.
+
+use agentloop_core::journal::{self, Event, Request, RunStatus};
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::Server;
+use crate::auth::{TokenQuery, authorize};
+use crate::error::{ApiError, Q, json_body};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ControlBody {
+    /// Chosen by the client: the same id twice is one request.
+    request_id: String,
+    action: String,
+    #[serde(default)]
+    note: Option<String>,
+    #[serde(default)]
+    task: Option<String>,
+}
+
+pub(crate) async fn control(
+    State(s): State<Server>,
+    headers: HeaderMap,
+    Q(q): Q<TokenQuery>,
+    Path(id): Path<String>,
+    body: Result<Json<ControlBody>, axum::extract::rejection::JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    authorize(&s, &headers, q.token.as_deref())?;
+    let Json(b) = json_body(body)?;
+    if b.request_id.is_empty() || b.request_id.len() > 128 {
+        return Err(ApiError::Bad(
+            "request_id must be 1 to 128 characters".into(),
+        ));
+    }
+    let request = match (b.action.as_str(), b.task.clone(), b.note.clone()) {
+        ("pause", ..) => Request::Pause,
+        ("resume", ..) => Request::Resume,
+        ("stop", ..) => Request::Stop,
+        ("stop_now", ..) => Request::StopNow,
+        ("approve", _, note) => Request::Approve { note },
+        ("reject", _, note) => Request::Reject { note },
+        ("skip", Some(task), _) => Request::Skip { task },
+        ("retry", Some(task), _) => Request::Retry { task },
+        ("steer", _, Some(note)) if !note.trim().is_empty() => Request::Steer { note },
+        ("skip" | "retry", None, _) => {
+            return Err(ApiError::Bad(format!("{} needs a task", b.action)));
+        }
+        ("steer", ..) => return Err(ApiError::Bad("steer needs a note".into())),
+        (other, ..) => return Err(ApiError::Bad(format!("unknown action `{other}`"))),
+    };
+    let run = s.find(&id)?;
+    let rid = format!("http-{}", b.request_id);
+    let out = tokio::task::spawn_blocking(move || -> Result<Value, ApiError> {
+        let loaded = run
+            .load_cached()
+            .map_err(|e| ApiError::Conflict(e.to_string()))?;
+        if loaded.state.has_request(&rid) {
+            // Idempotent: the same request again is the event it already became.
+            let mut seq = 0;
+            let _ = journal::scan(&run.journal(), 0, 1, |r| {
+                if matches!(&r.event, Event::Control { id, .. } if *id == rid) {
+                    seq = r.seq;
+                }
+            });
+            return Ok(json!({ "seq": seq, "duplicate": true }));
+        }
+        if let Request::Skip { task } | Request::Retry { task } = &request
+            && loaded.state.task(task).is_none()
+        {
+            return Err(ApiError::Bad(format!("run {} has no task {task}", run.id)));
+        }
+        if matches!(request, Request::Approve { .. } | Request::Reject { .. })
+            && loaded.state.gate.is_none()
+        {
+            return Err(ApiError::Conflict(format!(
+                "run {} is not waiting at a gate",
+                run.id
+            )));
+        }
+        if loaded.state.status == RunStatus::Completed {
+            return Err(ApiError::Conflict(format!("run {} is completed", run.id)));
+        }
+        let (rec, _) = run
+            .append_control(loaded, rid, "http", request)
+            .map_err(|e| ApiError::Internal(e.to_string()))?;
+        Ok(json!({ "seq": rec.seq, "duplicate": false }))
+    })
+    .await
+    .map_err(|e| ApiError::Internal(e.to_string()))??;
+    Ok(Json(out))
+}

@@ -1,0 +1,180 @@
+//! Runs: the list of every run, one run's state with its gauges and tasks, and its
+//! plan versions.
+
+use std::time::Duration;
+
+use agentloop_core::journal::{FinishReason, RunState};
+use agentloop_core::workspace::RunDir;
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use serde_json::{Value, json};
+
+use crate::Server;
+use crate::auth::{TokenQuery, authorize};
+use crate::error::{ApiError, Q};
+
+/// What waits for a person in this run, in words (empty when nothing does).
+fn attention(s: &RunState) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(g) = &s.gate {
+        out.push(format!("gate: {}", g.describe()));
+    }
+    for t in &s.tasks {
+        if let Some(why) = &t.blocked {
+            let what = if t.blocked_by_breaker {
+                "breaker tripped"
+            } else {
+                "blocked"
+            };
+            out.push(format!("{} {what}: {why}", t.id));
+        }
+    }
+    if let Some(until) = s.limit_until_ms {
+        out.push(format!(
+            "usage limit: waiting until {}",
+            humantime_ms(until)
+        ));
+    }
+    if let Some(FinishReason::Budget { budget, .. }) = &s.finished {
+        out.push(format!("budget spent: {budget}"));
+    }
+    out
+}
+
+fn humantime_ms(ms: u64) -> String {
+    let t = std::time::UNIX_EPOCH + Duration::from_millis(ms);
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
+fn summary(run: &RunDir, s: &RunState) -> Value {
+    let done = s.done_count();
+    let attention = attention(s);
+    json!({
+        "run_id": s.run_id,
+        "status": s.status,
+        "title": s.plan.title,
+        "workdir": s.workdir,
+        "tasks_done": done,
+        "tasks_total": s.tasks.len(),
+        "iterations": s.iterations,
+        "cost_usd": s.cost_usd,
+        "tokens": s.usage.total(),
+        "active_ms": s.active_ms,
+        "created": s.created,
+        "updated": s.updated,
+        "gate": s.gate,
+        "gate_text": s.gate.as_ref().map(|g| g.describe()),
+        "limit_until_ms": s.limit_until_ms,
+        "needs_attention": !attention.is_empty(),
+        "attention": attention,
+        "path": run.path,
+    })
+}
+
+/// Budget gauges: what was used of each budget the run has.
+fn gauges(s: &RunState) -> Vec<Value> {
+    let b = &s.settings.budgets;
+    let mut out = vec![
+        json!({"name": "iterations", "used": s.iterations, "limit": b.max_iterations, "unit": ""}),
+    ];
+    out.push(json!({"name": "cost", "used": s.cost_usd, "limit": b.max_cost_usd, "unit": "USD"}));
+    out.push(json!({"name": "tokens", "used": s.usage.total(), "limit": b.max_tokens, "unit": ""}));
+    out.push(json!({"name": "time", "used": s.active_ms as f64 / 1000.0,
+        "limit": b.max_duration.map(|d| d.as_secs_f64()), "unit": "s"}));
+    out
+}
+
+pub(crate) async fn list_runs(
+    State(s): State<Server>,
+    headers: HeaderMap,
+    Q(q): Q<TokenQuery>,
+) -> Result<Json<Value>, ApiError> {
+    authorize(&s, &headers, q.token.as_deref())?;
+    let runs = tokio::task::spawn_blocking(move || {
+        s.all_runs()
+            .into_iter()
+            .map(|run| {
+                if !run.journal().exists() {
+                    return json!({ "run_id": run.id, "status": "gone", "path": run.path });
+                }
+                match run.load_cached() {
+                    Ok(l) => summary(&run, &l.state),
+                    Err(e) => {
+                        json!({ "run_id": run.id, "status": "unreadable", "error": e.to_string() })
+                    }
+                }
+            })
+            .collect::<Vec<_>>()
+    })
+    .await
+    .map_err(|e| ApiError::Internal(e.to_string()))?;
+    Ok(Json(json!({ "runs": runs })))
+}
+
+pub(crate) async fn load(s: &Server, id: &str) -> Result<(RunDir, RunState), ApiError> {
+    let run = s.find(id)?;
+    let r = run.clone();
+    let state = tokio::task::spawn_blocking(move || r.load_cached().map(|l| l.state))
+        .await
+        .map_err(|e| ApiError::Internal(e.to_string()))?
+        .map_err(|e| ApiError::Conflict(format!("run {id} cannot be read: {e}")))?;
+    Ok((run, state))
+}
+
+pub(crate) async fn run_state(
+    State(s): State<Server>,
+    headers: HeaderMap,
+    Q(q): Q<TokenQuery>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    authorize(&s, &headers, q.token.as_deref())?;
+    let (run, state) = load(&s, &id).await?;
+    let mut v = summary(&run, &state);
+    v["plan_version"] = json!(state.plan_version);
+    v["plan"] = json!(state.plan);
+    v["finished"] = json!(state.finished.as_ref().map(|r| r.describe()));
+    v["learnings"] = json!(state.learnings);
+    v["budgets"] = json!(state.settings.budgets);
+    v["gauges"] = json!(gauges(&state));
+    v["agent"] = json!(state.settings.agent);
+    v["mode"] = json!(state.settings.mode);
+    v["paused"] = json!(state.paused);
+    v["last_seq"] = json!(state.last_seq);
+    v["stop_requested"] = json!(state.stop.is_some());
+    v["current"] = json!(state.open.as_ref().map(|o| json!({
+        "iteration": o.started.iteration, "task": o.started.task, "attempt": o.started.attempt,
+        "kind": o.started.kind, "agent": o.started.agent, "started_ms": o.started_ms,
+        "phase": if o.verify.is_some() { "deciding" } else if o.agent.is_some() { "verifying" } else { "agent" },
+    })));
+    v["tasks"] = json!(state
+        .tasks
+        .iter()
+        .map(|t| {
+            let plan = state.plan.tasks.iter().find(|p| p.id == t.id);
+            json!({"id": t.id, "title": t.title, "status": t.status, "iterations": t.iterations,
+                "attempts": t.attempts, "cost_usd": t.cost_usd, "tokens": t.tokens, "blocked": t.blocked,
+                "blocked_by_breaker": t.blocked_by_breaker, "rung": t.rung, "commit": t.commit,
+                "depends": plan.map(|p| p.depends.clone()).unwrap_or_default()})
+        })
+        .collect::<Vec<_>>());
+    v["progress_md"] = json!(std::fs::read_to_string(run.progress_file()).unwrap_or_default());
+    Ok(Json(v))
+}
+
+/// Every plan version of a run (v1 and one per accepted replan), as Markdown.
+pub(crate) async fn plan_versions(
+    State(s): State<Server>,
+    headers: HeaderMap,
+    Q(q): Q<TokenQuery>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    authorize(&s, &headers, q.token.as_deref())?;
+    let (run, state) = load(&s, &id).await?;
+    let versions: Vec<Value> = (1..=state.plan_version)
+        .map(|v| json!({ "version": v, "markdown": std::fs::read_to_string(run.plan_version(v)).unwrap_or_default() }))
+        .collect();
+    Ok(Json(
+        json!({ "current": state.plan_version, "versions": versions }),
+    ))
+}
