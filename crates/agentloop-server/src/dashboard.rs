@@ -1,5 +1,5 @@
-//! The web dashboard: three static files compiled into the binary (no Node, no build
-//! step). They hold no data, so they are served without the token; the page then
+//! The web dashboard: a page, a stylesheet and five scripts compiled into the binary
+//! (no Node, no build step). They hold no data, so they are served without the token; the page then
 //! talks to the API with it.
 
 use axum::Router;
@@ -10,8 +10,17 @@ use axum::routing::get;
 use crate::Server;
 
 const INDEX: &str = include_str!("../assets/index.html");
-const APP_JS: &str = include_str!("../assets/app.js");
-const APP_CSS: &str = include_str!("../assets/app.css");
+
+/// `/assets/NAME` → (content type, body). The scripts load in this order.
+const ASSETS: &[(&str, &str, &str)] = &[
+    ("app.css", "text/css; charset=utf-8", include_str!("../assets/app.css")),
+    ("api.js", JS, include_str!("../assets/api.js")),
+    ("dom.js", JS, include_str!("../assets/dom.js")),
+    ("runs.js", JS, include_str!("../assets/runs.js")),
+    ("run.js", JS, include_str!("../assets/run.js")),
+    ("app.js", JS, include_str!("../assets/app.js")),
+];
+const JS: &str = "text/javascript; charset=utf-8";
 
 /// Scripts and styles only from this server, no inline code, no framing, and the
 /// token never leaves in a Referer.
@@ -31,17 +40,15 @@ fn asset(content_type: &'static str, body: &'static str) -> impl IntoResponse {
 }
 
 pub(crate) fn routes() -> Router<Server> {
-    Router::new()
-        .route(
-            "/",
-            get(|| async { asset("text/html; charset=utf-8", INDEX) }),
-        )
-        .route(
-            "/assets/app.js",
-            get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }),
-        )
-        .route(
-            "/assets/app.css",
-            get(|| async { asset("text/css; charset=utf-8", APP_CSS) }),
-        )
+    let mut r = Router::new().route(
+        "/",
+        get(|| async { asset("text/html; charset=utf-8", INDEX) }),
+    );
+    for &(name, content_type, body) in ASSETS {
+        r = r.route(
+            &format!("/assets/{name}"),
+            get(move || async move { asset(content_type, body) }),
+        );
+    }
+    r
 }

@@ -481,6 +481,10 @@ fn the_dashboard_is_served_from_the_binary_with_a_strict_policy() {
     let s = serve(&p);
     for (path, kind) in [
         ("/", "text/html"),
+        ("/assets/api.js", "text/javascript"),
+        ("/assets/dom.js", "text/javascript"),
+        ("/assets/runs.js", "text/javascript"),
+        ("/assets/run.js", "text/javascript"),
         ("/assets/app.js", "text/javascript"),
         ("/assets/app.css", "text/css"),
     ] {
