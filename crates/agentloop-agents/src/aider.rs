@@ -4,63 +4,39 @@
 
 use agentloop_core::config::AgentConfig;
 
-use crate::cli::{CliRun, PromptIn, base_argv};
+use crate::cli::{CliKind, PromptIn, base_argv, keep};
 use crate::parsed::{Parsed, classify};
-use crate::{Agent, AgentRun, Invocation};
 
-pub struct AiderAgent {
-    name: String,
-    config: AgentConfig,
-}
+/// `aider --message PROMPT`, never committing itself.
+pub const CLI: CliKind = CliKind {
+    kind: "aider",
+    install: "pip install aider-chat",
+    prompt: PromptIn::Argv,
+    argv,
+    parse: parse_text,
+    finish: keep,
+};
 
-impl AiderAgent {
-    pub fn new(name: &str, config: AgentConfig) -> AiderAgent {
-        AiderAgent {
-            name: name.to_string(),
-            config,
-        }
+/// The command line, without a shell.
+pub fn argv(c: &AgentConfig, prompt: &str) -> Vec<String> {
+    let mut argv = base_argv("aider", c);
+    argv.extend(
+        [
+            "--message",
+            prompt,
+            "--yes-always",
+            "--no-auto-commits",
+            "--no-pretty",
+            "--no-stream",
+            "--no-check-update",
+        ]
+        .map(String::from),
+    );
+    if let Some(m) = &c.model {
+        argv.extend(["--model".into(), m.clone()]);
     }
-
-    pub fn argv(&self, prompt: &str) -> Vec<String> {
-        let c = &self.config;
-        let mut argv = base_argv("aider", c);
-        argv.extend(
-            [
-                "--message",
-                prompt,
-                "--yes-always",
-                "--no-auto-commits",
-                "--no-pretty",
-                "--no-stream",
-                "--no-check-update",
-            ]
-            .map(String::from),
-        );
-        if let Some(m) = &c.model {
-            argv.extend(["--model".into(), m.clone()]);
-        }
-        argv.extend(c.args.iter().cloned());
-        argv
-    }
-}
-
-impl Agent for AiderAgent {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn run(&self, inv: &Invocation<'_>, should_stop: &mut dyn FnMut() -> bool) -> AgentRun {
-        CliRun {
-            kind: "aider",
-            config: &self.config,
-            argv: self.argv(inv.prompt),
-            prompt: PromptIn::Argv,
-            parse: parse_text,
-            price: None,
-            install: "pip install aider-chat",
-        }
-        .run(inv, should_stop)
-    }
+    argv.extend(c.args.iter().cloned());
+    argv
 }
 
 /// `2.1k` → 2100, `1.2M` → 1200000, `150` → 150.

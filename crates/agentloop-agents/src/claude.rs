@@ -7,9 +7,8 @@ use agentloop_core::config::AgentConfig;
 use agentloop_core::values::Usage;
 use serde_json::Value;
 
-use crate::cli::{CliRun, PromptIn, base_argv};
+use crate::cli::{CliKind, PromptIn, base_argv, keep};
 use crate::parsed::{Parsed, classify, json_lines, u64_at};
-use crate::{Agent, AgentRun, Invocation};
 
 /// Tools granted by default: enough to edit code and run commands, nothing that
 /// reaches the network.
@@ -26,69 +25,44 @@ pub const DEFAULT_ALLOWED: &[&str] = &[
 pub const DEFAULT_DISALLOWED: &[&str] = &["WebFetch", "WebSearch"];
 
 /// `claude -p`, one fresh process per iteration, the prompt on stdin.
-pub struct ClaudeAgent {
-    name: String,
-    config: AgentConfig,
-}
+pub const CLI: CliKind = CliKind {
+    kind: "claude",
+    install: "npm install -g @anthropic-ai/claude-code",
+    prompt: PromptIn::Stdin,
+    argv,
+    parse: parse_stream_json,
+    finish: keep,
+};
 
-impl ClaudeAgent {
-    pub fn new(name: &str, config: AgentConfig) -> ClaudeAgent {
-        ClaudeAgent {
-            name: name.to_string(),
-            config,
-        }
+/// The command line, without a shell; the prompt goes on stdin.
+pub fn argv(c: &AgentConfig, _prompt: &str) -> Vec<String> {
+    let mut argv = base_argv("claude", c);
+    argv.extend(["-p", "--output-format", "stream-json", "--verbose"].map(String::from));
+    if let Some(m) = &c.model {
+        argv.extend(["--model".into(), m.clone()]);
     }
-
-    /// The command line, without a shell; the prompt goes on stdin.
-    pub fn argv(&self) -> Vec<String> {
-        let c = &self.config;
-        let mut argv = base_argv("claude", c);
-        argv.extend(["-p", "--output-format", "stream-json", "--verbose"].map(String::from));
-        if let Some(m) = &c.model {
-            argv.extend(["--model".into(), m.clone()]);
-        }
-        if let Some(n) = c.max_turns {
-            argv.extend(["--max-turns".into(), n.to_string()]);
-        }
-        if let Some(mode) = &c.permission_mode {
-            argv.extend(["--permission-mode".into(), mode.clone()]);
-        }
-        let allowed = c
-            .allowed_tools
-            .clone()
-            .unwrap_or_else(|| DEFAULT_ALLOWED.iter().map(|s| s.to_string()).collect());
-        if !allowed.is_empty() {
-            argv.extend(["--allowedTools".into(), allowed.join(",")]);
-        }
-        let denied = c
-            .disallowed_tools
-            .clone()
-            .unwrap_or_else(|| DEFAULT_DISALLOWED.iter().map(|s| s.to_string()).collect());
-        if !denied.is_empty() {
-            argv.extend(["--disallowedTools".into(), denied.join(",")]);
-        }
-        argv.extend(c.args.iter().cloned());
-        argv
+    if let Some(n) = c.max_turns {
+        argv.extend(["--max-turns".into(), n.to_string()]);
     }
-}
-
-impl Agent for ClaudeAgent {
-    fn name(&self) -> &str {
-        &self.name
+    if let Some(mode) = &c.permission_mode {
+        argv.extend(["--permission-mode".into(), mode.clone()]);
     }
-
-    fn run(&self, inv: &Invocation<'_>, should_stop: &mut dyn FnMut() -> bool) -> AgentRun {
-        CliRun {
-            kind: "claude",
-            config: &self.config,
-            argv: self.argv(),
-            prompt: PromptIn::Stdin,
-            parse: parse_stream_json,
-            price: None,
-            install: "npm install -g @anthropic-ai/claude-code",
-        }
-        .run(inv, should_stop)
+    let allowed = c
+        .allowed_tools
+        .clone()
+        .unwrap_or_else(|| DEFAULT_ALLOWED.iter().map(|s| s.to_string()).collect());
+    if !allowed.is_empty() {
+        argv.extend(["--allowedTools".into(), allowed.join(",")]);
     }
+    let denied = c
+        .disallowed_tools
+        .clone()
+        .unwrap_or_else(|| DEFAULT_DISALLOWED.iter().map(|s| s.to_string()).collect());
+    if !denied.is_empty() {
+        argv.extend(["--disallowedTools".into(), denied.join(",")]);
+    }
+    argv.extend(c.args.iter().cloned());
+    argv
 }
 
 pub fn parse_stream_json(text: &str) -> Parsed {

@@ -9,7 +9,7 @@ use agentloop_core::exec::supervise::{self, Spec};
 use agentloop_core::journal::{AgentError, AgentErrorKind};
 
 use crate::parsed::Parsed;
-use crate::{AgentRun, Invocation};
+use crate::{Agent, AgentRun, Invocation};
 
 /// Where the prompt goes.
 pub enum PromptIn {
@@ -18,22 +18,51 @@ pub enum PromptIn {
     Argv,
 }
 
-pub struct CliRun<'a> {
-    pub kind: &'a str,
-    pub config: &'a AgentConfig,
-    pub argv: Vec<String>,
+/// What an adapter says about its CLI: how to call it and how to read what it prints.
+pub struct CliKind {
+    /// The built-in name and the program run when `command` is not set.
+    pub kind: &'static str,
+    /// How to install it, for the message when it cannot be started.
+    pub install: &'static str,
     pub prompt: PromptIn,
+    /// The command line for an iteration (the prompt is used when it goes by argument).
+    pub argv: fn(&AgentConfig, &str) -> Vec<String>,
     pub parse: fn(&str) -> Parsed,
-    /// For CLIs that report tokens but no cost.
-    pub price: Option<Price>,
-    pub install: &'a str,
+    /// A last look at the run (exit codes that mean something to this CLI).
+    pub finish: fn(&mut AgentRun),
 }
 
-impl CliRun<'_> {
-    pub fn run(self, inv: &Invocation<'_>, should_stop: &mut dyn FnMut() -> bool) -> AgentRun {
-        let program = self.argv.first().cloned().unwrap_or_default();
-        let stdin = matches!(self.prompt, PromptIn::Stdin).then(|| inv.prompt.as_bytes().to_vec());
-        let mut spec = agent_spec(self.config, inv, self.argv, stdin);
+/// Leaves the run as the output said.
+pub fn keep(_: &mut AgentRun) {}
+
+/// An agent CLI run one fresh process per iteration.
+pub struct CliAgent {
+    pub name: String,
+    pub config: AgentConfig,
+    /// For CLIs that report tokens but no cost.
+    pub price: Option<Price>,
+    pub cli: &'static CliKind,
+}
+
+impl Agent for CliAgent {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn run(&self, inv: &Invocation<'_>, should_stop: &mut dyn FnMut() -> bool) -> AgentRun {
+        let mut run = self.run_cli(inv, should_stop);
+        (self.cli.finish)(&mut run);
+        run
+    }
+}
+
+impl CliAgent {
+    fn run_cli(&self, inv: &Invocation<'_>, should_stop: &mut dyn FnMut() -> bool) -> AgentRun {
+        let cli = self.cli;
+        let argv = (cli.argv)(&self.config, inv.prompt);
+        let program = argv.first().cloned().unwrap_or_default();
+        let stdin = matches!(cli.prompt, PromptIn::Stdin).then(|| inv.prompt.as_bytes().to_vec());
+        let mut spec = agent_spec(&self.config, inv, argv, stdin);
         spec.tail_bytes = 4 * 1024 * 1024;
         let f = match supervise::run(spec, should_stop) {
             Ok(f) => f,
@@ -43,14 +72,14 @@ impl CliRun<'_> {
                         kind: AgentErrorKind::Spawn,
                         message: format!(
                             "cannot start `{program}`: {e} (install it: {})",
-                            self.install
+                            cli.install
                         ),
                     }),
                     ..AgentRun::default()
                 };
             }
         };
-        let mut p = (self.parse)(&String::from_utf8_lossy(&f.tail));
+        let mut p = (cli.parse)(&String::from_utf8_lossy(&f.tail));
         // A usage limit that names its reset time ("resets 3:45pm") is waited out exactly.
         if p.resets_at_ms.is_none()
             && let Some(e) = p
@@ -63,7 +92,7 @@ impl CliRun<'_> {
         let error = if f.timed_out {
             Some(AgentError {
                 kind: AgentErrorKind::Timeout,
-                message: format!("{} ran past its timeout", self.kind),
+                message: format!("{} ran past its timeout", cli.kind),
             })
         } else if p.error.is_none()
             && f.exit_code != Some(0)
@@ -74,7 +103,7 @@ impl CliRun<'_> {
                 kind: AgentErrorKind::Other,
                 message: format!(
                     "{} exited {:?} without a result (see agent.log)",
-                    self.kind, f.exit_code
+                    cli.kind, f.exit_code
                 ),
             })
         } else {

@@ -1,66 +1,39 @@
 //! Codex CLI: the JSON lines of `codex exec --json`. Codex reports tokens, not cost.
 
-use agentloop_core::config::{AgentConfig, Price};
+use agentloop_core::config::AgentConfig;
 use agentloop_core::values::Usage;
 use serde_json::Value;
 
-use crate::cli::{CliRun, PromptIn, base_argv};
+use crate::cli::{CliKind, PromptIn, base_argv, keep};
 use crate::parsed::{Parsed, classify, json_lines, u64_at};
-use crate::{Agent, AgentRun, Invocation};
 
-/// `codex exec --json`, one fresh process per iteration, the prompt on stdin.
-pub struct CodexAgent {
-    name: String,
-    config: AgentConfig,
-    price: Option<Price>,
-}
+/// `codex exec --json`, one fresh process per iteration, the prompt on stdin. It reports
+/// tokens, not cost: the configured price of the model decides.
+pub const CLI: CliKind = CliKind {
+    kind: "codex",
+    install: "npm install -g @openai/codex",
+    prompt: PromptIn::Stdin,
+    argv,
+    parse: parse_exec_json,
+    finish: keep,
+};
 
-impl CodexAgent {
-    pub fn new(name: &str, config: AgentConfig, price: Option<Price>) -> CodexAgent {
-        CodexAgent {
-            name: name.to_string(),
-            config,
-            price,
-        }
+/// The command line, without a shell; the prompt goes on stdin.
+pub fn argv(c: &AgentConfig, _prompt: &str) -> Vec<String> {
+    let mut argv = base_argv("codex", c);
+    argv.extend(["exec", "--json", "--skip-git-repo-check"].map(String::from));
+    if let Some(m) = &c.model {
+        argv.extend(["-m".into(), m.clone()]);
     }
-
-    pub fn argv(&self) -> Vec<String> {
-        let c = &self.config;
-        let mut argv = base_argv("codex", c);
-        argv.extend(["exec", "--json", "--skip-git-repo-check"].map(String::from));
-        if let Some(m) = &c.model {
-            argv.extend(["-m".into(), m.clone()]);
-        }
-        argv.extend([
-            "--sandbox".into(),
-            c.sandbox
-                .clone()
-                .unwrap_or_else(|| "workspace-write".into()),
-        ]);
-        argv.extend(c.args.iter().cloned());
-        argv.push("-".into());
-        argv
-    }
-}
-
-impl Agent for CodexAgent {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn run(&self, inv: &Invocation<'_>, should_stop: &mut dyn FnMut() -> bool) -> AgentRun {
-        CliRun {
-            kind: "codex",
-            config: &self.config,
-            argv: self.argv(),
-            prompt: PromptIn::Stdin,
-            parse: parse_exec_json,
-            // Codex reports no cost: the configured price of the model decides.
-            price: self.price,
-            install: "npm install -g @openai/codex",
-        }
-        .run(inv, should_stop)
-    }
+    argv.extend([
+        "--sandbox".into(),
+        c.sandbox
+            .clone()
+            .unwrap_or_else(|| "workspace-write".into()),
+    ]);
+    argv.extend(c.args.iter().cloned());
+    argv.push("-".into());
+    argv
 }
 
 pub fn parse_exec_json(text: &str) -> Parsed {

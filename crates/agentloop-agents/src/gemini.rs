@@ -2,78 +2,55 @@
 //! `message` (assistant chunks with `delta`), `tool_use`, `tool_result`, `error`, and
 //! a final `result` with `status` and `stats`. Tokens, no cost.
 
-use agentloop_core::config::{AgentConfig, Price};
+use agentloop_core::config::AgentConfig;
 use agentloop_core::journal::AgentErrorKind;
 use agentloop_core::values::Usage;
 use serde_json::Value;
 
-use crate::cli::{CliRun, PromptIn, base_argv};
+use crate::AgentRun;
+use crate::cli::{CliKind, PromptIn, base_argv};
 use crate::parsed::{Parsed, classify, json_lines, u64_at};
-use crate::{Agent, AgentRun, Invocation};
 
-pub struct GeminiAgent {
-    name: String,
-    config: AgentConfig,
-    price: Option<Price>,
+/// `gemini -p PROMPT -o stream-json`, the prompt by argument.
+pub const CLI: CliKind = CliKind {
+    kind: "gemini",
+    install: "npm install -g @google/gemini-cli",
+    prompt: PromptIn::Argv,
+    argv,
+    parse: parse_stream_json,
+    finish,
+};
+
+/// The command line, without a shell.
+pub fn argv(c: &AgentConfig, prompt: &str) -> Vec<String> {
+    let mut argv = base_argv("gemini", c);
+    argv.extend([
+        "-p".into(),
+        prompt.to_string(),
+        "-o".into(),
+        "stream-json".into(),
+        "--approval-mode=yolo".into(),
+    ]);
+    if let Some(m) = &c.model {
+        argv.extend(["-m".into(), m.clone()]);
+    }
+    argv.extend(c.args.iter().cloned());
+    argv
 }
 
-impl GeminiAgent {
-    pub fn new(name: &str, config: AgentConfig, price: Option<Price>) -> GeminiAgent {
-        GeminiAgent {
-            name: name.to_string(),
-            config,
-            price,
-        }
-    }
-
-    /// The prompt goes by argument (`-p`).
-    pub fn argv(&self, prompt: &str) -> Vec<String> {
-        let c = &self.config;
-        let mut argv = base_argv("gemini", c);
-        argv.extend([
-            "-p".into(),
-            prompt.to_string(),
-            "-o".into(),
-            "stream-json".into(),
-            "--approval-mode=yolo".into(),
-        ]);
-        if let Some(m) = &c.model {
-            argv.extend(["-m".into(), m.clone()]);
-        }
-        argv.extend(c.args.iter().cloned());
-        argv
-    }
-}
-
-impl Agent for GeminiAgent {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn run(&self, inv: &Invocation<'_>, should_stop: &mut dyn FnMut() -> bool) -> AgentRun {
-        let mut run = CliRun {
-            kind: "gemini",
-            config: &self.config,
-            argv: self.argv(inv.prompt),
-            prompt: PromptIn::Argv,
-            parse: parse_stream_json,
-            price: self.price,
-            install: "npm install -g @google/gemini-cli",
-        }
-        .run(inv, should_stop);
-        if let Some(kind) = run.finished.exit_code.and_then(error_for_exit)
-            && run
-                .error
-                .as_ref()
-                .is_none_or(|e| e.kind == AgentErrorKind::Other)
-        {
-            let message = format!(
-                "gemini exited {}: authentication failed",
-                run.finished.exit_code.unwrap_or(0)
-            );
-            run.error = Some(agentloop_core::journal::AgentError { kind, message });
-        }
-        run
+/// Gemini's exit codes say what kind of failure it was when its output did not.
+fn finish(run: &mut AgentRun) {
+    if let Some(kind) = run.finished.exit_code.and_then(error_for_exit)
+        && run
+            .error
+            .as_ref()
+            .is_none_or(|e| e.kind == AgentErrorKind::Other)
+    {
+        let message = format!(
+            "gemini exited {}: authentication failed",
+            run.finished.exit_code.unwrap_or(0)
+        );
+        run.error = Some(agentloop_core::journal::AgentError { kind, message });
     }
 }
 

@@ -96,30 +96,29 @@ pub fn resolve(config: &Config, name: &str) -> Result<Box<dyn Agent>, ResolveErr
 pub const BUILTIN: &[&str] = &["claude", "codex", "gemini", "opencode", "aider"];
 
 fn build(config: &Config, name: &str, ac: &AgentConfig) -> Result<Box<dyn Agent>, ResolveError> {
-    match ac.kind.as_str() {
-        "command" => Ok(Box::new(command::CommandAgent::new(name, ac.clone()))),
-        "claude" => Ok(Box::new(claude::ClaudeAgent::new(name, ac.clone()))),
-        "gemini" => {
-            let price = ac
-                .model
-                .as_ref()
-                .and_then(|m| config.prices.get(m))
-                .copied();
-            Ok(Box::new(gemini::GeminiAgent::new(name, ac.clone(), price)))
+    let cli = match ac.kind.as_str() {
+        "command" => return Ok(Box::new(command::CommandAgent::new(name, ac.clone()))),
+        "claude" => &claude::CLI,
+        "codex" => &codex::CLI,
+        "gemini" => &gemini::CLI,
+        "opencode" => &opencode::CLI,
+        "aider" => &aider::CLI,
+        other => {
+            return Err(ResolveError::UnsupportedKind {
+                name: name.to_string(),
+                kind: other.to_string(),
+            });
         }
-        "opencode" => Ok(Box::new(opencode::OpenCodeAgent::new(name, ac.clone()))),
-        "aider" => Ok(Box::new(aider::AiderAgent::new(name, ac.clone()))),
-        "codex" => {
-            let price = ac
-                .model
-                .as_ref()
-                .and_then(|m| config.prices.get(m))
-                .copied();
-            Ok(Box::new(codex::CodexAgent::new(name, ac.clone(), price)))
-        }
-        other => Err(ResolveError::UnsupportedKind {
-            name: name.to_string(),
-            kind: other.to_string(),
-        }),
-    }
+    };
+    let price = ac
+        .model
+        .as_ref()
+        .and_then(|m| config.prices.get(m))
+        .copied();
+    Ok(Box::new(cli::CliAgent {
+        name: name.to_string(),
+        config: ac.clone(),
+        price,
+        cli,
+    }))
 }

@@ -5,58 +5,34 @@ use agentloop_core::config::AgentConfig;
 use agentloop_core::values::Usage;
 use serde_json::Value;
 
-use crate::cli::{CliRun, PromptIn, base_argv};
+use crate::cli::{CliKind, PromptIn, base_argv, keep};
 use crate::parsed::{Parsed, classify, json_lines, u64_at};
-use crate::{Agent, AgentRun, Invocation};
 
-pub struct OpenCodeAgent {
-    name: String,
-    config: AgentConfig,
-}
+/// `opencode run PROMPT --format json --auto`.
+pub const CLI: CliKind = CliKind {
+    kind: "opencode",
+    install: "npm install -g opencode-ai",
+    prompt: PromptIn::Argv,
+    argv,
+    parse: parse_json,
+    finish: keep,
+};
 
-impl OpenCodeAgent {
-    pub fn new(name: &str, config: AgentConfig) -> OpenCodeAgent {
-        OpenCodeAgent {
-            name: name.to_string(),
-            config,
-        }
+/// The command line, without a shell.
+pub fn argv(c: &AgentConfig, prompt: &str) -> Vec<String> {
+    let mut argv = base_argv("opencode", c);
+    argv.extend([
+        "run".into(),
+        prompt.to_string(),
+        "--format".into(),
+        "json".into(),
+        "--auto".into(),
+    ]);
+    if let Some(m) = &c.model {
+        argv.extend(["--model".into(), m.clone()]);
     }
-
-    pub fn argv(&self, prompt: &str) -> Vec<String> {
-        let c = &self.config;
-        let mut argv = base_argv("opencode", c);
-        argv.extend([
-            "run".into(),
-            prompt.to_string(),
-            "--format".into(),
-            "json".into(),
-            "--auto".into(),
-        ]);
-        if let Some(m) = &c.model {
-            argv.extend(["--model".into(), m.clone()]);
-        }
-        argv.extend(c.args.iter().cloned());
-        argv
-    }
-}
-
-impl Agent for OpenCodeAgent {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn run(&self, inv: &Invocation<'_>, should_stop: &mut dyn FnMut() -> bool) -> AgentRun {
-        CliRun {
-            kind: "opencode",
-            config: &self.config,
-            argv: self.argv(inv.prompt),
-            prompt: PromptIn::Argv,
-            parse: parse_json,
-            price: None,
-            install: "npm install -g opencode-ai",
-        }
-        .run(inv, should_stop)
-    }
+    argv.extend(c.args.iter().cloned());
+    argv
 }
 
 pub fn parse_json(text: &str) -> Parsed {

@@ -1,22 +1,35 @@
-//! The token every API request carries.
+//! The token every API request carries, checked by a layer in front of every API
+//! route: `Authorization: Bearer …`, or `?token=` for EventSource, which cannot set
+//! headers.
 
+use axum::extract::{Query, Request, State};
 use axum::http::HeaderMap;
+use axum::middleware::Next;
+use axum::response::Response;
 use serde::Deserialize;
 
 use crate::Server;
 use crate::error::ApiError;
 
 #[derive(Deserialize, Default)]
-pub(crate) struct TokenQuery {
-    pub token: Option<String>,
+struct TokenQuery {
+    token: Option<String>,
 }
 
-/// The token from `Authorization: Bearer …` or `?token=` (for EventSource).
-pub(crate) fn authorize(
-    s: &Server,
-    headers: &HeaderMap,
-    query_token: Option<&str>,
-) -> Result<(), ApiError> {
+/// The layer: a request without the token gets 401 and reaches no handler.
+pub(crate) async fn require_token(
+    State(s): State<Server>,
+    req: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let query = Query::<TokenQuery>::try_from_uri(req.uri())
+        .ok()
+        .and_then(|Query(q)| q.token);
+    authorize(&s, req.headers(), query.as_deref())?;
+    Ok(next.run(req).await)
+}
+
+fn authorize(s: &Server, headers: &HeaderMap, query_token: Option<&str>) -> Result<(), ApiError> {
     let given = headers
         .get("authorization")
         .and_then(|h| h.to_str().ok())

@@ -4,13 +4,11 @@
 use agentloop_core::journal::{self, Event, Request, RunStatus};
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::Server;
-use crate::auth::{TokenQuery, authorize};
-use crate::error::{ApiError, Q, json_body};
+use crate::error::{ApiError, json_body};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -26,12 +24,9 @@ pub(crate) struct ControlBody {
 
 pub(crate) async fn control(
     State(s): State<Server>,
-    headers: HeaderMap,
-    Q(q): Q<TokenQuery>,
     Path(id): Path<String>,
     body: Result<Json<ControlBody>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    authorize(&s, &headers, q.token.as_deref())?;
     let Json(b) = json_body(body)?;
     if b.request_id.is_empty() || b.request_id.len() > 128 {
         return Err(ApiError::Bad(

@@ -13,7 +13,11 @@ const INDEX: &str = include_str!("../assets/index.html");
 
 /// `/assets/NAME` → (content type, body). The scripts load in this order.
 const ASSETS: &[(&str, &str, &str)] = &[
-    ("app.css", "text/css; charset=utf-8", include_str!("../assets/app.css")),
+    (
+        "app.css",
+        "text/css; charset=utf-8",
+        include_str!("../assets/app.css"),
+    ),
     ("api.js", JS, include_str!("../assets/api.js")),
     ("dom.js", JS, include_str!("../assets/dom.js")),
     ("runs.js", JS, include_str!("../assets/runs.js")),

@@ -83,6 +83,7 @@ impl Server {
     }
 
     pub fn router(self) -> Router {
+        let token = axum::middleware::from_fn_with_state(self.clone(), auth::require_token);
         Router::new()
             .route("/api/runs", get(list_runs).post(start::start))
             .route("/api/repos", get(start::repos))
@@ -94,6 +95,7 @@ impl Server {
             .route("/api/runs/{id}/control", post(control))
             .route("/api/runs/{id}/events", get(events))
             .route("/api/events", get(all_events))
+            .route_layer(token)
             .merge(dashboard::routes())
             .layer(DefaultBodyLimit::max(MAX_BODY))
             .with_state(self)

@@ -108,6 +108,13 @@ impl TaskState {
         }
     }
 
+    /// The first line of why the task is blocked, if it is.
+    pub fn blocked_headline(&self) -> Option<&str> {
+        self.blocked
+            .as_deref()
+            .map(|b| b.lines().next().unwrap_or(""))
+    }
+
     pub(crate) fn reset_ladder(&mut self) {
         self.attempts = 0;
         self.rung = Rung::Retry;

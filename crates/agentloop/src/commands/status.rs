@@ -85,12 +85,7 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
             "{} task {} is blocked: {}",
             paint("1;33", "needs you:"),
             t.id,
-            t.blocked
-                .as_deref()
-                .unwrap_or("")
-                .lines()
-                .next()
-                .unwrap_or("")
+            t.blocked_headline().unwrap_or("")
         );
     }
     Ok(ExitKind::Completed)

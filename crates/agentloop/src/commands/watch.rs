@@ -145,12 +145,7 @@ pub fn draw(f: &mut Frame, v: &View) {
         format!(
             "needs you: task {} is blocked: {}",
             t.id,
-            t.blocked
-                .as_deref()
-                .unwrap_or("")
-                .lines()
-                .next()
-                .unwrap_or("")
+            t.blocked_headline().unwrap_or("")
         )
     } else if s.limit_until_ms.is_some() {
         "waiting for a usage limit to reset".to_string()

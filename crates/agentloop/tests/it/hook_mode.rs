@@ -75,18 +75,15 @@ fn setup(plan: &str) -> Project {
 
 #[test]
 fn the_stop_hook_drives_one_session_through_three_verified_tasks() {
-    let server = MockServer::start(
-        Api::Anthropic,
-        Scenario::new(vec![
-            say("Ready when you are."),
-            bash("echo a > a.txt"),
-            say("TASK_COMPLETE"),
-            bash("echo b > b.txt"),
-            say("TASK_COMPLETE"),
-            bash("echo c > c.txt"),
-            say("All three done.\nTASK_COMPLETE"),
-        ]),
-    );
+    let server = Cli::Claude.mock(vec![
+        say("Ready when you are."),
+        bash("echo a > a.txt"),
+        say("TASK_COMPLETE"),
+        bash("echo b > b.txt"),
+        say("TASK_COMPLETE"),
+        bash("echo c > c.txt"),
+        say("All three done.\nTASK_COMPLETE"),
+    ]);
     let p = setup(PLAN);
     let out = claude_session(&p, &server, "Start.");
     assert!(
@@ -120,15 +117,12 @@ fn the_stop_hook_drives_one_session_through_three_verified_tasks() {
 
 #[test]
 fn a_false_completion_is_caught_and_retried_in_the_same_session() {
-    let server = MockServer::start(
-        Api::Anthropic,
-        Scenario::new(vec![
-            say("Hi."),
-            say("TASK_COMPLETE"),
-            bash("echo a > a.txt"),
-            say("Fixed.\nTASK_COMPLETE"),
-        ]),
-    );
+    let server = Cli::Claude.mock(vec![
+        say("Hi."),
+        say("TASK_COMPLETE"),
+        bash("echo a > a.txt"),
+        say("Fixed.\nTASK_COMPLETE"),
+    ]);
     let p = setup("# One\n\n## T1: A\nVerify: test -f a.txt\n");
     let out = claude_session(&p, &server, "Start.");
     assert!(
@@ -154,10 +148,7 @@ fn a_false_completion_is_caught_and_retried_in_the_same_session() {
 
 #[test]
 fn a_cap_ends_the_session_instead_of_blocking() {
-    let server = MockServer::start(
-        Api::Anthropic,
-        Scenario::new(vec![say("Hi."), say("TASK_COMPLETE"), say("TASK_COMPLETE")]),
-    );
+    let server = Cli::Claude.mock(vec![say("Hi."), say("TASK_COMPLETE"), say("TASK_COMPLETE")]);
     let p = setup(
         "---\nbudgets:\n  max_iterations: 2\n---\n# One\n\n## T1: A\nVerify: test -f a.txt\n",
     );
@@ -179,14 +170,11 @@ fn a_cap_ends_the_session_instead_of_blocking() {
 
 #[test]
 fn a_second_session_in_the_same_repo_is_not_driven() {
-    let server = MockServer::start(
-        Api::Anthropic,
-        Scenario::new(vec![
-            say("Hi."),
-            bash("echo a > a.txt"),
-            say("TASK_COMPLETE"),
-        ]),
-    );
+    let server = Cli::Claude.mock(vec![
+        say("Hi."),
+        bash("echo a > a.txt"),
+        say("TASK_COMPLETE"),
+    ]);
     let p = setup("# One\n\n## T1: A\nVerify: test -f a.txt\n\n## T2: B\nVerify: test -f b.txt\n");
     // Bind the run to a first session by hand, as its first Stop would.
     let stop = |session: &str| {
@@ -482,14 +470,11 @@ fn install_merges_and_uninstall_removes_exactly_what_it_added() {
 
 #[test]
 fn the_plugin_directory_loads_the_same_hooks() {
-    let server = MockServer::start(
-        Api::Anthropic,
-        Scenario::new(vec![
-            say("Hi."),
-            bash("echo a > a.txt"),
-            say("TASK_COMPLETE"),
-        ]),
-    );
+    let server = Cli::Claude.mock(vec![
+        say("Hi."),
+        bash("echo a > a.txt"),
+        say("TASK_COMPLETE"),
+    ]);
     let p = setup("# One\n\n## T1: A\nVerify: test -f a.txt\n");
     let plugin = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugin");
     let bin_dir = std::path::Path::new(BIN).parent().unwrap();

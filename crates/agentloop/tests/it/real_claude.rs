@@ -1,28 +1,23 @@
 //! The real `claude` CLI (pinned, from the npm registry) driven by agentloop against
 //! the testkit's mock Anthropic API. `scripts/test` installs it and puts it on PATH.
 
-use agentloop_testkit::{Api, MockServer, Scenario, Step};
+use agentloop_testkit::{MockServer, Step};
 
-use crate::real_cli::{Cli, journal_events, say};
+use crate::real_cli::{Cli, ONE, PLAN, journal_events, say};
 use crate::support::Project;
 
 fn bash(cmd: &str, input: u64, output: u64) -> Step {
     Cli::Claude.shell(cmd, input, output)
 }
 
-const PLAN: &str = "# Files\n\n## T1: Hello\nVerify: test -f hello.txt\n\nCreate hello.txt.\n\n## T2: World\nDepends: T1\nVerify: grep -q world world.txt\n\nCreate world.txt containing world.\n";
-
 #[test]
 fn two_tasks_done_through_claudes_own_tools() {
-    let server = MockServer::start(
-        Api::Anthropic,
-        Scenario::new(vec![
-            bash("echo hello > hello.txt", 100, 10),
-            say("Created hello.txt.\nTASK_COMPLETE", 120, 8, 50),
-            bash("echo world > world.txt", 200, 12),
-            say("Done.\n\nTASK_COMPLETE", 220, 9, 70),
-        ]),
-    );
+    let server = Cli::Claude.mock(vec![
+        bash("echo hello > hello.txt", 100, 10),
+        say("Created hello.txt.\nTASK_COMPLETE", 120, 8, 50),
+        bash("echo world > world.txt", 200, 12),
+        say("Done.\n\nTASK_COMPLETE", 220, 9, 70),
+    ]);
     let p = project(&server, PLAN, "");
     let r = p.run(&["run"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
@@ -40,18 +35,13 @@ fn project(server: &MockServer, plan: &str, extra: &str) -> Project {
     Cli::Claude.project(server, plan, extra)
 }
 
-const ONE: &str = "# One\n\n## T1: Hello\nVerify: test -f hello.txt\n\nCreate hello.txt.\n";
-
 #[test]
 fn a_false_completion_is_caught_and_retried_with_the_digest() {
-    let server = MockServer::start(
-        Api::Anthropic,
-        Scenario::new(vec![
-            say("All done, tests pass.\nTASK_COMPLETE", 50, 5, 0),
-            bash("echo hello > hello.txt", 60, 6),
-            say("Now it really exists.\nTASK_COMPLETE", 70, 7, 0),
-        ]),
-    );
+    let server = Cli::Claude.mock(vec![
+        say("All done, tests pass.\nTASK_COMPLETE", 50, 5, 0),
+        bash("echo hello > hello.txt", 60, 6),
+        say("Now it really exists.\nTASK_COMPLETE", 70, 7, 0),
+    ]);
     let p = project(&server, ONE, "");
     let r = p.run(&["run"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
@@ -76,19 +66,16 @@ fn a_false_completion_is_caught_and_retried_with_the_digest() {
 
 #[test]
 fn a_rate_limit_waits_for_the_reset_without_spending_retries() {
-    let server = MockServer::start(
-        Api::Anthropic,
-        Scenario::new(vec![
-            Step::Error {
-                status: 429,
-                kind: "rate_limit_error".into(),
-                message: "This request would exceed your account's rate limit.".into(),
-                retry_after: Some(2),
-            },
-            bash("echo hello > hello.txt", 60, 6),
-            say("TASK_COMPLETE", 70, 7, 0),
-        ]),
-    );
+    let server = Cli::Claude.mock(vec![
+        Step::Error {
+            status: 429,
+            kind: "rate_limit_error".into(),
+            message: "This request would exceed your account's rate limit.".into(),
+            retry_after: Some(2),
+        },
+        bash("echo hello > hello.txt", 60, 6),
+        say("TASK_COMPLETE", 70, 7, 0),
+    ]);
     let p = project(
         &server,
         ONE,
@@ -120,15 +107,12 @@ fn a_rate_limit_waits_for_the_reset_without_spending_retries() {
 
 #[test]
 fn an_auth_error_waits_for_a_person_with_a_clear_message() {
-    let server = MockServer::start(
-        Api::Anthropic,
-        Scenario::new(vec![Step::Error {
-            status: 401,
-            kind: "authentication_error".into(),
-            message: "invalid x-api-key".into(),
-            retry_after: None,
-        }]),
-    );
+    let server = Cli::Claude.mock(vec![Step::Error {
+        status: 401,
+        kind: "authentication_error".into(),
+        message: "invalid x-api-key".into(),
+        retry_after: None,
+    }]);
     let p = project(&server, ONE, "");
     let r = p.run(&["run", "--no-wait"]);
     assert_eq!(r.code, Some(5), "{}", r.stderr);
@@ -148,10 +132,7 @@ fn an_auth_error_waits_for_a_person_with_a_clear_message() {
 
 #[test]
 fn stop_now_during_a_stalled_reply_ends_claudes_process_group() {
-    let server = MockServer::start(
-        Api::Anthropic,
-        Scenario::new(vec![Step::Stall { seconds: 60 }]),
-    );
+    let server = Cli::Claude.mock(vec![Step::Stall { seconds: 60 }]);
     let p = project(&server, ONE, "");
     crate::support::stop_now_during_a_model_call(&p, &server, "claude");
 }
@@ -171,13 +152,10 @@ fn agents_lists_the_installed_clis_and_their_versions() {
     let codex = rows.iter().find(|r| r["name"] == "codex").unwrap();
     assert_eq!(codex["version"], "codex-cli 0.169.0");
     // The run records the versions it probed.
-    let server = MockServer::start(
-        Api::Anthropic,
-        Scenario::new(vec![
-            bash("echo hello > hello.txt", 1, 1),
-            say("TASK_COMPLETE", 1, 1, 0),
-        ]),
-    );
+    let server = Cli::Claude.mock(vec![
+        bash("echo hello > hello.txt", 1, 1),
+        say("TASK_COMPLETE", 1, 1, 0),
+    ]);
     let p = project(&server, ONE, "");
     assert_eq!(p.run(&["run", "--quiet"]).code, Some(0));
     let started = journal_events(&p)

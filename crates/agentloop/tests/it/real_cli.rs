@@ -4,10 +4,16 @@
 
 use std::path::Path;
 
-use agentloop_testkit::{MockServer, Step, Tokens};
+use agentloop_testkit::{Api, MockServer, Scenario, Step, Tokens};
 use serde_json::json;
 
 use crate::support::{Project, Scratch};
+
+/// Two tasks, each checked by a file the agent makes with its shell tool.
+pub const PLAN: &str = "# Files\n\n## T1: Hello\nVerify: test -f hello.txt\n\nCreate hello.txt.\n\n## T2: World\nDepends: T1\nVerify: grep -q world world.txt\n\nCreate world.txt containing world.\n";
+
+/// One task: make hello.txt.
+pub const ONE: &str = "# One\n\n## T1: Hello\nVerify: test -f hello.txt\n\nCreate hello.txt.\n";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cli {
@@ -16,6 +22,15 @@ pub enum Cli {
 }
 
 impl Cli {
+    /// This CLI's mock model server, playing `steps`.
+    pub fn mock(self, steps: Vec<Step>) -> MockServer {
+        let api = match self {
+            Cli::Claude => Api::Anthropic,
+            Cli::Codex => Api::OpenAi,
+        };
+        MockServer::start(api, Scenario::new(steps))
+    }
+
     /// The mock model asks the CLI to run a shell command with its own tool.
     pub fn shell(self, cmd: &str, input: u64, output: u64) -> Step {
         let (name, input_json) = match self {

@@ -2,9 +2,9 @@
 //! testkit's mock OpenAI Responses API. Codex reports tokens; cost comes from the
 //! price table in the configuration.
 
-use agentloop_testkit::{Api, MockServer, Scenario, Step};
+use agentloop_testkit::{MockServer, Step};
 
-use crate::real_cli::{Cli, say};
+use crate::real_cli::{Cli, ONE, PLAN, say};
 use crate::support::Project;
 
 fn project(server: &MockServer, plan: &str) -> Project {
@@ -15,19 +15,14 @@ fn exec(cmd: &str, input: u64, output: u64) -> Step {
     Cli::Codex.shell(cmd, input, output)
 }
 
-const PLAN: &str = "# Files\n\n## T1: Hello\nVerify: test -f hello.txt\n\nCreate hello.txt.\n\n## T2: World\nDepends: T1\nVerify: grep -q world world.txt\n\nCreate world.txt containing world.\n";
-
 #[test]
 fn two_tasks_done_through_codexs_own_tools_with_cost_from_the_price_table() {
-    let server = MockServer::start(
-        Api::OpenAi,
-        Scenario::new(vec![
-            exec("echo hello > hello.txt", 1000, 100),
-            say("Created hello.txt.\nTASK_COMPLETE", 1200, 50, 800),
-            exec("echo world > world.txt", 2000, 100),
-            say("Done.\n\nTASK_COMPLETE", 2200, 50, 1600),
-        ]),
-    );
+    let server = Cli::Codex.mock(vec![
+        exec("echo hello > hello.txt", 1000, 100),
+        say("Created hello.txt.\nTASK_COMPLETE", 1200, 50, 800),
+        exec("echo world > world.txt", 2000, 100),
+        say("Done.\n\nTASK_COMPLETE", 2200, 50, 1600),
+    ]);
     let p = project(&server, PLAN);
     let r = p.run(&["run"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
@@ -46,14 +41,11 @@ fn two_tasks_done_through_codexs_own_tools_with_cost_from_the_price_table() {
 
 #[test]
 fn a_false_completion_from_codex_is_caught() {
-    let server = MockServer::start(
-        Api::OpenAi,
-        Scenario::new(vec![
-            say("TASK_COMPLETE", 10, 1, 0),
-            exec("echo hello > hello.txt", 10, 1),
-            say("TASK_COMPLETE", 10, 1, 0),
-        ]),
-    );
+    let server = Cli::Codex.mock(vec![
+        say("TASK_COMPLETE", 10, 1, 0),
+        exec("echo hello > hello.txt", 10, 1),
+        say("TASK_COMPLETE", 10, 1, 0),
+    ]);
     let p = project(
         &server,
         "# One\n\n## T1: Hello\nVerify: test -f hello.txt\n",
@@ -69,23 +61,18 @@ fn a_false_completion_from_codex_is_caught() {
     assert_eq!(p.status()["iterations"], 2);
 }
 
-const ONE: &str = "# One\n\n## T1: Hello\nVerify: test -f hello.txt\n\nCreate hello.txt.\n";
-
 #[test]
 fn codex_rate_limit_waits_then_completes() {
-    let server = MockServer::start(
-        Api::OpenAi,
-        Scenario::new(vec![
-            Step::Error {
-                status: 429,
-                kind: "rate_limit_exceeded".into(),
-                message: "Rate limit reached for requests".into(),
-                retry_after: Some(2),
-            },
-            exec("echo hello > hello.txt", 10, 1),
-            say("TASK_COMPLETE", 10, 1, 0),
-        ]),
-    );
+    let server = Cli::Codex.mock(vec![
+        Step::Error {
+            status: 429,
+            kind: "rate_limit_exceeded".into(),
+            message: "Rate limit reached for requests".into(),
+            retry_after: Some(2),
+        },
+        exec("echo hello > hello.txt", 10, 1),
+        say("TASK_COMPLETE", 10, 1, 0),
+    ]);
     let p = project(&server, ONE);
     let toml = p.read("agentloop.toml");
     p.write(
@@ -106,15 +93,12 @@ fn codex_rate_limit_waits_then_completes() {
 
 #[test]
 fn codex_auth_error_waits_for_a_person() {
-    let server = MockServer::start(
-        Api::OpenAi,
-        Scenario::new(vec![Step::Error {
-            status: 401,
-            kind: "invalid_api_key".into(),
-            message: "Incorrect API key provided".into(),
-            retry_after: None,
-        }]),
-    );
+    let server = Cli::Codex.mock(vec![Step::Error {
+        status: 401,
+        kind: "invalid_api_key".into(),
+        message: "Incorrect API key provided".into(),
+        retry_after: None,
+    }]);
     let p = project(&server, ONE);
     let r = p.run(&["run", "--no-wait"]);
     assert_eq!(r.code, Some(5), "{}", r.stderr);
@@ -131,10 +115,7 @@ fn codex_auth_error_waits_for_a_person() {
 
 #[test]
 fn codex_stop_now_during_a_stalled_reply() {
-    let server = MockServer::start(
-        Api::OpenAi,
-        Scenario::new(vec![Step::Stall { seconds: 60 }]),
-    );
+    let server = Cli::Codex.mock(vec![Step::Stall { seconds: 60 }]);
     let p = project(&server, ONE);
     crate::support::stop_now_during_a_model_call(&p, &server, "codex");
 }
