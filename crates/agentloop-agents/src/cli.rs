@@ -101,10 +101,13 @@ impl CliAgent {
         {
             Some(AgentError {
                 kind: AgentErrorKind::Other,
-                message: format!(
-                    "{} exited {:?} without a result (see agent.log)",
-                    cli.kind, f.exit_code
-                ),
+                message: match (f.exit_code, f.signal) {
+                    (Some(code), _) => format!("{} exited {code} without a result", cli.kind),
+                    (None, Some(sig)) => {
+                        format!("{} was killed by signal {sig} without a result", cli.kind)
+                    }
+                    _ => format!("{} ended without a result", cli.kind),
+                },
             })
         } else {
             p.error

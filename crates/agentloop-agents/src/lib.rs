@@ -93,7 +93,7 @@ pub fn resolve(config: &Config, name: &str) -> Result<Box<dyn Agent>, ResolveErr
 }
 
 /// Agent CLIs that work without any configuration.
-pub const BUILTIN: &[&str] = &["claude", "codex", "gemini", "opencode", "aider"];
+pub use agentloop_core::config::BUILTIN_AGENTS as BUILTIN;
 
 fn build(config: &Config, name: &str, ac: &AgentConfig) -> Result<Box<dyn Agent>, ResolveError> {
     let cli = match ac.kind.as_str() {

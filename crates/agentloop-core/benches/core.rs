@@ -98,6 +98,8 @@ fn iteration_events(n: u32, task: &str, complete: bool) -> Vec<Event> {
             reason: "r".into(),
             digest: None,
             commit: None,
+            agent_failed: false,
+            fingerprint: None,
         }),
     ]
 }

@@ -7,6 +7,15 @@ use std::path::Path;
 /// Writes `bytes` to `path` atomically: a temp file in the same directory, fsync,
 /// rename over the target, fsync the directory.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomic_inner(path, bytes).map_err(|e| named(path, e))
+}
+
+/// The error with the path it happened to, so "no space left on device" says where.
+pub fn named(path: &Path, e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+}
+
+fn write_atomic_inner(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -34,9 +43,12 @@ pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
 /// Writes a file that nothing reads until an event recorded after this call points at
 /// it: no temp file is needed, only durability. Replaces what a crashed attempt left.
 pub fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut f = File::create(path)?;
-    f.write_all(bytes)?;
-    f.sync_all()
+    (|| {
+        let mut f = File::create(path)?;
+        f.write_all(bytes)?;
+        f.sync_all()
+    })()
+    .map_err(|e| named(path, e))
 }
 
 /// Serializes `value` as pretty JSON with a trailing newline.

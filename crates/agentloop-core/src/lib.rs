@@ -3,12 +3,13 @@
 //! agent; the policy does no I/O at all.
 //!
 //! Layers, from the bottom: `values`, `words`, `paths`, `clock`, `fsutil`, `redact`,
-//! `signals` → `plan` → `config` → `journal` → `policy`; `exec` and `workspace` are the
+//! `failure`, `signals` → `plan` → `config` → `journal` → `policy`; `exec` and `workspace` are the
 //! effects beside the policy.
 
 pub mod clock;
 pub mod config;
 pub mod exec;
+pub mod failure;
 pub mod fsutil;
 pub mod journal;
 pub mod paths;

@@ -14,19 +14,25 @@ pub struct Redactor {
     secrets: Vec<(String, String)>,
 }
 
+/// A variable whose name has a part that says secret: `…_KEY`, `…TOKEN`, `SECRET…`,
+/// `PASSWORD`, `CREDENTIALS`, `AUTH`, `AUTHORIZATION` (`ANTHROPIC_API_KEY`,
+/// `GH_TOKEN`, `AWS_SECRET_ACCESS_KEY`); `GIT_AUTHOR_EMAIL` is not one.
 pub fn is_secret_name(name: &str) -> bool {
     let n = name.to_ascii_uppercase();
-    [
-        "KEY",
-        "TOKEN",
-        "SECRET",
-        "PASSWORD",
-        "PASSWD",
-        "CREDENTIAL",
-        "AUTH",
-    ]
-    .iter()
-    .any(|w| n.contains(w))
+    n.split(|c: char| !c.is_ascii_alphanumeric()).any(|part| {
+        matches!(part, "AUTH" | "AUTHORIZATION" | "COOKIE")
+            || [
+                "KEY",
+                "TOKEN",
+                "SECRET",
+                "PASSWORD",
+                "PASSWD",
+                "CREDENTIAL",
+                "CREDENTIALS",
+            ]
+            .iter()
+            .any(|w| part.ends_with(w) || part.starts_with("SECRET"))
+    })
 }
 
 impl Redactor {
@@ -94,5 +100,22 @@ mod tests {
                 && is_secret_name("db_password")
                 && !is_secret_name("PATH")
         );
+        for secret in [
+            "AWS_SECRET_ACCESS_KEY",
+            "HTTP_AUTHORIZATION",
+            "OPENAI_APIKEY",
+            "GH_TOKEN",
+            "NPM_AUTH",
+        ] {
+            assert!(is_secret_name(secret), "{secret}");
+        }
+        for plain in [
+            "GIT_AUTHOR_EMAIL",
+            "GIT_AUTHOR_NAME",
+            "KEYBOARD",
+            "TOKENIZERS_PARALLELISM",
+        ] {
+            assert!(!is_secret_name(plain), "{plain}");
+        }
     }
 }

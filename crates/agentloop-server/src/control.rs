@@ -84,6 +84,10 @@ pub(crate) async fn control(
         let (rec, _) = run
             .append_control(loaded, rid, "http", request)
             .map_err(|e| ApiError::Internal(e.to_string()))?;
+        // With no driver, what follows from the request alone is recorded now, as
+        // for the CLI: a stop ends the run, an interrupted iteration is aborted.
+        run.settle()
+            .map_err(|e| ApiError::Internal(e.to_string()))?;
         Ok(json!({ "seq": rec.seq, "duplicate": false }))
     })
     .await

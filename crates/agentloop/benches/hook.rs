@@ -114,6 +114,8 @@ fn main() {
                 reason: "bench".into(),
                 digest: None,
                 commit: None,
+                agent_failed: false,
+                fingerprint: None,
             }),
             Event::Control {
                 id: format!("c{n}"),

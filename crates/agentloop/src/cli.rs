@@ -24,34 +24,84 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a real loop over the bundled example project in a temporary git repository.
+    #[command(
+        after_help = "Examples:\n  agentloop demo\n  agentloop demo --dir /tmp/try-agentloop --json"
+    )]
     Demo(DemoArgs),
     /// Write a commented agentloop.toml and a PLAN.md template here.
+    #[command(
+        after_help = "Example:\n  git init && agentloop init && $EDITOR PLAN.md && agentloop plan check"
+    )]
     Init,
-    /// Drive a plan to verified completion.
+    /// Drive a plan to verified completion
+    ///
+    /// A fresh agent process per iteration; every "done" is checked by agentloop's own
+    /// verification.
+    #[command(
+        after_help = "Examples:\n  agentloop run\n  agentloop run docs/PLAN.md --agent codex --max-iterations 20\n  agentloop run --mode tdd --no-wait --json > events.jsonl"
+    )]
     Run(RunArgs),
-    /// Continue a run: unpause it, or drive it again if its driver is gone.
+    /// Continue a run: unpause it, or drive it again if its driver is gone
+    ///
+    /// It keeps the flags the run was started with; a flag given here overrides one.
+    #[command(
+        after_help = "Examples:\n  agentloop resume\n  agentloop resume 20261122-104259 --max-iterations 80"
+    )]
     Resume(ResumeArgs),
-    /// Show a run's state.
+    /// Show a run's state
+    ///
+    /// Tasks, attempts, budgets, cost, and what waits for a person.
+    #[command(after_help = "Examples:\n  agentloop status\n  agentloop status --json | jq .tasks")]
     Status(StatusArgs),
     /// List the runs of this project.
+    #[command(after_help = "Example:\n  agentloop runs --json")]
     Runs(JsonArg),
     /// Print a run's journal events.
+    #[command(
+        after_help = "Examples:\n  agentloop log\n  agentloop log --follow\n  agentloop log --json | jq 'select(.event.kind == \"iteration_finished\")'"
+    )]
     Log(LogArgs),
-    /// Pause a run at the next safe point.
-    Pause(RunRef),
+    /// Pause a run at the next safe point
+    ///
+    /// The iteration in progress finishes; no new one starts until `resume`.
+    #[command(after_help = "Example:\n  agentloop pause && agentloop resume")]
+    Pause(RunSel),
     /// Stop a run after the current iteration (`--now`: kill the agent at once).
+    #[command(
+        after_help = "Examples:\n  agentloop stop\n  agentloop stop --now --run 20261122-104259"
+    )]
     Stop(StopArgs),
-    /// Approve the gate a run waits at.
+    /// Approve the gate a run waits at
+    ///
+    /// The note reaches the next iteration.
+    #[command(
+        after_help = "Examples:\n  agentloop approve\n  agentloop approve --note \"keep the public API as it is\""
+    )]
     Approve(NoteArgs),
-    /// Reject the gate a run waits at.
+    /// Reject the gate a run waits at
+    ///
+    /// The note says why and reaches the next iteration.
+    #[command(
+        after_help = "Example:\n  agentloop reject --note \"the parser must not allocate per token\""
+    )]
     Reject(NoteArgs),
-    /// Skip a task (its dependents may go ahead).
+    /// Skip a task (its dependents may go ahead)
+    ///
+    /// During an iteration of that task, the skip takes effect when the iteration ends.
+    #[command(after_help = "Example:\n  agentloop skip T3")]
     Skip(TaskArgs),
     /// Retry a task from scratch (unblocks it).
+    #[command(after_help = "Example:\n  agentloop steer \"use SQLite\" && agentloop retry T2")]
     Retry(TaskArgs),
-    /// Give the next iteration a note.
+    /// Give the next iteration a note
+    ///
+    /// The note is in the next iteration's prompt, once.
+    #[command(
+        after_help = "Example:\n  agentloop steer \"the tests need DATABASE_URL=sqlite::memory:\""
+    )]
     Steer(SteerArgs),
     /// List the agents agentloop knows, whether each is installed, and its version.
+    #[command(after_help = "Example:\n  agentloop agents --json")]
     Agents(JsonArg),
     /// Claude Code hook mode: start a run, install the hooks, and the hook entry points
     /// that read each event's JSON on stdin.
@@ -61,8 +111,16 @@ pub enum Command {
     )]
     Hook(HookCommand),
     /// A terminal view of a run, with keys for pause, resume, stop and approve.
+    #[command(
+        after_help = "Keys: p pause · r resume · s stop · a approve · q or Ctrl-C quit\n\nExample:\n  agentloop watch"
+    )]
     Watch(WatchArgs),
-    /// Serve the control API (runs, control requests, live events) on this machine.
+    /// Serve the web dashboard and the control API on this machine
+    ///
+    /// Runs, control requests and live events, behind a token; loopback by default.
+    #[command(
+        after_help = "Examples:\n  agentloop serve                 then open the printed link\n  agentloop serve --port 0        any free port"
+    )]
     Serve(ServeArgs),
     /// Check or import plans.
     #[command(subcommand)]
@@ -78,7 +136,7 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Directory to create the example repository in (default: a new temp directory).
-    #[arg(long)]
+    #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
     #[command(flatten)]
     pub out: OutputArgs,
@@ -86,7 +144,7 @@ pub struct DemoArgs {
 
 #[derive(Debug, Args, Clone, Default)]
 pub struct OutputArgs {
-    /// Stream journal events as JSON lines on stdout.
+    /// Stream every journal event as a JSON line on stdout.
     #[arg(long)]
     pub json: bool,
     /// No progress on stderr.
@@ -135,10 +193,39 @@ pub struct SettingsFlags {
     pub max_duration: Option<String>,
 }
 
+/// Which run: by id or unique prefix, as an argument or with `--run`. Without one,
+/// the run of this work tree that can take the request (the one waiting at a gate
+/// for approve and reject, the unfinished one for the others); when several could,
+/// the command lists them and does nothing.
+#[derive(Debug, Args)]
+pub struct RunSel {
+    /// The run (an id or a unique prefix).
+    #[arg(value_name = "RUN")]
+    pub run: Option<String>,
+    /// The run, as an option (the same as the argument).
+    #[arg(long = "run", value_name = "RUN", conflicts_with = "run")]
+    pub run_opt: Option<String>,
+}
+
+impl RunSel {
+    pub fn get(&self) -> Option<&str> {
+        self.run.as_deref().or(self.run_opt.as_deref())
+    }
+}
+
+/// Which run, for commands whose argument is something else (a task, a note).
+#[derive(Debug, Args)]
+pub struct RunOpt {
+    /// The run (an id or a unique prefix; default: the run of this work tree that can
+    /// take the request).
+    #[arg(long, value_name = "RUN")]
+    pub run: Option<String>,
+}
+
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
-    /// The run (an id or a unique prefix; default: the one in this work tree).
-    pub run: Option<String>,
+    #[command(flatten)]
+    pub run: RunSel,
     #[command(flatten)]
     pub settings: SettingsFlags,
     /// Drive a hook-mode run headlessly with the run's agent instead of in its Claude
@@ -151,32 +238,30 @@ pub struct ResumeArgs {
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
-    pub run: Option<String>,
+    #[command(flatten)]
+    pub run: RunSel,
+    /// The state as JSON on stdout.
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct JsonArg {
+    /// JSON on stdout.
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct LogArgs {
-    pub run: Option<String>,
-    /// Keep printing events as they are appended.
+    #[command(flatten)]
+    pub run: RunSel,
+    /// Keep printing events as they are appended, until the run ends.
     #[arg(long, short)]
     pub follow: bool,
+    /// One JSON object per event.
     #[arg(long)]
     pub json: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct RunRef {
-    /// The run (id or unique prefix; default: the newest).
-    #[arg(long)]
-    pub run: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -185,43 +270,56 @@ pub struct StopArgs {
     #[arg(long)]
     pub now: bool,
     #[command(flatten)]
-    pub run: RunRef,
+    pub run: RunSel,
 }
 
 #[derive(Debug, Args)]
 pub struct NoteArgs {
-    /// A note recorded with the decision (and given to the next iteration).
+    /// A note recorded with the decision and given to the next iteration.
     #[arg(long)]
     pub note: Option<String>,
     #[command(flatten)]
-    pub run: RunRef,
+    pub run: RunSel,
 }
 
 #[derive(Debug, Args)]
 pub struct TaskArgs {
+    /// The task's id, as in the plan.
     pub task: String,
     #[command(flatten)]
-    pub run: RunRef,
+    pub run: RunOpt,
 }
 
 #[derive(Debug, Args)]
 pub struct SteerArgs {
+    /// What the next iteration's agent should know.
     pub note: String,
     #[command(flatten)]
-    pub run: RunRef,
+    pub run: RunOpt,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum PlanCommand {
-    /// Validate a plan and print its task graph.
+    /// Validate a plan and print its task graph
+    ///
+    /// Ids, dependencies, cycles, agents, placeholders and front-matter settings.
+    #[command(
+        after_help = "Examples:\n  agentloop plan check\n  agentloop plan check docs/PLAN.md --json"
+    )]
     Check {
+        /// The plan file.
         #[arg(default_value = "PLAN.md")]
         plan: PathBuf,
+        /// The parsed plan as JSON on stdout.
         #[arg(long)]
         json: bool,
     },
     /// Convert a snarktank/ralph prd.json or a Task Master tasks.json into PLAN.md.
+    #[command(
+        after_help = "Examples:\n  agentloop plan import prd.json\n  agentloop plan import .taskmaster/tasks/tasks.json -o - | less"
+    )]
     Import {
+        /// The file to convert.
         file: PathBuf,
         /// Where to write the plan (`-` for stdout).
         #[arg(long, short, default_value = "PLAN.md")]
@@ -235,10 +333,14 @@ pub enum PlanCommand {
 #[derive(Debug, Subcommand)]
 pub enum ConfigCommand {
     /// Print the effective configuration and where each value came from.
+    #[command(
+        after_help = "Examples:\n  agentloop config show\n  agentloop config show --json | jq '.[] | select(.source != \"default\")'"
+    )]
     Show {
         /// Include this plan's front matter.
         #[arg(long, default_value = "PLAN.md")]
         plan: PathBuf,
+        /// Every key with its value and source as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -247,7 +349,11 @@ pub enum ConfigCommand {
 #[derive(Debug, Subcommand)]
 pub enum JournalCommand {
     /// Check every line's checksum, sequence and schema.
-    Verify { run: Option<String> },
+    #[command(after_help = "Example:\n  agentloop journal verify")]
+    Verify {
+        #[command(flatten)]
+        run: RunSel,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -336,6 +442,6 @@ pub struct ServeArgs {
 
 #[derive(Debug, Args)]
 pub struct WatchArgs {
-    /// The run (id or unique prefix; default: the newest).
-    pub run: Option<String>,
+    #[command(flatten)]
+    pub run: RunSel,
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::schema::{Config, PromptVia};
+use super::schema::{BUILTIN_AGENTS, Config, PromptVia};
 
 /// Where a configuration value came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -89,6 +89,12 @@ impl Loader {
             path: path.into(),
             message: e.to_string().trim().replace('\n', "\n  "),
         })?;
+        if let Some(key) = non_finite(&value, "") {
+            return Err(ConfigError::Parse {
+                path: path.into(),
+                message: format!("{key}: nan and inf are not numbers agentloop can use"),
+            });
+        }
         let value = serde_json::to_value(value).map_err(|e| ConfigError::Parse {
             path: path.into(),
             message: e.to_string(),
@@ -128,7 +134,47 @@ impl Loader {
     }
 }
 
+/// The dotted key of the first `nan` or `inf` in a TOML table (JSON, which the layers
+/// are merged as, has no such numbers: they would silently become "unset").
+fn non_finite(t: &toml::Table, prefix: &str) -> Option<String> {
+    t.iter().find_map(|(k, v)| {
+        let key = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        match v {
+            toml::Value::Float(f) if !f.is_finite() => Some(key),
+            toml::Value::Table(t) => non_finite(t, &key),
+            toml::Value::Array(a) => a.iter().find_map(|v| match v {
+                toml::Value::Float(f) if !f.is_finite() => Some(key.clone()),
+                toml::Value::Table(t) => non_finite(t, &key),
+                _ => None,
+            }),
+            _ => None,
+        }
+    })
+}
+
+/// A table for a built-in agent name (`[agents.claude]`) is that CLI's, with only the
+/// keys it sets changed: its kind is its name unless it says otherwise.
+fn builtin_kinds(value: &Value) -> Value {
+    let mut v = value.clone();
+    if let Some(agents) = v.get_mut("agents").and_then(Value::as_object_mut) {
+        for (name, table) in agents.iter_mut() {
+            if let Some(t) = table.as_object_mut()
+                && BUILTIN_AGENTS.contains(&name.as_str())
+                && !t.contains_key("kind")
+            {
+                t.insert("kind".into(), Value::String(name.clone()));
+            }
+        }
+    }
+    v
+}
+
 fn deserialize(value: &Value, source: &Source) -> Result<Config, ConfigError> {
+    let value = &builtin_kinds(value);
     serde_path_to_error::deserialize(value).map_err(|e| ConfigError::Invalid {
         origin: source.to_string(),
         key: e.path().to_string(),
@@ -171,7 +217,16 @@ fn check(config: &Config, sources: &BTreeMap<String, Source>) -> Result<(), Conf
             "must be a positive number of dollars",
         ));
     }
+    if config.verify.timeout.is_zero() {
+        return Err(bad("verify.timeout", "must be longer than 0s"));
+    }
     for (name, a) in &config.agents {
+        if a.timeout.is_zero() {
+            return Err(bad(
+                &format!("agents.{name}.timeout"),
+                "must be longer than 0s",
+            ));
+        }
         if a.kind == "command" && a.command.is_empty() {
             return Err(bad(
                 &format!("agents.{name}.command"),

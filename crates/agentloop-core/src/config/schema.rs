@@ -123,6 +123,10 @@ pub struct AgentConfig {
     pub args: Vec<String>,
 }
 
+/// Agent CLIs that work without any configuration; `[agents.NAME]` for one of these
+/// names changes only the keys it sets.
+pub const BUILTIN_AGENTS: &[&str] = &["claude", "codex", "gemini", "opencode", "aider"];
+
 /// What every agent inherits from agentloop's environment: enough to run programs,
 /// find its home and config, speak the locale and reach a proxy.
 pub const BASE_ENV: &[&str] = &[

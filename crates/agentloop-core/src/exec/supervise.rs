@@ -96,6 +96,8 @@ fn reap_exited() {
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 /// Bytes of the end of the output kept in memory (for the final message and digests).
 pub const TAIL_BYTES: usize = 64 * 1024;
+/// Bytes of the end of standard error kept in memory.
+pub const STDERR_TAIL_BYTES: usize = 8 * 1024;
 
 #[derive(Debug, Clone)]
 pub struct Spec {
@@ -159,6 +161,9 @@ pub struct Finished {
     pub truncated: bool,
     /// The end of the output (`Spec::tail_bytes` of it).
     pub tail: Vec<u8>,
+    /// The end of standard error alone ([`STDERR_TAIL_BYTES`]), where a program that
+    /// failed says why.
+    pub stderr_tail: Vec<u8>,
 }
 
 impl Finished {
@@ -177,13 +182,17 @@ struct Sink {
     overflow: VecDeque<u8>,
     tail: VecDeque<u8>,
     tail_cap: usize,
+    stderr_tail: VecDeque<u8>,
 }
 
 impl Sink {
-    fn push(&mut self, bytes: &[u8], keep_tail: bool) {
+    fn push(&mut self, bytes: &[u8], stream: Stream) {
         self.total += bytes.len() as u64;
-        if keep_tail {
+        if stream.keep_tail {
             extend_ring(&mut self.tail, bytes, self.tail_cap);
+        }
+        if stream.stderr {
+            extend_ring(&mut self.stderr_tail, bytes, STDERR_TAIL_BYTES);
         }
         let room = self.cap.saturating_sub(self.written) as usize;
         let (now, later) = bytes.split_at(room.min(bytes.len()));
@@ -217,6 +226,13 @@ impl Sink {
         }
         truncated
     }
+}
+
+/// Which stream a reader reads, and whether its bytes go into `tail`.
+#[derive(Clone, Copy)]
+struct Stream {
+    stderr: bool,
+    keep_tail: bool,
 }
 
 fn extend_ring(ring: &mut VecDeque<u8>, bytes: &[u8], cap: usize) {
@@ -289,10 +305,18 @@ pub fn spawn(spec: Spec) -> std::io::Result<Running> {
     }));
     let mut readers = Vec::new();
     if let Some(out) = child.stdout.take() {
-        readers.push(reader(out, sink.clone(), true));
+        let stream = Stream {
+            stderr: false,
+            keep_tail: true,
+        };
+        readers.push(reader(out, sink.clone(), stream));
     }
     if let Some(err) = child.stderr.take() {
-        readers.push(reader(err, sink.clone(), !spec.tail_stdout_only));
+        let stream = Stream {
+            stderr: true,
+            keep_tail: !spec.tail_stdout_only,
+        };
+        readers.push(reader(err, sink.clone(), stream));
     }
     if let (Some(mut stdin), Some(input)) = (child.stdin.take(), spec.stdin.clone()) {
         // A writer thread, so a child that does not read its stdin cannot block us.
@@ -321,7 +345,7 @@ pub fn env_allowed(name: &str, patterns: &[String]) -> bool {
 fn reader(
     mut r: impl Read + Send + 'static,
     sink: Arc<Mutex<Sink>>,
-    keep_tail: bool,
+    stream: Stream,
 ) -> JoinHandle<()> {
     std::thread::spawn(move || {
         let mut buf = vec![0u8; 64 * 1024];
@@ -330,7 +354,7 @@ fn reader(
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
                     if let Ok(mut s) = sink.lock() {
-                        s.push(&buf[..n], keep_tail);
+                        s.push(&buf[..n], stream);
                     }
                 }
             }
@@ -401,6 +425,7 @@ impl Running {
             output_bytes: sink.total,
             truncated,
             tail: sink.tail.iter().copied().collect(),
+            stderr_tail: sink.stderr_tail.iter().copied().collect(),
         })
     }
 

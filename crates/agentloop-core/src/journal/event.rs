@@ -163,6 +163,10 @@ pub struct AgentFinished {
     pub head_after: Option<String>,
     #[serde(default)]
     pub changed_files: Vec<String>,
+    /// The end of what the agent wrote on standard error (redacted), kept when its
+    /// process failed: where a crash says why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr_tail: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -219,6 +223,13 @@ pub struct IterationFinished {
     pub digest: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
+    /// The agent's own process failed (crashed, timed out, killed): its work was not
+    /// checked. Such failures repeating mean a broken agent, not a hard task.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub agent_failed: bool,
+    /// The failure's fingerprint when it does not come from verification.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -351,6 +362,23 @@ pub enum Request {
     Steer {
         note: String,
     },
+}
+
+impl Request {
+    /// The request with secrets in its note replaced, as everything written is.
+    pub fn redacted(self, r: &crate::redact::Redactor) -> Request {
+        let clean = |n: String| r.redact(&n).into_owned();
+        match self {
+            Request::Approve { note } => Request::Approve {
+                note: note.map(clean),
+            },
+            Request::Reject { note } => Request::Reject {
+                note: note.map(clean),
+            },
+            Request::Steer { note } => Request::Steer { note: clean(note) },
+            other => other,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -13,7 +13,7 @@ pub use event::*;
 pub use progress::render as render_progress;
 pub use state::{FoldError, OpenIteration, RunState, STATE_VERSION, StopKind};
 pub use store::{
-    Contents, JournalError, MAX_LINE_BYTES, Record, SCHEMA_VERSION, Scan, Writer, encode, read,
-    read_first, read_from, scan,
+    Appended, Contents, JournalError, MAX_LINE_BYTES, Record, SCHEMA_VERSION, Scan, Writer, encode,
+    read, read_first, read_from, scan,
 };
 pub use task::{TaskState, TaskStatus};

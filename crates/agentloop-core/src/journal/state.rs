@@ -378,6 +378,8 @@ impl RunState {
         let Some(t) = self.task_mut(&task_id) else {
             return;
         };
+        // Skipped while the iteration ran: the skip stands unless the work got done.
+        let skipped = t.status == TaskStatus::Skipped;
         match f.outcome {
             Outcome::Completed => {
                 t.status = TaskStatus::Done;
@@ -391,7 +393,11 @@ impl RunState {
                 t.status = TaskStatus::Pending;
                 t.failed_cost_usd += iteration_cost;
                 t.last_digest = f.digest.clone().or_else(|| Some(f.reason.clone()));
-                let fp = open.verify.as_ref().and_then(|v| v.fingerprint.clone());
+                let fp = f
+                    .fingerprint
+                    .clone()
+                    .or_else(|| open.verify.as_ref().and_then(|v| v.fingerprint.clone()));
+                t.agent_failing = f.agent_failed;
                 match (&fp, &t.last_fingerprint) {
                     (Some(a), Some(b)) if a == b => t.same_failure += 1,
                     (Some(_), _) => t.same_failure = 1,
@@ -421,7 +427,8 @@ impl RunState {
                     }
                     let unchanged = a.changed_files.is_empty();
                     t.no_change = if unchanged { t.no_change + 1 } else { 0 };
-                    t.no_output = if a.output_bytes == 0 {
+                    // A process that failed (a timeout, a crash) is a failure, not silence.
+                    t.no_output = if a.output_bytes == 0 && !f.agent_failed {
                         t.no_output + 1
                     } else {
                         0
@@ -444,6 +451,10 @@ impl RunState {
                 t.attempts = t.attempts.saturating_sub(1);
                 t.failed_cost_usd += iteration_cost;
             }
+        }
+        if skipped && f.outcome != Outcome::Completed {
+            t.status = TaskStatus::Skipped;
+            t.gate_after_pending = false;
         }
         // Steer notes given to an aborted iteration are not lost.
         if f.outcome == Outcome::Aborted {

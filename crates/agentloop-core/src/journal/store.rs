@@ -302,6 +302,15 @@ pub fn read(path: &Path) -> Result<Contents, JournalError> {
     Ok(c)
 }
 
+/// What [`Writer::append_if_current`] did.
+#[derive(Debug)]
+pub enum Appended {
+    /// The event was written: the records, the new one last.
+    Written(Vec<Record>),
+    /// Others had appended these first; nothing was written.
+    Stale(Vec<Record>),
+}
+
 /// An open journal that appends. Several writers may hold one for the same file.
 #[derive(Debug)]
 pub struct Writer {
@@ -371,6 +380,22 @@ impl Writer {
             .lock()
             .map_err(|e| JournalError::io(&self.path, e))?;
         let result = self.append_locked(event);
+        let _ = self.file.unlock();
+        result
+    }
+
+    /// Appends `event` only if nothing was appended since this writer last looked: a
+    /// decision made on what this writer had read is recorded only while that is still
+    /// the whole journal. Otherwise returns what others appended, and writes nothing.
+    pub fn append_if_current(&mut self, event: &Event) -> Result<Appended, JournalError> {
+        self.file
+            .lock()
+            .map_err(|e| JournalError::io(&self.path, e))?;
+        let result = match self.catch_up_locked() {
+            Ok(others) if others.is_empty() => self.append_locked(event).map(Appended::Written),
+            Ok(others) => Ok(Appended::Stale(others)),
+            Err(e) => Err(e),
+        };
         let _ = self.file.unlock();
         result
     }

@@ -75,6 +75,9 @@ pub struct TaskState {
     /// Iterations that brought the tree back to a state it had already been in.
     #[serde(default)]
     pub revisits: u32,
+    /// The last failure was the agent's own process failing, not its work.
+    #[serde(default)]
+    pub agent_failing: bool,
 }
 
 impl TaskState {
@@ -105,6 +108,7 @@ impl TaskState {
             progress: 0,
             trees: Vec::new(),
             revisits: 0,
+            agent_failing: false,
         }
     }
 
@@ -126,5 +130,6 @@ impl TaskState {
         self.blocked_by_breaker = false;
         self.progress = 0;
         self.revisits = 0;
+        self.agent_failing = false;
     }
 }

@@ -55,6 +55,13 @@ impl Plan {
     }
 
     pub fn parse(file: &str, text: &str) -> Result<Plan, PlanError> {
+        // Editors on some systems start UTF-8 files with a byte-order mark.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        if let Some(at) = text.find('\0') {
+            let line = text[..at].matches('\n').count() + 1;
+            return Err(PlanError::at(file, line, "the plan contains a NUL byte")
+                .hint("a plan is text: save it without NUL bytes"));
+        }
         let lines: Vec<&str> = text
             .split('\n')
             .map(|l| l.strip_suffix('\r').unwrap_or(l))
@@ -157,6 +164,14 @@ fn parse_front_matter(
             .to_string();
         PlanError::at(file, 2, format!("front matter is not valid YAML: {first}"))
     })?;
+    if let Some(key) = null_leaf(&value, "") {
+        return Err(PlanError::at(
+            file,
+            2,
+            format!("front matter: `{key}` has no value agentloop can use"),
+        )
+        .hint("give it a value (numbers must be finite), or remove the line"));
+    }
     match value {
         serde_json::Value::Object(map) => Ok(map),
         serde_json::Value::Null => Ok(serde_json::Map::new()),
@@ -166,6 +181,26 @@ fn parse_front_matter(
             "front matter must be a mapping of settings (`key: value` lines)",
         )),
     }
+}
+
+/// The dotted key of the first empty value in the front matter: `key:` alone, `~`, or
+/// a `.nan` (which JSON, the shape settings are merged in, cannot hold).
+fn null_leaf(v: &serde_json::Value, prefix: &str) -> Option<String> {
+    let serde_json::Value::Object(map) = v else {
+        return None;
+    };
+    map.iter().find_map(|(k, v)| {
+        let key = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        match v {
+            serde_json::Value::Null => Some(key),
+            serde_json::Value::Object(_) => null_leaf(v, &key),
+            _ => None,
+        }
+    })
 }
 
 fn parse_task(file: &str, lines: &[&str], first_line: usize) -> Result<Task, PlanError> {

@@ -12,7 +12,22 @@ impl Plan {
                 .hint("add a task as a level-2 heading: `## T1: Write the parser`"));
         }
         let mut seen: HashMap<&str, usize> = HashMap::new();
+        let mut folded: HashMap<String, (&str, usize)> = HashMap::new();
         for t in &self.tasks {
+            if let Some((other, line)) = folded.get(&t.id.to_lowercase())
+                && *other != t.id
+            {
+                return Err(PlanError::at(
+                    file,
+                    t.line,
+                    format!(
+                        "task id \"{}\" differs from \"{other}\" (line {line}) only in case",
+                        t.id
+                    ),
+                )
+                .hint("ids are compared exactly; give the two tasks ids that differ in more than case"));
+            }
+            folded.insert(t.id.to_lowercase(), (t.id.as_str(), t.line));
             if let Some(first) = seen.insert(t.id.as_str(), t.line) {
                 return Err(PlanError::at(
                     file,
@@ -35,13 +50,27 @@ impl Plan {
                     ));
                 }
                 if !seen.contains_key(d.as_str()) {
+                    let hint = match folded.get(&d.to_lowercase()) {
+                        Some((id, _)) => {
+                            format!("ids are compared exactly: did you mean \"{id}\"?")
+                        }
+                        None => format!("known tasks: {}", self.ids().join(", ")),
+                    };
                     return Err(PlanError::at(
                         file,
                         t.line,
                         format!("task \"{}\" depends on unknown task \"{d}\"", t.id),
                     )
-                    .hint(format!("known tasks: {}", self.ids().join(", "))));
+                    .hint(hint));
                 }
+            }
+            if let Some(v) = t.verify.iter().find(|v| is_placeholder(v)) {
+                return Err(PlanError::at(
+                    file,
+                    t.line,
+                    format!("task \"{}\": `Verify: {v}` always passes, so it checks nothing", t.id),
+                )
+                .hint("replace it with a command that fails until the task is done, e.g. `cargo test parser` or `sh tests/t1.sh`"));
             }
         }
         if let Some(cycle) = self.find_cycle() {
@@ -101,4 +130,13 @@ impl Plan {
         }
         None
     }
+}
+
+/// A `Verify:` that cannot fail: an `echo` alone (the placeholder `init` writes).
+fn is_placeholder(command: &str) -> bool {
+    let c = command.trim();
+    (c == "echo" || c.starts_with("echo "))
+        && !["|", ">", "<", "&&", "||", ";", "$(", "`"]
+            .iter()
+            .any(|op| c.contains(op))
 }

@@ -1,6 +1,7 @@
 //! How an iteration ends: the dual condition (a claim of completion and a passing
 //! verification), the guards on what the agent changed, replans, blocks and limits.
 
+use crate::failure::{fingerprint, last_lines};
 use crate::journal::*;
 use crate::paths::{is_test_path, path_matches};
 use crate::plan::Mode;
@@ -21,6 +22,8 @@ pub(super) fn finish_open_iteration(s: &RunState, open: &OpenIteration) -> Actio
             reason,
             digest,
             commit: None,
+            agent_failed: false,
+            fingerprint: None,
         }))
     };
     let Some(agent) = &open.agent else {
@@ -119,11 +122,76 @@ pub(super) fn finish_open_iteration(s: &RunState, open: &OpenIteration) -> Actio
             }
         }
     }
+    if let Some(failure) = agent_failure(agent) {
+        return Action::Record(Event::IterationFinished(IterationFinished {
+            iteration: n,
+            outcome: Outcome::Failed,
+            reason: failure.reason,
+            digest: Some(failure.digest),
+            commit: None,
+            agent_failed: true,
+            fingerprint: Some(failure.fingerprint),
+        }));
+    }
     let Some(verify) = &open.verify else {
         return Action::Verify { iteration: n, task };
     };
     let (outcome, reason, digest) = judge(s, &task, agent, verify);
     finished(outcome, reason, digest)
+}
+
+/// Why the agent's own process failed, when it did: it timed out, was killed by a
+/// signal, exited non-zero without claiming completion, or its CLI reported an error
+/// that is not a limit, a login or a bill. Its work is not checked: nothing it did
+/// can complete the task.
+struct AgentFailure {
+    reason: String,
+    digest: String,
+    fingerprint: String,
+}
+
+fn agent_failure(agent: &AgentFinished) -> Option<AgentFailure> {
+    let other_error = agent
+        .error
+        .as_ref()
+        .filter(|e| matches!(e.kind, AgentErrorKind::Other | AgentErrorKind::Timeout));
+    let what = if agent.timed_out {
+        other_error
+            .map(|e| e.message.clone())
+            .unwrap_or_else(|| "the agent ran past its timeout".into())
+    } else if agent.signals.complete {
+        return None;
+    } else if let Some(sig) = agent.signal {
+        format!("the agent was killed by signal {sig}")
+    } else if let Some(code) = agent.exit_code.filter(|c| *c != 0) {
+        match other_error {
+            Some(e) => format!("the agent exited {code}: {}", e.message),
+            None => format!("the agent exited {code}"),
+        }
+    } else if let Some(e) = other_error {
+        format!("the agent failed: {}", e.message)
+    } else {
+        return None;
+    };
+    let stderr = agent.stderr_tail.as_deref().unwrap_or("").trim();
+    let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
+    let reason = match last {
+        Some(l) if !what.contains(l.trim()) => format!("{what} — {}", l.trim()),
+        _ => what.clone(),
+    };
+    let mut digest =
+        format!("The agent's process failed before its work could be checked: {what}.");
+    if !stderr.is_empty() {
+        digest.push_str(&format!(
+            " The end of its error output:\n```\n{}\n```",
+            last_lines(stderr)
+        ));
+    }
+    Some(AgentFailure {
+        reason,
+        digest,
+        fingerprint: fingerprint("agent", &format!("{what}\n{stderr}")),
+    })
 }
 
 /// Dual condition: the agent claimed completion and verification passed (and in tdd

@@ -46,7 +46,10 @@ pub(super) fn escalation(s: &RunState, t: &TaskState) -> Option<Event> {
     } else {
         return None;
     };
-    let idle = matches!(trigger, Trigger::NoOutput { .. } | Trigger::NoChange { .. });
+    // An agent that does nothing, or whose process keeps failing the same way, is not
+    // helped by being asked to replan.
+    let idle = matches!(trigger, Trigger::NoOutput { .. } | Trigger::NoChange { .. })
+        || (matches!(trigger, Trigger::SameFailure { .. }) && t.agent_failing);
     let replan_ok = s.replans_used < s.settings.budgets.max_replans && !idle;
     let fallback_ok = s.settings.fallback_agent.is_some();
     let rung = match t.rung {

@@ -4,6 +4,7 @@
 mod lock;
 mod registry;
 mod run_dir;
+mod settle;
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;

@@ -7,6 +7,7 @@ use crate::fsutil::{pretty_json, write_atomic};
 use crate::journal::{
     self, Event, FoldError, JournalError, Record, Request, RunState, Scan, Writer,
 };
+use crate::redact::Redactor;
 
 #[derive(Debug, Clone)]
 pub struct RunDir {
@@ -141,6 +142,8 @@ impl RunDir {
     ) -> Result<(Record, RunState), WorkspaceError> {
         let mut w = loaded.writer(self)?;
         let mut state = loaded.state;
+        // A secret typed into a note is redacted like everything else written.
+        let request = request.redacted(&Redactor::from_env(std::iter::empty()));
         let recs = w.append(&Event::Control {
             id,
             source: source.to_string(),

@@ -3,29 +3,42 @@
 
 use agentloop_core::journal::TaskStatus;
 use agentloop_core::journal::{Request, RunStatus};
+use std::path::Path;
+
+use agentloop_core::redact::Redactor;
 use agentloop_core::workspace::{Loaded, RunDir, Workspace};
 
+use super::Want;
 use crate::error::{CliError, ExitKind};
 
-fn open(ws: &Workspace, run: Option<&str>) -> Result<(RunDir, Loaded), CliError> {
-    let run = ws.resolve(run)?;
+fn open(ws: &Workspace, run: Option<&str>, want: Want) -> Result<(RunDir, Loaded), CliError> {
+    let run = super::pick_run(ws, run, want)?;
     let loaded = run.load()?;
     Ok((run, loaded))
 }
 
-fn not_finished(run: &RunDir, loaded: &Loaded) -> Result<(), CliError> {
+/// A finished run takes no request; the message says what it is and nothing more.
+fn not_finished(run: &RunDir, loaded: &Loaded, verb: &str) -> Result<(), CliError> {
     if loaded.state.is_finished() {
         return Err(CliError::user(format!(
-            "run {} is {}",
+            "run {} is {}: there is nothing to {verb}",
             run.id,
             loaded.state.status.as_str()
         ))
-        .hint("`agentloop resume` continues a stopped or failed run"));
+        .hint("`agentloop runs` lists the runs of this project"));
     }
     Ok(())
 }
 
 fn send(run: &RunDir, loaded: Loaded, request: Request) -> Result<ExitKind, CliError> {
+    // Secrets in a note are redacted: the values of this shell's secret variables (in
+    // the journal's own append) and those configured for the run's agents.
+    let request = match super::run_config(Path::new(&loaded.state.workdir), &loaded.state) {
+        Ok(l) => request.redacted(&Redactor::from_env(
+            l.config.agents.values().flat_map(|a| a.env.iter()),
+        )),
+        Err(_) => request,
+    };
     let what = crate::render::describe_request(&request);
     let (rec, state) = run.append_control(loaded, super::request_id("cli"), "cli", request)?;
     match run.lock_holder() {
@@ -34,7 +47,7 @@ fn send(run: &RunDir, loaded: Loaded, request: Request) -> Result<ExitKind, CliE
             run.id, rec.seq
         ),
         None => {
-            let settled = super::run::settle(run)?.unwrap_or(state);
+            let settled = run.settle()?.unwrap_or(state);
             eprintln!(
                 "agentloop: {what} · run {} · event {} · no driver is running; the run is {} (`agentloop resume` drives it)",
                 run.id,
@@ -47,8 +60,8 @@ fn send(run: &RunDir, loaded: Loaded, request: Request) -> Result<ExitKind, CliE
 }
 
 pub fn pause(ws: &Workspace, run: Option<&str>) -> Result<ExitKind, CliError> {
-    let (run, loaded) = open(ws, run)?;
-    not_finished(&run, &loaded)?;
+    let (run, loaded) = open(ws, run, Want::Unfinished)?;
+    not_finished(&run, &loaded, "pause")?;
     if loaded.state.paused {
         eprintln!("agentloop: run {} is already paused", run.id);
         return Ok(ExitKind::Completed);
@@ -57,8 +70,8 @@ pub fn pause(ws: &Workspace, run: Option<&str>) -> Result<ExitKind, CliError> {
 }
 
 pub fn stop(ws: &Workspace, run: Option<&str>, now: bool) -> Result<ExitKind, CliError> {
-    let (run, loaded) = open(ws, run)?;
-    not_finished(&run, &loaded)?;
+    let (run, loaded) = open(ws, run, Want::Unfinished)?;
+    not_finished(&run, &loaded, "stop")?;
     send(
         &run,
         loaded,
@@ -72,8 +85,8 @@ pub fn approve(
     note: Option<String>,
     approve: bool,
 ) -> Result<ExitKind, CliError> {
-    let (run, loaded) = open(ws, run)?;
-    not_finished(&run, &loaded)?;
+    let (run, loaded) = open(ws, run, Want::Gate)?;
+    not_finished(&run, &loaded, if approve { "approve" } else { "reject" })?;
     let Some(gate) = loaded.state.gate.clone() else {
         let blocked = loaded
             .state
@@ -112,7 +125,7 @@ pub fn skip_or_retry(
     task: &str,
     skip: bool,
 ) -> Result<ExitKind, CliError> {
-    let (run, loaded) = open(ws, run)?;
+    let (run, loaded) = open(ws, run, Want::Unfinished)?;
     let Some(t) = loaded.state.task(task) else {
         let ids = loaded
             .state
@@ -147,7 +160,20 @@ pub fn steer(ws: &Workspace, run: Option<&str>, note: String) -> Result<ExitKind
     if note.trim().is_empty() {
         return Err(CliError::user("the note is empty"));
     }
-    let (run, loaded) = open(ws, run)?;
-    not_finished(&run, &loaded)?;
+    let (run, loaded) = open(ws, run, Want::Unfinished)?;
+    if loaded.state.status == RunStatus::Completed {
+        return Err(CliError::user(format!(
+            "run {} is completed: there is no next iteration to steer",
+            run.id
+        ))
+        .hint("start a new run with `agentloop run`"));
+    }
+    if loaded.state.is_finished() {
+        eprintln!(
+            "agentloop: run {} is {}; the note waits for `agentloop resume`",
+            run.id,
+            loaded.state.status.as_str()
+        );
+    }
     send(&run, loaded, Request::Steer { note })
 }

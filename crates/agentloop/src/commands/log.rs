@@ -11,7 +11,7 @@ use crate::error::{CliError, ExitKind};
 use crate::render::{describe_request, json_event};
 
 pub fn log(ws: &Workspace, args: LogArgs) -> Result<ExitKind, CliError> {
-    let run = ws.resolve(args.run.as_deref())?;
+    let run = ws.resolve(args.run.get())?;
     let mut finished = false;
     let c = journal::scan(&run.journal(), 0, 1, |r| {
         print_record(&r, args.json);
@@ -61,11 +61,15 @@ fn describe(e: &Event) -> String {
             )
         }
         Event::AgentFinished(a) => format!(
-            "iteration {} · exit {} · {} bytes · claimed complete: {} · {} files changed · ${:.4}",
+            "iteration {} · {} · {} bytes · claimed complete: {} · {} files changed · ${:.4}",
             a.iteration,
-            a.exit_code
-                .map(|c| c.to_string())
-                .unwrap_or_else(|| "-".into()),
+            match (a.timed_out, a.killed, a.signal, a.exit_code) {
+                (true, ..) => "timed out".to_string(),
+                (_, true, ..) => "stopped on request".to_string(),
+                (_, _, Some(sig), _) => format!("killed by signal {sig}"),
+                (_, _, _, Some(c)) => format!("exit {c}"),
+                _ => "exit unknown".to_string(),
+            },
             a.output_bytes,
             a.signals.complete,
             a.changed_files.len(),

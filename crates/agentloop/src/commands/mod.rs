@@ -30,13 +30,13 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
         Command::Init => init::init(&cwd()?),
         Command::Run(a) => run::run(&cwd()?, a),
         Command::Resume(a) => run::resume(&cwd()?, a),
-        Command::Status(a) => status::status(&workspace()?, a.run.as_deref(), a.json),
+        Command::Status(a) => status::status(&workspace()?, a.run.get(), a.json),
         Command::Runs(a) => status::runs(&workspace()?, a.json),
         Command::Log(a) => log::log(&workspace()?, a),
-        Command::Pause(r) => control::pause(&workspace()?, r.run.as_deref()),
-        Command::Stop(a) => control::stop(&workspace()?, a.run.run.as_deref(), a.now),
-        Command::Approve(a) => control::approve(&workspace()?, a.run.run.as_deref(), a.note, true),
-        Command::Reject(a) => control::approve(&workspace()?, a.run.run.as_deref(), a.note, false),
+        Command::Pause(r) => control::pause(&workspace()?, r.get()),
+        Command::Stop(a) => control::stop(&workspace()?, a.run.get(), a.now),
+        Command::Approve(a) => control::approve(&workspace()?, a.run.get(), a.note, true),
+        Command::Reject(a) => control::approve(&workspace()?, a.run.get(), a.note, false),
         Command::Skip(a) => {
             control::skip_or_retry(&workspace()?, a.run.run.as_deref(), &a.task, true)
         }
@@ -46,7 +46,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
         Command::Steer(a) => control::steer(&workspace()?, a.run.run.as_deref(), a.note),
         Command::Agents(a) => agents::agents(&cwd()?, a.json),
         Command::Serve(a) => serve::serve(&cwd()?, a),
-        Command::Watch(a) => watch::watch(&workspace()?, a.run.as_deref()),
+        Command::Watch(a) => watch::watch(&workspace()?, a.run.get()),
         Command::Hook(HookCommand::Start { plan, mode }) => hook::start(&cwd()?, &plan, mode),
         Command::Hook(HookCommand::Install { user, guard, team }) => {
             hook::install(&cwd()?, user, guard, team)
@@ -64,7 +64,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
         }) => plan::import(&file, &output, force),
         Command::Config(ConfigCommand::Show { plan, json }) => config::show(&cwd()?, &plan, json),
         Command::Journal(JournalCommand::Verify { run }) => {
-            journal::verify(&workspace()?, run.as_deref())
+            journal::verify(&workspace()?, run.get())
         }
     }
 }
@@ -107,6 +107,83 @@ pub(crate) fn run_config(root: &Path, s: &RunState) -> Result<Layered, CliError>
         &s.plan.settings,
         s.settings.flags.clone(),
     )
+}
+
+/// Every agent a task names must be one the configuration knows; the error names the
+/// task's line.
+pub(crate) fn plan_agents_exist(
+    config: &agentloop_core::config::Config,
+    plan: &agentloop_core::plan::Plan,
+    file: &str,
+) -> Result<(), CliError> {
+    for t in &plan.tasks {
+        if let Some(name) = &t.agent
+            && let Err(e) = agentloop_agents::resolve(config, name)
+        {
+            return Err(
+                CliError::user(format!("{file}:{}: task {}: {e}", t.line, t.id)).hint(e.hint()),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// What a command needs of the run it acts on when it names none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Want {
+    /// A run waiting at a gate (approve, reject).
+    Gate,
+    /// A run that is not finished (pause, stop, steer, resume, …).
+    Unfinished,
+}
+
+/// The run a command acts on: the one it names, else the one of this work tree that
+/// can take the request. When several could, nothing is guessed: the error lists them.
+/// When none could, the newest run (whose state then says why the request fails).
+pub(crate) fn pick_run(
+    ws: &Workspace,
+    named: Option<&str>,
+    want: Want,
+) -> Result<agentloop_core::workspace::RunDir, CliError> {
+    if named.is_some() {
+        return Ok(ws.resolve(named)?);
+    }
+    let mut candidates = Vec::new();
+    for id in ws.run_ids() {
+        let run = ws.resolve(Some(&id))?;
+        let Ok(loaded) = run.load_cached() else {
+            continue;
+        };
+        let s = &loaded.state;
+        let fits = !s.is_finished()
+            && match want {
+                Want::Gate => s.gate.is_some(),
+                Want::Unfinished => true,
+            };
+        if fits {
+            candidates.push((run, s.status));
+        }
+    }
+    match candidates.len() {
+        0 => Ok(ws.resolve(None)?),
+        1 => Ok(candidates.pop().expect("one candidate").0),
+        _ => {
+            let list = candidates
+                .iter()
+                .map(|(r, st)| format!("{} ({})", r.id, st.as_str()))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let what = match want {
+                Want::Gate => "are waiting at a gate",
+                Want::Unfinished => "are not finished",
+            };
+            Err(CliError::user(format!(
+                "{} runs in this work tree {what}: {list}",
+                candidates.len()
+            ))
+            .hint("name the one you mean: `--run ID`"))
+        }
+    }
 }
 
 /// A request id unique enough for one machine: source, pid and time.

@@ -10,7 +10,8 @@ pub fn check(cwd: &Path, path: &Path, as_json: bool) -> Result<ExitKind, CliErro
     let plan = Plan::load_named(&cwd.join(path), &path.display().to_string())?;
     // The front matter must be valid configuration too.
     let ws = agentloop_core::workspace::Workspace::find(cwd);
-    super::load_config(&ws.root, path, &plan.settings, serde_json::Map::new())?;
+    let layered = super::load_config(&ws.root, path, &plan.settings, serde_json::Map::new())?;
+    super::plan_agents_exist(&layered.config, &plan, &path.display().to_string())?;
     if as_json {
         println!(
             "{}",

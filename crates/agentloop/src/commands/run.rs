@@ -4,9 +4,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use agentloop_core::config::{self, Config, Settings};
-use agentloop_core::journal::{Event, Request, RunState};
+use agentloop_core::journal::{Event, Request};
 use agentloop_core::plan::{Mode, Plan};
-use agentloop_core::workspace::{RunDir, Workspace};
+use agentloop_core::workspace::Workspace;
 use serde_json::{Map, Value, json};
 
 use crate::cli::{OutputArgs, ResumeArgs, RunArgs, SettingsFlags};
@@ -77,7 +77,9 @@ pub(crate) fn start(
         .unwrap_or(plan_path)
         .to_path_buf();
     let plan = Plan::load_named(plan_path, &shown.display().to_string())?;
+    one_run_per_tree(ws)?;
     let layered = super::load_config(&ws.root, &shown, &plan.settings, flags.clone())?;
+    super::plan_agents_exist(&layered.config, &plan, &shown.display().to_string())?;
     let versions = check_agents(&layered.config, &plan)?;
     if !agentloop_core::exec::git::is_repo(&ws.root) {
         crate::render::warn(
@@ -116,7 +118,7 @@ fn check_agents(config: &Config, plan: &Plan) -> Result<BTreeMap<String, String>
 
 pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
     let ws = Workspace::find(cwd);
-    let run = ws.resolve(args.run.as_deref())?;
+    let run = super::pick_run(&ws, args.run.get(), super::Want::Unfinished)?;
     let loaded = run.load()?;
     if loaded.state.status == agentloop_core::journal::RunStatus::Completed {
         return Err(CliError::user(format!(
@@ -187,40 +189,29 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
     driver.start(settings, versions)
 }
 
-/// With no driver alive, records the decisions that need no agent (an interrupted
-/// iteration is aborted, a stop request ends the run) so the state a person sees is
-/// settled. Does nothing when a driver holds the run.
-pub(crate) fn settle(run: &RunDir) -> Result<Option<RunState>, CliError> {
-    let Ok(_lock) = run.lock_driver() else {
-        return Ok(None);
-    };
-    let loaded = run.load()?;
-    let mut w = loaded.writer(run)?;
-    let mut state = loaded.state;
-    let mut steps = 0;
-    while let agentloop_core::policy::Action::Record(event) =
-        agentloop_core::policy::next_action(&state)
-    {
-        // Only decisions that follow from requests: no new gates or iterations.
-        let settles = matches!(
-            event,
-            Event::IterationFinished(ref f) if f.outcome != agentloop_core::journal::Outcome::Completed
-        ) || matches!(
-            event,
-            Event::RunFinished {
-                reason: agentloop_core::journal::FinishReason::StopRequested,
-                ..
-            }
-        );
-        if !settles || steps > 8 {
-            break;
+/// One run drives a work tree at a time: two would each take the other's changes for
+/// their own. (Parallel runs need their own worktrees.)
+pub(crate) fn one_run_per_tree(ws: &Workspace) -> Result<(), CliError> {
+    for id in ws.run_ids() {
+        let run = ws.resolve(Some(&id))?;
+        let Ok(loaded) = run.load_cached() else {
+            continue;
+        };
+        let s = &loaded.state;
+        if s.is_finished() {
+            continue;
         }
-        for r in w.append(&event)? {
-            state.apply(&r);
-        }
-        steps += 1;
+        let how = match run.lock_holder() {
+            Some(pid) => format!("driven by pid {pid}"),
+            None if s.settings.hook => "in hook mode".to_string(),
+            None => s.status.as_str().to_string(),
+        };
+        return Err(CliError::user(format!(
+            "run {id} is active in this work tree ({how}); one run drives a work tree at a time"
+        ))
+        .hint(format!(
+            "go on with it (`agentloop resume`), or end it first (`agentloop stop --run {id}`)"
+        )));
     }
-    state.journal_bytes = w.offset();
-    run.write_derived(&state)?;
-    Ok(Some(state))
+    Ok(())
 }

@@ -35,6 +35,9 @@ pub struct Driver {
     /// Events between the cached state.json and the journal when this driver began.
     pub(crate) cache_lag: u64,
     start_seq: u64,
+    /// The commit made for a verified iteration (iteration, hash), kept in case its
+    /// verdict has to be decided again.
+    committed: Option<(u32, String)>,
 }
 
 /// Journal events a hook may leave past `state.json` before it rewrites the cache.
@@ -78,6 +81,7 @@ impl Driver {
             notifying: Vec::new(),
             cache_lag: u64::MAX,
             start_seq,
+            committed: None,
         })
     }
 
@@ -109,7 +113,9 @@ impl Driver {
                 waiting_since = None;
             }
             match action {
-                Action::Record(event) => self.record_decision(event)?,
+                Action::Record(event) => {
+                    self.record_decision(event)?;
+                }
                 Action::Iterate(plan) => self.iterate(plan)?,
                 Action::Verify { iteration, task } => self.verify(iteration, &task)?,
                 Action::Wait(reason) => {
@@ -164,7 +170,7 @@ impl Driver {
         Ok(())
     }
 
-    fn apply(&mut self, recs: &[Record]) {
+    pub(crate) fn apply(&mut self, recs: &[Record]) {
         for r in recs {
             self.state.apply(r);
             if let Some(body) = crate::notify::payload(&self.state, r)

@@ -29,8 +29,18 @@ pub(crate) struct Prepared {
 impl Driver {
     /// Records a decision of the policy — the verdict on an iteration among them —
     /// and carries it out: the commit of a verified task, `result.json`, a plan version.
-    pub(crate) fn record_decision(&mut self, mut event: Event) -> Result<(), CliError> {
+    /// The decision is recorded only if the journal still is what it was made from: a
+    /// control request that came in first (a skip, a pause, a note) is folded instead,
+    /// and `false` tells the caller to ask the policy again.
+    pub(crate) fn record_decision(&mut self, mut event: Event) -> Result<bool, CliError> {
         if let Event::IterationFinished(f) = &mut event
+            && f.outcome == Outcome::Completed
+            && self.state.settings.commit
+            && let Some(done) = self.committed.as_ref().filter(|c| c.0 == f.iteration)
+        {
+            // Committed already, before a decision that came too late to be recorded.
+            f.commit = Some(done.1.clone());
+        } else if let Event::IterationFinished(f) = &mut event
             && f.outcome == Outcome::Completed
             && self.state.settings.commit
         {
@@ -49,7 +59,10 @@ impl Driver {
                 &self.ws.root,
                 &format!("agentloop: {task} {title}\n\nRun {}", self.run.id),
             ) {
-                Ok(hash) => f.commit = Some(hash),
+                Ok(hash) => {
+                    self.committed = Some((f.iteration, hash.clone()));
+                    f.commit = Some(hash);
+                }
                 Err(e) => self
                     .progress
                     .warn(&format!("could not commit task {task}: {e}")),
@@ -64,7 +77,13 @@ impl Driver {
             _ => None,
         };
         let open = self.state.open.clone();
-        self.record(event)?;
+        match self.writer.append_if_current(&event)? {
+            Appended::Written(recs) => self.apply(&recs),
+            Appended::Stale(recs) => {
+                self.apply(&recs);
+                return Ok(false);
+            }
+        }
         if let (Some(f), Some(open)) = (result, open) {
             self.write_result(&open, &f);
         }
@@ -75,7 +94,7 @@ impl Driver {
                     .warn(&format!("cannot write plan version {v}: {e}"));
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     fn write_result(&self, open: &agentloop_core::journal::OpenIteration, f: &IterationFinished) {
@@ -139,7 +158,9 @@ impl Driver {
     pub(super) fn iterate(&mut self, plan: IterationPlan) -> Result<(), CliError> {
         let agent = agentloop_agents::resolve(&self.config, &plan.agent)
             .map_err(|e| CliError::user(format!("task {}: {e}", plan.task)).hint(e.hint()))?;
-        let prepared = self.prepare(plan)?;
+        let Some(prepared) = self.prepare(plan)? else {
+            return Ok(());
+        };
         let run = self.spawn(agent.as_ref(), &prepared);
         let spawn_error = run
             .error
@@ -155,6 +176,8 @@ impl Driver {
                 reason: err.message.clone(),
                 digest: None,
                 commit: None,
+                agent_failed: false,
+                fingerprint: None,
             }))?;
             self.record(Event::RunFinished {
                 status: RunStatus::Failed,
@@ -167,8 +190,10 @@ impl Driver {
     }
 
     /// Snapshots the tree, writes the prompt (and, in hook mode, the snapshot, for the
-    /// process that ends the iteration) and records `iteration_started`.
-    pub(crate) fn prepare(&mut self, plan: IterationPlan) -> Result<Prepared, CliError> {
+    /// process that ends the iteration) and records `iteration_started` — unless a
+    /// control request came in since the policy planned it (`None`: ask again), so the
+    /// prompt carries every note recorded before the iteration began.
+    pub(crate) fn prepare(&mut self, plan: IterationPlan) -> Result<Option<Prepared>, CliError> {
         let before = self.snapshots.as_ref().and_then(|g| g.take());
         let dir = self.run.iteration_dir(plan.iteration);
         std::fs::create_dir_all(&dir)?;
@@ -177,7 +202,7 @@ impl Driver {
         if let Some(b) = before.as_ref().filter(|_| self.state.settings.hook) {
             fsutil::write_new(&dir.join("tree-before.json"), &fsutil::pretty_json(b))?;
         }
-        self.record(Event::IterationStarted(IterationStarted {
+        let started = Event::IterationStarted(IterationStarted {
             iteration: plan.iteration,
             task: plan.task.clone(),
             attempt: plan.attempt,
@@ -186,13 +211,20 @@ impl Driver {
             tree_before: before.as_ref().map(|s| s.id.clone()),
             head_before: before.as_ref().and_then(|s| s.head.clone()),
             steer: self.state.steer.clone(),
-        }))?;
+        });
+        match self.writer.append_if_current(&started)? {
+            Appended::Written(recs) => self.apply(&recs),
+            Appended::Stale(recs) => {
+                self.apply(&recs);
+                return Ok(None);
+            }
+        }
         self.flush_soon();
-        Ok(Prepared {
+        Ok(Some(Prepared {
             plan,
             prompt,
             before,
-        })
+        }))
     }
 
     /// Runs the agent in its own process group until it exits, times out or is
@@ -241,6 +273,18 @@ impl Driver {
             _ => Vec::new(),
         };
         let f = &run.finished;
+        let failed = f.timed_out || f.signal.is_some() || f.exit_code.is_some_and(|c| c != 0);
+        let stderr_tail = (failed && !f.stderr_tail.is_empty()).then(|| {
+            let agent = self
+                .state
+                .open
+                .as_ref()
+                .map(|o| o.started.agent.clone())
+                .unwrap_or_default();
+            let text = String::from_utf8_lossy(&f.stderr_tail);
+            let text = agentloop_core::failure::last_lines(&text);
+            self.redactor(&agent).redact(&text).into_owned()
+        });
         self.record(Event::AgentFinished(AgentFinished {
             iteration,
             exit_code: f.exit_code,
@@ -259,6 +303,7 @@ impl Driver {
             tree_after: after.as_ref().map(|s| s.id.clone()),
             head_after: after.as_ref().and_then(|s| s.head.clone()),
             changed_files,
+            stderr_tail,
         }))
     }
 

@@ -110,8 +110,16 @@ fn init_writes_templates_and_ignores_the_state_dir() {
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(p.read(".gitignore").contains(".agentloop/"));
     assert!(p.read("agentloop.toml").contains("[budgets]"));
-    // The template plan is valid, and a second init changes nothing.
-    assert_eq!(p.run(&["plan", "check"]).code, Some(0));
+    // The template plan's placeholders are not checks: plan check says so, by line.
+    let r = p.run(&["plan", "check"]);
+    assert_eq!(r.code, Some(2));
+    assert!(
+        r.stderr.starts_with("error: PLAN.md:5: task \"T1\": `Verify: echo"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("always passes, so it checks nothing"));
+    // A second init changes nothing.
     let before = p.tree();
     assert_eq!(p.run(&["init"]).code, Some(0));
     assert_eq!(p.tree(), before);

@@ -137,7 +137,9 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
     }
     for _ in 0..1000 {
         match next_action(&d.state) {
-            Action::Record(ev) => d.record_decision(ev).map_err(e)?,
+            Action::Record(ev) => {
+                d.record_decision(ev).map_err(e)?;
+            }
             Action::Verify { iteration, task } => d.verify(iteration, &task).map_err(e)?,
             Action::Iterate(mut plan) => {
                 if d.state.hook_chain >= CLAUDE_BLOCK_LIMIT {
@@ -149,7 +151,10 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
                 }
                 plan.agent = "claude-session".into();
                 // prepare already rewrote the caches (a hook process flushes at once).
-                let prompt = d.prepare(plan.clone()).map_err(e)?.prompt;
+                let Some(prepared) = d.prepare(plan.clone()).map_err(e)? else {
+                    continue;
+                };
+                let prompt = prepared.prompt;
                 let s = &d.state;
                 let pos = s
                     .plan

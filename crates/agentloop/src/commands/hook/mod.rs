@@ -17,6 +17,7 @@ use std::io::IsTerminal;
 use std::path::Path;
 
 use agentloop_core::config::Settings;
+use agentloop_core::journal::Request;
 use agentloop_core::plan::{Mode, Plan};
 use agentloop_core::workspace::Workspace;
 use serde_json::{Map, Value, json};
@@ -36,6 +37,8 @@ pub fn start(cwd: &Path, plan: &Path, mode: Option<String>) -> Result<ExitKind, 
         .unwrap_or(&plan_path)
         .to_path_buf();
     let parsed = Plan::load_named(&plan_path, &shown.display().to_string())?;
+    retire_hook_runs(&ws)?;
+    super::run::one_run_per_tree(&ws)?;
     let mut flags = Map::new();
     if let Some(m) = mode {
         let m: Mode = m
@@ -55,6 +58,32 @@ pub fn start(cwd: &Path, plan: &Path, mode: Option<String>) -> Result<ExitKind, 
         parsed.tasks.len()
     );
     Ok(ExitKind::Completed)
+}
+
+/// A new hook-mode run replaces the open ones of this project: each is stopped (and
+/// said so), so an old run never drives a later session.
+fn retire_hook_runs(ws: &Workspace) -> Result<(), CliError> {
+    for id in ws.run_ids() {
+        let run = ws.resolve(Some(&id))?;
+        let Ok(loaded) = run.load_cached() else {
+            continue;
+        };
+        if loaded.state.is_finished() || !loaded.state.settings.hook {
+            continue;
+        }
+        let bound = loaded
+            .state
+            .session
+            .as_deref()
+            .map(|s| format!(", bound to session {s}"))
+            .unwrap_or_default();
+        run.append_control(loaded, super::request_id("cli"), "cli", Request::Stop)?;
+        run.settle()?;
+        crate::render::warn(&format!(
+            "hook-mode run {id}{bound} was still open; it is stopped now"
+        ));
+    }
+    Ok(())
 }
 
 /// An answer that lets the session go on as it would without agentloop, with a

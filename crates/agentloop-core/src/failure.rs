@@ -1,0 +1,111 @@
+//! What a failure looks like to the loop: a fingerprint that ignores noise (so the
+//! same failure twice is recognised as the same), and the lines of output a digest
+//! quotes. Pure: the verification runner and the policy both use it.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+/// Lines of a failing command's output quoted in the digest.
+const DIGEST_LINES: usize = 60;
+const DIGEST_BYTES: usize = 6 * 1024;
+
+/// The last lines of a command's output, as much as a digest quotes.
+pub fn last_lines(text: &str) -> String {
+    let lines: Vec<&str> = text.trim_end().lines().collect();
+    let mut out = lines[lines.len().saturating_sub(DIGEST_LINES)..].join("\n");
+    if out.len() > DIGEST_BYTES {
+        let mut cut = out.len() - DIGEST_BYTES;
+        while !out.is_char_boundary(cut) {
+            cut += 1;
+        }
+        out = format!("…{}", &out[cut..]);
+    }
+    out
+}
+
+static NOISE: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
+    [
+        // Temp paths and per-run directories.
+        (r"(/tmp|/var/folders|/private/var)/[^\s:'\x22)]*", "<tmp>"),
+        // ISO dates and clock times.
+        (
+            r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?",
+            "<time>",
+        ),
+        (r"\b\d{1,2}:\d{2}:\d{2}(\.\d+)?\b", "<time>"),
+        // Durations: 0.23s, 12ms, 1.5 seconds, 3m12s.
+        (
+            r"\b\d+(\.\d+)?\s?(ns|µs|us|ms|s|sec|secs|seconds|m|min|h)\b",
+            "<dur>",
+        ),
+        // Addresses, hashes, ids.
+        (r"\b0x[0-9a-fA-F]+\b", "<addr>"),
+        (r"\b[0-9a-f]{8,}\b", "<hex>"),
+        (
+            r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b",
+            "<uuid>",
+        ),
+        (r"\b(pid|PID|port|thread)[ =:]+\d+", "$1 <n>"),
+        // Random seeds: "Randomized with seed 1234", "--seed=42", "seed: 7".
+        (r"(?i)\b(seed)\b[ =:]+\d+", "$1 <n>"),
+    ]
+    .into_iter()
+    .map(|(re, to)| (Regex::new(re).expect("noise patterns are valid"), to))
+    .collect()
+});
+
+/// A fingerprint of a failure that ignores noise (temp paths, times, durations,
+/// addresses) but keeps what distinguishes one failure from another, such as which
+/// tests fail and how many.
+pub fn fingerprint(command: &str, output: &str) -> String {
+    let mut text = output.to_string();
+    for (re, to) in NOISE.iter() {
+        text = re.replace_all(&text, *to).into_owned();
+    }
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+    let mut h = crc32fast::Hasher::new();
+    h.update(command.as_bytes());
+    h.update(b"\0");
+    h.update(tail.as_bytes());
+    format!("{:08x}", h.finalize())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fingerprint_ignores_noise() {
+        let a = "test foo ... FAILED\nat /tmp/.tmpAbC123/src/lib.rs:3\nfinished in 0.23s\n2026-11-22T10:00:01Z";
+        let b = "test foo ... FAILED\nat /tmp/.tmpXyZ987/src/lib.rs:3\nfinished in 1.5s\n2026-11-23T11:22:33Z";
+        assert_eq!(fingerprint("cargo test", a), fingerprint("cargo test", b));
+    }
+
+    #[test]
+    fn fingerprint_keeps_progress() {
+        let a = "3 passed; 7 failed";
+        let b = "4 passed; 6 failed";
+        assert_ne!(fingerprint("t", a), fingerprint("t", b));
+        assert_ne!(
+            fingerprint("t", "test a FAILED"),
+            fingerprint("t", "test b FAILED")
+        );
+    }
+
+    #[test]
+    fn seeds_and_pids_are_noise() {
+        let a = "Randomized with seed 1234\nfailed: expected 3, got 4 (pid 4242)";
+        let b = "Randomized with seed 98765\nfailed: expected 3, got 4 (pid 17)";
+        assert_eq!(fingerprint("t", a), fingerprint("t", b));
+        assert_eq!(
+            fingerprint("t", "--seed=1 FAILED"),
+            fingerprint("t", "--seed=2 FAILED")
+        );
+    }
+}
