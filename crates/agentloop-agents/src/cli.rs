@@ -150,6 +150,7 @@ pub fn agent_spec(
     spec.timeout = config.timeout;
     spec.output_cap = config.output_cap;
     spec.log = Some(inv.log.to_path_buf());
+    spec.pid_file = Some(inv.pid_file.to_path_buf());
     spec.grace = Duration::from_secs(5);
     spec.tail_stdout_only = true;
     spec

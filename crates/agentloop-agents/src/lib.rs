@@ -41,6 +41,8 @@ pub struct Invocation<'a> {
     pub prompt_file: &'a Path,
     /// Where the agent's raw output goes (capped).
     pub log: &'a Path,
+    /// Where its pid (process group) is written while it runs.
+    pub pid_file: &'a Path,
 }
 
 pub trait Agent {

@@ -103,8 +103,13 @@ pub fn reset_from_text(message: &str, now: &jiff::Zoned) -> Option<u64> {
         .at(hour, minute, 0, 0)
         .to_zoned(here.time_zone().clone())
         .ok()?;
-    if at <= here {
+    // A time a few minutes past is now (the message names the minute it resets in,
+    // or it took a moment to arrive), not the same time tomorrow.
+    let grace = at.checked_add(jiff::Span::new().minutes(5)).ok()?;
+    if grace <= here {
         at = at.checked_add(jiff::Span::new().days(1)).ok()?;
+    } else if at <= here {
+        at = here.clone();
     }
     u64::try_from(at.timestamp().as_millisecond()).ok()
 }
@@ -135,6 +140,17 @@ mod tests {
             at("You've hit your limit · resets 9am").as_deref(),
             Some("2026-11-23T09:00:00Z"),
             "already past today"
+        );
+        let just_after = zoned("2026-11-22T13:50:30+00:00[UTC]");
+        assert_eq!(
+            reset_from_text("You've hit your limit · resets 1:50pm", &just_after),
+            Some(just_after.timestamp().as_millisecond() as u64),
+            "a reset in the current minute is now, not tomorrow"
+        );
+        let minutes_after = zoned("2026-11-22T13:53:00+00:00[UTC]");
+        assert_eq!(
+            reset_from_text("try again at 1:50 PM", &minutes_after),
+            Some(minutes_after.timestamp().as_millisecond() as u64)
         );
         assert_eq!(
             at("You've hit your usage limit. Upgrade to Pro or try again at 4:12 PM.").as_deref(),

@@ -8,3 +8,43 @@ pub fn plural(n: usize, one: &str, many: &str) -> String {
         format!("{n} {many}")
     }
 }
+
+/// Dollars as a person reads them, the same everywhere (CLI, progress.md, dashboard):
+/// two decimals from $1 up, and below it up to four, so the cents of small
+/// iterations add up to what the total says (`$0.0149` × 3 = `$0.0447`).
+pub fn money(usd: f64) -> String {
+    if usd.abs() >= 1.0 {
+        return format!("${usd:.2}");
+    }
+    let four = format!("{usd:.4}");
+    let trimmed = four.trim_end_matches('0');
+    let decimals = trimmed.split('.').nth(1).map_or(0, str::len);
+    if decimals < 2 {
+        format!("${usd:.2}")
+    } else {
+        format!("${trimmed}")
+    }
+}
+
+/// `a + b` kept to whole micro-dollars, so sums of costs do not drift.
+pub fn add_usd(a: f64, b: f64) -> f64 {
+    ((a + b) * 1e6).round() / 1e6
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn money_keeps_small_amounts_that_add_up() {
+        assert_eq!(money(0.0), "$0.00");
+        assert_eq!(money(0.01), "$0.01");
+        assert_eq!(money(0.0149), "$0.0149");
+        let total = (0..3).fold(0.0, |t, _| add_usd(t, 0.0149));
+        assert_eq!(money(total), "$0.0447");
+        assert_eq!(money(12.345), "$12.35");
+        assert_eq!(money(0.1), "$0.10");
+        let cents = (0..3).fold(0.0, |t, _| add_usd(t, 0.01));
+        assert_eq!(money(cents), "$0.03");
+    }
+}

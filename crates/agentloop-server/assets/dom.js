@@ -52,9 +52,14 @@ function toast(message, kind = "info") {
   toast.timer = setTimeout(() => (t.className = ""), 4000);
 }
 
+// The same rule as the CLI (agentloop_core::words::money): two decimals from $1 up,
+// below it up to four, so small amounts add up to what the totals say.
 function money(x) {
   const v = Number(x || 0);
-  return "$" + (v < 10 ? v.toFixed(4) : v.toFixed(2));
+  if (Math.abs(v) >= 1) return "$" + v.toFixed(2);
+  const four = v.toFixed(4).replace(/0+$/, "");
+  const decimals = (four.split(".")[1] || "").length;
+  return "$" + (decimals < 2 ? v.toFixed(2) : four);
 }
 
 function duration(ms) {
@@ -74,11 +79,13 @@ function compact(n) {
 }
 
 const FINISHED = new Set(["completed", "stopped", "failed", "gone", "unreadable"]);
+// Statuses whose clock stands still: over, or with no driver to move it.
+const STILL = new Set([...FINISHED, "interrupted"]);
 
 function elapsedMs(run) {
   const start = Date.parse(run.created);
   if (isNaN(start)) return null;
-  const end = FINISHED.has(run.status) ? Date.parse(run.updated) : Date.now();
+  const end = STILL.has(run.status) ? Date.parse(run.updated) : Date.now();
   return Math.max(0, end - start);
 }
 

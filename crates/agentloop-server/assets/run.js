@@ -87,7 +87,7 @@ function runPage(main, runId, selected) {
       el("h2", { id: "controls-title" }, "Control"),
       el("div", { class: "buttons" },
         button("Pause", "pause", !over && !s.paused),
-        button("Resume", "resume", !over && (s.paused || s.status === "paused")),
+        button("Resume", "resume", !over && (s.paused || s.status === "paused" || s.status === "interrupted")),
         button("Stop", "stop", !over && !s.stop_requested),
         button("Stop now", "stop_now", !over, null, "danger"),
       ),
@@ -176,10 +176,14 @@ function runPage(main, runId, selected) {
       return;
     }
     const since = Date.now() - c.started_ms;
+    const stopped = state.status === "interrupted";
     fill(parts.current,
       title,
       el("p", {}, "Iteration " + c.iteration + " · " + c.task + " · attempt " + c.attempt + " · " + c.agent + " · ",
-        el("span", { class: "pill s-running" }, c.phase), " · ", duration(since)),
+        stopped
+          ? el("span", { class: "pill s-interrupted" }, "interrupted: its driver is gone; Resume redoes it")
+          : el("span", { class: "pill s-running" }, c.phase),
+        stopped ? null : " · ", stopped ? null : duration(since)),
       live.pre,
     );
     if (live.iteration !== c.iteration) {

@@ -50,6 +50,7 @@ pub(crate) async fn control(
         (other, ..) => return Err(ApiError::Bad(format!("unknown action `{other}`"))),
     };
     let run = s.find(&id)?;
+    let starter = s.starter.clone();
     let rid = format!("http-{}", b.request_id);
     let out = tokio::task::spawn_blocking(move || -> Result<Value, ApiError> {
         let loaded = run
@@ -80,6 +81,17 @@ pub(crate) async fn control(
         }
         if loaded.state.status == RunStatus::Completed {
             return Err(ApiError::Conflict(format!("run {} is completed", run.id)));
+        }
+        // Resuming a run whose driver is gone means driving it again, as the CLI does.
+        if request == Request::Resume
+            && run.lock_holder().is_none()
+            && !loaded.state.settings.hook
+            && let Some(starter) = &starter
+        {
+            let workdir = std::path::PathBuf::from(&loaded.state.workdir);
+            starter.resume(&run, &workdir)?;
+            let seq = run.load_cached().map(|l| l.state.last_seq).unwrap_or(0);
+            return Ok(json!({ "seq": seq, "duplicate": false, "driver": "started" }));
         }
         let (rec, _) = run
             .append_control(loaded, rid, "http", request)

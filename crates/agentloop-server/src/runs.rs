@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use agentloop_core::journal::{FinishReason, RunState};
+use agentloop_core::journal::{FinishReason, RunState, RunStatus};
 use agentloop_core::workspace::RunDir;
 use axum::Json;
 use axum::extract::{Path, State};
@@ -45,12 +45,26 @@ fn humantime_ms(ms: u64) -> String {
     humantime::format_rfc3339_seconds(t).to_string()
 }
 
+/// The status a person should see: a run whose driver is gone without finishing it
+/// (killed, crashed) is `interrupted`, as `agentloop status` says, not "running".
+pub(crate) fn shown_status(run: &RunDir, s: &RunState) -> String {
+    let driverless = !s.settings.hook && run.lock_holder().is_none();
+    match s.status {
+        RunStatus::Running if driverless => "interrupted".into(),
+        other => other.as_str().into(),
+    }
+}
+
 fn summary(run: &RunDir, s: &RunState) -> Value {
     let done = s.done_count();
-    let attention = attention(s);
+    let mut attention = attention(s);
+    let status = shown_status(run, s);
+    if status == "interrupted" {
+        attention.push("interrupted: its driver is gone; resume drives it again".into());
+    }
     json!({
         "run_id": s.run_id,
-        "status": s.status,
+        "status": status,
         "title": s.plan.title,
         "workdir": s.workdir,
         "tasks_done": done,
@@ -74,7 +88,7 @@ fn summary(run: &RunDir, s: &RunState) -> Value {
 fn gauges(s: &RunState) -> Vec<Value> {
     let b = &s.settings.budgets;
     let mut out = vec![
-        json!({"name": "iterations", "used": s.iterations, "limit": b.max_iterations, "unit": ""}),
+        json!({"name": "iterations", "used": s.counted_iterations(), "limit": b.max_iterations, "unit": ""}),
     ];
     out.push(json!({"name": "cost", "used": s.cost_usd, "limit": b.max_cost_usd, "unit": "USD"}));
     out.push(json!({"name": "tokens", "used": s.usage.total(), "limit": b.max_tokens, "unit": ""}));

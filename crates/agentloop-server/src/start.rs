@@ -39,6 +39,58 @@ impl Starter {
     }
 }
 
+impl Starter {
+    /// Drives `run` again (`agentloop resume ID`), detached like a start, when its
+    /// driver is gone: a Resume from the dashboard does what `agentloop resume` does.
+    pub(crate) fn resume(&self, run: &RunDir, workdir: &FsPath) -> Result<(), ApiError> {
+        let log_path = agentloop_core::workspace::registry_path()
+            .map(|p| {
+                p.with_file_name("started")
+                    .join(format!("{}.resume.log", run.id))
+            })
+            .ok_or_else(|| ApiError::Internal("no state directory".into()))?;
+        let log = log_path
+            .parent()
+            .map(std::fs::create_dir_all)
+            .transpose()
+            .and_then(|_| std::fs::File::create(&log_path))
+            .map_err(|e| ApiError::Internal(format!("{}: {e}", log_path.display())))?;
+        let mut cmd = Command::new(&self.exe);
+        cmd.args(["resume", &run.id, "--quiet"])
+            .current_dir(workdir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log);
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| ApiError::Internal(format!("cannot start {}: {e}", self.exe.display())))?;
+        // The driver holds the run's lock once it runs; a resume that fails says why.
+        let deadline = Instant::now() + START_WAIT;
+        while run.lock_holder().is_none() {
+            if let Ok(Some(status)) = child.try_wait() {
+                let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+                if status.success() {
+                    return Ok(());
+                }
+                let first = text
+                    .lines()
+                    .find(|l| l.starts_with("error"))
+                    .unwrap_or("no output");
+                return Err(ApiError::Conflict(format!(
+                    "the run was not resumed: {first}"
+                )));
+            }
+            if Instant::now() > deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        std::thread::spawn(move || child.wait());
+        Ok(())
+    }
+}
+
 /// Every repository a run may be started in: the workdirs of registered runs (whose
 /// directory still exists) and the server's own project.
 fn known_repos(s: &Server) -> Vec<PathBuf> {

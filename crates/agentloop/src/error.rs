@@ -48,6 +48,14 @@ impl CliError {
             hint: None,
         }
     }
+    /// Ends the command with nothing more to say (the reader of stdout went away).
+    pub fn quiet() -> Self {
+        CliError {
+            kind: ExitKind::Completed,
+            message: String::new(),
+            hint: None,
+        }
+    }
     pub fn hint(mut self, hint: impl Into<String>) -> Self {
         self.hint = Some(hint.into());
         self

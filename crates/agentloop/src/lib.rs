@@ -1,12 +1,14 @@
 //! The `agentloop` command line: argument parsing, rendering and the driver loop. The
 //! decisions live in `agentloop-core`.
 
+// First: its `outln!` macro is used by the modules below.
+#[macro_use]
+mod render;
 mod cli;
 pub(crate) mod commands;
 mod driver;
 mod error;
 mod notify;
-mod render;
 
 pub use commands::watch::frame_text as watch_frame;
 pub use error::{CliError, ExitKind};
@@ -30,7 +32,9 @@ pub fn main() -> u8 {
     match commands::dispatch(cli) {
         Ok(kind) => kind as u8,
         Err(e) => {
-            render::error(&e);
+            if !e.message.is_empty() {
+                render::error(&e);
+            }
             e.exit_kind() as u8
         }
     }

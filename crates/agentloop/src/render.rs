@@ -7,6 +7,7 @@ use agentloop_core::journal::Record;
 use agentloop_core::journal::RunState;
 use agentloop_core::journal::*;
 use agentloop_core::policy::WaitReason;
+use agentloop_core::words::plural;
 use agentloop_core::workspace::RunDir;
 
 use crate::error::CliError;
@@ -40,6 +41,30 @@ pub fn warn(msg: &str) {
     eprintln!("{} {msg}", paint("1;33", "warning:"));
 }
 
+/// Writes one line of data to stdout. A reader that went away (`| head`) ends the
+/// command quietly; a full disk or another failure is an error that says so — never
+/// a panic.
+pub fn out(args: std::fmt::Arguments<'_>) -> Result<(), CliError> {
+    let mut o = std::io::stdout().lock();
+    o.write_fmt(args)
+        .and_then(|_| o.write_all(b"\n"))
+        .and_then(|_| o.flush())
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                CliError::quiet()
+            } else {
+                CliError::internal(format!("cannot write to standard output: {e}"))
+            }
+        })
+}
+
+/// `println!` for data on stdout, returning the error instead of panicking.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::render::out(format_args!($($arg)*))?
+    };
+}
+
 /// One journal record as a JSON line on stdout.
 pub fn json_event(r: &Record) {
     let line = serde_json::json!({ "seq": r.seq, "time": r.time, "event": r.event });
@@ -48,9 +73,7 @@ pub fn json_event(r: &Record) {
     let _ = out.flush();
 }
 
-pub fn money(x: f64) -> String {
-    format!("${x:.2}")
-}
+pub use agentloop_core::words::money;
 
 pub fn duration_ms(ms: u64) -> String {
     let s = ms / 1000;
@@ -134,10 +157,10 @@ impl Progress {
         match &r.event {
             Event::DriverStarted { .. } => {
                 let text = format!(
-                    "agentloop: run {} · {} · {} tasks ({} done) · mode {}",
+                    "agentloop: run {} · {} · {} ({} done) · mode {}",
                     s.run_id,
                     s.plan.title,
-                    s.tasks.len(),
+                    plural(s.tasks.len(), "task", "tasks"),
                     s.done_count(),
                     s.settings.mode
                 );
@@ -155,9 +178,19 @@ impl Progress {
                     .task(&st.task)
                     .map(|t| t.title.clone())
                     .unwrap_or_default();
+                let bound = s
+                    .task(&st.task)
+                    .filter(|t| t.tries > 1)
+                    .map(|t| {
+                        format!(
+                            " · attempt {} of at most {}",
+                            t.tries,
+                            agentloop_core::policy::task_bound(s, t)
+                        )
+                    })
+                    .unwrap_or_default();
                 let kind = match st.kind {
-                    IterationKind::Work => String::new(),
-                    IterationKind::Retry => format!(" · retry {}", st.attempt),
+                    IterationKind::Work | IterationKind::Retry => bound,
                     IterationKind::Replan => " · asking for a replan".into(),
                     IterationKind::Fallback => format!(" · fallback agent {}", st.agent),
                 };
@@ -286,11 +319,11 @@ impl Progress {
             "1;33"
         };
         let text = format!(
-            "agentloop: run {}: {reason} · {}/{} tasks · {} iterations · {} · {} in iterations\n  record: {}",
+            "agentloop: run {}: {reason} · {}/{} · {} · {} · {} in iterations\n  record: {}",
             paint(code, s.status.as_str()),
             s.done_count(),
-            s.tasks.len(),
-            s.iterations,
+            plural(s.tasks.len(), "task", "tasks"),
+            plural(s.iterations as usize, "iteration", "iterations"),
             money(s.cost_usd),
             duration_ms(s.active_ms),
             run.path.display()

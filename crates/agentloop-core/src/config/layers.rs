@@ -307,6 +307,8 @@ fn record_sources(
 
 impl Layered {
     /// `key = value  # source` lines, sorted by key.
+    /// The values of agents' `env` entries named like secrets are shown as
+    /// `"[REDACTED]"`: the output is for screens and bug reports.
     pub fn describe(&self) -> Vec<(String, String, String)> {
         let mut rows = Vec::new();
         for (key, source) in &self.sources {
@@ -314,7 +316,14 @@ impl Layered {
             for part in key.split('.') {
                 v = v.get(part).unwrap_or(&Value::Null);
             }
-            rows.push((key.clone(), v.to_string(), source.to_string()));
+            let parts: Vec<&str> = key.split('.').collect();
+            let secret = matches!(parts.as_slice(), ["agents", _, "env", name] if crate::redact::is_secret_name(name));
+            let shown = if secret {
+                "\"[REDACTED]\"".to_string()
+            } else {
+                v.to_string()
+            };
+            rows.push((key.clone(), shown, source.to_string()));
         }
         rows
     }

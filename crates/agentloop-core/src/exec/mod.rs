@@ -1,6 +1,8 @@
 //! Effects on the machine: supervised processes (`supervise`), the verification runner
-//! (`verify`) and what git says about the work tree (`git`).
+//! (`verify`), what agents leave behind (`reap`) and what git says about the work tree
+//! (`git`).
 
 pub mod git;
+pub mod reap;
 pub mod supervise;
 pub mod verify;

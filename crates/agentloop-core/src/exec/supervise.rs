@@ -16,82 +16,6 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
-/// Set once this process is a child subreaper (see [`become_subreaper`]).
-static SUBREAPER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Makes this process the reaper of its orphaned descendants (Linux), so helpers an
-/// agent starts in a new session (outside its process group) come back to us and are
-/// ended with it. Only for a process that supervises one child at a time: after each
-/// child ends, every remaining child of ours is killed.
-pub fn become_subreaper() -> std::io::Result<()> {
-    nix::sys::prctl::set_child_subreaper(true).map_err(std::io::Error::from)?;
-    SUBREAPER.store(true, std::sync::atomic::Ordering::SeqCst);
-    Ok(())
-}
-
-/// This process's children (orphans reparented to us, as a subreaper).
-fn children() -> Vec<Pid> {
-    let me = std::process::id();
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-                // Fields after the ")" that closes the command name: state, ppid, …
-                let rest = stat.rsplit(')').next().unwrap_or("");
-                rest.split_whitespace()
-                    .nth(1)
-                    .and_then(|p| p.parse::<u32>().ok())
-                    == Some(me)
-            })
-        })
-        .map(Pid::from_raw)
-        .collect()
-}
-
-/// Ends every child of this process: SIGTERM, up to a second to go (so helpers can
-/// release their locks), then SIGKILL; all are reaped. Gives up after `limit`.
-fn kill_orphans(limit: Duration) {
-    let until = Instant::now() + limit;
-    let first = children();
-    if first.is_empty() {
-        return;
-    }
-    for &pid in &first {
-        let _ = nix::sys::signal::kill(pid, Signal::SIGTERM);
-    }
-    let grace = Instant::now() + Duration::from_secs(1);
-    while Instant::now() < grace {
-        reap_exited();
-        if children().is_empty() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    loop {
-        let left = children();
-        if left.is_empty() || Instant::now() >= until {
-            return;
-        }
-        for pid in left {
-            let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
-            let _ = nix::sys::wait::waitpid(pid, None);
-        }
-    }
-}
-
-/// Reaps orphans that have exited, without waiting for the others.
-fn reap_exited() {
-    use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
-    while let Ok(st) = waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-        if st == WaitStatus::StillAlive {
-            break;
-        }
-    }
-}
-
 /// How long a reader may go on after the child exited (a grandchild holding the pipe).
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 /// Bytes of the end of the output kept in memory (for the final message and digests).
@@ -122,6 +46,9 @@ pub struct Spec {
     pub tail_stdout_only: bool,
     /// Bytes of the end of the output kept in memory.
     pub tail_bytes: usize,
+    /// Where to write the child's pid (its process group) once it runs, so a driver
+    /// that takes over after a crash can end what is left of the group.
+    pub pid_file: Option<PathBuf>,
 }
 
 impl Spec {
@@ -140,6 +67,7 @@ impl Spec {
             grace: Duration::from_secs(5),
             tail_stdout_only: false,
             tail_bytes: TAIL_BYTES,
+            pid_file: None,
         }
     }
 
@@ -297,6 +225,10 @@ pub fn spawn(spec: Spec) -> std::io::Result<Running> {
     };
     let mut child = cmd.spawn()?;
     let pgid = Pid::from_raw(child.id() as i32);
+    if let Some(p) = &spec.pid_file {
+        // Best effort: without it a takeover cannot end a crashed driver's leftovers.
+        let _ = crate::fsutil::write_new(p, format!("{}\n", child.id()).as_bytes());
+    }
     let sink = Arc::new(Mutex::new(Sink {
         log,
         cap: spec.output_cap,
@@ -392,14 +324,14 @@ impl Running {
         };
         // Whatever is left in the group (grandchildren) goes too, so pipes close.
         let _ = killpg(self.pgid, Signal::SIGKILL);
-        if SUBREAPER.load(std::sync::atomic::Ordering::SeqCst) {
+        if super::reap::is_subreaper() {
             if killed || timed_out {
                 // Ended on request: helpers that left the group go too.
-                kill_orphans(Duration::from_secs(2));
+                super::reap::kill_orphans(Duration::from_secs(2));
             } else {
                 // A normal end: helpers may finish their work (killing them mid-way can
                 // leave their locks behind); only the ones that already exited are reaped.
-                reap_exited();
+                super::reap::reap_exited();
             }
         }
         let deadline = Instant::now() + DRAIN_LIMIT;

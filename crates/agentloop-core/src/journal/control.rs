@@ -90,6 +90,7 @@ impl RunState {
                     t.completed_iteration = None;
                     t.gate_after_pending = false;
                     t.reset_ladder();
+                    t.clear_history();
                 }
                 if matches!(&self.gate, Some(Gate::BeforeTask(t)) | Some(Gate::AfterTask(t)) if t == task)
                 {

@@ -115,7 +115,7 @@ pub struct IterationStarted {
     pub steer: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IterationKind {
     /// First attempt at a task.
@@ -126,6 +126,17 @@ pub enum IterationKind {
     Replan,
     /// The fallback agent takes over the task.
     Fallback,
+}
+
+impl IterationKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IterationKind::Work => "work",
+            IterationKind::Retry => "retry",
+            IterationKind::Replan => "replan",
+            IterationKind::Fallback => "fallback",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -267,6 +278,9 @@ pub enum Trigger {
     },
     RetryBudget {
         attempts: u32,
+        /// What the rung allowed (0 in journals written before it was recorded).
+        #[serde(default)]
+        budget: u32,
     },
     /// The agent hit a usage limit and `limits.on_limit = "fallback"`.
     UsageLimit {
@@ -292,9 +306,14 @@ impl Trigger {
             Trigger::NoOutput { count } => {
                 format!("the agent exited with no output {count} times in a row")
             }
-            Trigger::RetryBudget { attempts } => {
-                format!("{attempts} attempts without a verified result")
-            }
+            Trigger::RetryBudget { attempts, budget } if *budget > 0 => format!(
+                "{attempts} of {} without a verified result",
+                crate::words::plural(*budget as usize, "attempt", "attempts")
+            ),
+            Trigger::RetryBudget { attempts, .. } => format!(
+                "{} without a verified result",
+                crate::words::plural(*attempts as usize, "attempt", "attempts")
+            ),
             Trigger::UsageLimit { agent } => format!("{agent} hit a usage limit"),
             Trigger::Oscillation { count } => {
                 format!("the work tree went back to an earlier state {count} times")

@@ -4,19 +4,20 @@ use std::fmt::Write as _;
 
 use super::state::RunState;
 use super::task::TaskStatus;
+use crate::words::{money, plural};
 
 pub fn render(s: &RunState) -> String {
     let mut p = String::new();
     let _ = writeln!(p, "# Progress: {}\n", s.plan.title);
     let _ = writeln!(
         p,
-        "Run `{}` · status **{}** · {}/{} tasks · {} iterations · ${:.2}\n",
+        "Run `{}` · status **{}** · {}/{} · {} · {}\n",
         s.run_id,
         s.status.as_str(),
         s.done_count(),
-        s.tasks.len(),
-        s.iterations,
-        s.cost_usd
+        plural(s.tasks.len(), "task", "tasks"),
+        plural(s.iterations as usize, "iteration", "iterations"),
+        money(s.cost_usd)
     );
     p.push_str("## Goal\n\n");
     let _ = writeln!(
@@ -47,12 +48,11 @@ pub fn render(s: &RunState) -> String {
             .unwrap_or_default();
         let _ = writeln!(
             p,
-            "- [x] {}: {} ({} iteration{}, ${:.2}{commit})",
+            "- [x] {}: {} ({}, {}{commit})",
             t.id,
             t.title,
-            t.iterations,
-            if t.iterations == 1 { "" } else { "s" },
-            t.cost_usd
+            plural(t.iterations as usize, "iteration", "iterations"),
+            money(t.cost_usd)
         );
     }
     if !any {

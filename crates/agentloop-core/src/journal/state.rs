@@ -12,6 +12,7 @@ use crate::config::Settings;
 use crate::paths::is_test_path;
 use crate::plan::{GatePoint, Mode, Plan};
 use crate::values::Usage;
+use crate::words::add_usd;
 
 /// Schema version of `state.json`.
 pub const STATE_VERSION: u32 = 1;
@@ -57,6 +58,10 @@ pub struct RunState {
     pub settings: Settings,
     pub tasks: Vec<TaskState>,
     pub iterations: u32,
+    /// Iterations cut short by a crash or a kill: they do not count against
+    /// `max_iterations`.
+    #[serde(default)]
+    pub aborted: u32,
     pub cost_usd: f64,
     pub usage: Usage,
     /// Milliseconds spent inside iterations (agent and verification).
@@ -149,6 +154,7 @@ impl RunState {
             settings: settings.clone(),
             tasks: Vec::new(),
             iterations: 0,
+            aborted: 0,
             cost_usd: 0.0,
             usage: Usage::default(),
             active_ms: 0,
@@ -259,6 +265,9 @@ impl RunState {
                     t.status = TaskStatus::Running;
                     t.iterations += 1;
                     t.attempts += 1;
+                    t.tries += 1;
+                    *t.tried.entry(st.kind).or_default() += 1;
+                    t.question = None;
                 }
                 self.open = Some(OpenIteration {
                     started: st.clone(),
@@ -272,7 +281,7 @@ impl RunState {
                 });
             }
             Event::AgentFinished(a) => {
-                self.cost_usd += a.cost_usd;
+                self.cost_usd = add_usd(self.cost_usd, a.cost_usd);
                 self.usage.add(&a.usage);
                 self.learnings.extend(a.signals.learnings.iter().cloned());
                 let touched = a
@@ -284,7 +293,7 @@ impl RunState {
                     open.agent = Some(a.clone());
                     open.agent_ms = rec.time_ms();
                     if let Some(t) = self.task_mut(&task) {
-                        t.cost_usd += a.cost_usd;
+                        t.cost_usd = add_usd(t.cost_usd, a.cost_usd);
                         t.tokens += a.usage.total();
                         t.tests_touched |= touched;
                     }
@@ -307,10 +316,14 @@ impl RunState {
                     t.reset_ladder();
                     t.last_digest = keep_digest;
                     t.rung = *rung;
+                    t.escalations.push(trigger.describe());
+                    t.breaker_tripped |= trigger.is_breaker();
                     if *rung == Rung::Block {
                         t.status = TaskStatus::Blocked;
                         t.blocked = Some(evidence.clone());
-                        t.blocked_by_breaker = trigger.is_breaker();
+                        // A breaker that moved the task up the ladder is why it ends
+                        // blocked, whatever the last rung's trigger was.
+                        t.blocked_by_breaker = t.breaker_tripped;
                     }
                 }
             }
@@ -372,6 +385,9 @@ impl RunState {
         if f.outcome != Outcome::Limited && f.outcome != Outcome::Aborted {
             self.limit_streak = 0;
         }
+        if f.outcome == Outcome::Aborted {
+            self.aborted += 1;
+        }
         let task_id = open.started.task.clone();
         let gate_after = self.needs_gate_after(&task_id);
         let iteration_cost = open.agent.as_ref().map(|a| a.cost_usd).unwrap_or(0.0);
@@ -387,11 +403,12 @@ impl RunState {
                 t.commit = f.commit.clone();
                 t.last_digest = None;
                 t.reset_ladder();
+                t.clear_history();
                 t.gate_after_pending = gate_after;
             }
             Outcome::Failed => {
                 t.status = TaskStatus::Pending;
-                t.failed_cost_usd += iteration_cost;
+                t.failed_cost_usd = add_usd(t.failed_cost_usd, iteration_cost);
                 t.last_digest = f.digest.clone().or_else(|| Some(f.reason.clone()));
                 let fp = f
                     .fingerprint
@@ -425,7 +442,7 @@ impl RunState {
                             t.trees.push(tree.clone());
                         }
                     }
-                    let unchanged = a.changed_files.is_empty();
+                    let unchanged = a.changed_files.is_empty() && !f.agent_failed;
                     t.no_change = if unchanged { t.no_change + 1 } else { 0 };
                     // A process that failed (a timeout, a crash) is a failure, not silence.
                     t.no_output = if a.output_bytes == 0 && !f.agent_failed {
@@ -437,19 +454,24 @@ impl RunState {
             }
             Outcome::Blocked => {
                 t.status = TaskStatus::Blocked;
-                t.failed_cost_usd += iteration_cost;
+                t.question = open.agent.as_ref().and_then(|a| a.signals.blocked.clone());
+                t.failed_cost_usd = add_usd(t.failed_cost_usd, iteration_cost);
                 t.blocked = Some(f.reason.clone());
             }
             Outcome::Replanned => {
                 // The task may have been replaced by the replan; if it is still there it starts over.
                 t.status = TaskStatus::Pending;
-                t.failed_cost_usd += iteration_cost;
+                t.failed_cost_usd = add_usd(t.failed_cost_usd, iteration_cost);
                 t.reset_ladder();
             }
             Outcome::Aborted | Outcome::Limited => {
                 t.status = TaskStatus::Pending;
                 t.attempts = t.attempts.saturating_sub(1);
-                t.failed_cost_usd += iteration_cost;
+                t.tries = t.tries.saturating_sub(1);
+                if let Some(n) = t.tried.get_mut(&open.started.kind) {
+                    *n = n.saturating_sub(1);
+                }
+                t.failed_cost_usd = add_usd(t.failed_cost_usd, iteration_cost);
             }
         }
         if skipped && f.outcome != Outcome::Completed {
@@ -472,6 +494,12 @@ impl RunState {
                 Mode::Checkpoint => task.is_some_and(|t| t.milestone),
                 _ => false,
             }
+    }
+
+    /// Iterations that count against `max_iterations`: every one but those a crash or
+    /// a kill cut short.
+    pub fn counted_iterations(&self) -> u32 {
+        self.iterations.saturating_sub(self.aborted)
     }
 
     /// The first task (in plan order) that may run now: not settled, not blocked, and

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::event::Rung;
+use super::event::{IterationKind, Rung};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -39,6 +39,13 @@ pub struct TaskState {
     pub iterations: u32,
     /// Iterations on the current rung of the ladder (aborted ones do not count).
     pub attempts: u32,
+    /// Attempts at the task on every rung (iterations cut short or refused by a limit
+    /// do not count).
+    #[serde(default)]
+    pub tries: u32,
+    /// Counted attempts by kind (work, retry, replan, fallback): what was tried.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub tried: std::collections::BTreeMap<IterationKind, u32>,
     pub rung: Rung,
     pub cost_usd: f64,
     /// Cost of iterations that did not complete the task.
@@ -78,6 +85,17 @@ pub struct TaskState {
     /// The last failure was the agent's own process failing, not its work.
     #[serde(default)]
     pub agent_failing: bool,
+    /// What moved the task up the ladder, in order (cleared when it completes or a
+    /// person retries it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub escalations: Vec<String>,
+    /// A breaker (same failure, no change, no output, going in circles) moved it.
+    #[serde(default)]
+    pub breaker_tripped: bool,
+    /// The question the agent asked (`BLOCKED:`) in its last iteration, for the next
+    /// prompt to carry together with a person's answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
 }
 
 impl TaskState {
@@ -88,6 +106,8 @@ impl TaskState {
             status: TaskStatus::Pending,
             iterations: 0,
             attempts: 0,
+            tries: 0,
+            tried: Default::default(),
             rung: Rung::Retry,
             cost_usd: 0.0,
             failed_cost_usd: 0.0,
@@ -109,7 +129,31 @@ impl TaskState {
             trees: Vec::new(),
             revisits: 0,
             agent_failing: false,
+            question: None,
+            escalations: Vec::new(),
+            breaker_tripped: false,
         }
+    }
+
+    /// What was tried, in words: `6 attempts: 5 work and retry, 1 replan`.
+    pub fn tried_text(&self) -> String {
+        let parts: Vec<String> = self
+            .tried
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(k, n)| format!("{n} {}", k.as_str()))
+            .collect();
+        format!(
+            "{}: {}",
+            crate::words::plural(self.tries as usize, "attempt", "attempts"),
+            parts.join(", ")
+        )
+    }
+
+    /// Starts the task's history over: completed, or retried by a person.
+    pub(crate) fn clear_history(&mut self) {
+        self.escalations.clear();
+        self.breaker_tripped = false;
     }
 
     /// The first line of why the task is blocked, if it is.

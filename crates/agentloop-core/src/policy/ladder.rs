@@ -25,6 +25,31 @@ pub fn rung_budget(s: &RunState, task: &TaskState) -> u32 {
     }
 }
 
+/// The most attempts the task can come to, as things stand: what it spent on earlier
+/// rungs, the most its current rung can give (the budget, and up to twice as many
+/// more when each failure is new: progress), and the rungs above it (one replan, the
+/// fallback agent by the same rule). Shown as "attempt 7 of at most 16".
+pub fn task_bound(s: &RunState, task: &TaskState) -> u32 {
+    let base = s
+        .plan_task(&task.id)
+        .and_then(|t| t.max_iterations)
+        .unwrap_or(s.settings.budgets.task_retries);
+    let earlier = task.tries.saturating_sub(task.attempts);
+    let this = if task.rung == Rung::Replan {
+        1
+    } else {
+        3 * base
+    };
+    let replan =
+        u32::from(task.rung == Rung::Retry && s.replans_used < s.settings.budgets.max_replans);
+    let fallback = if task.rung < Rung::Fallback && s.settings.fallback_agent.is_some() {
+        3 * base
+    } else {
+        0
+    };
+    earlier + this + replan + fallback
+}
+
 pub(super) fn escalation(s: &RunState, t: &TaskState) -> Option<Event> {
     let b = &s.settings.breakers;
     // An agent that does nothing is checked first: asking it to replan is no use.
@@ -42,6 +67,7 @@ pub(super) fn escalation(s: &RunState, t: &TaskState) -> Option<Event> {
     } else if t.attempts >= rung_budget(s, t) {
         Trigger::RetryBudget {
             attempts: t.attempts,
+            budget: rung_budget(s, t),
         }
     } else {
         return None;
@@ -57,7 +83,18 @@ pub(super) fn escalation(s: &RunState, t: &TaskState) -> Option<Event> {
         Rung::Retry | Rung::Replan if fallback_ok => Rung::Fallback,
         _ => Rung::Block,
     };
-    let mut evidence = format!("task {}: {}", t.id, trigger.describe());
+    let history: Vec<String> = t
+        .escalations
+        .iter()
+        .cloned()
+        .chain(std::iter::once(trigger.describe()))
+        .collect();
+    let mut evidence = format!(
+        "task {}: {}\nTried: {}",
+        t.id,
+        history.join(", then "),
+        t.tried_text()
+    );
     if let Some(d) = &t.last_digest {
         evidence.push_str("\n\nLast failure:\n");
         evidence.push_str(d);
@@ -79,8 +116,12 @@ pub(super) fn budget_reached(s: &RunState) -> Option<FinishReason> {
             limit,
         })
     };
-    if s.iterations >= b.max_iterations {
-        return hit("iterations", s.iterations as f64, b.max_iterations as f64);
+    if s.counted_iterations() >= b.max_iterations {
+        return hit(
+            "iterations",
+            s.counted_iterations() as f64,
+            b.max_iterations as f64,
+        );
     }
     if let Some(max) = b.max_cost_usd
         && s.cost_usd >= max

@@ -15,7 +15,7 @@ use crate::journal::{
 use judge::finish_open_iteration;
 use ladder::{budget_reached, escalation};
 
-pub use ladder::rung_budget;
+pub use ladder::{rung_budget, task_bound};
 pub use prompt::build as build_prompt;
 pub use replan::review_replan;
 

@@ -96,6 +96,17 @@ pub fn build(s: &RunState, task_id: &str, kind: IterationKind) -> String {
             "## Last attempt failed\n\n{d}\n\nFix this before anything else.\n"
         );
     }
+    if let Some(q) = s.task(task_id).and_then(|t| t.question.as_ref()) {
+        let _ = writeln!(
+            p,
+            "## Your question\n\nIn the last iteration you asked: {q}"
+        );
+        if s.steer.is_empty() {
+            p.push_str("No answer was given: go on with your best judgement.\n\n");
+        } else {
+            p.push_str("A person's answer is in the notes below.\n\n");
+        }
+    }
     if !s.steer.is_empty() {
         p.push_str("## Notes from a person\n\n");
         for n in &s.steer {

@@ -38,7 +38,7 @@ pub fn agents(cwd: &Path, as_json: bool) -> Result<ExitKind, CliError> {
         }
     }
     if as_json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&rows).unwrap_or_default()
         );
@@ -50,12 +50,12 @@ pub fn agents(cwd: &Path, as_json: bool) -> Result<ExitKind, CliError> {
         let kind = r["kind"].as_str().unwrap_or_default();
         if r["installed"] == true {
             let version = r["version"].as_str().unwrap_or("-");
-            println!(
+            outln!(
                 "{mark} {name:12} {kind:8} {version:28} {}",
                 r["supports"].as_str().unwrap_or_default()
             );
         } else {
-            println!(
+            outln!(
                 "{mark} {name:12} {kind:8} {:28} {}",
                 "not installed",
                 r["hint"].as_str().unwrap_or_default()

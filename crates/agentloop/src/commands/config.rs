@@ -22,7 +22,7 @@ pub fn show(cwd: &Path, plan: &Path, as_json: bool) -> Result<ExitKind, CliError
             .into_iter()
             .map(|(k, v, s)| (k, json!({ "value": serde_json::from_str::<serde_json::Value>(&v).unwrap_or_default(), "source": s })))
             .collect();
-        println!("{}", serde_json::to_string_pretty(&map).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&map).unwrap_or_default());
         return Ok(ExitKind::Completed);
     }
     let width = rows
@@ -32,7 +32,7 @@ pub fn show(cwd: &Path, plan: &Path, as_json: bool) -> Result<ExitKind, CliError
         .unwrap_or(0);
     for (k, v, s) in rows {
         let kv = format!("{k} = {v}");
-        println!("{kv:width$}  # {s}");
+        outln!("{kv:width$}  # {s}");
     }
     Ok(ExitKind::Completed)
 }

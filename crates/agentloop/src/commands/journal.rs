@@ -9,10 +9,10 @@ pub fn verify(ws: &Workspace, run: Option<&str>) -> Result<ExitKind, CliError> {
     let run = ws.resolve(run)?;
     // Streams the file: every line's checksum, sequence and schema, then the fold.
     let scan = run.load()?.scan;
-    println!(
-        "{}: ok · {} events (seq 1..{}) · schema v{}",
+    outln!(
+        "{}: ok · {} (seq 1..{}) · schema v{}",
         run.journal().display(),
-        scan.count,
+        agentloop_core::words::plural(scan.count as usize, "event", "events"),
         scan.count,
         journal::SCHEMA_VERSION
     );

@@ -4,26 +4,31 @@ use std::time::Duration;
 
 use agentloop_core::journal::Event;
 use agentloop_core::journal::{self, Record};
+use agentloop_core::words::plural;
 use agentloop_core::workspace::Workspace;
 
 use crate::cli::LogArgs;
 use crate::error::{CliError, ExitKind};
-use crate::render::{describe_request, json_event};
+use crate::render::describe_request;
 
 pub fn log(ws: &Workspace, args: LogArgs) -> Result<ExitKind, CliError> {
     let run = ws.resolve(args.run.get())?;
     let mut finished = false;
+    let mut printed = Ok(());
     let c = journal::scan(&run.journal(), 0, 1, |r| {
-        print_record(&r, args.json);
+        if printed.is_ok() {
+            printed = print_record(&r, args.json);
+        }
         finished = matches!(r.event, Event::RunFinished { .. });
     })?;
+    printed?;
     let mut offset = c.valid_len;
     let mut next = c.count + 1;
     while args.follow && !(finished && run.lock_holder().is_none()) {
         std::thread::sleep(Duration::from_millis(200));
         let more = journal::read_from(&run.journal(), offset, next)?;
         for r in &more.records {
-            print_record(r, args.json);
+            print_record(r, args.json)?;
             finished = matches!(r.event, Event::RunFinished { .. });
         }
         offset = more.valid_len;
@@ -32,24 +37,30 @@ pub fn log(ws: &Workspace, args: LogArgs) -> Result<ExitKind, CliError> {
     Ok(ExitKind::Completed)
 }
 
-fn print_record(r: &Record, as_json: bool) {
+fn print_record(r: &Record, as_json: bool) -> Result<(), CliError> {
     if as_json {
-        json_event(r);
-        return;
+        let line = serde_json::json!({ "seq": r.seq, "time": r.time, "event": r.event });
+        outln!("{line}");
+        return Ok(());
     }
     let time = r.time.get(11..19).unwrap_or(&r.time);
-    println!(
+    outln!(
         "{:>5} {time} {:18} {}",
         r.seq,
         r.event.kind(),
         describe(&r.event)
     );
+    Ok(())
 }
 
 fn describe(e: &Event) -> String {
     match e {
         Event::RunCreated { run_id, plan, .. } => {
-            format!("run {run_id}: {} ({} tasks)", plan.title, plan.tasks.len())
+            format!(
+                "run {run_id}: {} ({})",
+                plan.title,
+                plural(plan.tasks.len(), "task", "tasks")
+            )
         }
         Event::DriverStarted { pid, version, .. } => {
             format!("driver pid {pid}, agentloop {version}")
@@ -61,7 +72,7 @@ fn describe(e: &Event) -> String {
             )
         }
         Event::AgentFinished(a) => format!(
-            "iteration {} · {} · {} bytes · claimed complete: {} · {} files changed · ${:.4}",
+            "iteration {} · {} · {} bytes · claimed complete: {} · {} changed · ${:.4}",
             a.iteration,
             match (a.timed_out, a.killed, a.signal, a.exit_code) {
                 (true, ..) => "timed out".to_string(),
@@ -72,14 +83,14 @@ fn describe(e: &Event) -> String {
             },
             a.output_bytes,
             a.signals.complete,
-            a.changed_files.len(),
+            plural(a.changed_files.len(), "file", "files"),
             a.cost_usd
         ),
         Event::VerifyFinished(v) => format!(
-            "iteration {} · {} · {} commands{}",
+            "iteration {} · {} · {}{}",
             v.iteration,
             if v.passed { "passed" } else { "failed" },
-            v.commands.len(),
+            plural(v.commands.len(), "command", "commands"),
             v.fingerprint
                 .as_ref()
                 .map(|f| format!(" · fingerprint {f}"))

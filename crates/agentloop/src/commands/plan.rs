@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use agentloop_core::plan::Plan;
+use agentloop_core::words::plural;
 
 use crate::error::{CliError, ExitKind};
 
@@ -13,17 +14,17 @@ pub fn check(cwd: &Path, path: &Path, as_json: bool) -> Result<ExitKind, CliErro
     let layered = super::load_config(&ws.root, path, &plan.settings, serde_json::Map::new())?;
     super::plan_agents_exist(&layered.config, &plan, &path.display().to_string())?;
     if as_json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&plan).unwrap_or_default()
         );
         return Ok(ExitKind::Completed);
     }
-    println!(
-        "{}: {} · {} tasks · valid",
+    outln!(
+        "{}: {} · {} · valid",
         path.display(),
         plan.title,
-        plan.tasks.len()
+        plural(plan.tasks.len(), "task", "tasks")
     );
     let width = plan.tasks.iter().map(|t| t.id.len()).max().unwrap_or(2);
     for t in &plan.tasks {
@@ -33,7 +34,7 @@ pub fn check(cwd: &Path, path: &Path, as_json: bool) -> Result<ExitKind, CliErro
         }
         extra.push(format!("{} verify", t.verify.len()));
         if !t.acceptance.is_empty() {
-            extra.push(format!("{} criteria", t.acceptance.len()));
+            extra.push(plural(t.acceptance.len(), "criterion", "criteria"));
         }
         if let Some(g) = t.gate {
             extra.push(format!(
@@ -51,7 +52,7 @@ pub fn check(cwd: &Path, path: &Path, as_json: bool) -> Result<ExitKind, CliErro
         if let Some(a) = &t.agent {
             extra.push(format!("agent {a}"));
         }
-        println!("  {:width$}  {}  ({})", t.id, t.title, extra.join(" · "));
+        outln!("  {:width$}  {}  ({})", t.id, t.title, extra.join(" · "));
     }
     let plan_wide = plan
         .settings
@@ -85,9 +86,9 @@ pub fn import(file: &Path, output: &Path, force: bool) -> Result<ExitKind, CliEr
         }
         agentloop_core::fsutil::write_atomic(output, md.as_bytes())?;
         eprintln!(
-            "agentloop: wrote {} ({} tasks from {})",
+            "agentloop: wrote {} ({} from {})",
             output.display(),
-            imported.plan.tasks.len(),
+            plural(imported.plan.tasks.len(), "task", "tasks"),
             imported.format
         );
     }

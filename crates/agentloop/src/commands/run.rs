@@ -89,6 +89,10 @@ pub(crate) fn start(
     }
     let settings = Settings::new(&layered.config, flags);
     let (run, writer, state) = ws.create_run_with_id(run_id, &shown, &plan, settings.clone())?;
+    if out.json {
+        // The stream starts where the journal does: the plan and settings first.
+        crate::render::json_event(&agentloop_core::journal::read_first(&run.journal())?);
+    }
     let lock = run.lock_driver()?;
     let driver = Driver::new(ws.clone(), run, writer, state, layered.config, out, lock)?;
     driver.start(settings, versions)
@@ -127,6 +131,15 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
         ))
         .hint("start a new run with `agentloop run`"));
     }
+    if loaded.state.settings.hook && !args.headless {
+        return Err(CliError::user(format!(
+            "run {} is a hook-mode run: it goes on in its Claude Code session",
+            run.id
+        ))
+        .hint(
+            "send any message in that session (its Stop hook picks the run up), or `agentloop resume --headless` to drive it with the configured agent instead",
+        ));
+    }
     if let Some(pid) = run.lock_holder() {
         if !loaded.state.paused {
             return Err(CliError::from(
@@ -151,14 +164,23 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
             run.id
         ));
     }
-    if loaded.state.settings.hook && !args.headless {
-        return Err(CliError::user(format!(
-            "run {} is a hook-mode run: it goes on in its Claude Code session",
-            run.id
-        ))
-        .hint(
-            "send any message in that session (its Stop hook picks the run up), or `agentloop resume --headless` to drive it with the configured agent instead",
-        ));
+    // The agent of an iteration the old driver never finished died with it; what it
+    // started may not have: end it before anything runs again in this tree.
+    if let Some(open) = loaded.state.open.as_ref().filter(|o| o.agent.is_none()) {
+        let pid_file = run.iteration_dir(open.started.iteration).join("agent.pid");
+        if let Some(pgid) = std::fs::read_to_string(pid_file)
+            .ok()
+            .and_then(|p| p.trim().parse::<i32>().ok())
+        {
+            let ended = agentloop_core::exec::reap::end_group_left_behind(pgid, &ws.root);
+            if ended > 0 {
+                crate::render::warn(&format!(
+                    "ended {} left behind by the interrupted iteration {}",
+                    agentloop_core::words::plural(ended, "process", "processes"),
+                    open.started.iteration
+                ));
+            }
+        }
     }
     // The run's own flags, with the ones given now on top.
     let mut flags = Value::Object(loaded.state.settings.flags.clone());

@@ -5,6 +5,8 @@ use agentloop_core::journal::{RunState, TaskStatus};
 use agentloop_core::workspace::{RunDir, Workspace};
 use serde_json::{Value, json};
 
+use agentloop_core::words::plural;
+
 use crate::error::{CliError, ExitKind};
 use crate::render::{duration_ms, money, paint};
 
@@ -14,25 +16,27 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
     let s = &loaded.state;
     let driver = run.lock_holder();
     if as_json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&summary(s, &run, driver.as_deref())).unwrap_or_default()
         );
         return Ok(ExitKind::Completed);
     }
-    println!(
-        "run {} · {} · {}/{} tasks · {} iterations · {} · {} in iterations",
+    outln!(
+        "run {} · {} · {}/{} · {} · {} · {} in iterations",
         s.run_id,
         paint(status_color(s.status), s.status.as_str()),
         s.done_count(),
-        s.tasks.len(),
-        s.iterations,
+        plural(s.tasks.len(), "task", "tasks"),
+        plural(s.iterations as usize, "iteration", "iterations"),
         money(s.cost_usd),
         duration_ms(s.active_ms)
     );
-    println!(
+    outln!(
         "plan: {} ({}, version {})",
-        s.plan.title, s.plan_file, s.plan_version
+        s.plan.title,
+        s.plan_file,
+        s.plan_version
     );
     let width = s.tasks.iter().map(|t| t.id.len()).max().unwrap_or(2);
     for t in &s.tasks {
@@ -43,8 +47,17 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
             TaskStatus::Skipped => paint("2", "-"),
             TaskStatus::Pending => " ".to_string(),
         };
-        println!(
-            "  {mark} {:width$}  {:8} {:>3} it  {:>7}  {}",
+        let attempt = if t.tries > 0 && !t.status.is_settled() {
+            format!(
+                " · attempt {} of at most {}",
+                t.tries,
+                agentloop_core::policy::task_bound(s, t)
+            )
+        } else {
+            String::new()
+        };
+        outln!(
+            "  {mark} {:width$}  {:8} {:>3} it  {:>7}  {}{attempt}",
             t.id,
             t.status.as_str(),
             t.iterations,
@@ -53,20 +66,20 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
         );
     }
     match &driver {
-        Some(pid) => println!("driver: pid {pid}"),
+        Some(pid) => outln!("driver: pid {pid}"),
         None if !s.is_finished() => {
-            println!("driver: none (`agentloop resume {}` drives it)", s.run_id)
+            outln!("driver: none (`agentloop resume {}` drives it)", s.run_id)
         }
         None => {}
     }
     if let Some(r) = &s.finished {
-        println!("finished: {}", r.describe());
+        outln!("finished: {}", r.describe());
     }
     if let Some(until) = s.limit_until_ms {
         let at = humantime::format_rfc3339_seconds(
             std::time::UNIX_EPOCH + std::time::Duration::from_millis(until),
         );
-        println!(
+        outln!(
             "{} {} — waiting until {at} ({}s left)",
             paint("1;33", "usage limit:"),
             s.limit_message.as_deref().unwrap_or(""),
@@ -74,14 +87,14 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
         );
     }
     if let Some(g) = &s.gate {
-        println!(
+        outln!(
             "{} {} (`agentloop approve` / `agentloop reject --note …`)",
             paint("1;33", "needs you:"),
             g.describe()
         );
     }
     for t in s.tasks.iter().filter(|t| t.status == TaskStatus::Blocked) {
-        println!(
+        outln!(
             "{} task {} is blocked: {}",
             paint("1;33", "needs you:"),
             t.id,
@@ -143,7 +156,11 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
             "title": t.title,
             "status": t.status,
             "iterations": t.iterations,
-            "attempts": t.attempts,
+            "attempts": t.tries,
+            "attempts_at_most": agentloop_core::policy::task_bound(s, t),
+            "attempts_on_rung": t.attempts,
+            "rung_budget": agentloop_core::policy::rung_budget(s, t),
+            "tried": t.tried,
             "rung": t.rung,
             "cost_usd": t.cost_usd,
             "failed_cost_usd": t.failed_cost_usd,
@@ -172,7 +189,7 @@ pub fn runs(ws: &Workspace, as_json: bool) -> Result<ExitKind, CliError> {
                 Err(e) => json!({ "run_id": run.id, "error": e }),
             })
             .collect();
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&list).unwrap_or_default()
         );
@@ -183,7 +200,7 @@ pub fn runs(ws: &Workspace, as_json: bool) -> Result<ExitKind, CliError> {
     }
     for (run, r) in rows {
         match r {
-            Ok(s) => println!(
+            Ok(s) => outln!(
                 "{}  {:9}  {}/{} tasks  {:>3} it  {:>7}  {}",
                 run.id,
                 s.status.as_str(),
@@ -193,7 +210,7 @@ pub fn runs(ws: &Workspace, as_json: bool) -> Result<ExitKind, CliError> {
                 money(s.cost_usd),
                 s.plan.title
             ),
-            Err(e) => println!("{}  unreadable: {e}", run.id),
+            Err(e) => outln!("{}  unreadable: {e}", run.id),
         }
     }
     Ok(ExitKind::Completed)

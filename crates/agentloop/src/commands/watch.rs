@@ -14,6 +14,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Gauge, List, ListItem, Paragraph, Wrap};
 
 use crate::error::{CliError, ExitKind};
+use crate::render::money;
 
 /// What one frame shows besides the state: the live output and the last message.
 pub struct View<'a> {
@@ -64,13 +65,16 @@ pub fn draw(f: &mut Frame, v: &View) {
     f.render_widget(
         Gauge::default()
             .block(Block::default().borders(Borders::ALL).title(" iterations "))
-            .ratio(ratio(s.iterations as f64, b.max_iterations as f64))
-            .label(format!("{}/{}", s.iterations, b.max_iterations)),
+            .ratio(ratio(
+                s.counted_iterations() as f64,
+                b.max_iterations as f64,
+            ))
+            .label(format!("{}/{}", s.counted_iterations(), b.max_iterations)),
         g1,
     );
     let cost_label = match b.max_cost_usd {
-        Some(m) => format!("${:.2}/${m:.2}", s.cost_usd),
-        None => format!("${:.2}", s.cost_usd),
+        Some(m) => format!("{}/{}", money(s.cost_usd), money(m)),
+        None => money(s.cost_usd),
     };
     f.render_widget(
         Gauge::default()
@@ -152,7 +156,7 @@ pub fn draw(f: &mut Frame, v: &View) {
     } else {
         v.message.to_string()
     };
-    let keys = "p pause · r resume · s stop · a approve · q quit";
+    let keys = "p pause · r resume · s stop · a approve · q or Ctrl-C quit";
     f.render_widget(
         Paragraph::new(vec![
             Line::from(Span::styled(needs, Style::default().fg(Color::Yellow))),
@@ -173,9 +177,25 @@ fn live_output(run: &RunDir, s: &RunState) -> String {
 }
 
 pub fn watch(ws: &Workspace, run: Option<&str>) -> Result<ExitKind, CliError> {
-    use ratatui::crossterm::event::{self, Event as Key, KeyCode};
+    use ratatui::crossterm::event::{self, Event as Key, KeyCode, KeyModifiers};
+    use std::io::IsTerminal;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
     let run = ws.resolve(run)?;
     run.load()?;
+    if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+        return Err(CliError::user("agentloop watch needs a terminal")
+            .hint("`agentloop status` or `agentloop log --follow` work in pipes and scripts"));
+    }
+    // SIGTERM or SIGINT from outside: leave the screen as it was found.
+    let ended = Arc::new(AtomicBool::new(false));
+    for sig in [
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(sig, ended.clone())?;
+    }
     let mut terminal = ratatui::init();
     let mut message = String::from("watching; the run goes on without this window");
     let result = loop {
@@ -196,7 +216,10 @@ pub fn watch(ws: &Workspace, run: Option<&str>) -> Result<ExitKind, CliError> {
         }) {
             break Err(CliError::internal(e.to_string()));
         }
-        if !event::poll(Duration::from_millis(500)).unwrap_or(false) {
+        if ended.load(Ordering::SeqCst) {
+            break Ok(ExitKind::Interrupted);
+        }
+        if !event::poll(Duration::from_millis(250)).unwrap_or(false) {
             continue;
         }
         let Ok(Key::Key(k)) = event::read() else {
@@ -204,6 +227,10 @@ pub fn watch(ws: &Workspace, run: Option<&str>) -> Result<ExitKind, CliError> {
         };
         let request = match k.code {
             KeyCode::Char('q') | KeyCode::Esc => break Ok(ExitKind::Completed),
+            // The terminal is raw: Ctrl-C arrives as a key, and quits like `q`.
+            KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => {
+                break Ok(ExitKind::Completed);
+            }
             KeyCode::Char('p') => Request::Pause,
             KeyCode::Char('r') => Request::Resume,
             KeyCode::Char('s') => Request::Stop,

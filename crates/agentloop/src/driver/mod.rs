@@ -55,7 +55,7 @@ impl Driver {
     ) -> Result<Driver, CliError> {
         let interrupted = Arc::new(AtomicBool::new(false));
         // Agent helpers that leave the agent's process group still end with it.
-        if let Err(e) = agentloop_core::exec::supervise::become_subreaper() {
+        if let Err(e) = agentloop_core::exec::reap::become_subreaper() {
             crate::render::warn(&format!("cannot become a child subreaper: {e}"));
         }
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {

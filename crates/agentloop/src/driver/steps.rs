@@ -233,12 +233,14 @@ impl Driver {
         let dir = self.run.iteration_dir(p.plan.iteration);
         let prompt_file = dir.join("prompt.md");
         let log = dir.join("agent.log");
+        let pid_file = dir.join("agent.pid");
         let workdir = self.ws.root.clone();
         let inv = Invocation {
             workdir: &workdir,
             prompt: &p.prompt,
             prompt_file: &prompt_file,
             log: &log,
+            pid_file: &pid_file,
         };
         let mut last = Instant::now();
         let mut run = agent.run(&inv, &mut || self.should_stop(&mut last));

@@ -49,6 +49,30 @@ const PLANS: &[(&str, &str)] = &[
         "plan-invalid-utf8.md",
         "error: PLAN.md:3: not valid UTF-8 (byte 15)",
     ),
+    (
+        "plan-case-clash.md",
+        "error: PLAN.md:6: task id \"t1\" differs from \"T1\" (line 3) only in case",
+    ),
+    (
+        "plan-wrong-case-dependency.md",
+        "error: PLAN.md:6: task \"T2\" depends on unknown task \"t1\"",
+    ),
+    (
+        "plan-nul.md",
+        "error: PLAN.md:4: the plan contains a NUL byte",
+    ),
+    (
+        "plan-nan-front-matter.md",
+        "error: PLAN.md:2: front matter is not valid YAML: line 2 column 17: non-finite float `.nan` rejected by the configured policy",
+    ),
+    (
+        "plan-placeholder.md",
+        "error: PLAN.md:3: task \"T1\": `Verify: echo \"replace me\"` always passes, so it checks nothing",
+    ),
+    (
+        "plan-unknown-agent.md",
+        "error: PLAN.md:6: task T2: unknown agent \"nosuch\"",
+    ),
 ];
 
 const CONFIGS: &[(&str, &str)] = &[
@@ -79,6 +103,14 @@ const CONFIGS: &[(&str, &str)] = &[
     (
         "config-invalid-utf8.toml",
         "error: [DIR]/agentloop.toml: not valid UTF-8",
+    ),
+    (
+        "config-nan.toml",
+        "error: [DIR]/agentloop.toml: budgets.max_cost_usd: nan and inf are not numbers agentloop can use",
+    ),
+    (
+        "config-zero-timeout.toml",
+        "error: [DIR]/agentloop.toml: agents.mine.timeout: must be longer than 0s",
     ),
 ];
 
@@ -111,6 +143,49 @@ fn malformed_plans() {
         refused(&p, &["run"], want);
         refused(&p, &["plan", "check"], want);
     }
+}
+
+#[test]
+fn what_editors_write_is_read() {
+    // A byte-order mark before the title, and CRLF line ends.
+    let p = Project::example();
+    p.write(
+        "PLAN.md",
+        "\u{feff}# Marked\r\n\r\n## T1: a\r\nVerify: true\r\n",
+    );
+    let r = p.run(&["plan", "check"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stdout.starts_with("PLAN.md: Marked · 1 task · valid"),
+        "{}",
+        r.stdout
+    );
+    // A partial table for a built-in agent changes only what it sets.
+    p.write("agentloop.toml", "[agents.claude]\ntimeout = \"20s\"\n");
+    let r = p.run(&["config", "show"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stdout.contains("agents.claude.timeout = \"20s\""),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn a_wrong_case_dependency_names_the_task_meant() {
+    let p = Project::example();
+    std::fs::copy(
+        corpus_dir().join("plan-wrong-case-dependency.md"),
+        p.path().join("PLAN.md"),
+    )
+    .unwrap();
+    let r = p.run(&["plan", "check"]);
+    assert!(
+        r.stderr
+            .contains("hint: ids are compared exactly: did you mean \"T1\"?"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]

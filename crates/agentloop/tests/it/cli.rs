@@ -75,8 +75,11 @@ fn json_streams_journal_events_on_stdout() {
             v["event"]["kind"].as_str().unwrap().to_string()
         })
         .collect();
-    assert_eq!(kinds.first().map(String::as_str), Some("driver_started"));
+    // The whole journal, from its first event: the plan and the settings.
+    assert_eq!(kinds[..2], ["run_created", "driver_started"]);
     assert_eq!(kinds.last().map(String::as_str), Some("run_finished"));
+    let journal = p.run(&["log", "--json"]).stdout;
+    assert_eq!(r.stdout, journal, "--json streams exactly the journal");
     assert_eq!(kinds.iter().filter(|k| *k == "verify_finished").count(), 4);
 }
 
@@ -114,7 +117,8 @@ fn init_writes_templates_and_ignores_the_state_dir() {
     let r = p.run(&["plan", "check"]);
     assert_eq!(r.code, Some(2));
     assert!(
-        r.stderr.starts_with("error: PLAN.md:5: task \"T1\": `Verify: echo"),
+        r.stderr
+            .starts_with("error: PLAN.md:5: task \"T1\": `Verify: echo"),
         "{}",
         r.stderr
     );

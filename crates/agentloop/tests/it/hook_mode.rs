@@ -277,7 +277,7 @@ fn recorded_stop_inputs_drive_a_hook_run() {
     );
     assert_eq!(
         v["systemMessage"],
-        "agentloop: task 1/1 T1, iteration 1/5, $0.00"
+        "agentloop: task 1/1 T1, attempt 1 of at most 16, $0.00"
     );
     // The next recorded stop claims completion, but a.txt is missing: retried with the digest.
     let (_, out, _) = hook(&p, "stop", &recorded(&p, "stop-hook-input-active.json"));
@@ -611,7 +611,7 @@ fn a_stop_failure_rate_limit_waits_like_driver_mode() {
     std::thread::sleep(std::time::Duration::from_millis(1100));
     let next = stop(false);
     assert!(
-        next.contains("\"decision\":\"block\"") && next.contains("iteration 1/5"),
+        next.contains("\"decision\":\"block\"") && next.contains("attempt 1 of at most 16"),
         "{next}"
     );
 }

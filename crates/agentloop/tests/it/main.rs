@@ -13,4 +13,7 @@ mod policy;
 mod real_claude;
 mod real_cli;
 mod real_codex;
+mod reports;
+mod requests;
+mod resume;
 mod support;

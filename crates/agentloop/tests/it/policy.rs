@@ -252,7 +252,7 @@ fn same_failure_three_times_escalates_to_replan_then_block() {
             a,
             Action::Record(Event::Escalated {
                 rung: Rung::Block,
-                trigger: Trigger::RetryBudget { attempts: 1 },
+                trigger: Trigger::RetryBudget { attempts: 1, .. },
                 ..
             })
         ),
@@ -263,7 +263,7 @@ fn same_failure_three_times_escalates_to_replan_then_block() {
         s.act(),
         Action::Wait(WaitReason::Blocked {
             tasks: vec!["T1".into()],
-            breaker: false
+            breaker: true
         })
     );
     assert_eq!(s.state.status, RunStatus::Blocked);

@@ -163,16 +163,16 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
                     .position(|t| t.id == plan.task)
                     .map(|i| i + 1)
                     .unwrap_or(0);
-                let budget = s
+                let (attempt, at_most) = s
                     .task(&plan.task)
-                    .map(|t| agentloop_core::policy::rung_budget(s, t))
-                    .unwrap_or(0);
+                    .map(|t| (t.tries, agentloop_core::policy::task_bound(s, t)))
+                    .unwrap_or_default();
                 return Ok(json!({
                     "decision": "block",
                     "reason": prompt,
                     "systemMessage": format!(
-                        "agentloop: task {pos}/{} {}, iteration {}/{budget}, ${:.2}",
-                        s.plan.tasks.len(), plan.task, plan.attempt, s.cost_usd
+                        "agentloop: task {pos}/{} {}, attempt {attempt} of at most {at_most}, {}",
+                        s.plan.tasks.len(), plan.task, agentloop_core::words::money(s.cost_usd)
                     ),
                 }));
             }

@@ -51,11 +51,11 @@ pub fn start(cwd: &Path, plan: &Path, mode: Option<String>) -> Result<ExitKind, 
     settings.agent = "claude-session".into();
     settings.hook = true;
     let (run, _, _) = ws.create_run(&shown, &parsed, settings)?;
-    println!("{}", run.id);
+    outln!("{}", run.id);
     eprintln!(
-        "agentloop: hook-mode run {} for {} tasks; the next Stop of a Claude Code session in this project starts task 1 and binds the run to that session",
+        "agentloop: hook-mode run {} for {}; the next Stop of a Claude Code session in this project starts task 1 and binds the run to that session",
         run.id,
-        parsed.tasks.len()
+        agentloop_core::words::plural(parsed.tasks.len(), "task", "tasks")
     );
     Ok(ExitKind::Completed)
 }
@@ -114,7 +114,7 @@ pub fn hook(event: &str) -> Result<ExitKind, CliError> {
         Ok(HookInput::TeammateIdle(i)) => return refusal(team::teammate_idle(&i)),
     };
     if answer != Value::Null {
-        println!("{answer}");
+        outln!("{answer}");
     }
     Ok(ExitKind::Completed)
 }
@@ -128,7 +128,7 @@ fn refusal(r: Result<Option<String>, String>) -> Result<ExitKind, CliError> {
         }
         Ok(None) => Ok(ExitKind::Completed),
         Err(e) => {
-            println!("{}", passive(&e));
+            outln!("{}", passive(&e));
             Ok(ExitKind::Completed)
         }
     }

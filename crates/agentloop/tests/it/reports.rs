@@ -1,0 +1,160 @@
+//! Reports say what really happened: an agent that crashed or timed out is reported as
+//! that wherever a person looks (the console, status, log, progress.md, the next
+//! prompt), and counts say how many of what.
+
+use crate::support::{Scratch, agent};
+
+const ONE: &str = "# One\n\n## T1: First\nVerify: test -f one.txt\n";
+
+#[test]
+fn a_crashing_agent_is_reported_as_a_crash_everywhere() {
+    // A misspelt script path: `sh` cannot open it and exits 2.
+    let p = Scratch::new()
+        .plan(ONE)
+        .config("[run]\nagent = \"broken\"\n\n[agents.broken]\ncommand = [\"sh\", \"agent/wroker.sh\"]\n")
+        .build();
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(
+        r.code,
+        Some(4),
+        "the same crash 3 times is a breaker: {}",
+        r.stderr
+    );
+    let crash = "the agent exited 2 — sh: 0: cannot open agent/wroker.sh: No such file";
+    assert_eq!(r.stderr.matches(crash).count(), 3, "{}", r.stderr);
+    assert!(!r.stderr.contains("verification failed"), "{}", r.stderr);
+    assert!(!r.stderr.contains("no output"), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(
+        s["iterations"], 3,
+        "blocked without a replan: asking a broken agent to replan helps nobody"
+    );
+    let blocked = s["tasks"][0]["blocked"].as_str().unwrap();
+    assert!(
+        blocked.starts_with(
+            "task T1: the same failure 3 times in a row\nTried: 3 attempts: 1 work, 2 retry"
+        ),
+        "{blocked}"
+    );
+    assert!(blocked.contains("cannot open agent/wroker.sh"), "{blocked}");
+    assert_eq!(s["tasks"][0]["attempts"], 3);
+    let log = p.run(&["log"]).stdout;
+    assert!(log.contains("iteration 1 · exit 2 ·"), "{log}");
+    assert!(log.contains(crash), "{log}");
+    let progress = std::fs::read_to_string(p.run_dir().join("progress.md")).unwrap();
+    assert!(
+        progress.contains("cannot open agent/wroker.sh"),
+        "{progress}"
+    );
+    let second = std::fs::read_to_string(p.run_dir().join("iterations/0002/prompt.md")).unwrap();
+    assert!(
+        second.contains(
+            "The agent's process failed before its work could be checked: the agent exited 2."
+        ),
+        "{second}"
+    );
+    assert!(
+        second.contains("sh: 0: cannot open agent/wroker.sh"),
+        "{second}"
+    );
+}
+
+#[test]
+fn a_timed_out_agent_is_reported_as_timed_out() {
+    let p = Scratch::new()
+        .plan(ONE)
+        .agent(&agent("echo working; sleep 30\n"))
+        .config("[breakers]\nsame_failure = 1\n")
+        .build();
+    let toml = p.read("agentloop.toml").replace("timeout = \"60s\"", "timeout = \"1s\"");
+    p.write("agentloop.toml", toml);
+    p.commit("one second");
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(4), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("✗ the agent ran longer than 1s"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("no output"), "{}", r.stderr);
+    let log = p.run(&["log"]).stdout;
+    assert!(log.contains("iteration 1 · timed out ·"), "{log}");
+    let blocked = p.status()["tasks"][0]["blocked"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        blocked.contains("the agent ran longer than 1s"),
+        "{blocked}"
+    );
+}
+
+#[test]
+fn counts_say_how_many_of_what() {
+    let p = Scratch::new()
+        .plan(ONE)
+        .agent(&agent("touch one.txt\necho TASK_COMPLETE\n"))
+        .build();
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stderr.contains("· 1 task (0 done) ·"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("verified (1 command passed)"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains(" · 1/1 task · 1 iteration · "),
+        "{}",
+        r.stderr
+    );
+    let log = p.run(&["log"]).stdout;
+    assert!(log.contains("passed · 1 command"), "{log}");
+    assert!(log.contains("(1 task)"), "{log}");
+    assert!(
+        p.run(&["plan", "check"])
+            .stdout
+            .contains("· 1 task · valid")
+    );
+    let status = p.run(&["status"]).stdout;
+    assert!(status.contains("· 1/1 task · 1 iteration ·"), "{status}");
+}
+
+#[test]
+fn a_spent_retry_budget_says_how_many_of_how_many_and_what_was_tried() {
+    // Fails the same check every time while changing the tree: only the retry
+    // budget stops it (2 tries), then one replan try, then it is blocked.
+    let p = Scratch::new()
+        .plan(ONE)
+        .agent(&agent("echo $n > try-$n.txt\necho 'not yet'\n"))
+        .config("[budgets]\ntask_retries = 2\n\n[breakers]\nsame_failure = 0\n")
+        .build();
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    assert!(r.stderr.contains("attempt 2 of at most 7"), "{}", r.stderr);
+    let s = p.status();
+    let blocked = s["tasks"][0]["blocked"].as_str().unwrap();
+    assert!(
+        blocked.starts_with("task T1: 2 of 2 attempts without a verified result, then 1 of 1 attempt without a verified result\nTried: 3 attempts: 1 work, 1 retry, 1 replan"),
+        "{blocked}"
+    );
+    assert_eq!(s["tasks"][0]["attempts"], 3);
+}
+
+#[test]
+fn an_answer_to_a_question_reaches_the_next_prompt_with_the_question() {
+    let body = r#"if [ "$n" -ge 2 ]; then touch one.txt; echo TASK_COMPLETE; else echo "BLOCKED: Which port should it listen on?"; fi
+"#;
+    let p = Scratch::new().plan(ONE).agent(&agent(body)).build();
+    assert_eq!(p.run(&["run", "--no-wait", "--quiet"]).code, Some(5));
+    assert_eq!(p.run(&["steer", "Port 8080."]).code, Some(0));
+    assert_eq!(p.run(&["retry", "T1"]).code, Some(0));
+    let r = p.run(&["resume", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let prompt = std::fs::read_to_string(p.run_dir().join("iterations/0002/prompt.md")).unwrap();
+    assert!(
+        prompt.contains("In the last iteration you asked: Which port should it listen on?"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("- Port 8080."), "{prompt}");
+}
