@@ -82,9 +82,20 @@ mod tests {
 
     #[test]
     fn fingerprint_ignores_noise() {
-        let a = "test foo ... FAILED\nat /tmp/.tmpAbC123/src/lib.rs:3\nfinished in 0.23s\n2026-11-22T10:00:01Z";
-        let b = "test foo ... FAILED\nat /tmp/.tmpXyZ987/src/lib.rs:3\nfinished in 1.5s\n2026-11-23T11:22:33Z";
-        assert_eq!(fingerprint("cargo test", a), fingerprint("cargo test", b));
+        // Temp paths, durations, times, random seeds, pids.
+        for (a, b) in [
+            (
+                "test foo ... FAILED\nat /tmp/.tmpAbC123/src/lib.rs:3\nfinished in 0.23s\n2026-11-22T10:00:01Z",
+                "test foo ... FAILED\nat /tmp/.tmpXyZ987/src/lib.rs:3\nfinished in 1.5s\n2026-11-23T11:22:33Z",
+            ),
+            (
+                "Randomized with seed 1234\nfailed: expected 3, got 4 (pid 4242)",
+                "Randomized with seed 98765\nfailed: expected 3, got 4 (pid 17)",
+            ),
+            ("--seed=1 FAILED", "--seed=2 FAILED"),
+        ] {
+            assert_eq!(fingerprint("t", a), fingerprint("t", b), "{a}");
+        }
     }
 
     #[test]
@@ -95,17 +106,6 @@ mod tests {
         assert_ne!(
             fingerprint("t", "test a FAILED"),
             fingerprint("t", "test b FAILED")
-        );
-    }
-
-    #[test]
-    fn seeds_and_pids_are_noise() {
-        let a = "Randomized with seed 1234\nfailed: expected 3, got 4 (pid 4242)";
-        let b = "Randomized with seed 98765\nfailed: expected 3, got 4 (pid 17)";
-        assert_eq!(fingerprint("t", a), fingerprint("t", b));
-        assert_eq!(
-            fingerprint("t", "--seed=1 FAILED"),
-            fingerprint("t", "--seed=2 FAILED")
         );
     }
 }

@@ -9,6 +9,15 @@ pub fn plural(n: usize, one: &str, many: &str) -> String {
     }
 }
 
+/// A settings key below `prefix`: `budgets` + `max_iterations` → `budgets.max_iterations`.
+pub fn dotted(prefix: &str, key: &str) -> String {
+    if prefix.is_empty() {
+        key.to_string()
+    } else {
+        format!("{prefix}.{key}")
+    }
+}
+
 /// Dollars as a person reads them, the same everywhere (CLI, progress.md, dashboard):
 /// two decimals from $1 up, and below it up to four, so the cents of small
 /// iterations add up to what the total says (`$0.0149` × 3 = `$0.0447`).

@@ -43,18 +43,7 @@ impl Starter {
     /// Drives `run` again (`agentloop resume ID`), detached like a start, when its
     /// driver is gone: a Resume from the dashboard does what `agentloop resume` does.
     pub(crate) fn resume(&self, run: &RunDir, workdir: &FsPath) -> Result<(), ApiError> {
-        let log_path = agentloop_core::workspace::registry_path()
-            .map(|p| {
-                p.with_file_name("started")
-                    .join(format!("{}.resume.log", run.id))
-            })
-            .ok_or_else(|| ApiError::Internal("no state directory".into()))?;
-        let log = log_path
-            .parent()
-            .map(std::fs::create_dir_all)
-            .transpose()
-            .and_then(|_| std::fs::File::create(&log_path))
-            .map_err(|e| ApiError::Internal(format!("{}: {e}", log_path.display())))?;
+        let (log, log_path) = driver_log(&format!("{}.resume.log", run.id))?;
         let mut cmd = Command::new(&self.exe);
         cmd.args(["resume", &run.id, "--quiet"])
             .current_dir(workdir)
@@ -89,6 +78,21 @@ impl Starter {
         std::thread::spawn(move || child.wait());
         Ok(())
     }
+}
+
+/// A driver's own output goes to a log beside the registry: nothing lands in the
+/// repository, and the server may go away without the driver losing its stderr.
+fn driver_log(name: &str) -> Result<(std::fs::File, PathBuf), ApiError> {
+    let path = agentloop_core::workspace::registry_path()
+        .map(|p| p.with_file_name("started").join(name))
+        .ok_or_else(|| ApiError::Internal("no state directory".into()))?;
+    let file = path
+        .parent()
+        .map(std::fs::create_dir_all)
+        .transpose()
+        .and_then(|_| std::fs::File::create(&path))
+        .map_err(|e| ApiError::Internal(format!("{}: {e}", path.display())))?;
+    Ok((file, path))
 }
 
 /// Every repository a run may be started in: the workdirs of registered runs (whose
@@ -260,17 +264,7 @@ fn start_blocking(s: &Server, starter: &Starter, b: StartBody) -> Result<Value, 
         path: ws.runs_dir().join(&id),
         id: id.clone(),
     };
-    // The driver's own output goes to a log beside the registry: nothing lands in the
-    // repository, and the server may go away without the driver losing its stderr.
-    let log_path = agentloop_core::workspace::registry_path()
-        .map(|p| p.with_file_name("started").join(format!("{id}.log")))
-        .ok_or_else(|| ApiError::Internal("no state directory".into()))?;
-    let log = log_path
-        .parent()
-        .map(std::fs::create_dir_all)
-        .transpose()
-        .and_then(|_| std::fs::File::create(&log_path))
-        .map_err(|e| ApiError::Internal(format!("{}: {e}", log_path.display())))?;
+    let (log, log_path) = driver_log(&format!("{id}.log"))?;
     let mut cmd = Command::new(&starter.exe);
     cmd.arg("run")
         .arg(&plan)

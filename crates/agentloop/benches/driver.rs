@@ -4,6 +4,9 @@
 //!
 //! `cargo bench -p agentloop --bench driver` (env `TASKS`, default 200)
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::process::Command;
 use std::time::Instant;
 
@@ -14,23 +17,10 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let tasks: usize = std::env::var("TASKS")
-        .ok()
-        .and_then(|t| t.parse().ok())
-        .unwrap_or(200);
+    let tasks: usize = common::env_usize("TASKS", 200);
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    let git = |args: &[&str]| {
-        let ok = Command::new("git")
-            .args(["-c", "user.name=b", "-c", "user.email=b@b"])
-            .args(args)
-            .current_dir(root)
-            .output()
-            .unwrap()
-            .status
-            .success();
-        assert!(ok, "git {args:?}");
-    };
+    let git = |args: &[&str]| common::git(root, args);
     git(&["init", "-q"]);
     let mut plan = String::from("# Overhead\n\n");
     for i in 0..tasks {
@@ -38,10 +28,7 @@ fn main() {
     }
     std::fs::write(root.join("PLAN.md"), plan).unwrap();
     // A project of realistic size for git to look at (env `FILES`, default 2,000).
-    let files: usize = std::env::var("FILES")
-        .ok()
-        .and_then(|t| t.parse().ok())
-        .unwrap_or(2000);
+    let files: usize = common::env_usize("FILES", 2000);
     for i in 0..files {
         let d = root.join(format!("src/m{}", i / 100));
         std::fs::create_dir_all(&d).unwrap();

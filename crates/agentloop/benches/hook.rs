@@ -4,6 +4,9 @@
 //!
 //! `cargo bench -p agentloop --bench hook` (env `CALLS`, default 40)
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -23,27 +26,13 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let calls: usize = std::env::var("CALLS")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(40);
+    let calls: usize = common::env_usize("CALLS", 40);
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     if std::env::var_os("KEEP").is_some() {
         eprintln!("project kept in {}", root.display());
     }
-    let git = |args: &[&str]| {
-        assert!(
-            Command::new("git")
-                .args(["-c", "user.name=b", "-c", "user.email=b@b"])
-                .args(args)
-                .current_dir(root)
-                .output()
-                .unwrap()
-                .status
-                .success()
-        )
-    };
+    let git = |args: &[&str]| common::git(root, args);
     git(&["init", "-q"]);
     let mut plan = String::from("---\nbudgets:\n  max_iterations: 1000000\n---\n# Thousand\n\n");
     for i in 0..1000 {

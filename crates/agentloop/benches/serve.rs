@@ -6,6 +6,9 @@
 //!
 //! `cargo bench -p agentloop --bench serve`
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
@@ -13,13 +16,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 const BIN: &str = env!("CARGO_BIN_EXE_agentloop");
-
-fn env_num(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// Resident and peak memory of a process, in KiB.
 fn memory_kib(pid: u32) -> (u64, u64) {
@@ -75,9 +71,9 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let clients = env_num("CLIENTS", 50);
-    let requests = env_num("REQUESTS", 1000);
-    let tasks = env_num("TASKS", 300);
+    let clients = common::env_usize("CLIENTS", 50);
+    let requests = common::env_usize("REQUESTS", 1000);
+    let tasks = common::env_usize("TASKS", 300);
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let state = root.join("state");

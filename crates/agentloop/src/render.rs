@@ -132,13 +132,7 @@ impl Progress {
         }
         self.last_tick = Instant::now();
         let Some(open) = &s.open else { return };
-        let pos = s
-            .plan
-            .tasks
-            .iter()
-            .position(|t| t.id == open.started.task)
-            .map(|i| i + 1)
-            .unwrap_or(0);
+        let pos = s.position(&open.started.task);
         let text = format!(
             "  task {pos}/{} {} · iteration {} · {} elapsed · {}",
             s.plan.tasks.len(),
@@ -167,13 +161,7 @@ impl Progress {
                 self.line(&text);
             }
             Event::IterationStarted(st) => {
-                let pos = s
-                    .plan
-                    .tasks
-                    .iter()
-                    .position(|t| t.id == st.task)
-                    .map(|i| i + 1)
-                    .unwrap_or(0);
+                let pos = s.position(&st.task);
                 let title = s
                     .task(&st.task)
                     .map(|t| t.title.clone())

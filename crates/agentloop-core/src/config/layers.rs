@@ -2,6 +2,7 @@
 //! front matter < command-line flags. Every effective value remembers which layer it
 //! came from.
 
+use crate::words::dotted;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -138,11 +139,7 @@ impl Loader {
 /// are merged as, has no such numbers: they would silently become "unset").
 fn non_finite(t: &toml::Table, prefix: &str) -> Option<String> {
     t.iter().find_map(|(k, v)| {
-        let key = if prefix.is_empty() {
-            k.clone()
-        } else {
-            format!("{prefix}.{k}")
-        };
+        let key = dotted(prefix, k);
         match v {
             toml::Value::Float(f) if !f.is_finite() => Some(key),
             toml::Value::Table(t) => non_finite(t, &key),
@@ -289,11 +286,7 @@ fn record_sources(
             // A table that now has entries is no longer a leaf of its own.
             out.remove(prefix);
             for (k, v) in map {
-                let key = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
+                let key = dotted(prefix, k);
                 record_sources(v, &key, source, out);
             }
         }

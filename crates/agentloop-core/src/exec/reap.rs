@@ -21,9 +21,9 @@ pub fn become_subreaper() -> std::io::Result<()> {
     Ok(())
 }
 
-/// This process's children (orphans reparented to us, as a subreaper).
-fn children() -> Vec<Pid> {
-    let me = std::process::id();
+/// Live processes (not zombies) whose `/proc/PID/stat` fields after the command name
+/// (state, ppid, pgrp, …) satisfy `keep`.
+fn processes(keep: impl Fn(&[&str]) -> bool) -> Vec<i32> {
     std::fs::read_dir("/proc")
         .into_iter()
         .flatten()
@@ -31,14 +31,23 @@ fn children() -> Vec<Pid> {
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
         .filter(|pid| {
             std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-                // Fields after the ")" that closes the command name: state, ppid, …
-                let rest = stat.rsplit(')').next().unwrap_or("");
-                rest.split_whitespace()
-                    .nth(1)
-                    .and_then(|p| p.parse::<u32>().ok())
-                    == Some(me)
+                let fields: Vec<&str> = stat
+                    .rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .split_whitespace()
+                    .collect();
+                fields.first() != Some(&"Z") && keep(&fields)
             })
         })
+        .collect()
+}
+
+/// This process's children (orphans reparented to us, as a subreaper).
+fn children() -> Vec<Pid> {
+    let me = std::process::id().to_string();
+    processes(|f| f.get(1) == Some(&me.as_str()))
+        .into_iter()
         .map(Pid::from_raw)
         .collect()
 }
@@ -89,26 +98,10 @@ pub(super) fn is_subreaper() -> bool {
     SUBREAPER.load(std::sync::atomic::Ordering::SeqCst)
 }
 
-/// The processes of group `pgid` (fields of `/proc/PID/stat` after the command name:
-/// state, ppid, pgrp, …), skipping zombies.
+/// The live processes of group `pgid`.
 fn group_members(pgid: i32) -> Vec<i32> {
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-                let rest: Vec<&str> = stat
-                    .rsplit(')')
-                    .next()
-                    .unwrap_or("")
-                    .split_whitespace()
-                    .collect();
-                rest.first() != Some(&"Z") && rest.get(2).and_then(|g| g.parse().ok()) == Some(pgid)
-            })
-        })
-        .collect()
+    let g = pgid.to_string();
+    processes(|f| f.get(2) == Some(&g.as_str()))
 }
 
 /// Ends what is left of an agent's process group after its driver was killed (the

@@ -496,6 +496,19 @@ impl RunState {
             }
     }
 
+    /// The position of a task in the plan, from 1 (0 when it is not in it).
+    pub fn position(&self, id: &str) -> usize {
+        self.index.get(id).map_or(0, |&i| i + 1)
+    }
+
+    /// The task and agent of the iteration in progress, if one is.
+    pub fn open_task(&self) -> Option<&str> {
+        self.open.as_ref().map(|o| o.started.task.as_str())
+    }
+    pub fn open_agent(&self) -> Option<&str> {
+        self.open.as_ref().map(|o| o.started.agent.as_str())
+    }
+
     /// Iterations that count against `max_iterations`: every one but those a crash or
     /// a kill cut short.
     pub fn counted_iterations(&self) -> u32 {

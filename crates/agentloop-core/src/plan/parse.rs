@@ -1,6 +1,7 @@
 //! PLAN.md text to a `Plan`. The syntax is documented in `docs/PLAN.md`. Parsing is
 //! strict: every error names the file, the line and what to do, and nothing is guessed.
 
+use crate::words::dotted;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -190,11 +191,7 @@ fn null_leaf(v: &serde_json::Value, prefix: &str) -> Option<String> {
         return None;
     };
     map.iter().find_map(|(k, v)| {
-        let key = if prefix.is_empty() {
-            k.clone()
-        } else {
-            format!("{prefix}.{k}")
-        };
+        let key = dotted(prefix, k);
         match v {
             serde_json::Value::Null => Some(key),
             serde_json::Value::Object(_) => null_leaf(v, &key),

@@ -16,13 +16,7 @@ pub fn build(s: &RunState, task_id: &str, kind: IterationKind) -> String {
     let Some(task) = s.plan.task(task_id) else {
         return format!("Task {task_id} is not in the plan.\n");
     };
-    let position = s
-        .plan
-        .tasks
-        .iter()
-        .position(|t| t.id == task_id)
-        .map(|i| i + 1)
-        .unwrap_or(0);
+    let position = s.position(task_id);
     let _ = writeln!(p, "# {}\n", s.plan.title);
     if !s.plan.goal.is_empty() {
         let _ = writeln!(p, "Goal of the whole plan: {}\n", s.plan.goal);

@@ -44,12 +44,7 @@ impl Driver {
             && f.outcome == Outcome::Completed
             && self.state.settings.commit
         {
-            let task = self
-                .state
-                .open
-                .as_ref()
-                .map(|o| o.started.task.clone())
-                .unwrap_or_default();
+            let task = self.state.open_task().unwrap_or_default().to_string();
             let title = self
                 .state
                 .task(&task)
@@ -277,12 +272,7 @@ impl Driver {
         let f = &run.finished;
         let failed = f.timed_out || f.signal.is_some() || f.exit_code.is_some_and(|c| c != 0);
         let stderr_tail = (failed && !f.stderr_tail.is_empty()).then(|| {
-            let agent = self
-                .state
-                .open
-                .as_ref()
-                .map(|o| o.started.agent.clone())
-                .unwrap_or_default();
+            let agent = self.state.open_agent().unwrap_or_default().to_string();
             let text = String::from_utf8_lossy(&f.stderr_tail);
             let text = agentloop_core::failure::last_lines(&text);
             self.redactor(&agent).redact(&text).into_owned()
@@ -329,12 +319,7 @@ impl Driver {
         };
         let mut last = Instant::now();
         let mut result = runner.run(iteration, &commands, || self.should_stop(&mut last))?;
-        let agent = self
-            .state
-            .open
-            .as_ref()
-            .map(|o| o.started.agent.clone())
-            .unwrap_or_default();
+        let agent = self.state.open_agent().unwrap_or_default().to_string();
         let redactor = self.redactor(&agent);
         redactor.scrub_file(&log)?;
         result.digest = result.digest.map(|d| redactor.redact(&d).into_owned());

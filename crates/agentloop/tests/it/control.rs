@@ -5,19 +5,17 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::support::{Scratch, agent, alive, journal_has, wait_exit, wait_for};
+use crate::support::{Scratch, agent, alive, journal_has, scripted, started, wait_exit, wait_for};
 
 const TWO_TASKS: &str = "# Two\n\n## T1: First\nVerify: test -f one.txt\n\n## T2: Second\nDepends: T1\nVerify: test -f two.txt\n";
 
 #[test]
 fn stop_now_kills_the_agent_group_and_the_run_is_stopped() {
     // The agent starts a grandchild too; both must die.
-    let p = Scratch::new()
-        .plan(TWO_TASKS)
-        .agent(&agent(
-            "sleep 60 &\necho $! > .git/agent-state/grandchild\nsleep 60\n",
-        ))
-        .build();
+    let p = scripted(
+        TWO_TASKS,
+        "sleep 60 &\necho $! > .git/agent-state/grandchild\nsleep 60\n",
+    );
     let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
     wait_for(&p, "the agent to start", |p| {
         p.path().join(".git/agent-state/grandchild").exists()
@@ -45,16 +43,11 @@ fn stop_now_kills_the_agent_group_and_the_run_is_stopped() {
 
 #[test]
 fn stop_waits_for_the_current_iteration() {
-    let p = Scratch::new()
-        .plan(TWO_TASKS)
-        .agent(&agent(
-            "sleep 1\ntouch one.txt two.txt\necho TASK_COMPLETE\n",
-        ))
-        .build();
-    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
-    wait_for(&p, "the agent to start", |p| {
-        p.path().join(".git/agent-state/pid").exists()
-    });
+    let p = scripted(
+        TWO_TASKS,
+        "sleep 1\ntouch one.txt two.txt\necho TASK_COMPLETE\n",
+    );
+    let mut driver = started(&p);
     assert_eq!(p.run(&["stop"]).code, Some(0));
     let st = wait_exit(&mut driver, Duration::from_secs(20));
     assert_eq!(st.code(), Some(6));
@@ -71,16 +64,11 @@ fn stop_waits_for_the_current_iteration() {
 
 #[test]
 fn pause_then_resume_from_another_process() {
-    let p = Scratch::new()
-        .plan(TWO_TASKS)
-        .agent(&agent(
-            "sleep 0.5\ntouch one.txt two.txt\necho TASK_COMPLETE\n",
-        ))
-        .build();
-    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
-    wait_for(&p, "the agent to start", |p| {
-        p.path().join(".git/agent-state/pid").exists()
-    });
+    let p = scripted(
+        TWO_TASKS,
+        "sleep 0.5\ntouch one.txt two.txt\necho TASK_COMPLETE\n",
+    );
+    let mut driver = started(&p);
     assert_eq!(p.run(&["pause"]).code, Some(0));
     wait_for(&p, "the run to pause", |p| p.status()["status"] == "paused");
     std::thread::sleep(Duration::from_millis(500));
@@ -105,16 +93,11 @@ fn pause_then_resume_from_another_process() {
 
 #[test]
 fn a_second_driver_is_refused_with_the_holders_pid() {
-    let p = Scratch::new()
-        .plan(TWO_TASKS)
-        .agent(&agent(
-            "sleep 2\ntouch one.txt two.txt\necho TASK_COMPLETE\n",
-        ))
-        .build();
-    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
-    wait_for(&p, "the agent to start", |p| {
-        p.path().join(".git/agent-state/pid").exists()
-    });
+    let p = scripted(
+        TWO_TASKS,
+        "sleep 2\ntouch one.txt two.txt\necho TASK_COMPLETE\n",
+    );
+    let mut driver = started(&p);
     let r = p.run(&["resume"]);
     assert_eq!(r.code, Some(2), "{}", r.stderr);
     assert!(
@@ -129,14 +112,8 @@ fn a_second_driver_is_refused_with_the_holders_pid() {
 
 #[test]
 fn a_killed_driver_is_taken_over_and_the_run_completes() {
-    let p = Scratch::new()
-        .plan(TWO_TASKS)
-        .agent(&agent("sleep 30\n"))
-        .build();
-    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
-    wait_for(&p, "the agent to start", |p| {
-        p.path().join(".git/agent-state/pid").exists()
-    });
+    let p = scripted(TWO_TASKS, "sleep 30\n");
+    let mut driver = started(&p);
     let agent_pid = p.read(".git/agent-state/pid");
     driver.kill().unwrap();
     driver.wait().unwrap();
@@ -161,14 +138,8 @@ fn a_killed_driver_is_taken_over_and_the_run_completes() {
 
 #[test]
 fn sigint_exits_130_and_resume_finishes() {
-    let p = Scratch::new()
-        .plan(TWO_TASKS)
-        .agent(&agent("trap 'exit 130' INT\nsleep 30 & wait\n"))
-        .build();
-    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
-    wait_for(&p, "the agent to start", |p| {
-        p.path().join(".git/agent-state/pid").exists()
-    });
+    let p = scripted(TWO_TASKS, "trap 'exit 130' INT\nsleep 30 & wait\n");
+    let mut driver = started(&p);
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(driver.id() as i32),
         nix::sys::signal::Signal::SIGINT,
@@ -193,10 +164,7 @@ fn sigint_exits_130_and_resume_finishes() {
 #[test]
 fn gate_after_a_task_waits_for_approval() {
     let plan = "# Gate\n\n## T1: First\nVerify: test -f one.txt\nGate: after\n\n## T2: Second\nDepends: T1\nVerify: test -f two.txt\n";
-    let p = Scratch::new()
-        .plan(plan)
-        .agent(&agent("touch one.txt two.txt\necho TASK_COMPLETE\n"))
-        .build();
+    let p = scripted(plan, "touch one.txt two.txt\necho TASK_COMPLETE\n");
     let r = p.run(&["run", "--no-wait", "--quiet"]);
     assert_eq!(
         r.code,
@@ -262,7 +230,7 @@ T2*) touch two.txt; echo TASK_COMPLETE ;;
 *) echo "BLOCKED: Which database should I use?" ;;
 esac
 "#;
-    let p = Scratch::new().plan(TWO_TASKS).agent(&agent(body)).build();
+    let p = scripted(TWO_TASKS, body);
     let r = p.run(&["run", "--no-wait", "--quiet"]);
     assert_eq!(r.code, Some(5), "{}", r.stderr);
     let s = p.status();
@@ -301,12 +269,10 @@ fn a_stuck_agent_trips_the_breaker_and_blocks() {
 
 #[test]
 fn iteration_cap_ends_the_run_with_exit_3() {
-    let p = Scratch::new()
-        .plan(TWO_TASKS)
-        .agent(&agent(
-            "echo \"try $n\" > attempt.txt\necho TASK_COMPLETE\n",
-        ))
-        .build();
+    let p = scripted(
+        TWO_TASKS,
+        "echo \"try $n\" > attempt.txt\necho TASK_COMPLETE\n",
+    );
     let r = p.run(&["run", "--no-wait", "--quiet", "--max-iterations", "2"]);
     assert_eq!(r.code, Some(3), "{}", r.stderr);
     let s = p.status();
@@ -324,7 +290,7 @@ T1a) touch a.txt; echo TASK_COMPLETE ;;
 T1b) touch b.txt; echo TASK_COMPLETE ;;
 esac
 "#;
-    let p = Scratch::new().plan(plan).agent(&agent(body)).build();
+    let p = scripted(plan, body);
     let r = p.run(&["run", "--no-wait"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(
@@ -356,7 +322,7 @@ fn tdd_mode_requires_a_test_change() {
 if [ "$n" -ge 2 ]; then mkdir -p tests; echo ok > tests/feature_test.sh; fi
 echo TASK_COMPLETE
 "#;
-    let p = Scratch::new().plan(plan).agent(&agent(body)).build();
+    let p = scripted(plan, body);
     let r = p.run(&["run", "--mode", "tdd", "--quiet"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let log = p.run(&["log"]).stdout;
@@ -369,12 +335,10 @@ echo TASK_COMPLETE
 
 #[test]
 fn log_follow_prints_events_until_the_run_ends() {
-    let p = Scratch::new()
-        .plan(TWO_TASKS)
-        .agent(&agent(
-            "sleep 0.3\ntouch one.txt two.txt\necho TASK_COMPLETE\n",
-        ))
-        .build();
+    let p = scripted(
+        TWO_TASKS,
+        "sleep 0.3\ntouch one.txt two.txt\necho TASK_COMPLETE\n",
+    );
     let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
     wait_for(&p, "the run to start", |p| {
         p.path().join(".git/agent-state/pid").exists()

@@ -7,7 +7,7 @@ use agentloop_testkit::{Api, MockServer, Scenario, Step};
 use serde_json::json;
 
 use crate::real_cli::Cli;
-use crate::support::{BIN, Project, Scratch};
+use crate::support::{BIN, Project, Scratch, assert_ok};
 
 fn bash(cmd: &str) -> Step {
     Cli::Claude.shell(cmd, 10, 2)
@@ -86,11 +86,7 @@ fn the_stop_hook_drives_one_session_through_three_verified_tasks() {
     ]);
     let p = setup(PLAN);
     let out = claude_session(&p, &server, "Start.");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let s = p.status();
     assert_eq!(s["status"], "completed", "{s}");
     assert_eq!(s["iterations"], 3);
@@ -125,11 +121,7 @@ fn a_false_completion_is_caught_and_retried_in_the_same_session() {
     ]);
     let p = setup("# One\n\n## T1: A\nVerify: test -f a.txt\n");
     let out = claude_session(&p, &server, "Start.");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let s = p.status();
     assert_eq!(
         (s["status"].as_str(), s["iterations"].as_u64()),
@@ -153,11 +145,7 @@ fn a_cap_ends_the_session_instead_of_blocking() {
         "---\nbudgets:\n  max_iterations: 2\n---\n# One\n\n## T1: A\nVerify: test -f a.txt\n",
     );
     let out = claude_session(&p, &server, "Start.");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let s = p.status();
     assert_eq!(s["status"], "failed");
     assert_eq!(s["finished"], "budget reached: iterations 2/2");
@@ -197,11 +185,7 @@ fn a_second_session_in_the_same_repo_is_not_driven() {
     assert!(first.contains("\"decision\":\"block\""), "{first}");
     // The real claude session is another one: its stops are left alone.
     let out = claude_session(&p, &server, "Start.");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     assert_eq!(
         server.steps_used(),
         1,
@@ -379,11 +363,7 @@ fn the_eight_block_limit_is_survived_by_picking_the_run_up_again() {
     }
     let p = setup(&plan);
     let out = claude_session(&p, &server, "Start.");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let s = p.status();
     assert_eq!(s["status"], "running");
     let done = s["tasks"]
@@ -415,11 +395,7 @@ fn the_eight_block_limit_is_survived_by_picking_the_run_up_again() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     assert_eq!(p.status()["status"], "completed");
     assert_eq!(server.steps_used(), 22);
 }
@@ -489,11 +465,7 @@ fn the_plugin_directory_loads_the_same_hooks() {
         .env("PATH", path)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     assert_eq!(
         p.status()["status"],
         "completed",

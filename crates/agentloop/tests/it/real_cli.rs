@@ -145,3 +145,134 @@ pub fn journal_events(p: &Project) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["event"].clone())
         .collect()
 }
+
+// The scenarios every real CLI goes through; each CLI's file calls them and adds what
+// only that CLI does (its token figures, its price table, its error texts).
+
+/// Two tasks done with the CLI's own shell tool; returns `status --json`.
+pub fn two_tasks(cli: Cli, tokens: [(u64, u64, u64); 4]) -> serde_json::Value {
+    let [a, b, c, d] = tokens;
+    let server = cli.mock(vec![
+        cli.shell("echo hello > hello.txt", a.0, a.1),
+        say("Created hello.txt.\nTASK_COMPLETE", b.0, b.1, b.2),
+        cli.shell("echo world > world.txt", c.0, c.1),
+        say("Done.\n\nTASK_COMPLETE", d.0, d.1, d.2),
+    ]);
+    let p = cli.project(&server, PLAN, "");
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(p.read("world.txt"), "world\n");
+    assert_eq!(server.steps_used(), 4);
+    let s = p.status();
+    assert_eq!(
+        (s["status"].as_str(), s["iterations"].as_u64()),
+        (Some("completed"), Some(2))
+    );
+    s
+}
+
+/// A claim of completion with the work not done: caught by verification, retried,
+/// and the second process is told what failed.
+pub fn false_completion(cli: Cli) {
+    let server = cli.mock(vec![
+        say("All done, tests pass.\nTASK_COMPLETE", 50, 5, 0),
+        cli.shell("echo hello > hello.txt", 60, 6),
+        say("Now it really exists.\nTASK_COMPLETE", 70, 7, 0),
+    ]);
+    let p = cli.project(&server, ONE, "");
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("verification failed: `test -f hello.txt` exited 1 (the agent claimed the task was complete)"),
+        "{}",
+        r.stderr
+    );
+    let s = p.status();
+    assert_eq!(
+        (s["status"].as_str(), s["iterations"].as_u64()),
+        (Some("completed"), Some(2))
+    );
+    let second = server
+        .requests()
+        .into_iter()
+        .find(|r| r.step == Some(1))
+        .expect("a second main request");
+    assert!(
+        second.body.to_string().contains("Last attempt failed"),
+        "{}",
+        second.body
+    );
+}
+
+/// A 429 with a retry-after: the run waits for it without spending the task's only
+/// retry (attempts 1, 1).
+pub fn rate_limit_waits(cli: Cli, kind: &str, message: &str) {
+    let server = cli.mock(vec![
+        Step::Error {
+            status: 429,
+            kind: kind.into(),
+            message: message.into(),
+            retry_after: Some(2),
+        },
+        cli.shell("echo hello > hello.txt", 60, 6),
+        say("TASK_COMPLETE", 70, 7, 0),
+    ]);
+    let p = cli.project(
+        &server,
+        ONE,
+        "[limits]\nwait = \"2s\"\n\n[budgets]\ntask_retries = 1\n",
+    );
+    let t = std::time::Instant::now();
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        t.elapsed() >= std::time::Duration::from_secs(2),
+        "it waited for the reset"
+    );
+    assert!(r.stderr.contains("waiting until"), "{}", r.stderr);
+    let events = journal_events(&p);
+    let limit = events
+        .iter()
+        .find(|e| e["kind"] == "limit_hit")
+        .expect("a limit_hit event");
+    assert_eq!(limit["data"]["kind"], "rate_limit");
+    assert!(events.iter().any(|e| e["kind"] == "limit_wait_over"));
+    let attempts: Vec<u64> = events
+        .iter()
+        .filter(|e| e["kind"] == "iteration_started")
+        .map(|e| e["data"]["attempt"].as_u64().unwrap())
+        .collect();
+    assert_eq!(attempts, vec![1, 1]);
+}
+
+/// A 401: the task waits for a person with what to fix; no retry is burnt.
+pub fn auth_error_blocks(cli: Cli, kind: &str, message: &str) {
+    let server = cli.mock(vec![Step::Error {
+        status: 401,
+        kind: kind.into(),
+        message: message.into(),
+        retry_after: None,
+    }]);
+    let p = cli.project(&server, ONE, "");
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["status"], "blocked");
+    let why = s["tasks"][0]["blocked"].as_str().unwrap();
+    assert!(
+        why.starts_with("the agent could not authenticate: "),
+        "{why}"
+    );
+    assert!(
+        why.contains("Fix the API key or log the CLI in, then `agentloop retry T1`"),
+        "{why}"
+    );
+    assert_eq!(s["iterations"], 1, "no retries burnt on a bad key");
+}
+
+/// `stop --now` while the CLI waits on a stalled model call.
+pub fn stop_now_during_a_stall(cli: Cli, name: &str) {
+    let server = cli.mock(vec![Step::Stall { seconds: 60 }]);
+    let p = cli.project(&server, ONE, "");
+    crate::support::stop_now_during_a_model_call(&p, &server, name);
+}

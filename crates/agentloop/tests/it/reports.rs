@@ -2,7 +2,7 @@
 //! that wherever a person looks (the console, status, log, progress.md, the next
 //! prompt), and counts say how many of what.
 
-use crate::support::{Scratch, agent};
+use crate::support::{Scratch, agent, scripted};
 
 const ONE: &str = "# One\n\n## T1: First\nVerify: test -f one.txt\n";
 
@@ -66,7 +66,9 @@ fn a_timed_out_agent_is_reported_as_timed_out() {
         .agent(&agent("echo working; sleep 30\n"))
         .config("[breakers]\nsame_failure = 1\n")
         .build();
-    let toml = p.read("agentloop.toml").replace("timeout = \"60s\"", "timeout = \"1s\"");
+    let toml = p
+        .read("agentloop.toml")
+        .replace("timeout = \"60s\"", "timeout = \"1s\"");
     p.write("agentloop.toml", toml);
     p.commit("one second");
     let r = p.run(&["run", "--no-wait"]);
@@ -91,10 +93,7 @@ fn a_timed_out_agent_is_reported_as_timed_out() {
 
 #[test]
 fn counts_say_how_many_of_what() {
-    let p = Scratch::new()
-        .plan(ONE)
-        .agent(&agent("touch one.txt\necho TASK_COMPLETE\n"))
-        .build();
+    let p = scripted(ONE, "touch one.txt\necho TASK_COMPLETE\n");
     let r = p.run(&["run"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(r.stderr.contains("· 1 task (0 done) ·"), "{}", r.stderr);
@@ -145,7 +144,7 @@ fn a_spent_retry_budget_says_how_many_of_how_many_and_what_was_tried() {
 fn an_answer_to_a_question_reaches_the_next_prompt_with_the_question() {
     let body = r#"if [ "$n" -ge 2 ]; then touch one.txt; echo TASK_COMPLETE; else echo "BLOCKED: Which port should it listen on?"; fi
 "#;
-    let p = Scratch::new().plan(ONE).agent(&agent(body)).build();
+    let p = scripted(ONE, body);
     assert_eq!(p.run(&["run", "--no-wait", "--quiet"]).code, Some(5));
     assert_eq!(p.run(&["steer", "Port 8080."]).code, Some(0));
     assert_eq!(p.run(&["retry", "T1"]).code, Some(0));

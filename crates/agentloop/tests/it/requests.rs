@@ -5,17 +5,16 @@
 
 use std::time::{Duration, Instant};
 
-use crate::support::{Scratch, agent, copy_dir, http_request, serve, wait_exit, wait_for};
+use crate::support::{
+    Scratch, agent, copy_dir, http_request, scripted, serve, wait_exit, wait_for,
+};
 
 const TWO: &str = "# Two\n\n## T1: First\nVerify: test -f one.txt\n\n## T2: Second\nDepends: T1\nVerify: test -f two.txt\n";
 const GATED: &str = "# Gated\n\n## T1: First\nVerify: test -f one.txt\nGate: before\n";
 
 #[test]
 fn a_second_run_in_the_same_work_tree_is_refused_naming_the_first() {
-    let p = Scratch::new()
-        .plan(GATED)
-        .agent(&agent("touch one.txt\necho TASK_COMPLETE\n"))
-        .build();
+    let p = scripted(GATED, "touch one.txt\necho TASK_COMPLETE\n");
     assert_eq!(p.run(&["run", "--no-wait", "--quiet"]).code, Some(5));
     let first = p.status()["run_id"].as_str().unwrap().to_string();
     let before = p.tree();
@@ -38,10 +37,7 @@ fn a_second_run_in_the_same_work_tree_is_refused_naming_the_first() {
 
 #[test]
 fn a_plain_approve_goes_to_the_run_at_its_gate_and_never_guesses() {
-    let p = Scratch::new()
-        .plan(GATED)
-        .agent(&agent("touch one.txt\necho TASK_COMPLETE\n"))
-        .build();
+    let p = scripted(GATED, "touch one.txt\necho TASK_COMPLETE\n");
     assert_eq!(p.run(&["run", "--no-wait", "--quiet"]).code, Some(5));
     let waiting = p.run_dir();
     let id = waiting.file_name().unwrap().to_str().unwrap().to_string();
@@ -101,10 +97,10 @@ fn a_skip_during_an_iteration_is_honoured_when_it_ends() {
 
 #[test]
 fn a_reject_note_reaches_the_next_prompt() {
-    let p = Scratch::new()
-        .plan("# R\n\n## T1: First\nVerify: test -f one.txt\nGate: after\n")
-        .agent(&agent("touch one.txt\necho TASK_COMPLETE\n"))
-        .build();
+    let p = scripted(
+        "# R\n\n## T1: First\nVerify: test -f one.txt\nGate: after\n",
+        "touch one.txt\necho TASK_COMPLETE\n",
+    );
     assert_eq!(p.run(&["run", "--no-wait", "--quiet"]).code, Some(5));
     assert_eq!(
         p.run(&["reject", "--note", "name the file ONE.txt"]).code,
@@ -122,10 +118,7 @@ fn notes_sent_at_any_moment_each_reach_exactly_one_prompt() {
     for i in 1..=12 {
         plan.push_str(&format!("\n## T{i}: Task {i}\nVerify: test -f T{i}.txt\n"));
     }
-    let p = Scratch::new()
-        .plan(&plan)
-        .agent(&agent("sleep 0.05\ntouch $task.txt\necho TASK_COMPLETE\n"))
-        .build();
+    let p = scripted(&plan, "sleep 0.05\ntouch $task.txt\necho TASK_COMPLETE\n");
     let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
     wait_for(&p, "the first iteration", |p| {
         p.path().join(".git/agent-state/pid").exists()
@@ -193,7 +186,11 @@ fn a_secret_typed_into_a_note_is_redacted() {
         .output()
         .unwrap();
     assert!(r.status.success());
-    for (name, text) in p.tree().into_iter().filter(|(n, _)| n.starts_with(".agentloop")) {
+    for (name, text) in p
+        .tree()
+        .into_iter()
+        .filter(|(n, _)| n.starts_with(".agentloop"))
+    {
         let text = String::from_utf8_lossy(&text);
         assert!(
             !text.contains("sk-shell-9876543210") && !text.contains("tok-live-abcdef0123456789"),
@@ -209,10 +206,7 @@ fn a_secret_typed_into_a_note_is_redacted() {
 
 #[test]
 fn a_stop_from_the_api_ends_a_run_with_no_driver_as_the_cli_does() {
-    let p = Scratch::new()
-        .plan(GATED)
-        .agent(&agent("touch one.txt\necho TASK_COMPLETE\n"))
-        .build();
+    let p = scripted(GATED, "touch one.txt\necho TASK_COMPLETE\n");
     assert_eq!(p.run(&["run", "--no-wait", "--quiet"]).code, Some(5));
     let id = p.status()["run_id"].as_str().unwrap().to_string();
     let s = serve(&p);

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::real_cli::journal_events;
-use crate::support::{PRELUDE, Scratch, agent, alive, wait_exit, wait_for};
+use crate::support::{PRELUDE, Scratch, alive, scripted, wait_exit, wait_for};
 
 const THREE: &str = "# Three\n\n## T1: A\nVerify: test -f T1.txt\n\n## T2: B\nDepends: T1\nVerify: test -f T2.txt\n\n## T3: C\nDepends: T2\nVerify: test -f T3.txt\n";
 
@@ -58,10 +58,7 @@ fn resume_keeps_the_runs_flags_and_ends_what_a_killed_driver_left() {
 
 #[test]
 fn a_flag_given_to_resume_overrides_the_runs_own_and_is_recorded() {
-    let p = Scratch::new()
-        .plan(THREE)
-        .agent(&agent("touch $task.txt\necho TASK_COMPLETE\n"))
-        .build();
+    let p = scripted(THREE, "touch $task.txt\necho TASK_COMPLETE\n");
     assert_eq!(
         p.run(&["run", "--max-iterations", "1", "--mode", "quick", "--quiet"])
             .code,
@@ -81,10 +78,7 @@ fn a_flag_given_to_resume_overrides_the_runs_own_and_is_recorded() {
 
 #[test]
 fn a_hook_mode_run_is_not_driven_headlessly_unless_asked() {
-    let p = Scratch::new()
-        .plan(THREE)
-        .agent(&agent("touch $task.txt\necho TASK_COMPLETE\n"))
-        .build();
+    let p = scripted(THREE, "touch $task.txt\necho TASK_COMPLETE\n");
     assert_eq!(p.run(&["hook", "start"]).code, Some(0));
     let before = p.tree();
     let r = p.run(&["resume"]);

@@ -250,6 +250,29 @@ pub fn alive(pid: &str) -> bool {
     })
 }
 
+/// `agentloop run --quiet` in the project, once its scripted agent is running.
+pub fn started(p: &Project) -> Child {
+    let driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    wait_for(p, "the agent to start", |p| {
+        p.path().join(".git/agent-state/pid").exists()
+    });
+    driver
+}
+
+/// Asserts that a process succeeded, showing its stderr when it did not.
+pub fn assert_ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A committed project whose agent runs the scripted `body` after [`PRELUDE`].
+pub fn scripted(plan: &str, body: &str) -> Project {
+    Scratch::new().plan(plan).agent(&agent(body)).build()
+}
+
 /// A scratch project, built fluently: a plan, a scripted agent, configuration and
 /// files, committed in a new git repository.
 ///

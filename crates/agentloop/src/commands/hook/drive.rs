@@ -156,13 +156,7 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
                 };
                 let prompt = prepared.prompt;
                 let s = &d.state;
-                let pos = s
-                    .plan
-                    .tasks
-                    .iter()
-                    .position(|t| t.id == plan.task)
-                    .map(|i| i + 1)
-                    .unwrap_or(0);
+                let pos = s.position(&plan.task);
                 let (attempt, at_most) = s
                     .task(&plan.task)
                     .map(|t| (t.tries, agentloop_core::policy::task_bound(s, t)))

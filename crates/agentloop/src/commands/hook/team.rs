@@ -4,10 +4,10 @@
 use agentloop_core::exec::verify::Runner;
 use agentloop_core::journal::{RunState, TaskStatus};
 use agentloop_core::plan::{Mode, Task};
-use agentloop_core::workspace::Workspace;
+use agentloop_core::workspace::{Loaded, RunDir, Workspace};
 
 use super::drive::{find_run, run_config};
-use super::input::{TaskCompleted, TeammateIdle};
+use super::input::{Common, TaskCompleted, TeammateIdle};
 
 /// The plan task a team task stands for: its id in the subject, or the same title.
 fn plan_task_for<'a>(s: &'a RunState, subject: &str) -> Option<&'a Task> {
@@ -19,12 +19,16 @@ fn plan_task_for<'a>(s: &'a RunState, subject: &str) -> Option<&'a Task> {
     })
 }
 
+/// The hook-mode run a team event belongs to (team events may come without a session).
+fn team_run(ws: &Workspace, common: &Common) -> Result<Option<(RunDir, Loaded)>, String> {
+    find_run(ws, common.session_id.as_deref().unwrap_or_default())
+}
+
 /// TaskCompleted: refused (exit 2) when the task's verification fails or, in tdd
 /// mode, no test file changed.
 pub(super) fn task_completed(input: &TaskCompleted) -> Result<Option<String>, String> {
     let ws = Workspace::find(&input.common.cwd());
-    let session = input.common.session_id.as_deref().unwrap_or_default();
-    let Some((run, loaded)) = find_run(&ws, session)? else {
+    let Some((run, loaded)) = team_run(&ws, &input.common)? else {
         return Ok(None);
     };
     let s = &loaded.state;
@@ -77,8 +81,7 @@ pub(super) fn task_completed(input: &TaskCompleted) -> Result<Option<String>, St
 /// TeammateIdle: keeps a teammate working while a task it can take is pending.
 pub(super) fn teammate_idle(input: &TeammateIdle) -> Result<Option<String>, String> {
     let ws = Workspace::find(&input.common.cwd());
-    let session = input.common.session_id.as_deref().unwrap_or_default();
-    let Some((_, loaded)) = find_run(&ws, session)? else {
+    let Some((_, loaded)) = team_run(&ws, &input.common)? else {
         return Ok(None);
     };
     let s = &loaded.state;
