@@ -17,3 +17,4 @@ mod reports;
 mod requests;
 mod resume;
 mod support;
+mod terminals;

@@ -220,3 +220,37 @@ fn a_stop_from_the_api_ends_a_run_with_no_driver_as_the_cli_does() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(p.status()["status"], "stopped");
 }
+
+#[test]
+fn a_run_whose_driver_was_killed_is_interrupted_and_resume_from_the_api_drives_it() {
+    let p = scripted(
+        TWO,
+        "if [ ! -f .git/killed-once ]; then touch .git/killed-once; sleep 60; fi\ntouch one.txt two.txt\necho TASK_COMPLETE\n",
+    );
+    let mut driver = crate::support::started(&p);
+    driver.kill().unwrap();
+    driver.wait().unwrap();
+    let id = p.status()["run_id"].as_str().unwrap().to_string();
+    let s = serve(&p);
+    let get = |path: &str| {
+        let (status, body) = http_request(&s.addr, "GET", path, Some(&s.token), None);
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_str::<serde_json::Value>(&body).unwrap()
+    };
+    let run = get(&format!("/api/runs/{id}"));
+    assert_eq!(run["status"], "interrupted", "not 'running': its driver is gone");
+    assert!(run["attention"].to_string().contains("interrupted"), "{run}");
+    let listed = get("/api/runs");
+    assert_eq!(listed["runs"][0]["status"], "interrupted");
+    let (status, body) = http_request(
+        &s.addr,
+        "POST",
+        &format!("/api/runs/{id}/control"),
+        Some(&s.token),
+        Some(r#"{"request_id":"resume-1","action":"resume"}"#),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"driver\":\"started\""), "{body}");
+    wait_for(&p, "the resumed run to complete", |p| p.status()["status"] == "completed");
+    assert_eq!(get(&format!("/api/runs/{id}"))["status"], "completed");
+}

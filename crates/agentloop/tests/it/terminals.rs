@@ -1,0 +1,137 @@
+//! Terminals and pipes: no command panics on a closed pipe or a full disk, `watch`
+//! says when it has no terminal, and quits on Ctrl-C or a signal leaving the terminal
+//! as it found it (run inside a real pseudo-terminal by `script`).
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::support::{BIN, Project, wait_exit};
+
+/// A finished run with enough journal lines that `head -1` closes the pipe early.
+fn finished() -> Project {
+    let p = Project::example();
+    assert_eq!(p.run(&["run", "--quiet"]).code, Some(0));
+    p
+}
+
+#[test]
+fn a_closed_pipe_ends_a_command_quietly() {
+    let p = finished();
+    for args in [
+        "log",
+        "log --json",
+        "status",
+        "status --json",
+        "plan check",
+        "runs",
+        "config show",
+    ] {
+        // The reader is gone before the first write: every write meets a closed pipe.
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!("(sleep 0.2; '{BIN}' {args}) | true"))
+            .current_dir(p.path())
+            .env("NO_COLOR", "1")
+            .env("XDG_STATE_HOME", p.path().join(".git/xdg-state"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.is_empty(), "{args}: {err}");
+    }
+}
+
+#[test]
+fn a_full_disk_is_an_error_that_says_so() {
+    let p = finished();
+    for args in [&["status"][..], &["status", "--json"], &["log"]] {
+        let out = p
+            .cmd(args)
+            .stdout(std::fs::File::create("/dev/full").unwrap())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(
+            err.starts_with("error: cannot write to standard output: No space left on device"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn watch_without_a_terminal_says_it_needs_one() {
+    let p = finished();
+    let r = p.run(&["watch"]);
+    assert_eq!(r.code, Some(2));
+    assert!(r.stderr.starts_with("error: agentloop watch needs a terminal"), "{}", r.stderr);
+    assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+}
+
+/// `agentloop watch` in a pseudo-terminal made by `script`; returns the child (its
+/// stdin is the terminal's keyboard) and where the screen goes.
+fn watch_in_a_terminal(p: &Project) -> (std::process::Child, std::path::PathBuf) {
+    let screen = p.path().join(".git/screen");
+    let child = Command::new("script")
+        .args(["-q", "-f", "-e", "-c"])
+        // A terminal of a real size: without one it has none (no terminal here).
+        .arg(format!("stty cols 100 rows 30; exec '{BIN}' watch"))
+        .arg(&screen)
+        .current_dir(p.path())
+        .env("TERM", "xterm-256color")
+        .env("NO_COLOR", "1")
+        .env("XDG_STATE_HOME", p.path().join(".git/xdg-state"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait for the first frame.
+    let t = std::time::Instant::now();
+    while !std::fs::read_to_string(&screen).is_ok_and(|s| s.contains("q or Ctrl-C quit")) {
+        assert!(t.elapsed() < Duration::from_secs(20), "watch drew nothing");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (child, screen)
+}
+
+/// The terminal is back as it was: the alternate screen left, the cursor shown.
+fn restored(screen: &std::path::Path) -> bool {
+    let s = std::fs::read_to_string(screen).unwrap_or_default();
+    s.contains("\x1b[?1049l") && s.contains("\x1b[?25h")
+}
+
+#[test]
+fn ctrl_c_quits_watch_and_restores_the_terminal() {
+    let p = finished();
+    let (mut child, screen) = watch_in_a_terminal(&p);
+    child.stdin.as_mut().unwrap().write_all(b"\x03").unwrap();
+    let st = wait_exit(&mut child, Duration::from_secs(10));
+    assert_eq!(st.code(), Some(0), "watch quit on Ctrl-C");
+    assert!(restored(&screen));
+}
+
+#[test]
+fn a_terminating_signal_quits_watch_and_restores_the_terminal() {
+    let p = finished();
+    let (mut child, screen) = watch_in_a_terminal(&p);
+    let pids = crate::support::processes_in(p.path());
+    let watch = pids
+        .iter()
+        .find(|l| l.contains(" watch") && !l.contains("script"))
+        .expect("the watch process")
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse::<i32>()
+        .unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(watch),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let st = wait_exit(&mut child, Duration::from_secs(10));
+    assert_eq!(st.code(), Some(130), "watch ended as interrupted");
+    assert!(restored(&screen));
+}
