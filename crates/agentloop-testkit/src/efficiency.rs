@@ -6,6 +6,7 @@
 //! scripted per scenario, and agentloop's own pure policy decides what happens next.
 
 use agentloop_core::config::{Config, Settings};
+use agentloop_core::failure::fingerprint;
 use agentloop_core::journal::*;
 use agentloop_core::plan::Plan;
 use agentloop_core::policy::{Action, WaitReason, next_action};
@@ -39,7 +40,8 @@ pub struct Turn {
 #[derive(Debug, Clone)]
 pub struct Verdict {
     pub passed: bool,
-    pub fingerprint: String,
+    /// What the failing check printed.
+    pub output: String,
 }
 
 /// A scripted agent and the world it works in.
@@ -67,17 +69,17 @@ fn tree(n: u32) -> Option<String> {
     Some(format!("tree-{n}"))
 }
 
-fn fail(fp: &str) -> Verdict {
+fn fail(output: &str) -> Verdict {
     Verdict {
         passed: false,
-        fingerprint: fp.to_string(),
+        output: output.to_string(),
     }
 }
 
 fn pass() -> Verdict {
     Verdict {
         passed: true,
-        fingerprint: String::new(),
+        output: String::new(),
     }
 }
 
@@ -119,6 +121,13 @@ simple!(Flaky, "flaky verification (fails 1 time in 3)", true, { done: bool = fa
 simple!(Stuck, "stuck: the same failure again and again", false, {},
     turn(s, _c) { Turn { claims: false, tree: tree(s.n), ..Turn::default() } },
     verify(_s) { fail("error[E0308]: mismatched types") },
+    correct(_s) { false });
+
+simple!(NoisyStuck, "stuck, each failure with its own random seed and time", false, {},
+    turn(s, _c) { Turn { claims: false, tree: tree(s.n), ..Turn::default() } },
+    verify(s) { fail(&format!(
+        "Randomized with seed {}\nrunning 12 tests at 10:{:02}:{:02}\ntest parse_empty ... FAILED\nerror: expected 0, got 1",
+        (s.n * 7919 + 13) % 65536, s.n / 60, s.n % 60)) },
     correct(_s) { false });
 
 simple!(NoOp, "no-op: exits without changing anything", false, {},
@@ -246,6 +255,7 @@ pub fn suite() -> Vec<Box<dyn Scenario>> {
         Box::new(FalseClaimAlways::new()),
         Box::new(Flaky::new()),
         Box::new(Stuck::new()),
+        Box::new(NoisyStuck::new()),
         Box::new(NoOp::new()),
         Box::new(Oscillating::new()),
         Box::new(SlowProgress::new()),
@@ -418,8 +428,10 @@ pub fn run_agentloop(s: &mut dyn Scenario) -> Outcome {
                         iteration,
                         passed: v.passed,
                         commands: vec![],
-                        fingerprint: (!v.passed).then(|| v.fingerprint.clone()),
-                        digest: (!v.passed).then(|| v.fingerprint.clone()),
+                        // As the verification runner does: noise (seeds, times,
+                        // temp paths) does not make a failure new.
+                        fingerprint: (!v.passed).then(|| fingerprint("verify", &v.output)),
+                        digest: (!v.passed).then(|| v.output.clone()),
                     }),
                     clock_ms,
                 );
@@ -549,7 +561,7 @@ pub fn run_baseline(s: &mut dyn Scenario, b: Baseline) -> Outcome {
             }
             // It reads the error the agent reports; the scripted agent reports the
             // failure its own test run would show.
-            let error = s.verify("T1").fingerprint;
+            let error = s.verify("T1").output;
             same_error = if error == last_error {
                 same_error + 1
             } else {
