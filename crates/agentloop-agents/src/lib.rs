@@ -11,6 +11,7 @@ pub mod gemini;
 pub mod opencode;
 pub mod parsed;
 pub mod probe;
+pub mod transcript;
 
 use std::path::Path;
 

@@ -38,6 +38,7 @@ fn created(tasks: usize) -> Event {
         workdir: ".".into(),
         plan: Plan::parse("PLAN.md", &plan_text(tasks)).unwrap(),
         settings: Settings::from_config(&c),
+        head: None,
     }
 }
 

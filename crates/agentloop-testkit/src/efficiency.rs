@@ -333,6 +333,7 @@ pub fn run_agentloop(s: &mut dyn Scenario) -> Outcome {
             workdir: ".".into(),
             plan,
             settings: Settings::from_config(&c),
+            head: None,
         },
     };
     let mut st = RunState::from_first(&first).expect("run_created first");

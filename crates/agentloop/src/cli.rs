@@ -404,6 +404,9 @@ pub enum HookCommand {
     TeammateIdle,
     /// Hook entry: denies edits to protected paths and outside the task's scope.
     PreToolUse,
+    /// Hook entry: a person typed one of the plugin's `/agentloop:…` commands; it is
+    /// done from the exact arguments, with no shell in between.
+    PromptExpansion,
     /// Any other event: answered with a message and no effect, never a block.
     #[command(external_subcommand, hide = true)]
     Other(Vec<String>),
@@ -420,6 +423,7 @@ impl HookCommand {
             HookCommand::TaskCompleted => "task-completed",
             HookCommand::TeammateIdle => "teammate-idle",
             HookCommand::PreToolUse => "pre-tool-use",
+            HookCommand::PromptExpansion => "prompt-expansion",
             HookCommand::Other(_)
             | HookCommand::Start { .. }
             | HookCommand::Install { .. }

@@ -9,8 +9,8 @@ mod template;
 
 pub use layers::{ConfigError, Layered, Loader, Source, merge, user_config_path};
 pub use schema::{
-    AgentConfig, BASE_ENV, BUILTIN_AGENTS, Config, GitConfig, Price, PromptVia, RunConfig,
-    VerifyConfig,
+    AgentConfig, BASE_ENV, BUILTIN_AGENTS, Config, GitConfig, HookConfig, Price, PromptVia,
+    RunConfig, VerifyConfig,
 };
 pub use settings::Settings;
 pub use template::TEMPLATE;

@@ -17,6 +17,7 @@ pub struct Config {
     pub verify: VerifyConfig,
     pub gates: Gates,
     pub git: GitConfig,
+    pub hook: HookConfig,
     pub limits: Limits,
     pub agents: BTreeMap<String, AgentConfig>,
     /// USD per million tokens, by model, for agents that report tokens but no cost.
@@ -75,6 +76,25 @@ pub struct VerifyConfig {
 pub struct GitConfig {
     /// Commit the working tree after each verified task.
     pub commit: bool,
+}
+
+/// Hook mode (Claude Code's hooks drive the run inside one session).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HookConfig {
+    /// How long after `agentloop hook start` a run waits to be claimed by the next
+    /// session that starts or stops; later, only a session that started it (from
+    /// inside, `/agentloop:start`) drives it.
+    #[serde(with = "duration")]
+    pub claim_window: Duration,
+}
+
+impl Default for HookConfig {
+    fn default() -> Self {
+        HookConfig {
+            claim_window: Duration::from_secs(10 * 60),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

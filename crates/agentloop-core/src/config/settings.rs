@@ -29,6 +29,9 @@ pub struct Settings {
     pub hook: bool,
     #[serde(default)]
     pub notify: Notify,
+    /// Hook mode: how long a run waits to be claimed by a session that does not name it.
+    #[serde(default = "default_claim_window", with = "crate::values::duration")]
+    pub claim_window: std::time::Duration,
     /// The command-line layer of the configuration (`--agent`, `--mode`, …) this run
     /// works with: `resume` and hook mode rebuild the configuration with it, and a flag
     /// given to `resume` is merged in and recorded with the new driver.
@@ -61,7 +64,12 @@ impl Settings {
             limits: c.limits.clone(),
             hook: false,
             notify: c.notify.clone(),
+            claim_window: c.hook.claim_window,
             flags: serde_json::Map::new(),
         }
     }
+}
+
+fn default_claim_window() -> std::time::Duration {
+    super::schema::HookConfig::default().claim_window
 }

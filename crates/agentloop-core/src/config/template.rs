@@ -37,6 +37,9 @@ final_review = false
 [git]
 commit = false          # commit after each verified task
 
+[hook]
+claim_window = "10m"    # hook mode: a `hook start` run waits this long to be claimed by a session
+
 [limits]
 wait = "60s"            # after a usage/rate limit with no reset time; doubles each time in a row
 overloaded_wait = "15s" # after an overloaded service; doubles each time in a row

@@ -17,6 +17,9 @@ pub enum Event {
         workdir: String,
         plan: Plan,
         settings: Settings,
+        /// The work tree's HEAD when the run was created.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        head: Option<String>,
     },
     DriverStarted {
         pid: u32,
@@ -72,6 +75,11 @@ pub enum Event {
         session_id: String,
         active: bool,
     },
+    /// Hook mode: the run belongs to this Claude Code session from now on (started from
+    /// it, or claimed by it when it began).
+    SessionBound {
+        session_id: String,
+    },
     RunFinished {
         status: RunStatus,
         reason: FinishReason,
@@ -95,6 +103,7 @@ impl Event {
             Event::LimitHit { .. } => "limit_hit",
             Event::LimitWaitOver => "limit_wait_over",
             Event::HookStop { .. } => "hook_stop",
+            Event::SessionBound { .. } => "session_bound",
             Event::RunFinished { .. } => "run_finished",
         }
     }

@@ -53,6 +53,9 @@ pub struct RunState {
     pub status: RunStatus,
     pub plan_file: String,
     pub workdir: String,
+    /// The work tree's HEAD when the run was created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_at_create: Option<String>,
     pub plan: Plan,
     pub plan_version: u32,
     pub settings: Settings,
@@ -134,6 +137,7 @@ impl RunState {
             workdir,
             plan,
             settings,
+            head,
         } = &first.event
         else {
             return Err(FoldError::NoRunCreated(first.event.kind()));
@@ -144,6 +148,7 @@ impl RunState {
             status: RunStatus::Running,
             plan_file: plan_file.clone(),
             workdir: workdir.clone(),
+            head_at_create: head.clone(),
             plan: Plan {
                 title: String::new(),
                 goal: String::new(),
@@ -268,6 +273,9 @@ impl RunState {
                     t.tries += 1;
                     *t.tried.entry(st.kind).or_default() += 1;
                     t.question = None;
+                    if t.head_at_start.is_none() {
+                        t.head_at_start = st.head_before.clone();
+                    }
                 }
                 self.open = Some(OpenIteration {
                     started: st.clone(),
@@ -355,6 +363,9 @@ impl RunState {
                 if let Some(open) = &mut self.open {
                     open.limited = true;
                 }
+            }
+            Event::SessionBound { session_id } => {
+                self.session.get_or_insert_with(|| session_id.clone());
             }
             Event::HookStop { session_id, active } => {
                 self.session.get_or_insert_with(|| session_id.clone());

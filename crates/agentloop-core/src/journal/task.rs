@@ -92,6 +92,9 @@ pub struct TaskState {
     /// A breaker (same failure, no change, no output, going in circles) moved it.
     #[serde(default)]
     pub breaker_tripped: bool,
+    /// HEAD when the task's first iteration began: what its work is measured against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_at_start: Option<String>,
     /// The question the agent asked (`BLOCKED:`) in its last iteration, for the next
     /// prompt to carry together with a person's answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -130,6 +133,7 @@ impl TaskState {
             revisits: 0,
             agent_failing: false,
             question: None,
+            head_at_start: None,
             escalations: Vec::new(),
             breaker_tripped: false,
         }

@@ -182,6 +182,7 @@ impl Workspace {
             workdir: self.root.display().to_string(),
             plan: plan.clone(),
             settings,
+            head: crate::exec::git::head(&self.root),
         };
         let (writer, rec) = Writer::create(&run.journal(), &first)?;
         let state = RunState::from_first(&rec).map_err(|source| WorkspaceError::Fold {

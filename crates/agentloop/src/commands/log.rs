@@ -143,6 +143,7 @@ fn describe(e: &Event) -> String {
                 }
             )
         }
+        Event::SessionBound { session_id } => format!("bound to session {session_id}"),
         Event::RunFinished { status, reason } => {
             format!("{} · {}", status.as_str(), reason.describe())
         }

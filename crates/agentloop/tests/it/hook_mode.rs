@@ -7,20 +7,20 @@ use agentloop_testkit::{Api, MockServer, Scenario, Step};
 use serde_json::json;
 
 use crate::real_cli::Cli;
-use crate::support::{BIN, Project, Scratch, assert_ok};
+use crate::support::{BIN, Project, Scratch, assert_ok, hook};
 
-fn bash(cmd: &str) -> Step {
+pub(crate) fn bash(cmd: &str) -> Step {
     Cli::Claude.shell(cmd, 10, 2)
 }
 
-fn say(text: &str) -> Step {
+pub(crate) fn say(text: &str) -> Step {
     crate::real_cli::say(text, 10, 2, 0)
 }
 
 const PLAN: &str = "# Three\n\n## T1: A\nVerify: test -f a.txt\n\n## T2: B\nDepends: T1\nVerify: test -f b.txt\n\n## T3: C\nDepends: T2\nVerify: test -f c.txt\n";
 
 /// `claude` in the project, pointed at the mock, isolated from the user's config.
-fn claude(p: &Project, server: &MockServer) -> Command {
+pub(crate) fn claude(p: &Project, server: &MockServer) -> Command {
     let home = p.path().join(".git/claude-home");
     std::fs::create_dir_all(&home).unwrap();
     let mut c = Command::new("claude");
@@ -50,7 +50,7 @@ fn claude(p: &Project, server: &MockServer) -> Command {
 }
 
 /// agentloop's hooks as `--settings` JSON.
-fn hook_settings() -> String {
+pub(crate) fn hook_settings() -> String {
     json!({"hooks": {
         "Stop": [{"hooks": [{"type": "command", "command": format!("{BIN} hook stop"), "timeout": 120}]}],
         "SessionStart": [{"hooks": [{"type": "command", "command": format!("{BIN} hook session-start"), "timeout": 60}]}],
@@ -66,7 +66,7 @@ fn claude_session(p: &Project, server: &MockServer, prompt: &str) -> std::proces
         .unwrap()
 }
 
-fn setup(plan: &str) -> Project {
+pub(crate) fn setup(plan: &str) -> Project {
     let p = Scratch::new().plan(plan).build();
     let r = p.run(&["hook", "start"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
@@ -192,25 +192,6 @@ fn a_second_session_in_the_same_repo_is_not_driven() {
         "the other session was not continued"
     );
     assert_eq!(p.status()["iterations"], 1);
-}
-
-/// Runs `agentloop hook EVENT` with `input` on stdin; (exit code, stdout, stderr).
-fn hook(p: &Project, event: &str, input: &[u8]) -> (Option<i32>, String, String) {
-    use std::io::Write;
-    let mut child = p
-        .cmd(&["hook", event])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 fn fixture(name: &str) -> Vec<u8> {

@@ -9,6 +9,7 @@ mod control;
 mod crash;
 mod efficiency;
 mod hook_mode;
+mod hook_session;
 mod policy;
 mod real_claude;
 mod real_cli;

@@ -35,6 +35,7 @@ impl Sim {
                 workdir: ".".into(),
                 plan,
                 settings: s,
+                head: None,
             },
         };
         Sim {

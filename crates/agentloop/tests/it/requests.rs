@@ -238,8 +238,14 @@ fn a_run_whose_driver_was_killed_is_interrupted_and_resume_from_the_api_drives_i
         serde_json::from_str::<serde_json::Value>(&body).unwrap()
     };
     let run = get(&format!("/api/runs/{id}"));
-    assert_eq!(run["status"], "interrupted", "not 'running': its driver is gone");
-    assert!(run["attention"].to_string().contains("interrupted"), "{run}");
+    assert_eq!(
+        run["status"], "interrupted",
+        "not 'running': its driver is gone"
+    );
+    assert!(
+        run["attention"].to_string().contains("interrupted"),
+        "{run}"
+    );
     let listed = get("/api/runs");
     assert_eq!(listed["runs"][0]["status"], "interrupted");
     let (status, body) = http_request(
@@ -251,6 +257,8 @@ fn a_run_whose_driver_was_killed_is_interrupted_and_resume_from_the_api_drives_i
     );
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("\"driver\":\"started\""), "{body}");
-    wait_for(&p, "the resumed run to complete", |p| p.status()["status"] == "completed");
+    wait_for(&p, "the resumed run to complete", |p| {
+        p.status()["status"] == "completed"
+    });
     assert_eq!(get(&format!("/api/runs/{id}"))["status"], "completed");
 }

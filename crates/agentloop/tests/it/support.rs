@@ -268,6 +268,38 @@ pub fn assert_ok(out: &Output) {
     );
 }
 
+/// Runs `agentloop hook EVENT` with `input` on stdin; (exit code, stdout, stderr).
+pub fn hook(p: &Project, event: &str, input: &[u8]) -> (Option<i32>, String, String) {
+    use std::io::Write;
+    let mut child = p
+        .cmd(&["hook", event])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A tool call of the mock Claude model (`Bash`, `Task`, …).
+pub fn claude_tool(name: &str, input: serde_json::Value) -> agentloop_testkit::Step {
+    agentloop_testkit::Step::Tool {
+        name: name.into(),
+        input,
+        tokens: agentloop_testkit::Tokens {
+            input: 10,
+            output: 2,
+            ..agentloop_testkit::Tokens::default()
+        },
+    }
+}
+
 /// A committed project whose agent runs the scripted `body` after [`PRELUDE`].
 pub fn scripted(plan: &str, body: &str) -> Project {
     Scratch::new().plan(plan).agent(&agent(body)).build()

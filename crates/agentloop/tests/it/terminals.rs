@@ -65,7 +65,12 @@ fn watch_without_a_terminal_says_it_needs_one() {
     let p = finished();
     let r = p.run(&["watch"]);
     assert_eq!(r.code, Some(2));
-    assert!(r.stderr.starts_with("error: agentloop watch needs a terminal"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .starts_with("error: agentloop watch needs a terminal"),
+        "{}",
+        r.stderr
+    );
     assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
 }
 

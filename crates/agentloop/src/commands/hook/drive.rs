@@ -6,10 +6,11 @@ use agentloop_agents::AgentRun;
 use agentloop_core::exec::supervise::Finished;
 use agentloop_core::journal::{AgentError, AgentErrorKind, Event, RunStatus};
 use agentloop_core::policy::{Action, WaitReason, next_action};
+use agentloop_core::values::Usage;
 use agentloop_core::workspace::{Loaded, RunDir, Workspace};
 use serde_json::{Value, json};
 
-use super::input::{Stop, StopFailure};
+use super::input::{Common, Stop, StopFailure};
 use super::passive;
 use crate::cli::OutputArgs;
 use crate::driver::Driver;
@@ -18,8 +19,14 @@ use crate::error::CliError;
 /// Claude Code ends a turn itself after this many Stop blocks in a row.
 const CLAUDE_BLOCK_LIMIT: u32 = 8;
 
-/// The newest unfinished hook-mode run of the project that this session may drive.
-pub(super) fn find_run(ws: &Workspace, session: &str) -> Result<Option<(RunDir, Loaded)>, String> {
+/// The newest unfinished hook-mode run of the project that this session drives: the
+/// one bound to it, or an unbound one it may claim (fresh, or named in its transcript).
+/// A run bound to another session, or a stale unbound one, is never driven from here.
+pub(super) fn find_run(
+    ws: &Workspace,
+    common: &Common,
+) -> Result<Option<(RunDir, Loaded)>, String> {
+    let session = common.session_id.as_deref().unwrap_or_default();
     for id in ws.run_ids().into_iter().rev() {
         let run = ws.resolve(Some(&id)).map_err(|e| e.to_string())?;
         // Every Stop of every session passes here: driver-mode runs are told apart by
@@ -36,11 +43,32 @@ pub(super) fn find_run(ws: &Workspace, session: &str) -> Result<Option<(RunDir, 
         if !s.settings.hook || s.is_finished() {
             continue;
         }
-        // A run bound to another session is never driven from this one.
-        let mine = s.session.as_deref().is_none_or(|b| b == session);
+        let mine = match s.session.as_deref() {
+            Some(bound) => bound == session,
+            // Unclaimed: a session may claim it while it is fresh (`[hook]
+            // claim_window`), or when it started it; a stale run drives nobody.
+            None => fresh(&s.created, s.settings.claim_window) || names_run(common, &id),
+        };
         return Ok(mine.then_some((run, loaded)));
     }
     Ok(None)
+}
+
+/// Created within the claim window.
+fn fresh(created: &str, window: std::time::Duration) -> bool {
+    humantime::parse_rfc3339(created)
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age <= window)
+}
+
+/// The session's transcript names the run (it was started from inside the session).
+fn names_run(common: &Common, id: &str) -> bool {
+    common
+        .transcript_path
+        .as_ref()
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .is_some_and(|t| t.contains(id))
 }
 
 /// The final message of the turn: the hook's `last_assistant_message`, else the
@@ -77,6 +105,35 @@ fn final_message(input: &Stop) -> String {
     String::new()
 }
 
+/// Where an iteration's start in the session transcript is kept (a byte offset).
+const TRANSCRIPT_OFFSET: &str = "transcript-offset";
+
+/// What the session's turn spent on an iteration: the tokens of the assistant messages
+/// written since the iteration began, and their cost at the configured price of the
+/// model, else its list price.
+fn turn_spent(d: &Driver, iteration: u32, common: &Common) -> (Usage, f64) {
+    let Some(path) = &common.transcript_path else {
+        return (Usage::default(), 0.0);
+    };
+    let Some(from) =
+        std::fs::read_to_string(d.run.iteration_dir(iteration).join(TRANSCRIPT_OFFSET))
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+    else {
+        return (Usage::default(), 0.0);
+    };
+    let spent = agentloop_agents::transcript::spent_since(path, from);
+    let price = spent.model.as_deref().and_then(|m| {
+        d.config
+            .prices
+            .get(m)
+            .copied()
+            .or_else(|| agentloop_agents::transcript::list_price(m))
+    });
+    let cost = price.map_or(0.0, |p| p.cost(&spent.usage));
+    (spent.usage, cost)
+}
+
 /// Takes the run's lock and a driver for it. `loaded` may predate the lock: the
 /// first append catches up with anything written since.
 pub(super) fn open_driver(ws: &Workspace, run: RunDir, loaded: Loaded) -> Result<Driver, String> {
@@ -110,13 +167,13 @@ pub(super) fn run_config(
 pub(super) fn stop(input: &Stop) -> Result<Value, String> {
     let session = input.common.session()?.to_string();
     let ws = Workspace::find(&input.common.cwd());
-    let Some((run, loaded)) = find_run(&ws, &session)? else {
+    let Some((run, loaded)) = find_run(&ws, &input.common)? else {
         return Ok(Value::Null);
     };
     let mut d = open_driver(&ws, run, loaded)?;
     let e = |e: CliError| e.message;
     d.record(Event::HookStop {
-        session_id: session,
+        session_id: session.clone(),
         active: input.stop_hook_active,
     })
     .map_err(e)?;
@@ -128,9 +185,13 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
             output_bytes: message.len() as u64,
             ..Finished::default()
         };
+        let (usage, cost_usd) = turn_spent(&d, open.started.iteration, &input.common);
         let run = AgentRun {
             finished,
             final_message: message,
+            usage,
+            cost_usd,
+            session_id: Some(session.clone()),
             ..AgentRun::default()
         };
         d.observe(open.started.iteration, run, None).map_err(e)?;
@@ -154,6 +215,13 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
                 let Some(prepared) = d.prepare(plan.clone()).map_err(e)? else {
                     continue;
                 };
+                // The session's spending for this iteration starts here.
+                if let Some(t) = &input.common.transcript_path {
+                    let offset = agentloop_agents::transcript::end_of(t).to_string();
+                    let at = d.run.iteration_dir(plan.iteration).join(TRANSCRIPT_OFFSET);
+                    agentloop_core::fsutil::write_new(&at, offset.as_bytes())
+                        .map_err(|err| err.to_string())?;
+                }
                 let prompt = prepared.prompt;
                 let s = &d.state;
                 let pos = s.position(&plan.task);
@@ -212,9 +280,9 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
 /// StopFailure: the turn ended on an API error. A rate limit or overload becomes the
 /// same `limit_hit` as in driver mode; the next Stop waits it out.
 pub(super) fn stop_failure(input: &StopFailure) -> Result<Value, String> {
-    let session = input.common.session()?;
+    input.common.session()?;
     let ws = Workspace::find(&input.common.cwd());
-    let Some((run, loaded)) = find_run(&ws, session)? else {
+    let Some((run, loaded)) = find_run(&ws, &input.common)? else {
         return Ok(Value::Null);
     };
     let error = input.error.clone().unwrap_or_else(|| "unknown".into());
@@ -234,7 +302,10 @@ pub(super) fn stop_failure(input: &StopFailure) -> Result<Value, String> {
         .error_message
         .clone()
         .unwrap_or_else(|| format!("the session stopped on an API error: {error}"));
+    let (usage, cost_usd) = turn_spent(&d, open.started.iteration, &input.common);
     let run = AgentRun {
+        usage,
+        cost_usd,
         finished: Finished {
             exit_code: Some(1),
             ..Finished::default()

@@ -15,8 +15,7 @@ pub(super) fn pre_tool_use(input: &PreToolUse) -> Result<Value, String> {
         return Ok(Value::Null);
     };
     let ws = Workspace::find(&input.common.cwd());
-    let session = input.common.session_id.as_deref().unwrap_or_default();
-    let Some((_, loaded)) = find_run(&ws, session)? else {
+    let Some((_, loaded)) = find_run(&ws, &input.common)? else {
         return Ok(Value::Null);
     };
     let s = &loaded.state;

@@ -117,6 +117,19 @@ pub struct TeammateIdle {
     pub common: Common,
 }
 
+/// A person typed a slash command (never the model: this event is only for commands
+/// typed into the session). The plugin's `/agentloop:…` commands are done here, from
+/// the exact arguments, with no shell in between.
+#[derive(Debug, Clone, Deserialize)]
+pub struct UserPromptExpansion {
+    #[serde(flatten)]
+    pub common: Common,
+    #[serde(default)]
+    pub command_name: String,
+    #[serde(default)]
+    pub command_args: String,
+}
+
 /// One hook call's input.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "hook_event_name")]
@@ -128,10 +141,11 @@ pub enum HookInput {
     PreToolUse(PreToolUse),
     TaskCompleted(TaskCompleted),
     TeammateIdle(TeammateIdle),
+    UserPromptExpansion(UserPromptExpansion),
 }
 
 /// The hook events agentloop handles: Claude Code's name and the subcommand for it.
-pub const EVENTS: [(&str, &str); 7] = [
+pub const EVENTS: [(&str, &str); 8] = [
     ("Stop", "stop"),
     ("SubagentStop", "subagent-stop"),
     ("SessionStart", "session-start"),
@@ -139,6 +153,7 @@ pub const EVENTS: [(&str, &str); 7] = [
     ("TaskCompleted", "task-completed"),
     ("TeammateIdle", "teammate-idle"),
     ("PreToolUse", "pre-tool-use"),
+    ("UserPromptExpansion", "prompt-expansion"),
 ];
 
 impl HookInput {

@@ -11,6 +11,7 @@ mod guard;
 mod input;
 mod install;
 mod session;
+mod slash;
 mod team;
 
 use std::io::IsTerminal;
@@ -19,7 +20,7 @@ use std::path::Path;
 use agentloop_core::config::Settings;
 use agentloop_core::journal::Request;
 use agentloop_core::plan::{Mode, Plan};
-use agentloop_core::workspace::Workspace;
+use agentloop_core::workspace::{RunDir, Workspace};
 use serde_json::{Map, Value, json};
 
 use crate::error::{CliError, ExitKind};
@@ -27,9 +28,26 @@ use crate::error::{CliError, ExitKind};
 use input::HookInput;
 pub use install::{install, uninstall};
 
-/// `agentloop hook start [PLAN]`: a run for hook mode, bound to the first session
-/// whose Stop hook sees it.
+/// `agentloop hook start [PLAN]`: a run for hook mode, bound to the session that
+/// claims it first (see `drive::find_run`).
 pub fn start(cwd: &Path, plan: &Path, mode: Option<String>) -> Result<ExitKind, CliError> {
+    let (run, tasks, window) = create_run(cwd, plan, mode)?;
+    outln!("{}", run.id);
+    eprintln!(
+        "agentloop: hook-mode run {} for {}; the next Claude Code session in this project to start or stop within {} claims it and gets task 1",
+        run.id,
+        agentloop_core::words::plural(tasks, "task", "tasks"),
+        humantime::format_duration(window)
+    );
+    Ok(ExitKind::Completed)
+}
+
+/// Creates a hook-mode run (retiring the open ones); returns it and its task count.
+fn create_run(
+    cwd: &Path,
+    plan: &Path,
+    mode: Option<String>,
+) -> Result<(RunDir, usize, std::time::Duration), CliError> {
     let ws = Workspace::find(cwd);
     let plan_path = cwd.join(plan);
     let shown = plan_path
@@ -46,18 +64,13 @@ pub fn start(cwd: &Path, plan: &Path, mode: Option<String>) -> Result<ExitKind, 
             .map_err(|e: String| CliError::user(format!("--mode: {e}")))?;
         flags.insert("run".into(), json!({ "mode": m }));
     }
-    let layered = super::load_config(&ws.root, &shown, &parsed.settings, flags)?;
-    let mut settings = Settings::from_config(&layered.config);
+    let layered = super::load_config(&ws.root, &shown, &parsed.settings, flags.clone())?;
+    let mut settings = Settings::new(&layered.config, flags);
     settings.agent = "claude-session".into();
     settings.hook = true;
+    let window = settings.claim_window;
     let (run, _, _) = ws.create_run(&shown, &parsed, settings)?;
-    outln!("{}", run.id);
-    eprintln!(
-        "agentloop: hook-mode run {} for {}; the next Stop of a Claude Code session in this project starts task 1 and binds the run to that session",
-        run.id,
-        agentloop_core::words::plural(parsed.tasks.len(), "task", "tasks")
-    );
-    Ok(ExitKind::Completed)
+    Ok((run, parsed.tasks.len(), window))
 }
 
 /// A new hook-mode run replaces the open ones of this project: each is stopped (and
@@ -112,6 +125,9 @@ pub fn hook(event: &str) -> Result<ExitKind, CliError> {
         Ok(HookInput::PreToolUse(i)) => guard::pre_tool_use(&i).unwrap_or_else(|e| passive(&e)),
         Ok(HookInput::TaskCompleted(i)) => return refusal(team::task_completed(&i)),
         Ok(HookInput::TeammateIdle(i)) => return refusal(team::teammate_idle(&i)),
+        Ok(HookInput::UserPromptExpansion(i)) => {
+            slash::expansion(&i).unwrap_or_else(|e| slash::context(&format!("agentloop: {e}")))
+        }
     };
     if answer != Value::Null {
         outln!("{answer}");

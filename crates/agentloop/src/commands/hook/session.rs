@@ -1,6 +1,8 @@
 //! SessionStart: the run that drives this session, its current task and what was
 //! learnt so far, as context for the model.
 
+use agentloop_core::journal::Event;
+use agentloop_core::policy::{Action, next_action};
 use agentloop_core::workspace::Workspace;
 use serde_json::{Value, json};
 
@@ -10,10 +12,27 @@ use super::input::SessionStart;
 pub(super) fn start(input: &SessionStart) -> Result<Value, String> {
     let session = input.common.session()?;
     let ws = Workspace::find(&input.common.cwd());
-    let Some((_, loaded)) = find_run(&ws, session)? else {
+    let Some((run, loaded)) = find_run(&ws, &input.common)? else {
         return Ok(Value::Null);
     };
-    let s = loaded.state;
+    // The session claims the run now, so the context below is true: this session,
+    // and no other, is the one the run drives.
+    let mut s = loaded.state.clone();
+    if s.session.is_none() {
+        let mut w = loaded.writer(&run).map_err(|e| e.to_string())?;
+        let recs = w
+            .append(&Event::SessionBound {
+                session_id: session.to_string(),
+            })
+            .map_err(|e| e.to_string())?;
+        for r in &recs {
+            s.apply(r);
+        }
+        if s.session.as_deref() != Some(session) {
+            // Another session claimed it first.
+            return Ok(Value::Null);
+        }
+    }
     let task = s
         .open
         .as_ref()
@@ -34,6 +53,17 @@ pub(super) fn start(input: &SessionStart) -> Result<Value, String> {
         for c in &t.acceptance {
             context.push_str(&format!("- [ ] {}\n", c.text));
         }
+    }
+    // The gate it waits at, or the one the policy opens before anything else happens.
+    let gate = s.gate.clone().or_else(|| match next_action(&s) {
+        Action::Record(Event::GateOpened { gate }) => Some(gate),
+        _ => None,
+    });
+    if let Some(g) = &gate {
+        context.push_str(&format!(
+            "\nThe run waits for a person: {}. Until they decide (`/agentloop:approve` or `agentloop approve` in a terminal), there is no task for you.\n",
+            g.describe()
+        ));
     }
     if !s.learnings.is_empty() {
         context.push_str("\nLearnings:\n");

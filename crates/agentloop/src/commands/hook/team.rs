@@ -21,7 +21,7 @@ fn plan_task_for<'a>(s: &'a RunState, subject: &str) -> Option<&'a Task> {
 
 /// The hook-mode run a team event belongs to (team events may come without a session).
 fn team_run(ws: &Workspace, common: &Common) -> Result<Option<(RunDir, Loaded)>, String> {
-    find_run(ws, common.session_id.as_deref().unwrap_or_default())
+    find_run(ws, common)
 }
 
 /// TaskCompleted: refused (exit 2) when the task's verification fails or, in tdd
@@ -60,22 +60,36 @@ pub(super) fn task_completed(input: &TaskCompleted) -> Result<Option<String>, St
             v.digest.unwrap_or_default()
         )));
     }
-    if s.mode_of(&task.id) == Mode::Tdd {
-        let touched = agentloop_core::exec::git::Snapshots::new(&ws.root)
-            .and_then(|g| g.take())
-            .is_some_and(|snap| {
-                snap.dirty
-                    .keys()
-                    .any(|f| agentloop_core::paths::is_test_path(f, &s.settings.test_patterns))
-            });
-        if !touched && !s.task(&task.id).is_some_and(|t| t.tests_touched) {
-            return Ok(Some(format!(
-                "agentloop: task {} is in tdd mode and no test file changed; write the failing test first",
-                task.id
-            )));
-        }
+    if s.mode_of(&task.id) == Mode::Tdd && !tests_touched(&ws, s, &task.id) {
+        return Ok(Some(format!(
+            "agentloop: task {} is in tdd mode and no test file changed; write the failing test first",
+            task.id
+        )));
     }
     Ok(None)
+}
+
+/// Whether the task's work touched a test: in the tree now, in the commits made since
+/// the task began (or, with no iteration of it recorded, since the run was created),
+/// or in an iteration agentloop saw.
+fn tests_touched(ws: &Workspace, s: &RunState, task: &str) -> bool {
+    let is_test = |f: &String| agentloop_core::paths::is_test_path(f, &s.settings.test_patterns);
+    if s.task(task).is_some_and(|t| t.tests_touched) {
+        return true;
+    }
+    let dirty = agentloop_core::exec::git::Snapshots::new(&ws.root)
+        .and_then(|g| g.take())
+        .is_some_and(|snap| snap.dirty.keys().any(is_test));
+    let base = s
+        .task(task)
+        .and_then(|t| t.head_at_start.clone())
+        .or_else(|| s.head_at_create.clone());
+    let committed = base.is_some_and(|b| {
+        agentloop_core::exec::git::changed_files(&ws.root, &b, "HEAD")
+            .iter()
+            .any(is_test)
+    });
+    dirty || committed
 }
 
 /// TeammateIdle: keeps a teammate working while a task it can take is pending.

@@ -1,0 +1,113 @@
+//! Claude Code's session transcript (JSONL, one line per content block), read for
+//! hook mode, where no result object reports usage: the tokens of every assistant
+//! message written after a point, each message counted once, and the cost at the
+//! model's price.
+
+use std::collections::HashSet;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+use agentloop_core::config::Price;
+use agentloop_core::values::Usage;
+use serde_json::Value;
+
+use crate::parsed::u64_at;
+
+/// What the session spent after a byte offset of its transcript.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Spent {
+    pub usage: Usage,
+    /// The model of the last assistant message.
+    pub model: Option<String>,
+}
+
+/// The transcript's length now: where the next iteration's spending starts.
+pub fn end_of(path: &Path) -> u64 {
+    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
+
+/// Sums the usage of the assistant messages in `path` after byte `from` (a message
+/// split over several lines carries the same usage on each: it counts once).
+pub fn spent_since(path: &Path, from: u64) -> Spent {
+    let mut text = String::new();
+    let read = std::fs::File::open(path).and_then(|mut f| {
+        f.seek(SeekFrom::Start(from))?;
+        f.read_to_string(&mut text)
+    });
+    let mut spent = Spent::default();
+    if read.is_err() {
+        return spent;
+    }
+    let mut seen = HashSet::new();
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if v.get("type").and_then(Value::as_str) != Some("assistant") {
+            continue;
+        }
+        let Some(m) = v.get("message") else { continue };
+        let id = m.get("id").and_then(Value::as_str).unwrap_or_default();
+        if !id.is_empty() && !seen.insert(id.to_string()) {
+            continue;
+        }
+        let u = m.get("usage").unwrap_or(&Value::Null);
+        spent.usage.add(&Usage {
+            input_tokens: u64_at(u, "input_tokens"),
+            cached_input_tokens: u64_at(u, "cache_read_input_tokens"),
+            cache_write_tokens: u64_at(u, "cache_creation_input_tokens"),
+            output_tokens: u64_at(u, "output_tokens"),
+        });
+        if let Some(model) = m.get("model").and_then(Value::as_str) {
+            spent.model = Some(model.to_string());
+        }
+    }
+    spent
+}
+
+/// Anthropic's list prices for Claude models, in USD per million tokens (input, cache
+/// reads, output), for hook mode where Claude Code reports no cost. A `[prices.MODEL]`
+/// table in the configuration takes precedence.
+pub fn list_price(model: &str) -> Option<Price> {
+    let price = |input: f64, cached_input: f64, output: f64| Price {
+        input,
+        cached_input,
+        output,
+    };
+    let m = model.to_ascii_lowercase();
+    if m.contains("opus-4-5") || m.contains("opus-4.5") {
+        Some(price(5.0, 0.5, 25.0))
+    } else if m.contains("opus") {
+        Some(price(15.0, 1.5, 75.0))
+    } else if m.contains("sonnet") {
+        Some(price(3.0, 0.3, 15.0))
+    } else if m.contains("haiku-4") || m.contains("haiku-4.5") {
+        Some(price(1.0, 0.1, 5.0))
+    } else if m.contains("haiku") {
+        Some(price(0.8, 0.08, 4.0))
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_recorded_transcript_counts_each_message_once() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+            "../../../shared/fixtures/claude-code-2.1.197/transcript-with-stop-hook-blocks.jsonl",
+        );
+        let all = spent_since(&path, 0);
+        assert_eq!(all.usage.input_tokens, 600, "six assistant messages of 100");
+        assert_eq!(all.usage.output_tokens, 120);
+        assert_eq!(all.model.as_deref(), Some("claude-sonnet-4-5"));
+        assert_eq!(spent_since(&path, end_of(&path)), Spent::default());
+        let cost = list_price("claude-sonnet-4-5").unwrap().cost(&all.usage);
+        assert!(
+            (cost - (600.0 * 3.0 + 120.0 * 15.0) / 1e6).abs() < 1e-12,
+            "{cost}"
+        );
+    }
+}

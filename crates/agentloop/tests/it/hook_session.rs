@@ -1,0 +1,276 @@
+//! Hook mode and its session: a run drives only the session that claimed it (a stale
+//! one drives nobody), the plugin installs and validates as Claude Code plugins do, its
+//! slash commands take the exact words a person typed, subagents do not end a turn,
+//! and the session's spending reaches the run's budget. With the real `claude`.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::hook_mode::{bash, claude, say};
+use crate::real_cli::{Cli, journal_events};
+use crate::support::{BIN, Project, Scratch, assert_ok, hook};
+
+const ONE: &str = "# One\n\n## T1: A\nVerify: test -f a.txt\n";
+
+fn stop_input(p: &Project, session: &str, transcript: Option<&Path>) -> Vec<u8> {
+    json!({"session_id": session, "cwd": p.path(), "hook_event_name": "Stop",
+        "stop_hook_active": false, "last_assistant_message": "Hi.", "transcript_path": transcript})
+    .to_string()
+    .into_bytes()
+}
+
+fn session_start(p: &Project, session: &str) -> String {
+    let input = json!({"session_id": session, "cwd": p.path(), "hook_event_name": "SessionStart", "source": "startup"});
+    hook(p, "session-start", input.to_string().as_bytes()).1
+}
+
+/// The plugin directory, and a PATH on which `agentloop` is the binary under test.
+fn plugin_env() -> (std::path::PathBuf, String) {
+    let plugin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugin");
+    let bin_dir = Path::new(BIN).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    (plugin, path)
+}
+
+#[test]
+fn a_stale_unclaimed_run_never_drives_an_unrelated_session() {
+    let p = Scratch::new()
+        .plan(ONE)
+        .config("[hook]\nclaim_window = \"1s\"\n")
+        .build();
+    assert_eq!(p.run(&["hook", "start"]).code, Some(0));
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // A later session that never heard of the run: it asks "What is 2+2?" and stops.
+    let transcript = p.path().join(".git/unrelated.jsonl");
+    std::fs::write(
+        &transcript,
+        "{\"type\":\"user\",\"message\":{\"content\":\"What is 2+2?\"}}\n",
+    )
+    .unwrap();
+    let before = p.tree();
+    let (code, out, _) = hook(&p, "stop", &stop_input(&p, "later", Some(&transcript)));
+    assert_eq!(
+        (code, out.as_str()),
+        (Some(0), ""),
+        "the session is left alone"
+    );
+    assert_eq!(
+        session_start(&p, "later"),
+        "",
+        "and is not told about the run"
+    );
+    assert!(p.tree() == before, "nothing was recorded");
+    // A session that started the run from inside (its transcript names it) drives it.
+    let id = p.status()["run_id"].as_str().unwrap().to_string();
+    let own = p.path().join(".git/own.jsonl");
+    std::fs::write(
+        &own,
+        format!(
+            "{{\"type\":\"user\",\"message\":{{\"content\":\"agentloop: hook-mode run {id}\"}}}}\n"
+        ),
+    )
+    .unwrap();
+    let (_, out, _) = hook(&p, "stop", &stop_input(&p, "own", Some(&own)));
+    assert!(out.contains("\"decision\":\"block\""), "{out}");
+    assert_eq!(p.status()["status"], "running");
+}
+
+#[test]
+fn the_first_session_claims_a_fresh_run_and_its_context_names_the_run_and_its_gate() {
+    let p = Scratch::new()
+        .plan(ONE)
+        .config("[gates]\nplan_approval = true\n")
+        .build();
+    assert_eq!(p.run(&["hook", "start"]).code, Some(0));
+    let id = p.status()["run_id"].as_str().unwrap().to_string();
+    let out = session_start(&p, "first");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let context = v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(
+        context.starts_with(&format!("agentloop run {id} drives this session")),
+        "{context}"
+    );
+    assert!(
+        context.contains("The run waits for a person: approve the plan before the first iteration"),
+        "{context}"
+    );
+    let bound: Vec<Value> = journal_events(&p)
+        .into_iter()
+        .filter(|e| e["kind"] == "session_bound")
+        .collect();
+    assert_eq!(bound.len(), 1);
+    assert_eq!(bound[0]["data"]["session_id"], "first");
+    // Another session is not driven, and not told it is.
+    assert_eq!(session_start(&p, "second"), "");
+    let (_, out, _) = hook(&p, "stop", &stop_input(&p, "second", None));
+    assert_eq!(out, "");
+}
+
+#[test]
+fn the_plugin_installs_from_its_marketplace_and_validates_strictly() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let home = tempfile::tempdir().unwrap();
+    let claude = |args: &[&str]| {
+        std::process::Command::new("claude")
+            .args(args)
+            .env("CLAUDE_CONFIG_DIR", home.path())
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .output()
+            .unwrap()
+    };
+    for what in [root.join("plugin"), root.clone()] {
+        let out = claude(&["plugin", "validate", "--strict", what.to_str().unwrap()]);
+        assert_ok(&out);
+        assert!(String::from_utf8_lossy(&out.stdout).contains("Validation passed"));
+    }
+    assert_ok(&claude(&[
+        "plugin",
+        "marketplace",
+        "add",
+        root.to_str().unwrap(),
+    ]));
+    assert_ok(&claude(&["plugin", "install", "agentloop@agentloop"]));
+    let listed = claude(&["plugin", "list"]);
+    let text = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        text.contains("agentloop@agentloop") && text.contains("enabled"),
+        "{text}"
+    );
+    // No command runs a shell with the person's words, and none is the model's to call.
+    for e in std::fs::read_dir(root.join("plugin/commands"))
+        .unwrap()
+        .flatten()
+    {
+        let md = std::fs::read_to_string(e.path()).unwrap();
+        assert!(
+            !md.contains("$ARGUMENTS") && !md.contains("!`"),
+            "{:?}",
+            e.path()
+        );
+        assert!(
+            md.contains("disable-model-invocation: true"),
+            "{:?}",
+            e.path()
+        );
+    }
+    assert!(root.join("plugin/LICENSE").is_file());
+}
+
+#[test]
+fn slash_commands_take_the_exact_words_and_the_session_spending_is_counted() {
+    let server = Cli::Claude.mock(vec![
+        say("Ready."),
+        bash("echo a > a.txt"),
+        say("TASK_COMPLETE"),
+        say("Approved, going on."),
+        say("ok"),
+    ]);
+    let p = Scratch::new()
+        .plan(ONE)
+        .config("[gates]\nfinal_review = true\n")
+        .build();
+    let (plugin, path) = plugin_env();
+    let run = |prompt: &str, resume: Option<&str>| {
+        let mut c = claude(&p, &server);
+        c.args(["-p", prompt, "--plugin-dir"])
+            .arg(&plugin)
+            .env("PATH", &path);
+        if let Some(s) = resume {
+            c.args(["--resume", s]);
+        }
+        let out = c.output().unwrap();
+        assert_ok(&out);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // `/agentloop:start` with a plan path: the run starts bound to this session, and
+    // the plugin's Stop hook drives the session through T1 to the final review.
+    let out = run("/agentloop:start PLAN.md --mode quick", None);
+    let session = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find_map(|v| v["session_id"].as_str().map(String::from))
+        .expect("a session id");
+    let s = p.status();
+    assert_eq!(s["tasks"][0]["status"], "done", "{s}");
+    assert_eq!(s["status"], "waiting", "at the final review");
+    let bound = journal_events(&p)
+        .into_iter()
+        .find(|e| e["kind"] == "session_bound")
+        .unwrap();
+    assert_eq!(bound["data"]["session_id"], session.as_str());
+    // The session's tokens and their cost at the model's list price reach the run.
+    assert!(s["tokens"]["total"].as_u64().unwrap() > 0, "{s}");
+    assert!(s["cost_usd"].as_f64().unwrap() > 0.0, "{s}");
+    // `/agentloop:approve` with quotes, a backtick and `$(…)`: recorded word for word,
+    // from the person in the session; nothing ran.
+    let note = r#"it's "fine" `touch pwned1` $(touch pwned2)"#;
+    run(&format!("/agentloop:approve {note}"), Some(&session));
+    let approve = journal_events(&p)
+        .into_iter()
+        .find(|e| e["kind"] == "control" && e["data"]["request"]["action"] == "approve")
+        .expect("an approval");
+    assert_eq!(approve["data"]["request"]["note"], note);
+    assert_eq!(approve["data"]["source"], "session");
+    assert!(!p.path().join("pwned1").exists() && !p.path().join("pwned2").exists());
+    assert_eq!(p.status()["status"], "completed");
+}
+
+#[test]
+fn a_subagent_at_work_does_not_end_the_task_iteration() {
+    let server = Cli::Claude.mock(vec![
+        say("Ready."),
+        crate::support::claude_tool(
+            "Task",
+            json!({"description": "make a.txt", "prompt": "Create a.txt containing a.", "subagent_type": "general-purpose"}),
+        ),
+        bash("echo a > a.txt"),
+        say("Created a.txt."),
+        say("The subagent made it.\nTASK_COMPLETE"),
+    ]);
+    let p = crate::hook_mode::setup(ONE);
+    let settings = json!({"hooks": {
+        "Stop": [{"hooks": [{"type": "command", "command": format!("{BIN} hook stop"), "timeout": 120}]}],
+        "SubagentStop": [{"hooks": [{"type": "command", "command": format!("{BIN} hook subagent-stop"), "timeout": 120}]}],
+    }});
+    let out = claude(&p, &server)
+        .args(["-p", "Start.", "--settings", &settings.to_string()])
+        .args(["--allowedTools", "Bash,Write,Read,Task"])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let s = p.status();
+    assert_eq!(s["status"], "completed", "{s}");
+    assert_eq!(
+        s["iterations"], 1,
+        "the subagent's end was not a failed try: {s}"
+    );
+}
+
+#[test]
+fn a_team_task_in_tdd_mode_counts_the_tests_committed_since_it_began() {
+    let p = Scratch::new()
+        .plan("# T\n\n## T1: Build A\nMode: tdd\nVerify: test -f a.txt\n")
+        .build();
+    assert_eq!(p.run(&["hook", "start"]).code, Some(0));
+    let done = json!({"session_id": "lead", "cwd": p.path(), "hook_event_name": "TaskCompleted", "task_subject": "T1: Build A"}).to_string();
+    p.write("a.txt", "a");
+    p.commit("a without a test");
+    let (code, _, err) = hook(&p, "task-completed", done.as_bytes());
+    assert_eq!(code, Some(2), "no test yet: {err}");
+    assert!(
+        err.contains("is in tdd mode and no test file changed"),
+        "{err}"
+    );
+    // A teammate writes the test and commits it: the tree is clean, the commit counts.
+    p.write("tests/a_test.sh", "test -f a.txt\n");
+    p.commit("the test for A");
+    let (code, _, err) = hook(&p, "task-completed", done.as_bytes());
+    assert_eq!(code, Some(0), "{err}");
+}
