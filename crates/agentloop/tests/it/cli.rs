@@ -203,3 +203,41 @@ fn watch_frames() {
     );
     insta::assert_snapshot!("watch_gate", redact(&q, &frame));
 }
+
+#[test]
+fn config_show_hides_secret_values_and_hook_install_adds_team_hooks() {
+    let p = Project::example();
+    p.write(
+        "agentloop.toml",
+        "[agents.mine]\ncommand = [\"true\"]\nenv = { API_TOKEN = \"tok-0123456789\", MODE = \"fast\" }\n",
+    );
+    for args in [&["config", "show"][..], &["config", "show", "--json"]] {
+        let r = p.run(args);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        assert!(!r.stdout.contains("tok-0123456789"), "{}", r.stdout);
+        assert!(
+            r.stdout.contains("[REDACTED]") && r.stdout.contains("fast"),
+            "{}",
+            r.stdout
+        );
+    }
+    let r = p.run(&["hook", "install", "--team"]);
+    assert!(r.stderr.contains("5 agentloop hooks"), "{}", r.stderr);
+    assert!(
+        p.read(".claude/settings.json")
+            .contains(" hook teammate-idle")
+    );
+    let help = p.run(&["hook", "--help"]).stdout;
+    for event in [
+        "stop",
+        "subagent-stop",
+        "session-start",
+        "stop-failure",
+        "task-completed",
+        "teammate-idle",
+        "pre-tool-use",
+        "prompt-expansion",
+    ] {
+        assert!(help.contains(&format!("  {event} ")), "{event} in\n{help}");
+    }
+}

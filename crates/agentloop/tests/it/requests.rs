@@ -262,3 +262,19 @@ fn a_run_whose_driver_was_killed_is_interrupted_and_resume_from_the_api_drives_i
     });
     assert_eq!(get(&format!("/api/runs/{id}"))["status"], "completed");
 }
+
+#[test]
+fn requests_to_a_finished_run_say_so_without_suggesting_resume() {
+    let p = scripted(TWO, "touch one.txt two.txt\necho TASK_COMPLETE\n");
+    assert_eq!(p.run(&["run", "--quiet"]).code, Some(0));
+    for cmd in [&["approve"][..], &["stop"], &["pause"]] {
+        let r = p.run(cmd);
+        assert_eq!(r.code, Some(2), "{cmd:?}");
+        assert!(
+            r.stderr.contains("is completed: there is nothing to"),
+            "{}",
+            r.stderr
+        );
+        assert!(!r.stderr.contains("resume"), "{cmd:?}: {}", r.stderr);
+    }
+}
