@@ -4,6 +4,18 @@ use std::fs::File;
 use std::io::Write;
 use std::path::Path;
 
+/// agentloop's own directory for this user, outside every repository:
+/// `$XDG_STATE_HOME/agentloop` (`~/.local/state/agentloop`).
+pub fn state_dir() -> Option<std::path::PathBuf> {
+    let base = std::env::var_os("XDG_STATE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".local/state"))
+        })?;
+    Some(base.join("agentloop"))
+}
+
 /// Writes `bytes` to `path` atomically: a temp file in the same directory, fsync,
 /// rename over the target, fsync the directory.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {

@@ -75,6 +75,9 @@ pub enum Event {
         session_id: String,
         active: bool,
     },
+    /// A line of the journal that agentloop did not write as it stands (a record
+    /// appended or edited by something else): ignored, and recorded once.
+    ForgeryIgnored(super::store::Forged),
     /// Hook mode: the run belongs to this Claude Code session from now on (started from
     /// it, or claimed by it when it began).
     SessionBound {
@@ -104,6 +107,7 @@ impl Event {
             Event::LimitWaitOver => "limit_wait_over",
             Event::HookStop { .. } => "hook_stop",
             Event::SessionBound { .. } => "session_bound",
+            Event::ForgeryIgnored(_) => "forgery_ignored",
             Event::RunFinished { .. } => "run_finished",
         }
     }

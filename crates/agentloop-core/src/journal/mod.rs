@@ -5,15 +5,17 @@
 mod control;
 mod event;
 mod progress;
+mod seal;
 mod state;
 mod store;
 mod task;
 
 pub use event::*;
 pub use progress::render as render_progress;
+pub use seal::{key_path, seal, verifies};
 pub use state::{FoldError, OpenIteration, RunState, STATE_VERSION, StopKind};
 pub use store::{
-    Appended, Contents, JournalError, MAX_LINE_BYTES, Record, SCHEMA_VERSION, Scan, Writer, encode,
-    read, read_first, read_from, scan,
+    Appended, Contents, Forged, JournalError, MAX_LINE_BYTES, Record, SCHEMA_VERSION, Scan, Writer,
+    encode, read, read_first, read_from, scan,
 };
 pub use task::{TaskState, TaskStatus};

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 
 use super::event::*;
-use super::store::Record;
+use super::store::{Forged, Record};
 use super::task::{TaskState, TaskStatus};
 use crate::config::Settings;
 use crate::paths::is_test_path;
@@ -102,6 +102,9 @@ pub struct RunState {
     /// Hook mode: continuations asked for in a row (Claude Code allows 8).
     #[serde(default)]
     pub hook_chain: u32,
+    /// Journal lines agentloop did not write, found and ignored.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forged: Vec<Forged>,
     /// Bytes of the journal folded into this state (set when it is cached to disk).
     #[serde(default)]
     pub journal_bytes: u64,
@@ -183,6 +186,7 @@ impl RunState {
             session: None,
             hook_chain: 0,
             journal_bytes: 0,
+            forged: Vec::new(),
             index: HashMap::new(),
             requests: HashSet::new(),
         };
@@ -362,6 +366,11 @@ impl RunState {
                 self.limit_streak += 1;
                 if let Some(open) = &mut self.open {
                     open.limited = true;
+                }
+            }
+            Event::ForgeryIgnored(f) => {
+                if !self.forged.contains(f) {
+                    self.forged.push(f.clone());
                 }
             }
             Event::SessionBound { session_id } => {

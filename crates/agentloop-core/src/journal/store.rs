@@ -1,7 +1,10 @@
 //! The append-only journal: one JSON object per line,
-//! `{"v":1,"seq":N,"time":"…","kind":"…","data":{…},"sum":"crc32"}`.
+//! `{"v":1,"seq":N,"time":"…","kind":"…","data":{…},"sum":"crc32","mac":"…"}`.
 //!
-//! The checksum covers every byte of the line before `,"sum":`. A line is appended and
+//! The checksum covers every byte of the line before `,"sum":` and tells a damaged line
+//! from a whole one; the seal (`mac`, see `seal`) covers every byte before `,"mac":` and
+//! tells a line agentloop wrote from one anything else wrote. An unsealed line is
+//! reported and skipped: it is never folded, whatever it says. A line is appended and
 //! fsynced before the action it records is taken. Appends from several processes (the
 //! driver, control commands) take an exclusive lock on the journal file itself, so no
 //! request is ever lost. A torn last line (a write cut short by a crash) is reported and
@@ -21,6 +24,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
 const SUM_TAG: &[u8] = b",\"sum\":\"";
+const MAC_TAG: &[u8] = b",\"mac\":\"";
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record {
@@ -63,6 +67,10 @@ pub enum JournalError {
     },
     #[error("{path}: the journal is empty")]
     Empty { path: PathBuf },
+    #[error(
+        "{path}:1: the run's first record is not sealed with this machine's key ({key}): the journal was written elsewhere, or replaced"
+    )]
+    Unsealed { path: PathBuf, key: String },
 }
 
 impl JournalError {
@@ -82,6 +90,18 @@ pub struct Contents {
     pub valid_len: u64,
     /// Length in bytes of a torn last line, if there was one.
     pub torn_tail: Option<u64>,
+    /// Lines that are not agentloop's own: skipped.
+    pub forged: Vec<Forged>,
+}
+
+/// A line of the journal that agentloop did not write as it stands (appended by
+/// something else, or edited): never folded, always reported.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Forged {
+    pub line: usize,
+    /// What the line claims to be.
+    pub seq: u64,
+    pub kind: String,
 }
 
 /// Encodes one journal line (with its newline).
@@ -94,7 +114,11 @@ pub fn encode(seq: u64, time: &str, event: &Event) -> Vec<u8> {
     );
     line.extend_from_slice(&body[1..body.len() - 1]);
     let sum = crc32fast::hash(&line);
-    line.extend_from_slice(format!(",\"sum\":\"{sum:08x}\"}}\n").as_bytes());
+    line.extend_from_slice(format!(",\"sum\":\"{sum:08x}\"").as_bytes());
+    // Without a key (no state directory) the line is written unsealed, and reading it
+    // back says so.
+    let mac = super::seal::seal(&line).unwrap_or_default();
+    line.extend_from_slice(format!(",\"mac\":\"{mac}\"}}\n").as_bytes());
     line
 }
 
@@ -107,13 +131,42 @@ struct RawLine {
     event: serde_json::Value,
 }
 
+/// A line, read.
+enum Decoded {
+    Sealed(Record),
+    /// Not agentloop's: what it claims to be, as far as it can be read.
+    Forged {
+        seq: u64,
+        kind: String,
+    },
+}
+
 /// Decodes one line (without its newline); `Err` holds a message for the person.
-fn decode(path: &Path, line_no: usize, line: &[u8]) -> Result<Record, JournalError> {
+fn decode(path: &Path, line_no: usize, line: &[u8]) -> Result<Decoded, JournalError> {
     let corrupt = |message: String| JournalError::Corrupt {
         path: path.to_path_buf(),
         line: line_no,
         message,
     };
+    // The seal is the last field. A line without a valid one is not agentloop's,
+    // whatever it says or however it is damaged: it is skipped, never an error.
+    let sealed = find_last(line, MAC_TAG).and_then(|m| {
+        let mac = line[m + MAC_TAG.len()..].strip_suffix(b"\"}")?;
+        let mac = std::str::from_utf8(mac).ok()?;
+        super::seal::verifies(&line[..m], mac).then_some(m)
+    });
+    let Some(m) = sealed else {
+        let raw: Option<serde_json::Value> = serde_json::from_slice(line).ok();
+        let seq = raw.as_ref().and_then(|v| v["seq"].as_u64()).unwrap_or(0);
+        let kind = raw
+            .as_ref()
+            .and_then(|v| v["kind"].as_str().map(String::from))
+            .unwrap_or_else(|| "unreadable".into());
+        return Ok(Decoded::Forged { seq, kind });
+    };
+    let mut whole = line[..m].to_vec();
+    whole.push(b'}');
+    let line = &whole[..];
     let at = find_last(line, SUM_TAG).ok_or_else(|| corrupt("no checksum".into()))?;
     let sum_hex = &line[at + SUM_TAG.len()..];
     let sum_hex = sum_hex
@@ -144,11 +197,11 @@ fn decode(path: &Path, line_no: usize, line: &[u8]) -> Result<Record, JournalErr
         body.push(b'}');
         let event: Event = serde_json::from_slice(&body)
             .map_err(|e| corrupt(format!("unknown or malformed event: {e}")))?;
-        return Ok(Record {
+        return Ok(Decoded::Sealed(Record {
             seq,
             time: time.to_string(),
             event,
-        });
+        }));
     }
     // Not in the shape this build writes: read it generically for a precise message.
     let raw: RawLine =
@@ -166,11 +219,11 @@ fn decode(path: &Path, line_no: usize, line: &[u8]) -> Result<Record, JournalErr
     }
     let event: Event = serde_json::from_value(obj)
         .map_err(|e| corrupt(format!("unknown or malformed event: {e}")))?;
-    Ok(Record {
+    Ok(Decoded::Sealed(Record {
         seq: raw.seq,
         time: raw.time,
         event,
-    })
+    }))
 }
 
 /// Splits `{"v":V,"seq":N,"time":"T",REST` (the shape `encode` writes).
@@ -195,12 +248,15 @@ fn find_last(hay: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 /// Where a scan of a journal ended.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Scan {
     /// Bytes of valid lines, counted from the start of the file.
     pub valid_len: u64,
     pub torn_tail: Option<u64>,
+    /// Sealed records read.
     pub count: u64,
+    /// Lines agentloop did not write as they stand: skipped.
+    pub forged: Vec<Forged>,
 }
 
 /// Reads and checks a journal from byte `from` (where sequence `first_seq` starts),
@@ -222,6 +278,7 @@ pub fn scan(
     };
     let mut buf = Vec::new();
     let mut expect_seq = first_seq;
+    let mut last_sealed_line = 0usize;
     // Line numbers are exact when reading from the start of the file.
     let mut line_no = 0usize;
     loop {
@@ -245,20 +302,54 @@ pub fn scan(
             out.torn_tail = Some(buf.len() as u64);
             break;
         }
-        let rec = decode(path, line_no, &buf[..buf.len() - 1])?;
+        let decoded = decode(path, line_no, &buf[..buf.len() - 1])?;
+        out.valid_len += buf.len() as u64;
+        let rec = match decoded {
+            Decoded::Sealed(rec) => rec,
+            Decoded::Forged { .. } if from == 0 && line_no == 1 => {
+                return Err(unsealed(path));
+            }
+            Decoded::Forged { seq, kind } => {
+                out.forged.push(Forged {
+                    line: line_no,
+                    seq,
+                    kind,
+                });
+                continue;
+            }
+        };
         if rec.seq != expect_seq {
-            return Err(JournalError::Corrupt {
-                path: path.to_path_buf(),
-                line: line_no,
-                message: format!(
-                    "sequence number {} where {expect_seq} was expected",
-                    rec.seq
-                ),
-            });
+            // A record of agentloop's is missing: edited in place (its line is no longer
+            // sealed) or removed.
+            let between = out.forged.iter().find(|f| f.line > last_sealed_line);
+            let err = match out
+                .forged
+                .iter()
+                .rev()
+                .find(|f| f.seq == expect_seq)
+                .or(between)
+            {
+                Some(f) => JournalError::Corrupt {
+                    path: path.to_path_buf(),
+                    line: f.line,
+                    message: format!(
+                        "record {expect_seq} was altered: the line is not sealed as agentloop wrote it"
+                    ),
+                },
+                None => JournalError::Corrupt {
+                    path: path.to_path_buf(),
+                    line: line_no,
+                    message: format!(
+                        "sequence number {} where {expect_seq} was expected: a record was removed",
+                        rec.seq
+                    ),
+                },
+            };
+            return Err(err);
         }
         expect_seq += 1;
-        out.valid_len += buf.len() as u64;
         out.count += 1;
+        last_sealed_line = line_no;
         f(rec);
     }
     Ok(out)
@@ -278,7 +369,19 @@ pub fn read_first(path: &Path) -> Result<Record, JournalError> {
             path: path.to_path_buf(),
         });
     }
-    decode(path, 1, &line[..line.len() - 1])
+    match decode(path, 1, &line[..line.len() - 1])? {
+        Decoded::Sealed(rec) => Ok(rec),
+        Decoded::Forged { .. } => Err(unsealed(path)),
+    }
+}
+
+fn unsealed(path: &Path) -> JournalError {
+    JournalError::Unsealed {
+        path: path.to_path_buf(),
+        key: super::seal::key_path()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "no state directory".into()),
+    }
 }
 
 /// Reads and checks a journal from byte `from` into memory.
@@ -289,6 +392,7 @@ pub fn read_from(path: &Path, from: u64, first_seq: u64) -> Result<Contents, Jou
         records,
         valid_len: s.valid_len,
         torn_tail: s.torn_tail,
+        forged: s.forged,
     })
 }
 
@@ -319,6 +423,8 @@ pub struct Writer {
     /// Bytes of the file this writer has read.
     offset: u64,
     next_seq: u64,
+    /// Unsealed lines met while catching up, not yet reported.
+    forged: Vec<Forged>,
 }
 
 impl Writer {
@@ -335,6 +441,7 @@ impl Writer {
             file,
             offset: 0,
             next_seq: 1,
+            forged: Vec::new(),
         };
         let mut recs = w.append(first)?;
         let rec = recs.pop().expect("append returns the new record last");
@@ -357,6 +464,7 @@ impl Writer {
             file,
             offset,
             next_seq,
+            forged: Vec::new(),
         })
     }
 
@@ -460,7 +568,19 @@ impl Writer {
         }
         self.offset = c.valid_len;
         self.next_seq += c.records.len() as u64;
+        self.forged.extend(c.forged);
         Ok(c.records)
+    }
+
+    /// Unsealed lines found by an earlier read, for this writer's owner to report.
+    pub fn note_forged(&mut self, forged: Vec<Forged>) {
+        self.forged.extend(forged);
+    }
+
+    /// Lines found since the last call that agentloop did not write: skipped, for the
+    /// caller to report.
+    pub fn take_forged(&mut self) -> Vec<Forged> {
+        std::mem::take(&mut self.forged)
     }
 }
 
@@ -565,7 +685,7 @@ mod tests {
     }
 
     #[test]
-    fn checksum_mismatch_names_the_line() {
+    fn an_altered_record_is_named_by_its_line() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("journal.jsonl");
         let (mut w, _) = Writer::create(&p, &ev(0)).unwrap();
@@ -577,7 +697,7 @@ mod tests {
         std::fs::write(&p, text).unwrap();
         let e = read(&p).unwrap_err().to_string();
         assert!(
-            e.contains("journal.jsonl:2: checksum mismatch (line says "),
+            e.contains("journal.jsonl:2: record 2 was altered: the line is not sealed as agentloop wrote it"),
             "{e}"
         );
     }

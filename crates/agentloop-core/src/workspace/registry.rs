@@ -9,11 +9,7 @@ use super::RunDir;
 /// The registry of runs on this machine: `$XDG_STATE_HOME/agentloop/runs.jsonl`
 /// (`~/.local/state/agentloop/runs.jsonl`), one `{"run_id","path"}` line per run.
 pub fn registry_path() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_STATE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))?;
-    Some(base.join("agentloop").join("runs.jsonl"))
+    crate::fsutil::state_dir().map(|d| d.join("runs.jsonl"))
 }
 
 pub(crate) fn register(run: &RunDir) -> std::io::Result<()> {

@@ -24,13 +24,12 @@ pub struct Loaded {
 }
 
 impl Loaded {
-    /// A writer positioned at the end of what was read.
+    /// A writer positioned at the end of what was read (carrying the lines that were
+    /// not agentloop's, for its owner to report).
     pub fn writer(&self, run: &RunDir) -> Result<Writer, WorkspaceError> {
-        Ok(Writer::open(
-            &run.journal(),
-            self.scan.valid_len,
-            self.state.last_seq + 1,
-        )?)
+        let mut w = Writer::open(&run.journal(), self.scan.valid_len, self.state.last_seq + 1)?;
+        w.note_forged(self.scan.forged.clone());
+        Ok(w)
     }
 }
 
@@ -40,6 +39,10 @@ impl RunDir {
     }
     pub fn state_file(&self) -> PathBuf {
         self.path.join("state.json")
+    }
+    /// The seal of `state.json`, written by agentloop with it.
+    pub fn state_seal_file(&self) -> PathBuf {
+        self.path.join("state.json.seal")
     }
     pub fn progress_file(&self) -> PathBuf {
         self.path.join("progress.md")
@@ -67,6 +70,28 @@ impl RunDir {
             None => Err(JournalError::Empty { path }.into()),
             Some(Err(source)) => Err(WorkspaceError::Fold { path, source }),
             Some(Ok(mut state)) => {
+                // The sealed cache knows how far the journal went: records missing at
+                // the end were altered or removed.
+                if let Some(cached) = self.sealed_cache()
+                    && cached.last_seq > state.last_seq
+                {
+                    let line = scan
+                        .forged
+                        .first()
+                        .map_or(scan.count as usize + 1, |f| f.line);
+                    return Err(JournalError::Corrupt {
+                        path,
+                        line,
+                        message: format!(
+                            "records {}..{} are missing or altered: the journal ends at {} where agentloop had written {}",
+                            state.last_seq + 1,
+                            cached.last_seq,
+                            state.last_seq,
+                            cached.last_seq
+                        ),
+                    }
+                    .into());
+                }
                 state.journal_bytes = scan.valid_len;
                 Ok(Loaded {
                     state,
@@ -77,14 +102,26 @@ impl RunDir {
         }
     }
 
+    /// `state.json` if agentloop sealed it as it stands (an edited cache is ignored).
+    fn sealed_cache(&self) -> Option<RunState> {
+        let seal = std::fs::read_to_string(self.state_seal_file()).ok()?;
+        std::fs::read(self.state_file())
+            .ok()
+            .filter(|b| journal::verifies(b, seal.trim()))
+            .and_then(|b| serde_json::from_slice::<RunState>(&b).ok())
+            .filter(|s| s.v == journal::STATE_VERSION)
+    }
+
     /// Loads the run from its cached `state.json` plus the journal written after it,
     /// falling back to a full [`RunDir::load`] when the cache is missing, stale in an
     /// unexpected way, or of another version. Every journal line read is checked.
     pub fn load_cached(&self) -> Result<Loaded, WorkspaceError> {
-        let cached = std::fs::read(self.state_file())
-            .ok()
-            .and_then(|b| serde_json::from_slice::<RunState>(&b).ok())
-            .filter(|s| s.v == journal::STATE_VERSION && s.journal_bytes > 0);
+        // The cache is used only as agentloop sealed it: an edited state.json is ignored.
+        let len = std::fs::metadata(self.journal()).map_or(0, |m| m.len());
+        // A journal shorter than the cache says was cut: the full load says where.
+        let cached = self
+            .sealed_cache()
+            .filter(|s| s.journal_bytes > 0 && s.journal_bytes <= len);
         let Some(mut state) = cached else {
             return self.load();
         };
@@ -122,7 +159,11 @@ impl RunDir {
 
     /// Rewrites `state.json` and `progress.md` from the state (both are caches).
     pub fn write_derived(&self, s: &RunState) -> Result<(), WorkspaceError> {
-        write_atomic(&self.state_file(), &pretty_json(s)).map_err(io(&self.path))?;
+        let bytes = pretty_json(s);
+        write_atomic(&self.state_file(), &bytes).map_err(io(&self.path))?;
+        // Its seal beside it (a crash between the two leaves a cache that is not used).
+        let seal = journal::seal(&bytes).unwrap_or_default();
+        write_atomic(&self.state_seal_file(), seal.as_bytes()).map_err(io(&self.path))?;
         write_atomic(
             &self.progress_file(),
             journal::render_progress(s).as_bytes(),

@@ -144,6 +144,10 @@ fn describe(e: &Event) -> String {
             )
         }
         Event::SessionBound { session_id } => format!("bound to session {session_id}"),
+        Event::ForgeryIgnored(f) => format!(
+            "line {} ({} claiming seq {}) was not written by agentloop; ignored",
+            f.line, f.kind, f.seq
+        ),
         Event::RunFinished { status, reason } => {
             format!("{} · {}", status.as_str(), reason.describe())
         }

@@ -183,6 +183,29 @@ impl Driver {
             }
             self.progress.event(&self.state, r);
         }
+        self.report_forged();
+    }
+
+    /// Lines of the journal agentloop did not write, met while reading it: never acted
+    /// on; each is recorded once and said on stderr.
+    fn report_forged(&mut self) {
+        for f in self.writer.take_forged() {
+            if self.state.forged.contains(&f) {
+                continue;
+            }
+            crate::render::warn(&format!(
+                "journal line {} is not agentloop's (a {} record claiming seq {}, appended or edited by something else): ignored",
+                f.line, f.kind, f.seq
+            ));
+            match self.writer.append(&Event::ForgeryIgnored(f)) {
+                Ok(recs) => {
+                    for r in &recs {
+                        self.state.apply(r);
+                    }
+                }
+                Err(e) => crate::render::warn(&format!("cannot record it: {e}")),
+            }
+        }
     }
 
     fn poll_controls(&mut self) -> Result<(), CliError> {

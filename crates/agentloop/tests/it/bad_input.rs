@@ -239,14 +239,21 @@ fn finished_run() -> (Project, std::path::PathBuf) {
     (p, j)
 }
 
-/// Re-checksums a journal line after editing it, so only the edit is wrong.
-fn reseal(line: &str) -> String {
+/// Re-checksums and re-seals a journal line after editing it with the project's own
+/// key (as only agentloop can), so only the edit is wrong.
+fn reseal(p: &Project, line: &str) -> String {
+    use hmac::Mac;
     let at = line.rfind(",\"sum\":\"").unwrap();
     let body = &line[..at];
-    format!(
-        "{body},\"sum\":\"{:08x}\"}}",
-        crc32fast_hash(body.as_bytes())
-    )
+    let summed = format!("{body},\"sum\":\"{:08x}\"", crc32fast_hash(body.as_bytes()));
+    let key = std::fs::read(p.path().join(".git/xdg-state/agentloop/journal.key")).unwrap();
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(&key).unwrap();
+    mac.update(summed.as_bytes());
+    let hex: String = mac.finalize().into_bytes()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("{summed},\"mac\":\"{hex}\"}}")
 }
 
 fn crc32fast_hash(b: &[u8]) -> u32 {
@@ -294,7 +301,7 @@ fn corrupted_journal_line() {
         let first = first_line(&p, &r.stderr);
         assert!(
             first.starts_with(&want)
-                && first.contains("/journal.jsonl:5: checksum mismatch (line says "),
+                && first.contains("/journal.jsonl:5: record 5 was altered: the line is not sealed as agentloop wrote it"),
             "{first}"
         );
         assert!(p.tree() == before, "{args:?} changed files");
@@ -304,7 +311,9 @@ fn corrupted_journal_line() {
 #[test]
 fn unknown_schema_version_and_event_kind() {
     let (p, j) = finished_run();
-    edit_line(&j, 3, |l| reseal(&l.replacen("{\"v\":1,", "{\"v\":7,", 1)));
+    edit_line(&j, 3, |l| {
+        reseal(&p, &l.replacen("{\"v\":1,", "{\"v\":7,", 1))
+    });
     let r = p.run(&["status"]);
     assert_eq!(r.code, Some(2));
     assert!(
@@ -321,7 +330,10 @@ fn unknown_schema_version_and_event_kind() {
 
     let (p, j) = finished_run();
     edit_line(&j, 4, |l| {
-        reseal(&l.replacen("\"kind\":\"agent_finished\"", "\"kind\":\"teleported\"", 1))
+        reseal(
+            &p,
+            &l.replacen("\"kind\":\"agent_finished\"", "\"kind\":\"teleported\"", 1),
+        )
     });
     let r = p.run(&["journal", "verify"]);
     assert_eq!(r.code, Some(2));
@@ -343,7 +355,7 @@ fn invalid_utf8_and_huge_journal_lines() {
     let r = p.run(&["journal", "verify"]);
     assert_eq!(r.code, Some(2));
     assert!(
-        first_line(&p, &r.stderr).contains("/journal.jsonl:2: checksum mismatch"),
+        first_line(&p, &r.stderr).contains("/journal.jsonl:2: record 2 was altered"),
         "{}",
         r.stderr
     );
@@ -354,13 +366,23 @@ fn invalid_utf8_and_huge_journal_lines() {
     text.extend(b"\n{\"v\":1}\n");
     std::fs::write(&j, &text).unwrap();
     let before = p.tree();
-    let r = p.run(&["resume"]);
+    // Lines that are not agentloop's are named, whatever they hold, and never read as
+    // events: the run stays what agentloop recorded.
+    let r = p.run(&["journal", "verify"]);
     assert_eq!(r.code, Some(2));
     assert!(
-        first_line(&p, &r.stderr).contains("/journal.jsonl:20: no checksum"),
+        r.stderr
+            .contains("/journal.jsonl:20: not written by agentloop (a unreadable record"),
         "{}",
         r.stderr
     );
+    assert!(
+        r.stderr
+            .contains("/journal.jsonl:21: not written by agentloop"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(p.status()["status"], "completed");
     assert!(p.tree() == before);
 }
 

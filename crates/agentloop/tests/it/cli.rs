@@ -11,11 +11,7 @@ fn demo_runs_the_example_to_verified_completion() {
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     insta::assert_snapshot!(redact(&p, &r.stderr));
     // The example agent's false claim on T2 was caught by verification, then fixed.
-    let log = std::process::Command::new(crate::support::BIN)
-        .arg("log")
-        .current_dir(&dir)
-        .output()
-        .unwrap();
+    let log = p.cmd(&["log"]).current_dir(&dir).output().unwrap();
     let log = String::from_utf8_lossy(&log.stdout).into_owned();
     assert!(log.contains("Failed · verification failed: `sh tests/test_shout.sh` exited 1 (the agent claimed the task was complete)"), "{log}");
     let greet = std::fs::read_to_string(dir.join("src/greet.sh")).unwrap();
@@ -177,11 +173,7 @@ fn the_documented_plan_example_is_valid() {
 fn watch_frames() {
     let p = Project::example();
     assert_eq!(p.run(&["run", "--quiet"]).code, Some(0));
-    let run = agentloop_core::workspace::RunDir {
-        id: "x".into(),
-        path: p.run_dir(),
-    };
-    let state = run.load().unwrap().state;
+    let state = cached_state(&p);
     let frame = agentloop::watch_frame(&state, "", "watching", 100, 20);
     insta::assert_snapshot!("watch_completed", redact(&p, &frame));
     // A run waiting at a gate shows what it needs, with the live output of the iteration.
@@ -190,11 +182,7 @@ fn watch_frames() {
         .agent("cat >/dev/null; echo TASK_COMPLETE\n")
         .build();
     assert_eq!(q.run(&["run", "--no-wait", "--quiet"]).code, Some(5));
-    let run = agentloop_core::workspace::RunDir {
-        id: "y".into(),
-        path: q.run_dir(),
-    };
-    let state = run.load().unwrap().state;
+    let state = cached_state(&q);
     let frame =
         agentloop::watch_frame(&state, "$ cargo test\nrunning 3 tests", "watching", 100, 20);
     assert!(
@@ -240,4 +228,12 @@ fn config_show_hides_secret_values_and_hook_install_adds_team_hooks() {
     ] {
         assert!(help.contains(&format!("  {event} ")), "{event} in\n{help}");
     }
+}
+
+/// The run's state as its `state.json` says (unsealed reading is fine for a picture).
+fn cached_state(p: &Project) -> agentloop_core::journal::RunState {
+    let text = std::fs::read_to_string(p.run_dir().join("state.json")).unwrap();
+    let mut state: agentloop_core::journal::RunState = serde_json::from_str(&text).unwrap();
+    state.reindex();
+    state
 }

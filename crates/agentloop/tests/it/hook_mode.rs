@@ -45,6 +45,8 @@ pub(crate) fn claude(p: &Project, server: &MockServer) -> Command {
     .env("CLAUDE_CONFIG_DIR", &home)
     .env("NO_COLOR", "1")
     .env("XDG_CONFIG_HOME", p.path().join(".xdg-none"))
+    // The hooks it runs share the project's agentloop state (and journal key).
+    .env("XDG_STATE_HOME", p.path().join(".git/xdg-state"))
     .stdin(std::process::Stdio::null());
     c
 }
@@ -320,7 +322,7 @@ fn malformed_input_gets_a_non_blocking_answer_and_writes_nothing() {
     assert!(
         msg.starts_with("agentloop: run ")
             && msg.contains("cannot be read, so it is not driven:")
-            && msg.contains("checksum mismatch"),
+            && msg.contains("first record is not sealed with this machine's key"),
         "{msg}"
     );
     assert!(v.get("decision").is_none(), "never a block");

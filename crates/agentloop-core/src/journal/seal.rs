@@ -1,0 +1,97 @@
+//! Journal records are sealed with an HMAC under a key that lives outside every
+//! repository (`$XDG_STATE_HOME/agentloop/journal.key`, readable by its owner only), so
+//! a line appended or edited by anything but agentloop — an agent that learnt the line
+//! format, a script — does not verify: it is reported and never acted on.
+//!
+//! Without a sandbox an agent runs with its user's rights and could read the key; this
+//! stops accidental and casual forgery, not a determined agent (see docs/SECURITY.md).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+/// Bytes of the HMAC-SHA256 kept in each line (hex doubles it).
+const MAC_BYTES: usize = 16;
+
+/// The key file: `$XDG_STATE_HOME/agentloop/journal.key` (`~/.local/state/…`).
+pub fn key_path() -> Option<PathBuf> {
+    crate::fsutil::state_dir().map(|d| d.join("journal.key"))
+}
+
+/// The key, read once per process; created (32 random bytes, mode 0600) the first
+/// time. `None` when there is no state directory or it cannot be written.
+fn key() -> Option<&'static [u8]> {
+    static KEY: OnceLock<Option<Vec<u8>>> = OnceLock::new();
+    KEY.get_or_init(|| load_or_create().ok()).as_deref()
+}
+
+fn load_or_create() -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let path = key_path().ok_or_else(|| std::io::Error::other("no state directory"))?;
+    if let Ok(k) = std::fs::read(&path)
+        && k.len() >= 32
+    {
+        return Ok(k);
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+    }
+    let mut key = vec![0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut key))?;
+    // Two processes may race to create it: the first one wins, the other reads it.
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+    {
+        Ok(mut f) => {
+            f.write_all(&key)?;
+            f.sync_all()?;
+            Ok(key)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => std::fs::read(&path),
+        Err(e) => Err(e),
+    }
+}
+
+/// The seal of a line's bytes, as lowercase hex; `None` without a key.
+pub fn seal(bytes: &[u8]) -> Option<String> {
+    let mut mac = Hmac::<Sha256>::new_from_slice(key()?).ok()?;
+    mac.update(bytes);
+    let out = mac.finalize().into_bytes();
+    Some(
+        out[..MAC_BYTES]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect(),
+    )
+}
+
+/// Whether `hex` is the seal of `bytes` under this machine's key (compared in
+/// constant time).
+pub fn verifies(bytes: &[u8], hex: &str) -> bool {
+    let Some(key) = key() else { return false };
+    let Some(given) = (0..hex.len())
+        .step_by(2)
+        .map(|i| {
+            hex.get(i..i + 2)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        })
+        .collect::<Option<Vec<u8>>>()
+    else {
+        return false;
+    };
+    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(key) else {
+        return false;
+    };
+    mac.update(bytes);
+    given.len() == MAC_BYTES && mac.verify_truncated_left(&given).is_ok()
+}
