@@ -131,7 +131,8 @@ struct RawLine {
     event: serde_json::Value,
 }
 
-/// A line, read.
+/// A line, read. (One exists at a time, and is consumed at once: no boxing.)
+#[allow(clippy::large_enum_variant)]
 enum Decoded {
     Sealed(Record),
     /// Not agentloop's: what it claims to be, as far as it can be read.
