@@ -145,6 +145,7 @@ pub fn agent_spec(
         .iter()
         .map(|(k, v)| (k.into(), v.into()))
         .collect();
+    spec.env.push(("AGENTLOOP_RUN".into(), inv.run_id.into()));
     spec.pass_env = Some(config.allowed_env());
     spec.stdin = stdin;
     spec.timeout = config.timeout;

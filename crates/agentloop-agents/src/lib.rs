@@ -36,6 +36,9 @@ pub struct AgentRun {
 
 /// The files and limits of one iteration.
 pub struct Invocation<'a> {
+    /// The run the agent works for (in its environment as `AGENTLOOP_RUN`, so its
+    /// requests to control that run are known as its own).
+    pub run_id: &'a str,
     pub workdir: &'a Path,
     pub prompt: &'a str,
     /// `prompt.md` of the iteration, already written.

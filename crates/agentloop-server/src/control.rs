@@ -3,9 +3,11 @@
 
 use agentloop_core::journal::{self, Event, Request, RunStatus};
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::{ConnectInfo, Path, State};
 use serde::Deserialize;
 use serde_json::{Value, json};
+
+use agentloop_core::workspace::WorkspaceError;
 
 use crate::Server;
 use crate::error::{ApiError, json_body};
@@ -25,6 +27,7 @@ pub(crate) struct ControlBody {
 pub(crate) async fn control(
     State(s): State<Server>,
     Path(id): Path<String>,
+    ConnectInfo(client): ConnectInfo<std::net::SocketAddr>,
     body: Result<Json<ControlBody>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let Json(b) = json_body(body)?;
@@ -93,9 +96,15 @@ pub(crate) async fn control(
             let seq = run.load_cached().map(|l| l.state.last_seq).unwrap_or(0);
             return Ok(json!({ "seq": seq, "duplicate": false, "driver": "started" }));
         }
+        // The client's process, to refuse the agent's own requests (its pid cannot be
+        // known off this machine; loopback is all `serve` listens on by default).
+        let asker = crate::peer::client_pid(client).unwrap_or(0);
         let (rec, _) = run
-            .append_control(loaded, rid, "http", request)
-            .map_err(|e| ApiError::Internal(e.to_string()))?;
+            .append_control_from(loaded, rid, "http", request, asker)
+            .map_err(|e| match e {
+                WorkspaceError::Refused { .. } => ApiError::Forbidden(e.to_string()),
+                e => ApiError::Internal(e.to_string()),
+            })?;
         // With no driver, what follows from the request alone is recorded now, as
         // for the CLI: a stop ends the run, an interrupted iteration is aborted.
         run.settle()

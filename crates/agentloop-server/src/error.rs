@@ -14,6 +14,8 @@ pub enum ApiError {
     /// A registered run whose directory was deleted.
     Gone(String),
     Bad(String),
+    /// Refused for who asked (the agent controlling its own run).
+    Forbidden(String),
     Conflict(String),
     Internal(String),
     /// Axum's own rejection (malformed JSON 400, too large 413, …).
@@ -30,6 +32,7 @@ impl IntoResponse for ApiError {
             ApiError::NotFound(m) => (StatusCode::NOT_FOUND, m),
             ApiError::Gone(m) => (StatusCode::GONE, m),
             ApiError::Bad(m) => (StatusCode::BAD_REQUEST, m),
+            ApiError::Forbidden(m) => (StatusCode::FORBIDDEN, m),
             ApiError::Conflict(m) => (StatusCode::CONFLICT, m),
             ApiError::Internal(m) => (StatusCode::INTERNAL_SERVER_ERROR, m),
             ApiError::Rejected(status, m) => (status, m),

@@ -9,6 +9,7 @@ mod dashboard;
 mod error;
 mod events;
 mod iterations;
+mod peer;
 mod runs;
 mod start;
 

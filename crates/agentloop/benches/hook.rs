@@ -72,6 +72,7 @@ fn main() {
         &Event::HookStop {
             session_id: "d7a751d6-8da8-4164-91d3-0ee221b7b143".into(),
             active: false,
+            pid: None,
         },
     ));
     seq += 1;

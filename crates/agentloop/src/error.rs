@@ -117,6 +117,9 @@ impl From<WorkspaceError> for CliError {
             }
             WorkspaceError::Locked { .. } => CliError::user(e.to_string())
                 .hint("control it from here with `agentloop pause|stop|steer …`, or wait for that driver to end"),
+            WorkspaceError::Refused { .. } => CliError::user(e.to_string()).hint(
+                "a person's request comes from outside the agent: another terminal, the dashboard, or the plugin's slash command typed in the session; the attempt is in the run's journal",
+            ),
             WorkspaceError::Io { .. } => CliError::internal(e.to_string()),
             WorkspaceError::Fold { .. }
             | WorkspaceError::BadRunId(_)

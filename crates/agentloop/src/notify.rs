@@ -81,26 +81,35 @@ pub fn send(n: &Notify, body: Value) -> Option<JoinHandle<()>> {
                 Err(e) => crate::render::warn(&format!("webhook {url} failed: {e}")),
             }
         }
+        // Started as ours, so the driver's end-of-iteration sweep of what the agent
+        // left behind does not take them.
+        use agentloop_core::exec::reap;
         if let Some((program, args)) = n.command.split_first()
-            && let Ok(mut child) = Command::new(program)
-                .args(args)
-                .stdin(Stdio::piped())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
+            && let Ok(mut child) = reap::spawn_spared(
+                Command::new(program)
+                    .args(args)
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null()),
+            )
         {
             if let Some(mut stdin) = child.stdin.take() {
                 let _ = stdin.write_all(text.as_bytes());
             }
             let _ = child.wait();
+            reap::release(child.id());
         }
         if n.desktop {
             let title = format!("agentloop: {}", body["title"].as_str().unwrap_or("run"));
-            let _ = Command::new("notify-send")
-                .arg(title)
-                .arg(body["message"].as_str().unwrap_or(""))
-                .stderr(Stdio::null())
-                .status();
+            if let Ok(mut child) = reap::spawn_spared(
+                Command::new("notify-send")
+                    .arg(title)
+                    .arg(body["message"].as_str().unwrap_or(""))
+                    .stderr(Stdio::null()),
+            ) {
+                let _ = child.wait();
+                reap::release(child.id());
+            }
         }
     }))
 }

@@ -52,11 +52,51 @@ fn children() -> Vec<Pid> {
         .collect()
 }
 
-/// Ends every child of this process: SIGTERM, up to a second to go (so helpers can
-/// release their locks), then SIGKILL; all are reaped. Gives up after `limit`.
+/// Children this process started on purpose besides the agent (a notification
+/// command): never taken for an agent's leftovers.
+static SPARED: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
+
+/// Starts `cmd` as a child of ours that is not an agent's leftover: orphan killing
+/// leaves it alone until [`release`]. The pid is marked before anyone can look.
+pub fn spawn_spared(cmd: &mut std::process::Command) -> std::io::Result<std::process::Child> {
+    let mut spared = SPARED.lock().unwrap_or_else(|e| e.into_inner());
+    let child = cmd.spawn()?;
+    spared.push(child.id() as i32);
+    Ok(child)
+}
+
+/// Ends the spare given by [`spawn_spared`] (once the child was waited for).
+pub fn release(pid: u32) {
+    if let Ok(mut s) = SPARED.lock() {
+        s.retain(|p| *p != pid as i32);
+    }
+}
+
+/// This process's children that no one spared: what agents left behind.
+fn leftovers() -> Vec<Pid> {
+    let spared = SPARED.lock().map(|s| s.clone()).unwrap_or_default();
+    children()
+        .into_iter()
+        .filter(|p| !spared.contains(&p.as_raw()))
+        .collect()
+}
+
+/// Reaps orphans that have exited, without waiting for the others.
+pub(super) fn reap_exited() {
+    use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+    while let Ok(st) = waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+        if st == WaitStatus::StillAlive {
+            break;
+        }
+    }
+}
+
+/// Ends every child of this process that an agent left: SIGTERM, up to a second to go
+/// (so helpers can release their locks), then SIGKILL; all are reaped. Gives up after
+/// `limit`.
 pub(super) fn kill_orphans(limit: Duration) {
     let until = Instant::now() + limit;
-    let first = children();
+    let first = leftovers();
     if first.is_empty() {
         return;
     }
@@ -66,29 +106,19 @@ pub(super) fn kill_orphans(limit: Duration) {
     let grace = Instant::now() + Duration::from_secs(1);
     while Instant::now() < grace {
         reap_exited();
-        if children().is_empty() {
+        if leftovers().is_empty() {
             return;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     loop {
-        let left = children();
+        let left = leftovers();
         if left.is_empty() || Instant::now() >= until {
             return;
         }
         for pid in left {
             let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
             let _ = nix::sys::wait::waitpid(pid, None);
-        }
-    }
-}
-
-/// Reaps orphans that have exited, without waiting for the others.
-pub(super) fn reap_exited() {
-    use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
-    while let Ok(st) = waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-        if st == WaitStatus::StillAlive {
-            break;
         }
     }
 }
@@ -122,4 +152,24 @@ pub fn end_group_left_behind(pgid: i32, workdir: &Path) -> usize {
         std::thread::sleep(Duration::from_millis(20));
     }
     members.len()
+}
+
+/// The chain of parents of `pid`, nearest first (pid and command name), up to init.
+pub fn lineage(pid: u32) -> Vec<(u32, String)> {
+    let parent = |p: u32| {
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+        let rest = stat.rsplit(')').next()?;
+        rest.split_whitespace().nth(1)?.parse::<u32>().ok()
+    };
+    let mut out = Vec::new();
+    let mut p = pid;
+    while let Some(pp) = parent(p).filter(|pp| *pp > 1) {
+        let comm = std::fs::read_to_string(format!("/proc/{pp}/comm")).unwrap_or_default();
+        out.push((pp, comm.trim().to_string()));
+        if out.len() > 256 {
+            break;
+        }
+        p = pp;
+    }
+    out
 }

@@ -325,14 +325,10 @@ impl Running {
         // Whatever is left in the group (grandchildren) goes too, so pipes close.
         let _ = killpg(self.pgid, Signal::SIGKILL);
         if super::reap::is_subreaper() {
-            if killed || timed_out {
-                // Ended on request: helpers that left the group go too.
-                super::reap::kill_orphans(Duration::from_secs(2));
-            } else {
-                // A normal end: helpers may finish their work (killing them mid-way can
-                // leave their locks behind); only the ones that already exited are reaped.
-                super::reap::reap_exited();
-            }
+            // Helpers that left the group (a `setsid`, a double fork) came back to us:
+            // nothing the program started outlives it. SIGTERM first, so they can let go
+            // of their locks.
+            super::reap::kill_orphans(Duration::from_secs(2));
         }
         let deadline = Instant::now() + DRAIN_LIMIT;
         for r in self.readers.drain(..) {

@@ -74,6 +74,9 @@ pub enum Event {
     HookStop {
         session_id: String,
         active: bool,
+        /// The session's Claude Code process, when the hook runs under it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pid: Option<u32>,
     },
     /// A line of the journal that agentloop did not write as it stands (a record
     /// appended or edited by something else): ignored, and recorded once.
@@ -82,6 +85,15 @@ pub enum Event {
     /// it, or claimed by it when it began).
     SessionBound {
         session_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pid: Option<u32>,
+    },
+    /// A control request made from inside the agent's own process tree (the agent
+    /// approving itself): refused, and recorded as an attempt.
+    ControlRefused {
+        source: String,
+        request: Request,
+        why: String,
     },
     RunFinished {
         status: RunStatus,
@@ -107,6 +119,7 @@ impl Event {
             Event::LimitWaitOver => "limit_wait_over",
             Event::HookStop { .. } => "hook_stop",
             Event::SessionBound { .. } => "session_bound",
+            Event::ControlRefused { .. } => "control_refused",
             Event::ForgeryIgnored(_) => "forgery_ignored",
             Event::RunFinished { .. } => "run_finished",
         }

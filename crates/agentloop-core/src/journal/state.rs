@@ -99,6 +99,12 @@ pub struct RunState {
     /// Hook mode: the Claude Code session the run is bound to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
+    /// Hook mode: the bound session's Claude Code process (its model may not approve).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_pid: Option<u32>,
+    /// Control requests refused because the agent made them.
+    #[serde(default)]
+    pub refused_requests: u32,
     /// Hook mode: continuations asked for in a row (Claude Code allows 8).
     #[serde(default)]
     pub hook_chain: u32,
@@ -184,6 +190,8 @@ impl RunState {
             updated: first.time.clone(),
             driver_pid: None,
             session: None,
+            session_pid: None,
+            refused_requests: 0,
             hook_chain: 0,
             journal_bytes: 0,
             forged: Vec::new(),
@@ -246,6 +254,15 @@ impl RunState {
         self.plan_task(id)
             .and_then(|t| t.mode)
             .unwrap_or(self.settings.mode)
+    }
+
+    /// Binds the run to its first session; the bound session's process is the latest
+    /// one seen (a resumed session runs in a new process).
+    fn bind_session(&mut self, session_id: &str, pid: Option<u32>) {
+        let bound = self.session.get_or_insert_with(|| session_id.to_string());
+        if bound == session_id && pid.is_some() {
+            self.session_pid = pid;
+        }
     }
 
     /// True if a control request with this id was already recorded.
@@ -373,13 +390,18 @@ impl RunState {
                     self.forged.push(f.clone());
                 }
             }
-            Event::SessionBound { session_id } => {
-                self.session.get_or_insert_with(|| session_id.clone());
+            Event::SessionBound { session_id, pid } => {
+                self.bind_session(session_id, *pid);
             }
-            Event::HookStop { session_id, active } => {
-                self.session.get_or_insert_with(|| session_id.clone());
+            Event::HookStop {
+                session_id,
+                active,
+                pid,
+            } => {
+                self.bind_session(session_id, *pid);
                 self.hook_chain = if *active { self.hook_chain + 1 } else { 0 };
             }
+            Event::ControlRefused { .. } => self.refused_requests += 1,
             Event::LimitWaitOver => {
                 self.limit_until_ms = None;
                 self.limit_message = None;

@@ -2,6 +2,7 @@
 //! derived files, iteration records and the lock held by its one driver.
 
 mod lock;
+pub mod origin;
 mod registry;
 mod run_dir;
 mod settle;
@@ -41,6 +42,8 @@ pub enum WorkspaceError {
     RunExists(String),
     #[error("run {run} is already driven by pid {pid}")]
     Locked { run: String, pid: String },
+    #[error("refused: {why}")]
+    Refused { why: String },
 }
 
 pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> WorkspaceError + '_ {

@@ -173,7 +173,9 @@ impl RunDir {
     }
 
     /// Appends a control request from another process (CLI, server, hook). Returns
-    /// the record it became and the state after it.
+    /// the record it became and the state after it. A request made from inside the
+    /// agent's own process tree is refused ([`WorkspaceError::Refused`]) and journaled
+    /// as an attempt.
     pub fn append_control(
         &self,
         loaded: Loaded,
@@ -181,10 +183,40 @@ impl RunDir {
         source: &str,
         request: Request,
     ) -> Result<(Record, RunState), WorkspaceError> {
+        self.append_control_from(loaded, id, source, request, std::process::id())
+    }
+
+    /// [`append_control`](Self::append_control) for a request process `asker` made
+    /// (the client of an API connection).
+    pub fn append_control_from(
+        &self,
+        loaded: Loaded,
+        id: String,
+        source: &str,
+        request: Request,
+        asker: u32,
+    ) -> Result<(Record, RunState), WorkspaceError> {
         let mut w = loaded.writer(self)?;
         let mut state = loaded.state;
         // A secret typed into a note is redacted like everything else written.
         let request = request.redacted(&Redactor::from_env(std::iter::empty()));
+        let check = super::origin::Asker {
+            run_id: &self.id,
+            drivers: [
+                self.lock_holder().and_then(|p| p.trim().parse().ok()),
+                state.driver_pid,
+            ],
+            session_pid: state.session_pid,
+            slash: source == "session",
+        };
+        if let Some(why) = check.refusal(asker) {
+            w.append(&Event::ControlRefused {
+                source: source.to_string(),
+                request,
+                why: why.clone(),
+            })?;
+            return Err(WorkspaceError::Refused { why });
+        }
         let recs = w.append(&Event::Control {
             id,
             source: source.to_string(),

@@ -133,7 +133,9 @@ fn describe(e: &Event) -> String {
             }
         ),
         Event::LimitWaitOver => "the limit's wait is over".into(),
-        Event::HookStop { session_id, active } => {
+        Event::HookStop {
+            session_id, active, ..
+        } => {
             format!(
                 "session {session_id} stopped{}",
                 if *active {
@@ -143,7 +145,15 @@ fn describe(e: &Event) -> String {
                 }
             )
         }
-        Event::SessionBound { session_id } => format!("bound to session {session_id}"),
+        Event::SessionBound { session_id, .. } => format!("bound to session {session_id}"),
+        Event::ControlRefused {
+            source,
+            request,
+            why,
+        } => format!(
+            "refused {} (from {source}): {why}",
+            crate::render::describe_request(request)
+        ),
         Event::ForgeryIgnored(f) => format!(
             "line {} ({} claiming seq {}) was not written by agentloop; ignored",
             f.line, f.kind, f.seq

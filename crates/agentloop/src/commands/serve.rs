@@ -82,9 +82,15 @@ pub fn serve(cwd: &Path, args: ServeArgs) -> Result<ExitKind, CliError> {
                 path.display()
             );
         }
-        axum::serve(listener, server.router())
-            .await
-            .map_err(|e| CliError::internal(e.to_string()))
+        // The client's address lets a control request be traced to its process.
+        axum::serve(
+            listener,
+            server
+                .router()
+                .into_make_service_with_connect_info::<std::net::SocketAddr>(),
+        )
+        .await
+        .map_err(|e| CliError::internal(e.to_string()))
     })?;
     Ok(ExitKind::Completed)
 }

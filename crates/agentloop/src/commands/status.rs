@@ -93,6 +93,9 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
             g.describe()
         );
     }
+    if let Some(t) = tampering(s) {
+        outln!("{} {t}", paint("1;31", "tampering:"));
+    }
     for t in s.tasks.iter().filter(|t| t.status == TaskStatus::Blocked) {
         outln!(
             "{} task {} is blocked: {}",
@@ -102,6 +105,30 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
         );
     }
     Ok(ExitKind::Completed)
+}
+
+/// What the agent tried against its own checks and was stopped from doing.
+fn tampering(s: &RunState) -> Option<String> {
+    let mut said = Vec::new();
+    if s.refused_requests > 0 {
+        said.push(format!(
+            "{} from inside the agent refused",
+            plural(
+                s.refused_requests as usize,
+                "control request",
+                "control requests"
+            )
+        ));
+    }
+    if !s.forged.is_empty() {
+        let lines: Vec<String> = s.forged.iter().map(|f| f.line.to_string()).collect();
+        said.push(format!(
+            "journal {} {} not written by agentloop, ignored (`agentloop journal verify`)",
+            if lines.len() == 1 { "line" } else { "lines" },
+            lines.join(", ")
+        ));
+    }
+    (!said.is_empty()).then(|| said.join("; "))
 }
 
 fn status_color(s: RunStatus) -> &'static str {
@@ -151,6 +178,8 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
         "finished": s.finished.as_ref().map(|r| r.describe()),
         "replans_used": s.replans_used,
         "learnings": s.learnings,
+        "refused_requests": s.refused_requests,
+        "forged_lines": s.forged.iter().map(|f| f.line).collect::<Vec<_>>(),
         "tasks": s.tasks.iter().map(|t| json!({
             "id": t.id,
             "title": t.title,

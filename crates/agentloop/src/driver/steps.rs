@@ -230,7 +230,9 @@ impl Driver {
         let log = dir.join("agent.log");
         let pid_file = dir.join("agent.pid");
         let workdir = self.ws.root.clone();
+        let run_id = self.run.id.clone();
         let inv = Invocation {
+            run_id: &run_id,
             workdir: &workdir,
             prompt: &p.prompt,
             prompt_file: &prompt_file,

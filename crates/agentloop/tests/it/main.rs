@@ -19,3 +19,4 @@ mod requests;
 mod resume;
 mod support;
 mod terminals;
+mod trust;

@@ -175,6 +175,7 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
     d.record(Event::HookStop {
         session_id: session.clone(),
         active: input.stop_hook_active,
+        pid: agentloop_core::workspace::origin::claude_ancestor(),
     })
     .map_err(e)?;
     // The turn that just ended was the open iteration's agent.

@@ -23,6 +23,7 @@ pub(super) fn start(input: &SessionStart) -> Result<Value, String> {
         let recs = w
             .append(&Event::SessionBound {
                 session_id: session.to_string(),
+                pid: agentloop_core::workspace::origin::claude_ancestor(),
             })
             .map_err(|e| e.to_string())?;
         for r in &recs {

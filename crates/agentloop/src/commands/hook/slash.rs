@@ -64,6 +64,7 @@ fn start(ws: &Workspace, input: &UserPromptExpansion, args: &str) -> Result<Stri
         .and_then(|mut w| {
             w.append(&Event::SessionBound {
                 session_id: session,
+                pid: agentloop_core::workspace::origin::claude_ancestor(),
             })
             .map_err(Into::into)
         })

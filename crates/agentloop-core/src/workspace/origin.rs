@@ -1,0 +1,144 @@
+//! Who is asking: a control request (approve, reject, skip, stop…) made from inside
+//! the process tree of the agent it controls is the agent approving itself, and is
+//! refused. See `docs/SECURITY.md` for what this stops and what it cannot.
+
+use crate::exec::reap::lineage;
+
+/// The variable set in the agent's environment: the run it works for.
+pub const RUN_VAR: &str = "AGENTLOOP_RUN";
+
+/// What the refusal checks about the asking process and its run.
+pub struct Asker<'a> {
+    pub run_id: &'a str,
+    /// The pid in the run's lock file (when a driver holds it) and the one the
+    /// journal says drives the run.
+    pub drivers: [Option<u32>; 2],
+    /// Hook mode: the Claude Code process of the session the run is bound to.
+    pub session_pid: Option<u32>,
+    /// The request comes from the plugin's slash command handler (hook mode).
+    pub slash: bool,
+}
+
+impl Asker<'_> {
+    /// Why process `pid` (this one, or the peer of an API connection) may not control
+    /// the run, or `None` when it may.
+    pub fn refusal(&self, pid: u32) -> Option<String> {
+        let var = if pid == std::process::id() {
+            std::env::var(RUN_VAR).ok()
+        } else {
+            env_of(pid, RUN_VAR)
+        };
+        self.refusal_of(pid, var.as_deref())
+    }
+
+    fn refusal_of(&self, me: u32, run_var: Option<&str>) -> Option<String> {
+        if run_var == Some(self.run_id) {
+            return Some(format!(
+                "it was made by the agent of run {} ({RUN_VAR} is set in its environment)",
+                self.run_id
+            ));
+        }
+        let chain = lineage(me);
+        if let Some((pid, _)) = chain
+            .iter()
+            .find(|(pid, _)| self.drivers.contains(&Some(*pid)))
+        {
+            return Some(format!(
+                "it was made from inside the process tree of the run's driver (pid {pid}): by the agent or a process it left running"
+            ));
+        }
+        let session = self.session_pid?;
+        let at = chain.iter().position(|(pid, _)| *pid == session)?;
+        // The one process of the session allowed to ask: the slash command handler,
+        // which Claude Code starts through `sh -c` (or directly) for the words a
+        // person typed. A command the model runs has its tool's shell in between.
+        let handler = self.slash && (at == 0 || (at == 1 && runs_hook_shell(chain[0].0)));
+        if handler {
+            return None;
+        }
+        Some(format!(
+            "it was made from inside the Claude Code session the run drives (pid {session}): by the model, not a person"
+        ))
+    }
+}
+
+/// A variable in the environment process `pid` started with.
+fn env_of(pid: u32, name: &str) -> Option<String> {
+    let raw = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    raw.split(|b| *b == 0).find_map(|kv| {
+        let kv = std::str::from_utf8(kv).ok()?;
+        let (k, v) = kv.split_once('=')?;
+        (k == name).then(|| v.to_string())
+    })
+}
+
+/// Whether `pid` is the `sh -c '… hook …'` Claude Code runs a hook command in.
+fn runs_hook_shell(pid: u32) -> bool {
+    let Ok(raw) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let args: Vec<&[u8]> = raw.split(|b| *b == 0).filter(|a| !a.is_empty()).collect();
+    match args.as_slice() {
+        [shell, flag, script] => {
+            let shell = String::from_utf8_lossy(shell);
+            let script = String::from_utf8_lossy(script);
+            matches!(shell.rsplit('/').next(), Some("sh" | "bash" | "dash"))
+                && *flag == b"-c"
+                && script.contains("agentloop")
+                && script.contains(" hook ")
+        }
+        _ => false,
+    }
+}
+
+/// The pid of the Claude Code process this one runs under (a hook's session).
+pub fn claude_ancestor() -> Option<u32> {
+    lineage(std::process::id())
+        .into_iter()
+        .find(|(_, comm)| comm == "claude")
+        .map(|(pid, _)| pid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn asker() -> Asker<'static> {
+        Asker {
+            run_id: "r1",
+            drivers: [None, None],
+            session_pid: None,
+            slash: false,
+        }
+    }
+
+    #[test]
+    fn the_agents_variable_is_refused_for_its_own_run_only() {
+        let a = asker();
+        assert!(a.refusal_of(std::process::id(), Some("r1")).is_some());
+        assert!(a.refusal_of(std::process::id(), Some("r2")).is_none());
+        assert!(a.refusal_of(std::process::id(), None).is_none());
+    }
+
+    #[test]
+    fn a_descendant_of_the_driver_is_refused() {
+        // This test's own parent stands for the driver.
+        let parent = lineage(std::process::id())[0].0;
+        let mut a = asker();
+        a.drivers = [None, Some(parent)];
+        let why = a.refusal_of(std::process::id(), None).unwrap();
+        assert!(why.contains(&format!("pid {parent}")), "{why}");
+        a.drivers = [Some(1), None];
+        assert!(a.refusal_of(std::process::id(), None).is_none());
+    }
+
+    #[test]
+    fn inside_the_session_only_the_slash_handler_may_ask() {
+        let parent = lineage(std::process::id())[0].0;
+        let mut a = asker();
+        a.session_pid = Some(parent);
+        assert!(a.refusal_of(std::process::id(), None).is_some());
+        a.slash = true;
+        assert!(a.refusal_of(std::process::id(), None).is_none());
+    }
+}

@@ -1,0 +1,55 @@
+//! The process at the other end of a loopback connection, so a control request the
+//! agent makes over HTTP (with the token it can read as the same user) is known as
+//! the agent's own and refused like one from the CLI.
+
+use std::net::{IpAddr, SocketAddr};
+
+/// The pid of the process that holds the client end of a connection from `client`,
+/// when it is on this machine (Linux, `/proc`).
+pub(crate) fn client_pid(client: SocketAddr) -> Option<u32> {
+    if !client.ip().is_loopback() {
+        return None;
+    }
+    let (table, want) = match client.ip() {
+        IpAddr::V4(ip) => (
+            "/proc/net/tcp",
+            format!("{:08X}", u32::from_ne_bytes(ip.octets())),
+        ),
+        IpAddr::V6(ip) => (
+            "/proc/net/tcp6",
+            ip.octets()
+                .chunks(4)
+                .map(|c| format!("{:08X}", u32::from_ne_bytes([c[0], c[1], c[2], c[3]])))
+                .collect(),
+        ),
+    };
+    let want = format!("{want}:{:04X}", client.port());
+    let text = std::fs::read_to_string(table).ok()?;
+    // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+    let inode = text.lines().skip(1).find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.get(1) == Some(&want.as_str())).then(|| f.get(9).map(|s| s.to_string()))?
+    })?;
+    let link = format!("socket:[{inode}]");
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let fds = std::fs::read_dir(e.path().join("fd")).ok()?;
+        fds.flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == link.as_str()))
+            .then_some(pid)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_client_end_of_a_loopback_connection_is_this_process() {
+        let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = std::net::TcpStream::connect(server.local_addr().unwrap()).unwrap();
+        let (_conn, from) = server.accept().unwrap();
+        assert_eq!(from, client.local_addr().unwrap());
+        assert_eq!(client_pid(from), Some(std::process::id()));
+    }
+}

@@ -1,0 +1,131 @@
+//! The agent is an adversary of its own checks: it cannot control its own run (from
+//! the CLI, the API or a helper it leaves behind), forge the journal, or pass a check
+//! by changing what verifies it.
+
+use std::time::Duration;
+
+use crate::support::{BIN, Scratch, agent, alive, journal_has, serve, wait_exit, wait_for};
+
+const ONE: &str = "# One\n\n## T1: First\nVerify: test -f one.txt\n";
+
+fn log_json(p: &crate::support::Project) -> Vec<serde_json::Value> {
+    let out = p.run(&["log", "--json"]);
+    out.stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn refused(p: &crate::support::Project) -> Vec<serde_json::Value> {
+    log_json(p)
+        .into_iter()
+        .filter(|r| r["event"]["kind"] == "control_refused")
+        .collect()
+}
+
+#[test]
+fn the_agents_own_control_requests_are_refused_and_journaled() {
+    // Through the CLI with its environment as given, without AGENTLOOP_RUN (the
+    // process tree still gives it away), and a skip.
+    let body = format!(
+        "{BIN} steer 'self-approved' 2> .git/agent-state/steer.err; echo $? > .git/agent-state/steer.rc\n\
+         env -u AGENTLOOP_RUN {BIN} skip T1 2> .git/agent-state/skip.err; echo $? > .git/agent-state/skip.rc\n\
+         echo \"$AGENTLOOP_RUN\" > .git/agent-state/run\n\
+         echo TASK_COMPLETE\n"
+    );
+    let p = Scratch::new().plan(ONE).agent(&agent(&body)).build();
+    let mut driver = p
+        .cmd(&["run", "--quiet", "--max-iterations", "1"])
+        .spawn()
+        .unwrap();
+    wait_exit(&mut driver, Duration::from_secs(30));
+    assert_eq!(p.read(".git/agent-state/steer.rc").trim(), "2");
+    assert_eq!(p.read(".git/agent-state/skip.rc").trim(), "2");
+    let err = p.read(".git/agent-state/steer.err");
+    assert!(
+        err.contains("refused") && err.contains("AGENTLOOP_RUN"),
+        "{err}"
+    );
+    let err = p.read(".git/agent-state/skip.err");
+    assert!(err.contains("process tree of the run's driver"), "{err}");
+    let s = p.status();
+    assert_eq!(p.read(".git/agent-state/run").trim(), s["run_id"]);
+    assert_eq!(s["refused_requests"], 2);
+    // Neither request took effect: no control request was recorded, T1 not skipped.
+    assert!(!log_json(&p).iter().any(|r| r["event"]["kind"] == "control"));
+    assert_ne!(s["tasks"][0]["status"], "skipped");
+    let shown = p.run(&["status"]).stdout;
+    assert!(
+        shown.contains("tampering: 2 control requests from inside the agent refused"),
+        "{shown}"
+    );
+    let r = refused(&p);
+    assert_eq!(r.len(), 2, "{r:?}");
+    assert_eq!(r[0]["event"]["data"]["source"], "cli");
+    let shown = p.run(&["log"]).stdout;
+    assert!(shown.contains("refused"), "{shown}");
+    // A person's request from outside still works.
+    let r = p.run(&["skip", "T1"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+}
+
+#[test]
+fn helpers_the_agent_leaves_running_are_gone_when_its_iteration_ends() {
+    // A helper in a new session, one double-forked, and one that would approve the
+    // final gate three seconds later.
+    let body = format!(
+        "setsid sh -c 'echo $$ > .git/agent-state/setsid; exec sleep 300' > /dev/null 2>&1 &\n\
+         ( ( sh -c 'echo $$ > .git/agent-state/forked; exec sleep 300' & ) & )\n\
+         setsid sh -c 'echo $$ > .git/agent-state/approver; sleep 3; {BIN} approve; echo $? > .git/agent-state/late' > /dev/null 2>&1 &\n\
+         for f in setsid forked approver; do while [ ! -s .git/agent-state/$f ]; do sleep 0.05; done; done\n\
+         touch one.txt\n\
+         echo TASK_COMPLETE\n"
+    );
+    let p = Scratch::new()
+        .plan(ONE)
+        .agent(&agent(&body))
+        .config("[gates]\nfinal_review = true\n")
+        .build();
+    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    wait_for(&p, "the final gate", |p| journal_has(p, "gate_opened"));
+    for f in ["setsid", "forked", "approver"] {
+        let pid = p.read(&format!(".git/agent-state/{f}"));
+        assert!(!alive(pid.trim()), "the {f} helper outlived its iteration");
+    }
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(!p.path().join(".git/agent-state/late").exists());
+    assert_eq!(p.status()["status"], "waiting");
+    // A person's approval passes it.
+    let r = p.run(&["approve"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let st = wait_exit(&mut driver, Duration::from_secs(20));
+    assert_eq!(st.code(), Some(0));
+}
+
+#[test]
+fn the_agents_own_request_through_the_api_is_refused() {
+    let p = Scratch::new()
+        .plan(ONE)
+        .agent(&agent(
+            "addr=$(cat .git/agent-state/addr)\n\
+             curl -s -o .git/agent-state/api.body -w '%{http_code}' \
+               -H \"Authorization: Bearer $(cat .git/xdg-state/agentloop/token)\" \
+               -H 'Content-Type: application/json' \
+               -d '{\"request_id\":\"a1\",\"action\":\"steer\",\"note\":\"self\"}' \
+               \"http://$addr/api/runs/$AGENTLOOP_RUN/control\" > .git/agent-state/api.code\n\
+             touch one.txt\necho TASK_COMPLETE\n",
+        ))
+        .build();
+    let server = serve(&p);
+    std::fs::create_dir_all(p.path().join(".git/agent-state")).unwrap();
+    std::fs::write(p.path().join(".git/agent-state/addr"), &server.addr).unwrap();
+    let r = p.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(p.read(".git/agent-state/api.code"), "403");
+    let body = p.read(".git/agent-state/api.body");
+    assert!(body.contains("refused"), "{body}");
+    let r = refused(&p);
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0]["event"]["data"]["source"], "http");
+    assert!(journal_has(&p, "control_refused"));
+}
