@@ -16,6 +16,16 @@ pub fn state_dir() -> Option<std::path::PathBuf> {
     Some(base.join("agentloop"))
 }
 
+/// `$XDG_CACHE_HOME/agentloop` (or `~/.cache/agentloop`): what can be rebuilt, like
+/// the clean copies checks run in.
+pub fn cache_dir() -> Option<std::path::PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache")))?;
+    Some(base.join("agentloop"))
+}
+
 /// Writes `bytes` to `path` atomically: a temp file in the same directory, fsync,
 /// rename over the target, fsync the directory.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {

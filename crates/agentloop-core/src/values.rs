@@ -107,6 +107,20 @@ impl Default for Limits {
     }
 }
 
+/// What `[verify] on_protected_change` says to do with a change to the surface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnProtectedChange {
+    /// The task does not complete; a person approves (the baseline moves) or rejects
+    /// (the baseline is restored).
+    #[default]
+    Gate,
+    /// agentloop restores the baseline before verifying and tells the agent.
+    Restore,
+    /// No baseline: only the iteration's own diff is checked against `protected`.
+    Allow,
+}
+
 /// Where to tell a person that a run needs them, hit a limit, tripped a breaker,
 /// completed or failed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]

@@ -67,8 +67,22 @@ pub struct VerifyConfig {
     pub output_cap: u64,
     /// Path patterns that count as tests for `tdd` mode.
     pub test_patterns: Vec<String>,
-    /// Paths the agent must not change (the iteration fails if it does).
+    /// Paths the agent must not change, on top of the built-in verification surface
+    /// (a pattern ending in `/` is a directory).
     pub protected: Vec<String>,
+    /// What a change to the verification surface does: `gate` (a person approves or
+    /// rejects it), `restore` (agentloop puts the baseline back and tells the agent)
+    /// or `allow` (only the iteration's own diff is checked against `protected`).
+    pub on_protected_change: crate::values::OnProtectedChange,
+    /// More files that configure or intercept the checks and count even when new
+    /// (names like `conftest.py`, paths, or directories ending in `/`).
+    pub check_files: Vec<String>,
+    /// Verify on a clean copy of the agent's result (a detached git worktree outside
+    /// the project), not in the working tree with whatever else is lying there.
+    pub clean_copy: bool,
+    /// Ignored directories of the project the clean copy uses as they are (linked,
+    /// not copied), like `node_modules` or `.venv`: trusted, not judged.
+    pub carry: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -267,6 +281,10 @@ impl Default for VerifyConfig {
             .map(String::from)
             .to_vec(),
             protected: vec!["agentloop.toml".into(), ".agentloop/".into()],
+            on_protected_change: crate::values::OnProtectedChange::Gate,
+            check_files: Vec::new(),
+            clean_copy: true,
+            carry: Vec::new(),
         }
     }
 }

@@ -21,6 +21,15 @@ pub struct Settings {
     pub verify_commands: Vec<String>,
     pub test_patterns: Vec<String>,
     pub protected: Vec<String>,
+    #[serde(default)]
+    pub on_protected_change: crate::values::OnProtectedChange,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub check_files: Vec<String>,
+    /// Verification runs on a clean copy (runs recorded before it existed did not).
+    #[serde(default)]
+    pub clean_copy: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub carry: Vec<String>,
     pub commit: bool,
     #[serde(default)]
     pub limits: Limits,
@@ -60,6 +69,10 @@ impl Settings {
             verify_commands: c.verify.commands.clone(),
             test_patterns: c.verify.test_patterns.clone(),
             protected: c.verify.protected.clone(),
+            on_protected_change: c.verify.on_protected_change,
+            check_files: c.verify.check_files.clone(),
+            clean_copy: c.verify.clean_copy,
+            carry: c.verify.carry.clone(),
             commit: c.git.commit,
             limits: c.limits.clone(),
             hook: false,

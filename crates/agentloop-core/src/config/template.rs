@@ -29,6 +29,14 @@ oscillation = 2         # the tree returns to a state it was already in this man
 # Run after every task's own `Verify:` commands.
 commands = []
 timeout = "10m"
+# The verification surface (tests, the files a Verify runs, CI config, PLAN.md, this
+# file) is recorded when a run starts. A change to it: "gate" (a person approves or
+# rejects), "restore" (agentloop puts the baseline back), or "allow".
+on_protected_change = "gate"
+# protected = ["fixtures/"]      # more paths that belong to it
+# check_files = ["noxfile.py"]   # more files that configure the checks, even when new
+clean_copy = true       # verify on a clean copy of the agent's result
+# carry = ["node_modules"]       # ignored directories the clean copy links as they are
 
 [gates]
 plan_approval = false

@@ -40,6 +40,7 @@ impl RunState {
                             t.gate_after_pending = false;
                         }
                     }
+                    Gate::Surface(_) => self.surface_approved(),
                 }
             }
             Request::Reject { note } => {
@@ -70,6 +71,7 @@ impl RunState {
                         }
                         self.steer.push(format!("Reviewer: {why}"));
                     }
+                    Gate::Surface(_) => self.surface_rejected(note.clone()),
                 }
             }
             Request::Skip { task } => {
@@ -79,7 +81,7 @@ impl RunState {
                     t.status = TaskStatus::Skipped;
                     t.gate_after_pending = false;
                 }
-                if matches!(&self.gate, Some(Gate::BeforeTask(t)) | Some(Gate::AfterTask(t)) if t == task)
+                if matches!(&self.gate, Some(Gate::BeforeTask(t) | Gate::AfterTask(t) | Gate::Surface(t)) if t == task)
                 {
                     self.gate = None;
                 }
@@ -92,7 +94,7 @@ impl RunState {
                     t.reset_ladder();
                     t.clear_history();
                 }
-                if matches!(&self.gate, Some(Gate::BeforeTask(t)) | Some(Gate::AfterTask(t)) if t == task)
+                if matches!(&self.gate, Some(Gate::BeforeTask(t) | Gate::AfterTask(t) | Gate::Surface(t)) if t == task)
                 {
                     self.gate = None;
                 }

@@ -88,6 +88,21 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pid: Option<u32>,
     },
+    /// The verification surface when the run started: every file that decides "done",
+    /// by content.
+    BaselineRecorded {
+        files: super::surface::Baseline,
+    },
+    /// Before a claimed task is verified: the surface compared with the baseline.
+    SurfaceChecked {
+        iteration: u32,
+        changes: Vec<super::surface::SurfaceChange>,
+    },
+    /// agentloop put the baseline versions of the checked changes back.
+    SurfaceRestored {
+        iteration: u32,
+        cause: super::surface::RestoreCause,
+    },
     /// A control request made from inside the agent's own process tree (the agent
     /// approving itself): refused, and recorded as an attempt.
     ControlRefused {
@@ -120,6 +135,9 @@ impl Event {
             Event::HookStop { .. } => "hook_stop",
             Event::SessionBound { .. } => "session_bound",
             Event::ControlRefused { .. } => "control_refused",
+            Event::BaselineRecorded { .. } => "baseline_recorded",
+            Event::SurfaceChecked { .. } => "surface_checked",
+            Event::SurfaceRestored { .. } => "surface_restored",
             Event::ForgeryIgnored(_) => "forgery_ignored",
             Event::RunFinished { .. } => "run_finished",
         }
@@ -368,6 +386,9 @@ pub enum Gate {
     AfterTask(String),
     /// Approve before the run is declared complete.
     Final,
+    /// The task's iteration changed the verification surface (see the open
+    /// iteration's surface check): approve moves the baseline, reject restores it.
+    Surface(String),
 }
 
 impl Gate {
@@ -377,6 +398,9 @@ impl Gate {
             Gate::BeforeTask(t) => format!("approve task {t} before it starts"),
             Gate::AfterTask(t) => format!("review task {t} now that it is verified"),
             Gate::Final => "final review before the run is declared complete".into(),
+            Gate::Surface(t) => format!(
+                "task {t} changed files that verify it: approve moves the baseline, reject restores it"
+            ),
         }
     }
 }
@@ -491,7 +515,9 @@ impl FinishReason {
                     match gate {
                         Gate::Plan => "plan".to_string(),
                         Gate::Final => "final review".to_string(),
-                        Gate::BeforeTask(t) | Gate::AfterTask(t) => format!("gate of task {t}"),
+                        Gate::BeforeTask(t) | Gate::AfterTask(t) | Gate::Surface(t) => {
+                            format!("gate of task {t}")
+                        }
                     }
                 )
             }

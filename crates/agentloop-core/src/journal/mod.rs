@@ -8,6 +8,7 @@ mod progress;
 mod seal;
 mod state;
 mod store;
+mod surface;
 mod task;
 
 pub use event::*;
@@ -18,4 +19,5 @@ pub use store::{
     Appended, Contents, Forged, JournalError, MAX_LINE_BYTES, Record, SCHEMA_VERSION, Scan, Writer,
     encode, read, read_first, read_from, scan,
 };
+pub use surface::*;
 pub use task::{TaskState, TaskStatus};

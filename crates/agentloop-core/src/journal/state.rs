@@ -37,6 +37,9 @@ pub struct OpenIteration {
     /// A limit was recorded for this iteration.
     #[serde(default)]
     pub limited: bool,
+    /// The verification surface checked before verification.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub surface: Option<super::surface::SurfaceCheck>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -108,6 +111,10 @@ pub struct RunState {
     /// Hook mode: continuations asked for in a row (Claude Code allows 8).
     #[serde(default)]
     pub hook_chain: u32,
+    /// The verification surface the run judges against (`None` for a run from before
+    /// baselines, or with `on_protected_change = "allow"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<super::surface::Baseline>,
     /// Journal lines agentloop did not write, found and ignored.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub forged: Vec<Forged>,
@@ -194,6 +201,7 @@ impl RunState {
             refused_requests: 0,
             hook_chain: 0,
             journal_bytes: 0,
+            baseline: None,
             forged: Vec::new(),
             index: HashMap::new(),
             requests: HashSet::new(),
@@ -307,6 +315,7 @@ impl RunState {
                     replan_rejection: None,
                     agent_ms: 0,
                     limited: false,
+                    surface: None,
                 });
             }
             Event::AgentFinished(a) => {
@@ -402,6 +411,9 @@ impl RunState {
                 self.hook_chain = if *active { self.hook_chain + 1 } else { 0 };
             }
             Event::ControlRefused { .. } => self.refused_requests += 1,
+            Event::BaselineRecorded { files } => self.baseline_recorded(files),
+            Event::SurfaceChecked { changes, .. } => self.surface_checked(changes),
+            Event::SurfaceRestored { cause, .. } => self.surface_restored(cause),
             Event::LimitWaitOver => {
                 self.limit_until_ms = None;
                 self.limit_message = None;

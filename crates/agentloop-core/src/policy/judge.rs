@@ -10,7 +10,7 @@ use crate::words::plural;
 use super::Action;
 use super::ladder::limit_wait;
 use super::replan::review_replan;
-use crate::values::OnLimit;
+use crate::values::{OnLimit, OnProtectedChange};
 
 pub(super) fn finish_open_iteration(s: &RunState, open: &OpenIteration) -> Action {
     let n = open.started.iteration;
@@ -133,11 +133,96 @@ pub(super) fn finish_open_iteration(s: &RunState, open: &OpenIteration) -> Actio
             fingerprint: Some(failure.fingerprint),
         }));
     }
+    if agent.signals.complete
+        && let Some(action) = judge_surface(s, open, &finished)
+    {
+        return action;
+    }
     let Some(verify) = &open.verify else {
         return Action::Verify { iteration: n, task };
     };
     let (outcome, reason, digest) = judge(s, &task, agent, verify);
     finished(outcome, reason, digest)
+}
+
+/// Before a claimed task is verified: the surface is checked against the baseline, and
+/// a change is gated, restored or (with a person's rejection) restored and handed back.
+/// `None` once the surface is as the baseline says (or the run does not judge it).
+fn judge_surface(
+    s: &RunState,
+    open: &OpenIteration,
+    finished: &dyn Fn(Outcome, String, Option<String>) -> Action,
+) -> Option<Action> {
+    if s.settings.on_protected_change == OnProtectedChange::Allow || s.baseline.is_none() {
+        return None;
+    }
+    let n = open.started.iteration;
+    let task = &open.started.task;
+    let Some(check) = &open.surface else {
+        return Some(Action::CheckSurface { iteration: n });
+    };
+    let list = || {
+        check
+            .changes
+            .iter()
+            .map(|c| format!("{} ({})", c.path, c.kind.as_str()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if check.settled {
+        if let Some(cause @ RestoreCause::Rejected { .. }) = &check.restored {
+            return Some(finished(
+                Outcome::Failed,
+                format!(
+                    "a person rejected its change to the checks ({}); the baseline is restored",
+                    list()
+                ),
+                Some(restored_note(&check.changes, cause)),
+            ));
+        }
+        return None;
+    }
+    if let Some(cause) = &check.rejected {
+        return Some(Action::Restore {
+            iteration: n,
+            cause: cause.clone(),
+        });
+    }
+    if s.settings.on_protected_change == OnProtectedChange::Restore {
+        return Some(Action::Restore {
+            iteration: n,
+            cause: RestoreCause::Policy,
+        });
+    }
+    let skipped = s
+        .task(task)
+        .is_some_and(|t| t.status == crate::journal::TaskStatus::Skipped);
+    if skipped || s.stop.is_some() {
+        // The wait ends unapproved: the change stays in the tree and is judged again
+        // when the task is next claimed.
+        let why = if skipped {
+            "skipped by a person"
+        } else {
+            "stopped on request"
+        };
+        return Some(finished(
+            Outcome::Failed,
+            format!(
+                "{why} while its change to the checks ({}) waited for a person",
+                list()
+            ),
+            Some(format!(
+                "Your change to files that verify your work ({}) was never approved. They are not yours to change: make the checks pass as they are.",
+                list()
+            )),
+        ));
+    }
+    let gate = Gate::Surface(task.clone());
+    Some(if s.gate.as_ref() == Some(&gate) {
+        Action::Wait(super::WaitReason::Gate(gate))
+    } else {
+        Action::Record(Event::GateOpened { gate })
+    })
 }
 
 /// Why the agent's own process failed, when it did: it timed out, was killed by a

@@ -29,6 +29,13 @@ pub enum Action {
     Iterate(IterationPlan),
     /// Run the verification commands for the open iteration.
     Verify { iteration: u32, task: String },
+    /// Compare the verification surface with the baseline (`surface_checked`).
+    CheckSurface { iteration: u32 },
+    /// Put the baseline versions of the checked changes back (`surface_restored`).
+    Restore {
+        iteration: u32,
+        cause: crate::journal::RestoreCause,
+    },
     /// Nothing to do until a control request arrives.
     Wait(WaitReason),
     /// The run is over.

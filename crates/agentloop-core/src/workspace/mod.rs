@@ -187,17 +187,35 @@ impl Workspace {
             settings,
             head: crate::exec::git::head(&self.root),
         };
-        let (writer, rec) = Writer::create(&run.journal(), &first)?;
-        let state = RunState::from_first(&rec).map_err(|source| WorkspaceError::Fold {
+        let (mut writer, rec) = Writer::create(&run.journal(), &first)?;
+        let mut state = RunState::from_first(&rec).map_err(|source| WorkspaceError::Fold {
             path: run.journal(),
             source,
         })?;
+        // What decides "done", as it is before any agent ran.
+        if let Some(files) = baseline(&self.root, &state) {
+            for r in writer.append(&Event::BaselineRecorded { files })? {
+                state.apply(&r);
+            }
+        }
         write_atomic(&run.plan_version(1), plan.to_markdown().as_bytes()).map_err(io(&run.path))?;
         // The machine-wide list of runs, so one server can show them all (best effort:
         // a run works without it).
         let _ = registry::register(&run);
         Ok((run, writer, state))
     }
+}
+
+/// The run's verification surface now, when the run judges one (a git work tree,
+/// `on_protected_change` other than `allow`).
+pub fn baseline(root: &Path, s: &RunState) -> Option<crate::journal::Baseline> {
+    use crate::exec::surface;
+    if s.settings.on_protected_change == crate::values::OnProtectedChange::Allow
+        || !crate::exec::git::is_repo(root)
+    {
+        return None;
+    }
+    surface::record(root, &surface::Rules::for_run(root, s)).ok()
 }
 
 /// Whether `id` can name a run: 1 to 64 ASCII letters, digits, `-`, `_` or `.`, not

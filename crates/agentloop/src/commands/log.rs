@@ -146,6 +146,29 @@ fn describe(e: &Event) -> String {
             )
         }
         Event::SessionBound { session_id, .. } => format!("bound to session {session_id}"),
+        Event::BaselineRecorded { files } => format!(
+            "baseline of the verification surface: {}",
+            agentloop_core::words::plural(files.len(), "file", "files")
+        ),
+        Event::SurfaceChecked { iteration, changes } if changes.is_empty() => {
+            format!("iteration {iteration}: the verification surface is as the baseline")
+        }
+        Event::SurfaceChecked { iteration, changes } => format!(
+            "iteration {iteration} changed the verification surface: {}",
+            changes
+                .iter()
+                .map(|c| c.describe())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Event::SurfaceRestored { iteration, cause } => format!(
+            "iteration {iteration}: baseline versions restored ({})",
+            match cause {
+                agentloop_core::journal::RestoreCause::Policy => "on_protected_change = restore",
+                agentloop_core::journal::RestoreCause::Rejected { .. } =>
+                    "a person rejected the change",
+            }
+        ),
         Event::ControlRefused {
             source,
             request,

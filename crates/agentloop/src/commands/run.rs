@@ -90,8 +90,11 @@ pub(crate) fn start(
     let settings = Settings::new(&layered.config, flags);
     let (run, writer, state) = ws.create_run_with_id(run_id, &shown, &plan, settings.clone())?;
     if out.json {
-        // The stream starts where the journal does: the plan and settings first.
-        crate::render::json_event(&agentloop_core::journal::read_first(&run.journal())?);
+        // The stream starts where the journal does: the plan and settings first, then
+        // the baseline of the verification surface.
+        for r in agentloop_core::journal::read(&run.journal())?.records {
+            crate::render::json_event(&r);
+        }
     }
     let lock = run.lock_driver()?;
     let driver = Driver::new(ws.clone(), run, writer, state, layered.config, out, lock)?;

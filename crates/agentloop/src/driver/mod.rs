@@ -3,6 +3,7 @@
 //! iteration are in `steps`.
 
 mod steps;
+mod surface;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -97,6 +98,7 @@ impl Driver {
             settings,
             agents,
         })?;
+        self.ensure_baseline()?;
         self.drive()
     }
 
@@ -118,6 +120,8 @@ impl Driver {
                 }
                 Action::Iterate(plan) => self.iterate(plan)?,
                 Action::Verify { iteration, task } => self.verify(iteration, &task)?,
+                Action::CheckSurface { iteration } => self.check_surface(iteration)?,
+                Action::Restore { iteration, cause } => self.restore_surface(iteration, cause)?,
                 Action::Wait(reason) => {
                     if waiting_since.as_ref() != Some(&reason) {
                         self.flush();
@@ -148,6 +152,7 @@ impl Driver {
                 }
                 Action::Exit(status) => {
                     self.flush();
+                    self.remove_clean_copy();
                     self.progress.finished(&self.state, &self.run);
                     return Ok(match status {
                         RunStatus::Completed => ExitKind::Completed,

@@ -124,7 +124,7 @@ impl Driver {
     }
 
     /// Secrets known for an agent: its configured env and this process's environment.
-    fn redactor(&self, agent: &str) -> agentloop_core::redact::Redactor {
+    pub(super) fn redactor(&self, agent: &str) -> agentloop_core::redact::Redactor {
         let env = self
             .config
             .agents
@@ -312,7 +312,7 @@ impl Driver {
             .chain(self.state.settings.verify_commands.iter().cloned())
             .collect();
         let log = self.run.iteration_dir(iteration).join("verify.log");
-        let workdir = self.ws.root.clone();
+        let workdir = self.verify_dir();
         let runner = verify::Runner {
             workdir: &workdir,
             timeout: self.config.verify.timeout,

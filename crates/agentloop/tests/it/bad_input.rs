@@ -272,6 +272,17 @@ fn crc32fast_hash(b: &[u8]) -> u32 {
     !crc
 }
 
+/// The 1-based line of the first record of `kind` in a journal.
+fn line_of(j: &std::path::Path, kind: &str) -> usize {
+    let needle = format!("\"kind\":\"{kind}\"");
+    std::fs::read_to_string(j)
+        .unwrap()
+        .lines()
+        .position(|l| l.contains(&needle))
+        .unwrap()
+        + 1
+}
+
 fn edit_line(j: &std::path::Path, n: usize, f: impl Fn(&str) -> String) {
     let text = std::fs::read_to_string(j).unwrap();
     let lines: Vec<String> = text
@@ -285,7 +296,8 @@ fn edit_line(j: &std::path::Path, n: usize, f: impl Fn(&str) -> String) {
 #[test]
 fn corrupted_journal_line() {
     let (p, j) = finished_run();
-    edit_line(&j, 5, |l| {
+    let n = line_of(&j, "verify_finished");
+    edit_line(&j, n, |l| {
         l.replacen("\"passed\":true", "\"passed\":false", 1)
     });
     let want = "error: [DIR]/.agentloop/runs/".to_string();
@@ -301,7 +313,7 @@ fn corrupted_journal_line() {
         let first = first_line(&p, &r.stderr);
         assert!(
             first.starts_with(&want)
-                && first.contains("/journal.jsonl:5: record 5 was altered: the line is not sealed as agentloop wrote it"),
+                && first.contains(&format!("/journal.jsonl:{n}: record {n} was altered: the line is not sealed as agentloop wrote it")),
             "{first}"
         );
         assert!(p.tree() == before, "{args:?} changed files");
@@ -329,7 +341,8 @@ fn unknown_schema_version_and_event_kind() {
     );
 
     let (p, j) = finished_run();
-    edit_line(&j, 4, |l| {
+    let n = line_of(&j, "agent_finished");
+    edit_line(&j, n, |l| {
         reseal(
             &p,
             &l.replacen("\"kind\":\"agent_finished\"", "\"kind\":\"teleported\"", 1),
@@ -338,8 +351,9 @@ fn unknown_schema_version_and_event_kind() {
     let r = p.run(&["journal", "verify"]);
     assert_eq!(r.code, Some(2));
     assert!(
-        first_line(&p, &r.stderr)
-            .contains("/journal.jsonl:4: unknown or malformed event: unknown variant `teleported`"),
+        first_line(&p, &r.stderr).contains(&format!(
+            "/journal.jsonl:{n}: unknown or malformed event: unknown variant `teleported`"
+        )),
         "{}",
         r.stderr
     );
@@ -362,6 +376,7 @@ fn invalid_utf8_and_huge_journal_lines() {
 
     let (p, j) = finished_run();
     let mut text = std::fs::read(&j).unwrap();
+    let n = text.iter().filter(|&&b| b == b'\n').count();
     text.extend(std::iter::repeat_n(b'x', 10 * 1024 * 1024));
     text.extend(b"\n{\"v\":1}\n");
     std::fs::write(&j, &text).unwrap();
@@ -371,14 +386,18 @@ fn invalid_utf8_and_huge_journal_lines() {
     let r = p.run(&["journal", "verify"]);
     assert_eq!(r.code, Some(2));
     assert!(
-        r.stderr
-            .contains("/journal.jsonl:20: not written by agentloop (a unreadable record"),
+        r.stderr.contains(&format!(
+            "/journal.jsonl:{}: not written by agentloop (a unreadable record",
+            n + 1
+        )),
         "{}",
         r.stderr
     );
     assert!(
-        r.stderr
-            .contains("/journal.jsonl:21: not written by agentloop"),
+        r.stderr.contains(&format!(
+            "/journal.jsonl:{}: not written by agentloop",
+            n + 2
+        )),
         "{}",
         r.stderr
     );

@@ -71,8 +71,12 @@ fn json_streams_journal_events_on_stdout() {
             v["event"]["kind"].as_str().unwrap().to_string()
         })
         .collect();
-    // The whole journal, from its first event: the plan and the settings.
-    assert_eq!(kinds[..2], ["run_created", "driver_started"]);
+    // The whole journal, from its first event: the plan and the settings, the
+    // baseline of the verification surface.
+    assert_eq!(
+        kinds[..3],
+        ["run_created", "baseline_recorded", "driver_started"]
+    );
     assert_eq!(kinds.last().map(String::as_str), Some("run_finished"));
     let journal = p.run(&["log", "--json"]).stdout;
     assert_eq!(r.stdout, journal, "--json streams exactly the journal");

@@ -646,9 +646,17 @@ proptest! {
             c.gates.final_review = true;
         });
         let mut sim = Sim::new(BIG_PLAN, s);
+        // The verification surface: an agent that changes tests/t.rs changes it.
+        let base = SurfaceFile { blob: "b0".into(), mode: 0o100644, why: "a test file".into() };
+        sim.then(Event::BaselineRecorded { files: [("tests/t.rs".to_string(), base.clone())].into() });
         let (mut ai, mut pi) = (0usize, 0usize);
         let mut verified_ok: std::collections::HashSet<u32> = Default::default();
         let mut reopened: std::collections::HashSet<String> = Default::default();
+        // Iterations that changed the surface, and those whose change a person approved
+        // or agentloop restored.
+        let mut tampered: std::collections::HashSet<u32> = Default::default();
+        let mut surface_settled: std::collections::HashSet<u32> = Default::default();
+        let mut current: Option<Behaviour> = None;
         let mut steps = 0;
         loop {
             steps += 1;
@@ -659,6 +667,10 @@ proptest! {
                 Action::Record(e) => {
                     if let Event::IterationFinished(f) = &e && f.outcome == Outcome::Completed {
                         prop_assert!(verified_ok.contains(&f.iteration), "completed without passing verification");
+                        prop_assert!(
+                            !tampered.contains(&f.iteration) || surface_settled.contains(&f.iteration),
+                            "completed with a changed surface nobody approved or restored"
+                        );
                     }
                     sim.then(e);
                 }
@@ -673,18 +685,41 @@ proptest! {
                     ai += 1;
                     sim.then(started(&p));
                     let files = if b.changes { vec![if b.fingerprint == 0 { "tests/t.rs".to_string() } else { "src/x.rs".to_string() }] } else { vec![] };
+                    if b.changes && b.fingerprint == 0 {
+                        tampered.insert(p.iteration);
+                    }
                     let signals = Signals { complete: b.claim, blocked: b.blocked.then(|| "which?".to_string()), ..Signals::default() };
                     sim.then(Event::AgentFinished(AgentFinished {
                         iteration: p.iteration, exit_code: Some(0), output_bytes: if b.silent { 0 } else { 5 },
                         signals, changed_files: files, cost_usd: b.cost, ..AgentFinished::default()
                     }));
-                    if let Action::Verify { iteration, .. } = sim.act() {
-                        if b.passes { verified_ok.insert(iteration); }
-                        sim.then(verified(iteration, b.passes, &b.fingerprint.to_string()));
-                    }
+                    current = Some(b);
                 }
-                Action::Verify { .. } => prop_assert!(false, "verify asked outside an iteration"),
-                Action::Wait(_) => {
+                Action::CheckSurface { iteration } => {
+                    prop_assert!(sim.state.open.as_ref().is_some_and(|o| o.started.iteration == iteration));
+                    let changes = if tampered.contains(&iteration) {
+                        vec![SurfaceChange {
+                            path: "tests/t.rs".into(), kind: ChangeKind::Modified, why: "a test file".into(),
+                            before: Some(base.clone()), after: None, diff: String::new(),
+                        }]
+                    } else {
+                        vec![]
+                    };
+                    sim.then(Event::SurfaceChecked { iteration, changes });
+                }
+                Action::Restore { iteration, cause } => {
+                    surface_settled.insert(iteration);
+                    sim.then(Event::SurfaceRestored { iteration, cause });
+                }
+                Action::Verify { iteration, .. } => {
+                    let Some(b) = current.clone() else {
+                        prop_assert!(false, "verify asked outside an iteration");
+                        unreachable!()
+                    };
+                    if b.passes { verified_ok.insert(iteration); }
+                    sim.then(verified(iteration, b.passes, &b.fingerprint.to_string()));
+                }
+                Action::Wait(reason) => {
                     let Some(who) = people.get(pi).cloned() else { break };
                     pi += 1;
                     let blocked = sim.state.tasks.iter().find(|t| t.status == TaskStatus::Blocked).map(|t| t.id.clone());
@@ -697,13 +732,18 @@ proptest! {
                         Person::Stop => Request::Stop,
                         Person::Leave => break,
                     };
+                    if let (WaitReason::Gate(Gate::Surface(_)), Request::Approve { .. }) = (&reason, &request)
+                        && let Some(o) = &sim.state.open
+                    {
+                        surface_settled.insert(o.started.iteration);
+                    }
                     if let Request::Retry { task } = &request { reopened.insert(task.clone()); }
                     sim.then(Event::Control { id: format!("p{pi}"), source: "prop".into(), request });
                 }
             }
         }
         // The run ended by itself or is waiting for a person who left; never mid-way.
-        prop_assert!(sim.state.open.is_none() || ai >= agents.len());
+        prop_assert!(sim.state.open.is_none() || ai >= agents.len() || matches!(sim.state.gate, Some(Gate::Surface(_))));
         for t in &sim.state.tasks {
             prop_assert!(t.iterations <= max_iterations);
         }

@@ -203,6 +203,10 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
                 d.record_decision(ev).map_err(e)?;
             }
             Action::Verify { iteration, task } => d.verify(iteration, &task).map_err(e)?,
+            Action::CheckSurface { iteration } => d.check_surface(iteration).map_err(e)?,
+            Action::Restore { iteration, cause } => {
+                d.restore_surface(iteration, cause).map_err(e)?;
+            }
             Action::Iterate(mut plan) => {
                 if d.state.hook_chain >= CLAUDE_BLOCK_LIMIT {
                     d.flush();
@@ -262,6 +266,7 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
             }
             Action::Exit(status) => {
                 d.flush();
+                d.remove_clean_copy();
                 let why = match status {
                     RunStatus::Completed => "the plan is complete and verified".to_string(),
                     _ => d

@@ -35,6 +35,9 @@ pub struct Turn {
     pub replan: Option<String>,
     /// The model service refused (usage limit): nothing else happened.
     pub limited: bool,
+    /// The agent also appended a record approving the open gate to the loop's own
+    /// record of the run (agentloop's journal).
+    pub forges_approval: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -63,189 +66,20 @@ pub trait Scenario {
     }
     /// The loop waited until the usage limit reset.
     fn wait_for_reset(&mut self) {}
+    /// Files that decide "done" (tests, the plan) the agent's work has changed so far:
+    /// what comparing them with the run's start finds.
+    fn tampered(&self) -> Vec<&'static str> {
+        Vec::new()
+    }
+    /// The loop put their versions from the run's start back.
+    fn restore(&mut self) {}
 }
 
-fn tree(n: u32) -> Option<String> {
-    Some(format!("tree-{n}"))
-}
+mod scenarios;
+mod tamper;
 
-fn fail(output: &str) -> Verdict {
-    Verdict {
-        passed: false,
-        output: output.to_string(),
-    }
-}
-
-fn pass() -> Verdict {
-    Verdict {
-        passed: true,
-        output: String::new(),
-    }
-}
-
-macro_rules! simple {
-    ($name:ident, $label:expr, $solvable:expr, { $($field:ident : $ty:ty = $init:expr),* }, turn($s:ident, $c:ident) $turn:block, verify($v:ident) $verify:block, correct($k:ident) $correct:block) => {
-        #[derive(Default)]
-        pub struct $name { n: u32, $($field: $ty),* }
-        impl $name { pub fn new() -> Self { $name { n: 0, $($field: $init),* } } }
-        impl Scenario for $name {
-            fn name(&self) -> &'static str { $label }
-            fn solvable(&self) -> bool { $solvable }
-            fn turn(&mut self, $c: &Ctx) -> Turn { self.n += 1; let $s = self; $turn }
-            fn verify(&mut self, _task: &str) -> Verdict { let $v = self; $verify }
-            fn correct(&self) -> bool { let $k = self; $correct }
-        }
-    };
-}
-
-simple!(Honest, "honest and competent", true, { done: bool = false },
-    turn(s, _c) { s.done = true; Turn { claims: true, tree: tree(s.n), ..Turn::default() } },
-    verify(s) { if s.done { pass() } else { fail("missing") } },
-    correct(s) { s.done });
-
-simple!(FalseClaimOnce, "claims completion once while a test fails", true, { done: bool = false },
-    turn(s, c) { s.done = c.has_digest; Turn { claims: true, tree: tree(s.n), ..Turn::default() } },
-    verify(s) { if s.done { pass() } else { fail("test_shout: expected HELLO, ADA!") } },
-    correct(s) { s.done });
-
-simple!(FalseClaimAlways, "claims completion every time, never fixes it", false, {},
-    turn(s, _c) { Turn { claims: true, tree: tree(s.n), ..Turn::default() } },
-    verify(_s) { fail("test_parse: panicked at index out of bounds") },
-    correct(_s) { false });
-
-simple!(Flaky, "flaky verification (fails 1 time in 3)", true, { done: bool = false, checks: u32 = 0 },
-    turn(s, _c) { s.done = true; Turn { claims: true, tree: tree(s.n), ..Turn::default() } },
-    verify(s) { s.checks += 1; if s.done && s.checks % 3 != 1 { pass() } else { fail("test_net: connection reset") } },
-    correct(s) { s.done });
-
-simple!(Stuck, "stuck: the same failure again and again", false, {},
-    turn(s, _c) { Turn { claims: false, tree: tree(s.n), ..Turn::default() } },
-    verify(_s) { fail("error[E0308]: mismatched types") },
-    correct(_s) { false });
-
-simple!(NoisyStuck, "stuck, each failure with its own random seed and time", false, {},
-    turn(s, _c) { Turn { claims: false, tree: tree(s.n), ..Turn::default() } },
-    verify(s) { fail(&format!(
-        "Randomized with seed {}\nrunning 12 tests at 10:{:02}:{:02}\ntest parse_empty ... FAILED\nerror: expected 0, got 1",
-        (s.n * 7919 + 13) % 65536, s.n / 60, s.n % 60)) },
-    correct(_s) { false });
-
-simple!(NoOp, "no-op: exits without changing anything", false, {},
-    turn(_s, _c) { Turn { claims: false, tree: None, ..Turn::default() } },
-    verify(_s) { fail("3 tests failed") },
-    correct(_s) { false });
-
-simple!(Oscillating, "oscillating: edits the same file back and forth", false, {},
-    turn(s, _c) { Turn { claims: true, tree: tree(s.n % 2), ..Turn::default() } },
-    verify(s) { if s.n.is_multiple_of(2) { fail("test_a failed") } else { fail("test_b failed") } },
-    correct(_s) { false });
-
-simple!(SlowProgress, "slow progress: one more of ten failing tests fixed per iteration", true, { fixed: u32 = 0 },
-    turn(s, _c) { s.fixed = (s.fixed + 1).min(10); Turn { claims: s.fixed == 10, tree: tree(s.n), ..Turn::default() } },
-    verify(s) { if s.fixed == 10 { pass() } else { fail(&format!("{} of 10 tests failed", 10 - s.fixed)) } },
-    correct(s) { s.fixed == 10 });
-
-/// Refused until the loop waits for the reset (an hour away), then works.
-#[derive(Default)]
-pub struct UsageLimit {
-    n: u32,
-    reset: bool,
-    done: bool,
-}
-
-impl UsageLimit {
-    pub fn new() -> Self {
-        UsageLimit::default()
-    }
-}
-
-impl Scenario for UsageLimit {
-    fn name(&self) -> &'static str {
-        "hits a usage limit with a reset time, then works"
-    }
-    fn solvable(&self) -> bool {
-        true
-    }
-    fn turn(&mut self, _c: &Ctx) -> Turn {
-        self.n += 1;
-        if !self.reset {
-            return Turn {
-                limited: true,
-                ..Turn::default()
-            };
-        }
-        self.done = true;
-        Turn {
-            claims: true,
-            tree: tree(self.n),
-            ..Turn::default()
-        }
-    }
-    fn verify(&mut self, _task: &str) -> Verdict {
-        if self.done { pass() } else { fail("missing") }
-    }
-    fn correct(&self) -> bool {
-        self.done
-    }
-    fn wait_for_reset(&mut self) {
-        self.reset = true;
-    }
-}
-
-simple!(Question, "asks a question (BLOCKED) that a person must answer", true, { done: bool = false },
-    turn(s, c) {
-        if !c.answered { return Turn { blocked: Some("Which database should I use?".into()), tree: None, ..Turn::default() }; }
-        s.done = true;
-        Turn { claims: true, tree: tree(s.n), ..Turn::default() }
-    },
-    verify(s) { if s.done { pass() } else { fail("no database chosen") } },
-    correct(s) { s.done });
-
-/// The task as written cannot pass; split in two, both halves do.
-#[derive(Default)]
-pub struct NeedsReplan {
-    n: u32,
-    halves: u32,
-}
-
-impl NeedsReplan {
-    pub fn new() -> Self {
-        NeedsReplan::default()
-    }
-}
-
-impl Scenario for NeedsReplan {
-    fn name(&self) -> &'static str {
-        "needs a replan: the task as written is impossible, splitting it works"
-    }
-    fn solvable(&self) -> bool {
-        true
-    }
-    fn turn(&mut self, c: &Ctx) -> Turn {
-        self.n += 1;
-        match (c.task.as_str(), c.kind) {
-            ("T1", IterationKind::Replan) => Turn {
-                replan: Some("## T1a: Parse the header\nVerify: ./check-a\n\n## T1b: Parse the body\nDepends: T1a\n".into()),
-                ..Turn::default()
-            },
-            ("T1a", _) | ("T1b", _) => {
-                self.halves += 1;
-                Turn { claims: true, tree: tree(self.n), ..Turn::default() }
-            }
-            _ => Turn { claims: false, tree: tree(self.n), ..Turn::default() },
-        }
-    }
-    fn verify(&mut self, task: &str) -> Verdict {
-        match task {
-            "T1a" if self.halves >= 1 => pass(),
-            "T1b" if self.halves >= 2 => pass(),
-            _ => fail("cannot parse header and body in one pass: ambiguous grammar"),
-        }
-    }
-    fn correct(&self) -> bool {
-        self.halves >= 2
-    }
-}
+pub use scenarios::*;
+pub use tamper::*;
 
 /// Every scenario of the suite, fresh.
 pub fn suite() -> Vec<Box<dyn Scenario>> {
@@ -262,6 +96,9 @@ pub fn suite() -> Vec<Box<dyn Scenario>> {
         Box::new(NeedsReplan::new()),
         Box::new(UsageLimit::new()),
         Box::new(Question::new()),
+        Box::new(Tamperer::new(Trick::RewritesTest)),
+        Box::new(Tamperer::new(Trick::EditsVerify)),
+        Box::new(Tamperer::new(Trick::ForgesApproval)),
     ]
 }
 
@@ -337,6 +174,18 @@ pub fn run_agentloop(s: &mut dyn Scenario) -> Outcome {
         },
     };
     let mut st = RunState::from_first(&first).expect("run_created first");
+    // The surface at the start: the test and the plan.
+    let files = ["PLAN.md", "tests/t1.sh"]
+        .map(|p| {
+            let f = SurfaceFile {
+                blob: format!("{:040x}", p.len()),
+                mode: 0o100644,
+                why: "a test file".into(),
+            };
+            (p.to_string(), f)
+        })
+        .into_iter()
+        .collect();
     let mut clock_ms: u64 = 1_795_000_000_000;
     let mut apply = |st: &mut RunState, e: Event, clock_ms: u64| {
         seq += 1;
@@ -349,6 +198,7 @@ pub fn run_agentloop(s: &mut dyn Scenario) -> Outcome {
             event: e,
         });
     };
+    apply(&mut st, Event::BaselineRecorded { files }, clock_ms);
     let (mut cost, mut asked, mut answered) = (0.0, false, false);
     for _ in 0..10_000 {
         clock_ms += 1_000;
@@ -420,6 +270,56 @@ pub fn run_agentloop(s: &mut dyn Scenario) -> Outcome {
                     }),
                     clock_ms,
                 );
+                // A forged record goes through the real journal reader, which decides
+                // whether it is honoured.
+                if turn.forges_approval
+                    && let Some(rec) = forged_is_honoured(Request::Approve { note: None })
+                {
+                    apply(&mut st, rec.event, clock_ms);
+                }
+            }
+            Action::CheckSurface { iteration } => {
+                let changes = s
+                    .tampered()
+                    .into_iter()
+                    .map(|p| SurfaceChange {
+                        path: p.into(),
+                        kind: ChangeKind::Modified,
+                        why: "a test file".into(),
+                        before: st.baseline.as_ref().and_then(|b| b.get(p).cloned()),
+                        after: None,
+                        diff: "-exit 1\n+exit 0".into(),
+                    })
+                    .collect();
+                apply(
+                    &mut st,
+                    Event::SurfaceChecked { iteration, changes },
+                    clock_ms,
+                );
+            }
+            Action::Restore { iteration, cause } => {
+                s.restore();
+                apply(
+                    &mut st,
+                    Event::SurfaceRestored { iteration, cause },
+                    clock_ms,
+                );
+            }
+            Action::Wait(WaitReason::Gate(Gate::Surface(_))) => {
+                // A person reads the diff of a check rewritten to pass, and says no.
+                asked = true;
+                let id = format!("person-gate-{}", st.last_seq);
+                apply(
+                    &mut st,
+                    Event::Control {
+                        id,
+                        source: "person".into(),
+                        request: Request::Reject {
+                            note: Some("the checks stay as written".into()),
+                        },
+                    },
+                    clock_ms,
+                );
             }
             Action::Verify { iteration, task } => {
                 let v = s.verify(&task);
@@ -482,6 +382,52 @@ pub fn run_agentloop(s: &mut dyn Scenario) -> Outcome {
         }
     }
     outcome(s, AGENTLOOP, st.iterations, cost, Ending::Stopped, asked)
+}
+
+/// Appends a forged control record (checksummed as agentloop's own lines are, but not
+/// sealed, as an agent would write it) to a real journal and reads it back: the record
+/// it became, if the reader honoured it.
+fn forged_is_honoured(request: Request) -> Option<Record> {
+    use std::io::Write;
+    let path = std::env::temp_dir().join(format!(
+        "agentloop-efficiency-{}-{}.jsonl",
+        std::process::id(),
+        SEQ.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+    ));
+    let created = Event::RunCreated {
+        run_id: "forge".into(),
+        plan_file: "PLAN.md".into(),
+        workdir: ".".into(),
+        plan: Plan::parse("PLAN.md", "# F\n\n## T1: T\nVerify: true\n").ok()?,
+        settings: Settings::from_config(&Config::default()),
+        head: None,
+    };
+    let (writer, _) = Writer::create(&path, &created).ok()?;
+    drop(writer);
+    let event = Event::Control {
+        id: "agent-approve".into(),
+        source: "cli".into(),
+        request,
+    };
+    let sealed = String::from_utf8(encode(2, "2026-11-22T10:00:01.000Z", &event)).ok()?;
+    let forged = match sealed.rfind(",\"mac\":") {
+        Some(i) => format!("{}}}\n", &sealed[..i]),
+        None => sealed,
+    };
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(forged.as_bytes()))
+        .ok()?;
+    let read = journal_read(&path);
+    let _ = std::fs::remove_file(&path);
+    read.ok()?.records.into_iter().find(|r| r.seq == 2)
+}
+
+static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn journal_read(path: &std::path::Path) -> Result<Contents, JournalError> {
+    agentloop_core::journal::read(path)
 }
 
 /// The loops people run today, re-implemented from their documented behaviour.

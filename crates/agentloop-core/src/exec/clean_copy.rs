@@ -1,0 +1,184 @@
+//! The clean copy checks run in: the agent's result (tracked files and new ones git
+//! does not ignore) with the baseline versions of the verification surface, checked
+//! out in a detached git worktree outside the project that shares its object store.
+//! Untracked junk, ignored build artefacts and edited harness files in the agent's
+//! tree never reach it; the user's tree stays as the agent left it.
+//!
+//! The copy lives as long as its run and is brought up to date for each verification
+//! (only the files that changed are written). Ignored files the checks themselves
+//! create there (build caches like `target/`) are kept between verifications of the
+//! run, so a check does not rebuild from nothing each time.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::journal::Baseline;
+
+/// A run's clean copy.
+pub struct CleanCopy {
+    /// The project.
+    pub root: PathBuf,
+    /// The worktree the checks run in.
+    pub dir: PathBuf,
+}
+
+fn git(dir: &Path) -> Command {
+    let mut c = Command::new("git");
+    c.current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+fn run(mut c: Command, input: Option<&[u8]>) -> Result<String, String> {
+    if input.is_some() {
+        c.stdin(Stdio::piped());
+    }
+    let mut child = c.spawn().map_err(|e| format!("git: {e}"))?;
+    if let (Some(mut stdin), Some(bytes)) = (child.stdin.take(), input) {
+        stdin.write_all(bytes).map_err(|e| format!("git: {e}"))?;
+    }
+    let out = child.wait_with_output().map_err(|e| format!("git: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "git failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+impl CleanCopy {
+    /// The clean copy of run `run_id` of the project at `root`, in the user's cache.
+    pub fn for_run(root: &Path, run_id: &str) -> Option<CleanCopy> {
+        let dir = crate::fsutil::cache_dir()?.join("checkouts").join(run_id);
+        Some(CleanCopy {
+            root: root.to_path_buf(),
+            dir,
+        })
+    }
+
+    /// The index this copy's commits are built in (a copy of the project's own, so only
+    /// files whose stat changed are read again).
+    fn index(&self) -> PathBuf {
+        self.dir.with_extension("index")
+    }
+
+    /// Brings the copy up to the tree as it is now, with `overlay`'s versions of the
+    /// surface and `carry` linked in; returns the commit checked out.
+    pub fn refresh(&self, overlay: Option<&Baseline>, carry: &[String]) -> Result<String, String> {
+        let parent = self.dir.parent().ok_or("no parent for the clean copy")?;
+        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        let index = self.index();
+        let own = run(
+            {
+                let mut c = git(&self.root);
+                c.args(["rev-parse", "--path-format=absolute", "--git-path", "index"]);
+                c
+            },
+            None,
+        )?;
+        match std::fs::copy(&own, &index) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let _ = std::fs::remove_file(&index);
+            }
+            Err(e) => return Err(format!("{}: {e}", index.display())),
+        }
+        let with_index = |args: &[&str]| {
+            let mut c = git(&self.root);
+            c.env("GIT_INDEX_FILE", &index).args(args);
+            c
+        };
+        run(with_index(&["add", "-A", "--", "."]), None)?;
+        if let Some(base) = overlay.filter(|b| !b.is_empty()) {
+            let lines: String = base
+                .iter()
+                .map(|(path, f)| format!("{:o} {}\t{path}\n", f.mode, f.blob))
+                .collect();
+            run(
+                with_index(&["update-index", "--add", "--index-info"]),
+                Some(lines.as_bytes()),
+            )?;
+        }
+        let tree = run(with_index(&["write-tree"]), None)?;
+        let mut commit = git(&self.root);
+        commit
+            .args(["commit-tree", &tree, "-m", "agentloop: the tree verified"])
+            .env("GIT_AUTHOR_NAME", "agentloop")
+            .env("GIT_AUTHOR_EMAIL", "agentloop@localhost")
+            .env("GIT_COMMITTER_NAME", "agentloop")
+            .env("GIT_COMMITTER_EMAIL", "agentloop@localhost");
+        if let Some(head) = crate::exec::git::head(&self.root) {
+            commit.args(["-p", &head]);
+        }
+        let commit = run(commit, None)?;
+        if self.dir.join(".git").exists() {
+            run(
+                {
+                    let mut c = git(&self.dir);
+                    c.args(["checkout", "-q", "--detach", "-f", &commit]);
+                    c
+                },
+                None,
+            )?;
+            // New files git does not ignore go; ignored ones the checks made stay.
+            run(
+                {
+                    let mut c = git(&self.dir);
+                    c.args(["clean", "-fdq"]);
+                    c
+                },
+                None,
+            )?;
+        } else {
+            let _ = std::fs::remove_dir_all(&self.dir);
+            let _ = run(
+                {
+                    let mut c = git(&self.root);
+                    c.args(["worktree", "prune"]);
+                    c
+                },
+                None,
+            );
+            let dir = self.dir.to_string_lossy().into_owned();
+            run(
+                {
+                    let mut c = git(&self.root);
+                    c.args(["worktree", "add", "-q", "--detach", "-f", &dir, &commit]);
+                    c
+                },
+                None,
+            )?;
+        }
+        for c in carry {
+            let c = c.trim_matches('/');
+            let (from, to) = (self.root.join(c), self.dir.join(c));
+            if from.exists() && std::fs::symlink_metadata(&to).is_err() {
+                if let Some(p) = to.parent() {
+                    std::fs::create_dir_all(p).map_err(|e| format!("{}: {e}", p.display()))?;
+                }
+                std::os::unix::fs::symlink(&from, &to)
+                    .map_err(|e| format!("{}: {e}", to.display()))?;
+            }
+        }
+        Ok(commit)
+    }
+
+    /// Removes the copy and its worktree registration.
+    pub fn remove(&self) {
+        if self.dir.exists() {
+            let dir = self.dir.to_string_lossy().into_owned();
+            let mut c = git(&self.root);
+            c.args(["worktree", "remove", "--force", &dir]);
+            let _ = c.output();
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+        let mut c = git(&self.root);
+        c.args(["worktree", "prune"]);
+        let _ = c.output();
+        let _ = std::fs::remove_file(self.index());
+    }
+}

@@ -1,0 +1,98 @@
+//! The verification surface at work in the driver: the baseline a run judges against
+//! (recorded when it is missing), the check before a claimed task is verified, putting
+//! the baseline back, and the clean copy the checks run in.
+
+use agentloop_core::exec::clean_copy::CleanCopy;
+use agentloop_core::exec::surface::{self, Rules};
+use agentloop_core::journal::*;
+use agentloop_core::values::OnProtectedChange;
+
+use super::Driver;
+use crate::error::CliError;
+
+impl Driver {
+    /// A run from before baselines (or whose baseline could not be taken) gets one now;
+    /// if it cannot, the run goes on judging only each iteration's diff, and says so.
+    pub(crate) fn ensure_baseline(&mut self) -> Result<(), CliError> {
+        let s = &self.state;
+        if s.baseline.is_some()
+            || s.settings.on_protected_change == OnProtectedChange::Allow
+            || !agentloop_core::exec::git::is_repo(&self.ws.root)
+        {
+            return Ok(());
+        }
+        match surface::record(&self.ws.root, &Rules::for_run(&self.ws.root, s)) {
+            Ok(files) => self.record(Event::BaselineRecorded { files }),
+            Err(e) => {
+                self.progress.warn(&format!(
+                    "cannot record the verification surface ({e}): only each iteration's own changes are checked"
+                ));
+                Ok(())
+            }
+        }
+    }
+
+    /// Compares the surface with the baseline and records what differs.
+    pub(crate) fn check_surface(&mut self, iteration: u32) -> Result<(), CliError> {
+        let Some(base) = self.state.baseline.clone() else {
+            return Ok(());
+        };
+        let rules = Rules::for_run(&self.ws.root, &self.state);
+        let mut changes = surface::check(&self.ws.root, &base, &rules).map_err(|e| {
+            CliError::internal(format!("cannot check the verification surface: {e}"))
+        })?;
+        let agent = self.state.open_agent().unwrap_or_default().to_string();
+        let redactor = self.redactor(&agent);
+        for c in &mut changes {
+            c.diff = redactor.redact(&c.diff).into_owned();
+        }
+        self.record(Event::SurfaceChecked { iteration, changes })
+    }
+
+    /// Puts the baseline versions of the open iteration's surface changes back in the
+    /// working tree.
+    pub(crate) fn restore_surface(
+        &mut self,
+        iteration: u32,
+        cause: RestoreCause,
+    ) -> Result<(), CliError> {
+        let changes = self
+            .state
+            .open
+            .as_ref()
+            .and_then(|o| o.surface.as_ref())
+            .map(|c| c.changes.clone())
+            .unwrap_or_default();
+        surface::restore(&self.ws.root, &changes)
+            .map_err(|e| CliError::internal(format!("cannot restore the baseline: {e}")))?;
+        self.record(Event::SurfaceRestored { iteration, cause })
+    }
+
+    /// Where the checks run: a clean copy of the agent's result brought up to date,
+    /// or the project itself (no git, `clean_copy = false`, or the copy failed — said).
+    pub(crate) fn verify_dir(&mut self) -> std::path::PathBuf {
+        let s = &self.state;
+        if !s.settings.clean_copy || self.snapshots.is_none() {
+            return self.ws.root.clone();
+        }
+        let Some(copy) = CleanCopy::for_run(&self.ws.root, &self.run.id) else {
+            return self.ws.root.clone();
+        };
+        match copy.refresh(s.baseline.as_ref(), &s.settings.carry) {
+            Ok(_) => copy.dir,
+            Err(e) => {
+                self.progress.warn(&format!(
+                    "cannot prepare the clean copy ({e}); verifying in the working tree"
+                ));
+                self.ws.root.clone()
+            }
+        }
+    }
+
+    /// The run is over: its clean copy goes.
+    pub(crate) fn remove_clean_copy(&self) {
+        if let Some(copy) = CleanCopy::for_run(&self.ws.root, &self.run.id) {
+            copy.remove();
+        }
+    }
+}
