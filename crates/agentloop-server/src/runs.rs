@@ -77,6 +77,8 @@ fn summary(run: &RunDir, s: &RunState) -> Value {
         "updated": s.updated,
         "gate": s.gate,
         "gate_text": s.gate.as_ref().map(|g| g.describe()),
+        // At the surface gate: each changed file of the checks, with its diff.
+        "surface_changes": s.surface_gate_changes(),
         "limit_until_ms": s.limit_until_ms,
         "needs_attention": !attention.is_empty(),
         "attention": attention,

@@ -37,6 +37,20 @@ pub enum Command {
     ///
     /// A fresh agent process per iteration; every "done" is checked by agentloop's own
     /// verification.
+    ///
+    /// When the run starts, agentloop records the content of its verification surface:
+    /// the tests, the files a `Verify:` runs or names, CI configuration, the plan,
+    /// agentloop.toml, [verify] protected, and files that configure the checks
+    /// (`agentloop verify-surface` lists it). Before a claimed task is verified, the
+    /// tree is compared with that baseline, across all iterations. A change does what
+    /// [verify] on_protected_change says: "gate" (default) holds the task and waits
+    /// for a person, showing each diff — `approve` moves the baseline, `reject`
+    /// restores it and hands the task back; "restore" puts the baseline back before
+    /// verifying and tells the agent; "allow" checks only each iteration's own diff
+    /// against `protected`. New test files are fine; new files that configure or
+    /// intercept the checks are not. The checks run on a clean copy of the agent's
+    /// result (a detached git worktree with the baseline's files), so junk in the
+    /// tree cannot make them pass.
     #[command(
         after_help = "Examples:\n  agentloop run\n  agentloop run docs/PLAN.md --agent codex --max-iterations 20\n  agentloop run --mode tdd --no-wait --json > events.jsonl"
     )]
@@ -131,6 +145,33 @@ pub enum Command {
     /// Check journals.
     #[command(subcommand)]
     Journal(JournalCommand),
+    /// List the files that decide "done" for a run, and what changed in them
+    ///
+    /// The verification surface is recorded when a run starts: the tests (by the usual
+    /// conventions), the files a `Verify:` runs or names, CI configuration, the plan,
+    /// agentloop.toml, [verify] protected, and files that configure or intercept the
+    /// checks (conftest.py, pytest.ini, jest/vitest configs, sitecustomize.py, *.pth,
+    /// build.rs, the test sections of pyproject.toml, setup.cfg, tox.ini and
+    /// package.json…), which count even when new. Before a claimed task is verified, the
+    /// tree is compared with it.
+    #[command(
+        name = "verify-surface",
+        after_help = "Examples:\n  agentloop verify-surface\n  agentloop verify-surface --json | jq .changes\n  agentloop verify-surface --accept     take your own edits as the new baseline"
+    )]
+    VerifySurface(SurfaceArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SurfaceArgs {
+    #[command(flatten)]
+    pub run: RunSel,
+    /// JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Take every change listed (your own edits, made between iterations) as the new
+    /// baseline; journaled. Refused from inside the agent's process tree.
+    #[arg(long, conflicts_with = "json")]
+    pub accept: bool,
 }
 
 #[derive(Debug, Args)]

@@ -18,7 +18,19 @@ pub fn payload(s: &RunState, r: &Record) -> Option<Value> {
     let (kind, message) = match &r.event {
         Event::GateOpened { gate } => (
             "waiting",
-            format!("waiting for a person: {}", gate.describe()),
+            match s.surface_gate_changes() {
+                // The files and their diffs: a person can decide from the message.
+                Some(changes) => format!(
+                    "waiting for a person: {}\n{}",
+                    gate.describe(),
+                    changes
+                        .iter()
+                        .map(|c| format!("{}\n{}", c.describe(), c.diff))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                ),
+                None => format!("waiting for a person: {}", gate.describe()),
+            },
         ),
         Event::IterationFinished(f) if f.outcome == Outcome::Blocked => {
             ("blocked", f.reason.clone())

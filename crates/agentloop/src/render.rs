@@ -337,5 +337,9 @@ pub fn describe_request(r: &Request) -> String {
         Request::Skip { task } => format!("skip task {task}"),
         Request::Retry { task } => format!("retry task {task}"),
         Request::Steer { note } => format!("note for the next iteration: {note}"),
+        Request::AcceptSurface { files } => format!(
+            "accept {} of the verification surface as the new baseline",
+            agentloop_core::words::plural(files.len(), "change", "changes")
+        ),
     }
 }

@@ -74,7 +74,7 @@ impl Loader {
     }
 
     /// Adds a TOML file if it exists (user or project layer).
-    pub fn toml_file(mut self, source: Source, path: &Path) -> Result<Self, ConfigError> {
+    pub fn toml_file(self, source: Source, path: &Path) -> Result<Self, ConfigError> {
         let bytes = match std::fs::read(path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(self),
@@ -85,6 +85,17 @@ impl Loader {
                 });
             }
         };
+        self.toml_bytes(source, path, bytes)
+    }
+
+    /// Adds TOML content that stands for the file at `path` (a version of it recorded
+    /// earlier, like the run's baseline).
+    pub fn toml_bytes(
+        mut self,
+        source: Source,
+        path: &Path,
+        bytes: Vec<u8>,
+    ) -> Result<Self, ConfigError> {
         let text = String::from_utf8(bytes).map_err(|_| ConfigError::Utf8 { path: path.into() })?;
         let value: toml::Table = toml::from_str(&text).map_err(|e| ConfigError::Parse {
             path: path.into(),

@@ -22,6 +22,16 @@ impl RunState {
             }
             Request::StopNow => self.stop = Some(StopKind::Now),
             Request::Steer { note } => self.steer.push(note.clone()),
+            Request::AcceptSurface { files } => {
+                if let Some(base) = &mut self.baseline {
+                    for (path, f) in files {
+                        match f {
+                            Some(f) => base.insert(path.clone(), f.clone()),
+                            None => base.remove(path),
+                        };
+                    }
+                }
+            }
             Request::Approve { note } => {
                 let Some(gate) = self.gate.take() else { return };
                 if let Some(n) = note.as_ref().filter(|n| !n.trim().is_empty()) {

@@ -431,6 +431,11 @@ pub enum Request {
     Steer {
         note: String,
     },
+    /// A person takes the surface as it is now (files changed outside an iteration,
+    /// by themselves) as the new baseline: path → its version (`None`: gone).
+    AcceptSurface {
+        files: std::collections::BTreeMap<String, Option<super::surface::SurfaceFile>>,
+    },
 }
 
 impl Request {

@@ -114,6 +114,15 @@ pub fn restored_note(changes: &[SurfaceChange], cause: &RestoreCause) -> String 
 }
 
 impl RunState {
+    /// The changes a person is asked about at the surface gate, while it is open.
+    pub fn surface_gate_changes(&self) -> Option<&[SurfaceChange]> {
+        if !matches!(self.gate, Some(super::event::Gate::Surface(_))) {
+            return None;
+        }
+        let check = self.open.as_ref()?.surface.as_ref()?;
+        Some(&check.changes)
+    }
+
     pub(super) fn baseline_recorded(&mut self, files: &Baseline) {
         self.baseline = Some(files.clone());
     }

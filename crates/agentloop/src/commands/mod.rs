@@ -12,6 +12,7 @@ mod plan;
 mod run;
 mod serve;
 mod status;
+mod surface;
 pub(crate) mod watch;
 
 use std::path::{Path, PathBuf};
@@ -31,6 +32,9 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
         Command::Run(a) => run::run(&cwd()?, a),
         Command::Resume(a) => run::resume(&cwd()?, a),
         Command::Status(a) => status::status(&workspace()?, a.run.get(), a.json),
+        Command::VerifySurface(a) => {
+            surface::verify_surface(&workspace()?, a.run.get(), a.json, a.accept)
+        }
         Command::Runs(a) => status::runs(&workspace()?, a.json),
         Command::Log(a) => log::log(&workspace()?, a),
         Command::Pause(r) => control::pause(&workspace()?, r.get()),
@@ -86,12 +90,36 @@ pub(crate) fn load_config(
     front_matter: &Map<String, Value>,
     flags: Map<String, Value>,
 ) -> Result<Layered, CliError> {
+    load_config_pinned(root, plan_file, front_matter, flags, Pinned::AsItIs)
+}
+
+/// Which `agentloop.toml` a configuration is built from.
+enum Pinned {
+    /// The file as it is now.
+    AsItIs,
+    /// A run's baseline version (`None`: the run started without one).
+    Baseline(Option<Vec<u8>>),
+}
+
+fn load_config_pinned(
+    root: &Path,
+    plan_file: &Path,
+    front_matter: &Map<String, Value>,
+    flags: Map<String, Value>,
+    pinned: Pinned,
+) -> Result<Layered, CliError> {
     let mut loader = Loader::new();
     if let Some(user) = user_config_path() {
         loader = loader.toml_file(Source::User(user.clone()), &user)?;
     }
     let project = root.join("agentloop.toml");
-    loader = loader.toml_file(Source::Project(project.clone()), &project)?;
+    loader = match pinned {
+        Pinned::AsItIs => loader.toml_file(Source::Project(project.clone()), &project)?,
+        Pinned::Baseline(Some(bytes)) => {
+            loader.toml_bytes(Source::Project(project.clone()), &project, bytes)?
+        }
+        Pinned::Baseline(None) => loader,
+    };
     Ok(loader
         .layer(Source::Plan(plan_file.to_path_buf()), front_matter.clone())
         .layer(Source::Flag, flags)
@@ -100,13 +128,52 @@ pub(crate) fn load_config(
 
 /// The configuration a run works with: the files as they are now, the plan's front
 /// matter and the flags recorded with the run.
+///
+/// A run with a baseline keeps the `agentloop.toml` it started with (moved forward
+/// only by a person's approval at the surface gate): an agent that edits the file
+/// cannot change its budgets, gates or checks.
 pub(crate) fn run_config(root: &Path, s: &RunState) -> Result<Layered, CliError> {
-    load_config(
+    run_config_with(root, s, s.settings.flags.clone())
+}
+
+/// [`run_config`] with other command-line flags (`resume`'s own on top of the run's).
+pub(crate) fn run_config_with(
+    root: &Path,
+    s: &RunState,
+    flags: Map<String, Value>,
+) -> Result<Layered, CliError> {
+    let pinned = match &s.baseline {
+        None => Pinned::AsItIs,
+        Some(base) => Pinned::Baseline(match base.get("agentloop.toml") {
+            None => None,
+            Some(f) => Some(
+                agentloop_core::exec::surface::blob(root, &f.blob).map_err(|e| {
+                    CliError::internal(format!(
+                        "cannot read the run's baseline of agentloop.toml: {e}"
+                    ))
+                })?,
+            ),
+        }),
+    };
+    load_config_pinned(
         root,
         Path::new(&s.plan_file),
         &s.plan.settings,
-        s.settings.flags.clone(),
+        flags,
+        pinned,
     )
+}
+
+/// Why `agentloop.toml` as it is now is not what run `s` works with, if it is not.
+pub(crate) fn config_drift(root: &Path, s: &RunState) -> Option<String> {
+    let base = s.baseline.as_ref()?;
+    let now = std::fs::read(root.join("agentloop.toml")).ok();
+    let then = base
+        .get("agentloop.toml")
+        .and_then(|f| agentloop_core::exec::surface::blob(root, &f.blob).ok());
+    (now != then).then(|| {
+        "agentloop.toml changed since the run started; the run keeps the version it started with until a person approves the change at the surface gate (`agentloop verify-surface` shows it)".to_string()
+    })
 }
 
 /// Every agent a task names must be one the configuration knows; the error names the

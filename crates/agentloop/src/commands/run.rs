@@ -191,12 +191,10 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
     let Value::Object(flags) = flags else {
         unreachable!("merging two tables gives a table")
     };
-    let layered = super::load_config(
-        &ws.root,
-        Path::new(&loaded.state.plan_file),
-        &loaded.state.plan.settings,
-        flags.clone(),
-    )?;
+    if let Some(why) = super::config_drift(&ws.root, &loaded.state) {
+        crate::render::warn(&why);
+    }
+    let layered = super::run_config_with(&ws.root, &loaded.state, flags.clone())?;
     let versions = check_agents(&layered.config, &loaded.state.plan)?;
     let settings = Settings::new(&layered.config, flags);
     let mut writer = loaded.writer(&run)?;

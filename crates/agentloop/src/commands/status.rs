@@ -93,6 +93,12 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
             g.describe()
         );
     }
+    for c in s.surface_gate_changes().unwrap_or_default() {
+        outln!("  {} {}", paint("1;33", "●"), c.describe());
+        for line in c.diff.lines() {
+            outln!("      {line}");
+        }
+    }
     if let Some(t) = tampering(s) {
         outln!("{} {t}", paint("1;31", "tampering:"));
     }
@@ -169,6 +175,7 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
         "updated": s.updated,
         "driver_pid": driver.and_then(|p| p.parse::<u32>().ok()),
         "gate": s.gate,
+        "surface_changes": s.surface_gate_changes(),
         "limit": s.limit_until_ms.map(|until| json!({
             "until": humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_millis(until)).to_string(),
             "seconds_left": until.saturating_sub(agentloop_core::clock::now_ms()) / 1000,

@@ -132,7 +132,15 @@ pub fn draw(f: &mut Frame, v: &View) {
         ),
         None => " agent output ".to_string(),
     };
-    let lines: Vec<&str> = v.live.lines().collect();
+    // At the surface gate the pane shows what a person decides on: the diffs.
+    let gate_diff: Option<String> = s.surface_gate_changes().map(|cs| {
+        cs.iter()
+            .map(|c| format!("{}\n{}", c.describe(), c.diff))
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    });
+    let live_text = gate_diff.as_deref().unwrap_or(&v.live);
+    let lines: Vec<&str> = live_text.lines().collect();
     let tail = lines[lines
         .len()
         .saturating_sub(live.height.saturating_sub(2) as usize)..]

@@ -18,5 +18,6 @@ mod reports;
 mod requests;
 mod resume;
 mod support;
+mod surface;
 mod terminals;
 mod trust;

@@ -105,6 +105,7 @@ impl Project {
             .current_dir(self.path())
             .env("XDG_CONFIG_HOME", self.path().join(".xdg-config-not-there"))
             .env("XDG_STATE_HOME", self.path().join(".git/xdg-state"))
+            .env("XDG_CACHE_HOME", self.path().join(".git/xdg-cache"))
             .env("NO_COLOR", "1")
             .env_remove("AGENTLOOP_FAILPOINT")
             .stdin(Stdio::null());

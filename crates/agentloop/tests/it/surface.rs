@@ -1,0 +1,249 @@
+//! The verification surface with scripted agents: a rewritten test, an edited plan or
+//! configuration, a new file that intercepts the checks, junk in the tree — caught
+//! against the run's baseline, gated, restored, approved; checks on a clean copy.
+
+use std::time::Duration;
+
+use crate::support::{Project, Scratch, agent, journal_has, wait_exit, wait_for};
+
+const T1: &str = "# One\n\n## T1: Make the file\nVerify: sh tests/t1.sh\n";
+const TEST: &str = "test -f one.txt || { echo 'FAIL: one.txt is missing'; exit 1; }\n";
+
+/// A project whose test checks for one.txt, and an agent that runs `first` on its
+/// first attempt and `then` after.
+fn project(first: &str, then: &str, config: &str) -> Project {
+    Scratch::new()
+        .plan(T1)
+        .file("tests/t1.sh", TEST)
+        .agent(&agent(&format!(
+            "if [ \"$n\" = 1 ]; then\n{first}\nelse\n{then}\nfi\n"
+        )))
+        .config(config)
+        .build()
+}
+
+fn prompt(p: &Project, iteration: u32) -> String {
+    p.read(&format!(
+        ".agentloop/runs/{}/iterations/{iteration:04}/prompt.md",
+        p.status()["run_id"].as_str().unwrap()
+    ))
+}
+
+const CHEAT: &str = "echo 'exit 0' > tests/t1.sh\necho TASK_COMPLETE";
+const HONEST: &str = "touch one.txt\necho TASK_COMPLETE";
+
+#[test]
+fn a_rewritten_test_waits_for_a_person_and_reject_restores_it() {
+    let p = project(CHEAT, HONEST, "");
+    let r = p.run(&["run", "--no-wait", "--quiet"]);
+    assert_eq!(r.code, Some(5), "waits for a person: {}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["gate"]["point"], "surface");
+    assert_eq!(s["tasks"][0]["status"], "running");
+    assert_eq!(s["surface_changes"][0]["path"], "tests/t1.sh");
+    assert_eq!(s["surface_changes"][0]["kind"], "modified");
+    // The person sees the exact diff.
+    let shown = p.run(&["status"]).stdout;
+    for want in [
+        "needs you: task T1 changed files that verify it",
+        "tests/t1.sh (modified, named by a Verify command (tests/t1.sh))",
+        "-test -f one.txt ||",
+        "+exit 0",
+    ] {
+        assert!(shown.contains(want), "{want} in:\n{shown}");
+    }
+    // The agent's version is still in the tree until a person decides.
+    assert_eq!(p.read("tests/t1.sh"), "exit 0\n");
+    let r = p.run(&["reject", "--note", "the test stays as written"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let r = p.run(&["resume", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(p.read("tests/t1.sh"), TEST, "the baseline is back");
+    let s = p.status();
+    assert_eq!(s["tasks"][0]["status"], "done");
+    assert_eq!(s["iterations"], 2);
+    let second = prompt(&p, 2);
+    assert!(
+        second.contains("A person rejected your change to files that verify your work (\"the test stays as written\")")
+            && second.contains("tests/t1.sh (modified"),
+        "{second}"
+    );
+    assert!(journal_has(&p, "surface_restored"));
+}
+
+#[test]
+fn approve_moves_the_baseline_and_the_task_completes_in_the_same_iteration() {
+    // The agent tightens the test and does the work: a person agrees.
+    let stricter = "printf 'test -s one.txt || exit 1\\n' > tests/t1.sh\necho hi > one.txt\necho TASK_COMPLETE";
+    let p = project(stricter, "echo TASK_COMPLETE", "");
+    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    wait_for(&p, "the surface gate", |p| {
+        journal_has(p, "\"point\":\"surface\"")
+    });
+    let r = p.run(&["approve", "--note", "stricter is fine"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let st = wait_exit(&mut driver, Duration::from_secs(20));
+    assert_eq!(st.code(), Some(0));
+    let s = p.status();
+    assert_eq!(s["tasks"][0]["status"], "done");
+    assert_eq!(
+        s["iterations"], 1,
+        "approved and verified without another turn"
+    );
+    // The new version is the baseline now.
+    let v: serde_json::Value =
+        serde_json::from_str(&p.run(&["verify-surface", "--json"]).stdout).unwrap_or_default();
+    assert_eq!(v["changes"], serde_json::json!([]), "{v}");
+    let log = p.run(&["log"]).stdout;
+    assert!(log.contains("approve"), "{log}");
+}
+
+#[test]
+fn restore_mode_puts_the_test_back_before_verifying_and_tells_the_agent() {
+    let p = project(
+        CHEAT,
+        HONEST,
+        "[verify]\non_protected_change = \"restore\"\n",
+    );
+    let r = p.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(p.read("tests/t1.sh"), TEST);
+    let s = p.status();
+    assert_eq!(s["iterations"], 2);
+    assert!(journal_has(&p, "surface_restored"));
+    let second = prompt(&p, 2);
+    assert!(
+        second.contains("agentloop put back the run's baseline versions of files that verify your work: tests/t1.sh (modified"),
+        "{second}"
+    );
+    // The first verification ran the real test and failed.
+    let log = p.run(&["log"]).stdout;
+    assert!(
+        log.contains("FAIL: one.txt is missing") || log.contains("verification failed"),
+        "{log}"
+    );
+}
+
+#[test]
+fn edits_to_the_plan_and_the_configuration_are_caught_and_not_used() {
+    let first = "sed -i 's/^Verify: .*/Verify: true/' PLAN.md\n\
+                 printf '[run]\\nagent = \"scripted\"\\n[agents.scripted]\\ncommand = [\"sh\", \"agent.sh\"]\\n[verify]\\non_protected_change = \"allow\"\\n' > agentloop.toml\n\
+                 echo TASK_COMPLETE";
+    let p = project(first, HONEST, "");
+    let r = p.run(&["run", "--no-wait", "--quiet"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    let s = p.status();
+    let paths: Vec<&str> = s["surface_changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["PLAN.md", "agentloop.toml"]);
+    // A resumed driver keeps the run's own configuration, not the agent's.
+    let r = p.run(&["resume", "--no-wait", "--quiet"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("agentloop.toml changed since the run started"),
+        "{}",
+        r.stderr
+    );
+    let log = p.run(&["log", "--json"]).stdout;
+    let last_settings = log
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["event"]["kind"] == "driver_started")
+        .last()
+        .unwrap();
+    assert_eq!(
+        last_settings["event"]["data"]["settings"]["on_protected_change"],
+        "gate"
+    );
+    assert_eq!(p.status()["gate"]["point"], "surface");
+}
+
+#[test]
+fn a_new_conftest_is_caught_a_new_test_is_not() {
+    let first = "mkdir -p tests && echo 'def test_x(): pass' > tests/test_new.py\n\
+                 echo 'import sys' > conftest.py\n\
+                 touch one.txt\necho TASK_COMPLETE";
+    let p = project(first, "echo TASK_COMPLETE", "");
+    let r = p.run(&["run", "--no-wait", "--quiet"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    let s = p.status();
+    let changes = s["surface_changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert_eq!(changes[0]["path"], "conftest.py");
+    assert_eq!(changes[0]["kind"], "added");
+    // The person rejects: the new file goes, the new test stays.
+    assert_eq!(p.run(&["reject", "--note", "no conftest"]).code, Some(0));
+    assert_eq!(p.run(&["resume", "--quiet"]).code, Some(0));
+    assert!(!p.path().join("conftest.py").exists());
+    assert!(p.path().join("tests/test_new.py").exists());
+}
+
+#[test]
+fn checks_run_on_a_clean_copy_not_among_the_agents_junk() {
+    // The check passes if build/ok exists: an ignored artefact the agent leaves in its
+    // tree must not count; only what it really commits to the tree does.
+    let p = Scratch::new()
+        .plan("# One\n\n## T1: Build\nVerify: test -f build/ok || test -f src/ok\n")
+        .file(".git/info/exclude", "build/\n")
+        .agent(&agent(
+            "if [ \"$n\" = 1 ]; then mkdir -p build && touch build/ok; else mkdir -p src && touch src/ok; fi\necho TASK_COMPLETE",
+        ))
+        .build();
+    let r = p.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(
+        s["iterations"], 2,
+        "the ignored artefact did not pass the check"
+    );
+    // The user's tree is as the agent left it.
+    assert!(p.path().join("build/ok").exists());
+    // The clean copy went with the run.
+    let cache = p.path().join(".git/xdg-cache/agentloop/checkouts");
+    let left: Vec<_> = std::fs::read_dir(&cache)
+        .map(|d| d.flatten().collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+    assert!(!p.git_cmd(&["worktree", "list"]).contains("checkouts"));
+}
+
+#[test]
+fn verify_surface_lists_the_baseline_and_accepts_a_persons_own_edit() {
+    // A run waiting for its plan's approval: no agent has run yet.
+    let p = project(CHEAT, HONEST, "[gates]\nplan_approval = true\n");
+    assert_eq!(p.run(&["run", "--no-wait", "--quiet"]).code, Some(5));
+    let out = p.run(&["verify-surface"]).stdout;
+    for want in [
+        "verification surface: 3 files · on_protected_change = gate · checks run on a clean copy",
+        "PLAN.md",
+        "the plan",
+        "tests/t1.sh",
+        "named by a Verify command (tests/t1.sh)",
+        "agentloop.toml",
+        "the tree matches the baseline",
+    ] {
+        assert!(out.contains(want), "{want} in:\n{out}");
+    }
+    // The person edits the test themselves, and takes it.
+    p.write("tests/t1.sh", "test -f one.txt\n");
+    let out = p.run(&["verify-surface"]).stdout;
+    assert!(out.contains("+test -f one.txt"), "{out}");
+    let r = p.run(&["verify-surface", "--accept"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("the new baseline takes tests/t1.sh (modified"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        p.run(&["verify-surface"])
+            .stdout
+            .contains("the tree matches the baseline")
+    );
+}
