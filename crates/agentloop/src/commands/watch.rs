@@ -139,7 +139,7 @@ pub fn draw(f: &mut Frame, v: &View) {
             .collect::<Vec<_>>()
             .join("\n\n")
     });
-    let live_text = gate_diff.as_deref().unwrap_or(&v.live);
+    let live_text = gate_diff.as_deref().unwrap_or(v.live);
     let lines: Vec<&str> = live_text.lines().collect();
     let tail = lines[lines
         .len()
