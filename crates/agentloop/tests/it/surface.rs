@@ -153,8 +153,7 @@ fn edits_to_the_plan_and_the_configuration_are_caught_and_not_used() {
     let last_settings = log
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .filter(|r| r["event"]["kind"] == "driver_started")
-        .last()
+        .rfind(|r| r["event"]["kind"] == "driver_started")
         .unwrap();
     assert_eq!(
         last_settings["event"]["data"]["settings"]["on_protected_change"],
