@@ -72,7 +72,9 @@ fn env_of(pid: u32, name: &str) -> Option<String> {
     })
 }
 
-/// Whether `pid` is the `sh -c '… hook …'` Claude Code runs a hook command in.
+/// Whether `pid` is the shell Claude Code runs the slash command hook in: `sh -c`
+/// with exactly `[…/]agentloop hook prompt-expansion` (a command the model runs has
+/// its Bash tool's script there instead).
 fn runs_hook_shell(pid: u32) -> bool {
     let Ok(raw) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
         return false;
@@ -82,10 +84,11 @@ fn runs_hook_shell(pid: u32) -> bool {
         [shell, flag, script] => {
             let shell = String::from_utf8_lossy(shell);
             let script = String::from_utf8_lossy(script);
+            let words: Vec<&str> = script.split_whitespace().collect();
             matches!(shell.rsplit('/').next(), Some("sh" | "bash" | "dash"))
                 && *flag == b"-c"
-                && script.contains("agentloop")
-                && script.contains(" hook ")
+                && matches!(words.as_slice(), [exe, "hook", "prompt-expansion"]
+                    if exe.rsplit('/').next() == Some("agentloop"))
         }
         _ => false,
     }

@@ -223,6 +223,68 @@ fn slash_commands_take_the_exact_words_and_the_session_spending_is_counted() {
 }
 
 #[test]
+fn the_model_cannot_approve_its_own_gate_through_bash_a_person_can_in_the_session() {
+    let server = Cli::Claude.mock(vec![
+        say("Ready."),
+        bash("echo a > a.txt"),
+        say("TASK_COMPLETE"),
+        // Asked to go on, the model tries to pass the person's gate itself.
+        bash("agentloop approve --note 'self-approved by the agent'"),
+        say("I could not approve it."),
+        say("Approved, going on."),
+        say("ok"),
+    ]);
+    let p = Scratch::new()
+        .plan(ONE)
+        .config("[gates]\nfinal_review = true\n")
+        .build();
+    let (plugin, path) = plugin_env();
+    let run = |prompt: &str, resume: Option<&str>| {
+        let mut c = claude(&p, &server);
+        c.args(["-p", prompt, "--plugin-dir"])
+            .arg(&plugin)
+            .env("PATH", &path);
+        if let Some(s) = resume {
+            c.args(["--resume", s]);
+        }
+        let out = c.output().unwrap();
+        assert_ok(&out);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let out = run("/agentloop:start PLAN.md", None);
+    let session = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find_map(|v| v["session_id"].as_str().map(String::from))
+        .expect("a session id");
+    assert_eq!(p.status()["gate"]["point"], "final");
+    run("Go on with the review, please.", Some(&session));
+    let s = p.status();
+    assert_eq!(s["status"], "waiting", "still at the final review: {s}");
+    assert_eq!(s["refused_requests"], 1);
+    let refused = journal_events(&p)
+        .into_iter()
+        .find(|e| e["kind"] == "control_refused")
+        .expect("the attempt is journaled");
+    assert!(
+        refused["data"]["why"]
+            .as_str()
+            .unwrap()
+            .contains("inside the Claude Code session the run drives"),
+        "{refused}"
+    );
+    // The bound session's process is known from its hooks.
+    assert!(
+        journal_events(&p)
+            .iter()
+            .any(|e| e["kind"] == "session_bound" && e["data"]["pid"].is_u64())
+    );
+    // The person, typing the slash command in the same session, can.
+    run("/agentloop:approve looks good", Some(&session));
+    assert_eq!(p.status()["status"], "completed");
+}
+
+#[test]
 fn a_subagent_at_work_does_not_end_the_task_iteration() {
     let server = Cli::Claude.mock(vec![
         say("Ready."),

@@ -14,6 +14,7 @@ mod policy;
 mod real_claude;
 mod real_cli;
 mod real_codex;
+mod real_trust;
 mod reports;
 mod requests;
 mod resume;

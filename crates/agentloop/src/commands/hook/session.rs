@@ -18,12 +18,16 @@ pub(super) fn start(input: &SessionStart) -> Result<Value, String> {
     // The session claims the run now, so the context below is true: this session,
     // and no other, is the one the run drives.
     let mut s = loaded.state.clone();
-    if s.session.is_none() {
+    // A resumed session runs in a new process: the run learns it at once, so what the
+    // model runs from it is known as the model's (a person's request is not).
+    let pid = agentloop_core::workspace::origin::claude_ancestor();
+    let moved = s.session.as_deref() == Some(session) && pid.is_some() && pid != s.session_pid;
+    if s.session.is_none() || moved {
         let mut w = loaded.writer(&run).map_err(|e| e.to_string())?;
         let recs = w
             .append(&Event::SessionBound {
                 session_id: session.to_string(),
-                pid: agentloop_core::workspace::origin::claude_ancestor(),
+                pid,
             })
             .map_err(|e| e.to_string())?;
         for r in &recs {
