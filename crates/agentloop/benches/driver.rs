@@ -22,6 +22,7 @@ fn main() {
     let root = dir.path();
     let git = |args: &[&str]| common::git(root, args);
     git(&["init", "-q"]);
+    common::isolate(root);
     let mut plan = String::from("# Overhead\n\n");
     for i in 0..tasks {
         plan.push_str(&format!("## T{i}: task {i}\n\nNothing to do.\n\n"));
@@ -51,7 +52,6 @@ fn main() {
     let out = Command::new(env!("CARGO_BIN_EXE_agentloop"))
         .args(["run", "--quiet"])
         .current_dir(root)
-        .env("XDG_STATE_HOME", root.join(".git/state"))
         .env("NO_COLOR", "1")
         .output()
         .unwrap();

@@ -34,6 +34,7 @@ fn main() {
     }
     let git = |args: &[&str]| common::git(root, args);
     git(&["init", "-q"]);
+    common::isolate(root);
     let mut plan = String::from("---\nbudgets:\n  max_iterations: 1000000\n---\n# Thousand\n\n");
     for i in 0..1000 {
         plan.push_str(&format!(
@@ -49,7 +50,6 @@ fn main() {
     let out = Command::new(bin)
         .args(["hook", "start"])
         .current_dir(root)
-        .env("XDG_STATE_HOME", root.join(".git/state"))
         .output()
         .unwrap();
     assert!(
@@ -63,7 +63,8 @@ fn main() {
     // Grow the journal to 100,000 events of controls and failed iterations (no task done).
     let j = run_dir.join("journal.jsonl");
     let mut bytes = std::fs::read(&j).unwrap();
-    let mut seq = 2u64;
+    // After what `hook start` recorded (the run, its baseline).
+    let mut seq = bytes.iter().filter(|&&b| b == b'\n').count() as u64 + 1;
     let mut n = 0u32;
     let t = "2026-11-22T10:00:00.000Z";
     bytes.extend(journal::encode(

@@ -66,20 +66,28 @@ impl CleanCopy {
         self.dir.with_extension("index")
     }
 
+    /// The project's own index file (where `git rev-parse --git-path index` says, asked
+    /// once per process and project).
+    fn project_index(&self) -> Result<PathBuf, String> {
+        static KNOWN: std::sync::Mutex<Vec<(PathBuf, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+        let mut known = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, index)) = known.iter().find(|(root, _)| *root == self.root) {
+            return Ok(index.clone());
+        }
+        let mut c = git(&self.root);
+        c.args(["rev-parse", "--path-format=absolute", "--git-path", "index"]);
+        let index = PathBuf::from(run(c, None)?);
+        known.push((self.root.clone(), index.clone()));
+        Ok(index)
+    }
+
     /// Brings the copy up to the tree as it is now, with `overlay`'s versions of the
     /// surface and `carry` linked in; returns the commit checked out.
     pub fn refresh(&self, overlay: Option<&Baseline>, carry: &[String]) -> Result<String, String> {
         let parent = self.dir.parent().ok_or("no parent for the clean copy")?;
         std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
         let index = self.index();
-        let own = run(
-            {
-                let mut c = git(&self.root);
-                c.args(["rev-parse", "--path-format=absolute", "--git-path", "index"]);
-                c
-            },
-            None,
-        )?;
+        let own = self.project_index()?;
         match std::fs::copy(&own, &index) {
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -93,9 +101,12 @@ impl CleanCopy {
             c
         };
         run(with_index(&["add", "-A", "--", "."]), None)?;
+        // The baseline's versions of the surface (a sectioned file stays the agent's:
+        // only its test section is judged, and it was, before verification).
         if let Some(base) = overlay.filter(|b| !b.is_empty()) {
             let lines: String = base
                 .iter()
+                .filter(|(path, _)| !crate::exec::surface::is_sectioned(path))
                 .map(|(path, f)| format!("{:o} {}\t{path}\n", f.mode, f.blob))
                 .collect();
             run(

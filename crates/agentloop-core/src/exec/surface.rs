@@ -58,6 +58,19 @@ pub const CHECK_FILES: &[&str] = &[
     ".cargo/config",
 ];
 
+/// Programs that run the script named by their first argument.
+const INTERPRETERS: &[&str] = &[
+    "sh", "bash", "dash", "zsh", "ksh", "python", "python3", "node", "deno", "bun", "ruby", "perl",
+    "php", "bats", "lua", "Rscript", "tclsh", "source", ".",
+];
+
+/// Test runners: the paths they are given are tests.
+const TEST_RUNNERS: &[&str] = &[
+    "pytest", "py.test", "unittest", "jest", "vitest", "mocha", "ava", "tap", "rspec", "phpunit",
+    "cargo", "go", "ctest", "tox", "nox", "npm", "npx", "pnpm", "yarn", "bundle", "rake", "mvn",
+    "gradle", "dotnet", "swift", "mix", "make",
+];
+
 /// Files whose test section (only) configures the checks.
 const SECTIONED: &[&str] = &["pyproject.toml", "setup.cfg", "tox.ini", "package.json"];
 
@@ -88,29 +101,54 @@ impl Rules {
             for simple in simple_commands(cmd) {
                 let words: Vec<&str> = simple
                     .split_whitespace()
+                    .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
                     .skip_while(|w| w.contains('=') && !w.starts_with('-'))
                     .collect();
-                if let Some(p) = words.first() {
-                    programs.insert(p.rsplit('/').next().unwrap_or(p).to_string());
-                }
-                for (i, w) in words.iter().enumerate() {
-                    let w = w.trim_matches(|c| c == '"' || c == '\'');
+                let Some(program) = words.first() else {
+                    continue;
+                };
+                let name = program.rsplit('/').next().unwrap_or(program);
+                programs.insert(name.to_string());
+                let mut name_path = |w: &str| {
                     let w = w.trim_end_matches("/...").trim_start_matches("./");
-                    if w.is_empty() || w.starts_with('-') {
-                        continue;
+                    if w.is_empty() || w == "." || w.starts_with('-') {
+                        return;
                     }
                     let path = root.join(w);
-                    if w != "." && path.is_dir() {
+                    if path.is_dir() {
                         named.insert(format!("{}/", w.trim_end_matches('/')));
                     } else if path.is_file() {
                         named.insert(w.to_string());
                     }
-                    // `cargo test --test it`: tests/it.rs or tests/it/.
-                    if i > 0 && words[i - 1] == "--test" {
-                        named.insert(format!("tests/{w}.rs"));
-                        named.insert(format!("tests/{w}/"));
+                };
+                // The program itself, when it lives in the project (`./check.sh`).
+                if program.contains('/') {
+                    name_path(program);
+                }
+                let args = &words[1..];
+                let runner = match (name, args.first().copied(), args.get(1).copied()) {
+                    // `python -m pytest …`: the module is the runner.
+                    (_, Some("-m"), Some(m)) => m,
+                    _ => name,
+                };
+                if INTERPRETERS.contains(&runner) {
+                    // The script it runs: its first argument that is not an option.
+                    if let Some(script) = args.iter().find(|a| !a.starts_with('-')) {
+                        name_path(script);
+                    }
+                } else if TEST_RUNNERS.contains(&runner) {
+                    // What a test runner is pointed at: paths among its arguments.
+                    for (i, w) in args.iter().enumerate() {
+                        name_path(w);
+                        // `cargo test --test it`: tests/it.rs or tests/it/.
+                        if i > 0 && args[i - 1] == "--test" {
+                            name_path(&format!("tests/{w}.rs"));
+                            name_path(&format!("tests/{w}"));
+                        }
                     }
                 }
+                // Other commands (`grep`, `test`, `diff`…) read the work itself: the
+                // files they name are the agent's to change.
             }
         }
         let plan_file = plan_file.trim_start_matches("./").to_string();
@@ -205,6 +243,12 @@ impl Rules {
         }
         None
     }
+}
+
+/// Whether only a section of this file configures the checks (`pyproject.toml`,
+/// `setup.cfg`, `tox.ini`, `package.json`): the rest is the agent's to change.
+pub fn is_sectioned(path: &str) -> bool {
+    SECTIONED.contains(&path.rsplit('/').next().unwrap_or(path))
 }
 
 /// The simple commands of a shell line: split on `&&`, `||`, `;`, `|` and newlines.
@@ -628,6 +672,8 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("tests/it")).unwrap();
         std::fs::write(dir.path().join("tests/t1.sh"), "exit 1").unwrap();
         std::fs::write(dir.path().join("check.sh"), "true").unwrap();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        std::fs::write(dir.path().join("src/main.py"), "def f(): pass").unwrap();
         let r = Rules::new(
             dir.path(),
             &[],
@@ -637,6 +683,7 @@ mod tests {
                 "cargo test --test it".into(),
                 "CI=1 make lint | tee out".into(),
                 "pytest -q".into(),
+                "grep -q 'def f' src/main.py && test -f src/main.py".into(),
             ],
             &[],
         );
@@ -649,6 +696,8 @@ mod tests {
         assert!(r.classify("PLAN.md").is_some());
         assert!(r.classify(".github/workflows/ci.yml").is_some());
         assert!(r.classify("src/lib.rs").is_none());
+        // What a plain command reads is the work, not the check.
+        assert!(r.classify("src/main.py").is_none());
         // New files that would intercept the checks.
         for f in [
             "conftest.py",

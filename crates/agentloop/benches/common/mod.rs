@@ -25,3 +25,14 @@ pub fn git(root: &Path, args: &[&str]) {
         .success();
     assert!(ok, "git {args:?}");
 }
+
+/// Keeps the bench's state (journal key, run registry) and caches (clean copies) in
+/// `root`, for this process and the agentloop processes it starts, so the bench can
+/// read the journals they seal. Call first, before any thread starts.
+pub fn isolate(root: &Path) {
+    // SAFETY: called at the top of main, while the bench is still single-threaded.
+    unsafe {
+        std::env::set_var("XDG_STATE_HOME", root.join(".git/state"));
+        std::env::set_var("XDG_CACHE_HOME", root.join(".git/cache"));
+    }
+}

@@ -246,3 +246,34 @@ fn verify_surface_lists_the_baseline_and_accepts_a_persons_own_edit() {
             .contains("the tree matches the baseline")
     );
 }
+
+#[test]
+fn only_the_test_section_of_pyproject_counts_and_the_rest_reaches_the_checks() {
+    let pyproject =
+        "[project]\nname = \"x\"\nversion = \"1\"\n\n[tool.pytest.ini_options]\naddopts = \"-q\"\n";
+    let p = Scratch::new()
+        .plan("# One\n\n## T1: Bump\nVerify: grep -q 'version = \"2\"' pyproject.toml\n")
+        .file("pyproject.toml", pyproject)
+        .agent(&agent(
+            "if [ \"$n\" = 1 ]; then sed -i 's/version = \"1\"/version = \"2\"/' pyproject.toml\n\
+             else sed -i 's/addopts = \"-q\"/addopts = \"-p no_fail\"/' pyproject.toml; fi\n\
+             echo TASK_COMPLETE",
+        ))
+        .build();
+    // The version bump is the agent's to make, and the clean copy has it.
+    let r = p.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(p.status()["iterations"], 1);
+    // Its pytest section is not: a second run whose agent changes it is held.
+    let r = p.run(&["run", "--no-wait", "--quiet"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["surface_changes"][0]["path"], "pyproject.toml");
+    assert!(
+        s["surface_changes"][0]["why"]
+            .as_str()
+            .unwrap()
+            .contains("test section"),
+        "{s}"
+    );
+}

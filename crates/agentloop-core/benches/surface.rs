@@ -1,0 +1,105 @@
+//! What trust costs per verification: comparing the verification surface with the
+//! run's baseline, and bringing the clean copy the checks run in up to date — on a
+//! 10-file and a 2,000-file repository (a fifth of them tests), with the agent's
+//! usual leftovers (edited sources, a new file). Beside them, in the same run, the
+//! anchor: one `git status` snapshot, which every iteration already pays twice.
+//!
+//! `cargo bench -p agentloop-core --bench surface`
+
+use std::hint::black_box;
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use agentloop_core::exec::clean_copy::CleanCopy;
+use agentloop_core::exec::git::Snapshots;
+use agentloop_core::exec::surface::{self, Rules};
+use criterion::{Criterion, criterion_group, criterion_main};
+
+fn git(root: &Path, args: &[&str]) {
+    let ok = Command::new("git")
+        .args(["-c", "user.name=b", "-c", "user.email=b@b"])
+        .args(args)
+        .current_dir(root)
+        .output()
+        .unwrap()
+        .status
+        .success();
+    assert!(ok, "git {args:?}");
+}
+
+/// A committed repository of `files` files, then an agent's work on it.
+fn repo(files: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    git(root, &["init", "-q"]);
+    for i in 0..files {
+        let (d, name) = if i % 5 == 0 {
+            (format!("tests/m{}", i / 100), format!("test_{i}.py"))
+        } else {
+            (format!("src/m{}", i / 100), format!("f{i}.py"))
+        };
+        std::fs::create_dir_all(root.join(&d)).unwrap();
+        std::fs::write(
+            root.join(&d).join(name),
+            format!("def f{i}():\n    return {i}\n"),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        root.join("PLAN.md"),
+        "# P\n\n## T1: t\nVerify: pytest -q tests\n",
+    )
+    .unwrap();
+    std::fs::write(root.join(".gitignore"), ".agentloop/\n__pycache__/\n").unwrap();
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-qm", "bench"]);
+    // The agent's work: a few sources edited, a new module, some ignored junk.
+    for i in [1, 2, 3] {
+        let p = root.join(format!("src/m0/f{i}.py"));
+        if p.exists() {
+            std::fs::write(p, "def changed():\n    return 0\n").unwrap();
+        }
+    }
+    std::fs::write(root.join("src/new.py"), "x = 1\n").unwrap();
+    std::fs::create_dir_all(root.join("__pycache__")).unwrap();
+    std::fs::write(root.join("__pycache__/junk.pyc"), "junk").unwrap();
+    dir
+}
+
+fn bench(c: &mut Criterion) {
+    for files in [10usize, 2000] {
+        let dir = repo(files);
+        let root = dir.path();
+        let rules = Rules::new(root, &[], "PLAN.md", vec!["pytest -q tests".into()], &[]);
+        let base = surface::record(root, &rules).unwrap();
+        let copies = tempfile::tempdir().unwrap();
+        let copy = CleanCopy {
+            root: root.to_path_buf(),
+            dir: copies.path().join("run"),
+        };
+        let t = Instant::now();
+        copy.refresh(Some(&base), &[]).unwrap();
+        println!(
+            "clean copy, first verification of the run ({files} files): {:.1} ms (worktree add)",
+            t.elapsed().as_secs_f64() * 1000.0
+        );
+        let snapshots = Snapshots::new(root).unwrap();
+        let mut g = c.benchmark_group(format!("{files}_files"));
+        g.sample_size(20);
+        g.bench_function("anchor_git_status_snapshot", |b| {
+            b.iter(|| black_box(snapshots.take()))
+        });
+        g.bench_function("surface_check", |b| {
+            b.iter(|| black_box(surface::check(root, &base, &rules).unwrap()))
+        });
+        g.bench_function("clean_copy_refresh", |b| {
+            b.iter(|| black_box(copy.refresh(Some(&base), &[]).unwrap()))
+        });
+        g.finish();
+        copy.remove();
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
