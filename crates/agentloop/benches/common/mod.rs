@@ -29,6 +29,7 @@ pub fn git(root: &Path, args: &[&str]) {
 /// Keeps the bench's state (journal key, run registry) and caches (clean copies) in
 /// `root`, for this process and the agentloop processes it starts, so the bench can
 /// read the journals they seal. Call first, before any thread starts.
+#[allow(dead_code)] // not every bench starts agentloop in a repository
 pub fn isolate(root: &Path) {
     // SAFETY: called at the top of main, while the bench is still single-threaded.
     unsafe {
