@@ -94,7 +94,9 @@ function runPage(main, runId, selected) {
       gate ? el("p", { class: "gate" }, "Gate: ", s.gate_text) : null,
       ...(s.surface_changes || []).map((c) => el("details", { class: "surface-change", open: true },
         el("summary", {}, `${c.path} (${c.kind}, ${c.why})`),
-        el("pre", { class: "diff" }, c.diff))),
+        el("pre", { class: "diff" }, (c.diff || "").split("\n").map((l) => el("span", {
+          class: /^\+(?!\+\+ )/.test(l) ? "add" : /^-(?!-- )/.test(l) ? "del" : "same",
+        }, l))))),
       el("label", { for: "note" }, "Note"),
       note,
       el("div", { class: "buttons" },

@@ -151,7 +151,7 @@ pub(crate) async fn run_state(
     v["current"] = json!(state.open.as_ref().map(|o| json!({
         "iteration": o.started.iteration, "task": o.started.task, "attempt": o.started.attempt,
         "kind": o.started.kind, "agent": o.started.agent, "started_ms": o.started_ms,
-        "phase": if o.verify.is_some() { "deciding" } else if o.agent.is_some() { "verifying" } else { "agent" },
+        "phase": if o.verify.is_some() { "deciding" } else if state.surface_gate_changes().is_some() { "waiting for a person" } else if o.agent.is_some() { "verifying" } else { "agent" },
     })));
     v["tasks"] = json!(state
         .tasks

@@ -366,3 +366,40 @@ fn gate_is_open(p: &Project) -> Option<()> {
     let journal = std::fs::read_to_string(dir.join("journal.jsonl")).ok()?;
     journal.contains("\"gate_opened\"").then_some(())
 }
+
+#[test]
+fn at_the_surface_gate_the_dashboard_shows_each_diff_and_a_click_rejects() {
+    let p = crate::support::Scratch::new()
+        .plan("# One\n\n## T1: Make the file\nVerify: sh tests/t1.sh\n")
+        .file("tests/t1.sh", "test -f one.txt\n")
+        .agent(&crate::support::agent(
+            "if [ \"$n\" = 1 ]; then echo 'exit 0' > tests/t1.sh; else touch one.txt; fi\necho TASK_COMPLETE\n",
+        ))
+        .build();
+    assert_eq!(p.run(&["run", "--no-wait", "--quiet"]).code, Some(5));
+    let s = serve(&p);
+    let run_id = p.status()["run_id"].as_str().unwrap().to_string();
+    let b = Browser::start();
+    b.goto(&format!(
+        "http://{}/?token={}#/run/{run_id}",
+        s.addr, s.token
+    ));
+    let diff = b.wait_for(
+        "the diff of the rewritten test",
+        "(() => { const d = document.querySelector('.surface-change pre.diff'); return d && d.textContent.includes('+exit 0') && document.querySelector('.surface-change summary').textContent; })()",
+    );
+    assert!(
+        diff.as_str().unwrap().starts_with("tests/t1.sh (modified"),
+        "{diff}"
+    );
+    b.screenshot("5-surface-gate");
+    b.type_into("#note", "the test stays");
+    b.click("button[data-action=reject]");
+    wait_journal(&p, "the rejection", |c| {
+        c.iter()
+            .any(|(a, s, n)| a == "reject" && s == "http" && n.as_deref() == Some("the test stays"))
+    });
+    drop(s);
+    assert_eq!(p.run(&["resume", "--quiet"]).code, Some(0));
+    assert_eq!(p.read("tests/t1.sh"), "test -f one.txt\n");
+}

@@ -277,3 +277,27 @@ fn only_the_test_section_of_pyproject_counts_and_the_rest_reaches_the_checks() {
         "{s}"
     );
 }
+
+#[test]
+fn the_notification_of_a_surface_gate_carries_the_diff() {
+    let p = project(
+        CHEAT,
+        HONEST,
+        "[notify]\ncommand = [\"sh\", \"-c\", \"cat >> .git/notified.jsonl; echo >> .git/notified.jsonl\"]\n",
+    );
+    let r = p.run(&["run", "--no-wait", "--quiet"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    let sent = p.read(".git/notified.jsonl");
+    let waiting = sent
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["event"] == "waiting")
+        .expect("a waiting notification");
+    let message = waiting["message"].as_str().unwrap();
+    assert!(
+        message.contains("task T1 changed files that verify it")
+            && message.contains("tests/t1.sh (modified")
+            && message.contains("+exit 0"),
+        "{message}"
+    );
+}
