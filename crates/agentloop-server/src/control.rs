@@ -96,11 +96,13 @@ pub(crate) async fn control(
             let seq = run.load_cached().map(|l| l.state.last_seq).unwrap_or(0);
             return Ok(json!({ "seq": seq, "duplicate": false, "driver": "started" }));
         }
-        // The client's process, to refuse the agent's own requests (its pid cannot be
-        // known off this machine; loopback is all `serve` listens on by default).
-        let asker = crate::peer::client_pid(client).unwrap_or(0);
+        // The client's process, when it is one of the agent's, to refuse the agent's
+        // own requests (a client off this machine is a person's; loopback is all
+        // `serve` listens on by default).
         let (rec, _) = run
-            .append_control_from(loaded, rid, "http", request, asker)
+            .append_control_from(loaded, rid, "http", request, |check| {
+                crate::peer::client_among(client, &check.agent_tree()).unwrap_or(0)
+            })
             .map_err(|e| match e {
                 WorkspaceError::Refused { .. } => ApiError::Forbidden(e.to_string()),
                 e => ApiError::Internal(e.to_string()),

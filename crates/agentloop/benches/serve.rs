@@ -4,7 +4,8 @@
 //! runs. Prints control-request latency, event delivery latency (journal write → SSE
 //! client), whether every client got every event, and the server's memory.
 //!
-//! `cargo bench -p agentloop --bench serve`
+//! `cargo bench -p agentloop --bench serve` (`TRUST=off`: a busy run without the surface
+//! check and the clean copy, whose git processes share the CPU with the server)
 
 #[path = "common/mod.rs"]
 mod common;
@@ -85,7 +86,16 @@ fn main() {
     // Each iteration takes ≈ 50 ms of "agent": a steady stream of events.
     std::fs::write(
         root.join("agentloop.toml"),
-        "[run]\nagent = \"quick\"\n[budgets]\nmax_iterations = 100000\n[agents.quick]\ncommand = [\"sh\", \"-c\", \"cat >/dev/null; sleep 0.05; echo TASK_COMPLETE\"]\n",
+        format!(
+            "[run]\nagent = \"quick\"\n[budgets]\nmax_iterations = 100000\n[agents.quick]\ncommand = [\"sh\", \"-c\", \"cat >/dev/null; sleep 0.05; echo TASK_COMPLETE\"]\n{}",
+            // `TRUST=off`: no surface check or clean copy in the busy run, to see the
+            // server's own share of the latency.
+            if std::env::var("TRUST").as_deref() == Ok("off") {
+                "[verify]\non_protected_change = \"allow\"\nclean_copy = false\n"
+            } else {
+                ""
+            }
+        ),
     )
     .unwrap();
     let cmd = |args: &[&str]| {

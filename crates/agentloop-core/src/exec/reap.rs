@@ -173,3 +173,35 @@ pub fn lineage(pid: u32) -> Vec<(u32, String)> {
     }
     out
 }
+
+/// Every live process descending from one of `roots` (not the roots themselves).
+pub fn descendants(roots: &[u32]) -> Vec<u32> {
+    let mut children: std::collections::HashMap<u32, Vec<u32>> = Default::default();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let ppid = stat
+            .rsplit(')')
+            .next()
+            .and_then(|rest| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if let Some(ppid) = ppid {
+            children.entry(ppid).or_default().push(pid);
+        }
+    }
+    let mut out = Vec::new();
+    let mut todo: Vec<u32> = roots.to_vec();
+    while let Some(p) = todo.pop() {
+        for &c in children.get(&p).map(Vec::as_slice).unwrap_or_default() {
+            if !out.contains(&c) && !roots.contains(&c) {
+                out.push(c);
+                todo.push(c);
+            }
+        }
+    }
+    out
+}

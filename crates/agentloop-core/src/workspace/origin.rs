@@ -20,6 +20,22 @@ pub struct Asker<'a> {
 }
 
 impl Asker<'_> {
+    /// The processes a request could come from that would be refused for where they
+    /// run: everything below the run's driver and its bound session.
+    pub fn agent_tree(&self) -> Vec<u32> {
+        let roots: Vec<u32> = self
+            .drivers
+            .iter()
+            .chain(std::iter::once(&self.session_pid))
+            .flatten()
+            .copied()
+            .collect();
+        if roots.is_empty() {
+            return Vec::new();
+        }
+        crate::exec::reap::descendants(&roots)
+    }
+
     /// Why process `pid` (this one, or the peer of an API connection) may not control
     /// the run, or `None` when it may.
     pub fn refusal(&self, pid: u32) -> Option<String> {

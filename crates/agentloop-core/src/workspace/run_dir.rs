@@ -183,18 +183,19 @@ impl RunDir {
         source: &str,
         request: Request,
     ) -> Result<(Record, RunState), WorkspaceError> {
-        self.append_control_from(loaded, id, source, request, std::process::id())
+        self.append_control_from(loaded, id, source, request, |_| std::process::id())
     }
 
-    /// [`append_control`](Self::append_control) for a request process `asker` made
-    /// (the client of an API connection).
+    /// [`append_control`](Self::append_control) for a request made by the process
+    /// `asker` names, given what the refusal checks (the client of an API connection,
+    /// looked for among [`Asker::agent_tree`](super::origin::Asker::agent_tree)).
     pub fn append_control_from(
         &self,
         loaded: Loaded,
         id: String,
         source: &str,
         request: Request,
-        asker: u32,
+        asker: impl FnOnce(&super::origin::Asker) -> u32,
     ) -> Result<(Record, RunState), WorkspaceError> {
         let mut w = loaded.writer(self)?;
         let mut state = loaded.state;
@@ -209,7 +210,7 @@ impl RunDir {
             session_pid: state.session_pid,
             slash: source == "session",
         };
-        if let Some(why) = check.refusal(asker) {
+        if let Some(why) = check.refusal(asker(&check)) {
             w.append(&Event::ControlRefused {
                 source: source.to_string(),
                 request,
