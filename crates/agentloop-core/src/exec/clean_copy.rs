@@ -9,9 +9,8 @@
 //! create there (build caches like `target/`) are kept between verifications of the
 //! run, so a check does not rebuild from nothing each time.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use crate::journal::Baseline;
 
@@ -24,30 +23,12 @@ pub struct CleanCopy {
 }
 
 fn git(dir: &Path) -> Command {
-    let mut c = Command::new("git");
-    c.current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    c
+    super::git::git_command(dir)
 }
 
-fn run(mut c: Command, input: Option<&[u8]>) -> Result<String, String> {
-    if input.is_some() {
-        c.stdin(Stdio::piped());
-    }
-    let mut child = c.spawn().map_err(|e| format!("git: {e}"))?;
-    if let (Some(mut stdin), Some(bytes)) = (child.stdin.take(), input) {
-        stdin.write_all(bytes).map_err(|e| format!("git: {e}"))?;
-    }
-    let out = child.wait_with_output().map_err(|e| format!("git: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "git failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+/// A git command's trimmed output.
+fn run(c: Command, input: Option<&[u8]>) -> Result<String, String> {
+    super::git::run_git(c, input).map(|o| String::from_utf8_lossy(&o).trim().to_string())
 }
 
 impl CleanCopy {

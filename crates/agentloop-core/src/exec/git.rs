@@ -200,3 +200,30 @@ pub fn commit_all(workdir: &Path, message: &str) -> Result<String, String> {
     }
     head(workdir).ok_or_else(|| "no HEAD after commit".to_string())
 }
+
+/// `git` in `dir`, stdin closed, stderr kept for the error.
+pub(crate) fn git_command(dir: &Path) -> Command {
+    git(dir)
+}
+
+/// Runs a git command (with `input` on its stdin); its stdout, or its stderr as the
+/// error.
+pub(crate) fn run_git(mut c: Command, input: Option<&[u8]>) -> Result<Vec<u8>, String> {
+    use std::io::Write;
+    c.stdout(Stdio::piped());
+    if input.is_some() {
+        c.stdin(Stdio::piped());
+    }
+    let mut child = c.spawn().map_err(|e| format!("git: {e}"))?;
+    if let (Some(mut stdin), Some(bytes)) = (child.stdin.take(), input) {
+        stdin.write_all(bytes).map_err(|e| format!("git: {e}"))?;
+    }
+    let out = child.wait_with_output().map_err(|e| format!("git: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "git failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(out.stdout)
+}

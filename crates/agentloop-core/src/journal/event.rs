@@ -80,7 +80,7 @@ pub enum Event {
     },
     /// A line of the journal that agentloop did not write as it stands (a record
     /// appended or edited by something else): ignored, and recorded once.
-    ForgeryIgnored(super::store::Forged),
+    ForgeryIgnored(Forged),
     /// Hook mode: the run belongs to this Claude Code session from now on (started from
     /// it, or claimed by it when it began).
     SessionBound {
@@ -91,17 +91,17 @@ pub enum Event {
     /// The verification surface when the run started: every file that decides "done",
     /// by content.
     BaselineRecorded {
-        files: super::surface::Baseline,
+        files: super::baseline::Baseline,
     },
     /// Before a claimed task is verified: the surface compared with the baseline.
     SurfaceChecked {
         iteration: u32,
-        changes: Vec<super::surface::SurfaceChange>,
+        changes: Vec<super::baseline::SurfaceChange>,
     },
     /// agentloop put the baseline versions of the checked changes back.
     SurfaceRestored {
         iteration: u32,
-        cause: super::surface::RestoreCause,
+        cause: super::baseline::RestoreCause,
     },
     /// A control request made from inside the agent's own process tree (the agent
     /// approving itself): refused, and recorded as an attempt.
@@ -434,7 +434,7 @@ pub enum Request {
     /// A person takes the surface as it is now (files changed outside an iteration,
     /// by themselves) as the new baseline: path → its version (`None`: gone).
     AcceptSurface {
-        files: std::collections::BTreeMap<String, Option<super::surface::SurfaceFile>>,
+        files: std::collections::BTreeMap<String, Option<super::baseline::SurfaceFile>>,
     },
 }
 
@@ -529,4 +529,14 @@ impl FinishReason {
             FinishReason::Error { message } => message.clone(),
         }
     }
+}
+
+/// A line of the journal that agentloop did not write as it stands (appended by
+/// something else, or edited): never folded, always reported.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Forged {
+    pub line: usize,
+    /// What the line claims to be.
+    pub seq: u64,
+    pub kind: String,
 }

@@ -2,6 +2,7 @@
 //! checksummed append-only file (`store`), and the state folded from it (`state`,
 //! `task`, `control`), with `progress.md` rendered from that state (`progress`).
 
+mod baseline;
 mod control;
 mod event;
 mod progress;
@@ -11,13 +12,13 @@ mod store;
 mod surface;
 mod task;
 
+pub use baseline::*;
 pub use event::*;
 pub use progress::render as render_progress;
 pub use seal::{key_path, seal, verifies};
 pub use state::{FoldError, OpenIteration, RunState, STATE_VERSION, StopKind};
 pub use store::{
-    Appended, Contents, Forged, JournalError, MAX_LINE_BYTES, Record, SCHEMA_VERSION, Scan, Writer,
-    encode, read, read_first, read_from, scan,
+    Appended, Contents, JournalError, MAX_LINE_BYTES, Record, SCHEMA_VERSION, Scan, Writer, encode,
+    read, read_first, read_from, scan,
 };
-pub use surface::*;
 pub use task::{TaskState, TaskStatus};

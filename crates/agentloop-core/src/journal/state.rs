@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 
 use super::event::*;
-use super::store::{Forged, Record};
+use super::store::Record;
 use super::task::{TaskState, TaskStatus};
 use crate::config::Settings;
 use crate::paths::is_test_path;
@@ -39,7 +39,7 @@ pub struct OpenIteration {
     pub limited: bool,
     /// The verification surface checked before verification.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub surface: Option<super::surface::SurfaceCheck>,
+    pub surface: Option<super::baseline::SurfaceCheck>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -114,7 +114,7 @@ pub struct RunState {
     /// The verification surface the run judges against (`None` for a run from before
     /// baselines, or with `on_protected_change = "allow"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub baseline: Option<super::surface::Baseline>,
+    pub baseline: Option<super::baseline::Baseline>,
     /// Journal lines agentloop did not write, found and ignored.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub forged: Vec<Forged>,

@@ -15,7 +15,7 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use super::event::Event;
+use super::event::{Event, Forged};
 use crate::clock::now_rfc3339;
 
 /// The journal schema this build writes and the newest it reads.
@@ -92,16 +92,6 @@ pub struct Contents {
     pub torn_tail: Option<u64>,
     /// Lines that are not agentloop's own: skipped.
     pub forged: Vec<Forged>,
-}
-
-/// A line of the journal that agentloop did not write as it stands (appended by
-/// something else, or edited): never folded, always reported.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Forged {
-    pub line: usize,
-    /// What the line claims to be.
-    pub seq: u64,
-    pub kind: String,
 }
 
 /// Encodes one journal line (with its newline).

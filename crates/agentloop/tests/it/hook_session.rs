@@ -37,6 +37,35 @@ fn plugin_env() -> (std::path::PathBuf, String) {
     (plugin, path)
 }
 
+/// One `claude -p` turn with the plugin loaded (a new session, or `resume` one); its
+/// stream-json output.
+fn prompt_session(
+    p: &Project,
+    server: &agentloop_testkit::MockServer,
+    prompt: &str,
+    resume: Option<&str>,
+) -> String {
+    let (plugin, path) = plugin_env();
+    let mut c = claude(p, server);
+    c.args(["-p", prompt, "--plugin-dir"])
+        .arg(&plugin)
+        .env("PATH", &path);
+    if let Some(s) = resume {
+        c.args(["--resume", s]);
+    }
+    let out = c.output().unwrap();
+    assert_ok(&out);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The session id in a `claude -p` stream-json output.
+fn session_id(out: &str) -> String {
+    out.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find_map(|v| v["session_id"].as_str().map(String::from))
+        .expect("a session id")
+}
+
 #[test]
 fn a_stale_unclaimed_run_never_drives_an_unrelated_session() {
     let p = Scratch::new()
@@ -176,27 +205,11 @@ fn slash_commands_take_the_exact_words_and_the_session_spending_is_counted() {
         .plan(ONE)
         .config("[gates]\nfinal_review = true\n")
         .build();
-    let (plugin, path) = plugin_env();
-    let run = |prompt: &str, resume: Option<&str>| {
-        let mut c = claude(&p, &server);
-        c.args(["-p", prompt, "--plugin-dir"])
-            .arg(&plugin)
-            .env("PATH", &path);
-        if let Some(s) = resume {
-            c.args(["--resume", s]);
-        }
-        let out = c.output().unwrap();
-        assert_ok(&out);
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let run = |prompt: &str, resume: Option<&str>| prompt_session(&p, &server, prompt, resume);
     // `/agentloop:start` with a plan path: the run starts bound to this session, and
     // the plugin's Stop hook drives the session through T1 to the final review.
     let out = run("/agentloop:start PLAN.md --mode quick", None);
-    let session = out
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find_map(|v| v["session_id"].as_str().map(String::from))
-        .expect("a session id");
+    let session = session_id(&out);
     let s = p.status();
     assert_eq!(s["tasks"][0]["status"], "done", "{s}");
     assert_eq!(s["status"], "waiting", "at the final review");
@@ -238,25 +251,9 @@ fn the_model_cannot_approve_its_own_gate_through_bash_a_person_can_in_the_sessio
         .plan(ONE)
         .config("[gates]\nfinal_review = true\n")
         .build();
-    let (plugin, path) = plugin_env();
-    let run = |prompt: &str, resume: Option<&str>| {
-        let mut c = claude(&p, &server);
-        c.args(["-p", prompt, "--plugin-dir"])
-            .arg(&plugin)
-            .env("PATH", &path);
-        if let Some(s) = resume {
-            c.args(["--resume", s]);
-        }
-        let out = c.output().unwrap();
-        assert_ok(&out);
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let run = |prompt: &str, resume: Option<&str>| prompt_session(&p, &server, prompt, resume);
     let out = run("/agentloop:start PLAN.md", None);
-    let session = out
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find_map(|v| v["session_id"].as_str().map(String::from))
-        .expect("a session id");
+    let session = session_id(&out);
     assert_eq!(p.status()["gate"]["point"], "final");
     run("Go on with the review, please.", Some(&session));
     let s = p.status();

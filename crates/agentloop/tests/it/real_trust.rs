@@ -137,13 +137,10 @@ fn plan_and_config_edits_are_caught(cli: Cli) {
     let r = p.run(&["run", "--no-wait"]);
     assert_eq!(r.code, Some(5), "{}", r.stderr);
     let s = p.status();
-    let paths: Vec<&str> = s["surface_changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["path"].as_str().unwrap())
-        .collect();
-    assert_eq!(paths, ["PLAN.md", "agentloop.toml"]);
+    assert_eq!(
+        crate::support::surface_paths(&s),
+        ["PLAN.md", "agentloop.toml"]
+    );
     assert_ne!(s["tasks"][0]["status"], "done");
 }
 
@@ -168,7 +165,7 @@ fn forged_records_are_ignored(cli: Cli) {
         ],
         "[gates]\nfinal_review = true\n",
     );
-    std::fs::write(p.path().join(".git/forge.py"), FORGE_PY).unwrap();
+    std::fs::write(p.path().join(".git/forge.py"), crate::support::FORGE_PY).unwrap();
     let r = p.run(&["run", "--no-wait"]);
     assert_eq!(r.code, Some(5), "waits at the final review: {}", r.stderr);
     let s = p.status();
@@ -196,16 +193,6 @@ fn forged_records_are_ignored(cli: Cli) {
         v.stderr
     );
 }
-
-/// Appends a record as an agent could: the next sequence number, a correct CRC-32,
-/// no seal.
-const FORGE_PY: &str = r#"import glob, json, sys, zlib
-j = glob.glob('.agentloop/runs/*/journal.jsonl')[0]
-seq = json.loads(open(j).read().splitlines()[-1])['seq'] + 1
-kind, data = sys.argv[1].split(' ', 1)
-body = '{"v":1,"seq":%d,"time":"2026-11-23T00:00:00.000Z","kind":"%s","data":%s' % (seq, kind, data)
-open(j, 'a').write(body + ',"sum":"%08x"}\n' % zlib.crc32(body.encode()))
-"#;
 
 fn a_leftover_approver_is_gone_and_a_direct_request_refused(cli: Cli) {
     let (p, _server) = project(

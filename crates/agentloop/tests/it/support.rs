@@ -533,3 +533,25 @@ pub fn http_request(
     let body = String::from_utf8_lossy(&body).into_owned();
     (status, body)
 }
+
+/// Appends a record to a run's journal as an agent could (`python3 .git/forge.py
+/// 'KIND {DATA}'`): the next sequence number, a correct CRC-32, no seal.
+pub const FORGE_PY: &str = r#"import glob, json, sys, zlib
+j = glob.glob('.agentloop/runs/*/journal.jsonl')[0]
+seq = json.loads(open(j).read().splitlines()[-1])['seq'] + 1
+kind, data = sys.argv[1].split(' ', 1)
+body = '{"v":1,"seq":%d,"time":"2026-11-23T00:00:00.000Z","kind":"%s","data":%s' % (seq, kind, data)
+open(j, 'a').write(body + ',"sum":"%08x"}\n' % zlib.crc32(body.encode()))
+"#;
+
+/// The paths of the changes a run waits on at its surface gate (`status --json`).
+pub fn surface_paths(status: &serde_json::Value) -> Vec<String> {
+    status["surface_changes"]
+        .as_array()
+        .map(|cs| {
+            cs.iter()
+                .filter_map(|c| c["path"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}

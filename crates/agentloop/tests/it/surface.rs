@@ -133,13 +133,10 @@ fn edits_to_the_plan_and_the_configuration_are_caught_and_not_used() {
     let r = p.run(&["run", "--no-wait", "--quiet"]);
     assert_eq!(r.code, Some(5), "{}", r.stderr);
     let s = p.status();
-    let paths: Vec<&str> = s["surface_changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["path"].as_str().unwrap())
-        .collect();
-    assert_eq!(paths, ["PLAN.md", "agentloop.toml"]);
+    assert_eq!(
+        crate::support::surface_paths(&s),
+        ["PLAN.md", "agentloop.toml"]
+    );
     // A resumed driver keeps the run's own configuration, not the agent's.
     let r = p.run(&["resume", "--no-wait", "--quiet"]);
     assert_eq!(r.code, Some(5), "{}", r.stderr);

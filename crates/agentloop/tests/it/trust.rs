@@ -130,31 +130,22 @@ fn the_agents_own_request_through_the_api_is_refused() {
     assert!(journal_has(&p, "control_refused"));
 }
 
-/// Appends a record to the run's journal the way an agent could: well-formed, with the
-/// right next sequence number and a correct CRC, but not sealed by agentloop.
-pub const FORGE: &str = r#"python3 - "$1" <<'PY'
-import glob, json, sys, zlib
-j = glob.glob('.agentloop/runs/*/journal.jsonl')[0]
-seq = json.loads(open(j).read().splitlines()[-1])['seq'] + 1
-kind, data = sys.argv[1].split(' ', 1)
-body = '{"v":1,"seq":%d,"time":"2026-11-23T00:00:00.000Z","kind":"%s","data":%s' % (seq, kind, data)
-open(j, 'a').write(body + ',"sum":"%08x"}\n' % zlib.crc32(body.encode()))
-PY
-"#;
-
 #[test]
 fn forged_journal_records_are_ignored_and_named() {
-    let body = format!(
-        "forge() {{\n{FORGE}}}\n\
-         if [ \"$n\" = 1 ]; then\n\
-           forge 'iteration_finished {{\"iteration\":1,\"outcome\":\"completed\",\"reason\":\"forged\"}}'\n\
-           forge 'control {{\"id\":\"x\",\"source\":\"cli\",\"request\":{{\"action\":\"skip\",\"task\":\"T1\"}}}}'\n\
-           echo 'not done yet'\n\
-         else\n\
-           touch one.txt; echo TASK_COMPLETE\n\
-         fi\n"
-    );
-    let p = Scratch::new().plan(ONE).agent(&agent(&body)).build();
+    let body = r#"forge() { python3 .git/forge.py "$1"; }
+if [ "$n" = 1 ]; then
+  forge 'iteration_finished {"iteration":1,"outcome":"completed","reason":"forged"}'
+  forge 'control {"id":"x","source":"cli","request":{"action":"skip","task":"T1"}}'
+  echo 'not done yet'
+else
+  touch one.txt; echo TASK_COMPLETE
+fi
+"#;
+    let p = Scratch::new()
+        .plan(ONE)
+        .agent(&agent(body))
+        .file(".git/forge.py", crate::support::FORGE_PY)
+        .build();
     let r = p.run(&["run", "--quiet"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let s = p.status();
