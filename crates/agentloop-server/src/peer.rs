@@ -6,12 +6,31 @@ use std::net::{IpAddr, SocketAddr};
 
 /// The pid, among `candidates`, of the process that holds the client end of a
 /// connection from `client`, when it is on this machine (Linux, `/proc`). Only the
-/// candidates' open files are looked at, so this costs little when they are few.
+/// candidates' open sockets are looked at, and the kernel's socket table only when
+/// one of them has any, so this costs little when they are few.
 pub(crate) fn client_among(client: SocketAddr, candidates: &[u32]) -> Option<u32> {
-    if candidates.is_empty() {
+    if candidates.is_empty() || !client.ip().is_loopback() {
         return None;
     }
-    if !client.ip().is_loopback() {
+    // socket inode → the candidate holding it.
+    let mut sockets: Vec<(String, u32)> = Vec::new();
+    for &pid in candidates {
+        for fd in std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if let Ok(link) = std::fs::read_link(fd.path())
+                && let Some(inode) = link
+                    .to_str()
+                    .and_then(|l| l.strip_prefix("socket:["))
+                    .and_then(|l| l.strip_suffix(']'))
+            {
+                sockets.push((inode.to_string(), pid));
+            }
+        }
+    }
+    if sockets.is_empty() {
         return None;
     }
     let (table, want) = match client.ip() {
@@ -34,14 +53,10 @@ pub(crate) fn client_among(client: SocketAddr, candidates: &[u32]) -> Option<u32
         let f: Vec<&str> = l.split_whitespace().collect();
         (f.get(1) == Some(&want.as_str())).then(|| f.get(9).map(|s| s.to_string()))?
     })?;
-    let link = format!("socket:[{inode}]");
-    candidates.iter().copied().find(|pid| {
-        std::fs::read_dir(format!("/proc/{pid}/fd"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == link.as_str()))
-    })
+    sockets
+        .into_iter()
+        .find(|(i, _)| *i == inode)
+        .map(|(_, pid)| pid)
 }
 
 #[cfg(test)]
