@@ -75,6 +75,20 @@ pub enum Command {
         after_help = "Examples:\n  agentloop log\n  agentloop log --follow\n  agentloop log --json | jq 'select(.event.kind == \"iteration_finished\")'"
     )]
     Log(LogArgs),
+    /// List the files that decide "done" for a run, and what changed in them
+    ///
+    /// The verification surface is recorded when a run starts: the tests (by the usual
+    /// conventions), the files a `Verify:` runs or names, CI configuration, the plan,
+    /// agentloop.toml, [verify] protected, and files that configure or intercept the
+    /// checks (conftest.py, pytest.ini, jest/vitest configs, sitecustomize.py, *.pth,
+    /// build.rs, the test sections of pyproject.toml, setup.cfg, tox.ini and
+    /// package.json…), which count even when new. Before a claimed task is verified, the
+    /// tree is compared with it.
+    #[command(
+        name = "verify-surface",
+        after_help = "Examples:\n  agentloop verify-surface\n  agentloop verify-surface --json | jq .changes\n  agentloop verify-surface --accept     take your own edits as the new baseline"
+    )]
+    VerifySurface(SurfaceArgs),
     /// Pause a run at the next safe point
     ///
     /// The iteration in progress finishes; no new one starts until `resume`.
@@ -145,20 +159,6 @@ pub enum Command {
     /// Check journals.
     #[command(subcommand)]
     Journal(JournalCommand),
-    /// List the files that decide "done" for a run, and what changed in them
-    ///
-    /// The verification surface is recorded when a run starts: the tests (by the usual
-    /// conventions), the files a `Verify:` runs or names, CI configuration, the plan,
-    /// agentloop.toml, [verify] protected, and files that configure or intercept the
-    /// checks (conftest.py, pytest.ini, jest/vitest configs, sitecustomize.py, *.pth,
-    /// build.rs, the test sections of pyproject.toml, setup.cfg, tox.ini and
-    /// package.json…), which count even when new. Before a claimed task is verified, the
-    /// tree is compared with it.
-    #[command(
-        name = "verify-surface",
-        after_help = "Examples:\n  agentloop verify-surface\n  agentloop verify-surface --json | jq .changes\n  agentloop verify-surface --accept     take your own edits as the new baseline"
-    )]
-    VerifySurface(SurfaceArgs),
 }
 
 #[derive(Debug, Args)]
