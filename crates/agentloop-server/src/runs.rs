@@ -148,7 +148,7 @@ pub(crate) async fn run_state(
     v["paused"] = json!(state.paused);
     v["last_seq"] = json!(state.last_seq);
     v["stop_requested"] = json!(state.stop.is_some());
-    v["current"] = json!(state.open.as_ref().map(|o| json!({
+    v["current"] = json!(state.current().map(|o| json!({
         "iteration": o.started.iteration, "task": o.started.task, "attempt": o.started.attempt,
         "kind": o.started.kind, "agent": o.started.agent, "started_ms": o.started_ms,
         "phase": if o.verify.is_some() { "deciding" } else if state.surface_gate_changes().is_some() { "waiting for a person" } else if o.agent.is_some() { "verifying" } else { "agent" },

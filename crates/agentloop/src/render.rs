@@ -131,7 +131,7 @@ impl Progress {
             return;
         }
         self.last_tick = Instant::now();
-        let Some(open) = &s.open else { return };
+        let Some(open) = s.current() else { return };
         let pos = s.position(&open.started.task);
         let text = format!(
             "  task {pos}/{} {} · iteration {} · {} elapsed · {}",

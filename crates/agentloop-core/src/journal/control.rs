@@ -50,7 +50,7 @@ impl RunState {
                             t.gate_after_pending = false;
                         }
                     }
-                    Gate::Surface(_) => self.surface_approved(),
+                    Gate::Surface(t) => self.surface_approved(&t),
                 }
             }
             Request::Reject { note } => {
@@ -81,7 +81,7 @@ impl RunState {
                         }
                         self.steer.push(format!("Reviewer: {why}"));
                     }
-                    Gate::Surface(_) => self.surface_rejected(note.clone()),
+                    Gate::Surface(t) => self.surface_rejected(t, note.clone()),
                 }
             }
             Request::Skip { task } => {

@@ -67,8 +67,7 @@ pub fn render(s: &RunState) -> String {
     }
     p.push_str("\n## Current Task\n\n");
     match s
-        .open
-        .as_ref()
+        .current()
         .map(|o| o.started.task.clone())
         .or_else(|| s.next_task().map(|t| t.id.clone()))
     {

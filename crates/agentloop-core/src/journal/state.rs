@@ -15,7 +15,7 @@ use crate::values::Usage;
 use crate::words::add_usd;
 
 /// Schema version of `state.json`.
-pub const STATE_VERSION: u32 = 1;
+pub const STATE_VERSION: u32 = 2;
 
 /// The iteration in progress, as far as the journal knows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -72,8 +72,9 @@ pub struct RunState {
     pub usage: Usage,
     /// Milliseconds spent inside iterations (agent and verification).
     pub active_ms: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub open: Option<OpenIteration>,
+    /// The iterations in progress, oldest first (one unless workers run in parallel).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub running: Vec<OpenIteration>,
     pub paused: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<StopKind>,
@@ -179,7 +180,7 @@ impl RunState {
             cost_usd: 0.0,
             usage: Usage::default(),
             active_ms: 0,
-            open: None,
+            running: Vec::new(),
             paused: false,
             stop: None,
             gate: None,
@@ -306,7 +307,7 @@ impl RunState {
                         t.head_at_start = st.head_before.clone();
                     }
                 }
-                self.open = Some(OpenIteration {
+                self.running.push(OpenIteration {
                     started: st.clone(),
                     started_ms: rec.time_ms(),
                     agent: None,
@@ -326,7 +327,7 @@ impl RunState {
                     .changed_files
                     .iter()
                     .any(|f| is_test_path(f, &self.settings.test_patterns));
-                if let Some(open) = &mut self.open {
+                if let Some(open) = self.open_mut(a.iteration) {
                     let task = open.started.task.clone();
                     open.agent = Some(a.clone());
                     open.agent_ms = rec.time_ms();
@@ -338,7 +339,7 @@ impl RunState {
                 }
             }
             Event::VerifyFinished(v) => {
-                if let Some(open) = &mut self.open {
+                if let Some(open) = self.open_mut(v.iteration) {
                     open.verify = Some(v.clone());
                 }
             }
@@ -365,16 +366,21 @@ impl RunState {
                     }
                 }
             }
-            Event::ReplanAccepted { version, plan, .. } => {
+            Event::ReplanAccepted {
+                version,
+                plan,
+                task,
+                ..
+            } => {
                 self.plan_version = *version;
                 self.replans_used += 1;
                 self.set_plan(plan.clone());
-                if let Some(open) = &mut self.open {
+                if let Some(open) = self.open_of_task_mut(task) {
                     open.replan = Some(true);
                 }
             }
-            Event::ReplanRejected { reason, .. } => {
-                if let Some(open) = &mut self.open {
+            Event::ReplanRejected { reason, task } => {
+                if let Some(open) = self.open_of_task_mut(task) {
                     open.replan = Some(false);
                     open.replan_rejection = Some(reason.clone());
                 }
@@ -390,7 +396,7 @@ impl RunState {
                 self.limit_until_ms = Some(*until_ms);
                 self.limit_message = Some(message.clone());
                 self.limit_streak += 1;
-                if let Some(open) = &mut self.open {
+                if let Some(open) = self.running.first_mut() {
                     open.limited = true;
                 }
             }
@@ -412,8 +418,10 @@ impl RunState {
             }
             Event::ControlRefused { .. } => self.refused_requests += 1,
             Event::BaselineRecorded { files } => self.baseline_recorded(files),
-            Event::SurfaceChecked { changes, .. } => self.surface_checked(changes),
-            Event::SurfaceRestored { cause, .. } => self.surface_restored(cause),
+            Event::SurfaceChecked { iteration, changes } => {
+                self.surface_checked(*iteration, changes)
+            }
+            Event::SurfaceRestored { iteration, cause } => self.surface_restored(*iteration, cause),
             Event::LimitWaitOver => {
                 self.limit_until_ms = None;
                 self.limit_message = None;
@@ -434,7 +442,14 @@ impl RunState {
     }
 
     fn finish_iteration(&mut self, f: &IterationFinished, time_ms: u64) {
-        let Some(open) = self.open.take() else { return };
+        let Some(at) = self
+            .running
+            .iter()
+            .position(|o| o.started.iteration == f.iteration)
+        else {
+            return;
+        };
+        let open = self.running.remove(at);
         self.active_ms += time_ms.saturating_sub(open.started_ms);
         if f.outcome != Outcome::Limited && f.outcome != Outcome::Aborted {
             self.limit_streak = 0;
@@ -555,12 +570,39 @@ impl RunState {
         self.index.get(id).map_or(0, |&i| i + 1)
     }
 
-    /// The task and agent of the iteration in progress, if one is.
+    /// The oldest iteration in progress (the only one with a single worker).
+    pub fn current(&self) -> Option<&OpenIteration> {
+        self.running.first()
+    }
+
+    /// The iteration in progress numbered `iteration`.
+    pub fn open_iteration(&self, iteration: u32) -> Option<&OpenIteration> {
+        self.running
+            .iter()
+            .find(|o| o.started.iteration == iteration)
+    }
+
+    pub(crate) fn open_mut(&mut self, iteration: u32) -> Option<&mut OpenIteration> {
+        self.running
+            .iter_mut()
+            .find(|o| o.started.iteration == iteration)
+    }
+
+    /// The iteration in progress of a task.
+    pub fn open_of_task(&self, task: &str) -> Option<&OpenIteration> {
+        self.running.iter().find(|o| o.started.task == task)
+    }
+
+    pub(crate) fn open_of_task_mut(&mut self, task: &str) -> Option<&mut OpenIteration> {
+        self.running.iter_mut().find(|o| o.started.task == task)
+    }
+
+    /// The task and agent of the (oldest) iteration in progress, if one is.
     pub fn open_task(&self) -> Option<&str> {
-        self.open.as_ref().map(|o| o.started.task.as_str())
+        self.current().map(|o| o.started.task.as_str())
     }
     pub fn open_agent(&self) -> Option<&str> {
-        self.open.as_ref().map(|o| o.started.agent.as_str())
+        self.current().map(|o| o.started.agent.as_str())
     }
 
     /// Iterations that count against `max_iterations`: every one but those a crash or
@@ -605,7 +647,7 @@ impl RunState {
         if self.paused {
             return RunStatus::Paused;
         }
-        if self.open.is_none()
+        if self.running.is_empty()
             && self.tasks.iter().any(|t| t.status == TaskStatus::Blocked)
             && self.next_task().is_none()
         {

@@ -7,10 +7,10 @@ use super::state::RunState;
 impl RunState {
     /// The changes a person is asked about at the surface gate, while it is open.
     pub fn surface_gate_changes(&self) -> Option<&[SurfaceChange]> {
-        if !matches!(self.gate, Some(super::event::Gate::Surface(_))) {
+        let Some(super::event::Gate::Surface(task)) = &self.gate else {
             return None;
-        }
-        let check = self.open.as_ref()?.surface.as_ref()?;
+        };
+        let check = self.open_of_task(task)?.surface.as_ref()?;
         Some(&check.changes)
     }
 
@@ -18,8 +18,8 @@ impl RunState {
         self.baseline = Some(files.clone());
     }
 
-    pub(super) fn surface_checked(&mut self, changes: &[SurfaceChange]) {
-        if let Some(open) = &mut self.open {
+    pub(super) fn surface_checked(&mut self, iteration: u32, changes: &[SurfaceChange]) {
+        if let Some(open) = self.open_mut(iteration) {
             open.surface = Some(SurfaceCheck {
                 changes: changes.to_vec(),
                 settled: changes.is_empty(),
@@ -28,8 +28,8 @@ impl RunState {
         }
     }
 
-    pub(super) fn surface_restored(&mut self, cause: &RestoreCause) {
-        let Some(check) = self.open.as_mut().and_then(|o| o.surface.as_mut()) else {
+    pub(super) fn surface_restored(&mut self, iteration: u32, cause: &RestoreCause) {
+        let Some(check) = self.open_mut(iteration).and_then(|o| o.surface.as_mut()) else {
             return;
         };
         check.settled = true;
@@ -44,13 +44,14 @@ impl RunState {
     }
 
     /// A person approved the changes at the surface gate: they become the baseline.
-    pub(super) fn surface_approved(&mut self) {
-        let Some(check) = self.open.as_mut().and_then(|o| o.surface.as_mut()) else {
+    pub(super) fn surface_approved(&mut self, task: &str) {
+        let Some(check) = self.open_of_task_mut(task).and_then(|o| o.surface.as_mut()) else {
             return;
         };
         check.settled = true;
+        let changes = check.changes.clone();
         if let Some(base) = &mut self.baseline {
-            for c in &check.changes {
+            for c in &changes {
                 match &c.after {
                     Some(f) => {
                         base.insert(c.path.clone(), f.clone());
@@ -63,8 +64,8 @@ impl RunState {
         }
     }
 
-    pub(super) fn surface_rejected(&mut self, note: Option<String>) {
-        if let Some(check) = self.open.as_mut().and_then(|o| o.surface.as_mut()) {
+    pub(super) fn surface_rejected(&mut self, task: &str, note: Option<String>) {
+        if let Some(check) = self.open_of_task_mut(task).and_then(|o| o.surface.as_mut()) {
             check.rejected = Some(RestoreCause::Rejected { note });
         }
     }

@@ -79,7 +79,7 @@ pub fn next_action(s: &RunState) -> Action {
     if s.is_finished() {
         return Action::Exit(s.status);
     }
-    if let Some(open) = &s.open {
+    if let Some(open) = s.current() {
         return finish_open_iteration(s, open);
     }
     if s.stop.is_some() {

@@ -169,7 +169,7 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
     }
     // The agent of an iteration the old driver never finished died with it; what it
     // started may not have: end it before anything runs again in this tree.
-    if let Some(open) = loaded.state.open.as_ref().filter(|o| o.agent.is_none()) {
+    for open in loaded.state.running.iter().filter(|o| o.agent.is_none()) {
         let pid_file = run.iteration_dir(open.started.iteration).join("agent.pid");
         if let Some(pgid) = std::fs::read_to_string(pid_file)
             .ok()

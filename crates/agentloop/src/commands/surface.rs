@@ -122,12 +122,7 @@ fn accept_changes(
         );
         return Ok(ExitKind::Completed);
     }
-    if loaded
-        .state
-        .open
-        .as_ref()
-        .is_some_and(|o| o.agent.is_none())
-    {
+    if loaded.state.running.iter().any(|o| o.agent.is_none()) {
         return Err(CliError::user(format!(
             "run {} has an iteration in progress: its agent may be making these changes",
             run.id

@@ -125,7 +125,7 @@ pub fn draw(f: &mut Frame, v: &View) {
         List::new(items).block(Block::default().borders(Borders::ALL).title(" tasks ")),
         tasks,
     );
-    let live_title = match &s.open {
+    let live_title = match s.current() {
         Some(o) => format!(
             " iteration {} · task {} ",
             o.started.iteration, o.started.task
@@ -175,7 +175,7 @@ pub fn draw(f: &mut Frame, v: &View) {
 }
 
 fn live_output(run: &RunDir, s: &RunState) -> String {
-    let Some(o) = &s.open else {
+    let Some(o) = s.current() else {
         return String::new();
     };
     let bytes =

@@ -71,7 +71,9 @@ impl Driver {
             Event::ReplanAccepted { version, .. } => Some(*version),
             _ => None,
         };
-        let open = self.state.open.clone();
+        let open = result
+            .as_ref()
+            .and_then(|f| self.state.open_iteration(f.iteration).cloned());
         match self.writer.append_if_current(&event)? {
             Appended::Written(recs) => self.apply(&recs),
             Appended::Stale(recs) => {

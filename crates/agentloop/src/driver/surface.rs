@@ -58,8 +58,7 @@ impl Driver {
     ) -> Result<(), CliError> {
         let changes = self
             .state
-            .open
-            .as_ref()
+            .open_iteration(iteration)
             .and_then(|o| o.surface.as_ref())
             .map(|c| c.changes.clone())
             .unwrap_or_default();

@@ -696,7 +696,7 @@ proptest! {
                     current = Some(b);
                 }
                 Action::CheckSurface { iteration } => {
-                    prop_assert!(sim.state.open.as_ref().is_some_and(|o| o.started.iteration == iteration));
+                    prop_assert!(sim.state.current().is_some_and(|o| o.started.iteration == iteration));
                     let changes = if tampered.contains(&iteration) {
                         vec![SurfaceChange {
                             path: "tests/t.rs".into(), kind: ChangeKind::Modified, why: "a test file".into(),
@@ -733,7 +733,7 @@ proptest! {
                         Person::Leave => break,
                     };
                     if let (WaitReason::Gate(Gate::Surface(_)), Request::Approve { .. }) = (&reason, &request)
-                        && let Some(o) = &sim.state.open
+                        && let Some(o) = sim.state.current()
                     {
                         surface_settled.insert(o.started.iteration);
                     }
@@ -743,7 +743,7 @@ proptest! {
             }
         }
         // The run ended by itself or is waiting for a person who left; never mid-way.
-        prop_assert!(sim.state.open.is_none() || ai >= agents.len() || matches!(sim.state.gate, Some(Gate::Surface(_))));
+        prop_assert!(sim.state.running.is_empty() || ai >= agents.len() || matches!(sim.state.gate, Some(Gate::Surface(_))));
         for t in &sim.state.tasks {
             prop_assert!(t.iterations <= max_iterations);
         }
@@ -785,7 +785,7 @@ fn a_usage_limit_waits_or_hands_over_to_the_fallback() {
     else {
         panic!("{a:?}")
     };
-    let agent_ms = s.state.open.as_ref().unwrap().agent_ms;
+    let agent_ms = s.state.current().unwrap().agent_ms;
     assert_eq!(until_ms, agent_ms + 60_000);
     s.then(a.clone().into_event());
     let a = s.act();
@@ -804,7 +804,7 @@ fn a_usage_limit_waits_or_hands_over_to_the_fallback() {
     };
     assert_eq!(
         until_ms,
-        s.state.open.as_ref().unwrap().agent_ms + 120_000,
+        s.state.current().unwrap().agent_ms + 120_000,
         "doubled"
     );
 

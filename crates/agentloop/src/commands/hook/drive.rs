@@ -179,7 +179,7 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
     })
     .map_err(e)?;
     // The turn that just ended was the open iteration's agent.
-    if let Some(open) = d.state.open.clone().filter(|o| o.agent.is_none()) {
+    if let Some(open) = d.state.current().cloned().filter(|o| o.agent.is_none()) {
         let message = final_message(input);
         let finished = Finished {
             exit_code: Some(0),
@@ -301,7 +301,7 @@ pub(super) fn stop_failure(input: &StopFailure) -> Result<Value, String> {
     };
     let mut d = open_driver(&ws, run, loaded)?;
     let e = |e: CliError| e.message;
-    let Some(open) = d.state.open.clone().filter(|o| o.agent.is_none()) else {
+    let Some(open) = d.state.current().cloned().filter(|o| o.agent.is_none()) else {
         return Ok(Value::Null);
     };
     let message = input

@@ -34,7 +34,7 @@ pub(super) fn pre_tool_use(input: &PreToolUse) -> Result<Value, String> {
             "agentloop: {rel} is protected ({p}); verification depends on it"
         )));
     }
-    let current = s.open.as_ref().map(|o| o.started.task.clone());
+    let current = s.current().map(|o| o.started.task.clone());
     if let Some(task) = current.as_deref().and_then(|t| s.plan.task(t))
         && !task.scope.is_empty()
         && !task.scope.iter().any(|p| path_matches(&rel, p))

@@ -39,8 +39,7 @@ pub(super) fn start(input: &SessionStart) -> Result<Value, String> {
         }
     }
     let task = s
-        .open
-        .as_ref()
+        .current()
         .map(|o| o.started.task.clone())
         .or_else(|| s.next_task().map(|t| t.id.clone()));
     let mut context = format!(

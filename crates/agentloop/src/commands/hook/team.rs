@@ -99,7 +99,7 @@ pub(super) fn teammate_idle(input: &TeammateIdle) -> Result<Option<String>, Stri
         return Ok(None);
     };
     let s = &loaded.state;
-    let busy = s.open.as_ref().map(|o| o.started.task.clone());
+    let busy = s.current().map(|o| o.started.task.clone());
     let next = s.plan.tasks.iter().zip(&s.tasks).find(|(pt, st)| {
         st.status == TaskStatus::Pending
             && Some(&pt.id) != busy.as_ref()
