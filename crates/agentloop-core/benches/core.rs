@@ -54,6 +54,7 @@ fn iteration_events(n: u32, task: &str, complete: bool) -> Vec<Event> {
             tree_before: Some("4b825dc642cb6eb9a060e54bf8d69288fbee4904".into()),
             head_before: None,
             steer: vec![],
+            worktree: None,
         }),
         Event::AgentFinished(AgentFinished {
             iteration: n,

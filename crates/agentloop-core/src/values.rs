@@ -121,6 +121,17 @@ pub enum OnProtectedChange {
     Allow,
 }
 
+/// What a completed run with workers does with the checked-out branch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Land {
+    /// The work stays on the integration branch.
+    #[default]
+    None,
+    /// The checked-out branch is fast-forwarded to the integration branch.
+    Ff,
+}
+
 /// Where to tell a person that a run needs them, hit a limit, tripped a breaker,
 /// completed or failed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]

@@ -90,6 +90,7 @@ fn main() {
                 tree_before: None,
                 head_before: None,
                 steer: vec![],
+                worktree: None,
             }),
             Event::AgentFinished(AgentFinished {
                 iteration: n,

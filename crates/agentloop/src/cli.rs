@@ -220,9 +220,14 @@ pub struct SettingsFlags {
     /// Agent tried when a task keeps failing with the main one.
     #[arg(long, value_name = "NAME")]
     pub fallback_agent: Option<String>,
-    /// quick, tdd, pair or checkpoint.
+    /// quick, tdd, pair, checkpoint or swarm (several workers at once).
     #[arg(long)]
     pub mode: Option<String>,
+    /// Agents at work at once, each task in its own git worktree, merged onto the
+    /// run's integration branch through the verified merge queue (default 1: in this
+    /// working tree; 4 in swarm mode).
+    #[arg(long, value_name = "N")]
+    pub workers: Option<u32>,
     /// Iterations for the whole run.
     #[arg(long, value_name = "N")]
     pub max_iterations: Option<u32>,

@@ -285,6 +285,7 @@ impl Progress {
                 t.push_str("\n  `agentloop retry TASK` (with `agentloop steer \"…\"`) or `agentloop skip TASK`");
                 t
             }
+            WaitReason::Workers => return,
         };
         self.line(&text);
     }

@@ -228,6 +228,15 @@ fn check(config: &Config, sources: &BTreeMap<String, Source>) -> Result<(), Conf
     if config.verify.timeout.is_zero() {
         return Err(bad("verify.timeout", "must be longer than 0s"));
     }
+    if config.run.workers.is_some_and(|w| !(1..=64).contains(&w)) {
+        return Err(bad("run.workers", "must be from 1 to 64"));
+    }
+    if !config.run.branch.contains("{run}") || config.run.branch.trim().is_empty() {
+        return Err(bad(
+            "run.branch",
+            "must contain `{run}` (each run integrates on its own branch)",
+        ));
+    }
     for (name, a) in &config.agents {
         if a.timeout.is_zero() {
             return Err(bad(

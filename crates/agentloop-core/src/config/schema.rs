@@ -54,6 +54,17 @@ pub struct RunConfig {
     pub fallback_agent: Option<String>,
     /// The text inside `<promise>…</promise>` that counts as a completion claim.
     pub completion_promise: String,
+    /// Agents at work at once, each task in its own git worktree, merged through the
+    /// verified merge queue onto the run's integration branch (1: the agent works in
+    /// this working tree, as always; unset: 4 in swarm mode, else 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workers: Option<u32>,
+    /// The integration branch of a run with workers (`{run}` is the run id).
+    pub branch: String,
+    /// What happens to your checked-out branch when a run with workers completes:
+    /// `none` (the work waits on the integration branch) or `ff` (fast-forwarded to
+    /// it, refused if it moved meanwhile).
+    pub land: crate::values::Land,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -259,7 +270,18 @@ impl Default for RunConfig {
             mode: Mode::Quick,
             fallback_agent: None,
             completion_promise: "COMPLETE".into(),
+            workers: None,
+            branch: "agentloop/{run}".into(),
+            land: crate::values::Land::None,
         }
+    }
+}
+
+impl RunConfig {
+    /// Agents at work at once: `workers`, else 4 in swarm mode, else 1.
+    pub fn workers(&self) -> u32 {
+        self.workers
+            .unwrap_or(if self.mode == Mode::Swarm { 4 } else { 1 })
     }
 }
 impl Default for VerifyConfig {

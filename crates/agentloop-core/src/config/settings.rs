@@ -31,6 +31,15 @@ pub struct Settings {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub carry: Vec<String>,
     pub commit: bool,
+    /// Agents at work at once (1: in the working tree; more: worktrees and the merge
+    /// queue).
+    #[serde(default = "one")]
+    pub workers: u32,
+    /// The integration branch of a run with workers (`{run}`: the run id).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub branch: String,
+    #[serde(default)]
+    pub land: crate::values::Land,
     #[serde(default)]
     pub limits: Limits,
     /// The run is driven by Claude Code's hooks inside one interactive session.
@@ -74,6 +83,9 @@ impl Settings {
             clean_copy: c.verify.clean_copy,
             carry: c.verify.carry.clone(),
             commit: c.git.commit,
+            workers: c.run.workers(),
+            branch: c.run.branch.clone(),
+            land: c.run.land,
             limits: c.limits.clone(),
             hook: false,
             notify: c.notify.clone(),
@@ -81,6 +93,10 @@ impl Settings {
             flags: serde_json::Map::new(),
         }
     }
+}
+
+fn one() -> u32 {
+    1
 }
 
 fn default_claim_window() -> std::time::Duration {

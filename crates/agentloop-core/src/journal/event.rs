@@ -88,6 +88,36 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pid: Option<u32>,
     },
+    /// A run with workers integrates on its own branch, made from `base`.
+    IntegrationStarted {
+        branch: String,
+        base: String,
+    },
+    /// A verified task's branch goes onto the integration branch at `head`.
+    MergeStarted {
+        iteration: u32,
+        head: String,
+    },
+    /// Merged and checked on the merged result: the integration branch is `commit`.
+    Merged {
+        iteration: u32,
+        commit: String,
+    },
+    /// The merge conflicted, or the checks failed on the merged result: the
+    /// integration branch did not move; the task goes back to its agent.
+    MergeFailed {
+        iteration: u32,
+        conflict: bool,
+        reason: String,
+        digest: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fingerprint: Option<String>,
+    },
+    /// The checked-out branch was fast-forwarded to the integration branch.
+    Landed {
+        branch: String,
+        commit: String,
+    },
     /// The verification surface when the run started: every file that decides "done",
     /// by content.
     BaselineRecorded {
@@ -136,6 +166,11 @@ impl Event {
             Event::SessionBound { .. } => "session_bound",
             Event::ControlRefused { .. } => "control_refused",
             Event::BaselineRecorded { .. } => "baseline_recorded",
+            Event::IntegrationStarted { .. } => "integration_started",
+            Event::MergeStarted { .. } => "merge_started",
+            Event::Merged { .. } => "merged",
+            Event::MergeFailed { .. } => "merge_failed",
+            Event::Landed { .. } => "landed",
             Event::SurfaceChecked { .. } => "surface_checked",
             Event::SurfaceRestored { .. } => "surface_restored",
             Event::ForgeryIgnored(_) => "forgery_ignored",
@@ -157,6 +192,9 @@ pub struct IterationStarted {
     pub head_before: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steer: Vec<String>,
+    /// The worktree the agent works in (a run with workers); none: the project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

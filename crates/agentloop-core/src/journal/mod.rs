@@ -16,7 +16,9 @@ pub use baseline::*;
 pub use event::*;
 pub use progress::render as render_progress;
 pub use seal::{key_path, seal, verifies};
-pub use state::{FoldError, OpenIteration, RunState, STATE_VERSION, StopKind};
+pub use state::{
+    FoldError, Integration, MergeState, OpenIteration, RunState, STATE_VERSION, StopKind,
+};
 pub use store::{
     Appended, Contents, JournalError, MAX_LINE_BYTES, Record, SCHEMA_VERSION, Scan, Writer, encode,
     read, read_first, read_from, scan,

@@ -40,6 +40,42 @@ pub struct OpenIteration {
     /// The verification surface checked before verification.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub surface: Option<super::baseline::SurfaceCheck>,
+    /// A run with workers: the verified work's way onto the integration branch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge: Option<MergeState>,
+}
+
+/// Where a verified iteration of a run with workers is in the merge queue.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum MergeState {
+    /// Being merged onto `head` and checked.
+    Started {
+        head: String,
+    },
+    Merged {
+        commit: String,
+    },
+    Failed {
+        conflict: bool,
+        reason: String,
+        digest: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fingerprint: Option<String>,
+    },
+}
+
+/// The integration branch of a run with workers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Integration {
+    pub branch: String,
+    /// The commit it was made from.
+    pub base: String,
+    /// Where it is now.
+    pub head: String,
+    /// The checked-out branch was fast-forwarded to it.
+    #[serde(default)]
+    pub landed: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -116,6 +152,9 @@ pub struct RunState {
     /// baselines, or with `on_protected_change = "allow"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<super::baseline::Baseline>,
+    /// A run with workers: its integration branch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub integration: Option<Integration>,
     /// Journal lines agentloop did not write, found and ignored.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub forged: Vec<Forged>,
@@ -203,6 +242,7 @@ impl RunState {
             hook_chain: 0,
             journal_bytes: 0,
             baseline: None,
+            integration: None,
             forged: Vec::new(),
             index: HashMap::new(),
             requests: HashSet::new(),
@@ -317,6 +357,7 @@ impl RunState {
                     agent_ms: 0,
                     limited: false,
                     surface: None,
+                    merge: None,
                 });
             }
             Event::AgentFinished(a) => {
@@ -418,6 +459,51 @@ impl RunState {
             }
             Event::ControlRefused { .. } => self.refused_requests += 1,
             Event::BaselineRecorded { files } => self.baseline_recorded(files),
+            Event::IntegrationStarted { branch, base } => {
+                self.integration = Some(Integration {
+                    branch: branch.clone(),
+                    base: base.clone(),
+                    head: base.clone(),
+                    landed: false,
+                });
+            }
+            Event::MergeStarted { iteration, head } => {
+                if let Some(open) = self.open_mut(*iteration) {
+                    open.merge = Some(MergeState::Started { head: head.clone() });
+                }
+            }
+            Event::Merged { iteration, commit } => {
+                if let Some(open) = self.open_mut(*iteration) {
+                    open.merge = Some(MergeState::Merged {
+                        commit: commit.clone(),
+                    });
+                }
+                if let Some(i) = &mut self.integration {
+                    i.head = commit.clone();
+                }
+            }
+            Event::MergeFailed {
+                iteration,
+                conflict,
+                reason,
+                digest,
+                fingerprint,
+            } => {
+                if let Some(open) = self.open_mut(*iteration) {
+                    open.merge = Some(MergeState::Failed {
+                        conflict: *conflict,
+                        reason: reason.clone(),
+                        digest: digest.clone(),
+                        fingerprint: fingerprint.clone(),
+                    });
+                }
+            }
+            Event::Landed { commit, .. } => {
+                if let Some(i) = &mut self.integration {
+                    i.landed = true;
+                    i.head = commit.clone();
+                }
+            }
             Event::SurfaceChecked { iteration, changes } => {
                 self.surface_checked(*iteration, changes)
             }
@@ -614,12 +700,18 @@ impl RunState {
     /// The first task (in plan order) that may run now: not settled, not blocked, and
     /// every dependency done or skipped.
     pub fn next_task(&self) -> Option<&TaskState> {
+        self.next_task_except(&[])
+    }
+
+    /// [`next_task`](Self::next_task), leaving out the tasks in `busy`.
+    pub fn next_task_except(&self, busy: &[&str]) -> Option<&TaskState> {
         self.plan
             .tasks
             .iter()
             .zip(&self.tasks)
             .find_map(|(pt, st)| {
                 let ready = matches!(st.status, TaskStatus::Pending | TaskStatus::Running)
+                    && !busy.contains(&st.id.as_str())
                     && pt
                         .depends
                         .iter()

@@ -68,10 +68,20 @@ pub enum Mode {
     Tdd,
     Pair,
     Checkpoint,
+    /// Tasks judged as in quick mode, run by several workers at once (4 unless
+    /// `[run] workers` says otherwise), each in its own worktree, merged through the
+    /// verified merge queue.
+    Swarm,
 }
 
 impl Mode {
-    pub const ALL: [Mode; 4] = [Mode::Quick, Mode::Tdd, Mode::Pair, Mode::Checkpoint];
+    pub const ALL: [Mode; 5] = [
+        Mode::Quick,
+        Mode::Tdd,
+        Mode::Pair,
+        Mode::Checkpoint,
+        Mode::Swarm,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -79,6 +89,7 @@ impl Mode {
             Mode::Tdd => "tdd",
             Mode::Pair => "pair",
             Mode::Checkpoint => "checkpoint",
+            Mode::Swarm => "swarm",
         }
     }
 }
@@ -91,7 +102,7 @@ impl std::str::FromStr for Mode {
             .find(|m| m.as_str().eq_ignore_ascii_case(s.trim()))
             .ok_or_else(|| {
                 format!(
-                    "unknown mode `{}`; expected quick, tdd, pair or checkpoint",
+                    "unknown mode `{}`; expected quick, tdd, pair, checkpoint or swarm",
                     s.trim()
                 )
             })

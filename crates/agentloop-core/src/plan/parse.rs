@@ -314,11 +314,17 @@ fn parse_task(file: &str, lines: &[&str], first_line: usize) -> Result<Task, Pla
             }
             "mode" => {
                 once(&mut seen_fields, "Mode")?;
-                task.mode = Some(
-                    value
-                        .parse()
-                        .map_err(|e: String| PlanError::at(file, n, e))?,
-                );
+                let mode: crate::plan::Mode = value
+                    .parse()
+                    .map_err(|e: String| PlanError::at(file, n, e))?;
+                if mode == crate::plan::Mode::Swarm {
+                    return Err(PlanError::at(
+                        file,
+                        n,
+                        "swarm is a run's mode (`--mode swarm` or `[run] workers`), not a task's",
+                    ));
+                }
+                task.mode = Some(mode);
             }
             "scope" => {
                 once(&mut seen_fields, "Scope")?;

@@ -142,7 +142,50 @@ pub(super) fn finish_open_iteration(s: &RunState, open: &OpenIteration) -> Actio
         return Action::Verify { iteration: n, task };
     };
     let (outcome, reason, digest) = judge(s, &task, agent, verify);
+    if outcome == Outcome::Completed && s.settings.workers > 1 {
+        return merge_verdict(open);
+    }
     finished(outcome, reason, digest)
+}
+
+/// A run with workers: verified work is done once it is merged onto the integration
+/// branch and checked there; a conflict or a failure on the merged result is a failed
+/// attempt, with a digest for the agent.
+fn merge_verdict(open: &OpenIteration) -> Action {
+    let iteration = open.started.iteration;
+    let end = |outcome, reason: String, digest, commit, fingerprint| {
+        Action::Record(Event::IterationFinished(IterationFinished {
+            iteration,
+            outcome,
+            reason,
+            digest,
+            commit,
+            agent_failed: false,
+            fingerprint,
+        }))
+    };
+    match &open.merge {
+        None | Some(MergeState::Started { .. }) => Action::Merge { iteration },
+        Some(MergeState::Merged { commit }) => end(
+            Outcome::Completed,
+            "verified, merged and checked on the merged result".into(),
+            None,
+            Some(commit.clone()),
+            None,
+        ),
+        Some(MergeState::Failed {
+            reason,
+            digest,
+            fingerprint,
+            ..
+        }) => end(
+            Outcome::Failed,
+            reason.clone(),
+            Some(digest.clone()),
+            None,
+            fingerprint.clone(),
+        ),
+    }
 }
 
 /// Before a claimed task is verified: the surface is checked against the baseline, and

@@ -6,6 +6,7 @@ mod judge;
 mod ladder;
 mod prompt;
 mod replan;
+mod schedule;
 
 use crate::journal::{
     Event, FinishReason, Gate, IterationKind, Record, RunState, RunStatus, Rung, TaskState,
@@ -18,6 +19,7 @@ use ladder::{budget_reached, escalation};
 pub use ladder::{rung_budget, task_bound};
 pub use prompt::build as build_prompt;
 pub use replan::review_replan;
+pub use schedule::schedule;
 
 // One action exists at a time and is consumed at once; boxing the event buys nothing.
 #[allow(clippy::large_enum_variant)]
@@ -31,6 +33,10 @@ pub enum Action {
     Verify { iteration: u32, task: String },
     /// Compare the verification surface with the baseline (`surface_checked`).
     CheckSurface { iteration: u32 },
+    /// A run with workers: merge the iteration's verified branch onto the integration
+    /// branch and check the merged result (`merge_started`, then `merged` or
+    /// `merge_failed`). One at a time: the merge queue.
+    Merge { iteration: u32 },
     /// Put the baseline versions of the checked changes back (`surface_restored`).
     Restore {
         iteration: u32,
@@ -64,6 +70,8 @@ pub enum WaitReason {
     UsageLimit {
         until_ms: u64,
     },
+    /// A run with workers: nothing new to start; what the workers are at goes on.
+    Workers,
 }
 
 /// Applies `event` to a copy of `state` and returns the action that follows. The
@@ -82,6 +90,13 @@ pub fn next_action(s: &RunState) -> Action {
     if let Some(open) = s.current() {
         return finish_open_iteration(s, open);
     }
+    decide(s, &[])
+}
+
+/// What to do when no iteration needs finishing: stop, wait, open a gate, finish the
+/// run, or start an iteration of the first ready task that is not in `busy` (tasks
+/// other workers are at).
+fn decide(s: &RunState, busy: &[&str]) -> Action {
     if s.stop.is_some() {
         return Action::Record(Event::RunFinished {
             status: RunStatus::Stopped,
@@ -109,7 +124,7 @@ pub fn next_action(s: &RunState) -> Action {
     if s.settings.gates.plan_approval && !s.plan_approved {
         return Action::Record(Event::GateOpened { gate: Gate::Plan });
     }
-    let Some(task) = s.next_task() else {
+    let Some(task) = s.next_task_except(busy) else {
         if s.tasks.iter().all(|t| t.status.is_settled()) {
             if s.settings.gates.final_review && !s.final_approved {
                 return Action::Record(Event::GateOpened { gate: Gate::Final });

@@ -234,6 +234,7 @@ pub fn run_agentloop(s: &mut dyn Scenario) -> Outcome {
                         tree_before: Some(before.clone()),
                         head_before: None,
                         steer: vec![],
+                        worktree: None,
                     }),
                     clock_ms,
                 );
@@ -278,6 +279,7 @@ pub fn run_agentloop(s: &mut dyn Scenario) -> Outcome {
                     apply(&mut st, rec.event, clock_ms);
                 }
             }
+            Action::Merge { .. } => unreachable!("the suite runs one worker"),
             Action::CheckSurface { iteration } => {
                 let changes = s
                     .tampered()

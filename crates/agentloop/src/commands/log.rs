@@ -146,6 +146,22 @@ fn describe(e: &Event) -> String {
             )
         }
         Event::SessionBound { session_id, .. } => format!("bound to session {session_id}"),
+        Event::IntegrationStarted { branch, base } => {
+            format!("integrating on branch {branch} (from {})", short(base))
+        }
+        Event::MergeStarted { iteration, head } => {
+            format!("iteration {iteration}: merging onto {}", short(head))
+        }
+        Event::Merged { iteration, commit } => format!(
+            "iteration {iteration}: merged and checked on the merged result · {}",
+            short(commit)
+        ),
+        Event::MergeFailed {
+            iteration, reason, ..
+        } => format!("iteration {iteration}: not merged: {reason}"),
+        Event::Landed { branch, commit } => {
+            format!("landed: {branch} is now {}", short(commit))
+        }
         Event::BaselineRecorded { files } => format!(
             "baseline of the verification surface: {}",
             agentloop_core::words::plural(files.len(), "file", "files")
@@ -185,4 +201,9 @@ fn describe(e: &Event) -> String {
             format!("{} · {}", status.as_str(), reason.describe())
         }
     }
+}
+
+/// A commit id as people read it.
+fn short(id: &str) -> &str {
+    &id[..id.len().min(10)]
 }

@@ -44,6 +44,9 @@ impl SettingsFlags {
                 .map_err(|e: String| CliError::user(format!("--mode: {e}")))?;
             set("run", "mode", json!(mode));
         }
+        if let Some(n) = self.workers {
+            set("run", "workers", json!(n));
+        }
         if let Some(n) = self.max_iterations {
             set("budgets", "max_iterations", json!(n));
         }

@@ -121,6 +121,11 @@ impl Driver {
                 Action::Iterate(plan) => self.iterate(plan)?,
                 Action::Verify { iteration, task } => self.verify(iteration, &task)?,
                 Action::CheckSurface { iteration } => self.check_surface(iteration)?,
+                Action::Merge { .. } => {
+                    return Err(CliError::internal(
+                        "a run with workers is driven by the scheduler, not the single-worker driver",
+                    ));
+                }
                 Action::Restore { iteration, cause } => self.restore_surface(iteration, cause)?,
                 Action::Wait(reason) => {
                     if waiting_since.as_ref() != Some(&reason) {

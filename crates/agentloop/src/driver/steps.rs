@@ -208,6 +208,7 @@ impl Driver {
             tree_before: before.as_ref().map(|s| s.id.clone()),
             head_before: before.as_ref().and_then(|s| s.head.clone()),
             steer: self.state.steer.clone(),
+            worktree: None,
         });
         match self.writer.append_if_current(&started)? {
             Appended::Written(recs) => self.apply(&recs),

@@ -222,7 +222,7 @@ fn unknown_agent_and_mode() {
     refused(
         &p,
         &["run", "--mode", "yolo"],
-        "error: --mode: unknown mode `yolo`; expected quick, tdd, pair or checkpoint",
+        "error: --mode: unknown mode `yolo`; expected quick, tdd, pair, checkpoint or swarm",
     );
     refused(
         &p,

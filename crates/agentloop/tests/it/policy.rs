@@ -101,6 +101,7 @@ fn started(p: &IterationPlan) -> Event {
         tree_before: None,
         head_before: None,
         steer: vec![],
+        worktree: None,
     })
 }
 
@@ -707,6 +708,7 @@ proptest! {
                     };
                     sim.then(Event::SurfaceChecked { iteration, changes });
                 }
+                Action::Merge { .. } => prop_assert!(false, "one worker never merges"),
                 Action::Restore { iteration, cause } => {
                     surface_settled.insert(iteration);
                     sim.then(Event::SurfaceRestored { iteration, cause });

@@ -204,6 +204,9 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
             }
             Action::Verify { iteration, task } => d.verify(iteration, &task).map_err(e)?,
             Action::CheckSurface { iteration } => d.check_surface(iteration).map_err(e)?,
+            Action::Merge { .. } => {
+                return Ok(passive("a run with workers is not driven by a session"));
+            }
             Action::Restore { iteration, cause } => {
                 d.restore_surface(iteration, cause).map_err(e)?;
             }
@@ -261,6 +264,7 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
                         tasks.join(", ")
                     ),
                     WaitReason::UsageLimit { .. } => "waiting for a usage limit to reset".into(),
+                    WaitReason::Workers => "waiting for the run's workers".into(),
                 };
                 return Ok(json!({ "continue": false, "stopReason": format!("agentloop: {why}") }));
             }

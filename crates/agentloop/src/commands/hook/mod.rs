@@ -68,6 +68,8 @@ fn create_run(
     let mut settings = Settings::new(&layered.config, flags);
     settings.agent = "claude-session".into();
     settings.hook = true;
+    // One session is one worker.
+    settings.workers = 1;
     let window = settings.claim_window;
     let (run, _, _) = ws.create_run(&shown, &parsed, settings)?;
     Ok((run, parsed.tasks.len(), window))
