@@ -146,6 +146,8 @@ pub fn agent_spec(
         .map(|(k, v)| (k.into(), v.into()))
         .collect();
     spec.env.push(("AGENTLOOP_RUN".into(), inv.run_id.into()));
+    // What the agent leaves behind is known as this iteration's (workers run at once).
+    spec.owner = Some(inv.pid_file.display().to_string());
     spec.pass_env = Some(config.allowed_env());
     spec.stdin = stdin;
     spec.timeout = config.timeout;

@@ -49,7 +49,7 @@ pub struct Invocation<'a> {
     pub pid_file: &'a Path,
 }
 
-pub trait Agent {
+pub trait Agent: Send {
     fn name(&self) -> &str;
     /// Runs one iteration; `should_stop` is polled and ends the agent's process group.
     fn run(&self, inv: &Invocation<'_>, should_stop: &mut dyn FnMut() -> bool) -> AgentRun;

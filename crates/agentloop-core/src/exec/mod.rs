@@ -9,3 +9,4 @@ pub mod reap;
 pub mod supervise;
 pub mod surface;
 pub mod verify;
+pub mod worktree;

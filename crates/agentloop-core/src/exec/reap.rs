@@ -91,12 +91,54 @@ pub(super) fn reap_exited() {
     }
 }
 
-/// Ends every child of this process that an agent left: SIGTERM, up to a second to go
-/// (so helpers can release their locks), then SIGKILL; all are reaped. Gives up after
-/// `limit`.
-pub(super) fn kill_orphans(limit: Duration) {
+/// Several children run at once (workers): a sweep takes only the leftovers of the
+/// program that ended, known by [`OWNER_VAR`] in their environment, and reaps only
+/// them, never another thread's child.
+static SHARED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The variable that marks every process a supervised program starts as its.
+pub const OWNER_VAR: &str = "AGENTLOOP_OWNER";
+
+/// Switches between one supervised program at a time (every leftover child is that
+/// program's) and several at once (see [`SHARED`]).
+pub fn share(shared: bool) {
+    SHARED.store(shared, std::sync::atomic::Ordering::SeqCst);
+}
+
+fn owned_by(pid: Pid, owner: &str) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
+        env.split(|b| *b == 0).any(|kv| {
+            kv.strip_prefix(OWNER_VAR.as_bytes())
+                .and_then(|r| r.strip_prefix(b"="))
+                == Some(owner.as_bytes())
+        })
+    })
+}
+
+/// Ends every child of this process that the ended program left: SIGTERM, up to a
+/// second to go (so helpers can release their locks), then SIGKILL; all are reaped.
+/// Gives up after `limit`. With several programs at once, only the leftovers marked
+/// with `owner` go (none without one).
+pub(super) fn kill_orphans(limit: Duration, owner: Option<&str>) {
+    let shared = SHARED.load(std::sync::atomic::Ordering::SeqCst);
+    let targets = || -> Vec<Pid> {
+        leftovers()
+            .into_iter()
+            .filter(|p| !shared || owner.is_some_and(|o| owned_by(*p, o)))
+            .collect()
+    };
+    let reap = |pids: &[Pid]| {
+        use nix::sys::wait::{WaitPidFlag, waitpid};
+        if shared {
+            for &p in pids {
+                let _ = waitpid(p, Some(WaitPidFlag::WNOHANG));
+            }
+        } else {
+            reap_exited();
+        }
+    };
     let until = Instant::now() + limit;
-    let first = leftovers();
+    let first = targets();
     if first.is_empty() {
         return;
     }
@@ -105,14 +147,14 @@ pub(super) fn kill_orphans(limit: Duration) {
     }
     let grace = Instant::now() + Duration::from_secs(1);
     while Instant::now() < grace {
-        reap_exited();
-        if leftovers().is_empty() {
+        reap(&first);
+        if targets().is_empty() {
             return;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     loop {
-        let left = leftovers();
+        let left = targets();
         if left.is_empty() || Instant::now() >= until {
             return;
         }
@@ -120,6 +162,16 @@ pub(super) fn kill_orphans(limit: Duration) {
             let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
             let _ = nix::sys::wait::waitpid(pid, None);
         }
+    }
+}
+
+/// Ends every leftover child, whoever started it, and reaps every exited child: for
+/// the end of a run with workers, when nothing else runs.
+pub fn sweep_all() {
+    if is_subreaper() {
+        share(false);
+        kill_orphans(Duration::from_secs(2), None);
+        reap_exited();
     }
 }
 

@@ -49,6 +49,9 @@ pub struct Spec {
     /// Where to write the child's pid (its process group) once it runs, so a driver
     /// that takes over after a crash can end what is left of the group.
     pub pid_file: Option<PathBuf>,
+    /// Marks the child and everything it starts (`AGENTLOOP_OWNER` in their
+    /// environment), so what it leaves behind is known as its own when several run.
+    pub owner: Option<String>,
 }
 
 impl Spec {
@@ -68,6 +71,7 @@ impl Spec {
             tail_stdout_only: false,
             tail_bytes: TAIL_BYTES,
             pid_file: None,
+            owner: None,
         }
     }
 
@@ -194,6 +198,9 @@ pub fn spawn(spec: Spec) -> std::io::Result<Running> {
             std::env::vars_os()
                 .filter(|(k, _)| k.to_str().is_some_and(|k| env_allowed(k, allowed))),
         );
+    }
+    if let Some(owner) = &spec.owner {
+        cmd.env(super::reap::OWNER_VAR, owner);
     }
     cmd.args(&spec.args)
         .current_dir(&spec.cwd)
@@ -328,7 +335,7 @@ impl Running {
             // Helpers that left the group (a `setsid`, a double fork) came back to us:
             // nothing the program started outlives it. SIGTERM first, so they can let go
             // of their locks.
-            super::reap::kill_orphans(Duration::from_secs(2));
+            super::reap::kill_orphans(Duration::from_secs(2), self.spec.owner.as_deref());
         }
         let deadline = Instant::now() + DRAIN_LIMIT;
         for r in self.readers.drain(..) {

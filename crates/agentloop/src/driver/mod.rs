@@ -2,8 +2,10 @@
 //! before and after. It holds the run's lock for its whole life. The steps of one
 //! iteration are in `steps`.
 
+mod jobs;
 mod steps;
 mod surface;
+mod workers;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -99,6 +101,9 @@ impl Driver {
             agents,
         })?;
         self.ensure_baseline()?;
+        if self.state.settings.workers > 1 {
+            return self.drive_workers();
+        }
         self.drive()
     }
 

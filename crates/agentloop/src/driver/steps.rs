@@ -24,6 +24,8 @@ pub(crate) struct Prepared {
     pub prompt: String,
     /// The work tree before the agent ran.
     pub before: Option<git::Snapshot>,
+    /// Where the agent works: the project, or its task's worktree.
+    pub workdir: std::path::PathBuf,
 }
 
 impl Driver {
@@ -36,6 +38,7 @@ impl Driver {
         if let Event::IterationFinished(f) = &mut event
             && f.outcome == Outcome::Completed
             && self.state.settings.commit
+            && self.state.settings.workers <= 1
             && let Some(done) = self.committed.as_ref().filter(|c| c.0 == f.iteration)
         {
             // Committed already, before a decision that came too late to be recorded.
@@ -43,6 +46,7 @@ impl Driver {
         } else if let Event::IterationFinished(f) = &mut event
             && f.outcome == Outcome::Completed
             && self.state.settings.commit
+            && self.state.settings.workers <= 1
         {
             let task = self.state.open_task().unwrap_or_default().to_string();
             let title = self
@@ -126,6 +130,29 @@ impl Driver {
     }
 
     /// Secrets known for an agent: its configured env and this process's environment.
+    /// The task worktree an iteration works in, if it has one.
+    pub(crate) fn worktree_of(&self, iteration: u32) -> Option<std::path::PathBuf> {
+        self.state
+            .open_iteration(iteration)
+            .and_then(|o| o.started.worktree.as_ref())
+            .map(std::path::PathBuf::from)
+    }
+
+    /// Where an iteration works: its worktree, or the project.
+    pub(crate) fn workdir(&self, iteration: u32) -> std::path::PathBuf {
+        self.worktree_of(iteration)
+            .unwrap_or_else(|| self.ws.root.clone())
+    }
+
+    /// Snapshots of `dir`: the driver's own for the project, new ones for a worktree.
+    pub(crate) fn snapshots_of(&self, dir: &std::path::Path) -> Option<git::Snapshots> {
+        if dir == self.ws.root {
+            self.snapshots.clone()
+        } else {
+            git::Snapshots::new(dir)
+        }
+    }
+
     pub(super) fn redactor(&self, agent: &str) -> agentloop_core::redact::Redactor {
         let env = self
             .config
@@ -191,7 +218,18 @@ impl Driver {
     /// control request came in since the policy planned it (`None`: ask again), so the
     /// prompt carries every note recorded before the iteration began.
     pub(crate) fn prepare(&mut self, plan: IterationPlan) -> Result<Option<Prepared>, CliError> {
-        let before = self.snapshots.as_ref().and_then(|g| g.take());
+        self.prepare_in(plan, None)
+    }
+
+    /// [`prepare`](Self::prepare) for an agent that works in `worktree` (a run with
+    /// workers) rather than in the project.
+    pub(crate) fn prepare_in(
+        &mut self,
+        plan: IterationPlan,
+        worktree: Option<std::path::PathBuf>,
+    ) -> Result<Option<Prepared>, CliError> {
+        let workdir = worktree.clone().unwrap_or_else(|| self.ws.root.clone());
+        let before = self.snapshots_of(&workdir).and_then(|g| g.take());
         let dir = self.run.iteration_dir(plan.iteration);
         std::fs::create_dir_all(&dir)?;
         let prompt = policy::build_prompt(&self.state, &plan.task, plan.kind);
@@ -208,7 +246,7 @@ impl Driver {
             tree_before: before.as_ref().map(|s| s.id.clone()),
             head_before: before.as_ref().and_then(|s| s.head.clone()),
             steer: self.state.steer.clone(),
-            worktree: None,
+            worktree: worktree.map(|w| w.display().to_string()),
         });
         match self.writer.append_if_current(&started)? {
             Appended::Written(recs) => self.apply(&recs),
@@ -222,6 +260,7 @@ impl Driver {
             plan,
             prompt,
             before,
+            workdir,
         }))
     }
 
@@ -232,7 +271,7 @@ impl Driver {
         let prompt_file = dir.join("prompt.md");
         let log = dir.join("agent.log");
         let pid_file = dir.join("agent.pid");
-        let workdir = self.ws.root.clone();
+        let workdir = p.workdir.clone();
         let run_id = self.run.id.clone();
         let inv = Invocation {
             run_id: &run_id,
@@ -243,8 +282,14 @@ impl Driver {
             pid_file: &pid_file,
         };
         let mut last = Instant::now();
-        let mut run = agent.run(&inv, &mut || self.should_stop(&mut last));
-        let redactor = self.redactor(&p.plan.agent);
+        let run = agent.run(&inv, &mut || self.should_stop(&mut last));
+        self.redact_run(p.plan.iteration, &p.plan.agent, run)
+    }
+
+    /// Secrets out of what an agent's turn produced: its log, final message, error.
+    pub(crate) fn redact_run(&self, iteration: u32, agent: &str, mut run: AgentRun) -> AgentRun {
+        let log = self.run.iteration_dir(iteration).join("agent.log");
+        let redactor = self.redactor(agent);
         if let Err(e) = redactor.scrub_file(&log) {
             self.progress
                 .warn(&format!("cannot redact {}: {e}", log.display()));
@@ -269,15 +314,20 @@ impl Driver {
             let path = self.run.iteration_dir(iteration).join("tree-before.json");
             serde_json::from_slice(&std::fs::read(path).ok()?).ok()
         });
-        let after = self.snapshots.as_ref().and_then(|g| g.take());
-        let changed_files = match (&self.snapshots, &before, &after) {
+        let snapshots = self.snapshots_of(&self.workdir(iteration));
+        let after = snapshots.as_ref().and_then(|g| g.take());
+        let changed_files = match (&snapshots, &before, &after) {
             (Some(g), Some(a), Some(b)) => g.changed(a, b),
             _ => Vec::new(),
         };
         let f = &run.finished;
         let failed = f.timed_out || f.signal.is_some() || f.exit_code.is_some_and(|c| c != 0);
         let stderr_tail = (failed && !f.stderr_tail.is_empty()).then(|| {
-            let agent = self.state.open_agent().unwrap_or_default().to_string();
+            let agent = self
+                .state
+                .open_iteration(iteration)
+                .map(|o| o.started.agent.clone())
+                .unwrap_or_default();
             let text = String::from_utf8_lossy(&f.stderr_tail);
             let text = agentloop_core::failure::last_lines(&text);
             self.redactor(&agent).redact(&text).into_owned()
@@ -304,18 +354,27 @@ impl Driver {
         }))
     }
 
-    pub(crate) fn verify(&mut self, iteration: u32, task: &str) -> Result<(), CliError> {
-        let commands: Vec<String> = self
-            .state
+    /// A task's checks: its `Verify:` commands, then the run's `[verify] commands`.
+    pub(crate) fn checks_for(&self, task: &str) -> Vec<String> {
+        self.state
             .plan
             .task(task)
             .map(|t| t.verify.clone())
             .unwrap_or_default()
             .into_iter()
             .chain(self.state.settings.verify_commands.iter().cloned())
-            .collect();
+            .collect()
+    }
+
+    pub(crate) fn verify(&mut self, iteration: u32, task: &str) -> Result<(), CliError> {
+        let commands = self.checks_for(task);
         let log = self.run.iteration_dir(iteration).join("verify.log");
-        let workdir = self.verify_dir();
+        // In a worktree the agent's work is checked where it is; the merge queue checks
+        // it again on a clean merge of it.
+        let workdir = match self.worktree_of(iteration) {
+            Some(w) => w,
+            None => self.verify_dir(),
+        };
         let runner = verify::Runner {
             workdir: &workdir,
             timeout: self.config.verify.timeout,
@@ -323,15 +382,29 @@ impl Driver {
             log: &log,
         };
         let mut last = Instant::now();
-        let mut result = runner.run(iteration, &commands, || self.should_stop(&mut last))?;
-        let agent = self.state.open_agent().unwrap_or_default().to_string();
-        let redactor = self.redactor(&agent);
-        redactor.scrub_file(&log)?;
-        result.digest = result.digest.map(|d| redactor.redact(&d).into_owned());
+        let result = runner.run(iteration, &commands, || self.should_stop(&mut last))?;
         if self.interrupted.load(Ordering::SeqCst) {
             // Cut short by Ctrl-C: leave the iteration open; `resume` aborts and redoes it.
             return Ok(());
         }
+        self.record_verified(iteration, &log, result)
+    }
+
+    /// Records an iteration's checks, secrets out of their log and digest.
+    pub(crate) fn record_verified(
+        &mut self,
+        iteration: u32,
+        log: &std::path::Path,
+        mut result: VerifyFinished,
+    ) -> Result<(), CliError> {
+        let agent = self
+            .state
+            .open_iteration(iteration)
+            .map(|o| o.started.agent.clone())
+            .unwrap_or_default();
+        let redactor = self.redactor(&agent);
+        redactor.scrub_file(log)?;
+        result.digest = result.digest.map(|d| redactor.redact(&d).into_owned());
         self.record(Event::VerifyFinished(result))
     }
 }

@@ -37,11 +37,16 @@ impl Driver {
         let Some(base) = self.state.baseline.clone() else {
             return Ok(());
         };
-        let rules = Rules::for_run(&self.ws.root, &self.state);
-        let mut changes = surface::check(&self.ws.root, &base, &rules).map_err(|e| {
+        let dir = self.workdir(iteration);
+        let rules = Rules::for_run(&dir, &self.state);
+        let mut changes = surface::check(&dir, &base, &rules).map_err(|e| {
             CliError::internal(format!("cannot check the verification surface: {e}"))
         })?;
-        let agent = self.state.open_agent().unwrap_or_default().to_string();
+        let agent = self
+            .state
+            .open_iteration(iteration)
+            .map(|o| o.started.agent.clone())
+            .unwrap_or_default();
         let redactor = self.redactor(&agent);
         for c in &mut changes {
             c.diff = redactor.redact(&c.diff).into_owned();
@@ -62,7 +67,7 @@ impl Driver {
             .and_then(|o| o.surface.as_ref())
             .map(|c| c.changes.clone())
             .unwrap_or_default();
-        surface::restore(&self.ws.root, &changes)
+        surface::restore(&self.workdir(iteration), &changes)
             .map_err(|e| CliError::internal(format!("cannot restore the baseline: {e}")))?;
         self.record(Event::SurfaceRestored { iteration, cause })
     }

@@ -1,0 +1,295 @@
+//! A run with workers in git: its integration branch, one worktree and branch per task,
+//! the merge worktree where verified work is merged and checked before the
+//! integration branch moves, and landing on the checked-out branch.
+//!
+//! Worktrees live in `$XDG_CACHE_HOME/agentloop/worktrees/RUN/` — outside the
+//! project, so no tool run in the project walks into them (a test runner collecting
+//! tests, a build tool finding a nested workspace) and none run in them walks up into
+//! the project; the user's tree and checked-out branch are never touched until
+//! `land`. Branches: `agentloop/RUN` (integration), `agentloop/RUN-TASK` (a task).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::git::{git_command, run_git};
+
+/// Where a run's worktrees live.
+pub fn run_dir(run_id: &str) -> Option<PathBuf> {
+    Some(crate::fsutil::cache_dir()?.join("worktrees").join(run_id))
+}
+
+fn git(dir: &Path, args: &[&str]) -> Command {
+    let mut c = git_command(dir);
+    c.args(args);
+    c
+}
+
+fn text(c: Command) -> Result<String, String> {
+    run_git(c, None).map(|o| String::from_utf8_lossy(&o).trim().to_string())
+}
+
+/// A commit identity for agentloop's own commits when the repository has none.
+fn identity(c: &mut Command) {
+    c.env("GIT_AUTHOR_NAME", "agentloop")
+        .env("GIT_AUTHOR_EMAIL", "agentloop@localhost")
+        .env("GIT_COMMITTER_NAME", "agentloop")
+        .env("GIT_COMMITTER_EMAIL", "agentloop@localhost");
+}
+
+/// The commit a ref names.
+pub fn rev(dir: &Path, name: &str) -> Option<String> {
+    text(git(
+        dir,
+        &["rev-parse", "--verify", "-q", &format!("{name}^{{commit}}")],
+    ))
+    .ok()
+}
+
+/// Creates the integration branch at HEAD (or finds it, on resume); returns the commit
+/// it starts from.
+pub fn start_integration(root: &Path, branch: &str) -> Result<String, String> {
+    if let Some(at) = rev(root, &format!("refs/heads/{branch}")) {
+        return Ok(at);
+    }
+    let head = rev(root, "HEAD").ok_or("the repository has no commit to start from")?;
+    text(git(root, &["branch", "--no-track", branch, &head]))?;
+    Ok(head)
+}
+
+/// The branch of a task.
+pub fn task_branch(integration: &str, task: &str) -> String {
+    format!("{integration}-{task}")
+}
+
+/// The task's worktree, made on its branch from `from` the first time.
+pub fn task_worktree(
+    root: &Path,
+    run_id: &str,
+    integration: &str,
+    task: &str,
+    from: &str,
+) -> Result<PathBuf, String> {
+    let dir = run_dir(run_id).ok_or("no cache directory (set HOME or XDG_CACHE_HOME)")?;
+    let path = dir.join(task);
+    if path.join(".git").exists() {
+        return Ok(path);
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let _ = text(git(root, &["worktree", "prune"]));
+    let branch = task_branch(integration, task);
+    let p = path.to_string_lossy().into_owned();
+    text(git(
+        root,
+        &["worktree", "add", "-q", "-B", &branch, &p, from],
+    ))?;
+    Ok(path)
+}
+
+/// Brings a task's worktree up to the integration head for another attempt after its
+/// work could not be merged: the head is merged into the task's branch; conflicts
+/// stay in the files, with markers, for the agent to resolve. Returns the paths that
+/// conflict.
+pub fn catch_up(worktree: &Path, head: &str) -> Result<Vec<String>, String> {
+    // What the agent left uncommitted goes first, so the merge cannot lose it.
+    commit_work(worktree, "agentloop: work in progress")?;
+    let mut c = git(worktree, &["merge", "--no-edit", "-q", head]);
+    identity(&mut c);
+    if run_git(c, None).is_ok() {
+        return Ok(Vec::new());
+    }
+    let conflicted = text(git(worktree, &["diff", "--name-only", "--diff-filter=U"]))?;
+    Ok(conflicted.lines().map(String::from).collect())
+}
+
+/// Commits everything in the worktree (tracked changes and new files git does not
+/// ignore; finishing a merge in progress); returns HEAD.
+pub fn commit_work(worktree: &Path, message: &str) -> Result<String, String> {
+    text(git(worktree, &["add", "-A", "--", "."]))?;
+    let mut c = git(
+        worktree,
+        &[
+            "commit",
+            "-q",
+            "--no-verify",
+            "--allow-empty",
+            "-m",
+            message,
+        ],
+    );
+    identity(&mut c);
+    let dirty = !text(git(worktree, &["status", "--porcelain"]))?.is_empty();
+    let merging = worktree_git_path(worktree, "MERGE_HEAD").is_some_and(|p| p.exists());
+    if dirty || merging {
+        text(c)?;
+    }
+    rev(worktree, "HEAD").ok_or_else(|| "no HEAD after commit".to_string())
+}
+
+fn worktree_git_path(worktree: &Path, name: &str) -> Option<PathBuf> {
+    text(git(
+        worktree,
+        &["rev-parse", "--path-format=absolute", "--git-path", name],
+    ))
+    .ok()
+    .map(PathBuf::from)
+}
+
+/// What merging a task's work onto the integration head came to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Merge {
+    /// The merge commit, checked out in the merge worktree (not yet on the branch).
+    Clean { commit: String },
+    /// The files that conflict and the conflicting hunks (capped).
+    Conflict { files: Vec<String>, hunks: String },
+}
+
+/// The merge worktree of a run, detached at `head`, clean but for ignored files the
+/// checks made earlier (build caches).
+pub fn merge_worktree(root: &Path, run_id: &str, head: &str) -> Result<PathBuf, String> {
+    let dir = run_dir(run_id).ok_or("no cache directory (set HOME or XDG_CACHE_HOME)")?;
+    let path = dir.join("_merge");
+    if path.join(".git").exists() {
+        let _ = text(git(&path, &["merge", "--abort"]));
+        text(git(&path, &["checkout", "-q", "-f", "--detach", head]))?;
+        text(git(&path, &["clean", "-fdq"]))?;
+        return Ok(path);
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let _ = text(git(root, &["worktree", "prune"]));
+    let p = path.to_string_lossy().into_owned();
+    text(git(
+        root,
+        &["worktree", "add", "-q", "--detach", "-f", &p, head],
+    ))?;
+    Ok(path)
+}
+
+/// Bytes of conflicting hunks kept for the agent.
+const HUNKS_CAP: usize = 12 * 1024;
+
+/// Merges `work` (a commit) in the merge worktree, which is at the integration head.
+pub fn merge(merge_wt: &Path, work: &str, message: &str) -> Result<Merge, String> {
+    let mut c = git(
+        merge_wt,
+        &["merge", "--no-ff", "--no-edit", "-q", "-m", message, work],
+    );
+    identity(&mut c);
+    if run_git(c, None).is_ok() {
+        let commit = rev(merge_wt, "HEAD").ok_or("no HEAD after the merge")?;
+        return Ok(Merge::Clean { commit });
+    }
+    let files: Vec<String> = text(git(merge_wt, &["diff", "--name-only", "--diff-filter=U"]))?
+        .lines()
+        .map(String::from)
+        .collect();
+    if files.is_empty() {
+        let _ = text(git(merge_wt, &["merge", "--abort"]));
+        return Err("the merge failed without a conflict".into());
+    }
+    let mut hunks = text(git(merge_wt, &["diff", "--no-color"])).unwrap_or_default();
+    if hunks.len() > HUNKS_CAP {
+        let mut cut = HUNKS_CAP;
+        while !hunks.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        hunks.truncate(cut);
+        hunks.push_str("\n… (cut)");
+    }
+    let _ = text(git(merge_wt, &["merge", "--abort"]));
+    Ok(Merge::Conflict { files, hunks })
+}
+
+/// Moves the integration branch from `from` to `to`, only if it is still at `from`.
+pub fn advance(root: &Path, branch: &str, from: &str, to: &str) -> Result<(), String> {
+    text(git(
+        root,
+        &["update-ref", &format!("refs/heads/{branch}"), to, from],
+    ))
+    .map(|_| ())
+}
+
+/// The commit on the integration branch after `since` whose message carries
+/// `trailer` (a merge made before a crash, whose record was lost).
+pub fn merged_since(root: &Path, branch: &str, since: &str, trailer: &str) -> Option<String> {
+    let range = format!("{since}..refs/heads/{branch}");
+    let out = text(git(root, &["log", "--format=%H%x00%B%x01", &range])).ok()?;
+    out.split('\u{1}').find_map(|entry| {
+        let (id, body) = entry.trim().split_once('\0')?;
+        body.lines()
+            .any(|l| l.trim() == trailer)
+            .then(|| id.to_string())
+    })
+}
+
+/// Removes a task's worktree and its branch.
+pub fn remove_task(root: &Path, run_id: &str, integration: &str, task: &str) {
+    if let Some(dir) = run_dir(run_id) {
+        let path = dir.join(task);
+        if path.exists() {
+            let p = path.to_string_lossy().into_owned();
+            let _ = text(git(root, &["worktree", "remove", "--force", &p]));
+            let _ = std::fs::remove_dir_all(&path);
+        }
+    }
+    let _ = text(git(root, &["worktree", "prune"]));
+    let _ = text(git(
+        root,
+        &["branch", "-D", "-q", &task_branch(integration, task)],
+    ));
+}
+
+/// Removes every worktree of a run (its tasks' and the merge worktree) and the task
+/// branches; the integration branch stays: it is the run's result.
+pub fn remove_run(root: &Path, run_id: &str, integration: &str) {
+    let Some(dir) = run_dir(run_id) else { return };
+    for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name == "_merge" {
+            let p = e.path().to_string_lossy().into_owned();
+            let _ = text(git(root, &["worktree", "remove", "--force", &p]));
+            let _ = std::fs::remove_dir_all(e.path());
+        } else {
+            remove_task(root, run_id, integration, &name);
+        }
+    }
+    let _ = std::fs::remove_dir(&dir);
+    let _ = text(git(root, &["worktree", "prune"]));
+}
+
+/// Bytes a run's worktrees take on disk.
+pub fn disk_usage(run_id: &str) -> u64 {
+    fn walk(p: &Path) -> u64 {
+        let Ok(m) = std::fs::symlink_metadata(p) else {
+            return 0;
+        };
+        if m.is_dir() {
+            std::fs::read_dir(p)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| walk(&e.path()))
+                .sum()
+        } else {
+            m.len()
+        }
+    }
+    run_dir(run_id).map(|d| walk(&d)).unwrap_or(0)
+}
+
+/// Fast-forwards the checked-out branch of `root` to the integration branch, if it
+/// is still where the run started (`base`). Returns the branch's name.
+pub fn land(root: &Path, integration: &str, base: &str) -> Result<String, String> {
+    let branch = text(git(root, &["symbolic-ref", "-q", "--short", "HEAD"]))
+        .map_err(|_| "HEAD is detached: there is no branch to land on".to_string())?;
+    let head = rev(root, "HEAD").ok_or("the repository has no HEAD")?;
+    if head != base {
+        return Err(format!(
+            "{branch} moved since the run started ({} → {}); merge `{integration}` yourself",
+            &base[..base.len().min(10)],
+            &head[..head.len().min(10)]
+        ));
+    }
+    text(git(root, &["merge", "--ff-only", "-q", integration]))
+        .map_err(|e| format!("cannot fast-forward {branch} to {integration}: {e}"))?;
+    Ok(branch)
+}

@@ -1,0 +1,220 @@
+//! What a run with workers runs off the driver's thread: an agent's iteration (through
+//! an [`Executor`]), a task's checks, and a merge with its checks on the merged result.
+//! Each reports what it did on a channel; the driver records it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::time::Duration;
+
+use agentloop_agents::{Agent, AgentRun, Invocation};
+use agentloop_core::exec::{git, verify, worktree};
+use agentloop_core::journal::VerifyFinished;
+
+/// What a job reports when it is done.
+pub(crate) enum Done {
+    Agent {
+        iteration: u32,
+        agent: String,
+        run: AgentRun,
+        before: Option<git::Snapshot>,
+    },
+    Checked {
+        iteration: u32,
+        log: PathBuf,
+        result: std::io::Result<VerifyFinished>,
+    },
+    Merge {
+        iteration: u32,
+        outcome: MergeOutcome,
+    },
+}
+
+impl Done {
+    pub(crate) fn iteration(&self) -> u32 {
+        match self {
+            Done::Agent { iteration, .. }
+            | Done::Checked { iteration, .. }
+            | Done::Merge { iteration, .. } => *iteration,
+        }
+    }
+}
+
+/// One agent iteration, ready to run anywhere: everything it needs is owned.
+pub(crate) struct AgentJob {
+    pub iteration: u32,
+    pub agent_name: String,
+    pub agent: Box<dyn Agent>,
+    pub run_id: String,
+    pub workdir: PathBuf,
+    pub prompt: String,
+    pub dir: PathBuf,
+    pub before: Option<git::Snapshot>,
+    /// Set when the run is stopped now: the agent's process group is ended.
+    pub stop: Arc<AtomicBool>,
+}
+
+/// Where agent iterations run. Local processes today; a cluster executor (each
+/// iteration a Kubernetes Job that clones the task's branch and pushes its result) is
+/// another implementation of this trait, and the scheduler does not change.
+pub(crate) trait Executor {
+    fn iterate(&self, job: AgentJob, done: Sender<Done>);
+}
+
+/// Runs each iteration as a local process, supervised from its own thread.
+pub(crate) struct LocalExecutor;
+
+impl Executor for LocalExecutor {
+    fn iterate(&self, job: AgentJob, done: Sender<Done>) {
+        std::thread::spawn(move || {
+            let prompt_file = job.dir.join("prompt.md");
+            let log = job.dir.join("agent.log");
+            let pid_file = job.dir.join("agent.pid");
+            let inv = Invocation {
+                run_id: &job.run_id,
+                workdir: &job.workdir,
+                prompt: &job.prompt,
+                prompt_file: &prompt_file,
+                log: &log,
+                pid_file: &pid_file,
+            };
+            let stop = job.stop.clone();
+            let run = job.agent.run(&inv, &mut || stop.load(Ordering::SeqCst));
+            let _ = done.send(Done::Agent {
+                iteration: job.iteration,
+                agent: job.agent_name,
+                run,
+                before: job.before,
+            });
+        });
+    }
+}
+
+/// Checks to run somewhere, and how.
+pub(crate) struct Checks {
+    pub commands: Vec<String>,
+    pub timeout: Duration,
+    pub output_cap: u64,
+    pub stop: Arc<AtomicBool>,
+}
+
+impl Checks {
+    fn run(
+        &self,
+        iteration: u32,
+        dir: &std::path::Path,
+        log: &std::path::Path,
+    ) -> std::io::Result<VerifyFinished> {
+        let runner = verify::Runner {
+            workdir: dir,
+            timeout: self.timeout,
+            output_cap: self.output_cap,
+            log,
+        };
+        runner.run(iteration, &self.commands, || {
+            self.stop.load(Ordering::SeqCst)
+        })
+    }
+}
+
+/// A task's checks in its worktree, from a thread of their own.
+pub(crate) fn check(
+    iteration: u32,
+    dir: PathBuf,
+    log: PathBuf,
+    checks: Checks,
+    done: Sender<Done>,
+) {
+    std::thread::spawn(move || {
+        let result = checks.run(iteration, &dir, &log);
+        let _ = done.send(Done::Checked {
+            iteration,
+            log,
+            result,
+        });
+    });
+}
+
+/// What a merge came to.
+pub(crate) enum MergeOutcome {
+    Merged {
+        commit: String,
+    },
+    Failed {
+        conflict: bool,
+        reason: String,
+        digest: String,
+        fingerprint: Option<String>,
+    },
+    /// Something went wrong that is not the work's fault (git failed).
+    Error(String),
+}
+
+/// A verified task's way onto the integration branch.
+pub(crate) struct MergeJob {
+    pub iteration: u32,
+    pub root: PathBuf,
+    pub run_id: String,
+    pub integration: String,
+    /// The integration head it merges onto.
+    pub head: String,
+    pub worktree: PathBuf,
+    pub message: String,
+    pub log: PathBuf,
+    pub checks: Checks,
+}
+
+/// Commits the task's work, merges it in the merge worktree, runs the checks on the
+/// merged result, and moves the integration branch only if they pass.
+pub(crate) fn merge(job: MergeJob, done: Sender<Done>) {
+    std::thread::spawn(move || {
+        let iteration = job.iteration;
+        let outcome = merge_now(&job).unwrap_or_else(MergeOutcome::Error);
+        let _ = done.send(Done::Merge { iteration, outcome });
+    });
+}
+
+fn merge_now(job: &MergeJob) -> Result<MergeOutcome, String> {
+    let work = worktree::commit_work(&job.worktree, &job.message)?;
+    let at = worktree::merge_worktree(&job.root, &job.run_id, &job.head)?;
+    let commit = match worktree::merge(&at, &work, &job.message)? {
+        worktree::Merge::Clean { commit } => commit,
+        worktree::Merge::Conflict { files, hunks } => {
+            let list = files.join(", ");
+            return Ok(MergeOutcome::Failed {
+                conflict: true,
+                reason: format!("merge conflict with work merged meanwhile: {list}"),
+                digest: format!(
+                    "Your work conflicts with work other workers merged meanwhile, in {list}. Your worktree now has the newer work merged in, with conflict markers where the two meet: resolve them, keep both intents, and make the checks pass again. The conflicting hunks:\n```\n{hunks}\n```"
+                ),
+                fingerprint: Some(agentloop_core::failure::fingerprint("merge", &list)),
+            });
+        }
+    };
+    let result = job
+        .checks
+        .run(job.iteration, &at, &job.log)
+        .map_err(|e| format!("cannot run the checks on the merged result: {e}"))?;
+    if !result.passed {
+        let first = result
+            .commands
+            .iter()
+            .find(|c| c.exit_code != Some(0))
+            .map(|c| format!("`{}`", c.command))
+            .unwrap_or_else(|| "the checks".into());
+        return Ok(MergeOutcome::Failed {
+            conflict: false,
+            reason: format!("{first} fails on the merged result"),
+            digest: format!(
+                "Your work passes alone, but {first} fails once it is merged with what other workers did meanwhile (your worktree now has their work merged in). {}",
+                result.digest.unwrap_or_default()
+            ),
+            fingerprint: result.fingerprint,
+        });
+    }
+    worktree::advance(&job.root, &job.integration, &job.head, &commit).map_err(|e| {
+        format!("the integration branch moved while merging (nothing was lost): {e}")
+    })?;
+    Ok(MergeOutcome::Merged { commit })
+}

@@ -1,0 +1,378 @@
+//! The driver of a run with workers: a scheduler over task iterations. The policy
+//! (`policy::schedule`) says what every iteration in progress needs and whether a
+//! worker is free for the next ready task; agents, checks and merges run off this
+//! thread ([`super::jobs`]); every result comes back here to be recorded, one at a
+//! time, in the one journal.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::time::Duration;
+
+use agentloop_core::exec::worktree;
+use agentloop_core::journal::*;
+use agentloop_core::policy::{self, Action, IterationPlan, WaitReason};
+use agentloop_core::values::Land;
+
+use super::Driver;
+use super::jobs::{self, AgentJob, Checks, Done, Executor, LocalExecutor, MergeJob, MergeOutcome};
+use crate::error::{CliError, ExitKind};
+
+/// What the scheduler has under way, by iteration.
+struct Workers {
+    done_tx: Sender<Done>,
+    done_rx: Receiver<Done>,
+    busy: BTreeSet<u32>,
+    stop: Arc<AtomicBool>,
+    executor: Box<dyn Executor>,
+}
+
+/// The iteration an action is for, when it is one of an iteration's steps.
+fn iteration_of(a: &Action) -> Option<u32> {
+    match a {
+        Action::Verify { iteration, .. }
+        | Action::CheckSurface { iteration }
+        | Action::Restore { iteration, .. }
+        | Action::Merge { iteration } => Some(*iteration),
+        Action::Record(Event::IterationFinished(f)) => Some(f.iteration),
+        _ => None,
+    }
+}
+
+impl Driver {
+    /// Drives a run with workers until it ends or waits for a person.
+    pub(super) fn drive_workers(&mut self) -> Result<ExitKind, CliError> {
+        self.start_integration()?;
+        // Agents run side by side: each one's leftovers are told apart by their owner.
+        agentloop_core::exec::reap::share(true);
+        let result = self.schedule_workers();
+        agentloop_core::exec::reap::sweep_all();
+        result
+    }
+
+    fn schedule_workers(&mut self) -> Result<ExitKind, CliError> {
+        let (done_tx, done_rx) = channel();
+        let mut w = Workers {
+            done_tx,
+            done_rx,
+            busy: BTreeSet::new(),
+            stop: Arc::new(AtomicBool::new(false)),
+            executor: Box::new(LocalExecutor),
+        };
+        let mut waiting_since: Option<WaitReason> = None;
+        loop {
+            if self.interrupted.load(Ordering::SeqCst) {
+                // Ctrl-C: end every agent; what is open is redone by `resume`.
+                w.stop.store(true, Ordering::SeqCst);
+                while !w.busy.is_empty() {
+                    match w.done_rx.recv_timeout(Duration::from_secs(10)) {
+                        Ok(d) => {
+                            w.busy.remove(&d.iteration());
+                        }
+                        Err(_) => break,
+                    }
+                }
+                self.flush();
+                self.progress.interrupted(&self.run.id);
+                return Ok(ExitKind::Interrupted);
+            }
+            while let Ok(d) = w.done_rx.try_recv() {
+                w.busy.remove(&d.iteration());
+                self.complete(d)?;
+            }
+            self.poll_controls()?;
+            w.stop
+                .store(self.state.stop == Some(StopKind::Now), Ordering::SeqCst);
+            let actions = policy::schedule(&self.state);
+            let next = actions
+                .into_iter()
+                .find(|a| iteration_of(a).is_none_or(|i| !w.busy.contains(&i)));
+            if !matches!(next, Some(Action::Wait(_)) | None) {
+                waiting_since = None;
+            }
+            match next {
+                Some(Action::Record(event)) => {
+                    self.record_decision(event)?;
+                }
+                Some(Action::Iterate(plan)) => self.start_iteration(plan, &mut w)?,
+                Some(Action::CheckSurface { iteration }) => self.check_surface(iteration)?,
+                Some(Action::Restore { iteration, cause }) => {
+                    self.restore_surface(iteration, cause)?;
+                }
+                Some(Action::Verify { iteration, task }) => {
+                    let dir = self.workdir(iteration);
+                    let log = self.run.iteration_dir(iteration).join("verify.log");
+                    let checks = self.checks(&task, &w);
+                    w.busy.insert(iteration);
+                    jobs::check(iteration, dir, log, checks, w.done_tx.clone());
+                }
+                Some(Action::Merge { iteration }) => self.start_merge(iteration, &mut w)?,
+                Some(Action::Exit(status)) if w.busy.is_empty() => {
+                    return self.finish_workers(status);
+                }
+                Some(Action::Wait(reason))
+                    if w.busy.is_empty() && reason != WaitReason::Workers =>
+                {
+                    if waiting_since.as_ref() != Some(&reason) {
+                        self.flush();
+                        self.progress.waiting(&self.state, &reason);
+                        waiting_since = Some(reason.clone());
+                    }
+                    if let WaitReason::UsageLimit { until_ms } = reason
+                        && agentloop_core::clock::now_ms() >= until_ms
+                    {
+                        self.record(Event::LimitWaitOver)?;
+                        continue;
+                    }
+                    if self.out.no_wait
+                        && !matches!(reason, WaitReason::Paused | WaitReason::UsageLimit { .. })
+                    {
+                        self.flush();
+                        return Ok(match reason {
+                            WaitReason::Blocked { breaker: true, .. } => ExitKind::Breaker,
+                            _ => ExitKind::Waiting,
+                        });
+                    }
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                _ => {
+                    // Only work under way: wait for some of it to finish.
+                    self.flush_soon();
+                    if let Ok(d) = w.done_rx.recv_timeout(Duration::from_millis(100)) {
+                        w.busy.remove(&d.iteration());
+                        self.complete(d)?;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The run's integration branch, made from HEAD when the run first drives.
+    fn start_integration(&mut self) -> Result<(), CliError> {
+        if self.state.integration.is_some() {
+            return Ok(());
+        }
+        let branch = self.state.settings.branch.replace("{run}", &self.run.id);
+        let base = worktree::start_integration(&self.ws.root, &branch)
+            .map_err(|e| CliError::user(format!("cannot start the integration branch: {e}")))?;
+        self.record(Event::IntegrationStarted { branch, base })
+    }
+
+    fn integration(&self) -> Result<Integration, CliError> {
+        self.state
+            .integration
+            .clone()
+            .ok_or_else(|| CliError::internal("a run with workers has no integration branch"))
+    }
+
+    fn checks(&self, task: &str, w: &Workers) -> Checks {
+        Checks {
+            commands: self.checks_for(task),
+            timeout: self.config.verify.timeout,
+            output_cap: self.config.verify.output_cap,
+            stop: w.stop.clone(),
+        }
+    }
+
+    /// A task's iteration: its worktree (made, or brought up to the integration head),
+    /// the prompt and `iteration_started`, then its agent on the executor.
+    fn start_iteration(&mut self, plan: IterationPlan, w: &mut Workers) -> Result<(), CliError> {
+        let agent = agentloop_agents::resolve(&self.config, &plan.agent)
+            .map_err(|e| CliError::user(format!("task {}: {e}", plan.task)).hint(e.hint()))?;
+        let i = self.integration()?;
+        let fresh = worktree::run_dir(&self.run.id)
+            .is_none_or(|d| !d.join(&plan.task).join(".git").exists());
+        let wt =
+            worktree::task_worktree(&self.ws.root, &self.run.id, &i.branch, &plan.task, &i.head)
+                .map_err(|e| {
+                    CliError::internal(format!("task {}: cannot make its worktree: {e}", plan.task))
+                })?;
+        if !fresh {
+            // Another attempt: on top of what was merged meanwhile (conflicts, if any,
+            // stay in the files for the agent, whose prompt says so).
+            worktree::catch_up(&wt, &i.head).map_err(|e| {
+                CliError::internal(format!(
+                    "task {}: cannot update its worktree: {e}",
+                    plan.task
+                ))
+            })?;
+        }
+        let Some(p) = self.prepare_in(plan, Some(wt))? else {
+            return Ok(());
+        };
+        let iteration = p.plan.iteration;
+        w.busy.insert(iteration);
+        w.executor.iterate(
+            AgentJob {
+                iteration,
+                agent_name: p.plan.agent.clone(),
+                agent,
+                run_id: self.run.id.clone(),
+                workdir: p.workdir,
+                prompt: p.prompt,
+                dir: self.run.iteration_dir(iteration),
+                before: p.before,
+                stop: w.stop.clone(),
+            },
+            w.done_tx.clone(),
+        );
+        Ok(())
+    }
+
+    /// The head of the merge queue: merged and checked off this thread; a merge that
+    /// a crash interrupted after the branch moved is recognized, not made twice.
+    fn start_merge(&mut self, iteration: u32, w: &mut Workers) -> Result<(), CliError> {
+        let i = self.integration()?;
+        let open = self
+            .state
+            .open_iteration(iteration)
+            .cloned()
+            .ok_or_else(|| CliError::internal(format!("no iteration {iteration} to merge")))?;
+        let trailer = format!("Agentloop-Iteration: {}/{iteration}", self.run.id);
+        if let Some(MergeState::Started { head }) = &open.merge
+            && let Some(commit) = worktree::merged_since(&self.ws.root, &i.branch, head, &trailer)
+        {
+            return self.record(Event::Merged { iteration, commit });
+        }
+        let head = worktree::rev(&self.ws.root, &format!("refs/heads/{}", i.branch))
+            .unwrap_or_else(|| i.head.clone());
+        self.record(Event::MergeStarted {
+            iteration,
+            head: head.clone(),
+        })?;
+        let task = open.started.task.clone();
+        let title = self
+            .state
+            .task(&task)
+            .map(|t| t.title.clone())
+            .unwrap_or_default();
+        w.busy.insert(iteration);
+        jobs::merge(
+            MergeJob {
+                iteration,
+                root: self.ws.root.clone(),
+                run_id: self.run.id.clone(),
+                integration: i.branch.clone(),
+                head,
+                worktree: self.workdir(iteration),
+                message: format!("agentloop: {task} {title}\n\n{trailer}"),
+                log: self.run.iteration_dir(iteration).join("merge.log"),
+                checks: self.checks(&task, w),
+            },
+            w.done_tx.clone(),
+        );
+        Ok(())
+    }
+
+    /// Records what a job reports.
+    fn complete(&mut self, d: Done) -> Result<(), CliError> {
+        match d {
+            Done::Agent {
+                iteration,
+                agent,
+                run,
+                before,
+            } => {
+                let run = self.redact_run(iteration, &agent, run);
+                let spawn_error = run
+                    .error
+                    .clone()
+                    .filter(|e| e.kind == AgentErrorKind::Spawn);
+                self.observe(iteration, run, before)?;
+                if let Some(err) = spawn_error {
+                    self.record(Event::IterationFinished(IterationFinished {
+                        iteration,
+                        outcome: Outcome::Aborted,
+                        reason: err.message.clone(),
+                        digest: None,
+                        commit: None,
+                        agent_failed: false,
+                        fingerprint: None,
+                    }))?;
+                    self.record(Event::RunFinished {
+                        status: RunStatus::Failed,
+                        reason: FinishReason::Error {
+                            message: err.message,
+                        },
+                    })?;
+                }
+                Ok(())
+            }
+            Done::Checked {
+                iteration,
+                log,
+                result,
+            } => {
+                if self.interrupted.load(Ordering::SeqCst) {
+                    return Ok(());
+                }
+                self.record_verified(iteration, &log, result?)
+            }
+            Done::Merge { iteration, outcome } => match outcome {
+                MergeOutcome::Merged { commit } => {
+                    self.record(Event::Merged { iteration, commit })?;
+                    if let (Some(task), Ok(i)) = (
+                        self.state
+                            .open_iteration(iteration)
+                            .map(|o| o.started.task.clone()),
+                        self.integration(),
+                    ) {
+                        worktree::remove_task(&self.ws.root, &self.run.id, &i.branch, &task);
+                    }
+                    Ok(())
+                }
+                MergeOutcome::Failed {
+                    conflict,
+                    reason,
+                    digest,
+                    fingerprint,
+                } => {
+                    let agent = self
+                        .state
+                        .open_iteration(iteration)
+                        .map(|o| o.started.agent.clone())
+                        .unwrap_or_default();
+                    let redactor = self.redactor(&agent);
+                    self.record(Event::MergeFailed {
+                        iteration,
+                        conflict,
+                        reason: redactor.redact(&reason).into_owned(),
+                        digest: redactor.redact(&digest).into_owned(),
+                        fingerprint,
+                    })
+                }
+                MergeOutcome::Error(e) => Err(CliError::internal(format!(
+                    "iteration {iteration}: cannot merge: {e}"
+                ))),
+            },
+        }
+    }
+
+    /// The run is over: worktrees go, the checked-out branch lands if asked to.
+    fn finish_workers(&mut self, status: RunStatus) -> Result<ExitKind, CliError> {
+        if let Ok(i) = self.integration() {
+            worktree::remove_run(&self.ws.root, &self.run.id, &i.branch);
+            if status == RunStatus::Completed && self.state.settings.land == Land::Ff && !i.landed {
+                match worktree::land(&self.ws.root, &i.branch, &i.base) {
+                    Ok(branch) => {
+                        let commit = i.head.clone();
+                        self.record(Event::Landed { branch, commit })?;
+                    }
+                    Err(e) => self.progress.warn(&format!("not landed: {e}")),
+                }
+            }
+        }
+        self.flush();
+        self.progress.finished(&self.state, &self.run);
+        Ok(match status {
+            RunStatus::Completed => ExitKind::Completed,
+            RunStatus::Stopped => ExitKind::Stopped,
+            RunStatus::Failed => match &self.state.finished {
+                Some(FinishReason::Budget { .. }) => ExitKind::Budget,
+                _ => ExitKind::Internal,
+            },
+            _ => ExitKind::Internal,
+        })
+    }
+}
