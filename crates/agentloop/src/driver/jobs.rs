@@ -17,7 +17,7 @@ pub(crate) enum Done {
     Agent {
         iteration: u32,
         agent: String,
-        run: AgentRun,
+        run: Box<AgentRun>,
         before: Option<git::Snapshot>,
     },
     Checked {
@@ -84,7 +84,7 @@ impl Executor for LocalExecutor {
             let _ = done.send(Done::Agent {
                 iteration: job.iteration,
                 agent: job.agent_name,
-                run,
+                run: Box::new(run),
                 before: job.before,
             });
         });

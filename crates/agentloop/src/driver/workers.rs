@@ -274,7 +274,7 @@ impl Driver {
                 run,
                 before,
             } => {
-                let run = self.redact_run(iteration, &agent, run);
+                let run = self.redact_run(iteration, &agent, *run);
                 let spawn_error = run
                     .error
                     .clone()
