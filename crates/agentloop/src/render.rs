@@ -94,6 +94,8 @@ pub struct Progress {
     started: Instant,
     drawn: bool,
     last_tick: Instant,
+    /// Iteration → task, to name the task a result is for when workers interleave.
+    tasks: std::collections::HashMap<u32, String>,
 }
 
 impl Progress {
@@ -104,6 +106,7 @@ impl Progress {
             started: Instant::now(),
             drawn: false,
             last_tick: Instant::now(),
+            tasks: std::collections::HashMap::new(),
         }
     }
 
@@ -161,6 +164,7 @@ impl Progress {
                 self.line(&text);
             }
             Event::IterationStarted(st) => {
+                self.tasks.insert(st.iteration, st.task.clone());
                 let pos = s.position(&st.task);
                 let title = s
                     .task(&st.task)
@@ -201,7 +205,12 @@ impl Progress {
                     Outcome::Aborted => ("-", "2"),
                     Outcome::Limited => ("…", "33"),
                 };
-                let text = format!("    {} {}", paint(code, mark), f.reason);
+                // With workers, results interleave: each says whose it is.
+                let whose = match self.tasks.remove(&f.iteration) {
+                    Some(task) if s.settings.workers > 1 => format!("[{}] {task}: ", f.iteration),
+                    _ => String::new(),
+                };
+                let text = format!("    {} {whose}{}", paint(code, mark), f.reason);
                 self.line(&text);
             }
             Event::Escalated {

@@ -13,6 +13,16 @@ use std::process::Command;
 
 use super::git::{git_command, run_git};
 
+/// Git's worktree bookkeeping is not safe against itself: a `worktree add` under way
+/// makes other commands that list worktrees (`merge`, `checkout`, `branch -D`, a
+/// `prune`) fail or drop it. The driver's threads run their git commands here one at
+/// a time (each takes milliseconds; the checks run outside it).
+static BOOKKEEPING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn bookkeeping() -> std::sync::MutexGuard<'static, ()> {
+    BOOKKEEPING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Where a run's worktrees live.
 pub fn run_dir(run_id: &str) -> Option<PathBuf> {
     Some(crate::fsutil::cache_dir()?.join("worktrees").join(run_id))
@@ -24,8 +34,13 @@ fn git(dir: &Path, args: &[&str]) -> Command {
     c
 }
 
+fn run(c: Command) -> Result<Vec<u8>, String> {
+    let _guard = bookkeeping();
+    run_git(c, None)
+}
+
 fn text(c: Command) -> Result<String, String> {
-    run_git(c, None).map(|o| String::from_utf8_lossy(&o).trim().to_string())
+    run(c).map(|o| String::from_utf8_lossy(&o).trim().to_string())
 }
 
 /// A commit identity for agentloop's own commits when the repository has none.
@@ -43,6 +58,25 @@ pub fn rev(dir: &Path, name: &str) -> Option<String> {
         &["rev-parse", "--verify", "-q", &format!("{name}^{{commit}}")],
     ))
     .ok()
+}
+
+/// Clears what a killed driver left half-made in git's worktree bookkeeping (an entry
+/// without its `commondir` or `gitdir`, which makes every command that lists worktrees
+/// fail), then prunes entries whose directories are gone.
+pub fn repair(root: &Path) {
+    if let Ok(common) = text(git(
+        root,
+        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+    )) {
+        let entries = Path::new(&common).join("worktrees");
+        for e in std::fs::read_dir(&entries).into_iter().flatten().flatten() {
+            let p = e.path();
+            if !p.join("commondir").is_file() || !p.join("gitdir").is_file() {
+                let _ = std::fs::remove_dir_all(&p);
+            }
+        }
+    }
+    let _ = text(git(root, &["worktree", "prune"]));
 }
 
 /// Creates the integration branch at HEAD (or finds it, on resume); returns the commit
@@ -75,12 +109,12 @@ pub fn task_worktree(
         return Ok(path);
     }
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let _ = text(git(root, &["worktree", "prune"]));
     let branch = task_branch(integration, task);
     let p = path.to_string_lossy().into_owned();
+    // `-f`: a registration left by a crash (its directory gone) is taken over.
     text(git(
         root,
-        &["worktree", "add", "-q", "-B", &branch, &p, from],
+        &["worktree", "add", "-q", "-f", "-B", &branch, &p, from],
     ))?;
     Ok(path)
 }
@@ -94,7 +128,7 @@ pub fn catch_up(worktree: &Path, head: &str) -> Result<Vec<String>, String> {
     commit_work(worktree, "agentloop: work in progress")?;
     let mut c = git(worktree, &["merge", "--no-edit", "-q", head]);
     identity(&mut c);
-    if run_git(c, None).is_ok() {
+    if run(c).is_ok() {
         return Ok(Vec::new());
     }
     let conflicted = text(git(worktree, &["diff", "--name-only", "--diff-filter=U"]))?;
@@ -174,7 +208,7 @@ pub fn merge(merge_wt: &Path, work: &str, message: &str) -> Result<Merge, String
         &["merge", "--no-ff", "--no-edit", "-q", "-m", message, work],
     );
     identity(&mut c);
-    if run_git(c, None).is_ok() {
+    if run(c).is_ok() {
         let commit = rev(merge_wt, "HEAD").ok_or("no HEAD after the merge")?;
         return Ok(Merge::Clean { commit });
     }

@@ -178,7 +178,13 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
             .ok()
             .and_then(|p| p.trim().parse::<i32>().ok())
         {
-            let ended = agentloop_core::exec::reap::end_group_left_behind(pgid, &ws.root);
+            let workdir = open
+                .started
+                .worktree
+                .as_ref()
+                .map(std::path::PathBuf::from)
+                .unwrap_or_else(|| ws.root.clone());
+            let ended = agentloop_core::exec::reap::end_group_left_behind(pgid, &workdir);
             if ended > 0 {
                 crate::render::warn(&format!(
                     "ended {} left behind by the interrupted iteration {}",

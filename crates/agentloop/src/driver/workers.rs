@@ -92,6 +92,14 @@ impl Driver {
                 waiting_since = None;
             }
             match next {
+                Some(Action::Record(Event::RunFinished { status, reason }))
+                    if w.busy.is_empty() =>
+                {
+                    // Worktrees go, and the branch lands, before the run is recorded as
+                    // over: a crash in between leaves a run that `resume` finishes.
+                    self.wind_down(status)?;
+                    self.record_decision(Event::RunFinished { status, reason })?;
+                }
                 Some(Action::Record(event)) => {
                     self.record_decision(event)?;
                 }
@@ -150,6 +158,7 @@ impl Driver {
 
     /// The run's integration branch, made from HEAD when the run first drives.
     fn start_integration(&mut self) -> Result<(), CliError> {
+        worktree::repair(&self.ws.root);
         if self.state.integration.is_some() {
             return Ok(());
         }
@@ -349,19 +358,30 @@ impl Driver {
         }
     }
 
-    /// The run is over: worktrees go, the checked-out branch lands if asked to.
+    /// The run is about to end: its worktrees go, and the checked-out branch lands on
+    /// the integration branch if asked to.
+    fn wind_down(&mut self, status: RunStatus) -> Result<(), CliError> {
+        let Ok(i) = self.integration() else {
+            return Ok(());
+        };
+        worktree::remove_run(&self.ws.root, &self.run.id, &i.branch);
+        if status == RunStatus::Completed && self.state.settings.land == Land::Ff && !i.landed {
+            match worktree::land(&self.ws.root, &i.branch, &i.base) {
+                Ok(branch) => {
+                    let commit = i.head.clone();
+                    self.record(Event::Landed { branch, commit })?;
+                }
+                Err(e) => self.progress.warn(&format!("not landed: {e}")),
+            }
+        }
+        Ok(())
+    }
+
+    /// The run is over.
     fn finish_workers(&mut self, status: RunStatus) -> Result<ExitKind, CliError> {
         if let Ok(i) = self.integration() {
+            // A run that ended waiting (stopped, failed) keeps nothing on disk either.
             worktree::remove_run(&self.ws.root, &self.run.id, &i.branch);
-            if status == RunStatus::Completed && self.state.settings.land == Land::Ff && !i.landed {
-                match worktree::land(&self.ws.root, &i.branch, &i.base) {
-                    Ok(branch) => {
-                        let commit = i.head.clone();
-                        self.record(Event::Landed { branch, commit })?;
-                    }
-                    Err(e) => self.progress.warn(&format!("not landed: {e}")),
-                }
-            }
         }
         self.flush();
         self.progress.finished(&self.state, &self.run);

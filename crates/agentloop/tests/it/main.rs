@@ -22,3 +22,4 @@ mod support;
 mod surface;
 mod terminals;
 mod trust;
+mod workers;

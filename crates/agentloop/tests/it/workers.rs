@@ -1,0 +1,297 @@
+//! Runs with workers: tasks at once in their own worktrees, the verified merge queue,
+//! conflicts and failures on the merged result going back to their agent, the user's
+//! branch and tree untouched until `land`, and crashes at every journal append.
+
+use std::os::unix::process::ExitStatusExt;
+use std::time::Duration;
+
+use crate::support::{Project, Scratch, journal_has, wait_exit, wait_for};
+
+const FOUR: &str = "# Four\n\n## T1: One\nVerify: test -f one.txt\n\n## T2: Two\nVerify: test -f two.txt\n\n## T3: Three\nVerify: test -f three.txt\n\n## T4: Four\nVerify: test -f four.txt\n";
+
+/// A scripted agent for worktrees: its task from the prompt, its attempt number kept
+/// in `state` (an absolute directory: `.git` is a file in a worktree), then `body`.
+fn worker_agent(state: &std::path::Path, body: &str) -> String {
+    format!(
+        r#"prompt=$(cat)
+task=$(printf '%s\n' "$prompt" | sed -n 's/^## Your task: \([A-Za-z0-9_-]*\) .*/\1/p' | head -n 1)
+state={state}
+mkdir -p "$state"
+n=$(cat "$state/$task" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$state/$task"
+{body}
+"#,
+        state = state.display()
+    )
+}
+
+fn project(plan: &str, body: &str, config: &str) -> Project {
+    let p = Scratch::new().plan(plan).config(config).build();
+    let agent = worker_agent(&p.path().join(".git/agent-state"), body);
+    p.write("agent.sh", agent);
+    p.write(
+        "agentloop.toml",
+        format!(
+            "[run]\nagent = \"scripted\"\nworkers = 4\n\n[agents.scripted]\ncommand = [\"sh\", \"{}\"]\ntimeout = \"60s\"\n\n{config}",
+            p.path().join("agent.sh").display()
+        ),
+    );
+    p.commit("a worker agent");
+    p
+}
+
+fn events(p: &Project) -> Vec<serde_json::Value> {
+    p.run(&["log", "--json"])
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["event"].clone())
+        .collect()
+}
+
+/// A git command's output, trimmed.
+fn git(p: &Project, args: &[&str]) -> String {
+    p.git_cmd(args).trim().to_string()
+}
+
+fn integration(p: &Project) -> String {
+    format!("agentloop/{}", p.status()["run_id"].as_str().unwrap())
+}
+
+/// Nothing of the run is left in git or on disk but its integration branch.
+fn nothing_left(p: &Project) {
+    let worktrees = p.git_cmd(&["worktree", "list", "--porcelain"]);
+    assert_eq!(
+        worktrees.matches("worktree ").count(),
+        1,
+        "worktrees left: {worktrees}"
+    );
+    let branches = p.git_cmd(&["branch", "--list", "agentloop/*"]);
+    assert_eq!(branches.lines().count(), 1, "branches left: {branches}");
+    let dir = p.path().join(".git/xdg-cache/agentloop/worktrees");
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "left on disk: {left:?}");
+    assert!(crate::support::processes_in(&p.path().join(".git/xdg-cache")).is_empty());
+}
+
+#[test]
+fn four_tasks_run_at_once_and_the_users_branch_and_tree_stay_as_they_were() {
+    let p = project(
+        FOUR,
+        "sleep 1\ncase $task in T1) touch one.txt;; T2) touch two.txt;; T3) touch three.txt;; T4) touch four.txt;; esac\necho TASK_COMPLETE",
+        "",
+    );
+    let head = git(&p, &["rev-parse", "HEAD"]);
+    let t = std::time::Instant::now();
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        t.elapsed() < Duration::from_secs(4),
+        "took {:?}",
+        t.elapsed()
+    );
+    // Every agent started before the first one finished.
+    let ev = events(&p);
+    let first_done = ev
+        .iter()
+        .position(|e| e["kind"] == "agent_finished")
+        .unwrap();
+    let started = ev[..first_done]
+        .iter()
+        .filter(|e| e["kind"] == "iteration_started")
+        .count();
+    assert_eq!(started, 4, "{ev:?}");
+    assert_eq!(ev.iter().filter(|e| e["kind"] == "merged").count(), 4);
+    // The results name their task, in the order they come.
+    for t in ["T1", "T2", "T3", "T4"] {
+        assert!(
+            r.stderr.contains(&format!("] {t}: verified, merged")),
+            "{}",
+            r.stderr
+        );
+    }
+    // The user's branch and tree are as they were; the work is on the integration branch.
+    assert_eq!(git(&p, &["rev-parse", "HEAD"]), head);
+    assert_eq!(git(&p, &["status", "--porcelain"]), "");
+    assert!(!p.path().join("one.txt").exists());
+    let branch = integration(&p);
+    let files = p.git_cmd(&["ls-tree", "--name-only", &branch]);
+    for f in ["one.txt", "two.txt", "three.txt", "four.txt"] {
+        assert!(files.lines().any(|l| l == f), "{f} not in {files}");
+    }
+    nothing_left(&p);
+}
+
+#[test]
+fn two_tasks_on_the_same_line_one_merges_the_other_is_redone_on_the_new_head() {
+    let plan = "# Same line\n\n## T1: One\nVerify: grep -q one shared.txt\n\n## T2: Two\nVerify: grep -q two shared.txt\n";
+    let p = project(
+        plan,
+        r#"case "$task:$n" in
+  T1:*) echo one > shared.txt ;;
+  T2:1) sleep 0.5; echo two > shared.txt ;;
+  T2:*) grep -q '<<<<<<<' shared.txt && printf 'one\ntwo\n' > shared.txt ;;
+esac
+echo TASK_COMPLETE"#,
+        "[verify]\ncommands = [\"! grep -q '<<<<<<<' shared.txt\"]\n",
+    );
+    p.write("shared.txt", "zero\n");
+    p.commit("the shared file");
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let ev = events(&p);
+    let failed: Vec<_> = ev.iter().filter(|e| e["kind"] == "merge_failed").collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(failed[0]["data"]["conflict"], true);
+    assert!(
+        failed[0]["data"]["digest"]
+            .as_str()
+            .unwrap()
+            .contains("conflicts with work other workers merged meanwhile, in shared.txt"),
+        "{}",
+        failed[0]["data"]["digest"]
+    );
+    // T2's second attempt was told, and counted as an attempt.
+    let s = p.status();
+    assert_eq!(s["tasks"][1]["attempts"], 2);
+    // The integration branch passes every task's check.
+    let merged = git(&p, &["show", &format!("{}:shared.txt", integration(&p))]);
+    assert_eq!(merged, "one\ntwo");
+    nothing_left(&p);
+}
+
+#[test]
+fn a_task_that_breaks_another_after_merging_never_lands() {
+    // Each passes alone; together they break the run's check until T2 makes b.txt
+    // compatible.
+    let plan = "# Together\n\n## T1: A\nVerify: test -f a.txt\n\n## T2: B\nVerify: test -f b.txt\n";
+    let p = project(
+        plan,
+        r#"case "$task:$n" in
+  T1:*) echo a > a.txt ;;
+  T2:1) sleep 0.7; echo plain > b.txt ;;
+  T2:*) echo compatible > b.txt ;;
+esac
+echo TASK_COMPLETE"#,
+        "[verify]\ncommands = [\"sh check.sh\"]\n",
+    );
+    p.write(
+        "check.sh",
+        "if [ -f a.txt ] && [ -f b.txt ] && ! grep -q compatible b.txt; then echo 'FAIL: b.txt breaks a.txt'; exit 1; fi\n",
+    );
+    p.commit("the run's check");
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let ev = events(&p);
+    let failed: Vec<_> = ev.iter().filter(|e| e["kind"] == "merge_failed").collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(failed[0]["data"]["conflict"], false);
+    assert!(
+        failed[0]["data"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("`sh check.sh` fails on the merged result"),
+        "{failed:?}"
+    );
+    // The breaking version was never on the integration branch.
+    let branch = integration(&p);
+    for c in git(&p, &["rev-list", "--first-parent", &branch]).lines() {
+        let b = p.git_cmd(&["ls-tree", "--name-only", c]);
+        if b.lines().any(|f| f == "b.txt") {
+            assert_eq!(
+                git(&p, &["show", &format!("{c}:b.txt")]),
+                "compatible",
+                "{c}"
+            );
+        }
+    }
+    nothing_left(&p);
+}
+
+#[test]
+fn land_fast_forwards_the_checked_out_branch_unless_it_moved() {
+    let body = "case $task in T1) touch one.txt;; T2) touch two.txt;; T3) touch three.txt;; T4) touch four.txt;; esac\necho TASK_COMPLETE";
+    let p = project(FOUR, body, "");
+    let toml = p
+        .read("agentloop.toml")
+        .replace("workers = 4\n", "workers = 4\nland = \"ff\"\n");
+    p.write("agentloop.toml", toml);
+    p.commit("land");
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(
+        git(&p, &["rev-parse", "HEAD"]),
+        git(&p, &["rev-parse", &integration(&p)])
+    );
+    assert!(p.path().join("four.txt").exists());
+    assert!(journal_has(&p, "\"kind\":\"landed\""));
+
+    // The user commits while the run works: it does not land.
+    let p = project(FOUR, &format!("sleep 1\n{body}"), "");
+    let toml = p
+        .read("agentloop.toml")
+        .replace("workers = 4\n", "workers = 4\nland = \"ff\"\n");
+    p.write("agentloop.toml", toml);
+    p.commit("land");
+    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    wait_for(&p, "the agents", |p| journal_has(p, "iteration_started"));
+    p.write("mine.txt", "my own work\n");
+    p.commit("my own work");
+    let mine = git(&p, &["rev-parse", "HEAD"]);
+    assert_eq!(
+        wait_exit(&mut driver, Duration::from_secs(30)).code(),
+        Some(0)
+    );
+    assert_eq!(git(&p, &["rev-parse", "HEAD"]), mine);
+    assert!(!journal_has(&p, "\"kind\":\"landed\""));
+}
+
+#[test]
+fn sigkill_with_four_workers_at_every_journal_append_then_resume() {
+    let body = "case $task in T1) touch one.txt;; T2) touch two.txt;; T3) touch three.txt;; T4) touch four.txt;; esac\necho TASK_COMPLETE";
+    let reference = project(FOUR, body, "");
+    assert_eq!(reference.run(&["run", "--quiet"]).code, Some(0));
+    let total = events(&reference).len() as u64;
+    let mut kill_points = 0;
+    for seq in 2..=total {
+        let p = project(FOUR, body, "");
+        let out = p
+            .cmd(&["run", "--quiet"])
+            .env("AGENTLOOP_FAILPOINT", format!("after-append:{seq}"))
+            .output()
+            .unwrap();
+        if out.status.signal() == Some(9) {
+            kill_points += 1;
+            assert_eq!(
+                p.run(&["journal", "verify"]).code,
+                Some(0),
+                "after-append:{seq}"
+            );
+            if p.status()["status"] != "completed" {
+                let r = p.run(&["resume", "--quiet"]);
+                assert_eq!(r.code, Some(0), "after-append:{seq}: {}", r.stderr);
+            }
+        } else {
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "after-append:{seq}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let s = p.status();
+        assert_eq!(s["status"], "completed", "after-append:{seq}");
+        let ev = events(&p);
+        // Every task done exactly once, one merge commit each on the branch.
+        let completed = ev
+            .iter()
+            .filter(|e| e["kind"] == "iteration_finished" && e["data"]["outcome"] == "completed")
+            .count();
+        assert_eq!(completed, 4, "after-append:{seq}");
+        let branch = integration(&p);
+        let merges = git(&p, &["rev-list", "--merges", "--count", &branch]);
+        assert_eq!(merges, "4", "after-append:{seq}: duplicate or lost merge");
+        nothing_left(&p);
+    }
+    assert!(kill_points >= 30, "only {kill_points} kill points");
+}
