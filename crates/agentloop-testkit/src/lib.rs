@@ -63,11 +63,27 @@ fn default_error_type() -> String {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Scenario {
     pub steps: Vec<Step>,
+    /// Conversations that run at once (agents of several workers): a request whose
+    /// body contains a lane's key is answered from that lane's steps, in order, so
+    /// the answers do not depend on which request comes first.
+    #[serde(default)]
+    pub lanes: Vec<(String, Vec<Step>)>,
 }
 
 impl Scenario {
     pub fn new(steps: Vec<Step>) -> Scenario {
-        Scenario { steps }
+        Scenario {
+            steps,
+            lanes: Vec::new(),
+        }
+    }
+
+    /// A scenario of lanes only (see [`Scenario::lanes`]).
+    pub fn lanes(lanes: Vec<(String, Vec<Step>)>) -> Scenario {
+        Scenario {
+            steps: Vec::new(),
+            lanes,
+        }
     }
 }
 
@@ -79,6 +95,8 @@ pub struct Recorded {
     pub body: Value,
     /// The index of the step it was answered with (`None`: a side call).
     pub step: Option<usize>,
+    /// The lane it was answered from, if it was.
+    pub lane: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,6 +111,9 @@ struct Shared {
     api: Api,
     steps: Vec<Step>,
     next: Mutex<usize>,
+    lanes: Vec<(String, Vec<Step>)>,
+    /// The next step of each lane.
+    lane_next: Mutex<Vec<usize>>,
     requests: Mutex<Vec<Recorded>>,
     stop: AtomicBool,
 }
@@ -113,6 +134,8 @@ impl MockServer {
             api,
             steps: scenario.steps,
             next: Mutex::new(0),
+            lane_next: Mutex::new(vec![0; scenario.lanes.len()]),
+            lanes: scenario.lanes,
             requests: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
         });
@@ -180,6 +203,7 @@ fn handle(sh: &Shared, mut req: tiny_http::Request) {
             path,
             body,
             step: None,
+            lane: None,
         });
         let _ = req.respond(
             tiny_http::Response::from_string("{}")
@@ -191,7 +215,17 @@ fn handle(sh: &Shared, mut req: tiny_http::Request) {
         .get("tools")
         .and_then(Value::as_array)
         .is_some_and(|t| !t.is_empty());
-    let step = if main {
+    let text = body.to_string();
+    let lane = sh
+        .lanes
+        .iter()
+        .position(|(key, _)| main && text.contains(key.as_str()));
+    let step = if let Some(l) = lane {
+        let mut next = sh.lane_next.lock().unwrap();
+        let i = next[l];
+        next[l] += 1;
+        Some(i)
+    } else if main {
         let mut next = sh.next.lock().unwrap();
         let i = *next;
         *next += 1;
@@ -204,10 +238,15 @@ fn handle(sh: &Shared, mut req: tiny_http::Request) {
         path,
         body: body.clone(),
         step,
+        lane: lane.map(|l| sh.lanes[l].0.clone()),
     });
+    let steps = match lane {
+        Some(l) => &sh.lanes[l].1,
+        None => &sh.steps,
+    };
     let reply = match step {
-        Some(i) => sh.steps.get(i).cloned().unwrap_or(Step::Text {
-            text: format!("(mock scenario exhausted after {} steps)", sh.steps.len()),
+        Some(i) => steps.get(i).cloned().unwrap_or(Step::Text {
+            text: format!("(mock scenario exhausted after {} steps)", steps.len()),
             tokens: Tokens::default(),
         }),
         None => Step::Text {

@@ -47,6 +47,7 @@ pub(crate) fn claude(p: &Project, server: &MockServer) -> Command {
     .env("XDG_CONFIG_HOME", p.path().join(".xdg-none"))
     // The hooks it runs share the project's agentloop state (and journal key).
     .env("XDG_STATE_HOME", p.path().join(".git/xdg-state"))
+    .env("XDG_CACHE_HOME", p.cache.path())
     .stdin(std::process::Stdio::null());
     c
 }

@@ -31,6 +31,16 @@ impl Cli {
         MockServer::start(api, Scenario::new(steps))
     }
 
+    /// This CLI's mock model server, answering each conversation from its own lane (the
+    /// one whose key its prompt contains), for agents that run at once.
+    pub fn mock_lanes(self, lanes: Vec<(String, Vec<Step>)>) -> MockServer {
+        let api = match self {
+            Cli::Claude => Api::Anthropic,
+            Cli::Codex => Api::OpenAi,
+        };
+        MockServer::start(api, Scenario::lanes(lanes))
+    }
+
     /// The mock model asks the CLI to run a shell command with its own tool.
     pub fn shell(self, cmd: &str, input: u64, output: u64) -> Step {
         let (name, input_json) = match self {

@@ -17,6 +17,10 @@ pub fn corpus_dir() -> PathBuf {
 
 pub struct Project {
     pub dir: tempfile::TempDir,
+    /// `$XDG_CACHE_HOME` of the project's commands (clean copies, worktrees): outside
+    /// the repository, and not under a `.git` directory, whose files agent CLIs treat
+    /// as sensitive.
+    pub cache: tempfile::TempDir,
 }
 
 pub struct Run {
@@ -41,6 +45,10 @@ impl Project {
         let p = Project {
             dir: tempfile::Builder::new()
                 .prefix("agentloop-it-")
+                .tempdir()
+                .unwrap(),
+            cache: tempfile::Builder::new()
+                .prefix("agentloop-it-cache-")
                 .tempdir()
                 .unwrap(),
         };
@@ -105,7 +113,7 @@ impl Project {
             .current_dir(self.path())
             .env("XDG_CONFIG_HOME", self.path().join(".xdg-config-not-there"))
             .env("XDG_STATE_HOME", self.path().join(".git/xdg-state"))
-            .env("XDG_CACHE_HOME", self.path().join(".git/xdg-cache"))
+            .env("XDG_CACHE_HOME", self.cache.path())
             .env("NO_COLOR", "1")
             .env_remove("AGENTLOOP_FAILPOINT")
             .stdin(Stdio::null());

@@ -200,7 +200,7 @@ fn checks_run_on_a_clean_copy_not_among_the_agents_junk() {
     // The user's tree is as the agent left it.
     assert!(p.path().join("build/ok").exists());
     // The clean copy went with the run.
-    let cache = p.path().join(".git/xdg-cache/agentloop/checkouts");
+    let cache = p.cache.path().join("agentloop/checkouts");
     let left: Vec<_> = std::fs::read_dir(&cache)
         .map(|d| d.flatten().collect())
         .unwrap_or_default();

@@ -66,12 +66,12 @@ fn nothing_left(p: &Project) {
     );
     let branches = p.git_cmd(&["branch", "--list", "agentloop/*"]);
     assert_eq!(branches.lines().count(), 1, "branches left: {branches}");
-    let dir = p.path().join(".git/xdg-cache/agentloop/worktrees");
+    let dir = p.cache.path().join("agentloop/worktrees");
     let left: Vec<_> = std::fs::read_dir(&dir)
         .map(|d| d.flatten().map(|e| e.path()).collect())
         .unwrap_or_default();
     assert!(left.is_empty(), "left on disk: {left:?}");
-    assert!(crate::support::processes_in(&p.path().join(".git/xdg-cache")).is_empty());
+    assert!(crate::support::processes_in(p.cache.path()).is_empty());
 }
 
 #[test]
@@ -294,4 +294,52 @@ fn sigkill_with_four_workers_at_every_journal_append_then_resume() {
         nothing_left(&p);
     }
     assert!(kill_points >= 30, "only {kill_points} kill points");
+}
+
+#[test]
+fn three_real_claude_code_workers_at_once() {
+    use crate::real_cli::{Cli, say};
+    let cli = Cli::Claude;
+    let lane = |task: &str, file: &str| {
+        (
+            format!("## Your task: {task} "),
+            vec![
+                cli.shell(&format!("sleep 1; echo {task} > {file}"), 100, 10),
+                say(&format!("Wrote {file}.\nTASK_COMPLETE"), 120, 8, 0),
+            ],
+        )
+    };
+    let server = cli.mock_lanes(vec![
+        lane("T1", "a.txt"),
+        lane("T2", "b.txt"),
+        lane("T3", "c.txt"),
+    ]);
+    let plan = "# Three\n\n## T1: A\nVerify: grep -q T1 a.txt\n\nWrite a.txt.\n\n## T2: B\nVerify: grep -q T2 b.txt\n\nWrite b.txt.\n\n## T3: C\nVerify: grep -q T3 c.txt\n\nWrite c.txt.\n";
+    let p = cli.project(&server, plan, "");
+    let toml = p
+        .read("agentloop.toml")
+        .replace("[run]\n", "[run]\nworkers = 3\n");
+    p.write("agentloop.toml", toml);
+    p.commit("three workers");
+    let head = git(&p, &["rev-parse", "HEAD"]);
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let ev = events(&p);
+    let first_done = ev
+        .iter()
+        .position(|e| e["kind"] == "agent_finished")
+        .unwrap();
+    let started = ev[..first_done]
+        .iter()
+        .filter(|e| e["kind"] == "iteration_started")
+        .count();
+    assert_eq!(started, 3, "the three Claude Code processes ran at once");
+    assert_eq!(git(&p, &["rev-parse", "HEAD"]), head);
+    let branch = integration(&p);
+    for (f, t) in [("a.txt", "T1"), ("b.txt", "T2"), ("c.txt", "T3")] {
+        assert_eq!(git(&p, &["show", &format!("{branch}:{f}")]), t);
+    }
+    let s = p.status();
+    assert!(s["tokens"]["input"].as_u64().unwrap() >= 660, "{s}");
+    nothing_left(&p);
 }
