@@ -57,3 +57,19 @@ mod tests {
         assert_eq!(money(cents), "$0.03");
     }
 }
+
+/// A size in bytes as people read it: `812 B`, `14.2 MB`, `3.1 GB`.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "kB", "MB", "GB", "TB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1000.0 && unit < UNITS.len() - 1 {
+        v /= 1000.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}

@@ -170,7 +170,46 @@ function runPage(main, runId, selected) {
     );
   }
 
+  // A run with workers: one lane per iteration in progress, each with the end of its
+  // agent's output, and the merge queue.
+  const lanes = new Map();
+  function drawLanes() {
+    const title = el("h2", { id: "current-title" }, "Workers (" + state.workers + ")");
+    const now = Date.now();
+    for (const n of [...lanes.keys()]) {
+      if (!state.lanes.some((l) => l.iteration === n)) lanes.delete(n);
+    }
+    const rows = state.lanes.map((l) => {
+      if (!lanes.has(l.iteration)) {
+        lanes.set(l.iteration, { offset: 0, pre: el("pre", { class: "log lane-log", "aria-label": "Output of iteration " + l.iteration }) });
+      }
+      return el("li", { class: "lane", dataset: { iteration: String(l.iteration), phase: l.phase } },
+        el("p", {}, "[" + l.iteration + "] " + l.task + " · attempt " + l.attempt + " · ",
+          el("span", { class: "pill s-running" }, l.phase.replaceAll("_", " ")), " · " + duration(now - l.started_ms)),
+        lanes.get(l.iteration).pre);
+    });
+    fill(parts.current, title,
+      rows.length ? el("ul", { class: "lanes" }, ...rows) : el("p", { class: "muted" }, "No worker is at work."),
+      state.merge_queue.length
+        ? el("p", { class: "merge-queue" }, "Merge queue: " + state.merge_queue.join(", "))
+        : null);
+  }
+
+  async function followLanes() {
+    for (const [n, lane] of lanes) {
+      const res = await api("/api/runs/" + q + "/iterations/" + n + "/output?offset=" + lane.offset);
+      if (res.text) {
+        lane.pre.append(document.createTextNode(res.text));
+        // Keep the end: the last few kilobytes of each lane.
+        if (lane.pre.textContent.length > 4096) lane.pre.textContent = lane.pre.textContent.slice(-4096);
+        lane.pre.scrollTop = lane.pre.scrollHeight;
+      }
+      lane.offset = res.offset;
+    }
+  }
+
   function drawCurrent() {
+    if (state.workers > 1) return drawLanes();
     const c = state.current;
     const title = el("h2", { id: "current-title" }, "Live output");
     if (!c) {
@@ -361,13 +400,15 @@ function runPage(main, runId, selected) {
       live.pre.textContent = "";
       drawCurrent();
     }
-    await followOutput();
+    if (state.workers > 1) await followLanes();
+    else await followOutput();
   }, 200);
 
   refresh();
   // Follow the agent's output between journal events too.
   const poll = setInterval(() => {
-    if (state && state.current) followOutput().catch(() => {});
+    if (state && state.workers > 1) followLanes().catch(() => {});
+    else if (state && state.current) followOutput().catch(() => {});
   }, 1000);
 
   return {

@@ -153,6 +153,17 @@ pub(crate) async fn run_state(
         "kind": o.started.kind, "agent": o.started.agent, "started_ms": o.started_ms,
         "phase": if o.verify.is_some() { "deciding" } else if state.surface_gate_changes().is_some() { "waiting for a person" } else if o.agent.is_some() { "verifying" } else { "agent" },
     })));
+    // A run with workers: what each is at, the merge queue, the integration branch.
+    v["workers"] = json!(state.settings.workers);
+    v["lanes"] = json!(state.lanes());
+    v["merge_queue"] = json!(
+        state
+            .merge_queue()
+            .iter()
+            .map(|l| &l.task)
+            .collect::<Vec<_>>()
+    );
+    v["integration"] = json!(state.integration);
     v["tasks"] = json!(state
         .tasks
         .iter()

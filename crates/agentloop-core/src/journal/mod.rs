@@ -5,6 +5,7 @@
 mod baseline;
 mod control;
 mod event;
+mod lanes;
 mod progress;
 mod seal;
 mod state;
@@ -14,6 +15,7 @@ mod task;
 
 pub use baseline::*;
 pub use event::*;
+pub use lanes::{Lane, Phase};
 pub use progress::render as render_progress;
 pub use seal::{key_path, seal, verifies};
 pub use state::{

@@ -65,6 +65,9 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
             t.title
         );
     }
+    if s.settings.workers > 1 {
+        workers(s)?;
+    }
     match &driver {
         Some(pid) => outln!("driver: pid {pid}"),
         None if !s.is_finished() => {
@@ -111,6 +114,45 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
         );
     }
     Ok(ExitKind::Completed)
+}
+
+/// A run with workers: its integration branch, what each worker is at, the merge
+/// queue and the disk the worktrees take.
+fn workers(s: &RunState) -> Result<(), CliError> {
+    let branch = match &s.integration {
+        Some(i) => format!(
+            " · integration branch {} at {}{}",
+            i.branch,
+            &i.head[..i.head.len().min(10)],
+            if i.landed { " (landed)" } else { "" }
+        ),
+        None => String::new(),
+    };
+    outln!(
+        "workers: {}{branch} · worktrees {}",
+        s.settings.workers,
+        agentloop_core::words::bytes(agentloop_core::exec::worktree::disk_usage(&s.run_id))
+    );
+    let now = agentloop_core::clock::now_ms();
+    for l in s.lanes() {
+        outln!(
+            "  [{}] {} · {} · attempt {} · {}",
+            l.iteration,
+            l.task,
+            l.phase.as_str(),
+            l.attempt,
+            duration_ms(now.saturating_sub(l.started_ms))
+        );
+    }
+    let q = s.merge_queue();
+    if !q.is_empty() {
+        let list: Vec<String> = q
+            .iter()
+            .map(|l| format!("{} ({})", l.task, l.phase.as_str()))
+            .collect();
+        outln!("merge queue: {}", list.join(", "));
+    }
+    Ok(())
 }
 
 /// What the agent tried against its own checks and was stopped from doing.
@@ -186,6 +228,13 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
         "replans_used": s.replans_used,
         "learnings": s.learnings,
         "refused_requests": s.refused_requests,
+        "workers": (s.settings.workers > 1).then(|| json!({
+            "count": s.settings.workers,
+            "integration": s.integration,
+            "lanes": s.lanes(),
+            "merge_queue": s.merge_queue().iter().map(|l| &l.task).collect::<Vec<_>>(),
+            "disk_bytes": agentloop_core::exec::worktree::disk_usage(&s.run_id),
+        })),
         "forged_lines": s.forged.iter().map(|f| f.line).collect::<Vec<_>>(),
         "tasks": s.tasks.iter().map(|t| json!({
             "id": t.id,

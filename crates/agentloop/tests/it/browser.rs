@@ -403,3 +403,44 @@ fn at_the_surface_gate_the_dashboard_shows_each_diff_and_a_click_rejects() {
     assert_eq!(p.run(&["resume", "--quiet"]).code, Some(0));
     assert_eq!(p.read("tests/t1.sh"), "test -f one.txt\n");
 }
+
+#[test]
+fn four_workers_show_as_lanes_with_their_own_output() {
+    let p = crate::workers::project(
+        crate::workers::FOUR,
+        "echo \"working on $task\"\ni=0; while [ ! -e \"$state/go\" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done\ncase $task in T1) touch one.txt;; T2) touch two.txt;; T3) touch three.txt;; T4) touch four.txt;; esac\necho TASK_COMPLETE",
+        "",
+    );
+    let mut run = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    crate::support::wait_for(&p, "the workers", |p| {
+        crate::support::journal_has(p, "\"iteration\":4,\"kind\":\"work\"")
+            || crate::support::journal_has(p, "\"task\":\"T4\"")
+    });
+    let s = serve(&p);
+    let run_id = p.status()["run_id"].as_str().unwrap().to_string();
+    let b = Browser::start();
+    b.goto(&format!(
+        "http://{}/?token={}#/run/{run_id}",
+        s.addr, s.token
+    ));
+    let lanes = b.wait_for(
+        "four lanes, each with its agent's output",
+        "(() => { const l = [...document.querySelectorAll('.lanes > li.lane')]; return l.length === 4 && l.every((x) => x.querySelector('pre').textContent.includes('working on T')) && l.map((x) => x.innerText).join('\\n'); })()",
+    );
+    let text = lanes.as_str().unwrap();
+    for t in ["T1", "T2", "T3", "T4"] {
+        assert!(
+            text.contains(&format!("] {t} · attempt 1 · agent")),
+            "{text}"
+        );
+        assert!(text.contains(&format!("working on {t}")), "{text}");
+    }
+    b.screenshot("6-four-workers");
+    // Let the agents finish.
+    std::fs::write(p.path().join(".git/agent-state/go"), "").unwrap();
+    assert_eq!(run.wait().unwrap().code(), Some(0));
+    b.wait_for(
+        "the completed run",
+        "document.querySelector('.run-head .pill.s-completed')",
+    );
+}

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::support::{Project, Scratch, journal_has, wait_exit, wait_for};
 
-const FOUR: &str = "# Four\n\n## T1: One\nVerify: test -f one.txt\n\n## T2: Two\nVerify: test -f two.txt\n\n## T3: Three\nVerify: test -f three.txt\n\n## T4: Four\nVerify: test -f four.txt\n";
+pub(crate) const FOUR: &str = "# Four\n\n## T1: One\nVerify: test -f one.txt\n\n## T2: Two\nVerify: test -f two.txt\n\n## T3: Three\nVerify: test -f three.txt\n\n## T4: Four\nVerify: test -f four.txt\n";
 
 /// A scripted agent for worktrees: its task from the prompt, its attempt number kept
 /// in `state` (an absolute directory: `.git` is a file in a worktree), then `body`.
@@ -24,7 +24,7 @@ n=$(cat "$state/$task" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$state/$ta
     )
 }
 
-fn project(plan: &str, body: &str, config: &str) -> Project {
+pub(crate) fn project(plan: &str, body: &str, config: &str) -> Project {
     let p = Scratch::new().plan(plan).config(config).build();
     let agent = worker_agent(&p.path().join(".git/agent-state"), body);
     p.write("agent.sh", agent);
