@@ -159,6 +159,19 @@ pub enum Command {
     /// Check journals.
     #[command(subcommand)]
     Journal(JournalCommand),
+    /// Remove what finished runs left: worktrees, their branches, clean copies
+    ///
+    /// Runs that may still go on keep theirs (`resume` needs them); the integration
+    /// branch of a run is its result and stays.
+    #[command(after_help = "Examples:\n  agentloop gc --dry-run\n  agentloop gc")]
+    Gc(GcArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct GcArgs {
+    /// Say what would go, remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Args)]

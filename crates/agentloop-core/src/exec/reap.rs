@@ -257,3 +257,18 @@ pub fn descendants(roots: &[u32]) -> Vec<u32> {
     }
     out
 }
+
+/// Ends (SIGKILL) every process working inside `dir` — what a killed driver's agents
+/// left in a worktree that is about to go. Returns how many.
+pub fn end_processes_in(dir: &Path) -> usize {
+    let pids: Vec<i32> = processes(|_| true)
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd.starts_with(dir))
+        })
+        .collect();
+    for &pid in &pids {
+        let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+    }
+    pids.len()
+}

@@ -4,6 +4,7 @@ mod agents;
 mod config;
 mod control;
 mod demo;
+mod gc;
 mod hook;
 mod init;
 mod journal;
@@ -32,6 +33,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
         Command::Run(a) => run::run(&cwd()?, a),
         Command::Resume(a) => run::resume(&cwd()?, a),
         Command::Status(a) => status::status(&workspace()?, a.run.get(), a.json),
+        Command::Gc(a) => gc::gc(&workspace()?, a.dry_run),
         Command::VerifySurface(a) => {
             surface::verify_surface(&workspace()?, a.run.get(), a.json, a.accept)
         }

@@ -126,6 +126,7 @@ pub fn draw(f: &mut Frame, v: &View) {
         tasks,
     );
     let live_title = match s.current() {
+        _ if s.settings.workers > 1 => format!(" {} workers ", s.settings.workers),
         Some(o) => format!(
             " iteration {} · task {} ",
             o.started.iteration, o.started.task
@@ -175,6 +176,9 @@ pub fn draw(f: &mut Frame, v: &View) {
 }
 
 fn live_output(run: &RunDir, s: &RunState) -> String {
+    if s.settings.workers > 1 {
+        return lanes(run, s);
+    }
     let Some(o) = s.current() else {
         return String::new();
     };
@@ -280,6 +284,39 @@ pub fn frame_text(state: &RunState, live: &str, message: &str, width: u16, heigh
             .collect();
         out.push_str(line.trim_end());
         out.push('\n');
+    }
+    out
+}
+
+/// A run with workers: a lane per iteration in progress (its phase and the last lines
+/// of its agent's output), then the merge queue.
+fn lanes(run: &RunDir, s: &RunState) -> String {
+    let now = agentloop_core::clock::now_ms();
+    let mut out = String::new();
+    for l in s.lanes() {
+        out.push_str(&format!(
+            "[{}] {} · {} · attempt {} · {}s\n",
+            l.iteration,
+            l.task,
+            l.phase.as_str(),
+            l.attempt,
+            now.saturating_sub(l.started_ms) / 1000
+        ));
+        let log =
+            std::fs::read(run.iteration_dir(l.iteration).join("agent.log")).unwrap_or_default();
+        let text = String::from_utf8_lossy(&log[log.len().saturating_sub(4096)..]).into_owned();
+        let tail: Vec<&str> = text.lines().rev().take(3).collect();
+        for line in tail.into_iter().rev() {
+            out.push_str(&format!("    {line}\n"));
+        }
+    }
+    let q = s.merge_queue();
+    if !q.is_empty() {
+        let list: Vec<String> = q
+            .iter()
+            .map(|l| format!("{} ({})", l.task, l.phase.as_str()))
+            .collect();
+        out.push_str(&format!("merge queue: {}\n", list.join(", ")));
     }
     out
 }

@@ -343,3 +343,51 @@ fn three_real_claude_code_workers_at_once() {
     assert!(s["tokens"]["input"].as_u64().unwrap() >= 660, "{s}");
     nothing_left(&p);
 }
+
+#[test]
+fn stop_now_ends_every_worker_and_gc_clears_what_a_killed_driver_left() {
+    let p = project(FOUR, "echo working\nsleep 60\necho TASK_COMPLETE", "");
+    let all_started = |p: &Project| {
+        events(p)
+            .iter()
+            .filter(|e| e["kind"] == "iteration_started")
+            .count()
+            == 4
+    };
+    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    wait_for(&p, "four agents", all_started);
+    let t = std::time::Instant::now();
+    assert_eq!(p.run(&["stop", "--now"]).code, Some(0));
+    assert_eq!(
+        wait_exit(&mut driver, Duration::from_secs(20)).code(),
+        Some(6)
+    );
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    assert_eq!(p.status()["status"], "stopped");
+    nothing_left(&p);
+
+    // A driver killed with its four agents at work leaves them; gc clears it all once
+    // the run is over.
+    let p = project(FOUR, "echo working\nsleep 60\necho TASK_COMPLETE", "");
+    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    wait_for(&p, "four agents", all_started);
+    driver.kill().unwrap();
+    driver.wait().unwrap();
+    assert!(!crate::support::processes_in(p.cache.path()).is_empty());
+    assert_eq!(p.run(&["stop"]).code, Some(0));
+    let dry = p.run(&["gc", "--dry-run"]);
+    assert!(
+        dry.stdout.contains("would remove worktrees/"),
+        "{}",
+        dry.stdout
+    );
+    let r = p.run(&["gc"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stdout.contains("left at work"), "{}", r.stdout);
+    std::thread::sleep(Duration::from_millis(300));
+    nothing_left(&p);
+    assert_eq!(
+        p.run(&["gc"]).stderr.trim(),
+        "agentloop gc: nothing to remove"
+    );
+}
