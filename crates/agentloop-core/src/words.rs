@@ -40,6 +40,22 @@ pub fn add_usd(a: f64, b: f64) -> f64 {
     ((a + b) * 1e6).round() / 1e6
 }
 
+/// A size in bytes as people read it: `812 B`, `14.2 MB`, `3.1 GB`.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "kB", "MB", "GB", "TB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1000.0 && unit < UNITS.len() - 1 {
+        v /= 1000.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -55,21 +71,5 @@ mod tests {
         assert_eq!(money(0.1), "$0.10");
         let cents = (0..3).fold(0.0, |t, _| add_usd(t, 0.01));
         assert_eq!(money(cents), "$0.03");
-    }
-}
-
-/// A size in bytes as people read it: `812 B`, `14.2 MB`, `3.1 GB`.
-pub fn bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "kB", "MB", "GB", "TB"];
-    let mut v = n as f64;
-    let mut unit = 0;
-    while v >= 1000.0 && unit < UNITS.len() - 1 {
-        v /= 1000.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[unit])
     }
 }
