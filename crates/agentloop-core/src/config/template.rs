@@ -8,7 +8,14 @@ pub const TEMPLATE: &str = r#"# agentloop configuration. Every key is optional; 
 # Agent for tasks that name none: a name from [agents.*] below, or a built-in one.
 agent = "claude"
 # quick | tdd (the diff must touch tests) | pair (gate after every task) | checkpoint (gate after milestones)
+# | swarm (quick, with 4 workers unless `workers` says otherwise)
 mode = "quick"
+# Agents at work at once. 1: in this working tree. More: each task in its own git
+# worktree (in ~/.cache/agentloop/worktrees/), merged onto the run's integration branch
+# only after its checks pass on the merged result; your branch and tree are not touched.
+# workers = 4
+branch = "agentloop/{run}"  # the integration branch of a run with workers
+land = "none"               # or "ff": fast-forward your branch to it when the run completes
 # fallback_agent = "codex"
 
 [budgets]
