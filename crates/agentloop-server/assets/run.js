@@ -209,7 +209,7 @@ function runPage(main, runId, selected) {
   }
 
   function drawCurrent() {
-    if (state.workers > 1) return drawLanes();
+    if (state.workers > 0) return drawLanes();
     const c = state.current;
     const title = el("h2", { id: "current-title" }, "Live output");
     if (!c) {
@@ -400,14 +400,14 @@ function runPage(main, runId, selected) {
       live.pre.textContent = "";
       drawCurrent();
     }
-    if (state.workers > 1) await followLanes();
+    if (state.workers > 0) await followLanes();
     else await followOutput();
   }, 200);
 
   refresh();
   // Follow the agent's output between journal events too.
   const poll = setInterval(() => {
-    if (state && state.workers > 1) followLanes().catch(() => {});
+    if (state && state.workers > 0) followLanes().catch(() => {});
     else if (state && state.current) followOutput().catch(() => {});
   }, 1000);
 

@@ -154,7 +154,12 @@ pub(crate) async fn run_state(
         "phase": if o.verify.is_some() { "deciding" } else if state.surface_gate_changes().is_some() { "waiting for a person" } else if o.agent.is_some() { "verifying" } else { "agent" },
     })));
     // A run with workers: what each is at, the merge queue, the integration branch.
-    v["workers"] = json!(state.settings.workers);
+    // 0: no worktrees (the agent works in the project).
+    v["workers"] = json!(if state.settings.in_worktrees() {
+        state.settings.workers
+    } else {
+        0
+    });
     v["lanes"] = json!(state.lanes());
     v["merge_queue"] = json!(
         state

@@ -241,6 +241,10 @@ pub struct SettingsFlags {
     /// working tree; 4 in swarm mode).
     #[arg(long, value_name = "N")]
     pub workers: Option<u32>,
+    /// Work in a worktree on the run's integration branch even with one worker, so you
+    /// can go on working in this tree meanwhile.
+    #[arg(long)]
+    pub isolate: bool,
     /// Iterations for the whole run.
     #[arg(long, value_name = "N")]
     pub max_iterations: Option<u32>,

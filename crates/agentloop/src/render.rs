@@ -207,7 +207,9 @@ impl Progress {
                 };
                 // With workers, results interleave: each says whose it is.
                 let whose = match self.tasks.remove(&f.iteration) {
-                    Some(task) if s.settings.workers > 1 => format!("[{}] {task}: ", f.iteration),
+                    Some(task) if s.settings.in_worktrees() => {
+                        format!("[{}] {task}: ", f.iteration)
+                    }
                     _ => String::new(),
                 };
                 let text = format!("    {} {whose}{}", paint(code, mark), f.reason);

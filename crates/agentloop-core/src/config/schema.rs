@@ -61,6 +61,12 @@ pub struct RunConfig {
     pub workers: Option<u32>,
     /// The integration branch of a run with workers (`{run}` is the run id).
     pub branch: String,
+    /// One worker, but in a worktree on the integration branch, through the merge
+    /// queue, as with several: you can go on working in this tree meanwhile.
+    pub isolate: bool,
+    /// Keep each task's worktree and branch after it is merged (for inspection;
+    /// `agentloop gc` removes them once the run is over).
+    pub keep_worktrees: bool,
     /// What happens to your checked-out branch when a run with workers completes:
     /// `none` (the work waits on the integration branch) or `ff` (fast-forwarded to
     /// it, refused if it moved meanwhile).
@@ -272,6 +278,8 @@ impl Default for RunConfig {
             completion_promise: "COMPLETE".into(),
             workers: None,
             branch: "agentloop/{run}".into(),
+            isolate: false,
+            keep_worktrees: false,
             land: crate::values::Land::None,
         }
     }

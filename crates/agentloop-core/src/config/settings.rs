@@ -40,6 +40,11 @@ pub struct Settings {
     pub branch: String,
     #[serde(default)]
     pub land: crate::values::Land,
+    /// One worker in a worktree, through the merge queue.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub isolate: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep_worktrees: bool,
     #[serde(default)]
     pub limits: Limits,
     /// The run is driven by Claude Code's hooks inside one interactive session.
@@ -86,12 +91,22 @@ impl Settings {
             workers: c.run.workers(),
             branch: c.run.branch.clone(),
             land: c.run.land,
+            isolate: c.run.isolate,
+            keep_worktrees: c.run.keep_worktrees,
             limits: c.limits.clone(),
             hook: false,
             notify: c.notify.clone(),
             claim_window: c.hook.claim_window,
             flags: serde_json::Map::new(),
         }
+    }
+}
+
+impl Settings {
+    /// Tasks run in worktrees and reach the integration branch through the merge
+    /// queue (several workers, or one isolated from the working tree).
+    pub fn in_worktrees(&self) -> bool {
+        self.workers > 1 || self.isolate
     }
 }
 

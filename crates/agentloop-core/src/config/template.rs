@@ -14,6 +14,8 @@ mode = "quick"
 # worktree (in ~/.cache/agentloop/worktrees/), merged onto the run's integration branch
 # only after its checks pass on the merged result; your branch and tree are not touched.
 # workers = 4
+isolate = false             # one worker, but in a worktree as above
+keep_worktrees = false      # keep merged tasks' worktrees for inspection
 branch = "agentloop/{run}"  # the integration branch of a run with workers
 land = "none"               # or "ff": fast-forward your branch to it when the run completes
 # fallback_agent = "codex"

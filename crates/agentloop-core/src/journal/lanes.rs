@@ -56,7 +56,7 @@ impl RunState {
             _ if at_gate => Phase::Waiting,
             (Some(_), None, _) => Phase::Checks,
             (_, _, Some(MergeState::Started { .. })) => Phase::Merging,
-            (_, Some(v), None) if v.passed && self.settings.workers > 1 => Phase::Queued,
+            (_, Some(v), None) if v.passed && self.settings.in_worktrees() => Phase::Queued,
             _ => Phase::Deciding,
         }
     }

@@ -142,7 +142,7 @@ pub(super) fn finish_open_iteration(s: &RunState, open: &OpenIteration) -> Actio
         return Action::Verify { iteration: n, task };
     };
     let (outcome, reason, digest) = judge(s, &task, agent, verify);
-    if outcome == Outcome::Completed && s.settings.workers > 1 {
+    if outcome == Outcome::Completed && s.settings.in_worktrees() {
         return merge_verdict(open);
     }
     finished(outcome, reason, digest)

@@ -16,7 +16,7 @@ use super::{Action, decide, next_action};
 /// under way (an agent, checks, a merge) it leaves out.
 pub fn schedule(s: &RunState) -> Vec<Action> {
     let workers = s.settings.workers.max(1) as usize;
-    if workers == 1 || (s.is_finished() && s.running.is_empty()) {
+    if !s.settings.in_worktrees() || (s.is_finished() && s.running.is_empty()) {
         return vec![next_action(s)];
     }
     let mut out = Vec::new();

@@ -47,6 +47,9 @@ impl SettingsFlags {
         if let Some(n) = self.workers {
             set("run", "workers", json!(n));
         }
+        if self.isolate {
+            set("run", "isolate", json!(true));
+        }
         if let Some(n) = self.max_iterations {
             set("budgets", "max_iterations", json!(n));
         }

@@ -65,7 +65,7 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
             t.title
         );
     }
-    if s.settings.workers > 1 {
+    if s.settings.in_worktrees() {
         workers(s)?;
     }
     match &driver {
@@ -228,7 +228,7 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
         "replans_used": s.replans_used,
         "learnings": s.learnings,
         "refused_requests": s.refused_requests,
-        "workers": (s.settings.workers > 1).then(|| json!({
+        "workers": s.settings.in_worktrees().then(|| json!({
             "count": s.settings.workers,
             "integration": s.integration,
             "lanes": s.lanes(),

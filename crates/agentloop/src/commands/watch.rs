@@ -126,7 +126,7 @@ pub fn draw(f: &mut Frame, v: &View) {
         tasks,
     );
     let live_title = match s.current() {
-        _ if s.settings.workers > 1 => format!(" {} workers ", s.settings.workers),
+        _ if s.settings.in_worktrees() => format!(" {} workers ", s.settings.workers),
         Some(o) => format!(
             " iteration {} · task {} ",
             o.started.iteration, o.started.task
@@ -176,7 +176,7 @@ pub fn draw(f: &mut Frame, v: &View) {
 }
 
 fn live_output(run: &RunDir, s: &RunState) -> String {
-    if s.settings.workers > 1 {
+    if s.settings.in_worktrees() {
         return lanes(run, s);
     }
     let Some(o) = s.current() else {

@@ -101,7 +101,7 @@ impl Driver {
             agents,
         })?;
         self.ensure_baseline()?;
-        if self.state.settings.workers > 1 {
+        if self.state.settings.in_worktrees() {
             return self.drive_workers();
         }
         self.drive()

@@ -38,7 +38,7 @@ impl Driver {
         if let Event::IterationFinished(f) = &mut event
             && f.outcome == Outcome::Completed
             && self.state.settings.commit
-            && self.state.settings.workers <= 1
+            && !self.state.settings.in_worktrees()
             && let Some(done) = self.committed.as_ref().filter(|c| c.0 == f.iteration)
         {
             // Committed already, before a decision that came too late to be recorded.
@@ -46,7 +46,7 @@ impl Driver {
         } else if let Event::IterationFinished(f) = &mut event
             && f.outcome == Outcome::Completed
             && self.state.settings.commit
-            && self.state.settings.workers <= 1
+            && !self.state.settings.in_worktrees()
         {
             let task = self.state.open_task().unwrap_or_default().to_string();
             let title = self

@@ -321,11 +321,12 @@ impl Driver {
             Done::Merge { iteration, outcome } => match outcome {
                 MergeOutcome::Merged { commit } => {
                     self.record(Event::Merged { iteration, commit })?;
-                    if let (Some(task), Ok(i)) = (
+                    if let (Some(task), Ok(i), false) = (
                         self.state
                             .open_iteration(iteration)
                             .map(|o| o.started.task.clone()),
                         self.integration(),
+                        self.state.settings.keep_worktrees,
                     ) {
                         worktree::remove_task(&self.ws.root, &self.run.id, &i.branch, &task);
                     }
@@ -364,7 +365,9 @@ impl Driver {
         let Ok(i) = self.integration() else {
             return Ok(());
         };
-        worktree::remove_run(&self.ws.root, &self.run.id, &i.branch);
+        if !self.state.settings.keep_worktrees {
+            worktree::remove_run(&self.ws.root, &self.run.id, &i.branch);
+        }
         if status == RunStatus::Completed && self.state.settings.land == Land::Ff && !i.landed {
             match worktree::land(&self.ws.root, &i.branch, &i.base) {
                 Ok(branch) => {
@@ -379,7 +382,9 @@ impl Driver {
 
     /// The run is over.
     fn finish_workers(&mut self, status: RunStatus) -> Result<ExitKind, CliError> {
-        if let Ok(i) = self.integration() {
+        if let Ok(i) = self.integration()
+            && !self.state.settings.keep_worktrees
+        {
             // A run that ended waiting (stopped, failed) keeps nothing on disk either.
             worktree::remove_run(&self.ws.root, &self.run.id, &i.branch);
         }

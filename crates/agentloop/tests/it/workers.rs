@@ -391,3 +391,96 @@ fn stop_now_ends_every_worker_and_gc_clears_what_a_killed_driver_left() {
         "agentloop gc: nothing to remove"
     );
 }
+
+#[test]
+fn one_isolated_worker_leaves_the_tree_to_the_user() {
+    let p = project(
+        "# Two\n\n## T1: One\nVerify: test -f one.txt\n\n## T2: Two\nDepends: T1\nVerify: test -f two.txt\n",
+        "sleep 0.5\ncase $task in T1) touch one.txt;; T2) touch two.txt;; esac\necho TASK_COMPLETE",
+        "",
+    );
+    let toml = p
+        .read("agentloop.toml")
+        .replace("workers = 4\n", "workers = 1\nisolate = true\n");
+    p.write("agentloop.toml", toml);
+    p.commit("one isolated worker");
+    let head = git(&p, &["rev-parse", "HEAD"]);
+    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    wait_for(&p, "the agent", |p| journal_has(p, "iteration_started"));
+    // The user goes on working in the tree meanwhile.
+    p.write("notes.txt", "mine\n");
+    assert_eq!(
+        wait_exit(&mut driver, Duration::from_secs(30)).code(),
+        Some(0)
+    );
+    assert_eq!(git(&p, &["rev-parse", "HEAD"]), head);
+    assert_eq!(p.read("notes.txt"), "mine\n");
+    assert!(!p.path().join("one.txt").exists());
+    let branch = integration(&p);
+    assert_eq!(git(&p, &["rev-list", "--merges", "--count", &branch]), "2");
+    let files = git(&p, &["ls-tree", "--name-only", &branch]);
+    assert!(
+        files.contains("two.txt") && !files.contains("notes.txt"),
+        "{files}"
+    );
+    nothing_left(&p);
+}
+
+#[test]
+fn a_blocked_task_holds_up_no_other_and_pause_starts_nothing_new() {
+    let p = project(
+        FOUR,
+        "case $task in T1) echo 'BLOCKED: which file?'; exit 0;; T2) touch two.txt;; T3) touch three.txt;; T4) touch four.txt;; esac\necho TASK_COMPLETE",
+        "",
+    );
+    let r = p.run(&["run", "--no-wait", "--quiet"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    let s = p.status();
+    let statuses: Vec<&str> = s["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["blocked", "done", "done", "done"]);
+
+    // Paused: what is under way finishes, nothing new starts.
+    let p = project(
+        FOUR,
+        "sleep 1\ncase $task in T1) touch one.txt;; T2) touch two.txt;; T3) touch three.txt;; T4) touch four.txt;; esac\necho TASK_COMPLETE",
+        "",
+    );
+    let toml = p
+        .read("agentloop.toml")
+        .replace("workers = 4\n", "workers = 2\n");
+    p.write("agentloop.toml", toml);
+    p.commit("two workers");
+    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    wait_for(&p, "two agents", |p| {
+        events(p)
+            .iter()
+            .filter(|e| e["kind"] == "iteration_started")
+            .count()
+            == 2
+    });
+    assert_eq!(p.run(&["pause"]).code, Some(0));
+    wait_for(&p, "the two to finish", |p| {
+        events(p)
+            .iter()
+            .filter(|e| e["kind"] == "iteration_finished")
+            .count()
+            == 2
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    let started = events(&p)
+        .iter()
+        .filter(|e| e["kind"] == "iteration_started")
+        .count();
+    assert_eq!(started, 2, "an iteration started while paused");
+    assert_eq!(p.run(&["resume"]).code, Some(0));
+    assert_eq!(
+        wait_exit(&mut driver, Duration::from_secs(30)).code(),
+        Some(0)
+    );
+    nothing_left(&p);
+}

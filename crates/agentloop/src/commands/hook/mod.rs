@@ -70,6 +70,7 @@ fn create_run(
     settings.hook = true;
     // One session is one worker.
     settings.workers = 1;
+    settings.isolate = false;
     let window = settings.claim_window;
     let (run, _, _) = ws.create_run(&shown, &parsed, settings)?;
     Ok((run, parsed.tasks.len(), window))
