@@ -292,22 +292,24 @@ pub fn remove_run(root: &Path, run_id: &str, integration: &str) {
 
 /// Bytes a run's worktrees take on disk.
 pub fn disk_usage(run_id: &str) -> u64 {
-    fn walk(p: &Path) -> u64 {
-        let Ok(m) = std::fs::symlink_metadata(p) else {
-            return 0;
-        };
-        if m.is_dir() {
-            std::fs::read_dir(p)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .map(|e| walk(&e.path()))
-                .sum()
-        } else {
-            m.len()
-        }
+    run_dir(run_id).map(|d| dir_size(&d)).unwrap_or(0)
+}
+
+/// Bytes of the files under `p` (symbolic links not followed).
+pub fn dir_size(p: &Path) -> u64 {
+    let Ok(m) = std::fs::symlink_metadata(p) else {
+        return 0;
+    };
+    if m.is_dir() {
+        std::fs::read_dir(p)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| dir_size(&e.path()))
+            .sum()
+    } else {
+        m.len()
     }
-    run_dir(run_id).map(|d| walk(&d)).unwrap_or(0)
 }
 
 /// Fast-forwards the checked-out branch of `root` to the integration branch, if it

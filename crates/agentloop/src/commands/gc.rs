@@ -2,30 +2,11 @@
 //! copies — and what is left of runs that no longer exist. A run that may still go on
 //! (interrupted, waiting) keeps its worktrees: `resume` needs them.
 
-use std::path::Path;
-
 use agentloop_core::exec::worktree;
 use agentloop_core::words::{bytes, plural};
 use agentloop_core::workspace::{Workspace, registered_runs};
 
 use crate::error::{CliError, ExitKind};
-
-/// Bytes under a directory.
-fn size(p: &Path) -> u64 {
-    let Ok(m) = std::fs::symlink_metadata(p) else {
-        return 0;
-    };
-    if m.is_dir() {
-        std::fs::read_dir(p)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| size(&e.path()))
-            .sum()
-    } else {
-        m.len()
-    }
-}
 
 pub fn gc(ws: &Workspace, dry_run: bool) -> Result<ExitKind, CliError> {
     let Some(cache) = agentloop_core::fsutil::cache_dir() else {
@@ -49,7 +30,7 @@ pub fn gc(ws: &Workspace, dry_run: bool) -> Result<ExitKind, CliError> {
         for kind in ["worktrees", "checkouts"] {
             let dir = cache.join(kind).join(&id);
             if dir.exists() {
-                freed += size(&dir);
+                freed += worktree::dir_size(&dir);
                 removed.push(format!("{kind}/{id}"));
                 if dry_run {
                     continue;
@@ -94,7 +75,7 @@ pub fn gc(ws: &Workspace, dry_run: bool) -> Result<ExitKind, CliError> {
             if known.contains(&id) {
                 continue;
             }
-            freed += size(&e.path());
+            freed += worktree::dir_size(&e.path());
             removed.push(format!("{kind}/{id} (its run is gone)"));
             if !dry_run {
                 let _ = std::fs::remove_dir_all(e.path());

@@ -193,24 +193,31 @@ impl Driver {
         let iteration = prepared.plan.iteration;
         self.observe(iteration, run, prepared.before)?;
         if let Some(err) = spawn_error {
-            // Nothing ran: record it, then end the run rather than burn the budget.
-            self.record(Event::IterationFinished(IterationFinished {
-                iteration,
-                outcome: Outcome::Aborted,
-                reason: err.message.clone(),
-                digest: None,
-                commit: None,
-                agent_failed: false,
-                fingerprint: None,
-            }))?;
-            self.record(Event::RunFinished {
-                status: RunStatus::Failed,
-                reason: FinishReason::Error {
-                    message: err.message.clone(),
-                },
-            })?;
+            self.agent_did_not_start(iteration, err.message)?;
         }
         Ok(())
+    }
+
+    /// Nothing ran: the iteration is recorded as aborted, then the run ends rather than
+    /// burn its budget on an agent that cannot start.
+    pub(crate) fn agent_did_not_start(
+        &mut self,
+        iteration: u32,
+        message: String,
+    ) -> Result<(), CliError> {
+        self.record(Event::IterationFinished(IterationFinished {
+            iteration,
+            outcome: Outcome::Aborted,
+            reason: message.clone(),
+            digest: None,
+            commit: None,
+            agent_failed: false,
+            fingerprint: None,
+        }))?;
+        self.record(Event::RunFinished {
+            status: RunStatus::Failed,
+            reason: FinishReason::Error { message },
+        })
     }
 
     /// Snapshots the tree, writes the prompt (and, in hook mode, the snapshot, for the

@@ -290,21 +290,7 @@ impl Driver {
                     .filter(|e| e.kind == AgentErrorKind::Spawn);
                 self.observe(iteration, run, before)?;
                 if let Some(err) = spawn_error {
-                    self.record(Event::IterationFinished(IterationFinished {
-                        iteration,
-                        outcome: Outcome::Aborted,
-                        reason: err.message.clone(),
-                        digest: None,
-                        commit: None,
-                        agent_failed: false,
-                        fingerprint: None,
-                    }))?;
-                    self.record(Event::RunFinished {
-                        status: RunStatus::Failed,
-                        reason: FinishReason::Error {
-                            message: err.message,
-                        },
-                    })?;
+                    self.agent_did_not_start(iteration, err.message)?;
                 }
                 Ok(())
             }

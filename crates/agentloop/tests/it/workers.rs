@@ -7,6 +7,9 @@ use std::time::Duration;
 
 use crate::support::{Project, Scratch, journal_has, wait_exit, wait_for};
 
+/// The agent of [`FOUR`]: each task's file, then the claim.
+const MAKE: &str = "case $task in T1) touch one.txt;; T2) touch two.txt;; T3) touch three.txt;; T4) touch four.txt;; esac\necho TASK_COMPLETE";
+
 pub(crate) const FOUR: &str = "# Four\n\n## T1: One\nVerify: test -f one.txt\n\n## T2: Two\nVerify: test -f two.txt\n\n## T3: Three\nVerify: test -f three.txt\n\n## T4: Four\nVerify: test -f four.txt\n";
 
 /// A scripted agent for worktrees: its task from the prompt, its attempt number kept
@@ -76,11 +79,7 @@ fn nothing_left(p: &Project) {
 
 #[test]
 fn four_tasks_run_at_once_and_the_users_branch_and_tree_stay_as_they_were() {
-    let p = project(
-        FOUR,
-        "sleep 1\ncase $task in T1) touch one.txt;; T2) touch two.txt;; T3) touch three.txt;; T4) touch four.txt;; esac\necho TASK_COMPLETE",
-        "",
-    );
+    let p = project(FOUR, &format!("sleep 1\n{MAKE}"), "");
     let head = git(&p, &["rev-parse", "HEAD"]);
     let t = std::time::Instant::now();
     let r = p.run(&["run"]);
@@ -210,7 +209,7 @@ echo TASK_COMPLETE"#,
 
 #[test]
 fn land_fast_forwards_the_checked_out_branch_unless_it_moved() {
-    let body = "case $task in T1) touch one.txt;; T2) touch two.txt;; T3) touch three.txt;; T4) touch four.txt;; esac\necho TASK_COMPLETE";
+    let body = MAKE;
     let p = project(FOUR, body, "");
     let toml = p
         .read("agentloop.toml")
@@ -227,7 +226,7 @@ fn land_fast_forwards_the_checked_out_branch_unless_it_moved() {
     assert!(journal_has(&p, "\"kind\":\"landed\""));
 
     // The user commits while the run works: it does not land.
-    let p = project(FOUR, &format!("sleep 1\n{body}"), "");
+    let p = project(FOUR, &format!("sleep 1\n{MAKE}"), "");
     let toml = p
         .read("agentloop.toml")
         .replace("workers = 4\n", "workers = 4\nland = \"ff\"\n");
@@ -248,7 +247,7 @@ fn land_fast_forwards_the_checked_out_branch_unless_it_moved() {
 
 #[test]
 fn sigkill_with_four_workers_at_every_journal_append_then_resume() {
-    let body = "case $task in T1) touch one.txt;; T2) touch two.txt;; T3) touch three.txt;; T4) touch four.txt;; esac\necho TASK_COMPLETE";
+    let body = MAKE;
     let reference = project(FOUR, body, "");
     assert_eq!(reference.run(&["run", "--quiet"]).code, Some(0));
     let total = events(&reference).len() as u64;
@@ -445,11 +444,7 @@ fn a_blocked_task_holds_up_no_other_and_pause_starts_nothing_new() {
     assert_eq!(statuses, ["blocked", "done", "done", "done"]);
 
     // Paused: what is under way finishes, nothing new starts.
-    let p = project(
-        FOUR,
-        "sleep 1\ncase $task in T1) touch one.txt;; T2) touch two.txt;; T3) touch three.txt;; T4) touch four.txt;; esac\necho TASK_COMPLETE",
-        "",
-    );
+    let p = project(FOUR, &format!("sleep 1\n{MAKE}"), "");
     let toml = p
         .read("agentloop.toml")
         .replace("workers = 4\n", "workers = 2\n");
