@@ -65,6 +65,16 @@ pub enum Event {
         message: String,
         until_ms: u64,
         known_reset: bool,
+        /// The iteration that hit it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        iteration: Option<u32>,
+        /// The agent whose account it is: with workers, only that agent's tasks wait.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<String>,
+    },
+    /// A run with workers: the wait for an agent's usage limit is over.
+    AgentLimitOver {
+        agent: String,
     },
     /// The driver waited until the limit's reset.
     LimitWaitOver,
@@ -162,6 +172,7 @@ impl Event {
             Event::Control { .. } => "control",
             Event::LimitHit { .. } => "limit_hit",
             Event::LimitWaitOver => "limit_wait_over",
+            Event::AgentLimitOver { .. } => "agent_limit_over",
             Event::HookStop { .. } => "hook_stop",
             Event::SessionBound { .. } => "session_bound",
             Event::ControlRefused { .. } => "control_refused",

@@ -129,6 +129,10 @@ pub struct RunState {
     pub limit_until_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit_message: Option<String>,
+    /// A run with workers: agents waiting for their usage limit to reset, until when
+    /// (Unix milliseconds).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub agent_limits: std::collections::BTreeMap<String, u64>,
     /// Limits hit in a row (the backoff doubles with each).
     pub limit_streak: u32,
     pub last_seq: u64,
@@ -230,6 +234,7 @@ impl RunState {
             replans_used: 0,
             finished: None,
             limit_until_ms: None,
+            agent_limits: Default::default(),
             limit_message: None,
             limit_streak: 0,
             last_seq: first.seq,
@@ -432,13 +437,33 @@ impl RunState {
                 self.control(request);
             }
             Event::LimitHit {
-                until_ms, message, ..
+                until_ms,
+                message,
+                iteration,
+                agent,
+                ..
             } => {
-                self.limit_until_ms = Some(*until_ms);
+                match (agent, self.settings.in_worktrees()) {
+                    // Workers share an agent's account: that agent's tasks wait, others go on.
+                    (Some(a), true) => {
+                        self.agent_limits.insert(a.clone(), *until_ms);
+                    }
+                    _ => self.limit_until_ms = Some(*until_ms),
+                }
                 self.limit_message = Some(message.clone());
                 self.limit_streak += 1;
-                if let Some(open) = self.running.first_mut() {
+                let open = match iteration {
+                    Some(i) => self.open_mut(*i),
+                    None => self.running.first_mut(),
+                };
+                if let Some(open) = open {
                     open.limited = true;
+                }
+            }
+            Event::AgentLimitOver { agent } => {
+                self.agent_limits.remove(agent);
+                if self.agent_limits.is_empty() {
+                    self.limit_message = None;
                 }
             }
             Event::ForgeryIgnored(f) => {

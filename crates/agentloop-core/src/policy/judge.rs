@@ -64,7 +64,7 @@ pub(super) fn finish_open_iteration(s: &RunState, open: &OpenIteration) -> Actio
                     );
                 }
                 if !open.limited {
-                    return match limit_wait(s, open.agent_ms, agent, err) {
+                    return match limit_wait(s, open, agent, err) {
                         Ok(event) => Action::Record(event),
                         Err(why) => finished(Outcome::Blocked, why, None),
                     };

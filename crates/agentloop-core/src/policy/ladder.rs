@@ -150,10 +150,11 @@ pub(super) fn budget_reached(s: &RunState) -> Option<FinishReason> {
 /// for overloads). `Err` when the wait is longer than `limits.max_wait`.
 pub(super) fn limit_wait(
     s: &RunState,
-    at_ms: u64,
+    open: &crate::journal::OpenIteration,
     agent: &AgentFinished,
     err: &AgentError,
 ) -> Result<Event, String> {
+    let at_ms = open.agent_ms;
     let l = &s.settings.limits;
     let max = l.max_wait.as_millis() as u64;
     let (wait, known) = match agent.resets_at_ms {
@@ -186,5 +187,7 @@ pub(super) fn limit_wait(
         message: err.message.clone(),
         until_ms: at_ms + wait,
         known_reset: known,
+        iteration: Some(open.started.iteration),
+        agent: Some(open.started.agent.clone()),
     })
 }

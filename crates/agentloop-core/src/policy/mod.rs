@@ -124,7 +124,29 @@ fn decide(s: &RunState, busy: &[&str]) -> Action {
     if s.settings.gates.plan_approval && !s.plan_approved {
         return Action::Record(Event::GateOpened { gate: Gate::Plan });
     }
-    let Some(task) = s.next_task_except(busy) else {
+    // Workers: the tasks of an agent waiting for its usage limit wait with it.
+    let limited: Vec<&str> = s
+        .tasks
+        .iter()
+        .filter(|t| {
+            let agent = s
+                .plan_task(&t.id)
+                .and_then(|p| p.agent.as_deref())
+                .unwrap_or(&s.settings.agent);
+            s.agent_limits.contains_key(agent)
+        })
+        .map(|t| t.id.as_str())
+        .collect();
+    let mut skip: Vec<&str> = busy.to_vec();
+    skip.extend(&limited);
+    let next = s.next_task_except(&skip);
+    if next.is_none()
+        && let Some(&until_ms) = s.agent_limits.values().min()
+        && s.next_task_except(busy).is_some()
+    {
+        return Action::Wait(WaitReason::UsageLimit { until_ms });
+    }
+    let Some(task) = next else {
         if s.tasks.iter().all(|t| t.status.is_settled()) {
             if s.settings.gates.final_review && !s.final_approved {
                 return Action::Record(Event::GateOpened { gate: Gate::Final });

@@ -121,8 +121,11 @@ fn describe(e: &Event) -> String {
             message,
             until_ms,
             known_reset,
+            agent,
+            ..
         } => format!(
-            "{kind:?}: {message} · waiting until {}{}",
+            "{}{kind:?}: {message} · waiting until {}{}",
+            agent.as_ref().map(|a| format!("{a}: ")).unwrap_or_default(),
             humantime::format_rfc3339_seconds(
                 std::time::UNIX_EPOCH + std::time::Duration::from_millis(*until_ms)
             ),
@@ -133,6 +136,7 @@ fn describe(e: &Event) -> String {
             }
         ),
         Event::LimitWaitOver => "the limit's wait is over".into(),
+        Event::AgentLimitOver { agent } => format!("{agent}: the limit's wait is over"),
         Event::HookStop {
             session_id, active, ..
         } => {

@@ -82,6 +82,18 @@ impl Driver {
                 self.complete(d)?;
             }
             self.poll_controls()?;
+            // An agent's usage limit has reset: its tasks go on.
+            let now = agentloop_core::clock::now_ms();
+            let over: Vec<String> = self
+                .state
+                .agent_limits
+                .iter()
+                .filter(|(_, until)| now >= **until)
+                .map(|(a, _)| a.clone())
+                .collect();
+            for agent in over {
+                self.record(Event::AgentLimitOver { agent })?;
+            }
             w.stop
                 .store(self.state.stop == Some(StopKind::Now), Ordering::SeqCst);
             let actions = policy::schedule(&self.state);
@@ -129,6 +141,7 @@ impl Driver {
                     }
                     if let WaitReason::UsageLimit { until_ms } = reason
                         && agentloop_core::clock::now_ms() >= until_ms
+                        && self.state.limit_until_ms.is_some()
                     {
                         self.record(Event::LimitWaitOver)?;
                         continue;

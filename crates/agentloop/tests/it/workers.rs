@@ -479,3 +479,67 @@ fn a_blocked_task_holds_up_no_other_and_pause_starts_nothing_new() {
     );
     nothing_left(&p);
 }
+
+#[test]
+fn a_usage_limit_holds_that_agents_workers_while_another_agents_go_on() {
+    use crate::real_cli::{Cli, say};
+    let cli = Cli::Claude;
+    let server = cli.mock_lanes(vec![
+        (
+            "## Your task: T1 ".into(),
+            vec![
+                agentloop_testkit::Step::Error {
+                    status: 429,
+                    kind: "rate_limit_error".into(),
+                    message: "This request would exceed your account's rate limit.".into(),
+                    retry_after: Some(3),
+                },
+                cli.shell("echo T1 > t1.txt", 10, 1),
+                say("TASK_COMPLETE", 10, 1, 0),
+            ],
+        ),
+        (
+            "## Your task: T4 ".into(),
+            vec![
+                cli.shell("echo T4 > t4.txt", 10, 1),
+                say("TASK_COMPLETE", 10, 1, 0),
+            ],
+        ),
+    ]);
+    let plan = "# Two accounts\n\n## T1: A\nVerify: test -f t1.txt\n\n## T2: B\nAgent: scripted\nVerify: test -f t2.txt\n\n## T3: C\nAgent: scripted\nVerify: test -f t3.txt\n\n## T4: D\nVerify: test -f t4.txt\n";
+    let p = cli.project(
+        &server,
+        plan,
+        "[agents.scripted]\ncommand = [\"sh\", \"-c\", \"p=$(cat); t=$(printf '%s\\\\n' \\\"$p\\\" | sed -n 's/^## Your task: T\\\\([0-9]\\\\) .*/\\\\1/p' | head -n 1); sleep 2; touch t$t.txt; echo TASK_COMPLETE\"]\n\n[limits]\nwait = \"3s\"\n",
+    );
+    let toml = p
+        .read("agentloop.toml")
+        .replace("[run]\n", "[run]\nworkers = 2\n");
+    p.write("agentloop.toml", toml);
+    p.commit("two workers, two agents");
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let ev = events(&p);
+    let at = |pred: &dyn Fn(&serde_json::Value) -> bool| ev.iter().position(pred);
+    let started = |task: &'static str| {
+        move |e: &serde_json::Value| e["kind"] == "iteration_started" && e["data"]["task"] == task
+    };
+    let hit = at(&|e| e["kind"] == "limit_hit" && e["data"]["agent"] == "claude").expect("a limit");
+    let over = at(&|e| e["kind"] == "agent_limit_over").expect("the limit's end");
+    let t3 = at(&started("T3")).unwrap();
+    let t4 = at(&started("T4")).unwrap();
+    assert!(
+        hit < t3 && t3 < over,
+        "the other agent's task went on meanwhile: {ev:?}"
+    );
+    assert!(t4 > over, "claude's other task waited: {ev:?}");
+    let t1_again = ev
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| started("T1")(e))
+        .map(|(i, _)| i)
+        .nth(1)
+        .unwrap();
+    assert!(t1_again > over);
+    nothing_left(&p);
+}
