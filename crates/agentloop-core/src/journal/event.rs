@@ -72,6 +72,13 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         agent: Option<String>,
     },
+    /// Agent teams (hook mode): a teammate completed a plan task and agentloop verified
+    /// it (its checks on a clean copy, the surface as the baseline, tests in tdd mode).
+    TeamTaskCompleted {
+        task: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        teammate: Option<String>,
+    },
     /// A run with workers: the wait for an agent's usage limit is over.
     AgentLimitOver {
         agent: String,
@@ -173,6 +180,7 @@ impl Event {
             Event::LimitHit { .. } => "limit_hit",
             Event::LimitWaitOver => "limit_wait_over",
             Event::AgentLimitOver { .. } => "agent_limit_over",
+            Event::TeamTaskCompleted { .. } => "team_task_completed",
             Event::HookStop { .. } => "hook_stop",
             Event::SessionBound { .. } => "session_bound",
             Event::ControlRefused { .. } => "control_refused",

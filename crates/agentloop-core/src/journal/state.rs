@@ -460,6 +460,19 @@ impl RunState {
                     open.limited = true;
                 }
             }
+            Event::TeamTaskCompleted { task, .. } => {
+                let gate_after = self.needs_gate_after(task);
+                if let Some(t) = self.task_mut(task)
+                    && t.status != TaskStatus::Done
+                {
+                    t.status = TaskStatus::Done;
+                    t.last_digest = None;
+                    t.reset_ladder();
+                    t.clear_history();
+                    // Pair mode: a person reviews it at the gate after the task.
+                    t.gate_after_pending = gate_after;
+                }
+            }
             Event::AgentLimitOver { agent } => {
                 self.agent_limits.remove(agent);
                 if self.agent_limits.is_empty() {

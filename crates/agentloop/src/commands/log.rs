@@ -137,6 +137,13 @@ fn describe(e: &Event) -> String {
         ),
         Event::LimitWaitOver => "the limit's wait is over".into(),
         Event::AgentLimitOver { agent } => format!("{agent}: the limit's wait is over"),
+        Event::TeamTaskCompleted { task, teammate } => format!(
+            "team: task {task} completed{} and verified",
+            teammate
+                .as_ref()
+                .map(|t| format!(" by {t}"))
+                .unwrap_or_default()
+        ),
         Event::HookStop {
             session_id, active, ..
         } => {

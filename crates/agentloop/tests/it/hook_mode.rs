@@ -481,13 +481,34 @@ fn team_hooks_refuse_unverified_completion_and_idle_teammates() {
         err.starts_with("agentloop: task T1 is not complete: verification failed."),
         "{err}"
     );
+    // Rewriting what verifies the task does not complete it.
+    let plan = p.read("PLAN.md");
+    p.write(
+        "PLAN.md",
+        plan.replace("Verify: test -f b.txt", "Verify: true"),
+    );
     p.write("a.txt", "a");
-    let (code, _, _) = hook(
+    let (code, _, err) = hook(
         &p,
         "task-completed",
         &input(json!({"task_subject": "T1: Build A"})),
     );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("files that verify it changed since the run began: PLAN.md"),
+        "{err}"
+    );
+    p.write("PLAN.md", plan);
+    let (code, _, _) = hook(
+        &p,
+        "task-completed",
+        &input(json!({"task_subject": "T1: Build A", "teammate_name": "ada"})),
+    );
     assert_eq!(code, Some(0), "verified: accepted");
+    // The run counts it done, so the team's next task is T2.
+    let s = p.status();
+    assert_eq!(s["tasks"][0]["status"], "done", "{s}");
+    assert!(crate::support::journal_has(&p, "team_task_completed"));
     let (code, _, _) = hook(
         &p,
         "task-completed",
@@ -502,7 +523,7 @@ fn team_hooks_refuse_unverified_completion_and_idle_teammates() {
     assert_eq!(code, Some(2));
     assert_eq!(
         err.trim(),
-        "agentloop: task T1 (Build A) is pending and ready; take it next"
+        "agentloop: task T2 (Build B) is pending and ready; take it next"
     );
 }
 

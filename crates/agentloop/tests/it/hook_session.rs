@@ -333,3 +333,25 @@ fn a_team_task_in_tdd_mode_counts_the_tests_committed_since_it_began() {
     let (code, _, err) = hook(&p, "task-completed", done.as_bytes());
     assert_eq!(code, Some(0), "{err}");
 }
+
+#[test]
+fn a_team_task_in_pair_mode_waits_for_a_persons_review() {
+    let p = Scratch::new()
+        .plan("# T\n\n## T1: Build A\nMode: pair\nVerify: test -f a.txt\n")
+        .build();
+    assert_eq!(p.run(&["hook", "start"]).code, Some(0));
+    p.write("a.txt", "a");
+    let done = json!({"session_id": "lead", "cwd": p.path(), "hook_event_name": "TaskCompleted", "task_subject": "T1: Build A", "teammate_name": "ada"}).to_string();
+    let (code, _, err) = hook(&p, "task-completed", done.as_bytes());
+    assert_eq!(code, Some(0), "{err}");
+    // The lead's next stop: the run waits for the person's review of T1.
+    let (_, out, _) = hook(&p, "stop", &stop_input(&p, "lead", None));
+    assert!(
+        out.contains("waiting for a person: review task T1 now that it is verified"),
+        "{out}"
+    );
+    assert_eq!(p.status()["gate"]["point"], "after_task");
+    assert_eq!(p.run(&["approve"]).code, Some(0));
+    let (_, out, _) = hook(&p, "stop", &stop_input(&p, "lead", None));
+    assert!(out.contains("the plan is complete and verified"), "{out}");
+}

@@ -108,6 +108,9 @@ pub struct TaskCompleted {
     pub common: Common,
     #[serde(default)]
     pub task_subject: String,
+    /// The teammate that completed it, when a teammate did.
+    #[serde(default)]
+    pub teammate_name: Option<String>,
 }
 
 /// Agent teams: a teammate is about to go idle.

@@ -2,7 +2,7 @@
 //! TeammateIdle keeps a teammate working while a task it can take is ready.
 
 use agentloop_core::exec::verify::Runner;
-use agentloop_core::journal::{RunState, TaskStatus};
+use agentloop_core::journal::{Event, RunState, TaskStatus};
 use agentloop_core::plan::{Mode, Task};
 use agentloop_core::workspace::{Loaded, RunDir, Workspace};
 
@@ -24,8 +24,10 @@ fn team_run(ws: &Workspace, common: &Common) -> Result<Option<(RunDir, Loaded)>,
     find_run(ws, common)
 }
 
-/// TaskCompleted: refused (exit 2) when the task's verification fails or, in tdd
-/// mode, no test file changed.
+/// TaskCompleted: refused (exit 2) when the files that verify the task changed since
+/// the run began, its checks fail on a clean copy of the work or, in tdd mode, no test
+/// file changed. Accepted, it is recorded: the run counts the task done (in pair mode,
+/// waiting for a person's review at the gate after it).
 pub(super) fn task_completed(input: &TaskCompleted) -> Result<Option<String>, String> {
     let ws = Workspace::find(&input.common.cwd());
     let Some((run, loaded)) = team_run(&ws, &input.common)? else {
@@ -35,6 +37,23 @@ pub(super) fn task_completed(input: &TaskCompleted) -> Result<Option<String>, St
     let Some(task) = plan_task_for(s, &input.task_subject) else {
         return Ok(None);
     };
+    if s.task(&task.id)
+        .is_some_and(|t| t.status == TaskStatus::Done)
+    {
+        return Ok(None);
+    }
+    if let Some(base) = &s.baseline {
+        use agentloop_core::exec::surface;
+        let changes = surface::check(&ws.root, base, &surface::Rules::for_run(&ws.root, s))?;
+        if !changes.is_empty() {
+            let list: Vec<String> = changes.iter().map(|c| c.describe()).collect();
+            return Ok(Some(format!(
+                "agentloop: task {} is not complete: files that verify it changed since the run began: {}. Put them back; a person who wants the change runs `agentloop verify-surface --accept`.",
+                task.id,
+                list.join(", ")
+            )));
+        }
+    }
     let commands: Vec<String> = task
         .verify
         .iter()
@@ -44,8 +63,17 @@ pub(super) fn task_completed(input: &TaskCompleted) -> Result<Option<String>, St
     let dir = run.path.join("team");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let config = run_config(&ws, &loaded)?;
+    // The checks run on a clean copy of the work, as the driver's do.
+    let copy = agentloop_core::exec::clean_copy::CleanCopy::for_run(&ws.root, &run.id)
+        .filter(|_| s.settings.clean_copy);
+    let workdir = match &copy {
+        Some(c) => c
+            .refresh(s.baseline.as_ref(), &s.settings.carry)
+            .map(|_| c.dir.clone())?,
+        None => ws.root.clone(),
+    };
     let runner = Runner {
-        workdir: &ws.root,
+        workdir: &workdir,
         timeout: config.verify.timeout,
         output_cap: config.verify.output_cap,
         log: &dir.join(format!("{}-verify.log", task.id)),
@@ -66,6 +94,12 @@ pub(super) fn task_completed(input: &TaskCompleted) -> Result<Option<String>, St
             task.id
         )));
     }
+    let mut w = loaded.writer(&run).map_err(|e| e.to_string())?;
+    w.append(&Event::TeamTaskCompleted {
+        task: task.id.clone(),
+        teammate: input.teammate_name.clone(),
+    })
+    .map_err(|e| e.to_string())?;
     Ok(None)
 }
 
