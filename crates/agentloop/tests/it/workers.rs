@@ -252,41 +252,43 @@ fn sigkill_with_four_workers_at_every_journal_append_then_resume() {
     assert_eq!(reference.run(&["run", "--quiet"]).code, Some(0));
     let total = events(&reference).len() as u64;
     let mut kill_points = 0;
+    // Before and after every journal append, alternately (each seq once).
     for seq in 2..=total {
+        let point = if seq % 2 == 0 {
+            "after-append"
+        } else {
+            "before-append"
+        };
         let p = project(FOUR, body, "");
         let out = p
             .cmd(&["run", "--quiet"])
-            .env("AGENTLOOP_FAILPOINT", format!("after-append:{seq}"))
+            .env("AGENTLOOP_FAILPOINT", format!("{point}:{seq}"))
             .output()
             .unwrap();
         if out.status.signal() == Some(9) {
             kill_points += 1;
-            assert_eq!(
-                p.run(&["journal", "verify"]).code,
-                Some(0),
-                "after-append:{seq}"
-            );
+            assert_eq!(p.run(&["journal", "verify"]).code, Some(0), "{point}:{seq}");
             if p.status()["status"] != "completed" {
                 let r = p.run(&["resume", "--quiet"]);
-                assert_eq!(r.code, Some(0), "after-append:{seq}: {}", r.stderr);
+                assert_eq!(r.code, Some(0), "{point}:{seq}: {}", r.stderr);
             }
         } else {
             assert_eq!(
                 out.status.code(),
                 Some(0),
-                "after-append:{seq}: {}",
+                "{point}:{seq}: {}",
                 String::from_utf8_lossy(&out.stderr)
             );
         }
         let s = p.status();
-        assert_eq!(s["status"], "completed", "after-append:{seq}");
+        assert_eq!(s["status"], "completed", "{point}:{seq}");
         let ev = events(&p);
         // Every task done exactly once, one merge commit each on the branch.
         let completed = ev
             .iter()
             .filter(|e| e["kind"] == "iteration_finished" && e["data"]["outcome"] == "completed")
             .count();
-        assert_eq!(completed, 4, "after-append:{seq}");
+        assert_eq!(completed, 4, "{point}:{seq}");
         let branch = integration(&p);
         // On the integration branch's own line (a task branch brought up to date has
         // merges of its own), one merge per task.
@@ -306,7 +308,7 @@ fn sigkill_with_four_workers_at_every_journal_append_then_resume() {
                 "agentloop: T3 Three",
                 "agentloop: T4 Four"
             ],
-            "after-append:{seq}: duplicate or lost merge"
+            "{point}:{seq}: duplicate or lost merge"
         );
         nothing_left(&p);
     }
