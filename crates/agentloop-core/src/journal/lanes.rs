@@ -3,7 +3,8 @@
 
 use serde::Serialize;
 
-use super::state::{MergeState, OpenIteration, RunState};
+use super::integration::MergeState;
+use super::state::{OpenIteration, RunState};
 
 /// Where an iteration in progress is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

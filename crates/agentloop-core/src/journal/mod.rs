@@ -5,6 +5,7 @@
 mod baseline;
 mod control;
 mod event;
+mod integration;
 mod lanes;
 mod progress;
 mod seal;
@@ -12,15 +13,16 @@ mod state;
 mod store;
 mod surface;
 mod task;
+mod verdict;
+mod workers;
 
 pub use baseline::*;
 pub use event::*;
+pub use integration::{Integration, MergeState};
 pub use lanes::{Lane, Phase};
 pub use progress::render as render_progress;
 pub use seal::{key_path, seal, verifies};
-pub use state::{
-    FoldError, Integration, MergeState, OpenIteration, RunState, STATE_VERSION, StopKind,
-};
+pub use state::{FoldError, OpenIteration, RunState, STATE_VERSION, StopKind};
 pub use store::{
     Appended, Contents, JournalError, MAX_LINE_BYTES, Record, SCHEMA_VERSION, Scan, Writer, encode,
     read, read_first, read_from, scan,

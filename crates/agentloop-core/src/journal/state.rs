@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 
 use super::event::*;
+use super::integration::{Integration, MergeState};
 use super::store::Record;
 use super::task::{TaskState, TaskStatus};
 use crate::config::Settings;
@@ -43,39 +44,6 @@ pub struct OpenIteration {
     /// A run with workers: the verified work's way onto the integration branch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge: Option<MergeState>,
-}
-
-/// Where a verified iteration of a run with workers is in the merge queue.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub enum MergeState {
-    /// Being merged onto `head` and checked.
-    Started {
-        head: String,
-    },
-    Merged {
-        commit: String,
-    },
-    Failed {
-        conflict: bool,
-        reason: String,
-        digest: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        fingerprint: Option<String>,
-    },
-}
-
-/// The integration branch of a run with workers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Integration {
-    pub branch: String,
-    /// The commit it was made from.
-    pub base: String,
-    /// Where it is now.
-    pub head: String,
-    /// The checked-out branch was fast-forwarded to it.
-    #[serde(default)]
-    pub landed: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -442,43 +410,9 @@ impl RunState {
                 iteration,
                 agent,
                 ..
-            } => {
-                match (agent, self.settings.in_worktrees()) {
-                    // Workers share an agent's account: that agent's tasks wait, others go on.
-                    (Some(a), true) => {
-                        self.agent_limits.insert(a.clone(), *until_ms);
-                    }
-                    _ => self.limit_until_ms = Some(*until_ms),
-                }
-                self.limit_message = Some(message.clone());
-                self.limit_streak += 1;
-                let open = match iteration {
-                    Some(i) => self.open_mut(*i),
-                    None => self.running.first_mut(),
-                };
-                if let Some(open) = open {
-                    open.limited = true;
-                }
-            }
-            Event::TeamTaskCompleted { task, .. } => {
-                let gate_after = self.needs_gate_after(task);
-                if let Some(t) = self.task_mut(task)
-                    && t.status != TaskStatus::Done
-                {
-                    t.status = TaskStatus::Done;
-                    t.last_digest = None;
-                    t.reset_ladder();
-                    t.clear_history();
-                    // Pair mode: a person reviews it at the gate after the task.
-                    t.gate_after_pending = gate_after;
-                }
-            }
-            Event::AgentLimitOver { agent } => {
-                self.agent_limits.remove(agent);
-                if self.agent_limits.is_empty() {
-                    self.limit_message = None;
-                }
-            }
+            } => self.limit_hit(*until_ms, message, *iteration, agent.as_deref()),
+            Event::TeamTaskCompleted { task, .. } => self.team_task_completed(task),
+            Event::AgentLimitOver { agent } => self.agent_limit_over(agent),
             Event::ForgeryIgnored(f) => {
                 if !self.forged.contains(f) {
                     self.forged.push(f.clone());
@@ -497,51 +431,25 @@ impl RunState {
             }
             Event::ControlRefused { .. } => self.refused_requests += 1,
             Event::BaselineRecorded { files } => self.baseline_recorded(files),
-            Event::IntegrationStarted { branch, base } => {
-                self.integration = Some(Integration {
-                    branch: branch.clone(),
-                    base: base.clone(),
-                    head: base.clone(),
-                    landed: false,
-                });
-            }
-            Event::MergeStarted { iteration, head } => {
-                if let Some(open) = self.open_mut(*iteration) {
-                    open.merge = Some(MergeState::Started { head: head.clone() });
-                }
-            }
-            Event::Merged { iteration, commit } => {
-                if let Some(open) = self.open_mut(*iteration) {
-                    open.merge = Some(MergeState::Merged {
-                        commit: commit.clone(),
-                    });
-                }
-                if let Some(i) = &mut self.integration {
-                    i.head = commit.clone();
-                }
-            }
+            Event::IntegrationStarted { branch, base } => self.integration_started(branch, base),
+            Event::MergeStarted { iteration, head } => self.merge_started(*iteration, head),
+            Event::Merged { iteration, commit } => self.merged(*iteration, commit),
             Event::MergeFailed {
                 iteration,
                 conflict,
                 reason,
                 digest,
                 fingerprint,
-            } => {
-                if let Some(open) = self.open_mut(*iteration) {
-                    open.merge = Some(MergeState::Failed {
-                        conflict: *conflict,
-                        reason: reason.clone(),
-                        digest: digest.clone(),
-                        fingerprint: fingerprint.clone(),
-                    });
-                }
-            }
-            Event::Landed { commit, .. } => {
-                if let Some(i) = &mut self.integration {
-                    i.landed = true;
-                    i.head = commit.clone();
-                }
-            }
+            } => self.merge_failed(
+                *iteration,
+                MergeState::Failed {
+                    conflict: *conflict,
+                    reason: reason.clone(),
+                    digest: digest.clone(),
+                    fingerprint: fingerprint.clone(),
+                },
+            ),
+            Event::Landed { commit, .. } => self.landed(commit),
             Event::SurfaceChecked { iteration, changes } => {
                 self.surface_checked(*iteration, changes)
             }
@@ -565,121 +473,7 @@ impl RunState {
         }
     }
 
-    fn finish_iteration(&mut self, f: &IterationFinished, time_ms: u64) {
-        let Some(at) = self
-            .running
-            .iter()
-            .position(|o| o.started.iteration == f.iteration)
-        else {
-            return;
-        };
-        let open = self.running.remove(at);
-        self.active_ms += time_ms.saturating_sub(open.started_ms);
-        if f.outcome != Outcome::Limited && f.outcome != Outcome::Aborted {
-            self.limit_streak = 0;
-        }
-        if f.outcome == Outcome::Aborted {
-            self.aborted += 1;
-        }
-        let task_id = open.started.task.clone();
-        let gate_after = self.needs_gate_after(&task_id);
-        let iteration_cost = open.agent.as_ref().map(|a| a.cost_usd).unwrap_or(0.0);
-        let Some(t) = self.task_mut(&task_id) else {
-            return;
-        };
-        // Skipped while the iteration ran: the skip stands unless the work got done.
-        let skipped = t.status == TaskStatus::Skipped;
-        match f.outcome {
-            Outcome::Completed => {
-                t.status = TaskStatus::Done;
-                t.completed_iteration = Some(f.iteration);
-                t.commit = f.commit.clone();
-                t.last_digest = None;
-                t.reset_ladder();
-                t.clear_history();
-                t.gate_after_pending = gate_after;
-            }
-            Outcome::Failed => {
-                t.status = TaskStatus::Pending;
-                t.failed_cost_usd = add_usd(t.failed_cost_usd, iteration_cost);
-                t.last_digest = f.digest.clone().or_else(|| Some(f.reason.clone()));
-                let fp = f
-                    .fingerprint
-                    .clone()
-                    .or_else(|| open.verify.as_ref().and_then(|v| v.fingerprint.clone()));
-                t.agent_failing = f.agent_failed;
-                match (&fp, &t.last_fingerprint) {
-                    (Some(a), Some(b)) if a == b => t.same_failure += 1,
-                    (Some(_), _) => t.same_failure = 1,
-                    (None, _) => t.same_failure = 0,
-                }
-                if let Some(fp) = &fp
-                    && !t.fingerprints.contains(fp)
-                {
-                    if !t.fingerprints.is_empty() {
-                        t.progress += 1;
-                    }
-                    t.fingerprints.push(fp.clone());
-                }
-                t.last_fingerprint = fp;
-                if let Some(a) = &open.agent {
-                    // Back to a tree this task had already produced: going in circles.
-                    if let Some(tree) = a
-                        .tree_after
-                        .as_ref()
-                        .filter(|_| !a.changed_files.is_empty())
-                    {
-                        if t.trees.contains(tree) {
-                            t.revisits += 1;
-                        } else {
-                            t.trees.push(tree.clone());
-                        }
-                    }
-                    let unchanged = a.changed_files.is_empty() && !f.agent_failed;
-                    t.no_change = if unchanged { t.no_change + 1 } else { 0 };
-                    // A process that failed (a timeout, a crash) is a failure, not silence.
-                    t.no_output = if a.output_bytes == 0 && !f.agent_failed {
-                        t.no_output + 1
-                    } else {
-                        0
-                    };
-                }
-            }
-            Outcome::Blocked => {
-                t.status = TaskStatus::Blocked;
-                t.question = open.agent.as_ref().and_then(|a| a.signals.blocked.clone());
-                t.failed_cost_usd = add_usd(t.failed_cost_usd, iteration_cost);
-                t.blocked = Some(f.reason.clone());
-            }
-            Outcome::Replanned => {
-                // The task may have been replaced by the replan; if it is still there it starts over.
-                t.status = TaskStatus::Pending;
-                t.failed_cost_usd = add_usd(t.failed_cost_usd, iteration_cost);
-                t.reset_ladder();
-            }
-            Outcome::Aborted | Outcome::Limited => {
-                t.status = TaskStatus::Pending;
-                t.attempts = t.attempts.saturating_sub(1);
-                t.tries = t.tries.saturating_sub(1);
-                if let Some(n) = t.tried.get_mut(&open.started.kind) {
-                    *n = n.saturating_sub(1);
-                }
-                t.failed_cost_usd = add_usd(t.failed_cost_usd, iteration_cost);
-            }
-        }
-        if skipped && f.outcome != Outcome::Completed {
-            t.status = TaskStatus::Skipped;
-            t.gate_after_pending = false;
-        }
-        // Steer notes given to an aborted iteration are not lost.
-        if f.outcome == Outcome::Aborted {
-            let mut notes = open.started.steer.clone();
-            notes.append(&mut self.steer);
-            self.steer = notes;
-        }
-    }
-
-    fn needs_gate_after(&self, id: &str) -> bool {
+    pub(super) fn needs_gate_after(&self, id: &str) -> bool {
         let task = self.plan_task(id);
         task.is_some_and(|t| t.gate == Some(GatePoint::After))
             || match self.mode_of(id) {

@@ -1,0 +1,95 @@
+//! How a run with workers moves the state: its integration branch, the merge queue,
+//! the usage limits of each agent's account, and tasks an agent team completed.
+
+use super::integration::{Integration, MergeState};
+use super::state::RunState;
+use super::task::TaskStatus;
+
+impl RunState {
+    pub(super) fn integration_started(&mut self, branch: &str, base: &str) {
+        self.integration = Some(Integration {
+            branch: branch.to_string(),
+            base: base.to_string(),
+            head: base.to_string(),
+            landed: false,
+        });
+    }
+
+    pub(super) fn merge_started(&mut self, iteration: u32, head: &str) {
+        if let Some(open) = self.open_mut(iteration) {
+            open.merge = Some(MergeState::Started {
+                head: head.to_string(),
+            });
+        }
+    }
+
+    pub(super) fn merged(&mut self, iteration: u32, commit: &str) {
+        if let Some(open) = self.open_mut(iteration) {
+            open.merge = Some(MergeState::Merged {
+                commit: commit.to_string(),
+            });
+        }
+        if let Some(i) = &mut self.integration {
+            i.head = commit.to_string();
+        }
+    }
+
+    pub(super) fn merge_failed(&mut self, iteration: u32, failed: MergeState) {
+        if let Some(open) = self.open_mut(iteration) {
+            open.merge = Some(failed);
+        }
+    }
+
+    pub(super) fn landed(&mut self, commit: &str) {
+        if let Some(i) = &mut self.integration {
+            i.landed = true;
+            i.head = commit.to_string();
+        }
+    }
+
+    pub(super) fn limit_hit(
+        &mut self,
+        until_ms: u64,
+        message: &str,
+        iteration: Option<u32>,
+        agent: Option<&str>,
+    ) {
+        match (agent, self.settings.in_worktrees()) {
+            // Workers share an agent's account: that agent's tasks wait, others go on.
+            (Some(a), true) => {
+                self.agent_limits.insert(a.to_string(), until_ms);
+            }
+            _ => self.limit_until_ms = Some(until_ms),
+        }
+        self.limit_message = Some(message.to_string());
+        self.limit_streak += 1;
+        let open = match iteration {
+            Some(i) => self.open_mut(i),
+            None => self.running.first_mut(),
+        };
+        if let Some(open) = open {
+            open.limited = true;
+        }
+    }
+
+    pub(super) fn agent_limit_over(&mut self, agent: &str) {
+        self.agent_limits.remove(agent);
+        if self.agent_limits.is_empty() {
+            self.limit_message = None;
+        }
+    }
+
+    pub(super) fn team_task_completed(&mut self, task: &str) {
+        let gate_after = self.needs_gate_after(task);
+        if let Some(t) = self.task_mut(task)
+            && t.status != TaskStatus::Done
+        {
+            t.status = TaskStatus::Done;
+            t.last_digest = None;
+            t.reset_ladder();
+            t.clear_history();
+            // Pair mode: a person reviews it at the gate after the task.
+            t.gate_after_pending = gate_after;
+        }
+    }
+}
