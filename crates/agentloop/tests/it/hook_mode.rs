@@ -43,6 +43,9 @@ pub(crate) fn claude(p: &Project, server: &MockServer) -> Command {
     .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
     .env("CLAUDE_CODE_MAX_RETRIES", "0")
     .env("CLAUDE_CONFIG_DIR", &home)
+    // A home of its own: the login shells its Bash tool starts read no profile of
+    // this machine's (a slow or broken one would be the test's problem otherwise).
+    .env("HOME", &home)
     .env("NO_COLOR", "1")
     .env("XDG_CONFIG_HOME", p.path().join(".xdg-none"))
     // The hooks it runs share the project's agentloop state (and journal key).

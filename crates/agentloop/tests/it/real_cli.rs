@@ -59,7 +59,9 @@ impl Cli {
     }
 
     /// The `agentloop.toml` tables that run this CLI against `server`, with its
-    /// configuration home in `home`.
+    /// configuration home in `home`, which is also its `HOME`: the login shells its
+    /// shell tool starts then read no profile of this machine's (a slow one, like a
+    /// pyenv rehash waiting a minute on a stale lock, would be every test's problem).
     pub fn config(self, server: &MockServer, home: &Path) -> String {
         match self {
             Cli::Claude => format!(
@@ -78,6 +80,7 @@ CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1"
 CLAUDE_CODE_MAX_RETRIES = "0"
 CLAUDE_CONFIG_DIR = "{}"
 DISABLE_AUTOUPDATER = "1"
+HOME = "{1}"
 "#,
                 server.url(),
                 home.display()
@@ -102,7 +105,8 @@ sandbox = "danger-full-access"
 timeout = "120s"
 
 [agents.codex.env]
-CODEX_HOME = "{}"
+CODEX_HOME = "{0}"
+HOME = "{0}"
 MOCK_API_KEY = "not-a-real-key"
 
 [prices.mock-model]
