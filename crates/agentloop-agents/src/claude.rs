@@ -7,6 +7,7 @@ use agentloop_core::config::AgentConfig;
 use agentloop_core::values::Usage;
 use serde_json::Value;
 
+use crate::Invocation;
 use crate::cli::{CliKind, PromptIn, base_argv, keep};
 use crate::parsed::{Parsed, classify, json_lines, u64_at};
 
@@ -30,12 +31,14 @@ pub const CLI: CliKind = CliKind {
     install: "npm install -g @anthropic-ai/claude-code",
     prompt: PromptIn::Stdin,
     argv,
+    env: &[],
+    own_files: &[],
     parse: parse_stream_json,
     finish: keep,
 };
 
 /// The command line, without a shell; the prompt goes on stdin.
-pub fn argv(c: &AgentConfig, _prompt: &str) -> Vec<String> {
+pub fn argv(c: &AgentConfig, _inv: &Invocation<'_>) -> Vec<String> {
     let mut argv = base_argv("claude", c);
     argv.extend(["-p", "--output-format", "stream-json", "--verbose"].map(String::from));
     if let Some(m) = &c.model {

@@ -1,6 +1,7 @@
 //! Running an agent CLI for one iteration: shared by every adapter, which only says
 //! how to build the command line and how to read the output.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::time::Duration;
 
@@ -11,11 +12,12 @@ use agentloop_core::journal::{AgentError, AgentErrorKind};
 use crate::parsed::Parsed;
 use crate::{Agent, AgentRun, Invocation};
 
-/// Where the prompt goes.
+/// Where the prompt goes: never the command line, where a long prompt cannot start
+/// the program (the kernel's limit on one argument is 128 KiB).
 pub enum PromptIn {
     Stdin,
-    /// Already placed in the command line.
-    Argv,
+    /// `prompt.md` of the iteration, named in the command line.
+    File,
 }
 
 /// What an adapter says about its CLI: how to call it and how to read what it prints.
@@ -25,8 +27,14 @@ pub struct CliKind {
     /// How to install it, for the message when it cannot be started.
     pub install: &'static str,
     pub prompt: PromptIn,
-    /// The command line for an iteration (the prompt is used when it goes by argument).
-    pub argv: fn(&AgentConfig, &str) -> Vec<String>,
+    /// The command line for an iteration.
+    pub argv: fn(&AgentConfig, &Invocation<'_>) -> Vec<String>,
+    /// Variables it needs to run headless in a fresh repository (the user's own `env`
+    /// for the agent wins).
+    pub env: &'static [(&'static str, &'static str)],
+    /// Files it keeps in the work tree for itself (gitignore patterns): never the
+    /// agent's changes.
+    pub own_files: &'static [&'static str],
     pub parse: fn(&str) -> Parsed,
     /// A last look at the run (exit codes that mean something to this CLI).
     pub finish: fn(&mut AgentRun),
@@ -39,8 +47,8 @@ pub fn keep(_: &mut AgentRun) {}
 pub struct CliAgent {
     pub name: String,
     pub config: AgentConfig,
-    /// For CLIs that report tokens but no cost.
-    pub price: Option<Price>,
+    /// `[prices]`, for CLIs that report tokens but no cost.
+    pub prices: BTreeMap<String, Price>,
     pub cli: &'static CliKind,
 }
 
@@ -54,15 +62,44 @@ impl Agent for CliAgent {
         (self.cli.finish)(&mut run);
         run
     }
+
+    fn own_files(&self) -> &'static [&'static str] {
+        self.cli.own_files
+    }
 }
 
 impl CliAgent {
+    /// The cost of what the CLI reported without one, from `[prices]`: per model
+    /// where it says which models answered (Gemini's routing picks them), else at the
+    /// configured model's price.
+    fn priced(&self, p: &Parsed) -> f64 {
+        let per_model: Vec<f64> = p
+            .by_model
+            .iter()
+            .filter_map(|(model, usage)| Some(self.prices.get(model)?.cost(usage)))
+            .collect();
+        if !per_model.is_empty() {
+            return per_model.iter().sum();
+        }
+        self.config
+            .model
+            .as_ref()
+            .and_then(|m| self.prices.get(m))
+            .map(|price| price.cost(&p.usage))
+            .unwrap_or(0.0)
+    }
+
     fn run_cli(&self, inv: &Invocation<'_>, should_stop: &mut dyn FnMut() -> bool) -> AgentRun {
         let cli = self.cli;
-        let argv = (cli.argv)(&self.config, inv.prompt);
+        let argv = (cli.argv)(&self.config, inv);
         let program = argv.first().cloned().unwrap_or_default();
         let stdin = matches!(cli.prompt, PromptIn::Stdin).then(|| inv.prompt.as_bytes().to_vec());
         let mut spec = agent_spec(&self.config, inv, argv, stdin);
+        for (k, v) in cli.env {
+            if !self.config.env.contains_key(*k) {
+                spec.env.push(((*k).into(), (*v).into()));
+            }
+        }
         spec.tail_bytes = 4 * 1024 * 1024;
         let f = match supervise::run(spec, should_stop) {
             Ok(f) => f,
@@ -87,8 +124,11 @@ impl CliAgent {
                 .as_ref()
                 .filter(|e| e.kind == AgentErrorKind::RateLimit)
         {
-            p.resets_at_ms = crate::parsed::reset_from_text(&e.message, &jiff::Zoned::now());
+            let now = jiff::Zoned::now();
+            p.resets_at_ms = crate::parsed::reset_from_text(&e.message, &now)
+                .or_else(|| crate::parsed::retry_in_from_text(&e.message, &now));
         }
+        let cost_usd = p.cost_usd.unwrap_or_else(|| self.priced(&p));
         let error = if f.timed_out {
             Some(AgentError {
                 kind: AgentErrorKind::Timeout,
@@ -112,10 +152,6 @@ impl CliAgent {
         } else {
             p.error
         };
-        let cost_usd = p
-            .cost_usd
-            .or_else(|| self.price.map(|price| price.cost(&p.usage)))
-            .unwrap_or(0.0);
         AgentRun {
             finished: f,
             final_message: p.final_message,

@@ -4,6 +4,7 @@ use agentloop_core::config::AgentConfig;
 use agentloop_core::values::Usage;
 use serde_json::Value;
 
+use crate::Invocation;
 use crate::cli::{CliKind, PromptIn, base_argv, keep};
 use crate::parsed::{Parsed, classify, json_lines, u64_at};
 
@@ -14,12 +15,14 @@ pub const CLI: CliKind = CliKind {
     install: "npm install -g @openai/codex",
     prompt: PromptIn::Stdin,
     argv,
+    env: &[],
+    own_files: &[],
     parse: parse_exec_json,
     finish: keep,
 };
 
 /// The command line, without a shell; the prompt goes on stdin.
-pub fn argv(c: &AgentConfig, _prompt: &str) -> Vec<String> {
+pub fn argv(c: &AgentConfig, _inv: &Invocation<'_>) -> Vec<String> {
     let mut argv = base_argv("codex", c);
     argv.extend(["exec", "--json", "--skip-git-repo-check"].map(String::from));
     if let Some(m) = &c.model {

@@ -1,36 +1,36 @@
-//! Gemini CLI: `gemini -p PROMPT -o stream-json --approval-mode=yolo`. Events `init`,
-//! `message` (assistant chunks with `delta`), `tool_use`, `tool_result`, `error`, and
-//! a final `result` with `status` and `stats`. Tokens, no cost.
+//! Gemini CLI: `gemini -o stream-json --approval-mode=yolo`, the prompt on stdin (it
+//! runs headless when stdin is not a terminal). Events `init`, `message` (assistant
+//! chunks with `delta`), `tool_use`, `tool_result`, `error`, and a final `result` with
+//! `status` and `stats` (per model under `models`: its router picks them). Tokens, no
+//! cost.
 
 use agentloop_core::config::AgentConfig;
-use agentloop_core::journal::AgentErrorKind;
+use agentloop_core::journal::{AgentError, AgentErrorKind};
 use agentloop_core::values::Usage;
 use serde_json::Value;
 
-use crate::AgentRun;
 use crate::cli::{CliKind, PromptIn, base_argv};
 use crate::parsed::{Parsed, classify, json_lines, u64_at};
+use crate::{AgentRun, Invocation};
 
-/// `gemini -p PROMPT -o stream-json`, the prompt by argument.
+/// `gemini -o stream-json`, the prompt on stdin, in a folder it trusts.
 pub const CLI: CliKind = CliKind {
     kind: "gemini",
     install: "npm install -g @google/gemini-cli",
-    prompt: PromptIn::Argv,
+    prompt: PromptIn::Stdin,
     argv,
+    // Headless runs refuse a folder the user has not trusted (exit 55); agentloop's
+    // work tree is one by definition.
+    env: &[("GEMINI_CLI_TRUST_WORKSPACE", "true")],
+    own_files: &[],
     parse: parse_stream_json,
     finish,
 };
 
-/// The command line, without a shell.
-pub fn argv(c: &AgentConfig, prompt: &str) -> Vec<String> {
+/// The command line, without a shell; the prompt goes on stdin.
+pub fn argv(c: &AgentConfig, _inv: &Invocation<'_>) -> Vec<String> {
     let mut argv = base_argv("gemini", c);
-    argv.extend([
-        "-p".into(),
-        prompt.to_string(),
-        "-o".into(),
-        "stream-json".into(),
-        "--approval-mode=yolo".into(),
-    ]);
+    argv.extend(["-o", "stream-json", "--approval-mode=yolo"].map(String::from));
     if let Some(m) = &c.model {
         argv.extend(["-m".into(), m.clone()]);
     }
@@ -38,20 +38,59 @@ pub fn argv(c: &AgentConfig, prompt: &str) -> Vec<String> {
     argv
 }
 
-/// Gemini's exit codes say what kind of failure it was when its output did not.
+/// Gemini's exit codes say what kind of failure it was when its output did not, and
+/// what to do about it.
 fn finish(run: &mut AgentRun) {
-    if let Some(kind) = run.finished.exit_code.and_then(error_for_exit)
-        && run
-            .error
-            .as_ref()
-            .is_none_or(|e| e.kind == AgentErrorKind::Other)
-    {
-        let message = format!(
-            "gemini exited {}: authentication failed",
-            run.finished.exit_code.unwrap_or(0)
-        );
-        run.error = Some(agentloop_core::journal::AgentError { kind, message });
+    let Some(code) = run.finished.exit_code else {
+        return;
+    };
+    let Some((kind, meaning)) = exit_meaning(code) else {
+        return;
+    };
+    match &mut run.error {
+        Some(e) if e.kind != AgentErrorKind::Other => {}
+        Some(e) => {
+            e.kind = kind;
+            e.message = format!("gemini exited {code} ({meaning}): {}", e.message);
+        }
+        None => {
+            run.error = Some(AgentError {
+                kind,
+                message: format!("gemini exited {code}: {meaning}"),
+            })
+        }
     }
+}
+
+/// What Gemini's exit codes mean: the documented ones, and those 0.61.0 was seen to use.
+pub fn exit_meaning(code: i32) -> Option<(AgentErrorKind, &'static str)> {
+    Some(match code {
+        41 => (
+            AgentErrorKind::Auth,
+            "authentication failed: set GEMINI_API_KEY (or GOOGLE_API_KEY with Vertex AI) and choose the matching auth type in ~/.gemini/settings.json",
+        ),
+        42 => (AgentErrorKind::Other, "the input was refused"),
+        52 => (
+            AgentErrorKind::Other,
+            "its configuration is invalid (~/.gemini/settings.json or .gemini/settings.json)",
+        ),
+        53 => (AgentErrorKind::Other, "it reached its turn limit"),
+        54 => (AgentErrorKind::Other, "a tool failed"),
+        55 => (
+            AgentErrorKind::Other,
+            "the folder is not trusted; set GEMINI_CLI_TRUST_WORKSPACE=true or pass --skip-trust",
+        ),
+        130 => (AgentErrorKind::Other, "interrupted"),
+        145 => (
+            AgentErrorKind::Auth,
+            "the API refused the key (HTTP 401): check GEMINI_API_KEY",
+        ),
+        173 => (
+            AgentErrorKind::RateLimit,
+            "rate limited (HTTP 429, resource exhausted)",
+        ),
+        _ => return None,
+    })
 }
 
 pub fn parse_stream_json(text: &str) -> Parsed {
@@ -79,13 +118,15 @@ pub fn parse_stream_json(text: &str) -> Parsed {
             Some("error") => last_error = s("message"),
             Some("result") => {
                 let stats = v.get("stats").unwrap_or(&Value::Null);
-                let cached = u64_at(stats, "cached").max(u64_at(stats, "cached_input_tokens"));
-                p.usage = Usage {
-                    input_tokens: u64_at(stats, "input_tokens").saturating_sub(cached),
-                    cached_input_tokens: cached,
-                    cache_write_tokens: 0,
-                    output_tokens: u64_at(stats, "output_tokens"),
-                };
+                p.usage = usage_of(stats);
+                p.by_model = stats
+                    .get("models")
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten()
+                    .map(|(model, s)| (model.clone(), usage_of(s)))
+                    .filter(|(_, u)| u.total() > 0)
+                    .collect();
                 if s("status").as_deref() == Some("error") {
                     let message = v
                         .pointer("/error/message")
@@ -103,11 +144,14 @@ pub fn parse_stream_json(text: &str) -> Parsed {
     p
 }
 
-/// Gemini's documented exit codes say what kind of failure it was.
-pub fn error_for_exit(code: i32) -> Option<AgentErrorKind> {
-    match code {
-        41 => Some(AgentErrorKind::Auth),
-        _ => None,
+/// `input_tokens` counts the cached ones too.
+fn usage_of(stats: &Value) -> Usage {
+    let cached = u64_at(stats, "cached").max(u64_at(stats, "cached_input_tokens"));
+    Usage {
+        input_tokens: u64_at(stats, "input_tokens").saturating_sub(cached),
+        cached_input_tokens: cached,
+        cache_write_tokens: 0,
+        output_tokens: u64_at(stats, "output_tokens"),
     }
 }
 
@@ -143,6 +187,20 @@ mod tests {
     }
 
     #[test]
+    fn the_real_gemini_names_the_models_its_router_picked() {
+        let p = parse_stream_json(include_str!(
+            "../fixtures/gemini-0.61.0/stream-json-routed.jsonl"
+        ));
+        assert_eq!(p.final_message, "Done.\nTASK_COMPLETE");
+        assert_eq!(p.usage.input_tokens, 300);
+        assert_eq!(p.usage.cached_input_tokens, 70);
+        // The router's own model used no tokens and is left out.
+        assert_eq!(p.by_model.len(), 1);
+        assert_eq!(p.by_model[0].0, "gemini-3.1-pro-preview");
+        assert_eq!(p.by_model[0].1, p.usage);
+    }
+
+    #[test]
     fn quota_errors_are_limits() {
         let text = r#"{"type":"error","severity":"error","message":"Quota exceeded for quota metric 'Generate Content API requests per minute' (429)"}
 {"type":"result","status":"error","error":{"type":"api","message":"You have exhausted your daily quota; rate limit reached"},"stats":{}}"#;
@@ -150,6 +208,9 @@ mod tests {
             parse_stream_json(text).error.unwrap().kind,
             AgentErrorKind::RateLimit
         );
-        assert_eq!(error_for_exit(41), Some(AgentErrorKind::Auth));
+        assert_eq!(exit_meaning(41).unwrap().0, AgentErrorKind::Auth);
+        assert_eq!(exit_meaning(145).unwrap().0, AgentErrorKind::Auth);
+        assert_eq!(exit_meaning(173).unwrap().0, AgentErrorKind::RateLimit);
+        assert!(exit_meaning(55).unwrap().1.contains("not trusted"));
     }
 }

@@ -53,6 +53,11 @@ pub trait Agent: Send {
     fn name(&self) -> &str;
     /// Runs one iteration; `should_stop` is polled and ends the agent's process group.
     fn run(&self, inv: &Invocation<'_>, should_stop: &mut dyn FnMut() -> bool) -> AgentRun;
+    /// Files the program keeps in the work tree for itself (gitignore patterns), kept
+    /// out of the agent's changes and commits.
+    fn own_files(&self) -> &'static [&'static str] {
+        &[]
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -116,15 +121,10 @@ fn build(config: &Config, name: &str, ac: &AgentConfig) -> Result<Box<dyn Agent>
             });
         }
     };
-    let price = ac
-        .model
-        .as_ref()
-        .and_then(|m| config.prices.get(m))
-        .copied();
     Ok(Box::new(cli::CliAgent {
         name: name.to_string(),
         config: ac.clone(),
-        price,
+        prices: config.prices.clone(),
         cli,
     }))
 }

@@ -1,33 +1,33 @@
-//! OpenCode: `opencode run MSG --format json --auto`. JSON lines `step_start`, `text`,
-//! `tool_use`, `step_finish` (with `part.cost` and `part.tokens`) and `error`.
+//! OpenCode: `opencode run --format json --auto`, the prompt on stdin. JSON lines
+//! `step_start`, `text`, `tool_use`, `step_finish` (with `part.cost` and
+//! `part.tokens`) and `error`. It waits out rate limits itself (it honours
+//! `retry-after`); its cost is 0 for a model its catalogue has no price for.
 
 use agentloop_core::config::AgentConfig;
 use agentloop_core::values::Usage;
 use serde_json::Value;
 
+use crate::Invocation;
 use crate::cli::{CliKind, PromptIn, base_argv, keep};
 use crate::parsed::{Parsed, classify, json_lines, u64_at};
 
-/// `opencode run PROMPT --format json --auto`.
+/// `opencode run --format json --auto`, the prompt on stdin.
 pub const CLI: CliKind = CliKind {
     kind: "opencode",
     install: "npm install -g opencode-ai",
-    prompt: PromptIn::Argv,
+    prompt: PromptIn::Stdin,
     argv,
+    // No update in the middle of a run.
+    env: &[("OPENCODE_DISABLE_AUTOUPDATE", "true")],
+    own_files: &[],
     parse: parse_json,
     finish: keep,
 };
 
-/// The command line, without a shell.
-pub fn argv(c: &AgentConfig, prompt: &str) -> Vec<String> {
+/// The command line, without a shell; the prompt goes on stdin.
+pub fn argv(c: &AgentConfig, _inv: &Invocation<'_>) -> Vec<String> {
     let mut argv = base_argv("opencode", c);
-    argv.extend([
-        "run".into(),
-        prompt.to_string(),
-        "--format".into(),
-        "json".into(),
-        "--auto".into(),
-    ]);
+    argv.extend(["run", "--format", "json", "--auto"].map(String::from));
     if let Some(m) = &c.model {
         argv.extend(["--model".into(), m.clone()]);
     }
@@ -88,7 +88,9 @@ pub fn parse_json(text: &str) -> Parsed {
         }
     }
     p.final_message = current.trim().to_string();
-    p.cost_usd = saw_cost.then_some(cost);
+    // A cost of 0 for tokens spent is a model without a price in its catalogue: then
+    // `[prices]` decides.
+    p.cost_usd = (saw_cost && (cost > 0.0 || p.usage.total() == 0)).then_some(cost);
     p
 }
 
@@ -120,6 +122,14 @@ mod tests {
             }
         );
         assert_eq!(p.tool_uses, vec!["bash"]);
+    }
+
+    #[test]
+    fn a_zero_cost_for_tokens_spent_leaves_the_price_to_the_table() {
+        let text = r#"{"type":"step_finish","sessionID":"s","part":{"type":"step-finish","tokens":{"total":130,"input":100,"output":10,"reasoning":0,"cache":{"write":0,"read":20}},"cost":0}}"#;
+        let p = parse_json(text);
+        assert_eq!(p.cost_usd, None);
+        assert_eq!(p.usage.input_tokens, 100);
     }
 
     #[test]

@@ -10,6 +10,8 @@ pub struct Parsed {
     /// The final message, where signals are read from.
     pub final_message: String,
     pub usage: Usage,
+    /// The usage of each model that answered, when the CLI says (for the price table).
+    pub by_model: Vec<(String, Usage)>,
     /// `None` when the CLI reports no cost (then a price table decides).
     pub cost_usd: Option<f64>,
     pub session_id: Option<String>,
@@ -33,12 +35,25 @@ pub fn classify(message: &str, status: Option<u64>) -> AgentError {
             .ok()
             .filter(|s| (400..600).contains(s))
     });
-    let kind = if status == Some(429)
+    // OpenAI's "You exceeded your current quota" comes as a 429 but waiting does not
+    // end it: money does.
+    let billing = m.contains("billing")
+        || m.contains("credit balance")
+        || m.contains("insufficient_quota")
+        || m.contains("exceeded your current quota");
+    let kind = if billing {
+        AgentErrorKind::Billing
+    } else if status == Some(429)
         || m.contains("rate limit")
         || m.contains("rate_limit")
+        || m.contains("ratelimiterror")
         || m.contains("usage limit")
         || m.contains("hit your")
         || m.contains("too many requests")
+        // Google's 429: "Resource has been exhausted (e.g. check quota)" is a rate
+        // limit, whatever it says about quota.
+        || m.contains("resource has been exhausted")
+        || m.contains("resource_exhausted")
     {
         AgentErrorKind::RateLimit
     } else if status == Some(529) || m.contains("overloaded") {
@@ -49,10 +64,13 @@ pub fn classify(message: &str, status: Option<u64>) -> AgentError {
         || m.contains("incorrect api key")
         || m.contains("invalid api key")
         || m.contains("invalid x-api-key")
+        || m.contains("invalid_api_key")
+        || m.contains("api key not valid")
+        || m.contains("unauthenticated")
         || m.contains("not logged in")
     {
         AgentErrorKind::Auth
-    } else if m.contains("billing") || m.contains("credit balance") || m.contains("quota") {
+    } else if m.contains("quota") {
         AgentErrorKind::Billing
     } else {
         AgentErrorKind::Other
@@ -71,6 +89,29 @@ pub fn json_lines(text: &str) -> impl Iterator<Item = serde_json::Value> + '_ {
 
 pub fn u64_at(v: &serde_json::Value, key: &str) -> u64 {
     v.get(key).and_then(serde_json::Value::as_u64).unwrap_or(0)
+}
+
+/// A relative wait in a rate-limit message ("Suggested retry after 1s.", "Please try
+/// again in 2.5s", "retry in 3 minutes"), as the Unix milliseconds it ends at.
+pub fn retry_in_from_text(message: &str, now: &jiff::Zoned) -> Option<u64> {
+    static RE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"(?i)(?:retry|try again)\s+(?:after|in)\s+(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?)\b",
+        )
+        .expect("the retry pattern is valid")
+    });
+    let c = RE.captures(message)?;
+    let n: f64 = c.get(1)?.as_str().parse().ok()?;
+    let unit = c.get(2)?.as_str().to_ascii_lowercase();
+    let ms = if unit.starts_with("ms") || unit.starts_with("milli") {
+        n
+    } else if unit.starts_with('m') {
+        n * 60_000.0
+    } else {
+        n * 1000.0
+    };
+    let at = now.timestamp().as_millisecond() as f64 + ms.max(0.0);
+    Some(at.ceil() as u64)
 }
 
 /// The reset time in a usage-limit message, as Unix milliseconds: "resets 3:45pm",
@@ -161,5 +202,50 @@ mod tests {
             Some("2026-11-22T14:00:00Z")
         );
         assert_eq!(at("rate limit, please try again later"), None);
+    }
+
+    #[test]
+    fn relative_waits_from_the_text() {
+        let now = zoned("2026-11-22T10:00:00+00:00[UTC]");
+        let base = now.timestamp().as_millisecond() as u64;
+        let after = |m: &str| retry_in_from_text(m, &now).map(|ms| ms - base);
+        assert_eq!(
+            after(
+                "[API Error: Resource has been exhausted (e.g. check quota).\nSuggested retry after 1s.]"
+            ),
+            Some(1000)
+        );
+        assert_eq!(
+            after("Rate limit reached for requests. Please try again in 2.5s."),
+            Some(2500)
+        );
+        assert_eq!(after("please retry in 3 minutes"), Some(180_000));
+        assert_eq!(after("Please try again in 250ms"), Some(250));
+        assert_eq!(after("try again later"), None);
+    }
+
+    #[test]
+    fn errors_of_every_cli_are_sorted() {
+        let kind = |m: &str| classify(m, None).kind;
+        assert_eq!(
+            kind("[API Error: Resource has been exhausted (e.g. check quota).]"),
+            AgentErrorKind::RateLimit,
+            "Gemini's 429 is a rate limit, not billing"
+        );
+        assert_eq!(
+            kind(
+                r#"[API Error: {"error":{"code":401,"message":"API key not valid. Please pass a valid API key.","status":"UNAUTHENTICATED"}}]"#
+            ),
+            AgentErrorKind::Auth
+        );
+        assert_eq!(
+            kind("Your credit balance is too low to access the API"),
+            AgentErrorKind::Billing
+        );
+        assert_eq!(
+            kind("You exceeded your current quota, please check your plan and billing details."),
+            AgentErrorKind::Billing
+        );
+        assert_eq!(kind("something else broke"), AgentErrorKind::Other);
     }
 }

@@ -297,6 +297,7 @@ function runPage(main, runId, selected) {
     }
     const row = iterations.find((i) => i.iteration === selected) || {};
     const tabs = [
+      ["Final message", row.final_message],
       ["Agent output", d.agent_log],
       ["Verification", d.verify_log],
       ["Prompt", d.prompt],
@@ -319,7 +320,7 @@ function runPage(main, runId, selected) {
       el("div", { class: "tabs", role: "tablist", "aria-label": "Iteration files" }, ...tabButtons),
       panel,
     );
-    pick(row.verified === false ? 1 : 0);
+    pick(row.verified === false ? 2 : row.final_message ? 0 : 1);
   }
 
   function drawCharts() {

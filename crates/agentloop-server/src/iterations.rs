@@ -37,6 +37,8 @@ pub(crate) async fn iterations(
                     rows[i]["cost_usd"] = json!(a.cost_usd);
                     rows[i]["tokens"] = json!(a.usage.total());
                     rows[i]["exit_code"] = json!(a.exit_code);
+                    rows[i]["final_message"] = json!(a.final_message);
+                    rows[i]["session_id"] = json!(a.session_id);
                 }
             }
             Event::VerifyFinished(v) => {

@@ -227,3 +227,42 @@ pub(crate) fn run_git(mut c: Command, input: Option<&[u8]>) -> Result<Vec<u8>, S
     }
     Ok(out.stdout)
 }
+
+/// Adds gitignore `patterns` to the repository's own, uncommitted exclude file
+/// (`info/exclude` in the common git directory, shared by its worktrees), under a line
+/// that says why; those already there are left alone. An agent program's bookkeeping
+/// files then never count as changes nor get committed, and the user's `.gitignore`
+/// is not touched.
+pub fn exclude_locally(workdir: &Path, patterns: &[&str], why: &str) -> std::io::Result<()> {
+    if patterns.is_empty() {
+        return Ok(());
+    }
+    let mut c = git(workdir);
+    c.args(["rev-parse", "--path-format=absolute", "--git-common-dir"]);
+    let Some(dir) = output(c) else {
+        return Ok(());
+    };
+    let file = Path::new(dir.trim()).join("info/exclude");
+    let current = std::fs::read_to_string(&file).unwrap_or_default();
+    let missing: Vec<&str> = patterns
+        .iter()
+        .copied()
+        .filter(|p| !current.lines().any(|l| l.trim() == *p))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let mut text = current;
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(&format!("# {why}\n"));
+    for p in missing {
+        text.push_str(p);
+        text.push('\n');
+    }
+    if let Some(parent) = file.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    crate::fsutil::write_atomic(&file, text.as_bytes())
+}

@@ -275,6 +275,10 @@ pub struct AgentFinished {
     pub head_after: Option<String>,
     #[serde(default)]
     pub changed_files: Vec<String>,
+    /// The end of the agent's final message (redacted; its last lines, as much as a
+    /// digest quotes): what it said it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_message: Option<String>,
     /// The end of what the agent wrote on standard error (redacted), kept when its
     /// process failed: where a crash says why.
     #[serde(default, skip_serializing_if = "Option::is_none")]

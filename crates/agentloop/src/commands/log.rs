@@ -53,6 +53,14 @@ fn print_record(r: &Record, as_json: bool) -> Result<(), CliError> {
     Ok(())
 }
 
+/// At most `max` characters of `s`, with "…" when cut.
+fn ellipsis(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_string(),
+    }
+}
+
 fn describe(e: &Event) -> String {
     match e {
         Event::RunCreated { run_id, plan, .. } => {
@@ -72,7 +80,7 @@ fn describe(e: &Event) -> String {
             )
         }
         Event::AgentFinished(a) => format!(
-            "iteration {} · {} · {} bytes · claimed complete: {} · {} changed · ${:.4}",
+            "iteration {} · {} · {} bytes · claimed complete: {} · {} changed · ${:.4}{}",
             a.iteration,
             match (a.timed_out, a.killed, a.signal, a.exit_code) {
                 (true, ..) => "timed out".to_string(),
@@ -84,7 +92,12 @@ fn describe(e: &Event) -> String {
             a.output_bytes,
             a.signals.complete,
             plural(a.changed_files.len(), "file", "files"),
-            a.cost_usd
+            a.cost_usd,
+            a.final_message
+                .as_deref()
+                .and_then(|m| m.lines().rev().find(|l| !l.trim().is_empty()))
+                .map(|l| format!(" · said “{}”", ellipsis(l.trim(), 80)))
+                .unwrap_or_default()
         ),
         Event::VerifyFinished(v) => format!(
             "iteration {} · {} · {}{}",

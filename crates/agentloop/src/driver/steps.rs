@@ -182,6 +182,7 @@ impl Driver {
     pub(super) fn iterate(&mut self, plan: IterationPlan) -> Result<(), CliError> {
         let agent = agentloop_agents::resolve(&self.config, &plan.agent)
             .map_err(|e| CliError::user(format!("task {}: {e}", plan.task)).hint(e.hint()))?;
+        self.exclude_own_files(agent.as_ref());
         let Some(prepared) = self.prepare(plan)? else {
             return Ok(());
         };
@@ -196,6 +197,21 @@ impl Driver {
             self.agent_did_not_start(iteration, err.message)?;
         }
         Ok(())
+    }
+
+    /// The agent program's bookkeeping files (Aider's `.aider*`) out of what git sees
+    /// in this repository, before the tree is looked at: never the agent's changes.
+    pub(crate) fn exclude_own_files(&self, agent: &dyn Agent) {
+        let why = format!(
+            "agentloop: {}'s own files, not the agent's work",
+            agent.name()
+        );
+        if let Err(e) = git::exclude_locally(&self.ws.root, agent.own_files(), &why) {
+            self.progress.warn(&format!(
+                "cannot add {}'s files to info/exclude: {e}",
+                agent.name()
+            ));
+        }
     }
 
     /// Nothing ran: the iteration is recorded as aborted, then the run ends rather than
@@ -357,6 +373,8 @@ impl Driver {
             tree_after: after.as_ref().map(|s| s.id.clone()),
             head_after: after.as_ref().and_then(|s| s.head.clone()),
             changed_files,
+            final_message: (!run.final_message.trim().is_empty())
+                .then(|| agentloop_core::failure::last_lines(&run.final_message)),
             stderr_tail,
         }))
     }

@@ -202,6 +202,7 @@ impl Driver {
     fn start_iteration(&mut self, plan: IterationPlan, w: &mut Workers) -> Result<(), CliError> {
         let agent = agentloop_agents::resolve(&self.config, &plan.agent)
             .map_err(|e| CliError::user(format!("task {}: {e}", plan.task)).hint(e.hint()))?;
+        self.exclude_own_files(agent.as_ref());
         let i = self.integration()?;
         let fresh = worktree::run_dir(&self.run.id)
             .is_none_or(|d| !d.join(&plan.task).join(".git").exists());

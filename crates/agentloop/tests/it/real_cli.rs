@@ -1,6 +1,9 @@
-//! One harness for the end-to-end tests of the real agent CLIs (pinned, installed from
-//! npm by `scripts/test`): a project configured for a CLI pointed at the testkit's
-//! mock model server, and the mock's steps in that CLI's terms.
+//! One harness for the end-to-end tests of the real agent CLIs (pinned, installed by
+//! `scripts/test`): a project configured for a CLI pointed at the testkit's mock model
+//! server, and the mock's steps in that CLI's terms. Gemini CLI, OpenCode and Aider are
+//! set up as a new user would: their key and endpoint in the environment, their own
+//! configuration files in their home, and `agentloop.toml` naming only the agent (and,
+//! for Aider, its model).
 
 use std::path::Path;
 
@@ -19,26 +22,36 @@ pub const ONE: &str = "# One\n\n## T1: Hello\nVerify: test -f hello.txt\n\nCreat
 pub enum Cli {
     Claude,
     Codex,
+    Gemini,
+    OpenCode,
+    Aider,
 }
 
 impl Cli {
-    /// This CLI's mock model server, playing `steps`.
-    pub fn mock(self, steps: Vec<Step>) -> MockServer {
-        let api = match self {
+    fn api(self) -> Api {
+        match self {
             Cli::Claude => Api::Anthropic,
             Cli::Codex => Api::OpenAi,
+            Cli::Gemini => Api::Gemini,
+            Cli::OpenCode | Cli::Aider => Api::Chat,
+        }
+    }
+
+    /// This CLI's mock model server, playing `steps`.
+    pub fn mock(self, steps: Vec<Step>) -> MockServer {
+        let scenario = Scenario::new(steps);
+        let scenario = match self {
+            // Aider offers no tools: every call of its is the conversation.
+            Cli::Aider => scenario.untooled(),
+            _ => scenario,
         };
-        MockServer::start(api, Scenario::new(steps))
+        MockServer::start(self.api(), scenario)
     }
 
     /// This CLI's mock model server, answering each conversation from its own lane (the
     /// one whose key its prompt contains), for agents that run at once.
     pub fn mock_lanes(self, lanes: Vec<(String, Vec<Step>)>) -> MockServer {
-        let api = match self {
-            Cli::Claude => Api::Anthropic,
-            Cli::Codex => Api::OpenAi,
-        };
-        MockServer::start(api, Scenario::lanes(lanes))
+        MockServer::start(self.api(), Scenario::lanes(lanes))
     }
 
     /// The mock model asks the CLI to run a shell command with its own tool.
@@ -46,6 +59,9 @@ impl Cli {
         let (name, input_json) = match self {
             Cli::Claude => ("Bash", json!({"command": cmd, "description": "run"})),
             Cli::Codex => ("exec_command", json!({"cmd": cmd})),
+            Cli::Gemini => ("run_shell_command", json!({"command": cmd})),
+            Cli::OpenCode => ("bash", json!({"command": cmd, "description": "run"})),
+            Cli::Aider => panic!("Aider has no shell tool: its edits are in its reply"),
         };
         Step::Tool {
             name: name.into(),
@@ -117,24 +133,112 @@ output = 8.0
                     home.display()
                 )
             }
+            Cli::Gemini => {
+                std::fs::create_dir_all(home.join(".gemini")).unwrap();
+                // The API key's auth type (a base URL alone would make it pick
+                // "gateway"), and a 429 handed to agentloop at once rather than after
+                // ten tries of its own.
+                std::fs::write(
+                    home.join(".gemini/settings.json"),
+                    r#"{"security": {"auth": {"selectedType": "gemini-api-key"}}, "general": {"maxAttempts": 1}}"#,
+                )
+                .unwrap();
+                format!("[run]\nagent = \"gemini\"\n\n{GEMINI_PRICES}")
+            }
+            Cli::OpenCode => {
+                std::fs::write(
+                    home.join("opencode.json"),
+                    json!({
+                        "$schema": "https://opencode.ai/config.json",
+                        "provider": {"mock": {
+                            "npm": "@ai-sdk/openai-compatible",
+                            "name": "Mock",
+                            "options": {"baseURL": format!("{}/v1", server.url()), "apiKey": "{env:MOCK_API_KEY}"},
+                            // Dollars per million tokens: OpenCode prices what it spends.
+                            "models": {"mock-model": {"name": "Mock", "cost": {"input": 2.0, "output": 8.0, "cache_read": 0.5}}},
+                        }},
+                        "model": "mock/mock-model",
+                    })
+                    .to_string(),
+                )
+                .unwrap();
+                "[run]\nagent = \"opencode\"\n".into()
+            }
+            Cli::Aider => "[run]\nagent = \"aider\"\n\n[agents.aider]\nmodel = \"openai/mock-model\"\n\n[prices.\"openai/mock-model\"]\ninput = 2.0\ncached_input = 0.5\noutput = 8.0\n".into(),
         }
+    }
+
+    /// What the user exported in their shell for this CLI: its home, key and endpoint.
+    pub fn user_env(self, server: &MockServer, home: &Path) -> Vec<(String, String)> {
+        let home_s = home.display().to_string();
+        let mut env = vec![
+            ("HOME".to_string(), home_s.clone()),
+            ("XDG_CONFIG_HOME".into(), format!("{home_s}/.config")),
+            ("XDG_DATA_HOME".into(), format!("{home_s}/.local/share")),
+        ];
+        let more: Vec<(&str, String)> = match self {
+            Cli::Claude | Cli::Codex => return Vec::new(),
+            Cli::Gemini => vec![
+                ("GEMINI_API_KEY", "not-a-real-key".into()),
+                ("GOOGLE_GEMINI_BASE_URL", server.url()),
+            ],
+            Cli::OpenCode => vec![
+                ("OPENCODE_CONFIG", format!("{home_s}/opencode.json")),
+                ("MOCK_API_KEY", "not-a-real-key".into()),
+            ],
+            Cli::Aider => vec![
+                ("OPENAI_API_BASE", format!("{}/v1", server.url())),
+                ("OPENAI_API_KEY", "not-a-real-key".into()),
+                // litellm's price list from its package, not from the network.
+                ("LITELLM_LOCAL_MODEL_COST_MAP", "True".into()),
+            ],
+        };
+        env.extend(more.into_iter().map(|(k, v)| (k.to_string(), v)));
+        env
     }
 
     /// A committed project whose run drives this CLI against `server`; `extra` is
     /// appended to `agentloop.toml`.
     pub fn project(self, server: &MockServer, plan: &str, extra: &str) -> Project {
         let p = Scratch::new().plan(plan).build();
-        let home = p.path().join(match self {
-            Cli::Claude => ".git/claude-home",
-            Cli::Codex => ".git/codex-home",
-        });
+        let mut p = p;
+        let home = p.path().join(format!(".git/{self:?}-home").to_lowercase());
         std::fs::create_dir_all(&home).unwrap();
         p.write(
             "agentloop.toml",
             format!("{}\n{extra}", self.config(server, &home)),
         );
         p.commit("agent configuration");
+        p.env = self.user_env(server, &home);
         p
+    }
+}
+
+/// Dollars per million tokens for the models Gemini CLI 0.61.0 routes to.
+pub const GEMINI_PRICES: &str = r#"[prices."gemini-3.8-flash"]
+input = 0.3
+cached_input = 0.03
+output = 2.5
+
+[prices."gemini-3.1-pro-preview"]
+input = 2.0
+cached_input = 0.2
+output = 12.0
+
+[prices."gemini-3.5-flash-lite"]
+input = 0.1
+output = 0.4
+"#;
+
+/// Aider writes `path` whole (its "whole" edit format) and says `after`.
+pub fn aider_edit(path: &str, content: &str, after: &str, input: u64, output: u64) -> Step {
+    Step::Text {
+        text: format!("I will write {path}.\n\n{path}\n```\n{content}```\n\n{after}"),
+        tokens: Tokens {
+            input,
+            output,
+            ..Tokens::default()
+        },
     }
 }
 
@@ -289,4 +393,48 @@ pub fn stop_now_during_a_stall(cli: Cli, name: &str) {
     let server = cli.mock(vec![Step::Stall { seconds: 60 }]);
     let p = cli.project(&server, ONE, "");
     crate::support::stop_now_during_a_model_call(&p, &server, name);
+}
+
+/// A prompt of 200 KiB (a task with a long description) reaches the model whole: it
+/// goes by stdin or file, never as one argument (the kernel refuses those over
+/// 128 KiB).
+pub fn long_prompt(cli: Cli, steps: Vec<Step>) {
+    let mut body = String::new();
+    let mut n = 0;
+    while body.len() < 200 * 1024 {
+        n += 1;
+        body.push_str(&format!(
+            "Context line {n:05}: the file hello.txt must exist when this task is done.\n"
+        ));
+    }
+    body.push_str("END-OF-THE-LONG-PROMPT\n");
+    let plan = format!("# Long\n\n## T1: Hello\nVerify: test -f hello.txt\n\n{body}");
+    let server = cli.mock(steps);
+    let p = cli.project(&server, &plan, "");
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let first = server
+        .requests()
+        .into_iter()
+        .find(|r| r.step == Some(0))
+        .expect("the first model call");
+    let text = first.body.to_string();
+    assert!(
+        text.contains("Context line 00001") && text.contains("END-OF-THE-LONG-PROMPT"),
+        "the whole prompt reached the model"
+    );
+}
+
+/// The iteration's session id in the journal is the one the CLI printed.
+pub fn session_ids(p: &Project) -> Vec<String> {
+    journal_events(p)
+        .into_iter()
+        .filter(|e| e["kind"] == "agent_finished")
+        .map(|e| {
+            e["data"]["session_id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect()
 }

@@ -21,6 +21,9 @@ pub struct Project {
     /// the repository, and not under a `.git` directory, whose files agent CLIs treat
     /// as sensitive.
     pub cache: tempfile::TempDir,
+    /// More variables for its commands: what a user exported in their shell (an agent
+    /// CLI's key and endpoint), which agentloop passes on to the agent.
+    pub env: Vec<(String, String)>,
 }
 
 pub struct Run {
@@ -51,6 +54,7 @@ impl Project {
                 .prefix("agentloop-it-cache-")
                 .tempdir()
                 .unwrap(),
+            env: Vec::new(),
         };
         p.git_cmd(&["init", "-q", "-b", "main"]);
         p
@@ -116,6 +120,7 @@ impl Project {
             .env("XDG_CACHE_HOME", self.cache.path())
             .env("NO_COLOR", "1")
             .env_remove("AGENTLOOP_FAILPOINT")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null());
         c
     }

@@ -1,0 +1,130 @@
+//! The real `gemini` CLI (pinned, from the npm registry) driven by agentloop against the
+//! testkit's mock Gemini API, set up as a new user would: `GEMINI_API_KEY` and
+//! `GOOGLE_GEMINI_BASE_URL` exported, the auth type in `~/.gemini/settings.json`, and
+//! `agentloop.toml` naming only the agent. Its default "auto" routing picks the models;
+//! the cost is priced per model from `[prices]`.
+
+use agentloop_testkit::Step;
+
+use crate::real_cli::{Cli, GEMINI_PRICES, journal_events, say, session_ids};
+
+/// Dollars for `tokens` of `model` at the test's price table.
+fn price(model: &str, input: u64, cached: u64, output: u64) -> f64 {
+    #[derive(serde::Deserialize)]
+    struct Table {
+        prices: std::collections::BTreeMap<String, agentloop_core::config::Price>,
+    }
+    let table: Table = toml::from_str(GEMINI_PRICES).unwrap();
+    let Some(p) = table.prices.get(model) else {
+        panic!("Gemini routed to {model}, which the test's price table does not name");
+    };
+    p.cost(&agentloop_core::values::Usage {
+        input_tokens: input,
+        cached_input_tokens: cached,
+        cache_write_tokens: 0,
+        output_tokens: output,
+    })
+}
+
+#[test]
+fn two_tasks_done_through_geminis_own_tools_priced_per_routed_model() {
+    let tokens = [
+        (1000, 100, 0),
+        (1200, 50, 800),
+        (2000, 100, 0),
+        (2200, 50, 1600),
+    ];
+    let server = Cli::Gemini.mock(vec![
+        Cli::Gemini.shell("echo hello > hello.txt", 1000, 100),
+        Step::Text {
+            text: "Created hello.txt.\nTASK_COMPLETE".into(),
+            tokens: agentloop_testkit::Tokens {
+                input: 1200,
+                output: 50,
+                cache_read: 800,
+                cache_write: 0,
+            },
+        },
+        Cli::Gemini.shell("echo world > world.txt", 2000, 100),
+        say("Done.\n\nTASK_COMPLETE", 2200, 50, 1600),
+    ]);
+    let p = Cli::Gemini.project(&server, crate::real_cli::PLAN, "");
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(p.read("world.txt"), "world\n");
+    let s = p.status();
+    assert_eq!(
+        (s["status"].as_str(), s["iterations"].as_u64()),
+        (Some("completed"), Some(2))
+    );
+    assert_eq!(s["tokens"]["input"], 6400);
+    assert_eq!(s["tokens"]["cached_input"], 2400);
+    assert_eq!(s["tokens"]["output"], 300);
+    // Each answer priced at the model the router sent it to.
+    let mut expected = 0.0;
+    for r in server.requests() {
+        let Some(i) = r.step else { continue };
+        let model = r
+            .path
+            .split("/models/")
+            .nth(1)
+            .unwrap()
+            .split(':')
+            .next()
+            .unwrap();
+        let (input, output, cached) = tokens[i];
+        expected += price(model, input, cached, output);
+    }
+    let cost = s["cost_usd"].as_f64().unwrap();
+    assert!(
+        cost > 0.0 && (cost - expected).abs() < 1e-9,
+        "cost {cost}, expected {expected}"
+    );
+    // The session ids are Gemini's own, one per fresh process.
+    let ids = session_ids(&p);
+    assert_eq!(ids.len(), 2);
+    assert!(
+        ids.iter().all(|i| i.len() >= 32) && ids[0] != ids[1],
+        "{ids:?}"
+    );
+    let log = std::fs::read_to_string(p.run_dir().join("iterations/0001/agent.log")).unwrap();
+    assert!(log.contains(&ids[0]));
+    // What it said is in the journal and `log`.
+    let events = journal_events(&p);
+    let said = events
+        .iter()
+        .find(|e| e["kind"] == "agent_finished")
+        .map(|e| e["data"]["final_message"].clone())
+        .unwrap();
+    assert_eq!(said, "Created hello.txt.\nTASK_COMPLETE");
+    assert!(p.run(&["log"]).stdout.contains("said “TASK_COMPLETE”"));
+}
+
+#[test]
+fn gemini_rate_limit_waits_then_completes() {
+    crate::real_cli::rate_limit_waits(
+        Cli::Gemini,
+        "RESOURCE_EXHAUSTED",
+        "Resource has been exhausted (e.g. check quota).",
+    );
+}
+
+#[test]
+fn gemini_auth_error_waits_for_a_person() {
+    crate::real_cli::auth_error_blocks(
+        Cli::Gemini,
+        "UNAUTHENTICATED",
+        "API key not valid. Please pass a valid API key.",
+    );
+}
+
+#[test]
+fn a_200_kib_prompt_reaches_gemini() {
+    crate::real_cli::long_prompt(
+        Cli::Gemini,
+        vec![
+            Cli::Gemini.shell("echo hello > hello.txt", 10, 1),
+            say("TASK_COMPLETE", 10, 1, 0),
+        ],
+    );
+}
