@@ -9,6 +9,22 @@ use agentloop_core::config::{AgentConfig, Config};
 pub const MIN_CLAUDE: (u64, u64, u64) = (2, 1, 0);
 pub const MIN_CODEX: (u64, u64, u64) = (0, 160, 0);
 
+/// The newest version of each CLI the test suite runs (the pins in `scripts/test`);
+/// a newer one is said to be untested.
+pub const TESTED: &[(&str, &str)] = &[
+    ("claude", "2.1.197"),
+    ("codex", "0.169.0"),
+    ("gemini", "0.61.0"),
+    ("opencode", "1.18.33"),
+    ("aider", "0.86.2"),
+];
+
+/// The newest tested version of `kind` when `version` is newer than it.
+pub fn newer_than_tested(kind: &str, version: &str) -> Option<&'static str> {
+    let (_, tested) = TESTED.iter().find(|(k, _)| *k == kind)?;
+    (parse_version(version)? > parse_version(tested)?).then_some(tested)
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Probe {
     pub name: String,
@@ -198,6 +214,38 @@ mod tests {
         assert_eq!(parse_version("2.1.197 (Claude Code)"), Some((2, 1, 197)));
         assert_eq!(parse_version("codex-cli 0.169.0"), Some((0, 169, 0)));
         assert_eq!(parse_version("no version here"), None);
+    }
+
+    #[test]
+    fn newer_versions_than_the_tested_ones_are_named() {
+        assert_eq!(
+            newer_than_tested("claude", "2.1.328 (Claude Code)"),
+            Some("2.1.197")
+        );
+        assert_eq!(newer_than_tested("claude", "2.1.197 (Claude Code)"), None);
+        assert_eq!(newer_than_tested("aider", "aider 0.85.0"), None);
+        assert_eq!(newer_than_tested("command", "9.9.9"), None);
+    }
+
+    #[test]
+    fn the_tested_versions_are_the_ones_the_suite_pins() {
+        let script = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/test"),
+        )
+        .unwrap();
+        for (kind, package) in [
+            ("claude", "@anthropic-ai/claude-code@"),
+            ("codex", "@openai/codex@"),
+            ("gemini", "@google/gemini-cli@"),
+            ("opencode", "opencode-ai@"),
+            ("aider", "aider-chat=="),
+        ] {
+            let tested = TESTED.iter().find(|(k, _)| *k == kind).unwrap().1;
+            assert!(
+                script.contains(&format!("{package}{tested}")),
+                "scripts/test pins {package}{tested}"
+            );
+        }
     }
 
     #[test]

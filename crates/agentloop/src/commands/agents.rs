@@ -31,10 +31,19 @@ pub fn agents(cwd: &Path, as_json: bool) -> Result<ExitKind, CliError> {
             .map(|a| a.kind.clone())
             .unwrap_or_else(|| name.clone());
         match agentloop_agents::probe::probe(&config, name) {
-            Ok(p) => rows.push(json!({"name": name, "kind": kind, "program": p.program, "installed": true,
-                "version": p.version, "supports": p.supports, "default": config.run.agent == *name})),
-            Err(e) => rows.push(json!({"name": name, "kind": kind, "installed": false, "problem": e.to_string(),
-                "hint": e.hint(), "default": config.run.agent == *name})),
+            Ok(p) => {
+                let untested = p
+                    .version
+                    .as_deref()
+                    .and_then(|v| agentloop_agents::probe::newer_than_tested(&kind, v));
+                rows.push(json!({"name": name, "kind": kind, "program": p.program, "installed": true,
+                    "version": p.version, "supports": p.supports, "default": config.run.agent == *name,
+                    "newest_tested": untested}))
+            }
+            Err(e) => rows.push(
+                json!({"name": name, "kind": kind, "installed": false, "problem": e.to_string(),
+                "hint": e.hint(), "default": config.run.agent == *name}),
+            ),
         }
     }
     if as_json {
@@ -54,6 +63,12 @@ pub fn agents(cwd: &Path, as_json: bool) -> Result<ExitKind, CliError> {
                 "{mark} {name:12} {kind:8} {version:28} {}",
                 r["supports"].as_str().unwrap_or_default()
             );
+            if let Some(tested) = r["newest_tested"].as_str() {
+                outln!(
+                    "  {:21} newer than the newest version agentloop was tested with ({tested}); `scripts/drift` runs the suite against it",
+                    ""
+                );
+            }
         } else {
             outln!(
                 "{mark} {name:12} {kind:8} {:28} {}",

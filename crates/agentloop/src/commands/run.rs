@@ -123,6 +123,11 @@ fn check_agents(config: &Config, plan: &Plan) -> Result<BTreeMap<String, String>
         let probe = agentloop_agents::probe::probe(config, name)
             .map_err(|e| CliError::user(e.to_string()).hint(e.hint()))?;
         if let Some(v) = probe.version {
+            if let Some(tested) = agentloop_agents::probe::newer_than_tested(&probe.kind, &v) {
+                crate::render::warn(&format!(
+                    "agent \"{name}\": {v} is newer than the newest version agentloop was tested with ({tested})"
+                ));
+            }
             versions.insert(name.to_string(), v);
         }
     }

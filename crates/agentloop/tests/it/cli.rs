@@ -241,3 +241,37 @@ fn cached_state(p: &Project) -> agentloop_core::journal::RunState {
     state.reindex();
     state
 }
+
+#[test]
+fn agents_says_when_an_installed_cli_is_newer_than_the_tested_one() {
+    let p = Project::git();
+    let bin = p.path().join(".git/fake-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let claude = bin.join("claude");
+    std::fs::write(&claude, "#!/bin/sh\necho '2.9.1 (Claude Code)'\n").unwrap();
+    std::fs::set_permissions(&claude, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let r: crate::support::Run = p
+        .cmd(&["agents", "--json"])
+        .env("PATH", &path)
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&r.stdout).unwrap();
+    let row = rows.iter().find(|r| r["name"] == "claude").unwrap();
+    assert_eq!(row["version"], "2.9.1 (Claude Code)");
+    assert_eq!(row["newest_tested"], "2.1.197");
+    let r: crate::support::Run = p
+        .cmd(&["agents"])
+        .env("PATH", &path)
+        .output()
+        .unwrap()
+        .into();
+    assert!(
+        r.stdout
+            .contains("newer than the newest version agentloop was tested with (2.1.197)"),
+        "{}",
+        r.stdout
+    );
+}

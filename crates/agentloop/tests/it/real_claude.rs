@@ -67,3 +67,14 @@ fn agents_lists_the_installed_clis_and_their_versions() {
         .unwrap();
     assert_eq!(started["data"]["agents"]["claude"], "2.1.197 (Claude Code)");
 }
+
+#[test]
+fn a_200_kib_prompt_reaches_claude() {
+    crate::real_cli::long_prompt(
+        Cli::Claude,
+        vec![
+            Cli::Claude.shell("echo hello > hello.txt", 10, 1),
+            say("TASK_COMPLETE", 10, 1, 0),
+        ],
+    );
+}

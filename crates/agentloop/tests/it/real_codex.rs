@@ -46,3 +46,14 @@ fn codex_auth_error_waits_for_a_person() {
 fn codex_stop_now_during_a_stalled_reply() {
     crate::real_cli::stop_now_during_a_stall(Cli::Codex, "codex");
 }
+
+#[test]
+fn a_200_kib_prompt_reaches_codex() {
+    crate::real_cli::long_prompt(
+        Cli::Codex,
+        vec![
+            Cli::Codex.shell("echo hello > hello.txt", 10, 1),
+            crate::real_cli::say("TASK_COMPLETE", 10, 1, 0),
+        ],
+    );
+}
