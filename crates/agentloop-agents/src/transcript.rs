@@ -1,7 +1,9 @@
-//! Claude Code's session transcript (JSONL, one line per content block), read for
-//! hook mode, where no result object reports usage: the tokens of every assistant
-//! message written after a point, each message counted once, and the cost at the
-//! model's price.
+//! A session's transcript, read for hook mode, where no result object reports usage:
+//! the tokens of every model call written after a point, and the cost at the model's
+//! price. Claude Code's (JSONL, one line per content block: each assistant message
+//! counted once) and Codex's rollout (`event_msg` lines of type `token_count` with the
+//! `last_token_usage` of each call, `turn_context` lines naming the model), and Gemini
+//! CLI's chat file (`gemini` lines with `tokens` and `model`).
 
 use std::collections::HashSet;
 use std::io::{Read, Seek, SeekFrom};
@@ -43,8 +45,17 @@ pub fn spent_since(path: &Path, from: u64) -> Spent {
         let Ok(v) = serde_json::from_str::<Value>(line) else {
             continue;
         };
-        if v.get("type").and_then(Value::as_str) != Some("assistant") {
-            continue;
+        match v.get("type").and_then(Value::as_str) {
+            Some("assistant") => {}
+            Some("event_msg") | Some("turn_context") => {
+                codex_line(&v, &mut spent);
+                continue;
+            }
+            Some("gemini") => {
+                gemini_line(&v, &mut spent);
+                continue;
+            }
+            _ => continue,
         }
         let Some(m) = v.get("message") else { continue };
         let id = m.get("id").and_then(Value::as_str).unwrap_or_default();
@@ -63,6 +74,45 @@ pub fn spent_since(path: &Path, from: u64) -> Spent {
         }
     }
     spent
+}
+
+/// One answer in a Gemini CLI chat file: its tokens (thinking is billed as output)
+/// and model.
+fn gemini_line(v: &Value, spent: &mut Spent) {
+    let t = v.get("tokens").unwrap_or(&Value::Null);
+    spent.usage.add(&Usage {
+        input_tokens: u64_at(t, "input").saturating_sub(u64_at(t, "cached")),
+        cached_input_tokens: u64_at(t, "cached"),
+        cache_write_tokens: 0,
+        output_tokens: u64_at(t, "output") + u64_at(t, "thoughts"),
+    });
+    if let Some(model) = v.get("model").and_then(Value::as_str) {
+        spent.model = Some(model.to_string());
+    }
+}
+
+/// One line of a Codex rollout: a model call's tokens, or the model of the turn.
+fn codex_line(v: &Value, spent: &mut Spent) {
+    let payload = v.get("payload").unwrap_or(&Value::Null);
+    if v.get("type").and_then(Value::as_str) == Some("turn_context") {
+        if let Some(model) = payload.get("model").and_then(Value::as_str) {
+            spent.model = Some(model.to_string());
+        }
+        return;
+    }
+    if payload.get("type").and_then(Value::as_str) != Some("token_count") {
+        return;
+    }
+    let Some(u) = payload.pointer("/info/last_token_usage") else {
+        return;
+    };
+    // Codex counts cached tokens inside input_tokens; keep them apart.
+    spent.usage.add(&Usage {
+        input_tokens: u64_at(u, "input_tokens").saturating_sub(u64_at(u, "cached_input_tokens")),
+        cached_input_tokens: u64_at(u, "cached_input_tokens"),
+        cache_write_tokens: u64_at(u, "cache_write_input_tokens"),
+        output_tokens: u64_at(u, "output_tokens"),
+    });
 }
 
 /// Anthropic's list prices for Claude models, in USD per million tokens (input, cache
@@ -109,5 +159,16 @@ mod tests {
             (cost - (600.0 * 3.0 + 120.0 * 15.0) / 1e6).abs() < 1e-12,
             "{cost}"
         );
+    }
+
+    #[test]
+    fn a_recorded_codex_rollout_counts_each_model_call() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/codex-0.169.0/rollout-with-stop-hook-blocks.jsonl");
+        let all = spent_since(&path, 0);
+        assert_eq!(all.usage.input_tokens, 20, "calls of 10, 10 and 0");
+        assert_eq!(all.usage.output_tokens, 2);
+        assert_eq!(all.model.as_deref(), Some("mock-model"));
+        assert_eq!(spent_since(&path, end_of(&path)), Spent::default());
     }
 }

@@ -431,12 +431,18 @@ pub enum HookCommand {
         #[arg(long)]
         mode: Option<String>,
     },
-    /// Add agentloop's hooks (Stop, SessionStart, StopFailure, TaskCompleted) to the
-    /// project's `.claude/settings.json`, next to what is there.
+    /// Add agentloop's hooks to the agent CLI's settings, next to what is there: for
+    /// Claude Code Stop, SessionStart, StopFailure, TaskCompleted in
+    /// `.claude/settings.json`; for Codex Stop in `.codex/hooks.json` (and its `hooks`
+    /// feature on in `.codex/config.toml`); for Gemini CLI AfterAgent in
+    /// `.gemini/settings.json`.
     Install {
-        /// The user's Claude Code settings instead of the project's.
+        /// The user's settings instead of the project's.
         #[arg(long)]
         user: bool,
+        /// The CLI whose sessions drive the run.
+        #[arg(long, value_enum, default_value_t = HookAgent::Claude)]
+        agent: HookAgent,
         /// Also PreToolUse: deny edits to protected paths and outside the current
         /// task's scope.
         #[arg(long)]
@@ -448,13 +454,18 @@ pub enum HookCommand {
     },
     /// Remove exactly the hooks `install` added.
     Uninstall {
-        /// The user's Claude Code settings instead of the project's.
+        /// The user's settings instead of the project's.
         #[arg(long)]
         user: bool,
+        /// The CLI whose settings to clean.
+        #[arg(long, value_enum, default_value_t = HookAgent::Claude)]
+        agent: HookAgent,
     },
     /// Hook entry (JSON on stdin): the session's turn ended; verify it and answer with
-    /// the next task, or let the session stop.
+    /// the next task, or let the session stop (Claude Code's and Codex's Stop).
     Stop,
+    /// Hook entry: Gemini CLI's AfterAgent, handled as a Stop.
+    AfterAgent,
     /// Hook entry: a subagent finished; the session's turn goes on (nothing to do).
     SubagentStop,
     /// Hook entry: a session started; gives it the run's current task as context.
@@ -475,11 +486,20 @@ pub enum HookCommand {
     Other(Vec<String>),
 }
 
+/// An agent CLI with hooks that can drive a run from inside its session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HookAgent {
+    Claude,
+    Codex,
+    Gemini,
+}
+
 impl HookCommand {
     /// The subcommand name of a hook entry point (`None` for start/install/uninstall).
     pub fn event(&self) -> Option<&'static str> {
         Some(match self {
             HookCommand::Stop => "stop",
+            HookCommand::AfterAgent => "after-agent",
             HookCommand::SubagentStop => "subagent-stop",
             HookCommand::SessionStart => "session-start",
             HookCommand::StopFailure => "stop-failure",

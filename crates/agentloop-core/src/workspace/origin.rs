@@ -73,7 +73,7 @@ impl Asker<'_> {
             return None;
         }
         Some(format!(
-            "it was made from inside the Claude Code session the run drives (pid {session}): by the model, not a person"
+            "it was made from inside the agent session the run drives (pid {session}): by the model, not a person"
         ))
     }
 }
@@ -110,12 +110,33 @@ fn runs_hook_shell(pid: u32) -> bool {
     }
 }
 
-/// The pid of the Claude Code process this one runs under (a hook's session).
-pub fn claude_ancestor() -> Option<u32> {
+/// The agent CLIs whose sessions drive a hook-mode run, by process name.
+pub const SESSION_CLIS: [&str; 3] = ["claude", "codex", "gemini"];
+
+/// The session process this one runs under (a hook's), and which CLI it is. Gemini
+/// CLI runs as `node` with its script in the command line.
+pub fn session_ancestor() -> Option<(u32, String)> {
     lineage(std::process::id())
         .into_iter()
-        .find(|(_, comm)| comm == "claude")
-        .map(|(pid, _)| pid)
+        .find_map(|(pid, comm)| {
+            if SESSION_CLIS.contains(&comm.as_str()) {
+                return Some((pid, comm));
+            }
+            if comm != "node" {
+                return None;
+            }
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            cmdline
+                .split(|b| *b == 0)
+                .skip(1)
+                .any(|a| String::from_utf8_lossy(a).contains("gemini"))
+                .then(|| (pid, "gemini".to_string()))
+        })
+}
+
+/// The pid of the Claude Code process this one runs under (a hook's session).
+pub fn claude_ancestor() -> Option<u32> {
+    session_ancestor().map(|(pid, _)| pid)
 }
 
 #[cfg(test)]

@@ -54,10 +54,15 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
         Command::Serve(a) => serve::serve(&cwd()?, a),
         Command::Watch(a) => watch::watch(&workspace()?, a.run.get()),
         Command::Hook(HookCommand::Start { plan, mode }) => hook::start(&cwd()?, &plan, mode),
-        Command::Hook(HookCommand::Install { user, guard, team }) => {
-            hook::install(&cwd()?, user, guard, team)
+        Command::Hook(HookCommand::Install {
+            user,
+            agent,
+            guard,
+            team,
+        }) => hook::install(&cwd()?, user, guard, team, agent),
+        Command::Hook(HookCommand::Uninstall { user, agent }) => {
+            hook::uninstall(&cwd()?, user, agent)
         }
-        Command::Hook(HookCommand::Uninstall { user }) => hook::uninstall(&cwd()?, user),
         Command::Hook(HookCommand::Other(args)) => {
             hook::hook(args.first().map(String::as_str).unwrap_or_default())
         }

@@ -267,7 +267,7 @@ fn the_model_cannot_approve_its_own_gate_through_bash_a_person_can_in_the_sessio
         refused["data"]["why"]
             .as_str()
             .unwrap()
-            .contains("inside the Claude Code session the run drives"),
+            .contains("inside the agent session the run drives"),
         "{refused}"
     );
     // The bound session's process is known from its hooks.

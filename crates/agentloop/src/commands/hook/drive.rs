@@ -16,7 +16,8 @@ use crate::cli::OutputArgs;
 use crate::driver::Driver;
 use crate::error::CliError;
 
-/// Claude Code ends a turn itself after this many Stop blocks in a row.
+/// Claude Code ends a turn itself after this many Stop blocks in a row (Codex and
+/// Gemini CLI set no such limit).
 const CLAUDE_BLOCK_LIMIT: u32 = 8;
 
 /// The newest unfinished hook-mode run of the project that this session drives: the
@@ -72,7 +73,8 @@ fn names_run(common: &Common, id: &str) -> bool {
 }
 
 /// The final message of the turn: the hook's `last_assistant_message`, else the
-/// last assistant text in the transcript.
+/// last assistant text in the transcript (Claude Code's `assistant` lines, Gemini
+/// CLI's `gemini` ones).
 fn final_message(input: &Stop) -> String {
     if let Some(m) = &input.last_assistant_message {
         return m.clone();
@@ -87,6 +89,12 @@ fn final_message(input: &Stop) -> String {
         let Ok(v) = serde_json::from_str::<Value>(line) else {
             continue;
         };
+        if v.get("type").and_then(Value::as_str) == Some("gemini") {
+            match v.get("content").and_then(Value::as_str) {
+                Some(text) if !text.trim().is_empty() => return text.to_string(),
+                _ => continue,
+            }
+        }
         if v.get("type").and_then(Value::as_str) != Some("assistant") {
             continue;
         }
@@ -172,10 +180,15 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
     };
     let mut d = open_driver(&ws, run, loaded)?;
     let e = |e: CliError| e.message;
+    let cli = agentloop_core::workspace::origin::session_ancestor();
+    let block_limit = match cli.as_ref().map(|(_, name)| name.as_str()) {
+        Some("claude") | None => CLAUDE_BLOCK_LIMIT,
+        Some(_) => u32::MAX,
+    };
     d.record(Event::HookStop {
         session_id: session.clone(),
         active: input.stop_hook_active,
-        pid: agentloop_core::workspace::origin::claude_ancestor(),
+        pid: cli.map(|(pid, _)| pid),
     })
     .map_err(e)?;
     // The turn that just ended was the open iteration's agent.
@@ -211,7 +224,7 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
                 d.restore_surface(iteration, cause).map_err(e)?;
             }
             Action::Iterate(mut plan) => {
-                if d.state.hook_chain >= CLAUDE_BLOCK_LIMIT {
+                if d.state.hook_chain >= block_limit {
                     d.flush();
                     return Ok(passive(&format!(
                         "Claude Code allows {CLAUDE_BLOCK_LIMIT} continuations in a row; send any message to go on with task {}",

@@ -1,5 +1,6 @@
-//! What Claude Code sends a hook on stdin: one type per event, told apart by
-//! `hook_event_name`. Fields come from the hooks reference and the recorded inputs
+//! What an agent CLI sends a hook on stdin: one type per event, told apart by
+//! `hook_event_name` — Claude Code's events, Codex's `Stop` (the same fields, plus
+//! `turn_id` and `model`) and Gemini CLI's `AfterAgent`. Fields come from the hooks reference and the recorded inputs
 //! (`shared/fixtures/claude-code-*/stop-hook-input*.json`); fields a handler does not
 //! use, and fields newer releases add, are tolerated.
 
@@ -48,6 +49,28 @@ pub struct Stop {
     pub stop_hook_active: bool,
     #[serde(default)]
     pub last_assistant_message: Option<String>,
+}
+
+/// Gemini CLI: the agent's turn ended. `prompt_response` is every answer of the turn
+/// so far (continuations included), so the final message is read from the session's
+/// transcript instead.
+#[derive(Debug, Clone, Deserialize)]
+pub struct AfterAgent {
+    #[serde(flatten)]
+    pub common: Common,
+    #[serde(default)]
+    pub stop_hook_active: bool,
+}
+
+impl AfterAgent {
+    /// The same as a Stop, for the handler that drives the run.
+    pub fn as_stop(&self) -> Stop {
+        Stop {
+            common: self.common.clone(),
+            stop_hook_active: self.stop_hook_active,
+            last_assistant_message: None,
+        }
+    }
 }
 
 /// A subagent (the Task tool) finished inside the session; the session goes on. Its
@@ -138,6 +161,7 @@ pub struct UserPromptExpansion {
 #[serde(tag = "hook_event_name")]
 pub enum HookInput {
     Stop(Stop),
+    AfterAgent(AfterAgent),
     SubagentStop(SubagentStop),
     SessionStart(SessionStart),
     StopFailure(StopFailure),
@@ -147,9 +171,10 @@ pub enum HookInput {
     UserPromptExpansion(UserPromptExpansion),
 }
 
-/// The hook events agentloop handles: Claude Code's name and the subcommand for it.
-pub const EVENTS: [(&str, &str); 8] = [
+/// The hook events agentloop handles: the CLI's name and the subcommand for it.
+pub const EVENTS: [(&str, &str); 9] = [
     ("Stop", "stop"),
+    ("AfterAgent", "after-agent"),
     ("SubagentStop", "subagent-stop"),
     ("SessionStart", "session-start"),
     ("StopFailure", "stop-failure"),
@@ -220,6 +245,28 @@ mod tests {
             s.common.session_id.as_deref(),
             Some("d7a751d6-8da8-4164-91d3-0ee221b7b143")
         );
+    }
+
+    #[test]
+    fn the_recorded_codex_stop_input_is_a_stop() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../agentloop-agents/fixtures/codex-0.169.0/stop-hook-input.json");
+        let bytes = std::fs::read(path).unwrap();
+        let HookInput::Stop(s) = HookInput::parse("stop", &bytes).unwrap() else {
+            panic!("not a Stop")
+        };
+        assert_eq!(s.last_assistant_message.as_deref(), Some("first answer"));
+        assert!(s.common.transcript_path.is_some());
+    }
+
+    #[test]
+    fn geminis_after_agent_is_a_stop_read_from_the_transcript() {
+        let input = br#"{"session_id":"g","transcript_path":"/t.jsonl","cwd":"/w","hook_event_name":"AfterAgent","prompt":"go","prompt_response":"first\nsecond TASK_COMPLETE","stop_hook_active":true}"#;
+        let HookInput::AfterAgent(a) = HookInput::parse("stop", input).unwrap() else {
+            panic!("not an AfterAgent")
+        };
+        let s = a.as_stop();
+        assert!(s.stop_hook_active && s.last_assistant_message.is_none());
     }
 
     #[test]

@@ -1,5 +1,7 @@
-//! `agentloop hook install` / `uninstall`: agentloop's entries in Claude Code's
-//! settings, added next to whatever else is there and removed exactly.
+//! `agentloop hook install` / `uninstall`: agentloop's entries in an agent CLI's hook
+//! settings — Claude Code's `settings.json`, Codex's `hooks.json` (with the `hooks`
+//! feature on in its `config.toml`), Gemini CLI's `settings.json` — added next to
+//! whatever else is there and removed exactly.
 
 use std::path::{Path, PathBuf};
 
@@ -7,24 +9,50 @@ use agentloop_core::workspace::Workspace;
 use serde_json::{Value, json};
 
 use super::input::EVENTS;
+use crate::cli::HookAgent;
 use crate::error::{CliError, ExitKind};
 
 /// Installed by default. SubagentStop is not: a subagent finishing does not end the
 /// session's turn (uninstall still removes it from older installs).
 const DEFAULT: [&str; 4] = ["Stop", "SessionStart", "StopFailure", "TaskCompleted"];
 
-fn settings_path(cwd: &Path, user: bool) -> PathBuf {
-    if user {
-        let base = std::env::var_os("CLAUDE_CONFIG_DIR")
+/// The user's home, or the current directory when there is none.
+fn home() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// The directory of the CLI's settings: the project's, or the user's with `user`.
+fn config_dir(cwd: &Path, user: bool, agent: HookAgent) -> PathBuf {
+    let root = Workspace::find(cwd).root;
+    match (agent, user) {
+        (HookAgent::Claude, true) => std::env::var_os("CLAUDE_CONFIG_DIR")
             .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")))
-            .unwrap_or_else(|| PathBuf::from(".claude"));
-        base.join("settings.json")
-    } else {
-        Workspace::find(cwd)
-            .root
-            .join(".claude")
-            .join("settings.json")
+            .unwrap_or_else(|| home().join(".claude")),
+        (HookAgent::Claude, false) => root.join(".claude"),
+        (HookAgent::Codex, true) => std::env::var_os("CODEX_HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| home().join(".codex")),
+        (HookAgent::Codex, false) => root.join(".codex"),
+        (HookAgent::Gemini, true) => home().join(".gemini"),
+        (HookAgent::Gemini, false) => root.join(".gemini"),
+    }
+}
+
+/// The file that holds the CLI's hooks.
+fn settings_path(cwd: &Path, user: bool, agent: HookAgent) -> PathBuf {
+    config_dir(cwd, user, agent).join(match agent {
+        HookAgent::Codex => "hooks.json",
+        HookAgent::Claude | HookAgent::Gemini => "settings.json",
+    })
+}
+
+/// What a hook may take before the CLI gives up on it (Gemini counts milliseconds).
+fn timeout(agent: HookAgent) -> u64 {
+    match agent {
+        HookAgent::Gemini => 600_000,
+        HookAgent::Claude | HookAgent::Codex => 600,
     }
 }
 
@@ -79,8 +107,19 @@ fn write_settings(path: &Path, v: &Value) -> Result<(), CliError> {
 /// Adds agentloop's hooks, leaving every other entry alone. `team` adds TeammateIdle
 /// (agent teams); `guard` adds the PreToolUse hook that denies edits to protected
 /// paths and outside the current task's scope.
-pub fn install(cwd: &Path, user: bool, guard: bool, team: bool) -> Result<ExitKind, CliError> {
-    let path = settings_path(cwd, user);
+pub fn install(
+    cwd: &Path,
+    user: bool,
+    guard: bool,
+    team: bool,
+    agent: HookAgent,
+) -> Result<ExitKind, CliError> {
+    if agent != HookAgent::Claude && (guard || team) {
+        return Err(CliError::user(
+            "--guard and --team are Claude Code hooks; Codex and Gemini CLI get the loop's own hook only",
+        ));
+    }
+    let path = settings_path(cwd, user, agent);
     let mut v = read_settings(&path)?;
     let Some(root) = v.as_object_mut() else {
         return Err(CliError::user(format!(
@@ -94,10 +133,14 @@ pub fn install(cwd: &Path, user: bool, guard: bool, team: bool) -> Result<ExitKi
         .ok_or_else(|| CliError::user(format!("{}: `hooks` is not an object", path.display())))?;
     let wanted: Vec<(&str, &str)> = EVENTS
         .iter()
-        .filter(|(event, _)| {
-            DEFAULT.contains(event)
-                || (team && *event == "TeammateIdle")
-                || (guard && *event == "PreToolUse")
+        .filter(|(event, _)| match agent {
+            HookAgent::Claude => {
+                DEFAULT.contains(event)
+                    || (team && *event == "TeammateIdle")
+                    || (guard && *event == "PreToolUse")
+            }
+            HookAgent::Codex => *event == "Stop",
+            HookAgent::Gemini => *event == "AfterAgent",
         })
         .copied()
         .collect();
@@ -113,25 +156,103 @@ pub fn install(cwd: &Path, user: bool, guard: bool, team: bool) -> Result<ExitKi
                 .is_some_and(|h| h.iter().any(is_ours))
         });
         if !present {
-            groups.push(json!({"hooks": [{"type": "command", "command": our_command(sub), "timeout": 600}]}));
+            groups.push(json!({"hooks": [{"type": "command", "command": our_command(sub), "timeout": timeout(agent)}]}));
             added += 1;
         }
     }
+    // Codex runs hooks only with its `hooks` feature on, set in the config.toml of the
+    // same layer; checked before anything is written.
+    let feature = match agent {
+        HookAgent::Codex => Some(codex_feature_on(&path.with_file_name("config.toml"))?),
+        _ => None,
+    };
     write_settings(&path, &v)?;
+    if let Some((config, text)) = feature.flatten() {
+        agentloop_core::fsutil::write_atomic(&config, text.as_bytes())?;
+        eprintln!(
+            "agentloop: turned Codex's `hooks` feature on in {}",
+            config.display()
+        );
+    }
     eprintln!(
         "agentloop: {} agentloop hooks in {} ({added} added)",
         wanted.len(),
         path.display()
     );
     eprintln!(
-        "  start a hook-mode run with `agentloop hook start`, then work in Claude Code as usual"
+        "  start a hook-mode run with `agentloop hook start`, then work in {} as usual",
+        match agent {
+            HookAgent::Claude => "Claude Code",
+            HookAgent::Codex => "Codex",
+            HookAgent::Gemini => "Gemini CLI",
+        }
     );
+    match agent {
+        HookAgent::Codex => eprintln!(
+            "  Codex runs a project's hooks once it trusts the project and you have reviewed them: start `codex` here and accept both (`codex exec --dangerously-bypass-hook-trust` skips the review)"
+        ),
+        HookAgent::Gemini => eprintln!(
+            "  Gemini CLI runs a project's hooks in a folder it trusts, and names them when it starts"
+        ),
+        HookAgent::Claude => {}
+    }
     Ok(ExitKind::Completed)
 }
 
+/// `[features] hooks = true` in Codex's `config.toml`, changing nothing else in it:
+/// `Some((path, new text))` when it must be written, `None` when it is on already.
+fn codex_feature_on(config: &Path) -> Result<Option<(PathBuf, String)>, CliError> {
+    let text = match std::fs::read_to_string(config) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(CliError::internal(format!("{}: {e}", config.display()))),
+    };
+    let bad = |e: String| {
+        CliError::user(format!("{}: {e}", config.display()))
+            .hint("fix the file by hand first; agentloop changes nothing in it")
+    };
+    let table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| bad(e.to_string()))?;
+    let on = |t: &toml::Table| {
+        t.get("features")
+            .and_then(|f| f.get("hooks").or_else(|| f.get("codex_hooks")))
+            .and_then(toml::Value::as_bool)
+    };
+    match on(&table) {
+        Some(true) => return Ok(None),
+        Some(false) => {
+            return Err(bad(
+                "its `[features]` turn hooks off; turn them on to use hook mode".into(),
+            ));
+        }
+        None => {}
+    }
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    match lines.iter().position(|l| l.trim() == "[features]") {
+        Some(at) => lines.insert(at + 1, "hooks = true".into()),
+        None => {
+            if lines.last().is_some_and(|l| !l.trim().is_empty()) {
+                lines.push(String::new());
+            }
+            lines.push("[features]".into());
+            lines.push("hooks = true".into());
+        }
+    }
+    let mut new = lines.join("\n");
+    new.push('\n');
+    let check: toml::Table = new
+        .parse()
+        .map_err(|e: toml::de::Error| bad(e.to_string()))?;
+    if on(&check) != Some(true) {
+        return Err(bad("cannot turn Codex's `hooks` feature on in it".into()));
+    }
+    Ok(Some((config.to_path_buf(), new)))
+}
+
 /// Removes exactly the entries `install` adds (of any event agentloop handles).
-pub fn uninstall(cwd: &Path, user: bool) -> Result<ExitKind, CliError> {
-    let path = settings_path(cwd, user);
+pub fn uninstall(cwd: &Path, user: bool, agent: HookAgent) -> Result<ExitKind, CliError> {
+    let path = settings_path(cwd, user, agent);
     if !path.exists() {
         eprintln!(
             "agentloop: {} does not exist; nothing to remove",

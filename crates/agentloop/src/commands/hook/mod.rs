@@ -1,5 +1,6 @@
-//! Hook mode: the same journal, policy and verification, driven by Claude Code's hooks
-//! inside one interactive session. Every answer is valid for the hook protocol, even
+//! Hook mode: the same journal, policy and verification, driven by an agent CLI's hooks
+//! inside one session: Claude Code's (every event below), Codex's `Stop` and Gemini
+//! CLI's `AfterAgent`. Every answer is valid for the hook protocol, even
 //! on bad input, and never blocks a session just to halt it.
 //!
 //! `input` types what each event sends; `install` edits Claude Code's settings; the
@@ -121,6 +122,7 @@ pub fn hook(event: &str) -> Result<ExitKind, CliError> {
     let answer = match HookInput::read(event) {
         Err(e) => passive(&e),
         Ok(HookInput::Stop(i)) => drive::stop(&i).unwrap_or_else(|e| passive(&e)),
+        Ok(HookInput::AfterAgent(i)) => drive::stop(&i.as_stop()).unwrap_or_else(|e| passive(&e)),
         // A subagent finishing is a step inside the session's turn, not the end of it.
         Ok(HookInput::SubagentStop(_)) => Value::Null,
         Ok(HookInput::SessionStart(i)) => session::start(&i).unwrap_or_else(|e| passive(&e)),
