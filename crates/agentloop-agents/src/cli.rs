@@ -182,6 +182,14 @@ pub fn agent_spec(
         .map(|(k, v)| (k.into(), v.into()))
         .collect();
     spec.env.push(("AGENTLOOP_RUN".into(), inv.run_id.into()));
+    spec.env.push((
+        "AGENTLOOP_RUN_DIR".into(),
+        inv.run_dir.as_os_str().to_owned(),
+    ));
+    spec.env.push((
+        "AGENTLOOP_ITERATION".into(),
+        inv.iteration.to_string().into(),
+    ));
     // What the agent leaves behind is known as this iteration's (workers run at once).
     spec.owner = Some(inv.pid_file.display().to_string());
     spec.pass_env = Some(config.allowed_env());

@@ -39,6 +39,10 @@ pub struct Invocation<'a> {
     /// The run the agent works for (in its environment as `AGENTLOOP_RUN`, so its
     /// requests to control that run are known as its own).
     pub run_id: &'a str,
+    /// The run's directory and the iteration's number (in its environment as
+    /// `AGENTLOOP_RUN_DIR` and `AGENTLOOP_ITERATION`, for `agentloop mcp`).
+    pub run_dir: &'a Path,
+    pub iteration: u32,
     pub workdir: &'a Path,
     pub prompt: &'a str,
     /// `prompt.md` of the iteration, already written.

@@ -16,6 +16,7 @@ pub mod paths;
 pub mod plan;
 pub mod policy;
 pub mod redact;
+pub mod reports;
 pub mod signals;
 pub mod values;
 pub mod words;

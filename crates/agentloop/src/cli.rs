@@ -131,8 +131,15 @@ pub enum Command {
     /// List the agents agentloop knows, whether each is installed, and its version.
     #[command(after_help = "Example:\n  agentloop agents --json")]
     Agents(JsonArg),
-    /// Claude Code hook mode: start a run, install the hooks, and the hook entry points
-    /// that read each event's JSON on stdin.
+    /// An MCP server on stdio for the agent: the current task, its checks and last
+    /// failure, the plan's progress, and structured reports (complete, blocked,
+    /// learning) that are journaled and judged like the text markers.
+    #[command(
+        after_help = "Example (Claude Code):\n  claude mcp add agentloop -- agentloop mcp\n  or `agentloop hook install --mcp`, which writes the project's .mcp.json"
+    )]
+    Mcp,
+    /// Hook mode (Claude Code, Codex, Gemini CLI): start a run, install the hooks, and
+    /// the hook entry points that read each event's JSON on stdin.
     #[command(
         subcommand,
         after_help = "Examples:\n  agentloop hook install && agentloop hook start PLAN.md   then work in Claude Code\n  agentloop hook uninstall"
@@ -451,6 +458,10 @@ pub enum HookCommand {
         /// ready for it.
         #[arg(long)]
         team: bool,
+        /// Also register `agentloop mcp` as the CLI's MCP server (the current task and
+        /// structured reports as tools).
+        #[arg(long)]
+        mcp: bool,
     },
     /// Remove exactly the hooks `install` added.
     Uninstall {

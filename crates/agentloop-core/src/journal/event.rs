@@ -279,6 +279,9 @@ pub struct AgentFinished {
     /// digest quotes): what it said it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_message: Option<String>,
+    /// The calls it made to agentloop's MCP server, in order (redacted).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_calls: Vec<crate::reports::Report>,
     /// The end of what the agent wrote on standard error (redacted), kept when its
     /// process failed: where a crash says why.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -9,6 +9,7 @@ mod hook;
 mod init;
 mod journal;
 mod log;
+mod mcp;
 mod plan;
 mod run;
 mod serve;
@@ -51,6 +52,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
         }
         Command::Steer(a) => control::steer(&workspace()?, a.run.run.as_deref(), a.note),
         Command::Agents(a) => agents::agents(&cwd()?, a.json),
+        Command::Mcp => mcp::mcp(&cwd()?),
         Command::Serve(a) => serve::serve(&cwd()?, a),
         Command::Watch(a) => watch::watch(&workspace()?, a.run.get()),
         Command::Hook(HookCommand::Start { plan, mode }) => hook::start(&cwd()?, &plan, mode),
@@ -59,7 +61,8 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
             agent,
             guard,
             team,
-        }) => hook::install(&cwd()?, user, guard, team, agent),
+            mcp,
+        }) => hook::install(&cwd()?, user, guard, team, mcp, agent),
         Command::Hook(HookCommand::Uninstall { user, agent }) => {
             hook::uninstall(&cwd()?, user, agent)
         }

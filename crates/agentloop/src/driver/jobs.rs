@@ -47,6 +47,7 @@ pub(crate) struct AgentJob {
     pub agent_name: String,
     pub agent: Box<dyn Agent>,
     pub run_id: String,
+    pub run_dir: PathBuf,
     pub workdir: PathBuf,
     pub prompt: String,
     pub dir: PathBuf,
@@ -73,6 +74,8 @@ impl Executor for LocalExecutor {
             let pid_file = job.dir.join("agent.pid");
             let inv = Invocation {
                 run_id: &job.run_id,
+                run_dir: &job.run_dir,
+                iteration: job.iteration,
                 workdir: &job.workdir,
                 prompt: &job.prompt,
                 prompt_file: &prompt_file,

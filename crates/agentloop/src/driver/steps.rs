@@ -199,6 +199,14 @@ impl Driver {
         Ok(())
     }
 
+    /// The agent an open iteration runs.
+    fn agent_of(&self, iteration: u32) -> String {
+        self.state
+            .open_iteration(iteration)
+            .map(|o| o.started.agent.clone())
+            .unwrap_or_default()
+    }
+
     /// The agent program's bookkeeping files (Aider's `.aider*`) out of what git sees
     /// in this repository, before the tree is looked at: never the agent's changes.
     pub(crate) fn exclude_own_files(&self, agent: &dyn Agent) {
@@ -296,8 +304,11 @@ impl Driver {
         let pid_file = dir.join("agent.pid");
         let workdir = p.workdir.clone();
         let run_id = self.run.id.clone();
+        let run_dir = self.run.path.clone();
         let inv = Invocation {
             run_id: &run_id,
+            run_dir: &run_dir,
+            iteration: p.plan.iteration,
             workdir: &workdir,
             prompt: &p.prompt,
             prompt_file: &prompt_file,
@@ -346,15 +357,24 @@ impl Driver {
         let f = &run.finished;
         let failed = f.timed_out || f.signal.is_some() || f.exit_code.is_some_and(|c| c != 0);
         let stderr_tail = (failed && !f.stderr_tail.is_empty()).then(|| {
-            let agent = self
-                .state
-                .open_iteration(iteration)
-                .map(|o| o.started.agent.clone())
-                .unwrap_or_default();
             let text = String::from_utf8_lossy(&f.stderr_tail);
             let text = agentloop_core::failure::last_lines(&text);
-            self.redactor(&agent).redact(&text).into_owned()
+            self.redactor(&self.agent_of(iteration))
+                .redact(&text)
+                .into_owned()
         });
+        // What it reported through the MCP server counts as its markers do.
+        let redactor = self.redactor(&self.agent_of(iteration));
+        let mcp_calls: Vec<_> = agentloop_core::reports::read(&self.run.iteration_dir(iteration))
+            .into_iter()
+            .map(|mut r| {
+                r.text = r.text.map(|t| redactor.redact(&t).into_owned());
+                r
+            })
+            .collect();
+        let mut signals =
+            signals::parse(&run.final_message, &self.state.settings.completion_promise);
+        agentloop_core::reports::apply(&mut signals, &mcp_calls);
         self.record(Event::AgentFinished(AgentFinished {
             iteration,
             exit_code: f.exit_code,
@@ -364,7 +384,7 @@ impl Driver {
             duration_ms: f.duration.as_millis() as u64,
             output_bytes: f.output_bytes,
             truncated: f.truncated,
-            signals: signals::parse(&run.final_message, &self.state.settings.completion_promise),
+            signals,
             usage: run.usage,
             cost_usd: run.cost_usd,
             session_id: run.session_id.clone(),
@@ -375,6 +395,7 @@ impl Driver {
             changed_files,
             final_message: (!run.final_message.trim().is_empty())
                 .then(|| agentloop_core::failure::last_lines(&run.final_message)),
+            mcp_calls,
             stderr_tail,
         }))
     }

@@ -232,6 +232,7 @@ impl Driver {
                 agent_name: p.plan.agent.clone(),
                 agent,
                 run_id: self.run.id.clone(),
+                run_dir: self.run.path.clone(),
                 workdir: p.workdir,
                 prompt: p.prompt,
                 dir: self.run.iteration_dir(iteration),

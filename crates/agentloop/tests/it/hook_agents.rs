@@ -144,3 +144,34 @@ fn geminis_after_agent_hook_drives_one_session_through_the_plan() {
     assert_ok(&out);
     check_driven(&p, &server, 5);
 }
+
+#[test]
+fn hook_install_registers_the_mcp_server_for_each_cli() {
+    let p = Scratch::new().plan(PLAN).build();
+    let install = |agent: &str| {
+        let r = p.run(&["hook", "install", "--agent", agent, "--mcp"]);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+    };
+    install("claude");
+    let mcp: serde_json::Value = serde_json::from_str(&p.read(".mcp.json")).unwrap();
+    assert_eq!(mcp["mcpServers"]["agentloop"]["args"][0], "mcp");
+    install("gemini");
+    let gemini: serde_json::Value = serde_json::from_str(&p.read(".gemini/settings.json")).unwrap();
+    assert_eq!(gemini["mcpServers"]["agentloop"]["args"][0], "mcp");
+    assert!(gemini["hooks"]["AfterAgent"].is_array());
+    install("codex");
+    let config: toml::Table = p.read(".codex/config.toml").parse().unwrap();
+    assert_eq!(config["features"]["hooks"].as_bool(), Some(true));
+    assert_eq!(
+        config["mcp_servers"]["agentloop"]["args"][0].as_str(),
+        Some("mcp")
+    );
+    // Twice changes nothing.
+    let before = p.read(".codex/config.toml");
+    install("codex");
+    assert_eq!(p.read(".codex/config.toml"), before);
+    // Uninstall takes the hooks out again.
+    let r = p.run(&["hook", "uninstall", "--agent", "codex"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(!p.path().join(".codex/hooks.json").exists());
+}

@@ -11,6 +11,7 @@ mod efficiency;
 mod hook_agents;
 mod hook_mode;
 mod hook_session;
+mod mcp;
 mod policy;
 mod real_aider;
 mod real_claude;

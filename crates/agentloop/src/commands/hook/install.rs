@@ -112,8 +112,12 @@ pub fn install(
     user: bool,
     guard: bool,
     team: bool,
+    mcp: bool,
     agent: HookAgent,
 ) -> Result<ExitKind, CliError> {
+    if mcp {
+        register_mcp(cwd, user, agent)?;
+    }
     if agent != HookAgent::Claude && (guard || team) {
         return Err(CliError::user(
             "--guard and --team are Claude Code hooks; Codex and Gemini CLI get the loop's own hook only",
@@ -197,6 +201,72 @@ pub fn install(
         HookAgent::Claude => {}
     }
     Ok(ExitKind::Completed)
+}
+
+/// `agentloop mcp` registered as the CLI's MCP server `agentloop`: in the project's
+/// `.mcp.json` (Claude Code), the `mcpServers` of Gemini CLI's settings, or a
+/// `[mcp_servers.agentloop]` table in Codex's `config.toml`. One already there is left
+/// as it is.
+fn register_mcp(cwd: &Path, user: bool, agent: HookAgent) -> Result<(), CliError> {
+    let exe = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "agentloop".into());
+    let server = json!({"command": exe, "args": ["mcp"]});
+    let path = match (agent, user) {
+        (HookAgent::Claude, true) => {
+            return Err(
+                CliError::user("Claude Code keeps user-wide MCP servers itself").hint(format!(
+                    "run: claude mcp add --scope user agentloop -- '{exe}' mcp"
+                )),
+            );
+        }
+        (HookAgent::Claude, false) => Workspace::find(cwd).root.join(".mcp.json"),
+        (HookAgent::Gemini, _) => settings_path(cwd, user, agent),
+        (HookAgent::Codex, _) => {
+            let config = config_dir(cwd, user, agent).join("config.toml");
+            let text = std::fs::read_to_string(&config).unwrap_or_default();
+            let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+                CliError::user(format!("{}: {e}", config.display()))
+            })?;
+            if table
+                .get("mcp_servers")
+                .and_then(|m| m.get("agentloop"))
+                .is_some()
+            {
+                return Ok(());
+            }
+            let mut new = text;
+            if !new.is_empty() && !new.ends_with('\n') {
+                new.push('\n');
+            }
+            new.push_str(&format!(
+                "\n[mcp_servers.agentloop]\ncommand = {}\nargs = [\"mcp\"]\n",
+                toml::Value::String(exe)
+            ));
+            new.parse::<toml::Table>()
+                .map_err(|e| CliError::internal(format!("{}: {e}", config.display())))?;
+            if let Some(dir) = config.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            agentloop_core::fsutil::write_atomic(&config, new.as_bytes())?;
+            eprintln!("agentloop: MCP server `agentloop` in {}", config.display());
+            return Ok(());
+        }
+    };
+    let mut v = read_settings(&path)?;
+    let servers = v
+        .as_object_mut()
+        .map(|o| o.entry("mcpServers").or_insert_with(|| json!({})))
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| {
+            CliError::user(format!("{}: `mcpServers` is not an object", path.display()))
+        })?;
+    if !servers.contains_key("agentloop") {
+        servers.insert("agentloop".into(), server);
+        write_settings(&path, &v)?;
+    }
+    eprintln!("agentloop: MCP server `agentloop` in {}", path.display());
+    Ok(())
 }
 
 /// `[features] hooks = true` in Codex's `config.toml`, changing nothing else in it:
@@ -299,4 +369,47 @@ pub fn uninstall(cwd: &Path, user: bool, agent: HookAgent) -> Result<ExitKind, C
         path.display()
     );
     Ok(ExitKind::Completed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feature_on(text: &str) -> Result<Option<String>, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, text).unwrap();
+        codex_feature_on(&path)
+            .map(|o| o.map(|(_, t)| t))
+            .map_err(|e| e.message)
+    }
+
+    #[test]
+    fn codexs_hooks_feature_is_turned_on_and_nothing_else_changes() {
+        let new = feature_on("# my settings\nmodel = \"o3\"\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            new,
+            "# my settings\nmodel = \"o3\"\n\n[features]\nhooks = true\n"
+        );
+        let new = feature_on("[features]\nweb_search = true\n\n[x]\ny = 1\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            new,
+            "[features]\nhooks = true\nweb_search = true\n\n[x]\ny = 1\n"
+        );
+        assert_eq!(feature_on("[features]\nhooks = true\n").unwrap(), None);
+        assert_eq!(
+            feature_on("[features]\ncodex_hooks = true\n").unwrap(),
+            None
+        );
+        assert!(
+            feature_on("[features]\nhooks = false\n")
+                .unwrap_err()
+                .contains("turn hooks off")
+        );
+        assert!(feature_on("not toml = = =\n").is_err());
+    }
 }
