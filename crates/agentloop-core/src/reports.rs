@@ -89,10 +89,10 @@ pub fn apply(signals: &mut Signals, reports: &[Report]) {
             "report_blocked" if !text.is_empty() => {
                 signals.blocked = Some(text.to_string());
             }
-            "report_learning" if !text.is_empty() => {
-                if !signals.learnings.iter().any(|l| l == text) {
-                    signals.learnings.push(text.to_string());
-                }
+            "report_learning"
+                if !text.is_empty() && !signals.learnings.iter().any(|l| l == text) =>
+            {
+                signals.learnings.push(text.to_string());
             }
             _ => {}
         }
