@@ -19,6 +19,7 @@ pub const CLI: CliKind = CliKind {
     env: &[],
     own_files: &[".aider*"],
     parse: parse_text,
+    files: crate::cli::no_files,
     finish: keep,
 };
 

@@ -34,6 +34,7 @@ pub const CLI: CliKind = CliKind {
     env: &[],
     own_files: &[],
     parse: parse_stream_json,
+    files: crate::cli::no_files,
     finish: keep,
 };
 

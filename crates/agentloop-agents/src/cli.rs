@@ -36,12 +36,17 @@ pub struct CliKind {
     /// agent's changes.
     pub own_files: &'static [&'static str],
     pub parse: fn(&str) -> Parsed,
+    /// What the CLI wrote to files of the iteration (Copilot's usage), into `Parsed`.
+    pub files: fn(&Invocation<'_>, &mut Parsed),
     /// A last look at the run (exit codes that mean something to this CLI).
     pub finish: fn(&mut AgentRun),
 }
 
 /// Leaves the run as the output said.
 pub fn keep(_: &mut AgentRun) {}
+
+/// The CLI writes nothing else to read.
+pub fn no_files(_: &Invocation<'_>, _: &mut Parsed) {}
 
 /// An agent CLI run one fresh process per iteration.
 pub struct CliAgent {
@@ -117,6 +122,7 @@ impl CliAgent {
             }
         };
         let mut p = (cli.parse)(&String::from_utf8_lossy(&f.tail));
+        (cli.files)(inv, &mut p);
         // A usage limit that names its reset time ("resets 3:45pm") is waited out exactly.
         if p.resets_at_ms.is_none()
             && let Some(e) = p

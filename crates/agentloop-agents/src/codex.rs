@@ -18,6 +18,7 @@ pub const CLI: CliKind = CliKind {
     env: &[],
     own_files: &[],
     parse: parse_exec_json,
+    files: crate::cli::no_files,
     finish: keep,
 };
 

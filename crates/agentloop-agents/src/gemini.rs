@@ -24,6 +24,7 @@ pub const CLI: CliKind = CliKind {
     env: &[("GEMINI_CLI_TRUST_WORKSPACE", "true")],
     own_files: &[],
     parse: parse_stream_json,
+    files: crate::cli::no_files,
     finish,
 };
 

@@ -7,6 +7,7 @@ pub mod claude;
 pub mod cli;
 pub mod codex;
 pub mod command;
+pub mod copilot;
 pub mod gemini;
 pub mod opencode;
 pub mod parsed;
@@ -118,6 +119,7 @@ fn build(config: &Config, name: &str, ac: &AgentConfig) -> Result<Box<dyn Agent>
         "gemini" => &gemini::CLI,
         "opencode" => &opencode::CLI,
         "aider" => &aider::CLI,
+        "copilot" => &copilot::CLI,
         other => {
             return Err(ResolveError::UnsupportedKind {
                 name: name.to_string(),

@@ -21,6 +21,7 @@ pub const CLI: CliKind = CliKind {
     env: &[("OPENCODE_DISABLE_AUTOUPDATE", "true")],
     own_files: &[],
     parse: parse_json,
+    files: crate::cli::no_files,
     finish: keep,
 };
 

@@ -17,6 +17,7 @@ pub const TESTED: &[(&str, &str)] = &[
     ("gemini", "0.61.0"),
     ("opencode", "1.18.33"),
     ("aider", "0.86.2"),
+    ("copilot", "1.0.102"),
 ];
 
 /// The newest tested version of `kind` when `version` is newer than it.
@@ -77,6 +78,7 @@ fn install_hint(kind: &str) -> &'static str {
         "gemini" => "npm install -g @google/gemini-cli",
         "opencode" => "npm install -g opencode-ai",
         "aider" => "pip install aider-chat",
+        "copilot" => "npm install -g @github/copilot",
         _ => "put the program on PATH or give its full path in `command`",
     }
 }
@@ -105,6 +107,9 @@ pub fn probe(config: &Config, name: &str) -> Result<Probe, ProbeError> {
         "gemini" => "final message, session id, tokens, cost from [prices], tool use, limits",
         "opencode" => "final message, session id, tokens, cost, tool use",
         "aider" => "final message, tokens and cost from its text",
+        "copilot" => {
+            "final message, session id, tokens per model, cost from [prices], tool use, limits"
+        }
         _ => "final message from stdout",
     };
     let missing = || ProbeError::Missing {
@@ -239,6 +244,7 @@ mod tests {
             ("gemini", "@google/gemini-cli@"),
             ("opencode", "opencode-ai@"),
             ("aider", "aider-chat=="),
+            ("copilot", "@github/copilot@"),
         ] {
             let tested = TESTED.iter().find(|(k, _)| *k == kind).unwrap().1;
             assert!(

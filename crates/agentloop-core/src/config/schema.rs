@@ -176,7 +176,7 @@ pub struct AgentConfig {
 
 /// Agent CLIs that work without any configuration; `[agents.NAME]` for one of these
 /// names changes only the keys it sets.
-pub const BUILTIN_AGENTS: &[&str] = &["claude", "codex", "gemini", "opencode", "aider"];
+pub const BUILTIN_AGENTS: &[&str] = &["claude", "codex", "gemini", "opencode", "aider", "copilot"];
 
 /// What every agent inherits from agentloop's environment: enough to run programs,
 /// find its home and config, speak the locale and reach a proxy.
@@ -230,6 +230,7 @@ impl AgentConfig {
                 "VERTEX_*",
                 "CLOUDSDK_*",
             ],
+            "copilot" => &["COPILOT_*", "GH_TOKEN", "GH_HOST", "GITHUB_TOKEN", "OTEL_*"],
             // Both reach many providers; each provider's documented variables.
             "opencode" | "aider" => &[
                 "OPENCODE_*",

@@ -17,6 +17,7 @@ mod real_aider;
 mod real_claude;
 mod real_cli;
 mod real_codex;
+mod real_copilot;
 mod real_gemini;
 mod real_opencode;
 mod real_trust;

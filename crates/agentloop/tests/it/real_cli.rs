@@ -25,6 +25,7 @@ pub enum Cli {
     Gemini,
     OpenCode,
     Aider,
+    Copilot,
 }
 
 impl Cli {
@@ -33,7 +34,7 @@ impl Cli {
             Cli::Claude => Api::Anthropic,
             Cli::Codex => Api::OpenAi,
             Cli::Gemini => Api::Gemini,
-            Cli::OpenCode | Cli::Aider => Api::Chat,
+            Cli::OpenCode | Cli::Aider | Cli::Copilot => Api::Chat,
         }
     }
 
@@ -60,7 +61,7 @@ impl Cli {
             Cli::Claude => ("Bash", json!({"command": cmd, "description": "run"})),
             Cli::Codex => ("exec_command", json!({"cmd": cmd})),
             Cli::Gemini => ("run_shell_command", json!({"command": cmd})),
-            Cli::OpenCode => ("bash", json!({"command": cmd, "description": "run"})),
+            Cli::OpenCode | Cli::Copilot => ("bash", json!({"command": cmd, "description": "run"})),
             Cli::Aider => panic!("Aider has no shell tool: its edits are in its reply"),
         };
         Step::Tool {
@@ -164,6 +165,9 @@ output = 8.0
                 .unwrap();
                 "[run]\nagent = \"opencode\"\n".into()
             }
+            Cli::Copilot => format!(
+                "[run]\nagent = \"copilot\"\n\n[prices.mock-model]\ninput = 2.0\ncached_input = 0.5\noutput = 8.0\n"
+            ),
             Cli::Aider => "[run]\nagent = \"aider\"\n\n[agents.aider]\nmodel = \"openai/mock-model\"\n\n[prices.\"openai/mock-model\"]\ninput = 2.0\ncached_input = 0.5\noutput = 8.0\n".into(),
         }
     }
@@ -185,6 +189,15 @@ output = 8.0
             Cli::OpenCode => vec![
                 ("OPENCODE_CONFIG", format!("{home_s}/opencode.json")),
                 ("MOCK_API_KEY", "not-a-real-key".into()),
+            ],
+            // Its custom-provider mode ("bring your own key"), offline: no GitHub
+            // account.
+            Cli::Copilot => vec![
+                ("COPILOT_HOME", format!("{home_s}/.copilot")),
+                ("COPILOT_OFFLINE", "true".into()),
+                ("COPILOT_PROVIDER_BASE_URL", format!("{}/v1", server.url())),
+                ("COPILOT_PROVIDER_API_KEY", "not-a-real-key".into()),
+                ("COPILOT_MODEL", "mock-model".into()),
             ],
             Cli::Aider => vec![
                 ("OPENAI_API_BASE", format!("{}/v1", server.url())),

@@ -1,0 +1,120 @@
+//! The real GitHub Copilot CLI (`@github/copilot`, pinned, from the npm registry)
+//! driven by agentloop against the testkit's mock Chat Completions API through its
+//! custom-provider mode (`COPILOT_PROVIDER_BASE_URL`, `COPILOT_OFFLINE=true`: no GitHub
+//! account), set up as a new user would: the variables exported, `agentloop.toml`
+//! naming the agent and the model's price. Its tokens come from its usage file.
+
+use agentloop_testkit::Step;
+
+use crate::real_cli::{Cli, journal_events, say, session_ids};
+
+#[test]
+fn two_tasks_done_through_copilots_own_tools_with_cost_from_the_price_table() {
+    let s = crate::real_cli::two_tasks(
+        Cli::Copilot,
+        [
+            (1000, 100, 0),
+            (1200, 50, 800),
+            (2000, 100, 0),
+            (2200, 50, 1600),
+        ],
+    );
+    assert_eq!(s["tokens"]["input"], 6400);
+    assert_eq!(s["tokens"]["cached_input"], 2400);
+    assert_eq!(s["tokens"]["output"], 300);
+    // (6400 × 2 + 2400 × 0.5 + 300 × 8) / 1e6
+    let cost = s["cost_usd"].as_f64().unwrap();
+    assert!((cost - 0.0164).abs() < 1e-9, "cost {cost}");
+}
+
+#[test]
+fn copilots_session_id_and_final_message_are_recorded() {
+    let server = Cli::Copilot.mock(vec![
+        Cli::Copilot.shell("echo hello > hello.txt", 10, 1),
+        say("Made it.\nTASK_COMPLETE", 10, 1, 0),
+    ]);
+    let p = Cli::Copilot.project(&server, crate::real_cli::ONE, "");
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let ids = session_ids(&p);
+    assert!(ids[0].len() == 36, "{ids:?}");
+    let said = journal_events(&p)
+        .into_iter()
+        .find(|e| e["kind"] == "agent_finished")
+        .map(|e| e["data"]["final_message"].clone())
+        .unwrap();
+    assert_eq!(said, "Made it.\nTASK_COMPLETE");
+}
+
+/// Copilot retries a 429 five times itself (honouring `retry-after`), then gives up;
+/// the run waits as the message says and goes on without spending a retry.
+#[test]
+fn copilot_rate_limit_waits_then_completes() {
+    let limited = || Step::Error {
+        status: 429,
+        kind: "rate_limit_exceeded".into(),
+        message: "Rate limit reached for requests. Please try again in 1s.".into(),
+        retry_after: Some(1),
+    };
+    let mut steps: Vec<Step> = (0..6).map(|_| limited()).collect();
+    steps.push(Cli::Copilot.shell("echo hello > hello.txt", 10, 1));
+    steps.push(say("TASK_COMPLETE", 10, 1, 0));
+    let server = Cli::Copilot.mock(steps);
+    let p = Cli::Copilot.project(
+        &server,
+        crate::real_cli::ONE,
+        "[limits]\nwait = \"1s\"\n\n[budgets]\ntask_retries = 1\n",
+    );
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let events = journal_events(&p);
+    let limit = events
+        .iter()
+        .find(|e| e["kind"] == "limit_hit")
+        .expect("a limit_hit event");
+    assert_eq!(limit["data"]["kind"], "rate_limit");
+    let attempts: Vec<u64> = events
+        .iter()
+        .filter(|e| e["kind"] == "iteration_started")
+        .map(|e| e["data"]["attempt"].as_u64().unwrap())
+        .collect();
+    assert_eq!(attempts, vec![1, 1]);
+}
+
+#[test]
+fn copilot_auth_error_waits_for_a_person() {
+    // It retries a 401 twice before it gives up.
+    let server = Cli::Copilot.mock(
+        (0..3)
+            .map(|_| Step::Error {
+                status: 401,
+                kind: "invalid_api_key".into(),
+                message: "Incorrect API key provided: not-a-real-key.".into(),
+                retry_after: None,
+            })
+            .collect(),
+    );
+    let p = Cli::Copilot.project(&server, crate::real_cli::ONE, "");
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["status"], "blocked");
+    let why = s["tasks"][0]["blocked"].as_str().unwrap();
+    assert!(
+        why.starts_with("the agent could not authenticate: "),
+        "{why}"
+    );
+    assert!(why.contains("COPILOT_PROVIDER_API_KEY"), "{why}");
+    assert_eq!(s["iterations"], 1);
+}
+
+#[test]
+fn a_200_kib_prompt_reaches_copilot() {
+    crate::real_cli::long_prompt(
+        Cli::Copilot,
+        vec![
+            Cli::Copilot.shell("echo hello > hello.txt", 10, 1),
+            say("TASK_COMPLETE", 10, 1, 0),
+        ],
+    );
+}
