@@ -165,9 +165,7 @@ output = 8.0
                 .unwrap();
                 "[run]\nagent = \"opencode\"\n".into()
             }
-            Cli::Copilot => format!(
-                "[run]\nagent = \"copilot\"\n\n[prices.mock-model]\ninput = 2.0\ncached_input = 0.5\noutput = 8.0\n"
-            ),
+            Cli::Copilot => "[run]\nagent = \"copilot\"\n\n[prices.mock-model]\ninput = 2.0\ncached_input = 0.5\noutput = 8.0\n".into(),
             Cli::Aider => "[run]\nagent = \"aider\"\n\n[agents.aider]\nmodel = \"openai/mock-model\"\n\n[prices.\"openai/mock-model\"]\ninput = 2.0\ncached_input = 0.5\noutput = 8.0\n".into(),
         }
     }
