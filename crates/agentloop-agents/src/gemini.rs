@@ -50,6 +50,11 @@ fn finish(run: &mut AgentRun) {
     };
     match &mut run.error {
         Some(e) if e.kind != AgentErrorKind::Other => {}
+        // Only the generic "exited N without a result": the meaning says more.
+        Some(e) if e.message.starts_with(&format!("gemini exited {code}")) => {
+            e.kind = kind;
+            e.message = format!("gemini exited {code}: {meaning}");
+        }
         Some(e) => {
             e.kind = kind;
             e.message = format!("gemini exited {code} ({meaning}): {}", e.message);
@@ -199,6 +204,32 @@ mod tests {
         assert_eq!(p.by_model.len(), 1);
         assert_eq!(p.by_model[0].0, "gemini-3.1-pro-preview");
         assert_eq!(p.by_model[0].1, p.usage);
+    }
+
+    #[test]
+    fn an_exit_code_alone_says_what_went_wrong_and_what_to_do() {
+        let mut run = AgentRun::default();
+        run.finished.exit_code = Some(55);
+        run.error = Some(AgentError {
+            kind: AgentErrorKind::Other,
+            message: "gemini exited 55 without a result".into(),
+        });
+        finish(&mut run);
+        let e = run.error.unwrap();
+        assert_eq!(
+            e.message,
+            "gemini exited 55: the folder is not trusted; set GEMINI_CLI_TRUST_WORKSPACE=true or pass --skip-trust"
+        );
+        assert!(!e.message.contains("Some("));
+        let mut run = AgentRun::default();
+        run.finished.exit_code = Some(41);
+        finish(&mut run);
+        let e = run.error.unwrap();
+        assert_eq!(e.kind, AgentErrorKind::Auth);
+        assert!(
+            e.message
+                .starts_with("gemini exited 41: authentication failed")
+        );
     }
 
     #[test]

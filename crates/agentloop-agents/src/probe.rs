@@ -58,6 +58,12 @@ pub enum ProbeError {
         program: String,
         message: String,
     },
+    #[error("agent \"{name}\": {message}")]
+    Unconfigured {
+        name: String,
+        message: String,
+        hint: String,
+    },
 }
 
 impl ProbeError {
@@ -67,6 +73,7 @@ impl ProbeError {
                 format!("install it: {install}")
             }
             ProbeError::Failed { .. } => "run the program by hand to see what is wrong".into(),
+            ProbeError::Unconfigured { hint, .. } => hint.clone(),
         }
     }
 }
@@ -154,6 +161,15 @@ pub fn probe(config: &Config, name: &str) -> Result<Probe, ProbeError> {
             install,
         });
     }
+    if kind == "aider" && !aider_configured(&ac) {
+        return Err(ProbeError::Unconfigured {
+            name: name.into(),
+            message: "aider has no model and no provider key, so it would offer an OpenRouter login in a browser and wait for it".into(),
+            hint: format!(
+                "name its model in agentloop.toml:\n  [agents.{name}]\n  model = \"openai/gpt-4.1\"\nand export the provider's key (OPENAI_API_KEY, ANTHROPIC_API_KEY, OPENROUTER_API_KEY…), or set AIDER_MODEL or an .aider.conf.yml"
+            ),
+        });
+    }
     Ok(Probe {
         name: name.into(),
         kind,
@@ -161,6 +177,37 @@ pub fn probe(config: &Config, name: &str) -> Result<Probe, ProbeError> {
         version: Some(version),
         supports,
     })
+}
+
+/// The provider keys with which aider picks a model by itself.
+const AIDER_KEYS: &[&str] = &[
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "OPENROUTER_API_KEY",
+    "GEMINI_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "VERTEXAI_PROJECT",
+    "AIDER_MODEL",
+    "AIDER_OPENAI_API_KEY",
+    "AIDER_ANTHROPIC_API_KEY",
+];
+
+/// Whether aider knows which model to use: one named in the configuration, a key it
+/// picks a model from, or its own configuration file (where it looks for one).
+fn aider_configured(ac: &AgentConfig) -> bool {
+    let named = ac.model.is_some()
+        || ac
+            .args
+            .iter()
+            .any(|a| a == "--model" || a.starts_with("--model="));
+    let keyed = AIDER_KEYS
+        .iter()
+        .any(|k| ac.env.contains_key(*k) || std::env::var_os(k).is_some_and(|v| !v.is_empty()));
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let files = [".aider.conf.yml", ".env"].iter().any(|f| {
+        std::path::Path::new(f).exists() || home.as_ref().is_some_and(|h| h.join(f).exists())
+    });
+    named || keyed || files
 }
 
 fn on_path(program: &str) -> bool {

@@ -263,6 +263,16 @@ impl Driver {
         let before = self.snapshots_of(&workdir).and_then(|g| g.take());
         let dir = self.run.iteration_dir(plan.iteration);
         std::fs::create_dir_all(&dir)?;
+        // Reports count only when made during the iteration: one planted before it began
+        // (by an earlier agent) is removed.
+        match std::fs::remove_file(agentloop_core::reports::path(&dir)) {
+            Ok(()) => self.progress.warn(&format!(
+                "iteration {}: removed MCP reports written before it began",
+                plan.iteration
+            )),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e.into()),
+        }
         let prompt = policy::build_prompt(&self.state, &plan.task, plan.kind);
         fsutil::write_new(&dir.join("prompt.md"), prompt.as_bytes())?;
         if let Some(b) = before.as_ref().filter(|_| self.state.settings.hook) {

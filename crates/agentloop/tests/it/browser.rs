@@ -342,6 +342,12 @@ fn the_dashboard_follows_a_run_and_its_buttons_control_it() {
         "document.querySelector('#detail-panel') && document.querySelector('#detail-panel').textContent.includes(\"FAIL: expected 'HELLO, ADA!'\")",
     );
     b.screenshot("4-completed");
+    // What the agent said at the end of that iteration: its claim, kept in the journal.
+    b.click("#tab-0");
+    b.wait_for(
+        "the final message",
+        "document.querySelector('#tab-0').textContent === 'Final message' && document.querySelector('#detail-panel').textContent.includes('TASK_COMPLETE')",
+    );
     assert_eq!(
         b.script("return window.__sameDocument === true;"),
         json!(true),

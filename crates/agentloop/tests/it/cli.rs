@@ -275,3 +275,45 @@ fn agents_says_when_an_installed_cli_is_newer_than_the_tested_one() {
         r.stdout
     );
 }
+
+#[test]
+fn aider_without_a_model_or_key_is_refused_before_the_run() {
+    let p = crate::support::Scratch::new()
+        .plan("# A\n\n## T1: A\nVerify: true\n")
+        .config("[run]\nagent = \"aider\"\n")
+        .build();
+    let bin = p.path().join(".git/fake-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let aider = bin.join("aider");
+    std::fs::write(&aider, "#!/bin/sh\necho 'aider 0.86.2'\n").unwrap();
+    std::fs::set_permissions(&aider, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let home = p.path().join(".git/empty-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let mut c = p.cmd(&["run"]);
+    c.env("PATH", &path).env("HOME", &home);
+    for k in [
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "OPENROUTER_API_KEY",
+        "GEMINI_API_KEY",
+        "DEEPSEEK_API_KEY",
+        "VERTEXAI_PROJECT",
+        "AIDER_MODEL",
+    ] {
+        c.env_remove(k);
+    }
+    let r: crate::support::Run = c.output().unwrap().into();
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("aider has no model and no provider key"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("model = \"openai/gpt-4.1\""),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(p.run(&["status"]).code, Some(2), "no run was made");
+}

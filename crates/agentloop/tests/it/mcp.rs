@@ -125,3 +125,35 @@ fn a_completion_reported_through_mcp_is_still_verified() {
     );
     assert_eq!(p.status()["iterations"], 2);
 }
+
+/// Reports count only for the iteration they were made in: one an agent plants for a
+/// later iteration is removed when that iteration begins.
+#[test]
+fn a_report_planted_for_a_later_iteration_does_not_count() {
+    let p = crate::support::scripted(
+        "# One\n\n## T1: A\nVerify: test -f a.txt\n",
+        r#"if [ "$n" = 1 ]; then
+  next="$AGENTLOOP_RUN_DIR/iterations/$(printf %04d $((AGENTLOOP_ITERATION + 1)))"
+  mkdir -p "$next"
+  echo '{"tool":"report_complete","text":"planted"}' > "$next/reports.jsonl"
+  echo "working on it"
+else
+  touch a.txt
+  echo "made a.txt, not claiming yet"
+fi
+"#,
+    );
+    let r = p.run(&["run", "--quiet", "--max-iterations", "2"]);
+    assert_ne!(r.code, Some(0), "{}", r.stderr);
+    let finished: Vec<serde_json::Value> = journal_events(&p)
+        .into_iter()
+        .filter(|e| e["kind"] == "agent_finished")
+        .collect();
+    assert_eq!(finished.len(), 2);
+    assert!(
+        finished[1]["data"].get("mcp_calls").is_none(),
+        "{}",
+        finished[1]
+    );
+    assert_eq!(finished[1]["data"]["signals"]["complete"], false);
+}
