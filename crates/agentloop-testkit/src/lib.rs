@@ -1,8 +1,11 @@
 //! Test stand-ins for remote services: mock model APIs on 127.0.0.1 that the real agent
-//! CLIs talk to in tests (see [`mock`]), and the efficiency scenarios that compare
+//! CLIs talk to in tests (see [`mock`]), a mock GitHub backed by a bare repository
+//! ([`github`]), and the efficiency scenarios that compare
 //! agentloop's policy with the loops people use today.
 
 pub mod efficiency;
+pub mod github;
 pub mod mock;
 
+pub use github::MockGitHub;
 pub use mock::{Api, MockServer, Recorded, Scenario, Step, Tokens};

@@ -1,0 +1,103 @@
+//! The forges agentloop ships a run through: open or update the pull request, read its
+//! checks and reviews, label it, ask for reviewers, comment, merge. GitHub's REST API
+//! today (`github`), behind a trait the ship flow uses, so GitLab is another
+//! implementation. The token is given by the caller and sent only as a bearer header.
+
+pub mod github;
+pub mod http;
+pub mod remote;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ForgeError {
+    #[error("{url}: {message}")]
+    Unreachable { url: String, message: String },
+    #[error("{what}: the forge answered {status}: {message}")]
+    Refused {
+        what: String,
+        status: u16,
+        message: String,
+    },
+    #[error("{0}")]
+    Unexpected(String),
+}
+
+/// A pull (merge) request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PullRequest {
+    pub number: u64,
+    pub url: String,
+    /// The commit its head branch points at.
+    pub head_sha: String,
+}
+
+/// The state of a commit's checks, all of them together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChecksState {
+    /// Some are still running (or none has reported yet).
+    Pending,
+    Success,
+    Failure,
+}
+
+/// One check (a check run, or a commit status).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Check {
+    pub name: String,
+    /// `success`, `failure`, `timed_out`, `cancelled`, `pending`, …
+    pub conclusion: String,
+    /// What it said: its output's title, summary and text, or a status's description.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub output: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checks {
+    pub state: ChecksState,
+    pub checks: Vec<Check>,
+}
+
+/// How a pull request is merged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum MergeMethod {
+    #[default]
+    Squash,
+    Merge,
+    Rebase,
+}
+
+impl MergeMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MergeMethod::Squash => "squash",
+            MergeMethod::Merge => "merge",
+            MergeMethod::Rebase => "rebase",
+        }
+    }
+}
+
+/// What the ship flow needs of a forge.
+pub trait Forge {
+    /// Opens the pull request from `head` into `base`, or updates the open one (its
+    /// title and body) when there is one already.
+    fn open_or_update(
+        &self,
+        head: &str,
+        base: &str,
+        title: &str,
+        body: &str,
+        draft: bool,
+    ) -> Result<(PullRequest, bool), ForgeError>;
+    fn add_labels(&self, pr: u64, labels: &[String]) -> Result<(), ForgeError>;
+    fn request_reviewers(&self, pr: u64, reviewers: &[String]) -> Result<(), ForgeError>;
+    fn comment(&self, pr: u64, body: &str) -> Result<(), ForgeError>;
+    /// Every check of `sha`: check runs and commit statuses.
+    fn checks(&self, sha: &str) -> Result<Checks, ForgeError>;
+    /// Who approves the pull request now (each reviewer's latest review counts).
+    fn approvals(&self, pr: u64) -> Result<Vec<String>, ForgeError>;
+    /// Merges it if its head is still `sha`; returns the commit on the base branch.
+    fn merge(&self, pr: u64, sha: &str, method: MergeMethod) -> Result<String, ForgeError>;
+}
