@@ -259,8 +259,24 @@ impl Progress {
                 let text = format!("agentloop: {} (from {source})", describe_request(request));
                 self.line(&text);
             }
+            Event::ShipPushed { .. }
+            | Event::PrOpened { .. }
+            | Event::ChecksFinished { .. }
+            | Event::ShipFixAdded { .. }
+            | Event::ReviewApproved { .. }
+            | Event::PrMerged { .. }
+            | Event::PostMergeVerified { .. }
+            | Event::ShipFailed { .. } => {
+                let text = format!("ship: {}", crate::commands::describe_event(&r.event));
+                self.line(&text);
+            }
             _ => {}
         }
+    }
+
+    /// A line of its own (a step under way).
+    pub fn note(&mut self, text: &str) {
+        self.line(&format!("agentloop: {text}"));
     }
 
     pub fn waiting(&mut self, s: &RunState, reason: &WaitReason) {

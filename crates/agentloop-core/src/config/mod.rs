@@ -5,6 +5,7 @@
 mod layers;
 mod schema;
 mod settings;
+mod ship;
 mod template;
 
 pub use layers::{ConfigError, Layered, Loader, Source, merge, user_config_path};
@@ -13,4 +14,5 @@ pub use schema::{
     RunConfig, VerifyConfig,
 };
 pub use settings::Settings;
+pub use ship::{Forge, MergeMethod, MergeWhen, Ship};
 pub use template::TEMPLATE;

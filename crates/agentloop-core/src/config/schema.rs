@@ -23,6 +23,7 @@ pub struct Config {
     /// USD per million tokens, by model, for agents that report tokens but no cost.
     pub prices: BTreeMap<String, Price>,
     pub notify: Notify,
+    pub ship: super::ship::Ship,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -52,6 +52,9 @@ pub struct Settings {
     pub hook: bool,
     #[serde(default)]
     pub notify: Notify,
+    /// How the completed run is shipped (`[ship]`; runs recorded before it existed: not).
+    #[serde(default)]
+    pub ship: super::ship::Ship,
     /// Hook mode: how long a run waits to be claimed by a session that does not name it.
     #[serde(default = "default_claim_window", with = "crate::values::duration")]
     pub claim_window: std::time::Duration,
@@ -87,7 +90,8 @@ impl Settings {
             check_files: c.verify.check_files.clone(),
             clean_copy: c.verify.clean_copy,
             carry: c.verify.carry.clone(),
-            commit: c.git.commit,
+            // What is shipped is committed: `[ship]` commits each verified task.
+            commit: c.git.commit || c.ship.enabled(),
             workers: c.run.workers(),
             branch: c.run.branch.clone(),
             land: c.run.land,
@@ -96,6 +100,7 @@ impl Settings {
             limits: c.limits.clone(),
             hook: false,
             notify: c.notify.clone(),
+            ship: c.ship.clone(),
             claim_window: c.hook.claim_window,
             flags: serde_json::Map::new(),
         }

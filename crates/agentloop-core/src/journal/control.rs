@@ -51,13 +51,15 @@ impl RunState {
                         }
                     }
                     Gate::Surface(t) => self.surface_approved(&t),
+                    Gate::Review => self.ship.approved = true,
+                    Gate::Ship(_) => self.ship.failed = None,
                 }
             }
             Request::Reject { note } => {
                 let Some(gate) = self.gate.take() else { return };
                 let why = note.clone().unwrap_or_else(|| "no reason given".into());
                 match &gate {
-                    Gate::Plan | Gate::Final => {
+                    Gate::Plan | Gate::Final | Gate::Review | Gate::Ship(_) => {
                         self.finished = Some(FinishReason::Rejected {
                             gate: gate.clone(),
                             note: note.clone(),

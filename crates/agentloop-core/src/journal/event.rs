@@ -95,6 +95,50 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pid: Option<u32>,
     },
+    /// Shipping: the run's work pushed to `branch` of the forge's remote.
+    ShipPushed {
+        branch: String,
+        commit: String,
+    },
+    /// The pull request opened (`created`) or updated with the run's account.
+    PrOpened {
+        number: u64,
+        url: String,
+        created: bool,
+    },
+    /// The forge's checks on the pushed commit are done.
+    ChecksFinished {
+        commit: String,
+        passed: bool,
+        checks: Vec<super::ship::CheckOutcome>,
+    },
+    /// A red check goes back to the agent: a new task in the plan's next version.
+    ShipFixAdded {
+        version: u32,
+        plan: Plan,
+        task: String,
+    },
+    /// The pull request's review approves (`by`: the reviewer).
+    ReviewApproved {
+        by: String,
+    },
+    /// agentloop merged the pull request; `commit` is the base branch's new head.
+    PrMerged {
+        commit: String,
+    },
+    /// The run's checks on the base branch after the merge.
+    PostMergeVerified {
+        commit: String,
+        passed: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        digest: Option<String>,
+    },
+    /// A step of the ship flow failed (the forge refused, the push was rejected…);
+    /// the run waits for a person at the ship gate.
+    ShipFailed {
+        step: String,
+        message: String,
+    },
     /// A line of the journal that agentloop did not write as it stands (a record
     /// appended or edited by something else): ignored, and recorded once.
     ForgeryIgnored(Forged),
@@ -192,6 +236,14 @@ impl Event {
             Event::Landed { .. } => "landed",
             Event::SurfaceChecked { .. } => "surface_checked",
             Event::SurfaceRestored { .. } => "surface_restored",
+            Event::ShipPushed { .. } => "ship_pushed",
+            Event::PrOpened { .. } => "pr_opened",
+            Event::ChecksFinished { .. } => "checks_finished",
+            Event::ShipFixAdded { .. } => "ship_fix_added",
+            Event::ReviewApproved { .. } => "review_approved",
+            Event::PrMerged { .. } => "pr_merged",
+            Event::PostMergeVerified { .. } => "post_merge_verified",
+            Event::ShipFailed { .. } => "ship_failed",
             Event::ForgeryIgnored(_) => "forgery_ignored",
             Event::RunFinished { .. } => "run_finished",
         }
@@ -453,6 +505,10 @@ pub enum Gate {
     /// The task's iteration changed the verification surface (see the open
     /// iteration's surface check): approve moves the baseline, reject restores it.
     Surface(String),
+    /// The pull request's review: an approving review (or `approve`) releases it.
+    Review,
+    /// A step of the ship flow failed: approve tries it again, reject ends the run.
+    Ship(String),
 }
 
 impl Gate {
@@ -465,6 +521,13 @@ impl Gate {
             Gate::Surface(t) => format!(
                 "task {t} changed files that verify it: approve moves the baseline, reject restores it"
             ),
+            Gate::Review => {
+                "the pull request's review: an approving review or `agentloop approve` releases it"
+                    .into()
+            }
+            Gate::Ship(why) => {
+                format!("shipping failed ({why}): approve tries again, reject ends the run")
+            }
         }
     }
 }
@@ -584,6 +647,8 @@ impl FinishReason {
                     match gate {
                         Gate::Plan => "plan".to_string(),
                         Gate::Final => "final review".to_string(),
+                        Gate::Review => "pull request's review".to_string(),
+                        Gate::Ship(_) => "retry of the failed ship step".to_string(),
                         Gate::BeforeTask(t) | Gate::AfterTask(t) | Gate::Surface(t) => {
                             format!("gate of task {t}")
                         }

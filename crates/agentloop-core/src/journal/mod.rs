@@ -8,7 +8,9 @@ mod event;
 mod integration;
 mod lanes;
 mod progress;
+mod report;
 mod seal;
+mod ship;
 mod state;
 mod store;
 mod surface;
@@ -21,7 +23,9 @@ pub use event::*;
 pub use integration::{Integration, MergeState};
 pub use lanes::{Lane, Phase};
 pub use progress::render as render_progress;
+pub use report::{handoff, pr_body};
 pub use seal::{key_path, seal, verifies};
+pub use ship::{CheckOutcome, ShipState};
 pub use state::{FoldError, OpenIteration, RunState, STATE_VERSION, StopKind};
 pub use store::{
     Appended, Contents, JournalError, MAX_LINE_BYTES, Record, SCHEMA_VERSION, Scan, Writer, encode,

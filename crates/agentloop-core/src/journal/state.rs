@@ -127,6 +127,9 @@ pub struct RunState {
     /// A run with workers: its integration branch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub integration: Option<Integration>,
+    /// Shipping: the push, pull request, checks, review, merge.
+    #[serde(default)]
+    pub ship: super::ship::ShipState,
     /// Journal lines agentloop did not write, found and ignored.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub forged: Vec<Forged>,
@@ -216,6 +219,7 @@ impl RunState {
             journal_bytes: 0,
             baseline: None,
             integration: None,
+            ship: Default::default(),
             forged: Vec::new(),
             index: HashMap::new(),
             requests: HashSet::new(),
@@ -225,7 +229,7 @@ impl RunState {
         Ok(s)
     }
 
-    fn set_plan(&mut self, plan: Plan) {
+    pub(super) fn set_plan(&mut self, plan: Plan) {
         let mut old: HashMap<String, TaskState> =
             self.tasks.drain(..).map(|t| (t.id.clone(), t)).collect();
         self.tasks = plan
@@ -412,6 +416,16 @@ impl RunState {
                 ..
             } => self.limit_hit(*until_ms, message, *iteration, agent.as_deref()),
             Event::TeamTaskCompleted { task, .. } => self.team_task_completed(task),
+            e @ (Event::ShipPushed { .. }
+            | Event::PrOpened { .. }
+            | Event::ChecksFinished { .. }
+            | Event::ShipFixAdded { .. }
+            | Event::ReviewApproved { .. }
+            | Event::PrMerged { .. }
+            | Event::PostMergeVerified { .. }
+            | Event::ShipFailed { .. }) => {
+                self.apply_ship(e);
+            }
             Event::AgentLimitOver { agent } => self.agent_limit_over(agent),
             Event::ForgeryIgnored(f) => {
                 if !self.forged.contains(f) {

@@ -7,6 +7,7 @@ mod ladder;
 mod prompt;
 mod replan;
 mod schedule;
+mod ship;
 
 use crate::journal::{
     Event, FinishReason, Gate, IterationKind, Record, RunState, RunStatus, Rung, TaskState,
@@ -20,6 +21,7 @@ pub use ladder::{rung_budget, task_bound};
 pub use prompt::build as build_prompt;
 pub use replan::review_replan;
 pub use schedule::schedule;
+pub use ship::ShipStep;
 
 // One action exists at a time and is consumed at once; boxing the event buys nothing.
 #[allow(clippy::large_enum_variant)]
@@ -37,6 +39,9 @@ pub enum Action {
     /// branch and check the merged result (`merge_started`, then `merged` or
     /// `merge_failed`). One at a time: the merge queue.
     Merge { iteration: u32 },
+    /// A step of shipping the completed run (push, pull request, checks, merge, the
+    /// base branch's verification after it).
+    Ship(ShipStep),
     /// Put the baseline versions of the checked changes back (`surface_restored`).
     Restore {
         iteration: u32,
@@ -148,6 +153,9 @@ fn decide(s: &RunState, busy: &[&str]) -> Action {
     }
     let Some(task) = next else {
         if s.tasks.iter().all(|t| t.status.is_settled()) {
+            if let Some(a) = ship::next(s) {
+                return a;
+            }
             if s.settings.gates.final_review && !s.final_approved {
                 return Action::Record(Event::GateOpened { gate: Gate::Final });
             }

@@ -212,6 +212,10 @@ pub fn run_agentloop(s: &mut dyn Scenario) -> Outcome {
                 return outcome(s, AGENTLOOP, st.iterations, cost, ending, asked);
             }
             Action::Record(e) => apply(&mut st, e, clock_ms),
+            // The simulated runs ship nowhere.
+            Action::Ship(_) => {
+                return outcome(s, AGENTLOOP, st.iterations, cost, Ending::Stopped, asked);
+            }
             Action::Iterate(p) => {
                 let ctx = Ctx {
                     task: p.task.clone(),

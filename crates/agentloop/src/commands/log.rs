@@ -61,7 +61,7 @@ fn ellipsis(s: &str, max: usize) -> String {
     }
 }
 
-fn describe(e: &Event) -> String {
+pub(crate) fn describe(e: &Event) -> String {
     match e {
         Event::RunCreated { run_id, plan, .. } => {
             format!(
@@ -217,6 +217,38 @@ fn describe(e: &Event) -> String {
             "refused {} (from {source}): {why}",
             crate::render::describe_request(request)
         ),
+        Event::ShipPushed { branch, commit } => format!("{commit:.12} pushed to {branch}"),
+        Event::PrOpened {
+            number,
+            url,
+            created,
+        } => format!(
+            "pull request #{number} {} · {url}",
+            if *created { "opened" } else { "updated" }
+        ),
+        Event::ChecksFinished {
+            commit,
+            passed,
+            checks,
+        } => format!(
+            "{commit:.12} · {} · {}",
+            if *passed { "green" } else { "red" },
+            checks
+                .iter()
+                .map(|c| format!("{}: {}", c.name, c.conclusion))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Event::ShipFixAdded { task, version, .. } => {
+            format!("a red check goes back to the agent as task {task} (plan v{version})")
+        }
+        Event::ReviewApproved { by } => format!("approved by {by}"),
+        Event::PrMerged { commit } => format!("merged: the base branch is at {commit:.12}"),
+        Event::PostMergeVerified { commit, passed, .. } => format!(
+            "the run's checks on {commit:.12} after the merge: {}",
+            if *passed { "passed" } else { "FAILED" }
+        ),
+        Event::ShipFailed { step, message } => format!("{step} failed: {message}"),
         Event::ForgeryIgnored(f) => format!(
             "line {} ({} claiming seq {}) was not written by agentloop; ignored",
             f.line, f.kind, f.seq

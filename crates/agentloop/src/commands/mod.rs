@@ -9,6 +9,7 @@ mod hook;
 mod init;
 mod journal;
 mod log;
+pub(crate) use log::describe as describe_event;
 mod mcp;
 mod plan;
 mod run;

@@ -87,6 +87,12 @@ pub(crate) fn start(
     let layered = super::load_config(&ws.root, &shown, &plan.settings, flags.clone())?;
     super::plan_agents_exist(&layered.config, &plan, &shown.display().to_string())?;
     let versions = check_agents(&layered.config, &plan)?;
+    if layered.config.ship.enabled() {
+        crate::driver::forge(&ws.root, &layered.config.ship).map_err(|e| {
+            CliError::user(format!("[ship]: {e}"))
+                .hint("the run would do its work and then fail to ship it; fix this first")
+        })?;
+    }
     if !agentloop_core::exec::git::is_repo(&ws.root) {
         crate::render::warn(
             "not a git repository: agentloop cannot see what the agent changes, so the no-change breaker, \

@@ -3,6 +3,9 @@
 //! iteration are in `steps`.
 
 mod jobs;
+mod ship;
+
+pub(crate) use ship::forge;
 mod steps;
 mod surface;
 mod workers;
@@ -109,6 +112,7 @@ impl Driver {
 
     fn drive(&mut self) -> Result<ExitKind, CliError> {
         let mut waiting_since: Option<WaitReason> = None;
+        let mut review_polled: Option<Instant> = None;
         loop {
             if self.interrupted.load(Ordering::SeqCst) {
                 self.flush();
@@ -132,6 +136,7 @@ impl Driver {
                     ));
                 }
                 Action::Restore { iteration, cause } => self.restore_surface(iteration, cause)?,
+                Action::Ship(step) => self.ship(step)?,
                 Action::Wait(reason) => {
                     if waiting_since.as_ref() != Some(&reason) {
                         self.flush();
@@ -159,10 +164,14 @@ impl Driver {
                     }
                     std::thread::sleep(Duration::from_millis(200));
                     self.poll_controls()?;
+                    if reason == WaitReason::Gate(agentloop_core::journal::Gate::Review) {
+                        self.poll_review(&mut review_polled)?;
+                    }
                 }
                 Action::Exit(status) => {
                     self.flush();
                     self.remove_clean_copy();
+                    self.write_handoff();
                     self.progress.finished(&self.state, &self.run);
                     return Ok(match status {
                         RunStatus::Completed => ExitKind::Completed,

@@ -61,6 +61,7 @@ impl Driver {
             executor: Box::new(LocalExecutor),
         };
         let mut waiting_since: Option<WaitReason> = None;
+        let mut review_polled: Option<std::time::Instant> = None;
         loop {
             if self.interrupted.load(Ordering::SeqCst) {
                 // Ctrl-C: end every agent; what is open is redone by `resume`.
@@ -128,6 +129,7 @@ impl Driver {
                     jobs::check(iteration, dir, log, checks, w.done_tx.clone());
                 }
                 Some(Action::Merge { iteration }) => self.start_merge(iteration, &mut w)?,
+                Some(Action::Ship(step)) if w.busy.is_empty() => self.ship(step)?,
                 Some(Action::Exit(status)) if w.busy.is_empty() => {
                     return self.finish_workers(status);
                 }
@@ -156,6 +158,9 @@ impl Driver {
                         });
                     }
                     std::thread::sleep(Duration::from_millis(200));
+                    if reason == WaitReason::Gate(agentloop_core::journal::Gate::Review) {
+                        self.poll_review(&mut review_polled)?;
+                    }
                 }
                 _ => {
                     // Only work under way: wait for some of it to finish.
@@ -390,6 +395,7 @@ impl Driver {
             worktree::remove_run(&self.ws.root, &self.run.id, &i.branch);
         }
         self.flush();
+        self.write_handoff();
         self.progress.finished(&self.state, &self.run);
         Ok(match status {
             RunStatus::Completed => ExitKind::Completed,

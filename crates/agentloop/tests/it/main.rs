@@ -24,6 +24,7 @@ mod real_trust;
 mod reports;
 mod requests;
 mod resume;
+mod ship;
 mod support;
 mod surface;
 mod terminals;

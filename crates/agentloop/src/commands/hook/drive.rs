@@ -223,6 +223,8 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
             Action::Restore { iteration, cause } => {
                 d.restore_surface(iteration, cause).map_err(e)?;
             }
+            // Shipping from a session's stop: each step records what it did.
+            Action::Ship(step) => d.ship(step).map_err(e)?,
             Action::Iterate(mut plan) => {
                 if d.state.hook_chain >= block_limit {
                     d.flush();

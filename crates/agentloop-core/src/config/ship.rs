@@ -1,0 +1,107 @@
+//! `[ship]`: how a completed run leaves the machine — its branch pushed, a pull request
+//! opened (or updated) on the forge, the forge's checks waited for (a red one goes back
+//! to the agent), a review waited for, the merge, and a verification of the base
+//! branch after it. `forge = "none"` (the default) keeps the run's commits where they
+//! are.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::values::duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Forge {
+    #[default]
+    None,
+    Github,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum MergeWhen {
+    /// A person merges; the run ends once the review approves.
+    #[default]
+    Manual,
+    /// agentloop merges once the checks pass and the review approves.
+    Auto,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum MergeMethod {
+    #[default]
+    Squash,
+    Merge,
+    Rebase,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Ship {
+    pub forge: Forge,
+    /// The git remote pushed to.
+    pub remote: String,
+    /// `OWNER/NAME`; by default read from the remote's URL.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repo: Option<String>,
+    /// The branch the pull request goes into; by default the branch the run started on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+    /// The forge's API (GitHub Enterprise: `https://HOST/api/v3`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_url: Option<String>,
+    /// The branch pushed and proposed (`{run}`: the run id).
+    pub branch: String,
+    pub draft: bool,
+    pub labels: Vec<String>,
+    /// Asked to review; an approving review from one of them releases the review gate
+    /// (any approval when none is listed).
+    pub reviewers: Vec<String>,
+    pub merge: MergeWhen,
+    pub method: MergeMethod,
+    /// How long the forge's checks may take before the run stops waiting.
+    #[serde(with = "duration")]
+    pub checks_timeout: Duration,
+    /// How often the forge is asked about checks and reviews.
+    #[serde(with = "duration")]
+    pub poll: Duration,
+    /// Red checks handed back to the agent before the run gives up.
+    pub fix_attempts: u32,
+    /// Delete the pushed branch after the merge.
+    pub delete_branch: bool,
+}
+
+impl Default for Ship {
+    fn default() -> Ship {
+        Ship {
+            forge: Forge::None,
+            remote: "origin".into(),
+            repo: None,
+            base: None,
+            api_url: None,
+            branch: "agentloop/{run}".into(),
+            draft: false,
+            labels: vec!["agentloop".into()],
+            reviewers: Vec::new(),
+            merge: MergeWhen::Manual,
+            method: MergeMethod::Squash,
+            checks_timeout: Duration::from_secs(30 * 60),
+            poll: Duration::from_secs(15),
+            fix_attempts: 3,
+            delete_branch: false,
+        }
+    }
+}
+
+impl Ship {
+    pub fn enabled(&self) -> bool {
+        self.forge != Forge::None
+    }
+
+    /// The pushed branch of run `run`.
+    pub fn branch_of(&self, run: &str) -> String {
+        self.branch.replace("{run}", run)
+    }
+}

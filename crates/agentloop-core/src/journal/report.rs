@@ -1,0 +1,222 @@
+//! What a run tells others, in Markdown made from its state: the pull request's body
+//! (the tasks with the evidence that verified each, cost, breakers, gates, the
+//! verdict) and the handoff written when the run ends (what was built, what was left,
+//! open questions, cost, links).
+
+use std::fmt::Write;
+
+use super::{RunState, TaskStatus};
+use crate::words::{money, plural};
+
+/// The tasks, each with what verified it.
+fn tasks(s: &RunState, out: &mut String) {
+    for t in &s.tasks {
+        let plan = s.plan_task(&t.id);
+        let checks: Vec<String> = plan
+            .map(|p| p.verify.iter().map(|c| format!("`{c}`")).collect())
+            .unwrap_or_default();
+        let evidence = match (&t.status, t.completed_iteration) {
+            (TaskStatus::Done, Some(i)) if checks.is_empty() => {
+                format!("done in iteration {i}")
+            }
+            (TaskStatus::Done, Some(i)) => {
+                format!("verified by {} in iteration {i}", checks.join(", "))
+            }
+            (TaskStatus::Done, None) => "done".to_string(),
+            (TaskStatus::Skipped, _) => "skipped".to_string(),
+            (TaskStatus::Blocked, _) => format!(
+                "blocked: {}",
+                t.blocked.as_deref().unwrap_or("waiting for a person")
+            ),
+            (other, _) => other.as_str().to_string(),
+        };
+        let commit = t
+            .commit
+            .as_deref()
+            .map(|c| format!(", commit {}", &c[..c.len().min(12)]))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "- [{}] **{}** {} — {evidence} ({}, {}{commit})",
+            if t.status == TaskStatus::Done {
+                "x"
+            } else {
+                " "
+            },
+            t.id,
+            t.title,
+            plural(t.tries as usize, "attempt", "attempts"),
+            money(t.cost_usd)
+        );
+    }
+}
+
+/// The breakers that tripped and the gates passed, from the tasks' records.
+fn trips(s: &RunState, out: &mut String) {
+    let breakers: Vec<String> = s
+        .tasks
+        .iter()
+        .filter(|t| t.blocked_by_breaker)
+        .map(|t| format!("{} ({})", t.id, t.blocked.as_deref().unwrap_or("")))
+        .collect();
+    let _ = writeln!(
+        out,
+        "- Breakers tripped: {}",
+        if breakers.is_empty() {
+            "none".to_string()
+        } else {
+            breakers.join("; ")
+        }
+    );
+    let mut gates = Vec::new();
+    if s.plan_approved {
+        gates.push("plan approval".to_string());
+    }
+    for t in &s.tasks {
+        if t.gate_before_approved {
+            gates.push(format!("before {}", t.id));
+        }
+    }
+    if s.final_approved {
+        gates.push("final review".to_string());
+    }
+    let _ = writeln!(
+        out,
+        "- Gates passed: {}",
+        if gates.is_empty() {
+            "none".to_string()
+        } else {
+            gates.join(", ")
+        }
+    );
+}
+
+/// The pull request's body.
+pub fn pr_body(s: &RunState) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "## {}\n", s.plan.title);
+    if !s.plan.goal.is_empty() {
+        let _ = writeln!(out, "{}\n", s.plan.goal);
+    }
+    let _ = writeln!(
+        out,
+        "Made by agentloop run `{}`: {} of {} verified by agentloop itself, {}, {}.\n",
+        s.run_id,
+        s.done_count(),
+        plural(s.tasks.len(), "task", "tasks"),
+        plural(s.iterations as usize, "iteration", "iterations"),
+        money(s.cost_usd)
+    );
+    out.push_str("### Tasks\n\n");
+    tasks(s, &mut out);
+    out.push_str("\n### The run\n\n");
+    trips(s, &mut out);
+    let _ = writeln!(
+        out,
+        "- Verdict: {}",
+        if s.tasks.iter().all(|t| t.status == TaskStatus::Done) {
+            "every task done and verified; the forge's checks and a review decide the rest"
+        } else {
+            "not every task is done (see above)"
+        }
+    );
+    if s.ship.fixes > 0 {
+        let _ = writeln!(
+            out,
+            "- Red checks handed back to the agent: {}",
+            s.ship.fixes
+        );
+    }
+    out
+}
+
+/// The handoff written when the run ends.
+pub fn handoff(s: &RunState) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# Handoff: {}\n", s.plan.title);
+    let _ = writeln!(
+        out,
+        "Run `{}` ended **{}**{}: {} of {}, {}, {}.\n",
+        s.run_id,
+        s.status.as_str(),
+        s.finished
+            .as_ref()
+            .map(|r| format!(" ({})", r.describe()))
+            .unwrap_or_default(),
+        s.done_count(),
+        plural(s.tasks.len(), "task", "tasks"),
+        plural(s.iterations as usize, "iteration", "iterations"),
+        money(s.cost_usd)
+    );
+    out.push_str("## What was built\n\n");
+    tasks(s, &mut out);
+    out.push_str("\n## Deferred or skipped\n\n");
+    let left: Vec<_> = s
+        .tasks
+        .iter()
+        .filter(|t| t.status != TaskStatus::Done)
+        .collect();
+    if left.is_empty() {
+        out.push_str("(nothing)\n");
+    }
+    for t in left {
+        let _ = writeln!(
+            out,
+            "- {} {}: {}{}",
+            t.id,
+            t.title,
+            t.status.as_str(),
+            t.blocked
+                .as_deref()
+                .map(|b| format!(" — {b}"))
+                .unwrap_or_default()
+        );
+    }
+    out.push_str("\n## Open questions\n\n");
+    let questions: Vec<_> = s
+        .tasks
+        .iter()
+        .filter_map(|t| t.question.as_ref().map(|q| (t, q)))
+        .collect();
+    if questions.is_empty() {
+        out.push_str("(none)\n");
+    }
+    for (t, q) in questions {
+        let _ = writeln!(out, "- {}: {q}", t.id);
+    }
+    if !s.learnings.is_empty() {
+        out.push_str("\n## Learnings\n\n");
+        for l in &s.learnings {
+            let _ = writeln!(out, "- {l}");
+        }
+    }
+    out.push_str("\n## Links\n\n");
+    let mut any = false;
+    if let Some((n, url)) = &s.ship.pr {
+        let _ = writeln!(out, "- Pull request #{n}: {url}");
+        any = true;
+    }
+    if let Some(c) = &s.ship.merged {
+        let _ = writeln!(out, "- Merged as {c}");
+        any = true;
+    }
+    if let Some((c, _)) = &s.ship.pushed {
+        let _ = writeln!(out, "- Pushed {c}");
+        any = true;
+    }
+    for t in s.tasks.iter().filter(|t| t.commit.is_some()) {
+        let _ = writeln!(
+            out,
+            "- {}: commit {}",
+            t.id,
+            t.commit.as_deref().unwrap_or("")
+        );
+        any = true;
+    }
+    if !any {
+        out.push_str("(none)\n");
+    }
+    out.push_str("\n## The run\n\n");
+    trips(s, &mut out);
+    out
+}

@@ -1,0 +1,121 @@
+//! The ship flow in the journal: its events' records, and what the state keeps of them
+//! (the push, the pull request, the checks of the pushed commit, the review, the merge,
+//! the verification of the base branch after it).
+
+use serde::{Deserialize, Serialize};
+
+use super::{Event, Gate, RunState};
+
+/// One of the forge's checks, as the journal keeps it (its output capped).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckOutcome {
+    pub name: String,
+    pub conclusion: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub output: String,
+}
+
+impl CheckOutcome {
+    pub fn passed(&self) -> bool {
+        matches!(self.conclusion.as_str(), "success" | "neutral" | "skipped")
+    }
+}
+
+/// What the state keeps of the ship flow.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ShipState {
+    /// The pushed commit, and the iterations counted when it was pushed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pushed: Option<(String, u32)>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pr: Option<(u64, String)>,
+    /// The pushed commit the pull request's account was last written for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pr_for: Option<String>,
+    /// The checks' verdict on the pushed commit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checks: Option<(String, bool)>,
+    /// What the failed checks said, for the fix task's prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checks_digest: Option<String>,
+    /// Fix tasks made from red checks.
+    pub fixes: u32,
+    pub approved: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merged: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub post_merge: Option<bool>,
+    /// A step that failed, waiting for a person at the ship gate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
+}
+
+/// The failed checks as the agent is told: each one's name, conclusion and the end of
+/// what it printed.
+fn digest(checks: &[CheckOutcome]) -> String {
+    let mut out = String::new();
+    for c in checks.iter().filter(|c| !c.passed()) {
+        out.push_str(&format!(
+            "The forge's check `{}` concluded {}.",
+            c.name, c.conclusion
+        ));
+        if !c.output.trim().is_empty() {
+            out.push_str(&format!(
+                " The end of its output:\n```\n{}\n```\n",
+                crate::failure::last_lines(&c.output)
+            ));
+        }
+        out.push('\n');
+    }
+    out.trim_end().to_string()
+}
+
+impl RunState {
+    /// Folds a ship event.
+    pub(super) fn apply_ship(&mut self, event: &Event) {
+        match event {
+            Event::ShipPushed { commit, .. } => {
+                self.ship.pushed = Some((commit.clone(), self.iterations));
+                self.ship.failed = None;
+            }
+            Event::PrOpened { number, url, .. } => {
+                self.ship.pr = Some((*number, url.clone()));
+                self.ship.pr_for = self.ship.pushed.as_ref().map(|(c, _)| c.clone());
+            }
+            Event::ChecksFinished {
+                commit,
+                passed,
+                checks,
+            } => {
+                self.ship.checks = Some((commit.clone(), *passed));
+                self.ship.checks_digest = (!passed).then(|| digest(checks));
+            }
+            Event::ShipFixAdded {
+                version,
+                plan,
+                task,
+            } => {
+                self.plan_version = *version;
+                self.ship.fixes += 1;
+                self.set_plan(plan.clone());
+                let digest = self.ship.checks_digest.clone();
+                if let Some(t) = self.task_mut(task) {
+                    t.last_digest = digest;
+                }
+            }
+            Event::ReviewApproved { .. } => {
+                self.ship.approved = true;
+                if self.gate == Some(Gate::Review) {
+                    self.gate = None;
+                }
+            }
+            Event::PrMerged { commit } => self.ship.merged = Some(commit.clone()),
+            Event::PostMergeVerified { passed, .. } => self.ship.post_merge = Some(*passed),
+            Event::ShipFailed { step, message } => {
+                self.ship.failed = Some(format!("{step}: {message}"));
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! The ship flow's decisions, once every task is settled: push the work, open or update
+//! the pull request, wait for the forge's checks (a red one becomes a fix task for the
+//! agent, up to `fix_attempts`), wait for the review, merge (`merge = "auto"`), and
+//! verify the base branch after the merge. Pure, like the rest of the policy.
+
+use crate::journal::{Event, FinishReason, Gate, RunState, RunStatus};
+use crate::plan::Task;
+
+use super::Action;
+
+/// A step the driver does with git and the forge, then records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShipStep {
+    /// Push the run's work to the ship branch (`ship_pushed`).
+    Push,
+    /// Open or update the pull request (`pr_opened`).
+    OpenPr,
+    /// Wait for the forge's checks on the pushed commit (`checks_finished`).
+    AwaitChecks,
+    /// Merge the pull request (`pr_merged`).
+    Merge,
+    /// Run the run's checks on the base branch after the merge (`post_merge_verified`).
+    PostMergeVerify,
+}
+
+/// What shipping asks for next; `None` when it has nothing (more) to do.
+pub(super) fn next(s: &RunState) -> Option<Action> {
+    let cfg = &s.settings.ship;
+    if !cfg.enabled() {
+        return None;
+    }
+    let ship = &s.ship;
+    if let Some(why) = &ship.failed {
+        return Some(Action::Record(Event::GateOpened {
+            gate: Gate::Ship(why.clone()),
+        }));
+    }
+    // The work to push: anything done since the last push (a fix) is pushed again.
+    let Some((pushed, at)) = &ship.pushed else {
+        return Some(Action::Ship(ShipStep::Push));
+    };
+    if s.iterations > *at {
+        return Some(Action::Ship(ShipStep::Push));
+    }
+    // Opened for the first push, its account written again for each later one.
+    if ship.pr_for.as_ref() != Some(pushed) {
+        return Some(Action::Ship(ShipStep::OpenPr));
+    }
+    match &ship.checks {
+        Some((commit, passed)) if commit == pushed => {
+            if !passed {
+                return Some(fix_or_fail(s));
+            }
+        }
+        _ => return Some(Action::Ship(ShipStep::AwaitChecks)),
+    }
+    if !ship.approved {
+        return Some(Action::Record(Event::GateOpened { gate: Gate::Review }));
+    }
+    if cfg.merge == crate::config::MergeWhen::Manual {
+        return None;
+    }
+    let Some(merged) = &ship.merged else {
+        return Some(Action::Ship(ShipStep::Merge));
+    };
+    match ship.post_merge {
+        None => Some(Action::Ship(ShipStep::PostMergeVerify)),
+        Some(true) => None,
+        Some(false) => Some(Action::Record(Event::RunFinished {
+            status: RunStatus::Failed,
+            reason: FinishReason::Error {
+                message: format!(
+                    "the run's checks fail on the base branch after the merge ({merged:.12}); see post_merge_verified in the journal"
+                ),
+            },
+        })),
+    }
+}
+
+/// A red check: a new task that hands the failures to the agent, or the end of the run
+/// when the fixes are used up.
+fn fix_or_fail(s: &RunState) -> Action {
+    let cfg = &s.settings.ship;
+    if s.ship.fixes >= cfg.fix_attempts {
+        return Action::Record(Event::RunFinished {
+            status: RunStatus::Failed,
+            reason: FinishReason::Error {
+                message: format!(
+                    "the forge's checks still fail after {} fix{}",
+                    s.ship.fixes,
+                    if s.ship.fixes == 1 { "" } else { "es" }
+                ),
+            },
+        });
+    }
+    let n = s.ship.fixes + 1;
+    let id = format!("CI-{n}");
+    let mut plan = s.plan.clone();
+    plan.tasks.push(Task {
+        id: id.clone(),
+        title: "Make the forge's checks pass".into(),
+        body: "The pull request's checks failed on the pushed work. The failures are in \"Last attempt failed\" below, as the forge reported them. Fix the cause in the code (not the checks), then say TASK_COMPLETE; agentloop pushes again and waits for the checks.".into(),
+        acceptance: Vec::new(),
+        // The run's own checks still run locally; the forge's decide after the push.
+        verify: Vec::new(),
+        depends: s.plan.tasks.iter().map(|t| t.id.clone()).collect(),
+        gate: None,
+        agent: None,
+        mode: None,
+        scope: Vec::new(),
+        max_iterations: None,
+        milestone: false,
+        line: 0,
+    });
+    Action::Record(Event::ShipFixAdded {
+        version: s.plan_version + 1,
+        plan,
+        task: id,
+    })
+}

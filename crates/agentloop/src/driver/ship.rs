@@ -1,0 +1,376 @@
+//! The ship flow's effects: push the run's work, open or update the pull request, wait
+//! for the forge's checks, poll the review, merge, verify the base branch after the
+//! merge, and write the handoff. Each step records what happened (or `ship_failed`,
+//! which waits for a person); the policy decides the next one.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use agentloop_core::config::{Forge as ForgeKind, MergeMethod, Ship};
+use agentloop_core::exec::verify;
+use agentloop_core::journal::{CheckOutcome, Event};
+use agentloop_core::policy::ShipStep;
+use agentloop_forge::github::{API, GitHub};
+use agentloop_forge::{ChecksState, Forge};
+
+use super::Driver;
+use crate::error::CliError;
+
+/// How many looks at a commit with no checks at all before it counts as having none.
+const NO_CHECKS_LOOKS: u32 = 3;
+/// The most of a check's output the journal keeps.
+const CHECK_OUTPUT: usize = 8 * 1024;
+
+fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .map_err(|e| format!("git {}: {e}", args.join(" ")))?;
+    if !out.status.success() {
+        return Err(format!(
+            "git {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// The forge the run ships through, with its token from the environment.
+pub(crate) fn forge(root: &Path, ship: &Ship) -> Result<GitHub, String> {
+    match ship.forge {
+        ForgeKind::Github => {}
+        ForgeKind::None => return Err("[ship] names no forge".into()),
+    }
+    let token = ["GITHUB_TOKEN", "GH_TOKEN"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        .ok_or("no GitHub token: set GITHUB_TOKEN or GH_TOKEN")?;
+    let repo = match &ship.repo {
+        Some(r) => r.clone(),
+        None => {
+            let url = git(root, &["remote", "get-url", &ship.remote])?;
+            agentloop_forge::remote::repo_from_url(&url).ok_or_else(|| {
+                format!(
+                    "cannot tell OWNER/NAME from the URL of remote {}: {url}; set [ship] repo",
+                    ship.remote
+                )
+            })?
+        }
+    };
+    Ok(GitHub::new(
+        ship.api_url.as_deref().unwrap_or(API),
+        &repo,
+        &token,
+    ))
+}
+
+fn method(m: MergeMethod) -> agentloop_forge::MergeMethod {
+    match m {
+        MergeMethod::Squash => agentloop_forge::MergeMethod::Squash,
+        MergeMethod::Merge => agentloop_forge::MergeMethod::Merge,
+        MergeMethod::Rebase => agentloop_forge::MergeMethod::Rebase,
+    }
+}
+
+fn cap(text: &str) -> String {
+    let cut = text.len().saturating_sub(CHECK_OUTPUT);
+    let cut = (cut..text.len())
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(text.len());
+    text[cut..].to_string()
+}
+
+impl Driver {
+    fn ship_cfg(&self) -> &Ship {
+        &self.state.settings.ship
+    }
+
+    /// The branch the pull request goes into: `[ship] base`, else the branch the run
+    /// works on.
+    fn ship_base(&self) -> Result<String, String> {
+        if let Some(b) = &self.ship_cfg().base {
+            return Ok(b.clone());
+        }
+        let b = git(&self.ws.root, &["rev-parse", "--abbrev-ref", "HEAD"])?;
+        if b == "HEAD" {
+            return Err("the repository is on no branch; set [ship] base".into());
+        }
+        Ok(b)
+    }
+
+    /// Does one step and records its outcome.
+    pub(crate) fn ship(&mut self, step: ShipStep) -> Result<(), CliError> {
+        let outcome = match step {
+            ShipStep::Push => self.ship_push(),
+            ShipStep::OpenPr => self.ship_open_pr(),
+            ShipStep::AwaitChecks => self.ship_await_checks(),
+            ShipStep::Merge => self.ship_merge(),
+            ShipStep::PostMergeVerify => self.ship_post_merge(),
+        };
+        match outcome {
+            Ok(Some(event)) => self.record(event),
+            // Stopped while waiting: the policy sees the stop next.
+            Ok(None) => Ok(()),
+            Err(message) => {
+                let step = match step {
+                    ShipStep::Push => "push",
+                    ShipStep::OpenPr => "opening the pull request",
+                    ShipStep::AwaitChecks => "waiting for the checks",
+                    ShipStep::Merge => "the merge",
+                    ShipStep::PostMergeVerify => "the verification after the merge",
+                };
+                self.progress
+                    .warn(&format!("ship: {step} failed: {message}"));
+                self.record(Event::ShipFailed {
+                    step: step.into(),
+                    message,
+                })
+            }
+        }
+    }
+
+    /// The commit to ship: the integration branch's head in a run with workers, else
+    /// the working tree's HEAD (where each verified iteration was committed).
+    fn ship_commit(&self) -> Result<String, String> {
+        match &self.state.integration {
+            Some(i) => git(
+                &self.ws.root,
+                &["rev-parse", &format!("refs/heads/{}", i.branch)],
+            ),
+            None => git(&self.ws.root, &["rev-parse", "HEAD"]),
+        }
+    }
+
+    fn ship_push(&mut self) -> Result<Option<Event>, String> {
+        let cfg = self.ship_cfg().clone();
+        let commit = self.ship_commit()?;
+        let branch = cfg.branch_of(&self.run.id);
+        git(
+            &self.ws.root,
+            &[
+                "push",
+                "--force",
+                "--quiet",
+                &cfg.remote,
+                &format!("{commit}:refs/heads/{branch}"),
+            ],
+        )?;
+        Ok(Some(Event::ShipPushed { branch, commit }))
+    }
+
+    fn ship_open_pr(&mut self) -> Result<Option<Event>, String> {
+        let cfg = self.ship_cfg().clone();
+        let f = forge(&self.ws.root, &cfg)?;
+        let base = self.ship_base()?;
+        let head = cfg.branch_of(&self.run.id);
+        let body = agentloop_core::journal::pr_body(&self.state);
+        let (pr, created) = f
+            .open_or_update(&head, &base, &self.state.plan.title, &body, cfg.draft)
+            .map_err(|e| e.to_string())?;
+        if created {
+            f.add_labels(pr.number, &cfg.labels)
+                .map_err(|e| e.to_string())?;
+            f.request_reviewers(pr.number, &cfg.reviewers)
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(Some(Event::PrOpened {
+            number: pr.number,
+            url: pr.url,
+            created,
+        }))
+    }
+
+    /// Polls the pushed commit's checks until they are done, the timeout, or a stop.
+    fn ship_await_checks(&mut self) -> Result<Option<Event>, String> {
+        let cfg = self.ship_cfg().clone();
+        let f = forge(&self.ws.root, &cfg)?;
+        let Some((commit, _)) = self.state.ship.pushed.clone() else {
+            return Err("nothing was pushed".into());
+        };
+        let started = Instant::now();
+        let mut empty_looks = 0;
+        self.progress
+            .note(&format!("waiting for the forge's checks on {commit:.12}"));
+        loop {
+            let checks = f.checks(&commit).map_err(|e| e.to_string())?;
+            let done = match checks.state {
+                ChecksState::Pending if checks.checks.is_empty() => {
+                    empty_looks += 1;
+                    empty_looks >= NO_CHECKS_LOOKS
+                }
+                ChecksState::Pending => false,
+                ChecksState::Success | ChecksState::Failure => true,
+            };
+            if done {
+                return Ok(Some(Event::ChecksFinished {
+                    commit,
+                    passed: checks.state != ChecksState::Failure,
+                    checks: checks
+                        .checks
+                        .into_iter()
+                        .map(|c| CheckOutcome {
+                            name: c.name,
+                            conclusion: c.conclusion,
+                            output: cap(&c.output),
+                        })
+                        .collect(),
+                }));
+            }
+            if started.elapsed() >= cfg.checks_timeout {
+                return Err(format!(
+                    "the checks did not finish within {}",
+                    humantime::format_duration(cfg.checks_timeout)
+                ));
+            }
+            if self.wait_a_while(cfg.poll).map_err(|e| e.message)? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Sleeps `d` in small steps, taking control requests in; true when the run is to
+    /// stop (or was interrupted).
+    fn wait_a_while(&mut self, d: Duration) -> Result<bool, CliError> {
+        let until = Instant::now() + d;
+        while Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(100).min(until - Instant::now()));
+            self.poll_controls()?;
+            if self.state.stop.is_some() || self.interrupted.load(Ordering::SeqCst) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// At the review gate: an approving review from a listed reviewer (any reviewer
+    /// when none is listed) releases it. Asked every `[ship] poll`.
+    pub(crate) fn poll_review(&mut self, last: &mut Option<Instant>) -> Result<(), CliError> {
+        let cfg = self.ship_cfg().clone();
+        if last.is_some_and(|t| t.elapsed() < cfg.poll) {
+            return Ok(());
+        }
+        *last = Some(Instant::now());
+        let Some((number, _)) = self.state.ship.pr.clone() else {
+            return Ok(());
+        };
+        let approvals =
+            forge(&self.ws.root, &cfg).and_then(|f| f.approvals(number).map_err(|e| e.to_string()));
+        match approvals {
+            Ok(who) => {
+                if let Some(by) = who
+                    .into_iter()
+                    .find(|w| cfg.reviewers.is_empty() || cfg.reviewers.contains(w))
+                {
+                    self.record(Event::ReviewApproved { by })?;
+                }
+            }
+            Err(e) => self
+                .progress
+                .warn(&format!("ship: cannot read the reviews: {e}")),
+        }
+        Ok(())
+    }
+
+    fn ship_merge(&mut self) -> Result<Option<Event>, String> {
+        let cfg = self.ship_cfg().clone();
+        let f = forge(&self.ws.root, &cfg)?;
+        let (Some((number, _)), Some((commit, _))) =
+            (self.state.ship.pr.clone(), self.state.ship.pushed.clone())
+        else {
+            return Err("no pull request to merge".into());
+        };
+        let merged = f
+            .merge(number, &commit, method(cfg.method))
+            .map_err(|e| e.to_string())?;
+        if cfg.delete_branch {
+            let branch = cfg.branch_of(&self.run.id);
+            if let Err(e) = git(
+                &self.ws.root,
+                &["push", "--quiet", &cfg.remote, "--delete", &branch],
+            ) {
+                self.progress.warn(&format!("ship: the branch stays: {e}"));
+            }
+        }
+        Ok(Some(Event::PrMerged { commit: merged }))
+    }
+
+    /// The run's checks (every task's and `[verify] commands`) on the base branch as the
+    /// forge has it after the merge, in a worktree of its own.
+    fn ship_post_merge(&mut self) -> Result<Option<Event>, String> {
+        let cfg = self.ship_cfg().clone();
+        let base = self.ship_base()?;
+        git(&self.ws.root, &["fetch", "--quiet", &cfg.remote, &base])?;
+        let commit = git(&self.ws.root, &["rev-parse", "FETCH_HEAD"])?;
+        let dir: PathBuf = agentloop_core::fsutil::cache_dir()
+            .unwrap_or_else(std::env::temp_dir)
+            .join("agentloop/post-merge")
+            .join(&self.run.id);
+        let _ = git(
+            &self.ws.root,
+            &["worktree", "remove", "--force", &dir.to_string_lossy()],
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+        if let Some(parent) = dir.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+        }
+        git(
+            &self.ws.root,
+            &[
+                "worktree",
+                "add",
+                "--detach",
+                "--quiet",
+                &dir.to_string_lossy(),
+                &commit,
+            ],
+        )?;
+        let commands: Vec<String> = self
+            .state
+            .plan
+            .tasks
+            .iter()
+            .flat_map(|t| t.verify.clone())
+            .chain(self.state.settings.verify_commands.iter().cloned())
+            .collect();
+        let log = self.run.path.join("post-merge.log");
+        let runner = verify::Runner {
+            workdir: &dir,
+            timeout: self.config.verify.timeout,
+            output_cap: self.config.verify.output_cap,
+            log: &log,
+        };
+        let interrupted = self.interrupted.clone();
+        let result = runner.run(0, &commands, || interrupted.load(Ordering::SeqCst));
+        let _ = git(
+            &self.ws.root,
+            &["worktree", "remove", "--force", &dir.to_string_lossy()],
+        );
+        let result = result.map_err(|e| e.to_string())?;
+        if !result.passed {
+            self.progress.warn(&format!(
+                "ship: the run's checks FAIL on {base} after the merge ({commit:.12}); see {}",
+                log.display()
+            ));
+        }
+        Ok(Some(Event::PostMergeVerified {
+            commit,
+            passed: result.passed,
+            digest: result.digest,
+        }))
+    }
+
+    /// `handoff.md` in the run's directory: what was built, what was left, open
+    /// questions, cost, links.
+    pub(crate) fn write_handoff(&self) {
+        let path = self.run.path.join("handoff.md");
+        let text = agentloop_core::journal::handoff(&self.state);
+        if let Err(e) = agentloop_core::fsutil::write_atomic(&path, text.as_bytes()) {
+            self.progress
+                .warn(&format!("cannot write {}: {e}", path.display()));
+        }
+    }
+}

@@ -1,0 +1,270 @@
+//! Shipping a completed run through the mock GitHub, backed by a real bare repository
+//! as the remote: push, the pull request with the run's account, a red check handed
+//! back to the agent, green after its fix, the review, the merge, and the run's checks
+//! on the base branch after it.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use agentloop_testkit::MockGitHub;
+
+use crate::support::{Project, Scratch, agent, wait_for};
+
+const PLAN: &str =
+    "# Ship it\n\nGoal: a.txt, shipped.\n\n## T1: Make a.txt\nVerify: test -f a.txt\n";
+
+/// The forge's CI: a.txt and ci-ok.txt must both be there.
+const CI: &str = "test -f a.txt || { echo 'FAIL: a.txt missing'; exit 1; }\ntest -f ci-ok.txt || { echo 'FAIL: ci-ok.txt missing'; exit 1; }\necho 'all good'\n";
+
+/// T1 makes a.txt; a fix task makes ci-ok.txt when its prompt says the CI wants it.
+const AGENT: &str = r#"case "$task" in
+  T1) touch a.txt ;;
+  CI-*) printf '%s' "$prompt" | grep -q 'FAIL: ci-ok.txt missing' && touch ci-ok.txt ;;
+esac
+echo TASK_COMPLETE
+"#;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A project whose `origin` is a bare repository the mock GitHub serves.
+fn project(extra: &str) -> (Project, tempfile::TempDir, MockGitHub) {
+    let remote = tempfile::tempdir().unwrap();
+    let bare = remote.path().join("hello.git");
+    git(
+        remote.path(),
+        &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()],
+    );
+    let gh = MockGitHub::start("octo/hello", &bare, "t0ken", Some("sh ci.sh"));
+    let mut p = Scratch::new()
+        .plan(PLAN)
+        .agent(&agent(AGENT))
+        .file("ci.sh", CI)
+        .config(&format!(
+            "[ship]\nforge = \"github\"\nrepo = \"octo/hello\"\napi_url = \"{}\"\nreviewers = [\"alice\"]\nmerge = \"auto\"\nmethod = \"merge\"\npoll = \"100ms\"\n{extra}",
+            gh.url()
+        ))
+        .build();
+    p.git_cmd(&["remote", "add", "origin", bare.to_str().unwrap()]);
+    p.git_cmd(&["push", "-q", "origin", "main"]);
+    p.env.push(("GITHUB_TOKEN".into(), "t0ken".into()));
+    (p, remote, gh)
+}
+
+fn kinds(p: &Project) -> Vec<String> {
+    crate::real_cli::journal_events(p)
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_run_ships_through_a_red_check_a_review_and_a_verified_merge() {
+    let (p, remote, gh) = project("");
+    // The forge's first answer is a secondary rate limit: waited out.
+    gh.rate_limit_next(429, 1);
+    let child = p
+        .cmd(&["run", "--quiet"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&p, "the review gate", |p| {
+        crate::support::journal_has(p, "\"kind\":\"gate_opened\"")
+    });
+    let pr = gh.prs()[0].clone();
+    assert_eq!(
+        pr.head,
+        format!(
+            "agentloop/{}",
+            p.run_dir().file_name().unwrap().to_string_lossy()
+        )
+    );
+    assert_eq!(pr.base, "main");
+    assert_eq!(pr.labels, ["agentloop"]);
+    assert_eq!(pr.reviewers, ["alice"]);
+    assert!(
+        pr.body
+            .contains("**T1** Make a.txt — verified by `test -f a.txt`"),
+        "{}",
+        pr.body
+    );
+    assert!(
+        pr.body.contains("Red checks handed back to the agent: 1"),
+        "{}",
+        pr.body
+    );
+    // Someone else's approval does not release it; alice's does.
+    gh.review(1, "mallory", "APPROVED");
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    assert!(!crate::support::journal_has(&p, "review_approved"));
+    gh.review(1, "alice", "APPROVED");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let k = kinds(&p);
+    let order = [
+        "ship_pushed",
+        "pr_opened",
+        "checks_finished",
+        "ship_fix_added",
+        "iteration_started",
+        "ship_pushed",
+        "checks_finished",
+        "gate_opened",
+        "review_approved",
+        "pr_merged",
+        "post_merge_verified",
+        "run_finished",
+    ];
+    let mut at = k.iter().position(|e| e == "ship_pushed").unwrap();
+    for want in order {
+        at += k[at..]
+            .iter()
+            .position(|e| e == want)
+            .unwrap_or_else(|| panic!("{want} after {at} in {k:?}"));
+    }
+    let events = crate::real_cli::journal_events(&p);
+    let checks: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "checks_finished")
+        .collect();
+    assert_eq!(checks[0]["data"]["passed"], false);
+    assert!(
+        checks[0]["data"]["checks"][0]["output"]
+            .as_str()
+            .unwrap()
+            .contains("FAIL: ci-ok.txt missing")
+    );
+    assert_eq!(checks[1]["data"]["passed"], true);
+    let post = events
+        .iter()
+        .find(|e| e["kind"] == "post_merge_verified")
+        .unwrap();
+    assert_eq!(post["data"]["passed"], true);
+    // main on the remote has the fix, merged.
+    let bare = remote.path().join("hello.git");
+    assert!(git(&bare, &["ls-tree", "--name-only", "main"]).contains("ci-ok.txt"));
+    assert_eq!(
+        git(&bare, &["rev-parse", "main"]),
+        post["data"]["commit"].as_str().unwrap()
+    );
+    let s = p.status();
+    assert_eq!(s["status"], "completed");
+    let handoff = std::fs::read_to_string(p.run_dir().join("handoff.md")).unwrap();
+    assert!(
+        handoff.contains("Pull request #1: https://github.invalid/octo/hello/pull/1"),
+        "{handoff}"
+    );
+    assert!(
+        handoff.contains("**CI-1** Make the forge's checks pass"),
+        "{handoff}"
+    );
+}
+
+#[test]
+fn a_refused_forge_waits_for_a_person_at_the_ship_gate() {
+    let (mut p, _remote, gh) = project("");
+    p.env.retain(|(k, _)| k != "GITHUB_TOKEN");
+    p.env.push(("GITHUB_TOKEN".into(), "wrong".into()));
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    assert!(r.stderr.contains("Bad credentials"), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["status"], "waiting", "{s}");
+    assert!(gh.prs().is_empty());
+    assert!(kinds(&p).contains(&"ship_failed".to_string()));
+}
+
+#[test]
+fn a_run_that_could_not_ship_does_not_start() {
+    let (mut p, _remote, _gh) = project("");
+    p.env.retain(|(k, _)| k != "GITHUB_TOKEN");
+    let r: crate::support::Run = p
+        .cmd(&["run"])
+        .env_remove("GITHUB_TOKEN")
+        .env_remove("GH_TOKEN")
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("[ship]: no GitHub token: set GITHUB_TOKEN or GH_TOKEN"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(p.run(&["status"]).code, Some(2), "no run was made");
+}
+
+/// An agent that answers a red check by rewriting the CI instead of the code is caught
+/// by the verification surface; the cheat is never pushed.
+#[test]
+fn rewriting_the_ci_to_pass_is_caught_before_it_is_pushed() {
+    let remote = tempfile::tempdir().unwrap();
+    let bare = remote.path().join("hello.git");
+    git(
+        remote.path(),
+        &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()],
+    );
+    let gh = MockGitHub::start("octo/hello", &bare, "t0ken", Some("sh ci.sh"));
+    let cheat = r#"case "$task" in
+  T1) touch a.txt ;;
+  CI-*) echo 'exit 0' > ci.sh ;;
+esac
+echo TASK_COMPLETE
+"#;
+    let mut p = Scratch::new()
+        .plan(PLAN)
+        .agent(&agent(cheat))
+        .file("ci.sh", CI)
+        .config(&format!(
+            "[verify]\ncheck_files = [\"ci.sh\"]\n\n[ship]\nforge = \"github\"\nrepo = \"octo/hello\"\napi_url = \"{}\"\npoll = \"100ms\"\n",
+            gh.url()
+        ))
+        .build();
+    p.git_cmd(&["remote", "add", "origin", bare.to_str().unwrap()]);
+    p.git_cmd(&["push", "-q", "origin", "main"]);
+    p.env.push(("GITHUB_TOKEN".into(), "t0ken".into()));
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    let s = p.status();
+    assert!(s["gate"].to_string().contains("surface"), "{s}");
+    let branch = git(
+        &bare,
+        &[
+            "for-each-ref",
+            "--format=%(refname:short)",
+            "refs/heads/agentloop/",
+        ],
+    );
+    assert!(!branch.is_empty());
+    assert_eq!(
+        git(&bare, &["show", &format!("{branch}:ci.sh")]),
+        CI.trim_end(),
+        "the rewritten CI never reached the forge"
+    );
+}
