@@ -61,13 +61,81 @@ impl Default for Breakers {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Gates {
     /// Wait for a person to approve the plan before the first iteration.
     pub plan_approval: bool,
     /// Wait for a person to approve before the run is declared complete.
     pub final_review: bool,
+    /// Diff-triggered gates of a shipped run: what its diff touches holds the pull
+    /// request for that gate's review (`policy::diffgates` says what triggers each).
+    pub security: DiffGate,
+    pub database: DiffGate,
+    pub external: DiffGate,
+    pub architecture: DiffGate,
+    /// Always before agentloop merges into the base branch.
+    pub deploy: DiffGate,
+}
+
+impl Default for Gates {
+    fn default() -> Gates {
+        let gate = |paths: &[&str], patterns: &[&str]| DiffGate {
+            enabled: false,
+            paths: paths.iter().map(|s| s.to_string()).collect(),
+            patterns: patterns.iter().map(|s| s.to_string()).collect(),
+            reviewers: Vec::new(),
+        };
+        Gates {
+            plan_approval: false,
+            final_review: false,
+            security: gate(
+                &[
+                    "auth",
+                    "crypto",
+                    "session",
+                    "permission",
+                    "secret",
+                    "credential",
+                    ".env",
+                    "security/",
+                ],
+                &[
+                    r"(?i)(password|passwd|secret|private[_-]?key|api[_-]?key|access[_-]?token)\s*[:=]",
+                    r"(?i)\b(bcrypt|argon2|hmac|jwt|csrf|set_permissions|chmod)\b",
+                ],
+            ),
+            database: gate(
+                &[
+                    "migrations/",
+                    "migrate/",
+                    "*.sql",
+                    "schema.rb",
+                    "schema.prisma",
+                    "db/schema",
+                ],
+                &[r"(?i)\b(create|alter|drop)\s+(table|index|column)\b"],
+            ),
+            external: gate(&[], &[]),
+            architecture: gate(&[], &[]),
+            deploy: gate(&[], &[]),
+        }
+    }
+}
+
+/// One diff-triggered gate: on or off, the paths and the added-line patterns that
+/// trigger it (besides its built-in rules), and who may release it with a review.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct DiffGate {
+    pub enabled: bool,
+    /// A directory (`migrations/`, anywhere in the path), an extension (`*.sql`), or a
+    /// fragment of a path component (`auth`).
+    pub paths: Vec<String>,
+    /// Regular expressions matched against added lines.
+    pub patterns: Vec<String>,
+    /// An approving review from one of them releases the gate.
+    pub reviewers: Vec<String>,
 }
 
 /// What to do when the model service says "not now".

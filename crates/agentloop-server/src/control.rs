@@ -22,6 +22,9 @@ pub(crate) struct ControlBody {
     note: Option<String>,
     #[serde(default)]
     task: Option<String>,
+    /// approve: a diff gate by name (security, database, external, architecture, deploy).
+    #[serde(default)]
+    gate: Option<String>,
 }
 
 pub(crate) async fn control(
@@ -41,7 +44,10 @@ pub(crate) async fn control(
         ("resume", ..) => Request::Resume,
         ("stop", ..) => Request::Stop,
         ("stop_now", ..) => Request::StopNow,
-        ("approve", _, note) => Request::Approve { note },
+        ("approve", _, note) => Request::Approve {
+            note,
+            gate: b.gate.clone(),
+        },
         ("reject", _, note) => Request::Reject { note },
         ("skip", Some(task), _) => Request::Skip { task },
         ("retry", Some(task), _) => Request::Retry { task },

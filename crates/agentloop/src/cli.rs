@@ -101,11 +101,12 @@ pub enum Command {
     Stop(StopArgs),
     /// Approve the gate a run waits at
     ///
-    /// The note reaches the next iteration.
+    /// The note reaches the next iteration. `--gate` releases a diff gate of a shipped
+    /// run by name, whether the run waits at it yet or not.
     #[command(
-        after_help = "Examples:\n  agentloop approve\n  agentloop approve --note \"keep the public API as it is\""
+        after_help = "Examples:\n  agentloop approve\n  agentloop approve --note \"keep the public API as it is\"\n  agentloop approve --gate security"
     )]
-    Approve(NoteArgs),
+    Approve(ApproveArgs),
     /// Reject the gate a run waits at
     ///
     /// The note says why and reaches the next iteration.
@@ -348,6 +349,18 @@ pub struct NoteArgs {
     /// A note recorded with the decision and given to the next iteration.
     #[arg(long)]
     pub note: Option<String>,
+    #[command(flatten)]
+    pub run: RunSel,
+}
+
+#[derive(Debug, Args)]
+pub struct ApproveArgs {
+    /// A note recorded with the decision and given to the next iteration.
+    #[arg(long)]
+    pub note: Option<String>,
+    /// A diff gate: security, database, external, architecture or deploy.
+    #[arg(long, value_parser = ["security", "database", "external", "architecture", "deploy"])]
+    pub gate: Option<String>,
     #[command(flatten)]
     pub run: RunSel,
 }

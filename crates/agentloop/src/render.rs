@@ -264,6 +264,8 @@ impl Progress {
             | Event::ChecksFinished { .. }
             | Event::ShipFixAdded { .. }
             | Event::ReviewApproved { .. }
+            | Event::DiffGatesChecked { .. }
+            | Event::DiffGateApproved { .. }
             | Event::PrMerged { .. }
             | Event::PostMergeVerified { .. }
             | Event::ShipFailed { .. } => {
@@ -354,8 +356,11 @@ pub fn describe_request(r: &Request) -> String {
         Request::Resume => "resume requested".into(),
         Request::Stop => "stop requested (after the current iteration)".into(),
         Request::StopNow => "stop now requested".into(),
-        Request::Approve { note } => format!(
-            "approved{}",
+        Request::Approve { note, gate } => format!(
+            "approved{}{}",
+            gate.as_ref()
+                .map(|g| format!(" the {g} gate"))
+                .unwrap_or_default(),
             note.as_ref().map(|n| format!(": {n}")).unwrap_or_default()
         ),
         Request::Reject { note } => format!(

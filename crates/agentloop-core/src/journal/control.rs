@@ -32,7 +32,16 @@ impl RunState {
                     }
                 }
             }
-            Request::Approve { note } => {
+            Request::Approve {
+                note,
+                gate: Some(named),
+            } => {
+                if let Some(n) = note.as_ref().filter(|n| !n.trim().is_empty()) {
+                    self.steer.push(n.clone());
+                }
+                self.approve_diff_gate(named);
+            }
+            Request::Approve { note, gate: None } => {
                 let Some(gate) = self.gate.take() else { return };
                 if let Some(n) = note.as_ref().filter(|n| !n.trim().is_empty()) {
                     self.steer.push(n.clone());
@@ -53,13 +62,14 @@ impl RunState {
                     Gate::Surface(t) => self.surface_approved(&t),
                     Gate::Review => self.ship.approved = true,
                     Gate::Ship(_) => self.ship.failed = None,
+                    Gate::Diff(g) => self.approve_diff_gate(&g),
                 }
             }
             Request::Reject { note } => {
                 let Some(gate) = self.gate.take() else { return };
                 let why = note.clone().unwrap_or_else(|| "no reason given".into());
                 match &gate {
-                    Gate::Plan | Gate::Final | Gate::Review | Gate::Ship(_) => {
+                    Gate::Plan | Gate::Final | Gate::Review | Gate::Ship(_) | Gate::Diff(_) => {
                         self.finished = Some(FinishReason::Rejected {
                             gate: gate.clone(),
                             note: note.clone(),

@@ -122,6 +122,16 @@ pub enum Event {
     ReviewApproved {
         by: String,
     },
+    /// What the shipped diff touches, gate by gate (`policy::diffgates`).
+    DiffGatesChecked {
+        commit: String,
+        triggered: Vec<crate::policy::Trigger>,
+    },
+    /// A diff gate's reviewer approved the pull request.
+    DiffGateApproved {
+        gate: String,
+        by: String,
+    },
     /// agentloop merged the pull request; `commit` is the base branch's new head.
     PrMerged {
         commit: String,
@@ -241,6 +251,8 @@ impl Event {
             Event::ChecksFinished { .. } => "checks_finished",
             Event::ShipFixAdded { .. } => "ship_fix_added",
             Event::ReviewApproved { .. } => "review_approved",
+            Event::DiffGatesChecked { .. } => "diff_gates_checked",
+            Event::DiffGateApproved { .. } => "diff_gate_approved",
             Event::PrMerged { .. } => "pr_merged",
             Event::PostMergeVerified { .. } => "post_merge_verified",
             Event::ShipFailed { .. } => "ship_failed",
@@ -509,6 +521,9 @@ pub enum Gate {
     Review,
     /// A step of the ship flow failed: approve tries it again, reject ends the run.
     Ship(String),
+    /// What the diff touches needs this gate's review (security, database, external,
+    /// architecture; deploy before a merge).
+    Diff(String),
 }
 
 impl Gate {
@@ -528,6 +543,9 @@ impl Gate {
             Gate::Ship(why) => {
                 format!("shipping failed ({why}): approve tries again, reject ends the run")
             }
+            Gate::Diff(g) => format!(
+                "the {g} review: the diff needs it (`agentloop approve --gate {g}` or an approving review from its reviewers)"
+            ),
         }
     }
 }
@@ -544,6 +562,9 @@ pub enum Request {
     Approve {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         note: Option<String>,
+        /// A diff gate approved by name, open or not yet.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        gate: Option<String>,
     },
     Reject {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -570,8 +591,9 @@ impl Request {
     pub fn redacted(self, r: &crate::redact::Redactor) -> Request {
         let clean = |n: String| r.redact(&n).into_owned();
         match self {
-            Request::Approve { note } => Request::Approve {
+            Request::Approve { note, gate } => Request::Approve {
                 note: note.map(clean),
+                gate,
             },
             Request::Reject { note } => Request::Reject {
                 note: note.map(clean),
@@ -649,6 +671,7 @@ impl FinishReason {
                         Gate::Final => "final review".to_string(),
                         Gate::Review => "pull request's review".to_string(),
                         Gate::Ship(_) => "retry of the failed ship step".to_string(),
+                        Gate::Diff(g) => format!("{g} review"),
                         Gate::BeforeTask(t) | Gate::AfterTask(t) | Gate::Surface(t) => {
                             format!("gate of task {t}")
                         }

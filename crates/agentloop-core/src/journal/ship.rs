@@ -46,6 +46,14 @@ pub struct ShipState {
     pub merged: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub post_merge: Option<bool>,
+    /// The pushed commit the diff gates were checked for, and what triggered them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff_for: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub triggered: Vec<crate::policy::Trigger>,
+    /// Diff gates a person or a reviewer released.
+    #[serde(skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    pub gates_approved: std::collections::BTreeSet<String>,
     /// A step that failed, waiting for a person at the ship gate.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failed: Option<String>,
@@ -72,6 +80,14 @@ fn digest(checks: &[CheckOutcome]) -> String {
 }
 
 impl RunState {
+    /// A diff gate released (open now, or ahead of time).
+    pub(super) fn approve_diff_gate(&mut self, gate: &str) {
+        self.ship.gates_approved.insert(gate.to_string());
+        if self.gate == Some(Gate::Diff(gate.to_string())) {
+            self.gate = None;
+        }
+    }
+
     /// Folds a ship event.
     pub(super) fn apply_ship(&mut self, event: &Event) {
         match event {
@@ -110,6 +126,11 @@ impl RunState {
                     self.gate = None;
                 }
             }
+            Event::DiffGatesChecked { commit, triggered } => {
+                self.ship.diff_for = Some(commit.clone());
+                self.ship.triggered = triggered.clone();
+            }
+            Event::DiffGateApproved { gate, .. } => self.approve_diff_gate(gate),
             Event::PrMerged { commit } => self.ship.merged = Some(commit.clone()),
             Event::PostMergeVerified { passed, .. } => self.ship.post_merge = Some(*passed),
             Event::ShipFailed { step, message } => {

@@ -421,6 +421,8 @@ impl RunState {
             | Event::ChecksFinished { .. }
             | Event::ShipFixAdded { .. }
             | Event::ReviewApproved { .. }
+            | Event::DiffGatesChecked { .. }
+            | Event::DiffGateApproved { .. }
             | Event::PrMerged { .. }
             | Event::PostMergeVerified { .. }
             | Event::ShipFailed { .. }) => {

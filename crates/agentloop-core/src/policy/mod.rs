@@ -2,6 +2,7 @@
 //!
 //! The driver asks `next_action` after every event it records and does what it is told:
 //! record a decision, run an iteration, run verification, wait for a person, or exit.
+mod diffgates;
 mod judge;
 mod ladder;
 mod prompt;
@@ -17,6 +18,9 @@ use crate::journal::{
 use judge::finish_open_iteration;
 use ladder::{budget_reached, escalation};
 
+pub use diffgates::{
+    DiffInput, FileDiff, Trigger, parse_unified, reviewers as gate_reviewers, triggered,
+};
 pub use ladder::{rung_budget, task_bound};
 pub use prompt::build as build_prompt;
 pub use replan::review_replan;

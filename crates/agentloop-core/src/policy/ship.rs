@@ -17,6 +17,9 @@ pub enum ShipStep {
     OpenPr,
     /// Wait for the forge's checks on the pushed commit (`checks_finished`).
     AwaitChecks,
+    /// Read the shipped diff for the diff gates; label the pull request and ask their
+    /// reviewers (`diff_gates_checked`).
+    CheckDiffGates,
     /// Merge the pull request (`pr_merged`).
     Merge,
     /// Run the run's checks on the base branch after the merge (`post_merge_verified`).
@@ -54,6 +57,16 @@ pub(super) fn next(s: &RunState) -> Option<Action> {
         }
         _ => return Some(Action::Ship(ShipStep::AwaitChecks)),
     }
+    if ship.diff_for.as_ref() != Some(pushed) {
+        return Some(Action::Ship(ShipStep::CheckDiffGates));
+    }
+    for name in super::diffgates::ORDER {
+        if ship.triggered.iter().any(|t| t.gate == name) && !ship.gates_approved.contains(name) {
+            return Some(Action::Record(Event::GateOpened {
+                gate: Gate::Diff(name.into()),
+            }));
+        }
+    }
     if !ship.approved {
         return Some(Action::Record(Event::GateOpened { gate: Gate::Review }));
     }
@@ -61,6 +74,11 @@ pub(super) fn next(s: &RunState) -> Option<Action> {
         return None;
     }
     let Some(merged) = &ship.merged else {
+        if s.settings.gates.deploy.enabled && !ship.gates_approved.contains("deploy") {
+            return Some(Action::Record(Event::GateOpened {
+                gate: Gate::Diff("deploy".into()),
+            }));
+        }
         return Some(Action::Ship(ShipStep::Merge));
     };
     match ship.post_merge {

@@ -278,7 +278,10 @@ pub fn run_agentloop(s: &mut dyn Scenario) -> Outcome {
                 // A forged record goes through the real journal reader, which decides
                 // whether it is honoured.
                 if turn.forges_approval
-                    && let Some(rec) = forged_is_honoured(Request::Approve { note: None })
+                    && let Some(rec) = forged_is_honoured(Request::Approve {
+                        note: None,
+                        gate: None,
+                    })
                 {
                     apply(&mut st, rec.event, clock_ms);
                 }

@@ -112,9 +112,36 @@ pub fn approve(
         &run,
         loaded,
         if approve {
-            Request::Approve { note }
+            Request::Approve { note, gate: None }
         } else {
             Request::Reject { note }
+        },
+    )
+}
+
+/// Releases a diff gate by name, open or not yet.
+pub fn approve_gate(
+    ws: &Workspace,
+    run: Option<&str>,
+    note: Option<String>,
+    gate: String,
+) -> Result<ExitKind, CliError> {
+    let (run, loaded) = open(ws, run, Want::Unfinished)?;
+    not_finished(&run, &loaded, "approve")?;
+    if loaded.state.ship.gates_approved.contains(&gate) {
+        eprintln!(
+            "agentloop: the {gate} gate of run {} is approved already",
+            run.id
+        );
+        return Ok(ExitKind::Completed);
+    }
+    eprintln!("agentloop: the {gate} gate of run {}", run.id);
+    send(
+        &run,
+        loaded,
+        Request::Approve {
+            note,
+            gate: Some(gate),
         },
     )
 }

@@ -243,6 +243,19 @@ pub(crate) fn describe(e: &Event) -> String {
             format!("a red check goes back to the agent as task {task} (plan v{version})")
         }
         Event::ReviewApproved { by } => format!("approved by {by}"),
+        Event::DiffGatesChecked { commit, triggered } => {
+            let mut gates: Vec<&str> = triggered.iter().map(|t| t.gate.as_str()).collect();
+            gates.dedup();
+            format!(
+                "{commit:.12}: {}",
+                if gates.is_empty() {
+                    "no diff gate triggered".to_string()
+                } else {
+                    format!("needs the {} review", gates.join(", "))
+                }
+            )
+        }
+        Event::DiffGateApproved { gate, by } => format!("the {gate} gate approved by {by}"),
         Event::PrMerged { commit } => format!("merged: the base branch is at {commit:.12}"),
         Event::PostMergeVerified { commit, passed, .. } => format!(
             "the run's checks on {commit:.12} after the merge: {}",

@@ -43,6 +43,12 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
         Command::Log(a) => log::log(&workspace()?, a),
         Command::Pause(r) => control::pause(&workspace()?, r.get()),
         Command::Stop(a) => control::stop(&workspace()?, a.run.get(), a.now),
+        Command::Approve(a) if a.gate.is_some() => control::approve_gate(
+            &workspace()?,
+            a.run.get(),
+            a.note,
+            a.gate.unwrap_or_default(),
+        ),
         Command::Approve(a) => control::approve(&workspace()?, a.run.get(), a.note, true),
         Command::Reject(a) => control::approve(&workspace()?, a.run.get(), a.note, false),
         Command::Skip(a) => {

@@ -246,7 +246,10 @@ pub fn watch(ws: &Workspace, run: Option<&str>) -> Result<ExitKind, CliError> {
             KeyCode::Char('p') => Request::Pause,
             KeyCode::Char('r') => Request::Resume,
             KeyCode::Char('s') => Request::Stop,
-            KeyCode::Char('a') => Request::Approve { note: None },
+            KeyCode::Char('a') => Request::Approve {
+                note: None,
+                gate: None,
+            },
             _ => continue,
         };
         message = match run

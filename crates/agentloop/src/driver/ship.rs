@@ -108,6 +108,7 @@ impl Driver {
             ShipStep::Push => self.ship_push(),
             ShipStep::OpenPr => self.ship_open_pr(),
             ShipStep::AwaitChecks => self.ship_await_checks(),
+            ShipStep::CheckDiffGates => self.ship_diff_gates(),
             ShipStep::Merge => self.ship_merge(),
             ShipStep::PostMergeVerify => self.ship_post_merge(),
         };
@@ -120,6 +121,7 @@ impl Driver {
                     ShipStep::Push => "push",
                     ShipStep::OpenPr => "opening the pull request",
                     ShipStep::AwaitChecks => "waiting for the checks",
+                    ShipStep::CheckDiffGates => "reading the diff for its gates",
                     ShipStep::Merge => "the merge",
                     ShipStep::PostMergeVerify => "the verification after the merge",
                 };
@@ -246,10 +248,20 @@ impl Driver {
         Ok(false)
     }
 
-    /// At the review gate: an approving review from a listed reviewer (any reviewer
-    /// when none is listed) releases it. Asked every `[ship] poll`.
+    /// At the review gate, or a diff gate: an approving review from one of its
+    /// reviewers (the review gate's `[ship] reviewers`, a diff gate's own; anyone's when
+    /// none is listed) releases it. Asked every `[ship] poll`.
     pub(crate) fn poll_review(&mut self, last: &mut Option<Instant>) -> Result<(), CliError> {
         let cfg = self.ship_cfg().clone();
+        let gate = self.state.gate.clone();
+        let (listed, diff_gate) = match &gate {
+            Some(agentloop_core::journal::Gate::Review) => (cfg.reviewers.clone(), None),
+            Some(agentloop_core::journal::Gate::Diff(g)) => (
+                agentloop_core::policy::gate_reviewers(&self.state.settings.gates, g).to_vec(),
+                Some(g.clone()),
+            ),
+            _ => return Ok(()),
+        };
         if last.is_some_and(|t| t.elapsed() < cfg.poll) {
             return Ok(());
         }
@@ -263,9 +275,12 @@ impl Driver {
             Ok(who) => {
                 if let Some(by) = who
                     .into_iter()
-                    .find(|w| cfg.reviewers.is_empty() || cfg.reviewers.contains(w))
+                    .find(|w| listed.is_empty() || listed.contains(w))
                 {
-                    self.record(Event::ReviewApproved { by })?;
+                    self.record(match diff_gate {
+                        Some(gate) => Event::DiffGateApproved { gate, by },
+                        None => Event::ReviewApproved { by },
+                    })?;
                 }
             }
             Err(e) => self
@@ -273,6 +288,88 @@ impl Driver {
                 .warn(&format!("ship: cannot read the reviews: {e}")),
         }
         Ok(())
+    }
+
+    /// What the shipped diff (from where it forks off the base branch) touches, gate by
+    /// gate; the pull request is labelled `needs:GATE-review` for each, their reviewers
+    /// asked, and a comment says which files and lines.
+    fn ship_diff_gates(&mut self) -> Result<Option<Event>, String> {
+        let cfg = self.ship_cfg().clone();
+        let gates = self.state.settings.gates.clone();
+        let Some((commit, _)) = self.state.ship.pushed.clone() else {
+            return Err("nothing was pushed".into());
+        };
+        let base = self.ship_base()?;
+        git(&self.ws.root, &["fetch", "--quiet", &cfg.remote, &base])?;
+        let base_sha = git(&self.ws.root, &["rev-parse", "FETCH_HEAD"])?;
+        let diff = git(
+            &self.ws.root,
+            &[
+                "diff",
+                "--unified=0",
+                "--no-color",
+                "--no-renames",
+                "--no-ext-diff",
+                &format!("{base_sha}...{commit}"),
+            ],
+        )?;
+        let base_top = git(&self.ws.root, &["ls-tree", "--name-only", &base_sha])?
+            .lines()
+            .map(String::from)
+            .collect();
+        let input = agentloop_core::policy::DiffInput {
+            files: agentloop_core::policy::parse_unified(&diff),
+            base_top,
+        };
+        let triggered = agentloop_core::policy::triggered(&gates, &input);
+        let mut names: Vec<String> = triggered.iter().map(|t| t.gate.clone()).collect();
+        names.dedup();
+        if gates.deploy.enabled && cfg.merge == agentloop_core::config::MergeWhen::Auto {
+            names.push("deploy".into());
+        }
+        let fresh: Vec<String> = names
+            .into_iter()
+            .filter(|n| !self.state.ship.gates_approved.contains(n))
+            .collect();
+        if let Some((number, _)) = self.state.ship.pr.clone()
+            && !fresh.is_empty()
+        {
+            let f = forge(&self.ws.root, &cfg)?;
+            let labels: Vec<String> = fresh.iter().map(|g| format!("needs:{g}-review")).collect();
+            f.add_labels(number, &labels).map_err(|e| e.to_string())?;
+            let reviewers: Vec<String> = fresh
+                .iter()
+                .flat_map(|g| agentloop_core::policy::gate_reviewers(&gates, g).to_vec())
+                .collect();
+            f.request_reviewers(number, &reviewers)
+                .map_err(|e| e.to_string())?;
+            let mut comment = String::from("agentloop holds this pull request for review:\n\n");
+            for g in &fresh {
+                comment.push_str(&format!("**{g}**"));
+                let who = agentloop_core::policy::gate_reviewers(&gates, g);
+                if !who.is_empty() {
+                    comment.push_str(&format!(
+                        " (asked: {})",
+                        who.iter()
+                            .map(|w| format!("@{w}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+                comment.push('\n');
+                if g == "deploy" {
+                    comment.push_str("- every merge into the base branch\n");
+                }
+                for t in triggered.iter().filter(|t| &t.gate == g) {
+                    let at = t.line.map(|l| format!(":{l}")).unwrap_or_default();
+                    comment.push_str(&format!("- `{}{at}`: {}\n", t.file, t.why));
+                }
+                comment.push('\n');
+            }
+            comment.push_str("An approving review from the gate's reviewers, or `agentloop approve --gate NAME`, releases it.");
+            f.comment(number, &comment).map_err(|e| e.to_string())?;
+        }
+        Ok(Some(Event::DiffGatesChecked { commit, triggered }))
     }
 
     fn ship_merge(&mut self) -> Result<Option<Event>, String> {

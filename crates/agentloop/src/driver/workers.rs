@@ -158,7 +158,11 @@ impl Driver {
                         });
                     }
                     std::thread::sleep(Duration::from_millis(200));
-                    if reason == WaitReason::Gate(agentloop_core::journal::Gate::Review) {
+                    if let WaitReason::Gate(
+                        agentloop_core::journal::Gate::Review
+                        | agentloop_core::journal::Gate::Diff(_),
+                    ) = reason
+                    {
                         self.poll_review(&mut review_polled)?;
                     }
                 }

@@ -448,7 +448,10 @@ fn gates_wait_for_a_person() {
     );
     assert_eq!(s.state.status, RunStatus::Waiting);
     assert_eq!(
-        s.then(ctl(Request::Approve { note: None })),
+        s.then(ctl(Request::Approve {
+            note: None,
+            gate: None
+        })),
         Action::Record(Event::GateOpened {
             gate: Gate::BeforeTask("T1".into())
         })
@@ -456,7 +459,8 @@ fn gates_wait_for_a_person() {
     s.then(s.act().into_event());
     assert!(matches!(
         s.then(ctl(Request::Approve {
-            note: Some("go".into())
+            note: Some("go".into()),
+            gate: None,
         })),
         Action::Iterate(_)
     ));
@@ -482,12 +486,18 @@ fn gates_wait_for_a_person() {
     s.iteration(claims(true, &["b"]), Some(true), "");
     s.then(s.act().into_event());
     assert_eq!(
-        s.then(ctl(Request::Approve { note: None })),
+        s.then(ctl(Request::Approve {
+            note: None,
+            gate: None
+        })),
         Action::Record(Event::GateOpened { gate: Gate::Final })
     );
     s.then(s.act().into_event());
     assert!(matches!(
-        s.then(ctl(Request::Approve { note: None })),
+        s.then(ctl(Request::Approve {
+            note: None,
+            gate: None
+        })),
         Action::Record(Event::RunFinished {
             status: RunStatus::Completed,
             ..
@@ -728,7 +738,7 @@ proptest! {
                     pi += 1;
                     let blocked = sim.state.tasks.iter().find(|t| t.status == TaskStatus::Blocked).map(|t| t.id.clone());
                     let request = match who {
-                        Person::Approve => Request::Approve { note: None },
+                        Person::Approve => Request::Approve { note: None, gate: None },
                         Person::Retry => Request::Retry { task: blocked.clone().unwrap_or_else(|| "A".into()) },
                         Person::Skip => Request::Skip { task: blocked.clone().unwrap_or_else(|| "C".into()) },
                         Person::Pause => Request::Pause,

@@ -268,3 +268,136 @@ echo TASK_COMPLETE
         "the rewritten CI never reached the forge"
     );
 }
+
+/// The same flow with the real Claude Code against the mock model server; a person
+/// approves with `agentloop approve` instead of a review on the forge.
+#[test]
+fn the_real_claude_ships_through_a_red_check() {
+    use crate::real_cli::{Cli, say};
+    let server = Cli::Claude.mock(vec![
+        Cli::Claude.shell("touch a.txt", 10, 1),
+        say("TASK_COMPLETE", 10, 1, 0),
+        Cli::Claude.shell("touch ci-ok.txt", 10, 1),
+        say("Fixed what the CI wanted.\nTASK_COMPLETE", 10, 1, 0),
+    ]);
+    let remote = tempfile::tempdir().unwrap();
+    let bare = remote.path().join("hello.git");
+    git(
+        remote.path(),
+        &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()],
+    );
+    let gh = MockGitHub::start("octo/hello", &bare, "t0ken", Some("sh ci.sh"));
+    let mut p = Cli::Claude.project(
+        &server,
+        PLAN,
+        &format!(
+            "[ship]\nforge = \"github\"\nrepo = \"octo/hello\"\napi_url = \"{}\"\nmerge = \"auto\"\npoll = \"100ms\"\n",
+            gh.url()
+        ),
+    );
+    p.write("ci.sh", CI);
+    p.commit("the CI");
+    p.git_cmd(&["remote", "add", "origin", bare.to_str().unwrap()]);
+    p.git_cmd(&["push", "-q", "origin", "main"]);
+    p.env.push(("GITHUB_TOKEN".into(), "t0ken".into()));
+    let child = p
+        .cmd(&["run", "--quiet"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&p, "the review gate", |p| {
+        crate::support::journal_has(p, "\"point\":\"review\"")
+    });
+    let r = p.run(&["approve"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(server.steps_used(), 4);
+    // The fix task's prompt carried the forge's failure.
+    let fix = server
+        .requests()
+        .into_iter()
+        .find(|r| r.step == Some(2))
+        .unwrap();
+    assert!(fix.body.to_string().contains("FAIL: ci-ok.txt missing"));
+    assert!(git(&bare, &["ls-tree", "--name-only", "main"]).contains("ci-ok.txt"));
+    assert!(!gh.prs()[0].open, "merged");
+}
+
+/// A change under src/auth/ holds the pull request at the security gate: labelled,
+/// its reviewer asked, a comment says where; an approval from someone else does not
+/// release it, `agentloop approve --gate security` does.
+#[test]
+fn a_change_under_auth_waits_for_the_security_review() {
+    let remote = tempfile::tempdir().unwrap();
+    let bare = remote.path().join("hello.git");
+    git(
+        remote.path(),
+        &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()],
+    );
+    let gh = MockGitHub::start(
+        "octo/hello",
+        &bare,
+        "t0ken",
+        Some("test -f src/auth/login.rs"),
+    );
+    let mut p = Scratch::new()
+        .plan("# Login\n\n## T1: Login\nVerify: test -f src/auth/login.rs\n")
+        .agent(&agent("mkdir -p src/auth && echo 'pub fn login() {}' > src/auth/login.rs\necho TASK_COMPLETE\n"))
+        .config(&format!(
+            "[gates.security]\nenabled = true\nreviewers = [\"sec-team\"]\n\n[ship]\nforge = \"github\"\nrepo = \"octo/hello\"\napi_url = \"{}\"\nmerge = \"auto\"\npoll = \"100ms\"\n",
+            gh.url()
+        ))
+        .build();
+    p.git_cmd(&["remote", "add", "origin", bare.to_str().unwrap()]);
+    p.git_cmd(&["push", "-q", "origin", "main"]);
+    p.env.push(("GITHUB_TOKEN".into(), "t0ken".into()));
+    let child = p
+        .cmd(&["run", "--quiet"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&p, "the security gate", |p| {
+        crate::support::journal_has(p, "\"point\":\"diff\",\"task\":\"security\"")
+    });
+    let pr = gh.prs()[0].clone();
+    assert!(
+        pr.labels.contains(&"needs:security-review".to_string()),
+        "{:?}",
+        pr.labels
+    );
+    assert_eq!(pr.reviewers, ["sec-team"]);
+    assert!(
+        pr.comments[0].contains("`src/auth/login.rs`: the path matches `auth`"),
+        "{}",
+        pr.comments[0]
+    );
+    // bob's approval is not the security team's.
+    gh.review(1, "bob", "APPROVED");
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    assert!(!crate::support::journal_has(&p, "diff_gate_approved"));
+    assert_eq!(p.status()["status"], "waiting");
+    let r = p.run(&["approve", "--gate", "security"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    // bob's approval then releases the review gate, and agentloop merges.
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!gh.prs()[0].open);
+    let k = kinds(&p);
+    assert!(
+        k.contains(&"diff_gates_checked".to_string()) && k.contains(&"pr_merged".to_string()),
+        "{k:?}"
+    );
+}

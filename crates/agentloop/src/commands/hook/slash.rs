@@ -102,7 +102,7 @@ fn gate(
         return Err("a rejection needs a reason: /agentloop:reject what is wrong".into());
     }
     let request = if approve {
-        Request::Approve { note }
+        Request::Approve { note, gate: None }
     } else {
         Request::Reject { note }
     };
