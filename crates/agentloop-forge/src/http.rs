@@ -147,7 +147,8 @@ impl Client {
             .limit(16 * 1024 * 1024)
             .read_to_string()
             .unwrap_or_default();
-        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        // A body that is not JSON (a job's log) is kept as a string.
+        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
         Ok((Answer { status, body, next }, wait))
     }
 
@@ -187,8 +188,23 @@ pub fn check(a: &Answer, method: &str, path: &str) -> Result<(), ForgeError> {
 /// What the forge said went wrong (GitHub's `message` and `errors[].message`).
 pub fn message_of(body: &Value) -> String {
     let mut parts: Vec<String> = Vec::new();
-    if let Some(m) = body.get("message").and_then(Value::as_str) {
-        parts.push(m.to_string());
+    match body.get("message") {
+        Some(Value::String(m)) => parts.push(m.clone()),
+        // GitLab: a list of messages, or messages by field.
+        Some(Value::Array(list)) => {
+            parts.extend(list.iter().filter_map(Value::as_str).map(String::from));
+        }
+        Some(Value::Object(fields)) => {
+            for (k, v) in fields {
+                for m in v.as_array().into_iter().flatten().filter_map(Value::as_str) {
+                    parts.push(format!("{k} {m}"));
+                }
+            }
+        }
+        _ => {}
+    }
+    if let Some(e) = body.get("error").and_then(Value::as_str) {
+        parts.push(e.to_string());
     }
     for e in body
         .get("errors")

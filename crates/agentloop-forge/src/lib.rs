@@ -1,9 +1,11 @@
 //! The forges agentloop ships a run through: open or update the pull request, read its
-//! checks and reviews, label it, ask for reviewers, comment, merge. GitHub's REST API
-//! today (`github`), behind a trait the ship flow uses, so GitLab is another
-//! implementation. The token is given by the caller and sent only as a bearer header.
+//! checks and reviews, label it, ask for reviewers, comment, merge: GitHub's REST API
+//! (`github`) and GitLab's (`gitlab`, merge requests and pipelines), behind the trait
+//! the ship flow uses. The token is given by the caller and sent only as a bearer
+//! header.
 
 pub mod github;
+pub mod gitlab;
 pub mod http;
 pub mod remote;
 

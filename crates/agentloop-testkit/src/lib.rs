@@ -4,8 +4,9 @@
 //! agentloop's policy with the loops people use today.
 
 pub mod efficiency;
-pub mod github;
+pub mod forge;
 pub mod mock;
 
-pub use github::MockGitHub;
+pub use forge::github::MockGitHub;
+pub use forge::gitlab::MockGitLab;
 pub use mock::{Api, MockServer, Recorded, Scenario, Step, Tokens};

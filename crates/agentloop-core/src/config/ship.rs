@@ -16,6 +16,7 @@ pub enum Forge {
     #[default]
     None,
     Github,
+    Gitlab,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -43,13 +44,14 @@ pub struct Ship {
     pub forge: Forge,
     /// The git remote pushed to.
     pub remote: String,
-    /// `OWNER/NAME`; by default read from the remote's URL.
+    /// `OWNER/NAME` (GitLab: the project's path); by default read from the remote's URL.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repo: Option<String>,
     /// The branch the pull request goes into; by default the branch the run started on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub base: Option<String>,
-    /// The forge's API (GitHub Enterprise: `https://HOST/api/v3`).
+    /// The forge's API (GitHub Enterprise: `https://HOST/api/v3`; self-hosted GitLab:
+    /// `https://HOST/api/v4`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub api_url: Option<String>,
     /// The branch pushed and proposed (`{run}`: the run id).

@@ -25,9 +25,11 @@ pub fn show(cwd: &Path, plan: &Path, as_json: bool) -> Result<ExitKind, CliError
         outln!("{}", serde_json::to_string_pretty(&map).unwrap_or_default());
         return Ok(ExitKind::Completed);
     }
+    // Sources line up, except after the few values longer than a screen's width.
     let width = rows
         .iter()
         .map(|(k, v, _)| k.len() + v.len() + 3)
+        .filter(|w| *w <= 100)
         .max()
         .unwrap_or(0);
     for (k, v, s) in rows {

@@ -13,6 +13,7 @@ use agentloop_core::exec::verify;
 use agentloop_core::journal::{CheckOutcome, Event};
 use agentloop_core::policy::ShipStep;
 use agentloop_forge::github::{API, GitHub};
+use agentloop_forge::gitlab::GitLab;
 use agentloop_forge::{ChecksState, Forge};
 
 use super::Driver;
@@ -40,15 +41,16 @@ fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
 }
 
 /// The forge the run ships through, with its token from the environment.
-pub(crate) fn forge(root: &Path, ship: &Ship) -> Result<GitHub, String> {
-    match ship.forge {
-        ForgeKind::Github => {}
+pub(crate) fn forge(root: &Path, ship: &Ship) -> Result<Box<dyn Forge>, String> {
+    let (vars, name): (&[&str], &str) = match ship.forge {
+        ForgeKind::Github => (&["GITHUB_TOKEN", "GH_TOKEN"], "GitHub"),
+        ForgeKind::Gitlab => (&["GITLAB_TOKEN"], "GitLab"),
         ForgeKind::None => return Err("[ship] names no forge".into()),
-    }
-    let token = ["GITHUB_TOKEN", "GH_TOKEN"]
+    };
+    let token = vars
         .iter()
         .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
-        .ok_or("no GitHub token: set GITHUB_TOKEN or GH_TOKEN")?;
+        .ok_or_else(|| format!("no {name} token: set {}", vars.join(" or ")))?;
     let repo = match &ship.repo {
         Some(r) => r.clone(),
         None => {
@@ -61,11 +63,20 @@ pub(crate) fn forge(root: &Path, ship: &Ship) -> Result<GitHub, String> {
             })?
         }
     };
-    Ok(GitHub::new(
-        ship.api_url.as_deref().unwrap_or(API),
-        &repo,
-        &token,
-    ))
+    Ok(match ship.forge {
+        ForgeKind::Gitlab => Box::new(GitLab::new(
+            ship.api_url
+                .as_deref()
+                .unwrap_or(agentloop_forge::gitlab::API),
+            &repo,
+            &token,
+        )),
+        _ => Box::new(GitHub::new(
+            ship.api_url.as_deref().unwrap_or(API),
+            &repo,
+            &token,
+        )),
+    })
 }
 
 fn method(m: MergeMethod) -> agentloop_forge::MergeMethod {

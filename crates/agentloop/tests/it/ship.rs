@@ -401,3 +401,70 @@ fn a_change_under_auth_waits_for_the_security_review() {
         "{k:?}"
     );
 }
+
+/// The same flow through the mock GitLab: a merge request, a failed pipeline whose job
+/// log reaches the agent, the fix, an approval, the merge and the check after it.
+#[test]
+fn a_run_ships_through_gitlab() {
+    use agentloop_testkit::MockGitLab;
+    let remote = tempfile::tempdir().unwrap();
+    let bare = remote.path().join("hello.git");
+    git(
+        remote.path(),
+        &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()],
+    );
+    let gl = MockGitLab::start("group/hello", &bare, "glpat", Some("sh ci.sh"), &["alice"]);
+    let mut p = Scratch::new()
+        .plan(PLAN)
+        .agent(&agent(AGENT))
+        .file("ci.sh", CI)
+        .config(&format!(
+            "[ship]\nforge = \"gitlab\"\nrepo = \"group/hello\"\napi_url = \"{}\"\nreviewers = [\"alice\"]\nmerge = \"auto\"\nmethod = \"merge\"\npoll = \"100ms\"\n",
+            gl.url()
+        ))
+        .build();
+    p.git_cmd(&["remote", "add", "origin", bare.to_str().unwrap()]);
+    p.git_cmd(&["push", "-q", "origin", "main"]);
+    p.env.push(("GITLAB_TOKEN".into(), "glpat".into()));
+    gl.rate_limit_next(1);
+    let child = p
+        .cmd(&["run", "--quiet"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&p, "the review gate", |p| {
+        crate::support::journal_has(p, "\"point\":\"review\"")
+    });
+    let mr = gl.mrs()[0].clone();
+    assert_eq!(
+        (mr.source.starts_with("agentloop/"), mr.target.as_str()),
+        (true, "main")
+    );
+    assert_eq!(mr.labels, ["agentloop"]);
+    assert_eq!(mr.reviewer_ids, [1], "alice, by id");
+    assert!(mr.description.contains("**CI-1**"), "{}", mr.description);
+    gl.approve(1, "alice");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = crate::real_cli::journal_events(&p);
+    let red = events
+        .iter()
+        .find(|e| e["kind"] == "checks_finished" && e["data"]["passed"] == false)
+        .unwrap();
+    assert!(
+        red["data"]["checks"][0]["output"]
+            .as_str()
+            .unwrap()
+            .contains("FAIL: ci-ok.txt missing"),
+        "the failed job's log: {red}"
+    );
+    assert!(!gl.mrs()[0].open);
+    assert!(git(&bare, &["ls-tree", "--name-only", "main"]).contains("ci-ok.txt"));
+    assert_eq!(p.status()["status"], "completed");
+}

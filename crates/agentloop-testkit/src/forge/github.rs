@@ -9,11 +9,12 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use serde_json::{Value, json};
+
+use super::{Reply, git, header, merge, now, page, reply, run_ci};
 
 #[derive(Debug, Clone)]
 pub struct MockPr {
@@ -121,47 +122,6 @@ impl Drop for MockGitHub {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-    }
-}
-
-fn header(k: &str, v: &str) -> tiny_http::Header {
-    tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()).expect("valid header")
-}
-
-fn git(bare: &Path, args: &[&str]) -> Option<String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(bare)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "GitHub")
-        .env("GIT_AUTHOR_EMAIL", "noreply@github.invalid")
-        .env("GIT_COMMITTER_NAME", "GitHub")
-        .env("GIT_COMMITTER_EMAIL", "noreply@github.invalid")
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
-
-fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
-
-struct Reply {
-    status: u16,
-    body: Value,
-    headers: Vec<(String, String)>,
-}
-
-fn reply(status: u16, body: Value) -> Reply {
-    Reply {
-        status,
-        body,
-        headers: Vec::new(),
     }
 }
 
@@ -385,7 +345,8 @@ fn answer(sh: &Shared, method: &str, url: &str, body: &Value, auth: &str) -> Rep
                 );
             }
             let method = body["merge_method"].as_str().unwrap_or("merge");
-            match merge(&sh.bare, &pr, &head, method) {
+            let message = format!("{} (#{})", pr.title, pr.number);
+            match merge(&sh.bare, &pr.base, &head, &message, method) {
                 Some(sha) => {
                     st.prs[i].open = false;
                     st.prs[i].merge_sha = Some(sha.clone());
@@ -426,92 +387,4 @@ fn pr_json(sh: &Shared, p: &MockPr) -> Value {
         "head": {"ref": p.head, "sha": sha},
         "base": {"ref": p.base},
     })
-}
-
-/// One page of `items` (`per_page`, `page`), with the `Link` to the next.
-fn page(items: Vec<Value>, q: &dyn Fn(&str) -> Option<String>, path: &str) -> Reply {
-    let per = q("per_page")
-        .and_then(|s| s.parse::<usize>().ok())
-        .unwrap_or(30)
-        .clamp(1, 100);
-    let n = q("page")
-        .and_then(|s| s.parse::<usize>().ok())
-        .unwrap_or(1)
-        .max(1);
-    let slice: Vec<Value> = items
-        .iter()
-        .skip((n - 1) * per)
-        .take(per)
-        .cloned()
-        .collect();
-    let mut r = reply(200, Value::Array(slice));
-    if items.len() > n * per {
-        r.headers.push((
-            "link".into(),
-            format!("<{path}?per_page={per}&page={}>; rel=\"next\"", n + 1),
-        ));
-    }
-    r
-}
-
-/// Runs the CI script on a checkout of `sha`: (passed, output).
-fn run_ci(bare: &Path, sha: &str, script: &str) -> (bool, String) {
-    let Ok(dir) = tempfile::tempdir() else {
-        return (false, "cannot make a checkout".into());
-    };
-    let ok = Command::new("git")
-        .args(["clone", "-q"])
-        .arg(bare)
-        .arg(dir.path())
-        .status()
-        .is_ok_and(|s| s.success())
-        && Command::new("git")
-            .args(["-c", "advice.detachedHead=false", "checkout", "-q", sha])
-            .current_dir(dir.path())
-            .status()
-            .is_ok_and(|s| s.success());
-    if !ok {
-        return (false, format!("cannot check out {sha}"));
-    }
-    match Command::new("sh")
-        .args(["-c", script])
-        .current_dir(dir.path())
-        .output()
-    {
-        Ok(out) => {
-            let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-            text.push_str(&String::from_utf8_lossy(&out.stderr));
-            (out.status.success(), text)
-        }
-        Err(e) => (false, e.to_string()),
-    }
-}
-
-/// Merges the pull request in the bare repository: a merge commit, or one commit on
-/// top of the base for squash and rebase. `None` when it conflicts.
-fn merge(bare: &Path, pr: &MockPr, head: &str, method: &str) -> Option<String> {
-    let base_ref = format!("refs/heads/{}", pr.base);
-    let base = git(bare, &["rev-parse", &base_ref])?;
-    let tree = git(bare, &["merge-tree", "--write-tree", &base, head])?;
-    let tree = tree.lines().next()?.to_string();
-    let message = format!("{} (#{})", pr.title, pr.number);
-    let sha = if method == "merge" {
-        git(
-            bare,
-            &[
-                "commit-tree",
-                &tree,
-                "-p",
-                &base,
-                "-p",
-                head,
-                "-m",
-                &message,
-            ],
-        )?
-    } else {
-        git(bare, &["commit-tree", &tree, "-p", &base, "-m", &message])?
-    };
-    git(bare, &["update-ref", &base_ref, &sha, &base])?;
-    Some(sha)
 }
