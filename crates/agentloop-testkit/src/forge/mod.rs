@@ -134,11 +134,11 @@ pub(crate) fn merge(
                 "-p",
                 head,
                 "-m",
-                &message,
+                message,
             ],
         )?
     } else {
-        git(bare, &["commit-tree", &tree, "-p", &base, "-m", &message])?
+        git(bare, &["commit-tree", &tree, "-p", &base, "-m", message])?
     };
     git(bare, &["update-ref", &base_ref, &sha, &base])?;
     Some(sha)
