@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::http::{Client, check, message_of};
+use crate::tracker::{Issue, IssueState, Tracker};
 use crate::{Check, Checks, ChecksState, Forge, ForgeError, MergeMethod, PullRequest};
 
 pub const API: &str = "https://api.github.com";
@@ -244,5 +245,75 @@ impl Forge for GitHub {
             .and_then(Value::as_str)
             .map(String::from)
             .ok_or_else(|| ForgeError::Unexpected(format!("GitHub merged without a sha: {v}")))
+    }
+}
+
+impl Tracker for GitHub {
+    fn issues(&self, label: &str) -> Result<Vec<Issue>, ForgeError> {
+        let mut path = "/issues?state=open&per_page=100".to_string();
+        if !label.is_empty() {
+            path.push_str(&format!("&labels={label}"));
+        }
+        Ok(self
+            .client
+            .get_all(&self.path(&path))?
+            .into_iter()
+            // The issues list has the pull requests too.
+            .filter(|i| i.get("pull_request").is_none())
+            .map(|i| {
+                let s = |k: &str| {
+                    i.get(k)
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string()
+                };
+                Issue {
+                    key: i
+                        .get("number")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0)
+                        .to_string(),
+                    title: s("title"),
+                    body: s("body"),
+                    url: s("html_url"),
+                }
+            })
+            .collect())
+    }
+
+    fn comment(&self, key: &str, body: &str) -> Result<(), ForgeError> {
+        self.call(
+            "POST",
+            &format!("/issues/{key}/comments"),
+            Some(json!({ "body": body })),
+        )
+        .map(drop)
+    }
+
+    fn set_state(&self, key: &str, state: IssueState) -> Result<(), ForgeError> {
+        let path = format!("/issues/{key}");
+        match state {
+            IssueState::Started | IssueState::Blocked => self
+                .call(
+                    "POST",
+                    &format!("{path}/labels"),
+                    Some(json!({ "labels": [format!("agentloop:{}", state.as_str())] })),
+                )
+                .map(drop),
+            IssueState::Done => self
+                .call(
+                    "PATCH",
+                    &path,
+                    Some(json!({"state": "closed", "state_reason": "completed"})),
+                )
+                .map(drop),
+            IssueState::Skipped => self
+                .call(
+                    "PATCH",
+                    &path,
+                    Some(json!({"state": "closed", "state_reason": "not_planned"})),
+                )
+                .map(drop),
+        }
     }
 }

@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::http::{Client, check, message_of};
+use crate::tracker::{Issue, IssueState, Tracker};
 use crate::{Check, Checks, ChecksState, Forge, ForgeError, MergeMethod, PullRequest};
 
 pub const API: &str = "https://gitlab.com/api/v4";
@@ -251,5 +252,60 @@ impl Forge for GitLab {
             .and_then(Value::as_str)
             .map(String::from)
             .ok_or_else(|| ForgeError::Unexpected(format!("GitLab merged without a commit: {v}")))
+    }
+}
+
+impl Tracker for GitLab {
+    fn issues(&self, label: &str) -> Result<Vec<Issue>, ForgeError> {
+        let mut path = "/issues?state=opened&per_page=100".to_string();
+        if !label.is_empty() {
+            path.push_str(&format!("&labels={}", encode(label)));
+        }
+        Ok(self
+            .client
+            .get_all(&self.path(&path))?
+            .into_iter()
+            .map(|i| {
+                let s = |k: &str| {
+                    i.get(k)
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string()
+                };
+                Issue {
+                    key: i
+                        .get("iid")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0)
+                        .to_string(),
+                    title: s("title"),
+                    body: s("description"),
+                    url: s("web_url"),
+                }
+            })
+            .collect())
+    }
+
+    fn comment(&self, key: &str, body: &str) -> Result<(), ForgeError> {
+        self.call(
+            "POST",
+            &format!("/issues/{key}/notes"),
+            Some(json!({ "body": body })),
+        )
+        .map(drop)
+    }
+
+    fn set_state(&self, key: &str, state: IssueState) -> Result<(), ForgeError> {
+        let body = match state {
+            IssueState::Started | IssueState::Blocked => {
+                json!({ "add_labels": format!("agentloop:{}", state.as_str()) })
+            }
+            IssueState::Done => json!({ "state_event": "close" }),
+            IssueState::Skipped => {
+                json!({ "state_event": "close", "add_labels": "agentloop:skipped" })
+            }
+        };
+        self.call("PUT", &format!("/issues/{key}"), Some(body))
+            .map(drop)
     }
 }

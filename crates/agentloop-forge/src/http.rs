@@ -21,6 +21,8 @@ pub struct Client {
     token: String,
     /// Extra headers every request carries (GitHub's API version).
     headers: Vec<(&'static str, &'static str)>,
+    /// What precedes the token in `Authorization` (Linear's API keys go bare).
+    scheme: &'static str,
 }
 
 /// One answer: its status, body and the next page, if there is one.
@@ -43,7 +45,14 @@ impl Client {
             base: base.trim_end_matches('/').to_string(),
             token: token.to_string(),
             headers,
+            scheme: "Bearer ",
         }
+    }
+
+    /// The token sent as it is, without `Bearer`.
+    pub fn bare_token(mut self) -> Client {
+        self.scheme = "";
+        self
     }
 
     fn url(&self, path: &str) -> String {
@@ -90,7 +99,7 @@ impl Client {
         url: &str,
         body: Option<&Value>,
     ) -> Result<(Answer, Option<Duration>), ForgeError> {
-        let auth = format!("Bearer {}", self.token);
+        let auth = format!("{}{}", self.scheme, self.token);
         let response = match method {
             "GET" | "DELETE" => {
                 let mut r = if method == "GET" {

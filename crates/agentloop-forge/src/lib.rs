@@ -7,7 +7,9 @@
 pub mod github;
 pub mod gitlab;
 pub mod http;
+pub mod linear;
 pub mod remote;
+pub mod tracker;
 
 use serde::{Deserialize, Serialize};
 

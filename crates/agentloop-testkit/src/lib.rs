@@ -1,6 +1,6 @@
 //! Test stand-ins for remote services: mock model APIs on 127.0.0.1 that the real agent
-//! CLIs talk to in tests (see [`mock`]), a mock GitHub backed by a bare repository
-//! ([`github`]), and the efficiency scenarios that compare
+//! CLIs talk to in tests (see [`mock`]), mock forges and trackers — GitHub and GitLab
+//! backed by bare repositories, Linear's GraphQL API ([`forge`]) —, and the efficiency scenarios that compare
 //! agentloop's policy with the loops people use today.
 
 pub mod efficiency;
@@ -9,4 +9,5 @@ pub mod mock;
 
 pub use forge::github::MockGitHub;
 pub use forge::gitlab::MockGitLab;
+pub use forge::linear::MockLinear;
 pub use mock::{Api, MockServer, Recorded, Scenario, Step, Tokens};

@@ -402,8 +402,14 @@ pub enum PlanCommand {
         after_help = "Examples:\n  agentloop plan import prd.json\n  agentloop plan import .taskmaster/tasks/tasks.json -o - | less"
     )]
     Import {
-        /// The file to convert.
+        /// The file to convert (prd.json, Task Master's tasks.json), or an issue
+        /// tracker: `github:OWNER/REPO?label=L`, `gitlab:GROUP/PROJECT?label=L`,
+        /// `linear:TEAM?state=S` (tokens from GITHUB_TOKEN/GH_TOKEN, GITLAB_TOKEN,
+        /// LINEAR_API_KEY).
         file: PathBuf,
+        /// The tracker's API (GitHub Enterprise, self-hosted GitLab).
+        #[arg(long)]
+        api_url: Option<String>,
         /// Where to write the plan (`-` for stdout).
         #[arg(long, short, default_value = "PLAN.md")]
         output: PathBuf,

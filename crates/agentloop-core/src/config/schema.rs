@@ -24,6 +24,7 @@ pub struct Config {
     pub prices: BTreeMap<String, Price>,
     pub notify: Notify,
     pub ship: super::ship::Ship,
+    pub tracker: super::ship::Tracker,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

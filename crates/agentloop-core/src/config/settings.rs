@@ -55,6 +55,9 @@ pub struct Settings {
     /// How the completed run is shipped (`[ship]`; runs recorded before it existed: not).
     #[serde(default)]
     pub ship: super::ship::Ship,
+    /// The issue tracker whose issues' status the run keeps in step (`[tracker]`).
+    #[serde(default)]
+    pub tracker: super::ship::Tracker,
     /// Hook mode: how long a run waits to be claimed by a session that does not name it.
     #[serde(default = "default_claim_window", with = "crate::values::duration")]
     pub claim_window: std::time::Duration,
@@ -101,6 +104,7 @@ impl Settings {
             hook: false,
             notify: c.notify.clone(),
             ship: c.ship.clone(),
+            tracker: c.tracker.clone(),
             claim_window: c.hook.claim_window,
             flags: serde_json::Map::new(),
         }

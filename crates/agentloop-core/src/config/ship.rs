@@ -107,3 +107,28 @@ impl Ship {
         self.branch.replace("{run}", run)
     }
 }
+
+/// `[tracker]`: the issue tracker a plan was imported from (`plan import github:…`
+/// writes it into the plan's front matter), whose issues' status a run keeps in step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Tracker {
+    /// `github:OWNER/REPO`, `gitlab:GROUP/PROJECT` or `linear:TEAM`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The tracker's API (GitHub Enterprise, self-hosted GitLab).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_url: Option<String>,
+    /// Comment on each issue and move it as its task starts, blocks, is done or skipped.
+    pub sync: bool,
+}
+
+impl Default for Tracker {
+    fn default() -> Tracker {
+        Tracker {
+            source: None,
+            api_url: None,
+            sync: true,
+        }
+    }
+}

@@ -143,6 +143,13 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         digest: Option<String>,
     },
+    /// The tracker issue of a task was told (a comment) and moved (`state`: started,
+    /// blocked, done, skipped).
+    IssueUpdated {
+        task: String,
+        issue: String,
+        state: String,
+    },
     /// A step of the ship flow failed (the forge refused, the push was rejected…);
     /// the run waits for a person at the ship gate.
     ShipFailed {
@@ -256,6 +263,7 @@ impl Event {
             Event::PrMerged { .. } => "pr_merged",
             Event::PostMergeVerified { .. } => "post_merge_verified",
             Event::ShipFailed { .. } => "ship_failed",
+            Event::IssueUpdated { .. } => "issue_updated",
             Event::ForgeryIgnored(_) => "forgery_ignored",
             Event::RunFinished { .. } => "run_finished",
         }

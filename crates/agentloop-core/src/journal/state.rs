@@ -416,6 +416,7 @@ impl RunState {
                 ..
             } => self.limit_hit(*until_ms, message, *iteration, agent.as_deref()),
             Event::TeamTaskCompleted { task, .. } => self.team_task_completed(task),
+            Event::IssueUpdated { .. } => {}
             e @ (Event::ShipPushed { .. }
             | Event::PrOpened { .. }
             | Event::ChecksFinished { .. }

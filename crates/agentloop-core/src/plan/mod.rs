@@ -1,9 +1,10 @@
 //! PLAN.md: a goal and tasks, written by people, agents and other tools. Read
 //! (`parse`), checked as a whole (`validate`), written back (`write`), and brought in
-//! from other tools' formats (`import`).
+//! from other tools' formats (`import`) and issue trackers (`issues`).
 
 mod error;
 mod import;
+mod issues;
 mod model;
 mod parse;
 mod validate;
@@ -11,5 +12,6 @@ mod write;
 
 pub use error::PlanError;
 pub use import::{ImportError, Imported, import};
+pub use issues::{IssueTask, plan_from_issues};
 pub use model::{Criterion, GatePoint, Mode, Plan, Task};
 pub use parse::{MAX_LINE_BYTES, MAX_PLAN_BYTES};

@@ -33,9 +33,22 @@ pub struct MockPr {
     pub reviews: Vec<(String, String)>,
 }
 
+/// An issue (not a pull request).
+#[derive(Debug, Clone)]
+pub struct MockIssue {
+    pub number: u64,
+    pub title: String,
+    pub body: String,
+    pub labels: Vec<String>,
+    pub open: bool,
+    pub state_reason: Option<String>,
+    pub comments: Vec<String>,
+}
+
 #[derive(Default)]
 struct State {
     prs: Vec<MockPr>,
+    issues: Vec<MockIssue>,
     /// The CI's verdict on each commit (passed, output) and how often it was looked at.
     ci: BTreeMap<String, (u32, Option<(bool, String)>)>,
     /// Requests answered with a rate limit before the next real answer: (status, count).
@@ -99,6 +112,26 @@ impl MockGitHub {
     /// Requests received, as `METHOD path`.
     pub fn log(&self) -> Vec<String> {
         self.shared.state.lock().unwrap().log.clone()
+    }
+
+    pub fn issues(&self) -> Vec<MockIssue> {
+        self.shared.state.lock().unwrap().issues.clone()
+    }
+
+    /// Opens an issue (numbers are shared with pull requests, as on GitHub).
+    pub fn add_issue(&self, title: &str, body: &str, labels: &[&str]) -> u64 {
+        let mut st = self.shared.state.lock().unwrap();
+        let number = next_number(&st);
+        st.issues.push(MockIssue {
+            number,
+            title: title.into(),
+            body: body.into(),
+            labels: labels.iter().map(|l| l.to_string()).collect(),
+            open: true,
+            state_reason: None,
+            comments: Vec::new(),
+        });
+        number
     }
 
     /// A person reviews pull request `number`.
@@ -216,7 +249,7 @@ fn answer(sh: &Shared, method: &str, url: &str, body: &Value, auth: &str) -> Rep
                 );
             }
             let pr = MockPr {
-                number: st.prs.len() as u64 + 1,
+                number: next_number(&st),
                 head,
                 base,
                 title: body["title"].as_str().unwrap_or_default().to_string(),
@@ -258,6 +291,80 @@ fn answer(sh: &Shared, method: &str, url: &str, body: &Value, auth: &str) -> Rep
             }
             None => error(404, "Not Found"),
         },
+        ("GET", ["issues"]) => {
+            let label = q("labels");
+            let mut items: Vec<(u64, Value)> = st
+                .issues
+                .iter()
+                .filter(|i| i.open)
+                .filter(|i| label.as_ref().is_none_or(|l| i.labels.contains(l)))
+                .map(|i| (i.number, json!({"number": i.number, "title": i.title, "body": i.body, "state": "open",
+                    "html_url": format!("https://github.invalid/{}/issues/{}", sh.repo, i.number),
+                    "labels": i.labels.iter().map(|l| json!({"name": l})).collect::<Vec<_>>()})))
+                .collect();
+            // The issues list has the open pull requests too.
+            items.extend(st.prs.iter().filter(|p| p.open && label.is_none()).map(|p| {
+                (p.number, json!({"number": p.number, "title": p.title, "body": p.body, "state": "open",
+                    "pull_request": {"url": format!("https://github.invalid/{}/pull/{}", sh.repo, p.number)}}))
+            }));
+            items.sort_by_key(|(n, _)| std::cmp::Reverse(*n));
+            page(
+                items.into_iter().map(|(_, v)| v).collect(),
+                &q,
+                &format!("{base_url}/issues"),
+            )
+        }
+        ("PATCH", ["issues", n]) => {
+            match st.issues.iter_mut().find(|i| Some(i.number) == number(n)) {
+                Some(i) => {
+                    if body["state"].as_str() == Some("closed") {
+                        i.open = false;
+                        i.state_reason = body["state_reason"].as_str().map(String::from);
+                    }
+                    reply(
+                        200,
+                        json!({"number": i.number, "state": if i.open { "open" } else { "closed" }}),
+                    )
+                }
+                None => error(404, "Not Found"),
+            }
+        }
+        ("POST", ["issues", n, "labels"])
+            if st.issues.iter().any(|i| Some(i.number) == number(n)) =>
+        {
+            let i = st
+                .issues
+                .iter_mut()
+                .find(|i| Some(i.number) == number(n))
+                .unwrap();
+            for l in body["labels"].as_array().into_iter().flatten() {
+                let l = l.as_str().unwrap_or_default().to_string();
+                if !i.labels.contains(&l) {
+                    i.labels.push(l);
+                }
+            }
+            reply(
+                200,
+                json!(
+                    i.labels
+                        .iter()
+                        .map(|l| json!({"name": l}))
+                        .collect::<Vec<_>>()
+                ),
+            )
+        }
+        ("POST", ["issues", n, "comments"])
+            if st.issues.iter().any(|i| Some(i.number) == number(n)) =>
+        {
+            let i = st
+                .issues
+                .iter_mut()
+                .find(|i| Some(i.number) == number(n))
+                .unwrap();
+            i.comments
+                .push(body["body"].as_str().unwrap_or_default().to_string());
+            reply(201, json!({"id": i.comments.len(), "body": body["body"]}))
+        }
         ("POST", ["issues", n, "labels"]) => with_pr(&mut st, number(n), |pr| {
             for l in body["labels"].as_array().into_iter().flatten() {
                 let l = l.as_str().unwrap_or_default().to_string();
@@ -367,6 +474,10 @@ fn validation(field: &str, code: &str) -> Reply {
         422,
         json!({"message": "Validation Failed", "errors": [{"resource": "PullRequest", "field": field, "code": code}], "status": "422"}),
     )
+}
+
+fn next_number(st: &State) -> u64 {
+    (st.prs.len() + st.issues.len()) as u64 + 1
 }
 
 fn with_pr(st: &mut State, n: Option<u64>, f: impl FnOnce(&mut MockPr) -> Reply) -> Reply {

@@ -1,9 +1,10 @@
 //! Mock forges on 127.0.0.1, each backed by a real bare git repository on disk: GitHub
-//! (`github`) and GitLab (`gitlab`). What they share: git in the bare repository, the
+//! (`github`) and GitLab (`gitlab`); and Linear's GraphQL API (`linear`). What they share: git in the bare repository, the
 //! CI that runs a script on a checkout of a commit, merges made there, and answers.
 
 pub mod github;
 pub mod gitlab;
+pub mod linear;
 
 use std::path::Path;
 use std::process::Command;
@@ -126,16 +127,7 @@ pub(crate) fn merge(
     let sha = if method == "merge" {
         git(
             bare,
-            &[
-                "commit-tree",
-                &tree,
-                "-p",
-                &base,
-                "-p",
-                head,
-                "-m",
-                message,
-            ],
+            &["commit-tree", &tree, "-p", &base, "-p", head, "-m", message],
         )?
     } else {
         git(bare, &["commit-tree", &tree, "-p", &base, "-m", message])?

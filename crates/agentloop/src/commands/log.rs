@@ -262,6 +262,9 @@ pub(crate) fn describe(e: &Event) -> String {
             if *passed { "passed" } else { "FAILED" }
         ),
         Event::ShipFailed { step, message } => format!("{step} failed: {message}"),
+        Event::IssueUpdated { task, issue, state } => {
+            format!("task {task}: issue {issue} told and moved to {state}")
+        }
         Event::ForgeryIgnored(f) => format!(
             "line {} ({} claiming seq {}) was not written by agentloop; ignored",
             f.line, f.kind, f.seq

@@ -82,7 +82,8 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
             file,
             output,
             force,
-        }) => plan::import(&file, &output, force),
+            api_url,
+        }) => plan::import(&file, &output, force, api_url.as_deref()),
         Command::Config(ConfigCommand::Show { plan, json }) => config::show(&cwd()?, &plan, json),
         Command::Journal(JournalCommand::Verify { run }) => {
             journal::verify(&workspace()?, run.get())

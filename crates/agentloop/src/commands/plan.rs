@@ -71,11 +71,70 @@ pub fn check(cwd: &Path, path: &Path, as_json: bool) -> Result<ExitKind, CliErro
     Ok(ExitKind::Completed)
 }
 
-pub fn import(file: &Path, output: &Path, force: bool) -> Result<ExitKind, CliError> {
-    let bytes =
-        std::fs::read(file).map_err(|e| CliError::user(format!("{}: {e}", file.display())))?;
-    let imported = agentloop_core::plan::import(&file.display().to_string(), &bytes)
-        .map_err(|e| CliError::user(e.to_string()))?;
+/// The plan of a tracker's open issues.
+fn from_tracker(
+    source: &agentloop_forge::tracker::Source,
+    api_url: Option<&str>,
+) -> Result<agentloop_core::plan::Imported, CliError> {
+    let tracker = agentloop_forge::tracker::open(source, api_url).map_err(CliError::user)?;
+    let issues = tracker
+        .issues(&source.filter)
+        .map_err(|e| CliError::user(format!("{}: {e}", source.without_filter())))?;
+    if issues.is_empty() {
+        return Err(CliError::user(format!(
+            "{}: no open issue matches{}",
+            source.without_filter(),
+            if source.filter.is_empty() {
+                String::new()
+            } else {
+                format!(" `{}`", source.filter)
+            }
+        )));
+    }
+    let tasks: Vec<agentloop_core::plan::IssueTask> = issues
+        .iter()
+        .map(|i| agentloop_core::plan::IssueTask {
+            id: source.task_id(&i.key),
+            title: i.title.clone(),
+            body: i.body.clone(),
+            url: i.url.clone(),
+        })
+        .collect();
+    let dep = |r: &str| match r.strip_prefix('#') {
+        Some(n) => Some(source.task_id(n)),
+        None => Some(r.to_ascii_uppercase()),
+    };
+    let mut plan = agentloop_core::plan::plan_from_issues(
+        &source.without_filter(),
+        &source.without_filter(),
+        &tasks,
+        &dep,
+    );
+    if let Some(url) = api_url {
+        plan.settings["tracker"]["api_url"] = serde_json::json!(url);
+    }
+    Ok(agentloop_core::plan::Imported {
+        plan,
+        format: "the issue tracker",
+        left_out: Vec::new(),
+    })
+}
+
+pub fn import(
+    file: &Path,
+    output: &Path,
+    force: bool,
+    api_url: Option<&str>,
+) -> Result<ExitKind, CliError> {
+    let imported = match agentloop_forge::tracker::Source::parse(&file.to_string_lossy()) {
+        Some(source) => from_tracker(&source, api_url)?,
+        None => {
+            let bytes = std::fs::read(file)
+                .map_err(|e| CliError::user(format!("{}: {e}", file.display())))?;
+            agentloop_core::plan::import(&file.display().to_string(), &bytes)
+                .map_err(|e| CliError::user(e.to_string()))?
+        }
+    };
     let md = imported.plan.to_markdown();
     if output == Path::new("-") {
         print!("{md}");

@@ -8,6 +8,7 @@ mod ship;
 pub(crate) use ship::forge;
 mod steps;
 mod surface;
+mod tracker;
 mod workers;
 
 use std::sync::Arc;
@@ -199,6 +200,12 @@ impl Driver {
     }
 
     pub(crate) fn apply(&mut self, recs: &[Record]) {
+        let before = self.task_statuses();
+        self.apply_records(recs);
+        self.sync_tracker(&before);
+    }
+
+    fn apply_records(&mut self, recs: &[Record]) {
         for r in recs {
             self.state.apply(r);
             if let Some(body) = crate::notify::payload(&self.state, r)

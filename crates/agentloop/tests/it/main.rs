@@ -28,5 +28,6 @@ mod ship;
 mod support;
 mod surface;
 mod terminals;
+mod tracker;
 mod trust;
 mod workers;

@@ -1,0 +1,156 @@
+//! Issue trackers as a plan's source and its status sink: GitHub issues and Linear
+//! (GraphQL) through their mocks.
+
+use agentloop_testkit::{MockGitHub, MockLinear};
+
+use crate::support::{Project, Scratch, agent};
+
+fn import(p: &Project, source: &str, url: &str, token: (&str, &str)) -> crate::support::Run {
+    p.cmd(&[
+        "plan",
+        "import",
+        source,
+        "--api-url",
+        url,
+        "--output",
+        "PLAN.md",
+        "--force",
+    ])
+    .env(token.0, token.1)
+    .output()
+    .unwrap()
+    .into()
+}
+
+#[test]
+fn github_issues_become_a_plan_with_criteria_checks_and_dependencies() {
+    let remote = tempfile::tempdir().unwrap();
+    let bare = remote.path().join("r.git");
+    std::process::Command::new("git")
+        .args(["init", "-q", "--bare", bare.to_str().unwrap()])
+        .status()
+        .unwrap();
+    let gh = MockGitHub::start("octo/hello", &bare, "t0ken", None);
+    gh.add_issue(
+        "Parse numbers",
+        "The parser reads numbers.\n\n- [ ] reads 12\n- [ ] reads -3\n\nVerify: `test -f parser.txt`\n",
+        &["agentloop"],
+    );
+    gh.add_issue(
+        "Print them",
+        "Depends on #1.\nPrint what was parsed.",
+        &["agentloop"],
+    );
+    gh.add_issue("Not for agents", "x", &["design"]);
+    // The first answer is a rate limit: waited out.
+    gh.rate_limit_next(403, 1);
+    let p = Project::git();
+    let r = import(
+        &p,
+        "github:octo/hello?label=agentloop",
+        &gh.url(),
+        ("GITHUB_TOKEN", "t0ken"),
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let plan = p.read("PLAN.md");
+    assert!(plan.contains("tracker: {\"api_url\":"), "{plan}");
+    assert!(plan.contains("\"source\":\"github:octo/hello\""), "{plan}");
+    assert!(plan.contains("## GH-1: Parse numbers"), "{plan}");
+    assert!(plan.contains("- [ ] reads 12"), "{plan}");
+    assert!(plan.contains("Verify: test -f parser.txt"), "{plan}");
+    assert!(
+        plan.contains("## GH-2: Print them") && plan.contains("Depends: GH-1"),
+        "{plan}"
+    );
+    assert!(!plan.contains("Not for agents"));
+    let r = p.run(&["plan", "check"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    // No token: a clear error, and no plan written.
+    let q = Project::git();
+    let r: crate::support::Run = q
+        .cmd(&[
+            "plan",
+            "import",
+            "github:octo/hello",
+            "--api-url",
+            &gh.url(),
+        ])
+        .env_remove("GITHUB_TOKEN")
+        .env_remove("GH_TOKEN")
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("no token for github: set GITHUB_TOKEN or GH_TOKEN"),
+        "{}",
+        r.stderr
+    );
+    assert!(!q.path().join("PLAN.md").exists());
+}
+
+#[test]
+fn a_linear_team_is_imported_and_its_issues_kept_in_step() {
+    let linear = MockLinear::start("ENG", "lin_api_key", 1);
+    linear.add_issue("Make a.txt", "Verify: test -f a.txt", "Todo");
+    linear.add_issue("Pick a colour", "Which one?", "Todo");
+    linear.add_issue("Old work", "", "Done");
+    let script = r#"case "$task" in
+  ENG-1) touch a.txt; echo TASK_COMPLETE ;;
+  *) echo "BLOCKED: red or blue?" ;;
+esac
+"#;
+    let mut p = Scratch::new().agent(&agent(script)).build();
+    let r = import(
+        &p,
+        "linear:ENG?state=Todo",
+        &linear.url(),
+        ("LINEAR_API_KEY", "lin_api_key"),
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let plan = p.read("PLAN.md");
+    assert!(
+        plan.contains("## ENG-1: Make a.txt") && plan.contains("## ENG-2: Pick a colour"),
+        "{plan}"
+    );
+    assert!(
+        !plan.contains("Old work"),
+        "one page per issue, and done ones left out: {plan}"
+    );
+    p.commit("the plan from Linear");
+    p.env.push(("LINEAR_API_KEY".into(), "lin_api_key".into()));
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    let issues = linear.issues();
+    assert_eq!(issues[0].state, "Done");
+    assert!(
+        issues[0].comments[0].starts_with("agentloop started work on this"),
+        "{:?}",
+        issues[0].comments
+    );
+    assert!(
+        issues[0].comments[1].starts_with("Done, and verified by agentloop"),
+        "{:?}",
+        issues[0].comments
+    );
+    assert_eq!(
+        issues[1].state, "In Progress",
+        "Linear has no blocked state"
+    );
+    assert!(
+        issues[1]
+            .comments
+            .iter()
+            .any(|c| c.contains("blocked on this") && c.contains("red or blue?")),
+        "{:?}",
+        issues[1].comments
+    );
+    assert_eq!(issues[2].state, "Done");
+    assert!(issues[2].comments.is_empty());
+    let log = p.run(&["log"]).stdout;
+    assert!(
+        log.contains("task ENG-1: issue ENG-1 told and moved to done"),
+        "{log}"
+    );
+}
