@@ -54,6 +54,10 @@ pub struct ShipState {
     /// Diff gates a person or a reviewer released.
     #[serde(skip_serializing_if = "std::collections::BTreeSet::is_empty")]
     pub gates_approved: std::collections::BTreeSet<String>,
+    /// What each task's tracker issue was last told (task → started, blocked, done,
+    /// skipped).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub issues: std::collections::BTreeMap<String, String>,
     /// A step that failed, waiting for a person at the ship gate.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failed: Option<String>,
@@ -132,6 +136,9 @@ impl RunState {
             }
             Event::DiffGateApproved { gate, .. } => self.approve_diff_gate(gate),
             Event::PrMerged { commit } => self.ship.merged = Some(commit.clone()),
+            Event::IssueUpdated { task, state, .. } => {
+                self.ship.issues.insert(task.clone(), state.clone());
+            }
             Event::PostMergeVerified { passed, .. } => self.ship.post_merge = Some(*passed),
             Event::ShipFailed { step, message } => {
                 self.ship.failed = Some(format!("{step}: {message}"));

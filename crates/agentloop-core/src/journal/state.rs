@@ -416,7 +416,6 @@ impl RunState {
                 ..
             } => self.limit_hit(*until_ms, message, *iteration, agent.as_deref()),
             Event::TeamTaskCompleted { task, .. } => self.team_task_completed(task),
-            Event::IssueUpdated { .. } => {}
             e @ (Event::ShipPushed { .. }
             | Event::PrOpened { .. }
             | Event::ChecksFinished { .. }
@@ -425,6 +424,7 @@ impl RunState {
             | Event::DiffGatesChecked { .. }
             | Event::DiffGateApproved { .. }
             | Event::PrMerged { .. }
+            | Event::IssueUpdated { .. }
             | Event::PostMergeVerified { .. }
             | Event::ShipFailed { .. }) => {
                 self.apply_ship(e);

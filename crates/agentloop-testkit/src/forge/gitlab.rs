@@ -30,9 +30,21 @@ pub struct MockMr {
     pub approved_by: Vec<String>,
 }
 
+/// An issue of the project.
+#[derive(Debug, Clone)]
+pub struct MockGlIssue {
+    pub iid: u64,
+    pub title: String,
+    pub description: String,
+    pub labels: Vec<String>,
+    pub open: bool,
+    pub notes: Vec<String>,
+}
+
 #[derive(Default)]
 struct State {
     mrs: Vec<MockMr>,
+    issues: Vec<MockGlIssue>,
     /// CI per commit: (looks, (passed, log)).
     ci: BTreeMap<String, (u32, Option<(bool, String)>)>,
     limited: u32,
@@ -101,6 +113,25 @@ impl MockGitLab {
 
     pub fn log(&self) -> Vec<String> {
         self.shared.state.lock().unwrap().log.clone()
+    }
+
+    pub fn issues(&self) -> Vec<MockGlIssue> {
+        self.shared.state.lock().unwrap().issues.clone()
+    }
+
+    /// Opens an issue; returns its iid.
+    pub fn add_issue(&self, title: &str, description: &str, labels: &[&str]) -> u64 {
+        let mut st = self.shared.state.lock().unwrap();
+        let iid = st.issues.len() as u64 + 1;
+        st.issues.push(MockGlIssue {
+            iid,
+            title: title.into(),
+            description: description.into(),
+            labels: labels.iter().map(|l| l.to_string()).collect(),
+            open: true,
+            notes: Vec::new(),
+        });
+        iid
     }
 
     /// A person approves merge request `iid`.
@@ -291,6 +322,49 @@ fn answer(sh: &Shared, method: &str, url: &str, body: &Value, token: &str) -> (R
             st.mrs.push(m);
             reply(201, v)
         }
+        ("GET", ["issues"]) => {
+            let label = q("labels");
+            let opened = q("state").as_deref() == Some("opened");
+            let items: Vec<Value> = st
+                .issues
+                .iter()
+                .filter(|i| !opened || i.open)
+                .filter(|i| label.as_ref().is_none_or(|l| i.labels.contains(l)))
+                .map(|i| json!({"iid": i.iid, "title": i.title, "description": i.description, "labels": i.labels,
+                    "state": if i.open { "opened" } else { "closed" },
+                    "web_url": format!("https://gitlab.invalid/{}/-/issues/{}", sh.project, i.iid)}))
+                .collect();
+            page(items, &q, &format!("/api/v4{prefix}/issues"))
+        }
+        ("POST", ["issues", n, "notes"]) => {
+            match st.issues.iter_mut().find(|i| Some(i.iid) == number(n)) {
+                Some(i) => {
+                    i.notes
+                        .push(body["body"].as_str().unwrap_or_default().to_string());
+                    reply(201, json!({"id": i.notes.len(), "body": body["body"]}))
+                }
+                None => error(404, json!("404 Not found")),
+            }
+        }
+        ("PUT", ["issues", n]) => match st.issues.iter_mut().find(|i| Some(i.iid) == number(n)) {
+            Some(i) => {
+                if body["state_event"].as_str() == Some("close") {
+                    i.open = false;
+                }
+                if let Some(l) = body["add_labels"].as_str() {
+                    for l in l.split(',').filter(|l| !l.is_empty()) {
+                        if !i.labels.iter().any(|x| x == l) {
+                            i.labels.push(l.to_string());
+                        }
+                    }
+                }
+                reply(
+                    200,
+                    json!({"iid": i.iid, "state": if i.open { "opened" } else { "closed" }}),
+                )
+            }
+            None => error(404, json!("404 Not found")),
+        },
         ("GET", ["merge_requests"]) => {
             let source = q("source_branch");
             let opened = q("state").as_deref() == Some("opened");

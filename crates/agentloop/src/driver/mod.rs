@@ -45,6 +45,8 @@ pub struct Driver {
     /// The commit made for a verified iteration (iteration, hash), kept in case its
     /// verdict has to be decided again.
     committed: Option<(u32, String)>,
+    /// The tracker is being told (its own records fold without telling it again).
+    syncing: bool,
 }
 
 /// Journal events a hook may leave past `state.json` before it rewrites the cache.
@@ -89,6 +91,7 @@ impl Driver {
             cache_lag: u64::MAX,
             start_seq,
             committed: None,
+            syncing: false,
         })
     }
 
@@ -200,9 +203,8 @@ impl Driver {
     }
 
     pub(crate) fn apply(&mut self, recs: &[Record]) {
-        let before = self.task_statuses();
         self.apply_records(recs);
-        self.sync_tracker(&before);
+        self.sync_tracker();
     }
 
     fn apply_records(&mut self, recs: &[Record]) {

@@ -17,73 +17,59 @@ impl Driver {
         Source::parse(t.source.as_deref()?)
     }
 
-    /// The tasks' statuses and tries now, when a tracker is kept in step.
-    pub(crate) fn task_statuses(&self) -> Vec<(String, TaskStatus, u32)> {
-        if self.tracker_source().is_none() {
-            return Vec::new();
-        }
-        self.state
-            .tasks
-            .iter()
-            .map(|t| (t.id.clone(), t.status, t.tries))
-            .collect()
-    }
-
-    /// Tells the issues of the tasks whose status changed since `before`; what cannot
-    /// be told is said on stderr.
-    pub(crate) fn sync_tracker(&mut self, before: &[(String, TaskStatus, u32)]) {
-        if before.is_empty() {
-            return;
-        }
+    /// Tells each task's issue what it has not been told yet: started (a task at work,
+    /// or tried and waiting), blocked, done or skipped. Called as events are folded and
+    /// when a driver starts, so what a person did between drivers is told too; what
+    /// cannot be told is said on stderr and tried again at the next event.
+    pub(crate) fn sync_tracker(&mut self) {
         let Some(source) = self.tracker_source() else {
             return;
         };
         let mut changes = Vec::new();
-        for (id, was, tries) in before {
-            let Some(t) = self.state.task(id) else {
-                continue;
-            };
+        for t in &self.state.tasks {
             let state = match t.status {
-                TaskStatus::Running if *was != TaskStatus::Running && *tries == 0 => {
-                    IssueState::Started
-                }
-                TaskStatus::Blocked if *was != TaskStatus::Blocked => IssueState::Blocked,
-                TaskStatus::Done if *was != TaskStatus::Done => IssueState::Done,
-                TaskStatus::Skipped if *was != TaskStatus::Skipped => IssueState::Skipped,
+                TaskStatus::Done => IssueState::Done,
+                TaskStatus::Skipped => IssueState::Skipped,
+                TaskStatus::Blocked => IssueState::Blocked,
+                _ if t.tries > 0 => IssueState::Started,
                 _ => continue,
             };
-            if let Some(key) = source.issue_key(id) {
-                changes.push((id.clone(), key, state, self.issue_comment(id, state)));
+            if self.state.ship.issues.get(&t.id).map(String::as_str) == Some(state.as_str()) {
+                continue;
+            }
+            if let Some(key) = source.issue_key(&t.id) {
+                changes.push((t.id.clone(), key, state));
             }
         }
-        if changes.is_empty() {
+        if changes.is_empty() || self.syncing {
             return;
         }
+        self.syncing = true;
         let api = self.state.settings.tracker.api_url.clone();
-        let tracker = match agentloop_forge::tracker::open(&source, api.as_deref()) {
-            Ok(t) => t,
-            Err(e) => {
-                self.progress.warn(&format!("tracker: {e}"));
-                return;
+        match agentloop_forge::tracker::open(&source, api.as_deref()) {
+            Ok(tracker) => {
+                for (task, issue, state) in changes {
+                    let comment = self.issue_comment(&task, state);
+                    let done = tracker
+                        .comment(&issue, &comment)
+                        .and_then(|_| tracker.set_state(&issue, state));
+                    let recorded = done.map_err(|e| e.to_string()).and_then(|()| {
+                        self.record(Event::IssueUpdated {
+                            task: task.clone(),
+                            issue: issue.clone(),
+                            state: state.as_str().into(),
+                        })
+                        .map_err(|e| e.message)
+                    });
+                    if let Err(e) = recorded {
+                        self.progress
+                            .warn(&format!("tracker: issue {issue} of task {task}: {e}"));
+                    }
+                }
             }
-        };
-        for (task, issue, state, comment) in changes {
-            let done = tracker
-                .comment(&issue, &comment)
-                .and_then(|_| tracker.set_state(&issue, state));
-            let recorded = done.map_err(|e| e.to_string()).and_then(|()| {
-                self.record(Event::IssueUpdated {
-                    task: task.clone(),
-                    issue: issue.clone(),
-                    state: state.as_str().into(),
-                })
-                .map_err(|e| e.message)
-            });
-            if let Err(e) = recorded {
-                self.progress
-                    .warn(&format!("tracker: issue {issue} of task {task}: {e}"));
-            }
+            Err(e) => self.progress.warn(&format!("tracker: {e}")),
         }
+        self.syncing = false;
     }
 
     fn issue_comment(&self, id: &str, state: IssueState) -> String {

@@ -154,3 +154,55 @@ esac
         "{log}"
     );
 }
+
+#[test]
+fn gitlab_issues_are_imported_and_closed_when_done() {
+    use agentloop_testkit::MockGitLab;
+    let remote = tempfile::tempdir().unwrap();
+    let bare = remote.path().join("r.git");
+    std::process::Command::new("git")
+        .args(["init", "-q", "--bare", bare.to_str().unwrap()])
+        .status()
+        .unwrap();
+    let gl = MockGitLab::start("group/hello", &bare, "glpat", None, &[]);
+    gl.add_issue("Make b.txt", "Verify: test -f b.txt", &["agentloop"]);
+    gl.add_issue("Skip me", "x", &["agentloop"]);
+    let mut p = Scratch::new()
+        .agent(&agent(
+            "case \"$task\" in GL-1) touch b.txt; echo TASK_COMPLETE ;; *) echo 'BLOCKED: why?' ;; esac\n",
+        ))
+        .build();
+    let r = import(
+        &p,
+        "gitlab:group/hello?label=agentloop",
+        &gl.url(),
+        ("GITLAB_TOKEN", "glpat"),
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(p.read("PLAN.md").contains("## GL-1: Make b.txt"));
+    p.commit("the plan from GitLab");
+    p.env.push(("GITLAB_TOKEN".into(), "glpat".into()));
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    // A person skips the blocked one: its issue is closed as skipped.
+    let r = p.run(&["skip", "GL-2"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let r = p.run(&["resume"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let issues = gl.issues();
+    assert!(!issues[0].open);
+    assert!(
+        issues[0]
+            .notes
+            .iter()
+            .any(|n| n.starts_with("Done, and verified")),
+        "{:?}",
+        issues[0].notes
+    );
+    assert!(
+        issues[1].labels.contains(&"agentloop:blocked".to_string()),
+        "{:?}",
+        issues[1].labels
+    );
+    assert!(!issues[1].open && issues[1].labels.contains(&"agentloop:skipped".to_string()));
+}
