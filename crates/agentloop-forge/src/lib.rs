@@ -105,3 +105,33 @@ pub trait Forge {
     /// Merges it if its head is still `sha`; returns the commit on the base branch.
     fn merge(&self, pr: u64, sha: &str, method: MergeMethod) -> Result<String, ForgeError>;
 }
+
+/// The tracker of `source`, its token from the environment (`GITHUB_TOKEN`/`GH_TOKEN`,
+/// `GITLAB_TOKEN`, `LINEAR_API_KEY`), at `api_url` or the service's own.
+pub fn tracker(
+    source: &tracker::Source,
+    api_url: Option<&str>,
+) -> Result<Box<dyn tracker::Tracker>, String> {
+    let vars = tracker::token_vars(&source.kind);
+    let token = vars
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        .ok_or_else(|| format!("no token for {}: set {}", source.kind, vars.join(" or ")))?;
+    Ok(match source.kind.as_str() {
+        "github" => Box::new(crate::github::GitHub::new(
+            api_url.unwrap_or(crate::github::API),
+            &source.path,
+            &token,
+        )),
+        "gitlab" => Box::new(crate::gitlab::GitLab::new(
+            api_url.unwrap_or(crate::gitlab::API),
+            &source.path,
+            &token,
+        )),
+        _ => Box::new(crate::linear::Linear::new(
+            api_url.unwrap_or(crate::linear::API),
+            &source.path,
+            &token,
+        )),
+    })
+}

@@ -117,33 +117,6 @@ pub fn token_vars(kind: &str) -> &'static [&'static str] {
     }
 }
 
-/// The tracker of `source`, its token from the environment (`GITHUB_TOKEN`/`GH_TOKEN`,
-/// `GITLAB_TOKEN`, `LINEAR_API_KEY`), at `api_url` or the service's own.
-pub fn open(source: &Source, api_url: Option<&str>) -> Result<Box<dyn Tracker>, String> {
-    let vars = token_vars(&source.kind);
-    let token = vars
-        .iter()
-        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
-        .ok_or_else(|| format!("no token for {}: set {}", source.kind, vars.join(" or ")))?;
-    Ok(match source.kind.as_str() {
-        "github" => Box::new(crate::github::GitHub::new(
-            api_url.unwrap_or(crate::github::API),
-            &source.path,
-            &token,
-        )),
-        "gitlab" => Box::new(crate::gitlab::GitLab::new(
-            api_url.unwrap_or(crate::gitlab::API),
-            &source.path,
-            &token,
-        )),
-        _ => Box::new(crate::linear::Linear::new(
-            api_url.unwrap_or(crate::linear::API),
-            &source.path,
-            &token,
-        )),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

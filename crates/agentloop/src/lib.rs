@@ -6,6 +6,7 @@
 mod render;
 mod cli;
 pub(crate) mod commands;
+mod describe;
 mod driver;
 mod error;
 mod notify;

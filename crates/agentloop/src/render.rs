@@ -256,7 +256,10 @@ impl Progress {
             Event::Control {
                 request, source, ..
             } => {
-                let text = format!("agentloop: {} (from {source})", describe_request(request));
+                let text = format!(
+                    "agentloop: {} (from {source})",
+                    crate::describe::request(request)
+                );
                 self.line(&text);
             }
             Event::ShipPushed { .. }
@@ -269,7 +272,7 @@ impl Progress {
             | Event::PrMerged { .. }
             | Event::PostMergeVerified { .. }
             | Event::ShipFailed { .. } => {
-                let text = format!("ship: {}", crate::commands::describe_event(&r.event));
+                let text = format!("ship: {}", crate::describe::event(&r.event));
                 self.line(&text);
             }
             _ => {}
@@ -347,32 +350,5 @@ impl Progress {
             run.path.display()
         );
         self.line(&text);
-    }
-}
-
-pub fn describe_request(r: &Request) -> String {
-    match r {
-        Request::Pause => "pause requested".into(),
-        Request::Resume => "resume requested".into(),
-        Request::Stop => "stop requested (after the current iteration)".into(),
-        Request::StopNow => "stop now requested".into(),
-        Request::Approve { note, gate } => format!(
-            "approved{}{}",
-            gate.as_ref()
-                .map(|g| format!(" the {g} gate"))
-                .unwrap_or_default(),
-            note.as_ref().map(|n| format!(": {n}")).unwrap_or_default()
-        ),
-        Request::Reject { note } => format!(
-            "rejected{}",
-            note.as_ref().map(|n| format!(": {n}")).unwrap_or_default()
-        ),
-        Request::Skip { task } => format!("skip task {task}"),
-        Request::Retry { task } => format!("retry task {task}"),
-        Request::Steer { note } => format!("note for the next iteration: {note}"),
-        Request::AcceptSurface { files } => format!(
-            "accept {} of the verification surface as the new baseline",
-            agentloop_core::words::plural(files.len(), "change", "changes")
-        ),
     }
 }

@@ -39,7 +39,7 @@ fn send(run: &RunDir, loaded: Loaded, request: Request) -> Result<ExitKind, CliE
         )),
         Err(_) => request,
     };
-    let what = crate::render::describe_request(&request);
+    let what = crate::describe::request(&request);
     let (rec, state) = run.append_control(loaded, super::request_id("cli"), "cli", request)?;
     match run.lock_holder() {
         Some(pid) => eprintln!(

@@ -9,7 +9,6 @@ mod hook;
 mod init;
 mod journal;
 mod log;
-pub(crate) use log::describe as describe_event;
 mod mcp;
 mod plan;
 mod run;

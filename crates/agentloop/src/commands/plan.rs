@@ -76,7 +76,7 @@ fn from_tracker(
     source: &agentloop_forge::tracker::Source,
     api_url: Option<&str>,
 ) -> Result<agentloop_core::plan::Imported, CliError> {
-    let tracker = agentloop_forge::tracker::open(source, api_url).map_err(CliError::user)?;
+    let tracker = agentloop_forge::tracker(source, api_url).map_err(CliError::user)?;
     let issues = tracker
         .issues(&source.filter)
         .map_err(|e| CliError::user(format!("{}: {e}", source.without_filter())))?;

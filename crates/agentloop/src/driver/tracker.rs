@@ -46,7 +46,7 @@ impl Driver {
         }
         self.syncing = true;
         let api = self.state.settings.tracker.api_url.clone();
-        match agentloop_forge::tracker::open(&source, api.as_deref()) {
+        match agentloop_forge::tracker(&source, api.as_deref()) {
             Ok(tracker) => {
                 for (task, issue, state) in changes {
                     let comment = self.issue_comment(&task, state);

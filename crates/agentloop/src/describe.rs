@@ -1,0 +1,258 @@
+//! Events and control requests in words: one line each, for `log`, the progress lines
+//! and the control commands.
+
+use agentloop_core::journal::{Event, Request};
+use agentloop_core::words::plural;
+
+/// At most `max` characters of `s`, with "…" when cut.
+fn ellipsis(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_string(),
+    }
+}
+
+/// One line about an event, for `log` and the progress lines.
+pub(crate) fn event(e: &Event) -> String {
+    match e {
+        Event::RunCreated { run_id, plan, .. } => {
+            format!(
+                "run {run_id}: {} ({})",
+                plan.title,
+                plural(plan.tasks.len(), "task", "tasks")
+            )
+        }
+        Event::DriverStarted { pid, version, .. } => {
+            format!("driver pid {pid}, agentloop {version}")
+        }
+        Event::IterationStarted(s) => {
+            format!(
+                "iteration {} · task {} · attempt {} · {:?} · agent {}",
+                s.iteration, s.task, s.attempt, s.kind, s.agent
+            )
+        }
+        Event::AgentFinished(a) => format!(
+            "iteration {} · {} · {} bytes · claimed complete: {} · {} changed · ${:.4}{}",
+            a.iteration,
+            match (a.timed_out, a.killed, a.signal, a.exit_code) {
+                (true, ..) => "timed out".to_string(),
+                (_, true, ..) => "stopped on request".to_string(),
+                (_, _, Some(sig), _) => format!("killed by signal {sig}"),
+                (_, _, _, Some(c)) => format!("exit {c}"),
+                _ => "exit unknown".to_string(),
+            },
+            a.output_bytes,
+            a.signals.complete,
+            plural(a.changed_files.len(), "file", "files"),
+            a.cost_usd,
+            a.final_message
+                .as_deref()
+                .and_then(|m| m.lines().rev().find(|l| !l.trim().is_empty()))
+                .map(|l| format!(" · said “{}”", ellipsis(l.trim(), 80)))
+                .unwrap_or_default()
+        ),
+        Event::VerifyFinished(v) => format!(
+            "iteration {} · {} · {}{}",
+            v.iteration,
+            if v.passed { "passed" } else { "failed" },
+            plural(v.commands.len(), "command", "commands"),
+            v.fingerprint
+                .as_ref()
+                .map(|f| format!(" · fingerprint {f}"))
+                .unwrap_or_default()
+        ),
+        Event::IterationFinished(f) => {
+            format!("iteration {} · {:?} · {}", f.iteration, f.outcome, f.reason)
+        }
+        Event::Escalated {
+            task,
+            trigger,
+            rung,
+            ..
+        } => format!("task {task}: {} → {rung:?}", trigger.describe()),
+        Event::ReplanAccepted {
+            task,
+            version,
+            added,
+            ..
+        } => format!("task {task} → {} (plan v{version})", added.join(", ")),
+        Event::ReplanRejected { task, reason } => format!("task {task}: {reason}"),
+        Event::GateOpened { gate } => gate.describe(),
+        Event::Control {
+            request, source, ..
+        } => format!("{} (from {source})", self::request(request)),
+        Event::LimitHit {
+            kind,
+            message,
+            until_ms,
+            known_reset,
+            agent,
+            ..
+        } => format!(
+            "{}{kind:?}: {message} · waiting until {}{}",
+            agent.as_ref().map(|a| format!("{a}: ")).unwrap_or_default(),
+            humantime::format_rfc3339_seconds(
+                std::time::UNIX_EPOCH + std::time::Duration::from_millis(*until_ms)
+            ),
+            if *known_reset {
+                ""
+            } else {
+                " (reset time not given; backoff)"
+            }
+        ),
+        Event::LimitWaitOver => "the limit's wait is over".into(),
+        Event::AgentLimitOver { agent } => format!("{agent}: the limit's wait is over"),
+        Event::TeamTaskCompleted { task, teammate } => format!(
+            "team: task {task} completed{} and verified",
+            teammate
+                .as_ref()
+                .map(|t| format!(" by {t}"))
+                .unwrap_or_default()
+        ),
+        Event::HookStop {
+            session_id, active, ..
+        } => {
+            format!(
+                "session {session_id} stopped{}",
+                if *active {
+                    " (after a continuation)"
+                } else {
+                    ""
+                }
+            )
+        }
+        Event::SessionBound { session_id, .. } => format!("bound to session {session_id}"),
+        Event::IntegrationStarted { branch, base } => {
+            format!("integrating on branch {branch} (from {})", short(base))
+        }
+        Event::MergeStarted { iteration, head } => {
+            format!("iteration {iteration}: merging onto {}", short(head))
+        }
+        Event::Merged { iteration, commit } => format!(
+            "iteration {iteration}: merged and checked on the merged result · {}",
+            short(commit)
+        ),
+        Event::MergeFailed {
+            iteration, reason, ..
+        } => format!("iteration {iteration}: not merged: {reason}"),
+        Event::Landed { branch, commit } => {
+            format!("landed: {branch} is now {}", short(commit))
+        }
+        Event::BaselineRecorded { files } => format!(
+            "baseline of the verification surface: {}",
+            agentloop_core::words::plural(files.len(), "file", "files")
+        ),
+        Event::SurfaceChecked { iteration, changes } if changes.is_empty() => {
+            format!("iteration {iteration}: the verification surface is as the baseline")
+        }
+        Event::SurfaceChecked { iteration, changes } => format!(
+            "iteration {iteration} changed the verification surface: {}",
+            changes
+                .iter()
+                .map(|c| c.describe())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Event::SurfaceRestored { iteration, cause } => format!(
+            "iteration {iteration}: baseline versions restored ({})",
+            match cause {
+                agentloop_core::journal::RestoreCause::Policy => "on_protected_change = restore",
+                agentloop_core::journal::RestoreCause::Rejected { .. } =>
+                    "a person rejected the change",
+            }
+        ),
+        Event::ControlRefused {
+            source,
+            request,
+            why,
+        } => format!("refused {} (from {source}): {why}", self::request(request)),
+        Event::ShipPushed { branch, commit } => format!("{commit:.12} pushed to {branch}"),
+        Event::PrOpened {
+            number,
+            url,
+            created,
+        } => format!(
+            "pull request #{number} {} · {url}",
+            if *created { "opened" } else { "updated" }
+        ),
+        Event::ChecksFinished {
+            commit,
+            passed,
+            checks,
+        } => format!(
+            "{commit:.12} · {} · {}",
+            if *passed { "green" } else { "red" },
+            checks
+                .iter()
+                .map(|c| format!("{}: {}", c.name, c.conclusion))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Event::ShipFixAdded { task, version, .. } => {
+            format!("a red check goes back to the agent as task {task} (plan v{version})")
+        }
+        Event::ReviewApproved { by } => format!("approved by {by}"),
+        Event::DiffGatesChecked { commit, triggered } => {
+            let mut gates: Vec<&str> = triggered.iter().map(|t| t.gate.as_str()).collect();
+            gates.dedup();
+            format!(
+                "{commit:.12}: {}",
+                if gates.is_empty() {
+                    "no diff gate triggered".to_string()
+                } else {
+                    format!("needs the {} review", gates.join(", "))
+                }
+            )
+        }
+        Event::DiffGateApproved { gate, by } => format!("the {gate} gate approved by {by}"),
+        Event::PrMerged { commit } => format!("merged: the base branch is at {commit:.12}"),
+        Event::PostMergeVerified { commit, passed, .. } => format!(
+            "the run's checks on {commit:.12} after the merge: {}",
+            if *passed { "passed" } else { "FAILED" }
+        ),
+        Event::ShipFailed { step, message } => format!("{step} failed: {message}"),
+        Event::IssueUpdated { task, issue, state } => {
+            format!("task {task}: issue {issue} told and moved to {state}")
+        }
+        Event::ForgeryIgnored(f) => format!(
+            "line {} ({} claiming seq {}) was not written by agentloop; ignored",
+            f.line, f.kind, f.seq
+        ),
+        Event::RunFinished { status, reason } => {
+            format!("{} · {}", status.as_str(), reason.describe())
+        }
+    }
+}
+
+/// A commit id as people read it.
+fn short(id: &str) -> &str {
+    &id[..id.len().min(10)]
+}
+
+/// A control request in words.
+pub fn request(r: &Request) -> String {
+    match r {
+        Request::Pause => "pause requested".into(),
+        Request::Resume => "resume requested".into(),
+        Request::Stop => "stop requested (after the current iteration)".into(),
+        Request::StopNow => "stop now requested".into(),
+        Request::Approve { note, gate } => format!(
+            "approved{}{}",
+            gate.as_ref()
+                .map(|g| format!(" the {g} gate"))
+                .unwrap_or_default(),
+            note.as_ref().map(|n| format!(": {n}")).unwrap_or_default()
+        ),
+        Request::Reject { note } => format!(
+            "rejected{}",
+            note.as_ref().map(|n| format!(": {n}")).unwrap_or_default()
+        ),
+        Request::Skip { task } => format!("skip task {task}"),
+        Request::Retry { task } => format!("retry task {task}"),
+        Request::Steer { note } => format!("note for the next iteration: {note}"),
+        Request::AcceptSurface { files } => format!(
+            "accept {} of the verification surface as the new baseline",
+            agentloop_core::words::plural(files.len(), "change", "changes")
+        ),
+    }
+}
