@@ -14,5 +14,5 @@ pub use schema::{
     RunConfig, VerifyConfig,
 };
 pub use settings::Settings;
-pub use ship::{Forge, MergeMethod, MergeWhen, Ship, Tracker};
+pub use ship::{AfterMergeFailure, Forge, MergeMethod, MergeWhen, Ship, Tracker};
 pub use template::TEMPLATE;

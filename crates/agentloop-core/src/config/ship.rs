@@ -38,6 +38,17 @@ pub enum MergeMethod {
     Rebase,
 }
 
+/// What a failed verification of the base branch after the merge does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum AfterMergeFailure {
+    /// The run waits for a person (`approve` verifies again, `reject` ends the run).
+    #[default]
+    Block,
+    /// A fix task for the agent, shipped as a new pull request.
+    Fix,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Ship {
@@ -73,6 +84,8 @@ pub struct Ship {
     pub fix_attempts: u32,
     /// Delete the pushed branch after the merge.
     pub delete_branch: bool,
+    /// When the run's checks fail on the base branch after the merge.
+    pub after_merge_failure: AfterMergeFailure,
 }
 
 impl Default for Ship {
@@ -93,6 +106,7 @@ impl Default for Ship {
             poll: Duration::from_secs(15),
             fix_attempts: 3,
             delete_branch: false,
+            after_merge_failure: AfterMergeFailure::Block,
         }
     }
 }

@@ -61,7 +61,13 @@ impl RunState {
                     }
                     Gate::Surface(t) => self.surface_approved(&t),
                     Gate::Review => self.ship.approved = true,
-                    Gate::Ship(_) => self.ship.failed = None,
+                    Gate::Ship(_) => {
+                        self.ship.failed = None;
+                        // After a failed verification of the merge: verify again.
+                        if self.ship.post_merge == Some(false) {
+                            self.ship.post_merge = None;
+                        }
+                    }
                     Gate::Diff(g) => self.approve_diff_gate(&g),
                 }
             }

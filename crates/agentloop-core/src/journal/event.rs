@@ -112,11 +112,15 @@ pub enum Event {
         passed: bool,
         checks: Vec<super::ship::CheckOutcome>,
     },
-    /// A red check goes back to the agent: a new task in the plan's next version.
+    /// A red check, or a failed verification after the merge (`after_merge`), goes back
+    /// to the agent: a new task in the plan's next version.
     ShipFixAdded {
         version: u32,
         plan: Plan,
         task: String,
+        /// The fix is shipped as a new pull request (the last one was merged).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        after_merge: bool,
     },
     /// The pull request's review approves (`by`: the reviewer).
     ReviewApproved {

@@ -115,10 +115,23 @@ impl RunState {
                 version,
                 plan,
                 task,
+                after_merge,
             } => {
                 self.plan_version = *version;
                 self.ship.fixes += 1;
                 self.set_plan(plan.clone());
+                if *after_merge {
+                    // The next push opens a new pull request, checked and reviewed anew.
+                    let ship = &mut self.ship;
+                    ship.pushed = None;
+                    ship.pr_for = None;
+                    ship.checks = None;
+                    ship.approved = false;
+                    ship.merged = None;
+                    ship.post_merge = None;
+                    ship.diff_for = None;
+                    ship.triggered.clear();
+                }
                 let digest = self.ship.checks_digest.clone();
                 if let Some(t) = self.task_mut(task) {
                     t.last_digest = digest;
@@ -139,7 +152,15 @@ impl RunState {
             Event::IssueUpdated { task, state, .. } => {
                 self.ship.issues.insert(task.clone(), state.clone());
             }
-            Event::PostMergeVerified { passed, .. } => self.ship.post_merge = Some(*passed),
+            Event::PostMergeVerified { passed, digest, .. } => {
+                self.ship.post_merge = Some(*passed);
+                if !passed {
+                    self.ship.checks_digest = Some(format!(
+                        "The run's checks fail on the base branch after the merge.\n\n{}",
+                        digest.as_deref().unwrap_or("")
+                    ));
+                }
+            }
             Event::ShipFailed { step, message } => {
                 self.ship.failed = Some(format!("{step}: {message}"));
             }

@@ -52,7 +52,7 @@ pub(super) fn next(s: &RunState) -> Option<Action> {
     match &ship.checks {
         Some((commit, passed)) if commit == pushed => {
             if !passed {
-                return Some(fix_or_fail(s));
+                return Some(fix_or_fail(s, false));
             }
         }
         _ => return Some(Action::Ship(ShipStep::AwaitChecks)),
@@ -84,20 +84,20 @@ pub(super) fn next(s: &RunState) -> Option<Action> {
     match ship.post_merge {
         None => Some(Action::Ship(ShipStep::PostMergeVerify)),
         Some(true) => None,
-        Some(false) => Some(Action::Record(Event::RunFinished {
-            status: RunStatus::Failed,
-            reason: FinishReason::Error {
-                message: format!(
-                    "the run's checks fail on the base branch after the merge ({merged:.12}); see post_merge_verified in the journal"
-                ),
-            },
-        })),
+        Some(false) => Some(match cfg.after_merge_failure {
+            crate::config::AfterMergeFailure::Fix => fix_or_fail(s, true),
+            crate::config::AfterMergeFailure::Block => Action::Record(Event::GateOpened {
+                gate: Gate::Ship(format!(
+                    "the run's checks fail on the base branch after the merge ({merged:.12}); approve verifies again"
+                )),
+            }),
+        }),
     }
 }
 
-/// A red check: a new task that hands the failures to the agent, or the end of the run
-/// when the fixes are used up.
-fn fix_or_fail(s: &RunState) -> Action {
+/// A red check (or a failed verification after the merge): a new task that hands the
+/// failures to the agent, or the end of the run when the fixes are used up.
+fn fix_or_fail(s: &RunState, after_merge: bool) -> Action {
     let cfg = &s.settings.ship;
     if s.ship.fixes >= cfg.fix_attempts {
         return Action::Record(Event::RunFinished {
@@ -112,12 +112,24 @@ fn fix_or_fail(s: &RunState) -> Action {
         });
     }
     let n = s.ship.fixes + 1;
-    let id = format!("CI-{n}");
+    let id = if after_merge {
+        format!("MAIN-{n}")
+    } else {
+        format!("CI-{n}")
+    };
     let mut plan = s.plan.clone();
     plan.tasks.push(Task {
         id: id.clone(),
-        title: "Make the forge's checks pass".into(),
-        body: "The pull request's checks failed on the pushed work. The failures are in \"Last attempt failed\" below, as the forge reported them. Fix the cause in the code (not the checks), then say TASK_COMPLETE; agentloop pushes again and waits for the checks.".into(),
+        title: if after_merge {
+            "Make the run's checks pass on the base branch".into()
+        } else {
+            "Make the forge's checks pass".into()
+        },
+        body: if after_merge {
+            "The pull request was merged, and the run's checks then failed on the base branch (work merged there meanwhile breaks them). The failures are in \"Last attempt failed\" below. Fix the cause in the code, then say TASK_COMPLETE; agentloop ships the fix as a new pull request.".into()
+        } else {
+            "The pull request's checks failed on the pushed work. The failures are in \"Last attempt failed\" below, as the forge reported them. Fix the cause in the code (not the checks), then say TASK_COMPLETE; agentloop pushes again and waits for the checks.".into()
+        },
         acceptance: Vec::new(),
         // The run's own checks still run locally; the forge's decide after the push.
         verify: Vec::new(),
@@ -134,5 +146,6 @@ fn fix_or_fail(s: &RunState) -> Action {
         version: s.plan_version + 1,
         plan,
         task: id,
+        after_merge,
     })
 }

@@ -463,6 +463,24 @@ impl Driver {
                 "ship: the run's checks FAIL on {base} after the merge ({commit:.12}); see {}",
                 log.display()
             ));
+            if cfg.after_merge_failure == agentloop_core::config::AfterMergeFailure::Fix {
+                // The fix is made on top of what the base branch has now.
+                if git(&self.ws.root, &["merge", "--ff-only", "--quiet", &commit]).is_err() {
+                    git(
+                        &self.ws.root,
+                        &[
+                            "-c",
+                            "user.name=agentloop",
+                            "-c",
+                            "user.email=agentloop@localhost",
+                            "merge",
+                            "--no-edit",
+                            "--quiet",
+                            &commit,
+                        ],
+                    )?;
+                }
+            }
         }
         Ok(Some(Event::PostMergeVerified {
             commit,

@@ -468,3 +468,137 @@ fn a_run_ships_through_gitlab() {
     assert!(git(&bare, &["ls-tree", "--name-only", "main"]).contains("ci-ok.txt"));
     assert_eq!(p.status()["status"], "completed");
 }
+
+/// Work merged into main meanwhile breaks the run's checks after its merge: with
+/// `after_merge_failure = "fix"` the agent gets a fix task on top of main, shipped as a
+/// new pull request, merged and verified.
+#[test]
+fn a_failure_after_the_merge_is_fixed_in_a_new_pull_request() {
+    let remote = tempfile::tempdir().unwrap();
+    let bare = remote.path().join("hello.git");
+    git(
+        remote.path(),
+        &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()],
+    );
+    let gh = MockGitHub::start("octo/hello", &bare, "t0ken", None);
+    let script = r#"case "$task" in
+  T1) touch a.txt ;;
+  MAIN-*) printf '%s' "$prompt" | grep -q 'broken.txt' && git rm -q broken.txt ;;
+esac
+echo TASK_COMPLETE
+"#;
+    let mut p = Scratch::new()
+        .plan("# A\n\n## T1: Make a.txt\nVerify: test -f a.txt && { test ! -f broken.txt || { echo 'broken.txt is there'; exit 1; }; }\n")
+        .agent(&agent(script))
+        .config(&format!(
+            "[ship]\nforge = \"github\"\nrepo = \"octo/hello\"\napi_url = \"{}\"\nmerge = \"auto\"\nmethod = \"merge\"\npoll = \"100ms\"\nafter_merge_failure = \"fix\"\n",
+            gh.url()
+        ))
+        .build();
+    p.git_cmd(&["remote", "add", "origin", bare.to_str().unwrap()]);
+    p.git_cmd(&["push", "-q", "origin", "main"]);
+    p.env.push(("GITHUB_TOKEN".into(), "t0ken".into()));
+    let child = p
+        .cmd(&["run", "--quiet"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&p, "the review gate", |p| {
+        crate::support::journal_has(p, "\"point\":\"review\"")
+    });
+    // Someone else's work lands on main meanwhile.
+    let other = tempfile::tempdir().unwrap();
+    git(other.path(), &["clone", "-q", bare.to_str().unwrap(), "w"]);
+    let w = other.path().join("w");
+    std::fs::write(w.join("broken.txt"), "x\n").unwrap();
+    git(&w, &["add", "-A"]);
+    git(&w, &["commit", "-q", "-m", "someone else's work"]);
+    git(&w, &["push", "-q", "origin", "main"]);
+    gh.review(1, "alice", "APPROVED");
+    wait_for(&p, "the second pull request", |p| {
+        gh.prs().len() == 2 && crate::support::journal_has(p, "MAIN-1")
+    });
+    gh.review(2, "alice", "APPROVED");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = crate::real_cli::journal_events(&p);
+    let post: Vec<bool> = events
+        .iter()
+        .filter(|e| e["kind"] == "post_merge_verified")
+        .map(|e| e["data"]["passed"].as_bool().unwrap())
+        .collect();
+    assert_eq!(post, [false, true]);
+    assert!(!git(&bare, &["ls-tree", "--name-only", "main"]).contains("broken.txt"));
+    assert_eq!(p.status()["status"], "completed");
+}
+
+/// By default a failure after the merge waits for a person: they fix the base branch
+/// and `agentloop approve` verifies it again.
+#[test]
+fn a_failure_after_the_merge_waits_for_a_person_by_default() {
+    let remote = tempfile::tempdir().unwrap();
+    let bare = remote.path().join("hello.git");
+    git(
+        remote.path(),
+        &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()],
+    );
+    let gh = MockGitHub::start("octo/hello", &bare, "t0ken", None);
+    let mut p = Scratch::new()
+        .plan("# A\n\n## T1: Make a.txt\nVerify: test -f a.txt && test ! -f broken.txt\n")
+        .agent(&agent("touch a.txt\necho TASK_COMPLETE\n"))
+        .config(&format!(
+            "[ship]\nforge = \"github\"\nrepo = \"octo/hello\"\napi_url = \"{}\"\nmerge = \"auto\"\nmethod = \"merge\"\npoll = \"100ms\"\n",
+            gh.url()
+        ))
+        .build();
+    p.git_cmd(&["remote", "add", "origin", bare.to_str().unwrap()]);
+    p.git_cmd(&["push", "-q", "origin", "main"]);
+    p.env.push(("GITHUB_TOKEN".into(), "t0ken".into()));
+    let child = p
+        .cmd(&["run", "--quiet"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&p, "the review gate", |p| {
+        crate::support::journal_has(p, "\"point\":\"review\"")
+    });
+    let other = tempfile::tempdir().unwrap();
+    git(other.path(), &["clone", "-q", bare.to_str().unwrap(), "w"]);
+    let w = other.path().join("w");
+    std::fs::write(w.join("broken.txt"), "x\n").unwrap();
+    git(&w, &["add", "-A"]);
+    git(&w, &["commit", "-q", "-m", "someone else's work"]);
+    git(&w, &["push", "-q", "origin", "main"]);
+    gh.review(1, "alice", "APPROVED");
+    wait_for(&p, "the ship gate", |p| {
+        crate::support::journal_has(p, "fail on the base branch after the merge")
+    });
+    assert_eq!(p.status()["status"], "waiting");
+    // A person fixes main, then asks for the verification again.
+    git(&w, &["pull", "-q", "--no-rebase", "origin", "main"]);
+    git(&w, &["rm", "-q", "broken.txt"]);
+    git(&w, &["commit", "-q", "-m", "fix main"]);
+    git(&w, &["push", "-q", "origin", "main"]);
+    let r = p.run(&["approve"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let post: Vec<bool> = crate::real_cli::journal_events(&p)
+        .iter()
+        .filter(|e| e["kind"] == "post_merge_verified")
+        .map(|e| e["data"]["passed"].as_bool().unwrap())
+        .collect();
+    assert_eq!(post, [false, true]);
+}
