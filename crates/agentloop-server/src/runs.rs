@@ -37,6 +37,12 @@ fn attention(s: &RunState) -> Vec<String> {
     if let Some(FinishReason::Budget { budget, .. }) = &s.finished {
         out.push(format!("budget spent: {budget}"));
     }
+    if let Some((budget, used, limit)) = &s.budget_spent {
+        out.push(format!(
+            "{} — `agentloop resume --budget +10` tops it up",
+            agentloop_core::policy::WaitReason::budget_words(budget, *used, *limit)
+        ));
+    }
     out
 }
 

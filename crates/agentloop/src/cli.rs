@@ -303,6 +303,18 @@ pub struct ResumeArgs {
     /// Code session.
     #[arg(long)]
     pub headless: bool,
+    /// Add dollars to the cost budget (`+10`), journaled.
+    #[arg(long, value_name = "+USD", allow_hyphen_values = true)]
+    pub budget: Option<String>,
+    /// Add tokens to the token budget (`+2M`, `+500k`).
+    #[arg(long, value_name = "+N")]
+    pub tokens: Option<String>,
+    /// Add time to the time budget (`+1h`).
+    #[arg(long, value_name = "+DURATION")]
+    pub time: Option<String>,
+    /// Add iterations to the iteration budget (`+20`).
+    #[arg(long, value_name = "+N")]
+    pub iterations: Option<String>,
     #[command(flatten)]
     pub out: OutputArgs,
 }

@@ -211,6 +211,14 @@ pub(crate) fn event(e: &Event) -> String {
             if *passed { "passed" } else { "FAILED" }
         ),
         Event::ShipFailed { step, message } => format!("{step} failed: {message}"),
+        Event::BudgetSpent {
+            budget,
+            used,
+            limit,
+        } => format!(
+            "{}; the run pauses",
+            agentloop_core::policy::WaitReason::budget_words(budget, *used, *limit)
+        ),
         Event::IssueUpdated { task, issue, state } => {
             format!("task {task}: issue {issue} told and moved to {state}")
         }
@@ -247,6 +255,29 @@ pub fn request(r: &Request) -> String {
             "rejected{}",
             note.as_ref().map(|n| format!(": {n}")).unwrap_or_default()
         ),
+        Request::TopUp {
+            cost_cents,
+            tokens,
+            seconds,
+            iterations,
+        } => {
+            let mut parts = Vec::new();
+            if let Some(c) = cost_cents {
+                parts.push(agentloop_core::words::money(*c as f64 / 100.0));
+            }
+            if let Some(t) = tokens {
+                parts.push(format!("{t} tokens"));
+            }
+            if let Some(s) = seconds {
+                parts.push(
+                    humantime::format_duration(std::time::Duration::from_secs(*s)).to_string(),
+                );
+            }
+            if let Some(i) = iterations {
+                parts.push(plural(*i as usize, "iteration", "iterations"));
+            }
+            format!("budgets topped up: +{}", parts.join(", +"))
+        }
         Request::Skip { task } => format!("skip task {task}"),
         Request::Retry { task } => format!("retry task {task}"),
         Request::Steer { note } => format!("note for the next iteration: {note}"),

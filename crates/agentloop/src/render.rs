@@ -287,6 +287,14 @@ impl Progress {
     pub fn waiting(&mut self, s: &RunState, reason: &WaitReason) {
         let text = match reason {
             WaitReason::Paused => "agentloop: paused; `agentloop resume` continues".to_string(),
+            WaitReason::Budget {
+                budget,
+                used,
+                limit,
+            } => format!(
+                "agentloop: paused, {}; `agentloop resume --budget +10` (or --tokens, --time, --iterations) tops it up",
+                WaitReason::budget_words(budget, *used, *limit)
+            ),
             WaitReason::UsageLimit { until_ms } => {
                 let until = std::time::UNIX_EPOCH + std::time::Duration::from_millis(*until_ms);
                 let left = until

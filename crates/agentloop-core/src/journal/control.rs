@@ -8,8 +8,21 @@ impl RunState {
     pub(crate) fn control(&mut self, request: &Request) {
         match request {
             Request::Pause => self.paused = true,
+            Request::TopUp {
+                cost_cents,
+                tokens,
+                seconds,
+                iterations,
+            } => {
+                self.top_up.cost_usd += cost_cents.unwrap_or(0) as f64 / 100.0;
+                self.top_up.tokens += tokens.unwrap_or(0);
+                self.top_up.seconds += seconds.unwrap_or(0);
+                self.top_up.iterations += iterations.unwrap_or(0);
+                self.budget_spent = None;
+            }
             Request::Resume => {
                 self.paused = false;
+                self.budget_spent = None;
                 self.stop = None;
                 if matches!(self.finished, Some(ref r) if *r != FinishReason::Completed) {
                     self.finished = None;

@@ -147,6 +147,13 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         digest: Option<String>,
     },
+    /// A budget is spent: the run pauses until a person tops it up (`resume --budget
+    /// +10`, `--tokens`, `--time`, `--iterations`) or raises it.
+    BudgetSpent {
+        budget: String,
+        used: f64,
+        limit: f64,
+    },
     /// The tracker issue of a task was told (a comment) and moved (`state`: started,
     /// blocked, done, skipped).
     IssueUpdated {
@@ -268,6 +275,7 @@ impl Event {
             Event::PostMergeVerified { .. } => "post_merge_verified",
             Event::ShipFailed { .. } => "ship_failed",
             Event::IssueUpdated { .. } => "issue_updated",
+            Event::BudgetSpent { .. } => "budget_spent",
             Event::ForgeryIgnored(_) => "forgery_ignored",
             Event::RunFinished { .. } => "run_finished",
         }
@@ -590,6 +598,17 @@ pub enum Request {
     },
     Steer {
         note: String,
+    },
+    /// A person adds to the run's budgets (cents, tokens, seconds, iterations).
+    TopUp {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_cents: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seconds: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        iterations: Option<u32>,
     },
     /// A person takes the surface as it is now (files changed outside an iteration,
     /// by themselves) as the new baseline: path → its version (`None`: gone).

@@ -53,6 +53,16 @@ pub enum StopKind {
     Now,
 }
 
+/// What people added to the run's budgets.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TopUp {
+    pub cost_usd: f64,
+    pub tokens: u64,
+    pub seconds: u64,
+    pub iterations: u32,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunState {
     pub v: u32,
@@ -130,6 +140,13 @@ pub struct RunState {
     /// Shipping: the push, pull request, checks, review, merge.
     #[serde(default)]
     pub ship: super::ship::ShipState,
+    /// The budget spent, while the run is paused for it: (budget, used, limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_spent: Option<(String, f64, f64)>,
+    /// What people added to the budgets (`resume --budget +10` …), on top of the
+    /// settings of whichever driver runs.
+    #[serde(default)]
+    pub top_up: TopUp,
     /// Journal lines agentloop did not write, found and ignored.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub forged: Vec<Forged>,
@@ -220,6 +237,8 @@ impl RunState {
             baseline: None,
             integration: None,
             ship: Default::default(),
+            budget_spent: None,
+            top_up: TopUp::default(),
             forged: Vec::new(),
             index: HashMap::new(),
             requests: HashSet::new(),
@@ -309,7 +328,14 @@ impl RunState {
             Event::DriverStarted { pid, settings, .. } => {
                 self.driver_pid = Some(*pid);
                 self.settings = settings.clone();
+                // Its budgets may be higher: the policy looks again.
+                self.budget_spent = None;
             }
+            Event::BudgetSpent {
+                budget,
+                used,
+                limit,
+            } => self.budget_spent = Some((budget.clone(), *used, *limit)),
             Event::IterationStarted(st) => {
                 self.iterations += 1;
                 self.steer.clear();
@@ -585,7 +611,7 @@ impl RunState {
         if self.gate.is_some() {
             return RunStatus::Waiting;
         }
-        if self.paused {
+        if self.paused || self.budget_spent.is_some() {
             return RunStatus::Paused;
         }
         if self.running.is_empty()

@@ -3,8 +3,7 @@
 //! makes it wait.
 
 use crate::journal::{
-    AgentError, AgentErrorKind, AgentFinished, Event, FinishReason, RunState, Rung, TaskState,
-    Trigger,
+    AgentError, AgentErrorKind, AgentFinished, Event, RunState, Rung, TaskState, Trigger,
 };
 
 /// The iterations a task may spend on its current rung.
@@ -107,40 +106,34 @@ pub(super) fn escalation(s: &RunState, t: &TaskState) -> Option<Event> {
     })
 }
 
-pub(super) fn budget_reached(s: &RunState) -> Option<FinishReason> {
+/// The budget spent, if one is: (budget, used, limit), each limit with what people
+/// added to it (`resume --budget +10` …).
+pub(super) fn budget_reached(s: &RunState) -> Option<(String, f64, f64)> {
     let b = &s.settings.budgets;
-    let hit = |budget: &str, used: f64, limit: f64| {
-        Some(FinishReason::Budget {
-            budget: budget.to_string(),
-            used,
-            limit,
-        })
-    };
-    if s.counted_iterations() >= b.max_iterations {
+    let more = &s.top_up;
+    let hit = |budget: &str, used: f64, limit: f64| Some((budget.to_string(), used, limit));
+    let max_iterations = b.max_iterations + more.iterations;
+    if s.counted_iterations() >= max_iterations {
         return hit(
             "iterations",
             s.counted_iterations() as f64,
-            b.max_iterations as f64,
+            max_iterations as f64,
         );
     }
-    if let Some(max) = b.max_cost_usd
+    if let Some(max) = b.max_cost_usd.map(|m| m + more.cost_usd)
         && s.cost_usd >= max
     {
         return hit("cost_usd", s.cost_usd, max);
     }
-    if let Some(max) = b.max_tokens
+    if let Some(max) = b.max_tokens.map(|m| m + more.tokens)
         && s.usage.total() >= max
     {
         return hit("tokens", s.usage.total() as f64, max as f64);
     }
-    if let Some(max) = b.max_duration
-        && s.active_ms >= max.as_millis() as u64
+    if let Some(max) = b.max_duration.map(|m| m.as_secs() + more.seconds)
+        && s.active_ms >= max * 1000
     {
-        return hit(
-            "duration_s",
-            (s.active_ms / 1000) as f64,
-            max.as_secs() as f64,
-        );
+        return hit("duration_s", (s.active_ms / 1000) as f64, max as f64);
     }
     None
 }

@@ -81,6 +81,31 @@ pub enum WaitReason {
     },
     /// A run with workers: nothing new to start; what the workers are at goes on.
     Workers,
+    /// A budget is spent: the run is paused until a person tops it up.
+    Budget {
+        budget: String,
+        used: f64,
+        limit: f64,
+    },
+}
+
+impl WaitReason {
+    /// "budget spent: cost $25.00 of $25.00" and the like.
+    pub fn budget_words(budget: &str, used: f64, limit: f64) -> String {
+        match budget {
+            "cost_usd" => format!(
+                "budget spent: cost {} of {}",
+                crate::words::money(used),
+                crate::words::money(limit)
+            ),
+            "duration_s" => format!(
+                "budget spent: time {} of {}",
+                humantime::format_duration(std::time::Duration::from_secs(used as u64)),
+                humantime::format_duration(std::time::Duration::from_secs(limit as u64))
+            ),
+            other => format!("budget spent: {other} {used} of {limit}"),
+        }
+    }
 }
 
 /// Applies `event` to a copy of `state` and returns the action that follows. The
@@ -181,10 +206,18 @@ fn decide(s: &RunState, busy: &[&str]) -> Action {
     if let Some(e) = escalation(s, task) {
         return Action::Record(e);
     }
-    if let Some(reason) = budget_reached(s) {
-        return Action::Record(Event::RunFinished {
-            status: RunStatus::Failed,
-            reason,
+    if let Some((budget, used, limit)) = &s.budget_spent {
+        return Action::Wait(WaitReason::Budget {
+            budget: budget.clone(),
+            used: *used,
+            limit: *limit,
+        });
+    }
+    if let Some((budget, used, limit)) = budget_reached(s) {
+        return Action::Record(Event::BudgetSpent {
+            budget,
+            used,
+            limit,
         });
     }
     let plan_task = s.plan_task(&task.id);

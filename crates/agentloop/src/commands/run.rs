@@ -140,10 +140,96 @@ fn check_agents(config: &Config, plan: &Plan) -> Result<BTreeMap<String, String>
     Ok(versions)
 }
 
+/// `--budget +10`, `--tokens +2M`, `--time +1h`, `--iterations +20` as a top-up; `None`
+/// when none is given.
+fn top_up(args: &ResumeArgs) -> Result<Option<Request>, CliError> {
+    let plus = |flag: &str, v: &str| -> Result<String, CliError> {
+        let v = v.trim();
+        let v = v.strip_prefix('+').unwrap_or(v);
+        if v.is_empty() || v.starts_with('-') {
+            return Err(
+                CliError::user(format!("--{flag}: `{v}` is not an amount to add"))
+                    .hint(format!("e.g. --{flag} +10")),
+            );
+        }
+        Ok(v.to_string())
+    };
+    let bad =
+        |flag: &str, v: &str| CliError::user(format!("--{flag}: `{v}` is not an amount to add"));
+    let cost_cents = match &args.budget {
+        Some(v) => {
+            let v = plus("budget", v)?;
+            let usd: f64 = v
+                .trim_start_matches('$')
+                .parse()
+                .map_err(|_| bad("budget", &v))?;
+            if !(usd > 0.0 && usd.is_finite()) {
+                return Err(bad("budget", &v));
+            }
+            Some((usd * 100.0).round() as u64)
+        }
+        None => None,
+    };
+    let tokens = match &args.tokens {
+        Some(v) => {
+            let v = plus("tokens", v)?;
+            let (n, mult) = match v.chars().last() {
+                Some('k' | 'K') => (&v[..v.len() - 1], 1_000.0),
+                Some('m' | 'M') => (&v[..v.len() - 1], 1_000_000.0),
+                _ => (v.as_str(), 1.0),
+            };
+            let n: f64 = n.parse().map_err(|_| bad("tokens", &v))?;
+            if n.is_nan() || n <= 0.0 {
+                return Err(bad("tokens", &v));
+            }
+            Some((n * mult).round() as u64)
+        }
+        None => None,
+    };
+    let seconds = match &args.time {
+        Some(v) => {
+            let v = plus("time", v)?;
+            Some(
+                humantime::parse_duration(&v)
+                    .map_err(|_| bad("time", &v))?
+                    .as_secs(),
+            )
+        }
+        None => None,
+    };
+    let iterations = match &args.iterations {
+        Some(v) => {
+            let v = plus("iterations", v)?;
+            Some(
+                v.parse::<u32>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| bad("iterations", &v))?,
+            )
+        }
+        None => None,
+    };
+    if cost_cents.is_none() && tokens.is_none() && seconds.is_none() && iterations.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(Request::TopUp {
+        cost_cents,
+        tokens,
+        seconds,
+        iterations,
+    }))
+}
+
 pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
     let ws = Workspace::find(cwd);
     let run = super::pick_run(&ws, args.run.get(), super::Want::Unfinished)?;
-    let loaded = run.load()?;
+    let mut loaded = run.load()?;
+    if let Some(request) = top_up(&args)? {
+        let what = crate::describe::request(&request);
+        run.append_control(loaded, super::request_id("cli"), "cli", request)?;
+        eprintln!("agentloop: {what}");
+        loaded = run.load()?;
+    }
     if loaded.state.status == agentloop_core::journal::RunStatus::Completed {
         return Err(CliError::user(format!(
             "run {} is completed; there is nothing to resume",

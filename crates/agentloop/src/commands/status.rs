@@ -195,7 +195,11 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
         .filter(|t| t.status == TaskStatus::Done)
         .count();
     let failed_cost: f64 = s.tasks.iter().map(|t| t.failed_cost_usd).sum();
-    json!({
+    let budget_spent = s
+        .budget_spent
+        .as_ref()
+        .map(|(b, used, limit)| agentloop_core::policy::WaitReason::budget_words(b, *used, *limit));
+    let mut v = json!({
         "v": 1,
         "run_id": s.run_id,
         "status": s.status,
@@ -223,7 +227,7 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
             "seconds_left": until.saturating_sub(agentloop_core::clock::now_ms()) / 1000,
             "message": s.limit_message,
         })),
-        "needs_attention": s.gate.is_some() || s.status == RunStatus::Blocked || s.limit_until_ms.is_some(),
+        "needs_attention": s.gate.is_some() || s.status == RunStatus::Blocked || s.limit_until_ms.is_some() || s.budget_spent.is_some(),
         "finished": s.finished.as_ref().map(|r| r.describe()),
         "replans_used": s.replans_used,
         "learnings": s.learnings,
@@ -253,7 +257,9 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
             "blocked": t.blocked,
             "commit": t.commit,
         })).collect::<Vec<_>>(),
-    })
+    });
+    v["budget_spent"] = json!(budget_spent);
+    v
 }
 
 pub fn runs(ws: &Workspace, as_json: bool) -> Result<ExitKind, CliError> {

@@ -147,6 +147,12 @@ impl Driver {
                         self.progress.waiting(&self.state, &reason);
                         waiting_since = Some(reason.clone());
                     }
+                    // A spent budget pauses the run; nothing goes on until a person tops
+                    // it up with `resume`, so the driver does not stay.
+                    if let WaitReason::Budget { .. } = reason {
+                        self.flush();
+                        return Ok(ExitKind::Budget);
+                    }
                     if let WaitReason::UsageLimit { until_ms } = reason {
                         if agentloop_core::clock::now_ms() >= until_ms {
                             self.record(Event::LimitWaitOver)?;

@@ -141,6 +141,10 @@ impl Driver {
                         self.progress.waiting(&self.state, &reason);
                         waiting_since = Some(reason.clone());
                     }
+                    if let WaitReason::Budget { .. } = reason {
+                        self.flush();
+                        return Ok(ExitKind::Budget);
+                    }
                     if let WaitReason::UsageLimit { until_ms } = reason
                         && agentloop_core::clock::now_ms() >= until_ms
                         && self.state.limit_until_ms.is_some()

@@ -268,7 +268,7 @@ fn a_stuck_agent_trips_the_breaker_and_blocks() {
 }
 
 #[test]
-fn iteration_cap_ends_the_run_with_exit_3() {
+fn a_spent_budget_pauses_the_run_and_a_top_up_goes_on() {
     let p = scripted(
         TWO_TASKS,
         "echo \"try $n\" > attempt.txt\necho TASK_COMPLETE\n",
@@ -276,9 +276,32 @@ fn iteration_cap_ends_the_run_with_exit_3() {
     let r = p.run(&["run", "--no-wait", "--quiet", "--max-iterations", "2"]);
     assert_eq!(r.code, Some(3), "{}", r.stderr);
     let s = p.status();
-    assert_eq!(s["status"], "failed");
+    assert_eq!(
+        s["status"], "paused",
+        "a budget pauses, it does not end the run"
+    );
     assert_eq!(s["iterations"], 2);
-    assert_eq!(s["finished"], "budget reached: iterations 2/2");
+    assert_eq!(s["budget_spent"], "budget spent: iterations 2 of 2");
+    assert!(s["finished"].is_null());
+    // Bad amounts change nothing.
+    let r = p.run(&["resume", "--iterations", "+0"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    let r = p.run(&["resume", "--budget", "lots"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert_eq!(p.status()["iterations"], 2);
+    // A top-up is journaled and the run goes on from where it paused.
+    let r = p.run(&["resume", "--iterations", "+1", "--quiet"]);
+    assert_eq!(r.code, Some(3), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["iterations"], 3);
+    assert_eq!(s["budget_spent"], "budget spent: iterations 3 of 3");
+    assert!(
+        p.run(&["log"])
+            .stdout
+            .contains("budgets topped up: +1 iteration (from cli)"),
+        "{}",
+        p.run(&["log"]).stdout
+    );
 }
 
 #[test]

@@ -153,8 +153,8 @@ fn a_cap_ends_the_session_instead_of_blocking() {
     let out = claude_session(&p, &server, "Start.");
     assert_ok(&out);
     let s = p.status();
-    assert_eq!(s["status"], "failed");
-    assert_eq!(s["finished"], "budget reached: iterations 2/2");
+    assert_eq!(s["status"], "paused");
+    assert_eq!(s["budget_spent"], "budget spent: iterations 2 of 2");
     assert_eq!(
         server.steps_used(),
         3,

@@ -351,29 +351,41 @@ fn fallback_agent_takes_over_after_the_replan_rung() {
 }
 
 #[test]
-fn budgets_end_the_run() {
+fn budgets_pause_the_run_until_topped_up() {
+    let ctl = |r: Request| Event::Control {
+        id: "top-up".into(),
+        source: "cli".into(),
+        request: r,
+    };
     let mut s = Sim::new(PLAN, settings(|c| c.budgets.max_cost_usd = Some(1.0)));
     s.iteration(claims(true, &["a"]), Some(false), "1");
     s.iteration(claims(true, &["b"]), Some(false), "2");
-    assert_eq!(
-        s.act(),
-        Action::Record(Event::RunFinished {
-            status: RunStatus::Failed,
-            reason: FinishReason::Budget {
-                budget: "cost_usd".into(),
-                used: 1.0,
-                limit: 1.0
-            }
-        })
-    );
+    let spent = Event::BudgetSpent {
+        budget: "cost_usd".into(),
+        used: 1.0,
+        limit: 1.0,
+    };
+    assert_eq!(s.act(), Action::Record(spent.clone()));
+    assert!(matches!(
+        s.then(spent),
+        Action::Wait(WaitReason::Budget { ref budget, .. }) if budget == "cost_usd"
+    ));
+    assert_eq!(s.state.status, RunStatus::Paused);
+    // A top-up of a dollar: the next iteration may start.
+    assert!(matches!(
+        s.then(ctl(Request::TopUp {
+            cost_cents: Some(100),
+            tokens: None,
+            seconds: None,
+            iterations: None,
+        })),
+        Action::Iterate(_)
+    ));
     let mut s = Sim::new(PLAN, settings(|c| c.budgets.max_iterations = 1));
     s.iteration(claims(true, &["a"]), Some(false), "1");
     assert!(matches!(
         s.act(),
-        Action::Record(Event::RunFinished {
-            reason: FinishReason::Budget { .. },
-            ..
-        })
+        Action::Record(Event::BudgetSpent { ref budget, .. }) if budget == "iterations"
     ));
 }
 

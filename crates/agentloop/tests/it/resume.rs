@@ -50,7 +50,7 @@ fn resume_keeps_the_runs_flags_and_ends_what_a_killed_driver_left() {
         r.stderr
     );
     let s = p.status();
-    assert_eq!(s["finished"], "budget reached: iterations 2/2");
+    assert_eq!(s["budget_spent"], "budget spent: iterations 2 of 2");
     assert_eq!(s["iterations"], 3, "the aborted iteration did not count");
     assert_eq!(s["tasks"][1]["status"], "done");
     assert_eq!(s["tasks"][2]["status"], "pending");

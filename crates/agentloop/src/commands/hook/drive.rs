@@ -274,6 +274,14 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
                         g.describe()
                     ),
                     WaitReason::Paused => "paused (`agentloop resume` continues)".into(),
+                    WaitReason::Budget {
+                        budget,
+                        used,
+                        limit,
+                    } => format!(
+                        "paused, {} (`agentloop resume --budget +10` tops it up)",
+                        WaitReason::budget_words(&budget, used, limit)
+                    ),
                     WaitReason::Blocked { tasks, .. } => format!(
                         "blocked on {}; `agentloop status` says why",
                         tasks.join(", ")
