@@ -1,5 +1,6 @@
-//! `agentloop init`: a commented agentloop.toml, a PLAN.md template, and `.agentloop/`
-//! in `.gitignore`.
+//! `agentloop init`: a commented agentloop.toml (with the project's own build, test and
+//! lint commands as the run's final checks, when it has them), a PLAN.md template, and
+//! `.agentloop/` in `.gitignore`.
 
 use std::path::Path;
 
@@ -33,7 +34,27 @@ pub fn init(dir: &Path) -> Result<ExitKind, CliError> {
             "this is not a git repository: agentloop uses git to see what the agent changed (run `git init` first)",
         );
     }
-    write_new(&dir.join("agentloop.toml"), TEMPLATE)?;
+    let found = super::detect::detect(dir);
+    let config = if found.commands.is_empty() {
+        TEMPLATE.to_string()
+    } else {
+        let list = found
+            .commands
+            .iter()
+            .map(|c| format!("{c:?}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        eprintln!(
+            "  the project's checks, from {}: {}",
+            found.from.join(", "),
+            found.commands.join("; ")
+        );
+        TEMPLATE.replace(
+            "commands = []",
+            &format!("# Found in {}.\ncommands = [{list}]", found.from.join(", ")),
+        )
+    };
+    write_new(&dir.join("agentloop.toml"), &config)?;
     write_new(&dir.join("PLAN.md"), PLAN_TEMPLATE)?;
     let gi = dir.join(".gitignore");
     let existing = std::fs::read_to_string(&gi).unwrap_or_default();

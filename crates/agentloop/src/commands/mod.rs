@@ -4,6 +4,7 @@ mod agents;
 mod config;
 mod control;
 mod demo;
+mod detect;
 mod gc;
 mod hook;
 mod init;

@@ -130,6 +130,38 @@ fn init_writes_templates_and_ignores_the_state_dir() {
 }
 
 #[test]
+fn init_writes_the_projects_own_checks() {
+    let p = Project::git();
+    p.write(
+        "package.json",
+        r#"{"name": "x", "scripts": {"build": "tsc", "test": "vitest run"}}"#,
+    );
+    p.write("yarn.lock", "");
+    let r = p.run(&["init"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let config = p.read("agentloop.toml");
+    assert!(
+        config.contains("# Found in package.json.\ncommands = [\"yarn build\", \"yarn test\"]"),
+        "{config}"
+    );
+    assert!(
+        r.stderr
+            .contains("the project's checks, from package.json: yarn build; yarn test"),
+        "{}",
+        r.stderr
+    );
+    // The file is valid: the run's configuration reads it (with a real plan).
+    p.write("PLAN.md", "# X\n\n## T1: A\nVerify: test -f a.txt\n");
+    let r = p.run(&["config", "show", "--json"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        v["verify.commands"]["value"],
+        serde_json::json!(["yarn build", "yarn test"])
+    );
+}
+
+#[test]
 fn plan_import_converts_prd_and_task_master() {
     let p = Project::git();
     p.write(
