@@ -49,7 +49,7 @@ pub(crate) async fn control(
             gate: b.gate.clone(),
         },
         ("reject", _, note) => Request::Reject { note },
-        ("skip", Some(task), _) => Request::Skip { task },
+        ("skip", Some(task), note) => Request::Skip { task, reason: note },
         ("retry", Some(task), _) => Request::Retry { task },
         ("steer", _, Some(note)) if !note.trim().is_empty() => Request::Steer { note },
         ("skip" | "retry", None, _) => {
@@ -75,7 +75,7 @@ pub(crate) async fn control(
             });
             return Ok(json!({ "seq": seq, "duplicate": true }));
         }
-        if let Request::Skip { task } | Request::Retry { task } = &request
+        if let Request::Skip { task, .. } | Request::Retry { task } = &request
             && loaded.state.task(task).is_none()
         {
             return Err(ApiError::Bad(format!("run {} has no task {task}", run.id)));

@@ -117,8 +117,11 @@ pub enum Command {
     /// Skip a task (its dependents may go ahead)
     ///
     /// During an iteration of that task, the skip takes effect when the iteration ends.
-    #[command(after_help = "Example:\n  agentloop skip T3")]
-    Skip(TaskArgs),
+    /// The reason goes into the handoff and the task's tracker issue.
+    #[command(
+        after_help = "Example:\n  agentloop skip T3 --reason \"the vendor API is gone; T4 covers it\""
+    )]
+    Skip(SkipArgs),
     /// Retry a task from scratch (unblocks it).
     #[command(after_help = "Example:\n  agentloop steer \"use SQLite\" && agentloop retry T2")]
     Retry(TaskArgs),
@@ -375,6 +378,17 @@ pub struct ApproveArgs {
     pub gate: Option<String>,
     #[command(flatten)]
     pub run: RunSel,
+}
+
+#[derive(Debug, Args)]
+pub struct SkipArgs {
+    /// The task's id, as in the plan.
+    pub task: String,
+    /// Why it is skipped.
+    #[arg(long)]
+    pub reason: Option<String>,
+    #[command(flatten)]
+    pub run: RunOpt,
 }
 
 #[derive(Debug, Args)]

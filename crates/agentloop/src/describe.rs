@@ -278,7 +278,13 @@ pub fn request(r: &Request) -> String {
             }
             format!("budgets topped up: +{}", parts.join(", +"))
         }
-        Request::Skip { task } => format!("skip task {task}"),
+        Request::Skip { task, reason } => format!(
+            "skip task {task}{}",
+            reason
+                .as_ref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default()
+        ),
         Request::Retry { task } => format!("retry task {task}"),
         Request::Steer { note } => format!("note for the next iteration: {note}"),
         Request::AcceptSurface { files } => format!(

@@ -115,11 +115,12 @@ impl RunState {
                     Gate::Surface(t) => self.surface_rejected(t, note.clone()),
                 }
             }
-            Request::Skip { task } => {
+            Request::Skip { task, reason } => {
                 if let Some(t) = self.task_mut(task)
                     && t.status != TaskStatus::Done
                 {
                     t.status = TaskStatus::Skipped;
+                    t.skip_reason = reason.clone();
                     t.gate_after_pending = false;
                 }
                 if matches!(&self.gate, Some(Gate::BeforeTask(t) | Gate::AfterTask(t) | Gate::Surface(t)) if t == task)

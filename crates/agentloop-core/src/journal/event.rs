@@ -592,6 +592,9 @@ pub enum Request {
     },
     Skip {
         task: String,
+        /// Why, for the handoff and the tracker.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     Retry {
         task: String,
@@ -630,6 +633,10 @@ impl Request {
                 note: note.map(clean),
             },
             Request::Steer { note } => Request::Steer { note: clean(note) },
+            Request::Skip { task, reason } => Request::Skip {
+                task,
+                reason: reason.map(clean),
+            },
             other => other,
         }
     }

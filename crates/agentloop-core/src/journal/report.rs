@@ -23,7 +23,10 @@ fn tasks(s: &RunState, out: &mut String) {
                 format!("verified by {} in iteration {i}", checks.join(", "))
             }
             (TaskStatus::Done, None) => "done".to_string(),
-            (TaskStatus::Skipped, _) => "skipped".to_string(),
+            (TaskStatus::Skipped, _) => match &t.skip_reason {
+                Some(r) => format!("skipped: {r}"),
+                None => "skipped".to_string(),
+            },
             (TaskStatus::Blocked, _) => format!(
                 "blocked: {}",
                 t.blocked.as_deref().unwrap_or("waiting for a person")
@@ -166,8 +169,9 @@ pub fn handoff(s: &RunState) -> String {
             t.id,
             t.title,
             t.status.as_str(),
-            t.blocked
+            t.skip_reason
                 .as_deref()
+                .or(t.blocked.as_deref())
                 .map(|b| format!(" — {b}"))
                 .unwrap_or_default()
         );

@@ -66,6 +66,9 @@ pub struct TaskState {
     pub blocked_by_breaker: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completed_iteration: Option<u32>,
+    /// Why a person skipped it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skip_reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
     pub gate_before_approved: bool,
@@ -124,6 +127,7 @@ impl TaskState {
             blocked: None,
             blocked_by_breaker: false,
             completed_iteration: None,
+            skip_reason: None,
             commit: None,
             gate_before_approved: false,
             gate_after_pending: false,

@@ -150,7 +150,8 @@ pub fn skip_or_retry(
     ws: &Workspace,
     run: Option<&str>,
     task: &str,
-    skip: bool,
+    // Some: skip (with its reason, if given); None: retry.
+    skip: Option<Option<String>>,
 ) -> Result<ExitKind, CliError> {
     let (run, loaded) = open(ws, run, Want::Unfinished)?;
     let Some(t) = loaded.state.task(task) else {
@@ -166,7 +167,7 @@ pub fn skip_or_retry(
                 .hint(format!("its tasks: {ids}")),
         );
     };
-    if skip && t.status == TaskStatus::Done {
+    if skip.is_some() && t.status == TaskStatus::Done {
         return Err(CliError::user(format!(
             "task {task} is done and verified; there is nothing to skip"
         )));
@@ -175,10 +176,12 @@ pub fn skip_or_retry(
         return Err(CliError::user(format!("run {} is completed", run.id))
             .hint("start a new run with `agentloop run`"));
     }
-    let request = if skip {
-        Request::Skip { task: task.into() }
-    } else {
-        Request::Retry { task: task.into() }
+    let request = match skip {
+        Some(reason) => Request::Skip {
+            task: task.into(),
+            reason: reason.filter(|r| !r.trim().is_empty()),
+        },
+        None => Request::Retry { task: task.into() },
     };
     send(&run, loaded, request)
 }

@@ -52,10 +52,10 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
         Command::Approve(a) => control::approve(&workspace()?, a.run.get(), a.note, true),
         Command::Reject(a) => control::approve(&workspace()?, a.run.get(), a.note, false),
         Command::Skip(a) => {
-            control::skip_or_retry(&workspace()?, a.run.run.as_deref(), &a.task, true)
+            control::skip_or_retry(&workspace()?, a.run.run.as_deref(), &a.task, Some(a.reason))
         }
         Command::Retry(a) => {
-            control::skip_or_retry(&workspace()?, a.run.run.as_deref(), &a.task, false)
+            control::skip_or_retry(&workspace()?, a.run.run.as_deref(), &a.task, None)
         }
         Command::Steer(a) => control::steer(&workspace()?, a.run.run.as_deref(), a.note),
         Command::Agents(a) => agents::agents(&cwd()?, a.json),

@@ -98,7 +98,12 @@ impl Driver {
                     .unwrap_or_default();
                 format!("Done, and verified by agentloop in run `{run}`{commit}{pr}.")
             }
-            IssueState::Skipped => format!("agentloop skipped this task in run `{run}`."),
+            IssueState::Skipped => format!(
+                "agentloop skipped this task in run `{run}`{}.",
+                t.and_then(|t| t.skip_reason.as_deref())
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default()
+            ),
         }
     }
 }

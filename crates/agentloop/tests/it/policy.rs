@@ -427,7 +427,10 @@ fn control_requests() {
     assert_eq!(s.state.status, RunStatus::Stopped);
     // Resume reopens a stopped run; skip lets dependents go ahead.
     assert!(matches!(s.then(ctl(Request::Resume)), Action::Iterate(_)));
-    let a = s.then(ctl(Request::Skip { task: "T1".into() }));
+    let a = s.then(ctl(Request::Skip {
+        task: "T1".into(),
+        reason: None,
+    }));
     assert!(
         matches!(a, Action::Iterate(IterationPlan { ref task, .. }) if task == "T2"),
         "{a:?}"
@@ -752,7 +755,7 @@ proptest! {
                     let request = match who {
                         Person::Approve => Request::Approve { note: None, gate: None },
                         Person::Retry => Request::Retry { task: blocked.clone().unwrap_or_else(|| "A".into()) },
-                        Person::Skip => Request::Skip { task: blocked.clone().unwrap_or_else(|| "C".into()) },
+                        Person::Skip => Request::Skip { task: blocked.clone().unwrap_or_else(|| "C".into()), reason: None },
                         Person::Pause => Request::Pause,
                         Person::Resume => Request::Resume,
                         Person::Stop => Request::Stop,

@@ -185,7 +185,12 @@ fn gitlab_issues_are_imported_and_closed_when_done() {
     let r = p.run(&["run", "--no-wait"]);
     assert_eq!(r.code, Some(5), "{}", r.stderr);
     // A person skips the blocked one: its issue is closed as skipped.
-    let r = p.run(&["skip", "GL-2"]);
+    let r = p.run(&[
+        "skip",
+        "GL-2",
+        "--reason",
+        "the colour is decided elsewhere",
+    ]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let r = p.run(&["resume"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
@@ -205,4 +210,17 @@ fn gitlab_issues_are_imported_and_closed_when_done() {
         issues[1].labels
     );
     assert!(!issues[1].open && issues[1].labels.contains(&"agentloop:skipped".to_string()));
+    assert!(
+        issues[1]
+            .notes
+            .iter()
+            .any(|n| n.ends_with(": the colour is decided elsewhere.")),
+        "{:?}",
+        issues[1].notes
+    );
+    let handoff = std::fs::read_to_string(p.run_dir().join("handoff.md")).unwrap();
+    assert!(
+        handoff.contains("GL-2 Skip me: skipped — the colour is decided elsewhere"),
+        "{handoff}"
+    );
 }
