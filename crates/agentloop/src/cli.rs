@@ -62,6 +62,10 @@ pub enum Command {
         after_help = "Examples:\n  agentloop resume\n  agentloop resume 20261122-104259 --max-iterations 80"
     )]
     Resume(ResumeArgs),
+    /// Carry out the next step of a run and stop: one iteration, one verification, or
+    /// one ship step, with what comes next (`resume --step`)
+    #[command(after_help = "Examples:\n  agentloop next\n  agentloop next --run 20261122-104259")]
+    Next(NextArgs),
     /// Show a run's state
     ///
     /// Tasks, attempts, budgets, cost, and what waits for a person.
@@ -218,6 +222,10 @@ pub struct OutputArgs {
     /// Exit (code 5, or 4 for a breaker) instead of waiting when the run needs a person.
     #[arg(long)]
     pub no_wait: bool,
+    /// Carry out one decision of the policy (an iteration, a verification, a ship
+    /// step) and stop, saying what was done and what comes next.
+    #[arg(long)]
+    pub step: bool,
 }
 
 #[derive(Debug, Args)]
@@ -320,6 +328,15 @@ pub struct ResumeArgs {
     pub iterations: Option<String>,
     #[command(flatten)]
     pub out: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct NextArgs {
+    #[command(flatten)]
+    pub run: RunSel,
+    /// No progress on stderr (what was done and what comes next is still said).
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]

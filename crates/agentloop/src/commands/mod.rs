@@ -34,6 +34,24 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
         Command::Init => init::init(&cwd()?),
         Command::Run(a) => run::run(&cwd()?, a),
         Command::Resume(a) => run::resume(&cwd()?, a),
+        Command::Next(a) => run::resume(
+            &cwd()?,
+            crate::cli::ResumeArgs {
+                run: a.run,
+                settings: Default::default(),
+                headless: false,
+                budget: None,
+                tokens: None,
+                time: None,
+                iterations: None,
+                out: crate::cli::OutputArgs {
+                    json: false,
+                    quiet: a.quiet,
+                    no_wait: true,
+                    step: true,
+                },
+            },
+        ),
         Command::Status(a) => status::status(&workspace()?, a.run.get(), a.json),
         Command::Gc(a) => gc::gc(&workspace()?, a.dry_run),
         Command::VerifySurface(a) => {

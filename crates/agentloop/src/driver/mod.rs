@@ -49,6 +49,35 @@ pub struct Driver {
     syncing: bool,
 }
 
+/// A step of the policy in words: what `next` did, or does next.
+fn step_words(a: &Action) -> String {
+    match a {
+        Action::Iterate(p) => format!(
+            "iteration {}: task {}, attempt {} ({}, agent {})",
+            p.iteration,
+            p.task,
+            p.attempt,
+            p.kind.as_str(),
+            p.agent
+        ),
+        Action::Verify { iteration, task } => {
+            format!("verify iteration {iteration} (task {task})")
+        }
+        Action::CheckSurface { iteration } => {
+            format!("check the verification surface after iteration {iteration}")
+        }
+        Action::Restore { iteration, .. } => {
+            format!("restore the verification surface changed by iteration {iteration}")
+        }
+        Action::Merge { iteration } => format!("merge iteration {iteration}"),
+        Action::Ship(step) => format!("ship: {step:?}"),
+        Action::Record(e) => format!("record {}", e.kind()),
+        Action::Wait(WaitReason::Gate(g)) => format!("wait for a person: {}", g.describe()),
+        Action::Wait(w) => format!("wait ({w:?})"),
+        Action::Exit(status) => format!("nothing: the run is {}", status.as_str()),
+    }
+}
+
 /// Journal events a hook may leave past `state.json` before it rewrites the cache.
 const HOOK_CACHE_LAG: u64 = 400;
 
@@ -109,6 +138,11 @@ impl Driver {
         })?;
         self.ensure_baseline()?;
         if self.state.settings.in_worktrees() {
+            if self.out.step {
+                return Err(CliError::user(
+                    "step mode takes one decision at a time; a run with workers takes several at once",
+                ));
+            }
             return self.drive_workers();
         }
         self.drive()
@@ -117,6 +151,8 @@ impl Driver {
     fn drive(&mut self) -> Result<ExitKind, CliError> {
         let mut waiting_since: Option<WaitReason> = None;
         let mut review_polled: Option<Instant> = None;
+        // Step mode: what the one step did, once it is done.
+        let mut did: Option<String> = None;
         loop {
             if self.interrupted.load(Ordering::SeqCst) {
                 self.flush();
@@ -124,6 +160,31 @@ impl Driver {
                 return Ok(ExitKind::Interrupted);
             }
             let action = policy::next_action(&self.state);
+            // A step is an iteration, a verification (with its surface check) or a ship
+            // step; what only records or checks the surface goes on within it.
+            let whole = !matches!(
+                action,
+                Action::Record(_)
+                    | Action::CheckSurface { .. }
+                    | Action::Restore { .. }
+                    | Action::Merge { .. }
+            );
+            if self.out.step
+                && whole
+                && let Some(done) = did.take()
+            {
+                self.flush();
+                eprintln!("agentloop: did {done}");
+                eprintln!("agentloop: next: {}", step_words(&action));
+                eprintln!("  `agentloop next` does it");
+                return Ok(ExitKind::Completed);
+            }
+            if self.out.step && whole {
+                did = did.or_else(|| match &action {
+                    Action::Wait(_) | Action::Exit(_) => None,
+                    a => Some(step_words(a)),
+                });
+            }
             if !matches!(action, Action::Wait(_)) {
                 waiting_since = None;
             }

@@ -701,3 +701,43 @@ fn an_https_webhook_gets_the_notification_from_a_private_ca() {
         r.stderr
     );
 }
+
+#[test]
+fn step_mode_takes_one_decision_at_a_time() {
+    let p = scripted(
+        TWO_TASKS,
+        "case $task in T1) touch one.txt ;; T2) touch two.txt ;; esac\necho TASK_COMPLETE\n",
+    );
+    let r = p.run(&["run", "--step", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("agentloop: did iteration 1: task"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("agentloop: next: verify iteration 1"),
+        "{}",
+        r.stderr
+    );
+    let s = p.status();
+    assert_eq!(
+        (s["iterations"].as_u64(), s["tasks"][0]["status"].as_str()),
+        (Some(1), Some("running"))
+    );
+    let r = p.run(&["next", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stderr.contains("did verify iteration 1"), "{}", r.stderr);
+    assert!(r.stderr.contains("next: iteration 2: task"), "{}", r.stderr);
+    assert_eq!(p.status()["tasks"][0]["status"], "done");
+    // Two more steps finish the plan; then there is nothing to do.
+    assert_eq!(p.run(&["next", "--quiet"]).code, Some(0));
+    let r = p.run(&["next", "--quiet"]);
+    assert!(r.stderr.contains("did verify iteration 2"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("next: nothing: the run is completed"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(p.status()["status"], "completed");
+}

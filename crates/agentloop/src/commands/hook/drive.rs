@@ -155,6 +155,7 @@ pub(super) fn open_driver(ws: &Workspace, run: RunDir, loaded: Loaded) -> Result
         json: false,
         quiet: true,
         no_wait: true,
+        step: false,
     };
     let mut d = Driver::new(ws.clone(), run, writer, loaded.state, config, out, lock)
         .map_err(|e| e.message)?;
