@@ -14,5 +14,7 @@ pub use schema::{
     RunConfig, VerifyConfig,
 };
 pub use settings::Settings;
-pub use ship::{AfterMergeFailure, Forge, MergeMethod, MergeWhen, Ship, Tracker};
+pub use ship::{
+    AfterMergeFailure, CONTEXT_FILES, Forge, MergeMethod, MergeWhen, PromptConfig, Ship, Tracker,
+};
 pub use template::TEMPLATE;

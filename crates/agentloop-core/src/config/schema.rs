@@ -25,6 +25,7 @@ pub struct Config {
     pub notify: Notify,
     pub ship: super::ship::Ship,
     pub tracker: super::ship::Tracker,
+    pub prompt: super::ship::PromptConfig,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -58,6 +58,10 @@ pub struct Settings {
     /// The issue tracker whose issues' status the run keeps in step (`[tracker]`).
     #[serde(default)]
     pub tracker: super::ship::Tracker,
+    /// Files every prompt names for the agent to read first (the project's own
+    /// instructions found when the run started, and `[prompt] context`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub context: Vec<String>,
     /// Hook mode: how long a run waits to be claimed by a session that does not name it.
     #[serde(default = "default_claim_window", with = "crate::values::duration")]
     pub claim_window: std::time::Duration,
@@ -105,6 +109,7 @@ impl Settings {
             notify: c.notify.clone(),
             ship: c.ship.clone(),
             tracker: c.tracker.clone(),
+            context: c.prompt.context.clone(),
             claim_window: c.hook.claim_window,
             flags: serde_json::Map::new(),
         }
@@ -112,6 +117,22 @@ impl Settings {
 }
 
 impl Settings {
+    /// Adds the project's own instructions for agents found in `root` to the context
+    /// the prompts name, and drops configured files that do not exist there.
+    pub fn find_context(&mut self, root: &std::path::Path) {
+        let mut found: Vec<String> = super::ship::CONTEXT_FILES
+            .iter()
+            .filter(|f| root.join(f).is_file())
+            .map(|f| f.to_string())
+            .collect();
+        for f in &self.context {
+            if root.join(f).exists() && !found.contains(f) {
+                found.push(f.clone());
+            }
+        }
+        self.context = found;
+    }
+
     /// Tasks run in worktrees and reach the integration branch through the merge
     /// queue (several workers, or one isolated from the working tree).
     pub fn in_worktrees(&self) -> bool {

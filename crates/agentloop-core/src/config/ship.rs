@@ -146,3 +146,21 @@ impl Default for Tracker {
         }
     }
 }
+
+/// `[prompt]`: what every iteration's prompt names besides the task.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PromptConfig {
+    /// Files the agent reads before it changes anything, besides the project's own
+    /// instructions found at the top of the work tree (`AGENTS.md`, `CLAUDE.md`,
+    /// `CONVENTIONS.md`, `.github/copilot-instructions.md`).
+    pub context: Vec<String>,
+}
+
+/// The project's instructions for agents, where tools look for them.
+pub const CONTEXT_FILES: [&str; 4] = [
+    "AGENTS.md",
+    "CLAUDE.md",
+    "CONVENTIONS.md",
+    ".github/copilot-instructions.md",
+];

@@ -21,6 +21,19 @@ pub fn build(s: &RunState, task_id: &str, kind: IterationKind) -> String {
     if !s.plan.goal.is_empty() {
         let _ = writeln!(p, "Goal of the whole plan: {}\n", s.plan.goal);
     }
+    if !s.settings.context.is_empty() {
+        let files: Vec<String> = s
+            .settings
+            .context
+            .iter()
+            .map(|f| format!("`{f}`"))
+            .collect();
+        let _ = writeln!(
+            p,
+            "Read first, before you change anything: {} (the project's own instructions).\n",
+            files.join(", ")
+        );
+    }
     let _ = writeln!(
         p,
         "## Your task: {} — {} (task {position} of {})\n",

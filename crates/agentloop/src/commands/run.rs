@@ -99,7 +99,8 @@ pub(crate) fn start(
              scope guards and tdd mode cannot work (run `git init`)",
         );
     }
-    let settings = Settings::new(&layered.config, flags);
+    let mut settings = Settings::new(&layered.config, flags);
+    settings.find_context(&ws.root);
     let (run, writer, state) = ws.create_run_with_id(run_id, &shown, &plan, settings.clone())?;
     if out.json {
         // The stream starts where the journal does: the plan and settings first, then
@@ -305,7 +306,8 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
     }
     let layered = super::run_config_with(&ws.root, &loaded.state, flags.clone())?;
     let versions = check_agents(&layered.config, &loaded.state.plan)?;
-    let settings = Settings::new(&layered.config, flags);
+    let mut settings = Settings::new(&layered.config, flags);
+    settings.find_context(&ws.root);
     let mut writer = loaded.writer(&run)?;
     let mut state = loaded.state;
     if state.paused || state.is_finished() {

@@ -741,3 +741,27 @@ fn step_mode_takes_one_decision_at_a_time() {
     );
     assert_eq!(p.status()["status"], "completed");
 }
+
+#[test]
+fn every_prompt_names_the_projects_own_instructions() {
+    let p = crate::support::Scratch::new()
+        .plan("# C\n\n## T1: One\nVerify: test -f one.txt\n")
+        .agent(&crate::support::agent(
+            "touch one.txt\necho TASK_COMPLETE\n",
+        ))
+        .file("AGENTS.md", "Use tabs.\n")
+        .file("docs/STYLE.md", "Short names.\n")
+        .config("[prompt]\ncontext = [\"docs/STYLE.md\", \"docs/GONE.md\"]\n")
+        .build();
+    let r = p.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let prompt = std::fs::read_to_string(p.run_dir().join("iterations/0001/prompt.md")).unwrap();
+    assert!(
+        prompt.contains("Read first, before you change anything: `AGENTS.md`, `docs/STYLE.md` (the project's own instructions)."),
+        "{prompt}"
+    );
+    assert!(
+        !prompt.contains("GONE"),
+        "a file that is not there is not named"
+    );
+}
