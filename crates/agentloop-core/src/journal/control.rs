@@ -1,6 +1,7 @@
 //! How control requests (pause, stop, approve, skip, …) change a run's state.
 
-use super::event::{FinishReason, Gate, Request};
+use super::event::FinishReason;
+use super::person::{Gate, Request};
 use super::state::{RunState, StopKind};
 use super::task::TaskStatus;
 

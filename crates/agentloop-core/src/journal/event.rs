@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::person::{Gate, Request};
 use crate::config::Settings;
 use crate::plan::Plan;
 use crate::signals::Signals;
@@ -523,123 +524,6 @@ pub enum Rung {
     Replan,
     Fallback,
     Block,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(tag = "point", content = "task", rename_all = "snake_case")]
-pub enum Gate {
-    /// Approve the plan before the first iteration.
-    Plan,
-    BeforeTask(String),
-    AfterTask(String),
-    /// Approve before the run is declared complete.
-    Final,
-    /// The task's iteration changed the verification surface (see the open
-    /// iteration's surface check): approve moves the baseline, reject restores it.
-    Surface(String),
-    /// The pull request's review: an approving review (or `approve`) releases it.
-    Review,
-    /// A step of the ship flow failed: approve tries it again, reject ends the run.
-    Ship(String),
-    /// What the diff touches needs this gate's review (security, database, external,
-    /// architecture; deploy before a merge).
-    Diff(String),
-}
-
-impl Gate {
-    pub fn describe(&self) -> String {
-        match self {
-            Gate::Plan => "approve the plan before the first iteration".into(),
-            Gate::BeforeTask(t) => format!("approve task {t} before it starts"),
-            Gate::AfterTask(t) => format!("review task {t} now that it is verified"),
-            Gate::Final => "final review before the run is declared complete".into(),
-            Gate::Surface(t) => format!(
-                "task {t} changed files that verify it: approve moves the baseline, reject restores it"
-            ),
-            Gate::Review => {
-                "the pull request's review: an approving review or `agentloop approve` releases it"
-                    .into()
-            }
-            Gate::Ship(why) => {
-                format!("shipping failed ({why}): approve tries again, reject ends the run")
-            }
-            Gate::Diff(g) => format!(
-                "the {g} review: the diff needs it (`agentloop approve --gate {g}` or an approving review from its reviewers)"
-            ),
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "action", rename_all = "snake_case")]
-pub enum Request {
-    Pause,
-    Resume,
-    /// Stop after the current iteration.
-    Stop,
-    /// Kill the agent's process group now and stop.
-    StopNow,
-    Approve {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        note: Option<String>,
-        /// A diff gate approved by name, open or not yet.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        gate: Option<String>,
-    },
-    Reject {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        note: Option<String>,
-    },
-    Skip {
-        task: String,
-        /// Why, for the handoff and the tracker.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        reason: Option<String>,
-    },
-    Retry {
-        task: String,
-    },
-    Steer {
-        note: String,
-    },
-    /// A person adds to the run's budgets (cents, tokens, seconds, iterations).
-    TopUp {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        cost_cents: Option<u64>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        tokens: Option<u64>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        seconds: Option<u64>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        iterations: Option<u32>,
-    },
-    /// A person takes the surface as it is now (files changed outside an iteration,
-    /// by themselves) as the new baseline: path → its version (`None`: gone).
-    AcceptSurface {
-        files: std::collections::BTreeMap<String, Option<super::baseline::SurfaceFile>>,
-    },
-}
-
-impl Request {
-    /// The request with secrets in its note replaced, as everything written is.
-    pub fn redacted(self, r: &crate::redact::Redactor) -> Request {
-        let clean = |n: String| r.redact(&n).into_owned();
-        match self {
-            Request::Approve { note, gate } => Request::Approve {
-                note: note.map(clean),
-                gate,
-            },
-            Request::Reject { note } => Request::Reject {
-                note: note.map(clean),
-            },
-            Request::Steer { note } => Request::Steer { note: clean(note) },
-            Request::Skip { task, reason } => Request::Skip {
-                task,
-                reason: reason.map(clean),
-            },
-            other => other,
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -51,7 +51,7 @@ pub struct Lane {
 impl RunState {
     pub fn phase_of(&self, o: &OpenIteration) -> Phase {
         let at_gate =
-            matches!(&self.gate, Some(super::event::Gate::Surface(t)) if *t == o.started.task);
+            matches!(&self.gate, Some(super::person::Gate::Surface(t)) if *t == o.started.task);
         match (&o.agent, &o.verify, &o.merge) {
             (None, ..) => Phase::Agent,
             _ if at_gate => Phase::Waiting,

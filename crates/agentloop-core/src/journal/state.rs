@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::event::*;
 use super::integration::{Integration, MergeState};
+use super::person::Gate;
 use super::store::Record;
 use super::task::{TaskState, TaskStatus};
 use crate::config::Settings;

@@ -7,7 +7,7 @@ use super::state::RunState;
 impl RunState {
     /// The changes a person is asked about at the surface gate, while it is open.
     pub fn surface_gate_changes(&self) -> Option<&[SurfaceChange]> {
-        let Some(super::event::Gate::Surface(task)) = &self.gate else {
+        let Some(super::person::Gate::Surface(task)) = &self.gate else {
             return None;
         };
         let check = self.open_of_task(task)?.surface.as_ref()?;
