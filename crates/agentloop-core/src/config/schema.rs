@@ -233,7 +233,10 @@ impl AgentConfig {
                 "VERTEX_*",
                 "CLOUDSDK_*",
             ],
-            "copilot" => &["COPILOT_*", "GH_TOKEN", "GH_HOST", "GITHUB_TOKEN", "OTEL_*"],
+            // Not GITHUB_TOKEN nor GH_TOKEN: with them the agent could merge the run's own
+            // pull request past its checks and review (Copilot logs in with
+            // COPILOT_GITHUB_TOKEN).
+            "copilot" => &["COPILOT_*", "GH_HOST", "OTEL_*"],
             // Both reach many providers; each provider's documented variables.
             "opencode" | "aider" => &[
                 "OPENCODE_*",
@@ -259,7 +262,6 @@ impl AgentConfig {
                 "LM_STUDIO_*",
                 "HF_*",
                 "HUGGINGFACE_*",
-                "GITHUB_TOKEN",
                 "COPILOT_*",
             ],
             _ => &[],
@@ -354,6 +356,26 @@ impl Default for VerifyConfig {
             check_files: Vec::new(),
             clean_copy: true,
             carry: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_agent_gets_the_forge_or_tracker_tokens() {
+        for kind in [
+            "claude", "codex", "gemini", "opencode", "aider", "copilot", "command",
+        ] {
+            let allowed = AgentConfig::builtin(kind).allowed_env();
+            for token in ["GITHUB_TOKEN", "GH_TOKEN", "GITLAB_TOKEN", "LINEAR_API_KEY"] {
+                assert!(
+                    !crate::exec::supervise::env_allowed(token, &allowed),
+                    "{kind} would get {token}"
+                );
+            }
         }
     }
 }
