@@ -47,6 +47,9 @@ pub struct Driver {
     committed: Option<(u32, String)>,
     /// The tracker is being told (its own records fold without telling it again).
     syncing: bool,
+    /// After the tracker failed, it is left alone until then, so a tracker that is
+    /// down does not cost every event its retries.
+    tracker_quiet_until: Option<std::time::Instant>,
 }
 
 /// A step of the policy in words: what `next` did, or does next.
@@ -121,6 +124,7 @@ impl Driver {
             start_seq,
             committed: None,
             syncing: false,
+            tracker_quiet_until: None,
         })
     }
 

@@ -20,7 +20,7 @@ impl Driver {
     /// Tells each task's issue what it has not been told yet: started (a task at work,
     /// or tried and waiting), blocked, done or skipped. Called as events are folded and
     /// when a driver starts, so what a person did between drivers is told too; what
-    /// cannot be told is said on stderr and tried again at the next event.
+    /// cannot be told is said on stderr and tried again at the first event a minute later.
     pub(crate) fn sync_tracker(&mut self) {
         let Some(source) = self.tracker_source() else {
             return;
@@ -41,7 +41,10 @@ impl Driver {
                 changes.push((t.id.clone(), key, state));
             }
         }
-        if changes.is_empty() || self.syncing {
+        let quiet = self
+            .tracker_quiet_until
+            .is_some_and(|t| std::time::Instant::now() < t);
+        if changes.is_empty() || self.syncing || quiet {
             return;
         }
         self.syncing = true;
@@ -64,12 +67,24 @@ impl Driver {
                     if let Err(e) = recorded {
                         self.progress
                             .warn(&format!("tracker: issue {issue} of task {task}: {e}"));
+                        self.tracker_failed();
+                        break;
                     }
                 }
             }
-            Err(e) => self.progress.warn(&format!("tracker: {e}")),
+            Err(e) => {
+                self.progress.warn(&format!("tracker: {e}"));
+                self.tracker_failed();
+            }
         }
         self.syncing = false;
+    }
+
+    /// Leaves the tracker alone for a minute: what was not told is told at the first
+    /// event after that, or by the next driver.
+    fn tracker_failed(&mut self) {
+        self.tracker_quiet_until =
+            Some(std::time::Instant::now() + std::time::Duration::from_secs(60));
     }
 
     fn issue_comment(&self, id: &str, state: IssueState) -> String {
