@@ -224,3 +224,49 @@ fn gitlab_issues_are_imported_and_closed_when_done() {
         "{handoff}"
     );
 }
+
+#[test]
+fn a_tracker_that_is_down_is_warned_about_once_and_the_run_goes_on() {
+    use agentloop_testkit::MockGitLab;
+    let remote = tempfile::tempdir().unwrap();
+    let bare = remote.path().join("r.git");
+    std::process::Command::new("git")
+        .args(["init", "-q", "--bare", bare.to_str().unwrap()])
+        .status()
+        .unwrap();
+    let gl = MockGitLab::start("group/hello", &bare, "glpat", None, &[]);
+    gl.add_issue("Make b.txt", "Verify: test -f b.txt", &["agentloop"]);
+    gl.add_issue("Make c.txt", "Verify: test -f c.txt", &["agentloop"]);
+    let mut p = Scratch::new()
+        .agent(&agent(
+            "case \"$task\" in GL-1) touch b.txt ;; *) touch c.txt ;; esac; echo TASK_COMPLETE\n",
+        ))
+        .build();
+    let r = import(
+        &p,
+        "gitlab:group/hello?label=agentloop",
+        &gl.url(),
+        ("GITLAB_TOKEN", "glpat"),
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    // The tracker goes away: a port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let plan = p.read("PLAN.md").replace(&gl.url(), &dead);
+    assert!(plan.contains(&dead), "{plan}");
+    p.write("PLAN.md", &plan);
+    p.commit("the plan from GitLab");
+    p.env.push(("GITLAB_TOKEN".into(), "glpat".into()));
+    let started = std::time::Instant::now();
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let warnings = r.stderr.matches("tracker:").count();
+    assert_eq!(warnings, 1, "{}", r.stderr);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(40),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(gl.issues().iter().all(|i| i.open && i.notes.is_empty()));
+}
