@@ -24,6 +24,32 @@ fn refused(p: &crate::support::Project) -> Vec<serde_json::Value> {
 }
 
 #[test]
+fn the_agent_can_neither_top_up_its_budget_nor_release_a_ship_gate() {
+    let body = format!(
+        "{BIN} resume --budget +100 --iterations +50 2> .git/agent-state/topup.err; echo $? > .git/agent-state/topup.rc\n\
+         {BIN} approve --gate security 2> .git/agent-state/gate.err; echo $? > .git/agent-state/gate.rc\n\
+         echo TASK_COMPLETE\n"
+    );
+    let p = Scratch::new().plan(ONE).agent(&agent(&body)).build();
+    let mut driver = p
+        .cmd(&["run", "--quiet", "--max-iterations", "1"])
+        .spawn()
+        .unwrap();
+    wait_exit(&mut driver, Duration::from_secs(30));
+    assert_eq!(p.read(".git/agent-state/topup.rc").trim(), "2");
+    assert_eq!(p.read(".git/agent-state/gate.rc").trim(), "2");
+    for f in ["topup", "gate"] {
+        let err = p.read(&format!(".git/agent-state/{f}.err"));
+        assert!(err.contains("refused"), "{f}: {err}");
+    }
+    let s = p.status();
+    assert_eq!(s["refused_requests"], 2);
+    // Neither took effect: no control request (no top-up, no gate released) recorded.
+    assert!(!log_json(&p).iter().any(|r| r["event"]["kind"] == "control"));
+    assert_eq!(refused(&p).len(), 2);
+}
+
+#[test]
 fn the_agents_own_control_requests_are_refused_and_journaled() {
     // Through the CLI with its environment as given, without AGENTLOOP_RUN (the
     // process tree still gives it away), and a skip.
