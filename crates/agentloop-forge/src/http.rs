@@ -78,6 +78,10 @@ impl Client {
             let wait = match &answer {
                 Ok((a, wait)) if a.status >= 500 => Some(wait.unwrap_or(backoff(attempt))),
                 Ok((a, Some(wait))) if a.status == 429 || a.status == 403 => Some(*wait),
+                // Linear: HTTP 400 with a GraphQL error coded RATELIMITED.
+                Ok((a, wait)) if a.status == 400 && graphql_rate_limited(&a.body) => {
+                    Some(wait.unwrap_or(backoff(attempt)))
+                }
                 Ok(_) => None,
                 Err(_) => Some(backoff(attempt)),
             };
@@ -147,7 +151,16 @@ impl Client {
             header("retry-after").as_deref(),
             header("x-ratelimit-remaining").as_deref(),
             header("x-ratelimit-reset").as_deref(),
-        );
+        )
+        .or_else(|| {
+            // Linear's two budgets, each reset at a time in Unix milliseconds.
+            ["requests", "complexity"].iter().find_map(|b| {
+                reset_ms_wait(
+                    header(&format!("x-ratelimit-{b}-remaining")).as_deref(),
+                    header(&format!("x-ratelimit-{b}-reset")).as_deref(),
+                )
+            })
+        });
         let next = header("link").as_deref().and_then(next_link);
         let mut response = response;
         let text = response
@@ -254,6 +267,28 @@ pub fn rate_limit_wait(
     None
 }
 
+/// Until `reset` (Unix milliseconds) when nothing `remaining`: Linear's headers.
+pub fn reset_ms_wait(remaining: Option<&str>, reset: Option<&str>) -> Option<Duration> {
+    if remaining.map(str::trim) != Some("0") {
+        return None;
+    }
+    let reset = reset?.trim().parse::<u64>().ok()?;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .ok()?
+        .as_millis() as u64;
+    Some(Duration::from_millis(reset.saturating_sub(now).max(100)))
+}
+
+/// A GraphQL answer refused for a rate limit (`errors[].extensions.code`).
+fn graphql_rate_limited(body: &Value) -> bool {
+    body.get("errors")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|e| e.pointer("/extensions/code").and_then(Value::as_str) == Some("RATELIMITED"))
+}
+
 /// The `rel="next"` URL of a `Link` header.
 pub fn next_link(link: &str) -> Option<String> {
     link.split(',').find_map(|part| {
@@ -285,6 +320,20 @@ mod tests {
         let w = rate_limit_wait(None, Some("0"), Some(&soon.to_string())).unwrap();
         assert!(w <= Duration::from_secs(2) && w >= Duration::from_secs(1));
         assert_eq!(rate_limit_wait(None, Some("10"), Some("1")), None);
+        let soon_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64
+            + 1500;
+        let w = reset_ms_wait(Some("0"), Some(&soon_ms.to_string())).unwrap();
+        assert!(w <= Duration::from_millis(1500) && w >= Duration::from_millis(1000));
+        assert_eq!(reset_ms_wait(Some("3"), Some(&soon_ms.to_string())), None);
+        assert!(graphql_rate_limited(
+            &serde_json::json!({"errors": [{"message": "Rate limit exceeded", "extensions": {"code": "RATELIMITED"}}]})
+        ));
+        assert!(!graphql_rate_limited(
+            &serde_json::json!({"errors": [{"message": "x", "extensions": {"code": "INVALID_INPUT"}}]})
+        ));
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! A mock of Linear's GraphQL API on 127.0.0.1 for one team: the operations agentloop
 //! sends (issues with a team and state filter, paged by cursor; an issue by identifier;
 //! the team's workflow states; commentCreate; issueUpdate), a personal API key in
-//! `Authorization` as it is (anything else: an `AUTHENTICATION_ERROR`), and GraphQL
-//! errors for what it does not know.
+//! `Authorization` as it is (anything else: an `AUTHENTICATION_ERROR`), GraphQL errors
+//! for what it does not know, the request budget's headers on every answer
+//! (`x-ratelimit-requests-*`, the reset in Unix milliseconds), and rate limits on demand
+//! as Linear answers them: HTTP 400 with an error coded `RATELIMITED`.
 
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -37,6 +39,10 @@ struct Shared {
     issues: Mutex<Vec<MockLinearIssue>>,
     /// Issues per page (Linear's `first`, at most 50).
     page: usize,
+    /// Requests refused with a rate limit before the next real answer.
+    limited: Mutex<u32>,
+    /// Requests answered, rate-limited ones included.
+    requests: std::sync::atomic::AtomicU32,
 }
 
 pub struct MockLinear {
@@ -56,6 +62,8 @@ impl MockLinear {
             key: key.to_string(),
             issues: Mutex::new(Vec::new()),
             page: page.clamp(1, 50),
+            limited: Mutex::new(0),
+            requests: std::sync::atomic::AtomicU32::new(0),
         });
         let (s, sh) = (server.clone(), shared.clone());
         let thread = std::thread::spawn(move || {
@@ -92,6 +100,18 @@ impl MockLinear {
         identifier
     }
 
+    /// The next `count` requests are refused as over the request budget.
+    pub fn rate_limit_next(&self, count: u32) {
+        *self.shared.limited.lock().unwrap() = count;
+    }
+
+    /// Requests answered so far, rate-limited ones included.
+    pub fn requests(&self) -> u32 {
+        self.shared
+            .requests
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     pub fn issues(&self) -> Vec<MockLinearIssue> {
         self.shared.issues.lock().unwrap().clone()
     }
@@ -116,7 +136,23 @@ fn handle(sh: &Shared, mut req: tiny_http::Request) {
         .find(|h| h.field.equiv("authorization"))
         .map(|h| h.value.to_string())
         .unwrap_or_default();
-    let (status, answer) = if req.url() != "/graphql" || req.method().as_str() != "POST" {
+    sh.requests
+        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let limited = {
+        let mut n = sh.limited.lock().unwrap();
+        let limited = *n > 0;
+        *n = n.saturating_sub(1);
+        limited
+    };
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let (status, answer) = if limited {
+        (
+            400,
+            json!({"errors": [{"message": "Rate limit exceeded", "extensions": {"code": "RATELIMITED", "type": "ratelimited", "userPresentableMessage": "Too many requests: try again shortly."}}]}),
+        )
+    } else if req.url() != "/graphql" || req.method().as_str() != "POST" {
         (404, json!({"errors": [{"message": "Not found"}]}))
     } else if auth != sh.key {
         (
@@ -128,7 +164,16 @@ fn handle(sh: &Shared, mut req: tiny_http::Request) {
     };
     let resp = tiny_http::Response::from_string(answer.to_string())
         .with_status_code(status)
-        .with_header(header("content-type", "application/json; charset=utf-8"));
+        .with_header(header("content-type", "application/json; charset=utf-8"))
+        .with_header(header("x-ratelimit-requests-limit", "1500"))
+        .with_header(header(
+            "x-ratelimit-requests-remaining",
+            if limited { "0" } else { "1499" },
+        ))
+        .with_header(header(
+            "x-ratelimit-requests-reset",
+            &(now_ms + if limited { 1000 } else { 3_600_000 }).to_string(),
+        ));
     let _ = req.respond(resp);
 }
 

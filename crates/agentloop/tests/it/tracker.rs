@@ -96,6 +96,8 @@ fn a_linear_team_is_imported_and_its_issues_kept_in_step() {
     linear.add_issue("Make a.txt", "Verify: test -f a.txt", "Todo");
     linear.add_issue("Pick a colour", "Which one?", "Todo");
     linear.add_issue("Old work", "", "Done");
+    // Linear's own rate limit: 400 with RATELIMITED, waited out until its reset.
+    linear.rate_limit_next(2);
     let script = r#"case "$task" in
   ENG-1) touch a.txt; echo TASK_COMPLETE ;;
   *) echo "BLOCKED: red or blue?" ;;
@@ -109,6 +111,11 @@ esac
         ("LINEAR_API_KEY", "lin_api_key"),
     );
     assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        linear.requests() == 4,
+        "two refusals, then two pages: {}",
+        linear.requests()
+    );
     let plan = p.read("PLAN.md");
     assert!(
         plan.contains("## ENG-1: Make a.txt") && plan.contains("## ENG-2: Pick a colour"),
