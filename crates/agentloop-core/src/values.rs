@@ -68,14 +68,29 @@ pub struct Gates {
     pub plan_approval: bool,
     /// Wait for a person to approve before the run is declared complete.
     pub final_review: bool,
-    /// Diff-triggered gates of a shipped run: what its diff touches holds the pull
-    /// request for that gate's review (`policy::diffgates` says what triggers each).
+    /// Diff-triggered gates: what a diff touches holds the pull request of a shipped
+    /// run (or, without a forge, each task as it is done) for that gate's review
+    /// (`policy::diffgates` says what triggers each).
     pub security: DiffGate,
     pub database: DiffGate,
     pub external: DiffGate,
     pub architecture: DiffGate,
     /// Always before agentloop merges into the base branch.
     pub deploy: DiffGate,
+}
+
+impl Gates {
+    /// A gate that reads the diff is on (deploy reads none).
+    pub fn any_diff_gate(&self) -> bool {
+        [
+            &self.security,
+            &self.database,
+            &self.external,
+            &self.architecture,
+        ]
+        .iter()
+        .any(|g| g.enabled)
+    }
 }
 
 impl Default for Gates {

@@ -204,6 +204,22 @@ pub(crate) fn event(e: &Event) -> String {
                 }
             )
         }
+        Event::TaskDiffChecked {
+            task,
+            commit,
+            triggered,
+        } => {
+            let mut gates: Vec<&str> = triggered.iter().map(|t| t.gate.as_str()).collect();
+            gates.dedup();
+            format!(
+                "task {task}, {commit:.12}: {}",
+                if gates.is_empty() {
+                    "no diff gate triggered".to_string()
+                } else {
+                    format!("held for the {} review", gates.join(", "))
+                }
+            )
+        }
         Event::DiffGateApproved { gate, by } => format!("the {gate} gate approved by {by}"),
         Event::PrMerged { commit } => format!("merged: the base branch is at {commit:.12}"),
         Event::PostMergeVerified { commit, passed, .. } => format!(

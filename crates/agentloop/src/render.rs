@@ -275,6 +275,10 @@ impl Progress {
                 let text = format!("ship: {}", crate::describe::event(&r.event));
                 self.line(&text);
             }
+            Event::TaskDiffChecked { triggered, .. } if !triggered.is_empty() => {
+                let text = format!("agentloop: {}", crate::describe::event(&r.event));
+                self.line(&text);
+            }
             _ => {}
         }
     }
@@ -307,11 +311,22 @@ impl Progress {
                     humantime::format_rfc3339_seconds(until)
                 )
             }
-            WaitReason::Gate(g) => format!(
-                "agentloop: waiting for a person: {}\n  `agentloop approve [--note …]` or `agentloop reject --note …` (run {})",
-                g.describe(),
-                s.run_id
-            ),
+            WaitReason::Gate(g) => {
+                let mut t = format!(
+                    "agentloop: waiting for a person: {}\n  `agentloop approve [--note …]` or `agentloop reject --note …` (run {})",
+                    g.describe(),
+                    s.run_id
+                );
+                if let agentloop_core::journal::Gate::Diff(name) = g {
+                    for task in &s.tasks {
+                        for h in task.held.iter().filter(|h| &h.gate == name) {
+                            let at = h.line.map(|l| format!(":{l}")).unwrap_or_default();
+                            t.push_str(&format!("\n  {}: {}{at}: {}", task.id, h.file, h.why));
+                        }
+                    }
+                }
+                t
+            }
             WaitReason::Blocked { tasks, .. } => {
                 let mut t = format!(
                     "agentloop: blocked: no task can go on until a person looks at {}",

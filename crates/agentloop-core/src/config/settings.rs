@@ -97,8 +97,9 @@ impl Settings {
             check_files: c.verify.check_files.clone(),
             clean_copy: c.verify.clean_copy,
             carry: c.verify.carry.clone(),
-            // What is shipped is committed: `[ship]` commits each verified task.
-            commit: c.git.commit || c.ship.enabled(),
+            // What is shipped is committed: `[ship]` commits each verified task; so do
+            // the diff gates, which read what each task's commit changed.
+            commit: c.git.commit || c.ship.enabled() || c.gates.any_diff_gate(),
             workers: c.run.workers(),
             branch: c.run.branch.clone(),
             land: c.run.land,

@@ -89,6 +89,27 @@ impl RunState {
                 let Some(gate) = self.gate.take() else { return };
                 let why = note.clone().unwrap_or_else(|| "no reason given".into());
                 match &gate {
+                    // A task's diff held it: the task goes back to its agent.
+                    Gate::Diff(g)
+                        if self
+                            .tasks
+                            .iter()
+                            .any(|t| t.held.iter().any(|h| &h.gate == g)) =>
+                    {
+                        for t in &mut self.tasks {
+                            if t.held.iter().any(|h| &h.gate == g) {
+                                t.status = TaskStatus::Pending;
+                                t.held.clear();
+                                t.diff_checked = None;
+                                t.completed_iteration = None;
+                                t.reset_ladder();
+                                t.last_digest = Some(format!(
+                                    "A person reviewed what this task changed (the {g} review) and rejected it: {why}. Its commit stays in the history: change or undo what was rejected."
+                                ));
+                            }
+                        }
+                        self.steer.push(format!("Reviewer ({g}): {why}"));
+                    }
                     Gate::Plan | Gate::Final | Gate::Review | Gate::Ship(_) | Gate::Diff(_) => {
                         self.finished = Some(FinishReason::Rejected {
                             gate: gate.clone(),

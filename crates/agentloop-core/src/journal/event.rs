@@ -132,6 +132,13 @@ pub enum Event {
         commit: String,
         triggered: Vec<crate::policy::Trigger>,
     },
+    /// A run without a forge: what the commit of a done task touches, gate by gate.
+    /// A triggered gate holds the task until a person releases it.
+    TaskDiffChecked {
+        task: String,
+        commit: String,
+        triggered: Vec<crate::policy::Trigger>,
+    },
     /// A diff gate's reviewer approved the pull request.
     DiffGateApproved {
         gate: String,
@@ -271,6 +278,7 @@ impl Event {
             Event::ShipFixAdded { .. } => "ship_fix_added",
             Event::ReviewApproved { .. } => "review_approved",
             Event::DiffGatesChecked { .. } => "diff_gates_checked",
+            Event::TaskDiffChecked { .. } => "task_diff_checked",
             Event::DiffGateApproved { .. } => "diff_gate_approved",
             Event::PrMerged { .. } => "pr_merged",
             Event::PostMergeVerified { .. } => "post_merge_verified",

@@ -42,7 +42,7 @@ impl Gate {
                 format!("shipping failed ({why}): approve tries again, reject ends the run")
             }
             Gate::Diff(g) => format!(
-                "the {g} review: the diff needs it (`agentloop approve --gate {g}` or an approving review from its reviewers)"
+                "the {g} review: what changed needs it (`agentloop approve --gate {g}`, or on the forge an approving review from its reviewers)"
             ),
         }
     }

@@ -84,9 +84,13 @@ fn digest(checks: &[CheckOutcome]) -> String {
 }
 
 impl RunState {
-    /// A diff gate released (open now, or ahead of time).
+    /// A diff gate released (open now, or ahead of time): the pull request's, and the
+    /// hold of every task it holds.
     pub(super) fn approve_diff_gate(&mut self, gate: &str) {
         self.ship.gates_approved.insert(gate.to_string());
+        for t in &mut self.tasks {
+            t.held.retain(|h| h.gate != gate);
+        }
         if self.gate == Some(Gate::Diff(gate.to_string())) {
             self.gate = None;
         }
@@ -146,6 +150,16 @@ impl RunState {
             Event::DiffGatesChecked { commit, triggered } => {
                 self.ship.diff_for = Some(commit.clone());
                 self.ship.triggered = triggered.clone();
+            }
+            Event::TaskDiffChecked {
+                task,
+                commit,
+                triggered,
+            } => {
+                if let Some(t) = self.task_mut(task) {
+                    t.diff_checked = Some(commit.clone());
+                    t.held = triggered.clone();
+                }
             }
             Event::DiffGateApproved { gate, .. } => self.approve_diff_gate(gate),
             Event::PrMerged { commit } => self.ship.merged = Some(commit.clone()),

@@ -449,6 +449,7 @@ impl RunState {
             | Event::ShipFixAdded { .. }
             | Event::ReviewApproved { .. }
             | Event::DiffGatesChecked { .. }
+            | Event::TaskDiffChecked { .. }
             | Event::DiffGateApproved { .. }
             | Event::PrMerged { .. }
             | Event::IssueUpdated { .. }

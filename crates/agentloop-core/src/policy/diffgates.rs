@@ -90,6 +90,31 @@ fn gate_of<'a>(gates: &'a Gates, name: &str) -> Option<&'a DiffGate> {
     }
 }
 
+/// A run without a forge holds each done task whose commit triggers a diff gate: its
+/// diff read first (`CheckDiff`), then the gate opened until a person releases it.
+pub(super) fn hold(s: &crate::journal::RunState) -> Option<super::Action> {
+    use crate::journal::{Event, Gate, TaskStatus};
+    if s.settings.ship.enabled() || !s.settings.gates.any_diff_gate() {
+        return None;
+    }
+    if let Some(t) = s.tasks.iter().find(|t| {
+        t.status == TaskStatus::Done
+            && t.commit.is_some()
+            && t.diff_checked.is_none()
+            && s.running.iter().all(|o| o.started.task != t.id)
+    }) {
+        return Some(super::Action::CheckDiff { task: t.id.clone() });
+    }
+    ORDER
+        .iter()
+        .find(|g| s.tasks.iter().any(|t| t.held.iter().any(|h| h.gate == **g)))
+        .map(|g| {
+            super::Action::Record(Event::GateOpened {
+                gate: Gate::Diff(g.to_string()),
+            })
+        })
+}
+
 /// The reviewers of gate `name`.
 pub fn reviewers<'a>(gates: &'a Gates, name: &str) -> &'a [String] {
     gate_of(gates, name).map_or(&[], |g| g.reviewers.as_slice())

@@ -19,7 +19,7 @@ use judge::finish_open_iteration;
 use ladder::{budget_reached, escalation};
 
 pub use diffgates::{
-    DiffInput, FileDiff, Trigger, parse_unified, reviewers as gate_reviewers, triggered,
+    DiffInput, FileDiff, ORDER, Trigger, parse_unified, reviewers as gate_reviewers, triggered,
 };
 pub use ladder::{rung_budget, task_bound};
 pub use prompt::build as build_prompt;
@@ -46,6 +46,9 @@ pub enum Action {
     /// A step of shipping the completed run (push, pull request, checks, merge, the
     /// base branch's verification after it).
     Ship(ShipStep),
+    /// A run without a forge: read what the done task's commit changed for the diff
+    /// gates (`task_diff_checked`).
+    CheckDiff { task: String },
     /// Put the baseline versions of the checked changes back (`surface_restored`).
     Restore {
         iteration: u32,
@@ -154,6 +157,9 @@ fn decide(s: &RunState, busy: &[&str]) -> Action {
         return Action::Record(Event::GateOpened {
             gate: Gate::AfterTask(t.id.clone()),
         });
+    }
+    if let Some(a) = diffgates::hold(s) {
+        return a;
     }
     if s.settings.gates.plan_approval && !s.plan_approved {
         return Action::Record(Event::GateOpened { gate: Gate::Plan });

@@ -212,8 +212,8 @@ pub fn run_agentloop(s: &mut dyn Scenario) -> Outcome {
                 return outcome(s, AGENTLOOP, st.iterations, cost, ending, asked);
             }
             Action::Record(e) => apply(&mut st, e, clock_ms),
-            // The simulated runs ship nowhere.
-            Action::Ship(_) => {
+            // The simulated runs ship nowhere and have no diffs to gate.
+            Action::Ship(_) | Action::CheckDiff { .. } => {
                 return outcome(s, AGENTLOOP, st.iterations, cost, Ending::Stopped, asked);
             }
             Action::Iterate(p) => {

@@ -2,6 +2,7 @@
 //! before and after. It holds the run's lock for its whole life. The steps of one
 //! iteration are in `steps`.
 
+mod gates;
 mod jobs;
 mod ship;
 
@@ -74,6 +75,7 @@ fn step_words(a: &Action) -> String {
         }
         Action::Merge { iteration } => format!("merge iteration {iteration}"),
         Action::Ship(step) => format!("ship: {step:?}"),
+        Action::CheckDiff { task } => format!("read what task {task} changed for the diff gates"),
         Action::Record(e) => format!("record {}", e.kind()),
         Action::Wait(WaitReason::Gate(g)) => format!("wait for a person: {}", g.describe()),
         Action::Wait(w) => format!("wait ({w:?})"),
@@ -172,6 +174,7 @@ impl Driver {
                     | Action::CheckSurface { .. }
                     | Action::Restore { .. }
                     | Action::Merge { .. }
+                    | Action::CheckDiff { .. }
             );
             if self.out.step
                 && whole
@@ -206,6 +209,7 @@ impl Driver {
                 }
                 Action::Restore { iteration, cause } => self.restore_surface(iteration, cause)?,
                 Action::Ship(step) => self.ship(step)?,
+                Action::CheckDiff { task } => self.check_task_diff(&task)?,
                 Action::Wait(reason) => {
                     if waiting_since.as_ref() != Some(&reason) {
                         self.flush();

@@ -24,7 +24,7 @@ const NO_CHECKS_LOOKS: u32 = 3;
 /// The most of a check's output the journal keeps.
 const CHECK_OUTPUT: usize = 8 * 1024;
 
-fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
     let out = Command::new("git")
         .args(args)
         .current_dir(dir)
@@ -313,25 +313,7 @@ impl Driver {
         let base = self.ship_base()?;
         git(&self.ws.root, &["fetch", "--quiet", &cfg.remote, &base])?;
         let base_sha = git(&self.ws.root, &["rev-parse", "FETCH_HEAD"])?;
-        let diff = git(
-            &self.ws.root,
-            &[
-                "diff",
-                "--unified=0",
-                "--no-color",
-                "--no-renames",
-                "--no-ext-diff",
-                &format!("{base_sha}...{commit}"),
-            ],
-        )?;
-        let base_top = git(&self.ws.root, &["ls-tree", "--name-only", &base_sha])?
-            .lines()
-            .map(String::from)
-            .collect();
-        let input = agentloop_core::policy::DiffInput {
-            files: agentloop_core::policy::parse_unified(&diff),
-            base_top,
-        };
+        let input = super::gates::read_diff(&self.ws.root, &base_sha, &commit, true)?;
         let triggered = agentloop_core::policy::triggered(&gates, &input);
         let mut names: Vec<String> = triggered.iter().map(|t| t.gate.clone()).collect();
         names.dedup();

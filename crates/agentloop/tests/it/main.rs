@@ -8,6 +8,7 @@ mod cli;
 mod control;
 mod crash;
 mod efficiency;
+mod gates;
 mod hook_agents;
 mod hook_mode;
 mod hook_session;

@@ -692,6 +692,7 @@ proptest! {
                 Action::Exit(_) => break,
                 // The generated runs ship nowhere.
                 Action::Ship(_) => prop_assert!(false, "a run without [ship] shipped"),
+                Action::CheckDiff { .. } => prop_assert!(false, "a run without diff gates read a diff"),
                 Action::Record(e) => {
                     if let Event::IterationFinished(f) = &e && f.outcome == Outcome::Completed {
                         prop_assert!(verified_ok.contains(&f.iteration), "completed without passing verification");

@@ -226,6 +226,7 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
             }
             // Shipping from a session's stop: each step records what it did.
             Action::Ship(step) => d.ship(step).map_err(e)?,
+            Action::CheckDiff { task } => d.check_task_diff(&task).map_err(e)?,
             Action::Iterate(mut plan) => {
                 if d.state.hook_chain >= block_limit {
                     d.flush();

@@ -1,0 +1,126 @@
+//! Diff-triggered gates in a run without a forge: each done task's commit is read,
+//! and a task whose change a gate covers holds the run until a person approves it
+//! (`approve --gate NAME`) or rejects it (the task goes back to its agent).
+
+use crate::support::{Scratch, agent};
+
+const PLAN: &str = "# Login\n\n## T1: Login\nVerify: test -f src/login.rs\n\n## T2: Docs\nVerify: test -f docs/login.md\n";
+
+/// T1 puts the login under src/auth/ the first time, and, told that a person rejected
+/// it, moves it out; T2 writes documentation.
+const AGENT: &str = r#"case "$task" in
+  T1) mkdir -p src
+      if printf '%s' "$prompt" | grep -q 'rejected it: keep auth out'; then
+        rm -rf src/auth; echo 'pub fn login() {}' > src/login.rs
+      else
+        mkdir -p src/auth; echo 'pub fn login() {}' > src/auth/login.rs; echo 'mod auth;' > src/login.rs
+      fi ;;
+  T2) mkdir -p docs; echo 'How to log in.' > docs/login.md ;;
+esac
+echo TASK_COMPLETE
+"#;
+
+const GATES: &str = "[gates.security]\nenabled = true\n\n[gates.database]\nenabled = true\n";
+
+#[test]
+fn a_task_that_touches_auth_holds_the_run_until_a_person_approves_it() {
+    let p = Scratch::new()
+        .plan(PLAN)
+        .agent(&agent(AGENT))
+        .config(GATES)
+        .build();
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("the security review")
+            && r.stderr
+                .contains("T1: src/auth/login.rs: the path matches `auth`"),
+        "{}",
+        r.stderr
+    );
+    let s = p.status();
+    assert_eq!(s["tasks"][0]["status"], "done");
+    assert_eq!(
+        s["tasks"][1]["status"], "pending",
+        "nothing goes on past the held task"
+    );
+    // Committed (a diff gate needs to know what each task changed), with the change.
+    assert!(
+        p.git_cmd(&["show", "--stat", "HEAD"])
+            .contains("src/auth/login.rs")
+    );
+    // Approving another gate does not release this one.
+    let r = p.run(&["approve", "--gate", "database"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let r = p.run(&["resume", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    assert_eq!(p.status()["tasks"][1]["status"], "pending");
+    let r = p.run(&["approve", "--gate", "security", "--note", "reviewed"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let r = p.run(&["resume", "--no-wait"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["status"], "completed");
+    assert_eq!(s["tasks"][1]["status"], "done");
+    let log = p.run(&["log"]).stdout;
+    assert!(
+        log.contains("task T1, ") && log.contains("held for the security review"),
+        "{log}"
+    );
+    assert!(
+        log.contains("task T2, ") && log.contains("no diff gate triggered"),
+        "{log}"
+    );
+}
+
+#[test]
+fn a_rejected_change_goes_back_to_its_agent_with_the_reason() {
+    let p = Scratch::new()
+        .plan(PLAN)
+        .agent(&agent(AGENT))
+        .config(GATES)
+        .build();
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    let r = p.run(&["reject", "--note", "keep auth out of this"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let r = p.run(&["resume", "--no-wait"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["status"], "completed");
+    assert_eq!(p.read(".git/agent-state/T1").trim(), "2", "T1 ran again");
+    assert!(!p.path().join("src/auth").exists());
+    let log = p.run(&["log"]).stdout;
+    assert_eq!(
+        log.matches("held for the security review").count(),
+        1,
+        "the second change touches no auth path: {log}"
+    );
+}
+
+#[test]
+fn with_workers_the_task_is_read_from_its_merge_onto_the_integration_branch() {
+    let p = Scratch::new()
+        .plan(PLAN)
+        .agent(&agent(AGENT))
+        .config(GATES)
+        .build();
+    let r = p.run(&["run", "--no-wait", "--workers", "2"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("T1: src/auth/login.rs: the path matches `auth`"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !r.stderr.contains("T2: docs"),
+        "T2's merge is its own change, not T1's: {}",
+        r.stderr
+    );
+    let r = p.run(&["approve", "--gate", "security"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let r = p.run(&["resume", "--no-wait"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(p.status()["status"], "completed");
+}
