@@ -1,7 +1,7 @@
 //! Events and control requests in words: one line each, for `log`, the progress lines
 //! and the control commands.
 
-use agentloop_core::journal::{Event, Request};
+use agentloop_core::journal::{Event, Gate, Request, RunState};
 use agentloop_core::words::plural;
 
 /// At most `max` characters of `s`, with "…" when cut.
@@ -193,33 +193,19 @@ pub(crate) fn event(e: &Event) -> String {
         }
         Event::ReviewApproved { by } => format!("approved by {by}"),
         Event::DiffGatesChecked { commit, triggered } => {
-            let mut gates: Vec<&str> = triggered.iter().map(|t| t.gate.as_str()).collect();
-            gates.dedup();
-            format!(
-                "{commit:.12}: {}",
-                if gates.is_empty() {
-                    "no diff gate triggered".to_string()
-                } else {
-                    format!("needs the {} review", gates.join(", "))
-                }
-            )
+            format!("{commit:.12}: {}", gates_words(triggered, "needs"))
         }
         Event::TaskDiffChecked {
             task,
             commit,
             triggered,
-        } => {
-            let mut gates: Vec<&str> = triggered.iter().map(|t| t.gate.as_str()).collect();
-            gates.dedup();
-            format!(
-                "task {task}, {commit:.12}: {}",
-                if gates.is_empty() {
-                    "no diff gate triggered".to_string()
-                } else {
-                    format!("held for the {} review", gates.join(", "))
-                }
-            )
-        }
+        } => format!(
+            "task {task}, {}: {}",
+            commit
+                .as_deref()
+                .map_or("not committed".to_string(), |c| format!("{c:.12}")),
+            gates_words(triggered, "held for")
+        ),
         Event::DiffGateApproved { gate, by } => format!("the {gate} gate approved by {by}"),
         Event::PrMerged { commit } => format!("merged: the base branch is at {commit:.12}"),
         Event::PostMergeVerified { commit, passed, .. } => format!(
@@ -308,4 +294,32 @@ pub fn request(r: &Request) -> String {
             agentloop_core::words::plural(files.len(), "change", "changes")
         ),
     }
+}
+
+/// "needs the security, database review", or that no diff gate triggered.
+fn gates_words(triggered: &[agentloop_core::policy::Trigger], verb: &str) -> String {
+    let mut gates: Vec<&str> = triggered.iter().map(|t| t.gate.as_str()).collect();
+    gates.dedup();
+    if gates.is_empty() {
+        "no diff gate triggered".to_string()
+    } else {
+        format!("{verb} the {} review", gates.join(", "))
+    }
+}
+
+/// At a diff gate of a run without a forge: what holds it, a line per file
+/// (`T1: src/auth/login.rs:3: the path matches `auth``).
+pub(crate) fn held(s: &RunState, gate: &Gate) -> Vec<String> {
+    let Gate::Diff(name) = gate else {
+        return Vec::new();
+    };
+    s.tasks
+        .iter()
+        .flat_map(|t| {
+            t.held.iter().filter(|h| &h.gate == name).map(|h| {
+                let at = h.line.map(|l| format!(":{l}")).unwrap_or_default();
+                format!("{}: {}{at}: {}", t.id, h.file, h.why)
+            })
+        })
+        .collect()
 }

@@ -317,13 +317,8 @@ impl Progress {
                     g.describe(),
                     s.run_id
                 );
-                if let agentloop_core::journal::Gate::Diff(name) = g {
-                    for task in &s.tasks {
-                        for h in task.held.iter().filter(|h| &h.gate == name) {
-                            let at = h.line.map(|l| format!(":{l}")).unwrap_or_default();
-                            t.push_str(&format!("\n  {}: {}{at}: {}", task.id, h.file, h.why));
-                        }
-                    }
+                for line in crate::describe::held(s, g) {
+                    t.push_str(&format!("\n  {line}"));
                 }
                 t
             }

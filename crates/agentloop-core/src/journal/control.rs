@@ -100,7 +100,7 @@ impl RunState {
                             if t.held.iter().any(|h| &h.gate == g) {
                                 t.status = TaskStatus::Pending;
                                 t.held.clear();
-                                t.diff_checked = None;
+                                t.diff_checked = false;
                                 t.completed_iteration = None;
                                 t.reset_ladder();
                                 t.last_digest = Some(format!(
@@ -155,10 +155,23 @@ impl RunState {
                     t.status = TaskStatus::Pending;
                     t.completed_iteration = None;
                     t.gate_after_pending = false;
+                    // Done again later, it is read again.
+                    t.held.clear();
+                    t.diff_checked = false;
                     t.reset_ladder();
                     t.clear_history();
                 }
                 if matches!(&self.gate, Some(Gate::BeforeTask(t) | Gate::AfterTask(t) | Gate::Surface(t)) if t == task)
+                {
+                    self.gate = None;
+                }
+                // A diff gate that held only this task has nothing left to hold.
+                if let Some(Gate::Diff(g)) = &self.gate
+                    && !self.settings.ship.enabled()
+                    && !self
+                        .tasks
+                        .iter()
+                        .any(|t| t.held.iter().any(|h| &h.gate == g))
                 {
                     self.gate = None;
                 }

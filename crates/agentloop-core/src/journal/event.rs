@@ -132,11 +132,13 @@ pub enum Event {
         commit: String,
         triggered: Vec<crate::policy::Trigger>,
     },
-    /// A run without a forge: what the commit of a done task touches, gate by gate.
-    /// A triggered gate holds the task until a person releases it.
+    /// A run without a forge: what the commit of a done task touches, gate by gate
+    /// (no commit: every gate that is on). A triggered gate holds the task until a
+    /// person releases it.
     TaskDiffChecked {
         task: String,
-        commit: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        commit: Option<String>,
         triggered: Vec<crate::policy::Trigger>,
     },
     /// A diff gate's reviewer approved the pull request.

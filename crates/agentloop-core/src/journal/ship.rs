@@ -152,12 +152,10 @@ impl RunState {
                 self.ship.triggered = triggered.clone();
             }
             Event::TaskDiffChecked {
-                task,
-                commit,
-                triggered,
+                task, triggered, ..
             } => {
                 if let Some(t) = self.task_mut(task) {
-                    t.diff_checked = Some(commit.clone());
+                    t.diff_checked = true;
                     t.held = triggered.clone();
                 }
             }

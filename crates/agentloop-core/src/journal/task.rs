@@ -102,9 +102,9 @@ pub struct TaskState {
     /// prompt to carry together with a person's answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub question: Option<String>,
-    /// A run without a forge: the diff gates read the commit of this task (`commit`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub diff_checked: Option<String>,
+    /// A run without a forge: the diff gates read what this task's completion changed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub diff_checked: bool,
     /// What of its diff triggered a gate not yet released: the task holds the run
     /// until a person approves (`approve --gate NAME`) or rejects it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -144,7 +144,7 @@ impl TaskState {
             revisits: 0,
             agent_failing: false,
             question: None,
-            diff_checked: None,
+            diff_checked: false,
             held: Vec::new(),
             head_at_start: None,
             escalations: Vec::new(),

@@ -90,8 +90,29 @@ fn gate_of<'a>(gates: &'a Gates, name: &str) -> Option<&'a DiffGate> {
     }
 }
 
-/// A run without a forge holds each done task whose commit triggers a diff gate: its
-/// diff read first (`CheckDiff`), then the gate opened until a person releases it.
+/// Gate `name` is on.
+pub fn enabled(gates: &Gates, name: &str) -> bool {
+    gate_of(gates, name).is_some_and(|g| g.enabled)
+}
+
+/// What a change that cannot be read triggers: every gate that is on, so that no gate
+/// is passed by not looking.
+pub fn unread(gates: &Gates, why: &str) -> Vec<Trigger> {
+    ORDER
+        .iter()
+        .filter(|g| enabled(gates, g))
+        .map(|g| Trigger {
+            gate: g.to_string(),
+            file: "(unread)".into(),
+            line: None,
+            why: why.to_string(),
+        })
+        .collect()
+}
+
+/// A run without a forge holds each done task whose change triggers a diff gate: its
+/// diff read first (`CheckDiff`; a task done without a commit too, which holds it),
+/// then the gate opened until a person releases it.
 pub(super) fn hold(s: &crate::journal::RunState) -> Option<super::Action> {
     use crate::journal::{Event, Gate, TaskStatus};
     if s.settings.ship.enabled() || !s.settings.gates.any_diff_gate() {
@@ -99,8 +120,7 @@ pub(super) fn hold(s: &crate::journal::RunState) -> Option<super::Action> {
     }
     if let Some(t) = s.tasks.iter().find(|t| {
         t.status == TaskStatus::Done
-            && t.commit.is_some()
-            && t.diff_checked.is_none()
+            && !t.diff_checked
             && s.running.iter().all(|o| o.started.task != t.id)
     }) {
         return Some(super::Action::CheckDiff { task: t.id.clone() });

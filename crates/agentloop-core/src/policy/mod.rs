@@ -19,7 +19,7 @@ use judge::finish_open_iteration;
 use ladder::{budget_reached, escalation};
 
 pub use diffgates::{
-    DiffInput, FileDiff, ORDER, Trigger, parse_unified, reviewers as gate_reviewers, triggered,
+    DiffInput, FileDiff, Trigger, parse_unified, reviewers as gate_reviewers, triggered, unread,
 };
 pub use ladder::{rung_budget, task_bound};
 pub use prompt::build as build_prompt;

@@ -95,6 +95,9 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
             paint("1;33", "needs you:"),
             g.describe()
         );
+        for line in crate::describe::held(s, g) {
+            outln!("  {line}");
+        }
     }
     for c in s.surface_gate_changes().unwrap_or_default() {
         outln!("  {} {}", paint("1;33", "●"), c.describe());

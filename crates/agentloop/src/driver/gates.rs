@@ -49,38 +49,37 @@ impl Driver {
     /// A run without a forge: what the done task's commit changed, gate by gate. In a
     /// run with workers the commit is the task's merge onto the integration branch
     /// (its first parent is where it went); else the task is measured from the HEAD
-    /// its first iteration began at.
+    /// its first iteration began at, so commits the agent made itself count too. A
+    /// change that was not committed, or whose diff cannot be read, holds the task for
+    /// every gate that is on.
     pub(crate) fn check_task_diff(&mut self, task: &str) -> Result<(), CliError> {
         let Some(t) = self.state.task(task) else {
             return Ok(());
         };
-        let Some(commit) = t.commit.clone() else {
-            return Ok(());
-        };
-        let from = match &t.head_at_start {
-            Some(h) if !self.state.settings.in_worktrees() => h.clone(),
-            _ => format!("{commit}^1"),
-        };
-        let triggered = read_diff(&self.ws.root, &from, &commit, false)
-            .map(|input| agentloop_core::policy::triggered(&self.state.settings.gates, &input));
-        let triggered = match triggered {
-            Ok(t) => t,
-            Err(e) => {
-                // A diff that cannot be read holds the task as if every gate triggered:
-                // a gate is never passed by not looking.
-                self.progress.warn(&format!(
-                    "cannot read what task {task} changed ({e}); holding it for review"
-                ));
-                agentloop_core::policy::ORDER
-                    .iter()
-                    .filter(|g| gate_enabled(&self.state.settings.gates, g))
-                    .map(|g| agentloop_core::policy::Trigger {
-                        gate: g.to_string(),
-                        file: "(unread)".into(),
-                        line: None,
-                        why: format!("its diff could not be read: {e}"),
-                    })
-                    .collect()
+        let commit = t.commit.clone();
+        let gates = &self.state.settings.gates;
+        let triggered = match &commit {
+            None => agentloop_core::policy::unread(
+                gates,
+                "its change was not committed, so what it changed is unknown",
+            ),
+            Some(commit) => {
+                let from = match &t.head_at_start {
+                    Some(h) if !self.state.settings.in_worktrees() => h.clone(),
+                    _ => format!("{commit}^1"),
+                };
+                match read_diff(&self.ws.root, &from, commit, false) {
+                    Ok(input) => agentloop_core::policy::triggered(gates, &input),
+                    Err(e) => {
+                        self.progress.warn(&format!(
+                            "cannot read what task {task} changed ({e}); holding it for review"
+                        ));
+                        agentloop_core::policy::unread(
+                            gates,
+                            &format!("its diff could not be read: {e}"),
+                        )
+                    }
+                }
             }
         };
         self.record(Event::TaskDiffChecked {
@@ -88,15 +87,5 @@ impl Driver {
             commit,
             triggered,
         })
-    }
-}
-
-fn gate_enabled(gates: &agentloop_core::values::Gates, name: &str) -> bool {
-    match name {
-        "security" => gates.security.enabled,
-        "database" => gates.database.enabled,
-        "external" => gates.external.enabled,
-        "architecture" => gates.architecture.enabled,
-        _ => false,
     }
 }

@@ -2,7 +2,7 @@
 //! and a task whose change a gate covers holds the run until a person approves it
 //! (`approve --gate NAME`) or rejects it (the task goes back to its agent).
 
-use crate::support::{Scratch, agent};
+use crate::support::{Project, Scratch, agent};
 
 const PLAN: &str = "# Login\n\n## T1: Login\nVerify: test -f src/login.rs\n\n## T2: Docs\nVerify: test -f docs/login.md\n";
 
@@ -22,13 +22,18 @@ echo TASK_COMPLETE
 
 const GATES: &str = "[gates.security]\nenabled = true\n\n[gates.database]\nenabled = true\n";
 
+/// The two-task project with its agent script `script` and the gates on.
+fn project(script: &str) -> Project {
+    Scratch::new()
+        .plan(PLAN)
+        .agent(&agent(script))
+        .config(GATES)
+        .build()
+}
+
 #[test]
 fn a_task_that_touches_auth_holds_the_run_until_a_person_approves_it() {
-    let p = Scratch::new()
-        .plan(PLAN)
-        .agent(&agent(AGENT))
-        .config(GATES)
-        .build();
+    let p = project(AGENT);
     let r = p.run(&["run", "--no-wait"]);
     assert_eq!(r.code, Some(5), "{}", r.stderr);
     assert!(
@@ -37,6 +42,11 @@ fn a_task_that_touches_auth_holds_the_run_until_a_person_approves_it() {
                 .contains("T1: src/auth/login.rs: the path matches `auth`"),
         "{}",
         r.stderr
+    );
+    let shown = p.run(&["status"]).stdout;
+    assert!(
+        shown.contains("  T1: src/auth/login.rs: the path matches `auth`"),
+        "{shown}"
     );
     let s = p.status();
     assert_eq!(s["tasks"][0]["status"], "done");
@@ -75,11 +85,7 @@ fn a_task_that_touches_auth_holds_the_run_until_a_person_approves_it() {
 
 #[test]
 fn a_rejected_change_goes_back_to_its_agent_with_the_reason() {
-    let p = Scratch::new()
-        .plan(PLAN)
-        .agent(&agent(AGENT))
-        .config(GATES)
-        .build();
+    let p = project(AGENT);
     let r = p.run(&["run", "--no-wait"]);
     assert_eq!(r.code, Some(5), "{}", r.stderr);
     let r = p.run(&["reject", "--note", "keep auth out of this"]);
@@ -100,11 +106,7 @@ fn a_rejected_change_goes_back_to_its_agent_with_the_reason() {
 
 #[test]
 fn with_workers_the_task_is_read_from_its_merge_onto_the_integration_branch() {
-    let p = Scratch::new()
-        .plan(PLAN)
-        .agent(&agent(AGENT))
-        .config(GATES)
-        .build();
+    let p = project(AGENT);
     let r = p.run(&["run", "--no-wait", "--workers", "2"]);
     assert_eq!(r.code, Some(5), "{}", r.stderr);
     assert!(
@@ -123,4 +125,31 @@ fn with_workers_the_task_is_read_from_its_merge_onto_the_integration_branch() {
     let r = p.run(&["resume", "--no-wait"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(p.status()["status"], "completed");
+}
+
+/// The agent commits its auth change itself, so that agentloop's own commit of the
+/// task holds only a harmless file: the task is still measured from where it began.
+#[test]
+fn a_change_the_agent_committed_itself_is_read_all_the_same() {
+    let script = r#"case "$task" in
+  T1) mkdir -p src/auth; echo 'pub fn login() {}' > src/auth/login.rs
+      git add -A >/dev/null && git -c user.name=a -c user.email=a@b commit -qm 'tidy' >/dev/null
+      echo 'mod auth;' > src/login.rs ;;
+  T2) mkdir -p docs; echo 'How to log in.' > docs/login.md ;;
+esac
+echo TASK_COMPLETE
+"#;
+    let p = project(script);
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    assert!(
+        !p.git_cmd(&["show", "--stat", "HEAD"]).contains("src/auth"),
+        "agentloop's commit of T1 holds only src/login.rs"
+    );
+    assert!(
+        r.stderr
+            .contains("T1: src/auth/login.rs: the path matches `auth`"),
+        "{}",
+        r.stderr
+    );
 }

@@ -350,6 +350,46 @@ fn fallback_agent_takes_over_after_the_replan_rung() {
     );
 }
 
+/// A run without a forge and a diff gate on: a task done without a commit (the agent
+/// broke agentloop's commit, say with a stale `.git/index.lock`) is not waved through.
+/// It is read like any other, holds the run for every gate that is on, and a retry of
+/// it lets go of a gate that held only it.
+#[test]
+fn a_task_done_without_a_commit_is_held_by_the_diff_gates_all_the_same() {
+    let ctl = |r: Request| Event::Control {
+        id: "person".into(),
+        source: "cli".into(),
+        request: r,
+    };
+    let mut s = Sim::new(PLAN, settings(|c| c.gates.security.enabled = true));
+    let a = s.iteration(claims(true, &["src/auth/login.rs"]), Some(true), "");
+    assert_eq!(s.state.task("T1").unwrap().commit, None);
+    assert_eq!(a, Action::CheckDiff { task: "T1".into() });
+    let held = agentloop_core::policy::unread(
+        &s.state.settings.gates,
+        "its change was not committed, so what it changed is unknown",
+    );
+    assert_eq!(held.len(), 1, "{held:?}");
+    let a = s.then(Event::TaskDiffChecked {
+        task: "T1".into(),
+        commit: None,
+        triggered: held,
+    });
+    assert_eq!(
+        a,
+        Action::Record(Event::GateOpened {
+            gate: Gate::Diff("security".into())
+        })
+    );
+    assert_eq!(
+        s.then(a.into_event()),
+        Action::Wait(WaitReason::Gate(Gate::Diff("security".into())))
+    );
+    // Retried, T1 holds nothing: the gate closes and T1 runs again (T2 depends on it).
+    let a = s.then(ctl(Request::Retry { task: "T1".into() }));
+    assert!(matches!(&a, Action::Iterate(p) if p.task == "T1"), "{a:?}");
+}
+
 #[test]
 fn budgets_pause_the_run_until_topped_up() {
     let ctl = |r: Request| Event::Control {

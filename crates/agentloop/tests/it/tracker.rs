@@ -22,6 +22,34 @@ fn import(p: &Project, source: &str, url: &str, token: (&str, &str)) -> crate::s
     .into()
 }
 
+/// A mock GitLab project (its remote a bare repository in the returned directory)
+/// with `issues` labelled `agentloop`, and a project whose plan was imported from them,
+/// driven by the scripted agent `script`.
+fn from_gitlab(
+    issues: &[(&str, &str)],
+    script: &str,
+) -> (tempfile::TempDir, agentloop_testkit::MockGitLab, Project) {
+    let remote = tempfile::tempdir().unwrap();
+    let bare = remote.path().join("r.git");
+    std::process::Command::new("git")
+        .args(["init", "-q", "--bare", bare.to_str().unwrap()])
+        .status()
+        .unwrap();
+    let gl = agentloop_testkit::MockGitLab::start("group/hello", &bare, "glpat", None, &[]);
+    for (title, body) in issues {
+        gl.add_issue(title, body, &["agentloop"]);
+    }
+    let p = Scratch::new().agent(&agent(script)).build();
+    let r = import(
+        &p,
+        "gitlab:group/hello?label=agentloop",
+        &gl.url(),
+        ("GITLAB_TOKEN", "glpat"),
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    (remote, gl, p)
+}
+
 #[test]
 fn github_issues_become_a_plan_with_criteria_checks_and_dependencies() {
     let remote = tempfile::tempdir().unwrap();
@@ -164,28 +192,10 @@ esac
 
 #[test]
 fn gitlab_issues_are_imported_and_closed_when_done() {
-    use agentloop_testkit::MockGitLab;
-    let remote = tempfile::tempdir().unwrap();
-    let bare = remote.path().join("r.git");
-    std::process::Command::new("git")
-        .args(["init", "-q", "--bare", bare.to_str().unwrap()])
-        .status()
-        .unwrap();
-    let gl = MockGitLab::start("group/hello", &bare, "glpat", None, &[]);
-    gl.add_issue("Make b.txt", "Verify: test -f b.txt", &["agentloop"]);
-    gl.add_issue("Skip me", "x", &["agentloop"]);
-    let mut p = Scratch::new()
-        .agent(&agent(
-            "case \"$task\" in GL-1) touch b.txt; echo TASK_COMPLETE ;; *) echo 'BLOCKED: why?' ;; esac\n",
-        ))
-        .build();
-    let r = import(
-        &p,
-        "gitlab:group/hello?label=agentloop",
-        &gl.url(),
-        ("GITLAB_TOKEN", "glpat"),
+    let (_remote, gl, mut p) = from_gitlab(
+        &[("Make b.txt", "Verify: test -f b.txt"), ("Skip me", "x")],
+        "case \"$task\" in GL-1) touch b.txt; echo TASK_COMPLETE ;; *) echo 'BLOCKED: why?' ;; esac\n",
     );
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(p.read("PLAN.md").contains("## GL-1: Make b.txt"));
     p.commit("the plan from GitLab");
     p.env.push(("GITLAB_TOKEN".into(), "glpat".into()));
@@ -234,28 +244,13 @@ fn gitlab_issues_are_imported_and_closed_when_done() {
 
 #[test]
 fn a_tracker_that_is_down_is_warned_about_once_and_the_run_goes_on() {
-    use agentloop_testkit::MockGitLab;
-    let remote = tempfile::tempdir().unwrap();
-    let bare = remote.path().join("r.git");
-    std::process::Command::new("git")
-        .args(["init", "-q", "--bare", bare.to_str().unwrap()])
-        .status()
-        .unwrap();
-    let gl = MockGitLab::start("group/hello", &bare, "glpat", None, &[]);
-    gl.add_issue("Make b.txt", "Verify: test -f b.txt", &["agentloop"]);
-    gl.add_issue("Make c.txt", "Verify: test -f c.txt", &["agentloop"]);
-    let mut p = Scratch::new()
-        .agent(&agent(
-            "case \"$task\" in GL-1) touch b.txt ;; *) touch c.txt ;; esac; echo TASK_COMPLETE\n",
-        ))
-        .build();
-    let r = import(
-        &p,
-        "gitlab:group/hello?label=agentloop",
-        &gl.url(),
-        ("GITLAB_TOKEN", "glpat"),
+    let (_remote, gl, mut p) = from_gitlab(
+        &[
+            ("Make b.txt", "Verify: test -f b.txt"),
+            ("Make c.txt", "Verify: test -f c.txt"),
+        ],
+        "case \"$task\" in GL-1) touch b.txt ;; *) touch c.txt ;; esac; echo TASK_COMPLETE\n",
     );
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
     // The tracker goes away: a port nothing listens on.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let dead = format!("http://{}", closed.local_addr().unwrap());

@@ -16,6 +16,17 @@ fn log_json(p: &crate::support::Project) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// Task ONE, driven for one iteration of the scripted agent `body`.
+fn one_iteration(body: &str) -> crate::support::Project {
+    let p = Scratch::new().plan(ONE).agent(&agent(body)).build();
+    let mut driver = p
+        .cmd(&["run", "--quiet", "--max-iterations", "1"])
+        .spawn()
+        .unwrap();
+    wait_exit(&mut driver, Duration::from_secs(30));
+    p
+}
+
 fn refused(p: &crate::support::Project) -> Vec<serde_json::Value> {
     log_json(p)
         .into_iter()
@@ -30,12 +41,7 @@ fn the_agent_can_neither_top_up_its_budget_nor_release_a_ship_gate() {
          {BIN} approve --gate security 2> .git/agent-state/gate.err; echo $? > .git/agent-state/gate.rc\n\
          echo TASK_COMPLETE\n"
     );
-    let p = Scratch::new().plan(ONE).agent(&agent(&body)).build();
-    let mut driver = p
-        .cmd(&["run", "--quiet", "--max-iterations", "1"])
-        .spawn()
-        .unwrap();
-    wait_exit(&mut driver, Duration::from_secs(30));
+    let p = one_iteration(&body);
     assert_eq!(p.read(".git/agent-state/topup.rc").trim(), "2");
     assert_eq!(p.read(".git/agent-state/gate.rc").trim(), "2");
     for f in ["topup", "gate"] {
@@ -59,12 +65,7 @@ fn the_agents_own_control_requests_are_refused_and_journaled() {
          echo \"$AGENTLOOP_RUN\" > .git/agent-state/run\n\
          echo TASK_COMPLETE\n"
     );
-    let p = Scratch::new().plan(ONE).agent(&agent(&body)).build();
-    let mut driver = p
-        .cmd(&["run", "--quiet", "--max-iterations", "1"])
-        .spawn()
-        .unwrap();
-    wait_exit(&mut driver, Duration::from_secs(30));
+    let p = one_iteration(&body);
     assert_eq!(p.read(".git/agent-state/steer.rc").trim(), "2");
     assert_eq!(p.read(".git/agent-state/skip.rc").trim(), "2");
     let err = p.read(".git/agent-state/steer.err");
