@@ -208,6 +208,16 @@ pub(crate) fn event(e: &Event) -> String {
         ),
         Event::DiffGateApproved { gate, by } => format!("the {gate} gate approved by {by}"),
         Event::PrMerged { commit } => format!("merged: the base branch is at {commit:.12}"),
+        Event::ShipUnitStarted {
+            task, base, onto, ..
+        } => format!("task {task} next: its own pull request into {base}, from {onto:.12}"),
+        Event::TaskShipped { task, empty } => {
+            if *empty {
+                format!("task {task}: nothing to propose, its change is on the base already")
+            } else {
+                format!("task {task} shipped")
+            }
+        }
         Event::PostMergeVerified { commit, passed, .. } => format!(
             "the run's checks on {commit:.12} after the merge: {}",
             if *passed { "passed" } else { "FAILED" }

@@ -270,6 +270,8 @@ impl Progress {
             | Event::DiffGatesChecked { .. }
             | Event::DiffGateApproved { .. }
             | Event::PrMerged { .. }
+            | Event::ShipUnitStarted { .. }
+            | Event::TaskShipped { .. }
             | Event::PostMergeVerified { .. }
             | Event::ShipFailed { .. } => {
                 let text = format!("ship: {}", crate::describe::event(&r.event));

@@ -15,6 +15,7 @@ pub use schema::{
 };
 pub use settings::Settings;
 pub use ship::{
-    AfterMergeFailure, CONTEXT_FILES, Forge, MergeMethod, MergeWhen, PromptConfig, Ship, Tracker,
+    AfterMergeFailure, CONTEXT_FILES, Forge, MergeMethod, MergeWhen, PrScope, PromptConfig, Ship,
+    Tracker,
 };
 pub use template::TEMPLATE;

@@ -38,6 +38,19 @@ pub enum MergeMethod {
     Rebase,
 }
 
+/// What a pull request carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum PrScope {
+    /// One pull request with the whole run's work.
+    #[default]
+    Run,
+    /// One pull request per task, shipped in the plan's order once every task is
+    /// settled: each on its own branch, stacked on the one before while it is not
+    /// merged (`merge = "manual"`), else on the base branch.
+    Task,
+}
+
 /// What a failed verification of the base branch after the merge does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
@@ -67,6 +80,8 @@ pub struct Ship {
     pub api_url: Option<String>,
     /// The branch pushed and proposed (`{run}`: the run id).
     pub branch: String,
+    /// One pull request for the run, or one per task (`"task"`).
+    pub pr: PrScope,
     pub draft: bool,
     pub labels: Vec<String>,
     /// Asked to review; an approving review from one of them releases the review gate
@@ -97,6 +112,7 @@ impl Default for Ship {
             base: None,
             api_url: None,
             branch: "agentloop/{run}".into(),
+            pr: PrScope::Run,
             draft: false,
             labels: vec!["agentloop".into()],
             reviewers: Vec::new(),

@@ -146,6 +146,23 @@ pub enum Event {
         gate: String,
         by: String,
     },
+    /// `pr = "task"`: task `task` is shipped next, on `branch` from `onto` (the base
+    /// branch's head, or the branch of the unmerged pull request before it), proposed
+    /// into `base`.
+    ShipUnitStarted {
+        task: String,
+        branch: String,
+        base: String,
+        onto: String,
+    },
+    /// `pr = "task"`: the task's pull request is through (merged and verified, or
+    /// approved when a person merges); `empty`: its change was already on the base
+    /// branch, so there was nothing to propose.
+    TaskShipped {
+        task: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        empty: bool,
+    },
     /// agentloop merged the pull request; `commit` is the base branch's new head.
     PrMerged {
         commit: String,
@@ -283,6 +300,8 @@ impl Event {
             Event::TaskDiffChecked { .. } => "task_diff_checked",
             Event::DiffGateApproved { .. } => "diff_gate_approved",
             Event::PrMerged { .. } => "pr_merged",
+            Event::ShipUnitStarted { .. } => "ship_unit_started",
+            Event::TaskShipped { .. } => "task_shipped",
             Event::PostMergeVerified { .. } => "post_merge_verified",
             Event::ShipFailed { .. } => "ship_failed",
             Event::IssueUpdated { .. } => "issue_updated",

@@ -25,9 +25,9 @@ pub use integration::{Integration, MergeState};
 pub use lanes::{Lane, Phase};
 pub use person::{Gate, Request};
 pub use progress::render as render_progress;
-pub use report::{handoff, pr_body};
+pub use report::{handoff, pr_body, unit_pr_body};
 pub use seal::{key_path, seal, verifies};
-pub use ship::{CheckOutcome, ShipState};
+pub use ship::{CheckOutcome, ShipState, Shipped, Unit};
 pub use state::{FoldError, OpenIteration, RunState, STATE_VERSION, StopKind};
 pub use store::{
     Appended, Contents, JournalError, MAX_LINE_BYTES, Record, SCHEMA_VERSION, Scan, Writer, encode,

@@ -8,9 +8,13 @@ use std::fmt::Write;
 use super::{RunState, TaskStatus};
 use crate::words::{money, plural};
 
-/// The tasks, each with what verified it.
-fn tasks(s: &RunState, out: &mut String) {
-    for t in &s.tasks {
+/// The tasks (those in `only`, when given), each with what verified it.
+fn tasks(s: &RunState, only: Option<&[String]>, out: &mut String) {
+    for t in s
+        .tasks
+        .iter()
+        .filter(|t| only.is_none_or(|o| o.contains(&t.id)))
+    {
         let plan = s.plan_task(&t.id);
         let checks: Vec<String> = plan
             .map(|p| p.verify.iter().map(|c| format!("`{c}`")).collect())
@@ -111,7 +115,7 @@ pub fn pr_body(s: &RunState) -> String {
         money(s.cost_usd)
     );
     out.push_str("### Tasks\n\n");
-    tasks(s, &mut out);
+    tasks(s, None, &mut out);
     out.push_str("\n### The run\n\n");
     trips(s, &mut out);
     let _ = writeln!(
@@ -133,6 +137,54 @@ pub fn pr_body(s: &RunState) -> String {
     out
 }
 
+/// `pr = "task"`: the body of the pull request of the unit being shipped — its task
+/// and the fixes its checks asked for, and where it sits among the run's others.
+pub fn unit_pr_body(s: &RunState) -> String {
+    let Some(u) = &s.ship.unit else {
+        return pr_body(s);
+    };
+    let mut out = String::new();
+    if let Some(p) = s.plan_task(&u.task) {
+        let _ = writeln!(out, "## {}: {}\n", p.id, p.title);
+        if !p.body.trim().is_empty() {
+            let _ = writeln!(out, "{}\n", p.body.trim());
+        }
+    }
+    let _ = writeln!(
+        out,
+        "Made by agentloop run `{}` (\"{}\"): one pull request per task, this is the {}.\n",
+        s.run_id,
+        s.plan.title,
+        ordinal(s.ship.shipped.len() + 1)
+    );
+    if let Some(prev) = s.ship.shipped.iter().rev().find(|p| p.branch == u.base) {
+        let _ = writeln!(
+            out,
+            "Stacked on {} (`{}`): review and merge that one first.\n",
+            prev.pr
+                .as_ref()
+                .map_or(prev.task.clone(), |(n, _)| format!("#{n} ({})", prev.task)),
+            prev.branch
+        );
+    }
+    out.push_str("### Task\n\n");
+    tasks(s, Some(&u.tasks), &mut out);
+    out.push_str("\n### The run\n\n");
+    trips(s, &mut out);
+    out
+}
+
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
 /// The handoff written when the run ends.
 pub fn handoff(s: &RunState) -> String {
     let mut out = String::new();
@@ -152,7 +204,7 @@ pub fn handoff(s: &RunState) -> String {
         money(s.cost_usd)
     );
     out.push_str("## What was built\n\n");
-    tasks(s, &mut out);
+    tasks(s, None, &mut out);
     out.push_str("\n## Deferred or skipped\n\n");
     let left: Vec<_> = s
         .tasks
@@ -196,15 +248,24 @@ pub fn handoff(s: &RunState) -> String {
     }
     out.push_str("\n## Links\n\n");
     let mut any = false;
-    if let Some((n, url)) = &s.ship.pr {
+    for u in &s.ship.shipped {
+        let what = match (&u.pr, &u.merged) {
+            (Some((n, url)), Some(m)) => format!("pull request #{n}: {url}, merged as {m}"),
+            (Some((n, url)), None) => format!("pull request #{n}: {url}"),
+            (None, _) => "nothing to propose: already on the base branch".to_string(),
+        };
+        let _ = writeln!(out, "- {}: {what}", u.task);
+        any = true;
+    }
+    if let Some((n, url)) = s.ship.pr.as_ref().filter(|_| s.ship.shipped.is_empty()) {
         let _ = writeln!(out, "- Pull request #{n}: {url}");
         any = true;
     }
-    if let Some(c) = &s.ship.merged {
+    if let Some(c) = s.ship.merged.as_ref().filter(|_| s.ship.shipped.is_empty()) {
         let _ = writeln!(out, "- Merged as {c}");
         any = true;
     }
-    if let Some((c, _)) = &s.ship.pushed {
+    if let Some((c, _)) = s.ship.pushed.as_ref().filter(|_| s.ship.shipped.is_empty()) {
         let _ = writeln!(out, "- Pushed {c}");
         any = true;
     }

@@ -21,6 +21,35 @@ impl CheckOutcome {
     }
 }
 
+/// `pr = "task"`: the task being shipped, on its own branch and pull request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unit {
+    pub task: String,
+    /// The task, then the fixes its red checks asked for, in the order they apply.
+    pub tasks: Vec<String>,
+    pub branch: String,
+    /// The branch its pull request goes into.
+    pub base: String,
+    /// The commit its branch starts from.
+    pub onto: String,
+}
+
+/// `pr = "task"`: a unit that went through.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shipped {
+    pub task: String,
+    pub tasks: Vec<String>,
+    pub branch: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pr: Option<(u64, String)>,
+    /// The pushed commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// The base branch's head after agentloop merged it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<String>,
+}
+
 /// What the state keeps of the ship flow.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -58,6 +87,16 @@ pub struct ShipState {
     /// skipped).
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub issues: std::collections::BTreeMap<String, String>,
+    /// `pr = "task"`: the unit being shipped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unit: Option<Unit>,
+    /// `pr = "task"`: the units through, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shipped: Vec<Shipped>,
+    /// `pr = "task"`: fixes for the base branch after a merge, shipped before the
+    /// tasks still waiting.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub urgent: Vec<String>,
     /// A step that failed, waiting for a person at the ship gate.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failed: Option<String>,
@@ -81,6 +120,40 @@ fn digest(checks: &[CheckOutcome]) -> String {
         out.push('\n');
     }
     out.trim_end().to_string()
+}
+
+impl ShipState {
+    /// Forgets the last unit's push, pull request, checks, review, gates and merge.
+    fn reset_unit(&mut self) {
+        self.pushed = None;
+        self.pr_for = None;
+        self.checks = None;
+        self.approved = false;
+        self.merged = None;
+        self.post_merge = None;
+        self.diff_for = None;
+        self.triggered.clear();
+    }
+
+    /// The unit being shipped goes into `shipped`.
+    fn unit_through(&mut self) {
+        if let Some(u) = self.unit.take() {
+            self.shipped.push(Shipped {
+                task: u.task,
+                tasks: u.tasks,
+                branch: u.branch,
+                pr: self.pr.clone(),
+                commit: self.pushed.as_ref().map(|(c, _)| c.clone()),
+                merged: self.merged.clone(),
+            });
+        }
+    }
+
+    /// Is task `id` shipped, or being shipped?
+    pub fn has(&self, id: &str) -> bool {
+        self.unit.iter().any(|u| u.tasks.iter().any(|t| t == id))
+            || self.shipped.iter().any(|u| u.tasks.iter().any(|t| t == id))
+    }
 }
 
 impl RunState {
@@ -125,16 +198,15 @@ impl RunState {
                 self.ship.fixes += 1;
                 self.set_plan(plan.clone());
                 if *after_merge {
-                    // The next push opens a new pull request, checked and reviewed anew.
-                    let ship = &mut self.ship;
-                    ship.pushed = None;
-                    ship.pr_for = None;
-                    ship.checks = None;
-                    ship.approved = false;
-                    ship.merged = None;
-                    ship.post_merge = None;
-                    ship.diff_for = None;
-                    ship.triggered.clear();
+                    // The next push opens a new pull request, checked and reviewed anew
+                    // (one per task: the merged unit is through, the fix ships first).
+                    self.ship.unit_through();
+                    self.ship.reset_unit();
+                    if self.settings.ship.pr == crate::config::PrScope::Task {
+                        self.ship.urgent.push(task.clone());
+                    }
+                } else if let Some(u) = &mut self.ship.unit {
+                    u.tasks.push(task.clone());
                 }
                 let digest = self.ship.checks_digest.clone();
                 if let Some(t) = self.task_mut(task) {
@@ -161,6 +233,28 @@ impl RunState {
             }
             Event::DiffGateApproved { gate, .. } => self.approve_diff_gate(gate),
             Event::PrMerged { commit } => self.ship.merged = Some(commit.clone()),
+            Event::ShipUnitStarted {
+                task,
+                branch,
+                base,
+                onto,
+            } => {
+                self.ship.unit_through();
+                self.ship.reset_unit();
+                self.ship.pr = None;
+                self.ship.urgent.retain(|t| t != task);
+                self.ship.unit = Some(Unit {
+                    task: task.clone(),
+                    tasks: vec![task.clone()],
+                    branch: branch.clone(),
+                    base: base.clone(),
+                    onto: onto.clone(),
+                });
+            }
+            Event::TaskShipped { .. } => {
+                self.ship.unit_through();
+                self.ship.failed = None;
+            }
             Event::IssueUpdated { task, state, .. } => {
                 self.ship.issues.insert(task.clone(), state.clone());
             }

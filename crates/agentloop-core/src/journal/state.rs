@@ -452,6 +452,8 @@ impl RunState {
             | Event::TaskDiffChecked { .. }
             | Event::DiffGateApproved { .. }
             | Event::PrMerged { .. }
+            | Event::ShipUnitStarted { .. }
+            | Event::TaskShipped { .. }
             | Event::IssueUpdated { .. }
             | Event::PostMergeVerified { .. }
             | Event::ShipFailed { .. }) => {

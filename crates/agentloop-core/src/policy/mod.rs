@@ -25,7 +25,7 @@ pub use ladder::{rung_budget, task_bound};
 pub use prompt::build as build_prompt;
 pub use replan::review_replan;
 pub use schedule::schedule;
-pub use ship::ShipStep;
+pub use ship::{ShipStep, next_unit};
 
 // One action exists at a time and is consumed at once; boxing the event buys nothing.
 #[allow(clippy::large_enum_variant)]

@@ -3,7 +3,7 @@
 //! agent, up to `fix_attempts`), wait for the review, merge (`merge = "auto"`), and
 //! verify the base branch after the merge. Pure, like the rest of the policy.
 
-use crate::journal::{Event, FinishReason, Gate, RunState, RunStatus};
+use crate::journal::{Event, FinishReason, Gate, RunState, RunStatus, TaskStatus};
 use crate::plan::Task;
 
 use super::Action;
@@ -11,6 +11,9 @@ use super::Action;
 /// A step the driver does with git and the forge, then records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShipStep {
+    /// `pr = "task"`: begin shipping the next task ([`next_unit`]) on a branch of its
+    /// own (`ship_unit_started`).
+    StartUnit,
     /// Push the run's work to the ship branch (`ship_pushed`).
     Push,
     /// Open or update the pull request (`pr_opened`).
@@ -26,18 +29,55 @@ pub enum ShipStep {
     PostMergeVerify,
 }
 
+/// `pr = "task"`: the task to ship next — a fix the base branch needs after a merge,
+/// else the first done task in the plan's order whose change is committed and not
+/// shipped yet (a fix for red checks ships with the task it was made for).
+pub fn next_unit(s: &RunState) -> Option<&str> {
+    let done = |id: &str| {
+        s.task(id)
+            .is_some_and(|t| t.status == TaskStatus::Done && t.commit.is_some())
+            && !s.ship.has(id)
+    };
+    if let Some(t) = s.ship.urgent.iter().find(|t| done(t)) {
+        return Some(t);
+    }
+    s.plan
+        .tasks
+        .iter()
+        .map(|t| t.id.as_str())
+        .find(|&id| done(id))
+}
+
 /// What shipping asks for next; `None` when it has nothing (more) to do.
 pub(super) fn next(s: &RunState) -> Option<Action> {
     let cfg = &s.settings.ship;
     if !cfg.enabled() {
         return None;
     }
-    let ship = &s.ship;
-    if let Some(why) = &ship.failed {
+    if let Some(why) = &s.ship.failed {
         return Some(Action::Record(Event::GateOpened {
             gate: Gate::Ship(why.clone()),
         }));
     }
+    if cfg.pr == crate::config::PrScope::Task {
+        let Some(unit) = &s.ship.unit else {
+            return next_unit(s).map(|_| Action::Ship(ShipStep::StartUnit));
+        };
+        // A unit through goes into `shipped`; the next one starts.
+        return Some(flow(s).unwrap_or_else(|| {
+            Action::Record(Event::TaskShipped {
+                task: unit.task.clone(),
+                empty: false,
+            })
+        }));
+    }
+    flow(s)
+}
+
+/// The steps of one pull request: the run's, or one task's.
+fn flow(s: &RunState) -> Option<Action> {
+    let cfg = &s.settings.ship;
+    let ship = &s.ship;
     // The work to push: anything done since the last push (a fix) is pushed again.
     let Some((pushed, at)) = &ship.pushed else {
         return Some(Action::Ship(ShipStep::Push));

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use agentloop_core::journal::Event;
+use agentloop_core::journal::{Event, TaskState};
 use agentloop_core::policy::{DiffInput, parse_unified};
 
 use super::Driver;
@@ -46,11 +46,19 @@ pub(crate) fn read_diff(
 }
 
 impl Driver {
-    /// A run without a forge: what the done task's commit changed, gate by gate. In a
-    /// run with workers the commit is the task's merge onto the integration branch
-    /// (its first parent is where it went); else the task is measured from the HEAD
-    /// its first iteration began at, so commits the agent made itself count too. A
-    /// change that was not committed, or whose diff cannot be read, holds the task for
+    /// Where the change task `t` committed as `commit` starts: in a run with workers
+    /// the commit is the task's merge onto the integration branch (its first parent is
+    /// where it went); else the HEAD its first iteration began at, so commits the agent
+    /// made itself count too.
+    pub(crate) fn change_from(&self, t: &TaskState, commit: &str) -> String {
+        match &t.head_at_start {
+            Some(h) if !self.state.settings.in_worktrees() => h.clone(),
+            _ => format!("{commit}^1"),
+        }
+    }
+
+    /// A run without a forge: what the done task's commit changed
+    /// ([`Driver::change_from`]), gate by gate. A change that was not committed, or whose diff cannot be read, holds the task for
     /// every gate that is on.
     pub(crate) fn check_task_diff(&mut self, task: &str) -> Result<(), CliError> {
         let Some(t) = self.state.task(task) else {
@@ -64,10 +72,7 @@ impl Driver {
                 "its change was not committed, so what it changed is unknown",
             ),
             Some(commit) => {
-                let from = match &t.head_at_start {
-                    Some(h) if !self.state.settings.in_worktrees() => h.clone(),
-                    _ => format!("{commit}^1"),
-                };
+                let from = self.change_from(t, commit);
                 match read_diff(&self.ws.root, &from, commit, false) {
                     Ok(input) => agentloop_core::policy::triggered(gates, &input),
                     Err(e) => {

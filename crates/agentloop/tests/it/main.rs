@@ -26,6 +26,7 @@ mod reports;
 mod requests;
 mod resume;
 mod ship;
+mod ship_task;
 mod support;
 mod surface;
 mod terminals;

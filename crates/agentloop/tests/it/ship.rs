@@ -24,7 +24,7 @@ esac
 echo TASK_COMPLETE
 "#;
 
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args([
             "-c",
@@ -48,6 +48,22 @@ fn git(dir: &Path, args: &[&str]) -> String {
 
 /// A project whose `origin` is a bare repository the mock GitHub serves.
 fn project(extra: &str) -> (Project, tempfile::TempDir, MockGitHub) {
+    project_with(
+        PLAN,
+        AGENT,
+        CI,
+        &format!("reviewers = [\"alice\"]\nmerge = \"auto\"\nmethod = \"merge\"\n{extra}"),
+    )
+}
+
+/// A project with `plan`, a scripted `agent` and the forge's CI `ci`, whose `origin` is
+/// a bare repository the mock GitHub serves; `extra` goes into `[ship]`.
+pub(crate) fn project_with(
+    plan: &str,
+    agent_script: &str,
+    ci: &str,
+    extra: &str,
+) -> (Project, tempfile::TempDir, MockGitHub) {
     let remote = tempfile::tempdir().unwrap();
     let bare = remote.path().join("hello.git");
     git(
@@ -56,11 +72,11 @@ fn project(extra: &str) -> (Project, tempfile::TempDir, MockGitHub) {
     );
     let gh = MockGitHub::start("octo/hello", &bare, "t0ken", Some("sh ci.sh"));
     let mut p = Scratch::new()
-        .plan(PLAN)
-        .agent(&agent(AGENT))
-        .file("ci.sh", CI)
+        .plan(plan)
+        .agent(&agent(agent_script))
+        .file("ci.sh", ci)
         .config(&format!(
-            "[ship]\nforge = \"github\"\nrepo = \"octo/hello\"\napi_url = \"{}\"\nreviewers = [\"alice\"]\nmerge = \"auto\"\nmethod = \"merge\"\npoll = \"100ms\"\n{extra}",
+            "[ship]\nforge = \"github\"\nrepo = \"octo/hello\"\napi_url = \"{}\"\npoll = \"100ms\"\n{extra}",
             gh.url()
         ))
         .build();
@@ -70,7 +86,7 @@ fn project(extra: &str) -> (Project, tempfile::TempDir, MockGitHub) {
     (p, remote, gh)
 }
 
-fn kinds(p: &Project) -> Vec<String> {
+pub(crate) fn kinds(p: &Project) -> Vec<String> {
     crate::real_cli::journal_events(p)
         .iter()
         .map(|e| e["kind"].as_str().unwrap().to_string())

@@ -1,6 +1,7 @@
 //! The ship flow's effects: push the run's work, open or update the pull request, wait
 //! for the forge's checks, poll the review, merge, verify the base branch after the
-//! merge, and write the handoff. Each step records what happened (or `ship_failed`,
+//! merge, and write the handoff. With `pr = "task"` each task goes through the same
+//! steps on a branch and pull request of its own (`unit`). Each step records what happened (or `ship_failed`,
 //! which waits for a person); the policy decides the next one.
 
 use std::path::{Path, PathBuf};
@@ -18,6 +19,8 @@ use agentloop_forge::{ChecksState, Forge};
 
 use super::Driver;
 use crate::error::CliError;
+
+mod unit;
 
 /// How many looks at a commit with no checks at all before it counts as having none.
 const NO_CHECKS_LOOKS: u32 = 3;
@@ -116,6 +119,7 @@ impl Driver {
     /// Does one step and records its outcome.
     pub(crate) fn ship(&mut self, step: ShipStep) -> Result<(), CliError> {
         let outcome = match step {
+            ShipStep::StartUnit => self.ship_start_unit(),
             ShipStep::Push => self.ship_push(),
             ShipStep::OpenPr => self.ship_open_pr(),
             ShipStep::AwaitChecks => self.ship_await_checks(),
@@ -129,6 +133,7 @@ impl Driver {
             Ok(None) => Ok(()),
             Err(message) => {
                 let step = match step {
+                    ShipStep::StartUnit => "starting the next task's pull request",
                     ShipStep::Push => "push",
                     ShipStep::OpenPr => "opening the pull request",
                     ShipStep::AwaitChecks => "waiting for the checks",
@@ -146,9 +151,14 @@ impl Driver {
         }
     }
 
-    /// The commit to ship: the integration branch's head in a run with workers, else
-    /// the working tree's HEAD (where each verified iteration was committed).
-    fn ship_commit(&self) -> Result<String, String> {
+    /// The commit to ship: the unit's branch head (`pr = "task"`; `None` when its
+    /// change is already on the base), the integration branch's head in a run with
+    /// workers, else the working tree's HEAD (where each verified iteration was
+    /// committed).
+    fn ship_commit(&self) -> Result<Option<String>, String> {
+        if let Some(unit) = &self.state.ship.unit {
+            return self.unit_commit(unit);
+        }
         match &self.state.integration {
             Some(i) => git(
                 &self.ws.root,
@@ -156,12 +166,31 @@ impl Driver {
             ),
             None => git(&self.ws.root, &["rev-parse", "HEAD"]),
         }
+        .map(Some)
+    }
+
+    /// The branch pushed and proposed: the unit's, or the run's.
+    fn ship_branch(&self) -> String {
+        match &self.state.ship.unit {
+            Some(u) => u.branch.clone(),
+            None => self.ship_cfg().branch_of(&self.run.id),
+        }
     }
 
     fn ship_push(&mut self) -> Result<Option<Event>, String> {
         let cfg = self.ship_cfg().clone();
-        let commit = self.ship_commit()?;
-        let branch = cfg.branch_of(&self.run.id);
+        let Some(commit) = self.ship_commit()? else {
+            let task = self.state.ship.unit.as_ref().map(|u| u.task.clone());
+            self.progress.note(&format!(
+                "ship: task {} has nothing to propose: its change is on the base branch already",
+                task.as_deref().unwrap_or("?")
+            ));
+            return Ok(Some(Event::TaskShipped {
+                task: task.unwrap_or_default(),
+                empty: true,
+            }));
+        };
+        let branch = self.ship_branch();
         git(
             &self.ws.root,
             &[
@@ -178,11 +207,23 @@ impl Driver {
     fn ship_open_pr(&mut self) -> Result<Option<Event>, String> {
         let cfg = self.ship_cfg().clone();
         let f = forge(&self.ws.root, &cfg)?;
-        let base = self.ship_base()?;
-        let head = cfg.branch_of(&self.run.id);
-        let body = agentloop_core::journal::pr_body(&self.state);
+        let head = self.ship_branch();
+        let (base, title, body) = match &self.state.ship.unit {
+            Some(u) => (
+                u.base.clone(),
+                self.state
+                    .plan_task(&u.task)
+                    .map_or(u.task.clone(), |t| format!("{}: {}", t.id, t.title)),
+                agentloop_core::journal::unit_pr_body(&self.state),
+            ),
+            None => (
+                self.ship_base()?,
+                self.state.plan.title.clone(),
+                agentloop_core::journal::pr_body(&self.state),
+            ),
+        };
         let (pr, created) = f
-            .open_or_update(&head, &base, &self.state.plan.title, &body, cfg.draft)
+            .open_or_update(&head, &base, &title, &body, cfg.draft)
             .map_err(|e| e.to_string())?;
         if created {
             f.add_labels(pr.number, &cfg.labels)
@@ -310,10 +351,16 @@ impl Driver {
         let Some((commit, _)) = self.state.ship.pushed.clone() else {
             return Err("nothing was pushed".into());
         };
-        let base = self.ship_base()?;
-        git(&self.ws.root, &["fetch", "--quiet", &cfg.remote, &base])?;
-        let base_sha = git(&self.ws.root, &["rev-parse", "FETCH_HEAD"])?;
-        let input = super::gates::read_diff(&self.ws.root, &base_sha, &commit, true)?;
+        // A unit's diff is what it adds to where it starts.
+        let input = match &self.state.ship.unit {
+            Some(u) => super::gates::read_diff(&self.ws.root, &u.onto, &commit, false)?,
+            None => {
+                let base = self.ship_base()?;
+                git(&self.ws.root, &["fetch", "--quiet", &cfg.remote, &base])?;
+                let base_sha = git(&self.ws.root, &["rev-parse", "FETCH_HEAD"])?;
+                super::gates::read_diff(&self.ws.root, &base_sha, &commit, true)?
+            }
+        };
         let triggered = agentloop_core::policy::triggered(&gates, &input);
         let mut names: Vec<String> = triggered.iter().map(|t| t.gate.clone()).collect();
         names.dedup();
@@ -377,7 +424,7 @@ impl Driver {
             .merge(number, &commit, method(cfg.method))
             .map_err(|e| e.to_string())?;
         if cfg.delete_branch {
-            let branch = cfg.branch_of(&self.run.id);
+            let branch = self.ship_branch();
             if let Err(e) = git(
                 &self.ws.root,
                 &["push", "--quiet", &cfg.remote, "--delete", &branch],
@@ -418,11 +465,19 @@ impl Driver {
                 &commit,
             ],
         )?;
+        // One pull request per task: the checks of the tasks not shipped yet wait for
+        // their own.
+        let waiting = |id: &str| {
+            self.state.settings.ship.pr == agentloop_core::config::PrScope::Task
+                && !self.state.ship.has(id)
+                && self.state.task(id).is_some_and(|t| t.commit.is_some())
+        };
         let commands: Vec<String> = self
             .state
             .plan
             .tasks
             .iter()
+            .filter(|t| !waiting(&t.id))
             .flat_map(|t| t.verify.clone())
             .chain(self.state.settings.verify_commands.iter().cloned())
             .collect();
