@@ -142,6 +142,13 @@ pub(crate) fn event(e: &Event) -> String {
             "baseline of the verification surface: {}",
             agentloop_core::words::plural(files.len(), "file", "files")
         ),
+        Event::TripwiresChecked { iteration, hits } if hits.is_empty() => {
+            format!("iteration {iteration}: no tripwire hit")
+        }
+        Event::TripwiresChecked { iteration, hits } => format!(
+            "iteration {iteration} hit a tripwire: {}",
+            agentloop_core::journal::hits_words(hits)
+        ),
         Event::SurfaceChecked { iteration, changes } if changes.is_empty() => {
             format!("iteration {iteration}: the verification surface is as the baseline")
         }
@@ -320,6 +327,14 @@ fn gates_words(triggered: &[agentloop_core::policy::Trigger], verb: &str) -> Str
 /// At a diff gate of a run without a forge: what holds it, a line per file
 /// (`T1: src/auth/login.rs:3: the path matches `auth``).
 pub(crate) fn held(s: &RunState, gate: &Gate) -> Vec<String> {
+    if let Gate::Tripwire(task) = gate {
+        return s
+            .tripwire_gate_hits()
+            .unwrap_or_default()
+            .iter()
+            .map(|h| format!("{task}: must not {}: {}", h.wire, h.evidence))
+            .collect();
+    }
     let Gate::Diff(name) = gate else {
         return Vec::new();
     };

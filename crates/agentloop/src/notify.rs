@@ -29,7 +29,10 @@ pub fn payload(s: &RunState, r: &Record) -> Option<Value> {
                         .collect::<Vec<_>>()
                         .join("\n")
                 ),
-                None => format!("waiting for a person: {}", gate.describe()),
+                None => std::iter::once(format!("waiting for a person: {}", gate.describe()))
+                    .chain(crate::describe::held(s, gate))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
             },
         ),
         Event::IterationFinished(f) if f.outcome == Outcome::Blocked => {

@@ -74,6 +74,7 @@ impl RunState {
                         }
                     }
                     Gate::Surface(t) => self.surface_approved(&t),
+                    Gate::Tripwire(t) => self.tripwires_approved(&t),
                     Gate::Review => self.ship.approved = true,
                     Gate::Ship(_) => {
                         self.ship.failed = None;
@@ -135,6 +136,7 @@ impl RunState {
                         self.steer.push(format!("Reviewer: {why}"));
                     }
                     Gate::Surface(t) => self.surface_rejected(t, note.clone()),
+                    Gate::Tripwire(t) => self.tripwires_rejected(t, note.clone()),
                 }
             }
             Request::Skip { task, reason } => {
@@ -145,7 +147,7 @@ impl RunState {
                     t.skip_reason = reason.clone();
                     t.gate_after_pending = false;
                 }
-                if matches!(&self.gate, Some(Gate::BeforeTask(t) | Gate::AfterTask(t) | Gate::Surface(t)) if t == task)
+                if matches!(&self.gate, Some(Gate::BeforeTask(t) | Gate::AfterTask(t) | Gate::Surface(t) | Gate::Tripwire(t)) if t == task)
                 {
                     self.gate = None;
                 }
@@ -161,7 +163,7 @@ impl RunState {
                     t.reset_ladder();
                     t.clear_history();
                 }
-                if matches!(&self.gate, Some(Gate::BeforeTask(t) | Gate::AfterTask(t) | Gate::Surface(t)) if t == task)
+                if matches!(&self.gate, Some(Gate::BeforeTask(t) | Gate::AfterTask(t) | Gate::Surface(t) | Gate::Tripwire(t)) if t == task)
                 {
                     self.gate = None;
                 }

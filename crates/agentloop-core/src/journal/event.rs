@@ -240,6 +240,12 @@ pub enum Event {
         files: super::baseline::Baseline,
     },
     /// Before a claimed task is verified: the surface compared with the baseline.
+    /// What the open iteration did that its tripwires (`Must-not:`) forbid; a hit
+    /// stops the run at the tripwire gate.
+    TripwiresChecked {
+        iteration: u32,
+        hits: Vec<super::tripwire::TripHit>,
+    },
     SurfaceChecked {
         iteration: u32,
         changes: Vec<super::baseline::SurfaceChange>,
@@ -290,6 +296,7 @@ impl Event {
             Event::MergeFailed { .. } => "merge_failed",
             Event::Landed { .. } => "landed",
             Event::SurfaceChecked { .. } => "surface_checked",
+            Event::TripwiresChecked { .. } => "tripwires_checked",
             Event::SurfaceRestored { .. } => "surface_restored",
             Event::ShipPushed { .. } => "ship_pushed",
             Event::PrOpened { .. } => "pr_opened",
@@ -623,7 +630,10 @@ impl FinishReason {
                         Gate::Review => "pull request's review".to_string(),
                         Gate::Ship(_) => "retry of the failed ship step".to_string(),
                         Gate::Diff(g) => format!("{g} review"),
-                        Gate::BeforeTask(t) | Gate::AfterTask(t) | Gate::Surface(t) => {
+                        Gate::BeforeTask(t)
+                        | Gate::AfterTask(t)
+                        | Gate::Surface(t)
+                        | Gate::Tripwire(t) => {
                             format!("gate of task {t}")
                         }
                     }

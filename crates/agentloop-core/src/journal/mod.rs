@@ -16,6 +16,7 @@ mod state;
 mod store;
 mod surface;
 mod task;
+mod tripwire;
 mod verdict;
 mod workers;
 
@@ -34,3 +35,4 @@ pub use store::{
     read, read_first, read_from, scan,
 };
 pub use task::{TaskState, TaskStatus};
+pub use tripwire::{TripCheck, TripHit, hits_words};

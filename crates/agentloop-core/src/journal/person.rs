@@ -15,6 +15,9 @@ pub enum Gate {
     /// The task's iteration changed the verification surface (see the open
     /// iteration's surface check): approve moves the baseline, reject restores it.
     Surface(String),
+    /// The task's iteration hit a tripwire (`Must-not:`; see the open iteration's
+    /// tripwire check): approve accepts it for the task, reject hands it back.
+    Tripwire(String),
     /// The pull request's review: an approving review (or `approve`) releases it.
     Review,
     /// A step of the ship flow failed: approve tries it again, reject ends the run.
@@ -33,6 +36,9 @@ impl Gate {
             Gate::Final => "final review before the run is declared complete".into(),
             Gate::Surface(t) => format!(
                 "task {t} changed files that verify it: approve moves the baseline, reject restores it"
+            ),
+            Gate::Tripwire(t) => format!(
+                "task {t} hit a tripwire (Must-not): approve accepts it for the task, reject hands it back to the agent"
             ),
             Gate::Review => {
                 "the pull request's review: an approving review or `agentloop approve` releases it"

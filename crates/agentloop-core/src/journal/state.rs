@@ -42,6 +42,9 @@ pub struct OpenIteration {
     /// The verification surface checked before verification.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub surface: Option<super::baseline::SurfaceCheck>,
+    /// The tripwires checked after the agent finished (`Must-not:`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tripwires: Option<super::tripwire::TripCheck>,
     /// A run with workers: the verified work's way onto the integration branch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge: Option<MergeState>,
@@ -202,6 +205,7 @@ impl RunState {
                 title: String::new(),
                 goal: String::new(),
                 settings: Default::default(),
+                must_not: Vec::new(),
                 tasks: vec![],
             },
             plan_version: 1,
@@ -361,6 +365,7 @@ impl RunState {
                     agent_ms: 0,
                     limited: false,
                     surface: None,
+                    tripwires: None,
                     merge: None,
                 });
             }
@@ -497,6 +502,9 @@ impl RunState {
                 },
             ),
             Event::Landed { commit, .. } => self.landed(commit),
+            Event::TripwiresChecked { iteration, hits } => {
+                self.tripwires_checked(*iteration, hits);
+            }
             Event::SurfaceChecked { iteration, changes } => {
                 self.surface_checked(*iteration, changes)
             }

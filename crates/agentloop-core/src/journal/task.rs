@@ -98,6 +98,9 @@ pub struct TaskState {
     /// HEAD when the task's first iteration began: what its work is measured against.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub head_at_start: Option<String>,
+    /// Tripwires a person accepted this task hitting (`approve` at the tripwire gate).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tripwires_accepted: Vec<String>,
     /// The question the agent asked (`BLOCKED:`) in its last iteration, for the next
     /// prompt to carry together with a person's answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -147,6 +150,7 @@ impl TaskState {
             diff_checked: false,
             held: Vec::new(),
             head_at_start: None,
+            tripwires_accepted: Vec::new(),
             escalations: Vec::new(),
             breaker_tripped: false,
         }

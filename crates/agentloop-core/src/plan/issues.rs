@@ -99,6 +99,7 @@ pub fn plan_from_issues(
                 scope: Vec::new(),
                 max_iterations: None,
                 milestone: false,
+                must_not: Vec::new(),
                 line: 0,
             }
         })
@@ -111,6 +112,7 @@ pub fn plan_from_issues(
             "Resolve the open issues of {source}; each one's status is kept in step as the run goes."
         ),
         settings,
+        must_not: Vec::new(),
         tasks,
     }
 }

@@ -7,6 +7,7 @@ mod import;
 mod issues;
 mod model;
 mod parse;
+mod tripwire;
 mod validate;
 mod write;
 
@@ -15,3 +16,4 @@ pub use import::{ImportError, Imported, import};
 pub use issues::{IssueTask, plan_from_issues};
 pub use model::{Criterion, GatePoint, Mode, Plan, Task};
 pub use parse::{MAX_LINE_BYTES, MAX_PLAN_BYTES};
+pub use tripwire::{Glob, Tripwire};

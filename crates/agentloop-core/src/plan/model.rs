@@ -10,6 +10,9 @@ pub struct Plan {
     /// Plan-level settings from the front matter, in the same shape as `agentloop.toml`.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub settings: serde_json::Map<String, serde_json::Value>,
+    /// Tripwires for every task (`mustNot:` in the front matter; see `Tripwire`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub must_not: Vec<String>,
     pub tasks: Vec<Task>,
 }
 
@@ -37,6 +40,9 @@ pub struct Task {
     pub max_iterations: Option<u32>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub milestone: bool,
+    /// This task's tripwires (`Must-not:` lines; see `Tripwire`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub must_not: Vec<String>,
     /// Line of the task's heading in the file it was read from (0 when built in code).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub line: usize,
@@ -140,6 +146,7 @@ impl Task {
             scope: Vec::new(),
             max_iterations: None,
             milestone: false,
+            must_not: Vec::new(),
             line: 0,
         }
     }

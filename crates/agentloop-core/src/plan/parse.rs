@@ -80,7 +80,8 @@ impl Plan {
             }
         }
         let mut i = 0;
-        let settings = parse_front_matter(file, &lines, &mut i)?;
+        let mut settings = parse_front_matter(file, &lines, &mut i)?;
+        let must_not = front_must_not(file, &mut settings)?;
 
         // Title.
         let mut title = None;
@@ -123,6 +124,7 @@ impl Plan {
             title,
             goal,
             settings,
+            must_not,
             tasks,
         };
         plan.validate(file)?;
@@ -182,6 +184,36 @@ fn parse_front_matter(
             "front matter must be a mapping of settings (`key: value` lines)",
         )),
     }
+}
+
+/// The plan's tripwires, taken out of the front matter's settings: `mustNot:` (or
+/// `must_not:`), one line or a list of them.
+fn front_must_not(
+    file: &str,
+    settings: &mut serde_json::Map<String, serde_json::Value>,
+) -> Result<Vec<String>, PlanError> {
+    let Some(value) = ["mustNot", "must_not", "must-not"]
+        .iter()
+        .find_map(|k| settings.remove(*k))
+    else {
+        return Ok(Vec::new());
+    };
+    let items: Vec<serde_json::Value> = match value {
+        serde_json::Value::Array(a) => a,
+        v => vec![v],
+    };
+    items
+        .into_iter()
+        .map(|v| {
+            let text = v.as_str().ok_or_else(|| {
+                PlanError::at(file, 2, format!("mustNot: `{v}` is not a line of text"))
+                    .hint("write each tripwire as text, e.g. `- touch migrations/`")
+            })?;
+            super::Tripwire::parse(text)
+                .map_err(|e| PlanError::at(file, 2, format!("mustNot: {e}")))?;
+            Ok(text.trim().to_string())
+        })
+        .collect()
 }
 
 /// The dotted key of the first empty value in the front matter: `key:` alone, `~`, or
@@ -361,6 +393,11 @@ fn parse_task(file: &str, lines: &[&str], first_line: usize) -> Result<Task, Pla
                     }
                 };
             }
+            "must-not" => {
+                crate::plan::Tripwire::parse(value)
+                    .map_err(|e| PlanError::at(file, n, format!("Must-not: {e}")))?;
+                task.must_not.push(value.to_string());
+            }
             "acceptance" => {
                 once(&mut seen_fields, "Acceptance")?;
                 in_acceptance = true;
@@ -387,7 +424,7 @@ fn parse_task(file: &str, lines: &[&str], first_line: usize) -> Result<Task, Pla
 
 /// `Key: value` field lines; the key is matched without regard to case.
 fn field(line: &str) -> Option<(&'static str, &str)> {
-    const KEYS: [&str; 9] = [
+    const KEYS: [&str; 10] = [
         "depends",
         "verify",
         "gate",
@@ -397,11 +434,18 @@ fn field(line: &str) -> Option<(&'static str, &str)> {
         "max-iterations",
         "milestone",
         "acceptance",
+        "must-not",
     ];
     let (k, v) = line.split_once(':')?;
     if k.starts_with(char::is_whitespace) {
         return None;
     }
+    // `mustNot:` and `Must not:` are `Must-not:` too.
+    let k = if ["mustnot", "must not", "must_not"].contains(&k.to_ascii_lowercase().as_str()) {
+        "must-not"
+    } else {
+        k
+    };
     let key = KEYS.into_iter().find(|key| key.eq_ignore_ascii_case(k))?;
     Some((key, v.trim()))
 }

@@ -9,11 +9,14 @@ impl Plan {
     /// The plan as PLAN.md text.
     pub fn to_markdown(&self) -> String {
         let mut out = String::new();
-        if !self.settings.is_empty() {
+        if !self.settings.is_empty() || !self.must_not.is_empty() {
             out.push_str("---\n");
             // JSON is valid YAML; one key per line keeps it readable.
             for (k, v) in &self.settings {
                 let _ = writeln!(out, "{k}: {v}");
+            }
+            if !self.must_not.is_empty() {
+                let _ = writeln!(out, "mustNot: {}", serde_json::json!(self.must_not));
             }
             out.push_str("---\n\n");
         }
@@ -65,7 +68,11 @@ impl Task {
         if self.milestone {
             out.push_str("Milestone: yes\n");
         }
+        for m in &self.must_not {
+            let _ = writeln!(out, "Must-not: {m}");
+        }
         let has_fields = !self.depends.is_empty()
+            || !self.must_not.is_empty()
             || !self.verify.is_empty()
             || self.gate.is_some()
             || self.agent.is_some()

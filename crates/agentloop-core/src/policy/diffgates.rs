@@ -54,7 +54,7 @@ pub const ORDER: [&str; 4] = ["security", "database", "external", "architecture"
 /// At most this many triggers are kept per gate (the first ones).
 const PER_GATE: usize = 20;
 
-const MANIFESTS: [&str; 6] = [
+pub(crate) const MANIFESTS: [&str; 6] = [
     "Cargo.toml",
     "package.json",
     "pyproject.toml",
@@ -158,7 +158,7 @@ fn hosts(text: &str) -> Vec<String> {
 
 /// An added line in a manifest that looks like a dependency (`name = "1.2"`,
 /// `"name": "^1.2"`, `require x v1.2`, `name==1.2`, `gem "x"`).
-fn is_dependency_line(file: &str, line: &str) -> bool {
+pub(crate) fn is_dependency_line(file: &str, line: &str) -> bool {
     let l = line.trim();
     if l.is_empty() || l.starts_with('#') || l.starts_with("//") || l.starts_with('[') {
         return false;

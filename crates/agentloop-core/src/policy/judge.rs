@@ -99,6 +99,9 @@ pub(super) fn finish_open_iteration(s: &RunState, open: &OpenIteration) -> Actio
             _ => {}
         }
     }
+    if let Some(action) = judge_tripwires(s, open, &finished) {
+        return action;
+    }
     if let Some(q) = &agent.signals.blocked {
         return finished(Outcome::Blocked, format!("the agent asks: {q}"), None);
     }
@@ -186,6 +189,57 @@ fn merge_verdict(open: &OpenIteration) -> Action {
             fingerprint.clone(),
         ),
     }
+}
+
+/// After every iteration of a task with tripwires (`Must-not:`): they are checked,
+/// and a hit stops the run at the tripwire gate until a person accepts it (the
+/// iteration goes on) or rejects it (the iteration fails, the evidence in its digest).
+/// `None` once nothing is hit, or the hits are accepted.
+fn judge_tripwires(
+    s: &RunState,
+    open: &OpenIteration,
+    finished: &dyn Fn(Outcome, String, Option<String>) -> Action,
+) -> Option<Action> {
+    let n = open.started.iteration;
+    let task = &open.started.task;
+    if super::tripwire::wires_for(s, task).is_empty() && open.tripwires.is_none() {
+        return None;
+    }
+    let Some(check) = &open.tripwires else {
+        return Some(Action::CheckTripwires { iteration: n });
+    };
+    if check.settled {
+        return None;
+    }
+    let hits = hits_words(&check.hits);
+    let digest = |why: &str| {
+        Some(format!(
+            "You did what this task must not do: {hits}. {why} Undo it, and do the task without it."
+        ))
+    };
+    if let Some(note) = &check.rejected {
+        return Some(finished(
+            Outcome::Failed,
+            format!("a person rejected what it did against its tripwires: {hits}"),
+            digest(&format!("A person rejected it: {note}.")),
+        ));
+    }
+    let skipped = s
+        .task(task)
+        .is_some_and(|t| t.status == crate::journal::TaskStatus::Skipped);
+    if skipped || s.stop.is_some() {
+        return Some(finished(
+            Outcome::Failed,
+            format!("its tripwires ({hits}) were never accepted"),
+            digest("No one accepted it."),
+        ));
+    }
+    let gate = Gate::Tripwire(task.clone());
+    Some(if s.gate.as_ref() == Some(&gate) {
+        Action::Wait(super::WaitReason::Gate(gate))
+    } else {
+        Action::Record(Event::GateOpened { gate })
+    })
 }
 
 /// Before a claimed task is verified: the surface is checked against the baseline, and

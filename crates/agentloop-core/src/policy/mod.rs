@@ -9,6 +9,7 @@ mod prompt;
 mod replan;
 mod schedule;
 mod ship;
+mod tripwire;
 
 use crate::journal::{
     Event, FinishReason, Gate, IterationKind, Record, RunState, RunStatus, Rung, TaskState,
@@ -26,6 +27,7 @@ pub use prompt::build as build_prompt;
 pub use replan::review_replan;
 pub use schedule::schedule;
 pub use ship::{ShipStep, next_unit};
+pub use tripwire::{commands as tripwire_commands, tripped, wires_for};
 
 // One action exists at a time and is consumed at once; boxing the event buys nothing.
 #[allow(clippy::large_enum_variant)]
@@ -37,6 +39,8 @@ pub enum Action {
     Iterate(IterationPlan),
     /// Run the verification commands for the open iteration.
     Verify { iteration: u32, task: String },
+    /// Check what the open iteration did against its tripwires (`tripwires_checked`).
+    CheckTripwires { iteration: u32 },
     /// Compare the verification surface with the baseline (`surface_checked`).
     CheckSurface { iteration: u32 },
     /// A run with workers: merge the iteration's verified branch onto the integration

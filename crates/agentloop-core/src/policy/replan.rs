@@ -42,6 +42,15 @@ pub fn review_replan(s: &RunState, task: &str, proposal: &str) -> Event {
     }
 }
 
+/// `into` gets each item of `from` it lacks.
+fn keep_all(into: &mut Vec<String>, from: &[String]) {
+    for v in from {
+        if !into.contains(v) {
+            into.push(v.clone());
+        }
+    }
+}
+
 fn apply_replan(s: &RunState, task: &str, proposal: &str) -> Result<Plan, String> {
     let text = format!("# replan\n\n{proposal}\n");
     let proposed = Plan::parse("REPLAN", &text).map_err(|e| {
@@ -71,13 +80,13 @@ fn apply_replan(s: &RunState, task: &str, proposal: &str) -> Result<Plan, String
         .filter(|p| p.id == task || s.plan.task(&p.id).is_none())
         .cloned()
         .collect();
+    // The replaced task's tripwires hold for each of its replacements.
+    for r in &mut replacement {
+        keep_all(&mut r.must_not, &original.must_not);
+    }
     // The original task's checks still have to pass once its replacement is done.
     if let Some(last) = replacement.last_mut() {
-        for v in &original.verify {
-            if !last.verify.contains(v) {
-                last.verify.push(v.clone());
-            }
-        }
+        keep_all(&mut last.verify, &original.verify);
     }
     let replacement_ids: Vec<String> = replacement.iter().map(|t| t.id.clone()).collect();
     for t in &s.plan.tasks {
@@ -91,6 +100,11 @@ fn apply_replan(s: &RunState, task: &str, proposal: &str) -> Result<Plan, String
             .filter(|_| mentioned.contains(&t.id.as_str()))
             .cloned()
             .unwrap_or_else(|| t.clone());
+        // A revision cannot drop what checks a task or what it must not do.
+        if let Some(before) = s.plan.task(&t.id) {
+            keep_all(&mut t.verify, &before.verify);
+            keep_all(&mut t.must_not, &before.must_not);
+        }
         // Whoever depended on the replaced task now depends on all of its replacements.
         if !replacement_ids.iter().any(|r| r == task) && t.depends.iter().any(|d| d == task) {
             t.depends.retain(|d| d != task);
@@ -105,6 +119,7 @@ fn apply_replan(s: &RunState, task: &str, proposal: &str) -> Result<Plan, String
         title: s.plan.title.clone(),
         goal: s.plan.goal.clone(),
         settings: s.plan.settings.clone(),
+        must_not: s.plan.must_not.clone(),
         tasks: new_tasks,
     };
     plan.validate("REPLAN").map_err(|e| e.message)?;

@@ -180,6 +180,7 @@ fn fix_or_fail(s: &RunState, after_merge: bool) -> Action {
         scope: Vec::new(),
         max_iterations: None,
         milestone: false,
+        must_not: Vec::new(),
         line: 0,
     });
     Action::Record(Event::ShipFixAdded {

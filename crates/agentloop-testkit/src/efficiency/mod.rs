@@ -287,6 +287,7 @@ pub fn run_agentloop(s: &mut dyn Scenario) -> Outcome {
                 }
             }
             Action::Merge { .. } => unreachable!("the suite runs one worker"),
+            Action::CheckTripwires { .. } => unreachable!("the suite's plans have no tripwires"),
             Action::CheckSurface { iteration } => {
                 let changes = s
                     .tampered()

@@ -10,6 +10,7 @@ pub(crate) use ship::forge;
 mod steps;
 mod surface;
 mod tracker;
+mod tripwire;
 mod workers;
 
 use std::sync::Arc;
@@ -69,6 +70,9 @@ fn step_words(a: &Action) -> String {
         }
         Action::CheckSurface { iteration } => {
             format!("check the verification surface after iteration {iteration}")
+        }
+        Action::CheckTripwires { iteration } => {
+            format!("check the tripwires after iteration {iteration}")
         }
         Action::Restore { iteration, .. } => {
             format!("restore the verification surface changed by iteration {iteration}")
@@ -172,6 +176,7 @@ impl Driver {
                 action,
                 Action::Record(_)
                     | Action::CheckSurface { .. }
+                    | Action::CheckTripwires { .. }
                     | Action::Restore { .. }
                     | Action::Merge { .. }
                     | Action::CheckDiff { .. }
@@ -202,6 +207,7 @@ impl Driver {
                 Action::Iterate(plan) => self.iterate(plan)?,
                 Action::Verify { iteration, task } => self.verify(iteration, &task)?,
                 Action::CheckSurface { iteration } => self.check_surface(iteration)?,
+                Action::CheckTripwires { iteration } => self.check_tripwires(iteration)?,
                 Action::Merge { .. } => {
                     return Err(CliError::internal(
                         "a run with workers is driven by the scheduler, not the single-worker driver",

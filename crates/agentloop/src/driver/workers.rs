@@ -33,6 +33,7 @@ fn iteration_of(a: &Action) -> Option<u32> {
     match a {
         Action::Verify { iteration, .. }
         | Action::CheckSurface { iteration }
+        | Action::CheckTripwires { iteration }
         | Action::Restore { iteration, .. }
         | Action::Merge { iteration } => Some(*iteration),
         Action::Record(Event::IterationFinished(f)) => Some(f.iteration),
@@ -118,6 +119,7 @@ impl Driver {
                 }
                 Some(Action::Iterate(plan)) => self.start_iteration(plan, &mut w)?,
                 Some(Action::CheckSurface { iteration }) => self.check_surface(iteration)?,
+                Some(Action::CheckTripwires { iteration }) => self.check_tripwires(iteration)?,
                 Some(Action::Restore { iteration, cause }) => {
                     self.restore_surface(iteration, cause)?;
                 }

@@ -31,5 +31,6 @@ mod support;
 mod surface;
 mod terminals;
 mod tracker;
+mod tripwire;
 mod trust;
 mod workers;

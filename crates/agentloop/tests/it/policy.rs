@@ -630,6 +630,47 @@ fn replans_are_validated() {
     assert_eq!(s.state.task("T1").unwrap().status, TaskStatus::Done);
 }
 
+/// The agent's REPLAN cannot shed what binds its work: the replaced task's tripwires
+/// go to each replacement, and a pending task it revises keeps its checks and
+/// tripwires.
+#[test]
+fn a_replan_keeps_the_tripwires_and_checks_it_would_drop() {
+    let plan = "---\nmustNot: [\"run rm -rf /\"]\n---\n# P\n\n## T1: one\nVerify: t1\nMust-not: touch db/\n\n## T2: two\nDepends: T1\nVerify: t2\nMust-not: add dependency\n";
+    let mut s = Sim::new(plan, settings(|_| {}));
+    let Action::Iterate(p) = s.act() else {
+        unreachable!()
+    };
+    s.then(started(&p));
+    let a = s.then(Event::AgentFinished(AgentFinished {
+        iteration: p.iteration,
+        signals: Signals {
+            replan: Some(
+                "## T1a: smaller\nVerify: a\n\n## T2: two, lighter\nDepends: T1a\n".into(),
+            ),
+            ..Signals::default()
+        },
+        ..claims(false, &[])
+    }));
+    assert_eq!(
+        a,
+        Action::CheckTripwires {
+            iteration: p.iteration
+        }
+    );
+    let a = s.then(Event::TripwiresChecked {
+        iteration: p.iteration,
+        hits: vec![],
+    });
+    let Action::Record(Event::ReplanAccepted { plan, .. }) = &a else {
+        panic!("{a:?}")
+    };
+    assert_eq!(plan.must_not, ["run rm -rf /"]);
+    assert_eq!(plan.task("T1a").unwrap().must_not, ["touch db/"]);
+    let t2 = plan.task("T2").unwrap();
+    assert_eq!(t2.verify, ["t2"]);
+    assert_eq!(t2.must_not, ["add dependency"]);
+}
+
 /// What a simulated agent does in one iteration.
 #[derive(Debug, Clone)]
 struct Behaviour {
@@ -777,6 +818,7 @@ proptest! {
                     sim.then(Event::SurfaceChecked { iteration, changes });
                 }
                 Action::Merge { .. } => prop_assert!(false, "one worker never merges"),
+                Action::CheckTripwires { .. } => prop_assert!(false, "the plan has no tripwires"),
                 Action::Restore { iteration, cause } => {
                     surface_settled.insert(iteration);
                     sim.then(Event::SurfaceRestored { iteration, cause });
