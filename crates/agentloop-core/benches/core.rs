@@ -86,6 +86,7 @@ fn iteration_events(n: u32, task: &str, complete: bool) -> Vec<Event> {
                 duration_ms: 9_000,
                 output_bytes: 4_000,
                 truncated: false,
+                measured: None,
             }],
             fingerprint: (!complete).then(|| "a1b2c3d4".into()),
             digest: (!complete).then(|| "`cargo test` exited 101.".into()),

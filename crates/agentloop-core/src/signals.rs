@@ -25,6 +25,10 @@ pub struct Signals {
     pub replan: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub learnings: Vec<String>,
+    /// `RISK:` and `ALTERNATIVE:` lines, each as `risk: …` / `alternative: …`, for the
+    /// run's summary.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reported: Vec<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub status: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -65,6 +69,16 @@ pub fn parse(message: &str, promise: &str) -> Signals {
             let l = l.trim();
             if !l.is_empty() {
                 s.learnings.push(l.to_string());
+            }
+        } else if let Some((what, l)) =
+            line.strip_prefix("RISK:").map(|l| ("risk", l)).or_else(|| {
+                line.strip_prefix("ALTERNATIVE:")
+                    .map(|l| ("alternative", l))
+            })
+        {
+            let l = l.trim();
+            if !l.is_empty() {
+                s.reported.push(format!("{what}: {l}"));
             }
         } else if line == "REPLAN" || line == "REPLAN:" {
             let rest: Vec<&str> = lines[i..].to_vec();

@@ -359,14 +359,17 @@ impl Progress {
         } else {
             "1;33"
         };
+        let verdict = agentloop_core::journal::verdict(s);
         let text = format!(
-            "agentloop: run {}: {reason} · {}/{} · {} · {} · {} in iterations\n  record: {}",
+            "agentloop: run {}: {reason} · {}/{} · {} · {} · {} in iterations\n  verdict: {} — {}\n  record: {}",
             paint(code, s.status.as_str()),
             s.done_count(),
             plural(s.tasks.len(), "task", "tasks"),
             plural(s.iterations as usize, "iteration", "iterations"),
             money(s.cost_usd),
             duration_ms(s.active_ms),
+            verdict.as_str(),
+            verdict.meaning(),
             run.path.display()
         );
         self.line(&text);

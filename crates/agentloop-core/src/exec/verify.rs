@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::supervise::{self, Spec};
 use crate::failure::{fingerprint, last_lines};
 use crate::journal::{CommandResult, VerifyFinished};
+use crate::plan::Threshold;
 
 pub struct Runner<'a> {
     pub workdir: &'a Path,
@@ -24,6 +25,18 @@ impl Runner<'_> {
         &self,
         iteration: u32,
         commands: &[String],
+        should_stop: impl FnMut() -> bool,
+    ) -> std::io::Result<VerifyFinished> {
+        self.run_measured(iteration, commands, &[], should_stop)
+    }
+
+    /// As `run`; a command of `measures` passes only if the value it prints holds
+    /// against its threshold (read from the end of its output).
+    pub fn run_measured(
+        &self,
+        iteration: u32,
+        commands: &[String],
+        measures: &[(String, Threshold)],
         mut should_stop: impl FnMut() -> bool,
     ) -> std::io::Result<VerifyFinished> {
         // Commands append their output to the same file, so ours appends too.
@@ -31,6 +44,7 @@ impl Runner<'_> {
         let mut log = std::fs::OpenOptions::new().append(true).open(self.log)?;
         let mut results = Vec::new();
         let mut failure: Option<(String, String, Option<i32>, bool)> = None;
+        let mut measured_failure: Option<(String, String, String)> = None;
         for cmd in commands {
             writeln!(log, "$ {cmd}")?;
             log.flush()?;
@@ -50,6 +64,12 @@ impl Runner<'_> {
                 (None, _) => format!("killed by signal {}", f.signal.unwrap_or(0)),
             };
             writeln!(log, "[{status} after {:.2}s]\n", f.duration.as_secs_f64())?;
+            let tail = String::from_utf8_lossy(&f.tail).into_owned();
+            let measure = measures
+                .iter()
+                .find(|(c, _)| c == cmd)
+                .filter(|_| f.success())
+                .map(|(_, t)| (t, t.check(&tail)));
             results.push(CommandResult {
                 command: cmd.clone(),
                 exit_code: f.exit_code,
@@ -57,17 +77,44 @@ impl Runner<'_> {
                 duration_ms: f.duration.as_millis() as u64,
                 output_bytes: f.output_bytes,
                 truncated: f.truncated,
+                measured: measure
+                    .as_ref()
+                    .and_then(|(_, m)| m.as_ref().map(|(v, _)| v.clone())),
             });
             if !f.success() {
-                let tail = String::from_utf8_lossy(&f.tail).into_owned();
                 failure = Some((cmd.clone(), tail, f.exit_code, f.timed_out));
+                break;
+            }
+            if let Some((t, m)) = measure {
+                let want = format!("{} {} {}", t.name, t.op_text, t.limit_text);
+                let said = match m {
+                    Some((_, true)) => continue,
+                    Some((seen, false)) => {
+                        format!("measured {} = {seen}; the criterion wants {want}", t.name)
+                    }
+                    None => format!(
+                        "printed no value for {}; the criterion wants {want}",
+                        t.name
+                    ),
+                };
+                writeln!(log, "[{said}]\n")?;
+                measured_failure = Some((cmd.clone(), said, tail));
                 break;
             }
         }
         log.sync_all()?;
-        let passed = failure.is_none();
+        let passed = failure.is_none() && measured_failure.is_none();
         let (fingerprint, digest) = match failure {
-            None => (None, None),
+            None => match measured_failure {
+                None => (None, None),
+                Some((cmd, said, tail)) => (
+                    Some(fingerprint(&cmd, &said)),
+                    Some(format!(
+                        "`{cmd}` passed but {said}. The end of its output:\n```\n{}\n```",
+                        last_lines(&tail)
+                    )),
+                ),
+            },
             Some((cmd, tail, code, timed_out)) => {
                 let fp = fingerprint(&cmd, &tail);
                 let head = if timed_out {

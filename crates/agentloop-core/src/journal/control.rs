@@ -71,6 +71,7 @@ impl RunState {
                     Gate::AfterTask(t) => {
                         if let Some(t) = self.task_mut(&t) {
                             t.gate_after_pending = false;
+                            t.observed = true;
                         }
                     }
                     Gate::Surface(t) => self.surface_approved(&t),
@@ -157,8 +158,9 @@ impl RunState {
                     t.status = TaskStatus::Pending;
                     t.completed_iteration = None;
                     t.gate_after_pending = false;
-                    // Done again later, it is read again.
+                    // Done again later, it is read (and observed) again.
                     t.held.clear();
+                    t.observed = false;
                     t.diff_checked = false;
                     t.reset_ladder();
                     t.clear_history();

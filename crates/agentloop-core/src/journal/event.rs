@@ -451,6 +451,9 @@ pub struct CommandResult {
     pub output_bytes: u64,
     #[serde(default)]
     pub truncated: bool,
+    /// A measurement criterion's value, as the command printed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -14,6 +14,7 @@ mod seal;
 mod ship;
 mod state;
 mod store;
+mod summary;
 mod surface;
 mod task;
 mod tripwire;
@@ -34,5 +35,6 @@ pub use store::{
     Appended, Contents, JournalError, MAX_LINE_BYTES, Record, SCHEMA_VERSION, Scan, Writer, encode,
     read, read_first, read_from, scan,
 };
+pub use summary::{Met, Row, Verdict, rows as criteria_rows, summary, verdict};
 pub use task::{TaskState, TaskStatus};
 pub use tripwire::{TripCheck, TripHit, hits_words};

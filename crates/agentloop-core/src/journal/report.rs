@@ -17,7 +17,13 @@ fn tasks(s: &RunState, only: Option<&[String]>, out: &mut String) {
     {
         let plan = s.plan_task(&t.id);
         let checks: Vec<String> = plan
-            .map(|p| p.verify.iter().map(|c| format!("`{c}`")).collect())
+            .map(|p| {
+                s.plan
+                    .checks(&p.id)
+                    .iter()
+                    .map(|c| format!("`{c}`"))
+                    .collect()
+            })
             .unwrap_or_default();
         let evidence = match (&t.status, t.completed_iteration) {
             (TaskStatus::Done, Some(i)) if checks.is_empty() => {

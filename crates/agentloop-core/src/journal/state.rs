@@ -103,6 +103,9 @@ pub struct RunState {
     /// Notes for the next iteration (`steer`, gate notes).
     pub steer: Vec<String>,
     pub learnings: Vec<String>,
+    /// Risks and alternatives the agents reported (`T1 risk: …`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reported: Vec<String>,
     pub replans_used: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished: Option<FinishReason>,
@@ -206,6 +209,7 @@ impl RunState {
                 goal: String::new(),
                 settings: Default::default(),
                 must_not: Vec::new(),
+                criteria: Vec::new(),
                 tasks: vec![],
             },
             plan_version: 1,
@@ -224,6 +228,7 @@ impl RunState {
             final_approved: false,
             steer: Vec::new(),
             learnings: Vec::new(),
+            reported: Vec::new(),
             replans_used: 0,
             finished: None,
             limit_until_ms: None,
@@ -373,6 +378,17 @@ impl RunState {
                 self.cost_usd = add_usd(self.cost_usd, a.cost_usd);
                 self.usage.add(&a.usage);
                 self.learnings.extend(a.signals.learnings.iter().cloned());
+                if let Some(task) = self
+                    .open_iteration(a.iteration)
+                    .map(|o| o.started.task.clone())
+                {
+                    for r in &a.signals.reported {
+                        let line = format!("{task} {r}");
+                        if !self.reported.contains(&line) {
+                            self.reported.push(line);
+                        }
+                    }
+                }
                 let touched = a
                     .changed_files
                     .iter()
@@ -531,6 +547,13 @@ impl RunState {
     pub(super) fn needs_gate_after(&self, id: &str) -> bool {
         let task = self.plan_task(id);
         task.is_some_and(|t| t.gate == Some(GatePoint::After))
+            // An observation criterion is confirmed by a person after the task.
+            || task.is_some_and(|t| {
+                t.criteria.iter().any(|c| {
+                    crate::plan::Requirement::parse(c)
+                        .is_ok_and(|r| r.kind == crate::plan::Evidence::Observation)
+                })
+            })
             || match self.mode_of(id) {
                 Mode::Pair => true,
                 Mode::Checkpoint => task.is_some_and(|t| t.milestone),

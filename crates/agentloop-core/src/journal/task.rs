@@ -101,6 +101,12 @@ pub struct TaskState {
     /// Tripwires a person accepted this task hitting (`approve` at the tripwire gate).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tripwires_accepted: Vec<String>,
+    /// The checks that passed in the iteration that completed it (the evidence).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checked: Vec<super::event::CommandResult>,
+    /// A person approved it at the gate after it (its observation criteria).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub observed: bool,
     /// The question the agent asked (`BLOCKED:`) in its last iteration, for the next
     /// prompt to carry together with a person's answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -151,6 +157,8 @@ impl TaskState {
             held: Vec::new(),
             head_at_start: None,
             tripwires_accepted: Vec::new(),
+            checked: Vec::new(),
+            observed: false,
             escalations: Vec::new(),
             breaker_tripped: false,
         }

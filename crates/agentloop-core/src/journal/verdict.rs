@@ -35,6 +35,11 @@ impl RunState {
             Outcome::Completed => {
                 t.status = TaskStatus::Done;
                 t.completed_iteration = Some(f.iteration);
+                t.checked = open
+                    .verify
+                    .as_ref()
+                    .map(|v| v.commands.clone())
+                    .unwrap_or_default();
                 t.commit = f.commit.clone();
                 t.last_digest = None;
                 t.reset_ladder();

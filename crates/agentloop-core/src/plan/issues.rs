@@ -100,6 +100,7 @@ pub fn plan_from_issues(
                 max_iterations: None,
                 milestone: false,
                 must_not: Vec::new(),
+                criteria: Vec::new(),
                 line: 0,
             }
         })
@@ -113,6 +114,7 @@ pub fn plan_from_issues(
         ),
         settings,
         must_not: Vec::new(),
+        criteria: Vec::new(),
         tasks,
     }
 }

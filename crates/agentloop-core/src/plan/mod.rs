@@ -2,6 +2,7 @@
 //! (`parse`), checked as a whole (`validate`), written back (`write`), and brought in
 //! from other tools' formats (`import`) and issue trackers (`issues`).
 
+mod criteria;
 mod error;
 mod import;
 mod issues;
@@ -11,6 +12,7 @@ mod tripwire;
 mod validate;
 mod write;
 
+pub use criteria::{Evidence, Op, Requirement, Threshold};
 pub use error::PlanError;
 pub use import::{ImportError, Imported, import};
 pub use issues::{IssueTask, plan_from_issues};

@@ -13,6 +13,9 @@ pub struct Plan {
     /// Tripwires for every task (`mustNot:` in the front matter; see `Tripwire`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub must_not: Vec<String>,
+    /// The run's criteria (`criteria:` in the front matter; see `Requirement`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub criteria: Vec<String>,
     pub tasks: Vec<Task>,
 }
 
@@ -43,6 +46,9 @@ pub struct Task {
     /// This task's tripwires (`Must-not:` lines; see `Tripwire`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub must_not: Vec<String>,
+    /// This task's criteria (`Criteria:` lines; see `Requirement`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub criteria: Vec<String>,
     /// Line of the task's heading in the file it was read from (0 when built in code).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub line: usize,
@@ -129,6 +135,41 @@ impl Plan {
     pub fn task(&self, id: &str) -> Option<&Task> {
         self.tasks.iter().find(|t| t.id == id)
     }
+
+    /// Task `id`'s criteria, then the run's, as read (a line that does not read is
+    /// left out: the plan was checked when it was read).
+    pub fn requirements(&self, id: &str) -> Vec<super::Requirement> {
+        self.task(id)
+            .map(|t| t.criteria.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .chain(&self.criteria)
+            .filter_map(|c| super::Requirement::parse(c).ok())
+            .collect()
+    }
+
+    /// What verifies task `id`, before the run's `[verify] commands`: its `Verify:`
+    /// commands, then the commands of its and the run's execution and measurement
+    /// criteria (each once).
+    pub fn checks(&self, id: &str) -> Vec<String> {
+        let mut out: Vec<String> = self.task(id).map(|t| t.verify.clone()).unwrap_or_default();
+        for r in self.requirements(id) {
+            if let Some(c) = r.command
+                && !out.contains(&c)
+            {
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    /// The thresholds of task `id`'s measurements and the run's: (command, threshold).
+    pub fn measures(&self, id: &str) -> Vec<(String, super::Threshold)> {
+        self.requirements(id)
+            .into_iter()
+            .filter_map(|r| Some((r.command?, r.threshold?)))
+            .collect()
+    }
 }
 
 impl Task {
@@ -147,6 +188,7 @@ impl Task {
             max_iterations: None,
             milestone: false,
             must_not: Vec::new(),
+            criteria: Vec::new(),
             line: 0,
         }
     }

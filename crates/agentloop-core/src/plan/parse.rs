@@ -81,7 +81,15 @@ impl Plan {
         }
         let mut i = 0;
         let mut settings = parse_front_matter(file, &lines, &mut i)?;
-        let must_not = front_must_not(file, &mut settings)?;
+        let must_not = front_lines(
+            file,
+            &mut settings,
+            &["mustNot", "must_not", "must-not"],
+            |t| super::Tripwire::parse(t).map(|_| ()),
+        )?;
+        let criteria = front_lines(file, &mut settings, &["criteria"], |t| {
+            super::Requirement::parse(t).map(|_| ())
+        })?;
 
         // Title.
         let mut title = None;
@@ -125,6 +133,7 @@ impl Plan {
             goal,
             settings,
             must_not,
+            criteria,
             tasks,
         };
         plan.validate(file)?;
@@ -186,16 +195,16 @@ fn parse_front_matter(
     }
 }
 
-/// The plan's tripwires, taken out of the front matter's settings: `mustNot:` (or
-/// `must_not:`), one line or a list of them.
-fn front_must_not(
+/// Lines of the plan's own taken out of the front matter's settings (`mustNot:`,
+/// `criteria:`), one line or a list of them, each read by `check`.
+fn front_lines(
     file: &str,
     settings: &mut serde_json::Map<String, serde_json::Value>,
+    keys: &[&str],
+    check: impl Fn(&str) -> Result<(), String>,
 ) -> Result<Vec<String>, PlanError> {
-    let Some(value) = ["mustNot", "must_not", "must-not"]
-        .iter()
-        .find_map(|k| settings.remove(*k))
-    else {
+    let key = keys[0];
+    let Some(value) = keys.iter().find_map(|k| settings.remove(*k)) else {
         return Ok(Vec::new());
     };
     let items: Vec<serde_json::Value> = match value {
@@ -206,11 +215,10 @@ fn front_must_not(
         .into_iter()
         .map(|v| {
             let text = v.as_str().ok_or_else(|| {
-                PlanError::at(file, 2, format!("mustNot: `{v}` is not a line of text"))
-                    .hint("write each tripwire as text, e.g. `- touch migrations/`")
+                PlanError::at(file, 2, format!("{key}: `{v}` is not a line of text"))
+                    .hint("write each one as text, e.g. `- touch migrations/`")
             })?;
-            super::Tripwire::parse(text)
-                .map_err(|e| PlanError::at(file, 2, format!("mustNot: {e}")))?;
+            check(text).map_err(|e| PlanError::at(file, 2, format!("{key}: {e}")))?;
             Ok(text.trim().to_string())
         })
         .collect()
@@ -393,6 +401,11 @@ fn parse_task(file: &str, lines: &[&str], first_line: usize) -> Result<Task, Pla
                     }
                 };
             }
+            "criteria" => {
+                crate::plan::Requirement::parse(value)
+                    .map_err(|e| PlanError::at(file, n, format!("Criteria: {e}")))?;
+                task.criteria.push(value.to_string());
+            }
             "must-not" => {
                 crate::plan::Tripwire::parse(value)
                     .map_err(|e| PlanError::at(file, n, format!("Must-not: {e}")))?;
@@ -424,7 +437,7 @@ fn parse_task(file: &str, lines: &[&str], first_line: usize) -> Result<Task, Pla
 
 /// `Key: value` field lines; the key is matched without regard to case.
 fn field(line: &str) -> Option<(&'static str, &str)> {
-    const KEYS: [&str; 10] = [
+    const KEYS: [&str; 11] = [
         "depends",
         "verify",
         "gate",
@@ -435,6 +448,7 @@ fn field(line: &str) -> Option<(&'static str, &str)> {
         "milestone",
         "acceptance",
         "must-not",
+        "criteria",
     ];
     let (k, v) = line.split_once(':')?;
     if k.starts_with(char::is_whitespace) {

@@ -9,7 +9,7 @@ impl Plan {
     /// The plan as PLAN.md text.
     pub fn to_markdown(&self) -> String {
         let mut out = String::new();
-        if !self.settings.is_empty() || !self.must_not.is_empty() {
+        if !self.settings.is_empty() || !self.must_not.is_empty() || !self.criteria.is_empty() {
             out.push_str("---\n");
             // JSON is valid YAML; one key per line keeps it readable.
             for (k, v) in &self.settings {
@@ -17,6 +17,9 @@ impl Plan {
             }
             if !self.must_not.is_empty() {
                 let _ = writeln!(out, "mustNot: {}", serde_json::json!(self.must_not));
+            }
+            if !self.criteria.is_empty() {
+                let _ = writeln!(out, "criteria: {}", serde_json::json!(self.criteria));
             }
             out.push_str("---\n\n");
         }
@@ -71,8 +74,12 @@ impl Task {
         for m in &self.must_not {
             let _ = writeln!(out, "Must-not: {m}");
         }
+        for c in &self.criteria {
+            let _ = writeln!(out, "Criteria: {c}");
+        }
         let has_fields = !self.depends.is_empty()
             || !self.must_not.is_empty()
+            || !self.criteria.is_empty()
             || !self.verify.is_empty()
             || self.gate.is_some()
             || self.agent.is_some()

@@ -195,7 +195,12 @@ fn decide(s: &RunState, busy: &[&str]) -> Action {
             if let Some(a) = ship::next(s) {
                 return a;
             }
-            if s.settings.gates.final_review && !s.final_approved {
+            // The run's observation criteria are confirmed at the final review.
+            let observe = s.plan.criteria.iter().any(|c| {
+                crate::plan::Requirement::parse(c)
+                    .is_ok_and(|r| r.kind == crate::plan::Evidence::Observation)
+            });
+            if (s.settings.gates.final_review || observe) && !s.final_approved {
                 return Action::Record(Event::GateOpened { gate: Gate::Final });
             }
             return Action::Record(Event::RunFinished {

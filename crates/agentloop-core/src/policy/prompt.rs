@@ -51,15 +51,32 @@ pub fn build(s: &RunState, task_id: &str, kind: IterationKind) -> String {
         }
         p.push('\n');
     }
-    let commands: Vec<&String> = task
-        .verify
-        .iter()
-        .chain(&s.settings.verify_commands)
-        .collect();
+    let mut commands = s.plan.checks(task_id);
+    commands.extend(s.settings.verify_commands.iter().cloned());
     if !commands.is_empty() {
         p.push_str("agentloop will verify your work by running these commands itself; they must all exit 0:\n");
         for c in commands {
             let _ = writeln!(p, "- `{c}`");
+        }
+        p.push('\n');
+    }
+    let others: Vec<String> = s
+        .plan
+        .requirements(task_id)
+        .into_iter()
+        .filter_map(|r| match r.kind {
+            crate::plan::Evidence::Measurement => Some(format!("{} (measured)", r.describe())),
+            crate::plan::Evidence::Observation => {
+                Some(format!("{} (a person will confirm it)", r.text))
+            }
+            crate::plan::Evidence::Assumption => Some(format!("{} (assumed)", r.text)),
+            crate::plan::Evidence::Execution => None,
+        })
+        .collect();
+    if !others.is_empty() {
+        p.push_str("Criteria:\n");
+        for c in others {
+            let _ = writeln!(p, "- {c}");
         }
         p.push('\n');
     }

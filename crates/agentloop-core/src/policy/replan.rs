@@ -84,6 +84,10 @@ fn apply_replan(s: &RunState, task: &str, proposal: &str) -> Result<Plan, String
     for r in &mut replacement {
         keep_all(&mut r.must_not, &original.must_not);
     }
+    // Its criteria, like its checks, still have to hold once its replacement is done.
+    if let Some(last) = replacement.last_mut() {
+        keep_all(&mut last.criteria, &original.criteria);
+    }
     // The original task's checks still have to pass once its replacement is done.
     if let Some(last) = replacement.last_mut() {
         keep_all(&mut last.verify, &original.verify);
@@ -104,6 +108,7 @@ fn apply_replan(s: &RunState, task: &str, proposal: &str) -> Result<Plan, String
         if let Some(before) = s.plan.task(&t.id) {
             keep_all(&mut t.verify, &before.verify);
             keep_all(&mut t.must_not, &before.must_not);
+            keep_all(&mut t.criteria, &before.criteria);
         }
         // Whoever depended on the replaced task now depends on all of its replacements.
         if !replacement_ids.iter().any(|r| r == task) && t.depends.iter().any(|d| d == task) {
@@ -120,6 +125,7 @@ fn apply_replan(s: &RunState, task: &str, proposal: &str) -> Result<Plan, String
         goal: s.plan.goal.clone(),
         settings: s.plan.settings.clone(),
         must_not: s.plan.must_not.clone(),
+        criteria: s.plan.criteria.clone(),
         tasks: new_tasks,
     };
     plan.validate("REPLAN").map_err(|e| e.message)?;

@@ -181,6 +181,7 @@ fn fix_or_fail(s: &RunState, after_merge: bool) -> Action {
         max_iterations: None,
         milestone: false,
         must_not: Vec::new(),
+        criteria: Vec::new(),
         line: 0,
     });
     Action::Record(Event::ShipFixAdded {

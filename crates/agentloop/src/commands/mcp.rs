@@ -180,10 +180,12 @@ impl Agentloop {
             return refused(format!("task {id} is not in the run's plan"));
         };
         let s = found.state.task(&id);
-        let checks: Vec<&String> = task
-            .verify
-            .iter()
-            .chain(found.state.settings.verify_commands.iter())
+        let checks: Vec<String> = found
+            .state
+            .plan
+            .checks(&task.id)
+            .into_iter()
+            .chain(found.state.settings.verify_commands.iter().cloned())
             .collect();
         text(
             json!({

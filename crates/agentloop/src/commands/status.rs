@@ -78,6 +78,13 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
     if let Some(r) = &s.finished {
         outln!("finished: {}", r.describe());
     }
+    let verdict = agentloop_core::journal::verdict(s);
+    outln!(
+        "verdict{}: {} — {}",
+        if s.is_finished() { "" } else { " so far" },
+        verdict.as_str(),
+        verdict.meaning()
+    );
     if let Some(until) = s.limit_until_ms {
         let at = humantime::format_rfc3339_seconds(
             std::time::UNIX_EPOCH + std::time::Duration::from_millis(until),
@@ -262,6 +269,14 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
         })).collect::<Vec<_>>(),
     });
     v["budget_spent"] = json!(budget_spent);
+    v["verdict"] = json!(agentloop_core::journal::verdict(s));
+    v["criteria"] = json!(agentloop_core::journal::criteria_rows(s));
+    // Skip reasons are kept with each task.
+    if let Some(tasks) = v["tasks"].as_array_mut() {
+        for (row, t) in tasks.iter_mut().zip(&s.tasks) {
+            row["skip_reason"] = json!(t.skip_reason);
+        }
+    }
     v
 }
 

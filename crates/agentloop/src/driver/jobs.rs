@@ -97,6 +97,8 @@ impl Executor for LocalExecutor {
 /// Checks to run somewhere, and how.
 pub(crate) struct Checks {
     pub commands: Vec<String>,
+    /// The thresholds of measurement criteria among them.
+    pub measures: Vec<(String, agentloop_core::plan::Threshold)>,
     pub timeout: Duration,
     pub output_cap: u64,
     pub stop: Arc<AtomicBool>,
@@ -115,7 +117,7 @@ impl Checks {
             output_cap: self.output_cap,
             log,
         };
-        runner.run(iteration, &self.commands, || {
+        runner.run_measured(iteration, &self.commands, &self.measures, || {
             self.stop.load(Ordering::SeqCst)
         })
     }

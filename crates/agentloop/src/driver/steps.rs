@@ -410,16 +410,16 @@ impl Driver {
         }))
     }
 
-    /// A task's checks: its `Verify:` commands, then the run's `[verify] commands`.
+    /// A task's checks: its `Verify:` commands and its (and the run's) execution and
+    /// measurement criteria, then the run's `[verify] commands`.
     pub(crate) fn checks_for(&self, task: &str) -> Vec<String> {
-        self.state
-            .plan
-            .task(task)
-            .map(|t| t.verify.clone())
-            .unwrap_or_default()
-            .into_iter()
-            .chain(self.state.settings.verify_commands.iter().cloned())
-            .collect()
+        let mut out = self.state.plan.checks(task);
+        for c in &self.state.settings.verify_commands {
+            if !out.contains(c) {
+                out.push(c.clone());
+            }
+        }
+        out
     }
 
     pub(crate) fn verify(&mut self, iteration: u32, task: &str) -> Result<(), CliError> {
@@ -438,7 +438,10 @@ impl Driver {
             log: &log,
         };
         let mut last = Instant::now();
-        let result = runner.run(iteration, &commands, || self.should_stop(&mut last))?;
+        let measures = self.state.plan.measures(task);
+        let result = runner.run_measured(iteration, &commands, &measures, || {
+            self.should_stop(&mut last)
+        })?;
         if self.interrupted.load(Ordering::SeqCst) {
             // Cut short by Ctrl-C: leave the iteration open; `resume` aborts and redoes it.
             return Ok(());

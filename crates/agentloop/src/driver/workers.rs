@@ -207,6 +207,7 @@ impl Driver {
     fn checks(&self, task: &str, w: &Workers) -> Checks {
         Checks {
             commands: self.checks_for(task),
+            measures: self.state.plan.measures(task),
             timeout: self.config.verify.timeout,
             output_cap: self.config.verify.output_cap,
             stop: w.stop.clone(),

@@ -33,4 +33,5 @@ mod terminals;
 mod tracker;
 mod tripwire;
 mod trust;
+mod verdict;
 mod workers;

@@ -130,6 +130,7 @@ fn verified(iteration: u32, passed: bool, fp: &str) -> Event {
             duration_ms: 1,
             output_bytes: 1,
             truncated: false,
+            measured: None,
         }],
         fingerprint: (!passed).then(|| fp.to_string()),
         digest: (!passed).then(|| format!("failure {fp}")),

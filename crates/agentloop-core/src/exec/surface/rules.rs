@@ -156,7 +156,7 @@ impl Rules {
             .plan
             .tasks
             .iter()
-            .flat_map(|t| t.verify.iter().cloned())
+            .flat_map(|t| s.plan.checks(&t.id))
             .chain(s.settings.verify_commands.iter().cloned())
             .collect();
         Rules::new(

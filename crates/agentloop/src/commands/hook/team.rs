@@ -54,12 +54,13 @@ pub(super) fn task_completed(input: &TaskCompleted) -> Result<Option<String>, St
             )));
         }
     }
-    let commands: Vec<String> = task
-        .verify
-        .iter()
-        .chain(&s.settings.verify_commands)
-        .cloned()
+    let commands: Vec<String> = s
+        .plan
+        .checks(&task.id)
+        .into_iter()
+        .chain(s.settings.verify_commands.iter().cloned())
         .collect();
+    let measures = s.plan.measures(&task.id);
     let dir = run.path.join("team");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let config = run_config(&ws, &loaded)?;
@@ -79,7 +80,7 @@ pub(super) fn task_completed(input: &TaskCompleted) -> Result<Option<String>, St
         log: &dir.join(format!("{}-verify.log", task.id)),
     };
     let v = runner
-        .run(0, &commands, || false)
+        .run_measured(0, &commands, &measures, || false)
         .map_err(|e| e.to_string())?;
     if !v.passed {
         return Ok(Some(format!(

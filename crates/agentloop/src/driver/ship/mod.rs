@@ -478,7 +478,7 @@ impl Driver {
             .tasks
             .iter()
             .filter(|t| !waiting(&t.id))
-            .flat_map(|t| t.verify.clone())
+            .flat_map(|t| self.state.plan.checks(&t.id))
             .chain(self.state.settings.verify_commands.iter().cloned())
             .collect();
         let log = self.run.path.join("post-merge.log");
@@ -526,14 +526,19 @@ impl Driver {
         }))
     }
 
-    /// `handoff.md` in the run's directory: what was built, what was left, open
-    /// questions, cost, links.
+    /// `handoff.md` in the run's directory (what was built, what was left, open
+    /// questions, cost, links) and `summary.md` (the verdict and the criteria with
+    /// their evidence).
     pub(crate) fn write_handoff(&self) {
-        let path = self.run.path.join("handoff.md");
-        let text = agentloop_core::journal::handoff(&self.state);
-        if let Err(e) = agentloop_core::fsutil::write_atomic(&path, text.as_bytes()) {
-            self.progress
-                .warn(&format!("cannot write {}: {e}", path.display()));
+        for (name, text) in [
+            ("handoff.md", agentloop_core::journal::handoff(&self.state)),
+            ("summary.md", agentloop_core::journal::summary(&self.state)),
+        ] {
+            let path = self.run.path.join(name);
+            if let Err(e) = agentloop_core::fsutil::write_atomic(&path, text.as_bytes()) {
+                self.progress
+                    .warn(&format!("cannot write {}: {e}", path.display()));
+            }
         }
     }
 }
