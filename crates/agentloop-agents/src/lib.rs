@@ -108,6 +108,46 @@ pub fn resolve(config: &Config, name: &str) -> Result<Box<dyn Agent>, ResolveErr
     })
 }
 
+/// The agent called `name`, with only the tools that read: Claude Code without its
+/// tools that write or run commands, Codex in its read-only sandbox. The second value
+/// says whether the CLI itself is held to reading; the others are not, and whoever runs
+/// them gives them a copy to work in.
+pub fn resolve_read_only(
+    config: &Config,
+    name: &str,
+) -> Result<(Box<dyn Agent>, bool), ResolveError> {
+    let mut ac = match config.agents.get(name) {
+        Some(ac) => ac.clone(),
+        None if BUILTIN.contains(&name) => AgentConfig::builtin(name),
+        None => return resolve(config, name).map(|a| (a, false)),
+    };
+    let held = match ac.kind.as_str() {
+        "claude" => {
+            ac.allowed_tools = Some(["Read", "Glob", "Grep", "LS"].map(String::from).to_vec());
+            ac.disallowed_tools = Some(
+                [
+                    "Bash",
+                    "Edit",
+                    "MultiEdit",
+                    "Write",
+                    "NotebookEdit",
+                    "WebFetch",
+                    "WebSearch",
+                ]
+                .map(String::from)
+                .to_vec(),
+            );
+            true
+        }
+        "codex" => {
+            ac.sandbox = Some("read-only".into());
+            true
+        }
+        _ => false,
+    };
+    build(config, name, &ac).map(|a| (a, held))
+}
+
 /// Agent CLIs that work without any configuration.
 pub use agentloop_core::config::BUILTIN_AGENTS as BUILTIN;
 

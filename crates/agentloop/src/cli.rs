@@ -460,6 +460,35 @@ pub enum PlanCommand {
         #[arg(long)]
         force: bool,
     },
+    /// Draft PLAN.md from a goal (or a spec) with the configured agent, check it, and
+    /// write it once you approve
+    ///
+    /// The agent reads the repository in a throwaway copy (Claude Code and Codex with
+    /// their read-only tools too) and answers with the plan. agentloop parses it and
+    /// runs every check it names once on the current tree: a check that cannot run
+    /// is refused, one that passes already is flagged. Then it asks before writing.
+    #[command(
+        after_help = "Examples:\n  agentloop plan new \"add a --json flag to the status command\"\n  agentloop plan new --from docs/SPEC.md --yes\n  agentloop plan new \"port the parser to nom\" --agent codex -o PORT.md"
+    )]
+    New {
+        /// What the plan is for.
+        goal: Option<String>,
+        /// A spec to plan from (Markdown or text).
+        #[arg(long, value_name = "SPEC")]
+        from: Option<PathBuf>,
+        /// The agent that drafts it (default: `[run] agent`).
+        #[arg(long)]
+        agent: Option<String>,
+        /// Where to write the plan.
+        #[arg(long, short, default_value = "PLAN.md")]
+        output: PathBuf,
+        /// Accept the draft without asking (Gate 1 passed by you, now).
+        #[arg(long, short)]
+        yes: bool,
+        /// Replace the output file if it exists.
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

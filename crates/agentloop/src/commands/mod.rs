@@ -12,6 +12,7 @@ mod journal;
 mod log;
 mod mcp;
 mod plan;
+mod plan_new;
 mod run;
 mod serve;
 mod status;
@@ -102,6 +103,24 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
             force,
             api_url,
         }) => plan::import(&file, &output, force, api_url.as_deref()),
+        Command::Plan(PlanCommand::New {
+            goal,
+            from,
+            agent,
+            output,
+            yes,
+            force,
+        }) => plan_new::new(
+            &cwd()?,
+            plan_new::NewArgs {
+                goal,
+                from,
+                output,
+                agent,
+                yes,
+                force,
+            },
+        ),
         Command::Config(ConfigCommand::Show { plan, json }) => config::show(&cwd()?, &plan, json),
         Command::Journal(JournalCommand::Verify { run }) => {
             journal::verify(&workspace()?, run.get())

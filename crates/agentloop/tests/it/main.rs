@@ -13,6 +13,7 @@ mod hook_agents;
 mod hook_mode;
 mod hook_session;
 mod mcp;
+mod plan_new;
 mod policy;
 mod real_aider;
 mod real_claude;
