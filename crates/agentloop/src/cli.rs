@@ -165,9 +165,12 @@ pub enum Command {
         after_help = "Examples:\n  agentloop serve                 then open the printed link\n  agentloop serve --port 0        any free port"
     )]
     Serve(ServeArgs),
-    /// Check or import plans.
+    /// Draft, check or import plans.
     #[command(subcommand)]
     Plan(PlanCommand),
+    /// A queue of plans run one after another, each a run of its own.
+    #[command(subcommand)]
+    Queue(QueueCommand),
     /// Inspect the configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -489,6 +492,34 @@ pub enum PlanCommand {
         #[arg(long)]
         force: bool,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum QueueCommand {
+    /// Add a plan to the queue
+    #[command(
+        after_help = "Examples:\n  agentloop queue add plans/auth.md\n  agentloop queue add plans/billing.md --after q1"
+    )]
+    Add {
+        /// The plan file (checked now: a plan that does not read is not queued).
+        plan: PathBuf,
+        /// An entry that must be done first (repeatable).
+        #[arg(long, value_name = "ID")]
+        after: Vec<String>,
+    },
+    /// List the queue: each entry's state, run and what holds it
+    List {
+        /// The entries as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run the queue: resume the runs a person has answered, then start each plan
+    /// whose entries to wait for are done, until none is left that can start
+    ///
+    /// A plan that waits for a person (a gate, a blocked task, a spent budget) is left
+    /// blocked and the queue goes on with the plans that do not wait for it. Exits 0
+    /// when every entry is done, 5 when some wait for a person, 1 when a run failed.
+    Run,
 }
 
 #[derive(Debug, Subcommand)]

@@ -3,6 +3,7 @@
 
 mod lock;
 pub mod origin;
+mod queue;
 mod registry;
 mod run_dir;
 mod settle;
@@ -16,6 +17,7 @@ use crate::journal::{Event, FoldError, JournalError, RunState, Writer};
 use crate::plan::Plan;
 
 pub use lock::DriverLock;
+pub use queue::{Entry, EntryState, Queue};
 pub use registry::{registered_runs, registry_path};
 pub use run_dir::{Loaded, RunDir};
 

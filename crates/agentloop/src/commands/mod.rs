@@ -13,6 +13,7 @@ mod log;
 mod mcp;
 mod plan;
 mod plan_new;
+mod queue;
 mod run;
 mod serve;
 mod status;
@@ -26,7 +27,9 @@ use agentloop_core::journal::RunState;
 use agentloop_core::workspace::Workspace;
 use serde_json::{Map, Value};
 
-use crate::cli::{Cli, Command, ConfigCommand, HookCommand, JournalCommand, PlanCommand};
+use crate::cli::{
+    Cli, Command, ConfigCommand, HookCommand, JournalCommand, PlanCommand, QueueCommand,
+};
 use crate::error::{CliError, ExitKind};
 
 pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
@@ -121,6 +124,9 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
                 force,
             },
         ),
+        Command::Queue(QueueCommand::Add { plan, after }) => queue::add(&cwd()?, &plan, &after),
+        Command::Queue(QueueCommand::List { json }) => queue::list(&cwd()?, json),
+        Command::Queue(QueueCommand::Run) => queue::run(&cwd()?),
         Command::Config(ConfigCommand::Show { plan, json }) => config::show(&cwd()?, &plan, json),
         Command::Journal(JournalCommand::Verify { run }) => {
             journal::verify(&workspace()?, run.get())

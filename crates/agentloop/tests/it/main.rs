@@ -15,6 +15,7 @@ mod hook_session;
 mod mcp;
 mod plan_new;
 mod policy;
+mod queue;
 mod real_aider;
 mod real_claude;
 mod real_cli;
