@@ -48,6 +48,9 @@ pub struct Breakers {
     pub no_output: u32,
     /// The work tree comes back to a state it was already in this many times.
     pub oscillation: u32,
+    /// After the same failure this many times in a row, one DEBUG iteration looks for
+    /// its cause (hypotheses and how to test them) instead of a fix; 0: never.
+    pub debug_after: u32,
 }
 
 impl Default for Breakers {
@@ -57,6 +60,7 @@ impl Default for Breakers {
             no_change: 3,
             no_output: 2,
             oscillation: 2,
+            debug_after: 2,
         }
     }
 }

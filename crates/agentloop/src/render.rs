@@ -184,6 +184,7 @@ impl Progress {
                 let kind = match st.kind {
                     IterationKind::Work | IterationKind::Retry => bound,
                     IterationKind::Replan => " · asking for a replan".into(),
+                    IterationKind::Debug => " · debugging the repeated failure".into(),
                     IterationKind::Fallback => format!(" · fallback agent {}", st.agent),
                 };
                 let text = format!(

@@ -33,6 +33,7 @@ same_failure = 3        # the same failure fingerprint this many times in a row
 no_change = 3           # no change in the working tree this many iterations in a row
 no_output = 2           # the agent exits with no output this many times in a row
 oscillation = 2         # the tree returns to a state it was already in this many times
+debug_after = 2         # after the same failure this many times: one DEBUG iteration (0: never)
 
 [verify]
 # Run after every task's own `Verify:` commands.

@@ -348,6 +348,9 @@ pub enum IterationKind {
     Replan,
     /// The fallback agent takes over the task.
     Fallback,
+    /// The same failure came back: find its cause (hypotheses, how to test each), not a
+    /// fix; what it finds goes to the next attempt.
+    Debug,
 }
 
 impl IterationKind {
@@ -357,6 +360,7 @@ impl IterationKind {
             IterationKind::Retry => "retry",
             IterationKind::Replan => "replan",
             IterationKind::Fallback => "fallback",
+            IterationKind::Debug => "debug",
         }
     }
 }

@@ -107,6 +107,12 @@ pub struct TaskState {
     /// A person approved it at the gate after it (its observation criteria).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub observed: bool,
+    /// Failure fingerprints a DEBUG iteration has looked into.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub debugged: Vec<String>,
+    /// What the last DEBUG iteration found, for the attempts after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub understanding: Option<String>,
     /// The question the agent asked (`BLOCKED:`) in its last iteration, for the next
     /// prompt to carry together with a person's answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -159,6 +165,8 @@ impl TaskState {
             tripwires_accepted: Vec::new(),
             checked: Vec::new(),
             observed: false,
+            debugged: Vec::new(),
+            understanding: None,
             escalations: Vec::new(),
             breaker_tripped: false,
         }

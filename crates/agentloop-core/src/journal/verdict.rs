@@ -46,6 +46,21 @@ impl RunState {
                 t.clear_history();
                 t.gate_after_pending = gate_after;
             }
+            // A DEBUG iteration leaves the failure as it was, and what it found.
+            Outcome::Failed if open.started.kind == super::IterationKind::Debug => {
+                t.status = TaskStatus::Pending;
+                t.failed_cost_usd = add_usd(t.failed_cost_usd, iteration_cost);
+                if let Some(fp) = &t.last_fingerprint
+                    && !t.debugged.contains(fp)
+                {
+                    t.debugged.push(fp.clone());
+                }
+                t.understanding = open
+                    .agent
+                    .as_ref()
+                    .and_then(|a| a.final_message.clone())
+                    .filter(|m| !m.trim().is_empty());
+            }
             Outcome::Failed => {
                 t.status = TaskStatus::Pending;
                 t.failed_cost_usd = add_usd(t.failed_cost_usd, iteration_cost);

@@ -105,6 +105,14 @@ pub(super) fn finish_open_iteration(s: &RunState, open: &OpenIteration) -> Actio
     if let Some(q) = &agent.signals.blocked {
         return finished(Outcome::Blocked, format!("the agent asks: {q}"), None);
     }
+    // A DEBUG iteration looks for the cause; it is not verified and fixes nothing.
+    if open.started.kind == IterationKind::Debug {
+        return finished(
+            Outcome::Failed,
+            "debug: what it found goes to the next attempt".into(),
+            None,
+        );
+    }
     if let Some(proposal) = &agent.signals.replan {
         match open.replan {
             None => return Action::Record(review_replan(s, &task, proposal)),

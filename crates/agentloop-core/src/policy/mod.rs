@@ -124,6 +124,20 @@ pub fn step(state: &RunState, record: &Record) -> (RunState, Action) {
     (next, action)
 }
 
+/// The same failure came back `debug_after` times from work the agent did (not from
+/// its own process failing, nor from an agent that changes nothing: the breakers are
+/// for those), and no DEBUG iteration has looked into it yet.
+fn debug_due(s: &RunState, t: &TaskState) -> bool {
+    let after = s.settings.breakers.debug_after;
+    after > 0
+        && t.same_failure >= after
+        && !t.agent_failing
+        && t.no_change == 0
+        && t.last_fingerprint
+            .as_ref()
+            .is_some_and(|fp| !t.debugged.contains(fp))
+}
+
 pub fn next_action(s: &RunState) -> Action {
     if s.is_finished() {
         return Action::Exit(s.status);
@@ -246,6 +260,7 @@ fn decide(s: &RunState, busy: &[&str]) -> Action {
     let kind = match task.rung {
         Rung::Replan => IterationKind::Replan,
         Rung::Fallback => IterationKind::Fallback,
+        _ if debug_due(s, task) => IterationKind::Debug,
         _ if task.last_digest.is_some() => IterationKind::Retry,
         _ => IterationKind::Work,
     };

@@ -115,9 +115,21 @@ pub fn build(s: &RunState, task_id: &str, kind: IterationKind) -> String {
         p.push('\n');
     }
     if let Some(d) = s.task(task_id).and_then(|t| t.last_digest.as_ref()) {
+        if kind == IterationKind::Debug {
+            let _ = writeln!(p, "## The failure that keeps coming back\n\n{d}\n");
+        } else {
+            let _ = writeln!(
+                p,
+                "## Last attempt failed\n\n{d}\n\nFix this before anything else.\n"
+            );
+        }
+    }
+    if kind != IterationKind::Debug
+        && let Some(u) = s.task(task_id).and_then(|t| t.understanding.as_ref())
+    {
         let _ = writeln!(
             p,
-            "## Last attempt failed\n\n{d}\n\nFix this before anything else.\n"
+            "## What a debug iteration found about this failure\n\n{u}\n\nUse it: fix the cause it points to, and remove any temporary instrumentation it left.\n"
         );
     }
     if let Some(q) = s.task(task_id).and_then(|t| t.question.as_ref()) {
@@ -150,6 +162,18 @@ pub fn build(s: &RunState, task_id: &str, kind: IterationKind) -> String {
             "## You are taking over\n\nAnother agent could not complete this task; the failure above is what it \
              left. Look at the working tree with fresh eyes.\n\n",
         ),
+        IterationKind::Debug => {
+            p.push_str(
+                "## DEBUG: find the cause, do not fix it yet\n\nThe same failure came back. This iteration is for \
+                 understanding it, not for a fix: nothing you change now is verified. List the hypotheses that could \
+                 explain it; for each, a condition that would confirm or refute it and the instrumentation or \
+                 command that tests it; test them (temporary logging is fine, say where it is). Write each on a line \
+                 of its own:\n\n`HYPOTHESIS: <what might cause it> | TEST: <how it was tested> | RESULT: confirmed, \
+                 refuted or untested`\n\nThen what you now understand of the cause, under a line `UNDERSTANDING:`. \
+                 The next iteration gets all of it.\n\n",
+            );
+            return p;
+        }
         _ => {}
     }
     p.push_str(

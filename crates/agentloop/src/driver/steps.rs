@@ -382,6 +382,13 @@ impl Driver {
                 r
             })
             .collect();
+        if self
+            .state
+            .open_iteration(iteration)
+            .is_some_and(|o| o.started.kind == agentloop_core::journal::IterationKind::Debug)
+        {
+            self.keep_understanding(iteration, &run.final_message);
+        }
         let mut signals =
             signals::parse(&run.final_message, &self.state.settings.completion_promise);
         agentloop_core::reports::apply(&mut signals, &mcp_calls);
@@ -408,6 +415,39 @@ impl Driver {
             mcp_calls,
             stderr_tail,
         }))
+    }
+
+    /// A DEBUG iteration's answer, kept in its directory: `understanding.md` (all of
+    /// it) and `hypotheses.json` (its `HYPOTHESIS: … | TEST: … | RESULT: …` lines).
+    fn keep_understanding(&self, iteration: u32, message: &str) {
+        let dir = self.run.iteration_dir(iteration);
+        let hypotheses: Vec<serde_json::Value> = message
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("HYPOTHESIS:"))
+            .map(|rest| {
+                let mut parts = rest.split('|').map(str::trim);
+                let what = parts.next().unwrap_or_default();
+                let mut v = serde_json::json!({ "hypothesis": what });
+                for part in parts {
+                    if let Some((k, val)) = part.split_once(':') {
+                        v[k.trim().to_ascii_lowercase()] = serde_json::json!(val.trim());
+                    }
+                }
+                v
+            })
+            .collect();
+        for (name, text) in [
+            ("understanding.md", message.to_string()),
+            (
+                "hypotheses.json",
+                serde_json::to_string_pretty(&hypotheses).unwrap_or_default() + "\n",
+            ),
+        ] {
+            if let Err(e) = agentloop_core::fsutil::write_atomic(&dir.join(name), text.as_bytes()) {
+                self.progress
+                    .warn(&format!("cannot keep {name} of iteration {iteration}: {e}"));
+            }
+        }
     }
 
     /// A task's checks: its `Verify:` commands and its (and the run's) execution and

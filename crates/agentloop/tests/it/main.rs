@@ -13,6 +13,7 @@ mod hook_agents;
 mod hook_mode;
 mod hook_session;
 mod mcp;
+mod phases;
 mod plan_new;
 mod policy;
 mod queue;

@@ -232,7 +232,8 @@ impl IntoEvent for Action {
 
 #[test]
 fn same_failure_three_times_escalates_to_replan_then_block() {
-    let mut s = Sim::new(PLAN, settings(|_| {}));
+    // The ladder alone (the DEBUG iteration it would take first is tested below).
+    let mut s = Sim::new(PLAN, settings(|c| c.breakers.debug_after = 0));
     for _ in 0..3 {
         s.iteration(claims(true, &["x"]), Some(false), "same");
     }
@@ -629,6 +630,49 @@ fn replans_are_validated() {
     s.then(s.act().into_event());
     assert!(matches!(s.act(), Action::Iterate(IterationPlan { ref task, .. }) if task == "T2a"));
     assert_eq!(s.state.task("T1").unwrap().status, TaskStatus::Done);
+}
+
+/// Twice the same failure from work the agent did: a DEBUG iteration, never verified,
+/// that leaves the failure count as it was and hands what it found on; the ladder goes
+/// on from there.
+#[test]
+fn the_same_failure_twice_brings_one_debug_iteration_then_the_ladder() {
+    let mut s = Sim::new(PLAN, settings(|_| {}));
+    for _ in 0..2 {
+        s.iteration(claims(true, &["x"]), Some(false), "same");
+    }
+    let Action::Iterate(p) = s.act() else {
+        panic!("{:?}", s.act())
+    };
+    assert_eq!(p.kind, IterationKind::Debug);
+    s.then(started(&p));
+    let a = s.then(Event::AgentFinished(AgentFinished {
+        iteration: p.iteration,
+        final_message: Some("UNDERSTANDING: x is written twice".into()),
+        ..claims(true, &[])
+    }));
+    assert_eq!(outcome(&a), Some(Outcome::Failed), "not verified: {a:?}");
+    s.then(a.into_event());
+    let t = s.state.task("T1").unwrap();
+    assert_eq!(t.same_failure, 2);
+    assert_eq!(
+        t.understanding.as_deref(),
+        Some("UNDERSTANDING: x is written twice")
+    );
+    let Action::Iterate(p) = s.act() else {
+        panic!("{:?}", s.act())
+    };
+    assert_eq!(p.kind, IterationKind::Retry);
+    let prompt = agentloop_core::policy::build_prompt(&s.state, "T1", p.kind);
+    assert!(prompt.contains("x is written twice"), "{prompt}");
+    s.iteration(claims(true, &["x"]), Some(false), "same");
+    assert!(matches!(
+        s.act(),
+        Action::Record(Event::Escalated {
+            trigger: Trigger::SameFailure { count: 3, .. },
+            ..
+        })
+    ));
 }
 
 /// The agent's REPLAN cannot shed what binds its work: the replaced task's tripwires
