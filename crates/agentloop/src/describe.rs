@@ -215,6 +215,16 @@ pub(crate) fn event(e: &Event) -> String {
         ),
         Event::DiffGateApproved { gate, by } => format!("the {gate} gate approved by {by}"),
         Event::PrMerged { commit } => format!("merged: the base branch is at {commit:.12}"),
+        Event::Validated {
+            passed, commands, ..
+        } => format!(
+            "validation of the whole project: {} ({} run)",
+            if *passed { "passed" } else { "FAILED" },
+            plural(commands.len(), "check", "checks")
+        ),
+        Event::ValidationFixAdded { task, version, .. } => {
+            format!("the failed validation goes back to the agent as task {task} (plan v{version})")
+        }
         Event::ShipUnitStarted {
             task, base, onto, ..
         } => format!("task {task} next: its own pull request into {base}, from {onto:.12}"),

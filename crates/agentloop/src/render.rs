@@ -278,6 +278,10 @@ impl Progress {
                 let text = format!("ship: {}", crate::describe::event(&r.event));
                 self.line(&text);
             }
+            Event::ValidationFixAdded { .. } => {
+                let text = format!("agentloop: {}", crate::describe::event(&r.event));
+                self.line(&text);
+            }
             Event::TaskDiffChecked { triggered, .. } if !triggered.is_empty() => {
                 let text = format!("agentloop: {}", crate::describe::event(&r.event));
                 self.line(&text);

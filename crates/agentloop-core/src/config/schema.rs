@@ -103,6 +103,11 @@ pub struct VerifyConfig {
     /// Ignored directories of the project the clean copy uses as they are (linked,
     /// not copied), like `node_modules` or `.venv`: trusted, not judged.
     pub carry: Vec<String>,
+    /// After the last task, run every done task's checks and `commands` again on the
+    /// whole project (the VALIDATE phase); a failure reopens work.
+    pub validate: bool,
+    /// Fix tasks a failed validation hands the agent before the run gives up.
+    pub validate_fixes: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -356,6 +361,8 @@ impl Default for VerifyConfig {
             check_files: Vec::new(),
             clean_copy: true,
             carry: Vec::new(),
+            validate: true,
+            validate_fixes: 2,
         }
     }
 }

@@ -30,6 +30,11 @@ pub struct Settings {
     pub clean_copy: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub carry: Vec<String>,
+    /// The VALIDATE phase after the last task (runs recorded before it existed: none).
+    #[serde(default)]
+    pub validate: bool,
+    #[serde(default)]
+    pub validate_fixes: u32,
     pub commit: bool,
     /// Agents at work at once (1: in the working tree; more: worktrees and the merge
     /// queue).
@@ -97,6 +102,8 @@ impl Settings {
             check_files: c.verify.check_files.clone(),
             clean_copy: c.verify.clean_copy,
             carry: c.verify.carry.clone(),
+            validate: c.verify.validate,
+            validate_fixes: c.verify.validate_fixes,
             // What is shipped is committed: `[ship]` commits each verified task; so do
             // the diff gates, which read what each task's commit changed.
             commit: c.git.commit || c.ship.enabled() || c.gates.any_diff_gate(),

@@ -39,6 +39,9 @@ debug_after = 2         # after the same failure this many times: one DEBUG iter
 # Run after every task's own `Verify:` commands.
 commands = []
 timeout = "10m"
+# After the last task every check runs again on the whole project; a failure reopens work.
+validate = true
+validate_fixes = 2
 # The verification surface (tests, the files a Verify runs, CI config, PLAN.md, this
 # file) is recorded when a run starts. A change to it: "gate" (a person approves or
 # rejects), "restore" (agentloop puts the baseline back), or "allow".

@@ -163,6 +163,20 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         empty: bool,
     },
+    /// The VALIDATE phase: every done task's checks and `[verify] commands`, run again
+    /// on the whole project after the last task.
+    Validated {
+        passed: bool,
+        commands: Vec<CommandResult>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        digest: Option<String>,
+    },
+    /// A failed validation reopens work: a new task in the plan's next version.
+    ValidationFixAdded {
+        version: u32,
+        plan: Plan,
+        task: String,
+    },
     /// agentloop merged the pull request; `commit` is the base branch's new head.
     PrMerged {
         commit: String,
@@ -308,6 +322,8 @@ impl Event {
             Event::DiffGateApproved { .. } => "diff_gate_approved",
             Event::PrMerged { .. } => "pr_merged",
             Event::ShipUnitStarted { .. } => "ship_unit_started",
+            Event::Validated { .. } => "validated",
+            Event::ValidationFixAdded { .. } => "validation_fix_added",
             Event::TaskShipped { .. } => "task_shipped",
             Event::PostMergeVerified { .. } => "post_merge_verified",
             Event::ShipFailed { .. } => "ship_failed",

@@ -106,6 +106,14 @@ pub struct RunState {
     /// Risks and alternatives the agents reported (`T1 risk: …`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reported: Vec<String>,
+    /// The last validation: the iterations counted when it ran, and whether it passed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation: Option<(u32, bool)>,
+    /// The failed validation's account, and its first failing command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation_failure: Option<(String, String)>,
+    #[serde(default)]
+    pub validation_fixes: u32,
     pub replans_used: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished: Option<FinishReason>,
@@ -229,6 +237,9 @@ impl RunState {
             steer: Vec::new(),
             learnings: Vec::new(),
             reported: Vec::new(),
+            validation: None,
+            validation_failure: None,
+            validation_fixes: 0,
             replans_used: 0,
             finished: None,
             limit_until_ms: None,
@@ -518,6 +529,34 @@ impl RunState {
                 },
             ),
             Event::Landed { commit, .. } => self.landed(commit),
+            Event::Validated {
+                passed,
+                commands,
+                digest,
+            } => {
+                self.validation = Some((self.iterations, *passed));
+                self.validation_failure = (!passed).then(|| {
+                    // The runner stops at the first failure: the last command is it.
+                    let failing = commands
+                        .last()
+                        .map(|c| c.command.clone())
+                        .unwrap_or_default();
+                    (digest.clone().unwrap_or_default(), failing)
+                });
+            }
+            Event::ValidationFixAdded {
+                version,
+                plan,
+                task,
+            } => {
+                self.plan_version = *version;
+                self.validation_fixes += 1;
+                self.set_plan(plan.clone());
+                let digest = self.validation_failure.as_ref().map(|(d, _)| d.clone());
+                if let Some(t) = self.task_mut(task) {
+                    t.last_digest = digest;
+                }
+            }
             Event::TripwiresChecked { iteration, hits } => {
                 self.tripwires_checked(*iteration, hits);
             }

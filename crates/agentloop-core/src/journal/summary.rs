@@ -215,6 +215,25 @@ pub fn rows(s: &RunState) -> Vec<Row> {
             evidence,
         });
     }
+    if s.settings.validate && !done.is_empty() {
+        let (met, evidence) = match (&s.validation, &s.validation_failure) {
+            (Some((at, true)), _) if *at == s.iterations => {
+                (Met::Verified, "passed after the last task".to_string())
+            }
+            (Some((_, false)), Some((_, cmd))) => (
+                Met::Unverified,
+                format!("`{cmd}` fails on the whole project"),
+            ),
+            _ => (Met::Unverified, "not run after the last change".to_string()),
+        };
+        out.push(Row {
+            task: None,
+            kind: "validation",
+            criterion: "every check passes on the whole project".into(),
+            met,
+            evidence,
+        });
+    }
     out
 }
 

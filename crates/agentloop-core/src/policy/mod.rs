@@ -10,6 +10,7 @@ mod replan;
 mod schedule;
 mod ship;
 mod tripwire;
+mod validate;
 
 use crate::journal::{
     Event, FinishReason, Gate, IterationKind, Record, RunState, RunStatus, Rung, TaskState,
@@ -41,6 +42,9 @@ pub enum Action {
     Verify { iteration: u32, task: String },
     /// Check what the open iteration did against its tripwires (`tripwires_checked`).
     CheckTripwires { iteration: u32 },
+    /// The VALIDATE phase: every done task's checks and the run's, on the whole
+    /// project after the last task (`validated`).
+    Validate,
     /// Compare the verification surface with the baseline (`surface_checked`).
     CheckSurface { iteration: u32 },
     /// A run with workers: merge the iteration's verified branch onto the integration
@@ -206,6 +210,9 @@ fn decide(s: &RunState, busy: &[&str]) -> Action {
     }
     let Some(task) = next else {
         if s.tasks.iter().all(|t| t.status.is_settled()) {
+            if let Some(a) = validate::next(s) {
+                return a;
+            }
             if let Some(a) = ship::next(s) {
                 return a;
             }

@@ -11,6 +11,7 @@ mod steps;
 mod surface;
 mod tracker;
 mod tripwire;
+mod validate;
 mod workers;
 
 use std::sync::Arc;
@@ -74,6 +75,7 @@ fn step_words(a: &Action) -> String {
         Action::CheckTripwires { iteration } => {
             format!("check the tripwires after iteration {iteration}")
         }
+        Action::Validate => "validate the whole project".to_string(),
         Action::Restore { iteration, .. } => {
             format!("restore the verification surface changed by iteration {iteration}")
         }
@@ -208,6 +210,7 @@ impl Driver {
                 Action::Verify { iteration, task } => self.verify(iteration, &task)?,
                 Action::CheckSurface { iteration } => self.check_surface(iteration)?,
                 Action::CheckTripwires { iteration } => self.check_tripwires(iteration)?,
+                Action::Validate => self.validate()?,
                 Action::Merge { .. } => {
                     return Err(CliError::internal(
                         "a run with workers is driven by the scheduler, not the single-worker driver",

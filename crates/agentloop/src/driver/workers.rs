@@ -132,6 +132,7 @@ impl Driver {
                 }
                 Some(Action::Merge { iteration }) => self.start_merge(iteration, &mut w)?,
                 Some(Action::Ship(step)) if w.busy.is_empty() => self.ship(step)?,
+                Some(Action::Validate) if w.busy.is_empty() => self.validate()?,
                 Some(Action::CheckDiff { task }) => self.check_task_diff(&task)?,
                 Some(Action::Exit(status)) if w.busy.is_empty() => {
                     return self.finish_workers(status);

@@ -265,8 +265,8 @@ fn the_all_runs_stream_resumes_every_run() {
         }
         ids
     };
-    let first = read_ids(None, 25);
-    assert_eq!(first.len(), 25);
+    let first = read_ids(None, 30);
+    assert_eq!(first.len(), 30);
     let runs: std::collections::BTreeSet<String> = first
         .last()
         .unwrap()
@@ -274,10 +274,10 @@ fn the_all_runs_stream_resumes_every_run() {
         .map(|p| p.split(':').next().unwrap().to_string())
         .collect();
     assert_eq!(runs.len(), 2, "both runs appear: {:?}", first.last());
-    // Resuming from the 25th id gives the 26th event next, nothing repeated.
+    // Resuming from the 30th id gives the 31st event next, nothing repeated.
     let again = read_ids(Some(first.last().unwrap()), 1);
-    let all = read_ids(None, 26);
-    assert_eq!(again[0], all[25]);
+    let all = read_ids(None, 31);
+    assert_eq!(again[0], all[30]);
 }
 
 #[test]

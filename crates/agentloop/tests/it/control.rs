@@ -730,10 +730,22 @@ fn step_mode_takes_one_decision_at_a_time() {
     assert!(r.stderr.contains("did verify iteration 1"), "{}", r.stderr);
     assert!(r.stderr.contains("next: iteration 2: task"), "{}", r.stderr);
     assert_eq!(p.status()["tasks"][0]["status"], "done");
-    // Two more steps finish the plan; then there is nothing to do.
+    // Three more steps finish the plan (the last validates the whole project); then
+    // there is nothing to do.
     assert_eq!(p.run(&["next", "--quiet"]).code, Some(0));
     let r = p.run(&["next", "--quiet"]);
     assert!(r.stderr.contains("did verify iteration 2"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("next: validate the whole project"),
+        "{}",
+        r.stderr
+    );
+    let r = p.run(&["next", "--quiet"]);
+    assert!(
+        r.stderr.contains("did validate the whole project"),
+        "{}",
+        r.stderr
+    );
     assert!(
         r.stderr.contains("next: nothing: the run is completed"),
         "{}",

@@ -76,3 +76,70 @@ fn debug_after_zero_goes_straight_up_the_ladder() {
         "no debug iteration"
     );
 }
+
+const BREAKS_T1: &str = "# Two\n\n## T1: Make a.txt\nVerify: test -f a.txt\n\n## T2: Make b.txt\nDepends: T1\nVerify: test -f b.txt\n";
+
+/// T2 passes its own check by deleting what T1 made: the VALIDATE phase catches it on
+/// the whole project and hands the agent a fix task; validated again, the run ends.
+#[test]
+fn a_later_task_breaking_an_earlier_ones_check_reopens_work() {
+    let p = scripted(
+        BREAKS_T1,
+        "case \"$task\" in T1) touch a.txt ;; T2) rm -f a.txt; touch b.txt ;; VALIDATE-*) touch a.txt ;; esac\necho TASK_COMPLETE\n",
+    );
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("validation FAILED on the whole project: `test -f a.txt`"),
+        "{}",
+        r.stderr
+    );
+    let events = crate::real_cli::journal_events(&p);
+    let passed: Vec<bool> = events
+        .iter()
+        .filter(|e| e["kind"] == "validated")
+        .map(|e| e["data"]["passed"].as_bool().unwrap())
+        .collect();
+    assert_eq!(passed, [false, true]);
+    let s = p.status();
+    assert_eq!(s["tasks"][2]["id"], "VALIDATE-1");
+    assert_eq!(s["tasks"][2]["status"], "done");
+    let prompt = std::fs::read_to_string(p.run_dir().join("iterations/0003/prompt.md")).unwrap();
+    assert!(
+        prompt.contains("Make the run's checks pass on the whole project")
+            && prompt.contains("`test -f a.txt` exited 1"),
+        "{prompt}"
+    );
+    let md = std::fs::read_to_string(p.run_dir().join("validation.md")).unwrap();
+    assert!(
+        md.contains("**passed**") && md.contains("| `test -f a.txt` | exit 0"),
+        "{md}"
+    );
+    assert!(p.path().join("a.txt").exists() && p.path().join("b.txt").exists());
+}
+
+#[test]
+fn a_validation_that_cannot_be_fixed_ends_the_run_failed() {
+    let p = crate::support::Scratch::new()
+        .plan(BREAKS_T1)
+        .agent(&crate::support::agent(
+            "case \"$task\" in T1) touch a.txt ;; T2) rm -f a.txt; touch b.txt ;; esac\necho TASK_COMPLETE\n",
+        ))
+        .config("[verify]\nvalidate_fixes = 0\n")
+        .build();
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("the run's checks fail on the whole project after 0 fixes"),
+        "{}",
+        r.stderr
+    );
+    let md = std::fs::read_to_string(p.run_dir().join("validation.md")).unwrap();
+    assert!(
+        md.contains("**FAILED**") && md.contains("| `test -f a.txt` | exit 1 |"),
+        "{md}"
+    );
+    assert_eq!(p.status()["verdict"], "MONITOR");
+}

@@ -91,6 +91,14 @@ impl Sim {
     }
 }
 
+fn validated(passed: bool) -> Event {
+    Event::Validated {
+        passed,
+        commands: vec![],
+        digest: None,
+    }
+}
+
 fn started(p: &IterationPlan) -> Event {
     Event::IterationStarted(IterationStarted {
         iteration: p.iteration,
@@ -209,6 +217,9 @@ fn table_of_single_steps() {
     assert_eq!(s.state.task("T1").unwrap().status, TaskStatus::Done);
     assert!(matches!(a, Action::Iterate(IterationPlan { ref task, .. }) if task == "T2"));
     s.iteration(claims(true, &["src/b.rs"]), Some(true), "");
+    // The VALIDATE phase, then the end.
+    assert_eq!(s.act(), Action::Validate);
+    s.then(validated(true));
     assert_eq!(
         s.act(),
         Action::Record(Event::RunFinished {
@@ -547,6 +558,10 @@ fn gates_wait_for_a_person() {
             note: None,
             gate: None
         })),
+        Action::Validate
+    );
+    assert_eq!(
+        s.then(validated(true)),
         Action::Record(Event::GateOpened { gate: Gate::Final })
     );
     s.then(s.act().into_event());
@@ -864,6 +879,10 @@ proptest! {
                 }
                 Action::Merge { .. } => prop_assert!(false, "one worker never merges"),
                 Action::CheckTripwires { .. } => prop_assert!(false, "the plan has no tripwires"),
+                Action::Validate => {
+                    prop_assert!(sim.state.tasks.iter().all(|t| t.status.is_settled()), "validated before every task settled");
+                    sim.then(Event::Validated { passed: true, commands: vec![], digest: None });
+                }
                 Action::Restore { iteration, cause } => {
                     surface_settled.insert(iteration);
                     sim.then(Event::SurfaceRestored { iteration, cause });

@@ -219,6 +219,7 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
             Action::Verify { iteration, task } => d.verify(iteration, &task).map_err(e)?,
             Action::CheckSurface { iteration } => d.check_surface(iteration).map_err(e)?,
             Action::CheckTripwires { iteration } => d.check_tripwires(iteration).map_err(e)?,
+            Action::Validate => d.validate().map_err(e)?,
             Action::Merge { .. } => {
                 return Ok(passive("a run with workers is not driven by a session"));
             }

@@ -1,0 +1,155 @@
+//! The VALIDATE phase at work: every done task's checks and the run's `[verify]
+//! commands`, once more, on the whole project — the clean copy of the working tree, or
+//! in a run with workers a worktree of the integration branch's head — recorded as
+//! `validated` with `validation.md` and `validation.log` in the run's directory.
+
+use std::fmt::Write;
+use std::sync::atomic::Ordering;
+
+use agentloop_core::exec::verify;
+use agentloop_core::journal::{Event, TaskStatus, VerifyFinished};
+
+use super::Driver;
+use super::ship::git;
+use crate::error::CliError;
+
+impl Driver {
+    pub(crate) fn validate(&mut self) -> Result<(), CliError> {
+        let s = &self.state;
+        let mut commands: Vec<String> = Vec::new();
+        let mut measures = Vec::new();
+        for t in s.tasks.iter().filter(|t| t.status == TaskStatus::Done) {
+            for c in s.plan.checks(&t.id) {
+                if !commands.contains(&c) {
+                    commands.push(c);
+                }
+            }
+            measures.extend(s.plan.measures(&t.id));
+        }
+        for c in &s.settings.verify_commands {
+            if !commands.contains(c) {
+                commands.push(c.clone());
+            }
+        }
+        self.progress.note(&format!(
+            "validating: {} on the whole project",
+            agentloop_core::words::plural(commands.len(), "check", "checks")
+        ));
+        // In a run with workers the work is on the integration branch.
+        let branch = s.integration.as_ref().map(|i| i.branch.clone());
+        let temp = match &branch {
+            Some(b) => {
+                let dir = agentloop_core::fsutil::cache_dir()
+                    .unwrap_or_else(std::env::temp_dir)
+                    .join("agentloop/validate")
+                    .join(&self.run.id);
+                let _ = git(
+                    &self.ws.root,
+                    &["worktree", "remove", "--force", &dir.to_string_lossy()],
+                );
+                let _ = std::fs::remove_dir_all(&dir);
+                git(
+                    &self.ws.root,
+                    &[
+                        "worktree",
+                        "add",
+                        "--detach",
+                        "--quiet",
+                        &dir.to_string_lossy(),
+                        &format!("refs/heads/{b}"),
+                    ],
+                )
+                .map_err(|e| CliError::internal(format!("cannot check out {b}: {e}")))?;
+                Some(dir)
+            }
+            None => None,
+        };
+        let dir = match &temp {
+            Some(d) => d.clone(),
+            None => self.verify_dir(),
+        };
+        let log = self.run.path.join("validation.log");
+        let runner = verify::Runner {
+            workdir: &dir,
+            timeout: self.config.verify.timeout,
+            output_cap: self.config.verify.output_cap,
+            log: &log,
+        };
+        let interrupted = self.interrupted.clone();
+        let result = runner.run_measured(0, &commands, &measures, || {
+            interrupted.load(Ordering::SeqCst)
+        });
+        if let Some(d) = &temp {
+            let _ = git(
+                &self.ws.root,
+                &["worktree", "remove", "--force", &d.to_string_lossy()],
+            );
+        }
+        let result = result.map_err(|e| CliError::internal(format!("cannot validate: {e}")))?;
+        if self.interrupted.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let redactor = self.redactor(&self.state.settings.agent.clone());
+        redactor.scrub_file(&log)?;
+        let digest = result
+            .digest
+            .as_ref()
+            .map(|d| redactor.redact(d).into_owned());
+        self.write_validation(&result, digest.as_deref(), commands.len());
+        if !result.passed {
+            self.progress.warn(&format!(
+                "validation FAILED on the whole project: {}",
+                result
+                    .commands
+                    .last()
+                    .map(|c| format!("`{}`", c.command))
+                    .unwrap_or_default()
+            ));
+        }
+        self.record(Event::Validated {
+            passed: result.passed,
+            commands: result.commands,
+            digest,
+        })
+    }
+
+    fn write_validation(&self, r: &VerifyFinished, digest: Option<&str>, planned: usize) {
+        let mut md = format!(
+            "# Validation\n\nEvery done task's checks and the run's, on the whole project after its last task: **{}**.\n\n| Command | Result |\n| --- | --- |\n",
+            if r.passed { "passed" } else { "FAILED" }
+        );
+        let last = r.commands.len().saturating_sub(1);
+        for (i, c) in r.commands.iter().enumerate() {
+            let failed_here = !r.passed && i == last;
+            let result = match (c.exit_code, &c.measured) {
+                (Some(0), Some(m)) if failed_here => format!("measured {m}: does not hold"),
+                (Some(0), None) if failed_here => "printed no value to measure".to_string(),
+                (Some(0), Some(m)) => format!("measured {m}"),
+                (Some(0), None) => format!("exit 0, {:.1}s", c.duration_ms as f64 / 1000.0),
+                (Some(code), _) => format!("exit {code}"),
+                (None, _) if c.timed_out => "timed out".to_string(),
+                (None, _) => "killed".to_string(),
+            };
+            let _ = writeln!(md, "| `{}` | {result} |", c.command.replace('|', "\\|"));
+        }
+        if r.commands.len() < planned {
+            let _ = writeln!(
+                md,
+                "\n{} not run: the run stops at the first failure.",
+                agentloop_core::words::plural(
+                    planned - r.commands.len(),
+                    "check was",
+                    "checks were"
+                )
+            );
+        }
+        if let Some(d) = digest {
+            let _ = writeln!(md, "\n## The failure\n\n{d}");
+        }
+        let path = self.run.path.join("validation.md");
+        if let Err(e) = agentloop_core::fsutil::write_atomic(&path, md.as_bytes()) {
+            self.progress
+                .warn(&format!("cannot write {}: {e}", path.display()));
+        }
+    }
+}
