@@ -37,6 +37,14 @@ pub struct Signals {
 
 const COMPLETE: &str = "TASK_COMPLETE";
 
+/// A list item's text (`- x`, `* x`), or the line as it is.
+fn unbullet(line: &str) -> &str {
+    line.strip_prefix("- ")
+        .or_else(|| line.strip_prefix("* "))
+        .map(str::trim_start)
+        .unwrap_or(line)
+}
+
 /// Parses the final message. `promise` is the text that `<promise>…</promise>` must hold
 /// to count as completion.
 pub fn parse(message: &str, promise: &str) -> Signals {
@@ -123,7 +131,8 @@ pub fn parse(message: &str, promise: &str) -> Signals {
                 fields.insert("RESULT".to_string(), first.to_string());
             }
             while i < lines.len() {
-                let l = lines[i].trim();
+                // `key: value`, or bulleted: `- key: value`.
+                let l = unbullet(lines[i].trim());
                 let Some((k, v)) = l
                     .split_once(':')
                     .filter(|(k, _)| !k.is_empty() && !k.contains(' '))
@@ -133,8 +142,41 @@ pub fn parse(message: &str, promise: &str) -> Signals {
                 fields.insert(k.trim().to_ascii_uppercase(), v.trim().to_string());
                 i += 1;
             }
-            s.action_result = fields;
+            s.action_result.extend(fields);
+        } else if let Some(v) = unbullet(line).strip_prefix("NEXT_ACTION_NEEDED:") {
+            s.action_result
+                .insert("NEXT_ACTION_NEEDED".into(), v.trim().to_string());
         }
+    }
+    // The executor role's next action is acted on: COMPLETED claims completion (still
+    // verified), WAITING_INPUT and PAUSED wait for a person.
+    let next = s
+        .action_result
+        .get("NEXT_ACTION_NEEDED")
+        .map(|v| v.trim_matches(['`', '*', ' ']).to_ascii_uppercase());
+    let said = |keys: &[&str]| {
+        keys.iter()
+            .find_map(|k| s.action_result.get(*k).filter(|v| !v.is_empty()).cloned())
+    };
+    match next.as_deref() {
+        Some("COMPLETED") if s.blocked.is_none() => {
+            s.complete = true;
+            s.marker
+                .get_or_insert_with(|| "NEXT_ACTION_NEEDED: COMPLETED".to_string());
+        }
+        Some("WAITING_INPUT") if s.blocked.is_none() => {
+            s.blocked = Some(
+                said(&["QUESTION", "WAITING_FOR", "STATUS"])
+                    .unwrap_or_else(|| "the agent waits for input".into()),
+            );
+        }
+        Some("PAUSED") if s.blocked.is_none() => {
+            s.blocked = Some(match said(&["REASON", "STATUS"]) {
+                Some(r) => format!("the agent paused: {r}"),
+                None => "the agent paused".into(),
+            });
+        }
+        _ => {}
     }
     // A trailing marker after the end of a sentence: "Done. TASK_COMPLETE".
     if !s.complete {
@@ -241,6 +283,37 @@ mod tests {
         assert_eq!(s.blocked.as_deref(), Some("Which database should I use?"));
         assert_eq!(s.replan.as_deref(), Some("## T2a: Part one\nVerify: true"));
         assert!(!s.complete);
+    }
+
+    #[test]
+    fn the_executors_bulleted_result_and_next_action_are_acted_on() {
+        let s = parse(
+            "Done.\n\nACTION_RESULT:\n- action: DEVELOP\n- status: success\n- files_changed: src/a.rs\n\nNEXT_ACTION_NEEDED: COMPLETED\n",
+            "DONE",
+        );
+        assert_eq!(
+            s.action_result.get("ACTION").map(String::as_str),
+            Some("DEVELOP")
+        );
+        assert_eq!(
+            s.action_result.get("FILES_CHANGED").map(String::as_str),
+            Some("src/a.rs")
+        );
+        assert!(s.complete);
+        let s = parse(
+            "ACTION_RESULT:\n- action: DEVELOP\n- question: which port?\n- NEXT_ACTION_NEEDED: WAITING_INPUT\n",
+            "DONE",
+        );
+        assert_eq!(s.blocked.as_deref(), Some("which port?"));
+        assert!(!s.complete);
+        let s = parse(
+            "ACTION_RESULT:\n- status: rate limited by the API\nNEXT_ACTION_NEEDED: PAUSED\n",
+            "DONE",
+        );
+        assert_eq!(
+            s.blocked.as_deref(),
+            Some("the agent paused: rate limited by the API")
+        );
     }
 
     #[test]

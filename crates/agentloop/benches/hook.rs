@@ -115,6 +115,7 @@ fn main() {
                 request: Request::Steer {
                     note: "keep going".into(),
                 },
+                by: None,
             },
         ] {
             bytes.extend(journal::encode(seq, t, &e));

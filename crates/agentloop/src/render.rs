@@ -193,7 +193,7 @@ impl Progress {
                     s.plan.tasks.len(),
                     st.task,
                     duration_ms(self.started.elapsed().as_millis() as u64),
-                    money(s.cost_usd)
+                    agentloop_core::policy::standing(s)
                 );
                 self.line(&text);
             }
@@ -303,8 +303,9 @@ impl Progress {
                 used,
                 limit,
             } => format!(
-                "agentloop: paused, {}; `agentloop resume --budget +10` (or --tokens, --time, --iterations) tops it up",
-                WaitReason::budget_words(budget, *used, *limit)
+                "agentloop: paused, {} ({}); `agentloop resume --budget +10` (or --tokens, --time, --iterations) tops it up",
+                WaitReason::budget_words(budget, *used, *limit),
+                agentloop_core::policy::standing(s)
             ),
             WaitReason::UsageLimit { until_ms } => {
                 let until = std::time::UNIX_EPOCH + std::time::Duration::from_millis(*until_ms);

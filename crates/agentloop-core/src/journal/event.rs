@@ -58,6 +58,10 @@ pub enum Event {
         id: String,
         source: String,
         request: Request,
+        /// Who asked: `user@host` for the CLI and the terminal UI, the API's token for
+        /// the API.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
     },
     /// The model service refused for now (usage/rate limit, overloaded). The run
     /// waits until `until_ms` (Unix milliseconds); the task's retries are untouched.

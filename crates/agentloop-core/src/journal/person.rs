@@ -28,6 +28,21 @@ pub enum Gate {
 }
 
 impl Gate {
+    /// A few words for what was passed: `plan approval`, `after T2`.
+    pub fn short(&self) -> String {
+        match self {
+            Gate::Plan => "plan approval".into(),
+            Gate::BeforeTask(t) => format!("before {t}"),
+            Gate::AfterTask(t) => format!("after {t}"),
+            Gate::Final => "final review".into(),
+            Gate::Surface(t) => format!("the change to the checks in {t}"),
+            Gate::Tripwire(t) => format!("a tripwire hit in {t}"),
+            Gate::Review => "the pull request's review".into(),
+            Gate::Ship(_) => "a retry of the ship step".into(),
+            Gate::Diff(g) => format!("the {g} review"),
+        }
+    }
+
     pub fn describe(&self) -> String {
         match self {
             Gate::Plan => "approve the plan before the first iteration".into(),

@@ -102,6 +102,9 @@ fn trips(s: &RunState, out: &mut String) {
             gates.join(", ")
         }
     );
+    if !s.approvals.is_empty() {
+        let _ = writeln!(out, "- Approved: {}", s.approvals.join("; "));
+    }
 }
 
 /// The pull request's body.

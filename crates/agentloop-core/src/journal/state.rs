@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::event::*;
 use super::integration::{Integration, MergeState};
-use super::person::Gate;
+use super::person::{Gate, Request};
 use super::store::Record;
 use super::task::{TaskState, TaskStatus};
 use crate::config::Settings;
@@ -106,6 +106,9 @@ pub struct RunState {
     /// Risks and alternatives the agents reported (`T1 risk: …`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reported: Vec<String>,
+    /// The gates people passed, and who (`plan approval by ann@laptop`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvals: Vec<String>,
     /// The last validation: the iterations counted when it ran, and whether it passed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validation: Option<(u32, bool)>,
@@ -237,6 +240,7 @@ impl RunState {
             steer: Vec::new(),
             learnings: Vec::new(),
             reported: Vec::new(),
+            approvals: Vec::new(),
             validation: None,
             validation_failure: None,
             validation_fixes: 0,
@@ -463,9 +467,24 @@ impl RunState {
                 }
             }
             Event::GateOpened { gate } => self.gate = Some(gate.clone()),
-            Event::Control { id, request, .. } => {
+            Event::Control {
+                id, request, by, ..
+            } => {
                 self.requests.insert(id.clone());
+                let open = self.gate.clone();
                 self.control(request);
+                // Who passed which gate.
+                if let Request::Approve { gate: named, .. } = request {
+                    let what = match (named, &open) {
+                        (Some(g), _) => Some(format!("the {g} review")),
+                        (None, Some(g)) => Some(g.short()),
+                        (None, None) => None,
+                    };
+                    if let Some(what) = what {
+                        self.approvals
+                            .push(format!("{what} by {}", by.as_deref().unwrap_or("someone")));
+                    }
+                }
             }
             Event::LimitHit {
                 until_ms,

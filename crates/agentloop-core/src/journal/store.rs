@@ -602,6 +602,7 @@ mod tests {
             id: format!("r{n}"),
             source: "test".into(),
             request: Request::Pause,
+            by: None,
         }
     }
 

@@ -106,6 +106,33 @@ pub(super) fn escalation(s: &RunState, t: &TaskState) -> Option<Event> {
     })
 }
 
+/// Where the run stands against its budgets, in words: `iteration 3/50 · 1/3 tasks
+/// done · $0.40/$25.00` (the cost's limit only when there is one; limits with what
+/// people added).
+pub fn standing(s: &RunState) -> String {
+    let b = &s.settings.budgets;
+    let more = &s.top_up;
+    let done = s
+        .tasks
+        .iter()
+        .filter(|t| t.status == crate::journal::TaskStatus::Done)
+        .count();
+    let cost = match b.max_cost_usd.map(|m| m + more.cost_usd) {
+        Some(max) => format!(
+            "{}/{}",
+            crate::words::money(s.cost_usd),
+            crate::words::money(max)
+        ),
+        None => crate::words::money(s.cost_usd),
+    };
+    format!(
+        "iteration {}/{} · {done}/{} tasks done · {cost}",
+        s.counted_iterations(),
+        b.max_iterations + more.iterations,
+        s.tasks.len()
+    )
+}
+
 /// The budget spent, if one is: (budget, used, limit), each limit with what people
 /// added to it (`resume --budget +10` …).
 pub(super) fn budget_reached(s: &RunState) -> Option<(String, f64, f64)> {

@@ -23,7 +23,7 @@ use ladder::{budget_reached, escalation};
 pub use diffgates::{
     DiffInput, FileDiff, Trigger, parse_unified, reviewers as gate_reviewers, triggered, unread,
 };
-pub use ladder::{rung_budget, task_bound};
+pub use ladder::{rung_budget, standing, task_bound};
 pub use prompt::build as build_prompt;
 pub use replan::review_replan;
 pub use schedule::schedule;

@@ -271,6 +271,7 @@ mod tests {
                 id: "x".into(),
                 source: "t".into(),
                 request: Request::Pause,
+                by: None,
             })
             .unwrap()
         {

@@ -218,10 +218,15 @@ impl RunDir {
             })?;
             return Err(WorkspaceError::Refused { why });
         }
+        let by = match source {
+            "http" => "the API's token".to_string(),
+            _ => local_user(),
+        };
         let recs = w.append(&Event::Control {
             id,
             source: source.to_string(),
             request,
+            by: Some(by),
         })?;
         for r in &recs {
             state.apply(r);
@@ -241,4 +246,31 @@ impl RunDir {
 /// Events in the journal when a scan began at sequence `next`.
 fn state_count(scan: &Scan, next: u64) -> u64 {
     next - 1 + scan.count
+}
+
+/// Who runs this process: `user@host`.
+fn local_user() -> String {
+    let user = ["USER", "LOGNAME"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        .unwrap_or_else(|| {
+            // The real uid, from the kernel's own account of this process.
+            std::fs::read_to_string("/proc/self/status")
+                .ok()
+                .and_then(|t| {
+                    t.lines()
+                        .find_map(|l| l.strip_prefix("Uid:"))
+                        .and_then(|v| v.split_whitespace().next().map(String::from))
+                })
+                .map_or_else(|| "someone".to_string(), |u| format!("uid {u}"))
+        });
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default();
+    if host.is_empty() {
+        user
+    } else {
+        format!("{user}@{host}")
+    }
 }

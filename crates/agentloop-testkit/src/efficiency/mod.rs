@@ -337,6 +337,7 @@ pub fn run_agentloop(s: &mut dyn Scenario) -> Outcome {
                         request: Request::Reject {
                             note: Some("the checks stay as written".into()),
                         },
+                        by: None,
                     },
                     clock_ms,
                 );
@@ -388,6 +389,7 @@ pub fn run_agentloop(s: &mut dyn Scenario) -> Outcome {
                                 id: format!("person-{i}"),
                                 source: "person".into(),
                                 request: r,
+                                by: None,
                             },
                             clock_ms,
                         );
@@ -428,6 +430,7 @@ fn forged_is_honoured(request: Request) -> Option<Record> {
         id: "agent-approve".into(),
         source: "cli".into(),
         request,
+        by: None,
     };
     let sealed = String::from_utf8(encode(2, "2026-11-22T10:00:01.000Z", &event)).ok()?;
     let forged = match sealed.rfind(",\"mac\":") {

@@ -315,6 +315,7 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
             id: super::request_id("cli"),
             source: "cli".into(),
             request: Request::Resume,
+            by: None,
         })? {
             state.apply(&r);
         }

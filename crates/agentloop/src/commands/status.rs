@@ -270,6 +270,7 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
     });
     v["budget_spent"] = json!(budget_spent);
     v["verdict"] = json!(agentloop_core::journal::verdict(s));
+    v["approvals"] = json!(s.approvals);
     v["criteria"] = json!(agentloop_core::journal::criteria_rows(s));
     // Skip reasons are kept with each task.
     if let Some(tasks) = v["tasks"].as_array_mut() {

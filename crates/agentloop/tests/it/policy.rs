@@ -373,6 +373,7 @@ fn a_task_done_without_a_commit_is_held_by_the_diff_gates_all_the_same() {
         id: "person".into(),
         source: "cli".into(),
         request: r,
+        by: None,
     };
     let mut s = Sim::new(PLAN, settings(|c| c.gates.security.enabled = true));
     let a = s.iteration(claims(true, &["src/auth/login.rs"]), Some(true), "");
@@ -409,6 +410,7 @@ fn budgets_pause_the_run_until_topped_up() {
         id: "top-up".into(),
         source: "cli".into(),
         request: r,
+        by: None,
     };
     let mut s = Sim::new(PLAN, settings(|c| c.budgets.max_cost_usd = Some(1.0)));
     s.iteration(claims(true, &["a"]), Some(false), "1");
@@ -448,6 +450,7 @@ fn control_requests() {
         id: format!("{r:?}"),
         source: "test".into(),
         request: r,
+        by: None,
     };
     let mut s = Sim::new(PLAN, settings(|_| {}));
     assert_eq!(
@@ -496,6 +499,7 @@ fn gates_wait_for_a_person() {
         id: format!("{r:?}"),
         source: "test".into(),
         request: r,
+        by: None,
     };
     let plan = "# P\n\n## T1: one\nVerify: t\nGate: before\n\n## T2: two\nMilestone: yes\n";
     let mut s = Sim::new(
@@ -914,7 +918,7 @@ proptest! {
                         surface_settled.insert(o.started.iteration);
                     }
                     if let Request::Retry { task } = &request { reopened.insert(task.clone()); }
-                    sim.then(Event::Control { id: format!("p{pi}"), source: "prop".into(), request });
+                    sim.then(Event::Control { id: format!("p{pi}"), source: "prop".into(), request, by: None });
                 }
             }
         }

@@ -97,6 +97,15 @@ fn an_observation_waits_for_a_person_and_an_assumption_makes_it_research() {
     let r = p.run(&["resume"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(r.stderr.contains("verdict: RESEARCH"), "{}", r.stderr);
+    // Who passed the gate is recorded: user@host for the CLI.
+    let approvals = p.status()["approvals"].clone();
+    let who = approvals[0].as_str().unwrap_or_default();
+    assert!(
+        who.starts_with("after T1 by ") && who.contains('@'),
+        "{approvals}"
+    );
+    let handoff = std::fs::read_to_string(p.run_dir().join("handoff.md")).unwrap();
+    assert!(handoff.contains(&format!("- Approved: {who}")), "{handoff}");
     let md = summary(&p);
     assert!(
         md.contains("| T1 | observation | the greeting reads well | verified | a person confirmed it at the gate after the task |"),
