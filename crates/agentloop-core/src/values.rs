@@ -6,6 +6,23 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+/// The cost budget of a run that names none (the seeds' loop skill: $25).
+pub const DEFAULT_COST_USD: f64 = 25.0;
+/// A cost budget above this needs `--force`.
+pub const COST_CEILING_USD: f64 = 100.0;
+
+/// Refuses a cost budget above the ceiling unless forced.
+pub fn cost_ceiling(limit: Option<f64>, force: bool) -> Result<(), String> {
+    match limit {
+        Some(l) if l > COST_CEILING_USD && !force => Err(format!(
+            "a cost budget of {} is over the {} ceiling",
+            crate::words::money(l),
+            crate::words::money(COST_CEILING_USD)
+        )),
+        _ => Ok(()),
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Budgets {
@@ -29,7 +46,7 @@ impl Default for Budgets {
         Budgets {
             max_iterations: 50,
             task_retries: 5,
-            max_cost_usd: None,
+            max_cost_usd: Some(DEFAULT_COST_USD),
             max_tokens: None,
             max_duration: None,
             max_replans: 2,

@@ -241,6 +241,9 @@ pub struct RunArgs {
     /// Name the new run (default: a new time-based id).
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
+    /// Allow a cost budget over $100, the ceiling.
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -329,6 +332,9 @@ pub struct ResumeArgs {
     /// Add iterations to the iteration budget (`+20`).
     #[arg(long, value_name = "+N")]
     pub iterations: Option<String>,
+    /// Allow a cost budget over $100, the ceiling.
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
     pub out: OutputArgs,
 }

@@ -24,7 +24,7 @@ land = "none"               # or "ff": fast-forward your branch to it when the r
 max_iterations = 50     # for the whole run
 task_retries = 5        # per task, before the escalation ladder moves up
 max_replans = 2
-# max_cost_usd = 10.0
+max_cost_usd = 25.0     # dollars; the default. Over $100 needs `--force`
 # max_tokens = 5000000
 # max_duration = "4h"
 

@@ -54,7 +54,7 @@ pub fn demo(args: DemoArgs) -> Result<ExitKind, CliError> {
     git_init(&dir)?;
     eprintln!("agentloop demo: example project in {}", dir.display());
     let ws = Workspace::at(&dir);
-    let kind = super::run::start(&ws, &dir.join("PLAN.md"), Map::new(), None, args.out)?;
+    let kind = super::run::start(&ws, &dir.join("PLAN.md"), Map::new(), None, false, args.out)?;
     eprintln!(
         "agentloop demo: the run's record is in {}",
         ws.dir.display()

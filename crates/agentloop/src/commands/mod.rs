@@ -48,6 +48,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
                 tokens: None,
                 time: None,
                 iterations: None,
+                force: false,
                 out: crate::cli::OutputArgs {
                     json: false,
                     quiet: a.quiet,

@@ -17,7 +17,20 @@ pub fn run(cwd: &Path, args: RunArgs) -> Result<ExitKind, CliError> {
     let ws = Workspace::find(cwd);
     let flags = args.settings.to_layer()?;
     let plan_path = cwd.join(&args.plan);
-    start(&ws, &plan_path, flags, args.run_id.as_deref(), args.out)
+    start(
+        &ws,
+        &plan_path,
+        flags,
+        args.run_id.as_deref(),
+        args.force,
+        args.out,
+    )
+}
+
+fn ceiling(limit: Option<f64>, force: bool) -> Result<(), CliError> {
+    agentloop_core::values::cost_ceiling(limit, force).map_err(|e| {
+        CliError::user(e).hint("pass --force to allow it, or lower [budgets] max_cost_usd")
+    })
 }
 
 impl SettingsFlags {
@@ -69,6 +82,7 @@ pub(crate) fn start(
     plan_path: &Path,
     flags: Map<String, Value>,
     run_id: Option<&str>,
+    force: bool,
     out: OutputArgs,
 ) -> Result<ExitKind, CliError> {
     if let Some(id) = run_id
@@ -85,6 +99,7 @@ pub(crate) fn start(
     let plan = Plan::load_named(plan_path, &shown.display().to_string())?;
     one_run_per_tree(ws)?;
     let layered = super::load_config(&ws.root, &shown, &plan.settings, flags.clone())?;
+    ceiling(layered.config.budgets.max_cost_usd, force)?;
     super::plan_agents_exist(&layered.config, &plan, &shown.display().to_string())?;
     let versions = check_agents(&layered.config, &plan)?;
     if layered.config.ship.enabled() {
@@ -226,6 +241,15 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
     let run = super::pick_run(&ws, args.run.get(), super::Want::Unfinished)?;
     let mut loaded = run.load()?;
     if let Some(request) = top_up(&args)? {
+        if let Request::TopUp {
+            cost_cents: Some(c),
+            ..
+        } = &request
+        {
+            let b = &loaded.state.settings.budgets;
+            let now = b.max_cost_usd.unwrap_or(0.0) + loaded.state.top_up.cost_usd;
+            ceiling(Some(now + *c as f64 / 100.0), args.force)?;
+        }
         let what = crate::describe::request(&request);
         run.append_control(loaded, super::request_id("cli"), "cli", request)?;
         eprintln!("agentloop: {what}");

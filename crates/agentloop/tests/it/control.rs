@@ -777,3 +777,33 @@ fn every_prompt_names_the_projects_own_instructions() {
         "a file that is not there is not named"
     );
 }
+
+/// A run has a $25 cost budget unless it names one; over $100 needs `--force`, when it
+/// starts and when a top-up would take it there.
+#[test]
+fn the_cost_budget_has_a_default_and_a_ceiling() {
+    let p = scripted(TWO_TASKS, "touch one.txt two.txt\necho TASK_COMPLETE\n");
+    let r = p.run(&["config", "show"]);
+    assert!(
+        r.stdout.contains("budgets.max_cost_usd = 25.0"),
+        "{}",
+        r.stdout
+    );
+    let r = p.run(&["run", "--max-cost", "150"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("a cost budget of $150.00 is over the $100.00 ceiling"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(p.run(&["status"]).code, Some(2), "no run was made");
+    let r = p.run(&["run", "--max-cost", "90", "--step", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let r = p.run(&["resume", "--budget", "+20", "--quiet"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("$110.00 is over"), "{}", r.stderr);
+    let r = p.run(&["resume", "--budget", "+20", "--force", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(p.status()["status"], "completed");
+}

@@ -37,7 +37,7 @@ fn refused(p: &crate::support::Project) -> Vec<serde_json::Value> {
 #[test]
 fn the_agent_can_neither_top_up_its_budget_nor_release_a_ship_gate() {
     let body = format!(
-        "{BIN} resume --budget +100 --iterations +50 2> .git/agent-state/topup.err; echo $? > .git/agent-state/topup.rc\n\
+        "{BIN} resume --budget +50 --iterations +50 --force 2> .git/agent-state/topup.err; echo $? > .git/agent-state/topup.rc\n\
          {BIN} approve --gate security 2> .git/agent-state/gate.err; echo $? > .git/agent-state/gate.rc\n\
          echo TASK_COMPLETE\n"
     );
