@@ -18,6 +18,23 @@ fn output(mut c: Command) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
+/// Runs `git ARGS` in `dir`: its output, trimmed, or why it failed (the command and
+/// what git said).
+pub fn run(dir: &Path, args: &[&str]) -> Result<String, String> {
+    let out = git(dir)
+        .args(args)
+        .output()
+        .map_err(|e| format!("git {}: {e}", args.join(" ")))?;
+    if !out.status.success() {
+        return Err(format!(
+            "git {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
 pub fn is_repo(workdir: &Path) -> bool {
     output({
         let mut c = git(workdir);

@@ -4,6 +4,7 @@ use super::event::FinishReason;
 use super::person::{Gate, Request};
 use super::state::{RunState, StopKind};
 use super::task::TaskStatus;
+use super::tripwire::{TripCheck, TripHit};
 
 impl RunState {
     pub(crate) fn control(&mut self, request: &Request) {
@@ -180,6 +181,75 @@ impl RunState {
                     self.gate = None;
                 }
             }
+        }
+    }
+}
+
+impl RunState {
+    /// Who passed which gate, when `request` approved one (`open`: the gate that was
+    /// open before it).
+    pub(super) fn approved(&mut self, request: &Request, open: Option<&Gate>, by: Option<&str>) {
+        let Request::Approve { gate: named, .. } = request else {
+            return;
+        };
+        let what = match (named, open) {
+            (Some(g), _) => format!("the {g} review"),
+            (None, Some(g)) => g.short(),
+            (None, None) => return,
+        };
+        self.approvals
+            .push(format!("{what} by {}", by.unwrap_or("someone")));
+    }
+}
+
+/// The tripwire gate: the open iteration's check, and a person's answer at it
+/// (approve: the hits are accepted for the task; reject: the iteration fails and the
+/// task goes back to its agent with the evidence).
+impl RunState {
+    pub(super) fn tripwires_checked(&mut self, iteration: u32, hits: &[TripHit]) {
+        if let Some(open) = self.open_mut(iteration) {
+            open.tripwires = Some(TripCheck {
+                hits: hits.to_vec(),
+                settled: hits.is_empty(),
+                rejected: None,
+            });
+        }
+    }
+
+    /// The hits a person is asked about at the tripwire gate, while it is open.
+    pub fn tripwire_gate_hits(&self) -> Option<&[TripHit]> {
+        let Some(Gate::Tripwire(task)) = &self.gate else {
+            return None;
+        };
+        Some(&self.open_of_task(task)?.tripwires.as_ref()?.hits)
+    }
+
+    /// A person accepted what the task's iteration did: these tripwires no longer stop
+    /// this task.
+    pub(super) fn tripwires_approved(&mut self, task: &str) {
+        let mut wires = Vec::new();
+        if let Some(check) = self
+            .open_of_task_mut(task)
+            .and_then(|o| o.tripwires.as_mut())
+        {
+            check.settled = true;
+            wires = check.hits.iter().map(|h| h.wire.clone()).collect();
+        }
+        if let Some(t) = self.task_mut(task) {
+            for w in wires {
+                if !t.tripwires_accepted.contains(&w) {
+                    t.tripwires_accepted.push(w);
+                }
+            }
+        }
+    }
+
+    pub(super) fn tripwires_rejected(&mut self, task: &str, note: Option<String>) {
+        if let Some(check) = self
+            .open_of_task_mut(task)
+            .and_then(|o| o.tripwires.as_mut())
+        {
+            check.rejected = Some(note.unwrap_or_else(|| "no reason given".into()));
         }
     }
 }

@@ -8,6 +8,7 @@ mod event;
 mod integration;
 mod lanes;
 mod person;
+mod phases;
 mod progress;
 mod report;
 mod seal;

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::event::*;
 use super::integration::{Integration, MergeState};
-use super::person::{Gate, Request};
+use super::person::Gate;
 use super::store::Record;
 use super::task::{TaskState, TaskStatus};
 use crate::config::Settings;
@@ -473,18 +473,7 @@ impl RunState {
                 self.requests.insert(id.clone());
                 let open = self.gate.clone();
                 self.control(request);
-                // Who passed which gate.
-                if let Request::Approve { gate: named, .. } = request {
-                    let what = match (named, &open) {
-                        (Some(g), _) => Some(format!("the {g} review")),
-                        (None, Some(g)) => Some(g.short()),
-                        (None, None) => None,
-                    };
-                    if let Some(what) = what {
-                        self.approvals
-                            .push(format!("{what} by {}", by.as_deref().unwrap_or("someone")));
-                    }
-                }
+                self.approved(request, open.as_ref(), by.as_deref());
             }
             Event::LimitHit {
                 until_ms,
@@ -548,34 +537,7 @@ impl RunState {
                 },
             ),
             Event::Landed { commit, .. } => self.landed(commit),
-            Event::Validated {
-                passed,
-                commands,
-                digest,
-            } => {
-                self.validation = Some((self.iterations, *passed));
-                self.validation_failure = (!passed).then(|| {
-                    // The runner stops at the first failure: the last command is it.
-                    let failing = commands
-                        .last()
-                        .map(|c| c.command.clone())
-                        .unwrap_or_default();
-                    (digest.clone().unwrap_or_default(), failing)
-                });
-            }
-            Event::ValidationFixAdded {
-                version,
-                plan,
-                task,
-            } => {
-                self.plan_version = *version;
-                self.validation_fixes += 1;
-                self.set_plan(plan.clone());
-                let digest = self.validation_failure.as_ref().map(|(d, _)| d.clone());
-                if let Some(t) = self.task_mut(task) {
-                    t.last_digest = digest;
-                }
-            }
+            e @ (Event::Validated { .. } | Event::ValidationFixAdded { .. }) => self.apply_phase(e),
             Event::TripwiresChecked { iteration, hits } => {
                 self.tripwires_checked(*iteration, hits);
             }

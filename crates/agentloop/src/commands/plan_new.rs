@@ -37,14 +37,7 @@ enum Finding {
 }
 
 fn git(dir: &Path, args: &[&str]) -> Option<String> {
-    let out = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    agentloop_core::exec::git::run(dir, args).ok()
 }
 
 /// The plan in the agent's answer: a fenced block holding one, else the text from

@@ -8,8 +8,8 @@ use agentloop_core::journal::{Event, TaskState};
 use agentloop_core::policy::{DiffInput, parse_unified};
 
 use super::Driver;
-use super::ship::git;
 use crate::error::CliError;
+use agentloop_core::exec::git::run as git;
 
 /// What `to` changed since `from` (`three_dot`: since where `to` forked off `from`),
 /// with the names at the top of `from`'s tree.

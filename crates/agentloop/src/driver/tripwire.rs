@@ -11,8 +11,8 @@ use agentloop_core::journal::{Event, TripHit};
 use agentloop_core::policy::{DiffInput, FileDiff, parse_unified};
 
 use super::Driver;
-use super::ship::git;
 use crate::error::CliError;
+use agentloop_core::exec::git::run as git;
 
 /// The most of an agent's log, and of a new file, that is read.
 const READ_CAP: u64 = 8 * 1024 * 1024;

@@ -10,8 +10,8 @@ use agentloop_core::exec::verify;
 use agentloop_core::journal::{Event, TaskStatus, VerifyFinished};
 
 use super::Driver;
-use super::ship::git;
 use crate::error::CliError;
+use agentloop_core::exec::git::run as git;
 
 impl Driver {
     pub(crate) fn validate(&mut self) -> Result<(), CliError> {

@@ -5,11 +5,11 @@
 //! which waits for a person); the policy decides the next one.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use agentloop_core::config::{Forge as ForgeKind, MergeMethod, Ship};
+use agentloop_core::exec::git::run as git;
 use agentloop_core::exec::verify;
 use agentloop_core::journal::{CheckOutcome, Event};
 use agentloop_core::policy::ShipStep;
@@ -26,22 +26,6 @@ mod unit;
 const NO_CHECKS_LOOKS: u32 = 3;
 /// The most of a check's output the journal keeps.
 const CHECK_OUTPUT: usize = 8 * 1024;
-
-pub(crate) fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .map_err(|e| format!("git {}: {e}", args.join(" ")))?;
-    if !out.status.success() {
-        return Err(format!(
-            "git {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
 
 /// The forge the run ships through, with its token from the environment.
 pub(crate) fn forge(root: &Path, ship: &Ship) -> Result<Box<dyn Forge>, String> {

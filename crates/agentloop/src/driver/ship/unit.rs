@@ -12,8 +12,8 @@ use std::process::{Command, Stdio};
 use agentloop_core::config::MergeWhen;
 use agentloop_core::journal::{Event, Unit};
 
-use super::git;
 use crate::driver::Driver;
+use agentloop_core::exec::git::run as git;
 
 /// A task id as a branch name's last part.
 fn ref_safe(id: &str) -> String {
