@@ -162,6 +162,21 @@ impl Progress {
                     s.settings.mode
                 );
                 self.line(&text);
+                if let Some(p) = &s.prerequisites {
+                    for m in &p.missing {
+                        self.line(&format!(
+                            "agentloop: warning: not found on this machine: {m}; that check cannot pass until it is installed"
+                        ));
+                    }
+                    if p.dirty_count > 0 && !s.settings.in_worktrees() {
+                        self.line(&format!(
+                            "agentloop: note: the tree has {} uncommitted when the run starts ({}{})",
+                            plural(p.dirty_count, "change", "changes"),
+                            p.dirty.iter().take(3).cloned().collect::<Vec<_>>().join(", "),
+                            if p.dirty_count > 3 { ", …" } else { "" }
+                        ));
+                    }
+                }
             }
             Event::IterationStarted(st) => {
                 self.tasks.insert(st.iteration, st.task.clone());

@@ -1,10 +1,11 @@
 //! Effects on the machine: supervised processes (`supervise`), the verification runner
 //! (`verify`), what agents leave behind (`reap`), what git says about the work tree
 //! (`git`), the verification surface and its baseline (`surface`) and the clean copy
-//! checks run in (`clean_copy`).
+//! checks run in (`clean_copy`), and what a run needs from the machine (`prereq`).
 
 pub mod clean_copy;
 pub mod git;
+pub mod prereq;
 pub mod reap;
 pub mod supervise;
 pub mod surface;

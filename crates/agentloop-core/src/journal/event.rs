@@ -29,6 +29,9 @@ pub enum Event {
         /// Agent name → the version its CLI reported when this driver started.
         #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
         agents: std::collections::BTreeMap<String, String>,
+        /// What the run needs from the machine, as this driver found it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prerequisites: Option<crate::exec::prereq::Prerequisites>,
     },
     IterationStarted(IterationStarted),
     AgentFinished(AgentFinished),

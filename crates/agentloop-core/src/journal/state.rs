@@ -106,6 +106,9 @@ pub struct RunState {
     /// Risks and alternatives the agents reported (`T1 risk: …`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reported: Vec<String>,
+    /// What the run needed from the machine when its last driver started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prerequisites: Option<crate::exec::prereq::Prerequisites>,
     /// The gates people passed, and who (`plan approval by ann@laptop`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approvals: Vec<String>,
@@ -241,6 +244,7 @@ impl RunState {
             learnings: Vec::new(),
             reported: Vec::new(),
             approvals: Vec::new(),
+            prerequisites: None,
             validation: None,
             validation_failure: None,
             validation_fixes: 0,
@@ -350,8 +354,14 @@ impl RunState {
         self.updated = rec.time.clone();
         match &rec.event {
             Event::RunCreated { .. } => {}
-            Event::DriverStarted { pid, settings, .. } => {
+            Event::DriverStarted {
+                pid,
+                settings,
+                prerequisites,
+                ..
+            } => {
                 self.driver_pid = Some(*pid);
+                self.prerequisites = prerequisites.clone();
                 self.settings = settings.clone();
                 // Its budgets may be higher: the policy looks again.
                 self.budget_spent = None;

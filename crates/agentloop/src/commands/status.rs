@@ -78,6 +78,29 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
     if let Some(r) = &s.finished {
         outln!("finished: {}", r.describe());
     }
+    if let Some(p) = &s.prerequisites {
+        outln!(
+            "prerequisites: {} · {} · {}",
+            if p.git {
+                "git work tree"
+            } else {
+                "not a git repository"
+            },
+            if p.dirty_count == 0 {
+                "tree clean at start".to_string()
+            } else {
+                format!(
+                    "{} uncommitted at start",
+                    plural(p.dirty_count, "change", "changes")
+                )
+            },
+            if p.missing.is_empty() {
+                "every check's program found".to_string()
+            } else {
+                format!("missing: {}", p.missing.join("; "))
+            }
+        );
+    }
     let verdict = agentloop_core::journal::verdict(s);
     outln!(
         "verdict{}: {} — {}",
@@ -271,6 +294,7 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
     v["budget_spent"] = json!(budget_spent);
     v["verdict"] = json!(agentloop_core::journal::verdict(s));
     v["approvals"] = json!(s.approvals);
+    v["prerequisites"] = json!(s.prerequisites);
     v["criteria"] = json!(agentloop_core::journal::criteria_rows(s));
     // Skip reasons are kept with each task.
     if let Some(tasks) = v["tasks"].as_array_mut() {

@@ -142,11 +142,17 @@ impl Driver {
         settings: Settings,
         agents: std::collections::BTreeMap<String, String>,
     ) -> Result<ExitKind, CliError> {
+        let prerequisites = agentloop_core::exec::prereq::check(
+            &self.ws.root,
+            &self.state.plan,
+            &settings.verify_commands,
+        );
         self.record(Event::DriverStarted {
             pid: std::process::id(),
             version: env!("CARGO_PKG_VERSION").into(),
             settings,
             agents,
+            prerequisites: Some(prerequisites),
         })?;
         self.ensure_baseline()?;
         if self.state.settings.in_worktrees() {

@@ -807,3 +807,36 @@ fn the_cost_budget_has_a_default_and_a_ceiling() {
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(p.status()["status"], "completed");
 }
+
+/// What the run needs from the machine is looked at when its driver starts: a check
+/// whose program is not installed is named before any iteration, and `status` says so.
+#[test]
+fn prerequisites_are_recorded_and_shown_when_the_run_starts() {
+    let p = scripted(
+        "# Tools\n\n## T1: a\nVerify: test -f a.txt\n\n## T2: b\nDepends: T1\nVerify: surely-not-installed-xyz --check\n",
+        "touch a.txt\necho TASK_COMPLETE\n",
+    );
+    p.write("notes.txt", "mine, not committed\n");
+    let r = p.run(&["run", "--no-wait", "--max-iterations", "3"]);
+    assert!(
+        r.stderr.contains(
+            "warning: not found on this machine: surely-not-installed-xyz (T2: surely-not-installed-xyz --check)"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("the tree has 1 change uncommitted when the run starts (notes.txt)"),
+        "{}",
+        r.stderr
+    );
+    let s = p.status();
+    assert_eq!(s["prerequisites"]["git"], true);
+    assert_eq!(s["prerequisites"]["dirty_count"], 1);
+    let human = p.run(&["status"]).stdout;
+    assert!(
+        human.contains("prerequisites: git work tree · 1 change uncommitted at start · missing: surely-not-installed-xyz"),
+        "{human}"
+    );
+}
