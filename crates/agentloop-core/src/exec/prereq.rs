@@ -36,7 +36,7 @@ pub struct Prerequisites {
 fn program(command: &str) -> Option<&str> {
     let word = command
         .split_whitespace()
-        .find(|w| !(w.contains('=') && !w.starts_with('=')))?;
+        .find(|w| !w.contains('=') || w.starts_with('='))?;
     (!BUILTINS.contains(&word)).then_some(word)
 }
 
