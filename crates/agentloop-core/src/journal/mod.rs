@@ -5,6 +5,7 @@
 mod baseline;
 mod control;
 mod event;
+mod history;
 mod integration;
 mod lanes;
 mod person;

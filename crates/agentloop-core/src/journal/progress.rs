@@ -29,41 +29,40 @@ pub fn render(s: &RunState) -> String {
             &s.plan.goal
         }
     );
+    // Each completion as it happened: the list only grows, even when a task is
+    // reopened later.
     p.push_str("## Completed Tasks\n\n");
-    let mut any = false;
-    for t in s
-        .tasks
-        .iter()
-        .filter(|t| matches!(t.status, TaskStatus::Done | TaskStatus::Skipped))
-    {
-        any = true;
-        if t.status == TaskStatus::Skipped {
-            let _ = writeln!(p, "- [ ] {}: {} (skipped)", t.id, t.title);
-            continue;
-        }
-        let commit = t
-            .commit
-            .as_deref()
-            .map(|c| format!(", commit {}", &c[..c.len().min(12)]))
-            .unwrap_or_default();
+    for line in &s.completed_log {
+        let _ = writeln!(p, "- [x] {line}");
+    }
+    for t in s.tasks.iter().filter(|t| t.status == TaskStatus::Skipped) {
         let _ = writeln!(
             p,
-            "- [x] {}: {} ({}, {}{commit})",
+            "- [ ] {}: {} (skipped{})",
             t.id,
             t.title,
-            plural(t.iterations as usize, "iteration", "iterations"),
-            money(t.cost_usd)
+            t.skip_reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default()
         );
     }
-    if !any {
+    if s.completed_log.is_empty() && !s.tasks.iter().any(|t| t.status == TaskStatus::Skipped) {
         p.push_str("(none yet)\n");
     }
     p.push_str("\n## Learnings\n\n");
     if s.learnings.is_empty() {
         p.push_str("(none yet)\n");
     }
-    for l in &s.learnings {
-        let _ = writeln!(p, "- {l}");
+    for (i, l) in s.learnings.iter().enumerate() {
+        match s.learned_at.get(i) {
+            Some(at) => {
+                let _ = writeln!(p, "- {l} ({at})");
+            }
+            None => {
+                let _ = writeln!(p, "- {l}");
+            }
+        }
     }
     p.push_str("\n## Current Task\n\n");
     match s

@@ -103,6 +103,12 @@ pub struct RunState {
     /// Notes for the next iteration (`steer`, gate notes).
     pub steer: Vec<String>,
     pub learnings: Vec<String>,
+    /// When each learning came (the same order as `learnings`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub learned_at: Vec<String>,
+    /// Each task's completion as it happened; kept when a task is later reopened.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub completed_log: Vec<String>,
     /// Risks and alternatives the agents reported (`T1 risk: …`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reported: Vec<String>,
@@ -242,6 +248,8 @@ impl RunState {
             final_approved: false,
             steer: Vec::new(),
             learnings: Vec::new(),
+            learned_at: Vec::new(),
+            completed_log: Vec::new(),
             reported: Vec::new(),
             approvals: Vec::new(),
             prerequisites: None,
@@ -402,18 +410,7 @@ impl RunState {
             Event::AgentFinished(a) => {
                 self.cost_usd = add_usd(self.cost_usd, a.cost_usd);
                 self.usage.add(&a.usage);
-                self.learnings.extend(a.signals.learnings.iter().cloned());
-                if let Some(task) = self
-                    .open_iteration(a.iteration)
-                    .map(|o| o.started.task.clone())
-                {
-                    for r in &a.signals.reported {
-                        let line = format!("{task} {r}");
-                        if !self.reported.contains(&line) {
-                            self.reported.push(line);
-                        }
-                    }
-                }
+                self.remember_agent(a, &rec.time);
                 let touched = a
                     .changed_files
                     .iter()

@@ -113,6 +113,12 @@ pub struct TaskState {
     /// What the last DEBUG iteration found, for the attempts after it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub understanding: Option<String>,
+    /// Time its iterations took, in milliseconds.
+    #[serde(default)]
+    pub active_ms: u64,
+    /// Commits the agent made itself (the head each of its iterations left).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agent_commits: Vec<String>,
     /// The question the agent asked (`BLOCKED:`) in its last iteration, for the next
     /// prompt to carry together with a person's answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -167,6 +173,8 @@ impl TaskState {
             observed: false,
             debugged: Vec::new(),
             understanding: None,
+            active_ms: 0,
+            agent_commits: Vec::new(),
             escalations: Vec::new(),
             breaker_tripped: false,
         }

@@ -16,7 +16,8 @@ impl RunState {
             return;
         };
         let open = self.running.remove(at);
-        self.active_ms += time_ms.saturating_sub(open.started_ms);
+        let took = time_ms.saturating_sub(open.started_ms);
+        self.active_ms += took;
         if f.outcome != Outcome::Limited && f.outcome != Outcome::Aborted {
             self.limit_streak = 0;
         }
@@ -29,6 +30,7 @@ impl RunState {
         let Some(t) = self.task_mut(&task_id) else {
             return;
         };
+        t.active_ms += took;
         // Skipped while the iteration ran: the skip stands unless the work got done.
         let skipped = t.status == TaskStatus::Skipped;
         match f.outcome {
@@ -132,6 +134,9 @@ impl RunState {
         if skipped && f.outcome != Outcome::Completed {
             t.status = TaskStatus::Skipped;
             t.gate_after_pending = false;
+        }
+        if f.outcome == Outcome::Completed {
+            self.remember_completed(&task_id);
         }
         // Steer notes given to an aborted iteration are not lost.
         if f.outcome == Outcome::Aborted {

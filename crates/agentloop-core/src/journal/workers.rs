@@ -90,6 +90,7 @@ impl RunState {
             t.clear_history();
             // Pair mode: a person reviews it at the gate after the task.
             t.gate_after_pending = gate_after;
+            self.remember_completed(task);
         }
     }
 }

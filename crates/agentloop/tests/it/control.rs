@@ -840,3 +840,53 @@ fn prerequisites_are_recorded_and_shown_when_the_run_starts() {
         "{human}"
     );
 }
+
+/// progress.md keeps what the seed's log keeps: each completion with its time and
+/// duration (a list that only grows, even when a task is reopened), when each learning
+/// came, and the commits the agent made itself.
+#[test]
+fn progress_keeps_completions_learnings_and_the_agents_own_commits() {
+    let p = scripted(
+        &TWO_TASKS.replace(
+            "Verify: test -f two.txt",
+            "Verify: test -f two.txt\nGate: after",
+        ),
+        r#"case $task in
+  T1) touch one.txt; git add one.txt; git -c user.name=a -c user.email=a@a commit -qm "agent's own" ;;
+  T2) touch two.txt ;;
+esac
+echo 'LEARNING: the build wants TZ=UTC'
+echo TASK_COMPLETE
+"#,
+    );
+    let r = p.run(&["run", "--quiet", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    let progress = std::fs::read_to_string(p.run_dir().join("progress.md")).unwrap();
+    let own = crate::real_cli::journal_events(&p)
+        .into_iter()
+        .find(|e| e["kind"] == "agent_finished")
+        .and_then(|e| {
+            e["data"]["head_after"]
+                .as_str()
+                .map(|h| h[..12].to_string())
+        })
+        .unwrap();
+    assert!(
+        progress.contains(&format!("the agent's own commits up to {own}")),
+        "{progress}"
+    );
+    assert!(
+        progress.contains("- the build wants TZ=UTC (20"),
+        "{progress}"
+    );
+    // Reopened by a reviewer, T2 is done again: the list keeps both completions.
+    assert_eq!(p.run(&["reject", "--note", "again"]).code, Some(0));
+    let r = p.run(&["resume", "--quiet", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    assert_eq!(p.run(&["approve"]).code, Some(0));
+    let r = p.run(&["resume", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let progress = std::fs::read_to_string(p.run_dir().join("progress.md")).unwrap();
+    assert_eq!(progress.matches("- [x] T2: ").count(), 2, "{progress}");
+    assert_eq!(progress.matches("- [x] T1: ").count(), 1, "{progress}");
+}
