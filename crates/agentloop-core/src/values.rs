@@ -89,6 +89,11 @@ pub struct Gates {
     pub plan_approval: bool,
     /// Wait for a person to approve before the run is declared complete.
     pub final_review: bool,
+    /// Wait for a person after each task is verified (the colleague shape).
+    pub after_each: bool,
+    /// Wait for a person before the first iteration of a task of reversibility class 1
+    /// (hours to undo: schema changes, public APIs, releases).
+    pub before_irreversible: bool,
     /// Diff-triggered gates: what a diff touches holds the pull request of a shipped
     /// run (or, without a forge, each task as it is done) for that gate's review
     /// (`policy::diffgates` says what triggers each).
@@ -125,6 +130,8 @@ impl Default for Gates {
         Gates {
             plan_approval: false,
             final_review: false,
+            after_each: false,
+            before_irreversible: true,
             security: gate(
                 &[
                     "auth",

@@ -74,6 +74,20 @@ pub struct RunConfig {
     /// `none` (the work waits on the integration branch) or `ff` (fast-forwarded to
     /// it, refused if it moved meanwhile).
     pub land: crate::values::Land,
+    /// The shape of work, which sets the gates a run adds: `tool` (none), `colleague`
+    /// (approve the plan, review each task, review before completion), `intent` (not
+    /// ready: the run does not start), or `auto` (from the plan's clarity score).
+    pub shape: ShapeSetting,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ShapeSetting {
+    #[default]
+    Tool,
+    Colleague,
+    Intent,
+    Auto,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -327,6 +341,7 @@ impl Default for RunConfig {
             isolate: false,
             keep_worktrees: false,
             land: crate::values::Land::None,
+            shape: ShapeSetting::Tool,
         }
     }
 }

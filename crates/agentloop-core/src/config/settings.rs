@@ -30,6 +30,12 @@ pub struct Settings {
     pub clean_copy: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub carry: Vec<String>,
+    /// The shape the run took (`tool`, `colleague`) and the plan's clarity score when
+    /// it started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clarity: Option<u8>,
     /// The VALIDATE phase after the last task (runs recorded before it existed: none).
     #[serde(default)]
     pub validate: bool,
@@ -102,6 +108,8 @@ impl Settings {
             check_files: c.verify.check_files.clone(),
             clean_copy: c.verify.clean_copy,
             carry: c.verify.carry.clone(),
+            shape: None,
+            clarity: None,
             validate: c.verify.validate,
             validate_fixes: c.verify.validate_fixes,
             // What is shipped is committed: `[ship]` commits each verified task; so do

@@ -574,6 +574,7 @@ impl RunState {
     pub(super) fn needs_gate_after(&self, id: &str) -> bool {
         let task = self.plan_task(id);
         task.is_some_and(|t| t.gate == Some(GatePoint::After))
+            || (self.settings.gates.after_each && task.is_some())
             // An observation criterion is confirmed by a person after the task.
             || task.is_some_and(|t| {
                 t.criteria.iter().any(|c| {

@@ -99,6 +99,7 @@ pub fn plan_from_issues(
                 scope: Vec::new(),
                 max_iterations: None,
                 milestone: false,
+                reversibility: None,
                 must_not: Vec::new(),
                 criteria: Vec::new(),
                 line: 0,

@@ -2,6 +2,7 @@
 //! (`parse`), checked as a whole (`validate`), written back (`write`), and brought in
 //! from other tools' formats (`import`) and issue trackers (`issues`).
 
+mod clarity;
 mod criteria;
 mod error;
 mod import;
@@ -12,6 +13,7 @@ mod tripwire;
 mod validate;
 mod write;
 
+pub use clarity::{Clarity, Class, Shape, assess, reversibility};
 pub use criteria::{Evidence, Op, Requirement, Threshold};
 pub use error::PlanError;
 pub use import::{ImportError, Imported, import};

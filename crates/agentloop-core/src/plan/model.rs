@@ -49,6 +49,10 @@ pub struct Task {
     /// This task's criteria (`Criteria:` lines; see `Requirement`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub criteria: Vec<String>,
+    /// How long undoing it takes (`Reversibility: 1 | 2A | 2B`); else judged from
+    /// what it speaks of (`clarity::reversibility`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reversibility: Option<super::Class>,
     /// Line of the task's heading in the file it was read from (0 when built in code).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub line: usize,
@@ -187,6 +191,7 @@ impl Task {
             scope: Vec::new(),
             max_iterations: None,
             milestone: false,
+            reversibility: None,
             must_not: Vec::new(),
             criteria: Vec::new(),
             line: 0,

@@ -401,6 +401,16 @@ fn parse_task(file: &str, lines: &[&str], first_line: usize) -> Result<Task, Pla
                     }
                 };
             }
+            "reversibility" => {
+                once(&mut seen_fields, "Reversibility")?;
+                task.reversibility = Some(crate::plan::Class::parse(value).ok_or_else(|| {
+                    PlanError::at(
+                        file,
+                        n,
+                        format!("`Reversibility: {value}` must be 1, 2A or 2B"),
+                    )
+                })?);
+            }
             "criteria" => {
                 crate::plan::Requirement::parse(value)
                     .map_err(|e| PlanError::at(file, n, format!("Criteria: {e}")))?;
@@ -437,7 +447,7 @@ fn parse_task(file: &str, lines: &[&str], first_line: usize) -> Result<Task, Pla
 
 /// `Key: value` field lines; the key is matched without regard to case.
 fn field(line: &str) -> Option<(&'static str, &str)> {
-    const KEYS: [&str; 11] = [
+    const KEYS: [&str; 12] = [
         "depends",
         "verify",
         "gate",
@@ -449,6 +459,7 @@ fn field(line: &str) -> Option<(&'static str, &str)> {
         "acceptance",
         "must-not",
         "criteria",
+        "reversibility",
     ];
     let (k, v) = line.split_once(':')?;
     if k.starts_with(char::is_whitespace) {

@@ -77,9 +77,13 @@ impl Task {
         for c in &self.criteria {
             let _ = writeln!(out, "Criteria: {c}");
         }
+        if let Some(c) = self.reversibility {
+            let _ = writeln!(out, "Reversibility: {}", c.as_str());
+        }
         let has_fields = !self.depends.is_empty()
             || !self.must_not.is_empty()
             || !self.criteria.is_empty()
+            || self.reversibility.is_some()
             || !self.verify.is_empty()
             || self.gate.is_some()
             || self.agent.is_some()

@@ -257,7 +257,12 @@ fn decide(s: &RunState, busy: &[&str]) -> Action {
         });
     }
     let plan_task = s.plan_task(&task.id);
-    if plan_task.is_some_and(|t| t.gate == Some(crate::plan::GatePoint::Before))
+    // A gate before the task: the plan's, or one of reversibility class 1.
+    let irreversible = |t: &crate::plan::Task| {
+        s.settings.gates.before_irreversible
+            && crate::plan::reversibility(t).0 == crate::plan::Class::One
+    };
+    if plan_task.is_some_and(|t| t.gate == Some(crate::plan::GatePoint::Before) || irreversible(t))
         && !task.gate_before_approved
     {
         return Action::Record(Event::GateOpened {

@@ -180,6 +180,7 @@ fn fix_or_fail(s: &RunState, after_merge: bool) -> Action {
         scope: Vec::new(),
         max_iterations: None,
         milestone: false,
+        reversibility: None,
         must_not: Vec::new(),
         criteria: Vec::new(),
         line: 0,

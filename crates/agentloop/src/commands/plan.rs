@@ -52,6 +52,8 @@ pub fn check(cwd: &Path, path: &Path, as_json: bool) -> Result<ExitKind, CliErro
         if let Some(a) = &t.agent {
             extra.push(format!("agent {a}"));
         }
+        let (class, _) = agentloop_core::plan::reversibility(t);
+        extra.push(format!("class {}", class.as_str()));
         outln!("  {:width$}  {}  ({})", t.id, t.title, extra.join(" · "));
     }
     let plan_wide = plan
@@ -60,6 +62,21 @@ pub fn check(cwd: &Path, path: &Path, as_json: bool) -> Result<ExitKind, CliErro
         .and_then(|v| v.get("commands"))
         .and_then(|c| c.as_array())
         .is_some_and(|c| !c.is_empty());
+    let clarity = agentloop_core::plan::assess(&plan);
+    outln!(
+        "clarity {} · shape {} (`[run] shape = \"auto\"` runs it so)",
+        clarity.describe(),
+        clarity.shape.as_str()
+    );
+    for d in clarity.dimensions.iter().filter(|d| d.score < 2) {
+        outln!(
+            "  {} {}: {} — {}",
+            d.name,
+            d.score,
+            d.why,
+            d.question.unwrap_or_default()
+        );
+    }
     for t in plan.tasks.iter().filter(|t| t.verify.is_empty()) {
         if !plan_wide {
             crate::render::warn(&format!(

@@ -27,6 +27,42 @@ pub fn run(cwd: &Path, args: RunArgs) -> Result<ExitKind, CliError> {
     )
 }
 
+/// The shape of work the run takes — as configured, or from the plan's clarity with
+/// `auto` — and the gates it adds; an `intent` plan does not start.
+fn shape(
+    plan: &Plan,
+    setting: agentloop_core::config::ShapeSetting,
+    settings: &mut Settings,
+) -> Result<(), CliError> {
+    use agentloop_core::config::ShapeSetting;
+    use agentloop_core::plan::Shape;
+    let clarity = agentloop_core::plan::assess(plan);
+    let shape = match setting {
+        ShapeSetting::Auto => clarity.shape,
+        ShapeSetting::Tool => Shape::Tool,
+        ShapeSetting::Colleague => Shape::Colleague,
+        ShapeSetting::Intent => Shape::Intent,
+    };
+    if shape == Shape::Intent {
+        return Err(CliError::user(format!(
+            "the plan is not ready to run (shape intent): clarity {}",
+            clarity.describe()
+        ))
+        .hint(format!(
+            "answer these in the plan, then run again:\n  - {}",
+            clarity.questions().join("\n  - ")
+        )));
+    }
+    if shape == Shape::Colleague {
+        settings.gates.plan_approval = true;
+        settings.gates.after_each = true;
+        settings.gates.final_review = true;
+    }
+    settings.shape = Some(shape.as_str().to_string());
+    settings.clarity = Some(clarity.score);
+    Ok(())
+}
+
 fn ceiling(limit: Option<f64>, force: bool) -> Result<(), CliError> {
     agentloop_core::values::cost_ceiling(limit, force).map_err(|e| {
         CliError::user(e).hint("pass --force to allow it, or lower [budgets] max_cost_usd")
@@ -116,6 +152,7 @@ pub(crate) fn start(
     }
     let mut settings = Settings::new(&layered.config, flags);
     settings.find_context(&ws.root);
+    shape(&plan, layered.config.run.shape, &mut settings)?;
     let (run, writer, state) = ws.create_run_with_id(run_id, &shown, &plan, settings.clone())?;
     if out.json {
         // The stream starts where the journal does: the plan and settings first, then

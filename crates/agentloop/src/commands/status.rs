@@ -78,6 +78,9 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
     if let Some(r) = &s.finished {
         outln!("finished: {}", r.describe());
     }
+    if let (Some(shape), Some(score)) = (&s.settings.shape, s.settings.clarity) {
+        outln!("shape: {shape} (clarity {score}/10)");
+    }
     if let Some(p) = &s.prerequisites {
         outln!(
             "prerequisites: {} · {} · {}",
@@ -294,6 +297,8 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
     v["budget_spent"] = json!(budget_spent);
     v["verdict"] = json!(agentloop_core::journal::verdict(s));
     v["approvals"] = json!(s.approvals);
+    v["shape"] = json!(s.settings.shape);
+    v["clarity"] = json!(s.settings.clarity);
     v["prerequisites"] = json!(s.prerequisites);
     v["criteria"] = json!(agentloop_core::journal::criteria_rows(s));
     // Skip reasons are kept with each task.

@@ -52,7 +52,8 @@ fn run_then_status_log_and_runs() {
     );
     let progress = std::fs::read_to_string(p.run_dir().join("progress.md")).unwrap();
     assert!(
-        progress.contains("- [x] T2: Shout (2 iterations, $0.00, commit "),
+        progress.contains("- [x] T2: Shout (2 iterations, ")
+            && progress.contains("s, $0.00, commit "),
         "{progress}"
     );
 }

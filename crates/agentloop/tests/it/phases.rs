@@ -143,3 +143,57 @@ fn a_validation_that_cannot_be_fixed_ends_the_run_failed() {
     );
     assert_eq!(p.status()["verdict"], "MONITOR");
 }
+
+/// The plan's clarity and the shape of work: `plan check` scores it; `shape = "auto"`
+/// refuses a plan that is only an intent (with the questions) and gives a middling one
+/// the colleague's gates; a task of reversibility class 1 waits for a person first.
+#[test]
+fn clarity_and_shape_set_the_gates() {
+    let thin = "---\nrun:\n  shape: auto\n---\n# P\n\n## T1: one\nVerify: test -f one.txt\n";
+    let p = scripted(thin, "touch one.txt\necho TASK_COMPLETE\n");
+    let r = p.run(&["plan", "check"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stdout.contains(
+            "clarity 2/10 (outcome 0, scope 0, constraints 0, success 2, done 0) · shape intent"
+        ),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("class 2A"), "{}", r.stdout);
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("not ready to run (shape intent)")
+            && r.stderr.contains("What must not change?"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(p.run(&["status"]).code, Some(2), "no run was made");
+    // Middling: the colleague's gates, from the plan's approval on.
+    p.write(
+        "PLAN.md",
+        "---\nrun:\n  shape: auto\n---\n# P\n\nMake one.txt for the greeter, nothing else.\n\n## T1: Make one.txt\nVerify: test -f one.txt\n",
+    );
+    p.commit("clearer");
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["shape"], "colleague", "{s}");
+    assert_eq!(s["gate"]["point"], "plan", "{s}");
+}
+
+#[test]
+fn a_task_hours_to_undo_waits_for_a_person_before_it_starts() {
+    let p = scripted(
+        "# Users\n\n## T1: Add a migration for the users table\nVerify: test -f m.sql\n",
+        "touch m.sql\necho TASK_COMPLETE\n",
+    );
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    assert_eq!(p.status()["gate"]["point"], "before_task");
+    assert_eq!(p.status()["iterations"], 0);
+    assert_eq!(p.run(&["approve"]).code, Some(0));
+    let r = p.run(&["resume"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+}

@@ -1,0 +1,305 @@
+//! How clear a plan is, and the shape of work that follows: a score 0–10 over five
+//! dimensions (outcome, scope, constraints, success, done; 0–2 each, with the reason),
+//! the shape it implies (tool ≥ 8: no check-ins; colleague 5–7: a gate after the plan,
+//! after each task and before completion; intent < 5: not ready to run, with the
+//! questions to answer), and each task's reversibility class (2A: under a minute to
+//! roll back, 2B: under five, 1: hours — schema changes, public APIs, releases).
+
+use serde::{Deserialize, Serialize};
+
+use super::{Plan, Task};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Shape {
+    Tool,
+    Colleague,
+    Intent,
+}
+
+impl Shape {
+    pub fn of(score: u8) -> Shape {
+        match score {
+            8.. => Shape::Tool,
+            5..=7 => Shape::Colleague,
+            _ => Shape::Intent,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Shape::Tool => "tool",
+            Shape::Colleague => "colleague",
+            Shape::Intent => "intent",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Dimension {
+    pub name: &'static str,
+    pub score: u8,
+    pub why: String,
+    /// What to answer to raise it (below 2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub question: Option<&'static str>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Clarity {
+    pub score: u8,
+    pub shape: Shape,
+    pub dimensions: Vec<Dimension>,
+}
+
+impl Clarity {
+    pub fn questions(&self) -> Vec<&'static str> {
+        self.dimensions.iter().filter_map(|d| d.question).collect()
+    }
+
+    /// `7/10 (outcome 2, scope 1, constraints 0, success 2, done 2)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{}/10 ({})",
+            self.score,
+            self.dimensions
+                .iter()
+                .map(|d| format!("{} {}", d.name, d.score))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    }
+}
+
+/// Of `n` tasks, how many `count` are: 2 for all, 1 for some, 0 for none.
+fn share(count: usize, n: usize) -> u8 {
+    match count {
+        0 => 0,
+        c if c == n => 2,
+        _ => 1,
+    }
+}
+
+/// A path-like word: `src/parser.rs`, `docs/`, `Cargo.toml`.
+fn names_a_path(text: &str) -> bool {
+    text.split(|c: char| c.is_whitespace() || c == '`' || c == ',' || c == '(' || c == ')')
+        .any(|w| {
+            let w = w.trim_end_matches(['.', ':', ';']);
+            w.len() > 2
+                && (w.contains('/')
+                    || w.rsplit_once('.').is_some_and(|(stem, ext)| {
+                        !stem.is_empty()
+                            && (1..=4).contains(&ext.len())
+                            && ext.chars().all(|c| c.is_ascii_alphanumeric())
+                            && !ext.chars().all(|c| c.is_ascii_digit())
+                    }))
+        })
+}
+
+fn dim(name: &'static str, score: u8, why: String, question: &'static str) -> Dimension {
+    Dimension {
+        name,
+        score,
+        why,
+        question: (score < 2).then_some(question),
+    }
+}
+
+pub fn assess(plan: &Plan) -> Clarity {
+    let n = plan.tasks.len().max(1);
+    let goal_words = plan.goal.split_whitespace().count();
+    let outcome = match goal_words {
+        8.. => dim(
+            "outcome",
+            2,
+            format!("the goal says what should exist ({goal_words} words)"),
+            "",
+        ),
+        1..=7 => dim(
+            "outcome",
+            1,
+            "the goal is a few words".into(),
+            "What should exist when this is done? Say it in the plan's goal paragraph.",
+        ),
+        _ => dim(
+            "outcome",
+            0,
+            "no goal paragraph".into(),
+            "What should exist when this is done? Say it in the plan's goal paragraph.",
+        ),
+    };
+    let scoped = plan
+        .tasks
+        .iter()
+        .filter(|t| !t.scope.is_empty() || names_a_path(&t.title) || names_a_path(&t.body))
+        .count();
+    let scope = dim(
+        "scope",
+        share(scoped, n),
+        format!("{scoped} of {n} tasks name the files or modules they change"),
+        "Which files or modules may each task change? (`Scope:` lines, or name them)",
+    );
+    let text = std::iter::once(plan.goal.as_str())
+        .chain(plan.tasks.iter().map(|t| t.body.as_str()))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .to_lowercase();
+    let worded = [
+        "must not", "mustn't", "do not", "don't", "never", "without", "keep ", "only ",
+    ]
+    .iter()
+    .find(|w| text.contains(*w));
+    let tripwires = !plan.must_not.is_empty() || plan.tasks.iter().any(|t| !t.must_not.is_empty());
+    let constraints = match (tripwires, worded) {
+        (true, _) => dim(
+            "constraints",
+            2,
+            "tripwires say what must not happen".into(),
+            "",
+        ),
+        (false, Some(w)) => dim(
+            "constraints",
+            1,
+            format!("said in words (\"{}\"), not as tripwires", w.trim()),
+            "What must not change? (`Must-not:` lines: paths, dependencies, commands)",
+        ),
+        _ => dim(
+            "constraints",
+            0,
+            "nothing says what must not change".into(),
+            "What must not change? (`Must-not:` lines: paths, dependencies, commands)",
+        ),
+    };
+    let checked = plan
+        .tasks
+        .iter()
+        .filter(|t| !plan.checks(&t.id).is_empty())
+        .count();
+    let success = dim(
+        "success",
+        share(checked, n),
+        format!("{checked} of {n} tasks have a check agentloop runs"),
+        "How is each task checked? (`Verify:` commands that fail now and pass once it is done)",
+    );
+    let defined = plan
+        .tasks
+        .iter()
+        .filter(|t| !t.acceptance.is_empty() || !t.criteria.is_empty())
+        .count();
+    let done = dim(
+        "done",
+        share(defined, n).max(if plan.criteria.is_empty() { 0 } else { 1 }),
+        format!("{defined} of {n} tasks say when they are finished (acceptance or criteria)"),
+        "When is each task finished? (`Acceptance:` items or `Criteria:` lines)",
+    );
+    let dimensions = vec![outcome, scope, constraints, success, done];
+    let score = dimensions.iter().map(|d| d.score).sum();
+    Clarity {
+        score,
+        shape: Shape::of(score),
+        dimensions,
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Class {
+    /// Under a minute to roll back.
+    #[serde(rename = "2A")]
+    TwoA,
+    /// Under five minutes.
+    #[serde(rename = "2B")]
+    TwoB,
+    /// Hours or more: schema changes, public APIs, releases.
+    #[serde(rename = "1")]
+    One,
+}
+
+impl Class {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Class::TwoA => "2A",
+            Class::TwoB => "2B",
+            Class::One => "1",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Class> {
+        match s.trim().to_ascii_uppercase().as_str() {
+            "2A" => Some(Class::TwoA),
+            "2B" => Some(Class::TwoB),
+            "1" => Some(Class::One),
+            _ => None,
+        }
+    }
+}
+
+/// A task's reversibility class — its `Reversibility:` line, else what its text and
+/// scope speak of — with the reason.
+pub fn reversibility(t: &Task) -> (Class, String) {
+    if let Some(c) = t.reversibility {
+        return (c, "as the plan says".into());
+    }
+    let text = format!("{} {} {}", t.title, t.body, t.scope.join(" ")).to_lowercase();
+    const HOURS: [&str; 10] = [
+        "migration",
+        "schema",
+        "database",
+        "drop table",
+        "public api",
+        "release",
+        "publish",
+        "deploy",
+        "delete data",
+        "production",
+    ];
+    const MINUTES: [&str; 8] = [
+        "dependenc",
+        "config",
+        "build",
+        "ci ",
+        "cargo.toml",
+        "package.json",
+        "infrastructure",
+        "docker",
+    ];
+    if let Some(w) = HOURS.iter().find(|w| text.contains(*w)) {
+        return (Class::One, format!("it speaks of \"{w}\""));
+    }
+    if let Some(w) = MINUTES.iter().find(|w| text.contains(*w)) {
+        return (Class::TwoB, format!("it speaks of \"{}\"", w.trim()));
+    }
+    (Class::TwoA, "a change in code, undone by a revert".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thin_plan_is_intent_and_a_full_one_a_tool() {
+        let thin = Plan::parse("P", "# P\n\n## T1: one\nVerify: t1\n").unwrap();
+        let c = assess(&thin);
+        assert_eq!((c.score, c.shape), (2, Shape::Intent), "{c:?}");
+        assert_eq!(c.questions().len(), 4);
+        let full = Plan::parse(
+            "P",
+            "---\nmustNot: [\"touch migrations/\"]\n---\n# Greeter\n\nA CLI that greets a person by name, with a shout mode for emphasis.\n\n## T1: Greet by name in src/greet.rs\nVerify: cargo test greet\nAcceptance:\n- [ ] greets\n",
+        )
+        .unwrap();
+        let c = assess(&full);
+        assert_eq!((c.score, c.shape), (10, Shape::Tool), "{c:?}");
+        assert!(c.questions().is_empty());
+    }
+
+    #[test]
+    fn classes_from_what_a_task_speaks_of() {
+        let mut t = Task::new("T1", "Add a migration for the users table");
+        assert_eq!(reversibility(&t).0, Class::One);
+        t.title = "Bump the serde dependency".into();
+        assert_eq!(reversibility(&t).0, Class::TwoB);
+        t.title = "Fix the greeting".into();
+        assert_eq!(reversibility(&t).0, Class::TwoA);
+        t.reversibility = Some(Class::One);
+        assert_eq!(reversibility(&t), (Class::One, "as the plan says".into()));
+    }
+}
