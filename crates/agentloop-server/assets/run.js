@@ -70,6 +70,9 @@ function runPage(main, runId, selected) {
         " · plan v" + s.plan_version,
         s.finished ? " · " + s.finished : ""),
       progress(s.tasks_done, s.tasks_total, "tasks done"),
+      s.verdict ? el("p", { class: "verdict" },
+        s.finished ? "verdict " : "verdict so far ", el("strong", {}, s.verdict), " — ", s.verdict_text,
+        s.shape ? " · shape " + s.shape + " (clarity " + s.clarity + "/10)" : "") : null,
     );
     const attention = s.attention || [];
     parts.attention.hidden = attention.length === 0;

@@ -147,6 +147,11 @@ pub(crate) async fn run_state(
     v["plan"] = json!(state.plan);
     v["finished"] = json!(state.finished.as_ref().map(|r| r.describe()));
     v["learnings"] = json!(state.learnings);
+    let verdict = agentloop_core::journal::verdict(&state);
+    v["verdict"] = json!(verdict);
+    v["verdict_text"] = json!(verdict.meaning());
+    v["shape"] = json!(state.settings.shape);
+    v["clarity"] = json!(state.settings.clarity);
     v["budgets"] = json!(state.settings.budgets);
     v["gauges"] = json!(gauges(&state));
     v["agent"] = json!(state.settings.agent);

@@ -61,7 +61,17 @@ pub fn payload(s: &RunState, r: &Record) -> Option<Value> {
         Event::RunFinished {
             reason: FinishReason::Completed,
             ..
-        } => ("completed", "every task is done and verified".into()),
+        } => {
+            let v = agentloop_core::journal::verdict(s);
+            (
+                "completed",
+                format!(
+                    "every task is done and verified · verdict {}: {}",
+                    v.as_str(),
+                    v.meaning()
+                ),
+            )
+        }
         Event::RunFinished { reason, status } if status.as_str() == "failed" => {
             ("failed", reason.describe())
         }
@@ -76,6 +86,7 @@ pub fn payload(s: &RunState, r: &Record) -> Option<Value> {
         "tasks_done": s.done_count(),
         "tasks_total": s.tasks.len(),
         "cost_usd": s.cost_usd,
+        "verdict": agentloop_core::journal::verdict(s),
         "seq": r.seq,
         "time": r.time,
     }))

@@ -329,6 +329,8 @@ fn the_dashboard_follows_a_run_and_its_buttons_control_it() {
     let text = b.script("return document.querySelector('main').innerText;");
     let text = text.as_str().unwrap();
     assert!(text.contains("3 / 3"), "{text}");
+    assert!(text.contains("verdict SHIP — every task done"), "{text}");
+    assert!(text.contains("shape tool (clarity "), "{text}");
     // The iteration the example agent got wrong, caught by verification.
     assert!(text.contains("failed"), "{text}");
     b.wait_for(

@@ -529,6 +529,16 @@ fn notifications_reach_a_webhook_and_a_command() {
         bodies[0]["message"],
         "waiting for a person: review task T1 now that it is verified"
     );
+    // The end says the verdict.
+    assert!(
+        bodies[1]["message"]
+            .as_str()
+            .unwrap()
+            .contains("· verdict "),
+        "{}",
+        bodies[1]
+    );
+    assert!(bodies[1]["verdict"].is_string(), "{}", bodies[1]);
     let by_command = p.read(".git/notified");
     assert_eq!(by_command.matches("\"event\":").count(), 2, "{by_command}");
 }
