@@ -230,6 +230,13 @@ impl Progress {
                 };
                 let text = format!("    {} {whose}{}", paint(code, mark), f.reason);
                 self.line(&text);
+                // A kind of failure that just came back the third time across tasks.
+                if f.outcome == Outcome::Failed {
+                    for pat in s.learnable().into_iter().filter(|p| p.count == 3) {
+                        let text = format!("agentloop: pattern: {}", pat.hint());
+                        self.line(&text);
+                    }
+                }
             }
             Event::Escalated {
                 task,

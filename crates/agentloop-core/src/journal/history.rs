@@ -6,7 +6,52 @@ use super::event::AgentFinished;
 use super::state::RunState;
 use crate::words::{money, plural};
 
+/// A kind of failure (one fingerprint) and where it came back.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Pattern {
+    pub count: u32,
+    pub tasks: Vec<String>,
+    /// The first line of its account.
+    pub sample: String,
+}
+
+impl Pattern {
+    /// Three times or more, in more than one task: worth a `LEARNING:` or an earlier
+    /// check.
+    pub fn learnable(&self) -> bool {
+        self.count >= 3 && self.tasks.len() >= 2
+    }
+
+    pub fn hint(&self) -> String {
+        format!(
+            "the same failure came back {} times across {} ({}): a `LEARNING:` line saying what causes it, or a check that catches it earlier, would prevent it",
+            self.count,
+            self.tasks.join(", "),
+            self.sample
+        )
+    }
+}
+
 impl RunState {
+    /// A failed iteration's kind of failure, counted across tasks.
+    pub(super) fn remember_failure(&mut self, fingerprint: &str, task: &str, digest: &str) {
+        let p = self.patterns.entry(fingerprint.to_string()).or_default();
+        p.count += 1;
+        if !p.tasks.iter().any(|t| t == task) {
+            p.tasks.push(task.to_string());
+        }
+        if p.sample.is_empty() {
+            p.sample = digest.lines().next().unwrap_or_default().trim().to_string();
+        }
+    }
+
+    /// The kinds of failure worth a learning, most frequent first.
+    pub fn learnable(&self) -> Vec<&Pattern> {
+        let mut out: Vec<&Pattern> = self.patterns.values().filter(|p| p.learnable()).collect();
+        out.sort_by(|a, b| b.count.cmp(&a.count));
+        out
+    }
+
     /// An agent's iteration ended: its learnings (with the time), what it reported, and
     /// a commit it made itself.
     pub(super) fn remember_agent(&mut self, a: &AgentFinished, time: &str) {

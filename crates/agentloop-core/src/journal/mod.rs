@@ -25,6 +25,7 @@ mod workers;
 
 pub use baseline::*;
 pub use event::*;
+pub use history::Pattern;
 pub use integration::{Integration, MergeState};
 pub use lanes::{Lane, Phase};
 pub use person::{Gate, Request};

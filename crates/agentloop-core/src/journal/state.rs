@@ -106,6 +106,9 @@ pub struct RunState {
     /// When each learning came (the same order as `learnings`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub learned_at: Vec<String>,
+    /// Kinds of failure (by fingerprint) and where they came back.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub patterns: std::collections::BTreeMap<String, super::history::Pattern>,
     /// Each task's completion as it happened; kept when a task is later reopened.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub completed_log: Vec<String>,
@@ -250,6 +253,7 @@ impl RunState {
             learnings: Vec::new(),
             learned_at: Vec::new(),
             completed_log: Vec::new(),
+            patterns: Default::default(),
             reported: Vec::new(),
             approvals: Vec::new(),
             prerequisites: None,

@@ -138,6 +138,18 @@ impl RunState {
         if f.outcome == Outcome::Completed {
             self.remember_completed(&task_id);
         }
+        // The same kind of failure across tasks: a pattern worth a learning.
+        let failed_with = self.task(&task_id).and_then(|t| {
+            (f.outcome == Outcome::Failed
+                && !f.agent_failed
+                && open.started.kind != super::IterationKind::Debug
+                && t.status != TaskStatus::Done)
+                .then(|| t.last_fingerprint.clone().zip(t.last_digest.clone()))
+                .flatten()
+        });
+        if let Some((fp, digest)) = failed_with {
+            self.remember_failure(&fp, &task_id, &digest);
+        }
         // Steer notes given to an aborted iteration are not lost.
         if f.outcome == Outcome::Aborted {
             let mut notes = open.started.steer.clone();

@@ -124,6 +124,18 @@ pub fn build(s: &RunState, task_id: &str, kind: IterationKind) -> String {
             );
         }
     }
+    if let Some(pat) = s
+        .task(task_id)
+        .and_then(|t| t.last_fingerprint.as_ref())
+        .and_then(|fp| s.patterns.get(fp))
+        .filter(|pat| pat.learnable())
+    {
+        let _ = writeln!(
+            p,
+            "## A failure that keeps coming back\n\nIn this run {}. When you find what causes it, say it in a `LEARNING:` line.\n",
+            pat.hint()
+        );
+    }
     if kind != IterationKind::Debug
         && let Some(u) = s.task(task_id).and_then(|t| t.understanding.as_ref())
     {

@@ -104,6 +104,9 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
             }
         );
     }
+    for pat in s.learnable() {
+        outln!("pattern: {}", pat.hint());
+    }
     let verdict = agentloop_core::journal::verdict(s);
     outln!(
         "verdict{}: {} — {}",
@@ -298,6 +301,7 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
     v["verdict"] = json!(agentloop_core::journal::verdict(s));
     v["approvals"] = json!(s.approvals);
     v["shape"] = json!(s.settings.shape);
+    v["patterns"] = json!(s.learnable());
     v["clarity"] = json!(s.settings.clarity);
     v["prerequisites"] = json!(s.prerequisites);
     v["criteria"] = json!(agentloop_core::journal::criteria_rows(s));

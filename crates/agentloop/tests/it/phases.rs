@@ -197,3 +197,36 @@ fn a_task_hours_to_undo_waits_for_a_person_before_it_starts() {
     let r = p.run(&["resume"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
 }
+
+/// The same kind of failure three times across tasks: the person is told it is worth
+/// a learning, and so is the agent's next attempt.
+#[test]
+fn a_failure_that_keeps_coming_back_across_tasks_is_called_a_pattern() {
+    let plan = "---\nverify:\n  commands: [\"test -f shared.ok\"]\n---\n# Three\n\n## T1: a\nVerify: test -f T1.txt\n\n## T2: b\nDepends: T1\nVerify: test -f T2.txt\n\n## T3: c\nDepends: T2\nVerify: test -f T3.txt\n";
+    let p = scripted(
+        plan,
+        "touch \"$task.txt\"\nif [ \"$n\" = 1 ]; then rm -f shared.ok; else touch shared.ok; fi\necho TASK_COMPLETE\n",
+    );
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(
+        r.stderr
+            .matches("agentloop: pattern: the same failure came back 3 times across T1, T2, T3")
+            .count(),
+        1,
+        "{}",
+        r.stderr
+    );
+    let prompt = std::fs::read_to_string(p.run_dir().join("iterations/0006/prompt.md")).unwrap();
+    assert!(
+        prompt.contains("## A failure that keeps coming back"),
+        "{prompt}"
+    );
+    let earlier = std::fs::read_to_string(p.run_dir().join("iterations/0004/prompt.md")).unwrap();
+    assert!(!earlier.contains("keeps coming back"), "{earlier}");
+    assert!(
+        p.run(&["status"])
+            .stdout
+            .contains("pattern: the same failure came back 3 times")
+    );
+}
