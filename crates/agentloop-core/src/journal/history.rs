@@ -48,7 +48,7 @@ impl RunState {
     /// The kinds of failure worth a learning, most frequent first.
     pub fn learnable(&self) -> Vec<&Pattern> {
         let mut out: Vec<&Pattern> = self.patterns.values().filter(|p| p.learnable()).collect();
-        out.sort_by(|a, b| b.count.cmp(&a.count));
+        out.sort_by_key(|p| std::cmp::Reverse(p.count));
         out
     }
 
