@@ -229,6 +229,10 @@ pub struct OutputArgs {
     /// step) and stop, saying what was done and what comes next.
     #[arg(long)]
     pub step: bool,
+    /// Between iterations, a menu on the terminal: continue, debug, validate, status,
+    /// finish, exit (the run is saved).
+    #[arg(long)]
+    pub interactive: bool,
 }
 
 #[derive(Debug, Args)]

@@ -315,6 +315,7 @@ pub fn request(r: &Request) -> String {
                 .unwrap_or_default()
         ),
         Request::Retry { task } => format!("retry task {task}"),
+        Request::Debug { task } => format!("debug task {task} next"),
         Request::Steer { note } => format!("note for the next iteration: {note}"),
         Request::AcceptSurface { files } => format!(
             "accept {} of the verification surface as the new baseline",

@@ -154,6 +154,11 @@ impl RunState {
                     self.gate = None;
                 }
             }
+            Request::Debug { task } => {
+                if let Some(t) = self.task_mut(task) {
+                    t.debug_requested = true;
+                }
+            }
             Request::Retry { task } => {
                 if let Some(t) = self.task_mut(task) {
                     t.status = TaskStatus::Pending;

@@ -98,6 +98,10 @@ pub enum Request {
     Retry {
         task: String,
     },
+    /// The task's next iteration is a DEBUG iteration (the interactive menu's "debug").
+    Debug {
+        task: String,
+    },
     Steer {
         note: String,
     },

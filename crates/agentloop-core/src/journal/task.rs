@@ -113,6 +113,9 @@ pub struct TaskState {
     /// What the last DEBUG iteration found, for the attempts after it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub understanding: Option<String>,
+    /// A person asked for a DEBUG iteration next.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub debug_requested: bool,
     /// Time its iterations took, in milliseconds.
     #[serde(default)]
     pub active_ms: u64,
@@ -173,6 +176,7 @@ impl TaskState {
             observed: false,
             debugged: Vec::new(),
             understanding: None,
+            debug_requested: false,
             active_ms: 0,
             agent_commits: Vec::new(),
             escalations: Vec::new(),

@@ -51,6 +51,7 @@ impl RunState {
             // A DEBUG iteration leaves the failure as it was, and what it found.
             Outcome::Failed if open.started.kind == super::IterationKind::Debug => {
                 t.status = TaskStatus::Pending;
+                t.debug_requested = false;
                 t.failed_cost_usd = add_usd(t.failed_cost_usd, iteration_cost);
                 if let Some(fp) = &t.last_fingerprint
                     && !t.debugged.contains(fp)

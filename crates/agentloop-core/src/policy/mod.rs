@@ -132,6 +132,9 @@ pub fn step(state: &RunState, record: &Record) -> (RunState, Action) {
 /// its own process failing, nor from an agent that changes nothing: the breakers are
 /// for those), and no DEBUG iteration has looked into it yet.
 fn debug_due(s: &RunState, t: &TaskState) -> bool {
+    if t.debug_requested {
+        return true;
+    }
     let after = s.settings.breakers.debug_after;
     after > 0
         && t.same_failure >= after

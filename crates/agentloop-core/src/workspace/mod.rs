@@ -19,7 +19,7 @@ use crate::plan::Plan;
 pub use lock::DriverLock;
 pub use queue::{Entry, EntryState, Queue};
 pub use registry::{registered_runs, registry_path};
-pub use run_dir::{Loaded, RunDir};
+pub use run_dir::{Loaded, RunDir, local_user};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {

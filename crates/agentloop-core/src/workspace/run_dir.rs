@@ -249,7 +249,7 @@ fn state_count(scan: &Scan, next: u64) -> u64 {
 }
 
 /// Who runs this process: `user@host`.
-fn local_user() -> String {
+pub fn local_user() -> String {
     let user = ["USER", "LOGNAME"]
         .iter()
         .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))

@@ -54,6 +54,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
                     quiet: a.quiet,
                     no_wait: true,
                     step: true,
+                    interactive: false,
                 },
             },
         ),

@@ -63,6 +63,16 @@ fn shape(
     Ok(())
 }
 
+/// The menu of `--interactive` is asked on a terminal.
+fn interactive_needs_a_terminal(out: &OutputArgs) -> Result<(), CliError> {
+    use std::io::IsTerminal;
+    if out.interactive && !std::io::stdin().is_terminal() {
+        return Err(CliError::user("--interactive asks between iterations on a terminal, and there is none")
+            .hint("run it in a terminal, or leave --interactive out (`agentloop next` takes one step at a time)"));
+    }
+    Ok(())
+}
+
 fn ceiling(limit: Option<f64>, force: bool) -> Result<(), CliError> {
     agentloop_core::values::cost_ceiling(limit, force).map_err(|e| {
         CliError::user(e).hint("pass --force to allow it, or lower [budgets] max_cost_usd")
@@ -133,6 +143,7 @@ pub(crate) fn start(
         .unwrap_or(plan_path)
         .to_path_buf();
     let plan = Plan::load_named(plan_path, &shown.display().to_string())?;
+    interactive_needs_a_terminal(&out)?;
     one_run_per_tree(ws)?;
     let layered = super::load_config(&ws.root, &shown, &plan.settings, flags.clone())?;
     ceiling(layered.config.budgets.max_cost_usd, force)?;
@@ -275,6 +286,7 @@ fn top_up(args: &ResumeArgs) -> Result<Option<Request>, CliError> {
 
 pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
     let ws = Workspace::find(cwd);
+    interactive_needs_a_terminal(&args.out)?;
     let run = super::pick_run(&ws, args.run.get(), super::Want::Unfinished)?;
     let mut loaded = run.load()?;
     if let Some(request) = top_up(&args)? {

@@ -4,6 +4,7 @@
 
 mod gates;
 mod jobs;
+mod menu;
 mod ship;
 
 pub(crate) use ship::forge;
@@ -156,9 +157,9 @@ impl Driver {
         })?;
         self.ensure_baseline()?;
         if self.state.settings.in_worktrees() {
-            if self.out.step {
+            if self.out.step || self.out.interactive {
                 return Err(CliError::user(
-                    "step mode takes one decision at a time; a run with workers takes several at once",
+                    "step mode and the interactive menu take one decision at a time; a run with workers takes several at once",
                 ));
             }
             return self.drive_workers();
@@ -171,6 +172,9 @@ impl Driver {
         let mut review_polled: Option<Instant> = None;
         // Step mode: what the one step did, once it is done.
         let mut did: Option<String> = None;
+        // Interactive: the menu comes between iterations (once per iteration to start).
+        let mut iterated = false;
+        let mut asked_for: Option<u32> = None;
         loop {
             if self.interrupted.load(Ordering::SeqCst) {
                 self.flush();
@@ -212,7 +216,31 @@ impl Driver {
                 Action::Record(event) => {
                     self.record_decision(event)?;
                 }
-                Action::Iterate(plan) => self.iterate(plan)?,
+                Action::Iterate(plan) => {
+                    if self.out.interactive && iterated && asked_for != Some(plan.iteration) {
+                        match self.menu(&plan.task)? {
+                            menu::Choice::Continue => asked_for = Some(plan.iteration),
+                            menu::Choice::Again => {}
+                            menu::Choice::Finish => {
+                                asked_for = Some(plan.iteration);
+                                self.validate()?;
+                                self.ask(Request::Stop)?;
+                            }
+                            menu::Choice::Exit => {
+                                self.flush();
+                                eprintln!(
+                                    "agentloop: the run is saved; `agentloop resume {}` goes on",
+                                    self.run.id
+                                );
+                                return Ok(ExitKind::Stopped);
+                            }
+                        }
+                        // What was chosen may change what comes next.
+                        continue;
+                    }
+                    iterated = true;
+                    self.iterate(plan)?;
+                }
                 Action::Verify { iteration, task } => self.verify(iteration, &task)?,
                 Action::CheckSurface { iteration } => self.check_surface(iteration)?,
                 Action::CheckTripwires { iteration } => self.check_tripwires(iteration)?,

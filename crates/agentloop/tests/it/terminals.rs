@@ -140,3 +140,78 @@ fn a_terminating_signal_quits_watch_and_restores_the_terminal() {
     assert_eq!(st.code(), Some(130), "watch ended as interrupted");
     assert!(restored(&screen));
 }
+
+/// `run --interactive` on a real terminal: between iterations a menu; `s` shows the
+/// tasks, `d` makes the next iteration a DEBUG one, `x` leaves the run saved for
+/// `resume`. Without a terminal it refuses, and no run is made.
+#[test]
+fn the_interactive_menu_between_iterations() {
+    let p = crate::support::scripted(
+        "# Two\n\n## T1: First\nVerify: test -f one.txt\n\n## T2: Second\nDepends: T1\nVerify: test -f two.txt\n",
+        "case $task in T1) touch one.txt ;; T2) touch two.txt ;; esac\necho TASK_COMPLETE\n",
+    );
+    let r = p.run(&["run", "--interactive"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("there is none"), "{}", r.stderr);
+    let screen = p.path().join(".git/screen");
+    let mut child = Command::new("script")
+        .args(["-q", "-f", "-e", "-c"])
+        .arg(format!(
+            "stty cols 120 rows 40; exec '{BIN}' run --interactive"
+        ))
+        .arg(&screen)
+        .current_dir(p.path())
+        .env("NO_COLOR", "1")
+        .env("XDG_STATE_HOME", p.path().join(".git/xdg-state"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let seen = |what: &str, times: usize| {
+        let t = std::time::Instant::now();
+        while std::fs::read_to_string(&screen)
+            .unwrap_or_default()
+            .matches(what)
+            .count()
+            < times
+        {
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "never saw {what:?} {times}×: {}",
+                std::fs::read_to_string(&screen).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let mut say = |line: &str| {
+        let stdin = child.stdin.as_mut().unwrap();
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    };
+    seen("[c] continue development (1 task left)", 1);
+    say("s\n");
+    seen("T1 done", 1);
+    seen("[c] continue development", 2);
+    say("d\n");
+    seen("debugging the repeated failure", 1);
+    seen("[c] continue development", 3);
+    say("x\n");
+    let st = wait_exit(&mut child, Duration::from_secs(20));
+    assert_eq!(
+        st.code(),
+        Some(6),
+        "{}",
+        std::fs::read_to_string(&screen).unwrap_or_default()
+    );
+    let kinds: Vec<String> = crate::real_cli::journal_events(&p)
+        .iter()
+        .filter(|e| e["kind"] == "iteration_started")
+        .map(|e| e["data"]["kind"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(kinds, ["work", "debug"]);
+    assert!(crate::support::journal_has(&p, "\"source\":\"menu\""));
+    let r = p.run(&["resume", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(p.status()["status"], "completed");
+}

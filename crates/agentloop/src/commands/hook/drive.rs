@@ -156,6 +156,7 @@ pub(super) fn open_driver(ws: &Workspace, run: RunDir, loaded: Loaded) -> Result
         quiet: true,
         no_wait: true,
         step: false,
+        interactive: false,
     };
     let mut d = Driver::new(ws.clone(), run, writer, loaded.state, config, out, lock)
         .map_err(|e| e.message)?;
