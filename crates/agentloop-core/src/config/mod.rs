@@ -11,7 +11,7 @@ mod template;
 pub use layers::{ConfigError, Layered, Loader, Source, merge, user_config_path};
 pub use schema::{
     AgentConfig, BASE_ENV, BUILTIN_AGENTS, Config, GitConfig, HookConfig, Price, PromptVia,
-    RunConfig, ShapeSetting, VerifyConfig,
+    RunConfig, ShapeSetting, VerifyConfig, WorkflowSetting,
 };
 pub use settings::Settings;
 pub use ship::{

@@ -78,6 +78,21 @@ pub struct RunConfig {
     /// (approve the plan, review each task, review before completion), `intent` (not
     /// ready: the run does not start), or `auto` (from the plan's clarity score).
     pub shape: ShapeSetting,
+    /// The kind of work, and the gates it implies: `library` (choosing a library or a
+    /// dependency: plan approval, the external diff gate, a final review), `bug`
+    /// (root-causing one: a DEBUG iteration first in each task), `feature` (none), or
+    /// `auto` (from the plan's title and goal).
+    pub workflow: WorkflowSetting,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkflowSetting {
+    #[default]
+    Auto,
+    Feature,
+    Library,
+    Bug,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -342,6 +357,7 @@ impl Default for RunConfig {
             keep_worktrees: false,
             land: crate::values::Land::None,
             shape: ShapeSetting::Tool,
+            workflow: WorkflowSetting::Auto,
         }
     }
 }

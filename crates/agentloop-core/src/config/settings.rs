@@ -36,6 +36,12 @@ pub struct Settings {
     pub shape: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clarity: Option<u8>,
+    /// The kind of work the run took (`library`, `bug`, `feature`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<String>,
+    /// Each task starts with a DEBUG iteration (the bug workflow).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub debug_first: bool,
     /// The VALIDATE phase after the last task (runs recorded before it existed: none).
     #[serde(default)]
     pub validate: bool,
@@ -110,6 +116,8 @@ impl Settings {
             carry: c.verify.carry.clone(),
             shape: None,
             clarity: None,
+            workflow: None,
+            debug_first: false,
             validate: c.verify.validate,
             validate_fixes: c.verify.validate_fixes,
             // What is shipped is committed: `[ship]` commits each verified task; so do

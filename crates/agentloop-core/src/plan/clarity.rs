@@ -201,6 +201,68 @@ pub fn assess(plan: &Plan) -> Clarity {
     }
 }
 
+/// The kind of work a plan is (the loop skill's workflows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Workflow {
+    /// A: choosing a library or a dependency.
+    Library,
+    /// B: root-causing a bug.
+    Bug,
+    /// C: building a feature.
+    Feature,
+}
+
+impl Workflow {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Workflow::Library => "library",
+            Workflow::Bug => "bug",
+            Workflow::Feature => "feature",
+        }
+    }
+}
+
+/// The plan's kind of work, from the words of its title and goal, with the reason.
+pub fn workflow(plan: &Plan) -> (Workflow, String) {
+    let text = format!("{} {}", plan.title, plan.goal).to_lowercase();
+    let words: Vec<&str> = text
+        .split(|c: char| !c.is_alphanumeric() && c != '-')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let has = |w: &str| words.contains(&w);
+    const LIBRARY: [&str; 9] = [
+        "library",
+        "libraries",
+        "dependency",
+        "dependencies",
+        "choose",
+        "pick",
+        "evaluate",
+        "compare",
+        "framework",
+    ];
+    const BUG: [&str; 10] = [
+        "bug",
+        "fix",
+        "crash",
+        "crashes",
+        "regression",
+        "broken",
+        "fails",
+        "failing",
+        "root-cause",
+        "defect",
+    ];
+    if let Some(w) = LIBRARY.iter().find(|w| has(w)) {
+        return (Workflow::Library, format!("the plan speaks of \"{w}\""));
+    }
+    if let Some(w) = BUG.iter().find(|w| has(w)) {
+        return (Workflow::Bug, format!("the plan speaks of \"{w}\""));
+    }
+    (Workflow::Feature, "building something".into())
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Class {
     /// Under a minute to roll back.

@@ -13,7 +13,7 @@ mod tripwire;
 mod validate;
 mod write;
 
-pub use clarity::{Clarity, Class, Shape, assess, reversibility};
+pub use clarity::{Clarity, Class, Shape, Workflow, assess, reversibility, workflow};
 pub use criteria::{Evidence, Op, Requirement, Threshold};
 pub use error::PlanError;
 pub use import::{ImportError, Imported, import};

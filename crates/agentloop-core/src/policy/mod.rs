@@ -132,7 +132,8 @@ pub fn step(state: &RunState, record: &Record) -> (RunState, Action) {
 /// its own process failing, nor from an agent that changes nothing: the breakers are
 /// for those), and no DEBUG iteration has looked into it yet.
 fn debug_due(s: &RunState, t: &TaskState) -> bool {
-    if t.debug_requested {
+    // A person asked; or the bug workflow, whose tasks start by finding the cause.
+    if t.debug_requested || (s.settings.debug_first && t.iterations == 0) {
         return true;
     }
     let after = s.settings.breakers.debug_after;

@@ -68,6 +68,11 @@ pub fn check(cwd: &Path, path: &Path, as_json: bool) -> Result<ExitKind, CliErro
         clarity.describe(),
         clarity.shape.as_str()
     );
+    let (workflow, why) = agentloop_core::plan::workflow(&plan);
+    outln!(
+        "workflow {} ({why}; `[run] workflow` sets it)",
+        workflow.as_str()
+    );
     for d in clarity.dimensions.iter().filter(|d| d.score < 2) {
         outln!(
             "  {} {}: {} — {}",

@@ -63,6 +63,35 @@ fn shape(
     Ok(())
 }
 
+/// The kind of work — as configured, or from the plan's words with `auto` — and the
+/// gates it implies.
+fn workflow(
+    plan: &Plan,
+    setting: agentloop_core::config::WorkflowSetting,
+    settings: &mut Settings,
+) {
+    use agentloop_core::config::WorkflowSetting;
+    use agentloop_core::plan::Workflow;
+    let w = match setting {
+        WorkflowSetting::Auto => agentloop_core::plan::workflow(plan).0,
+        WorkflowSetting::Feature => Workflow::Feature,
+        WorkflowSetting::Library => Workflow::Library,
+        WorkflowSetting::Bug => Workflow::Bug,
+    };
+    match w {
+        Workflow::Library => {
+            settings.gates.plan_approval = true;
+            settings.gates.final_review = true;
+            settings.gates.external.enabled = true;
+            // The external gate reads each task's commit.
+            settings.commit = true;
+        }
+        Workflow::Bug => settings.debug_first = true,
+        Workflow::Feature => {}
+    }
+    settings.workflow = Some(w.as_str().to_string());
+}
+
 /// The menu of `--interactive` is asked on a terminal.
 fn interactive_needs_a_terminal(out: &OutputArgs) -> Result<(), CliError> {
     use std::io::IsTerminal;
@@ -164,6 +193,7 @@ pub(crate) fn start(
     let mut settings = Settings::new(&layered.config, flags);
     settings.find_context(&ws.root);
     shape(&plan, layered.config.run.shape, &mut settings)?;
+    workflow(&plan, layered.config.run.workflow, &mut settings);
     let (run, writer, state) = ws.create_run_with_id(run_id, &shown, &plan, settings.clone())?;
     if out.json {
         // The stream starts where the journal does: the plan and settings first, then

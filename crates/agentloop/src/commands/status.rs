@@ -79,7 +79,14 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
         outln!("finished: {}", r.describe());
     }
     if let (Some(shape), Some(score)) = (&s.settings.shape, s.settings.clarity) {
-        outln!("shape: {shape} (clarity {score}/10)");
+        outln!(
+            "shape: {shape} (clarity {score}/10){}",
+            s.settings
+                .workflow
+                .as_deref()
+                .map(|w| format!(" · workflow {w}"))
+                .unwrap_or_default()
+        );
     }
     if let Some(p) = &s.prerequisites {
         outln!(
@@ -301,6 +308,7 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
     v["verdict"] = json!(agentloop_core::journal::verdict(s));
     v["approvals"] = json!(s.approvals);
     v["shape"] = json!(s.settings.shape);
+    v["workflow"] = json!(s.settings.workflow);
     v["patterns"] = json!(s.learnable());
     v["clarity"] = json!(s.settings.clarity);
     v["prerequisites"] = json!(s.prerequisites);

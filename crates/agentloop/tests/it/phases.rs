@@ -230,3 +230,49 @@ fn a_failure_that_keeps_coming_back_across_tasks_is_called_a_pattern() {
             .contains("pattern: the same failure came back 3 times")
     );
 }
+
+/// The kind of work, from the plan's words: a bug is root-caused first (a DEBUG
+/// iteration before each task's work), a library choice waits for a person; the plan
+/// or the configuration can say otherwise.
+#[test]
+fn the_workflow_of_a_plan_sets_its_gates() {
+    let bug = "# Fix the crash on an empty name\n\n## T1: Handle the empty name\nVerify: test -f fixed.txt\n";
+    let p = scripted(
+        bug,
+        "if printf '%s' \"$prompt\" | grep -q 'DEBUG: find the cause'; then echo 'UNDERSTANDING: nothing handles it'; else touch fixed.txt; echo TASK_COMPLETE; fi\n",
+    );
+    let r = p.run(&["plan", "check"]);
+    assert!(
+        r.stdout
+            .contains("workflow bug (the plan speaks of \"fix\""),
+        "{}",
+        r.stdout
+    );
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let kinds: Vec<String> = crate::real_cli::journal_events(&p)
+        .iter()
+        .filter(|e| e["kind"] == "iteration_started")
+        .map(|e| e["data"]["kind"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(kinds, ["debug", "work"]);
+    let work = std::fs::read_to_string(p.run_dir().join("iterations/0002/prompt.md")).unwrap();
+    assert!(work.contains("nothing handles it"), "{work}");
+    assert_eq!(p.status()["workflow"], "bug");
+    // Said otherwise in the plan: no DEBUG first.
+    let p = scripted(
+        &format!("---\nrun:\n  workflow: feature\n---\n{bug}"),
+        "touch fixed.txt\necho TASK_COMPLETE\n",
+    );
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(p.status()["iterations"], 1);
+    // A library choice: approved before anything starts.
+    let p = scripted(
+        "# Choose a JSON library\n\n## T1: Compare two\nVerify: test -f notes.md\n",
+        "touch notes.md\necho TASK_COMPLETE\n",
+    );
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    assert_eq!(p.status()["gate"]["point"], "plan");
+}
