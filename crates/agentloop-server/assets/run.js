@@ -156,6 +156,7 @@ function runPage(main, runId, selected) {
               el("p", { class: "muted small" },
                 t.iterations + " iteration" + (t.iterations === 1 ? "" : "s") + " · " + money(t.cost_usd) +
                 (t.rung && t.rung !== "retry" ? " · " + t.rung : "") +
+                (t.class ? " · class " + t.class : "") +
                 (t.depends && t.depends.length ? " · after " + t.depends.join(", ") : "")),
               t.blocked ? el("p", { class: "blocked-why" }, (t.blocked_by_breaker ? "Breaker: " : "Blocked: ") + t.blocked) : null,
               over ? null : el("div", { class: "buttons small" },

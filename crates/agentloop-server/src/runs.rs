@@ -188,7 +188,8 @@ pub(crate) async fn run_state(
             json!({"id": t.id, "title": t.title, "status": t.status, "iterations": t.iterations,
                 "attempts": t.attempts, "cost_usd": t.cost_usd, "tokens": t.tokens, "blocked": t.blocked,
                 "blocked_by_breaker": t.blocked_by_breaker, "rung": t.rung, "commit": t.commit,
-                "depends": plan.map(|p| p.depends.clone()).unwrap_or_default()})
+                "depends": plan.map(|p| p.depends.clone()).unwrap_or_default(),
+                "class": plan.map(|p| agentloop_core::plan::reversibility(p).0)})
         })
         .collect::<Vec<_>>());
     v["progress_md"] = json!(std::fs::read_to_string(run.progress_file()).unwrap_or_default());

@@ -317,6 +317,10 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
     if let Some(tasks) = v["tasks"].as_array_mut() {
         for (row, t) in tasks.iter_mut().zip(&s.tasks) {
             row["skip_reason"] = json!(t.skip_reason);
+            row["class"] = json!(
+                s.plan_task(&t.id)
+                    .map(|p| agentloop_core::plan::reversibility(p).0)
+            );
         }
     }
     v

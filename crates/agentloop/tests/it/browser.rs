@@ -331,6 +331,7 @@ fn the_dashboard_follows_a_run_and_its_buttons_control_it() {
     assert!(text.contains("3 / 3"), "{text}");
     assert!(text.contains("verdict SHIP — every task done"), "{text}");
     assert!(text.contains("shape tool (clarity "), "{text}");
+    assert!(text.contains("class 2A"), "{text}");
     // The iteration the example agent got wrong, caught by verification.
     assert!(text.contains("failed"), "{text}");
     b.wait_for(

@@ -193,6 +193,7 @@ fn a_task_hours_to_undo_waits_for_a_person_before_it_starts() {
     assert_eq!(r.code, Some(5), "{}", r.stderr);
     assert_eq!(p.status()["gate"]["point"], "before_task");
     assert_eq!(p.status()["iterations"], 0);
+    assert_eq!(p.status()["tasks"][0]["class"], "1");
     assert_eq!(p.run(&["approve"]).code, Some(0));
     let r = p.run(&["resume"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
