@@ -128,8 +128,10 @@ pub fn draw(f: &mut Frame, v: &View) {
     let live_title = match s.current() {
         _ if s.settings.in_worktrees() => format!(" {} workers ", s.settings.workers),
         Some(o) => format!(
-            " iteration {} · task {} ",
-            o.started.iteration, o.started.task
+            " iteration {} · task {} · {} ",
+            o.started.iteration,
+            o.started.task,
+            o.started.kind.as_str()
         ),
         None => " agent output ".to_string(),
     };

@@ -332,6 +332,8 @@ fn the_dashboard_follows_a_run_and_its_buttons_control_it() {
     assert!(text.contains("verdict SHIP — every task done"), "{text}");
     assert!(text.contains("shape tool (clarity "), "{text}");
     assert!(text.contains("class 2A"), "{text}");
+    // The timeline names each iteration's phase (the second try at T2: a retry).
+    assert!(text.contains("T2 · retry"), "{text}");
     // The iteration the example agent got wrong, caught by verification.
     assert!(text.contains("failed"), "{text}");
     b.wait_for(
