@@ -1,5 +1,6 @@
 //! Benchmarks of the core's hot paths: journal appends with fsync, folding a
-//! 1,000,000-event journal, and parsing a 1,000-task plan.
+//! 1,000,000-event journal, parsing a 1,000-task plan, and checking an iteration
+//! against its tripwires (beside the diff gates reading the same diff, the anchor).
 //!
 //! `cargo bench -p agentloop-core --bench core`
 
@@ -180,5 +181,69 @@ fn bench_plan(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_append, bench_fold, bench_plan);
+/// A diff of `files` files with `lines` added lines each, as `git diff -U0` prints it.
+fn big_diff(files: usize, lines: usize) -> String {
+    let mut d = String::new();
+    for f in 0..files {
+        let _ = write!(
+            d,
+            "diff --git a/src/m{f}.rs b/src/m{f}.rs\n--- a/src/m{f}.rs\n+++ b/src/m{f}.rs\n@@ -1,0 +1,{lines} @@\n"
+        );
+        for l in 0..lines {
+            let _ = writeln!(
+                d,
+                "+    let value_{l} = compute({f}, {l}); // keep it simple"
+            );
+        }
+    }
+    d
+}
+
+fn bench_tripwires(c: &mut Criterion) {
+    use agentloop_core::policy::{DiffInput, parse_unified, triggered, tripped};
+    let diff = DiffInput {
+        files: parse_unified(&big_diff(1000, 20)),
+        base_top: Default::default(),
+    };
+    // 8 MB of an agent's stream-json log, no hit in it.
+    let mut log = String::new();
+    while log.len() < 8 * 1024 * 1024 {
+        log.push_str("{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"tool_use\",\"name\":\"Bash\",\"input\":{\"command\":\"cargo test -p parser\"}}]}}\n");
+    }
+    let wires: Vec<String> = [
+        "touch migrations/, *.sql",
+        "match /unsafe\\s*\\{/",
+        "add dependency",
+        "run git push --force",
+        "run rm -rf /",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut gates = agentloop_core::values::Gates::default();
+    for g in [
+        &mut gates.security,
+        &mut gates.database,
+        &mut gates.external,
+        &mut gates.architecture,
+    ] {
+        g.enabled = true;
+    }
+    let mut g = c.benchmark_group("tripwires");
+    g.sample_size(20);
+    g.bench_function("diff_gates_1000_files_anchor", |b| {
+        b.iter(|| triggered(black_box(&gates), black_box(&diff)))
+    });
+    g.bench_function("check_1000_files_and_8mb_log", |b| {
+        b.iter(|| tripped(black_box(&wires), black_box(&diff), black_box(&log)))
+    });
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    bench_append,
+    bench_fold,
+    bench_plan,
+    bench_tripwires
+);
 criterion_main!(benches);

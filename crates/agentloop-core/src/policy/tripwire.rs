@@ -69,7 +69,17 @@ pub fn tripped(wires: &[String], diff: &DiffInput, log: &str) -> Vec<TripHit> {
             }
             Tripwire::Run(command) => {
                 let want = squeeze(command);
-                for line in log.lines() {
+                // Most lines do not even name the program: skip them before any copy.
+                // (Its last path part: JSON logs may escape the slashes.)
+                let first = want
+                    .split(' ')
+                    .next()
+                    .unwrap_or_default()
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or_default()
+                    .trim_matches('"');
+                for line in log.lines().filter(|l| l.contains(first)) {
                     // JSON tool logs escape quotes and slashes.
                     let line = line.replace("\\\"", "\"").replace("\\/", "/");
                     if squeeze(&line).contains(&want) {
