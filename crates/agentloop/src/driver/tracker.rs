@@ -34,23 +34,65 @@ impl Driver {
                 _ if t.tries > 0 => IssueState::Started,
                 _ => continue,
             };
-            if self.state.ship.issues.get(&t.id).map(String::as_str) == Some(state.as_str()) {
+            let told = self.state.ship.issues.get(&t.id).map(String::as_str);
+            // "shipped" (its pull request said) comes after "done".
+            if told == Some(state.as_str())
+                || (told == Some("shipped") && state == IssueState::Done)
+            {
                 continue;
             }
             if let Some(key) = source.issue_key(&t.id) {
                 changes.push((t.id.clone(), key, state));
             }
         }
+        // One pull request per task: each task's issue is told its pull request.
+        let mut shipped: Vec<(String, String, String)> = Vec::new();
+        for u in &self.state.ship.shipped {
+            let Some((_, url)) = &u.pr else {
+                continue;
+            };
+            for id in &u.tasks {
+                if self.state.ship.issues.get(id).map(String::as_str) != Some("shipped")
+                    && let Some(key) = source.issue_key(id)
+                {
+                    shipped.push((id.clone(), key, url.clone()));
+                }
+            }
+        }
         let quiet = self
             .tracker_quiet_until
             .is_some_and(|t| std::time::Instant::now() < t);
-        if changes.is_empty() || self.syncing || quiet {
+        if (changes.is_empty() && shipped.is_empty()) || self.syncing || quiet {
             return;
         }
         self.syncing = true;
         let api = self.state.settings.tracker.api_url.clone();
         match agentloop_forge::tracker(&source, api.as_deref()) {
             Ok(tracker) => {
+                let run = self.run.id.clone();
+                for (task, issue, url) in shipped {
+                    let said = tracker
+                        .comment(
+                            &issue,
+                            &format!("agentloop proposed this in pull request {url} (run `{run}`, task {task})."),
+                        )
+                        .map_err(|e| e.to_string())
+                        .and_then(|()| {
+                            self.record(Event::IssueUpdated {
+                                task: task.clone(),
+                                issue: issue.clone(),
+                                state: "shipped".into(),
+                            })
+                            .map_err(|e| e.message)
+                        });
+                    if let Err(e) = said {
+                        self.progress
+                            .warn(&format!("tracker: issue {issue} of task {task}: {e}"));
+                        self.tracker_failed();
+                        self.syncing = false;
+                        return;
+                    }
+                }
                 for (task, issue, state) in changes {
                     let comment = self.issue_comment(&task, state);
                     let done = tracker

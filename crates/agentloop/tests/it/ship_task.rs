@@ -334,3 +334,64 @@ echo TASK_COMPLETE
         .collect();
     assert_eq!(verified, [false, true, true]);
 }
+
+/// A plan imported from the tracker, shipped one pull request per task: each task's
+/// issue is told its own pull request, once.
+#[test]
+fn each_tasks_issue_is_told_its_own_pull_request() {
+    let agent = "case \"$task\" in GH-1) echo a > a.txt ;; GH-2) echo b > b.txt ;; esac\necho TASK_COMPLETE\n";
+    let (p, _remote, gh) = project_with(
+        PLAN,
+        agent,
+        "echo 'all good'\n",
+        "pr = \"task\"\nmerge = \"auto\"\n",
+    );
+    let one = gh.add_issue("Make a.txt", "", &["agentloop"]);
+    let two = gh.add_issue("Make b.txt", "", &["agentloop"]);
+    assert_eq!((one, two), (1, 2));
+    p.write(
+        "PLAN.md",
+        &format!(
+            "---\ntracker: {{\"source\": \"github:octo/hello\", \"api_url\": \"{}\"}}\n---\n# Two things\n\n## GH-{one}: Make a.txt\nVerify: test -f a.txt\n\n## GH-{two}: Make b.txt\nDepends: GH-{one}\nVerify: test -f b.txt\n",
+            gh.url()
+        ),
+    );
+    p.commit("the plan from the tracker");
+    let child = p
+        .cmd(&["run", "--quiet"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    for n in 1..=2 {
+        wait_for(&p, "the next pull request", |_| {
+            gh.prs().len() == n as usize
+        });
+        gh.review(gh.prs()[n as usize - 1].number, "alice", "APPROVED");
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let prs = gh.prs();
+    for (issue, pr) in [one, two].iter().zip(&prs) {
+        let i = gh
+            .issues()
+            .into_iter()
+            .find(|i| i.number == *issue)
+            .unwrap();
+        let told: Vec<&String> = i
+            .comments
+            .iter()
+            .filter(|c| c.contains("proposed this in pull request"))
+            .collect();
+        assert_eq!(told.len(), 1, "{:?}", i.comments);
+        assert!(
+            told[0].contains(&format!("/pull/{}", pr.number)),
+            "{told:?}"
+        );
+    }
+}
