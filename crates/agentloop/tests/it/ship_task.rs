@@ -351,7 +351,7 @@ fn each_tasks_issue_is_told_its_own_pull_request() {
     assert_eq!((one, two), (1, 2));
     p.write(
         "PLAN.md",
-        &format!(
+        format!(
             "---\ntracker: {{\"source\": \"github:octo/hello\", \"api_url\": \"{}\"}}\n---\n# Two things\n\n## GH-{one}: Make a.txt\nVerify: test -f a.txt\n\n## GH-{two}: Make b.txt\nDepends: GH-{one}\nVerify: test -f b.txt\n",
             gh.url()
         ),
