@@ -1,6 +1,7 @@
 //! The one integration-test binary: the real `agentloop` binary, real git, real
 //! processes and signals.
 
+mod accounts;
 mod api;
 mod bad_input;
 mod browser;
