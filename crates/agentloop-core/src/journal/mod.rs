@@ -25,7 +25,6 @@ mod workers;
 
 pub use baseline::*;
 pub use event::*;
-pub use history::Pattern;
 pub use integration::{Integration, MergeState};
 pub use lanes::{Lane, Phase};
 pub use person::{Gate, Request};
@@ -39,5 +38,5 @@ pub use store::{
     read, read_first, read_from, scan,
 };
 pub use summary::{Met, Row, Verdict, rows as criteria_rows, summary, verdict};
-pub use task::{TaskState, TaskStatus};
+pub use task::{Pattern, TaskState, TaskStatus};
 pub use tripwire::{TripCheck, TripHit, hits_words};

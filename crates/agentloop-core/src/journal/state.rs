@@ -108,7 +108,7 @@ pub struct RunState {
     pub learned_at: Vec<String>,
     /// Kinds of failure (by fingerprint) and where they came back.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub patterns: std::collections::BTreeMap<String, super::history::Pattern>,
+    pub patterns: std::collections::BTreeMap<String, super::task::Pattern>,
     /// Each task's completion as it happened; kept when a task is later reopened.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub completed_log: Vec<String>,

@@ -226,3 +226,29 @@ impl TaskState {
         self.agent_failing = false;
     }
 }
+
+/// A kind of failure (one fingerprint) and where it came back.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Pattern {
+    pub count: u32,
+    pub tasks: Vec<String>,
+    /// The first line of its account.
+    pub sample: String,
+}
+
+impl Pattern {
+    /// Three times or more, in more than one task: worth a `LEARNING:` or an earlier
+    /// check.
+    pub fn learnable(&self) -> bool {
+        self.count >= 3 && self.tasks.len() >= 2
+    }
+
+    pub fn hint(&self) -> String {
+        format!(
+            "the same failure came back {} times across {} ({}): a `LEARNING:` line saying what causes it, or a check that catches it earlier, would prevent it",
+            self.count,
+            self.tasks.join(", "),
+            self.sample
+        )
+    }
+}
