@@ -1,0 +1,128 @@
+//! Plans (`plan check | import | new`), the queue, the configuration and the journal.
+
+use std::path::PathBuf;
+
+use clap::Subcommand;
+
+use super::RunSel;
+
+#[derive(Debug, Subcommand)]
+pub enum PlanCommand {
+    /// Validate a plan and print its task graph
+    ///
+    /// Ids, dependencies, cycles, agents, placeholders and front-matter settings.
+    #[command(
+        after_help = "Examples:\n  agentloop plan check\n  agentloop plan check docs/PLAN.md --json"
+    )]
+    Check {
+        /// The plan file.
+        #[arg(default_value = "PLAN.md")]
+        plan: PathBuf,
+        /// The parsed plan as JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Convert a snarktank/ralph prd.json or a Task Master tasks.json into PLAN.md.
+    #[command(
+        after_help = "Examples:\n  agentloop plan import prd.json\n  agentloop plan import .taskmaster/tasks/tasks.json -o - | less"
+    )]
+    Import {
+        /// The file to convert (prd.json, Task Master's tasks.json), or an issue
+        /// tracker: `github:OWNER/REPO?label=L`, `gitlab:GROUP/PROJECT?label=L`,
+        /// `linear:TEAM?state=S` (tokens from GITHUB_TOKEN/GH_TOKEN, GITLAB_TOKEN,
+        /// LINEAR_API_KEY).
+        file: PathBuf,
+        /// The tracker's API (GitHub Enterprise, self-hosted GitLab).
+        #[arg(long)]
+        api_url: Option<String>,
+        /// Where to write the plan (`-` for stdout).
+        #[arg(long, short, default_value = "PLAN.md")]
+        output: PathBuf,
+        /// Overwrite the output file if it exists.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Draft PLAN.md from a goal (or a spec) with the configured agent, check it, and
+    /// write it once you approve
+    ///
+    /// The agent reads the repository in a throwaway copy (Claude Code and Codex with
+    /// their read-only tools too) and answers with the plan. agentloop parses it and
+    /// runs every check it names once on the current tree: a check that cannot run
+    /// is refused, one that passes already is flagged. Then it asks before writing.
+    #[command(
+        after_help = "Examples:\n  agentloop plan new \"add a --json flag to the status command\"\n  agentloop plan new --from docs/SPEC.md --yes\n  agentloop plan new \"port the parser to nom\" --agent codex -o PORT.md"
+    )]
+    New {
+        /// What the plan is for.
+        goal: Option<String>,
+        /// A spec to plan from (Markdown or text).
+        #[arg(long, value_name = "SPEC")]
+        from: Option<PathBuf>,
+        /// The agent that drafts it (default: `[run] agent`).
+        #[arg(long)]
+        agent: Option<String>,
+        /// Where to write the plan.
+        #[arg(long, short, default_value = "PLAN.md")]
+        output: PathBuf,
+        /// Accept the draft without asking (Gate 1 passed by you, now).
+        #[arg(long, short)]
+        yes: bool,
+        /// Replace the output file if it exists.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum QueueCommand {
+    /// Add a plan to the queue
+    #[command(
+        after_help = "Examples:\n  agentloop queue add plans/auth.md\n  agentloop queue add plans/billing.md --after q1"
+    )]
+    Add {
+        /// The plan file (checked now: a plan that does not read is not queued).
+        plan: PathBuf,
+        /// An entry that must be done first (repeatable).
+        #[arg(long, value_name = "ID")]
+        after: Vec<String>,
+    },
+    /// List the queue: each entry's state, run and what holds it
+    List {
+        /// The entries as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run the queue: resume the runs a person has answered, then start each plan
+    /// whose entries to wait for are done, until none is left that can start
+    ///
+    /// A plan that waits for a person (a gate, a blocked task, a spent budget) is left
+    /// blocked and the queue goes on with the plans that do not wait for it. Exits 0
+    /// when every entry is done, 5 when some wait for a person, 1 when a run failed.
+    Run,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print the effective configuration and where each value came from.
+    #[command(
+        after_help = "Examples:\n  agentloop config show\n  agentloop config show --json | jq '.[] | select(.source != \"default\")'"
+    )]
+    Show {
+        /// Include this plan's front matter.
+        #[arg(long, default_value = "PLAN.md")]
+        plan: PathBuf,
+        /// Every key with its value and source as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum JournalCommand {
+    /// Check every line's checksum, sequence and schema.
+    #[command(after_help = "Example:\n  agentloop journal verify")]
+    Verify {
+        #[command(flatten)]
+        run: RunSel,
+    },
+}
