@@ -198,6 +198,7 @@ pub fn agent_spec(
     ));
     // What the agent leaves behind is known as this iteration's (workers run at once).
     spec.owner = Some(inv.pid_file.display().to_string());
+    spec.wrap = inv.wrap.clone();
     spec.pass_env = Some(config.allowed_env());
     spec.stdin = stdin;
     spec.timeout = config.timeout;

@@ -52,6 +52,8 @@ pub struct Invocation<'a> {
     pub log: &'a Path,
     /// Where its pid (process group) is written while it runs.
     pub pid_file: &'a Path,
+    /// The command it runs under (`[sandbox]`: `bwrap … --`); empty: none.
+    pub wrap: Vec<std::ffi::OsString>,
 }
 
 pub trait Agent: Send {

@@ -26,6 +26,8 @@ pub struct Config {
     pub ship: super::ship::Ship,
     pub tracker: super::ship::Tracker,
     pub prompt: super::ship::PromptConfig,
+    /// `[sandbox]`: each agent process confined to its working directory.
+    pub sandbox: crate::exec::sandbox::SandboxConfig,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

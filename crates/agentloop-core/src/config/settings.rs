@@ -42,6 +42,9 @@ pub struct Settings {
     /// Each task starts with a DEBUG iteration (the bug workflow).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub debug_first: bool,
+    /// How agent processes are confined (runs recorded before it existed: not).
+    #[serde(default)]
+    pub sandbox: crate::exec::sandbox::SandboxConfig,
     /// The VALIDATE phase after the last task (runs recorded before it existed: none).
     #[serde(default)]
     pub validate: bool,
@@ -118,6 +121,7 @@ impl Settings {
             clarity: None,
             workflow: None,
             debug_first: false,
+            sandbox: c.sandbox.clone(),
             validate: c.verify.validate,
             validate_fixes: c.verify.validate_fixes,
             // What is shipped is committed: `[ship]` commits each verified task; so do

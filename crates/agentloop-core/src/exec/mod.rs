@@ -7,6 +7,7 @@ pub mod clean_copy;
 pub mod git;
 pub mod prereq;
 pub mod reap;
+pub mod sandbox;
 pub mod supervise;
 pub mod surface;
 pub mod verify;

@@ -52,6 +52,8 @@ pub struct Spec {
     /// Marks the child and everything it starts (`AGENTLOOP_OWNER` in their
     /// environment), so what it leaves behind is known as its own when several run.
     pub owner: Option<String>,
+    /// A command the program runs under (a sandbox: `bwrap … --`), when not empty.
+    pub wrap: Vec<OsString>,
 }
 
 impl Spec {
@@ -72,6 +74,7 @@ impl Spec {
             tail_bytes: TAIL_BYTES,
             pid_file: None,
             owner: None,
+            wrap: Vec::new(),
         }
     }
 
@@ -191,7 +194,14 @@ pub struct Running {
 /// Starts the program. The child gets its own process group and is killed if this
 /// process dies (Linux parent-death signal).
 pub fn spawn(spec: Spec) -> std::io::Result<Running> {
-    let mut cmd = Command::new(&spec.program);
+    let mut cmd = match spec.wrap.split_first() {
+        Some((outer, rest)) => {
+            let mut c = Command::new(outer);
+            c.args(rest).arg(&spec.program);
+            c
+        }
+        None => Command::new(&spec.program),
+    };
     if let Some(allowed) = &spec.pass_env {
         cmd.env_clear();
         cmd.envs(

@@ -73,6 +73,10 @@ pub struct SettingsFlags {
     /// Time the run may spend in iterations, e.g. "90m" or "4h".
     #[arg(long, value_name = "DURATION")]
     pub max_duration: Option<String>,
+    /// `off` or `workspace`: each agent process under bubblewrap, confined to its
+    /// working directory, secrets in the home directory hidden.
+    #[arg(long, value_name = "MODE", value_parser = ["off", "workspace"])]
+    pub sandbox: Option<String>,
 }
 
 /// Which run: by id or unique prefix, as an argument or with `--run`. Without one,

@@ -295,6 +295,7 @@ pub fn new(cwd: &Path, args: NewArgs) -> Result<ExitKind, CliError> {
         prompt_file: &prompt_file,
         log: &drafts.join("agent.log"),
         pid_file: &drafts.join("agent.pid"),
+        wrap: Vec::new(),
     };
     let run = agent.run(&inv, &mut || false);
     if let Some(e) = &run.error {

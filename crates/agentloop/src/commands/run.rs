@@ -141,6 +141,9 @@ impl SettingsFlags {
         if let Some(n) = self.max_iterations {
             set("budgets", "max_iterations", json!(n));
         }
+        if let Some(m) = &self.sandbox {
+            set("sandbox", "mode", json!(m));
+        }
         if let Some(c) = self.max_cost {
             set("budgets", "max_cost_usd", json!(c));
         }
@@ -176,6 +179,12 @@ pub(crate) fn start(
     one_run_per_tree(ws)?;
     let layered = super::load_config(&ws.root, &shown, &plan.settings, flags.clone())?;
     ceiling(layered.config.budgets.max_cost_usd, force)?;
+    if layered.config.sandbox.on() {
+        layered.config.sandbox.check().map_err(|e| {
+            CliError::user(format!("[sandbox] mode = \"workspace\": {e}"))
+                .hint("or run without it: --sandbox off")
+        })?;
+    }
     super::plan_agents_exist(&layered.config, &plan, &shown.display().to_string())?;
     let versions = check_agents(&layered.config, &plan)?;
     if layered.config.ship.enabled() {

@@ -54,6 +54,8 @@ pub(crate) struct AgentJob {
     pub before: Option<git::Snapshot>,
     /// Set when the run is stopped now: the agent's process group is ended.
     pub stop: Arc<AtomicBool>,
+    /// The sandbox it runs under (empty: none).
+    pub wrap: Vec<std::ffi::OsString>,
 }
 
 /// Where agent iterations run. Local processes today; a cluster executor (each
@@ -81,6 +83,7 @@ impl Executor for LocalExecutor {
                 prompt_file: &prompt_file,
                 log: &log,
                 pid_file: &pid_file,
+                wrap: job.wrap.clone(),
             };
             let stop = job.stop.clone();
             let run = job.agent.run(&inv, &mut || stop.load(Ordering::SeqCst));

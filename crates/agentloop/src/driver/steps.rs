@@ -324,6 +324,7 @@ impl Driver {
             prompt_file: &prompt_file,
             log: &log,
             pid_file: &pid_file,
+            wrap: self.sandbox_wrap(&workdir, p.plan.iteration),
         };
         let mut last = Instant::now();
         let run = agent.run(&inv, &mut || self.should_stop(&mut last));
@@ -415,6 +416,21 @@ impl Driver {
             mcp_calls,
             stderr_tail,
         }))
+    }
+
+    /// The sandbox an iteration's agent runs under (`[sandbox] mode = "workspace"`):
+    /// its working directory and its iteration's directory writable, the rest of the
+    /// machine read-only, secrets hidden; empty when the run has no sandbox.
+    pub(crate) fn sandbox_wrap(
+        &self,
+        workdir: &std::path::Path,
+        iteration: u32,
+    ) -> Vec<std::ffi::OsString> {
+        let sandbox = &self.state.settings.sandbox;
+        if !sandbox.on() {
+            return Vec::new();
+        }
+        sandbox.prefix(&self.ws.root, workdir, &self.run.iteration_dir(iteration))
     }
 
     /// A DEBUG iteration's answer, kept in its directory: `understanding.md` (all of

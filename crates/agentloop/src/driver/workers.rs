@@ -246,6 +246,7 @@ impl Driver {
         w.busy.insert(iteration);
         w.executor.iterate(
             AgentJob {
+                wrap: self.sandbox_wrap(&p.workdir, iteration),
                 iteration,
                 agent_name: p.plan.agent.clone(),
                 agent,

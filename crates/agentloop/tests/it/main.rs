@@ -29,6 +29,7 @@ mod real_trust;
 mod reports;
 mod requests;
 mod resume;
+mod sandbox;
 mod ship;
 mod ship_task;
 mod support;
