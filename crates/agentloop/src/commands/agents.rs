@@ -77,5 +77,13 @@ pub fn agents(cwd: &Path, as_json: bool) -> Result<ExitKind, CliError> {
             );
         }
     }
+    // Whether `[sandbox] mode = "workspace"` can confine the agents here.
+    match config.sandbox.check() {
+        Ok(()) => outln!(
+            "sandbox: {} works here: `[sandbox] mode = \"workspace\"` (or --sandbox workspace) confines each agent",
+            config.sandbox.bwrap
+        ),
+        Err(e) => outln!("sandbox: not available: {e}"),
+    }
     Ok(ExitKind::Completed)
 }

@@ -72,3 +72,27 @@ fn walk(d: &std::path::Path) -> Vec<String> {
     }
     out
 }
+
+/// `agentloop agents` says whether the sandbox can work here.
+#[test]
+fn the_probe_reports_sandbox_support() {
+    let p = crate::support::Project::git();
+    let r = p.run(&["agents"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stdout.contains("sandbox: bwrap works here"),
+        "{}",
+        r.stdout
+    );
+    p.write(
+        "agentloop.toml",
+        "[sandbox]\nbwrap = \"/nonexistent/bwrap\"\n",
+    );
+    let r = p.run(&["agents"]);
+    assert!(
+        r.stdout
+            .contains("sandbox: not available: bubblewrap (/nonexistent/bwrap) is not installed"),
+        "{}",
+        r.stdout
+    );
+}
