@@ -142,6 +142,12 @@ pub(crate) fn event(e: &Event) -> String {
             "baseline of the verification surface: {}",
             agentloop_core::words::plural(files.len(), "file", "files")
         ),
+        Event::SandboxDenied { iteration, denial } => {
+            format!(
+                "iteration {iteration}: the sandbox refused {}",
+                denial.describe()
+            )
+        }
         Event::TripwiresChecked { iteration, hits } if hits.is_empty() => {
             format!("iteration {iteration}: no tripwire hit")
         }

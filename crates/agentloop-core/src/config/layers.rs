@@ -228,6 +228,9 @@ fn check(config: &Config, sources: &BTreeMap<String, Source>) -> Result<(), Conf
     if config.verify.timeout.is_zero() {
         return Err(bad("verify.timeout", "must be longer than 0s"));
     }
+    if let Err(e) = crate::exec::sandbox::AllowList::parse(&config.sandbox.allow_hosts) {
+        return Err(bad("sandbox.allow_hosts", &e));
+    }
     if config.run.workers.is_some_and(|w| !(1..=64).contains(&w)) {
         return Err(bad("run.workers", "must be from 1 to 64"));
     }

@@ -283,6 +283,13 @@ pub enum Event {
         request: Request,
         why: String,
     },
+    /// Something the sandbox refused the agent of an iteration: a host, a write
+    /// outside its writable paths, a hidden path.
+    SandboxDenied {
+        iteration: u32,
+        #[serde(flatten)]
+        denial: crate::exec::sandbox::Denial,
+    },
     RunFinished {
         status: RunStatus,
         reason: FinishReason,
@@ -310,6 +317,7 @@ impl Event {
             Event::HookStop { .. } => "hook_stop",
             Event::SessionBound { .. } => "session_bound",
             Event::ControlRefused { .. } => "control_refused",
+            Event::SandboxDenied { .. } => "sandbox_denied",
             Event::BaselineRecorded { .. } => "baseline_recorded",
             Event::IntegrationStarted { .. } => "integration_started",
             Event::MergeStarted { .. } => "merge_started",

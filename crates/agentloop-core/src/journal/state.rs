@@ -157,6 +157,9 @@ pub struct RunState {
     /// Control requests refused because the agent made them.
     #[serde(default)]
     pub refused_requests: u32,
+    /// What the sandbox refused the agents (`[sandbox] mode = "workspace"`).
+    #[serde(default, skip_serializing_if = "super::sandbox::Refusals::is_empty")]
+    pub sandbox: super::sandbox::Refusals,
     /// Hook mode: continuations asked for in a row (Claude Code allows 8).
     #[serde(default)]
     pub hook_chain: u32,
@@ -273,6 +276,7 @@ impl RunState {
             session: None,
             session_pid: None,
             refused_requests: 0,
+            sandbox: Default::default(),
             hook_chain: 0,
             journal_bytes: 0,
             baseline: None,
@@ -393,6 +397,7 @@ impl RunState {
                     t.tries += 1;
                     *t.tried.entry(st.kind).or_default() += 1;
                     t.question = None;
+                    t.denials.clear();
                     if t.head_at_start.is_none() {
                         t.head_at_start = st.head_before.clone();
                     }
@@ -528,6 +533,7 @@ impl RunState {
                 self.hook_chain = if *active { self.hook_chain + 1 } else { 0 };
             }
             Event::ControlRefused { .. } => self.refused_requests += 1,
+            Event::SandboxDenied { iteration, denial } => self.sandbox_denied(*iteration, denial),
             Event::BaselineRecorded { files } => self.baseline_recorded(files),
             Event::IntegrationStarted { branch, base } => self.integration_started(branch, base),
             Event::MergeStarted { iteration, head } => self.merge_started(*iteration, head),

@@ -133,6 +133,9 @@ pub struct TaskState {
     /// until a person approves (`approve --gate NAME`) or rejects it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub held: Vec<crate::policy::Trigger>,
+    /// What the sandbox refused in this task's last iteration, for its next prompt.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub denials: Vec<crate::exec::sandbox::Denial>,
 }
 
 impl TaskState {
@@ -170,6 +173,7 @@ impl TaskState {
             question: None,
             diff_checked: false,
             held: Vec::new(),
+            denials: Vec::new(),
             head_at_start: None,
             tripwires_accepted: Vec::new(),
             checked: Vec::new(),

@@ -124,6 +124,13 @@ pub fn build(s: &RunState, task_id: &str, kind: IterationKind) -> String {
             );
         }
     }
+    if let Some(t) = s.task(task_id).filter(|t| !t.denials.is_empty()) {
+        p.push_str("## The sandbox refused these in your last iteration\n\n");
+        for d in &t.denials {
+            let _ = writeln!(p, "- {}", d.describe());
+        }
+        p.push_str("\nWork inside your working directory and reach only the allowed hosts; if the task needs more, say `BLOCKED:` with what and why.\n\n");
+    }
     if let Some(pat) = s
         .task(task_id)
         .and_then(|t| t.last_fingerprint.as_ref())

@@ -156,6 +156,10 @@ pub enum Command {
         after_help = "Example (Claude Code):\n  claude mcp add agentloop -- agentloop mcp\n  or `agentloop hook install --mcp`, which writes the project's .mcp.json"
     )]
     Mcp,
+    /// Inside a sandbox: carry the network to agentloop's proxy and run COMMAND
+    /// (started by agentloop itself in `[sandbox] mode = "workspace"`).
+    #[command(hide = true)]
+    SandboxNet(SandboxNetArgs),
     /// Hook mode (Claude Code, Codex, Gemini CLI): start a run, install the hooks, and
     /// the hook entry points that read each event's JSON on stdin.
     #[command(
@@ -209,4 +213,20 @@ pub struct ServeArgs {
 pub struct WatchArgs {
     #[command(flatten)]
     pub run: RunSel,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SandboxNetArgs {
+    /// The proxy's Unix socket.
+    #[arg(long)]
+    pub socket: std::path::PathBuf,
+    /// The port the proxy variables name, on the sandbox's loopback.
+    #[arg(long)]
+    pub proxy_port: u16,
+    /// An allowed loopback port of the host, reachable at the same port inside.
+    #[arg(long)]
+    pub forward: Vec<u16>,
+    /// The command to run.
+    #[arg(last = true, required = true)]
+    pub command: Vec<std::ffi::OsString>,
 }

@@ -84,6 +84,15 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
         Command::Steer(a) => control::steer(&workspace()?, a.run.run.as_deref(), a.note),
         Command::Agents(a) => agents::agents(&cwd()?, a.json),
         Command::Mcp => mcp::mcp(&cwd()?),
+        Command::SandboxNet(a) => std::process::exit(
+            agentloop_core::exec::sandbox::Bridge {
+                socket: a.socket,
+                proxy_port: a.proxy_port,
+                forwards: a.forward,
+                command: a.command,
+            }
+            .run(),
+        ),
         Command::Serve(a) => serve::serve(&cwd()?, a),
         Command::Watch(a) => watch::watch(&workspace()?, a.run.get()),
         Command::Hook(HookCommand::Start { plan, mode }) => hook::start(&cwd()?, &plan, mode),

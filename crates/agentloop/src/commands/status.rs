@@ -151,6 +151,15 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
     if let Some(t) = tampering(s) {
         outln!("{} {t}", paint("1;31", "tampering:"));
     }
+    if s.settings.sandbox.on() {
+        outln!(
+            "sandbox: workspace · {} refused",
+            plural(s.sandbox.count as usize, "thing", "things")
+        );
+        for (i, d) in s.sandbox.recent.iter().rev().take(5) {
+            outln!("  iteration {i}: {}", d.describe());
+        }
+    }
     for t in s.tasks.iter().filter(|t| t.status == TaskStatus::Blocked) {
         outln!(
             "{} task {} is blocked: {}",
@@ -199,6 +208,20 @@ fn workers(s: &RunState) -> Result<(), CliError> {
         outln!("merge queue: {}", list.join(", "));
     }
     Ok(())
+}
+
+/// `[sandbox]`: how many things it refused, and the latest.
+fn sandbox_json(s: &RunState) -> serde_json::Value {
+    if !s.settings.sandbox.on() {
+        return serde_json::Value::Null;
+    }
+    let recent: Vec<serde_json::Value> = s
+        .sandbox
+        .recent
+        .iter()
+        .map(|(i, d)| json!({"iteration": i, "kind": d.kind, "target": d.target, "detail": d.detail}))
+        .collect();
+    json!({"mode": "workspace", "refusals": s.sandbox.count, "recent": recent})
 }
 
 /// What the agent tried against its own checks and was stopped from doing.
@@ -313,6 +336,7 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
     v["clarity"] = json!(s.settings.clarity);
     v["prerequisites"] = json!(s.prerequisites);
     v["criteria"] = json!(agentloop_core::journal::criteria_rows(s));
+    v["sandbox"] = sandbox_json(s);
     // Skip reasons are kept with each task.
     if let Some(tasks) = v["tasks"].as_array_mut() {
         for (row, t) in tasks.iter_mut().zip(&s.tasks) {

@@ -54,8 +54,9 @@ pub(crate) struct AgentJob {
     pub before: Option<git::Snapshot>,
     /// Set when the run is stopped now: the agent's process group is ended.
     pub stop: Arc<AtomicBool>,
-    /// The sandbox it runs under (empty: none).
-    pub wrap: Vec<std::ffi::OsString>,
+    /// The sandbox it runs under (none: an empty prefix); its proxy lives as long as
+    /// the job.
+    pub confined: agentloop_core::exec::sandbox::Confinement,
 }
 
 /// Where agent iterations run. Local processes today; a cluster executor (each
@@ -83,7 +84,7 @@ impl Executor for LocalExecutor {
                 prompt_file: &prompt_file,
                 log: &log,
                 pid_file: &pid_file,
-                wrap: job.wrap.clone(),
+                wrap: job.confined.prefix.clone(),
             };
             let stop = job.stop.clone();
             let run = job.agent.run(&inv, &mut || stop.load(Ordering::SeqCst));

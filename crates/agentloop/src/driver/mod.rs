@@ -5,6 +5,7 @@
 mod gates;
 mod jobs;
 mod menu;
+mod sandbox;
 mod ship;
 
 pub(crate) use ship::forge;

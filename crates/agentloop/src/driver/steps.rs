@@ -315,6 +315,18 @@ impl Driver {
         let workdir = p.workdir.clone();
         let run_id = self.run.id.clone();
         let run_dir = self.run.path.clone();
+        let confined = match self.confine(&workdir, p.plan.iteration, &p.plan.agent) {
+            Ok(c) => c,
+            Err(e) => {
+                return AgentRun {
+                    error: Some(AgentError {
+                        kind: AgentErrorKind::Spawn,
+                        message: e.message,
+                    }),
+                    ..AgentRun::default()
+                };
+            }
+        };
         let inv = Invocation {
             run_id: &run_id,
             run_dir: &run_dir,
@@ -324,10 +336,11 @@ impl Driver {
             prompt_file: &prompt_file,
             log: &log,
             pid_file: &pid_file,
-            wrap: self.sandbox_wrap(&workdir, p.plan.iteration),
+            wrap: confined.prefix.clone(),
         };
         let mut last = Instant::now();
         let run = agent.run(&inv, &mut || self.should_stop(&mut last));
+        drop(confined);
         self.redact_run(p.plan.iteration, &p.plan.agent, run)
     }
 
@@ -365,6 +378,7 @@ impl Driver {
             (Some(g), Some(a), Some(b)) => g.changed(a, b),
             _ => Vec::new(),
         };
+        self.record_denials(iteration)?;
         let f = &run.finished;
         let failed = f.timed_out || f.signal.is_some() || f.exit_code.is_some_and(|c| c != 0);
         let stderr_tail = (failed && !f.stderr_tail.is_empty()).then(|| {
@@ -416,21 +430,6 @@ impl Driver {
             mcp_calls,
             stderr_tail,
         }))
-    }
-
-    /// The sandbox an iteration's agent runs under (`[sandbox] mode = "workspace"`):
-    /// its working directory and its iteration's directory writable, the rest of the
-    /// machine read-only, secrets hidden; empty when the run has no sandbox.
-    pub(crate) fn sandbox_wrap(
-        &self,
-        workdir: &std::path::Path,
-        iteration: u32,
-    ) -> Vec<std::ffi::OsString> {
-        let sandbox = &self.state.settings.sandbox;
-        if !sandbox.on() {
-            return Vec::new();
-        }
-        sandbox.prefix(&self.ws.root, workdir, &self.run.iteration_dir(iteration))
     }
 
     /// A DEBUG iteration's answer, kept in its directory: `understanding.md` (all of

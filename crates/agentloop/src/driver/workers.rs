@@ -244,9 +244,10 @@ impl Driver {
         };
         let iteration = p.plan.iteration;
         w.busy.insert(iteration);
+        let confined = self.confine(&p.workdir, iteration, &p.plan.agent)?;
         w.executor.iterate(
             AgentJob {
-                wrap: self.sandbox_wrap(&p.workdir, iteration),
+                confined,
                 iteration,
                 agent_name: p.plan.agent.clone(),
                 agent,

@@ -61,6 +61,128 @@ fn a_sandboxed_agent_works_in_the_project_and_nowhere_else() {
     assert_eq!(p2.run(&["status"]).code, Some(2), "no run was made");
 }
 
+/// A server on the host's loopback that answers every request with `body`.
+fn serve(body: &'static str) -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for c in l.incoming().flatten() {
+            use std::io::{Read, Write};
+            let mut c = c;
+            let mut buf = [0u8; 4096];
+            let _ = c.read(&mut buf);
+            let _ = write!(
+                c,
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    port
+}
+
+/// The network by allow-list: an allowed loopback port answers (through the proxy and
+/// directly), example.com and an unlisted loopback port are refused; each refusal —
+/// network, a write outside, a hidden key, a write into `.agentloop/` — is a journal
+/// event, in `status` and in the next iteration's prompt.
+#[test]
+fn the_network_is_an_allow_list_and_every_refusal_reaches_the_journal_and_the_next_prompt() {
+    let home = tempfile::Builder::new()
+        .prefix("agentloop-home-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    std::fs::create_dir_all(home.path().join(".ssh")).unwrap();
+    std::fs::write(home.path().join(".ssh/id_rsa"), "PRIVATE\n").unwrap();
+    let allowed = serve("ALLOWED_BODY");
+    let other = serve("OTHER_BODY");
+    let script = format!(
+        r#"echo x > "$HOME/outside" && echo WROTE_OUTSIDE
+cat "$HOME/.ssh/id_rsa" && echo READ_KEY
+echo y > .agentloop/evil && echo WROTE_STATE
+curl -fsS -m 5 https://example.com/ >/dev/null && echo REACHED_EXAMPLE
+curl -fsS -m 5 http://127.0.0.1:{allowed}/via-proxy; echo
+curl -fsS -m 5 --noproxy '*' http://127.0.0.1:{allowed}/direct | sed s/ALLOWED/DIRECT/; echo
+curl -fsS -m 5 http://127.0.0.1:{other}/ && echo REACHED_OTHER
+[ -f a.txt ] && touch b.txt
+touch a.txt
+echo TASK_COMPLETE
+"#
+    );
+    let mut p = Scratch::new()
+        .plan("# Boxed\n\n## T1: Make a.txt and b.txt\nVerify: test -f b.txt\n")
+        .agent(&agent(&script))
+        .config(&format!(
+            "\n[sandbox]\nallow_hosts = [\"127.0.0.1:{allowed}\"]\n"
+        ))
+        .build();
+    p.env
+        .push(("HOME".into(), home.path().display().to_string()));
+    let before = walk(home.path());
+    let r = p.run(&["run", "--sandbox", "workspace"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let log = std::fs::read_to_string(p.run_dir().join("iterations/0001/agent.log")).unwrap();
+    for bad in [
+        "WROTE_OUTSIDE",
+        "READ_KEY",
+        "WROTE_STATE",
+        "REACHED_EXAMPLE",
+        "REACHED_OTHER",
+        "OTHER_BODY",
+    ] {
+        assert!(!log.contains(bad), "{bad}: {log}");
+    }
+    assert!(log.contains("ALLOWED_BODY"), "through the proxy: {log}");
+    assert!(log.contains("DIRECT_BODY"), "directly: {log}");
+    assert_eq!(walk(home.path()), before, "nothing outside changed");
+    let events = crate::real_cli::journal_events(&p);
+    let denied: Vec<(String, String)> = events
+        .iter()
+        .filter(|e| e["kind"] == "sandbox_denied")
+        .map(|e| {
+            let d = &e["data"];
+            (
+                d["kind"].as_str().unwrap_or("").to_string(),
+                d["target"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let home_s = home.path().display().to_string();
+    for want in [
+        ("network".to_string(), "example.com:443".to_string()),
+        ("network".into(), format!("127.0.0.1:{other}")),
+        ("write".into(), format!("{home_s}/outside")),
+        ("read".into(), format!("{home_s}/.ssh")),
+        ("write".into(), ".agentloop/evil".into()),
+    ] {
+        assert!(denied.contains(&want), "{want:?} in {denied:?}");
+    }
+    assert!(
+        !denied.iter().any(|(_, t)| t.contains(&allowed.to_string())),
+        "{denied:?}"
+    );
+    let prompt = std::fs::read_to_string(p.run_dir().join("iterations/0002/prompt.md")).unwrap();
+    assert!(
+        prompt.contains("The sandbox refused these in your last iteration")
+            && prompt.contains("network: example.com:443")
+            && prompt.contains(&format!("write: {home_s}/outside")),
+        "{prompt}"
+    );
+    let s = p.status();
+    assert_eq!(s["sandbox"]["mode"], "workspace");
+    assert!(s["sandbox"]["refusals"].as_u64().unwrap() >= 5, "{s}");
+    let text = p.run(&["status"]).stdout;
+    assert!(text.contains("sandbox: workspace"), "{text}");
+    // A loopback host without its port is refused, and nothing is made.
+    let p2 = Scratch::new()
+        .plan("# Boxed\n\n## T1: Make a.txt\nVerify: test -f a.txt\n")
+        .agent(&agent("touch a.txt; echo TASK_COMPLETE"))
+        .config("\n[sandbox]\nmode = \"workspace\"\nallow_hosts = [\"localhost\"]\n")
+        .build();
+    let r = p2.run(&["run"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("name the port"), "{}", r.stderr);
+}
+
 fn walk(d: &std::path::Path) -> Vec<String> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(d).into_iter().flatten().flatten() {

@@ -1,0 +1,397 @@
+//! `[sandbox] mode = "workspace"`: each agent process runs under bubblewrap with the
+//! root file system read-only; writable only its working directory (the task's
+//! worktree, or the project), a private `/tmp`, the agent CLIs' own config and cache
+//! directories and `[sandbox] writable`; `.agentloop/` read-only but for the
+//! iteration's own directory (where `agentloop mcp` writes its reports); secrets in
+//! the home directory (`~/.ssh`, `~/.aws`, … and `[sandbox] hidden`) and other
+//! people's home directories hidden; the repository's hooks and config read-only. Its
+//! network is a namespace of its own whose only way out is agentloop's proxy
+//! (`net.rs`), which lets through the hosts `[sandbox] allow_hosts` and the agent's
+//! own model API name; what was refused is read back by `denials.rs`.
+
+mod bridge;
+mod denials;
+mod net;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+pub use bridge::Bridge;
+pub use denials::{
+    Denial, DenialKind, MAX_PER_ITERATION, NETWORK_FILE, of_iteration as denials_of,
+};
+pub use net::{AllowList, Proxy, is_loopback, split_host};
+
+/// Where the proxy's socket is inside the sandbox (its private `/tmp`).
+const SOCKET_INSIDE: &str = "/tmp/.agentloop-net.sock";
+/// The proxy's port on the sandbox's own loopback (another when an allowed loopback
+/// port is this one).
+const PROXY_PORT: u16 = 3128;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    #[default]
+    Off,
+    Workspace,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SandboxConfig {
+    pub mode: Mode,
+    /// More paths the agent may write (`~/` is the home directory).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub writable: Vec<String>,
+    /// More paths the agent may not read.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hidden: Vec<String>,
+    /// Hosts the agent may reach (`host`, `host:port`, `*.domain`), besides its own
+    /// model API's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allow_hosts: Vec<String>,
+    /// The verification commands run confined too (their working copy writable, no
+    /// network).
+    pub verify: bool,
+    /// The bubblewrap program.
+    pub bwrap: String,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> SandboxConfig {
+        SandboxConfig {
+            mode: Mode::Off,
+            writable: Vec::new(),
+            hidden: Vec::new(),
+            allow_hosts: Vec::new(),
+            verify: false,
+            bwrap: "bwrap".into(),
+        }
+    }
+}
+
+/// What the agent CLIs keep for themselves in the home directory.
+const AGENT_DIRS: &[&str] = &[
+    "~/.claude",
+    "~/.claude.json",
+    "~/.codex",
+    "~/.gemini",
+    "~/.copilot",
+    "~/.config/opencode",
+    "~/.local/share/opencode",
+    "~/.local/state/opencode",
+    "~/.aider",
+    "~/.cache",
+    "~/.npm",
+];
+
+/// Secrets no agent reads.
+const SECRETS: &[&str] = &[
+    "~/.ssh",
+    "~/.aws",
+    "~/.config/gcloud",
+    "~/.azure",
+    "~/.gnupg",
+    "~/.netrc",
+    "~/.docker/config.json",
+    "~/.kube",
+    "~/.git-credentials",
+];
+
+fn expand(p: &str, home: &Path) -> PathBuf {
+    match p.strip_prefix("~/") {
+        Some(rest) => home.join(rest),
+        None => PathBuf::from(p),
+    }
+}
+
+impl SandboxConfig {
+    pub fn on(&self) -> bool {
+        self.mode == Mode::Workspace
+    }
+
+    /// Whether bubblewrap runs here (installed, and user namespaces allowed).
+    pub fn check(&self) -> Result<(), String> {
+        let out = std::process::Command::new(&self.bwrap)
+            .args([
+                "--ro-bind",
+                "/",
+                "/",
+                "--dev",
+                "/dev",
+                "--proc",
+                "/proc",
+                "true",
+            ])
+            .output();
+        match out {
+            Ok(o) if o.status.success() => Ok(()),
+            Ok(o) => Err(format!(
+                "bubblewrap cannot make a sandbox here ({}); enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1) or run without [sandbox]",
+                String::from_utf8_lossy(&o.stderr).trim()
+            )),
+            Err(e) => Err(format!(
+                "bubblewrap ({}) is not installed ({e}); install it (Debian: apt-get install bubblewrap)",
+                self.bwrap
+            )),
+        }
+    }
+
+    /// The secrets and other people's home directories, as absolute paths.
+    pub fn hidden_paths(&self) -> Vec<PathBuf> {
+        let home = home();
+        SECRETS
+            .iter()
+            .map(|p| p.to_string())
+            .chain(self.hidden.iter().cloned())
+            .map(|p| expand(&p, &home))
+            .collect()
+    }
+
+    /// An agent's confinement for one iteration: the proxy started (its refusals go
+    /// to `own/sandbox-network.jsonl`) and the command to run the agent under. `root`
+    /// is the project, `workdir` where the agent works, `own` its iteration's
+    /// directory, `allow` what it may reach.
+    pub fn confine(
+        &self,
+        root: &Path,
+        workdir: &Path,
+        own: &Path,
+        allow: AllowList,
+    ) -> std::io::Result<Confinement> {
+        let forwards = allow.loopback_ports();
+        let proxy_port = (PROXY_PORT..)
+            .find(|p| !forwards.contains(p))
+            .unwrap_or(PROXY_PORT);
+        let proxy = Proxy::start(allow, own.join(NETWORK_FILE))?;
+        let mut a = self.files(root, workdir, Some(own));
+        push(&mut a, &["--unshare-net", "--bind"]);
+        a.push(proxy.socket().into());
+        a.push(SOCKET_INSIDE.into());
+        let url = format!("http://127.0.0.1:{proxy_port}");
+        for var in [
+            "HTTPS_PROXY",
+            "HTTP_PROXY",
+            "ALL_PROXY",
+            "https_proxy",
+            "http_proxy",
+            "all_proxy",
+        ] {
+            push(&mut a, &["--setenv", var, &url]);
+        }
+        push(
+            &mut a,
+            &["--unsetenv", "NO_PROXY", "--unsetenv", "no_proxy", "--"],
+        );
+        a.push(
+            std::env::current_exe()
+                .unwrap_or_else(|_| PathBuf::from("agentloop"))
+                .into(),
+        );
+        push(&mut a, &["sandbox-net", "--socket", SOCKET_INSIDE]);
+        push(&mut a, &["--proxy-port", &proxy_port.to_string()]);
+        for p in forwards {
+            push(&mut a, &["--forward", &p.to_string()]);
+        }
+        a.push("--".into());
+        Ok(Confinement {
+            prefix: a,
+            _proxy: Some(proxy),
+        })
+    }
+
+    /// The confinement of a verification command (`[sandbox] verify`): its working
+    /// copy writable, no network at all.
+    pub fn confine_check(&self, root: &Path, workdir: &Path) -> Confinement {
+        let mut a = self.files(root, workdir, None);
+        push(&mut a, &["--unshare-net", "--"]);
+        Confinement {
+            prefix: a,
+            _proxy: None,
+        }
+    }
+
+    /// The file system part: `bwrap` with the root read-only and what is writable,
+    /// read-only or hidden laid over it.
+    fn files(&self, root: &Path, workdir: &Path, own: Option<&Path>) -> Vec<OsString> {
+        let home = home();
+        let mut a: Vec<OsString> = Vec::new();
+        push(
+            &mut a,
+            &[
+                self.bwrap.as_str(),
+                "--die-with-parent",
+                "--ro-bind",
+                "/",
+                "/",
+                "--dev",
+                "/dev",
+                "--proc",
+                "/proc",
+                "--tmpfs",
+                "/tmp",
+            ],
+        );
+        // Other people's home directories (and root's, when it is not ours).
+        let keep = |p: &Path| {
+            [home.as_path(), root, workdir]
+                .iter()
+                .any(|k| k.starts_with(p))
+                || std::env::current_exe().is_ok_and(|e| e.starts_with(p))
+        };
+        let others = std::fs::read_dir("/home")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .chain([PathBuf::from("/root")]);
+        for p in others {
+            if p.is_dir() && !keep(&p) {
+                a.push("--tmpfs".into());
+                a.push(p.into());
+            }
+        }
+        for p in AGENT_DIRS
+            .iter()
+            .map(|p| p.to_string())
+            .chain(self.writable.iter().cloned())
+        {
+            let p = expand(&p, &home);
+            if p.exists() {
+                bind(&mut a, "--bind", &p, &p);
+            }
+        }
+        bind(&mut a, "--bind", workdir, workdir);
+        // A worktree's commits go into the project's repository; its hooks and config
+        // (which run code at the next git command) stay read-only.
+        let git = root.join(".git");
+        if !workdir.starts_with(root) && git.is_dir() {
+            bind(&mut a, "--bind", &git, &git);
+        }
+        for p in ["hooks", "config"] {
+            let p = git.join(p);
+            if p.exists() {
+                bind(&mut a, "--ro-bind", &p, &p);
+            }
+        }
+        let state = root.join(".agentloop");
+        if state.is_dir() {
+            bind(&mut a, "--ro-bind", &state, &state);
+            if let Some(own) = own.filter(|o| o.is_dir()) {
+                bind(&mut a, "--bind", own, own);
+            }
+        }
+        for p in self.hidden_paths() {
+            if p.is_dir() {
+                a.push("--tmpfs".into());
+                a.push(p.into());
+            } else if p.exists() {
+                bind(&mut a, "--ro-bind", Path::new("/dev/null"), &p);
+            }
+        }
+        a
+    }
+}
+
+/// A command's confinement: the `bwrap … --` to run it under, and the proxy that
+/// lives as long as this value.
+#[derive(Default)]
+pub struct Confinement {
+    pub prefix: Vec<OsString>,
+    _proxy: Option<Proxy>,
+}
+
+impl std::fmt::Debug for Confinement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Confinement")
+            .field("prefix", &self.prefix)
+            .finish()
+    }
+}
+
+fn home() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/root"))
+}
+
+fn push(a: &mut Vec<OsString>, words: &[&str]) {
+    a.extend(words.iter().map(OsString::from));
+}
+
+fn bind(a: &mut Vec<OsString>, flag: &str, from: &Path, to: &Path) {
+    a.push(flag.into());
+    a.push(from.into());
+    a.push(to.into());
+}
+
+/// The hosts an agent of `kind` may reach by default: its provider's API, and every
+/// `http(s)://` address among `env_values` (the model endpoint it is configured with,
+/// such as a local server's `127.0.0.1:PORT`).
+pub fn agent_hosts<'a>(kind: &str, env_values: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let provider: &[&str] = match kind {
+        "claude" => &["api.anthropic.com:443"],
+        "codex" => &["api.openai.com:443", "chatgpt.com:443"],
+        "gemini" => &[
+            "generativelanguage.googleapis.com:443",
+            "cloudcode-pa.googleapis.com:443",
+            "oauth2.googleapis.com:443",
+        ],
+        "copilot" => &[
+            "api.githubcopilot.com:443",
+            "api.individual.githubcopilot.com:443",
+            "api.github.com:443",
+        ],
+        "opencode" | "aider" => &["api.openai.com:443", "api.anthropic.com:443"],
+        _ => &[],
+    };
+    let mut v: Vec<String> = provider.iter().map(|s| s.to_string()).collect();
+    for value in env_values {
+        let (scheme, rest) = match value.trim().split_once("://") {
+            Some((s, r)) if s.eq_ignore_ascii_case("http") || s.eq_ignore_ascii_case("https") => {
+                (s.to_ascii_lowercase(), r)
+            }
+            _ => continue,
+        };
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+        let authority = authority.rsplit('@').next().unwrap_or("");
+        if let Ok((host, port)) = split_host(authority) {
+            let port = port.unwrap_or(if scheme == "https" { 443 } else { 80 });
+            let host = if host.contains(':') {
+                format!("[{host}]")
+            } else {
+                host
+            };
+            let entry = format!("{host}:{port}");
+            if !v.contains(&entry) {
+                v.push(entry);
+            }
+        }
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_agent_reaches_its_provider_and_the_endpoint_it_is_given() {
+        let hosts = agent_hosts(
+            "claude",
+            [
+                "http://127.0.0.1:4312/v1",
+                "not a url",
+                "https://proxy.corp/x",
+            ]
+            .into_iter(),
+        );
+        assert_eq!(
+            hosts,
+            vec!["api.anthropic.com:443", "127.0.0.1:4312", "proxy.corp:443"]
+        );
+        assert!(agent_hosts("command", std::iter::empty()).is_empty());
+    }
+}

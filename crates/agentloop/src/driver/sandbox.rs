@@ -1,0 +1,80 @@
+//! `[sandbox] mode = "workspace"` in the driver: each iteration's agent confined (its
+//! proxy started with the hosts it may reach), and what the sandbox refused it read
+//! back into the journal after it finished, for the views and its next prompt.
+
+use agentloop_core::config::AgentConfig;
+use agentloop_core::exec::sandbox::{self, AllowList, Confinement};
+use agentloop_core::exec::supervise::env_allowed;
+use agentloop_core::journal::Event;
+
+use super::Driver;
+use crate::error::CliError;
+
+impl Driver {
+    /// The confinement of an iteration's agent: its working directory and its
+    /// iteration's directory writable, the rest read-only, secrets hidden, the network
+    /// through the proxy; none when the run has no sandbox.
+    pub(crate) fn confine(
+        &self,
+        workdir: &std::path::Path,
+        iteration: u32,
+        agent: &str,
+    ) -> Result<Confinement, CliError> {
+        let sandbox = &self.state.settings.sandbox;
+        if !sandbox.on() {
+            return Ok(Confinement::default());
+        }
+        sandbox
+            .confine(
+                &self.ws.root,
+                workdir,
+                &self.run.iteration_dir(iteration),
+                self.allowed_hosts(agent),
+            )
+            .map_err(|e| CliError::internal(format!("cannot start the sandbox's proxy: {e}")))
+    }
+
+    /// What `agent` may reach: its provider, the endpoints its environment names, and
+    /// `[sandbox] allow_hosts`.
+    fn allowed_hosts(&self, agent: &str) -> AllowList {
+        let config = self
+            .config
+            .agents
+            .get(agent)
+            .cloned()
+            .unwrap_or_else(|| AgentConfig::builtin(agent));
+        let passed = config.allowed_env();
+        let inherited: Vec<String> = std::env::vars()
+            .filter(|(k, _)| env_allowed(k, &passed))
+            .map(|(_, v)| v)
+            .collect();
+        let mut hosts = sandbox::agent_hosts(
+            &config.kind,
+            config
+                .env
+                .values()
+                .map(String::as_str)
+                .chain(inherited.iter().map(String::as_str)),
+        );
+        hosts.extend(self.state.settings.sandbox.allow_hosts.iter().cloned());
+        hosts.retain(|h| AllowList::parse(std::slice::from_ref(h)).is_ok());
+        AllowList::parse(&hosts).unwrap_or_default()
+    }
+
+    /// Records what the sandbox refused the agent of `iteration`, one event each.
+    pub(crate) fn record_denials(&mut self, iteration: u32) -> Result<(), CliError> {
+        let sandbox = &self.state.settings.sandbox;
+        if !sandbox.on() {
+            return Ok(());
+        }
+        let hidden = sandbox.hidden_paths();
+        for denial in sandbox::denials_of(&self.run.iteration_dir(iteration), &hidden) {
+            self.progress.warn(&format!(
+                "iteration {iteration}: the sandbox refused {}",
+                denial.describe()
+            ));
+            self.record(Event::SandboxDenied { iteration, denial })?;
+        }
+        Ok(())
+    }
+}
