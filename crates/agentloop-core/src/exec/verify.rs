@@ -16,6 +16,9 @@ pub struct Runner<'a> {
     pub timeout: Duration,
     pub output_cap: u64,
     pub log: &'a Path,
+    /// The command each check runs under (`[sandbox] verify`: `bwrap … --`); empty:
+    /// none.
+    pub wrap: Vec<std::ffi::OsString>,
 }
 
 impl Runner<'_> {
@@ -54,6 +57,7 @@ impl Runner<'_> {
             spec.grace = Duration::from_secs(2);
             spec.log = Some(self.log.to_path_buf());
             spec.log_append = true;
+            spec.wrap = self.wrap.clone();
             let f = supervise::run(spec, &mut should_stop)?;
             let status = match (f.exit_code, f.timed_out) {
                 (_, true) => format!(
@@ -161,6 +165,7 @@ mod tests {
             timeout: Duration::from_secs(10),
             output_cap: 4096,
             log: &log,
+            wrap: Vec::new(),
         };
         let v = r
             .run(

@@ -184,6 +184,7 @@ fn check_commands(
                 timeout: cfg.verify.timeout,
                 output_cap: cfg.verify.output_cap,
                 log: &log,
+                wrap: Vec::new(),
             };
             let Ok(r) = runner.run(0, std::slice::from_ref(&command), || false) else {
                 continue;

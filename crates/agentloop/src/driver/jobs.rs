@@ -72,6 +72,9 @@ pub(crate) struct LocalExecutor;
 impl Executor for LocalExecutor {
     fn iterate(&self, job: AgentJob, done: Sender<Done>) {
         std::thread::spawn(move || {
+            // The whole job, not only the fields used: its sandbox's proxy lives as
+            // long as the agent runs.
+            let job = job;
             let prompt_file = job.dir.join("prompt.md");
             let log = job.dir.join("agent.log");
             let pid_file = job.dir.join("agent.pid");
@@ -106,6 +109,11 @@ pub(crate) struct Checks {
     pub timeout: Duration,
     pub output_cap: u64,
     pub stop: Arc<AtomicBool>,
+    /// `[sandbox] verify`: the sandbox and the project the checks are confined by.
+    pub sandbox: Option<(
+        agentloop_core::exec::sandbox::SandboxConfig,
+        std::path::PathBuf,
+    )>,
 }
 
 impl Checks {
@@ -120,6 +128,11 @@ impl Checks {
             timeout: self.timeout,
             output_cap: self.output_cap,
             log,
+            wrap: self
+                .sandbox
+                .as_ref()
+                .map(|(s, root)| s.confine_check(root, dir).prefix)
+                .unwrap_or_default(),
         };
         runner.run_measured(iteration, &self.commands, &self.measures, || {
             self.stop.load(Ordering::SeqCst)

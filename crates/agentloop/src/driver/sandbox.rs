@@ -34,6 +34,27 @@ impl Driver {
             .map_err(|e| CliError::internal(format!("cannot start the sandbox's proxy: {e}")))
     }
 
+    /// The command a verification in `dir` runs under: `[sandbox] verify` confines it
+    /// (its working copy writable, no network); else none.
+    pub(crate) fn check_wrap(&self, dir: &std::path::Path) -> Vec<std::ffi::OsString> {
+        let sandbox = &self.state.settings.sandbox;
+        if !(sandbox.on() && sandbox.verify) {
+            return Vec::new();
+        }
+        sandbox.confine_check(&self.ws.root, dir).prefix
+    }
+
+    /// The sandbox the checks of a merge are confined by (`[sandbox] verify`).
+    pub(crate) fn check_sandbox(
+        &self,
+    ) -> Option<(
+        agentloop_core::exec::sandbox::SandboxConfig,
+        std::path::PathBuf,
+    )> {
+        let sandbox = &self.state.settings.sandbox;
+        (sandbox.on() && sandbox.verify).then(|| (sandbox.clone(), self.ws.root.clone()))
+    }
+
     /// What `agent` may reach: its provider, the endpoints its environment names, and
     /// `[sandbox] allow_hosts`.
     fn allowed_hosts(&self, agent: &str) -> AllowList {
@@ -67,7 +88,7 @@ impl Driver {
         if !sandbox.on() {
             return Ok(());
         }
-        let hidden = sandbox.hidden_paths();
+        let hidden = sandbox.unreachable_paths();
         for denial in sandbox::denials_of(&self.run.iteration_dir(iteration), &hidden) {
             self.progress.warn(&format!(
                 "iteration {iteration}: the sandbox refused {}",

@@ -491,6 +491,7 @@ impl Driver {
             timeout: self.config.verify.timeout,
             output_cap: self.config.verify.output_cap,
             log: &log,
+            wrap: self.check_wrap(&workdir),
         };
         let mut last = Instant::now();
         let measures = self.state.plan.measures(task);

@@ -102,6 +102,7 @@ impl Driver {
                 timeout: self.config.verify.timeout,
                 output_cap: self.config.verify.output_cap,
                 log: &log,
+                wrap: Vec::new(),
             };
             let result = runner
                 .run(iteration, &[command], || interrupted.load(Ordering::SeqCst))

@@ -74,6 +74,7 @@ impl Driver {
             timeout: self.config.verify.timeout,
             output_cap: self.config.verify.output_cap,
             log: &log,
+            wrap: self.check_wrap(&dir),
         };
         let interrupted = self.interrupted.clone();
         let result = runner.run_measured(0, &commands, &measures, || {

@@ -212,6 +212,7 @@ impl Driver {
             timeout: self.config.verify.timeout,
             output_cap: self.config.verify.output_cap,
             stop: w.stop.clone(),
+            sandbox: self.check_sandbox(),
         }
     }
 

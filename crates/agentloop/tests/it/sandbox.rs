@@ -218,3 +218,67 @@ fn the_probe_reports_sandbox_support() {
         r.stdout
     );
 }
+
+/// With workers, each agent is confined to its own worktree: the other worker's
+/// worktree and the clean copies the checks run in (under agentloop's cache, inside a
+/// writable `~/.cache`) are out of its reach; `[sandbox] verify` confines the checks.
+#[test]
+fn each_worker_is_confined_to_its_own_worktree_and_the_checks_too() {
+    let home = tempfile::Builder::new()
+        .prefix("agentloop-home-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let cache = home.path().join(".cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let body = r#"other=T1; [ "$task" = T1 ] && other=T2
+echo x > "$XDG_CACHE_HOME/agentloop/worktrees/$AGENTLOOP_RUN/$other/intruder-$task" && echo INTRUDED
+echo x > "$XDG_CACHE_HOME/agentloop/checkouts/$AGENTLOOP_RUN/intruder-$task" && echo INTRUDED
+case $task in T1) touch one.txt;; T2) touch two.txt;; esac
+echo TASK_COMPLETE"#;
+    let plan = "# Two\n\n## T1: One\nVerify: test -f one.txt && ! touch \"$HOME/checked\" 2>/dev/null\n\n## T2: Two\nVerify: test -f two.txt\n";
+    let mut p = crate::workers::project(
+        plan,
+        body,
+        "[sandbox]\nmode = \"workspace\"\nverify = true\n",
+    );
+    p.env
+        .push(("HOME".into(), home.path().display().to_string()));
+    p.env
+        .push(("XDG_CACHE_HOME".into(), cache.display().to_string()));
+    let r = p.run(&["run", "--workers", "2"]);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        !home.path().join("checked").exists(),
+        "the check was confined"
+    );
+    let s = p.status();
+    let branch = format!("agentloop/{}", s["run_id"].as_str().unwrap());
+    let files = p.git_cmd(&["ls-tree", "-r", "--name-only", &branch]);
+    assert!(
+        files.contains("one.txt") && files.contains("two.txt"),
+        "{files}"
+    );
+    assert!(!files.contains("intruder"), "{files}");
+    assert!(
+        !walk(home.path()).iter().any(|f| f.contains("intruder")),
+        "{:?}",
+        walk(home.path())
+    );
+    let events = crate::real_cli::journal_events(&p);
+    let denied: std::collections::BTreeSet<u64> = events
+        .iter()
+        .filter(|e| e["kind"] == "sandbox_denied")
+        .filter(|e| {
+            e["data"]["detail"]
+                .as_str()
+                .unwrap_or("")
+                .contains("intruder")
+        })
+        .map(|e| e["data"]["iteration"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        denied.len(),
+        2,
+        "a refusal in each worker's iteration: {events:?}"
+    );
+}

@@ -75,6 +75,7 @@ pub fn of_iteration(dir: &Path, hidden: &[PathBuf]) -> Vec<Denial> {
 const READ_ONLY: &str = "Read-only file system";
 const NOT_READ: &[&str] = &[
     "No such file or directory",
+    "Directory nonexistent",
     "Permission denied",
     "Not a directory",
 ];

@@ -147,7 +147,17 @@ impl SandboxConfig {
             .map(|p| p.to_string())
             .chain(self.hidden.iter().cloned())
             .map(|p| expand(&p, &home))
+            // The journal's key: with it an agent could seal lines of its own.
+            .chain(crate::fsutil::state_dir())
             .collect()
+    }
+
+    /// The paths whose "not found" in an agent's output is a refusal: the hidden
+    /// ones, and agentloop's cache (other workers' worktrees, the checks' copies).
+    pub fn unreachable_paths(&self) -> Vec<PathBuf> {
+        let mut v = self.hidden_paths();
+        v.extend(crate::fsutil::cache_dir());
+        v
     }
 
     /// An agent's confinement for one iteration: the proxy started (its refusals go
@@ -263,12 +273,24 @@ impl SandboxConfig {
                 bind(&mut a, "--bind", &p, &p);
             }
         }
+        // agentloop's own cache (the other workers' worktrees, the clean copies the
+        // checks run in) is hidden, though `~/.cache` is writable; the agent's own
+        // worktree is laid back over it.
+        if let Some(cache) = crate::fsutil::cache_dir().filter(|c| c.is_dir()) {
+            a.push("--tmpfs".into());
+            a.push(cache.into());
+        }
         bind(&mut a, "--bind", workdir, workdir);
         // A worktree's commits go into the project's repository; its hooks and config
         // (which run code at the next git command) stay read-only.
+        // The project is seen (read-only) from a worktree, wherever it lives (a
+        // project under `/tmp` too).
         let git = root.join(".git");
-        if !workdir.starts_with(root) && git.is_dir() {
-            bind(&mut a, "--bind", &git, &git);
+        if !workdir.starts_with(root) {
+            bind(&mut a, "--ro-bind", root, root);
+            if git.is_dir() {
+                bind(&mut a, "--bind", &git, &git);
+            }
         }
         for p in ["hooks", "config"] {
             let p = git.join(p);

@@ -78,6 +78,7 @@ pub(super) fn task_completed(input: &TaskCompleted) -> Result<Option<String>, St
         timeout: config.verify.timeout,
         output_cap: config.verify.output_cap,
         log: &dir.join(format!("{}-verify.log", task.id)),
+        wrap: Vec::new(),
     };
     let v = runner
         .run_measured(0, &commands, &measures, || false)
