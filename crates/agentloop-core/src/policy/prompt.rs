@@ -124,9 +124,20 @@ pub fn build(s: &RunState, task_id: &str, kind: IterationKind) -> String {
             );
         }
     }
-    if let Some(t) = s.task(task_id).filter(|t| !t.denials.is_empty()) {
-        p.push_str("## The sandbox refused these in your last iteration\n\n");
-        for d in &t.denials {
+    // This task's last iteration's refusals, else those of the iteration just before.
+    let denials: Vec<&crate::exec::sandbox::Denial> = match s.task(task_id) {
+        Some(t) if !t.denials.is_empty() => t.denials.iter().collect(),
+        _ => s
+            .sandbox
+            .recent
+            .iter()
+            .filter(|(i, _)| *i == s.iterations)
+            .map(|(_, d)| d)
+            .collect(),
+    };
+    if !denials.is_empty() {
+        p.push_str("## The sandbox refused these in the last iteration\n\n");
+        for d in denials {
             let _ = writeln!(p, "- {}", d.describe());
         }
         p.push_str("\nWork inside your working directory and reach only the allowed hosts; if the task needs more, say `BLOCKED:` with what and why.\n\n");

@@ -69,13 +69,15 @@ impl Driver {
             .filter(|(k, _)| env_allowed(k, &passed))
             .map(|(_, v)| v)
             .collect();
+        let files = own_config_files(&config);
         let mut hosts = sandbox::agent_hosts(
             &config.kind,
             config
                 .env
                 .values()
                 .map(String::as_str)
-                .chain(inherited.iter().map(String::as_str)),
+                .chain(inherited.iter().map(String::as_str))
+                .chain(files.iter().map(String::as_str)),
         );
         hosts.extend(self.state.settings.sandbox.allow_hosts.iter().cloned());
         hosts.retain(|h| AllowList::parse(std::slice::from_ref(h)).is_ok());
@@ -98,4 +100,29 @@ impl Driver {
         }
         Ok(())
     }
+}
+
+/// The text of the agent CLI's own configuration files that name its model endpoint:
+/// Codex's `config.toml` (its providers' `base_url`), OpenCode's `OPENCODE_CONFIG`.
+fn own_config_files(config: &AgentConfig) -> Vec<String> {
+    let var = |name: &str| {
+        config
+            .env
+            .get(name)
+            .cloned()
+            .or_else(|| std::env::var(name).ok())
+    };
+    let home = var("HOME").unwrap_or_default();
+    let paths: Vec<std::path::PathBuf> = match config.kind.as_str() {
+        "codex" => vec![
+            std::path::Path::new(&var("CODEX_HOME").unwrap_or_else(|| format!("{home}/.codex")))
+                .join("config.toml"),
+        ],
+        "opencode" => var("OPENCODE_CONFIG").into_iter().map(Into::into).collect(),
+        _ => Vec::new(),
+    };
+    paths
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .collect()
 }

@@ -25,6 +25,7 @@ mod real_codex;
 mod real_copilot;
 mod real_gemini;
 mod real_opencode;
+mod real_sandbox;
 mod real_trust;
 mod reports;
 mod requests;

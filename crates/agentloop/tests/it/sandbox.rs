@@ -162,7 +162,7 @@ echo TASK_COMPLETE
     );
     let prompt = std::fs::read_to_string(p.run_dir().join("iterations/0002/prompt.md")).unwrap();
     assert!(
-        prompt.contains("The sandbox refused these in your last iteration")
+        prompt.contains("The sandbox refused these in the last iteration")
             && prompt.contains("network: example.com:443")
             && prompt.contains(&format!("write: {home_s}/outside")),
         "{prompt}"

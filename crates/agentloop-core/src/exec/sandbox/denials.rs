@@ -126,7 +126,8 @@ fn write_target(line: &str) -> String {
         s.trim_matches(|c: char| c == '\'' || c == '"' || c == '`' || c == '\\' || c == ':')
             .to_string()
     };
-    let after = after.trim_start_matches(':').trim();
+    // Python's `Read-only file system: '/x'`; not the JSON that follows a message.
+    let after = after.strip_prefix(':').unwrap_or("").trim();
     if after.starts_with(['\'', '"', '/']) {
         let tok = after.split_whitespace().next().unwrap_or("");
         return clean(tok);
@@ -155,6 +156,7 @@ mod tests {
         let text = "sh: 1: cannot create /home/u/outside: Read-only file system\n\
             {\"content\":\"touch: cannot touch '/p/.agentloop/x': Read-only file system\\ncat: /home/u/.ssh/id_rsa: No such file or directory\"}\n\
             OSError: [Errno 30] Read-only file system: '/etc/y'\n\
+            {\"content\":\"Exit code 1\\n/bin/bash: line 1: /home/u/o2: Read-only file system\",\"is_error\":true}\n\
             cat: nothing: No such file or directory\n";
         let d = in_output(text, &hidden);
         let got: Vec<(DenialKind, &str)> = d.iter().map(|d| (d.kind, d.target.as_str())).collect();
@@ -165,6 +167,7 @@ mod tests {
                 (DenialKind::Write, "/p/.agentloop/x"),
                 (DenialKind::Read, "/home/u/.ssh"),
                 (DenialKind::Write, "/etc/y"),
+                (DenialKind::Write, "/home/u/o2"),
             ]
         );
     }

@@ -350,8 +350,9 @@ fn bind(a: &mut Vec<OsString>, flag: &str, from: &Path, to: &Path) {
 }
 
 /// The hosts an agent of `kind` may reach by default: its provider's API, and every
-/// `http(s)://` address among `env_values` (the model endpoint it is configured with,
-/// such as a local server's `127.0.0.1:PORT`).
+/// `http(s)://` address in `env_values` (its environment's values and its own config
+/// files' text: the model endpoint it is configured with, such as a local server's
+/// `127.0.0.1:PORT`).
 pub fn agent_hosts<'a>(kind: &str, env_values: impl Iterator<Item = &'a str>) -> Vec<String> {
     let provider: &[&str] = match kind {
         "claude" => &["api.anthropic.com:443"],
@@ -371,24 +372,33 @@ pub fn agent_hosts<'a>(kind: &str, env_values: impl Iterator<Item = &'a str>) ->
     };
     let mut v: Vec<String> = provider.iter().map(|s| s.to_string()).collect();
     for value in env_values {
-        let (scheme, rest) = match value.trim().split_once("://") {
-            Some((s, r)) if s.eq_ignore_ascii_case("http") || s.eq_ignore_ascii_case("https") => {
-                (s.to_ascii_lowercase(), r)
-            }
-            _ => continue,
-        };
-        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-        let authority = authority.rsplit('@').next().unwrap_or("");
-        if let Ok((host, port)) = split_host(authority) {
-            let port = port.unwrap_or(if scheme == "https" { 443 } else { 80 });
-            let host = if host.contains(':') {
-                format!("[{host}]")
+        // Every address in the value: a whole URL, or one inside a config file's text.
+        let lower = value.to_ascii_lowercase();
+        for (at, _) in lower.match_indices("http") {
+            let rest = &lower[at..];
+            let (https, rest) = if let Some(r) = rest.strip_prefix("https://") {
+                (true, r)
+            } else if let Some(r) = rest.strip_prefix("http://") {
+                (false, r)
             } else {
-                host
+                continue;
             };
-            let entry = format!("{host}:{port}");
-            if !v.contains(&entry) {
-                v.push(entry);
+            let authority = rest
+                .split(|c: char| "/?#\"' <>,;)]}".contains(c) || c.is_whitespace())
+                .next()
+                .unwrap_or("");
+            let authority = authority.rsplit('@').next().unwrap_or("");
+            if let Ok((host, port)) = split_host(authority) {
+                let port = port.unwrap_or(if https { 443 } else { 80 });
+                let host = if host.contains(':') {
+                    format!("[{host}]")
+                } else {
+                    host
+                };
+                let entry = format!("{host}:{port}");
+                if !v.contains(&entry) {
+                    v.push(entry);
+                }
             }
         }
     }
