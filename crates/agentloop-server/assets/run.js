@@ -73,6 +73,12 @@ function runPage(main, runId, selected) {
       s.verdict ? el("p", { class: "verdict" },
         s.finished ? "verdict " : "verdict so far ", el("strong", {}, s.verdict), " — ", s.verdict_text,
         s.shape ? " · shape " + s.shape + " (clarity " + s.clarity + "/10)" : "") : null,
+      s.sandbox ? el("div", { class: "sandbox" },
+        el("p", {}, "sandbox: workspace · ", el("strong", {}, String(s.sandbox.refusals)),
+          s.sandbox.refusals === 1 ? " thing refused" : " things refused"),
+        s.sandbox.recent.length ? el("ul", { class: "small" },
+          ...s.sandbox.recent.slice(-5).reverse().map((d) =>
+            el("li", {}, "iteration " + d.iteration + ": " + d.text))) : null) : null,
     );
     const attention = s.attention || [];
     parts.attention.hidden = attention.length === 0;

@@ -180,6 +180,13 @@ pub(crate) async fn run_state(
             .collect::<Vec<_>>()
     );
     v["integration"] = json!(state.integration);
+    // `[sandbox]`: how many things it refused the agents, and the latest.
+    v["sandbox"] = json!(state.settings.sandbox.on().then(|| json!({
+        "refusals": state.sandbox.count,
+        "recent": state.sandbox.recent.iter().map(|(i, d)| json!({
+            "iteration": i, "kind": d.kind, "target": d.target, "text": d.describe(),
+        })).collect::<Vec<_>>(),
+    })));
     v["tasks"] = json!(state
         .tasks
         .iter()

@@ -20,33 +20,10 @@ fn main() {
     let tasks: usize = common::env_usize("TASKS", 200);
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    let git = |args: &[&str]| common::git(root, args);
-    git(&["init", "-q"]);
     common::isolate(root);
-    let mut plan = String::from("# Overhead\n\n");
-    for i in 0..tasks {
-        plan.push_str(&format!("## T{i}: task {i}\n\nNothing to do.\n\n"));
-    }
-    std::fs::write(root.join("PLAN.md"), plan).unwrap();
     // A project of realistic size for git to look at (env `FILES`, default 2,000).
     let files: usize = common::env_usize("FILES", 2000);
-    for i in 0..files {
-        let d = root.join(format!("src/m{}", i / 100));
-        std::fs::create_dir_all(&d).unwrap();
-        std::fs::write(
-            d.join(format!("f{i}.rs")),
-            format!("pub fn f{i}() -> u32 {{ {i} }}\n"),
-        )
-        .unwrap();
-    }
-    std::fs::write(
-        root.join("agentloop.toml"),
-        "[run]\nagent = \"noop\"\n[budgets]\nmax_iterations = 100000\n[agents.noop]\ncommand = [\"sh\", \"-c\", \"cat >/dev/null; echo TASK_COMPLETE\"]\n",
-    )
-    .unwrap();
-    std::fs::write(root.join(".gitignore"), ".agentloop/\n").unwrap();
-    git(&["add", "-A"]);
-    git(&["commit", "-qm", "bench"]);
+    common::trivial_project(root, tasks, files, "cat >/dev/null; echo TASK_COMPLETE", "");
 
     let t = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_agentloop"))

@@ -37,3 +37,35 @@ pub fn isolate(root: &Path) {
         std::env::set_var("XDG_CACHE_HOME", root.join(".git/cache"));
     }
 }
+
+/// A committed git repository in `root` with `files` source files and a plan of
+/// `tasks` trivial tasks, driven by an agent that runs `agent` through `sh -c`;
+/// `config` is added to its `agentloop.toml`.
+#[allow(dead_code)] // not every bench drives a plan
+pub fn trivial_project(root: &Path, tasks: usize, files: usize, agent: &str, config: &str) {
+    git(root, &["init", "-q"]);
+    let mut plan = String::from("# Overhead\n\n");
+    for i in 0..tasks {
+        plan.push_str(&format!("## T{i}: task {i}\n\nNothing to do.\n\n"));
+    }
+    std::fs::write(root.join("PLAN.md"), plan).unwrap();
+    for i in 0..files {
+        let d = root.join(format!("src/m{}", i / 100));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join(format!("f{i}.rs")),
+            format!("pub fn f{i}() -> u32 {{ {i} }}\n"),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        root.join("agentloop.toml"),
+        format!(
+            "[run]\nagent = \"noop\"\n[budgets]\nmax_iterations = 100000\n[agents.noop]\ncommand = [\"sh\", \"-c\", {agent:?}]\n{config}"
+        ),
+    )
+    .unwrap();
+    std::fs::write(root.join(".gitignore"), ".agentloop/\n").unwrap();
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-qm", "bench"]);
+}

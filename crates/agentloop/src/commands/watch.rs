@@ -122,7 +122,7 @@ pub fn draw(f: &mut Frame, v: &View) {
         })
         .collect();
     f.render_widget(
-        List::new(items).block(Block::default().borders(Borders::ALL).title(" tasks ")),
+        List::new(items).block(Block::default().borders(Borders::ALL).title(tasks_title(s))),
         tasks,
     );
     let live_title = match s.current() {
@@ -175,6 +175,21 @@ pub fn draw(f: &mut Frame, v: &View) {
         ]),
         foot,
     );
+}
+
+/// The tasks pane's title; under `[sandbox]`, what it refused and the latest.
+fn tasks_title(s: &RunState) -> String {
+    if !s.settings.sandbox.on() {
+        return " tasks ".into();
+    }
+    match s.sandbox.recent.last() {
+        Some((i, d)) => format!(
+            " tasks · sandbox refused {} · last, iteration {i}: {} ",
+            s.sandbox.count,
+            d.describe()
+        ),
+        None => " tasks · sandbox: nothing refused ".into(),
+    }
 }
 
 fn live_output(run: &RunDir, s: &RunState) -> String {

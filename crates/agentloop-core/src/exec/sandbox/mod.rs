@@ -2,12 +2,15 @@
 //! root file system read-only; writable only its working directory (the task's
 //! worktree, or the project), a private `/tmp`, the agent CLIs' own config and cache
 //! directories and `[sandbox] writable`; `.agentloop/` read-only but for the
-//! iteration's own directory (where `agentloop mcp` writes its reports); secrets in
-//! the home directory (`~/.ssh`, `~/.aws`, … and `[sandbox] hidden`) and other
-//! people's home directories hidden; the repository's hooks and config read-only. Its
-//! network is a namespace of its own whose only way out is agentloop's proxy
-//! (`net.rs`), which lets through the hosts `[sandbox] allow_hosts` and the agent's
-//! own model API name; what was refused is read back by `denials.rs`.
+//! iteration's own directory (where `agentloop mcp` writes its reports); hidden: the
+//! secrets in the home directory (`~/.ssh`, `~/.aws`, … and `[sandbox] hidden`), other
+//! people's home directories, agentloop's state (the journal key, the API token) and
+//! cache (other workers' worktrees, the checks' clean copies), the sockets of the
+//! user's session and of container engines; the repository's hooks and config
+//! read-only. Its network is a namespace of its own whose only way out is agentloop's
+//! proxy (`net.rs`, reached through `bridge.rs`), which lets through the hosts of
+//! `[sandbox] allow_hosts` and the agent's own model API; what was refused is read
+//! back by `denials.rs`.
 
 mod bridge;
 mod denials;
@@ -98,6 +101,13 @@ const SECRETS: &[&str] = &[
     "~/.docker/config.json",
     "~/.kube",
     "~/.git-credentials",
+    // Sockets of services that would run a command outside the sandbox (a container,
+    // a user unit) or hand out keys (the SSH agent, the keyring).
+    "/run/user",
+    "/run/docker.sock",
+    "/var/run/docker.sock",
+    "/run/containerd",
+    "/run/podman",
 ];
 
 fn expand(p: &str, home: &Path) -> PathBuf {
@@ -116,6 +126,8 @@ impl SandboxConfig {
     pub fn check(&self) -> Result<(), String> {
         let out = std::process::Command::new(&self.bwrap)
             .args([
+                "--unshare-net",
+                "--unshare-ipc",
                 "--ro-bind",
                 "/",
                 "/",
@@ -233,6 +245,7 @@ impl SandboxConfig {
             &[
                 self.bwrap.as_str(),
                 "--die-with-parent",
+                "--unshare-ipc",
                 "--ro-bind",
                 "/",
                 "/",
