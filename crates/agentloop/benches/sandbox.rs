@@ -39,7 +39,7 @@ fn main() {
     let agent = format!(
         "cat >/dev/null; curl -fsS -o /dev/null http://127.0.0.1:{port}/v1; echo TASK_COMPLETE"
     );
-    let mut per = |sandbox: &str| -> f64 {
+    let per = |sandbox: &str| -> f64 {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         let config = format!("[sandbox]\nallow_hosts = [\"127.0.0.1:{port}\"]\n");

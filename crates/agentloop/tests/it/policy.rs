@@ -8,9 +8,10 @@ use agentloop_core::policy::{Action, IterationPlan, WaitReason, next_action, ste
 use agentloop_core::signals::Signals;
 use proptest::prelude::*;
 
-const PLAN: &str = "# P\n\n## T1: one\nVerify: t1\n\n## T2: two\nDepends: T1\nVerify: t2\n";
+pub(crate) const PLAN: &str =
+    "# P\n\n## T1: one\nVerify: t1\n\n## T2: two\nDepends: T1\nVerify: t2\n";
 
-fn settings(f: impl FnOnce(&mut Config)) -> Settings {
+pub(crate) fn settings(f: impl FnOnce(&mut Config)) -> Settings {
     let mut c = Config::default();
     c.run.agent = "a".into();
     f(&mut c);
@@ -18,13 +19,13 @@ fn settings(f: impl FnOnce(&mut Config)) -> Settings {
 }
 
 /// A state folded from `events` after a run_created for `plan`.
-struct Sim {
-    state: RunState,
-    seq: u64,
+pub(crate) struct Sim {
+    pub(crate) state: RunState,
+    pub(crate) seq: u64,
 }
 
 impl Sim {
-    fn new(plan: &str, s: Settings) -> Sim {
+    pub(crate) fn new(plan: &str, s: Settings) -> Sim {
         let plan = Plan::parse("PLAN.md", plan).unwrap();
         let first = Record {
             seq: 1,
@@ -44,7 +45,7 @@ impl Sim {
         }
     }
 
-    fn rec(&mut self, event: Event) -> Record {
+    pub(crate) fn rec(&mut self, event: Event) -> Record {
         self.seq += 1;
         Record {
             seq: self.seq,
@@ -54,19 +55,19 @@ impl Sim {
     }
 
     /// Applies an event and returns the next action (the table's right-hand side).
-    fn then(&mut self, event: Event) -> Action {
+    pub(crate) fn then(&mut self, event: Event) -> Action {
         let r = self.rec(event);
         let (next, action) = step(&self.state, &r);
         self.state = next;
         action
     }
 
-    fn act(&self) -> Action {
+    pub(crate) fn act(&self) -> Action {
         next_action(&self.state)
     }
 
     /// Runs one whole iteration of whatever the policy asks for.
-    fn iteration(
+    pub(crate) fn iteration(
         &mut self,
         agent: AgentFinished,
         verify_passed: Option<bool>,
@@ -91,7 +92,7 @@ impl Sim {
     }
 }
 
-fn validated(passed: bool) -> Event {
+pub(crate) fn validated(passed: bool) -> Event {
     Event::Validated {
         passed,
         commands: vec![],
@@ -99,7 +100,7 @@ fn validated(passed: bool) -> Event {
     }
 }
 
-fn started(p: &IterationPlan) -> Event {
+pub(crate) fn started(p: &IterationPlan) -> Event {
     Event::IterationStarted(IterationStarted {
         iteration: p.iteration,
         task: p.task.clone(),
@@ -113,7 +114,7 @@ fn started(p: &IterationPlan) -> Event {
     })
 }
 
-fn claims(done: bool, changed: &[&str]) -> AgentFinished {
+pub(crate) fn claims(done: bool, changed: &[&str]) -> AgentFinished {
     AgentFinished {
         exit_code: Some(0),
         output_bytes: 10,
@@ -127,7 +128,7 @@ fn claims(done: bool, changed: &[&str]) -> AgentFinished {
     }
 }
 
-fn verified(iteration: u32, passed: bool, fp: &str) -> Event {
+pub(crate) fn verified(iteration: u32, passed: bool, fp: &str) -> Event {
     Event::VerifyFinished(VerifyFinished {
         iteration,
         passed,
@@ -145,7 +146,7 @@ fn verified(iteration: u32, passed: bool, fp: &str) -> Event {
     })
 }
 
-fn outcome(a: &Action) -> Option<Outcome> {
+pub(crate) fn outcome(a: &Action) -> Option<Outcome> {
     match a {
         Action::Record(Event::IterationFinished(f)) => Some(f.outcome),
         _ => None,
@@ -229,7 +230,7 @@ fn table_of_single_steps() {
     );
 }
 
-trait IntoEvent {
+pub(crate) trait IntoEvent {
     fn into_event(self) -> Event;
 }
 impl IntoEvent for Action {
@@ -404,338 +405,6 @@ fn a_task_done_without_a_commit_is_held_by_the_diff_gates_all_the_same() {
     assert!(matches!(&a, Action::Iterate(p) if p.task == "T1"), "{a:?}");
 }
 
-#[test]
-fn budgets_pause_the_run_until_topped_up() {
-    let ctl = |r: Request| Event::Control {
-        id: "top-up".into(),
-        source: "cli".into(),
-        request: r,
-        by: None,
-    };
-    let mut s = Sim::new(PLAN, settings(|c| c.budgets.max_cost_usd = Some(1.0)));
-    s.iteration(claims(true, &["a"]), Some(false), "1");
-    s.iteration(claims(true, &["b"]), Some(false), "2");
-    let spent = Event::BudgetSpent {
-        budget: "cost_usd".into(),
-        used: 1.0,
-        limit: 1.0,
-    };
-    assert_eq!(s.act(), Action::Record(spent.clone()));
-    assert!(matches!(
-        s.then(spent),
-        Action::Wait(WaitReason::Budget { ref budget, .. }) if budget == "cost_usd"
-    ));
-    assert_eq!(s.state.status, RunStatus::Paused);
-    // A top-up of a dollar: the next iteration may start.
-    assert!(matches!(
-        s.then(ctl(Request::TopUp {
-            cost_cents: Some(100),
-            tokens: None,
-            seconds: None,
-            iterations: None,
-        })),
-        Action::Iterate(_)
-    ));
-    let mut s = Sim::new(PLAN, settings(|c| c.budgets.max_iterations = 1));
-    s.iteration(claims(true, &["a"]), Some(false), "1");
-    assert!(matches!(
-        s.act(),
-        Action::Record(Event::BudgetSpent { ref budget, .. }) if budget == "iterations"
-    ));
-}
-
-#[test]
-fn control_requests() {
-    let ctl = |r: Request| Event::Control {
-        id: format!("{r:?}"),
-        source: "test".into(),
-        request: r,
-        by: None,
-    };
-    let mut s = Sim::new(PLAN, settings(|_| {}));
-    assert_eq!(
-        s.then(ctl(Request::Pause)),
-        Action::Wait(WaitReason::Paused)
-    );
-    assert_eq!(s.state.status, RunStatus::Paused);
-    assert!(matches!(s.then(ctl(Request::Resume)), Action::Iterate(_)));
-    // stop --now during an iteration aborts it, then the run is stopped.
-    let Action::Iterate(p) = s.act() else {
-        unreachable!()
-    };
-    s.then(started(&p));
-    s.then(ctl(Request::StopNow));
-    let a = s.then(Event::AgentFinished(AgentFinished {
-        iteration: p.iteration,
-        killed: true,
-        ..claims(false, &[])
-    }));
-    assert_eq!(outcome(&a), Some(Outcome::Aborted));
-    let a = s.then(a.into_event());
-    assert_eq!(
-        a,
-        Action::Record(Event::RunFinished {
-            status: RunStatus::Stopped,
-            reason: FinishReason::StopRequested
-        })
-    );
-    s.then(a.into_event());
-    assert_eq!(s.state.status, RunStatus::Stopped);
-    // Resume reopens a stopped run; skip lets dependents go ahead.
-    assert!(matches!(s.then(ctl(Request::Resume)), Action::Iterate(_)));
-    let a = s.then(ctl(Request::Skip {
-        task: "T1".into(),
-        reason: None,
-    }));
-    assert!(
-        matches!(a, Action::Iterate(IterationPlan { ref task, .. }) if task == "T2"),
-        "{a:?}"
-    );
-}
-
-#[test]
-fn gates_wait_for_a_person() {
-    let ctl = |r: Request| Event::Control {
-        id: format!("{r:?}"),
-        source: "test".into(),
-        request: r,
-        by: None,
-    };
-    let plan = "# P\n\n## T1: one\nVerify: t\nGate: before\n\n## T2: two\nMilestone: yes\n";
-    let mut s = Sim::new(
-        plan,
-        settings(|c| {
-            c.gates.plan_approval = true;
-            c.gates.final_review = true;
-            c.run.mode = Mode::Checkpoint;
-        }),
-    );
-    assert_eq!(
-        s.act(),
-        Action::Record(Event::GateOpened { gate: Gate::Plan })
-    );
-    assert_eq!(
-        s.then(s.act().into_event()),
-        Action::Wait(WaitReason::Gate(Gate::Plan))
-    );
-    assert_eq!(s.state.status, RunStatus::Waiting);
-    assert_eq!(
-        s.then(ctl(Request::Approve {
-            note: None,
-            gate: None
-        })),
-        Action::Record(Event::GateOpened {
-            gate: Gate::BeforeTask("T1".into())
-        })
-    );
-    s.then(s.act().into_event());
-    assert!(matches!(
-        s.then(ctl(Request::Approve {
-            note: Some("go".into()),
-            gate: None,
-        })),
-        Action::Iterate(_)
-    ));
-    assert_eq!(s.state.steer, vec!["go".to_string()]);
-    s.iteration(claims(true, &["a"]), Some(true), "");
-    // T2 is a milestone in checkpoint mode: gate after it.
-    let a = s.iteration(claims(true, &["b"]), Some(true), "");
-    assert_eq!(
-        a,
-        Action::Record(Event::GateOpened {
-            gate: Gate::AfterTask("T2".into())
-        })
-    );
-    s.then(a.into_event());
-    // Rejecting after review sends the task back with the note.
-    let a = s.then(ctl(Request::Reject {
-        note: Some("needs docs".into()),
-    }));
-    assert!(
-        matches!(a, Action::Iterate(IterationPlan { ref task, kind: IterationKind::Retry, .. }) if task == "T2"),
-        "{a:?}"
-    );
-    s.iteration(claims(true, &["b"]), Some(true), "");
-    s.then(s.act().into_event());
-    assert_eq!(
-        s.then(ctl(Request::Approve {
-            note: None,
-            gate: None
-        })),
-        Action::Validate
-    );
-    assert_eq!(
-        s.then(validated(true)),
-        Action::Record(Event::GateOpened { gate: Gate::Final })
-    );
-    s.then(s.act().into_event());
-    assert!(matches!(
-        s.then(ctl(Request::Approve {
-            note: None,
-            gate: None
-        })),
-        Action::Record(Event::RunFinished {
-            status: RunStatus::Completed,
-            ..
-        })
-    ));
-}
-
-#[test]
-fn replans_are_validated() {
-    let mut s = Sim::new(PLAN, settings(|_| {}));
-    s.iteration(claims(true, &["a"]), Some(true), "");
-    let Action::Iterate(p) = s.act() else {
-        unreachable!()
-    };
-    s.then(started(&p));
-    // Changing a completed task is refused.
-    let bad = Signals {
-        replan: Some("## T1: redo\n\n## T2b: other\n".into()),
-        ..Signals::default()
-    };
-    let a = s.then(Event::AgentFinished(AgentFinished {
-        iteration: p.iteration,
-        signals: bad,
-        ..claims(false, &[])
-    }));
-    assert_eq!(
-        a,
-        Action::Record(Event::ReplanRejected {
-            task: "T2".into(),
-            reason: "task T1 is completed and cannot change".into()
-        })
-    );
-    let a = s.then(a.into_event());
-    assert_eq!(outcome(&a), Some(Outcome::Failed));
-    s.then(a.into_event());
-    let Action::Iterate(p) = s.act() else {
-        unreachable!()
-    };
-    s.then(started(&p));
-    let good = Signals {
-        replan: Some("## T2a: half\nVerify: a\n\n## T2b: other half\nDepends: T2a\n".into()),
-        ..Signals::default()
-    };
-    let a = s.then(Event::AgentFinished(AgentFinished {
-        iteration: p.iteration,
-        signals: good,
-        ..claims(false, &[])
-    }));
-    let Action::Record(Event::ReplanAccepted {
-        version,
-        plan,
-        added,
-        removed,
-        ..
-    }) = &a
-    else {
-        panic!("{a:?}")
-    };
-    assert_eq!(
-        (*version, added.clone(), removed.clone()),
-        (
-            2,
-            vec!["T2a".to_string(), "T2b".to_string()],
-            vec!["T2".to_string()]
-        )
-    );
-    assert_eq!(
-        plan.task("T2b").unwrap().verify,
-        vec!["t2"],
-        "the last replacement keeps the original's checks"
-    );
-    s.then(a.into_event());
-    s.then(s.act().into_event());
-    assert!(matches!(s.act(), Action::Iterate(IterationPlan { ref task, .. }) if task == "T2a"));
-    assert_eq!(s.state.task("T1").unwrap().status, TaskStatus::Done);
-}
-
-/// Twice the same failure from work the agent did: a DEBUG iteration, never verified,
-/// that leaves the failure count as it was and hands what it found on; the ladder goes
-/// on from there.
-#[test]
-fn the_same_failure_twice_brings_one_debug_iteration_then_the_ladder() {
-    let mut s = Sim::new(PLAN, settings(|_| {}));
-    for _ in 0..2 {
-        s.iteration(claims(true, &["x"]), Some(false), "same");
-    }
-    let Action::Iterate(p) = s.act() else {
-        panic!("{:?}", s.act())
-    };
-    assert_eq!(p.kind, IterationKind::Debug);
-    s.then(started(&p));
-    let a = s.then(Event::AgentFinished(AgentFinished {
-        iteration: p.iteration,
-        final_message: Some("UNDERSTANDING: x is written twice".into()),
-        ..claims(true, &[])
-    }));
-    assert_eq!(outcome(&a), Some(Outcome::Failed), "not verified: {a:?}");
-    s.then(a.into_event());
-    let t = s.state.task("T1").unwrap();
-    assert_eq!(t.same_failure, 2);
-    assert_eq!(
-        t.understanding.as_deref(),
-        Some("UNDERSTANDING: x is written twice")
-    );
-    let Action::Iterate(p) = s.act() else {
-        panic!("{:?}", s.act())
-    };
-    assert_eq!(p.kind, IterationKind::Retry);
-    let prompt = agentloop_core::policy::build_prompt(&s.state, "T1", p.kind);
-    assert!(prompt.contains("x is written twice"), "{prompt}");
-    s.iteration(claims(true, &["x"]), Some(false), "same");
-    assert!(matches!(
-        s.act(),
-        Action::Record(Event::Escalated {
-            trigger: Trigger::SameFailure { count: 3, .. },
-            ..
-        })
-    ));
-}
-
-/// The agent's REPLAN cannot shed what binds its work: the replaced task's tripwires
-/// go to each replacement, and a pending task it revises keeps its checks and
-/// tripwires.
-#[test]
-fn a_replan_keeps_the_tripwires_and_checks_it_would_drop() {
-    let plan = "---\nmustNot: [\"run rm -rf /\"]\n---\n# P\n\n## T1: one\nVerify: t1\nMust-not: touch db/\n\n## T2: two\nDepends: T1\nVerify: t2\nMust-not: add dependency\n";
-    let mut s = Sim::new(plan, settings(|_| {}));
-    let Action::Iterate(p) = s.act() else {
-        unreachable!()
-    };
-    s.then(started(&p));
-    let a = s.then(Event::AgentFinished(AgentFinished {
-        iteration: p.iteration,
-        signals: Signals {
-            replan: Some(
-                "## T1a: smaller\nVerify: a\n\n## T2: two, lighter\nDepends: T1a\n".into(),
-            ),
-            ..Signals::default()
-        },
-        ..claims(false, &[])
-    }));
-    assert_eq!(
-        a,
-        Action::CheckTripwires {
-            iteration: p.iteration
-        }
-    );
-    let a = s.then(Event::TripwiresChecked {
-        iteration: p.iteration,
-        hits: vec![],
-    });
-    let Action::Record(Event::ReplanAccepted { plan, .. }) = &a else {
-        panic!("{a:?}")
-    };
-    assert_eq!(plan.must_not, ["run rm -rf /"]);
-    assert_eq!(plan.task("T1a").unwrap().must_not, ["touch db/"]);
-    let t2 = plan.task("T2").unwrap();
-    assert_eq!(t2.verify, ["t2"]);
-    assert_eq!(t2.must_not, ["add dependency"]);
-}
-
-/// What a simulated agent does in one iteration.
 #[derive(Debug, Clone)]
 struct Behaviour {
     claim: bool,
@@ -932,131 +601,4 @@ proptest! {
             prop_assert!(sim.state.tasks.iter().all(|t| t.status.is_settled()));
         }
     }
-}
-
-#[test]
-fn a_usage_limit_waits_or_hands_over_to_the_fallback() {
-    let limited = |s: &mut Sim| {
-        let Action::Iterate(p) = s.act() else {
-            panic!("{:?}", s.act())
-        };
-        s.then(started(&p));
-        let err = AgentError {
-            kind: AgentErrorKind::RateLimit,
-            message: "limit".into(),
-        };
-        s.then(Event::AgentFinished(AgentFinished {
-            iteration: p.iteration,
-            error: Some(err),
-            ..claims(false, &[])
-        }))
-    };
-    // Default: wait, with a backoff that doubles; retries untouched.
-    let mut s = Sim::new(
-        PLAN,
-        settings(|c| c.limits.wait = std::time::Duration::from_secs(60)),
-    );
-    let a = limited(&mut s);
-    let Action::Record(Event::LimitHit {
-        until_ms,
-        known_reset: false,
-        ..
-    }) = a
-    else {
-        panic!("{a:?}")
-    };
-    let agent_ms = s.state.current().unwrap().agent_ms;
-    assert_eq!(until_ms, agent_ms + 60_000);
-    s.then(a.clone().into_event());
-    let a = s.act();
-    assert_eq!(outcome(&a), Some(Outcome::Limited));
-    s.then(a.into_event());
-    assert_eq!(s.act(), Action::Wait(WaitReason::UsageLimit { until_ms }));
-    assert_eq!(
-        s.state.task("T1").unwrap().attempts,
-        0,
-        "the limited try does not count"
-    );
-    s.then(Event::LimitWaitOver);
-    let a = limited(&mut s);
-    let Action::Record(Event::LimitHit { until_ms, .. }) = a else {
-        panic!("{a:?}")
-    };
-    assert_eq!(
-        until_ms,
-        s.state.current().unwrap().agent_ms + 120_000,
-        "doubled"
-    );
-
-    // on_limit = "fallback": the fallback agent takes the task at once.
-    let mut s = Sim::new(
-        PLAN,
-        settings(|c| {
-            c.run.fallback_agent = Some("b".into());
-            c.limits.on_limit = agentloop_core::values::OnLimit::Fallback;
-        }),
-    );
-    let a = limited(&mut s);
-    assert!(
-        matches!(
-            a,
-            Action::Record(Event::Escalated {
-                rung: Rung::Fallback,
-                trigger: Trigger::UsageLimit { .. },
-                ..
-            })
-        ),
-        "{a:?}"
-    );
-    s.then(a.into_event());
-    let a = s.act();
-    assert_eq!(outcome(&a), Some(Outcome::Limited));
-    s.then(a.into_event());
-    assert!(
-        matches!(s.act(), Action::Iterate(IterationPlan { kind: IterationKind::Fallback, ref agent, .. }) if agent == "b")
-    );
-}
-
-#[test]
-fn slow_progress_earns_retries_and_going_in_circles_trips() {
-    // Each iteration fails differently (one more test fixed): not stopped at 5.
-    let mut s = Sim::new(PLAN, settings(|_| {}));
-    for i in 0..9 {
-        let a = s.iteration(
-            claims(false, &["src/a.rs"]),
-            Some(false),
-            &format!("{} failing", 10 - i),
-        );
-        assert!(
-            matches!(a, Action::Iterate(_)),
-            "iteration {}: {a:?}",
-            i + 1
-        );
-    }
-    s.iteration(claims(true, &["src/a.rs"]), Some(true), "");
-    assert_eq!(s.state.task("T1").unwrap().status, TaskStatus::Done);
-    assert_eq!(s.state.iterations, 10);
-
-    // Edits that flip the tree between two states trip the oscillation breaker.
-    let mut s = Sim::new(PLAN, settings(|c| c.budgets.max_replans = 0));
-    for i in 0..4 {
-        let tree = if i % 2 == 0 { "tree-a" } else { "tree-b" };
-        let agent = AgentFinished {
-            tree_after: Some(tree.into()),
-            ..claims(true, &["src/a.rs"])
-        };
-        s.iteration(agent, Some(false), if i % 2 == 0 { "fa" } else { "fb" });
-    }
-    let a = s.act();
-    assert!(
-        matches!(
-            a,
-            Action::Record(Event::Escalated {
-                trigger: Trigger::Oscillation { count: 2 },
-                rung: Rung::Block,
-                ..
-            })
-        ),
-        "{a:?}"
-    );
 }

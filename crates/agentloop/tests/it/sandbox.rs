@@ -1,12 +1,16 @@
 //! `[sandbox] mode = "workspace"` under the real bubblewrap: the agent's work inside
-//! the project goes on; a write outside it, a read of a planted key and a write into
-//! `.agentloop/` fail, and nothing outside the project changed.
+//! the project goes on; a write outside it, a read of a planted key or of another
+//! repository, a write into `.agentloop/` or the repository's hooks and excludes fail,
+//! and nothing outside the project changed.
 
 use crate::support::{Scratch, agent};
 
 const AGENT: &str = r#"echo x > "$HOME/outside" 2>/dev/null && echo WROTE_OUTSIDE
 cat "$HOME/.ssh/id_rsa" 2>/dev/null | grep -q PRIVATE && echo READ_KEY
 echo y > .agentloop/evil 2>/dev/null && echo WROTE_STATE
+cat "$HOME/code/other/secret.txt" 2>/dev/null | grep -q OTHER && echo READ_OTHER_REPO
+echo '*' >> .git/info/exclude 2>/dev/null && echo WROTE_EXCLUDE
+echo 'exit 0' > .git/hooks/pre-commit 2>/dev/null && echo WROTE_HOOK
 touch a.txt
 echo TASK_COMPLETE
 "#;
@@ -24,6 +28,9 @@ fn a_sandboxed_agent_works_in_the_project_and_nowhere_else() {
         "-----BEGIN OPENSSH PRIVATE KEY-----\nfake\n",
     )
     .unwrap();
+    // Another repository in the home directory.
+    std::fs::create_dir_all(home.path().join("code/other/.git")).unwrap();
+    std::fs::write(home.path().join("code/other/secret.txt"), "OTHER\n").unwrap();
     let mut p = Scratch::new()
         .plan("# Boxed\n\n## T1: Make a.txt\nVerify: test -f a.txt\n")
         .agent(&agent(AGENT))
@@ -39,7 +46,14 @@ fn a_sandboxed_agent_works_in_the_project_and_nowhere_else() {
     let r = p.run(&["run", "--sandbox", "workspace"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let log = std::fs::read_to_string(p.run_dir().join("iterations/0001/agent.log")).unwrap();
-    for bad in ["WROTE_OUTSIDE", "READ_KEY", "WROTE_STATE"] {
+    for bad in [
+        "WROTE_OUTSIDE",
+        "READ_KEY",
+        "WROTE_STATE",
+        "READ_OTHER_REPO",
+        "WROTE_EXCLUDE",
+        "WROTE_HOOK",
+    ] {
         assert!(!log.contains(bad), "{bad}: {log}");
     }
     assert_eq!(listing(home.path()), before, "nothing outside changed");

@@ -27,6 +27,9 @@ pub use denials::{
 };
 pub use net::{AllowList, Proxy, is_loopback, split_host};
 
+/// Every sandbox's base: the root read-only, its own `/dev` and `/proc`.
+const BASE: &[&str] = &["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"];
+
 /// Where the proxy's socket is inside the sandbox (its private `/tmp`).
 const SOCKET_INSIDE: &str = "/tmp/.agentloop-net.sock";
 /// The proxy's port on the sandbox's own loopback (another when an allowed loopback
@@ -125,18 +128,9 @@ impl SandboxConfig {
     /// Whether bubblewrap runs here (installed, and user namespaces allowed).
     pub fn check(&self) -> Result<(), String> {
         let out = std::process::Command::new(&self.bwrap)
-            .args([
-                "--unshare-net",
-                "--unshare-ipc",
-                "--ro-bind",
-                "/",
-                "/",
-                "--dev",
-                "/dev",
-                "--proc",
-                "/proc",
-                "true",
-            ])
+            .args(["--unshare-net", "--unshare-ipc"])
+            .args(BASE)
+            .arg("true")
             .output();
         match out {
             Ok(o) if o.status.success() => Ok(()),
@@ -242,21 +236,10 @@ impl SandboxConfig {
         let mut a: Vec<OsString> = Vec::new();
         push(
             &mut a,
-            &[
-                self.bwrap.as_str(),
-                "--die-with-parent",
-                "--unshare-ipc",
-                "--ro-bind",
-                "/",
-                "/",
-                "--dev",
-                "/dev",
-                "--proc",
-                "/proc",
-                "--tmpfs",
-                "/tmp",
-            ],
+            &[self.bwrap.as_str(), "--die-with-parent", "--unshare-ipc"],
         );
+        push(&mut a, BASE);
+        push(&mut a, &["--tmpfs", "/tmp"]);
         // Other people's home directories (and root's, when it is not ours).
         let keep = |p: &Path| {
             [home.as_path(), root, workdir]
@@ -275,6 +258,12 @@ impl SandboxConfig {
                 a.push("--tmpfs".into());
                 a.push(p.into());
             }
+        }
+        // Other repositories: in the home directory (two levels down) and beside the
+        // project.
+        for p in other_repositories(&home, root, workdir) {
+            a.push("--tmpfs".into());
+            a.push(p.into());
         }
         for p in AGENT_DIRS
             .iter()
@@ -305,7 +294,7 @@ impl SandboxConfig {
                 bind(&mut a, "--bind", &git, &git);
             }
         }
-        for p in ["hooks", "config"] {
+        for p in ["hooks", "config", "info"] {
             let p = git.join(p);
             if p.exists() {
                 bind(&mut a, "--ro-bind", &p, &p);
@@ -344,6 +333,60 @@ impl std::fmt::Debug for Confinement {
             .field("prefix", &self.prefix)
             .finish()
     }
+}
+
+/// The git repositories near the project that are not it: the home directory's
+/// children and grandchildren (`~/code/other`), and the project's siblings; at most
+/// a few thousand directories are looked at.
+fn other_repositories(home: &Path, root: &Path, workdir: &Path) -> Vec<PathBuf> {
+    // The project, agentloop, and the programs on the PATH (an agent CLI installed
+    // in a checkout) stay.
+    let mut keep: Vec<PathBuf> = vec![
+        root.to_path_buf(),
+        workdir.to_path_buf(),
+        std::env::current_exe().unwrap_or_default(),
+    ];
+    keep.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
+    let ours = |d: &Path| keep.iter().any(|k| k.starts_with(d) || d.starts_with(k));
+    let dirs = |d: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(d)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.path())
+            .take(2000)
+            .collect()
+    };
+    let mut candidates = Vec::new();
+    if home.is_dir() && home != Path::new("/") {
+        for d in dirs(home) {
+            // The agents' own directories and dotted ones (caches, config) are not
+            // where people keep repositories.
+            let dotted = d
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'));
+            if dotted {
+                continue;
+            }
+            candidates.extend(dirs(&d));
+            candidates.push(d);
+        }
+    }
+    // (Under `/tmp` they are out of sight already: the sandbox has its own.)
+    if let Some(parent) = root
+        .parent()
+        .filter(|p| *p != Path::new("/") && !p.starts_with("/tmp"))
+    {
+        candidates.extend(dirs(parent));
+    }
+    let mut out: Vec<PathBuf> = candidates
+        .into_iter()
+        .filter(|d| d.join(".git").exists() && !ours(d))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 fn home() -> PathBuf {
