@@ -346,7 +346,9 @@ fn other_repositories(home: &Path, root: &Path, workdir: &Path) -> Vec<PathBuf> 
         workdir.to_path_buf(),
         std::env::current_exe().unwrap_or_default(),
     ];
-    keep.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
+    keep.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
     let ours = |d: &Path| keep.iter().any(|k| k.starts_with(d) || d.starts_with(k));
     let dirs = |d: &Path| -> Vec<PathBuf> {
         std::fs::read_dir(d)
