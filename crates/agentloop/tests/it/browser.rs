@@ -455,3 +455,37 @@ fn four_workers_show_as_lanes_with_their_own_output() {
         "document.querySelector('.run-head .pill.s-completed')",
     );
 }
+
+#[test]
+fn a_sandboxed_run_shows_what_the_sandbox_refused() {
+    let mut p = crate::support::Scratch::new()
+        .plan("# Boxed\n\n## T1: Make a.txt\nVerify: test -f a.txt\n")
+        .agent(&crate::support::agent(
+            "curl -fsS -m 5 https://example.com/ >/dev/null\ntouch a.txt\necho TASK_COMPLETE\n",
+        ))
+        .build();
+    p.env.push(("HOME".into(), "/var/tmp".into()));
+    assert_eq!(
+        p.run(&["run", "--quiet", "--sandbox", "workspace"]).code,
+        Some(0)
+    );
+    let s = serve(&p);
+    let run_id = p.status()["run_id"].as_str().unwrap().to_string();
+    let b = Browser::start();
+    b.goto(&format!(
+        "http://{}/?token={}#/run/{run_id}",
+        s.addr, s.token
+    ));
+    let text = b.wait_for(
+        "the sandbox's refusals",
+        "(() => { const d = document.querySelector('.sandbox'); return d && d.textContent.includes('example.com:443') && d.innerText; })()",
+    );
+    let text = text.as_str().unwrap();
+    assert!(
+        text.contains("sandbox: workspace · 1 thing refused")
+            && text
+                .contains("iteration 1: network: example.com:443 (not in [sandbox] allow_hosts)"),
+        "{text}"
+    );
+    b.screenshot("7-sandbox");
+}
