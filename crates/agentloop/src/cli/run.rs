@@ -74,7 +74,8 @@ pub struct SettingsFlags {
     #[arg(long, value_name = "DURATION")]
     pub max_duration: Option<String>,
     /// `off` or `workspace`: each agent process under bubblewrap, confined to its
-    /// working directory, secrets in the home directory hidden.
+    /// working directory, secrets hidden, its network only to its model API and
+    /// `[sandbox] allow_hosts`; what it refused is journaled and in the next prompt.
     #[arg(long, value_name = "MODE", value_parser = ["off", "workspace"])]
     pub sandbox: Option<String>,
 }
