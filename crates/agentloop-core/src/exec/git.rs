@@ -44,8 +44,27 @@ pub fn is_repo(workdir: &Path) -> bool {
     .is_some_and(|s| s == "true")
 }
 
-/// The top of the work tree containing `dir`, if it is in one.
+/// The top of the work tree containing `dir`, if it is in one: the nearest directory
+/// with a `.git` repository (or a worktree's `.git` file) found without starting
+/// git; git itself is asked when its environment says where the repository is, or
+/// when no such directory is found.
 pub fn toplevel(dir: &Path) -> Option<std::path::PathBuf> {
+    let told = ["GIT_DIR", "GIT_WORK_TREE", "GIT_CEILING_DIRECTORIES"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some());
+    if !told && let Ok(start) = dir.canonicalize() {
+        for d in start.ancestors() {
+            let g = d.join(".git");
+            let repo = if g.is_dir() {
+                g.join("HEAD").is_file() && g.join("objects").is_dir()
+            } else {
+                std::fs::read(&g).is_ok_and(|b| b.starts_with(b"gitdir: "))
+            };
+            if repo {
+                return Some(d.to_path_buf());
+            }
+        }
+    }
     let mut c = git(dir);
     c.args(["rev-parse", "--show-toplevel"]);
     output(c).map(Into::into)
@@ -81,6 +100,13 @@ impl Snapshots {
         is_repo(workdir).then(|| Snapshots {
             workdir: workdir.to_path_buf(),
         })
+    }
+
+    /// For `workdir` known to be a git work tree (no git process to ask).
+    pub fn known(workdir: &Path) -> Snapshots {
+        Snapshots {
+            workdir: workdir.to_path_buf(),
+        }
     }
 
     pub fn take(&self) -> Option<Snapshot> {

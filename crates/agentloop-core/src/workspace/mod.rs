@@ -60,15 +60,20 @@ pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> WorkspaceError +
 pub struct Workspace {
     pub root: PathBuf,
     pub dir: PathBuf,
+    /// `root` is known to be the top of a git work tree (found by asking git).
+    pub in_git: bool,
 }
 
 impl Workspace {
     /// The workspace for `start`: the top of its git work tree, or `start` itself.
     pub fn find(start: &Path) -> Workspace {
-        let root = crate::exec::git::toplevel(start).unwrap_or_else(|| start.to_path_buf());
+        let top = crate::exec::git::toplevel(start);
+        let in_git = top.is_some();
+        let root = top.unwrap_or_else(|| start.to_path_buf());
         Workspace {
             dir: root.join(".agentloop"),
             root,
+            in_git,
         }
     }
 
@@ -76,6 +81,7 @@ impl Workspace {
         Workspace {
             root: root.to_path_buf(),
             dir: root.join(".agentloop"),
+            in_git: false,
         }
     }
 

@@ -115,7 +115,11 @@ impl Driver {
             signal_hook::flag::register(sig, interrupted.clone())?;
         }
         let progress = Progress::new(out.quiet);
-        let snapshots = git::Snapshots::new(&ws.root);
+        let snapshots = if ws.in_git {
+            Some(git::Snapshots::known(&ws.root))
+        } else {
+            git::Snapshots::new(&ws.root)
+        };
         let start_seq = state.last_seq;
         Ok(Driver {
             ws,

@@ -484,6 +484,8 @@ impl Driver {
         // it again on a clean merge of it.
         let workdir = match self.worktree_of(iteration) {
             Some(w) => w,
+            // Nothing to run: no copy to bring up to date.
+            None if commands.is_empty() => self.ws.root.clone(),
             None => self.verify_dir(),
         };
         let runner = verify::Runner {
