@@ -11,6 +11,7 @@ echo y > .agentloop/evil 2>/dev/null && echo WROTE_STATE
 cat "$HOME/code/other/secret.txt" 2>/dev/null | grep -q OTHER && echo READ_OTHER_REPO
 echo '*' >> .git/info/exclude 2>/dev/null && echo WROTE_EXCLUDE
 echo 'exit 0' > .git/hooks/pre-commit 2>/dev/null && echo WROTE_HOOK
+(setsid sleep 317 >/dev/null 2>&1 &)
 touch a.txt
 echo TASK_COMPLETE
 "#;
@@ -57,6 +58,16 @@ fn a_sandboxed_agent_works_in_the_project_and_nowhere_else() {
         assert!(!log.contains(bad), "{bad}: {log}");
     }
     assert_eq!(listing(home.path()), before, "nothing outside changed");
+    // What it left running in the sandbox ended with its iteration.
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", "^sleep 317$"])
+        .output()
+        .unwrap();
+    assert!(
+        left.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&left.stdout)
+    );
     assert!(!p.path().join(".agentloop/evil").exists());
     assert!(p.path().join("a.txt").exists());
     // Without bubblewrap, the mode refuses to start, and says how to get it.
