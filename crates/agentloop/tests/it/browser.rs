@@ -378,6 +378,18 @@ fn gate_is_open(p: &Project) -> Option<()> {
     journal.contains("\"gate_opened\"").then_some(())
 }
 
+/// The dashboard served for `p`, and a browser on its newest run's page.
+fn open_run(p: &Project) -> (crate::support::Serve, Browser) {
+    let s = serve(p);
+    let run_id = p.status()["run_id"].as_str().unwrap().to_string();
+    let b = Browser::start();
+    b.goto(&format!(
+        "http://{}/?token={}#/run/{run_id}",
+        s.addr, s.token
+    ));
+    (s, b)
+}
+
 #[test]
 fn at_the_surface_gate_the_dashboard_shows_each_diff_and_a_click_rejects() {
     let p = crate::support::Scratch::new()
@@ -388,13 +400,7 @@ fn at_the_surface_gate_the_dashboard_shows_each_diff_and_a_click_rejects() {
         ))
         .build();
     assert_eq!(p.run(&["run", "--no-wait", "--quiet"]).code, Some(5));
-    let s = serve(&p);
-    let run_id = p.status()["run_id"].as_str().unwrap().to_string();
-    let b = Browser::start();
-    b.goto(&format!(
-        "http://{}/?token={}#/run/{run_id}",
-        s.addr, s.token
-    ));
+    let (s, b) = open_run(&p);
     let diff = b.wait_for(
         "the diff of the rewritten test",
         "(() => { const d = document.querySelector('.surface-change pre.diff'); return d && d.textContent.includes('+exit 0') && document.querySelector('.surface-change summary').textContent; })()",
@@ -427,13 +433,7 @@ fn four_workers_show_as_lanes_with_their_own_output() {
         crate::support::journal_has(p, "\"iteration\":4,\"kind\":\"work\"")
             || crate::support::journal_has(p, "\"task\":\"T4\"")
     });
-    let s = serve(&p);
-    let run_id = p.status()["run_id"].as_str().unwrap().to_string();
-    let b = Browser::start();
-    b.goto(&format!(
-        "http://{}/?token={}#/run/{run_id}",
-        s.addr, s.token
-    ));
+    let (s, b) = open_run(&p);
     let lanes = b.wait_for(
         "four lanes, each with its agent's output",
         "(() => { const l = [...document.querySelectorAll('.lanes > li.lane')]; return l.length === 4 && l.every((x) => x.querySelector('pre').textContent.includes('working on T')) && l.map((x) => x.innerText).join('\\n'); })()",
@@ -469,13 +469,7 @@ fn a_sandboxed_run_shows_what_the_sandbox_refused() {
         p.run(&["run", "--quiet", "--sandbox", "workspace"]).code,
         Some(0)
     );
-    let s = serve(&p);
-    let run_id = p.status()["run_id"].as_str().unwrap().to_string();
-    let b = Browser::start();
-    b.goto(&format!(
-        "http://{}/?token={}#/run/{run_id}",
-        s.addr, s.token
-    ));
+    let (s, b) = open_run(&p);
     let text = b.wait_for(
         "the sandbox's refusals",
         "(() => { const d = document.querySelector('.sandbox'); return d && d.textContent.includes('example.com:443') && d.innerText; })()",

@@ -18,17 +18,7 @@ echo TASK_COMPLETE
 
 #[test]
 fn a_sandboxed_agent_works_in_the_project_and_nowhere_else() {
-    // A home outside /tmp (the sandbox's /tmp is its own) and outside the project.
-    let home = tempfile::Builder::new()
-        .prefix("agentloop-home-")
-        .tempdir_in("/var/tmp")
-        .unwrap();
-    std::fs::create_dir_all(home.path().join(".ssh")).unwrap();
-    std::fs::write(
-        home.path().join(".ssh/id_rsa"),
-        "-----BEGIN OPENSSH PRIVATE KEY-----\nfake\n",
-    )
-    .unwrap();
+    let home = planted_home();
     // Another repository in the home directory.
     std::fs::create_dir_all(home.path().join("code/other/.git")).unwrap();
     std::fs::write(home.path().join("code/other/secret.txt"), "OTHER\n").unwrap();
@@ -36,28 +26,18 @@ fn a_sandboxed_agent_works_in_the_project_and_nowhere_else() {
         .plan("# Boxed\n\n## T1: Make a.txt\nVerify: test -f a.txt\n")
         .agent(&agent(AGENT))
         .build();
-    p.env
-        .push(("HOME".into(), home.path().display().to_string()));
-    let listing = |d: &std::path::Path| {
-        let mut v: Vec<String> = walk(d);
-        v.sort();
-        v
-    };
-    let before = listing(home.path());
-    let r = p.run(&["run", "--sandbox", "workspace"]);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let log = std::fs::read_to_string(p.run_dir().join("iterations/0001/agent.log")).unwrap();
-    for bad in [
-        "WROTE_OUTSIDE",
-        "READ_KEY",
-        "WROTE_STATE",
-        "READ_OTHER_REPO",
-        "WROTE_EXCLUDE",
-        "WROTE_HOOK",
-    ] {
-        assert!(!log.contains(bad), "{bad}: {log}");
-    }
-    assert_eq!(listing(home.path()), before, "nothing outside changed");
+    let log = run_boxed(&mut p, home.path());
+    refute(
+        &log,
+        &[
+            "WROTE_OUTSIDE",
+            "READ_KEY",
+            "WROTE_STATE",
+            "READ_OTHER_REPO",
+            "WROTE_EXCLUDE",
+            "WROTE_HOOK",
+        ],
+    );
     // What it left running in the sandbox ended with its iteration.
     let left = std::process::Command::new("pgrep")
         .args(["-f", "^sleep 317$"])
@@ -112,12 +92,7 @@ fn serve(body: &'static str) -> u16 {
 /// event, in `status` and in the next iteration's prompt.
 #[test]
 fn the_network_is_an_allow_list_and_every_refusal_reaches_the_journal_and_the_next_prompt() {
-    let home = tempfile::Builder::new()
-        .prefix("agentloop-home-")
-        .tempdir_in("/var/tmp")
-        .unwrap();
-    std::fs::create_dir_all(home.path().join(".ssh")).unwrap();
-    std::fs::write(home.path().join(".ssh/id_rsa"), "PRIVATE\n").unwrap();
+    let home = planted_home();
     let allowed = serve("ALLOWED_BODY");
     let other = serve("OTHER_BODY");
     let script = format!(
@@ -140,25 +115,20 @@ echo TASK_COMPLETE
             "\n[sandbox]\nallow_hosts = [\"127.0.0.1:{allowed}\"]\n"
         ))
         .build();
-    p.env
-        .push(("HOME".into(), home.path().display().to_string()));
-    let before = walk(home.path());
-    let r = p.run(&["run", "--sandbox", "workspace"]);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let log = std::fs::read_to_string(p.run_dir().join("iterations/0001/agent.log")).unwrap();
-    for bad in [
-        "WROTE_OUTSIDE",
-        "READ_KEY",
-        "WROTE_STATE",
-        "REACHED_EXAMPLE",
-        "REACHED_OTHER",
-        "OTHER_BODY",
-    ] {
-        assert!(!log.contains(bad), "{bad}: {log}");
-    }
+    let log = run_boxed(&mut p, home.path());
+    refute(
+        &log,
+        &[
+            "WROTE_OUTSIDE",
+            "READ_KEY",
+            "WROTE_STATE",
+            "REACHED_EXAMPLE",
+            "REACHED_OTHER",
+            "OTHER_BODY",
+        ],
+    );
     assert!(log.contains("ALLOWED_BODY"), "through the proxy: {log}");
     assert!(log.contains("DIRECT_BODY"), "directly: {log}");
-    assert_eq!(walk(home.path()), before, "nothing outside changed");
     let events = crate::real_cli::journal_events(&p);
     let denied: Vec<(String, String)> = events
         .iter()
@@ -208,6 +178,40 @@ echo TASK_COMPLETE
     assert!(r.stderr.contains("name the port"), "{}", r.stderr);
 }
 
+/// A home outside /tmp (the sandbox's /tmp is its own) and outside the project, with
+/// a planted key.
+fn planted_home() -> tempfile::TempDir {
+    let home = tempfile::Builder::new()
+        .prefix("agentloop-home-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    std::fs::create_dir_all(home.path().join(".ssh")).unwrap();
+    std::fs::write(
+        home.path().join(".ssh/id_rsa"),
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nPRIVATE\n",
+    )
+    .unwrap();
+    home
+}
+
+/// Runs `p` in workspace mode with `home` as its home: it succeeds and nothing in
+/// `home` changed; returns the first iteration's agent log.
+fn run_boxed(p: &mut crate::support::Project, home: &std::path::Path) -> String {
+    p.env.push(("HOME".into(), home.display().to_string()));
+    let before = walk(home);
+    let r = p.run(&["run", "--sandbox", "workspace"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(walk(home), before, "nothing outside changed");
+    std::fs::read_to_string(p.run_dir().join("iterations/0001/agent.log")).unwrap()
+}
+
+/// None of `marks` (what the agent prints when it got through) is in `log`.
+fn refute(log: &str, marks: &[&str]) {
+    for bad in marks {
+        assert!(!log.contains(bad), "{bad}: {log}");
+    }
+}
+
 fn walk(d: &std::path::Path) -> Vec<String> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(d).into_iter().flatten().flatten() {
@@ -217,6 +221,7 @@ fn walk(d: &std::path::Path) -> Vec<String> {
             out.extend(walk(&p));
         }
     }
+    out.sort();
     out
 }
 
