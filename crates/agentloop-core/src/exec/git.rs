@@ -70,6 +70,21 @@ pub fn toplevel(dir: &Path) -> Option<std::path::PathBuf> {
     output(c).map(Into::into)
 }
 
+/// The version of the git on the PATH (`git version 2.47.3` → `(2, 47)`).
+pub fn version() -> Option<(u32, u32)> {
+    let out = std::process::Command::new("git")
+        .arg("--version")
+        .output()
+        .ok()?;
+    parse_version(&String::from_utf8_lossy(&out.stdout))
+}
+
+fn parse_version(text: &str) -> Option<(u32, u32)> {
+    let v = text.split_whitespace().nth(2)?;
+    let mut parts = v.split('.');
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
 /// The commit at HEAD, if there is one.
 pub fn head(workdir: &Path) -> Option<String> {
     let mut c = git(workdir);
@@ -308,4 +323,17 @@ pub fn exclude_locally(workdir: &Path, patterns: &[&str], why: &str) -> std::io:
         std::fs::create_dir_all(parent)?;
     }
     crate::fsutil::write_atomic(&file, text.as_bytes())
+}
+
+#[cfg(test)]
+mod version_tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_read() {
+        assert_eq!(parse_version("git version 2.47.3\n"), Some((2, 47)));
+        assert_eq!(parse_version("git version 2.39.5"), Some((2, 39)));
+        assert_eq!(parse_version("git version 2.50.1.windows.1"), Some((2, 50)));
+        assert_eq!(parse_version("nonsense"), None);
+    }
 }

@@ -192,6 +192,16 @@ pub(crate) fn start(
             CliError::user(format!("[ship]: {e}"))
                 .hint("the run would do its work and then fail to ship it; fix this first")
         })?;
+        // Each task's branch is built with `git merge-tree --merge-base` (git 2.40).
+        if layered.config.ship.pr == agentloop_core::config::PrScope::Task
+            && let Some((major, minor)) = agentloop_core::exec::git::version()
+            && (major, minor) < (2, 40)
+        {
+            return Err(CliError::user(format!(
+                "[ship] pr = \"task\" needs git 2.40 or newer (each pull request's branch is built with `git merge-tree --merge-base`); this git is {major}.{minor}"
+            ))
+            .hint("install git 2.40 or newer (Debian 12 ships 2.39; Debian 13 and Ubuntu 24.04 have newer ones), or ship the run as one pull request: [ship] pr = \"run\""));
+        }
     }
     if !agentloop_core::exec::git::is_repo(&ws.root) {
         crate::render::warn(

@@ -395,3 +395,44 @@ fn each_tasks_issue_is_told_its_own_pull_request() {
         );
     }
 }
+
+/// A git older than 2.40 cannot build a task's branch (`merge-tree --merge-base`):
+/// the run is refused before any work, saying what to install.
+#[test]
+fn an_old_git_is_refused_before_the_run_starts() {
+    let (mut p, _remote, _gh) = project_with(PLAN, AGENT, CI, "pr = \"task\"\n");
+    let real = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let shim = p.path().join(".git/old-git");
+    std::fs::create_dir_all(&shim).unwrap();
+    p.write(
+        ".git/old-git/git",
+        format!(
+            "#!/bin/sh\n[ \"$1\" = --version ] && {{ echo 'git version 2.39.5'; exit 0; }}\nexec {} \"$@\"\n",
+            real.trim()
+        ),
+    );
+    std::process::Command::new("chmod")
+        .args(["+x", &shim.join("git").display().to_string()])
+        .status()
+        .unwrap();
+    let path = format!("{}:{}", shim.display(), std::env::var("PATH").unwrap());
+    p.env.push(("PATH".into(), path));
+    let r = p.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("needs git 2.40 or newer") && r.stderr.contains("this git is 2.39"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !p.path().join(".agentloop/runs").exists(),
+        "no run was made"
+    );
+}
