@@ -433,7 +433,7 @@ fn four_workers_show_as_lanes_with_their_own_output() {
         crate::support::journal_has(p, "\"iteration\":4,\"kind\":\"work\"")
             || crate::support::journal_has(p, "\"task\":\"T4\"")
     });
-    let (s, b) = open_run(&p);
+    let (_served, b) = open_run(&p);
     let lanes = b.wait_for(
         "four lanes, each with its agent's output",
         "(() => { const l = [...document.querySelectorAll('.lanes > li.lane')]; return l.length === 4 && l.every((x) => x.querySelector('pre').textContent.includes('working on T')) && l.map((x) => x.innerText).join('\\n'); })()",
@@ -469,7 +469,7 @@ fn a_sandboxed_run_shows_what_the_sandbox_refused() {
         p.run(&["run", "--quiet", "--sandbox", "workspace"]).code,
         Some(0)
     );
-    let (s, b) = open_run(&p);
+    let (_served, b) = open_run(&p);
     let text = b.wait_for(
         "the sandbox's refusals",
         "(() => { const d = document.querySelector('.sandbox'); return d && d.textContent.includes('example.com:443') && d.innerText; })()",
