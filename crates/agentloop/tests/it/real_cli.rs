@@ -278,6 +278,45 @@ pub fn journal_events(p: &Project) -> Vec<serde_json::Value> {
 // The scenarios every real CLI goes through; each CLI's file calls them and adds what
 // only that CLI does (its token figures, its price table, its error texts).
 
+/// [`two_tasks`] with the token figures the price table turns into $0.0164: each call's
+/// tokens add up in `status --json` and are priced at $2 / $0.5 / $8 per million.
+pub fn two_tasks_priced(cli: Cli) {
+    let s = two_tasks(
+        cli,
+        [
+            (1000, 100, 0),
+            (1200, 50, 800),
+            (2000, 100, 0),
+            (2200, 50, 1600),
+        ],
+    );
+    assert_eq!(s["tokens"]["input"], 6400);
+    assert_eq!(s["tokens"]["cached_input"], 2400);
+    assert_eq!(s["tokens"]["output"], 300);
+    // (6400 × 2 + 2400 × 0.5 + 300 × 8) / 1e6
+    let cost = s["cost_usd"].as_f64().unwrap();
+    assert!((cost - 0.0164).abs() < 1e-9, "cost {cost}");
+}
+
+/// One task done through the CLI's shell tool: its session ids, and the final message
+/// recorded as the model said it.
+pub fn one_task_recorded(cli: Cli) -> Vec<String> {
+    let server = cli.mock(vec![
+        cli.shell("echo hello > hello.txt", 10, 1),
+        say("Made it.\nTASK_COMPLETE", 10, 1, 0),
+    ]);
+    let p = cli.project(&server, ONE, "");
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let said = journal_events(&p)
+        .into_iter()
+        .find(|e| e["kind"] == "agent_finished")
+        .map(|e| e["data"]["final_message"].clone())
+        .unwrap();
+    assert_eq!(said, "Made it.\nTASK_COMPLETE");
+    session_ids(&p)
+}
+
 /// Two tasks done with the CLI's own shell tool; returns `status --json`.
 pub fn two_tasks(cli: Cli, tokens: [(u64, u64, u64); 4]) -> serde_json::Value {
     let [a, b, c, d] = tokens;

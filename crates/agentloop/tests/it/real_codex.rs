@@ -6,21 +6,7 @@ use crate::real_cli::Cli;
 
 #[test]
 fn two_tasks_done_through_codexs_own_tools_with_cost_from_the_price_table() {
-    let s = crate::real_cli::two_tasks(
-        Cli::Codex,
-        [
-            (1000, 100, 0),
-            (1200, 50, 800),
-            (2000, 100, 0),
-            (2200, 50, 1600),
-        ],
-    );
-    assert_eq!(s["tokens"]["input"], 6400);
-    assert_eq!(s["tokens"]["cached_input"], 2400);
-    assert_eq!(s["tokens"]["output"], 300);
-    // (6400 × 2 + 2400 × 0.5 + 300 × 8) / 1e6
-    let cost = s["cost_usd"].as_f64().unwrap();
-    assert!((cost - 0.0164).abs() < 1e-9, "cost {cost}");
+    crate::real_cli::two_tasks_priced(Cli::Codex);
 }
 
 #[test]

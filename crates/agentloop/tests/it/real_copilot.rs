@@ -6,44 +6,17 @@
 
 use agentloop_testkit::Step;
 
-use crate::real_cli::{Cli, journal_events, say, session_ids};
+use crate::real_cli::{Cli, journal_events, say};
 
 #[test]
 fn two_tasks_done_through_copilots_own_tools_with_cost_from_the_price_table() {
-    let s = crate::real_cli::two_tasks(
-        Cli::Copilot,
-        [
-            (1000, 100, 0),
-            (1200, 50, 800),
-            (2000, 100, 0),
-            (2200, 50, 1600),
-        ],
-    );
-    assert_eq!(s["tokens"]["input"], 6400);
-    assert_eq!(s["tokens"]["cached_input"], 2400);
-    assert_eq!(s["tokens"]["output"], 300);
-    // (6400 × 2 + 2400 × 0.5 + 300 × 8) / 1e6
-    let cost = s["cost_usd"].as_f64().unwrap();
-    assert!((cost - 0.0164).abs() < 1e-9, "cost {cost}");
+    crate::real_cli::two_tasks_priced(Cli::Copilot);
 }
 
 #[test]
 fn copilots_session_id_and_final_message_are_recorded() {
-    let server = Cli::Copilot.mock(vec![
-        Cli::Copilot.shell("echo hello > hello.txt", 10, 1),
-        say("Made it.\nTASK_COMPLETE", 10, 1, 0),
-    ]);
-    let p = Cli::Copilot.project(&server, crate::real_cli::ONE, "");
-    let r = p.run(&["run"]);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let ids = session_ids(&p);
+    let ids = crate::real_cli::one_task_recorded(Cli::Copilot);
     assert!(ids[0].len() == 36, "{ids:?}");
-    let said = journal_events(&p)
-        .into_iter()
-        .find(|e| e["kind"] == "agent_finished")
-        .map(|e| e["data"]["final_message"].clone())
-        .unwrap();
-    assert_eq!(said, "Made it.\nTASK_COMPLETE");
 }
 
 /// Copilot retries a 429 five times itself (honouring `retry-after`), then gives up;

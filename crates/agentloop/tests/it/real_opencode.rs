@@ -6,45 +6,19 @@
 
 use agentloop_testkit::Step;
 
-use crate::real_cli::{Cli, journal_events, say, session_ids};
+use crate::real_cli::{Cli, say};
 
 #[test]
 fn two_tasks_done_through_opencodes_own_tools_with_its_cost() {
-    let s = crate::real_cli::two_tasks(
-        Cli::OpenCode,
-        [
-            (1000, 100, 0),
-            (1200, 50, 800),
-            (2000, 100, 0),
-            (2200, 50, 1600),
-        ],
-    );
-    assert_eq!(s["tokens"]["input"], 6400);
-    assert_eq!(s["tokens"]["cached_input"], 2400);
-    assert_eq!(s["tokens"]["output"], 300);
-    // At the prices in opencode.json: (6400 × 2 + 2400 × 0.5 + 300 × 8) / 1e6
-    let cost = s["cost_usd"].as_f64().unwrap();
-    assert!((cost - 0.0164).abs() < 1e-9, "cost {cost}");
+    // At the prices in opencode.json, which OpenCode applies itself.
+    crate::real_cli::two_tasks_priced(Cli::OpenCode);
 }
 
 #[test]
 fn opencode_session_ids_and_final_message_are_recorded() {
-    let server = Cli::OpenCode.mock(vec![
-        Cli::OpenCode.shell("echo hello > hello.txt", 10, 1),
-        say("Made it.\nTASK_COMPLETE", 10, 1, 0),
-    ]);
-    let p = Cli::OpenCode.project(&server, crate::real_cli::ONE, "");
-    let r = p.run(&["run"]);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let ids = session_ids(&p);
+    let ids = crate::real_cli::one_task_recorded(Cli::OpenCode);
     assert_eq!(ids.len(), 1);
     assert!(ids[0].starts_with("ses_"), "{ids:?}");
-    let said = journal_events(&p)
-        .into_iter()
-        .find(|e| e["kind"] == "agent_finished")
-        .map(|e| e["data"]["final_message"].clone())
-        .unwrap();
-    assert_eq!(said, "Made it.\nTASK_COMPLETE");
 }
 
 /// OpenCode honours `retry-after` itself: the iteration waits inside it and goes on;
