@@ -490,47 +490,20 @@ fn a_run_ships_through_gitlab() {
 /// new pull request, merged and verified.
 #[test]
 fn a_failure_after_the_merge_is_fixed_in_a_new_pull_request() {
-    let remote = tempfile::tempdir().unwrap();
-    let bare = remote.path().join("hello.git");
-    git(
-        remote.path(),
-        &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()],
-    );
-    let gh = MockGitHub::start("octo/hello", &bare, "t0ken", None);
     let script = r#"case "$task" in
   T1) touch a.txt ;;
   MAIN-*) printf '%s' "$prompt" | grep -q 'broken.txt' && git rm -q broken.txt ;;
 esac
 echo TASK_COMPLETE
 "#;
-    let mut p = Scratch::new()
-        .plan("# A\n\n## T1: Make a.txt\nVerify: test -f a.txt && { test ! -f broken.txt || { echo 'broken.txt is there'; exit 1; }; }\n")
-        .agent(&agent(script))
-        .config(&format!(
-            "[ship]\nforge = \"github\"\nrepo = \"octo/hello\"\napi_url = \"{}\"\nmerge = \"auto\"\nmethod = \"merge\"\npoll = \"100ms\"\nafter_merge_failure = \"fix\"\n",
-            gh.url()
-        ))
-        .build();
-    p.git_cmd(&["remote", "add", "origin", bare.to_str().unwrap()]);
-    p.git_cmd(&["push", "-q", "origin", "main"]);
-    p.env.push(("GITHUB_TOKEN".into(), "t0ken".into()));
-    let child = p
-        .cmd(&["run", "--quiet"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for(&p, "the review gate", |p| {
-        crate::support::journal_has(p, "\"point\":\"review\"")
-    });
+    let (p, remote, gh, child) = at_the_review_gate(
+        "# A\n\n## T1: Make a.txt\nVerify: test -f a.txt && { test ! -f broken.txt || { echo 'broken.txt is there'; exit 1; }; }\n",
+        script,
+        "after_merge_failure = \"fix\"\n",
+    );
+    let bare = remote.path().join("hello.git");
     // Someone else's work lands on main meanwhile.
-    let other = tempfile::tempdir().unwrap();
-    git(other.path(), &["clone", "-q", bare.to_str().unwrap(), "w"]);
-    let w = other.path().join("w");
-    std::fs::write(w.join("broken.txt"), "x\n").unwrap();
-    git(&w, &["add", "-A"]);
-    git(&w, &["commit", "-q", "-m", "someone else's work"]);
-    git(&w, &["push", "-q", "origin", "main"]);
+    let (_other, _w) = someone_breaks_main(&bare);
     gh.review(1, "alice", "APPROVED");
     wait_for(&p, "the second pull request", |p| {
         gh.prs().len() == 2 && crate::support::journal_has(p, "MAIN-1")
@@ -558,40 +531,12 @@ echo TASK_COMPLETE
 /// and `agentloop approve` verifies it again.
 #[test]
 fn a_failure_after_the_merge_waits_for_a_person_by_default() {
-    let remote = tempfile::tempdir().unwrap();
-    let bare = remote.path().join("hello.git");
-    git(
-        remote.path(),
-        &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()],
+    let (p, remote, gh, child) = at_the_review_gate(
+        "# A\n\n## T1: Make a.txt\nVerify: test -f a.txt && test ! -f broken.txt\n",
+        "touch a.txt\necho TASK_COMPLETE\n",
+        "",
     );
-    let gh = MockGitHub::start("octo/hello", &bare, "t0ken", None);
-    let mut p = Scratch::new()
-        .plan("# A\n\n## T1: Make a.txt\nVerify: test -f a.txt && test ! -f broken.txt\n")
-        .agent(&agent("touch a.txt\necho TASK_COMPLETE\n"))
-        .config(&format!(
-            "[ship]\nforge = \"github\"\nrepo = \"octo/hello\"\napi_url = \"{}\"\nmerge = \"auto\"\nmethod = \"merge\"\npoll = \"100ms\"\n",
-            gh.url()
-        ))
-        .build();
-    p.git_cmd(&["remote", "add", "origin", bare.to_str().unwrap()]);
-    p.git_cmd(&["push", "-q", "origin", "main"]);
-    p.env.push(("GITHUB_TOKEN".into(), "t0ken".into()));
-    let child = p
-        .cmd(&["run", "--quiet"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for(&p, "the review gate", |p| {
-        crate::support::journal_has(p, "\"point\":\"review\"")
-    });
-    let other = tempfile::tempdir().unwrap();
-    git(other.path(), &["clone", "-q", bare.to_str().unwrap(), "w"]);
-    let w = other.path().join("w");
-    std::fs::write(w.join("broken.txt"), "x\n").unwrap();
-    git(&w, &["add", "-A"]);
-    git(&w, &["commit", "-q", "-m", "someone else's work"]);
-    git(&w, &["push", "-q", "origin", "main"]);
+    let (_other, w) = someone_breaks_main(&remote.path().join("hello.git"));
     gh.review(1, "alice", "APPROVED");
     wait_for(&p, "the ship gate", |p| {
         crate::support::journal_has(p, "fail on the base branch after the merge")
@@ -617,4 +562,54 @@ fn a_failure_after_the_merge_waits_for_a_person_by_default() {
         .map(|e| e["data"]["passed"].as_bool().unwrap())
         .collect();
     assert_eq!(post, [false, true]);
+}
+
+/// A one-task run shipping through the mock GitHub (`merge = "auto"`, and `ship` more
+/// of `[ship]`) with a bare remote, spawned and waiting at the review gate.
+fn at_the_review_gate(
+    plan: &str,
+    script: &str,
+    ship: &str,
+) -> (Project, tempfile::TempDir, MockGitHub, std::process::Child) {
+    let remote = tempfile::tempdir().unwrap();
+    let bare = remote.path().join("hello.git");
+    git(
+        remote.path(),
+        &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()],
+    );
+    let gh = MockGitHub::start("octo/hello", &bare, "t0ken", None);
+    let mut p = Scratch::new()
+        .plan(plan)
+        .agent(&agent(script))
+        .config(&format!(
+            "[ship]\nforge = \"github\"\nrepo = \"octo/hello\"\napi_url = \"{}\"\nmerge = \"auto\"\nmethod = \"merge\"\npoll = \"100ms\"\n{ship}",
+            gh.url()
+        ))
+        .build();
+    p.git_cmd(&["remote", "add", "origin", bare.to_str().unwrap()]);
+    p.git_cmd(&["push", "-q", "origin", "main"]);
+    p.env.push(("GITHUB_TOKEN".into(), "t0ken".into()));
+    let child = p
+        .cmd(&["run", "--quiet"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&p, "the review gate", |p| {
+        crate::support::journal_has(p, "\"point\":\"review\"")
+    });
+    (p, remote, gh, child)
+}
+
+/// Someone else's commit of broken.txt lands on the remote's main; returns the
+/// directory of their clone and the clone.
+fn someone_breaks_main(bare: &Path) -> (tempfile::TempDir, std::path::PathBuf) {
+    let other = tempfile::tempdir().unwrap();
+    git(other.path(), &["clone", "-q", bare.to_str().unwrap(), "w"]);
+    let w = other.path().join("w");
+    std::fs::write(w.join("broken.txt"), "x\n").unwrap();
+    git(&w, &["add", "-A"]);
+    git(&w, &["commit", "-q", "-m", "someone else's work"]);
+    git(&w, &["push", "-q", "origin", "main"]);
+    (other, w)
 }
