@@ -351,35 +351,13 @@ fn the_real_claude_ships_through_a_red_check() {
 /// release it, `agentloop approve --gate security` does.
 #[test]
 fn a_change_under_auth_waits_for_the_security_review() {
-    let remote = tempfile::tempdir().unwrap();
-    let bare = remote.path().join("hello.git");
-    git(
-        remote.path(),
-        &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()],
-    );
-    let gh = MockGitHub::start(
-        "octo/hello",
-        &bare,
-        "t0ken",
+    let (p, _remote, gh, child) = spawned(
+        "# Login\n\n## T1: Login\nVerify: test -f src/auth/login.rs\n",
+        "mkdir -p src/auth && echo 'pub fn login() {}' > src/auth/login.rs\necho TASK_COMPLETE\n",
         Some("test -f src/auth/login.rs"),
+        "[gates.security]\nenabled = true\nreviewers = [\"sec-team\"]\n\n",
+        "",
     );
-    let mut p = Scratch::new()
-        .plan("# Login\n\n## T1: Login\nVerify: test -f src/auth/login.rs\n")
-        .agent(&agent("mkdir -p src/auth && echo 'pub fn login() {}' > src/auth/login.rs\necho TASK_COMPLETE\n"))
-        .config(&format!(
-            "[gates.security]\nenabled = true\nreviewers = [\"sec-team\"]\n\n[ship]\nforge = \"github\"\nrepo = \"octo/hello\"\napi_url = \"{}\"\nmerge = \"auto\"\npoll = \"100ms\"\n",
-            gh.url()
-        ))
-        .build();
-    p.git_cmd(&["remote", "add", "origin", bare.to_str().unwrap()]);
-    p.git_cmd(&["push", "-q", "origin", "main"]);
-    p.env.push(("GITHUB_TOKEN".into(), "t0ken".into()));
-    let child = p
-        .cmd(&["run", "--quiet"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
     wait_for(&p, "the security gate", |p| {
         crate::support::journal_has(p, "\"point\":\"diff\",\"task\":\"security\"")
     });
@@ -564,11 +542,14 @@ fn a_failure_after_the_merge_waits_for_a_person_by_default() {
     assert_eq!(post, [false, true]);
 }
 
-/// A one-task run shipping through the mock GitHub (`merge = "auto"`, and `ship` more
-/// of `[ship]`) with a bare remote, spawned and waiting at the review gate.
-fn at_the_review_gate(
+/// A run of `plan` shipping through the mock GitHub (whose CI runs `ci`) with a bare
+/// remote, `merge = "auto"`, `ship` more of `[ship]` and `before` ahead of it;
+/// spawned.
+fn spawned(
     plan: &str,
     script: &str,
+    ci: Option<&str>,
+    before: &str,
     ship: &str,
 ) -> (Project, tempfile::TempDir, MockGitHub, std::process::Child) {
     let remote = tempfile::tempdir().unwrap();
@@ -577,12 +558,12 @@ fn at_the_review_gate(
         remote.path(),
         &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()],
     );
-    let gh = MockGitHub::start("octo/hello", &bare, "t0ken", None);
+    let gh = MockGitHub::start("octo/hello", &bare, "t0ken", ci);
     let mut p = Scratch::new()
         .plan(plan)
         .agent(&agent(script))
         .config(&format!(
-            "[ship]\nforge = \"github\"\nrepo = \"octo/hello\"\napi_url = \"{}\"\nmerge = \"auto\"\nmethod = \"merge\"\npoll = \"100ms\"\n{ship}",
+            "{before}[ship]\nforge = \"github\"\nrepo = \"octo/hello\"\napi_url = \"{}\"\nmerge = \"auto\"\npoll = \"100ms\"\n{ship}",
             gh.url()
         ))
         .build();
@@ -595,6 +576,22 @@ fn at_the_review_gate(
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    (p, remote, gh, child)
+}
+
+/// [`spawned`] with `method = "merge"` and no CI, waiting at the review gate.
+fn at_the_review_gate(
+    plan: &str,
+    script: &str,
+    ship: &str,
+) -> (Project, tempfile::TempDir, MockGitHub, std::process::Child) {
+    let (p, remote, gh, child) = spawned(
+        plan,
+        script,
+        None,
+        "",
+        &format!("method = \"merge\"\n{ship}"),
+    );
     wait_for(&p, "the review gate", |p| {
         crate::support::journal_has(p, "\"point\":\"review\"")
     });
