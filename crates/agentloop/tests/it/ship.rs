@@ -64,19 +64,33 @@ pub(crate) fn project_with(
     ci: &str,
     extra: &str,
 ) -> (Project, tempfile::TempDir, MockGitHub) {
+    shipping(plan, agent_script, Some(ci), "", extra)
+}
+
+/// A project of `plan` whose scripted agent ships through the mock GitHub, backed by
+/// a bare remote; with `ci`, that is the project's `ci.sh` and the forge's check runs
+/// it. `before` goes ahead of `[ship]`, `ship` into it.
+fn shipping(
+    plan: &str,
+    script: &str,
+    ci: Option<&str>,
+    before: &str,
+    ship: &str,
+) -> (Project, tempfile::TempDir, MockGitHub) {
     let remote = tempfile::tempdir().unwrap();
     let bare = remote.path().join("hello.git");
     git(
         remote.path(),
         &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()],
     );
-    let gh = MockGitHub::start("octo/hello", &bare, "t0ken", Some("sh ci.sh"));
-    let mut p = Scratch::new()
-        .plan(plan)
-        .agent(&agent(agent_script))
-        .file("ci.sh", ci)
+    let gh = MockGitHub::start("octo/hello", &bare, "t0ken", ci.map(|_| "sh ci.sh"));
+    let mut scratch = Scratch::new().plan(plan).agent(&agent(script));
+    if let Some(ci) = ci {
+        scratch = scratch.file("ci.sh", ci);
+    }
+    let mut p = scratch
         .config(&format!(
-            "[ship]\nforge = \"github\"\nrepo = \"octo/hello\"\napi_url = \"{}\"\npoll = \"100ms\"\n{extra}",
+            "{before}[ship]\nforge = \"github\"\nrepo = \"octo/hello\"\napi_url = \"{}\"\npoll = \"100ms\"\n{ship}",
             gh.url()
         ))
         .build();
@@ -240,31 +254,20 @@ fn a_run_that_could_not_ship_does_not_start() {
 /// by the verification surface; the cheat is never pushed.
 #[test]
 fn rewriting_the_ci_to_pass_is_caught_before_it_is_pushed() {
-    let remote = tempfile::tempdir().unwrap();
-    let bare = remote.path().join("hello.git");
-    git(
-        remote.path(),
-        &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()],
-    );
-    let gh = MockGitHub::start("octo/hello", &bare, "t0ken", Some("sh ci.sh"));
     let cheat = r#"case "$task" in
   T1) touch a.txt ;;
   CI-*) echo 'exit 0' > ci.sh ;;
 esac
 echo TASK_COMPLETE
 "#;
-    let mut p = Scratch::new()
-        .plan(PLAN)
-        .agent(&agent(cheat))
-        .file("ci.sh", CI)
-        .config(&format!(
-            "[verify]\ncheck_files = [\"ci.sh\"]\n\n[ship]\nforge = \"github\"\nrepo = \"octo/hello\"\napi_url = \"{}\"\npoll = \"100ms\"\n",
-            gh.url()
-        ))
-        .build();
-    p.git_cmd(&["remote", "add", "origin", bare.to_str().unwrap()]);
-    p.git_cmd(&["push", "-q", "origin", "main"]);
-    p.env.push(("GITHUB_TOKEN".into(), "t0ken".into()));
+    let (p, remote, _gh) = shipping(
+        PLAN,
+        cheat,
+        Some(CI),
+        "[verify]\ncheck_files = [\"ci.sh\"]\n\n",
+        "",
+    );
+    let bare = remote.path().join("hello.git");
     let r = p.run(&["run", "--no-wait"]);
     assert_eq!(r.code, Some(5), "{}", r.stderr);
     let s = p.status();
@@ -354,7 +357,7 @@ fn a_change_under_auth_waits_for_the_security_review() {
     let (p, _remote, gh, child) = spawned(
         "# Login\n\n## T1: Login\nVerify: test -f src/auth/login.rs\n",
         "mkdir -p src/auth && echo 'pub fn login() {}' > src/auth/login.rs\necho TASK_COMPLETE\n",
-        Some("test -f src/auth/login.rs"),
+        Some("test -f src/auth/login.rs\n"),
         "[gates.security]\nenabled = true\nreviewers = [\"sec-team\"]\n\n",
         "",
     );
@@ -542,9 +545,9 @@ fn a_failure_after_the_merge_waits_for_a_person_by_default() {
     assert_eq!(post, [false, true]);
 }
 
-/// A run of `plan` shipping through the mock GitHub (whose CI runs `ci`) with a bare
-/// remote, `merge = "auto"`, `ship` more of `[ship]` and `before` ahead of it;
-/// spawned.
+/// A run of `plan` shipping through the mock GitHub with a bare remote,
+/// `merge = "auto"`, `ship` more of `[ship]` and `before` ahead of it, the forge's
+/// check running `ci.sh` when `ci` is given; spawned.
 fn spawned(
     plan: &str,
     script: &str,
@@ -552,24 +555,13 @@ fn spawned(
     before: &str,
     ship: &str,
 ) -> (Project, tempfile::TempDir, MockGitHub, std::process::Child) {
-    let remote = tempfile::tempdir().unwrap();
-    let bare = remote.path().join("hello.git");
-    git(
-        remote.path(),
-        &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()],
+    let (p, remote, gh) = shipping(
+        plan,
+        script,
+        ci,
+        before,
+        &format!("merge = \"auto\"\n{ship}"),
     );
-    let gh = MockGitHub::start("octo/hello", &bare, "t0ken", ci);
-    let mut p = Scratch::new()
-        .plan(plan)
-        .agent(&agent(script))
-        .config(&format!(
-            "{before}[ship]\nforge = \"github\"\nrepo = \"octo/hello\"\napi_url = \"{}\"\nmerge = \"auto\"\npoll = \"100ms\"\n{ship}",
-            gh.url()
-        ))
-        .build();
-    p.git_cmd(&["remote", "add", "origin", bare.to_str().unwrap()]);
-    p.git_cmd(&["push", "-q", "origin", "main"]);
-    p.env.push(("GITHUB_TOKEN".into(), "t0ken".into()));
     let child = p
         .cmd(&["run", "--quiet"])
         .stdout(Stdio::null())
