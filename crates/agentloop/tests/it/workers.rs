@@ -319,11 +319,21 @@ fn sigkill_with_four_workers_at_every_journal_append_then_resume() {
 fn three_real_claude_code_workers_at_once() {
     use crate::real_cli::{Cli, say};
     let cli = Cli::Claude;
+    // A barrier: each agent's command waits (at most 30 s) until all three are running,
+    // however slowly the machine starts them.
+    let barrier = tempfile::tempdir().unwrap();
+    let b = barrier.path().display().to_string();
     let lane = |task: &str, file: &str| {
         (
             format!("## Your task: {task} "),
             vec![
-                cli.shell(&format!("sleep 1; echo {task} > {file}"), 100, 10),
+                cli.shell(
+                    &format!(
+                        "touch {b}/{task}; i=0; while [ $(ls {b} | wc -l) -lt 3 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; echo {task} > {file}"
+                    ),
+                    100,
+                    10,
+                ),
                 say(&format!("Wrote {file}.\nTASK_COMPLETE"), 120, 8, 0),
             ],
         )
