@@ -466,7 +466,8 @@ fn a_sandboxed_run_shows_what_the_sandbox_refused() {
         .build();
     p.env.push(("HOME".into(), "/var/tmp".into()));
     assert_eq!(
-        p.run(&["run", "--quiet", "--sandbox", "workspace"]).code,
+        p.run(&["run", "--quiet", "--no-wait", "--sandbox", "workspace"])
+            .code,
         Some(0)
     );
     let (_served, b) = open_run(&p);

@@ -80,7 +80,7 @@ fn confined(cli: Cli) {
     p.commit("agent configuration");
     p.env = vec![("HOME".into(), h.display().to_string())];
     let before = listing(h);
-    let r = p.run(&["run"]);
+    let r = p.run(&["run", "--no-wait"]);
     assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
     assert_eq!(listing(h), before, "nothing outside the project changed");
     assert!(!p.path().join(".agentloop/evil").exists());

@@ -199,7 +199,7 @@ fn planted_home() -> tempfile::TempDir {
 fn run_boxed(p: &mut crate::support::Project, home: &std::path::Path) -> String {
     p.env.push(("HOME".into(), home.display().to_string()));
     let before = walk(home);
-    let r = p.run(&["run", "--sandbox", "workspace"]);
+    let r = p.run(&["run", "--no-wait", "--sandbox", "workspace"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(walk(home), before, "nothing outside changed");
     std::fs::read_to_string(p.run_dir().join("iterations/0001/agent.log")).unwrap()
@@ -275,7 +275,7 @@ echo TASK_COMPLETE"#;
         .push(("HOME".into(), home.path().display().to_string()));
     p.env
         .push(("XDG_CACHE_HOME".into(), cache.display().to_string()));
-    let r = p.run(&["run", "--workers", "2"]);
+    let r = p.run(&["run", "--no-wait", "--workers", "2"]);
     assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
     assert!(
         !home.path().join("checked").exists(),

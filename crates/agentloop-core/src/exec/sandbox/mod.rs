@@ -240,6 +240,11 @@ impl SandboxConfig {
         );
         push(&mut a, BASE);
         push(&mut a, &["--tmpfs", "/tmp"]);
+        // Programs that live under `/tmp` (agentloop itself, agent CLIs on the PATH)
+        // are seen through the private `/tmp`, read-only.
+        for p in programs_in_tmp() {
+            bind(&mut a, "--ro-bind", &p, &p);
+        }
         // Other people's home directories (and root's, when it is not ours).
         let keep = |p: &Path| {
             [home.as_path(), root, workdir]
@@ -388,6 +393,29 @@ fn other_repositories(home: &Path, root: &Path, workdir: &Path) -> Vec<PathBuf> 
         .collect();
     out.sort();
     out.dedup();
+    out
+}
+
+/// The directories under `/tmp` that hold agentloop's executable and the programs on
+/// the PATH: each PATH entry's parent (a `node_modules/.bin` links into its
+/// `node_modules`, a `bin` of a tool directory into that directory).
+fn programs_in_tmp() -> Vec<PathBuf> {
+    let tmp = Path::new("/tmp");
+    let exe = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(Path::to_path_buf));
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut out: Vec<PathBuf> = Vec::new();
+    for d in exe
+        .into_iter()
+        .chain(std::env::split_paths(&path).filter_map(|p| p.parent().map(Path::to_path_buf)))
+    {
+        let Ok(d) = d.canonicalize() else { continue };
+        if d.starts_with(tmp) && d != tmp && !out.iter().any(|o| d.starts_with(o)) {
+            out.retain(|o| !o.starts_with(&d));
+            out.push(d);
+        }
+    }
     out
 }
 
