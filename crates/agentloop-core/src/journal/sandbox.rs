@@ -2,33 +2,14 @@
 //! run, the latest few for the views, and each task's last iteration's for its next
 //! prompt.
 
-use serde::{Deserialize, Serialize};
-
 use super::state::RunState;
-use crate::exec::sandbox::Denial;
-
-/// How many of the latest refusals the views show.
-const RECENT: usize = 10;
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Refusals {
-    /// Every refusal recorded in the run.
-    pub count: u32,
-    /// The latest, with their iteration, oldest first.
-    pub recent: Vec<(u32, Denial)>,
-}
-
-impl Refusals {
-    pub fn is_empty(&self) -> bool {
-        self.count == 0
-    }
-}
+use crate::exec::sandbox::{Denial, RECENT_REFUSALS};
 
 impl RunState {
     pub(super) fn sandbox_denied(&mut self, iteration: u32, denial: &Denial) {
         self.sandbox.count += 1;
         self.sandbox.recent.push((iteration, denial.clone()));
-        if self.sandbox.recent.len() > RECENT {
+        if self.sandbox.recent.len() > RECENT_REFUSALS {
             self.sandbox.recent.remove(0);
         }
         let task = self

@@ -158,8 +158,11 @@ pub struct RunState {
     #[serde(default)]
     pub refused_requests: u32,
     /// What the sandbox refused the agents (`[sandbox] mode = "workspace"`).
-    #[serde(default, skip_serializing_if = "super::sandbox::Refusals::is_empty")]
-    pub sandbox: super::sandbox::Refusals,
+    #[serde(
+        default,
+        skip_serializing_if = "crate::exec::sandbox::Refusals::is_empty"
+    )]
+    pub sandbox: crate::exec::sandbox::Refusals,
     /// Hook mode: continuations asked for in a row (Claude Code allows 8).
     #[serde(default)]
     pub hook_chain: u32,

@@ -55,6 +55,23 @@ impl Denial {
     }
 }
 
+/// How many of the latest refusals the views show.
+pub const RECENT_REFUSALS: usize = 10;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refusals {
+    /// Every refusal recorded in the run.
+    pub count: u32,
+    /// The latest, with their iteration, oldest first.
+    pub recent: Vec<(u32, Denial)>,
+}
+
+impl Refusals {
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+}
+
 /// The refusals of the iteration whose directory is `dir`: the proxy's, then what
 /// the agent's log shows; `hidden` are the hidden paths (absolute).
 pub fn of_iteration(dir: &Path, hidden: &[PathBuf]) -> Vec<Denial> {

@@ -23,7 +23,8 @@ use serde::{Deserialize, Serialize};
 
 pub use bridge::Bridge;
 pub use denials::{
-    Denial, DenialKind, MAX_PER_ITERATION, NETWORK_FILE, of_iteration as denials_of,
+    Denial, DenialKind, MAX_PER_ITERATION, NETWORK_FILE, RECENT_REFUSALS, Refusals,
+    of_iteration as denials_of,
 };
 pub use net::{AllowList, Proxy, is_loopback, split_host};
 
