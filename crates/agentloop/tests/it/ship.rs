@@ -484,7 +484,7 @@ echo TASK_COMPLETE
     );
     let bare = remote.path().join("hello.git");
     // Someone else's work lands on main meanwhile.
-    let (_other, _w) = someone_breaks_main(&bare);
+    let (_other, _w) = someone_pushes(&bare, "broken.txt", "x\n");
     gh.review(1, "alice", "APPROVED");
     wait_for(&p, "the second pull request", |p| {
         gh.prs().len() == 2 && crate::support::journal_has(p, "MAIN-1")
@@ -517,7 +517,7 @@ fn a_failure_after_the_merge_waits_for_a_person_by_default() {
         "touch a.txt\necho TASK_COMPLETE\n",
         "",
     );
-    let (_other, w) = someone_breaks_main(&remote.path().join("hello.git"));
+    let (_other, w) = someone_pushes(&remote.path().join("hello.git"), "broken.txt", "x\n");
     gh.review(1, "alice", "APPROVED");
     wait_for(&p, "the ship gate", |p| {
         crate::support::journal_has(p, "fail on the base branch after the merge")
@@ -590,15 +590,22 @@ fn at_the_review_gate(
     (p, remote, gh, child)
 }
 
-/// Someone else's commit of broken.txt lands on the remote's main; returns the
+/// Someone else's commit of `file` with `text` lands on the remote's main; returns the
 /// directory of their clone and the clone.
-fn someone_breaks_main(bare: &Path) -> (tempfile::TempDir, std::path::PathBuf) {
+pub(crate) fn someone_pushes(
+    bare: &Path,
+    file: &str,
+    text: &str,
+) -> (tempfile::TempDir, std::path::PathBuf) {
     let other = tempfile::tempdir().unwrap();
     git(other.path(), &["clone", "-q", bare.to_str().unwrap(), "w"]);
     let w = other.path().join("w");
-    std::fs::write(w.join("broken.txt"), "x\n").unwrap();
+    std::fs::write(w.join(file), text).unwrap();
     git(&w, &["add", "-A"]);
-    git(&w, &["commit", "-q", "-m", "someone else's work"]);
+    git(
+        &w,
+        &["commit", "-q", "-m", &format!("someone else's {file}")],
+    );
     git(&w, &["push", "-q", "origin", "main"]);
     (other, w)
 }

@@ -190,13 +190,7 @@ fn unmerged_pull_requests_stack_one_on_the_other() {
 fn a_task_whose_change_conflicts_with_the_base_waits_for_a_person() {
     let (p, remote, gh) = project_with(PLAN, AGENT, "echo 'all good'\n", "pr = \"task\"\n");
     let bare = remote.path().join("hello.git");
-    let other = tempfile::tempdir().unwrap();
-    git(other.path(), &["clone", "-q", bare.to_str().unwrap(), "w"]);
-    let w = other.path().join("w");
-    std::fs::write(w.join("a.txt"), "someone else's\n").unwrap();
-    git(&w, &["add", "-A"]);
-    git(&w, &["commit", "-q", "-m", "someone else's a.txt"]);
-    git(&w, &["push", "-q", "origin", "main"]);
+    let (_other, _w) = crate::ship::someone_pushes(&bare, "a.txt", "someone else's\n");
     let r = p.run(&["run", "--no-wait"]);
     assert_eq!(r.code, Some(5), "{}", r.stderr);
     assert!(
