@@ -73,6 +73,13 @@ on_limit = "wait"       # or "fallback": hand the task to run.fallback_agent
 # command = ["my-notifier"]                     # the JSON on stdin
 desktop = false                                 # notify-send, where it exists
 
+[sandbox]
+mode = "off"            # "workspace": each agent under bubblewrap, confined to its work tree
+# allow_hosts = ["pypi.org", "*.npmjs.org:443"] # besides the agent's own model API
+# hidden = ["~/work/secret-repo"]               # more paths the agent may not read
+# writable = ["~/.cargo/registry"]              # more paths it may write
+verify = false          # the checks confined too (no network)
+
 # Any program can be an agent: it gets the prompt on stdin, or in a file.
 # [agents.mine]
 # kind = "command"
