@@ -31,7 +31,7 @@ pub use lanes::{Lane, Phase};
 pub use person::{Gate, Request};
 pub use progress::render as render_progress;
 pub use report::{handoff, pr_body, unit_pr_body};
-pub use seal::{key_path, seal, verifies};
+pub use seal::{key_path, read_unsealed_without_key, seal, verifies};
 pub use ship::{CheckOutcome, ShipState, Shipped, Unit};
 pub use state::{FoldError, OpenIteration, RunState, STATE_VERSION, StopKind};
 pub use store::{

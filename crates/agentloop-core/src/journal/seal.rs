@@ -21,6 +21,21 @@ pub fn key_path() -> Option<PathBuf> {
     crate::fsutil::state_dir().map(|d| d.join("journal.key"))
 }
 
+/// Set by a process that only shows a run to its agent and cannot read the key (the
+/// MCP server inside a sandbox, where the state directory is hidden): its reads take
+/// every line as sealed. Such a process appends nothing.
+static UNSEALED_READS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// This process reads journals without checking their seals, when it cannot read the
+/// key; see [`UNSEALED_READS`]. Returns whether it does.
+pub fn read_unsealed_without_key() -> bool {
+    let readable = key_path().is_some_and(|p| std::fs::read(p).is_ok_and(|k| k.len() >= 32));
+    if !readable {
+        UNSEALED_READS.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+    !readable
+}
+
 /// The key, read once per process; created (32 random bytes, mode 0600) the first
 /// time. `None` when there is no state directory or it cannot be written.
 fn key() -> Option<&'static [u8]> {
@@ -78,6 +93,9 @@ pub fn seal(bytes: &[u8]) -> Option<String> {
 /// Whether `hex` is the seal of `bytes` under this machine's key (compared in
 /// constant time).
 pub fn verifies(bytes: &[u8], hex: &str) -> bool {
+    if UNSEALED_READS.load(std::sync::atomic::Ordering::SeqCst) {
+        return true;
+    }
     let Some(key) = key() else { return false };
     let Some(given) = (0..hex.len())
         .step_by(2)

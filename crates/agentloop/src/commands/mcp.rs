@@ -310,6 +310,9 @@ fn given() -> Option<(PathBuf, u32)> {
 }
 
 pub fn mcp(cwd: &Path) -> Result<ExitKind, CliError> {
+    // In a sandbox the journal's key is hidden from the agent, and from this server it
+    // starts: what it shows the agent is read without the seals (it writes no record).
+    agentloop_core::journal::read_unsealed_without_key();
     let target = Target {
         cwd: cwd.to_path_buf(),
         given: given(),

@@ -54,6 +54,17 @@ fn project(server: &agentloop_testkit::MockServer) -> crate::support::Project {
 
 #[test]
 fn a_structured_completion_through_mcp_is_journaled_and_verified() {
+    structured_completion(&["run"]);
+}
+
+/// In a sandbox the server the agent starts cannot read the journal's key (hidden with
+/// agentloop's state directory): it still shows the task and takes the reports.
+#[test]
+fn the_mcp_server_works_inside_the_sandbox() {
+    structured_completion(&["run", "--no-wait", "--sandbox", "workspace"]);
+}
+
+fn structured_completion(run: &[&str]) {
     let server = Cli::Claude.mock(vec![
         mcp_tool("current_task", json!({})),
         Cli::Claude.shell("echo hello > hello.txt", 10, 1),
@@ -66,7 +77,7 @@ fn a_structured_completion_through_mcp_is_journaled_and_verified() {
         say("Done.", 10, 1, 0),
     ]);
     let p = project(&server);
-    let r = p.run(&["run"]);
+    let r = p.run(run);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let s = p.status();
     assert_eq!(
