@@ -11,6 +11,7 @@ mod lanes;
 mod person;
 mod phases;
 mod progress;
+mod queries;
 mod report;
 mod sandbox;
 mod seal;
