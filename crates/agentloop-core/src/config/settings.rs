@@ -45,6 +45,11 @@ pub struct Settings {
     /// How agent processes are confined (runs recorded before it existed: not).
     #[serde(default)]
     pub sandbox: crate::exec::sandbox::SandboxConfig,
+    /// Under the sandbox, each agent's own hosts (its provider, the endpoints its
+    /// environment and its CLI's config file name), read when the run was created: an
+    /// agent that edits its own config file cannot widen them.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub agent_hosts: std::collections::BTreeMap<String, Vec<String>>,
     /// The VALIDATE phase after the last task (runs recorded before it existed: none).
     #[serde(default)]
     pub validate: bool,
@@ -122,6 +127,7 @@ impl Settings {
             workflow: None,
             debug_first: false,
             sandbox: c.sandbox.clone(),
+            agent_hosts: Default::default(),
             validate: c.verify.validate,
             validate_fixes: c.verify.validate_fixes,
             // What is shipped is committed: `[ship]` commits each verified task; so do

@@ -211,6 +211,9 @@ pub(crate) fn start(
     }
     let mut settings = Settings::new(&layered.config, flags);
     settings.find_context(&ws.root);
+    if settings.sandbox.on() {
+        settings.agent_hosts = crate::driver::agent_hosts(&layered.config);
+    }
     shape(&plan, layered.config.run.shape, &mut settings)?;
     workflow(&plan, layered.config.run.workflow, &mut settings);
     let (run, writer, state) = ws.create_run_with_id(run_id, &shown, &plan, settings.clone())?;
@@ -430,6 +433,12 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
     let versions = check_agents(&layered.config, &loaded.state.plan)?;
     let mut settings = Settings::new(&layered.config, flags);
     settings.find_context(&ws.root);
+    // The agents' own hosts stay as the run recorded them (a sandbox turned on only
+    // now reads them now).
+    settings.agent_hosts = loaded.state.settings.agent_hosts.clone();
+    if settings.sandbox.on() && settings.agent_hosts.is_empty() {
+        settings.agent_hosts = crate::driver::agent_hosts(&layered.config);
+    }
     let mut writer = loaded.writer(&run)?;
     let mut state = loaded.state;
     if state.paused || state.is_finished() {

@@ -8,6 +8,7 @@ mod menu;
 mod sandbox;
 mod ship;
 
+pub(crate) use sandbox::agent_hosts;
 pub(crate) use ship::forge;
 mod steps;
 mod surface;

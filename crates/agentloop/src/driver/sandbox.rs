@@ -2,7 +2,9 @@
 //! proxy started with the hosts it may reach), and what the sandbox refused it read
 //! back into the journal after it finished, for the views and its next prompt.
 
-use agentloop_core::config::AgentConfig;
+use std::collections::{BTreeMap, BTreeSet};
+
+use agentloop_core::config::{AgentConfig, Config};
 use agentloop_core::exec::sandbox::{self, AllowList, Confinement};
 use agentloop_core::exec::supervise::env_allowed;
 use agentloop_core::journal::Event;
@@ -55,31 +57,12 @@ impl Driver {
         (sandbox.on() && sandbox.verify).then(|| (sandbox.clone(), self.ws.root.clone()))
     }
 
-    /// What `agent` may reach: its provider, the endpoints its environment names, and
-    /// `[sandbox] allow_hosts`.
+    /// What `agent` may reach: its own hosts as recorded when the run was created,
+    /// and `[sandbox] allow_hosts`.
     fn allowed_hosts(&self, agent: &str) -> AllowList {
-        let config = self
-            .config
-            .agents
-            .get(agent)
-            .cloned()
-            .unwrap_or_else(|| AgentConfig::builtin(agent));
-        let passed = config.allowed_env();
-        let inherited: Vec<String> = std::env::vars()
-            .filter(|(k, _)| env_allowed(k, &passed))
-            .map(|(_, v)| v)
-            .collect();
-        let files = own_config_files(&config);
-        let mut hosts = sandbox::agent_hosts(
-            &config.kind,
-            config
-                .env
-                .values()
-                .map(String::as_str)
-                .chain(inherited.iter().map(String::as_str))
-                .chain(files.iter().map(String::as_str)),
-        );
-        hosts.extend(self.state.settings.sandbox.allow_hosts.iter().cloned());
+        let settings = &self.state.settings;
+        let mut hosts = settings.agent_hosts.get(agent).cloned().unwrap_or_default();
+        hosts.extend(settings.sandbox.allow_hosts.iter().cloned());
         hosts.retain(|h| AllowList::parse(std::slice::from_ref(h)).is_ok());
         AllowList::parse(&hosts).unwrap_or_default()
     }
@@ -100,6 +83,44 @@ impl Driver {
         }
         Ok(())
     }
+}
+
+/// Each agent's own hosts — its provider, and the endpoints its environment and its
+/// CLI's config file name — for every agent the configuration knows: recorded in the
+/// run's settings when it is created (`Settings::agent_hosts`).
+pub(crate) fn agent_hosts(config: &Config) -> BTreeMap<String, Vec<String>> {
+    let names: BTreeSet<&str> = config
+        .agents
+        .keys()
+        .map(String::as_str)
+        .chain(agentloop_core::config::BUILTIN_AGENTS.iter().copied())
+        .collect();
+    names
+        .into_iter()
+        .map(|agent| {
+            let config = config
+                .agents
+                .get(agent)
+                .cloned()
+                .unwrap_or_else(|| AgentConfig::builtin(agent));
+            let passed = config.allowed_env();
+            let inherited: Vec<String> = std::env::vars()
+                .filter(|(k, _)| env_allowed(k, &passed))
+                .map(|(_, v)| v)
+                .collect();
+            let files = own_config_files(&config);
+            let hosts = sandbox::agent_hosts(
+                &config.kind,
+                config
+                    .env
+                    .values()
+                    .map(String::as_str)
+                    .chain(inherited.iter().map(String::as_str))
+                    .chain(files.iter().map(String::as_str)),
+            );
+            (agent.to_string(), hosts)
+        })
+        .collect()
 }
 
 /// The text of the agent CLI's own configuration files that name its model endpoint:

@@ -28,25 +28,7 @@ fn listing(d: &std::path::Path) -> Vec<String> {
 }
 
 fn confined(cli: Cli) {
-    // The CLI's home, outside the project and outside /tmp: its own directory in it
-    // writable, the rest of it not.
-    let home = tempfile::Builder::new()
-        .prefix("agentloop-home-")
-        .tempdir_in("/var/tmp")
-        .unwrap();
-    let h = home.path();
-    let own = h.join(match cli {
-        Cli::Claude => ".claude",
-        _ => ".codex",
-    });
-    std::fs::create_dir_all(&own).unwrap();
-    std::fs::create_dir_all(h.join(".ssh")).unwrap();
-    std::fs::write(
-        h.join(".ssh/id_rsa"),
-        "-----BEGIN OPENSSH PRIVATE KEY-----\nPLANTED\n",
-    )
-    .unwrap();
-    let server = cli.mock(vec![
+    let steps = vec![
         cli.shell("echo x > ~/outside", 100, 10),
         cli.shell("cat ~/.ssh/id_rsa", 100, 10),
         cli.shell("curl -sS -m 5 https://example.com/ | head -c 100", 100, 10),
@@ -55,30 +37,9 @@ fn confined(cli: Cli) {
         say("Done. TASK_COMPLETE", 100, 10, 0),
         cli.shell("echo world > world.txt", 100, 10),
         say("Done. TASK_COMPLETE", 100, 10, 0),
-    ]);
-    let config = cli.config(&server, h);
-    // Its configuration in its own directory, so the home itself stays read-only.
-    let config = match cli {
-        Cli::Claude => config.replace(
-            &format!("CLAUDE_CONFIG_DIR = \"{}\"", h.display()),
-            &format!("CLAUDE_CONFIG_DIR = \"{}\"", own.display()),
-        ),
-        _ => {
-            std::fs::rename(h.join("config.toml"), own.join("config.toml")).unwrap();
-            config.replace(
-                &format!("CODEX_HOME = \"{}\"", h.display()),
-                &format!("CODEX_HOME = \"{}\"", own.display()),
-            )
-        }
-    };
-    let p = crate::support::Scratch::new().plan(PLAN).build();
-    let mut p: Project = p;
-    p.write(
-        "agentloop.toml",
-        format!("{config}\n[sandbox]\nmode = \"workspace\"\n"),
-    );
-    p.commit("agent configuration");
-    p.env = vec![("HOME".into(), h.display().to_string())];
+    ];
+    let (p, home, server) = boxed(cli, steps);
+    let h = home.path();
     let before = listing(h);
     let r = p.run(&["run", "--no-wait"]);
     assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
@@ -123,6 +84,99 @@ fn confined(cli: Cli) {
         prompt.contains("network: example.com:443") && prompt.contains(&format!("{hs}/outside")),
         "{prompt}"
     );
+}
+
+/// A project driving `cli` in workspace mode against the mock playing `steps`, with a
+/// home outside the project and /tmp (a planted key in it; the CLI's configuration in
+/// its own directory there, so the home itself stays read-only).
+fn boxed(
+    cli: Cli,
+    steps: Vec<agentloop_testkit::Step>,
+) -> (Project, tempfile::TempDir, agentloop_testkit::MockServer) {
+    let home = tempfile::Builder::new()
+        .prefix("agentloop-home-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let h = home.path();
+    let own = h.join(match cli {
+        Cli::Claude => ".claude",
+        _ => ".codex",
+    });
+    std::fs::create_dir_all(&own).unwrap();
+    std::fs::create_dir_all(h.join(".ssh")).unwrap();
+    std::fs::write(
+        h.join(".ssh/id_rsa"),
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nPLANTED\n",
+    )
+    .unwrap();
+    let server = cli.mock(steps);
+    let config = cli.config(&server, h);
+    let config = match cli {
+        Cli::Claude => config.replace(
+            &format!("CLAUDE_CONFIG_DIR = \"{}\"", h.display()),
+            &format!("CLAUDE_CONFIG_DIR = \"{}\"", own.display()),
+        ),
+        _ => {
+            std::fs::rename(h.join("config.toml"), own.join("config.toml")).unwrap();
+            config.replace(
+                &format!("CODEX_HOME = \"{}\"", h.display()),
+                &format!("CODEX_HOME = \"{}\"", own.display()),
+            )
+        }
+    };
+    let mut p = crate::support::Scratch::new().plan(PLAN).build();
+    p.write(
+        "agentloop.toml",
+        format!("{config}\n[sandbox]\nmode = \"workspace\"\n"),
+    );
+    p.commit("agent configuration");
+    p.env = vec![("HOME".into(), h.display().to_string())];
+    (p, home, server)
+}
+
+/// The hosts an agent may reach are read when the run is created: Codex writing a new
+/// address into its own config file (which it may write) does not open it.
+#[test]
+fn codex_cannot_widen_its_own_allow_list() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let reached = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = reached.clone();
+    std::thread::spawn(move || {
+        for c in l.incoming().flatten() {
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            drop(c);
+        }
+    });
+    let cli = Cli::Codex;
+    let (p, _home, _server) = boxed(
+        cli,
+        vec![
+            cli.shell(
+                &format!("printf '# base_url = \"http://127.0.0.1:{port}/v1\"\\n' >> \"$CODEX_HOME/config.toml\""),
+                100,
+                10,
+            ),
+            cli.shell("echo hello > hello.txt", 100, 10),
+            say("Done. TASK_COMPLETE", 100, 10, 0),
+            cli.shell(
+                &format!("curl -sS -m 5 http://127.0.0.1:{port}/ ; echo world > world.txt"),
+                100,
+                10,
+            ),
+            say("Done. TASK_COMPLETE", 100, 10, 0),
+        ],
+    );
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        !reached.load(std::sync::atomic::Ordering::SeqCst),
+        "the address the agent added was reached"
+    );
+    let refused = journal_events(&p).into_iter().any(|e| {
+        e["kind"] == "sandbox_denied" && e["data"]["target"] == format!("127.0.0.1:{port}")
+    });
+    assert!(refused, "the refusal is journaled");
 }
 
 #[test]

@@ -1,0 +1,80 @@
+//! Reading a folded run: where a task stands in the plan, the iterations in progress,
+//! the next task that may run. Only queries: what changes the state is in `state`.
+
+use super::state::{OpenIteration, RunState};
+use super::task::{TaskState, TaskStatus};
+
+impl RunState {
+    /// The position of a task in the plan, from 1 (0 when it is not in it).
+    pub fn position(&self, id: &str) -> usize {
+        self.index.get(id).map_or(0, |&i| i + 1)
+    }
+
+    /// The oldest iteration in progress (the only one with a single worker).
+    pub fn current(&self) -> Option<&OpenIteration> {
+        self.running.first()
+    }
+
+    /// The iteration in progress numbered `iteration`.
+    pub fn open_iteration(&self, iteration: u32) -> Option<&OpenIteration> {
+        self.running
+            .iter()
+            .find(|o| o.started.iteration == iteration)
+    }
+
+    pub(crate) fn open_mut(&mut self, iteration: u32) -> Option<&mut OpenIteration> {
+        self.running
+            .iter_mut()
+            .find(|o| o.started.iteration == iteration)
+    }
+
+    /// The iteration in progress of a task.
+    pub fn open_of_task(&self, task: &str) -> Option<&OpenIteration> {
+        self.running.iter().find(|o| o.started.task == task)
+    }
+
+    pub(crate) fn open_of_task_mut(&mut self, task: &str) -> Option<&mut OpenIteration> {
+        self.running.iter_mut().find(|o| o.started.task == task)
+    }
+
+    /// The task and agent of the (oldest) iteration in progress, if one is.
+    pub fn open_task(&self) -> Option<&str> {
+        self.current().map(|o| o.started.task.as_str())
+    }
+    pub fn open_agent(&self) -> Option<&str> {
+        self.current().map(|o| o.started.agent.as_str())
+    }
+
+    /// Iterations that count against `max_iterations`: every one but those a crash or
+    /// a kill cut short.
+    pub fn counted_iterations(&self) -> u32 {
+        self.iterations.saturating_sub(self.aborted)
+    }
+
+    /// The first task (in plan order) that may run now: not settled, not blocked, and
+    /// every dependency done or skipped.
+    pub fn next_task(&self) -> Option<&TaskState> {
+        self.next_task_except(&[])
+    }
+
+    /// [`next_task`](Self::next_task), leaving out the tasks in `busy`.
+    pub fn next_task_except(&self, busy: &[&str]) -> Option<&TaskState> {
+        self.plan
+            .tasks
+            .iter()
+            .zip(&self.tasks)
+            .find_map(|(pt, st)| {
+                let ready = matches!(st.status, TaskStatus::Pending | TaskStatus::Running)
+                    && !busy.contains(&st.id.as_str())
+                    && pt
+                        .depends
+                        .iter()
+                        .all(|d| self.task(d).is_some_and(|t| t.status.is_settled()));
+                ready.then_some(st)
+            })
+    }
+
+    pub fn done_count(&self) -> usize {
+        self.tasks.iter().filter(|t| t.status.is_settled()).count()
+    }
+}
