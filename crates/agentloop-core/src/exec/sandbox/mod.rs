@@ -356,6 +356,19 @@ fn other_repositories(home: &Path, root: &Path, workdir: &Path) -> Vec<PathBuf> 
         &std::env::var_os("PATH").unwrap_or_default(),
     ));
     let ours = |d: &Path| keep.iter().any(|k| k.starts_with(d) || d.starts_with(k));
+    // Looked for once per process (a driver confines many iterations).
+    static FOUND: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
+    FOUND
+        .get_or_init(|| repositories_near(home, root))
+        .iter()
+        .filter(|d| !ours(d))
+        .cloned()
+        .collect()
+}
+
+/// The git repositories among the home directory's children and grandchildren and
+/// the project's siblings (the project itself among them).
+fn repositories_near(home: &Path, root: &Path) -> Vec<PathBuf> {
     let dirs = |d: &Path| -> Vec<PathBuf> {
         std::fs::read_dir(d)
             .into_iter()
@@ -390,7 +403,7 @@ fn other_repositories(home: &Path, root: &Path, workdir: &Path) -> Vec<PathBuf> 
     }
     let mut out: Vec<PathBuf> = candidates
         .into_iter()
-        .filter(|d| d.join(".git").exists() && !ours(d))
+        .filter(|d| d.join(".git").exists())
         .collect();
     out.sort();
     out.dedup();
