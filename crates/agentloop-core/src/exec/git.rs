@@ -126,7 +126,13 @@ impl Snapshots {
 
     pub fn take(&self) -> Option<Snapshot> {
         let mut c = git(&self.workdir);
+        // What the tree holds, asked of the tree: not of a file-system monitor or an
+        // untracked cache that the repository's configuration may name.
         c.args([
+            "-c",
+            "core.fsmonitor=false",
+            "-c",
+            "core.untrackedCache=false",
             "--no-optional-locks",
             "status",
             "--porcelain=v2",

@@ -143,8 +143,11 @@ impl Plan {
     /// Task `id`'s criteria, then the run's, as read (a line that does not read is
     /// left out: the plan was checked when it was read).
     pub fn requirements(&self, id: &str) -> Vec<super::Requirement> {
-        self.task(id)
-            .map(|t| t.criteria.as_slice())
+        self.requirements_of(self.task(id))
+    }
+
+    fn requirements_of(&self, task: Option<&Task>) -> Vec<super::Requirement> {
+        task.map(|t| t.criteria.as_slice())
             .unwrap_or_default()
             .iter()
             .chain(&self.criteria)
@@ -156,8 +159,14 @@ impl Plan {
     /// commands, then the commands of its and the run's execution and measurement
     /// criteria (each once).
     pub fn checks(&self, id: &str) -> Vec<String> {
-        let mut out: Vec<String> = self.task(id).map(|t| t.verify.clone()).unwrap_or_default();
-        for r in self.requirements(id) {
+        self.checks_of(self.task(id))
+    }
+
+    /// [`checks`](Self::checks) of a task in hand (`None`: the run's alone), without
+    /// looking it up again.
+    pub fn checks_of(&self, task: Option<&Task>) -> Vec<String> {
+        let mut out: Vec<String> = task.map(|t| t.verify.clone()).unwrap_or_default();
+        for r in self.requirements_of(task) {
             if let Some(c) = r.command
                 && !out.contains(&c)
             {

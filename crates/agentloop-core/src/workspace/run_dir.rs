@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::{WorkspaceError, io};
-use crate::fsutil::{pretty_json, write_atomic};
+use crate::fsutil::write_atomic;
 use crate::journal::{
     self, Event, FoldError, JournalError, Record, Request, RunState, Scan, Writer,
 };
@@ -43,6 +43,10 @@ impl RunDir {
     /// The seal of `state.json`, written by agentloop with it.
     pub fn state_seal_file(&self) -> PathBuf {
         self.path.join("state.json.seal")
+    }
+    /// What the last full check of the verification surface saw (sealed; a cache).
+    pub fn surface_stamp_file(&self) -> PathBuf {
+        self.path.join("surface-stamp")
     }
     pub fn progress_file(&self) -> PathBuf {
         self.path.join("progress.md")
@@ -158,8 +162,11 @@ impl RunDir {
     }
 
     /// Rewrites `state.json` and `progress.md` from the state (both are caches).
+    /// `state.json` is one line: it is read at every hook call, and a large run's
+    /// indentation would be a quarter of it.
     pub fn write_derived(&self, s: &RunState) -> Result<(), WorkspaceError> {
-        let bytes = pretty_json(s);
+        let mut bytes = serde_json::to_vec(s).expect("state serializes");
+        bytes.push(b'\n');
         write_atomic(&self.state_file(), &bytes).map_err(io(&self.path))?;
         // Its seal beside it (a crash between the two leaves a cache that is not used).
         let seal = journal::seal(&bytes).unwrap_or_default();

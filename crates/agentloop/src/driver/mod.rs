@@ -42,6 +42,10 @@ pub struct Driver {
     interrupted: Arc<AtomicBool>,
     progress: Progress,
     snapshots: Option<git::Snapshots>,
+    /// The project's tree as the last iteration's end saw it, while nothing but
+    /// agentloop's own bookkeeping has happened since: the next iteration starts from
+    /// it instead of asking git again (see [`Driver::forget_tree_unless`]).
+    seen: Option<git::Snapshot>,
     flushed: Instant,
     /// Notifications still being delivered (waited for, briefly, before exit).
     notifying: Vec<std::thread::JoinHandle<()>>,
@@ -133,6 +137,7 @@ impl Driver {
             interrupted,
             progress,
             snapshots,
+            seen: None,
             flushed: Instant::now() - Duration::from_secs(10),
             notifying: Vec::new(),
             cache_lag: u64::MAX,
@@ -218,12 +223,15 @@ impl Driver {
             if !matches!(action, Action::Wait(_)) {
                 waiting_since = None;
             }
+            self.forget_tree_unless(&action);
             match action {
                 Action::Record(event) => {
                     self.record_decision(event)?;
                 }
                 Action::Iterate(plan) => {
                     if self.out.interactive && iterated && asked_for != Some(plan.iteration) {
+                        // A person at the menu may change the tree.
+                        self.seen = None;
                         match self.menu(&plan.task)? {
                             menu::Choice::Continue => asked_for = Some(plan.iteration),
                             menu::Choice::Again => {}
@@ -316,6 +324,26 @@ impl Driver {
                     });
                 }
             }
+        }
+    }
+
+    /// Forgets the tree the last iteration ended on before a step that may change it
+    /// or lets time pass (a check run in the project, a restore, a commit, shipping,
+    /// a wait): what changes then is not the next agent's doing. What is left —
+    /// recording decisions, reading the surface or a diff, planning the next
+    /// iteration — takes milliseconds and touches only `.agentloop/`, so the next
+    /// iteration starts from the same tree either way, one `git status` sooner.
+    pub(crate) fn forget_tree_unless(&mut self, action: &Action) {
+        if !matches!(
+            action,
+            Action::Record(_)
+                | Action::CheckSurface { .. }
+                | Action::CheckTripwires { .. }
+                | Action::CheckDiff { .. }
+                | Action::Iterate(_)
+                | Action::Verify { .. }
+        ) {
+            self.seen = None;
         }
     }
 

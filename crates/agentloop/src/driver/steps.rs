@@ -54,6 +54,7 @@ impl Driver {
                 .task(&task)
                 .map(|t| t.title.clone())
                 .unwrap_or_default();
+            self.seen = None;
             match git::commit_all(
                 &self.ws.root,
                 &format!("agentloop: {task} {title}\n\nRun {}", self.run.id),
@@ -260,7 +261,10 @@ impl Driver {
         worktree: Option<std::path::PathBuf>,
     ) -> Result<Option<Prepared>, CliError> {
         let workdir = worktree.clone().unwrap_or_else(|| self.ws.root.clone());
-        let before = self.snapshots_of(&workdir).and_then(|g| g.take());
+        let before = match self.seen.take() {
+            Some(seen) if worktree.is_none() => Some(seen),
+            _ => self.snapshots_of(&workdir).and_then(|g| g.take()),
+        };
         let dir = self.run.iteration_dir(plan.iteration);
         std::fs::create_dir_all(&dir)?;
         // Reports count only when made during the iteration: one planted before it began
@@ -372,12 +376,17 @@ impl Driver {
             let path = self.run.iteration_dir(iteration).join("tree-before.json");
             serde_json::from_slice(&std::fs::read(path).ok()?).ok()
         });
-        let snapshots = self.snapshots_of(&self.workdir(iteration));
+        let workdir = self.workdir(iteration);
+        let snapshots = self.snapshots_of(&workdir);
         let after = snapshots.as_ref().and_then(|g| g.take());
         let changed_files = match (&snapshots, &before, &after) {
             (Some(g), Some(a), Some(b)) => g.changed(a, b),
             _ => Vec::new(),
         };
+        // Workers' worktrees change under the merge queue: only the project's is kept.
+        self.seen = after
+            .clone()
+            .filter(|_| workdir == self.ws.root && !self.state.settings.in_worktrees());
         self.record_denials(iteration)?;
         let f = &run.finished;
         let failed = f.timed_out || f.signal.is_some() || f.exit_code.is_some_and(|c| c != 0);
@@ -479,6 +488,10 @@ impl Driver {
 
     pub(crate) fn verify(&mut self, iteration: u32, task: &str) -> Result<(), CliError> {
         let commands = self.checks_for(task);
+        if !commands.is_empty() {
+            // Checks may write (caches, build output) where they run.
+            self.seen = None;
+        }
         let log = self.run.iteration_dir(iteration).join("verify.log");
         // In a worktree the agent's work is checked where it is; the merge queue checks
         // it again on a clean merge of it.

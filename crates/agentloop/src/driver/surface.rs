@@ -3,7 +3,7 @@
 //! the baseline back, and the clean copy the checks run in.
 
 use agentloop_core::exec::clean_copy::CleanCopy;
-use agentloop_core::exec::surface::{self, Rules};
+use agentloop_core::exec::surface::{self, Rules, Stamp};
 use agentloop_core::journal::*;
 use agentloop_core::values::OnProtectedChange;
 
@@ -39,9 +39,11 @@ impl Driver {
         };
         let dir = self.workdir(iteration);
         let rules = Rules::for_run(&dir, &self.state);
-        let mut changes = surface::check(&dir, &base, &rules).map_err(|e| {
-            CliError::internal(format!("cannot check the verification surface: {e}"))
-        })?;
+        let mut changes = if dir == self.ws.root {
+            self.check_project_surface(&base, &rules)?
+        } else {
+            surface::check(&dir, &base, &rules).map_err(cannot_check)?
+        };
         let agent = self
             .state
             .open_iteration(iteration)
@@ -52,6 +54,39 @@ impl Driver {
             c.diff = redactor.redact(&c.diff).into_owned();
         }
         self.record(Event::SurfaceChecked { iteration, changes })
+    }
+
+    /// The project's surface against the baseline: nothing changed if the stamp of the
+    /// last full check still holds for the tree as the iteration's end saw it (no git
+    /// process), else the full check, stamped again when it finds nothing.
+    fn check_project_surface(
+        &mut self,
+        base: &Baseline,
+        rules: &Rules,
+    ) -> Result<Vec<SurfaceChange>, CliError> {
+        let root = self.ws.root.clone();
+        let now = self
+            .seen
+            .clone()
+            .or_else(|| self.snapshots.as_ref().and_then(|g| g.take()));
+        let at = self.run.surface_stamp_file();
+        if let Some(now) = &now
+            && Stamp::load(&at).is_some_and(|s| s.holds(&root, base, rules, now))
+        {
+            return Ok(Vec::new());
+        }
+        let head = now.and_then(|n| n.head);
+        let (changes, stamp) =
+            surface::check_stamped(&root, base, rules, head).map_err(cannot_check)?;
+        let kept = match stamp {
+            Some(s) => s.save(&at),
+            None => Stamp::remove(&at),
+        };
+        if let Err(e) = kept {
+            self.progress
+                .warn(&format!("cannot keep the surface's stamp: {e}"));
+        }
+        Ok(changes)
     }
 
     /// Puts the baseline versions of the open iteration's surface changes back in the
@@ -99,4 +134,8 @@ impl Driver {
             copy.remove();
         }
     }
+}
+
+fn cannot_check(e: String) -> CliError {
+    CliError::internal(format!("cannot check the verification surface: {e}"))
 }

@@ -298,3 +298,87 @@ fn the_notification_of_a_surface_gate_carries_the_diff() {
         "{message}"
     );
 }
+
+/// Three tasks verified by tests/t1.sh; the agent runs `t1` on T1 (after waiting long
+/// enough for the project's files to be stamped: a file written in the last two
+/// seconds never is), `t2` on T2, and completes T3.
+fn stamped(t1: &str, t2: &str) -> Project {
+    Scratch::new()
+        .plan(
+            "# Three\n\n## T1: One\nVerify: sh tests/t1.sh\n\n## T2: Two\nVerify: sh tests/t1.sh\n\n## T3: Three\nVerify: sh tests/t1.sh\n",
+        )
+        .file("tests/t1.sh", TEST)
+        .agent(&agent(&format!(
+            "case $task in\nT1) sleep 2.2\n{t1} ;;\nT2) cp .agentloop/runs/*/surface-stamp .git/agent-state/stamp\n{t2} ;;\nesac\ntouch one.txt\necho TASK_COMPLETE\n"
+        )))
+        .build()
+}
+
+#[test]
+fn a_stamped_surface_is_read_without_git_and_still_catches_a_test_rewritten_behind_its_back() {
+    // The same size, the same inode, its modification time put back, and hidden from
+    // `git status` (skip-worktree): only the change time tells.
+    let sneaky = "touch -r tests/t1.sh .git/agent-state/ref\n\
+                  printf \"test -f one.txt || { echo 'FAIL: one.txt is MISSING'; exit 0; }\\n\" > tests/t1.sh\n\
+                  touch -r .git/agent-state/ref tests/t1.sh\n\
+                  git update-index --skip-worktree tests/t1.sh";
+    let p = stamped("", sneaky);
+    let r = p.run(&["run", "--no-wait", "--quiet"]);
+    assert_eq!(r.code, Some(5), "waits for a person: {}", r.stderr);
+    // T1's clean check left a stamp, which T2's check had.
+    assert!(p.path().join(".git/agent-state/stamp").exists());
+    let s = p.status();
+    assert_eq!(s["gate"]["point"], "surface");
+    assert_eq!(s["tasks"][1]["status"], "running");
+    assert_eq!(s["surface_changes"][0]["path"], "tests/t1.sh");
+    assert_eq!(s["surface_changes"][0]["kind"], "modified");
+    assert_eq!(p.read("tests/t1.sh").len(), TEST.len());
+}
+
+#[test]
+fn a_stamped_surface_still_catches_a_new_conftest() {
+    let p = stamped("", "echo 'import sys' > conftest.py");
+    let r = p.run(&["run", "--no-wait", "--quiet"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    assert!(p.path().join(".git/agent-state/stamp").exists());
+    let s = p.status();
+    assert_eq!(s["surface_changes"][0]["path"], "conftest.py");
+    assert_eq!(s["surface_changes"][0]["kind"], "added");
+}
+
+#[test]
+fn with_a_stamp_a_check_of_an_unchanged_surface_runs_no_git() {
+    // Every git command the driver runs, logged by a stand-in that runs the real one.
+    let p = stamped("", "");
+    let real = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let shim = p.path().join(".git/shim");
+    std::fs::create_dir_all(&shim).unwrap();
+    let log = p.path().join(".git/git.log");
+    p.write(
+        ".git/shim/git",
+        format!(
+            "#!/bin/sh\necho \"$*\" >> {}\nexec {} \"$@\"\n",
+            log.display(),
+            real.trim()
+        ),
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(shim.join("git"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut p = p;
+    let path = format!("{}:{}", shim.display(), std::env::var("PATH").unwrap());
+    p.env.push(("PATH".into(), path));
+    let r = p.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(p.status()["tasks"][2]["status"], "done");
+    let log = std::fs::read_to_string(log).unwrap();
+    let listed = log.lines().filter(|l| l.contains("ls-files")).count();
+    // The baseline and T1's check list the files; T2's and T3's trust the stamp.
+    assert_eq!(listed, 2, "{log}");
+}

@@ -18,6 +18,7 @@
 //! `.agentloop/` is not hashed here: the journal authenticates itself.
 
 mod rules;
+mod stamp;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -27,6 +28,7 @@ use crate::journal::{Baseline, ChangeKind, SurfaceChange, SurfaceFile};
 
 use rules::SECTIONED;
 pub use rules::{CHECK_FILES, Rules, check_section, is_sectioned, is_test_file};
+pub use stamp::Stamp;
 
 /// The project's files: tracked ones and untracked ones not ignored.
 pub fn project_files(root: &Path) -> Result<Vec<String>, String> {
@@ -112,6 +114,24 @@ pub fn blob(root: &Path, id: &str) -> Result<Vec<u8>, String> {
     let mut c = git(root);
     c.args(["cat-file", "blob", id]);
     run(c, None)
+}
+
+/// [`check`], and when it finds nothing changed a [`Stamp`] of what it saw (`head`:
+/// the work tree's HEAD, as a snapshot taken before the check saw it), from statuses
+/// read before anything was hashed.
+pub fn check_stamped(
+    root: &Path,
+    base: &Baseline,
+    rules: &Rules,
+    head: Option<String>,
+) -> Result<(Vec<SurfaceChange>, Option<Stamp>), String> {
+    let statuses = stamp::Statuses::read(root, base);
+    let changes = check(root, base, rules)?;
+    let stamp = changes
+        .is_empty()
+        .then(|| Stamp::new(head, rules, base, &statuses))
+        .flatten();
+    Ok((changes, stamp))
 }
 
 /// What differs from the baseline: files of it modified or deleted, and new files that

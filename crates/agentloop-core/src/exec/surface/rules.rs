@@ -57,6 +57,7 @@ const TEST_RUNNERS: &[&str] = &[
 pub(super) const SECTIONED: &[&str] = &["pyproject.toml", "setup.cfg", "tox.ini", "package.json"];
 
 /// What the rules are made of: the run's settings and plan.
+#[derive(Debug)]
 pub struct Rules {
     pub protected: Vec<String>,
     pub plan_file: String,
@@ -156,7 +157,7 @@ impl Rules {
             .plan
             .tasks
             .iter()
-            .flat_map(|t| s.plan.checks(&t.id))
+            .flat_map(|t| s.plan.checks_of(Some(t)))
             .chain(s.settings.verify_commands.iter().cloned())
             .collect();
         Rules::new(

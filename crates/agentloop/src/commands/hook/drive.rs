@@ -213,7 +213,9 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
         d.observe(open.started.iteration, run, None).map_err(e)?;
     }
     for _ in 0..1000 {
-        match next_action(&d.state) {
+        let action = next_action(&d.state);
+        d.forget_tree_unless(&action);
+        match action {
             Action::Record(ev) => {
                 d.record_decision(ev).map_err(e)?;
             }

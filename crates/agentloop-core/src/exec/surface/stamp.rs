@@ -1,0 +1,241 @@
+//! What the last full check of the surface saw when it found nothing changed, so that
+//! the next check can tell, without a git process, that nothing has changed since.
+//!
+//! A stamp holds HEAD, the rules it was made under, and each baseline file's blob and
+//! status (size, mode, inode, modification and change times). It still holds when:
+//! - HEAD is the same (a commit could have brought a file that configures the checks);
+//! - the rules are the same (a new plan or setting can widen the surface);
+//! - every baseline file's status is what it was. The change time cannot be set by
+//!   the agent (it moves on every write, `touch` included), and a file whose times
+//!   were within [`RACY`] of the moment its status was read is never stamped: a write
+//!   in the same clock tick could not be told apart (git's "racily clean" entries);
+//! - no path the work tree's snapshot (`git status`, with the file-system monitor and
+//!   the untracked cache off) lists as new or changed outside the baseline configures
+//!   the checks.
+//!
+//! Anything else falls back to the full check. The stamp is sealed with the journal's
+//! key: an edited stamp is ignored.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use super::Rules;
+use crate::exec::git::Snapshot;
+use crate::journal::{self, Baseline};
+
+/// How recent a file's times may be, against the moment its status was read, for its
+/// status to stand for its content.
+const RACY: Duration = Duration::from_secs(2);
+
+/// A file's status as the stamp keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stat {
+    len: u64,
+    mode: u32,
+    ino: u64,
+    dev: u64,
+    mtime_ns: i128,
+    ctime_ns: i128,
+}
+
+impl Stat {
+    /// The status of `path` (not following a link), `None` if it is not there.
+    pub fn of(path: &Path) -> Option<Stat> {
+        let m = std::fs::symlink_metadata(path).ok()?;
+        Some(Stat {
+            len: m.len(),
+            mode: m.mode(),
+            ino: m.ino(),
+            dev: m.dev(),
+            mtime_ns: m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
+            ctime_ns: m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128,
+        })
+    }
+
+    /// Changed or written too close to `read_at` for its status to be trusted.
+    fn racy(&self, read_at: SystemTime) -> bool {
+        let at = read_at
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as i128);
+        let margin = RACY.as_nanos() as i128;
+        self.mtime_ns >= at - margin || self.ctime_ns >= at - margin
+    }
+}
+
+/// The statuses of the baseline's files, read before they are hashed.
+pub struct Statuses {
+    read_at: SystemTime,
+    files: BTreeMap<String, Stat>,
+}
+
+impl Statuses {
+    pub fn read(root: &Path, base: &Baseline) -> Statuses {
+        let read_at = SystemTime::now();
+        let files = base
+            .keys()
+            .filter_map(|p| Some((p.clone(), Stat::of(&root.join(p))?)))
+            .collect();
+        Statuses { read_at, files }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stamp {
+    head: Option<String>,
+    rules: String,
+    /// Baseline path → (blob, status).
+    files: BTreeMap<String, (String, Stat)>,
+}
+
+impl Stamp {
+    /// A stamp for a check that found nothing changed, from the statuses read before
+    /// it hashed; `None` when a file is missing or was written too recently.
+    pub fn new(
+        head: Option<String>,
+        rules: &Rules,
+        base: &Baseline,
+        read: &Statuses,
+    ) -> Option<Stamp> {
+        let mut files = BTreeMap::new();
+        for (path, f) in base {
+            let stat = read.files.get(path)?;
+            if stat.racy(read.read_at) {
+                return None;
+            }
+            files.insert(path.clone(), (f.blob.clone(), stat.clone()));
+        }
+        Some(Stamp {
+            head,
+            rules: format!("{rules:?}"),
+            files,
+        })
+    }
+
+    /// True when the surface is, without doubt, as it was when the stamp was made (see
+    /// the module's documentation); `now` is a snapshot of the work tree taken for it.
+    pub fn holds(&self, root: &Path, base: &Baseline, rules: &Rules, now: &Snapshot) -> bool {
+        if now.head != self.head || format!("{rules:?}") != self.rules {
+            return false;
+        }
+        if self.files.len() != base.len() {
+            return false;
+        }
+        for (path, f) in base {
+            match self.files.get(path) {
+                Some((blob, stat)) if *blob == f.blob => {
+                    if Stat::of(&root.join(path)).as_ref() != Some(stat) {
+                        return false;
+                    }
+                }
+                _ => return false,
+            }
+        }
+        // A new file that configures the checks (it would be reported as added).
+        !now.dirty.iter().any(|(path, content)| {
+            content.is_some() && !base.contains_key(path) && rules.configures_checks(path).is_some()
+        })
+    }
+
+    /// The stamp at `path`, if agentloop sealed it as it stands.
+    pub fn load(path: &Path) -> Option<Stamp> {
+        let bytes = std::fs::read(path).ok()?;
+        let at = bytes.iter().position(|&b| b == b'\n')?;
+        let (seal, body) = (&bytes[..at], &bytes[at + 1..]);
+        if !journal::verifies(body, std::str::from_utf8(seal).ok()?) {
+            return None;
+        }
+        serde_json::from_slice(body).ok()
+    }
+
+    /// Writes the stamp (its seal on the first line); without a key, no stamp.
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        let body = serde_json::to_vec(self).expect("a stamp serializes");
+        let Some(seal) = journal::seal(&body) else {
+            return Stamp::remove(path);
+        };
+        let mut bytes = seal.into_bytes();
+        bytes.push(b'\n');
+        bytes.extend(body);
+        crate::fsutil::write_atomic(path, &bytes)
+    }
+
+    pub fn remove(path: &Path) -> std::io::Result<()> {
+        match std::fs::remove_file(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::SurfaceFile;
+
+    fn setup(age: Duration) -> (tempfile::TempDir, Baseline, Statuses) {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("t1.sh");
+        std::fs::write(&f, "exit 1\n").unwrap();
+        let base: Baseline = [(
+            "t1.sh".to_string(),
+            SurfaceFile {
+                blob: "b1".into(),
+                mode: 0o100644,
+                why: "test".into(),
+            },
+        )]
+        .into();
+        let mut read = Statuses::read(dir.path(), &base);
+        // As if its status had been read `age` after the file was written.
+        read.read_at += age;
+        (dir, base, read)
+    }
+
+    fn rules(dir: &Path, commands: &[&str]) -> Rules {
+        Rules::new(
+            dir,
+            &[],
+            "PLAN.md",
+            commands.iter().map(|c| c.to_string()).collect(),
+            &[],
+        )
+    }
+
+    fn tree(head: &str, dirty: &[&str]) -> Snapshot {
+        Snapshot {
+            id: String::new(),
+            head: Some(head.into()),
+            dirty: dirty.iter().map(|p| (p.to_string(), Some(1))).collect(),
+        }
+    }
+
+    #[test]
+    fn a_file_written_just_before_its_status_was_read_is_never_stamped() {
+        let (dir, base, read) = setup(Duration::ZERO);
+        let r = rules(dir.path(), &["sh t1.sh"]);
+        assert!(Stamp::new(Some("h".into()), &r, &base, &read).is_none());
+        let (dir, base, read) = setup(RACY + Duration::from_secs(1));
+        let r = rules(dir.path(), &["sh t1.sh"]);
+        assert!(Stamp::new(Some("h".into()), &r, &base, &read).is_some());
+    }
+
+    #[test]
+    fn a_stamp_holds_only_for_the_same_head_rules_files_and_no_new_check_file() {
+        let (dir, base, read) = setup(RACY + Duration::from_secs(1));
+        let r = rules(dir.path(), &["sh t1.sh"]);
+        let stamp = Stamp::new(Some("h".into()), &r, &base, &read).unwrap();
+        assert!(stamp.holds(dir.path(), &base, &r, &tree("h", &["src/a.rs"])));
+        assert!(!stamp.holds(dir.path(), &base, &r, &tree("h2", &[])));
+        let wider = rules(dir.path(), &["sh t1.sh", "make check"]);
+        assert!(!stamp.holds(dir.path(), &base, &wider, &tree("h", &[])));
+        assert!(!stamp.holds(dir.path(), &base, &r, &tree("h", &["conftest.py"])));
+        // A write, even of the same bytes, moves the change time.
+        std::thread::sleep(Duration::from_millis(20));
+        std::fs::write(dir.path().join("t1.sh"), "exit 1\n").unwrap();
+        assert!(!stamp.holds(dir.path(), &base, &r, &tree("h", &[])));
+    }
+}
