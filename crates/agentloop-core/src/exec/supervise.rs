@@ -9,6 +9,7 @@ use std::io::{Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -18,6 +19,8 @@ use nix::unistd::Pid;
 
 /// How long a reader may go on after the child exited (a grandchild holding the pipe).
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
+/// How often `should_stop` is asked while the program runs.
+const STOP_POLL: Duration = Duration::from_millis(100);
 /// Bytes of the end of the output kept in memory (for the final message and digests).
 pub const TAIL_BYTES: usize = 64 * 1024;
 /// Bytes of the end of standard error kept in memory.
@@ -188,6 +191,8 @@ pub struct Running {
     started: Instant,
     sink: Arc<Mutex<Sink>>,
     readers: Vec<JoinHandle<()>>,
+    /// One message per reader that reached the end of its stream.
+    drained: Receiver<()>,
     spec: Spec,
 }
 
@@ -244,7 +249,9 @@ pub fn spawn(spec: Spec) -> std::io::Result<Running> {
     let pgid = Pid::from_raw(child.id() as i32);
     if let Some(p) = &spec.pid_file {
         // Best effort: without it a takeover cannot end a crashed driver's leftovers.
-        let _ = crate::fsutil::write_new(p, format!("{}\n", child.id()).as_bytes());
+        // Not fsynced: a driver that crashed left it in the page cache, and a machine
+        // that lost power has no leftovers.
+        let _ = std::fs::write(p, format!("{}\n", child.id()));
     }
     let sink = Arc::new(Mutex::new(Sink {
         log,
@@ -253,19 +260,20 @@ pub fn spawn(spec: Spec) -> std::io::Result<Running> {
         ..Sink::default()
     }));
     let mut readers = Vec::new();
+    let (drained_tx, drained) = mpsc::channel();
     if let Some(out) = child.stdout.take() {
         let stream = Stream {
             stderr: false,
             keep_tail: true,
         };
-        readers.push(reader(out, sink.clone(), stream));
+        readers.push(reader(out, sink.clone(), stream, drained_tx.clone()));
     }
     if let Some(err) = child.stderr.take() {
         let stream = Stream {
             stderr: true,
             keep_tail: !spec.tail_stdout_only,
         };
-        readers.push(reader(err, sink.clone(), stream));
+        readers.push(reader(err, sink.clone(), stream, drained_tx.clone()));
     }
     if let (Some(mut stdin), Some(input)) = (child.stdin.take(), spec.stdin.clone()) {
         // A writer thread, so a child that does not read its stdin cannot block us.
@@ -279,6 +287,7 @@ pub fn spawn(spec: Spec) -> std::io::Result<Running> {
         started: Instant::now(),
         sink,
         readers,
+        drained,
         spec,
     })
 }
@@ -295,6 +304,7 @@ fn reader(
     mut r: impl Read + Send + 'static,
     sink: Arc<Mutex<Sink>>,
     stream: Stream,
+    drained: Sender<()>,
 ) -> JoinHandle<()> {
     std::thread::spawn(move || {
         let mut buf = vec![0u8; 64 * 1024];
@@ -308,6 +318,7 @@ fn reader(
                 }
             }
         }
+        let _ = drained.send(());
     })
 }
 
@@ -317,47 +328,69 @@ impl Running {
     }
 
     /// Waits for the child; `should_stop` is polled and ends the child (SIGINT →
-    /// SIGTERM → SIGKILL to its whole group) when it returns true.
-    pub fn wait(mut self, mut should_stop: impl FnMut() -> bool) -> std::io::Result<Finished> {
+    /// SIGTERM → SIGKILL to its whole group) when it returns true. The exit is seen
+    /// the moment it happens (a thread waits for it), not at the next poll.
+    pub fn wait(self, mut should_stop: impl FnMut() -> bool) -> std::io::Result<Finished> {
+        let Running {
+            mut child,
+            pgid,
+            started,
+            sink,
+            readers,
+            drained,
+            spec,
+        } = self;
+        let (exited_tx, exited) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = exited_tx.send(child.wait());
+        });
         let mut timed_out = false;
         let mut killed = false;
-        let mut last_poll = Instant::now();
+        let deadline = started.checked_add(spec.timeout);
+        let mut next_poll = Instant::now() + STOP_POLL;
         let status = loop {
-            if let Some(st) = self.child.try_wait()? {
-                break st;
-            }
-            if self.started.elapsed() >= self.spec.timeout {
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
                 timed_out = true;
-                break self.terminate()?;
+                break terminate(pgid, &exited, spec.grace)?;
             }
-            if last_poll.elapsed() >= Duration::from_millis(100) {
-                last_poll = Instant::now();
+            if now >= next_poll {
+                next_poll = now + STOP_POLL;
                 if should_stop() {
                     killed = true;
-                    break self.terminate()?;
+                    break terminate(pgid, &exited, spec.grace)?;
                 }
             }
-            std::thread::sleep(Duration::from_millis(10));
+            let wake = deadline.map_or(next_poll, |d| d.min(next_poll));
+            match exited.recv_timeout(wake.saturating_duration_since(now)) {
+                Ok(st) => break st?,
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return Err(waiter_gone()),
+            }
         };
         // Whatever is left in the group (grandchildren) goes too, so pipes close.
-        let _ = killpg(self.pgid, Signal::SIGKILL);
+        let _ = killpg(pgid, Signal::SIGKILL);
         if super::reap::is_subreaper() {
             // Helpers that left the group (a `setsid`, a double fork) came back to us:
             // nothing the program started outlives it. SIGTERM first, so they can let go
             // of their locks.
-            super::reap::kill_orphans(Duration::from_secs(2), self.spec.owner.as_deref());
+            super::reap::kill_orphans(Duration::from_secs(2), spec.owner.as_deref());
         }
-        let deadline = Instant::now() + DRAIN_LIMIT;
-        for r in self.readers.drain(..) {
-            while !r.is_finished() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(5));
+        let until = Instant::now() + DRAIN_LIMIT;
+        for _ in 0..readers.len() {
+            if drained
+                .recv_timeout(until.saturating_duration_since(Instant::now()))
+                .is_err()
+            {
+                break;
             }
+        }
+        for r in readers {
             if r.is_finished() {
                 let _ = r.join();
             }
         }
-        let mut sink = self
-            .sink
+        let mut sink = sink
             .lock()
             .map_err(|_| std::io::Error::other("output sink poisoned"))?;
         let truncated = sink.finish();
@@ -366,29 +399,36 @@ impl Running {
             signal: status.signal(),
             timed_out,
             killed,
-            duration: self.started.elapsed(),
+            duration: started.elapsed(),
             output_bytes: sink.total,
             truncated,
             tail: sink.tail.iter().copied().collect(),
             stderr_tail: sink.stderr_tail.iter().copied().collect(),
         })
     }
+}
 
-    /// SIGINT, then SIGTERM, then SIGKILL to the process group, a grace period apart.
-    fn terminate(&mut self) -> std::io::Result<std::process::ExitStatus> {
-        for sig in [Signal::SIGINT, Signal::SIGTERM] {
-            let _ = killpg(self.pgid, sig);
-            let until = Instant::now() + self.spec.grace;
-            while Instant::now() < until {
-                if let Some(st) = self.child.try_wait()? {
-                    return Ok(st);
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
+/// SIGINT, then SIGTERM, then SIGKILL to the process group, a grace period apart;
+/// `exited` gives the child's exit as the waiting thread sees it.
+fn terminate(
+    pgid: Pid,
+    exited: &Receiver<std::io::Result<std::process::ExitStatus>>,
+    grace: Duration,
+) -> std::io::Result<std::process::ExitStatus> {
+    for sig in [Signal::SIGINT, Signal::SIGTERM] {
+        let _ = killpg(pgid, sig);
+        match exited.recv_timeout(grace) {
+            Ok(st) => return st,
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return Err(waiter_gone()),
         }
-        let _ = killpg(self.pgid, Signal::SIGKILL);
-        self.child.wait()
     }
+    let _ = killpg(pgid, Signal::SIGKILL);
+    exited.recv().map_err(|_| waiter_gone())?
+}
+
+fn waiter_gone() -> std::io::Error {
+    std::io::Error::other("the thread waiting for the program ended without its exit status")
 }
 
 /// Runs a program to the end.

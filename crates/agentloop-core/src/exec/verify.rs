@@ -106,7 +106,9 @@ impl Runner<'_> {
                 break;
             }
         }
-        log.sync_all()?;
+        if !commands.is_empty() {
+            log.sync_all()?;
+        }
         let passed = failure.is_none() && measured_failure.is_none();
         let (fingerprint, digest) = match failure {
             None => match measured_failure {

@@ -24,6 +24,7 @@ mod task;
 mod tripwire;
 mod verdict;
 mod workers;
+mod writer;
 
 pub use baseline::*;
 pub use event::*;
@@ -36,9 +37,10 @@ pub use seal::{key_path, read_unsealed_without_key, seal, verifies};
 pub use ship::{CheckOutcome, ShipState, Shipped, Unit};
 pub use state::{FoldError, OpenIteration, RunState, STATE_VERSION, StopKind};
 pub use store::{
-    Appended, Contents, JournalError, MAX_LINE_BYTES, Record, SCHEMA_VERSION, Scan, Writer, encode,
-    read, read_first, read_from, scan,
+    Contents, JournalError, MAX_LINE_BYTES, Record, SCHEMA_VERSION, Scan, encode, read, read_first,
+    read_from, scan,
 };
 pub use summary::{Met, Row, Verdict, rows as criteria_rows, summary, verdict};
 pub use task::{Pattern, TaskState, TaskStatus};
 pub use tripwire::{TripCheck, TripHit, hits_words};
+pub use writer::{Appended, Writer};

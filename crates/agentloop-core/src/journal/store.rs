@@ -10,13 +10,12 @@
 //! request is ever lost. A torn last line (a write cut short by a crash) is reported and
 //! dropped; a bad line anywhere else is an error naming the line.
 
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::event::{Event, Forged};
-use crate::clock::now_rfc3339;
 
 /// The journal schema this build writes and the newest it reads.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -74,7 +73,7 @@ pub enum JournalError {
 }
 
 impl JournalError {
-    fn io(path: &Path, source: std::io::Error) -> Self {
+    pub(super) fn io(path: &Path, source: std::io::Error) -> Self {
         JournalError::Io {
             path: path.to_path_buf(),
             source,
@@ -397,205 +396,13 @@ pub fn read(path: &Path) -> Result<Contents, JournalError> {
     Ok(c)
 }
 
-/// What [`Writer::append_if_current`] did.
-#[derive(Debug)]
-pub enum Appended {
-    /// The event was written: the records, the new one last.
-    Written(Vec<Record>),
-    /// Others had appended these first; nothing was written.
-    Stale(Vec<Record>),
-}
-
-/// An open journal that appends. Several writers may hold one for the same file.
-#[derive(Debug)]
-pub struct Writer {
-    path: PathBuf,
-    file: File,
-    /// Bytes of the file this writer has read.
-    offset: u64,
-    next_seq: u64,
-    /// Unsealed lines met while catching up, not yet reported.
-    forged: Vec<Forged>,
-}
-
-impl Writer {
-    /// Creates a new journal with its first event; fails if the file exists.
-    pub fn create(path: &Path, first: &Event) -> Result<(Writer, Record), JournalError> {
-        let file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create_new(true)
-            .open(path)
-            .map_err(|e| JournalError::io(path, e))?;
-        let mut w = Writer {
-            path: path.to_path_buf(),
-            file,
-            offset: 0,
-            next_seq: 1,
-            forged: Vec::new(),
-        };
-        let mut recs = w.append(first)?;
-        let rec = recs.pop().expect("append returns the new record last");
-        if let Some(dir) = path.parent() {
-            crate::fsutil::sync_dir(dir).map_err(|e| JournalError::io(dir, e))?;
-        }
-        Ok((w, rec))
-    }
-
-    /// Opens an existing journal for appending, positioned after `known` bytes that
-    /// hold `known_records` events (pass 0/0 to read everything on the first append).
-    pub fn open(path: &Path, offset: u64, next_seq: u64) -> Result<Writer, JournalError> {
-        let file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| JournalError::io(path, e))?;
-        Ok(Writer {
-            path: path.to_path_buf(),
-            file,
-            offset,
-            next_seq,
-            forged: Vec::new(),
-        })
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Bytes of the journal this writer has read or written.
-    pub fn offset(&self) -> u64 {
-        self.offset
-    }
-
-    pub fn next_seq(&self) -> u64 {
-        self.next_seq
-    }
-
-    /// Appends `event` under the journal lock and fsyncs it. Returns the records other
-    /// processes appended since this writer last looked, followed by the new one.
-    pub fn append(&mut self, event: &Event) -> Result<Vec<Record>, JournalError> {
-        self.file
-            .lock()
-            .map_err(|e| JournalError::io(&self.path, e))?;
-        let result = self.append_locked(event);
-        let _ = self.file.unlock();
-        result
-    }
-
-    /// Appends `event` only if nothing was appended since this writer last looked: a
-    /// decision made on what this writer had read is recorded only while that is still
-    /// the whole journal. Otherwise returns what others appended, and writes nothing.
-    pub fn append_if_current(&mut self, event: &Event) -> Result<Appended, JournalError> {
-        self.file
-            .lock()
-            .map_err(|e| JournalError::io(&self.path, e))?;
-        let result = match self.catch_up_locked() {
-            Ok(others) if others.is_empty() => self.append_locked(event).map(Appended::Written),
-            Ok(others) => Ok(Appended::Stale(others)),
-            Err(e) => Err(e),
-        };
-        let _ = self.file.unlock();
-        result
-    }
-
-    fn append_locked(&mut self, event: &Event) -> Result<Vec<Record>, JournalError> {
-        let mut others = self.catch_up_locked()?;
-        failpoint("before-append", self.next_seq);
-        let time = now_rfc3339();
-        let line = encode(self.next_seq, &time, event);
-        self.file
-            .write_all(&line)
-            .map_err(|e| JournalError::io(&self.path, e))?;
-        self.file
-            .sync_data()
-            .map_err(|e| JournalError::io(&self.path, e))?;
-        failpoint("after-append", self.next_seq);
-        let rec = Record {
-            seq: self.next_seq,
-            time,
-            event: event.clone(),
-        };
-        self.offset += line.len() as u64;
-        self.next_seq += 1;
-        others.push(rec);
-        Ok(others)
-    }
-
-    fn file_len(&self) -> Result<u64, JournalError> {
-        Ok(self
-            .file
-            .metadata()
-            .map_err(|e| JournalError::io(&self.path, e))?
-            .len())
-    }
-
-    /// Records appended by others since this writer last looked (takes the lock).
-    pub fn catch_up(&mut self) -> Result<Vec<Record>, JournalError> {
-        if self.file_len()? == self.offset {
-            return Ok(Vec::new());
-        }
-        self.file
-            .lock()
-            .map_err(|e| JournalError::io(&self.path, e))?;
-        let r = self.catch_up_locked();
-        let _ = self.file.unlock();
-        r
-    }
-
-    fn catch_up_locked(&mut self) -> Result<Vec<Record>, JournalError> {
-        if self.file_len()? == self.offset {
-            return Ok(Vec::new());
-        }
-        let c = read_from(&self.path, self.offset, self.next_seq)?;
-        if c.torn_tail.is_some() {
-            // Only a crashed writer leaves a torn line, and we hold the lock: drop it.
-            self.file
-                .set_len(c.valid_len)
-                .map_err(|e| JournalError::io(&self.path, e))?;
-            self.file
-                .sync_all()
-                .map_err(|e| JournalError::io(&self.path, e))?;
-        }
-        self.offset = c.valid_len;
-        self.next_seq += c.records.len() as u64;
-        self.forged.extend(c.forged);
-        Ok(c.records)
-    }
-
-    /// Unsealed lines found by an earlier read, for this writer's owner to report.
-    pub fn note_forged(&mut self, forged: Vec<Forged>) {
-        self.forged.extend(forged);
-    }
-
-    /// Lines found since the last call that agentloop did not write: skipped, for the
-    /// caller to report.
-    pub fn take_forged(&mut self) -> Vec<Forged> {
-        std::mem::take(&mut self.forged)
-    }
-}
-
-/// Test hook for crash tests: `AGENTLOOP_FAILPOINT=after-append:12` kills this process
-/// with SIGKILL right after event 12 is durable (`before-append:N`: before it is written).
-fn failpoint(point: &str, seq: u64) {
-    static SPEC: std::sync::OnceLock<Option<(String, u64)>> = std::sync::OnceLock::new();
-    let spec = SPEC.get_or_init(|| {
-        let v = std::env::var("AGENTLOOP_FAILPOINT").ok()?;
-        let (p, n) = v.split_once(':')?;
-        Some((p.to_string(), n.parse().ok()?))
-    });
-    if let Some((p, n)) = spec
-        && p == point
-        && *n == seq
-    {
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::this(), nix::sys::signal::Signal::SIGKILL);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::journal::Request;
+    use crate::journal::Writer;
+    use std::fs::OpenOptions;
+    use std::io::Write;
 
     fn ev(n: u32) -> Event {
         Event::Control {

@@ -44,7 +44,7 @@ pub struct Driver {
     snapshots: Option<git::Snapshots>,
     /// The project's tree as the last iteration's end saw it, while nothing but
     /// agentloop's own bookkeeping has happened since: the next iteration starts from
-    /// it instead of asking git again (see [`Driver::forget_tree_unless`]).
+    /// it instead of asking git again (see [`Driver::before`]).
     seen: Option<git::Snapshot>,
     flushed: Instant,
     /// Notifications still being delivered (waited for, briefly, before exit).
@@ -126,6 +126,8 @@ impl Driver {
             git::Snapshots::new(&ws.root)
         };
         let start_seq = state.last_seq;
+        let mut writer = writer;
+        writer.group_syncs();
         Ok(Driver {
             ws,
             run,
@@ -223,7 +225,7 @@ impl Driver {
             if !matches!(action, Action::Wait(_)) {
                 waiting_since = None;
             }
-            self.forget_tree_unless(&action);
+            self.before(&action)?;
             match action {
                 Action::Record(event) => {
                     self.record_decision(event)?;
@@ -327,13 +329,15 @@ impl Driver {
         }
     }
 
-    /// Forgets the tree the last iteration ended on before a step that may change it
-    /// or lets time pass (a check run in the project, a restore, a commit, shipping,
-    /// a wait): what changes then is not the next agent's doing. What is left —
-    /// recording decisions, reading the surface or a diff, planning the next
-    /// iteration — takes milliseconds and touches only `.agentloop/`, so the next
-    /// iteration starts from the same tree either way, one `git status` sooner.
-    pub(crate) fn forget_tree_unless(&mut self, action: &Action) {
+    /// Before each step. A step that may change the tree or lets time pass (a check
+    /// run in the project, a restore, a commit, shipping, a merge, a wait) forgets the
+    /// tree the last iteration ended on — what changes then is not the next agent's
+    /// doing — and first makes the journal durable (see [`Writer::group_syncs`]): it
+    /// acts outside the process. What is left — recording decisions, reading the
+    /// surface or a diff, planning the next iteration — takes milliseconds and touches
+    /// only `.agentloop/`, so the next iteration starts from the same tree either way,
+    /// one `git status` sooner.
+    pub(crate) fn before(&mut self, action: &Action) -> Result<(), CliError> {
         if !matches!(
             action,
             Action::Record(_)
@@ -344,7 +348,9 @@ impl Driver {
                 | Action::Verify { .. }
         ) {
             self.seen = None;
+            self.writer.sync()?;
         }
+        Ok(())
     }
 
     /// Appends an event and folds it (and anything other processes appended first).
@@ -362,10 +368,14 @@ impl Driver {
     fn apply_records(&mut self, recs: &[Record]) {
         for r in recs {
             self.state.apply(r);
-            if let Some(body) = crate::notify::payload(&self.state, r)
-                && let Some(h) = crate::notify::send(&self.state.settings.notify, body)
-            {
-                self.notifying.push(h);
+            if let Some(body) = crate::notify::payload(&self.state, r) {
+                // What a notification tells is durable first.
+                if let Err(e) = self.writer.sync() {
+                    crate::render::warn(&format!("cannot make the journal durable: {e}"));
+                }
+                if let Some(h) = crate::notify::send(&self.state.settings.notify, body) {
+                    self.notifying.push(h);
+                }
             }
             if self.out.json {
                 crate::render::json_event(r);
@@ -406,6 +416,10 @@ impl Driver {
     /// Rewrites the derived files (state.json, progress.md).
     pub(crate) fn flush(&mut self) {
         self.flushed = Instant::now();
+        if let Err(e) = self.writer.sync() {
+            self.progress
+                .warn(&format!("cannot make the journal durable: {e}"));
+        }
         // A hook process lives for one stop: rewriting a large state.json each time
         // costs more than reading a few hundred journal lines past an older one.
         let lag = self

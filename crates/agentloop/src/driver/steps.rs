@@ -55,6 +55,7 @@ impl Driver {
                 .map(|t| t.title.clone())
                 .unwrap_or_default();
             self.seen = None;
+            self.writer.sync()?;
             match git::commit_all(
                 &self.ws.root,
                 &format!("agentloop: {task} {title}\n\nRun {}", self.run.id),

@@ -25,6 +25,10 @@ impl Driver {
         let Some(source) = self.tracker_source() else {
             return;
         };
+        // What the tracker is told is durable first.
+        if let Err(e) = self.writer.sync() {
+            crate::render::warn(&format!("cannot make the journal durable: {e}"));
+        }
         let mut changes = Vec::new();
         for t in &self.state.tasks {
             let state = match t.status {

@@ -239,3 +239,183 @@ mod tests {
         assert!(!stamp.holds(dir.path(), &base, &r, &tree("h", &[])));
     }
 }
+
+/// The stamp is sound: whatever happens to the tree after it was made, when it holds,
+/// the full check finds nothing changed (random edits, same-size rewrites with the
+/// modification time put back, new files, deletions, mode changes, commits).
+#[cfg(test)]
+mod property {
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::Path;
+    use std::process::Command;
+    use std::time::Duration;
+
+    use proptest::prelude::*;
+
+    use super::super::{Rules, check, record};
+    use super::{Stamp, Statuses};
+    use crate::exec::git::Snapshots;
+
+    const FILES: &[&str] = &[
+        "tests/t1.sh",
+        "tests/test_a.py",
+        "src/a.rs",
+        "src/b.rs",
+        "PLAN.md",
+    ];
+    const NEW: &[&str] = &[
+        "conftest.py",
+        "tests/test_new.py",
+        "src/new.rs",
+        "pytest.ini",
+        "notes.md",
+    ];
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        /// Rewrite a file: the same size or not, its modification time put back or not.
+        Edit {
+            file: usize,
+            same_size: bool,
+            keep_mtime: bool,
+        },
+        Add(usize),
+        Delete(usize),
+        Chmod(usize),
+        Touch(usize),
+        Commit,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0..FILES.len(), any::<bool>(), any::<bool>()).prop_map(
+                |(file, same_size, keep_mtime)| Op::Edit {
+                    file,
+                    same_size,
+                    keep_mtime
+                }
+            ),
+            (0..NEW.len()).prop_map(Op::Add),
+            (0..FILES.len()).prop_map(Op::Delete),
+            (0..FILES.len()).prop_map(Op::Chmod),
+            (0..FILES.len()).prop_map(Op::Touch),
+            Just(Op::Commit),
+        ]
+    }
+
+    fn git(root: &Path, args: &[&str]) {
+        let ok = Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .current_dir(root)
+            .output()
+            .unwrap()
+            .status
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+
+    fn apply(root: &Path, op: &Op) {
+        match op {
+            Op::Edit {
+                file,
+                same_size,
+                keep_mtime,
+            } => {
+                let p = root.join(FILES[*file]);
+                let Ok(old) = std::fs::read(&p) else { return };
+                let mtime = std::fs::metadata(&p).and_then(|m| m.modified()).ok();
+                let mut new = old.clone();
+                if *same_size && !new.is_empty() {
+                    new[0] = if new[0] == b'#' { b'!' } else { b'#' };
+                } else {
+                    new.extend_from_slice(b"# more\n");
+                }
+                // In place: the same inode.
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .truncate(true)
+                    .open(&p)
+                    .and_then(|mut f| std::io::Write::write_all(&mut f, &new))
+                    .unwrap();
+                if let (true, Some(t)) = (keep_mtime, mtime) {
+                    std::fs::File::options()
+                        .write(true)
+                        .open(&p)
+                        .and_then(|f| f.set_modified(t))
+                        .unwrap();
+                }
+            }
+            Op::Add(n) => {
+                let p = root.join(NEW[*n]);
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(p, "import sys\n").unwrap();
+            }
+            Op::Delete(file) => {
+                let _ = std::fs::remove_file(root.join(FILES[*file]));
+            }
+            Op::Chmod(file) => {
+                let p = root.join(FILES[*file]);
+                if let Ok(m) = std::fs::metadata(&p) {
+                    let mode = m.permissions().mode() ^ 0o111;
+                    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+                }
+            }
+            Op::Touch(file) => {
+                let p = root.join(FILES[*file]);
+                if let Ok(f) = std::fs::File::options().write(true).open(&p) {
+                    f.set_modified(std::time::SystemTime::now()).unwrap();
+                }
+            }
+            Op::Commit => {
+                git(root, &["add", "-A"]);
+                git(root, &["commit", "-qm", "agent", "--allow-empty"]);
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        #[test]
+        fn when_the_stamp_holds_the_full_check_finds_nothing(ops in proptest::collection::vec(op(), 0..4)) {
+            let dir = tempfile::tempdir().unwrap();
+            let root = dir.path();
+            git(root, &["init", "-q"]);
+            for f in FILES {
+                let p = root.join(f);
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(p, format!("# {f}\nexit 0\n")).unwrap();
+            }
+            git(root, &["add", "-A"]);
+            git(root, &["commit", "-qm", "start"]);
+            let rules = Rules::new(root, &[], "PLAN.md", vec!["sh tests/t1.sh".into(), "pytest".into()], &[]);
+            let base = record(root, &rules).unwrap();
+            let snapshots = Snapshots::known(root);
+            let head = snapshots.take().unwrap().head;
+            let mut read = Statuses::read(root, &base);
+            // As if the files were older than the racy window (they are not: the clock
+            // tick below stands in for it).
+            read.read_at += super::RACY + Duration::from_secs(1);
+            let stamp = Stamp::new(head, &rules, &base, &read).unwrap();
+            std::thread::sleep(Duration::from_millis(15));
+            for op in &ops {
+                apply(root, op);
+            }
+            let now = snapshots.take().unwrap();
+            if ops.is_empty() {
+                prop_assert!(stamp.holds(root, &base, &rules, &now));
+            }
+            if stamp.holds(root, &base, &rules, &now) {
+                let changes = check(root, &base, &rules).unwrap();
+                prop_assert!(changes.is_empty(), "{ops:?}: {changes:?}");
+            }
+        }
+    }
+}

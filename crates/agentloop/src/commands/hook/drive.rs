@@ -214,7 +214,7 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
     }
     for _ in 0..1000 {
         let action = next_action(&d.state);
-        d.forget_tree_unless(&action);
+        d.before(&action).map_err(e)?;
         match action {
             Action::Record(ev) => {
                 d.record_decision(ev).map_err(e)?;
