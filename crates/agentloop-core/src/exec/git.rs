@@ -100,7 +100,30 @@ pub struct Snapshot {
     pub id: String,
     pub head: Option<String>,
     /// Dirty path → CRC-32 of its content (`None`: deleted).
-    pub dirty: std::collections::BTreeMap<String, Option<u32>>,
+    pub dirty: Dirty,
+}
+
+/// Dirty path → CRC-32 of its content (`None`: deleted, or not a readable file).
+pub type Dirty = std::collections::BTreeMap<String, Option<u32>>;
+
+impl Snapshot {
+    /// The snapshot of a tree at `head` with these dirty paths, fingerprinted.
+    pub fn new(head: Option<String>, dirty: Dirty) -> Snapshot {
+        let mut h = crc32fast::Hasher::new();
+        h.update(head.as_deref().unwrap_or("").as_bytes());
+        for (p, c) in &dirty {
+            h.update(p.as_bytes());
+            h.update(&c.map(|c| c.to_le_bytes()).unwrap_or([0xff; 4]));
+        }
+        let id = format!(
+            "{}:{:08x}",
+            head.as_deref()
+                .map(|h| &h[..h.len().min(12)])
+                .unwrap_or("-"),
+            h.finalize()
+        );
+        Snapshot { id, head, dirty }
+    }
 }
 
 /// Takes snapshots with one `git status` each (no lock taken, the user's index untouched).
@@ -125,6 +148,13 @@ impl Snapshots {
     }
 
     pub fn take(&self) -> Option<Snapshot> {
+        let (head, dirty) = self.status(&[])?;
+        Some(Snapshot::new(head, dirty))
+    }
+
+    /// HEAD, and the paths under `paths` (literal pathspecs relative to the top; the
+    /// whole tree when empty) that differ from it, each with its content's CRC-32.
+    pub(crate) fn status(&self, paths: &[&Path]) -> Option<(Option<String>, Dirty)> {
         let mut c = git(&self.workdir);
         // What the tree holds, asked of the tree: not of a file-system monitor or an
         // untracked cache that the repository's configuration may name.
@@ -134,6 +164,7 @@ impl Snapshots {
             "-c",
             "core.untrackedCache=false",
             "--no-optional-locks",
+            "--literal-pathspecs",
             "status",
             "--porcelain=v2",
             "-z",
@@ -141,9 +172,12 @@ impl Snapshots {
             "--no-renames",
             "--untracked-files=all",
         ]);
+        if !paths.is_empty() {
+            c.arg("--").args(paths);
+        }
         let out = c.output().ok().filter(|o| o.status.success())?;
         let mut head = None;
-        let mut dirty = std::collections::BTreeMap::new();
+        let mut dirty = Dirty::new();
         for entry in out.stdout.split(|&b| b == 0).filter(|e| !e.is_empty()) {
             let entry = String::from_utf8_lossy(entry);
             let path = if let Some(oid) = entry.strip_prefix("# branch.oid ") {
@@ -166,20 +200,12 @@ impl Snapshots {
                 .map(|b| crc32fast::hash(&b));
             dirty.insert(path, content);
         }
-        let mut h = crc32fast::Hasher::new();
-        h.update(head.as_deref().unwrap_or("").as_bytes());
-        for (p, c) in &dirty {
-            h.update(p.as_bytes());
-            h.update(&c.map(|c| c.to_le_bytes()).unwrap_or([0xff; 4]));
-        }
-        let id = format!(
-            "{}:{:08x}",
-            head.as_deref()
-                .map(|h| &h[..h.len().min(12)])
-                .unwrap_or("-"),
-            h.finalize()
-        );
-        Some(Snapshot { id, head, dirty })
+        Some((head, dirty))
+    }
+
+    /// The work tree these snapshots are of.
+    pub fn workdir(&self) -> &Path {
+        &self.workdir
     }
 
     /// Paths whose content differs between two snapshots, including what commits

@@ -1,7 +1,7 @@
 //! Effects on the machine: supervised processes (`supervise`), the verification runner
 //! (`verify`), what agents leave behind (`reap`), what git says about the work tree
 //! (`git`), the verification surface and its baseline (`surface`) and the clean copy
-//! checks run in (`clean_copy`), and what a run needs from the machine (`prereq`).
+//! checks run in (`clean_copy`), the work tree watched between snapshots (`watch`), and what a run needs from the machine (`prereq`).
 
 pub mod clean_copy;
 pub mod git;
@@ -11,4 +11,5 @@ pub mod sandbox;
 pub mod supervise;
 pub mod surface;
 pub mod verify;
+pub mod watch;
 pub mod worktree;

@@ -431,6 +431,12 @@ pub struct AgentFinished {
     pub head_after: Option<String>,
     #[serde(default)]
     pub changed_files: Vec<String>,
+    /// At a claim: every path changed since the task's current stretch of iterations
+    /// began, from a full look at the tree. The protected and scope guards judge these
+    /// with `changed_files`, so a change an earlier iteration left behind (or one made
+    /// where the watch of the tree did not see it) is judged when the task is claimed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub task_changed: Vec<String>,
     /// The end of the agent's final message (redacted; its last lines, as much as a
     /// digest quotes): what it said it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]

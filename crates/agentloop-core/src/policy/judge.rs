@@ -392,9 +392,14 @@ fn judge(
     agent: &AgentFinished,
     verify: &VerifyFinished,
 ) -> (Outcome, String, Option<String>) {
-    let protected: Vec<&String> = agent
+    let changed: std::collections::BTreeSet<&String> = agent
         .changed_files
         .iter()
+        .chain(&agent.task_changed)
+        .collect();
+    let protected: Vec<&String> = changed
+        .iter()
+        .copied()
         .filter(|f| s.settings.protected.iter().any(|p| path_matches(f, p)))
         .collect();
     if !protected.is_empty() {
@@ -418,9 +423,9 @@ fn judge(
         .map(|t| t.scope.clone())
         .unwrap_or_default();
     if !scope.is_empty() {
-        let outside: Vec<&String> = agent
-            .changed_files
+        let outside: Vec<&String> = changed
             .iter()
+            .copied()
             .filter(|f| !scope.iter().any(|p| path_matches(f, p)))
             .collect();
         if !outside.is_empty() {

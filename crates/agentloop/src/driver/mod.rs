@@ -46,6 +46,10 @@ pub struct Driver {
     /// agentloop's own bookkeeping has happened since: the next iteration starts from
     /// it instead of asking git again (see [`Driver::before`]).
     seen: Option<git::Snapshot>,
+    /// The task whose iterations run now in the project, and the tree before its first.
+    task_began: Option<(String, git::Snapshot)>,
+    /// The project's tree watched between snapshots (a driver of its own tree).
+    watched: Option<agentloop_core::exec::watch::Watched>,
     flushed: Instant,
     /// Notifications still being delivered (waited for, briefly, before exit).
     notifying: Vec<std::thread::JoinHandle<()>>,
@@ -125,6 +129,10 @@ impl Driver {
         } else {
             git::Snapshots::new(&ws.root)
         };
+        let watched = snapshots
+            .clone()
+            .filter(|_| !state.settings.hook && !state.settings.in_worktrees())
+            .and_then(agentloop_core::exec::watch::Watched::start);
         let start_seq = state.last_seq;
         let mut writer = writer;
         writer.group_syncs();
@@ -140,6 +148,8 @@ impl Driver {
             progress,
             snapshots,
             seen: None,
+            task_began: None,
+            watched,
             flushed: Instant::now() - Duration::from_secs(10),
             notifying: Vec::new(),
             cache_lag: u64::MAX,

@@ -35,6 +35,11 @@ impl Driver {
     /// control request that came in first (a skip, a pause, a note) is folded instead,
     /// and `false` tells the caller to ask the policy again.
     pub(crate) fn record_decision(&mut self, mut event: Event) -> Result<bool, CliError> {
+        if let Event::IterationFinished(f) = &event
+            && f.outcome == Outcome::Completed
+        {
+            self.task_began = None;
+        }
         if let Event::IterationFinished(f) = &mut event
             && f.outcome == Outcome::Completed
             && self.state.settings.commit
@@ -144,6 +149,19 @@ impl Driver {
     pub(crate) fn workdir(&self, iteration: u32) -> std::path::PathBuf {
         self.worktree_of(iteration)
             .unwrap_or_else(|| self.ws.root.clone())
+    }
+
+    /// The tree in `dir` now: the project's from its watch when it has one (`full`:
+    /// ask git about every path anyway), a worktree's from git.
+    pub(crate) fn snapshot_of(
+        &mut self,
+        dir: &std::path::Path,
+        full: bool,
+    ) -> Option<git::Snapshot> {
+        match &mut self.watched {
+            Some(w) if dir == self.ws.root => w.take(full),
+            _ => self.snapshots_of(dir).and_then(|g| g.take()),
+        }
     }
 
     /// Snapshots of `dir`: the driver's own for the project, new ones for a worktree.
@@ -264,8 +282,18 @@ impl Driver {
         let workdir = worktree.clone().unwrap_or_else(|| self.ws.root.clone());
         let before = match self.seen.take() {
             Some(seen) if worktree.is_none() => Some(seen),
-            _ => self.snapshots_of(&workdir).and_then(|g| g.take()),
+            _ => self.snapshot_of(&workdir, false),
         };
+        // Where the task's stretch of iterations began: what a claim is judged against.
+        if worktree.is_none()
+            && let Some(before) = &before
+            && self
+                .task_began
+                .as_ref()
+                .is_none_or(|(t, _)| *t != plan.task)
+        {
+            self.task_began = Some((plan.task.clone(), before.clone()));
+        }
         let dir = self.run.iteration_dir(plan.iteration);
         std::fs::create_dir_all(&dir)?;
         // Reports count only when made during the iteration: one planted before it began
@@ -377,17 +405,6 @@ impl Driver {
             let path = self.run.iteration_dir(iteration).join("tree-before.json");
             serde_json::from_slice(&std::fs::read(path).ok()?).ok()
         });
-        let workdir = self.workdir(iteration);
-        let snapshots = self.snapshots_of(&workdir);
-        let after = snapshots.as_ref().and_then(|g| g.take());
-        let changed_files = match (&snapshots, &before, &after) {
-            (Some(g), Some(a), Some(b)) => g.changed(a, b),
-            _ => Vec::new(),
-        };
-        // Workers' worktrees change under the merge queue: only the project's is kept.
-        self.seen = after
-            .clone()
-            .filter(|_| workdir == self.ws.root && !self.state.settings.in_worktrees());
         self.record_denials(iteration)?;
         let f = &run.finished;
         let failed = f.timed_out || f.signal.is_some() || f.exit_code.is_some_and(|c| c != 0);
@@ -417,6 +434,32 @@ impl Driver {
         let mut signals =
             signals::parse(&run.final_message, &self.state.settings.completion_promise);
         agentloop_core::reports::apply(&mut signals, &mcp_calls);
+        // A claim is judged on a full look at the tree (see `exec::watch`).
+        let workdir = self.workdir(iteration);
+        let after = self.snapshot_of(&workdir, signals.complete);
+        let changed_files = match (&before, &after) {
+            (Some(a), Some(b)) => git::Snapshots::known(&workdir).changed(a, b),
+            _ => Vec::new(),
+        };
+        let task = self
+            .state
+            .open_iteration(iteration)
+            .map(|o| o.started.task.clone());
+        let task_changed = match (&self.task_began, &after) {
+            (Some((t, began)), Some(now))
+                if signals.complete && workdir == self.ws.root && Some(t) == task.as_ref() =>
+            {
+                let all = git::Snapshots::known(&workdir).changed(began, now);
+                all.into_iter()
+                    .filter(|p| !changed_files.contains(p))
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        // Workers' worktrees change under the merge queue: only the project's is kept.
+        self.seen = after
+            .clone()
+            .filter(|_| workdir == self.ws.root && !self.state.settings.in_worktrees());
         self.record(Event::AgentFinished(AgentFinished {
             iteration,
             exit_code: f.exit_code,
@@ -435,6 +478,7 @@ impl Driver {
             tree_after: after.as_ref().map(|s| s.id.clone()),
             head_after: after.as_ref().and_then(|s| s.head.clone()),
             changed_files,
+            task_changed,
             final_message: (!run.final_message.trim().is_empty())
                 .then(|| agentloop_core::failure::last_lines(&run.final_message)),
             mcp_calls,

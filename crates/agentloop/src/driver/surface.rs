@@ -65,10 +65,10 @@ impl Driver {
         rules: &Rules,
     ) -> Result<Vec<SurfaceChange>, CliError> {
         let root = self.ws.root.clone();
-        let now = self
-            .seen
-            .clone()
-            .or_else(|| self.snapshots.as_ref().and_then(|g| g.take()));
+        let now = match self.seen.clone() {
+            Some(seen) => Some(seen),
+            None => self.snapshot_of(&root, false),
+        };
         let at = self.run.surface_stamp_file();
         if let Some(now) = &now
             && Stamp::load(&at).is_some_and(|s| s.holds(&root, base, rules, now))

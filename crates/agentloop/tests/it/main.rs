@@ -43,4 +43,5 @@ mod tracker;
 mod tripwire;
 mod trust;
 mod verdict;
+mod watched;
 mod workers;
