@@ -73,6 +73,13 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     .map_err(|e| named(path, e))
 }
 
+/// Writes a view of what the journal holds (an iteration's `result.json`): no fsync,
+/// since a power cut that loses it loses nothing the journal does not keep; readers
+/// take an empty or missing view as none.
+pub fn write_view(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    std::fs::write(path, bytes).map_err(|e| named(path, e))
+}
+
 /// Serializes `value` as pretty JSON with a trailing newline.
 pub fn pretty_json<T: serde::Serialize>(value: &T) -> Vec<u8> {
     let mut v = serde_json::to_vec_pretty(value).expect("state serializes");

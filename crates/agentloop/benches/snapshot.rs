@@ -1,6 +1,9 @@
 //! One snapshot of a large work tree (what each iteration's end takes to know what the
 //! agent changed), beside its anchor in the same run: a plain `git status
-//! --porcelain` of the same tree.
+//! --porcelain` of the same tree. Three snapshots are timed: the full one (one `git
+//! status`, what an iteration that claims a task ends with), the watched one after an
+//! agent rewrote three files (`exec::watch`: git asked about those only), and the
+//! watched one when nothing was touched.
 //!
 //! `cargo bench -p agentloop --bench snapshot` (env `FILES`, default 100,000; `RUNS`,
 //! default 15)
@@ -12,6 +15,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use agentloop_core::exec::git::Snapshots;
+use agentloop_core::exec::watch::Watched;
 
 fn median(mut v: Vec<Duration>) -> f64 {
     v.sort();
@@ -50,12 +54,21 @@ fn main() {
     common::git(root, &["status", "-s"]);
 
     let snapshots = Snapshots::known(root);
-    let (mut ours, mut anchor) = (Vec::new(), Vec::new());
-    for _ in 0..runs {
+    let t = Instant::now();
+    let mut watched = Watched::start(snapshots.clone()).expect("the tree can be watched");
+    let started = t.elapsed();
+    watched.take(false).expect("the first snapshot");
+    let (mut full, mut touched, mut quiet, mut anchor) = (vec![], vec![], vec![], vec![]);
+    for run in 0..runs {
         let t = Instant::now();
         let s = snapshots.take().expect("a snapshot");
-        ours.push(t.elapsed());
-        assert_eq!(s.dirty.len(), 5, "{:?}", s.dirty.keys());
+        full.push(t.elapsed());
+        assert_eq!(
+            s.dirty.len(),
+            if run == 0 { 5 } else { 8 },
+            "{:?}",
+            s.dirty.keys()
+        );
         let t = Instant::now();
         let out = Command::new("git")
             .args(["status", "--porcelain"])
@@ -64,8 +77,33 @@ fn main() {
             .unwrap();
         anchor.push(t.elapsed());
         assert!(out.status.success());
+        // An iteration's agent rewrites three files.
+        for i in [11, 5_555, files - 2] {
+            let d = format!("src/d{}/e{}", i / 10_000, (i / 100) % 100);
+            std::fs::write(root.join(format!("{d}/f{i}.rs")), format!("// {run}\n")).unwrap();
+        }
+        let t = Instant::now();
+        let s = watched.take(false).expect("a watched snapshot");
+        touched.push(t.elapsed());
+        assert_eq!(s.dirty.len(), 8, "{:?}", s.dirty.keys());
+        let t = Instant::now();
+        let again = watched.take(false).expect("a watched snapshot");
+        quiet.push(t.elapsed());
+        assert_eq!(again, s);
     }
-    println!("snapshot of a {files}-file work tree (5 paths changed), {runs} runs, median:");
-    println!("  agentloop snapshot: {:.1} ms", median(ours));
+    println!("snapshot of a {files}-file work tree, {runs} runs, median:");
+    println!(
+        "  full (one git status, 5 to 8 paths changed): {:.1} ms",
+        median(full)
+    );
+    println!(
+        "  watched, 3 files rewritten since the last: {:.1} ms",
+        median(touched)
+    );
+    println!("  watched, nothing touched: {:.3} ms", median(quiet));
     println!("  anchor, git status --porcelain: {:.1} ms", median(anchor));
+    println!(
+        "  starting the watch (once per driver): {:.1} ms",
+        started.as_secs_f64() * 1000.0
+    );
 }

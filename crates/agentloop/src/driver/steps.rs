@@ -127,7 +127,7 @@ impl Driver {
             "verify": open.verify.as_ref().map(|v| &v.commands),
         });
         let _ = std::fs::create_dir_all(&dir);
-        if let Err(e) = fsutil::write_new(
+        if let Err(e) = fsutil::write_view(
             &dir.join("result.json"),
             &agentloop_core::fsutil::pretty_json(&result),
         ) {
