@@ -17,7 +17,7 @@ use crate::values::Usage;
 use crate::words::add_usd;
 
 /// Schema version of `state.json`.
-pub const STATE_VERSION: u32 = 3;
+pub const STATE_VERSION: u32 = 4;
 
 /// The iteration in progress, as far as the journal knows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -30,39 +30,51 @@ impl TaskStatus {
     }
 }
 
+/// One task's state. In `state.json` (read at every hook call) a field at its default
+/// is left out: a 1,000-task run's cache is mostly zeros otherwise.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskState {
     pub id: String,
     pub title: String,
     pub status: TaskStatus,
     /// Every iteration spent on this task.
+    #[serde(default, skip_serializing_if = "is_default")]
     pub iterations: u32,
     /// Iterations on the current rung of the ladder (aborted ones do not count).
+    #[serde(default, skip_serializing_if = "is_default")]
     pub attempts: u32,
     /// Attempts at the task on every rung (iterations cut short or refused by a limit
     /// do not count).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub tries: u32,
     /// Counted attempts by kind (work, retry, replan, fallback): what was tried.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub tried: std::collections::BTreeMap<IterationKind, u32>,
+    #[serde(default, skip_serializing_if = "is_default")]
     pub rung: Rung,
+    #[serde(default, skip_serializing_if = "is_default")]
     pub cost_usd: f64,
     /// Cost of iterations that did not complete the task.
+    #[serde(default, skip_serializing_if = "is_default")]
     pub failed_cost_usd: f64,
+    #[serde(default, skip_serializing_if = "is_default")]
     pub tokens: u64,
+    #[serde(default, skip_serializing_if = "is_default")]
     pub same_failure: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_fingerprint: Option<String>,
+    #[serde(default, skip_serializing_if = "is_default")]
     pub no_change: u32,
+    #[serde(default, skip_serializing_if = "is_default")]
     pub no_output: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_digest: Option<String>,
     /// Tests changed by some iteration of this task (for `tdd` mode).
+    #[serde(default, skip_serializing_if = "is_default")]
     pub tests_touched: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blocked: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub blocked_by_breaker: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completed_iteration: Option<u32>,
@@ -71,29 +83,31 @@ pub struct TaskState {
     pub skip_reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
+    #[serde(default, skip_serializing_if = "is_default")]
     pub gate_before_approved: bool,
+    #[serde(default, skip_serializing_if = "is_default")]
     pub gate_after_pending: bool,
     /// Failure fingerprints this task has produced.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fingerprints: Vec<String>,
     /// Failed iterations that failed in a new way: progress, which earns more retries.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub progress: u32,
     /// Work-tree states this task's iterations ended in.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trees: Vec<String>,
     /// Iterations that brought the tree back to a state it had already been in.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub revisits: u32,
     /// The last failure was the agent's own process failing, not its work.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub agent_failing: bool,
     /// What moved the task up the ladder, in order (cleared when it completes or a
     /// person retries it).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub escalations: Vec<String>,
     /// A breaker (same failure, no change, no output, going in circles) moved it.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub breaker_tripped: bool,
     /// HEAD when the task's first iteration began: what its work is measured against.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -117,7 +131,7 @@ pub struct TaskState {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub debug_requested: bool,
     /// Time its iterations took, in milliseconds.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub active_ms: u64,
     /// Commits the agent made itself (the head each of its iterations left).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -255,4 +269,9 @@ impl Pattern {
             self.sample
         )
     }
+}
+
+/// A field at its default value, left out of `state.json`.
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
