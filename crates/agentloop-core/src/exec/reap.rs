@@ -43,8 +43,19 @@ fn processes(keep: impl Fn(&[&str]) -> bool) -> Vec<i32> {
         .collect()
 }
 
+/// Whether this process has a child at all, running or exited: one `waitid` that
+/// reaps nothing. When it has none, no process needs to be read from `/proc`.
+fn has_children() -> bool {
+    use nix::sys::wait::{Id, WaitPidFlag, waitid};
+    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+    !matches!(waitid(Id::All, flags), Err(nix::errno::Errno::ECHILD))
+}
+
 /// This process's children (orphans reparented to us, as a subreaper).
 fn children() -> Vec<Pid> {
+    if !has_children() {
+        return Vec::new();
+    }
     let me = std::process::id().to_string();
     processes(|f| f.get(1) == Some(&me.as_str()))
         .into_iter()
@@ -271,4 +282,16 @@ pub fn end_processes_in(dir: &Path) -> usize {
         let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
     }
     pids.len()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_child_that_exited_is_seen_and_left_to_be_reaped() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert!(super::has_children());
+        // Not reaped by the look: its status is still there for its waiter.
+        assert!(child.wait().unwrap().success());
+    }
 }

@@ -66,6 +66,8 @@ impl Driver {
         };
         let dir = match &temp {
             Some(d) => d.clone(),
+            // Nothing to run: no clean copy to make (a whole checkout of the project).
+            None if commands.is_empty() && measures.is_empty() => self.ws.root.clone(),
             None => self.verify_dir(),
         };
         let log = self.run.path.join("validation.log");
