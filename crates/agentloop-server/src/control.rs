@@ -111,6 +111,7 @@ pub(crate) async fn control(
             })
             .map_err(|e| match e {
                 WorkspaceError::Refused { .. } => ApiError::Forbidden(e.to_string()),
+                WorkspaceError::CompletedMeanwhile(_) => ApiError::Conflict(e.to_string()),
                 e => ApiError::Internal(e.to_string()),
             })?;
         // With no driver, what follows from the request alone is recorded now, as

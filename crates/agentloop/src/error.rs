@@ -120,6 +120,9 @@ impl From<WorkspaceError> for CliError {
             WorkspaceError::Refused { .. } => CliError::user(e.to_string()).hint(
                 "a person's request comes from outside the agent: another terminal, the dashboard, or the plugin's slash command typed in the session; the attempt is in the run's journal",
             ),
+            WorkspaceError::CompletedMeanwhile(_) => {
+                CliError::user(e.to_string()).hint("start a new run with `agentloop run`")
+            }
             WorkspaceError::Io { .. } => CliError::internal(e.to_string()),
             WorkspaceError::Fold { .. }
             | WorkspaceError::BadRunId(_)

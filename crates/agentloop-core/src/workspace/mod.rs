@@ -46,6 +46,8 @@ pub enum WorkspaceError {
     Locked { run: String, pid: String },
     #[error("refused: {why}")]
     Refused { why: String },
+    #[error("run {0} completed while the request was on its way: nothing would read it")]
+    CompletedMeanwhile(String),
 }
 
 pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> WorkspaceError + '_ {
@@ -291,5 +293,63 @@ mod tests {
         let loaded = run.load_cached().unwrap();
         assert_eq!(loaded.state.last_seq, 2);
         assert!(loaded.state.paused && loaded.state.has_request("x"));
+    }
+
+    #[test]
+    fn a_request_judged_on_a_running_run_is_not_written_once_it_completed() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::at(dir.path());
+        let plan = Plan::parse("PLAN.md", "# P\n\n## T1: a\nVerify: true\n").unwrap();
+        let settings = Settings::from_config(&Config::default());
+        let (run, mut driver, _) = ws
+            .create_run(Path::new("PLAN.md"), &plan, settings)
+            .unwrap();
+        // The request's process read the run while it was running…
+        let loaded = run.load_cached().unwrap();
+        assert!(!loaded.state.is_finished());
+        // …and its driver ended it before the request was written.
+        driver
+            .append(&Event::RunFinished {
+                status: crate::journal::RunStatus::Completed,
+                reason: crate::journal::FinishReason::Completed,
+            })
+            .unwrap();
+        let before = std::fs::read(run.journal()).unwrap();
+        let steer = Request::Steer {
+            note: "late".into(),
+        };
+        let e = run
+            .append_control(loaded, "n1".into(), "cli", steer)
+            .unwrap_err();
+        assert!(matches!(e, WorkspaceError::CompletedMeanwhile(_)), "{e}");
+        assert_eq!(
+            std::fs::read(run.journal()).unwrap(),
+            before,
+            "nothing written"
+        );
+        // A request on a run that is not over still goes in after what came first.
+        let (run2, mut d2, _) = ws
+            .create_run(
+                Path::new("PLAN.md"),
+                &plan,
+                Settings::from_config(&Config::default()),
+            )
+            .unwrap();
+        let loaded = run2.load_cached().unwrap();
+        d2.append(&Event::Control {
+            id: "p".into(),
+            source: "t".into(),
+            request: Request::Pause,
+            by: None,
+        })
+        .unwrap();
+        let steer = Request::Steer {
+            note: "in time".into(),
+        };
+        let (rec, state) = run2
+            .append_control(loaded, "n2".into(), "cli", steer)
+            .unwrap();
+        assert_eq!(rec.seq, 3);
+        assert!(state.paused && state.has_request("n2"));
     }
 }

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use super::{WorkspaceError, io};
 use crate::fsutil::write_atomic;
 use crate::journal::{
-    self, Event, FoldError, JournalError, Record, Request, RunState, Scan, Writer,
+    self, Appended, Event, FoldError, JournalError, Record, Request, RunState, RunStatus, Scan,
+    Writer,
 };
 use crate::redact::Redactor;
 
@@ -229,12 +230,29 @@ impl RunDir {
             "http" => "the API's token".to_string(),
             _ => local_user(),
         };
-        let recs = w.append(&Event::Control {
+        let event = Event::Control {
             id,
             source: source.to_string(),
             request,
             by: Some(by),
-        })?;
+        };
+        // Written only on the journal the request was judged on: a run that completed
+        // meanwhile (its driver wrote the last records while this one was loading)
+        // would take it and never read it.
+        let was_completed = state.status == RunStatus::Completed;
+        let recs = loop {
+            match w.append_if_current(&event)? {
+                Appended::Written(recs) => break recs,
+                Appended::Stale(others) => {
+                    for r in &others {
+                        state.apply(r);
+                    }
+                    if !was_completed && state.status == RunStatus::Completed {
+                        return Err(WorkspaceError::CompletedMeanwhile(self.id.clone()));
+                    }
+                }
+            }
+        };
         for r in &recs {
             state.apply(r);
         }
