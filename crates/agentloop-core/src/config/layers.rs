@@ -231,6 +231,15 @@ fn check(config: &Config, sources: &BTreeMap<String, Source>) -> Result<(), Conf
     if let Err(e) = crate::exec::sandbox::AllowList::parse(&config.sandbox.allow_hosts) {
         return Err(bad("sandbox.allow_hosts", &e));
     }
+    if let Err(e) = config.executor.slurm.options() {
+        return Err(bad("executor.slurm", &e));
+    }
+    if config.executor.poll.is_zero() || config.executor.remote.trim().is_empty() {
+        return Err(bad(
+            "executor",
+            "`poll` must be longer than 0s and `remote` must name a git remote",
+        ));
+    }
     if config.run.workers.is_some_and(|w| !(1..=64).contains(&w)) {
         return Err(bad("run.workers", "must be from 1 to 64"));
     }

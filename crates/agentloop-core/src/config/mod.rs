@@ -2,12 +2,14 @@
 //! where each value came from (`layers`), the file `init` writes (`template`), and the
 //! settings a run freezes into its journal (`settings`).
 
+mod executor;
 mod layers;
 mod schema;
 mod settings;
 mod ship;
 mod template;
 
+pub use executor::{ExecutorConfig, ExecutorKind, SlurmConfig};
 pub use layers::{ConfigError, Layered, Loader, Source, merge, user_config_path};
 pub use schema::{
     AgentConfig, BASE_ENV, BUILTIN_AGENTS, Config, GitConfig, HookConfig, Price, PromptVia,

@@ -28,6 +28,8 @@ pub struct Config {
     pub prompt: super::ship::PromptConfig,
     /// `[sandbox]`: each agent process confined to its working directory.
     pub sandbox: crate::exec::sandbox::SandboxConfig,
+    /// `[executor]`: where agent iterations run (this machine, or a cluster).
+    pub executor: super::executor::ExecutorConfig,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

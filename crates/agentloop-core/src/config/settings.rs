@@ -136,7 +136,8 @@ impl Settings {
             workers: c.run.workers(),
             branch: c.run.branch.clone(),
             land: c.run.land,
-            isolate: c.run.isolate,
+            // A job elsewhere works on a task's branch: always in worktrees.
+            isolate: c.run.isolate || c.executor.kind != super::ExecutorKind::Local,
             keep_worktrees: c.run.keep_worktrees,
             limits: c.limits.clone(),
             hook: false,

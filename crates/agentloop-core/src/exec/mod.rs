@@ -1,7 +1,7 @@
 //! Effects on the machine: supervised processes (`supervise`), the verification runner
 //! (`verify`), what agents leave behind (`reap`), what git says about the work tree
 //! (`git`), the verification surface and its baseline (`surface`) and the clean copy
-//! checks run in (`clean_copy`), the work tree watched between snapshots (`watch`), and what a run needs from the machine (`prereq`).
+//! checks run in (`clean_copy`), the work tree watched between snapshots (`watch`), what a run needs from the machine (`prereq`), and a work tree carried through a git remote to a job elsewhere and back (`transport`).
 
 pub mod clean_copy;
 pub mod git;
@@ -10,6 +10,7 @@ pub mod reap;
 pub mod sandbox;
 pub mod supervise;
 pub mod surface;
+pub mod transport;
 pub mod verify;
 pub mod watch;
 pub mod worktree;

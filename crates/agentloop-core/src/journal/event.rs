@@ -467,6 +467,10 @@ pub enum AgentErrorKind {
     Auth,
     Billing,
     Other,
+    /// The executor lost the job the agent ran in (a node failed, the job was
+    /// preempted or cancelled by someone else): the iteration was interrupted, and is
+    /// redone without counting as an attempt.
+    Lost,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -37,6 +37,17 @@ pub(super) fn finish_open_iteration(s: &RunState, open: &OpenIteration) -> Actio
     if agent.killed || (s.stop == Some(StopKind::Now) && open.verify.is_none()) {
         return finished(Outcome::Aborted, "stopped on request".into(), None);
     }
+    if let Some(err) = agent
+        .error
+        .as_ref()
+        .filter(|e| e.kind == AgentErrorKind::Lost)
+    {
+        return finished(
+            Outcome::Aborted,
+            format!("interrupted: {}", err.message),
+            None,
+        );
+    }
     if let Some(err) = &agent.error {
         match err.kind {
             AgentErrorKind::RateLimit | AgentErrorKind::Overloaded => {
