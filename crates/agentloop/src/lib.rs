@@ -5,6 +5,7 @@
 #[macro_use]
 mod render;
 mod cli;
+mod cluster;
 pub(crate) mod commands;
 mod describe;
 mod driver;

@@ -76,7 +76,8 @@ pub fn fetch(dir: &Path, remote: &str, refname: &str) -> Result<String, String> 
     )
 }
 
-/// Deletes `refname` on `remote` and here (best effort: a ref already gone is fine).
+/// Deletes `refname` on `remote` (best effort: a ref already gone is fine); the ref
+/// of the same name here stays.
 pub fn forget(dir: &Path, remote: &str, refname: &str) {
     let _ = git(
         dir,
@@ -88,7 +89,6 @@ pub fn forget(dir: &Path, remote: &str, refname: &str) {
             &format!(":{refname}"),
         ],
     );
-    let _ = git(dir, &["update-ref", "-d", refname]);
 }
 
 /// The full message of `commit`.
@@ -187,5 +187,6 @@ mod tests {
         assert_eq!(status, " D gone.txt\n M kept.txt\n?? new.txt".trim_start());
         forget(&a, &remote, "refs/agentloop/r/1");
         assert!(fetch(&a, &remote, "refs/agentloop/r/1").is_err());
+        assert!(git(&a, &["rev-parse", "--verify", "refs/agentloop/r/1"]).is_ok());
     }
 }

@@ -26,6 +26,7 @@ pub fn schedule(s: &RunState) -> Vec<Action> {
         .running
         .iter()
         .any(|o| matches!(o.merge, Some(MergeState::Started { .. })));
+    let mut held = None;
     for open in &s.running {
         match finish_open_iteration(s, open) {
             Action::Merge { iteration } => {
@@ -36,11 +37,16 @@ pub fn schedule(s: &RunState) -> Vec<Action> {
                 }
             }
             // A task waiting for its person holds up no other.
-            Action::Wait(_) => {}
+            w @ Action::Wait(_) => {
+                held.get_or_insert(w);
+            }
             a => out.push(a),
         }
     }
     if s.is_finished() {
+        if out.is_empty() {
+            out.extend(held);
+        }
         return out;
     }
     let busy: Vec<&str> = s.running.iter().map(|o| o.started.task.as_str()).collect();
@@ -52,8 +58,9 @@ pub fn schedule(s: &RunState) -> Vec<Action> {
         a => out.push(a),
     }
     if out.is_empty() {
-        // Only steps under way remain; the caller waits for them.
-        out.push(Action::Wait(super::WaitReason::Workers));
+        // Only steps under way remain, and the caller waits for them; or only tasks
+        // that wait for a person, and the run waits for that person.
+        out.push(held.unwrap_or(Action::Wait(super::WaitReason::Workers)));
     }
     out
 }

@@ -160,6 +160,10 @@ pub enum Command {
     /// (started by agentloop itself in `[sandbox] mode = "workspace"`).
     #[command(hide = true)]
     SandboxNet(SandboxNetArgs),
+    /// On a cluster node: one iteration as a job (its spec, JSON, on standard input),
+    /// submitted by agentloop itself with `[executor] kind = "slurm"`.
+    #[command(hide = true)]
+    Job,
     /// Hook mode (Claude Code, Codex, Gemini CLI): start a run, install the hooks, and
     /// the hook entry points that read each event's JSON on stdin.
     #[command(

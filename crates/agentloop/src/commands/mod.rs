@@ -84,6 +84,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
         Command::Steer(a) => control::steer(&workspace()?, a.run.run.as_deref(), a.note),
         Command::Agents(a) => agents::agents(&cwd()?, a.json),
         Command::Mcp => mcp::mcp(&cwd()?),
+        Command::Job => crate::cluster::job::job().map(|()| ExitKind::Completed),
         Command::SandboxNet(a) => std::process::exit(
             agentloop_core::exec::sandbox::Bridge {
                 socket: a.socket,

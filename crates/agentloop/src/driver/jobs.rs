@@ -1,5 +1,5 @@
 //! What a run with workers runs off the driver's thread: an agent's iteration (through
-//! an [`Executor`]), a task's checks, and a merge with its checks on the merged result.
+//! an executor, [`super::executor`]), a task's checks, and a merge with its checks on the merged result.
 //! Each reports what it did on a channel; the driver records it.
 
 use std::path::PathBuf;
@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::time::Duration;
 
-use agentloop_agents::{Agent, AgentRun, Invocation};
+use agentloop_agents::{Agent, AgentRun};
 use agentloop_core::exec::{git, verify, worktree};
 use agentloop_core::journal::VerifyFinished;
 
@@ -57,48 +57,6 @@ pub(crate) struct AgentJob {
     /// The sandbox it runs under (none: an empty prefix); its proxy lives as long as
     /// the job.
     pub confined: agentloop_core::exec::sandbox::Confinement,
-}
-
-/// Where agent iterations run. Local processes today; a cluster executor (each
-/// iteration a Kubernetes Job that clones the task's branch and pushes its result) is
-/// another implementation of this trait, and the scheduler does not change.
-pub(crate) trait Executor {
-    fn iterate(&self, job: AgentJob, done: Sender<Done>);
-}
-
-/// Runs each iteration as a local process, supervised from its own thread.
-pub(crate) struct LocalExecutor;
-
-impl Executor for LocalExecutor {
-    fn iterate(&self, job: AgentJob, done: Sender<Done>) {
-        std::thread::spawn(move || {
-            // The whole job, not only the fields used: its sandbox's proxy lives as
-            // long as the agent runs.
-            let job = job;
-            let prompt_file = job.dir.join("prompt.md");
-            let log = job.dir.join("agent.log");
-            let pid_file = job.dir.join("agent.pid");
-            let inv = Invocation {
-                run_id: &job.run_id,
-                run_dir: &job.run_dir,
-                iteration: job.iteration,
-                workdir: &job.workdir,
-                prompt: &job.prompt,
-                prompt_file: &prompt_file,
-                log: &log,
-                pid_file: &pid_file,
-                wrap: job.confined.prefix.clone(),
-            };
-            let stop = job.stop.clone();
-            let run = job.agent.run(&inv, &mut || stop.load(Ordering::SeqCst));
-            let _ = done.send(Done::Agent {
-                iteration: job.iteration,
-                agent: job.agent_name,
-                run: Box::new(run),
-                before: job.before,
-            });
-        });
-    }
 }
 
 /// Checks to run somewhere, and how.

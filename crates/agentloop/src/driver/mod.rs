@@ -2,6 +2,7 @@
 //! before and after. It holds the run's lock for its whole life. The steps of one
 //! iteration are in `steps`.
 
+mod executor;
 mod gates;
 mod jobs;
 mod menu;

@@ -16,7 +16,8 @@ use agentloop_core::policy::{self, Action, IterationPlan, WaitReason};
 use agentloop_core::values::Land;
 
 use super::Driver;
-use super::jobs::{self, AgentJob, Checks, Done, Executor, LocalExecutor, MergeJob, MergeOutcome};
+use super::executor::{self, Executor};
+use super::jobs::{self, AgentJob, Checks, Done, MergeJob, MergeOutcome};
 use crate::error::{CliError, ExitKind};
 
 /// What the scheduler has under way, by iteration.
@@ -54,12 +55,14 @@ impl Driver {
 
     fn schedule_workers(&mut self) -> Result<ExitKind, CliError> {
         let (done_tx, done_rx) = channel();
+        let executor = executor::from_config(&self.config, &self.ws.root)
+            .map_err(|e| CliError::user(format!("[executor]: {e}")))?;
         let mut w = Workers {
             done_tx,
             done_rx,
             busy: BTreeSet::new(),
             stop: Arc::new(AtomicBool::new(false)),
-            executor: Box::new(LocalExecutor),
+            executor,
         };
         let mut waiting_since: Option<WaitReason> = None;
         let mut review_polled: Option<std::time::Instant> = None;

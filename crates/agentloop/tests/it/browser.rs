@@ -146,9 +146,28 @@ impl Browser {
     }
 
     /// Clicks the element `css` selects, as a user would (WebDriver element click).
+    /// The page may redraw the element between finding and clicking it (live
+    /// updates): then it is found again and clicked again, as a user would.
     fn click(&self, css: &str) {
-        let id = self.find(css);
-        self.call("POST", &format!("/element/{id}/click"), json!({}));
+        for _ in 0..50 {
+            let id = self.find(css);
+            let (code, text) = http_request(
+                &self.addr,
+                "POST",
+                &format!("/session/{}/element/{id}/click", self.session),
+                None,
+                Some("{}"),
+            );
+            if code == 200 {
+                return;
+            }
+            assert!(
+                text.contains("stale element reference"),
+                "click {css}: {code} {text}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("{css} kept being redrawn before it could be clicked");
     }
 
     fn type_into(&self, css: &str, text: &str) {

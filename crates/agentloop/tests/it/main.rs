@@ -36,6 +36,7 @@ mod resume;
 mod sandbox;
 mod ship;
 mod ship_task;
+mod slurm;
 mod support;
 mod surface;
 mod terminals;

@@ -1,0 +1,152 @@
+//! Iterations on a cluster: what a job is told ([`JobSpec`]) and what it reports
+//! ([`JobOutcome`]), the Slurm client ([`slurm`]), and the job's own side
+//! (`agentloop job`, [`job`]). A job gets the task's branch from the run's git remote,
+//! runs the agent there, and pushes its result (the work tree as a commit whose message
+//! carries the outcome) to a ref of its iteration; the driver fetches it, puts the files
+//! back into the task's worktree and judges them as it judges a local iteration.
+
+pub mod job;
+pub mod slurm;
+
+use std::time::Duration;
+
+use agentloop_agents::AgentRun;
+use agentloop_core::config::AgentConfig;
+use agentloop_core::exec::supervise::Finished;
+use agentloop_core::journal::AgentError;
+use agentloop_core::values::Usage;
+use serde::{Deserialize, Serialize};
+
+/// What one job is told: everything it needs, none of it secret (credentials reach
+/// the job through the engine's environment, never in this).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct JobSpec {
+    pub run_id: String,
+    pub iteration: u32,
+    /// The URL of the run's git remote.
+    pub remote: String,
+    /// The task's branch there, as the iteration starts (`refs/heads/…`).
+    pub branch: String,
+    /// The commit it must be at: the task's work so far, on top of its branch's head.
+    pub start: String,
+    /// Where the job pushes its result.
+    pub result_ref: String,
+    pub agent_name: String,
+    pub agent: AgentConfig,
+    pub prompt: String,
+    /// The run's directory (for `agentloop mcp`, where the nodes share the disk).
+    pub run_dir: String,
+}
+
+/// What the job reports about its agent, in its result commit's message.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct JobOutcome {
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    pub killed: bool,
+    pub duration_ms: u64,
+    pub output_bytes: u64,
+    pub truncated: bool,
+    pub tail: String,
+    pub stderr_tail: String,
+    pub final_message: String,
+    pub usage: Usage,
+    pub cost_usd: f64,
+    pub session_id: Option<String>,
+    pub error: Option<AgentError>,
+    pub resets_at_ms: Option<u64>,
+}
+
+/// The first line of a result commit's message; the outcome's JSON follows it.
+pub const RESULT_SUBJECT: &str = "agentloop: result of";
+
+impl JobOutcome {
+    pub fn of(run: &AgentRun) -> JobOutcome {
+        let f = &run.finished;
+        JobOutcome {
+            exit_code: f.exit_code,
+            signal: f.signal,
+            timed_out: f.timed_out,
+            killed: f.killed,
+            duration_ms: f.duration.as_millis() as u64,
+            output_bytes: f.output_bytes,
+            truncated: f.truncated,
+            tail: String::from_utf8_lossy(&f.tail).into_owned(),
+            stderr_tail: String::from_utf8_lossy(&f.stderr_tail).into_owned(),
+            final_message: run.final_message.clone(),
+            usage: run.usage,
+            cost_usd: run.cost_usd,
+            session_id: run.session_id.clone(),
+            error: run.error.clone(),
+            resets_at_ms: run.resets_at_ms,
+        }
+    }
+
+    pub fn into_run(self) -> AgentRun {
+        AgentRun {
+            finished: Finished {
+                exit_code: self.exit_code,
+                signal: self.signal,
+                timed_out: self.timed_out,
+                killed: self.killed,
+                duration: Duration::from_millis(self.duration_ms),
+                output_bytes: self.output_bytes,
+                truncated: self.truncated,
+                tail: self.tail.into_bytes(),
+                stderr_tail: self.stderr_tail.into_bytes(),
+            },
+            final_message: self.final_message,
+            usage: self.usage,
+            cost_usd: self.cost_usd,
+            session_id: self.session_id,
+            error: self.error,
+            resets_at_ms: self.resets_at_ms,
+        }
+    }
+
+    /// The message of the result commit of `iteration`.
+    pub fn message(&self, run_id: &str, iteration: u32) -> String {
+        format!(
+            "{RESULT_SUBJECT} iteration {iteration} of run {run_id}\n\n{}\n",
+            serde_json::to_string(self).unwrap_or_default()
+        )
+    }
+
+    /// The outcome a result commit's message carries, if it is one for `iteration`.
+    pub fn parse(message: &str, run_id: &str, iteration: u32) -> Result<JobOutcome, String> {
+        let (subject, body) = message.split_once("\n\n").unwrap_or((message, ""));
+        if subject.trim() != format!("{RESULT_SUBJECT} iteration {iteration} of run {run_id}") {
+            return Err(format!(
+                "not the result of iteration {iteration}: `{subject}`"
+            ));
+        }
+        serde_json::from_str(body.trim()).map_err(|e| format!("its outcome cannot be read: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_outcome_travels_in_a_commit_message_for_its_own_iteration_only() {
+        let o = JobOutcome {
+            exit_code: Some(0),
+            final_message: "done\n<promise>COMPLETE</promise>".into(),
+            cost_usd: 0.25,
+            duration_ms: 1500,
+            ..Default::default()
+        };
+        let m = o.message("r1", 3);
+        assert_eq!(JobOutcome::parse(&m, "r1", 3).unwrap(), o);
+        assert!(JobOutcome::parse(&m, "r1", 4).is_err());
+        assert!(JobOutcome::parse(&m, "r2", 3).is_err());
+        assert!(
+            JobOutcome::parse("agentloop: result of iteration 3 of run r1\n\n{", "r1", 3).is_err()
+        );
+        let run = o.clone().into_run();
+        assert_eq!(run.finished.duration, Duration::from_millis(1500));
+        assert_eq!(JobOutcome::of(&run), o);
+    }
+}

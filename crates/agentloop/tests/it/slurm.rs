@@ -1,0 +1,235 @@
+//! The Slurm executor against a real one-node Slurm cluster (Debian's slurmctld, slurmd
+//! and munge, started by `scripts/slurm-cluster` in the target directory and shared by
+//! these tests): each iteration a batch job that clones the task's branch from a bare
+//! remote, runs the agent, and pushes its result back.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::support::{Project, Scratch, wait_exit, wait_for};
+
+/// The cluster's `slurm.conf`, the cluster started first if it does not run.
+fn cluster() -> String {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("slurm");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/slurm-cluster");
+    let out = Command::new(script)
+        .arg("ensure")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the test cluster did not start: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn slurm(conf: &str, tool: &str, args: &[&str]) -> String {
+    let out = Command::new(tool)
+        .args(args)
+        .env("SLURM_CONF", conf)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A job's state as Slurm tells it.
+fn job_state(conf: &str, id: &str) -> String {
+    slurm(
+        conf,
+        "squeue",
+        &["--states=all", "-h", "-j", id, "-O", "State"],
+    )
+}
+
+const SIX: &str = "# Six\n\n## T1: One\nVerify: test -f one.txt\n\n## T2: Two\nVerify: test -f two.txt\n\n## T3: Three\nVerify: test -f three.txt\n\n## T4: Four\nVerify: test -f four.txt\n\n## T5: Five\nVerify: test -f five.txt\n\n## T6: Six\nVerify: test -f six.txt\n";
+
+/// A project whose agent runs `body` (with `$task` and its attempt `$n`) as a Slurm
+/// job, with a bare repository beside it as `origin`; the remote's directory too.
+fn project(plan: &str, workers: u32, body: &str) -> (Project, tempfile::TempDir, String) {
+    let conf = cluster();
+    let mut p = Scratch::new().plan(plan).build();
+    let remote = tempfile::Builder::new()
+        .prefix("agentloop-it-remote-")
+        .tempdir()
+        .unwrap();
+    let state = p.path().join(".git/agent-state");
+    p.write(
+        "agent.sh",
+        format!(
+            r#"prompt=$(cat)
+task=$(printf '%s\n' "$prompt" | sed -n 's/^## Your task: \([A-Za-z0-9_-]*\) .*/\1/p' | head -n 1)
+state={state}
+mkdir -p "$state"
+n=$(cat "$state/$task" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$state/$task"
+echo "agent at $task, attempt $n, in $PWD"
+{body}
+"#,
+            state = state.display()
+        ),
+    );
+    p.write(
+        "agentloop.toml",
+        format!(
+            "[run]\nagent = \"scripted\"\nworkers = {workers}\n\n[agents.scripted]\ncommand = [\"sh\", \"{}\"]\ntimeout = \"120s\"\n\n[executor]\nkind = \"slurm\"\npoll = \"200ms\"\n",
+            p.path().join("agent.sh").display()
+        ),
+    );
+    p.write(".gitignore", ".agentloop/\n");
+    p.commit("a project run on Slurm");
+    let bare = remote.path().join("origin.git");
+    let out = Command::new("git")
+        .args(["init", "-q", "--bare"])
+        .arg(&bare)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    p.git_cmd(&["remote", "add", "origin", &bare.to_string_lossy()]);
+    p.git_cmd(&["push", "-q", "origin", "main"]);
+    p.env.push(("SLURM_CONF".into(), conf.clone()));
+    (p, remote, conf)
+}
+
+/// The Slurm job of each iteration so far, by iteration.
+fn jobs(p: &Project) -> Vec<(PathBuf, String)> {
+    let runs = p.path().join(".agentloop/runs");
+    let Some(run) = std::fs::read_dir(runs)
+        .ok()
+        .and_then(|d| d.flatten().next())
+    else {
+        return Vec::new();
+    };
+    let Ok(rd) = std::fs::read_dir(run.path().join("iterations")) else {
+        return Vec::new();
+    };
+    let mut v: Vec<(PathBuf, String)> = rd
+        .flatten()
+        .filter_map(|e| {
+            let id = std::fs::read_to_string(e.path().join("slurm.job")).ok()?;
+            Some((e.path(), id.trim().to_string()))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+const MAKE: &str = "case $task in T1) f=one;; T2) f=two;; T3) f=three;; T4) f=four;; T5) f=five;; T6) f=six;; esac\ntouch $f.txt\necho TASK_COMPLETE";
+
+#[test]
+fn six_tasks_on_three_workers_run_as_slurm_jobs_to_verified_completion() {
+    let (p, remote, conf) = project(SIX, 3, MAKE);
+    let r = p.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    let s = p.status();
+    assert_eq!(s["status"], "completed");
+    let jobs = jobs(&p);
+    assert_eq!(jobs.len(), 6, "{jobs:?}");
+    for (dir, id) in &jobs {
+        assert_eq!(job_state(&conf, id), "COMPLETED", "job {id}");
+        // The job's output, streamed into the iteration's log: the agent ran in a
+        // clone of its own, not in the task's worktree.
+        let log = std::fs::read_to_string(dir.join("agent.log")).unwrap();
+        assert!(log.contains("attempt 1, in /"), "{log}");
+        assert!(log.contains("agentloop-job-"), "{log}");
+    }
+    // Every task's file is on the integration branch; nothing is left on the remote
+    // but what was there.
+    let branch = format!("agentloop/{}", s["run_id"].as_str().unwrap());
+    let files = p.git_cmd(&["ls-tree", "--name-only", &branch]);
+    for f in ["one", "two", "three", "four", "five", "six"] {
+        assert!(files.contains(&format!("{f}.txt")), "{files}");
+    }
+    let refs = Command::new("git")
+        .args(["for-each-ref", "--format=%(refname)"])
+        .current_dir(remote.path().join("origin.git"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&refs.stdout).trim(),
+        "refs/heads/main"
+    );
+}
+
+#[test]
+fn a_job_cancelled_by_someone_else_is_an_interrupted_iteration_and_the_task_is_redone() {
+    let (p, _remote, conf) = project(
+        "# One\n\n## T1: One\nVerify: test -f one.txt\n",
+        1,
+        "if [ $n = 1 ]; then echo started; sleep 60; fi\ntouch one.txt\necho TASK_COMPLETE",
+    );
+    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    wait_for(&p, "the first job at work", |p| {
+        jobs(p).first().is_some_and(|(dir, _)| {
+            std::fs::read_to_string(dir.join("agent.log")).is_ok_and(|l| l.contains("started"))
+        })
+    });
+    let (_, id) = jobs(&p).remove(0);
+    // An administrator cancels it.
+    slurm(&conf, "scancel", &[&id]);
+    let st = wait_exit(&mut driver, Duration::from_secs(60));
+    assert_eq!(st.code(), Some(0));
+    assert!(job_state(&conf, &id).starts_with("CANCELLED"));
+    let s = p.status();
+    assert_eq!(s["status"], "completed");
+    let log = p.run(&["log", "--json"]).stdout;
+    let first = log
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["event"].clone())
+        .find(|e| e["kind"] == "iteration_finished")
+        .unwrap()["data"]
+        .clone();
+    assert_eq!(first["outcome"], "aborted", "{first}");
+    let reason = first["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(&format!("Slurm job {id} ended CANCELLED")),
+        "{reason}"
+    );
+    // Redone, and not counted as a failed attempt.
+    assert_eq!(jobs(&p).len(), 2);
+    assert_eq!(s["tasks"][0]["attempts"], 1, "{}", s["tasks"][0]);
+}
+
+#[test]
+fn stop_now_cancels_every_job() {
+    let (p, _remote, conf) = project(SIX, 3, "echo started\nsleep 60\necho TASK_COMPLETE");
+    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    wait_for(&p, "three jobs at work", |p| {
+        let j = jobs(p);
+        j.len() == 3
+            && j.iter().all(|(dir, _)| {
+                std::fs::read_to_string(dir.join("agent.log")).is_ok_and(|l| l.contains("started"))
+            })
+    });
+    let t = std::time::Instant::now();
+    assert_eq!(p.run(&["stop", "--now"]).code, Some(0));
+    assert_eq!(
+        wait_exit(&mut driver, Duration::from_secs(30)).code(),
+        Some(6)
+    );
+    assert!(t.elapsed() < Duration::from_secs(15), "{:?}", t.elapsed());
+    assert_eq!(p.status()["status"], "stopped");
+    for (_, id) in jobs(&p) {
+        let state = job_state(&conf, &id);
+        assert!(state.starts_with("CANCELLED"), "job {id}: {state}");
+    }
+    assert_eq!(jobs(&p).len(), 3, "no job after the stop");
+}
+
+#[test]
+fn a_job_that_rewrites_its_own_check_gets_no_task_marked_done() {
+    // The check is a script in the project; the agent makes it pass by rewriting it.
+    let (p, _remote, _conf) = project(
+        "# One\n\n## T1: One\nVerify: sh tests/t1.sh\n",
+        1,
+        "printf 'exit 0\\n' > tests/t1.sh\necho TASK_COMPLETE",
+    );
+    p.write("tests/t1.sh", "test -f one.txt\n");
+    p.commit("the check");
+    let r = p.run(&["run", "--quiet", "--no-wait"]);
+    assert_ne!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    let s = p.status();
+    assert_ne!(s["tasks"][0]["status"], "done", "{}", s["tasks"][0]);
+    assert!(!jobs(&p).is_empty());
+}
