@@ -23,6 +23,9 @@ use crate::cluster::{JobOutcome, JobSpec, slurm};
 /// Where agent iterations run.
 pub(crate) trait Executor {
     fn iterate(&self, job: AgentJob, done: Sender<Done>);
+    /// An iteration a driver before this one left open (it died): whatever still runs
+    /// for it elsewhere is ended, since the iteration is redone.
+    fn abandon(&self, _iteration_dir: &Path) {}
 }
 
 /// The executor `[executor]` asks for.
@@ -282,6 +285,12 @@ fn last_lines(log: &Path) -> String {
 }
 
 impl Executor for SlurmExecutor {
+    fn abandon(&self, iteration_dir: &Path) {
+        if let Ok(id) = std::fs::read_to_string(iteration_dir.join("slurm.job")) {
+            let _ = slurm::cancel(id.trim());
+        }
+    }
+
     fn iterate(&self, job: AgentJob, done: Sender<Done>) {
         let this = self.clone();
         std::thread::spawn(move || {

@@ -64,6 +64,14 @@ impl Driver {
             stop: Arc::new(AtomicBool::new(false)),
             executor,
         };
+        // Left open by a driver that died: their jobs elsewhere are ended (local
+        // agents were reaped already).
+        for open in &self.state.running {
+            if open.agent.is_none() {
+                w.executor
+                    .abandon(&self.run.iteration_dir(open.started.iteration));
+            }
+        }
         let mut waiting_since: Option<WaitReason> = None;
         let mut review_polled: Option<std::time::Instant> = None;
         loop {

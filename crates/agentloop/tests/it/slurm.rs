@@ -232,4 +232,32 @@ fn a_job_that_rewrites_its_own_check_gets_no_task_marked_done() {
     let s = p.status();
     assert_ne!(s["tasks"][0]["status"], "done", "{}", s["tasks"][0]);
     assert!(!jobs(&p).is_empty());
+    // The rewrite came back from the node and was caught as a change to what
+    // verifies the task: a question for a person.
+    assert!(crate::support::journal_has(&p, "\"gate_opened\""));
+    assert!(r.stderr.contains("waiting for a person"), "{}", r.stderr);
+}
+
+#[test]
+fn a_killed_driver_leaves_a_job_that_resume_cancels_before_redoing_its_task() {
+    let (p, _remote, conf) = project(
+        "# One\n\n## T1: One\nVerify: test -f one.txt\n",
+        1,
+        "if [ $n = 1 ]; then echo started; sleep 60; fi\ntouch one.txt\necho TASK_COMPLETE",
+    );
+    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    wait_for(&p, "the first job at work", |p| {
+        jobs(p).first().is_some_and(|(dir, _)| {
+            std::fs::read_to_string(dir.join("agent.log")).is_ok_and(|l| l.contains("started"))
+        })
+    });
+    driver.kill().unwrap();
+    driver.wait().unwrap();
+    let (_, id) = jobs(&p).remove(0);
+    assert_eq!(job_state(&conf, &id), "RUNNING", "the job outlives its driver");
+    let r = p.run(&["resume", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(job_state(&conf, &id).starts_with("CANCELLED"));
+    assert_eq!(p.status()["status"], "completed");
+    assert_eq!(jobs(&p).len(), 2);
 }
