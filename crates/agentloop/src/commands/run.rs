@@ -209,6 +209,7 @@ pub(crate) fn start(
              scope guards and tdd mode cannot work (run `git init`)",
         );
     }
+    crate::driver::check_executor(&layered.config, &ws.root).map_err(CliError::user)?;
     let mut settings = Settings::new(&layered.config, flags);
     settings.find_context(&ws.root);
     if settings.sandbox.on() {
@@ -431,6 +432,7 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
     }
     let layered = super::run_config_with(&ws.root, &loaded.state, flags.clone())?;
     let versions = check_agents(&layered.config, &loaded.state.plan)?;
+    crate::driver::check_executor(&layered.config, &ws.root).map_err(CliError::user)?;
     let mut settings = Settings::new(&layered.config, flags);
     settings.find_context(&ws.root);
     // The agents' own hosts stay as the run recorded them (a sandbox turned on only

@@ -36,6 +36,11 @@ pub(crate) fn from_config(config: &Config, root: &Path) -> Result<Box<dyn Execut
     }
 }
 
+/// Whether `[executor]` can be set up here, before a run is created.
+pub(crate) fn check(config: &Config, root: &Path) -> Result<(), String> {
+    from_config(config, root).map(drop)
+}
+
 /// Runs each iteration as a local process, supervised from its own thread.
 pub(crate) struct LocalExecutor;
 

@@ -9,6 +9,7 @@ mod menu;
 mod sandbox;
 mod ship;
 
+pub(crate) use executor::check as check_executor;
 pub(crate) use sandbox::agent_hosts;
 pub(crate) use ship::forge;
 mod steps;

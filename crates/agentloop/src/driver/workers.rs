@@ -55,8 +55,8 @@ impl Driver {
 
     fn schedule_workers(&mut self) -> Result<ExitKind, CliError> {
         let (done_tx, done_rx) = channel();
-        let executor = executor::from_config(&self.config, &self.ws.root)
-            .map_err(|e| CliError::user(format!("[executor]: {e}")))?;
+        let executor =
+            executor::from_config(&self.config, &self.ws.root).map_err(CliError::user)?;
         let mut w = Workers {
             done_tx,
             done_rx,

@@ -253,10 +253,48 @@ fn a_killed_driver_leaves_a_job_that_resume_cancels_before_redoing_its_task() {
     driver.kill().unwrap();
     driver.wait().unwrap();
     let (_, id) = jobs(&p).remove(0);
-    assert_eq!(job_state(&conf, &id), "RUNNING", "the job outlives its driver");
+    assert_eq!(
+        job_state(&conf, &id),
+        "RUNNING",
+        "the job outlives its driver"
+    );
     let r = p.run(&["resume", "--quiet"]);
     assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
     assert!(job_state(&conf, &id).starts_with("CANCELLED"));
     assert_eq!(p.status()["status"], "completed");
     assert_eq!(jobs(&p).len(), 2);
+}
+
+#[test]
+fn an_executor_that_cannot_be_set_up_is_refused_before_the_run_exists() {
+    let p = Scratch::new()
+        .plan("# One\n\n## T1: One\nVerify: true\n")
+        .build();
+    for (config, says) in [
+        (
+            "[executor]\nkind = \"slurm\"\n",
+            "[executor] remote `origin` is neither a remote of this repository nor a URL",
+        ),
+        (
+            "[executor]\nkind = \"slurm\"\nremote = \"/nowhere/x.git\"\n[executor.slurm]\npartition = \"main --wrap=x\"\n",
+            "executor.slurm.partition: `main --wrap=x` is not a plain value",
+        ),
+        (
+            "[executor]\nkind = \"k8s\"\n",
+            "executor.kind: unknown variant `k8s`, expected `local` or `slurm`",
+        ),
+        (
+            "[executor]\nkind = \"slurm\"\nremote = \"/nowhere/x.git\"\n[sandbox]\nmode = \"workspace\"\n",
+            "[sandbox] confines processes on this machine",
+        ),
+    ] {
+        p.write(
+            "agentloop.toml",
+            format!("[run]\nagent = \"a\"\n[agents.a]\ncommand = [\"true\"]\n{config}"),
+        );
+        let r = p.run(&["run", "--quiet"]);
+        assert_eq!(r.code, Some(2), "{config}: {}", r.stderr);
+        assert!(r.stderr.contains(says), "{config}: {}", r.stderr);
+        assert!(!p.path().join(".agentloop/runs").exists(), "{config}");
+    }
 }
