@@ -97,7 +97,10 @@ pub struct Submit<'a> {
 /// Submits a job; its id.
 pub fn submit(s: &Submit<'_>) -> Result<String, String> {
     let mut c = tool("sbatch");
+    // A job Slurm ends on its own (a failed node) is not run again by Slurm: the
+    // iteration is redone by agentloop's policy, as a new iteration.
     c.arg("--parsable")
+        .arg("--no-requeue")
         .arg(format!("--job-name={}", s.name))
         .arg(format!("--output={}", s.output.display()))
         .arg(if s.export.is_empty() {

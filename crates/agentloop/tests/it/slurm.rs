@@ -9,12 +9,17 @@ use std::time::Duration;
 
 use crate::support::{Project, Scratch, wait_exit, wait_for};
 
-/// The cluster's `slurm.conf`, the cluster started first if it does not run.
+/// The shared cluster's `slurm.conf`, the cluster started first if it does not run.
 fn cluster() -> String {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("slurm");
+    cluster_in("slurm", "ensure")
+}
+
+/// `scripts/slurm-cluster COMMAND` on the cluster in the target directory's `name`.
+fn cluster_in(name: &str, command: &str) -> String {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/slurm-cluster");
     let out = Command::new(script)
-        .arg("ensure")
+        .arg(command)
         .arg(&dir)
         .output()
         .unwrap();
@@ -49,7 +54,15 @@ const SIX: &str = "# Six\n\n## T1: One\nVerify: test -f one.txt\n\n## T2: Two\nV
 /// A project whose agent runs `body` (with `$task` and its attempt `$n`) as a Slurm
 /// job, with a bare repository beside it as `origin`; the remote's directory too.
 fn project(plan: &str, workers: u32, body: &str) -> (Project, tempfile::TempDir, String) {
-    let conf = cluster();
+    project_on(cluster(), plan, workers, body)
+}
+
+fn project_on(
+    conf: String,
+    plan: &str,
+    workers: u32,
+    body: &str,
+) -> (Project, tempfile::TempDir, String) {
     let mut p = Scratch::new().plan(plan).build();
     let remote = tempfile::Builder::new()
         .prefix("agentloop-it-remote-")
@@ -297,4 +310,60 @@ fn an_executor_that_cannot_be_set_up_is_refused_before_the_run_exists() {
         assert!(r.stderr.contains(says), "{config}: {}", r.stderr);
         assert!(!p.path().join(".agentloop/runs").exists(), "{config}");
     }
+}
+
+#[test]
+fn a_job_lost_with_its_node_is_an_interrupted_iteration_and_the_task_is_redone() {
+    // A cluster of its own: its one node goes down.
+    let conf = cluster_in("slurm-node-down", "ensure");
+    let (p, _remote, conf) = project_on(
+        conf,
+        "# One\n\n## T1: One\nVerify: test -f one.txt\n",
+        1,
+        "if [ $n = 1 ]; then echo started; sleep 60; fi\ntouch one.txt\necho TASK_COMPLETE",
+    );
+    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    wait_for(&p, "the first job at work", |p| {
+        jobs(p).first().is_some_and(|(dir, _)| {
+            std::fs::read_to_string(dir.join("agent.log")).is_ok_and(|l| l.contains("started"))
+        })
+    });
+    let (_, id) = jobs(&p).remove(0);
+    let node = slurm(&conf, "sinfo", &["-h", "-o", "%n"]);
+    let down = Command::new("scontrol")
+        .args([
+            "update",
+            &format!("nodename={node}"),
+            "state=down",
+            "reason=agentloop-test",
+        ])
+        .env("SLURM_CONF", &conf)
+        .output()
+        .unwrap();
+    assert!(
+        down.status.success(),
+        "{}",
+        String::from_utf8_lossy(&down.stderr)
+    );
+    // The node comes back by itself (ReturnToService=2, its slurmd still answers), or
+    // is told to.
+    wait_for(&p, "the node back", |_| {
+        let _ = Command::new("scontrol")
+            .args(["update", &format!("nodename={node}"), "state=resume"])
+            .env("SLURM_CONF", &conf)
+            .output();
+        slurm(&conf, "sinfo", &["-h", "-o", "%T"]).starts_with("idle")
+            || slurm(&conf, "sinfo", &["-h", "-o", "%T"]).starts_with("mixed")
+    });
+    let st = wait_exit(&mut driver, Duration::from_secs(60));
+    assert_eq!(st.code(), Some(0));
+    assert_eq!(job_state(&conf, &id), "NODE_FAIL");
+    assert!(crate::support::journal_has(
+        &p,
+        &format!("interrupted: Slurm job {id} ended NODE_FAIL before its result was pushed")
+    ));
+    let s = p.status();
+    assert_eq!(s["status"], "completed");
+    assert_eq!(s["tasks"][0]["attempts"], 1, "{}", s["tasks"][0]);
+    cluster_in("slurm-node-down", "stop");
 }
