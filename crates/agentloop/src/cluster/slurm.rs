@@ -1,10 +1,14 @@
-//! The Slurm client: a batch job submitted with `sbatch` (its script on stdin), its
-//! state from `squeue`, cancelled with `scancel`. Commands find the cluster the usual
+//! The Slurm client: a batch job submitted with `sbatch` (its script on stdin), the
+//! state of every job a run follows from one `squeue` per interval ([`Poller`]),
+//! cancelled with `scancel`. Commands find the cluster the usual
 //! way (`SLURM_CONF`, or the node's own configuration).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 
 /// Where a job is, as far as the iteration is concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,16 +133,130 @@ pub fn submit(s: &Submit<'_>) -> Result<String, String> {
     Ok(id.to_string())
 }
 
-/// The job's state now.
-pub fn state(id: &str) -> Result<JobState, String> {
+/// The states of `ids` now, in one `squeue` call; a job the controller no longer
+/// knows is in the answer as lost.
+pub fn states(ids: &[String]) -> Result<BTreeMap<String, JobState>, String> {
+    let list = ids.join(",");
     let out = tool("squeue")
-        .args(["--states=all", "-h", "-j", id, "-O", "State:|,Reason:|"])
+        .args([
+            "--states=all",
+            "-h",
+            "-j",
+            &list,
+            "-O",
+            "JobID:|,State:|,Reason:|",
+        ])
         .output();
-    match finish("squeue", out) {
-        Ok(line) => Ok(parse_state(line.lines().next().unwrap_or(""))),
-        // A job the controller has forgotten.
-        Err(e) if e.contains("Invalid job id") => Ok(parse_state("")),
-        Err(e) => Err(e),
+    let text = match finish("squeue", out) {
+        Ok(text) => text,
+        // Every job asked about is forgotten (with one, squeue says so).
+        Err(e) if e.contains("Invalid job id") => String::new(),
+        Err(e) => return Err(e),
+    };
+    Ok(parse_states(&text, ids))
+}
+
+/// Reads `squeue -O JobID:|,State:|,Reason:|` for `ids`: one missing from it is lost.
+pub fn parse_states(text: &str, ids: &[String]) -> BTreeMap<String, JobState> {
+    let mut found: BTreeMap<String, JobState> = text
+        .lines()
+        .filter_map(|l| l.split_once('|'))
+        .map(|(id, rest)| (id.trim().to_string(), parse_state(rest)))
+        .collect();
+    for id in ids {
+        found.entry(id.clone()).or_insert_with(|| parse_state(""));
+    }
+    found
+}
+
+/// One `squeue` per interval for every job the run follows, however many: a cluster's
+/// controller is asked once, not once per job.
+pub struct Poller {
+    shared: Arc<(Mutex<Polled>, Condvar)>,
+}
+
+#[derive(Default)]
+struct Polled {
+    watched: BTreeSet<String>,
+    states: BTreeMap<String, Result<JobState, String>>,
+    /// How many rounds have been asked.
+    round: u64,
+}
+
+impl Poller {
+    /// A poller asking every `every`; its thread ends with the last handle.
+    pub fn new(every: Duration) -> Poller {
+        let shared = Arc::new((Mutex::new(Polled::default()), Condvar::new()));
+        let weak = Arc::downgrade(&shared);
+        std::thread::spawn(move || {
+            loop {
+                std::thread::sleep(every);
+                let Some(shared) = weak.upgrade() else {
+                    return;
+                };
+                let ids: Vec<String> = match shared.0.lock() {
+                    Ok(p) => p.watched.iter().cloned().collect(),
+                    Err(_) => return,
+                };
+                let answer = if ids.is_empty() {
+                    Ok(BTreeMap::new())
+                } else {
+                    states(&ids)
+                };
+                let Ok(mut p) = shared.0.lock() else {
+                    return;
+                };
+                for id in &ids {
+                    let state = match &answer {
+                        Ok(all) => Ok(all.get(id).cloned().unwrap_or_else(|| parse_state(""))),
+                        Err(e) => Err(e.clone()),
+                    };
+                    p.states.insert(id.clone(), state);
+                }
+                p.round += 1;
+                shared.1.notify_all();
+            }
+        });
+        Poller { shared }
+    }
+
+    /// Follows `id` from the next round on.
+    pub fn watch(&self, id: &str) {
+        if let Ok(mut p) = self.shared.0.lock() {
+            p.watched.insert(id.to_string());
+        }
+    }
+
+    /// No longer follows `id`.
+    pub fn forget(&self, id: &str) {
+        if let Ok(mut p) = self.shared.0.lock() {
+            p.watched.remove(id);
+            p.states.remove(id);
+        }
+    }
+
+    /// The state of `id` as the next round finds it.
+    pub fn next(&self, id: &str) -> Result<JobState, String> {
+        let (lock, changed) = &*self.shared;
+        let mut p = lock.lock().map_err(|_| "the poller failed".to_string())?;
+        let now = p.round;
+        while p.round == now || !p.states.contains_key(id) {
+            p = changed
+                .wait(p)
+                .map_err(|_| "the poller failed".to_string())?;
+        }
+        p.states
+            .get(id)
+            .cloned()
+            .unwrap_or_else(|| Err("not followed".into()))
+    }
+}
+
+impl Clone for Poller {
+    fn clone(&self) -> Poller {
+        Poller {
+            shared: self.shared.clone(),
+        }
     }
 }
 
@@ -203,6 +321,11 @@ mod tests {
             assert!(matches!(parse_state(lost), JobState::Lost { .. }), "{lost}");
         }
         assert!(matches!(parse_state(""), JobState::Lost { .. }));
+        let ids = ["7".to_string(), "8".to_string(), "9".to_string()];
+        let all = parse_states("7|RUNNING|None|\n8|COMPLETED|None|\n", &ids);
+        assert!(matches!(all["7"], JobState::Waiting { .. }));
+        assert_eq!(all["8"], JobState::Completed);
+        assert!(matches!(&all["9"], JobState::Lost { state } if state.contains("no longer known")));
         assert!(never_starts("PartitionTimeLimit"));
         assert!(!never_starts("Priority"));
     }

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Sender;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use agentloop_agents::{AgentRun, Invocation};
 use agentloop_core::config::{AgentConfig, Config, ExecutorKind};
@@ -86,7 +86,7 @@ pub(crate) struct SlurmExecutor {
     remote_url: String,
     program: String,
     options: Vec<String>,
-    poll: Duration,
+    poller: slurm::Poller,
     agents: BTreeMap<String, AgentConfig>,
 }
 
@@ -129,7 +129,7 @@ impl SlurmExecutor {
             remote_url,
             program,
             options: config.executor.slurm.options()?,
-            poll: config.executor.poll,
+            poller: slurm::Poller::new(config.executor.poll),
             agents: config.agents.clone(),
         })
     }
@@ -221,14 +221,25 @@ impl SlurmExecutor {
         }
     }
 
-    /// Polls the job until it is over; cancels it when the run is stopped now.
+    /// Follows the job until it is over; cancels it when the run is stopped now.
     fn wait(&self, id: &str, job: &AgentJob) -> Result<slurm::JobState, (AgentErrorKind, String)> {
+        self.poller.watch(id);
+        let state = self.follow(id, job);
+        self.poller.forget(id);
+        state
+    }
+
+    fn follow(
+        &self,
+        id: &str,
+        job: &AgentJob,
+    ) -> Result<slurm::JobState, (AgentErrorKind, String)> {
         let mut cancelled = false;
         loop {
             if job.stop.load(Ordering::SeqCst) && !cancelled {
                 cancelled = slurm::cancel(id).is_ok();
             }
-            match slurm::state(id) {
+            match self.poller.next(id) {
                 Ok(slurm::JobState::Waiting { state, reason }) => {
                     if state == "PENDING" && slurm::never_starts(&reason) {
                         let _ = slurm::cancel(id);
@@ -245,10 +256,9 @@ impl SlurmExecutor {
                     ));
                 }
                 Ok(over) => return Ok(over),
-                // The controller did not answer: ask again, as a person would.
+                // The controller did not answer: ask again next round.
                 Err(_) => {}
             }
-            std::thread::sleep(self.poll);
         }
     }
 

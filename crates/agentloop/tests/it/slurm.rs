@@ -132,7 +132,34 @@ const MAKE: &str = "case $task in T1) f=one;; T2) f=two;; T3) f=three;; T4) f=fo
 
 #[test]
 fn six_tasks_on_three_workers_run_as_slurm_jobs_to_verified_completion() {
-    let (p, remote, conf) = project(SIX, 3, MAKE);
+    let (mut p, remote, conf) = project(SIX, 3, MAKE);
+    // Every squeue the driver runs, logged: one per round for all its jobs.
+    let wrap = p.cache.path().join("wrap");
+    std::fs::create_dir_all(&wrap).unwrap();
+    let real = String::from_utf8(
+        Command::new("sh")
+            .args(["-c", "command -v squeue"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    std::fs::write(
+        wrap.join("squeue"),
+        format!(
+            "#!/bin/sh\necho \"$*\" >> {}/calls\nexec {} \"$@\"\n",
+            wrap.display(),
+            real.trim()
+        ),
+    )
+    .unwrap();
+    Command::new("chmod")
+        .arg("+x")
+        .arg(wrap.join("squeue"))
+        .status()
+        .unwrap();
+    let path = format!("{}:{}", wrap.display(), std::env::var("PATH").unwrap());
+    p.env.push(("PATH".into(), path));
     let r = p.run(&["run", "--quiet"]);
     assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
     let s = p.status();
@@ -147,6 +174,18 @@ fn six_tasks_on_three_workers_run_as_slurm_jobs_to_verified_completion() {
         assert!(log.contains("attempt 1, in /"), "{log}");
         assert!(log.contains("agentloop-job-"), "{log}");
     }
+    let calls = std::fs::read_to_string(wrap.join("calls")).unwrap();
+    assert!(
+        calls.lines().any(|l| l.contains("-j ")
+            && l.split("-j ")
+                .nth(1)
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap()
+                .contains(',')),
+        "no squeue asked about several jobs at once:\n{calls}"
+    );
     // Every task's file is on the integration branch; nothing is left on the remote
     // but what was there.
     let branch = format!("agentloop/{}", s["run_id"].as_str().unwrap());
