@@ -195,7 +195,7 @@ function runPage(main, runId, selected) {
       }
       return el("li", { class: "lane", dataset: { iteration: String(l.iteration), phase: l.phase } },
         el("p", {}, "[" + l.iteration + "] " + l.task + " · attempt " + l.attempt + " · ",
-          el("span", { class: "pill s-running" }, l.phase.replaceAll("_", " ")), " · " + duration(now - l.started_ms)),
+          el("span", { class: "pill s-running" }, l.phase.replaceAll("_", " ")), " · " + duration(now - l.started_ms) + (l.job ? " · " + l.job : "")),
         lanes.get(l.iteration).pre);
     });
     fill(parts.current, title,

@@ -142,6 +142,7 @@ pub(crate) fn event(e: &Event) -> String {
             "baseline of the verification surface: {}",
             agentloop_core::words::plural(files.len(), "file", "files")
         ),
+        Event::JobState(j) => format!("iteration {}: {}", j.iteration, j.describe()),
         Event::SandboxDenied { iteration, denial } => {
             format!(
                 "iteration {iteration}: the sandbox refused {}",

@@ -290,10 +290,41 @@ pub enum Event {
         #[serde(flatten)]
         denial: crate::exec::sandbox::Denial,
     },
+    /// Where an iteration's job stands on the cluster that runs it (a remote
+    /// executor): recorded when it is submitted and whenever its state or the reason
+    /// the engine gives changes.
+    JobState(JobState),
     RunFinished {
         status: RunStatus,
         reason: FinishReason,
     },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobState {
+    pub iteration: u32,
+    /// The engine: `slurm`.
+    pub executor: String,
+    /// The engine's id of the job.
+    pub job: String,
+    /// The engine's word for its state (`SUBMITTED` before the engine was first asked).
+    pub state: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl JobState {
+    /// `Slurm job 12 PENDING (Priority)`.
+    pub fn describe(&self) -> String {
+        let engine = match self.executor.as_str() {
+            "slurm" => "Slurm",
+            other => other,
+        };
+        match &self.reason {
+            Some(r) => format!("{engine} job {} {} ({r})", self.job, self.state),
+            None => format!("{engine} job {} {}", self.job, self.state),
+        }
+    }
 }
 
 impl Event {
@@ -318,6 +349,7 @@ impl Event {
             Event::SessionBound { .. } => "session_bound",
             Event::ControlRefused { .. } => "control_refused",
             Event::SandboxDenied { .. } => "sandbox_denied",
+            Event::JobState(_) => "job_state",
             Event::BaselineRecorded { .. } => "baseline_recorded",
             Event::IntegrationStarted { .. } => "integration_started",
             Event::MergeStarted { .. } => "merge_started",

@@ -46,6 +46,10 @@ pub struct Lane {
     pub agent: String,
     pub phase: Phase,
     pub started_ms: u64,
+    /// Its agent's job on a cluster, while the agent is at work there:
+    /// `Slurm job 12 PENDING (Priority)`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
 }
 
 impl RunState {
@@ -73,6 +77,11 @@ impl RunState {
                 agent: o.started.agent.clone(),
                 phase: self.phase_of(o),
                 started_ms: o.started_ms,
+                job: o
+                    .job
+                    .as_ref()
+                    .filter(|_| o.agent.is_none())
+                    .map(|j| j.describe()),
             })
             .collect()
     }

@@ -48,6 +48,9 @@ pub struct OpenIteration {
     /// A run with workers: the verified work's way onto the integration branch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge: Option<MergeState>,
+    /// Its job on a cluster (a remote executor), as last reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<super::event::JobState>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -420,6 +423,7 @@ impl RunState {
                     surface: None,
                     tripwires: None,
                     merge: None,
+                    job: None,
                 });
             }
             Event::AgentFinished(a) => {
@@ -541,6 +545,11 @@ impl RunState {
             }
             Event::ControlRefused { .. } => self.refused_requests += 1,
             Event::SandboxDenied { iteration, denial } => self.sandbox_denied(*iteration, denial),
+            Event::JobState(j) => {
+                if let Some(o) = self.open_mut(j.iteration) {
+                    o.job = Some(j.clone());
+                }
+            }
             Event::BaselineRecorded { files } => self.baseline_recorded(files),
             Event::IntegrationStarted { branch, base } => self.integration_started(branch, base),
             Event::MergeStarted { iteration, head } => self.merge_started(*iteration, head),

@@ -257,6 +257,7 @@ impl Event {
                 | Event::IterationFinished(_)
                 | Event::HookStop { .. }
                 | Event::SandboxDenied { .. }
+                | Event::JobState(_)
         )
     }
 }

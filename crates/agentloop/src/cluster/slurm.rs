@@ -29,6 +29,19 @@ pub enum JobState {
     Lost { state: String },
 }
 
+impl JobState {
+    /// Slurm's word for the state (`PENDING`, `COMPLETED`, …).
+    pub fn word(&self) -> &str {
+        match self {
+            JobState::Waiting { state, .. } | JobState::Lost { state } => state,
+            JobState::Completed => "COMPLETED",
+            JobState::Failed => "FAILED",
+            JobState::TimedOut => "TIMEOUT",
+            JobState::OutOfMemory => "OUT_OF_MEMORY",
+        }
+    }
+}
+
 /// Reads one line of `squeue -O State:|,Reason:|` (or nothing: the controller no longer
 /// knows the job).
 pub fn parse_state(line: &str) -> JobState {

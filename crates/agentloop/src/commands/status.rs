@@ -191,12 +191,13 @@ fn workers(s: &RunState) -> Result<(), CliError> {
     let now = agentloop_core::clock::now_ms();
     for l in s.lanes() {
         outln!(
-            "  [{}] {} · {} · attempt {} · {}",
+            "  [{}] {} · {} · attempt {} · {}{}",
             l.iteration,
             l.task,
             l.phase.as_str(),
             l.attempt,
-            duration_ms(now.saturating_sub(l.started_ms))
+            duration_ms(now.saturating_sub(l.started_ms)),
+            l.job.map(|j| format!(" · {j}")).unwrap_or_default()
         );
     }
     let q = s.merge_queue();

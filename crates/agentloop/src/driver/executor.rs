@@ -136,8 +136,8 @@ impl SlurmExecutor {
 
     /// One iteration as a job, start to end: what its agent did, or why there is
     /// nothing to judge.
-    fn run_job(&self, job: &AgentJob) -> AgentRun {
-        match self.submit_and_wait(job) {
+    fn run_job(&self, job: &AgentJob, done: &Sender<Done>) -> AgentRun {
+        match self.submit_and_wait(job, done) {
             Ok(run) => run,
             Err((kind, message)) => AgentRun {
                 error: Some(AgentError { kind, message }),
@@ -146,7 +146,11 @@ impl SlurmExecutor {
         }
     }
 
-    fn submit_and_wait(&self, job: &AgentJob) -> Result<AgentRun, (AgentErrorKind, String)> {
+    fn submit_and_wait(
+        &self,
+        job: &AgentJob,
+        done: &Sender<Done>,
+    ) -> Result<AgentRun, (AgentErrorKind, String)> {
         let spawn = |e: String| (AgentErrorKind::Spawn, e);
         let n = job.iteration;
         let branch = git::run(&job.workdir, &["symbolic-ref", "HEAD"]).map_err(spawn)?;
@@ -189,7 +193,19 @@ impl SlurmExecutor {
         })
         .map_err(spawn)?;
         let _ = std::fs::write(job.dir.join("slurm.job"), format!("{id}\n"));
-        let state = self.wait(&id, job)?;
+        let report = |state: &str, reason: Option<&str>| {
+            let _ = done.send(Done::Job(agentloop_core::journal::JobState {
+                iteration: n,
+                executor: "slurm".into(),
+                job: id.clone(),
+                state: state.to_string(),
+                reason: reason
+                    .filter(|r| !r.is_empty() && *r != "None")
+                    .map(String::from),
+            }));
+        };
+        report("SUBMITTED", None);
+        let state = self.wait(&id, job, &report)?;
         let spec_branch = branch;
         let started = Instant::now();
         // The result, if the job pushed one: whatever the job's state, it is the
@@ -222,24 +238,43 @@ impl SlurmExecutor {
     }
 
     /// Follows the job until it is over; cancels it when the run is stopped now.
-    fn wait(&self, id: &str, job: &AgentJob) -> Result<slurm::JobState, (AgentErrorKind, String)> {
+    fn wait(
+        &self,
+        id: &str,
+        job: &AgentJob,
+        report: &dyn Fn(&str, Option<&str>),
+    ) -> Result<slurm::JobState, (AgentErrorKind, String)> {
         self.poller.watch(id);
-        let state = self.follow(id, job);
+        let state = self.follow(id, job, report);
         self.poller.forget(id);
         state
     }
 
+    /// Follows the job, reporting each change of its state or reason.
     fn follow(
         &self,
         id: &str,
         job: &AgentJob,
+        report: &dyn Fn(&str, Option<&str>),
     ) -> Result<slurm::JobState, (AgentErrorKind, String)> {
         let mut cancelled = false;
+        let mut last: Option<(String, String)> = None;
         loop {
             if job.stop.load(Ordering::SeqCst) && !cancelled {
                 cancelled = slurm::cancel(id).is_ok();
             }
-            match self.poller.next(id) {
+            let now = self.poller.next(id);
+            if let Ok(s) = &now {
+                let seen = match s {
+                    slurm::JobState::Waiting { state, reason } => (state.clone(), reason.clone()),
+                    over => (over.word().to_string(), String::new()),
+                };
+                if last.as_ref() != Some(&seen) {
+                    report(&seen.0, Some(&seen.1));
+                    last = Some(seen);
+                }
+            }
+            match now {
                 Ok(slurm::JobState::Waiting { state, reason }) => {
                     if state == "PENDING" && slurm::never_starts(&reason) {
                         let _ = slurm::cancel(id);
@@ -309,7 +344,7 @@ impl Executor for SlurmExecutor {
     fn iterate(&self, job: AgentJob, done: Sender<Done>) {
         let this = self.clone();
         std::thread::spawn(move || {
-            let mut run = this.run_job(&job);
+            let mut run = this.run_job(&job, &done);
             // Stopped now: whatever came back, the iteration was ended on request.
             if job.stop.load(Ordering::SeqCst) {
                 run.finished.killed = true;

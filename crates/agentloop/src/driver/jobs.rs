@@ -29,6 +29,8 @@ pub(crate) enum Done {
         iteration: u32,
         outcome: MergeOutcome,
     },
+    /// Not an end: where the iteration's job stands on its cluster now.
+    Job(agentloop_core::journal::JobState),
 }
 
 impl Done {
@@ -37,7 +39,14 @@ impl Done {
             Done::Agent { iteration, .. }
             | Done::Checked { iteration, .. }
             | Done::Merge { iteration, .. } => *iteration,
+            Done::Job(j) => j.iteration,
         }
+    }
+
+    /// Whether the step under way for its iteration is over (its worker is free for
+    /// the next step).
+    pub(crate) fn ends(&self) -> bool {
+        !matches!(self, Done::Job(_))
     }
 }
 

@@ -81,7 +81,9 @@ impl Driver {
                 while !w.busy.is_empty() {
                     match w.done_rx.recv_timeout(Duration::from_secs(10)) {
                         Ok(d) => {
-                            w.busy.remove(&d.iteration());
+                            if d.ends() {
+                                w.busy.remove(&d.iteration());
+                            }
                         }
                         Err(_) => break,
                     }
@@ -91,7 +93,9 @@ impl Driver {
                 return Ok(ExitKind::Interrupted);
             }
             while let Ok(d) = w.done_rx.try_recv() {
-                w.busy.remove(&d.iteration());
+                if d.ends() {
+                    w.busy.remove(&d.iteration());
+                }
                 self.complete(d)?;
             }
             self.poll_controls()?;
@@ -189,7 +193,9 @@ impl Driver {
                     // Only work under way: wait for some of it to finish.
                     self.flush_soon();
                     if let Ok(d) = w.done_rx.recv_timeout(Duration::from_millis(100)) {
-                        w.busy.remove(&d.iteration());
+                        if d.ends() {
+                            w.busy.remove(&d.iteration());
+                        }
                         self.complete(d)?;
                     }
                 }
@@ -324,6 +330,16 @@ impl Driver {
     /// Records what a job reports.
     fn complete(&mut self, d: Done) -> Result<(), CliError> {
         match d {
+            Done::Job(j) => {
+                if self
+                    .state
+                    .open_iteration(j.iteration)
+                    .is_some_and(|o| o.agent.is_none())
+                {
+                    self.record(Event::JobState(j))?;
+                }
+                Ok(())
+            }
             Done::Agent {
                 iteration,
                 agent,

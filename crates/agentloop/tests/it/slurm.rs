@@ -174,6 +174,13 @@ fn six_tasks_on_three_workers_run_as_slurm_jobs_to_verified_completion() {
         assert!(log.contains("attempt 1, in /"), "{log}");
         assert!(log.contains("agentloop-job-"), "{log}");
     }
+    // Each job's course is in the journal.
+    let log = p.run(&["log"]).stdout;
+    for (_, id) in &jobs {
+        for state in ["SUBMITTED", "COMPLETED"] {
+            assert!(log.contains(&format!("Slurm job {id} {state}")), "{log}");
+        }
+    }
     let calls = std::fs::read_to_string(wrap.join("calls")).unwrap();
     assert!(
         calls.lines().any(|l| l.contains("-j ")
@@ -254,6 +261,21 @@ fn stop_now_cancels_every_job() {
                 std::fs::read_to_string(dir.join("agent.log")).is_ok_and(|l| l.contains("started"))
             })
     });
+    // Each worker's lane names its job and where it stands.
+    wait_for(&p, "three jobs seen running", |p| {
+        let lanes = p.status()["workers"]["lanes"].clone();
+        lanes.as_array().is_some_and(|l| {
+            l.len() == 3
+                && l.iter().all(|l| {
+                    l["job"]
+                        .as_str()
+                        .is_some_and(|j| j.starts_with("Slurm job ") && j.ends_with(" RUNNING"))
+                })
+        })
+    });
+    let shown = p.run(&["status"]).stdout;
+    assert!(shown.contains(" · agent · attempt 1 · "), "{shown}");
+    assert!(shown.contains(" RUNNING\n"), "{shown}");
     let t = std::time::Instant::now();
     assert_eq!(p.run(&["stop", "--now"]).code, Some(0));
     assert_eq!(
