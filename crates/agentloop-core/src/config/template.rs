@@ -80,6 +80,15 @@ mode = "off"            # "workspace": each agent under bubblewrap, confined to 
 # writable = ["~/.cargo/registry"]              # more paths it may write
 verify = false          # the checks confined too (no network)
 
+[executor]
+kind = "local"          # "slurm": each iteration a Slurm batch job (docs/EXECUTORS.md)
+remote = "origin"       # the git remote jobs clone from and push to
+# [executor.slurm]
+# partition = "agents"
+# time_limit = "2:00:00"
+# cpus = 2
+# memory = "4G"
+
 # Any program can be an agent: it gets the prompt on stdin, or in a file.
 # [agents.mine]
 # kind = "command"

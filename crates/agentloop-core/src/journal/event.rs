@@ -3,11 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::iteration::*;
 use super::person::{Gate, Request};
 use crate::config::Settings;
 use crate::plan::Plan;
-use crate::signals::Signals;
-use crate::values::Usage;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "data", rename_all = "snake_case")]
@@ -300,33 +299,6 @@ pub enum Event {
     },
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JobState {
-    pub iteration: u32,
-    /// The engine: `slurm`.
-    pub executor: String,
-    /// The engine's id of the job.
-    pub job: String,
-    /// The engine's word for its state (`SUBMITTED` before the engine was first asked).
-    pub state: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-}
-
-impl JobState {
-    /// `Slurm job 12 PENDING (Priority)`.
-    pub fn describe(&self) -> String {
-        let engine = match self.executor.as_str() {
-            "slurm" => "Slurm",
-            other => other,
-        };
-        match &self.reason {
-            Some(r) => format!("{engine} job {} {} ({r})", self.job, self.state),
-            None => format!("{engine} job {} {}", self.job, self.state),
-        }
-    }
-}
-
 impl Event {
     pub fn kind(&self) -> &'static str {
         match self {
@@ -380,193 +352,6 @@ impl Event {
             Event::RunFinished { .. } => "run_finished",
         }
     }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct IterationStarted {
-    pub iteration: u32,
-    pub task: String,
-    pub attempt: u32,
-    pub kind: IterationKind,
-    pub agent: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tree_before: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub head_before: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub steer: Vec<String>,
-    /// The worktree the agent works in (a run with workers); none: the project.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub worktree: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum IterationKind {
-    /// First attempt at a task.
-    Work,
-    /// Another attempt, with the last failure's digest.
-    Retry,
-    /// The agent is asked to replan or split the task.
-    Replan,
-    /// The fallback agent takes over the task.
-    Fallback,
-    /// The same failure came back: find its cause (hypotheses, how to test each), not a
-    /// fix; what it finds goes to the next attempt.
-    Debug,
-}
-
-impl IterationKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            IterationKind::Work => "work",
-            IterationKind::Retry => "retry",
-            IterationKind::Replan => "replan",
-            IterationKind::Fallback => "fallback",
-            IterationKind::Debug => "debug",
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-pub struct AgentFinished {
-    pub iteration: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exit_code: Option<i32>,
-    /// The signal that ended the agent, when one did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub signal: Option<i32>,
-    #[serde(default)]
-    pub timed_out: bool,
-    /// Killed on request (`stop --now`).
-    #[serde(default)]
-    pub killed: bool,
-    pub duration_ms: u64,
-    pub output_bytes: u64,
-    #[serde(default)]
-    pub truncated: bool,
-    pub signals: Signals,
-    #[serde(default)]
-    pub usage: Usage,
-    #[serde(default)]
-    pub cost_usd: f64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<AgentError>,
-    /// When the agent's service said its limit resets (Unix milliseconds), if it did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resets_at_ms: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tree_after: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub head_after: Option<String>,
-    #[serde(default)]
-    pub changed_files: Vec<String>,
-    /// At a claim: every path changed since the task's current stretch of iterations
-    /// began, from a full look at the tree. The protected and scope guards judge these
-    /// with `changed_files`, so a change an earlier iteration left behind (or one made
-    /// where the watch of the tree did not see it) is judged when the task is claimed.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub task_changed: Vec<String>,
-    /// The end of the agent's final message (redacted; its last lines, as much as a
-    /// digest quotes): what it said it did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub final_message: Option<String>,
-    /// The calls it made to agentloop's MCP server, in order (redacted).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub mcp_calls: Vec<crate::reports::Report>,
-    /// The end of what the agent wrote on standard error (redacted), kept when its
-    /// process failed: where a crash says why.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stderr_tail: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AgentError {
-    pub kind: AgentErrorKind,
-    pub message: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AgentErrorKind {
-    /// The program could not be started.
-    Spawn,
-    Timeout,
-    RateLimit,
-    Overloaded,
-    Auth,
-    Billing,
-    Other,
-    /// The executor lost the job the agent ran in (a node failed, the job was
-    /// preempted or cancelled by someone else): the iteration was interrupted, and is
-    /// redone without counting as an attempt.
-    Lost,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct VerifyFinished {
-    pub iteration: u32,
-    pub passed: bool,
-    pub commands: Vec<CommandResult>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fingerprint: Option<String>,
-    /// A short account of the first failure, for the next prompt.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub digest: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CommandResult {
-    pub command: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exit_code: Option<i32>,
-    #[serde(default)]
-    pub timed_out: bool,
-    pub duration_ms: u64,
-    pub output_bytes: u64,
-    #[serde(default)]
-    pub truncated: bool,
-    /// A measurement criterion's value, as the command printed it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub measured: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct IterationFinished {
-    pub iteration: u32,
-    pub outcome: Outcome,
-    pub reason: String,
-    /// What the next attempt is told about this one's failure.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub digest: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub commit: Option<String>,
-    /// The agent's own process failed (crashed, timed out, killed): its work was not
-    /// checked. Such failures repeating mean a broken agent, not a hard task.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub agent_failed: bool,
-    /// The failure's fingerprint when it does not come from verification.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fingerprint: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    /// Signalled done and verified: the task is done.
-    Completed,
-    Failed,
-    /// The agent asked a person a question.
-    Blocked,
-    /// The agent's replan was accepted.
-    Replanned,
-    /// The iteration was cut short (driver killed, `stop --now`); it does not count
-    /// against the task's retries.
-    Aborted,
-    /// The model service refused for now; the run waits, the try does not count.
-    Limited,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

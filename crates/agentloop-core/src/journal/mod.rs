@@ -7,6 +7,7 @@ mod control;
 mod event;
 mod history;
 mod integration;
+mod iteration;
 mod lanes;
 mod person;
 mod phases;
