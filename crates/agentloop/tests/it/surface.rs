@@ -383,3 +383,26 @@ fn with_a_stamp_a_check_of_an_unchanged_surface_runs_no_git() {
     // watch of the tree lists what git ignores once, with other flags).
     assert_eq!(listed, 2, "{log}");
 }
+
+#[test]
+fn with_workers_a_rewritten_test_waits_for_a_person_and_no_wait_returns() {
+    // A run with workers whose only task waits for a person used to wait for its
+    // workers, silently and for ever.
+    let p = Scratch::new()
+        .plan(T1)
+        .file("tests/t1.sh", TEST)
+        .agent("cat > /dev/null\necho 'exit 0' > tests/t1.sh\necho TASK_COMPLETE\n")
+        .build();
+    let r = p.run(&["run", "--workers", "2", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "waits for a person: {}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("waiting for a person: task T1 changed files that verify it"),
+        "{}",
+        r.stderr
+    );
+    let s = p.status();
+    assert_eq!(s["gate"]["point"], "surface");
+    assert_eq!(s["workers"]["lanes"][0]["phase"], "waiting");
+    assert_eq!(p.read("tests/t1.sh"), TEST, "the user's tree is untouched");
+}
