@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Sender;
-use std::time::Instant;
 
 use agentloop_agents::{AgentRun, Invocation};
 use agentloop_core::config::{AgentConfig, Config, ExecutorKind};
@@ -207,7 +206,6 @@ impl SlurmExecutor {
         report("SUBMITTED", None);
         let state = self.wait(&id, job, &report)?;
         let spec_branch = branch;
-        let started = Instant::now();
         // The result, if the job pushed one: whatever the job's state, it is the
         // agent's work, and is judged.
         match self.result(&result_ref, &spec_branch, &start, job) {
@@ -225,11 +223,17 @@ impl SlurmExecutor {
                     AgentErrorKind::Other,
                     format!("Slurm job {id} ran out of memory"),
                 ),
+                _ if !log.exists() => (
+                    AgentErrorKind::Spawn,
+                    format!(
+                        "Slurm job {id} ended without a result ({why}) and wrote no output to {}: the run's directory must be on a disk the nodes share, and `agentloop` at the same path there (docs/EXECUTORS.md)",
+                        log.display()
+                    ),
+                ),
                 _ => (
                     AgentErrorKind::Spawn,
                     format!(
-                        "Slurm job {id} ended without a result ({why}; {:.0?} after): {}",
-                        started.elapsed(),
+                        "Slurm job {id} ended without a result ({why}): {}",
                         last_lines(&log)
                     ),
                 ),

@@ -428,3 +428,24 @@ fn a_job_lost_with_its_node_is_an_interrupted_iteration_and_the_task_is_redone()
     assert_eq!(s["tasks"][0]["attempts"], 1, "{}", s["tasks"][0]);
     cluster_in("slurm-node-down", "stop");
 }
+
+#[test]
+fn a_node_without_agentloop_stops_the_run_with_what_the_job_said() {
+    let (p, _remote, _conf) = project(
+        "# One\n\n## T1: One\nVerify: test -f one.txt\n",
+        1,
+        "touch one.txt\necho TASK_COMPLETE",
+    );
+    let mut config = p.read("agentloop.toml");
+    config.push_str("program = \"/nowhere/agentloop\"\n");
+    p.write("agentloop.toml", config);
+    p.commit("agentloop is not on the nodes");
+    let r = p.run(&["run", "--no-wait"]);
+    assert_ne!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("ended without a result") && r.stderr.contains("/nowhere/agentloop"),
+        "{}",
+        r.stderr
+    );
+    assert_ne!(p.status()["tasks"][0]["status"], "done");
+}
