@@ -61,30 +61,13 @@ fn run(kind: &str, tasks: usize, seconds: usize, workers: usize, conf: &str) -> 
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("project");
     std::fs::create_dir_all(&root).unwrap();
-    common::git(&root, &["init", "-q", "-b", "main"]);
-    let mut plan = String::from("# Parallel\n\n");
-    for i in 0..tasks {
-        plan.push_str(&format!("## T{i}: task {i}\nVerify: test -f out/t{i}\n\n"));
-    }
-    std::fs::write(root.join("PLAN.md"), plan).unwrap();
-    std::fs::write(
-        root.join("agent.sh"),
-        format!(
-            "p=$(cat)\nt=$(printf '%s\\n' \"$p\" | sed -n 's/^## Your task: T\\([0-9]*\\) .*/\\1/p' | head -n 1)\nsleep {seconds}\nmkdir -p out && touch out/t$t\necho TASK_COMPLETE\n"
-        ),
-    )
-    .unwrap();
-    std::fs::write(
-        root.join("agentloop.toml"),
-        format!(
-            "[run]\nagent = \"fixed\"\nworkers = {workers}\n[budgets]\nmax_iterations = 1000\n[agents.fixed]\ncommand = [\"sh\", \"{}\"]\n[executor]\nkind = \"{kind}\"\npoll = \"200ms\"\n",
-            root.join("agent.sh").display()
-        ),
-    )
-    .unwrap();
-    std::fs::write(root.join(".gitignore"), ".agentloop/\n").unwrap();
-    common::git(&root, &["add", "-A"]);
-    common::git(&root, &["commit", "-qm", "bench"]);
+    common::parallel_project(
+        &root,
+        tasks,
+        seconds,
+        workers,
+        &format!("[executor]\nkind = \"{kind}\"\npoll = \"200ms\"\n"),
+    );
     common::git(dir.path(), &["init", "-q", "--bare", "origin.git"]);
     common::git(&root, &["remote", "add", "origin", "../origin.git"]);
     common::git(&root, &["push", "-q", "origin", "main"]);

@@ -69,3 +69,34 @@ pub fn trivial_project(root: &Path, tasks: usize, files: usize, agent: &str, con
     git(root, &["add", "-A"]);
     git(root, &["commit", "-qm", "bench"]);
 }
+
+/// A git repository in `root` with `tasks` independent tasks (`Verify: test -f
+/// out/tN`), whose scripted agent `fixed` sleeps `seconds` then makes its task's file;
+/// `config` goes after its `[run]` (workers) and `[agents.fixed]` tables. Committed.
+#[allow(dead_code)] // not every bench runs the parallel plan
+pub fn parallel_project(root: &Path, tasks: usize, seconds: usize, workers: usize, config: &str) {
+    git(root, &["init", "-q", "-b", "main"]);
+    let mut plan = String::from("# Parallel\n\n");
+    for i in 0..tasks {
+        plan.push_str(&format!("## T{i}: task {i}\nVerify: test -f out/t{i}\n\n"));
+    }
+    std::fs::write(root.join("PLAN.md"), plan).unwrap();
+    std::fs::write(
+        root.join("agent.sh"),
+        format!(
+            "p=$(cat)\nt=$(printf '%s\\n' \"$p\" | sed -n 's/^## Your task: T\\([0-9]*\\) .*/\\1/p' | head -n 1)\nsleep {seconds}\nmkdir -p out && touch out/t$t\necho TASK_COMPLETE\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("agentloop.toml"),
+        format!(
+            "[run]\nagent = \"fixed\"\nworkers = {workers}\n[budgets]\nmax_iterations = 1000\n[agents.fixed]\ncommand = [\"sh\", \"{}\"]\n{config}",
+            root.join("agent.sh").display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(root.join(".gitignore"), ".agentloop/\n").unwrap();
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-qm", "bench"]);
+}

@@ -128,6 +128,15 @@ fn jobs(p: &Project) -> Vec<(PathBuf, String)> {
     v
 }
 
+/// Waits until the first job's agent says `started` in its log.
+fn first_job_started(p: &Project) {
+    wait_for(p, "the first job at work", |p| {
+        jobs(p).first().is_some_and(|(dir, _)| {
+            std::fs::read_to_string(dir.join("agent.log")).is_ok_and(|l| l.contains("started"))
+        })
+    });
+}
+
 const MAKE: &str = "case $task in T1) f=one;; T2) f=two;; T3) f=three;; T4) f=four;; T5) f=five;; T6) f=six;; esac\ntouch $f.txt\necho TASK_COMPLETE";
 
 #[test]
@@ -219,11 +228,7 @@ fn a_job_cancelled_by_someone_else_is_an_interrupted_iteration_and_the_task_is_r
         "if [ $n = 1 ]; then echo started; sleep 60; fi\ntouch one.txt\necho TASK_COMPLETE",
     );
     let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
-    wait_for(&p, "the first job at work", |p| {
-        jobs(p).first().is_some_and(|(dir, _)| {
-            std::fs::read_to_string(dir.join("agent.log")).is_ok_and(|l| l.contains("started"))
-        })
-    });
+    first_job_started(&p);
     let (_, id) = jobs(&p).remove(0);
     // An administrator cancels it.
     slurm(&conf, "scancel", &[&id]);
@@ -319,11 +324,7 @@ fn a_killed_driver_leaves_a_job_that_resume_cancels_before_redoing_its_task() {
         "if [ $n = 1 ]; then echo started; sleep 60; fi\ntouch one.txt\necho TASK_COMPLETE",
     );
     let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
-    wait_for(&p, "the first job at work", |p| {
-        jobs(p).first().is_some_and(|(dir, _)| {
-            std::fs::read_to_string(dir.join("agent.log")).is_ok_and(|l| l.contains("started"))
-        })
-    });
+    first_job_started(&p);
     driver.kill().unwrap();
     driver.wait().unwrap();
     let (_, id) = jobs(&p).remove(0);
@@ -384,11 +385,7 @@ fn a_job_lost_with_its_node_is_an_interrupted_iteration_and_the_task_is_redone()
         "if [ $n = 1 ]; then echo started; sleep 60; fi\ntouch one.txt\necho TASK_COMPLETE",
     );
     let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
-    wait_for(&p, "the first job at work", |p| {
-        jobs(p).first().is_some_and(|(dir, _)| {
-            std::fs::read_to_string(dir.join("agent.log")).is_ok_and(|l| l.contains("started"))
-        })
-    });
+    first_job_started(&p);
     let (_, id) = jobs(&p).remove(0);
     let node = slurm(&conf, "sinfo", &["-h", "-o", "%n"]);
     let down = Command::new("scontrol")
