@@ -161,6 +161,9 @@ impl SlurmExecutor {
         .map_err(spawn)?;
         transport::push(&self.root, &self.remote, &start, &branch).map_err(spawn)?;
         let result_ref = format!("refs/agentloop/{}/{n}", job.run_id);
+        // Whatever an earlier job's agent may have planted there is gone before this
+        // job starts: the result fetched is the one this job pushed.
+        transport::forget(&self.root, &self.remote, &result_ref);
         let agent = self
             .agents
             .get(&job.agent_name)
