@@ -42,7 +42,8 @@ pub struct SlurmConfig {
     pub partition: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub account: Option<String>,
-    /// `--time`: minutes, or `[days-]hours:minutes:seconds`.
+    /// `--time`: minutes, or `[days-]hours:minutes:seconds` (default: the agent's
+    /// timeout and ten minutes, not the partition's default).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub time_limit: Option<String>,
     /// `--cpus-per-task`.

@@ -290,6 +290,12 @@ pub fn exported(patterns: &[String]) -> Vec<String> {
     names
 }
 
+/// A job's `--time` in whole minutes when none is configured: the agent's `timeout`
+/// and ten minutes to clone, start and push.
+pub fn minutes_for(agent_timeout: Duration) -> u64 {
+    agent_timeout.as_secs().div_ceil(60) + 10
+}
+
 /// Quotes `s` for a POSIX shell.
 pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
@@ -340,6 +346,8 @@ mod tests {
         assert_eq!(all["8"], JobState::Completed);
         assert!(matches!(&all["9"], JobState::Lost { state } if state.contains("no longer known")));
         assert!(never_starts("PartitionTimeLimit"));
+        assert_eq!(minutes_for(Duration::from_secs(30 * 60)), 40);
+        assert_eq!(minutes_for(Duration::from_secs(61)), 12);
         assert!(!never_starts("Priority"));
     }
 

@@ -86,6 +86,8 @@ pub(crate) struct SlurmExecutor {
     program: String,
     options: Vec<String>,
     poller: slurm::Poller,
+    /// `[executor.slurm] time_limit`, when set.
+    time_limit: Option<String>,
     agents: BTreeMap<String, AgentConfig>,
 }
 
@@ -129,6 +131,7 @@ impl SlurmExecutor {
             program,
             options: config.executor.slurm.options()?,
             poller: slurm::Poller::new(config.executor.poll),
+            time_limit: config.executor.slurm.time_limit.clone(),
             agents: config.agents.clone(),
         })
     }
@@ -170,6 +173,7 @@ impl SlurmExecutor {
             .cloned()
             .unwrap_or_else(|| AgentConfig::builtin(&job.agent_name));
         let export = slurm::exported(&agent.allowed_env());
+        let spec_timeout = agent.timeout;
         let spec = JobSpec {
             run_id: job.run_id.clone(),
             iteration: n,
@@ -183,6 +187,12 @@ impl SlurmExecutor {
             run_dir: job.run_dir.to_string_lossy().into_owned(),
         };
         let spec = serde_json::to_string(&spec).map_err(|e| spawn(e.to_string()))?;
+        let mut options = self.options.clone();
+        if self.time_limit.is_none() {
+            // Not the partition's default, which may end the job before the agent's
+            // own timeout: the agent's timeout and time to clone and push.
+            options.push(format!("--time={}", slurm::minutes_for(spec_timeout)));
+        }
         let title = format!("agentloop: iteration {n} of run {}", job.run_id);
         let name = format!("agentloop-{}-{n}", job.run_id);
         let log = job.dir.join("agent.log");
@@ -190,7 +200,7 @@ impl SlurmExecutor {
             name: &name,
             output: &log,
             export: &export,
-            options: &self.options,
+            options: &options,
             script: &slurm::script(&self.program, &title, &spec),
         })
         .map_err(spawn)?;

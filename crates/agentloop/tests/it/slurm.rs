@@ -177,6 +177,13 @@ fn six_tasks_on_three_workers_run_as_slurm_jobs_to_verified_completion() {
     assert_eq!(jobs.len(), 6, "{jobs:?}");
     for (dir, id) in &jobs {
         assert_eq!(job_state(&conf, id), "COMPLETED", "job {id}");
+        // No time_limit set: the agent's timeout (120 s) and ten minutes.
+        let limit = slurm(
+            &conf,
+            "squeue",
+            &["--states=all", "-h", "-j", id, "-O", "TimeLimit"],
+        );
+        assert_eq!(limit, "12:00", "job {id}");
         // The job's output, streamed into the iteration's log: the agent ran in a
         // clone of its own, not in the task's worktree.
         let log = std::fs::read_to_string(dir.join("agent.log")).unwrap();
