@@ -19,8 +19,8 @@ fn stop_now_kills_the_agent_group_and_the_run_is_stopped() {
     wait_for(&p, "the agent to start", |p| {
         p.path().join(".git/agent-state/grandchild").exists()
     });
-    let pid = p.read(".git/agent-state/pid");
-    let grandchild = p.read(".git/agent-state/grandchild");
+    let pid = crate::support::pid_in(&p, ".git/agent-state/pid");
+    let grandchild = crate::support::pid_in(&p, ".git/agent-state/grandchild");
     let t = Instant::now();
     let r = p.run(&["stop", "--now"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
@@ -113,7 +113,7 @@ fn a_second_driver_is_refused_with_the_holders_pid() {
 fn a_killed_driver_is_taken_over_and_the_run_completes() {
     let p = scripted(TWO_TASKS, "sleep 30\n");
     let mut driver = started(&p);
-    let agent_pid = p.read(".git/agent-state/pid");
+    let agent_pid = crate::support::pid_in(&p, ".git/agent-state/pid");
     driver.kill().unwrap();
     driver.wait().unwrap();
     wait_for(&p, "the orphaned agent to die", |_| !alive(&agent_pid));

@@ -27,7 +27,7 @@ fn resume_keeps_the_runs_flags_and_ends_what_a_killed_driver_left() {
     wait_for(&p, "the agent's helper to start", |p| {
         p.path().join(".git/grandchild").exists()
     });
-    let grandchild = p.read(".git/grandchild");
+    let grandchild = crate::support::pid_in(&p, ".git/grandchild");
     driver.kill().unwrap();
     driver.wait().unwrap();
     assert!(alive(&grandchild), "the helper outlived the killed driver");

@@ -257,6 +257,8 @@ pub fn wait_exit(child: &mut Child, limit: Duration) -> std::process::ExitStatus
 
 /// A process that exists and is not a zombie waiting to be reaped.
 pub fn alive(pid: &str) -> bool {
+    // An empty string would read /proc//stat, that is /proc/stat: "alive" for ever.
+    assert!(pid.trim().parse::<u32>().is_ok(), "not a pid: {pid:?}");
     std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).is_ok_and(|stat| {
         stat.rsplit(')')
             .next()
@@ -267,10 +269,19 @@ pub fn alive(pid: &str) -> bool {
 /// `agentloop run --quiet` in the project, once its scripted agent is running.
 pub fn started(p: &Project) -> Child {
     let driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
-    wait_for(p, "the agent to start", |p| {
-        p.path().join(".git/agent-state/pid").exists()
-    });
+    pid_in(p, ".git/agent-state/pid");
     driver
+}
+
+/// The pid a script writes to `rel` (`echo $$ > rel`), once it is all there: the file
+/// exists, empty, before the shell writes the number into it.
+pub fn pid_in(p: &Project, rel: &str) -> String {
+    let path = p.path().join(rel);
+    let whole = |s: &str| s.ends_with('\n') && s.trim().parse::<u32>().is_ok();
+    wait_for(p, &format!("a pid in {rel}"), |_| {
+        std::fs::read_to_string(&path).is_ok_and(|s| whole(&s))
+    });
+    std::fs::read_to_string(&path).unwrap().trim().to_string()
 }
 
 /// Asserts that a process succeeded, showing its stderr when it did not.
