@@ -13,6 +13,19 @@ fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
     run_git(c, None).map(|o| String::from_utf8_lossy(&o).trim().to_string())
 }
 
+/// A git command that writes the repository's refs (push updates the remote-tracking
+/// ref, fetch and update-ref write refs, a deletion rewrites `packed-refs`): one at a
+/// time with the worktree and merge commands of the driver's other threads, and
+/// without git's automatic maintenance (a background `pack-refs` holds the lock on
+/// `packed-refs` that a merge's `update-ref` then fails on).
+fn git_refs(dir: &Path, args: &[&str]) -> Result<String, String> {
+    let mut c = git_command(dir);
+    c.args(["-c", "maintenance.auto=false", "-c", "gc.auto=0"])
+        .args(args);
+    let _one_at_a_time = super::worktree::bookkeeping();
+    run_git(c, None).map(|o| String::from_utf8_lossy(&o).trim().to_string())
+}
+
 fn identity(c: &mut std::process::Command) {
     c.env("GIT_AUTHOR_NAME", "agentloop")
         .env("GIT_AUTHOR_EMAIL", "agentloop@localhost")
@@ -43,7 +56,7 @@ pub fn snapshot(worktree: &Path, scratch: &Path, message: &str) -> Result<String
 
 /// Pushes `commit` to `refname` on `remote` (replacing what was there).
 pub fn push(dir: &Path, remote: &str, commit: &str, refname: &str) -> Result<(), String> {
-    git(
+    git_refs(
         dir,
         &[
             "push",
@@ -59,7 +72,7 @@ pub fn push(dir: &Path, remote: &str, commit: &str, refname: &str) -> Result<(),
 
 /// Fetches `refname` from `remote` into the same ref here; the commit it names.
 pub fn fetch(dir: &Path, remote: &str, refname: &str) -> Result<String, String> {
-    git(
+    git_refs(
         dir,
         &[
             "fetch",
@@ -79,7 +92,7 @@ pub fn fetch(dir: &Path, remote: &str, refname: &str) -> Result<String, String> 
 /// Deletes `refname` on `remote` (best effort: a ref already gone is fine); the ref
 /// of the same name here stays.
 pub fn forget(dir: &Path, remote: &str, refname: &str) {
-    let _ = git(
+    let _ = git_refs(
         dir,
         &[
             "push",
@@ -89,6 +102,11 @@ pub fn forget(dir: &Path, remote: &str, refname: &str) {
             &format!(":{refname}"),
         ],
     );
+}
+
+/// Deletes `refname` here (best effort).
+pub fn drop_ref(dir: &Path, refname: &str) {
+    let _ = git_refs(dir, &["update-ref", "-d", refname]);
 }
 
 /// The full message of `commit`.

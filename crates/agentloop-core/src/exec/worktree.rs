@@ -19,7 +19,7 @@ use super::git::{git_command, run_git};
 /// a time (each takes milliseconds; the checks run outside it).
 static BOOKKEEPING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn bookkeeping() -> std::sync::MutexGuard<'static, ()> {
+pub(crate) fn bookkeeping() -> std::sync::MutexGuard<'static, ()> {
     BOOKKEEPING.lock().unwrap_or_else(|e| e.into_inner())
 }
 

@@ -340,7 +340,7 @@ impl SlurmExecutor {
         // work is in the worktree, and the next iteration pushes its own start.
         transport::forget(&self.root, &self.remote, result_ref);
         transport::forget(&self.root, &self.remote, branch);
-        let _ = git::run(&self.root, &["update-ref", "-d", result_ref]);
+        transport::drop_ref(&self.root, result_ref);
         Ok(outcome.into_run())
     }
 }
