@@ -218,10 +218,9 @@ impl SlurmExecutor {
         };
         report("SUBMITTED", None);
         let state = self.wait(&id, job, &report)?;
-        let spec_branch = branch;
         // The result, if the job pushed one: whatever the job's state, it is the
         // agent's work, and is judged.
-        match self.result(&result_ref, &spec_branch, &start, job) {
+        match self.result(&result_ref, &branch, &start, job) {
             Ok(run) => Ok(run),
             Err(why) => Err(match state {
                 slurm::JobState::Lost { state } => (
@@ -341,7 +340,19 @@ impl SlurmExecutor {
         transport::forget(&self.root, &self.remote, result_ref);
         transport::forget(&self.root, &self.remote, branch);
         transport::drop_ref(&self.root, result_ref);
-        Ok(outcome.into_run())
+        // What only the engine or the driver may say is not taken from the job's
+        // word: an outcome pushed from the node cannot make its iteration one that was
+        // stopped or lost (neither counts as an attempt).
+        let mut run = outcome.into_run();
+        run.finished.killed = false;
+        if let Some(e) = run
+            .error
+            .as_mut()
+            .filter(|e| e.kind == AgentErrorKind::Lost)
+        {
+            e.kind = AgentErrorKind::Other;
+        }
+        Ok(run)
     }
 }
 
