@@ -1,7 +1,7 @@
 //! `[executor]`: where agent iterations run. `local` (the default) runs each one as a
 //! process on this machine; `slurm` submits each one as a job to an existing Slurm
-//! cluster, which gets the task's branch from the run's git remote and pushes its
-//! result back there.
+//! cluster and `kubernetes` creates a `batch/v1` Job for each one: a job gets the
+//! task's branch from the run's git remote and pushes its result back there.
 
 use std::time::Duration;
 
@@ -24,6 +24,7 @@ pub struct ExecutorConfig {
     #[serde(with = "duration")]
     pub poll: Duration,
     pub slurm: SlurmConfig,
+    pub kubernetes: KubernetesConfig,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -32,6 +33,106 @@ pub enum ExecutorKind {
     #[default]
     Local,
     Slurm,
+    Kubernetes,
+}
+
+impl ExecutorKind {
+    pub fn word(self) -> &'static str {
+        match self {
+            ExecutorKind::Local => "local",
+            ExecutorKind::Slurm => "slurm",
+            ExecutorKind::Kubernetes => "kubernetes",
+        }
+    }
+}
+
+/// What each iteration's Kubernetes Job is made of. The cluster is the one the
+/// kubeconfig names (`KUBECONFIG`, `~/.kube/config`, or the pod's own service account
+/// when the driver runs in the cluster).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct KubernetesConfig {
+    /// The kubeconfig context to use (default: its current one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+    /// The namespace of the Jobs (default: the context's, else `default`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// The container image: `agentloop`, git and the agent's CLI installed.
+    pub image: String,
+    /// CPU the container requests and is limited to (`"2"`, `"500m"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<String>,
+    /// Memory the container requests and is limited to (`"4Gi"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<String>,
+    /// The service account the pods run as (default: the namespace's; its token is
+    /// never mounted into the agent's container).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_account: Option<String>,
+    /// How long a pod may wait to be scheduled and started before the iteration is
+    /// given up with the cluster's reason.
+    #[serde(with = "duration")]
+    pub start_timeout: Duration,
+    /// How long a finished Job is kept before Kubernetes deletes it with its pod
+    /// (`ttlSecondsAfterFinished`).
+    #[serde(with = "duration")]
+    pub keep_finished: Duration,
+}
+
+impl Default for KubernetesConfig {
+    fn default() -> Self {
+        KubernetesConfig {
+            context: None,
+            namespace: None,
+            image: String::new(),
+            cpu: None,
+            memory: None,
+            service_account: None,
+            start_timeout: Duration::from_secs(600),
+            keep_finished: Duration::from_secs(3600),
+        }
+    }
+}
+
+impl KubernetesConfig {
+    /// Checks the settings a Job is made of: an image, and quantities Kubernetes reads.
+    pub fn check(&self) -> Result<(), String> {
+        if self.image.trim().is_empty() {
+            return Err("executor.kubernetes.image: the container image the jobs run is required (one with `agentloop`, git and the agent's CLI)".into());
+        }
+        if self.image.chars().any(char::is_whitespace) {
+            return Err(format!(
+                "executor.kubernetes.image: `{}` is not an image reference",
+                self.image
+            ));
+        }
+        for (key, value) in [("cpu", &self.cpu), ("memory", &self.memory)] {
+            if let Some(v) = value {
+                if !quantity(v) {
+                    return Err(format!(
+                        "executor.kubernetes.{key}: `{v}` is not a Kubernetes quantity (e.g. `2`, `500m`, `4Gi`)"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `s` reads as a Kubernetes resource quantity: a decimal number and an
+/// optional suffix.
+fn quantity(s: &str) -> bool {
+    let number_end = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (number, suffix) = s.split_at(number_end);
+    !number.is_empty()
+        && number.parse::<f64>().is_ok()
+        && matches!(
+            suffix,
+            "" | "m" | "k" | "M" | "G" | "T" | "P" | "E" | "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei"
+        )
 }
 
 /// What each iteration's Slurm job asks for (`sbatch` options).
@@ -62,6 +163,7 @@ impl Default for ExecutorConfig {
             program: None,
             poll: Duration::from_secs(1),
             slurm: SlurmConfig::default(),
+            kubernetes: KubernetesConfig::default(),
         }
     }
 }
@@ -97,6 +199,25 @@ impl SlurmConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kubernetes_job_needs_an_image_and_quantities_kubernetes_reads() {
+        let mut k = KubernetesConfig::default();
+        assert!(k.check().unwrap_err().contains("image"));
+        k.image = "ghcr.io/acme/agent:1".into();
+        k.cpu = Some("500m".into());
+        k.memory = Some("4Gi".into());
+        assert!(k.check().is_ok());
+        k.memory = Some("4 GB".into());
+        assert!(
+            k.check()
+                .unwrap_err()
+                .contains("executor.kubernetes.memory")
+        );
+        k.memory = None;
+        k.cpu = Some("two".into());
+        assert!(k.check().is_err());
+    }
 
     #[test]
     fn slurm_options_are_plain_words() {

@@ -9,7 +9,7 @@ mod settings;
 mod ship;
 mod template;
 
-pub use executor::{ExecutorConfig, ExecutorKind, SlurmConfig};
+pub use executor::{ExecutorConfig, ExecutorKind, KubernetesConfig, SlurmConfig};
 pub use layers::{ConfigError, Layered, Loader, Source, merge, user_config_path};
 pub use schema::{
     AgentConfig, BASE_ENV, BUILTIN_AGENTS, Config, GitConfig, HookConfig, Price, PromptVia,

@@ -1,5 +1,5 @@
 //! `agentloop job`: one iteration on a cluster node. It reads its [`JobSpec`] on
-//! standard input, clones the task's branch from the run's remote into a scratch
+//! standard input (or in `AGENTLOOP_JOB_SPEC`), clones the task's branch from the run's remote into a scratch
 //! directory, runs the agent there (its output streamed to standard output, which the
 //! engine keeps as the iteration's log), and pushes the result: the work tree as a
 //! commit whose message carries the [`JobOutcome`]. SIGTERM (`scancel`, the engine's
@@ -18,11 +18,22 @@ use agentloop_core::exec::{git, transport};
 use super::{JobOutcome, JobSpec};
 use crate::error::CliError;
 
+/// The environment variable a job's spec may come in.
+pub const SPEC_VARIABLE: &str = "AGENTLOOP_JOB_SPEC";
+
 pub fn job() -> Result<(), CliError> {
-    let mut input = String::new();
-    std::io::stdin()
-        .read_to_string(&mut input)
-        .map_err(|e| CliError::user(format!("cannot read the job's spec: {e}")))?;
+    // On standard input (Slurm's batch script), or in the environment (a Kubernetes
+    // container's).
+    let input = match std::env::var(SPEC_VARIABLE) {
+        Ok(spec) => spec,
+        Err(_) => {
+            let mut input = String::new();
+            std::io::stdin()
+                .read_to_string(&mut input)
+                .map_err(|e| CliError::user(format!("cannot read the job's spec: {e}")))?;
+            input
+        }
+    };
     let spec: JobSpec = serde_json::from_str(input.trim())
         .map_err(|e| CliError::user(format!("the job's spec cannot be read: {e}")))?;
     let stop = Arc::new(AtomicBool::new(false));

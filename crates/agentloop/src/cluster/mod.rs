@@ -1,21 +1,105 @@
 //! Iterations on a cluster: what a job is told ([`JobSpec`]) and what it reports
-//! ([`JobOutcome`]), the Slurm client ([`slurm`]), and the job's own side
-//! (`agentloop job`, [`job`]). A job gets the task's branch from the run's git remote,
+//! ([`JobOutcome`]), the engines that run jobs behind one trait ([`Engine`]: Slurm in
+//! [`slurm`], Kubernetes in [`kubernetes`]), and the job's own side (`agentloop job`,
+//! [`job`]). A job gets the task's branch from the run's git remote,
 //! runs the agent there, and pushes its result (the work tree as a commit whose message
 //! carries the outcome) to a ref of its iteration; the driver fetches it, puts the files
 //! back into the task's worktree and judges them as it judges a local iteration.
 
 pub mod job;
+pub mod kubernetes;
 pub mod slurm;
 
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use agentloop_agents::AgentRun;
 use agentloop_core::config::AgentConfig;
 use agentloop_core::exec::supervise::Finished;
-use agentloop_core::journal::AgentError;
+use agentloop_core::journal::{AgentError, AgentErrorKind};
 use agentloop_core::values::Usage;
 use serde::{Deserialize, Serialize};
+
+/// A cluster scheduler that runs an iteration as a job.
+pub trait Engine: Send + Sync {
+    /// Its name in messages: `Slurm`, `Kubernetes`.
+    fn name(&self) -> &'static str;
+    /// Its word in the journal and in file names: `slurm`, `kubernetes`.
+    fn word(&self) -> &'static str;
+    /// The `agentloop` program a job runs when `[executor] program` says none.
+    fn default_program(&self) -> Result<String, String>;
+    /// Whether jobs can be submitted at all (the engine answers, its settings hold),
+    /// asked once before a run is created.
+    fn check(&self) -> Result<(), String> {
+        Ok(())
+    }
+    /// Submits one job; its id.
+    fn submit(&self, job: &Submission<'_>) -> Result<String, String>;
+    /// Follows the job until it is over, reporting each change of its state and
+    /// reason; cancels it when `stop` is set. An error is why the job will never give
+    /// a result (it cannot start, it was cancelled on request).
+    fn follow(
+        &self,
+        id: &str,
+        stop: &AtomicBool,
+        report: &mut dyn FnMut(&str, Option<&str>),
+    ) -> Result<Ended, (AgentErrorKind, String)>;
+    /// Cancels the job (one already over is fine).
+    fn cancel(&self, id: &str);
+    /// Why a job that ended without a result may have written no output.
+    fn no_output_hint(&self) -> &'static str;
+}
+
+/// One job to submit.
+pub struct Submission<'a> {
+    /// A name for the job (`agentloop-RUN-N`).
+    pub name: &'a str,
+    /// A line saying what it is.
+    pub title: &'a str,
+    /// Its [`JobSpec`], one line of JSON.
+    pub spec: &'a str,
+    /// The program it runs (`agentloop`, as the node finds it).
+    pub program: &'a str,
+    /// The iteration's log, which gets the job's output.
+    pub log: &'a Path,
+    /// Names of the environment variables of ours the job gets (their values through
+    /// the engine's own secret mechanism, never on a command line).
+    pub env: &'a [String],
+    /// The agent's own time limit.
+    pub agent_timeout: Duration,
+    pub run_id: &'a str,
+    pub iteration: u32,
+    /// The commit the iteration starts from (to know a job as this iteration's).
+    pub start: &'a str,
+}
+
+/// How a job ended, as its engine tells it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ended {
+    /// Ran to its end.
+    Completed,
+    /// Its program failed.
+    Failed,
+    /// Reached its time limit.
+    TimedOut,
+    /// Ran out of memory.
+    OutOfMemory,
+    /// Ended by something other than its program (cancelled by someone else, its
+    /// node failed, preempted, evicted, deleted): how, in a few words (`ended
+    /// NODE_FAIL`, `lost its pod: deleted`).
+    Lost(String),
+}
+
+/// The environment variables of ours a job gets: those `patterns` allow that are set.
+pub fn exported(patterns: &[String]) -> Vec<String> {
+    let mut names: Vec<String> = std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .filter(|k| agentloop_core::exec::supervise::env_allowed(k, patterns))
+        .collect();
+    names.sort();
+    names
+}
 
 /// What one job is told: everything it needs, none of it secret (credentials reach
 /// the job through the engine's environment, never in this).

@@ -7,8 +7,140 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
+
+use agentloop_core::config::Config;
+use agentloop_core::journal::AgentErrorKind;
+
+use super::{Ended, Engine, Submission};
+
+/// Slurm as the engine of a run's jobs.
+pub struct SlurmEngine {
+    options: Vec<String>,
+    /// `[executor.slurm] time_limit`, when set.
+    time_limit: Option<String>,
+    poller: Poller,
+}
+
+impl SlurmEngine {
+    pub fn new(config: &Config) -> Result<SlurmEngine, String> {
+        Ok(SlurmEngine {
+            options: config.executor.slurm.options()?,
+            time_limit: config.executor.slurm.time_limit.clone(),
+            poller: Poller::new(config.executor.poll),
+        })
+    }
+
+    fn follow_polled(
+        &self,
+        id: &str,
+        stop: &AtomicBool,
+        report: &mut dyn FnMut(&str, Option<&str>),
+    ) -> Result<Ended, (AgentErrorKind, String)> {
+        let mut cancelled = false;
+        let mut last: Option<(String, String)> = None;
+        loop {
+            if stop.load(Ordering::SeqCst) && !cancelled {
+                cancelled = cancel(id).is_ok();
+            }
+            let now = self.poller.next(id);
+            if let Ok(s) = &now {
+                let seen = match s {
+                    JobState::Waiting { state, reason } => (state.clone(), reason.clone()),
+                    over => (over.word().to_string(), String::new()),
+                };
+                if last.as_ref() != Some(&seen) {
+                    report(&seen.0, Some(seen.1.as_str()));
+                    last = Some(seen);
+                }
+            }
+            match now {
+                Ok(JobState::Waiting { state, reason }) => {
+                    if state == "PENDING" && never_starts(&reason) {
+                        let _ = cancel(id);
+                        return Err((
+                            AgentErrorKind::Spawn,
+                            format!("Slurm cannot start job {id}: {reason}"),
+                        ));
+                    }
+                }
+                Ok(_) if cancelled => {
+                    return Err((
+                        AgentErrorKind::Other,
+                        format!("Slurm job {id} was cancelled: the run was stopped"),
+                    ));
+                }
+                Ok(JobState::Completed) => return Ok(Ended::Completed),
+                Ok(JobState::Failed) => return Ok(Ended::Failed),
+                Ok(JobState::TimedOut) => return Ok(Ended::TimedOut),
+                Ok(JobState::OutOfMemory) => return Ok(Ended::OutOfMemory),
+                Ok(JobState::Lost { state }) => return Ok(Ended::Lost(format!("ended {state}"))),
+                // The controller did not answer: ask again next round.
+                Err(_) => {}
+            }
+        }
+    }
+}
+
+impl Engine for SlurmEngine {
+    fn name(&self) -> &'static str {
+        "Slurm"
+    }
+
+    fn word(&self) -> &'static str {
+        "slurm"
+    }
+
+    fn default_program(&self) -> Result<String, String> {
+        // Nodes that share this machine's disk find this very program.
+        std::env::current_exe()
+            .map(|p| p.to_string_lossy().into_owned())
+            .map_err(|e| format!("cannot tell where agentloop is: {e}"))
+    }
+
+    fn submit(&self, job: &Submission<'_>) -> Result<String, String> {
+        let mut options = self.options.clone();
+        if self.time_limit.is_none() {
+            // Not the partition's default, which may end the job before the agent's
+            // own timeout: the agent's timeout and time to clone and push.
+            options.push(format!("--time={}", minutes_for(job.agent_timeout)));
+        }
+        submit(&Submit {
+            name: job.name,
+            output: job.log,
+            export: &exported_names(job.env),
+            options: &options,
+            script: &script(job.program, job.title, job.spec),
+        })
+    }
+
+    fn follow(
+        &self,
+        id: &str,
+        stop: &AtomicBool,
+        report: &mut dyn FnMut(&str, Option<&str>),
+    ) -> Result<Ended, (AgentErrorKind, String)> {
+        self.poller.watch(id);
+        let ended = self.follow_polled(id, stop, report);
+        self.poller.forget(id);
+        ended
+    }
+
+    fn cancel(&self, id: &str) {
+        let _ = cancel(id);
+    }
+
+    fn no_output_hint(&self) -> &'static str {
+        "the run's directory must be on a disk the nodes share, and `agentloop` at the same path there (docs/EXECUTORS.md)"
+    }
+}
+
+/// The names `sbatch --export` can carry (a comma would split the list).
+fn exported_names(names: &[String]) -> Vec<String> {
+    names.iter().filter(|k| !k.contains(',')).cloned().collect()
+}
 
 /// Where a job is, as far as the iteration is concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -276,18 +408,6 @@ impl Clone for Poller {
 /// Cancels the job (a job already over is fine).
 pub fn cancel(id: &str) -> Result<(), String> {
     finish("scancel", tool("scancel").arg(id).output()).map(drop)
-}
-
-/// The environment variables of ours a job gets: those `patterns` allow that are set.
-pub fn exported(patterns: &[String]) -> Vec<String> {
-    let mut names: Vec<String> = std::env::vars_os()
-        .filter_map(|(k, _)| k.into_string().ok())
-        .filter(|k| agentloop_core::exec::supervise::env_allowed(k, patterns))
-        // A list that sbatch could not split.
-        .filter(|k| !k.contains(','))
-        .collect();
-    names.sort();
-    names
 }
 
 /// A job's `--time` in whole minutes when none is configured: the agent's `timeout`

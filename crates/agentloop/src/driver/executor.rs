@@ -1,13 +1,14 @@
 //! Where agent iterations run, behind one trait: the scheduler hands an [`AgentJob`]
 //! to the run's executor and hears back on its channel. [`LocalExecutor`] runs a
-//! process on this machine; [`SlurmExecutor`] submits a batch job to a Slurm cluster
-//! (`crate::cluster`), which gets the task's branch from the run's git remote and
+//! process on this machine; [`ClusterExecutor`] submits a job to a cluster's scheduler
+//! (Slurm or Kubernetes, `crate::cluster`), which gets the task's branch from the run's git remote and
 //! pushes its result there. What comes back is judged the same way either way: the
 //! result's files are put back into the task's worktree, and the driver's own guards
 //! and checks decide.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Sender;
 
@@ -17,7 +18,9 @@ use agentloop_core::exec::{git, transport};
 use agentloop_core::journal::{AgentError, AgentErrorKind};
 
 use super::jobs::{AgentJob, Done};
-use crate::cluster::{JobOutcome, JobSpec, slurm};
+use crate::cluster::kubernetes::KubernetesEngine;
+use crate::cluster::slurm::SlurmEngine;
+use crate::cluster::{Ended, Engine, JobOutcome, JobSpec, Submission};
 
 /// Where agent iterations run.
 pub(crate) trait Executor {
@@ -31,13 +34,26 @@ pub(crate) trait Executor {
 pub(crate) fn from_config(config: &Config, root: &Path) -> Result<Box<dyn Executor>, String> {
     match config.executor.kind {
         ExecutorKind::Local => Ok(Box::new(LocalExecutor)),
-        ExecutorKind::Slurm => Ok(Box::new(SlurmExecutor::new(config, root)?)),
+        ExecutorKind::Slurm | ExecutorKind::Kubernetes => {
+            Ok(Box::new(cluster_executor(config, root)?))
+        }
     }
+}
+
+fn cluster_executor(config: &Config, root: &Path) -> Result<ClusterExecutor, String> {
+    let engine: Arc<dyn Engine> = match config.executor.kind {
+        ExecutorKind::Kubernetes => Arc::new(KubernetesEngine::new(config)?),
+        _ => Arc::new(SlurmEngine::new(config)?),
+    };
+    ClusterExecutor::new(config, root, engine)
 }
 
 /// Whether `[executor]` can be set up here, before a run is created.
 pub(crate) fn check(config: &Config, root: &Path) -> Result<(), String> {
-    from_config(config, root).map(drop)
+    match config.executor.kind {
+        ExecutorKind::Local => Ok(()),
+        _ => cluster_executor(config, root)?.engine.check(),
+    }
 }
 
 /// Runs each iteration as a local process, supervised from its own thread.
@@ -75,28 +91,30 @@ impl Executor for LocalExecutor {
     }
 }
 
-/// Runs each iteration as a Slurm batch job.
+/// Runs each iteration as a job of a cluster's scheduler (its [`Engine`]).
 #[derive(Clone)]
-pub(crate) struct SlurmExecutor {
+pub(crate) struct ClusterExecutor {
     root: PathBuf,
     /// The remote as this repository names it (to push and fetch).
     remote: String,
     /// Its URL, for the jobs.
     remote_url: String,
     program: String,
-    options: Vec<String>,
-    poller: slurm::Poller,
-    /// `[executor.slurm] time_limit`, when set.
-    time_limit: Option<String>,
     agents: BTreeMap<String, AgentConfig>,
+    engine: Arc<dyn Engine>,
 }
 
-impl SlurmExecutor {
-    fn new(config: &Config, root: &Path) -> Result<SlurmExecutor, String> {
+impl ClusterExecutor {
+    fn new(
+        config: &Config,
+        root: &Path,
+        engine: Arc<dyn Engine>,
+    ) -> Result<ClusterExecutor, String> {
         if config.sandbox.mode != agentloop_core::exec::sandbox::Mode::Off {
-            return Err(
-                "[sandbox] confines processes on this machine; with `[executor] kind = \"slurm\"` the agent runs on a node, where the cluster confines it: turn one of them off".into(),
-            );
+            return Err(format!(
+                "[sandbox] confines processes on this machine; with `[executor] kind = \"{}\"` the agent runs on a node, where the cluster confines it: turn one of them off",
+                engine.word()
+            ));
         }
         let remote = config.executor.remote.clone();
         let remote_url = match git::run(root, &["remote", "get-url", &remote]) {
@@ -119,20 +137,15 @@ impl SlurmExecutor {
         };
         let program = match &config.executor.program {
             Some(p) => p.clone(),
-            None => std::env::current_exe()
-                .map_err(|e| format!("cannot tell where agentloop is: {e}"))?
-                .to_string_lossy()
-                .into_owned(),
+            None => engine.default_program()?,
         };
-        Ok(SlurmExecutor {
+        Ok(ClusterExecutor {
             root: root.to_path_buf(),
             remote,
             remote_url,
             program,
-            options: config.executor.slurm.options()?,
-            poller: slurm::Poller::new(config.executor.poll),
-            time_limit: config.executor.slurm.time_limit.clone(),
             agents: config.agents.clone(),
+            engine,
         })
     }
 
@@ -172,8 +185,8 @@ impl SlurmExecutor {
             .get(&job.agent_name)
             .cloned()
             .unwrap_or_else(|| AgentConfig::builtin(&job.agent_name));
-        let export = slurm::exported(&agent.allowed_env());
-        let spec_timeout = agent.timeout;
+        let env = crate::cluster::exported(&agent.allowed_env());
+        let agent_timeout = agent.timeout;
         let spec = JobSpec {
             run_id: job.run_id.clone(),
             iteration: n,
@@ -187,28 +200,30 @@ impl SlurmExecutor {
             run_dir: job.run_dir.to_string_lossy().into_owned(),
         };
         let spec = serde_json::to_string(&spec).map_err(|e| spawn(e.to_string()))?;
-        let mut options = self.options.clone();
-        if self.time_limit.is_none() {
-            // Not the partition's default, which may end the job before the agent's
-            // own timeout: the agent's timeout and time to clone and push.
-            options.push(format!("--time={}", slurm::minutes_for(spec_timeout)));
-        }
-        let title = format!("agentloop: iteration {n} of run {}", job.run_id);
-        let name = format!("agentloop-{}-{n}", job.run_id);
         let log = job.dir.join("agent.log");
-        let id = slurm::submit(&slurm::Submit {
-            name: &name,
-            output: &log,
-            export: &export,
-            options: &options,
-            script: &slurm::script(&self.program, &title, &spec),
-        })
-        .map_err(spawn)?;
-        let _ = std::fs::write(job.dir.join("slurm.job"), format!("{id}\n"));
-        let report = |state: &str, reason: Option<&str>| {
+        let engine = &self.engine;
+        let id = engine
+            .submit(&Submission {
+                name: &format!("agentloop-{}-{n}", job.run_id),
+                title: &format!("agentloop: iteration {n} of run {}", job.run_id),
+                spec: &spec,
+                program: &self.program,
+                log: &log,
+                env: &env,
+                agent_timeout,
+                run_id: &job.run_id,
+                iteration: n,
+                start: &start,
+            })
+            .map_err(spawn)?;
+        let _ = std::fs::write(
+            job.dir.join(format!("{}.job", engine.word())),
+            format!("{id}\n"),
+        );
+        let mut report = |state: &str, reason: Option<&str>| {
             let _ = done.send(Done::Job(agentloop_core::journal::JobState {
                 iteration: n,
-                executor: "slurm".into(),
+                executor: engine.word().into(),
                 job: id.clone(),
                 state: state.to_string(),
                 reason: reason
@@ -217,99 +232,41 @@ impl SlurmExecutor {
             }));
         };
         report("SUBMITTED", None);
-        let state = self.wait(&id, job, &report)?;
-        // The result, if the job pushed one: whatever the job's state, it is the
-        // agent's work, and is judged.
+        let ended = engine.follow(&id, &job.stop, &mut report)?;
+        let name = engine.name();
+        // The result, if the job pushed one: however the job ended, it is the agent's
+        // work, and is judged.
         match self.result(&result_ref, &branch, &start, job) {
             Ok(run) => Ok(run),
-            Err(why) => Err(match state {
-                slurm::JobState::Lost { state } => (
+            Err(why) => Err(match ended {
+                Ended::Lost(how) => (
                     AgentErrorKind::Lost,
-                    format!("Slurm job {id} ended {state} before its result was pushed"),
+                    format!("{name} job {id} {how} before its result was pushed"),
                 ),
-                slurm::JobState::TimedOut => (
+                Ended::TimedOut => (
                     AgentErrorKind::Timeout,
-                    format!("Slurm job {id} reached its time limit"),
+                    format!("{name} job {id} reached its time limit"),
                 ),
-                slurm::JobState::OutOfMemory => (
+                Ended::OutOfMemory => (
                     AgentErrorKind::Other,
-                    format!("Slurm job {id} ran out of memory"),
+                    format!("{name} job {id} ran out of memory"),
                 ),
                 _ if !log.exists() => (
                     AgentErrorKind::Spawn,
                     format!(
-                        "Slurm job {id} ended without a result ({why}) and wrote no output to {}: the run's directory must be on a disk the nodes share, and `agentloop` at the same path there (docs/EXECUTORS.md)",
-                        log.display()
+                        "{name} job {id} ended without a result ({why}) and wrote no output to {}: {}",
+                        log.display(),
+                        engine.no_output_hint()
                     ),
                 ),
                 _ => (
                     AgentErrorKind::Spawn,
                     format!(
-                        "Slurm job {id} ended without a result ({why}): {}",
+                        "{name} job {id} ended without a result ({why}): {}",
                         last_lines(&log)
                     ),
                 ),
             }),
-        }
-    }
-
-    /// Follows the job until it is over; cancels it when the run is stopped now.
-    fn wait(
-        &self,
-        id: &str,
-        job: &AgentJob,
-        report: &dyn Fn(&str, Option<&str>),
-    ) -> Result<slurm::JobState, (AgentErrorKind, String)> {
-        self.poller.watch(id);
-        let state = self.follow(id, job, report);
-        self.poller.forget(id);
-        state
-    }
-
-    /// Follows the job, reporting each change of its state or reason.
-    fn follow(
-        &self,
-        id: &str,
-        job: &AgentJob,
-        report: &dyn Fn(&str, Option<&str>),
-    ) -> Result<slurm::JobState, (AgentErrorKind, String)> {
-        let mut cancelled = false;
-        let mut last: Option<(String, String)> = None;
-        loop {
-            if job.stop.load(Ordering::SeqCst) && !cancelled {
-                cancelled = slurm::cancel(id).is_ok();
-            }
-            let now = self.poller.next(id);
-            if let Ok(s) = &now {
-                let seen = match s {
-                    slurm::JobState::Waiting { state, reason } => (state.clone(), reason.clone()),
-                    over => (over.word().to_string(), String::new()),
-                };
-                if last.as_ref() != Some(&seen) {
-                    report(&seen.0, Some(&seen.1));
-                    last = Some(seen);
-                }
-            }
-            match now {
-                Ok(slurm::JobState::Waiting { state, reason }) => {
-                    if state == "PENDING" && slurm::never_starts(&reason) {
-                        let _ = slurm::cancel(id);
-                        return Err((
-                            AgentErrorKind::Spawn,
-                            format!("Slurm cannot start job {id}: {reason}"),
-                        ));
-                    }
-                }
-                Ok(_) if cancelled => {
-                    return Err((
-                        AgentErrorKind::Other,
-                        format!("Slurm job {id} was cancelled: the run was stopped"),
-                    ));
-                }
-                Ok(over) => return Ok(over),
-                // The controller did not answer: ask again next round.
-                Err(_) => {}
-            }
         }
     }
 
@@ -362,10 +319,11 @@ fn last_lines(log: &Path) -> String {
     agentloop_core::failure::last_lines(&String::from_utf8_lossy(&text[from..]))
 }
 
-impl Executor for SlurmExecutor {
+impl Executor for ClusterExecutor {
     fn abandon(&self, iteration_dir: &Path) {
-        if let Ok(id) = std::fs::read_to_string(iteration_dir.join("slurm.job")) {
-            let _ = slurm::cancel(id.trim());
+        let file = iteration_dir.join(format!("{}.job", self.engine.word()));
+        if let Ok(id) = std::fs::read_to_string(file) {
+            self.engine.cancel(id.trim());
         }
     }
 

@@ -1,0 +1,598 @@
+//! A stand-in for a Kubernetes API server with one node, on 127.0.0.1, for the calls
+//! agentloop's Kubernetes executor makes: `batch/v1` Jobs, pods (with their logs) and
+//! Secrets in a namespace — create, get, list and watch by label selector, delete
+//! with a propagation policy. It behaves as the real one does where the executor
+//! depends on it: a bearer token or `401`; `409 AlreadyExists`; `404 NotFound`; `422
+//! Invalid` for a Job the API would refuse; one resource version counter; a watch
+//! that streams `ADDED`/`MODIFIED`/`DELETED` events from a version, and an `ERROR`
+//! event with a `410 Gone` `Status` when that version is older than the history
+//! kept; a log that is `400` while the container waits and streams with
+//! `follow=true`. Its controllers ([`controllers`]) run each Job's pod as a process
+//! of this machine (no images: the container's command is run as it is).
+
+pub mod controllers;
+pub mod store;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::forge::header;
+use controllers::{Node, Proc};
+use store::{Kind, Selector, Store, status};
+
+pub struct Shared {
+    token: String,
+    node: Node,
+    store: Mutex<Store>,
+    procs: Mutex<BTreeMap<String, Proc>>,
+    changed: Condvar,
+    dir: tempfile::TempDir,
+    requests: Mutex<Vec<Recorded>>,
+    /// Creations whose answer is lost: the object is made, the connection closed.
+    drop_answers: AtomicU32,
+    stopped: AtomicBool,
+}
+
+/// A request as the stand-in received it.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    pub url: String,
+    pub body: Value,
+}
+
+pub struct MockKubernetes {
+    addr: std::net::SocketAddr,
+    shared: Arc<Shared>,
+    server: Arc<tiny_http::Server>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl MockKubernetes {
+    /// An API server whose one node offers `cpu` (e.g. `"2"`) and `memory` (`"8Gi"`),
+    /// answering bearer token `token`.
+    pub fn start(token: &str, cpu: &str, memory: &str) -> MockKubernetes {
+        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind 127.0.0.1"));
+        let addr = server.server_addr().to_ip().expect("an IP address");
+        let shared = Arc::new(Shared {
+            token: token.to_string(),
+            node: Node {
+                cpu_milli: controllers::quantity(cpu, true).expect("a CPU quantity"),
+                memory: controllers::quantity(memory, false).expect("a memory quantity"),
+            },
+            store: Mutex::new(Store::new()),
+            procs: Mutex::new(BTreeMap::new()),
+            changed: Condvar::new(),
+            dir: tempfile::tempdir().expect("a temporary directory"),
+            requests: Mutex::new(Vec::new()),
+            drop_answers: AtomicU32::new(0),
+            stopped: AtomicBool::new(false),
+        });
+        let (s, sh) = (server.clone(), shared.clone());
+        let http = std::thread::spawn(move || {
+            for req in s.incoming_requests() {
+                let sh = sh.clone();
+                std::thread::spawn(move || handle(&sh, req));
+            }
+        });
+        let weak = Arc::downgrade(&shared);
+        let control = std::thread::spawn(move || {
+            while let Some(sh) = weak.upgrade() {
+                if sh.stopped.load(Ordering::SeqCst) {
+                    return;
+                }
+                controllers::reconcile(&sh);
+                drop(sh);
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        MockKubernetes {
+            addr,
+            shared,
+            server,
+            threads: vec![http, control],
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// A kubeconfig for this server, context `stand-in`, namespace `namespace`.
+    pub fn kubeconfig(&self, namespace: &str) -> String {
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: stand-in\n  cluster:\n    server: {}\ncontexts:\n- name: stand-in\n  context:\n    cluster: stand-in\n    user: agentloop\n    namespace: {namespace}\ncurrent-context: stand-in\nusers:\n- name: agentloop\n  user:\n    token: {}\n",
+            self.url(),
+            self.shared.token
+        )
+    }
+
+    /// The objects of a kind (`jobs`, `pods`, `secrets`) in every namespace.
+    pub fn objects(&self, plural: &str) -> Vec<Value> {
+        let st = self.shared.store.lock().unwrap();
+        st.objects
+            .iter()
+            .filter(|((k, _, _), _)| k.plural() == plural)
+            .map(|(_, o)| o.clone())
+            .collect()
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.shared.requests.lock().unwrap().clone()
+    }
+
+    /// Ends every open watch and forgets the history: a watch resumed from a version
+    /// seen so far gets `410 Gone`.
+    pub fn compact(&self) {
+        self.shared.store.lock().unwrap().compact();
+        self.shared.changed.notify_all();
+    }
+
+    /// The next `n` creations are made but their answers lost (the connection closes).
+    pub fn lose_create_answers(&self, n: u32) {
+        self.shared.drop_answers.store(n, Ordering::SeqCst);
+    }
+
+    /// Deletes a pod as an administrator would (`kubectl delete pod`).
+    pub fn delete_pod(&self, namespace: &str, name: &str) {
+        let key = (Kind::Pod, namespace.to_string(), name.to_string());
+        controllers::delete(&mut self.shared.store.lock().unwrap(), &key, "Background");
+        self.shared.changed.notify_all();
+    }
+
+    /// The node fails: its containers die at once and its pods are removed.
+    pub fn fail_node(&self) {
+        controllers::fail_node(&self.shared);
+    }
+}
+
+impl Drop for MockKubernetes {
+    fn drop(&mut self) {
+        self.shared.stopped.store(true, Ordering::SeqCst);
+        self.server.unblock();
+        for (_, p) in self.shared.procs.lock().unwrap().iter() {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(p.pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+type Answer = (u16, Value);
+
+fn handle(sh: &Arc<Shared>, mut req: tiny_http::Request) {
+    let mut body = String::new();
+    let _ = req.as_reader().read_to_string(&mut body);
+    let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    let method = req.method().to_string();
+    let url = req.url().to_string();
+    sh.requests.lock().unwrap().push(Recorded {
+        method: method.clone(),
+        url: url.clone(),
+        body: body.clone(),
+    });
+    let authorized = req.headers().iter().any(|h| {
+        h.field.equiv("Authorization") && h.value.as_str() == format!("Bearer {}", sh.token)
+    });
+    if !authorized {
+        return respond(
+            req,
+            (401, status(401, "Unauthorized", "Unauthorized", None)),
+        );
+    }
+    let (path, query) = url.split_once('?').unwrap_or((&url, ""));
+    let query: BTreeMap<String, String> = query
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), unescape(v)))
+        .collect();
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let (kind, ns, name, sub) = match parts.as_slice() {
+        ["api", "v1", "namespaces", ns, plural, rest @ ..]
+        | ["apis", "batch", "v1", "namespaces", ns, plural, rest @ ..] => {
+            let kind = match (*plural, parts[0]) {
+                ("pods", "api") => Kind::Pod,
+                ("secrets", "api") => Kind::Secret,
+                ("jobs", "apis") => Kind::Job,
+                _ => return respond(req, not_found(path)),
+            };
+            (
+                kind,
+                ns.to_string(),
+                rest.first().map(|s| s.to_string()),
+                rest.get(1).copied(),
+            )
+        }
+        _ => return respond(req, not_found(path)),
+    };
+    let watch = matches!(query.get("watch").map(String::as_str), Some("true" | "1"));
+    let selector =
+        match Selector::parse(query.get("labelSelector").map(String::as_str).unwrap_or("")) {
+            Ok(s) => s,
+            Err(e) => return respond(req, (400, status(400, "BadRequest", &e, None))),
+        };
+    match (method.as_str(), name, sub) {
+        ("GET", None, _) if watch => watch_stream(sh, req, kind, &ns, &selector, &query),
+        ("GET", None, _) => {
+            let st = sh.store.lock().unwrap();
+            let items = st.list(kind, &ns, &selector);
+            let list = json!({
+                "kind": format!("{}List", kind.name()), "apiVersion": kind.api_version(),
+                "metadata": {"resourceVersion": st.rv.to_string()}, "items": items,
+            });
+            drop(st);
+            respond(req, (200, list))
+        }
+        ("POST", None, _) => {
+            let answer = create(sh, kind, &ns, body);
+            if answer.0 == 201 && sh.drop_answers.load(Ordering::SeqCst) > 0 {
+                sh.drop_answers.fetch_sub(1, Ordering::SeqCst);
+                // The object exists; the client never hears so.
+                drop(req.into_writer());
+                return;
+            }
+            respond(req, answer)
+        }
+        ("GET", Some(name), Some("log")) if kind == Kind::Pod => log(sh, req, &ns, &name, &query),
+        ("GET", Some(name), None) => {
+            let st = sh.store.lock().unwrap();
+            let answer = match st.get(&(kind, ns, name.clone())) {
+                Some(o) => (200, o.clone()),
+                None => gone(kind, &name),
+            };
+            drop(st);
+            respond(req, answer)
+        }
+        ("DELETE", Some(name), None) => {
+            let propagation = body["propagationPolicy"].as_str().unwrap_or(match kind {
+                // The API's default for Jobs orphans their pods.
+                Kind::Job => "Orphan",
+                _ => "Background",
+            });
+            let key = (kind, ns, name.clone());
+            let mut st = sh.store.lock().unwrap();
+            let answer = match st.get(&key).cloned() {
+                None => gone(kind, &name),
+                Some(o) => {
+                    controllers::delete(&mut st, &key, propagation);
+                    let uid = o["metadata"]["uid"].clone();
+                    (
+                        200,
+                        json!({
+                            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                            "details": {"name": name, "group": kind.group(), "kind": kind.plural(), "uid": uid},
+                        }),
+                    )
+                }
+            };
+            drop(st);
+            sh.changed.notify_all();
+            respond(req, answer)
+        }
+        _ => respond(
+            req,
+            (
+                405,
+                status(
+                    405,
+                    "MethodNotAllowed",
+                    "the server does not allow this method on the requested resource",
+                    None,
+                ),
+            ),
+        ),
+    }
+}
+
+fn not_found(path: &str) -> Answer {
+    (
+        404,
+        status(
+            404,
+            "NotFound",
+            &format!("the server could not find the requested resource ({path})"),
+            None,
+        ),
+    )
+}
+
+fn gone(kind: Kind, name: &str) -> Answer {
+    (
+        404,
+        status(
+            404,
+            "NotFound",
+            &format!("{} \"{name}\" not found", kind.resource()),
+            Some((kind, name)),
+        ),
+    )
+}
+
+fn unescape(v: &str) -> String {
+    let bytes = v.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("");
+                match u8::from_str_radix(hex, 16) {
+                    Ok(b) => {
+                        out.push(b);
+                        i += 3;
+                        continue;
+                    }
+                    Err(_) => out.push(b'%'),
+                }
+            }
+            b'+' => out.push(b' '),
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// What the API refuses of a Job: a name that is not a DNS label, a pod template
+/// that may restart its containers, no container.
+fn invalid_job(job: &Value) -> Option<String> {
+    let name = job["metadata"]["name"].as_str().unwrap_or("");
+    let label = !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-');
+    if !label {
+        return Some(format!(
+            "Job.batch \"{name}\" is invalid: metadata.name: Invalid value: \"{name}\": must be no more than 63 characters and a lowercase RFC 1123 label"
+        ));
+    }
+    let spec = &job["spec"]["template"]["spec"];
+    if !matches!(spec["restartPolicy"].as_str(), Some("Never" | "OnFailure")) {
+        return Some(format!(
+            "Job.batch \"{name}\" is invalid: spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\""
+        ));
+    }
+    if spec["containers"].as_array().is_none_or(Vec::is_empty) {
+        return Some(format!(
+            "Job.batch \"{name}\" is invalid: spec.template.spec.containers: Required value"
+        ));
+    }
+    None
+}
+
+fn create(sh: &Arc<Shared>, kind: Kind, ns: &str, body: Value) -> Answer {
+    if !body["metadata"]["name"].is_string() {
+        return (
+            422,
+            status(
+                422,
+                "Invalid",
+                "metadata.name: Required value: name or generateName is required",
+                None,
+            ),
+        );
+    }
+    if kind == Kind::Job {
+        if let Some(why) = invalid_job(&body) {
+            return (422, status(422, "Invalid", &why, None));
+        }
+    }
+    let mut object = body;
+    if kind == Kind::Job {
+        object["status"] = json!({});
+    }
+    let answer = sh.store.lock().unwrap().create(kind, ns, object);
+    sh.changed.notify_all();
+    match answer {
+        Ok(o) => (201, o),
+        Err(s) => (409, s),
+    }
+}
+
+fn respond(req: tiny_http::Request, (code, body): Answer) {
+    let _ = req.respond(
+        tiny_http::Response::from_string(body.to_string())
+            .with_status_code(code)
+            .with_header(header("Content-Type", "application/json")),
+    );
+}
+
+/// A streamed answer: the head, then chunks written as they come.
+struct Chunked(Box<dyn Write + Send>);
+
+impl Chunked {
+    fn start(req: tiny_http::Request, content_type: &str) -> Chunked {
+        let mut w = req.into_writer();
+        let _ = write!(
+            w,
+            "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        );
+        let _ = w.flush();
+        Chunked(w)
+    }
+
+    fn send(&mut self, data: &[u8]) -> bool {
+        if data.is_empty() {
+            return true;
+        }
+        write!(self.0, "{:x}\r\n", data.len()).is_ok()
+            && self.0.write_all(data).is_ok()
+            && self.0.write_all(b"\r\n").is_ok()
+            && self.0.flush().is_ok()
+    }
+
+    fn end(mut self) {
+        let _ = self.0.write_all(b"0\r\n\r\n");
+        let _ = self.0.flush();
+    }
+}
+
+fn event_line(what: &str, object: &Value) -> Vec<u8> {
+    let mut line = json!({"type": what, "object": object})
+        .to_string()
+        .into_bytes();
+    line.push(b'\n');
+    line
+}
+
+/// `?watch=true`: the changes after `resourceVersion` (with none, or `0`, every
+/// current object as `ADDED` first), until `timeoutSeconds`, the client leaves, or
+/// the history is compacted.
+fn watch_stream(
+    sh: &Arc<Shared>,
+    req: tiny_http::Request,
+    kind: Kind,
+    ns: &str,
+    selector: &Selector,
+    query: &BTreeMap<String, String>,
+) {
+    let from = query
+        .get("resourceVersion")
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|v| *v > 0);
+    let timeout = query
+        .get("timeoutSeconds")
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(Duration::from_secs(1800), Duration::from_secs);
+    let deadline = Instant::now() + timeout;
+    let mut out = Chunked::start(req, "application/json");
+    let mut st = sh.store.lock().unwrap();
+    let generation = st.generation;
+    let mut cursor = match from {
+        Some(v) if v < st.oldest => {
+            let gone = status(
+                410,
+                "Expired",
+                &format!("too old resource version: {v} ({})", st.oldest),
+                None,
+            );
+            drop(st);
+            out.send(&event_line("ERROR", &gone));
+            return out.end();
+        }
+        Some(v) => v,
+        None => {
+            let mut first = Vec::new();
+            for o in st.list(kind, ns, selector) {
+                first.extend(event_line("ADDED", &o));
+            }
+            let rv = st.rv;
+            drop(st);
+            if !out.send(&first) {
+                return;
+            }
+            st = sh.store.lock().unwrap();
+            rv
+        }
+    };
+    loop {
+        if st.generation != generation
+            || sh.stopped.load(Ordering::SeqCst)
+            || Instant::now() >= deadline
+        {
+            drop(st);
+            return out.end();
+        }
+        let mut batch = Vec::new();
+        let after = cursor;
+        for e in st.events.iter().filter(|e| e.rv > after) {
+            cursor = e.rv;
+            if e.kind == kind && e.namespace == ns && selector.picks(&e.object) {
+                batch.extend(event_line(e.what, &e.object));
+            }
+        }
+        if batch.is_empty() {
+            st = sh
+                .changed
+                .wait_timeout(st, Duration::from_millis(200))
+                .unwrap()
+                .0;
+            continue;
+        }
+        drop(st);
+        if !out.send(&batch) {
+            return;
+        }
+        st = sh.store.lock().unwrap();
+    }
+}
+
+/// `pods/NAME/log`: `400` while the container waits to start; with `follow=true` the
+/// output as it comes, until the container exits.
+fn log(
+    sh: &Arc<Shared>,
+    req: tiny_http::Request,
+    ns: &str,
+    name: &str,
+    query: &BTreeMap<String, String>,
+) {
+    let id = format!("{ns}/{name}");
+    let buffer = sh.procs.lock().unwrap().get(&id).map(|p| p.log.clone());
+    let Some(buffer) = buffer else {
+        let st = sh.store.lock().unwrap();
+        let answer = match st.get(&(Kind::Pod, ns.to_string(), name.to_string())) {
+            None => gone(Kind::Pod, name),
+            Some(p) => {
+                let container = p["spec"]["containers"][0]["name"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string();
+                let why = p["status"]["containerStatuses"][0]["state"]["waiting"]["reason"]
+                    .as_str()
+                    .unwrap_or("ContainerCreating")
+                    .to_string();
+                (
+                    400,
+                    status(
+                        400,
+                        "BadRequest",
+                        &format!(
+                            "container \"{container}\" in pod \"{name}\" is waiting to start: {why}"
+                        ),
+                        None,
+                    ),
+                )
+            }
+        };
+        drop(st);
+        return respond(req, answer);
+    };
+    let follow = matches!(query.get("follow").map(String::as_str), Some("true" | "1"));
+    let mut out = Chunked::start(req, "text/plain");
+    let mut sent = 0;
+    loop {
+        let (chunk, exited) = {
+            let log = buffer.lock().unwrap();
+            let exited = sh
+                .procs
+                .lock()
+                .unwrap()
+                .get(&id)
+                .is_none_or(|p| p.exited.is_some());
+            (log[sent..].to_vec(), exited)
+        };
+        sent += chunk.len();
+        if !out.send(&chunk) {
+            return;
+        }
+        if !follow || (exited && chunk.is_empty()) || sh.stopped.load(Ordering::SeqCst) {
+            return out.end();
+        }
+        if chunk.is_empty() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}

@@ -1,0 +1,826 @@
+//! The Kubernetes client: a `batch/v1` Job per iteration (`backoffLimit: 0`, so a
+//! retry is agentloop's decision; `activeDeadlineSeconds` from the agent's timeout;
+//! `ttlSecondsAfterFinished`), the agent's allow-listed environment in a Secret the Job
+//! owns (`envFrom`, never in the spec), pods followed by one watch for the whole run
+//! (resumed from its last resource version, listed again after `410 Gone`), the pod's
+//! log streamed into the iteration's, cancellation by deleting the Job with its pods.
+//! The API is reached through kube-rs on a small runtime of its own thread; the rest
+//! of agentloop stays synchronous.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use agentloop_core::config::{Config, KubernetesConfig};
+use agentloop_core::journal::AgentErrorKind;
+use futures::{AsyncReadExt, StreamExt};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Pod, Secret};
+use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams, WatchEvent, WatchParams};
+use serde_json::json;
+
+use super::job::SPEC_VARIABLE;
+use super::{Ended, Engine, Submission};
+
+/// The label every object agentloop makes carries.
+const MANAGED: &str = "app.kubernetes.io/managed-by=agentloop";
+const CONTAINER: &str = "agent";
+
+/// Kubernetes as the engine of a run's jobs.
+pub struct KubernetesEngine {
+    rt: Runtime,
+    jobs: Api<Job>,
+    pods: Api<Pod>,
+    secrets: Api<Secret>,
+    server: String,
+    namespace: String,
+    settings: KubernetesConfig,
+    poll: Duration,
+    watch: Arc<PodWatch>,
+    /// Each job's log file, from its submission.
+    logs: Mutex<BTreeMap<String, PathBuf>>,
+}
+
+impl KubernetesEngine {
+    pub fn new(config: &Config) -> Result<KubernetesEngine, String> {
+        let settings = config.executor.kubernetes.clone();
+        settings.check()?;
+        let rt = Runtime::start()?;
+        let context = settings.context.clone();
+        let (client, server, default_ns) = rt.call(async move {
+            let config = match context {
+                Some(context) => kube::Config::from_kubeconfig(&kube::config::KubeConfigOptions {
+                    context: Some(context),
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| e.to_string())?,
+                None => kube::Config::infer().await.map_err(|e| e.to_string())?,
+            };
+            let server = config.cluster_url.to_string();
+            let ns = config.default_namespace.clone();
+            let client = kube::Client::try_from(config).map_err(|e| e.to_string())?;
+            Ok::<_, String>((client, server, ns))
+        })?
+        .map_err(|e| format!("[executor] kind = \"kubernetes\": no cluster to talk to ({e}); set KUBECONFIG or [executor.kubernetes] context"))?;
+        let namespace = settings.namespace.clone().unwrap_or(default_ns);
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
+        let watch = Arc::new(PodWatch::default());
+        rt.spawn(watch_pods(pods.clone(), Arc::downgrade(&watch)));
+        Ok(KubernetesEngine {
+            jobs: Api::namespaced(client.clone(), &namespace),
+            secrets: Api::namespaced(client, &namespace),
+            pods,
+            rt,
+            server,
+            namespace,
+            settings,
+            poll: config.executor.poll,
+            watch,
+            logs: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    fn api_error(&self, e: impl std::fmt::Display) -> String {
+        format!(
+            "the Kubernetes API at {} (namespace {}): {e}",
+            self.server, self.namespace
+        )
+    }
+
+    /// The Job, or `None` when the API says there is none.
+    fn get_job(&self, name: &str) -> Result<Option<Job>, String> {
+        let jobs = self.jobs.clone();
+        let name = name.to_string();
+        match self.rt.call(async move { jobs.get(&name).await })? {
+            Ok(j) => Ok(Some(j)),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
+            Err(e) => Err(self.api_error(e)),
+        }
+    }
+
+    fn delete_job(&self, name: &str) -> Result<(), String> {
+        let jobs = self.jobs.clone();
+        let name = name.to_string();
+        match self
+            .rt
+            .call(async move { jobs.delete(&name, &DeleteParams::background()).await })?
+        {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+            Err(e) => Err(self.api_error(e)),
+        }
+    }
+
+    /// Creates the Job; when the answer is lost or the name is taken, the Job found
+    /// under the name is taken for this one only if it is this iteration's.
+    fn create_job(&self, job: Job, start: &str) -> Result<Job, String> {
+        let name = job.metadata.name.clone().unwrap_or_default();
+        let mut last = String::new();
+        for _ in 0..3 {
+            let (jobs, j) = (self.jobs.clone(), job.clone());
+            match self
+                .rt
+                .call(async move { jobs.create(&PostParams::default(), &j).await })?
+            {
+                Ok(created) => return Ok(created),
+                Err(kube::Error::Api(s)) if s.code != 409 => return Err(self.api_error(s.message)),
+                Err(e) => last = e.to_string(),
+            }
+            if let Some(found) = self.get_job(&name)? {
+                let ours = found
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get("agentloop.dev/start"))
+                    .is_some_and(|s| s == start);
+                if ours {
+                    return Ok(found);
+                }
+                return Err(format!(
+                    "a Job named {name} already exists in namespace {} and is not this iteration's: delete it (`kubectl delete job {name} -n {}`)",
+                    self.namespace, self.namespace
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        Err(self.api_error(last))
+    }
+
+    /// The Secret the Job's container gets its environment from, owned by the Job so
+    /// that it goes with it.
+    fn create_secret(&self, job: &Job, env: &[String]) -> Result<(), String> {
+        let data: BTreeMap<String, ByteString> = env
+            .iter()
+            .filter_map(|k| {
+                std::env::var(k)
+                    .ok()
+                    .map(|v| (k.clone(), ByteString(v.into_bytes())))
+            })
+            .collect();
+        let name = job.metadata.name.clone().unwrap_or_default();
+        let secret: Secret = serde_json::from_value(json!({
+            "metadata": {
+                "name": name,
+                "labels": job.metadata.labels,
+                "ownerReferences": [{
+                    "apiVersion": "batch/v1", "kind": "Job", "name": name,
+                    "uid": job.metadata.uid, "blockOwnerDeletion": true,
+                }],
+            },
+            "type": "Opaque",
+        }))
+        .map_err(|e| e.to_string())?;
+        let secret = Secret {
+            data: Some(data),
+            ..secret
+        };
+        let secrets = self.secrets.clone();
+        match self
+            .rt
+            .call(async move { secrets.create(&PostParams::default(), &secret).await })?
+        {
+            Ok(_) => Ok(()),
+            // Made by an attempt whose answer was lost.
+            Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+            Err(e) => Err(self.api_error(e)),
+        }
+    }
+
+    /// Streams the pod's log into `path` until the container ends; the flag says when
+    /// it is over.
+    fn stream_log(&self, pod: &str, path: PathBuf) -> Arc<AtomicBool> {
+        let over = Arc::new(AtomicBool::new(false));
+        let (pods, pod, done) = (self.pods.clone(), pod.to_string(), over.clone());
+        self.rt.spawn(async move {
+            let params = LogParams {
+                follow: true,
+                container: Some(CONTAINER.into()),
+                ..Default::default()
+            };
+            if let Ok(mut stream) = pods.log_stream(&pod, &params).await {
+                if let Ok(mut file) = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&path)
+                {
+                    let mut buf = vec![0u8; 16 * 1024];
+                    while let Ok(n) = stream.read(&mut buf).await {
+                        if n == 0 || file.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+            done.store(true, Ordering::SeqCst);
+        });
+        over
+    }
+
+    /// The Job this iteration runs as.
+    fn job_spec(&self, s: &Submission<'_>, name: &str) -> Result<Job, String> {
+        let k = &self.settings;
+        let labels = json!({
+            "app.kubernetes.io/managed-by": "agentloop",
+            "agentloop.dev/run": label_value(s.run_id),
+            "agentloop.dev/iteration": s.iteration.to_string(),
+        });
+        let mut resources = serde_json::Map::new();
+        for (key, value) in [("cpu", &k.cpu), ("memory", &k.memory)] {
+            if let Some(v) = value {
+                resources.insert(key.to_string(), json!(v));
+            }
+        }
+        let mut container = json!({
+            "name": CONTAINER,
+            "image": k.image,
+            "command": [s.program, "job"],
+            "env": [{"name": SPEC_VARIABLE, "value": s.spec}],
+            "resources": {"requests": resources, "limits": resources},
+        });
+        if !s.env.is_empty() {
+            container["envFrom"] = json!([{"secretRef": {"name": name}}]);
+        }
+        let mut pod = json!({
+            "restartPolicy": "Never",
+            // The agent gets no credentials to the cluster that runs it.
+            "automountServiceAccountToken": false,
+            "terminationGracePeriodSeconds": 30,
+            "containers": [container],
+        });
+        if let Some(sa) = &k.service_account {
+            pod["serviceAccountName"] = json!(sa);
+        }
+        let job = json!({
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {
+                "name": name,
+                "labels": labels,
+                "annotations": {"agentloop.dev/title": s.title, "agentloop.dev/start": s.start},
+            },
+            "spec": {
+                // A failed pod is not run again by Kubernetes: agentloop's policy
+                // decides what comes next, as a new iteration.
+                "backoffLimit": 0,
+                "activeDeadlineSeconds": s.agent_timeout.as_secs() + 600,
+                "ttlSecondsAfterFinished": k.keep_finished.as_secs(),
+                "template": {"metadata": {"labels": labels}, "spec": pod},
+            },
+        });
+        serde_json::from_value(job).map_err(|e| format!("the Job's spec: {e}"))
+    }
+}
+
+impl Engine for KubernetesEngine {
+    fn name(&self) -> &'static str {
+        "Kubernetes"
+    }
+
+    fn word(&self) -> &'static str {
+        "kubernetes"
+    }
+
+    fn default_program(&self) -> Result<String, String> {
+        // As the image's PATH finds it.
+        Ok("agentloop".into())
+    }
+
+    fn check(&self) -> Result<(), String> {
+        let jobs = self.jobs.clone();
+        self.rt
+            .call(async move {
+                jobs.list(&ListParams::default().labels(MANAGED).limit(1))
+                    .await
+            })?
+            .map(drop)
+            .map_err(|e| format!("cannot list Jobs through {}", self.api_error(e)))
+    }
+
+    fn submit(&self, s: &Submission<'_>) -> Result<String, String> {
+        let name = job_name(s.run_id, s.iteration);
+        let job = self.create_job(self.job_spec(s, &name)?, s.start)?;
+        if !s.env.is_empty() {
+            if let Err(e) = self.create_secret(&job, s.env) {
+                let _ = self.delete_job(&name);
+                return Err(e);
+            }
+        }
+        self.logs
+            .lock()
+            .map_err(|_| "poisoned".to_string())?
+            .insert(name.clone(), s.log.to_path_buf());
+        Ok(name)
+    }
+
+    fn follow(
+        &self,
+        id: &str,
+        stop: &AtomicBool,
+        report: &mut dyn FnMut(&str, Option<&str>),
+    ) -> Result<Ended, (AgentErrorKind, String)> {
+        let log = self.logs.lock().ok().and_then(|mut l| l.remove(id));
+        let submitted = Instant::now();
+        let mut cancelled = false;
+        let mut last: Option<(String, Option<String>)> = None;
+        let mut streaming: Option<Arc<AtomicBool>> = None;
+        let mut seen_version = 0;
+        loop {
+            if stop.load(Ordering::SeqCst) && !cancelled {
+                cancelled = self.delete_job(id).is_ok();
+            }
+            let (pod, version) = self.watch.next(id, seen_version, self.poll);
+            seen_version = version;
+            let job = match self.get_job(id) {
+                Ok(job) => job,
+                // The API did not answer: ask again next round.
+                Err(_) => continue,
+            };
+            let phase = judge(pod.as_ref(), job.as_ref());
+            let shown = phase.shown();
+            if last.as_ref() != Some(&shown) {
+                report(&shown.0, shown.1.as_deref());
+                last = Some(shown);
+            }
+            if let (None, Some(pod), Some(path)) = (&streaming, &pod, &log) {
+                if pod.started() {
+                    streaming = Some(self.stream_log(&pod.name(), path.clone()));
+                }
+            }
+            match phase {
+                Phase::Waiting { reason, .. } => {
+                    if !cancelled && submitted.elapsed() >= self.settings.start_timeout {
+                        let _ = self.delete_job(id);
+                        return Err((
+                            AgentErrorKind::Spawn,
+                            format!(
+                                "Kubernetes cannot start job {id} within {}: {}",
+                                humantime::format_duration(self.settings.start_timeout),
+                                reason.unwrap_or_else(|| "no reason given".into())
+                            ),
+                        ));
+                    }
+                }
+                Phase::Running => {}
+                Phase::Over(_) if cancelled => {
+                    return Err((
+                        AgentErrorKind::Other,
+                        format!("Kubernetes job {id} was cancelled: the run was stopped"),
+                    ));
+                }
+                Phase::Over(ended) => {
+                    // The log to its end before the result is judged.
+                    let until = Instant::now() + Duration::from_secs(10);
+                    while streaming
+                        .as_ref()
+                        .is_some_and(|s| !s.load(Ordering::SeqCst))
+                        && Instant::now() < until
+                    {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    return Ok(ended);
+                }
+            }
+        }
+    }
+
+    fn cancel(&self, id: &str) {
+        let _ = self.delete_job(id);
+    }
+
+    fn no_output_hint(&self) -> &'static str {
+        "the pod's log could not be read (docs/EXECUTORS.md)"
+    }
+}
+
+/// A Job's name for iteration `n` of `run`: a DNS label of at most 63 characters.
+pub fn job_name(run: &str, n: u32) -> String {
+    let tail = format!("-{n}");
+    let room = 63 - "agentloop-".len() - tail.len();
+    let run = label_value(run)
+        .to_ascii_lowercase()
+        .replace(['_', '.'], "-");
+    let run: String = run.chars().take(room).collect();
+    format!("agentloop-{}{tail}", run.trim_matches('-'))
+}
+
+/// `s` as a label value: letters, digits, `-`, `_`, `.`, at most 63, alphanumeric at
+/// both ends.
+fn label_value(s: &str) -> String {
+    let v: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(63)
+        .collect();
+    v.trim_matches(|c: char| !c.is_ascii_alphanumeric())
+        .to_string()
+}
+
+/// A pod as last seen: there, or deleted.
+#[derive(Debug, Clone)]
+pub enum Seen {
+    Pod(Box<Pod>),
+    Deleted(Box<Pod>),
+}
+
+impl Seen {
+    fn pod(&self) -> &Pod {
+        match self {
+            Seen::Pod(p) | Seen::Deleted(p) => p,
+        }
+    }
+
+    fn name(&self) -> String {
+        self.pod().metadata.name.clone().unwrap_or_default()
+    }
+
+    fn phase(&self) -> &str {
+        self.pod()
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.as_deref())
+            .unwrap_or("Pending")
+    }
+
+    /// Whether its container has started (its log can be read).
+    fn started(&self) -> bool {
+        matches!(self, Seen::Pod(_)) && matches!(self.phase(), "Running" | "Succeeded" | "Failed")
+    }
+}
+
+/// Where a job is, from its pod and its Job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Phase {
+    Waiting {
+        state: String,
+        reason: Option<String>,
+    },
+    Running,
+    Over(Ended),
+}
+
+impl Phase {
+    /// What is reported of it: a state and a reason.
+    fn shown(&self) -> (String, Option<String>) {
+        match self {
+            Phase::Waiting { state, reason } => (state.clone(), reason.clone()),
+            Phase::Running => ("Running".into(), None),
+            Phase::Over(Ended::Completed) => ("Succeeded".into(), None),
+            Phase::Over(Ended::Failed) => ("Failed".into(), None),
+            Phase::Over(Ended::TimedOut) => ("Failed".into(), Some("DeadlineExceeded".into())),
+            Phase::Over(Ended::OutOfMemory) => ("Failed".into(), Some("OOMKilled".into())),
+            Phase::Over(Ended::Lost(how)) => ("Lost".into(), Some(how.clone())),
+        }
+    }
+}
+
+fn job_failed(job: &Job) -> Option<(String, String)> {
+    job.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "Failed" && c.status == "True")
+        .map(|c| {
+            (
+                c.reason.clone().unwrap_or_default(),
+                c.message.clone().unwrap_or_default(),
+            )
+        })
+}
+
+/// How a job stands: `pod` as the watch last saw it, `job` as the API has it now
+/// (`None`: there is no such Job).
+pub fn judge(pod: Option<&Seen>, job: Option<&Job>) -> Phase {
+    let succeeded = pod.is_some_and(|p| p.phase() == "Succeeded");
+    let Some(job) = job else {
+        return if succeeded {
+            Phase::Over(Ended::Completed)
+        } else {
+            Phase::Over(Ended::Lost("was deleted".into()))
+        };
+    };
+    if let Some((reason, _)) = job_failed(job).filter(|(r, _)| r == "DeadlineExceeded") {
+        let _ = reason;
+        return Phase::Over(Ended::TimedOut);
+    }
+    let Some(seen) = pod else {
+        return match job_failed(job) {
+            Some((reason, message)) => Phase::Over(Ended::Lost(format!(
+                "failed without a pod: {reason}: {message}"
+            ))),
+            None => Phase::Waiting {
+                state: "Pending".into(),
+                reason: Some("no pod yet".into()),
+            },
+        };
+    };
+    let p = seen.pod();
+    let status = p.status.clone().unwrap_or_default();
+    let conditions = status.conditions.clone().unwrap_or_default();
+    let container = status
+        .container_statuses
+        .as_ref()
+        .and_then(|c| c.first().cloned());
+    if let Seen::Deleted(_) = seen {
+        if succeeded {
+            return Phase::Over(Ended::Completed);
+        }
+        let disrupted = conditions
+            .iter()
+            .find(|c| c.type_ == "DisruptionTarget" && c.status == "True");
+        return Phase::Over(Ended::Lost(match disrupted {
+            Some(c) => format!(
+                "lost its pod {}: {} ({})",
+                seen.name(),
+                c.reason.clone().unwrap_or_default(),
+                c.message.clone().unwrap_or_default()
+            ),
+            None => format!("lost its pod {}: deleted", seen.name()),
+        }));
+    }
+    match seen.phase() {
+        "Succeeded" => Phase::Over(Ended::Completed),
+        "Failed" => {
+            let terminated = container.and_then(|c| c.state).and_then(|s| s.terminated);
+            match (status.reason.as_deref(), terminated.and_then(|t| t.reason)) {
+                (_, Some(r)) if r == "OOMKilled" => Phase::Over(Ended::OutOfMemory),
+                (Some("DeadlineExceeded"), _) => Phase::Over(Ended::TimedOut),
+                (Some(r), _) => Phase::Over(Ended::Lost(format!(
+                    "lost its pod {}: {r} ({})",
+                    seen.name(),
+                    status.message.clone().unwrap_or_default()
+                ))),
+                _ => Phase::Over(Ended::Failed),
+            }
+        }
+        "Running" => Phase::Running,
+        _ => {
+            let unscheduled = conditions
+                .iter()
+                .find(|c| c.type_ == "PodScheduled" && c.status == "False");
+            let waiting = container.and_then(|c| c.state).and_then(|s| s.waiting);
+            let reason = match (unscheduled, waiting) {
+                (Some(c), _) => Some(format!(
+                    "{}: {}",
+                    c.reason.clone().unwrap_or_default(),
+                    c.message.clone().unwrap_or_default()
+                )),
+                (None, Some(w)) => Some(match w.message {
+                    Some(m) => format!("{}: {m}", w.reason.unwrap_or_default()),
+                    None => w.reason.unwrap_or_default(),
+                }),
+                (None, None) => None,
+            };
+            Phase::Waiting {
+                state: "Pending".into(),
+                reason,
+            }
+        }
+    }
+}
+
+/// The run's pods as one watch sees them, by the Job they belong to.
+#[derive(Default)]
+struct PodWatch {
+    pods: Mutex<(BTreeMap<String, Seen>, u64)>,
+    changed: Condvar,
+}
+
+impl PodWatch {
+    fn job_of(pod: &Pod) -> Option<String> {
+        pod.metadata.labels.as_ref()?.get("job-name").cloned()
+    }
+
+    fn saw(&self, seen: Seen) {
+        let Some(job) = Self::job_of(seen.pod()) else {
+            return;
+        };
+        if let Ok(mut p) = self.pods.lock() {
+            p.0.insert(job, seen);
+            p.1 += 1;
+        }
+        self.changed.notify_all();
+    }
+
+    /// After a fresh list: what it holds; a pod known before and missing from it
+    /// was deleted meanwhile.
+    fn listed(&self, items: Vec<Pod>) {
+        let Ok(mut p) = self.pods.lock() else { return };
+        let mut now: BTreeMap<String, Seen> = BTreeMap::new();
+        for pod in items {
+            if let Some(job) = Self::job_of(&pod) {
+                now.insert(job, Seen::Pod(Box::new(pod)));
+            }
+        }
+        for (job, before) in std::mem::take(&mut p.0) {
+            now.entry(job)
+                .or_insert_with(|| Seen::Deleted(Box::new(before.pod().clone())));
+        }
+        p.0 = now;
+        p.1 += 1;
+        drop(p);
+        self.changed.notify_all();
+    }
+
+    /// `job`'s pod once the watch has news after `version`, or after `wait`.
+    fn next(&self, job: &str, version: u64, wait: Duration) -> (Option<Seen>, u64) {
+        let Ok(mut p) = self.pods.lock() else {
+            return (None, version);
+        };
+        if p.1 == version {
+            p = match self.changed.wait_timeout(p, wait) {
+                Ok((p, _)) => p,
+                Err(_) => return (None, version),
+            };
+        }
+        (p.0.get(job).cloned(), p.1)
+    }
+}
+
+/// One watch of every pod agentloop made in the namespace, for as long as the engine
+/// lives: listed, then watched from the list's version; a watch that ends is resumed
+/// from the last version seen, and one the API answers `410 Gone` (its history no
+/// longer goes back that far) starts again from a new list.
+async fn watch_pods(api: Api<Pod>, shared: Weak<PodWatch>) {
+    'list: loop {
+        let list = match api.list(&ListParams::default().labels(MANAGED)).await {
+            Ok(list) => list,
+            Err(_) => {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                if shared.strong_count() == 0 {
+                    return;
+                }
+                continue;
+            }
+        };
+        let mut version = list.metadata.resource_version.clone().unwrap_or_default();
+        match shared.upgrade() {
+            Some(w) => w.listed(list.items),
+            None => return,
+        }
+        loop {
+            let params = WatchParams::default().labels(MANAGED).timeout(290);
+            let mut events = match api.watch(&params, &version).await {
+                Ok(events) => events.boxed(),
+                Err(kube::Error::Api(s)) if s.code == 410 => continue 'list,
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    if shared.strong_count() == 0 {
+                        return;
+                    }
+                    continue;
+                }
+            };
+            while let Some(event) = events.next().await {
+                let Some(w) = shared.upgrade() else { return };
+                match event {
+                    Ok(WatchEvent::Added(p) | WatchEvent::Modified(p)) => {
+                        version = p.metadata.resource_version.clone().unwrap_or(version);
+                        w.saw(Seen::Pod(Box::new(p)));
+                    }
+                    Ok(WatchEvent::Deleted(p)) => {
+                        version = p.metadata.resource_version.clone().unwrap_or(version);
+                        w.saw(Seen::Deleted(Box::new(p)));
+                    }
+                    Ok(WatchEvent::Bookmark(b)) => version = b.metadata.resource_version,
+                    Ok(WatchEvent::Error(s)) if s.code == 410 => continue 'list,
+                    Ok(WatchEvent::Error(_)) | Err(_) => break,
+                }
+            }
+            if shared.strong_count() == 0 {
+                return;
+            }
+        }
+    }
+}
+
+/// A runtime for the client on a thread of its own, ended with the engine.
+struct Runtime {
+    handle: tokio::runtime::Handle,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Runtime {
+    fn start() -> Result<Runtime, String> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the Kubernetes client: {e}"))?;
+        let handle = rt.handle().clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        std::thread::Builder::new()
+            .name("kubernetes".into())
+            .spawn(move || {
+                rt.block_on(async {
+                    let _ = stopped.await;
+                })
+            })
+            .map_err(|e| format!("cannot start the Kubernetes client: {e}"))?;
+        Ok(Runtime {
+            handle,
+            _stop: stop,
+        })
+    }
+
+    fn spawn(&self, fut: impl Future<Output = ()> + Send + 'static) {
+        self.handle.spawn(fut);
+    }
+
+    /// Runs `fut` on the runtime and waits for its answer.
+    fn call<T: Send + 'static>(
+        &self,
+        fut: impl Future<Output = T> + Send + 'static,
+    ) -> Result<T, String> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.handle.spawn(async move {
+            let _ = tx.send(fut.await);
+        });
+        rx.recv()
+            .map_err(|_| "the Kubernetes client stopped".to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(v: serde_json::Value) -> Seen {
+        Seen::Pod(Box::new(serde_json::from_value(v).unwrap()))
+    }
+
+    #[test]
+    fn job_names_are_dns_labels() {
+        assert_eq!(
+            job_name("20261122-104259-042-3fa2", 7),
+            "agentloop-20261122-104259-042-3fa2-7"
+        );
+        let long = job_name(&"Run_1.x".repeat(20), 12345);
+        assert!(long.len() <= 63 && long.ends_with("-12345"), "{long}");
+        assert!(
+            long.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        );
+    }
+
+    #[test]
+    fn a_job_is_judged_from_its_pod_and_its_job() {
+        let job: Job = serde_json::from_value(json!({"metadata": {"name": "j"}})).unwrap();
+        assert_eq!(
+            judge(None, None),
+            Phase::Over(Ended::Lost("was deleted".into()))
+        );
+        assert!(matches!(judge(None, Some(&job)), Phase::Waiting { .. }));
+        let unscheduled = pod(
+            json!({"metadata": {"name": "j-a"}, "status": {"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/1 nodes are available: 1 Insufficient cpu."}]}}),
+        );
+        assert_eq!(
+            judge(Some(&unscheduled), Some(&job)),
+            Phase::Waiting {
+                state: "Pending".into(),
+                reason: Some("Unschedulable: 0/1 nodes are available: 1 Insufficient cpu.".into())
+            }
+        );
+        let running = pod(json!({"metadata": {"name": "j-a"}, "status": {"phase": "Running"}}));
+        assert_eq!(judge(Some(&running), Some(&job)), Phase::Running);
+        let done = pod(json!({"metadata": {"name": "j-a"}, "status": {"phase": "Succeeded"}}));
+        assert_eq!(judge(Some(&done), None), Phase::Over(Ended::Completed));
+        let Seen::Pod(p) = running else {
+            unreachable!()
+        };
+        let deleted = Seen::Deleted(p);
+        assert!(
+            matches!(judge(Some(&deleted), Some(&job)), Phase::Over(Ended::Lost(how)) if how.contains("deleted"))
+        );
+        let oom = pod(
+            json!({"metadata": {"name": "j-a"}, "status": {"phase": "Failed", "containerStatuses": [
+            {"name": "agent", "image": "x", "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}]}}),
+        );
+        assert_eq!(
+            judge(Some(&oom), Some(&job)),
+            Phase::Over(Ended::OutOfMemory)
+        );
+        let failed = pod(json!({"metadata": {"name": "j-a"}, "status": {"phase": "Failed"}}));
+        assert_eq!(judge(Some(&failed), Some(&job)), Phase::Over(Ended::Failed));
+        let deadline: Job =
+            serde_json::from_value(json!({"metadata": {"name": "j"}, "status": {"conditions": [
+            {"type": "Failed", "status": "True", "reason": "DeadlineExceeded"}]}}))
+            .unwrap();
+        assert_eq!(
+            judge(Some(&failed), Some(&deadline)),
+            Phase::Over(Ended::TimedOut)
+        );
+    }
+}
