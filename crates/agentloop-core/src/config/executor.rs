@@ -108,12 +108,10 @@ impl KubernetesConfig {
             ));
         }
         for (key, value) in [("cpu", &self.cpu), ("memory", &self.memory)] {
-            if let Some(v) = value {
-                if !quantity(v) {
-                    return Err(format!(
-                        "executor.kubernetes.{key}: `{v}` is not a Kubernetes quantity (e.g. `2`, `500m`, `4Gi`)"
-                    ));
-                }
+            if let Some(v) = value.as_ref().filter(|v| !quantity(v)) {
+                return Err(format!(
+                    "executor.kubernetes.{key}: `{v}` is not a Kubernetes quantity (e.g. `2`, `500m`, `4Gi`)"
+                ));
             }
         }
         Ok(())

@@ -234,10 +234,10 @@ fn check(config: &Config, sources: &BTreeMap<String, Source>) -> Result<(), Conf
     if let Err(e) = config.executor.slurm.options() {
         return Err(bad("executor.slurm", &e));
     }
-    if config.executor.kind == super::ExecutorKind::Kubernetes {
-        if let Err(e) = config.executor.kubernetes.check() {
-            return Err(bad("executor.kubernetes", &e));
-        }
+    if config.executor.kind == super::ExecutorKind::Kubernetes
+        && let Err(e) = config.executor.kubernetes.check()
+    {
+        return Err(bad("executor.kubernetes", &e));
     }
     if config.executor.poll.is_zero() || config.executor.remote.trim().is_empty() {
         return Err(bad(

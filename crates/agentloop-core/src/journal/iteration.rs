@@ -197,7 +197,7 @@ pub enum Outcome {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobState {
     pub iteration: u32,
-    /// The engine: `slurm`.
+    /// The engine: `slurm`, `kubernetes`.
     pub executor: String,
     /// The engine's id of the job.
     pub job: String,
@@ -212,6 +212,7 @@ impl JobState {
     pub fn describe(&self) -> String {
         let engine = match self.executor.as_str() {
             "slurm" => "Slurm",
+            "kubernetes" => "Kubernetes",
             other => other,
         };
         match &self.reason {

@@ -141,10 +141,10 @@ fn jobs(st: &mut Store) {
             } else {
                 done_at
             };
-            if let Some(ttl) = secs(&job, "ttlSecondsAfterFinished") {
-                if since(&done_at) >= Duration::from_secs(ttl) {
-                    delete(st, &key, "Background");
-                }
+            if let Some(ttl) = secs(&job, "ttlSecondsAfterFinished")
+                && since(&done_at) >= Duration::from_secs(ttl)
+            {
+                delete(st, &key, "Background");
             }
             continue;
         }
@@ -401,10 +401,10 @@ fn count_failure(st: &mut Store, pod: &Value) {
 
 /// A pod's object goes: a pod that had not ended is a failure of its Job.
 pub fn remove_pod(st: &mut Store, key: &Key) {
-    if let Some(pod) = st.remove(key) {
-        if !over(&pod) {
-            count_failure(st, &pod);
-        }
+    if let Some(pod) = st.remove(key)
+        && !over(&pod)
+    {
+        count_failure(st, &pod);
     }
 }
 
@@ -413,6 +413,14 @@ pub fn remove_pod(st: &mut Store, key: &Key) {
 pub fn delete(st: &mut Store, key: &Key, propagation: &str) {
     match key.0 {
         Kind::Pod => {
+            // A pod no node runs goes at once; a kubelet ends a running one first.
+            if st
+                .get(key)
+                .is_some_and(|p| !p["spec"]["nodeName"].is_string())
+            {
+                remove_pod(st, key);
+                return;
+            }
             st.update(key, |p| {
                 if p["metadata"]["deletionTimestamp"].is_null() {
                     p["metadata"]["deletionTimestamp"] = json!(now());

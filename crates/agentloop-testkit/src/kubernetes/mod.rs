@@ -36,6 +36,8 @@ pub struct Shared {
     requests: Mutex<Vec<Recorded>>,
     /// Creations whose answer is lost: the object is made, the connection closed.
     drop_answers: AtomicU32,
+    /// Watches answered `410 Gone`.
+    expired: AtomicU32,
     stopped: AtomicBool,
 }
 
@@ -72,6 +74,7 @@ impl MockKubernetes {
             dir: tempfile::tempdir().expect("a temporary directory"),
             requests: Mutex::new(Vec::new()),
             drop_answers: AtomicU32::new(0),
+            expired: AtomicU32::new(0),
             stopped: AtomicBool::new(false),
         });
         let (s, sh) = (server.clone(), shared.clone());
@@ -134,7 +137,13 @@ impl MockKubernetes {
         self.shared.changed.notify_all();
     }
 
-    /// The next `n` creations are made but their answers lost (the connection closes).
+    /// How many watches were answered `410 Gone`.
+    pub fn expired(&self) -> u32 {
+        self.shared.expired.load(Ordering::SeqCst)
+    }
+
+    /// The next `n` creations are made but their answers lost (what comes back on the
+    /// connection is no HTTP answer).
     pub fn lose_create_answers(&self, n: u32) {
         self.shared.drop_answers.store(n, Ordering::SeqCst);
     }
@@ -237,8 +246,11 @@ fn handle(sh: &Arc<Shared>, mut req: tiny_http::Request) {
             let answer = create(sh, kind, &ns, body);
             if answer.0 == 201 && sh.drop_answers.load(Ordering::SeqCst) > 0 {
                 sh.drop_answers.fetch_sub(1, Ordering::SeqCst);
-                // The object exists; the client never hears so.
-                drop(req.into_writer());
+                // The object exists; the client never hears so: the connection
+                // breaks where the answer should be.
+                let mut w = req.into_writer();
+                let _ = w.write_all(b"\x15\x03\x01 connection reset\r\n\r\n");
+                let _ = w.flush();
                 return;
             }
             respond(req, answer)
@@ -251,6 +263,19 @@ fn handle(sh: &Arc<Shared>, mut req: tiny_http::Request) {
                 None => gone(kind, &name),
             };
             drop(st);
+            respond(req, answer)
+        }
+        ("PATCH", Some(name), None) => {
+            let key = (kind, ns, name.clone());
+            let mut st = sh.store.lock().unwrap();
+            let answer = if st.get(&key).is_none() {
+                gone(kind, &name)
+            } else {
+                st.update(&key, |o| merge_patch(o, &body));
+                (200, st.get(&key).cloned().unwrap_or_default())
+            };
+            drop(st);
+            sh.changed.notify_all();
             respond(req, answer)
         }
         ("DELETE", Some(name), None) => {
@@ -291,6 +316,27 @@ fn handle(sh: &Arc<Shared>, mut req: tiny_http::Request) {
                 ),
             ),
         ),
+    }
+}
+
+/// A JSON merge patch (RFC 7386): objects merged key by key, `null` removes, anything
+/// else replaces.
+fn merge_patch(target: &mut Value, patch: &Value) {
+    let Some(fields) = patch.as_object() else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = json!({});
+    }
+    for (k, v) in fields {
+        if v.is_null() {
+            if let Some(o) = target.as_object_mut() {
+                o.remove(k);
+            }
+        } else {
+            merge_patch(&mut target[k.as_str()], v);
+        }
     }
 }
 
@@ -385,10 +431,10 @@ fn create(sh: &Arc<Shared>, kind: Kind, ns: &str, body: Value) -> Answer {
             ),
         );
     }
-    if kind == Kind::Job {
-        if let Some(why) = invalid_job(&body) {
-            return (422, status(422, "Invalid", &why, None));
-        }
+    if kind == Kind::Job
+        && let Some(why) = invalid_job(&body)
+    {
+        return (422, status(422, "Invalid", &why, None));
     }
     let mut object = body;
     if kind == Kind::Job {
@@ -480,6 +526,7 @@ fn watch_stream(
                 None,
             );
             drop(st);
+            sh.expired.fetch_add(1, Ordering::SeqCst);
             out.send(&event_line("ERROR", &gone));
             return out.end();
         }

@@ -83,6 +83,12 @@ pub struct Store {
 /// How many events the history keeps.
 const HISTORY: usize = 5000;
 
+impl Default for Store {
+    fn default() -> Store {
+        Store::new()
+    }
+}
+
 impl Store {
     pub fn new() -> Store {
         Store {
@@ -197,7 +203,11 @@ impl Store {
 
 /// A label selector: `a=b`, `a==b`, `a!=b`, `a`, `!a`, joined by commas.
 #[derive(Debug, Clone, Default)]
-pub struct Selector(Vec<(String, Option<(bool, String)>, bool)>);
+pub struct Selector(Vec<Term>);
+
+/// One requirement: a label, the value it must (`true`) or must not have, and
+/// whether it must be there at all.
+type Term = (String, Option<(bool, String)>, bool);
 
 impl Selector {
     pub fn parse(s: &str) -> Result<Selector, String> {

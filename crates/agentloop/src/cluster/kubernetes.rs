@@ -21,7 +21,10 @@ use futures::{AsyncReadExt, StreamExt};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Secret};
-use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams, WatchEvent, WatchParams};
+use kube::api::{
+    Api, DeleteParams, ListParams, LogParams, Patch, PatchParams, PostParams, WatchEvent,
+    WatchParams,
+};
 use serde_json::json;
 
 use super::job::SPEC_VARIABLE;
@@ -42,6 +45,8 @@ pub struct KubernetesEngine {
     settings: KubernetesConfig,
     poll: Duration,
     watch: Arc<PodWatch>,
+    /// The watch starts with the first job (not for a check).
+    watching: std::sync::Once,
     /// Each job's log file, from its submission.
     logs: Mutex<BTreeMap<String, PathBuf>>,
 }
@@ -71,7 +76,6 @@ impl KubernetesEngine {
         let namespace = settings.namespace.clone().unwrap_or(default_ns);
         let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
         let watch = Arc::new(PodWatch::default());
-        rt.spawn(watch_pods(pods.clone(), Arc::downgrade(&watch)));
         Ok(KubernetesEngine {
             jobs: Api::namespaced(client.clone(), &namespace),
             secrets: Api::namespaced(client, &namespace),
@@ -82,6 +86,7 @@ impl KubernetesEngine {
             settings,
             poll: config.executor.poll,
             watch,
+            watching: std::sync::Once::new(),
             logs: Mutex::new(BTreeMap::new()),
         })
     }
@@ -129,7 +134,11 @@ impl KubernetesEngine {
                 .call(async move { jobs.create(&PostParams::default(), &j).await })?
             {
                 Ok(created) => return Ok(created),
-                Err(kube::Error::Api(s)) if s.code != 409 => return Err(self.api_error(s.message)),
+                // Refused (not a gateway's or the server's own trouble): asking
+                // again would be refused again.
+                Err(kube::Error::Api(s)) if s.code != 409 && s.code < 500 => {
+                    return Err(self.api_error(s.message));
+                }
                 Err(e) => last = e.to_string(),
             }
             if let Some(found) = self.get_job(&name)? {
@@ -152,27 +161,17 @@ impl KubernetesEngine {
         Err(self.api_error(last))
     }
 
-    /// The Secret the Job's container gets its environment from, owned by the Job so
-    /// that it goes with it.
-    fn create_secret(&self, job: &Job, env: &[String]) -> Result<(), String> {
-        let data: BTreeMap<String, ByteString> = env
-            .iter()
-            .filter_map(|k| {
-                std::env::var(k)
-                    .ok()
-                    .map(|v| (k.clone(), ByteString(v.into_bytes())))
-            })
-            .collect();
-        let name = job.metadata.name.clone().unwrap_or_default();
+    /// The Secret the Job's container gets its environment from, made before the Job
+    /// (a container whose Secret is missing waits for the kubelet's next try).
+    fn create_secret(
+        &self,
+        name: &str,
+        labels: &serde_json::Value,
+        env: &[String],
+    ) -> Result<(), String> {
+        let data = secret_data(env);
         let secret: Secret = serde_json::from_value(json!({
-            "metadata": {
-                "name": name,
-                "labels": job.metadata.labels,
-                "ownerReferences": [{
-                    "apiVersion": "batch/v1", "kind": "Job", "name": name,
-                    "uid": job.metadata.uid, "blockOwnerDeletion": true,
-                }],
-            },
+            "metadata": {"name": name, "labels": labels},
             "type": "Opaque",
         }))
         .map_err(|e| e.to_string())?;
@@ -180,16 +179,60 @@ impl KubernetesEngine {
             data: Some(data),
             ..secret
         };
-        let secrets = self.secrets.clone();
-        match self
-            .rt
-            .call(async move { secrets.create(&PostParams::default(), &secret).await })?
-        {
-            Ok(_) => Ok(()),
-            // Made by an attempt whose answer was lost.
-            Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
-            Err(e) => Err(self.api_error(e)),
+        let mut last = String::new();
+        for _ in 0..3 {
+            let (secrets, secret) = (self.secrets.clone(), secret.clone());
+            match self
+                .rt
+                .call(async move { secrets.create(&PostParams::default(), &secret).await })?
+            {
+                Ok(_) => return Ok(()),
+                // Made by an attempt whose answer was lost: given this iteration's
+                // values.
+                Err(kube::Error::Api(s)) if s.code == 409 => {
+                    let (secrets, name) = (self.secrets.clone(), name.to_string());
+                    let patch = json!({"data": secret_data(env)});
+                    return self
+                        .rt
+                        .call(async move {
+                            secrets
+                                .patch(&name, &PatchParams::default(), &Patch::Merge(patch))
+                                .await
+                        })?
+                        .map(drop)
+                        .map_err(|e| self.api_error(e));
+                }
+                Err(kube::Error::Api(s)) if s.code < 500 => return Err(self.api_error(s.message)),
+                Err(e) => last = e.to_string(),
+            }
+            std::thread::sleep(Duration::from_millis(500));
         }
+        Err(self.api_error(last))
+    }
+
+    /// The Secret becomes the Job's: Kubernetes deletes it with the Job.
+    fn own_secret(&self, job: &Job) -> Result<(), String> {
+        let name = job.metadata.name.clone().unwrap_or_default();
+        let patch = json!({"metadata": {"ownerReferences": [{
+            "apiVersion": "batch/v1", "kind": "Job", "name": name,
+            "uid": job.metadata.uid, "blockOwnerDeletion": true,
+        }]}});
+        let secrets = self.secrets.clone();
+        self.rt
+            .call(async move {
+                secrets
+                    .patch(&name, &PatchParams::default(), &Patch::Merge(patch))
+                    .await
+            })?
+            .map(drop)
+            .map_err(|e| self.api_error(e))
+    }
+
+    fn delete_secret(&self, name: &str) {
+        let (secrets, name) = (self.secrets.clone(), name.to_string());
+        let _ = self
+            .rt
+            .call(async move { secrets.delete(&name, &DeleteParams::background()).await });
     }
 
     /// Streams the pod's log into `path` until the container ends; the flag says when
@@ -203,17 +246,16 @@ impl KubernetesEngine {
                 container: Some(CONTAINER.into()),
                 ..Default::default()
             };
-            if let Ok(mut stream) = pods.log_stream(&pod, &params).await {
-                if let Ok(mut file) = std::fs::OpenOptions::new()
+            if let Ok(mut stream) = pods.log_stream(&pod, &params).await
+                && let Ok(mut file) = std::fs::OpenOptions::new()
                     .create(true)
                     .append(true)
                     .open(&path)
-                {
-                    let mut buf = vec![0u8; 16 * 1024];
-                    while let Ok(n) = stream.read(&mut buf).await {
-                        if n == 0 || file.write_all(&buf[..n]).is_err() {
-                            break;
-                        }
+            {
+                let mut buf = vec![0u8; 16 * 1024];
+                while let Ok(n) = stream.read(&mut buf).await {
+                    if n == 0 || file.write_all(&buf[..n]).is_err() {
+                        break;
                     }
                 }
             }
@@ -303,13 +345,44 @@ impl Engine for KubernetesEngine {
     }
 
     fn submit(&self, s: &Submission<'_>) -> Result<String, String> {
+        // The container has its own PATH, HOME and locale: only the agent's own
+        // variables travel.
+        let base: Vec<String> = agentloop_core::config::BASE_ENV
+            .iter()
+            .map(|p| p.to_string())
+            .collect();
+        let env: Vec<String> = s
+            .env
+            .iter()
+            .filter(|k| !agentloop_core::exec::supervise::env_allowed(k, &base))
+            .cloned()
+            .collect();
+        let s = &Submission { env: &env, ..*s };
+        self.watching.call_once(|| {
+            self.rt
+                .spawn(watch_pods(self.pods.clone(), Arc::downgrade(&self.watch)));
+        });
         let name = job_name(s.run_id, s.iteration);
-        let job = self.create_job(self.job_spec(s, &name)?, s.start)?;
+        let spec = self.job_spec(s, &name)?;
         if !s.env.is_empty() {
-            if let Err(e) = self.create_secret(&job, s.env) {
-                let _ = self.delete_job(&name);
+            let labels = serde_json::to_value(&spec.metadata.labels).unwrap_or_default();
+            self.create_secret(&name, &labels, s.env)?;
+        }
+        let job = match self.create_job(spec, s.start) {
+            Ok(job) => job,
+            Err(e) => {
+                if !s.env.is_empty() {
+                    self.delete_secret(&name);
+                }
                 return Err(e);
             }
+        };
+        if !s.env.is_empty()
+            && let Err(e) = self.own_secret(&job)
+        {
+            let _ = self.delete_job(&name);
+            self.delete_secret(&name);
+            return Err(e);
         }
         self.logs
             .lock()
@@ -347,10 +420,10 @@ impl Engine for KubernetesEngine {
                 report(&shown.0, shown.1.as_deref());
                 last = Some(shown);
             }
-            if let (None, Some(pod), Some(path)) = (&streaming, &pod, &log) {
-                if pod.started() {
-                    streaming = Some(self.stream_log(&pod.name(), path.clone()));
-                }
+            if let (None, Some(pod), Some(path)) = (&streaming, &pod, &log)
+                && pod.started()
+            {
+                streaming = Some(self.stream_log(&pod.name(), path.clone()));
             }
             match phase {
                 Phase::Waiting { reason, .. } => {
@@ -396,6 +469,17 @@ impl Engine for KubernetesEngine {
     fn no_output_hint(&self) -> &'static str {
         "the pod's log could not be read (docs/EXECUTORS.md)"
     }
+}
+
+/// The values of `env` as a Secret's `data` (base64, as the API has them).
+fn secret_data(env: &[String]) -> BTreeMap<String, ByteString> {
+    env.iter()
+        .filter_map(|k| {
+            std::env::var(k)
+                .ok()
+                .map(|v| (k.clone(), ByteString(v.into_bytes())))
+        })
+        .collect()
 }
 
 /// A Job's name for iteration `n` of `run`: a DNS label of at most 63 characters.

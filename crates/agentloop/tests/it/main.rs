@@ -13,6 +13,7 @@ mod gates;
 mod hook_agents;
 mod hook_mode;
 mod hook_session;
+mod kubernetes;
 mod mcp;
 mod notify;
 mod phases;

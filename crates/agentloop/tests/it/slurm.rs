@@ -363,7 +363,7 @@ fn an_executor_that_cannot_be_set_up_is_refused_before_the_run_exists() {
         ),
         (
             "[executor]\nkind = \"k8s\"\n",
-            "executor.kind: unknown variant `k8s`, expected `local` or `slurm`",
+            "executor.kind: unknown variant `k8s`",
         ),
         (
             "[executor]\nkind = \"slurm\"\nremote = \"/nowhere/x.git\"\n[sandbox]\nmode = \"workspace\"\n",
