@@ -2,34 +2,17 @@
 //! kubelet would: the Job controller (a pod per Job, `backoffLimit`,
 //! `activeDeadlineSeconds`, `ttlSecondsAfterFinished`, the Job's status and
 //! conditions), the scheduler (a pod whose requests do not fit the node stays
-//! `Pending` with `PodScheduled=False`, reason `Unschedulable`), the kubelet (the
-//! container's command run as a process of this machine, in its own process group,
-//! its environment only what the pod spec gives it, `envFrom` Secrets included, its
-//! output kept as the pod's log; graceful termination on deletion), and the garbage
-//! collector (dependents deleted with their owner unless orphaned).
+//! `Pending` with `PodScheduled=False`, reason `Unschedulable`), the kubelet
+//! ([`kubelet`]), and the garbage collector (dependents deleted with their owner
+//! unless orphaned).
 
-use std::collections::BTreeMap;
-use std::io::Read;
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use base64::Engine as _;
 use serde_json::{Value, json};
 
 use super::Shared;
 use super::store::{Key, Kind, Selector, Store, now};
-
-/// A container's process.
-pub struct Proc {
-    pub pid: i32,
-    pub log: Arc<Mutex<Vec<u8>>>,
-    /// Its exit code (128 + the signal for one killed), once it has exited.
-    pub exited: Option<i32>,
-    /// When SIGTERM was sent, for a pod being deleted.
-    pub terminating: Option<SystemTime>,
-}
 
 /// What the node offers: CPU in millicores, memory in bytes.
 #[derive(Debug, Clone, Copy)]
@@ -79,11 +62,11 @@ fn requests(pod: &Value) -> (u64, u64) {
     (cpu, mem)
 }
 
-fn phase(pod: &Value) -> &str {
+pub(super) fn phase(pod: &Value) -> &str {
     pod["status"]["phase"].as_str().unwrap_or("Pending")
 }
 
-fn over(pod: &Value) -> bool {
+pub(super) fn over(pod: &Value) -> bool {
     matches!(phase(pod), "Succeeded" | "Failed")
 }
 
@@ -107,7 +90,7 @@ fn since(stamp: &Value) -> Duration {
         .unwrap_or_default()
 }
 
-fn pod_key(ns: &str, name: &str) -> Key {
+pub(super) fn pod_key(ns: &str, name: &str) -> Key {
     (Kind::Pod, ns.to_string(), name.to_string())
 }
 
@@ -117,7 +100,7 @@ pub fn reconcile(sh: &Arc<Shared>) {
     let mut procs = sh.procs.lock().unwrap();
     jobs(&mut st);
     schedule(&mut st, sh.node);
-    kubelet(sh, &mut st, &mut procs);
+    super::kubelet::kubelet(sh, &mut st, &mut procs);
     drop(procs);
     drop(st);
     sh.changed.notify_all();
@@ -301,93 +284,8 @@ fn schedule(st: &mut Store, node: Node) {
     }
 }
 
-fn kubelet(sh: &Arc<Shared>, st: &mut Store, procs: &mut BTreeMap<String, Proc>) {
-    let pods: Vec<(Key, Value)> = st
-        .objects
-        .iter()
-        .filter(|((k, _, _), p)| *k == Kind::Pod && p["spec"]["nodeName"] == NODE_NAME)
-        .map(|(k, p)| (k.clone(), p.clone()))
-        .collect();
-    for (key, pod) in pods {
-        let id = format!("{}/{}", key.1, key.2);
-        let deleting = !pod["metadata"]["deletionTimestamp"].is_null();
-        match procs.get_mut(&id) {
-            None if deleting => {
-                remove_pod(st, &key);
-            }
-            None if over(&pod) => {}
-            None => match start(sh, st, &key, &pod) {
-                Ok(proc) => {
-                    procs.insert(id, proc);
-                    st.update(&key, |p| {
-                        p["status"]["phase"] = json!("Running");
-                        p["status"]["startTime"] = json!(now());
-                        p["status"]["containerStatuses"] = json!([{
-                            "name": p["spec"]["containers"][0]["name"], "image": p["spec"]["containers"][0]["image"],
-                            "ready": true, "started": true, "restartCount": 0,
-                            "state": {"running": {"startedAt": now()}},
-                        }]);
-                    });
-                }
-                Err((reason, message)) => {
-                    st.update(&key, |p| {
-                        p["status"]["containerStatuses"] = json!([{
-                            "name": p["spec"]["containers"][0]["name"], "image": p["spec"]["containers"][0]["image"],
-                            "ready": false, "started": false, "restartCount": 0,
-                            "state": {"waiting": {"reason": reason, "message": message}},
-                        }]);
-                    });
-                }
-            },
-            Some(proc) => {
-                if deleting {
-                    let grace = pod["spec"]["terminationGracePeriodSeconds"]
-                        .as_u64()
-                        .unwrap_or(30);
-                    match proc.terminating {
-                        None if proc.exited.is_none() => {
-                            signal(proc.pid, nix::sys::signal::Signal::SIGTERM);
-                            proc.terminating = Some(SystemTime::now());
-                        }
-                        Some(t)
-                            if proc.exited.is_none()
-                                && t.elapsed().unwrap_or_default()
-                                    >= Duration::from_secs(grace) =>
-                        {
-                            signal(proc.pid, nix::sys::signal::Signal::SIGKILL);
-                        }
-                        _ => {}
-                    }
-                    if proc.exited.is_some() {
-                        procs.remove(&id);
-                        remove_pod(st, &key);
-                    }
-                    continue;
-                }
-                if let (Some(code), false) = (proc.exited, over(&pod)) {
-                    let ok = code == 0;
-                    st.update(&key, |p| {
-                        p["status"]["phase"] = json!(if ok { "Succeeded" } else { "Failed" });
-                        let started =
-                            p["status"]["containerStatuses"][0]["state"]["running"]["startedAt"]
-                                .clone();
-                        p["status"]["containerStatuses"][0]["ready"] = json!(false);
-                        p["status"]["containerStatuses"][0]["state"] = json!({"terminated": {
-                            "exitCode": code, "reason": if ok { "Completed" } else { "Error" },
-                            "startedAt": started, "finishedAt": now(),
-                        }});
-                    });
-                    if !ok {
-                        count_failure(st, &pod);
-                    }
-                }
-            }
-        }
-    }
-}
-
 /// A pod's failure, counted on the Job that owns it.
-fn count_failure(st: &mut Store, pod: &Value) {
+pub(super) fn count_failure(st: &mut Store, pod: &Value) {
     let Some(owner) = pod["metadata"]["ownerReferences"][0]["name"].as_str() else {
         return;
     };
@@ -455,161 +353,6 @@ pub fn delete(st: &mut Store, key: &Key, propagation: &str) {
             }
         }
     }
-}
-
-fn signal(pid: i32, sig: nix::sys::signal::Signal) {
-    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), sig);
-}
-
-/// Starts the pod's (first) container; why it cannot start yet.
-fn start(sh: &Arc<Shared>, st: &Store, key: &Key, pod: &Value) -> Result<Proc, (String, String)> {
-    let c = &pod["spec"]["containers"][0];
-    let words = |v: &Value| -> Vec<String> {
-        v.as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|s| s.as_str().map(String::from))
-            .collect()
-    };
-    let mut argv = words(&c["command"]);
-    argv.extend(words(&c["args"]));
-    if argv.is_empty() {
-        return Err((
-            "CreateContainerError".into(),
-            "the stand-in runs only containers with a command".into(),
-        ));
-    }
-    let mut env: Vec<(String, String)> = Vec::new();
-    for from in c["envFrom"].as_array().into_iter().flatten() {
-        let Some(name) = from["secretRef"]["name"].as_str() else {
-            continue;
-        };
-        let Some(secret) = st.get(&(Kind::Secret, key.1.clone(), name.to_string())) else {
-            if from["secretRef"]["optional"] == true {
-                continue;
-            }
-            return Err((
-                "CreateContainerConfigError".into(),
-                format!("secret \"{name}\" not found"),
-            ));
-        };
-        for (k, v) in secret["data"].as_object().into_iter().flatten() {
-            let value = base64::engine::general_purpose::STANDARD
-                .decode(v.as_str().unwrap_or(""))
-                .unwrap_or_default();
-            env.push((k.clone(), String::from_utf8_lossy(&value).into_owned()));
-        }
-    }
-    for e in c["env"].as_array().into_iter().flatten() {
-        if let (Some(k), Some(v)) = (e["name"].as_str(), e["value"].as_str()) {
-            env.push((k.to_string(), v.to_string()));
-        }
-    }
-    let home = sh.dir.path().join("pods").join(&key.2);
-    std::fs::create_dir_all(&home).map_err(|e| ("RunContainerError".into(), e.to_string()))?;
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..])
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", &home)
-        .env("HOSTNAME", &key.2)
-        .envs(env)
-        .current_dir(c["workingDir"].as_str().map(Into::into).unwrap_or(home))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let mut child = cmd.spawn().map_err(|e| {
-        (
-            "StartError".to_string(),
-            format!(
-                "failed to create containerd task: exec: \"{}\": {e}",
-                argv[0]
-            ),
-        )
-    })?;
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let mut readers = Vec::new();
-    for stream in [
-        child
-            .stdout
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-        child
-            .stderr
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        let log = log.clone();
-        readers.push(std::thread::spawn(move || {
-            let mut stream = stream;
-            let mut buf = [0u8; 8192];
-            while let Ok(n) = stream.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                log.lock().unwrap().extend_from_slice(&buf[..n]);
-            }
-        }));
-    }
-    let pid = child.id() as i32;
-    let id = format!("{}/{}", key.1, key.2);
-    let weak = Arc::downgrade(sh);
-    std::thread::spawn(move || {
-        use std::os::unix::process::ExitStatusExt;
-        let status = child.wait();
-        for r in readers {
-            let _ = r.join();
-        }
-        let code = match status {
-            Ok(s) => s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(9)),
-            Err(_) => 255,
-        };
-        if let Some(sh) = weak.upgrade() {
-            if let Some(p) = sh.procs.lock().unwrap().get_mut(&id) {
-                p.exited = Some(code);
-            }
-            sh.changed.notify_all();
-        }
-    });
-    Ok(Proc {
-        pid,
-        log,
-        exited: None,
-        terminating: None,
-    })
-}
-
-/// The node fails under its pods: every container killed at once, each pod marked as
-/// disrupted and then removed (as the taint manager and the pod garbage collector do).
-pub fn fail_node(sh: &Shared) {
-    let mut st = sh.store.lock().unwrap();
-    let mut procs = sh.procs.lock().unwrap();
-    let bound: Vec<Key> = st
-        .objects
-        .iter()
-        .filter(|((k, _, _), p)| *k == Kind::Pod && p["spec"]["nodeName"] == NODE_NAME && !over(p))
-        .map(|(k, _)| k.clone())
-        .collect();
-    for key in bound {
-        if let Some(p) = procs.remove(&format!("{}/{}", key.1, key.2)) {
-            signal(p.pid, nix::sys::signal::Signal::SIGKILL);
-        }
-        st.update(&key, |p| {
-            p["metadata"]["deletionTimestamp"] = json!(now());
-            p["status"]["conditions"] = json!([{
-                "type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager",
-                "message": "Taint manager: deleting due to NoExecute taint", "lastTransitionTime": now(),
-            }]);
-        });
-        remove_pod(&mut st, &key);
-    }
-    drop(procs);
-    drop(st);
-    sh.changed.notify_all();
 }
 
 #[cfg(test)]

@@ -8,30 +8,31 @@
 //! of agentloop stays synchronous.
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agentloop_core::config::{Config, KubernetesConfig};
 use agentloop_core::journal::AgentErrorKind;
-use futures::{AsyncReadExt, StreamExt};
+use futures::AsyncReadExt;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Secret};
-use kube::api::{
-    Api, DeleteParams, ListParams, LogParams, Patch, PatchParams, PostParams, WatchEvent,
-    WatchParams,
-};
+use kube::api::{Api, DeleteParams, ListParams, LogParams, Patch, PatchParams, PostParams};
 use serde_json::json;
+
+mod judge;
+mod watch;
 
 use super::job::SPEC_VARIABLE;
 use super::{Ended, Engine, Submission};
+use judge::{Phase, judge};
+use watch::{PodWatch, Runtime, watch_pods};
 
 /// The label every object agentloop makes carries.
-const MANAGED: &str = "app.kubernetes.io/managed-by=agentloop";
+pub(crate) const MANAGED: &str = "app.kubernetes.io/managed-by=agentloop";
 const CONTAINER: &str = "agent";
 
 /// Kubernetes as the engine of a run's jobs.
@@ -511,338 +512,9 @@ fn label_value(s: &str) -> String {
         .to_string()
 }
 
-/// A pod as last seen: there, or deleted.
-#[derive(Debug, Clone)]
-pub enum Seen {
-    Pod(Box<Pod>),
-    Deleted(Box<Pod>),
-}
-
-impl Seen {
-    fn pod(&self) -> &Pod {
-        match self {
-            Seen::Pod(p) | Seen::Deleted(p) => p,
-        }
-    }
-
-    fn name(&self) -> String {
-        self.pod().metadata.name.clone().unwrap_or_default()
-    }
-
-    fn phase(&self) -> &str {
-        self.pod()
-            .status
-            .as_ref()
-            .and_then(|s| s.phase.as_deref())
-            .unwrap_or("Pending")
-    }
-
-    /// Whether its container has started (its log can be read).
-    fn started(&self) -> bool {
-        matches!(self, Seen::Pod(_)) && matches!(self.phase(), "Running" | "Succeeded" | "Failed")
-    }
-}
-
-/// Where a job is, from its pod and its Job.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Phase {
-    Waiting {
-        state: String,
-        reason: Option<String>,
-    },
-    Running,
-    Over(Ended),
-}
-
-impl Phase {
-    /// What is reported of it: a state and a reason.
-    fn shown(&self) -> (String, Option<String>) {
-        match self {
-            Phase::Waiting { state, reason } => (state.clone(), reason.clone()),
-            Phase::Running => ("Running".into(), None),
-            Phase::Over(Ended::Completed) => ("Succeeded".into(), None),
-            Phase::Over(Ended::Failed) => ("Failed".into(), None),
-            Phase::Over(Ended::TimedOut) => ("Failed".into(), Some("DeadlineExceeded".into())),
-            Phase::Over(Ended::OutOfMemory) => ("Failed".into(), Some("OOMKilled".into())),
-            Phase::Over(Ended::Lost(how)) => ("Lost".into(), Some(how.clone())),
-        }
-    }
-}
-
-fn job_failed(job: &Job) -> Option<(String, String)> {
-    job.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == "Failed" && c.status == "True")
-        .map(|c| {
-            (
-                c.reason.clone().unwrap_or_default(),
-                c.message.clone().unwrap_or_default(),
-            )
-        })
-}
-
-/// How a job stands: `pod` as the watch last saw it, `job` as the API has it now
-/// (`None`: there is no such Job).
-pub fn judge(pod: Option<&Seen>, job: Option<&Job>) -> Phase {
-    let succeeded = pod.is_some_and(|p| p.phase() == "Succeeded");
-    let Some(job) = job else {
-        return if succeeded {
-            Phase::Over(Ended::Completed)
-        } else {
-            Phase::Over(Ended::Lost("was deleted".into()))
-        };
-    };
-    if let Some((reason, _)) = job_failed(job).filter(|(r, _)| r == "DeadlineExceeded") {
-        let _ = reason;
-        return Phase::Over(Ended::TimedOut);
-    }
-    let Some(seen) = pod else {
-        return match job_failed(job) {
-            Some((reason, message)) => Phase::Over(Ended::Lost(format!(
-                "failed without a pod: {reason}: {message}"
-            ))),
-            None => Phase::Waiting {
-                state: "Pending".into(),
-                reason: Some("no pod yet".into()),
-            },
-        };
-    };
-    let p = seen.pod();
-    let status = p.status.clone().unwrap_or_default();
-    let conditions = status.conditions.clone().unwrap_or_default();
-    let container = status
-        .container_statuses
-        .as_ref()
-        .and_then(|c| c.first().cloned());
-    if let Seen::Deleted(_) = seen {
-        if succeeded {
-            return Phase::Over(Ended::Completed);
-        }
-        let disrupted = conditions
-            .iter()
-            .find(|c| c.type_ == "DisruptionTarget" && c.status == "True");
-        return Phase::Over(Ended::Lost(match disrupted {
-            Some(c) => format!(
-                "lost its pod {}: {} ({})",
-                seen.name(),
-                c.reason.clone().unwrap_or_default(),
-                c.message.clone().unwrap_or_default()
-            ),
-            None => format!("lost its pod {}: deleted", seen.name()),
-        }));
-    }
-    match seen.phase() {
-        "Succeeded" => Phase::Over(Ended::Completed),
-        "Failed" => {
-            let terminated = container.and_then(|c| c.state).and_then(|s| s.terminated);
-            match (status.reason.as_deref(), terminated.and_then(|t| t.reason)) {
-                (_, Some(r)) if r == "OOMKilled" => Phase::Over(Ended::OutOfMemory),
-                (Some("DeadlineExceeded"), _) => Phase::Over(Ended::TimedOut),
-                (Some(r), _) => Phase::Over(Ended::Lost(format!(
-                    "lost its pod {}: {r} ({})",
-                    seen.name(),
-                    status.message.clone().unwrap_or_default()
-                ))),
-                _ => Phase::Over(Ended::Failed),
-            }
-        }
-        "Running" => Phase::Running,
-        _ => {
-            let unscheduled = conditions
-                .iter()
-                .find(|c| c.type_ == "PodScheduled" && c.status == "False");
-            let waiting = container.and_then(|c| c.state).and_then(|s| s.waiting);
-            let reason = match (unscheduled, waiting) {
-                (Some(c), _) => Some(format!(
-                    "{}: {}",
-                    c.reason.clone().unwrap_or_default(),
-                    c.message.clone().unwrap_or_default()
-                )),
-                (None, Some(w)) => Some(match w.message {
-                    Some(m) => format!("{}: {m}", w.reason.unwrap_or_default()),
-                    None => w.reason.unwrap_or_default(),
-                }),
-                (None, None) => None,
-            };
-            Phase::Waiting {
-                state: "Pending".into(),
-                reason,
-            }
-        }
-    }
-}
-
-/// The run's pods as one watch sees them, by the Job they belong to.
-#[derive(Default)]
-struct PodWatch {
-    pods: Mutex<(BTreeMap<String, Seen>, u64)>,
-    changed: Condvar,
-}
-
-impl PodWatch {
-    fn job_of(pod: &Pod) -> Option<String> {
-        pod.metadata.labels.as_ref()?.get("job-name").cloned()
-    }
-
-    fn saw(&self, seen: Seen) {
-        let Some(job) = Self::job_of(seen.pod()) else {
-            return;
-        };
-        if let Ok(mut p) = self.pods.lock() {
-            p.0.insert(job, seen);
-            p.1 += 1;
-        }
-        self.changed.notify_all();
-    }
-
-    /// After a fresh list: what it holds; a pod known before and missing from it
-    /// was deleted meanwhile.
-    fn listed(&self, items: Vec<Pod>) {
-        let Ok(mut p) = self.pods.lock() else { return };
-        let mut now: BTreeMap<String, Seen> = BTreeMap::new();
-        for pod in items {
-            if let Some(job) = Self::job_of(&pod) {
-                now.insert(job, Seen::Pod(Box::new(pod)));
-            }
-        }
-        for (job, before) in std::mem::take(&mut p.0) {
-            now.entry(job)
-                .or_insert_with(|| Seen::Deleted(Box::new(before.pod().clone())));
-        }
-        p.0 = now;
-        p.1 += 1;
-        drop(p);
-        self.changed.notify_all();
-    }
-
-    /// `job`'s pod once the watch has news after `version`, or after `wait`.
-    fn next(&self, job: &str, version: u64, wait: Duration) -> (Option<Seen>, u64) {
-        let Ok(mut p) = self.pods.lock() else {
-            return (None, version);
-        };
-        if p.1 == version {
-            p = match self.changed.wait_timeout(p, wait) {
-                Ok((p, _)) => p,
-                Err(_) => return (None, version),
-            };
-        }
-        (p.0.get(job).cloned(), p.1)
-    }
-}
-
-/// One watch of every pod agentloop made in the namespace, for as long as the engine
-/// lives: listed, then watched from the list's version; a watch that ends is resumed
-/// from the last version seen, and one the API answers `410 Gone` (its history no
-/// longer goes back that far) starts again from a new list.
-async fn watch_pods(api: Api<Pod>, shared: Weak<PodWatch>) {
-    'list: loop {
-        let list = match api.list(&ListParams::default().labels(MANAGED)).await {
-            Ok(list) => list,
-            Err(_) => {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                if shared.strong_count() == 0 {
-                    return;
-                }
-                continue;
-            }
-        };
-        let mut version = list.metadata.resource_version.clone().unwrap_or_default();
-        match shared.upgrade() {
-            Some(w) => w.listed(list.items),
-            None => return,
-        }
-        loop {
-            let params = WatchParams::default().labels(MANAGED).timeout(290);
-            let mut events = match api.watch(&params, &version).await {
-                Ok(events) => events.boxed(),
-                Err(kube::Error::Api(s)) if s.code == 410 => continue 'list,
-                Err(_) => {
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                    if shared.strong_count() == 0 {
-                        return;
-                    }
-                    continue;
-                }
-            };
-            while let Some(event) = events.next().await {
-                let Some(w) = shared.upgrade() else { return };
-                match event {
-                    Ok(WatchEvent::Added(p) | WatchEvent::Modified(p)) => {
-                        version = p.metadata.resource_version.clone().unwrap_or(version);
-                        w.saw(Seen::Pod(Box::new(p)));
-                    }
-                    Ok(WatchEvent::Deleted(p)) => {
-                        version = p.metadata.resource_version.clone().unwrap_or(version);
-                        w.saw(Seen::Deleted(Box::new(p)));
-                    }
-                    Ok(WatchEvent::Bookmark(b)) => version = b.metadata.resource_version,
-                    Ok(WatchEvent::Error(s)) if s.code == 410 => continue 'list,
-                    Ok(WatchEvent::Error(_)) | Err(_) => break,
-                }
-            }
-            if shared.strong_count() == 0 {
-                return;
-            }
-        }
-    }
-}
-
-/// A runtime for the client on a thread of its own, ended with the engine.
-struct Runtime {
-    handle: tokio::runtime::Handle,
-    _stop: tokio::sync::oneshot::Sender<()>,
-}
-
-impl Runtime {
-    fn start() -> Result<Runtime, String> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| format!("cannot start the Kubernetes client: {e}"))?;
-        let handle = rt.handle().clone();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        std::thread::Builder::new()
-            .name("kubernetes".into())
-            .spawn(move || {
-                rt.block_on(async {
-                    let _ = stopped.await;
-                })
-            })
-            .map_err(|e| format!("cannot start the Kubernetes client: {e}"))?;
-        Ok(Runtime {
-            handle,
-            _stop: stop,
-        })
-    }
-
-    fn spawn(&self, fut: impl Future<Output = ()> + Send + 'static) {
-        self.handle.spawn(fut);
-    }
-
-    /// Runs `fut` on the runtime and waits for its answer.
-    fn call<T: Send + 'static>(
-        &self,
-        fut: impl Future<Output = T> + Send + 'static,
-    ) -> Result<T, String> {
-        let (tx, rx) = std::sync::mpsc::channel();
-        self.handle.spawn(async move {
-            let _ = tx.send(fut.await);
-        });
-        rx.recv()
-            .map_err(|_| "the Kubernetes client stopped".to_string())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn pod(v: serde_json::Value) -> Seen {
-        Seen::Pod(Box::new(serde_json::from_value(v).unwrap()))
-    }
 
     #[test]
     fn job_names_are_dns_labels() {
@@ -855,56 +527,6 @@ mod tests {
         assert!(
             long.bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        );
-    }
-
-    #[test]
-    fn a_job_is_judged_from_its_pod_and_its_job() {
-        let job: Job = serde_json::from_value(json!({"metadata": {"name": "j"}})).unwrap();
-        assert_eq!(
-            judge(None, None),
-            Phase::Over(Ended::Lost("was deleted".into()))
-        );
-        assert!(matches!(judge(None, Some(&job)), Phase::Waiting { .. }));
-        let unscheduled = pod(
-            json!({"metadata": {"name": "j-a"}, "status": {"phase": "Pending", "conditions": [
-            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/1 nodes are available: 1 Insufficient cpu."}]}}),
-        );
-        assert_eq!(
-            judge(Some(&unscheduled), Some(&job)),
-            Phase::Waiting {
-                state: "Pending".into(),
-                reason: Some("Unschedulable: 0/1 nodes are available: 1 Insufficient cpu.".into())
-            }
-        );
-        let running = pod(json!({"metadata": {"name": "j-a"}, "status": {"phase": "Running"}}));
-        assert_eq!(judge(Some(&running), Some(&job)), Phase::Running);
-        let done = pod(json!({"metadata": {"name": "j-a"}, "status": {"phase": "Succeeded"}}));
-        assert_eq!(judge(Some(&done), None), Phase::Over(Ended::Completed));
-        let Seen::Pod(p) = running else {
-            unreachable!()
-        };
-        let deleted = Seen::Deleted(p);
-        assert!(
-            matches!(judge(Some(&deleted), Some(&job)), Phase::Over(Ended::Lost(how)) if how.contains("deleted"))
-        );
-        let oom = pod(
-            json!({"metadata": {"name": "j-a"}, "status": {"phase": "Failed", "containerStatuses": [
-            {"name": "agent", "image": "x", "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}]}}),
-        );
-        assert_eq!(
-            judge(Some(&oom), Some(&job)),
-            Phase::Over(Ended::OutOfMemory)
-        );
-        let failed = pod(json!({"metadata": {"name": "j-a"}, "status": {"phase": "Failed"}}));
-        assert_eq!(judge(Some(&failed), Some(&job)), Phase::Over(Ended::Failed));
-        let deadline: Job =
-            serde_json::from_value(json!({"metadata": {"name": "j"}, "status": {"conditions": [
-            {"type": "Failed", "status": "True", "reason": "DeadlineExceeded"}]}}))
-            .unwrap();
-        assert_eq!(
-            judge(Some(&failed), Some(&deadline)),
-            Phase::Over(Ended::TimedOut)
         );
     }
 }
