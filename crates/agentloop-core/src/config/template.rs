@@ -81,13 +81,18 @@ mode = "off"            # "workspace": each agent under bubblewrap, confined to 
 verify = false          # the checks confined too (no network)
 
 [executor]
-kind = "local"          # "slurm": each iteration a Slurm batch job (docs/EXECUTORS.md)
+kind = "local"          # "slurm": a Slurm batch job per iteration; "kubernetes": a Job (docs/EXECUTORS.md)
 remote = "origin"       # the git remote jobs clone from and push to
 # [executor.slurm]
 # partition = "agents"
 # time_limit = "2:00:00"
 # cpus = 2
 # memory = "4G"
+# [executor.kubernetes]
+# image = "registry.example.com/agentloop-claude:1"
+# namespace = "agents"
+# cpu = "2"
+# memory = "4Gi"
 
 # Any program can be an agent: it gets the prompt on stdin, or in a file.
 # [agents.mine]
