@@ -115,7 +115,7 @@ impl From<WorkspaceError> for CliError {
             WorkspaceError::UnknownRun(_) | WorkspaceError::AmbiguousRun(..) => {
                 CliError::user(e.to_string()).hint("`agentloop runs` lists the runs of this project")
             }
-            WorkspaceError::Locked { .. } => CliError::user(e.to_string())
+            WorkspaceError::Locked { .. } | WorkspaceError::HeldElsewhere { .. } => CliError::user(e.to_string())
                 .hint("control it from here with `agentloop pause|stop|steer …`, or wait for that driver to end"),
             WorkspaceError::Refused { .. } => CliError::user(e.to_string()).hint(
                 "a person's request comes from outside the agent: another terminal, the dashboard, or the plugin's slash command typed in the session; the attempt is in the run's journal",

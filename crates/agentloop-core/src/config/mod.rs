@@ -13,7 +13,7 @@ pub use executor::{ExecutorConfig, ExecutorKind, KubernetesConfig, SlurmConfig};
 pub use layers::{ConfigError, Layered, Loader, Source, merge, user_config_path};
 pub use schema::{
     AgentConfig, BASE_ENV, BUILTIN_AGENTS, Config, GitConfig, HookConfig, Price, PromptVia,
-    RunConfig, ShapeSetting, VerifyConfig, WorkflowSetting,
+    RunConfig, ShapeSetting, StoreConfig, VerifyConfig, WorkflowSetting,
 };
 pub use settings::Settings;
 pub use ship::{

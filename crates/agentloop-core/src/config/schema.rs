@@ -30,6 +30,19 @@ pub struct Config {
     pub sandbox: crate::exec::sandbox::SandboxConfig,
     /// `[executor]`: where agent iterations run (this machine, or a cluster).
     pub executor: super::executor::ExecutorConfig,
+    /// `[store]`: where runs' journals are kept besides their files.
+    pub store: StoreConfig,
+}
+
+/// `[store]`: with `url`, each run's journal is kept in that PostgreSQL database (its
+/// file in the run's directory becomes a copy), for runs whose driver, workers and
+/// dashboard are on different machines. `AGENTLOOP_STORE_URL` in the environment
+/// wins over it (a URL with a password belongs there, not in a file).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -16,6 +16,7 @@ mod queries;
 mod report;
 mod sandbox;
 mod seal;
+pub mod shared;
 mod ship;
 mod state;
 mod store;

@@ -70,6 +70,12 @@ pub enum JournalError {
         "{path}:1: the run's first record is not sealed with this machine's key ({key}): the journal was written elsewhere, or replaced"
     )]
     Unsealed { path: PathBuf, key: String },
+    #[error("{path}: the journal's store ({store}): {message}")]
+    Store {
+        path: PathBuf,
+        store: String,
+        message: String,
+    },
 }
 
 impl JournalError {

@@ -1,11 +1,14 @@
 //! Appending to a journal: under its lock, after catching up with what other
-//! processes appended, one fsync per step (see [`Writer::group_syncs`]).
+//! processes appended, one fsync per step (see [`Writer::group_syncs`]). With a shared
+//! store installed ([`super::shared`]) each record goes to the store first, and the
+//! file is its copy.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::event::{Event, Forged};
+use super::shared::{Put, SharedJournal, installed};
 use super::store::{JournalError, Record, encode, read_from};
 use crate::clock::now_rfc3339;
 
@@ -33,6 +36,28 @@ pub struct Writer {
     grouped: bool,
     /// Written, not yet made durable.
     unsynced: bool,
+    /// The journal's truth when a store is installed.
+    shared: Option<Box<dyn SharedJournal>>,
+}
+
+/// The run's journal in the installed store, if one is.
+fn shared_for(path: &Path) -> Result<Option<Box<dyn SharedJournal>>, JournalError> {
+    let Some(store) = installed() else {
+        return Ok(None);
+    };
+    let run = path
+        .parent()
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    store
+        .journal(&run)
+        .map(Some)
+        .map_err(|message| JournalError::Store {
+            path: path.to_path_buf(),
+            store: store.describe(),
+            message,
+        })
 }
 
 impl Writer {
@@ -44,6 +69,13 @@ impl Writer {
             .create_new(true)
             .open(path)
             .map_err(|e| JournalError::io(path, e))?;
+        let mut shared = match shared_for(path) {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = std::fs::remove_file(path);
+                return Err(e);
+            }
+        };
         let mut w = Writer {
             path: path.to_path_buf(),
             file,
@@ -52,7 +84,34 @@ impl Writer {
             forged: Vec::new(),
             grouped: false,
             unsynced: false,
+            shared: None,
         };
+        if let Some(s) = shared.as_mut() {
+            // The run is made in the store first: a name taken there is refused.
+            let line = encode(1, &now_rfc3339(), first);
+            if let Err(message) = s.create(text(&line)) {
+                drop(w);
+                let _ = std::fs::remove_file(path);
+                return Err(JournalError::Store {
+                    path: path.to_path_buf(),
+                    store: installed().map(|s| s.describe()).unwrap_or_default(),
+                    message,
+                });
+            }
+            w.write_line(&line)?;
+            w.sync()?;
+            w.shared = shared;
+            let c = read_from(path, 0, 1)?;
+            w.offset = c.valid_len;
+            w.next_seq = 2;
+            let rec = c.records.into_iter().next().ok_or(JournalError::Empty {
+                path: path.to_path_buf(),
+            })?;
+            if let Some(dir) = path.parent() {
+                crate::fsutil::sync_dir(dir).map_err(|e| JournalError::io(dir, e))?;
+            }
+            return Ok((w, rec));
+        }
         let mut recs = w.append(first)?;
         let rec = recs.pop().expect("append returns the new record last");
         if let Some(dir) = path.parent() {
@@ -77,6 +136,7 @@ impl Writer {
             forged: Vec::new(),
             grouped: false,
             unsynced: false,
+            shared: shared_for(path)?,
         })
     }
 
@@ -136,7 +196,11 @@ impl Writer {
             .lock()
             .map_err(|e| JournalError::io(&self.path, e))?;
         let result = match self.catch_up_locked() {
-            Ok(others) if others.is_empty() => self.append_locked(event).map(Appended::Written),
+            Ok(others) if others.is_empty() => match self.put_locked(event) {
+                Ok(Ok(written)) => Ok(Appended::Written(written)),
+                Ok(Err(others)) => Ok(Appended::Stale(others)),
+                Err(e) => Err(e),
+            },
             Ok(others) => Ok(Appended::Stale(others)),
             Err(e) => Err(e),
         };
@@ -146,13 +210,38 @@ impl Writer {
 
     fn append_locked(&mut self, event: &Event) -> Result<Vec<Record>, JournalError> {
         let mut others = self.catch_up_locked()?;
+        loop {
+            match self.put_locked(event)? {
+                Ok(mut written) => {
+                    others.append(&mut written);
+                    return Ok(others);
+                }
+                // Others appended to the store first: their records are copied in, and
+                // the event goes after them.
+                Err(mut behind) => others.append(&mut behind),
+            }
+        }
+    }
+
+    /// Writes `event` as the next record: `Ok` with it, or `Err` with the records the
+    /// store had first (copied into the file), nothing written.
+    #[allow(clippy::type_complexity)]
+    fn put_locked(
+        &mut self,
+        event: &Event,
+    ) -> Result<Result<Vec<Record>, Vec<Record>>, JournalError> {
         failpoint("before-append", self.next_seq);
         let time = now_rfc3339();
         let line = encode(self.next_seq, &time, event);
-        self.file
-            .write_all(&line)
-            .map_err(|e| JournalError::io(&self.path, e))?;
-        self.unsynced = true;
+        if let Some(shared) = self.shared.as_mut() {
+            match shared.append(self.next_seq, text(&line)) {
+                Ok(Put::Appended) => {}
+                Ok(Put::Behind(lines)) => return self.copy_in(&lines).map(Err),
+                Err(message) => return Err(self.store_error(message)),
+            }
+            failpoint("after-store-append", self.next_seq);
+        }
+        self.write_line(&line)?;
         if !(self.grouped && event.may_wait_for_sync()) {
             self.sync()?;
         }
@@ -164,8 +253,33 @@ impl Writer {
         };
         self.offset += line.len() as u64;
         self.next_seq += 1;
-        others.push(rec);
-        Ok(others)
+        Ok(Ok(vec![rec]))
+    }
+
+    fn write_line(&mut self, line: &[u8]) -> Result<(), JournalError> {
+        self.file
+            .write_all(line)
+            .map_err(|e| JournalError::io(&self.path, e))?;
+        self.unsynced = true;
+        Ok(())
+    }
+
+    /// Copies lines the store has and the file lacks into the file, and reads them.
+    fn copy_in(&mut self, lines: &[String]) -> Result<Vec<Record>, JournalError> {
+        for line in lines {
+            self.write_line(line.as_bytes())?;
+            self.write_line(b"\n")?;
+        }
+        self.sync()?;
+        self.catch_up_locked()
+    }
+
+    fn store_error(&self, message: String) -> JournalError {
+        JournalError::Store {
+            path: self.path.clone(),
+            store: installed().map(|s| s.describe()).unwrap_or_default(),
+            message,
+        }
     }
 
     fn file_len(&self) -> Result<u64, JournalError> {
@@ -178,6 +292,14 @@ impl Writer {
 
     /// Records appended by others since this writer last looked (takes the lock).
     pub fn catch_up(&mut self) -> Result<Vec<Record>, JournalError> {
+        if self.shared.is_some() {
+            self.file
+                .lock()
+                .map_err(|e| JournalError::io(&self.path, e))?;
+            let r = self.catch_up_shared_locked();
+            let _ = self.file.unlock();
+            return r;
+        }
         if self.file_len()? == self.offset {
             return Ok(Vec::new());
         }
@@ -209,6 +331,21 @@ impl Writer {
         Ok(c.records)
     }
 
+    /// The file's new records, then what the store has beyond them.
+    fn catch_up_shared_locked(&mut self) -> Result<Vec<Record>, JournalError> {
+        let mut records = self.catch_up_locked()?;
+        let seq = self.next_seq;
+        let lines = match self.shared.as_mut().map(|s| s.since(seq)) {
+            Some(Ok(lines)) => lines,
+            Some(Err(message)) => return Err(self.store_error(message)),
+            None => Vec::new(),
+        };
+        if !lines.is_empty() {
+            records.extend(self.copy_in(&lines)?);
+        }
+        Ok(records)
+    }
+
     /// Unsealed lines found by an earlier read, for this writer's owner to report.
     pub fn note_forged(&mut self, forged: Vec<Forged>) {
         self.forged.extend(forged);
@@ -225,6 +362,13 @@ impl Drop for Writer {
     fn drop(&mut self) {
         let _ = self.sync();
     }
+}
+
+/// A journal line (agentloop writes only UTF-8) without its newline.
+fn text(line: &[u8]) -> &str {
+    std::str::from_utf8(line)
+        .unwrap_or_default()
+        .trim_end_matches('\n')
 }
 
 /// Test hook for crash tests: `AGENTLOOP_FAILPOINT=after-append:12` kills this process

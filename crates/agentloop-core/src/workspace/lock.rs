@@ -39,13 +39,28 @@ impl RunDir {
                 pid: read_pid(&f),
             });
         }
+        // With a shared store, a driver on another machine holds the run there.
+        let held = match crate::journal::shared::installed() {
+            Some(store) => Some(store.hold_driver(&self.id).map_err(|message| {
+                let _ = f.unlock();
+                WorkspaceError::HeldElsewhere {
+                    run: self.id.clone(),
+                    message,
+                }
+            })?),
+            None => None,
+        };
         let previous = read_pid(&f);
         let took_over = (!previous.is_empty()).then_some(previous);
         f.set_len(0).map_err(io(&path))?;
         f.rewind().map_err(io(&path))?;
         writeln!(f, "{}", std::process::id()).map_err(io(&path))?;
         f.sync_all().map_err(io(&path))?;
-        Ok(DriverLock { file: f, took_over })
+        Ok(DriverLock {
+            file: f,
+            took_over,
+            _held: held,
+        })
     }
 }
 
@@ -62,6 +77,8 @@ pub struct DriverLock {
     file: File,
     /// Pid of a previous driver that died holding the run.
     pub took_over: Option<String>,
+    /// The run held in the shared store, when there is one.
+    _held: Option<Box<dyn crate::journal::shared::DriverHold>>,
 }
 
 impl Drop for DriverLock {

@@ -44,6 +44,8 @@ pub enum WorkspaceError {
     RunExists(String),
     #[error("run {run} is already driven by pid {pid}")]
     Locked { run: String, pid: String },
+    #[error("run {run} is driven elsewhere: {message}")]
+    HeldElsewhere { run: String, message: String },
     #[error("refused: {why}")]
     Refused { why: String },
     #[error("run {0} completed while the request was on its way: nothing would read it")]
@@ -89,6 +91,29 @@ impl Workspace {
 
     pub fn runs_dir(&self) -> PathBuf {
         self.dir.join("runs")
+    }
+
+    /// Run `id` of a shared store (`[store] url`), kept here as a copy: its directory
+    /// and journal file (empty until a writer copies the records in), registered for
+    /// this machine's server.
+    pub fn copy_of_shared(&self, id: &str) -> Result<RunDir, WorkspaceError> {
+        if !valid_run_id(id) {
+            return Err(WorkspaceError::BadRunId(id.to_string()));
+        }
+        let run = RunDir {
+            id: id.to_string(),
+            path: self.runs_dir().join(id),
+        };
+        if !run.journal().exists() {
+            std::fs::create_dir_all(run.path.join("iterations")).map_err(io(&run.path))?;
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(run.journal())
+                .map_err(io(&run.path))?;
+            let _ = registry::register(&run);
+        }
+        Ok(run)
     }
 
     /// Run ids, oldest first (ids sort by creation time).

@@ -195,6 +195,9 @@ pub enum Command {
     /// Check journals.
     #[command(subcommand)]
     Journal(JournalCommand),
+    /// The journal in PostgreSQL (`[store] url`): tables, runs, export.
+    #[command(subcommand)]
+    Store(StoreCommand),
     /// Remove what finished runs left: worktrees, their branches, clean copies
     ///
     /// Runs that may still go on keep theirs (`resume` needs them); the integration

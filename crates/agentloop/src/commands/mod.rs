@@ -17,6 +17,7 @@ mod queue;
 mod run;
 mod serve;
 mod status;
+pub(crate) mod store;
 mod surface;
 pub(crate) mod watch;
 
@@ -29,10 +30,18 @@ use serde_json::{Map, Value};
 
 use crate::cli::{
     Cli, Command, ConfigCommand, HookCommand, JournalCommand, PlanCommand, QueueCommand,
+    StoreCommand,
 };
 use crate::error::{CliError, ExitKind};
 
 pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
+    // Commands that write a run's journal write it to the store, when one is set.
+    if !matches!(
+        cli.command,
+        Command::Job | Command::SandboxNet(_) | Command::Store(_) | Command::Init | Command::Demo(_)
+    ) {
+        store::install(&cwd()?)?;
+    }
     match cli.command {
         Command::Demo(a) => demo::demo(a),
         Command::Init => init::init(&cwd()?),
@@ -143,6 +152,9 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
         Command::Journal(JournalCommand::Verify { run }) => {
             journal::verify(&workspace()?, run.get())
         }
+        Command::Store(StoreCommand::Migrate) => store::migrate(&cwd()?),
+        Command::Store(StoreCommand::Runs) => store::runs(&cwd()?),
+        Command::Store(StoreCommand::Export { run }) => store::export(&cwd()?, &run),
     }
 }
 

@@ -53,6 +53,8 @@ pub fn serve(cwd: &Path, args: ServeArgs) -> Result<ExitKind, CliError> {
     let (token, new, path) = token()?;
     // Runs of the current project are served even when the registry misses them.
     let ws = Workspace::find(cwd);
+    // With a shared store, its runs too, copied here as they grow.
+    super::store::copy_runs(&ws)?;
     let local = ws
         .run_ids()
         .into_iter()

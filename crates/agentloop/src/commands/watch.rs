@@ -210,6 +210,9 @@ pub fn watch(ws: &Workspace, run: Option<&str>) -> Result<ExitKind, CliError> {
     use std::io::IsTerminal;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
+    // With a shared store, a run driven on another machine is watched from its copy
+    // here, kept up to date as the store notifies.
+    super::store::copy_runs(ws)?;
     let run = ws.resolve(run)?;
     run.load()?;
     if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
