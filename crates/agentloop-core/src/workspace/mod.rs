@@ -222,7 +222,14 @@ impl Workspace {
             settings,
             head: crate::exec::git::head(&self.root),
         };
-        let (mut writer, rec) = Writer::create(&run.journal(), &first)?;
+        let (mut writer, rec) = match Writer::create(&run.journal(), &first) {
+            Ok(made) => made,
+            Err(e) => {
+                // Nothing of a run that could not begin (its store refused it).
+                let _ = std::fs::remove_dir_all(&run.path);
+                return Err(e.into());
+            }
+        };
         let mut state = RunState::from_first(&rec).map_err(|source| WorkspaceError::Fold {
             path: run.journal(),
             source,

@@ -62,8 +62,20 @@ impl RunDir {
         self.path.join("iterations").join(format!("{n:04}"))
     }
 
+    /// With a shared store, copies into the file the records the store has beyond it
+    /// (a writer killed between the two, a writer on another machine): the file,
+    /// read next, is then the whole journal. `offset` bytes of the file are known to
+    /// hold the records before `next_seq`.
+    fn copy_from_store(&self, offset: u64, next_seq: u64) -> Result<(), WorkspaceError> {
+        if journal::shared::installed().is_some() {
+            Writer::open(&self.journal(), offset, next_seq)?.catch_up()?;
+        }
+        Ok(())
+    }
+
     /// Reads, checks and folds the journal, one record at a time.
     pub fn load(&self) -> Result<Loaded, WorkspaceError> {
+        self.copy_from_store(0, 1)?;
         let path = self.journal();
         let mut state: Option<Result<RunState, FoldError>> = None;
         let scan = journal::scan(&path, 0, 1, |r| match &mut state {
@@ -133,6 +145,7 @@ impl RunDir {
         state.reindex();
         let from = state.journal_bytes;
         let next = state.last_seq + 1;
+        self.copy_from_store(from, next)?;
         let mut records = Vec::new();
         match journal::scan(&self.journal(), from, next, |r| records.push(r)) {
             Ok(scan) => {

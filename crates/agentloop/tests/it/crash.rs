@@ -11,13 +11,13 @@ use crate::support::Project;
 
 /// What must be equal between an interrupted and an uninterrupted run.
 #[derive(Debug, PartialEq)]
-struct End {
+pub(crate) struct End {
     status: String,
     tasks: Vec<(String, String)>,
     files: BTreeMap<String, String>,
 }
 
-fn end(p: &Project) -> End {
+pub(crate) fn end(p: &Project) -> End {
     let s = p.status();
     let tasks = s["tasks"]
         .as_array()
@@ -45,7 +45,7 @@ fn end(p: &Project) -> End {
 }
 
 /// The run's journal records, read by the binary (which holds the project's key).
-fn records(p: &Project) -> Vec<Record> {
+pub(crate) fn records(p: &Project) -> Vec<Record> {
     p.run(&["log", "--json"])
         .stdout
         .lines()
@@ -61,7 +61,7 @@ fn records(p: &Project) -> Vec<Record> {
 }
 
 /// Each task is completed exactly once in the journal.
-fn completions(p: &Project) -> BTreeMap<String, usize> {
+pub(crate) fn completions(p: &Project) -> BTreeMap<String, usize> {
     let mut open_task = String::new();
     let mut n = BTreeMap::new();
     for r in records(p) {

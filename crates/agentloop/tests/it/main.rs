@@ -21,6 +21,7 @@ mod plan_new;
 mod policy;
 mod policy_ladder;
 mod policy_people;
+mod postgres;
 mod queue;
 mod real_aider;
 mod real_claude;

@@ -1,0 +1,368 @@
+//! The journal in PostgreSQL against a real server (Debian's postgresql, started by
+//! `scripts/pg-server` in the target directory and shared by these tests, a database
+//! of its own for each test).
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use crate::support::{Project, Scratch, wait_exit, wait_for};
+
+/// The shared server's URL (database `agentloop`), the server started first if it
+/// does not run.
+fn server() -> String {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("pg");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/pg-server");
+    let out = Command::new(script)
+        .arg("ensure")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the test server did not start: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A fresh database `name` on the server, with agentloop's tables: its URL.
+fn database(name: &str) -> String {
+    let base = server();
+    let mut admin = postgres::Client::connect(&base, postgres::NoTls).unwrap();
+    admin
+        .simple_query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        .unwrap();
+    admin
+        .simple_query(&format!("CREATE DATABASE {name}"))
+        .unwrap();
+    let url = format!("{}/{name}", base.rsplit_once('/').unwrap().0);
+    let out = Command::new(env!("CARGO_BIN_EXE_agentloop"))
+        .args(["store", "migrate"])
+        .env("AGENTLOOP_STORE_URL", &url)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    url
+}
+
+fn sql(url: &str) -> postgres::Client {
+    postgres::Client::connect(url, postgres::NoTls).unwrap()
+}
+
+/// The run's journal file and its export from the store are the same, line for line.
+fn assert_same_journal(p: &Project, run: &str) {
+    let export = p.run(&["store", "export", run]);
+    assert_eq!(export.code, Some(0), "{}", export.stderr);
+    let file = p.read(&format!(".agentloop/runs/{run}/journal.jsonl"));
+    assert_eq!(export.stdout, file, "the store and the file differ");
+}
+
+fn run_id(p: &Project) -> String {
+    p.status()["run_id"].as_str().unwrap().to_string()
+}
+
+const SIX: &str = "# Six\n\n## T1: One\nVerify: test -f one.txt\n\n## T2: Two\nVerify: test -f two.txt\n\n## T3: Three\nVerify: test -f three.txt\n\n## T4: Four\nVerify: test -f four.txt\n\n## T5: Five\nVerify: test -f five.txt\n\n## T6: Six\nVerify: test -f six.txt\n";
+
+/// A project of six tasks whose agent sleeps `pause` seconds, then makes its file.
+fn six(url: &str, pause: &str) -> Project {
+    let mut p = Scratch::new().plan(SIX).build();
+    p.write(
+        "agent.sh",
+        format!(
+            "prompt=$(cat)\ntask=$(printf '%s\\n' \"$prompt\" | sed -n 's/^## Your task: \\([A-Za-z0-9_-]*\\) .*/\\1/p' | head -n 1)\necho started\nsleep {pause}\ncase $task in T1) f=one;; T2) f=two;; T3) f=three;; T4) f=four;; T5) f=five;; T6) f=six;; esac\ntouch $f.txt\necho TASK_COMPLETE\n"
+        ),
+    );
+    p.write(
+        "agentloop.toml",
+        format!(
+            "[run]\nagent = \"scripted\"\n\n[agents.scripted]\ncommand = [\"sh\", \"{}\"]\n",
+            p.path().join("agent.sh").display()
+        ),
+    );
+    p.write(".gitignore", ".agentloop/\n");
+    p.commit("six tasks");
+    p.env.push(("AGENTLOOP_STORE_URL".into(), url.into()));
+    p
+}
+
+#[test]
+fn a_run_keeps_its_journal_in_postgres_and_its_export_passes_journal_verify() {
+    let url = database("al_export");
+    let mut p = Project::example();
+    p.env.push(("AGENTLOOP_STORE_URL".into(), url.clone()));
+    let r = p.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let run = run_id(&p);
+    assert_same_journal(&p, &run);
+    // One row per record, numbered from 1 without a gap.
+    let rows: Vec<i64> = sql(&url)
+        .query(
+            "SELECT seq FROM agentloop_events WHERE run_id = $1 ORDER BY seq",
+            &[&run],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(rows, (1..=rows.len() as i64).collect::<Vec<_>>());
+    assert!(rows.len() >= 15);
+    let listed = p.run(&["store", "runs"]);
+    assert_eq!(listed.stdout.trim(), run);
+    // The export, as a file journal somewhere else (with the same key), verifies.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let dir = elsewhere.path().join(format!(".agentloop/runs/{run}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let export = p.run(&["store", "export", &run]).stdout;
+    std::fs::write(dir.join("journal.jsonl"), &export).unwrap();
+    let v = Command::new(env!("CARGO_BIN_EXE_agentloop"))
+        .args(["journal", "verify"])
+        .current_dir(elsewhere.path())
+        .env("XDG_STATE_HOME", p.path().join(".git/xdg-state"))
+        .env_remove("AGENTLOOP_STORE_URL")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&v.stdout);
+    assert!(v.status.success(), "{said}{}", String::from_utf8_lossy(&v.stderr));
+    assert!(said.contains(&format!("ok · {} events", rows.len())), "{said}");
+    // A row edited in the database is caught as not agentloop's.
+    sql(&url)
+        .execute(
+            "UPDATE agentloop_events SET line = replace(line, '\"completed\"', '\"failed\"') WHERE run_id = $1 AND seq = $2",
+            &[&run, &(rows.len() as i64)],
+        )
+        .unwrap();
+    let tampered = p.run(&["store", "export", &run]).stdout;
+    std::fs::write(dir.join("journal.jsonl"), tampered).unwrap();
+    let v = Command::new(env!("CARGO_BIN_EXE_agentloop"))
+        .args(["journal", "verify"])
+        .current_dir(elsewhere.path())
+        .env("XDG_STATE_HOME", p.path().join(".git/xdg-state"))
+        .output()
+        .unwrap();
+    assert!(!v.status.success());
+}
+
+#[test]
+fn a_second_driver_for_the_same_run_on_another_machine_is_refused() {
+    let url = database("al_race");
+    let p = six(&url, "2");
+    let mut first = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    wait_for(&p, "the first driver at work", |p| {
+        crate::support::journal_has(p, "\"iteration_started\"")
+    });
+    let run = run_id(&p);
+    // "Another machine": a copy of the project, with the run as the store has it and
+    // the same key, driving the same run.
+    let other = tempfile::tempdir().unwrap();
+    let copy = Command::new("cp")
+        .arg("-a")
+        .arg(format!("{}/.", p.path().display()))
+        .arg(other.path())
+        .status()
+        .unwrap();
+    assert!(copy.success());
+    std::fs::remove_file(other.path().join(format!(".agentloop/runs/{run}/lock"))).ok();
+    let r = Command::new(env!("CARGO_BIN_EXE_agentloop"))
+        .args(["resume", &run, "--quiet"])
+        .current_dir(other.path())
+        .env("AGENTLOOP_STORE_URL", &url)
+        .env("XDG_STATE_HOME", p.path().join(".git/xdg-state"))
+        .env("XDG_CONFIG_HOME", other.path().join(".none"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("run {run} is driven elsewhere: another driver holds it"))
+            && stderr.contains("agentloop driver"),
+        "{stderr}"
+    );
+    assert_eq!(wait_exit(&mut first, Duration::from_secs(90)).code(), Some(0));
+    assert_same_journal(&p, &run);
+    // Now that it is over, the same run can be taken from the other machine.
+    let again = Command::new(env!("CARGO_BIN_EXE_agentloop"))
+        .args(["status", &run, "--json"])
+        .current_dir(other.path())
+        .env("AGENTLOOP_STORE_URL", &url)
+        .env("XDG_STATE_HOME", p.path().join(".git/xdg-state"))
+        .output()
+        .unwrap();
+    let s: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(s["status"], "completed", "the copy caught up from the store");
+}
+
+#[test]
+fn two_drivers_racing_for_one_run_one_drives_it() {
+    let url = database("al_two");
+    let p = six(&url, "0.2");
+    // A run whose driver died at once: two drivers then take it up together.
+    let mut first = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    wait_for(&p, "the run made", |p| {
+        crate::support::journal_has(p, "\"iteration_started\"")
+    });
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let run = run_id(&p);
+    let other = tempfile::tempdir().unwrap();
+    assert!(
+        Command::new("cp")
+            .arg("-a")
+            .arg(format!("{}/.", p.path().display()))
+            .arg(other.path())
+            .status()
+            .unwrap()
+            .success()
+    );
+    let start = |dir: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_agentloop"))
+            .args(["resume", &run, "--quiet"])
+            .current_dir(dir)
+            .env("AGENTLOOP_STORE_URL", &url)
+            .env("XDG_STATE_HOME", p.path().join(".git/xdg-state"))
+            .env("XDG_CONFIG_HOME", dir.join(".none"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let a = start(p.path());
+    let b = start(other.path());
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    let codes = [a.status.code(), b.status.code()];
+    assert!(
+        codes.contains(&Some(0)) && codes.contains(&Some(2)),
+        "{codes:?}\n{}\n{}",
+        String::from_utf8_lossy(&a.stderr),
+        String::from_utf8_lossy(&b.stderr)
+    );
+    let loser = if a.status.code() == Some(2) { &a } else { &b };
+    assert!(String::from_utf8_lossy(&loser.stderr).contains("driven elsewhere"));
+    // One journal, no record twice: every task done once.
+    let export = p.run(&["store", "export", &run]).stdout;
+    let starts = export.matches("\"iteration_started\"").count();
+    let done = export.matches("\"outcome\":\"completed\"").count();
+    assert_eq!(done, 6, "{export}");
+    // The six, and the one the dead driver left open.
+    assert_eq!(starts, 7, "{export}");
+}
+
+#[test]
+fn a_killed_driver_is_resumed_from_the_store() {
+    let url = database("al_killed");
+    let p = six(&url, "0.5");
+    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    wait_for(&p, "two tasks done", |p| {
+        p.run(&["status", "--json"]).stdout.matches("\"done\"").count() >= 2
+    });
+    driver.kill().unwrap();
+    driver.wait().unwrap();
+    let r = p.run(&["resume", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(p.status()["status"], "completed");
+    assert_same_journal(&p, &run_id(&p));
+}
+
+#[test]
+fn connections_dropped_mid_run_lose_and_repeat_nothing() {
+    let url = database("al_drops");
+    let p = six(&url, "0.3");
+    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    // An administrator (or a failover) ends every agentloop session, again and again.
+    let mut admin = sql(&url);
+    let mut dropped = 0u64;
+    while driver.try_wait().unwrap().is_none() {
+        let n: i64 = admin
+            .query_one(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name LIKE 'agentloop %' AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        dropped += n as u64;
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    let st = driver.wait().unwrap();
+    assert_eq!(st.code(), Some(0), "the driver: {:?}", st.signal());
+    assert!(dropped >= 5, "only {dropped} sessions were ended");
+    let run = run_id(&p);
+    assert_eq!(p.status()["status"], "completed");
+    assert_same_journal(&p, &run);
+    let v = p.run(&["journal", "verify"]);
+    assert_eq!(v.code, Some(0), "{}", v.stderr);
+    let export = p.run(&["store", "export", &run]).stdout;
+    assert_eq!(export.matches("\"outcome\":\"completed\"").count(), 6);
+}
+
+#[test]
+fn sigkill_at_every_journal_append_with_the_journal_in_postgres() {
+    let url = database("al_chaos");
+    let reference = Project::example();
+    let r = reference.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let want = crate::crash::end(&reference);
+    let events = crate::crash::records(&reference).len() as u64;
+    let mut kill_points = 0;
+    for seq in 2..=events {
+        // Before the store's row, between the row and the file's line, after both.
+        for point in ["before-append", "after-store-append", "after-append"] {
+            let mut p = Project::example();
+            p.env.push(("AGENTLOOP_STORE_URL".into(), url.clone()));
+            let out = p
+                .cmd(&["run", "--quiet"])
+                .env("AGENTLOOP_FAILPOINT", format!("{point}:{seq}"))
+                .output()
+                .unwrap();
+            if out.status.signal() != Some(9) {
+                assert_eq!(out.status.code(), Some(0), "{point}:{seq}");
+                continue;
+            }
+            kill_points += 1;
+            if p.status()["status"] != "completed" {
+                let r = p.run(&["resume", "--quiet"]);
+                assert_eq!(r.code, Some(0), "{point}:{seq} resume: {}", r.stderr);
+            }
+            assert_eq!(crate::crash::end(&p), want, "{point}:{seq}");
+            let done = crate::crash::completions(&p);
+            assert!(done.values().all(|&n| n == 1), "{point}:{seq}: {done:?}");
+            assert_eq!(done.len(), 3, "{point}:{seq}: {done:?}");
+            assert_same_journal(&p, &run_id(&p));
+            assert_eq!(p.run(&["journal", "verify"]).code, Some(0), "{point}:{seq}");
+        }
+    }
+    assert!(kill_points >= 30, "only {kill_points} kill points were hit");
+}
+
+#[test]
+fn a_store_that_cannot_be_used_is_a_clear_error_and_changes_nothing() {
+    let url = server();
+    let fresh = database("al_unmigrated");
+    sql(&fresh)
+        .batch_execute("DROP TABLE agentloop_events, agentloop_runs, agentloop_schema")
+        .unwrap();
+    for (store, says) in [
+        (fresh.as_str(), "run `agentloop store migrate`"),
+        (
+            "postgres://agentloop@127.0.0.1:1/agentloop",
+            "cannot reach PostgreSQL at postgres://agentloop@127.0.0.1:1/agentloop",
+        ),
+        ("postgres://x:y@[bad", "[store] url"),
+    ] {
+        let mut p = Project::example();
+        p.env.push(("AGENTLOOP_STORE_URL".into(), store.into()));
+        let r = p.run(&["run", "--quiet"]);
+        assert_ne!(r.code, Some(0), "{store}");
+        assert!(r.stderr.contains(says), "{store}: {}", r.stderr);
+        assert!(!r.stderr.contains(":y@"), "a password shown: {}", r.stderr);
+        let runs = std::fs::read_dir(p.path().join(".agentloop/runs"))
+            .map(|d| d.count())
+            .unwrap_or(0);
+        assert_eq!(runs, 0, "{store}: a run was left behind");
+    }
+    let _ = url;
+}
