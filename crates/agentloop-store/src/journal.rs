@@ -86,6 +86,15 @@ impl PgJournal {
     }
 }
 
+impl Drop for PgJournal {
+    fn drop(&mut self) {
+        // Closing the connection blocks too.
+        if let Some(client) = self.client.take() {
+            crate::blocking(move || drop(client));
+        }
+    }
+}
+
 fn notify(tx: &mut postgres::Transaction<'_>, run: &str, seq: i64) -> Result<(), postgres::Error> {
     tx.execute(
         "SELECT pg_notify('agentloop_events', $1)",
@@ -95,7 +104,11 @@ fn notify(tx: &mut postgres::Transaction<'_>, run: &str, seq: i64) -> Result<(),
 }
 
 /// The lines from `seq` on.
-fn lines_since(client: &mut impl postgres::GenericClient, run: &str, seq: i64) -> Result<Vec<String>, postgres::Error> {
+fn lines_since(
+    client: &mut impl postgres::GenericClient,
+    run: &str,
+    seq: i64,
+) -> Result<Vec<String>, postgres::Error> {
     Ok(client
         .query(
             "SELECT line FROM agentloop_events WHERE run_id = $1 AND seq >= $2 ORDER BY seq",
@@ -115,6 +128,21 @@ enum Found {
 
 impl SharedJournal for PgJournal {
     fn create(&mut self, first: &str) -> Result<(), String> {
+        crate::blocking(|| self.create_blocking(first))
+    }
+
+    fn append(&mut self, seq: u64, line: &str) -> Result<Put, String> {
+        crate::blocking(|| self.append_blocking(seq, line))
+    }
+
+    fn since(&mut self, seq: u64) -> Result<Vec<String>, String> {
+        let seq = seq as i64;
+        crate::blocking(|| self.retry(|client, run| lines_since(client, run, seq)))
+    }
+}
+
+impl PgJournal {
+    fn create_blocking(&mut self, first: &str) -> Result<(), String> {
         let made = self.retry(|client, run| {
             let mut tx = client.transaction()?;
             let new = tx.execute(
@@ -146,7 +174,7 @@ impl SharedJournal for PgJournal {
         }
     }
 
-    fn append(&mut self, seq: u64, line: &str) -> Result<Put, String> {
+    fn append_blocking(&mut self, seq: u64, line: &str) -> Result<Put, String> {
         let seq = seq as i64;
         let key = lock_key("append", &self.run);
         let found = self.retry(|client, run| {
@@ -186,11 +214,6 @@ impl SharedJournal for PgJournal {
             )),
         }
     }
-
-    fn since(&mut self, seq: u64) -> Result<Vec<String>, String> {
-        let seq = seq as i64;
-        self.retry(|client, run| lines_since(client, run, seq))
-    }
 }
 
 /// The driver lock of a run, held for the session of a connection of its own. A
@@ -211,7 +234,7 @@ fn try_lock(client: &mut Client, key: i64) -> Result<bool, postgres::Error> {
 }
 
 /// Who holds the lock `key`, as `pg_stat_activity` names them.
-fn holder(client: &mut Client, key: i64) -> String {
+pub(crate) fn holder(client: &mut Client, key: i64) -> Option<String> {
     let (hi, lo) = ((key >> 32) as u32, key as u32);
     client
         .query_opt(
@@ -224,7 +247,6 @@ fn holder(client: &mut Client, key: i64) -> String {
         .ok()
         .flatten()
         .map(|r| format!("{} from {}", r.get::<_, String>(0), r.get::<_, String>(1)))
-        .unwrap_or_else(|| "a session that just ended".into())
 }
 
 impl Hold {
@@ -236,7 +258,7 @@ impl Hold {
             return Err(format!(
                 "another driver holds it in {} ({})",
                 pg.shown(),
-                holder(&mut client, key)
+                holder(&mut client, key).unwrap_or_else(|| "a session that just ended".into())
             ));
         }
         let (stop, stopped) = mpsc::channel();
@@ -264,7 +286,7 @@ impl Hold {
                     Ok(false) => {
                         eprintln!(
                             "agentloop: the connection that held run {run} for this driver broke, and another driver took the run meanwhile ({}): this driver stops",
-                            holder(&mut c, key)
+                            holder(&mut c, key).unwrap_or_default()
                         );
                         std::process::exit(1);
                     }

@@ -125,6 +125,20 @@ fn hide_password(url: &str) -> String {
     }
 }
 
+/// Runs `f`, which blocks on the database, off any async runtime the caller is on
+/// (the server's handlers are): postgres's synchronous client runs a runtime of its
+/// own, which cannot be started inside another.
+pub(crate) fn blocking<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        std::thread::scope(|s| match s.spawn(f).join() {
+            Ok(v) => v,
+            Err(panic) => std::panic::resume_unwind(panic),
+        })
+    } else {
+        f()
+    }
+}
+
 /// A 63-bit key for an advisory lock: `kind` of lock of run `run` (FNV-1a).
 pub(crate) fn lock_key(kind: &str, run: &str) -> i64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -178,15 +192,31 @@ impl PgStore {
 
 impl SharedStore for PgStore {
     fn journal(&self, run: &str) -> Result<Box<dyn SharedJournal>, String> {
-        self.check()?;
-        journal::PgJournal::open(self.pg.clone(), run)
-            .map(|j| Box::new(j) as Box<dyn SharedJournal>)
-            .map_err(|e| e.to_string())
+        blocking(|| {
+            self.check()?;
+            journal::PgJournal::open(self.pg.clone(), run)
+                .map(|j| Box::new(j) as Box<dyn SharedJournal>)
+                .map_err(|e| e.to_string())
+        })
     }
 
     fn hold_driver(&self, run: &str) -> Result<Box<dyn DriverHold>, String> {
-        self.check()?;
-        journal::Hold::take(self.pg.clone(), run).map(|h| Box::new(h) as Box<dyn DriverHold>)
+        blocking(|| {
+            self.check()?;
+            journal::Hold::take(self.pg.clone(), run).map(|h| Box::new(h) as Box<dyn DriverHold>)
+        })
+    }
+
+    fn driver_of(&self, run: &str) -> Option<String> {
+        blocking(|| {
+            let mut client = self.pg.connect("look").ok()?;
+            let who = journal::holder(&mut client, lock_key("driver", run))?;
+            // `agentloop driver RUN pid N from ADDR` → `N on ADDR`.
+            Some(match who.split_once(" pid ") {
+                Some((_, rest)) => rest.replacen(" from ", " on ", 1),
+                None => who,
+            })
+        })
     }
 
     fn describe(&self) -> String {
@@ -199,7 +229,10 @@ pub fn runs(url: &str) -> Result<Vec<String>, StoreError> {
     let pg = Pg::parse(url)?;
     let mut client = pg.connect("runs")?;
     let rows = client
-        .query("SELECT run_id FROM agentloop_runs ORDER BY created_at, run_id", &[])
+        .query(
+            "SELECT run_id FROM agentloop_runs ORDER BY created_at, run_id",
+            &[],
+        )
         .map_err(|e| pg.query_error(&e))?;
     Ok(rows.iter().map(|r| r.get(0)).collect())
 }

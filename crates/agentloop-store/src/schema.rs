@@ -65,9 +65,13 @@ pub fn migrate(url: &str) -> Result<(i32, i32), StoreError> {
     for step in &STEPS[before as usize..] {
         tx.batch_execute(step).map_err(err)?;
     }
-    tx.execute("DELETE FROM agentloop_schema", &[]).map_err(err)?;
-    tx.execute("INSERT INTO agentloop_schema (version) VALUES ($1)", &[&SCHEMA])
+    tx.execute("DELETE FROM agentloop_schema", &[])
         .map_err(err)?;
+    tx.execute(
+        "INSERT INTO agentloop_schema (version) VALUES ($1)",
+        &[&SCHEMA],
+    )
+    .map_err(err)?;
     tx.commit().map_err(err)?;
     Ok((before, SCHEMA))
 }

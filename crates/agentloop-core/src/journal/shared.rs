@@ -43,6 +43,8 @@ pub trait SharedStore: Send + Sync {
     fn journal(&self, run: &str) -> Result<Box<dyn SharedJournal>, String>;
     /// Takes run `run` for this process's driver; who holds it when another does.
     fn hold_driver(&self, run: &str) -> Result<Box<dyn DriverHold>, String>;
+    /// Who drives run `run` now, wherever that is (`None`: no driver).
+    fn driver_of(&self, run: &str) -> Option<String>;
     /// Where it is, for messages (no password).
     fn describe(&self) -> String;
 }

@@ -6,20 +6,23 @@ use std::io::{Read, Seek, Write};
 use super::{RunDir, WorkspaceError, io};
 
 impl RunDir {
-    /// The pid of the live driver holding this run's lock, if any.
+    /// The pid of the live driver holding this run's lock, if any; with a shared
+    /// store, the driver that holds the run there (on another machine, say) when none
+    /// does here.
     pub fn lock_holder(&self) -> Option<String> {
-        let f = OpenOptions::new()
+        let here = OpenOptions::new()
             .read(true)
             .write(true)
             .open(self.lock_file())
-            .ok()?;
-        match f.try_lock() {
-            Ok(()) => {
-                let _ = f.unlock();
-                None
-            }
-            Err(_) => Some(read_pid(&f)),
-        }
+            .ok()
+            .and_then(|f| match f.try_lock() {
+                Ok(()) => {
+                    let _ = f.unlock();
+                    None
+                }
+                Err(_) => Some(read_pid(&f)),
+            });
+        here.or_else(|| crate::journal::shared::installed()?.driver_of(&self.id))
     }
 
     /// Takes the driver lock. Fails naming the holder when another driver is alive;

@@ -131,13 +131,17 @@ pub enum JournalCommand {
 pub enum StoreCommand {
     /// Create agentloop's tables in the database `[store] url` names, or bring them
     /// to this agentloop's schema.
-    #[command(after_help = "Example:\n  AGENTLOOP_STORE_URL=postgres://agentloop@db/runs agentloop store migrate")]
+    #[command(
+        after_help = "Example:\n  AGENTLOOP_STORE_URL=postgres://agentloop@db/runs agentloop store migrate"
+    )]
     Migrate,
     /// List the runs in the store.
     Runs,
     /// Print a run's journal from the store in the file format (one sealed line per
     /// record, as `journal.jsonl` has it).
-    #[command(after_help = "Example:\n  agentloop store export 20261126-101500-042-3fa2 > journal.jsonl")]
+    #[command(
+        after_help = "Example:\n  agentloop store export 20261126-101500-042-3fa2 > journal.jsonl"
+    )]
     Export {
         /// The run's id.
         run: String,

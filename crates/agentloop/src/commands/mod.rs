@@ -38,7 +38,11 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
     // Commands that write a run's journal write it to the store, when one is set.
     if !matches!(
         cli.command,
-        Command::Job | Command::SandboxNet(_) | Command::Store(_) | Command::Init | Command::Demo(_)
+        Command::Job
+            | Command::SandboxNet(_)
+            | Command::Store(_)
+            | Command::Init
+            | Command::Demo(_)
     ) {
         store::install(&cwd()?)?;
     }

@@ -128,8 +128,15 @@ fn a_run_keeps_its_journal_in_postgres_and_its_export_passes_journal_verify() {
         .output()
         .unwrap();
     let said = String::from_utf8_lossy(&v.stdout);
-    assert!(v.status.success(), "{said}{}", String::from_utf8_lossy(&v.stderr));
-    assert!(said.contains(&format!("ok · {} events", rows.len())), "{said}");
+    assert!(
+        v.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&v.stderr)
+    );
+    assert!(
+        said.contains(&format!("ok · {} events", rows.len())),
+        "{said}"
+    );
     // A row edited in the database is caught as not agentloop's.
     sql(&url)
         .execute(
@@ -178,12 +185,16 @@ fn a_second_driver_for_the_same_run_on_another_machine_is_refused() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&r.stderr);
     assert_eq!(r.status.code(), Some(2), "{stderr}");
+    // The driver holding the run in the store is named: its pid, and where.
     assert!(
-        stderr.contains(&format!("run {run} is driven elsewhere: another driver holds it"))
-            && stderr.contains("agentloop driver"),
+        stderr.contains(&format!("run {run} is already driven by pid "))
+            && stderr.contains(" on 127.0.0.1"),
         "{stderr}"
     );
-    assert_eq!(wait_exit(&mut first, Duration::from_secs(90)).code(), Some(0));
+    assert_eq!(
+        wait_exit(&mut first, Duration::from_secs(90)).code(),
+        Some(0)
+    );
     assert_same_journal(&p, &run);
     // Now that it is over, the same run can be taken from the other machine.
     let again = Command::new(env!("CARGO_BIN_EXE_agentloop"))
@@ -194,7 +205,10 @@ fn a_second_driver_for_the_same_run_on_another_machine_is_refused() {
         .output()
         .unwrap();
     let s: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
-    assert_eq!(s["status"], "completed", "the copy caught up from the store");
+    assert_eq!(
+        s["status"], "completed",
+        "the copy caught up from the store"
+    );
 }
 
 #[test]
@@ -242,7 +256,12 @@ fn two_drivers_racing_for_one_run_one_drives_it() {
         String::from_utf8_lossy(&b.stderr)
     );
     let loser = if a.status.code() == Some(2) { &a } else { &b };
-    assert!(String::from_utf8_lossy(&loser.stderr).contains("driven elsewhere"));
+    let said = String::from_utf8_lossy(&loser.stderr);
+    assert!(
+        said.contains("driven elsewhere: another driver holds it")
+            || said.contains("is already driven by pid "),
+        "{said}"
+    );
     // One journal, no record twice: every task done once.
     let export = p.run(&["store", "export", &run]).stdout;
     let starts = export.matches("\"iteration_started\"").count();
@@ -258,7 +277,11 @@ fn a_killed_driver_is_resumed_from_the_store() {
     let p = six(&url, "0.5");
     let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
     wait_for(&p, "two tasks done", |p| {
-        p.run(&["status", "--json"]).stdout.matches("\"done\"").count() >= 2
+        p.run(&["status", "--json"])
+            .stdout
+            .matches("\"done\"")
+            .count()
+            >= 2
     });
     driver.kill().unwrap();
     driver.wait().unwrap();
@@ -365,4 +388,70 @@ fn a_store_that_cannot_be_used_is_a_clear_error_and_changes_nothing() {
         assert_eq!(runs, 0, "{store}: a run was left behind");
     }
     let _ = url;
+}
+
+#[test]
+fn a_dashboard_on_another_machine_follows_the_run_through_the_store() {
+    use crate::support::{http_request, serve};
+    let url = database("al_serve");
+    let w1 = six(&url, "0.4");
+    let mut driver = w1.cmd(&["run", "--quiet"]).spawn().unwrap();
+    wait_for(&w1, "the run made", |p| {
+        crate::support::journal_has(p, "\"iteration_started\"")
+    });
+    let run = run_id(&w1);
+    // "Another machine": a project directory and state directory of its own, with the
+    // journals' key copied over (as a team does for the machines of one run).
+    let mut w2 = Project::git();
+    w2.env.push(("AGENTLOOP_STORE_URL".into(), url.clone()));
+    let state = w2.path().join(".git/xdg-state/agentloop");
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::copy(
+        w1.path().join(".git/xdg-state/agentloop/journal.key"),
+        state.join("journal.key"),
+    )
+    .unwrap();
+    let s = serve(&w2);
+    let get = |path: &str| http_request(&s.addr, "GET", path, Some(s.token.trim()), None);
+    wait_for(&w2, "the run listed by the other machine's server", |_| {
+        get("/api/runs").1.contains(&run)
+    });
+    // Its state follows the driver's as the store notifies, to the end.
+    let mut seen_running = false;
+    let finished = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let (code, body) = get(&format!("/api/runs/{run}"));
+        assert_eq!(code, 200, "{body}");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        if v["status"] == "running" {
+            seen_running = true;
+        }
+        if v["status"] == "completed" {
+            let done = v["tasks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|t| t["status"] == "done")
+                .count();
+            assert_eq!(done, 6, "{body}");
+            break;
+        }
+        assert!(std::time::Instant::now() < finished, "{body}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(seen_running, "the run was seen only once over");
+    assert_eq!(
+        wait_exit(&mut driver, Duration::from_secs(30)).code(),
+        Some(0)
+    );
+    // The copy there is the journal, line for line.
+    let copy = std::fs::read_to_string(
+        w2.path()
+            .join(format!(".agentloop/runs/{run}/journal.jsonl")),
+    )
+    .unwrap();
+    assert_eq!(
+        copy,
+        w1.read(&format!(".agentloop/runs/{run}/journal.jsonl"))
+    );
 }
