@@ -94,6 +94,11 @@ remote = "origin"       # the git remote jobs clone from and push to
 # cpu = "2"
 # memory = "4Gi"
 
+# The journal in PostgreSQL, for a driver and dashboards on several machines
+# (docs/EXECUTORS.md); AGENTLOOP_STORE_URL in the environment wins.
+# [store]
+# url = "postgres://agentloop@db.example:5432/agentloop"
+
 # Any program can be an agent: it gets the prompt on stdin, or in a file.
 # [agents.mine]
 # kind = "command"
