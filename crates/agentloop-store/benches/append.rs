@@ -73,7 +73,10 @@ fn bench(c: &mut Criterion) {
                 let mut tx = client.transaction().unwrap();
                 tx.execute(
                     "INSERT INTO floor VALUES ($1, $2)",
-                    &[&i, &"a line of about a hundred bytes, as a journal's short records are"],
+                    &[
+                        &i,
+                        &"a line of about a hundred bytes, as a journal's short records are",
+                    ],
                 )
                 .unwrap();
                 tx.commit().unwrap();
@@ -89,12 +92,15 @@ fn bench(c: &mut Criterion) {
         std::fs::create_dir_all(&path).unwrap();
         let (mut w, _) = Writer::create(&path.join("journal.jsonl"), &first()).unwrap();
         let mut i = 0;
-        g.bench_function("postgres: row (locked, checked, notified) + line + fsync", |b| {
-            b.iter(|| {
-                i += 1;
-                w.append(black_box(&event(i))).unwrap();
-            })
-        });
+        g.bench_function(
+            "postgres: row (locked, checked, notified) + line + fsync",
+            |b| {
+                b.iter(|| {
+                    i += 1;
+                    w.append(black_box(&event(i))).unwrap();
+                })
+            },
+        );
     }
     g.finish();
 }

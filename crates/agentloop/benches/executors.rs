@@ -4,7 +4,9 @@
 //! wall time of each, and the overhead per job: from `iteration_started` to
 //! `agent_finished` in the journal, less the agent's own 2 s (for Slurm: the push of
 //! the task's start, `sbatch`, the scheduler, the clone on the node, the push of the
-//! result and its fetch back).
+//! result and its fetch back), and as Kubernetes Jobs on the API stand-in of
+//! agentloop-testkit (its pods are processes of this machine: what this measures is
+//! agentloop's own overhead, the API calls, the watch and the log, not a cluster's).
 //!
 //! `cargo bench -p agentloop --bench executors` (env `TASKS`, default 16; `SECONDS`,
 //! default 2; `WORKERS`, default 4; `ROUNDS`, default 1)
@@ -42,9 +44,23 @@ fn main() {
     );
     let conf = String::from_utf8_lossy(&out.stdout).trim().to_string();
     println!("executors: {tasks} independent tasks, a {seconds} s agent each, {workers} workers");
+    let k = agentloop_testkit::MockKubernetes::start("bench", "64", "256Gi");
+    let kubeconfig = state.path().join("kubeconfig");
+    std::fs::write(&kubeconfig, k.kubeconfig("bench")).unwrap();
+    let env = [
+        ("SLURM_CONF", conf.as_str()),
+        ("KUBECONFIG", kubeconfig.to_str().unwrap()),
+    ];
     for round in 0..rounds {
-        for kind in ["local", "slurm"] {
-            let (wall, overhead) = run(kind, tasks, seconds, workers, &conf);
+        for kind in ["local", "slurm", "kubernetes"] {
+            let extra = match kind {
+                "kubernetes" => format!(
+                    "program = \"{}\"\n[executor.kubernetes]\nimage = \"bench\"\n",
+                    env!("CARGO_BIN_EXE_agentloop")
+                ),
+                _ => String::new(),
+            };
+            let (wall, overhead) = run(kind, &extra, tasks, seconds, workers, &env);
             println!(
                 "  round {round}, {kind}: wall {wall:.2} s (ideal {:.1} s); overhead per job: median {:.0} ms, max {:.0} ms",
                 (tasks * seconds) as f64 / workers as f64,
@@ -57,7 +73,14 @@ fn main() {
 }
 
 /// One run: its wall time in seconds and each job's overhead in ms, sorted.
-fn run(kind: &str, tasks: usize, seconds: usize, workers: usize, conf: &str) -> (f64, Vec<f64>) {
+fn run(
+    kind: &str,
+    extra: &str,
+    tasks: usize,
+    seconds: usize,
+    workers: usize,
+    env: &[(&str, &str)],
+) -> (f64, Vec<f64>) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("project");
     std::fs::create_dir_all(&root).unwrap();
@@ -66,7 +89,7 @@ fn run(kind: &str, tasks: usize, seconds: usize, workers: usize, conf: &str) -> 
         tasks,
         seconds,
         workers,
-        &format!("[executor]\nkind = \"{kind}\"\npoll = \"200ms\"\n"),
+        &format!("[executor]\nkind = \"{kind}\"\npoll = \"200ms\"\n{extra}"),
     );
     common::git(dir.path(), &["init", "-q", "--bare", "origin.git"]);
     common::git(&root, &["remote", "add", "origin", "../origin.git"]);
@@ -76,7 +99,7 @@ fn run(kind: &str, tasks: usize, seconds: usize, workers: usize, conf: &str) -> 
         .args(["run", "--quiet"])
         .current_dir(&root)
         .env("NO_COLOR", "1")
-        .env("SLURM_CONF", conf)
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     let wall = t.elapsed().as_secs_f64();
