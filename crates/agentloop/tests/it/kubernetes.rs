@@ -9,7 +9,7 @@ use std::time::Duration;
 use agentloop_testkit::MockKubernetes;
 use serde_json::Value;
 
-use crate::support::{Project, Scratch, journal_has, wait_exit, wait_for};
+use crate::support::{Project, journal_has, wait_exit, wait_for};
 
 const TOKEN: &str = "stand-in-token";
 const NAMESPACE: &str = "agents";
@@ -30,45 +30,13 @@ fn project(
     extra: &str,
     body: &str,
 ) -> (Project, tempfile::TempDir) {
-    let mut p = Scratch::new().plan(plan).build();
-    let remote = tempfile::Builder::new()
-        .prefix("agentloop-it-remote-")
-        .tempdir()
-        .unwrap();
-    let state = p.path().join(".git/agent-state");
-    p.write(
-        "agent.sh",
-        format!(
-            r#"prompt=$(cat)
-task=$(printf '%s\n' "$prompt" | sed -n 's/^## Your task: \([A-Za-z0-9_-]*\) .*/\1/p' | head -n 1)
-state={state}
-mkdir -p "$state"
-n=$(cat "$state/$task" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$state/$task"
-echo "agent at $task, attempt $n, in $PWD, token ${{AGENT_TOKEN:-none}}, home $HOME"
-{body}
-"#,
-            state = state.display()
-        ),
-    );
-    p.write(
-        "agentloop.toml",
+    let (mut p, remote) = crate::support::remote_project(plan, body, |agent| {
         format!(
             "[run]\nagent = \"scripted\"\nworkers = {workers}\n\n[agents.scripted]\ncommand = [\"sh\", \"{}\"]\ntimeout = \"120s\"\npass_env = [\"AGENT_TOKEN\"]\n\n[executor]\nkind = \"kubernetes\"\npoll = \"200ms\"\nprogram = \"{}\"\n\n[executor.kubernetes]\nimage = \"registry.example/agentloop:1\"\ncpu = \"500m\"\nmemory = \"1Gi\"\n{extra}",
-            p.path().join("agent.sh").display(),
+            agent.display(),
             env!("CARGO_BIN_EXE_agentloop"),
-        ),
-    );
-    p.write(".gitignore", ".agentloop/\n");
-    p.commit("a project run on Kubernetes");
-    let bare = remote.path().join("origin.git");
-    let out = Command::new("git")
-        .args(["init", "-q", "--bare"])
-        .arg(&bare)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    p.git_cmd(&["remote", "add", "origin", &bare.to_string_lossy()]);
-    p.git_cmd(&["push", "-q", "origin", "main"]);
+        )
+    });
     let kubeconfig = p.cache.path().join("kubeconfig");
     std::fs::write(&kubeconfig, k.kubeconfig(NAMESPACE)).unwrap();
     p.env
@@ -79,25 +47,7 @@ echo "agent at $task, attempt $n, in $PWD, token ${{AGENT_TOKEN:-none}}, home $H
 
 /// The Job of each iteration so far, by iteration: its directory and its name.
 fn jobs(p: &Project) -> Vec<(std::path::PathBuf, String)> {
-    let runs = p.path().join(".agentloop/runs");
-    let Some(run) = std::fs::read_dir(runs)
-        .ok()
-        .and_then(|d| d.flatten().next())
-    else {
-        return Vec::new();
-    };
-    let Ok(rd) = std::fs::read_dir(run.path().join("iterations")) else {
-        return Vec::new();
-    };
-    let mut v: Vec<_> = rd
-        .flatten()
-        .filter_map(|e| {
-            let id = std::fs::read_to_string(e.path().join("kubernetes.job")).ok()?;
-            Some((e.path(), id.trim().to_string()))
-        })
-        .collect();
-    v.sort();
-    v
+    crate::support::iteration_jobs(p, "kubernetes.job")
 }
 
 fn first_job_started(p: &Project) {

@@ -63,69 +63,19 @@ fn project_on(
     workers: u32,
     body: &str,
 ) -> (Project, tempfile::TempDir, String) {
-    let mut p = Scratch::new().plan(plan).build();
-    let remote = tempfile::Builder::new()
-        .prefix("agentloop-it-remote-")
-        .tempdir()
-        .unwrap();
-    let state = p.path().join(".git/agent-state");
-    p.write(
-        "agent.sh",
-        format!(
-            r#"prompt=$(cat)
-task=$(printf '%s\n' "$prompt" | sed -n 's/^## Your task: \([A-Za-z0-9_-]*\) .*/\1/p' | head -n 1)
-state={state}
-mkdir -p "$state"
-n=$(cat "$state/$task" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$state/$task"
-echo "agent at $task, attempt $n, in $PWD"
-{body}
-"#,
-            state = state.display()
-        ),
-    );
-    p.write(
-        "agentloop.toml",
+    let (mut p, remote) = crate::support::remote_project(plan, body, |agent| {
         format!(
             "[run]\nagent = \"scripted\"\nworkers = {workers}\n\n[agents.scripted]\ncommand = [\"sh\", \"{}\"]\ntimeout = \"120s\"\n\n[executor]\nkind = \"slurm\"\npoll = \"200ms\"\n",
-            p.path().join("agent.sh").display()
-        ),
-    );
-    p.write(".gitignore", ".agentloop/\n");
-    p.commit("a project run on Slurm");
-    let bare = remote.path().join("origin.git");
-    let out = Command::new("git")
-        .args(["init", "-q", "--bare"])
-        .arg(&bare)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    p.git_cmd(&["remote", "add", "origin", &bare.to_string_lossy()]);
-    p.git_cmd(&["push", "-q", "origin", "main"]);
+            agent.display()
+        )
+    });
     p.env.push(("SLURM_CONF".into(), conf.clone()));
     (p, remote, conf)
 }
 
 /// The Slurm job of each iteration so far, by iteration.
 fn jobs(p: &Project) -> Vec<(PathBuf, String)> {
-    let runs = p.path().join(".agentloop/runs");
-    let Some(run) = std::fs::read_dir(runs)
-        .ok()
-        .and_then(|d| d.flatten().next())
-    else {
-        return Vec::new();
-    };
-    let Ok(rd) = std::fs::read_dir(run.path().join("iterations")) else {
-        return Vec::new();
-    };
-    let mut v: Vec<(PathBuf, String)> = rd
-        .flatten()
-        .filter_map(|e| {
-            let id = std::fs::read_to_string(e.path().join("slurm.job")).ok()?;
-            Some((e.path(), id.trim().to_string()))
-        })
-        .collect();
-    v.sort();
-    v
+    crate::support::iteration_jobs(p, "slurm.job")
 }
 
 /// Waits until the first job's agent says `started` in its log.

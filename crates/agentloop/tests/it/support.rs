@@ -579,3 +579,71 @@ pub fn surface_paths(status: &serde_json::Value) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// A project for a cluster executor: a scripted agent (`agent.sh`, reading its task
+/// into `$task` and its attempt into `$n`, then running `body`), `agentloop.toml` as
+/// `config` makes it from the script's path, and a bare repository beside it as
+/// `origin` (its directory returned too).
+pub fn remote_project(
+    plan: &str,
+    body: &str,
+    config: impl FnOnce(&Path) -> String,
+) -> (Project, tempfile::TempDir) {
+    let p = Scratch::new().plan(plan).build();
+    let remote = tempfile::Builder::new()
+        .prefix("agentloop-it-remote-")
+        .tempdir()
+        .unwrap();
+    let state = p.path().join(".git/agent-state");
+    p.write(
+        "agent.sh",
+        format!(
+            r#"prompt=$(cat)
+task=$(printf '%s\n' "$prompt" | sed -n 's/^## Your task: \([A-Za-z0-9_-]*\) .*/\1/p' | head -n 1)
+state={state}
+mkdir -p "$state"
+n=$(cat "$state/$task" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$state/$task"
+echo "agent at $task, attempt $n, in $PWD, token ${{AGENT_TOKEN:-none}}, home $HOME"
+{body}
+"#,
+            state = state.display()
+        ),
+    );
+    p.write("agentloop.toml", config(&p.path().join("agent.sh")));
+    p.write(".gitignore", ".agentloop/\n");
+    p.commit("a project run on a cluster");
+    let bare = remote.path().join("origin.git");
+    let out = Command::new("git")
+        .args(["init", "-q", "--bare"])
+        .arg(&bare)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    p.git_cmd(&["remote", "add", "origin", &bare.to_string_lossy()]);
+    p.git_cmd(&["push", "-q", "origin", "main"]);
+    (p, remote)
+}
+
+/// Each iteration's job so far, by iteration: its directory and the id its executor
+/// wrote to `file` there (`slurm.job`, `kubernetes.job`).
+pub fn iteration_jobs(p: &Project, file: &str) -> Vec<(PathBuf, String)> {
+    let runs = p.path().join(".agentloop/runs");
+    let Some(run) = std::fs::read_dir(runs)
+        .ok()
+        .and_then(|d| d.flatten().next())
+    else {
+        return Vec::new();
+    };
+    let Ok(rd) = std::fs::read_dir(run.path().join("iterations")) else {
+        return Vec::new();
+    };
+    let mut v: Vec<(PathBuf, String)> = rd
+        .flatten()
+        .filter_map(|e| {
+            let id = std::fs::read_to_string(e.path().join(file)).ok()?;
+            Some((e.path(), id.trim().to_string()))
+        })
+        .collect();
+    v.sort();
+    v
+}
