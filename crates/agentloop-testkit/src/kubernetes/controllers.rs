@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Value, json};
 
 use super::Shared;
+use super::pods::{NODE_NAME, over, phase, pod_key, remove_pod};
 use super::store::{Key, Kind, Selector, Store, now};
 
 /// What the node offers: CPU in millicores, memory in bytes.
@@ -20,8 +21,6 @@ pub struct Node {
     pub cpu_milli: u64,
     pub memory: u64,
 }
-
-pub const NODE_NAME: &str = "stand-in-node-1";
 
 /// Reads a quantity (`2`, `500m`, `4Gi`, `1G`) in its base unit, times 1000 for CPU.
 pub fn quantity(s: &str, milli: bool) -> Option<u64> {
@@ -62,14 +61,6 @@ fn requests(pod: &Value) -> (u64, u64) {
     (cpu, mem)
 }
 
-pub(super) fn phase(pod: &Value) -> &str {
-    pod["status"]["phase"].as_str().unwrap_or("Pending")
-}
-
-pub(super) fn over(pod: &Value) -> bool {
-    matches!(phase(pod), "Succeeded" | "Failed")
-}
-
 fn condition(o: &Value, kind: &str) -> bool {
     o["status"]["conditions"]
         .as_array()
@@ -88,10 +79,6 @@ fn since(stamp: &Value) -> Duration {
         .and_then(|s| humantime::parse_rfc3339(s).ok())
         .and_then(|t| SystemTime::now().duration_since(t).ok())
         .unwrap_or_default()
-}
-
-pub(super) fn pod_key(ns: &str, name: &str) -> Key {
-    (Kind::Pod, ns.to_string(), name.to_string())
 }
 
 /// One pass of every controller.
@@ -281,28 +268,6 @@ fn schedule(st: &mut Store, node: Node) {
                 }
             });
         }
-    }
-}
-
-/// A pod's failure, counted on the Job that owns it.
-pub(super) fn count_failure(st: &mut Store, pod: &Value) {
-    let Some(owner) = pod["metadata"]["ownerReferences"][0]["name"].as_str() else {
-        return;
-    };
-    let ns = pod["metadata"]["namespace"].as_str().unwrap_or("");
-    let key = (Kind::Job, ns.to_string(), owner.to_string());
-    st.update(&key, |j| {
-        let n = j["status"]["failed"].as_u64().unwrap_or(0);
-        j["status"]["failed"] = json!(n + 1);
-    });
-}
-
-/// A pod's object goes: a pod that had not ended is a failure of its Job.
-pub fn remove_pod(st: &mut Store, key: &Key) {
-    if let Some(pod) = st.remove(key)
-        && !over(&pod)
-    {
-        count_failure(st, &pod);
     }
 }
 

@@ -15,7 +15,7 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 
 use super::Shared;
-use super::controllers::{NODE_NAME, count_failure, over, remove_pod};
+use super::pods::{NODE_NAME, count_failure, over, remove_pod};
 use super::store::{Key, Kind, Store, now};
 
 /// A container's process.

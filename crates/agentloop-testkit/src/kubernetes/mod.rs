@@ -12,6 +12,7 @@
 
 pub mod controllers;
 pub mod kubelet;
+mod pods;
 pub mod store;
 mod stream;
 
