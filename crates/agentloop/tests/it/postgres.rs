@@ -55,8 +55,11 @@ fn sql(url: &str) -> postgres::Client {
     postgres::Client::connect(url, postgres::NoTls).unwrap()
 }
 
-/// The run's journal file and its export from the store are the same, line for line.
+/// The run's journal file (once read, which copies in what the store has beyond it)
+/// and its export from the store are the same, line for line.
 fn assert_same_journal(p: &Project, run: &str) {
+    let read = p.run(&["status", run, "--json"]);
+    assert_eq!(read.code, Some(0), "{}", read.stderr);
     let export = p.run(&["store", "export", run]);
     assert_eq!(export.code, Some(0), "{}", export.stderr);
     let file = p.read(&format!(".agentloop/runs/{run}/journal.jsonl"));
@@ -454,4 +457,67 @@ fn a_dashboard_on_another_machine_follows_the_run_through_the_store() {
         copy,
         w1.read(&format!(".agentloop/runs/{run}/journal.jsonl"))
     );
+}
+
+/// The key of a run's driver lock, as agentloop-store makes it (FNV-1a of
+/// `driver\0RUN`, shifted to 63 bits).
+fn driver_key(run: &str) -> i64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in "driver".bytes().chain([0]).chain(run.bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    (h >> 1) as i64
+}
+
+#[test]
+fn a_driver_whose_run_was_taken_while_its_connection_was_down_stops() {
+    let url = database("al_taken");
+    let p = six(&url, "1");
+    let mut driver = p
+        .cmd(&["run", "--quiet"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&p, "the driver at work", |p| {
+        crate::support::journal_has(p, "\"iteration_started\"")
+    });
+    let run = run_id(&p);
+    // The driver's lock session ends, and another driver takes the run before the
+    // driver's watch has taken it back.
+    let mut other = sql(&url);
+    let mut admin = sql(&url);
+    let key = driver_key(&run);
+    let t = std::time::Instant::now();
+    loop {
+        admin
+            .execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE $1",
+                &[&format!("agentloop driver {run} %")],
+            )
+            .unwrap();
+        let took: bool = other
+            .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
+            .unwrap()
+            .get(0);
+        if took {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the lock was never free"
+        );
+    }
+    let out = driver.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("another driver took the run meanwhile")
+            && stderr.contains("this driver stops"),
+        "{stderr}"
+    );
+    // What it wrote is whole: the store and the file agree, and the journal verifies.
+    drop(other);
+    assert_same_journal(&p, &run);
+    assert_eq!(p.run(&["journal", "verify"]).code, Some(0));
 }
