@@ -521,3 +521,57 @@ fn a_driver_whose_run_was_taken_while_its_connection_was_down_stops() {
     assert_same_journal(&p, &run);
     assert_eq!(p.run(&["journal", "verify"]).code, Some(0));
 }
+
+#[test]
+fn watch_on_another_machine_follows_the_run_through_the_store() {
+    use std::io::Write;
+    let url = database("al_watch");
+    let w1 = six(&url, "0.3");
+    let mut driver = w1.cmd(&["run", "--quiet"]).spawn().unwrap();
+    wait_for(&w1, "the run made", |p| {
+        crate::support::journal_has(p, "\"iteration_started\"")
+    });
+    let run = run_id(&w1);
+    let w2 = Project::git();
+    let state = w2.path().join(".git/xdg-state/agentloop");
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::copy(
+        w1.path().join(".git/xdg-state/agentloop/journal.key"),
+        state.join("journal.key"),
+    )
+    .unwrap();
+    // `watch` in a pseudo-terminal there, on a run it has never seen.
+    let screen = w2.path().join(".git/screen");
+    let mut child = Command::new("script")
+        .args(["-q", "-f", "-e", "-c"])
+        .arg(format!(
+            "stty cols 100 rows 30; exec '{}' watch {run}",
+            env!("CARGO_BIN_EXE_agentloop")
+        ))
+        .arg(&screen)
+        .current_dir(w2.path())
+        .env("TERM", "xterm-256color")
+        .env("NO_COLOR", "1")
+        .env("XDG_STATE_HOME", w2.path().join(".git/xdg-state"))
+        .env("AGENTLOOP_STORE_URL", &url)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let shown = |what: &str| std::fs::read_to_string(&screen).is_ok_and(|s| s.contains(what));
+    // (The terminal gets words apart, with the cursor moved between them.)
+    wait_for(&w2, "watch drawing the run", |_| shown(&run));
+    wait_for(&w2, "watch showing the run completed", |_| {
+        shown("6/6") && shown("completed")
+    });
+    child.stdin.as_mut().unwrap().write_all(b"q").unwrap();
+    assert_eq!(
+        wait_exit(&mut child, Duration::from_secs(10)).code(),
+        Some(0)
+    );
+    assert_eq!(
+        wait_exit(&mut driver, Duration::from_secs(30)).code(),
+        Some(0)
+    );
+}
