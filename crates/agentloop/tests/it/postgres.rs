@@ -474,7 +474,7 @@ fn driver_key(run: &str) -> i64 {
 fn a_driver_whose_run_was_taken_while_its_connection_was_down_stops() {
     let url = database("al_taken");
     let p = six(&url, "1");
-    let mut driver = p
+    let driver = p
         .cmd(&["run", "--quiet"])
         .stderr(std::process::Stdio::piped())
         .spawn()
