@@ -63,19 +63,28 @@ impl RunDir {
     }
 
     /// With a shared store, copies into the file the records the store has beyond it
-    /// (a writer killed between the two, a writer on another machine): the file,
-    /// read next, is then the whole journal. `offset` bytes of the file are known to
-    /// hold the records before `next_seq`.
-    fn copy_from_store(&self, offset: u64, next_seq: u64) -> Result<(), WorkspaceError> {
-        if journal::shared::installed().is_some() {
-            Writer::open(&self.journal(), offset, next_seq)?.catch_up()?;
+    /// (a writer killed between the two, a writer on another machine): the records
+    /// copied and where the file now ends, or `None` without a store. `offset` bytes of
+    /// the file are known to hold the records before `next_seq`.
+    fn copy_from_store(
+        &self,
+        offset: u64,
+        next_seq: u64,
+    ) -> Result<Option<(Vec<Record>, u64)>, WorkspaceError> {
+        if journal::shared::installed().is_none() {
+            return Ok(None);
         }
-        Ok(())
+        let mut w = Writer::open(&self.journal(), offset, next_seq)?;
+        let records = w.catch_up()?;
+        Ok(Some((records, w.offset())))
     }
 
     /// Reads, checks and folds the journal, one record at a time.
     pub fn load(&self) -> Result<Loaded, WorkspaceError> {
-        self.copy_from_store(0, 1)?;
+        // A copy of a store's run starts empty: its records come first.
+        if std::fs::metadata(self.journal()).is_ok_and(|m| m.len() == 0) {
+            self.copy_from_store(0, 1)?;
+        }
         let path = self.journal();
         let mut state: Option<Result<RunState, FoldError>> = None;
         let scan = journal::scan(&path, 0, 1, |r| match &mut state {
@@ -87,6 +96,19 @@ impl RunDir {
             None => Err(JournalError::Empty { path }.into()),
             Some(Err(source)) => Err(WorkspaceError::Fold { path, source }),
             Some(Ok(mut state)) => {
+                // What the store has beyond the file, copied in and folded: the file is
+                // read once.
+                let mut scan = scan;
+                if let Some((records, end)) =
+                    self.copy_from_store(scan.valid_len, state.last_seq + 1)?
+                {
+                    for r in &records {
+                        state.apply(r);
+                    }
+                    scan.count += records.len() as u64;
+                    scan.valid_len = end;
+                    scan.torn_tail = None;
+                }
                 // The sealed cache knows how far the journal went: records missing at
                 // the end were altered or removed.
                 if let Some(cached) = self.sealed_cache()

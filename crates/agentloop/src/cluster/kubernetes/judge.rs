@@ -91,8 +91,7 @@ pub fn judge(pod: Option<&Seen>, job: Option<&Job>) -> Phase {
             Phase::Over(Ended::Lost("was deleted".into()))
         };
     };
-    if let Some((reason, _)) = job_failed(job).filter(|(r, _)| r == "DeadlineExceeded") {
-        let _ = reason;
+    if job_failed(job).is_some_and(|(reason, _)| reason == "DeadlineExceeded") {
         return Phase::Over(Ended::TimedOut);
     }
     let Some(seen) = pod else {
