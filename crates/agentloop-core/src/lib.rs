@@ -3,11 +3,12 @@
 //! agent; the policy does no I/O at all.
 //!
 //! Layers, from the bottom: `values`, `words`, `paths`, `clock`, `fsutil`, `redact`,
-//! `failure`, `signals` → `plan` → `config` → `journal` → `policy`; `exec` and `workspace` are the
+//! `failure`, `signals`, `evidence` → `plan` → `config` → `journal` → `policy`; `exec` and `workspace` are the
 //! effects beside the policy.
 
 pub mod clock;
 pub mod config;
+pub mod evidence;
 pub mod exec;
 pub mod failure;
 pub mod fsutil;
