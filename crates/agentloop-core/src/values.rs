@@ -232,6 +232,19 @@ pub enum OnProtectedChange {
     Allow,
 }
 
+/// How the run-wide `[verify] commands` judge a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Regression {
+    /// A regression check: every test that passed at the run's baseline must still
+    /// pass (read from the runner's report); tests failing at the baseline may go on
+    /// failing. A command with no report falls back to its exit code.
+    #[default]
+    PerTest,
+    /// The whole command must exit 0.
+    ExitCode,
+}
+
 /// What a completed run with workers does with the checked-out branch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -142,6 +142,11 @@ pub(crate) fn event(e: &Event) -> String {
             "baseline of the verification surface: {}",
             agentloop_core::words::plural(files.len(), "file", "files")
         ),
+        Event::TestsBaseline(b) => format!(
+            "test baseline{}: {}",
+            if b.cached { " (cached)" } else { "" },
+            b.words()
+        ),
         Event::JobState(j) => format!("iteration {}: {}", j.iteration, j.describe()),
         Event::SandboxDenied { iteration, denial } => {
             format!(

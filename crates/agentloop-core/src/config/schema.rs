@@ -154,6 +154,11 @@ pub struct VerifyConfig {
     pub validate: bool,
     /// Fix tasks a failed validation hands the agent before the run gives up.
     pub validate_fixes: u32,
+    /// How `commands` judge a task: `per-test` (a regression check: tests that
+    /// passed at the baseline must still pass) or `exit-code` (the command must exit 0).
+    pub regression: crate::values::Regression,
+    /// Tests whose failures are forgiven as flaky (ids or globs, as in `Tests:`).
+    pub flaky: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -411,6 +416,8 @@ impl Default for VerifyConfig {
             carry: Vec::new(),
             validate: true,
             validate_fixes: 2,
+            regression: crate::values::Regression::PerTest,
+            flaky: Vec::new(),
         }
     }
 }

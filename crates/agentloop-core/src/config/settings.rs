@@ -30,6 +30,17 @@ pub struct Settings {
     pub clean_copy: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub carry: Vec<String>,
+    /// Checks are judged from their runners' per-test reports where they have one
+    /// (runs recorded before it existed: by exit code).
+    #[serde(default)]
+    pub evidence: bool,
+    /// How the run-wide checks judge a task (runs recorded before it existed: by
+    /// exit code).
+    #[serde(default = "exit_code")]
+    pub regression: crate::values::Regression,
+    /// Tests whose failures are forgiven as flaky.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flaky: Vec<String>,
     /// The shape the run took (`tool`, `colleague`) and the plan's clarity score when
     /// it started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -122,6 +133,9 @@ impl Settings {
             check_files: c.verify.check_files.clone(),
             clean_copy: c.verify.clean_copy,
             carry: c.verify.carry.clone(),
+            evidence: true,
+            regression: c.verify.regression,
+            flaky: c.verify.flaky.clone(),
             shape: None,
             clarity: None,
             workflow: None,
@@ -173,6 +187,10 @@ impl Settings {
     pub fn in_worktrees(&self) -> bool {
         self.workers > 1 || self.isolate
     }
+}
+
+fn exit_code() -> crate::values::Regression {
+    crate::values::Regression::ExitCode
 }
 
 fn one() -> u32 {

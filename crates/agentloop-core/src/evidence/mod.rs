@@ -11,6 +11,7 @@
 //!
 //! Nothing here knows the journal: the records that carry these types import them.
 
+pub mod baseline;
 pub mod gotest;
 pub mod json;
 pub mod judge;
@@ -24,7 +25,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-pub use judge::{CommandVerdict, Expect, Judged, KnownGood, judge_command};
+pub use baseline::{BaselineCommand, Expected, TestsBaseline};
+pub use judge::{CommandVerdict, Expect, Judged, KnownGood, Seen, judge_command};
 pub use names::TestName;
 pub use runner::{Invocation, ReportAt, Runner};
 
@@ -221,6 +223,28 @@ impl Counts {
             parts.join(", ")
         )
     }
+}
+
+/// What one check's report showed, as the journal keeps it (the tests themselves are
+/// in the iteration's `tests.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommandTests {
+    /// The runner whose report was read (`pytest`, `junit ($AGENTLOOP_TEST_REPORT)`).
+    pub runner: String,
+    #[serde(default)]
+    pub counts: Counts,
+    /// Why there is no report to read: never a pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+    /// Why the report does not clear the check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// The report decided the check (a run-wide check with `regression =
+    /// "exit-code"` is decided by its exit code; its report is only shown).
+    #[serde(default)]
+    pub judged: bool,
 }
 
 /// Why a report could not be read: never a pass.

@@ -106,7 +106,7 @@ impl Invocation {
             files: Vec::new(),
             report_var: report_var.clone(),
         };
-        let Some(found) = recognise(command, workdir) else {
+        let Some(found) = recognise(command, Some(workdir)) else {
             return generic;
         };
         let mut files = Vec::new();
@@ -238,7 +238,7 @@ impl Invocation {
     /// one), where the runner can select one test; else the whole check again.
     pub fn alone(&self, original: &str, id: &str, workdir: &Path, dir: &Path) -> Invocation {
         let mut again = Invocation::new(original, workdir, dir);
-        let Some(found) = recognise(original, workdir) else {
+        let Some(found) = recognise(original, Some(workdir)) else {
             return again;
         };
         let selected = match found.runner {
@@ -266,6 +266,12 @@ impl Invocation {
         }
         again
     }
+}
+
+/// Whether `command` may start a test runner agentloop reads (a package script may:
+/// which runner it starts is known only in the project).
+pub fn may_be_runner(command: &str) -> bool {
+    recognise(command, None).is_some()
 }
 
 /// A command recognised: its words and where the runner's own arguments begin.
@@ -327,7 +333,7 @@ fn join(words: &[String]) -> Option<String> {
 }
 
 /// Which runner `command` starts, if it is one simple command.
-fn recognise(command: &str, workdir: &Path) -> Option<Found> {
+fn recognise(command: &str, workdir: Option<&Path>) -> Option<Found> {
     // Anything the shell would treat as more than one command, or expand, is run as
     // written.
     if !simple(command) {
@@ -349,8 +355,12 @@ fn recognise(command: &str, workdir: &Path) -> Option<Found> {
     if runner != Runner::Jest || !is_package_manager(&words[start]) {
         return Some(found);
     }
-    // `npm test`, `yarn test`, `pnpm run unit`: the script says which runner.
-    script_runner(&words, start, workdir)
+    // `npm test`, `yarn test`, `pnpm run unit`: the script says which runner (and
+    // without the project at hand, it may be one).
+    match workdir {
+        Some(w) => script_runner(&words, start, w),
+        None => Some(found),
+    }
 }
 
 /// Whether the shell would read `command` as one command with literal words: no
@@ -384,7 +394,7 @@ fn script_runner(words: &[String], start: usize, workdir: &Path) -> Option<Found
     let pkg: serde_json::Value = serde_json::from_str(&text).ok()?;
     let script = pkg.get("scripts")?.get(name)?.as_str()?;
     let last = script.rsplit("&&").next()?.trim();
-    let inner = recognise(last, workdir)?;
+    let inner = recognise(last, Some(workdir))?;
     if !matches!(inner.runner, Runner::Jest | Runner::Vitest | Runner::Mocha) || inner.via_script {
         return None;
     }

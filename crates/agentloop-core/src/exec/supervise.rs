@@ -57,7 +57,13 @@ pub struct Spec {
     pub owner: Option<String>,
     /// A command the program runs under (a sandbox: `bwrap … --`), when not empty.
     pub wrap: Vec<OsString>,
+    /// All of standard output, uncapped (up to [`STDOUT_COPY_BYTES`]), also written
+    /// here: a runner's report that is its output (`go test -json`).
+    pub stdout_copy: Option<PathBuf>,
 }
+
+/// The most of standard output [`Spec::stdout_copy`] keeps.
+pub const STDOUT_COPY_BYTES: u64 = 256 * 1024 * 1024;
 
 impl Spec {
     pub fn new(program: impl Into<OsString>, cwd: impl Into<PathBuf>) -> Spec {
@@ -78,6 +84,7 @@ impl Spec {
             pid_file: None,
             owner: None,
             wrap: Vec::new(),
+            stdout_copy: None,
         }
     }
 
@@ -121,11 +128,22 @@ struct Sink {
     tail: VecDeque<u8>,
     tail_cap: usize,
     stderr_tail: VecDeque<u8>,
+    /// `Spec::stdout_copy`, and what was written to it.
+    stdout_copy: Option<(File, u64)>,
 }
 
 impl Sink {
     fn push(&mut self, bytes: &[u8], stream: Stream) {
         self.total += bytes.len() as u64;
+        if !stream.stderr
+            && let Some((f, written)) = &mut self.stdout_copy
+        {
+            let room = STDOUT_COPY_BYTES.saturating_sub(*written) as usize;
+            let now = &bytes[..room.min(bytes.len())];
+            if f.write_all(now).is_ok() {
+                *written += now.len() as u64;
+            }
+        }
         if stream.keep_tail {
             extend_ring(&mut self.tail, bytes, self.tail_cap);
         }
@@ -253,8 +271,13 @@ pub fn spawn(spec: Spec) -> std::io::Result<Running> {
         // that lost power has no leftovers.
         let _ = std::fs::write(p, format!("{}\n", child.id()));
     }
+    let stdout_copy = match &spec.stdout_copy {
+        Some(p) => Some((File::create(p)?, 0)),
+        None => None,
+    };
     let sink = Arc::new(Mutex::new(Sink {
         log,
+        stdout_copy,
         cap: spec.output_cap,
         tail_cap: spec.tail_bytes,
         ..Sink::default()
@@ -394,6 +417,9 @@ impl Running {
             .lock()
             .map_err(|_| std::io::Error::other("output sink poisoned"))?;
         let truncated = sink.finish();
+        if let Some((f, _)) = &mut sink.stdout_copy {
+            let _ = f.flush();
+        }
         Ok(Finished {
             exit_code: status.code(),
             signal: status.signal(),

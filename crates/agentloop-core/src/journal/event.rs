@@ -259,6 +259,9 @@ pub enum Event {
     BaselineRecorded {
         files: super::baseline::Baseline,
     },
+    /// Every check of the run, run once on the tree before any agent worked: each
+    /// test's outcome there, what PASS_TO_PASS is judged against.
+    TestsBaseline(crate::evidence::TestsBaseline),
     /// Before a claimed task is verified: the surface compared with the baseline.
     /// What the open iteration did that its tripwires (`Must-not:`) forbid; a hit
     /// stops the run at the tripwire gate.
@@ -323,6 +326,7 @@ impl Event {
             Event::SandboxDenied { .. } => "sandbox_denied",
             Event::JobState(_) => "job_state",
             Event::BaselineRecorded { .. } => "baseline_recorded",
+            Event::TestsBaseline(_) => "tests_baseline",
             Event::IntegrationStarted { .. } => "integration_started",
             Event::MergeStarted { .. } => "merge_started",
             Event::Merged { .. } => "merged",

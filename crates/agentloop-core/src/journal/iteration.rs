@@ -140,6 +140,70 @@ pub struct VerifyFinished {
     /// A short account of the first failure, for the next prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
+    /// Per-test evidence over all its checks: the named tests, regressions, tests no
+    /// longer run, flaky ones forgiven (none: exit codes only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<crate::evidence::Judged>,
+}
+
+impl VerifyFinished {
+    /// The check that failed, and why: its report's reason (a named test not passing,
+    /// a regression, no report), else its exit.
+    pub fn failure_words(&self) -> String {
+        for c in &self.commands {
+            if let Some(t) = c.tests.as_ref().filter(|t| t.judged) {
+                if let Some(p) = &t.problem {
+                    return format!("`{}`: no per-test evidence: {p}", c.command);
+                }
+                if let Some(r) = &t.reason {
+                    return format!("`{}`: {r}", c.command);
+                }
+                if !c.timed_out && c.exit_code.is_some() {
+                    continue;
+                }
+            }
+            if c.timed_out {
+                return format!("`{}` timed out", c.command);
+            }
+            if c.exit_code != Some(0) {
+                return format!(
+                    "`{}` exited {}",
+                    c.command,
+                    c.exit_code
+                        .map(|e| e.to_string())
+                        .unwrap_or_else(|| "by a signal".into())
+                );
+            }
+        }
+        if let Some(e) = self.evidence.as_ref().filter(|e| !e.unmatched.is_empty()) {
+            return format!(
+                "no report has the tests the task must make pass: {}",
+                e.unmatched.join(", ")
+            );
+        }
+        match self.commands.last() {
+            Some(c) => format!("`{}` does not hold", c.command),
+            None => "the checks failed".into(),
+        }
+    }
+
+    /// `3/3 named tests pass, no regressions` (none without per-test evidence).
+    pub fn evidence_words(&self) -> Option<String> {
+        let e = self.evidence.as_ref()?;
+        let (passing, all) = e.named_passing();
+        let mut parts = Vec::new();
+        if all > 0 {
+            parts.push(format!("{passing}/{all} named tests pass"));
+        }
+        parts.push(match e.regressions.len() {
+            0 => "no regressions".to_string(),
+            n => crate::words::plural(n, "regression", "regressions"),
+        });
+        if !e.flaky.is_empty() {
+            parts.push(format!("{} forgiven as flaky", e.flaky.len()));
+        }
+        Some(parts.join(", "))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -156,6 +220,9 @@ pub struct CommandResult {
     /// A measurement criterion's value, as the command printed it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured: Option<String>,
+    /// What its runner's report showed (none: judged by its exit code alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tests: Option<crate::evidence::CommandTests>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

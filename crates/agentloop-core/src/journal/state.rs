@@ -173,6 +173,12 @@ pub struct RunState {
     /// baselines, or with `on_protected_change = "allow"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<super::baseline::Baseline>,
+    /// Every check's tests on the tree before any agent worked (`tests_baseline`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tests_baseline: Option<crate::evidence::TestsBaseline>,
+    /// Tests seen to fail and then pass when run again alone: judged leniently.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flaky: Vec<String>,
     /// A run with workers: its integration branch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub integration: Option<Integration>,
@@ -288,6 +294,8 @@ impl RunState {
             hook_chain: 0,
             journal_bytes: 0,
             baseline: None,
+            tests_baseline: None,
+            flaky: Vec::new(),
             integration: None,
             ship: Default::default(),
             budget_spent: None,
@@ -446,6 +454,11 @@ impl RunState {
                 }
             }
             Event::VerifyFinished(v) => {
+                for f in v.evidence.iter().flat_map(|e| &e.flaky) {
+                    if !self.flaky.contains(f) {
+                        self.flaky.push(f.clone());
+                    }
+                }
                 if let Some(open) = self.open_mut(v.iteration) {
                     open.verify = Some(v.clone());
                 }
@@ -551,6 +564,7 @@ impl RunState {
                 }
             }
             Event::BaselineRecorded { files } => self.baseline_recorded(files),
+            Event::TestsBaseline(b) => self.tests_baseline = Some(b.clone()),
             Event::IntegrationStarted { branch, base } => self.integration_started(branch, base),
             Event::MergeStarted { iteration, head } => self.merge_started(*iteration, head),
             Event::Merged { iteration, commit } => self.merged(*iteration, commit),

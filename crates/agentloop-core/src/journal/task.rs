@@ -118,6 +118,10 @@ pub struct TaskState {
     /// The checks that passed in the iteration that completed it (the evidence).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checked: Vec<super::event::CommandResult>,
+    /// The per-test evidence of its last verification (of the one that completed it,
+    /// once done): its named tests, regressions, tests no longer run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<crate::evidence::Judged>,
     /// A person approved it at the gate after it (its observation criteria).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub observed: bool,
@@ -186,6 +190,7 @@ impl TaskState {
             agent_failing: false,
             question: None,
             diff_checked: false,
+            evidence: None,
             held: Vec::new(),
             denials: Vec::new(),
             head_at_start: None,

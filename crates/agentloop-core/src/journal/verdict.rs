@@ -42,6 +42,7 @@ impl RunState {
                     .as_ref()
                     .map(|v| v.commands.clone())
                     .unwrap_or_default();
+                t.evidence = open.verify.as_ref().and_then(|v| v.evidence.clone());
                 t.commit = f.commit.clone();
                 t.last_digest = None;
                 t.reset_ladder();
@@ -67,6 +68,9 @@ impl RunState {
             Outcome::Failed => {
                 t.status = TaskStatus::Pending;
                 t.failed_cost_usd = add_usd(t.failed_cost_usd, iteration_cost);
+                if let Some(e) = open.verify.as_ref().and_then(|v| v.evidence.clone()) {
+                    t.evidence = Some(e);
+                }
                 t.last_digest = f.digest.clone().or_else(|| Some(f.reason.clone()));
                 let fp = f
                     .fingerprint

@@ -92,6 +92,7 @@ pub fn plan_from_issues(
                 body: text,
                 acceptance,
                 verify,
+                tests: Vec::new(),
                 depends,
                 gate: None,
                 agent: None,

@@ -29,6 +29,10 @@ pub struct Task {
     pub acceptance: Vec<Criterion>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub verify: Vec<String>,
+    /// The tests this task must make pass (`Tests:`), judged from the runners'
+    /// reports: FAIL_TO_PASS.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tests: Vec<crate::evidence::TestName>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub depends: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -193,6 +197,7 @@ impl Task {
             body: String::new(),
             acceptance: Vec::new(),
             verify: Vec::new(),
+            tests: Vec::new(),
             depends: Vec::new(),
             gate: None,
             agent: None,

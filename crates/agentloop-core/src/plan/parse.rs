@@ -331,6 +331,15 @@ fn parse_task(file: &str, lines: &[&str], first_line: usize) -> Result<Task, Pla
                 }
                 task.verify.push(value.to_string());
             }
+            "tests" => {
+                let names = crate::evidence::TestName::parse_list(value)
+                    .map_err(|e| PlanError::at(file, n, format!("Tests: {e}")))?;
+                for name in names {
+                    if !task.tests.contains(&name) {
+                        task.tests.push(name);
+                    }
+                }
+            }
             "gate" => {
                 once(&mut seen_fields, "Gate")?;
                 task.gate = Some(match value.to_ascii_lowercase().as_str() {
@@ -447,9 +456,10 @@ fn parse_task(file: &str, lines: &[&str], first_line: usize) -> Result<Task, Pla
 
 /// `Key: value` field lines; the key is matched without regard to case.
 fn field(line: &str) -> Option<(&'static str, &str)> {
-    const KEYS: [&str; 12] = [
+    const KEYS: [&str; 13] = [
         "depends",
         "verify",
+        "tests",
         "gate",
         "agent",
         "mode",

@@ -45,6 +45,10 @@ impl Task {
         for v in &self.verify {
             let _ = writeln!(out, "Verify: {v}");
         }
+        if !self.tests.is_empty() {
+            let names: Vec<String> = self.tests.iter().map(|t| t.to_plan()).collect();
+            let _ = writeln!(out, "Tests: {}", names.join(", "));
+        }
         if let Some(g) = self.gate {
             let _ = writeln!(
                 out,
@@ -85,6 +89,7 @@ impl Task {
             || !self.criteria.is_empty()
             || self.reversibility.is_some()
             || !self.verify.is_empty()
+            || !self.tests.is_empty()
             || self.gate.is_some()
             || self.agent.is_some()
             || self.mode.is_some()

@@ -460,14 +460,7 @@ fn judge(
         let first = verify.commands.iter().find(|c| c.exit_code != Some(0));
         let reason = match first {
             Some(c) if c.timed_out => format!("verification timed out: `{}`", c.command),
-            Some(c) => format!(
-                "verification failed: `{}` exited {}",
-                c.command,
-                c.exit_code
-                    .map(|e| e.to_string())
-                    .unwrap_or_else(|| "by a signal".into())
-            ),
-            None => "verification failed".into(),
+            _ => format!("verification failed: {}", verify.failure_words()),
         };
         let claimed = if agent.signals.complete {
             " (the agent claimed the task was complete)"
@@ -506,12 +499,15 @@ fn judge(
             )),
         );
     }
-    (
-        Outcome::Completed,
-        format!(
+    let reason = match verify.evidence_words() {
+        Some(words) => format!(
+            "verified: {words} ({})",
+            plural(verify.commands.len(), "command", "commands")
+        ),
+        None => format!(
             "verified ({})",
             plural(verify.commands.len(), "command passed", "commands passed")
         ),
-        None,
-    )
+    };
+    (Outcome::Completed, reason, None)
 }

@@ -3,6 +3,7 @@
 //! The driver asks `next_action` after every event it records and does what it is told:
 //! record a decision, run an iteration, run verification, wait for a person, or exit.
 mod diffgates;
+pub mod evidence;
 mod judge;
 mod ladder;
 mod prompt;
@@ -62,6 +63,9 @@ pub enum Action {
         iteration: u32,
         cause: crate::journal::RestoreCause,
     },
+    /// Run every check of the run once on the tree before any agent works, and
+    /// record each test's outcome (`tests_baseline`).
+    TestBaseline,
     /// Nothing to do until a control request arrives.
     Wait(WaitReason),
     /// The run is over.
@@ -189,6 +193,9 @@ fn decide(s: &RunState, busy: &[&str]) -> Action {
     }
     if s.settings.gates.plan_approval && !s.plan_approved {
         return Action::Record(Event::GateOpened { gate: Gate::Plan });
+    }
+    if evidence::baseline_due(s) {
+        return Action::TestBaseline;
     }
     // Workers: the tasks of an agent waiting for its usage limit wait with it.
     let limited: Vec<&str> = s

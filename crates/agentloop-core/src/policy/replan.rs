@@ -43,7 +43,7 @@ pub fn review_replan(s: &RunState, task: &str, proposal: &str) -> Event {
 }
 
 /// `into` gets each item of `from` it lacks.
-fn keep_all(into: &mut Vec<String>, from: &[String]) {
+fn keep_all<T: Clone + PartialEq>(into: &mut Vec<T>, from: &[T]) {
     for v in from {
         if !into.contains(v) {
             into.push(v.clone());
@@ -91,6 +91,7 @@ fn apply_replan(s: &RunState, task: &str, proposal: &str) -> Result<Plan, String
     // The original task's checks still have to pass once its replacement is done.
     if let Some(last) = replacement.last_mut() {
         keep_all(&mut last.verify, &original.verify);
+        keep_all(&mut last.tests, &original.tests);
     }
     let replacement_ids: Vec<String> = replacement.iter().map(|t| t.id.clone()).collect();
     for t in &s.plan.tasks {
@@ -107,6 +108,7 @@ fn apply_replan(s: &RunState, task: &str, proposal: &str) -> Result<Plan, String
         // A revision cannot drop what checks a task or what it must not do.
         if let Some(before) = s.plan.task(&t.id) {
             keep_all(&mut t.verify, &before.verify);
+            keep_all(&mut t.tests, &before.tests);
             keep_all(&mut t.must_not, &before.must_not);
             keep_all(&mut t.criteria, &before.criteria);
         }

@@ -354,6 +354,7 @@ pub fn run_agentloop(s: &mut dyn Scenario) -> Outcome {
                         // temp paths) does not make a failure new.
                         fingerprint: (!v.passed).then(|| fingerprint("verify", &v.output)),
                         digest: (!v.passed).then(|| v.output.clone()),
+                        evidence: None,
                     }),
                     clock_ms,
                 );

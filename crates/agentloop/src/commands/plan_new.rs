@@ -185,6 +185,7 @@ fn check_commands(
                 output_cap: cfg.verify.output_cap,
                 log: &log,
                 wrap: Vec::new(),
+                tests: None,
             };
             let Ok(r) = runner.run(0, std::slice::from_ref(&command), || false) else {
                 continue;

@@ -70,6 +70,10 @@ pub(crate) struct AgentJob {
 
 /// Checks to run somewhere, and how.
 pub(crate) struct Checks {
+    /// What the checks' per-test reports must show (none: exit codes decide).
+    pub expected: Option<agentloop_core::evidence::Expected>,
+    /// agentloop's directory for their reports.
+    pub reports: PathBuf,
     pub commands: Vec<String>,
     /// The thresholds of measurement criteria among them.
     pub measures: Vec<(String, agentloop_core::plan::Threshold)>,
@@ -100,6 +104,10 @@ impl Checks {
                 .as_ref()
                 .map(|(s, root)| s.confine_check(root, dir).prefix)
                 .unwrap_or_default(),
+            tests: self.expected.as_ref().map(|e| verify::TestsCheck {
+                expected: e,
+                reports: self.reports.clone(),
+            }),
         };
         runner.run_measured(iteration, &self.commands, &self.measures, || {
             self.stop.load(Ordering::SeqCst)
@@ -186,17 +194,12 @@ fn merge_now(job: &MergeJob) -> Result<MergeOutcome, String> {
         .run(job.iteration, &at, &job.log)
         .map_err(|e| format!("cannot run the checks on the merged result: {e}"))?;
     if !result.passed {
-        let first = result
-            .commands
-            .iter()
-            .find(|c| c.exit_code != Some(0))
-            .map(|c| format!("`{}`", c.command))
-            .unwrap_or_else(|| "the checks".into());
+        let first = result.failure_words();
         return Ok(MergeOutcome::Failed {
             conflict: false,
-            reason: format!("{first} fails on the merged result"),
+            reason: format!("on the merged result, {first}"),
             digest: format!(
-                "Your work passes alone, but {first} fails once it is merged with what other workers did meanwhile (your worktree now has their work merged in). {}",
+                "Your work passes alone, but once it is merged with what other workers did meanwhile (your worktree now has their work merged in), {first}. {}",
                 result.digest.unwrap_or_default()
             ),
             fingerprint: result.fingerprint,

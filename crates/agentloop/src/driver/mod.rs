@@ -2,6 +2,7 @@
 //! before and after. It holds the run's lock for its whole life. The steps of one
 //! iteration are in `steps`.
 
+mod evidence;
 mod executor;
 mod gates;
 mod jobs;
@@ -89,6 +90,7 @@ fn step_words(a: &Action) -> String {
             format!("check the tripwires after iteration {iteration}")
         }
         Action::Validate => "validate the whole project".to_string(),
+        Action::TestBaseline => "take the test baseline".to_string(),
         Action::Restore { iteration, .. } => {
             format!("restore the verification surface changed by iteration {iteration}")
         }
@@ -273,6 +275,7 @@ impl Driver {
                 Action::CheckSurface { iteration } => self.check_surface(iteration)?,
                 Action::CheckTripwires { iteration } => self.check_tripwires(iteration)?,
                 Action::Validate => self.validate()?,
+                Action::TestBaseline => self.test_baseline()?,
                 Action::Merge { .. } => {
                     return Err(CliError::internal(
                         "a run with workers is driven by the scheduler, not the single-worker driver",

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use agentloop_agents::{Agent, AgentRun, Invocation};
 use agentloop_core::exec::{git, verify};
 use agentloop_core::journal::*;
+use agentloop_core::policy::evidence::Place;
 use agentloop_core::policy::{self, IterationPlan};
 use agentloop_core::{fsutil, signals};
 
@@ -183,7 +184,7 @@ impl Driver {
         agentloop_core::redact::Redactor::from_env(&env)
     }
 
-    fn should_stop(&mut self, last: &mut Instant) -> bool {
+    pub(crate) fn should_stop(&mut self, last: &mut Instant) -> bool {
         if self.interrupted.load(Ordering::SeqCst) {
             return true;
         }
@@ -546,12 +547,22 @@ impl Driver {
             None if commands.is_empty() => self.ws.root.clone(),
             None => self.verify_dir(),
         };
+        let place = if self.worktree_of(iteration).is_some() {
+            Place::Worktree
+        } else {
+            Place::Tree
+        };
+        let expected = self.expected(Some(task), place);
         let runner = verify::Runner {
             workdir: &workdir,
             timeout: self.config.verify.timeout,
             output_cap: self.config.verify.output_cap,
             log: &log,
             wrap: self.check_wrap(&workdir),
+            tests: expected.as_ref().map(|e| verify::TestsCheck {
+                expected: e,
+                reports: self.reports_dir(iteration),
+            }),
         };
         let mut last = Instant::now();
         let measures = self.state.plan.measures(task);

@@ -103,6 +103,7 @@ impl Driver {
                 output_cap: self.config.verify.output_cap,
                 log: &log,
                 wrap: Vec::new(),
+                tests: None,
             };
             let result = runner
                 .run(iteration, &[command], || interrupted.load(Ordering::SeqCst))

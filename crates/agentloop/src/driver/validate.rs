@@ -7,6 +7,7 @@ use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
 use agentloop_core::exec::verify;
+use agentloop_core::policy::evidence::Place;
 use agentloop_core::journal::{Event, TaskStatus, VerifyFinished};
 
 use super::Driver;
@@ -71,12 +72,17 @@ impl Driver {
             None => self.verify_dir(),
         };
         let log = self.run.path.join("validation.log");
+        let expected = self.expected(None, Place::Merged);
         let runner = verify::Runner {
             workdir: &dir,
             timeout: self.config.verify.timeout,
             output_cap: self.config.verify.output_cap,
             log: &log,
             wrap: self.check_wrap(&dir),
+            tests: expected.as_ref().map(|e| verify::TestsCheck {
+                expected: e,
+                reports: self.reports_dir(0),
+            }),
         };
         let interrupted = self.interrupted.clone();
         let result = runner.run_measured(0, &commands, &measures, || {

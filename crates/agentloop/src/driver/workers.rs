@@ -4,6 +4,7 @@
 //! thread ([`super::jobs`]); every result comes back here to be recorded, one at a
 //! time, in the one journal.
 
+use agentloop_core::policy::evidence::Place;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -141,13 +142,15 @@ impl Driver {
                 Some(Action::Verify { iteration, task }) => {
                     let dir = self.workdir(iteration);
                     let log = self.run.iteration_dir(iteration).join("verify.log");
-                    let checks = self.checks(&task, &w);
+                    let checks =
+                        self.checks(&task, &w, Place::Worktree, self.reports_dir(iteration));
                     w.busy.insert(iteration);
                     jobs::check(iteration, dir, log, checks, w.done_tx.clone());
                 }
                 Some(Action::Merge { iteration }) => self.start_merge(iteration, &mut w)?,
                 Some(Action::Ship(step)) if w.busy.is_empty() => self.ship(step)?,
                 Some(Action::Validate) if w.busy.is_empty() => self.validate()?,
+                Some(Action::TestBaseline) if w.busy.is_empty() => self.test_baseline()?,
                 Some(Action::CheckDiff { task }) => self.check_task_diff(&task)?,
                 Some(Action::Exit(status)) if w.busy.is_empty() => {
                     return self.finish_workers(status);
@@ -222,8 +225,12 @@ impl Driver {
             .ok_or_else(|| CliError::internal("a run with workers has no integration branch"))
     }
 
-    fn checks(&self, task: &str, w: &Workers) -> Checks {
+    /// A task's checks, as they run at `place` (its worktree, or the merged result)
+    /// with their reports in `reports`.
+    fn checks(&self, task: &str, w: &Workers, place: Place, reports: std::path::PathBuf) -> Checks {
         Checks {
+            expected: self.expected(Some(task), place),
+            reports,
             commands: self.checks_for(task),
             measures: self.state.plan.measures(task),
             timeout: self.config.verify.timeout,
@@ -320,7 +327,12 @@ impl Driver {
                 worktree: self.workdir(iteration),
                 message: format!("agentloop: {task} {title}\n\n{trailer}"),
                 log: self.run.iteration_dir(iteration).join("merge.log"),
-                checks: self.checks(&task, w),
+                checks: self.checks(
+                    &task,
+                    w,
+                    Place::Merged,
+                    self.reports_dir(iteration).join("merge"),
+                ),
             },
             w.done_tx.clone(),
         );

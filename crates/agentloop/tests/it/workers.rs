@@ -189,7 +189,7 @@ echo TASK_COMPLETE"#,
         failed[0]["data"]["reason"]
             .as_str()
             .unwrap()
-            .contains("`sh check.sh` fails on the merged result"),
+            .contains("on the merged result, `sh check.sh` exited 1"),
         "{failed:?}"
     );
     // The breaking version was never on the integration branch.

@@ -223,6 +223,7 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
             Action::CheckSurface { iteration } => d.check_surface(iteration).map_err(e)?,
             Action::CheckTripwires { iteration } => d.check_tripwires(iteration).map_err(e)?,
             Action::Validate => d.validate().map_err(e)?,
+            Action::TestBaseline => d.test_baseline().map_err(e)?,
             Action::Merge { .. } => {
                 return Ok(passive("a run with workers is not driven by a session"));
             }

@@ -79,6 +79,7 @@ pub(super) fn task_completed(input: &TaskCompleted) -> Result<Option<String>, St
         output_cap: config.verify.output_cap,
         log: &dir.join(format!("{}-verify.log", task.id)),
         wrap: Vec::new(),
+        tests: None,
     };
     let v = runner
         .run_measured(0, &commands, &measures, || false)

@@ -472,6 +472,7 @@ impl Driver {
             output_cap: self.config.verify.output_cap,
             log: &log,
             wrap: self.check_wrap(&dir),
+            tests: None,
         };
         let interrupted = self.interrupted.clone();
         let result = runner.run(0, &commands, || interrupted.load(Ordering::SeqCst));

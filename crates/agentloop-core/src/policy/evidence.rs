@@ -1,0 +1,119 @@
+//! Per-test evidence in the run: when the test baseline is taken, and what each
+//! verification must show against it (pure: the driver runs the checks).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use crate::evidence::{Expected, TestName, runner};
+use crate::journal::{RunState, TaskStatus};
+use crate::values::Regression;
+
+/// Where a verification runs, which decides what "passed before" means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// The working tree (one worker): every task done so far is in it.
+    Tree,
+    /// A task's own worktree: only the baseline is sure to be in it.
+    Worktree,
+    /// The merged result on the integration branch, or the whole project at the end
+    /// (validation): every task done so far is in it.
+    Merged,
+}
+
+/// A task's checks (its `Verify:` lines and criteria), then the run's `[verify]
+/// commands`, each once.
+pub fn checks(s: &RunState, task: &str) -> Vec<String> {
+    let mut out = s.plan.checks(task);
+    for c in &s.settings.verify_commands {
+        if !out.contains(c) {
+            out.push(c.clone());
+        }
+    }
+    out
+}
+
+/// Every distinct check of the run, in plan order: what the baseline runs.
+pub fn baseline_commands(s: &RunState) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let plan = &s.plan;
+    for c in plan
+        .tasks
+        .iter()
+        .flat_map(|t| plan.checks_of(Some(t)))
+        .chain(plan.checks_of(None))
+        .chain(s.settings.verify_commands.iter().cloned())
+    {
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Whether the test baseline is to be taken now: the run judges per test, has none
+/// yet, no agent has worked, and a task names tests or a check may start a runner.
+pub fn baseline_due(s: &RunState) -> bool {
+    s.settings.evidence
+        && s.tests_baseline.is_none()
+        && s.iterations == 0
+        && (s.plan.tasks.iter().any(|t| !t.tests.is_empty())
+            || baseline_commands(s)
+                .iter()
+                .any(|c| runner::may_be_runner(c)))
+}
+
+/// What a verification of `task` (none: every done task, as validation checks them)
+/// must show at `place`; `None` when the run judges by exit codes alone.
+pub fn expected(s: &RunState, task: Option<&str>, place: Place) -> Option<Expected> {
+    if !s.settings.evidence {
+        return None;
+    }
+    let done = || {
+        s.tasks
+            .iter()
+            .filter(|t| t.status == TaskStatus::Done && Some(t.id.as_str()) != task)
+    };
+    let (named, own): (Vec<TestName>, Vec<String>) = match task {
+        Some(id) => (
+            s.plan_task(id).map(|t| t.tests.clone()).unwrap_or_default(),
+            s.plan.checks(id),
+        ),
+        None => {
+            let mut named: Vec<TestName> = Vec::new();
+            let mut own: Vec<String> = Vec::new();
+            for t in done() {
+                for n in s.plan_task(&t.id).map(|p| p.tests.as_slice()).unwrap_or(&[]) {
+                    if !named.contains(n) {
+                        named.push(n.clone());
+                    }
+                }
+                for c in s.plan.checks(&t.id) {
+                    if !own.contains(&c) {
+                        own.push(c);
+                    }
+                }
+            }
+            (named, own)
+        }
+    };
+    let made_passing: BTreeSet<String> = if place == Place::Worktree {
+        BTreeSet::new()
+    } else {
+        done()
+            .filter_map(|t| t.evidence.as_ref())
+            .flat_map(|e| &e.named)
+            .filter(|seen| seen.now == Some(crate::evidence::Outcome::Passed))
+            .map(|seen| seen.id.clone())
+            .collect()
+    };
+    let mut flaky = s.settings.flaky.clone();
+    flaky.extend(s.flaky.iter().cloned());
+    Some(Expected {
+        named,
+        baseline: s.tests_baseline.clone().map(Arc::new),
+        made_passing,
+        flaky,
+        own,
+        per_test_regression: s.settings.regression == Regression::PerTest,
+    })
+}

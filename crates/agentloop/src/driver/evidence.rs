@@ -1,0 +1,82 @@
+//! Per-test evidence at work in the driver: the test baseline taken before the first
+//! iteration (every check once, on the clean copy of the tree as no agent has touched
+//! it, or from agentloop's sealed cache for that tree), and what each verification must
+//! show against it.
+
+use std::time::Instant;
+
+use agentloop_core::evidence::Expected;
+use agentloop_core::exec::verify::{self, BaselineCache};
+use agentloop_core::journal::Event;
+use agentloop_core::policy::evidence::{self, Place};
+
+use super::Driver;
+use crate::error::CliError;
+
+impl Driver {
+    /// Takes the run's test baseline and records it (`tests_baseline`); stopped
+    /// half-way, it records nothing and is taken again.
+    pub(crate) fn test_baseline(&mut self) -> Result<(), CliError> {
+        let commands = evidence::baseline_commands(&self.state);
+        let (dir, commit) = self.verify_copy();
+        let tree = commit.and_then(|c| verify::tree_of(&self.ws.root, &c));
+        let cache = tree
+            .as_deref()
+            .and_then(|t| BaselineCache::at(t, &commands).map(|c| (t.to_string(), c)));
+        if let Some((t, c)) = &cache
+            && let Some(mut b) = c.load(t, &commands)
+        {
+            b.cached = true;
+            self.progress
+                .note(&format!("test baseline (cached for this tree): {}", b.words()));
+            return self.record(Event::TestsBaseline(b));
+        }
+        self.progress.note(&format!(
+            "taking the test baseline: {} on the tree before any agent works",
+            agentloop_core::words::plural(commands.len(), "check", "checks")
+        ));
+        let log = self.run.path.join("baseline.log");
+        let reports = verify::reports_dir(&self.run.id, 0)
+            .unwrap_or_else(|| self.run.path.join("reports/0"));
+        let runner = verify::Runner {
+            workdir: &dir,
+            timeout: self.config.verify.timeout,
+            output_cap: self.config.verify.output_cap,
+            log: &log,
+            wrap: self.check_wrap(&dir),
+            tests: None,
+        };
+        let mut last = Instant::now();
+        let taken = runner
+            .baseline(&reports, &commands, tree.clone(), || {
+                self.should_stop(&mut last)
+            })
+            .map_err(|e| CliError::internal(format!("cannot take the test baseline: {e}")))?;
+        let Some(baseline) = taken else {
+            return Ok(());
+        };
+        if self.interrupted.load(std::sync::atomic::Ordering::SeqCst) {
+            return Ok(());
+        }
+        let redactor = self.redactor(&self.state.settings.agent.clone());
+        redactor.scrub_file(&log)?;
+        if let Some((t, c)) = &cache {
+            c.save(t, &commands, &baseline);
+        }
+        self.progress
+            .note(&format!("test baseline: {}", baseline.words()));
+        self.record(Event::TestsBaseline(baseline))
+    }
+
+    /// What a verification of `task` at `place` must show, and where its reports go;
+    /// `None`: exit codes alone decide (a run from before per-test evidence).
+    pub(crate) fn expected(&self, task: Option<&str>, place: Place) -> Option<Expected> {
+        evidence::expected(&self.state, task, place)
+    }
+
+    /// agentloop's directory for iteration `iteration`'s reports (0: validation).
+    pub(crate) fn reports_dir(&self, iteration: u32) -> std::path::PathBuf {
+        verify::reports_dir(&self.run.id, iteration)
+            .unwrap_or_else(|| self.run.path.join("reports").join(iteration.to_string()))
+    }
+}
