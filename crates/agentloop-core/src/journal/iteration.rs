@@ -146,6 +146,16 @@ pub struct VerifyFinished {
     pub evidence: Option<crate::evidence::Judged>,
 }
 
+impl CommandResult {
+    /// Whether it passed: by its report where the report decided, else by its exit.
+    pub fn passed(&self) -> bool {
+        match self.tests.as_ref().filter(|t| t.judged) {
+            Some(t) => !self.timed_out && t.problem.is_none() && t.reason.is_none(),
+            None => self.exit_code == Some(0),
+        }
+    }
+}
+
 impl VerifyFinished {
     /// The check that failed, and why: its report's reason (a named test not passing,
     /// a regression, no report), else its exit.

@@ -5,6 +5,7 @@
 mod baseline;
 mod control;
 mod event;
+mod evidence;
 mod history;
 mod integration;
 mod iteration;
@@ -30,6 +31,7 @@ mod writer;
 
 pub use baseline::*;
 pub use event::*;
+pub use evidence::{TaskEvidence, TestRow, task_evidence};
 pub use integration::{Integration, MergeState};
 pub use lanes::{Lane, Phase};
 pub use person::{Gate, Request};

@@ -40,7 +40,7 @@ impl Verdict {
                 "every task done, every criterion verified by running it, measuring it or a person's confirmation"
             }
             Verdict::Monitor => {
-                "something rests on review alone, or is not done: watch it before relying on it"
+                "something rests on review or exit codes alone, or is not done: watch it before relying on it"
             }
             Verdict::Research => "something is only assumed: find out before relying on it",
         }
@@ -56,6 +56,8 @@ pub enum Met {
     /// Rests on the agent's word or a reviewer alone.
     Reviewed,
     Assumed,
+    /// Its checks passed by exit code, with no per-test evidence to back them.
+    ExitCode,
 }
 
 /// One line of the criteria table.
@@ -73,14 +75,15 @@ pub struct Row {
 fn ran(s: &RunState, task: &str, command: &str) -> Option<String> {
     let t = s.task(task)?;
     let c = t.checked.iter().find(|c| c.command == command)?;
-    (c.exit_code == Some(0)).then(|| {
+    c.passed().then(|| {
         let at = t
             .completed_iteration
             .map(|i| format!(" in iteration {i}"))
             .unwrap_or_default();
-        match &c.measured {
-            Some(v) => format!("measured {v}{at}"),
-            None => format!("exit 0{at}, {:.1}s", c.duration_ms as f64 / 1000.0),
+        match (&c.measured, c.tests.as_ref().filter(|t| t.judged)) {
+            (Some(v), _) => format!("measured {v}{at}"),
+            (None, Some(t)) => format!("{}: {}{at}", t.runner, t.counts.words()),
+            (None, None) => format!("exit 0{at}, {:.1}s", c.duration_ms as f64 / 1000.0),
         }
     })
 }
@@ -110,6 +113,60 @@ fn requirement_row(s: &RunState, task: &str, r: &Requirement) -> Row {
     }
 }
 
+/// A task's per-test evidence as a criterion: its named tests went from failing to
+/// passing (FAIL_TO_PASS) and nothing that passed before fails (PASS_TO_PASS); or its
+/// checks passed by exit code alone.
+fn tests_row(s: &RunState, task: &str, names: bool) -> Option<Row> {
+    let t = s.task(task)?;
+    let e = super::task_evidence(s, t);
+    let done = t.status == TaskStatus::Done;
+    let (met, evidence) = match &e {
+        None if !names => return None,
+        None => (Met::Unverified, "not seen passing".to_string()),
+        Some(e) if e.exit_code_only => (
+            Met::ExitCode,
+            "exit code only: no per-test evidence (no check's runner gave a report)".into(),
+        ),
+        Some(e) if done => {
+            let kept = s
+                .tests_baseline
+                .as_ref()
+                .map(|b| {
+                    b.all_tests()
+                        .values()
+                        .filter(|o| **o == crate::evidence::Outcome::Passed)
+                        .count()
+                })
+                .unwrap_or(0);
+            let at = t
+                .evidence_at
+                .map(|i| format!(" in iteration {i}"))
+                .unwrap_or_default();
+            (
+                Met::Verified,
+                format!(
+                    "FAIL_TO_PASS {}/{}; PASS_TO_PASS: {} still pass{at}",
+                    e.named_passing,
+                    e.named,
+                    plural(kept, "test", "tests")
+                ),
+            )
+        }
+        Some(e) => (Met::Unverified, e.words()),
+    };
+    Some(Row {
+        task: Some(task.to_string()),
+        kind: "tests",
+        criterion: if names {
+            "its named tests pass, and every test that passed at the baseline still does".into()
+        } else {
+            "every test that passed at the baseline still passes".into()
+        },
+        met,
+        evidence,
+    })
+}
+
 /// Every criterion with how it was met.
 pub fn rows(s: &RunState) -> Vec<Row> {
     let mut out = Vec::new();
@@ -134,6 +191,9 @@ pub fn rows(s: &RunState) -> Vec<Row> {
             }
         }
         let done = s.task(&p.id).is_some_and(|t| t.status == TaskStatus::Done);
+        if let Some(row) = tests_row(s, &p.id, !p.tests.is_empty()) {
+            out.push(row);
+        }
         if out.len() == start && !s.settings.verify_commands.is_empty() {
             // Checked by the run's commands only: their rows below say so.
             continue;
@@ -290,6 +350,7 @@ pub fn summary(s: &RunState) -> String {
             Met::Unverified => "NOT verified",
             Met::Reviewed => "review only",
             Met::Assumed => "assumed",
+            Met::ExitCode => "exit code only",
         };
         let _ = writeln!(
             out,

@@ -122,6 +122,9 @@ pub struct TaskState {
     /// once done): its named tests, regressions, tests no longer run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<crate::evidence::Judged>,
+    /// The iteration whose verification `evidence` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence_at: Option<u32>,
     /// A person approved it at the gate after it (its observation criteria).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub observed: bool,
@@ -191,6 +194,7 @@ impl TaskState {
             question: None,
             diff_checked: false,
             evidence: None,
+            evidence_at: None,
             held: Vec::new(),
             denials: Vec::new(),
             head_at_start: None,

@@ -43,6 +43,7 @@ impl RunState {
                     .map(|v| v.commands.clone())
                     .unwrap_or_default();
                 t.evidence = open.verify.as_ref().and_then(|v| v.evidence.clone());
+                t.evidence_at = t.evidence.as_ref().map(|_| f.iteration);
                 t.commit = f.commit.clone();
                 t.last_digest = None;
                 t.reset_ladder();
@@ -70,6 +71,7 @@ impl RunState {
                 t.failed_cost_usd = add_usd(t.failed_cost_usd, iteration_cost);
                 if let Some(e) = open.verify.as_ref().and_then(|v| v.evidence.clone()) {
                     t.evidence = Some(e);
+                    t.evidence_at = Some(f.iteration);
                 }
                 t.last_digest = f.digest.clone().or_else(|| Some(f.reason.clone()));
                 let fp = f

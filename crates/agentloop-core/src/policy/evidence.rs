@@ -82,7 +82,11 @@ pub fn expected(s: &RunState, task: Option<&str>, place: Place) -> Option<Expect
             let mut named: Vec<TestName> = Vec::new();
             let mut own: Vec<String> = Vec::new();
             for t in done() {
-                for n in s.plan_task(&t.id).map(|p| p.tests.as_slice()).unwrap_or(&[]) {
+                for n in s
+                    .plan_task(&t.id)
+                    .map(|p| p.tests.as_slice())
+                    .unwrap_or(&[])
+                {
                     if !named.contains(n) {
                         named.push(n.clone());
                     }

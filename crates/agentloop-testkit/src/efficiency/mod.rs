@@ -287,6 +287,10 @@ pub fn run_agentloop(s: &mut dyn Scenario) -> Outcome {
                 }
             }
             Action::Merge { .. } => unreachable!("the suite runs one worker"),
+            // The scenarios' checks are their verdicts: no runner, no test baseline.
+            Action::TestBaseline => {
+                apply(&mut st, Event::TestsBaseline(Default::default()), clock_ms)
+            }
             Action::CheckTripwires { .. } => unreachable!("the suite's plans have no tripwires"),
             // The scenarios' work stays verified: validation passes.
             Action::Validate => apply(

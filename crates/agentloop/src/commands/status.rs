@@ -64,6 +64,12 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
             money(t.cost_usd),
             t.title
         );
+        if let Some(e) = agentloop_core::journal::task_evidence(s, t) {
+            outln!("    {:width$}  tests: {}", "", e.words());
+        }
+    }
+    if let Some(b) = &s.tests_baseline {
+        outln!("baseline: {}", b.words());
     }
     if s.settings.in_worktrees() {
         workers(s)?;
@@ -337,11 +343,24 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
     v["clarity"] = json!(s.settings.clarity);
     v["prerequisites"] = json!(s.prerequisites);
     v["criteria"] = json!(agentloop_core::journal::criteria_rows(s));
+    v["tests_baseline"] = json!(s.tests_baseline.as_ref().map(|b| {
+        let c = b.counts();
+        json!({
+            "tests": c.total(),
+            "failing": c.failed + c.errored,
+            "counts": c,
+            "cached": b.cached,
+            "tree": b.tree,
+            "unavailable": b.unavailable,
+            "words": b.words(),
+        })
+    }));
     v["sandbox"] = sandbox_json(s);
     // Skip reasons are kept with each task.
     if let Some(tasks) = v["tasks"].as_array_mut() {
         for (row, t) in tasks.iter_mut().zip(&s.tasks) {
             row["skip_reason"] = json!(t.skip_reason);
+            row["evidence"] = json!(agentloop_core::journal::task_evidence(s, t));
             row["class"] = json!(
                 s.plan_task(&t.id)
                     .map(|p| agentloop_core::plan::reversibility(p).0)

@@ -27,8 +27,10 @@ impl Driver {
             && let Some(mut b) = c.load(t, &commands)
         {
             b.cached = true;
-            self.progress
-                .note(&format!("test baseline (cached for this tree): {}", b.words()));
+            self.progress.note(&format!(
+                "test baseline (cached for this tree): {}",
+                b.words()
+            ));
             return self.record(Event::TestsBaseline(b));
         }
         self.progress.note(&format!(
@@ -36,8 +38,8 @@ impl Driver {
             agentloop_core::words::plural(commands.len(), "check", "checks")
         ));
         let log = self.run.path.join("baseline.log");
-        let reports = verify::reports_dir(&self.run.id, 0)
-            .unwrap_or_else(|| self.run.path.join("reports/0"));
+        let reports =
+            verify::reports_dir(&self.run.id, 0).unwrap_or_else(|| self.run.path.join("reports/0"));
         let runner = verify::Runner {
             workdir: &dir,
             timeout: self.config.verify.timeout,

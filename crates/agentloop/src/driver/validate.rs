@@ -7,8 +7,8 @@ use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
 use agentloop_core::exec::verify;
-use agentloop_core::policy::evidence::Place;
 use agentloop_core::journal::{Event, TaskStatus, VerifyFinished};
+use agentloop_core::policy::evidence::Place;
 
 use super::Driver;
 use crate::error::CliError;

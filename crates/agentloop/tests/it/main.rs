@@ -9,6 +9,7 @@ mod cli;
 mod control;
 mod crash;
 mod efficiency;
+mod evidence;
 mod gates;
 mod hook_agents;
 mod hook_mode;

@@ -140,9 +140,11 @@ pub(crate) fn verified(iteration: u32, passed: bool, fp: &str) -> Event {
             output_bytes: 1,
             truncated: false,
             measured: None,
+            tests: None,
         }],
         fingerprint: (!passed).then(|| fp.to_string()),
         digest: (!passed).then(|| format!("failure {fp}")),
+        evidence: None,
     })
 }
 
@@ -507,6 +509,7 @@ proptest! {
                 // The generated runs ship nowhere.
                 Action::Ship(_) => prop_assert!(false, "a run without [ship] shipped"),
                 Action::CheckDiff { .. } => prop_assert!(false, "a run without diff gates read a diff"),
+                Action::TestBaseline => prop_assert!(false, "a plan without runners took a test baseline"),
                 Action::Record(e) => {
                     if let Event::IterationFinished(f) = &e && f.outcome == Outcome::Completed {
                         prop_assert!(verified_ok.contains(&f.iteration), "completed without passing verification");

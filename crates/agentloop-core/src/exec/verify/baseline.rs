@@ -40,7 +40,12 @@ impl Runner<'_> {
             if f.killed {
                 return Ok(None);
             }
-            writeln!(log, "[{} after {:.2}s]", self.status_words(&f), f.duration.as_secs_f64())?;
+            writeln!(
+                log,
+                "[{} after {:.2}s]",
+                self.status_words(&f),
+                f.duration.as_secs_f64()
+            )?;
             let ev = read_evidence(&inv, self.workdir);
             let (runner, report) = match ev {
                 Some(e) => (Some(e.runner), Some(e.report)),
@@ -73,7 +78,9 @@ impl Runner<'_> {
                         .unwrap_or_default();
                     writeln!(log, "[baseline: {r}: {counts}]\n")?;
                 }
-                (Some(r), Some(p)) => writeln!(log, "[baseline: {r}: no per-test evidence: {p}]\n")?,
+                (Some(r), Some(p)) => {
+                    writeln!(log, "[baseline: {r}: no per-test evidence: {p}]\n")?
+                }
                 (None, _) => writeln!(log, "[baseline: exit code only: no per-test evidence]\n")?,
             }
             out.push(entry);

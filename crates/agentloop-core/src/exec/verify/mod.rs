@@ -97,7 +97,11 @@ impl Runner<'_> {
                 writeln!(log, "[agentloop runs it as: {}]", i.command)?;
                 log.flush()?;
             }
-            let f = self.spawn(inv.as_ref().map_or(cmd, |i| &i.command), inv.as_ref(), &mut should_stop)?;
+            let f = self.spawn(
+                inv.as_ref().map_or(cmd, |i| &i.command),
+                inv.as_ref(),
+                &mut should_stop,
+            )?;
             let status = self.status_words(&f);
             writeln!(log, "[{status} after {:.2}s]\n", f.duration.as_secs_f64())?;
             let tail = String::from_utf8_lossy(&f.tail).into_owned();
@@ -122,26 +126,24 @@ impl Runner<'_> {
             // A check that timed out or was stopped proves nothing, whatever it wrote.
             let finished = !f.timed_out && !f.killed;
             let verdict = match (&self.tests, &evidence) {
-                (Some(t), Some(ev)) if finished => Some(self.verdict(
-                    t,
-                    cmd,
-                    &f,
-                    ev,
-                    k,
-                    &mut log,
-                    &mut should_stop,
-                )?),
+                (Some(t), Some(ev)) if finished => {
+                    Some(self.verdict(t, cmd, &f, ev, k, &mut log, &mut should_stop)?)
+                }
                 _ => None,
             };
             if let (Some(t), Some(ev)) = (&self.tests, &evidence) {
-                any_evidence = true;
                 let judged_by_tests = t.expected.judged_by_tests(cmd);
+                any_evidence |= judged_by_tests;
                 let mut ct = CommandTests {
                     runner: ev.runner.clone(),
                     counts: ev.report.as_ref().map(Report::counts).unwrap_or_default(),
                     problem: ev.report.as_ref().err().cloned(),
                     reason: None,
-                    notes: ev.report.as_ref().map(|r| r.notes.clone()).unwrap_or_default(),
+                    notes: ev
+                        .report
+                        .as_ref()
+                        .map(|r| r.notes.clone())
+                        .unwrap_or_default(),
                     judged: judged_by_tests,
                 };
                 if let Ok(r) = &ev.report {
@@ -162,10 +164,9 @@ impl Runner<'_> {
                 if judged_by_tests {
                     let failed = match (&ev.report, &verdict) {
                         (Err(p), _) => Some(format!("`{cmd}`: no per-test evidence: {p}")),
-                        (Ok(_), Some(v)) if !v.passed => Some(format!(
-                            "`{cmd}`: {}",
-                            v.reason.clone().unwrap_or_default()
-                        )),
+                        (Ok(_), Some(v)) if !v.passed => {
+                            Some(format!("`{cmd}`: {}", v.reason.clone().unwrap_or_default()))
+                        }
                         _ => None,
                     };
                     let cut_short = !finished;
@@ -235,9 +236,10 @@ impl Runner<'_> {
         let passed = failure.is_none() && measured_failure.is_none() && tests_failure.is_none();
         let (fingerprint, digest) = match (failure, measured_failure, tests_failure) {
             (None, None, None) => (None, None),
-            (None, None, Some((reason, digest))) => {
-                (Some(fingerprint("tests", &judged_ids(&judged, &reason))), Some(digest))
-            }
+            (None, None, Some((reason, digest))) => (
+                Some(fingerprint("tests", &judged_ids(&judged, &reason))),
+                Some(digest),
+            ),
             (None, Some((cmd, said, tail)), _) => (
                 Some(fingerprint(&cmd, &said)),
                 Some(format!(
@@ -269,13 +271,10 @@ impl Runner<'_> {
             }
         };
         let evidence = (any_evidence
-            && (!judged.named.is_empty()
-                || !judged.unmatched.is_empty()
-                || !judged.regressions.is_empty()
-                || !judged.dropped.is_empty()
-                || !judged.failing.is_empty()
-                || !judged.flaky.is_empty()
-                || self.tests.as_ref().is_some_and(|t| !t.expected.named.is_empty())))
+            || self
+                .tests
+                .as_ref()
+                .is_some_and(|t| !t.expected.named.is_empty()))
         .then_some(judged);
         Ok(VerifyFinished {
             iteration,
@@ -349,12 +348,15 @@ impl Runner<'_> {
         let mut forgiven = Vec::new();
         for (n, seen) in v.regressions.iter().take(RERUNS).enumerate() {
             let dir = t.reports.join(format!("{k}-again-{n}"));
-            let again = prepare(cmd, self.workdir, &dir)?
-                .alone(cmd, &seen.id, self.workdir, &dir);
+            let again = prepare(cmd, self.workdir, &dir)?.alone(cmd, &seen.id, self.workdir, &dir);
             for (p, text) in &again.files {
                 std::fs::write(p, text)?;
             }
-            writeln!(log, "[{} failed; run again alone: {}]", seen.id, again.command)?;
+            writeln!(
+                log,
+                "[{} failed; run again alone: {}]",
+                seen.id, again.command
+            )?;
             log.flush()?;
             let g = self.spawn(&again.command, Some(&again), should_stop)?;
             let passed_alone = read_evidence(&again, self.workdir)
@@ -373,7 +375,10 @@ impl Runner<'_> {
         }
         if !forgiven.is_empty() {
             let mut expect = expect;
-            expect.known.flaky.extend(forgiven.iter().map(String::as_str));
+            expect
+                .known
+                .flaky
+                .extend(forgiven.iter().map(String::as_str));
             v = evidence::judge_command(report, f.exit_code, &expect);
         }
         Ok(v)
@@ -401,14 +406,13 @@ fn read_evidence(inv: &Invocation, workdir: &Path) -> Option<Evidence> {
     match inv.runner {
         Some(r) => Some(Evidence {
             runner: r.name().to_string(),
-            report: evidence::read(inv.format, inv.report.path(), workdir)
-                .map_err(|e| match e {
-                    ReportError::Missing(_) => format!(
-                        "{} wrote no report (it crashed, or something kept it from finishing)",
-                        r.name()
-                    ),
-                    e => e.to_string(),
-                }),
+            report: evidence::read(inv.format, inv.report.path(), workdir).map_err(|e| match e {
+                ReportError::Missing(_) => format!(
+                    "{} wrote no report (it crashed, or something kept it from finishing)",
+                    r.name()
+                ),
+                e => e.to_string(),
+            }),
         }),
         None if inv.report_var.exists() => Some(Evidence {
             runner: format!("junit (${})", evidence::runner::REPORT_VAR),
@@ -530,7 +534,11 @@ mod tests {
         assert!(!v.passed, "exit 0 with the named test failed");
         let ct = v.commands[0].tests.as_ref().unwrap();
         assert_eq!(ct.counts.failed, 1);
-        assert!(v.digest.as_deref().unwrap().contains("t::b: failed"), "{:?}", v.digest);
+        assert!(
+            v.digest.as_deref().unwrap().contains("t::b: failed"),
+            "{:?}",
+            v.digest
+        );
         let e = v.evidence.unwrap();
         assert_eq!(e.named_passing(), (0, 1));
         // A check that writes no report is judged by its exit code, and says so.
