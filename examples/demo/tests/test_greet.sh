@@ -1,8 +1,14 @@
 #!/bin/sh
 # T1: a plain greeting.
-out=$(sh src/greet.sh Ada) || { echo "FAIL: src/greet.sh Ada exited $?"; exit 1; }
-if [ "$out" != "Hello, Ada!" ]; then
-  echo "FAIL: expected 'Hello, Ada!', got '$out'"
-  exit 1
+. tests/lib.sh
+suite greet
+out=$(sh src/greet.sh Ada)
+code=$?
+if [ "$code" -ne 0 ]; then
+  fail "plain greeting" "src/greet.sh Ada exited $code"
+elif [ "$out" != "Hello, Ada!" ]; then
+  fail "plain greeting" "expected 'Hello, Ada!', got '$out'"
+else
+  pass "plain greeting"
 fi
-echo "ok: plain greeting"
+finish

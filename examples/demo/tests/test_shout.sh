@@ -1,8 +1,14 @@
 #!/bin/sh
 # T2: --shout upper-cases the whole greeting.
-out=$(sh src/greet.sh --shout Ada) || { echo "FAIL: src/greet.sh --shout Ada exited $?"; exit 1; }
-if [ "$out" != "HELLO, ADA!" ]; then
-  echo "FAIL: expected 'HELLO, ADA!', got '$out'"
-  exit 1
+. tests/lib.sh
+suite shout
+out=$(sh src/greet.sh --shout Ada)
+code=$?
+if [ "$code" -ne 0 ]; then
+  fail "shouted greeting" "src/greet.sh --shout Ada exited $code"
+elif [ "$out" != "HELLO, ADA!" ]; then
+  fail "shouted greeting" "expected 'HELLO, ADA!', got '$out'"
+else
+  pass "shouted greeting"
 fi
-echo "ok: shouted greeting"
+finish

@@ -36,8 +36,14 @@ oscillation = 2         # the tree returns to a state it was already in this man
 debug_after = 2         # after the same failure this many times: one DEBUG iteration (0: never)
 
 [verify]
-# Run after every task's own `Verify:` commands.
+# Run after every task's own `Verify:` commands. They are regression checks: every
+# test that passed when the run started must still pass, read test by test from the
+# runner's own report (pytest, cargo nextest/test, go test, jest, vitest, mocha, maven,
+# gradle, rspec, or JUnit XML written to $AGENTLOOP_TEST_REPORT); tests failing then
+# may go on failing until a task names them in its `Tests:` line.
 commands = []
+regression = "per-test"  # or "exit-code": each command must exit 0, all or nothing
+# flaky = ["tests/test_net.py::*"]  # tests whose failures are forgiven
 timeout = "10m"
 # After the last task every check runs again on the whole project; a failure reopens work.
 validate = true

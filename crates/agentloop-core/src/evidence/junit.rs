@@ -123,9 +123,12 @@ fn result(case: &junit_parser::TestCase, ids: Ids) -> TestResult {
             (o, Some(say(&s.message, &s.text)).filter(|m| !m.is_empty()))
         }
     };
-    let id = match ids {
-        Ids::Plain => case.name.clone(),
-        Ids::Pytest => pytest_id(case),
+    // pytest's report (its cases name their `.py` file), wherever it came from.
+    let pytest = ids == Ids::Pytest || case.file.as_deref().is_some_and(|f| f.ends_with(".py"));
+    let id = if pytest {
+        pytest_id(case)
+    } else {
+        case.name.clone()
     };
     TestResult {
         id,

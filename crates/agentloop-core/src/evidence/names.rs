@@ -124,6 +124,61 @@ fn glob(pattern: &[u8], text: &[u8]) -> bool {
     pattern[p..].iter().all(|&c| c == b'*')
 }
 
+/// What the baseline says of a name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NameCheck {
+    /// It names tests the baseline collected: how many fail there, how many pass.
+    Matched { failing: usize, passing: usize },
+    /// It names no collected test, but a file it points into did not import at the
+    /// baseline (its tests could not be collected).
+    NotCollected { file: String },
+    /// A test the task adds (`(new)`), not there yet.
+    New,
+    /// It names no test the baseline collected.
+    Unmatched,
+}
+
+/// Each name against the ids the baseline collected (id → outcome).
+pub fn check_names(
+    names: &[TestName],
+    collected: &std::collections::BTreeMap<&str, super::Outcome>,
+) -> Vec<NameCheck> {
+    names
+        .iter()
+        .map(|n| {
+            let hits: Vec<super::Outcome> = collected
+                .iter()
+                .filter(|(id, _)| n.matches(id))
+                .map(|(_, o)| *o)
+                .collect();
+            if !hits.is_empty() {
+                let passing = hits
+                    .iter()
+                    .filter(|o| **o == super::Outcome::Passed)
+                    .count();
+                return NameCheck::Matched {
+                    failing: hits.len() - passing,
+                    passing,
+                };
+            }
+            // A module that failed to import is one errored entry named after its file.
+            let broken = collected.iter().find(|(id, o)| {
+                **o == super::Outcome::Errored
+                    && !id.contains("::")
+                    && (n.pattern.starts_with(&format!("{id}::"))
+                        || id.ends_with(n.pattern.split("::").next().unwrap_or("")))
+            });
+            match broken {
+                Some((file, _)) => NameCheck::NotCollected {
+                    file: file.to_string(),
+                },
+                None if n.new => NameCheck::New,
+                None => NameCheck::Unmatched,
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,5 +225,39 @@ mod tests {
         assert!(TestName::parse_list("*").is_err());
         assert!(TestName::parse_list("`a, b").is_err());
         assert!(TestName::parse_list("").is_err());
+    }
+
+    #[test]
+    fn names_are_checked_against_what_the_baseline_collected() {
+        use super::super::Outcome::*;
+        let collected: std::collections::BTreeMap<&str, super::super::Outcome> = [
+            ("tests/a.py::t1", Failed),
+            ("tests/a.py::t2", Passed),
+            ("tests/broken.py", Errored),
+        ]
+        .into_iter()
+        .collect();
+        let names = TestName::parse_list(
+            "tests/a.py::*, a.py::t2, tests/broken.py::t, tests/c.py::x (new), nope",
+        )
+        .unwrap();
+        assert_eq!(
+            check_names(&names, &collected),
+            [
+                NameCheck::Matched {
+                    failing: 1,
+                    passing: 1
+                },
+                NameCheck::Matched {
+                    failing: 0,
+                    passing: 1
+                },
+                NameCheck::NotCollected {
+                    file: "tests/broken.py".into()
+                },
+                NameCheck::New,
+                NameCheck::Unmatched,
+            ]
+        );
     }
 }

@@ -84,7 +84,9 @@ pub fn task_evidence(s: &RunState, t: &TaskState) -> Option<TaskEvidence> {
     }
     let Some(e) = &t.evidence else {
         // Verified without a report: its exit codes decided.
-        let verified_by_exit = t.status == TaskStatus::Done && !t.checked.is_empty();
+        let verified_by_exit = t.status == TaskStatus::Done
+            && !t.checked.is_empty()
+            && !t.checked.iter().any(|c| c.measured.is_some());
         return verified_by_exit.then(|| TaskEvidence {
             named: 0,
             named_passing: 0,

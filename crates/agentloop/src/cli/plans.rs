@@ -12,7 +12,7 @@ pub enum PlanCommand {
     ///
     /// Ids, dependencies, cycles, agents, placeholders and front-matter settings.
     #[command(
-        after_help = "Examples:\n  agentloop plan check\n  agentloop plan check docs/PLAN.md --json"
+        after_help = "Examples:\n  agentloop plan check\n  agentloop plan check --baseline\n  agentloop plan check docs/PLAN.md --json"
     )]
     Check {
         /// The plan file.
@@ -21,6 +21,11 @@ pub enum PlanCommand {
         /// The parsed plan as JSON on stdout.
         #[arg(long)]
         json: bool,
+        /// Run the checks once on a clean copy of the tree as it is, and check each
+        /// task's `Tests:` against the tests they report: a name that matches no test
+        /// is an error, one that already passes is flagged.
+        #[arg(long)]
+        baseline: bool,
     },
     /// Convert a snarktank/ralph prd.json or a Task Master tasks.json into PLAN.md.
     #[command(

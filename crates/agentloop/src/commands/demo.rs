@@ -22,6 +22,10 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../../../../examples/demo/agent/example-agent.sh"),
     ),
     (
+        "tests/lib.sh",
+        include_str!("../../../../examples/demo/tests/lib.sh"),
+    ),
+    (
         "tests/test_greet.sh",
         include_str!("../../../../examples/demo/tests/test_greet.sh"),
     ),

@@ -18,6 +18,10 @@ What to do, in as much detail as a new colleague would need.
 
 Verify: echo \"replace with a command that proves T1 works, e.g. cargo test\"
 
+(Add a `Tests:` line naming the tests this task must make pass, as the runner reports
+them: `tests/test_x.py::test_y`, `ops::div_*`, `example.com/m::TestDiv`, `(new)` after a
+test the task adds. `agentloop plan check --baseline` shows what each name matches.)
+
 Acceptance:
 - [ ] something a reviewer can check
 
@@ -51,7 +55,10 @@ pub fn init(dir: &Path) -> Result<ExitKind, CliError> {
         );
         TEMPLATE.replace(
             "commands = []",
-            &format!("# Found in {}.\ncommands = [{list}]", found.from.join(", ")),
+            &format!(
+                "# Found in {}: regression checks, as said above (a test suite that fails\n# today does not block the first task).\ncommands = [{list}]",
+                found.from.join(", ")
+            ),
         )
     };
     write_new(&dir.join("agentloop.toml"), &config)?;

@@ -12,6 +12,7 @@ mod journal;
 mod log;
 mod mcp;
 mod plan;
+mod plan_baseline;
 mod plan_new;
 mod queue;
 mod run;
@@ -124,7 +125,11 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
             hook::hook(args.first().map(String::as_str).unwrap_or_default())
         }
         Command::Hook(event) => hook::hook(event.event().unwrap_or_default()),
-        Command::Plan(PlanCommand::Check { plan, json }) => plan::check(&cwd()?, &plan, json),
+        Command::Plan(PlanCommand::Check {
+            plan,
+            json,
+            baseline,
+        }) => plan::check(&cwd()?, &plan, json, baseline),
         Command::Plan(PlanCommand::Import {
             file,
             output,

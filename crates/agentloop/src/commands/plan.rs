@@ -7,7 +7,7 @@ use agentloop_core::words::plural;
 
 use crate::error::{CliError, ExitKind};
 
-pub fn check(cwd: &Path, path: &Path, as_json: bool) -> Result<ExitKind, CliError> {
+pub fn check(cwd: &Path, path: &Path, as_json: bool, baseline: bool) -> Result<ExitKind, CliError> {
     let plan = Plan::load_named(&cwd.join(path), &path.display().to_string())?;
     // The front matter must be valid configuration too.
     let ws = agentloop_core::workspace::Workspace::find(cwd);
@@ -82,8 +82,11 @@ pub fn check(cwd: &Path, path: &Path, as_json: bool) -> Result<ExitKind, CliErro
             d.question.unwrap_or_default()
         );
     }
+    if baseline {
+        super::plan_baseline::check(&ws.root, &plan, &layered.config)?;
+    }
     for t in plan.tasks.iter().filter(|t| t.verify.is_empty()) {
-        if !plan_wide {
+        if !plan_wide && layered.config.verify.commands.is_empty() {
             crate::render::warn(&format!(
                 "task {} has no `Verify:` command; unless agentloop.toml sets [verify] commands, its completion rests on the agent's word",
                 t.id

@@ -132,3 +132,172 @@ fn a_python_project_with_six_tests_failing_at_baseline_reaches_ship_with_inits_d
     let summary = std::fs::read_to_string(p.run_dir().join("summary.md")).unwrap();
     assert!(summary.contains("FAIL_TO_PASS"), "{summary}");
 }
+
+/// One task (division) whose agent games its check instead of doing the work, with
+/// the verification surface not judged (`on_protected_change = "allow"`): only the
+/// per-test evidence stands between the agent and a task marked done.
+fn gamed(verify: &str, attack: &str, extra: &[(&str, &str)]) -> Project {
+    let plan = format!(
+        "# Division\n\nAdd division.\n\n## T1: Division\nMax-iterations: 2\n\nAdd `div(a, b)` to `calc/__init__.py`.\n\nVerify: {verify}\nTests: tests/test_div.py::test_div, tests/test_div.py::test_div_by_zero\n"
+    );
+    let mut s = calc()
+        .plan(&plan)
+        .agent(&agent(&format!("{attack}\necho TASK_COMPLETE\n")))
+        .config("[verify]\non_protected_change = \"allow\"\n\n[breakers]\ndebug_after = 0\n");
+    for (rel, text) in extra {
+        s = s.file(rel, text);
+    }
+    let mut p = s.build();
+    p.env.push(("PATH".into(), python_path()));
+    let r = p.run(&["run", "--no-wait"]);
+    assert_ne!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    let status = p.status();
+    assert_ne!(status["tasks"][0]["status"], "done", "{status:#}");
+    assert_ne!(status["verdict"], "SHIP");
+    p
+}
+
+/// The reasons the iterations failed, as journaled.
+fn failures(p: &Project) -> Vec<String> {
+    events(p)
+        .iter()
+        .filter(|e| e["kind"] == "iteration_finished")
+        .map(|e| e["data"]["reason"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+#[test]
+fn deleting_or_skipping_the_tests_a_task_names_gets_nothing_done() {
+    // (a) The failing tests deleted.
+    let p = gamed("python3 -m pytest", "rm tests/test_div.py", &[]);
+    let why = failures(&p);
+    assert!(
+        why.iter().all(|w| w.contains(
+            "2 tests collected at the baseline are no longer run (tests/test_div.py::test_div: absent"
+        )),
+        "{why:?}"
+    );
+    // (b) Marked skipped.
+    let p = gamed(
+        "python3 -m pytest",
+        r#"sed -i 's/^def test_div/@pytest.mark.skip(reason="later")\ndef test_div/' tests/test_div.py"#,
+        &[],
+    );
+    let why = failures(&p);
+    assert!(
+        why.iter()
+            .all(|w| w.contains("tests/test_div.py::test_div: skipped")),
+        "{why:?}"
+    );
+}
+
+#[test]
+fn forcing_exit_zero_or_collecting_nothing_gets_nothing_done() {
+    // (c) A new test module that makes the interpreter exit 0 whatever pytest found.
+    let p = gamed(
+        "python3 -m pytest",
+        "printf 'import atexit, os\\natexit.register(lambda: os._exit(0))\\n' > tests/test_zz_exit.py",
+        &[],
+    );
+    let ev = events(&p);
+    let verified: Vec<_> = ev
+        .iter()
+        .filter(|e| e["kind"] == "verify_finished")
+        .collect();
+    assert!(!verified.is_empty());
+    for v in &verified {
+        // The trick worked on the exit code, and on nothing else.
+        assert_eq!(v["data"]["commands"][0]["exit_code"], 0, "{v:#}");
+        assert_eq!(v["data"]["passed"], false, "{v:#}");
+    }
+    assert!(
+        failures(&p)
+            .iter()
+            .all(|w| w.contains("tests/test_div.py::test_div: failed")),
+        "{:?}",
+        failures(&p)
+    );
+    // (d) The runner made to collect nothing.
+    let p = gamed(
+        "python3 -m pytest",
+        "printf '[pytest]\\naddopts = -k no_such_test\\n' > pytest.ini",
+        &[],
+    );
+    assert!(
+        failures(&p).iter().all(|w| w
+            .contains("2 tests that passed before fail now (tests/test_add.py::test_add: absent")),
+        "{:?}",
+        failures(&p)
+    );
+}
+
+#[test]
+fn a_report_forged_where_the_runners_goes_or_a_rewritten_helper_gets_nothing_done() {
+    // (e) The agent writes a report saying every test passed where the next
+    // verification's report will go (the path is in the last verify.log).
+    let forged = r#"<testsuites><testsuite name="pytest"><testcase classname="tests.test_div" name="test_div" file="tests/test_div.py"/><testcase classname="tests.test_div" name="test_div_by_zero" file="tests/test_div.py"/></testsuite></testsuites>"#;
+    let attack = format!(
+        r#"run=$(ls .agentloop/runs | tail -n 1)
+for i in 1 2 3 4; do
+  d="$XDG_CACHE_HOME/agentloop/reports/$run/$i/0"
+  mkdir -p "$d"
+  printf '%s' '{forged}' > "$d/pytest.xml"
+  printf '%s' '{forged}' > "$d/report.xml"
+done"#
+    );
+    let p = gamed("python3 -m pytest", &attack, &[]);
+    assert!(
+        failures(&p)
+            .iter()
+            .all(|w| w.contains("tests/test_div.py::test_div: failed")),
+        "{:?}",
+        failures(&p)
+    );
+    // (e) again, from inside: a test module that, at the interpreter's exit (after
+    // pytest wrote its report), writes the forged one over it.
+    let module = format!(
+        "import atexit, sys\nFORGED = '{forged}'\ndef forge():\n    for a in sys.argv:\n        if a.startswith('--junitxml='):\n            open(a.split('=', 1)[1], 'w').write(FORGED)\natexit.register(forge)\n"
+    );
+    let p = gamed(
+        "python3 -m pytest",
+        "cp .git/forge.py tests/test_zz_forge.py",
+        &[(".git/forge.py", &module)],
+    );
+    let ev = events(&p);
+    let verified: Vec<_> = ev
+        .iter()
+        .filter(|e| e["kind"] == "verify_finished")
+        .collect();
+    assert!(!verified.is_empty());
+    for v in &verified {
+        let problem = v["data"]["commands"][0]["tests"]["problem"]
+            .as_str()
+            .unwrap_or("");
+        assert!(problem.contains("written 2 times"), "{v:#}");
+    }
+    // (f) The check's script calls a helper that runs the tests and writes their
+    // report to $AGENTLOOP_TEST_REPORT; the agent rewrites the helper to exit 0.
+    let p = gamed(
+        "sh run-tests.sh",
+        "printf 'exit 0\\n' > scripts/helper.sh",
+        &[
+            ("run-tests.sh", "sh scripts/helper.sh\n"),
+            (
+                "scripts/helper.sh",
+                "python3 -m pytest -q --junitxml=\"$AGENTLOOP_TEST_REPORT\" -o junit_family=xunit1 tests/test_div.py\n",
+            ),
+        ],
+    );
+    // At the baseline the helper did report the tests, per test.
+    let ev = events(&p);
+    let base = ev.iter().find(|e| e["kind"] == "tests_baseline").unwrap();
+    let tests = &base["data"]["commands"][0]["tests"];
+    assert_eq!(tests["tests/test_div.py::test_div"], "failed", "{base:#}");
+    assert!(
+        failures(&p)
+            .iter()
+            .all(|w| w.contains("no report has the tests")),
+        "{:?}",
+        failures(&p)
+    );
+}

@@ -9,6 +9,7 @@
 //! the run's baseline and the task's named tests, decides the check, not its exit code.
 
 mod baseline;
+mod written;
 
 pub use baseline::{BaselineCache, tree_of};
 
@@ -97,6 +98,7 @@ impl Runner<'_> {
                 writeln!(log, "[agentloop runs it as: {}]", i.command)?;
                 log.flush()?;
             }
+            let mut written = inv.as_ref().and_then(watch_report);
             let f = self.spawn(
                 inv.as_ref().map_or(cmd, |i| &i.command),
                 inv.as_ref(),
@@ -122,7 +124,10 @@ impl Runner<'_> {
                     .and_then(|(_, m)| m.as_ref().map(|(v, _)| v.clone())),
                 tests: None,
             };
-            let evidence = inv.as_ref().and_then(|i| read_evidence(i, self.workdir));
+            let evidence = inv
+                .as_ref()
+                .and_then(|i| read_evidence(i, self.workdir))
+                .map(|e| e.unless_tampered(written.as_mut()));
             // A check that timed out or was stopped proves nothing, whatever it wrote.
             let finished = !f.timed_out && !f.killed;
             let verdict = match (&self.tests, &evidence) {
@@ -346,7 +351,12 @@ impl Runner<'_> {
         let expect = t.expected.expect(cmd);
         let mut v = evidence::judge_command(report, f.exit_code, &expect);
         let mut forgiven = Vec::new();
-        for (n, seen) in v.regressions.iter().take(RERUNS).enumerate() {
+        // A test that failed may be flaky; one that is gone is not.
+        let failed = v
+            .regressions
+            .iter()
+            .filter(|s| matches!(s.now, Some(Outcome::Failed | Outcome::Errored)));
+        for (n, seen) in failed.take(RERUNS).enumerate() {
             let dir = t.reports.join(format!("{k}-again-{n}"));
             let again = prepare(cmd, self.workdir, &dir)?.alone(cmd, &seen.id, self.workdir, &dir);
             for (p, text) in &again.files {
@@ -358,8 +368,10 @@ impl Runner<'_> {
                 seen.id, again.command
             )?;
             log.flush()?;
+            let mut written = watch_report(&again);
             let g = self.spawn(&again.command, Some(&again), should_stop)?;
             let passed_alone = read_evidence(&again, self.workdir)
+                .map(|e| e.unless_tampered(written.as_mut()))
                 .and_then(|e| e.report.ok())
                 .and_then(|r| r.tests.into_iter().find(|x| x.id == seen.id))
                 .is_some_and(|x| x.outcome == Outcome::Passed);
@@ -382,6 +394,27 @@ impl Runner<'_> {
             v = evidence::judge_command(report, f.exit_code, &expect);
         }
         Ok(v)
+    }
+}
+
+impl Evidence {
+    /// No evidence if something besides the runner wrote the report.
+    fn unless_tampered(mut self, written: Option<&mut written::Written>) -> Evidence {
+        if let Some(why) = written.and_then(|w| w.tampered())
+            && self.report.is_ok()
+        {
+            self.report = Err(format!("the report cannot be trusted: {why}"));
+        }
+        self
+    }
+}
+
+/// A watch on who writes a report file (a file report, or `$AGENTLOOP_TEST_REPORT`).
+fn watch_report(inv: &Invocation) -> Option<written::Written> {
+    match &inv.report {
+        ReportAt::File(p) => written::Written::watch(p),
+        _ if inv.runner.is_none() => written::Written::watch(&inv.report_var),
+        _ => None,
     }
 }
 

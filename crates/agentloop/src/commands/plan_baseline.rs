@@ -1,0 +1,158 @@
+//! `agentloop plan check --baseline`: the plan's checks run once on a clean copy of
+//! the tree as it is (or taken from agentloop's cache for that tree), and each task's
+//! `Tests:` checked against the tests they report.
+
+use std::path::Path;
+
+use agentloop_core::config::Config;
+use agentloop_core::evidence::names::{NameCheck, check_names};
+use agentloop_core::exec::clean_copy::CleanCopy;
+use agentloop_core::exec::verify::{self, BaselineCache};
+use agentloop_core::plan::Plan;
+use agentloop_core::words::plural;
+
+use crate::error::CliError;
+
+/// Prints the baseline and each named test's standing; a name that matches no test
+/// the checks collect is an error.
+pub fn check(root: &Path, plan: &Plan, config: &Config) -> Result<(), CliError> {
+    let mut commands: Vec<String> = Vec::new();
+    for c in plan
+        .tasks
+        .iter()
+        .flat_map(|t| plan.checks_of(Some(t)))
+        .chain(plan.checks_of(None))
+        .chain(config.verify.commands.iter().cloned())
+    {
+        if !commands.contains(&c) {
+            commands.push(c);
+        }
+    }
+    if commands.is_empty() {
+        outln!("baseline: no checks to run");
+        return Ok(());
+    }
+    let id = format!("plan-check-{}", std::process::id());
+    let copy = agentloop_core::exec::git::is_repo(root)
+        .then(|| CleanCopy::for_run(root, &id))
+        .flatten();
+    let (dir, commit) = match &copy {
+        Some(c) => match c.refresh(None, &config.verify.carry) {
+            Ok(commit) => (c.dir.clone(), Some(commit)),
+            Err(e) => {
+                crate::render::warn(&format!(
+                    "cannot make a clean copy ({e}); running the checks in the project"
+                ));
+                (root.to_path_buf(), None)
+            }
+        },
+        None => (root.to_path_buf(), None),
+    };
+    let tree = commit.and_then(|c| verify::tree_of(root, &c));
+    let cache = tree
+        .as_deref()
+        .and_then(|t| BaselineCache::at(t, &commands).map(|c| (t.to_string(), c)));
+    let cached = cache.as_ref().and_then(|(t, c)| c.load(t, &commands));
+    let baseline = match cached {
+        Some(b) => b,
+        None => {
+            eprintln!(
+                "  running {} on a clean copy of the tree…",
+                plural(commands.len(), "check", "checks")
+            );
+            let scratch = agentloop_core::fsutil::cache_dir()
+                .unwrap_or_else(std::env::temp_dir)
+                .join("reports")
+                .join(&id);
+            std::fs::create_dir_all(&scratch)?;
+            let log = scratch.join("baseline.log");
+            let runner = verify::Runner {
+                workdir: &dir,
+                timeout: config.verify.timeout,
+                output_cap: config.verify.output_cap,
+                log: &log,
+                wrap: Vec::new(),
+                tests: None,
+            };
+            let taken = runner.baseline(&scratch.join("reports"), &commands, tree, || false);
+            if let Some(c) = &copy {
+                c.remove();
+            }
+            let _ = std::fs::remove_dir_all(&scratch);
+            let b = taken?.ok_or_else(|| CliError::internal("the baseline was cut short"))?;
+            if let Some((t, c)) = &cache {
+                c.save(t, &commands, &b);
+            }
+            b
+        }
+    };
+    if let Some(c) = &copy {
+        c.remove();
+    }
+    outln!("baseline: {}", baseline.words());
+    for c in &baseline.commands {
+        let how = match (&c.runner, &c.problem) {
+            (Some(r), None) => {
+                let mut counts = agentloop_core::evidence::Counts::default();
+                for o in c.tests.values() {
+                    counts.add(*o);
+                }
+                format!("{r}: {}", counts.words())
+            }
+            (Some(r), Some(p)) => format!("{r}: no per-test evidence: {p}"),
+            (None, _) => format!(
+                "exit code only: no per-test evidence (exit {})",
+                c.exit_code
+                    .map(|e| e.to_string())
+                    .unwrap_or_else(|| "by a signal".into())
+            ),
+        };
+        outln!("  `{}` — {how}", c.command);
+    }
+    let collected = baseline.all_tests();
+    let mut unmatched = Vec::new();
+    for t in plan.tasks.iter().filter(|t| !t.tests.is_empty()) {
+        for (name, check) in t.tests.iter().zip(check_names(&t.tests, &collected)) {
+            let said = match &check {
+                NameCheck::Matched {
+                    failing,
+                    passing: 0,
+                } => {
+                    format!("{} failing at baseline", plural(*failing, "test", "tests"))
+                }
+                NameCheck::Matched { failing, passing } => {
+                    crate::render::warn(&format!(
+                        "task {}: `{}` names {} that already {} at baseline: nothing for the task to make pass there",
+                        t.id,
+                        name.pattern,
+                        plural(*passing, "test", "tests"),
+                        if *passing == 1 { "passes" } else { "pass" }
+                    ));
+                    format!("{failing} failing, {passing} already passing at baseline")
+                }
+                NameCheck::NotCollected { file } => format!(
+                    "not collected at baseline: {file} does not import yet (judged once it does)"
+                ),
+                NameCheck::New => "a test the task adds (not there yet)".into(),
+                NameCheck::Unmatched => {
+                    unmatched.push(format!("{}: `{}`", t.id, name.pattern));
+                    "matches no test the checks collect".into()
+                }
+            };
+            outln!("  {} {} — {said}", t.id, name.pattern);
+        }
+    }
+    if !unmatched.is_empty() {
+        return Err(CliError::user(format!(
+            "{} no test the checks collect: {}",
+            if unmatched.len() == 1 {
+                "a name matches"
+            } else {
+                "names match"
+            },
+            unmatched.join(", ")
+        ))
+        .hint("name tests as the runner reports them (ids are listed in docs/EVIDENCE.md), or mark a test the task adds with `(new)`"));
+    }
+    Ok(())
+}
