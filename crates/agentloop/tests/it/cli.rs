@@ -13,7 +13,7 @@ fn demo_runs_the_example_to_verified_completion() {
     // The example agent's false claim on T2 was caught by verification, then fixed.
     let log = p.cmd(&["log"]).current_dir(&dir).output().unwrap();
     let log = String::from_utf8_lossy(&log.stdout).into_owned();
-    assert!(log.contains("Failed · verification failed: `sh tests/test_shout.sh` exited 1 (the agent claimed the task was complete)"), "{log}");
+    assert!(log.contains("Failed · verification failed: `sh tests/test_shout.sh`: 1 of the tests it must make pass is not passing (shout::shouted greeting: failed) (the agent claimed the task was complete)"), "{log}");
     let greet = std::fs::read_to_string(dir.join("src/greet.sh")).unwrap();
     assert!(greet.contains("tr '[:lower:]' '[:upper:]'"));
 }
@@ -142,7 +142,7 @@ fn init_writes_the_projects_own_checks() {
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let config = p.read("agentloop.toml");
     assert!(
-        config.contains("# Found in package.json.\ncommands = [\"yarn build\", \"yarn test\"]"),
+        config.contains("# Found in package.json: regression checks, as said above (a test suite that fails\n# today does not block the first task).\ncommands = [\"yarn build\", \"yarn test\"]"),
         "{config}"
     );
     assert!(

@@ -18,13 +18,24 @@ fn summary(p: &Project) -> String {
     std::fs::read_to_string(p.run_dir().join("summary.md")).unwrap()
 }
 
+/// A check that writes its one test's result as JUnit to `$AGENTLOOP_TEST_REPORT`:
+/// `sh has.sh FILE` passes when FILE exists.
+const HAS: &str = r#"if test -f "$1"; then c="<testcase classname=\"files\" name=\"$1\"/>"; r=0; else c="<testcase classname=\"files\" name=\"$1\"><failure message=\"no $1\"/></testcase>"; r=1; fi
+printf '<testsuites><testsuite name="files">%s</testsuite></testsuites>' "$c" > "$AGENTLOOP_TEST_REPORT"
+exit $r
+"#;
+
 #[test]
 fn every_criterion_verified_is_a_ship_verdict_with_its_evidence() {
-    let plan = "---\ncriteria:\n  - \"execution: test -f a.txt\"\n---\n# Fast\n\n## T1: Make a.txt\nVerify: test -f a.txt\nCriteria: measurement: p95 < 100ms by sh bench.sh\n\n## T2: Make b.txt\nDepends: T1\nCriteria: execution: test -f b.txt\n";
-    let p = project(
-        plan,
-        "case \"$task\" in T1) touch a.txt; echo 87ms > latency.txt ;; T2) touch b.txt ;; esac\necho TASK_COMPLETE\n",
-    );
+    let plan = "---\ncriteria:\n  - \"execution: test -f a.txt\"\n---\n# Fast\n\n## T1: Make a.txt\nVerify: test -f a.txt\nCriteria: measurement: p95 < 100ms by sh bench.sh\n\n## T2: Make b.txt\nDepends: T1\nCriteria: execution: sh has.sh b.txt\nTests: files::b.txt\n";
+    let p = Scratch::new()
+        .plan(plan)
+        .agent(&agent(
+            "case \"$task\" in T1) touch a.txt; echo 87ms > latency.txt ;; T2) touch b.txt ;; esac\necho TASK_COMPLETE\n",
+        ))
+        .file("bench.sh", BENCH)
+        .file("has.sh", HAS)
+        .build();
     let r = p.run(&["run"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(r.stderr.contains("verdict: SHIP"), "{}", r.stderr);
@@ -37,7 +48,11 @@ fn every_criterion_verified_is_a_ship_verdict_with_its_evidence() {
         "{md}"
     );
     assert!(
-        md.contains("| T2 | execution | `test -f b.txt` passes | verified | exit 0 in iteration 2"),
+        md.contains("| T2 | execution | `sh has.sh b.txt` passes | verified | junit ($AGENTLOOP_TEST_REPORT): 1 test: 1 passed in iteration 2 |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| T2 | tests | its named tests pass, and every test that passed at the baseline still does | verified | FAIL_TO_PASS 1/1; PASS_TO_PASS: 0 tests still pass in iteration 2 |"),
         "{md}"
     );
     assert!(
@@ -47,6 +62,27 @@ fn every_criterion_verified_is_a_ship_verdict_with_its_evidence() {
     // The run's criterion is one of every task's checks.
     let prompt = std::fs::read_to_string(p.run_dir().join("iterations/0002/prompt.md")).unwrap();
     assert!(prompt.contains("- `test -f a.txt`"), "{prompt}");
+}
+
+#[test]
+fn checks_that_pass_by_their_exit_code_alone_are_a_monitor_verdict_that_says_so() {
+    let plan = "# Files\n\n## T1: Make a.txt\nVerify: test -f a.txt\n";
+    let p = project(plan, "touch a.txt\necho TASK_COMPLETE\n");
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["verdict"], "MONITOR", "{s}");
+    assert_eq!(s["tasks"][0]["evidence"]["exit_code_only"], true, "{s}");
+    let md = summary(&p);
+    assert!(
+        md.contains("| T1 | tests | every test that passed at the baseline still passes | exit code only | exit code only: no per-test evidence (no check's runner gave a report) |"),
+        "{md}"
+    );
+    let text = p.run(&["status"]).stdout;
+    assert!(
+        text.contains("tests: exit code only: no per-test evidence"),
+        "{text}"
+    );
 }
 
 #[test]
