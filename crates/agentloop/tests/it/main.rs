@@ -10,6 +10,7 @@ mod control;
 mod crash;
 mod efficiency;
 mod evidence;
+mod evidence_runners;
 mod gates;
 mod hook_agents;
 mod hook_mode;
