@@ -301,3 +301,87 @@ done"#
         failures(&p)
     );
 }
+
+/// A one-task plan whose check is `sh check.sh`, a script that writes the report
+/// (`$AGENTLOOP_TEST_REPORT`) the test gives it; the agent claims the task done.
+fn reported(report_script: &str) -> Project {
+    let p = Scratch::new()
+        .plan("# One\n\n## T1: Make it pass\nMax-iterations: 1\n\nVerify: sh check.sh\nTests: suite::the_test\n")
+        .agent(&agent("touch done.txt\necho TASK_COMPLETE\n"))
+        .file("check.sh", report_script)
+        .config("[breakers]\ndebug_after = 0\n")
+        .build();
+    let r = p.run(&["run", "--no-wait"]);
+    assert!(r.code.is_some(), "{}", r.stderr);
+    p
+}
+
+fn verify_records(p: &Project) -> Vec<serde_json::Value> {
+    events(p)
+        .into_iter()
+        .filter(|e| e["kind"] == "verify_finished")
+        .collect()
+}
+
+#[test]
+fn broken_reports_are_a_journaled_reason_and_never_a_pass() {
+    // A runner that crashes mid-report (the report cut off, the process killed),
+    // after the named test had passed.
+    let p = reported(
+        "[ -f done.txt ] || exit 1\nprintf '<testsuites><testsuite name=\"s\"><testcase classname=\"suite\" name=\"the_test\"/>' > \"$AGENTLOOP_TEST_REPORT\"\nkill -9 $$\n",
+    );
+    let v = verify_records(&p);
+    assert!(!v.is_empty());
+    for r in &v {
+        assert_eq!(r["data"]["passed"], false, "{r:#}");
+        let problem = r["data"]["commands"][0]["tests"]["problem"].as_str().unwrap();
+        assert!(
+            problem.contains("cannot be read") && problem.contains("end of XML"),
+            "{problem}"
+        );
+    }
+    assert_ne!(p.status()["tasks"][0]["status"], "done");
+    // Not XML at all, and a name that is not UTF-8.
+    for garbage in [
+        "printf 'all tests passed' > \"$AGENTLOOP_TEST_REPORT\"",
+        "printf '<testsuites><testsuite name=\"s\"><testcase classname=\"suite\" name=\"the_\\377test\"/></testsuite></testsuites>' > \"$AGENTLOOP_TEST_REPORT\"",
+    ] {
+        let p = reported(&format!("[ -f done.txt ] || exit 1\n{garbage}\n"));
+        for r in verify_records(&p) {
+            assert_eq!(r["data"]["passed"], false, "{r:#}");
+            assert!(
+                r["data"]["commands"][0]["tests"]["problem"]
+                    .as_str()
+                    .unwrap()
+                    .contains("cannot be read"),
+                "{r:#}"
+            );
+        }
+    }
+    // The same id twice, passed and failed: the failure stands, and is said.
+    let p = reported(
+        "[ -f done.txt ] || exit 1\nprintf '<testsuites><testsuite name=\"s\"><testcase classname=\"suite\" name=\"the_test\"/><testcase classname=\"suite\" name=\"the_test\"><failure message=\"second run failed\"/></testcase></testsuite></testsuites>' > \"$AGENTLOOP_TEST_REPORT\"\n",
+    );
+    for r in verify_records(&p) {
+        assert_eq!(r["data"]["passed"], false, "{r:#}");
+        let notes = &r["data"]["commands"][0]["tests"]["notes"];
+        assert!(
+            notes[0].as_str().unwrap().contains("`suite::the_test` was reported 2 times"),
+            "{r:#}"
+        );
+        assert!(r["data"]["digest"].as_str().unwrap().contains("second run failed"), "{r:#}");
+    }
+}
+
+#[test]
+fn fifty_thousand_tests_are_read_and_judged() {
+    // 50,000 tests, the named one among them; it passes once the agent did the work.
+    let p = reported(
+        "awk -v done=\"$( [ -f done.txt ] && echo 1 || echo 0 )\" 'BEGIN {\n  printf \"<testsuites><testsuite name=\\\"big\\\">\"\n  for (i = 0; i < 50000; i++) printf \"<testcase classname=\\\"big\\\" name=\\\"t%d\\\"/>\", i\n  if (done) printf \"<testcase classname=\\\"suite\\\" name=\\\"the_test\\\"/>\"\n  else printf \"<testcase classname=\\\"suite\\\" name=\\\"the_test\\\"><failure message=\\\"not yet\\\"/></testcase>\"\n  printf \"</testsuite></testsuites>\"\n}' > \"$AGENTLOOP_TEST_REPORT\"\n",
+    );
+    let s = p.status();
+    assert_eq!(s["tasks"][0]["status"], "done", "{s:#}");
+    assert_eq!(s["tests_baseline"]["tests"], 50_001, "{s:#}");
+    assert_eq!(s["tests_baseline"]["failing"], 1, "{s:#}");
+    assert_eq!(s["tasks"][0]["evidence"]["named_passing"], 1, "{s:#}");
+}
