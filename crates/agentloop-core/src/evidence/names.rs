@@ -90,6 +90,13 @@ impl TestName {
 
 /// Whether `pattern` names `id`: whole, or from a boundary to its end.
 pub fn matches_id(pattern: &str, id: &str) -> bool {
+    if !pattern.contains(['*', '?']) {
+        // A plain name: the id itself, or its end from a boundary.
+        return id == pattern
+            || id.strip_suffix(pattern).is_some_and(|head| {
+                head.ends_with('/') || head.ends_with('.') || head.ends_with("::")
+            });
+    }
     if glob(pattern.as_bytes(), id.as_bytes()) {
         return true;
     }

@@ -45,7 +45,7 @@ impl Driver {
             timeout: self.config.verify.timeout,
             output_cap: self.config.verify.output_cap,
             log: &log,
-            wrap: self.check_wrap(&dir),
+            wrap: self.check_wrap(&dir, &reports),
             tests: None,
         };
         let mut last = Instant::now();

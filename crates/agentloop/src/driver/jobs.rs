@@ -102,7 +102,7 @@ impl Checks {
             wrap: self
                 .sandbox
                 .as_ref()
-                .map(|(s, root)| s.confine_check(root, dir).prefix)
+                .map(|(s, root)| s.confine_check(root, dir, &self.reports).prefix)
                 .unwrap_or_default(),
             tests: self.expected.as_ref().map(|e| verify::TestsCheck {
                 expected: e,

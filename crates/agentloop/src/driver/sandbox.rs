@@ -37,13 +37,17 @@ impl Driver {
     }
 
     /// The command a verification in `dir` runs under: `[sandbox] verify` confines it
-    /// (its working copy writable, no network); else none.
-    pub(crate) fn check_wrap(&self, dir: &std::path::Path) -> Vec<std::ffi::OsString> {
+    /// (its working copy and its reports' directory writable, no network); else none.
+    pub(crate) fn check_wrap(
+        &self,
+        dir: &std::path::Path,
+        reports: &std::path::Path,
+    ) -> Vec<std::ffi::OsString> {
         let sandbox = &self.state.settings.sandbox;
         if !(sandbox.on() && sandbox.verify) {
             return Vec::new();
         }
-        sandbox.confine_check(&self.ws.root, dir).prefix
+        sandbox.confine_check(&self.ws.root, dir, reports).prefix
     }
 
     /// The sandbox the checks of a merge are confined by (`[sandbox] verify`).

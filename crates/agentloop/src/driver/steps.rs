@@ -558,7 +558,7 @@ impl Driver {
             timeout: self.config.verify.timeout,
             output_cap: self.config.verify.output_cap,
             log: &log,
-            wrap: self.check_wrap(&workdir),
+            wrap: self.check_wrap(&workdir, &self.reports_dir(iteration)),
             tests: expected.as_ref().map(|e| verify::TestsCheck {
                 expected: e,
                 reports: self.reports_dir(iteration),

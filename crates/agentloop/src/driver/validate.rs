@@ -78,7 +78,7 @@ impl Driver {
             timeout: self.config.verify.timeout,
             output_cap: self.config.verify.output_cap,
             log: &log,
-            wrap: self.check_wrap(&dir),
+            wrap: self.check_wrap(&dir, &self.reports_dir(0)),
             tests: expected.as_ref().map(|e| verify::TestsCheck {
                 expected: e,
                 reports: self.reports_dir(0),

@@ -334,7 +334,9 @@ fn broken_reports_are_a_journaled_reason_and_never_a_pass() {
     assert!(!v.is_empty());
     for r in &v {
         assert_eq!(r["data"]["passed"], false, "{r:#}");
-        let problem = r["data"]["commands"][0]["tests"]["problem"].as_str().unwrap();
+        let problem = r["data"]["commands"][0]["tests"]["problem"]
+            .as_str()
+            .unwrap();
         assert!(
             problem.contains("cannot be read") && problem.contains("end of XML"),
             "{problem}"
@@ -366,10 +368,19 @@ fn broken_reports_are_a_journaled_reason_and_never_a_pass() {
         assert_eq!(r["data"]["passed"], false, "{r:#}");
         let notes = &r["data"]["commands"][0]["tests"]["notes"];
         assert!(
-            notes[0].as_str().unwrap().contains("`suite::the_test` was reported 2 times"),
+            notes[0]
+                .as_str()
+                .unwrap()
+                .contains("`suite::the_test` was reported 2 times"),
             "{r:#}"
         );
-        assert!(r["data"]["digest"].as_str().unwrap().contains("second run failed"), "{r:#}");
+        assert!(
+            r["data"]["digest"]
+                .as_str()
+                .unwrap()
+                .contains("second run failed"),
+            "{r:#}"
+        );
     }
 }
 
@@ -384,4 +395,24 @@ fn fifty_thousand_tests_are_read_and_judged() {
     assert_eq!(s["tests_baseline"]["tests"], 50_001, "{s:#}");
     assert_eq!(s["tests_baseline"]["failing"], 1, "{s:#}");
     assert_eq!(s["tasks"][0]["evidence"]["named_passing"], 1, "{s:#}");
+}
+
+#[test]
+fn under_the_sandbox_a_check_still_reports_test_by_test() {
+    // `[sandbox] verify`: the checks run confined (agentloop's cache hidden, no
+    // network), with their report's directory laid back in, writable.
+    let p = Scratch::new()
+        .plan("# One\n\n## T1: Make it pass\n\nVerify: sh check.sh\nTests: suite::the_test\n")
+        .agent(&agent("touch done.txt\necho TASK_COMPLETE\n"))
+        .file(
+            "check.sh",
+            "if [ -f done.txt ]; then c='<testcase classname=\"suite\" name=\"the_test\"/>'; else c='<testcase classname=\"suite\" name=\"the_test\"><failure message=\"no\"/></testcase>'; fi\nprintf '<testsuites><testsuite name=\"s\">%s</testsuite></testsuites>' \"$c\" > \"$AGENTLOOP_TEST_REPORT\"\n",
+        )
+        .config("[sandbox]\nmode = \"workspace\"\nverify = true\n")
+        .build();
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["verdict"], "SHIP", "{s:#}");
+    assert_eq!(s["tests_baseline"]["failing"], 1, "{s:#}");
 }

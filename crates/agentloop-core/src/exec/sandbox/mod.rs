@@ -220,9 +220,13 @@ impl SandboxConfig {
     }
 
     /// The confinement of a verification command (`[sandbox] verify`): its working
-    /// copy writable, no network at all.
-    pub fn confine_check(&self, root: &Path, workdir: &Path) -> Confinement {
+    /// copy writable, and `reports` (the directory its runner's report goes to, made
+    /// here first), no network at all.
+    pub fn confine_check(&self, root: &Path, workdir: &Path, reports: &Path) -> Confinement {
         let mut a = self.files(root, workdir, None);
+        if std::fs::create_dir_all(reports).is_ok() {
+            bind(&mut a, "--bind", reports, reports);
+        }
         push(&mut a, &["--unshare-net", "--"]);
         Confinement {
             prefix: a,

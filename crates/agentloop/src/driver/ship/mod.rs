@@ -471,7 +471,7 @@ impl Driver {
             timeout: self.config.verify.timeout,
             output_cap: self.config.verify.output_cap,
             log: &log,
-            wrap: self.check_wrap(&dir),
+            wrap: self.check_wrap(&dir, &self.reports_dir(0)),
             tests: None,
         };
         let interrupted = self.interrupted.clone();
