@@ -165,6 +165,7 @@ function runPage(main, runId, selected) {
                 (t.class ? " · class " + t.class : "") +
                 (t.depends && t.depends.length ? " · after " + t.depends.join(", ") : "")),
               t.blocked ? el("p", { class: "blocked-why" }, (t.blocked_by_breaker ? "Breaker: " : "Blocked: ") + t.blocked) : null,
+              t.evidence ? testsTable(t) : null,
               over ? null : el("div", { class: "buttons small" },
                 t.status !== "done" && t.status !== "skipped"
                   ? el("button", { type: "button", dataset: { action: "skip", task: t.id }, onclick: () => send("skip", { task: t.id }) }, "Skip " + t.id)
@@ -177,6 +178,31 @@ function runPage(main, runId, selected) {
           );
         }),
       ),
+    );
+  }
+
+  // A task's per-test evidence: its named tests (at the baseline and now), the tests
+  // that regressed or stopped running; or that its checks gave exit codes only.
+  function testsTable(t) {
+    const e = t.evidence;
+    if (e.exit_code_only) {
+      return el("p", { class: "evidence muted small" }, "tests: exit code only — no per-test evidence");
+    }
+    const rows = [
+      ...e.tests.map((r) => ["named", r]),
+      ...e.regressions.map((r) => ["regressed", r]),
+      ...e.dropped.map((r) => ["no longer run", r]),
+    ];
+    const summary = (e.named ? e.named_passing + "/" + e.named + " named tests pass" : "no named tests") +
+      (e.regressions.length ? " · " + e.regressions.length + " regressed" : " · regressions none");
+    return el("table", { class: "evidence small", "aria-label": "Tests of " + t.id },
+      el("caption", {}, summary),
+      el("thead", {}, el("tr", {}, el("th", {}, "test"), el("th", {}, "baseline"), el("th", {}, "now"))),
+      el("tbody", {},
+        ...rows.map(([kind, r]) => el("tr", { class: "t-" + (r.now || "absent"), title: kind },
+          el("td", {}, r.id), el("td", {}, r.at_baseline || "—"), el("td", {}, r.now || "absent"))),
+        ...e.unmatched.map((u) => el("tr", { class: "t-absent", title: "named" },
+          el("td", {}, u), el("td", {}, "—"), el("td", {}, "no such test")))),
     );
   }
 

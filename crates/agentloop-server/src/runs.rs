@@ -196,9 +196,11 @@ pub(crate) async fn run_state(
                 "attempts": t.attempts, "cost_usd": t.cost_usd, "tokens": t.tokens, "blocked": t.blocked,
                 "blocked_by_breaker": t.blocked_by_breaker, "rung": t.rung, "commit": t.commit,
                 "depends": plan.map(|p| p.depends.clone()).unwrap_or_default(),
-                "class": plan.map(|p| agentloop_core::plan::reversibility(p).0)})
+                "class": plan.map(|p| agentloop_core::plan::reversibility(p).0),
+                "evidence": agentloop_core::journal::task_evidence(&state, t)})
         })
         .collect::<Vec<_>>());
+    v["tests_baseline"] = json!(state.tests_baseline.as_ref().map(|b| b.words()));
     v["progress_md"] = json!(std::fs::read_to_string(run.progress_file()).unwrap_or_default());
     Ok(Json(v))
 }

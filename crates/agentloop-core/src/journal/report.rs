@@ -61,7 +61,43 @@ fn tasks(s: &RunState, only: Option<&[String]>, out: &mut String) {
             plural(t.tries as usize, "attempt", "attempts"),
             money(t.cost_usd)
         );
+        if let Some(e) = super::task_evidence(s, t) {
+            let _ = writeln!(out, "  - tests: {}", tests_words(&e));
+        }
     }
+}
+
+/// A task's per-test evidence in a line: FAIL_TO_PASS with the named tests, and
+/// PASS_TO_PASS.
+fn tests_words(e: &super::TaskEvidence) -> String {
+    if e.exit_code_only {
+        return e.words();
+    }
+    const SHOWN: usize = 5;
+    let mut named: Vec<String> = e
+        .tests
+        .iter()
+        .take(SHOWN)
+        .map(|r| format!("`{}`", r.id))
+        .collect();
+    if e.tests.len() > SHOWN {
+        named.push(format!("{} more", e.tests.len() - SHOWN));
+    }
+    let f2p = if e.named == 0 {
+        "no named tests".to_string()
+    } else {
+        format!(
+            "FAIL_TO_PASS {}/{} ({})",
+            e.named_passing,
+            e.named,
+            named.join(", ")
+        )
+    };
+    let p2p = match e.regressions.len() {
+        0 => "PASS_TO_PASS: no regressions".to_string(),
+        n => format!("PASS_TO_PASS: {}", plural(n, "regression", "regressions")),
+    };
+    format!("{f2p}; {p2p}")
 }
 
 /// The breakers that tripped and the gates passed, from the tasks' records.

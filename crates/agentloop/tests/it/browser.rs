@@ -351,6 +351,19 @@ fn the_dashboard_follows_a_run_and_its_buttons_control_it() {
     assert!(text.contains("verdict SHIP — every task done"), "{text}");
     assert!(text.contains("shape tool (clarity "), "{text}");
     assert!(text.contains("class 2A"), "{text}");
+    // Each task's tests: the named one, failing at the baseline, passing now.
+    let tests = b.script(
+        "return document.querySelector('article.task[data-task=T2] table.evidence').innerText;",
+    );
+    let tests = tests.as_str().unwrap();
+    assert!(
+        tests.contains("1/1 named tests pass · regressions none"),
+        "{tests}"
+    );
+    assert!(
+        tests.contains("shout::shouted greeting\tfailed\tpassed"),
+        "{tests}"
+    );
     // The timeline names each iteration's phase (the second try at T2: a retry).
     assert!(text.contains("T2 · retry"), "{text}");
     // The iteration the example agent got wrong, caught by verification.

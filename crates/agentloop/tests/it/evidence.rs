@@ -130,7 +130,69 @@ fn a_python_project_with_six_tests_failing_at_baseline_reaches_ship_with_inits_d
         assert_eq!(e["regressions"].as_array().unwrap().len(), 0, "{t:#}");
     }
     let summary = std::fs::read_to_string(p.run_dir().join("summary.md")).unwrap();
-    assert!(summary.contains("FAIL_TO_PASS"), "{summary}");
+    assert!(
+        summary.contains("| T1 | tests | its named tests pass, and every test that passed at the baseline still does | verified | FAIL_TO_PASS 2/2; PASS_TO_PASS: 2 tests still pass in iteration 1 |"),
+        "{summary}"
+    );
+    // The handoff (and a pull request's body) name each task's tests.
+    let handoff = std::fs::read_to_string(p.run_dir().join("handoff.md")).unwrap();
+    assert!(
+        handoff.contains("  - tests: FAIL_TO_PASS 2/2 (`tests/test_div.py::test_div`, `tests/test_div.py::test_div_by_zero`); PASS_TO_PASS: no regressions"),
+        "{handoff}"
+    );
+    // The status a person reads.
+    let text = p.run(&["status"]).stdout;
+    assert!(
+        text.contains("tests: 2/2 named tests pass · regressions none"),
+        "{text}"
+    );
+    assert!(
+        text.contains("baseline: 8 tests, 6 failing at baseline"),
+        "{text}"
+    );
+}
+
+#[test]
+fn plan_check_with_the_baseline_names_what_each_test_name_matches() {
+    let p = initialised(calc(), PLAN, HONEST);
+    let r = p.run(&["plan", "check", "--baseline"]);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout
+            .contains("baseline: 8 tests, 6 failing at baseline"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout
+            .contains("T2 tests/test_mul.py::* — 2 tests failing at baseline"),
+        "{}",
+        r.stdout
+    );
+    // A name that matches nothing is an error; one that already passes is flagged.
+    p.write(
+        "PLAN.md",
+        PLAN.replace(
+            "Tests: tests/test_mul.py::*",
+            "Tests: tests/test_mul.py::test_mull, test_add",
+        )
+        .as_str(),
+    );
+    let r = p.run(&["plan", "check", "--baseline"]);
+    assert_eq!(r.code, Some(2), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains(
+            "a name matches no test the checks collect: T2: `tests/test_mul.py::test_mull`"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("task T2: `test_add` names 1 test that already passes at baseline"),
+        "{}",
+        r.stderr
+    );
 }
 
 /// One task (division) whose agent games its check instead of doing the work, with

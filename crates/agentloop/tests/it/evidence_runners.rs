@@ -110,6 +110,8 @@ echo TASK_COMPLETE
     let target = p.cache.path().join("cargo-target");
     p.env
         .push(("CARGO_TARGET_DIR".into(), target.display().to_string()));
+    // The suite itself may run under nextest's `ci` profile, which this crate has not.
+    p.env.push(("NEXTEST_PROFILE".into(), "default".into()));
     p
 }
 
