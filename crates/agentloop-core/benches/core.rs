@@ -88,9 +88,11 @@ fn iteration_events(n: u32, task: &str, complete: bool) -> Vec<Event> {
                 output_bytes: 4_000,
                 truncated: false,
                 measured: None,
+                tests: None,
             }],
             fingerprint: (!complete).then(|| "a1b2c3d4".into()),
             digest: (!complete).then(|| "`cargo test` exited 101.".into()),
+            evidence: None,
         }),
         Event::IterationFinished(IterationFinished {
             iteration: n,
