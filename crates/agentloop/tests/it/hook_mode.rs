@@ -118,6 +118,39 @@ fn the_stop_hook_drives_one_session_through_three_verified_tasks() {
 }
 
 #[test]
+fn in_a_session_the_test_baseline_comes_first_and_a_task_is_done_on_its_named_test() {
+    let server = Cli::Claude.mock(vec![
+        say("Ready."),
+        say("TASK_COMPLETE"),
+        bash("touch done.txt"),
+        say("Done now.\nTASK_COMPLETE"),
+    ]);
+    let check = "if [ -f done.txt ]; then c='<testcase classname=\"suite\" name=\"the_test\"/>'; else c='<testcase classname=\"suite\" name=\"the_test\"><failure message=\"no done.txt\"/></testcase>'; fi\nprintf '<testsuites><testsuite name=\"s\">%s</testsuite></testsuites>' \"$c\" > \"$AGENTLOOP_TEST_REPORT\"\n";
+    let p = Scratch::new()
+        .plan("# One\n\n## T1: Done\nVerify: sh check.sh\nTests: suite::the_test\n")
+        .file("check.sh", check)
+        .build();
+    let r = p.run(&["hook", "start"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let out = claude_session(&p, &server, "Start.");
+    assert_ok(&out);
+    let s = p.status();
+    assert_eq!(s["status"], "completed", "{s:#}");
+    assert_eq!(s["tests_baseline"]["failing"], 1, "{s:#}");
+    assert_eq!(s["tasks"][0]["evidence"]["named_passing"], 1, "{s:#}");
+    // The false claim was caught by the named test, whose failure the retry carried.
+    let retry = server
+        .requests()
+        .into_iter()
+        .find(|r| r.step == Some(2))
+        .unwrap();
+    assert!(
+        retry.body.to_string().contains("suite::the_test: failed"),
+        "the retry prompt names the failing test"
+    );
+}
+
+#[test]
 fn a_false_completion_is_caught_and_retried_in_the_same_session() {
     let server = Cli::Claude.mock(vec![
         say("Hi."),
