@@ -52,10 +52,13 @@ pub(crate) fn event(e: &Event) -> String {
                 .unwrap_or_default()
         ),
         Event::VerifyFinished(v) => format!(
-            "iteration {} · {} · {}{}",
+            "iteration {} · {} · {}{}{}",
             v.iteration,
             if v.passed { "passed" } else { "failed" },
             plural(v.commands.len(), "command", "commands"),
+            v.evidence_words()
+                .map(|w| format!(" · {w}"))
+                .unwrap_or_default(),
             v.fingerprint
                 .as_ref()
                 .map(|f| format!(" · fingerprint {f}"))
