@@ -130,6 +130,15 @@ impl Driver {
         let last = r.commands.len().saturating_sub(1);
         for (i, c) in r.commands.iter().enumerate() {
             let failed_here = !r.passed && i == last;
+            if let Some(t) = c.tests.as_ref().filter(|t| t.judged) {
+                let result = match (&t.problem, &t.reason) {
+                    (Some(p), _) => format!("no per-test evidence: {p}"),
+                    (None, Some(why)) => format!("{}: {why}", t.runner),
+                    (None, None) => format!("{}: {}", t.runner, t.counts.words()),
+                };
+                let _ = writeln!(md, "| `{}` | {result} |", c.command.replace('|', "\\|"));
+                continue;
+            }
             let result = match (c.exit_code, &c.measured) {
                 (Some(0), Some(m)) if failed_here => format!("measured {m}: does not hold"),
                 (Some(0), None) if failed_here => "printed no value to measure".to_string(),
