@@ -34,14 +34,19 @@ pub fn checks(s: &RunState, task: &str) -> Vec<String> {
 
 /// Every distinct check of the run, in plan order: what the baseline runs.
 pub fn baseline_commands(s: &RunState) -> Vec<String> {
+    plan_checks(&s.plan, &s.settings.verify_commands)
+}
+
+/// Every distinct check of `plan` (each task's, the plan's criteria) and then the
+/// run's `commands`, in that order.
+pub fn plan_checks(plan: &crate::plan::Plan, commands: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    let plan = &s.plan;
     for c in plan
         .tasks
         .iter()
         .flat_map(|t| plan.checks_of(Some(t)))
         .chain(plan.checks_of(None))
-        .chain(s.settings.verify_commands.iter().cloned())
+        .chain(commands.iter().cloned())
     {
         if !out.contains(&c) {
             out.push(c);

@@ -16,18 +16,7 @@ use crate::error::CliError;
 /// Prints the baseline and each named test's standing; a name that matches no test
 /// the checks collect is an error.
 pub fn check(root: &Path, plan: &Plan, config: &Config) -> Result<(), CliError> {
-    let mut commands: Vec<String> = Vec::new();
-    for c in plan
-        .tasks
-        .iter()
-        .flat_map(|t| plan.checks_of(Some(t)))
-        .chain(plan.checks_of(None))
-        .chain(config.verify.commands.iter().cloned())
-    {
-        if !commands.contains(&c) {
-            commands.push(c);
-        }
-    }
+    let commands = agentloop_core::policy::evidence::plan_checks(plan, &config.verify.commands);
     if commands.is_empty() {
         outln!("baseline: no checks to run");
         return Ok(());

@@ -478,3 +478,41 @@ fn under_the_sandbox_a_check_still_reports_test_by_test() {
     assert_eq!(s["verdict"], "SHIP", "{s:#}");
     assert_eq!(s["tests_baseline"]["failing"], 1, "{s:#}");
 }
+
+#[test]
+fn with_workers_each_task_is_judged_in_its_worktree_and_again_on_the_merged_result() {
+    // Two independent tasks on two workers: each verified on its named tests in its
+    // worktree, then on the merged result, where the other's named tests must keep
+    // passing too.
+    let plan = "# Calculator\n\nDivision and multiplication.\n\n## T1: Division\n\nAdd `div`.\n\nTests: tests/test_div.py::*\n\n## T2: Multiplication\n\nAdd `mul` in calc/mul.py and import it in calc/__init__.py.\n\nTests: tests/test_mul.py::*\n";
+    let body = r#"case "$task" in
+T1) printf '\ndef div(a, b):\n    return a / b\n' >> calc/__init__.py ;;
+T2) printf 'def mul(a, b):\n    return a * b\n' > calc/mul.py; printf 'from calc.mul import mul\n' > calc/__init__.py.new; cat calc/__init__.py >> calc/__init__.py.new; mv calc/__init__.py.new calc/__init__.py ;;
+esac
+echo TASK_COMPLETE
+"#;
+    let mut p = calc()
+        .plan(plan)
+        .agent(&agent(body))
+        .config("[verify]\ncommands = [\"python3 -m pytest\"]\n")
+        .build();
+    p.env.push(("PATH".into(), python_path()));
+    let r = p.run(&["run", "--no-wait", "--workers", "2"]);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    let s = p.status();
+    assert_eq!(s["verdict"], "SHIP", "{s:#}");
+    for t in s["tasks"].as_array().unwrap() {
+        assert_eq!(t["evidence"]["named_passing"], 2, "{t:#}");
+    }
+    // Each merge's checks ran per test too.
+    let dir = p.run_dir().join("iterations");
+    let merged: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("merge.log")).ok())
+        .collect();
+    assert_eq!(merged.len(), 2, "{merged:?}");
+    for log in &merged {
+        assert!(log.contains("[pytest: 8 tests:"), "{log}");
+    }
+}
