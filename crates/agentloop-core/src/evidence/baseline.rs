@@ -104,6 +104,8 @@ pub struct Expected {
     /// Run-wide checks judged test by test (`[verify] regression = "per-test"`);
     /// otherwise by their exit code.
     pub per_test_regression: bool,
+    /// Test files whose change a person approved (see [`KnownGood::excused`]).
+    pub excused: Vec<String>,
 }
 
 impl Expected {
@@ -128,6 +130,7 @@ impl Expected {
                     .map(|c| &c.tests),
                 made_passing: self.made_passing.iter().map(String::as_str).collect(),
                 flaky: self.flaky.iter().map(String::as_str).collect(),
+                excused: self.excused.iter().map(String::as_str).collect(),
             },
         }
     }

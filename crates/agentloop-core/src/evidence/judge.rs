@@ -46,11 +46,20 @@ pub struct KnownGood<'a> {
     pub made_passing: BTreeSet<&'a str>,
     /// Patterns and ids of flaky tests: their failures are forgiven.
     pub flaky: Vec<&'a str>,
+    /// Test files whose change a person approved: a test of one that is gone (deleted,
+    /// renamed) is not held against the task. Ids that name their file (pytest's, the
+    /// JavaScript runners', RSpec's: `file::…`) are matched.
+    pub excused: Vec<&'a str>,
 }
 
 impl KnownGood<'_> {
     fn is_flaky(&self, id: &str) -> bool {
         self.flaky.iter().any(|p| *p == id || matches_id(p, id))
+    }
+
+    fn is_excused(&self, id: &str) -> bool {
+        let file = id.split("::").next().unwrap_or(id);
+        self.excused.iter().any(|p| *p == file)
     }
 
     fn must_pass(&self, id: &str) -> bool {
@@ -131,7 +140,7 @@ pub fn judge_command(report: &Report, exit_code: Option<i32>, e: &Expect) -> Com
     }
     for id in must {
         let ok = now.get(id).is_some_and(|t| t.outcome == Outcome::Passed);
-        if ok {
+        if ok || (!now.contains_key(id) && e.known.is_excused(id)) {
             continue;
         }
         if e.known.is_flaky(id) {
@@ -143,7 +152,11 @@ pub fn judge_command(report: &Report, exit_code: Option<i32>, e: &Expect) -> Com
     // Collected at the baseline and gone (a test that did not pass then).
     if let Some(b) = e.known.baseline {
         for (id, o) in b {
-            if !now.contains_key(id.as_str()) && *o != Outcome::Passed && !e.known.must_pass(id) {
+            if !now.contains_key(id.as_str())
+                && *o != Outcome::Passed
+                && !e.known.must_pass(id)
+                && !e.known.is_excused(id)
+            {
                 v.dropped.push(seen(id));
             }
         }
@@ -502,6 +515,32 @@ mod tests {
             !judge_command(&report(&[]), Some(0), &e).passed,
             "no tests is no evidence"
         );
+    }
+
+    #[test]
+    fn a_test_gone_with_a_file_a_person_approved_removing_is_not_held_against_the_task() {
+        let b = base(&[
+            ("tests/a.py::t1", Passed),
+            ("tests/a.py::t2", Failed),
+            ("tests/b.py::t", Passed),
+        ]);
+        let e = Expect {
+            named: &[],
+            own: false,
+            known: KnownGood {
+                baseline: Some(&b),
+                excused: vec!["tests/a.py"],
+                ..Default::default()
+            },
+        };
+        assert!(judge_command(&report(&[("tests/b.py::t", Passed)]), Some(0), &e).passed);
+        // Still there and failing: that is a regression all the same.
+        let v = judge_command(
+            &report(&[("tests/a.py::t1", Failed), ("tests/b.py::t", Passed)]),
+            Some(1),
+            &e,
+        );
+        assert!(!v.passed);
     }
 
     #[test]

@@ -176,9 +176,14 @@ pub struct RunState {
     /// Every check's tests on the tree before any agent worked (`tests_baseline`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tests_baseline: Option<crate::evidence::TestsBaseline>,
-    /// Tests seen to fail and then pass when run again alone: judged leniently.
+    /// Tests seen to fail and then pass when run again alone (each such failure is
+    /// forgiven after its re-run; the list is what people see).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flaky: Vec<String>,
+    /// Files of the verification surface whose change a person approved: a test in
+    /// one that no longer runs (deleted, renamed) is not held against a task.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub surface_approved: Vec<String>,
     /// A run with workers: its integration branch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub integration: Option<Integration>,
@@ -296,6 +301,7 @@ impl RunState {
             baseline: None,
             tests_baseline: None,
             flaky: Vec::new(),
+            surface_approved: Vec::new(),
             integration: None,
             ship: Default::default(),
             budget_spent: None,

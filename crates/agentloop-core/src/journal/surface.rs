@@ -50,6 +50,11 @@ impl RunState {
         };
         check.settled = true;
         let changes = check.changes.clone();
+        for c in &changes {
+            if !self.surface_approved.contains(&c.path) {
+                self.surface_approved.push(c.path.clone());
+            }
+        }
         if let Some(base) = &mut self.baseline {
             for c in &changes {
                 match &c.after {

@@ -115,8 +115,10 @@ pub fn expected(s: &RunState, task: Option<&str>, place: Place) -> Option<Expect
             .map(|seen| seen.id.clone())
             .collect()
     };
-    let mut flaky = s.settings.flaky.clone();
-    flaky.extend(s.flaky.iter().cloned());
+    // Only the tests a person declared flaky are forgiven outright; one seen to fail
+    // and then pass alone (`s.flaky`) is run again alone each time it fails: an agent
+    // that makes a test fail only beside the others does not get it forgiven for good.
+    let flaky = s.settings.flaky.clone();
     Some(Expected {
         named,
         baseline: s.tests_baseline.clone().map(Arc::new),
@@ -124,5 +126,6 @@ pub fn expected(s: &RunState, task: Option<&str>, place: Place) -> Option<Expect
         flaky,
         own,
         per_test_regression: s.settings.regression == Regression::PerTest,
+        excused: s.surface_approved.clone(),
     })
 }

@@ -516,3 +516,27 @@ echo TASK_COMPLETE
         assert!(log.contains("[pytest: 8 tests:"), "{log}");
     }
 }
+
+#[test]
+fn a_test_file_deleted_waits_for_a_person_and_once_approved_is_not_held_against_the_task() {
+    // The agent does the work and deletes a test module no task names: the surface gate
+    // asks a person; once they approve, its tests are gone for good, not "no longer run".
+    let plan = "# Division\n\n## T1: Division\n\nAdd `div`.\n\nTests: tests/test_div.py::*\n";
+    let body = "printf '\\ndef div(a, b):\\n    return a / b\\n' >> calc/__init__.py\nrm tests/test_pow.py\necho TASK_COMPLETE\n";
+    let mut p = calc()
+        .plan(plan)
+        .agent(&agent(body))
+        .config("[verify]\ncommands = [\"python3 -m pytest\"]\n")
+        .build();
+    p.env.push(("PATH".into(), python_path()));
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "waits at the surface gate: {}", r.stderr);
+    assert!(journal_has(&p, "\"point\":\"surface\""));
+    let r = p.run(&["approve", "--note", "the power tests go"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let r = p.run(&["resume", "--no-wait"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["tasks"][0]["status"], "done", "{s:#}");
+    assert_eq!(s["iterations"], 1, "{s:#}");
+}
