@@ -81,6 +81,15 @@ pub fn init(dir: &Path) -> Result<ExitKind, CliError> {
         std::fs::write(&gi, format!("{existing}{sep}.agentloop/\n"))?;
         eprintln!("  added .agentloop/ to .gitignore");
     }
+    if found
+        .commands
+        .iter()
+        .any(|c| agentloop_core::evidence::runner::may_be_runner(c))
+    {
+        eprintln!(
+            "  per-test evidence: `agentloop plan check --baseline` lists the tests failing now; name the ones each task must make pass on its `Tests:` line"
+        );
+    }
     eprintln!("next: edit PLAN.md, then `agentloop plan check` and `agentloop run`");
     Ok(ExitKind::Completed)
 }

@@ -151,6 +151,12 @@ fn init_writes_the_projects_own_checks() {
         "{}",
         r.stderr
     );
+    assert!(
+        r.stderr
+            .contains("`agentloop plan check --baseline` lists the tests failing now"),
+        "{}",
+        r.stderr
+    );
     // The file is valid: the run's configuration reads it (with a real plan).
     p.write("PLAN.md", "# X\n\n## T1: A\nVerify: test -f a.txt\n");
     let r = p.run(&["config", "show", "--json"]);
