@@ -161,7 +161,11 @@ pub fn judge_command(report: &Report, exit_code: Option<i32>, e: &Expect) -> Com
             }
         }
     }
-    if e.own && e.named.is_empty() {
+    // Its own selection is the task's: an own check without names, or a regression
+    // check with no baseline to tell old failures from new ones (a run from before
+    // baselines, a check a replan added), wants every test it reports passing.
+    let whole = (e.own && e.named.is_empty()) || (!e.own && e.known.baseline.is_none());
+    if whole {
         v.failing = report
             .tests
             .iter()
@@ -208,7 +212,7 @@ pub fn judge_command(report: &Report, exit_code: Option<i32>, e: &Expect) -> Com
         ))
     } else if report.tests.is_empty() {
         Some("its report has no tests".into())
-    } else if e.own && e.named.is_empty() && exit_code != Some(0) {
+    } else if whole && exit_code != Some(0) {
         Some(format!(
             "every test it reports passed, but it exited {}",
             exit_code
@@ -541,6 +545,17 @@ mod tests {
             &e,
         );
         assert!(!v.passed);
+    }
+
+    #[test]
+    fn a_regression_check_with_no_baseline_wants_every_test_passing() {
+        let e = Expect {
+            named: &[],
+            own: false,
+            known: KnownGood::default(),
+        };
+        assert!(!judge_command(&report(&[("a", Passed), ("b", Failed)]), Some(1), &e).passed);
+        assert!(judge_command(&report(&[("a", Passed)]), Some(0), &e).passed);
     }
 
     #[test]
