@@ -40,6 +40,7 @@ fn created(tasks: usize) -> Event {
         plan: Plan::parse("PLAN.md", &plan_text(tasks)).unwrap(),
         settings: Settings::from_config(&c),
         head: None,
+        tree: None,
     }
 }
 

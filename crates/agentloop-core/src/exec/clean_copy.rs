@@ -65,6 +65,20 @@ impl CleanCopy {
     /// Brings the copy up to the tree as it is now, with `overlay`'s versions of the
     /// surface and `carry` linked in; returns the commit checked out.
     pub fn refresh(&self, overlay: Option<&Baseline>, carry: &[String]) -> Result<String, String> {
+        let tree = self.tree_now(overlay)?;
+        self.check_out(&tree, carry)
+    }
+
+    /// Brings the copy to `tree` (one [`tree_now`](Self::tree_now) gave earlier),
+    /// with `carry` linked in; returns the commit checked out.
+    pub fn refresh_to(&self, tree: &str, carry: &[String]) -> Result<String, String> {
+        self.check_out(tree, carry)
+    }
+
+    /// The project's tree as it is now (tracked files and new ones git does not
+    /// ignore, with `overlay`'s versions of the surface), written into the object
+    /// store: its id. Nothing is checked out.
+    pub fn tree_now(&self, overlay: Option<&Baseline>) -> Result<String, String> {
         let parent = self.dir.parent().ok_or("no parent for the clean copy")?;
         std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
         let index = self.index();
@@ -95,10 +109,14 @@ impl CleanCopy {
                 Some(lines.as_bytes()),
             )?;
         }
-        let tree = run(with_index(&["write-tree"]), None)?;
+        run(with_index(&["write-tree"]), None)
+    }
+
+    /// Checks `tree` out in the copy (as a commit on HEAD), `carry` linked in.
+    fn check_out(&self, tree: &str, carry: &[String]) -> Result<String, String> {
         let mut commit = git(&self.root);
         commit
-            .args(["commit-tree", &tree, "-m", "agentloop: the tree verified"])
+            .args(["commit-tree", tree, "-m", "agentloop: the tree verified"])
             .env("GIT_AUTHOR_NAME", "agentloop")
             .env("GIT_AUTHOR_EMAIL", "agentloop@localhost")
             .env("GIT_COMMITTER_NAME", "agentloop")

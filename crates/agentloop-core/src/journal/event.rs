@@ -20,6 +20,11 @@ pub enum Event {
         /// The work tree's HEAD when the run was created.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         head: Option<String>,
+        /// The work tree itself when the run was created (git's tree id, its new files
+        /// included), when the run takes a test baseline: the tree it is taken on,
+        /// whatever an agent does before it is taken.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tree: Option<String>,
     },
     DriverStarted {
         pid: u32,

@@ -80,6 +80,10 @@ pub struct RunState {
     /// The work tree's HEAD when the run was created.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub head_at_create: Option<String>,
+    /// The work tree when the run was created (git's tree id), where the test baseline
+    /// is taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_at_create: Option<String>,
     pub plan: Plan,
     pub plan_version: u32,
     pub settings: Settings,
@@ -238,6 +242,7 @@ impl RunState {
             plan,
             settings,
             head,
+            tree,
         } = &first.event
         else {
             return Err(FoldError::NoRunCreated(first.event.kind()));
@@ -249,6 +254,7 @@ impl RunState {
             plan_file: plan_file.clone(),
             workdir: workdir.clone(),
             head_at_create: head.clone(),
+            tree_at_create: tree.clone(),
             plan: Plan {
                 title: String::new(),
                 goal: String::new(),

@@ -56,13 +56,17 @@ pub fn plan_checks(plan: &crate::plan::Plan, commands: &[String]) -> Vec<String>
 }
 
 /// Whether the test baseline is to be taken now: the run judges per test, has none
-/// yet, no agent has worked, and a task names tests or a check may start a runner.
+/// yet, no agent has worked, and it wants one.
 pub fn baseline_due(s: &RunState) -> bool {
-    s.settings.evidence
-        && s.tests_baseline.is_none()
-        && s.iterations == 0
-        && (s.plan.tasks.iter().any(|t| !t.tests.is_empty())
-            || baseline_commands(s)
+    s.tests_baseline.is_none() && s.iterations == 0 && baseline_wanted(&s.plan, &s.settings)
+}
+
+/// Whether a run of `plan` with `settings` takes a test baseline: it judges per
+/// test, and a task names tests or a check may start a runner agentloop reads.
+pub fn baseline_wanted(plan: &crate::plan::Plan, settings: &crate::config::Settings) -> bool {
+    settings.evidence
+        && (plan.tasks.iter().any(|t| !t.tests.is_empty())
+            || plan_checks(plan, &settings.verify_commands)
                 .iter()
                 .any(|c| runner::may_be_runner(c)))
 }

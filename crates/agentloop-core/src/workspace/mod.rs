@@ -214,6 +214,14 @@ impl Workspace {
         };
         std::fs::create_dir_all(run.path.join("plan")).map_err(io(&run.path))?;
         std::fs::create_dir_all(run.path.join("iterations")).map_err(io(&run.path))?;
+        // The tree the test baseline will be taken on: as it is now, before any agent
+        // (in hook mode the session may work before the first stop takes it).
+        let tree = (crate::policy::evidence::baseline_wanted(plan, &settings)
+            && settings.clean_copy
+            && crate::exec::git::is_repo(&self.root))
+        .then(|| crate::exec::clean_copy::CleanCopy::for_run(&self.root, &id))
+        .flatten()
+        .and_then(|c| c.tree_now(None).ok());
         let first = Event::RunCreated {
             run_id: id,
             plan_file: plan_file.display().to_string(),
@@ -221,6 +229,7 @@ impl Workspace {
             plan: plan.clone(),
             settings,
             head: crate::exec::git::head(&self.root),
+            tree,
         };
         let (mut writer, rec) = match Writer::create(&run.journal(), &first) {
             Ok(made) => made,

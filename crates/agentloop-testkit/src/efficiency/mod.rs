@@ -171,6 +171,7 @@ pub fn run_agentloop(s: &mut dyn Scenario) -> Outcome {
             plan,
             settings: Settings::from_config(&c),
             head: None,
+            tree: None,
         },
     };
     let mut st = RunState::from_first(&first).expect("run_created first");
@@ -428,6 +429,7 @@ fn forged_is_honoured(request: Request) -> Option<Record> {
         plan: Plan::parse("PLAN.md", "# F\n\n## T1: T\nVerify: true\n").ok()?,
         settings: Settings::from_config(&Config::default()),
         head: None,
+        tree: None,
     };
     let (writer, _) = Writer::create(&path, &created).ok()?;
     drop(writer);

@@ -6,6 +6,7 @@
 use std::time::Instant;
 
 use agentloop_core::evidence::Expected;
+use agentloop_core::exec::clean_copy::CleanCopy;
 use agentloop_core::exec::verify::{self, BaselineCache};
 use agentloop_core::journal::Event;
 use agentloop_core::policy::evidence::{self, Place};
@@ -18,8 +19,7 @@ impl Driver {
     /// half-way, it records nothing and is taken again.
     pub(crate) fn test_baseline(&mut self) -> Result<(), CliError> {
         let commands = evidence::baseline_commands(&self.state);
-        let (dir, commit) = self.verify_copy();
-        let tree = commit.and_then(|c| verify::tree_of(&self.ws.root, &c));
+        let (dir, tree) = self.baseline_copy();
         let cache = tree
             .as_deref()
             .and_then(|t| BaselineCache::at(t, &commands).map(|c| (t.to_string(), c)));
@@ -68,6 +68,26 @@ impl Driver {
         self.progress
             .note(&format!("test baseline: {}", baseline.words()));
         self.record(Event::TestsBaseline(baseline))
+    }
+
+    /// Where the baseline is taken, and the tree there: the clean copy brought to the
+    /// tree the run was created on (what an agent did since is not in it), else to the
+    /// tree as it is now (a run from before it was recorded), else the project.
+    fn baseline_copy(&mut self) -> (std::path::PathBuf, Option<String>) {
+        let carry = self.state.settings.carry.clone();
+        if let Some(tree) = self.state.tree_at_create.clone()
+            && let Some(copy) = CleanCopy::for_run(&self.ws.root, &self.run.id)
+        {
+            match copy.refresh_to(&tree, &carry) {
+                Ok(_) => return (copy.dir, Some(tree)),
+                Err(e) => self.progress.warn(&format!(
+                    "cannot check out the tree the run was created on ({e}); the test baseline is taken on the tree as it is"
+                )),
+            }
+        }
+        let (dir, commit) = self.verify_copy();
+        let tree = commit.and_then(|c| verify::tree_of(&self.ws.root, &c));
+        (dir, tree)
     }
 
     /// What a verification of `task` at `place` must show, and where its reports go;

@@ -151,6 +151,37 @@ fn in_a_session_the_test_baseline_comes_first_and_a_task_is_done_on_its_named_te
 }
 
 #[test]
+fn what_a_session_breaks_before_its_first_stop_is_not_in_the_test_baseline() {
+    // The session breaks a test that passes (`suite::other`) before the first stop,
+    // which takes the baseline: the baseline is the tree `hook start` saw, so the
+    // broken test is a regression, not a test "failing at the baseline".
+    let server = Cli::Claude.mock(vec![
+        bash("touch broken.txt"),
+        say("Ready."),
+        bash("touch done.txt"),
+        say("TASK_COMPLETE"),
+        say("TASK_COMPLETE"),
+    ]);
+    let check = "tc() { if [ \"$2\" = ok ]; then printf '<testcase classname=\"suite\" name=\"%s\"/>' \"$1\"; else printf '<testcase classname=\"suite\" name=\"%s\"><failure message=\"no\"/></testcase>' \"$1\"; fi; }\n{ printf '<testsuites><testsuite name=\"s\">'; tc the_test $( [ -f done.txt ] && echo ok ); tc other $( [ -f broken.txt ] || echo ok ); printf '</testsuite></testsuites>'; } > \"$AGENTLOOP_TEST_REPORT\"\n";
+    let p = Scratch::new()
+        .plan("# One\n\n## T1: Done\nMax-iterations: 2\nVerify: sh check.sh\nTests: suite::the_test\n")
+        .file("check.sh", check)
+        .file("agentloop.toml", "[breakers]\ndebug_after = 0\n")
+        .build();
+    let r = p.run(&["hook", "start"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let _ = claude_session(&p, &server, "Start.");
+    let s = p.status();
+    assert_ne!(s["tasks"][0]["status"], "done", "{s:#}");
+    assert_eq!(
+        s["tests_baseline"]["failing"], 1,
+        "only the named test failed then: {s:#}"
+    );
+    let regressions = &s["tasks"][0]["evidence"]["regressions"];
+    assert_eq!(regressions[0]["id"], "suite::other", "{s:#}");
+}
+
+#[test]
 fn a_false_completion_is_caught_and_retried_in_the_same_session() {
     let server = Cli::Claude.mock(vec![
         say("Hi."),

@@ -37,6 +37,7 @@ impl Sim {
                 plan,
                 settings: s,
                 head: None,
+                tree: None,
             },
         };
         Sim {
