@@ -149,13 +149,16 @@ pub fn judge_command(report: &Report, exit_code: Option<i32>, e: &Expect) -> Com
             v.regressions.push(seen(id));
         }
     }
-    // Collected at the baseline and gone (a test that did not pass then).
+    // Collected at the baseline and gone (a test that did not pass then). A module
+    // that did not import (a package that did not build) was one errored entry named
+    // after it; once its tests are collected (`entry::…`), that entry is not "gone".
     if let Some(b) = e.known.baseline {
         for (id, o) in b {
             if !now.contains_key(id.as_str())
                 && *o != Outcome::Passed
                 && !e.known.must_pass(id)
                 && !e.known.is_excused(id)
+                && !(*o == Outcome::Errored && collected_under(&report.tests, id))
             {
                 v.dropped.push(seen(id));
             }
@@ -224,6 +227,12 @@ pub fn judge_command(report: &Report, exit_code: Option<i32>, e: &Expect) -> Com
     };
     v.passed = v.reason.is_none();
     v
+}
+
+/// Whether some test reported now is one of `entry`'s (`entry::…`).
+fn collected_under(tests: &[super::TestResult], entry: &str) -> bool {
+    let prefix = format!("{entry}::");
+    tests.iter().any(|t| t.id.starts_with(&prefix))
 }
 
 /// `a, b, c and 4 more`.
@@ -556,6 +565,29 @@ mod tests {
         };
         assert!(!judge_command(&report(&[("a", Passed), ("b", Failed)]), Some(1), &e).passed);
         assert!(judge_command(&report(&[("a", Passed)]), Some(0), &e).passed);
+    }
+
+    #[test]
+    fn a_module_that_did_not_import_at_the_baseline_is_not_gone_once_its_tests_run() {
+        let b = base(&[("tests/a.py::t1", Passed), ("tests/b.py", Errored)]);
+        let names = TestName::parse_list("tests/b.py::*").unwrap();
+        let e = Expect {
+            named: &names,
+            own: false,
+            known: KnownGood {
+                baseline: Some(&b),
+                ..Default::default()
+            },
+        };
+        let v = judge_command(
+            &report(&[("tests/a.py::t1", Passed), ("tests/b.py::t", Passed)]),
+            Some(0),
+            &e,
+        );
+        assert!(v.passed, "{v:?}");
+        // The module deleted instead: gone.
+        let v = judge_command(&report(&[("tests/a.py::t1", Passed)]), Some(0), &e);
+        assert_eq!(v.dropped[0].id, "tests/b.py");
     }
 
     #[test]

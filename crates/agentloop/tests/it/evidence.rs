@@ -540,3 +540,35 @@ fn a_test_file_deleted_waits_for_a_person_and_once_approved_is_not_held_against_
     assert_eq!(s["tasks"][0]["status"], "done", "{s:#}");
     assert_eq!(s["iterations"], 1, "{s:#}");
 }
+
+#[test]
+fn a_test_module_that_does_not_import_at_the_baseline_is_judged_once_it_does() {
+    // pytest reports a module that fails to import as one errored entry (its file);
+    // the task that makes it import gets its named tests judged, and the entry is not
+    // "no longer run".
+    let plan = "# Roots\n\n## T1: Square roots\n\nAdd `calc/root.py` with `sqrt`.\n\nTests: tests/test_root.py::*\n";
+    let mut p = calc()
+        .file(
+            "tests/test_root.py",
+            "from calc.root import sqrt\n\ndef test_sqrt():\n    assert sqrt(9) == 3\n",
+        )
+        .plan(plan)
+        .agent(&agent(
+            "printf 'def sqrt(x):\\n    return x ** 0.5\\n' > calc/root.py\necho TASK_COMPLETE\n",
+        ))
+        .config("[verify]\ncommands = [\"python3 -m pytest\"]\n")
+        .build();
+    p.env.push(("PATH".into(), python_path()));
+    let r = p.run(&["plan", "check", "--baseline"]);
+    assert!(
+        r.stdout.contains("not collected at baseline: tests/test_root.py does not import yet"),
+        "{}\n{}",
+        r.stdout,
+        r.stderr
+    );
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["tasks"][0]["evidence"]["named_passing"], 1, "{s:#}");
+    assert_eq!(s["iterations"], 1, "{s:#}");
+}
