@@ -114,6 +114,17 @@ impl Expected {
         self.per_test_regression || self.own.iter().any(|c| c == command)
     }
 
+    /// Whether `command` ran to its end at the baseline (exit 0) without writing a
+    /// report: a check that does not report, so a report from it later was written by
+    /// something else. (One that failed there may not have got as far as its tests:
+    /// a build that fails until the work is done.)
+    pub fn silent_at_baseline(&self, command: &str) -> bool {
+        self.baseline
+            .as_deref()
+            .and_then(|b| b.command(command))
+            .is_some_and(|b| b.runner.is_none() && b.exit_code == Some(0))
+    }
+
     /// How `command` is judged.
     pub fn expect(&self, command: &str) -> Expect<'_> {
         // A named test may be in any check's report (a task without a `Verify:` of its

@@ -275,6 +275,10 @@ pub fn read(format: Format, at: &Path, workdir: &Path) -> Result<Report, ReportE
     if meta.len() > MAX_REPORT_BYTES {
         return Err(ReportError::TooLarge(shown));
     }
+    // agentloop makes the file, empty, before the check: still empty, nothing wrote it.
+    if meta.len() == 0 {
+        return Err(ReportError::Missing(shown));
+    }
     let bytes = std::fs::read(at).map_err(|e| ReportError::Unreadable {
         path: shown.clone(),
         why: e.to_string(),

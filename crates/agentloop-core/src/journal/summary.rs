@@ -58,6 +58,8 @@ pub enum Met {
     Assumed,
     /// Its checks passed by exit code, with no per-test evidence to back them.
     ExitCode,
+    /// Its checks passed once a failing test, run again alone, passed.
+    Flaky,
 }
 
 /// One line of the criteria table.
@@ -126,6 +128,17 @@ fn tests_row(s: &RunState, task: &str, names: bool) -> Option<Row> {
         Some(e) if e.exit_code_only => (
             Met::ExitCode,
             "exit code only: no per-test evidence (no check's runner gave a report)".into(),
+        ),
+        Some(e) if done && !e.flaky.is_empty() => (
+            Met::Flaky,
+            format!(
+                "FAIL_TO_PASS {}/{}; {} failed beside the others and passed alone ({}): watch {}",
+                e.named_passing,
+                e.named,
+                plural(e.flaky.len(), "test", "tests"),
+                e.flaky.join(", "),
+                if e.flaky.len() == 1 { "it" } else { "them" }
+            ),
         ),
         Some(e) if done => {
             let kept = s
@@ -351,6 +364,7 @@ pub fn summary(s: &RunState) -> String {
             Met::Reviewed => "review only",
             Met::Assumed => "assumed",
             Met::ExitCode => "exit code only",
+            Met::Flaky => "forgiven as flaky",
         };
         let _ = writeln!(
             out,

@@ -31,6 +31,7 @@ impl Driver {
                 "test baseline (cached for this tree): {}",
                 b.words()
             ));
+            self.warn_unmatched(&b);
             return self.record(Event::TestsBaseline(b));
         }
         self.progress.note(&format!(
@@ -67,7 +68,25 @@ impl Driver {
         }
         self.progress
             .note(&format!("test baseline: {}", baseline.words()));
+        self.warn_unmatched(&baseline);
         self.record(Event::TestsBaseline(baseline))
+    }
+
+    /// A task's name that matches no test the checks reported: said now, not first
+    /// when the task is judged.
+    fn warn_unmatched(&self, baseline: &agentloop_core::evidence::TestsBaseline) {
+        use agentloop_core::evidence::names::{NameCheck, check_names};
+        let collected = baseline.all_tests();
+        for t in &self.state.plan.tasks {
+            for (name, check) in t.tests.iter().zip(check_names(&t.tests, &collected)) {
+                if check == NameCheck::Unmatched {
+                    self.progress.warn(&format!(
+                        "task {}: `{}` matches no test the checks reported at the baseline; the task is done only once it runs and passes",
+                        t.id, name.pattern
+                    ));
+                }
+            }
+        }
     }
 
     /// Where the baseline is taken, and the tree there: the clean copy brought to the

@@ -337,6 +337,45 @@ done"#
             .unwrap_or("");
         assert!(problem.contains("written 2 times"), "{v:#}");
     }
+    // (e) again, through a hard link made elsewhere (outside the watched directory).
+    let linked = format!(
+        "import atexit, os, sys\nFORGED = '{forged}'\ndef forge():\n    for a in sys.argv:\n        if a.startswith('--junitxml='):\n            p = a.split('=', 1)[1]\n            link = os.path.dirname(os.path.dirname(p)) + '/link.xml'\n            os.link(p, link)\n            open(link, 'w').write(FORGED)\n            os.unlink(link)\natexit.register(forge)\n"
+    );
+    let p = gamed(
+        "python3 -m pytest",
+        "cp .git/forge.py tests/test_zz_forge.py",
+        &[(".git/forge.py", &linked)],
+    );
+    for v in verify_records(&p) {
+        let problem = v["data"]["commands"][0]["tests"]["problem"]
+            .as_str()
+            .unwrap_or("");
+        assert!(problem.contains("written 2 times"), "{v:#}");
+    }
+    // (e) once more, through `$AGENTLOOP_TEST_REPORT`: a check that reports nothing
+    // (and passed at the baseline) gets a report the code under test writes there.
+    let env_forge =
+        format!("import os\nopen(os.environ['AGENTLOOP_TEST_REPORT'], 'w').write('{forged}')\n");
+    let p = gamed(
+        "sh check.sh",
+        "cp .git/forge.py tests/test_zz_forge.py",
+        &[
+            ("check.sh", "python3 -m pytest -q\nexit 0\n"),
+            (".git/forge.py", &env_forge),
+        ],
+    );
+    assert!(
+        failures(&p)
+            .iter()
+            .all(|w| w.contains("no report has the tests")),
+        "{:?}",
+        failures(&p)
+    );
+    let log = std::fs::read_to_string(p.run_dir().join("iterations/0001/verify.log")).unwrap();
+    assert!(
+        log.contains("that this check did not write when it passed at the baseline"),
+        "{log}"
+    );
     // (f) The check's script calls a helper that runs the tests and writes their
     // report to $AGENTLOOP_TEST_REPORT; the agent rewrites the helper to exit 0.
     let p = gamed(
@@ -561,7 +600,8 @@ fn a_test_module_that_does_not_import_at_the_baseline_is_judged_once_it_does() {
     p.env.push(("PATH".into(), python_path()));
     let r = p.run(&["plan", "check", "--baseline"]);
     assert!(
-        r.stdout.contains("not collected at baseline: tests/test_root.py does not import yet"),
+        r.stdout
+            .contains("not collected at baseline: tests/test_root.py does not import yet"),
         "{}\n{}",
         r.stdout,
         r.stderr

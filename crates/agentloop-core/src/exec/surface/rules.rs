@@ -25,13 +25,31 @@ pub const CHECK_FILES: &[&str] = &[
     "conftest.py",
     "pytest.ini",
     ".pytest.ini",
+    "pytest.toml",
+    ".pytest.toml",
+    // A module that shadows the runner itself under `python -m pytest`.
+    "pytest.py",
     "sitecustomize.py",
     "usercustomize.py",
     "*.pth",
     "jest.config.*",
+    "jest.setup.*",
     "vitest.config.*",
     "vitest.workspace.*",
+    "vitest.setup.*",
+    "setupTests.*",
+    // Vitest reads Vite's configuration; Jest transforms through Babel's.
+    "vite.config.*",
+    "babel.config.*",
+    ".babelrc*",
+    // What npm, yarn and pnpm run a script with (`script-shell`, hooks).
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".pnpmfile.cjs",
     ".mocharc*",
+    ".rspec",
+    ".config/nextest.toml",
     "karma.conf.*",
     "playwright.config.*",
     "build.rs",
@@ -54,7 +72,13 @@ const TEST_RUNNERS: &[&str] = &[
 ];
 
 /// Files whose test section (only) configures the checks.
-pub(super) const SECTIONED: &[&str] = &["pyproject.toml", "setup.cfg", "tox.ini", "package.json"];
+pub(super) const SECTIONED: &[&str] = &[
+    "pyproject.toml",
+    "setup.cfg",
+    "tox.ini",
+    "package.json",
+    "Cargo.toml",
+];
 
 /// What the rules are made of: the run's settings and plan.
 #[derive(Debug)]
@@ -284,13 +308,43 @@ pub fn check_section(path: &str, text: &[u8]) -> Vec<u8> {
     let picked = match name {
         "package.json" => serde_json::from_str::<serde_json::Value>(&text)
             .map(|v| {
-                let scripts = &v["scripts"];
+                // Every test script (`test`, `test:unit`, `pretest…`, `posttest…`).
+                let tests: serde_json::Map<String, serde_json::Value> = v["scripts"]
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .filter(|(k, _)| {
+                        k.starts_with("test")
+                            || k.starts_with("pretest")
+                            || k.starts_with("posttest")
+                    })
+                    .map(|(k, s)| (k.clone(), s.clone()))
+                    .collect();
                 serde_json::json!({
-                    "test": scripts["test"], "pretest": scripts["pretest"],
-                    "posttest": scripts["posttest"], "jest": v["jest"], "mocha": v["mocha"],
+                    "scripts": tests, "jest": v["jest"], "mocha": v["mocha"],
                     "ava": v["ava"], "vitest": v["vitest"],
                 })
                 .to_string()
+            })
+            .unwrap_or_else(|_| text.to_string()),
+        // Which targets are tests and how they run (`[lib] test = false`, a `[[test]]`
+        // without the harness, a build script).
+        "Cargo.toml" => text
+            .parse::<toml::Table>()
+            .map(|t| {
+                let package = t.get("package").and_then(|p| p.as_table());
+                let pick = |k: &str| package.and_then(|p| p.get(k)).map(|v| v.to_string());
+                format!(
+                    "{:?}{:?}{:?}{:?}{:?}{:?}{:?}{:?}",
+                    t.get("lib").map(|v| v.to_string()),
+                    t.get("test").map(|v| v.to_string()),
+                    t.get("bin").map(|v| v.to_string()),
+                    t.get("bench").map(|v| v.to_string()),
+                    t.get("example").map(|v| v.to_string()),
+                    pick("build"),
+                    pick("autotests"),
+                    pick("autolib"),
+                )
             })
             .unwrap_or_else(|_| text.to_string()),
         "pyproject.toml" => text
@@ -408,6 +462,13 @@ mod tests {
             "bin/pytest",
             "make",
             "x.pth",
+            "pytest.toml",
+            "pytest.py",
+            ".npmrc",
+            "vite.config.mjs",
+            "babel.config.js",
+            ".babelrc",
+            ".config/nextest.toml",
         ] {
             assert!(r.configures_checks(f).is_some(), "{f}");
         }
@@ -427,6 +488,23 @@ mod tests {
         assert_ne!(
             check_section("package.json", a),
             check_section("package.json", c)
+        );
+        let d = br#"{"name":"x","scripts":{"test":"jest","test:unit":"node forge.js && exit 0 && jest"}}"#;
+        assert_ne!(
+            check_section("package.json", a),
+            check_section("package.json", d),
+            "every test script counts"
+        );
+        let c1 = b"[package]\nname = 'x'\nversion = '1.0.0'\n";
+        let c2 = b"[package]\nname = 'x'\nversion = '1.1.0'\n[dependencies]\nregex = '1'\n";
+        let c3 = b"[package]\nname = 'x'\nversion = '1.0.0'\n[lib]\ntest = false\n[[test]]\nname = 'it'\nharness = false\n";
+        assert_eq!(
+            check_section("Cargo.toml", c1),
+            check_section("Cargo.toml", c2)
+        );
+        assert_ne!(
+            check_section("Cargo.toml", c1),
+            check_section("Cargo.toml", c3)
         );
         let p1 = b"[project]\nname='x'\n[tool.pytest.ini_options]\naddopts='-q'\n";
         let p2 = b"[project]\nname='y'\n[tool.pytest.ini_options]\naddopts='-q'\n";

@@ -124,10 +124,24 @@ impl Runner<'_> {
                     .and_then(|(_, m)| m.as_ref().map(|(v, _)| v.clone())),
                 tests: None,
             };
-            let evidence = inv
+            let mut evidence = inv
                 .as_ref()
                 .and_then(|i| read_evidence(i, self.workdir))
                 .map(|e| e.unless_tampered(written.as_mut()));
+            // A check that passed at the baseline without writing `$AGENTLOOP_TEST_REPORT`
+            // and writes one now: what wrote it may be the code under test, not the check.
+            if let (Some(t), Some(i)) = (&self.tests, &inv)
+                && i.runner.is_none()
+                && evidence.is_some()
+                && t.expected.silent_at_baseline(cmd)
+            {
+                writeln!(
+                    log,
+                    "[a report appeared at ${} that this check did not write when it passed at the baseline: not evidence; its exit code decides]",
+                    evidence::runner::REPORT_VAR
+                )?;
+                evidence = None;
+            }
             // A check that timed out or was stopped proves nothing, whatever it wrote.
             let finished = !f.timed_out && !f.killed;
             let verdict = match (&self.tests, &evidence) {
@@ -447,7 +461,8 @@ fn read_evidence(inv: &Invocation, workdir: &Path) -> Option<Evidence> {
                 e => e.to_string(),
             }),
         }),
-        None if inv.report_var.exists() => Some(Evidence {
+        // agentloop made the file, empty: a check that wrote nothing there has none.
+        None if std::fs::metadata(&inv.report_var).is_ok_and(|m| m.len() > 0) => Some(Evidence {
             runner: format!("junit (${})", evidence::runner::REPORT_VAR),
             report: evidence::read(evidence::Format::Junit, &inv.report_var, workdir)
                 .map_err(|e| e.to_string()),
