@@ -140,6 +140,16 @@ fn a_python_project_with_six_tests_failing_at_baseline_reaches_ship_with_inits_d
         handoff.contains("  - tests: FAIL_TO_PASS 2/2 (`tests/test_div.py::test_div`, `tests/test_div.py::test_div_by_zero`); PASS_TO_PASS: no regressions"),
         "{handoff}"
     );
+    // Each check's tests, one by one, beside its log; the raw reports are gone.
+    let kept =
+        std::fs::read_to_string(p.run_dir().join("iterations/0001/verify.tests.json")).unwrap();
+    assert!(kept.contains("\"tests/test_div.py::test_div\""), "{kept}");
+    let run_id = p.run_dir().file_name().unwrap().to_owned();
+    let reports = p.cache.path().join("agentloop/reports").join(run_id);
+    let left: Vec<_> = std::fs::read_dir(&reports)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
     // The status a person reads.
     let text = p.run(&["status"]).stdout;
     assert!(

@@ -86,6 +86,7 @@ impl Runner<'_> {
             out.push(entry);
         }
         log.sync_all()?;
+        let _ = std::fs::remove_dir_all(reports);
         Ok(Some(TestsBaseline {
             tree,
             commands: out,

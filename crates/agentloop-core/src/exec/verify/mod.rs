@@ -243,11 +243,14 @@ impl Runner<'_> {
         } else if let Some(t) = &self.tests {
             judged.close(&t.expected.named);
         }
-        if let Some(t) = &self.tests
-            && !kept.is_empty()
-        {
-            let at = t.reports.join("tests.json");
-            let _ = std::fs::write(&at, crate::fsutil::pretty_json(&kept));
+        if let Some(t) = &self.tests {
+            // The tests, one by one, beside the log (`verify.tests.json`) for people;
+            // the reports themselves are not needed once read.
+            if !kept.is_empty() {
+                let at = self.log.with_extension("tests.json");
+                let _ = std::fs::write(&at, crate::fsutil::pretty_json(&kept));
+            }
+            let _ = std::fs::remove_dir_all(&t.reports);
         }
         if !commands.is_empty() {
             log.sync_all()?;
