@@ -19,9 +19,13 @@ fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
 /// without git's automatic maintenance (a background `pack-refs` holds the lock on
 /// `packed-refs` that a merge's `update-ref` then fails on).
 fn git_refs(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let mut c = git_command(dir);
-    c.args(["-c", "maintenance.auto=false", "-c", "gc.auto=0"])
-        .args(args);
+    // A push or fetch talks to the remote with the user's configuration (its
+    // credentials); anything else is hermetic. Neither runs hooks or maintenance.
+    let mut c = match args.first() {
+        Some(&"push" | &"fetch") => super::git::remote_command(dir),
+        _ => git_command(dir),
+    };
+    c.args(args);
     let _one_at_a_time = super::worktree::bookkeeping();
     run_git(c, None).map(|o| String::from_utf8_lossy(&o).trim().to_string())
 }

@@ -220,7 +220,8 @@ pub fn merge(merge_wt: &Path, work: &str, message: &str) -> Result<Merge, String
         let _ = text(git(merge_wt, &["merge", "--abort"]));
         return Err("the merge failed without a conflict".into());
     }
-    let mut hunks = text(git(merge_wt, &["diff", "--no-color"])).unwrap_or_default();
+    let mut hunks =
+        text(git(merge_wt, &["diff", "--no-color", "--no-ext-diff"])).unwrap_or_default();
     if hunks.len() > HUNKS_CAP {
         let mut cut = HUNKS_CAP;
         while !hunks.is_char_boundary(cut) {

@@ -2,7 +2,6 @@
 //! by the bundled example agent — a real loop with no account and no network.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use agentloop_core::workspace::Workspace;
 use serde_json::Map;
@@ -107,7 +106,7 @@ fn new_temp_dir() -> Result<PathBuf, CliError> {
 
 fn git_init(dir: &Path) -> Result<(), CliError> {
     let git = |args: &[&str]| -> Result<(), CliError> {
-        let out = Command::new("git")
+        let out = agentloop_core::exec::git::git_command(dir)
             .args([
                 "-c",
                 "user.name=agentloop demo",

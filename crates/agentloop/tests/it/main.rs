@@ -12,6 +12,7 @@ mod efficiency;
 mod evidence;
 mod evidence_runners;
 mod gates;
+mod hermetic;
 mod hook_agents;
 mod hook_mode;
 mod hook_session;

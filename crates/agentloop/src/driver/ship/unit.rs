@@ -7,7 +7,7 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use agentloop_core::config::MergeWhen;
 use agentloop_core::journal::{Event, Unit};
@@ -37,7 +37,7 @@ fn tree(root: &Path, commit: &str) -> Result<String, String> {
 /// The change `from..to` replayed onto `onto`: the new commit, or `onto` itself when
 /// the change is already there.
 fn replay(root: &Path, from: &str, to: &str, onto: &str) -> Result<String, String> {
-    let out = Command::new("git")
+    let out = agentloop_core::exec::git::git_command(root)
         .args([
             "merge-tree",
             "--write-tree",
@@ -83,7 +83,7 @@ fn replay(root: &Path, from: &str, to: &str, onto: &str) -> Result<String, Strin
     let [an, ae, ad, cn, ce, cd, message] = f[..] else {
         return Err(format!("cannot read the commit {to:.12}"));
     };
-    let mut child = Command::new("git")
+    let mut child = agentloop_core::exec::git::git_command(root)
         .args(["commit-tree", &new_tree, "-p", onto, "-F", "-"])
         .current_dir(root)
         .envs([

@@ -1,14 +1,58 @@
-//! What the agent changed, seen through git (shelling out to the real `git`).
+//! What the agent changed, seen through git (shelling out to the real `git`). The one
+//! way agentloop runs git: hermetic ([`hermetic`]: no hooks, filters, drivers, replace
+//! objects or user configuration), a remote's commands apart.
+
+mod hermetic;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 
 fn git(workdir: &Path) -> Command {
     let mut c = Command::new("git");
+    hermetic::apply(&mut c, workdir);
     c.current_dir(workdir)
         .stdin(Stdio::null())
         .stderr(Stdio::piped());
     c
+}
+
+/// `git` for a command that talks to a remote (push, fetch): the user's configuration
+/// (the remote's credentials, URL rewrites), without hooks or replace objects.
+pub fn remote_command(dir: &Path) -> Command {
+    let mut c = Command::new("git");
+    hermetic::remote(&mut c);
+    c.current_dir(dir)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped());
+    c
+}
+
+/// The person's commit identity, from their own git configuration (reading it runs
+/// nothing): what agentloop's commits in their repository are made as.
+pub fn user_identity(dir: &Path) -> Option<(String, String)> {
+    let get = |key: &str| {
+        let out = Command::new("git")
+            .args(["config", "--get", key])
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .ok()?;
+        let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        (out.status.success() && !v.is_empty()).then_some(v)
+    };
+    Some((get("user.name")?, get("user.email")?))
+}
+
+/// Sets `c`'s author and committer: the person's identity, else agentloop's.
+pub(crate) fn set_identity(c: &mut Command, who: Option<&(String, String)>) {
+    let (name, email) = who
+        .map(|(n, e)| (n.as_str(), e.as_str()))
+        .unwrap_or(("agentloop", "agentloop@localhost"));
+    c.env("GIT_AUTHOR_NAME", name)
+        .env("GIT_AUTHOR_EMAIL", email)
+        .env("GIT_COMMITTER_NAME", name)
+        .env("GIT_COMMITTER_EMAIL", email);
 }
 
 fn output(mut c: Command) -> Option<String> {
@@ -19,9 +63,19 @@ fn output(mut c: Command) -> Option<String> {
 }
 
 /// Runs `git ARGS` in `dir`: its output, trimmed, or why it failed (the command and
-/// what git said).
+/// what git said). A command that talks to a remote (`push`, `fetch`, `ls-remote`)
+/// runs as [`remote_command`]; every other hermetically.
 pub fn run(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let out = git(dir)
+    let remote = matches!(
+        args.first().copied(),
+        Some("push" | "fetch" | "ls-remote" | "clone" | "pull")
+    );
+    let mut c = if remote {
+        remote_command(dir)
+    } else {
+        git(dir)
+    };
+    let out = c
         .args(args)
         .output()
         .map_err(|e| format!("git {}: {e}", args.join(" ")))?;
@@ -259,19 +313,7 @@ pub fn commit_all(workdir: &Path, message: &str) -> Result<String, String> {
         return Err("git add -A failed".into());
     }
     let mut c = git(workdir);
-    let has_identity = {
-        let mut id = git(workdir);
-        id.args(["config", "user.email"]);
-        output(id).is_some()
-    };
-    if !has_identity {
-        c.args([
-            "-c",
-            "user.name=agentloop",
-            "-c",
-            "user.email=agentloop@localhost",
-        ]);
-    }
+    set_identity(&mut c, user_identity(workdir).as_ref());
     c.args([
         "commit",
         "-q",
@@ -291,8 +333,8 @@ pub fn commit_all(workdir: &Path, message: &str) -> Result<String, String> {
     head(workdir).ok_or_else(|| "no HEAD after commit".to_string())
 }
 
-/// `git` in `dir`, stdin closed, stderr kept for the error.
-pub(crate) fn git_command(dir: &Path) -> Command {
+/// `git` in `dir`, hermetic, stdin closed, stderr kept for the error.
+pub fn git_command(dir: &Path) -> Command {
     git(dir)
 }
 

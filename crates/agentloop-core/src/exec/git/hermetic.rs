@@ -1,0 +1,220 @@
+//! agentloop's own git runs no code the project, the agent or the user's configuration
+//! planted: no hooks (`core.hooksPath`, `.git/hooks/`), no clean/smudge filters, no
+//! textconv, no merge drivers, no replace objects, no file-system monitor, no signing,
+//! no automatic maintenance, and no system or global configuration at all — only the
+//! repository's own, with every driver it names neutralised, and the settings
+//! agentloop names itself. (What a person's configuration is still needed for —
+//! their commit identity, a remote's credentials — is taken explicitly: see
+//! [`super::user_identity`] and [`remote`].)
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Settings every command gets.
+const NEUTRAL: &[&str] = &[
+    "core.hooksPath=/dev/null",
+    "core.fsmonitor=false",
+    "core.untrackedCache=false",
+    "commit.gpgSign=false",
+    "tag.gpgSign=false",
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "diff.external=",
+];
+
+/// Makes `c` hermetic for the repository at (or above) `dir`.
+pub(crate) fn apply(c: &mut Command, dir: &Path) {
+    c.env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_NO_REPLACE_OBJECTS", "1")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env_remove("GIT_CONFIG_PARAMETERS")
+        .env_remove("GIT_CONFIG_COUNT")
+        .env_remove("GIT_EXTERNAL_DIFF");
+    for n in NEUTRAL {
+        c.arg("-c").arg(n);
+    }
+    for d in drivers(dir) {
+        for setting in d.neutral() {
+            c.arg("-c").arg(setting);
+        }
+    }
+}
+
+/// A command for a remote (push, fetch): the user's configuration, which holds the
+/// remote's credentials and URL rewrites, but still no hooks (`pre-push`) and no
+/// replace objects.
+pub(crate) fn remote(c: &mut Command) {
+    c.env("GIT_NO_REPLACE_OBJECTS", "1")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .args(["-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0"])
+        .args(["-c", "maintenance.auto=false"]);
+}
+
+/// A driver the repository's configuration defines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Driver {
+    Filter(String),
+    Diff(String),
+    Merge(String),
+}
+
+impl Driver {
+    /// The `-c` settings that keep git from running it.
+    fn neutral(&self) -> Vec<String> {
+        match self {
+            // `cat` passes content through unchanged; an empty `process` is no
+            // process; a required filter may then be missing.
+            Driver::Filter(n) => vec![
+                format!("filter.{n}.clean=cat"),
+                format!("filter.{n}.smudge=cat"),
+                format!("filter.{n}.process="),
+                format!("filter.{n}.required=false"),
+            ],
+            Driver::Diff(n) => vec![format!("diff.{n}.textconv="), format!("diff.{n}.command=")],
+            // The merge is then a conflict for the agent to resolve, never a program
+            // of the project's.
+            Driver::Merge(n) => vec![format!("merge.{n}.driver=false")],
+        }
+    }
+}
+
+/// The drivers the repository at `dir` configures: read from its configuration files
+/// (the common `config`, a worktree's `config.worktree`, and every file they
+/// include, whatever the include's condition: over-reading only neutralises more).
+pub(crate) fn drivers(dir: &Path) -> Vec<Driver> {
+    let mut out = Vec::new();
+    let mut seen = Vec::new();
+    for f in config_files(dir) {
+        read(&f, 0, &mut seen, &mut out);
+    }
+    out
+}
+
+/// The repository's configuration files for `dir`: found by walking up to its `.git`
+/// (a directory, or a worktree's file naming its git directory and, through
+/// `commondir`, the shared one).
+fn config_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(start) = dir.canonicalize() else {
+        return Vec::new();
+    };
+    for d in start.ancestors() {
+        let g = d.join(".git");
+        if g.is_dir() {
+            return vec![g.join("config"), g.join("config.worktree")];
+        }
+        if let Ok(text) = std::fs::read_to_string(&g)
+            && let Some(gitdir) = text.strip_prefix("gitdir:")
+        {
+            let gitdir = d.join(gitdir.trim());
+            let common = std::fs::read_to_string(gitdir.join("commondir"))
+                .map(|c| gitdir.join(c.trim()))
+                .unwrap_or_else(|_| gitdir.clone());
+            return vec![
+                common.join("config"),
+                common.join("config.worktree"),
+                gitdir.join("config.worktree"),
+            ];
+        }
+    }
+    Vec::new()
+}
+
+fn read(path: &Path, depth: u32, seen: &mut Vec<PathBuf>, out: &mut Vec<Driver>) {
+    if depth > 10 || seen.iter().any(|s| s == path) {
+        return;
+    }
+    seen.push(path.to_path_buf());
+    let Ok(text) = std::fs::read(path) else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&text);
+    let mut section = String::new();
+    for line in text.lines() {
+        let l = line.trim();
+        let (head, rest) = match l.strip_prefix('[').and_then(|r| r.split_once(']')) {
+            Some((h, rest)) => {
+                section = h.trim().to_string();
+                if let Some(d) = driver(&section)
+                    && !out.contains(&d)
+                {
+                    out.push(d);
+                }
+                (true, rest.trim())
+            }
+            None => (false, l),
+        };
+        // `[include] path = …` and `[includeIf "…"] path = …`, also on the section's
+        // own line.
+        let lower = section.to_ascii_lowercase();
+        if !(lower == "include" || lower.starts_with("includeif")) {
+            continue;
+        }
+        let kv = if head { rest } else { l };
+        if let Some((k, v)) = kv.split_once('=')
+            && k.trim().eq_ignore_ascii_case("path")
+        {
+            let v = v.trim().trim_matches('"');
+            let p = if let Some(home) = v.strip_prefix("~/") {
+                std::env::var_os("HOME")
+                    .map(|h| PathBuf::from(h).join(home))
+                    .unwrap_or_default()
+            } else {
+                path.parent().unwrap_or(Path::new("/")).join(v)
+            };
+            read(&p, depth + 1, seen, out);
+        }
+    }
+}
+
+/// `filter "x"` (or the old `filter.x`) → the driver it defines.
+fn driver(section: &str) -> Option<Driver> {
+    let (kind, name) = match section.split_once(char::is_whitespace) {
+        Some((k, n)) => (k, n.trim().trim_matches('"').to_string()),
+        None => {
+            let (k, n) = section.split_once('.')?;
+            (k, n.to_string())
+        }
+    };
+    if name.is_empty() || name.contains(['\n', '=']) {
+        return None;
+    }
+    match kind.to_ascii_lowercase().as_str() {
+        "filter" => Some(Driver::Filter(name)),
+        "diff" => Some(Driver::Diff(name)),
+        "merge" => Some(Driver::Merge(name)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drivers_are_read_from_the_config_and_what_it_includes() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = dir.path().join(".git");
+        std::fs::create_dir_all(&git).unwrap();
+        std::fs::write(
+            git.join("config"),
+            "[core]\n\tbare = false\n[filter \"lfs\"]\n\tsmudge = evil\n[diff \"img\"] textconv = evil\n[include]\n\tpath = more.cfg\n",
+        )
+        .unwrap();
+        std::fs::write(
+            git.join("more.cfg"),
+            "[merge.lock]\n\tdriver = evil %A\n[includeIf \"gitdir:x\"]\npath = more.cfg\n",
+        )
+        .unwrap();
+        let sub = dir.path().join("src");
+        std::fs::create_dir(&sub).unwrap();
+        assert_eq!(
+            drivers(&sub),
+            [
+                Driver::Filter("lfs".into()),
+                Driver::Diff("img".into()),
+                Driver::Merge("lock".into())
+            ]
+        );
+    }
+}
