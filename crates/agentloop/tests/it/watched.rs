@@ -61,7 +61,11 @@ fn a_watched_project_asks_git_only_about_what_an_iteration_touched() {
     assert_eq!(p.status()["tasks"][0]["status"], "done");
     assert_eq!(p.status()["iterations"], 4);
     let log = std::fs::read_to_string(log).unwrap();
-    let statuses: Vec<&str> = log.lines().filter(|l| l.contains(" status ")).collect();
+    // The snapshots' `git status` (not the one-off look for uncommitted work at start).
+    let statuses: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(" status --porcelain=v2"))
+        .collect();
     let narrow: Vec<&&str> = statuses.iter().filter(|l| l.contains(" -- ")).collect();
     // The first look and the claim ask about the whole tree; iterations 1 and 2 about
     // their note only; iteration 3 asks nothing.

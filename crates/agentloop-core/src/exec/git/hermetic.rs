@@ -20,7 +20,28 @@ const NEUTRAL: &[&str] = &[
     "gc.auto=0",
     "maintenance.auto=false",
     "diff.external=",
+    // Nothing of a repository's runs here, so one owned by another user is safe to
+    // read (the person's `safe.directory`, in the configuration skipped, would say so).
+    "safe.directory=*",
 ];
+
+/// The person's own global ignore file (`core.excludesFile` in their configuration,
+/// which is otherwise skipped): what they ignore everywhere stays ignored. An ignore
+/// file runs nothing. Asked once per process.
+fn user_excludes() -> Option<&'static str> {
+    static FILE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    FILE.get_or_init(|| {
+        let out = Command::new("git")
+            .args(["config", "--global", "--path", "--get", "core.excludesFile"])
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()?;
+        let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        (out.status.success() && !v.is_empty()).then_some(v)
+    })
+    .as_deref()
+}
 
 /// Makes `c` hermetic for the repository at (or above) `dir`.
 pub(crate) fn apply(c: &mut Command, dir: &Path) {
@@ -33,6 +54,9 @@ pub(crate) fn apply(c: &mut Command, dir: &Path) {
         .env_remove("GIT_EXTERNAL_DIFF");
     for n in NEUTRAL {
         c.arg("-c").arg(n);
+    }
+    if let Some(f) = user_excludes() {
+        c.arg("-c").arg(format!("core.excludesFile={f}"));
     }
     for d in drivers(dir) {
         for setting in d.neutral() {
