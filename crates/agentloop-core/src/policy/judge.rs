@@ -253,12 +253,7 @@ fn judge_tripwires(
             digest("No one accepted it."),
         ));
     }
-    let gate = Gate::Tripwire(task.clone());
-    Some(if s.gate.as_ref() == Some(&gate) {
-        Action::Wait(super::WaitReason::Gate(gate))
-    } else {
-        Action::Record(Event::GateOpened { gate })
-    })
+    Some(open_gate(s, Gate::Tripwire(task.clone())))
 }
 
 /// Before a claimed task is verified: the surface is checked against the baseline, and
@@ -333,12 +328,18 @@ fn judge_surface(
             )),
         ));
     }
-    let gate = Gate::Surface(task.clone());
-    Some(if s.gate.as_ref() == Some(&gate) {
-        Action::Wait(super::WaitReason::Gate(gate))
-    } else {
-        Action::Record(Event::GateOpened { gate })
-    })
+    Some(open_gate(s, Gate::Surface(task.clone())))
+}
+
+/// An iteration's gate: opened, or waited at once open. While another gate is open
+/// (another worker's), this one waits its turn: one gate at a time, and a person asked
+/// once (two opening each other in turn would never wait).
+fn open_gate(s: &RunState, gate: Gate) -> Action {
+    match &s.gate {
+        Some(open) if *open == gate => Action::Wait(super::WaitReason::Gate(gate)),
+        Some(other) => Action::Wait(super::WaitReason::Gate(other.clone())),
+        None => Action::Record(Event::GateOpened { gate }),
+    }
 }
 
 /// Why the agent's own process failed, when it did: it timed out, was killed by a

@@ -579,3 +579,47 @@ fn a_usage_limit_holds_that_agents_workers_while_another_agents_go_on() {
     assert!(t1_again > over);
     nothing_left(&p);
 }
+
+#[test]
+fn two_surface_gates_at_once_ask_a_person_one_at_a_time() {
+    // Both workers rewrite their own task's test: each change waits for a person, one
+    // gate at a time (the two used to open each other in turn, without end).
+    let plan =
+        "# Two\n\n## T1: One\nVerify: sh tests/t1.sh\n\n## T2: Two\nVerify: sh tests/t2.sh\n";
+    let p = Scratch::new()
+        .plan(plan)
+        .file("tests/t1.sh", "test -f one.txt\n")
+        .file("tests/t2.sh", "test -f two.txt\n")
+        .build();
+    let agent = worker_agent(
+        &p.path().join(".git/agent-state"),
+        "case $task in T1) printf 'exit 0\\n' > tests/t1.sh ;; T2) printf 'exit 0\\n' > tests/t2.sh ;; esac\necho TASK_COMPLETE",
+    );
+    p.write("agent.sh", agent);
+    p.write(
+        "agentloop.toml",
+        format!(
+            "[run]\nagent = \"scripted\"\nworkers = 2\n\n[agents.scripted]\ncommand = [\"sh\", \"{}\"]\ntimeout = \"60s\"\n",
+            p.path().join("agent.sh").display()
+        ),
+    );
+    p.commit("a worker agent");
+    let opened = |p: &Project| {
+        events(p)
+            .iter()
+            .filter(|e| e["kind"] == "gate_opened")
+            .count()
+    };
+    let r = p.run(&["run", "--no-wait", "--quiet"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    assert_eq!(opened(&p), 1, "one gate, and the run waits");
+    assert_eq!(p.run(&["approve"]).code, Some(0));
+    let r = p.run(&["resume", "--no-wait", "--quiet"]);
+    assert_eq!(r.code, Some(5), "the other gate: {}", r.stderr);
+    assert_eq!(opened(&p), 2);
+    assert_eq!(p.run(&["approve"]).code, Some(0));
+    let r = p.run(&["resume", "--no-wait", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(opened(&p), 2);
+    assert_eq!(p.status()["status"], "completed");
+}
