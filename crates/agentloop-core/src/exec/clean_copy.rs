@@ -115,12 +115,8 @@ impl CleanCopy {
     /// Checks `tree` out in the copy (as a commit on HEAD), `carry` linked in.
     fn check_out(&self, tree: &str, carry: &[String]) -> Result<String, String> {
         let mut commit = git(&self.root);
-        commit
-            .args(["commit-tree", tree, "-m", "agentloop: the tree verified"])
-            .env("GIT_AUTHOR_NAME", "agentloop")
-            .env("GIT_AUTHOR_EMAIL", "agentloop@localhost")
-            .env("GIT_COMMITTER_NAME", "agentloop")
-            .env("GIT_COMMITTER_EMAIL", "agentloop@localhost");
+        commit.args(["commit-tree", tree, "-m", "agentloop: the tree verified"]);
+        super::git::set_identity(&mut commit, None);
         if let Some(head) = crate::exec::git::head(&self.root) {
             commit.args(["-p", &head]);
         }

@@ -30,13 +30,6 @@ fn git_refs(dir: &Path, args: &[&str]) -> Result<String, String> {
     run_git(c, None).map(|o| String::from_utf8_lossy(&o).trim().to_string())
 }
 
-fn identity(c: &mut std::process::Command) {
-    c.env("GIT_AUTHOR_NAME", "agentloop")
-        .env("GIT_AUTHOR_EMAIL", "agentloop@localhost")
-        .env("GIT_COMMITTER_NAME", "agentloop")
-        .env("GIT_COMMITTER_EMAIL", "agentloop@localhost");
-}
-
 /// A commit of everything in `worktree` as it is now, whose parent is HEAD; HEAD, the
 /// index and the files stay as they are (a scratch index under `scratch`).
 pub fn snapshot(worktree: &Path, scratch: &Path, message: &str) -> Result<String, String> {
@@ -54,7 +47,7 @@ pub fn snapshot(worktree: &Path, scratch: &Path, message: &str) -> Result<String
     let _ = std::fs::remove_file(&index);
     let mut c = git_command(worktree);
     c.args(["commit-tree", &tree, "-p", "HEAD", "-F", "-"]);
-    identity(&mut c);
+    super::git::set_identity(&mut c, None);
     run_git(c, Some(message.as_bytes())).map(|o| String::from_utf8_lossy(&o).trim().to_string())
 }
 

@@ -43,14 +43,6 @@ fn text(c: Command) -> Result<String, String> {
     run(c).map(|o| String::from_utf8_lossy(&o).trim().to_string())
 }
 
-/// A commit identity for agentloop's own commits when the repository has none.
-fn identity(c: &mut Command) {
-    c.env("GIT_AUTHOR_NAME", "agentloop")
-        .env("GIT_AUTHOR_EMAIL", "agentloop@localhost")
-        .env("GIT_COMMITTER_NAME", "agentloop")
-        .env("GIT_COMMITTER_EMAIL", "agentloop@localhost");
-}
-
 /// The commit a ref names.
 pub fn rev(dir: &Path, name: &str) -> Option<String> {
     text(git(
@@ -127,7 +119,7 @@ pub fn catch_up(worktree: &Path, head: &str) -> Result<Vec<String>, String> {
     // What the agent left uncommitted goes first, so the merge cannot lose it.
     commit_work(worktree, "agentloop: work in progress")?;
     let mut c = git(worktree, &["merge", "--no-edit", "-q", head]);
-    identity(&mut c);
+    super::git::set_identity(&mut c, None);
     if run(c).is_ok() {
         return Ok(Vec::new());
     }
@@ -150,7 +142,7 @@ pub fn commit_work(worktree: &Path, message: &str) -> Result<String, String> {
             message,
         ],
     );
-    identity(&mut c);
+    super::git::set_identity(&mut c, None);
     let dirty = !text(git(worktree, &["status", "--porcelain"]))?.is_empty();
     let merging = worktree_git_path(worktree, "MERGE_HEAD").is_some_and(|p| p.exists());
     if dirty || merging {
@@ -207,7 +199,7 @@ pub fn merge(merge_wt: &Path, work: &str, message: &str) -> Result<Merge, String
         merge_wt,
         &["merge", "--no-ff", "--no-edit", "-q", "-m", message, work],
     );
-    identity(&mut c);
+    super::git::set_identity(&mut c, None);
     if run(c).is_ok() {
         let commit = rev(merge_wt, "HEAD").ok_or("no HEAD after the merge")?;
         return Ok(Merge::Clean { commit });

@@ -180,10 +180,6 @@ pub struct RunState {
     /// Every check's tests on the tree before any agent worked (`tests_baseline`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tests_baseline: Option<crate::evidence::TestsBaseline>,
-    /// Tests seen to fail and then pass when run again alone (each such failure is
-    /// forgiven after its re-run; the list is what people see).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub flaky: Vec<String>,
     /// Files of the verification surface whose change a person approved: a test in
     /// one that no longer runs (deleted, renamed) is not held against a task.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -306,7 +302,6 @@ impl RunState {
             journal_bytes: 0,
             baseline: None,
             tests_baseline: None,
-            flaky: Vec::new(),
             surface_approved: Vec::new(),
             integration: None,
             ship: Default::default(),
@@ -466,11 +461,6 @@ impl RunState {
                 }
             }
             Event::VerifyFinished(v) => {
-                for f in v.evidence.iter().flat_map(|e| &e.flaky) {
-                    if !self.flaky.contains(f) {
-                        self.flaky.push(f.clone());
-                    }
-                }
                 if let Some(open) = self.open_mut(v.iteration) {
                     open.verify = Some(v.clone());
                 }

@@ -20,18 +20,6 @@ pub enum Place {
     Merged,
 }
 
-/// A task's checks (its `Verify:` lines and criteria), then the run's `[verify]
-/// commands`, each once.
-pub fn checks(s: &RunState, task: &str) -> Vec<String> {
-    let mut out = s.plan.checks(task);
-    for c in &s.settings.verify_commands {
-        if !out.contains(c) {
-            out.push(c.clone());
-        }
-    }
-    out
-}
-
 /// Every distinct check of the run, in plan order: what the baseline runs.
 pub fn baseline_commands(s: &RunState) -> Vec<String> {
     plan_checks(&s.plan, &s.settings.verify_commands)
@@ -120,7 +108,7 @@ pub fn expected(s: &RunState, task: Option<&str>, place: Place) -> Option<Expect
             .collect()
     };
     // Only the tests a person declared flaky are forgiven outright; one seen to fail
-    // and then pass alone (`s.flaky`) is run again alone each time it fails: an agent
+    // and then pass alone is run again alone each time it fails: an agent
     // that makes a test fail only beside the others does not get it forgiven for good.
     let flaky = s.settings.flaky.clone();
     Some(Expected {
