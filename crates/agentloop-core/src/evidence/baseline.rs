@@ -43,6 +43,17 @@ pub struct BaselineCommand {
     pub tests: BTreeMap<String, Outcome>,
 }
 
+impl BaselineCommand {
+    /// Each outcome's count among its tests.
+    pub fn counts(&self) -> Counts {
+        let mut c = Counts::default();
+        for o in self.tests.values() {
+            c.add(*o);
+        }
+        c
+    }
+}
+
 impl TestsBaseline {
     pub fn command(&self, command: &str) -> Option<&BaselineCommand> {
         self.commands.iter().find(|c| c.command == command)

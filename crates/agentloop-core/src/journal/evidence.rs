@@ -61,11 +61,20 @@ impl TaskEvidence {
     }
 }
 
-fn row(s: &RunState, seen: &Seen, iteration: Option<u32>) -> TestRow {
+/// A test's row; its outcome at the baseline from `seen`, else looked up in every
+/// check's baseline (`collected`, built at most once per task, when first needed).
+fn row<'a>(
+    s: &'a RunState,
+    collected: &std::cell::OnceCell<std::collections::BTreeMap<&'a str, Outcome>>,
+    seen: &Seen,
+    iteration: Option<u32>,
+) -> TestRow {
     let at_baseline = seen.before.or_else(|| {
-        s.tests_baseline
-            .as_ref()
-            .and_then(|b| b.all_tests().get(seen.id.as_str()).copied())
+        let b = s.tests_baseline.as_ref()?;
+        collected
+            .get_or_init(|| b.all_tests())
+            .get(seen.id.as_str())
+            .copied()
     });
     TestRow {
         id: seen.id.clone(),
@@ -99,13 +108,15 @@ pub fn task_evidence(s: &RunState, t: &TaskState) -> Option<TaskEvidence> {
         });
     };
     let at = t.evidence_at;
+    let collected = std::cell::OnceCell::new();
+    let row = |x: &Seen| row(s, &collected, x, at);
     let (named_passing, named) = e.named_passing();
     Some(TaskEvidence {
         named,
         named_passing,
-        tests: e.named.iter().map(|x| row(s, x, at)).collect(),
-        regressions: e.regressions.iter().map(|x| row(s, x, at)).collect(),
-        dropped: e.dropped.iter().map(|x| row(s, x, at)).collect(),
+        tests: e.named.iter().map(row).collect(),
+        regressions: e.regressions.iter().map(row).collect(),
+        dropped: e.dropped.iter().map(row).collect(),
         flaky: e.flaky.clone(),
         unmatched: e.unmatched.clone(),
         exit_code_only: false,

@@ -118,7 +118,9 @@ fn requirement_row(s: &RunState, task: &str, r: &Requirement) -> Row {
 /// A task's per-test evidence as a criterion: its named tests went from failing to
 /// passing (FAIL_TO_PASS) and nothing that passed before fails (PASS_TO_PASS); or its
 /// checks passed by exit code alone.
-fn tests_row(s: &RunState, task: &str, names: bool) -> Option<Row> {
+/// `passing_at_baseline`: the tests that passed at the baseline (counted once per
+/// table, not per task).
+fn tests_row(s: &RunState, task: &str, names: bool, passing_at_baseline: usize) -> Option<Row> {
     let t = s.task(task)?;
     let e = super::task_evidence(s, t);
     let done = t.status == TaskStatus::Done;
@@ -141,16 +143,7 @@ fn tests_row(s: &RunState, task: &str, names: bool) -> Option<Row> {
             ),
         ),
         Some(e) if done => {
-            let kept = s
-                .tests_baseline
-                .as_ref()
-                .map(|b| {
-                    b.all_tests()
-                        .values()
-                        .filter(|o| **o == crate::evidence::Outcome::Passed)
-                        .count()
-                })
-                .unwrap_or(0);
+            let kept = passing_at_baseline;
             let at = t
                 .evidence_at
                 .map(|i| format!(" in iteration {i}"))
@@ -183,6 +176,10 @@ fn tests_row(s: &RunState, task: &str, names: bool) -> Option<Row> {
 /// Every criterion with how it was met.
 pub fn rows(s: &RunState) -> Vec<Row> {
     let mut out = Vec::new();
+    let passing_at_baseline = s
+        .tests_baseline
+        .as_ref()
+        .map_or(0, |b| b.counts().passed as usize);
     for p in &s.plan.tasks {
         let start = out.len();
         for v in &p.verify {
@@ -204,7 +201,7 @@ pub fn rows(s: &RunState) -> Vec<Row> {
             }
         }
         let done = s.task(&p.id).is_some_and(|t| t.status == TaskStatus::Done);
-        if let Some(row) = tests_row(s, &p.id, !p.tests.is_empty()) {
+        if let Some(row) = tests_row(s, &p.id, !p.tests.is_empty(), passing_at_baseline) {
             out.push(row);
         }
         if out.len() == start && !s.settings.verify_commands.is_empty() {

@@ -25,69 +25,50 @@ pub fn check(root: &Path, plan: &Plan, config: &Config) -> Result<(), CliError> 
     let copy = agentloop_core::exec::git::is_repo(root)
         .then(|| CleanCopy::for_run(root, &id))
         .flatten();
-    let (dir, commit) = match &copy {
-        Some(c) => match c.refresh(None, &config.verify.carry) {
-            Ok(commit) => (c.dir.clone(), Some(commit)),
-            Err(e) => {
-                crate::render::warn(&format!(
-                    "cannot make a clean copy ({e}); running the checks in the project"
-                ));
-                (root.to_path_buf(), None)
-            }
-        },
-        None => (root.to_path_buf(), None),
-    };
-    let tree = commit.and_then(|c| verify::tree_of(root, &c));
-    let cache = tree
-        .as_deref()
-        .and_then(|t| BaselineCache::at(t, &commands).map(|c| (t.to_string(), c)));
-    let cached = cache.as_ref().and_then(|(t, c)| c.load(t, &commands));
-    let baseline = match cached {
-        Some(b) => b,
-        None => {
-            eprintln!(
-                "  running {} on a clean copy of the tree…",
-                plural(commands.len(), "check", "checks")
-            );
-            let scratch = agentloop_core::fsutil::cache_dir()
-                .unwrap_or_else(std::env::temp_dir)
-                .join("reports")
-                .join(&id);
-            std::fs::create_dir_all(&scratch)?;
-            let log = scratch.join("baseline.log");
-            let runner = verify::Runner {
-                workdir: &dir,
-                timeout: config.verify.timeout,
-                output_cap: config.verify.output_cap,
-                log: &log,
-                wrap: Vec::new(),
-                tests: None,
-            };
-            let taken = runner.baseline(&scratch.join("reports"), &commands, tree, || false);
-            if let Some(c) = &copy {
-                c.remove();
-            }
-            let _ = std::fs::remove_dir_all(&scratch);
-            let b = taken?.ok_or_else(|| CliError::internal("the baseline was cut short"))?;
-            if let Some((t, c)) = &cache {
-                c.save(t, &commands, &b);
-            }
-            b
-        }
-    };
+    // The tree first: a baseline cached for it needs no checkout at all.
+    let tree = copy.as_ref().and_then(|c| c.tree_now(None).ok());
+    let scratch = agentloop_core::fsutil::cache_dir()
+        .unwrap_or_else(std::env::temp_dir)
+        .join("reports")
+        .join(&id);
+    let taken = BaselineCache::cached_or(tree.as_deref(), &commands, || {
+        eprintln!(
+            "  running {} on a clean copy of the tree…",
+            plural(commands.len(), "check", "checks")
+        );
+        let dir = match (&copy, &tree) {
+            (Some(c), Some(t)) => match c.refresh_to(t, &config.verify.carry) {
+                Ok(_) => c.dir.clone(),
+                Err(e) => {
+                    crate::render::warn(&format!(
+                        "cannot make a clean copy ({e}); running the checks in the project"
+                    ));
+                    root.to_path_buf()
+                }
+            },
+            _ => root.to_path_buf(),
+        };
+        std::fs::create_dir_all(&scratch)?;
+        let log = scratch.join("baseline.log");
+        let runner = verify::Runner {
+            workdir: &dir,
+            timeout: config.verify.timeout,
+            output_cap: config.verify.output_cap,
+            log: &log,
+            wrap: Vec::new(),
+            tests: None,
+        };
+        runner.baseline(&scratch.join("reports"), &commands, tree.clone(), || false)
+    });
     if let Some(c) = &copy {
         c.remove();
     }
+    let _ = std::fs::remove_dir_all(&scratch);
+    let baseline = taken?.ok_or_else(|| CliError::internal("the baseline was cut short"))?;
     outln!("baseline: {}", baseline.words());
     for c in &baseline.commands {
         let how = match (&c.runner, &c.problem) {
-            (Some(r), None) => {
-                let mut counts = agentloop_core::evidence::Counts::default();
-                for o in c.tests.values() {
-                    counts.add(*o);
-                }
-                format!("{r}: {}", counts.words())
-            }
+            (Some(r), None) => format!("{r}: {}", c.counts().words()),
             (Some(r), Some(p)) => format!("{r}: no per-test evidence: {p}"),
             (None, _) => format!(
                 "exit code only: no per-test evidence (exit {})",

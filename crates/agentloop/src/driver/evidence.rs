@@ -15,61 +15,90 @@ use super::Driver;
 use crate::error::CliError;
 
 impl Driver {
-    /// Takes the run's test baseline and records it (`tests_baseline`); stopped
-    /// half-way, it records nothing and is taken again.
+    /// Takes the run's test baseline (or finds it in agentloop's cache for the tree)
+    /// and records it (`tests_baseline`); stopped half-way, it records nothing and is
+    /// taken again.
     pub(crate) fn test_baseline(&mut self) -> Result<(), CliError> {
         let commands = evidence::baseline_commands(&self.state);
-        let (dir, tree) = self.baseline_copy();
-        let cache = tree
-            .as_deref()
-            .and_then(|t| BaselineCache::at(t, &commands).map(|c| (t.to_string(), c)));
-        if let Some((t, c)) = &cache
-            && let Some(mut b) = c.load(t, &commands)
-        {
-            b.cached = true;
-            self.progress.note(&format!(
-                "test baseline (cached for this tree): {}",
-                b.words()
-            ));
-            self.warn_unmatched(&b);
-            return self.record(Event::TestsBaseline(b));
-        }
-        self.progress.note(&format!(
-            "taking the test baseline: {} on the tree before any agent works",
-            agentloop_core::words::plural(commands.len(), "check", "checks")
-        ));
+        let tree = self.baseline_tree();
         let log = self.run.path.join("baseline.log");
-        let reports =
-            verify::reports_dir(&self.run.id, 0).unwrap_or_else(|| self.run.path.join("reports/0"));
-        let runner = verify::Runner {
-            workdir: &dir,
-            timeout: self.config.verify.timeout,
-            output_cap: self.config.verify.output_cap,
-            log: &log,
-            wrap: self.check_wrap(&dir, &reports),
-            tests: None,
-        };
-        let mut last = Instant::now();
-        let taken = runner
-            .baseline(&reports, &commands, tree.clone(), || {
-                self.should_stop(&mut last)
-            })
-            .map_err(|e| CliError::internal(format!("cannot take the test baseline: {e}")))?;
+        let taken = BaselineCache::cached_or(tree.as_deref(), &commands, || {
+            self.take_baseline(&commands, tree.as_deref(), &log)
+        })
+        .map_err(|e| CliError::internal(format!("cannot take the test baseline: {e}")))?;
         let Some(baseline) = taken else {
             return Ok(());
         };
         if self.interrupted.load(std::sync::atomic::Ordering::SeqCst) {
             return Ok(());
         }
-        let redactor = self.redactor(&self.state.settings.agent.clone());
-        redactor.scrub_file(&log)?;
-        if let Some((t, c)) = &cache {
-            c.save(t, &commands, &baseline);
+        if baseline.cached {
+            self.progress.note(&format!(
+                "test baseline (cached for this tree): {}",
+                baseline.words()
+            ));
+        } else {
+            let redactor = self.redactor(&self.state.settings.agent.clone());
+            redactor.scrub_file(&log)?;
+            self.progress
+                .note(&format!("test baseline: {}", baseline.words()));
         }
-        self.progress
-            .note(&format!("test baseline: {}", baseline.words()));
         self.warn_unmatched(&baseline);
         self.record(Event::TestsBaseline(baseline))
+    }
+
+    /// The tree the baseline is taken on: the one the run was created on (what an
+    /// agent did since is not in it), else the tree as it is now (a run from before it
+    /// was recorded); none outside git or without clean copies.
+    fn baseline_tree(&self) -> Option<String> {
+        let s = &self.state;
+        s.tree_at_create.clone().or_else(|| {
+            (s.settings.clean_copy && self.snapshots.is_some())
+                .then(|| CleanCopy::for_run(&self.ws.root, &self.run.id))
+                .flatten()
+                .and_then(|c| c.tree_now(s.baseline.as_ref()).ok())
+        })
+    }
+
+    /// Every check once, to its end, on `tree` checked out in the clean copy (else in
+    /// the project).
+    fn take_baseline(
+        &mut self,
+        commands: &[String],
+        tree: Option<&str>,
+        log: &std::path::Path,
+    ) -> std::io::Result<Option<agentloop_core::evidence::TestsBaseline>> {
+        self.progress.note(&format!(
+            "taking the test baseline: {} on the tree before any agent works",
+            agentloop_core::words::plural(commands.len(), "check", "checks")
+        ));
+        let carry = self.state.settings.carry.clone();
+        let copy = CleanCopy::for_run(&self.ws.root, &self.run.id);
+        let dir = match (tree, &copy) {
+            (Some(t), Some(c)) => match c.refresh_to(t, &carry) {
+                Ok(_) => c.dir.clone(),
+                Err(e) => {
+                    self.progress.warn(&format!(
+                        "cannot check out the tree the run was created on ({e}); the test baseline is taken in the project"
+                    ));
+                    self.ws.root.clone()
+                }
+            },
+            _ => self.ws.root.clone(),
+        };
+        let reports = self.reports_dir(0);
+        let runner = verify::Runner {
+            workdir: &dir,
+            timeout: self.config.verify.timeout,
+            output_cap: self.config.verify.output_cap,
+            log,
+            wrap: self.check_wrap(&dir, &reports),
+            tests: None,
+        };
+        let mut last = Instant::now();
+        runner.baseline(&reports, commands, tree.map(str::to_string), || {
+            self.should_stop(&mut last)
+        })
     }
 
     /// A task's name that matches no test the checks reported: said now, not first
@@ -87,26 +116,6 @@ impl Driver {
                 }
             }
         }
-    }
-
-    /// Where the baseline is taken, and the tree there: the clean copy brought to the
-    /// tree the run was created on (what an agent did since is not in it), else to the
-    /// tree as it is now (a run from before it was recorded), else the project.
-    fn baseline_copy(&mut self) -> (std::path::PathBuf, Option<String>) {
-        let carry = self.state.settings.carry.clone();
-        if let Some(tree) = self.state.tree_at_create.clone()
-            && let Some(copy) = CleanCopy::for_run(&self.ws.root, &self.run.id)
-        {
-            match copy.refresh_to(&tree, &carry) {
-                Ok(_) => return (copy.dir, Some(tree)),
-                Err(e) => self.progress.warn(&format!(
-                    "cannot check out the tree the run was created on ({e}); the test baseline is taken on the tree as it is"
-                )),
-            }
-        }
-        let (dir, commit) = self.verify_copy();
-        let tree = commit.and_then(|c| verify::tree_of(&self.ws.root, &c));
-        (dir, tree)
     }
 
     /// What a verification of `task` at `place` must show, and where its reports go;

@@ -110,26 +110,20 @@ impl Driver {
     /// Where the checks run: a clean copy of the agent's result brought up to date,
     /// or the project itself (no git, `clean_copy = false`, or the copy failed — said).
     pub(crate) fn verify_dir(&mut self) -> std::path::PathBuf {
-        self.verify_copy().0
-    }
-
-    /// [`verify_dir`](Self::verify_dir), with the commit checked out there (none: the
-    /// checks run in the project).
-    pub(crate) fn verify_copy(&mut self) -> (std::path::PathBuf, Option<String>) {
         let s = &self.state;
         if !s.settings.clean_copy || self.snapshots.is_none() {
-            return (self.ws.root.clone(), None);
+            return self.ws.root.clone();
         }
         let Some(copy) = CleanCopy::for_run(&self.ws.root, &self.run.id) else {
-            return (self.ws.root.clone(), None);
+            return self.ws.root.clone();
         };
         match copy.refresh(s.baseline.as_ref(), &s.settings.carry) {
-            Ok(commit) => (copy.dir, Some(commit)),
+            Ok(_) => copy.dir,
             Err(e) => {
                 self.progress.warn(&format!(
                     "cannot prepare the clean copy ({e}); verifying in the working tree"
                 ));
-                (self.ws.root.clone(), None)
+                self.ws.root.clone()
             }
         }
     }

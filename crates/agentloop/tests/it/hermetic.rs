@@ -76,3 +76,35 @@ fn a_replace_object_does_not_swap_the_test_agentloop_checks_out() {
         &[],
     );
 }
+
+#[test]
+fn the_persons_global_ignore_file_still_counts() {
+    // The person's `~/.gitconfig` names a global ignore file: agentloop's git skips the
+    // rest of that configuration, but what they ignore everywhere stays ignored.
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("ignore"), "*.scratch\n").unwrap();
+    std::fs::write(
+        home.path().join(".gitconfig"),
+        format!(
+            "[core]\n\texcludesFile = {}/ignore\n",
+            home.path().display()
+        ),
+    )
+    .unwrap();
+    let mut p = Scratch::new()
+        .plan("# One\n\n## T1: Make done.txt\n\nVerify: sh tests/t1.sh\n")
+        .file("tests/t1.sh", "test -f done.txt\n")
+        .agent(&agent("touch done.txt notes.scratch\necho TASK_COMPLETE\n"))
+        .build();
+    p.env
+        .push(("HOME".into(), home.path().display().to_string()));
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let journal = std::fs::read_to_string(p.run_dir().join("journal.jsonl")).unwrap();
+    let finished = journal
+        .lines()
+        .find(|l| l.contains("\"kind\":\"agent_finished\""))
+        .unwrap();
+    assert!(finished.contains("done.txt"), "{finished}");
+    assert!(!finished.contains("notes.scratch"), "{finished}");
+}

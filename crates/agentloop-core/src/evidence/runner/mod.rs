@@ -241,7 +241,7 @@ impl Invocation {
 
     /// The command that runs test `id` alone (to tell a flaky failure from a real
     /// one), where the runner can select one test; else the whole check again.
-    pub fn alone(&self, original: &str, id: &str, workdir: &Path, dir: &Path) -> Invocation {
+    pub fn alone(original: &str, id: &str, workdir: &Path, dir: &Path) -> Invocation {
         let mut again = Invocation::new(original, workdir, dir);
         let Some(found) = recognise(original, Some(workdir)) else {
             return again;
@@ -403,18 +403,17 @@ mod tests {
     fn one_test_alone_where_the_runner_can_select_it() {
         let w = Path::new("/nonexistent");
         let r = Path::new("/r");
-        let i = inv("python3 -m pytest -q tests/");
-        let a = i.alone("python3 -m pytest -q tests/", "tests/t.py::test_a[1]", w, r);
+        let a = Invocation::alone("python3 -m pytest -q tests/", "tests/t.py::test_a[1]", w, r);
         assert_eq!(
             a.command,
             "python3 -m pytest 'tests/t.py::test_a[1]' --junitxml=/r/pytest.xml -o junit_family=xunit1 --continue-on-collection-errors"
         );
-        let a = i.alone("go test ./...", "example.com/m/ops::TestSub/one", w, r);
+        let a = Invocation::alone("go test ./...", "example.com/m/ops::TestSub/one", w, r);
         assert_eq!(
             a.command,
             "go test -json -run '^TestSub$/^one$' example.com/m/ops"
         );
-        let a = i.alone("npx jest", "t/a.test.js::x", w, r);
+        let a = Invocation::alone("npx jest", "t/a.test.js::x", w, r);
         assert_eq!(a.command, "npx jest --json --outputFile=/r/jest.json");
     }
 }

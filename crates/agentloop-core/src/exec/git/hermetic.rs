@@ -27,20 +27,64 @@ const NEUTRAL: &[&str] = &[
 
 /// The person's own global ignore file (`core.excludesFile` in their configuration,
 /// which is otherwise skipped): what they ignore everywhere stays ignored. An ignore
-/// file runs nothing. Asked once per process.
+/// file runs nothing. Read from their global configuration files once per process,
+/// without starting git (the stop hook starts few processes).
 fn user_excludes() -> Option<&'static str> {
     static FILE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     FILE.get_or_init(|| {
-        let out = Command::new("git")
-            .args(["config", "--global", "--path", "--get", "core.excludesFile"])
-            .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .output()
-            .ok()?;
-        let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        (out.status.success() && !v.is_empty()).then_some(v)
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let xdg = std::env::var_os("XDG_CONFIG_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| home.as_ref().map(|h| h.join(".config")));
+        // git reads the XDG file first and `~/.gitconfig` after it: the later wins.
+        let files = [
+            xdg.map(|x| x.join("git/config")),
+            home.as_ref().map(|h| h.join(".gitconfig")),
+        ];
+        let mut found = None;
+        for f in files.into_iter().flatten() {
+            if let Some(v) = value_in(&f, "core", "excludesfile") {
+                found = Some(v);
+            }
+        }
+        let v = found?;
+        Some(match (v.strip_prefix("~/"), &home) {
+            (Some(rest), Some(h)) => h.join(rest).display().to_string(),
+            _ => v,
+        })
     })
     .as_deref()
+}
+
+/// The last value of `section.key` (names without regard to case) in one config file.
+fn value_in(path: &Path, section: &str, key: &str) -> Option<String> {
+    let text = std::fs::read(path).ok()?;
+    let text = String::from_utf8_lossy(&text);
+    let mut current = String::new();
+    let mut out = None;
+    for line in text.lines() {
+        let mut l = line.trim();
+        if let Some((head, rest)) = l.strip_prefix('[').and_then(|r| r.split_once(']')) {
+            current = head.trim().to_ascii_lowercase();
+            l = rest.trim();
+        }
+        if current != section {
+            continue;
+        }
+        if let Some((k, v)) = l.split_once('=')
+            && k.trim().eq_ignore_ascii_case(key)
+        {
+            let v = v
+                .split(['#', ';'])
+                .next()
+                .unwrap_or("")
+                .trim()
+                .trim_matches('"');
+            out = Some(v.to_string()).filter(|v| !v.is_empty());
+        }
+    }
+    out
 }
 
 /// Makes `c` hermetic for the repository at (or above) `dir`.
@@ -214,6 +258,22 @@ fn driver(section: &str) -> Option<Driver> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_value_is_read_from_a_config_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("gitconfig");
+        std::fs::write(
+            &f,
+            "[user]\n\tname = a\n[core]\n\teditor = vi\n\texcludesFile = ~/.gitignore_global # mine\n[Core] ExcludesFile = \"/etc/ignore\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            value_in(&f, "core", "excludesfile").as_deref(),
+            Some("/etc/ignore")
+        );
+        assert_eq!(value_in(&f, "user", "email"), None);
+    }
 
     #[test]
     fn drivers_are_read_from_the_config_and_what_it_includes() {

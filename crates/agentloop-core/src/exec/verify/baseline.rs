@@ -96,14 +96,6 @@ impl Runner<'_> {
     }
 }
 
-/// The tree of commit `commit` (git's id), asked of the repository at `dir`.
-pub fn tree_of(dir: &Path, commit: &str) -> Option<String> {
-    crate::exec::git::run(dir, &["rev-parse", &format!("{commit}^{{tree}}")])
-        .ok()
-        .map(|t| t.trim().to_string())
-        .filter(|t| !t.is_empty())
-}
-
 /// A baseline kept in agentloop's cache, sealed with the journal's key: an agent that
 /// rewrites it (to make a test it broke look broken before) breaks the seal.
 pub struct BaselineCache {
@@ -125,8 +117,30 @@ struct Body {
 }
 
 impl BaselineCache {
+    /// The baseline of `commands` on `tree`: the cached one (`cached: true`) when the
+    /// cache has it, else the one `take` makes, kept for the next run on that tree.
+    /// `None`: `take` was cut short (nothing is kept).
+    pub fn cached_or(
+        tree: Option<&str>,
+        commands: &[String],
+        take: impl FnOnce() -> std::io::Result<Option<TestsBaseline>>,
+    ) -> std::io::Result<Option<TestsBaseline>> {
+        let cache = tree.and_then(|t| BaselineCache::at(t, commands).map(|c| (t, c)));
+        if let Some((t, c)) = &cache
+            && let Some(mut b) = c.load(t, commands)
+        {
+            b.cached = true;
+            return Ok(Some(b));
+        }
+        let taken = take()?;
+        if let (Some((t, c)), Some(b)) = (&cache, &taken) {
+            c.save(t, commands, b);
+        }
+        Ok(taken)
+    }
+
     /// Where the baseline of `commands` on `tree` is kept.
-    pub fn at(tree: &str, commands: &[String]) -> Option<BaselineCache> {
+    fn at(tree: &str, commands: &[String]) -> Option<BaselineCache> {
         let mut h = crc32fast::Hasher::new();
         for c in commands {
             h.update(c.as_bytes());
@@ -139,7 +153,7 @@ impl BaselineCache {
     }
 
     /// The cached baseline, if it is there, sealed, fresh and for these commands.
-    pub fn load(&self, tree: &str, commands: &[String]) -> Option<TestsBaseline> {
+    fn load(&self, tree: &str, commands: &[String]) -> Option<TestsBaseline> {
         let meta = std::fs::metadata(&self.path).ok()?;
         let age = SystemTime::now()
             .duration_since(meta.modified().ok()?)
@@ -156,7 +170,7 @@ impl BaselineCache {
     }
 
     /// Keeps `baseline` (best effort: without it the next run takes its own).
-    pub fn save(&self, tree: &str, commands: &[String], baseline: &TestsBaseline) {
+    fn save(&self, tree: &str, commands: &[String], baseline: &TestsBaseline) {
         let body = Body {
             v: 1,
             tree: tree.to_string(),

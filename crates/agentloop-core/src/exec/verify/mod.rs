@@ -11,7 +11,7 @@
 mod baseline;
 mod written;
 
-pub use baseline::{BaselineCache, tree_of};
+pub use baseline::BaselineCache;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -375,10 +375,9 @@ impl Runner<'_> {
             .filter(|s| matches!(s.now, Some(Outcome::Failed | Outcome::Errored)));
         for (n, seen) in failed.take(RERUNS).enumerate() {
             let dir = t.reports.join(format!("{k}-again-{n}"));
-            let again = prepare(cmd, self.workdir, &dir)?.alone(cmd, &seen.id, self.workdir, &dir);
-            for (p, text) in &again.files {
-                std::fs::write(p, text)?;
-            }
+            let again = ready(&dir, |dir| {
+                Invocation::alone(cmd, &seen.id, self.workdir, dir)
+            })?;
             writeln!(
                 log,
                 "[{} failed; run again alone: {}]",
@@ -437,13 +436,18 @@ fn watch_report(inv: &Invocation) -> Option<written::Written> {
 
 /// The report directory made empty and the command's invocation in it.
 fn prepare(cmd: &str, workdir: &Path, dir: &Path) -> std::io::Result<Invocation> {
+    ready(dir, |dir| Invocation::new(cmd, workdir, dir))
+}
+
+/// `dir` made empty, the invocation `make` gives for it, and the files it needs there.
+fn ready(dir: &Path, make: impl FnOnce(&Path) -> Invocation) -> std::io::Result<Invocation> {
     match std::fs::remove_dir_all(dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(crate::fsutil::named(dir, e)),
     }
     std::fs::create_dir_all(dir).map_err(|e| crate::fsutil::named(dir, e))?;
-    let inv = Invocation::new(cmd, workdir, dir);
+    let inv = make(dir);
     for (p, text) in &inv.files {
         std::fs::write(p, text).map_err(|e| crate::fsutil::named(p, e))?;
     }
