@@ -622,3 +622,44 @@ fn a_test_module_that_does_not_import_at_the_baseline_is_judged_once_it_does() {
     assert_eq!(s["tasks"][0]["evidence"]["named_passing"], 1, "{s:#}");
     assert_eq!(s["iterations"], 1, "{s:#}");
 }
+
+#[test]
+fn a_second_run_on_the_same_tree_takes_the_cached_baseline_unless_the_cache_was_edited() {
+    let p = reported(
+        "if [ -f done.txt ]; then c='<testcase classname=\"suite\" name=\"the_test\"/>'; else c='<testcase classname=\"suite\" name=\"the_test\"><failure message=\"no\"/></testcase>'; fi\nprintf '<testsuites><testsuite name=\"s\">%s<testcase classname=\"suite\" name=\"keeps\"/></testsuite></testsuites>' \"$c\" > \"$AGENTLOOP_TEST_REPORT\"\n",
+    );
+    let baseline_of = |p: &Project| {
+        events(p)
+            .into_iter()
+            .find(|e| e["kind"] == "tests_baseline")
+            .unwrap()["data"]
+            .clone()
+    };
+    assert_eq!(baseline_of(&p)["cached"], serde_json::Value::Null);
+    // The same tree again (the first run's work undone): the cache answers.
+    std::fs::remove_file(p.path().join("done.txt")).unwrap();
+    let r = p.run(&["run", "--no-wait"]);
+    assert!(r.code.is_some(), "{}", r.stderr);
+    assert_eq!(baseline_of(&p)["cached"], true, "{}", r.stderr);
+    // An edited cache (a test that passed made to look failing, so that breaking it
+    // later would not count) breaks its seal: the baseline is taken again.
+    let cache = p.cache.path().join("agentloop/baselines");
+    for e in std::fs::read_dir(&cache).unwrap().flatten() {
+        let text = std::fs::read_to_string(e.path()).unwrap();
+        assert!(text.contains(r#"\"suite::keeps\":\"passed\""#), "{text}");
+        std::fs::write(
+            e.path(),
+            text.replace(
+                r#"\"suite::keeps\":\"passed\""#,
+                r#"\"suite::keeps\":\"failed\""#,
+            ),
+        )
+        .unwrap();
+    }
+    std::fs::remove_file(p.path().join("done.txt")).unwrap();
+    let r = p.run(&["run", "--no-wait"]);
+    assert!(r.code.is_some(), "{}", r.stderr);
+    let b = baseline_of(&p);
+    assert_eq!(b["cached"], serde_json::Value::Null, "{b:#}");
+    assert_eq!(b["commands"][0]["tests"]["suite::keeps"], "passed", "{b:#}");
+}
