@@ -229,6 +229,12 @@ fn gamed(verify: &str, attack: &str, extra: &[(&str, &str)]) -> Project {
     p
 }
 
+/// Every iteration failed, each for a reason that says `what`.
+fn all_failed_with(p: &Project, what: &str) {
+    let why = failures(p);
+    assert!(why.iter().all(|w| w.contains(what)), "{why:?}");
+}
+
 /// The reasons the iterations failed, as journaled.
 fn failures(p: &Project) -> Vec<String> {
     events(p)
@@ -242,12 +248,9 @@ fn failures(p: &Project) -> Vec<String> {
 fn deleting_or_skipping_the_tests_a_task_names_gets_nothing_done() {
     // (a) The failing tests deleted.
     let p = gamed("python3 -m pytest", "rm tests/test_div.py", &[]);
-    let why = failures(&p);
-    assert!(
-        why.iter().all(|w| w.contains(
-            "2 tests collected at the baseline are no longer run (tests/test_div.py::test_div: absent"
-        )),
-        "{why:?}"
+    all_failed_with(
+        &p,
+        "2 tests collected at the baseline are no longer run (tests/test_div.py::test_div: absent",
     );
     // (b) Marked skipped.
     let p = gamed(
@@ -255,12 +258,7 @@ fn deleting_or_skipping_the_tests_a_task_names_gets_nothing_done() {
         r#"sed -i 's/^def test_div/@pytest.mark.skip(reason="later")\ndef test_div/' tests/test_div.py"#,
         &[],
     );
-    let why = failures(&p);
-    assert!(
-        why.iter()
-            .all(|w| w.contains("tests/test_div.py::test_div: skipped")),
-        "{why:?}"
-    );
+    all_failed_with(&p, "tests/test_div.py::test_div: skipped");
 }
 
 #[test]
@@ -282,24 +280,16 @@ fn forcing_exit_zero_or_collecting_nothing_gets_nothing_done() {
         assert_eq!(v["data"]["commands"][0]["exit_code"], 0, "{v:#}");
         assert_eq!(v["data"]["passed"], false, "{v:#}");
     }
-    assert!(
-        failures(&p)
-            .iter()
-            .all(|w| w.contains("tests/test_div.py::test_div: failed")),
-        "{:?}",
-        failures(&p)
-    );
+    all_failed_with(&p, "tests/test_div.py::test_div: failed");
     // (d) The runner made to collect nothing.
     let p = gamed(
         "python3 -m pytest",
         "printf '[pytest]\\naddopts = -k no_such_test\\n' > pytest.ini",
         &[],
     );
-    assert!(
-        failures(&p).iter().all(|w| w
-            .contains("2 tests that passed before fail now (tests/test_add.py::test_add: absent")),
-        "{:?}",
-        failures(&p)
+    all_failed_with(
+        &p,
+        "2 tests that passed before fail now (tests/test_add.py::test_add: absent",
     );
 }
 
@@ -318,13 +308,7 @@ for i in 1 2 3 4; do
 done"#
     );
     let p = gamed("python3 -m pytest", &attack, &[]);
-    assert!(
-        failures(&p)
-            .iter()
-            .all(|w| w.contains("tests/test_div.py::test_div: failed")),
-        "{:?}",
-        failures(&p)
-    );
+    all_failed_with(&p, "tests/test_div.py::test_div: failed");
     // (e) again, from inside: a test module that, at the interpreter's exit (after
     // pytest wrote its report), writes the forged one over it.
     let module = format!(
@@ -374,13 +358,7 @@ done"#
             (".git/forge.py", &env_forge),
         ],
     );
-    assert!(
-        failures(&p)
-            .iter()
-            .all(|w| w.contains("no report has the tests")),
-        "{:?}",
-        failures(&p)
-    );
+    all_failed_with(&p, "no report has the tests");
     let log = std::fs::read_to_string(p.run_dir().join("iterations/0001/verify.log")).unwrap();
     assert!(
         log.contains("that this check did not write when it passed at the baseline"),
@@ -404,13 +382,7 @@ done"#
     let base = ev.iter().find(|e| e["kind"] == "tests_baseline").unwrap();
     let tests = &base["data"]["commands"][0]["tests"];
     assert_eq!(tests["tests/test_div.py::test_div"], "failed", "{base:#}");
-    assert!(
-        failures(&p)
-            .iter()
-            .all(|w| w.contains("no report has the tests")),
-        "{:?}",
-        failures(&p)
-    );
+    all_failed_with(&p, "no report has the tests");
 }
 
 /// A one-task plan whose check is `sh check.sh`, a script that writes the report
