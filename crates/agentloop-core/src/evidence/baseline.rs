@@ -23,6 +23,22 @@ pub struct TestsBaseline {
     /// It came from the cache of an earlier run on the same tree.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cached: bool,
+    /// Files the checks read at the baseline that join the verification surface (a
+    /// script a check calls, a module its tests import outside every task's scope),
+    /// with their content on the baseline tree.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub traced: BTreeMap<String, TracedFile>,
+    /// Why the trace of what the checks read may have missed files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_incomplete: Option<String>,
+}
+
+/// A file a check read at the baseline, as the surface records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TracedFile {
+    pub blob: String,
+    pub mode: u32,
+    pub why: String,
 }
 
 /// One check at the baseline.
@@ -41,6 +57,9 @@ pub struct BaselineCommand {
     /// Every test it reported, id → outcome.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tests: BTreeMap<String, Outcome>,
+    /// The files of the tree it opened while it ran (traced on the clean copy).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read: Vec<String>,
 }
 
 impl BaselineCommand {
@@ -182,6 +201,7 @@ mod tests {
                     .into_iter()
                     .map(|(i, o)| (i.to_string(), o))
                     .collect(),
+                    read: Vec::new(),
                 },
                 BaselineCommand {
                     command: "make lint".into(),
@@ -189,10 +209,12 @@ mod tests {
                     exit_code: Some(0),
                     problem: None,
                     tests: BTreeMap::new(),
+                    read: Vec::new(),
                 },
             ],
             unavailable: None,
             cached: false,
+            ..Default::default()
         };
         assert_eq!(b.words(), "3 tests, 2 failing at baseline");
         let e = Expected {

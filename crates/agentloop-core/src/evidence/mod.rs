@@ -25,7 +25,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-pub use baseline::{BaselineCommand, Expected, TestsBaseline};
+pub use baseline::{BaselineCommand, Expected, TestsBaseline, TracedFile};
 pub use judge::{CommandVerdict, Expect, Judged, KnownGood, Seen, judge_command};
 pub use names::TestName;
 pub use runner::{Invocation, ReportAt, Runner};

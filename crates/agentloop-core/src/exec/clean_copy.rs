@@ -101,7 +101,10 @@ impl CleanCopy {
         if let Some(base) = overlay.filter(|b| !b.is_empty()) {
             let lines: String = base
                 .iter()
-                .filter(|(path, _)| !crate::exec::surface::is_sectioned(path))
+                .filter(|(path, _)| {
+                    !crate::exec::surface::is_sectioned(path)
+                        && !crate::exec::surface::is_git_file(path)
+                })
                 .map(|(path, f)| format!("{:o} {}\t{path}\n", f.mode, f.blob))
                 .collect();
             run(

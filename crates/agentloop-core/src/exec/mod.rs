@@ -10,6 +10,7 @@ pub mod reap;
 pub mod sandbox;
 pub mod supervise;
 pub mod surface;
+pub mod trace;
 pub mod transport;
 pub mod verify;
 pub mod watch;

@@ -566,7 +566,20 @@ impl RunState {
                 }
             }
             Event::BaselineRecorded { files } => self.baseline_recorded(files),
-            Event::TestsBaseline(b) => self.tests_baseline = Some(b.clone()),
+            Event::TestsBaseline(b) => {
+                // What the checks read that decides them joins the surface.
+                if let Some(base) = &mut self.baseline {
+                    for (path, f) in &b.traced {
+                        base.entry(path.clone())
+                            .or_insert_with(|| super::baseline::SurfaceFile {
+                                blob: f.blob.clone(),
+                                mode: f.mode,
+                                why: f.why.clone(),
+                            });
+                    }
+                }
+                self.tests_baseline = Some(b.clone());
+            }
             Event::IntegrationStarted { branch, base } => self.integration_started(branch, base),
             Event::MergeStarted { iteration, head } => self.merge_started(*iteration, head),
             Event::Merged { iteration, commit } => self.merged(*iteration, commit),

@@ -50,13 +50,18 @@ pub fn baseline_due(s: &RunState) -> bool {
 }
 
 /// Whether a run of `plan` with `settings` takes a test baseline: it judges per
-/// test, and a task names tests or a check may start a runner agentloop reads.
+/// test, and a task names tests or a check may start a runner agentloop reads; or it
+/// guards a verification surface on a clean copy and has checks (the baseline run is
+/// where what each check reads is traced).
 pub fn baseline_wanted(plan: &crate::plan::Plan, settings: &crate::config::Settings) -> bool {
-    settings.evidence
+    let checks = plan_checks(plan, &settings.verify_commands);
+    let per_test = settings.evidence
         && (plan.tasks.iter().any(|t| !t.tests.is_empty())
-            || plan_checks(plan, &settings.verify_commands)
-                .iter()
-                .any(|c| runner::may_be_runner(c)))
+            || checks.iter().any(|c| runner::may_be_runner(c)));
+    let traced = settings.clean_copy
+        && settings.on_protected_change != crate::values::OnProtectedChange::Allow
+        && !checks.is_empty();
+    per_test || traced
 }
 
 /// What a verification of `task` (none: every done task, as validation checks them)

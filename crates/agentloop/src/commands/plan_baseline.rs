@@ -58,7 +58,13 @@ pub fn check(root: &Path, plan: &Plan, config: &Config) -> Result<(), CliError> 
             wrap: Vec::new(),
             tests: None,
         };
-        runner.baseline(&scratch.join("reports"), &commands, tree.clone(), || false)
+        runner.baseline(
+            &scratch.join("reports"),
+            &commands,
+            tree.clone(),
+            &[],
+            || false,
+        )
     });
     if let Some(c) = &copy {
         c.remove();

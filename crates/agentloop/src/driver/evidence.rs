@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use agentloop_core::evidence::Expected;
 use agentloop_core::exec::clean_copy::CleanCopy;
+use agentloop_core::exec::surface;
 use agentloop_core::exec::verify::{self, BaselineCache};
 use agentloop_core::journal::Event;
 use agentloop_core::policy::evidence::{self, Place};
@@ -26,12 +27,13 @@ impl Driver {
             self.take_baseline(&commands, tree.as_deref(), &log)
         })
         .map_err(|e| CliError::internal(format!("cannot take the test baseline: {e}")))?;
-        let Some(baseline) = taken else {
+        let Some(mut baseline) = taken else {
             return Ok(());
         };
         if self.interrupted.load(std::sync::atomic::Ordering::SeqCst) {
             return Ok(());
         }
+        self.follow_reads(&mut baseline, tree.as_deref());
         if baseline.cached {
             self.progress.note(&format!(
                 "test baseline (cached for this tree): {}",
@@ -45,6 +47,39 @@ impl Driver {
         }
         self.warn_unmatched(&baseline);
         self.record(Event::TestsBaseline(baseline))
+    }
+
+    /// What the checks read at the baseline that decides them joins the surface (see
+    /// `surface::traced`); said when the trace may have missed files.
+    fn follow_reads(
+        &mut self,
+        baseline: &mut agentloop_core::evidence::TestsBaseline,
+        tree: Option<&str>,
+    ) {
+        let (Some(tree), Some(base)) = (tree, &self.state.baseline) else {
+            return;
+        };
+        let Ok(files) = surface::tree_files(&self.ws.root, tree) else {
+            return;
+        };
+        let base = base.clone();
+        let scopes: Vec<Vec<String>> = self
+            .state
+            .plan
+            .tasks
+            .iter()
+            .map(|t| t.scope.clone())
+            .collect();
+        baseline.traced = surface::traced(&self.ws.root, baseline, &files, &base, &scopes);
+        if let Some(why) = &baseline.trace_incomplete {
+            self.progress.warn(&format!(
+                "what the checks read was traced in part ({why}): a script they call may be missing from the verification surface"
+            ));
+        }
+        for (path, f) in &baseline.traced {
+            self.progress
+                .note(&format!("verification surface: {path} ({})", f.why));
+        }
     }
 
     /// The tree the baseline is taken on: the one the run was created on (what an
@@ -87,6 +122,13 @@ impl Driver {
             _ => self.ws.root.clone(),
         };
         let reports = self.reports_dir(0);
+        // What each check opens is traced on the clean copy of the tree.
+        let traced: Vec<String> = match tree {
+            Some(t) if dir != self.ws.root => surface::tree_files(&self.ws.root, t)
+                .map(|f| f.into_keys().collect())
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
         let runner = verify::Runner {
             workdir: &dir,
             timeout: self.config.verify.timeout,
@@ -96,9 +138,13 @@ impl Driver {
             tests: None,
         };
         let mut last = Instant::now();
-        runner.baseline(&reports, commands, tree.map(str::to_string), || {
-            self.should_stop(&mut last)
-        })
+        runner.baseline(
+            &reports,
+            commands,
+            tree.map(str::to_string),
+            &traced,
+            || self.should_stop(&mut last),
+        )
     }
 
     /// A task's name that matches no test the checks reported: said now, not first

@@ -44,6 +44,7 @@ mod ship_task;
 mod slurm;
 mod support;
 mod surface;
+mod surface_traced;
 mod terminals;
 mod tracker;
 mod tripwire;

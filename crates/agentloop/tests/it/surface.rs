@@ -215,7 +215,9 @@ fn verify_surface_lists_the_baseline_and_accepts_a_persons_own_edit() {
     assert_eq!(p.run(&["run", "--no-wait", "--quiet"]).code, Some(5));
     let out = p.run(&["verify-surface"]).stdout;
     for want in [
-        "verification surface: 3 files · on_protected_change = gate · checks run on a clean copy",
+        "verification surface: 4 files · on_protected_change = gate · checks run on a clean copy",
+        ".git/config",
+        "git configuration (filters, drivers, hooks, includes)",
         "PLAN.md",
         "the plan",
         "tests/t1.sh",

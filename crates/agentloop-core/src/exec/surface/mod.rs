@@ -17,8 +17,11 @@
 //!
 //! `.agentloop/` is not hashed here: the journal authenticates itself.
 
+mod gitdir;
 mod rules;
+mod section;
 mod stamp;
+mod traced;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -26,9 +29,11 @@ use std::path::Path;
 use super::git::{git_command as git, run_git as run};
 use crate::journal::{Baseline, ChangeKind, SurfaceChange, SurfaceFile};
 
-use rules::SECTIONED;
-pub use rules::{CHECK_FILES, Rules, check_section, is_sectioned, is_test_file};
+pub use gitdir::is_git_file;
+pub use rules::{CHECK_FILES, Rules, is_sectioned, is_test_file};
+pub use section::check_section;
 pub use stamp::Stamp;
+pub use traced::{TreeFiles, traced, tree_files};
 
 /// The project's files: tracked ones and untracked ones not ignored.
 pub fn project_files(root: &Path) -> Result<Vec<String>, String> {
@@ -100,6 +105,12 @@ pub fn record(root: &Path, rules: &Rules) -> Result<Baseline, String> {
             members.push((f, why, mode));
         }
     }
+    let git_files = gitdir::git_files(root);
+    for (f, why) in &git_files {
+        if let Some(mode) = mode_of(&root.join(f)) {
+            members.push((f, why.clone(), mode));
+        }
+    }
     let paths: Vec<&str> = members.iter().map(|m| m.0).collect();
     let blobs = hash(root, &paths)?;
     Ok(members
@@ -144,10 +155,17 @@ pub fn check(root: &Path, base: &Baseline, rules: &Rules) -> Result<Vec<SurfaceC
         .map(String::as_str)
         .filter(|p| mode_of(&root.join(p)).is_some())
         .collect();
+    let git_files = gitdir::git_files(root);
     let added: Vec<(&str, String)> = files
         .iter()
         .filter(|f| !base.contains_key(*f))
         .filter_map(|f| rules.configures_checks(f).map(|why| (f.as_str(), why)))
+        .chain(
+            git_files
+                .iter()
+                .filter(|(f, _)| !base.contains_key(f))
+                .map(|(f, why)| (f.as_str(), why.clone())),
+        )
         .collect();
     let all: Vec<&str> = present
         .iter()
@@ -162,8 +180,13 @@ pub fn check(root: &Path, base: &Baseline, rules: &Rules) -> Result<Vec<SurfaceC
             why: String::new(),
         })
     };
+    // A worktree's git files are its main repository's: they are checked there.
+    let own_git = root.join(".git").is_dir();
     let mut changes = Vec::new();
     for (path, was) in base {
+        if is_git_file(path) && !own_git {
+            continue;
+        }
         let after = now(path).map(|f| SurfaceFile {
             why: was.why.clone(),
             ..f
@@ -192,8 +215,7 @@ pub fn check(root: &Path, base: &Baseline, rules: &Rules) -> Result<Vec<SurfaceC
         }) else {
             continue;
         };
-        let name = path.rsplit('/').next().unwrap_or(path);
-        if SECTIONED.contains(&name)
+        if is_sectioned(path)
             && blob(root, &after.blob)
                 .is_ok_and(|b| check_section(path, &b) == check_section(path, b""))
         {
@@ -215,8 +237,7 @@ pub fn check(root: &Path, base: &Baseline, rules: &Rules) -> Result<Vec<SurfaceC
 }
 
 fn same_section(root: &Path, path: &str, a: &str, b: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    if !SECTIONED.contains(&name) {
+    if !is_sectioned(path) {
         return false;
     }
     match (blob(root, a), blob(root, b)) {

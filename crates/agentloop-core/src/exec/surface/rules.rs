@@ -56,6 +56,8 @@ pub const CHECK_FILES: &[&str] = &[
     "agentloop.toml",
     ".cargo/config.toml",
     ".cargo/config",
+    // How git checks files out and diffs them, for a check that runs git.
+    ".gitattributes",
 ];
 
 /// Programs that run the script named by their first argument.
@@ -72,7 +74,7 @@ const TEST_RUNNERS: &[&str] = &[
 ];
 
 /// Files whose test section (only) configures the checks.
-pub(super) const SECTIONED: &[&str] = &[
+const SECTIONED: &[&str] = &[
     "pyproject.toml",
     "setup.cfg",
     "tox.ini",
@@ -220,7 +222,7 @@ impl Rules {
     }
 
     /// Why a file (new or not) configures or intercepts the checks, if it does. A
-    /// sectioned file counts by its test section, judged by [`check_section`].
+    /// sectioned file counts by its test section, judged by [`check_section`](super::check_section).
     pub fn configures_checks(&self, path: &str) -> Option<String> {
         let name = path.rsplit('/').next().unwrap_or(path);
         if let Some(p) = CHECK_FILES
@@ -255,7 +257,8 @@ impl Rules {
 /// Whether only a section of this file configures the checks (`pyproject.toml`,
 /// `setup.cfg`, `tox.ini`, `package.json`): the rest is the agent's to change.
 pub fn is_sectioned(path: &str) -> bool {
-    SECTIONED.contains(&path.rsplit('/').next().unwrap_or(path))
+    path == super::section::GIT_CONFIG
+        || SECTIONED.contains(&path.rsplit('/').next().unwrap_or(path))
 }
 
 /// The simple commands of a shell line: split on `&&`, `||`, `;`, `|` and newlines.
@@ -298,90 +301,6 @@ pub fn is_test_file(path: &str) -> bool {
         || name.ends_with("_test.py")
         || name.contains(".test.")
         || name.contains(".spec.")
-}
-
-/// The part of a sectioned file that configures the checks (its whole text for any
-/// other file). Two versions with the same section are the same to the checks.
-pub fn check_section(path: &str, text: &[u8]) -> Vec<u8> {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    let text = String::from_utf8_lossy(text);
-    let picked = match name {
-        "package.json" => serde_json::from_str::<serde_json::Value>(&text)
-            .map(|v| {
-                // Every test script (`test`, `test:unit`, `pretest…`, `posttest…`).
-                let tests: serde_json::Map<String, serde_json::Value> = v["scripts"]
-                    .as_object()
-                    .into_iter()
-                    .flatten()
-                    .filter(|(k, _)| {
-                        k.starts_with("test")
-                            || k.starts_with("pretest")
-                            || k.starts_with("posttest")
-                    })
-                    .map(|(k, s)| (k.clone(), s.clone()))
-                    .collect();
-                serde_json::json!({
-                    "scripts": tests, "jest": v["jest"], "mocha": v["mocha"],
-                    "ava": v["ava"], "vitest": v["vitest"],
-                })
-                .to_string()
-            })
-            .unwrap_or_else(|_| text.to_string()),
-        // Which targets are tests and how they run (`[lib] test = false`, a `[[test]]`
-        // without the harness, a build script).
-        "Cargo.toml" => text
-            .parse::<toml::Table>()
-            .map(|t| {
-                let package = t.get("package").and_then(|p| p.as_table());
-                let pick = |k: &str| package.and_then(|p| p.get(k)).map(|v| v.to_string());
-                format!(
-                    "{:?}{:?}{:?}{:?}{:?}{:?}{:?}{:?}",
-                    t.get("lib").map(|v| v.to_string()),
-                    t.get("test").map(|v| v.to_string()),
-                    t.get("bin").map(|v| v.to_string()),
-                    t.get("bench").map(|v| v.to_string()),
-                    t.get("example").map(|v| v.to_string()),
-                    pick("build"),
-                    pick("autotests"),
-                    pick("autolib"),
-                )
-            })
-            .unwrap_or_else(|_| text.to_string()),
-        "pyproject.toml" => text
-            .parse::<toml::Table>()
-            .map(|t| {
-                let tool = t.get("tool").and_then(|t| t.as_table());
-                let pick = |k: &str| tool.and_then(|t| t.get(k)).map(|v| v.to_string());
-                format!(
-                    "{:?}{:?}{:?}",
-                    pick("pytest"),
-                    pick("tox"),
-                    pick("coverage")
-                )
-            })
-            .unwrap_or_else(|_| text.to_string()),
-        "setup.cfg" | "tox.ini" => ini_sections(&text, |s| {
-            s == "pytest" || s == "tool:pytest" || s == "tox" || s.starts_with("testenv")
-        }),
-        _ => return text.into_owned().into_bytes(),
-    };
-    picked.into_bytes()
-}
-
-fn ini_sections(text: &str, keep: impl Fn(&str) -> bool) -> String {
-    let mut out = String::new();
-    let mut on = false;
-    for line in text.lines() {
-        let t = line.trim();
-        if let Some(s) = t.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
-            on = keep(s.trim());
-        }
-        if on && !t.is_empty() && !t.starts_with('#') && !t.starts_with(';') {
-            out.push_str(t);
-            out.push('\n');
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -473,55 +392,5 @@ mod tests {
             assert!(r.configures_checks(f).is_some(), "{f}");
         }
         assert!(r.configures_checks("src/main.py").is_none());
-    }
-
-    #[test]
-    fn only_the_test_section_of_a_sectioned_file_counts() {
-        let a = br#"{"name":"x","dependencies":{"a":"1"},"scripts":{"test":"jest","build":"tsc"}}"#;
-        let b =
-            br#"{"name":"x","dependencies":{"a":"2"},"scripts":{"test":"jest","build":"esbuild"}}"#;
-        let c = br#"{"name":"x","scripts":{"test":"exit 0"}}"#;
-        assert_eq!(
-            check_section("package.json", a),
-            check_section("package.json", b)
-        );
-        assert_ne!(
-            check_section("package.json", a),
-            check_section("package.json", c)
-        );
-        let d = br#"{"name":"x","scripts":{"test":"jest","test:unit":"node forge.js && exit 0 && jest"}}"#;
-        assert_ne!(
-            check_section("package.json", a),
-            check_section("package.json", d),
-            "every test script counts"
-        );
-        let c1 = b"[package]\nname = 'x'\nversion = '1.0.0'\n";
-        let c2 = b"[package]\nname = 'x'\nversion = '1.1.0'\n[dependencies]\nregex = '1'\n";
-        let c3 = b"[package]\nname = 'x'\nversion = '1.0.0'\n[lib]\ntest = false\n[[test]]\nname = 'it'\nharness = false\n";
-        assert_eq!(
-            check_section("Cargo.toml", c1),
-            check_section("Cargo.toml", c2)
-        );
-        assert_ne!(
-            check_section("Cargo.toml", c1),
-            check_section("Cargo.toml", c3)
-        );
-        let p1 = b"[project]\nname='x'\n[tool.pytest.ini_options]\naddopts='-q'\n";
-        let p2 = b"[project]\nname='y'\n[tool.pytest.ini_options]\naddopts='-q'\n";
-        let p3 = b"[project]\nname='x'\n[tool.pytest.ini_options]\naddopts='-p evil'\n";
-        assert_eq!(
-            check_section("pyproject.toml", p1),
-            check_section("pyproject.toml", p2)
-        );
-        assert_ne!(
-            check_section("pyproject.toml", p1),
-            check_section("pyproject.toml", p3)
-        );
-        let s1 = b"[metadata]\nname=x\n[tool:pytest]\naddopts=-q\n";
-        let s2 = b"[metadata]\nname=y\n[tool:pytest]\naddopts=-q\n";
-        assert_eq!(
-            check_section("setup.cfg", s1),
-            check_section("setup.cfg", s2)
-        );
     }
 }

@@ -134,6 +134,13 @@ impl Stamp {
                 _ => return false,
             }
         }
+        // A new git hook (git's status does not see it).
+        if super::gitdir::git_files(root)
+            .iter()
+            .any(|(f, _)| !base.contains_key(f))
+        {
+            return false;
+        }
         // A new file that configures the checks (it would be reported as added).
         !now.dirty.iter().any(|(path, content)| {
             content.is_some() && !base.contains_key(path) && rules.configures_checks(path).is_some()

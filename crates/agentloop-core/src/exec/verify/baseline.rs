@@ -10,22 +10,29 @@ use serde::{Deserialize, Serialize};
 
 use super::{Runner, prepare, read_evidence};
 use crate::evidence::{BaselineCommand, TestsBaseline};
+use crate::exec::trace::Trace;
 
 /// How long a cached baseline is trusted: the tree is the same, but what is
 /// installed around it (packages, services) may not be.
 const CACHE_FOR: Duration = Duration::from_secs(24 * 3600);
 
+/// The cache's format: 2 keeps what each check read.
+const VERSION: u32 = 2;
+
 impl Runner<'_> {
     /// Runs every command (each to its end, whatever the one before did) and keeps
-    /// what each reported; `None` when `should_stop` ended it (nothing is recorded:
-    /// it is taken again).
+    /// what each reported, and which of `trace` (files of the tree, relative to the
+    /// work directory) each opened; `None` when `should_stop` ended it (nothing is
+    /// recorded: it is taken again).
     pub fn baseline(
         &self,
         reports: &Path,
         commands: &[String],
         tree: Option<String>,
+        trace: &[String],
         mut should_stop: impl FnMut() -> bool,
     ) -> std::io::Result<Option<TestsBaseline>> {
+        let mut trace_incomplete = None;
         std::fs::File::create(self.log)?;
         let mut log = std::fs::OpenOptions::new().append(true).open(self.log)?;
         let mut out = Vec::new();
@@ -36,7 +43,17 @@ impl Runner<'_> {
                 writeln!(log, "[agentloop runs it as: {}]", inv.command)?;
             }
             log.flush()?;
+            let tracing = (!trace.is_empty())
+                .then(|| Trace::start(self.workdir, trace))
+                .flatten();
+            if tracing.is_none() && !trace.is_empty() {
+                trace_incomplete = Some("inotify is not available".to_string());
+            }
             let f = self.spawn(&inv.command, Some(&inv), &mut should_stop)?;
+            let traced = tracing.map(Trace::finish).unwrap_or_default();
+            if let Some(why) = traced.incomplete {
+                trace_incomplete.get_or_insert(why);
+            }
             if f.killed {
                 return Ok(None);
             }
@@ -69,6 +86,7 @@ impl Runner<'_> {
                 exit_code: f.exit_code,
                 problem,
                 tests,
+                read: traced.read.into_iter().collect(),
             };
             match (&entry.runner, &entry.problem) {
                 (Some(r), None) => {
@@ -92,6 +110,8 @@ impl Runner<'_> {
             commands: out,
             unavailable: None,
             cached: false,
+            traced: Default::default(),
+            trace_incomplete,
         }))
     }
 }
@@ -166,13 +186,14 @@ impl BaselineCache {
             return None;
         }
         let body: Body = serde_json::from_str(&sealed.body).ok()?;
-        (body.v == 1 && body.tree == tree && body.commands == commands).then_some(body.baseline)
+        (body.v == VERSION && body.tree == tree && body.commands == commands)
+            .then_some(body.baseline)
     }
 
     /// Keeps `baseline` (best effort: without it the next run takes its own).
     fn save(&self, tree: &str, commands: &[String], baseline: &TestsBaseline) {
         let body = Body {
-            v: 1,
+            v: VERSION,
             tree: tree.to_string(),
             commands: commands.to_vec(),
             baseline: baseline.clone(),

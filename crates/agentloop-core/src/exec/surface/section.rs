@@ -1,0 +1,202 @@
+//! The part of a file that configures the checks when only a part does: the test
+//! scripts of `package.json` (and every script they run, followed), the test sections
+//! of `pyproject.toml`, `setup.cfg`, `tox.ini` and `Cargo.toml`, and what in git's own
+//! configuration runs code (filters, drivers, hooks, includes).
+
+use std::collections::BTreeSet;
+
+/// The part of a sectioned file that configures the checks (its whole text for any
+/// other file). Two versions with the same section are the same to the checks.
+pub fn check_section(path: &str, text: &[u8]) -> Vec<u8> {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let text = String::from_utf8_lossy(text);
+    let picked = match name {
+        "package.json" => serde_json::from_str::<serde_json::Value>(&text)
+            .map(|v| {
+                // Every test script (`test`, `test:unit`, `pretest…`, `posttest…`) and
+                // every script those run, followed to the end.
+                let scripts = v["scripts"].as_object().cloned().unwrap_or_default();
+                let tests: serde_json::Map<String, serde_json::Value> = test_scripts(&scripts)
+                    .into_iter()
+                    .filter_map(|k| Some((k.clone(), scripts.get(&k)?.clone())))
+                    .collect();
+                serde_json::json!({
+                    "scripts": tests, "jest": v["jest"], "mocha": v["mocha"],
+                    "ava": v["ava"], "vitest": v["vitest"],
+                })
+                .to_string()
+            })
+            .unwrap_or_else(|_| text.to_string()),
+        // Which targets are tests and how they run (`[lib] test = false`, a `[[test]]`
+        // without the harness, a build script).
+        "Cargo.toml" => text
+            .parse::<toml::Table>()
+            .map(|t| {
+                let package = t.get("package").and_then(|p| p.as_table());
+                let pick = |k: &str| package.and_then(|p| p.get(k)).map(|v| v.to_string());
+                format!(
+                    "{:?}{:?}{:?}{:?}{:?}{:?}{:?}{:?}",
+                    t.get("lib").map(|v| v.to_string()),
+                    t.get("test").map(|v| v.to_string()),
+                    t.get("bin").map(|v| v.to_string()),
+                    t.get("bench").map(|v| v.to_string()),
+                    t.get("example").map(|v| v.to_string()),
+                    pick("build"),
+                    pick("autotests"),
+                    pick("autolib"),
+                )
+            })
+            .unwrap_or_else(|_| text.to_string()),
+        "pyproject.toml" => text
+            .parse::<toml::Table>()
+            .map(|t| {
+                let tool = t.get("tool").and_then(|t| t.as_table());
+                let pick = |k: &str| tool.and_then(|t| t.get(k)).map(|v| v.to_string());
+                format!(
+                    "{:?}{:?}{:?}",
+                    pick("pytest"),
+                    pick("tox"),
+                    pick("coverage")
+                )
+            })
+            .unwrap_or_else(|_| text.to_string()),
+        "setup.cfg" | "tox.ini" => ini_sections(&text, |s| {
+            s == "pytest" || s == "tool:pytest" || s == "tox" || s.starts_with("testenv")
+        }),
+        "config" if path == GIT_CONFIG => git_config_section(&text),
+        _ => return text.into_owned().into_bytes(),
+    };
+    picked.into_bytes()
+}
+
+/// The project's git configuration, as the surface names it.
+pub const GIT_CONFIG: &str = ".git/config";
+
+/// The names of `scripts` a test run starts: every `test*`, `pretest*` and `posttest*`
+/// script, and every script one of those runs (`npm run X`, `npm X`, `yarn X`,
+/// `pnpm X`, `npm-run-all X`, `run-s X`), transitively.
+fn test_scripts(scripts: &serde_json::Map<String, serde_json::Value>) -> BTreeSet<String> {
+    let mut found: BTreeSet<String> = scripts
+        .keys()
+        .filter(|k| k.starts_with("test") || k.starts_with("pretest") || k.starts_with("posttest"))
+        .cloned()
+        .collect();
+    let mut todo: Vec<String> = found.iter().cloned().collect();
+    while let Some(k) = todo.pop() {
+        let Some(body) = scripts.get(&k).and_then(|b| b.as_str()) else {
+            continue;
+        };
+        for word in body.split(|c: char| c.is_whitespace() || "&|;()'\"".contains(c)) {
+            // Any word naming another script may run it (`npm run lint`, `yarn lint`,
+            // `run-p lint build`): a word too many costs only a stricter section.
+            let name = word.trim();
+            if name.is_empty() || found.contains(name) || !scripts.contains_key(name) {
+                continue;
+            }
+            found.insert(name.to_string());
+            todo.push(name.to_string());
+            // npm runs `preX` and `postX` around `X`.
+            for hook in [format!("pre{name}"), format!("post{name}")] {
+                if scripts.contains_key(&hook) && found.insert(hook.clone()) {
+                    todo.push(hook);
+                }
+            }
+        }
+    }
+    found
+}
+
+/// What in git's configuration runs code or changes what git shows: filters, diff
+/// and merge drivers, hooks, includes, aliases, `core.*` programs and attributes.
+/// Remotes, branches and the user's name are not the checks' business.
+fn git_config_section(text: &str) -> String {
+    ini_sections(text, |s| {
+        let name = s.split(['"', ' ']).next().unwrap_or(s).to_ascii_lowercase();
+        matches!(
+            name.as_str(),
+            "core"
+                | "filter"
+                | "diff"
+                | "merge"
+                | "include"
+                | "includeif"
+                | "alias"
+                | "hook"
+                | "uploadpack"
+                | "credential"
+                | "gpg"
+                | "sequence"
+        )
+    })
+}
+
+fn ini_sections(text: &str, keep: impl Fn(&str) -> bool) -> String {
+    let mut out = String::new();
+    let mut on = false;
+    for line in text.lines() {
+        let t = line.trim();
+        if let Some(s) = t.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
+            on = keep(s.trim());
+        }
+        if on && !t.is_empty() && !t.starts_with('#') && !t.starts_with(';') {
+            out.push_str(t);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_test_section_of_a_sectioned_file_counts() {
+        let a = br#"{"name":"x","dependencies":{"a":"1"},"scripts":{"test":"jest","build":"tsc"}}"#;
+        let b =
+            br#"{"name":"x","dependencies":{"a":"2"},"scripts":{"test":"jest","build":"esbuild"}}"#;
+        let c = br#"{"name":"x","scripts":{"test":"exit 0"}}"#;
+        assert_eq!(
+            check_section("package.json", a),
+            check_section("package.json", b)
+        );
+        assert_ne!(
+            check_section("package.json", a),
+            check_section("package.json", c)
+        );
+        let d = br#"{"name":"x","scripts":{"test":"jest","test:unit":"node forge.js && exit 0 && jest"}}"#;
+        assert_ne!(
+            check_section("package.json", a),
+            check_section("package.json", d),
+            "every test script counts"
+        );
+        let c1 = b"[package]\nname = 'x'\nversion = '1.0.0'\n";
+        let c2 = b"[package]\nname = 'x'\nversion = '1.1.0'\n[dependencies]\nregex = '1'\n";
+        let c3 = b"[package]\nname = 'x'\nversion = '1.0.0'\n[lib]\ntest = false\n[[test]]\nname = 'it'\nharness = false\n";
+        assert_eq!(
+            check_section("Cargo.toml", c1),
+            check_section("Cargo.toml", c2)
+        );
+        assert_ne!(
+            check_section("Cargo.toml", c1),
+            check_section("Cargo.toml", c3)
+        );
+        let p1 = b"[project]\nname='x'\n[tool.pytest.ini_options]\naddopts='-q'\n";
+        let p2 = b"[project]\nname='y'\n[tool.pytest.ini_options]\naddopts='-q'\n";
+        let p3 = b"[project]\nname='x'\n[tool.pytest.ini_options]\naddopts='-p evil'\n";
+        assert_eq!(
+            check_section("pyproject.toml", p1),
+            check_section("pyproject.toml", p2)
+        );
+        assert_ne!(
+            check_section("pyproject.toml", p1),
+            check_section("pyproject.toml", p3)
+        );
+        let s1 = b"[metadata]\nname=x\n[tool:pytest]\naddopts=-q\n";
+        let s2 = b"[metadata]\nname=y\n[tool:pytest]\naddopts=-q\n";
+        assert_eq!(
+            check_section("setup.cfg", s1),
+            check_section("setup.cfg", s2)
+        );
+    }
+}
