@@ -144,14 +144,8 @@ impl CleanCopy {
             )?;
         } else {
             let _ = std::fs::remove_dir_all(&self.dir);
-            let _ = run(
-                {
-                    let mut c = git(&self.root);
-                    c.args(["worktree", "prune"]);
-                    c
-                },
-                None,
-            );
+            // `-f` takes the place over a registration whose directory is gone (no
+            // `worktree prune` here: it races with worktrees other workers are adding).
             let dir = self.dir.to_string_lossy().into_owned();
             run(
                 {

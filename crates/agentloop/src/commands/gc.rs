@@ -27,27 +27,40 @@ pub fn gc(ws: &Workspace, dry_run: bool) -> Result<ExitKind, CliError> {
         if !s.is_finished() {
             continue;
         }
-        for kind in ["worktrees", "checkouts"] {
-            let dir = cache.join(kind).join(&id);
-            if dir.exists() {
-                freed += worktree::dir_size(&dir);
-                removed.push(format!("{kind}/{id}"));
-                if dry_run {
-                    continue;
+        // The run's worktrees, and its clean copies with their index files (the run's
+        // own, `ID`, and each task's, `ID-TASK`).
+        let copies: Vec<String> = entries(&cache.join("checkouts"))
+            .into_iter()
+            .filter(|n| owner(n, std::slice::from_ref(&id)).is_some())
+            .map(|n| format!("checkouts/{n}"))
+            .collect();
+        for place in std::iter::once(format!("worktrees/{id}")).chain(copies) {
+            let dir = cache.join(&place);
+            if std::fs::symlink_metadata(&dir).is_err() {
+                continue;
+            }
+            freed += worktree::dir_size(&dir);
+            removed.push(place.clone());
+            if dry_run {
+                continue;
+            }
+            // Agents a killed driver left at work there go first.
+            let ended = agentloop_core::exec::reap::end_processes_in(&dir);
+            if ended > 0 {
+                removed.push(format!(
+                    "{} left at work in {place}",
+                    plural(ended, "process", "processes")
+                ));
+            }
+            match &s.integration {
+                Some(i) if place.starts_with("worktrees/") => {
+                    worktree::remove_run(&ws.root, &id, &i.branch)
                 }
-                // Agents a killed driver left at work there go first.
-                let ended = agentloop_core::exec::reap::end_processes_in(&dir);
-                if ended > 0 {
-                    removed.push(format!(
-                        "{} left at work in {kind}/{id}",
-                        plural(ended, "process", "processes")
-                    ));
+                _ if dir.is_dir() => {
+                    let _ = std::fs::remove_dir_all(&dir);
                 }
-                match (&s.integration, kind) {
-                    (Some(i), "worktrees") => worktree::remove_run(&ws.root, &id, &i.branch),
-                    _ => {
-                        let _ = std::fs::remove_dir_all(&dir);
-                    }
+                _ => {
+                    let _ = std::fs::remove_file(&dir);
                 }
             }
         }
@@ -66,19 +79,19 @@ pub fn gc(ws: &Workspace, dry_run: bool) -> Result<ExitKind, CliError> {
     }
     // What runs no longer on this machine left in the cache.
     for kind in ["worktrees", "checkouts"] {
-        for e in std::fs::read_dir(cache.join(kind))
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            let id = e.file_name().to_string_lossy().into_owned();
-            if known.contains(&id) {
+        for name in entries(&cache.join(kind)) {
+            if owner(&name, &known).is_some() {
                 continue;
             }
-            freed += worktree::dir_size(&e.path());
-            removed.push(format!("{kind}/{id} (its run is gone)"));
+            let path = cache.join(kind).join(&name);
+            freed += worktree::dir_size(&path);
+            removed.push(format!("{kind}/{name} (its run is gone)"));
             if !dry_run {
-                let _ = std::fs::remove_dir_all(e.path());
+                if path.is_dir() {
+                    let _ = std::fs::remove_dir_all(&path);
+                } else {
+                    let _ = std::fs::remove_file(&path);
+                }
             }
         }
     }
@@ -99,4 +112,28 @@ pub fn gc(ws: &Workspace, dry_run: bool) -> Result<ExitKind, CliError> {
         bytes(freed)
     );
     Ok(ExitKind::Completed)
+}
+
+/// The names in a directory of the cache.
+fn entries(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// The run of `known` a cache entry belongs to: `ID`, `ID.index`, `ID-TASK`,
+/// `ID-TASK.index`.
+fn owner<'a>(name: &str, known: &'a [String]) -> Option<&'a String> {
+    let name = name.strip_suffix(".index").unwrap_or(name);
+    known.iter().find(|id| {
+        name == id.as_str()
+            || name
+                .strip_prefix(id.as_str())
+                .is_some_and(|rest| rest.starts_with('-'))
+    })
 }

@@ -63,14 +63,21 @@ impl Driver {
             return;
         };
         let base = base.clone();
-        let scopes: Vec<Vec<String>> = self
+        let tasks: Vec<surface::TaskFiles> = self
             .state
             .plan
             .tasks
             .iter()
-            .map(|t| t.scope.clone())
+            .map(|t| surface::TaskFiles {
+                scope: t.scope.clone(),
+                text: std::iter::once(t.title.as_str())
+                    .chain(std::iter::once(t.body.as_str()))
+                    .chain(t.acceptance.iter().map(|c| c.text.as_str()))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            })
             .collect();
-        baseline.traced = surface::traced(&self.ws.root, baseline, &files, &base, &scopes);
+        baseline.traced = surface::traced(&self.ws.root, baseline, &files, &base, &tasks);
         if let Some(why) = &baseline.trace_incomplete {
             self.progress.warn(&format!(
                 "what the checks read was traced in part ({why}): a script they call may be missing from the verification surface"

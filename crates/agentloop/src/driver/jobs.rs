@@ -85,10 +85,46 @@ pub(crate) struct Checks {
         agentloop_core::exec::sandbox::SandboxConfig,
         std::path::PathBuf,
     )>,
+    /// The clean copy they run in instead of the directory given (a task's worktree).
+    pub copy: Option<Copied>,
+}
+
+/// A clean copy of a task's worktree, as the checks of one worker see it: what the
+/// agent committed or left untracked and not ignored, with the baseline versions of
+/// the surface (see `exec::clean_copy`).
+pub(crate) struct Copied {
+    pub copy: agentloop_core::exec::clean_copy::CleanCopy,
+    pub overlay: Option<agentloop_core::journal::Baseline>,
+    pub carry: Vec<String>,
 }
 
 impl Checks {
     fn run(
+        &self,
+        iteration: u32,
+        dir: &std::path::Path,
+        log: &std::path::Path,
+    ) -> std::io::Result<VerifyFinished> {
+        let (dir, refused) = match &self.copy {
+            Some(c) => match c.copy.refresh(c.overlay.as_ref(), &c.carry) {
+                Ok(_) => (c.copy.dir.as_path(), None),
+                Err(e) => (dir, Some(e)),
+            },
+            None => (dir, None),
+        };
+        let result = self.run_in(iteration, dir, log);
+        if let Some(e) = refused {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new().append(true).open(log)?;
+            writeln!(
+                f,
+                "[agentloop could not make the clean copy ({e}): the checks ran in the worktree]"
+            )?;
+        }
+        result
+    }
+
+    fn run_in(
         &self,
         iteration: u32,
         dir: &std::path::Path,
@@ -115,7 +151,7 @@ impl Checks {
     }
 }
 
-/// A task's checks in its worktree, from a thread of their own.
+/// A task's checks on a clean copy of its worktree, from a thread of their own.
 pub(crate) fn check(
     iteration: u32,
     dir: PathBuf,

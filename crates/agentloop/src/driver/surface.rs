@@ -128,9 +128,43 @@ impl Driver {
         }
     }
 
-    /// The run is over: its clean copy goes.
+    /// The clean copy a worker's checks of `task` run in (made from its worktree);
+    /// `None` where the run has no clean copies.
+    pub(crate) fn task_copy(
+        &self,
+        task: &str,
+        worktree: &std::path::Path,
+    ) -> Option<super::jobs::Copied> {
+        let s = &self.state;
+        if !s.settings.clean_copy || self.snapshots.is_none() {
+            return None;
+        }
+        Some(super::jobs::Copied {
+            copy: CleanCopy::for_run(worktree, &format!("{}-{task}", self.run.id))?,
+            overlay: s.baseline.clone(),
+            carry: s.settings.carry.clone(),
+        })
+    }
+
+    /// The run is over: its clean copies go (the run's and its tasks').
     pub(crate) fn remove_clean_copy(&self) {
         if let Some(copy) = CleanCopy::for_run(&self.ws.root, &self.run.id) {
+            let prefix = format!("{}-", self.run.id);
+            let tasks: Vec<String> = copy
+                .dir
+                .parent()
+                .and_then(|d| std::fs::read_dir(d).ok())
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| n.starts_with(&prefix) && !n.ends_with(".index"))
+                .collect();
+            for t in tasks {
+                if let Some(c) = CleanCopy::for_run(&self.ws.root, &t) {
+                    c.remove();
+                }
+            }
             copy.remove();
         }
     }

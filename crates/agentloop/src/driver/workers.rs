@@ -142,8 +142,9 @@ impl Driver {
                 Some(Action::Verify { iteration, task }) => {
                     let dir = self.workdir(iteration);
                     let log = self.run.iteration_dir(iteration).join("verify.log");
-                    let checks =
+                    let mut checks =
                         self.checks(&task, &w, Place::Worktree, self.reports_dir(iteration));
+                    checks.copy = self.task_copy(&task, &dir);
                     w.busy.insert(iteration);
                     jobs::check(iteration, dir, log, checks, w.done_tx.clone());
                 }
@@ -237,6 +238,7 @@ impl Driver {
             output_cap: self.config.verify.output_cap,
             stop: w.stop.clone(),
             sandbox: self.check_sandbox(),
+            copy: None,
         }
     }
 
@@ -449,6 +451,8 @@ impl Driver {
             // A run that ended waiting (stopped, failed) keeps nothing on disk either.
             worktree::remove_run(&self.ws.root, &self.run.id, &i.branch);
         }
+        // The clean copies (the baseline's, each task's) go whatever the end.
+        self.remove_clean_copy();
         self.flush();
         self.write_handoff();
         self.progress.finished(&self.state, &self.run);

@@ -209,6 +209,41 @@ fn checks_run_on_a_clean_copy_not_among_the_agents_junk() {
 }
 
 #[test]
+fn with_workers_checks_run_on_a_clean_copy_of_the_worktree_too() {
+    // A worker's checks ran in its worktree, where an ignored file the agent left (a
+    // planted build artefact, a `.pth` in an in-project virtualenv) decided them.
+    let p = Scratch::new()
+        .plan("# One\n\n## T1: Build\nVerify: test -f build/ok || test -f src/ok\n")
+        .file(".git/info/exclude", "build/\n")
+        // Its attempts counted in an ignored file of its worktree (`.git` is a file
+        // there).
+        .agent(
+            "cat > /dev/null\nmkdir -p build\nc=$(cat build/n 2>/dev/null || echo 0); c=$((c+1)); echo $c > build/n\nif [ $c = 1 ]; then touch build/ok; else mkdir -p src && touch src/ok; fi\necho TASK_COMPLETE\n",
+        )
+        .build();
+    let r = p.run(&["run", "--workers", "2", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["tasks"][0]["status"], "done");
+    assert_eq!(
+        s["iterations"], 2,
+        "the ignored artefact in the worktree did not pass the check"
+    );
+    let log = p.read(&format!(
+        ".agentloop/runs/{}/iterations/0001/verify.log",
+        s["run_id"].as_str().unwrap()
+    ));
+    assert!(!log.contains("could not make the clean copy"), "{log}");
+    // The task's clean copy went with the run.
+    let cache = p.cache.path().join("agentloop/checkouts");
+    let left: Vec<_> = std::fs::read_dir(&cache)
+        .map(|d| d.flatten().collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+    assert!(!p.git_cmd(&["worktree", "list"]).contains("checkouts"));
+}
+
+#[test]
 fn verify_surface_lists_the_baseline_and_accepts_a_persons_own_edit() {
     // A run waiting for its plan's approval: no agent has run yet.
     let p = project(CHEAT, HONEST, "[gates]\nplan_approval = true\n");

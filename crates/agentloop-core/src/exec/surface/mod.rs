@@ -33,7 +33,7 @@ pub use gitdir::is_git_file;
 pub use rules::{CHECK_FILES, Rules, is_sectioned, is_test_file};
 pub use section::check_section;
 pub use stamp::Stamp;
-pub use traced::{TreeFiles, traced, tree_files};
+pub use traced::{TaskFiles, TreeFiles, traced, tree_files};
 
 /// The project's files: tracked ones and untracked ones not ignored.
 pub fn project_files(root: &Path) -> Result<Vec<String>, String> {

@@ -2,7 +2,9 @@
 //! test baseline ran (see `exec::trace`), the ones that decide the check join the
 //! surface with their baseline content:
 //! - a shell script or makefile a check runs (`tests/check.sh` → `scripts/verify.sh`),
-//!   unless a task's scope names it;
+//!   unless it is the work: a task's scope holds it, a task's text names it (its path
+//!   or its file name), or it lies under a source directory (`src/`, `lib/`, `bin/`,
+//!   `app/`, `pkg/`, `cmd/`, `internal/`) — a shell project's code is shell too;
 //! - when every task names its scope (`Scope:`), any file a check read outside all of
 //!   them (a helper module the tests import): the plan says the work is elsewhere.
 //!
@@ -46,30 +48,54 @@ pub fn tree_files(root: &Path, tree: &str) -> Result<TreeFiles, String> {
     Ok(files)
 }
 
+/// Where a project's own code lives, by convention: a script there is the work.
+const SOURCE_DIRS: &[&str] = &[
+    "src", "lib", "bin", "app", "pkg", "cmd", "internal", "source",
+];
+
+/// What the plan says of one task's files: its `Scope:` and its words (title, body,
+/// acceptance), where it names the files it changes.
+pub struct TaskFiles {
+    pub scope: Vec<String>,
+    pub text: String,
+}
+
 /// The files `baseline`'s checks read that join the surface (`base`: the surface as
-/// it is; `scopes`: every task's scope).
+/// it is; `tasks`: what every task says of its files).
 pub fn traced(
     root: &Path,
     baseline: &TestsBaseline,
     tree: &TreeFiles,
     base: &Baseline,
-    scopes: &[Vec<String>],
+    tasks: &[TaskFiles],
 ) -> BTreeMap<String, TracedFile> {
+    let scopes: Vec<&Vec<String>> = tasks.iter().map(|t| &t.scope).collect();
     let all_scoped = !scopes.is_empty() && scopes.iter().all(|s| !s.is_empty());
+    let scopes = scopes.into_iter().flatten();
     let mut out = BTreeMap::new();
     for c in &baseline.commands {
         for path in &c.read {
             if base.contains_key(path)
                 || out.contains_key(path)
                 || path.starts_with(".agentloop/")
-                || scopes.iter().flatten().any(|p| path_matches(path, p))
+                || scopes.clone().any(|p| path_matches(path, p))
             {
                 continue;
             }
             let Some((mode, id)) = tree.get(path) else {
                 continue;
             };
-            let why = if is_script(root, path, *mode, id) {
+            let name = path.rsplit('/').next().unwrap_or(path);
+            let named = tasks
+                .iter()
+                // A bare name counts when it is distinctive (`greet.sh`, not `run`).
+                .any(|t| {
+                    t.text.contains(path.as_str()) || (name.contains('.') && t.text.contains(name))
+                });
+            let in_source = path
+                .split_once('/')
+                .is_some_and(|(top, _)| SOURCE_DIRS.contains(&top));
+            let why = if !named && !in_source && is_script(root, path, *mode, id) {
                 format!(
                     "a script `{}` runs (traced at the test baseline)",
                     c.command
@@ -149,6 +175,8 @@ mod tests {
             ("scripts/verify.sh", "python3 -m unittest\n", false),
             ("scripts/run", "#!/usr/bin/env bash\nexit 0\n", true),
             ("bin/tool", "#!/usr/bin/env python3\nprint(1)\n", true),
+            ("src/greet.sh", "echo hello\n", false),
+            ("tools/gen.sh", "echo gen\n", false),
             (
                 "helpers/asserts.py",
                 "def same(a, b): return a == b\n",
@@ -190,7 +218,7 @@ mod tests {
         c.arg("write-tree");
         let tree = String::from_utf8(crate::exec::git::run_git(c, None).unwrap()).unwrap();
         let files = tree_files(r, tree.trim()).unwrap();
-        assert_eq!(files.len(), 6);
+        assert_eq!(files.len(), 8);
         let read = [
             "tests/check.sh",
             "scripts/verify.sh",
@@ -198,6 +226,8 @@ mod tests {
             "bin/tool",
             "helpers/asserts.py",
             "src/calc.py",
+            "src/greet.sh",
+            "tools/gen.sh",
         ];
         let base: Baseline = [(
             "tests/check.sh".to_string(),
@@ -208,8 +238,18 @@ mod tests {
             },
         )]
         .into();
-        // No task names a scope: only the scripts join.
-        let t = traced(r, &baseline(&read), &files, &base, &[vec![]]);
+        let tasks = |scopes: &[&[&str]]| -> Vec<TaskFiles> {
+            scopes
+                .iter()
+                .map(|s| TaskFiles {
+                    scope: s.iter().map(|p| p.to_string()).collect(),
+                    text: "Make the generator in `tools/gen.sh` say more".into(),
+                })
+                .collect()
+        };
+        // No task names a scope: only the scripts join, not one under a source
+        // directory (a shell project's code) nor one a task names.
+        let t = traced(r, &baseline(&read), &files, &base, &tasks(&[&[]]));
         assert_eq!(
             t.keys().map(String::as_str).collect::<Vec<_>>(),
             ["scripts/run", "scripts/verify.sh"]
@@ -221,23 +261,23 @@ mod tests {
             &baseline(&read),
             &files,
             &base,
-            &[vec!["src/".into()], vec!["bin/tool".into()]],
+            &tasks(&[&["src/", "tools/"], &["bin/tool"]]),
         );
         assert_eq!(
             t.keys().map(String::as_str).collect::<Vec<_>>(),
             ["helpers/asserts.py", "scripts/run", "scripts/verify.sh"]
         );
         // A script inside a task's scope is that task's work.
-        let t = traced(
-            r,
-            &baseline(&read),
-            &files,
-            &base,
-            &[vec!["scripts/".into()]],
-        );
+        let t = traced(r, &baseline(&read), &files, &base, &tasks(&[&["scripts/"]]));
         assert_eq!(
             t.keys().map(String::as_str).collect::<Vec<_>>(),
-            ["bin/tool", "helpers/asserts.py", "src/calc.py"]
+            [
+                "bin/tool",
+                "helpers/asserts.py",
+                "src/calc.py",
+                "src/greet.sh",
+                "tools/gen.sh"
+            ]
         );
     }
 }
