@@ -94,6 +94,7 @@ fn iteration_events(n: u32, task: &str, complete: bool) -> Vec<Event> {
             fingerprint: (!complete).then(|| "a1b2c3d4".into()),
             digest: (!complete).then(|| "`cargo test` exited 101.".into()),
             evidence: None,
+            held_out: Vec::new(),
         }),
         Event::IterationFinished(IterationFinished {
             iteration: n,

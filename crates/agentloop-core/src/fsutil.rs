@@ -26,6 +26,14 @@ pub fn cache_dir() -> Option<std::path::PathBuf> {
     Some(base.join("agentloop"))
 }
 
+/// `~/…` as a path under the home directory (anything else as it is).
+pub fn expand_home(p: &str) -> String {
+    match (p.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => Path::new(&home).join(rest).to_string_lossy().into_owned(),
+        _ => p.to_string(),
+    }
+}
+
 /// Writes `bytes` to `path` atomically: a temp file in the same directory, fsync,
 /// rename over the target, fsync the directory.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {

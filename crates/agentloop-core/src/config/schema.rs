@@ -159,6 +159,11 @@ pub struct VerifyConfig {
     pub regression: crate::values::Regression,
     /// Tests whose failures are forgiven as flaky (ids or globs, as in `Tests:`).
     pub flaky: Vec<String>,
+    /// Held-out checks: a directory outside the project holding the checks tasks
+    /// name in `Holdout:` lines (`NAME.sh`) and the files they need (`files/`, laid
+    /// into the clean copy only while they run). Never in the prompt, the worktree
+    /// or the sandbox; the agent learns only that one failed, and its name.
+    pub holdout: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -418,6 +423,7 @@ impl Default for VerifyConfig {
             validate_fixes: 2,
             regression: crate::values::Regression::PerTest,
             flaky: Vec::new(),
+            holdout: None,
         }
     }
 }

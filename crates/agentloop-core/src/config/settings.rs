@@ -41,6 +41,9 @@ pub struct Settings {
     /// Tests whose failures are forgiven as flaky.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flaky: Vec<String>,
+    /// The held-out checks' directory (`[verify] holdout`), `~` expanded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holdout: Option<String>,
     /// The shape the run took (`tool`, `colleague`) and the plan's clarity score when
     /// it started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -136,11 +139,17 @@ impl Settings {
             evidence: true,
             regression: c.verify.regression,
             flaky: c.verify.flaky.clone(),
+            holdout: c.verify.holdout.as_deref().map(crate::fsutil::expand_home),
             shape: None,
             clarity: None,
             workflow: None,
             debug_first: false,
-            sandbox: c.sandbox.clone(),
+            // The held-out checks are hidden from a sandboxed agent.
+            sandbox: {
+                let mut s = c.sandbox.clone();
+                s.hidden.extend(c.verify.holdout.iter().cloned());
+                s
+            },
             agent_hosts: Default::default(),
             validate: c.verify.validate,
             validate_fixes: c.verify.validate_fixes,

@@ -44,6 +44,7 @@ debug_after = 2         # after the same failure this many times: one DEBUG iter
 commands = []
 regression = "per-test"  # or "exit-code": each command must exit 0, all or nothing
 # flaky = ["tests/test_net.py::*"]  # tests whose failures are forgiven
+# holdout = "~/holdout/myproject"    # held-out checks (`Holdout: NAME` → NAME.sh), outside the project
 timeout = "10m"
 # After the last task every check runs again on the whole project; a failure reopens work.
 validate = true

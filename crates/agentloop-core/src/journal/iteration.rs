@@ -144,6 +144,22 @@ pub struct VerifyFinished {
     /// longer run, flaky ones forgiven (none: exit codes only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<crate::evidence::Judged>,
+    /// The held-out checks run after its own checks passed (`Holdout:`), without
+    /// their output.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held_out: Vec<HeldOutResult>,
+}
+
+/// One held-out check's result, as the journal keeps it: no output, no content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeldOutResult {
+    pub name: String,
+    pub passed: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub timed_out: bool,
+    pub duration_ms: u64,
 }
 
 impl CommandResult {
@@ -160,6 +176,9 @@ impl VerifyFinished {
     /// The check that failed, and why: its report's reason (a named test not passing,
     /// a regression, no report), else its exit.
     pub fn failure_words(&self) -> String {
+        if let Some(h) = self.held_out.iter().find(|h| !h.passed) {
+            return format!("held-out check `{}` failed", h.name);
+        }
         for c in &self.commands {
             if let Some(t) = c.tests.as_ref().filter(|t| t.judged) {
                 if let Some(p) = &t.problem {

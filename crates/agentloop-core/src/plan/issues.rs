@@ -93,6 +93,7 @@ pub fn plan_from_issues(
                 acceptance,
                 verify,
                 tests: Vec::new(),
+                holdout: Vec::new(),
                 depends,
                 gate: None,
                 agent: None,

@@ -33,6 +33,10 @@ pub struct Task {
     /// reports: FAIL_TO_PASS.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tests: Vec<crate::evidence::TestName>,
+    /// Held-out checks this task must pass (`Holdout:`): names of `[verify] holdout`
+    /// checks, whose content the agent never sees.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub holdout: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub depends: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -198,6 +202,7 @@ impl Task {
             acceptance: Vec::new(),
             verify: Vec::new(),
             tests: Vec::new(),
+            holdout: Vec::new(),
             depends: Vec::new(),
             gate: None,
             agent: None,

@@ -331,6 +331,27 @@ fn parse_task(file: &str, lines: &[&str], first_line: usize) -> Result<Task, Pla
                 }
                 task.verify.push(value.to_string());
             }
+            "holdout" => {
+                for name in list(value) {
+                    if name.is_empty()
+                        || name.starts_with('.')
+                        || !name
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+                    {
+                        return Err(PlanError::at(
+                            file,
+                            n,
+                            format!(
+                                "`Holdout: {name}`: a held-out check's name is letters, digits, `-`, `_` and `.` (its file is NAME.sh in `[verify] holdout`)"
+                            ),
+                        ));
+                    }
+                    if !task.holdout.contains(&name) {
+                        task.holdout.push(name);
+                    }
+                }
+            }
             "tests" => {
                 let names = crate::evidence::TestName::parse_list(value)
                     .map_err(|e| PlanError::at(file, n, format!("Tests: {e}")))?;
@@ -456,10 +477,11 @@ fn parse_task(file: &str, lines: &[&str], first_line: usize) -> Result<Task, Pla
 
 /// `Key: value` field lines; the key is matched without regard to case.
 fn field(line: &str) -> Option<(&'static str, &str)> {
-    const KEYS: [&str; 13] = [
+    const KEYS: [&str; 14] = [
         "depends",
         "verify",
         "tests",
+        "holdout",
         "gate",
         "agent",
         "mode",

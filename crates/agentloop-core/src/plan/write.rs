@@ -49,6 +49,9 @@ impl Task {
             let names: Vec<String> = self.tests.iter().map(|t| t.to_plan()).collect();
             let _ = writeln!(out, "Tests: {}", names.join(", "));
         }
+        if !self.holdout.is_empty() {
+            let _ = writeln!(out, "Holdout: {}", self.holdout.join(", "));
+        }
         if let Some(g) = self.gate {
             let _ = writeln!(
                 out,
@@ -90,6 +93,7 @@ impl Task {
             || self.reversibility.is_some()
             || !self.verify.is_empty()
             || !self.tests.is_empty()
+            || !self.holdout.is_empty()
             || self.gate.is_some()
             || self.agent.is_some()
             || self.mode.is_some()

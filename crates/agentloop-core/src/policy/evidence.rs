@@ -43,25 +43,38 @@ pub fn plan_checks(plan: &crate::plan::Plan, commands: &[String]) -> Vec<String>
     out
 }
 
-/// Whether the test baseline is to be taken now: the run judges per test, has none
-/// yet, no agent has worked, and it wants one.
+/// Whether the test baseline is to be taken now: no agent has worked, there is none
+/// yet, and the run judges per test, or traces what its checks read (on the tree it
+/// recorded when it was created).
 pub fn baseline_due(s: &RunState) -> bool {
-    s.tests_baseline.is_none() && s.iterations == 0 && baseline_wanted(&s.plan, &s.settings)
+    s.tests_baseline.is_none()
+        && s.iterations == 0
+        && (per_test_wanted(&s.plan, &s.settings)
+            || (s.tree_at_create.is_some() && trace_wanted(&s.plan, &s.settings)))
 }
 
-/// Whether a run of `plan` with `settings` takes a test baseline: it judges per
-/// test, and a task names tests or a check may start a runner agentloop reads; or it
-/// guards a verification surface on a clean copy and has checks (the baseline run is
-/// where what each check reads is traced).
+/// Whether a run of `plan` with `settings` takes a test baseline: for per-test
+/// evidence, or to trace what its checks read.
 pub fn baseline_wanted(plan: &crate::plan::Plan, settings: &crate::config::Settings) -> bool {
-    let checks = plan_checks(plan, &settings.verify_commands);
-    let per_test = settings.evidence
+    per_test_wanted(plan, settings) || trace_wanted(plan, settings)
+}
+
+/// It judges per test, and a task names tests or a check may start a runner
+/// agentloop reads.
+fn per_test_wanted(plan: &crate::plan::Plan, settings: &crate::config::Settings) -> bool {
+    settings.evidence
         && (plan.tasks.iter().any(|t| !t.tests.is_empty())
-            || checks.iter().any(|c| runner::may_be_runner(c)));
-    let traced = settings.clean_copy
+            || plan_checks(plan, &settings.verify_commands)
+                .iter()
+                .any(|c| runner::may_be_runner(c)))
+}
+
+/// It guards a verification surface, verifies on a clean copy and has checks: the
+/// baseline run is where what each check reads is traced.
+fn trace_wanted(plan: &crate::plan::Plan, settings: &crate::config::Settings) -> bool {
+    settings.clean_copy
         && settings.on_protected_change != crate::values::OnProtectedChange::Allow
-        && !checks.is_empty();
-    per_test || traced
+        && !plan_checks(plan, &settings.verify_commands).is_empty()
 }
 
 /// What a verification of `task` (none: every done task, as validation checks them)

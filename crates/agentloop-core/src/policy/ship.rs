@@ -174,6 +174,7 @@ fn fix_or_fail(s: &RunState, after_merge: bool) -> Action {
         // The run's own checks still run locally; the forge's decide after the push.
         verify: Vec::new(),
         tests: Vec::new(),
+        holdout: Vec::new(),
         depends: s.plan.tasks.iter().map(|t| t.id.clone()).collect(),
         gate: None,
         agent: None,

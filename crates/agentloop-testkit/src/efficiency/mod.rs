@@ -360,6 +360,7 @@ pub fn run_agentloop(s: &mut dyn Scenario) -> Outcome {
                         fingerprint: (!v.passed).then(|| fingerprint("verify", &v.output)),
                         digest: (!v.passed).then(|| v.output.clone()),
                         evidence: None,
+                        held_out: Vec::new(),
                     }),
                     clock_ms,
                 );

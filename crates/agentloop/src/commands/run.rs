@@ -154,6 +154,40 @@ impl SettingsFlags {
     }
 }
 
+/// Held-out checks the plan names can run: `[verify] holdout` is a directory outside
+/// the project with each `NAME.sh`, and checks run on a clean copy.
+pub(crate) fn held_out_ready(
+    config: &agentloop_core::config::Config,
+    plan: &Plan,
+    root: &Path,
+) -> Result<(), CliError> {
+    let names: Vec<String> = plan
+        .tasks
+        .iter()
+        .flat_map(|t| t.holdout.iter().cloned())
+        .collect();
+    let Some(first) = plan.tasks.iter().find(|t| !t.holdout.is_empty()) else {
+        return Ok(());
+    };
+    let Some(dir) = &config.verify.holdout else {
+        return Err(CliError::user(format!(
+            "task {} names held-out checks (`Holdout:`), and `[verify] holdout` names no directory for them",
+            first.id
+        ))
+        .hint("set `[verify] holdout = \"~/holdout/PROJECT\"` (outside the project), with NAME.sh for each check"));
+    };
+    if !config.verify.clean_copy || !agentloop_core::exec::git::is_repo(root) {
+        return Err(CliError::user(
+            "held-out checks run only on a clean copy of the agent's work (a git work tree, `[verify] clean_copy = true`): anywhere else the agent would see them",
+        ));
+    }
+    let dir = root.join(agentloop_core::fsutil::expand_home(dir));
+    match agentloop_core::exec::verify::holdout_problem(&dir, root, &names) {
+        Some(p) => Err(CliError::user(p)),
+        None => Ok(()),
+    }
+}
+
 /// Creates a run for the plan and drives it.
 pub(crate) fn start(
     ws: &Workspace,
@@ -210,6 +244,7 @@ pub(crate) fn start(
         );
     }
     crate::driver::check_executor(&layered.config, &ws.root).map_err(CliError::user)?;
+    held_out_ready(&layered.config, &plan, &ws.root)?;
     let mut settings = Settings::new(&layered.config, flags);
     settings.find_context(&ws.root);
     if settings.sandbox.on() {

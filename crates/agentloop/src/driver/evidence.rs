@@ -177,6 +177,22 @@ impl Driver {
         evidence::expected(&self.state, task, place)
     }
 
+    /// The held-out checks of `task`'s verification in `iteration`, if it names any.
+    pub(crate) fn held_out(&self, task: &str, iteration: u32) -> Option<verify::HeldOut> {
+        let names = self.state.plan_task(task)?.holdout.clone();
+        if names.is_empty() {
+            return None;
+        }
+        let dir = self.ws.root.join(self.state.settings.holdout.as_ref()?);
+        // The output goes where a sandboxed agent cannot look (agentloop's state).
+        let log = agentloop_core::fsutil::state_dir()
+            .unwrap_or_else(|| self.run.path.join("held-out"))
+            .join("held-out")
+            .join(&self.run.id)
+            .join(format!("{iteration:04}.log"));
+        Some(verify::HeldOut { dir, names, log })
+    }
+
     /// agentloop's directory for iteration `iteration`'s reports (0: validation).
     pub(crate) fn reports_dir(&self, iteration: u32) -> std::path::PathBuf {
         verify::reports_dir(&self.run.id, iteration)

@@ -87,6 +87,8 @@ pub(crate) struct Checks {
     )>,
     /// The clean copy they run in instead of the directory given (a task's worktree).
     pub copy: Option<Copied>,
+    /// The task's held-out checks, run on the clean copy once its own checks pass.
+    pub held_out: Option<verify::HeldOut>,
 }
 
 /// A clean copy of a task's worktree, as the checks of one worker see it: what the
@@ -112,7 +114,8 @@ impl Checks {
             },
             None => (dir, None),
         };
-        let result = self.run_in(iteration, dir, log);
+        let copied = self.copy.is_some() && refused.is_none();
+        let result = self.run_in(iteration, dir, log, copied);
         if let Some(e) = refused {
             use std::io::Write;
             let mut f = std::fs::OpenOptions::new().append(true).open(log)?;
@@ -129,6 +132,7 @@ impl Checks {
         iteration: u32,
         dir: &std::path::Path,
         log: &std::path::Path,
+        copied: bool,
     ) -> std::io::Result<VerifyFinished> {
         let runner = verify::Runner {
             workdir: dir,
@@ -145,9 +149,17 @@ impl Checks {
                 reports: self.reports.clone(),
             }),
         };
-        runner.run_measured(iteration, &self.commands, &self.measures, || {
+        let mut result = runner.run_measured(iteration, &self.commands, &self.measures, || {
             self.stop.load(Ordering::SeqCst)
-        })
+        })?;
+        match &self.held_out {
+            Some(h) if copied => {
+                runner.held_out(h, &mut result, || self.stop.load(Ordering::SeqCst))?;
+            }
+            Some(_) => super::steps::held_out_refused(&mut result),
+            None => {}
+        }
+        Ok(result)
     }
 }
 

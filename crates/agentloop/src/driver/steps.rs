@@ -566,9 +566,16 @@ impl Driver {
         };
         let mut last = Instant::now();
         let measures = self.state.plan.measures(task);
-        let result = runner.run_measured(iteration, &commands, &measures, || {
+        let mut result = runner.run_measured(iteration, &commands, &measures, || {
             self.should_stop(&mut last)
         })?;
+        if let Some(h) = self.held_out(task, iteration) {
+            if workdir == self.ws.root {
+                held_out_refused(&mut result);
+            } else {
+                runner.held_out(&h, &mut result, || self.should_stop(&mut last))?;
+            }
+        }
         if self.interrupted.load(Ordering::SeqCst) {
             // Cut short by Ctrl-C: leave the iteration open; `resume` aborts and redoes it.
             return Ok(());
@@ -592,5 +599,18 @@ impl Driver {
         redactor.scrub_file(log)?;
         result.digest = result.digest.map(|d| redactor.redact(&d).into_owned());
         self.record(Event::VerifyFinished(result))
+    }
+}
+
+/// A verification with held-out checks and no clean copy to run them on: not passed
+/// (the agent would see them in its own tree).
+pub(crate) fn held_out_refused(result: &mut agentloop_core::journal::VerifyFinished) {
+    if result.passed {
+        result.passed = false;
+        result.fingerprint = Some(agentloop_core::failure::fingerprint("holdout", "no copy"));
+        result.digest = Some(
+            "The held-out checks could not run: agentloop could not make the clean copy they run on. This is not your work's fault; a person should look at the run's log."
+                .into(),
+        );
     }
 }

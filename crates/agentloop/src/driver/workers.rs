@@ -145,6 +145,7 @@ impl Driver {
                     let mut checks =
                         self.checks(&task, &w, Place::Worktree, self.reports_dir(iteration));
                     checks.copy = self.task_copy(&task, &dir);
+                    checks.held_out = self.held_out(&task, iteration);
                     w.busy.insert(iteration);
                     jobs::check(iteration, dir, log, checks, w.done_tx.clone());
                 }
@@ -239,6 +240,7 @@ impl Driver {
             stop: w.stop.clone(),
             sandbox: self.check_sandbox(),
             copy: None,
+            held_out: None,
         }
     }
 

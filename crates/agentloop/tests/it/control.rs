@@ -481,7 +481,15 @@ fn step_mode_takes_one_decision_at_a_time() {
         TWO_TASKS,
         "case $task in T1) touch one.txt ;; T2) touch two.txt ;; esac\necho TASK_COMPLETE\n",
     );
+    // The first step takes the test baseline (where what the checks read is traced).
     let r = p.run(&["run", "--step", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("agentloop: did take the test baseline"),
+        "{}",
+        r.stderr
+    );
+    let r = p.run(&["next", "--quiet"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(
         r.stderr.contains("agentloop: did iteration 1: task"),

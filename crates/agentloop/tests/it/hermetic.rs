@@ -14,7 +14,9 @@ fn attacked(attack: &str, env: &[(&str, String)]) -> Project {
         // The hook the agent installs, ready where it can copy it from.
         .file(".git/evil-hook", HOOK)
         .agent(&agent(&format!("{attack}\necho TASK_COMPLETE\n")))
-        .config("[breakers]\ndebug_after = 0\n")
+        // Only agentloop's own git is under test here: the surface (which also
+        // catches git's configuration and hooks, `it::surface_traced`) stands aside.
+        .config("[breakers]\ndebug_after = 0\n[verify]\non_protected_change = \"allow\"\n")
         .build();
     for (k, v) in env {
         p.env.push((k.to_string(), v.clone()));

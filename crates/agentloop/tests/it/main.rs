@@ -13,6 +13,7 @@ mod evidence;
 mod evidence_runners;
 mod gates;
 mod hermetic;
+mod holdout;
 mod hook_agents;
 mod hook_mode;
 mod hook_session;

@@ -146,6 +146,7 @@ pub(crate) fn verified(iteration: u32, passed: bool, fp: &str) -> Event {
         fingerprint: (!passed).then(|| fp.to_string()),
         digest: (!passed).then(|| format!("failure {fp}")),
         evidence: None,
+        held_out: Vec::new(),
     })
 }
 

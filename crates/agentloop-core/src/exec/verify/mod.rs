@@ -9,9 +9,11 @@
 //! the run's baseline and the task's named tests, decides the check, not its exit code.
 
 mod baseline;
+mod holdout;
 mod written;
 
 pub use baseline::BaselineCache;
+pub use holdout::{HeldOut, problem as holdout_problem};
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -305,6 +307,7 @@ impl Runner<'_> {
             fingerprint,
             digest,
             evidence,
+            held_out: Vec::new(),
         })
     }
 

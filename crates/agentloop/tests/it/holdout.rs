@@ -1,0 +1,118 @@
+//! Held-out checks (`[verify] holdout`, `Holdout:`): checks the agent never sees, run
+//! on the clean copy after its own checks pass. An implementation that special-cases
+//! the visible test is caught, and the agent learns only the held-out check's name.
+
+use crate::support::{Project, Scratch, agent, journal_has};
+
+const VISIBLE: &str = "test \"$(sh src/add.sh 1 2)\" = 3 || { echo \"FAIL: 1+2 gave $(sh src/add.sh 1 2)\"; exit 1; }\n";
+const HIDDEN: &str =
+    "test \"$(sh src/add.sh 5 7)\" = 12 || { echo \"SECRET-CASE: 5+7 want 12\"; exit 1; }\n";
+
+/// A project whose task makes `src/add.sh` add, with a held-out check `general`
+/// (`general.sh` running `tests/hidden.sh`, laid in from the held-out `files/`); the
+/// agent special-cases the visible test on its first attempt.
+fn project(holdout: &std::path::Path, plan_extra: &str) -> Project {
+    std::fs::create_dir_all(holdout.join("files/tests")).unwrap();
+    std::fs::write(holdout.join("files/tests/hidden.sh"), HIDDEN).unwrap();
+    std::fs::write(holdout.join("general.sh"), "sh tests/hidden.sh\n").unwrap();
+    Scratch::new()
+        .plan(&format!(
+            "# Add\n\n## T1: Make src/add.sh add its two arguments\nVerify: sh tests/t1.sh\n{plan_extra}"
+        ))
+        .file("tests/t1.sh", VISIBLE)
+        .agent(&agent(
+            "mkdir -p src\nif [ \"$n\" = 1 ]; then echo 'echo 3' > src/add.sh; else echo 'echo $(($1 + $2))' > src/add.sh; fi\necho TASK_COMPLETE",
+        ))
+        .config(&format!("[verify]\nholdout = \"{}\"\n", holdout.display()))
+        .build()
+}
+
+#[test]
+fn a_special_cased_implementation_fails_the_held_out_check_and_the_agent_learns_only_its_name() {
+    let holdout = tempfile::tempdir().unwrap();
+    let p = project(holdout.path(), "Holdout: general\n");
+    let r = p.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["tasks"][0]["status"], "done");
+    assert_eq!(s["iterations"], 2, "the special case did not pass");
+    let id = s["run_id"].as_str().unwrap().to_string();
+    let at = |rel: &str| p.read(&format!(".agentloop/runs/{id}/{rel}"));
+    // The first verification failed on the held-out check, named, nothing more.
+    let journal = at("journal.jsonl");
+    assert!(
+        journal.contains(r#""held_out":[{"name":"general","passed":false"#),
+        "{journal}"
+    );
+    assert!(
+        journal.contains("held-out check `general` failed"),
+        "{journal}"
+    );
+    let second = at("iterations/0002/prompt.md");
+    assert!(
+        second.contains("The held-out check `general` failed"),
+        "{second}"
+    );
+    let log = at("iterations/0001/verify.log");
+    assert!(log.contains("[held-out check `general`: failed"), "{log}");
+    // Its content is nowhere the agent could read: not the prompt, the logs, the
+    // journal, the tree.
+    for (what, text) in [
+        ("prompt", &second),
+        ("verify log", &log),
+        ("journal", &journal),
+    ] {
+        assert!(!text.contains("SECRET-CASE"), "{what}: {text}");
+        assert!(!text.contains("5 7"), "{what}: {text}");
+    }
+    assert!(!p.path().join("tests/hidden.sh").exists());
+    assert!(!p.git_cmd(&["log", "--all", "--stat"]).contains("hidden.sh"));
+    assert!(journal_has(&p, "\"passed\":true"));
+}
+
+#[test]
+fn held_out_checks_are_refused_before_a_run_when_they_cannot_be_kept_apart() {
+    // Named with no directory for them.
+    let holdout = tempfile::tempdir().unwrap();
+    let p = Scratch::new()
+        .plan("# Add\n\n## T1: Add\nVerify: true\nHoldout: general\n")
+        .build();
+    let r = p.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("task T1 names held-out checks (`Holdout:`), and `[verify] holdout` names no directory for them"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !p.path().join(".agentloop/runs").exists() || p.run(&["runs"]).stdout.trim().is_empty()
+    );
+    // A check that is not there.
+    let p = project(holdout.path(), "Holdout: general, edge\n");
+    let r = p.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("held-out check `edge`:"), "{}", r.stderr);
+    assert!(r.stderr.contains("edge.sh is missing"), "{}", r.stderr);
+    // A directory inside the project.
+    let p = Scratch::new()
+        .plan("# Add\n\n## T1: Add\nVerify: true\nHoldout: general\n")
+        .file("holdout/general.sh", "true\n")
+        .config("[verify]\nholdout = \"holdout\"\n")
+        .build();
+    let r = p.cmd(&["run", "--quiet"]).output().unwrap();
+    assert_eq!(r.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(err.contains("is inside the project"), "{err}");
+    // A name that is a path.
+    let p = Scratch::new()
+        .plan("# Add\n\n## T1: Add\nVerify: true\nHoldout: ../x\n")
+        .build();
+    let r = p.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("a held-out check's name is letters"),
+        "{}",
+        r.stderr
+    );
+}
