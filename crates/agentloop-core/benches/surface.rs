@@ -2,7 +2,10 @@
 //! run's baseline, and bringing the clean copy the checks run in up to date — on a
 //! 10-file and a 2,000-file repository (a fifth of them tests), with the agent's
 //! usual leftovers (edited sources, a new file). Beside them, in the same run, the
-//! anchor: one `git status` snapshot, which every iteration already pays twice.
+//! anchor: one `git status` snapshot, which every iteration already pays twice. Also
+//! what trust added since: checking the copy's surface against agentloop's own copy
+//! of the baseline (`mend`, part of every refresh), and setting up and ending the
+//! trace of what the checks read (once per test baseline).
 //!
 //! `cargo bench -p agentloop-core --bench surface`
 
@@ -14,6 +17,7 @@ use std::time::Instant;
 use agentloop_core::exec::clean_copy::CleanCopy;
 use agentloop_core::exec::git::Snapshots;
 use agentloop_core::exec::surface::{self, Rules};
+use agentloop_core::exec::trace::Trace;
 use criterion::{Criterion, criterion_group, criterion_main};
 
 fn git(root: &Path, args: &[&str]) {
@@ -95,6 +99,17 @@ fn bench(c: &mut Criterion) {
         });
         g.bench_function("clean_copy_refresh", |b| {
             b.iter(|| black_box(copy.refresh(Some(&base), &[]).unwrap()))
+        });
+        // Of the refresh: the surface files of the copy checked against agentloop's
+        // own copy of the baseline (one `git hash-object --stdin-paths`).
+        g.bench_function("mend", |b| {
+            b.iter(|| black_box(surface::mend(root, &copy.dir, &base).unwrap()))
+        });
+        // Once per test baseline: watching every directory of the copy, and ending
+        // the watch (what the trace adds besides the check itself).
+        let tracked: Vec<String> = surface::project_files(&copy.dir).unwrap();
+        g.bench_function("trace_start_and_finish", |b| {
+            b.iter(|| black_box(Trace::start(&copy.dir, &tracked).unwrap().finish()))
         });
         g.finish();
         copy.remove();

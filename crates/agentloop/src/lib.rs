@@ -19,6 +19,16 @@ use clap::Parser;
 
 /// Runs the command line and returns the process exit code.
 pub fn main() -> u8 {
+    // A keeper of an agent in a run with workers (see `exec::keeper`): not a command
+    // a person types.
+    let mut args = std::env::args_os();
+    if args
+        .nth(1)
+        .is_some_and(|a| a == agentloop_core::exec::keeper::KEEP_ARG)
+    {
+        let rest: Vec<std::ffi::OsString> = args.collect();
+        return agentloop_core::exec::keeper::keep(&rest).clamp(0, 255) as u8;
+    }
     let cli = match cli::Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

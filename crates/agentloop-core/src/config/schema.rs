@@ -163,6 +163,7 @@ pub struct VerifyConfig {
     /// name in `Holdout:` lines (`NAME.sh`) and the files they need (`files/`, laid
     /// into the clean copy only while they run). Never in the prompt, the worktree
     /// or the sandbox; the agent learns only that one failed, and its name.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub holdout: Option<String>,
 }
 

@@ -14,6 +14,27 @@ use std::process::Command;
 
 use crate::journal::Baseline;
 
+/// A clean copy brought up to date.
+pub struct Refreshed {
+    /// The commit checked out.
+    pub commit: String,
+    /// Surface files the repository's objects did not give as the baseline says
+    /// (tampered with), written from agentloop's own copy.
+    pub mended: Vec<String>,
+}
+
+impl Refreshed {
+    /// What to tell a person when files were mended.
+    pub fn warning(&self) -> Option<String> {
+        (!self.mended.is_empty()).then(|| {
+            format!(
+                "the repository's objects for {} are not the baseline's (changed in place): the checks got agentloop's own copy",
+                self.mended.join(", ")
+            )
+        })
+    }
+}
+
 /// A run's clean copy.
 pub struct CleanCopy {
     /// The project.
@@ -63,10 +84,20 @@ impl CleanCopy {
     }
 
     /// Brings the copy up to the tree as it is now, with `overlay`'s versions of the
-    /// surface and `carry` linked in; returns the commit checked out.
-    pub fn refresh(&self, overlay: Option<&Baseline>, carry: &[String]) -> Result<String, String> {
+    /// surface (checked by hash, and written from agentloop's own copy where the
+    /// repository's objects gave something else) and `carry` linked in.
+    pub fn refresh(
+        &self,
+        overlay: Option<&Baseline>,
+        carry: &[String],
+    ) -> Result<Refreshed, String> {
         let tree = self.tree_now(overlay)?;
-        self.check_out(&tree, carry)
+        let commit = self.check_out(&tree, carry)?;
+        let mended = match overlay {
+            Some(base) => crate::exec::surface::mend(&self.root, &self.dir, base)?,
+            None => Vec::new(),
+        };
+        Ok(Refreshed { commit, mended })
     }
 
     /// Brings the copy to `tree` (one [`tree_now`](Self::tree_now) gave earlier),
@@ -143,6 +174,7 @@ impl CleanCopy {
                 None,
             )?;
         } else {
+            let _admin = super::git::worktree_admin();
             let _ = std::fs::remove_dir_all(&self.dir);
             // `-f` takes the place over a registration whose directory is gone (no
             // `worktree prune` here: it races with worktrees other workers are adding).
@@ -172,6 +204,7 @@ impl CleanCopy {
 
     /// Removes the copy and its worktree registration.
     pub fn remove(&self) {
+        let _admin = super::git::worktree_admin();
         if self.dir.exists() {
             let dir = self.dir.to_string_lossy().into_owned();
             let mut c = git(&self.root);

@@ -5,6 +5,7 @@
 
 pub mod clean_copy;
 pub mod git;
+pub mod keeper;
 pub mod prereq;
 pub mod reap;
 pub mod sandbox;

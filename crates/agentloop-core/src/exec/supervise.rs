@@ -217,14 +217,23 @@ pub struct Running {
 /// Starts the program. The child gets its own process group and is killed if this
 /// process dies (Linux parent-death signal).
 pub fn spawn(spec: Spec) -> std::io::Result<Running> {
-    let mut cmd = match spec.wrap.split_first() {
-        Some((outer, rest)) => {
-            let mut c = Command::new(outer);
-            c.args(rest).arg(&spec.program);
-            c
-        }
-        None => Command::new(&spec.program),
-    };
+    // The program under its sandbox's command, and — for an owned program when
+    // several run at once — under a keeper that ends whatever it leaves behind.
+    let mut argv: Vec<&std::ffi::OsStr> = spec.wrap.iter().map(|a| a.as_os_str()).collect();
+    argv.push(&spec.program);
+    let keeper = super::keeper::keeper().filter(|_| spec.owner.is_some());
+    if let Some(k) = keeper {
+        argv.splice(
+            0..0,
+            [
+                k.as_os_str(),
+                super::keeper::KEEP_ARG.as_ref(),
+                "--".as_ref(),
+            ],
+        );
+    }
+    let mut cmd = Command::new(argv[0]);
+    cmd.args(&argv[1..]);
     if let Some(allowed) = &spec.pass_env {
         cmd.env_clear();
         cmd.envs(

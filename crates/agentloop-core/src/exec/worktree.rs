@@ -56,6 +56,7 @@ pub fn rev(dir: &Path, name: &str) -> Option<String> {
 /// without its `commondir` or `gitdir`, which makes every command that lists worktrees
 /// fail), then prunes entries whose directories are gone.
 pub fn repair(root: &Path) {
+    let _admin = super::git::worktree_admin();
     if let Ok(common) = text(git(
         root,
         &["rev-parse", "--path-format=absolute", "--git-common-dir"],
@@ -104,6 +105,7 @@ pub fn task_worktree(
     let branch = task_branch(integration, task);
     let p = path.to_string_lossy().into_owned();
     // `-f`: a registration left by a crash (its directory gone) is taken over.
+    let _admin = super::git::worktree_admin();
     text(git(
         root,
         &["worktree", "add", "-q", "-f", "-B", &branch, &p, from],
@@ -181,6 +183,7 @@ pub fn merge_worktree(root: &Path, run_id: &str, head: &str) -> Result<PathBuf, 
         return Ok(path);
     }
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let _admin = super::git::worktree_admin();
     let _ = text(git(root, &["worktree", "prune"]));
     let p = path.to_string_lossy().into_owned();
     text(git(
@@ -254,10 +257,12 @@ pub fn remove_task(root: &Path, run_id: &str, integration: &str, task: &str) {
         let path = dir.join(task);
         if path.exists() {
             let p = path.to_string_lossy().into_owned();
+            let _admin = super::git::worktree_admin();
             let _ = text(git(root, &["worktree", "remove", "--force", &p]));
             let _ = std::fs::remove_dir_all(&path);
         }
     }
+    let _admin = super::git::worktree_admin();
     let _ = text(git(root, &["worktree", "prune"]));
     let _ = text(git(
         root,
@@ -273,6 +278,7 @@ pub fn remove_run(root: &Path, run_id: &str, integration: &str) {
         let name = e.file_name().to_string_lossy().into_owned();
         if name == "_merge" {
             let p = e.path().to_string_lossy().into_owned();
+            let _admin = super::git::worktree_admin();
             let _ = text(git(root, &["worktree", "remove", "--force", &p]));
             let _ = std::fs::remove_dir_all(e.path());
         } else {
@@ -280,6 +286,7 @@ pub fn remove_run(root: &Path, run_id: &str, integration: &str) {
         }
     }
     let _ = std::fs::remove_dir(&dir);
+    let _admin = super::git::worktree_admin();
     let _ = text(git(root, &["worktree", "prune"]));
 }
 

@@ -257,7 +257,70 @@ pub struct Scan {
 
 /// Reads and checks a journal from byte `from` (where sequence `first_seq` starts),
 /// handing each record to `f` as it goes, so memory stays flat however long it is.
+/// Line numbers (of forged lines, of an error) count from the file's start, as
+/// `journal verify` says them, wherever the scan began.
 pub fn scan(
+    path: &Path,
+    from: u64,
+    first_seq: u64,
+    f: impl FnMut(Record),
+) -> Result<Scan, JournalError> {
+    // The lines before `from` are counted only when a line must be named (rare).
+    let before = || lines_before(path, from);
+    match scan_from(path, from, first_seq, f) {
+        Ok(mut out) => {
+            if from > 0 && !out.forged.is_empty() {
+                let n = before();
+                for f in &mut out.forged {
+                    f.line += n;
+                }
+            }
+            Ok(out)
+        }
+        Err(JournalError::Corrupt {
+            path,
+            line,
+            message,
+        }) if from > 0 => Err(JournalError::Corrupt {
+            line: line + before(),
+            path,
+            message,
+        }),
+        Err(JournalError::UnknownVersion {
+            path,
+            line,
+            version,
+        }) if from > 0 => Err(JournalError::UnknownVersion {
+            line: line + before(),
+            path,
+            version,
+        }),
+        Err(e) => Err(e),
+    }
+}
+
+/// How many lines end before byte `from` of the file at `path`.
+fn lines_before(path: &Path, from: u64) -> usize {
+    use std::io::Read;
+    let Ok(file) = File::open(path) else {
+        return 0;
+    };
+    let mut n = 0;
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut left = from;
+    let mut r = std::io::BufReader::new(file.take(from));
+    while left > 0 {
+        let Ok(k) = r.read(&mut buf) else { break };
+        if k == 0 {
+            break;
+        }
+        n += buf[..k].iter().filter(|b| **b == b'\n').count();
+        left -= k as u64;
+    }
+    n
+}
+
+fn scan_from(
     path: &Path,
     from: u64,
     first_seq: u64,

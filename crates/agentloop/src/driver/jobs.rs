@@ -107,15 +107,24 @@ impl Checks {
         dir: &std::path::Path,
         log: &std::path::Path,
     ) -> std::io::Result<VerifyFinished> {
+        let mut mended = None;
         let (dir, refused) = match &self.copy {
             Some(c) => match c.copy.refresh(c.overlay.as_ref(), &c.carry) {
-                Ok(_) => (c.copy.dir.as_path(), None),
+                Ok(r) => {
+                    mended = r.warning();
+                    (c.copy.dir.as_path(), None)
+                }
                 Err(e) => (dir, Some(e)),
             },
             None => (dir, None),
         };
         let copied = self.copy.is_some() && refused.is_none();
         let result = self.run_in(iteration, dir, log, copied);
+        if let Some(w) = mended {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new().append(true).open(log)?;
+            writeln!(f, "[agentloop: {w}]")?;
+        }
         if let Some(e) = refused {
             use std::io::Write;
             let mut f = std::fs::OpenOptions::new().append(true).open(log)?;

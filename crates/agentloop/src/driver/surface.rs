@@ -118,7 +118,12 @@ impl Driver {
             return self.ws.root.clone();
         };
         match copy.refresh(s.baseline.as_ref(), &s.settings.carry) {
-            Ok(_) => copy.dir,
+            Ok(r) => {
+                if let Some(w) = r.warning() {
+                    self.progress.warn(&w);
+                }
+                copy.dir
+            }
             Err(e) => {
                 self.progress.warn(&format!(
                     "cannot prepare the clean copy ({e}); verifying in the working tree"

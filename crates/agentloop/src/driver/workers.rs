@@ -47,8 +47,13 @@ impl Driver {
     /// Drives a run with workers until it ends or waits for a person.
     pub(super) fn drive_workers(&mut self) -> Result<ExitKind, CliError> {
         self.start_integration()?;
-        // Agents run side by side: each one's leftovers are told apart by their owner.
+        // Agents run side by side: each runs under a keeper that ends what it leaves
+        // (found by the process tree); a leftover that still reaches the driver is
+        // told apart by its owner.
         agentloop_core::exec::reap::share(true);
+        if let Ok(me) = std::env::current_exe() {
+            agentloop_core::exec::keeper::use_keeper(me);
+        }
         let result = self.schedule_workers();
         agentloop_core::exec::reap::sweep_all();
         result

@@ -80,6 +80,44 @@ fn a_replace_object_does_not_swap_the_test_agentloop_checks_out() {
 }
 
 #[test]
+fn a_loose_object_overwritten_in_place_does_not_become_the_test() {
+    // The test's blob in the object database holds another test under the same id:
+    // git reads it without checking, so a checkout of the baseline gets `exit 0`
+    // (the agent removes the clean copy too, so that it is checked out again).
+    // agentloop keeps its own copy of the baseline and checks what the checkout wrote.
+    let p = Scratch::new()
+        .plan("# One\n\n## T1: Make done.txt\nMax-iterations: 2\n\nVerify: sh tests/t1.sh\n")
+        .file("tests/t1.sh", "test -f done.txt\n")
+        .agent(&agent(
+            "old=$(git rev-parse HEAD:tests/t1.sh)\n\
+             new=$(printf 'exit 0\\n' | git hash-object -w --stdin)\n\
+             at=.git/objects/$(echo $old | cut -c1-2)/$(echo $old | cut -c3-)\n\
+             chmod u+w \"$at\"\n\
+             cp -f .git/objects/$(echo $new | cut -c1-2)/$(echo $new | cut -c3-) \"$at\"\n\
+             git worktree list --porcelain | sed -n 's/^worktree //p' | grep checkouts | xargs rm -rf\n\
+             echo TASK_COMPLETE\n",
+        ))
+        .config("[breakers]\ndebug_after = 0\n")
+        .build();
+    let r = p.run(&["run", "--no-wait"]);
+    assert!(r.code.is_some(), "{}", r.stderr);
+    // The attack took: git itself now gives the forged test for the baseline's id.
+    let old = p.git_cmd(&["rev-parse", "HEAD:tests/t1.sh"]);
+    assert_eq!(p.git_cmd(&["cat-file", "blob", old.trim()]), "exit 0\n");
+    let s = p.status();
+    assert_ne!(s["tasks"][0]["status"], "done", "{s:#}\n{}", r.stderr);
+    let log = std::fs::read_to_string(p.run_dir().join("iterations/0001/verify.log")).unwrap();
+    assert!(log.contains("[exit 1 after"), "{log}");
+    assert!(
+        r.stderr.contains(
+            "the repository's objects for tests/t1.sh are not the baseline's (changed in place): the checks got agentloop's own copy"
+        ),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
 fn the_persons_global_ignore_file_still_counts() {
     // The person's `~/.gitconfig` names a global ignore file: agentloop's git skips the
     // rest of that configuration, but what they ignore everywhere stays ignored.

@@ -197,4 +197,34 @@ fi
     }
     let shown = p.run(&["status"]).stdout;
     assert!(shown.contains("tampering: journal lines"), "{shown}");
+    // The lines `status` names (folded as the driver went, from where it had read
+    // to) are the lines `journal verify` names (read from the start).
+    let named: Vec<String> = v
+        .stderr
+        .lines()
+        .filter(|l| l.contains("not written by agentloop"))
+        .filter_map(|l| {
+            l.split("journal.jsonl:")
+                .nth(1)?
+                .split(':')
+                .next()
+                .map(String::from)
+        })
+        .collect();
+    assert_eq!(named.len(), 2, "{}", v.stderr);
+    assert!(
+        shown.contains(&format!(
+            "tampering: journal lines {}, {} not written by agentloop",
+            named[0], named[1]
+        )),
+        "{shown}\n{}",
+        v.stderr
+    );
+    let lines: Vec<String> = s["forged_lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.to_string())
+        .collect();
+    assert_eq!(lines, named, "{s}");
 }

@@ -623,3 +623,53 @@ fn two_surface_gates_at_once_ask_a_person_one_at_a_time() {
     assert_eq!(opened(&p), 2);
     assert_eq!(p.status()["status"], "completed");
 }
+
+/// Live processes whose command line holds `needle`.
+fn running(needle: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let zombie = stat.rsplit(')').next()?.trim_start().starts_with('Z');
+            (!zombie && cmd.contains(needle)).then_some(cmd)
+        })
+        .collect()
+}
+
+#[test]
+fn a_helper_that_hides_from_agentloop_ends_with_its_iteration() {
+    // T1's agent leaves a helper in a new session with agentloop's variables taken
+    // out of its environment (it used to live on, editing other worktrees, until the
+    // run ended); T2 keeps the run going meanwhile.
+    let p = project(
+        "# Two\n\n## T1: One\nVerify: test -f one.txt\n\n## T2: Two\nVerify: test -f two.txt\n",
+        "case $task in\n\
+         T1) env -u AGENTLOOP_OWNER -u AGENTLOOP_RUN setsid sh -c 'exec sleep 41.75' > /dev/null 2>&1 < /dev/null &\n\
+         touch one.txt ;;\n\
+         T2) sleep 5; touch two.txt ;;\n\
+         esac\necho TASK_COMPLETE",
+        "",
+    );
+    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    wait_for(&p, "T1's iteration to end", |p| {
+        std::fs::read_dir(p.path().join(".agentloop/runs")).is_ok_and(|mut d| d.next().is_some())
+            && p.status()["tasks"][0]["status"] == "done"
+    });
+    let t = std::time::Instant::now();
+    while !running("sleep 41.75").is_empty() && t.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(running("sleep 41.75"), Vec::<String>::new());
+    assert!(
+        driver.try_wait().unwrap().is_none(),
+        "the run still goes on (T2): the helper went with its own iteration"
+    );
+    assert_eq!(
+        wait_exit(&mut driver, Duration::from_secs(30)).code(),
+        Some(0)
+    );
+    assert_eq!(p.status()["status"], "completed");
+}

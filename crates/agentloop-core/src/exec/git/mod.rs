@@ -399,6 +399,15 @@ pub fn exclude_locally(workdir: &Path, patterns: &[&str], why: &str) -> std::io:
     crate::fsutil::write_atomic(&file, text.as_bytes())
 }
 
+/// Serialises git's worktree bookkeeping in this process (`worktree add`, `remove`,
+/// `prune`): an add lists the other worktrees and a prune removes half-made ones, so
+/// a task's worktree, a clean copy and the merge worktree made at once from several
+/// threads would read each other half-made (`failed to read …/commondir`).
+pub fn worktree_admin() -> std::sync::MutexGuard<'static, ()> {
+    static ADMIN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ADMIN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[cfg(test)]
 mod version_tests {
     use super::*;

@@ -90,6 +90,18 @@ pub fn of_iteration(dir: &Path, hidden: &[PathBuf]) -> Vec<Denial> {
 }
 
 const READ_ONLY: &str = "Read-only file system";
+/// What a rename over a read-only bind mount answers.
+const BUSY: &str = "Device or resource busy";
+/// Words of a failed write beside [`BUSY`] (an `umount` is not the agent's write).
+const BUSY_WRITES: &[&str] = &[
+    "could not write",
+    "unable to write",
+    "cannot rename",
+    "could not rename",
+    "unable to rename",
+    "cannot create",
+    "could not commit",
+];
 const NOT_READ: &[&str] = &[
     "No such file or directory",
     "Directory nonexistent",
@@ -106,7 +118,15 @@ pub fn in_output(text: &str, hidden: &[PathBuf]) -> Vec<Denial> {
         if piece.contains(READ_ONLY) {
             out.push(Denial {
                 kind: DenialKind::Write,
-                target: write_target(piece),
+                target: write_target(piece, READ_ONLY),
+                detail: clip(piece),
+            });
+        } else if piece.contains(BUSY) && BUSY_WRITES.iter().any(|w| piece.contains(w)) {
+            // A file the sandbox binds read-only, replaced by a rename (git's
+            // `config` and `index`): the kernel answers "busy", not "read-only".
+            out.push(Denial {
+                kind: DenialKind::Write,
+                target: write_target(piece, BUSY),
                 detail: clip(piece),
             });
         } else if NOT_READ.iter().any(|w| piece.contains(w))
@@ -137,8 +157,8 @@ fn mentions(line: &str, path: &Path) -> bool {
 
 /// The path in a read-only error: `cannot create /x: Read-only…`, `touch: cannot
 /// touch '/x': Read-only…`, `[Errno 30] Read-only file system: '/x'`.
-fn write_target(line: &str) -> String {
-    let (before, after) = line.split_once(READ_ONLY).unwrap_or((line, ""));
+fn write_target(line: &str, marker: &str) -> String {
+    let (before, after) = line.split_once(marker).unwrap_or((line, ""));
     let clean = |s: &str| {
         s.trim_matches(|c: char| c == '\'' || c == '"' || c == '`' || c == '\\' || c == ':')
             .to_string()
@@ -174,6 +194,8 @@ mod tests {
             {\"content\":\"touch: cannot touch '/p/.agentloop/x': Read-only file system\\ncat: /home/u/.ssh/id_rsa: No such file or directory\"}\n\
             OSError: [Errno 30] Read-only file system: '/etc/y'\n\
             {\"content\":\"Exit code 1\\n/bin/bash: line 1: /home/u/o2: Read-only file system\",\"is_error\":true}\n\
+            error: could not write config file .git/config: Device or resource busy\n\
+            umount: /mnt: target is busy; Device or resource busy elsewhere\n\
             cat: nothing: No such file or directory\n";
         let d = in_output(text, &hidden);
         let got: Vec<(DenialKind, &str)> = d.iter().map(|d| (d.kind, d.target.as_str())).collect();
@@ -185,6 +207,7 @@ mod tests {
                 (DenialKind::Read, "/home/u/.ssh"),
                 (DenialKind::Write, "/etc/y"),
                 (DenialKind::Write, "/home/u/o2"),
+                (DenialKind::Write, ".git/config"),
             ]
         );
     }

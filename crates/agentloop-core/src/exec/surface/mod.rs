@@ -18,6 +18,7 @@
 //! `.agentloop/` is not hashed here: the journal authenticates itself.
 
 mod gitdir;
+mod keep;
 mod rules;
 mod section;
 mod stamp;
@@ -30,6 +31,7 @@ use super::git::{git_command as git, run_git as run};
 use crate::journal::{Baseline, ChangeKind, SurfaceChange, SurfaceFile};
 
 pub use gitdir::is_git_file;
+pub use keep::{blob, mend};
 pub use rules::{CHECK_FILES, Rules, is_sectioned, is_test_file};
 pub use section::check_section;
 pub use stamp::Stamp;
@@ -113,18 +115,19 @@ pub fn record(root: &Path, rules: &Rules) -> Result<Baseline, String> {
     }
     let paths: Vec<&str> = members.iter().map(|m| m.0).collect();
     let blobs = hash(root, &paths)?;
+    // agentloop's own copy of the baseline, read back instead of the project's
+    // object database.
+    let pairs: Vec<(&str, &str)> = paths
+        .iter()
+        .copied()
+        .zip(blobs.iter().map(String::as_str))
+        .collect();
+    keep::keep(root, &pairs)?;
     Ok(members
         .into_iter()
         .zip(blobs)
         .map(|((path, why, mode), blob)| (path.to_string(), SurfaceFile { blob, mode, why }))
         .collect())
-}
-
-/// The content of a blob.
-pub fn blob(root: &Path, id: &str) -> Result<Vec<u8>, String> {
-    let mut c = git(root);
-    c.args(["cat-file", "blob", id]);
-    run(c, None)
 }
 
 /// [`check`], and when it finds nothing changed a [`Stamp`] of what it saw (`head`:
@@ -233,6 +236,12 @@ pub fn check(root: &Path, base: &Baseline, rules: &Rules) -> Result<Vec<SurfaceC
     for c in &mut changes {
         c.diff = diff(root, c);
     }
+    // What a person may approve is kept too: it becomes the baseline.
+    let after: Vec<(&str, &str)> = changes
+        .iter()
+        .filter_map(|c| Some((c.path.as_str(), c.after.as_ref()?.blob.as_str())))
+        .collect();
+    keep::keep(root, &after)?;
     Ok(changes)
 }
 
