@@ -157,6 +157,29 @@ pub(crate) fn event(e: &Event) -> String {
                 denial.describe()
             )
         }
+        Event::ReviewStarted(r) if r.of == 0 => {
+            format!("iteration {}: not reviewed ({} risk)", r.iteration, r.risk)
+        }
+        Event::ReviewStarted(r) => format!(
+            "iteration {}: {} reviews it ({} risk, reviewer {} of {})",
+            r.iteration, r.reviewer, r.risk, r.round, r.of
+        ),
+        Event::ReviewFinished(r) => match r.verdict {
+            agentloop_core::journal::ReviewVerdict::Approve => {
+                format!("iteration {}: {} approves", r.iteration, r.reviewer)
+            }
+            agentloop_core::journal::ReviewVerdict::Reject => format!(
+                "iteration {}: {} rejects{}: {}",
+                r.iteration,
+                r.reviewer,
+                if r.unparsable { " (no verdict)" } else { "" },
+                r.findings
+                    .iter()
+                    .map(agentloop_core::journal::Finding::words)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        },
         Event::TripwiresChecked { iteration, hits } if hits.is_empty() => {
             format!("iteration {iteration}: no tripwire hit")
         }

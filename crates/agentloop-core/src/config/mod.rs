@@ -4,6 +4,7 @@
 
 mod executor;
 mod layers;
+mod review;
 mod schema;
 mod settings;
 mod ship;
@@ -11,6 +12,7 @@ mod template;
 
 pub use executor::{ExecutorConfig, ExecutorKind, KubernetesConfig, SlurmConfig};
 pub use layers::{ConfigError, Layered, Loader, Source, merge, user_config_path};
+pub use review::{ReviewConfig, ReviewWhen};
 pub use schema::{
     AgentConfig, BASE_ENV, BUILTIN_AGENTS, Config, GitConfig, HookConfig, Price, PromptVia,
     RunConfig, ShapeSetting, StoreConfig, VerifyConfig, WorkflowSetting,

@@ -32,6 +32,8 @@ pub struct Config {
     pub executor: super::executor::ExecutorConfig,
     /// `[store]`: where runs' journals are kept besides their files.
     pub store: StoreConfig,
+    /// `[review]`: an independent reviewer of each verified task.
+    pub review: super::review::ReviewConfig,
 }
 
 /// `[store]`: with `url`, each run's journal is kept in that PostgreSQL database (its

@@ -41,6 +41,9 @@ pub struct Settings {
     /// Tests whose failures are forgiven as flaky.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flaky: Vec<String>,
+    /// `[review]` as the run started, when any task is reviewed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<super::review::ReviewConfig>,
     /// The held-out checks' directory (`[verify] holdout`), `~` expanded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub holdout: Option<String>,
@@ -140,6 +143,7 @@ impl Settings {
             regression: c.verify.regression,
             flaky: c.verify.flaky.clone(),
             holdout: c.verify.holdout.as_deref().map(crate::fsutil::expand_home),
+            review: c.review.on().then(|| c.review.clone()),
             shape: None,
             clarity: None,
             workflow: None,

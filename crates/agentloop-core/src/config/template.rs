@@ -62,6 +62,15 @@ clean_copy = true       # verify on a clean copy of the agent's result
 plan_approval = false
 final_review = false
 
+# An independent reviewer of each verified task: another agent, read-only, that sees
+# the task, its criteria, the diff and the checks' evidence (never the worker's words)
+# and answers APPROVE or REJECT with findings the worker must address.
+[review]
+# agent = "codex"        # a different CLI or model than the worker; unset: no review
+# second = "gemini"      # a second reviewer for high-risk work (what the diff gates flag)
+when = "risk"           # "always", "risk" (flagged or larger than a small change), "never"
+max_rounds = 2          # rejections before the task waits for a person
+
 [git]
 commit = false          # commit after each verified task
 

@@ -267,6 +267,10 @@ pub enum Event {
     /// Every check of the run, run once on the tree before any agent worked: each
     /// test's outcome there, what PASS_TO_PASS is judged against.
     TestsBaseline(crate::evidence::TestsBaseline),
+    /// An independent reviewer begins on a verified task (`[review]`).
+    ReviewStarted(ReviewStarted),
+    /// Its verdict: APPROVE, or REJECT with findings the worker must address.
+    ReviewFinished(ReviewFinished),
     /// Before a claimed task is verified: the surface compared with the baseline.
     /// What the open iteration did that its tripwires (`Must-not:`) forbid; a hit
     /// stops the run at the tripwire gate.
@@ -339,6 +343,8 @@ impl Event {
             Event::Landed { .. } => "landed",
             Event::SurfaceChecked { .. } => "surface_checked",
             Event::TripwiresChecked { .. } => "tripwires_checked",
+            Event::ReviewStarted(_) => "review_started",
+            Event::ReviewFinished(_) => "review_finished",
             Event::SurfaceRestored { .. } => "surface_restored",
             Event::ShipPushed { .. } => "ship_pushed",
             Event::PrOpened { .. } => "pr_opened",

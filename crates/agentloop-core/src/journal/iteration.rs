@@ -150,6 +150,66 @@ pub struct VerifyFinished {
     pub held_out: Vec<HeldOutResult>,
 }
 
+/// A reviewer's verdict on a verified task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewVerdict {
+    Approve,
+    Reject,
+}
+
+/// One thing a reviewer found wrong.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    pub what: String,
+}
+
+impl Finding {
+    /// `file:line: what`.
+    pub fn words(&self) -> String {
+        match (&self.file, self.line) {
+            (Some(f), Some(l)) => format!("{f}:{l}: {}", self.what),
+            (Some(f), None) => format!("{f}: {}", self.what),
+            _ => self.what.clone(),
+        }
+    }
+}
+
+/// A review of a verified task begun (`review_started`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReviewStarted {
+    pub iteration: u32,
+    pub reviewer: String,
+    /// 1, or 2 for the second reviewer of high-risk work.
+    pub round: u32,
+    /// How many reviewers this work gets (0: none, it is low risk).
+    pub of: u32,
+    /// Why it gets them: `low`, `medium`, `high (security: src/auth.rs)`.
+    pub risk: String,
+}
+
+/// A reviewer's answer (`review_finished`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReviewFinished {
+    pub iteration: u32,
+    pub reviewer: String,
+    pub round: u32,
+    /// How many reviewers this work gets.
+    pub of: u32,
+    pub verdict: ReviewVerdict,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<Finding>,
+    /// The answer held no verdict agentloop could read (counted as a REJECT).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unparsable: bool,
+    #[serde(default)]
+    pub cost_usd: f64,
+}
+
 /// One held-out check's result, as the journal keeps it: no output, no content.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HeldOutResult {

@@ -51,6 +51,12 @@ pub struct OpenIteration {
     /// Its job on a cluster (a remote executor), as last reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<super::event::JobState>,
+    /// The review under way (`review_started` without its answer yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_started: Option<super::event::ReviewStarted>,
+    /// The reviewers' answers so far, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reviews: Vec<super::event::ReviewFinished>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -439,6 +445,8 @@ impl RunState {
                     tripwires: None,
                     merge: None,
                     job: None,
+                    review_started: None,
+                    reviews: Vec::new(),
                 });
             }
             Event::AgentFinished(a) => {
@@ -600,6 +608,27 @@ impl RunState {
             ),
             Event::Landed { commit, .. } => self.landed(commit),
             e @ (Event::Validated { .. } | Event::ValidationFixAdded { .. }) => self.apply_phase(e),
+            Event::ReviewStarted(r) => {
+                if let Some(o) = self.open_mut(r.iteration) {
+                    o.review_started = Some(r.clone());
+                }
+            }
+            Event::ReviewFinished(r) => {
+                self.cost_usd = add_usd(self.cost_usd, r.cost_usd);
+                let task = self
+                    .open_iteration(r.iteration)
+                    .map(|o| o.started.task.clone());
+                if let Some(o) = self.open_mut(r.iteration) {
+                    o.review_started = None;
+                    o.reviews.push(r.clone());
+                }
+                if let Some(t) = task.and_then(|t| self.task_mut(&t)) {
+                    t.cost_usd = add_usd(t.cost_usd, r.cost_usd);
+                    if r.verdict == super::event::ReviewVerdict::Reject {
+                        t.review_rejections += 1;
+                    }
+                }
+            }
             Event::TripwiresChecked { iteration, hits } => {
                 self.tripwires_checked(*iteration, hits);
             }

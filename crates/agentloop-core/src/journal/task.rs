@@ -37,6 +37,9 @@ pub struct TaskState {
     pub id: String,
     pub title: String,
     pub status: TaskStatus,
+    /// Times an independent reviewer rejected its verified work.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub review_rejections: u32,
     /// Every iteration spent on this task.
     #[serde(default, skip_serializing_if = "is_default")]
     pub iterations: u32,
@@ -165,6 +168,7 @@ impl TaskState {
             id: id.to_string(),
             title: title.to_string(),
             status: TaskStatus::Pending,
+            review_rejections: 0,
             iterations: 0,
             attempts: 0,
             tries: 0,

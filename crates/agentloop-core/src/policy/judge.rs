@@ -164,6 +164,11 @@ pub(super) fn finish_open_iteration(s: &RunState, open: &OpenIteration) -> Actio
         return Action::Verify { iteration: n, task };
     };
     let (outcome, reason, digest) = judge(s, &task, agent, verify);
+    if outcome == Outcome::Completed
+        && let Some(action) = super::review::judge(s, open, &finished)
+    {
+        return action;
+    }
     if outcome == Outcome::Completed && s.settings.in_worktrees() {
         return merge_verdict(open);
     }

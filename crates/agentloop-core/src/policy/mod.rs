@@ -8,6 +8,7 @@ mod judge;
 mod ladder;
 mod prompt;
 mod replan;
+pub mod review;
 mod schedule;
 mod ship;
 mod tripwire;
@@ -66,6 +67,9 @@ pub enum Action {
     /// Run every check of the run once on the tree before any agent works, and
     /// record each test's outcome (`tests_baseline`).
     TestBaseline,
+    /// The independent reviewer's turn on the open iteration's verified work
+    /// (`review_started`, then `review_finished`).
+    Review { iteration: u32, task: String },
     /// Nothing to do until a control request arrives.
     Wait(WaitReason),
     /// The run is over.

@@ -293,6 +293,7 @@ pub fn run_agentloop(s: &mut dyn Scenario) -> Outcome {
                 apply(&mut st, Event::TestsBaseline(Default::default()), clock_ms)
             }
             Action::CheckTripwires { .. } => unreachable!("the suite's plans have no tripwires"),
+            Action::Review { .. } => unreachable!("the suite's runs have no reviewer"),
             // The scenarios' work stays verified: validation passes.
             Action::Validate => apply(
                 &mut st,

@@ -7,6 +7,7 @@ mod executor;
 mod gates;
 mod jobs;
 mod menu;
+mod review;
 mod sandbox;
 mod ship;
 
@@ -91,6 +92,9 @@ fn step_words(a: &Action) -> String {
         }
         Action::Validate => "validate the whole project".to_string(),
         Action::TestBaseline => "take the test baseline".to_string(),
+        Action::Review { iteration, task } => {
+            format!("review iteration {iteration}'s verified work (task {task})")
+        }
         Action::Restore { iteration, .. } => {
             format!("restore the verification surface changed by iteration {iteration}")
         }
@@ -276,6 +280,7 @@ impl Driver {
                 Action::CheckTripwires { iteration } => self.check_tripwires(iteration)?,
                 Action::Validate => self.validate()?,
                 Action::TestBaseline => self.test_baseline()?,
+                Action::Review { iteration, task } => self.review(iteration, &task)?,
                 Action::Merge { .. } => {
                     return Err(CliError::internal(
                         "a run with workers is driven by the scheduler, not the single-worker driver",

@@ -37,6 +37,7 @@ fn iteration_of(a: &Action) -> Option<u32> {
         | Action::CheckSurface { iteration }
         | Action::CheckTripwires { iteration }
         | Action::Restore { iteration, .. }
+        | Action::Review { iteration, .. }
         | Action::Merge { iteration } => Some(*iteration),
         Action::Record(Event::IterationFinished(f)) => Some(f.iteration),
         _ => None,
@@ -158,6 +159,8 @@ impl Driver {
                 Some(Action::Ship(step)) if w.busy.is_empty() => self.ship(step)?,
                 Some(Action::Validate) if w.busy.is_empty() => self.validate()?,
                 Some(Action::TestBaseline) if w.busy.is_empty() => self.test_baseline()?,
+                // The reviewer reads in the driver's own turn (one review at a time).
+                Some(Action::Review { iteration, task }) => self.review(iteration, &task)?,
                 Some(Action::CheckDiff { task }) => self.check_task_diff(&task)?,
                 Some(Action::Exit(status)) if w.busy.is_empty() => {
                     return self.finish_workers(status);

@@ -39,6 +39,7 @@ mod real_trust;
 mod reports;
 mod requests;
 mod resume;
+mod review;
 mod sandbox;
 mod ship;
 mod ship_task;

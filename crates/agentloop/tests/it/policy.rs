@@ -573,6 +573,7 @@ proptest! {
                     if b.passes { verified_ok.insert(iteration); }
                     sim.then(verified(iteration, b.passes, &b.fingerprint.to_string()));
                 }
+                Action::Review { .. } => unreachable!("these runs have no reviewer"),
                 Action::Wait(reason) => {
                     let Some(who) = people.get(pi).cloned() else { break };
                     pi += 1;

@@ -224,6 +224,7 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
             Action::CheckTripwires { iteration } => d.check_tripwires(iteration).map_err(e)?,
             Action::Validate => d.validate().map_err(e)?,
             Action::TestBaseline => d.test_baseline().map_err(e)?,
+            Action::Review { iteration, task } => d.review(iteration, &task).map_err(e)?,
             Action::Merge { .. } => {
                 return Ok(passive("a run with workers is not driven by a session"));
             }

@@ -1,0 +1,144 @@
+//! The independent reviewer (`[review]`) with scripted agents: it reads the task and
+//! the diff (never the worker's transcript), a REJECT's findings reach the worker as
+//! binding, an answer without a verdict is a rejection, after `max_rounds` the task
+//! waits for a person, and a small change is not reviewed when only risk asks for it.
+
+use crate::support::{Project, Scratch, agent, journal_has};
+
+const VISIBLE: &str = "test \"$(sh src/add.sh 1 2)\" = 3 || { echo \"FAIL: 1+2 gave $(sh src/add.sh 1 2)\"; exit 1; }\n";
+
+/// The worker special-cases the visible test on its first attempt (and says so in its
+/// own output, which the reviewer must not see), then does the work.
+const WORKER: &str = "mkdir -p src\nif [ \"$n\" = 1 ]; then echo 'echo 3' > src/add.sh; echo 'WORKER-CLAIM: I special-cased it, nobody will notice'; else echo 'echo $(($1 + $2))' > src/add.sh; fi\necho TASK_COMPLETE";
+
+/// A project with the reviewer `reviewer.sh` (its prompt kept for the test to read).
+fn project(reviewer: &str, review: &str) -> Project {
+    let p = Scratch::new()
+        .plan("# Add\n\n## T1: Make src/add.sh add its two arguments\nVerify: sh tests/t1.sh\n\nAcceptance:\n- [ ] any two numbers\n")
+        .file("tests/t1.sh", VISIBLE)
+        .agent(&agent(WORKER))
+        .build();
+    let state = p.path().join(".git/reviewer");
+    p.write(
+        "reviewer.sh",
+        format!(
+            "s={s}\nmkdir -p \"$s\"\nk=$(ls \"$s\" | wc -l); k=$((k+1))\ncat > \"$s/prompt-$k.md\"\n{reviewer}\n",
+            s = state.display()
+        ),
+    );
+    let config = p.read("agentloop.toml");
+    p.write(
+        "agentloop.toml",
+        format!(
+            "{config}\n[agents.reviewer]\ncommand = [\"sh\", \"reviewer.sh\"]\ntimeout = \"60s\"\n\n[review]\nagent = \"reviewer\"\n{review}"
+        ),
+    );
+    p.commit("a reviewer");
+    p
+}
+
+/// Rejects a special case it sees in the diff it was given; approves otherwise.
+const JUDGING: &str = "if grep -q '^+echo 3$' \"$s/prompt-$k.md\"; then\nprintf 'The function ignores its arguments.\\nVERDICT: REJECT\\n- src/add.sh:1: prints 3 whatever the arguments\\n'\nelse\nprintf 'Correct.\\nVERDICT: APPROVE\\n'\nfi";
+
+#[test]
+fn a_rejection_reaches_the_worker_and_a_later_approval_ends_the_task() {
+    let p = project(JUDGING, "when = \"always\"\n");
+    let r = p.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["tasks"][0]["status"], "done");
+    assert_eq!(
+        s["iterations"],
+        2,
+        "the special case was verified, then rejected: {}",
+        p.read(".git/reviewer/prompt-1.md")
+    );
+    let id = s["run_id"].as_str().unwrap().to_string();
+    let journal = p.read(&format!(".agentloop/runs/{id}/journal.jsonl"));
+    assert!(journal.contains("\"kind\":\"review_started\""), "{journal}");
+    assert!(
+        journal.contains(r#""verdict":"reject","findings":[{"file":"src/add.sh","line":1,"what":"prints 3 whatever the arguments"}]"#),
+        "{journal}"
+    );
+    assert!(journal.contains(r#""verdict":"approve""#), "{journal}");
+    // The findings are the worker's next digest, binding.
+    let second = p.read(&format!(".agentloop/runs/{id}/iterations/0002/prompt.md"));
+    assert!(
+        second.contains(
+            "An independent reviewer (reviewer) rejected your work. Its findings are binding"
+        ) && second.contains("- src/add.sh:1: prints 3 whatever the arguments"),
+        "{second}"
+    );
+    // The reviewer saw the task, its acceptance, the checks and the diff; never the
+    // worker's own words.
+    let asked = p.read(".git/reviewer/prompt-1.md");
+    for want in [
+        "## The task: T1: Make src/add.sh add its two arguments",
+        "- any two numbers",
+        "`sh tests/t1.sh`: passed",
+        "+echo 3",
+        "VERDICT: APPROVE",
+    ] {
+        assert!(asked.contains(want), "{want} in:\n{asked}");
+    }
+    assert!(!asked.contains("WORKER-CLAIM"), "{asked}");
+    let shown = p.run(&["log"]).stdout;
+    assert!(
+        shown.contains("reviewer rejects: src/add.sh:1: prints 3 whatever the arguments"),
+        "{shown}"
+    );
+    assert!(journal_has(&p, "review_finished"));
+}
+
+#[test]
+fn an_answer_without_a_verdict_is_a_rejection_and_max_rounds_waits_for_a_person() {
+    let p = project(
+        "echo 'It looks fine to me, ship it.'",
+        "when = \"always\"\nmax_rounds = 2\n",
+    );
+    let r = p.run(&["run", "--quiet", "--no-wait"]);
+    assert_ne!(r.code, Some(0), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["tasks"][0]["status"], "blocked", "{s:#}");
+    assert_eq!(s["iterations"], 2);
+    let shown = p.run(&["status"]).stdout;
+    assert!(
+        shown.contains("the reviewer (reviewer) rejected it 2 times; a person decides"),
+        "{shown}"
+    );
+    assert!(shown.contains("no VERDICT line"), "{shown}");
+}
+
+#[test]
+fn a_small_change_is_not_reviewed_when_only_risk_asks() {
+    let p = project("echo 'VERDICT: REJECT'\necho '- x: never asked'", "");
+    let r = p.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["tasks"][0]["status"], "done");
+    assert!(!p.path().join(".git/reviewer/prompt-1.md").exists());
+    let log = p.run(&["log"]).stdout;
+    assert!(log.contains("not reviewed (low risk)"), "{log}");
+}
+
+#[test]
+fn with_workers_the_reviewer_judges_each_tasks_verified_work_before_it_merges() {
+    // In a worktree the worker keeps special-casing (its attempt counter lives in
+    // `.git`, a file there): rejected twice, the task waits for a person, and nothing
+    // of it reached the integration branch.
+    let p = project(JUDGING, "when = \"always\"\n");
+    let r = p.run(&["run", "--workers", "2", "--quiet", "--no-wait"]);
+    assert_ne!(r.code, Some(0), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["tasks"][0]["status"], "blocked", "{s:#}");
+    let id = s["run_id"].as_str().unwrap().to_string();
+    let second = p.read(&format!(".agentloop/runs/{id}/iterations/0002/prompt.md"));
+    assert!(
+        second.contains("- src/add.sh:1: prints 3 whatever the arguments"),
+        "{second}"
+    );
+    let asked = p.read(".git/reviewer/prompt-1.md");
+    assert!(asked.contains("+echo 3"), "{asked}");
+    let journal = p.read(&format!(".agentloop/runs/{id}/journal.jsonl"));
+    assert!(!journal.contains("\"kind\":\"merged\""), "{journal}");
+}
