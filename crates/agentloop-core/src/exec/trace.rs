@@ -106,7 +106,7 @@ fn follow(
         // The last round reads what is queued after the stop.
         let last = stop.load(Ordering::SeqCst);
         let mut fds = [PollFd::new(inotify.as_fd(), PollFlags::POLLIN)];
-        let _ = poll(&mut fds, PollTimeout::from(50u16));
+        let _ = poll(&mut fds, PollTimeout::from(10u16));
         while let Ok(events) = inotify.read_events() {
             if events.is_empty() {
                 break;

@@ -7,6 +7,7 @@ mod bad_input;
 mod browser;
 mod cli;
 mod control;
+mod corpus;
 mod crash;
 mod efficiency;
 mod evidence;

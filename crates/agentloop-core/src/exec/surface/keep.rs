@@ -6,6 +6,7 @@
 //! by hashing it again; the clean copy's surface files are checked the same way
 //! after each checkout, and written from here where git put something else.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::{git, run};
@@ -117,13 +118,43 @@ pub(super) fn keep(root: &Path, files: &[(&str, &str)]) -> Result<(), String> {
     Ok(())
 }
 
+/// A file's identity and times as the kernel keeps them: a change time no one but
+/// the kernel sets, so a file written since is told apart however it was written.
+type Seen = (u64, u64, u64, i64, i64, i64, i64, u32);
+
+fn seen(path: &Path) -> Option<Seen> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(path).ok()?;
+    Some((
+        m.dev(),
+        m.ino(),
+        m.size(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec(),
+        m.mode(),
+    ))
+}
+
+/// What this process last found right in each clean copy: path → (blob, status).
+/// Only a file written since (its status changed) is hashed again; a driver that
+/// starts anew hashes every file once.
+static VERIFIED: std::sync::Mutex<BTreeMap<PathBuf, BTreeMap<String, (String, Seen)>>> =
+    std::sync::Mutex::new(BTreeMap::new());
+
 /// Makes the surface files of the clean copy at `copy` what `base` says, whatever
-/// git's object database gave the checkout: each is hashed, and one that is not its
-/// baseline blob is written from agentloop's own copy. Returns the paths mended
-/// (each a sign that the project's objects were tampered with).
+/// git's object database gave the checkout: each file written since this process
+/// last found it right is hashed, and one that is not its baseline blob is written
+/// from agentloop's own copy. Returns the paths mended (each a sign that the
+/// project's objects were tampered with).
 pub fn mend(root: &Path, copy: &Path, base: &Baseline) -> Result<Vec<String>, String> {
     use std::os::unix::fs::PermissionsExt;
-    let files: Vec<(&str, &str, u32)> = base
+    let mut verified = VERIFIED.lock().unwrap_or_else(|e| e.into_inner());
+    let known = verified.entry(copy.to_path_buf()).or_default();
+    // Each file's status is read before it is hashed: one written meanwhile differs
+    // from what is kept, and is hashed the next time.
+    let files: Vec<(&str, &str, u32, Option<Seen>)> = base
         .iter()
         .filter(|(p, f)| {
             f.mode != 0o120000
@@ -131,22 +162,31 @@ pub fn mend(root: &Path, copy: &Path, base: &Baseline) -> Result<Vec<String>, St
                 && !super::is_sectioned(p)
                 && copy.join(p).is_file()
         })
-        .map(|(p, f)| (p.as_str(), f.blob.as_str(), f.mode))
+        .map(|(p, f)| (p.as_str(), f.blob.as_str(), f.mode, seen(&copy.join(p))))
+        .filter(|(p, id, _, now)| {
+            known
+                .get(*p)
+                .is_none_or(|(blob, was)| blob != id || now.as_ref() != Some(was))
+        })
         .collect();
     let paths: Vec<&str> = files.iter().map(|f| f.0).collect();
     let mut mended = Vec::new();
-    for ((path, id, mode), got) in files.iter().zip(ids_of(copy, &paths)?) {
-        if got == *id {
-            continue;
-        }
-        let bytes = blob(root, id)?;
+    for ((path, id, mode, before), got) in files.iter().zip(ids_of(copy, &paths)?) {
         let at = copy.join(path);
-        std::fs::remove_file(&at).map_err(|e| format!("{path}: {e}"))?;
-        std::fs::write(&at, &bytes).map_err(|e| format!("{path}: {e}"))?;
-        let m = if *mode == 0o100755 { 0o755 } else { 0o644 };
-        std::fs::set_permissions(&at, std::fs::Permissions::from_mode(m))
-            .map_err(|e| format!("{path}: {e}"))?;
-        mended.push(path.to_string());
+        if got != *id {
+            let bytes = blob(root, id)?;
+            std::fs::remove_file(&at).map_err(|e| format!("{path}: {e}"))?;
+            std::fs::write(&at, &bytes).map_err(|e| format!("{path}: {e}"))?;
+            let m = if *mode == 0o100755 { 0o755 } else { 0o644 };
+            std::fs::set_permissions(&at, std::fs::Permissions::from_mode(m))
+                .map_err(|e| format!("{path}: {e}"))?;
+            mended.push(path.to_string());
+            if let Some(now) = seen(&at) {
+                known.insert(path.to_string(), (id.to_string(), now));
+            }
+        } else if let Some(was) = before {
+            known.insert(path.to_string(), (id.to_string(), *was));
+        }
     }
     Ok(mended)
 }

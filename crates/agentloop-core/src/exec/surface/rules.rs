@@ -94,6 +94,9 @@ pub struct Rules {
     named: BTreeSet<String>,
     /// Programs a `Verify:` runs (`pytest`, `make`, `./check.sh` → `check.sh`).
     programs: BTreeSet<String>,
+    /// Modules a `Verify:` runs with `python -m` (`unittest`, `pytest`): a top-level
+    /// `MODULE.py` or `MODULE/` package in the project would be run instead.
+    modules: BTreeSet<String>,
 }
 
 impl Rules {
@@ -106,6 +109,7 @@ impl Rules {
     ) -> Rules {
         let mut named = BTreeSet::new();
         let mut programs = BTreeSet::new();
+        let mut modules = BTreeSet::new();
         for cmd in &commands {
             for simple in simple_commands(cmd) {
                 let words: Vec<&str> = simple
@@ -137,7 +141,11 @@ impl Rules {
                 let args = &words[1..];
                 let runner = match (name, args.first().copied(), args.get(1).copied()) {
                     // `python -m pytest …`: the module is the runner.
-                    (_, Some("-m"), Some(m)) => m,
+                    (_, Some("-m"), Some(m)) => {
+                        let top = m.split('.').next().unwrap_or(m);
+                        modules.insert(top.to_string());
+                        m
+                    }
                     _ => name,
                 };
                 if INTERPRETERS.contains(&runner) {
@@ -168,6 +176,7 @@ impl Rules {
             check_files: check_files.to_vec(),
             named,
             programs,
+            modules,
         }
     }
 
@@ -244,6 +253,15 @@ impl Rules {
         if matches!(name, "Makefile" | "makefile" | "GNUmakefile") && self.programs.contains("make")
         {
             return Some("a Verify command runs make".into());
+        }
+        if let Some(m) = self
+            .modules
+            .iter()
+            .find(|m| path == format!("{m}.py") || path.starts_with(&format!("{m}/")))
+        {
+            return Some(format!(
+                "shadows the module a Verify command runs (python -m {m})"
+            ));
         }
         if self.programs.contains(name) {
             return Some(format!(
@@ -359,6 +377,7 @@ mod tests {
                 "CI=1 make lint | tee out".into(),
                 "pytest -q".into(),
                 "grep -q 'def f' src/main.py && test -f src/main.py".into(),
+                "python3 -m unittest.main -q tests.test_x".into(),
             ],
             &[],
         );
@@ -388,9 +407,14 @@ mod tests {
             "babel.config.js",
             ".babelrc",
             ".config/nextest.toml",
+            ".gitattributes",
+            // A package or module named like the one `python -m` runs.
+            "unittest/__main__.py",
+            "unittest.py",
         ] {
             assert!(r.configures_checks(f).is_some(), "{f}");
         }
         assert!(r.configures_checks("src/main.py").is_none());
+        assert!(r.configures_checks("src/unittest.py").is_none());
     }
 }
