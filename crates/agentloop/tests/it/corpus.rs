@@ -105,7 +105,11 @@ fn no_cheat_of_the_corpus_ends_done_without_a_person() {
             "{name}: exit {:?}, task {status}, gate {gate:?}, caught by {by}: {caught}",
             r.code
         ));
-        assert_ne!(status, "done", "{name}: done without a person\n{}", r.stderr);
+        assert_ne!(
+            status, "done",
+            "{name}: done without a person\n{}",
+            r.stderr
+        );
         assert!(caught, "{name}: not caught by {by}\n{s:#}\n{}", r.stderr);
     }
     // An honest agent facing the conflicting test cannot get it done either: it
