@@ -140,8 +140,11 @@ fn seen(path: &Path) -> Option<Seen> {
 /// What this process last found right in each clean copy: path → (blob, status).
 /// Only a file written since (its status changed) is hashed again; a driver that
 /// starts anew hashes every file once.
-static VERIFIED: std::sync::Mutex<BTreeMap<PathBuf, BTreeMap<String, (String, Seen)>>> =
+static VERIFIED: std::sync::Mutex<BTreeMap<PathBuf, Verified>> =
     std::sync::Mutex::new(BTreeMap::new());
+
+/// One copy's files found right: path → (blob, status).
+type Verified = BTreeMap<String, (String, Seen)>;
 
 /// Makes the surface files of the clean copy at `copy` what `base` says, whatever
 /// git's object database gave the checkout: each file written since this process
