@@ -200,6 +200,11 @@ fn checks_run_on_a_clean_copy_not_among_the_agents_junk() {
     // The user's tree is as the agent left it.
     assert!(p.path().join("build/ok").exists());
     // The clean copy went with the run.
+    no_clean_copy_left(&p);
+}
+
+/// No clean copy (the run's, or a task's) is left on disk or registered with git.
+fn no_clean_copy_left(p: &Project) {
     let cache = p.cache.path().join("agentloop/checkouts");
     let left: Vec<_> = std::fs::read_dir(&cache)
         .map(|d| d.flatten().collect())
@@ -235,12 +240,7 @@ fn with_workers_checks_run_on_a_clean_copy_of_the_worktree_too() {
     ));
     assert!(!log.contains("could not make the clean copy"), "{log}");
     // The task's clean copy went with the run.
-    let cache = p.cache.path().join("agentloop/checkouts");
-    let left: Vec<_> = std::fs::read_dir(&cache)
-        .map(|d| d.flatten().collect())
-        .unwrap_or_default();
-    assert!(left.is_empty(), "{left:?}");
-    assert!(!p.git_cmd(&["worktree", "list"]).contains("checkouts"));
+    no_clean_copy_left(&p);
 }
 
 #[test]
