@@ -168,6 +168,8 @@ impl RunState {
                     t.held.clear();
                     t.observed = false;
                     t.diff_checked = false;
+                    // A person's retry gives the reviewer's rounds afresh.
+                    t.review_rejections = 0;
                     t.reset_ladder();
                     t.clear_history();
                 }

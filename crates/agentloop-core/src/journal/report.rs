@@ -161,6 +161,7 @@ pub fn pr_body(s: &RunState) -> String {
     );
     out.push_str("### Tasks\n\n");
     tasks(s, None, &mut out);
+    super::summary::review_section(s, "###", &mut out);
     out.push_str("\n### The run\n\n");
     trips(s, &mut out);
     let _ = writeln!(

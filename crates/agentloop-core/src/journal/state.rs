@@ -609,8 +609,16 @@ impl RunState {
             Event::Landed { commit, .. } => self.landed(commit),
             e @ (Event::Validated { .. } | Event::ValidationFixAdded { .. }) => self.apply_phase(e),
             Event::ReviewStarted(r) => {
+                let task = self
+                    .open_iteration(r.iteration)
+                    .map(|o| o.started.task.clone());
                 if let Some(o) = self.open_mut(r.iteration) {
                     o.review_started = Some(r.clone());
+                }
+                if r.of == 0
+                    && let Some(t) = task.and_then(|t| self.task_mut(&t))
+                {
+                    t.note_review(format!("not reviewed ({} risk)", r.risk));
                 }
             }
             Event::ReviewFinished(r) => {
@@ -627,6 +635,20 @@ impl RunState {
                     if r.verdict == super::event::ReviewVerdict::Reject {
                         t.review_rejections += 1;
                     }
+                    t.note_review(match r.verdict {
+                        super::event::ReviewVerdict::Approve => {
+                            format!("approved by {}", r.reviewer)
+                        }
+                        super::event::ReviewVerdict::Reject => format!(
+                            "rejected by {}: {}",
+                            r.reviewer,
+                            r.findings
+                                .iter()
+                                .map(super::event::Finding::words)
+                                .collect::<Vec<_>>()
+                                .join("; ")
+                        ),
+                    });
                 }
             }
             Event::TripwiresChecked { iteration, hits } => {

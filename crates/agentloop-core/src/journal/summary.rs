@@ -321,6 +321,36 @@ pub fn verdict(s: &RunState) -> Verdict {
 }
 
 /// `summary.md`.
+/// `[review]`: what the independent reviewer said of each task.
+pub(crate) fn review_section(s: &RunState, heading: &str, out: &mut String) {
+    let Some(r) = &s.settings.review else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "\n{heading} Independent review\n\nReviewer: {}{} (`when = {}`, at most {} rejections before a person decides).\n",
+        r.agent.as_deref().unwrap_or("none"),
+        r.second
+            .as_deref()
+            .map(|s| format!(", then {s} for high-risk work"))
+            .unwrap_or_default(),
+        match r.when {
+            crate::config::ReviewWhen::Always => "always",
+            crate::config::ReviewWhen::Risk => "risk",
+            crate::config::ReviewWhen::Never => "never",
+        },
+        r.max_rounds
+    );
+    for t in &s.tasks {
+        let said = if t.reviews.is_empty() {
+            "no review yet".to_string()
+        } else {
+            t.reviews.join(", then ")
+        };
+        let _ = writeln!(out, "- {}: {}", t.id, said.replace('\n', " "));
+    }
+}
+
 pub fn summary(s: &RunState) -> String {
     let v = verdict(s);
     let mut out = String::new();
@@ -372,6 +402,7 @@ pub fn summary(s: &RunState) -> String {
             r.evidence.replace('|', "\\|")
         );
     }
+    review_section(s, "##", &mut out);
     let failed: f64 = s.tasks.iter().map(|t| t.failed_cost_usd).sum();
     out.push_str("\n## Cost\n\n");
     let _ = writeln!(

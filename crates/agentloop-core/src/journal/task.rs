@@ -40,6 +40,10 @@ pub struct TaskState {
     /// Times an independent reviewer rejected its verified work.
     #[serde(default, skip_serializing_if = "is_default")]
     pub review_rejections: u32,
+    /// What its reviews said, in order (`approved by codex`, `rejected by codex: …`,
+    /// `not reviewed (low risk)`); the last few.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reviews: Vec<String>,
     /// Every iteration spent on this task.
     #[serde(default, skip_serializing_if = "is_default")]
     pub iterations: u32,
@@ -163,12 +167,23 @@ pub struct TaskState {
 }
 
 impl TaskState {
+    /// Keeps what a review said (the last eight).
+    pub(crate) fn note_review(&mut self, words: String) {
+        self.reviews.push(words);
+        if self.reviews.len() > 8 {
+            self.reviews.remove(0);
+        }
+    }
+}
+
+impl TaskState {
     pub(crate) fn new(id: &str, title: &str) -> TaskState {
         TaskState {
             id: id.to_string(),
             title: title.to_string(),
             status: TaskStatus::Pending,
             review_rejections: 0,
+            reviews: Vec::new(),
             iterations: 0,
             attempts: 0,
             tries: 0,

@@ -316,25 +316,15 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
             "disk_bytes": agentloop_core::exec::worktree::disk_usage(&s.run_id),
         })),
         "forged_lines": s.forged.iter().map(|f| f.line).collect::<Vec<_>>(),
-        "tasks": s.tasks.iter().map(|t| json!({
-            "id": t.id,
-            "title": t.title,
-            "status": t.status,
-            "iterations": t.iterations,
-            "attempts": t.tries,
-            "attempts_at_most": agentloop_core::policy::task_bound(s, t),
-            "attempts_on_rung": t.attempts,
-            "rung_budget": agentloop_core::policy::rung_budget(s, t),
-            "tried": t.tried,
-            "rung": t.rung,
-            "cost_usd": t.cost_usd,
-            "failed_cost_usd": t.failed_cost_usd,
-            "tokens": t.tokens,
-            "blocked": t.blocked,
-            "commit": t.commit,
-        })).collect::<Vec<_>>(),
+        "tasks": s.tasks.iter().map(|t| task_json(s, t)).collect::<Vec<_>>(),
     });
     v["budget_spent"] = json!(budget_spent);
+    v["review"] = json!(s.settings.review.as_ref().map(|r| json!({
+        "agent": r.agent,
+        "second": r.second,
+        "when": r.when,
+        "max_rounds": r.max_rounds,
+    })));
     v["verdict"] = json!(agentloop_core::journal::verdict(s));
     v["approvals"] = json!(s.approvals);
     v["shape"] = json!(s.settings.shape);
@@ -413,4 +403,26 @@ pub fn runs(ws: &Workspace, as_json: bool) -> Result<ExitKind, CliError> {
         }
     }
     Ok(ExitKind::Completed)
+}
+
+/// One task as `status --json` shows it.
+fn task_json(s: &RunState, t: &agentloop_core::journal::TaskState) -> Value {
+    json!({
+    "id": t.id,
+    "title": t.title,
+    "status": t.status,
+    "iterations": t.iterations,
+    "attempts": t.tries,
+    "attempts_at_most": agentloop_core::policy::task_bound(s, t),
+    "attempts_on_rung": t.attempts,
+    "rung_budget": agentloop_core::policy::rung_budget(s, t),
+    "tried": t.tried,
+    "rung": t.rung,
+    "cost_usd": t.cost_usd,
+    "failed_cost_usd": t.failed_cost_usd,
+    "tokens": t.tokens,
+    "blocked": t.blocked,
+    "commit": t.commit,
+    "review_rejections": t.review_rejections,
+    })
 }

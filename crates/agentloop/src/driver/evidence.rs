@@ -184,13 +184,17 @@ impl Driver {
             return None;
         }
         let dir = self.ws.root.join(self.state.settings.holdout.as_ref()?);
-        // The output goes where a sandboxed agent cannot look (agentloop's state).
-        let log = agentloop_core::fsutil::state_dir()
+        let log = self.held_out_logs().join(format!("{iteration:04}.log"));
+        Some(verify::HeldOut { dir, names, log })
+    }
+
+    /// Where the held-out checks' output goes: where a sandboxed agent cannot look
+    /// (agentloop's state).
+    pub(crate) fn held_out_logs(&self) -> std::path::PathBuf {
+        agentloop_core::fsutil::state_dir()
             .unwrap_or_else(|| self.run.path.join("held-out"))
             .join("held-out")
             .join(&self.run.id)
-            .join(format!("{iteration:04}.log"));
-        Some(verify::HeldOut { dir, names, log })
     }
 
     /// agentloop's directory for iteration `iteration`'s reports (0: validation).

@@ -108,6 +108,12 @@ impl Checks {
         log: &std::path::Path,
     ) -> std::io::Result<VerifyFinished> {
         let mut mended = None;
+        // Held-out files a killed verification left in this task's copy go first.
+        if let (Some(h), Some(c)) = (&self.held_out, &self.copy)
+            && let Some(logs) = h.log.parent()
+        {
+            verify::clear_held_out_leftovers(logs, &c.copy.dir);
+        }
         let (dir, refused) = match &self.copy {
             Some(c) => match c.copy.refresh(c.overlay.as_ref(), &c.carry) {
                 Ok(r) => {

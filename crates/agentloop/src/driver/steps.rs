@@ -10,6 +10,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use agentloop_agents::{Agent, AgentRun, Invocation};
+use agentloop_core::exec::clean_copy::CleanCopy;
 use agentloop_core::exec::{git, verify};
 use agentloop_core::journal::*;
 use agentloop_core::policy::evidence::Place;
@@ -541,6 +542,12 @@ impl Driver {
         let log = self.run.iteration_dir(iteration).join("verify.log");
         // In a worktree the agent's work is checked where it is; the merge queue checks
         // it again on a clean merge of it.
+        // Held-out files a killed verification left in the run's clean copy go first.
+        if self.state.settings.holdout.is_some()
+            && let Some(c) = CleanCopy::for_run(&self.ws.root, &self.run.id)
+        {
+            verify::clear_held_out_leftovers(&self.held_out_logs(), &c.dir);
+        }
         let workdir = match self.worktree_of(iteration) {
             Some(w) => w,
             // Nothing to run: no copy to bring up to date.

@@ -480,6 +480,8 @@ proptest! {
         max_cost in prop::option::of(1.0..30.0f64),
         fallback in any::<bool>(),
         mode in prop_oneof![Just(Mode::Quick), Just(Mode::Tdd), Just(Mode::Pair)],
+        reviewed in any::<bool>(),
+        max_rounds in 1u32..4,
     ) {
         let s = settings(|c| {
             c.budgets.max_iterations = max_iterations;
@@ -488,6 +490,12 @@ proptest! {
             c.run.fallback_agent = fallback.then(|| "fb".to_string());
             c.run.mode = mode;
             c.gates.final_review = true;
+            // An independent reviewer of every verified task.
+            if reviewed {
+                c.review.agent = Some("rev".to_string());
+                c.review.when = agentloop_core::config::ReviewWhen::Always;
+                c.review.max_rounds = max_rounds;
+            }
         });
         let mut sim = Sim::new(BIG_PLAN, s);
         // The verification surface: an agent that changes tests/t.rs changes it.
@@ -501,6 +509,8 @@ proptest! {
         let mut tampered: std::collections::HashSet<u32> = Default::default();
         let mut surface_settled: std::collections::HashSet<u32> = Default::default();
         let mut current: Option<Behaviour> = None;
+        // Iterations a reviewer approved.
+        let mut approved: std::collections::HashSet<u32> = Default::default();
         let mut steps = 0;
         loop {
             steps += 1;
@@ -519,6 +529,15 @@ proptest! {
                             !tampered.contains(&f.iteration) || surface_settled.contains(&f.iteration),
                             "completed with a changed surface nobody approved or restored"
                         );
+                        prop_assert!(!reviewed || approved.contains(&f.iteration), "completed without a reviewer's approval");
+                    }
+                    if let Event::IterationFinished(f) = &e && reviewed {
+                        // A task is never rejected more than max_rounds times before a
+                        // person is asked.
+                        let t = sim.state.open_iteration(f.iteration).map(|o| o.started.task.clone());
+                        if let Some(t) = t.and_then(|t| sim.state.task(&t).cloned()) {
+                            prop_assert!(t.review_rejections <= max_rounds, "rejected past max_rounds");
+                        }
                     }
                     sim.then(e);
                 }
@@ -573,7 +592,25 @@ proptest! {
                     if b.passes { verified_ok.insert(iteration); }
                     sim.then(verified(iteration, b.passes, &b.fingerprint.to_string()));
                 }
-                Action::Review { .. } => unreachable!("these runs have no reviewer"),
+                Action::Review { iteration, .. } => {
+                    prop_assert!(reviewed, "a run without a reviewer asked for a review");
+                    prop_assert!(verified_ok.contains(&iteration), "a review of unverified work");
+                    // The reviewer's verdict, from the agent's behaviour: some work is
+                    // rejected, over and over.
+                    let reject = current.as_ref().is_some_and(|b| b.fingerprint % 3 == 1);
+                    sim.then(Event::ReviewStarted(ReviewStarted {
+                        iteration, reviewer: "rev".into(), round: 1, of: 1, risk: "medium".into(),
+                    }));
+                    let verdict = if reject { ReviewVerdict::Reject } else { ReviewVerdict::Approve };
+                    if !reject {
+                        approved.insert(iteration);
+                    }
+                    sim.then(Event::ReviewFinished(ReviewFinished {
+                        iteration, reviewer: "rev".into(), round: 1, of: 1, verdict,
+                        findings: if reject { vec![Finding { file: None, line: None, what: "wrong".into() }] } else { vec![] },
+                        unparsable: false, cost_usd: 0.0,
+                    }));
+                }
                 Action::Wait(reason) => {
                     let Some(who) = people.get(pi).cloned() else { break };
                     pi += 1;

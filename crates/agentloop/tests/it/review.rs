@@ -88,6 +88,13 @@ fn a_rejection_reaches_the_worker_and_a_later_approval_ends_the_task() {
         "{shown}"
     );
     assert!(journal_has(&p, "review_finished"));
+    // summary.md says what the reviewer said.
+    let summary = p.read(&format!(".agentloop/runs/{id}/summary.md"));
+    assert!(
+        summary.contains("## Independent review")
+            && summary.contains("- T1: rejected by reviewer: src/add.sh:1: prints 3 whatever the arguments, then approved by reviewer"),
+        "{summary}"
+    );
 }
 
 #[test]
@@ -107,6 +114,11 @@ fn an_answer_without_a_verdict_is_a_rejection_and_max_rounds_waits_for_a_person(
         "{shown}"
     );
     assert!(shown.contains("no VERDICT line"), "{shown}");
+    assert_eq!(s["tasks"][0]["review_rejections"], 2);
+    assert_eq!(s["review"]["max_rounds"], 2);
+    // A person's retry gives the reviewer's rounds afresh.
+    assert_eq!(p.run(&["retry", "T1"]).code, Some(0));
+    assert_eq!(p.status()["tasks"][0]["review_rejections"], 0);
 }
 
 #[test]
@@ -119,6 +131,12 @@ fn a_small_change_is_not_reviewed_when_only_risk_asks() {
     assert!(!p.path().join(".git/reviewer/prompt-1.md").exists());
     let log = p.run(&["log"]).stdout;
     assert!(log.contains("not reviewed (low risk)"), "{log}");
+    let id = s["run_id"].as_str().unwrap().to_string();
+    let summary = p.read(&format!(".agentloop/runs/{id}/summary.md"));
+    assert!(
+        summary.contains("- T1: not reviewed (low risk)"),
+        "{summary}"
+    );
 }
 
 #[test]

@@ -51,6 +51,55 @@ pub fn problem(dir: &Path, project: &Path, names: &[String]) -> Option<String> {
         })
 }
 
+/// What a verification killed while its held-out files were laid into `copy` left
+/// there, taken out: each lay is listed first (`NNNN.laid` beside the held-out logs
+/// in `logs`, the copy on its first line), and the list goes once they are out. Run
+/// before the copy is brought up to date, which puts back a tracked file taken out.
+pub fn clear_leftovers(logs: &Path, copy: &Path) {
+    let copy_line = copy.to_string_lossy();
+    for e in std::fs::read_dir(logs).into_iter().flatten().flatten() {
+        let list = e.path();
+        if list.extension().is_none_or(|x| x != "laid") {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&list) else {
+            continue;
+        };
+        let mut lines = text.lines();
+        if lines.next() != Some(copy_line.as_ref()) {
+            continue;
+        }
+        for rel in lines.filter(|l| !l.is_empty() && !l.contains("..")) {
+            let f = copy.join(rel);
+            if std::fs::symlink_metadata(&f).is_ok_and(|m| m.is_file()) {
+                let _ = std::fs::remove_file(f);
+            }
+        }
+        let _ = std::fs::remove_file(&list);
+    }
+}
+
+/// The files under `from`, relative to it.
+fn files_under(from: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut todo = vec![from.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            match e.file_type() {
+                Ok(t) if t.is_dir() => todo.push(p),
+                Ok(t) if t.is_file() => {
+                    if let Ok(rel) = p.strip_prefix(from) {
+                        out.push(rel.to_string_lossy().into_owned());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
 /// A file laid into the copy, and what was there before.
 struct Laid {
     path: PathBuf,
@@ -74,9 +123,20 @@ impl Runner<'_> {
         }
         std::fs::File::create(&h.log)?;
         let mut verify_log = std::fs::OpenOptions::new().append(true).open(self.log)?;
+        // What is about to be laid is listed first, so a kill in between leaves
+        // nothing a later check could read (see `clear_leftovers`).
+        let list = h.log.with_extension("laid");
+        let mut listed = self.workdir.to_string_lossy().into_owned();
+        for rel in files_under(&h.dir.join("files")) {
+            listed.push('\n');
+            listed.push_str(&rel);
+        }
+        listed.push('\n');
+        crate::fsutil::write_atomic(&list, listed.as_bytes())?;
         let mut laid = Vec::new();
         if let Err(e) = lay(&h.dir.join("files"), self.workdir, &mut laid) {
             unlay(laid);
+            let _ = std::fs::remove_file(&list);
             return Err(e);
         }
         let mut out = Vec::new();
@@ -111,6 +171,7 @@ impl Runner<'_> {
             Ok(())
         })();
         unlay(laid);
+        let _ = std::fs::remove_file(&list);
         ran?;
         if let Some(failed) = out.iter().find(|r| !r.passed) {
             result.passed = false;
@@ -172,5 +233,39 @@ fn unlay(laid: Vec<Laid>) {
             Some(b) => std::fs::write(&l.path, b),
             None => std::fs::remove_file(&l.path),
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_a_killed_lay_left_goes_and_only_from_its_own_copy() {
+        let logs = tempfile::tempdir().unwrap();
+        let copy = tempfile::tempdir().unwrap();
+        let other = tempfile::tempdir().unwrap();
+        for c in [copy.path(), other.path()] {
+            std::fs::create_dir_all(c.join("tests")).unwrap();
+            std::fs::write(c.join("tests/hidden.py"), "secret").unwrap();
+            std::fs::write(c.join("kept.py"), "mine").unwrap();
+        }
+        std::fs::write(
+            logs.path().join("0003.laid"),
+            format!("{}\ntests/hidden.py\n../kept.py\n", copy.path().display()),
+        )
+        .unwrap();
+        std::fs::write(
+            logs.path().join("0004.laid"),
+            format!("{}\ntests/hidden.py\n", other.path().display()),
+        )
+        .unwrap();
+        clear_leftovers(logs.path(), copy.path());
+        assert!(!copy.path().join("tests/hidden.py").exists());
+        assert!(copy.path().join("kept.py").exists());
+        assert!(!logs.path().join("0003.laid").exists());
+        // Another copy's lay (a worker's, under way) is left alone.
+        assert!(other.path().join("tests/hidden.py").exists());
+        assert!(logs.path().join("0004.laid").exists());
     }
 }

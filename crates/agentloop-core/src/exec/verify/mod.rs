@@ -13,7 +13,9 @@ mod holdout;
 mod written;
 
 pub use baseline::BaselineCache;
-pub use holdout::{HeldOut, problem as holdout_problem};
+pub use holdout::{
+    HeldOut, clear_leftovers as clear_held_out_leftovers, problem as holdout_problem,
+};
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
