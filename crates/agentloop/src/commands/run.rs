@@ -53,14 +53,32 @@ fn shape(
             clarity.questions().join("\n  - ")
         )));
     }
-    if shape == Shape::Colleague {
+    settings.shape = Some(shape.as_str().to_string());
+    settings.clarity = Some(clarity.score);
+    apply_shape(settings);
+    Ok(())
+}
+
+/// The gates the run's shape implies: a colleague asks before it starts, after each
+/// task and at the end.
+fn apply_shape(settings: &mut Settings) {
+    if settings.shape.as_deref() == Some(agentloop_core::plan::Shape::Colleague.as_str()) {
         settings.gates.plan_approval = true;
         settings.gates.after_each = true;
         settings.gates.final_review = true;
     }
-    settings.shape = Some(shape.as_str().to_string());
-    settings.clarity = Some(clarity.score);
-    Ok(())
+}
+
+/// What a run decided from its plan when it was created — its shape, clarity and
+/// workflow, and the gates and phases they imply — holds for every driver of it: a
+/// resume builds its settings from the configuration and flags again, and takes these
+/// from the run (`recorded`: the settings of its journal).
+pub(crate) fn keep_run_decisions(recorded: &Settings, settings: &mut Settings) {
+    settings.shape = recorded.shape.clone();
+    settings.clarity = recorded.clarity;
+    settings.workflow = recorded.workflow.clone();
+    apply_shape(settings);
+    apply_workflow(settings);
 }
 
 /// The kind of work — as configured, or from the plan's words with `auto` — and the
@@ -78,18 +96,25 @@ fn workflow(
         WorkflowSetting::Library => Workflow::Library,
         WorkflowSetting::Bug => Workflow::Bug,
     };
-    match w {
-        Workflow::Library => {
+    settings.workflow = Some(w.as_str().to_string());
+    apply_workflow(settings);
+}
+
+/// The gates and phases the run's workflow implies: a library asks before it starts
+/// and at the end, and gates new dependencies; a bug is understood before it is fixed.
+fn apply_workflow(settings: &mut Settings) {
+    use agentloop_core::plan::Workflow;
+    match settings.workflow.as_deref() {
+        Some(w) if w == Workflow::Library.as_str() => {
             settings.gates.plan_approval = true;
             settings.gates.final_review = true;
             settings.gates.external.enabled = true;
             // The external gate reads each task's commit.
             settings.commit = true;
         }
-        Workflow::Bug => settings.debug_first = true,
-        Workflow::Feature => {}
+        Some(w) if w == Workflow::Bug.as_str() => settings.debug_first = true,
+        _ => {}
     }
-    settings.workflow = Some(w.as_str().to_string());
 }
 
 /// The menu of `--interactive` is asked on a terminal.
@@ -470,6 +495,7 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
     crate::driver::check_executor(&layered.config, &ws.root).map_err(CliError::user)?;
     let mut settings = Settings::new(&layered.config, flags);
     settings.find_context(&ws.root);
+    keep_run_decisions(&loaded.state.settings, &mut settings);
     // The agents' own hosts stay as the run recorded them (a sandbox turned on only
     // now reads them now).
     settings.agent_hosts = loaded.state.settings.agent_hosts.clone();

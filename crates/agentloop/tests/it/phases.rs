@@ -181,6 +181,20 @@ fn clarity_and_shape_set_the_gates() {
     let s = p.status();
     assert_eq!(s["shape"], "colleague", "{s}");
     assert_eq!(s["gate"]["point"], "plan", "{s}");
+    // Approved and resumed, the run keeps its shape and the colleague's gates: it
+    // waits after the task, and at the end (a resume used to build its settings
+    // afresh from the configuration and lose them).
+    assert_eq!(p.run(&["approve"]).code, Some(0));
+    let r = p.run(&["resume", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["shape"], "colleague", "{s}");
+    assert_eq!(s["gate"]["point"], "after_task", "{s}");
+    assert_eq!(p.run(&["approve"]).code, Some(0));
+    let r = p.run(&["resume", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    assert_eq!(p.status()["gate"]["point"], "final", "{}", r.stderr);
+    assert!(p.run(&["status"]).stdout.contains("shape: colleague"));
 }
 
 #[test]
@@ -276,4 +290,25 @@ fn the_workflow_of_a_plan_sets_its_gates() {
     let r = p.run(&["run", "--no-wait"]);
     assert_eq!(r.code, Some(5), "{}", r.stderr);
     assert_eq!(p.status()["gate"]["point"], "plan");
+    // Approved and resumed, it keeps its final review.
+    assert_eq!(p.run(&["approve"]).code, Some(0));
+    let r = p.run(&["resume", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    assert_eq!(p.status()["gate"]["point"], "final");
+    assert_eq!(p.status()["workflow"], "library");
+    // A bug run stopped before its task and resumed still understands first.
+    let p = scripted(
+        "---\ngates:\n  plan_approval: true\n---\n# Fix the crash on an empty name\n\n## T1: Handle the empty name\nVerify: test -f fixed.txt\n",
+        "if printf '%s' \"$prompt\" | grep -q 'DEBUG: find the cause'; then echo 'UNDERSTANDING: nothing handles it'; else touch fixed.txt; echo TASK_COMPLETE; fi\n",
+    );
+    assert_eq!(p.run(&["run", "--no-wait"]).code, Some(5));
+    assert_eq!(p.run(&["approve"]).code, Some(0));
+    let r = p.run(&["resume"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let kinds: Vec<String> = crate::real_cli::journal_events(&p)
+        .iter()
+        .filter(|e| e["kind"] == "iteration_started")
+        .map(|e| e["data"]["kind"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(kinds, ["debug", "work"]);
 }
