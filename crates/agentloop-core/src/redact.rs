@@ -8,6 +8,65 @@ use std::path::Path;
 /// Shorter values are too likely to match ordinary text.
 const MIN_SECRET_LEN: usize = 8;
 
+/// Secrets known by their shape, whatever the environment holds: (name, pattern).
+/// A match is replaced by `[REDACTED:name]`; for `name=value` pairs only the value.
+const SHAPES: &[(&str, &str)] = &[
+    ("aws-access-key-id", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    ("github-token", r"\bgh[pousr]_[A-Za-z0-9]{36,}\b"),
+    ("github-token", r"\bgithub_pat_[A-Za-z0-9_]{22,}\b"),
+    ("gitlab-token", r"\bglpat-[A-Za-z0-9_\-]{20,}"),
+    ("slack-token", r"\bxox[abprs]-[A-Za-z0-9\-]{10,}"),
+    ("anthropic-key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}"),
+    ("openai-key", r"\bsk-(?:proj-)?[A-Za-z0-9_\-]{20,}"),
+    ("google-api-key", r"\bAIza[0-9A-Za-z_\-]{35}"),
+    ("stripe-key", r"\b[rs]k_live_[0-9A-Za-z]{16,}"),
+    (
+        "private-key",
+        r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)",
+    ),
+];
+
+/// `password=…`, `secret: …`, `api_key=…`: the value goes, the name stays.
+const ASSIGNED: &str = r#"(?i)\b(pass(?:word|wd)?|pwd|secret|token|api[_-]?key|access[_-]?key|client[_-]?secret)(\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s,;]+)"#;
+
+/// `text` with the secrets known by their shape redacted (see [`SHAPES`]): for what
+/// people type (notes, steering), where a secret need not be in the environment.
+pub fn by_shape(text: &str) -> Cow<'_, str> {
+    static RULES: std::sync::OnceLock<Vec<(&'static str, regex::Regex)>> =
+        std::sync::OnceLock::new();
+    static PAIRS: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let rules = RULES.get_or_init(|| {
+        SHAPES
+            .iter()
+            .map(|(n, p)| (*n, regex::Regex::new(p).expect("a valid secret pattern")))
+            .collect()
+    });
+    let pairs = PAIRS.get_or_init(|| regex::Regex::new(ASSIGNED).expect("a valid pattern"));
+    let mut out = Cow::Borrowed(text);
+    for (name, re) in rules {
+        if re.is_match(&out) {
+            out = Cow::Owned(
+                re.replace_all(&out, format!("[REDACTED:{name}]"))
+                    .into_owned(),
+            );
+        }
+    }
+    if pairs.is_match(&out) {
+        out = Cow::Owned(
+            pairs
+                .replace_all(&out, |c: &regex::Captures| {
+                    if c[3].starts_with("[REDACTED") {
+                        c[0].to_string()
+                    } else {
+                        format!("{}{}[REDACTED:{}]", &c[1], &c[2], c[1].to_ascii_lowercase())
+                    }
+                })
+                .into_owned(),
+        );
+    }
+    out
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {
     /// (value, name), longest values first so overlapping secrets redact whole.
@@ -83,6 +142,38 @@ impl Redactor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secrets_are_known_by_their_shape_in_what_people_type() {
+        let typed = "use AKIAIOSFODNN7EXAMPLE with ghp_0123456789abcdefghijABCDEFGHIJ0123456789 \
+            and password=hunter2hunter, api_key: 'abc123def', token=\"t0k3n-v4lue\"; \
+            sk-ant-api03-abcdefghijklmnopqrstuvwxyz then";
+        let clean = by_shape(typed);
+        for gone in [
+            "AKIAIOSFODNN7EXAMPLE",
+            "ghp_0123",
+            "hunter2",
+            "abc123def",
+            "t0k3n",
+            "sk-ant-api03",
+        ] {
+            assert!(!clean.contains(gone), "{gone} in {clean}");
+        }
+        for kept in [
+            "[REDACTED:aws-access-key-id]",
+            "[REDACTED:github-token]",
+            "password=[REDACTED:password]",
+            "api_key: [REDACTED:api_key]",
+            "[REDACTED:anthropic-key]",
+            "use ",
+            " then",
+        ] {
+            assert!(clean.contains(kept), "{kept} in {clean}");
+        }
+        // Ordinary words are left alone.
+        let plain = "the password field must not be empty; keep the token budget low";
+        assert_eq!(by_shape(plain), plain);
+    }
 
     #[test]
     fn secrets_by_name_are_redacted() {

@@ -126,7 +126,9 @@ pub enum Request {
 impl Request {
     /// The request with secrets in its note replaced, as everything written is.
     pub fn redacted(self, r: &crate::redact::Redactor) -> Request {
-        let clean = |n: String| r.redact(&n).into_owned();
+        // What a person typed may hold a secret the environment does not: known
+        // shapes (cloud keys, forge tokens, `password=…`) go too.
+        let clean = |n: String| crate::redact::by_shape(&r.redact(&n)).into_owned();
         match self {
             Request::Approve { note, gate } => Request::Approve {
                 note: note.map(clean),

@@ -238,11 +238,29 @@ esac
         s["tasks"][0]["blocked"],
         "the agent asks: Which database should I use?"
     );
-    assert_eq!(p.run(&["steer", "Use sqlite"]).code, Some(0));
+    // A secret typed into the note, in no environment variable, is written nowhere.
+    assert_eq!(
+        p.run(&[
+            "steer",
+            "Use sqlite; the admin password=Tr0ub4dor&3 and key AKIAIOSFODNN7EXAMPLE"
+        ])
+        .code,
+        Some(0)
+    );
     assert_eq!(p.run(&["retry", "T1"]).code, Some(0));
     let r = p.run(&["resume", "--quiet", "--no-wait"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(p.status()["status"], "completed");
+    let journal = std::fs::read_to_string(p.run_dir().join("journal.jsonl")).unwrap();
+    let prompt = std::fs::read_to_string(p.run_dir().join("iterations/0002/prompt.md")).unwrap();
+    let log = p.run(&["log"]).stdout;
+    for (what, text) in [("journal", &journal), ("prompt", &prompt), ("log", &log)] {
+        assert!(
+            !text.contains("Tr0ub4dor") && !text.contains("AKIAIOSFODNN7EXAMPLE"),
+            "{what}: {text}"
+        );
+    }
+    assert!(prompt.contains("password=[REDACTED:password]"), "{prompt}");
 }
 
 #[test]
