@@ -319,6 +319,9 @@ fn check_agents(config: &Config, plan: &Plan) -> Result<BTreeMap<String, String>
 
 /// `--budget +10`, `--tokens +2M`, `--time +1h`, `--iterations +20` as a top-up; `None`
 /// when none is given.
+/// The most tokens one top-up adds.
+const MOST_TOKENS: f64 = 1e12;
+
 fn top_up(args: &ResumeArgs) -> Result<Option<Request>, CliError> {
     let plus = |flag: &str, v: &str| -> Result<String, CliError> {
         let v = v.trim();
@@ -356,21 +359,26 @@ fn top_up(args: &ResumeArgs) -> Result<Option<Request>, CliError> {
                 _ => (v.as_str(), 1.0),
             };
             let n: f64 = n.parse().map_err(|_| bad("tokens", &v))?;
-            if n.is_nan() || n <= 0.0 {
-                return Err(bad("tokens", &v));
+            let total = (n * mult).round();
+            // `+inf` and the like: no budget is that large.
+            if !total.is_finite() || total < 1.0 || total > MOST_TOKENS {
+                return Err(bad("tokens", &v).hint("from 1 token to a trillion at a time"));
             }
-            Some((n * mult).round() as u64)
+            Some(total as u64)
         }
         None => None,
     };
     let seconds = match &args.time {
         Some(v) => {
             let v = plus("time", v)?;
-            Some(
-                humantime::parse_duration(&v)
-                    .map_err(|_| bad("time", &v))?
-                    .as_secs(),
-            )
+            let secs = humantime::parse_duration(&v)
+                .map_err(|_| bad("time", &v))?
+                .as_secs();
+            // Nothing to add is not a top-up; a year at once is a typo.
+            if secs == 0 || secs > 366 * 24 * 3600 {
+                return Err(bad("time", &v).hint("from 1s to a year at a time, e.g. --time +2h"));
+            }
+            Some(secs)
         }
         None => None,
     };

@@ -305,6 +305,18 @@ fn a_spent_budget_pauses_the_run_and_a_top_up_goes_on() {
     assert_eq!(r.code, Some(2), "{}", r.stderr);
     let r = p.run(&["resume", "--budget", "lots"]);
     assert_eq!(r.code, Some(2), "{}", r.stderr);
+    for (flag, v) in [
+        ("--tokens", "+inf"),
+        ("--tokens", "+1e30"),
+        ("--tokens", "+0.2"),
+        ("--time", "+0s"),
+        ("--time", "+5000y"),
+    ] {
+        let r = p.run(&["resume", flag, v]);
+        assert_eq!(r.code, Some(2), "{flag} {v}: {}", r.stderr);
+        assert!(r.stderr.contains("is not an amount to add"), "{}", r.stderr);
+    }
+    assert!(!p.run(&["log"]).stdout.contains("topped up"));
     assert_eq!(p.status()["iterations"], 2);
     // A top-up is journaled and the run goes on from where it paused.
     let r = p.run(&["resume", "--iterations", "+1", "--quiet"]);
