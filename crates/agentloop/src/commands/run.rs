@@ -361,7 +361,7 @@ fn top_up(args: &ResumeArgs) -> Result<Option<Request>, CliError> {
             let n: f64 = n.parse().map_err(|_| bad("tokens", &v))?;
             let total = (n * mult).round();
             // `+inf` and the like: no budget is that large.
-            if !total.is_finite() || total < 1.0 || total > MOST_TOKENS {
+            if !total.is_finite() || !(1.0..=MOST_TOKENS).contains(&total) {
                 return Err(bad("tokens", &v).hint("from 1 token to a trillion at a time"));
             }
             Some(total as u64)
