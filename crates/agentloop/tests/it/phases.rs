@@ -265,12 +265,7 @@ fn the_workflow_of_a_plan_sets_its_gates() {
     );
     let r = p.run(&["run"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let kinds: Vec<String> = crate::real_cli::journal_events(&p)
-        .iter()
-        .filter(|e| e["kind"] == "iteration_started")
-        .map(|e| e["data"]["kind"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(kinds, ["debug", "work"]);
+    assert_eq!(iteration_kinds(&p), ["debug", "work"]);
     let work = std::fs::read_to_string(p.run_dir().join("iterations/0002/prompt.md")).unwrap();
     assert!(work.contains("nothing handles it"), "{work}");
     assert_eq!(p.status()["workflow"], "bug");
@@ -305,10 +300,14 @@ fn the_workflow_of_a_plan_sets_its_gates() {
     assert_eq!(p.run(&["approve"]).code, Some(0));
     let r = p.run(&["resume"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let kinds: Vec<String> = crate::real_cli::journal_events(&p)
+    assert_eq!(iteration_kinds(&p), ["debug", "work"]);
+}
+
+/// The kind of each iteration the run started, in order.
+fn iteration_kinds(p: &crate::support::Project) -> Vec<String> {
+    crate::real_cli::journal_events(p)
         .iter()
         .filter(|e| e["kind"] == "iteration_started")
         .map(|e| e["data"]["kind"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(kinds, ["debug", "work"]);
+        .collect()
 }

@@ -43,3 +43,38 @@ fn a_200_kib_prompt_reaches_codex() {
         ],
     );
 }
+
+#[test]
+fn codex_reviews_the_verified_work_in_its_read_only_sandbox_and_an_answer_without_a_verdict_is_a_rejection()
+ {
+    // The worker and the reviewer are both the real Codex CLI; the mock scripts the
+    // reviewer's answers: one with no verdict line (a rejection), then an APPROVE.
+    let cli = crate::real_cli::Cli::Codex;
+    let server = cli.mock(vec![
+        cli.shell("echo hello > hello.txt", 10, 1),
+        crate::real_cli::say("TASK_COMPLETE", 10, 1, 0),
+        crate::real_cli::say("Looks fine to me.", 20, 2, 0),
+        cli.shell("echo 'hello, Ada' > hello.txt", 10, 1),
+        crate::real_cli::say("TASK_COMPLETE", 10, 1, 0),
+        crate::real_cli::say("Correct.\nVERDICT: APPROVE", 20, 2, 0),
+    ]);
+    let p = cli.project(
+        &server,
+        crate::real_cli::ONE,
+        "[review]\nagent = \"codex\"\nwhen = \"always\"\n",
+    );
+    let r = p.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["tasks"][0]["status"], "done");
+    assert_eq!(s["iterations"], 2);
+    let reviews: Vec<serde_json::Value> = crate::real_cli::journal_events(&p)
+        .into_iter()
+        .filter(|e| e["kind"] == "review_finished")
+        .map(|e| e["data"].clone())
+        .collect();
+    assert_eq!(reviews.len(), 2, "{reviews:?}");
+    assert_eq!(reviews[0]["verdict"], "reject");
+    assert_eq!(reviews[0]["unparsable"], true);
+    assert_eq!(reviews[1]["verdict"], "approve");
+}
