@@ -187,6 +187,19 @@ impl SlurmConfig {
         };
         add("partition", "partition", self.partition.clone())?;
         add("account", "account", self.account.clone())?;
+        if let Some(t) = self.time_limit.as_deref().filter(|t| !slurm_time(t)) {
+            return Err(format!(
+                "executor.slurm.time_limit: `{t}` is not a Slurm time (minutes, `hours:minutes:seconds` or `days-hours:minutes:seconds`)"
+            ));
+        }
+        if self.cpus == Some(0) {
+            return Err("executor.slurm.cpus: a job needs at least 1".into());
+        }
+        if let Some(m) = self.memory.as_deref().filter(|m| !slurm_memory(m)) {
+            return Err(format!(
+                "executor.slurm.memory: `{m}` is not a Slurm memory size up to 1024T (a whole number with K, M, G or T, e.g. `8G`)"
+            ));
+        }
         add("time", "time_limit", self.time_limit.clone())?;
         add("cpus-per-task", "cpus", self.cpus.map(|c| c.to_string()))?;
         add("mem", "memory", self.memory.clone())?;
@@ -194,9 +207,86 @@ impl SlurmConfig {
     }
 }
 
+/// Whether `t` is a time `sbatch --time` reads: minutes, `minutes:seconds`,
+/// `hours:minutes:seconds`, `days-hours`, `days-hours:minutes`,
+/// `days-hours:minutes:seconds`, or `UNLIMITED`; not zero.
+fn slurm_time(t: &str) -> bool {
+    if t.eq_ignore_ascii_case("unlimited") || t.eq_ignore_ascii_case("infinite") {
+        return true;
+    }
+    let (days, rest) = match t.split_once('-') {
+        Some((d, r)) => (Some(d), r),
+        None => (None, t),
+    };
+    let number = |s: &str| !s.is_empty() && s.len() <= 9 && s.bytes().all(|b| b.is_ascii_digit());
+    let parts: Vec<&str> = rest.split(':').collect();
+    let shape = days.is_none_or(number)
+        && parts.iter().all(|p| number(p))
+        && (1..=3).contains(&parts.len());
+    shape && t.bytes().any(|b| (b'1'..=b'9').contains(&b))
+}
+
+/// Whether `m` is a size `sbatch --mem` reads (megabytes by default, or K, M, G, T),
+/// from 1 megabyte up to 1024T.
+fn slurm_memory(m: &str) -> bool {
+    let (n, unit) = match m.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => (&m[..i], c.to_ascii_uppercase()),
+        _ => (m, 'M'),
+    };
+    let Ok(n) = n.parse::<u64>() else {
+        return false;
+    };
+    let mib = match unit {
+        'K' => n / 1024,
+        'M' => n,
+        'G' => n.saturating_mul(1024),
+        'T' => n.saturating_mul(1024 * 1024),
+        _ => return false,
+    };
+    (1..=1024 * 1024 * 1024).contains(&mib)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slurm_values_are_checked_before_a_job_asks_for_them() {
+        for t in ["30", "90:00", "2:00:00", "1-02:00:00", "1-2", "UNLIMITED"] {
+            assert!(slurm_time(t), "{t}");
+        }
+        for t in ["forever", "0", "00:00", "1-", "1:2:3:4", "-5", ""] {
+            assert!(!slurm_time(t), "{t}");
+        }
+        for m in ["8G", "512", "4096M", "1T", "2048K"] {
+            assert!(slurm_memory(m), "{m}");
+        }
+        for m in ["99999999999T", "0", "8X", "G", "-1G", "1.5G"] {
+            assert!(!slurm_memory(m), "{m}");
+        }
+        let bad = |c: SlurmConfig| c.options().unwrap_err();
+        assert!(
+            bad(SlurmConfig {
+                cpus: Some(0),
+                ..SlurmConfig::default()
+            })
+            .contains("executor.slurm.cpus")
+        );
+        assert!(
+            bad(SlurmConfig {
+                time_limit: Some("forever".into()),
+                ..SlurmConfig::default()
+            })
+            .contains("executor.slurm.time_limit: `forever`")
+        );
+        assert!(
+            bad(SlurmConfig {
+                memory: Some("99999999999T".into()),
+                ..SlurmConfig::default()
+            })
+            .contains("executor.slurm.memory")
+        );
+    }
 
     #[test]
     fn a_kubernetes_job_needs_an_image_and_quantities_kubernetes_reads() {

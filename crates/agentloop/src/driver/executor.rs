@@ -136,6 +136,11 @@ impl ClusterExecutor {
             remote_url
         };
         let program = match &config.executor.program {
+            Some(p) if p.trim().is_empty() => {
+                return Err(
+                    "executor.program: empty; name the `agentloop` program on the cluster's nodes, or leave the key out".into(),
+                );
+            }
             Some(p) => p.clone(),
             None => engine.default_program()?,
         };

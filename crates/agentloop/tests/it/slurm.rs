@@ -312,6 +312,22 @@ fn an_executor_that_cannot_be_set_up_is_refused_before_the_run_exists() {
             "executor.slurm.partition: `main --wrap=x` is not a plain value",
         ),
         (
+            "[executor]\nkind = \"slurm\"\nremote = \"/nowhere/x.git\"\n[executor.slurm]\ncpus = 0\n",
+            "executor.slurm.cpus: a job needs at least 1",
+        ),
+        (
+            "[executor]\nkind = \"slurm\"\nremote = \"/nowhere/x.git\"\n[executor.slurm]\ntime_limit = \"forever\"\n",
+            "executor.slurm.time_limit: `forever` is not a Slurm time",
+        ),
+        (
+            "[executor]\nkind = \"slurm\"\nremote = \"/nowhere/x.git\"\n[executor.slurm]\nmemory = \"99999999999T\"\n",
+            "executor.slurm.memory: `99999999999T` is not a Slurm memory size",
+        ),
+        (
+            "[executor]\nkind = \"slurm\"\nremote = \"/nowhere/x.git\"\nprogram = \"\"\n",
+            "executor.program: empty",
+        ),
+        (
             "[executor]\nkind = \"k8s\"\n",
             "executor.kind: unknown variant `k8s`",
         ),
