@@ -15,6 +15,7 @@ mod phases;
 mod progress;
 mod queries;
 mod report;
+mod review;
 mod sandbox;
 mod seal;
 pub mod shared;

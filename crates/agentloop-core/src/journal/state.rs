@@ -608,49 +608,8 @@ impl RunState {
             ),
             Event::Landed { commit, .. } => self.landed(commit),
             e @ (Event::Validated { .. } | Event::ValidationFixAdded { .. }) => self.apply_phase(e),
-            Event::ReviewStarted(r) => {
-                let task = self
-                    .open_iteration(r.iteration)
-                    .map(|o| o.started.task.clone());
-                if let Some(o) = self.open_mut(r.iteration) {
-                    o.review_started = Some(r.clone());
-                }
-                if r.of == 0
-                    && let Some(t) = task.and_then(|t| self.task_mut(&t))
-                {
-                    t.note_review(format!("not reviewed ({} risk)", r.risk));
-                }
-            }
-            Event::ReviewFinished(r) => {
-                self.cost_usd = add_usd(self.cost_usd, r.cost_usd);
-                let task = self
-                    .open_iteration(r.iteration)
-                    .map(|o| o.started.task.clone());
-                if let Some(o) = self.open_mut(r.iteration) {
-                    o.review_started = None;
-                    o.reviews.push(r.clone());
-                }
-                if let Some(t) = task.and_then(|t| self.task_mut(&t)) {
-                    t.cost_usd = add_usd(t.cost_usd, r.cost_usd);
-                    if r.verdict == super::event::ReviewVerdict::Reject {
-                        t.review_rejections += 1;
-                    }
-                    t.note_review(match r.verdict {
-                        super::event::ReviewVerdict::Approve => {
-                            format!("approved by {}", r.reviewer)
-                        }
-                        super::event::ReviewVerdict::Reject => format!(
-                            "rejected by {}: {}",
-                            r.reviewer,
-                            r.findings
-                                .iter()
-                                .map(super::event::Finding::words)
-                                .collect::<Vec<_>>()
-                                .join("; ")
-                        ),
-                    });
-                }
-            }
+            Event::ReviewStarted(r) => self.review_started(r),
+            Event::ReviewFinished(r) => self.review_finished(r),
             Event::TripwiresChecked { iteration, hits } => {
                 self.tripwires_checked(*iteration, hits);
             }
