@@ -8,6 +8,7 @@ pub mod efficiency;
 pub mod forge;
 pub mod kubernetes;
 pub mod mock;
+pub mod sim;
 
 pub use forge::github::MockGitHub;
 pub use forge::gitlab::MockGitLab;

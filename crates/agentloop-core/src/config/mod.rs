@@ -2,6 +2,7 @@
 //! where each value came from (`layers`), the file `init` writes (`template`), and the
 //! settings a run freezes into its journal (`settings`).
 
+mod decisions;
 mod executor;
 mod layers;
 mod review;

@@ -140,8 +140,9 @@ pub fn step(state: &RunState, record: &Record) -> (RunState, Action) {
 /// its own process failing, nor from an agent that changes nothing: the breakers are
 /// for those), and no DEBUG iteration has looked into it yet.
 fn debug_due(s: &RunState, t: &TaskState) -> bool {
-    // A person asked; or the bug workflow, whose tasks start by finding the cause.
-    if t.debug_requested || (s.settings.debug_first && t.iterations == 0) {
+    // A person asked; or the bug workflow, whose tasks start by finding the cause (an
+    // interrupted first iteration is no attempt: the next one is still the DEBUG one).
+    if t.debug_requested || (s.settings.debug_first && t.attempts == 0) {
         return true;
     }
     let after = s.settings.breakers.debug_after;

@@ -60,6 +60,47 @@ pub fn reviewers(cfg: &ReviewConfig, risk: &Risk) -> Vec<String> {
     }
 }
 
+/// The next reviewer's turn on `open` (`review_started`): its round, how many
+/// reviewers the work gets and why. The risk, and so the reviewers, are decided once,
+/// at the first round, from what the diff gates flag (`triggers`) and the lines the
+/// work changed; `of` 0 with no reviewer is low-risk work, recorded unreviewed.
+pub fn next_round(
+    cfg: &ReviewConfig,
+    open: &OpenIteration,
+    triggers: &[Trigger],
+    changed_lines: usize,
+) -> crate::journal::ReviewStarted {
+    let round = open.reviews.len() as u32 + 1;
+    let (risk, reviewers) = match open.reviews.first() {
+        // Only high-risk work gets a second reviewer.
+        Some(first) => {
+            let mut names = reviewers(cfg, &Risk::High(String::new()));
+            names.truncate(first.of as usize);
+            ("high".to_string(), names)
+        }
+        None => {
+            let r = risk(cfg, triggers, changed_lines);
+            (r.words(), reviewers(cfg, &r))
+        }
+    };
+    match reviewers.get(round as usize - 1) {
+        Some(reviewer) => crate::journal::ReviewStarted {
+            iteration: open.started.iteration,
+            reviewer: reviewer.clone(),
+            round,
+            of: reviewers.len() as u32,
+            risk,
+        },
+        None => crate::journal::ReviewStarted {
+            iteration: open.started.iteration,
+            reviewer: String::new(),
+            round,
+            of: 0,
+            risk,
+        },
+    }
+}
+
 /// The most of the diff a reviewer is shown.
 pub const DIFF_CAP: usize = 96 * 1024;
 

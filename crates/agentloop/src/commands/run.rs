@@ -27,94 +27,21 @@ pub fn run(cwd: &Path, args: RunArgs) -> Result<ExitKind, CliError> {
     )
 }
 
-/// The shape of work the run takes — as configured, or from the plan's clarity with
-/// `auto` — and the gates it adds; an `intent` plan does not start.
-fn shape(
-    plan: &Plan,
-    setting: agentloop_core::config::ShapeSetting,
-    settings: &mut Settings,
-) -> Result<(), CliError> {
-    use agentloop_core::config::ShapeSetting;
-    use agentloop_core::plan::Shape;
-    let clarity = agentloop_core::plan::assess(plan);
-    let shape = match setting {
-        ShapeSetting::Auto => clarity.shape,
-        ShapeSetting::Tool => Shape::Tool,
-        ShapeSetting::Colleague => Shape::Colleague,
-        ShapeSetting::Intent => Shape::Intent,
-    };
-    if shape == Shape::Intent {
-        return Err(CliError::user(format!(
-            "the plan is not ready to run (shape intent): clarity {}",
-            clarity.describe()
-        ))
-        .hint(format!(
-            "answer these in the plan, then run again:\n  - {}",
-            clarity.questions().join("\n  - ")
-        )));
-    }
-    settings.shape = Some(shape.as_str().to_string());
-    settings.clarity = Some(clarity.score);
-    apply_shape(settings);
-    Ok(())
-}
-
-/// The gates the run's shape implies: a colleague asks before it starts, after each
-/// task and at the end.
-fn apply_shape(settings: &mut Settings) {
-    if settings.shape.as_deref() == Some(agentloop_core::plan::Shape::Colleague.as_str()) {
-        settings.gates.plan_approval = true;
-        settings.gates.after_each = true;
-        settings.gates.final_review = true;
-    }
-}
-
-/// What a run decided from its plan when it was created — its shape, clarity and
-/// workflow, and the gates and phases they imply — holds for every driver of it: a
-/// resume builds its settings from the configuration and flags again, and takes these
-/// from the run (`recorded`: the settings of its journal).
-pub(crate) fn keep_run_decisions(recorded: &Settings, settings: &mut Settings) {
-    settings.shape = recorded.shape.clone();
-    settings.clarity = recorded.clarity;
-    settings.workflow = recorded.workflow.clone();
-    apply_shape(settings);
-    apply_workflow(settings);
-}
-
-/// The kind of work — as configured, or from the plan's words with `auto` — and the
-/// gates it implies.
-fn workflow(
-    plan: &Plan,
-    setting: agentloop_core::config::WorkflowSetting,
-    settings: &mut Settings,
-) {
-    use agentloop_core::config::WorkflowSetting;
-    use agentloop_core::plan::Workflow;
-    let w = match setting {
-        WorkflowSetting::Auto => agentloop_core::plan::workflow(plan).0,
-        WorkflowSetting::Feature => Workflow::Feature,
-        WorkflowSetting::Library => Workflow::Library,
-        WorkflowSetting::Bug => Workflow::Bug,
-    };
-    settings.workflow = Some(w.as_str().to_string());
-    apply_workflow(settings);
-}
-
-/// The gates and phases the run's workflow implies: a library asks before it starts
-/// and at the end, and gates new dependencies; a bug is understood before it is fixed.
-fn apply_workflow(settings: &mut Settings) {
-    use agentloop_core::plan::Workflow;
-    match settings.workflow.as_deref() {
-        Some(w) if w == Workflow::Library.as_str() => {
-            settings.gates.plan_approval = true;
-            settings.gates.final_review = true;
-            settings.gates.external.enabled = true;
-            // The external gate reads each task's commit.
-            settings.commit = true;
-        }
-        Some(w) if w == Workflow::Bug.as_str() => settings.debug_first = true,
-        _ => {}
-    }
+/// The shape of work the run takes and its kind of work (as configured, or from the
+/// plan), with the gates they imply; an `intent` plan does not start.
+fn decide(plan: &Plan, config: &Config, settings: &mut Settings) -> Result<(), CliError> {
+    settings
+        .decide_from_plan(plan, config.run.shape, config.run.workflow)
+        .map_err(|clarity| {
+            CliError::user(format!(
+                "the plan is not ready to run (shape intent): clarity {}",
+                clarity.describe()
+            ))
+            .hint(format!(
+                "answer these in the plan, then run again:\n  - {}",
+                clarity.questions().join("\n  - ")
+            ))
+        })
 }
 
 /// The menu of `--interactive` is asked on a terminal.
@@ -275,8 +202,7 @@ pub(crate) fn start(
     if settings.sandbox.on() {
         settings.agent_hosts = crate::driver::agent_hosts(&layered.config);
     }
-    shape(&plan, layered.config.run.shape, &mut settings)?;
-    workflow(&plan, layered.config.run.workflow, &mut settings);
+    decide(&plan, &layered.config, &mut settings)?;
     let (run, writer, state) = ws.create_run_with_id(run_id, &shown, &plan, settings.clone())?;
     if out.json {
         // The stream starts where the journal does: the plan and settings first, then
@@ -503,7 +429,7 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
     crate::driver::check_executor(&layered.config, &ws.root).map_err(CliError::user)?;
     let mut settings = Settings::new(&layered.config, flags);
     settings.find_context(&ws.root);
-    keep_run_decisions(&loaded.state.settings, &mut settings);
+    settings.keep_run_decisions(&loaded.state.settings);
     // The agents' own hosts stay as the run recorded them (a sandbox turned on only
     // now reads them now).
     settings.agent_hosts = loaded.state.settings.agent_hosts.clone();

@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use agentloop_core::journal::{Event, ReviewFinished, ReviewStarted, ReviewVerdict};
+use agentloop_core::journal::{Event, ReviewFinished, ReviewVerdict};
 use agentloop_core::policy::review;
 
 use super::Driver;
@@ -24,48 +24,28 @@ impl Driver {
         };
         let dir = self.review_dir(iteration, task);
         let (diff, input) = self.review_diff(&dir);
-        let round = open.reviews.len() as u32 + 1;
-        // The risk, and so the reviewers, are decided once, at the first.
-        let (risk, reviewers) = match open.reviews.first() {
-            // Only high-risk work gets a second reviewer.
-            Some(first) => {
-                let mut names = review::reviewers(&cfg, &review::Risk::High(String::new()));
-                names.truncate(first.of as usize);
-                ("high".to_string(), names)
-            }
-            None => {
-                let triggers = input
-                    .as_ref()
-                    .map(|i| agentloop_core::policy::triggered(&self.state.settings.gates, i))
-                    .unwrap_or_default();
-                let lines = input.as_ref().map_or(usize::MAX, |i| {
-                    i.files
-                        .iter()
-                        .map(|f| f.added.len() + f.removed.len())
-                        .sum()
-                });
-                let r = review::risk(&cfg, &triggers, lines);
-                (r.words(), review::reviewers(&cfg, &r))
-            }
-        };
-        let of = reviewers.len() as u32;
-        let Some(reviewer) = reviewers.get(round as usize - 1).cloned() else {
-            // Low risk: no reviewer; recorded so the decision is the journal's.
-            return self.record(Event::ReviewStarted(ReviewStarted {
-                iteration,
-                reviewer: String::new(),
-                round,
-                of: 0,
-                risk,
-            }));
-        };
-        self.record(Event::ReviewStarted(ReviewStarted {
-            iteration,
-            reviewer: reviewer.clone(),
-            round,
-            of,
-            risk: risk.clone(),
-        }))?;
+        let triggers = input
+            .as_ref()
+            .map(|i| agentloop_core::policy::triggered(&self.state.settings.gates, i))
+            .unwrap_or_default();
+        let lines = input.as_ref().map_or(usize::MAX, |i| {
+            i.files
+                .iter()
+                .map(|f| f.added.len() + f.removed.len())
+                .sum()
+        });
+        let started = review::next_round(&cfg, &open, &triggers, lines);
+        let (round, of, risk, reviewer) = (
+            started.round,
+            started.of,
+            started.risk.clone(),
+            started.reviewer.clone(),
+        );
+        // Low risk: no reviewer; recorded so the decision is the journal's.
+        if reviewer.is_empty() {
+            return self.record(Event::ReviewStarted(started));
+        }
+        self.record(Event::ReviewStarted(started))?;
         self.progress.note(&format!(
             "task {task}: {reviewer} reviews the verified work ({risk} risk, reviewer {round} of {of})"
         ));

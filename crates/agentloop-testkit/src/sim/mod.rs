@@ -1,0 +1,342 @@
+//! Deterministic simulation of whole runs, the way FoundationDB and TigerBeetle test
+//! theirs: a scenario drawn from a seed (plan, workers, shape, kind of work, gates,
+//! tripwires, reviewer, what every attempt does) runs once without faults and once with
+//! the driver killed between effects, in simulated time; the two must end the same.
+//!
+//! What is agentloop's own here: the policy, the journal's encoding, reader and fold,
+//! the settings a takeover derives, the reviewer's rounds. What is simulated: agents,
+//! checks, merges and the integration branch, the reviewer's verdicts, the person at
+//! the gates, the clock. See docs/ARCHITECTURE.md ("The simulator").
+
+mod rng;
+mod scenario;
+mod world;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use agentloop_core::journal::{Event, Outcome, RunState, TaskStatus, read};
+
+pub use rng::Rng;
+pub use scenario::{Attempt, Scenario};
+pub use world::{Commit, Faults, Run, run};
+
+/// What one seed's check saw.
+#[derive(Debug, Clone, Default)]
+pub struct Seen {
+    pub effects: u64,
+    pub drivers: u32,
+    pub workers: u32,
+    pub tasks: usize,
+    pub done: usize,
+    pub gates: usize,
+    pub merges: usize,
+}
+
+/// The faults a seed draws: one to four kills at effects of the run without faults,
+/// sometimes with the journal line under way torn.
+pub fn faults_for(seed: u64, effects: u64) -> Faults {
+    let mut r = Rng::new(seed).fork(0xfa17);
+    let n = r.range(1, 4);
+    Faults {
+        kills: (0..n).map(|_| r.range(2, effects.max(2))).collect(),
+        torn: r.chance(50),
+    }
+}
+
+/// Runs the seed's scenario without faults and with its faults, and checks that the
+/// faulted run ends as the other did. The error names the seed and what differs.
+pub fn check(seed: u64) -> Result<Seen, String> {
+    let sc = Scenario::from_seed(seed);
+    let clean = run(&sc, &Faults::default());
+    let base = sound(&sc, &clean).map_err(|e| format!("seed {seed}, without faults: {e}"))?;
+    let faults = faults_for(seed, clean.effects);
+    let faulted = run(&sc, &faults);
+    let with =
+        sound(&sc, &faulted).map_err(|e| format!("seed {seed}, with faults {faults:?}: {e}"))?;
+    same(&base, &with).map_err(|e| format!("seed {seed}, with faults {faults:?}: {e}"))?;
+    Ok(Seen {
+        effects: faulted.effects,
+        drivers: faulted.drivers,
+        workers: faulted.state.settings.workers,
+        tasks: sc.tasks.len(),
+        done: base.done.len(),
+        gates: base.gates.len(),
+        merges: faulted.branch.len(),
+    })
+}
+
+/// The seed's scenario killed at every effect in turn (one kill per run): each of
+/// them must end as the run without faults does.
+pub fn check_every_kill(seed: u64, torn: bool) -> Result<u64, String> {
+    let sc = Scenario::from_seed(seed);
+    let clean = run(&sc, &Faults::default());
+    let base = sound(&sc, &clean).map_err(|e| format!("seed {seed}, without faults: {e}"))?;
+    for k in 2..=clean.effects {
+        let faults = Faults {
+            kills: vec![k],
+            torn,
+        };
+        let faulted = run(&sc, &faults);
+        let with = sound(&sc, &faulted)
+            .map_err(|e| format!("seed {seed}, killed after effect {k} (torn {torn}): {e}"))?;
+        same(&base, &with)
+            .map_err(|e| format!("seed {seed}, killed after effect {k} (torn {torn}): {e}"))?;
+    }
+    Ok(clean.effects)
+}
+
+/// How a run ended, as the comparison reads it.
+#[derive(Debug, PartialEq)]
+struct Ending {
+    status: String,
+    tasks: BTreeMap<String, TaskStatus>,
+    done: BTreeSet<String>,
+    /// The gates opened, in order (one worker) or sorted (workers: their order follows
+    /// the timing the faults moved).
+    gates: Vec<String>,
+    merged: BTreeSet<String>,
+}
+
+/// What holds for every run, faults or not: it finished; its journal reads back
+/// whole and folds to the state the driver had; every driver applied the run's own
+/// gates and phases; the integration branch holds each done task once, and only
+/// verified work.
+fn sound(sc: &Scenario, r: &Run) -> Result<Ending, String> {
+    if let Some(why) = &r.stuck {
+        return Err(why.clone());
+    }
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let path = dir.path().join("journal.jsonl");
+    std::fs::write(&path, &r.journal).map_err(|e| e.to_string())?;
+    let c = read(&path).map_err(|e| format!("the journal does not read back: {e}"))?;
+    if c.torn_tail.is_some() || !c.forged.is_empty() {
+        return Err(format!(
+            "the journal ends torn ({:?}) or has lines agentloop did not write ({})",
+            c.torn_tail,
+            c.forged.len()
+        ));
+    }
+    let folded = RunState::fold(&c.records).map_err(|e| format!("fold: {e}"))?;
+    if folded != r.state {
+        return Err("the journal folds to another state than the driver had".into());
+    }
+    if !folded.is_finished() {
+        return Err(format!(
+            "the run ended {} without finishing",
+            folded.status.as_str()
+        ));
+    }
+    // Every driver applies what the run decided when it was created.
+    let Some(Event::RunCreated {
+        settings: created, ..
+    }) = c.records.first().map(|r| &r.event)
+    else {
+        return Err("the journal does not start with run_created".into());
+    };
+    for rec in &c.records {
+        if let Event::DriverStarted { settings, .. } = &rec.event
+            && (settings.gates != created.gates
+                || settings.debug_first != created.debug_first
+                || settings.shape != created.shape
+                || settings.workflow != created.workflow)
+        {
+            return Err(format!(
+                "driver_started at seq {} applies other gates or phases than the run decided: {:?} / debug first {} / shape {:?} / workflow {:?}, created with {:?} / {} / {:?} / {:?}",
+                rec.seq,
+                settings.gates,
+                settings.debug_first,
+                settings.shape,
+                settings.workflow,
+                created.gates,
+                created.debug_first,
+                created.shape,
+                created.workflow
+            ));
+        }
+    }
+    // What the branch may hold: verified iterations only, each task once.
+    let mut outcome: BTreeMap<u32, Outcome> = BTreeMap::new();
+    let mut passed: BTreeSet<u32> = BTreeSet::new();
+    let mut gates = Vec::new();
+    for rec in &c.records {
+        match &rec.event {
+            Event::IterationFinished(f) => {
+                outcome.insert(f.iteration, f.outcome);
+            }
+            Event::VerifyFinished(v) if v.passed => {
+                passed.insert(v.iteration);
+            }
+            Event::GateOpened { gate } => gates.push(format!("{gate:?}")),
+            _ => {}
+        }
+    }
+    let mut merged = BTreeSet::new();
+    for commit in &r.branch {
+        if !passed.contains(&commit.iteration)
+            || outcome.get(&commit.iteration) != Some(&Outcome::Completed)
+        {
+            return Err(format!(
+                "the integration branch holds iteration {} of {}, which was not verified ({:?})",
+                commit.iteration,
+                commit.task,
+                outcome.get(&commit.iteration)
+            ));
+        }
+        if !merged.insert(commit.task.clone()) {
+            return Err(format!(
+                "{} is on the integration branch twice",
+                commit.task
+            ));
+        }
+    }
+    let tasks: BTreeMap<String, TaskStatus> = folded
+        .tasks
+        .iter()
+        .map(|t| (t.id.clone(), t.status))
+        .collect();
+    let done: BTreeSet<String> = tasks
+        .iter()
+        .filter(|(_, s)| **s == TaskStatus::Done)
+        .map(|(t, _)| t.clone())
+        .collect();
+    if folded.settings.in_worktrees() && merged != done {
+        return Err(format!(
+            "the integration branch holds {merged:?}, the done tasks are {done:?}"
+        ));
+    }
+    if folded.settings.workers > 1 {
+        gates.sort();
+    }
+    let _ = sc;
+    Ok(Ending {
+        status: format!("{} ({:?})", folded.status.as_str(), folded.finished),
+        tasks,
+        done,
+        gates,
+        merged,
+    })
+}
+
+/// The faulted run ends as the run without faults: the same verdict, the same tasks
+/// done, the same gates, the same branch.
+fn same(clean: &Ending, faulted: &Ending) -> Result<(), String> {
+    if clean == faulted {
+        return Ok(());
+    }
+    Err(format!(
+        "it ends otherwise than without faults:\n  without: {clean:?}\n  with:    {faulted:?}"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn dev_seeds() {
+        let n: u64 = std::env::var("SIM_N")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(50);
+        let mut failures = Vec::new();
+        let mut totals = (0u64, 0u64, 0u64, 0u64, 0u64);
+        let from: u64 = std::env::var("SIM_FROM")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        for seed in from..from + n {
+            match super::check(seed) {
+                Err(e) => failures.push(e),
+                Ok(s) => {
+                    totals.0 += s.effects;
+                    totals.1 += u64::from(s.drivers);
+                    totals.2 += s.gates as u64;
+                    totals.3 += s.merges as u64;
+                    totals.4 += s.done as u64;
+                }
+            }
+        }
+        eprintln!("effects, drivers, gates, merges, done: {totals:?}");
+        for f in failures.iter().take(5) {
+            eprintln!("{f}\n");
+        }
+        assert!(
+            failures.is_empty(),
+            "{} of {n} seeds failed",
+            failures.len()
+        );
+    }
+}
+
+/// The journal of a run, one line per record (kind and what matters of it), for
+/// reading a failing seed.
+pub fn describe(r: &Run) -> Vec<String> {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("journal.jsonl");
+    std::fs::write(&path, &r.journal).expect("written");
+    let Ok(c) = read(&path) else {
+        return vec!["(unreadable)".into()];
+    };
+    c.records
+        .iter()
+        .map(|rec| {
+            let what = match &rec.event {
+                Event::IterationStarted(s) => {
+                    format!(
+                        "{} {} attempt {} {:?}",
+                        s.iteration, s.task, s.attempt, s.kind
+                    )
+                }
+                Event::IterationFinished(f) => {
+                    format!("{} {:?} {}", f.iteration, f.outcome, f.reason)
+                }
+                Event::AgentFinished(a) => format!("{} claims {}", a.iteration, a.signals.complete),
+                Event::VerifyFinished(v) => format!("{} passed {}", v.iteration, v.passed),
+                Event::GateOpened { gate } => format!("{gate:?}"),
+                Event::Control { request, .. } => format!("{request:?}"),
+                Event::Escalated { task, rung, .. } => format!("{task} {rung:?}"),
+                Event::SurfaceChecked { iteration, changes } => {
+                    format!("{iteration} {} changes", changes.len())
+                }
+                Event::MergeStarted { iteration, .. }
+                | Event::Merged { iteration, .. }
+                | Event::MergeFailed { iteration, .. } => format!("{iteration}"),
+                _ => String::new(),
+            };
+            format!("{:>4} {} {what}", rec.seq, rec.event.kind())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod replay {
+    #[test]
+    fn replay_seed() {
+        let Some(seed) = std::env::var("SIM_SEED").ok().and_then(|v| v.parse().ok()) else {
+            return;
+        };
+        let sc = super::Scenario::from_seed(seed);
+        eprintln!("{}\n{:?}", sc.plan, sc.config.run);
+        let clean = super::run(&sc, &super::Faults::default());
+        eprintln!("--- without faults\n{}", super::describe(&clean).join("\n"));
+        let f = super::faults_for(seed, clean.effects);
+        let faulted = super::run(&sc, &f);
+        eprintln!("--- with {f:?}\n{}", super::describe(&faulted).join("\n"));
+    }
+}
+
+#[cfg(test)]
+mod every {
+    #[test]
+    fn dev_every_kill() {
+        let n: u64 = std::env::var("SIM_N")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(20);
+        let mut total = 0;
+        for seed in 0..n {
+            for torn in [false, true] {
+                total += super::check_every_kill(seed, torn).unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+        eprintln!("{total} kills");
+    }
+}

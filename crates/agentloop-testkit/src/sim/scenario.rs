@@ -1,0 +1,155 @@
+//! Scenarios from a seed: a plan with dependencies, gates and tripwires, a
+//! configuration (workers, shape, kind of work, reviewer), and what each attempt of
+//! each task does — all drawn from the seed, so a failing seed replays exactly.
+
+use agentloop_core::config::{Config, ReviewConfig, ReviewWhen, ShapeSetting, WorkflowSetting};
+use agentloop_core::plan::Shape;
+
+use super::rng::Rng;
+
+/// One simulated run's world before it starts.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub seed: u64,
+    /// The plan's text (PLAN.md).
+    pub plan: String,
+    pub config: Config,
+    pub tasks: Vec<String>,
+    /// In percent: how often an attempt goes wrong in each way.
+    trouble: u64,
+}
+
+/// What one attempt of a task does, and how long its parts take.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attempt {
+    /// The agent's process fails (exit 1, nothing claimed).
+    pub crashes: bool,
+    /// The agent changes nothing and claims nothing.
+    pub idle: bool,
+    /// The agent asks a question instead of working.
+    pub asks: bool,
+    /// The agent claims the task is complete.
+    pub claims: bool,
+    /// The task's checks pass on its work.
+    pub passes: bool,
+    /// The agent edits a test (the verification surface).
+    pub tampers: bool,
+    /// The work trips the task's tripwire.
+    pub trips: bool,
+    /// Its merge onto the integration branch conflicts.
+    pub conflicts: bool,
+    /// The reviewer rejects it.
+    pub rejected: bool,
+    pub agent_ms: u64,
+    pub checks_ms: u64,
+    pub merge_ms: u64,
+}
+
+impl Scenario {
+    pub fn from_seed(seed: u64) -> Scenario {
+        let mut r = Rng::new(seed);
+        let n = r.range(1, 6) as usize;
+        let tasks: Vec<String> = (1..=n).map(|i| format!("T{i}")).collect();
+        let mut plan = format!("# Simulated plan {seed}\n\nBuild the simulated project.\n");
+        for (i, t) in tasks.iter().enumerate() {
+            plan.push_str(&format!("\n## {t}: part {t} of the project\n"));
+            plan.push_str(&format!("Verify: sh tests/{}.sh\n", t.to_lowercase()));
+            let deps: Vec<&str> = tasks[..i]
+                .iter()
+                .filter(|_| r.chance(30))
+                .map(|d| d.as_str())
+                .collect();
+            if !deps.is_empty() {
+                plan.push_str(&format!("Depends: {}\n", deps.join(", ")));
+            }
+            if r.chance(15) {
+                plan.push_str("Gate: before\n");
+            } else if r.chance(10) {
+                plan.push_str("Gate: after\n");
+            }
+            if r.chance(20) {
+                plan.push_str("Must-not: touch migrations/\n");
+            }
+        }
+        let mut c = Config::default();
+        c.run.agent = "sim".into();
+        c.run.workers = Some(match r.range(0, 9) {
+            0..=3 => 1,
+            w => (w - 2) as u32,
+        });
+        c.run.shape = match r.range(0, 3) {
+            0 => ShapeSetting::Colleague,
+            1 => ShapeSetting::Auto,
+            _ => ShapeSetting::Tool,
+        };
+        c.run.workflow = match r.range(0, 4) {
+            0 => WorkflowSetting::Library,
+            1 => WorkflowSetting::Bug,
+            2 => WorkflowSetting::Auto,
+            _ => WorkflowSetting::Feature,
+        };
+        c.gates.plan_approval = r.chance(20);
+        c.gates.after_each = r.chance(15);
+        c.gates.final_review = r.chance(20);
+        c.verify.validate = r.chance(30);
+        if r.chance(35) {
+            c.review = ReviewConfig {
+                agent: Some("reviewer".into()),
+                second: None,
+                when: ReviewWhen::Always,
+                max_rounds: 2,
+            };
+        }
+        // A plan too vague to run (shape intent) is refused before it starts: the
+        // simulated plans are runs, so `auto` takes the colleague shape for one.
+        if c.run.shape == ShapeSetting::Auto
+            && agentloop_core::plan::Plan::parse("PLAN.md", &plan)
+                .is_ok_and(|p| agentloop_core::plan::assess(&p).shape == Shape::Intent)
+        {
+            c.run.shape = ShapeSetting::Colleague;
+        }
+        let trouble = r.range(0, 40);
+        Scenario {
+            seed,
+            plan,
+            config: c,
+            tasks,
+            trouble,
+        }
+    }
+
+    /// What attempt `n` (from 1) of `task` does: the same in every run of the
+    /// scenario, whatever happened before it. From the fifth attempt on it works.
+    pub fn attempt(&self, task: &str, n: u32) -> Attempt {
+        let salt = task.bytes().fold(u64::from(n), |h, b| {
+            h.wrapping_mul(1_000_003).wrapping_add(u64::from(b))
+        });
+        let mut r = Rng::new(self.seed).fork(salt);
+        let p = if n >= 5 { 0 } else { self.trouble };
+        let crashes = r.chance(p / 4);
+        let idle = !crashes && r.chance(p / 4);
+        let asks = !crashes && !idle && r.chance(p / 8);
+        let working = !crashes && !idle && !asks;
+        Attempt {
+            crashes,
+            idle,
+            asks,
+            claims: working && !r.chance(p / 2),
+            passes: working && !r.chance(p),
+            tampers: working && r.chance(p / 3),
+            trips: working && r.chance(p / 3),
+            conflicts: r.chance(p / 3),
+            rejected: r.chance(p / 2),
+            agent_ms: r.range(30_000, 1_200_000),
+            checks_ms: r.range(2_000, 60_000),
+            merge_ms: r.range(1_000, 30_000),
+        }
+    }
+
+    /// How long a person takes to answer the `k`-th question of the run.
+    pub fn answer_ms(&self, k: u64) -> u64 {
+        Rng::new(self.seed)
+            .fork(0xa5a5 ^ k)
+            .range(60_000, 1_800_000)
+    }
+}
