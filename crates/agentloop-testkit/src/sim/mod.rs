@@ -48,11 +48,10 @@ pub fn faults_for(seed: u64, effects: u64) -> Faults {
 pub fn check(seed: u64) -> Result<Seen, String> {
     let sc = Scenario::from_seed(seed);
     let clean = run(&sc, &Faults::default());
-    let base = sound(&sc, &clean).map_err(|e| format!("seed {seed}, without faults: {e}"))?;
+    let base = sound(&clean).map_err(|e| format!("seed {seed}, without faults: {e}"))?;
     let faults = faults_for(seed, clean.effects);
     let faulted = run(&sc, &faults);
-    let with =
-        sound(&sc, &faulted).map_err(|e| format!("seed {seed}, with faults {faults:?}: {e}"))?;
+    let with = sound(&faulted).map_err(|e| format!("seed {seed}, with faults {faults:?}: {e}"))?;
     same(&base, &with).map_err(|e| format!("seed {seed}, with faults {faults:?}: {e}"))?;
     Ok(Seen {
         effects: faulted.effects,
@@ -70,14 +69,14 @@ pub fn check(seed: u64) -> Result<Seen, String> {
 pub fn check_every_kill(seed: u64, torn: bool) -> Result<u64, String> {
     let sc = Scenario::from_seed(seed);
     let clean = run(&sc, &Faults::default());
-    let base = sound(&sc, &clean).map_err(|e| format!("seed {seed}, without faults: {e}"))?;
+    let base = sound(&clean).map_err(|e| format!("seed {seed}, without faults: {e}"))?;
     for k in 2..=clean.effects {
         let faults = Faults {
             kills: vec![k],
             torn,
         };
         let faulted = run(&sc, &faults);
-        let with = sound(&sc, &faulted)
+        let with = sound(&faulted)
             .map_err(|e| format!("seed {seed}, killed after effect {k} (torn {torn}): {e}"))?;
         same(&base, &with)
             .map_err(|e| format!("seed {seed}, killed after effect {k} (torn {torn}): {e}"))?;
@@ -87,7 +86,7 @@ pub fn check_every_kill(seed: u64, torn: bool) -> Result<u64, String> {
 
 /// How a run ended, as the comparison reads it.
 #[derive(Debug, PartialEq)]
-struct Ending {
+pub struct Ending {
     status: String,
     tasks: BTreeMap<String, TaskStatus>,
     done: BTreeSet<String>,
@@ -101,7 +100,7 @@ struct Ending {
 /// whole and folds to the state the driver had; every driver applied the run's own
 /// gates and phases; the integration branch holds each done task once, and only
 /// verified work.
-fn sound(sc: &Scenario, r: &Run) -> Result<Ending, String> {
+pub fn sound(r: &Run) -> Result<Ending, String> {
     if let Some(why) = &r.stuck {
         return Err(why.clone());
     }
@@ -207,7 +206,6 @@ fn sound(sc: &Scenario, r: &Run) -> Result<Ending, String> {
     if folded.settings.workers > 1 {
         gates.sort();
     }
-    let _ = sc;
     Ok(Ending {
         status: format!("{} ({:?})", folded.status.as_str(), folded.finished),
         tasks,
@@ -226,44 +224,6 @@ fn same(clean: &Ending, faulted: &Ending) -> Result<(), String> {
     Err(format!(
         "it ends otherwise than without faults:\n  without: {clean:?}\n  with:    {faulted:?}"
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn dev_seeds() {
-        let n: u64 = std::env::var("SIM_N")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(50);
-        let mut failures = Vec::new();
-        let mut totals = (0u64, 0u64, 0u64, 0u64, 0u64);
-        let from: u64 = std::env::var("SIM_FROM")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        for seed in from..from + n {
-            match super::check(seed) {
-                Err(e) => failures.push(e),
-                Ok(s) => {
-                    totals.0 += s.effects;
-                    totals.1 += u64::from(s.drivers);
-                    totals.2 += s.gates as u64;
-                    totals.3 += s.merges as u64;
-                    totals.4 += s.done as u64;
-                }
-            }
-        }
-        eprintln!("effects, drivers, gates, merges, done: {totals:?}");
-        for f in failures.iter().take(5) {
-            eprintln!("{f}\n");
-        }
-        assert!(
-            failures.is_empty(),
-            "{} of {n} seeds failed",
-            failures.len()
-        );
-    }
 }
 
 /// The journal of a run, one line per record (kind and what matters of it), for
@@ -304,39 +264,4 @@ pub fn describe(r: &Run) -> Vec<String> {
             format!("{:>4} {} {what}", rec.seq, rec.event.kind())
         })
         .collect()
-}
-
-#[cfg(test)]
-mod replay {
-    #[test]
-    fn replay_seed() {
-        let Some(seed) = std::env::var("SIM_SEED").ok().and_then(|v| v.parse().ok()) else {
-            return;
-        };
-        let sc = super::Scenario::from_seed(seed);
-        eprintln!("{}\n{:?}", sc.plan, sc.config.run);
-        let clean = super::run(&sc, &super::Faults::default());
-        eprintln!("--- without faults\n{}", super::describe(&clean).join("\n"));
-        let f = super::faults_for(seed, clean.effects);
-        let faulted = super::run(&sc, &f);
-        eprintln!("--- with {f:?}\n{}", super::describe(&faulted).join("\n"));
-    }
-}
-
-#[cfg(test)]
-mod every {
-    #[test]
-    fn dev_every_kill() {
-        let n: u64 = std::env::var("SIM_N")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(20);
-        let mut total = 0;
-        for seed in 0..n {
-            for torn in [false, true] {
-                total += super::check_every_kill(seed, torn).unwrap_or_else(|e| panic!("{e}"));
-            }
-        }
-        eprintln!("{total} kills");
-    }
 }

@@ -44,6 +44,7 @@ mod review;
 mod sandbox;
 mod ship;
 mod ship_task;
+mod sim;
 mod slurm;
 mod support;
 mod surface;

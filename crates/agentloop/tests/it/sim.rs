@@ -1,0 +1,132 @@
+//! The deterministic simulation (agentloop-testkit's `sim`): whole runs drawn from
+//! seeds, each run once without faults and once with its driver killed between
+//! effects, in simulated time. A failure names its seed; replay it with
+//! `AGENTLOOP_SIM_SEED=N scripts/test -E 'test(sim::replay)' --no-capture`.
+
+use agentloop_testkit::sim::{self, Faults, Scenario};
+
+fn seeds(default: std::ops::Range<u64>) -> std::ops::Range<u64> {
+    // `AGENTLOOP_SIM_SEEDS=1000..50000` widens a local search.
+    std::env::var("AGENTLOOP_SIM_SEEDS")
+        .ok()
+        .and_then(|v| {
+            let (a, b) = v.split_once("..")?;
+            Some(a.parse().ok()?..b.parse().ok()?)
+        })
+        .unwrap_or(default)
+}
+
+fn failures(results: Vec<Result<(), String>>) -> Vec<String> {
+    results.into_iter().filter_map(Result::err).collect()
+}
+
+#[test]
+fn a_thousand_seeded_runs_with_faults_end_as_they_would_without() {
+    let range = seeds(0..1000);
+    let n = range.end - range.start;
+    let (mut kills, mut workers, mut gates, mut merges) = (0u64, 0u64, 0u64, 0u64);
+    let mut results = Vec::new();
+    for seed in range {
+        results.push(sim::check(seed).map(|seen| {
+            kills += u64::from(seen.drivers - 1);
+            workers += u64::from(seen.workers > 1);
+            gates += seen.gates as u64;
+            merges += seen.merges as u64;
+        }));
+    }
+    let failed = failures(results);
+    assert!(
+        failed.is_empty(),
+        "{} of {n} seeds end otherwise with faults; the first:\n{}",
+        failed.len(),
+        failed[..failed.len().min(3)].join("\n\n")
+    );
+    // The scenarios are not all alike: most are killed, many have workers, gates and
+    // merges.
+    assert!(kills >= n, "{kills} kills in {n} runs");
+    assert!(workers >= n / 3, "{workers} of {n} runs had workers");
+    assert!(gates >= n && merges >= n, "{gates} gates, {merges} merges");
+}
+
+#[test]
+fn small_runs_killed_after_every_effect_end_as_they_would_without() {
+    for seed in seeds(0..25) {
+        for torn in [false, true] {
+            if let Err(e) = sim::check_every_kill(seed, torn) {
+                panic!("{e}\nreplay: AGENTLOOP_SIM_SEED={seed}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_seed_replays_exactly() {
+    for seed in [7, 700, 7000] {
+        let sc = Scenario::from_seed(seed);
+        let faults = sim::faults_for(seed, 60);
+        let a = sim::run(&sc, &faults);
+        let b = sim::run(&sc, &faults);
+        assert_eq!(a.journal, b.journal, "seed {seed}");
+        assert_eq!(a.branch, b.branch, "seed {seed}");
+    }
+}
+
+/// The checks can fail: a branch holding a failed attempt, a task merged twice, a
+/// journal with a line torn off, a run that never ends are each refused.
+#[test]
+fn the_invariants_refuse_broken_runs() {
+    let seed = (0..200)
+        .find(|&s| {
+            let sc = Scenario::from_seed(s);
+            sc.config.run.workers.unwrap_or(1) > 1
+                && sim::run(&sc, &Faults::default()).branch.len() >= 2
+        })
+        .expect("a seed with workers and two merges");
+    let sc = Scenario::from_seed(seed);
+    let run = || sim::run(&sc, &Faults::default());
+    sim::sound(&run()).expect("the run without faults is sound");
+
+    let mut twice = run();
+    let first = twice.branch[0].clone();
+    twice.branch.push(first);
+    let e = sim::sound(&twice).unwrap_err();
+    assert!(e.contains("twice"), "{e}");
+
+    let mut unverified = run();
+    unverified.branch[0].iteration = 9_999;
+    let e = sim::sound(&unverified).unwrap_err();
+    assert!(e.contains("not verified"), "{e}");
+
+    let mut torn = run();
+    let len = torn.journal.len();
+    torn.journal.truncate(len - 10);
+    let e = sim::sound(&torn).unwrap_err();
+    assert!(e.contains("torn") || e.contains("another state"), "{e}");
+
+    let mut stuck = run();
+    stuck.stuck = Some("the run did not finish".into());
+    assert!(sim::sound(&stuck).is_err());
+}
+
+/// `AGENTLOOP_SIM_SEED=N`: the seed's scenario, and its journal without and with its
+/// faults, printed (nothing is checked).
+#[test]
+fn replay() {
+    let Some(seed) = std::env::var("AGENTLOOP_SIM_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    else {
+        return;
+    };
+    let sc = Scenario::from_seed(seed);
+    eprintln!("{}\n{:?}\n{:?}", sc.plan, sc.config.run, sc.config.gates);
+    let clean = sim::run(&sc, &Faults::default());
+    eprintln!("--- without faults\n{}", sim::describe(&clean).join("\n"));
+    let faults = sim::faults_for(seed, clean.effects);
+    let faulted = sim::run(&sc, &faults);
+    eprintln!(
+        "--- with {faults:?}\n{}",
+        sim::describe(&faulted).join("\n")
+    );
+    eprintln!("{:?}", sim::check(seed));
+}
