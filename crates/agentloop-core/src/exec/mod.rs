@@ -9,6 +9,7 @@ pub mod keeper;
 pub mod prereq;
 pub mod reap;
 pub mod sandbox;
+pub mod stale_locks;
 pub mod supervise;
 pub mod surface;
 pub mod trace;

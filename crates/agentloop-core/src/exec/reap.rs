@@ -269,6 +269,19 @@ pub fn descendants(roots: &[u32]) -> Vec<u32> {
     out
 }
 
+/// Live git processes working inside any of `dirs` (by their working directory).
+pub fn gits_in(dirs: &[&Path]) -> Vec<i32> {
+    processes(|_| true)
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|c| c.trim() == "git" || c.starts_with("git-"))
+                && std::fs::read_link(format!("/proc/{pid}/cwd"))
+                    .is_ok_and(|cwd| dirs.iter().any(|d| cwd.starts_with(d)))
+        })
+        .collect()
+}
+
 /// Ends (SIGKILL) every process working inside `dir` — what a killed driver's agents
 /// left in a worktree that is about to go. Returns how many.
 pub fn end_processes_in(dir: &Path) -> usize {

@@ -54,7 +54,8 @@ pub fn rev(dir: &Path, name: &str) -> Option<String> {
 
 /// Clears what a killed driver left half-made in git's worktree bookkeeping (an entry
 /// without its `commondir` or `gitdir`, which makes every command that lists worktrees
-/// fail), then prunes entries whose directories are gone.
+/// fail; an entry still locked by a `worktree add` that was killed), then prunes
+/// entries whose directories are gone.
 pub fn repair(root: &Path) {
     let _admin = super::git::worktree_admin();
     if let Ok(common) = text(git(
@@ -62,9 +63,27 @@ pub fn repair(root: &Path) {
         &["rev-parse", "--path-format=absolute", "--git-common-dir"],
     )) {
         let entries = Path::new(&common).join("worktrees");
+        // `worktree add` locks its entry ("initializing") until its checkout is done,
+        // and prune leaves locked entries alone: one whose git was killed stays for
+        // good, its files half checked out (an agent working there would commit the
+        // rest as deleted). Unless a git is at work in the repository to be making
+        // it, the worktree goes, to be made again.
+        let idle = || super::reap::gits_in(&[root, Path::new(&common)]).is_empty();
         for e in std::fs::read_dir(&entries).into_iter().flatten().flatten() {
             let p = e.path();
             if !p.join("commondir").is_file() || !p.join("gitdir").is_file() {
+                let _ = std::fs::remove_dir_all(&p);
+                continue;
+            }
+            let initializing =
+                std::fs::read_to_string(p.join("locked")).is_ok_and(|l| l.trim() == "initializing");
+            if initializing && idle() {
+                if let Some(dir) = std::fs::read_to_string(p.join("gitdir"))
+                    .ok()
+                    .and_then(|g| Path::new(g.trim()).parent().map(Path::to_path_buf))
+                {
+                    let _ = std::fs::remove_dir_all(dir);
+                }
                 let _ = std::fs::remove_dir_all(&p);
             }
         }
@@ -98,9 +117,12 @@ pub fn task_worktree(
 ) -> Result<PathBuf, String> {
     let dir = run_dir(run_id).ok_or("no cache directory (set HOME or XDG_CACHE_HOME)")?;
     let path = dir.join(task);
-    if path.join(".git").exists() {
+    if usable(&path) {
         return Ok(path);
     }
+    // Half made by a driver killed in `worktree add`: made again (its branch holds
+    // what was committed; an interrupted iteration's loose work is not kept).
+    let _ = std::fs::remove_dir_all(&path);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let branch = task_branch(integration, task);
     let p = path.to_string_lossy().into_owned();
@@ -111,6 +133,12 @@ pub fn task_worktree(
         &["worktree", "add", "-q", "-f", "-B", &branch, &p, from],
     ))?;
     Ok(path)
+}
+
+/// A worktree git can work in: its `.git` file and git's bookkeeping of it both
+/// there (a `worktree add` killed half-way leaves one without the other).
+fn usable(path: &Path) -> bool {
+    path.join(".git").exists() && rev(path, "HEAD").is_some()
 }
 
 /// Brings a task's worktree up to the integration head for another attempt after its
@@ -176,12 +204,13 @@ pub enum Merge {
 pub fn merge_worktree(root: &Path, run_id: &str, head: &str) -> Result<PathBuf, String> {
     let dir = run_dir(run_id).ok_or("no cache directory (set HOME or XDG_CACHE_HOME)")?;
     let path = dir.join("_merge");
-    if path.join(".git").exists() {
+    if usable(&path) {
         let _ = text(git(&path, &["merge", "--abort"]));
         text(git(&path, &["checkout", "-q", "-f", "--detach", head]))?;
         text(git(&path, &["clean", "-fdq"]))?;
         return Ok(path);
     }
+    let _ = std::fs::remove_dir_all(&path);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let _admin = super::git::worktree_admin();
     let _ = text(git(root, &["worktree", "prune"]));

@@ -219,10 +219,27 @@ impl Driver {
     /// The run's integration branch, made from HEAD when the run first drives.
     fn start_integration(&mut self) -> Result<(), CliError> {
         worktree::repair(&self.ws.root);
+        let branch = match &self.state.integration {
+            Some(i) => i.branch.clone(),
+            None => self.state.settings.branch.replace("{run}", &self.run.id),
+        };
+        // A driver that died in the middle of a git command left its locks.
+        match agentloop_core::exec::stale_locks::clear(&self.ws.root, &self.run.id, &branch) {
+            Ok(removed) if !removed.is_empty() => crate::render::warn(&format!(
+                "removed {} a killed driver left: {}",
+                agentloop_core::words::plural(removed.len(), "git lock file", "git lock files"),
+                removed
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+            Ok(_) => {}
+            Err(e) => return Err(CliError::user(format!("cannot take the run over: {e}"))),
+        }
         if self.state.integration.is_some() {
             return Ok(());
         }
-        let branch = self.state.settings.branch.replace("{run}", &self.run.id);
         let base = worktree::start_integration(&self.ws.root, &branch)
             .map_err(|e| CliError::user(format!("cannot start the integration branch: {e}")))?;
         self.record(Event::IntegrationStarted { branch, base })

@@ -5,6 +5,7 @@ mod accounts;
 mod api;
 mod bad_input;
 mod browser;
+mod chaos;
 mod cli;
 mod control;
 mod corpus;

@@ -60,7 +60,7 @@ fn integration(p: &Project) -> String {
 }
 
 /// Nothing of the run is left in git or on disk but its integration branch.
-fn nothing_left(p: &Project) {
+pub(crate) fn nothing_left(p: &Project) {
     let worktrees = p.git_cmd(&["worktree", "list", "--porcelain"]);
     assert_eq!(
         worktrees.matches("worktree ").count(),
