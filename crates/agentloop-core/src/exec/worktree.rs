@@ -225,11 +225,32 @@ pub fn merge_worktree(root: &Path, run_id: &str, head: &str) -> Result<PathBuf, 
 /// Bytes of conflicting hunks kept for the agent.
 const HUNKS_CAP: usize = 12 * 1024;
 
-/// Merges `work` (a commit) in the merge worktree, which is at the integration head.
-pub fn merge(merge_wt: &Path, work: &str, message: &str) -> Result<Merge, String> {
+/// Merges the tree of `work` (a commit of a task's branch) in the merge worktree,
+/// which is at the integration head. What is merged is not the task's branch, whose
+/// history holds its failed attempts and work in progress, but one commit of the
+/// verified tree (`verified`: its message) on the commit the task's work and the
+/// head last shared: the merge's second parent carries only verified work, so nothing
+/// reachable from the integration branch is an attempt that failed.
+pub fn merge(merge_wt: &Path, work: &str, verified: &str, message: &str) -> Result<Merge, String> {
+    let base = text(git(merge_wt, &["merge-base", "HEAD", work]))?;
+    let tree = format!("{work}^{{tree}}");
     let mut c = git(
         merge_wt,
-        &["merge", "--no-ff", "--no-edit", "-q", "-m", message, work],
+        &["commit-tree", &tree, "-p", &base, "-m", verified],
+    );
+    super::git::set_identity(&mut c, None);
+    let squashed = text(c)?;
+    let mut c = git(
+        merge_wt,
+        &[
+            "merge",
+            "--no-ff",
+            "--no-edit",
+            "-q",
+            "-m",
+            message,
+            &squashed,
+        ],
     );
     super::git::set_identity(&mut c, None);
     if run(c).is_ok() {
@@ -280,7 +301,8 @@ pub fn merged_since(root: &Path, branch: &str, since: &str, trailer: &str) -> Op
     })
 }
 
-/// Removes a task's worktree and its branch.
+/// Removes a task's worktree and its branch (its attempts kept under
+/// `refs/agentloop/RUN/attempts/TASK`).
 pub fn remove_task(root: &Path, run_id: &str, integration: &str, task: &str) {
     if let Some(dir) = run_dir(run_id) {
         let path = dir.join(task);
@@ -293,10 +315,19 @@ pub fn remove_task(root: &Path, run_id: &str, integration: &str, task: &str) {
     }
     let _admin = super::git::worktree_admin();
     let _ = text(git(root, &["worktree", "prune"]));
-    let _ = text(git(
-        root,
-        &["branch", "-D", "-q", &task_branch(integration, task)],
-    ));
+    // Its attempts stay reachable, off every branch.
+    let branch = task_branch(integration, task);
+    if let Some(at) = rev(root, &format!("refs/heads/{branch}")) {
+        let _ = text(git(
+            root,
+            &[
+                "update-ref",
+                &format!("refs/agentloop/{run_id}/attempts/{task}"),
+                &at,
+            ],
+        ));
+    }
+    let _ = text(git(root, &["branch", "-D", "-q", &branch]));
 }
 
 /// Removes every worktree of a run (its tasks' and the merge worktree) and the task

@@ -236,9 +236,19 @@ pub(crate) fn merge(job: MergeJob, done: Sender<Done>) {
 }
 
 fn merge_now(job: &MergeJob) -> Result<MergeOutcome, String> {
-    let work = worktree::commit_work(&job.worktree, &job.message)?;
+    // The worktree's state as verified, on the task's branch: an attempt, until the
+    // merge takes its tree (and only its tree) onto the integration branch.
+    let attempt = format!(
+        "agentloop: attempt of iteration {} (not merged yet)",
+        job.iteration
+    );
+    let work = worktree::commit_work(&job.worktree, &attempt)?;
     let at = worktree::merge_worktree(&job.root, &job.run_id, &job.head)?;
-    let commit = match worktree::merge(&at, &work, &job.message)? {
+    let verified = format!(
+        "{} (verified work)",
+        job.message.lines().next().unwrap_or("")
+    );
+    let commit = match worktree::merge(&at, &work, &verified, &job.message)? {
         worktree::Merge::Clean { commit } => commit,
         worktree::Merge::Conflict { files, hunks } => {
             let list = files.join(", ");

@@ -99,6 +99,11 @@ fn sound(p: &Project, round: u32, kills: u32) {
         TASKS,
         "round {round}: one merge per task on the branch's own line:\n{merged}"
     );
+    let reachable = p.git_cmd(&["log", "--format=%s", &branch]);
+    assert!(
+        !reachable.contains("attempt of iteration") && !reachable.contains("work in progress"),
+        "round {round}: unverified work reachable from the branch:\n{reachable}"
+    );
     let gc = p.run(&["gc"]);
     assert_eq!(gc.code, Some(0), "round {round}: {}", gc.stderr);
     crate::workers::nothing_left(p);

@@ -156,6 +156,40 @@ echo TASK_COMPLETE"#,
     // The integration branch passes every task's check.
     let merged = git(&p, &["show", &format!("{}:shared.txt", integration(&p))]);
     assert_eq!(merged, "one\ntwo");
+    // Only verified states are reachable from the branch: T2's conflicting attempt
+    // and the work in progress its catch-up committed are not (git bisect meets
+    // nothing that failed); they stay under refs/agentloop/.
+    let branch = integration(&p);
+    let reachable = git(&p, &["log", "--format=%s", &branch]);
+    assert!(
+        !reachable.contains("attempt of iteration") && !reachable.contains("work in progress"),
+        "{reachable}"
+    );
+    let conflicted = git(
+        &p,
+        &[
+            "log",
+            "--format=%H %s",
+            "-G<<<<<<<",
+            &branch,
+            "--",
+            "shared.txt",
+        ],
+    );
+    assert!(
+        conflicted.is_empty(),
+        "commits with conflict markers: {conflicted}"
+    );
+    let run = p.status()["run_id"].as_str().unwrap().to_string();
+    let kept = git(
+        &p,
+        &[
+            "log",
+            "--format=%s",
+            &format!("refs/agentloop/{run}/attempts/T2"),
+        ],
+    );
+    assert!(kept.contains("attempt of iteration"), "{kept}");
     nothing_left(&p);
 }
 
