@@ -1,19 +1,34 @@
 //! One run's journal in PostgreSQL, and the lock of its one driver.
 
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use agentloop_core::journal::shared::{DriverHold, Put, SharedJournal};
+use agentloop_core::journal::shared::{DriverHold, HoldRefused, Put, SharedJournal};
 use postgres::Client;
 
-use crate::{Pg, StoreError, lock_key, source_text};
+use crate::{Pg, lock_key, source_text, within};
 
 /// How long a broken connection is tried again before an append fails.
 const RETRY_FOR: Duration = Duration::from_secs(30);
 
-#[derive(Debug)]
+/// A run's journal in the store. Each exchange runs on a thread of its own and is
+/// waited for at most `[store] timeout` ([`crate::ANSWER_WITHIN`] by default): a store that does not answer by then is an
+/// error, and the connection it holds is left behind (a new one serves the next).
 pub struct PgJournal {
+    pg: Pg,
+    run: String,
+    conn: Arc<Mutex<Conn>>,
+}
+
+impl std::fmt::Debug for PgJournal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "run {} in {:?}", self.run, self.pg)
+    }
+}
+
+/// The connection of a journal, made when it is first needed.
+struct Conn {
     pg: Pg,
     run: String,
     client: Option<ClientBox>,
@@ -42,15 +57,47 @@ fn broken(e: &postgres::Error) -> bool {
 }
 
 impl PgJournal {
-    pub fn open(pg: Pg, run: &str) -> Result<PgJournal, StoreError> {
-        let client = pg.connect(&format!("journal {run}"))?;
-        Ok(PgJournal {
+    /// The journal of `run`; nothing connects until it is first used.
+    pub fn open(pg: Pg, run: &str) -> PgJournal {
+        let conn = Conn {
+            pg: pg.clone(),
+            run: run.to_string(),
+            client: None,
+        };
+        PgJournal {
             pg,
             run: run.to_string(),
-            client: Some(ClientBox(client)),
-        })
+            conn: Arc::new(Mutex::new(conn)),
+        }
     }
 
+    /// Runs `f` on the journal's connection, within `[store] timeout`.
+    fn call<T: Send + 'static>(
+        &mut self,
+        f: impl FnOnce(&mut Conn) -> Result<T, String> + Send + 'static,
+    ) -> Result<T, String> {
+        let conn = self.conn.clone();
+        let answer = within(crate::answer_within(), self.pg.shown(), move || {
+            let mut c = conn.lock().unwrap_or_else(|e| e.into_inner());
+            f(&mut c)
+        });
+        match answer {
+            Ok(r) => r,
+            Err(e) => {
+                // The thread still waits on the old connection: a new one for the
+                // next exchange.
+                self.conn = Arc::new(Mutex::new(Conn {
+                    pg: self.pg.clone(),
+                    run: self.run.clone(),
+                    client: None,
+                }));
+                Err(e.to_string())
+            }
+        }
+    }
+}
+
+impl Conn {
     /// Runs `f` on a working connection, opening a new one and trying again while
     /// the connection is what fails, for up to [`RETRY_FOR`].
     fn retry<T>(
@@ -88,10 +135,19 @@ impl PgJournal {
 
 impl Drop for PgJournal {
     fn drop(&mut self) {
-        // Closing the connection blocks too.
-        if let Some(client) = self.client.take() {
-            crate::blocking(move || drop(client));
-        }
+        // Closing the connection blocks too (on a stopped server, for good): off this
+        // thread, and not waited for.
+        let conn = std::mem::replace(
+            &mut self.conn,
+            Arc::new(Mutex::new(Conn {
+                pg: self.pg.clone(),
+                run: String::new(),
+                client: None,
+            })),
+        );
+        let _ = std::thread::Builder::new()
+            .name("agentloop-store-close".into())
+            .spawn(move || drop(conn));
     }
 }
 
@@ -128,20 +184,22 @@ enum Found {
 
 impl SharedJournal for PgJournal {
     fn create(&mut self, first: &str) -> Result<(), String> {
-        crate::blocking(|| self.create_blocking(first))
+        let first = first.to_string();
+        self.call(move |c| c.create_blocking(&first))
     }
 
     fn append(&mut self, seq: u64, line: &str) -> Result<Put, String> {
-        crate::blocking(|| self.append_blocking(seq, line))
+        let line = line.to_string();
+        self.call(move |c| c.append_blocking(seq, &line))
     }
 
     fn since(&mut self, seq: u64) -> Result<Vec<String>, String> {
         let seq = seq as i64;
-        crate::blocking(|| self.retry(|client, run| lines_since(client, run, seq)))
+        self.call(move |c| c.retry(|client, run| lines_since(client, run, seq)))
     }
 }
 
-impl PgJournal {
+impl Conn {
     fn create_blocking(&mut self, first: &str) -> Result<(), String> {
         let made = self.retry(|client, run| {
             let mut tx = client.transaction()?;
@@ -250,17 +308,30 @@ pub(crate) fn holder(client: &mut Client, key: i64) -> Option<String> {
 }
 
 impl Hold {
-    pub fn take(pg: Pg, run: &str) -> Result<Hold, String> {
+    pub fn take(pg: Pg, run: &str) -> Result<Hold, HoldRefused> {
         let what = format!("driver {run}");
         let key = lock_key("driver", run);
-        let mut client = pg.connect(&what).map_err(|e| e.to_string())?;
-        if !try_lock(&mut client, key).map_err(|e| pg.query_error(&e).to_string())? {
-            return Err(format!(
-                "another driver holds it in {} ({})",
-                pg.shown(),
-                holder(&mut client, key).unwrap_or_else(|| "a session that just ended".into())
-            ));
-        }
+        let client = {
+            let (at, pg, what) = (pg.shown().to_string(), pg.clone(), what.clone());
+            within(crate::answer_within(), &at, move || {
+                let mut client = pg
+                    .connect(&what)
+                    .map_err(|e| HoldRefused::Unreachable(e.to_string()))?;
+                let free = try_lock(&mut client, key)
+                    .map_err(|e| HoldRefused::Unreachable(pg.query_error(&e).to_string()))?;
+                if !free {
+                    return Err(HoldRefused::Taken(format!(
+                        "another driver holds it in {} ({})",
+                        pg.shown(),
+                        holder(&mut client, key)
+                            .unwrap_or_else(|| "a session that just ended".into())
+                    )));
+                }
+                Ok(ClientBox(client))
+            })
+            .map_err(|e| HoldRefused::Unreachable(e.to_string()))??
+            .0
+        };
         let (stop, stopped) = mpsc::channel();
         let run = run.to_string();
         let thread = std::thread::spawn(move || {
@@ -304,8 +375,16 @@ impl Hold {
 impl Drop for Hold {
     fn drop(&mut self) {
         drop(self.stop.take());
+        // The thread ends within a second of being told, unless it is in a call to a
+        // server that does not answer: then it is not waited for.
         if let Some(t) = self.thread.take() {
-            let _ = t.join();
+            let deadline = Instant::now() + Duration::from_secs(3);
+            while !t.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if t.is_finished() {
+                let _ = t.join();
+            }
         }
     }
 }

@@ -21,7 +21,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentloop_core::journal::shared::{DriverHold, SharedJournal, SharedStore};
+use agentloop_core::journal::shared::{DriverHold, HoldRefused, SharedJournal, SharedStore};
 
 pub use listen::{Listener, follow_runs};
 pub use schema::{SCHEMA, migrate, version};
@@ -32,6 +32,10 @@ pub enum StoreError {
     Url(String),
     #[error("cannot reach PostgreSQL at {at}: {message}")]
     Connect { at: String, message: String },
+    #[error(
+        "PostgreSQL at {at} did not answer within {secs} s (the server is stopped, overloaded, or cut off)"
+    )]
+    Frozen { at: String, secs: u64 },
     #[error("PostgreSQL at {at}: {message}")]
     Query { at: String, message: String },
     #[error(
@@ -40,6 +44,17 @@ pub enum StoreError {
     Schema { at: String, found: i32 },
     #[error("no run {run} in the store at {at}")]
     NoRun { run: String, at: String },
+}
+
+impl StoreError {
+    /// The error without the key it is about (for a message that names the key and
+    /// where it was set).
+    pub fn reason(&self) -> String {
+        let text = self.to_string();
+        text.strip_prefix("[store] url: ")
+            .unwrap_or(&text)
+            .to_string()
+    }
 }
 
 /// A PostgreSQL server and database, as `[store] url` names it.
@@ -58,10 +73,25 @@ impl std::fmt::Debug for Pg {
 
 impl Pg {
     pub fn parse(url: &str) -> Result<Pg, StoreError> {
-        let config = postgres::Config::from_str(url)
-            .map_err(|e| StoreError::Url(format!("[store] url: {e}")))?;
+        let config = postgres::Config::from_str(url).map_err(|e| {
+            // postgres says "invalid connection string" and keeps the why below it.
+            let mut why = e.to_string();
+            let mut cause = std::error::Error::source(&e);
+            while let Some(c) = cause {
+                why.push_str(": ");
+                why.push_str(&c.to_string());
+                cause = c.source();
+            }
+            StoreError::Url(format!("[store] url: {why}"))
+        })?;
         let mut config = config;
+        // A server that does not take the connection, or a peer the network lost
+        // (TCP keepalives, every 5 s after 10 s of quiet, 3 missed: gone).
         config.connect_timeout(Duration::from_secs(10));
+        config.keepalives(true);
+        config.keepalives_idle(Duration::from_secs(10));
+        config.keepalives_interval(Duration::from_secs(5));
+        config.keepalives_retries(3);
         Ok(Pg {
             shown: hide_password(url),
             config,
@@ -125,17 +155,50 @@ fn hide_password(url: &str) -> String {
     }
 }
 
-/// Runs `f`, which blocks on the database, off any async runtime the caller is on
-/// (the server's handlers are): postgres's synchronous client runs a runtime of its
-/// own, which cannot be started inside another.
-pub(crate) fn blocking<T: Send>(f: impl FnOnce() -> T + Send) -> T {
-    if tokio::runtime::Handle::try_current().is_ok() {
-        std::thread::scope(|s| match s.spawn(f).join() {
-            Ok(v) => v,
-            Err(panic) => std::panic::resume_unwind(panic),
+/// How long one exchange with the store may take by default, reconnections included.
+/// A server that is stopped, or a network that drops everything, keeps the connection
+/// open and answers nothing: no timeout of the client's own ends that wait.
+pub const ANSWER_WITHIN: Duration = Duration::from_secs(45);
+
+/// `[store] timeout`, in milliseconds, for this process.
+static ANSWER_MS: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(ANSWER_WITHIN.as_millis() as u64);
+
+/// How long one exchange with the store may take in this process.
+pub(crate) fn answer_within() -> Duration {
+    Duration::from_millis(ANSWER_MS.load(std::sync::atomic::Ordering::Relaxed))
+}
+
+/// Runs `f`, which blocks on the database, on a thread of its own (off any async
+/// runtime the caller is on: postgres's synchronous client runs a runtime of its own,
+/// which cannot be started inside another) and waits for it at most `limit`. After
+/// that the store is taken for frozen; the thread is left to end when the server
+/// answers or the connection dies.
+pub(crate) fn within<T: Send + 'static>(
+    limit: Duration,
+    at: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, StoreError> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("agentloop-store".into())
+        .spawn(move || {
+            let _ = tx.send(f());
         })
-    } else {
-        f()
+        .map_err(|e| StoreError::Connect {
+            at: at.to_string(),
+            message: format!("cannot start a thread: {e}"),
+        })?;
+    match rx.recv_timeout(limit) {
+        Ok(v) => Ok(v),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(StoreError::Frozen {
+            at: at.to_string(),
+            secs: limit.as_secs(),
+        }),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(StoreError::Connect {
+            at: at.to_string(),
+            message: "the store's client stopped".into(),
+        }),
     }
 }
 
@@ -154,8 +217,9 @@ pub(crate) fn lock_key(kind: &str, run: &str) -> i64 {
 /// file needs no database).
 pub struct PgStore {
     pg: Pg,
-    /// Whether the database has the schema this agentloop needs, asked once.
-    checked: std::sync::OnceLock<Result<(), String>>,
+    /// Whether the database has the schema this agentloop needs, asked once (an error:
+    /// whether the store could not be reached, and why).
+    checked: std::sync::OnceLock<Result<(), (bool, String)>>,
 }
 
 impl PgStore {
@@ -166,57 +230,80 @@ impl PgStore {
         })
     }
 
+    /// How long one exchange with the store may take (`[store] timeout`), for the
+    /// rest of the process.
+    pub fn timeout(self, limit: Duration) -> PgStore {
+        ANSWER_MS.store(
+            limit.as_millis().max(1) as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        self
+    }
+
     /// Installs it for the rest of the process.
     pub fn install(self) {
         agentloop_core::journal::shared::install(Arc::new(self));
     }
 
-    fn check(&self) -> Result<(), String> {
-        self.checked
-            .get_or_init(|| {
-                let mut client = self.pg.connect("check").map_err(|e| e.to_string())?;
+    fn check(&self) -> Result<(), (bool, String)> {
+        let answer = self.checked.get_or_init(|| {
+            let pg = self.pg.clone();
+            within(answer_within(), &self.pg.shown, move || {
+                let mut client = pg.connect("check").map_err(|e| (true, e.to_string()))?;
                 let found = schema::version(&mut client)
-                    .map_err(|e| self.pg.query_error(&e).to_string())?;
+                    .map_err(|e| (true, pg.query_error(&e).to_string()));
+                drop(client);
+                let found = found?;
                 if found != SCHEMA {
-                    return Err(StoreError::Schema {
-                        at: self.pg.shown.clone(),
-                        found,
-                    }
-                    .to_string());
+                    return Err((
+                        false,
+                        StoreError::Schema {
+                            at: pg.shown.clone(),
+                            found,
+                        }
+                        .to_string(),
+                    ));
                 }
                 Ok(())
             })
-            .clone()
+            .map_err(|e| (true, e.to_string()))?
+        });
+        answer.clone()
     }
 }
 
 impl SharedStore for PgStore {
     fn journal(&self, run: &str) -> Result<Box<dyn SharedJournal>, String> {
-        blocking(|| {
-            self.check()?;
-            journal::PgJournal::open(self.pg.clone(), run)
-                .map(|j| Box::new(j) as Box<dyn SharedJournal>)
-                .map_err(|e| e.to_string())
-        })
+        self.check().map_err(|(_, why)| why)?;
+        Ok(Box::new(journal::PgJournal::open(self.pg.clone(), run)))
     }
 
-    fn hold_driver(&self, run: &str) -> Result<Box<dyn DriverHold>, String> {
-        blocking(|| {
-            self.check()?;
-            journal::Hold::take(self.pg.clone(), run).map(|h| Box::new(h) as Box<dyn DriverHold>)
-        })
+    fn hold_driver(&self, run: &str) -> Result<Box<dyn DriverHold>, HoldRefused> {
+        self.check().map_err(|(unreachable, why)| {
+            if unreachable {
+                HoldRefused::Unreachable(why)
+            } else {
+                HoldRefused::Taken(why)
+            }
+        })?;
+        journal::Hold::take(self.pg.clone(), run).map(|h| Box::new(h) as Box<dyn DriverHold>)
     }
 
     fn driver_of(&self, run: &str) -> Option<String> {
-        blocking(|| {
-            let mut client = self.pg.connect("look").ok()?;
-            let who = journal::holder(&mut client, lock_key("driver", run))?;
+        let (pg, run) = (self.pg.clone(), run.to_string());
+        // Asked by `status` and the like: a store that does not answer soon says
+        // nothing.
+        within(Duration::from_secs(5), &self.pg.shown, move || {
+            let mut client = pg.connect("look").ok()?;
+            let who = journal::holder(&mut client, lock_key("driver", &run))?;
             // `agentloop driver RUN pid N from ADDR` → `N on ADDR`.
             Some(match who.split_once(" pid ") {
                 Some((_, rest)) => rest.replacen(" from ", " on ", 1),
                 None => who,
             })
         })
+        .ok()
+        .flatten()
     }
 
     fn describe(&self) -> String {
@@ -227,6 +314,11 @@ impl SharedStore for PgStore {
 /// The runs in the store, oldest first.
 pub fn runs(url: &str) -> Result<Vec<String>, StoreError> {
     let pg = Pg::parse(url)?;
+    let at = pg.shown.clone();
+    within(answer_within(), &at, move || runs_now(&pg))?
+}
+
+fn runs_now(pg: &Pg) -> Result<Vec<String>, StoreError> {
     let mut client = pg.connect("runs")?;
     let rows = client
         .query(
@@ -240,6 +332,11 @@ pub fn runs(url: &str) -> Result<Vec<String>, StoreError> {
 /// Run `run`'s journal as the file journal has it: its lines, each with its newline.
 pub fn export(url: &str, run: &str) -> Result<String, StoreError> {
     let pg = Pg::parse(url)?;
+    let (at, run) = (pg.shown.clone(), run.to_string());
+    within(answer_within(), &at, move || export_now(&pg, &run))?
+}
+
+fn export_now(pg: &Pg, run: &str) -> Result<String, StoreError> {
     let mut client = pg.connect("export")?;
     let known = client
         .query_opt("SELECT 1 FROM agentloop_runs WHERE run_id = $1", &[&run])

@@ -23,6 +23,9 @@ pub enum ExitKind {
     Waiting = 5,
     /// Stopped on request.
     Stopped = 6,
+    /// A service the run needs failed (the journal's store): nothing about the run or
+    /// its input is wrong; it goes on once the service is back.
+    Infrastructure = 7,
     Interrupted = 130,
 }
 
@@ -95,6 +98,7 @@ impl From<JournalError> for CliError {
         };
         let kind = match e {
             JournalError::Io { .. } => ExitKind::Internal,
+            JournalError::Store { .. } => ExitKind::Infrastructure,
             _ => ExitKind::BadInput,
         };
         CliError {
@@ -124,6 +128,11 @@ impl From<WorkspaceError> for CliError {
                 CliError::user(e.to_string()).hint("start a new run with `agentloop run`")
             }
             WorkspaceError::Io { .. } => CliError::internal(e.to_string()),
+            WorkspaceError::StoreUnreachable { .. } => CliError {
+                kind: ExitKind::Infrastructure,
+                message: e.to_string(),
+                hint: Some("`agentloop resume` once the store answers again; `agentloop status` reads this machine's copy meanwhile".into()),
+            },
             WorkspaceError::Fold { .. }
             | WorkspaceError::BadRunId(_)
             | WorkspaceError::RunExists(_) => CliError::user(e.to_string()),

@@ -228,6 +228,11 @@ fn check(config: &Config, sources: &BTreeMap<String, Source>) -> Result<(), Conf
     if config.verify.timeout.is_zero() {
         return Err(bad("verify.timeout", "must be longer than 0s"));
     }
+    if config.store.timeout.is_some_and(|t| {
+        t < std::time::Duration::from_secs(1) || t > std::time::Duration::from_secs(3600)
+    }) {
+        return Err(bad("store.timeout", "must be between 1s and 1h"));
+    }
     if let Err(e) = crate::exec::sandbox::AllowList::parse(&config.sandbox.allow_hosts) {
         return Err(bad("sandbox.allow_hosts", &e));
     }

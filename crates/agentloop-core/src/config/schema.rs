@@ -45,6 +45,14 @@ pub struct Config {
 pub struct StoreConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// How long one exchange with the store may take (reconnections included) before
+    /// it is taken for down: the driver stops (exit 7) and `status` reads this
+    /// machine's copy. Default 45s.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        with = "crate::values::opt_duration"
+    )]
+    pub timeout: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

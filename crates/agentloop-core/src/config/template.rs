@@ -114,6 +114,7 @@ remote = "origin"       # the git remote jobs clone from and push to
 # (docs/EXECUTORS.md); AGENTLOOP_STORE_URL in the environment wins.
 # [store]
 # url = "postgres://agentloop@db.example:5432/agentloop"
+# timeout = "45s"   # a store that does not answer by then is taken for down (exit 7)
 
 # Any program can be an agent: it gets the prompt on stdin, or in a file.
 # [agents.mine]

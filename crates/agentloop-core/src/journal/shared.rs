@@ -37,12 +37,21 @@ pub trait SharedJournal: Send + std::fmt::Debug {
 /// Held while a driver drives a run: no other driver, on any machine, can take it.
 pub trait DriverHold: Send {}
 
+/// Why a run could not be taken for a driver.
+#[derive(Debug, Clone)]
+pub enum HoldRefused {
+    /// Another driver holds it (who, in words).
+    Taken(String),
+    /// The store did not answer, or cannot be reached (why).
+    Unreachable(String),
+}
+
 /// Where runs' journals are shared.
 pub trait SharedStore: Send + Sync {
     /// The journal of run `run`.
     fn journal(&self, run: &str) -> Result<Box<dyn SharedJournal>, String>;
     /// Takes run `run` for this process's driver; who holds it when another does.
-    fn hold_driver(&self, run: &str) -> Result<Box<dyn DriverHold>, String>;
+    fn hold_driver(&self, run: &str) -> Result<Box<dyn DriverHold>, HoldRefused>;
     /// Who drives run `run` now, wherever that is (`None`: no driver).
     fn driver_of(&self, run: &str) -> Option<String>;
     /// Where it is, for messages (no password).

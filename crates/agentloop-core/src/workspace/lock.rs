@@ -44,11 +44,22 @@ impl RunDir {
         }
         // With a shared store, a driver on another machine holds the run there.
         let held = match crate::journal::shared::installed() {
-            Some(store) => Some(store.hold_driver(&self.id).map_err(|message| {
+            Some(store) => Some(store.hold_driver(&self.id).map_err(|refused| {
                 let _ = f.unlock();
-                WorkspaceError::HeldElsewhere {
-                    run: self.id.clone(),
-                    message,
+                match refused {
+                    crate::journal::shared::HoldRefused::Taken(message) => {
+                        WorkspaceError::HeldElsewhere {
+                            run: self.id.clone(),
+                            message,
+                        }
+                    }
+                    crate::journal::shared::HoldRefused::Unreachable(message) => {
+                        WorkspaceError::StoreUnreachable {
+                            run: self.id.clone(),
+                            store: store.describe(),
+                            message,
+                        }
+                    }
                 }
             })?),
             None => None,

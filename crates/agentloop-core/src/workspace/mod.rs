@@ -46,6 +46,12 @@ pub enum WorkspaceError {
     Locked { run: String, pid: String },
     #[error("run {run} is driven elsewhere: {message}")]
     HeldElsewhere { run: String, message: String },
+    #[error("run {run} cannot be driven now: its store ({store}): {message}")]
+    StoreUnreachable {
+        run: String,
+        store: String,
+        message: String,
+    },
     #[error("refused: {why}")]
     Refused { why: String },
     #[error("run {0} completed while the request was on its way: nothing would read it")]

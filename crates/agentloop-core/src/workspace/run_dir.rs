@@ -22,7 +22,14 @@ pub struct Loaded {
     pub scan: Scan,
     /// Events read past the cached `state.json` (`u64::MAX` when there was no cache).
     pub cache_lag: u64,
+    /// The run's store could not be read: what was read is this machine's copy of the
+    /// journal, which may be behind the store (why, for a warning). Writing to the run
+    /// fails until the store is back.
+    pub stale: Option<String>,
 }
+
+/// What [`RunDir::copy_from_store`] copied in, and where the file now ends.
+type Copied = Option<(Vec<Record>, u64)>;
 
 impl Loaded {
     /// A writer positioned at the end of what was read (carrying the lines that were
@@ -79,6 +86,22 @@ impl RunDir {
         Ok(Some((records, w.offset())))
     }
 
+    /// [`Self::copy_from_store`], with a store that cannot be read taken as nothing
+    /// to copy: the error, for the reader to warn about.
+    fn copy_or_stale(
+        &self,
+        offset: u64,
+        next_seq: u64,
+    ) -> Result<(Copied, Option<String>), WorkspaceError> {
+        match self.copy_from_store(offset, next_seq) {
+            Ok(copied) => Ok((copied, None)),
+            Err(WorkspaceError::Journal(JournalError::Store { store, message, .. })) => {
+                Ok((None, Some(format!("{store}: {message}"))))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// Reads, checks and folds the journal, one record at a time.
     pub fn load(&self) -> Result<Loaded, WorkspaceError> {
         // A copy of a store's run starts empty: its records come first.
@@ -99,9 +122,8 @@ impl RunDir {
                 // What the store has beyond the file, copied in and folded: the file is
                 // read once.
                 let mut scan = scan;
-                if let Some((records, end)) =
-                    self.copy_from_store(scan.valid_len, state.last_seq + 1)?
-                {
+                let (copied, stale) = self.copy_or_stale(scan.valid_len, state.last_seq + 1)?;
+                if let Some((records, end)) = copied {
                     for r in &records {
                         state.apply(r);
                     }
@@ -136,6 +158,7 @@ impl RunDir {
                     state,
                     scan,
                     cache_lag: u64::MAX,
+                    stale,
                 })
             }
         }
@@ -167,7 +190,7 @@ impl RunDir {
         state.reindex();
         let from = state.journal_bytes;
         let next = state.last_seq + 1;
-        self.copy_from_store(from, next)?;
+        let (_, stale) = self.copy_or_stale(from, next)?;
         let mut records = Vec::new();
         match journal::scan(&self.journal(), from, next, |r| records.push(r)) {
             Ok(scan) => {
@@ -182,6 +205,7 @@ impl RunDir {
                         ..scan
                     },
                     cache_lag: records.len() as u64,
+                    stale,
                 })
             }
             Err(_) => self.load(),

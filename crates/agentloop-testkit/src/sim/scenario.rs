@@ -40,6 +40,10 @@ pub struct Attempt {
     pub conflicts: bool,
     /// The reviewer rejects it.
     pub rejected: bool,
+    /// Its first try is lost with its job (a node failed): redone, not counted.
+    pub lost: bool,
+    /// Its first try hits the model service's usage limit: the run waits an hour.
+    pub limited: bool,
     pub agent_ms: u64,
     pub checks_ms: u64,
     pub merge_ms: u64,
@@ -140,6 +144,8 @@ impl Scenario {
             trips: working && r.chance(p / 3),
             conflicts: r.chance(p / 3),
             rejected: r.chance(p / 2),
+            lost: r.chance(p / 4),
+            limited: r.chance(p / 6),
             agent_ms: r.range(30_000, 1_200_000),
             checks_ms: r.range(2_000, 60_000),
             merge_ms: r.range(1_000, 30_000),

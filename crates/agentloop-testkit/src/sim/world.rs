@@ -91,6 +91,9 @@ struct World<'a> {
     busy: BTreeSet<u32>,
     questions: u64,
     drivers: u32,
+    /// Tries of each (task, attempt) so far: a lost job or a usage limit happens on
+    /// the first only.
+    tries: BTreeMap<(String, u32), u32>,
     scratch: tempfile::TempDir,
 }
 
@@ -136,6 +139,7 @@ pub fn run(sc: &Scenario, faults: &Faults) -> Run {
         busy: BTreeSet::new(),
         questions: 0,
         drivers: 0,
+        tries: BTreeMap::new(),
         scratch: tempfile::tempdir().expect("a temporary directory"),
     };
     let stuck = stuck.or_else(|| w.drive_to_end(settings));
@@ -312,6 +316,17 @@ impl World<'_> {
                 return Ok(Some(self.stuck_words()));
             }
             self.deliver_due()?;
+            // An agent's usage limit has reset: its tasks go on.
+            let over: Vec<String> = self
+                .state
+                .agent_limits
+                .iter()
+                .filter(|(_, until)| self.now >= **until)
+                .map(|(a, _)| a.clone())
+                .collect();
+            for agent in over {
+                self.append(Event::AgentLimitOver { agent })?;
+            }
             if self.state.gate.is_some() && !self.person_asked() {
                 self.ask_person();
             }
@@ -359,9 +374,15 @@ impl World<'_> {
                 }
                 Some(Action::Exit(_)) if idle => return Ok(None),
                 Some(Action::Wait(reason)) if idle && reason != WaitReason::Workers => {
+                    // The run's limit: waited out, and said so. An agent's (with
+                    // workers): the wait ends at its reset (`agent_limit_over`).
                     if let WaitReason::UsageLimit { until_ms } = reason {
-                        self.now = self.now.max(until_ms);
-                        self.append(Event::LimitWaitOver)?;
+                        if self.state.limit_until_ms.is_some() {
+                            self.now = self.now.max(until_ms);
+                            self.append(Event::LimitWaitOver)?;
+                        } else {
+                            self.now = self.now.max(until_ms);
+                        }
                         continue;
                     }
                     if !self.person_asked() {
@@ -398,7 +419,13 @@ impl World<'_> {
 
     /// Nothing to do now: time moves to the next thing that happens.
     fn wait(&mut self) -> Result<(), Killed> {
-        let Some(at) = self.pending.iter().map(|p| p.at).min() else {
+        let resets = self
+            .state
+            .agent_limits
+            .values()
+            .copied()
+            .chain(self.state.limit_until_ms);
+        let Some(at) = self.pending.iter().map(|p| p.at).chain(resets).min() else {
             // Nothing under way and nothing a person will do: say what the policy
             // waits for, as a stuck run.
             self.now = EPOCH_MS + MAX_SIM_MS + 1;
@@ -521,6 +548,7 @@ impl World<'_> {
             steer: vec![],
             worktree,
         }))?;
+        *self.tries.entry((p.task.clone(), p.attempt)).or_insert(0) += 1;
         self.busy.insert(p.iteration);
         self.later(a.agent_ms, Done::Agent(p.iteration));
         Ok(())
@@ -530,6 +558,32 @@ impl World<'_> {
         let Some((task, a)) = self.attempt_of(n) else {
             return Ok(());
         };
+        let attempt = self
+            .state
+            .open_iteration(n)
+            .map_or(0, |o| o.started.attempt);
+        let first = self.tries.get(&(task.clone(), attempt)) == Some(&1);
+        if first && (a.lost || a.limited) {
+            let (kind, message) = if a.lost {
+                (AgentErrorKind::Lost, "the job was lost with its node")
+            } else {
+                (
+                    AgentErrorKind::RateLimit,
+                    "usage limit reached · resets in 1h",
+                )
+            };
+            return self.append(Event::AgentFinished(AgentFinished {
+                iteration: n,
+                exit_code: Some(1),
+                duration_ms: a.agent_ms,
+                error: Some(AgentError {
+                    kind,
+                    message: message.into(),
+                }),
+                resets_at_ms: (!a.lost).then_some(self.now + 3_600_000),
+                ..AgentFinished::default()
+            }));
+        }
         let mut changed = Vec::new();
         if !a.idle && !a.crashes && !a.asks {
             changed.push(format!("src/{}.rs", task.to_lowercase()));

@@ -22,6 +22,7 @@ const EXIT_CODES: &str = "Exit codes:
   4    a breaker tripped (the run is blocked on it)
   5    waiting for a person (a gate or a blocked task)
   6    stopped on request
+  7    a service the run needs failed (the journal's store did not answer, or is gone)
   130  interrupted";
 
 #[derive(Debug, Parser)]

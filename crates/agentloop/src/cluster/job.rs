@@ -34,8 +34,9 @@ pub fn job() -> Result<(), CliError> {
             input
         }
     };
-    let spec: JobSpec = serde_json::from_str(input.trim())
+    let mut spec: JobSpec = serde_json::from_str(input.trim())
         .map_err(|e| CliError::user(format!("the job's spec cannot be read: {e}")))?;
+    spec.take_secrets().map_err(CliError::user)?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(sig, stop.clone())

@@ -66,6 +66,13 @@ pub struct Submission<'a> {
     /// Names of the environment variables of ours the job gets (their values through
     /// the engine's own secret mechanism, never on a command line).
     pub env: &'a [String],
+    /// The agent's own variables (`[agents.NAME] env`), values included: never in the
+    /// spec; Kubernetes puts them in the Job's Secret, Slurm in `secret_file`.
+    pub secrets: &'a std::collections::BTreeMap<String, String>,
+    /// Where Slurm leaves `secrets` for the job: a file only the user can read, in
+    /// the iteration's directory on the disk the nodes share, which the job removes
+    /// once read.
+    pub secret_file: &'a Path,
     /// The agent's own time limit.
     pub agent_timeout: Duration,
     pub run_id: &'a str,
@@ -120,6 +127,46 @@ pub struct JobSpec {
     pub prompt: String,
     /// The run's directory (for `agentloop mcp`, where the nodes share the disk).
     pub run_dir: String,
+    /// The names of the agent's own variables (`[agents.NAME] env`), whose values
+    /// `agent.env` does not carry: the job reads them from `secret_file` when there
+    /// is one (Slurm), else from its environment (a Kubernetes Secret).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secret_env: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_file: Option<String>,
+}
+
+impl JobSpec {
+    /// The agent's variables back into its configuration, from `secret_file` (read,
+    /// then removed: it is read once) or the environment. A name that reaches the job
+    /// by neither is an error: the agent would run without its credentials.
+    pub fn take_secrets(&mut self) -> Result<(), String> {
+        if self.secret_env.is_empty() {
+            return Ok(());
+        }
+        let from_file: std::collections::BTreeMap<String, String> = match &self.secret_file {
+            Some(f) => match std::fs::read(f) {
+                Ok(bytes) => {
+                    let _ = std::fs::remove_file(f);
+                    serde_json::from_slice(&bytes)
+                        .map_err(|e| format!("the job's secrets in {f} cannot be read: {e}"))?
+                }
+                Err(_) => Default::default(),
+            },
+            None => Default::default(),
+        };
+        for name in &self.secret_env {
+            let value = from_file
+                .get(name)
+                .cloned()
+                .or_else(|| std::env::var(name).ok())
+                .ok_or_else(|| {
+                    format!("the agent's variable {name} did not reach the job (neither in its secrets file nor in its environment)")
+                })?;
+            self.agent.env.insert(name.clone(), value);
+        }
+        Ok(())
+    }
 }
 
 /// What the job reports about its agent, in its result commit's message.

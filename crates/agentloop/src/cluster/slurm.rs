@@ -101,6 +101,9 @@ impl Engine for SlurmEngine {
     }
 
     fn submit(&self, job: &Submission<'_>) -> Result<String, String> {
+        if !job.secrets.is_empty() {
+            write_secrets(job.secret_file, job.secrets)?;
+        }
         let mut options = self.options.clone();
         if self.time_limit.is_none() {
             // Not the partition's default, which may end the job before the agent's
@@ -135,6 +138,25 @@ impl Engine for SlurmEngine {
     fn no_output_hint(&self) -> &'static str {
         "the run's directory must be on a disk the nodes share, and `agentloop` at the same path there (docs/EXECUTORS.md)"
     }
+}
+
+/// The agent's variables for the job, in a file only this user can read (made anew:
+/// an older one, whatever its mode, is removed first).
+fn write_secrets(
+    path: &std::path::Path,
+    secrets: &std::collections::BTreeMap<String, String>,
+) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let _ = std::fs::remove_file(path);
+    let bytes = serde_json::to_vec(secrets).map_err(|e| e.to_string())?;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut f| f.write_all(&bytes).and_then(|()| f.sync_all()))
+        .map_err(|e| format!("cannot write the job's secrets to {}: {e}", path.display()))
 }
 
 /// The names `sbatch --export` can carry (a comma would split the list).

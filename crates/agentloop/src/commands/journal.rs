@@ -10,7 +10,13 @@ use crate::error::{CliError, ExitKind};
 /// make the check fail; they were never acted on.
 pub fn verify(ws: &Workspace, run: Option<&str>) -> Result<ExitKind, CliError> {
     let run = ws.resolve(run)?;
-    let scan = run.load()?.scan;
+    let loaded = run.load()?;
+    if let Some(why) = &loaded.stale {
+        crate::render::warn(&format!(
+            "the run's store cannot be read ({why}): what is checked is this machine's copy of the journal"
+        ));
+    }
+    let scan = loaded.scan;
     if let Some(n) = scan.torn_tail {
         crate::render::warn(&format!(
             "the last line is torn ({n} bytes, a write cut short by a crash); it is not an event and is dropped at the next append"

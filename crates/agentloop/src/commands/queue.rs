@@ -110,6 +110,10 @@ fn state_of(code: Option<i32>) -> (EntryState, String) {
         Some(4) => (EntryState::Blocked, "a breaker tripped".into()),
         Some(5) => (EntryState::Blocked, "waits for a person".into()),
         Some(6) | Some(130) | None => (EntryState::Stopped, "stopped".into()),
+        Some(7) => (
+            EntryState::Blocked,
+            "the journal's store failed: resumed by the next `queue run`".into(),
+        ),
         Some(c) => (EntryState::Failed, format!("exit {c}")),
     }
 }
@@ -186,11 +190,21 @@ pub fn run(cwd: &Path) -> Result<ExitKind, CliError> {
             return Ok(ExitKind::Stopped);
         }
     }
+    let mut deferred = None;
     loop {
         let q = ws.read_queue().map_err(ws_error)?;
         let Some(e) = q.next().cloned() else {
             break;
         };
+        // A run of the queue waits for a person in this work tree, which one run
+        // drives at a time: the plans that do not depend on it wait their turn (its
+        // dependents are held anyway); none is started only to fail.
+        if let Err(busy) = super::run::one_run_per_tree(&ws) {
+            let why = format!("deferred: {}", busy.message);
+            set(&ws, &e.id, EntryState::Waiting, None, Some(why.clone()))?;
+            deferred = Some((e.id.clone(), why));
+            break;
+        }
         let run_id = format!("{}-{}", e.id, agentloop_core::clock::now_ms());
         set(&ws, &e.id, EntryState::Running, Some(&run_id), None)?;
         eprintln!("agentloop queue: {} ({}): run {run_id}", e.id, e.plan);
@@ -217,9 +231,12 @@ pub fn run(cwd: &Path) -> Result<ExitKind, CliError> {
     for (e, on) in &held {
         eprintln!("  {} waits for {} ({})", e.id, on.id, on.state.as_str());
     }
+    if let Some((id, why)) = &deferred {
+        eprintln!("  {id} and what follows it: {why}");
+    }
     Ok(if count(EntryState::Failed) > 0 {
         ExitKind::Internal
-    } else if count(EntryState::Blocked) > 0 || !held.is_empty() {
+    } else if count(EntryState::Blocked) > 0 || !held.is_empty() || deferred.is_some() {
         ExitKind::Waiting
     } else {
         ExitKind::Completed

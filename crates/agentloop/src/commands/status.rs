@@ -13,6 +13,11 @@ use crate::render::{duration_ms, money, paint};
 pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKind, CliError> {
     let run = ws.resolve(run)?;
     let loaded = run.load()?;
+    if let Some(why) = &loaded.stale {
+        crate::render::warn(&format!(
+            "the run's store cannot be read ({why}); this is this machine's copy of its journal, which may be behind"
+        ));
+    }
     let s = &loaded.state;
     let driver = run.lock_holder();
     if as_json {

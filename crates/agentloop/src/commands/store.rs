@@ -18,17 +18,31 @@ pub const URL_VARIABLE: &str = "AGENTLOOP_STORE_URL";
 
 /// The store's URL for a project at `root`, if one is set.
 pub fn url(root: &Path) -> Result<Option<String>, CliError> {
-    if let Ok(url) = std::env::var(URL_VARIABLE)
-        && !url.trim().is_empty()
-    {
-        return Ok(Some(url));
-    }
+    Ok(store_at(root)?.map(|s| s.url))
+}
+
+/// The store a project's commands use: its URL, where that was set, and
+/// `[store] timeout`.
+struct StoreSetting {
+    url: String,
+    from: String,
+    timeout: Option<std::time::Duration>,
+}
+
+fn store_at(root: &Path) -> Result<Option<StoreSetting>, CliError> {
+    let from_env = std::env::var(URL_VARIABLE)
+        .ok()
+        .filter(|u| !u.trim().is_empty());
     let project = root.join("agentloop.toml");
     let user = user_config_path();
     // Most projects have none: no parse for them.
     let mentions = |p: &Path| std::fs::read_to_string(p).is_ok_and(|t| t.contains("[store]"));
     if !mentions(&project) && !user.as_deref().is_some_and(mentions) {
-        return Ok(None);
+        return Ok(from_env.map(|url| StoreSetting {
+            url,
+            from: URL_VARIABLE.to_string(),
+            timeout: None,
+        }));
     }
     let mut loader = Loader::new();
     if let Some(user) = user {
@@ -37,16 +51,43 @@ pub fn url(root: &Path) -> Result<Option<String>, CliError> {
     let config = loader
         .toml_file(Source::Project(project.clone()), &project)?
         .build()?;
-    Ok(config.config.store.url.filter(|u| !u.trim().is_empty()))
+    let timeout = config.config.store.timeout;
+    if let Some(url) = from_env {
+        return Ok(Some(StoreSetting {
+            url,
+            from: URL_VARIABLE.to_string(),
+            timeout,
+        }));
+    }
+    let from = config
+        .sources
+        .get("store.url")
+        .map(|s| format!("{s}: [store] url"))
+        .unwrap_or_else(|| "[store] url".into());
+    Ok(config
+        .config
+        .store
+        .url
+        .filter(|u| !u.trim().is_empty())
+        .map(|url| StoreSetting { url, from, timeout }))
 }
 
-/// Makes the configured store, if any, the journals' store of this process.
+/// Makes the configured store, if any, the journals' store of this process. A URL
+/// that is not one is refused with where it was set and why.
 pub fn install(cwd: &Path) -> Result<(), CliError> {
     let root = Workspace::find(cwd).root;
-    if let Some(url) = url(&root)? {
-        agentloop_store::PgStore::new(&url)
-            .map_err(|e| CliError::user(e.to_string()))?
-            .install();
+    if let Some(s) = store_at(&root)? {
+        agentloop_store::Pg::parse(&s.url).map_err(|e| {
+            CliError::user(format!("{}: {}", s.from, e.reason()))
+                .hint("a PostgreSQL URL: postgres://USER:PASSWORD@HOST:PORT/DATABASE (or key=value pairs: host=… dbname=…)")
+        })?;
+        let store =
+            agentloop_store::PgStore::new(&s.url).map_err(|e| CliError::user(e.to_string()))?;
+        match s.timeout {
+            Some(t) => store.timeout(t),
+            None => store,
+        }
+        .install();
     }
     Ok(())
 }
@@ -60,7 +101,17 @@ fn required(cwd: &Path) -> Result<String, CliError> {
 }
 
 fn store_error(e: agentloop_store::StoreError) -> CliError {
-    CliError::user(e.to_string())
+    use agentloop_store::StoreError;
+    match e {
+        StoreError::Connect { .. } | StoreError::Frozen { .. } | StoreError::Query { .. } => {
+            CliError {
+                kind: ExitKind::Infrastructure,
+                message: e.to_string(),
+                hint: None,
+            }
+        }
+        _ => CliError::user(e.to_string()),
+    }
 }
 
 /// `agentloop store migrate`.

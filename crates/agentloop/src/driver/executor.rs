@@ -185,13 +185,17 @@ impl ClusterExecutor {
         // Whatever an earlier job's agent may have planted there is gone before this
         // job starts: the result fetched is the one this job pushed.
         transport::forget(&self.root, &self.remote, &result_ref);
-        let agent = self
+        let mut agent = self
             .agents
             .get(&job.agent_name)
             .cloned()
             .unwrap_or_else(|| AgentConfig::builtin(&job.agent_name));
         let env = crate::cluster::exported(&agent.allowed_env());
         let agent_timeout = agent.timeout;
+        // The agent's own variables travel apart from the spec, which the engine
+        // shows to whoever may read its jobs.
+        let secrets = std::mem::take(&mut agent.env);
+        let secret_file = job.dir.join("job-secrets.json");
         let spec = JobSpec {
             run_id: job.run_id.clone(),
             iteration: n,
@@ -203,6 +207,8 @@ impl ClusterExecutor {
             agent,
             prompt: job.prompt.clone(),
             run_dir: job.run_dir.to_string_lossy().into_owned(),
+            secret_env: secrets.keys().cloned().collect(),
+            secret_file: (!secrets.is_empty()).then(|| secret_file.to_string_lossy().into_owned()),
         };
         let spec = serde_json::to_string(&spec).map_err(|e| spawn(e.to_string()))?;
         let log = job.dir.join("agent.log");
@@ -215,6 +221,8 @@ impl ClusterExecutor {
                 program: &self.program,
                 log: &log,
                 env: &env,
+                secrets: &secrets,
+                secret_file: &secret_file,
                 agent_timeout,
                 run_id: &job.run_id,
                 iteration: n,
@@ -237,7 +245,10 @@ impl ClusterExecutor {
             }));
         };
         report("SUBMITTED", None);
-        let ended = engine.follow(&id, &job.stop, &mut report)?;
+        let ended = engine.follow(&id, &job.stop, &mut report);
+        // A job that never started leaves its secrets file: gone with the job.
+        let _ = std::fs::remove_file(&secret_file);
+        let ended = ended?;
         let name = engine.name();
         // The result, if the job pushed one: however the job ended, it is the agent's
         // work, and is judged.

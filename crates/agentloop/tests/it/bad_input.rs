@@ -112,6 +112,10 @@ const CONFIGS: &[(&str, &str)] = &[
         "config-zero-timeout.toml",
         "error: [DIR]/agentloop.toml: agents.mine.timeout: must be longer than 0s",
     ),
+    (
+        "config-bad-store-url.toml",
+        "error: [DIR]/agentloop.toml: [store] url: invalid connection string: invalid value for option `port`",
+    ),
 ];
 
 fn first_line(p: &Project, stderr: &str) -> String {

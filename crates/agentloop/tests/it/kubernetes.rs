@@ -32,7 +32,7 @@ fn project(
 ) -> (Project, tempfile::TempDir) {
     let (mut p, remote) = crate::support::remote_project(plan, body, |agent| {
         format!(
-            "[run]\nagent = \"scripted\"\nworkers = {workers}\n\n[agents.scripted]\ncommand = [\"sh\", \"{}\"]\ntimeout = \"120s\"\npass_env = [\"AGENT_TOKEN\"]\n\n[executor]\nkind = \"kubernetes\"\npoll = \"200ms\"\nprogram = \"{}\"\n\n[executor.kubernetes]\nimage = \"registry.example/agentloop:1\"\ncpu = \"500m\"\nmemory = \"1Gi\"\n{extra}",
+            "[run]\nagent = \"scripted\"\nworkers = {workers}\n\n[agents.scripted]\ncommand = [\"sh\", \"{}\"]\ntimeout = \"120s\"\npass_env = [\"AGENT_TOKEN\"]\nenv = {{ AGENT_KEY = \"cfg-s3cr3t-key\" }}\n\n[executor]\nkind = \"kubernetes\"\npoll = \"200ms\"\nprogram = \"{}\"\n\n[executor.kubernetes]\nimage = \"registry.example/agentloop:1\"\ncpu = \"500m\"\nmemory = \"1Gi\"\n{extra}",
             agent.display(),
             env!("CARGO_BIN_EXE_agentloop"),
         )
@@ -77,7 +77,13 @@ fn first_finished(p: &Project) -> Value {
 #[test]
 fn six_tasks_on_three_workers_run_as_kubernetes_jobs_to_verified_completion() {
     let k = MockKubernetes::start(TOKEN, "4", "16Gi");
-    let (p, remote) = project(&k, SIX, 3, "", &format!("echo started\nsleep 1\n{MAKE}"));
+    let (p, remote) = project(
+        &k,
+        SIX,
+        3,
+        "",
+        &format!("echo started\necho \"key ${{AGENT_KEY:-none}}\"\nsleep 1\n{MAKE}"),
+    );
     let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
     first_job_started(&p);
     // The API server's history is compacted under the run's watch: it is resumed
@@ -122,6 +128,8 @@ fn six_tasks_on_three_workers_run_as_kubernetes_jobs_to_verified_completion() {
             job["metadata"]["uid"]
         );
         assert!(secret["data"].get("AGENT_TOKEN").is_some(), "{secret}");
+        // The agent's own variables (`[agents.NAME] env`) too, never in the spec.
+        assert!(secret["data"].get("AGENT_KEY").is_some(), "{secret}");
         assert!(secret["data"].get("PATH").is_none(), "{secret}");
         // The pod's log, streamed into the iteration's: the agent ran in a clone of
         // its own, with the credential and the container's own home.
@@ -130,6 +138,7 @@ fn six_tasks_on_three_workers_run_as_kubernetes_jobs_to_verified_completion() {
         assert!(log.contains("agentloop-job-"), "{log}");
         // It had the credential (a value the log keeps redacted).
         assert!(log.contains("token [REDACTED:AGENT_TOKEN]"), "{log}");
+        assert!(log.contains("key ") && !log.contains("key none"), "{log}");
         assert!(
             !log.contains(&format!("home {}", std::env::var("HOME").unwrap())),
             "{log}"

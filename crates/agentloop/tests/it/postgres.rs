@@ -377,7 +377,10 @@ fn a_store_that_cannot_be_used_is_a_clear_error_and_changes_nothing() {
             "postgres://agentloop@127.0.0.1:1/agentloop",
             "cannot reach PostgreSQL at postgres://agentloop@127.0.0.1:1/agentloop",
         ),
-        ("postgres://x:y@[bad", "[store] url"),
+        (
+            "postgres://x:y@[bad",
+            "AGENTLOOP_STORE_URL: invalid connection string: invalid value for option `host`",
+        ),
     ] {
         let mut p = Project::example();
         p.env.push(("AGENTLOOP_STORE_URL".into(), store.into()));
@@ -574,4 +577,189 @@ fn watch_on_another_machine_follows_the_run_through_the_store() {
         wait_exit(&mut driver, Duration::from_secs(30)).code(),
         Some(0)
     );
+}
+
+/// A TCP proxy in front of the test server whose traffic can be frozen — the
+/// connections stay open and nothing passes, as with a server that is stopped (`kill
+/// -STOP`) or a network that drops everything — or ended for good.
+struct Freezer {
+    port: u16,
+    frozen: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    gone: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Freezer {
+    fn start(upstream: u16) -> Freezer {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let frozen = Arc::new(AtomicBool::new(false));
+        let gone = Arc::new(AtomicBool::new(false));
+        let (f, g) = (frozen.clone(), gone.clone());
+        std::thread::spawn(move || {
+            loop {
+                if g.load(Ordering::SeqCst) {
+                    return;
+                }
+                match listener.accept() {
+                    Ok((client, _)) if !f.load(Ordering::SeqCst) => {
+                        let Ok(server) = std::net::TcpStream::connect(("127.0.0.1", upstream))
+                        else {
+                            continue;
+                        };
+                        for (from, to) in [
+                            (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                            (server, client),
+                        ] {
+                            let (f, g) = (f.clone(), g.clone());
+                            std::thread::spawn(move || pipe(from, to, &f, &g));
+                        }
+                    }
+                    // Frozen: the connection is taken and nothing ever answers.
+                    Ok((client, _)) => {
+                        let g = g.clone();
+                        std::thread::spawn(move || {
+                            while !g.load(Ordering::SeqCst) {
+                                std::thread::sleep(Duration::from_millis(50));
+                            }
+                            drop(client);
+                        });
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                }
+            }
+        });
+        Freezer { port, frozen, gone }
+    }
+
+    fn set_frozen(&self, on: bool) {
+        self.frozen.store(on, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn end(&self) {
+        self.gone.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// `url` (the test server's), through the proxy.
+    fn url(&self, url: &str) -> String {
+        let (head, tail) = url.rsplit_once(':').unwrap();
+        let db = tail.split_once('/').unwrap().1;
+        format!("{head}:{}/{db}", self.port)
+    }
+}
+
+fn pipe(
+    mut from: std::net::TcpStream,
+    mut to: std::net::TcpStream,
+    frozen: &std::sync::atomic::AtomicBool,
+    gone: &std::sync::atomic::AtomicBool,
+) {
+    use std::io::{Read, Write};
+    use std::sync::atomic::Ordering;
+    from.set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        if gone.load(Ordering::SeqCst) {
+            let _ = from.shutdown(std::net::Shutdown::Both);
+            let _ = to.shutdown(std::net::Shutdown::Both);
+            return;
+        }
+        if frozen.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
+        }
+        match from.read(&mut buf) {
+            Ok(0) => {
+                let _ = to.shutdown(std::net::Shutdown::Write);
+                return;
+            }
+            Ok(n) => {
+                if to.write_all(&buf[..n]).is_err() {
+                    return;
+                }
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// The store frozen, then gone: reading commands answer from this machine's copy with
+/// a warning, in seconds; a driver stops with exit 7 ("a service the run needs
+/// failed") within `[store] timeout` and says why; once the store is back, `resume`
+/// finishes the run and the store and the file agree.
+#[test]
+fn a_frozen_or_gone_store_is_waited_for_only_so_long() {
+    let url = database("al_frozen");
+    let port: u16 = url
+        .rsplit_once(':')
+        .unwrap()
+        .1
+        .split_once('/')
+        .unwrap()
+        .0
+        .parse()
+        .unwrap();
+    let proxy = Freezer::start(port);
+    let mut p = six(&proxy.url(&url), "0.3");
+    let config = p.read("agentloop.toml");
+    p.write(
+        "agentloop.toml",
+        format!("{config}\n[store]\ntimeout = \"3s\"\n"),
+    );
+    p.commit("a short store timeout");
+    p.env.retain(|(k, _)| k != "AGENTLOOP_STORE_URL");
+    p.env.push(("AGENTLOOP_STORE_URL".into(), proxy.url(&url)));
+    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    wait_for(&p, "a task done", |p| {
+        p.run(&["status", "--json"]).stdout.contains("\"done\"")
+    });
+    proxy.set_frozen(true);
+    let t = std::time::Instant::now();
+    let st = wait_exit(&mut driver, Duration::from_secs(60));
+    assert_eq!(
+        st.code(),
+        Some(7),
+        "the driver's exit after the store froze"
+    );
+    assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
+    // Reading commands: this machine's copy, with a warning, in seconds.
+    for args in [vec!["status"], vec!["journal", "verify"]] {
+        let t = std::time::Instant::now();
+        let r = p.run(&args);
+        assert_eq!(r.code, Some(0), "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("store cannot be read") && r.stderr.contains("did not answer"),
+            "{args:?}: {}",
+            r.stderr
+        );
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "{args:?}: {:?}",
+            t.elapsed()
+        );
+    }
+    // A resume while it is frozen starts nothing and says why.
+    let r = p.run(&["resume", "--quiet"]);
+    assert_eq!(r.code, Some(7), "{}", r.stderr);
+    assert!(r.stderr.contains("did not answer"), "{}", r.stderr);
+    // Back: the run finishes where it was.
+    proxy.set_frozen(false);
+    let r = p.run(&["resume", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let run = run_id(&p);
+    assert_same_journal(&p, &run);
+    // Gone for good: reading still works, from the copy.
+    proxy.end();
+    let r = p.run(&["status"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stdout.contains("completed"), "{}", r.stdout);
+    assert!(r.stderr.contains("store cannot be read"), "{}", r.stderr);
 }

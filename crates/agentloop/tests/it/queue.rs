@@ -80,6 +80,39 @@ fn plans_run_in_turn_and_a_blocked_one_holds_only_its_dependents() {
     }
 }
 
+/// A plan waiting at a gate holds its work tree, which one run drives at a time: a
+/// later plan that does not depend on it waits its turn (deferred), it does not fail;
+/// once the person answers, the queue runs both.
+#[test]
+fn an_independent_plan_after_a_waiting_one_is_deferred_not_failed() {
+    let p = project();
+    for plan in ["plans/c.md", "plans/a.md"] {
+        let r = p.run(&["queue", "add", plan]);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+    }
+    let r = p.run(&["queue", "run"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("0 failed") && r.stderr.contains("q2 and what follows it: deferred: run"),
+        "{}",
+        r.stderr
+    );
+    let e = entries(&p);
+    assert_eq!(e[0]["state"], "blocked", "{e}");
+    assert_eq!(e[1]["state"], "waiting", "{e}");
+    assert!(e[1]["run"].is_null(), "{e}");
+    let c_run = e[0]["run"].as_str().unwrap().to_string();
+    assert_eq!(p.run(&["approve", &c_run]).code, Some(0));
+    let r = p.run(&["queue", "run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let e = entries(&p);
+    assert!(
+        e.as_array().unwrap().iter().all(|e| e["state"] == "done"),
+        "{e}"
+    );
+    assert!(p.path().join("a1.txt").exists() && p.path().join("c1.txt").exists());
+}
+
 #[test]
 fn bad_entries_are_refused_and_change_nothing() {
     let p = project();

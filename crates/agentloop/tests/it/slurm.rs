@@ -65,7 +65,7 @@ fn project_on(
 ) -> (Project, tempfile::TempDir, String) {
     let (mut p, remote) = crate::support::remote_project(plan, body, |agent| {
         format!(
-            "[run]\nagent = \"scripted\"\nworkers = {workers}\n\n[agents.scripted]\ncommand = [\"sh\", \"{}\"]\ntimeout = \"120s\"\n\n[executor]\nkind = \"slurm\"\npoll = \"200ms\"\n",
+            "[run]\nagent = \"scripted\"\nworkers = {workers}\n\n[agents.scripted]\ncommand = [\"sh\", \"{}\"]\ntimeout = \"120s\"\nenv = {{ AGENT_KEY = \"cfg-s3cr3t-key\" }}\n\n[executor]\nkind = \"slurm\"\npoll = \"200ms\"\n",
             agent.display()
         )
     });
@@ -91,7 +91,8 @@ const MAKE: &str = "case $task in T1) f=one;; T2) f=two;; T3) f=three;; T4) f=fo
 
 #[test]
 fn six_tasks_on_three_workers_run_as_slurm_jobs_to_verified_completion() {
-    let (mut p, remote, conf) = project(SIX, 3, MAKE);
+    let body = format!("echo \"key ${{AGENT_KEY:-none}}\"\n{MAKE}");
+    let (mut p, remote, conf) = project(SIX, 3, &body);
     // Every squeue the driver runs, logged: one per round for all its jobs.
     let wrap = p.cache.path().join("wrap");
     std::fs::create_dir_all(&wrap).unwrap();
@@ -139,6 +140,14 @@ fn six_tasks_on_three_workers_run_as_slurm_jobs_to_verified_completion() {
         let log = std::fs::read_to_string(dir.join("agent.log")).unwrap();
         assert!(log.contains("attempt 1, in /"), "{log}");
         assert!(log.contains("agentloop-job-"), "{log}");
+        // The agent's own variable reached it, though not through its batch script
+        // (which the controller keeps, and shows to `scontrol`): through a file only
+        // the user reads, gone once the job read it.
+        assert!(log.contains("key ") && !log.contains("key none"), "{log}");
+        let script = slurm(&conf, "scontrol", &["write", "batch_script", id, "-"]);
+        assert!(script.contains("agentloop"), "{script}");
+        assert!(!script.contains("cfg-s3cr3t"), "{script}");
+        assert!(!dir.join("job-secrets.json").exists());
     }
     // Each job's course is in the journal.
     let log = p.run(&["log"]).stdout;

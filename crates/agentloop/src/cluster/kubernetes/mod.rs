@@ -169,8 +169,9 @@ impl KubernetesEngine {
         name: &str,
         labels: &serde_json::Value,
         env: &[String],
+        values: &BTreeMap<String, String>,
     ) -> Result<(), String> {
-        let data = secret_data(env);
+        let data = secret_data(env, values);
         let secret: Secret = serde_json::from_value(json!({
             "metadata": {"name": name, "labels": labels},
             "type": "Opaque",
@@ -192,7 +193,7 @@ impl KubernetesEngine {
                 // values.
                 Err(kube::Error::Api(s)) if s.code == 409 => {
                     let (secrets, name) = (self.secrets.clone(), name.to_string());
-                    let patch = json!({"data": secret_data(env)});
+                    let patch = json!({"data": secret_data(env, values)});
                     return self
                         .rt
                         .call(async move {
@@ -286,7 +287,8 @@ impl KubernetesEngine {
             "env": [{"name": SPEC_VARIABLE, "value": s.spec}],
             "resources": {"requests": resources, "limits": resources},
         });
-        if !s.env.is_empty() {
+        if !s.env.is_empty() || !s.secrets.is_empty() {
+            // Every variable of the agent's, from the Job's Secret.
             container["envFrom"] = json!([{"secretRef": {"name": name}}]);
         }
         let mut pod = json!({
@@ -359,28 +361,27 @@ impl Engine for KubernetesEngine {
             .cloned()
             .collect();
         let s = &Submission { env: &env, ..*s };
+        let secret = !s.env.is_empty() || !s.secrets.is_empty();
         self.watching.call_once(|| {
             self.rt
                 .spawn(watch_pods(self.pods.clone(), Arc::downgrade(&self.watch)));
         });
         let name = job_name(s.run_id, s.iteration);
         let spec = self.job_spec(s, &name)?;
-        if !s.env.is_empty() {
+        if secret {
             let labels = serde_json::to_value(&spec.metadata.labels).unwrap_or_default();
-            self.create_secret(&name, &labels, s.env)?;
+            self.create_secret(&name, &labels, s.env, s.secrets)?;
         }
         let job = match self.create_job(spec, s.start) {
             Ok(job) => job,
             Err(e) => {
-                if !s.env.is_empty() {
+                if secret {
                     self.delete_secret(&name);
                 }
                 return Err(e);
             }
         };
-        if !s.env.is_empty()
-            && let Err(e) = self.own_secret(&job)
-        {
+        if secret && let Err(e) = self.own_secret(&job) {
             let _ = self.delete_job(&name);
             self.delete_secret(&name);
             return Err(e);
@@ -472,14 +473,20 @@ impl Engine for KubernetesEngine {
     }
 }
 
-/// The values of `env` as a Secret's `data` (base64, as the API has them).
-fn secret_data(env: &[String]) -> BTreeMap<String, ByteString> {
+/// The values of `env` (from our environment) and the agent's own variables as a
+/// Secret's `data` (base64, as the API has them).
+fn secret_data(env: &[String], secrets: &BTreeMap<String, String>) -> BTreeMap<String, ByteString> {
     env.iter()
         .filter_map(|k| {
             std::env::var(k)
                 .ok()
                 .map(|v| (k.clone(), ByteString(v.into_bytes())))
         })
+        .chain(
+            secrets
+                .iter()
+                .map(|(k, v)| (k.clone(), ByteString(v.clone().into_bytes()))),
+        )
         .collect()
 }
 
