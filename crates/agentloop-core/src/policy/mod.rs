@@ -76,6 +76,23 @@ pub enum Action {
     Exit(RunStatus),
 }
 
+impl Action {
+    /// The iteration this action is a step of, when it is one (a driver with workers
+    /// leaves out the steps of iterations it has under way).
+    pub fn iteration(&self) -> Option<u32> {
+        match self {
+            Action::Verify { iteration, .. }
+            | Action::CheckSurface { iteration }
+            | Action::CheckTripwires { iteration }
+            | Action::Restore { iteration, .. }
+            | Action::Review { iteration, .. }
+            | Action::Merge { iteration } => Some(*iteration),
+            Action::Record(Event::IterationFinished(f)) => Some(f.iteration),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct IterationPlan {
     pub iteration: u32,

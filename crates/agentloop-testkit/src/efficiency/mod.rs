@@ -155,6 +155,21 @@ fn outcome(
 
 pub const AGENTLOOP: &str = "agentloop (default policy)";
 
+/// A simulated verification surface of `paths` (blobs made up from their names).
+pub fn surface_of(paths: &[&str]) -> agentloop_core::journal::Baseline {
+    paths
+        .iter()
+        .map(|p| {
+            let f = SurfaceFile {
+                blob: format!("{:040x}", p.len()),
+                mode: 0o100644,
+                why: "a test file".into(),
+            };
+            (p.to_string(), f)
+        })
+        .collect()
+}
+
 /// agentloop's default policy, driven exactly as the driver drives it.
 pub fn run_agentloop(s: &mut dyn Scenario) -> Outcome {
     let mut c = Config::default();
@@ -176,17 +191,7 @@ pub fn run_agentloop(s: &mut dyn Scenario) -> Outcome {
     };
     let mut st = RunState::from_first(&first).expect("run_created first");
     // The surface at the start: the test and the plan.
-    let files = ["PLAN.md", "tests/t1.sh"]
-        .map(|p| {
-            let f = SurfaceFile {
-                blob: format!("{:040x}", p.len()),
-                mode: 0o100644,
-                why: "a test file".into(),
-            };
-            (p.to_string(), f)
-        })
-        .into_iter()
-        .collect();
+    let files = surface_of(&["PLAN.md", "tests/t1.sh"]);
     let mut clock_ms: u64 = 1_795_000_000_000;
     let mut apply = |st: &mut RunState, e: Event, clock_ms: u64| {
         seq += 1;

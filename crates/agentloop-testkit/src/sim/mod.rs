@@ -10,6 +10,7 @@
 
 mod rng;
 mod scenario;
+mod steps;
 mod world;
 
 use std::collections::{BTreeMap, BTreeSet};

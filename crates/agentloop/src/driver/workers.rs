@@ -30,20 +30,6 @@ struct Workers {
     executor: Box<dyn Executor>,
 }
 
-/// The iteration an action is for, when it is one of an iteration's steps.
-fn iteration_of(a: &Action) -> Option<u32> {
-    match a {
-        Action::Verify { iteration, .. }
-        | Action::CheckSurface { iteration }
-        | Action::CheckTripwires { iteration }
-        | Action::Restore { iteration, .. }
-        | Action::Review { iteration, .. }
-        | Action::Merge { iteration } => Some(*iteration),
-        Action::Record(Event::IterationFinished(f)) => Some(f.iteration),
-        _ => None,
-    }
-}
-
 impl Driver {
     /// Drives a run with workers until it ends or waits for a person.
     pub(super) fn drive_workers(&mut self) -> Result<ExitKind, CliError> {
@@ -123,7 +109,7 @@ impl Driver {
             let actions = policy::schedule(&self.state);
             let next = actions
                 .into_iter()
-                .find(|a| iteration_of(a).is_none_or(|i| !w.busy.contains(&i)));
+                .find(|a| a.iteration().is_none_or(|i| !w.busy.contains(&i)));
             if !matches!(next, Some(Action::Wait(_)) | None) {
                 waiting_since = None;
             }

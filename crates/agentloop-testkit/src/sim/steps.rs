@@ -1,0 +1,313 @@
+//! What the simulated parts do at each step the driver takes: the agents, their
+//! checks, the merges onto the simulated integration branch, the reviewer, and the
+//! person at the gates. Each outcome comes from the scenario's script.
+
+use agentloop_core::journal::*;
+use agentloop_core::policy;
+use agentloop_core::signals::Signals;
+
+use super::world::{Commit, Done, Killed, World};
+
+impl World<'_> {
+    pub(super) fn person_asked(&self) -> bool {
+        self.pending.iter().any(|p| matches!(p.done, Done::Person))
+    }
+
+    pub(super) fn ask_person(&mut self) {
+        self.questions += 1;
+        let ms = self.sc.answer_ms(self.questions);
+        self.later(ms, Done::Person);
+    }
+
+    /// A person answers what the run waits for now: approves a gate (rejects a
+    /// changed check or a tripwire hit), skips a blocked task, stops a run whose
+    /// budget is spent.
+    pub(super) fn person_answers(&mut self) -> Result<(), Killed> {
+        let id = format!("person-{}", self.questions);
+        let request = if let Some(g) = &self.state.gate {
+            match g {
+                Gate::Surface(_) | Gate::Tripwire(_) => Request::Reject {
+                    note: Some("no: the checks and the tripwires stay".into()),
+                },
+                _ => Request::Approve {
+                    note: None,
+                    gate: None,
+                },
+            }
+        } else if self.state.budget_spent.is_some() {
+            Request::Stop
+        } else if let Some(t) = self
+            .state
+            .tasks
+            .iter()
+            .find(|t| t.status == TaskStatus::Blocked)
+        {
+            Request::Skip {
+                task: t.id.clone(),
+                reason: Some("the simulated person skips it".into()),
+            }
+        } else {
+            return Ok(());
+        };
+        self.append(Event::Control {
+            id,
+            source: "cli".into(),
+            request,
+            by: Some("person@sim".into()),
+        })
+    }
+
+    pub(super) fn record_decision(&mut self, e: Event) -> Result<(), Killed> {
+        // One worker in the project commits a verified task as it records it.
+        let e = match e {
+            Event::IterationFinished(mut f)
+                if f.outcome == Outcome::Completed
+                    && self.state.settings.commit
+                    && !self.state.settings.in_worktrees() =>
+            {
+                f.commit = Some(format!("commit-{}", f.iteration));
+                Event::IterationFinished(f)
+            }
+            e => e,
+        };
+        self.append(e)
+    }
+
+    pub(super) fn start_iteration(&mut self, p: policy::IterationPlan) -> Result<(), Killed> {
+        let a = self.sc.attempt(&p.task, p.attempt);
+        let worktree = self
+            .state
+            .settings
+            .in_worktrees()
+            .then(|| format!(".agentloop/worktrees/{}", p.task));
+        self.append(Event::IterationStarted(IterationStarted {
+            iteration: p.iteration,
+            task: p.task.clone(),
+            attempt: p.attempt,
+            kind: p.kind,
+            agent: p.agent.clone(),
+            tree_before: Some(format!("tree-before-{}", p.iteration)),
+            head_before: None,
+            steer: vec![],
+            worktree,
+        }))?;
+        *self.tries.entry((p.task.clone(), p.attempt)).or_insert(0) += 1;
+        self.busy.insert(p.iteration);
+        self.later(a.agent_ms, Done::Agent(p.iteration));
+        Ok(())
+    }
+
+    pub(super) fn agent_finished(&mut self, n: u32) -> Result<(), Killed> {
+        let Some((task, a)) = self.attempt_of(n) else {
+            return Ok(());
+        };
+        let attempt = self
+            .state
+            .open_iteration(n)
+            .map_or(0, |o| o.started.attempt);
+        let first = self.tries.get(&(task.clone(), attempt)) == Some(&1);
+        if first && (a.lost || a.limited) {
+            let (kind, message) = if a.lost {
+                (AgentErrorKind::Lost, "the job was lost with its node")
+            } else {
+                (
+                    AgentErrorKind::RateLimit,
+                    "usage limit reached · resets in 1h",
+                )
+            };
+            return self.append(Event::AgentFinished(AgentFinished {
+                iteration: n,
+                exit_code: Some(1),
+                duration_ms: a.agent_ms,
+                error: Some(AgentError {
+                    kind,
+                    message: message.into(),
+                }),
+                resets_at_ms: (!a.lost).then_some(self.now + 3_600_000),
+                ..AgentFinished::default()
+            }));
+        }
+        let mut changed = Vec::new();
+        if !a.idle && !a.crashes && !a.asks {
+            changed.push(format!("src/{}.rs", task.to_lowercase()));
+        }
+        if a.tampers {
+            changed.push("tests/t.sh".into());
+        }
+        if a.trips {
+            changed.push("migrations/0001.sql".into());
+        }
+        let tree_after = (!changed.is_empty()).then(|| format!("tree-after-{n}"));
+        self.append(Event::AgentFinished(AgentFinished {
+            iteration: n,
+            exit_code: Some(if a.crashes { 1 } else { 0 }),
+            duration_ms: a.agent_ms,
+            output_bytes: if a.crashes { 0 } else { 400 },
+            signals: Signals {
+                complete: a.claims,
+                blocked: a.asks.then(|| "which database should it use?".into()),
+                ..Signals::default()
+            },
+            cost_usd: 0.05,
+            tree_after,
+            changed_files: changed.clone(),
+            task_changed: changed,
+            ..AgentFinished::default()
+        }))
+    }
+
+    pub(super) fn check_surface(&mut self, iteration: u32) -> Result<(), Killed> {
+        let tampered = self.attempt_of(iteration).is_some_and(|(_, a)| a.tampers);
+        let changes = if tampered {
+            vec![SurfaceChange {
+                path: "tests/t.sh".into(),
+                kind: ChangeKind::Modified,
+                why: "a test file".into(),
+                before: self
+                    .state
+                    .baseline
+                    .as_ref()
+                    .and_then(|b| b.get("tests/t.sh").cloned()),
+                after: None,
+                diff: "-exit 1\n+exit 0".into(),
+            }]
+        } else {
+            Vec::new()
+        };
+        self.append(Event::SurfaceChecked { iteration, changes })
+    }
+
+    pub(super) fn check_tripwires(&mut self, iteration: u32) -> Result<(), Killed> {
+        let trips = self.attempt_of(iteration).is_some_and(|(_, a)| a.trips);
+        let hits = if trips {
+            vec![TripHit {
+                wire: "touch migrations/".into(),
+                evidence: "migrations/0001.sql changed (migrations/)".into(),
+            }]
+        } else {
+            Vec::new()
+        };
+        self.append(Event::TripwiresChecked { iteration, hits })
+    }
+
+    pub(super) fn checks_finished(&mut self, iteration: u32) -> Result<(), Killed> {
+        let Some((task, a)) = self.attempt_of(iteration) else {
+            return Ok(());
+        };
+        let command = format!("sh tests/{}.sh", task.to_lowercase());
+        let fp = format!("{task}-fails");
+        self.append(Event::VerifyFinished(VerifyFinished {
+            iteration,
+            passed: a.passes,
+            commands: vec![CommandResult {
+                command,
+                exit_code: Some(if a.passes { 0 } else { 1 }),
+                timed_out: false,
+                duration_ms: a.checks_ms,
+                output_bytes: 100,
+                truncated: false,
+                measured: None,
+                tests: None,
+            }],
+            fingerprint: (!a.passes).then(|| fp.clone()),
+            digest: (!a.passes).then(|| format!("{fp}: assertion failed")),
+            evidence: None,
+            held_out: Vec::new(),
+        }))
+    }
+
+    /// As `start_merge`: a merge a dead driver began that is on the branch already is
+    /// recorded as merged; otherwise it starts (again) from the branch's head.
+    pub(super) fn start_merge(&mut self, iteration: u32) -> Result<(), Killed> {
+        let Some(open) = self.state.open_iteration(iteration).cloned() else {
+            return Ok(());
+        };
+        if let Some(MergeState::Started { head }) = &open.merge {
+            let since: usize = head.parse().unwrap_or(0);
+            if self.branch[since.min(self.branch.len())..]
+                .iter()
+                .any(|c| c.iteration == iteration)
+            {
+                let commit = format!("merge-{iteration}");
+                return self.append(Event::Merged { iteration, commit });
+            }
+        }
+        self.append(Event::MergeStarted {
+            iteration,
+            head: self.branch.len().to_string(),
+        })?;
+        let ms = self
+            .attempt_of(iteration)
+            .map_or(1_000, |(_, a)| a.merge_ms);
+        self.busy.insert(iteration);
+        self.later(ms, Done::Merge(iteration));
+        Ok(())
+    }
+
+    /// The merge job's end: the branch moves (an effect of its own), then the driver
+    /// records it; a conflict or red checks on the merged result leave the branch.
+    pub(super) fn merge_finished(&mut self, iteration: u32) -> Result<(), Killed> {
+        let Some((task, a)) = self.attempt_of(iteration) else {
+            return Ok(());
+        };
+        if a.conflicts {
+            return self.append(Event::MergeFailed {
+                iteration,
+                conflict: true,
+                reason: format!("{task} conflicts with the integration branch"),
+                digest: "CONFLICT (content): src/lib.rs".into(),
+                fingerprint: Some(format!("{task}-conflict")),
+            });
+        }
+        self.branch.push(Commit {
+            iteration,
+            task: task.clone(),
+        });
+        self.effect(None)?;
+        self.append(Event::Merged {
+            iteration,
+            commit: format!("merge-{iteration}"),
+        })
+    }
+
+    /// The reviewer's turn, in the driver's own turn as the driver takes it.
+    pub(super) fn review(&mut self, iteration: u32) -> Result<(), Killed> {
+        let (Some(cfg), Some(open)) = (
+            self.state.settings.review.clone(),
+            self.state.open_iteration(iteration).cloned(),
+        ) else {
+            return Ok(());
+        };
+        let started = policy::review::next_round(&cfg, &open, &[], 40);
+        let (reviewer, round, of) = (started.reviewer.clone(), started.round, started.of);
+        self.append(Event::ReviewStarted(started))?;
+        if reviewer.is_empty() {
+            return Ok(());
+        }
+        let rejected = self
+            .attempt_of(iteration)
+            .is_some_and(|(_, a)| a.rejected && round == 1);
+        self.append(Event::ReviewFinished(ReviewFinished {
+            iteration,
+            reviewer,
+            round,
+            of,
+            verdict: if rejected {
+                ReviewVerdict::Reject
+            } else {
+                ReviewVerdict::Approve
+            },
+            findings: if rejected {
+                vec![Finding {
+                    file: Some("src/lib.rs".into()),
+                    line: Some(3),
+                    what: "the error case is not handled".into(),
+                }]
+            } else {
+                Vec::new()
+            },
+            unparsable: false,
+            cost_usd: 0.01,
+        }))
+    }
+}
