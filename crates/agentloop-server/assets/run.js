@@ -165,6 +165,9 @@ function runPage(main, runId, selected) {
                 (t.class ? " · class " + t.class : "") +
                 (t.depends && t.depends.length ? " · after " + t.depends.join(", ") : "")),
               t.blocked ? el("p", { class: "blocked-why" }, (t.blocked_by_breaker ? "Breaker: " : "Blocked: ") + t.blocked) : null,
+              t.reviews && t.reviews.length
+                ? el("p", { class: "review small", dataset: { review: t.id } }, "Review: " + t.reviews.join(", then "))
+                : null,
               t.evidence ? testsTable(t) : null,
               over ? null : el("div", { class: "buttons small" },
                 t.status !== "done" && t.status !== "skipped"

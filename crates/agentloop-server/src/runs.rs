@@ -195,6 +195,7 @@ pub(crate) async fn run_state(
             json!({"id": t.id, "title": t.title, "status": t.status, "iterations": t.iterations,
                 "attempts": t.attempts, "cost_usd": t.cost_usd, "tokens": t.tokens, "blocked": t.blocked,
                 "blocked_by_breaker": t.blocked_by_breaker, "rung": t.rung, "commit": t.commit,
+                "reviews": t.reviews, "review_rejections": t.review_rejections,
                 "depends": plan.map(|p| p.depends.clone()).unwrap_or_default(),
                 "class": plan.map(|p| agentloop_core::plan::reversibility(p).0),
                 "evidence": agentloop_core::journal::task_evidence(&state, t)})

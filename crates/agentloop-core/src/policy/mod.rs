@@ -28,7 +28,7 @@ pub use diffgates::{
 pub use ladder::{rung_budget, standing, task_bound};
 pub use prompt::build as build_prompt;
 pub use replan::review_replan;
-pub use schedule::schedule;
+pub use schedule::{Pick, pick, schedule};
 pub use ship::{ShipStep, next_unit};
 pub use tripwire::{commands as tripwire_commands, tripped, wires_for};
 

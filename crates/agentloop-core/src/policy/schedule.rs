@@ -2,10 +2,46 @@
 //! next (a surface check, its checks, a place in the merge queue, its verdict), and
 //! a free worker gets the next ready task no other worker is at. Pure, like the rest.
 
-use crate::journal::{Event, MergeState, RunState};
+use std::collections::BTreeSet;
+
+use crate::journal::{Event, MergeState, RunState, RunStatus};
 
 use super::judge::finish_open_iteration;
-use super::{Action, decide, next_action};
+use super::{Action, WaitReason, decide, next_action};
+
+/// What a driver does now, given the steps it has under way (`busy`: iterations whose
+/// agent, checks or merge run).
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum Pick {
+    /// Take this action now.
+    Take(Action),
+    /// Only steps under way matter now: wait for one of them to finish.
+    AwaitWork,
+    /// Nothing is under way, and the run waits for this (a person, a limit's reset).
+    Wait(WaitReason),
+    /// The run is over.
+    Exit(RunStatus),
+}
+
+/// The first action of [`schedule`] that is not a step of an iteration under way, as
+/// the driver with workers takes it — and the simulator, which runs the same choice:
+/// shipping, validation, the test baseline, the run's end and a wait only once
+/// nothing is under way.
+pub fn pick(s: &RunState, busy: &BTreeSet<u32>) -> Pick {
+    let next = schedule(s)
+        .into_iter()
+        .find(|a| a.iteration().is_none_or(|i| !busy.contains(&i)));
+    let idle = busy.is_empty();
+    match next {
+        Some(Action::Ship(_) | Action::Validate | Action::TestBaseline) if !idle => Pick::AwaitWork,
+        Some(Action::Record(Event::RunFinished { .. })) if !idle => Pick::AwaitWork,
+        Some(Action::Exit(status)) if idle => Pick::Exit(status),
+        Some(Action::Wait(reason)) if idle && reason != WaitReason::Workers => Pick::Wait(reason),
+        Some(Action::Exit(_) | Action::Wait(_)) | None => Pick::AwaitWork,
+        Some(a) => Pick::Take(a),
+    }
+}
 
 /// The actions a run can take now, most urgent first: decisions to record, steps of
 /// iterations in progress, at most one merge (the queue's head), at most one new

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use agentloop_core::config::Settings;
 use agentloop_core::journal::*;
-use agentloop_core::policy::{self, Action, WaitReason};
+use agentloop_core::policy::{self, Action, Pick, WaitReason};
 
 use super::scenario::Scenario;
 
@@ -304,58 +304,55 @@ impl World<'_> {
             if self.state.gate.is_some() && !self.person_asked() {
                 self.ask_person();
             }
-            let actions = policy::schedule(&self.state);
-            let next = actions
-                .into_iter()
-                .find(|a| a.iteration().is_none_or(|i| !self.busy.contains(&i)));
-            let idle = self.busy.is_empty();
-            match next {
-                Some(Action::Record(e @ Event::RunFinished { .. })) if idle => self.append(e)?,
-                Some(Action::Record(Event::RunFinished { .. })) => self.wait()?,
-                Some(Action::Record(e)) => self.record_decision(e)?,
-                Some(Action::Iterate(p)) => self.start_iteration(p)?,
-                Some(Action::CheckSurface { iteration }) => self.check_surface(iteration)?,
-                Some(Action::CheckTripwires { iteration }) => self.check_tripwires(iteration)?,
-                Some(Action::Restore { iteration, cause }) => {
+            // The driver's own choice of what to do now.
+            match policy::pick(&self.state, &self.busy) {
+                Pick::Take(Action::Record(e)) => self.record_decision(e)?,
+                Pick::Take(Action::Iterate(p)) => self.start_iteration(p)?,
+                Pick::Take(Action::CheckSurface { iteration }) => self.check_surface(iteration)?,
+                Pick::Take(Action::CheckTripwires { iteration }) => {
+                    self.check_tripwires(iteration)?
+                }
+                Pick::Take(Action::Restore { iteration, cause }) => {
                     self.append(Event::SurfaceRestored { iteration, cause })?
                 }
-                Some(Action::Verify { iteration, .. }) => {
+                Pick::Take(Action::Verify { iteration, .. }) => {
                     let ms = self
                         .attempt_of(iteration)
                         .map_or(1_000, |(_, a)| a.checks_ms);
                     self.busy.insert(iteration);
                     self.later(ms, Done::Checks(iteration));
                 }
-                Some(Action::Merge { iteration }) => self.start_merge(iteration)?,
-                Some(Action::Review { iteration, .. }) => self.review(iteration)?,
-                Some(Action::CheckDiff { task }) => self.append(Event::TaskDiffChecked {
+                Pick::Take(Action::Merge { iteration }) => self.start_merge(iteration)?,
+                Pick::Take(Action::Review { iteration, .. }) => self.review(iteration)?,
+                Pick::Take(Action::CheckDiff { task }) => self.append(Event::TaskDiffChecked {
                     task,
                     commit: Some("task-commit".into()),
                     triggered: Vec::new(),
                 })?,
-                Some(Action::Validate) if idle => self.append(Event::Validated {
+                Pick::Take(Action::Validate) => self.append(Event::Validated {
                     passed: true,
                     commands: Vec::new(),
                     digest: None,
                 })?,
-                Some(Action::TestBaseline) if idle => {
+                Pick::Take(Action::TestBaseline) => {
                     self.append(Event::TestsBaseline(Default::default()))?
                 }
-                Some(Action::Ship(step)) if idle => {
+                Pick::Take(Action::Ship(step)) => {
                     return Ok(Some(format!(
                         "shipping is not simulated (asked for {step:?})"
                     )));
                 }
-                Some(Action::Exit(_)) if idle => return Ok(None),
-                Some(Action::Wait(reason)) if idle && reason != WaitReason::Workers => {
+                Pick::Take(a @ (Action::Exit(_) | Action::Wait(_))) => {
+                    return Ok(Some(format!("pick gave {a:?} to take")));
+                }
+                Pick::Exit(_) => return Ok(None),
+                Pick::Wait(reason) => {
                     // The run's limit: waited out, and said so. An agent's (with
                     // workers): the wait ends at its reset (`agent_limit_over`).
                     if let WaitReason::UsageLimit { until_ms } = reason {
+                        self.now = self.now.max(until_ms);
                         if self.state.limit_until_ms.is_some() {
-                            self.now = self.now.max(until_ms);
                             self.append(Event::LimitWaitOver)?;
-                        } else {
-                            self.now = self.now.max(until_ms);
                         }
                         continue;
                     }
@@ -364,7 +361,7 @@ impl World<'_> {
                     }
                     self.wait()?;
                 }
-                _ => self.wait()?,
+                Pick::AwaitWork => self.wait()?,
             }
         }
     }

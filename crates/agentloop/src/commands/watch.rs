@@ -118,6 +118,20 @@ pub fn draw(f: &mut Frame, v: &View) {
                     Style::default().add_modifier(Modifier::BOLD),
                 ),
                 Span::raw(format!(" {} ({} it)", t.title, t.iterations)),
+                // What the independent reviewer said last.
+                Span::styled(
+                    t.reviews
+                        .last()
+                        .map(|r| format!(" · {r}"))
+                        .unwrap_or_default(),
+                    Style::default().fg(
+                        if t.review_rejections > 0 && t.status != TaskStatus::Done {
+                            Color::Yellow
+                        } else {
+                            Color::DarkGray
+                        },
+                    ),
+                ),
             ]))
         })
         .collect();

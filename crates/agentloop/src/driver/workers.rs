@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use agentloop_core::exec::worktree;
 use agentloop_core::journal::*;
-use agentloop_core::policy::{self, Action, IterationPlan, WaitReason};
+use agentloop_core::policy::{self, Action, IterationPlan, Pick, WaitReason};
 use agentloop_core::values::Land;
 
 use super::Driver;
@@ -106,32 +106,29 @@ impl Driver {
             }
             w.stop
                 .store(self.state.stop == Some(StopKind::Now), Ordering::SeqCst);
-            let actions = policy::schedule(&self.state);
-            let next = actions
-                .into_iter()
-                .find(|a| a.iteration().is_none_or(|i| !w.busy.contains(&i)));
-            if !matches!(next, Some(Action::Wait(_)) | None) {
+            let next = policy::pick(&self.state, &w.busy);
+            if !matches!(next, Pick::Wait(_) | Pick::AwaitWork) {
                 waiting_since = None;
             }
             match next {
-                Some(Action::Record(Event::RunFinished { status, reason }))
-                    if w.busy.is_empty() =>
-                {
+                Pick::Take(Action::Record(Event::RunFinished { status, reason })) => {
                     // Worktrees go, and the branch lands, before the run is recorded as
                     // over: a crash in between leaves a run that `resume` finishes.
                     self.wind_down(status)?;
                     self.record_decision(Event::RunFinished { status, reason })?;
                 }
-                Some(Action::Record(event)) => {
+                Pick::Take(Action::Record(event)) => {
                     self.record_decision(event)?;
                 }
-                Some(Action::Iterate(plan)) => self.start_iteration(plan, &mut w)?,
-                Some(Action::CheckSurface { iteration }) => self.check_surface(iteration)?,
-                Some(Action::CheckTripwires { iteration }) => self.check_tripwires(iteration)?,
-                Some(Action::Restore { iteration, cause }) => {
+                Pick::Take(Action::Iterate(plan)) => self.start_iteration(plan, &mut w)?,
+                Pick::Take(Action::CheckSurface { iteration }) => self.check_surface(iteration)?,
+                Pick::Take(Action::CheckTripwires { iteration }) => {
+                    self.check_tripwires(iteration)?
+                }
+                Pick::Take(Action::Restore { iteration, cause }) => {
                     self.restore_surface(iteration, cause)?;
                 }
-                Some(Action::Verify { iteration, task }) => {
+                Pick::Take(Action::Verify { iteration, task }) => {
                     let dir = self.workdir(iteration);
                     let log = self.run.iteration_dir(iteration).join("verify.log");
                     let mut checks =
@@ -141,19 +138,20 @@ impl Driver {
                     w.busy.insert(iteration);
                     jobs::check(iteration, dir, log, checks, w.done_tx.clone());
                 }
-                Some(Action::Merge { iteration }) => self.start_merge(iteration, &mut w)?,
-                Some(Action::Ship(step)) if w.busy.is_empty() => self.ship(step)?,
-                Some(Action::Validate) if w.busy.is_empty() => self.validate()?,
-                Some(Action::TestBaseline) if w.busy.is_empty() => self.test_baseline()?,
+                Pick::Take(Action::Merge { iteration }) => self.start_merge(iteration, &mut w)?,
+                Pick::Take(Action::Ship(step)) => self.ship(step)?,
+                Pick::Take(Action::Validate) => self.validate()?,
+                Pick::Take(Action::TestBaseline) => self.test_baseline()?,
                 // The reviewer reads in the driver's own turn (one review at a time).
-                Some(Action::Review { iteration, task }) => self.review(iteration, &task)?,
-                Some(Action::CheckDiff { task }) => self.check_task_diff(&task)?,
-                Some(Action::Exit(status)) if w.busy.is_empty() => {
+                Pick::Take(Action::Review { iteration, task }) => self.review(iteration, &task)?,
+                Pick::Take(Action::CheckDiff { task }) => self.check_task_diff(&task)?,
+                Pick::Take(a @ (Action::Exit(_) | Action::Wait(_))) => {
+                    unreachable!("pick gives {a:?} as Exit or Wait")
+                }
+                Pick::Exit(status) => {
                     return self.finish_workers(status);
                 }
-                Some(Action::Wait(reason))
-                    if w.busy.is_empty() && reason != WaitReason::Workers =>
-                {
+                Pick::Wait(reason) => {
                     if waiting_since.as_ref() != Some(&reason) {
                         self.flush();
                         self.progress.waiting(&self.state, &reason);
@@ -188,7 +186,7 @@ impl Driver {
                         self.poll_review(&mut review_polled)?;
                     }
                 }
-                _ => {
+                Pick::AwaitWork => {
                     // Only work under way: wait for some of it to finish.
                     self.flush_soon();
                     if let Ok(d) = w.done_rx.recv_timeout(Duration::from_millis(100)) {

@@ -88,6 +88,27 @@ fn a_rejection_reaches_the_worker_and_a_later_approval_ends_the_task() {
         "{shown}"
     );
     assert!(journal_has(&p, "review_finished"));
+    // The dashboard's API and `watch` show what the reviewer said.
+    let server = crate::support::serve(&p);
+    let (code, body) = crate::support::http_request(
+        &server.addr,
+        "GET",
+        &format!("/api/runs/{id}"),
+        Some(server.token.trim()),
+        None,
+    );
+    assert_eq!(code, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["tasks"][0]["review_rejections"], 1, "{body}");
+    assert!(
+        v["tasks"][0]["reviews"][0]
+            .as_str()
+            .is_some_and(|r| r.starts_with("rejected by reviewer")),
+        "{body}"
+    );
+    let state = agentloop_core::journal::RunState::fold(&crate::crash::records(&p)).unwrap();
+    let frame = agentloop::watch_frame(&state, "", "watching", 220, 12);
+    assert!(frame.contains("· approved by reviewer"), "{frame}");
     // summary.md says what the reviewer said.
     let summary = p.read(&format!(".agentloop/runs/{id}/summary.md"));
     assert!(

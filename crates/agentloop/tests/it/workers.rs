@@ -688,9 +688,12 @@ fn a_helper_that_hides_from_agentloop_ends_with_its_iteration() {
         "",
     );
     let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    // (`status` may catch the run's journal before its first line: asked again.)
     wait_for(&p, "T1's iteration to end", |p| {
-        std::fs::read_dir(p.path().join(".agentloop/runs")).is_ok_and(|mut d| d.next().is_some())
-            && p.status()["tasks"][0]["status"] == "done"
+        let r = p.run(&["status", "--json"]);
+        r.code == Some(0)
+            && serde_json::from_str::<serde_json::Value>(&r.stdout)
+                .is_ok_and(|s| s["tasks"][0]["status"] == "done")
     });
     let t = std::time::Instant::now();
     while !running("sleep 41.75").is_empty() && t.elapsed() < Duration::from_secs(3) {
