@@ -116,3 +116,40 @@ fn held_out_checks_are_refused_before_a_run_when_they_cannot_be_kept_apart() {
         r.stderr
     );
 }
+
+/// Under `[sandbox] verify` the held-out checks are confined as the project's own
+/// checks are: one that would write outside its clean copy cannot.
+#[test]
+fn under_the_sandbox_held_out_checks_are_confined_too() {
+    let holdout = tempfile::tempdir().unwrap();
+    let p = project(holdout.path(), "Holdout: general\n");
+    let escaped = p.path().join("escaped.txt");
+    // The check fails if it could write into the project itself (outside its copy).
+    std::fs::write(
+        holdout.path().join("general.sh"),
+        format!(
+            "if echo out > '{}' 2>/dev/null; then echo 'wrote outside its copy'; exit 1; fi\nsh tests/hidden.sh\n",
+            escaped.display()
+        ),
+    )
+    .unwrap();
+    let config = p.read("agentloop.toml");
+    p.write(
+        "agentloop.toml",
+        format!("{config}\n[sandbox]\nmode = \"workspace\"\nverify = true\n"),
+    );
+    p.commit("checks under the sandbox");
+    let r = p.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(p.status()["tasks"][0]["status"], "done");
+    assert!(
+        !escaped.exists(),
+        "the held-out check wrote outside its copy"
+    );
+    let id = p.status()["run_id"].as_str().unwrap().to_string();
+    let journal = p.read(&format!(".agentloop/runs/{id}/journal.jsonl"));
+    assert!(
+        journal.contains(r#""held_out":[{"name":"general","passed":true"#),
+        "{journal}"
+    );
+}
