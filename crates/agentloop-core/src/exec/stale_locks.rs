@@ -5,8 +5,8 @@
 //! index or ref fails with "File exists" — for good, since nothing removes it. A
 //! driver that takes a run over removes them, but only in what belongs to the run
 //! (its worktrees' bookkeeping under `.git/worktrees/`, its branches' refs, and the
-//! packed refs), and only once no git process works in the project or the run's
-//! worktrees: until then a lock may be a live one.
+//! packed refs), and only once no git process works in the project or in any of
+//! agentloop's worktrees and clean copies: until then a lock may be a live one.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -18,7 +18,7 @@ const SETTLE: Duration = Duration::from_secs(10);
 
 /// Removes the stale lock files of run `run_id` (integration branch `integration`)
 /// in the repository at `root`; returns what it removed. When git processes still
-/// work in the project after [`SETTLE`], nothing is removed and the error says which.
+/// work there after [`SETTLE`], nothing is removed and the error says which.
 pub fn clear(root: &Path, run_id: &str, integration: &str) -> Result<Vec<PathBuf>, String> {
     let common = git_command(root)
         .args(["rev-parse", "--path-format=absolute", "--git-common-dir"])
@@ -32,8 +32,12 @@ pub fn clear(root: &Path, run_id: &str, integration: &str) -> Result<Vec<PathBuf
     if locks.is_empty() {
         return Ok(locks);
     }
+    // Any git that could hold one: in the project, its git directory, or any of
+    // agentloop's worktrees and clean copies (another run's too: the refs and the
+    // packed refs are the repository's).
+    let cache = crate::fsutil::cache_dir();
     let mut dirs: Vec<&Path> = vec![root, &common];
-    dirs.extend(worktrees.as_deref());
+    dirs.extend(cache.as_deref());
     let t = Instant::now();
     loop {
         let gits = super::reap::gits_in(&dirs);

@@ -30,6 +30,9 @@ pub(crate) trait Executor {
     fn abandon(&self, _iteration_dir: &Path) {}
 }
 
+/// Where a Slurm job finds the agent's own variables, in its iteration's directory.
+const SECRETS_FILE: &str = "job-secrets.json";
+
 /// The executor `[executor]` asks for.
 pub(crate) fn from_config(config: &Config, root: &Path) -> Result<Box<dyn Executor>, String> {
     match config.executor.kind {
@@ -195,7 +198,7 @@ impl ClusterExecutor {
         // The agent's own variables travel apart from the spec, which the engine
         // shows to whoever may read its jobs.
         let secrets = std::mem::take(&mut agent.env);
-        let secret_file = job.dir.join("job-secrets.json");
+        let secret_file = job.dir.join(SECRETS_FILE);
         let spec = JobSpec {
             run_id: job.run_id.clone(),
             iteration: n,
@@ -341,6 +344,9 @@ impl Executor for ClusterExecutor {
         if let Ok(id) = std::fs::read_to_string(file) {
             self.engine.cancel(id.trim());
         }
+        // A driver killed before its job read them (or before it was submitted)
+        // leaves the agent's variables on the shared disk: gone with the job.
+        let _ = std::fs::remove_file(iteration_dir.join(SECRETS_FILE));
     }
 
     fn iterate(&self, job: AgentJob, done: Sender<Done>) {
