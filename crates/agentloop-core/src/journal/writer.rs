@@ -87,7 +87,11 @@ impl Writer {
             shared: None,
         };
         if let Some(s) = shared.as_mut() {
-            // The run is made in the store first: a name taken there is refused.
+            // The run is made in the store first: a name taken there is refused. The
+            // file stays locked until its first line is in: a reader that finds it
+            // empty copies the store's records into it under that lock, and must not
+            // copy record 1 beside the one written here.
+            w.file.lock().map_err(|e| JournalError::io(path, e))?;
             let line = encode(1, &now_rfc3339(), first);
             if let Err(message) = s.create(text(&line)) {
                 drop(w);
@@ -100,6 +104,7 @@ impl Writer {
             }
             w.write_line(&line)?;
             w.sync()?;
+            let _ = w.file.unlock();
             w.shared = shared;
             let c = read_from(path, 0, 1)?;
             w.offset = c.valid_len;
