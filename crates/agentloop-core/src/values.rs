@@ -23,19 +23,22 @@ pub fn cost_ceiling(limit: Option<f64>, force: bool) -> Result<(), String> {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Budgets {
     /// Iterations for the whole run.
     pub max_iterations: u32,
     /// Iterations per task before the escalation ladder moves up a rung.
     pub task_retries: u32,
+    /// Dollars the whole run may spend (default 25; over 100 needs `--force`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_cost_usd: Option<f64>,
+    /// Tokens the whole run may use, input and output together.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
     /// Wall-clock time spent in iterations (agent plus verification), e.g. "4h".
     #[serde(skip_serializing_if = "Option::is_none", with = "opt_duration")]
+    #[schemars(with = "Option<String>")]
     pub max_duration: Option<Duration>,
     /// Accepted replans for the whole run.
     pub max_replans: u32,
@@ -54,7 +57,7 @@ impl Default for Budgets {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Breakers {
     /// The same failure fingerprint this many times in a row.
@@ -82,7 +85,7 @@ impl Default for Breakers {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Gates {
     /// Wait for a person to approve the plan before the first iteration.
@@ -168,9 +171,10 @@ impl Default for Gates {
 
 /// One diff-triggered gate: on or off, the paths and the added-line patterns that
 /// trigger it (besides its built-in rules), and who may release it with a review.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct DiffGate {
+    /// Whether this gate holds a pull request whose diff touches what it guards.
     pub enabled: bool,
     /// A directory (`migrations/`, anywhere in the path), an extension (`*.sql`), or a
     /// fragment of a path component (`auth`).
@@ -182,24 +186,29 @@ pub struct DiffGate {
 }
 
 /// What to do when the model service says "not now".
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Limits {
     /// Wait after a usage or rate limit whose reset time the agent did not tell;
     /// doubled for each limit in a row.
     #[serde(with = "duration")]
+    #[schemars(with = "String")]
     pub wait: Duration,
     /// Backoff after an overloaded service (529), doubled for each in a row.
     #[serde(with = "duration")]
+    #[schemars(with = "String")]
     pub overloaded_wait: Duration,
     /// The longest single wait; a longer one waits for a person instead.
     #[serde(with = "duration")]
+    #[schemars(with = "String")]
     pub max_wait: Duration,
     /// `wait` for the reset, or hand the task to `run.fallback_agent` (`fallback`).
     pub on_limit: OnLimit,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum OnLimit {
     #[default]
@@ -219,7 +228,9 @@ impl Default for Limits {
 }
 
 /// What `[verify] on_protected_change` says to do with a change to the surface.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum OnProtectedChange {
     /// The task does not complete; a person approves (the baseline moves) or rejects
@@ -233,7 +244,9 @@ pub enum OnProtectedChange {
 }
 
 /// How the run-wide `[verify] commands` judge a task.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Regression {
     /// A regression check: every test that passed at the run's baseline must still
@@ -246,7 +259,9 @@ pub enum Regression {
 }
 
 /// What a completed run with workers does with the checked-out branch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Land {
     /// The work stays on the integration branch.
@@ -258,7 +273,7 @@ pub enum Land {
 
 /// Where to tell a person that a run needs them, hit a limit, tripped a breaker,
 /// completed or failed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Notify {
     /// `http://` or `https://` URL that gets a JSON POST per notification.
@@ -275,7 +290,9 @@ pub struct Notify {
     pub desktop: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 pub struct Usage {
     pub input_tokens: u64,
     pub cached_input_tokens: u64,

@@ -11,6 +11,7 @@ mod describe;
 mod driver;
 mod error;
 mod notify;
+pub mod reference;
 
 pub use commands::watch::frame_text as watch_frame;
 pub use error::{CliError, ExitKind};

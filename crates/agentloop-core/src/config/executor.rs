@@ -9,9 +9,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::values::duration;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ExecutorConfig {
+    /// Where iterations run: `local` (this machine), `slurm` (a batch job each) or
+    /// `kubernetes` (a Job each).
     pub kind: ExecutorKind,
     /// The git remote jobs fetch a task's branch from and push results to: a remote's
     /// name in this repository, or a URL (a bare repository on a shared disk, a forge).
@@ -22,12 +24,15 @@ pub struct ExecutorConfig {
     pub program: Option<String>,
     /// How often the state of a job is asked for.
     #[serde(with = "duration")]
+    #[schemars(with = "String")]
     pub poll: Duration,
     pub slurm: SlurmConfig,
     pub kubernetes: KubernetesConfig,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ExecutorKind {
     #[default]
@@ -49,7 +54,7 @@ impl ExecutorKind {
 /// What each iteration's Kubernetes Job is made of. The cluster is the one the
 /// kubeconfig names (`KUBECONFIG`, `~/.kube/config`, or the pod's own service account
 /// when the driver runs in the cluster).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct KubernetesConfig {
     /// The kubeconfig context to use (default: its current one).
@@ -73,10 +78,12 @@ pub struct KubernetesConfig {
     /// How long a pod may wait to be scheduled and started before the iteration is
     /// given up with the cluster's reason.
     #[serde(with = "duration")]
+    #[schemars(with = "String")]
     pub start_timeout: Duration,
     /// How long a finished Job is kept before Kubernetes deletes it with its pod
     /// (`ttlSecondsAfterFinished`).
     #[serde(with = "duration")]
+    #[schemars(with = "String")]
     pub keep_finished: Duration,
 }
 
@@ -134,11 +141,13 @@ fn quantity(s: &str) -> bool {
 }
 
 /// What each iteration's Slurm job asks for (`sbatch` options).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct SlurmConfig {
+    /// The partition jobs are submitted to (`sbatch --partition`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub partition: Option<String>,
+    /// The account jobs are charged to (`sbatch --account`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub account: Option<String>,
     /// `--time`: minutes, or `[days-]hours:minutes:seconds` (default: the agent's

@@ -23,4 +23,19 @@ pub use ship::{
     AfterMergeFailure, CONTEXT_FILES, Forge, MergeMethod, MergeWhen, PrScope, PromptConfig, Ship,
     Tracker,
 };
-pub use template::TEMPLATE;
+pub use template::{SCHEMA_PATH, SHORT_TEMPLATE, TEMPLATE};
+
+/// The JSON Schema of `agentloop.toml`, from the configuration's own types: what
+/// editors (taplo, Even Better TOML) complete and check keys with, and what the
+/// configuration reference is written from.
+pub fn json_schema() -> serde_json::Value {
+    let mut schema = schemars::schema_for!(Config).to_value();
+    if let Some(o) = schema.as_object_mut() {
+        o.insert("title".into(), "agentloop.toml".into());
+        o.insert(
+            "description".into(),
+            "agentloop's configuration: every key is optional (`agentloop config show` prints each effective value and where it came from).".into(),
+        );
+    }
+    schema
+}

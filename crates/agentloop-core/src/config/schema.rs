@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::plan::Mode;
 use crate::values::{Breakers, Budgets, Gates, Limits, Notify, Usage, duration};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub run: RunConfig,
@@ -40,9 +40,11 @@ pub struct Config {
 /// file in the run's directory becomes a copy), for runs whose driver, workers and
 /// dashboard are on different machines. `AGENTLOOP_STORE_URL` in the environment
 /// wins over it (a URL with a password belongs there, not in a file).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct StoreConfig {
+    /// The PostgreSQL database (`postgres://user@host:5432/db`); a password belongs
+    /// in `AGENTLOOP_STORE_URL`, not in a file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     /// How long one exchange with the store may take (reconnections included) before
@@ -52,15 +54,19 @@ pub struct StoreConfig {
         skip_serializing_if = "Option::is_none",
         with = "crate::values::opt_duration"
     )]
+    #[schemars(with = "String")]
     pub timeout: Option<std::time::Duration>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Price {
+    /// Dollars per million input tokens.
     pub input: f64,
+    /// Dollars per million cached input tokens (cache reads and writes).
     #[serde(default)]
     pub cached_input: f64,
+    /// Dollars per million output tokens.
     pub output: f64,
 }
 
@@ -73,11 +79,13 @@ impl Price {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct RunConfig {
     /// Agent used for tasks that name none.
     pub agent: String,
+    /// `quick`, `tdd` (the diff must touch tests), `pair` (a gate after every task),
+    /// `checkpoint` (a gate after milestones) or `swarm` (quick, with 4 workers).
     pub mode: Mode,
     /// Agent tried when a task keeps failing with the main one.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -112,7 +120,9 @@ pub struct RunConfig {
     pub workflow: WorkflowSetting,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum WorkflowSetting {
     #[default]
@@ -122,7 +132,9 @@ pub enum WorkflowSetting {
     Bug,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ShapeSetting {
     #[default]
@@ -132,12 +144,14 @@ pub enum ShapeSetting {
     Auto,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct VerifyConfig {
     /// Commands run after every task's own commands.
     pub commands: Vec<String>,
+    /// How long one check may run before it counts as failed.
     #[serde(with = "duration")]
+    #[schemars(with = "String")]
     pub timeout: Duration,
     /// Bytes of output kept per command (head and tail).
     pub output_cap: u64,
@@ -177,7 +191,7 @@ pub struct VerifyConfig {
     pub holdout: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct GitConfig {
     /// Commit the working tree after each verified task.
@@ -185,13 +199,14 @@ pub struct GitConfig {
 }
 
 /// Hook mode (Claude Code's hooks drive the run inside one session).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct HookConfig {
     /// How long after `agentloop hook start` a run waits to be claimed by the next
     /// session that starts or stops; later, only a session that started it (from
     /// inside, `/agentloop:start`) drives it.
     #[serde(with = "duration")]
+    #[schemars(with = "String")]
     pub claim_window: Duration,
 }
 
@@ -203,7 +218,7 @@ impl Default for HookConfig {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentConfig {
     /// `command` runs any program; other kinds are real agent CLIs.
@@ -215,11 +230,14 @@ pub struct AgentConfig {
     /// How the prompt reaches the program: `stdin`, or `file` (via `{prompt_file}`).
     #[serde(default)]
     pub prompt: PromptVia,
+    /// How long one iteration of this agent may run before it is ended as timed out.
     #[serde(default = "default_agent_timeout", with = "duration")]
+    #[schemars(with = "String")]
     pub timeout: Duration,
     /// Bytes of agent output kept in `agent.log`.
     #[serde(default = "default_output_cap")]
     pub output_cap: u64,
+    /// Variables set for the agent's process (`config show` hides their values).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// Model name passed to agent CLIs that take one.
@@ -364,7 +382,9 @@ impl AgentConfig {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum PromptVia {
     #[default]

@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::values::duration;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Forge {
     #[default]
@@ -19,7 +21,9 @@ pub enum Forge {
     Gitlab,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum MergeWhen {
     /// A person merges; the run ends once the review approves.
@@ -29,7 +33,9 @@ pub enum MergeWhen {
     Auto,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum MergeMethod {
     #[default]
@@ -39,7 +45,9 @@ pub enum MergeMethod {
 }
 
 /// What a pull request carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum PrScope {
     /// One pull request with the whole run's work.
@@ -52,7 +60,9 @@ pub enum PrScope {
 }
 
 /// What a failed verification of the base branch after the merge does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum AfterMergeFailure {
     /// The run waits for a person (`approve` verifies again, `reject` ends the run).
@@ -62,9 +72,10 @@ pub enum AfterMergeFailure {
     Fix,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Ship {
+    /// Where pull requests go: `none`, `github` or `gitlab`.
     pub forge: Forge,
     /// The git remote pushed to.
     pub remote: String,
@@ -82,18 +93,24 @@ pub struct Ship {
     pub branch: String,
     /// One pull request for the run, or one per task (`"task"`).
     pub pr: PrScope,
+    /// Open the pull request as a draft.
     pub draft: bool,
+    /// Labels put on the pull request.
     pub labels: Vec<String>,
     /// Asked to review; an approving review from one of them releases the review gate
     /// (any approval when none is listed).
     pub reviewers: Vec<String>,
+    /// `manual` (a person merges) or `auto` (merged once checked and approved).
     pub merge: MergeWhen,
+    /// How it is merged: `squash`, `merge` or `rebase`.
     pub method: MergeMethod,
     /// How long the forge's checks may take before the run stops waiting.
     #[serde(with = "duration")]
+    #[schemars(with = "String")]
     pub checks_timeout: Duration,
     /// How often the forge is asked about checks and reviews.
     #[serde(with = "duration")]
+    #[schemars(with = "String")]
     pub poll: Duration,
     /// Red checks handed back to the agent before the run gives up.
     pub fix_attempts: u32,
@@ -140,7 +157,7 @@ impl Ship {
 
 /// `[tracker]`: the issue tracker a plan was imported from (`plan import github:…`
 /// writes it into the plan's front matter), whose issues' status a run keeps in step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Tracker {
     /// `github:OWNER/REPO`, `gitlab:GROUP/PROJECT` or `linear:TEAM`.
@@ -164,7 +181,7 @@ impl Default for Tracker {
 }
 
 /// `[prompt]`: what every iteration's prompt names besides the task.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct PromptConfig {
     /// Files the agent reads before it changes anything, besides the project's own

@@ -1,7 +1,35 @@
-//! The commented `agentloop.toml` that `agentloop init` writes.
+//! The `agentloop.toml` files `agentloop init` writes: a short one (the agent, the
+//! checks, the budgets) and, with `--full`, one with every section, commented.
 
-/// The commented `agentloop.toml` written by `agentloop init`.
-pub const TEMPLATE: &str = r#"# agentloop configuration. Every key is optional; `agentloop config show` prints the
+/// Where the files `init` writes find the configuration's JSON Schema (written there
+/// by `init`, or by `agentloop config schema`), relative to agentloop.toml.
+pub const SCHEMA_PATH: &str = ".agentloop/agentloop.schema.json";
+
+/// The short `agentloop.toml` written by `agentloop init`.
+pub const SHORT_TEMPLATE: &str = r#"#:schema ./.agentloop/agentloop.schema.json
+# agentloop configuration: the agent, the checks, the budgets. Every key is optional;
+# `agentloop init --full` writes one with every section, `agentloop config show` prints
+# each effective value and where it came from (docs/reference/config.md says them all).
+
+[run]
+agent = "claude"        # or codex, gemini, opencode, aider, copilot, or your own [agents.NAME]
+# workers = 4           # agents at once, each task in its own git worktree
+
+[verify]
+# Run after every task's own `Verify:` commands, as regression checks: a test that
+# passed when the run started must still pass; tests failing today do not block.
+commands = []
+
+[budgets]
+max_iterations = 50     # for the whole run
+task_retries = 5        # per task
+max_cost_usd = 25.0     # dollars; over $100 needs `--force`
+# max_duration = "4h"
+"#;
+
+/// The commented `agentloop.toml` with every section, written by `agentloop init --full`.
+pub const TEMPLATE: &str = r#"#:schema ./.agentloop/agentloop.schema.json
+# agentloop configuration. Every key is optional; `agentloop config show` prints the
 # effective value of each and where it came from.
 
 [run]
@@ -130,15 +158,22 @@ mod tests {
     use crate::config::{Config, Loader, Source};
 
     #[test]
-    fn template_is_valid() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("agentloop.toml");
-        std::fs::write(&p, TEMPLATE).unwrap();
-        let l = Loader::new()
-            .toml_file(Source::Project(p.clone()), &p)
-            .unwrap()
-            .build()
-            .unwrap();
-        assert_eq!(l.config, Config::default());
+    fn templates_are_valid_and_say_the_defaults() {
+        for template in [TEMPLATE, SHORT_TEMPLATE] {
+            let dir = tempfile::tempdir().unwrap();
+            let p = dir.path().join("agentloop.toml");
+            std::fs::write(&p, template).unwrap();
+            let l = Loader::new()
+                .toml_file(Source::Project(p.clone()), &p)
+                .unwrap()
+                .build()
+                .unwrap();
+            assert_eq!(l.config, Config::default());
+            assert!(template.contains("\ncommands = []\n"));
+        }
+        assert!(
+            SHORT_TEMPLATE.lines().count() <= 20,
+            "the short file stays short"
+        );
     }
 }

@@ -4,10 +4,16 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 
+/// The examples of a hook entry point: the CLI runs it, not a person.
+const ENTRY: &str = "Example (run by the agent CLI, as `agentloop hook install` wrote it into its settings):\n  echo '{\"session_id\":\"s1\",\"cwd\":\".\"}' | agentloop hook ";
+
 #[derive(Debug, Subcommand)]
 pub enum HookCommand {
     /// Create a hook-mode run for a plan; the next Stop of a Claude Code session in
     /// this project starts its first task and binds the run to that session.
+    #[command(
+        after_help = "Examples:\n  agentloop hook start                 PLAN.md, then start `claude` in this project\n  agentloop hook start plans/auth.md --mode tdd"
+    )]
     Start {
         /// The plan file.
         #[arg(default_value = "PLAN.md")]
@@ -21,6 +27,9 @@ pub enum HookCommand {
     /// `.claude/settings.json`; for Codex Stop in `.codex/hooks.json` (and its `hooks`
     /// feature on in `.codex/config.toml`); for Gemini CLI AfterAgent in
     /// `.gemini/settings.json`.
+    #[command(
+        after_help = "Examples:\n  agentloop hook install\n  agentloop hook install --agent codex\n  agentloop hook install --guard --mcp     also deny edits outside the task, and the MCP server"
+    )]
     Install {
         /// The user's settings instead of the project's.
         #[arg(long)]
@@ -42,6 +51,9 @@ pub enum HookCommand {
         mcp: bool,
     },
     /// Remove exactly the hooks `install` added.
+    #[command(
+        after_help = "Examples:\n  agentloop hook uninstall\n  agentloop hook uninstall --agent gemini --user"
+    )]
     Uninstall {
         /// The user's settings instead of the project's.
         #[arg(long)]
@@ -52,23 +64,32 @@ pub enum HookCommand {
     },
     /// Hook entry (JSON on stdin): the session's turn ended; verify it and answer with
     /// the next task, or let the session stop (Claude Code's and Codex's Stop).
+    #[command(after_help = format!("{ENTRY}stop"))]
     Stop,
     /// Hook entry: Gemini CLI's AfterAgent, handled as a Stop.
+    #[command(after_help = format!("{ENTRY}after-agent"))]
     AfterAgent,
     /// Hook entry: a subagent finished; the session's turn goes on (nothing to do).
+    #[command(after_help = format!("{ENTRY}subagent-stop"))]
     SubagentStop,
     /// Hook entry: a session started; gives it the run's current task as context.
+    #[command(after_help = format!("{ENTRY}session-start"))]
     SessionStart,
     /// Hook entry: the turn ended on an API error; a rate limit makes the run wait.
+    #[command(after_help = format!("{ENTRY}stop-failure"))]
     StopFailure,
     /// Hook entry (agent teams): refuses a task completion that verification fails.
+    #[command(after_help = format!("{ENTRY}task-completed"))]
     TaskCompleted,
     /// Hook entry (agent teams): keeps an idle teammate on a ready task.
+    #[command(after_help = format!("{ENTRY}teammate-idle"))]
     TeammateIdle,
     /// Hook entry: denies edits to protected paths and outside the task's scope.
+    #[command(after_help = format!("{ENTRY}pre-tool-use"))]
     PreToolUse,
     /// Hook entry: a person typed one of the plugin's `/agentloop:…` commands; it is
     /// done from the exact arguments, with no shell in between.
+    #[command(after_help = format!("{ENTRY}prompt-expansion"))]
     PromptExpansion,
     /// Any other event: answered with a message and no effect, never a block.
     #[command(external_subcommand, hide = true)]

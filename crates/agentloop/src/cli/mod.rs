@@ -39,11 +39,17 @@ pub enum Command {
         after_help = "Examples:\n  agentloop demo\n  agentloop demo --dir /tmp/try-agentloop --json"
     )]
     Demo(DemoArgs),
-    /// Write a commented agentloop.toml and a PLAN.md template here.
+    /// Write a short agentloop.toml (the agent, the checks, the budgets) and a PLAN.md
+    /// template here.
+    ///
+    /// The checks are the project's own test, build and lint commands when it has them
+    /// (Cargo, npm/pnpm/yarn, pytest/tox/nox, go, gradle, maven, make). `--full` writes
+    /// every section, commented. The file names the configuration's JSON Schema, which
+    /// is written into .agentloop/ for editors that complete and check keys.
     #[command(
-        after_help = "Example:\n  git init && agentloop init && $EDITOR PLAN.md && agentloop plan check"
+        after_help = "Examples:\n  git init && agentloop init && $EDITOR PLAN.md && agentloop plan check\n  agentloop init --full"
     )]
-    Init,
+    Init(InitArgs),
     /// Drive a plan to verified completion
     ///
     /// A fresh agent process per iteration; every "done" is checked by agentloop's own
@@ -205,6 +211,39 @@ pub enum Command {
     /// branch of a run is its result and stays.
     #[command(after_help = "Examples:\n  agentloop gc --dry-run\n  agentloop gc")]
     Gc(GcArgs),
+    /// Print the shell completion script for SHELL
+    ///
+    /// Load it in the shell's startup file, or install it where the shell looks (the
+    /// Debian package installs bash, zsh and fish completions).
+    #[command(
+        after_help = "Examples:\n  source <(agentloop completions bash)\n  agentloop completions zsh > ~/.zfunc/_agentloop\n  agentloop completions fish > ~/.config/fish/completions/agentloop.fish"
+    )]
+    Completions(CompletionsArgs),
+    /// Write a man page for agentloop and each of its commands into DIR.
+    #[command(
+        after_help = "Example:\n  agentloop man ~/.local/share/man/man1 && man agentloop-run"
+    )]
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Write every section of agentloop.toml, each key commented, instead of the short file.
+    #[arg(long)]
+    pub full: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Where the pages go (made if missing), e.g. /usr/local/share/man/man1.
+    pub dir: std::path::PathBuf,
 }
 
 #[derive(Debug, Args)]

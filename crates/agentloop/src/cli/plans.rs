@@ -92,6 +92,9 @@ pub enum QueueCommand {
         after: Vec<String>,
     },
     /// List the queue: each entry's state, run and what holds it
+    #[command(
+        after_help = "Examples:\n  agentloop queue list\n  agentloop queue list --json | jq '.[] | select(.state == \"blocked\")'"
+    )]
     List {
         /// The entries as JSON.
         #[arg(long)]
@@ -103,6 +106,9 @@ pub enum QueueCommand {
     /// A plan that waits for a person (a gate, a blocked task, a spent budget) is left
     /// blocked and the queue goes on with the plans that do not wait for it. Exits 0
     /// when every entry is done, 5 when some wait for a person, 1 when a run failed.
+    #[command(
+        after_help = "Examples:\n  agentloop queue run\n  agentloop approve && agentloop queue run     answer the run that waits, and go on"
+    )]
     Run,
 }
 
@@ -120,6 +126,15 @@ pub enum ConfigCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Print the JSON Schema of agentloop.toml
+    ///
+    /// Editors that read JSON Schema for TOML (taplo, Even Better TOML) complete and
+    /// check keys with it; the files `agentloop init` writes name it with a
+    /// `#:schema` line.
+    #[command(
+        after_help = "Example:\n  agentloop config schema > .agentloop/agentloop.schema.json"
+    )]
+    Schema,
 }
 
 #[derive(Debug, Subcommand)]
@@ -141,6 +156,9 @@ pub enum StoreCommand {
     )]
     Migrate,
     /// List the runs in the store.
+    #[command(
+        after_help = "Example:\n  AGENTLOOP_STORE_URL=postgres://agentloop@db/runs agentloop store runs"
+    )]
     Runs,
     /// Print a run's journal from the store in the file format (one sealed line per
     /// record, as `journal.jsonl` has it).

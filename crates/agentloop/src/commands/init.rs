@@ -1,10 +1,10 @@
-//! `agentloop init`: a commented agentloop.toml (with the project's own build, test and
+//! `agentloop init`: a short (or, `--full`, commented and whole) agentloop.toml (with the project's own build, test and
 //! lint commands as the run's final checks, when it has them), a PLAN.md template, and
 //! `.agentloop/` in `.gitignore`.
 
 use std::path::Path;
 
-use agentloop_core::config::TEMPLATE;
+use agentloop_core::config::{SCHEMA_PATH, SHORT_TEMPLATE, TEMPLATE};
 
 use crate::error::{CliError, ExitKind};
 
@@ -32,7 +32,8 @@ Verify: echo \"replace me\"
 What to do next.
 ";
 
-pub fn init(dir: &Path) -> Result<ExitKind, CliError> {
+pub fn init(dir: &Path, full: bool) -> Result<ExitKind, CliError> {
+    let template = if full { TEMPLATE } else { SHORT_TEMPLATE };
     if !agentloop_core::exec::git::is_repo(dir) {
         crate::render::warn(
             "this is not a git repository: agentloop uses git to see what the agent changed (run `git init` first)",
@@ -40,7 +41,7 @@ pub fn init(dir: &Path) -> Result<ExitKind, CliError> {
     }
     let found = super::detect::detect(dir);
     let config = if found.commands.is_empty() {
-        TEMPLATE.to_string()
+        template.to_string()
     } else {
         let list = found
             .commands
@@ -53,7 +54,7 @@ pub fn init(dir: &Path) -> Result<ExitKind, CliError> {
             found.from.join(", "),
             found.commands.join("; ")
         );
-        TEMPLATE.replace(
+        template.replace(
             "commands = []",
             &format!(
                 "# Found in {}: regression checks, as said above (a test suite that fails\n# today does not block the first task).\ncommands = [{list}]",
@@ -63,6 +64,14 @@ pub fn init(dir: &Path) -> Result<ExitKind, CliError> {
     };
     write_new(&dir.join("agentloop.toml"), &config)?;
     write_new(&dir.join("PLAN.md"), PLAN_TEMPLATE)?;
+    // The schema the file names, as this version of agentloop reads the file.
+    let schema = dir.join(SCHEMA_PATH);
+    if let Some(parent) = schema.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let text =
+        serde_json::to_string_pretty(&agentloop_core::config::json_schema()).unwrap_or_default();
+    std::fs::write(&schema, format!("{text}\n"))?;
     let gi = dir.join(".gitignore");
     let existing = std::fs::read_to_string(&gi).unwrap_or_default();
     if existing.lines().any(|l| {

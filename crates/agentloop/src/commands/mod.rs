@@ -42,14 +42,17 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
         Command::Job
             | Command::SandboxNet(_)
             | Command::Store(_)
-            | Command::Init
+            | Command::Init(_)
             | Command::Demo(_)
+            | Command::Completions(_)
+            | Command::Man(_)
+            | Command::Config(ConfigCommand::Schema)
     ) {
         store::install(&cwd()?)?;
     }
     match cli.command {
         Command::Demo(a) => demo::demo(a),
-        Command::Init => init::init(&cwd()?),
+        Command::Init(a) => init::init(&cwd()?, a.full),
         Command::Run(a) => run::run(&cwd()?, a),
         Command::Resume(a) => run::resume(&cwd()?, a),
         Command::Next(a) => run::resume(
@@ -158,6 +161,34 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
         Command::Queue(QueueCommand::List { json }) => queue::list(&cwd()?, json),
         Command::Queue(QueueCommand::Run) => queue::run(&cwd()?),
         Command::Config(ConfigCommand::Show { plan, json }) => config::show(&cwd()?, &plan, json),
+        Command::Config(ConfigCommand::Schema) => {
+            let schema = agentloop_core::config::json_schema();
+            outln!(
+                "{}",
+                serde_json::to_string_pretty(&schema).unwrap_or_default()
+            );
+            Ok(ExitKind::Completed)
+        }
+        Command::Completions(a) => {
+            let mut out = Vec::new();
+            crate::reference::completions(a.shell, &mut out);
+            outln!("{}", String::from_utf8_lossy(&out).trim_end());
+            Ok(ExitKind::Completed)
+        }
+        Command::Man(a) => {
+            let written = crate::reference::write_man_pages(&a.dir).map_err(|e| {
+                CliError::user(format!(
+                    "cannot write man pages into {}: {e}",
+                    a.dir.display()
+                ))
+            })?;
+            outln!(
+                "{} man pages written into {}",
+                written.len(),
+                a.dir.display()
+            );
+            Ok(ExitKind::Completed)
+        }
         Command::Journal(JournalCommand::Verify { run }) => {
             journal::verify(&workspace()?, run.get())
         }

@@ -130,6 +130,59 @@ fn init_writes_templates_and_ignores_the_state_dir() {
     assert_eq!(p.tree(), before);
 }
 
+/// `init` writes a short file that names the configuration's schema, which it writes
+/// too; `--full` writes every section; completions and man pages come from the same
+/// definitions as `--help`.
+#[test]
+fn init_is_short_names_its_schema_and_the_tool_installs_like_one() {
+    let p = Project::git();
+    assert_eq!(p.run(&["init"]).code, Some(0));
+    let short = p.read("agentloop.toml");
+    assert!(
+        short.starts_with("#:schema ./.agentloop/agentloop.schema.json\n"),
+        "{short}"
+    );
+    assert!(short.lines().count() <= 20, "{short}");
+    assert!(
+        !short.contains("[executor]") && !short.contains("[store]"),
+        "{short}"
+    );
+    let schema: serde_json::Value =
+        serde_json::from_str(&p.read(".agentloop/agentloop.schema.json")).unwrap();
+    assert!(schema["properties"]["budgets"].is_object(), "{schema}");
+    let printed = p.run(&["config", "schema"]);
+    assert_eq!(printed.code, Some(0), "{}", printed.stderr);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&printed.stdout).unwrap(),
+        schema
+    );
+    let full = Project::git();
+    assert_eq!(full.run(&["init", "--full"]).code, Some(0));
+    let full_text = full.read("agentloop.toml");
+    assert!(full_text.contains("[executor]") && full_text.contains("[sandbox]"));
+    assert!(full_text.lines().count() > 100);
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let r = p.run(&["completions", shell]);
+        assert_eq!(r.code, Some(0), "{shell}: {}", r.stderr);
+        assert!(r.stdout.contains("verify-surface"), "{shell}");
+    }
+    let r = p.run(&["completions", "tcsh"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    let man = p.path().join("man1");
+    let r = p.run(&["man", man.to_str().unwrap()]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let run_page = std::fs::read_to_string(man.join("agentloop-run.1")).unwrap();
+    assert!(
+        run_page.contains(".TH") && run_page.contains("max\\-iterations"),
+        "{run_page}"
+    );
+    assert!(man.join("agentloop-hook-install.1").exists());
+    assert!(
+        !man.join("agentloop-job.1").exists(),
+        "hidden commands have no page"
+    );
+}
+
 #[test]
 fn init_writes_the_projects_own_checks() {
     let p = Project::git();

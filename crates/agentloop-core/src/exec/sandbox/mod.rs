@@ -37,7 +37,9 @@ const SOCKET_INSIDE: &str = "/tmp/.agentloop-net.sock";
 /// port is this one).
 const PROXY_PORT: u16 = 3128;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     #[default]
@@ -45,9 +47,10 @@ pub enum Mode {
     Workspace,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct SandboxConfig {
+    /// `off`, or `workspace`: each agent under bubblewrap, confined to its work tree.
     pub mode: Mode,
     /// More paths the agent may write (`~/` is the home directory).
     #[serde(skip_serializing_if = "Vec::is_empty")]
