@@ -478,7 +478,14 @@ fn four_workers_show_as_lanes_with_their_own_output() {
         );
         assert!(text.contains(&format!("working on {t}")), "{text}");
     }
-    b.screenshot("6-four-workers");
+    let shot = b.screenshot("6-four-workers");
+    // The README's picture of the dashboard is this page, taken again with
+    // `AGENTLOOP_BLESS=1` (as the generated reference pages are written again).
+    if std::env::var_os("AGENTLOOP_BLESS").is_some() {
+        let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/images");
+        std::fs::create_dir_all(&docs).unwrap();
+        std::fs::copy(&shot, docs.join("dashboard.png")).unwrap();
+    }
     // Let the agents finish.
     std::fs::write(p.path().join(".git/agent-state/go"), "").unwrap();
     assert_eq!(run.wait().unwrap().code(), Some(0));
