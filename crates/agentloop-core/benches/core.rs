@@ -90,6 +90,7 @@ fn iteration_events(n: u32, task: &str, complete: bool) -> Vec<Event> {
                 truncated: false,
                 measured: None,
                 tests: None,
+                cause: None,
             }],
             fingerprint: (!complete).then(|| "a1b2c3d4".into()),
             digest: (!complete).then(|| "`cargo test` exited 101.".into()),

@@ -24,6 +24,30 @@ pub fn last_lines(text: &str) -> String {
     out
 }
 
+/// The line of a failed command's output that most likely says why it failed, for
+/// the places a person looks first (the console, `status`, `log`, the dashboard): the
+/// first line that reads like an error (a missing module or program, an exception, a
+/// failed assertion, a panic), else its last line; at most 160 characters.
+pub fn cause_line(text: &str) -> Option<String> {
+    static ERROR: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(?i)(\berror\b|\w+Error:|no module named|not found|no such file|cannot |can't |permission denied|panicked|\bFAIL(ED)?\b|assert|exception|fatal)",
+        )
+        .expect("a valid pattern")
+    });
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('$') && !l.starts_with("[agentloop"))
+        .collect();
+    let line = lines.iter().find(|l| ERROR.is_match(l)).or(lines.last())?;
+    let mut line = line.to_string();
+    if line.chars().count() > 160 {
+        line = line.chars().take(159).collect::<String>() + "…";
+    }
+    Some(line)
+}
+
 static NOISE: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
     [
         // Temp paths and per-run directories.
@@ -79,6 +103,25 @@ pub fn fingerprint(command: &str, output: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cause_of_a_failure_is_the_line_that_says_it() {
+        assert_eq!(
+            cause_line("\n/usr/bin/python3: No module named pytest\n").as_deref(),
+            Some("/usr/bin/python3: No module named pytest")
+        );
+        assert_eq!(
+            cause_line("collected 3 items\n\ntests/test_a.py F..\nE   assert 1 == 2\n1 failed\n")
+                .as_deref(),
+            Some("E   assert 1 == 2")
+        );
+        assert_eq!(
+            cause_line("ok\nnothing to see\n").as_deref(),
+            Some("nothing to see")
+        );
+        assert_eq!(cause_line("  \n"), None);
+        assert_eq!(cause_line(&"x".repeat(500)).unwrap().chars().count(), 160);
+    }
 
     #[test]
     fn fingerprint_ignores_noise() {

@@ -52,6 +52,86 @@ fn found(root: &Path, program: &str) -> bool {
     })
 }
 
+/// Cargo's own commands; any other (`cargo nextest`) is a program of its own.
+const CARGO_COMMANDS: &[&str] = &[
+    "build",
+    "b",
+    "check",
+    "c",
+    "test",
+    "t",
+    "run",
+    "r",
+    "bench",
+    "doc",
+    "d",
+    "clippy",
+    "fmt",
+    "fix",
+    "clean",
+    "metadata",
+    "tree",
+    "update",
+    "fetch",
+    "install",
+    "package",
+    "publish",
+    "miri",
+    "rustc",
+    "rustdoc",
+    "generate-lockfile",
+    "locate-project",
+    "verify-project",
+    "vendor",
+    "+stable",
+    "+nightly",
+    "+beta",
+];
+
+/// What a check needs beyond its program, that can be looked at without running the
+/// check: the module of `python3 -m MODULE`, the program of `cargo SUBCOMMAND`.
+/// `Some(name)`: it is not there.
+fn missing_part(root: &Path, program: &str, command: &str) -> Option<String> {
+    let mut words = command
+        .split_whitespace()
+        .skip_while(|w| *w != program)
+        .skip(1);
+    let name = Path::new(program)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or(program);
+    if name.starts_with("python") {
+        let module = words.by_ref().skip_while(|w| *w != "-m").nth(1)?;
+        let module = module.split('.').next().unwrap_or(module);
+        let importable = std::process::Command::new(program)
+            .args([
+                "-c",
+                "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 1)",
+                module,
+            ])
+            .current_dir(root)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        return (!importable).then(|| format!("{program} -m {module}: no module named {module}"));
+    }
+    if name == "cargo" {
+        let sub = words.find(|w| !w.starts_with('-'))?;
+        if CARGO_COMMANDS.contains(&sub) || sub.starts_with('+') {
+            return None;
+        }
+        let bin = format!("cargo-{sub}");
+        let in_cargo_home = std::env::var_os("CARGO_HOME")
+            .map(std::path::PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")))
+            .is_some_and(|h| h.join("bin").join(&bin).is_file());
+        return (!found(root, &bin) && !in_cargo_home).then(|| format!("{bin} (`cargo {sub}`)"));
+    }
+    None
+}
+
 pub fn check(root: &Path, plan: &Plan, run_commands: &[String]) -> Prerequisites {
     let git = super::git::is_repo(root);
     let status = if git {
@@ -77,16 +157,25 @@ pub fn check(root: &Path, plan: &Plan, run_commands: &[String]) -> Prerequisites
                 .map(|c| ("[verify]".to_string(), c.clone())),
         )
         .collect::<Vec<_>>();
+    let mut seen_parts: Vec<String> = Vec::new();
     for (who, command) in &checks {
         let Some(p) = program(command) else {
             continue;
         };
-        if seen.contains(&p) {
+        if !seen.contains(&p) {
+            seen.push(p);
+            if !found(root, p) {
+                missing.push(format!("{p} ({who}: {command})"));
+                continue;
+            }
+        } else if missing.iter().any(|m| m.starts_with(&format!("{p} ("))) {
             continue;
         }
-        seen.push(p);
-        if !found(root, p) {
-            missing.push(format!("{p} ({who}: {command})"));
+        if let Some(part) = missing_part(root, p, command)
+            && !seen_parts.contains(&part)
+        {
+            missing.push(format!("{part} ({who}: {command})"));
+            seen_parts.push(part);
         }
     }
     Prerequisites {
@@ -107,6 +196,26 @@ mod tests {
         assert_eq!(program("RUST_LOG=debug ./run.sh"), Some("./run.sh"));
         assert_eq!(program("test -f a.txt"), None);
         assert_eq!(program("[ -f a ]"), None);
+    }
+
+    /// A program that is there but cannot start the check: a Python module that is
+    /// not installed, a cargo subcommand that is not.
+    #[test]
+    fn a_missing_module_or_cargo_subcommand_is_named_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = Plan::parse(
+            "PLAN.md",
+            "# P\n\n## T1: a\nVerify: python3 -m surely_no_module_xyz -q tests\n\n## T2: b\nVerify: python3 -m json.tool --help\n\n## T3: c\nVerify: cargo surely-no-subcommand-xyz\n\n## T4: d\nVerify: cargo test -q\n",
+        )
+        .unwrap();
+        let p = check(dir.path(), &plan, &[]);
+        assert_eq!(
+            p.missing,
+            [
+                "python3 -m surely_no_module_xyz: no module named surely_no_module_xyz (T1: python3 -m surely_no_module_xyz -q tests)",
+                "cargo-surely-no-subcommand-xyz (`cargo surely-no-subcommand-xyz`) (T3: cargo surely-no-subcommand-xyz)"
+            ]
+        );
     }
 
     #[test]

@@ -255,13 +255,14 @@ impl VerifyFinished {
                 return format!("`{}` timed out", c.command);
             }
             if c.exit_code != Some(0) {
-                return format!(
-                    "`{}` exited {}",
-                    c.command,
-                    c.exit_code
-                        .map(|e| e.to_string())
-                        .unwrap_or_else(|| "by a signal".into())
-                );
+                let code = c
+                    .exit_code
+                    .map(|e| e.to_string())
+                    .unwrap_or_else(|| "by a signal".into());
+                return match &c.cause {
+                    Some(cause) => format!("`{}` exited {code}: {cause}", c.command),
+                    None => format!("`{}` exited {code}", c.command),
+                };
             }
         }
         if let Some(e) = self.evidence.as_ref().filter(|e| !e.unmatched.is_empty()) {
@@ -312,6 +313,10 @@ pub struct CommandResult {
     /// What its runner's report showed (none: judged by its exit code alone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tests: Option<crate::evidence::CommandTests>,
+    /// When it failed: the line of its output that says why
+    /// ([`crate::failure::cause_line`]), shown beside its exit code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

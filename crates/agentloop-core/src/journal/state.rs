@@ -17,7 +17,7 @@ use crate::values::Usage;
 use crate::words::add_usd;
 
 /// Schema version of `state.json`.
-pub const STATE_VERSION: u32 = 4;
+pub const STATE_VERSION: u32 = 5;
 
 /// The iteration in progress, as far as the journal knows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -167,6 +167,10 @@ pub struct RunState {
     /// Hook mode: the bound session's Claude Code process (its model may not approve).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_pid: Option<u32>,
+    /// The agent CLI's session id of the latest iteration that reported one (what its
+    /// CLI resumes: `claude --resume ID`, `codex resume ID`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_session: Option<String>,
     /// Control requests refused because the agent made them.
     #[serde(default)]
     pub refused_requests: u32,
@@ -302,6 +306,7 @@ impl RunState {
             driver_pid: None,
             session: None,
             session_pid: None,
+            agent_session: None,
             refused_requests: 0,
             sandbox: Default::default(),
             hook_chain: 0,
@@ -450,6 +455,9 @@ impl RunState {
                 });
             }
             Event::AgentFinished(a) => {
+                if a.session_id.is_some() {
+                    self.agent_session.clone_from(&a.session_id);
+                }
                 self.cost_usd = add_usd(self.cost_usd, a.cost_usd);
                 self.usage.add(&a.usage);
                 self.remember_agent(a, &rec.time);

@@ -23,7 +23,8 @@ use judge::finish_open_iteration;
 use ladder::{budget_reached, escalation};
 
 pub use diffgates::{
-    DiffInput, FileDiff, Trigger, parse_unified, reviewers as gate_reviewers, triggered, unread,
+    DiffInput, FileDiff, Trigger, enabled as diff_gate_enabled, parse_unified,
+    reviewers as gate_reviewers, triggered, unread,
 };
 pub use ladder::{rung_budget, standing, task_bound};
 pub use prompt::build as build_prompt;

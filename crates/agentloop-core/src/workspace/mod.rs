@@ -124,15 +124,46 @@ impl Workspace {
 
     /// Run ids, oldest first (ids sort by creation time).
     pub fn run_ids(&self) -> Vec<String> {
+        // A store keeps the records of a run whose file here is still empty (a copy
+        // starts empty); without one, an empty journal is a run whose creation was
+        // cut short before its first record: it was never made.
+        let store = crate::journal::shared::installed().is_some();
         let mut ids: Vec<String> = std::fs::read_dir(self.runs_dir())
             .into_iter()
             .flatten()
             .flatten()
-            .filter(|e| e.path().join("journal.jsonl").exists())
+            .filter(|e| {
+                std::fs::metadata(e.path().join("journal.jsonl"))
+                    .is_ok_and(|m| store || m.len() > 0)
+            })
             .filter_map(|e| e.file_name().into_string().ok())
             .collect();
         ids.sort();
         ids
+    }
+
+    /// Directories of runs whose creation was cut short (a killed `run`) before their
+    /// journal had its first record, and that nothing has touched for `idle`: no run
+    /// to resume, only what `gc` removes.
+    pub fn unmade_runs(&self, idle: std::time::Duration) -> Vec<PathBuf> {
+        if crate::journal::shared::installed().is_some() {
+            return Vec::new();
+        }
+        std::fs::read_dir(self.runs_dir())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .filter(|p| std::fs::metadata(p.join("journal.jsonl")).map_or(true, |m| m.len() == 0))
+            .filter(|p| {
+                std::fs::metadata(p)
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age >= idle)
+            })
+            .collect()
     }
 
     /// A run by id or unique prefix; the newest run when `run` is `None`.

@@ -208,6 +208,7 @@ impl World<'_> {
                 truncated: false,
                 measured: None,
                 tests: None,
+                cause: None,
             }],
             fingerprint: (!a.passes).then(|| fp.clone()),
             digest: (!a.passes).then(|| format!("{fp}: assertion failed")),

@@ -36,14 +36,27 @@ pub fn agents(cwd: &Path, as_json: bool) -> Result<ExitKind, CliError> {
                     .version
                     .as_deref()
                     .and_then(|v| agentloop_agents::probe::newer_than_tested(&kind, v));
-                rows.push(json!({"name": name, "kind": kind, "program": p.program, "installed": true,
+                rows.push(json!({"name": name, "kind": kind, "program": p.program, "installed": true, "usable": true,
                     "version": p.version, "supports": p.supports, "default": config.run.agent == *name,
                     "newest_tested": untested}))
             }
-            Err(e) => rows.push(
-                json!({"name": name, "kind": kind, "installed": false, "problem": e.to_string(),
-                "hint": e.hint(), "default": config.run.agent == *name}),
-            ),
+            Err(e) => {
+                use agentloop_agents::probe::ProbeError;
+                // Which of the words is true: not there at all, or there but unusable.
+                let (installed, state) = match &e {
+                    ProbeError::Missing { .. } => (false, "not installed".to_string()),
+                    ProbeError::TooOld { found, .. } => (true, format!("too old ({found})")),
+                    ProbeError::Failed { .. } => (true, "installed, does not start".into()),
+                    ProbeError::Unconfigured { .. } => {
+                        (true, "installed, no model configured".into())
+                    }
+                };
+                rows.push(
+                    json!({"name": name, "kind": kind, "installed": installed, "usable": false,
+                    "state": state, "problem": e.to_string(),
+                    "hint": e.hint(), "default": config.run.agent == *name}),
+                )
+            }
         }
     }
     if as_json {
@@ -57,7 +70,7 @@ pub fn agents(cwd: &Path, as_json: bool) -> Result<ExitKind, CliError> {
         let mark = if r["default"] == true { "*" } else { " " };
         let name = r["name"].as_str().unwrap_or_default();
         let kind = r["kind"].as_str().unwrap_or_default();
-        if r["installed"] == true {
+        if r["usable"] != false {
             let version = r["version"].as_str().unwrap_or("-");
             outln!(
                 "{mark} {name:12} {kind:8} {version:28} {}",
@@ -72,7 +85,7 @@ pub fn agents(cwd: &Path, as_json: bool) -> Result<ExitKind, CliError> {
         } else {
             outln!(
                 "{mark} {name:12} {kind:8} {:28} {}",
-                "not installed",
+                r["state"].as_str().unwrap_or("not installed"),
                 r["hint"].as_str().unwrap_or_default()
             );
         }

@@ -128,6 +128,23 @@ pub fn approve_gate(
 ) -> Result<ExitKind, CliError> {
     let (run, loaded) = open(ws, run, Want::Unfinished)?;
     not_finished(&run, &loaded, "approve")?;
+    let gates = &loaded.state.settings.gates;
+    if !agentloop_core::policy::diff_gate_enabled(gates, &gate) {
+        let on: Vec<&str> = ["security", "database", "external", "architecture", "deploy"]
+            .into_iter()
+            .filter(|g| agentloop_core::policy::diff_gate_enabled(gates, g))
+            .collect();
+        let known = if on.is_empty() {
+            "it has no diff gate on".to_string()
+        } else {
+            format!("its diff gates: {}", on.join(", "))
+        };
+        return Err(CliError::user(format!(
+            "run {} has no {gate} gate: {known}",
+            run.id
+        ))
+        .hint("a diff gate is turned on in agentloop.toml (`[gates.security] enabled = true`); `agentloop approve` alone approves the gate the run waits at"));
+    }
     if loaded.state.ship.gates_approved.contains(&gate) {
         eprintln!(
             "agentloop: the {gate} gate of run {} is approved already",

@@ -77,6 +77,20 @@ pub fn gc(ws: &Workspace, dry_run: bool) -> Result<ExitKind, CliError> {
             }
         }
     }
+    // Runs whose creation a kill cut short: a directory with no record in it.
+    for dir in ws.unmade_runs(std::time::Duration::from_secs(600)) {
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        freed += worktree::dir_size(&dir);
+        removed.push(format!(
+            "run {name} (never made: its creation was cut short)"
+        ));
+        if !dry_run {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
     // What runs no longer on this machine left in the cache.
     for kind in ["worktrees", "checkouts"] {
         for name in entries(&cache.join(kind)) {

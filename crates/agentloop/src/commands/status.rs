@@ -43,6 +43,11 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
         s.plan_file,
         s.plan_version
     );
+    if let Some(id) = &s.session {
+        outln!("session: {id} (hook mode: the session that drives the run)");
+    } else if let Some(id) = &s.agent_session {
+        outln!("session: {id} (the last agent's, which its CLI can resume)");
+    }
     let width = s.tasks.iter().map(|t| t.id.len()).max().unwrap_or(2);
     for t in &s.tasks {
         let mark = match t.status {
@@ -337,6 +342,8 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
     v["patterns"] = json!(s.learnable());
     v["clarity"] = json!(s.settings.clarity);
     v["prerequisites"] = json!(s.prerequisites);
+    v["session"] = json!(s.session);
+    v["agent_session"] = json!(s.agent_session);
     v["criteria"] = json!(agentloop_core::journal::criteria_rows(s));
     v["tests_baseline"] = json!(s.tests_baseline.as_ref().map(|b| {
         let c = b.counts();

@@ -48,6 +48,13 @@ fn kill_after(p: &Project, args: &[&str], after: Duration) -> bool {
     true
 }
 
+/// Whether the project has a run (a `run` killed early may have made none).
+fn has_run(p: &Project) -> bool {
+    let r = p.run(&["runs", "--json"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    serde_json::from_str::<Vec<serde_json::Value>>(&r.stdout).is_ok_and(|v| !v.is_empty())
+}
+
 /// A failing round's project and cache, kept for reading (in `$TMPDIR/chaos-fail-*`).
 fn keep(p: &Project) {
     let to = std::env::temp_dir().join(format!("chaos-fail-{}", std::process::id()));
@@ -117,25 +124,30 @@ fn a_hundred_sigkills_at_random_moments_of_a_four_worker_run() {
     while kills < 100 {
         rounds += 1;
         let p = project();
-        let mut started = false;
-        // Kill it at random moments until it is over (or enough kills).
+        // Kill it at random moments until it is over (or enough kills). A `run` killed
+        // before its run's first record made no run: it is started again, as a person
+        // would (and the half-made directory is nobody's run).
         let mut round_kills = 0;
         loop {
+            let started = has_run(&p);
             let args: &[&str] = if started {
                 &["resume", "--quiet"]
             } else {
                 &["run", "--quiet"]
             };
-            started = true;
             let after = Duration::from_millis(r.range(30, 1_500));
             if !kill_after(&p, args, after) {
                 break;
             }
             kills += 1;
             round_kills += 1;
-            if p.status()["status"] == "completed" || round_kills >= 25 {
+            if (has_run(&p) && p.status()["status"] == "completed") || round_kills >= 25 {
                 break;
             }
+        }
+        if !has_run(&p) {
+            let r = p.run(&["run", "--quiet", "--no-wait"]);
+            assert_eq!(r.code, Some(0), "round {rounds}: {}", r.stderr);
         }
         // Then left alone, it finishes: no resume may fail or start work it cannot do.
         for attempt in 0..3 {

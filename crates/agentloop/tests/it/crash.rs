@@ -76,6 +76,46 @@ pub(crate) fn completions(p: &Project) -> BTreeMap<String, usize> {
     n
 }
 
+/// A `run` killed before its run's first record is durable made no run: readers do not
+/// see the half-made directory, a new `run` starts, and `gc` removes the directory.
+#[test]
+fn a_run_killed_before_its_first_record_made_no_run() {
+    let p = Project::example();
+    let out = p
+        .cmd(&["run", "--quiet"])
+        .env("AGENTLOOP_FAILPOINT", "before-append:1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.signal(), Some(9));
+    let runs = p.path().join(".agentloop/runs");
+    let half: Vec<_> = std::fs::read_dir(&runs).unwrap().flatten().collect();
+    assert_eq!(half.len(), 1, "the directory the killed run began");
+    assert_eq!(p.run(&["runs", "--json"]).stdout.trim(), "[]");
+    let r = p.run(&["status"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("no runs"), "{}", r.stderr);
+    let r = p.run(&["resume"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    let r = p.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(p.status()["status"], "completed");
+    // Left for a while, the half-made directory is what `gc` removes (a run being made
+    // right now is left alone).
+    let dir = half[0].path();
+    assert!(!p.run(&["gc", "--dry-run"]).stdout.contains("never made"));
+    let touched = std::process::Command::new("touch")
+        .args(["-d", "2 hours ago"])
+        .arg(&dir)
+        .status()
+        .unwrap();
+    assert!(touched.success());
+    let r = p.run(&["gc"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(!dir.exists(), "{}{}", r.stdout, r.stderr);
+    assert_eq!(p.run(&["runs", "--json"]).code, Some(0));
+    assert_eq!(p.status()["status"], "completed");
+}
+
 #[test]
 fn sigkill_at_every_journal_append_then_resume() {
     let reference = Project::example();

@@ -59,6 +59,19 @@ fn a_task_that_touches_auth_holds_the_run_until_a_person_approves_it() {
         p.git_cmd(&["show", "--stat", "HEAD"])
             .contains("src/auth/login.rs")
     );
+    // A gate the run does not have is refused, naming the ones it has.
+    let before = p.run(&["log", "--json"]).stdout;
+    let r = p.run(&["approve", "--gate", "deploy"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("has no deploy gate: its diff gates: security, database"),
+        "{}",
+        r.stderr
+    );
+    let r = p.run(&["approve", "--gate", "securty"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert_eq!(p.run(&["log", "--json"]).stdout, before, "nothing recorded");
     // Approving another gate does not release this one.
     let r = p.run(&["approve", "--gate", "database"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);

@@ -21,6 +21,18 @@ fn setup(agent: &str) -> Project {
     p.commit("agentloop's hooks");
     let r = p.run(&["hook", "start"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
+    // It names the CLI whose hooks are installed.
+    let cli = if agent == "codex" {
+        "Codex"
+    } else {
+        "Gemini CLI"
+    };
+    assert!(
+        r.stderr
+            .contains(&format!("the next {cli} session in this project")),
+        "{}",
+        r.stderr
+    );
     p
 }
 

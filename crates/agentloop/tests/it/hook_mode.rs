@@ -74,8 +74,22 @@ fn claude_session(p: &Project, server: &MockServer, prompt: &str) -> std::proces
 
 pub(crate) fn setup(plan: &str) -> Project {
     let p = Scratch::new().plan(plan).build();
-    let r = p.run(&["hook", "start"]);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    // No hooks installed here or in this home (the tests pass them with --settings):
+    // it says so.
+    let out = p
+        .cmd(&["hook", "start"])
+        .env("HOME", p.path().join(".git"))
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CODEX_HOME")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("the next agent CLI session")
+            && stderr.contains("no agent CLI has agentloop's hooks here yet"),
+        "{stderr}"
+    );
     p
 }
 

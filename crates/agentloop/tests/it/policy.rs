@@ -142,6 +142,7 @@ pub(crate) fn verified(iteration: u32, passed: bool, fp: &str) -> Event {
             truncated: false,
             measured: None,
             tests: None,
+            cause: None,
         }],
         fingerprint: (!passed).then(|| fp.to_string()),
         digest: (!passed).then(|| format!("failure {fp}")),

@@ -4,6 +4,7 @@
 
 use crate::real_cli::{Cli, ONE, journal_events, say};
 use crate::support::Project;
+use serde_json::json;
 
 #[test]
 fn two_tasks_done_through_claudes_own_tools() {
@@ -54,6 +55,20 @@ fn agents_lists_the_installed_clis_and_their_versions() {
     assert_eq!(claude["version"], "2.1.197 (Claude Code)");
     let codex = rows.iter().find(|r| r["name"] == "codex").unwrap();
     assert_eq!(codex["version"], "codex-cli 0.169.0");
+    // Aider is installed (scripts/test puts it on PATH) but has no model here: said so,
+    // not "not installed".
+    let aider = rows.iter().find(|r| r["name"] == "aider").unwrap();
+    assert_eq!(
+        (&aider["installed"], &aider["usable"], &aider["state"]),
+        (
+            &json!(true),
+            &json!(false),
+            &json!("installed, no model configured")
+        ),
+        "{aider}"
+    );
+    let shown = p.run(&["agents"]).stdout;
+    assert!(shown.contains("installed, no model configured"), "{shown}");
     // The run records the versions it probed.
     let server = Cli::Claude.mock(vec![
         Cli::Claude.shell("echo hello > hello.txt", 1, 1),

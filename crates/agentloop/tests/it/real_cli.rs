@@ -314,7 +314,16 @@ pub fn one_task_recorded(cli: Cli) -> Vec<String> {
         .map(|e| e["data"]["final_message"].clone())
         .unwrap();
     assert_eq!(said, "Made it.\nTASK_COMPLETE");
-    session_ids(&p)
+    let ids = session_ids(&p);
+    // The last agent's session, where a person looks for it.
+    let last = ids.last().expect("a session id");
+    assert_eq!(p.status()["agent_session"], last.as_str());
+    let shown = p.run(&["status"]).stdout;
+    assert!(
+        shown.contains(&format!("session: {last} (the last agent's")),
+        "{shown}"
+    );
+    ids
 }
 
 /// Two tasks done with the CLI's own shell tool; returns `status --json`.

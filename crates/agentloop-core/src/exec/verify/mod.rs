@@ -127,6 +127,9 @@ impl Runner<'_> {
                     .as_ref()
                     .and_then(|(_, m)| m.as_ref().map(|(v, _)| v.clone())),
                 tests: None,
+                cause: (f.exit_code != Some(0) || f.timed_out)
+                    .then(|| crate::failure::cause_line(&tail))
+                    .flatten(),
             };
             let mut evidence = inv
                 .as_ref()

@@ -74,6 +74,36 @@ fn is_ours(hook: &Value) -> bool {
         })
 }
 
+/// The CLIs whose hooks agentloop installed, in this project or the user's settings,
+/// by name ("Claude Code", "Codex", "Gemini CLI").
+pub fn installed_for(cwd: &Path) -> Vec<&'static str> {
+    [
+        (HookAgent::Claude, "Claude Code"),
+        (HookAgent::Codex, "Codex"),
+        (HookAgent::Gemini, "Gemini CLI"),
+    ]
+    .into_iter()
+    .filter(|(agent, _)| {
+        [false, true].into_iter().any(|user| {
+            std::fs::read(settings_path(cwd, user, *agent))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+                .is_some_and(|v| has_ours(&v))
+        })
+    })
+    .map(|(_, name)| name)
+    .collect()
+}
+
+/// Whether any hook in a settings file is one of agentloop's.
+fn has_ours(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => is_ours(v) || m.values().any(has_ours),
+        Value::Array(a) => a.iter().any(has_ours),
+        _ => false,
+    }
+}
+
 fn read_settings(path: &Path) -> Result<Value, CliError> {
     match std::fs::read(path) {
         Ok(b) => {

@@ -34,12 +34,23 @@ pub use install::{install, uninstall};
 pub fn start(cwd: &Path, plan: &Path, mode: Option<String>) -> Result<ExitKind, CliError> {
     let (run, tasks, window) = create_run(cwd, plan, mode)?;
     outln!("{}", run.id);
+    let clis = install::installed_for(cwd);
+    let who = match clis.as_slice() {
+        [] => "agent CLI".to_string(),
+        [one] => one.to_string(),
+        many => many.join(" or "),
+    };
     eprintln!(
-        "agentloop: hook-mode run {} for {}; the next Claude Code session in this project to start or stop within {} claims it and gets task 1",
+        "agentloop: hook-mode run {} for {}; the next {who} session in this project to start or stop within {} claims it and gets task 1",
         run.id,
         agentloop_core::words::plural(tasks, "task", "tasks"),
         humantime::format_duration(window)
     );
+    if clis.is_empty() {
+        crate::render::warn(
+            "no agent CLI has agentloop's hooks here yet: `agentloop hook install` (Claude Code), `--agent codex` or `--agent gemini` adds them",
+        );
+    }
     Ok(ExitKind::Completed)
 }
 
