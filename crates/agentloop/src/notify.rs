@@ -66,7 +66,8 @@ pub fn payload(s: &RunState, r: &Record) -> Option<Value> {
             (
                 "completed",
                 format!(
-                    "every task is done and verified · verdict {}: {}",
+                    "{} · verdict {}: {}",
+                    s.completion_words(),
                     v.as_str(),
                     v.meaning()
                 ),

@@ -377,11 +377,11 @@ impl Progress {
     }
 
     pub fn finished(&mut self, s: &RunState, run: &RunDir) {
-        let reason = s
-            .finished
-            .as_ref()
-            .map(|r| r.describe())
-            .unwrap_or_default();
+        let reason = match &s.finished {
+            Some(agentloop_core::journal::FinishReason::Completed) => s.completion_words(),
+            Some(r) => r.describe(),
+            None => String::new(),
+        };
         let code = if s.status == RunStatus::Completed {
             "1;32"
         } else {

@@ -77,4 +77,42 @@ impl RunState {
     pub fn done_count(&self) -> usize {
         self.tasks.iter().filter(|t| t.status.is_settled()).count()
     }
+
+    /// Done tasks that had nothing to check them: no `Verify:` line or criterion
+    /// command of their own and no `[verify] commands` for the run. Their "done" is
+    /// the agent's word.
+    pub fn unchecked_done(&self) -> Vec<&str> {
+        if !self.settings.verify_commands.is_empty() {
+            return Vec::new();
+        }
+        self.tasks
+            .iter()
+            .filter(|t| t.status == super::TaskStatus::Done)
+            .filter(|t| self.plan.checks(&t.id).is_empty())
+            .map(|t| t.id.as_str())
+            .collect()
+    }
+
+    /// How a completed run ends, in words: "every task is done and verified", or how
+    /// many rest on the agent's word alone.
+    pub fn completion_words(&self) -> String {
+        let unchecked = self.unchecked_done();
+        if unchecked.is_empty() {
+            return "every task is done and verified".into();
+        }
+        let done = self
+            .tasks
+            .iter()
+            .filter(|t| t.status == super::TaskStatus::Done)
+            .count();
+        if unchecked.len() == done {
+            return "every task is done, none of them checked: no task has a check (a `Verify:` line or `[verify] commands`)".into();
+        }
+        format!(
+            "every task is done: {} verified by their checks, {} with no check ({})",
+            done - unchecked.len(),
+            unchecked.len(),
+            unchecked.join(", ")
+        )
+    }
 }

@@ -510,6 +510,9 @@ fn judge(
             "verified: {words} ({})",
             plural(verify.commands.len(), "command", "commands")
         ),
+        None if verify.commands.is_empty() => {
+            "done on the agent's word: nothing checks this task (no `Verify:` line, no `[verify] commands`)".into()
+        }
         None => format!(
             "verified ({})",
             plural(verify.commands.len(), "command passed", "commands passed")

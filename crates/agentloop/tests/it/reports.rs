@@ -119,6 +119,35 @@ fn counts_say_how_many_of_what() {
     assert!(status.contains("· 1/1 task · 1 iteration ·"), "{status}");
 }
 
+/// A task nothing checks is done on the agent's word, and the run says so: not
+/// "verified (0 commands passed)", not "every task is done and verified".
+#[test]
+fn a_task_with_no_check_is_not_called_verified() {
+    let plan =
+        "# Two\n\n## T1: Checked\nVerify: test -f one.txt\n\n## T2: Unchecked\nWrite notes.\n";
+    let p = scripted(plan, "touch one.txt notes.txt\necho TASK_COMPLETE\n");
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("done on the agent's word: nothing checks this task"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("0 commands passed"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("every task is done: 1 verified by their checks, 1 with no check (T2)"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !r.stderr.contains("every task is done and verified"),
+        "{}",
+        r.stderr
+    );
+}
+
 #[test]
 fn a_spent_retry_budget_says_how_many_of_how_many_and_what_was_tried() {
     // Fails the same check every time while changing the tree: only the retry
