@@ -7,12 +7,15 @@
 const TOKEN_KEY = "agentloop.token";
 
 (function takeTokenFromUrl() {
-  const params = new URLSearchParams(location.search);
-  const t = params.get("token");
+  // `/?token=T#/run/ID`, or a deep link with the token after the page's own part
+  // (`/#/run/ID?token=T`): either way the page the link names opens.
+  const [route, inHash] = location.hash.split("?");
+  const t = new URLSearchParams(location.search).get("token")
+    || new URLSearchParams(inHash || "").get("token");
   if (t) {
     localStorage.setItem(TOKEN_KEY, t);
     // The token leaves the address bar (and the history) at once.
-    history.replaceState(null, "", location.pathname + location.hash);
+    history.replaceState(null, "", location.pathname + (route || ""));
   }
 })();
 

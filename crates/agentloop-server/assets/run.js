@@ -70,9 +70,11 @@ function runPage(main, runId, selected) {
         " · plan v" + s.plan_version,
         s.finished ? " · " + s.finished : ""),
       progress(s.tasks_done, s.tasks_total, "tasks done"),
-      s.verdict ? el("p", { class: "verdict" },
-        s.finished ? "verdict " : "verdict so far ", el("strong", {}, s.verdict), " — ", s.verdict_text,
-        s.shape ? " · shape " + s.shape + " (clarity " + s.clarity + "/10)" : "") : null,
+      // The verdict is the run's account at its end; while it runs, only its shape.
+      s.verdict && s.finished ? el("p", { class: "verdict" },
+        "verdict ", el("strong", {}, s.verdict), " — ", s.verdict_text,
+        s.shape ? " · shape " + s.shape + " (clarity " + s.clarity + "/10)" : "")
+        : s.shape ? el("p", { class: "verdict muted" }, "shape " + s.shape + " (clarity " + s.clarity + "/10) · the verdict comes when the run ends") : null,
       s.sandbox ? el("div", { class: "sandbox" },
         el("p", {}, "sandbox: workspace · ", el("strong", {}, String(s.sandbox.refusals)),
           s.sandbox.refusals === 1 ? " thing refused" : " things refused"),
@@ -228,7 +230,8 @@ function runPage(main, runId, selected) {
         lanes.get(l.iteration).pre);
     });
     fill(parts.current, title,
-      rows.length ? el("ul", { class: "lanes" }, ...rows) : el("p", { class: "muted" }, "No worker is at work."),
+      rows.length ? el("ul", { class: "lanes" }, ...rows)
+        : el("p", { class: "muted phase" }, state.phase ? "No worker is at work: " + state.phase + "." : "No worker is at work."),
       state.merge_queue.length
         ? el("p", { class: "merge-queue" }, "Merge queue: " + state.merge_queue.join(", "))
         : null);
@@ -254,7 +257,7 @@ function runPage(main, runId, selected) {
     if (!c) {
       const last = iterations.length ? iterations[iterations.length - 1].iteration : null;
       fill(parts.current, title,
-        el("p", { class: "muted" }, FINISHED.has(state.status) ? "The run has ended." : "No iteration is running."),
+        el("p", { class: "muted" }, FINISHED.has(state.status) ? "The run has ended." : state.phase ? "No iteration is running: " + state.phase + "." : "No iteration is running."),
         last && live.iteration === last ? live.pre : null);
       return;
     }

@@ -25,6 +25,12 @@ function runsPage(main) {
   main.append(el("h1", {}, "Runs"), table, empty, start.node);
   let runs = [];
 
+  const oneLine = (text) => {
+    const first = String(text).split("\n")[0];
+    const cut = first.length > 140 ? first.slice(0, 139) + "…" : first;
+    return cut !== text && !cut.endsWith("…") ? cut + " …" : cut;
+  };
+
   const draw = () => {
     fill(body,
       ...runs.map((r) => {
@@ -43,7 +49,12 @@ function runsPage(main) {
           el("td", {}, attention.length
             ? el("div", { class: "needs-cell" },
                 el("span", { class: "badge needs" }, "needs you"),
-                el("ul", { class: "why small" }, ...attention.map((a) => el("li", {}, a))))
+                // One line each, however much a reason says (a check's whole output):
+                // the run's page has the rest.
+                el("ul", { class: "why small" }, ...attention.map((a) => el("li", {}, oneLine(a)))),
+                attention.some((a) => oneLine(a) !== a)
+                  ? el("a", { href: "#/run/" + encodeURIComponent(r.run_id), class: "small" }, "the whole account")
+                  : null)
             : r.status === "gone" ? el("span", { class: "muted" }, "directory deleted") : ""),
         );
       }),

@@ -92,16 +92,51 @@ fn summary(run: &RunDir, s: &RunState) -> Value {
     })
 }
 
-/// Budget gauges: what was used of each budget the run has.
-fn gauges(s: &RunState) -> Vec<Value> {
+/// What a running run does when no agent is at work, in words (`None`: an agent is,
+/// or nothing is under way).
+fn phase_words(s: &RunState) -> Option<String> {
+    use agentloop_core::policy::{Action, next_action};
+    if s.status != agentloop_core::journal::RunStatus::Running || !s.running.is_empty() {
+        return None;
+    }
+    Some(match next_action(s) {
+        Action::Validate => {
+            "validating: every done task's checks and the run's, again on the whole project".into()
+        }
+        Action::TestBaseline => {
+            "taking the test baseline: every check once, before any agent".into()
+        }
+        Action::Merge { iteration } => format!("merging iteration {iteration}'s verified work"),
+        Action::Ship(_) => "shipping: the pull request, its checks and review".into(),
+        Action::Review { task, .. } => format!("the reviewer is reading task {task}'s work"),
+        Action::CheckDiff { task } => {
+            format!("reading what task {task} changed for the diff gates")
+        }
+        _ => return None,
+    })
+}
+
+/// Budget gauges: what was used of each budget the run has. Time counts the
+/// iterations at work now, up to `now_ms`, as well as the finished ones.
+fn gauges(s: &RunState, now_ms: u64) -> Vec<Value> {
     let b = &s.settings.budgets;
     let mut out = vec![
         json!({"name": "iterations", "used": s.counted_iterations(), "limit": b.max_iterations, "unit": ""}),
     ];
     out.push(json!({"name": "cost", "used": s.cost_usd, "limit": b.max_cost_usd, "unit": "USD"}));
     out.push(json!({"name": "tokens", "used": s.usage.total(), "limit": b.max_tokens, "unit": ""}));
-    out.push(json!({"name": "time", "used": s.active_ms as f64 / 1000.0,
-        "limit": b.max_duration.map(|d| d.as_secs_f64()), "unit": "s"}));
+    let running_ms: u64 = if s.status == agentloop_core::journal::RunStatus::Running {
+        s.running
+            .iter()
+            .map(|o| now_ms.saturating_sub(o.started_ms))
+            .sum()
+    } else {
+        0
+    };
+    out.push(
+        json!({"name": "time", "used": (s.active_ms + running_ms) as f64 / 1000.0,
+        "limit": b.max_duration.map(|d| d.as_secs_f64()), "unit": "s"}),
+    );
     out
 }
 
@@ -153,7 +188,15 @@ pub(crate) async fn run_state(
     v["shape"] = json!(state.settings.shape);
     v["clarity"] = json!(state.settings.clarity);
     v["budgets"] = json!(state.settings.budgets);
-    v["gauges"] = json!(gauges(&state));
+    // A run whose driver is gone is not spending time.
+    let live = shown_status(&run, &state) == "running";
+    let now = if live {
+        agentloop_core::clock::now_ms()
+    } else {
+        0
+    };
+    v["gauges"] = json!(gauges(&state, now));
+    v["phase"] = json!(if live { phase_words(&state) } else { None });
     v["agent"] = json!(state.settings.agent);
     v["mode"] = json!(state.settings.mode);
     v["paused"] = json!(state.paused);

@@ -415,10 +415,15 @@ fn open_run(p: &Project) -> (crate::support::Serve, Browser) {
     let s = serve(p);
     let run_id = p.status()["run_id"].as_str().unwrap().to_string();
     let b = Browser::start();
+    // A deep link with the token after the page's part opens that run's page.
     b.goto(&format!(
-        "http://{}/?token={}#/run/{run_id}",
+        "http://{}/#/run/{run_id}?token={}",
         s.addr, s.token
     ));
+    b.wait_for(
+        "the run's page from a deep link",
+        "document.querySelector('#current-title') && !location.hash.includes('token')",
+    );
     (s, b)
 }
 
@@ -465,7 +470,23 @@ fn four_workers_show_as_lanes_with_their_own_output() {
         crate::support::journal_has(p, "\"iteration\":4,\"kind\":\"work\"")
             || crate::support::journal_has(p, "\"task\":\"T4\"")
     });
+    // Time passes while the four agents work.
+    std::thread::sleep(Duration::from_millis(1200));
     let (_served, b) = open_run(&p);
+    // While it runs: time counts the iterations at work, and no verdict alarms yet.
+    let head = b.script("return document.querySelector('.verdict') ? document.querySelector('.verdict').innerText : '';");
+    let head = head.as_str().unwrap();
+    assert!(
+        !head.contains("verdict so far") && head.contains("the verdict comes when the run ends"),
+        "{head}"
+    );
+    let time = b.script(
+        "return [...document.querySelectorAll('.gauge')].find((g) => g.querySelector('.gauge-name').textContent === 'time').querySelector('.gauge-text').innerText;",
+    );
+    assert!(
+        !time.as_str().unwrap().starts_with("0.0s"),
+        "the time gauge while four agents work: {time}"
+    );
     let lanes = b.wait_for(
         "four lanes, each with its agent's output",
         "(() => { const l = [...document.querySelectorAll('.lanes > li.lane')]; return l.length === 4 && l.every((x) => x.querySelector('pre').textContent.includes('working on T')) && l.map((x) => x.innerText).join('\\n'); })()",
