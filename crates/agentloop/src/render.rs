@@ -401,5 +401,19 @@ impl Progress {
             run.path.display()
         );
         self.line(&text);
+        // Where the work of a run with workers is, and how to take it.
+        if let Some(i) = &s.integration {
+            if i.landed {
+                self.line(&format!(
+                    "  work: on branch {}, landed on your branch",
+                    i.branch
+                ));
+            } else if s.done_count() > 0 {
+                self.line(&format!(
+                    "  work: on branch {} (every commit verified); `agentloop land` takes it onto your branch (`--dry-run` first)",
+                    i.branch
+                ));
+            }
+        }
     }
 }

@@ -375,17 +375,87 @@ pub fn dir_size(p: &Path) -> u64 {
 /// Fast-forwards the checked-out branch of `root` to the integration branch, if it
 /// is still where the run started (`base`). Returns the branch's name.
 pub fn land(root: &Path, integration: &str, base: &str) -> Result<String, String> {
+    match landing(root, integration, base)? {
+        Landing::FastForward { branch, .. } => {
+            fast_forward(root, &branch, integration)?;
+            Ok(branch)
+        }
+        Landing::Moved { branch, head } => Err(format!(
+            "{branch} moved since the run started ({} → {}); merge `{integration}` yourself",
+            short(base),
+            short(&head)
+        )),
+        Landing::Done { branch } => Ok(branch),
+    }
+}
+
+/// How the checked-out branch of `root` stands to a run's integration branch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Landing {
+    /// It has nothing the run's branch lacks: a fast-forward lands the run
+    /// (`commits`: how many it brings).
+    FastForward { branch: String, commits: u32 },
+    /// It holds the run's branch already.
+    Done { branch: String },
+    /// It moved since the run started, off the run's branch: only a merge lands it.
+    Moved { branch: String, head: String },
+}
+
+fn short(c: &str) -> &str {
+    &c[..c.len().min(10)]
+}
+
+/// Where the checked-out branch stands to `integration` (whose run began at `base`).
+pub fn landing(root: &Path, integration: &str, base: &str) -> Result<Landing, String> {
     let branch = text(git(root, &["symbolic-ref", "-q", "--short", "HEAD"]))
         .map_err(|_| "HEAD is detached: there is no branch to land on".to_string())?;
     let head = rev(root, "HEAD").ok_or("the repository has no HEAD")?;
-    if head != base {
-        return Err(format!(
-            "{branch} moved since the run started ({} → {}); merge `{integration}` yourself",
-            &base[..base.len().min(10)],
-            &head[..head.len().min(10)]
-        ));
+    let target =
+        rev(root, integration).ok_or_else(|| format!("there is no branch {integration}"))?;
+    let is_ancestor =
+        |a: &str, b: &str| run(git(root, &["merge-base", "--is-ancestor", a, b])).is_ok();
+    if is_ancestor(&target, &head) {
+        return Ok(Landing::Done { branch });
     }
+    if head == base || is_ancestor(&head, &target) {
+        let commits = text(git(
+            root,
+            &["rev-list", "--count", &format!("{head}..{target}")],
+        ))
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+        return Ok(Landing::FastForward { branch, commits });
+    }
+    Ok(Landing::Moved { branch, head })
+}
+
+/// Fast-forwards the checked-out `branch` of `root` to `integration`.
+pub fn fast_forward(root: &Path, branch: &str, integration: &str) -> Result<(), String> {
     text(git(root, &["merge", "--ff-only", "-q", integration]))
-        .map_err(|e| format!("cannot fast-forward {branch} to {integration}: {e}"))?;
-    Ok(branch)
+        .map(|_| ())
+        .map_err(|e| format!("cannot fast-forward {branch} to {integration}: {e}"))
+}
+
+/// Merges `integration` into the checked-out `branch` of `root` with a merge commit
+/// saying `message`; a merge that does not go through cleanly is undone.
+pub fn merge_into(
+    root: &Path,
+    branch: &str,
+    integration: &str,
+    message: &str,
+) -> Result<(), String> {
+    let mut c = git(
+        root,
+        &["merge", "--no-ff", "-q", "-m", message, integration],
+    );
+    // The merge commit is the person's: made as them.
+    super::git::set_identity(&mut c, super::git::user_identity(root).as_ref());
+    match text(c) {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            let _ = run(git(root, &["merge", "--abort"]));
+            Err(format!("cannot merge {integration} into {branch}: {e}"))
+        }
+    }
 }

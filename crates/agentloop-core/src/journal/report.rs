@@ -294,6 +294,20 @@ pub fn handoff(s: &RunState) -> String {
     }
     out.push_str("\n## Links\n\n");
     let mut any = false;
+    if let Some(i) = &s.integration {
+        let how = if i.landed {
+            "landed on your branch".to_string()
+        } else {
+            "`agentloop land` takes it onto your branch".to_string()
+        };
+        let _ = writeln!(
+            out,
+            "- The work: branch `{}` at {} (every commit verified); {how}",
+            i.branch,
+            &i.head[..i.head.len().min(10)]
+        );
+        any = true;
+    }
     for u in &s.ship.shipped {
         let what = match (&u.pr, &u.merged) {
             (Some((n, url)), Some(m)) => format!("pull request #{n}: {url}, merged as {m}"),

@@ -14,6 +14,19 @@ pub struct GcArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct LandArgs {
+    #[command(flatten)]
+    pub run: RunSel,
+    /// Say what would happen, change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// When your branch moved since the run started, merge the run's branch into it
+    /// (a merge commit) instead of refusing.
+    #[arg(long)]
+    pub merge: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct SurfaceArgs {
     #[command(flatten)]
     pub run: RunSel,

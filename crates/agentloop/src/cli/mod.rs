@@ -211,6 +211,16 @@ pub enum Command {
     /// branch of a run is its result and stays.
     #[command(after_help = "Examples:\n  agentloop gc --dry-run\n  agentloop gc")]
     Gc(GcArgs),
+    /// Take a run's verified work onto your branch
+    ///
+    /// A run with workers (or `--isolate`) leaves its work on its integration branch
+    /// (`agentloop/RUN`), every commit of it verified. `land` fast-forwards the branch
+    /// checked out here to it; when your branch moved since the run started it refuses,
+    /// unless `--merge` (a merge commit; one that conflicts is undone).
+    #[command(
+        after_help = "Examples:\n  agentloop land --dry-run\n  agentloop land\n  agentloop land 20261122-104259 --merge"
+    )]
+    Land(LandArgs),
     /// Print the shell completion script for SHELL
     ///
     /// Load it in the shell's startup file, or install it where the shell looks (the

@@ -9,6 +9,7 @@ mod gc;
 mod hook;
 mod init;
 mod journal;
+mod land;
 mod log;
 mod mcp;
 mod plan;
@@ -77,6 +78,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
         ),
         Command::Status(a) => status::status(&workspace()?, a.run.get(), a.json),
         Command::Gc(a) => gc::gc(&workspace()?, a.dry_run),
+        Command::Land(a) => land::land(&workspace()?, a.run.get(), a.dry_run, a.merge),
         Command::VerifySurface(a) => {
             surface::verify_surface(&workspace()?, a.run.get(), a.json, a.accept)
         }

@@ -277,6 +277,81 @@ fn land_fast_forwards_the_checked_out_branch_unless_it_moved() {
     );
     assert_eq!(git(&p, &["rev-parse", "HEAD"]), mine);
     assert!(!journal_has(&p, "\"kind\":\"landed\""));
+    // `agentloop land` refuses a fast-forward it cannot make, and says how; `--merge`
+    // (after `--dry-run`, which changes nothing) merges the verified branch.
+    let r = p.run(&["land"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("moved since run") && r.stderr.contains("agentloop land --merge"),
+        "{}",
+        r.stderr
+    );
+    let r = p.run(&["land", "--merge", "--dry-run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stdout.contains("would merge agentloop/") && r.stdout.contains("(4 of 4 tasks verified)"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(git(&p, &["rev-parse", "HEAD"]), mine);
+    let r = p.run(&["land", "--merge"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(p.path().join("four.txt").exists() && p.path().join("mine.txt").exists());
+    assert_eq!(
+        git(&p, &["rev-parse", "HEAD^1"]),
+        mine,
+        "a merge commit on top of the user's work"
+    );
+    assert!(journal_has(&p, "\"kind\":\"landed\""));
+    assert!(p.run(&["status"]).stdout.contains("(landed)"));
+    let r = p.run(&["land"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stdout.contains("nothing to land"), "{}", r.stdout);
+}
+
+/// Without `land = "ff"`, the run's last lines say where its work is; `agentloop land`
+/// fast-forwards to it (`--dry-run` first: nothing moves).
+#[test]
+fn land_takes_a_finished_runs_work_onto_the_branch() {
+    let p = project(FOUR, MAKE, "");
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("`agentloop land` takes it onto your branch"),
+        "{}",
+        r.stderr
+    );
+    let before = git(&p, &["rev-parse", "HEAD"]);
+    let r = p.run(&["land", "--dry-run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stdout.contains("would fast-forward"), "{}", r.stdout);
+    assert_eq!(git(&p, &["rev-parse", "HEAD"]), before);
+    let r = p.run(&["land"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stdout.contains("landed:"), "{}", r.stdout);
+    assert_eq!(
+        git(&p, &["rev-parse", "HEAD"]),
+        git(&p, &["rev-parse", &integration(&p)])
+    );
+    assert!(p.path().join("four.txt").exists());
+    assert!(p.run(&["status"]).stdout.contains("(landed)"));
+    let run = p.status()["run_id"].as_str().unwrap().to_string();
+    let handoff = p.read(&format!(".agentloop/runs/{run}/handoff.md"));
+    assert!(
+        handoff.contains("- The work: branch `agentloop/"),
+        "{handoff}"
+    );
+    // A run without an integration branch has nothing to land.
+    let q = crate::support::Project::example();
+    assert_eq!(q.run(&["run", "--quiet"]).code, Some(0));
+    let r = q.run(&["land"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("has no integration branch"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
