@@ -52,7 +52,12 @@ pub fn spent_since(path: &Path, from: u64) -> Spent {
                 continue;
             }
             Some("gemini") => {
-                gemini_line(&v, &mut spent);
+                // Gemini CLI writes a message with tool calls again once they ran,
+                // with the same id and tokens: it counts once.
+                let id = v.get("id").and_then(Value::as_str).unwrap_or_default();
+                if id.is_empty() || seen.insert(format!("gemini:{id}")) {
+                    gemini_line(&v, &mut spent);
+                }
                 continue;
             }
             _ => continue,
@@ -159,6 +164,19 @@ mod tests {
             (cost - (600.0 * 3.0 + 120.0 * 15.0) / 1e6).abs() < 1e-12,
             "{cost}"
         );
+    }
+
+    #[test]
+    fn a_gemini_message_written_twice_counts_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("chat.jsonl");
+        let call = r#"{"type":"gemini","id":"m1","model":"gemini-3.1-pro-preview","tokens":{"input":100,"cached":20,"output":5,"thoughts":3},"toolCalls":[{"id":"t1"}]}"#;
+        let answer = r#"{"type":"gemini","id":"m2","model":"gemini-3.1-pro-preview","tokens":{"input":120,"cached":0,"output":7,"thoughts":0}}"#;
+        std::fs::write(&path, format!("{call}\n{call}\n{answer}\n")).unwrap();
+        let all = spent_since(&path, 0);
+        assert_eq!(all.usage.input_tokens, 80 + 120);
+        assert_eq!(all.usage.cached_input_tokens, 20);
+        assert_eq!(all.usage.output_tokens, 8 + 7);
     }
 
     #[test]
