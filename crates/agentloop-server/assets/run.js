@@ -225,7 +225,7 @@ function runPage(main, runId, selected) {
         lanes.set(l.iteration, { offset: 0, pre: el("pre", { class: "log lane-log", "aria-label": "Output of iteration " + l.iteration }) });
       }
       return el("li", { class: "lane", dataset: { iteration: String(l.iteration), phase: l.phase } },
-        el("p", {}, "[" + l.iteration + "] " + l.task + " · attempt " + l.attempt + " · ",
+        el("p", {}, "[" + l.iteration + "] " + l.task + " · attempt " + l.attempt + (l.at_most ? " of at most " + l.at_most : "") + " · ",
           el("span", { class: "pill s-running" }, l.phase.replaceAll("_", " ")), " · " + duration(now - l.started_ms) + (l.job ? " · " + l.job : "")),
         lanes.get(l.iteration).pre);
     });
@@ -265,7 +265,7 @@ function runPage(main, runId, selected) {
     const stopped = state.status === "interrupted";
     fill(parts.current,
       title,
-      el("p", {}, "Iteration " + c.iteration + " · " + c.task + " · attempt " + c.attempt + " · " + c.agent + " · ",
+      el("p", {}, "Iteration " + c.iteration + " · " + c.task + " · attempt " + c.attempt + (c.at_most ? " of at most " + c.at_most : "") + " · " + c.agent + " · ",
         stopped
           ? el("span", { class: "pill s-interrupted" }, "interrupted: its driver is gone; Resume redoes it")
           : el("span", { class: "pill s-running" }, c.phase),

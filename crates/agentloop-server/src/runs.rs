@@ -202,8 +202,15 @@ pub(crate) async fn run_state(
     v["paused"] = json!(state.paused);
     v["last_seq"] = json!(state.last_seq);
     v["stop_requested"] = json!(state.stop.is_some());
+    let attempt = |task: &str| {
+        state
+            .task(task)
+            .map(|t| agentloop_core::policy::attempt_of(&state, t))
+    };
     v["current"] = json!(state.current().map(|o| json!({
-        "iteration": o.started.iteration, "task": o.started.task, "attempt": o.started.attempt,
+        "iteration": o.started.iteration, "task": o.started.task,
+        "attempt": attempt(&o.started.task).map_or(o.started.attempt, |a| a.0),
+        "at_most": attempt(&o.started.task).map(|a| a.1),
         "kind": o.started.kind, "agent": o.started.agent, "started_ms": o.started_ms,
         "phase": if o.verify.is_some() { "deciding" } else if state.surface_gate_changes().is_some() { "waiting for a person" } else if o.agent.is_some() { "verifying" } else { "agent" },
     })));
@@ -214,7 +221,17 @@ pub(crate) async fn run_state(
     } else {
         0
     });
-    v["lanes"] = json!(state.lanes());
+    v["lanes"] = json!(
+        state
+            .lanes()
+            .iter()
+            .map(|l| {
+                let mut v = json!(l);
+                v["at_most"] = json!(attempt(&l.task).map(|a| a.1));
+                v
+            })
+            .collect::<Vec<_>>()
+    );
     v["merge_queue"] = json!(
         state
             .merge_queue()

@@ -188,13 +188,7 @@ impl Progress {
                 let bound = s
                     .task(&st.task)
                     .filter(|t| t.tries > 1)
-                    .map(|t| {
-                        format!(
-                            " · attempt {} of at most {}",
-                            t.tries,
-                            agentloop_core::policy::task_bound(s, t)
-                        )
-                    })
+                    .map(|t| format!(" · {}", agentloop_core::policy::attempt_words(s, t)))
                     .unwrap_or_default();
                 let kind = match st.kind {
                     IterationKind::Work | IterationKind::Retry => bound,

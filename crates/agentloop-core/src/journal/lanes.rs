@@ -73,7 +73,11 @@ impl RunState {
             .map(|o| Lane {
                 iteration: o.started.iteration,
                 task: o.started.task.clone(),
-                attempt: o.started.attempt,
+                // Every attempt at the task, on every rung (as "attempt N of at most
+                // M" counts everywhere), not the rung's own count.
+                attempt: self
+                    .task(&o.started.task)
+                    .map_or(o.started.attempt, |t| t.tries.max(1)),
                 agent: o.started.agent.clone(),
                 phase: self.phase_of(o),
                 started_ms: o.started_ms,

@@ -24,6 +24,20 @@ pub fn rung_budget(s: &RunState, task: &TaskState) -> u32 {
     }
 }
 
+/// "attempt N of at most M": the one definition every surface shows (the console,
+/// `status`, `log`, `watch`, the API, the dashboard, hook mode, the MCP server). N
+/// counts every attempt at the task on every rung, the one at work included; M is
+/// [`task_bound`].
+pub fn attempt_of(s: &RunState, task: &TaskState) -> (u32, u32) {
+    (task.tries.max(1), task_bound(s, task))
+}
+
+/// [`attempt_of`] in words.
+pub fn attempt_words(s: &RunState, task: &TaskState) -> String {
+    let (n, m) = attempt_of(s, task);
+    format!("attempt {n} of at most {m}")
+}
+
 /// The most attempts the task can come to, as things stand: what it spent on earlier
 /// rungs, the most its current rung can give (the budget, and up to twice as many
 /// more when each failure is new: progress), and the rungs above it (one replan, the

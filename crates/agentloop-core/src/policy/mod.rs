@@ -26,7 +26,7 @@ pub use diffgates::{
     DiffInput, FileDiff, Trigger, enabled as diff_gate_enabled, parse_unified,
     reviewers as gate_reviewers, triggered, unread,
 };
-pub use ladder::{rung_budget, standing, task_bound};
+pub use ladder::{attempt_of, attempt_words, rung_budget, standing, task_bound};
 pub use prompt::build as build_prompt;
 pub use replan::review_replan;
 pub use schedule::{Pick, pick, schedule};

@@ -200,7 +200,8 @@ impl Agentloop {
                     "scope": task.scope,
                     "depends": task.depends,
                 },
-                "attempt": s.map(|t| t.tries + 1),
+                "attempt": s.map(|t| t.tries.max(1)),
+                "attempt_at_most": s.map(|t| agentloop_core::policy::task_bound(&found.state, t)),
                 "last_failure": s.and_then(|t| t.last_digest.clone()),
                 "how_to_finish": "call report_complete when the work is done and checked; agentloop then runs the verification itself",
             })

@@ -58,11 +58,7 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
             TaskStatus::Pending => " ".to_string(),
         };
         let attempt = if t.tries > 0 && !t.status.is_settled() {
-            format!(
-                " · attempt {} of at most {}",
-                t.tries,
-                agentloop_core::policy::task_bound(s, t)
-            )
+            format!(" · {}", agentloop_core::policy::attempt_words(s, t))
         } else {
             String::new()
         };
@@ -207,11 +203,13 @@ fn workers(s: &RunState) -> Result<(), CliError> {
     let now = agentloop_core::clock::now_ms();
     for l in s.lanes() {
         outln!(
-            "  [{}] {} · {} · attempt {} · {}{}",
+            "  [{}] {} · {} · {} · {}{}",
             l.iteration,
             l.task,
             l.phase.as_str(),
-            l.attempt,
+            s.task(&l.task)
+                .map(|t| agentloop_core::policy::attempt_words(s, t))
+                .unwrap_or_else(|| format!("attempt {}", l.attempt)),
             duration_ms(now.saturating_sub(l.started_ms)),
             l.job.map(|j| format!(" · {j}")).unwrap_or_default()
         );
@@ -426,6 +424,7 @@ fn task_json(s: &RunState, t: &agentloop_core::journal::TaskState) -> Value {
     "iterations": t.iterations,
     "attempts": t.tries,
     "attempts_at_most": agentloop_core::policy::task_bound(s, t),
+    "attempt": agentloop_core::policy::attempt_of(s, t).0,
     "attempts_on_rung": t.attempts,
     "rung_budget": agentloop_core::policy::rung_budget(s, t),
     "tried": t.tried,

@@ -332,11 +332,13 @@ fn lanes(run: &RunDir, s: &RunState) -> String {
     let mut out = String::new();
     for l in s.lanes() {
         out.push_str(&format!(
-            "[{}] {} · {} · attempt {} · {}s\n",
+            "[{}] {} · {} · {} · {}s\n",
             l.iteration,
             l.task,
             l.phase.as_str(),
-            l.attempt,
+            s.task(&l.task)
+                .map(|t| agentloop_core::policy::attempt_words(s, t))
+                .unwrap_or_else(|| format!("attempt {}", l.attempt)),
             now.saturating_sub(l.started_ms) / 1000
         ));
         let log =

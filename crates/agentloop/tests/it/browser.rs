@@ -494,7 +494,7 @@ fn four_workers_show_as_lanes_with_their_own_output() {
     let text = lanes.as_str().unwrap();
     for t in ["T1", "T2", "T3", "T4"] {
         assert!(
-            text.contains(&format!("] {t} · attempt 1 · agent")),
+            text.contains(&format!("] {t} · attempt 1 of at most ")),
             "{text}"
         );
         assert!(text.contains(&format!("working on {t}")), "{text}");

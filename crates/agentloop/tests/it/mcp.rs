@@ -95,6 +95,11 @@ fn structured_completion(run: &[&str]) {
         body.contains("test -f hello.txt") && body.contains("\\\"id\\\":\\\"T1\\\""),
         "{body}"
     );
+    // On its first attempt it is told attempt 1 (as `status` counts it), with the bound.
+    assert!(
+        body.contains("\\\"attempt\\\":1,\\\"attempt_at_most\\\":"),
+        "{body}"
+    );
     let finished = journal_events(&p)
         .into_iter()
         .find(|e| e["kind"] == "agent_finished")

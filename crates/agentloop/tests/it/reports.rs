@@ -119,6 +119,49 @@ fn counts_say_how_many_of_what() {
     assert!(status.contains("· 1/1 task · 1 iteration ·"), "{status}");
 }
 
+/// "attempt N of at most M" is one definition, the same in `status`, `status --json`
+/// and the API while a task's second attempt is at work.
+#[test]
+fn an_attempt_reads_the_same_everywhere() {
+    let p = Scratch::new()
+        .plan(ONE)
+        .agent(&agent(
+            "if [ $n -ge 2 ]; then i=0; while [ ! -e .git/agent-state/go ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; touch one.txt; fi\necho TASK_COMPLETE\n",
+        ))
+        .build();
+    let mut run = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    crate::support::wait_for(&p, "the second attempt", |p| {
+        p.path().join(".git/agent-state/T1").exists() && p.read(".git/agent-state/T1").trim() == "2"
+    });
+    let s = p.status();
+    let (n, m) = (
+        s["tasks"][0]["attempt"].as_u64().unwrap(),
+        s["tasks"][0]["attempts_at_most"].as_u64().unwrap(),
+    );
+    assert_eq!(n, 2, "{s}");
+    let words = format!("attempt {n} of at most {m}");
+    let shown = p.run(&["status"]).stdout;
+    assert!(shown.contains(&words), "{words}: {shown}");
+    let served = crate::support::serve(&p);
+    let id = s["run_id"].as_str().unwrap();
+    let (code, body) = crate::support::http_request(
+        &served.addr,
+        "GET",
+        &format!("/api/runs/{id}"),
+        Some(&served.token),
+        None,
+    );
+    assert_eq!(code, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (&v["current"]["attempt"], &v["current"]["at_most"]),
+        (&serde_json::json!(n), &serde_json::json!(m)),
+        "{body}"
+    );
+    std::fs::write(p.path().join(".git/agent-state/go"), "").unwrap();
+    assert_eq!(run.wait().unwrap().code(), Some(0));
+}
+
 /// A task nothing checks is done on the agent's word, and the run says so: not
 /// "verified (0 commands passed)", not "every task is done and verified".
 #[test]

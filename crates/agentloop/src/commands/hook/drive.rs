@@ -259,7 +259,7 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
                 let pos = s.position(&plan.task);
                 let (attempt, at_most) = s
                     .task(&plan.task)
-                    .map(|t| (t.tries, agentloop_core::policy::task_bound(s, t)))
+                    .map(|t| agentloop_core::policy::attempt_of(s, t))
                     .unwrap_or_default();
                 return Ok(json!({
                     "decision": "block",
