@@ -96,6 +96,9 @@ pub struct Progress {
     last_tick: Instant,
     /// Iteration → task, to name the task a result is for when workers interleave.
     tasks: std::collections::HashMap<u32, String>,
+    /// Said already: an agent spends tokens with no price, so the cost budget cannot
+    /// guard the run.
+    unpriced_said: bool,
 }
 
 impl Progress {
@@ -107,6 +110,7 @@ impl Progress {
             drawn: false,
             last_tick: Instant::now(),
             tasks: std::collections::HashMap::new(),
+            unpriced_said: false,
         }
     }
 
@@ -151,6 +155,27 @@ impl Progress {
     }
 
     pub fn event(&mut self, s: &RunState, r: &Record) {
+        if let Event::AgentFinished(a) = &r.event
+            && !self.unpriced_said
+            && a.usage.total() > 0
+            && a.cost_usd == 0.0
+        {
+            self.unpriced_said = true;
+            let agent = s
+                .open_iteration(a.iteration)
+                .map(|o| o.started.agent.clone())
+                .unwrap_or_else(|| s.settings.agent.clone());
+            let budget = s
+                .settings
+                .budgets
+                .max_cost_usd
+                .map(|b| format!("the {} cost budget", money(b)))
+                .unwrap_or_else(|| "a cost budget".into());
+            self.line(&format!(
+                "agentloop: warning: agent {agent} used {} tokens and reported no cost, and [prices] has no price for its model: {budget} cannot guard this run (add [prices.\"MODEL\"] input = …, output = …, in dollars per million tokens)",
+                a.usage.total()
+            ));
+        }
         match &r.event {
             Event::DriverStarted { .. } => {
                 let text = format!(

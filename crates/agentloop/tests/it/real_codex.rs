@@ -78,3 +78,39 @@ fn codex_reviews_the_verified_work_in_its_read_only_sandbox_and_an_answer_withou
     assert_eq!(reviews[0]["unparsable"], true);
     assert_eq!(reviews[1]["verdict"], "approve");
 }
+
+/// Codex reports tokens and no cost: with no price for its model the run says, once,
+/// that the cost budget cannot guard it.
+#[test]
+fn codex_without_a_price_is_said_to_escape_the_cost_budget_once() {
+    use crate::real_cli::{ONE, say};
+    let cli = Cli::Codex;
+    let server = cli.mock(vec![
+        say("All done.\nTASK_COMPLETE", 50, 5, 0),
+        cli.shell("echo hello > hello.txt", 60, 6),
+        say("Now it exists.\nTASK_COMPLETE", 70, 7, 0),
+    ]);
+    let p = cli.project(&server, ONE, "");
+    let config = p.read("agentloop.toml");
+    let unpriced = config
+        .split("[prices.mock-model]")
+        .next()
+        .unwrap()
+        .to_string();
+    p.write("agentloop.toml", unpriced);
+    p.commit("no price for the model");
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(
+        r.stderr.matches("reported no cost").count(),
+        1,
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("the $25.00 cost budget cannot guard this run"),
+        "{}",
+        r.stderr
+    );
+}
