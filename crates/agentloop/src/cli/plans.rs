@@ -139,11 +139,17 @@ pub enum ConfigCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum JournalCommand {
-    /// Check every line's checksum, sequence and schema.
-    #[command(after_help = "Example:\n  agentloop journal verify")]
+    /// Check every line's checksum, sequence and schema, and that agentloop sealed it.
+    #[command(
+        after_help = "Examples:\n  agentloop journal verify\n  agentloop store export 20261126-101500-042-3fa2 > j.jsonl && agentloop journal verify --file j.jsonl"
+    )]
     Verify {
         #[command(flatten)]
         run: RunSel,
+        /// A journal file instead of a run's: an exported one (`agentloop store
+        /// export`), a copy.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["run", "run_opt"])]
+        file: Option<PathBuf>,
     },
 }
 

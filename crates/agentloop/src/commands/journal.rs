@@ -16,7 +16,26 @@ pub fn verify(ws: &Workspace, run: Option<&str>) -> Result<ExitKind, CliError> {
             "the run's store cannot be read ({why}): what is checked is this machine's copy of the journal"
         ));
     }
-    let scan = loaded.scan;
+    report(&run.journal(), loaded.scan)
+}
+
+/// [`verify`] of a journal file that belongs to no run here: an export, a copy.
+pub fn verify_file(path: &std::path::Path) -> Result<ExitKind, CliError> {
+    if let Err(e) = std::fs::File::open(path) {
+        return Err(CliError::user(format!("{}: {e}", path.display())));
+    }
+    let scan = journal::scan(path, 0, 1, |_| {})?;
+    if scan.count == 0 && scan.forged.is_empty() {
+        return Err(CliError::user(format!(
+            "{}: no journal record in it",
+            path.display()
+        )));
+    }
+    report(path, scan)
+}
+
+/// What a check of the journal at `path` found: ok, or the lines agentloop did not write.
+fn report(path: &std::path::Path, scan: journal::Scan) -> Result<ExitKind, CliError> {
     if let Some(n) = scan.torn_tail {
         crate::render::warn(&format!(
             "the last line is torn ({n} bytes, a write cut short by a crash); it is not an event and is dropped at the next append"
@@ -26,7 +45,7 @@ pub fn verify(ws: &Workspace, run: Option<&str>) -> Result<ExitKind, CliError> {
         for f in &scan.forged {
             eprintln!(
                 "{}:{}: not written by agentloop (a {} record claiming seq {}): forged or edited; never acted on",
-                run.journal().display(),
+                path.display(),
                 f.line,
                 f.kind,
                 f.seq
@@ -34,14 +53,14 @@ pub fn verify(ws: &Workspace, run: Option<&str>) -> Result<ExitKind, CliError> {
         }
         return Err(CliError::user(format!(
             "{}: {} not agentloop's",
-            run.journal().display(),
+            path.display(),
             agentloop_core::words::plural(scan.forged.len(), "line is", "lines are")
         ))
         .hint("something other than agentloop wrote to the journal; `agentloop log` shows what agentloop recorded"));
     }
     outln!(
         "{}: ok · {} (seq 1..{}), each sealed by agentloop · schema v{}",
-        run.journal().display(),
+        path.display(),
         agentloop_core::words::plural(scan.count as usize, "event", "events"),
         scan.count,
         journal::SCHEMA_VERSION

@@ -191,9 +191,12 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
             );
             Ok(ExitKind::Completed)
         }
-        Command::Journal(JournalCommand::Verify { run }) => {
+        Command::Journal(JournalCommand::Verify { run, file: None }) => {
             journal::verify(&workspace()?, run.get())
         }
+        Command::Journal(JournalCommand::Verify {
+            file: Some(file), ..
+        }) => journal::verify_file(&file),
         Command::Store(StoreCommand::Migrate) => store::migrate(&cwd()?),
         Command::Store(StoreCommand::Runs) => store::runs(&cwd()?),
         Command::Store(StoreCommand::Export { run }) => store::export(&cwd()?, &run),

@@ -363,6 +363,40 @@ fn unknown_schema_version_and_event_kind() {
     );
 }
 
+/// `journal verify --file` checks a journal that belongs to no run here (an export, a
+/// copy) by the same rules: sealed lines pass, an appended one is named.
+#[test]
+fn a_journal_file_is_verified_on_its_own() {
+    let (p, j) = finished_run();
+    let copy = p.path().join(".git/exported.jsonl");
+    std::fs::copy(&j, &copy).unwrap();
+    let file = copy.to_str().unwrap();
+    let r = p.run(&["journal", "verify", "--file", file]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stdout.contains("exported.jsonl: ok ·"), "{}", r.stdout);
+    let mut text = std::fs::read_to_string(&copy).unwrap();
+    let n = text.lines().count();
+    text.push_str("{\"v\":1,\"seq\":999,\"kind\":\"run_finished\"}\n");
+    std::fs::write(&copy, text).unwrap();
+    let r = p.run(&["journal", "verify", "--file", file]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!(
+            "exported.jsonl:{}: not written by agentloop",
+            n + 1
+        )),
+        "{}",
+        r.stderr
+    );
+    std::fs::write(&copy, "not a journal\n").unwrap();
+    let r = p.run(&["journal", "verify", "--file", file]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    let r = p.run(&["journal", "verify", "--file", "/nonexistent/j.jsonl"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    let r = p.run(&["journal", "verify", "some-run", "--file", file]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+}
+
 #[test]
 fn invalid_utf8_and_huge_journal_lines() {
     let (p, j) = finished_run();
