@@ -189,8 +189,35 @@ fn hook_install_registers_the_mcp_server_for_each_cli() {
     let before = p.read(".codex/config.toml");
     install("codex");
     assert_eq!(p.read(".codex/config.toml"), before);
-    // Uninstall takes the hooks out again.
+    // Uninstall takes the hooks out again, and the MCP server entries install added.
     let r = p.run(&["hook", "uninstall", "--agent", "codex"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(!p.path().join(".codex/hooks.json").exists());
+    let config: toml::Table = p.read(".codex/config.toml").parse().unwrap();
+    assert!(config.get("mcp_servers").is_none(), "{config}");
+    assert_eq!(config["features"]["hooks"].as_bool(), Some(true));
+    let r = p.run(&["hook", "uninstall", "--agent", "gemini"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(!p.path().join(".gemini/settings.json").exists());
+    // One a person changed is theirs: left, and said.
+    let mut mcp: serde_json::Value = serde_json::from_str(&p.read(".mcp.json")).unwrap();
+    mcp["mcpServers"]["other"] = serde_json::json!({"command": "other-server"});
+    p.write(".mcp.json", mcp.to_string());
+    let r = p.run(&["hook", "uninstall"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let mcp: serde_json::Value = serde_json::from_str(&p.read(".mcp.json")).unwrap();
+    assert!(mcp["mcpServers"].get("agentloop").is_none(), "{mcp}");
+    assert_eq!(mcp["mcpServers"]["other"]["command"], "other-server");
+    install("claude");
+    let mut mcp: serde_json::Value = serde_json::from_str(&p.read(".mcp.json")).unwrap();
+    mcp["mcpServers"]["agentloop"]["args"] = serde_json::json!(["mcp", "--mine"]);
+    p.write(".mcp.json", mcp.to_string());
+    let r = p.run(&["hook", "uninstall"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("not as `install --mcp` wrote it"),
+        "{}",
+        r.stderr
+    );
+    assert!(p.read(".mcp.json").contains("--mine"));
 }

@@ -299,6 +299,87 @@ fn register_mcp(cwd: &Path, user: bool, agent: HookAgent) -> Result<(), CliError
     Ok(())
 }
 
+/// Whether an MCP server entry is the one `install --mcp` wrote: `agentloop mcp`.
+fn ours_mcp(server: &Value) -> bool {
+    server.get("args") == Some(&json!(["mcp"]))
+        && server
+            .get("command")
+            .and_then(Value::as_str)
+            .is_some_and(|c| c.ends_with("agentloop"))
+}
+
+/// Removes the MCP server entry `install --mcp` added, and nothing else: one a person
+/// changed (another command or arguments) stays, and is said.
+fn unregister_mcp(cwd: &Path, user: bool, agent: HookAgent) -> Result<(), CliError> {
+    let path = match (agent, user) {
+        (HookAgent::Claude, true) => return Ok(()),
+        (HookAgent::Claude, false) => Workspace::find(cwd).root.join(".mcp.json"),
+        (HookAgent::Gemini, _) => settings_path(cwd, user, agent),
+        (HookAgent::Codex, _) => {
+            let config = config_dir(cwd, user, agent).join("config.toml");
+            let Ok(text) = std::fs::read_to_string(&config) else {
+                return Ok(());
+            };
+            let exe = std::env::current_exe()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| "agentloop".into());
+            let block = format!(
+                "\n[mcp_servers.agentloop]\ncommand = {}\nargs = [\"mcp\"]\n",
+                toml::Value::String(exe)
+            );
+            if text.contains(&block) {
+                let new = text.replacen(&block, "", 1);
+                agentloop_core::fsutil::write_atomic(&config, new.as_bytes())?;
+                eprintln!(
+                    "agentloop: removed the MCP server `agentloop` from {}",
+                    config.display()
+                );
+            } else if text.contains("[mcp_servers.agentloop]") {
+                eprintln!(
+                    "agentloop: {} has an MCP server `agentloop` that is not as `install --mcp` wrote it: left as it is",
+                    config.display()
+                );
+            }
+            return Ok(());
+        }
+    };
+    if !path.exists() {
+        return Ok(());
+    }
+    let mut v = read_settings(&path)?;
+    let Some(servers) = v.get_mut("mcpServers").and_then(Value::as_object_mut) else {
+        return Ok(());
+    };
+    match servers.get("agentloop") {
+        Some(s) if ours_mcp(s) => {
+            servers.remove("agentloop");
+        }
+        Some(_) => {
+            eprintln!(
+                "agentloop: {} has an MCP server `agentloop` that is not as `install --mcp` wrote it: left as it is",
+                path.display()
+            );
+            return Ok(());
+        }
+        None => return Ok(()),
+    }
+    if servers.is_empty()
+        && let Some(root) = v.as_object_mut()
+    {
+        root.remove("mcpServers");
+    }
+    if v.as_object().is_some_and(|o| o.is_empty()) && agent == HookAgent::Claude {
+        std::fs::remove_file(&path)?;
+    } else {
+        write_settings(&path, &v)?;
+    }
+    eprintln!(
+        "agentloop: removed the MCP server `agentloop` from {}",
+        path.display()
+    );
+    Ok(())
+}
+
 /// `[features] hooks = true` in Codex's `config.toml`, changing nothing else in it:
 /// `Some((path, new text))` when it must be written, `None` when it is on already.
 fn codex_feature_on(config: &Path) -> Result<Option<(PathBuf, String)>, CliError> {
@@ -352,6 +433,7 @@ fn codex_feature_on(config: &Path) -> Result<Option<(PathBuf, String)>, CliError
 
 /// Removes exactly the entries `install` adds (of any event agentloop handles).
 pub fn uninstall(cwd: &Path, user: bool, agent: HookAgent) -> Result<ExitKind, CliError> {
+    unregister_mcp(cwd, user, agent)?;
     let path = settings_path(cwd, user, agent);
     if !path.exists() {
         eprintln!(
