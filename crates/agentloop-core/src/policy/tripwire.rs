@@ -58,6 +58,17 @@ pub fn tripped(wires: &[String], diff: &DiffInput, log: &str) -> Vec<TripHit> {
                     if !MANIFESTS.contains(&name) {
                         continue;
                     }
+                    // A package.json whose whole text the diff holds (a one-line
+                    // file, a new one, one written anew) is read as JSON: the
+                    // dependencies it names that the old text did not.
+                    if name == "package.json"
+                        && let Some(added) = npm_dependencies_added(f)
+                    {
+                        for dep in added {
+                            evidence.push(format!("{}:1: adds the dependency {dep}", f.path));
+                        }
+                        continue;
+                    }
                     for (n, line) in &f.added {
                         if is_dependency_line(name, line)
                             && !f.removed.iter().any(|r| r.trim() == line.trim())
@@ -120,6 +131,39 @@ fn squeeze(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// The dependencies a package.json names after the change and not before, when the
+/// diff holds its whole text before and after (`None`: it holds only some lines).
+fn npm_dependencies_added(f: &super::diffgates::FileDiff) -> Option<Vec<String>> {
+    fn names(text: &str) -> Option<std::collections::BTreeSet<String>> {
+        let v: serde_json::Value = serde_json::from_str(text).ok()?;
+        let mut out = std::collections::BTreeSet::new();
+        for section in [
+            "dependencies",
+            "devDependencies",
+            "peerDependencies",
+            "optionalDependencies",
+        ] {
+            if let Some(m) = v.get(section).and_then(serde_json::Value::as_object) {
+                out.extend(m.keys().cloned());
+            }
+        }
+        Some(out)
+    }
+    let after: String = f
+        .added
+        .iter()
+        .map(|(_, l)| l.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let after = names(&after)?;
+    let before = if f.new || f.removed.is_empty() {
+        Default::default()
+    } else {
+        names(&f.removed.join("\n"))?
+    };
+    Some(after.difference(&before).cloned().collect())
+}
+
 fn cut(s: &str) -> String {
     match s.char_indices().nth(200) {
         Some((i, _)) => format!("{}…", &s[..i]),
@@ -175,5 +219,39 @@ mod tests {
             [("break true".to_string(), "true".to_string())]
         );
         assert!(tripped(&wires, &diff(""), "git push origin main").is_empty());
+    }
+
+    /// A package.json on one line is read as JSON: a dependency added there trips,
+    /// a description does not.
+    #[test]
+    fn a_one_line_package_json_is_read_for_its_dependencies() {
+        let wires = vec!["add dependency".to_string()];
+        let one_line = |before: &str, after: &str| {
+            format!(
+                "diff --git a/package.json b/package.json\n--- a/package.json\n+++ b/package.json\n@@ -1 +1 @@\n-{before}\n+{after}\n"
+            )
+        };
+        let hits = tripped(
+            &wires,
+            &diff(&one_line(
+                r#"{"name":"x","dependencies":{"a":"1"}}"#,
+                r#"{"name":"x","dependencies":{"a":"1","left-pad":"^1.3.0"}}"#,
+            )),
+            "",
+        );
+        assert_eq!(hits.len(), 1);
+        assert_eq!(
+            hits[0].evidence,
+            "package.json:1: adds the dependency left-pad"
+        );
+        let hits = tripped(
+            &wires,
+            &diff(&one_line(
+                r#"{"name":"x","dependencies":{"a":"1"}}"#,
+                r#"{"name":"x","description":"y","dependencies":{"a":"2"}}"#,
+            )),
+            "",
+        );
+        assert!(hits.is_empty(), "{hits:?}");
     }
 }
