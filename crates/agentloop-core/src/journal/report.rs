@@ -129,6 +129,14 @@ fn trips(s: &RunState, out: &mut String) {
     if s.final_approved {
         gates.push("final review".to_string());
     }
+    // Every gate a person approved (the reviews after each task, the diff gates'),
+    // as the approvals name them.
+    for a in &s.approvals {
+        let what = a.rsplit_once(" by ").map_or(a.as_str(), |(w, _)| w);
+        if !gates.iter().any(|g| g == what) {
+            gates.push(what.to_string());
+        }
+    }
     let _ = writeln!(
         out,
         "- Gates passed: {}",

@@ -94,6 +94,13 @@ fn a_task_that_touches_auth_holds_the_run_until_a_person_approves_it() {
         log.contains("task T2, ") && log.contains("no diff gate triggered"),
         "{log}"
     );
+    // The handoff lists the review the person approved among the gates passed.
+    let handoff = std::fs::read_to_string(p.run_dir().join("handoff.md")).unwrap();
+    let passed = handoff
+        .lines()
+        .find(|l| l.starts_with("- Gates passed:"))
+        .unwrap_or_default();
+    assert!(passed.contains("the security review"), "{handoff}");
 }
 
 #[test]
