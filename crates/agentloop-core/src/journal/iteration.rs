@@ -233,6 +233,15 @@ impl CommandResult {
 }
 
 impl VerifyFinished {
+    /// Secrets out of what it quotes of its commands' output: the digest and each
+    /// failed command's cause line.
+    pub fn redact(&mut self, r: &crate::redact::Redactor) {
+        self.digest = self.digest.take().map(|d| r.redact(&d).into_owned());
+        for c in &mut self.commands {
+            c.cause = c.cause.take().map(|x| r.redact(&x).into_owned());
+        }
+    }
+
     /// The check that failed, and why: its report's reason (a named test not passing,
     /// a regression, no report), else its exit.
     pub fn failure_words(&self) -> String {

@@ -604,7 +604,7 @@ impl Driver {
             .unwrap_or_default();
         let redactor = self.redactor(&agent);
         redactor.scrub_file(log)?;
-        result.digest = result.digest.map(|d| redactor.redact(&d).into_owned());
+        result.redact(&redactor);
         self.record(Event::VerifyFinished(result))
     }
 }

@@ -94,16 +94,14 @@ impl Driver {
                 &["worktree", "remove", "--force", &d.to_string_lossy()],
             );
         }
-        let result = result.map_err(|e| CliError::internal(format!("cannot validate: {e}")))?;
+        let mut result = result.map_err(|e| CliError::internal(format!("cannot validate: {e}")))?;
         if self.interrupted.load(Ordering::SeqCst) {
             return Ok(());
         }
         let redactor = self.redactor(&self.state.settings.agent.clone());
         redactor.scrub_file(&log)?;
-        let digest = result
-            .digest
-            .as_ref()
-            .map(|d| redactor.redact(d).into_owned());
+        result.redact(&redactor);
+        let digest = result.digest.clone();
         self.write_validation(&result, digest.as_deref(), commands.len());
         if !result.passed {
             self.progress.warn(&format!(

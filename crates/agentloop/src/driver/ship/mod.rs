@@ -480,7 +480,8 @@ impl Driver {
             &self.ws.root,
             &["worktree", "remove", "--force", &dir.to_string_lossy()],
         );
-        let result = result.map_err(|e| e.to_string())?;
+        let mut result = result.map_err(|e| e.to_string())?;
+        result.redact(&self.redactor(&self.state.settings.agent.clone()));
         if !result.passed {
             self.progress.warn(&format!(
                 "ship: the run's checks FAIL on {base} after the merge ({commit:.12}); see {}",
