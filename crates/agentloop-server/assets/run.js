@@ -234,6 +234,11 @@ function runPage(main, runId, selected) {
         : el("p", { class: "muted phase" }, state.phase ? "No worker is at work: " + state.phase + "." : "No worker is at work."),
       state.merge_queue.length
         ? el("p", { class: "merge-queue" }, "Merge queue: " + state.merge_queue.join(", "))
+        : null,
+      state.integration
+        ? el("p", { class: "integration muted" }, "Integration branch ",
+          el("code", {}, state.integration.branch), " at " + String(state.integration.head).slice(0, 10)
+          + (state.integration.landed ? " (landed)" : " (every commit verified; `agentloop land` takes it)"))
         : null);
   }
 

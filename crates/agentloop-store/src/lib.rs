@@ -164,6 +164,15 @@ pub const ANSWER_WITHIN: Duration = Duration::from_secs(45);
 static ANSWER_MS: std::sync::atomic::AtomicU64 =
     std::sync::atomic::AtomicU64::new(ANSWER_WITHIN.as_millis() as u64);
 
+/// Sets how long one exchange with the store may take in this process (`[store]
+/// timeout`): for commands that use the store without installing it.
+pub fn answer_within_set(limit: Duration) {
+    ANSWER_MS.store(
+        limit.as_millis().max(1) as u64,
+        std::sync::atomic::Ordering::Relaxed,
+    );
+}
+
 /// How long one exchange with the store may take in this process.
 pub(crate) fn answer_within() -> Duration {
     Duration::from_millis(ANSWER_MS.load(std::sync::atomic::Ordering::Relaxed))
@@ -233,10 +242,7 @@ impl PgStore {
     /// How long one exchange with the store may take (`[store] timeout`), for the
     /// rest of the process.
     pub fn timeout(self, limit: Duration) -> PgStore {
-        ANSWER_MS.store(
-            limit.as_millis().max(1) as u64,
-            std::sync::atomic::Ordering::Relaxed,
-        );
+        answer_within_set(limit);
         self
     }
 

@@ -370,6 +370,19 @@ pub fn summary(s: &RunState) -> String {
         plural(s.iterations as usize, "iteration", "iterations"),
         money(s.cost_usd)
     );
+    if let Some(i) = &s.integration {
+        let _ = writeln!(
+            out,
+            "The work is on branch `{}` at {}, every commit of it verified{}.\n",
+            i.branch,
+            &i.head[..i.head.len().min(10)],
+            if i.landed {
+                ", and landed on your branch"
+            } else {
+                "; `agentloop land` takes it onto your branch"
+            }
+        );
+    }
     for t in s.tasks.iter().filter(|t| t.status != TaskStatus::Done) {
         let _ = writeln!(
             out,

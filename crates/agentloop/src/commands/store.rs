@@ -92,12 +92,17 @@ pub fn install(cwd: &Path) -> Result<(), CliError> {
     Ok(())
 }
 
+/// The store's URL for `agentloop store …`, with `[store] timeout` in force.
 fn required(cwd: &Path) -> Result<String, CliError> {
-    url(&Workspace::find(cwd).root)?.ok_or_else(|| {
+    let s = store_at(&Workspace::find(cwd).root)?.ok_or_else(|| {
         CliError::user("no store is set").hint(format!(
             "set `[store] url = \"postgres://…\"` in agentloop.toml, or {URL_VARIABLE}"
         ))
-    })
+    })?;
+    if let Some(t) = s.timeout {
+        agentloop_store::answer_within_set(t);
+    }
+    Ok(s.url)
 }
 
 fn store_error(e: agentloop_store::StoreError) -> CliError {

@@ -357,5 +357,13 @@ fn lanes(run: &RunDir, s: &RunState) -> String {
             .collect();
         out.push_str(&format!("merge queue: {}\n", list.join(", ")));
     }
+    if let Some(i) = &s.integration {
+        out.push_str(&format!(
+            "integration branch {} at {}{}\n",
+            i.branch,
+            &i.head[..i.head.len().min(10)],
+            if i.landed { " (landed)" } else { "" }
+        ));
+    }
     out
 }

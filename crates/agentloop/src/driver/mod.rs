@@ -52,6 +52,10 @@ pub struct Driver {
     seen: Option<git::Snapshot>,
     /// The task whose iterations run now in the project, and the tree before its first.
     task_began: Option<(String, git::Snapshot)>,
+    /// Paths of the project that changed while no agent of the run was at work (a
+    /// person's editor, `agentloop run > out.log` in the tree): the person's, never
+    /// charged to an agent; each said once.
+    persons: std::collections::BTreeSet<String>,
     /// The project's tree watched between snapshots (a driver of its own tree).
     watched: Option<agentloop_core::exec::watch::Watched>,
     flushed: Instant,
@@ -144,6 +148,9 @@ impl Driver {
         let start_seq = state.last_seq;
         let mut writer = writer;
         writer.group_syncs();
+        // This process's own output written into the project (`agentloop run > out.log`
+        // there) is the person's file, never an agent's change.
+        let persons = own_output_in(&ws.root);
         Ok(Driver {
             ws,
             run,
@@ -157,6 +164,7 @@ impl Driver {
             snapshots,
             seen: None,
             task_began: None,
+            persons,
             watched,
             flushed: Instant::now() - Duration::from_secs(10),
             notifying: Vec::new(),
@@ -478,4 +486,20 @@ impl Drop for Driver {
             }
         }
     }
+}
+
+/// The files inside `root` this process's standard output and error are written to,
+/// relative to it.
+fn own_output_in(root: &std::path::Path) -> std::collections::BTreeSet<String> {
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    [1, 2]
+        .into_iter()
+        .filter_map(|fd| std::fs::read_link(format!("/proc/self/fd/{fd}")).ok())
+        .filter_map(|p| {
+            p.strip_prefix(&root)
+                .ok()
+                .map(|r| r.to_string_lossy().into_owned())
+        })
+        .filter(|r| !r.is_empty())
+        .collect()
 }

@@ -166,6 +166,27 @@ impl Driver {
         }
     }
 
+    /// Paths a person changed while no agent was at work: theirs for the rest of the
+    /// run (see `persons`), each said once.
+    fn note_persons(&mut self, paths: Vec<String>) {
+        let new: Vec<String> = paths
+            .into_iter()
+            .filter(|p| !p.starts_with(".agentloop") && self.persons.insert(p.clone()))
+            .collect();
+        if !new.is_empty() {
+            let shown: Vec<&str> = new.iter().take(5).map(String::as_str).collect();
+            self.progress.warn(&format!(
+                "{} changed while no agent was at work: taken as yours, left alone and not charged to the agent{}",
+                shown.join(", "),
+                if new.len() > 5 {
+                    format!(" (and {} more)", new.len() - 5)
+                } else {
+                    String::new()
+                }
+            ));
+        }
+    }
+
     /// Snapshots of `dir`: the driver's own for the project, new ones for a worktree.
     pub(crate) fn snapshots_of(&self, dir: &std::path::Path) -> Option<git::Snapshots> {
         if dir == self.ws.root {
@@ -283,7 +304,17 @@ impl Driver {
     ) -> Result<Option<Prepared>, CliError> {
         let workdir = worktree.clone().unwrap_or_else(|| self.ws.root.clone());
         let before = match self.seen.take() {
-            Some(seen) if worktree.is_none() => Some(seen),
+            // What changed since the last iteration ended, while no agent was at work,
+            // is the person's: left alone, said once, never charged to the agent.
+            Some(seen) if worktree.is_none() => match self.snapshot_of(&workdir, false) {
+                Some(now) if now.id != seen.id => {
+                    let theirs = git::Snapshots::known(&workdir).changed(&seen, &now);
+                    self.note_persons(theirs);
+                    Some(now)
+                }
+                Some(now) => Some(now),
+                None => Some(seen),
+            },
             _ => self.snapshot_of(&workdir, false),
         };
         // Where the task's stretch of iterations began: what a claim is judged against.
@@ -439,8 +470,13 @@ impl Driver {
         // A claim is judged on a full look at the tree (see `exec::watch`).
         let workdir = self.workdir(iteration);
         let after = self.snapshot_of(&workdir, signals.complete);
+        let persons = &self.persons;
         let changed_files = match (&before, &after) {
-            (Some(a), Some(b)) => git::Snapshots::known(&workdir).changed(a, b),
+            (Some(a), Some(b)) => git::Snapshots::known(&workdir)
+                .changed(a, b)
+                .into_iter()
+                .filter(|p| workdir != self.ws.root || !persons.contains(p))
+                .collect(),
             _ => Vec::new(),
         };
         let task = self
@@ -453,7 +489,7 @@ impl Driver {
             {
                 let all = git::Snapshots::known(&workdir).changed(began, now);
                 all.into_iter()
-                    .filter(|p| !changed_files.contains(p))
+                    .filter(|p| !changed_files.contains(p) && !persons.contains(p))
                     .collect()
             }
             _ => Vec::new(),

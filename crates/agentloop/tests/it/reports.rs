@@ -162,6 +162,48 @@ fn an_attempt_reads_the_same_everywhere() {
     assert_eq!(run.wait().unwrap().code(), Some(0));
 }
 
+/// What a person writes into the tree during a run is theirs: `agentloop run >
+/// run1.err` inside the repository, and a note written while no agent works, are never
+/// charged to the agent (they were: "changed files outside the task's scope").
+#[test]
+fn files_the_person_writes_during_a_run_are_theirs() {
+    let plan = "# One\n\n## T1: First\nScope: src/\nVerify: test -f src/one.txt\n";
+    let p = Scratch::new()
+        .plan(plan)
+        .agent(&agent(
+            "if [ $n -ge 2 ]; then mkdir -p src; touch src/one.txt; else while [ ! -e .git/agent-state/noted ]; do sleep 0.05; done; fi\necho TASK_COMPLETE\n",
+        ))
+        .build();
+    let out = std::fs::File::create(p.path().join("run1.err")).unwrap();
+    let mut run = p
+        .cmd(&["run"])
+        .stdout(out.try_clone().unwrap())
+        .stderr(out)
+        .spawn()
+        .unwrap();
+    // The person pauses the run during the first attempt and, while it is paused (no
+    // agent at work), writes a note into the tree; then resumes it.
+    crate::support::wait_for(&p, "the first attempt", |p| {
+        p.path().join(".git/agent-state/T1").exists()
+    });
+    assert_eq!(p.run(&["pause"]).code, Some(0));
+    std::fs::write(p.path().join(".git/agent-state/noted"), "").unwrap();
+    crate::support::wait_for(&p, "the pause", |p| p.status()["status"] == "paused");
+    std::fs::write(p.path().join("notes.txt"), "mine\n").unwrap();
+    assert_eq!(p.run(&["resume"]).code, Some(0));
+    assert_eq!(run.wait().unwrap().code(), Some(0), "{}", p.read("run1.err"));
+    let log = p.read("run1.err");
+    assert!(!log.contains("outside the task's scope"), "{log}");
+    assert_eq!(
+        log.matches("notes.txt changed while no agent was at work: taken as yours")
+            .count(),
+        1,
+        "{log}"
+    );
+    assert_eq!(p.status()["tasks"][0]["status"], "done");
+    assert_eq!(p.read("notes.txt"), "mine\n", "left alone");
+}
+
 /// A task nothing checks is done on the agent's word, and the run says so: not
 /// "verified (0 commands passed)", not "every task is done and verified".
 #[test]

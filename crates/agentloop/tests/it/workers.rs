@@ -342,6 +342,12 @@ fn land_takes_a_finished_runs_work_onto_the_branch() {
         handoff.contains("- The work: branch `agentloop/"),
         "{handoff}"
     );
+    let summary = p.read(&format!(".agentloop/runs/{run}/summary.md"));
+    assert!(
+        summary.contains("The work is on branch `agentloop/"),
+        "{summary}"
+    );
+
     // A run without an integration branch has nothing to land.
     let q = crate::support::Project::example();
     assert_eq!(q.run(&["run", "--quiet"]).code, Some(0));
