@@ -253,6 +253,21 @@ impl RunDir {
         self.append_control_from(loaded, id, source, request, |_| std::process::id())
     }
 
+    /// Whether a control request from this process would be refused as the agent's own
+    /// (why), as [`append_control`](Self::append_control) judges it.
+    pub fn refused_here(&self, state: &RunState) -> Option<String> {
+        let check = super::origin::Asker {
+            run_id: &self.id,
+            drivers: [
+                self.lock_holder().and_then(|p| p.trim().parse().ok()),
+                state.driver_pid,
+            ],
+            session_pid: state.session_pid,
+            slash: false,
+        };
+        check.refusal(std::process::id())
+    }
+
     /// [`append_control`](Self::append_control) for a request made by the process
     /// `asker` names, given what the refusal checks (the client of an API connection,
     /// looked for among [`Asker::agent_tree`](super::origin::Asker::agent_tree)).

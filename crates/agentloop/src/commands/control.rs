@@ -129,7 +129,10 @@ pub fn approve_gate(
     let (run, loaded) = open(ws, run, Want::Unfinished)?;
     not_finished(&run, &loaded, "approve")?;
     let gates = &loaded.state.settings.gates;
-    if !agentloop_core::policy::diff_gate_enabled(gates, &gate) {
+    // The agent's own request is refused (and journaled as such) whatever it names.
+    if !agentloop_core::policy::diff_gate_enabled(gates, &gate)
+        && run.refused_here(&loaded.state).is_none()
+    {
         let on: Vec<&str> = ["security", "database", "external", "architecture", "deploy"]
             .into_iter()
             .filter(|g| agentloop_core::policy::diff_gate_enabled(gates, g))

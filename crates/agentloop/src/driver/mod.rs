@@ -56,6 +56,10 @@ pub struct Driver {
     /// person's editor, `agentloop run > out.log` in the tree): the person's, never
     /// charged to an agent; each said once.
     persons: std::collections::BTreeSet<String>,
+    /// The project's tree when the run began to wait (for a person, a limit, a
+    /// resume): what changes in it until the next iteration is the person's, unless a
+    /// step of agentloop's changes the tree in between (then this is forgotten).
+    wait_began: Option<git::Snapshot>,
     /// The project's tree watched between snapshots (a driver of its own tree).
     watched: Option<agentloop_core::exec::watch::Watched>,
     flushed: Instant,
@@ -165,6 +169,7 @@ impl Driver {
             seen: None,
             task_began: None,
             persons,
+            wait_began: None,
             watched,
             flushed: Instant::now() - Duration::from_secs(10),
             notifying: Vec::new(),
@@ -377,6 +382,16 @@ impl Driver {
         ) {
             self.seen = None;
             self.writer.sync()?;
+            if matches!(action, Action::Wait(_)) {
+                if self.wait_began.is_none() && !self.state.settings.in_worktrees() {
+                    let root = self.ws.root.clone();
+                    self.wait_began = self.snapshot_of(&root, false);
+                }
+            } else {
+                // A step of agentloop's own changes the tree: what changed since the
+                // wait began is no longer the person's alone.
+                self.wait_began = None;
+            }
         }
         Ok(())
     }

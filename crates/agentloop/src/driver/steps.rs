@@ -317,6 +317,14 @@ impl Driver {
             },
             _ => self.snapshot_of(&workdir, false),
         };
+        // What changed while the run waited (for a person, a limit) is the person's too.
+        if worktree.is_none()
+            && let (Some(began), Some(now)) = (self.wait_began.take(), &before)
+            && began.id != now.id
+        {
+            let theirs = git::Snapshots::known(&workdir).changed(&began, now);
+            self.note_persons(theirs);
+        }
         // Where the task's stretch of iterations began: what a claim is judged against.
         if worktree.is_none()
             && let Some(before) = &before

@@ -750,7 +750,11 @@ fn a_frozen_or_gone_store_is_waited_for_only_so_long() {
     let t = std::time::Instant::now();
     let r = p.run(&["store", "runs"]);
     assert_eq!(r.code, Some(7), "{}", r.stderr);
-    assert!(r.stderr.contains("did not answer within 3 s"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("did not answer within 3 s"),
+        "{}",
+        r.stderr
+    );
     assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
     // A resume while it is frozen starts nothing and says why.
     let r = p.run(&["resume", "--quiet"]);

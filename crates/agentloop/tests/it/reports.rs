@@ -188,10 +188,31 @@ fn files_the_person_writes_during_a_run_are_theirs() {
     });
     assert_eq!(p.run(&["pause"]).code, Some(0));
     std::fs::write(p.path().join(".git/agent-state/noted"), "").unwrap();
-    crate::support::wait_for(&p, "the pause", |p| p.status()["status"] == "paused");
+    // Paused, and the first attempt over: no agent at work.
+    crate::support::wait_for(&p, "the pause", |p| {
+        let s = p.status();
+        s["status"] == "paused" && s["tasks"][0]["status"] == "pending"
+    });
     std::fs::write(p.path().join("notes.txt"), "mine\n").unwrap();
     assert_eq!(p.run(&["resume"]).code, Some(0));
-    assert_eq!(run.wait().unwrap().code(), Some(0), "{}", p.read("run1.err"));
+    let t = std::time::Instant::now();
+    while run.try_wait().unwrap().is_none() {
+        if t.elapsed() > std::time::Duration::from_secs(30) {
+            let _ = run.kill();
+            panic!(
+                "the run did not end: {}\n{}",
+                p.read("run1.err"),
+                p.run(&["status"]).stdout
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(
+        run.wait().unwrap().code(),
+        Some(0),
+        "{}",
+        p.read("run1.err")
+    );
     let log = p.read("run1.err");
     assert!(!log.contains("outside the task's scope"), "{log}");
     assert_eq!(
