@@ -41,7 +41,9 @@ pub fn cause_line(text: &str) -> Option<String> {
         .filter(|l| !l.is_empty() && !l.starts_with('$') && !l.starts_with("[agentloop"))
         .collect();
     let line = lines.iter().find(|l| ERROR.is_match(l)).or(lines.last())?;
-    let mut line = line.to_string();
+    // The check's output is the agent's to write: no control character (a terminal
+    // escape) reaches the person's console through it.
+    let mut line: String = line.chars().filter(|c| !c.is_control()).collect();
     if line.chars().count() > 160 {
         line = line.chars().take(159).collect::<String>() + "…";
     }
@@ -120,6 +122,10 @@ mod tests {
             Some("nothing to see")
         );
         assert_eq!(cause_line("  \n"), None);
+        assert_eq!(
+            cause_line("E   \x1b]0;pwned\x07assert \x1b[2J1 == 2\n").as_deref(),
+            Some("E   ]0;pwnedassert [2J1 == 2")
+        );
         assert_eq!(cause_line(&"x".repeat(500)).unwrap().chars().count(), 160);
     }
 

@@ -256,16 +256,21 @@ impl RunDir {
     /// Whether a control request from this process would be refused as the agent's own
     /// (why), as [`append_control`](Self::append_control) judges it.
     pub fn refused_here(&self, state: &RunState) -> Option<String> {
-        let check = super::origin::Asker {
+        self.asker(state, false).refusal(std::process::id())
+    }
+
+    /// What a control request to this run is judged by: the run's drivers and bound
+    /// session (`slash`: it came from the session's slash command).
+    fn asker(&self, state: &RunState, slash: bool) -> super::origin::Asker<'_> {
+        super::origin::Asker {
             run_id: &self.id,
             drivers: [
                 self.lock_holder().and_then(|p| p.trim().parse().ok()),
                 state.driver_pid,
             ],
             session_pid: state.session_pid,
-            slash: false,
-        };
-        check.refusal(std::process::id())
+            slash,
+        }
     }
 
     /// [`append_control`](Self::append_control) for a request made by the process
@@ -283,15 +288,7 @@ impl RunDir {
         let mut state = loaded.state;
         // A secret typed into a note is redacted like everything else written.
         let request = request.redacted(&Redactor::from_env(std::iter::empty()));
-        let check = super::origin::Asker {
-            run_id: &self.id,
-            drivers: [
-                self.lock_holder().and_then(|p| p.trim().parse().ok()),
-                state.driver_pid,
-            ],
-            session_pid: state.session_pid,
-            slash: source == "session",
-        };
+        let check = self.asker(&state, source == "session");
         if let Some(why) = check.refusal(asker(&check)) {
             w.append(&Event::ControlRefused {
                 source: source.to_string(),

@@ -57,9 +57,15 @@ pub fn land(
     }
     let landing = worktree::landing(&ws.root, &i.branch, &i.base).map_err(CliError::user)?;
     let branch = match &landing {
-        Landing::Done { branch } => {
+        // Landed already: by a person, or by a `land` killed before it recorded it
+        // (then recorded now, so the run says so).
+        Landing::Done { branch } if i.landed || dry_run => {
             outln!("{branch} holds {what} already: nothing to land");
             return Ok(ExitKind::Completed);
+        }
+        Landing::Done { branch } => {
+            outln!("{branch} holds {what} already: recorded as landed");
+            branch.clone()
         }
         Landing::FastForward { branch, commits } => {
             if dry_run {

@@ -348,6 +348,18 @@ fn land_takes_a_finished_runs_work_onto_the_branch() {
         "{summary}"
     );
 
+    // A `land` killed after the fast-forward and before its record (the branch moved
+    // by hand here, as it would have): the next `land` records it, nothing moves.
+    let k = project(FOUR, MAKE, "");
+    assert_eq!(k.run(&["run", "--quiet"]).code, Some(0));
+    git(&k, &["merge", "--ff-only", "-q", &integration(&k)]);
+    let head = git(&k, &["rev-parse", "HEAD"]);
+    assert!(!k.run(&["status"]).stdout.contains("(landed)"));
+    let r = k.run(&["land"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stdout.contains("recorded as landed"), "{}", r.stdout);
+    assert_eq!(git(&k, &["rev-parse", "HEAD"]), head);
+    assert!(k.run(&["status"]).stdout.contains("(landed)"));
     // A run without an integration branch has nothing to land.
     let q = crate::support::Project::example();
     assert_eq!(q.run(&["run", "--quiet"]).code, Some(0));
