@@ -154,9 +154,16 @@ pub fn parse(message: &str, promise: &str) -> Signals {
         .action_result
         .get("NEXT_ACTION_NEEDED")
         .map(|v| v.trim_matches(['`', '*', ' ']).to_ascii_uppercase());
+    // What a person reads: the message fields first; a status only when it is words, not
+    // a code (`needs_input`, `blocked`).
     let said = |keys: &[&str]| {
-        keys.iter()
-            .find_map(|k| s.action_result.get(*k).filter(|v| !v.is_empty()).cloned())
+        keys.iter().find_map(|k| {
+            s.action_result
+                .get(*k)
+                .filter(|v| !v.is_empty())
+                .filter(|v| *k != "STATUS" || v.trim().contains(' '))
+                .cloned()
+        })
     };
     match next.as_deref() {
         Some("COMPLETED") if s.blocked.is_none() => {
@@ -166,12 +173,12 @@ pub fn parse(message: &str, promise: &str) -> Signals {
         }
         Some("WAITING_INPUT") if s.blocked.is_none() => {
             s.blocked = Some(
-                said(&["QUESTION", "WAITING_FOR", "STATUS"])
+                said(&["QUESTION", "WAITING_FOR", "MESSAGE", "REASON", "STATUS"])
                     .unwrap_or_else(|| "the agent waits for input".into()),
             );
         }
         Some("PAUSED") if s.blocked.is_none() => {
-            s.blocked = Some(match said(&["REASON", "STATUS"]) {
+            s.blocked = Some(match said(&["REASON", "MESSAGE", "STATUS"]) {
                 Some(r) => format!("the agent paused: {r}"),
                 None => "the agent paused".into(),
             });
@@ -314,6 +321,17 @@ mod tests {
             s.blocked.as_deref(),
             Some("the agent paused: rate limited by the API")
         );
+        // A status code is not what a person needs; the message is.
+        let s = parse(
+            "ACTION_RESULT:\n- status: needs_input\n- message: need a choice\nNEXT_ACTION_NEEDED: WAITING_INPUT\n",
+            "DONE",
+        );
+        assert_eq!(s.blocked.as_deref(), Some("need a choice"));
+        let s = parse(
+            "ACTION_RESULT:\n- status: needs_input\nNEXT_ACTION_NEEDED: WAITING_INPUT\n",
+            "DONE",
+        );
+        assert_eq!(s.blocked.as_deref(), Some("the agent waits for input"));
     }
 
     #[test]

@@ -9,6 +9,16 @@ pub fn plural(n: usize, one: &str, many: &str) -> String {
     }
 }
 
+/// Someone else's sentence as a clause of ours: without its own closing period, so
+/// `"{}. Fix it"` never reads `Invalid API key.. Fix it`.
+pub fn clause(text: &str) -> &str {
+    let t = text.trim_end();
+    match t.strip_suffix('.') {
+        Some(rest) if !rest.ends_with('.') => rest,
+        _ => t,
+    }
+}
+
 /// A settings key below `prefix`: `budgets` + `max_iterations` → `budgets.max_iterations`.
 pub fn dotted(prefix: &str, key: &str) -> String {
     if prefix.is_empty() {
@@ -58,6 +68,13 @@ pub fn bytes(n: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_clause_has_no_period_of_its_own() {
+        assert_eq!(super::clause("Invalid API key. "), "Invalid API key");
+        assert_eq!(super::clause("wait..."), "wait...");
+        assert_eq!(super::clause("no period"), "no period");
+    }
+
     use super::*;
 
     #[test]

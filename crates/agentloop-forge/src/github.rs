@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use crate::http::{Client, check, message_of};
 use crate::tracker::{Issue, IssueState, Tracker};
-use crate::{Check, Checks, ChecksState, Forge, ForgeError, MergeMethod, PullRequest};
+use crate::{Check, Checks, ChecksState, Forge, ForgeError, MergeMethod, Preflight, PullRequest};
 
 pub const API: &str = "https://api.github.com";
 
@@ -69,6 +69,43 @@ impl GitHub {
 }
 
 impl Forge for GitHub {
+    fn preflight(&self, base: &str) -> Result<Preflight, ForgeError> {
+        let me = self.client.send("GET", "/user", None)?;
+        if me.status == 401 {
+            return Err(ForgeError::Unfit(format!(
+                "GitHub refused the token ({}): set GITHUB_TOKEN to a valid token",
+                message_of(&me.body)
+            )));
+        }
+        check(&me, "GET", "/user")?;
+        let user = me.body["login"].as_str().unwrap_or_default().to_string();
+        let repo = self.client.send("GET", &self.path(""), None)?;
+        if repo.status == 404 {
+            return Err(ForgeError::Unfit(format!(
+                "GitHub has no repository {} that {user} can see: check [ship] repo (or the remote's URL) and the token's access",
+                self.repo
+            )));
+        }
+        check(&repo, "GET", &self.path(""))?;
+        if repo.body.pointer("/permissions/push") == Some(&Value::Bool(false)) {
+            return Err(ForgeError::Unfit(format!(
+                "{user} may not push to {}: a pull request needs a branch pushed there; use a token with write access",
+                self.repo
+            )));
+        }
+        let branch = self
+            .client
+            .send("GET", &self.path(&format!("/branches/{base}")), None)?;
+        if branch.status == 404 {
+            return Err(ForgeError::Unfit(format!(
+                "{} has no branch {base} for the pull request to go into: push it first, or set [ship] base",
+                self.repo
+            )));
+        }
+        check(&branch, "GET", &self.path("/branches"))?;
+        Ok(Preflight { user })
+    }
+
     fn open_or_update(
         &self,
         head: &str,

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use crate::http::{Client, check, message_of};
 use crate::tracker::{Issue, IssueState, Tracker};
-use crate::{Check, Checks, ChecksState, Forge, ForgeError, MergeMethod, PullRequest};
+use crate::{Check, Checks, ChecksState, Forge, ForgeError, MergeMethod, Preflight, PullRequest};
 
 pub const API: &str = "https://gitlab.com/api/v4";
 
@@ -88,7 +88,53 @@ impl GitLab {
     }
 }
 
+/// GitLab's Developer access level: enough to push a branch and open a merge request.
+const DEVELOPER: u64 = 30;
+
 impl Forge for GitLab {
+    fn preflight(&self, base: &str) -> Result<Preflight, ForgeError> {
+        let me = self.client.send("GET", "/user", None)?;
+        if me.status == 401 {
+            return Err(ForgeError::Unfit(format!(
+                "GitLab refused the token ({}): set GITLAB_TOKEN to a valid token",
+                message_of(&me.body)
+            )));
+        }
+        check(&me, "GET", "/user")?;
+        let user = me.body["username"].as_str().unwrap_or_default().to_string();
+        let project = self.client.send("GET", &self.path(""), None)?;
+        if project.status == 404 {
+            return Err(ForgeError::Unfit(format!(
+                "GitLab has no project {} that {user} can see: check [ship] repo (or the remote's URL) and the token's access",
+                self.project.replace("%2F", "/")
+            )));
+        }
+        check(&project, "GET", &self.path(""))?;
+        let level = [
+            "/permissions/project_access/access_level",
+            "/permissions/group_access/access_level",
+        ]
+        .iter()
+        .filter_map(|p| project.body.pointer(p).and_then(Value::as_u64))
+        .max();
+        if project.body.get("permissions").is_some() && level.unwrap_or(0) < DEVELOPER {
+            return Err(ForgeError::Unfit(format!(
+                "{user} may not push to {}: a merge request needs a branch pushed there; the user needs the Developer role or more",
+                self.project.replace("%2F", "/")
+            )));
+        }
+        let path = self.path(&format!("/repository/branches/{}", encode(base)));
+        let branch = self.client.send("GET", &path, None)?;
+        if branch.status == 404 {
+            return Err(ForgeError::Unfit(format!(
+                "{} has no branch {base} for the merge request to go into: push it first, or set [ship] base",
+                self.project.replace("%2F", "/")
+            )));
+        }
+        check(&branch, "GET", &path)?;
+        Ok(Preflight { user })
+    }
+
     fn open_or_update(
         &self,
         head: &str,

@@ -25,6 +25,9 @@ pub enum ForgeError {
     },
     #[error("{0}")]
     Unexpected(String),
+    /// Shipping could not work as configured; the message says what to change.
+    #[error("{0}")]
+    Unfit(String),
 }
 
 /// A pull (merge) request.
@@ -83,8 +86,19 @@ impl MergeMethod {
     }
 }
 
+/// What the forge said before a run started: who the token is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preflight {
+    /// The token's user (GitHub's login, GitLab's username).
+    pub user: String,
+}
+
 /// What the ship flow needs of a forge.
 pub trait Forge {
+    /// Asks, before a run starts, what shipping will need: that the token is a user's,
+    /// that the repository is there and the user may push to it, and that the base
+    /// branch is on the forge. Each refusal says what to fix.
+    fn preflight(&self, base: &str) -> Result<Preflight, ForgeError>;
     /// Opens the pull request from `head` into `base`, or updates the open one (its
     /// title and body) when there is one already.
     fn open_or_update(

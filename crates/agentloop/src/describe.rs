@@ -397,3 +397,16 @@ pub(crate) fn held(s: &RunState, gate: &Gate) -> Vec<String> {
         })
         .collect()
 }
+
+/// What drives an unfinished run that no driver holds, in words: `resume` for a headless
+/// run; for a hook-mode run, its Claude Code session (`resume` alone refuses it).
+pub(crate) fn goes_on(s: &RunState) -> String {
+    if s.settings.hook {
+        format!(
+            "a message in its Claude Code session goes on with it, or `agentloop resume --headless {}` drives it with the configured agent",
+            s.run_id
+        )
+    } else {
+        format!("`agentloop resume {}` drives it", s.run_id)
+    }
+}

@@ -16,7 +16,13 @@ impl RunState {
             p.tasks.push(task.to_string());
         }
         if p.sample.is_empty() {
-            p.sample = digest.lines().next().unwrap_or_default().trim().to_string();
+            // The digest's headline, without the lead-in to the output it quotes.
+            let first = digest.lines().next().unwrap_or_default().trim();
+            p.sample = first
+                .strip_suffix("The end of its output:")
+                .unwrap_or(first)
+                .trim_end()
+                .to_string();
         }
     }
 

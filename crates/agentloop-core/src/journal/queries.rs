@@ -89,6 +89,8 @@ impl RunState {
             .iter()
             .filter(|t| t.status == super::TaskStatus::Done)
             .filter(|t| self.plan.checks(&t.id).is_empty())
+            // A fix task the forge's checks passed after is verified by them.
+            .filter(|t| !self.ship.fix_verified.contains_key(&t.id))
             .map(|t| t.id.as_str())
             .collect()
     }

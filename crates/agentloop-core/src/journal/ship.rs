@@ -70,6 +70,13 @@ pub struct ShipState {
     pub checks_digest: Option<String>,
     /// Fix tasks made from red checks.
     pub fixes: u32,
+    /// The fix tasks (`CI-N`, `MAIN-N`), in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fix_tasks: Vec<String>,
+    /// Fix tasks the forge's checks (or the run's checks on the base branch after the
+    /// merge) passed after, with what passed: their verification.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub fix_verified: std::collections::BTreeMap<String, String>,
     pub approved: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub merged: Option<String>,
@@ -157,6 +164,18 @@ impl ShipState {
 }
 
 impl RunState {
+    /// Each done fix task not yet verified is verified by `what`.
+    fn fixes_verified(&mut self, what: &str) {
+        for id in self.ship.fix_tasks.clone() {
+            let done = self
+                .task(&id)
+                .is_some_and(|t| t.status == super::TaskStatus::Done);
+            if done && !self.ship.fix_verified.contains_key(&id) {
+                self.ship.fix_verified.insert(id, what.to_string());
+            }
+        }
+    }
+
     /// A diff gate released (open now, or ahead of time): the pull request's, and the
     /// hold of every task it holds.
     pub(super) fn approve_diff_gate(&mut self, gate: &str) {
@@ -187,6 +206,14 @@ impl RunState {
             } => {
                 self.ship.checks = Some((commit.clone(), *passed));
                 self.ship.checks_digest = (!passed).then(|| digest(checks));
+                // No checks at all verify nothing.
+                if *passed && !checks.is_empty() {
+                    let names: Vec<&str> = checks.iter().map(|c| c.name.as_str()).collect();
+                    self.fixes_verified(&format!(
+                        "the forge's checks ({}) passed on {commit:.12}",
+                        names.join(", ")
+                    ));
+                }
             }
             Event::ShipFixAdded {
                 version,
@@ -196,6 +223,7 @@ impl RunState {
             } => {
                 self.plan_version = *version;
                 self.ship.fixes += 1;
+                self.ship.fix_tasks.push(task.clone());
                 self.set_plan(plan.clone());
                 if *after_merge {
                     // The next push opens a new pull request, checked and reviewed anew
@@ -260,6 +288,11 @@ impl RunState {
             }
             Event::PostMergeVerified { passed, digest, .. } => {
                 self.ship.post_merge = Some(*passed);
+                if *passed {
+                    self.fixes_verified(
+                        "the run's checks passed on the base branch after the merge",
+                    );
+                }
                 if !passed {
                     self.ship.checks_digest = Some(format!(
                         "The run's checks fail on the base branch after the merge.\n\n{}",

@@ -204,6 +204,15 @@ pub fn rows(s: &RunState) -> Vec<Row> {
         if let Some(row) = tests_row(s, &p.id, !p.tests.is_empty(), passing_at_baseline) {
             out.push(row);
         }
+        if let Some(what) = s.ship.fix_verified.get(&p.id) {
+            out.push(Row {
+                task: Some(p.id.clone()),
+                kind: "execution",
+                criterion: "the checks that failed pass".into(),
+                met: Met::Verified,
+                evidence: what.clone(),
+            });
+        }
         if out.len() == start && !s.settings.verify_commands.is_empty() {
             // Checked by the run's commands only: their rows below say so.
             continue;

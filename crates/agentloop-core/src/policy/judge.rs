@@ -5,7 +5,7 @@ use crate::failure::{fingerprint, last_lines};
 use crate::journal::*;
 use crate::paths::{is_test_path, path_matches};
 use crate::plan::Mode;
-use crate::words::plural;
+use crate::words::{clause, plural};
 
 use super::Action;
 use super::ladder::limit_wait;
@@ -92,7 +92,8 @@ pub(super) fn finish_open_iteration(s: &RunState, open: &OpenIteration) -> Actio
                     Outcome::Blocked,
                     format!(
                         "the agent could not authenticate: {}. Fix the API key or log the CLI in, then `agentloop retry {}`",
-                        err.message, open.started.task
+                        clause(&err.message),
+                        open.started.task
                     ),
                     None,
                 );
@@ -102,7 +103,8 @@ pub(super) fn finish_open_iteration(s: &RunState, open: &OpenIteration) -> Actio
                     Outcome::Blocked,
                     format!(
                         "the agent's account cannot pay: {}. Fix billing, then `agentloop retry {}`",
-                        err.message, open.started.task
+                        clause(&err.message),
+                        open.started.task
                     ),
                     None,
                 );
@@ -245,7 +247,7 @@ fn judge_tripwires(
         return Some(finished(
             Outcome::Failed,
             format!("a person rejected what it did against its tripwires: {hits}"),
-            digest(&format!("A person rejected it: {note}.")),
+            digest(&format!("A person rejected it: {}.", clause(note))),
         ));
     }
     let skipped = s
@@ -386,8 +388,10 @@ fn agent_failure(agent: &AgentFinished) -> Option<AgentFailure> {
         Some(l) if !what.contains(l.trim()) => format!("{what} — {}", l.trim()),
         _ => what.clone(),
     };
-    let mut digest =
-        format!("The agent's process failed before its work could be checked: {what}.");
+    let mut digest = format!(
+        "The agent's process failed before its work could be checked: {}.",
+        clause(&what)
+    );
     if !stderr.is_empty() {
         digest.push_str(&format!(
             " The end of its error output:\n```\n{}\n```",

@@ -3,7 +3,8 @@
 //! makes it wait.
 
 use crate::journal::{
-    AgentError, AgentErrorKind, AgentFinished, Event, RunState, Rung, TaskState, Trigger,
+    AgentError, AgentErrorKind, AgentFinished, Event, RunState, Rung, TaskState, TaskStatus,
+    Trigger,
 };
 
 /// The iterations a task may spend on its current rung.
@@ -28,13 +29,33 @@ pub fn rung_budget(s: &RunState, task: &TaskState) -> u32 {
 /// `status`, `log`, `watch`, the API, the dashboard, hook mode, the MCP server). N
 /// counts every attempt at the task on every rung, the one at work included; M is
 /// [`task_bound`].
+/// A task that is done, skipped or blocked gets no more attempts (until a person
+/// retries it): M is N.
 pub fn attempt_of(s: &RunState, task: &TaskState) -> (u32, u32) {
-    (task.tries.max(1), task_bound(s, task))
+    let n = task.tries.max(1);
+    if at_rest(task) {
+        return (n, n);
+    }
+    (n, task_bound(s, task))
 }
 
-/// [`attempt_of`] in words.
+fn at_rest(task: &TaskState) -> bool {
+    matches!(
+        task.status,
+        TaskStatus::Done | TaskStatus::Skipped | TaskStatus::Blocked
+    )
+}
+
+/// [`attempt_of`] in words; a task at rest's in the past: "6 attempts, blocked".
 pub fn attempt_words(s: &RunState, task: &TaskState) -> String {
     let (n, m) = attempt_of(s, task);
+    if at_rest(task) {
+        return format!(
+            "{}, {}",
+            crate::words::plural(n as usize, "attempt", "attempts"),
+            task.status.as_str()
+        );
+    }
     format!("attempt {n} of at most {m}")
 }
 

@@ -53,6 +53,10 @@ struct State {
     ci: BTreeMap<String, (u32, Option<(bool, String)>)>,
     /// Requests answered with a rate limit before the next real answer: (status, count).
     limited: Option<(u16, u32)>,
+    /// The token's user may only read the repository.
+    read_only: bool,
+    /// The token no longer works (revoked after the run started).
+    revoked: bool,
     log: Vec<String>,
 }
 
@@ -142,6 +146,16 @@ impl MockGitHub {
         }
     }
 
+    /// The token's user may read the repository but not push to it.
+    pub fn read_only(&self) {
+        self.shared.state.lock().unwrap().read_only = true;
+    }
+
+    /// From now on the token is refused (401), as after a person revokes it.
+    pub fn revoke(&self) {
+        self.shared.state.lock().unwrap().revoked = true;
+    }
+
     /// The next `count` requests are refused with a rate limit: 403 (primary, with
     /// `x-ratelimit-reset`) or 429 (secondary, with `retry-after`).
     pub fn rate_limit_next(&self, status: u16, count: u32) {
@@ -212,8 +226,16 @@ fn answer(sh: &Shared, method: &str, url: &str, body: &Value, auth: &str) -> Rep
         }
         return r;
     }
-    if auth != format!("Bearer {}", sh.token) && auth != format!("token {}", sh.token) {
+    if st.revoked
+        || (auth != format!("Bearer {}", sh.token) && auth != format!("token {}", sh.token))
+    {
         return error(401, "Bad credentials");
+    }
+    if (method, path) == ("GET", "/user") {
+        return reply(
+            200,
+            json!({"login": "agentloop-test", "id": 1, "type": "User"}),
+        );
     }
     let Some(rest) = path.strip_prefix(&format!("/repos/{}", sh.repo)) else {
         return error(404, "Not Found");
@@ -222,6 +244,31 @@ fn answer(sh: &Shared, method: &str, url: &str, body: &Value, auth: &str) -> Rep
     let number = |s: &str| s.parse::<u64>().ok();
     let base_url = format!("/repos/{}", sh.repo);
     match (method, parts.as_slice()) {
+        ("GET", []) => {
+            let default = git(&sh.bare, &["symbolic-ref", "--short", "HEAD"]).unwrap_or_default();
+            let push = !st.read_only;
+            reply(
+                200,
+                json!({"full_name": sh.repo, "default_branch": default, "permissions": {"admin": false, "maintain": false, "push": push, "triage": push, "pull": true}}),
+            )
+        }
+        ("GET", ["branches", name @ ..]) => {
+            let name = name.join("/");
+            match git(
+                &sh.bare,
+                &[
+                    "rev-parse",
+                    "--verify",
+                    &format!("refs/heads/{name}^{{commit}}"),
+                ],
+            ) {
+                Some(sha) => reply(
+                    200,
+                    json!({"name": name, "commit": {"sha": sha}, "protected": false}),
+                ),
+                None => error(404, "Branch not found"),
+            }
+        }
         ("POST", ["pulls"]) => {
             let head = body["head"].as_str().unwrap_or_default().to_string();
             let base = body["base"].as_str().unwrap_or_default().to_string();

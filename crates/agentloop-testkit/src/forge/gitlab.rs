@@ -257,6 +257,15 @@ fn answer(sh: &Shared, method: &str, url: &str, body: &Value, token: &str) -> (R
     let Some(rest) = path.strip_prefix("/api/v4") else {
         return (error(404, json!("404 Not Found")), false);
     };
+    if (method, rest) == ("GET", "/user") {
+        return (
+            reply(
+                200,
+                json!({"id": 1, "username": "agentloop-test", "state": "active"}),
+            ),
+            false,
+        );
+    }
     if let Some(users) = rest.strip_prefix("/users") {
         let _ = users;
         let name = q("username").unwrap_or_default();
@@ -276,6 +285,31 @@ fn answer(sh: &Shared, method: &str, url: &str, body: &Value, token: &str) -> (R
     let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
     let number = |s: &str| s.parse::<u64>().ok();
     let r = match (method, parts.as_slice()) {
+        ("GET", []) => {
+            let default = git(&sh.bare, &["symbolic-ref", "--short", "HEAD"]).unwrap_or_default();
+            reply(
+                200,
+                json!({"id": 1, "path_with_namespace": sh.project, "default_branch": default,
+                       "permissions": {"project_access": {"access_level": 40, "notification_level": 3}, "group_access": null}}),
+            )
+        }
+        ("GET", ["repository", "branches", name]) => {
+            let name = decode(name);
+            match git(
+                &sh.bare,
+                &[
+                    "rev-parse",
+                    "--verify",
+                    &format!("refs/heads/{name}^{{commit}}"),
+                ],
+            ) {
+                Some(sha) => reply(
+                    200,
+                    json!({"name": name, "commit": {"id": sha}, "protected": false}),
+                ),
+                None => error(404, json!("404 Branch Not Found")),
+            }
+        }
         ("POST", ["merge_requests"]) => {
             let source = body["source_branch"]
                 .as_str()

@@ -49,10 +49,11 @@ fn send(run: &RunDir, loaded: Loaded, request: Request) -> Result<ExitKind, CliE
         None => {
             let settled = run.settle()?.unwrap_or(state);
             eprintln!(
-                "agentloop: {what} · run {} · event {} · no driver is running; the run is {} (`agentloop resume` drives it)",
+                "agentloop: {what} · run {} · event {} · no driver is running; the run is {} ({})",
                 run.id,
                 rec.seq,
-                settled.status.as_str()
+                settled.status.as_str(),
+                crate::describe::goes_on(&settled)
             );
         }
     }

@@ -11,35 +11,26 @@ use crate::error::{CliError, ExitKind};
 
 /// The example project, embedded so the demo works from any directory.
 const FILES: &[(&str, &str)] = &[
-    ("PLAN.md", include_str!("../../../../examples/demo/PLAN.md")),
-    (
-        "agentloop.toml",
-        include_str!("../../../../examples/demo/agentloop.toml"),
-    ),
+    ("PLAN.md", include_str!("../../demo/PLAN.md")),
+    ("agentloop.toml", include_str!("../../demo/agentloop.toml")),
     (
         "agent/example-agent.sh",
-        include_str!("../../../../examples/demo/agent/example-agent.sh"),
+        include_str!("../../demo/agent/example-agent.sh"),
     ),
-    (
-        "tests/lib.sh",
-        include_str!("../../../../examples/demo/tests/lib.sh"),
-    ),
+    ("tests/lib.sh", include_str!("../../demo/tests/lib.sh")),
     (
         "tests/test_greet.sh",
-        include_str!("../../../../examples/demo/tests/test_greet.sh"),
+        include_str!("../../demo/tests/test_greet.sh"),
     ),
     (
         "tests/test_shout.sh",
-        include_str!("../../../../examples/demo/tests/test_shout.sh"),
+        include_str!("../../demo/tests/test_shout.sh"),
     ),
     (
         "tests/test_docs.sh",
-        include_str!("../../../../examples/demo/tests/test_docs.sh"),
+        include_str!("../../demo/tests/test_docs.sh"),
     ),
-    (
-        "src/.keep",
-        include_str!("../../../../examples/demo/src/.keep"),
-    ),
+    ("src/.keep", include_str!("../../demo/src/.keep")),
 ];
 
 pub fn demo(args: DemoArgs) -> Result<ExitKind, CliError> {

@@ -174,7 +174,7 @@ pub(crate) fn start(
     super::plan_agents_exist(&layered.config, &plan, &shown.display().to_string())?;
     let versions = check_agents(&layered.config, &plan)?;
     if layered.config.ship.enabled() {
-        crate::driver::forge(&ws.root, &layered.config.ship).map_err(|e| {
+        crate::driver::preflight(&ws.root, &layered.config.ship).map_err(|e| {
             CliError::user(format!("[ship]: {e}"))
                 .hint("the run would do its work and then fail to ship it; fix this first")
         })?;
@@ -191,8 +191,8 @@ pub(crate) fn start(
     }
     if !agentloop_core::exec::git::is_repo(&ws.root) {
         crate::render::warn(
-            "not a git repository: agentloop cannot see what the agent changes, so the no-change breaker, \
-             scope guards and tdd mode cannot work (run `git init`)",
+            "not a git repository: no task's work is committed (no history to go back to), and workers, \
+             `land` and [ship] need one (run `git init`)",
         );
     }
     crate::driver::check_executor(&layered.config, &ws.root).map_err(CliError::user)?;

@@ -83,7 +83,7 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
     match &driver {
         Some(pid) => outln!("driver: pid {pid}"),
         None if !s.is_finished() => {
-            outln!("driver: none (`agentloop resume {}` drives it)", s.run_id)
+            outln!("driver: none ({})", crate::describe::goes_on(s))
         }
         None => {}
     }
@@ -108,7 +108,10 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
             } else {
                 "not a git repository"
             },
-            if p.dirty_count == 0 {
+            if !p.git {
+                // Nothing to be clean against: no commit.
+                "no commits of tasks".to_string()
+            } else if p.dirty_count == 0 {
                 "tree clean at start".to_string()
             } else {
                 format!(
@@ -423,7 +426,7 @@ fn task_json(s: &RunState, t: &agentloop_core::journal::TaskState) -> Value {
     "status": t.status,
     "iterations": t.iterations,
     "attempts": t.tries,
-    "attempts_at_most": agentloop_core::policy::task_bound(s, t),
+    "attempts_at_most": agentloop_core::policy::attempt_of(s, t).1,
     "attempt": agentloop_core::policy::attempt_of(s, t).0,
     "attempts_on_rung": t.attempts,
     "rung_budget": agentloop_core::policy::rung_budget(s, t),

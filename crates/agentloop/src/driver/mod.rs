@@ -7,13 +7,14 @@ mod executor;
 mod gates;
 mod jobs;
 mod menu;
+mod record;
 mod review;
 mod sandbox;
 mod ship;
 
 pub(crate) use executor::check as check_executor;
 pub(crate) use sandbox::agent_hosts;
-pub(crate) use ship::forge;
+pub(crate) use ship::preflight;
 mod steps;
 mod surface;
 mod tracker;

@@ -514,6 +514,21 @@ fn four_workers_show_as_lanes_with_their_own_output() {
         "the completed run",
         "document.querySelector('.run-head .pill.s-completed')",
     );
+    // Where the work is and how to take it.
+    let branch = p.status()["workers"]["integration"]["branch"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let line = b.wait_for(
+        "the integration branch",
+        "document.querySelector('.integration') && document.querySelector('.integration').innerText",
+    );
+    let line = line.as_str().unwrap();
+    assert!(
+        line.contains(&format!("Integration branch {branch} at "))
+            && line.contains("`agentloop land` takes it"),
+        "{line}"
+    );
 }
 
 #[test]

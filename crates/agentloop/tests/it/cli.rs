@@ -409,3 +409,50 @@ fn aider_without_a_model_or_key_is_refused_before_the_run() {
     );
     assert_eq!(p.run(&["status"]).code, Some(2), "no run was made");
 }
+
+/// A run outside git says once what it cannot do there and goes on: the tree is still
+/// observed (the no-change breaker blocks a task that changes nothing), nothing tries
+/// to commit, and a blocked task says at once what it waits for.
+#[test]
+fn a_run_outside_git_says_what_it_cannot_do_and_what_it_waits_for() {
+    let p = crate::support::Scratch::new()
+        .plan("# Two\n\n## T1: Make a.txt\nVerify: test -f a.txt\n\n## T2: Make b.txt\nVerify: test -f b.txt\n")
+        .agent("case \"$task\" in T1) touch a.txt ;; esac\necho TASK_COMPLETE\n")
+        .build();
+    std::fs::remove_dir_all(p.path().join(".git")).unwrap();
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("not a git repository: no task's work is committed"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("could not commit"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("no task can go on until a person looks at T2"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("no change in the working tree"),
+        "the tree is observed without git: {}",
+        r.stderr
+    );
+    let s = p.status();
+    assert_eq!(s["tasks"][0]["status"], "done", "{s:#}");
+    // A blocked task gets no more attempts until a person retries it: its count is in
+    // the past, not "attempt 3 of at most 16".
+    assert_eq!(
+        s["tasks"][1]["attempt"], s["tasks"][1]["attempts_at_most"],
+        "{s:#}"
+    );
+    let shown = p.run(&["status"]).stdout;
+    assert!(shown.contains("3 attempts, blocked"), "{shown}");
+    assert!(!shown.contains("of at most"), "{shown}");
+    assert!(
+        shown.contains("prerequisites: not a git repository · no commits of tasks"),
+        "{shown}"
+    );
+}

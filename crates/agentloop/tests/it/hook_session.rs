@@ -351,7 +351,27 @@ fn a_team_task_in_pair_mode_waits_for_a_persons_review() {
         "{out}"
     );
     assert_eq!(p.status()["gate"]["point"], "after_task");
-    assert_eq!(p.run(&["approve"]).code, Some(0));
+    // The hints name what goes on with a hook-mode run: its session, or a headless
+    // resume (a plain `resume` refuses it).
+    let r = p.run(&["approve"]);
+    assert_eq!(r.code, Some(0));
+    assert!(
+        r.stderr.contains(
+            "a message in its Claude Code session goes on with it, or `agentloop resume --headless "
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !r.stderr.contains("(`agentloop resume` drives it)"),
+        "{}",
+        r.stderr
+    );
+    let shown = p.run(&["status"]).stdout;
+    assert!(
+        shown.contains("driver: none (a message in its Claude Code session goes on with it"),
+        "{shown}"
+    );
     let (_, out, _) = hook(&p, "stop", &stop_input(&p, "lead", None));
     assert!(out.contains("the plan is complete and verified"), "{out}");
 }

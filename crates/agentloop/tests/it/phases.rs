@@ -232,6 +232,18 @@ fn a_failure_that_keeps_coming_back_across_tasks_is_called_a_pattern() {
         "{}",
         r.stderr
     );
+    // Its sample is the failure's headline, not the lead-in to the output it quotes.
+    assert!(
+        r.stderr
+            .contains("(`test -f shared.ok` exited 1.): a `LEARNING:`"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !r.stderr.contains("The end of its output:)"),
+        "{}",
+        r.stderr
+    );
     let prompt = std::fs::read_to_string(p.run_dir().join("iterations/0006/prompt.md")).unwrap();
     assert!(
         prompt.contains("## A failure that keeps coming back"),
@@ -266,6 +278,15 @@ fn the_workflow_of_a_plan_sets_its_gates() {
     let r = p.run(&["run"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(iteration_kinds(&p), ["debug", "work"]);
+    // Nothing failed yet: the first iteration looks for the cause, not "the repeated
+    // failure".
+    assert!(
+        r.stderr
+            .contains("debugging: finding the cause before the fix"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("repeated failure"), "{}", r.stderr);
     let work = std::fs::read_to_string(p.run_dir().join("iterations/0002/prompt.md")).unwrap();
     assert!(work.contains("nothing handles it"), "{work}");
     assert_eq!(p.status()["workflow"], "bug");

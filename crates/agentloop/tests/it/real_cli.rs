@@ -444,6 +444,7 @@ pub fn auth_error_blocks(cli: Cli, kind: &str, message: &str) {
         why.contains("Fix the API key or log the CLI in, then `agentloop retry T1`"),
         "{why}"
     );
+    assert!(!why.contains(".."), "one period at a time: {why}");
     assert_eq!(s["iterations"], 1, "no retries burnt on a bad key");
 }
 

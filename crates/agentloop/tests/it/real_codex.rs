@@ -25,7 +25,11 @@ fn codex_rate_limit_waits_then_completes() {
 
 #[test]
 fn codex_auth_error_waits_for_a_person() {
-    crate::real_cli::auth_error_blocks(Cli::Codex, "invalid_api_key", "Incorrect API key provided");
+    crate::real_cli::auth_error_blocks(
+        Cli::Codex,
+        "invalid_api_key",
+        "Incorrect API key provided.",
+    );
 }
 
 #[test]

@@ -204,6 +204,14 @@ fn a_run_ships_through_a_red_check_a_review_and_a_verified_merge() {
     );
     let s = p.status();
     assert_eq!(s["status"], "completed");
+    // The fix task has no check of its own: the forge's checks that passed after it
+    // verify it, and the run ends SHIP, not MONITOR.
+    assert_eq!(s["verdict"], "SHIP", "{s:#}");
+    let summary = std::fs::read_to_string(p.run_dir().join("summary.md")).unwrap();
+    assert!(
+        summary.contains("the forge's checks (ci) passed on"),
+        "{summary}"
+    );
     let handoff = std::fs::read_to_string(p.run_dir().join("handoff.md")).unwrap();
     assert!(
         handoff.contains("Pull request #1: https://github.invalid/octo/hello/pull/1"),
@@ -215,12 +223,32 @@ fn a_run_ships_through_a_red_check_a_review_and_a_verified_merge() {
     );
 }
 
+/// A token that stops working after the run started: the ship step waits for a person.
 #[test]
 fn a_refused_forge_waits_for_a_person_at_the_ship_gate() {
-    let (mut p, _remote, gh) = project("");
-    p.env.retain(|(k, _)| k != "GITHUB_TOKEN");
-    p.env.push(("GITHUB_TOKEN".into(), "wrong".into()));
-    let r = p.run(&["run", "--no-wait"]);
+    let gate = tempfile::tempdir().unwrap();
+    let go = gate.path().join("go");
+    let (p, _remote, gh) = project_with(
+        PLAN,
+        &format!(
+            "while [ ! -e '{}' ]; do sleep 0.05; done\ntouch a.txt ci-ok.txt\necho TASK_COMPLETE\n",
+            go.display()
+        ),
+        CI,
+        "",
+    );
+    let child = p
+        .cmd(&["run", "--no-wait"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&p, "the first iteration", |p| {
+        crate::support::journal_has(p, "\"kind\":\"iteration_started\"")
+    });
+    gh.revoke();
+    std::fs::write(&go, "").unwrap();
+    let r: crate::support::Run = child.wait_with_output().unwrap().into();
     assert_eq!(r.code, Some(5), "{}", r.stderr);
     assert!(r.stderr.contains("Bad credentials"), "{}", r.stderr);
     let s = p.status();
@@ -229,24 +257,76 @@ fn a_refused_forge_waits_for_a_person_at_the_ship_gate() {
     assert!(kinds(&p).contains(&"ship_failed".to_string()));
 }
 
+/// A `[ship]` the forge would refuse is refused before the run starts, by asking the
+/// forge: a bad token, a repository the token cannot see, a user who may not push, a
+/// base branch that is not on the forge. Nothing is made.
 #[test]
-fn a_run_that_could_not_ship_does_not_start() {
-    let (mut p, _remote, _gh) = project("");
+fn a_ship_the_forge_would_refuse_is_refused_before_the_run_starts() {
+    let refused = |p: &Project, says: &str| {
+        let r = p.run(&["run", "--no-wait"]);
+        assert_eq!(r.code, Some(2), "{}", r.stderr);
+        assert!(r.stderr.contains(says), "{says}: {}", r.stderr);
+        assert!(r.stderr.contains("fix this first"), "{}", r.stderr);
+        assert_eq!(p.run(&["status"]).code, Some(2), "no run was made");
+    };
+    let (mut p, _remote, gh) = project("");
     p.env.retain(|(k, _)| k != "GITHUB_TOKEN");
-    let r: crate::support::Run = p
-        .cmd(&["run"])
-        .env_remove("GITHUB_TOKEN")
-        .env_remove("GH_TOKEN")
-        .output()
-        .unwrap()
-        .into();
-    assert_eq!(r.code, Some(2), "{}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("[ship]: no GitHub token: set GITHUB_TOKEN or GH_TOKEN"),
-        "{}",
-        r.stderr
+    p.env.push(("GITHUB_TOKEN".into(), "wrong".into()));
+    refused(&p, "GitHub refused the token (Bad credentials)");
+    p.env.retain(|(k, _)| k != "GITHUB_TOKEN");
+    p.env.push(("GITHUB_TOKEN".into(), "t0ken".into()));
+
+    p.write(
+        "agentloop.toml",
+        &p.read("agentloop.toml")
+            .replace("octo/hello", "octo/elsewhere"),
     );
+    refused(
+        &p,
+        "GitHub has no repository octo/elsewhere that agentloop-test can see",
+    );
+    p.write(
+        "agentloop.toml",
+        &p.read("agentloop.toml")
+            .replace("octo/elsewhere", "octo/hello"),
+    );
+
+    p.write(
+        "agentloop.toml",
+        &p.read("agentloop.toml")
+            .replace("[ship]\n", "[ship]\nbase = \"release\"\n"),
+    );
+    refused(
+        &p,
+        "octo/hello has no branch release for the pull request to go into: push it first",
+    );
+
+    gh.read_only();
+    refused(&p, "agentloop-test may not push to octo/hello");
+    let asked: Vec<String> = gh
+        .log()
+        .into_iter()
+        .filter(|l| l.contains("pulls"))
+        .collect();
+    assert!(asked.is_empty(), "nothing but questions: {asked:?}");
+}
+
+/// An `api_url` without its port (or with a wrong one) is found before the run starts.
+#[test]
+fn an_unreachable_forge_is_refused_before_the_run_starts() {
+    let (p, _remote, gh) = project("");
+    let url = gh.url();
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    p.write(
+        "agentloop.toml",
+        &p.read("agentloop.toml").replace(&url, &dead),
+    );
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains(&dead), "{}", r.stderr);
     assert_eq!(p.run(&["status"]).code, Some(2), "no run was made");
 }
 

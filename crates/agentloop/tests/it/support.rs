@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 pub const BIN: &str = env!("CARGO_BIN_EXE_agentloop");
 
 pub fn examples_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("demo")
 }
 
 pub fn corpus_dir() -> PathBuf {

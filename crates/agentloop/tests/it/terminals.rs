@@ -107,10 +107,22 @@ fn restored(screen: &std::path::Path) -> bool {
     s.contains("\x1b[?1049l") && s.contains("\x1b[?25h")
 }
 
+/// A run with workers finished: `watch` shows where its work is, the integration
+/// branch; Ctrl-C quits it.
 #[test]
 fn ctrl_c_quits_watch_and_restores_the_terminal() {
-    let p = finished();
+    let p = Project::example();
+    assert_eq!(p.run(&["run", "--quiet", "--workers", "2"]).code, Some(0));
+    let branch = p.status()["workers"]["integration"]["branch"]
+        .as_str()
+        .expect("a run with workers has an integration branch")
+        .to_string();
     let (mut child, screen) = watch_in_a_terminal(&p);
+    let drawn = std::fs::read_to_string(&screen).unwrap();
+    assert!(
+        drawn.contains("integration") && drawn.contains(&branch),
+        "{branch} in {drawn}"
+    );
     child.stdin.as_mut().unwrap().write_all(b"\x03").unwrap();
     let st = wait_exit(&mut child, Duration::from_secs(10));
     assert_eq!(st.code(), Some(0), "watch quit on Ctrl-C");

@@ -66,6 +66,28 @@ pub(crate) fn forge(root: &Path, ship: &Ship) -> Result<Box<dyn Forge>, String> 
     })
 }
 
+/// The branch a run's pull request goes into: `[ship] base`, else the branch `root` is on.
+fn base_of(root: &Path, ship: &Ship) -> Result<String, String> {
+    if let Some(b) = &ship.base {
+        return Ok(b.clone());
+    }
+    let b = git(root, &["rev-parse", "--abbrev-ref", "HEAD"])?;
+    if b == "HEAD" {
+        return Err("the repository is on no branch; set [ship] base".into());
+    }
+    Ok(b)
+}
+
+/// Asks the forge, before a run starts, whether shipping can work: the token, the
+/// repository and the user's right to push to it, the base branch. Returns who the
+/// token is.
+pub(crate) fn preflight(root: &Path, ship: &Ship) -> Result<String, String> {
+    let base = base_of(root, ship)?;
+    let f = forge(root, ship)?;
+    let answer = f.preflight(&base).map_err(|e| e.to_string())?;
+    Ok(answer.user)
+}
+
 fn method(m: MergeMethod) -> agentloop_forge::MergeMethod {
     match m {
         MergeMethod::Squash => agentloop_forge::MergeMethod::Squash,
@@ -90,14 +112,7 @@ impl Driver {
     /// The branch the pull request goes into: `[ship] base`, else the branch the run
     /// works on.
     fn ship_base(&self) -> Result<String, String> {
-        if let Some(b) = &self.ship_cfg().base {
-            return Ok(b.clone());
-        }
-        let b = git(&self.ws.root, &["rev-parse", "--abbrev-ref", "HEAD"])?;
-        if b == "HEAD" {
-            return Err("the repository is on no branch; set [ship] base".into());
-        }
-        Ok(b)
+        base_of(&self.ws.root, self.ship_cfg())
     }
 
     /// Does one step and records its outcome.

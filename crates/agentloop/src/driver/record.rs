@@ -1,0 +1,121 @@
+//! The **record** step: the policy's decision on an iteration written to the journal
+//! and carried out — the commit of a verified task, the iteration's `result.json`, a
+//! plan version.
+
+use agentloop_core::exec::git;
+use agentloop_core::fsutil;
+use agentloop_core::journal::*;
+
+use super::Driver;
+use crate::error::CliError;
+
+impl Driver {
+    /// Records a decision of the policy — the verdict on an iteration among them —
+    /// and carries it out: the commit of a verified task, `result.json`, a plan version.
+    /// The decision is recorded only if the journal still is what it was made from: a
+    /// control request that came in first (a skip, a pause, a note) is folded instead,
+    /// and `false` tells the caller to ask the policy again.
+    pub(crate) fn record_decision(&mut self, mut event: Event) -> Result<bool, CliError> {
+        if let Event::IterationFinished(f) = &event
+            && f.outcome == Outcome::Completed
+        {
+            self.task_began = None;
+        }
+        if let Event::IterationFinished(f) = &mut event
+            && f.outcome == Outcome::Completed
+            && self.state.settings.commit
+            && !self.state.settings.in_worktrees()
+            && let Some(done) = self.committed.as_ref().filter(|c| c.0 == f.iteration)
+        {
+            // Committed already, before a decision that came too late to be recorded.
+            f.commit = Some(done.1.clone());
+        } else if let Event::IterationFinished(f) = &mut event
+            && f.outcome == Outcome::Completed
+            && self.state.settings.commit
+            && !self.state.settings.in_worktrees()
+            // Outside git there is nothing to commit to; the run said so when it began.
+            && git::is_repo(&self.ws.root)
+        {
+            let task = self.state.open_task().unwrap_or_default().to_string();
+            let title = self
+                .state
+                .task(&task)
+                .map(|t| t.title.clone())
+                .unwrap_or_default();
+            self.seen = None;
+            self.writer.sync()?;
+            match git::commit_all(
+                &self.ws.root,
+                &format!("agentloop: {task} {title}\n\nRun {}", self.run.id),
+            ) {
+                Ok(hash) => {
+                    self.committed = Some((f.iteration, hash.clone()));
+                    f.commit = Some(hash);
+                }
+                Err(e) => self
+                    .progress
+                    .warn(&format!("could not commit task {task}: {e}")),
+            }
+        }
+        let result = match &event {
+            Event::IterationFinished(f) => Some(f.clone()),
+            _ => None,
+        };
+        let replan_version = match &event {
+            Event::ReplanAccepted { version, .. } => Some(*version),
+            _ => None,
+        };
+        let open = result
+            .as_ref()
+            .and_then(|f| self.state.open_iteration(f.iteration).cloned());
+        match self.writer.append_if_current(&event)? {
+            Appended::Written(recs) => self.apply(&recs),
+            Appended::Stale(recs) => {
+                self.apply(&recs);
+                return Ok(false);
+            }
+        }
+        if let (Some(f), Some(open)) = (result, open) {
+            self.write_result(&open, &f);
+        }
+        if let Some(v) = replan_version {
+            let md = self.state.plan.to_markdown();
+            if let Err(e) = fsutil::write_atomic(&self.run.plan_version(v), md.as_bytes()) {
+                self.progress
+                    .warn(&format!("cannot write plan version {v}: {e}"));
+            }
+        }
+        Ok(true)
+    }
+
+    fn write_result(&self, open: &agentloop_core::journal::OpenIteration, f: &IterationFinished) {
+        let dir = self.run.iteration_dir(f.iteration);
+        let result = serde_json::json!({
+            "v": 1,
+            "iteration": f.iteration,
+            "task": open.started.task,
+            "attempt": open.started.attempt,
+            "kind": open.started.kind,
+            "agent": open.started.agent,
+            "outcome": f.outcome,
+            "reason": f.reason,
+            "digest": f.digest,
+            "commit": f.commit,
+            "signals": open.agent.as_ref().map(|a| &a.signals),
+            "exit_code": open.agent.as_ref().and_then(|a| a.exit_code),
+            "usage": open.agent.as_ref().map(|a| a.usage),
+            "cost_usd": open.agent.as_ref().map(|a| a.cost_usd),
+            "changed_files": open.agent.as_ref().map(|a| &a.changed_files),
+            "fingerprint": open.verify.as_ref().and_then(|v| v.fingerprint.clone()),
+            "verify": open.verify.as_ref().map(|v| &v.commands),
+        });
+        let _ = std::fs::create_dir_all(&dir);
+        if let Err(e) = fsutil::write_view(
+            &dir.join("result.json"),
+            &agentloop_core::fsutil::pretty_json(&result),
+        ) {
+            self.progress
+                .warn(&format!("cannot write result.json: {e}"));
+        }
+    }
+}
