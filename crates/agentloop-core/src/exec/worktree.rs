@@ -330,6 +330,37 @@ pub fn remove_task(root: &Path, run_id: &str, integration: &str, task: &str) {
     let _ = text(git(root, &["branch", "-D", "-q", &branch]));
 }
 
+/// The refs agentloop keeps for runs under `refs/agentloop/`, by run: each task's
+/// attempts off every branch (`RUN/attempts/TASK`) and the results executors fetched
+/// (`RUN/N`).
+pub fn kept_refs(root: &Path) -> std::collections::BTreeMap<String, Vec<String>> {
+    let mut by_run = std::collections::BTreeMap::<String, Vec<String>>::new();
+    let listed = text(git(
+        root,
+        &["for-each-ref", "--format=%(refname)", "refs/agentloop/"],
+    ))
+    .unwrap_or_default();
+    for name in listed.lines().filter(|l| !l.is_empty()) {
+        if let Some(run) = name
+            .strip_prefix("refs/agentloop/")
+            .and_then(|r| r.split('/').next())
+        {
+            by_run
+                .entry(run.to_string())
+                .or_default()
+                .push(name.to_string());
+        }
+    }
+    by_run
+}
+
+/// Deletes `refs` (as [`kept_refs`] lists them).
+pub fn remove_refs(root: &Path, refs: &[String]) {
+    for r in refs.iter().filter(|r| r.starts_with("refs/agentloop/")) {
+        let _ = text(git(root, &["update-ref", "-d", r]));
+    }
+}
+
 /// Removes every worktree of a run (its tasks' and the merge worktree) and the task
 /// branches; the integration branch stays: it is the run's result.
 pub fn remove_run(root: &Path, run_id: &str, integration: &str) {

@@ -1,5 +1,5 @@
 //! `agentloop gc`: what finished runs left behind — worktrees and their branches, clean
-//! copies — and what is left of runs that no longer exist. A run that may still go on
+//! copies, the refs of failed attempts — and what is left of runs that no longer exist. A run that may still go on
 //! (interrupted, waiting) keeps its worktrees: `resume` needs them.
 
 use agentloop_core::exec::worktree;
@@ -75,6 +75,28 @@ pub fn gc(ws: &Workspace, dry_run: bool) -> Result<ExitKind, CliError> {
                     removed.push(format!("branch {branch}"));
                 }
             }
+        }
+    }
+    // The refs agentloop kept for runs (failed attempts off every branch, executors'
+    // results): a finished run's, and those of runs this project no longer has.
+    let runs = ws.run_ids();
+    for (id, refs) in worktree::kept_refs(&ws.root) {
+        let finished = runs.contains(&id)
+            && ws
+                .resolve(Some(&id))
+                .ok()
+                .and_then(|r| r.load_cached().ok())
+                .is_some_and(|l| l.state.is_finished());
+        if runs.contains(&id) && !finished {
+            continue;
+        }
+        removed.push(format!(
+            "refs/agentloop/{id}/ ({}: failed attempts and results{})",
+            plural(refs.len(), "ref", "refs"),
+            if finished { "" } else { "; its run is gone" }
+        ));
+        if !dry_run {
+            worktree::remove_refs(&ws.root, &refs);
         }
     }
     // Runs whose creation a kill cut short: a directory with no record in it.
