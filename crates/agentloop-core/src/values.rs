@@ -23,10 +23,38 @@ pub fn cost_ceiling(limit: Option<f64>, force: bool) -> Result<(), String> {
     }
 }
 
+/// An iteration budget above this many per task of the plan needs `--force` …
+pub const ITERATIONS_PER_TASK_CEILING: u32 = 10;
+/// … unless it is at most this: 5,000 iterations for a ten-task plan is a typo or a run
+/// with no end, not a budget.
+pub const ITERATION_CEILING_MIN: u32 = 500;
+
+/// The most iterations a plan of `tasks` tasks may be given without `--force`.
+pub fn iteration_ceiling(tasks: usize) -> u32 {
+    let per_task = u32::try_from(tasks)
+        .unwrap_or(u32::MAX)
+        .saturating_mul(ITERATIONS_PER_TASK_CEILING);
+    per_task.max(ITERATION_CEILING_MIN)
+}
+
+/// Refuses an iteration budget above the ceiling of a plan of `tasks` unless forced.
+pub fn iterations_ceiling(limit: u32, tasks: usize, force: bool) -> Result<(), String> {
+    let ceiling = iteration_ceiling(tasks);
+    if limit > ceiling && !force {
+        return Err(format!(
+            "an iteration budget of {limit} is over the ceiling of {ceiling} for {} ({} per task, at least {ITERATION_CEILING_MIN})",
+            crate::words::plural(tasks, "task", "tasks"),
+            ITERATIONS_PER_TASK_CEILING
+        ));
+    }
+    Ok(())
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Budgets {
-    /// Iterations for the whole run.
+    /// Iterations for the whole run (default 50; over 10 per task, and over 500, needs
+    /// `--force`).
     pub max_iterations: u32,
     /// Iterations per task before the escalation ladder moves up a rung.
     pub task_retries: u32,

@@ -36,7 +36,7 @@ fn main() {
     let git = |args: &[&str]| common::git(root, args);
     git(&["init", "-q"]);
     common::isolate(root);
-    let mut plan = String::from("---\nbudgets:\n  max_iterations: 1000000\n---\n# Thousand\n\n");
+    let mut plan = String::from("---\nbudgets:\n  max_iterations: 10000\n---\n# Thousand\n\n");
     for i in 0..1000 {
         plan.push_str(&format!(
             "## T{i}: Task {i}\n\nDo thing {i}.\n\nAcceptance:\n- [ ] thing {i} works\n\n"

@@ -122,7 +122,7 @@ fn main() {
     let idle = memory_kib(pid).0;
 
     let driver = Killed(
-        cmd(&["run", "--quiet", "--run-id", "busy"])
+        cmd(&["run", "--quiet", "--force", "--run-id", "busy"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

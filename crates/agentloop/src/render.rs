@@ -179,14 +179,31 @@ impl Progress {
         match &r.event {
             Event::DriverStarted { .. } => {
                 let text = format!(
-                    "agentloop: run {} · {} · {} ({} done) · mode {}",
+                    "agentloop: run {} · {} · {} ({} done) · mode {}{}{}",
                     s.run_id,
                     s.plan.title,
                     plural(s.tasks.len(), "task", "tasks"),
                     s.done_count(),
-                    s.settings.mode
+                    s.settings.mode,
+                    s.settings
+                        .shape
+                        .as_deref()
+                        .map(|sh| format!(" · shape {sh}"))
+                        .unwrap_or_default(),
+                    s.settings
+                        .workflow
+                        .as_deref()
+                        .map(|w| format!(" · workflow {w}"))
+                        .unwrap_or_default(),
                 );
                 self.line(&text);
+                if s.iterations == 0 {
+                    self.line(&format!(
+                        "agentloop: budget {} · state in .agentloop/runs/{}/ (`agentloop gc` clears what the run leaves elsewhere once it ends; deleting that directory forgets the run)",
+                        budget_words(&s.settings.budgets),
+                        s.run_id
+                    ));
+                }
                 if let Some(p) = &s.prerequisites {
                     for m in &p.missing {
                         self.line(&format!(
@@ -442,4 +459,23 @@ impl Progress {
             }
         }
     }
+}
+
+/// A run's budgets in words: "50 iterations · $25.00 · no time limit".
+fn budget_words(b: &agentloop_core::values::Budgets) -> String {
+    let mut parts = vec![plural(b.max_iterations as usize, "iteration", "iterations")];
+    parts.push(
+        b.max_cost_usd
+            .map(money)
+            .unwrap_or_else(|| "no cost limit".into()),
+    );
+    if let Some(t) = b.max_tokens {
+        parts.push(format!("{t} tokens"));
+    }
+    parts.push(
+        b.max_duration
+            .map(|d| humantime::format_duration(d).to_string())
+            .unwrap_or_else(|| "no time limit".into()),
+    );
+    parts.join(" · ")
 }

@@ -208,12 +208,18 @@ pub struct HookConfig {
     #[serde(with = "duration")]
     #[schemars(with = "String")]
     pub claim_window: Duration,
+    /// Agent teams: check a teammate's task when it marks it completed (the
+    /// TaskCompleted hook) and refuse the completion while its checks fail. Off, the
+    /// teammate's word is only its own: the task is verified when the lead's session
+    /// stops, as any other.
+    pub task_gate: bool,
 }
 
 impl Default for HookConfig {
     fn default() -> Self {
         HookConfig {
             claim_window: Duration::from_secs(10 * 60),
+            task_gate: true,
         }
     }
 }

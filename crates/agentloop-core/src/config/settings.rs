@@ -107,6 +107,9 @@ pub struct Settings {
     /// Hook mode: how long a run waits to be claimed by a session that does not name it.
     #[serde(default = "default_claim_window", with = "crate::values::duration")]
     pub claim_window: std::time::Duration,
+    /// Hook mode with agent teams: the TaskCompleted hook checks a teammate's task.
+    #[serde(default = "yes", skip_serializing_if = "is_yes")]
+    pub task_gate: bool,
     /// The command-line layer of the configuration (`--agent`, `--mode`, …) this run
     /// works with: `resume` and hook mode rebuild the configuration with it, and a flag
     /// given to `resume` is merged in and recorded with the new driver.
@@ -173,6 +176,7 @@ impl Settings {
             tracker: c.tracker.clone(),
             context: c.prompt.context.clone(),
             claim_window: c.hook.claim_window,
+            task_gate: c.hook.task_gate,
             flags: serde_json::Map::new(),
         }
     }
@@ -212,4 +216,12 @@ fn one() -> u32 {
 
 fn default_claim_window() -> std::time::Duration {
     super::schema::HookConfig::default().claim_window
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_yes(b: &bool) -> bool {
+    *b
 }

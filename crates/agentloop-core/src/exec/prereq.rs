@@ -91,7 +91,7 @@ const CARGO_COMMANDS: &[&str] = &[
 /// What a check needs beyond its program, that can be looked at without running the
 /// check: the module of `python3 -m MODULE`, the program of `cargo SUBCOMMAND`.
 /// `Some(name)`: it is not there.
-fn missing_part(root: &Path, program: &str, command: &str) -> Option<String> {
+fn missing_part(root: &Path, program: &str, command: &str, probe: bool) -> Option<String> {
     let mut words = command
         .split_whitespace()
         .skip_while(|w| *w != program)
@@ -101,13 +101,21 @@ fn missing_part(root: &Path, program: &str, command: &str) -> Option<String> {
         .and_then(|n| n.to_str())
         .unwrap_or(program);
     if name.starts_with("python") {
+        if !probe {
+            return None;
+        }
         let module = words.by_ref().skip_while(|w| *w != "-m").nth(1)?;
         let module = module.split('.').next().unwrap_or(module);
+        // Isolated (`-I`): nothing of the project's is imported on the way (no current
+        // directory on `sys.path`, no `PYTHON*` variables); the project is searched
+        // for the module by name only, which runs none of it.
         let importable = std::process::Command::new(program)
             .args([
+                "-I",
                 "-c",
-                "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 1)",
+                "import sys\nfrom importlib.machinery import PathFinder\nname, root = sys.argv[1], sys.argv[2]\nsys.exit(0 if name in sys.builtin_module_names or PathFinder.find_spec(name, [root] + sys.path) else 1)",
                 module,
+                &root.to_string_lossy(),
             ])
             .current_dir(root)
             .stdin(std::process::Stdio::null())
@@ -132,7 +140,11 @@ fn missing_part(root: &Path, program: &str, command: &str) -> Option<String> {
     None
 }
 
-pub fn check(root: &Path, plan: &Plan, run_commands: &[String]) -> Prerequisites {
+/// `probe`: also run the check's Python to find the module it names. Only before any
+/// agent has worked: after, an interpreter in the tree (`.venv/bin/python`) may be the
+/// agent's, and agentloop runs nothing of the agent's outside the checks' own
+/// confinement.
+pub fn check(root: &Path, plan: &Plan, run_commands: &[String], probe: bool) -> Prerequisites {
     let git = super::git::is_repo(root);
     let status = if git {
         super::git::run(root, &["status", "--porcelain", "--untracked-files=normal"])
@@ -171,7 +183,7 @@ pub fn check(root: &Path, plan: &Plan, run_commands: &[String]) -> Prerequisites
         } else if missing.iter().any(|m| m.starts_with(&format!("{p} ("))) {
             continue;
         }
-        if let Some(part) = missing_part(root, p, command)
+        if let Some(part) = missing_part(root, p, command, probe)
             && !seen_parts.contains(&part)
         {
             missing.push(format!("{part} ({who}: {command})"));
@@ -208,7 +220,7 @@ mod tests {
             "# P\n\n## T1: a\nVerify: python3 -m surely_no_module_xyz -q tests\n\n## T2: b\nVerify: python3 -m json.tool --help\n\n## T3: c\nVerify: cargo surely-no-subcommand-xyz\n\n## T4: d\nVerify: cargo test -q\n",
         )
         .unwrap();
-        let p = check(dir.path(), &plan, &[]);
+        let p = check(dir.path(), &plan, &[], true);
         assert_eq!(
             p.missing,
             [
@@ -216,6 +228,26 @@ mod tests {
                 "cargo-surely-no-subcommand-xyz (`cargo surely-no-subcommand-xyz`) (T3: cargo surely-no-subcommand-xyz)"
             ]
         );
+        // A module of the project's own is found by name, without running it: neither
+        // it nor a planted `sitecustomize` runs.
+        let planted = dir.path().join("ran");
+        std::fs::write(
+            dir.path().join("mine.py"),
+            format!("open({:?}, 'w').write('x')\n", planted.join("mine").display().to_string()),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("sitecustomize.py"),
+            format!("open({:?}, 'w').write('x')\n", planted.join("site").display().to_string()),
+        )
+        .unwrap();
+        std::fs::create_dir(&planted).unwrap();
+        let mine = Plan::parse("PLAN.md", "# P\n\n## T1: a\nVerify: python3 -m mine\n").unwrap();
+        assert!(check(dir.path(), &mine, &[], true).missing.is_empty());
+        assert_eq!(std::fs::read_dir(&planted).unwrap().count(), 0, "nothing of the project's ran");
+        // After an agent has worked, the interpreter is not run at all.
+        let p = check(dir.path(), &plan, &[], false);
+        assert_eq!(p.missing.len(), 1, "{:?}", p.missing);
     }
 
     #[test]
@@ -226,7 +258,7 @@ mod tests {
             "# P\n\n## T1: a\nVerify: sh -c true\n\n## T2: b\nVerify: surely-not-a-program-xyz --all\n",
         )
         .unwrap();
-        let p = check(dir.path(), &plan, &["./missing.sh".to_string()]);
+        let p = check(dir.path(), &plan, &["./missing.sh".to_string()], true);
         assert!(!p.git);
         assert_eq!(
             p.missing,

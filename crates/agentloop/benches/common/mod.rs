@@ -61,7 +61,9 @@ pub fn trivial_project(root: &Path, tasks: usize, files: usize, agent: &str, con
     std::fs::write(
         root.join("agentloop.toml"),
         format!(
-            "[run]\nagent = \"noop\"\n[budgets]\nmax_iterations = 100000\n[agents.noop]\ncommand = [\"sh\", \"-c\", {agent:?}]\n{config}"
+            "[run]\nagent = \"noop\"\n[budgets]\nmax_iterations = {}\n[agents.noop]\ncommand = [\"sh\", \"-c\", {agent:?}]\n{config}",
+            // As many as the plan may have without `--force`.
+            agentloop_core::values::iteration_ceiling(tasks)
         ),
     )
     .unwrap();

@@ -21,6 +21,10 @@ pub enum HookCommand {
         /// quick, tdd, pair or checkpoint.
         #[arg(long)]
         mode: Option<String>,
+        /// Allow budgets over the ceilings: a cost budget over $100, an iteration
+        /// budget over 10 per task (and over 500).
+        #[arg(long)]
+        force: bool,
     },
     /// Add agentloop's hooks to the agent CLI's settings, next to what is there: for
     /// Claude Code Stop, SessionStart, StopFailure, TaskCompleted in

@@ -115,7 +115,9 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
         ),
         Command::Serve(a) => serve::serve(&cwd()?, a),
         Command::Watch(a) => watch::watch(&workspace()?, a.run.get()),
-        Command::Hook(HookCommand::Start { plan, mode }) => hook::start(&cwd()?, &plan, mode),
+        Command::Hook(HookCommand::Start { plan, mode, force }) => {
+            hook::start(&cwd()?, &plan, mode, force)
+        }
         Command::Hook(HookCommand::Install {
             user,
             agent,

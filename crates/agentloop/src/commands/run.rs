@@ -60,6 +60,13 @@ fn ceiling(limit: Option<f64>, force: bool) -> Result<(), CliError> {
     })
 }
 
+/// The iteration budget's ceiling for a plan of `tasks` tasks.
+pub(crate) fn iterations_ceiling(limit: u32, tasks: usize, force: bool) -> Result<(), CliError> {
+    agentloop_core::values::iterations_ceiling(limit, tasks, force).map_err(|e| {
+        CliError::user(e).hint("pass --force to allow it, or lower [budgets] max_iterations")
+    })
+}
+
 impl SettingsFlags {
     /// The flags as a configuration layer, in the shape of `agentloop.toml`.
     pub(crate) fn to_layer(&self) -> Result<Map<String, Value>, CliError> {
@@ -165,6 +172,11 @@ pub(crate) fn start(
     one_run_per_tree(ws)?;
     let layered = super::load_config(&ws.root, &shown, &plan.settings, flags.clone())?;
     ceiling(layered.config.budgets.max_cost_usd, force)?;
+    iterations_ceiling(
+        layered.config.budgets.max_iterations,
+        plan.tasks.len(),
+        force,
+    )?;
     if layered.config.sandbox.on() {
         layered.config.sandbox.check().map_err(|e| {
             CliError::user(format!("[sandbox] mode = \"workspace\": {e}"))
@@ -345,6 +357,15 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
             let b = &loaded.state.settings.budgets;
             let now = b.max_cost_usd.unwrap_or(0.0) + loaded.state.top_up.cost_usd;
             ceiling(Some(now + *c as f64 / 100.0), args.force)?;
+        }
+        if let Request::TopUp {
+            iterations: Some(n),
+            ..
+        } = &request
+        {
+            let s = &loaded.state;
+            let now = s.settings.budgets.max_iterations + s.top_up.iterations;
+            iterations_ceiling(now.saturating_add(*n), s.plan.tasks.len(), args.force)?;
         }
         let what = crate::describe::request(&request);
         run.append_control(loaded, super::request_id("cli"), "cli", request)?;

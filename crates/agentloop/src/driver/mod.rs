@@ -192,6 +192,7 @@ impl Driver {
             &self.ws.root,
             &self.state.plan,
             &settings.verify_commands,
+            self.state.iterations == 0,
         );
         self.record(Event::DriverStarted {
             pid: std::process::id(),

@@ -35,6 +35,40 @@ fn the_cost_budget_has_a_default_and_a_ceiling() {
     assert_eq!(p.status()["status"], "completed");
 }
 
+/// An iteration budget has a ceiling too: over 10 per task (and over 500) needs
+/// `--force`, when the run starts, in hook mode, and when a top-up would take it there.
+#[test]
+fn the_iteration_budget_has_a_ceiling() {
+    let p = scripted(TWO_TASKS, "touch one.txt two.txt\necho TASK_COMPLETE\n");
+    let r = p.run(&["run", "--max-iterations", "5000"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "an iteration budget of 5000 is over the ceiling of 500 for 2 tasks (10 per task, at least 500)"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("pass --force"), "{}", r.stderr);
+    assert_eq!(p.run(&["status"]).code, Some(2), "no run was made");
+    p.write(
+        "PLAN.md",
+        format!("---\nbudgets:\n  max_iterations: 501\n---\n{TWO_TASKS}"),
+    );
+    let r = p.run(&["hook", "start"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("budget of 501 is over"), "{}", r.stderr);
+    p.write("PLAN.md", TWO_TASKS);
+    let r = p.run(&["run", "--max-iterations", "500", "--step", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let r = p.run(&["resume", "--iterations", "+1", "--quiet"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("budget of 501 is over"), "{}", r.stderr);
+    let r = p.run(&["resume", "--iterations", "+1", "--force", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(p.status()["status"], "completed");
+}
+
 /// What the run needs from the machine is looked at when its driver starts: a check
 /// whose program is not installed is named before any iteration, and `status` says so.
 #[test]

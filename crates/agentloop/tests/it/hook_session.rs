@@ -375,3 +375,32 @@ fn a_team_task_in_pair_mode_waits_for_a_persons_review() {
     let (_, out, _) = hook(&p, "stop", &stop_input(&p, "lead", None));
     assert!(out.contains("the plan is complete and verified"), "{out}");
 }
+
+/// `[hook] task_gate = false` (seed 000's `task_gate: off`): a teammate's completion is
+/// not checked or refused by the TaskCompleted hook; the task is still verified — when
+/// the lead's session stops — and not done before.
+#[test]
+fn the_task_gate_off_leaves_a_teammates_completion_to_the_leads_stop() {
+    let p = Scratch::new()
+        .plan("# T\n\n## T1: Build A\nVerify: test -f a.txt\n")
+        .config("[hook]\ntask_gate = false\n")
+        .build();
+    assert_eq!(p.run(&["hook", "start"]).code, Some(0));
+    let done = json!({"session_id": "lead", "cwd": p.path(), "hook_event_name": "TaskCompleted", "task_subject": "T1: Build A", "teammate_name": "ada"}).to_string();
+    // Not done, and not refused: the gate is off.
+    let (code, _, err) = hook(&p, "task-completed", done.as_bytes());
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        !crate::support::journal_has(&p, "team_task_completed"),
+        "the teammate's word is not recorded as done"
+    );
+    assert_eq!(p.status()["tasks"][0]["status"], "pending");
+    // The lead's stop claims the run; its next stop, with a.txt made, verifies T1.
+    let (_, out, _) = hook(&p, "stop", &stop_input(&p, "lead", None));
+    assert!(out.contains("T1"), "{out}");
+    p.write("a.txt", "a");
+    let claim = json!({"session_id": "lead", "cwd": p.path(), "hook_event_name": "Stop",
+        "stop_hook_active": true, "last_assistant_message": "Made a.txt.\nTASK_COMPLETE"});
+    let (_, out, _) = hook(&p, "stop", claim.to_string().as_bytes());
+    assert!(out.contains("the plan is complete and verified"), "{out}");
+}

@@ -31,8 +31,13 @@ pub use install::{install, uninstall};
 
 /// `agentloop hook start [PLAN]`: a run for hook mode, bound to the session that
 /// claims it first (see `drive::find_run`).
-pub fn start(cwd: &Path, plan: &Path, mode: Option<String>) -> Result<ExitKind, CliError> {
-    let (run, tasks, window) = create_run(cwd, plan, mode)?;
+pub fn start(
+    cwd: &Path,
+    plan: &Path,
+    mode: Option<String>,
+    force: bool,
+) -> Result<ExitKind, CliError> {
+    let (run, tasks, window) = create_run(cwd, plan, mode, force)?;
     outln!("{}", run.id);
     let clis = install::installed_for(cwd);
     let who = match clis.as_slice() {
@@ -59,6 +64,7 @@ fn create_run(
     cwd: &Path,
     plan: &Path,
     mode: Option<String>,
+    force: bool,
 ) -> Result<(RunDir, usize, std::time::Duration), CliError> {
     let ws = Workspace::find(cwd);
     let plan_path = cwd.join(plan);
@@ -77,6 +83,14 @@ fn create_run(
         flags.insert("run".into(), json!({ "mode": m }));
     }
     let layered = super::load_config(&ws.root, &shown, &parsed.settings, flags.clone())?;
+    agentloop_core::values::cost_ceiling(layered.config.budgets.max_cost_usd, force).map_err(
+        |e| CliError::user(e).hint("pass --force to allow it, or lower [budgets] max_cost_usd"),
+    )?;
+    super::run::iterations_ceiling(
+        layered.config.budgets.max_iterations,
+        parsed.tasks.len(),
+        force,
+    )?;
     let mut settings = Settings::new(&layered.config, flags);
     settings.agent = "claude-session".into();
     settings.hook = true;

@@ -56,7 +56,7 @@ fn start(ws: &Workspace, input: &UserPromptExpansion, args: &str) -> Result<Stri
         }
     }
     let (run, tasks, _) =
-        super::create_run(&ws.root, &plan, mode).map_err(|e| describe(e.message, e.hint))?;
+        super::create_run(&ws.root, &plan, mode, false).map_err(|e| describe(e.message, e.hint))?;
     let session = input.common.session()?.to_string();
     let loaded = run.load().map_err(|e| e.to_string())?;
     loaded

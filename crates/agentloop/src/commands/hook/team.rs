@@ -34,6 +34,11 @@ pub(super) fn task_completed(input: &TaskCompleted) -> Result<Option<String>, St
         return Ok(None);
     };
     let s = &loaded.state;
+    // `[hook] task_gate = false`: the teammate's completion is not checked here; the
+    // task is verified when the lead stops, as any other.
+    if !s.settings.task_gate {
+        return Ok(None);
+    }
     let Some(task) = plan_task_for(s, &input.task_subject) else {
         return Ok(None);
     };
