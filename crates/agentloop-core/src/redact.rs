@@ -122,6 +122,13 @@ impl Redactor {
     }
 
     /// Rewrites a file with its secrets redacted (atomically, only if it had any).
+    /// A verification's log and the tests it read, one by one, beside it
+    /// (`verify.tests.json`): the tests' own messages can print a secret too.
+    pub fn scrub_check_log(&self, log: &Path) -> std::io::Result<()> {
+        self.scrub_file(log)?;
+        self.scrub_file(&log.with_extension("tests.json"))
+    }
+
     pub fn scrub_file(&self, path: &Path) -> std::io::Result<()> {
         if self.secrets.is_empty() {
             return Ok(());

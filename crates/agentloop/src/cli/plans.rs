@@ -75,6 +75,10 @@ pub enum PlanCommand {
         /// Replace the output file if it exists.
         #[arg(long)]
         force: bool,
+        /// The most tasks of the first decomposition (3 to 7 unless you ask for more:
+        /// a task too big for one session is split later, by a replan).
+        #[arg(long, value_name = "N", default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..=500))]
+        tasks: u32,
     },
 }
 

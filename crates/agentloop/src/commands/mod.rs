@@ -150,6 +150,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
             output,
             yes,
             force,
+            tasks,
         }) => plan_new::new(
             &cwd()?,
             plan_new::NewArgs {
@@ -157,6 +158,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
                 from,
                 output,
                 agent,
+                tasks,
                 yes,
                 force,
             },

@@ -23,6 +23,8 @@ pub struct NewArgs {
     pub from: Option<PathBuf>,
     pub output: PathBuf,
     pub agent: Option<String>,
+    /// The most tasks of the draft.
+    pub tasks: u32,
     pub yes: bool,
     pub force: bool,
 }
@@ -75,7 +77,7 @@ fn extract(message: &str) -> Option<String> {
 }
 
 /// What the agent is asked.
-fn prompt(root: &Path, goal: &str, spec: Option<(&Path, &str)>) -> String {
+fn prompt(root: &Path, goal: &str, spec: Option<(&Path, &str)>, most: u32) -> String {
     let top: Vec<String> = std::fs::read_dir(root)
         .into_iter()
         .flatten()
@@ -96,7 +98,12 @@ fn prompt(root: &Path, goal: &str, spec: Option<(&Path, &str)>) -> String {
             text.trim()
         ));
     }
-    p.push_str("## What to do\n\nRead the repository as much as you need (you can only read: change nothing). Then answer with the plan and nothing else, in this format:\n\n```\n# A short title\n\nOne paragraph: what the whole plan achieves.\n\n## T1: A task's title\nDepends: T0 (the ids of tasks that must be done first; leave the line out if none)\nVerify: a shell command run in the repository's root that exits 0 only once this task is done\nTests: the tests this task must make pass, as the test runner names them (`tests/test_x.py::test_y`, `mod::test_*`, `pkg::TestX`), comma-separated; `(new)` after a test the task adds (leave the line out if the project has no test runner)\nCriteria: execution: COMMAND | measurement: NAME < VALUE by COMMAND | observation: TEXT | assumption: TEXT (optional, repeatable)\n\nWhat to do, for the agent who will do it.\n\nAcceptance:\n- [ ] something a reviewer can check\n```\n\nRules:\n- Small tasks, each verifiable on its own, ids T1, T2, …; a task depends only on tasks before it.\n- Every task has at least one `Verify:` line. Each command must exist in this repository or its toolchain, and must FAIL now, before the work is done: a check that passes already tests nothing.\n- No placeholders: no TODO, no `true`, no `exit 0`.\n- Where the project has tests, name on a `Tests:` line the ones each task must make pass: agentloop reads each test's result from the runner's own report, and the task is done only when those pass and every test that passed before still does.\n");
+    p.push_str("## What to do\n\nRead the repository as much as you need (you can only read: change nothing). Then answer with the plan and nothing else, in this format:\n\n```\n# A short title\n\nOne paragraph: what the whole plan achieves.\n\n## T1: A task's title\nDepends: T0 (the ids of tasks that must be done first; leave the line out if none)\nVerify: a shell command run in the repository's root that exits 0 only once this task is done\nTests: the tests this task must make pass, as the test runner names them (`tests/test_x.py::test_y`, `mod::test_*`, `pkg::TestX`), comma-separated; `(new)` after a test the task adds (leave the line out if the project has no test runner)\nCriteria: execution: COMMAND | measurement: NAME < VALUE by COMMAND | observation: TEXT | assumption: TEXT (optional, repeatable)\n\nWhat to do, for the agent who will do it.\n\nAcceptance:\n- [ ] something a reviewer can check\n```\n\nRules:\n- Small tasks, each verifiable on its own, ids T1, T2, …; a task depends only on tasks before it.\n");
+    p.push_str(&format!(
+        "- A first decomposition: {} tasks. A task too big for one session is split later, when it is worked on; do not plan further ahead than that.\n",
+        if most >= 3 { format!("3 to {most}") } else { format!("at most {most}") }
+    ));
+    p.push_str("- Every task has at least one `Verify:` line. Each command must exist in this repository or its toolchain, and must FAIL now, before the work is done: a check that passes already tests nothing.\n- No placeholders: no TODO, no `true`, no `exit 0`.\n- Where the project has tests, name on a `Tests:` line the ones each task must make pass: agentloop reads each test's result from the runner's own report, and the task is done only when those pass and every test that passed before still does.\n");
     if !detected.commands.is_empty() {
         p.push_str(&format!(
             "- The project's own commands (from {}): {}.\n",
@@ -271,6 +278,7 @@ pub fn new(cwd: &Path, args: NewArgs) -> Result<ExitKind, CliError> {
         &copy.dir,
         &goal,
         spec.as_ref().map(|(p, t)| (p.as_path(), t.as_str())),
+        args.tasks,
     );
     let prompt_file = drafts.join("prompt.md");
     agentloop_core::fsutil::write_atomic(&prompt_file, text.as_bytes())
@@ -352,6 +360,19 @@ pub fn new(cwd: &Path, args: NewArgs) -> Result<ExitKind, CliError> {
             "  warning: {}: nothing checks it: it rests on the agent's word",
             t.id
         );
+    }
+    if plan.tasks.len() > args.tasks as usize {
+        return Err(CliError::user(format!(
+            "the draft has {} tasks, more than a first plan's {}; {} was not written",
+            plan.tasks.len(),
+            args.tasks,
+            args.output.display()
+        ))
+        .hint(format!(
+            "ask again, or take a plan this size with --tasks {} (the draft is in {})",
+            plan.tasks.len(),
+            draft_file.display()
+        )));
     }
     if refused {
         return Err(CliError::user(format!(

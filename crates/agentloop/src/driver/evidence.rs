@@ -41,7 +41,7 @@ impl Driver {
             ));
         } else {
             let redactor = self.redactor(&self.state.settings.agent.clone());
-            redactor.scrub_file(&log)?;
+            redactor.scrub_check_log(&log)?;
             self.progress
                 .note(&format!("test baseline: {}", baseline.words()));
         }

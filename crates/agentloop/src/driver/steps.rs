@@ -539,7 +539,7 @@ impl Driver {
             .map(|o| o.started.agent.clone())
             .unwrap_or_default();
         let redactor = self.redactor(&agent);
-        redactor.scrub_file(log)?;
+        redactor.scrub_check_log(log)?;
         result.redact(&redactor);
         self.record(Event::VerifyFinished(result))
     }

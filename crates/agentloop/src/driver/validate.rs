@@ -1,13 +1,15 @@
 //! The VALIDATE phase at work: every done task's checks and the run's `[verify]
 //! commands`, once more, on the whole project — the clean copy of the working tree, or
 //! in a run with workers a worktree of the integration branch's head — recorded as
-//! `validated` with `validation.md` and `validation.log` in the run's directory.
+//! `validated` with `validation.md`, `validation.log` and (where the checks' runners
+//! report each test) `test-results.json` in the run's directory.
 
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
 use agentloop_core::exec::verify;
 use agentloop_core::journal::{Event, TaskStatus, VerifyFinished};
+use agentloop_core::evidence::{Outcome, TestResult};
 use agentloop_core::policy::evidence::Place;
 
 use super::Driver;
@@ -99,10 +101,11 @@ impl Driver {
             return Ok(());
         }
         let redactor = self.redactor(&self.state.settings.agent.clone());
-        redactor.scrub_file(&log)?;
+        redactor.scrub_check_log(&log)?;
         result.redact(&redactor);
         let digest = result.digest.clone();
         self.write_validation(&result, digest.as_deref(), commands.len());
+        self.write_test_results(&result, &log);
         if !result.passed {
             self.progress.warn(&format!(
                 "validation FAILED on the whole project: {}",
@@ -118,6 +121,48 @@ impl Driver {
             commands: result.commands,
             digest,
         })
+    }
+
+    /// `test-results.json` in the run's directory: every test the validation's checks
+    /// reported, one by one, as their runners' own reports said (per-test evidence),
+    /// with the totals. Written only when some check had a report to read.
+    fn write_test_results(&self, r: &VerifyFinished, log: &std::path::Path) {
+        let Ok(text) = std::fs::read_to_string(log.with_extension("tests.json")) else {
+            return;
+        };
+        let Ok(per_command) = serde_json::from_str::<Vec<serde_json::Value>>(&text) else {
+            return;
+        };
+        // Each test once, at its worst across the checks that ran it.
+        let mut worst = std::collections::BTreeMap::<String, Outcome>::new();
+        for c in &per_command {
+            let tests: Vec<TestResult> =
+                serde_json::from_value(c["tests"].clone()).unwrap_or_default();
+            for t in tests {
+                let o = worst.entry(t.id).or_insert(t.outcome);
+                *o = o.worst(t.outcome);
+            }
+        }
+        let mut totals = agentloop_core::evidence::Counts::default();
+        for o in worst.values() {
+            totals.add(*o);
+        }
+        let out = serde_json::json!({
+            "v": 1,
+            "run": self.run.id,
+            "passed": r.passed,
+            "tests": worst.len(),
+            "totals": totals,
+            "commands": per_command,
+        });
+        let path = self.run.path.join("test-results.json");
+        if let Err(e) = agentloop_core::fsutil::write_view(
+            &path,
+            &agentloop_core::fsutil::pretty_json(&out),
+        ) {
+            self.progress
+                .warn(&format!("cannot write {}: {e}", path.display()));
+        }
     }
 
     fn write_validation(&self, r: &VerifyFinished, digest: Option<&str>, planned: usize) {

@@ -123,6 +123,26 @@ fn a_python_project_with_six_tests_failing_at_baseline_reaches_ship_with_inits_d
     // Each task went from failing to passing on its named tests, with no regression.
     let status = p.status();
     assert_eq!(status["verdict"], "SHIP", "{status:#}");
+    // VALIDATE keeps every test's result, as pytest reported it.
+    let results: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(p.run_dir().join("test-results.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(results["passed"], true, "{results:#}");
+    assert_eq!(results["tests"], 8, "{results:#}");
+    assert_eq!(results["totals"]["passed"], 8, "{results:#}");
+    assert_eq!(results["totals"]["failed"], 0, "{results:#}");
+    let all: Vec<&serde_json::Value> = results["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["tests"].as_array().unwrap())
+        .collect();
+    assert!(
+        all.iter()
+            .any(|t| t["id"] == "tests/test_add.py::test_add" && t["outcome"] == "passed"),
+        "{results:#}"
+    );
     for t in status["tasks"].as_array().unwrap() {
         let e = &t["evidence"];
         assert_eq!(e["named_passing"], 2, "{t:#}");

@@ -68,6 +68,34 @@ fn a_check_that_cannot_run_is_refused_and_nothing_is_written() {
     assert!(!p.path().join("NEW.md").exists());
 }
 
+/// A first decomposition is 3 to 7 tasks (seed 001's INIT): the agent is told so, and
+/// a longer draft is not written unless asked for with `--tasks`.
+#[test]
+fn a_first_plan_has_three_to_seven_tasks_unless_asked_for_more() {
+    let mut eight = String::from("# Many\n\nMany small things.\n\n");
+    for i in 1..=8 {
+        eight.push_str(&format!("## T{i}: Make f{i}\nVerify: test -f f{i}\n\n"));
+    }
+    let p = drafting(&eight);
+    let r = p.run(&["plan", "new", "many things", "-o", "NEW.md", "--yes"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("the draft has 8 tasks, more than a first plan's 7; NEW.md was not written"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("--tasks 8"), "{}", r.stderr);
+    assert!(!p.path().join("NEW.md").exists());
+    let drafts = p.path().join(".agentloop/drafts");
+    let dir = std::fs::read_dir(&drafts).unwrap().next().unwrap().unwrap().path();
+    let prompt = std::fs::read_to_string(dir.join("prompt.md")).unwrap();
+    assert!(prompt.contains("A first decomposition: 3 to 7 tasks."), "{prompt}");
+    let r = p.run(&["plan", "new", "many things", "-o", "NEW.md", "--yes", "--tasks", "8"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(p.read("NEW.md"), eight.trim_end().to_string() + "\n");
+}
+
 #[test]
 fn without_a_terminal_or_yes_the_plan_waits_for_approval() {
     let p = drafting(DRAFT);
