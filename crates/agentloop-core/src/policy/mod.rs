@@ -250,12 +250,24 @@ fn decide(s: &RunState, busy: &[&str]) -> Action {
             if let Some(a) = ship::next(s) {
                 return a;
             }
-            // The run's observation criteria are confirmed at the final review.
-            let observe = s.plan.criteria.iter().any(|c| {
-                crate::plan::Requirement::parse(c)
-                    .is_ok_and(|r| r.kind == crate::plan::Evidence::Observation)
-            });
-            if (s.settings.gates.final_review || observe) && !s.final_approved {
+            // The run's observation criteria are confirmed at the final review; and a
+            // run whose work rests on assumptions (seed 002: no exit signal on one)
+            // is not declared done until a person accepts them there.
+            let of_kind = |c: &String, kind: crate::plan::Evidence| {
+                crate::plan::Requirement::parse(c).is_ok_and(|r| r.kind == kind)
+            };
+            let observe = s
+                .plan
+                .criteria
+                .iter()
+                .any(|c| of_kind(c, crate::plan::Evidence::Observation));
+            let assumed = s
+                .plan
+                .criteria
+                .iter()
+                .chain(s.plan.tasks.iter().flat_map(|t| &t.criteria))
+                .any(|c| of_kind(c, crate::plan::Evidence::Assumption));
+            if (s.settings.gates.final_review || observe || assumed) && !s.final_approved {
                 return Action::Record(Event::GateOpened { gate: Gate::Final });
             }
             return Action::Record(Event::RunFinished {

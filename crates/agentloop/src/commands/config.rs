@@ -11,7 +11,7 @@ pub fn show(cwd: &Path, plan: &Path, as_json: bool) -> Result<ExitKind, CliError
     let ws = agentloop_core::workspace::Workspace::find(cwd);
     let plan_path = cwd.join(plan);
     let front_matter = if plan_path.exists() {
-        Plan::load(&plan_path)?.settings
+        Plan::load(&plan_path)?.with_shape(&ws.root)?.settings
     } else {
         Map::new()
     };

@@ -167,7 +167,7 @@ pub(crate) fn start(
         .strip_prefix(&ws.root)
         .unwrap_or(plan_path)
         .to_path_buf();
-    let plan = Plan::load_named(plan_path, &shown.display().to_string())?;
+    let plan = Plan::load_named(plan_path, &shown.display().to_string())?.with_shape(&ws.root)?;
     interactive_needs_a_terminal(&out)?;
     one_run_per_tree(ws)?;
     let layered = super::load_config(&ws.root, &shown, &plan.settings, flags.clone())?;

@@ -332,3 +332,40 @@ fn iteration_kinds(p: &crate::support::Project) -> Vec<String> {
         .map(|e| e["data"]["kind"].as_str().unwrap().to_string())
         .collect()
 }
+
+/// `.loop/shape/SHAPE.md` (what a shaping step writes) is read when it exists: its
+/// front matter holds the plan's fields, the plan's own win, and the run records the
+/// result, so a resume keeps it.
+#[test]
+fn the_shape_file_sets_what_the_plan_does_not() {
+    let p = scripted(
+        "# Add a greeting\n\n## T1: Greet\nVerify: test -f fixed.txt\n",
+        "if printf '%s' \"$prompt\" | grep -q 'DEBUG: find the cause'; then echo 'UNDERSTANDING: none'; else touch fixed.txt; echo TASK_COMPLETE; fi\n",
+    );
+    p.write(
+        ".loop/shape/SHAPE.md",
+        "---\nrun:\n  workflow: bug\nbudgets:\n  task_retries: 3\n---\n# Shape\n\nA bug, by the shaping.\n",
+    );
+    let r = p.run(&["plan", "check"]);
+    assert!(r.stdout.contains("workflow bug"), "{}", r.stdout);
+    let shown = p.run(&["config", "show"]).stdout;
+    assert!(shown.contains("budgets.task_retries = 3"), "{shown}");
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(iteration_kinds(&p), ["debug", "work"]);
+    assert_eq!(p.status()["workflow"], "bug");
+    // The plan's own front matter wins.
+    p.write(
+        "PLAN.md",
+        "---\nrun:\n  workflow: feature\n---\n# Add a greeting\n\n## T1: Greet\nVerify: test -f fixed2.txt\n",
+    );
+    p.write("agent.sh", "touch fixed2.txt\necho TASK_COMPLETE\n");
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(p.status()["workflow"], "feature");
+    // A shape that does not read is bad input, and nothing starts.
+    p.write(".loop/shape/SHAPE.md", "---\nrun: [unclosed\n");
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains(".loop/shape/SHAPE.md"), "{}", r.stderr);
+}

@@ -130,6 +130,12 @@ fn an_observation_waits_for_a_person_and_an_assumption_makes_it_research() {
     );
     let r = p.run(&["approve"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
+    // Work that rests on an assumption is not declared done on its own: the final
+    // review waits for a person to accept it (seed 002: no exit signal on one).
+    let r = p.run(&["resume", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    assert_eq!(p.status()["gate"]["point"], "final", "{}", r.stderr);
+    assert_eq!(p.run(&["approve"]).code, Some(0));
     let r = p.run(&["resume"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(r.stderr.contains("verdict: RESEARCH"), "{}", r.stderr);
