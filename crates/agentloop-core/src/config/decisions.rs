@@ -32,6 +32,7 @@ impl Settings {
             WorkflowSetting::Feature => Workflow::Feature,
             WorkflowSetting::Library => Workflow::Library,
             WorkflowSetting::Bug => Workflow::Bug,
+            WorkflowSetting::Refactor => Workflow::Refactor,
         };
         self.shape = Some(taken.as_str().to_string());
         self.clarity = Some(clarity.score);

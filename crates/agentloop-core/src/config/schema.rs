@@ -130,6 +130,7 @@ pub enum WorkflowSetting {
     Feature,
     Library,
     Bug,
+    Refactor,
 }
 
 #[derive(

@@ -209,8 +209,10 @@ pub enum Workflow {
     Library,
     /// B: root-causing a bug.
     Bug,
-    /// C: building a feature.
+    /// Building a feature.
     Feature,
+    /// C: a refactor — deletion before redesign, behaviour kept.
+    Refactor,
 }
 
 impl Workflow {
@@ -219,6 +221,7 @@ impl Workflow {
             Workflow::Library => "library",
             Workflow::Bug => "bug",
             Workflow::Feature => "feature",
+            Workflow::Refactor => "refactor",
         }
     }
 }
@@ -259,6 +262,24 @@ pub fn workflow(plan: &Plan) -> (Workflow, String) {
     }
     if let Some(w) = BUG.iter().find(|w| has(w)) {
         return (Workflow::Bug, format!("the plan speaks of \"{w}\""));
+    }
+    const REFACTOR: [&str; 9] = [
+        "refactor",
+        "refactoring",
+        "restructure",
+        "simplify",
+        "cleanup",
+        "clean-up",
+        "tidy",
+        "deduplicate",
+        "reorganize",
+    ];
+    if let Some(w) = REFACTOR.iter().find(|w| has(w)) {
+        return (Workflow::Refactor, format!("the plan speaks of \"{w}\""));
+    }
+    if text.contains("clean up") || text.contains("dead code") {
+        let w = if text.contains("clean up") { "clean up" } else { "dead code" };
+        return (Workflow::Refactor, format!("the plan speaks of \"{w}\""));
     }
     (Workflow::Feature, "building something".into())
 }

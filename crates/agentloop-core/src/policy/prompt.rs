@@ -11,6 +11,9 @@ missing behaviour, run it and see it fail, write the simplest code that makes it
 is not complete unless your changes include tests.";
 
 /// Builds the prompt for an iteration of `task_id`.
+/// A refactor's rule (the seeds' workflow C): deletion before redesign.
+const REFACTOR_PREAMBLE: &str = "This is a refactor: what the code does stays as it is. Delete before you redesign: first remove what is dead, duplicated or unused (and nothing that is used), with every test still passing; only then reshape what is left. Change no test's expectations: a test that passes now must pass after your change, unchanged.";
+
 pub fn build(s: &RunState, task_id: &str, kind: IterationKind) -> String {
     let mut p = String::new();
     let Some(task) = s.plan.task(task_id) else {
@@ -85,6 +88,9 @@ pub fn build(s: &RunState, task_id: &str, kind: IterationKind) -> String {
     }
     if s.mode_of(task_id) == Mode::Tdd {
         let _ = writeln!(p, "## Mode: test-driven\n\n{TDD_PREAMBLE}\n");
+    }
+    if s.settings.workflow.as_deref() == Some(crate::plan::Workflow::Refactor.as_str()) {
+        let _ = writeln!(p, "## Workflow: refactor\n\n{REFACTOR_PREAMBLE}\n");
     }
 
     let done: Vec<_> = s

@@ -369,3 +369,28 @@ fn the_shape_file_sets_what_the_plan_does_not() {
     assert_eq!(r.code, Some(2), "{}", r.stderr);
     assert!(r.stderr.contains(".loop/shape/SHAPE.md"), "{}", r.stderr);
 }
+
+/// Workflow C, a refactor: told apart from a feature by the plan's words; every task's
+/// prompt says to delete before redesigning and to keep what the code does.
+#[test]
+fn a_refactor_is_its_own_workflow() {
+    let p = scripted(
+        "# Refactor and clean up the parser\n\n## T1: Drop the old tokenizer\nVerify: test -f done.txt\n",
+        "touch done.txt\necho TASK_COMPLETE\n",
+    );
+    let r = p.run(&["plan", "check"]);
+    assert!(
+        r.stdout
+            .contains("workflow refactor (the plan speaks of \"refactor\""),
+        "{}",
+        r.stdout
+    );
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(p.status()["workflow"], "refactor");
+    let prompt = std::fs::read_to_string(p.run_dir().join("iterations/0001/prompt.md")).unwrap();
+    assert!(
+        prompt.contains("## Workflow: refactor") && prompt.contains("Delete before you redesign"),
+        "{prompt}"
+    );
+}
