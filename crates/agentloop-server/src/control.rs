@@ -91,6 +91,15 @@ pub(crate) async fn control(
         if loaded.state.status == RunStatus::Completed {
             return Err(ApiError::Conflict(format!("run {} is completed", run.id)));
         }
+        // A hook-mode run goes on in its agent's session: `agentloop resume` refuses
+        // it, and so does the API (accepted, it would be "running" with nothing
+        // driving it).
+        if request == Request::Resume && run.lock_holder().is_none() && loaded.state.settings.hook {
+            return Err(ApiError::Conflict(format!(
+                "run {} is a hook-mode run: it goes on in its Claude Code session (send any message there), or `agentloop resume --headless {}` drives it with the configured agent",
+                run.id, run.id
+            )));
+        }
         // Resuming a run whose driver is gone means driving it again, as the CLI does.
         if request == Request::Resume
             && run.lock_holder().is_none()

@@ -187,6 +187,30 @@ fn control_requests_are_idempotent_journal_appends_and_events_resume() {
     assert_eq!(ids, vec![3, 4]);
 }
 
+/// Same request, same effect as the CLI: `resume` of a hook-mode run is refused (it
+/// goes on in its session) rather than accepted with nothing to drive it.
+#[test]
+fn resuming_a_hook_mode_run_through_the_api_is_refused_as_the_cli_refuses_it() {
+    let p = Scratch::new().plan("# G\n\n## T1: A\nVerify: test -f a\n").build();
+    assert_eq!(p.run(&["hook", "start"]).code, Some(0));
+    assert_eq!(p.run(&["pause"]).code, Some(0));
+    let cli = p.run(&["resume"]);
+    assert_eq!(cli.code, Some(2), "{}", cli.stderr);
+    let s = serve(&p);
+    let id = p.status()["run_id"].as_str().unwrap().to_string();
+    let (code, body) = http(
+        &s,
+        "POST",
+        &format!("/api/runs/{id}/control"),
+        Some(&s.token),
+        Some(r#"{"request_id":"r","action":"resume"}"#),
+    );
+    assert_eq!(code, 409, "{body}");
+    assert!(body.contains("is a hook-mode run"), "{body}");
+    assert!(body.contains("resume --headless"), "{body}");
+    assert_eq!(p.status()["status"], "paused", "nothing changed");
+}
+
 #[test]
 fn the_openapi_document_matches_the_served_routes() {
     let doc: Value = serde_json::from_str(agentloop_server::OPENAPI).unwrap();
