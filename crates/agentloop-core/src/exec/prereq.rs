@@ -233,18 +233,28 @@ mod tests {
         let planted = dir.path().join("ran");
         std::fs::write(
             dir.path().join("mine.py"),
-            format!("open({:?}, 'w').write('x')\n", planted.join("mine").display().to_string()),
+            format!(
+                "open({:?}, 'w').write('x')\n",
+                planted.join("mine").display().to_string()
+            ),
         )
         .unwrap();
         std::fs::write(
             dir.path().join("sitecustomize.py"),
-            format!("open({:?}, 'w').write('x')\n", planted.join("site").display().to_string()),
+            format!(
+                "open({:?}, 'w').write('x')\n",
+                planted.join("site").display().to_string()
+            ),
         )
         .unwrap();
         std::fs::create_dir(&planted).unwrap();
         let mine = Plan::parse("PLAN.md", "# P\n\n## T1: a\nVerify: python3 -m mine\n").unwrap();
         assert!(check(dir.path(), &mine, &[], true).missing.is_empty());
-        assert_eq!(std::fs::read_dir(&planted).unwrap().count(), 0, "nothing of the project's ran");
+        assert_eq!(
+            std::fs::read_dir(&planted).unwrap().count(),
+            0,
+            "nothing of the project's ran"
+        );
         // After an agent has worked, the interpreter is not run at all.
         let p = check(dir.path(), &plan, &[], false);
         assert_eq!(p.missing.len(), 1, "{:?}", p.missing);

@@ -278,7 +278,11 @@ pub fn workflow(plan: &Plan) -> (Workflow, String) {
         return (Workflow::Refactor, format!("the plan speaks of \"{w}\""));
     }
     if text.contains("clean up") || text.contains("dead code") {
-        let w = if text.contains("clean up") { "clean up" } else { "dead code" };
+        let w = if text.contains("clean up") {
+            "clean up"
+        } else {
+            "dead code"
+        };
         return (Workflow::Refactor, format!("the plan speaks of \"{w}\""));
     }
     (Workflow::Feature, "building something".into())

@@ -72,8 +72,12 @@ impl Plan {
                 format!("it is {} bytes; the limit is {MAX_PLAN_BYTES}", bytes.len()),
             ));
         }
-        let text = std::str::from_utf8(&bytes)
-            .map_err(|e| PlanError::whole(SHAPE_FILE, format!("not valid UTF-8 (byte {})", e.valid_up_to())))?;
+        let text = std::str::from_utf8(&bytes).map_err(|e| {
+            PlanError::whole(
+                SHAPE_FILE,
+                format!("not valid UTF-8 (byte {})", e.valid_up_to()),
+            )
+        })?;
         let lines: Vec<&str> = text
             .strip_prefix('\u{feff}')
             .unwrap_or(text)

@@ -69,11 +69,21 @@ pub fn check(cwd: &Path, path: &Path, as_json: bool, baseline: bool) -> Result<E
         clarity.describe(),
         clarity.shape.as_str()
     );
-    let (workflow, why) = agentloop_core::plan::workflow(&plan);
-    outln!(
-        "workflow {} ({why}; `[run] workflow` sets it)",
-        workflow.as_str()
-    );
+    use agentloop_core::config::WorkflowSetting;
+    let set = layered.config.run.workflow;
+    if set == WorkflowSetting::Auto {
+        let (workflow, why) = agentloop_core::plan::workflow(&plan);
+        outln!(
+            "workflow {} ({why}; `[run] workflow` sets it)",
+            workflow.as_str()
+        );
+    } else {
+        let name = serde_json::to_value(set)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        outln!("workflow {name} (set by `[run] workflow`)");
+    }
     for d in clarity.dimensions.iter().filter(|d| d.score < 2) {
         outln!(
             "  {} {}: {} — {}",

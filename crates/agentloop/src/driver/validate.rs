@@ -7,9 +7,9 @@
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
+use agentloop_core::evidence::{Outcome, TestResult};
 use agentloop_core::exec::verify;
 use agentloop_core::journal::{Event, TaskStatus, VerifyFinished};
-use agentloop_core::evidence::{Outcome, TestResult};
 use agentloop_core::policy::evidence::Place;
 
 use super::Driver;
@@ -156,10 +156,9 @@ impl Driver {
             "commands": per_command,
         });
         let path = self.run.path.join("test-results.json");
-        if let Err(e) = agentloop_core::fsutil::write_view(
-            &path,
-            &agentloop_core::fsutil::pretty_json(&out),
-        ) {
+        if let Err(e) =
+            agentloop_core::fsutil::write_view(&path, &agentloop_core::fsutil::pretty_json(&out))
+        {
             self.progress
                 .warn(&format!("cannot write {}: {e}", path.display()));
         }

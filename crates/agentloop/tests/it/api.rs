@@ -191,7 +191,9 @@ fn control_requests_are_idempotent_journal_appends_and_events_resume() {
 /// goes on in its session) rather than accepted with nothing to drive it.
 #[test]
 fn resuming_a_hook_mode_run_through_the_api_is_refused_as_the_cli_refuses_it() {
-    let p = Scratch::new().plan("# G\n\n## T1: A\nVerify: test -f a\n").build();
+    let p = Scratch::new()
+        .plan("# G\n\n## T1: A\nVerify: test -f a\n")
+        .build();
     assert_eq!(p.run(&["hook", "start"]).code, Some(0));
     assert_eq!(p.run(&["pause"]).code, Some(0));
     let cli = p.run(&["resume"]);

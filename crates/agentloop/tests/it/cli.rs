@@ -417,11 +417,12 @@ fn aider_without_a_model_or_key_is_refused_before_the_run() {
 fn a_run_outside_git_says_what_it_cannot_do_and_what_it_waits_for() {
     let p = crate::support::Scratch::new()
         .plan("# Two\n\n## T1: Make a.txt\nVerify: test -f a.txt\n\n## T2: Make b.txt\nVerify: test -f b.txt\n")
-        .agent("case \"$task\" in T1) touch a.txt ;; esac\necho TASK_COMPLETE\n")
+        .agent("prompt=$(cat)\ncase \"$prompt\" in *\"Your task: T1 \"*) touch a.txt ;; esac\necho TASK_COMPLETE\n")
         .build();
     std::fs::remove_dir_all(p.path().join(".git")).unwrap();
     let r = p.run(&["run", "--no-wait"]);
-    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    // Blocked by the no-change breaker: exit 4.
+    assert_eq!(r.code, Some(4), "{}", r.stderr);
     assert!(
         r.stderr
             .contains("not a git repository: no task's work is committed"),

@@ -88,10 +88,27 @@ fn a_first_plan_has_three_to_seven_tasks_unless_asked_for_more() {
     assert!(r.stderr.contains("--tasks 8"), "{}", r.stderr);
     assert!(!p.path().join("NEW.md").exists());
     let drafts = p.path().join(".agentloop/drafts");
-    let dir = std::fs::read_dir(&drafts).unwrap().next().unwrap().unwrap().path();
+    let dir = std::fs::read_dir(&drafts)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     let prompt = std::fs::read_to_string(dir.join("prompt.md")).unwrap();
-    assert!(prompt.contains("A first decomposition: 3 to 7 tasks."), "{prompt}");
-    let r = p.run(&["plan", "new", "many things", "-o", "NEW.md", "--yes", "--tasks", "8"]);
+    assert!(
+        prompt.contains("A first decomposition: 3 to 7 tasks."),
+        "{prompt}"
+    );
+    let r = p.run(&[
+        "plan",
+        "new",
+        "many things",
+        "-o",
+        "NEW.md",
+        "--yes",
+        "--tasks",
+        "8",
+    ]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(p.read("NEW.md"), eight.trim_end().to_string() + "\n");
 }

@@ -206,7 +206,7 @@ fn the_interactive_menu_between_iterations() {
     seen("T1 done", 1);
     seen("[c] continue development", 2);
     say("d\n");
-    seen("debugging the repeated failure", 1);
+    seen("debugging: finding the cause before the fix", 1);
     seen("[c] continue development", 3);
     say("x\n");
     let st = wait_exit(&mut child, Duration::from_secs(20));

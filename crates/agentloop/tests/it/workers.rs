@@ -541,7 +541,11 @@ fn stop_now_ends_every_worker_and_gc_clears_what_a_killed_driver_left() {
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(r.stdout.contains("left at work"), "{}", r.stdout);
     // The task branches went to refs of their attempts, and those go too.
-    assert!(r.stdout.contains("failed attempts and results"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("failed attempts and results"),
+        "{}",
+        r.stdout
+    );
     assert_eq!(p.git_cmd(&["for-each-ref", "refs/agentloop/"]), "");
     std::thread::sleep(Duration::from_millis(300));
     nothing_left(&p);

@@ -72,7 +72,8 @@ fn create_run(
         .strip_prefix(&ws.root)
         .unwrap_or(&plan_path)
         .to_path_buf();
-    let parsed = Plan::load_named(&plan_path, &shown.display().to_string())?.with_shape(&ws.root)?;
+    let parsed =
+        Plan::load_named(&plan_path, &shown.display().to_string())?.with_shape(&ws.root)?;
     retire_hook_runs(&ws)?;
     super::run::one_run_per_tree(&ws)?;
     let mut flags = Map::new();
