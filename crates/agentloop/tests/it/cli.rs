@@ -457,3 +457,40 @@ fn a_run_outside_git_says_what_it_cannot_do_and_what_it_waits_for() {
         "{shown}"
     );
 }
+
+/// `cargo package` puts only a crate's own directory into its package: a published
+/// crate's source that includes a file from outside it builds here and nowhere else.
+/// (CI runs `cargo package --no-verify`; this is the part of the verification build it
+/// skips that can go wrong.)
+#[test]
+fn published_crates_include_no_file_from_outside_themselves() {
+    let crates = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let include = regex::Regex::new(r#"include_(?:str|bytes)!\(\s*"([^"]+)"\s*\)"#).unwrap();
+    let mut outside = Vec::new();
+    for krate in std::fs::read_dir(&crates).unwrap().flatten() {
+        let dir = krate.path().canonicalize().unwrap();
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap_or_default();
+        if manifest.contains("publish = false") {
+            continue;
+        }
+        let mut stack = vec![dir.join("src")];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let path = e.path();
+                if path.is_dir() {
+                    stack.push(path);
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                for c in include.captures_iter(&text) {
+                    let target = path.parent().unwrap().join(&c[1]);
+                    let inside = target.canonicalize().is_ok_and(|t| t.starts_with(&dir));
+                    if !inside {
+                        outside.push(format!("{}: {}", path.display(), &c[1]));
+                    }
+                }
+            }
+        }
+    }
+    assert!(outside.is_empty(), "{outside:#?}");
+}
