@@ -33,6 +33,22 @@ pub struct Signals {
     pub status: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub action_result: BTreeMap<String, String>,
+    /// A `NEXT_ACTION_NEEDED` value agentloop does not act on: the agent is told so in
+    /// its next prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unknown_next: Option<String>,
+}
+
+/// The `NEXT_ACTION_NEEDED` values agentloop acts on, and what each does.
+pub const NEXT_ACTIONS: &str = "COMPLETED or VALIDATE (the work is ready: agentloop verifies it), DEVELOP (go on with the task), DEBUG (the next iteration looks for the cause of the failure), WAITING_INPUT (wait for a person's answer), PAUSED (wait for a person)";
+
+impl Signals {
+    /// The agent asked for a DEBUG iteration next (`NEXT_ACTION_NEEDED: DEBUG`).
+    pub fn wants_debug(&self) -> bool {
+        self.action_result
+            .get("NEXT_ACTION_NEEDED")
+            .is_some_and(|v| v.trim_matches(['`', '*', ' ']).eq_ignore_ascii_case("DEBUG"))
+    }
 }
 
 const COMPLETE: &str = "TASK_COMPLETE";
@@ -183,7 +199,16 @@ pub fn parse(message: &str, promise: &str) -> Signals {
                 None => "the agent paused".into(),
             });
         }
-        _ => {}
+        // VALIDATE: the work is ready to be checked — a claim, verified as any other.
+        Some("VALIDATE") if s.blocked.is_none() => {
+            s.complete = true;
+            s.marker
+                .get_or_insert_with(|| "NEXT_ACTION_NEEDED: VALIDATE".to_string());
+        }
+        // DEVELOP: go on with the task (what an iteration without a claim does);
+        // DEBUG: the folded state gives the task a DEBUG iteration next.
+        Some("DEVELOP" | "DEBUG" | "COMPLETED" | "WAITING_INPUT" | "PAUSED") | None => {}
+        Some(other) => s.unknown_next = Some(other.to_string()),
     }
     // A trailing marker after the end of a sentence: "Done. TASK_COMPLETE".
     if !s.complete {
@@ -332,6 +357,16 @@ mod tests {
             "DONE",
         );
         assert_eq!(s.blocked.as_deref(), Some("the agent waits for input"));
+        // Every value has an effect, or is named as one agentloop does not act on.
+        let s = parse("ACTION_RESULT:\n- status: ready\nNEXT_ACTION_NEEDED: VALIDATE\n", "DONE");
+        assert!(s.complete);
+        let s = parse("NEXT_ACTION_NEEDED: DEBUG\n", "DONE");
+        assert!(s.wants_debug() && !s.complete && s.unknown_next.is_none());
+        let s = parse("NEXT_ACTION_NEEDED: DEVELOP\n", "DONE");
+        assert!(!s.complete && s.unknown_next.is_none() && s.blocked.is_none());
+        let s = parse("NEXT_ACTION_NEEDED: DEPLOY\n", "DONE");
+        assert_eq!(s.unknown_next.as_deref(), Some("DEPLOY"));
+        assert!(!s.complete);
     }
 
     #[test]

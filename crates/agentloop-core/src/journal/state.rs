@@ -473,6 +473,11 @@ impl RunState {
                         t.cost_usd = add_usd(t.cost_usd, a.cost_usd);
                         t.tokens += a.usage.total();
                         t.tests_touched |= touched;
+                        // NEXT_ACTION_NEEDED: DEBUG — the task's next iteration is one.
+                        if a.signals.wants_debug() {
+                            t.debug_requested = true;
+                        }
+                        t.unknown_next.clone_from(&a.signals.unknown_next);
                     }
                 }
             }

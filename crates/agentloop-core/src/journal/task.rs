@@ -144,6 +144,9 @@ pub struct TaskState {
     /// A person asked for a DEBUG iteration next.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub debug_requested: bool,
+    /// The agent's last `NEXT_ACTION_NEEDED` agentloop does not act on, to tell it so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unknown_next: Option<String>,
     /// Time its iterations took, in milliseconds.
     #[serde(default, skip_serializing_if = "is_default")]
     pub active_ms: u64,
@@ -223,6 +226,7 @@ impl TaskState {
             debugged: Vec::new(),
             understanding: None,
             debug_requested: false,
+            unknown_next: None,
             active_ms: 0,
             agent_commits: Vec::new(),
             escalations: Vec::new(),

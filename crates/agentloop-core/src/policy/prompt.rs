@@ -89,6 +89,13 @@ pub fn build(s: &RunState, task_id: &str, kind: IterationKind) -> String {
     if s.mode_of(task_id) == Mode::Tdd {
         let _ = writeln!(p, "## Mode: test-driven\n\n{TDD_PREAMBLE}\n");
     }
+    if let Some(v) = s.task(task_id).and_then(|t| t.unknown_next.as_deref()) {
+        let _ = writeln!(
+            p,
+            "## What agentloop could not act on\n\nYour last answer said `NEXT_ACTION_NEEDED: {v}`; agentloop acts on {}. Nothing was done about it.\n",
+            crate::signals::NEXT_ACTIONS
+        );
+    }
     if s.settings.workflow.as_deref() == Some(crate::plan::Workflow::Refactor.as_str()) {
         let _ = writeln!(p, "## Workflow: refactor\n\n{REFACTOR_PREAMBLE}\n");
     }

@@ -394,3 +394,33 @@ fn a_refactor_is_its_own_workflow() {
         "{prompt}"
     );
 }
+
+/// Each `NEXT_ACTION_NEEDED` value has an effect: DEBUG gives the task a DEBUG
+/// iteration next, VALIDATE is a claim (verified), and a value agentloop does not act
+/// on is named in the agent's next prompt.
+#[test]
+fn the_agents_next_action_is_acted_on_or_named_as_not() {
+    let p = scripted(
+        "# Two\n\n## T1: One\nVerify: test -f one.txt\n",
+        r#"if printf '%s' "$prompt" | grep -q 'DEBUG: find the cause'; then echo 'UNDERSTANDING: it was never made'; exit 0; fi
+case "$n" in
+  1) echo 'Stuck.'; echo 'NEXT_ACTION_NEEDED: DEBUG' ;;
+  3) echo 'NEXT_ACTION_NEEDED: DEPLOY' ;;
+  *) touch one.txt; echo 'ACTION_RESULT:'; echo '- status: ready'; echo 'NEXT_ACTION_NEEDED: VALIDATE' ;;
+esac
+"#,
+    );
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(iteration_kinds(&p)[..2], ["work", "debug"]);
+    let after_deploy = (1..=6)
+        .map(|i| p.run_dir().join(format!("iterations/{i:04}/prompt.md")))
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .find(|t| t.contains("## What agentloop could not act on"))
+        .expect("a prompt that names the value");
+    assert!(
+        after_deploy.contains("`NEXT_ACTION_NEEDED: DEPLOY`") && after_deploy.contains("DEBUG (the next iteration"),
+        "{after_deploy}"
+    );
+    assert_eq!(p.status()["tasks"][0]["status"], "done");
+}
