@@ -154,17 +154,32 @@ pub fn copy_runs(ws: &Workspace) -> Result<(), CliError> {
     };
     // What the store has now, before the command looks; then what it notifies.
     let mut writers: BTreeMap<String, Writer> = BTreeMap::new();
-    for run in agentloop_store::runs(&url).map_err(store_error)? {
-        copy_run(ws, &mut writers, &run);
+    // A store that is down or does not answer leaves this machine's copies to show,
+    // said once; they catch up when it answers again.
+    match agentloop_store::runs(&url) {
+        Ok(runs) => {
+            for run in runs {
+                copy_run(ws, &mut writers, &run);
+            }
+        }
+        Err(e) => crate::render::warn(&format!(
+            "{}; showing this machine's copies of its runs, brought up to date once it answers",
+            store_error(e).message
+        )),
     }
     let ws = ws.clone();
     std::thread::Builder::new()
         .name("store-copies".into())
         .spawn(move || {
-            let _ = agentloop_store::follow_runs(&url, |run| {
-                copy_run(&ws, &mut writers, run);
-                true
-            });
+            // Following ends when the store cannot be reached: try again, for as long
+            // as the command lives.
+            loop {
+                let _ = agentloop_store::follow_runs(&url, |run| {
+                    copy_run(&ws, &mut writers, run);
+                    true
+                });
+                std::thread::sleep(std::time::Duration::from_secs(2));
+            }
         })?;
     Ok(())
 }

@@ -756,6 +756,35 @@ fn a_frozen_or_gone_store_is_waited_for_only_so_long() {
         r.stderr
     );
     assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+    // `serve` (as `watch`) does not wait for it for ever: it says so and serves this
+    // machine's copies.
+    {
+        use std::io::BufRead;
+        let t = std::time::Instant::now();
+        let mut serve = p
+            .cmd(&["serve", "--port", "0"])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let err = std::io::BufReader::new(serve.stderr.take().unwrap());
+        let mut said = String::new();
+        for line in err.lines() {
+            let line = line.unwrap();
+            said.push_str(&line);
+            said.push('\n');
+            if line.contains("listening on") {
+                break;
+            }
+        }
+        let _ = serve.kill();
+        let _ = serve.wait();
+        assert!(said.contains("listening on"), "{said}");
+        assert!(
+            said.contains("showing this machine's copies of its runs"),
+            "{said}"
+        );
+        assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+    }
     // A resume while it is frozen starts nothing and says why.
     let r = p.run(&["resume", "--quiet"]);
     assert_eq!(r.code, Some(7), "{}", r.stderr);
