@@ -47,7 +47,10 @@ impl Signals {
     pub fn wants_debug(&self) -> bool {
         self.action_result
             .get("NEXT_ACTION_NEEDED")
-            .is_some_and(|v| v.trim_matches(['`', '*', ' ']).eq_ignore_ascii_case("DEBUG"))
+            .is_some_and(|v| {
+                v.trim_matches(['`', '*', ' '])
+                    .eq_ignore_ascii_case("DEBUG")
+            })
     }
 }
 
@@ -358,7 +361,10 @@ mod tests {
         );
         assert_eq!(s.blocked.as_deref(), Some("the agent waits for input"));
         // Every value has an effect, or is named as one agentloop does not act on.
-        let s = parse("ACTION_RESULT:\n- status: ready\nNEXT_ACTION_NEEDED: VALIDATE\n", "DONE");
+        let s = parse(
+            "ACTION_RESULT:\n- status: ready\nNEXT_ACTION_NEEDED: VALIDATE\n",
+            "DONE",
+        );
         assert!(s.complete);
         let s = parse("NEXT_ACTION_NEEDED: DEBUG\n", "DONE");
         assert!(s.wants_debug() && !s.complete && s.unknown_next.is_none());

@@ -419,7 +419,8 @@ esac
         .find(|t| t.contains("## What agentloop could not act on"))
         .expect("a prompt that names the value");
     assert!(
-        after_deploy.contains("`NEXT_ACTION_NEEDED: DEPLOY`") && after_deploy.contains("DEBUG (the next iteration"),
+        after_deploy.contains("`NEXT_ACTION_NEEDED: DEPLOY`")
+            && after_deploy.contains("DEBUG (the next iteration"),
         "{after_deploy}"
     );
     assert_eq!(p.status()["tasks"][0]["status"], "done");
