@@ -15,6 +15,17 @@ fn drafting(plan: &str) -> Project {
         .build()
 }
 
+/// The directory of the first draft the agent was asked for.
+fn first_draft(p: &Project) -> std::path::PathBuf {
+    let drafts = p.path().join(".agentloop/drafts");
+    std::fs::read_dir(&drafts)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+}
+
 const DRAFT: &str = "# Greeter\n\nA greeter.\n\n## T1: Make greet.sh\nVerify: test -x greet.sh\n\n## T2: Document it\nDepends: T1\nVerify: grep -q greet README.md\nVerify: test -f README.md\n";
 
 #[test]
@@ -41,13 +52,7 @@ fn a_goal_becomes_a_checked_plan_written_once_approved() {
         "the agent worked in a copy"
     );
     // The agent was told the goal and the format.
-    let drafts = p.path().join(".agentloop/drafts");
-    let dir = std::fs::read_dir(&drafts)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let dir = first_draft(&p);
     let prompt = std::fs::read_to_string(dir.join("prompt.md")).unwrap();
     assert!(prompt.contains("## The goal\n\na greeter"), "{prompt}");
     assert!(!dir.join("tree").exists(), "the copy is gone");
@@ -87,14 +92,7 @@ fn a_first_plan_has_three_to_seven_tasks_unless_asked_for_more() {
     );
     assert!(r.stderr.contains("--tasks 8"), "{}", r.stderr);
     assert!(!p.path().join("NEW.md").exists());
-    let drafts = p.path().join(".agentloop/drafts");
-    let dir = std::fs::read_dir(&drafts)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let prompt = std::fs::read_to_string(dir.join("prompt.md")).unwrap();
+    let prompt = std::fs::read_to_string(first_draft(&p).join("prompt.md")).unwrap();
     assert!(
         prompt.contains("A first decomposition: 3 to 7 tasks."),
         "{prompt}"

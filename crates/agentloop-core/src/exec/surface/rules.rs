@@ -54,6 +54,8 @@ pub const CHECK_FILES: &[&str] = &[
     "playwright.config.*",
     "build.rs",
     "agentloop.toml",
+    // The shape the next run takes its settings from (`Plan::with_shape`).
+    ".loop/shape/SHAPE.md",
     ".cargo/config.toml",
     ".cargo/config",
     // How git checks files out and diffs them, for a check that runs git.
@@ -408,6 +410,8 @@ mod tests {
             ".babelrc",
             ".config/nextest.toml",
             ".gitattributes",
+            // The shape a next run would take its settings from.
+            ".loop/shape/SHAPE.md",
             // A package or module named like the one `python -m` runs.
             "unittest/__main__.py",
             "unittest.py",
