@@ -74,6 +74,30 @@ impl RunState {
             })
     }
 
+    /// Where the run is in the seeds' loop: `develop` (tasks at work), `debug` (a DEBUG
+    /// iteration at work), `validate` (every task settled, the whole project checked
+    /// again), `ship` (pushed: the pull request's way), `done` (finished).
+    pub fn stage(&self) -> &'static str {
+        if self.is_finished() {
+            return "done";
+        }
+        if self.ship.pushed.is_some() || self.ship.unit.is_some() || !self.ship.shipped.is_empty()
+        {
+            return "ship";
+        }
+        if self
+            .running
+            .iter()
+            .any(|o| o.started.kind == super::IterationKind::Debug)
+        {
+            return "debug";
+        }
+        if !self.tasks.is_empty() && self.tasks.iter().all(|t| t.status.is_settled()) {
+            return "validate";
+        }
+        "develop"
+    }
+
     pub fn done_count(&self) -> usize {
         self.tasks.iter().filter(|t| t.status.is_settled()).count()
     }

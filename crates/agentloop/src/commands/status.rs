@@ -338,6 +338,17 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
     })));
     v["verdict"] = json!(agentloop_core::journal::verdict(s));
     v["approvals"] = json!(s.approvals);
+    // The seeds' loop state: the stage, and beside the branch and worktrees, the
+    // tracker and each task's issue.
+    v["loop"] = json!({
+        "stage": s.stage(),
+        "branch": s.integration.as_ref().map(|i| i.branch.clone()),
+        "worktrees": s.running.iter().filter_map(|o| o.started.worktree.as_ref().map(|w| json!({
+            "task": o.started.task, "path": w,
+        }))).collect::<Vec<_>>(),
+        "tracker": s.settings.tracker.source,
+        "issues": s.ship.issues,
+    });
     v["shape"] = json!(s.settings.shape);
     v["workflow"] = json!(s.settings.workflow);
     v["patterns"] = json!(s.learnable());

@@ -113,10 +113,13 @@ fn restored(screen: &std::path::Path) -> bool {
 fn ctrl_c_quits_watch_and_restores_the_terminal() {
     let p = Project::example();
     assert_eq!(p.run(&["run", "--quiet", "--workers", "2"]).code, Some(0));
-    let branch = p.status()["workers"]["integration"]["branch"]
+    let s = p.status();
+    let branch = s["workers"]["integration"]["branch"]
         .as_str()
         .expect("a run with workers has an integration branch")
         .to_string();
+    assert_eq!(s["loop"]["branch"], branch.as_str());
+    assert_eq!(s["loop"]["stage"], "done");
     let (mut child, screen) = watch_in_a_terminal(&p);
     let drawn = std::fs::read_to_string(&screen).unwrap();
     assert!(
