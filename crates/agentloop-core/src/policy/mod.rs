@@ -27,7 +27,7 @@ pub use diffgates::{
     reviewers as gate_reviewers, triggered, unread,
 };
 pub use ladder::{attempt_of, attempt_words, rung_budget, standing, task_bound};
-pub use prompt::build as build_prompt;
+pub use prompt::{DEBUG_LOG, build as build_prompt};
 pub use replan::review_replan;
 pub use schedule::{Pick, pick, schedule};
 pub use ship::{ShipStep, next_unit};

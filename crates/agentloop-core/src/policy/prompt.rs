@@ -11,6 +11,10 @@ missing behaviour, run it and see it fail, write the simplest code that makes it
 is not complete unless your changes include tests.";
 
 /// Builds the prompt for an iteration of `task_id`.
+/// Where a DEBUG iteration's logging points write (NDJSON), in the project's root;
+/// agentloop keeps it with the iteration as `debug.log`.
+pub const DEBUG_LOG: &str = "agentloop-debug.log";
+
 /// A refactor's rule (the seeds' workflow C): deletion before redesign.
 const REFACTOR_PREAMBLE: &str = "This is a refactor: what the code does stays as it is. Delete before you redesign: first remove what is dead, duplicated or unused (and nothing that is used), with every test still passing; only then reshape what is left. Change no test's expectations: a test that passes now must pass after your change, unchanged.";
 
@@ -206,15 +210,26 @@ pub fn build(s: &RunState, task_id: &str, kind: IterationKind) -> String {
              left. Look at the working tree with fresh eyes.\n\n",
         ),
         IterationKind::Debug => {
-            p.push_str(
-                "## DEBUG: find the cause, do not fix it yet\n\nThe same failure came back. This iteration is for \
-                 understanding it, not for a fix: nothing you change now is verified. List the hypotheses that could \
-                 explain it; for each, a condition that would confirm or refute it and the instrumentation or \
-                 command that tests it; test them (temporary logging is fine, say where it is). Write each on a line \
-                 of its own:\n\n`HYPOTHESIS: <what might cause it> | TEST: <how it was tested> | RESULT: confirmed, \
-                 refuted or untested`\n\nThen what you now understand of the cause, under a line `UNDERSTANDING:`. \
-                 The next iteration gets all of it.\n\n",
-            );
+            let failed = s.task(task_id).is_some_and(|t| t.last_fingerprint.is_some());
+            p.push_str(&format!(
+                "## DEBUG: find the cause, do not fix it yet\n\n{} This iteration is for \
+                 understanding it, not for a fix: nothing you change now is verified.\n\n\
+                 1. Hypotheses: list what could explain it; for each, a condition that would confirm or refute it.\n\
+                 2. Instrument: add temporary logging points where the hypotheses say to look. Each appends one \
+                 JSON object per line (NDJSON) to `{DEBUG_LOG}` in the project's root: \
+                 `{{\"at\": \"file:line\", \"hypothesis\": 1, \"values\": {{…}}}}`.\n\
+                 3. Run what fails, then read `{DEBUG_LOG}`: which hypotheses does it confirm, which refute?\n\
+                 4. Take the logging points out again (agentloop keeps `{DEBUG_LOG}` with this iteration and \
+                 removes it from the tree).\n\n\
+                 Write each hypothesis on a line of its own:\n\n`HYPOTHESIS: <what might cause it> | TEST: <how it \
+                 was tested> | RESULT: confirmed, refuted or untested`\n\nThen what you now understand of the \
+                 cause, under a line `UNDERSTANDING:`. The next iteration gets all of it.\n\n",
+                if failed {
+                    "The same failure came back."
+                } else {
+                    "This is a bug: find its cause before anyone fixes it."
+                }
+            ));
             return p;
         }
         _ => {}

@@ -20,6 +20,9 @@ use agentloop_core::{fsutil, signals};
 use super::Driver;
 use crate::error::CliError;
 
+/// The most of a DEBUG iteration's log kept (its end).
+const DEBUG_LOG_KEPT: usize = 1024 * 1024;
+
 /// An iteration made ready for its agent.
 pub(crate) struct Prepared {
     pub plan: IterationPlan,
@@ -428,6 +431,23 @@ impl Driver {
     /// it) and `hypotheses.json` (its `HYPOTHESIS: … | TEST: … | RESULT: …` lines).
     fn keep_understanding(&self, iteration: u32, message: &str) {
         let dir = self.run.iteration_dir(iteration);
+        // What its logging points wrote goes with the iteration, out of the tree
+        // (before the tree is looked at: it is not the agent's change).
+        let log = self
+            .workdir(iteration)
+            .join(agentloop_core::policy::DEBUG_LOG);
+        if let Ok(bytes) = std::fs::read(&log) {
+            let kept = &bytes[bytes.len().saturating_sub(DEBUG_LOG_KEPT)..];
+            let text = self
+                .redactor(&self.agent_of(iteration))
+                .redact(&String::from_utf8_lossy(kept))
+                .into_owned();
+            if let Err(e) = agentloop_core::fsutil::write_atomic(&dir.join("debug.log"), text.as_bytes()) {
+                self.progress
+                    .warn(&format!("cannot keep debug.log of iteration {iteration}: {e}"));
+            }
+            let _ = std::fs::remove_file(&log);
+        }
         let hypotheses: Vec<serde_json::Value> = message
             .lines()
             .filter_map(|l| l.trim().strip_prefix("HYPOTHESIS:"))

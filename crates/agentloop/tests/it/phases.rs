@@ -4,6 +4,7 @@
 use crate::support::scripted;
 
 const AGENT: &str = r#"if printf '%s' "$prompt" | grep -q 'DEBUG: find the cause'; then
+  echo '{"at": "agent.sh:1", "hypothesis": 1, "values": {"fixed": false}}' >> agentloop-debug.log
   echo 'HYPOTHESIS: nothing creates fixed.txt | TEST: ls | RESULT: confirmed'
   echo 'HYPOTHESIS: the check looks in the wrong place | TEST: read the Verify line | RESULT: refuted'
   echo 'UNDERSTANDING:'
@@ -50,6 +51,23 @@ fn the_same_failure_twice_brings_a_debug_iteration_whose_findings_go_to_the_next
         debug_prompt.contains("## The failure that keeps coming back")
             && !debug_prompt.contains("TASK_COMPLETE"),
         "{debug_prompt}"
+    );
+    // The instrumentation step: NDJSON logging points, kept with the iteration and
+    // taken out of the tree (not the agent's change).
+    assert!(
+        debug_prompt.contains("2. Instrument:") && debug_prompt.contains("`agentloop-debug.log`"),
+        "{debug_prompt}"
+    );
+    let kept = std::fs::read_to_string(dir.join("debug.log")).unwrap();
+    assert!(kept.contains("\"hypothesis\": 1"), "{kept}");
+    assert!(!p.path().join("agentloop-debug.log").exists());
+    let finished = crate::real_cli::journal_events(&p)
+        .into_iter()
+        .find(|e| e["kind"] == "agent_finished" && e["data"]["iteration"] == 3)
+        .unwrap();
+    assert!(
+        !finished.to_string().contains("agentloop-debug.log"),
+        "not a change of the agent's: {finished}"
     );
     // The debug iteration is not verified.
     let verified: Vec<u64> = crate::real_cli::journal_events(&p)
