@@ -109,6 +109,7 @@ fn iteration_events(n: u32, task: &str, complete: bool) -> Vec<Event> {
             commit: None,
             agent_failed: false,
             fingerprint: None,
+            checkpoint: None,
         }),
     ]
 }

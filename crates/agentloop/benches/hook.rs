@@ -112,6 +112,7 @@ fn main() {
                 commit: None,
                 agent_failed: false,
                 fingerprint: None,
+                checkpoint: None,
             }),
             Event::Control {
                 id: format!("c{n}"),

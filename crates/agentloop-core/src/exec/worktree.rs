@@ -330,9 +330,49 @@ pub fn remove_task(root: &Path, run_id: &str, integration: &str, task: &str) {
     let _ = text(git(root, &["branch", "-D", "-q", &branch]));
 }
 
+/// A checkpoint of the tree in `dir` as it is now (tracked files and new ones git does
+/// not ignore), made without touching the tree, its index or its branch: a commit on
+/// HEAD kept under `refs/agentloop/RUN/checkpoints/TASK/ITERATION`. Returns it.
+pub fn checkpoint(dir: &Path, run_id: &str, task: &str, iteration: u32) -> Result<String, String> {
+    let cache = crate::fsutil::cache_dir()
+        .ok_or("no cache directory")?
+        .join("checkpoints");
+    std::fs::create_dir_all(&cache).map_err(|e| format!("{}: {e}", cache.display()))?;
+    let index = cache.join(format!("{run_id}-{task}.index"));
+    let _ = std::fs::remove_file(&index);
+    let with_index = |args: &[&str]| {
+        let mut c = git(dir, args);
+        c.env("GIT_INDEX_FILE", &index);
+        c
+    };
+    let head = rev(dir, "HEAD");
+    if let Some(h) = &head {
+        text(with_index(&["read-tree", h]))?;
+    }
+    text(with_index(&["add", "-A", "--", "."]))?;
+    let tree = text(with_index(&["write-tree"]))?;
+    let _ = std::fs::remove_file(&index);
+    let message = format!("agentloop: checkpoint of {task} after iteration {iteration}\n\nRun {run_id}");
+    let mut commit = git(dir, &["commit-tree", &tree, "-m", &message]);
+    if let Some(h) = &head {
+        commit.args(["-p", h]);
+    }
+    super::git::set_identity(&mut commit, None);
+    let commit = text(commit)?;
+    text(git(
+        dir,
+        &[
+            "update-ref",
+            &format!("refs/agentloop/{run_id}/checkpoints/{task}/{iteration}"),
+            &commit,
+        ],
+    ))?;
+    Ok(commit)
+}
+
 /// The refs agentloop keeps for runs under `refs/agentloop/`, by run: each task's
-/// attempts off every branch (`RUN/attempts/TASK`) and the results executors fetched
-/// (`RUN/N`).
+/// attempts off every branch (`RUN/attempts/TASK`), class 2B tasks' checkpoints
+/// (`RUN/checkpoints/TASK/N`) and the results executors fetched (`RUN/N`).
 pub fn kept_refs(root: &Path) -> std::collections::BTreeMap<String, Vec<String>> {
     let mut by_run = std::collections::BTreeMap::<String, Vec<String>>::new();
     let listed = text(git(

@@ -345,6 +345,10 @@ pub struct IterationFinished {
     /// The failure's fingerprint when it does not come from verification.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fingerprint: Option<String>,
+    /// A class 2B task's checkpoint: the tree as this iteration left it, a commit
+    /// under `refs/agentloop/RUN/checkpoints/TASK/N`, to roll back to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -349,6 +349,19 @@ pub fn handoff(s: &RunState) -> String {
     if !any {
         out.push_str("(none)\n");
     }
+    let checkpoints: Vec<_> = s
+        .tasks
+        .iter()
+        .flat_map(|t| t.checkpoints.iter().map(move |c| (t, c)))
+        .collect();
+    if !checkpoints.is_empty() {
+        out.push_str(
+            "\n## Checkpoints (class 2B tasks: to roll back)\n\nThe tree after each iteration, as a commit; `git checkout COMMIT -- .` puts it back (`agentloop gc` removes them once the run is over).\n\n",
+        );
+        for (t, (iteration, commit)) in checkpoints {
+            let _ = writeln!(out, "- {} after iteration {iteration}: `{commit}`", t.id);
+        }
+    }
     out.push_str("\n## The run\n\n");
     trips(s, &mut out);
     out

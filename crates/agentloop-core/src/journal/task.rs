@@ -144,6 +144,9 @@ pub struct TaskState {
     /// A person asked for a DEBUG iteration next.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub debug_requested: bool,
+    /// A class 2B task's checkpoints: (iteration, commit), to roll back to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checkpoints: Vec<(u32, String)>,
     /// The agent's last `NEXT_ACTION_NEEDED` agentloop does not act on, to tell it so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unknown_next: Option<String>,
@@ -227,6 +230,7 @@ impl TaskState {
             understanding: None,
             debug_requested: false,
             unknown_next: None,
+            checkpoints: Vec::new(),
             active_ms: 0,
             agent_commits: Vec::new(),
             escalations: Vec::new(),

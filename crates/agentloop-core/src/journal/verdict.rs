@@ -31,6 +31,9 @@ impl RunState {
             return;
         };
         t.active_ms += took;
+        if let Some(c) = &f.checkpoint {
+            t.checkpoints.push((f.iteration, c.clone()));
+        }
         // Skipped while the iteration ran: the skip stands unless the work got done.
         let skipped = t.status == TaskStatus::Skipped;
         match f.outcome {

@@ -24,6 +24,7 @@ pub(super) fn finish_open_iteration(s: &RunState, open: &OpenIteration) -> Actio
             commit: None,
             agent_failed: false,
             fingerprint: None,
+            checkpoint: None,
         }))
     };
     let Some(agent) = &open.agent else {
@@ -155,6 +156,7 @@ pub(super) fn finish_open_iteration(s: &RunState, open: &OpenIteration) -> Actio
             commit: None,
             agent_failed: true,
             fingerprint: Some(failure.fingerprint),
+            checkpoint: None,
         }));
     }
     if agent.signals.complete
@@ -191,6 +193,7 @@ fn merge_verdict(open: &OpenIteration) -> Action {
             commit,
             agent_failed: false,
             fingerprint,
+            checkpoint: None,
         }))
     };
     match &open.merge {

@@ -16,6 +16,7 @@ impl Driver {
     /// control request that came in first (a skip, a pause, a note) is folded instead,
     /// and `false` tells the caller to ask the policy again.
     pub(crate) fn record_decision(&mut self, mut event: Event) -> Result<bool, CliError> {
+        self.checkpoint(&mut event);
         if let Event::IterationFinished(f) = &event
             && f.outcome == Outcome::Completed
         {
@@ -116,6 +117,37 @@ impl Driver {
         ) {
             self.progress
                 .warn(&format!("cannot write result.json: {e}"));
+        }
+    }
+
+    /// A class 2B task (under five minutes to roll back) keeps a checkpoint of each
+    /// iteration its agent finished, recorded with the iteration's end and listed in the
+    /// handoff.
+    fn checkpoint(&self, event: &mut Event) {
+        let Event::IterationFinished(f) = event else {
+            return;
+        };
+        let Some(open) = self
+            .state
+            .open_iteration(f.iteration)
+            .filter(|o| o.agent.is_some())
+        else {
+            return;
+        };
+        let task = open.started.task.clone();
+        let two_b = self.state.plan_task(&task).is_some_and(|t| {
+            agentloop_core::plan::reversibility(t).0 == agentloop_core::plan::Class::TwoB
+        });
+        if f.checkpoint.is_some() || !two_b || !git::is_repo(&self.ws.root) {
+            return;
+        }
+        let dir = self.workdir(f.iteration);
+        match agentloop_core::exec::worktree::checkpoint(&dir, &self.run.id, &task, f.iteration) {
+            Ok(commit) => f.checkpoint = Some(commit),
+            Err(e) => self.progress.warn(&format!(
+                "cannot keep a checkpoint of task {task} (iteration {}): {e}",
+                f.iteration
+            )),
         }
     }
 }

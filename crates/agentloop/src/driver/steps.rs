@@ -175,6 +175,7 @@ impl Driver {
             commit: None,
             agent_failed: false,
             fingerprint: None,
+            checkpoint: None,
         }))?;
         self.record(Event::RunFinished {
             status: RunStatus::Failed,

@@ -443,3 +443,36 @@ esac
     );
     assert_eq!(p.status()["tasks"][0]["status"], "done");
 }
+
+/// A class 2B task (under five minutes to roll back) keeps a checkpoint of each
+/// iteration: a commit of the tree under `refs/agentloop/RUN/checkpoints/`, the tree
+/// and the branch untouched, listed in the handoff.
+#[test]
+fn a_class_2b_task_checkpoints_each_iteration_for_a_rollback() {
+    let p = scripted(
+        "# Config\n\n## T1: Change the config\nReversibility: 2B\nVerify: test -f two.txt\n",
+        "echo \"$n\" > step.txt\nif [ \"$n\" = 2 ]; then touch two.txt; fi\necho TASK_COMPLETE\n",
+    );
+    let head = p.git_cmd(&["rev-parse", "HEAD"]);
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(p.git_cmd(&["rev-parse", "HEAD"]), head, "the branch is the person's");
+    let run = p.run_dir().file_name().unwrap().to_string_lossy().into_owned();
+    let refs = p.git_cmd(&["for-each-ref", "--format=%(refname)", &format!("refs/agentloop/{run}/checkpoints/")]);
+    assert_eq!(
+        refs.lines().collect::<Vec<_>>(),
+        [
+            format!("refs/agentloop/{run}/checkpoints/T1/1"),
+            format!("refs/agentloop/{run}/checkpoints/T1/2")
+        ]
+    );
+    // The first checkpoint is the tree after the failed attempt.
+    let first = format!("refs/agentloop/{run}/checkpoints/T1/1");
+    assert_eq!(p.git_cmd(&["show", &format!("{first}:step.txt")]), "1");
+    let handoff = std::fs::read_to_string(p.run_dir().join("handoff.md")).unwrap();
+    assert!(
+        handoff.contains("## Checkpoints (class 2B tasks: to roll back)")
+            && handoff.contains("- T1 after iteration 1: `"),
+        "{handoff}"
+    );
+}
