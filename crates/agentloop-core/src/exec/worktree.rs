@@ -352,7 +352,8 @@ pub fn checkpoint(dir: &Path, run_id: &str, task: &str, iteration: u32) -> Resul
     text(with_index(&["add", "-A", "--", "."]))?;
     let tree = text(with_index(&["write-tree"]))?;
     let _ = std::fs::remove_file(&index);
-    let message = format!("agentloop: checkpoint of {task} after iteration {iteration}\n\nRun {run_id}");
+    let message =
+        format!("agentloop: checkpoint of {task} after iteration {iteration}\n\nRun {run_id}");
     let mut commit = git(dir, &["commit-tree", &tree, "-m", &message]);
     if let Some(h) = &head {
         commit.args(["-p", h]);

@@ -81,8 +81,7 @@ impl RunState {
         if self.is_finished() {
             return "done";
         }
-        if self.ship.pushed.is_some() || self.ship.unit.is_some() || !self.ship.shipped.is_empty()
-        {
+        if self.ship.pushed.is_some() || self.ship.unit.is_some() || !self.ship.shipped.is_empty() {
             return "ship";
         }
         if self

@@ -443,9 +443,12 @@ impl Driver {
                 .redactor(&self.agent_of(iteration))
                 .redact(&String::from_utf8_lossy(kept))
                 .into_owned();
-            if let Err(e) = agentloop_core::fsutil::write_atomic(&dir.join("debug.log"), text.as_bytes()) {
-                self.progress
-                    .warn(&format!("cannot keep debug.log of iteration {iteration}: {e}"));
+            if let Err(e) =
+                agentloop_core::fsutil::write_atomic(&dir.join("debug.log"), text.as_bytes())
+            {
+                self.progress.warn(&format!(
+                    "cannot keep debug.log of iteration {iteration}: {e}"
+                ));
             }
             let _ = std::fs::remove_file(&log);
         }

@@ -456,9 +456,22 @@ fn a_class_2b_task_checkpoints_each_iteration_for_a_rollback() {
     let head = p.git_cmd(&["rev-parse", "HEAD"]);
     let r = p.run(&["run"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
-    assert_eq!(p.git_cmd(&["rev-parse", "HEAD"]), head, "the branch is the person's");
-    let run = p.run_dir().file_name().unwrap().to_string_lossy().into_owned();
-    let refs = p.git_cmd(&["for-each-ref", "--format=%(refname)", &format!("refs/agentloop/{run}/checkpoints/")]);
+    assert_eq!(
+        p.git_cmd(&["rev-parse", "HEAD"]),
+        head,
+        "the branch is the person's"
+    );
+    let run = p
+        .run_dir()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let refs = p.git_cmd(&[
+        "for-each-ref",
+        "--format=%(refname)",
+        &format!("refs/agentloop/{run}/checkpoints/"),
+    ]);
     assert_eq!(
         refs.lines().collect::<Vec<_>>(),
         [
@@ -468,7 +481,10 @@ fn a_class_2b_task_checkpoints_each_iteration_for_a_rollback() {
     );
     // The first checkpoint is the tree after the failed attempt.
     let first = format!("refs/agentloop/{run}/checkpoints/T1/1");
-    assert_eq!(p.git_cmd(&["show", &format!("{first}:step.txt")]), "1");
+    assert_eq!(
+        p.git_cmd(&["show", &format!("{first}:step.txt")]).trim(),
+        "1"
+    );
     let handoff = std::fs::read_to_string(p.run_dir().join("handoff.md")).unwrap();
     assert!(
         handoff.contains("## Checkpoints (class 2B tasks: to roll back)")

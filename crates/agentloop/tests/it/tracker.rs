@@ -160,11 +160,16 @@ esac
     // The loop state names the tracker and what each task's issue was told.
     let state = p.status()["loop"].clone();
     assert!(
-        state["tracker"].as_str().is_some_and(|t| t.starts_with("linear:ENG")),
+        state["tracker"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("linear:ENG")),
         "{state}"
     );
     assert_eq!(state["issues"]["ENG-1"], "done", "{state}");
-    assert_eq!(state["stage"], "develop", "a blocked task is not settled: {state}");
+    assert_eq!(
+        state["stage"], "develop",
+        "a blocked task is not settled: {state}"
+    );
     let issues = linear.issues();
     assert_eq!(issues[0].state, "Done");
     assert!(
