@@ -55,40 +55,6 @@ impl Plan {
         Plan::parse(file, text)
     }
 
-    /// Takes in the shape a shaping step wrote (`.loop/shape/SHAPE.md` under `root`),
-    /// when there is one: its front matter holds the same fields as the plan's, and
-    /// the plan's own win, key by key. Merged into the plan, it is recorded with it, so
-    /// a resumed run keeps it.
-    pub fn with_shape(mut self, root: &Path) -> Result<Plan, PlanError> {
-        let path = root.join(SHAPE_FILE);
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(self),
-            Err(e) => return Err(PlanError::whole(SHAPE_FILE, format!("cannot read it: {e}"))),
-        };
-        if bytes.len() > MAX_PLAN_BYTES {
-            return Err(PlanError::whole(
-                SHAPE_FILE,
-                format!("it is {} bytes; the limit is {MAX_PLAN_BYTES}", bytes.len()),
-            ));
-        }
-        let text = std::str::from_utf8(&bytes).map_err(|e| {
-            PlanError::whole(
-                SHAPE_FILE,
-                format!("not valid UTF-8 (byte {})", e.valid_up_to()),
-            )
-        })?;
-        let lines: Vec<&str> = text
-            .strip_prefix('\u{feff}')
-            .unwrap_or(text)
-            .split('\n')
-            .map(|l| l.strip_suffix('\r').unwrap_or(l))
-            .collect();
-        let shape = parse_front_matter(SHAPE_FILE, &lines, &mut 0)?;
-        under(&mut self.settings, shape);
-        Ok(self)
-    }
-
     pub fn parse(file: &str, text: &str) -> Result<Plan, PlanError> {
         // Editors on some systems start UTF-8 files with a byte-order mark.
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -179,26 +145,7 @@ fn is_task_heading(line: &str) -> bool {
     line.starts_with("## ")
 }
 
-/// Where a shaping step leaves the run's shape, under the project's root.
-pub const SHAPE_FILE: &str = ".loop/shape/SHAPE.md";
-
-/// Puts `lower`'s keys under `upper`'s: a key `upper` has stays as it is; tables merge.
-fn under(
-    upper: &mut serde_json::Map<String, serde_json::Value>,
-    lower: serde_json::Map<String, serde_json::Value>,
-) {
-    for (k, v) in lower {
-        match (upper.get_mut(&k), v) {
-            (None, v) => {
-                upper.insert(k, v);
-            }
-            (Some(serde_json::Value::Object(u)), serde_json::Value::Object(l)) => under(u, l),
-            (Some(_), _) => {}
-        }
-    }
-}
-
-fn parse_front_matter(
+pub(super) fn parse_front_matter(
     file: &str,
     lines: &[&str],
     i: &mut usize,
