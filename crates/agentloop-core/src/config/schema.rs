@@ -34,6 +34,9 @@ pub struct Config {
     pub store: StoreConfig,
     /// `[review]`: an independent reviewer of each verified task.
     pub review: super::review::ReviewConfig,
+    /// The VALIDATE phase's own steps, beside every done task's checks.
+    #[serde(default)]
+    pub validate: ValidateConfig,
 }
 
 /// `[store]`: with `url`, each run's journal is kept in that PostgreSQL database (its
@@ -197,6 +200,30 @@ pub struct VerifyConfig {
 pub struct GitConfig {
     /// Commit the working tree after each verified task.
     pub commit: bool,
+}
+
+/// The VALIDATE phase's built-in steps (seed 004's completion criteria): commands run
+/// on the whole project after the last task, after every done task's checks, and
+/// judged as checks are (exit 0, or the tests' own reports); a failure reopens work.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct ValidateConfig {
+    /// A security step (`cargo audit`, `npm audit --audit-level=high`, `bandit -r src`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub security: Option<String>,
+    /// A performance step (a benchmark that exits non-zero when it is too slow).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub performance: Option<String>,
+}
+
+impl ValidateConfig {
+    /// The steps that are set: (what, command).
+    pub fn steps(&self) -> Vec<(String, String)> {
+        [("security", &self.security), ("performance", &self.performance)]
+            .into_iter()
+            .filter_map(|(what, c)| c.as_ref().map(|c| (what.to_string(), c.clone())))
+            .collect()
+    }
 }
 
 /// Hook mode (Claude Code's hooks drive the run inside one session).

@@ -72,6 +72,9 @@ pub struct Settings {
     pub validate: bool,
     #[serde(default)]
     pub validate_fixes: u32,
+    /// The VALIDATE phase's own steps (`[validate]`): (what, command).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub validate_steps: Vec<(String, String)>,
     pub commit: bool,
     /// Agents at work at once (1: in the working tree; more: worktrees and the merge
     /// queue).
@@ -160,6 +163,7 @@ impl Settings {
             agent_hosts: Default::default(),
             validate: c.verify.validate,
             validate_fixes: c.verify.validate_fixes,
+            validate_steps: c.validate.steps(),
             // What is shipped is committed: `[ship]` commits each verified task; so do
             // the diff gates, which read what each task's commit changed.
             commit: c.git.commit || c.ship.enabled() || c.gates.any_diff_gate(),

@@ -34,6 +34,12 @@ impl Driver {
                 commands.push(c.clone());
             }
         }
+        // `[validate]`'s own steps (security, performance), last.
+        for (_, c) in &s.settings.validate_steps {
+            if !commands.contains(c) {
+                commands.push(c.clone());
+            }
+        }
         self.progress.note(&format!(
             "validating: {} on the whole project",
             agentloop_core::words::plural(commands.len(), "check", "checks")
@@ -164,6 +170,20 @@ impl Driver {
         }
     }
 
+    /// A command's cell in `validation.md`: the command, and which `[validate]` step it
+    /// is when it is one.
+    fn step_cell(&self, command: &str) -> String {
+        let what = self
+            .state
+            .settings
+            .validate_steps
+            .iter()
+            .find(|(_, c)| c == command)
+            .map(|(w, _)| format!(" ({w} step)"))
+            .unwrap_or_default();
+        format!("`{}`{what}", command.replace('|', "\\|"))
+    }
+
     fn write_validation(&self, r: &VerifyFinished, digest: Option<&str>, planned: usize) {
         let mut md = format!(
             "# Validation\n\nEvery done task's checks and the run's, on the whole project after its last task: **{}**.\n\n| Command | Result |\n| --- | --- |\n",
@@ -178,7 +198,7 @@ impl Driver {
                     (None, Some(why)) => format!("{}: {why}", t.runner),
                     (None, None) => format!("{}: {}", t.runner, t.counts.words()),
                 };
-                let _ = writeln!(md, "| `{}` | {result} |", c.command.replace('|', "\\|"));
+                let _ = writeln!(md, "| {} | {result} |", self.step_cell(&c.command));
                 continue;
             }
             let result = match (c.exit_code, &c.measured) {
@@ -190,7 +210,7 @@ impl Driver {
                 (None, _) if c.timed_out => "timed out".to_string(),
                 (None, _) => "killed".to_string(),
             };
-            let _ = writeln!(md, "| `{}` | {result} |", c.command.replace('|', "\\|"));
+            let _ = writeln!(md, "| {} | {result} |", self.step_cell(&c.command));
         }
         if r.commands.len() < planned {
             let _ = writeln!(

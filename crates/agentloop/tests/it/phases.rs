@@ -492,3 +492,30 @@ fn a_class_2b_task_checkpoints_each_iteration_for_a_rollback() {
         "{handoff}"
     );
 }
+
+/// `[validate] security` and `performance` (seed 004's completion criteria): steps of
+/// VALIDATE after every done task's checks, judged as checks; a failing one reopens
+/// work with its output, and validation.md names the step.
+#[test]
+fn validate_runs_the_security_and_performance_steps() {
+    let p = crate::support::Scratch::new()
+        .plan("# One\n\n## T1: Make a.txt\nVerify: test -f a.txt\n")
+        .agent(&crate::support::agent(
+            "case \"$task\" in T1) touch a.txt ;; VALIDATE-*) touch audited.txt ;; esac\necho TASK_COMPLETE\n",
+        ))
+        .config("[validate]\nsecurity = \"test -f audited.txt || { echo 'vulnerable: lodash 4.17.20'; exit 1; }\"\nperformance = \"true\"\n")
+        .build();
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["tasks"][1]["id"], "VALIDATE-1", "{s:#}");
+    let prompt = std::fs::read_to_string(p.run_dir().join("iterations/0002/prompt.md")).unwrap();
+    assert!(prompt.contains("vulnerable: lodash 4.17.20"), "{prompt}");
+    let md = std::fs::read_to_string(p.run_dir().join("validation.md")).unwrap();
+    assert!(
+        md.contains("**passed**")
+            && md.contains("(security step) | exit 0")
+            && md.contains("| `true` (performance step) | exit 0"),
+        "{md}"
+    );
+}
