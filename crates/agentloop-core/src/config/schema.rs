@@ -219,10 +219,13 @@ pub struct ValidateConfig {
 impl ValidateConfig {
     /// The steps that are set: (what, command).
     pub fn steps(&self) -> Vec<(String, String)> {
-        [("security", &self.security), ("performance", &self.performance)]
-            .into_iter()
-            .filter_map(|(what, c)| c.as_ref().map(|c| (what.to_string(), c.clone())))
-            .collect()
+        [
+            ("security", &self.security),
+            ("performance", &self.performance),
+        ]
+        .into_iter()
+        .filter_map(|(what, c)| c.as_ref().map(|c| (what.to_string(), c.clone())))
+        .collect()
     }
 }
 
