@@ -303,7 +303,21 @@ fn a_killed_driver_leaves_a_job_that_resume_cancels_before_redoing_its_task() {
         "the job outlives its driver"
     );
     let r = p.run(&["resume", "--quiet"]);
-    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    // When it fails (it did once, under load in CI: exit 1 with nothing said), say why:
+    // how the run ended, its last records, and Slurm's view of the jobs.
+    assert_eq!(
+        r.code,
+        Some(0),
+        "{}\n{}\nstatus: {}\nlog: {}\njobs: {:?}",
+        r.stdout,
+        r.stderr,
+        p.run(&["status"]).stdout,
+        p.run(&["log"]).stdout,
+        jobs(&p)
+            .iter()
+            .map(|(_, id)| format!("{id} {}", job_state(&conf, id)))
+            .collect::<Vec<_>>()
+    );
     assert!(job_state(&conf, &id).starts_with("CANCELLED"));
     assert_eq!(p.status()["status"], "completed");
     assert_eq!(jobs(&p).len(), 2);
