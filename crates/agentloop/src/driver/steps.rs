@@ -23,6 +23,17 @@ use crate::error::CliError;
 /// The most of a DEBUG iteration's log kept (its end).
 const DEBUG_LOG_KEPT: usize = 1024 * 1024;
 
+/// The last `most` bytes of the regular file at `path`.
+fn tail(path: &std::path::Path, most: usize) -> std::io::Result<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path)?;
+    let len = f.metadata()?.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(most as u64)))?;
+    let mut out = Vec::new();
+    f.take(most as u64).read_to_end(&mut out)?;
+    Ok(out)
+}
+
 /// An iteration made ready for its agent.
 pub(crate) struct Prepared {
     pub plan: IterationPlan,
@@ -437,11 +448,13 @@ impl Driver {
         let log = self
             .workdir(iteration)
             .join(agentloop_core::policy::DEBUG_LOG);
-        if let Ok(bytes) = std::fs::read(&log) {
-            let kept = &bytes[bytes.len().saturating_sub(DEBUG_LOG_KEPT)..];
+        // Only a regular file, and only its end: the agent names what is there, and a
+        // FIFO, a device or a link must not hang or flood the driver.
+        let regular = std::fs::symlink_metadata(&log).is_ok_and(|m| m.file_type().is_file());
+        if regular && let Ok(kept) = tail(&log, DEBUG_LOG_KEPT) {
             let text = self
                 .redactor(&self.agent_of(iteration))
-                .redact(&String::from_utf8_lossy(kept))
+                .redact(&String::from_utf8_lossy(&kept))
                 .into_owned();
             if let Err(e) =
                 agentloop_core::fsutil::write_atomic(&dir.join("debug.log"), text.as_bytes())

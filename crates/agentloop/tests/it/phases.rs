@@ -519,3 +519,16 @@ fn validate_runs_the_security_and_performance_steps() {
         "{md}"
     );
 }
+
+/// What the agent leaves as `agentloop-debug.log` is its own: a FIFO (or a link, or a
+/// device) there is neither read nor removed, so it cannot hang the driver.
+#[test]
+fn a_debug_log_that_is_not_a_file_does_not_hang_the_driver() {
+    let p = scripted(
+        "# Fix the crash\n\n## T1: Make fixed.txt\nVerify: test -f fixed.txt\n",
+        "if printf '%s' \"$prompt\" | grep -q 'DEBUG: find the cause'; then mkfifo agentloop-debug.log; echo 'UNDERSTANDING: none'; else rm -f agentloop-debug.log; touch fixed.txt; echo TASK_COMPLETE; fi\n",
+    );
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(!p.run_dir().join("iterations/0001/debug.log").exists());
+}
