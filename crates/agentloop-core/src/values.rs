@@ -116,9 +116,14 @@ impl Default for Breakers {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Gates {
-    /// Wait for a person to approve the plan before the first iteration.
+    /// Wait for a person to approve the plan before the first iteration (Gate 1).
     pub plan_approval: bool,
-    /// Wait for a person to approve before the run is declared complete.
+    /// Then wait for a person to accept the plan's review (Gate 2): what agentloop
+    /// finds reading the plan — open questions, tasks no check verifies, work that
+    /// rests on assumptions, irreversible tasks. Opens only when it finds something.
+    pub plan_review: bool,
+    /// Wait for a person to approve before the run is declared complete (Gate 3; with
+    /// `[ship]`, the pull request's review is the same point).
     pub final_review: bool,
     /// Wait for a person after each task is verified (the colleague shape).
     pub after_each: bool,
@@ -160,6 +165,7 @@ impl Default for Gates {
         };
         Gates {
             plan_approval: false,
+            plan_review: false,
             final_review: false,
             after_each: false,
             before_irreversible: true,

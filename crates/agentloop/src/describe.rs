@@ -376,6 +376,35 @@ fn gates_words(triggered: &[agentloop_core::policy::Trigger], verb: &str) -> Str
 /// At a diff gate of a run without a forge: what holds it, a line per file
 /// (`T1: src/auth/login.rs:3: the path matches `auth``).
 pub(crate) fn held(s: &RunState, gate: &Gate) -> Vec<String> {
+    match gate {
+        // What a person approves: the plan's clarity and shape, and, when it is not
+        // clear enough to run unasked, the questions it leaves open.
+        Gate::Plan => {
+            let clarity = agentloop_core::plan::assess(&s.plan);
+            let mut out = vec![format!(
+                "{}: {} · clarity {} · shape {}",
+                s.plan.title,
+                agentloop_core::words::plural(s.plan.tasks.len(), "task", "tasks"),
+                clarity.describe(),
+                s.settings.shape.as_deref().unwrap_or("tool")
+            )];
+            if s.settings.shape.as_deref() == Some("intent") {
+                out.push(
+                    "not clear enough to run unasked; answer these in the plan (and run it again), or approve to go on as it is:"
+                        .into(),
+                );
+                out.extend(clarity.questions().iter().map(|q| format!("- {q}")));
+            }
+            return out;
+        }
+        Gate::PlanReview => {
+            return agentloop_core::plan::findings(&s.plan, !s.settings.verify_commands.is_empty())
+                .into_iter()
+                .map(|f| format!("- {f}"))
+                .collect();
+        }
+        _ => {}
+    }
     if let Gate::Tripwire(task) = gate {
         return s
             .tripwire_gate_hits()

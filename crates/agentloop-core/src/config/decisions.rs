@@ -9,14 +9,14 @@ use crate::plan::{Clarity, Plan, Shape, Workflow};
 
 impl Settings {
     /// Takes the run's shape and kind of work from `plan` (or from the configuration
-    /// when it names them) and the gates they imply. An `intent` plan does not start:
-    /// the error is the plan's clarity, whose questions say what to answer.
+    /// when it names them) and the gates they imply, and returns the plan's clarity.
+    /// An `intent` plan starts at plan approval, its questions shown there.
     pub fn decide_from_plan(
         &mut self,
         plan: &Plan,
         shape: ShapeSetting,
         workflow: WorkflowSetting,
-    ) -> Result<(), Clarity> {
+    ) -> Clarity {
         let clarity = crate::plan::assess(plan);
         let taken = match shape {
             ShapeSetting::Auto => clarity.shape,
@@ -24,9 +24,6 @@ impl Settings {
             ShapeSetting::Colleague => Shape::Colleague,
             ShapeSetting::Intent => Shape::Intent,
         };
-        if taken == Shape::Intent {
-            return Err(clarity);
-        }
         let work = match workflow {
             WorkflowSetting::Auto => crate::plan::workflow(plan).0,
             WorkflowSetting::Feature => Workflow::Feature,
@@ -38,7 +35,7 @@ impl Settings {
         self.clarity = Some(clarity.score);
         self.workflow = Some(work.as_str().to_string());
         self.apply_decisions();
-        Ok(())
+        clarity
     }
 
     /// A later driver builds its settings from the configuration and flags again;
@@ -48,15 +45,22 @@ impl Settings {
         self.shape = recorded.shape.clone();
         self.clarity = recorded.clarity;
         self.workflow = recorded.workflow.clone();
+        self.confirm = recorded.confirm;
         self.apply_decisions();
     }
 
-    /// The gates and phases the shape and kind of work imply: a colleague asks before
-    /// it starts, after each task and at the end; a library asks before it starts and
-    /// at the end, and gates new dependencies; a bug is understood before it is fixed.
+    /// The gates and phases the shape and kind of work imply: a colleague (or an
+    /// intent, not clear enough to run unasked) asks before it starts (the plan, then
+    /// its review), after each task and at the end; a library asks before it starts
+    /// and at the end, and gates new dependencies; a bug is understood before it is
+    /// fixed. A run told to proceed without confirmation asks none of the four.
     fn apply_decisions(&mut self) {
-        if self.shape.as_deref() == Some(Shape::Colleague.as_str()) {
+        if matches!(
+            self.shape.as_deref(),
+            Some(s) if s == Shape::Colleague.as_str() || s == Shape::Intent.as_str()
+        ) {
             self.gates.plan_approval = true;
+            self.gates.plan_review = true;
             self.gates.after_each = true;
             self.gates.final_review = true;
         }
@@ -70,6 +74,12 @@ impl Settings {
             }
             Some(w) if w == Workflow::Bug.as_str() => self.debug_first = true,
             _ => {}
+        }
+        if !self.confirm {
+            self.gates.plan_approval = false;
+            self.gates.plan_review = false;
+            self.gates.after_each = false;
+            self.gates.final_review = false;
         }
     }
 }

@@ -113,9 +113,17 @@ pub struct RunConfig {
     /// it, refused if it moved meanwhile).
     pub land: crate::values::Land,
     /// The shape of work, which sets the gates a run adds: `tool` (none), `colleague`
-    /// (approve the plan, review each task, review before completion), `intent` (not
-    /// ready: the run does not start), or `auto` (from the plan's clarity score).
+    /// (approve the plan, accept its review, review each task, review before
+    /// completion), `intent` (not clear enough to run unasked: the colleague's gates,
+    /// the plan's open questions shown at the first), or `auto` (from the plan's
+    /// clarity score: the default).
     pub shape: ShapeSetting,
+    /// Ask a person at the gates of confirmation (plan approval, the plan's review,
+    /// after each task, the final review), whoever added them; `false` (`run --yes`, or
+    /// `proceed: without confirmation` in the plan's front matter) runs without them.
+    /// The gates of risk stay: diff gates, irreversible tasks, the verification surface,
+    /// tripwires, assumptions.
+    pub confirm: bool,
     /// The kind of work, and the gates it implies: `library` (choosing a library or a
     /// dependency: plan approval, the external diff gate, a final review), `bug`
     /// (root-causing one: a DEBUG iteration first in each task), `feature` (none), or
@@ -141,10 +149,10 @@ pub enum WorkflowSetting {
 )]
 #[serde(rename_all = "lowercase")]
 pub enum ShapeSetting {
-    #[default]
     Tool,
     Colleague,
     Intent,
+    #[default]
     Auto,
 }
 
@@ -451,7 +459,8 @@ impl Default for RunConfig {
             isolate: false,
             keep_worktrees: false,
             land: crate::values::Land::None,
-            shape: ShapeSetting::Tool,
+            shape: ShapeSetting::Auto,
+            confirm: true,
             workflow: WorkflowSetting::Auto,
         }
     }

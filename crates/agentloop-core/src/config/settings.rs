@@ -56,6 +56,10 @@ pub struct Settings {
     /// The kind of work the run took (`library`, `bug`, `feature`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workflow: Option<String>,
+    /// Gates of confirmation are asked (`false`: `run --yes`, or the plan's
+    /// `proceed: without confirmation`).
+    #[serde(default = "yes", skip_serializing_if = "is_yes")]
+    pub confirm: bool,
     /// Each task starts with a DEBUG iteration (the bug workflow).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub debug_first: bool,
@@ -153,6 +157,7 @@ impl Settings {
             shape: None,
             clarity: None,
             workflow: None,
+            confirm: c.run.confirm,
             debug_first: false,
             // The held-out checks are hidden from a sandboxed agent.
             sandbox: {

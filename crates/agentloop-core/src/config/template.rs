@@ -47,6 +47,12 @@ keep_worktrees = false      # keep merged tasks' worktrees for inspection
 branch = "agentloop/{run}"  # the integration branch of a run with workers
 land = "none"               # or "ff": fast-forward your branch to it when the run completes
 # fallback_agent = "codex"
+# The gates a run adds, from how clear the plan is (`agentloop plan check` scores it):
+# "auto" (8-10: none; 5-7: plan approval, its review, after each task, a final review;
+# under 5: the same, its open questions shown at plan approval), "tool", "colleague".
+shape = "auto"
+confirm = true              # false (or `run --yes`): none of the gates that only confirm
+workflow = "auto"           # library | bug | refactor | feature, by default from the plan
 
 [budgets]
 max_iterations = 50     # for the whole run
@@ -87,8 +93,11 @@ clean_copy = true       # verify on a clean copy of the agent's result
 # carry = ["node_modules"]       # ignored directories the clean copy links as they are
 
 [gates]
-plan_approval = false
-final_review = false
+# On when the shape or the workflow asks for them (a colleague-shaped plan: all four).
+plan_approval = false   # Gate 1: approve the plan
+plan_review = false     # Gate 2: accept what agentloop found reading it (only if it found something)
+after_each = false      # review each task once verified
+final_review = false    # Gate 3: review the finished work before the run completes
 
 # An independent reviewer of each verified task: another agent, read-only, that sees
 # the task, its criteria, the diff and the checks' evidence (never the worker's words)

@@ -63,6 +63,7 @@ impl RunState {
                 }
                 match gate {
                     Gate::Plan => self.plan_approved = true,
+                    Gate::PlanReview => self.plan_reviewed = true,
                     Gate::Final => self.final_approved = true,
                     Gate::BeforeTask(t) => {
                         if let Some(t) = self.task_mut(&t) {
@@ -113,7 +114,12 @@ impl RunState {
                         }
                         self.steer.push(format!("Reviewer ({g}): {why}"));
                     }
-                    Gate::Plan | Gate::Final | Gate::Review | Gate::Ship(_) | Gate::Diff(_) => {
+                    Gate::Plan
+                    | Gate::PlanReview
+                    | Gate::Final
+                    | Gate::Review
+                    | Gate::Ship(_)
+                    | Gate::Diff(_) => {
                         self.finished = Some(FinishReason::Rejected {
                             gate: gate.clone(),
                             note: note.clone(),

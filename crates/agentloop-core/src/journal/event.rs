@@ -506,6 +506,7 @@ impl FinishReason {
                     "a person rejected the {}{note}",
                     match gate {
                         Gate::Plan => "plan".to_string(),
+                        Gate::PlanReview => "plan's review".to_string(),
                         Gate::Final => "final review".to_string(),
                         Gate::Review => "pull request's review".to_string(),
                         Gate::Ship(_) => "retry of the failed ship step".to_string(),

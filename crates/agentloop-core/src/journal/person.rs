@@ -6,8 +6,10 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "point", content = "task", rename_all = "snake_case")]
 pub enum Gate {
-    /// Approve the plan before the first iteration.
+    /// Approve the plan before the first iteration (Gate 1).
     Plan,
+    /// Accept the plan's review, what agentloop found reading it (Gate 2).
+    PlanReview,
     BeforeTask(String),
     AfterTask(String),
     /// Approve before the run is declared complete.
@@ -32,6 +34,7 @@ impl Gate {
     pub fn short(&self) -> String {
         match self {
             Gate::Plan => "plan approval".into(),
+            Gate::PlanReview => "the plan's review".into(),
             Gate::BeforeTask(t) => format!("before {t}"),
             Gate::AfterTask(t) => format!("after {t}"),
             Gate::Final => "final review".into(),
@@ -46,6 +49,9 @@ impl Gate {
     pub fn describe(&self) -> String {
         match self {
             Gate::Plan => "approve the plan before the first iteration".into(),
+            Gate::PlanReview => {
+                "accept the plan's review (what agentloop found reading it) before the first iteration: approve goes on as planned, reject ends the run to change the plan".into()
+            }
             Gate::BeforeTask(t) => format!("approve task {t} before it starts"),
             Gate::AfterTask(t) => format!("review task {t} now that it is verified"),
             Gate::Final => "final review before the run is declared complete".into(),

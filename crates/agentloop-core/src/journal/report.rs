@@ -121,6 +121,9 @@ fn trips(s: &RunState, out: &mut String) {
     if s.plan_approved {
         gates.push("plan approval".to_string());
     }
+    if s.plan_reviewed {
+        gates.push("the plan's review".to_string());
+    }
     for t in &s.tasks {
         if t.gate_before_approved {
             gates.push(format!("before {}", t.id));

@@ -112,6 +112,8 @@ pub struct RunState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gate: Option<Gate>,
     pub plan_approved: bool,
+    /// The plan's review was accepted (Gate 2).
+    pub plan_reviewed: bool,
     pub final_approved: bool,
     /// Notes for the next iteration (`steer`, gate notes).
     pub steer: Vec<String>,
@@ -282,6 +284,7 @@ impl RunState {
             stop: None,
             gate: None,
             plan_approved: false,
+            plan_reviewed: false,
             final_approved: false,
             steer: Vec::new(),
             learnings: Vec::new(),

@@ -5,6 +5,7 @@
 mod clarity;
 mod criteria;
 mod error;
+mod findings;
 mod import;
 mod issues;
 mod model;
@@ -17,6 +18,7 @@ mod write;
 pub use clarity::{Clarity, Class, Shape, Workflow, assess, reversibility, workflow};
 pub use criteria::{Evidence, Op, Requirement, Threshold};
 pub use error::PlanError;
+pub use findings::findings;
 pub use import::{ImportError, Imported, import};
 pub use issues::{IssueTask, plan_from_issues};
 pub use model::{Criterion, GatePoint, Mode, Plan, Task};

@@ -90,6 +90,7 @@ impl Plan {
         let criteria = front_lines(file, &mut settings, &["criteria"], |t| {
             super::Requirement::parse(t).map(|_| ())
         })?;
+        proceed(file, &mut settings)?;
 
         // Title.
         let mut title = None;
@@ -192,6 +193,33 @@ pub(super) fn parse_front_matter(
             2,
             "front matter must be a mapping of settings (`key: value` lines)",
         )),
+    }
+}
+
+/// `proceed: without confirmation` (seed 002's phrase) is `run: {confirm: false}`.
+fn proceed(
+    file: &str,
+    settings: &mut serde_json::Map<String, serde_json::Value>,
+) -> Result<(), PlanError> {
+    let Some(v) = settings.remove("proceed") else {
+        return Ok(());
+    };
+    let said = v.as_str().map(|t| t.trim().to_lowercase());
+    if said.as_deref() != Some("without confirmation") {
+        return Err(
+            PlanError::at(file, 2, format!("proceed: `{v}` is not a way to proceed"))
+                .hint("`proceed: without confirmation` runs without the gates that only confirm"),
+        );
+    }
+    let run = settings
+        .entry("run")
+        .or_insert_with(|| serde_json::Value::Object(Default::default()));
+    match run {
+        serde_json::Value::Object(run) => {
+            run.insert("confirm".into(), serde_json::Value::Bool(false));
+            Ok(())
+        }
+        _ => Err(PlanError::at(file, 2, "run: must be a mapping of settings")),
     }
 }
 

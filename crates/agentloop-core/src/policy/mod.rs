@@ -217,6 +217,14 @@ fn decide(s: &RunState, busy: &[&str]) -> Action {
     if s.settings.gates.plan_approval && !s.plan_approved {
         return Action::Record(Event::GateOpened { gate: Gate::Plan });
     }
+    if s.settings.gates.plan_review
+        && !s.plan_reviewed
+        && !crate::plan::findings(&s.plan, !s.settings.verify_commands.is_empty()).is_empty()
+    {
+        return Action::Record(Event::GateOpened {
+            gate: Gate::PlanReview,
+        });
+    }
     if evidence::baseline_due(s) {
         return Action::TestBaseline;
     }

@@ -3,7 +3,6 @@
 //! each task does — all drawn from the seed, so a failing seed replays exactly.
 
 use agentloop_core::config::{Config, ReviewConfig, ReviewWhen, ShapeSetting, WorkflowSetting};
-use agentloop_core::plan::Shape;
 
 use super::rng::Rng;
 
@@ -104,14 +103,8 @@ impl Scenario {
                 max_rounds: 2,
             };
         }
-        // A plan too vague to run (shape intent) is refused before it starts: the
-        // simulated plans are runs, so `auto` takes the colleague shape for one.
-        if c.run.shape == ShapeSetting::Auto
-            && agentloop_core::plan::Plan::parse("PLAN.md", &plan)
-                .is_ok_and(|p| agentloop_core::plan::assess(&p).shape == Shape::Intent)
-        {
-            c.run.shape = ShapeSetting::Colleague;
-        }
+        // Some runs proceed without confirmation (`--yes`).
+        c.run.confirm = !r.chance(15);
         let trouble = r.range(0, 40);
         Scenario {
             seed,

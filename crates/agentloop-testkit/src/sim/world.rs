@@ -101,11 +101,7 @@ pub fn run(sc: &Scenario, faults: &Faults) -> Run {
     let plan = agentloop_core::plan::Plan::parse("PLAN.md", &sc.plan)
         .unwrap_or_else(|e| panic!("seed {}: the generated plan does not parse: {e}", sc.seed));
     let mut settings = Settings::from_config(&sc.config);
-    let stuck = match settings.decide_from_plan(&plan, sc.config.run.shape, sc.config.run.workflow)
-    {
-        Ok(()) => None,
-        Err(c) => Some(format!("intent plan: {}", c.describe())),
-    };
+    settings.decide_from_plan(&plan, sc.config.run.shape, sc.config.run.workflow);
     let first = Event::RunCreated {
         run_id: format!("sim-{}", sc.seed),
         plan_file: "PLAN.md".into(),
@@ -141,7 +137,7 @@ pub fn run(sc: &Scenario, faults: &Faults) -> Run {
         tries: BTreeMap::new(),
         scratch: tempfile::tempdir().expect("a temporary directory"),
     };
-    let stuck = stuck.or_else(|| w.drive_to_end(settings));
+    let stuck = w.drive_to_end(settings);
     Run {
         journal: w.journal,
         state: w.state,

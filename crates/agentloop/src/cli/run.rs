@@ -38,6 +38,11 @@ pub struct RunArgs {
     /// Allow a cost budget over $100, the ceiling.
     #[arg(long)]
     pub force: bool,
+    /// Proceed without confirmation: none of the gates that only confirm (plan
+    /// approval, the plan's review, after each task, the final review); the gates of
+    /// risk stay (`[run] confirm = false`).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
     #[command(flatten)]
     pub out: OutputArgs,
 }

@@ -64,11 +64,40 @@ pub fn check(cwd: &Path, path: &Path, as_json: bool, baseline: bool) -> Result<E
         .and_then(|c| c.as_array())
         .is_some_and(|c| !c.is_empty());
     let clarity = agentloop_core::plan::assess(&plan);
-    outln!(
-        "clarity {} · shape {} (`[run] shape = \"auto\"` runs it so)",
-        clarity.describe(),
-        clarity.shape.as_str()
-    );
+    use agentloop_core::config::ShapeSetting;
+    let gates = |shape: agentloop_core::plan::Shape| match shape {
+        agentloop_core::plan::Shape::Tool => "no check-ins",
+        agentloop_core::plan::Shape::Colleague => {
+            "plan approval, its review, after each task, a final review"
+        }
+        agentloop_core::plan::Shape::Intent => {
+            "waits at plan approval with its questions, then as a colleague"
+        }
+    };
+    let taken = match layered.config.run.shape {
+        ShapeSetting::Auto => None,
+        ShapeSetting::Tool => Some(agentloop_core::plan::Shape::Tool),
+        ShapeSetting::Colleague => Some(agentloop_core::plan::Shape::Colleague),
+        ShapeSetting::Intent => Some(agentloop_core::plan::Shape::Intent),
+    };
+    match taken {
+        None => outln!(
+            "clarity {} · shape {}: {}",
+            clarity.describe(),
+            clarity.shape.as_str(),
+            gates(clarity.shape)
+        ),
+        Some(s) => outln!(
+            "clarity {} (shape {}) · shape {} as `[run] shape` sets it: {}",
+            clarity.describe(),
+            clarity.shape.as_str(),
+            s.as_str(),
+            gates(s)
+        ),
+    }
+    if !layered.config.run.confirm {
+        outln!("proceeds without confirmation: none of the gates that only confirm");
+    }
     use agentloop_core::config::WorkflowSetting;
     let set = layered.config.run.workflow;
     if set == WorkflowSetting::Auto {

@@ -15,7 +15,11 @@ use crate::error::{CliError, ExitKind};
 
 pub fn run(cwd: &Path, args: RunArgs) -> Result<ExitKind, CliError> {
     let ws = Workspace::find(cwd);
-    let flags = args.settings.to_layer()?;
+    let mut flags = args.settings.to_layer()?;
+    if args.yes {
+        let run = flags.entry("run").or_insert_with(|| json!({}));
+        run["confirm"] = json!(false);
+    }
     let plan_path = cwd.join(&args.plan);
     start(
         &ws,
@@ -28,20 +32,17 @@ pub fn run(cwd: &Path, args: RunArgs) -> Result<ExitKind, CliError> {
 }
 
 /// The shape of work the run takes and its kind of work (as configured, or from the
-/// plan), with the gates they imply; an `intent` plan does not start.
-fn decide(plan: &Plan, config: &Config, settings: &mut Settings) -> Result<(), CliError> {
-    settings
-        .decide_from_plan(plan, config.run.shape, config.run.workflow)
-        .map_err(|clarity| {
-            CliError::user(format!(
-                "the plan is not ready to run (shape intent): clarity {}",
-                clarity.describe()
-            ))
-            .hint(format!(
-                "answer these in the plan, then run again:\n  - {}",
-                clarity.questions().join("\n  - ")
-            ))
-        })
+/// plan), with the gates they imply. A plan not clear enough to run unasked (shape
+/// intent) waits at plan approval; one told to proceed without confirmation is warned.
+pub(crate) fn decide(plan: &Plan, config: &Config, settings: &mut Settings) {
+    let clarity = settings.decide_from_plan(plan, config.run.shape, config.run.workflow);
+    if settings.shape.as_deref() == Some("intent") && !settings.confirm {
+        crate::render::warn(&format!(
+            "the plan is not clear enough to run unasked (clarity {}), and it runs without confirmation; its open questions:\n  - {}",
+            clarity.describe(),
+            clarity.questions().join("\n  - ")
+        ));
+    }
 }
 
 /// The menu of `--interactive` is asked on a terminal.
@@ -214,7 +215,7 @@ pub(crate) fn start(
     if settings.sandbox.on() {
         settings.agent_hosts = crate::driver::agent_hosts(&layered.config);
     }
-    decide(&plan, &layered.config, &mut settings)?;
+    decide(&plan, &layered.config, &mut settings);
     let (run, writer, state) = ws.create_run_with_id(run_id, &shown, &plan, settings.clone())?;
     if out.json {
         // The stream starts where the journal does: the plan and settings first, then

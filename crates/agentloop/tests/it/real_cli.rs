@@ -220,6 +220,7 @@ output = 8.0
             format!("{}\n{extra}", self.config(server, &home)),
         );
         p.commit("agent configuration");
+        p.write_user_config_in(&home.join(".config"));
         p.env = self.user_env(server, &home);
         p
     }

@@ -7,6 +7,9 @@ use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_agentloop");
 
+/// The tests' user configuration (see [`Project::git`]).
+pub const USER_CONFIG: &str = "[run]\nshape = \"tool\"\n";
+
 pub fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("demo")
 }
@@ -57,12 +60,37 @@ impl Project {
             env: Vec::new(),
         };
         p.git_cmd(&["init", "-q", "-b", "main"]);
+        // The tests' plans are small and say little (a title, a task, a check): with
+        // the default shape (`auto`) most would wait for a person at plan approval.
+        // Their user runs them as tools; a test of the defaults drops this.
+        let user = p.user_config();
+        std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+        std::fs::write(&user, USER_CONFIG).unwrap();
         p
     }
 
-    /// The bundled example project, committed.
+    /// The user's configuration file (`$XDG_CONFIG_HOME/agentloop/config.toml`).
+    pub fn user_config(&self) -> PathBuf {
+        self.cache.path().join("config/agentloop/config.toml")
+    }
+
+    /// The tests' user configuration under another `XDG_CONFIG_HOME` too.
+    pub fn write_user_config_in(&self, xdg_config: &Path) {
+        if self.user_config().exists() {
+            std::fs::create_dir_all(xdg_config.join("agentloop")).unwrap();
+            std::fs::write(xdg_config.join("agentloop/config.toml"), USER_CONFIG).unwrap();
+        }
+    }
+
+    /// No user configuration: every default as a new user has it.
+    pub fn with_defaults(self) -> Project {
+        std::fs::remove_file(self.user_config()).ok();
+        self
+    }
+
+    /// The bundled example project, committed, with every default.
     pub fn example() -> Project {
-        let p = Project::git();
+        let p = Project::git().with_defaults();
         copy_dir(&examples_dir(), p.path());
         p.write(".gitignore", ".agentloop/\n");
         p.commit("example project");
@@ -115,7 +143,7 @@ impl Project {
         let mut c = Command::new(BIN);
         c.args(args)
             .current_dir(self.path())
-            .env("XDG_CONFIG_HOME", self.path().join(".xdg-config-not-there"))
+            .env("XDG_CONFIG_HOME", self.cache.path().join("config"))
             .env("XDG_STATE_HOME", self.path().join(".git/xdg-state"))
             .env("XDG_CACHE_HOME", self.cache.path())
             .env("NO_COLOR", "1")
