@@ -260,6 +260,18 @@ pub fn workflow(plan: &Plan) -> (Workflow, String) {
     if let Some(w) = LIBRARY.iter().find(|w| has(w)) {
         return (Workflow::Library, format!("the plan speaks of \"{w}\""));
     }
+    // Adding or implementing with a dependency is choosing one, whatever the plan
+    // calls itself.
+    if let Some((id, how)) = plan
+        .tasks
+        .iter()
+        .find_map(|t| adds_dependency(t).map(|how| (&t.id, how)))
+    {
+        return (
+            Workflow::Library,
+            format!("task {id} brings in a dependency ({how})"),
+        );
+    }
     if let Some(w) = BUG.iter().find(|w| has(w)) {
         return (Workflow::Bug, format!("the plan speaks of \"{w}\""));
     }
@@ -286,6 +298,71 @@ pub fn workflow(plan: &Plan) -> (Workflow, String) {
         return (Workflow::Refactor, format!("the plan speaks of \"{w}\""));
     }
     (Workflow::Feature, "building something".into())
+}
+
+/// How task `t` brings in a dependency, if it does: a package manager's add command,
+/// a manifest in its scope, or adding, using or integrating a named crate, package,
+/// gem or SDK.
+pub fn adds_dependency(t: &Task) -> Option<String> {
+    let text = format!("{} {}", t.title, t.body).to_lowercase();
+    const COMMANDS: [&str; 13] = [
+        "cargo add",
+        "npm install",
+        "npm i ",
+        "yarn add",
+        "pnpm add",
+        "pip install",
+        "poetry add",
+        "uv add",
+        "go get",
+        "gem install",
+        "bundle add",
+        "composer require",
+        "dotnet add package",
+    ];
+    if let Some(c) = COMMANDS.iter().find(|c| text.contains(*c)) {
+        return Some(format!("\"{}\"", c.trim()));
+    }
+    const MANIFESTS: [&str; 8] = [
+        "cargo.toml",
+        "package.json",
+        "pyproject.toml",
+        "requirements.txt",
+        "go.mod",
+        "gemfile",
+        "pom.xml",
+        "build.gradle",
+    ];
+    if let Some(m) = t.scope.iter().find(|s| {
+        let s = s.to_lowercase();
+        MANIFESTS
+            .iter()
+            .any(|m| s == *m || s.ends_with(&format!("/{m}")))
+    }) {
+        return Some(format!("its scope names {m}"));
+    }
+    let words: Vec<&str> = text
+        .split(|c: char| !c.is_alphanumeric() && c != '-')
+        .filter(|w| !w.is_empty())
+        .collect();
+    const VERBS: [&str; 12] = [
+        "add",
+        "adds",
+        "adding",
+        "use",
+        "using",
+        "integrate",
+        "adopt",
+        "introduce",
+        "implement",
+        "install",
+        "vendor",
+        "with",
+    ];
+    const THINGS: [&str; 6] = ["crate", "crates", "package", "packages", "gem", "sdk"];
+    let verb = words.iter().position(|w| VERBS.contains(w))?;
+    let thing = words[verb..].iter().find(|w| THINGS.contains(w))?;
+    Some(format!("\"{} … {thing}\"", words[verb]))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -388,5 +465,46 @@ mod tests {
         assert_eq!(reversibility(&t).0, Class::TwoA);
         t.reversibility = Some(Class::One);
         assert_eq!(reversibility(&t), (Class::One, "as the plan says".into()));
+    }
+
+    #[test]
+    fn work_that_brings_in_a_dependency_is_the_library_workflow() {
+        let of = |task: &str| {
+            let p = Plan::parse("P.md", &format!("# Greeter\n\nGreet people.\n\n{task}")).unwrap();
+            workflow(&p)
+        };
+        for (task, why) in [
+            (
+                "## T1: Parse dates\nRun `cargo add chrono` and use it.\n",
+                "\"cargo add\"",
+            ),
+            (
+                "## T1: Colours\nScope: Cargo.toml, src/\n",
+                "its scope names Cargo.toml",
+            ),
+            (
+                "## T1: Add the regex crate for matching\n",
+                "\"add … crate\"",
+            ),
+            (
+                "## T1: Implement uploads with the AWS SDK\n",
+                "\"implement … sdk\"",
+            ),
+        ] {
+            let (w, reason) = of(task);
+            assert_eq!(w, Workflow::Library, "{task}");
+            assert_eq!(
+                reason,
+                format!("task T1 brings in a dependency ({why})"),
+                "{task}"
+            );
+        }
+        // Packaging a release, a module of its own: no dependency.
+        for task in [
+            "## T1: Package the release\n",
+            "## T1: Implement the parser module in src/parse.rs\n",
+        ] {
+            assert_eq!(of(task).0, Workflow::Feature, "{task}");
+        }
     }
 }

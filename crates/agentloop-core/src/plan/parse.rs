@@ -206,10 +206,17 @@ fn proceed(
     };
     let said = v.as_str().map(|t| t.trim().to_lowercase());
     if said.as_deref() != Some("without confirmation") {
-        return Err(
-            PlanError::at(file, 2, format!("proceed: `{v}` is not a way to proceed"))
-                .hint("`proceed: without confirmation` runs without the gates that only confirm"),
-        );
+        return Err(PlanError::at(
+            file,
+            2,
+            format!(
+                "proceed: `{}` is not a way to proceed",
+                v.as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| v.to_string())
+            ),
+        )
+        .hint("`proceed: without confirmation` runs without the gates that only confirm"));
     }
     let run = settings
         .entry("run")

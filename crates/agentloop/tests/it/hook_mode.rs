@@ -47,10 +47,7 @@ pub(crate) fn claude(p: &Project, server: &MockServer) -> Command {
     // this machine's (a slow or broken one would be the test's problem otherwise).
     .env("HOME", &home)
     .env("NO_COLOR", "1")
-    .env(
-        "XDG_CONFIG_HOME",
-        p.user_config().parent().unwrap().parent().unwrap(),
-    )
+    .env("XDG_CONFIG_HOME", p.xdg_config_home())
     // The hooks it runs share the project's agentloop state (and journal key).
     .env("XDG_STATE_HOME", p.path().join(".git/xdg-state"))
     .env("XDG_CACHE_HOME", p.cache.path())

@@ -173,21 +173,37 @@ fn clarity_and_shape_set_the_gates() {
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(
         r.stdout.contains(
-            "clarity 2/10 (outcome 0, scope 0, constraints 0, success 2, done 0) · shape intent"
+            "clarity 2/10 (outcome 0, scope 0, constraints 0, success 2, done 0) · shape intent: waits at plan approval with its questions"
         ),
         "{}",
         r.stdout
     );
     assert!(r.stdout.contains("class 2A"), "{}", r.stdout);
+    // Too vague to run unasked: it waits at plan approval with its questions (it used
+    // to be refused), and a person's rejection ends it.
     let r = p.run(&["run", "--no-wait"]);
-    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
     assert!(
-        r.stderr.contains("not ready to run (shape intent)")
+        r.stderr.contains("waiting for a person: approve the plan")
+            && r.stderr.contains("shape intent")
             && r.stderr.contains("What must not change?"),
         "{}",
         r.stderr
     );
-    assert_eq!(p.run(&["status"]).code, Some(2), "no run was made");
+    assert_eq!(p.status()["shape"], "intent");
+    assert_eq!(p.status()["iterations"], 0);
+    assert_eq!(p.run(&["reject", "--note", "too vague"]).code, Some(0));
+    assert_eq!(p.status()["status"], "stopped", "{}", p.status());
+    // `--yes`: the person says go; no gate that only confirms, the questions said.
+    let r = p.run(&["run", "--yes", "--no-wait"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("not clear enough to run unasked")
+            && r.stderr.contains("What must not change?"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(p.status()["status"], "completed");
     // Middling: the colleague's gates, from the plan's approval on.
     p.write(
         "PLAN.md",
@@ -203,6 +219,19 @@ fn clarity_and_shape_set_the_gates() {
     // waits after the task, and at the end (a resume used to build its settings
     // afresh from the configuration and lose them).
     assert_eq!(p.run(&["approve"]).code, Some(0));
+    // Gate 2, of its own: what agentloop found reading the plan, to accept.
+    let r = p.run(&["resume", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    assert_eq!(p.status()["gate"]["point"], "plan_review");
+    assert_eq!(p.status()["iterations"], 0);
+    assert!(
+        r.stderr.contains("accept the plan's review")
+            && r.stderr.contains("- constraints 0/2: nothing says what must not change")
+            && r.stderr.contains("What must not change?"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(p.run(&["approve"]).code, Some(0));
     let r = p.run(&["resume", "--no-wait"]);
     assert_eq!(r.code, Some(5), "{}", r.stderr);
     let s = p.status();
@@ -213,6 +242,63 @@ fn clarity_and_shape_set_the_gates() {
     assert_eq!(r.code, Some(5), "{}", r.stderr);
     assert_eq!(p.status()["gate"]["point"], "final", "{}", r.stderr);
     assert!(p.run(&["status"]).stdout.contains("shape: colleague"));
+    assert_eq!(p.run(&["approve"]).code, Some(0));
+    let r = p.run(&["resume", "--no-wait"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    // Seed 002's phrase in the front matter: the same plan runs without confirmation,
+    // and a resume keeps it so.
+    p.write(
+        "PLAN.md",
+        "---\nproceed: without confirmation\nrun:\n  shape: auto\n---\n# P\n\nMake one.txt for the greeter, nothing else.\n\n## T1: Make one.txt\nVerify: test -f one.txt\n\n## T2: Keep one.txt\nDepends: T1\nVerify: test -f one.txt\n",
+    );
+    p.commit("no confirmation");
+    let r = p.run(&["plan", "check"]);
+    assert!(
+        r.stdout.contains("proceeds without confirmation"),
+        "{}",
+        r.stdout
+    );
+    p.run(&["run", "--max-iterations", "1", "--no-wait"]);
+    assert!(p.status()["gate"].is_null(), "{}", p.status());
+    assert_eq!(p.status()["iterations"], 1, "{}", p.status());
+    let r = p.run(&["resume", "--iterations", "+5", "--no-wait"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(p.status()["status"], "completed");
+    // A bad word there is refused with the line, and changes nothing.
+    p.write(
+        "PLAN.md",
+        "---\nproceed: quickly\n---\n# P\n\n## T1: a\nVerify: true\n",
+    );
+    let r = p.run(&["plan", "check"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("proceed: `quickly` is not a way to proceed"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// A new user's defaults: the shape is `auto`, so a vague plan waits at plan approval
+/// and the bundled kind of plan (clear) runs without asking.
+#[test]
+fn by_default_the_plans_clarity_decides_whether_anyone_is_asked() {
+    let p = scripted(
+        "# P\n\n## T1: one\nVerify: test -f one.txt\n",
+        "touch one.txt\necho TASK_COMPLETE\n",
+    )
+    .with_defaults();
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    assert_eq!(p.status()["shape"], "intent");
+    assert_eq!(p.status()["gate"]["point"], "plan");
+    let clear = "---\nmustNot:\n  - touch src/\n---\n# Greeter\n\nA file one.txt that the greeter reads, and nothing else changes.\n\n## T1: Make one.txt\nVerify: test -f one.txt\n\nAcceptance:\n- [ ] one.txt exists\n";
+    p.write("PLAN.md", clear);
+    p.commit("clear");
+    assert_eq!(p.run(&["reject", "--note", "vague"]).code, Some(0));
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(p.status()["shape"], "tool");
 }
 
 #[test]

@@ -71,7 +71,12 @@ impl Project {
 
     /// The user's configuration file (`$XDG_CONFIG_HOME/agentloop/config.toml`).
     pub fn user_config(&self) -> PathBuf {
-        self.cache.path().join("config/agentloop/config.toml")
+        self.xdg_config_home().join("agentloop/config.toml")
+    }
+
+    /// The `XDG_CONFIG_HOME` the binary runs with.
+    pub fn xdg_config_home(&self) -> PathBuf {
+        self.cache.path().join("config")
     }
 
     /// The tests' user configuration under another `XDG_CONFIG_HOME` too.
@@ -143,7 +148,7 @@ impl Project {
         let mut c = Command::new(BIN);
         c.args(args)
             .current_dir(self.path())
-            .env("XDG_CONFIG_HOME", self.cache.path().join("config"))
+            .env("XDG_CONFIG_HOME", self.xdg_config_home())
             .env("XDG_STATE_HOME", self.path().join(".git/xdg-state"))
             .env("XDG_CACHE_HOME", self.cache.path())
             .env("NO_COLOR", "1")
