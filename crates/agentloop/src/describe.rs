@@ -112,6 +112,20 @@ pub(crate) fn event(e: &Event) -> String {
                 .map(|t| format!(" by {t}"))
                 .unwrap_or_default()
         ),
+        Event::SessionEnded {
+            session_id,
+            reason,
+            commit,
+        } => format!(
+            "session {session_id} ended ({reason}){}",
+            commit
+                .as_ref()
+                .map(|c| format!(
+                    "; its pending changes committed as {} (not verified)",
+                    &c[..c.len().min(12)]
+                ))
+                .unwrap_or_default()
+        ),
         Event::HookStop {
             session_id, active, ..
         } => {

@@ -107,6 +107,16 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pid: Option<u32>,
     },
+    /// Hook mode: the Claude Code session that drives the run ended (`reason` as
+    /// Claude Code gives it: `clear`, `logout`, `prompt_input_exit`, `other`, …), with
+    /// the commit of the changes it left pending when `[git] commit` is on (not
+    /// verified: the commit says so).
+    SessionEnded {
+        session_id: String,
+        reason: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        commit: Option<String>,
+    },
     /// Shipping: the run's work pushed to `branch` of the forge's remote.
     ShipPushed {
         branch: String,
@@ -330,6 +340,7 @@ impl Event {
             Event::AgentLimitOver { .. } => "agent_limit_over",
             Event::TeamTaskCompleted { .. } => "team_task_completed",
             Event::HookStop { .. } => "hook_stop",
+            Event::SessionEnded { .. } => "session_ended",
             Event::SessionBound { .. } => "session_bound",
             Event::ControlRefused { .. } => "control_refused",
             Event::SandboxDenied { .. } => "sandbox_denied",

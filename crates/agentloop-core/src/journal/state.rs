@@ -582,6 +582,9 @@ impl RunState {
                 self.bind_session(session_id, *pid);
                 self.hook_chain = if *active { self.hook_chain + 1 } else { 0 };
             }
+            // What the session left is in the commit and the handoff; the run goes on
+            // with the next session (or `resume --headless`).
+            Event::SessionEnded { .. } => {}
             Event::ControlRefused { .. } => self.refused_requests += 1,
             Event::SandboxDenied { iteration, denial } => self.sandbox_denied(*iteration, denial),
             Event::JobState(j) => {

@@ -27,7 +27,7 @@ pub enum HookCommand {
         force: bool,
     },
     /// Add agentloop's hooks to the agent CLI's settings, next to what is there: for
-    /// Claude Code Stop, SessionStart, StopFailure, TaskCompleted in
+    /// Claude Code Stop, SessionStart, StopFailure, SessionEnd, TaskCompleted in
     /// `.claude/settings.json`; for Codex Stop in `.codex/hooks.json` (and its `hooks`
     /// feature on in `.codex/config.toml`); for Gemini CLI AfterAgent in
     /// `.gemini/settings.json`.
@@ -82,6 +82,10 @@ pub enum HookCommand {
     /// Hook entry: the turn ended on an API error; a rate limit makes the run wait.
     #[command(after_help = format!("{ENTRY}stop-failure"))]
     StopFailure,
+    /// Hook entry: the session ended; commits what it left pending (`[git] commit`)
+    /// and writes the handoff.
+    #[command(after_help = format!("{ENTRY}session-end"))]
+    SessionEnd,
     /// Hook entry (agent teams): refuses a task completion that verification fails.
     #[command(after_help = format!("{ENTRY}task-completed"))]
     TaskCompleted,
@@ -117,6 +121,7 @@ impl HookCommand {
             HookCommand::SubagentStop => "subagent-stop",
             HookCommand::SessionStart => "session-start",
             HookCommand::StopFailure => "stop-failure",
+            HookCommand::SessionEnd => "session-end",
             HookCommand::TaskCompleted => "task-completed",
             HookCommand::TeammateIdle => "teammate-idle",
             HookCommand::PreToolUse => "pre-tool-use",

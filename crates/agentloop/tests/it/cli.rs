@@ -306,7 +306,7 @@ fn config_show_hides_secret_values_and_hook_install_adds_team_hooks() {
         );
     }
     let r = p.run(&["hook", "install", "--team"]);
-    assert!(r.stderr.contains("5 agentloop hooks"), "{}", r.stderr);
+    assert!(r.stderr.contains("6 agentloop hooks"), "{}", r.stderr);
     assert!(
         p.read(".claude/settings.json")
             .contains(" hook teammate-idle")
@@ -317,6 +317,7 @@ fn config_show_hides_secret_values_and_hook_install_adds_team_hooks() {
         "subagent-stop",
         "session-start",
         "stop-failure",
+        "session-end",
         "task-completed",
         "teammate-idle",
         "pre-tool-use",

@@ -404,3 +404,76 @@ fn the_task_gate_off_leaves_a_teammates_completion_to_the_leads_stop() {
     let (_, out, _) = hook(&p, "stop", claim.to_string().as_bytes());
     assert!(out.contains("the plan is complete and verified"), "{out}");
 }
+
+/// Seed 004's session end: the session's pending changes are committed when `[git]
+/// commit` is on (and say they are not verified), the handoff is written whatever the
+/// run's state, and another session's end changes nothing.
+#[test]
+fn a_sessions_end_commits_what_it_left_pending_and_writes_the_handoff() {
+    let p = Scratch::new()
+        .plan("# T\n\n## T1: Build A\nVerify: test -f a.txt\n\n## T2: Build B\nVerify: test -f b.txt\n")
+        .config("[git]\ncommit = true\n")
+        .build();
+    assert_eq!(p.run(&["hook", "start"]).code, Some(0));
+    let run = p.run_dir();
+    let (_, out, _) = hook(&p, "stop", &stop_input(&p, "lead", None));
+    assert!(out.contains("T1"), "{out}");
+    let end = |session: &str| {
+        json!({"session_id": session, "cwd": p.path(), "hook_event_name": "SessionEnd", "reason": "prompt_input_exit"})
+            .to_string()
+    };
+    // Work under way, left in the tree.
+    p.write("a.txt", "half");
+    let head = p.git_cmd(&["rev-parse", "HEAD"]);
+    let (code, out, err) = hook(&p, "session-end", end("someone-else").as_bytes());
+    assert_eq!((code, out.as_str()), (Some(0), ""), "{err}");
+    assert_eq!(
+        p.git_cmd(&["rev-parse", "HEAD"]),
+        head,
+        "not this session's run"
+    );
+    assert!(!run.join("handoff.md").exists());
+    let (code, _, err) = hook(&p, "session-end", end("lead").as_bytes());
+    assert_eq!(code, Some(0), "{err}");
+    let message = p.git_cmd(&["log", "-1", "--format=%B"]);
+    assert!(
+        message.starts_with(
+            "agentloop: changes pending when the session ended (task T1; not verified)"
+        ),
+        "{message}"
+    );
+    assert_eq!(
+        p.git_cmd(&["status", "--porcelain"]),
+        "",
+        "everything committed"
+    );
+    let ended: Vec<Value> = journal_events(&p)
+        .into_iter()
+        .filter(|e| e["kind"] == "session_ended")
+        .collect();
+    assert_eq!(ended.len(), 1);
+    assert_eq!(ended[0]["data"]["reason"], "prompt_input_exit");
+    assert_eq!(
+        ended[0]["data"]["commit"].as_str().unwrap(),
+        p.git_cmd(&["rev-parse", "HEAD"]).trim()
+    );
+    let handoff = std::fs::read_to_string(run.join("handoff.md")).unwrap();
+    assert!(
+        handoff.contains("T1") && handoff.contains("T2"),
+        "{handoff}"
+    );
+    // The task is not done on that commit: the next session goes on with it.
+    assert_eq!(
+        p.status()["tasks"][0]["status"],
+        "running",
+        "{}",
+        p.status()
+    );
+    // Nothing pending: nothing committed, the handoff written again.
+    std::fs::remove_file(run.join("handoff.md")).unwrap();
+    let head = p.git_cmd(&["rev-parse", "HEAD"]);
+    let (code, _, err) = hook(&p, "session-end", end("lead").as_bytes());
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(p.git_cmd(&["rev-parse", "HEAD"]), head);
+    assert!(run.join("handoff.md").exists());
+}

@@ -226,7 +226,8 @@ fn clarity_and_shape_set_the_gates() {
     assert_eq!(p.status()["iterations"], 0);
     assert!(
         r.stderr.contains("accept the plan's review")
-            && r.stderr.contains("- constraints 0/2: nothing says what must not change")
+            && r.stderr
+                .contains("- constraints 0/2: nothing says what must not change")
             && r.stderr.contains("What must not change?"),
         "{}",
         r.stderr

@@ -303,6 +303,7 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
             Action::Exit(status) => {
                 d.flush();
                 d.remove_clean_copy();
+                d.write_handoff();
                 let why = match status {
                     RunStatus::Completed => "the plan is complete and verified".to_string(),
                     _ => d

@@ -97,6 +97,16 @@ pub struct StopFailure {
     pub error_message: Option<String>,
 }
 
+/// The session ended: `/clear`, a logout, the person leaving the prompt, …
+#[derive(Debug, Clone, Deserialize)]
+pub struct SessionEnd {
+    #[serde(flatten)]
+    pub common: Common,
+    /// `clear`, `resume`, `logout`, `prompt_input_exit`, `other`, …
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
 /// A tool is about to run.
 #[derive(Debug, Clone, Deserialize)]
 pub struct PreToolUse {
@@ -165,6 +175,7 @@ pub enum HookInput {
     SubagentStop(SubagentStop),
     SessionStart(SessionStart),
     StopFailure(StopFailure),
+    SessionEnd(SessionEnd),
     PreToolUse(PreToolUse),
     TaskCompleted(TaskCompleted),
     TeammateIdle(TeammateIdle),
@@ -172,12 +183,13 @@ pub enum HookInput {
 }
 
 /// The hook events agentloop handles: the CLI's name and the subcommand for it.
-pub const EVENTS: [(&str, &str); 9] = [
+pub const EVENTS: [(&str, &str); 10] = [
     ("Stop", "stop"),
     ("AfterAgent", "after-agent"),
     ("SubagentStop", "subagent-stop"),
     ("SessionStart", "session-start"),
     ("StopFailure", "stop-failure"),
+    ("SessionEnd", "session-end"),
     ("TaskCompleted", "task-completed"),
     ("TeammateIdle", "teammate-idle"),
     ("PreToolUse", "pre-tool-use"),

@@ -14,7 +14,13 @@ use crate::error::{CliError, ExitKind};
 
 /// Installed by default. SubagentStop is not: a subagent finishing does not end the
 /// session's turn (uninstall still removes it from older installs).
-const DEFAULT: [&str; 4] = ["Stop", "SessionStart", "StopFailure", "TaskCompleted"];
+const DEFAULT: [&str; 5] = [
+    "Stop",
+    "SessionStart",
+    "StopFailure",
+    "SessionEnd",
+    "TaskCompleted",
+];
 
 /// The user's home, or the current directory when there is none.
 fn home() -> PathBuf {

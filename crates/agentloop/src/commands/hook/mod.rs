@@ -154,6 +154,7 @@ pub fn hook(event: &str) -> Result<ExitKind, CliError> {
         Ok(HookInput::SubagentStop(_)) => Value::Null,
         Ok(HookInput::SessionStart(i)) => session::start(&i).unwrap_or_else(|e| passive(&e)),
         Ok(HookInput::StopFailure(i)) => drive::stop_failure(&i).unwrap_or_else(|e| passive(&e)),
+        Ok(HookInput::SessionEnd(i)) => session::end(&i).unwrap_or_else(|e| passive(&e)),
         Ok(HookInput::PreToolUse(i)) => guard::pre_tool_use(&i).unwrap_or_else(|e| passive(&e)),
         Ok(HookInput::TaskCompleted(i)) => return refusal(team::task_completed(&i)),
         Ok(HookInput::TeammateIdle(i)) => return refusal(team::teammate_idle(&i)),

@@ -6,8 +6,8 @@ use agentloop_core::policy::{Action, next_action};
 use agentloop_core::workspace::Workspace;
 use serde_json::{Value, json};
 
-use super::drive::find_run;
-use super::input::SessionStart;
+use super::drive::{find_run, open_driver};
+use super::input::{SessionEnd, SessionStart};
 
 pub(super) fn start(input: &SessionStart) -> Result<Value, String> {
     let session = input.common.session()?;
@@ -78,4 +78,55 @@ pub(super) fn start(input: &SessionStart) -> Result<Value, String> {
     Ok(
         json!({ "hookSpecificOutput": { "hookEventName": "SessionStart", "additionalContext": context } }),
     )
+}
+
+/// SessionEnd: the session that drives the run is gone, the run not finished. What it
+/// left pending is committed when `[git] commit` is on (seed 004: "commit any pending
+/// changes"; the message says it is not verified), and the handoff is written in any
+/// case, so whoever goes on — the next session, `resume --headless`, a person — starts
+/// from it.
+pub(super) fn end(input: &SessionEnd) -> Result<Value, String> {
+    let session = input.common.session()?.to_string();
+    let ws = Workspace::find(&input.common.cwd());
+    let Some((run, loaded)) = find_run(&ws, &input.common)? else {
+        return Ok(Value::Null);
+    };
+    // Only the session the run is bound to speaks for it.
+    if loaded.state.session.as_deref() != Some(session.as_str()) {
+        return Ok(Value::Null);
+    }
+    let mut d = open_driver(&ws, run, loaded)?;
+    let s = &d.state;
+    let pending = s.settings.commit
+        && agentloop_core::exec::git::is_repo(&ws.root)
+        && agentloop_core::exec::git::run(
+            &ws.root,
+            &["status", "--porcelain", "--untracked-files=all"],
+        )
+        .is_ok_and(|out| !out.trim().is_empty());
+    let commit = if pending {
+        let task = s
+            .open_task()
+            .or_else(|| s.next_task_except(&[]).map(|t| t.id.as_str()))
+            .map(|t| format!("task {t}"))
+            .unwrap_or_else(|| "no task open".into());
+        let message = format!(
+            "agentloop: changes pending when the session ended ({task}; not verified)\n\nRun {}",
+            d.run.id
+        );
+        agentloop_core::exec::git::commit_all(&ws.root, &message)
+            .map_err(|e| format!("cannot commit the pending changes: {e}"))
+            .ok()
+    } else {
+        None
+    };
+    d.record(Event::SessionEnded {
+        session_id: session,
+        reason: input.reason.clone().unwrap_or_else(|| "other".into()),
+        commit,
+    })
+    .map_err(|e| e.message)?;
+    d.flush();
+    d.write_handoff();
+    Ok(Value::Null)
 }
