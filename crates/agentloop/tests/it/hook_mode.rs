@@ -637,7 +637,7 @@ fn the_guard_denies_protected_and_out_of_scope_edits() {
     assert!(
         p.run(&["hook", "install", "--guard"])
             .stderr
-            .contains("5 agentloop hooks")
+            .contains("6 agentloop hooks")
     );
     assert!(
         p.read(".claude/settings.json")
