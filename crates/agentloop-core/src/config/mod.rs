@@ -9,6 +9,7 @@ mod review;
 mod schema;
 mod settings;
 mod ship;
+mod skills;
 mod template;
 
 pub use executor::{ExecutorConfig, ExecutorKind, KubernetesConfig, SlurmConfig};
@@ -23,6 +24,7 @@ pub use ship::{
     AfterMergeFailure, CONTEXT_FILES, Forge, MergeMethod, MergeWhen, PrScope, PromptConfig, Ship,
     Tracker,
 };
+pub use skills::{RequireSkills, Skill, prompt_section as skills_section};
 pub use template::{SCHEMA_PATH, SHORT_TEMPLATE, TEMPLATE};
 
 /// The JSON Schema of `agentloop.toml`, from the configuration's own types: what

@@ -111,6 +111,9 @@ pub struct Settings {
     /// instructions found when the run started, and `[prompt] context`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub context: Vec<String>,
+    /// The skills each phase requires, found when the run started (phase → skills).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub skills: std::collections::BTreeMap<String, Vec<super::skills::Skill>>,
     /// Hook mode: how long a run waits to be claimed by a session that does not name it.
     #[serde(default = "default_claim_window", with = "crate::values::duration")]
     pub claim_window: std::time::Duration,
@@ -184,6 +187,7 @@ impl Settings {
             ship: c.ship.clone(),
             tracker: c.tracker.clone(),
             context: c.prompt.context.clone(),
+            skills: Default::default(),
             claim_window: c.hook.claim_window,
             task_gate: c.hook.task_gate,
             flags: serde_json::Map::new(),

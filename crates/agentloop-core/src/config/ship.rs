@@ -188,6 +188,12 @@ pub struct PromptConfig {
     /// instructions found at the top of the work tree (`AGENTS.md`, `CLAUDE.md`,
     /// `CONVENTIONS.md`, `.github/copilot-instructions.md`).
     pub context: Vec<String>,
+    /// Skills each phase requires (`develop`, `debug`, `validate`, `review`: lists of
+    /// names under `.claude/skills/`, the project's or the user's): each must be
+    /// installed when the run starts, and each iteration of the phase is told to use
+    /// it (a CLI without skills reads its SKILL.md).
+    #[serde(skip_serializing_if = "super::skills::RequireSkills::is_empty")]
+    pub require_skills: super::skills::RequireSkills,
 }
 
 /// The project's instructions for agents, where tools look for them.

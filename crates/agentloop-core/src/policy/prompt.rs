@@ -103,6 +103,14 @@ pub fn build(s: &RunState, task_id: &str, kind: IterationKind) -> String {
     if s.settings.workflow.as_deref() == Some(crate::plan::Workflow::Refactor.as_str()) {
         let _ = writeln!(p, "## Workflow: refactor\n\n{REFACTOR_PREAMBLE}\n");
     }
+    let phase = if kind == IterationKind::Debug {
+        "debug"
+    } else if task_id.starts_with("VALIDATE-") {
+        "validate"
+    } else {
+        "develop"
+    };
+    p.push_str(&crate::config::skills_section(&s.settings.skills, phase));
 
     let done: Vec<_> = s
         .tasks

@@ -128,6 +128,11 @@ pub fn prompt(s: &RunState, task: &str, verify: Option<&VerifyFinished>, diff: &
             p.push_str(&format!("Must not: {m}\n"));
         }
     }
+    let skills = crate::config::skills_section(&s.settings.skills, "review");
+    if !skills.is_empty() {
+        p.push('\n');
+        p.push_str(&skills);
+    }
     if let Some(v) = verify {
         p.push_str("\n## What agentloop's checks showed\n\n");
         for c in &v.commands {

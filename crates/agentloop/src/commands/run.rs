@@ -45,6 +45,16 @@ pub(crate) fn decide(plan: &Plan, config: &Config, settings: &mut Settings) {
     }
 }
 
+/// The skills `[prompt.require_skills]` names, each found where it is installed.
+pub(crate) fn required_skills(
+    config: &Config,
+    root: &Path,
+) -> Result<std::collections::BTreeMap<String, Vec<agentloop_core::config::Skill>>, CliError> {
+    config.prompt.require_skills.find(root).map_err(|e| {
+        CliError::user(e).hint("install it (a SKILL.md in .claude/skills/NAME/), or take it out of [prompt.require_skills]")
+    })
+}
+
 /// The menu of `--interactive` is asked on a terminal.
 fn interactive_needs_a_terminal(out: &OutputArgs) -> Result<(), CliError> {
     use std::io::IsTerminal;
@@ -212,6 +222,7 @@ pub(crate) fn start(
     held_out_ready(&layered.config, &plan, &ws.root)?;
     let mut settings = Settings::new(&layered.config, flags);
     settings.find_context(&ws.root);
+    settings.skills = required_skills(&layered.config, &ws.root)?;
     if settings.sandbox.on() {
         settings.agent_hosts = crate::driver::agent_hosts(&layered.config);
     }
@@ -451,6 +462,7 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
     crate::driver::check_executor(&layered.config, &ws.root).map_err(CliError::user)?;
     let mut settings = Settings::new(&layered.config, flags);
     settings.find_context(&ws.root);
+    settings.skills = required_skills(&layered.config, &ws.root)?;
     settings.keep_run_decisions(&loaded.state.settings);
     // The agents' own hosts stay as the run recorded them (a sandbox turned on only
     // now reads them now).

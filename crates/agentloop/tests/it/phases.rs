@@ -1,7 +1,7 @@
 //! The phases of a run beyond develop: a DEBUG iteration once the same failure comes
 //! back, whose findings go to the next attempt.
 
-use crate::support::scripted;
+use crate::support::{Scratch, agent, scripted};
 
 const AGENT: &str = r#"if printf '%s' "$prompt" | grep -q 'DEBUG: find the cause'; then
   echo '{"at": "agent.sh:1", "hypothesis": 1, "values": {"fixed": false}}' >> agentloop-debug.log
@@ -618,4 +618,41 @@ fn a_debug_log_that_is_not_a_file_does_not_hang_the_driver() {
     let r = p.run(&["run"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(!p.run_dir().join("iterations/0001/debug.log").exists());
+}
+
+/// Seed 004's mandatory skills: each phase's are installed before the run starts, and
+/// each iteration of that phase is told to use them, with their SKILL.md.
+#[test]
+fn the_skills_a_phase_requires_must_be_installed_and_are_named_in_its_prompts() {
+    let p = Scratch::new()
+        .plan("# P\n\n## T1: one\nVerify: test -f one.txt\n")
+        .agent(&agent("touch one.txt\necho TASK_COMPLETE\n"))
+        .config("[prompt.require_skills]\ndevelop = [\"tdd\"]\nreview = [\"security-review\"]\n")
+        .file(
+            ".claude/skills/tdd/SKILL.md",
+            "---\nname: tdd\n---\nRed, green, refactor.\n",
+        )
+        .build();
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("[prompt.require_skills] review: the skill `security-review` is not installed (no .claude/skills/security-review/SKILL.md"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(p.run(&["status"]).code, Some(2), "no run was made");
+    p.write(
+        ".claude/skills/security-review/SKILL.md",
+        "---\nname: security-review\n---\nLook for injections.\n",
+    );
+    p.commit("the review skill");
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let prompt = std::fs::read_to_string(p.run_dir().join("iterations/0001/prompt.md")).unwrap();
+    assert!(
+        prompt.contains("## Skills this project requires here (develop)")
+            && prompt.contains("- `tdd` (.claude/skills/tdd/SKILL.md)")
+            && !prompt.contains("security-review"),
+        "{prompt}"
+    );
 }
