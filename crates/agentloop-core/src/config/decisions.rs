@@ -34,6 +34,10 @@ impl Settings {
         self.shape = Some(taken.as_str().to_string());
         self.clarity = Some(clarity.score);
         self.workflow = Some(work.as_str().to_string());
+        self.interface_tasks = crate::plan::interface_updates(plan)
+            .into_iter()
+            .map(|(t, _)| t)
+            .collect();
         self.apply_decisions();
         clarity
     }
@@ -46,6 +50,7 @@ impl Settings {
         self.clarity = recorded.clarity;
         self.workflow = recorded.workflow.clone();
         self.confirm = recorded.confirm;
+        self.interface_tasks = recorded.interface_tasks.clone();
         self.apply_decisions();
     }
 
@@ -74,6 +79,12 @@ impl Settings {
             }
             Some(w) if w == Workflow::Bug.as_str() => self.debug_first = true,
             _ => {}
+        }
+        // An interface update is reviewed as architecture; the gate reads each task's
+        // commit.
+        if !self.interface_tasks.is_empty() {
+            self.gates.architecture.enabled = true;
+            self.commit = true;
         }
         if !self.confirm {
             self.gates.plan_approval = false;

@@ -60,6 +60,10 @@ pub struct Settings {
     /// `proceed: without confirmation`).
     #[serde(default = "yes", skip_serializing_if = "is_yes")]
     pub confirm: bool,
+    /// The plan's interface updates (their diffs reviewed as architecture), as the run
+    /// decided when it was created.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub interface_tasks: Vec<String>,
     /// Each task starts with a DEBUG iteration (the bug workflow).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub debug_first: bool,
@@ -161,6 +165,7 @@ impl Settings {
             clarity: None,
             workflow: None,
             confirm: c.run.confirm,
+            interface_tasks: Vec::new(),
             debug_first: false,
             // The held-out checks are hidden from a sandboxed agent.
             sandbox: {

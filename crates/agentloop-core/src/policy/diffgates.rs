@@ -184,6 +184,32 @@ pub(crate) fn is_dependency_line(file: &str, line: &str) -> bool {
     }
 }
 
+/// Which enabled gates the diff of an interface update triggers: the architecture
+/// gate for the whole change (its first file), besides what [`triggered`] finds.
+pub fn triggered_interface(gates: &Gates, diff: &DiffInput, why: &str) -> Vec<Trigger> {
+    let mut out = triggered(gates, diff);
+    if enabled(gates, "architecture")
+        && !out.iter().any(|t| t.gate == "architecture")
+        && let Some(f) = diff.files.first()
+    {
+        out.push(Trigger {
+            gate: "architecture".into(),
+            file: f.path.clone(),
+            line: None,
+            why: format!(
+                "an interface update ({why}): what it changed ({} {}) is reviewed as architecture",
+                diff.files.len(),
+                if diff.files.len() == 1 {
+                    "file"
+                } else {
+                    "files"
+                }
+            ),
+        });
+    }
+    out
+}
+
 /// Which enabled gates the diff triggers, and where.
 pub fn triggered(gates: &Gates, diff: &DiffInput) -> Vec<Trigger> {
     let mut out: Vec<Trigger> = Vec::new();

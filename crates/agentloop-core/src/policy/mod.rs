@@ -24,7 +24,7 @@ use ladder::{budget_reached, escalation};
 
 pub use diffgates::{
     DiffInput, FileDiff, Trigger, enabled as diff_gate_enabled, parse_unified,
-    reviewers as gate_reviewers, triggered, unread,
+    reviewers as gate_reviewers, triggered, triggered_interface, unread,
 };
 pub use ladder::{attempt_of, attempt_words, rung_budget, standing, task_bound};
 pub use prompt::{DEBUG_LOG, build as build_prompt};

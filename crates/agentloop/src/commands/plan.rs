@@ -55,6 +55,9 @@ pub fn check(cwd: &Path, path: &Path, as_json: bool, baseline: bool) -> Result<E
         }
         let (class, _) = agentloop_core::plan::reversibility(t);
         extra.push(format!("class {}", class.as_str()));
+        if agentloop_core::plan::interface_update(t).is_some() {
+            extra.push("interface update".into());
+        }
         outln!("  {:width$}  {}  ({})", t.id, t.title, extra.join(" · "));
     }
     let plan_wide = plan

@@ -74,7 +74,23 @@ impl Driver {
             Some(commit) => {
                 let from = self.change_from(t, commit);
                 match read_diff(&self.ws.root, &from, commit, false) {
-                    Ok(input) => agentloop_core::policy::triggered(gates, &input),
+                    Ok(input) => match self
+                        .state
+                        .plan_task(task)
+                        .filter(|_| {
+                            self.state
+                                .settings
+                                .interface_tasks
+                                .iter()
+                                .any(|i| i == task)
+                        })
+                        .and_then(agentloop_core::plan::interface_update)
+                    {
+                        Some(why) => {
+                            agentloop_core::policy::triggered_interface(gates, &input, &why)
+                        }
+                        None => agentloop_core::policy::triggered(gates, &input),
+                    },
                     Err(e) => {
                         self.progress.warn(&format!(
                             "cannot read what task {task} changed ({e}); holding it for review"

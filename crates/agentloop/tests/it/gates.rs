@@ -173,3 +173,43 @@ echo TASK_COMPLETE
         r.stderr
     );
 }
+
+/// Seed 004's interface updates: a task that changes what others rely on (here a
+/// function's signature) is reviewed as architecture, with no `[gates]` set, and a
+/// resume keeps it so; plain work next to it is not held.
+#[test]
+fn an_interface_update_is_reviewed_as_architecture() {
+    let p = Scratch::new()
+        .plan("# Greeter\n\n## T1: Change the signature of greet() to take a name\nVerify: test -f src/greet.rs\n\n## T2: Docs\nDepends: T1\nVerify: test -f docs/greet.md\n")
+        .agent(&agent(
+            "case \"$task\" in\n  T1) mkdir -p src; echo 'pub fn greet(name: &str) {}' > src/greet.rs ;;\n  T2) mkdir -p docs; echo 'greet NAME' > docs/greet.md ;;\nesac\necho TASK_COMPLETE\n",
+        ))
+        .file("src/lib.rs", "mod greet;\n")
+        .file("docs/README.md", "Greeter.\n")
+        .build();
+    let r = p.run(&["plan", "check"]);
+    assert!(r.stdout.contains("interface update"), "{}", r.stdout);
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("the architecture review")
+            && r.stderr.contains(
+                "T1: src/greet.rs: an interface update (it speaks of \"signature\"): what it changed (1 file) is reviewed as architecture"
+            ),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(p.status()["tasks"][1]["status"], "pending");
+    // Resumed, still held: the decision is the run's.
+    let r = p.run(&["resume", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    let r = p.run(&["approve", "--gate", "architecture"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let r = p.run(&["resume", "--no-wait"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let log = p.run(&["log"]).stdout;
+    assert!(
+        log.contains("task T2, ") && log.contains("no diff gate triggered"),
+        "{log}"
+    );
+}
