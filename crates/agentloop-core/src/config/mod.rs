@@ -16,8 +16,8 @@ pub use executor::{ExecutorConfig, ExecutorKind, KubernetesConfig, SlurmConfig};
 pub use layers::{ConfigError, Layered, Loader, Source, merge, user_config_path};
 pub use review::{ReviewConfig, ReviewWhen};
 pub use schema::{
-    AgentConfig, BASE_ENV, BUILTIN_AGENTS, Config, GitConfig, HookConfig, Price, PromptVia,
-    RunConfig, ShapeSetting, StoreConfig, VerifyConfig, WorkflowSetting,
+    AgentConfig, BASE_ENV, BUILTIN_AGENTS, COVERAGE_REPORTS, Config, GitConfig, HookConfig, Price,
+    PromptVia, RunConfig, ShapeSetting, StoreConfig, VerifyConfig, WorkflowSetting,
 };
 pub use settings::Settings;
 pub use ship::{

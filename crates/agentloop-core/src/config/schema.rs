@@ -222,7 +222,32 @@ pub struct ValidateConfig {
     /// A performance step (a benchmark that exits non-zero when it is too slow).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub performance: Option<String>,
+    /// A coverage step: the project's tests under its coverage tool
+    /// (`pytest --cov --cov-report=json`, `cargo llvm-cov --lcov --output-path
+    /// lcov.info`, `go test -coverprofile=coverage.out ./...`, `npx jest --coverage
+    /// --coverageReporters=json-summary`); its report becomes the run's
+    /// `coverage.json`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<String>,
+    /// Where the coverage step writes its report, relative to the project (unset: the
+    /// first of coverage.json, coverage/coverage-summary.json, lcov.info,
+    /// coverage/lcov.info, coverage.out that it wrote).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coverage_report: Option<String>,
+    /// The least coverage, in percent of lines, that validates: below it VALIDATE
+    /// fails and reopens work.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coverage_min: Option<f64>,
 }
+
+/// Where coverage tools write their reports by default, in the order agentloop looks.
+pub const COVERAGE_REPORTS: [&str; 5] = [
+    "coverage.json",
+    "coverage/coverage-summary.json",
+    "lcov.info",
+    "coverage/lcov.info",
+    "coverage.out",
+];
 
 impl ValidateConfig {
     /// The steps that are set: (what, command).
@@ -230,6 +255,7 @@ impl ValidateConfig {
         [
             ("security", &self.security),
             ("performance", &self.performance),
+            ("coverage", &self.coverage),
         ]
         .into_iter()
         .filter_map(|(what, c)| c.as_ref().map(|c| (what.to_string(), c.clone())))

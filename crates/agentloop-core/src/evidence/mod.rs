@@ -12,6 +12,7 @@
 //! Nothing here knows the journal: the records that carry these types import them.
 
 pub mod baseline;
+pub mod coverage;
 pub mod gotest;
 pub mod json;
 pub mod judge;

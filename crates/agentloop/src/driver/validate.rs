@@ -93,9 +93,17 @@ impl Driver {
             }),
         };
         let interrupted = self.interrupted.clone();
+        let started = std::time::SystemTime::now();
         let result = runner.run_measured(0, &commands, &measures, || {
             interrupted.load(Ordering::SeqCst)
         });
+        // The coverage step's report, read before the copy it was written in goes.
+        let coverage = self
+            .config
+            .validate
+            .coverage
+            .as_ref()
+            .map(|_| self.read_coverage(&dir, started));
         if let Some(d) = &temp {
             let _ = git(
                 &self.ws.root,
@@ -109,6 +117,9 @@ impl Driver {
         let redactor = self.redactor(&self.state.settings.agent.clone());
         redactor.scrub_check_log(&log)?;
         result.redact(&redactor);
+        if let Some(coverage) = coverage {
+            self.judge_coverage(coverage, &mut result);
+        }
         let digest = result.digest.clone();
         self.write_validation(&result, digest.as_deref(), commands.len());
         self.write_test_results(&result, &log);
@@ -127,6 +138,88 @@ impl Driver {
             commands: result.commands,
             digest,
         })
+    }
+
+    /// The coverage step's report in `dir`, written since `since` (a report left there
+    /// before, by anyone, is not this run's), read.
+    fn read_coverage(
+        &self,
+        dir: &std::path::Path,
+        since: std::time::SystemTime,
+    ) -> Result<(String, agentloop_core::evidence::coverage::Coverage), String> {
+        let named = self.config.validate.coverage_report.clone();
+        let candidates: Vec<String> = match &named {
+            Some(n) => vec![n.clone()],
+            None => agentloop_core::config::COVERAGE_REPORTS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        };
+        let fresh = |rel: &String| {
+            std::fs::symlink_metadata(dir.join(rel))
+                .is_ok_and(|m| m.is_file() && m.modified().is_ok_and(|t| t >= since))
+        };
+        let Some(rel) = candidates.iter().find(|r| fresh(r)) else {
+            return Err(format!(
+                "the coverage step wrote no report ({})",
+                candidates.join(", ")
+            ));
+        };
+        let mut text = String::new();
+        use std::io::Read;
+        std::fs::File::open(dir.join(rel))
+            .and_then(|f| f.take(64 << 20).read_to_string(&mut text))
+            .map_err(|e| format!("{rel}: cannot read: {e}"))?;
+        agentloop_core::evidence::coverage::parse(&text)
+            .map(|c| (rel.clone(), c))
+            .map_err(|e| format!("{rel}: {e}"))
+    }
+
+    /// `coverage.json` in the run's directory, and the validation failed when the
+    /// coverage is under `[validate] coverage_min` or could not be read.
+    fn judge_coverage(
+        &mut self,
+        coverage: Result<(String, agentloop_core::evidence::coverage::Coverage), String>,
+        result: &mut VerifyFinished,
+    ) {
+        let min = self.config.validate.coverage_min;
+        let failed = match coverage {
+            Err(e) => Some(e),
+            Ok((rel, c)) => {
+                let mut json = c.to_json();
+                json["report"] = serde_json::json!(rel);
+                json["min"] = serde_json::json!(min);
+                let path = self.run.path.join("coverage.json");
+                if let Err(e) =
+                    agentloop_core::fsutil::write_atomic(&path, format!("{json:#}\n").as_bytes())
+                {
+                    self.progress
+                        .warn(&format!("cannot write {}: {e}", path.display()));
+                }
+                let words = format!(
+                    "{}% of {} lines covered ({}, from {rel})",
+                    c.lines.percent(),
+                    c.lines.total,
+                    c.format
+                );
+                match min {
+                    Some(m) if c.lines.percent() < m => Some(format!(
+                        "{words}, under the {m}% `[validate] coverage_min` asks"
+                    )),
+                    _ => {
+                        self.progress.note(&format!("coverage: {words}"));
+                        None
+                    }
+                }
+            }
+        };
+        if let Some(why) = failed {
+            self.progress.warn(&format!("coverage: {why}"));
+            if result.passed {
+                result.passed = false;
+                result.digest = Some(format!("The coverage step: {why}"));
+            }
+        }
     }
 
     /// `test-results.json` in the run's directory: every test the validation's checks

@@ -656,3 +656,48 @@ fn the_skills_a_phase_requires_must_be_installed_and_are_named_in_its_prompts() 
         "{prompt}"
     );
 }
+
+/// VALIDATE's coverage (seed 004): the project's coverage step runs on the whole
+/// project and its report becomes `coverage.json`; under `coverage_min`, or with no
+/// fresh report (one left in the tree is not this run's), the validation fails.
+#[test]
+fn validate_keeps_the_coverage_report_and_holds_its_minimum() {
+    let plan = "# P\n\n## T1: one\nVerify: test -f one.txt\n";
+    let go = "printf 'mode: set\\nm/a.go:1.1,2.2 5 1\\nm/a.go:3.1,4.2 1 0\\n' > coverage.out\n";
+    let p = Scratch::new()
+        .plan(plan)
+        .agent(&agent("touch one.txt\necho TASK_COMPLETE\n"))
+        .config("[validate]\ncoverage = \"sh cov.sh\"\ncoverage_min = 50\n")
+        .file("cov.sh", go)
+        .build();
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("coverage: 83.33% of 6 lines covered (go, from coverage.out)"),
+        "{}",
+        r.stderr
+    );
+    let cov: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(p.run_dir().join("coverage.json")).unwrap())
+            .unwrap();
+    assert_eq!(cov["lines"]["percent"], 83.33);
+    assert_eq!(cov["files"][0]["path"], "m/a.go");
+    assert!(!p.path().join("coverage.out").exists(), "ran on a copy");
+    // A report in the tree, and a step that writes none: not this run's coverage.
+    let p = Scratch::new()
+        .plan(plan)
+        .agent(&agent("touch one.txt\necho TASK_COMPLETE\n"))
+        .config("[verify]\nvalidate_fixes = 0\n\n[validate]\ncoverage = \"true\"\n")
+        .file("coverage.out", "mode: set\nm/a.go:1.1,2.2 5 1\n")
+        .build();
+    let r = p.run(&["run", "--no-wait"]);
+    assert_ne!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("coverage: the coverage step wrote no report"),
+        "{}",
+        r.stderr
+    );
+    assert!(!p.run_dir().join("coverage.json").exists());
+}
