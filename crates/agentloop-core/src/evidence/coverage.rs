@@ -173,7 +173,7 @@ fn go_profile(text: &str) -> Result<Coverage, String> {
             continue;
         }
         let bad = || format!("line {}: `{line}` is not a cover profile block", i + 1);
-        let (place, rest) = line.rsplit_once(':').map(|(f, r)| (f, r)).ok_or_else(bad)?;
+        let (place, rest) = line.rsplit_once(':').ok_or_else(bad)?;
         let mut parts = rest.split_whitespace();
         let range = parts.next().ok_or_else(bad)?;
         let stmts: u64 = parts.next().and_then(|n| n.parse().ok()).ok_or_else(bad)?;
