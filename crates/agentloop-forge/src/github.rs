@@ -318,6 +318,32 @@ impl Tracker for GitHub {
             .collect())
     }
 
+    fn create(&self, title: &str, body: &str) -> Result<Issue, ForgeError> {
+        let v = self.call(
+            "POST",
+            "/issues",
+            Some(json!({ "title": title, "body": body })),
+        )?;
+        let s = |k: &str| {
+            v.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        Ok(Issue {
+            key: v
+                .get("number")
+                .and_then(Value::as_u64)
+                .ok_or_else(|| {
+                    ForgeError::Unexpected(format!("GitHub made an issue without a number: {v}"))
+                })?
+                .to_string(),
+            title: s("title"),
+            body: s("body"),
+            url: s("html_url"),
+        })
+    }
+
     fn comment(&self, key: &str, body: &str) -> Result<(), ForgeError> {
         self.call(
             "POST",

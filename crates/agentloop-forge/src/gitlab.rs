@@ -332,6 +332,32 @@ impl Tracker for GitLab {
             .collect())
     }
 
+    fn create(&self, title: &str, body: &str) -> Result<Issue, ForgeError> {
+        let v = self.call(
+            "POST",
+            "/issues",
+            Some(json!({ "title": title, "description": body })),
+        )?;
+        let s = |k: &str| {
+            v.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        Ok(Issue {
+            key: v
+                .get("iid")
+                .and_then(Value::as_u64)
+                .ok_or_else(|| {
+                    ForgeError::Unexpected(format!("GitLab made an issue without an iid: {v}"))
+                })?
+                .to_string(),
+            title: s("title"),
+            body: s("description"),
+            url: s("web_url"),
+        })
+    }
+
     fn comment(&self, key: &str, body: &str) -> Result<(), ForgeError> {
         self.call(
             "POST",

@@ -109,6 +109,30 @@ impl Tracker for Linear {
         Ok(out)
     }
 
+    fn create(&self, title: &str, body: &str) -> Result<Issue, ForgeError> {
+        let d = self.query(
+            "query Team($key: String!) { teams(filter: {key: {eq: $key}}) { nodes { id } } }",
+            json!({ "key": self.team }),
+        )?;
+        let team = d
+            .pointer("/teams/nodes/0/id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ForgeError::Unexpected(format!("Linear has no team {}", self.team)))?
+            .to_string();
+        let d = self.query(
+            "mutation Create($team: String!, $title: String!, $body: String) { issueCreate(input: {teamId: $team, title: $title, description: $body}) { success issue { identifier url } } }",
+            json!({ "team": team, "title": title, "body": body }),
+        )?;
+        let s = |p: &str| d.pointer(p).and_then(Value::as_str).map(String::from);
+        Ok(Issue {
+            key: s("/issueCreate/issue/identifier")
+                .ok_or_else(|| ForgeError::Unexpected(format!("Linear made no issue: {d}")))?,
+            title: title.to_string(),
+            body: body.to_string(),
+            url: s("/issueCreate/issue/url").unwrap_or_default(),
+        })
+    }
+
     fn comment(&self, key: &str, body: &str) -> Result<(), ForgeError> {
         let (id, _) = self.ids(key)?;
         self.query(

@@ -45,6 +45,8 @@ pub trait Tracker {
     /// Moves the issue: a label for started and blocked on GitHub and GitLab (closed for
     /// done and skipped), Linear's workflow state of that type.
     fn set_state(&self, key: &str, state: IssueState) -> Result<(), ForgeError>;
+    /// Opens a new issue (a run's follow-up).
+    fn create(&self, title: &str, body: &str) -> Result<Issue, ForgeError>;
 }
 
 /// A tracker source as `plan import` and `[tracker] source` name it:

@@ -361,6 +361,33 @@ fn answer(sh: &Shared, method: &str, url: &str, body: &Value, auth: &str) -> Rep
                 &format!("{base_url}/issues"),
             )
         }
+        ("POST", ["issues"]) => {
+            let Some(title) = body
+                .get("title")
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+            else {
+                return error(422, "Validation Failed");
+            };
+            let number = next_number(&st);
+            let issue = MockIssue {
+                number,
+                title: title.into(),
+                body: body
+                    .get("body")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .into(),
+                labels: Vec::new(),
+                open: true,
+                state_reason: None,
+                comments: Vec::new(),
+            };
+            let v = json!({"number": number, "title": issue.title, "body": issue.body, "state": "open",
+                "html_url": format!("https://github.invalid/{}/issues/{}", sh.repo, number)});
+            st.issues.push(issue);
+            reply(201, v)
+        }
         ("PATCH", ["issues", n]) => {
             match st.issues.iter_mut().find(|i| Some(i.number) == number(n)) {
                 Some(i) => {

@@ -370,6 +370,32 @@ fn answer(sh: &Shared, method: &str, url: &str, body: &Value, token: &str) -> (R
                 .collect();
             page(items, &q, &format!("/api/v4{prefix}/issues"))
         }
+        ("POST", ["issues"]) => {
+            let Some(title) = body
+                .get("title")
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+            else {
+                return (error(400, json!({"title": ["can't be blank"]})), false);
+            };
+            let iid = st.issues.len() as u64 + 1;
+            let issue = MockGlIssue {
+                iid,
+                title: title.into(),
+                description: body
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .into(),
+                labels: Vec::new(),
+                open: true,
+                notes: Vec::new(),
+            };
+            let v = json!({"iid": iid, "title": issue.title, "description": issue.description, "labels": [],
+                "state": "opened", "web_url": format!("https://gitlab.invalid/{}/-/issues/{}", sh.project, iid)});
+            st.issues.push(issue);
+            reply(201, v)
+        }
         ("POST", ["issues", n, "notes"]) => {
             match st.issues.iter_mut().find(|i| Some(i.iid) == number(n)) {
                 Some(i) => {

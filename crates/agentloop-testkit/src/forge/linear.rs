@@ -239,6 +239,34 @@ fn answer(sh: &Shared, body: &Value) -> Value {
             .collect();
         return json!({"data": {"workflowStates": {"nodes": nodes}}});
     }
+    if q.contains("teams(") {
+        let nodes: Vec<Value> = (v.pointer("/key").and_then(Value::as_str)
+            == Some(sh.team.as_str()))
+        .then(|| json!({"id": "team-1"}))
+        .into_iter()
+        .collect();
+        return json!({"data": {"teams": {"nodes": nodes}}});
+    }
+    if q.contains("issueCreate") {
+        if v["team"].as_str() != Some("team-1") {
+            return error("Entity not found: Team");
+        }
+        let Some(title) = v["title"].as_str().filter(|t| !t.is_empty()) else {
+            return error("Argument Validation Error: title should not be empty");
+        };
+        let n = issues.len() + 1;
+        let identifier = format!("{}-{n}", sh.team);
+        issues.push(MockLinearIssue {
+            id: format!("uuid-{n}"),
+            identifier: identifier.clone(),
+            title: title.into(),
+            description: v["body"].as_str().unwrap_or_default().into(),
+            state: "Todo".into(),
+            comments: Vec::new(),
+        });
+        return json!({"data": {"issueCreate": {"success": true, "issue": {"identifier": identifier,
+            "url": format!("https://linear.invalid/issue/{identifier}")}}}});
+    }
     if q.contains("commentCreate") {
         return match find(&issues, v["id"].as_str().unwrap_or_default()) {
             Some(i) => {

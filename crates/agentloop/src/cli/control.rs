@@ -27,6 +27,18 @@ pub struct LandArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct HandoffArgs {
+    #[command(flatten)]
+    pub run: RunSel,
+    /// File the follow-ups as issues on the configured tracker (`[tracker] source`).
+    #[arg(long)]
+    pub to_issues: bool,
+    /// With --to-issues: say what would be filed, file nothing.
+    #[arg(long, requires = "to_issues")]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct SurfaceArgs {
     #[command(flatten)]
     pub run: RunSel,

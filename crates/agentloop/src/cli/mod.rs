@@ -221,6 +221,15 @@ pub enum Command {
         after_help = "Examples:\n  agentloop land --dry-run\n  agentloop land\n  agentloop land 20261122-104259 --merge"
     )]
     Land(LandArgs),
+    /// Print a run's handoff; `--to-issues` files its follow-ups on the tracker
+    ///
+    /// The follow-ups are the tasks not done (with why) and the open questions, one
+    /// issue each on `[tracker] source` (GitHub, GitLab or Linear), once: an open issue
+    /// with the same title is not filed again.
+    #[command(
+        after_help = "Examples:\n  agentloop handoff\n  agentloop handoff --to-issues --dry-run\n  agentloop handoff 20261122-104259 --to-issues"
+    )]
+    Handoff(HandoffArgs),
     /// Print the shell completion script for SHELL
     ///
     /// Load it in the shell's startup file, or install it where the shell looks (the

@@ -6,6 +6,7 @@ mod control;
 mod demo;
 mod detect;
 mod gc;
+mod handoff;
 mod hook;
 mod init;
 mod journal;
@@ -79,6 +80,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
         Command::Status(a) => status::status(&workspace()?, a.run.get(), a.json),
         Command::Gc(a) => gc::gc(&workspace()?, a.dry_run),
         Command::Land(a) => land::land(&workspace()?, a.run.get(), a.dry_run, a.merge),
+        Command::Handoff(a) => handoff::handoff(&workspace()?, a.run.get(), a.to_issues, a.dry_run),
         Command::VerifySurface(a) => {
             surface::verify_surface(&workspace()?, a.run.get(), a.json, a.accept)
         }

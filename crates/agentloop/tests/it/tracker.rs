@@ -285,3 +285,118 @@ fn a_tracker_that_is_down_is_warned_about_once_and_the_run_goes_on() {
     );
     assert!(gl.issues().iter().all(|i| i.open && i.notes.is_empty()));
 }
+
+/// The handoff's follow-ups become tracker issues (seed 004's completion): each task
+/// not done and each open question once, a second call filing nothing new; on GitHub,
+/// GitLab and Linear.
+#[test]
+fn the_handoffs_follow_ups_are_filed_as_issues_once() {
+    let remote = tempfile::tempdir().unwrap();
+    let bare = remote.path().join("r.git");
+    std::process::Command::new("git")
+        .args(["init", "-q", "--bare", bare.to_str().unwrap()])
+        .status()
+        .unwrap();
+    let gh = MockGitHub::start("octo/hello", &bare, "t0ken", None);
+    let script = "case \"$task\" in\n  T1) touch a.txt; echo TASK_COMPLETE ;;\n  *) echo 'BLOCKED: red or blue?' ;;\nesac\n";
+    let mut p = Scratch::new()
+        .plan("# Colours\n\n## T1: Make a.txt\nVerify: test -f a.txt\n\n## T2: Pick a colour\nVerify: test -f colour.txt\n")
+        .agent(&agent(script))
+        .config(&format!(
+            "[tracker]\nsource = \"github:octo/hello\"\napi_url = \"{}\"\nsync = false\n",
+            gh.url()
+        ))
+        .build();
+    p.env.push(("GITHUB_TOKEN".into(), "t0ken".into()));
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    // Not over: nothing is filed yet.
+    let r = p.run(&["handoff", "--to-issues"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("is not over"), "{}", r.stderr);
+    assert!(
+        p.run(&["handoff"])
+            .stdout
+            .contains("## Deferred or skipped")
+    );
+    assert_eq!(
+        p.run(&["skip", "T2", "--reason", "a person picks it later"])
+            .code,
+        Some(0)
+    );
+    let r = p.run(&["resume", "--no-wait"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let r = p.run(&["handoff", "--to-issues", "--dry-run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(
+        r.stdout,
+        "would file: T2: Pick a colour (skipped)\nwould file: T2: an open question\n"
+    );
+    assert!(gh.issues().is_empty(), "a dry run files nothing");
+    let r = p.run(&["handoff", "--to-issues"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let issues = gh.issues();
+    assert_eq!(issues.len(), 2, "{issues:?}");
+    assert_eq!(issues[0].title, "T2: Pick a colour (skipped)");
+    assert!(
+        issues[0].body.contains("a person picks it later"),
+        "{}",
+        issues[0].body
+    );
+    assert!(
+        issues[1].body.contains("red or blue?"),
+        "{}",
+        issues[1].body
+    );
+    assert!(r.stdout.contains("filed: "), "{}", r.stdout);
+    // Again: the open issues are found, nothing is filed twice.
+    let r = p.run(&["handoff", "--to-issues"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(
+        r.stdout.matches("already filed: ").count(),
+        2,
+        "{}",
+        r.stdout
+    );
+    assert_eq!(gh.issues().len(), 2);
+    // The same on Linear and GitLab.
+    let linear = MockLinear::start("ENG", "lin_api_key", 50);
+    p.write(
+        "agentloop.toml",
+        format!(
+            "{}\n[tracker]\nsource = \"linear:ENG\"\napi_url = \"{}\"\nsync = false\n",
+            p.read("agentloop.toml").split("[tracker]").next().unwrap(),
+            linear.url()
+        ),
+    );
+    p.commit("linear");
+    p.env.push(("LINEAR_API_KEY".into(), "lin_api_key".into()));
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    assert_eq!(p.run(&["skip", "T2"]).code, Some(0));
+    assert_eq!(p.run(&["resume", "--no-wait"]).code, Some(0));
+    let r = p.run(&["handoff", "--to-issues"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let made = linear.issues();
+    assert_eq!(made.len(), 2, "{made:?}");
+    assert_eq!(
+        (made[0].identifier.as_str(), made[0].state.as_str()),
+        ("ENG-1", "Todo")
+    );
+    let gl = agentloop_testkit::MockGitLab::start("group/hello", &bare, "glpat", None, &[]);
+    p.write(
+        "agentloop.toml",
+        format!(
+            "{}\n[tracker]\nsource = \"gitlab:group/hello\"\napi_url = \"{}\"\nsync = false\n",
+            p.read("agentloop.toml").split("[tracker]").next().unwrap(),
+            gl.url()
+        ),
+    );
+    p.commit("gitlab");
+    p.env.push(("GITLAB_TOKEN".into(), "glpat".into()));
+    assert_eq!(p.run(&["run", "--no-wait"]).code, Some(5));
+    assert_eq!(p.run(&["skip", "T2"]).code, Some(0));
+    assert_eq!(p.run(&["resume", "--no-wait"]).code, Some(0));
+    assert_eq!(p.run(&["handoff", "--to-issues"]).code, Some(0));
+    assert_eq!(gl.issues().len(), 2);
+}
