@@ -96,13 +96,14 @@ pub fn parse_stream_json(text: &str) -> Parsed {
                                 .to_string();
                         }
                         Some("tool_use") => {
-                            p.tool_uses.push(
-                                block
-                                    .get("name")
-                                    .and_then(Value::as_str)
-                                    .unwrap_or("?")
-                                    .to_string(),
-                            );
+                            let name = block.get("name").and_then(Value::as_str).unwrap_or("?");
+                            if let Some(f) = block
+                                .get("input")
+                                .and_then(|i| crate::parsed::edited_file(name, i))
+                            {
+                                p.edits.push(f);
+                            }
+                            p.tool_uses.push(name.to_string());
                         }
                         _ => {}
                     }

@@ -166,6 +166,7 @@ impl CliAgent {
             session_id: p.session_id,
             error,
             resets_at_ms: p.resets_at_ms,
+            most_edited: crate::parsed::most_edited(&p.edits),
         }
     }
 }

@@ -60,7 +60,17 @@ pub fn parse_exec_json(text: &str) -> Parsed {
                             .to_string();
                     }
                     Some("command_execution") => p.tool_uses.push("exec_command".into()),
-                    Some("file_change") => p.tool_uses.push("file_change".into()),
+                    Some("file_change") => {
+                        p.tool_uses.push("file_change".into());
+                        p.edits.extend(
+                            item.get("changes")
+                                .and_then(Value::as_array)
+                                .into_iter()
+                                .flatten()
+                                .filter_map(|c| c.get("path").and_then(Value::as_str))
+                                .map(String::from),
+                        );
+                    }
                     Some("error") => {
                         last_error = item
                             .get("message")

@@ -69,8 +69,14 @@ pub fn parse_json(text: &str) -> Parsed {
                     .cloned()
                     .unwrap_or_default();
                 for r in &requests {
-                    p.tool_uses
-                        .push(r.get("name").and_then(Value::as_str).unwrap_or("?").into());
+                    let name = r.get("name").and_then(Value::as_str).unwrap_or("?");
+                    if let Some(f) = r
+                        .get("arguments")
+                        .and_then(|i| crate::parsed::edited_file(name, i))
+                    {
+                        p.edits.push(f);
+                    }
+                    p.tool_uses.push(name.into());
                 }
                 // What it says after its last tool call is the final message.
                 current = if requests.is_empty() {

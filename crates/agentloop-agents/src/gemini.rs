@@ -116,8 +116,14 @@ pub fn parse_stream_json(text: &str) -> Parsed {
                 }
             }
             Some("tool_use") => {
-                p.tool_uses
-                    .push(s("tool_name").unwrap_or_else(|| "?".into()));
+                let name = s("tool_name").unwrap_or_else(|| "?".into());
+                if let Some(f) = v
+                    .get("parameters")
+                    .and_then(|i| crate::parsed::edited_file(&name, i))
+                {
+                    p.edits.push(f);
+                }
+                p.tool_uses.push(name);
                 // What the model says after its last tool call is the final message.
                 current.clear();
             }

@@ -33,6 +33,8 @@ pub struct AgentRun {
     pub error: Option<AgentError>,
     /// When a usage limit resets (Unix milliseconds), if the agent said.
     pub resets_at_ms: Option<u64>,
+    /// The file its tool calls edited most, and how often (twice or more).
+    pub most_edited: Option<(String, u32)>,
 }
 
 /// The files and limits of one iteration.

@@ -55,12 +55,14 @@ pub fn parse_json(text: &str) -> Parsed {
                 current.push_str(part.get("text").and_then(Value::as_str).unwrap_or_default())
             }
             Some("tool_use") => {
-                p.tool_uses.push(
-                    part.get("tool")
-                        .and_then(Value::as_str)
-                        .unwrap_or("?")
-                        .to_string(),
-                );
+                let name = part.get("tool").and_then(Value::as_str).unwrap_or("?");
+                if let Some(f) = part
+                    .pointer("/state/input")
+                    .and_then(|i| crate::parsed::edited_file(name, i))
+                {
+                    p.edits.push(f);
+                }
+                p.tool_uses.push(name.to_string());
                 current.clear();
             }
             Some("step_finish") => {

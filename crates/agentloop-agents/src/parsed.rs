@@ -18,6 +18,9 @@ pub struct Parsed {
     pub turns: Option<u32>,
     /// Tool calls the agent made, by tool name.
     pub tool_uses: Vec<String>,
+    /// The file each of its edit calls changed, one entry per call (the thrashing
+    /// breaker counts them).
+    pub edits: Vec<String>,
     pub error: Option<AgentError>,
     /// When a usage limit resets (Unix milliseconds), if the output said.
     pub resets_at_ms: Option<u64>,
@@ -247,5 +250,98 @@ mod tests {
             AgentErrorKind::Billing
         );
         assert_eq!(kind("something else broke"), AgentErrorKind::Other);
+    }
+}
+
+/// The file an agent's tool call edits, if the call is an edit: a tool that writes or
+/// changes a file (Claude Code's Edit, Write, MultiEdit, NotebookEdit; Gemini CLI's
+/// write_file and replace; OpenCode's edit, write and patch; Copilot's edit and
+/// create), its path from the call's input. `input` may be a JSON string.
+pub fn edited_file(tool: &str, input: &serde_json::Value) -> Option<String> {
+    const EDITS: [&str; 12] = [
+        "edit",
+        "write",
+        "multiedit",
+        "notebookedit",
+        "write_file",
+        "replace",
+        "patch",
+        "create",
+        "str_replace",
+        "str_replace_editor",
+        "edit_file",
+        "create_file",
+    ];
+    if !EDITS.contains(&tool.to_ascii_lowercase().as_str()) {
+        return None;
+    }
+    let parsed;
+    let input = match input {
+        serde_json::Value::String(s) => {
+            parsed = serde_json::from_str::<serde_json::Value>(s).ok()?;
+            &parsed
+        }
+        v => v,
+    };
+    [
+        "file_path",
+        "filePath",
+        "notebook_path",
+        "path",
+        "absolute_path",
+    ]
+    .iter()
+    .find_map(|k| input.get(*k).and_then(serde_json::Value::as_str))
+    .filter(|p| !p.is_empty())
+    .map(String::from)
+}
+
+/// The file edited most in one run and how often, when some file was edited twice or
+/// more.
+pub fn most_edited(edits: &[String]) -> Option<(String, u32)> {
+    let mut counts: std::collections::BTreeMap<&str, u32> = Default::default();
+    for e in edits {
+        *counts.entry(e.as_str()).or_default() += 1;
+    }
+    counts
+        .into_iter()
+        .filter(|(_, n)| *n >= 2)
+        .max_by_key(|(_, n)| *n)
+        .map(|(f, n)| (f.to_string(), n))
+}
+
+#[cfg(test)]
+mod edit_tests {
+    use super::*;
+
+    /// Each CLI's edit calls, as its JSON output reports them, are counted per file.
+    #[test]
+    fn every_clis_edits_are_read_from_its_tool_log() {
+        let claude = r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Edit","input":{"file_path":"src/a.rs","old_string":"x","new_string":"y"}},{"type":"tool_use","id":"t2","name":"Write","input":{"file_path":"src/a.rs","content":"z"}},{"type":"tool_use","id":"t3","name":"Read","input":{"file_path":"src/b.rs"}}]}}
+{"type":"result","subtype":"success","is_error":false,"result":"done"}"#;
+        assert_eq!(
+            crate::claude::parse_stream_json(claude).edits,
+            vec!["src/a.rs", "src/a.rs"]
+        );
+        let codex = r#"{"type":"item.completed","item":{"id":"i1","type":"file_change","changes":[{"path":"a.py","kind":"update"},{"path":"b.py","kind":"add"}],"status":"completed"}}"#;
+        assert_eq!(
+            crate::codex::parse_exec_json(codex).edits,
+            vec!["a.py", "b.py"]
+        );
+        let gemini = r#"{"type":"tool_use","tool_name":"replace","tool_id":"t1","parameters":{"file_path":"a.txt","old_string":"a","new_string":"b"}}
+{"type":"tool_use","tool_name":"read_file","tool_id":"t2","parameters":{"file_path":"a.txt"}}"#;
+        assert_eq!(
+            crate::gemini::parse_stream_json(gemini).edits,
+            vec!["a.txt"]
+        );
+        let opencode = r#"{"type":"tool_use","sessionID":"s","part":{"type":"tool","tool":"edit","state":{"status":"completed","input":{"filePath":"/p/a.ts"}}}}"#;
+        assert_eq!(crate::opencode::parse_json(opencode).edits, vec!["/p/a.ts"]);
+        let copilot = r#"{"type":"assistant.message","data":{"content":"","toolRequests":[{"name":"edit","arguments":"{\"path\":\"a.go\"}"}]}}"#;
+        assert_eq!(crate::copilot::parse_json(copilot).edits, vec!["a.go"]);
+        assert_eq!(
+            most_edited(&["a".into(), "b".into(), "a".into(), "a".into()]),
+            Some(("a".to_string(), 3))
+        );
+        assert_eq!(most_edited(&["a".into(), "b".into()]), None);
     }
 }

@@ -99,6 +99,9 @@ pub struct Breakers {
     /// After the same failure this many times in a row, one DEBUG iteration looks for
     /// its cause (hypotheses and how to test them) instead of a fix; 0: never.
     pub debug_after: u32,
+    /// One file edited this many times by the agent's tool calls in an iteration that
+    /// did not pass (thrashing: from the CLI's tool log, where it reports one); 0: never.
+    pub thrashing: u32,
 }
 
 impl Default for Breakers {
@@ -109,6 +112,7 @@ impl Default for Breakers {
             no_output: 2,
             oscillation: 2,
             debug_after: 2,
+            thrashing: 5,
         }
     }
 }

@@ -21,8 +21,8 @@ pub use schema::{
 };
 pub use settings::Settings;
 pub use ship::{
-    AfterMergeFailure, CONTEXT_FILES, Forge, MergeMethod, MergeWhen, PrScope, PromptConfig, Ship,
-    Tracker,
+    AfterMergeFailure, CONTEXT_FILES, Forge, MergeMethod, MergeWhen, PrScope, PromptConfig,
+    RUN_ISSUE, Ship, Tracker,
 };
 pub use skills::{RequireSkills, Skill, prompt_section as skills_section};
 pub use template::{SCHEMA_PATH, SHORT_TEMPLATE, TEMPLATE};

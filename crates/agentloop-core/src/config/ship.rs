@@ -168,7 +168,17 @@ pub struct Tracker {
     pub api_url: Option<String>,
     /// Comment on each issue and move it as its task starts, blocks, is done or skipped.
     pub sync: bool,
+    /// The run's own issue (`ENG-12` on Linear, `12` on GitHub or GitLab; the plan's
+    /// front matter `linear: ENG-12` sets it and the Linear team): moved to started when
+    /// the run starts and to done when it completes, with a comment as each task is
+    /// done, skipped or blocked and when the run ends.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issue: Option<String>,
 }
+
+/// The key of the run's own issue among the issues told (`ship.issues`): no task id
+/// can be it.
+pub const RUN_ISSUE: &str = "(run)";
 
 impl Default for Tracker {
     fn default() -> Tracker {
@@ -176,6 +186,7 @@ impl Default for Tracker {
             source: None,
             api_url: None,
             sync: true,
+            issue: None,
         }
     }
 }

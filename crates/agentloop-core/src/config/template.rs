@@ -68,6 +68,7 @@ no_change = 3           # no change in the working tree this many iterations in 
 no_output = 2           # the agent exits with no output this many times in a row
 oscillation = 2         # the tree returns to a state it was already in this many times
 debug_after = 2         # after the same failure this many times: one DEBUG iteration (0: never)
+thrashing = 5           # one file edited this many times in an iteration that did not pass
 
 [verify]
 # Run after every task's own `Verify:` commands. They are regression checks: every

@@ -396,6 +396,11 @@ pub enum Trigger {
     Oscillation {
         count: u32,
     },
+    /// One file edited `times` times in an iteration that did not pass.
+    Thrashing {
+        file: String,
+        times: u32,
+    },
     RetryBudget {
         attempts: u32,
         /// What the rung allowed (0 in journals written before it was recorded).
@@ -419,6 +424,11 @@ impl Trigger {
         match self {
             Trigger::SameFailure { count, .. } => {
                 format!("the same failure {count} times in a row")
+            }
+            Trigger::Thrashing { file, times } => {
+                format!(
+                    "{file} edited {times} times in one iteration that did not pass (thrashing)"
+                )
             }
             Trigger::NoChange { count } => {
                 format!("no change in the working tree for {count} iterations")

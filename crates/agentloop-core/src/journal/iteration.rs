@@ -88,6 +88,10 @@ pub struct AgentFinished {
     pub head_after: Option<String>,
     #[serde(default)]
     pub changed_files: Vec<String>,
+    /// The file the agent's own tool calls edited most in this run, and how often (twice
+    /// or more; from the CLI's tool log, where it reports one): the thrashing breaker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub most_edited: Option<(String, u32)>,
     /// At a claim: every path changed since the task's current stretch of iterations
     /// began, from a full look at the tree. The protected and scope guards judge these
     /// with `changed_files`, so a change an earlier iteration left behind (or one made

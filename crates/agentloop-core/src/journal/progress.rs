@@ -103,6 +103,37 @@ pub fn render(s: &RunState) -> String {
             t.blocked.as_deref().unwrap_or("")
         );
     }
+    if let Some(issue) = &s.settings.tracker.issue {
+        let source = s.settings.tracker.source.as_deref().unwrap_or("no tracker");
+        let title = if source.starts_with("linear:") {
+            "Linear Issue"
+        } else {
+            "Tracker Issue"
+        };
+        let _ = writeln!(p, "\n## {title}\n\n{issue} ({source})");
+        let told = s
+            .ship
+            .issues
+            .get(crate::config::RUN_ISSUE)
+            .map(|st| format!("moved to {st}"))
+            .unwrap_or_else(|| "not told yet".into());
+        let notes = s
+            .ship
+            .issues
+            .keys()
+            .filter(|k| k.starts_with(&format!("{}:", crate::config::RUN_ISSUE)))
+            .count();
+        let _ = writeln!(
+            p,
+            "\n{told}; {} about tasks{}",
+            plural(notes, "comment", "comments"),
+            if s.settings.tracker.sync {
+                ""
+            } else {
+                " (`[tracker] sync` is off)"
+            }
+        );
+    }
     if let Some(g) = &s.gate {
         let _ = writeln!(
             p,

@@ -74,6 +74,9 @@ pub struct TaskState {
     pub no_change: u32,
     #[serde(default, skip_serializing_if = "is_default")]
     pub no_output: u32,
+    /// The last failed iteration's most edited file and how often (thrashing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thrash: Option<(String, u32)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_digest: Option<String>,
     /// Tests changed by some iteration of this task (for `tdd` mode).
@@ -202,6 +205,7 @@ impl TaskState {
             last_fingerprint: None,
             no_change: 0,
             no_output: 0,
+            thrash: None,
             last_digest: None,
             tests_touched: false,
             blocked: None,
@@ -272,6 +276,7 @@ impl TaskState {
         self.same_failure = 0;
         self.no_change = 0;
         self.no_output = 0;
+        self.thrash = None;
         self.last_fingerprint = None;
         self.blocked = None;
         self.blocked_by_breaker = false;

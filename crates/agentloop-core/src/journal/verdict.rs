@@ -111,6 +111,7 @@ impl RunState {
                     }
                     let unchanged = a.changed_files.is_empty() && !f.agent_failed;
                     t.no_change = if unchanged { t.no_change + 1 } else { 0 };
+                    t.thrash = a.most_edited.clone();
                     // A process that failed (a timeout, a crash) is a failure, not silence.
                     t.no_output = if a.output_bytes == 0 && !f.agent_failed {
                         t.no_output + 1

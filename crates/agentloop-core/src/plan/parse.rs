@@ -91,6 +91,7 @@ impl Plan {
             super::Requirement::parse(t).map(|_| ())
         })?;
         proceed(file, &mut settings)?;
+        linear(file, &mut settings)?;
 
         // Title.
         let mut title = None;
@@ -194,6 +195,47 @@ pub(super) fn parse_front_matter(
             "front matter must be a mapping of settings (`key: value` lines)",
         )),
     }
+}
+
+/// `linear: ENG-12` is the run's own Linear issue: `tracker: {issue: ENG-12}`, with
+/// `source: linear:ENG` unless the front matter names another.
+fn linear(
+    file: &str,
+    settings: &mut serde_json::Map<String, serde_json::Value>,
+) -> Result<(), PlanError> {
+    let Some(v) = settings.remove("linear") else {
+        return Ok(());
+    };
+    let key = v.as_str().map(str::trim).unwrap_or_default().to_string();
+    let team = key
+        .rsplit_once('-')
+        .filter(|(team, n)| {
+            !team.is_empty()
+                && team.chars().all(|c| c.is_ascii_alphanumeric())
+                && n.parse::<u64>().is_ok()
+        })
+        .map(|(team, _)| team.to_string());
+    let Some(team) = team else {
+        return Err(
+            PlanError::at(file, 2, format!("linear: `{key}` is not a Linear issue"))
+                .hint("name the run's issue by its identifier, e.g. `linear: ENG-12`"),
+        );
+    };
+    let tracker = settings
+        .entry("tracker")
+        .or_insert_with(|| serde_json::Value::Object(Default::default()));
+    let serde_json::Value::Object(tracker) = tracker else {
+        return Err(PlanError::at(
+            file,
+            2,
+            "tracker: must be a mapping of settings",
+        ));
+    };
+    tracker.insert("issue".into(), serde_json::Value::String(key));
+    tracker
+        .entry("source")
+        .or_insert_with(|| serde_json::Value::String(format!("linear:{team}")));
+    Ok(())
 }
 
 /// `proceed: without confirmation` (seed 002's phrase) is `run: {confirm: false}`.

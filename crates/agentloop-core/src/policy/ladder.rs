@@ -98,6 +98,15 @@ pub(super) fn escalation(s: &RunState, t: &TaskState) -> Option<Event> {
         }
     } else if b.oscillation > 0 && t.revisits >= b.oscillation {
         Trigger::Oscillation { count: t.revisits }
+    } else if let Some((file, times)) = t
+        .thrash
+        .as_ref()
+        .filter(|(_, n)| b.thrashing > 0 && *n >= b.thrashing)
+    {
+        Trigger::Thrashing {
+            file: file.clone(),
+            times: *times,
+        }
     } else if t.attempts >= rung_budget(s, t) {
         Trigger::RetryBudget {
             attempts: t.attempts,

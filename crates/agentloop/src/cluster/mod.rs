@@ -187,6 +187,8 @@ pub struct JobOutcome {
     pub session_id: Option<String>,
     pub error: Option<AgentError>,
     pub resets_at_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub most_edited: Option<(String, u32)>,
 }
 
 /// The first line of a result commit's message; the outcome's JSON follows it.
@@ -211,6 +213,7 @@ impl JobOutcome {
             session_id: run.session_id.clone(),
             error: run.error.clone(),
             resets_at_ms: run.resets_at_ms,
+            most_edited: run.most_edited.clone(),
         }
     }
 
@@ -233,6 +236,7 @@ impl JobOutcome {
             session_id: self.session_id,
             error: self.error,
             resets_at_ms: self.resets_at_ms,
+            most_edited: self.most_edited,
         }
     }
 

@@ -428,6 +428,7 @@ impl Driver {
             session_id: run.session_id.clone(),
             error: run.error.clone(),
             resets_at_ms: run.resets_at_ms,
+            most_edited: run.most_edited.clone(),
             tree_after: after.as_ref().map(|s| s.id.clone()),
             head_after: after.as_ref().and_then(|s| s.head.clone()),
             changed_files,

@@ -3,7 +3,8 @@
 //! (`issue_updated`). A tracker that cannot be reached is said on stderr and the run
 //! goes on.
 
-use agentloop_core::journal::{Event, TaskStatus};
+use agentloop_core::config::RUN_ISSUE;
+use agentloop_core::journal::{Event, RunStatus, TaskStatus};
 use agentloop_forge::tracker::{IssueState, Source};
 
 use super::Driver;
@@ -49,6 +50,7 @@ impl Driver {
                 changes.push((t.id.clone(), key, state));
             }
         }
+        changes.extend(self.run_issue_changes(&source));
         // One pull request per task: each task's issue is told its pull request.
         let mut shipped: Vec<(String, String, String)> = Vec::new();
         for u in &self.state.ship.shipped {
@@ -99,9 +101,15 @@ impl Driver {
                 }
                 for (task, issue, state) in changes {
                     let comment = self.issue_comment(&task, state);
-                    let done = tracker
-                        .comment(&issue, &comment)
-                        .and_then(|_| tracker.set_state(&issue, state));
+                    // A note about a task on the run's issue moves nothing.
+                    let moves = !task.starts_with(&format!("{RUN_ISSUE}:"));
+                    let done = tracker.comment(&issue, &comment).and_then(|_| {
+                        if moves {
+                            tracker.set_state(&issue, state)
+                        } else {
+                            Ok(())
+                        }
+                    });
                     let recorded = done.map_err(|e| e.to_string()).and_then(|()| {
                         self.record(Event::IssueUpdated {
                             task: task.clone(),
@@ -133,7 +141,92 @@ impl Driver {
             Some(std::time::Instant::now() + std::time::Duration::from_secs(60));
     }
 
+    /// What the run's own issue (`[tracker] issue`) has not been told: the run started
+    /// (once it began), each task done, skipped or blocked (a comment), the run's end
+    /// (done when it completed; otherwise a comment with why, the issue left started).
+    fn run_issue_changes(&self, source: &Source) -> Vec<(String, String, IssueState)> {
+        let Some(issue) = self.state.settings.tracker.issue.clone() else {
+            return Vec::new();
+        };
+        let _ = source;
+        let told = |k: &str| self.state.ship.issues.get(k).map(String::as_str);
+        let mut out = Vec::new();
+        let run_state = match self.state.status {
+            RunStatus::Completed => IssueState::Done,
+            _ if self.state.is_finished() => IssueState::Blocked,
+            _ => IssueState::Started,
+        };
+        for t in &self.state.tasks {
+            let state = match t.status {
+                TaskStatus::Done => IssueState::Done,
+                TaskStatus::Skipped => IssueState::Skipped,
+                TaskStatus::Blocked => IssueState::Blocked,
+                _ => continue,
+            };
+            let key = format!("{RUN_ISSUE}:{}", t.id);
+            if told(&key) != Some(state.as_str()) {
+                out.push((key, issue.clone(), state));
+            }
+        }
+        // The run's start first, its end last.
+        if told(RUN_ISSUE).is_none() {
+            out.insert(
+                0,
+                (RUN_ISSUE.to_string(), issue.clone(), IssueState::Started),
+            );
+        }
+        if run_state != IssueState::Started && told(RUN_ISSUE) != Some(run_state.as_str()) {
+            out.push((RUN_ISSUE.to_string(), issue, run_state));
+        }
+        out
+    }
+
+    /// The comment on the run's own issue.
+    fn run_issue_comment(&self, key: &str, state: IssueState) -> String {
+        let run = &self.run.id;
+        let s = &self.state;
+        let standing = format!("{}/{} tasks done", s.done_count(), s.tasks.len());
+        if let Some(id) = key.strip_prefix(&format!("{RUN_ISSUE}:")) {
+            let title = s.task(id).map(|t| t.title.as_str()).unwrap_or_default();
+            return match state {
+                IssueState::Done => {
+                    format!("{id} {title}: done and verified ({standing}, run `{run}`).")
+                }
+                IssueState::Skipped => format!("{id} {title}: skipped ({standing}, run `{run}`)."),
+                _ => format!(
+                    "{id} {title}: blocked, it waits for a person ({standing}, run `{run}`): {}",
+                    s.task(id)
+                        .and_then(|t| t.question.clone().or_else(|| t.blocked.clone()))
+                        .unwrap_or_default()
+                ),
+            };
+        }
+        match state {
+            IssueState::Started => format!(
+                "agentloop run `{run}` started on this: {} ({}).",
+                s.plan.title,
+                agentloop_core::words::plural(s.tasks.len(), "task", "tasks")
+            ),
+            IssueState::Done => format!(
+                "agentloop run `{run}` completed: {standing}, verdict {}, {}.",
+                agentloop_core::journal::verdict(s).as_str(),
+                agentloop_core::words::money(s.cost_usd)
+            ),
+            _ => format!(
+                "agentloop run `{run}` ended {} ({standing}): {}",
+                s.status.as_str(),
+                s.finished
+                    .as_ref()
+                    .map(|r| r.describe())
+                    .unwrap_or_default()
+            ),
+        }
+    }
+
     fn issue_comment(&self, id: &str, state: IssueState) -> String {
+        if id == RUN_ISSUE || id.starts_with(&format!("{RUN_ISSUE}:")) {
+            return self.run_issue_comment(id, state);
+        }
         let run = &self.run.id;
         let t = self.state.task(id);
         match state {

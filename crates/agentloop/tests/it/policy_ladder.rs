@@ -287,3 +287,59 @@ fn slow_progress_earns_retries_and_going_in_circles_trips() {
         "{a:?}"
     );
 }
+
+/// The thrashing breaker (seed 004): one file edited five times by the agent's own
+/// tool calls in an iteration that did not pass moves the task up the ladder at once,
+/// read from the CLI's tool log (here Claude Code's stream-json, from a stand-in).
+#[test]
+fn a_file_edited_over_and_over_without_passing_trips_the_thrashing_breaker() {
+    let fake = r#"#!/bin/sh
+case "$*" in *--version*) echo "2.1.197 (Claude Code)"; exit 0 ;; esac
+cat > /dev/null
+for i in 1 2 3 4 5; do
+  echo "x$i" >> notes.txt
+  printf '{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t%s","name":"Edit","input":{"file_path":"notes.txt","old_string":"a","new_string":"b"}}]}}\n' "$i"
+done
+printf '{"type":"result","subtype":"success","is_error":false,"result":"TASK_COMPLETE","session_id":"s1","usage":{"input_tokens":10,"output_tokens":5}}\n'
+"#;
+    let p = crate::support::Scratch::new()
+        .plan("# P\n\n## T1: Make done.txt\nVerify: test -f done.txt\n")
+        .config("[run]\nagent = \"fake\"\n\n[agents.fake]\nkind = \"claude\"\ncommand = [\"./fake-claude.sh\"]\n")
+        .file("fake-claude.sh", fake)
+        .build();
+    std::process::Command::new("chmod")
+        .args(["+x", "fake-claude.sh"])
+        .current_dir(p.path())
+        .status()
+        .unwrap();
+    let r = p.run(&["run", "--no-wait", "--max-iterations", "3"]);
+    let log = p.run(&["log"]).stdout;
+    assert!(
+        log.contains("notes.txt edited 5 times in one iteration that did not pass (thrashing)"),
+        "{}\n{log}",
+        r.stderr
+    );
+    let escalated: Vec<serde_json::Value> = crate::real_cli::journal_events(&p)
+        .into_iter()
+        .filter(|e| e["kind"] == "escalated")
+        .collect();
+    let trigger = &escalated[0]["data"]["trigger"];
+    assert_eq!(
+        (trigger["type"].as_str(), trigger["times"].as_u64()),
+        (Some("thrashing"), Some(5)),
+        "{escalated:?}"
+    );
+    // Tripped by the first iteration alone: not the same failure three times.
+    let events = crate::real_cli::journal_events(&p);
+    let first = events
+        .iter()
+        .position(|e| e["kind"] == "escalated")
+        .unwrap();
+    assert_eq!(
+        events[..first]
+            .iter()
+            .filter(|e| e["kind"] == "iteration_finished")
+            .count(),
+        1
+    );
+}

@@ -400,3 +400,66 @@ fn the_handoffs_follow_ups_are_filed_as_issues_once() {
     assert_eq!(p.run(&["handoff", "--to-issues"]).code, Some(0));
     assert_eq!(gl.issues().len(), 2);
 }
+
+/// Seed 004's run-level Linear issue: the plan's `linear: ENG-1` is moved to started
+/// and to done, told as each task is done and when the run ends, and progress.md has a
+/// "Linear Issue" section.
+#[test]
+fn the_runs_own_linear_issue_is_kept_in_step() {
+    let linear = MockLinear::start("ENG", "lin_api_key", 50);
+    let key = linear.add_issue("The greeter", "Build it.", "Todo");
+    let plan = format!(
+        "---\nlinear: {key}\ntracker:\n  api_url: \"{}\"\n---\n# Greeter\n\n## T1: a\nVerify: test -f T1.txt\n\n## T2: b\nDepends: T1\nVerify: test -f T2.txt\n",
+        linear.url()
+    );
+    let mut p = Scratch::new()
+        .plan(&plan)
+        .agent(&agent("touch \"$task.txt\"\necho TASK_COMPLETE\n"))
+        .build();
+    p.env.push(("LINEAR_API_KEY".into(), "lin_api_key".into()));
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let issue = &linear.issues()[0];
+    assert_eq!(issue.state, "Done", "{issue:?}");
+    let c = &issue.comments;
+    assert_eq!(c.len(), 4, "{c:#?}");
+    assert!(
+        c[0].starts_with("agentloop run `") && c[0].contains("started on this: Greeter (2 tasks)"),
+        "{c:#?}"
+    );
+    assert!(
+        c[1].starts_with("T1 a: done and verified (1/2 tasks done"),
+        "{c:#?}"
+    );
+    assert!(
+        c[2].starts_with("T2 b: done and verified (2/2 tasks done"),
+        "{c:#?}"
+    );
+    assert!(
+        c[3].contains("completed: 2/2 tasks done, verdict"),
+        "{c:#?}"
+    );
+    let progress = std::fs::read_to_string(p.run_dir().join("progress.md")).unwrap();
+    assert!(
+        progress.contains(
+            "## Linear Issue\n\nENG-1 (linear:ENG)\n\nmoved to done; 2 comments about tasks"
+        ),
+        "{progress}"
+    );
+    // A resume of the finished run tells nothing twice.
+    let r = p.run(&["resume", "--no-wait"]);
+    assert_ne!(r.code, None);
+    assert_eq!(linear.issues()[0].comments.len(), 4);
+    // What is not an issue is refused with its line.
+    p.write(
+        "PLAN.md",
+        "---\nlinear: nope\n---\n# P\n\n## T1: a\nVerify: true\n",
+    );
+    let r = p.run(&["plan", "check"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("linear: `nope` is not a Linear issue"),
+        "{}",
+        r.stderr
+    );
+}
