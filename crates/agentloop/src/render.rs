@@ -361,56 +361,19 @@ impl Progress {
     }
 
     pub fn waiting(&mut self, s: &RunState, reason: &WaitReason) {
-        let text = match reason {
-            WaitReason::Paused => "agentloop: paused; `agentloop resume` continues".to_string(),
-            WaitReason::Budget {
-                budget,
-                used,
-                limit,
-            } => format!(
-                "agentloop: paused, {} ({}); `agentloop resume --budget +10` (or --tokens, --time, --iterations) tops it up",
-                WaitReason::budget_words(budget, *used, *limit),
-                agentloop_core::policy::standing(s)
-            ),
-            WaitReason::UsageLimit { until_ms } => {
-                let until = std::time::UNIX_EPOCH + std::time::Duration::from_millis(*until_ms);
-                let left = until
-                    .duration_since(std::time::SystemTime::now())
-                    .map(|d| d.as_secs())
-                    .unwrap_or(0);
-                format!(
-                    "agentloop: {}; waiting until {} ({left}s), the task's retries untouched",
-                    s.limit_message.as_deref().unwrap_or("usage limit"),
-                    humantime::format_rfc3339_seconds(until)
-                )
-            }
-            WaitReason::Gate(g) => {
-                let mut t = format!(
-                    "agentloop: waiting for a person: {}\n  `agentloop approve [--note …]` or `agentloop reject --note …` (run {})",
-                    g.describe(),
-                    s.run_id
-                );
-                for line in crate::describe::held(s, g) {
-                    t.push_str(&format!("\n  {line}"));
-                }
-                t
-            }
-            WaitReason::Blocked { tasks, .. } => {
-                let mut t = format!(
-                    "agentloop: blocked: no task can go on until a person looks at {}",
-                    tasks.join(", ")
-                );
-                for id in tasks {
-                    if let Some(why) = s.task(id).and_then(|t| t.blocked.clone()) {
-                        t.push_str(&format!("\n  {id}: {}", why.lines().next().unwrap_or("")));
-                    }
-                }
-                t.push_str("\n  `agentloop retry TASK` (with `agentloop steer \"…\"`) or `agentloop skip TASK`");
-                t
-            }
-            WaitReason::Workers => return,
-        };
-        self.line(&text);
+        if let Some(text) = waiting_text(s, reason) {
+            self.line(&text);
+        }
+    }
+
+    /// The driver leaves a run that waits (`--no-wait`, a spent budget): however quiet,
+    /// it says what the run waits for, which was not said yet under `--quiet`.
+    pub fn leaving(&mut self, s: &RunState, reason: &WaitReason) {
+        if self.quiet
+            && let Some(text) = waiting_text(s, reason)
+        {
+            let _ = writeln!(std::io::stderr().lock(), "{text}");
+        }
     }
 
     pub fn interrupted(&mut self, run: &str) {
@@ -443,6 +406,13 @@ impl Progress {
             verdict.meaning(),
             run.path.display()
         );
+        // `--quiet` leaves out progress, not a failure: a run that did not complete
+        // says why, however quiet.
+        if self.quiet && s.status != RunStatus::Completed {
+            let mut err = std::io::stderr().lock();
+            let _ = writeln!(err, "{text}");
+            return;
+        }
         self.line(&text);
         // Where the work of a run with workers is, and how to take it.
         if let Some(i) = &s.integration {
@@ -478,4 +448,58 @@ fn budget_words(b: &agentloop_core::values::Budgets) -> String {
             .unwrap_or_else(|| "no time limit".into()),
     );
     parts.join(" · ")
+}
+
+/// What a run that waits waits for, in words (`None`: workers, which say nothing).
+fn waiting_text(s: &RunState, reason: &WaitReason) -> Option<String> {
+    let text = match reason {
+        WaitReason::Paused => "agentloop: paused; `agentloop resume` continues".to_string(),
+        WaitReason::Budget {
+            budget,
+            used,
+            limit,
+        } => format!(
+            "agentloop: paused, {} ({}); `agentloop resume --budget +10` (or --tokens, --time, --iterations) tops it up",
+            WaitReason::budget_words(budget, *used, *limit),
+            agentloop_core::policy::standing(s)
+        ),
+        WaitReason::UsageLimit { until_ms } => {
+            let until = std::time::UNIX_EPOCH + std::time::Duration::from_millis(*until_ms);
+            let left = until
+                .duration_since(std::time::SystemTime::now())
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            format!(
+                "agentloop: {}; waiting until {} ({left}s), the task's retries untouched",
+                s.limit_message.as_deref().unwrap_or("usage limit"),
+                humantime::format_rfc3339_seconds(until)
+            )
+        }
+        WaitReason::Gate(g) => {
+            let mut t = format!(
+                "agentloop: waiting for a person: {}\n  `agentloop approve [--note …]` or `agentloop reject --note …` (run {})",
+                g.describe(),
+                s.run_id
+            );
+            for line in crate::describe::held(s, g) {
+                t.push_str(&format!("\n  {line}"));
+            }
+            t
+        }
+        WaitReason::Blocked { tasks, .. } => {
+            let mut t = format!(
+                "agentloop: blocked: no task can go on until a person looks at {}",
+                tasks.join(", ")
+            );
+            for id in tasks {
+                if let Some(why) = s.task(id).and_then(|t| t.blocked.clone()) {
+                    t.push_str(&format!("\n  {id}: {}", why.lines().next().unwrap_or("")));
+                }
+            }
+            t.push_str("\n  `agentloop retry TASK` (with `agentloop steer \"…\"`) or `agentloop skip TASK`");
+            t
+        }
+        WaitReason::Workers => return None,
+    };
+    Some(text)
 }

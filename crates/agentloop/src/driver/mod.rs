@@ -314,6 +314,7 @@ impl Driver {
                     // it up with `resume`, so the driver does not stay.
                     if let WaitReason::Budget { .. } = reason {
                         self.flush();
+                        self.progress.leaving(&self.state, &reason);
                         return Ok(ExitKind::Budget);
                     }
                     if let WaitReason::UsageLimit { until_ms } = reason {
@@ -330,6 +331,7 @@ impl Driver {
                         continue;
                     }
                     if self.out.no_wait && !matches!(reason, WaitReason::Paused) {
+                        self.progress.leaving(&self.state, &reason);
                         return Ok(match reason {
                             WaitReason::Blocked { breaker: true, .. } => ExitKind::Breaker,
                             _ => ExitKind::Waiting,

@@ -495,3 +495,33 @@ fn published_crates_include_no_file_from_outside_themselves() {
     }
     assert!(outside.is_empty(), "{outside:#?}");
 }
+
+/// `--quiet` leaves out progress, not why a run stopped short: a run that leaves
+/// without completing (here its budget spent) says why on stderr, once.
+#[test]
+fn a_quiet_run_that_stops_short_still_says_why() {
+    let p = crate::support::scripted(
+        "# P\n\n## T1: one\nVerify: test -f never.txt\n",
+        "echo TASK_COMPLETE\n",
+    );
+    let r = p.run(&["run", "--quiet", "--max-iterations", "2", "--no-wait"]);
+    assert_eq!(r.code, Some(3), "{}", r.stderr);
+    assert_eq!(
+        r.stderr
+            .matches("agentloop: paused, budget spent: iterations 2 of 2")
+            .count(),
+        1,
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("[1] task"), "no progress: {}", r.stderr);
+    // Topped up, it blocks on a breaker: said too, with what a person can do.
+    let r = p.run(&["resume", "--quiet", "--iterations", "+1", "--no-wait"]);
+    assert_eq!(r.code, Some(4), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("agentloop: blocked: no task can go on until a person looks at T1"),
+        "{}",
+        r.stderr
+    );
+}
