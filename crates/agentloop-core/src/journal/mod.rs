@@ -2,6 +2,7 @@
 //! checksummed append-only file (`store`), and the state folded from it (`state`,
 //! `task`, `control`), with `progress.md` rendered from that state (`progress`).
 
+mod agent;
 mod baseline;
 mod control;
 mod event;

@@ -11,10 +11,8 @@ use super::person::Gate;
 use super::store::Record;
 use super::task::{TaskState, TaskStatus};
 use crate::config::Settings;
-use crate::paths::is_test_path;
 use crate::plan::{GatePoint, Mode, Plan};
 use crate::values::Usage;
-use crate::words::add_usd;
 
 /// Schema version of `state.json`.
 pub const STATE_VERSION: u32 = 5;
@@ -425,65 +423,8 @@ impl RunState {
                 used,
                 limit,
             } => self.budget_spent = Some((budget.clone(), *used, *limit)),
-            Event::IterationStarted(st) => {
-                self.iterations += 1;
-                self.steer.clear();
-                if let Some(t) = self.task_mut(&st.task) {
-                    t.status = TaskStatus::Running;
-                    t.iterations += 1;
-                    t.attempts += 1;
-                    t.tries += 1;
-                    *t.tried.entry(st.kind).or_default() += 1;
-                    t.question = None;
-                    t.denials.clear();
-                    if t.head_at_start.is_none() {
-                        t.head_at_start = st.head_before.clone();
-                    }
-                }
-                self.running.push(OpenIteration {
-                    started: st.clone(),
-                    started_ms: rec.time_ms(),
-                    agent: None,
-                    verify: None,
-                    replan: None,
-                    replan_rejection: None,
-                    agent_ms: 0,
-                    limited: false,
-                    surface: None,
-                    tripwires: None,
-                    merge: None,
-                    job: None,
-                    review_started: None,
-                    reviews: Vec::new(),
-                });
-            }
-            Event::AgentFinished(a) => {
-                if a.session_id.is_some() {
-                    self.agent_session.clone_from(&a.session_id);
-                }
-                self.cost_usd = add_usd(self.cost_usd, a.cost_usd);
-                self.usage.add(&a.usage);
-                self.remember_agent(a, &rec.time);
-                let touched = a
-                    .changed_files
-                    .iter()
-                    .any(|f| is_test_path(f, &self.settings.test_patterns));
-                if let Some(open) = self.open_mut(a.iteration) {
-                    let task = open.started.task.clone();
-                    open.agent = Some(a.clone());
-                    open.agent_ms = rec.time_ms();
-                    if let Some(t) = self.task_mut(&task) {
-                        t.cost_usd = add_usd(t.cost_usd, a.cost_usd);
-                        t.tokens += a.usage.total();
-                        t.tests_touched |= touched;
-                        // NEXT_ACTION_NEEDED: DEBUG — the task's next iteration is one.
-                        if a.signals.wants_debug() {
-                            t.debug_requested = true;
-                        }
-                        t.unknown_next.clone_from(&a.signals.unknown_next);
-                    }
-                }
-            }
+            Event::IterationStarted(st) => self.iteration_started(st, rec.time_ms()),
+            Event::AgentFinished(a) => self.agent_finished(a, &rec.time, rec.time_ms()),
             Event::VerifyFinished(v) => {
                 if let Some(open) = self.open_mut(v.iteration) {
                     open.verify = Some(v.clone());

@@ -6,6 +6,7 @@ mod clarity;
 mod criteria;
 mod error;
 mod findings;
+mod front;
 mod import;
 mod issues;
 mod kind;

@@ -3,7 +3,8 @@
 
 use std::path::Path;
 
-use super::parse::{MAX_PLAN_BYTES, parse_front_matter};
+use super::front::parse_front_matter;
+use super::parse::MAX_PLAN_BYTES;
 use super::{Plan, PlanError};
 
 /// Where a shaping step leaves the run's shape, under the project's root.
