@@ -140,8 +140,9 @@ impl Driver {
         })
     }
 
-    /// The coverage step's report in `dir`, written since `since` (a report left there
-    /// before, by anyone, is not this run's), read.
+    /// The coverage step's report in `dir`, written while the validation ran: since
+    /// `since` and not after now (a report left there before, or one whose time was set
+    /// ahead to pass for fresh, is not this run's), read.
     fn read_coverage(
         &self,
         dir: &std::path::Path,
@@ -155,9 +156,10 @@ impl Driver {
                 .map(|s| s.to_string())
                 .collect(),
         };
+        let until = std::time::SystemTime::now();
         let fresh = |rel: &String| {
             std::fs::symlink_metadata(dir.join(rel))
-                .is_ok_and(|m| m.is_file() && m.modified().is_ok_and(|t| t >= since))
+                .is_ok_and(|m| m.is_file() && m.modified().is_ok_and(|t| t >= since && t <= until))
         };
         let Some(rel) = candidates.iter().find(|r| fresh(r)) else {
             return Err(format!(

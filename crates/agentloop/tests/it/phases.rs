@@ -700,4 +700,20 @@ fn validate_keeps_the_coverage_report_and_holds_its_minimum() {
         r.stderr
     );
     assert!(!p.run_dir().join("coverage.json").exists());
+    // Nor one whose time was set ahead to pass for fresh, outside a clean copy.
+    let p = Scratch::new()
+        .plan(plan)
+        .agent(&agent(
+            "touch one.txt\nprintf 'mode: set\\nm/a.go:1.1,2.2 5 1\\n' > coverage.out\ntouch -d tomorrow coverage.out\necho TASK_COMPLETE\n",
+        ))
+        .config("[verify]\nvalidate_fixes = 0\nclean_copy = false\n\n[validate]\ncoverage = \"true\"\n")
+        .build();
+    let r = p.run(&["run", "--no-wait"]);
+    assert_ne!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("coverage: the coverage step wrote no report"),
+        "{}",
+        r.stderr
+    );
 }

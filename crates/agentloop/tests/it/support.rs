@@ -153,6 +153,10 @@ impl Project {
             .env("XDG_CACHE_HOME", self.cache.path())
             .env("NO_COLOR", "1")
             .env_remove("AGENTLOOP_FAILPOINT")
+            // CI builds these tests through clippy's driver (scripts/test with
+            // AGENTLOOP_TEST_LINT): a project's own cargo is not.
+            .env_remove("RUSTC_WORKSPACE_WRAPPER")
+            .env_remove("CLIPPY_ARGS")
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null());
         c
