@@ -297,24 +297,7 @@ impl Tracker for GitHub {
             .into_iter()
             // The issues list has the pull requests too.
             .filter(|i| i.get("pull_request").is_none())
-            .map(|i| {
-                let s = |k: &str| {
-                    i.get(k)
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string()
-                };
-                Issue {
-                    key: i
-                        .get("number")
-                        .and_then(Value::as_u64)
-                        .unwrap_or(0)
-                        .to_string(),
-                    title: s("title"),
-                    body: s("body"),
-                    url: s("html_url"),
-                }
-            })
+            .filter_map(|i| Issue::from_rest(&i, "number", "body", "html_url"))
             .collect())
     }
 
@@ -324,23 +307,8 @@ impl Tracker for GitHub {
             "/issues",
             Some(json!({ "title": title, "body": body })),
         )?;
-        let s = |k: &str| {
-            v.get(k)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string()
-        };
-        Ok(Issue {
-            key: v
-                .get("number")
-                .and_then(Value::as_u64)
-                .ok_or_else(|| {
-                    ForgeError::Unexpected(format!("GitHub made an issue without a number: {v}"))
-                })?
-                .to_string(),
-            title: s("title"),
-            body: s("body"),
-            url: s("html_url"),
+        Issue::from_rest(&v, "number", "body", "html_url").ok_or_else(|| {
+            ForgeError::Unexpected(format!("GitHub made an issue without a number: {v}"))
         })
     }
 

@@ -311,24 +311,7 @@ impl Tracker for GitLab {
             .client
             .get_all(&self.path(&path))?
             .into_iter()
-            .map(|i| {
-                let s = |k: &str| {
-                    i.get(k)
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string()
-                };
-                Issue {
-                    key: i
-                        .get("iid")
-                        .and_then(Value::as_u64)
-                        .unwrap_or(0)
-                        .to_string(),
-                    title: s("title"),
-                    body: s("description"),
-                    url: s("web_url"),
-                }
-            })
+            .filter_map(|i| Issue::from_rest(&i, "iid", "description", "web_url"))
             .collect())
     }
 
@@ -338,23 +321,8 @@ impl Tracker for GitLab {
             "/issues",
             Some(json!({ "title": title, "description": body })),
         )?;
-        let s = |k: &str| {
-            v.get(k)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string()
-        };
-        Ok(Issue {
-            key: v
-                .get("iid")
-                .and_then(Value::as_u64)
-                .ok_or_else(|| {
-                    ForgeError::Unexpected(format!("GitLab made an issue without an iid: {v}"))
-                })?
-                .to_string(),
-            title: s("title"),
-            body: s("description"),
-            url: s("web_url"),
+        Issue::from_rest(&v, "iid", "description", "web_url").ok_or_else(|| {
+            ForgeError::Unexpected(format!("GitLab made an issue without a iid: {v}"))
         })
     }
 

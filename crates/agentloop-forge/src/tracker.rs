@@ -16,6 +16,30 @@ pub struct Issue {
     pub url: String,
 }
 
+impl Issue {
+    /// An issue as a REST tracker answers it: its number under `number_key` (GitHub's
+    /// `number`, GitLab's `iid`), its text under `body_key`, its page under `url_key`.
+    pub(crate) fn from_rest(
+        v: &serde_json::Value,
+        number_key: &str,
+        body_key: &str,
+        url_key: &str,
+    ) -> Option<Issue> {
+        let s = |k: &str| {
+            v.get(k)
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        Some(Issue {
+            key: v.get(number_key)?.as_u64()?.to_string(),
+            title: s("title"),
+            body: s(body_key),
+            url: s(url_key),
+        })
+    }
+}
+
 /// Where a task's issue is moved to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -40,6 +40,19 @@ pub struct Coverage {
 }
 
 impl Coverage {
+    /// The totals summed from each file's.
+    fn of_files(format: &str, files: BTreeMap<String, Lines>) -> Coverage {
+        let mut lines = Lines::default();
+        for l in files.values() {
+            lines.add(*l);
+        }
+        Coverage {
+            format: format.into(),
+            lines,
+            files,
+        }
+    }
+
     /// `coverage.json` as agentloop writes it: the totals with their percent, then
     /// each file's.
     pub fn to_json(&self) -> serde_json::Value {
@@ -152,15 +165,7 @@ fn lcov(text: &str) -> Result<Coverage, String> {
             files.entry(path).or_default().add(l);
         }
     }
-    let mut lines = Lines::default();
-    for l in files.values() {
-        lines.add(*l);
-    }
-    Ok(Coverage {
-        format: "lcov".into(),
-        lines,
-        files,
-    })
+    Ok(Coverage::of_files("lcov", files))
 }
 
 fn go_profile(text: &str) -> Result<Coverage, String> {
@@ -190,15 +195,7 @@ fn go_profile(text: &str) -> Result<Coverage, String> {
             total: stmts,
         });
     }
-    let mut lines = Lines::default();
-    for l in files.values() {
-        lines.add(*l);
-    }
-    Ok(Coverage {
-        format: "go".into(),
-        lines,
-        files,
-    })
+    Ok(Coverage::of_files("go", files))
 }
 
 #[cfg(test)]

@@ -657,6 +657,18 @@ fn the_skills_a_phase_requires_must_be_installed_and_are_named_in_its_prompts() 
     );
 }
 
+/// The validation failed: its coverage step wrote no report of this run's.
+fn no_fresh_report(p: &crate::support::Project) {
+    let r = p.run(&["run", "--no-wait"]);
+    assert_ne!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("coverage: the coverage step wrote no report"),
+        "{}",
+        r.stderr
+    );
+}
+
 /// VALIDATE's coverage (seed 004): the project's coverage step runs on the whole
 /// project and its report becomes `coverage.json`; under `coverage_min`, or with no
 /// fresh report (one left in the tree is not this run's), the validation fails.
@@ -691,14 +703,7 @@ fn validate_keeps_the_coverage_report_and_holds_its_minimum() {
         .config("[verify]\nvalidate_fixes = 0\n\n[validate]\ncoverage = \"true\"\n")
         .file("coverage.out", "mode: set\nm/a.go:1.1,2.2 5 1\n")
         .build();
-    let r = p.run(&["run", "--no-wait"]);
-    assert_ne!(r.code, Some(0), "{}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("coverage: the coverage step wrote no report"),
-        "{}",
-        r.stderr
-    );
+    no_fresh_report(&p);
     assert!(!p.run_dir().join("coverage.json").exists());
     // Nor one whose time was set ahead to pass for fresh, outside a clean copy.
     let p = Scratch::new()
@@ -708,12 +713,5 @@ fn validate_keeps_the_coverage_report_and_holds_its_minimum() {
         ))
         .config("[verify]\nvalidate_fixes = 0\nclean_copy = false\n\n[validate]\ncoverage = \"true\"\n")
         .build();
-    let r = p.run(&["run", "--no-wait"]);
-    assert_ne!(r.code, Some(0), "{}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("coverage: the coverage step wrote no report"),
-        "{}",
-        r.stderr
-    );
+    no_fresh_report(&p);
 }

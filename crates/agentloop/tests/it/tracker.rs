@@ -5,6 +5,17 @@ use agentloop_testkit::{MockGitHub, MockLinear};
 
 use crate::support::{Project, Scratch, agent};
 
+/// A bare repository in a directory of its own: a mock forge's remote.
+fn bare_remote() -> (tempfile::TempDir, std::path::PathBuf) {
+    let remote = tempfile::tempdir().unwrap();
+    let bare = remote.path().join("r.git");
+    std::process::Command::new("git")
+        .args(["init", "-q", "--bare", bare.to_str().unwrap()])
+        .status()
+        .unwrap();
+    (remote, bare)
+}
+
 fn import(p: &Project, source: &str, url: &str, token: (&str, &str)) -> crate::support::Run {
     p.cmd(&[
         "plan",
@@ -29,12 +40,7 @@ fn from_gitlab(
     issues: &[(&str, &str)],
     script: &str,
 ) -> (tempfile::TempDir, agentloop_testkit::MockGitLab, Project) {
-    let remote = tempfile::tempdir().unwrap();
-    let bare = remote.path().join("r.git");
-    std::process::Command::new("git")
-        .args(["init", "-q", "--bare", bare.to_str().unwrap()])
-        .status()
-        .unwrap();
+    let (remote, bare) = bare_remote();
     let gl = agentloop_testkit::MockGitLab::start("group/hello", &bare, "glpat", None, &[]);
     for (title, body) in issues {
         gl.add_issue(title, body, &["agentloop"]);
@@ -52,12 +58,7 @@ fn from_gitlab(
 
 #[test]
 fn github_issues_become_a_plan_with_criteria_checks_and_dependencies() {
-    let remote = tempfile::tempdir().unwrap();
-    let bare = remote.path().join("r.git");
-    std::process::Command::new("git")
-        .args(["init", "-q", "--bare", bare.to_str().unwrap()])
-        .status()
-        .unwrap();
+    let (_remote, bare) = bare_remote();
     let gh = MockGitHub::start("octo/hello", &bare, "t0ken", None);
     gh.add_issue(
         "Parse numbers",
@@ -291,12 +292,7 @@ fn a_tracker_that_is_down_is_warned_about_once_and_the_run_goes_on() {
 /// GitLab and Linear.
 #[test]
 fn the_handoffs_follow_ups_are_filed_as_issues_once() {
-    let remote = tempfile::tempdir().unwrap();
-    let bare = remote.path().join("r.git");
-    std::process::Command::new("git")
-        .args(["init", "-q", "--bare", bare.to_str().unwrap()])
-        .status()
-        .unwrap();
+    let (_remote, bare) = bare_remote();
     let gh = MockGitHub::start("octo/hello", &bare, "t0ken", None);
     let script = "case \"$task\" in\n  T1) touch a.txt; echo TASK_COMPLETE ;;\n  *) echo 'BLOCKED: red or blue?' ;;\nesac\n";
     let mut p = Scratch::new()
