@@ -212,9 +212,19 @@ impl Progress {
                     }
                     if p.dirty_count > 0 && !s.settings.in_worktrees() {
                         self.line(&format!(
-                            "agentloop: note: the tree has {} uncommitted when the run starts ({}{})",
+                            "agentloop: note: the tree has {} uncommitted {} ({}{})",
                             plural(p.dirty_count, "change", "changes"),
-                            p.dirty.iter().take(3).cloned().collect::<Vec<_>>().join(", "),
+                            if s.iterations == 0 {
+                                "when the run starts"
+                            } else {
+                                "as this driver starts"
+                            },
+                            p.dirty
+                                .iter()
+                                .take(3)
+                                .cloned()
+                                .collect::<Vec<_>>()
+                                .join(", "),
                             if p.dirty_count > 3 { ", …" } else { "" }
                         ));
                     }

@@ -250,6 +250,33 @@ fn check(config: &Config, sources: &BTreeMap<String, Source>) -> Result<(), Conf
             "`poll` must be longer than 0s and `remote` must name a git remote",
         ));
     }
+    let v = &config.validate;
+    for (key, step) in [
+        ("validate.security", &v.security),
+        ("validate.performance", &v.performance),
+        ("validate.coverage", &v.coverage),
+    ] {
+        if step.as_deref().is_some_and(|c| c.trim().is_empty()) {
+            return Err(bad(
+                key,
+                "is an empty command: name the command, or leave the key out",
+            ));
+        }
+    }
+    if let Some(m) = v.coverage_min {
+        if !(0.0..=100.0).contains(&m) {
+            return Err(bad(
+                "validate.coverage_min",
+                "must be a percent, from 0 to 100",
+            ));
+        }
+        if v.coverage.is_none() {
+            return Err(bad(
+                "validate.coverage_min",
+                "asks for a minimum of a coverage step there is not: set `[validate] coverage` too",
+            ));
+        }
+    }
     if config.run.workers.is_some_and(|w| !(1..=64).contains(&w)) {
         return Err(bad("run.workers", "must be from 1 to 64"));
     }

@@ -69,8 +69,23 @@ impl Coverage {
     }
 }
 
-/// Reads a coverage report in any of the formats above, told apart by its content.
+/// Reads a coverage report in any of the formats above, told apart by its content; one
+/// that counts more lines covered than there are is refused.
 pub fn parse(text: &str) -> Result<Coverage, String> {
+    let c = parse_any(text)?;
+    let odd = std::iter::once(("the totals", &c.lines))
+        .chain(c.files.iter().map(|(p, l)| (p.as_str(), l)))
+        .find(|(_, l)| l.covered > l.total);
+    if let Some((what, l)) = odd {
+        return Err(format!(
+            "{what}: {} lines covered of {}: not a report to trust",
+            l.covered, l.total
+        ));
+    }
+    Ok(c)
+}
+
+fn parse_any(text: &str) -> Result<Coverage, String> {
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') {
         let v: serde_json::Value =
@@ -263,5 +278,7 @@ mod tests {
                 .unwrap_err()
                 .contains("line 2")
         );
+        let over = r#"{"totals": {"covered_lines": 500, "num_statements": 10}}"#;
+        assert!(parse(over).unwrap_err().contains("500 lines covered of 10"));
     }
 }

@@ -154,7 +154,9 @@ pub fn check(root: &Path, plan: &Plan, run_commands: &[String], probe: bool) -> 
     };
     let dirty: Vec<String> = status
         .lines()
-        .map(|l| l.get(3..).unwrap_or(l).to_string())
+        // `XY path`; the output's first line lost its leading space to the trim.
+        .filter_map(|l| l.trim_start().split_once(' '))
+        .map(|(_, path)| path.trim_start().to_string())
         .filter(|p| !p.starts_with(".agentloop"))
         .collect();
     let mut missing: Vec<String> = Vec::new();

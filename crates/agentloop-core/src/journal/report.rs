@@ -294,8 +294,30 @@ pub fn handoff(s: &RunState) -> String {
     if questions.is_empty() {
         out.push_str("(none)\n");
     }
+    let asked = questions.len();
     for (t, q) in questions {
         let _ = writeln!(out, "- {}: {q}", t.id);
+    }
+    // The follow-ups offered as tracker issues.
+    let follow_ups = s
+        .tasks
+        .iter()
+        .filter(|t| t.status != TaskStatus::Done)
+        .count()
+        + asked;
+    if follow_ups > 0
+        && let Some(source) = s.settings.tracker.source.as_deref()
+    {
+        let _ = writeln!(
+            out,
+            "\n{} {}: `agentloop handoff --to-issues` files them on {source} (each once; `--dry-run` shows them first).",
+            follow_ups,
+            if follow_ups == 1 {
+                "follow-up"
+            } else {
+                "follow-ups"
+            }
+        );
     }
     if !s.learnings.is_empty() {
         out.push_str("\n## Learnings\n\n");

@@ -119,6 +119,14 @@ pub(super) fn proceed(
         )
         .hint("`proceed: without confirmation` runs without the gates that only confirm"));
     }
+    if settings.get("run").and_then(|r| r.get("confirm")) == Some(&serde_json::Value::Bool(true)) {
+        return Err(PlanError::at(
+            file,
+            2,
+            "proceed: without confirmation, and `run: {confirm: true}` asks for confirmation",
+        )
+        .hint("keep one of the two"));
+    }
     let run = settings
         .entry("run")
         .or_insert_with(|| serde_json::Value::Object(Default::default()));

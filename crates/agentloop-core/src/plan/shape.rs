@@ -56,7 +56,10 @@ impl Plan {
             .split('\n')
             .map(|l| l.strip_suffix('\r').unwrap_or(l))
             .collect();
-        let shape = parse_front_matter(SHAPE_FILE, &lines, &mut 0)?;
+        let mut shape = parse_front_matter(SHAPE_FILE, &lines, &mut 0)?;
+        // Its phrases as the plan's own: `proceed: without confirmation`, `linear: …`.
+        super::front::proceed(SHAPE_FILE, &mut shape)?;
+        super::front::linear(SHAPE_FILE, &mut shape)?;
         under(&mut self.settings, shape);
         Ok(self)
     }

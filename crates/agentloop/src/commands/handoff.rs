@@ -74,7 +74,11 @@ pub fn handoff(
         ))
         .hint("`agentloop handoff` prints where it stands now"));
     }
-    let tracker = &state.settings.tracker;
+    // The run's tracker; one started without any files on the one configured now.
+    let tracker = match state.settings.tracker.source {
+        Some(_) => state.settings.tracker.clone(),
+        None => super::run_config(&ws.root, &state)?.config.tracker,
+    };
     let Some(source) = tracker.source.as_deref() else {
         return Err(CliError::user(
             "no tracker to file follow-ups on: `[tracker] source` is not set",

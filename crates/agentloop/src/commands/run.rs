@@ -55,6 +55,25 @@ pub(crate) fn required_skills(
     })
 }
 
+/// The project's own required skills tell every iteration of their phase what to do:
+/// they are on the verification surface (a change to one, or its removal, is a change
+/// to the checks), as the checks' own files are.
+pub(crate) fn guard_skills(settings: &mut Settings) {
+    let dirs: Vec<String> = settings
+        .skills
+        .values()
+        .flatten()
+        .filter_map(|s| s.file.strip_suffix("SKILL.md"))
+        .filter(|d| d.starts_with(".claude/skills/"))
+        .map(String::from)
+        .collect();
+    for d in dirs {
+        if !settings.check_files.contains(&d) {
+            settings.check_files.push(d);
+        }
+    }
+}
+
 /// The menu of `--interactive` is asked on a terminal.
 fn interactive_needs_a_terminal(out: &OutputArgs) -> Result<(), CliError> {
     use std::io::IsTerminal;
@@ -223,6 +242,7 @@ pub(crate) fn start(
     let mut settings = Settings::new(&layered.config, flags);
     settings.find_context(&ws.root);
     settings.skills = required_skills(&layered.config, &ws.root)?;
+    guard_skills(&mut settings);
     if settings.sandbox.on() {
         settings.agent_hosts = crate::driver::agent_hosts(&layered.config);
     }
@@ -463,6 +483,7 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
     let mut settings = Settings::new(&layered.config, flags);
     settings.find_context(&ws.root);
     settings.skills = required_skills(&layered.config, &ws.root)?;
+    guard_skills(&mut settings);
     settings.keep_run_decisions(&loaded.state.settings);
     // The agents' own hosts stay as the run recorded them (a sandbox turned on only
     // now reads them now).

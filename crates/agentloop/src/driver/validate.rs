@@ -205,6 +205,9 @@ impl Driver {
                     c.format
                 );
                 match min {
+                    Some(_) if c.lines.total == 0 => Some(format!(
+                        "{words}: a report that counts no line says nothing about the minimum"
+                    )),
                     Some(m) if c.lines.percent() < m => Some(format!(
                         "{words}, under the {m}% `[validate] coverage_min` asks"
                     )),

@@ -265,6 +265,24 @@ fn clarity_and_shape_set_the_gates() {
     let r = p.run(&["resume", "--iterations", "+5", "--no-wait"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(p.status()["status"], "completed");
+    // The shaping step's file may say it too; a plan that says both ways is refused.
+    p.write("PLAN.md", "# P\n\nMake one.txt for the greeter, nothing else.\n\n## T1: Make one.txt\nVerify: test -f one.txt\n");
+    p.write(
+        ".loop/shape/SHAPE.md",
+        "---\nproceed: without confirmation\n---\nShaped.\n",
+    );
+    let r = p.run(&["plan", "check"]);
+    assert!(
+        r.stdout.contains("proceeds without confirmation"),
+        "{}{}",
+        r.stdout,
+        r.stderr
+    );
+    std::fs::remove_file(p.path().join(".loop/shape/SHAPE.md")).unwrap();
+    p.write("PLAN.md", "---\nproceed: without confirmation\nrun:\n  confirm: true\n---\n# P\n\n## T1: a\nVerify: true\n");
+    let r = p.run(&["plan", "check"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("asks for confirmation"), "{}", r.stderr);
     // A bad word there is refused with the line, and changes nothing.
     p.write(
         "PLAN.md",
@@ -655,6 +673,26 @@ fn the_skills_a_phase_requires_must_be_installed_and_are_named_in_its_prompts() 
             && !prompt.contains("security-review"),
         "{prompt}"
     );
+    // A required skill tells every later iteration what to do: an agent that removes
+    // it changes the verification surface, and a person decides.
+    let p = Scratch::new()
+        .plan("# P\n\n## T1: one\nVerify: test -f one.txt\n")
+        .agent(&agent(
+            "rm -rf .claude\ntouch one.txt\necho TASK_COMPLETE\n",
+        ))
+        .config("[prompt.require_skills]\ndevelop = [\"tdd\"]\n")
+        .file(".claude/skills/tdd/SKILL.md", "Red, green, refactor.\n")
+        .build();
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    assert_eq!(p.status()["gate"]["point"], "surface", "{}", r.stderr);
+    assert!(
+        crate::support::surface_paths(&p.status())
+            .iter()
+            .any(|f| f == ".claude/skills/tdd/SKILL.md"),
+        "{}",
+        p.status()
+    );
 }
 
 /// The validation failed: its coverage step wrote no report of this run's.
@@ -714,4 +752,37 @@ fn validate_keeps_the_coverage_report_and_holds_its_minimum() {
         .config("[verify]\nvalidate_fixes = 0\nclean_copy = false\n\n[validate]\ncoverage = \"true\"\n")
         .build();
     no_fresh_report(&p);
+    // A report that counts no line says nothing about a minimum.
+    let p = Scratch::new()
+        .plan(plan)
+        .agent(&agent("touch one.txt\necho TASK_COMPLETE\n"))
+        .config("[verify]\nvalidate_fixes = 0\n\n[validate]\ncoverage = \"printf 'mode: set\\\\n' > coverage.out\"\ncoverage_min = 50\n")
+        .build();
+    let r = p.run(&["run", "--no-wait"]);
+    assert_ne!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("a report that counts no line"),
+        "{}",
+        r.stderr
+    );
+    // Settings that cannot mean anything are refused before anything runs.
+    let base = p
+        .read("agentloop.toml")
+        .split("[verify]")
+        .next()
+        .unwrap()
+        .to_string();
+    for (config, says) in [
+        (
+            "coverage = \"true\"\ncoverage_min = 150\n",
+            "must be a percent, from 0 to 100",
+        ),
+        ("coverage_min = 50\n", "set `[validate] coverage` too"),
+        ("coverage = \" \"\n", "is an empty command"),
+    ] {
+        p.write("agentloop.toml", format!("{base}\n[validate]\n{config}"));
+        let r = p.run(&["plan", "check"]);
+        assert_eq!(r.code, Some(2), "{config}: {}", r.stderr);
+        assert!(r.stderr.contains(says), "{config}: {}", r.stderr);
+    }
 }

@@ -322,6 +322,14 @@ fn the_handoffs_follow_ups_are_filed_as_issues_once() {
     );
     let r = p.run(&["resume", "--no-wait"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
+    // The handoff offers them.
+    let handoff = std::fs::read_to_string(p.run_dir().join("handoff.md")).unwrap();
+    assert!(
+        handoff.contains(
+            "2 follow-ups: `agentloop handoff --to-issues` files them on github:octo/hello"
+        ),
+        "{handoff}"
+    );
     let r = p.run(&["handoff", "--to-issues", "--dry-run"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(

@@ -100,6 +100,7 @@ fn create_run(
     settings.isolate = false;
     let window = settings.claim_window;
     settings.skills = super::run::required_skills(&layered.config, &ws.root)?;
+    super::run::guard_skills(&mut settings);
     super::run::decide(&parsed, &layered.config, &mut settings);
     let (run, _, _) = ws.create_run(&shown, &parsed, settings)?;
     Ok((run, parsed.tasks.len(), window))
