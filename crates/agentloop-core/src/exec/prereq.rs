@@ -140,6 +140,17 @@ fn missing_part(root: &Path, program: &str, command: &str, probe: bool) -> Optio
     None
 }
 
+/// The paths of `git status --porcelain` lines (`XY path`), agentloop's own left out.
+/// The first line may have lost its leading space to a trim (` M a` read as `M a`).
+fn dirty_paths(status: &str) -> Vec<String> {
+    status
+        .lines()
+        .filter_map(|l| l.trim_start().split_once(' '))
+        .map(|(_, path)| path.trim_start().to_string())
+        .filter(|p| !p.is_empty() && !p.starts_with(".agentloop"))
+        .collect()
+}
+
 /// `probe`: also run the check's Python to find the module it names. Only before any
 /// agent has worked: after, an interpreter in the tree (`.venv/bin/python`) may be the
 /// agent's, and agentloop runs nothing of the agent's outside the checks' own
@@ -152,13 +163,7 @@ pub fn check(root: &Path, plan: &Plan, run_commands: &[String], probe: bool) -> 
     } else {
         String::new()
     };
-    let dirty: Vec<String> = status
-        .lines()
-        // `XY path`; the output's first line lost its leading space to the trim.
-        .filter_map(|l| l.trim_start().split_once(' '))
-        .map(|(_, path)| path.trim_start().to_string())
-        .filter(|p| !p.starts_with(".agentloop"))
-        .collect();
+    let dirty = dirty_paths(&status);
     let mut missing: Vec<String> = Vec::new();
     let mut seen: Vec<&str> = Vec::new();
     let checks = plan
@@ -202,6 +207,23 @@ pub fn check(root: &Path, plan: &Plan, run_commands: &[String], probe: bool) -> 
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn dirty_paths_keep_every_letter_of_every_path() {
+        // As `git status --porcelain` prints it once the output is trimmed.
+        let status = "M PLAN.md\n M agentloop.toml\nMM src/a.rs\n?? new.txt\nR  old.rs -> new.rs\n?? .agentloop/x";
+        assert_eq!(
+            dirty_paths(status),
+            vec![
+                "PLAN.md",
+                "agentloop.toml",
+                "src/a.rs",
+                "new.txt",
+                "old.rs -> new.rs"
+            ]
+        );
+    }
+
     use super::*;
 
     #[test]
