@@ -217,8 +217,11 @@ fn decide(s: &RunState, busy: &[&str]) -> Action {
     if s.settings.gates.plan_approval && !s.plan_approved {
         return Action::Record(Event::GateOpened { gate: Gate::Plan });
     }
+    // The plan's review comes before any work: once an iteration ran there is nothing
+    // left for it to hold, and the plan is not read again at every decision after.
     if s.settings.gates.plan_review
         && !s.plan_reviewed
+        && s.iterations == 0
         && !crate::plan::findings(&s.plan, !s.settings.verify_commands.is_empty()).is_empty()
     {
         return Action::Record(Event::GateOpened {

@@ -50,7 +50,7 @@ impl Driver {
                 changes.push((t.id.clone(), key, state));
             }
         }
-        changes.extend(self.run_issue_changes(&source));
+        changes.extend(self.run_issue_changes());
         // One pull request per task: each task's issue is told its pull request.
         let mut shipped: Vec<(String, String, String)> = Vec::new();
         for u in &self.state.ship.shipped {
@@ -144,11 +144,10 @@ impl Driver {
     /// What the run's own issue (`[tracker] issue`) has not been told: the run started
     /// (once it began), each task done, skipped or blocked (a comment), the run's end
     /// (done when it completed; otherwise a comment with why, the issue left started).
-    fn run_issue_changes(&self, source: &Source) -> Vec<(String, String, IssueState)> {
+    fn run_issue_changes(&self) -> Vec<(String, String, IssueState)> {
         let Some(issue) = self.state.settings.tracker.issue.clone() else {
             return Vec::new();
         };
-        let _ = source;
         let told = |k: &str| self.state.ship.issues.get(k).map(String::as_str);
         let mut out = Vec::new();
         let run_state = match self.state.status {
