@@ -8,6 +8,7 @@
 use std::collections::HashSet;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use agentloop_core::config::Price;
 use agentloop_core::values::Usage;
@@ -26,6 +27,34 @@ pub struct Spent {
 /// The transcript's length now: where the next iteration's spending starts.
 pub fn end_of(path: &Path) -> u64 {
     std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
+
+/// Waits, at most `within`, until the transcript after byte `from` holds the turn's
+/// final message (its last non-empty line, as the transcript's JSON spells it). Claude
+/// Code writes its transcript behind its hooks: a Stop hook can run before the turn's
+/// lines are in the file, and reading then would count none of what the turn spent.
+/// True once they are there; false at once when there is no message to wait for.
+pub fn await_turn(path: &Path, from: u64, final_message: &str, within: Duration) -> bool {
+    let Some(last) = final_message.lines().rev().find(|l| !l.trim().is_empty()) else {
+        return false;
+    };
+    let quoted = serde_json::to_string(last.trim()).unwrap_or_default();
+    let needle = quoted.trim_matches('"');
+    let start = Instant::now();
+    loop {
+        let mut text = String::new();
+        let read = std::fs::File::open(path).and_then(|mut f| {
+            f.seek(SeekFrom::Start(from))?;
+            f.read_to_string(&mut text)
+        });
+        if read.is_ok() && text.contains(needle) {
+            return true;
+        }
+        if start.elapsed() >= within {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// Sums the usage of the assistant messages in `path` after byte `from` (a message
@@ -164,6 +193,38 @@ mod tests {
             (cost - (600.0 * 3.0 + 120.0 * 15.0) / 1e6).abs() < 1e-12,
             "{cost}"
         );
+    }
+
+    #[test]
+    fn the_turn_is_awaited_until_its_final_message_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let before = r#"{"type":"assistant","message":{"id":"a","content":[{"type":"text","text":"Ready."}]}}"#;
+        std::fs::write(&path, format!("{before}\n")).unwrap();
+        let from = end_of(&path);
+        let message = "Done: \"a.txt\" written.\nTASK_COMPLETE";
+        let short = Duration::from_millis(30);
+        assert!(!await_turn(&path, from, message, short), "not written yet");
+        assert!(await_turn(&path, 0, "Ready.\n\n", Duration::ZERO));
+        assert!(
+            !await_turn(&path, from, "  \n", Duration::from_secs(5)),
+            "nothing to wait for"
+        );
+        // Written by another thread a little later: the wait sees it.
+        let writer = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                let line = r#"{"type":"assistant","message":{"id":"b","content":[{"type":"text","text":"Done: \"a.txt\" written.\nTASK_COMPLETE"}]}}"#;
+                let mut f = std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(&path)
+                    .unwrap();
+                std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes()).unwrap();
+            })
+        };
+        assert!(await_turn(&path, from, message, Duration::from_secs(5)));
+        writer.join().unwrap();
     }
 
     #[test]

@@ -299,13 +299,14 @@ fn connections_dropped_mid_run_lose_and_repeat_nothing() {
     let url = database("al_drops");
     let p = six(&url, "0.3");
     let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
-    // An administrator (or a failover) ends every agentloop session, again and again.
+    // An administrator (or a failover) ends every agentloop session, again and again
+    // (this test's database only: the other tests share the server).
     let mut admin = sql(&url);
     let mut dropped = 0u64;
     while driver.try_wait().unwrap().is_none() {
         let n: i64 = admin
             .query_one(
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name LIKE 'agentloop %' AND pid <> pg_backend_pid()",
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name LIKE 'agentloop %' AND datname = current_database() AND pid <> pg_backend_pid()",
                 &[],
             )
             .unwrap()
@@ -495,7 +496,7 @@ fn a_driver_whose_run_was_taken_while_its_connection_was_down_stops() {
     loop {
         admin
             .execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE $1",
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE $1 AND datname = current_database()",
                 &[&format!("agentloop driver {run} %")],
             )
             .unwrap();

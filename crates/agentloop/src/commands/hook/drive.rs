@@ -116,10 +116,15 @@ fn final_message(input: &Stop) -> String {
 /// Where an iteration's start in the session transcript is kept (a byte offset).
 const TRANSCRIPT_OFFSET: &str = "transcript-offset";
 
+/// How long a Stop hook waits for the turn's lines to reach the transcript (well
+/// inside the hook's own time limit).
+const TRANSCRIPT_LAG: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// What the session's turn spent on an iteration: the tokens of the assistant messages
 /// written since the iteration began, and their cost at the configured price of the
-/// model, else its list price.
-fn turn_spent(d: &Driver, iteration: u32, common: &Common) -> (Usage, f64) {
+/// model, else its list price. The turn's `final_message` (when there is one) is first
+/// awaited in the transcript, which the CLI may still be writing.
+fn turn_spent(d: &Driver, iteration: u32, common: &Common, final_message: &str) -> (Usage, f64) {
     let Some(path) = &common.transcript_path else {
         return (Usage::default(), 0.0);
     };
@@ -130,6 +135,7 @@ fn turn_spent(d: &Driver, iteration: u32, common: &Common) -> (Usage, f64) {
     else {
         return (Usage::default(), 0.0);
     };
+    agentloop_agents::transcript::await_turn(path, from, final_message, TRANSCRIPT_LAG);
     let spent = agentloop_agents::transcript::spent_since(path, from);
     let price = spent.model.as_deref().and_then(|m| {
         d.config
@@ -201,7 +207,7 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
             output_bytes: message.len() as u64,
             ..Finished::default()
         };
-        let (usage, cost_usd) = turn_spent(&d, open.started.iteration, &input.common);
+        let (usage, cost_usd) = turn_spent(&d, open.started.iteration, &input.common, &message);
         let run = AgentRun {
             finished,
             final_message: message,
@@ -345,7 +351,7 @@ pub(super) fn stop_failure(input: &StopFailure) -> Result<Value, String> {
         .error_message
         .clone()
         .unwrap_or_else(|| format!("the session stopped on an API error: {error}"));
-    let (usage, cost_usd) = turn_spent(&d, open.started.iteration, &input.common);
+    let (usage, cost_usd) = turn_spent(&d, open.started.iteration, &input.common, "");
     let run = AgentRun {
         usage,
         cost_usd,
