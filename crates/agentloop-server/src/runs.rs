@@ -106,7 +106,17 @@ fn phase_words(s: &RunState) -> Option<String> {
         Action::TestBaseline => {
             "taking the test baseline: every check once, before any agent".into()
         }
-        Action::Merge { iteration } => format!("merging iteration {iteration}'s verified work"),
+        Action::Merge { batch } => match batch.as_slice() {
+            [one] => format!("merging iteration {one}'s verified work"),
+            _ => format!(
+                "merging the verified work of iterations {} as a batch",
+                batch
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        },
         Action::Ship(_) => "shipping: the pull request, its checks and review".into(),
         Action::Review { task, .. } => format!("the reviewer is reading task {task}'s work"),
         Action::CheckDiff { task } => {

@@ -152,6 +152,9 @@ pub(crate) fn event(e: &Event) -> String {
         Event::MergeFailed {
             iteration, reason, ..
         } => format!("iteration {iteration}: not merged: {reason}"),
+        Event::MergeRequeued { iteration, reason } => {
+            format!("iteration {iteration}: back in the merge queue: {reason}")
+        }
         Event::Landed { branch, commit } => {
             format!("landed: {branch} is now {}", short(commit))
         }

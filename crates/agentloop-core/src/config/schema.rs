@@ -37,6 +37,26 @@ pub struct Config {
     /// The VALIDATE phase's own steps, beside every done task's checks.
     #[serde(default)]
     pub validate: ValidateConfig,
+    /// `[merge]`: how a run with workers merges verified tasks onto its integration
+    /// branch.
+    pub merge: MergeConfig,
+}
+
+/// `[merge]`: the merge queue of a run with workers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct MergeConfig {
+    /// Verified tasks merged together and checked once on the merged result: up to this
+    /// many of those waiting in the queue. A batch whose checks fail is bisected until
+    /// the task that broke it is found; that task goes back to its agent, the ones
+    /// before it land, the ones after it wait for the next batch. 1: one at a time.
+    pub batch: u32,
+}
+
+impl Default for MergeConfig {
+    fn default() -> Self {
+        MergeConfig { batch: 8 }
+    }
 }
 
 /// `[store]`: with `url`, each run's journal is kept in that PostgreSQL database (its

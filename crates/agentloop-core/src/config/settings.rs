@@ -88,6 +88,10 @@ pub struct Settings {
     /// queue).
     #[serde(default = "one")]
     pub workers: u32,
+    /// `[merge] batch`: verified tasks merged and checked together (runs recorded
+    /// before it existed: one at a time).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub merge_batch: u32,
     /// The integration branch of a run with workers (`{run}`: the run id).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub branch: String,
@@ -181,6 +185,7 @@ impl Settings {
             // the diff gates, which read what each task's commit changed.
             commit: c.git.commit || c.ship.enabled() || c.gates.any_diff_gate(),
             workers: c.run.workers(),
+            merge_batch: c.merge.batch.max(1),
             branch: c.run.branch.clone(),
             land: c.run.land,
             // A job elsewhere works on a task's branch: always in worktrees.
@@ -230,6 +235,10 @@ fn exit_code() -> crate::values::Regression {
 
 fn one() -> u32 {
     1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 fn default_claim_window() -> std::time::Duration {

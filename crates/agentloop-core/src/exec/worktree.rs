@@ -222,6 +222,13 @@ pub fn merge_worktree(root: &Path, run_id: &str, head: &str) -> Result<PathBuf, 
     Ok(path)
 }
 
+/// Puts the merge worktree at `commit` (an earlier merge of a batch, to check it alone).
+pub fn checkout_detached(merge_wt: &Path, commit: &str) -> Result<(), String> {
+    text(git(merge_wt, &["checkout", "-q", "-f", "--detach", commit]))?;
+    text(git(merge_wt, &["clean", "-fdq"]))?;
+    Ok(())
+}
+
 /// Bytes of conflicting hunks kept for the agent.
 const HUNKS_CAP: usize = 12 * 1024;
 

@@ -264,6 +264,12 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         fingerprint: Option<String>,
     },
+    /// A verified task merged in a batch with others that did not land: it waits in the
+    /// merge queue for the next batch (still verified; nothing goes back to its agent).
+    MergeRequeued {
+        iteration: u32,
+        reason: String,
+    },
     /// The checked-out branch was fast-forwarded to the integration branch.
     Landed {
         branch: String,
@@ -351,6 +357,7 @@ impl Event {
             Event::MergeStarted { .. } => "merge_started",
             Event::Merged { .. } => "merged",
             Event::MergeFailed { .. } => "merge_failed",
+            Event::MergeRequeued { .. } => "merge_requeued",
             Event::Landed { .. } => "landed",
             Event::SurfaceChecked { .. } => "surface_checked",
             Event::TripwiresChecked { .. } => "tripwires_checked",

@@ -551,6 +551,7 @@ impl RunState {
             Event::IntegrationStarted { branch, base } => self.integration_started(branch, base),
             Event::MergeStarted { iteration, head } => self.merge_started(*iteration, head),
             Event::Merged { iteration, commit } => self.merged(*iteration, commit),
+            Event::MergeRequeued { iteration, .. } => self.merge_requeued(*iteration),
             Event::MergeFailed {
                 iteration,
                 conflict,

@@ -34,6 +34,12 @@ impl RunState {
         }
     }
 
+    pub(super) fn merge_requeued(&mut self, iteration: u32) {
+        if let Some(open) = self.open_mut(iteration) {
+            open.merge = None;
+        }
+    }
+
     pub(super) fn merge_failed(&mut self, iteration: u32, failed: MergeState) {
         if let Some(open) = self.open_mut(iteration) {
             open.merge = Some(failed);

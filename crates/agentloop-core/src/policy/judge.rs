@@ -197,7 +197,9 @@ fn merge_verdict(open: &OpenIteration) -> Action {
         }))
     };
     match &open.merge {
-        None | Some(MergeState::Started { .. }) => Action::Merge { iteration },
+        None | Some(MergeState::Started { .. }) => Action::Merge {
+            batch: vec![iteration],
+        },
         Some(MergeState::Merged { commit }) => end(
             Outcome::Completed,
             "verified, merged and checked on the merged result".into(),

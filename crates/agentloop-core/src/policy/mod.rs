@@ -50,10 +50,12 @@ pub enum Action {
     Validate,
     /// Compare the verification surface with the baseline (`surface_checked`).
     CheckSurface { iteration: u32 },
-    /// A run with workers: merge the iteration's verified branch onto the integration
-    /// branch and check the merged result (`merge_started`, then `merged` or
-    /// `merge_failed`). One at a time: the merge queue.
-    Merge { iteration: u32 },
+    /// A run with workers: merge a batch of verified iterations (the queue's head
+    /// first, at most `[merge] batch`) onto the integration branch, one after the
+    /// other, and check the merged result once (`merge_started` for each, then
+    /// `merged`, `merge_failed` or `merge_requeued` for each). One batch at a time: the
+    /// merge queue.
+    Merge { batch: Vec<u32> },
     /// A step of shipping the completed run (push, pull request, checks, merge, the
     /// base branch's verification after it).
     Ship(ShipStep),
@@ -86,8 +88,8 @@ impl Action {
             | Action::CheckSurface { iteration }
             | Action::CheckTripwires { iteration }
             | Action::Restore { iteration, .. }
-            | Action::Review { iteration, .. }
-            | Action::Merge { iteration } => Some(*iteration),
+            | Action::Review { iteration, .. } => Some(*iteration),
+            Action::Merge { batch } => batch.first().copied(),
             Action::Record(Event::IterationFinished(f)) => Some(f.iteration),
             _ => None,
         }

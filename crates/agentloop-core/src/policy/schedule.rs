@@ -44,7 +44,7 @@ pub fn pick(s: &RunState, busy: &BTreeSet<u32>) -> Pick {
 }
 
 /// The actions a run can take now, most urgent first: decisions to record, steps of
-/// iterations in progress, at most one merge (the queue's head), at most one new
+/// iterations in progress, at most one merge (a batch from the queue's head), at most one new
 /// iteration (its number is the next one), or else what the run waits for. With one
 /// worker this is `next_action`.
 ///
@@ -56,20 +56,20 @@ pub fn schedule(s: &RunState) -> Vec<Action> {
         return vec![next_action(s)];
     }
     let mut out = Vec::new();
-    // The merge queue: one merge at a time, the one under way first, then the
-    // iterations in the order they were verified.
-    let mut merging = s
-        .running
-        .iter()
-        .any(|o| matches!(o.merge, Some(MergeState::Started { .. })));
+    // The merge queue: one batch at a time. A batch under way (or one a dead driver
+    // began) first, whole; else the iterations in the order they were verified, up to
+    // `[merge] batch` of them.
+    let mut started = Vec::new();
+    let mut queued = Vec::new();
+    let mut at = None;
     let mut held = None;
     for open in &s.running {
         match finish_open_iteration(s, open) {
-            Action::Merge { iteration } => {
-                let under_way = matches!(open.merge, Some(MergeState::Started { .. }));
-                if under_way || !merging {
-                    merging = true;
-                    out.push(Action::Merge { iteration });
+            Action::Merge { batch } => {
+                at.get_or_insert(out.len());
+                match open.merge {
+                    Some(MergeState::Started { .. }) => started.extend(batch),
+                    _ => queued.extend(batch),
                 }
             }
             // A task waiting for its person holds up no other.
@@ -78,6 +78,15 @@ pub fn schedule(s: &RunState) -> Vec<Action> {
             }
             a => out.push(a),
         }
+    }
+    if let Some(at) = at {
+        let batch = if started.is_empty() {
+            queued.truncate(s.settings.merge_batch.max(1) as usize);
+            queued
+        } else {
+            started
+        };
+        out.insert(at, Action::Merge { batch });
     }
     if s.is_finished() {
         if out.is_empty() {

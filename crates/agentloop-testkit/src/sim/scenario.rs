@@ -37,6 +37,8 @@ pub struct Attempt {
     pub trips: bool,
     /// Its merge onto the integration branch conflicts.
     pub conflicts: bool,
+    /// Its checks fail once it is merged with what the branch has meanwhile.
+    pub red_merged: bool,
     /// The reviewer rejects it.
     pub rejected: bool,
     /// Its first try is lost with its job (a node failed): redone, not counted.
@@ -106,6 +108,11 @@ impl Scenario {
         // Some runs proceed without confirmation (`--yes`).
         c.run.confirm = !r.chance(15);
         let trouble = r.range(0, 40);
+        c.merge.batch = match r.range(0, 3) {
+            0 => 1,
+            1 => 4,
+            _ => 8,
+        };
         Scenario {
             seed,
             plan,
@@ -142,6 +149,7 @@ impl Scenario {
             agent_ms: r.range(30_000, 1_200_000),
             checks_ms: r.range(2_000, 60_000),
             merge_ms: r.range(1_000, 30_000),
+            red_merged: r.chance(p / 4),
         }
     }
 

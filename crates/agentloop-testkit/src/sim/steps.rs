@@ -218,57 +218,115 @@ impl World<'_> {
     }
 
     /// As `start_merge`: a merge a dead driver began that is on the branch already is
-    /// recorded as merged; otherwise it starts (again) from the branch's head.
-    pub(super) fn start_merge(&mut self, iteration: u32) -> Result<(), Killed> {
-        let Some(open) = self.state.open_iteration(iteration).cloned() else {
-            return Ok(());
-        };
-        if let Some(MergeState::Started { head }) = &open.merge {
-            let since: usize = head.parse().unwrap_or(0);
-            if self.branch[since.min(self.branch.len())..]
-                .iter()
-                .any(|c| c.iteration == iteration)
-            {
-                let commit = format!("merge-{iteration}");
-                return self.append(Event::Merged { iteration, commit });
+    /// recorded as merged; the rest of the batch starts (again) from the branch's head.
+    pub(super) fn start_merge(&mut self, batch: Vec<u32>) -> Result<(), Killed> {
+        let mut members = Vec::new();
+        for iteration in batch {
+            let Some(open) = self.state.open_iteration(iteration).cloned() else {
+                continue;
+            };
+            if let Some(MergeState::Started { head }) = &open.merge {
+                let since: usize = head.parse().unwrap_or(0);
+                if self.branch[since.min(self.branch.len())..]
+                    .iter()
+                    .any(|c| c.iteration == iteration)
+                {
+                    let commit = format!("merge-{iteration}");
+                    self.append(Event::Merged { iteration, commit })?;
+                    continue;
+                }
             }
+            members.push(iteration);
         }
-        self.append(Event::MergeStarted {
-            iteration,
-            head: self.branch.len().to_string(),
-        })?;
-        let ms = self
-            .attempt_of(iteration)
-            .map_or(1_000, |(_, a)| a.merge_ms);
-        self.busy.insert(iteration);
-        self.later(ms, Done::Merge(iteration));
+        if members.is_empty() {
+            return Ok(());
+        }
+        let head = self.branch.len().to_string();
+        let mut ms = 0;
+        for &iteration in &members {
+            self.append(Event::MergeStarted {
+                iteration,
+                head: head.clone(),
+            })?;
+            self.busy.insert(iteration);
+            ms = ms.max(self.attempt_of(iteration).map_or(1_000, |(_, a)| a.merge_ms));
+        }
+        self.later(ms, Done::Merge(members));
         Ok(())
     }
 
-    /// The merge job's end: the branch moves (an effect of its own), then the driver
-    /// records it; a conflict or red checks on the merged result leave the branch.
-    pub(super) fn merge_finished(&mut self, iteration: u32) -> Result<(), Killed> {
-        let Some((task, a)) = self.attempt_of(iteration) else {
-            return Ok(());
-        };
-        if a.conflicts {
-            return self.append(Event::MergeFailed {
-                iteration,
-                conflict: true,
-                reason: format!("{task} conflicts with the integration branch"),
-                digest: "CONFLICT (content): src/lib.rs".into(),
-                fingerprint: Some(format!("{task}-conflict")),
-            });
+    /// The merge job's end, as the merge queue's: a conflict fails the batch's first
+    /// merge and sends a later one back to the queue; the first task whose work is red
+    /// on the merged result fails, the ones before it land (the branch moves, an effect
+    /// of its own, before the driver records), the ones after it go back to the queue.
+    pub(super) fn merge_finished(&mut self, batch: Vec<u32>) -> Result<(), Killed> {
+        let mut merged: Vec<(u32, String, bool)> = Vec::new();
+        let mut outcomes: Vec<(u32, Event)> = Vec::new();
+        let order = batch.clone();
+        for iteration in batch {
+            let Some((task, a)) = self.attempt_of(iteration) else {
+                continue;
+            };
+            if !a.conflicts {
+                merged.push((iteration, task, a.red_merged));
+            } else if merged.is_empty() {
+                outcomes.push((
+                    iteration,
+                    Event::MergeFailed {
+                        iteration,
+                        conflict: true,
+                        reason: format!("{task} conflicts with the integration branch"),
+                        digest: "CONFLICT (content): src/lib.rs".into(),
+                        fingerprint: Some(format!("{task}-conflict")),
+                    },
+                ));
+            } else {
+                outcomes.push((
+                    iteration,
+                    Event::MergeRequeued {
+                        iteration,
+                        reason: format!("{task} conflicts with its batch"),
+                    },
+                ));
+            }
         }
-        self.branch.push(Commit {
-            iteration,
-            task: task.clone(),
-        });
-        self.effect(None)?;
-        self.append(Event::Merged {
-            iteration,
-            commit: format!("merge-{iteration}"),
-        })
+        let culprit = merged.iter().position(|m| m.2);
+        let lands = culprit.unwrap_or(merged.len());
+        if lands > 0 {
+            for (iteration, task, _) in &merged[..lands] {
+                self.branch.push(Commit {
+                    iteration: *iteration,
+                    task: task.clone(),
+                });
+            }
+            self.effect(None)?;
+        }
+        for (k, (iteration, task, _)) in merged.iter().enumerate() {
+            let event = match culprit {
+                Some(c) if k == c => Event::MergeFailed {
+                    iteration: *iteration,
+                    conflict: false,
+                    reason: format!("on the merged result, {task}'s checks fail"),
+                    digest: "assertion failed on the merged result".into(),
+                    fingerprint: Some(format!("{task}-merged")),
+                },
+                Some(c) if k > c => Event::MergeRequeued {
+                    iteration: *iteration,
+                    reason: format!("merged in a batch after a red one ({task})"),
+                },
+                _ => Event::Merged {
+                    iteration: *iteration,
+                    commit: format!("merge-{iteration}"),
+                },
+            };
+            outcomes.push((*iteration, event));
+        }
+        // Recorded in the batch's order, as the driver records them.
+        outcomes.sort_by_key(|(i, _)| order.iter().position(|o| o == i));
+        for (_, e) in outcomes {
+            self.append(e)?;
+        }
+        Ok(())
     }
 
     /// The reviewer's turn, in the driver's own turn as the driver takes it.

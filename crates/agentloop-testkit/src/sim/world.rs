@@ -64,7 +64,7 @@ pub struct Run {
 pub(super) enum Done {
     Agent(u32),
     Checks(u32),
-    Merge(u32),
+    Merge(Vec<u32>),
     Person,
 }
 
@@ -318,7 +318,7 @@ impl World<'_> {
                     self.busy.insert(iteration);
                     self.later(ms, Done::Checks(iteration));
                 }
-                Pick::Take(Action::Merge { iteration }) => self.start_merge(iteration)?,
+                Pick::Take(Action::Merge { batch }) => self.start_merge(batch)?,
                 Pick::Take(Action::Review { iteration, .. }) => self.review(iteration)?,
                 Pick::Take(Action::CheckDiff { task }) => self.append(Event::TaskDiffChecked {
                     task,
@@ -424,9 +424,11 @@ impl World<'_> {
                     self.busy.remove(&n);
                     self.checks_finished(n)?;
                 }
-                Done::Merge(n) => {
-                    self.busy.remove(&n);
-                    self.merge_finished(n)?;
+                Done::Merge(batch) => {
+                    for n in &batch {
+                        self.busy.remove(n);
+                    }
+                    self.merge_finished(batch)?;
                 }
                 Done::Person => self.person_answers()?,
             }

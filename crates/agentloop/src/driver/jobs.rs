@@ -9,7 +9,7 @@ use std::sync::mpsc::Sender;
 use std::time::Duration;
 
 use agentloop_agents::{Agent, AgentRun};
-use agentloop_core::exec::{git, verify, worktree};
+use agentloop_core::exec::{git, verify};
 use agentloop_core::journal::VerifyFinished;
 
 /// What a job reports when it is done.
@@ -25,21 +25,22 @@ pub(crate) enum Done {
         log: PathBuf,
         result: std::io::Result<VerifyFinished>,
     },
+    /// A batch of the merge queue: what became of each of its iterations.
     Merge {
-        iteration: u32,
-        outcome: MergeOutcome,
+        batch: Vec<u32>,
+        outcome: Result<Vec<(u32, super::merge_queue::MergeOutcome)>, String>,
     },
     /// Not an end: where the iteration's job stands on its cluster now.
     Job(agentloop_core::journal::JobState),
 }
 
 impl Done {
-    pub(crate) fn iteration(&self) -> u32 {
+    /// The iterations whose step this is (a merge's: every one of its batch).
+    pub(crate) fn iterations(&self) -> Vec<u32> {
         match self {
-            Done::Agent { iteration, .. }
-            | Done::Checked { iteration, .. }
-            | Done::Merge { iteration, .. } => *iteration,
-            Done::Job(j) => j.iteration,
+            Done::Agent { iteration, .. } | Done::Checked { iteration, .. } => vec![*iteration],
+            Done::Merge { batch, .. } => batch.clone(),
+            Done::Job(j) => vec![j.iteration],
         }
     }
 
@@ -101,7 +102,53 @@ pub(crate) struct Copied {
 }
 
 impl Checks {
-    fn run(
+    /// The checks of several tasks run once, together (a batch of the merge queue):
+    /// every task's commands and measures, and what each task's tests must show; the
+    /// rest as the last task's (its reports directory among them).
+    pub(crate) fn together(all: &[&Checks]) -> Checks {
+        let last = all.last().expect("checks of at least one task");
+        let mut commands: Vec<String> = Vec::new();
+        let mut measures = Vec::new();
+        let mut expected = last.expected.clone();
+        for c in all {
+            for command in &c.commands {
+                if !commands.contains(command) {
+                    commands.push(command.clone());
+                }
+            }
+            for m in &c.measures {
+                if !measures.contains(m) {
+                    measures.push(m.clone());
+                }
+            }
+            if let (Some(e), Some(mine)) = (&mut expected, &c.expected) {
+                for n in &mine.named {
+                    if !e.named.contains(n) {
+                        e.named.push(n.clone());
+                    }
+                }
+                for o in &mine.own {
+                    if !e.own.contains(o) {
+                        e.own.push(o.clone());
+                    }
+                }
+            }
+        }
+        Checks {
+            expected,
+            reports: last.reports.clone(),
+            commands,
+            measures,
+            timeout: last.timeout,
+            output_cap: last.output_cap,
+            stop: last.stop.clone(),
+            sandbox: last.sandbox.clone(),
+            copy: None,
+            held_out: None,
+        }
+    }
+
+    pub(crate) fn run(
         &self,
         iteration: u32,
         dir: &std::path::Path,
@@ -194,92 +241,4 @@ pub(crate) fn check(
             result,
         });
     });
-}
-
-/// What a merge came to.
-pub(crate) enum MergeOutcome {
-    Merged {
-        commit: String,
-    },
-    Failed {
-        conflict: bool,
-        reason: String,
-        digest: String,
-        fingerprint: Option<String>,
-    },
-    /// Something went wrong that is not the work's fault (git failed).
-    Error(String),
-}
-
-/// A verified task's way onto the integration branch.
-pub(crate) struct MergeJob {
-    pub iteration: u32,
-    pub root: PathBuf,
-    pub run_id: String,
-    pub integration: String,
-    /// The integration head it merges onto.
-    pub head: String,
-    pub worktree: PathBuf,
-    pub message: String,
-    pub log: PathBuf,
-    pub checks: Checks,
-}
-
-/// Commits the task's work, merges it in the merge worktree, runs the checks on the
-/// merged result, and moves the integration branch only if they pass.
-pub(crate) fn merge(job: MergeJob, done: Sender<Done>) {
-    std::thread::spawn(move || {
-        let iteration = job.iteration;
-        let outcome = merge_now(&job).unwrap_or_else(MergeOutcome::Error);
-        let _ = done.send(Done::Merge { iteration, outcome });
-    });
-}
-
-fn merge_now(job: &MergeJob) -> Result<MergeOutcome, String> {
-    // The worktree's state as verified, on the task's branch: an attempt, until the
-    // merge takes its tree (and only its tree) onto the integration branch.
-    let attempt = format!(
-        "agentloop: attempt of iteration {} (not merged yet)",
-        job.iteration
-    );
-    let work = worktree::commit_work(&job.worktree, &attempt)?;
-    let at = worktree::merge_worktree(&job.root, &job.run_id, &job.head)?;
-    let verified = format!(
-        "{} (verified work)",
-        job.message.lines().next().unwrap_or("")
-    );
-    let commit = match worktree::merge(&at, &work, &verified, &job.message)? {
-        worktree::Merge::Clean { commit } => commit,
-        worktree::Merge::Conflict { files, hunks } => {
-            let list = files.join(", ");
-            return Ok(MergeOutcome::Failed {
-                conflict: true,
-                reason: format!("merge conflict with work merged meanwhile: {list}"),
-                digest: format!(
-                    "Your work conflicts with work other workers merged meanwhile, in {list}. Your worktree now has the newer work merged in, with conflict markers where the two meet: resolve them, keep both intents, and make the checks pass again. The conflicting hunks:\n```\n{hunks}\n```"
-                ),
-                fingerprint: Some(agentloop_core::failure::fingerprint("merge", &list)),
-            });
-        }
-    };
-    let result = job
-        .checks
-        .run(job.iteration, &at, &job.log)
-        .map_err(|e| format!("cannot run the checks on the merged result: {e}"))?;
-    if !result.passed {
-        let first = result.failure_words();
-        return Ok(MergeOutcome::Failed {
-            conflict: false,
-            reason: format!("on the merged result, {first}"),
-            digest: format!(
-                "Your work passes alone, but once it is merged with what other workers did meanwhile (your worktree now has their work merged in), {first}. {}",
-                result.digest.unwrap_or_default()
-            ),
-            fingerprint: result.fingerprint,
-        });
-    }
-    worktree::advance(&job.root, &job.integration, &job.head, &commit).map_err(|e| {
-        format!("the integration branch moved while merging (nothing was lost): {e}")
-    })?;
-    Ok(MergeOutcome::Merged { commit })
 }

@@ -7,6 +7,7 @@ mod executor;
 mod gates;
 mod jobs;
 mod menu;
+mod merge_queue;
 mod record;
 mod review;
 mod sandbox;
@@ -107,7 +108,10 @@ fn step_words(a: &Action) -> String {
         Action::Restore { iteration, .. } => {
             format!("restore the verification surface changed by iteration {iteration}")
         }
-        Action::Merge { iteration } => format!("merge iteration {iteration}"),
+        Action::Merge { batch } => format!(
+            "merge {}",
+            agentloop_core::words::plural(batch.len(), "iteration", "iterations")
+        ),
         Action::Ship(step) => format!("ship: {step:?}"),
         Action::CheckDiff { task } => format!("read what task {task} changed for the diff gates"),
         Action::Record(e) => format!("record {}", e.kind()),

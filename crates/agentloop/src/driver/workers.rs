@@ -18,7 +18,7 @@ use agentloop_core::values::Land;
 
 use super::Driver;
 use super::executor::{self, Executor};
-use super::jobs::{self, AgentJob, Checks, Done, MergeJob, MergeOutcome};
+use super::jobs::{self, AgentJob, Checks, Done};
 use crate::error::{CliError, ExitKind};
 
 /// What the scheduler has under way, by iteration.
@@ -28,6 +28,17 @@ struct Workers {
     busy: BTreeSet<u32>,
     stop: Arc<AtomicBool>,
     executor: Box<dyn Executor>,
+}
+
+impl Workers {
+    /// The steps a job's report ends are no longer under way.
+    fn free(&mut self, d: &Done) {
+        if d.ends() {
+            for i in d.iterations() {
+                self.busy.remove(&i);
+            }
+        }
+    }
 }
 
 impl Driver {
@@ -73,11 +84,7 @@ impl Driver {
                 w.stop.store(true, Ordering::SeqCst);
                 while !w.busy.is_empty() {
                     match w.done_rx.recv_timeout(Duration::from_secs(10)) {
-                        Ok(d) => {
-                            if d.ends() {
-                                w.busy.remove(&d.iteration());
-                            }
-                        }
+                        Ok(d) => w.free(&d),
                         Err(_) => break,
                     }
                 }
@@ -86,9 +93,7 @@ impl Driver {
                 return Ok(ExitKind::Interrupted);
             }
             while let Ok(d) = w.done_rx.try_recv() {
-                if d.ends() {
-                    w.busy.remove(&d.iteration());
-                }
+                w.free(&d);
                 self.complete(d)?;
             }
             self.poll_controls()?;
@@ -132,13 +137,15 @@ impl Driver {
                     let dir = self.workdir(iteration);
                     let log = self.run.iteration_dir(iteration).join("verify.log");
                     let mut checks =
-                        self.checks(&task, &w, Place::Worktree, self.reports_dir(iteration));
+                        self.checks_at(&task, &w.stop, Place::Worktree, self.reports_dir(iteration));
                     checks.copy = self.task_copy(&task, &dir);
                     checks.held_out = self.held_out(&task, iteration);
                     w.busy.insert(iteration);
                     jobs::check(iteration, dir, log, checks, w.done_tx.clone());
                 }
-                Pick::Take(Action::Merge { iteration }) => self.start_merge(iteration, &mut w)?,
+                Pick::Take(Action::Merge { batch }) => {
+                    self.start_merge(batch, &mut w.busy, &w.stop, &w.done_tx)?
+                }
                 Pick::Take(Action::Ship(step)) => self.ship(step)?,
                 Pick::Take(Action::Validate) => self.validate()?,
                 Pick::Take(Action::TestBaseline) => self.test_baseline()?,
@@ -190,9 +197,7 @@ impl Driver {
                     // Only work under way: wait for some of it to finish.
                     self.flush_soon();
                     if let Ok(d) = w.done_rx.recv_timeout(Duration::from_millis(100)) {
-                        if d.ends() {
-                            w.busy.remove(&d.iteration());
-                        }
+                        w.free(&d);
                         self.complete(d)?;
                     }
                 }
@@ -238,7 +243,13 @@ impl Driver {
 
     /// A task's checks, as they run at `place` (its worktree, or the merged result)
     /// with their reports in `reports`.
-    fn checks(&self, task: &str, w: &Workers, place: Place, reports: std::path::PathBuf) -> Checks {
+    pub(super) fn checks_at(
+        &self,
+        task: &str,
+        stop: &Arc<AtomicBool>,
+        place: Place,
+        reports: std::path::PathBuf,
+    ) -> Checks {
         Checks {
             expected: self.expected(Some(task), place),
             reports,
@@ -246,7 +257,7 @@ impl Driver {
             measures: self.state.plan.measures(task),
             timeout: self.config.verify.timeout,
             output_cap: self.config.verify.output_cap,
-            stop: w.stop.clone(),
+            stop: stop.clone(),
             sandbox: self.check_sandbox(),
             copy: None,
             held_out: None,
@@ -302,56 +313,6 @@ impl Driver {
         Ok(())
     }
 
-    /// The head of the merge queue: merged and checked off this thread; a merge that
-    /// a crash interrupted after the branch moved is recognized, not made twice.
-    fn start_merge(&mut self, iteration: u32, w: &mut Workers) -> Result<(), CliError> {
-        let i = self.integration()?;
-        let open = self
-            .state
-            .open_iteration(iteration)
-            .cloned()
-            .ok_or_else(|| CliError::internal(format!("no iteration {iteration} to merge")))?;
-        let trailer = format!("Agentloop-Iteration: {}/{iteration}", self.run.id);
-        if let Some(MergeState::Started { head }) = &open.merge
-            && let Some(commit) = worktree::merged_since(&self.ws.root, &i.branch, head, &trailer)
-        {
-            return self.record(Event::Merged { iteration, commit });
-        }
-        let head = worktree::rev(&self.ws.root, &format!("refs/heads/{}", i.branch))
-            .unwrap_or_else(|| i.head.clone());
-        self.record(Event::MergeStarted {
-            iteration,
-            head: head.clone(),
-        })?;
-        let task = open.started.task.clone();
-        let title = self
-            .state
-            .task(&task)
-            .map(|t| t.title.clone())
-            .unwrap_or_default();
-        w.busy.insert(iteration);
-        jobs::merge(
-            MergeJob {
-                iteration,
-                root: self.ws.root.clone(),
-                run_id: self.run.id.clone(),
-                integration: i.branch.clone(),
-                head,
-                worktree: self.workdir(iteration),
-                message: format!("agentloop: {task} {title}\n\n{trailer}"),
-                log: self.run.iteration_dir(iteration).join("merge.log"),
-                checks: self.checks(
-                    &task,
-                    w,
-                    Place::Merged,
-                    self.reports_dir(iteration).join("merge"),
-                ),
-            },
-            w.done_tx.clone(),
-        );
-        Ok(())
-    }
-
     /// Records what a job reports.
     fn complete(&mut self, d: Done) -> Result<(), CliError> {
         match d {
@@ -392,44 +353,7 @@ impl Driver {
                 }
                 self.record_verified(iteration, &log, result?)
             }
-            Done::Merge { iteration, outcome } => match outcome {
-                MergeOutcome::Merged { commit } => {
-                    self.record(Event::Merged { iteration, commit })?;
-                    if let (Some(task), Ok(i), false) = (
-                        self.state
-                            .open_iteration(iteration)
-                            .map(|o| o.started.task.clone()),
-                        self.integration(),
-                        self.state.settings.keep_worktrees,
-                    ) {
-                        worktree::remove_task(&self.ws.root, &self.run.id, &i.branch, &task);
-                    }
-                    Ok(())
-                }
-                MergeOutcome::Failed {
-                    conflict,
-                    reason,
-                    digest,
-                    fingerprint,
-                } => {
-                    let agent = self
-                        .state
-                        .open_iteration(iteration)
-                        .map(|o| o.started.agent.clone())
-                        .unwrap_or_default();
-                    let redactor = self.redactor(&agent);
-                    self.record(Event::MergeFailed {
-                        iteration,
-                        conflict,
-                        reason: redactor.redact(&reason).into_owned(),
-                        digest: redactor.redact(&digest).into_owned(),
-                        fingerprint,
-                    })
-                }
-                MergeOutcome::Error(e) => Err(CliError::internal(format!(
-                    "iteration {iteration}: cannot merge: {e}"
-                ))),
-            },
+            Done::Merge { outcome, .. } => self.merge_done(outcome),
         }
     }
 

@@ -1,0 +1,360 @@
+//! The merge queue of a run with workers: a batch of verified tasks merged onto the
+//! integration branch one after the other, in the merge worktree, and checked once on
+//! the merged result. A green batch lands as one move of the branch (each task still
+//! its own merge commit); a red one is bisected over the prefixes of the batch until
+//! the first task that turns it red is found: it goes back to its agent, the tasks
+//! before it land, the tasks after it wait in the queue for the next batch.
+
+use std::path::PathBuf;
+use std::sync::mpsc::Sender;
+
+use agentloop_core::exec::worktree;
+use agentloop_core::journal::{Event, MergeState, VerifyFinished};
+use agentloop_core::policy::evidence::Place;
+
+use super::Driver;
+use super::jobs::{Checks, Done};
+use crate::error::CliError;
+
+/// One verified task of a batch.
+pub(crate) struct Member {
+    pub iteration: u32,
+    pub task: String,
+    pub worktree: PathBuf,
+    /// The merge commit's message (with the iteration's trailer).
+    pub message: String,
+    /// The iteration's `merge.log`.
+    pub log: PathBuf,
+    /// Its own checks, as they run on a merged result.
+    pub checks: Checks,
+}
+
+/// A batch's way onto the integration branch.
+pub(crate) struct BatchJob {
+    pub root: PathBuf,
+    pub run_id: String,
+    pub integration: String,
+    /// The integration head the batch merges onto.
+    pub head: String,
+    pub members: Vec<Member>,
+}
+
+/// What became of one task of a batch.
+#[derive(Debug)]
+pub(crate) enum MergeOutcome {
+    Merged {
+        commit: String,
+    },
+    Failed {
+        conflict: bool,
+        reason: String,
+        digest: String,
+        fingerprint: Option<String>,
+    },
+    /// Not merged, through no fault of its own: it waits for the next batch.
+    Requeued {
+        reason: String,
+    },
+}
+
+/// Runs the batch off the driver's thread; reports each member's outcome, in order
+/// (or why git could not do it, which is not the work's fault).
+pub(crate) fn merge(job: BatchJob, done: Sender<Done>) {
+    std::thread::spawn(move || {
+        let batch = job.members.iter().map(|m| m.iteration).collect();
+        let outcome = merge_now(&job);
+        let _ = done.send(Done::Merge { batch, outcome });
+    });
+}
+
+fn merge_now(job: &BatchJob) -> Result<Vec<(u32, MergeOutcome)>, String> {
+    let at = worktree::merge_worktree(&job.root, &job.run_id, &job.head)?;
+    let mut outcomes: Vec<Option<MergeOutcome>> = job.members.iter().map(|_| None).collect();
+    // The members merged cleanly, by index, with their merge commits in order.
+    let mut merged: Vec<(usize, String)> = Vec::new();
+    for (i, m) in job.members.iter().enumerate() {
+        // The worktree's state as verified, on the task's branch: an attempt, until
+        // the merge takes its tree (and only its tree) onto the integration branch.
+        let attempt = format!(
+            "agentloop: attempt of iteration {} (not merged yet)",
+            m.iteration
+        );
+        let work = worktree::commit_work(&m.worktree, &attempt)?;
+        let verified = format!("{} (verified work)", m.message.lines().next().unwrap_or(""));
+        match worktree::merge(&at, &work, &verified, &m.message)? {
+            worktree::Merge::Clean { commit } => merged.push((i, commit)),
+            worktree::Merge::Conflict { files, .. } if !merged.is_empty() => {
+                let before = tasks(job, merged.iter().map(|(i, _)| *i));
+                outcomes[i] = Some(MergeOutcome::Requeued {
+                    reason: format!(
+                        "conflicts with {before}, merged before it in its batch ({}): merged again in a later batch",
+                        files.join(", ")
+                    ),
+                });
+            }
+            worktree::Merge::Conflict { files, hunks } => {
+                let list = files.join(", ");
+                outcomes[i] = Some(MergeOutcome::Failed {
+                    conflict: true,
+                    reason: format!("merge conflict with work merged meanwhile: {list}"),
+                    digest: format!(
+                        "Your work conflicts with work other workers merged meanwhile, in {list}. Your worktree now has the newer work merged in, with conflict markers where the two meet: resolve them, keep both intents, and make the checks pass again. The conflicting hunks:\n```\n{hunks}\n```"
+                    ),
+                    fingerprint: Some(agentloop_core::failure::fingerprint("merge", &list)),
+                });
+            }
+        }
+    }
+    if let Some(&(last, _)) = merged.last() {
+        // The whole batch, checked once where it stands (the last merge).
+        let whole = check(job, &at, &merged, merged.len(), None)?;
+        let landed = if whole.passed {
+            merged.len()
+        } else {
+            // The first prefix that fails: all of them pass up to `good`; `bad` fails.
+            let (mut good, mut bad, mut failure) = (0, merged.len(), whole);
+            while bad - good > 1 {
+                let mid = (good + bad) / 2;
+                let r = check(job, &at, &merged, mid, Some(&merged[mid - 1].1))?;
+                if r.passed {
+                    good = mid;
+                } else {
+                    (bad, failure) = (mid, r);
+                }
+            }
+            let (culprit, _) = merged[bad - 1];
+            let first = failure.failure_words();
+            let others = if merged.len() > 1 {
+                " (it was merged and checked in a batch; the tasks before it pass without it)"
+            } else {
+                ""
+            };
+            outcomes[culprit] = Some(MergeOutcome::Failed {
+                conflict: false,
+                reason: format!("on the merged result, {first}{others}"),
+                digest: format!(
+                    "Your work passes alone, but once it is merged with what other workers did meanwhile (your worktree now has their work merged in), {first}. {}",
+                    failure.digest.unwrap_or_default()
+                ),
+                fingerprint: failure.fingerprint,
+            });
+            let id = &job.members[culprit].task;
+            for &(i, _) in &merged[bad..] {
+                outcomes[i] = Some(MergeOutcome::Requeued {
+                    reason: format!(
+                        "merged in a batch after {id}, whose work failed the checks: merged again in a later batch"
+                    ),
+                });
+            }
+            bad - 1
+        };
+        if landed > 0 {
+            let to = &merged[landed - 1].1;
+            worktree::advance(&job.root, &job.integration, &job.head, to).map_err(|e| {
+                format!("the integration branch moved while merging (nothing was lost): {e}")
+            })?;
+            for (i, commit) in &merged[..landed] {
+                outcomes[*i] = Some(MergeOutcome::Merged {
+                    commit: commit.clone(),
+                });
+            }
+        }
+        note_batch(job, &merged, last);
+    }
+    Ok(job
+        .members
+        .iter()
+        .zip(outcomes)
+        .map(|(m, o)| {
+            let o = o.unwrap_or(MergeOutcome::Requeued {
+                reason: "not reached in its batch".into(),
+            });
+            (m.iteration, o)
+        })
+        .collect())
+}
+
+/// The checks of the first `n` merged members together, on the merged result at
+/// `commit` (none: where the merge worktree stands), logged with the `n`th member.
+fn check(
+    job: &BatchJob,
+    at: &std::path::Path,
+    merged: &[(usize, String)],
+    n: usize,
+    commit: Option<&str>,
+) -> Result<VerifyFinished, String> {
+    if let Some(c) = commit {
+        worktree::checkout_detached(at, c)?;
+    }
+    let members: Vec<&Member> = merged[..n].iter().map(|(i, _)| &job.members[*i]).collect();
+    let last = members[n - 1];
+    let together = Checks::together(&members.iter().map(|m| &m.checks).collect::<Vec<_>>());
+    together
+        .run(last.iteration, at, &last.log)
+        .map_err(|e| format!("cannot run the checks on the merged result: {e}"))
+}
+
+/// Each merged member's log says which batch it was checked in, and where.
+fn note_batch(job: &BatchJob, merged: &[(usize, String)], last: usize) {
+    if merged.len() < 2 {
+        return;
+    }
+    let all = tasks(job, merged.iter().map(|(i, _)| *i));
+    let checked = job.members[last].iteration;
+    for (i, _) in merged {
+        let m = &job.members[*i];
+        let line = if *i == last {
+            format!("[agentloop: merged and checked in a batch with {all}]\n")
+        } else {
+            format!(
+                "[agentloop: merged in a batch with {all}; checked together: iteration {checked}'s merge.log]\n"
+            )
+        };
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&m.log)
+        {
+            let _ = f.write_all(line.as_bytes());
+        }
+    }
+}
+
+fn tasks(job: &BatchJob, members: impl Iterator<Item = usize>) -> String {
+    members
+        .map(|i| job.members[i].task.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Driver {
+    /// The merge queue's next batch: merged and checked off this thread. A merge a
+    /// crash interrupted after the branch moved is recognized, not made twice.
+    pub(super) fn start_merge(
+        &mut self,
+        batch: Vec<u32>,
+        busy: &mut std::collections::BTreeSet<u32>,
+        stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+        done: &Sender<Done>,
+    ) -> Result<(), CliError> {
+        let i = self
+            .state
+            .integration
+            .clone()
+            .ok_or_else(|| CliError::internal("a run with workers has no integration branch"))?;
+        let mut members = Vec::new();
+        for iteration in batch {
+            let open = self
+                .state
+                .open_iteration(iteration)
+                .cloned()
+                .ok_or_else(|| CliError::internal(format!("no iteration {iteration} to merge")))?;
+            let trailer = format!("Agentloop-Iteration: {}/{iteration}", self.run.id);
+            if let Some(MergeState::Started { head }) = &open.merge
+                && let Some(commit) =
+                    worktree::merged_since(&self.ws.root, &i.branch, head, &trailer)
+            {
+                self.record(Event::Merged { iteration, commit })?;
+                self.merged(iteration);
+                continue;
+            }
+            let task = open.started.task.clone();
+            let title = self
+                .state
+                .task(&task)
+                .map(|t| t.title.clone())
+                .unwrap_or_default();
+            members.push(Member {
+                iteration,
+                worktree: self.workdir(iteration),
+                message: format!("agentloop: {task} {title}\n\n{trailer}"),
+                log: self.run.iteration_dir(iteration).join("merge.log"),
+                checks: self.checks_at(
+                    &task,
+                    stop,
+                    Place::Merged,
+                    self.reports_dir(iteration).join("merge"),
+                ),
+                task,
+            });
+        }
+        if members.is_empty() {
+            return Ok(());
+        }
+        let head = worktree::rev(&self.ws.root, &format!("refs/heads/{}", i.branch))
+            .unwrap_or_else(|| i.head.clone());
+        for m in &members {
+            self.record(Event::MergeStarted {
+                iteration: m.iteration,
+                head: head.clone(),
+            })?;
+            busy.insert(m.iteration);
+        }
+        merge(
+            BatchJob {
+                root: self.ws.root.clone(),
+                run_id: self.run.id.clone(),
+                integration: i.branch.clone(),
+                head,
+                members,
+            },
+            done.clone(),
+        );
+        Ok(())
+    }
+
+    /// Records what became of each task of a batch.
+    pub(super) fn merge_done(
+        &mut self,
+        outcome: Result<Vec<(u32, MergeOutcome)>, String>,
+    ) -> Result<(), CliError> {
+        let outcomes =
+            outcome.map_err(|e| CliError::internal(format!("cannot merge: {e}")))?;
+        for (iteration, outcome) in outcomes {
+            match outcome {
+                MergeOutcome::Merged { commit } => {
+                    self.record(Event::Merged { iteration, commit })?;
+                    self.merged(iteration);
+                }
+                MergeOutcome::Requeued { reason } => {
+                    self.record(Event::MergeRequeued { iteration, reason })?;
+                }
+                MergeOutcome::Failed {
+                    conflict,
+                    reason,
+                    digest,
+                    fingerprint,
+                } => {
+                    let agent = self
+                        .state
+                        .open_iteration(iteration)
+                        .map(|o| o.started.agent.clone())
+                        .unwrap_or_default();
+                    let redactor = self.redactor(&agent);
+                    self.record(Event::MergeFailed {
+                        iteration,
+                        conflict,
+                        reason: redactor.redact(&reason).into_owned(),
+                        digest: redactor.redact(&digest).into_owned(),
+                        fingerprint,
+                    })?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A merged task's worktree goes (unless kept).
+    fn merged(&mut self, iteration: u32) {
+        if let (Some(task), Some(i), false) = (
+            self.state
+                .open_iteration(iteration)
+                .map(|o| o.started.task.clone()),
+            self.state.integration.clone(),
+            self.state.settings.keep_worktrees,
+        ) {
+            worktree::remove_task(&self.ws.root, &self.run.id, &i.branch, &task);
+        }
+    }
+}
