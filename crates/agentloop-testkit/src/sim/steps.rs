@@ -249,7 +249,10 @@ impl World<'_> {
                 head: head.clone(),
             })?;
             self.busy.insert(iteration);
-            ms = ms.max(self.attempt_of(iteration).map_or(1_000, |(_, a)| a.merge_ms));
+            ms = ms.max(
+                self.attempt_of(iteration)
+                    .map_or(1_000, |(_, a)| a.merge_ms),
+            );
         }
         self.later(ms, Done::Merge(members));
         Ok(())

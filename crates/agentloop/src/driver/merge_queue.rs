@@ -238,11 +238,10 @@ impl Driver {
         stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
         done: &Sender<Done>,
     ) -> Result<(), CliError> {
-        let i = self
-            .state
-            .integration
-            .clone()
-            .ok_or_else(|| CliError::internal("a run with workers has no integration branch"))?;
+        let i =
+            self.state.integration.clone().ok_or_else(|| {
+                CliError::internal("a run with workers has no integration branch")
+            })?;
         let mut members = Vec::new();
         for iteration in batch {
             let open = self
@@ -309,8 +308,7 @@ impl Driver {
         &mut self,
         outcome: Result<Vec<(u32, MergeOutcome)>, String>,
     ) -> Result<(), CliError> {
-        let outcomes =
-            outcome.map_err(|e| CliError::internal(format!("cannot merge: {e}")))?;
+        let outcomes = outcome.map_err(|e| CliError::internal(format!("cannot merge: {e}")))?;
         for (iteration, outcome) in outcomes {
             match outcome {
                 MergeOutcome::Merged { commit } => {

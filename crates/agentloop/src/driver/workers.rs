@@ -136,8 +136,12 @@ impl Driver {
                 Pick::Take(Action::Verify { iteration, task }) => {
                     let dir = self.workdir(iteration);
                     let log = self.run.iteration_dir(iteration).join("verify.log");
-                    let mut checks =
-                        self.checks_at(&task, &w.stop, Place::Worktree, self.reports_dir(iteration));
+                    let mut checks = self.checks_at(
+                        &task,
+                        &w.stop,
+                        Place::Worktree,
+                        self.reports_dir(iteration),
+                    );
                     checks.copy = self.task_copy(&task, &dir);
                     checks.held_out = self.held_out(&task, iteration);
                     w.busy.insert(iteration);

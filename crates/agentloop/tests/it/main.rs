@@ -21,6 +21,7 @@ mod hook_mode;
 mod hook_session;
 mod kubernetes;
 mod mcp;
+mod merge_queue;
 mod notify;
 mod phases;
 mod plan_new;

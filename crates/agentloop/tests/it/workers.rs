@@ -42,7 +42,7 @@ pub(crate) fn project(plan: &str, body: &str, config: &str) -> Project {
     p
 }
 
-fn events(p: &Project) -> Vec<serde_json::Value> {
+pub(crate) fn events(p: &Project) -> Vec<serde_json::Value> {
     p.run(&["log", "--json"])
         .stdout
         .lines()
@@ -51,11 +51,11 @@ fn events(p: &Project) -> Vec<serde_json::Value> {
 }
 
 /// A git command's output, trimmed.
-fn git(p: &Project, args: &[&str]) -> String {
+pub(crate) fn git(p: &Project, args: &[&str]) -> String {
     p.git_cmd(args).trim().to_string()
 }
 
-fn integration(p: &Project) -> String {
+pub(crate) fn integration(p: &Project) -> String {
     format!("agentloop/{}", p.status()["run_id"].as_str().unwrap())
 }
 
