@@ -87,7 +87,7 @@ fn run(
     common::parallel_project(
         &root,
         tasks,
-        seconds,
+        (seconds, seconds),
         workers,
         &format!("[executor]\nkind = \"{kind}\"\npoll = \"200ms\"\n{extra}"),
     );

@@ -1,10 +1,16 @@
-//! Workers against wall time: a plan of 16 independent tasks whose scripted agent
-//! takes a fixed 2 s, driven by the real binary at 1, 2, 4 and 8 workers. Prints the
-//! wall time, the speed-up over one worker, and what the merge queue adds per task
-//! (from `merge_started` to `merged` in the journal, less the checks it ran).
+//! Workers against wall time: a plan of independent tasks whose scripted agent sleeps,
+//! driven by the real binary at several counts of workers and sizes of the merge
+//! queue's batches. Prints the wall time, the speed-up over the first round, and
+//! what the merge queue adds per task (from `merge_started` to `merged` in the
+//! journal, and the checks it ran on merged results).
 //!
-//! `cargo bench -p agentloop --bench workers` (env `TASKS`, default 16; `SECONDS`,
-//! default 2; `WORKERS`, default "1,2,4,8")
+//! `cargo bench -p agentloop --bench workers` (env `TASKS`, default 16; `SECONDS`, the
+//! agent's seconds, `2` or a range `1-3` (task i takes lo + i mod the range's width),
+//! default 2; `WORKERS`, default "1,2,4,8"; `BATCH`, the `[merge] batch` sizes,
+//! default "1"; `CHECK_SECONDS`, a run-wide check of that many seconds, default 0).
+//!
+//! The merge queue's curve: `TASKS=32 SECONDS=1-3 CHECK_SECONDS=2 WORKERS=16
+//! BATCH=1,4,8,16 cargo bench -p agentloop --bench workers`.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -14,26 +20,51 @@ use std::time::Instant;
 
 use agentloop_core::journal::{self, Event};
 
+fn list(name: &str, default: &str) -> Vec<usize> {
+    std::env::var(name)
+        .unwrap_or_else(|_| default.into())
+        .split(',')
+        .filter_map(|n| n.trim().parse().ok())
+        .collect()
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
     let tasks = common::env_usize("TASKS", 16);
-    let seconds = common::env_usize("SECONDS", 2);
-    let counts: Vec<usize> = std::env::var("WORKERS")
-        .unwrap_or_else(|_| "1,2,4,8".into())
-        .split(',')
-        .filter_map(|n| n.trim().parse().ok())
-        .collect();
-    println!("workers: {tasks} independent tasks, a {seconds} s agent each");
+    let seconds = std::env::var("SECONDS").unwrap_or_else(|_| "2".into());
+    let (lo, hi) = match seconds.split_once('-') {
+        Some((a, b)) => (a.parse().unwrap(), b.parse().unwrap()),
+        None => {
+            let s = seconds.parse().unwrap();
+            (s, s)
+        }
+    };
+    let check = common::env_usize("CHECK_SECONDS", 0);
+    let counts = list("WORKERS", "1,2,4,8");
+    let batches = list("BATCH", "1");
+    let config = if check > 0 {
+        format!("[verify]\ncommands = [\"sleep {check}\"]\n")
+    } else {
+        String::new()
+    };
+    println!(
+        "workers: {tasks} independent tasks, a {seconds} s agent each, a run-wide check of {check} s"
+    );
     // One state directory (journal key) for every round: the key is read once.
     let state = tempfile::tempdir().unwrap();
     common::isolate(state.path());
     let mut one = None;
-    for n in counts {
+    let rounds: Vec<(usize, usize)> = counts
+        .iter()
+        .flat_map(|&n| batches.iter().map(move |&b| (n, b)))
+        .collect();
+    for (n, batch) in rounds {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        common::parallel_project(root, tasks, seconds, n, "");
+        let config = format!("{config}[merge]\nbatch = {batch}\n");
+        common::parallel_project(root, tasks, (lo, hi), n, &config);
         let t = Instant::now();
         let out = Command::new(env!("CARGO_BIN_EXE_agentloop"))
             .args(["run", "--quiet"])
@@ -56,10 +87,12 @@ fn main() {
         let c = journal::read(&run.join("journal.jsonl")).unwrap();
         let mut started = std::collections::HashMap::new();
         let mut merge_ms = Vec::new();
+        let mut heads = std::collections::HashSet::new();
         for r in &c.records {
             match &r.event {
-                Event::MergeStarted { iteration, .. } => {
+                Event::MergeStarted { iteration, head } => {
                     started.insert(*iteration, r.time_ms());
+                    heads.insert(head.clone());
                 }
                 Event::Merged { iteration, .. } => {
                     if let Some(s) = started.get(iteration) {
@@ -71,8 +104,15 @@ fn main() {
         }
         // The checks the queue ran on the merged result, as the merge logs time them.
         let mut checks_ms = Vec::new();
+        let mut merged_checks = 0;
+        let mut suite_runs = 0;
         for e in std::fs::read_dir(run.join("iterations")).unwrap().flatten() {
             if let Ok(log) = std::fs::read_to_string(e.path().join("merge.log")) {
+                merged_checks += log
+                    .lines()
+                    .filter(|l| l.starts_with("$ test -f out/t"))
+                    .count();
+                suite_runs += log.lines().filter(|l| l.starts_with("$ sleep ")).count();
                 let ms: f64 = log
                     .lines()
                     .filter_map(|l| l.strip_prefix("[exit 0 after "))
@@ -98,7 +138,8 @@ fn main() {
             checks_ms.sort_by(|a, b| a.total_cmp(b));
             let checks = checks_ms.get(checks_ms.len() / 2).copied().unwrap_or(0.0);
             println!(
-                "  {n} workers: wall {wall:.2} s, speed-up {speedup:.2}x; merge queue per task: median {median:.0} ms from merge_started to merged, of which {checks:.0} ms the checks on the merged result"
+                "  {n} workers, batch {batch}: wall {wall:.2} s, speed-up {speedup:.2}x; {} batches, the run-wide check run {suite_runs} times and the tasks' own {merged_checks} times on merged results; merge queue per task: median {median:.0} ms from merge_started to merged, of which {checks:.0} ms the checks on the merged result",
+                heads.len()
             );
         }
     }

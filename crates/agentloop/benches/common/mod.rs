@@ -76,17 +76,26 @@ pub fn trivial_project(root: &Path, tasks: usize, files: usize, agent: &str, con
 /// out/tN`), whose scripted agent `fixed` sleeps `seconds` then makes its task's file;
 /// `config` goes after its `[run]` (workers) and `[agents.fixed]` tables. Committed.
 #[allow(dead_code)] // not every bench runs the parallel plan
-pub fn parallel_project(root: &Path, tasks: usize, seconds: usize, workers: usize, config: &str) {
+pub fn parallel_project(
+    root: &Path,
+    tasks: usize,
+    seconds: (usize, usize),
+    workers: usize,
+    config: &str,
+) {
     git(root, &["init", "-q", "-b", "main"]);
     let mut plan = String::from("# Parallel\n\n");
     for i in 0..tasks {
         plan.push_str(&format!("## T{i}: task {i}\nVerify: test -f out/t{i}\n\n"));
     }
     std::fs::write(root.join("PLAN.md"), plan).unwrap();
+    // Task i's agent takes `lo + i mod (hi - lo + 1)` seconds.
+    let (lo, hi) = seconds;
+    let span = hi.max(lo) - lo + 1;
     std::fs::write(
         root.join("agent.sh"),
         format!(
-            "p=$(cat)\nt=$(printf '%s\\n' \"$p\" | sed -n 's/^## Your task: T\\([0-9]*\\) .*/\\1/p' | head -n 1)\nsleep {seconds}\nmkdir -p out && touch out/t$t\necho TASK_COMPLETE\n"
+            "p=$(cat)\nt=$(printf '%s\\n' \"$p\" | sed -n 's/^## Your task: T\\([0-9]*\\) .*/\\1/p' | head -n 1)\nsleep $(({lo} + t % {span}))\nmkdir -p out && touch out/t$t\necho TASK_COMPLETE\n"
         ),
     )
     .unwrap();

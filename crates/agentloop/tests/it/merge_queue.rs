@@ -157,3 +157,124 @@ echo TASK_COMPLETE"#,
     }
     nothing_left(&p);
 }
+
+mod policy {
+    use std::collections::BTreeSet;
+
+    use agentloop_core::journal::*;
+    use agentloop_core::policy::{Action, Pick, pick};
+
+    use crate::policy::{Sim, claims, settings, started, verified};
+
+    const FIVE: &str = "# Five\n\n## T1: a\nVerify: t\n\n## T2: b\nVerify: t\n\n## T3: c\nVerify: t\n\n## T4: d\nVerify: t\n\n## T5: e\nVerify: t\n";
+
+    /// Five workers on five independent tasks, each verified, until the policy asks
+    /// for a merge: the batch it asks for.
+    fn verified_five(batch: u32) -> (Sim, Vec<u32>) {
+        let mut sim = Sim::new(
+            FIVE,
+            settings(|c| {
+                c.run.workers = Some(5);
+                c.merge.batch = batch;
+            }),
+        );
+        sim.then(Event::IntegrationStarted {
+            branch: "agentloop/r".into(),
+            base: "b0".into(),
+        });
+        // Merges asked for before all five are verified are left for later.
+        let mut later = BTreeSet::new();
+        for _ in 0..100 {
+            match pick(&sim.state, &later) {
+                Pick::Take(Action::Iterate(p)) => {
+                    sim.then(started(&p));
+                    sim.then(Event::AgentFinished(AgentFinished {
+                        iteration: p.iteration,
+                        ..claims(true, &["f"])
+                    }));
+                }
+                Pick::Take(Action::CheckSurface { iteration }) => {
+                    sim.then(Event::SurfaceChecked {
+                        iteration,
+                        changes: vec![],
+                    });
+                }
+                Pick::Take(Action::Verify { iteration, .. }) => {
+                    sim.then(verified(iteration, true, ""));
+                }
+                Pick::Take(Action::Record(e)) => {
+                    sim.then(e);
+                }
+                Pick::Take(Action::Merge { batch }) => {
+                    later.insert(batch[0]);
+                }
+                Pick::AwaitWork => break,
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        match pick(&sim.state, &BTreeSet::new()) {
+            Pick::Take(Action::Merge { batch }) => (sim, batch),
+            other => panic!("no merge asked for: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_queue_takes_up_to_a_batch_in_order_and_a_requeued_task_goes_first_again() {
+        let (_, one) = verified_five(1);
+        assert_eq!(one, vec![1]);
+        let (mut sim, batch) = verified_five(3);
+        assert_eq!(batch, vec![1, 2, 3], "the first three, in order");
+        for &i in &batch {
+            sim.then(Event::MergeStarted {
+                iteration: i,
+                head: "b0".into(),
+            });
+        }
+        // Under way, the batch is asked for whole (a driver that died mid-batch
+        // takes it up again), and no other batch starts meanwhile.
+        let busy: BTreeSet<u32> = batch.iter().copied().collect();
+        assert_eq!(
+            agentloop_core::policy::schedule(&sim.state)
+                .into_iter()
+                .filter(|a| matches!(a, Action::Merge { .. }))
+                .collect::<Vec<_>>(),
+            vec![Action::Merge {
+                batch: vec![1, 2, 3]
+            }]
+        );
+        assert_eq!(pick(&sim.state, &busy), Pick::AwaitWork);
+        // T1 lands, T2 was red, T3 goes back to the queue: the next batch starts
+        // with it, before T4 and T5.
+        sim.then(Event::Merged {
+            iteration: 1,
+            commit: "m1".into(),
+        });
+        sim.then(Event::MergeFailed {
+            iteration: 2,
+            conflict: false,
+            reason: "red".into(),
+            digest: "red".into(),
+            fingerprint: None,
+        });
+        sim.then(Event::MergeRequeued {
+            iteration: 3,
+            reason: "after a red one".into(),
+        });
+        let mut asked = None;
+        for _ in 0..10 {
+            match pick(&sim.state, &BTreeSet::new()) {
+                Pick::Take(Action::Record(e)) => {
+                    sim.then(e);
+                }
+                Pick::Take(Action::Merge { batch }) => {
+                    asked = Some(batch);
+                    break;
+                }
+                Pick::Take(_) => break,
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert_eq!(asked, Some(vec![3, 4, 5]));
+        assert_eq!(sim.state.integration.as_ref().unwrap().head, "m1");
+    }
+}
