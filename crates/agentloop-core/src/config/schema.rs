@@ -55,7 +55,7 @@ pub struct MergeConfig {
 
 impl Default for MergeConfig {
     fn default() -> Self {
-        MergeConfig { batch: 8 }
+        MergeConfig { batch: 16 }
     }
 }
 

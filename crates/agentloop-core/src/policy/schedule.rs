@@ -61,12 +61,15 @@ pub fn schedule(s: &RunState) -> Vec<Action> {
     // `[merge] batch` of them.
     let mut started = Vec::new();
     let mut queued = Vec::new();
+    // Iterations in the merge queue: their agent is done, and their worker free.
+    let mut in_queue = 0;
     let mut at = None;
     let mut held = None;
     for open in &s.running {
         match finish_open_iteration(s, open) {
             Action::Merge { batch } => {
                 at.get_or_insert(out.len());
+                in_queue += 1;
                 match open.merge {
                     Some(MergeState::Started { .. }) => started.extend(batch),
                     _ => queued.extend(batch),
@@ -96,7 +99,9 @@ pub fn schedule(s: &RunState) -> Vec<Action> {
     }
     let busy: Vec<&str> = s.running.iter().map(|o| o.started.task.as_str()).collect();
     match decide(s, &busy) {
-        Action::Iterate(_) if s.running.len() >= workers => {}
+        // A worker is taken by an iteration until its task is verified: one waiting
+        // in the merge queue does not hold it.
+        Action::Iterate(_) if s.running.len() - in_queue >= workers => {}
         // The run ends, or waits, only once what is under way is done.
         Action::Record(Event::RunFinished { .. }) | Action::Exit(_) | Action::Wait(_)
             if !s.running.is_empty() => {}

@@ -9,6 +9,7 @@
 //! the gates, the clock. See docs/ARCHITECTURE.md ("The simulator").
 
 mod rng;
+mod scale;
 mod scenario;
 mod steps;
 mod world;
@@ -18,7 +19,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use agentloop_core::journal::{Event, Outcome, RunState, TaskStatus, read};
 
 pub use rng::Rng;
-pub use scenario::{Attempt, Scenario};
+pub use scale::{Scaled, scale};
+pub use scenario::{Attempt, Profile, Scenario};
 pub use world::{Commit, Faults, Run, run};
 
 /// What one seed's check saw.
@@ -95,6 +97,13 @@ pub struct Ending {
     /// the timing the faults moved).
     gates: Vec<String>,
     merged: BTreeSet<String>,
+}
+
+impl Ending {
+    /// Tasks done.
+    pub fn done_count(&self) -> usize {
+        self.done.len()
+    }
 }
 
 /// What holds for every run, faults or not: it finished; its journal reads back

@@ -16,6 +16,20 @@ pub struct Scenario {
     pub tasks: Vec<String>,
     /// In percent: how often an attempt goes wrong in each way.
     trouble: u64,
+    /// What its attempts are like.
+    pub profile: Profile,
+}
+
+/// What a scenario's attempts are like.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub enum Profile {
+    /// Every kind of trouble, drawn from the seed (the fault tests).
+    #[default]
+    Random,
+    /// Many workers on one plan, timed like real work: agents of 30 s to 10 min,
+    /// checks of 20 s to 2 min, 15% of attempts failing their checks, 10% conflicting
+    /// on merge, 5% red only once merged (the scale report).
+    Scale,
 }
 
 /// What one attempt of a task does, and how long its parts take.
@@ -119,6 +133,34 @@ impl Scenario {
             config: c,
             tasks,
             trouble,
+            profile: Profile::Random,
+        }
+    }
+
+    /// `tasks` independent tasks on `workers` workers merging in batches of `batch`,
+    /// with no person in the loop: the scale report's run ([`Profile::Scale`]).
+    pub fn scale(seed: u64, tasks: usize, workers: u32, batch: u32) -> Scenario {
+        let ids: Vec<String> = (1..=tasks).map(|i| format!("T{i}")).collect();
+        let mut plan = String::from("# Scale\n");
+        for id in &ids {
+            plan.push_str(&format!("\n## {id}: work {id}\nVerify: cargo test {id}\n"));
+        }
+        let mut c = Config::default();
+        c.run.agent = "sim".into();
+        c.run.workers = Some(workers);
+        c.run.shape = ShapeSetting::Tool;
+        c.run.workflow = WorkflowSetting::Feature;
+        c.run.confirm = false;
+        c.merge.batch = batch;
+        c.budgets.max_iterations = (tasks as u32).saturating_mul(20).max(100);
+        c.budgets.max_cost_usd = Some(1e6);
+        Scenario {
+            seed,
+            plan,
+            config: c,
+            tasks: ids,
+            trouble: 0,
+            profile: Profile::Scale,
         }
     }
 
@@ -129,6 +171,27 @@ impl Scenario {
             h.wrapping_mul(1_000_003).wrapping_add(u64::from(b))
         });
         let mut r = Rng::new(self.seed).fork(salt);
+        if self.profile == Profile::Scale {
+            let clean = n >= 5;
+            let checks_ms = r.range(20_000, 120_000);
+            return Attempt {
+                crashes: false,
+                idle: false,
+                asks: false,
+                claims: true,
+                passes: clean || !r.chance(15),
+                tampers: false,
+                trips: false,
+                conflicts: !clean && r.chance(10),
+                rejected: false,
+                lost: false,
+                limited: false,
+                agent_ms: r.range(30_000, 600_000),
+                checks_ms,
+                merge_ms: checks_ms,
+                red_merged: !clean && r.chance(5),
+            };
+        }
         let p = if n >= 5 { 0 } else { self.trouble };
         let crashes = r.chance(p / 4);
         let idle = !crashes && r.chance(p / 4);

@@ -93,6 +93,7 @@ impl World<'_> {
         }))?;
         *self.tries.entry((p.task.clone(), p.attempt)).or_insert(0) += 1;
         self.busy.insert(p.iteration);
+        self.work_ms += a.agent_ms;
         self.later(a.agent_ms, Done::Agent(p.iteration));
         Ok(())
     }

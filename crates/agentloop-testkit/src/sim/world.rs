@@ -59,6 +59,11 @@ pub struct Run {
     pub effects: u64,
     /// Why the run could not finish, if it could not.
     pub stuck: Option<String>,
+    /// Simulated time from the run's start to its end.
+    pub elapsed_ms: u64,
+    /// The simulated time agents and task checks took, summed over every attempt
+    /// (what workers have to do, whatever the queue).
+    pub work_ms: u64,
 }
 
 pub(super) enum Done {
@@ -93,6 +98,8 @@ pub(super) struct World<'a> {
     /// Tries of each (task, attempt) so far: a lost job or a usage limit happens on
     /// the first only.
     pub(super) tries: BTreeMap<(String, u32), u32>,
+    /// Simulated agent and check time so far.
+    pub(super) work_ms: u64,
     pub(super) scratch: tempfile::TempDir,
 }
 
@@ -135,6 +142,7 @@ pub fn run(sc: &Scenario, faults: &Faults) -> Run {
         questions: 0,
         drivers: 0,
         tries: BTreeMap::new(),
+        work_ms: 0,
         scratch: tempfile::tempdir().expect("a temporary directory"),
     };
     let stuck = w.drive_to_end(settings);
@@ -145,6 +153,8 @@ pub fn run(sc: &Scenario, faults: &Faults) -> Run {
         drivers: w.drivers,
         effects: w.effects,
         stuck,
+        elapsed_ms: w.now - EPOCH_MS,
+        work_ms: w.work_ms,
     }
 }
 
@@ -282,7 +292,8 @@ impl World<'_> {
     /// the policy gives one action at a time). `Ok(None)`: the run is over.
     fn drive(&mut self) -> Result<Option<String>, Killed> {
         loop {
-            if self.effects > MAX_EFFECTS || self.now > EPOCH_MS + MAX_SIM_MS {
+            let most = MAX_EFFECTS.max(self.sc.tasks.len() as u64 * 200);
+            if self.effects > most || self.now > EPOCH_MS + MAX_SIM_MS {
                 return Ok(Some(self.stuck_words()));
             }
             self.deliver_due()?;
@@ -316,6 +327,7 @@ impl World<'_> {
                         .attempt_of(iteration)
                         .map_or(1_000, |(_, a)| a.checks_ms);
                     self.busy.insert(iteration);
+                    self.work_ms += ms;
                     self.later(ms, Done::Checks(iteration));
                 }
                 Pick::Take(Action::Merge { batch }) => self.start_merge(batch)?,

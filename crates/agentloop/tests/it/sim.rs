@@ -130,3 +130,25 @@ fn replay() {
     );
     eprintln!("{:?}", sim::check(seed));
 }
+
+/// Many simulated workers on one plan (agents of 30 s to 10 min, checks of 20 s to
+/// 2 min, failures, conflicts and merges that turn red): batches keep the merge queue
+/// from being what the run waits for, and a worker is free again once its task is
+/// verified. Simulated time, so the figures are the same on every machine; the bench
+/// (`cargo bench -p agentloop --bench scale`) prints the whole curve, to 128 workers.
+#[test]
+fn batches_keep_thirty_two_simulated_workers_near_the_ideal() {
+    let one = sim::scale(7, 256, 32, 1).unwrap();
+    let batched = sim::scale(7, 256, 32, 16).unwrap();
+    for r in [&one, &batched] {
+        assert_eq!(r.ended, "Completed Some(Completed)", "{r:?}");
+        assert!(r.done >= 250, "{r:?}");
+    }
+    assert!(
+        batched.share() >= 0.75,
+        "{batched:?}: {:.2}",
+        batched.share()
+    );
+    assert!(one.share() * 3.0 < batched.share(), "{one:?}");
+    assert!(batched.queue_p50_ms * 10 < one.queue_p50_ms, "{one:?}");
+}

@@ -1,0 +1,95 @@
+//! The scale report: a plan of many independent tasks on 8 to 128 simulated workers,
+//! timed like real work ([`Profile::Scale`](super::Profile::Scale)), through the
+//! policy and journal a real driver uses. What it measures: throughput as a share of
+//! the ideal (the agents' and checks' time over the workers), how long verified work
+//! waits in the merge queue, and the driver's own CPU per journal record.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use agentloop_core::journal::{Event, read};
+
+use super::{Faults, Scenario, run, sound};
+
+/// One scale run's figures.
+#[derive(Debug, Clone)]
+pub struct Scaled {
+    pub tasks: usize,
+    pub workers: u32,
+    pub batch: u32,
+    /// Simulated time from start to end.
+    pub elapsed_ms: u64,
+    /// The agents' and checks' time over the workers: no run can be shorter.
+    pub ideal_ms: u64,
+    /// From a task's verification to its merge onto the integration branch, median
+    /// and 90th percentile.
+    pub queue_p50_ms: u64,
+    pub queue_p90_ms: u64,
+    /// Journal records (each a decision or a result the driver took in).
+    pub records: usize,
+    /// This machine's time to drive the whole run (policy, journal encoding, fold).
+    pub driver_ms: f64,
+    pub done: usize,
+    /// How the run ended (`completed`, or why not).
+    pub ended: String,
+}
+
+impl Scaled {
+    /// Throughput as a share of the ideal.
+    pub fn share(&self) -> f64 {
+        self.ideal_ms as f64 / self.elapsed_ms.max(1) as f64
+    }
+
+    /// The driver's own time per record, in microseconds.
+    pub fn driver_us_per_record(&self) -> f64 {
+        self.driver_ms * 1000.0 / self.records.max(1) as f64
+    }
+
+    /// The driver's share of one core over the simulated run.
+    pub fn driver_core_share(&self) -> f64 {
+        self.driver_ms / self.elapsed_ms.max(1) as f64
+    }
+}
+
+/// Runs `tasks` tasks on `workers` workers with batches of `batch`, without faults.
+pub fn scale(seed: u64, tasks: usize, workers: u32, batch: u32) -> Result<Scaled, String> {
+    let sc = Scenario::scale(seed, tasks, workers, batch);
+    let t = Instant::now();
+    let r = run(&sc, &Faults::default());
+    let driver_ms = t.elapsed().as_secs_f64() * 1000.0;
+    let ending = sound(&r).map_err(|e| format!("seed {seed}: {e}"))?;
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let path = dir.path().join("journal.jsonl");
+    std::fs::write(&path, &r.journal).map_err(|e| e.to_string())?;
+    let c = read(&path).map_err(|e| e.to_string())?;
+    let mut verified: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut waits = Vec::new();
+    for rec in &c.records {
+        match &rec.event {
+            Event::VerifyFinished(v) if v.passed => {
+                verified.insert(v.iteration, rec.time_ms());
+            }
+            Event::Merged { iteration, .. } => {
+                if let Some(at) = verified.get(iteration) {
+                    waits.push(rec.time_ms().saturating_sub(*at));
+                }
+            }
+            _ => {}
+        }
+    }
+    waits.sort_unstable();
+    let pct = |p: usize| waits.get(waits.len() * p / 100).copied().unwrap_or(0);
+    Ok(Scaled {
+        tasks,
+        workers,
+        batch,
+        elapsed_ms: r.elapsed_ms,
+        ideal_ms: r.work_ms / u64::from(workers.max(1)),
+        queue_p50_ms: pct(50),
+        queue_p90_ms: pct(90),
+        records: c.records.len(),
+        driver_ms,
+        done: ending.done_count(),
+        ended: format!("{:?} {:?}", r.state.status, r.state.finished),
+    })
+}
