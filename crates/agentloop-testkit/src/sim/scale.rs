@@ -51,9 +51,16 @@ impl Scaled {
     }
 }
 
-/// Runs `tasks` tasks on `workers` workers with batches of `batch`, without faults.
-pub fn scale(seed: u64, tasks: usize, workers: u32, batch: u32) -> Result<Scaled, String> {
-    let sc = Scenario::scale(seed, tasks, workers, batch);
+/// Runs `tasks` tasks on `workers` workers with batches of `batch`, `red` percent of
+/// attempts red only once merged, without faults.
+pub fn scale(
+    seed: u64,
+    tasks: usize,
+    workers: u32,
+    batch: u32,
+    red: u64,
+) -> Result<Scaled, String> {
+    let sc = Scenario::scale(seed, tasks, workers, batch, red);
     let t = Instant::now();
     let r = run(&sc, &Faults::default());
     let driver_ms = t.elapsed().as_secs_f64() * 1000.0;

@@ -28,7 +28,8 @@ pub enum Profile {
     Random,
     /// Many workers on one plan, timed like real work: agents of 30 s to 10 min,
     /// checks of 20 s to 2 min, 15% of attempts failing their checks, 10% conflicting
-    /// on merge, 5% red only once merged (the scale report).
+    /// on merge, and the scenario's `red` percent red only once merged (the scale
+    /// report).
     Scale,
 }
 
@@ -138,8 +139,9 @@ impl Scenario {
     }
 
     /// `tasks` independent tasks on `workers` workers merging in batches of `batch`,
-    /// with no person in the loop: the scale report's run ([`Profile::Scale`]).
-    pub fn scale(seed: u64, tasks: usize, workers: u32, batch: u32) -> Scenario {
+    /// with no person in the loop: the scale report's run ([`Profile::Scale`]), with
+    /// `red` percent of attempts whose checks fail only on the merged result.
+    pub fn scale(seed: u64, tasks: usize, workers: u32, batch: u32, red: u64) -> Scenario {
         let ids: Vec<String> = (1..=tasks).map(|i| format!("T{i}")).collect();
         let mut plan = String::from("# Scale\n");
         for id in &ids {
@@ -159,7 +161,7 @@ impl Scenario {
             plan,
             config: c,
             tasks: ids,
-            trouble: 0,
+            trouble: red,
             profile: Profile::Scale,
         }
     }
@@ -189,7 +191,7 @@ impl Scenario {
                 agent_ms: r.range(30_000, 600_000),
                 checks_ms,
                 merge_ms: checks_ms,
-                red_merged: !clean && r.chance(5),
+                red_merged: !clean && r.chance(self.trouble),
             };
         }
         let p = if n >= 5 { 0 } else { self.trouble };

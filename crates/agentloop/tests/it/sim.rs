@@ -138,8 +138,8 @@ fn replay() {
 /// (`cargo bench -p agentloop --bench scale`) prints the whole curve, to 128 workers.
 #[test]
 fn batches_keep_thirty_two_simulated_workers_near_the_ideal() {
-    let one = sim::scale(7, 256, 32, 1).unwrap();
-    let batched = sim::scale(7, 256, 32, 16).unwrap();
+    let one = sim::scale(7, 256, 32, 1, 5).unwrap();
+    let batched = sim::scale(7, 256, 32, 16, 5).unwrap();
     for r in [&one, &batched] {
         assert_eq!(r.ended, "Completed Some(Completed)", "{r:?}");
         assert!(r.done >= 250, "{r:?}");
