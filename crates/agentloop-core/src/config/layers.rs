@@ -228,8 +228,8 @@ fn check(config: &Config, sources: &BTreeMap<String, Source>) -> Result<(), Conf
     if config.verify.timeout.is_zero() {
         return Err(bad("verify.timeout", "must be longer than 0s"));
     }
-    if !(1..=256).contains(&config.merge.batch) {
-        return Err(bad("merge.batch", "must be from 1 (one at a time) to 256"));
+    if config.merge.batch.is_some_and(|b| !(1..=1024).contains(&b)) {
+        return Err(bad("merge.batch", "must be from 1 (one at a time) to 1024"));
     }
     if config.store.timeout.is_some_and(|t| {
         t < std::time::Duration::from_secs(1) || t > std::time::Duration::from_secs(3600)

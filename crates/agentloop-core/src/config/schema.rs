@@ -43,19 +43,22 @@ pub struct Config {
 }
 
 /// `[merge]`: the merge queue of a run with workers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct MergeConfig {
     /// Verified tasks merged together and checked once on the merged result: up to this
     /// many of those waiting in the queue. A batch whose checks fail is bisected until
     /// the task that broke it is found; that task goes back to its agent, the ones
     /// before it land, the ones after it wait for the next batch. 1: one at a time.
-    pub batch: u32,
+    /// Unset: half the workers, at least 16.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch: Option<u32>,
 }
 
-impl Default for MergeConfig {
-    fn default() -> Self {
-        MergeConfig { batch: 16 }
+impl MergeConfig {
+    /// The batch size for `workers` workers.
+    pub fn batch_for(&self, workers: u32) -> u32 {
+        self.batch.unwrap_or((workers / 2).max(16))
     }
 }
 

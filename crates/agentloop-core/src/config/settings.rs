@@ -185,7 +185,7 @@ impl Settings {
             // the diff gates, which read what each task's commit changed.
             commit: c.git.commit || c.ship.enabled() || c.gates.any_diff_gate(),
             workers: c.run.workers(),
-            merge_batch: c.merge.batch.max(1),
+            merge_batch: c.merge.batch_for(c.run.workers()).max(1),
             branch: c.run.branch.clone(),
             land: c.run.land,
             // A job elsewhere works on a task's branch: always in worktrees.

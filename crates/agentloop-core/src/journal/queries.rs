@@ -59,6 +59,8 @@ impl RunState {
 
     /// [`next_task`](Self::next_task), leaving out the tasks in `busy`.
     pub fn next_task_except(&self, busy: &[&str]) -> Option<&TaskState> {
+        // A hundred workers: looked up by hash, not compared one by one per task.
+        let busy: std::collections::HashSet<&str> = busy.iter().copied().collect();
         self.plan
             .tasks
             .iter()

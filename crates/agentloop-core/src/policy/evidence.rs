@@ -91,7 +91,7 @@ pub fn expected(s: &RunState, task: Option<&str>, place: Place) -> Option<Expect
     let (named, own): (Vec<TestName>, Vec<String>) = match task {
         Some(id) => (
             s.plan_task(id).map(|t| t.tests.clone()).unwrap_or_default(),
-            s.plan.checks(id),
+            s.plan.checks_of(s.plan_task(id)),
         ),
         None => {
             let mut named: Vec<TestName> = Vec::new();
@@ -106,7 +106,7 @@ pub fn expected(s: &RunState, task: Option<&str>, place: Place) -> Option<Expect
                         named.push(n.clone());
                     }
                 }
-                for c in s.plan.checks(&t.id) {
+                for c in s.plan.checks_of(s.plan_task(&t.id)) {
                     if !own.contains(&c) {
                         own.push(c);
                     }

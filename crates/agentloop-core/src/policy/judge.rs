@@ -444,8 +444,7 @@ fn judge(
         );
     }
     let scope = s
-        .plan
-        .task(task)
+        .plan_task(task)
         .map(|t| t.scope.clone())
         .unwrap_or_default();
     if !scope.is_empty() {

@@ -20,7 +20,7 @@ const REFACTOR_PREAMBLE: &str = "This is a refactor: what the code does stays as
 
 pub fn build(s: &RunState, task_id: &str, kind: IterationKind) -> String {
     let mut p = String::new();
-    let Some(task) = s.plan.task(task_id) else {
+    let Some(task) = s.plan_task(task_id) else {
         return format!("Task {task_id} is not in the plan.\n");
     };
     let position = s.position(task_id);
@@ -58,7 +58,7 @@ pub fn build(s: &RunState, task_id: &str, kind: IterationKind) -> String {
         }
         p.push('\n');
     }
-    let mut commands = s.plan.checks(task_id);
+    let mut commands = s.plan.checks_of(s.plan_task(task_id));
     commands.extend(s.settings.verify_commands.iter().cloned());
     if !commands.is_empty() {
         p.push_str("agentloop will verify your work by running these commands itself; they must all exit 0:\n");

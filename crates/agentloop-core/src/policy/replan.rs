@@ -68,8 +68,7 @@ fn apply_replan(s: &RunState, task: &str, proposal: &str) -> Result<Plan, String
         }
     }
     let original = s
-        .plan
-        .task(task)
+        .plan_task(task)
         .ok_or_else(|| format!("task {task} is not in the plan"))?
         .clone();
     let mentioned: Vec<&str> = proposed.ids();
@@ -77,7 +76,7 @@ fn apply_replan(s: &RunState, task: &str, proposal: &str) -> Result<Plan, String
     let mut replacement: Vec<Task> = proposed
         .tasks
         .iter()
-        .filter(|p| p.id == task || s.plan.task(&p.id).is_none())
+        .filter(|p| p.id == task || s.plan_task(&p.id).is_none())
         .cloned()
         .collect();
     // The replaced task's tripwires hold for each of its replacements.
@@ -106,7 +105,7 @@ fn apply_replan(s: &RunState, task: &str, proposal: &str) -> Result<Plan, String
             .cloned()
             .unwrap_or_else(|| t.clone());
         // A revision cannot drop what checks a task or what it must not do.
-        if let Some(before) = s.plan.task(&t.id) {
+        if let Some(before) = s.plan_task(&t.id) {
             keep_all(&mut t.verify, &before.verify);
             keep_all(&mut t.tests, &before.tests);
             keep_all(&mut t.must_not, &before.must_not);

@@ -175,7 +175,7 @@ mod policy {
             FIVE,
             settings(|c| {
                 c.run.workers = Some(5);
-                c.merge.batch = batch;
+                c.merge.batch = Some(batch);
             }),
         );
         sim.then(Event::IntegrationStarted {
