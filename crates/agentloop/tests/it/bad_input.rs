@@ -93,6 +93,10 @@ const CONFIGS: &[(&str, &str)] = &[
         "error: [DIR]/agentloop.toml: budgets.max_iterations: must be at least 1",
     ),
     (
+        "config-zero-batch.toml",
+        "error: [DIR]/agentloop.toml: merge.batch: must be from 1 (one at a time) to 1024",
+    ),
+    (
         "config-agent-without-command.toml",
         "error: [DIR]/agentloop.toml: agents.mine.command: a `command` agent needs a program to run",
     ),
