@@ -14,14 +14,6 @@
 #[path = "common/mod.rs"]
 mod common;
 
-fn list(name: &str, default: &str) -> Vec<u32> {
-    std::env::var(name)
-        .unwrap_or_else(|_| default.into())
-        .split(',')
-        .filter_map(|n| n.trim().parse().ok())
-        .collect()
-}
-
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -29,9 +21,9 @@ fn main() {
     let seed = common::env_usize("SEED", 7) as u64;
     let per = common::env_usize("PER", 8);
     println!("scale: simulated workers, {per} tasks each, seed {seed}");
-    for red in list("RED", "0,5") {
-        for workers in list("WORKERS", "8,32,64,128") {
-            for batch in list("BATCH", "1,8,16,32") {
+    for red in common::env_list::<u32>("RED", "0,5") {
+        for workers in common::env_list::<u32>("WORKERS", "8,32,64,128") {
+            for batch in common::env_list::<u32>("BATCH", "1,8,16,32") {
                 let tasks = workers as usize * per;
                 let r =
                     agentloop_testkit::sim::scale(seed, tasks, workers, batch, red.into()).unwrap();

@@ -87,7 +87,7 @@ fn main() {
     std::fs::write(
         root.join("agentloop.toml"),
         format!(
-            "[run]\nagent = \"quick\"\n[budgets]\nmax_iterations = 100000\n[agents.quick]\ncommand = [\"sh\", \"-c\", \"cat >/dev/null; sleep 0.05; echo TASK_COMPLETE\"]\n{}",
+            "[run]\nagent = \"quick\"\nshape = \"tool\"\n[budgets]\nmax_iterations = 100000\n[agents.quick]\ncommand = [\"sh\", \"-c\", \"cat >/dev/null; sleep 0.05; echo TASK_COMPLETE\"]\n{}",
             // `TRUST=off`: no surface check or clean copy in the busy run, to see the
             // server's own share of the latency.
             if std::env::var("TRUST").as_deref() == Ok("off") {

@@ -20,14 +20,6 @@ use std::time::Instant;
 
 use agentloop_core::journal::{self, Event};
 
-fn list(name: &str, default: &str) -> Vec<usize> {
-    std::env::var(name)
-        .unwrap_or_else(|_| default.into())
-        .split(',')
-        .filter_map(|n| n.trim().parse().ok())
-        .collect()
-}
-
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -42,8 +34,8 @@ fn main() {
         }
     };
     let check = common::env_usize("CHECK_SECONDS", 0);
-    let counts = list("WORKERS", "1,2,4,8");
-    let batches = list("BATCH", "1");
+    let counts = common::env_list::<usize>("WORKERS", "1,2,4,8");
+    let batches = common::env_list::<usize>("BATCH", "1");
     let config = if check > 0 {
         format!("[verify]\ncommands = [\"sleep {check}\"]\n")
     } else {
@@ -135,10 +127,11 @@ fn main() {
         } else {
             merge_ms.sort_unstable();
             let median = merge_ms[merge_ms.len() / 2] as f64;
-            checks_ms.sort_by(|a, b| a.total_cmp(b));
-            let checks = checks_ms.get(checks_ms.len() / 2).copied().unwrap_or(0.0);
+            // In batches only the log of a batch's last task times its checks: the
+            // checks' total over the run, per task.
+            let checks = checks_ms.iter().sum::<f64>() / tasks as f64;
             println!(
-                "  {n} workers, batch {batch}: wall {wall:.2} s, speed-up {speedup:.2}x; {} batches, the run-wide check run {suite_runs} times and the tasks' own {merged_checks} times on merged results; merge queue per task: median {median:.0} ms from merge_started to merged, of which {checks:.0} ms the checks on the merged result",
+                "  {n} workers, batch {batch}: wall {wall:.2} s, speed-up {speedup:.2}x; {} batches, the run-wide check run {suite_runs} times and the tasks' own {merged_checks} times on merged results; merge queue per task: median {median:.0} ms from merge_started to merged, and {checks:.0} ms of checks on merged results per task over the run",
                 heads.len()
             );
         }

@@ -12,6 +12,16 @@ pub fn env_usize(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// A comma-separated list of numbers from the environment (`default` when unset).
+#[allow(dead_code)] // not every bench takes a list
+pub fn env_list<T: std::str::FromStr>(name: &str, default: &str) -> Vec<T> {
+    std::env::var(name)
+        .unwrap_or_else(|_| default.into())
+        .split(',')
+        .filter_map(|n| n.trim().parse().ok())
+        .collect()
+}
+
 /// Runs git in `root` with a fixed identity; panics when it fails.
 #[allow(dead_code)] // not every bench has a repository
 pub fn git(root: &Path, args: &[&str]) {
@@ -61,7 +71,7 @@ pub fn trivial_project(root: &Path, tasks: usize, files: usize, agent: &str, con
     std::fs::write(
         root.join("agentloop.toml"),
         format!(
-            "[run]\nagent = \"noop\"\n[budgets]\nmax_iterations = {}\n[agents.noop]\ncommand = [\"sh\", \"-c\", {agent:?}]\n{config}",
+            "[run]\nagent = \"noop\"\nshape = \"tool\"\n[budgets]\nmax_iterations = {}\n[agents.noop]\ncommand = [\"sh\", \"-c\", {agent:?}]\n{config}",
             // As many as the plan may have without `--force`.
             agentloop_core::values::iteration_ceiling(tasks)
         ),
@@ -102,7 +112,7 @@ pub fn parallel_project(
     std::fs::write(
         root.join("agentloop.toml"),
         format!(
-            "[run]\nagent = \"fixed\"\nworkers = {workers}\n[budgets]\nmax_iterations = 1000\n[agents.fixed]\ncommand = [\"sh\", \"{}\"]\n{config}",
+            "[run]\nagent = \"fixed\"\nshape = \"tool\"\nworkers = {workers}\n[budgets]\nmax_iterations = 500\n[agents.fixed]\ncommand = [\"sh\", \"{}\"]\n{config}",
             root.join("agent.sh").display()
         ),
     )

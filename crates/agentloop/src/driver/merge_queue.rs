@@ -324,12 +324,7 @@ impl Driver {
                     digest,
                     fingerprint,
                 } => {
-                    let agent = self
-                        .state
-                        .open_iteration(iteration)
-                        .map(|o| o.started.agent.clone())
-                        .unwrap_or_default();
-                    let redactor = self.redactor(&agent);
+                    let redactor = self.iteration_redactor(iteration);
                     self.record(Event::MergeFailed {
                         iteration,
                         conflict,

@@ -102,6 +102,16 @@ impl Driver {
         }
     }
 
+    /// The redactor of the agent of open iteration `iteration`.
+    pub(super) fn iteration_redactor(&self, iteration: u32) -> agentloop_core::redact::Redactor {
+        let agent = self
+            .state
+            .open_iteration(iteration)
+            .map(|o| o.started.agent.clone())
+            .unwrap_or_default();
+        self.redactor(&agent)
+    }
+
     pub(super) fn redactor(&self, agent: &str) -> agentloop_core::redact::Redactor {
         let env = self
             .config
@@ -571,12 +581,7 @@ impl Driver {
         log: &std::path::Path,
         mut result: VerifyFinished,
     ) -> Result<(), CliError> {
-        let agent = self
-            .state
-            .open_iteration(iteration)
-            .map(|o| o.started.agent.clone())
-            .unwrap_or_default();
-        let redactor = self.redactor(&agent);
+        let redactor = self.iteration_redactor(iteration);
         redactor.scrub_check_log(log)?;
         result.redact(&redactor);
         self.record(Event::VerifyFinished(result))

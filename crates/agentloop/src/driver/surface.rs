@@ -44,12 +44,7 @@ impl Driver {
         } else {
             surface::check(&dir, &base, &rules).map_err(cannot_check)?
         };
-        let agent = self
-            .state
-            .open_iteration(iteration)
-            .map(|o| o.started.agent.clone())
-            .unwrap_or_default();
-        let redactor = self.redactor(&agent);
+        let redactor = self.iteration_redactor(iteration);
         for c in &mut changes {
             c.diff = redactor.redact(&c.diff).into_owned();
         }
