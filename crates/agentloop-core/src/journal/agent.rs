@@ -52,6 +52,15 @@ impl RunState {
             .changed_files
             .iter()
             .any(|f| is_test_path(f, &self.settings.test_patterns));
+        if a.error.is_none()
+            && let Some(agent) = self
+                .running
+                .iter()
+                .find(|o| o.started.iteration == a.iteration)
+                .map(|o| o.started.agent.clone())
+        {
+            self.agent_went_through(&agent);
+        }
         if let Some(open) = self.open_mut(a.iteration) {
             let task = open.started.task.clone();
             open.agent = Some(a.clone());

@@ -154,6 +154,11 @@ pub struct RunState {
     /// (Unix milliseconds).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub agent_limits: std::collections::BTreeMap<String, u64>,
+    /// A run with workers: how many iterations of an agent may run at once, after its
+    /// provider limited it (halved at each limit from what ran then, one more at each
+    /// call that went through; gone once it is back at the workers). Absent: the workers.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub agent_caps: std::collections::BTreeMap<String, u32>,
     /// Limits hit in a row (the backoff doubles with each).
     pub limit_streak: u32,
     pub last_seq: u64,
@@ -299,6 +304,7 @@ impl RunState {
             finished: None,
             limit_until_ms: None,
             agent_limits: Default::default(),
+            agent_caps: Default::default(),
             limit_message: None,
             limit_streak: 0,
             last_seq: first.seq,

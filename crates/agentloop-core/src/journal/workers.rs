@@ -61,9 +61,23 @@ impl RunState {
         agent: Option<&str>,
     ) {
         match (agent, self.settings.in_worktrees()) {
-            // Workers share an agent's account: that agent's tasks wait, others go on.
+            // Workers share an agent's account: that agent's tasks wait, others go on;
+            // and then fewer of them at once (multiplicative decrease: half of what
+            // ran when the limit came; once per wait, however many of them hit it).
             (Some(a), true) => {
-                self.agent_limits.insert(a.to_string(), until_ms);
+                let fresh = self.agent_limits.insert(a.to_string(), until_ms).is_none();
+                // Its calls under way then: agents still at work, and those the limit
+                // stopped.
+                let ran = self
+                    .running
+                    .iter()
+                    .filter(|o| o.started.agent == a)
+                    .filter(|o| o.agent.as_ref().is_none_or(|f| f.error.is_some()))
+                    .count() as u32;
+                let cap = self.agent_caps.get(a).copied().unwrap_or(ran).min(ran);
+                if fresh && self.settings.workers > 1 {
+                    self.agent_caps.insert(a.to_string(), (cap / 2).max(1));
+                }
             }
             _ => self.limit_until_ms = Some(until_ms),
         }
@@ -76,6 +90,25 @@ impl RunState {
         if let Some(open) = open {
             open.limited = true;
         }
+    }
+
+    /// A call of `agent` went through: one more of its iterations may run at once
+    /// (additive increase), up to the workers.
+    pub(super) fn agent_went_through(&mut self, agent: &str) {
+        if let Some(cap) = self.agent_caps.get_mut(agent) {
+            *cap += 1;
+            if *cap >= self.settings.workers {
+                self.agent_caps.remove(agent);
+            }
+        }
+    }
+
+    /// Iterations whose `agent` is at work now (its calls to the provider).
+    pub fn agent_at_work(&self, agent: &str) -> u32 {
+        self.running
+            .iter()
+            .filter(|o| o.started.agent == agent && o.agent.is_none())
+            .count() as u32
     }
 
     pub(super) fn agent_limit_over(&mut self, agent: &str) {

@@ -102,6 +102,11 @@ pub fn schedule(s: &RunState) -> Vec<Action> {
         // A worker is taken by an iteration until its task is verified: one waiting
         // in the merge queue does not hold it.
         Action::Iterate(_) if s.running.len() - in_queue >= workers => {}
+        // An agent its provider limited runs fewer iterations at once for a while.
+        Action::Iterate(p)
+            if s.agent_caps
+                .get(&p.agent)
+                .is_some_and(|&cap| s.agent_at_work(&p.agent) >= cap) => {}
         // The run ends, or waits, only once what is under way is done.
         Action::Record(Event::RunFinished { .. }) | Action::Exit(_) | Action::Wait(_)
             if !s.running.is_empty() => {}

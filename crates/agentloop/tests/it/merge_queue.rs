@@ -278,3 +278,96 @@ mod policy {
         assert_eq!(sim.state.integration.as_ref().unwrap().head, "m1");
     }
 }
+
+mod concurrency {
+    use std::collections::BTreeSet;
+
+    use agentloop_core::journal::*;
+    use agentloop_core::policy::{Action, Pick, pick};
+
+    use crate::policy::{Sim, claims, settings, started};
+
+    const SIX: &str = "# Six\n\n## T1: a\nVerify: t\n\n## T2: b\nVerify: t\n\n## T3: c\nVerify: t\n\n## T4: d\nVerify: t\n\n## T5: e\nVerify: t\n\n## T6: f\nVerify: t\n";
+
+    /// Records the policy's decisions and starts what it asks to start, leaving every
+    /// other step, and every agent at work, as under way; the iterations it started.
+    fn start_all(sim: &mut Sim) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut under_way: BTreeSet<u32> = sim
+            .state
+            .running
+            .iter()
+            .filter(|o| o.agent.is_none())
+            .map(|o| o.started.iteration)
+            .collect();
+        loop {
+            match pick(&sim.state, &under_way) {
+                Pick::Take(Action::Iterate(p)) => {
+                    sim.then(started(&p));
+                    under_way.insert(p.iteration);
+                    out.push(p.iteration);
+                }
+                Pick::Take(Action::Record(e)) => {
+                    sim.then(e);
+                }
+                Pick::Take(a) => {
+                    under_way.insert(a.iteration().expect("a step of an iteration"));
+                }
+                _ => return out,
+            }
+        }
+    }
+
+    fn went_through(sim: &mut Sim, iteration: u32) {
+        sim.then(Event::AgentFinished(AgentFinished {
+            iteration,
+            ..claims(false, &[])
+        }));
+    }
+
+    #[test]
+    fn an_agent_its_provider_limits_runs_fewer_at_once_then_more_as_calls_go_through() {
+        let mut sim = Sim::new(SIX, settings(|c| c.run.workers = Some(4)));
+        sim.then(Event::IntegrationStarted {
+            branch: "agentloop/r".into(),
+            base: "b0".into(),
+        });
+        assert_eq!(start_all(&mut sim), vec![1, 2, 3, 4]);
+        // Two of the four calls come back limited: the agent's concurrency halves,
+        // once for the wait, not once per call.
+        for iteration in [1, 2] {
+            sim.then(Event::AgentFinished(AgentFinished {
+                iteration,
+                exit_code: Some(1),
+                error: Some(AgentError {
+                    kind: AgentErrorKind::RateLimit,
+                    message: "429".into(),
+                }),
+                ..AgentFinished::default()
+            }));
+            sim.then(Event::LimitHit {
+                kind: AgentErrorKind::RateLimit,
+                message: "429".into(),
+                until_ms: 1,
+                known_reset: true,
+                iteration: Some(iteration),
+                agent: Some("a".into()),
+            });
+        }
+        assert_eq!(sim.state.agent_caps.get("a"), Some(&2));
+        sim.then(Event::AgentLimitOver { agent: "a".into() });
+        // Two still at work: nothing new starts (the limited two are redone later).
+        assert_eq!(start_all(&mut sim), Vec::<u32>::new());
+        // A call goes through: one more at once.
+        went_through(&mut sim, 3);
+        assert_eq!(sim.state.agent_caps.get("a"), Some(&3));
+        assert_eq!(
+            start_all(&mut sim).len(),
+            2,
+            "one call at work, three at once: two more start"
+        );
+        // Back at the workers: no cap.
+        went_through(&mut sim, 4);
+        assert_eq!(sim.state.agent_caps.get("a"), None);
+    }
+}
