@@ -324,6 +324,8 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
             "integration": s.integration,
             "lanes": s.lanes(),
             "merge_queue": s.merge_queue().iter().map(|l| &l.task).collect::<Vec<_>>(),
+            "batch": s.settings.merge_batch,
+            "agent_caps": s.agent_caps,
             "disk_bytes": agentloop_core::exec::worktree::disk_usage(&s.run_id),
         })),
         "forged_lines": s.forged.iter().map(|f| f.line).collect::<Vec<_>>(),

@@ -80,6 +80,13 @@ fn tasks_waiting_together_are_merged_and_checked_once() {
     assert_eq!(ev.iter().filter(|e| e["kind"] == "merged").count(), 4);
     let log = p.run(&["log"]).stdout;
     assert!(!log.contains("back in the merge queue"), "{log}");
+    let s = p.status();
+    assert_eq!(s["workers"]["batch"], 4, "{s}");
+    assert_eq!(
+        s["workers"]["agent_caps"],
+        serde_json::json!({}),
+        "no limit, no cap"
+    );
     nothing_left(&p);
 }
 
