@@ -28,10 +28,28 @@ pub(crate) enum Done {
     /// A batch of the merge queue: what became of each of its iterations.
     Merge {
         batch: Vec<u32>,
-        outcome: Result<Vec<(u32, super::merge_queue::MergeOutcome)>, String>,
+        outcome: Result<Vec<(u32, MergeOutcome)>, String>,
     },
     /// Not an end: where the iteration's job stands on its cluster now.
     Job(agentloop_core::journal::JobState),
+}
+
+/// What became of one task of a batch.
+#[derive(Debug)]
+pub(crate) enum MergeOutcome {
+    Merged {
+        commit: String,
+    },
+    Failed {
+        conflict: bool,
+        reason: String,
+        digest: String,
+        fingerprint: Option<String>,
+    },
+    /// Not merged, through no fault of its own: it waits for the next batch.
+    Requeued {
+        reason: String,
+    },
 }
 
 impl Done {

@@ -13,7 +13,7 @@ use agentloop_core::journal::{Event, MergeState, VerifyFinished};
 use agentloop_core::policy::evidence::Place;
 
 use super::Driver;
-use super::jobs::{Checks, Done};
+use super::jobs::{Checks, Done, MergeOutcome};
 use crate::error::CliError;
 
 /// One verified task of a batch.
@@ -37,24 +37,6 @@ pub(crate) struct BatchJob {
     /// The integration head the batch merges onto.
     pub head: String,
     pub members: Vec<Member>,
-}
-
-/// What became of one task of a batch.
-#[derive(Debug)]
-pub(crate) enum MergeOutcome {
-    Merged {
-        commit: String,
-    },
-    Failed {
-        conflict: bool,
-        reason: String,
-        digest: String,
-        fingerprint: Option<String>,
-    },
-    /// Not merged, through no fault of its own: it waits for the next batch.
-    Requeued {
-        reason: String,
-    },
 }
 
 /// Runs the batch off the driver's thread; reports each member's outcome, in order

@@ -10,6 +10,26 @@ use super::Driver;
 use crate::error::CliError;
 
 impl Driver {
+    /// The redactor of the agent of open iteration `iteration`.
+    pub(super) fn iteration_redactor(&self, iteration: u32) -> agentloop_core::redact::Redactor {
+        let agent = self
+            .state
+            .open_iteration(iteration)
+            .map(|o| o.started.agent.clone())
+            .unwrap_or_default();
+        self.redactor(&agent)
+    }
+
+    pub(super) fn redactor(&self, agent: &str) -> agentloop_core::redact::Redactor {
+        let env = self
+            .config
+            .agents
+            .get(agent)
+            .map(|a| a.env.clone())
+            .unwrap_or_default();
+        agentloop_core::redact::Redactor::from_env(&env)
+    }
+
     /// Records a decision of the policy — the verdict on an iteration among them —
     /// and carries it out: the commit of a verified task, `result.json`, a plan version.
     /// The decision is recorded only if the journal still is what it was made from: a

@@ -102,26 +102,6 @@ impl Driver {
         }
     }
 
-    /// The redactor of the agent of open iteration `iteration`.
-    pub(super) fn iteration_redactor(&self, iteration: u32) -> agentloop_core::redact::Redactor {
-        let agent = self
-            .state
-            .open_iteration(iteration)
-            .map(|o| o.started.agent.clone())
-            .unwrap_or_default();
-        self.redactor(&agent)
-    }
-
-    pub(super) fn redactor(&self, agent: &str) -> agentloop_core::redact::Redactor {
-        let env = self
-            .config
-            .agents
-            .get(agent)
-            .map(|a| a.env.clone())
-            .unwrap_or_default();
-        agentloop_core::redact::Redactor::from_env(&env)
-    }
-
     pub(crate) fn should_stop(&mut self, last: &mut Instant) -> bool {
         if self.interrupted.load(Ordering::SeqCst) {
             return true;
