@@ -90,6 +90,26 @@ impl RunState {
             .collect()
     }
 
+    /// The lanes grouped by phase, in the order work moves through them (agents,
+    /// checks, a person, the merge, the queue, a verdict); empty phases left out. What
+    /// the views show once there are too many lanes to list one per line.
+    pub fn lanes_by_phase(&self) -> Vec<(Phase, Vec<Lane>)> {
+        let order = [
+            Phase::Agent,
+            Phase::Checks,
+            Phase::Waiting,
+            Phase::Merging,
+            Phase::Queued,
+            Phase::Deciding,
+        ];
+        let lanes = self.lanes();
+        order
+            .into_iter()
+            .map(|p| (p, lanes.iter().filter(|l| l.phase == p).cloned().collect()))
+            .filter(|(_, l): &(Phase, Vec<Lane>)| !l.is_empty())
+            .collect()
+    }
+
     /// The merge queue: the lane being merged, then the verified ones waiting.
     pub fn merge_queue(&self) -> Vec<Lane> {
         let mut q: Vec<Lane> = self

@@ -186,6 +186,36 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
     Ok(ExitKind::Completed)
 }
 
+/// Lanes listed one per line up to this many; past it, grouped by phase.
+pub(crate) const LANES_ONE_PER_LINE: usize = 12;
+
+/// The lanes of a run with many workers, a line per phase: how many, and the tasks
+/// longest in it (with how long), the rest counted.
+pub(crate) fn grouped_lanes(s: &RunState, now: u64) -> Vec<String> {
+    const SHOWN: usize = 6;
+    s.lanes_by_phase()
+        .into_iter()
+        .map(|(phase, mut lanes)| {
+            lanes.sort_by_key(|l| l.started_ms);
+            let mut names: Vec<String> = lanes
+                .iter()
+                .take(SHOWN)
+                .map(|l| {
+                    format!(
+                        "{} {}",
+                        l.task,
+                        duration_ms(now.saturating_sub(l.started_ms))
+                    )
+                })
+                .collect();
+            if lanes.len() > SHOWN {
+                names.push(format!("and {} more", lanes.len() - SHOWN));
+            }
+            format!("{} ({}): {}", phase.as_str(), lanes.len(), names.join(", "))
+        })
+        .collect()
+}
+
 /// A run with workers: its integration branch, what each worker is at, the merge
 /// queue and the disk the worktrees take.
 fn workers(s: &RunState) -> Result<(), CliError> {
@@ -204,7 +234,15 @@ fn workers(s: &RunState) -> Result<(), CliError> {
         agentloop_core::words::bytes(agentloop_core::exec::worktree::disk_usage(&s.run_id))
     );
     let now = agentloop_core::clock::now_ms();
-    for l in s.lanes() {
+    let lanes = s.lanes();
+    if lanes.len() > LANES_ONE_PER_LINE {
+        // Too many to list one per line: a line per phase, its count and the oldest.
+        for line in grouped_lanes(s, now) {
+            outln!("  {line}");
+        }
+        return Ok(());
+    }
+    for l in lanes {
         outln!(
             "  [{}] {} · {} · {} · {}{}",
             l.iteration,
@@ -219,10 +257,14 @@ fn workers(s: &RunState) -> Result<(), CliError> {
     }
     let q = s.merge_queue();
     if !q.is_empty() {
-        let list: Vec<String> = q
+        let mut list: Vec<String> = q
             .iter()
+            .take(8)
             .map(|l| format!("{} ({})", l.task, l.phase.as_str()))
             .collect();
+        if q.len() > 8 {
+            list.push(format!("and {} more", q.len() - 8));
+        }
         outln!("merge queue: {}", list.join(", "));
     }
     Ok(())
@@ -323,6 +365,7 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
             "count": s.settings.workers,
             "integration": s.integration,
             "lanes": s.lanes(),
+            "phases": s.lanes_by_phase().iter().map(|(p, l)| (p.as_str().to_string(), json!(l.len()))).collect::<serde_json::Map<_, _>>(),
             "merge_queue": s.merge_queue().iter().map(|l| &l.task).collect::<Vec<_>>(),
             "batch": s.settings.merge_batch,
             "agent_caps": s.agent_caps,

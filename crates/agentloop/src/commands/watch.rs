@@ -330,7 +330,18 @@ pub fn frame_text(state: &RunState, live: &str, message: &str, width: u16, heigh
 fn lanes(run: &RunDir, s: &RunState) -> String {
     let now = agentloop_core::clock::now_ms();
     let mut out = String::new();
-    for l in s.lanes() {
+    let lanes = s.lanes();
+    if lanes.len() > super::status::LANES_ONE_PER_LINE {
+        // A line per phase; the agents' output is each iteration's `agentloop log`.
+        for line in super::status::grouped_lanes(s, now) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    for l in lanes
+        .into_iter()
+        .filter(|_| s.running.len() <= super::status::LANES_ONE_PER_LINE)
+    {
         out.push_str(&format!(
             "[{}] {} · {} · {} · {}s\n",
             l.iteration,
@@ -351,10 +362,14 @@ fn lanes(run: &RunDir, s: &RunState) -> String {
     }
     let q = s.merge_queue();
     if !q.is_empty() {
-        let list: Vec<String> = q
+        let mut list: Vec<String> = q
             .iter()
+            .take(8)
             .map(|l| format!("{} ({})", l.task, l.phase.as_str()))
             .collect();
+        if q.len() > 8 {
+            list.push(format!("and {} more", q.len() - 8));
+        }
         out.push_str(&format!("merge queue: {}\n", list.join(", ")));
     }
     if let Some(i) = &s.integration {

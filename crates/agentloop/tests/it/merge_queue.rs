@@ -378,3 +378,44 @@ mod concurrency {
         assert_eq!(sim.state.agent_caps.get("a"), None);
     }
 }
+
+/// Twenty workers at once: `status` groups the lanes by phase instead of a line each
+/// (`watch` shows the same lines), and `status --json` counts them.
+#[test]
+fn twenty_lanes_are_shown_grouped_by_phase() {
+    let mut plan = String::from("# Twenty\n");
+    for i in 1..=20 {
+        plan.push_str(&format!("\n## T{i}: task {i}\nVerify: test -f out/t{i}\n"));
+    }
+    let p = crate::support::Scratch::new().plan(&plan).build();
+    let release = p.cache.path().join("release");
+    p.write(
+        "agent.sh",
+        format!(
+            "p=$(cat)\nt=$(printf '%s\\n' \"$p\" | sed -n 's/^## Your task: T\\([0-9]*\\) .*/\\1/p' | head -n 1)\nwhile [ ! -f {} ]; do sleep 0.05; done\nmkdir -p out && touch out/t$t\necho TASK_COMPLETE\n",
+            release.display()
+        ),
+    );
+    p.write(
+        "agentloop.toml",
+        format!(
+            "[run]\nagent = \"w\"\nworkers = 20\n\n[agents.w]\ncommand = [\"sh\", \"{}\"]\ntimeout = \"60s\"\n",
+            p.path().join("agent.sh").display()
+        ),
+    );
+    p.commit("twenty workers");
+    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    crate::support::wait_for(&p, "twenty agents at work", |p| {
+        let r = p.run(&["status", "--json"]);
+        serde_json::from_str::<serde_json::Value>(&r.stdout)
+            .is_ok_and(|s| s["workers"]["phases"]["agent"] == 20)
+    });
+    let text = p.run(&["status"]).stdout;
+    assert!(text.contains("agent (20): T1 "), "{text}");
+    assert!(text.contains("and 14 more"), "{text}");
+    assert!(!text.contains("[1] T1"), "one line per lane: {text}");
+    std::fs::write(&release, "").unwrap();
+    let st = crate::support::wait_exit(&mut driver, std::time::Duration::from_secs(120));
+    assert_eq!(st.code(), Some(0));
+    assert_eq!(p.status()["status"], "completed");
+}
