@@ -8,7 +8,8 @@
 //! share of one core over the run.
 //!
 //! `cargo bench -p agentloop --bench scale` (env `WORKERS`, default "8,32,64,128";
-//! `BATCH`, default "1,8,16,32"; `PER`, tasks per worker, default 8; `RED`, the percent of attempts red only once merged,
+//! `BATCH`, default "1,8,16,32"; `PER`, tasks per worker, default 8; `BISECT`, the
+//! prefixes a red batch's bisection checks at once, default 1; `RED`, the percent of attempts red only once merged,
 //! default "0,5"; `SEED`, default 7)
 
 #[path = "common/mod.rs"]
@@ -20,13 +21,17 @@ fn main() {
     }
     let seed = common::env_usize("SEED", 7) as u64;
     let per = common::env_usize("PER", 8);
-    println!("scale: simulated workers, {per} tasks each, seed {seed}");
+    let bisect = common::env_usize("BISECT", 1) as u32;
+    println!(
+        "scale: simulated workers, {per} tasks each, a red batch bisected {bisect} prefixes at a time, seed {seed}"
+    );
     for red in common::env_list::<u32>("RED", "0,5") {
         for workers in common::env_list::<u32>("WORKERS", "8,32,64,128") {
             for batch in common::env_list::<u32>("BATCH", "1,8,16,32") {
                 let tasks = workers as usize * per;
                 let r =
-                    agentloop_testkit::sim::scale(seed, tasks, workers, batch, red.into()).unwrap();
+                    agentloop_testkit::sim::scale(seed, tasks, workers, batch, red.into(), bisect)
+                        .unwrap();
                 println!(
                     "  red {red}%, {workers:>3} workers, batch {batch:>2}: {:>3.0}% of the ideal ({:.1} h for {:.1} h), queue wait p50 {:.0} s p90 {:.0} s, {} of {tasks} done, driver {:.0} µs per record ({:.3}% of a core)",
                     r.share() * 100.0,

@@ -231,6 +231,12 @@ fn check(config: &Config, sources: &BTreeMap<String, Source>) -> Result<(), Conf
     if config.merge.batch.is_some_and(|b| !(1..=1024).contains(&b)) {
         return Err(bad("merge.batch", "must be from 1 (one at a time) to 1024"));
     }
+    if config.merge.bisect.is_some_and(|b| !(1..=64).contains(&b)) {
+        return Err(bad(
+            "merge.bisect",
+            "must be from 1 (halves, one at a time) to 64",
+        ));
+    }
     if config.store.timeout.is_some_and(|t| {
         t < std::time::Duration::from_secs(1) || t > std::time::Duration::from_secs(3600)
     }) {

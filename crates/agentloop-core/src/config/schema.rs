@@ -53,12 +53,25 @@ pub struct MergeConfig {
     /// Unset: half the workers, at least 16.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub batch: Option<u32>,
+    /// Checks run at the same time while a red batch is bisected, each on a prefix of
+    /// the batch in a merge worktree of its own (a search in that many parts instead of
+    /// halves). Unset: half this machine's cores, at least 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bisect: Option<u32>,
 }
 
 impl MergeConfig {
     /// The batch size for `workers` workers.
     pub fn batch_for(&self, workers: u32) -> u32 {
         self.batch.unwrap_or((workers / 2).max(16))
+    }
+
+    /// The checks a bisection runs at once on this machine.
+    pub fn bisect_here(&self) -> u32 {
+        self.bisect.unwrap_or_else(|| {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+            (cores / 2).max(1)
+        })
     }
 }
 

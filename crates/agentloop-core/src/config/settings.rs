@@ -92,6 +92,10 @@ pub struct Settings {
     /// before it existed: one at a time).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub merge_batch: u32,
+    /// `[merge] bisect`: checks at once while a red batch is bisected (runs recorded
+    /// before it existed: one).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub merge_bisect: u32,
     /// The integration branch of a run with workers (`{run}`: the run id).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub branch: String,
@@ -186,6 +190,7 @@ impl Settings {
             commit: c.git.commit || c.ship.enabled() || c.gates.any_diff_gate(),
             workers: c.run.workers(),
             merge_batch: c.merge.batch_for(c.run.workers()).max(1),
+            merge_bisect: c.merge.bisect_here().max(1),
             branch: c.run.branch.clone(),
             land: c.run.land,
             // A job elsewhere works on a task's branch: always in worktrees.

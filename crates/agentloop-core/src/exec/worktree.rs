@@ -202,8 +202,22 @@ pub enum Merge {
 /// The merge worktree of a run, detached at `head`, clean but for ignored files the
 /// checks made earlier (build caches).
 pub fn merge_worktree(root: &Path, run_id: &str, head: &str) -> Result<PathBuf, String> {
+    merge_worktree_n(root, run_id, 0, head)
+}
+
+/// The run's `n`th merge worktree at `head` (0: the merge worktree; more: those a red
+/// batch's bisection checks its prefixes in at the same time).
+pub fn merge_worktree_n(
+    root: &Path,
+    run_id: &str,
+    n: usize,
+    head: &str,
+) -> Result<PathBuf, String> {
     let dir = run_dir(run_id).ok_or("no cache directory (set HOME or XDG_CACHE_HOME)")?;
-    let path = dir.join("_merge");
+    let path = match n {
+        0 => dir.join("_merge"),
+        n => dir.join(format!("_merge-{}", n + 1)),
+    };
     if usable(&path) {
         let _ = text(git(&path, &["merge", "--abort"]));
         text(git(&path, &["checkout", "-q", "-f", "--detach", head]))?;
@@ -415,7 +429,7 @@ pub fn remove_run(root: &Path, run_id: &str, integration: &str) {
     let Some(dir) = run_dir(run_id) else { return };
     for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        if name == "_merge" {
+        if name == "_merge" || name.starts_with("_merge-") {
             let p = e.path().to_string_lossy().into_owned();
             let _admin = super::git::worktree_admin();
             let _ = text(git(root, &["worktree", "remove", "--force", &p]));

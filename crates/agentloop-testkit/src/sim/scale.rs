@@ -59,8 +59,9 @@ pub fn scale(
     workers: u32,
     batch: u32,
     red: u64,
+    bisect: u32,
 ) -> Result<Scaled, String> {
-    let sc = Scenario::scale(seed, tasks, workers, batch, red);
+    let sc = Scenario::scale(seed, tasks, workers, batch, red, bisect);
     let t = Instant::now();
     let r = run(&sc, &Faults::default());
     let driver_ms = t.elapsed().as_secs_f64() * 1000.0;

@@ -128,6 +128,8 @@ impl Scenario {
             1 => Some(4),
             _ => None,
         };
+        // Not this machine's cores: a seed runs the same everywhere.
+        c.merge.bisect = Some(1);
         Scenario {
             seed,
             plan,
@@ -140,8 +142,16 @@ impl Scenario {
 
     /// `tasks` independent tasks on `workers` workers merging in batches of `batch`,
     /// with no person in the loop: the scale report's run ([`Profile::Scale`]), with
-    /// `red` percent of attempts whose checks fail only on the merged result.
-    pub fn scale(seed: u64, tasks: usize, workers: u32, batch: u32, red: u64) -> Scenario {
+    /// `red` percent of attempts whose checks fail only on the merged result, a red
+    /// batch bisected `bisect` prefixes at a time.
+    pub fn scale(
+        seed: u64,
+        tasks: usize,
+        workers: u32,
+        batch: u32,
+        red: u64,
+        bisect: u32,
+    ) -> Scenario {
         let ids: Vec<String> = (1..=tasks).map(|i| format!("T{i}")).collect();
         let mut plan = String::from("# Scale\n");
         for id in &ids {
@@ -154,6 +164,7 @@ impl Scenario {
         c.run.workflow = WorkflowSetting::Feature;
         c.run.confirm = false;
         c.merge.batch = Some(batch);
+        c.merge.bisect = Some(bisect);
         c.budgets.max_iterations = (tasks as u32).saturating_mul(20).max(100);
         c.budgets.max_cost_usd = Some(1e6);
         Scenario {

@@ -243,19 +243,31 @@ impl World<'_> {
             return Ok(());
         }
         let head = self.branch.len().to_string();
+        // The batch's checks run once, as long as its slowest task's; a red batch is
+        // bisected, each round checking up to `merge_bisect` prefixes at once.
         let mut ms = 0;
+        let mut red = false;
         for &iteration in &members {
             self.append(Event::MergeStarted {
                 iteration,
                 head: head.clone(),
             })?;
             self.busy.insert(iteration);
-            ms = ms.max(
-                self.attempt_of(iteration)
-                    .map_or(1_000, |(_, a)| a.merge_ms),
-            );
+            if let Some((_, a)) = self.attempt_of(iteration) {
+                ms = ms.max(a.merge_ms);
+                red |= a.red_merged;
+            }
         }
-        self.later(ms, Done::Merge(members));
+        if red && members.len() > 1 {
+            let at_once = self.state.settings.merge_bisect.max(1) as usize;
+            let (mut span, mut rounds) = (members.len(), 0u64);
+            while span > 1 {
+                span = span.div_ceil(at_once + 1);
+                rounds += 1;
+            }
+            ms *= 1 + rounds;
+        }
+        self.later(ms.max(1), Done::Merge(members));
         Ok(())
     }
 

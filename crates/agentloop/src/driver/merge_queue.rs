@@ -37,6 +37,8 @@ pub(crate) struct BatchJob {
     /// The integration head the batch merges onto.
     pub head: String,
     pub members: Vec<Member>,
+    /// Checks at once while a red batch is bisected.
+    pub bisect: usize,
 }
 
 /// Runs the batch off the driver's thread; reports each member's outcome, in order
@@ -94,14 +96,45 @@ fn merge_now(job: &BatchJob) -> Result<Vec<(u32, MergeOutcome)>, String> {
             merged.len()
         } else {
             // The first prefix that fails: all of them pass up to `good`; `bad` fails.
+            // Each round checks up to `bisect` prefixes between the two at once, each
+            // in a merge worktree of its own, and narrows to the first that fails.
             let (mut good, mut bad, mut failure) = (0, merged.len(), whole);
             while bad - good > 1 {
-                let mid = (good + bad) / 2;
-                let r = check(job, &at, &merged, mid, Some(&merged[mid - 1].1))?;
-                if r.passed {
-                    good = mid;
-                } else {
-                    (bad, failure) = (mid, r);
+                let probes = probes(good, bad, job.bisect);
+                let results = std::thread::scope(|scope| {
+                    let handles: Vec<_> = probes
+                        .iter()
+                        .enumerate()
+                        .map(|(n, &m)| {
+                            let merged = &merged;
+                            let at = &at;
+                            scope.spawn(move || {
+                                let commit = &merged[m - 1].1;
+                                let dir = if n == 0 {
+                                    worktree::checkout_detached(at, commit)?;
+                                    at.clone()
+                                } else {
+                                    worktree::merge_worktree_n(&job.root, &job.run_id, n, commit)?
+                                };
+                                check(job, &dir, merged, m, None)
+                            })
+                        })
+                        .collect();
+                    handles
+                        .into_iter()
+                        .map(|h| {
+                            h.join()
+                                .unwrap_or_else(|_| Err("a check's thread panicked".into()))
+                        })
+                        .collect::<Result<Vec<_>, String>>()
+                })?;
+                for (m, r) in probes.into_iter().zip(results) {
+                    if r.passed {
+                        good = m;
+                    } else {
+                        (bad, failure) = (m, r);
+                        break;
+                    }
                 }
             }
             let (culprit, _) = merged[bad - 1];
@@ -156,8 +189,22 @@ fn merge_now(job: &BatchJob) -> Result<Vec<(u32, MergeOutcome)>, String> {
         .collect())
 }
 
+/// The prefixes a round of the bisection checks between `good` (passes) and `bad`
+/// (fails): up to `at_once` of them, evenly spread, in order.
+fn probes(good: usize, bad: usize, at_once: usize) -> Vec<usize> {
+    let inside = bad - good - 1;
+    let k = at_once.clamp(1, inside.max(1));
+    let mut out: Vec<usize> = (1..=k).map(|i| good + i * (bad - good) / (k + 1)).collect();
+    out.retain(|&m| m > good && m < bad);
+    out.dedup();
+    if out.is_empty() {
+        out.push(good + 1);
+    }
+    out
+}
+
 /// The checks of the first `n` merged members together, on the merged result at
-/// `commit` (none: where the merge worktree stands), logged with the `n`th member.
+/// `commit` (none: where the worktree `at` stands), logged with the `n`th member.
 fn check(
     job: &BatchJob,
     at: &std::path::Path,
@@ -279,6 +326,7 @@ impl Driver {
                 integration: i.branch.clone(),
                 head,
                 members,
+                bisect: self.state.settings.merge_bisect.max(1) as usize,
             },
             done.clone(),
         );
@@ -330,6 +378,30 @@ impl Driver {
             self.state.settings.keep_worktrees,
         ) {
             worktree::remove_task(&self.ws.root, &self.run.id, &i.branch, &task);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::probes;
+
+    #[test]
+    fn a_round_probes_evenly_between_what_passes_and_what_fails() {
+        assert_eq!(probes(0, 8, 1), vec![4], "halves");
+        assert_eq!(probes(0, 8, 3), vec![2, 4, 6]);
+        assert_eq!(probes(4, 6, 3), vec![5], "one prefix left between them");
+        assert_eq!(probes(0, 2, 8), vec![1]);
+        assert_eq!(probes(0, 16, 4), vec![3, 6, 9, 12]);
+        // Every probe is strictly between, so each round narrows the range.
+        for good in 0..20 {
+            for bad in good + 2..30 {
+                for at_once in 1..6 {
+                    let p = probes(good, bad, at_once);
+                    assert!(!p.is_empty() && p.iter().all(|&m| m > good && m < bad));
+                    assert!(p.windows(2).all(|w| w[0] < w[1]));
+                }
+            }
         }
     }
 }

@@ -97,6 +97,10 @@ const CONFIGS: &[(&str, &str)] = &[
         "error: [DIR]/agentloop.toml: merge.batch: must be from 1 (one at a time) to 1024",
     ),
     (
+        "config-zero-bisect.toml",
+        "error: [DIR]/agentloop.toml: merge.bisect: must be from 1 (halves, one at a time) to 64",
+    ),
+    (
         "config-agent-without-command.toml",
         "error: [DIR]/agentloop.toml: agents.mine.command: a `command` agent needs a program to run",
     ),

@@ -20,7 +20,7 @@ fn gated(shared: &tempfile::TempDir) -> std::path::PathBuf {
         format!(
             r#"seen={seen}
 case "$(basename "$PWD")" in
-  _merge)
+  _merge|_merge-*)
     i=0
     while [ "$(ls "$seen" | wc -l)" -lt 4 ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done
     echo checked >> {merged}
@@ -92,6 +92,16 @@ fn tasks_waiting_together_are_merged_and_checked_once() {
 
 #[test]
 fn a_red_batch_is_bisected_and_only_the_task_that_turns_it_red_goes_back() {
+    red_batch(1);
+}
+
+#[test]
+fn a_red_batch_bisected_several_prefixes_at_once_ends_the_same() {
+    red_batch(3);
+}
+
+/// A run whose batch turns red, bisected `bisect` prefixes at a time.
+fn red_batch(bisect: u32) {
     // T2 and T3 each leave a file that is fine alone and breaks the run-wide check
     // beside the other's: whichever of them is merged second is the one to blame.
     let shared = tempfile::tempdir().unwrap();
@@ -106,7 +116,7 @@ touch "out/t$k"
 case "$task:$n" in T2:1|T3:1) touch "out/clash-$k" ;; *) rm -f "out/clash-$k" ;; esac
 echo TASK_COMPLETE"#,
         &format!(
-            "[verify]\ncommands = [\"sh {}\"]\n\n[merge]\nbatch = 4\n",
+            "[verify]\ncommands = [\"sh {}\"]\n\n[merge]\nbatch = 4\nbisect = {bisect}\n",
             gate.display()
         ),
     );

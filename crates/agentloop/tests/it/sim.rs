@@ -138,17 +138,26 @@ fn replay() {
 /// (`cargo bench -p agentloop --bench scale`) prints the whole curve, to 128 workers.
 #[test]
 fn batches_keep_thirty_two_simulated_workers_near_the_ideal() {
-    let one = sim::scale(7, 256, 32, 1, 5).unwrap();
-    let batched = sim::scale(7, 256, 32, 16, 5).unwrap();
+    let one = sim::scale(7, 256, 32, 1, 0, 1).unwrap();
+    let batched = sim::scale(7, 256, 32, 16, 0, 1).unwrap();
     for r in [&one, &batched] {
         assert_eq!(r.ended, "Completed Some(Completed)", "{r:?}");
         assert!(r.done >= 250, "{r:?}");
     }
     assert!(
-        batched.share() >= 0.75,
+        batched.share() >= 0.7,
         "{batched:?}: {:.2}",
         batched.share()
     );
     assert!(one.share() * 3.0 < batched.share(), "{one:?}");
     assert!(batched.queue_p50_ms * 10 < one.queue_p50_ms, "{one:?}");
+    // With merges that turn red (5% of attempts), bisecting four prefixes at a time
+    // shortens the queue against halves one at a time.
+    let halves = sim::scale(7, 256, 32, 16, 5, 1).unwrap();
+    let fours = sim::scale(7, 256, 32, 16, 5, 4).unwrap();
+    assert!(
+        fours.queue_p50_ms < halves.queue_p50_ms,
+        "{halves:?}\n{fours:?}"
+    );
+    assert!(fours.share() > halves.share(), "{halves:?}\n{fours:?}");
 }
