@@ -36,7 +36,7 @@ impl RunDir {
             .truncate(false)
             .open(&path)
             .map_err(io(&path))?;
-        if f.try_lock().is_err() {
+        if f.try_lock().is_err() && !held_only_by_the_dead(&f) {
             return Err(WorkspaceError::Locked {
                 run: self.id.clone(),
                 pid: read_pid(&f),
@@ -78,6 +78,28 @@ impl RunDir {
     }
 }
 
+/// The lock is held, but the driver it names is dead: a process it was starting when
+/// it died can hold the lock's file for a moment, between its fork and its exec (which
+/// closes it). Waits up to five seconds for that; true once the lock is taken.
+fn held_only_by_the_dead(f: &File) -> bool {
+    let alive = |pid: &str| {
+        pid.parse::<i32>().is_ok_and(|p| {
+            p > 0 && nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None).is_ok()
+        })
+    };
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(5) {
+        if alive(&read_pid(f)) {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        if f.try_lock().is_ok() {
+            return true;
+        }
+    }
+    false
+}
+
 fn read_pid(f: &File) -> String {
     let mut s = String::new();
     let _ = (&*f).rewind();
@@ -99,5 +121,72 @@ impl Drop for DriverLock {
     fn drop(&mut self) {
         let _ = self.file.set_len(0);
         let _ = self.file.unlock();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs::OpenOptions;
+    use std::io::Write;
+    use std::path::Path;
+    use std::time::{Duration, Instant};
+
+    use crate::config::{Config, Settings};
+    use crate::plan::Plan;
+    use crate::workspace::Workspace;
+
+    /// A pid no process has (one that just ended, its number not reused this soon).
+    fn dead_pid() -> u32 {
+        let mut c = std::process::Command::new("true").spawn().unwrap();
+        let pid = c.id();
+        c.wait().unwrap();
+        pid
+    }
+
+    #[test]
+    fn a_lock_a_dead_drivers_child_holds_for_a_moment_is_waited_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::at(dir.path());
+        let plan = Plan::parse("PLAN.md", "# P\n\n## T1: a\nVerify: true\n").unwrap();
+        let (run, _w, _s) = ws
+            .create_run(
+                Path::new("PLAN.md"),
+                &plan,
+                Settings::from_config(&Config::default()),
+            )
+            .unwrap();
+        // Another open file holds the lock; the pid in it is a dead driver's.
+        let mut other = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(run.lock_file())
+            .unwrap();
+        other.try_lock().unwrap();
+        writeln!(other, "{}", dead_pid()).unwrap();
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            drop(other);
+        });
+        let t = Instant::now();
+        let lock = run.lock_driver();
+        release.join().unwrap();
+        assert!(lock.is_ok(), "{:?}", lock.err());
+        assert!(t.elapsed() >= Duration::from_millis(250));
+        drop(lock);
+        // Held with a live driver's pid (this process): refused at once.
+        let mut live = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(run.lock_file())
+            .unwrap();
+        live.try_lock().unwrap();
+        live.set_len(0).unwrap();
+        writeln!(live, "{}", std::process::id()).unwrap();
+        let t = Instant::now();
+        let err = run.lock_driver().err().expect("refused");
+        assert!(t.elapsed() < Duration::from_secs(1));
+        assert!(err.to_string().contains("already driven by pid"), "{err}");
     }
 }

@@ -243,9 +243,10 @@ impl World<'_> {
             return Ok(());
         }
         let head = self.branch.len().to_string();
-        // The batch's checks run once, as long as its slowest task's; a red batch is
-        // bisected, each round checking up to `merge_bisect` prefixes at once.
-        let mut ms = 0;
+        // The batch's checks run once: one run of the project's checks, as long as
+        // the head's draw says. A red batch is bisected, each round checking up to
+        // `merge_bisect` prefixes at once.
+        let mut ms = None;
         let mut red = false;
         for &iteration in &members {
             self.append(Event::MergeStarted {
@@ -254,10 +255,11 @@ impl World<'_> {
             })?;
             self.busy.insert(iteration);
             if let Some((_, a)) = self.attempt_of(iteration) {
-                ms = ms.max(a.merge_ms);
+                ms.get_or_insert(a.merge_ms);
                 red |= a.red_merged;
             }
         }
+        let mut ms = ms.unwrap_or(1_000);
         if red && members.len() > 1 {
             let at_once = self.state.settings.merge_bisect.max(1) as usize;
             let (mut span, mut rounds) = (members.len(), 0u64);
