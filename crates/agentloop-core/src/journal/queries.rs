@@ -3,8 +3,52 @@
 
 use super::state::{OpenIteration, RunState};
 use super::task::{TaskState, TaskStatus};
+use super::{FinishReason, RunStatus};
+use crate::plan::{GatePoint, Mode};
 
 impl RunState {
+    pub(super) fn needs_gate_after(&self, id: &str) -> bool {
+        let task = self.plan_task(id);
+        task.is_some_and(|t| t.gate == Some(GatePoint::After))
+            || (self.settings.gates.after_each && task.is_some())
+            // An observation criterion is confirmed by a person after the task.
+            || task.is_some_and(|t| {
+                t.criteria.iter().any(|c| {
+                    crate::plan::Requirement::parse(c)
+                        .is_ok_and(|r| r.kind == crate::plan::Evidence::Observation)
+                })
+            })
+            || match self.mode_of(id) {
+                Mode::Pair => true,
+                Mode::Checkpoint => task.is_some_and(|t| t.milestone),
+                _ => false,
+            }
+    }
+
+    /// The status a person sees.
+    pub(super) fn derive_status(&self) -> RunStatus {
+        if let Some(reason) = &self.finished {
+            return match reason {
+                FinishReason::Completed => RunStatus::Completed,
+                FinishReason::StopRequested | FinishReason::Rejected { .. } => RunStatus::Stopped,
+                FinishReason::Budget { .. } | FinishReason::Error { .. } => RunStatus::Failed,
+            };
+        }
+        if self.gate.is_some() {
+            return RunStatus::Waiting;
+        }
+        if self.paused || self.budget_spent.is_some() {
+            return RunStatus::Paused;
+        }
+        if self.running.is_empty()
+            && self.tasks.iter().any(|t| t.status == TaskStatus::Blocked)
+            && self.next_task().is_none()
+        {
+            return RunStatus::Blocked;
+        }
+        RunStatus::Running
+    }
+
     /// The position of a task in the plan, from 1 (0 when it is not in it).
     pub fn position(&self, id: &str) -> usize {
         self.index.get(id).map_or(0, |&i| i + 1)

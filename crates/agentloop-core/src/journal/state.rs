@@ -11,7 +11,7 @@ use super::person::Gate;
 use super::store::Record;
 use super::task::{TaskState, TaskStatus};
 use crate::config::Settings;
-use crate::plan::{GatePoint, Mode, Plan};
+use crate::plan::{Mode, Plan};
 use crate::values::Usage;
 
 /// Schema version of `state.json`.
@@ -601,48 +601,6 @@ impl RunState {
         ) {
             self.status = self.derive_status();
         }
-    }
-
-    pub(super) fn needs_gate_after(&self, id: &str) -> bool {
-        let task = self.plan_task(id);
-        task.is_some_and(|t| t.gate == Some(GatePoint::After))
-            || (self.settings.gates.after_each && task.is_some())
-            // An observation criterion is confirmed by a person after the task.
-            || task.is_some_and(|t| {
-                t.criteria.iter().any(|c| {
-                    crate::plan::Requirement::parse(c)
-                        .is_ok_and(|r| r.kind == crate::plan::Evidence::Observation)
-                })
-            })
-            || match self.mode_of(id) {
-                Mode::Pair => true,
-                Mode::Checkpoint => task.is_some_and(|t| t.milestone),
-                _ => false,
-            }
-    }
-
-    /// The status a person sees.
-    fn derive_status(&self) -> RunStatus {
-        if let Some(reason) = &self.finished {
-            return match reason {
-                FinishReason::Completed => RunStatus::Completed,
-                FinishReason::StopRequested | FinishReason::Rejected { .. } => RunStatus::Stopped,
-                FinishReason::Budget { .. } | FinishReason::Error { .. } => RunStatus::Failed,
-            };
-        }
-        if self.gate.is_some() {
-            return RunStatus::Waiting;
-        }
-        if self.paused || self.budget_spent.is_some() {
-            return RunStatus::Paused;
-        }
-        if self.running.is_empty()
-            && self.tasks.iter().any(|t| t.status == TaskStatus::Blocked)
-            && self.next_task().is_none()
-        {
-            return RunStatus::Blocked;
-        }
-        RunStatus::Running
     }
 }
 
