@@ -33,22 +33,35 @@ pub fn end_of(path: &Path) -> u64 {
 /// final message (its last non-empty line, as the transcript's JSON spells it). Claude
 /// Code writes its transcript behind its hooks: a Stop hook can run before the turn's
 /// lines are in the file, and reading then would count none of what the turn spent.
-/// True once they are there; false at once when there is no message to wait for.
+/// True once they are there. False at once when there is no message to wait for or no
+/// transcript; and once what was written after `from` has not grown for a moment (the
+/// CLI wrote the turn and it does not spell the message that way): a Stop hook is on
+/// the session's path and does not wait out the whole bound for nothing.
 pub fn await_turn(path: &Path, from: u64, final_message: &str, within: Duration) -> bool {
+    const SETTLED: Duration = Duration::from_millis(250);
     let Some(last) = final_message.lines().rev().find(|l| !l.trim().is_empty()) else {
         return false;
     };
     let quoted = serde_json::to_string(last.trim()).unwrap_or_default();
     let needle = quoted.trim_matches('"');
     let start = Instant::now();
+    let mut seen = (0, start);
     loop {
         let mut text = String::new();
         let read = std::fs::File::open(path).and_then(|mut f| {
             f.seek(SeekFrom::Start(from))?;
             f.read_to_string(&mut text)
         });
-        if read.is_ok() && text.contains(needle) {
+        if read.is_err() {
+            return false;
+        }
+        if text.contains(needle) {
             return true;
+        }
+        if text.len() != seen.0 {
+            seen = (text.len(), Instant::now());
+        } else if !text.is_empty() && seen.1.elapsed() >= SETTLED {
+            return false;
         }
         if start.elapsed() >= within {
             return false;
@@ -210,6 +223,17 @@ mod tests {
             !await_turn(&path, from, "  \n", Duration::from_secs(5)),
             "nothing to wait for"
         );
+        // No transcript, or one whose turn is written but spells the message otherwise:
+        // no long wait.
+        let t = std::time::Instant::now();
+        assert!(!await_turn(
+            &dir.path().join("none.jsonl"),
+            0,
+            "x",
+            Duration::from_secs(5)
+        ));
+        assert!(!await_turn(&path, 0, "never said", Duration::from_secs(5)));
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
         // Written by another thread a little later: the wait sees it.
         let writer = {
             let path = path.clone();
