@@ -91,7 +91,7 @@ fn merge_now(job: &BatchJob) -> Result<Vec<(u32, MergeOutcome)>, String> {
     }
     if let Some(&(last, _)) = merged.last() {
         // The whole batch, checked once where it stands (the last merge).
-        let whole = check(job, &at, &merged, merged.len(), None)?;
+        let whole = check(job, &at, &merged, merged.len())?;
         let landed = if whole.passed {
             merged.len()
         } else {
@@ -116,7 +116,7 @@ fn merge_now(job: &BatchJob) -> Result<Vec<(u32, MergeOutcome)>, String> {
                                 } else {
                                     worktree::merge_worktree_n(&job.root, &job.run_id, n, commit)?
                                 };
-                                check(job, &dir, merged, m, None)
+                                check(job, &dir, merged, m)
                             })
                         })
                         .collect();
@@ -203,18 +203,14 @@ fn probes(good: usize, bad: usize, at_once: usize) -> Vec<usize> {
     out
 }
 
-/// The checks of the first `n` merged members together, on the merged result at
-/// `commit` (none: where the worktree `at` stands), logged with the `n`th member.
+/// The checks of the first `n` merged members together, on the merged result where
+/// the worktree `at` stands, logged with the `n`th member.
 fn check(
     job: &BatchJob,
     at: &std::path::Path,
     merged: &[(usize, String)],
     n: usize,
-    commit: Option<&str>,
 ) -> Result<VerifyFinished, String> {
-    if let Some(c) = commit {
-        worktree::checkout_detached(at, c)?;
-    }
     let members: Vec<&Member> = merged[..n].iter().map(|(i, _)| &job.members[*i]).collect();
     let last = members[n - 1];
     let together = Checks::together(&members.iter().map(|m| &m.checks).collect::<Vec<_>>());
