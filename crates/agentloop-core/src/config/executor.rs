@@ -3,6 +3,7 @@
 //! cluster and `kubernetes` creates a `batch/v1` Job for each one: a job gets the
 //! task's branch from the run's git remote and pushes its result back there.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -85,6 +86,35 @@ pub struct KubernetesConfig {
     #[serde(with = "duration")]
     #[schemars(with = "String")]
     pub keep_finished: Duration,
+    /// The user id the agent's container runs as (`securityContext.runAsUser`; never
+    /// 0: the pods pass the `restricted` Pod Security Standard).
+    pub run_as_user: u32,
+    /// The container's root file system is read-only
+    /// (`readOnlyRootFilesystem`); the clone, the scratch files and the agent's home
+    /// are in an `emptyDir` mounted at `/tmp`.
+    pub read_only_root: bool,
+    /// `nodeSelector`: labels a node must have.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_selector: BTreeMap<String, String>,
+    /// `tolerations`, as Kubernetes writes them (`{ key, operator, value, effect }`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Vec<BTreeMap<String, serde_json::Value>>")]
+    pub tolerations: Vec<serde_json::Value>,
+    /// `affinity`, as Kubernetes writes it (`nodeAffinity`, `podAffinity`, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<BTreeMap<String, serde_json::Value>>")]
+    pub affinity: Option<serde_json::Value>,
+    /// Secrets of the namespace to pull the image with (`imagePullSecrets`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub image_pull_secrets: Vec<String>,
+    /// More volumes of the pod, as Kubernetes writes them (`{ name, configMap = … }`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Vec<BTreeMap<String, serde_json::Value>>")]
+    pub volumes: Vec<serde_json::Value>,
+    /// Where the container mounts them (`{ name, mountPath, readOnly }`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Vec<BTreeMap<String, serde_json::Value>>")]
+    pub volume_mounts: Vec<serde_json::Value>,
 }
 
 impl Default for KubernetesConfig {
@@ -98,6 +128,14 @@ impl Default for KubernetesConfig {
             service_account: None,
             start_timeout: Duration::from_secs(600),
             keep_finished: Duration::from_secs(3600),
+            run_as_user: 1000,
+            read_only_root: true,
+            node_selector: BTreeMap::new(),
+            tolerations: Vec::new(),
+            affinity: None,
+            image_pull_secrets: Vec::new(),
+            volumes: Vec::new(),
+            volume_mounts: Vec::new(),
         }
     }
 }
@@ -121,9 +159,64 @@ impl KubernetesConfig {
                 ));
             }
         }
+        if self.run_as_user == 0 {
+            return Err("executor.kubernetes.run_as_user: 0 is root, which the `restricted` Pod Security Standard refuses: give the image's own user id (e.g. 1000)".into());
+        }
+        for (key, list) in [
+            ("tolerations", &self.tolerations),
+            ("volumes", &self.volumes),
+            ("volume_mounts", &self.volume_mounts),
+        ] {
+            if let Some(i) = list.iter().position(|v| !v.is_object()) {
+                return Err(format!(
+                    "executor.kubernetes.{key}[{i}]: a table is expected, as Kubernetes writes it"
+                ));
+            }
+        }
+        if self.affinity.as_ref().is_some_and(|a| !a.is_object()) {
+            return Err("executor.kubernetes.affinity: a table is expected, as Kubernetes writes it (`nodeAffinity`, `podAffinity`, …)".into());
+        }
+        let names: Vec<&str> = self
+            .volumes
+            .iter()
+            .map(|v| v["name"].as_str().unwrap_or(""))
+            .collect();
+        for (i, name) in names.iter().enumerate() {
+            if name.is_empty() {
+                return Err(format!(
+                    "executor.kubernetes.volumes[{i}]: a `name` is required"
+                ));
+            }
+            if *name == SCRATCH_VOLUME || names[..i].contains(name) {
+                return Err(format!(
+                    "executor.kubernetes.volumes[{i}]: the name `{name}` is taken"
+                ));
+            }
+        }
+        for (i, m) in self.volume_mounts.iter().enumerate() {
+            let (name, path) = (
+                m["name"].as_str().unwrap_or(""),
+                m["mountPath"].as_str().unwrap_or(""),
+            );
+            if !names.contains(&name) {
+                return Err(format!(
+                    "executor.kubernetes.volume_mounts[{i}]: `name` must be one of executor.kubernetes.volumes (got `{name}`)"
+                ));
+            }
+            if !path.starts_with('/') || path.trim_end_matches('/') == SCRATCH_PATH {
+                return Err(format!(
+                    "executor.kubernetes.volume_mounts[{i}]: `mountPath` must be an absolute path other than {SCRATCH_PATH} (got `{path}`)"
+                ));
+            }
+        }
         Ok(())
     }
 }
+
+/// The `emptyDir` volume a Job's clone and scratch files are in, and where it is
+/// mounted.
+pub const SCRATCH_VOLUME: &str = "agentloop-scratch";
+pub const SCRATCH_PATH: &str = "/tmp";
 
 /// Whether `s` reads as a Kubernetes resource quantity: a decimal number and an
 /// optional suffix.

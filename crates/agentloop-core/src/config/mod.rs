@@ -12,7 +12,9 @@ mod ship;
 mod skills;
 mod template;
 
-pub use executor::{ExecutorConfig, ExecutorKind, KubernetesConfig, SlurmConfig};
+pub use executor::{
+    ExecutorConfig, ExecutorKind, KubernetesConfig, SCRATCH_PATH, SCRATCH_VOLUME, SlurmConfig,
+};
 pub use layers::{ConfigError, Layered, Loader, Source, merge, user_config_path};
 pub use review::{ReviewConfig, ReviewWhen};
 pub use schema::{

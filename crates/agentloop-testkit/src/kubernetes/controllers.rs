@@ -73,7 +73,7 @@ fn secs(o: &Value, field: &str) -> Option<u64> {
     o["spec"][field].as_u64()
 }
 
-fn since(stamp: &Value) -> Duration {
+pub(super) fn since(stamp: &Value) -> Duration {
     stamp
         .as_str()
         .and_then(|s| humantime::parse_rfc3339(s).ok())
@@ -166,7 +166,22 @@ fn jobs(st: &mut Store) {
         }
         if active.is_empty() {
             let pod = pod_for(&job, &key, &uid, st.rv);
-            let _ = st.create(Kind::Pod, &key.1, pod);
+            let refused = if st.restricted.contains(&key.1) {
+                super::admission::restricted_violations(&pod["spec"])
+            } else {
+                Vec::new()
+            };
+            if refused.is_empty() {
+                let _ = st.create(Kind::Pod, &key.1, pod);
+            } else {
+                let message = format!(
+                    "pods \"{}\" is forbidden: violates PodSecurity \"restricted:latest\": {}",
+                    pod["metadata"]["name"].as_str().unwrap_or(""),
+                    refused.join(", ")
+                );
+                super::admission::failed_create(st, &key, &uid, &message);
+                continue;
+            }
         }
         let count = active.len().max(1) as u64;
         st.update(&key, |j| {
@@ -292,7 +307,7 @@ pub fn delete(st: &mut Store, key: &Key, propagation: &str) {
                 }
             });
         }
-        Kind::Secret => {
+        Kind::Secret | Kind::Event => {
             st.remove(key);
         }
         Kind::Job => {

@@ -161,8 +161,77 @@ fn start(sh: &Arc<Shared>, st: &Store, key: &Key, pod: &Value) -> Result<Proc, (
             env.push((k.to_string(), v.to_string()));
         }
     }
+    let security = |field: &str| {
+        let own = &c["securityContext"][field];
+        if own.is_null() {
+            pod["spec"]["securityContext"][field].clone()
+        } else {
+            own.clone()
+        }
+    };
+    // The stand-in's "image" runs as root: a container that must not run as root
+    // needs a user of its own, as on a real node.
+    if security("runAsNonRoot") == true && security("runAsUser").as_u64().is_none_or(|u| u == 0) {
+        return Err((
+            "CreateContainerConfigError".into(),
+            format!(
+                "container has runAsNonRoot and image will run as root (pod: \"{}_{}\", container: {})",
+                key.2,
+                key.1,
+                c["name"].as_str().unwrap_or("")
+            ),
+        ));
+    }
     let home = sh.dir.path().join("pods").join(&key.2);
     std::fs::create_dir_all(&home).map_err(|e| ("RunContainerError".into(), e.to_string()))?;
+    // A read-only root file system: the container's home and every path that is no
+    // volume cannot be written. The stand-in runs its containers on this machine's
+    // file system, so it gives them a home under /proc (which no one can write) and
+    // a TMPDIR inside a mounted `emptyDir` (a directory of the pod's) or else under
+    // /proc too.
+    let read_only = c["securityContext"]["readOnlyRootFilesystem"] == true;
+    let unwritable = std::path::PathBuf::from("/proc/agentloop-stand-in-read-only-root");
+    let tmpdir = env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "TMPDIR")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_else(|| "/tmp".into());
+    let mounted = c["volumeMounts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|m| {
+            let at = m["mountPath"].as_str().unwrap_or("").trim_end_matches('/');
+            !at.is_empty() && (tmpdir == at || tmpdir.starts_with(&format!("{at}/")))
+        })
+        .filter(|m| {
+            pod["spec"]["volumes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|v| v["name"] == m["name"] && v["emptyDir"].is_object())
+        });
+    let tmp = match mounted {
+        Some(m) => {
+            let at = m["mountPath"].as_str().unwrap_or("").trim_end_matches('/');
+            let dir = home.join("volumes").join(m["name"].as_str().unwrap_or(""));
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| ("RunContainerError".into(), e.to_string()))?;
+            Some(dir.join(tmpdir[at.len()..].trim_start_matches('/')))
+        }
+        None if read_only => Some(unwritable.join("tmp")),
+        None => None,
+    };
+    if let Some(t) = &tmp {
+        env.retain(|(k, _)| k != "TMPDIR");
+        env.push(("TMPDIR".into(), t.to_string_lossy().into_owned()));
+    }
+    let home = if read_only {
+        unwritable.join("home")
+    } else {
+        home
+    };
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..])
         .env_clear()
@@ -170,7 +239,12 @@ fn start(sh: &Arc<Shared>, st: &Store, key: &Key, pod: &Value) -> Result<Proc, (
         .env("HOME", &home)
         .env("HOSTNAME", &key.2)
         .envs(env)
-        .current_dir(c["workingDir"].as_str().map(Into::into).unwrap_or(home))
+        .current_dir(
+            c["workingDir"]
+                .as_str()
+                .map(Into::into)
+                .unwrap_or_else(|| sh.dir.path().to_path_buf()),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -10,6 +10,7 @@
 //! `follow=true`. Its controllers ([`controllers`]) run each Job's pod as a process
 //! of this machine (no images: the container's command is run as it is).
 
+pub mod admission;
 pub mod controllers;
 pub mod kubelet;
 mod pods;
@@ -28,7 +29,7 @@ use serde_json::{Value, json};
 use crate::forge::header;
 use controllers::Node;
 use kubelet::Proc;
-use store::{Kind, Selector, Store, status};
+use store::{Fields, Kind, Selector, Store, status};
 
 pub struct Shared {
     token: String,
@@ -42,6 +43,9 @@ pub struct Shared {
     drop_answers: AtomicU32,
     /// Watches answered `410 Gone`.
     expired: AtomicU32,
+    /// Log streams still to break, and broken.
+    break_logs: AtomicU32,
+    broken_logs: AtomicU32,
     stopped: AtomicBool,
 }
 
@@ -79,6 +83,8 @@ impl MockKubernetes {
             requests: Mutex::new(Vec::new()),
             drop_answers: AtomicU32::new(0),
             expired: AtomicU32::new(0),
+            break_logs: AtomicU32::new(0),
+            broken_logs: AtomicU32::new(0),
             stopped: AtomicBool::new(false),
         });
         let (s, sh) = (server.clone(), shared.clone());
@@ -152,6 +158,25 @@ impl MockKubernetes {
         self.shared.drop_answers.store(n, Ordering::SeqCst);
     }
 
+    /// Labels `namespace` `pod-security.kubernetes.io/enforce: restricted`: its pods
+    /// must pass the `restricted` Pod Security Standard ([`admission`]).
+    pub fn enforce_restricted(&self, namespace: &str) {
+        let mut st = self.shared.store.lock().unwrap();
+        st.restricted.insert(namespace.to_string());
+    }
+
+    /// The next `n` log streams of a running container break after their first bytes
+    /// (the connection closed mid-stream, as a proxy's timeout or a node's restart of
+    /// its kubelet does).
+    pub fn break_log_streams(&self, n: u32) {
+        self.shared.break_logs.store(n, Ordering::SeqCst);
+    }
+
+    /// How many log streams were broken so far.
+    pub fn broken_log_streams(&self) -> u32 {
+        self.shared.broken_logs.load(Ordering::SeqCst)
+    }
+
     /// Deletes a pod as an administrator would (`kubectl delete pod`).
     pub fn delete_pod(&self, namespace: &str, name: &str) {
         let key = (Kind::Pod, namespace.to_string(), name.to_string());
@@ -216,6 +241,7 @@ fn handle(sh: &Arc<Shared>, mut req: tiny_http::Request) {
             let kind = match (*plural, parts[0]) {
                 ("pods", "api") => Kind::Pod,
                 ("secrets", "api") => Kind::Secret,
+                ("events", "api") => Kind::Event,
                 ("jobs", "apis") => Kind::Job,
                 _ => return respond(req, not_found(path)),
             };
@@ -237,8 +263,14 @@ fn handle(sh: &Arc<Shared>, mut req: tiny_http::Request) {
     match (method.as_str(), name, sub) {
         ("GET", None, _) if watch => stream::watch_stream(sh, req, kind, &ns, &selector, &query),
         ("GET", None, _) => {
+            let fields =
+                match Fields::parse(query.get("fieldSelector").map(String::as_str).unwrap_or("")) {
+                    Ok(f) => f,
+                    Err(e) => return respond(req, (400, status(400, "BadRequest", &e, None))),
+                };
             let st = sh.store.lock().unwrap();
-            let items = st.list(kind, &ns, &selector);
+            let mut items = st.list(kind, &ns, &selector);
+            items.retain(|o| fields.picks(o));
             let list = json!({
                 "kind": format!("{}List", kind.name()), "apiVersion": kind.api_version(),
                 "metadata": {"resourceVersion": st.rv.to_string()}, "items": items,

@@ -13,6 +13,7 @@ pub enum Kind {
     Job,
     Pod,
     Secret,
+    Event,
 }
 
 impl Kind {
@@ -21,6 +22,7 @@ impl Kind {
             Kind::Job => "jobs",
             Kind::Pod => "pods",
             Kind::Secret => "secrets",
+            Kind::Event => "events",
         }
     }
 
@@ -29,20 +31,21 @@ impl Kind {
             Kind::Job => "Job",
             Kind::Pod => "Pod",
             Kind::Secret => "Secret",
+            Kind::Event => "Event",
         }
     }
 
     pub fn api_version(self) -> &'static str {
         match self {
             Kind::Job => "batch/v1",
-            Kind::Pod | Kind::Secret => "v1",
+            Kind::Pod | Kind::Secret | Kind::Event => "v1",
         }
     }
 
     pub fn group(self) -> &'static str {
         match self {
             Kind::Job => "batch",
-            Kind::Pod | Kind::Secret => "",
+            Kind::Pod | Kind::Secret | Kind::Event => "",
         }
     }
 
@@ -77,6 +80,8 @@ pub struct Store {
     pub oldest: u64,
     /// Bumped to end every open watch.
     pub generation: u64,
+    /// Namespaces labelled `pod-security.kubernetes.io/enforce: restricted`.
+    pub restricted: std::collections::BTreeSet<String>,
     uids: u64,
 }
 
@@ -97,6 +102,7 @@ impl Store {
             events: VecDeque::new(),
             oldest: 1000,
             generation: 0,
+            restricted: std::collections::BTreeSet::new(),
             uids: 0,
         }
     }
@@ -250,6 +256,42 @@ impl Selector {
                 Some((true, v)) => have == Some(v.as_str()),
                 Some((false, v)) => have != Some(v.as_str()),
             }
+        })
+    }
+}
+
+/// A field selector: `a.b=v`, `a.b==v`, `a.b!=v` on the object's fields, joined by
+/// commas.
+#[derive(Debug, Clone, Default)]
+pub struct Fields(Vec<(Vec<String>, bool, String)>);
+
+impl Fields {
+    pub fn parse(s: &str) -> Result<Fields, String> {
+        let mut terms = Vec::new();
+        for term in s.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            let (path, equal, value) = if let Some((k, v)) = term.split_once("!=") {
+                (k, false, v)
+            } else if let Some((k, v)) = term.split_once('=') {
+                (k, true, v.strip_prefix('=').unwrap_or(v))
+            } else {
+                return Err(format!(
+                    "invalid selector: '{term}'; can't understand '{term}'"
+                ));
+            };
+            let path = path.trim().split('.').map(str::to_string).collect();
+            terms.push((path, equal, value.trim().to_string()));
+        }
+        Ok(Fields(terms))
+    }
+
+    pub fn picks(&self, object: &Value) -> bool {
+        self.0.iter().all(|(path, equal, value)| {
+            let have = path
+                .iter()
+                .fold(object, |o, k| &o[k.as_str()])
+                .as_str()
+                .unwrap_or("");
+            (have == value) == *equal
         })
     }
 }

@@ -36,6 +36,13 @@ impl Chunked {
             && self.0.flush().is_ok()
     }
 
+    /// Breaks the stream off: what follows is no chunk, so the client's reader fails
+    /// as on a connection cut mid-body.
+    fn break_off(mut self) {
+        let _ = self.0.write_all(b"not-a-chunk\r\n\r\n");
+        let _ = self.0.flush();
+    }
+
     fn end(mut self) {
         let _ = self.0.write_all(b"0\r\n\r\n");
         let _ = self.0.flush();
@@ -190,6 +197,17 @@ pub(super) fn log(
         sent += chunk.len();
         if !out.send(&chunk) {
             return;
+        }
+        if sent > 0
+            && !exited
+            && sh
+                .break_logs
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+        {
+            // The connection breaks: no end of the chunked body.
+            sh.broken_logs.fetch_add(1, Ordering::SeqCst);
+            return out.break_off();
         }
         if !follow || (exited && chunk.is_empty()) || sh.stopped.load(Ordering::SeqCst) {
             return out.end();

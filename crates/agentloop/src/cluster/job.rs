@@ -109,7 +109,7 @@ fn run(spec: &JobSpec, scratch: &Path, stop: &Arc<AtomicBool>) -> Result<(), Str
         prompt_file: &prompt_file,
         log: &log,
         pid_file: &pid_file,
-        wrap: Vec::new(),
+        wrap: home_for_the_agent(scratch)?,
     };
     let done = Arc::new(AtomicBool::new(false));
     let streamer = {
@@ -131,6 +131,34 @@ fn run(spec: &JobSpec, scratch: &Path, stop: &Arc<AtomicBool>) -> Result<(), Str
         &outcome.message(&spec.run_id, spec.iteration),
     )?;
     transport::push(&work, &spec.remote, &result, &spec.result_ref)
+}
+
+/// The agent's home: the container's own when it can be written, else (a read-only
+/// root file system) one in the scratch directory, given through `env` in front of
+/// the agent's command.
+fn home_for_the_agent(scratch: &Path) -> Result<Vec<std::ffi::OsString>, String> {
+    let writable = std::env::var_os("HOME").is_some_and(|home| {
+        let probe = Path::new(&home).join(format!(".agentloop-job-{}", std::process::id()));
+        let ok = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&probe)
+            .is_ok();
+        let _ = std::fs::remove_file(&probe);
+        ok
+    });
+    if writable {
+        return Ok(Vec::new());
+    }
+    let home = scratch.join("home");
+    std::fs::create_dir_all(&home).map_err(|e| format!("{}: {e}", home.display()))?;
+    println!(
+        "agentloop job: the home directory cannot be written (a read-only root file system): the agent's home is {}",
+        home.display()
+    );
+    let mut set = std::ffi::OsString::from("HOME=");
+    set.push(&home);
+    Ok(vec!["env".into(), set])
 }
 
 /// Copies what the agent writes to its log onto standard output as it comes, until

@@ -77,12 +77,18 @@ fn first_finished(p: &Project) -> Value {
 #[test]
 fn six_tasks_on_three_workers_run_as_kubernetes_jobs_to_verified_completion() {
     let k = MockKubernetes::start(TOKEN, "4", "16Gi");
+    // A namespace that enforces the `restricted` Pod Security Standard, and two log
+    // streams that break mid-way.
+    k.enforce_restricted(NAMESPACE);
+    k.break_log_streams(2);
     let (p, remote) = project(
         &k,
         SIX,
         3,
         "",
-        &format!("echo started\necho \"key ${{AGENT_KEY:-none}}\"\nsleep 1\n{MAKE}"),
+        &format!(
+            "echo started\necho \"key ${{AGENT_KEY:-none}}\"\necho \"home $HOME\" > \"$HOME/proof\" && echo \"home written\"\nsleep 1\n{MAKE}"
+        ),
     );
     let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
     first_job_started(&p);
@@ -116,6 +122,30 @@ fn six_tasks_on_three_workers_run_as_kubernetes_jobs_to_verified_completion() {
         assert_eq!(c["resources"]["requests"]["cpu"], "500m");
         assert_eq!(c["resources"]["limits"]["memory"], "1Gi");
         assert_eq!(c["envFrom"][0]["secretRef"]["name"], name.as_str());
+        // What the `restricted` Pod Security Standard asks (the stand-in's namespace
+        // enforces it), with a read-only root and the scratch in an emptyDir.
+        let sc = &c["securityContext"];
+        assert_eq!(sc["allowPrivilegeEscalation"], false, "{job}");
+        assert_eq!(sc["capabilities"]["drop"], serde_json::json!(["ALL"]));
+        assert_eq!(sc["readOnlyRootFilesystem"], true);
+        assert_eq!(sc["runAsNonRoot"], true);
+        assert_eq!(
+            pod["securityContext"]["seccompProfile"]["type"],
+            "RuntimeDefault"
+        );
+        assert_eq!(pod["securityContext"]["runAsUser"], 1000);
+        assert_eq!(c["volumeMounts"][0]["mountPath"], "/tmp");
+        assert!(pod["volumes"][0]["emptyDir"].is_object(), "{job}");
+        // The job's spec, its prompt with it, is in the Secret, not in an
+        // environment value of the Job's.
+        let values: Vec<&str> = c["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| e["name"].as_str())
+            .collect();
+        assert_eq!(values, ["TMPDIR"], "{job}");
+        assert!(!job.to_string().contains("## T"), "{job}");
         // The credential is in the Job's Secret, owned by the Job; never in its spec.
         assert!(!job.to_string().contains("s3cr3t"), "{job}");
         let secret = k
@@ -131,6 +161,10 @@ fn six_tasks_on_three_workers_run_as_kubernetes_jobs_to_verified_completion() {
         // The agent's own variables (`[agents.NAME] env`) too, never in the spec.
         assert!(secret["data"].get("AGENT_KEY").is_some(), "{secret}");
         assert!(secret["data"].get("PATH").is_none(), "{secret}");
+        assert!(
+            secret["data"].get("AGENTLOOP_JOB_SPEC").is_some(),
+            "{secret}"
+        );
         // The pod's log, streamed into the iteration's: the agent ran in a clone of
         // its own, with the credential and the container's own home.
         let log = std::fs::read_to_string(dir.join("agent.log")).unwrap();
@@ -139,6 +173,11 @@ fn six_tasks_on_three_workers_run_as_kubernetes_jobs_to_verified_completion() {
         // It had the credential (a value the log keeps redacted).
         assert!(log.contains("token [REDACTED:AGENT_TOKEN]"), "{log}");
         assert!(log.contains("key ") && !log.contains("key none"), "{log}");
+        // The root file system is read-only: the agent's home is the job's scratch.
+        assert!(log.contains("home written"), "{log}");
+        assert!(log.contains("the agent's home is "), "{log}");
+        // Each line once, though two streams broke and were opened again.
+        assert_eq!(log.matches("started").count(), 1, "{log}");
         assert!(
             !log.contains(&format!("home {}", std::env::var("HOME").unwrap())),
             "{log}"
@@ -161,6 +200,19 @@ fn six_tasks_on_three_workers_run_as_kubernetes_jobs_to_verified_completion() {
         "no watch was resumed from a compacted version"
     );
     assert!(lists >= 2, "{lists} pod lists");
+    assert_eq!(k.broken_log_streams(), 2);
+    // The watch follows this run's pods only.
+    let run = s["run_id"].as_str().unwrap();
+    let watches: Vec<String> = k
+        .requests()
+        .into_iter()
+        .filter(|r| r.url.contains("/pods?") && r.url.contains("watch=true"))
+        .map(|r| r.url)
+        .collect();
+    assert!(!watches.is_empty());
+    for w in &watches {
+        assert!(w.contains(&format!("agentloop.dev%2Frun%3D{run}")), "{w}");
+    }
     let log = p.run(&["log"]).stdout;
     for (_, name) in &jobs {
         for state in ["SUBMITTED", "Running", "Succeeded"] {
@@ -209,6 +261,39 @@ fn a_pod_that_cannot_be_scheduled_stops_the_run_with_the_clusters_reason() {
     assert!(k.objects("jobs").is_empty());
     assert!(k.objects("pods").is_empty());
     assert_ne!(p.status()["tasks"][0]["status"], "done");
+}
+
+#[test]
+fn a_pod_the_namespaces_pod_security_refuses_stops_the_run_with_the_controllers_reason() {
+    let k = MockKubernetes::start(TOKEN, "2", "8Gi");
+    k.enforce_restricted(NAMESPACE);
+    // A hostPath volume: the `restricted` profile allows none.
+    let (p, _remote) = project(
+        &k,
+        ONE,
+        1,
+        "volumes = [{ name = \"host\", hostPath = { path = \"/var/run\" } }]\nvolume_mounts = [{ name = \"host\", mountPath = \"/host\" }]\n",
+        MAKE,
+    );
+    let t = std::time::Instant::now();
+    let r = p.run(&["run", "--no-wait"]);
+    assert_ne!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("Kubernetes cannot create the pod of job agentloop-")
+            && r.stderr
+                .contains("violates PodSecurity \"restricted:latest\"")
+            && r.stderr
+                .contains("volume \"host\" uses a restricted volume type"),
+        "{}",
+        r.stderr
+    );
+    // At once, not after the start timeout (10 minutes by default).
+    assert!(t.elapsed() < Duration::from_secs(60), "{:?}", t.elapsed());
+    let log = p.run(&["log"]).stdout;
+    assert!(log.contains("FailedCreate (Error creating: pods"), "{log}");
+    assert!(k.objects("jobs").is_empty());
+    assert!(k.objects("pods").is_empty());
 }
 
 #[test]
@@ -398,6 +483,27 @@ fn a_kubernetes_executor_that_cannot_be_set_up_is_refused_before_the_run_exists(
             good.replace("memory = \"1Gi\"", "memory = \"lots\""),
             None,
             "executor.kubernetes.memory: `lots` is not a Kubernetes quantity",
+        ),
+        (
+            good.replace("memory = \"1Gi\"", "memory = \"1Gi\"\nrun_as_user = 0"),
+            None,
+            "executor.kubernetes.run_as_user: 0 is root",
+        ),
+        (
+            good.replace(
+                "memory = \"1Gi\"",
+                "memory = \"1Gi\"\ntolerations = [{ key = \"gpu\", tolerationSeconds = \"soon\" }]",
+            ),
+            None,
+            "the pod it describes is not one Kubernetes reads",
+        ),
+        (
+            good.replace(
+                "memory = \"1Gi\"",
+                "memory = \"1Gi\"\nvolume_mounts = [{ name = \"nothing\", mountPath = \"/x\" }]",
+            ),
+            None,
+            "volume_mounts[0]: `name` must be one of",
         ),
         (
             good.clone(),

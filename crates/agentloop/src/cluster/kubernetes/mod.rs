@@ -19,14 +19,15 @@ use agentloop_core::journal::AgentErrorKind;
 use futures::AsyncReadExt;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Pod, Secret};
+use k8s_openapi::api::core::v1::{Event, Pod, Secret};
 use kube::api::{Api, DeleteParams, ListParams, LogParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
+mod events;
 mod judge;
+mod spec;
 mod watch;
 
-use super::job::SPEC_VARIABLE;
 use super::{Ended, Engine, Submission};
 use judge::{Phase, judge};
 use watch::{PodWatch, Runtime, watch_pods};
@@ -41,6 +42,7 @@ pub struct KubernetesEngine {
     jobs: Api<Job>,
     pods: Api<Pod>,
     secrets: Api<Secret>,
+    events: Api<Event>,
     server: String,
     namespace: String,
     settings: KubernetesConfig,
@@ -56,6 +58,7 @@ impl KubernetesEngine {
     pub fn new(config: &Config) -> Result<KubernetesEngine, String> {
         let settings = config.executor.kubernetes.clone();
         settings.check()?;
+        spec::check(&settings)?;
         let rt = Runtime::start()?;
         let context = settings.context.clone();
         let (client, server, default_ns) = rt.call(async move {
@@ -79,7 +82,8 @@ impl KubernetesEngine {
         let watch = Arc::new(PodWatch::default());
         Ok(KubernetesEngine {
             jobs: Api::namespaced(client.clone(), &namespace),
-            secrets: Api::namespaced(client, &namespace),
+            secrets: Api::namespaced(client.clone(), &namespace),
+            events: Api::namespaced(client, &namespace),
             pods,
             rt,
             server,
@@ -238,7 +242,9 @@ impl KubernetesEngine {
     }
 
     /// Streams the pod's log into `path` until the container ends; the flag says when
-    /// it is over.
+    /// it is over. A stream that ends while the container still runs (a dropped
+    /// connection, a proxy's timeout) is opened again, and what was already written
+    /// is skipped: the log has each line once.
     fn stream_log(&self, pod: &str, path: PathBuf) -> Arc<AtomicBool> {
         let over = Arc::new(AtomicBool::new(false));
         let (pods, pod, done) = (self.pods.clone(), pod.to_string(), over.clone());
@@ -248,77 +254,60 @@ impl KubernetesEngine {
                 container: Some(CONTAINER.into()),
                 ..Default::default()
             };
-            if let Ok(mut stream) = pods.log_stream(&pod, &params).await
-                && let Ok(mut file) = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&path)
-            {
-                let mut buf = vec![0u8; 16 * 1024];
-                while let Ok(n) = stream.read(&mut buf).await {
-                    if n == 0 || file.write_all(&buf[..n]).is_err() {
-                        break;
+            let Ok(mut file) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+            else {
+                done.store(true, Ordering::SeqCst);
+                return;
+            };
+            let (mut written, mut idle) = (0u64, 0u32);
+            let mut buf = vec![0u8; 16 * 1024];
+            while idle < 20 {
+                let before = written;
+                if let Ok(mut stream) = pods.log_stream(&pod, &params).await {
+                    // What the last streams gave, again: skipped.
+                    let mut skip = written;
+                    while let Ok(n) = stream.read(&mut buf).await {
+                        if n == 0 {
+                            break;
+                        }
+                        let fresh = n.saturating_sub(skip.min(n as u64) as usize);
+                        skip = skip.saturating_sub(n as u64);
+                        if fresh > 0 {
+                            if file.write_all(&buf[n - fresh..n]).is_err() {
+                                done.store(true, Ordering::SeqCst);
+                                return;
+                            }
+                            written += fresh as u64;
+                        }
                     }
                 }
+                if container_over(&pods, &pod).await {
+                    break;
+                }
+                idle = if written > before { 0 } else { idle + 1 };
+                tokio::time::sleep(Duration::from_millis(500)).await;
             }
             done.store(true, Ordering::SeqCst);
         });
         over
     }
+}
 
-    /// The Job this iteration runs as.
-    fn job_spec(&self, s: &Submission<'_>, name: &str) -> Result<Job, String> {
-        let k = &self.settings;
-        let labels = json!({
-            "app.kubernetes.io/managed-by": "agentloop",
-            "agentloop.dev/run": label_value(s.run_id),
-            "agentloop.dev/iteration": s.iteration.to_string(),
-        });
-        let mut resources = serde_json::Map::new();
-        for (key, value) in [("cpu", &k.cpu), ("memory", &k.memory)] {
-            if let Some(v) = value {
-                resources.insert(key.to_string(), json!(v));
-            }
-        }
-        let mut container = json!({
-            "name": CONTAINER,
-            "image": k.image,
-            "command": [s.program, "job"],
-            "env": [{"name": SPEC_VARIABLE, "value": s.spec}],
-            "resources": {"requests": resources, "limits": resources},
-        });
-        if !s.env.is_empty() || !s.secrets.is_empty() {
-            // Every variable of the agent's, from the Job's Secret.
-            container["envFrom"] = json!([{"secretRef": {"name": name}}]);
-        }
-        let mut pod = json!({
-            "restartPolicy": "Never",
-            // The agent gets no credentials to the cluster that runs it.
-            "automountServiceAccountToken": false,
-            "terminationGracePeriodSeconds": 30,
-            "containers": [container],
-        });
-        if let Some(sa) = &k.service_account {
-            pod["serviceAccountName"] = json!(sa);
-        }
-        let job = json!({
-            "apiVersion": "batch/v1",
-            "kind": "Job",
-            "metadata": {
-                "name": name,
-                "labels": labels,
-                "annotations": {"agentloop.dev/title": s.title, "agentloop.dev/start": s.start},
-            },
-            "spec": {
-                // A failed pod is not run again by Kubernetes: agentloop's policy
-                // decides what comes next, as a new iteration.
-                "backoffLimit": 0,
-                "activeDeadlineSeconds": s.agent_timeout.as_secs() + 600,
-                "ttlSecondsAfterFinished": k.keep_finished.as_secs(),
-                "template": {"metadata": {"labels": labels}, "spec": pod},
-            },
-        });
-        serde_json::from_value(job).map_err(|e| format!("the Job's spec: {e}"))
+/// Whether `pod`'s agent container has ended (or the pod is gone): its log has no more.
+async fn container_over(pods: &Api<Pod>, pod: &str) -> bool {
+    match pods.get(pod).await {
+        Ok(p) => p
+            .status
+            .and_then(|s| s.container_statuses)
+            .into_iter()
+            .flatten()
+            .filter(|c| c.name == CONTAINER)
+            .any(|c| c.state.and_then(|s| s.terminated).is_some()),
+        Err(kube::Error::Api(s)) => s.code == 404,
+        Err(_) => false,
     }
 }
 
@@ -361,27 +350,29 @@ impl Engine for KubernetesEngine {
             .cloned()
             .collect();
         let s = &Submission { env: &env, ..*s };
-        let secret = !s.env.is_empty() || !s.secrets.is_empty();
         self.watching.call_once(|| {
-            self.rt
-                .spawn(watch_pods(self.pods.clone(), Arc::downgrade(&self.watch)));
+            self.rt.spawn(watch_pods(
+                self.pods.clone(),
+                spec::run_selector(s.run_id),
+                Arc::downgrade(&self.watch),
+            ));
         });
         let name = job_name(s.run_id, s.iteration);
-        let spec = self.job_spec(s, &name)?;
-        if secret {
-            let labels = serde_json::to_value(&spec.metadata.labels).unwrap_or_default();
-            self.create_secret(&name, &labels, s.env, s.secrets)?;
-        }
-        let job = match self.create_job(spec, s.start) {
+        let job = spec::job(&self.settings, s, &name)?;
+        // The job's spec (its prompt) with the agent's own variables: in the Secret.
+        let mut values = s.secrets.clone();
+        let (key, value) = spec::spec_variable(s.spec);
+        values.insert(key, value);
+        let labels = spec::labels(s.run_id, s.iteration);
+        self.create_secret(&name, &labels, s.env, &values)?;
+        let job = match self.create_job(job, s.start) {
             Ok(job) => job,
             Err(e) => {
-                if secret {
-                    self.delete_secret(&name);
-                }
+                self.delete_secret(&name);
                 return Err(e);
             }
         };
-        if secret && let Err(e) = self.own_secret(&job) {
+        if let Err(e) = self.own_secret(&job) {
             let _ = self.delete_job(&name);
             self.delete_secret(&name);
             return Err(e);
@@ -417,18 +408,47 @@ impl Engine for KubernetesEngine {
                 Err(_) => continue,
             };
             let phase = judge(pod.as_ref(), job.as_ref());
-            let shown = phase.shown();
-            if last.as_ref() != Some(&shown) {
-                report(&shown.0, shown.1.as_deref());
-                last = Some(shown);
-            }
             if let (None, Some(pod), Some(path)) = (&streaming, &pod, &log)
                 && pod.started()
             {
                 streaming = Some(self.stream_log(&pod.name(), path.clone()));
             }
+            // No pod: the Job controller's reason, which only its events carry.
+            let refused = match (&phase, &pod) {
+                (Phase::Waiting { .. }, None) => {
+                    let (events, job) = (self.events.clone(), id.to_string());
+                    self.rt
+                        .call(events::failed_create(events, job))
+                        .ok()
+                        .flatten()
+                }
+                _ => None,
+            };
+            let phase = match (phase, &refused) {
+                (Phase::Waiting { .. }, Some(why)) => Phase::Waiting {
+                    state: "FailedCreate".into(),
+                    reason: Some(why.clone()),
+                },
+                (phase, _) => phase,
+            };
+            let shown = phase.shown();
+            if last.as_ref() != Some(&shown) {
+                report(&shown.0, shown.1.as_deref());
+                last = Some(shown);
+            }
             match phase {
                 Phase::Waiting { reason, .. } => {
+                    let hopeless = refused.as_deref().is_some_and(events::final_refusal);
+                    if !cancelled && hopeless {
+                        let _ = self.delete_job(id);
+                        return Err((
+                            AgentErrorKind::Spawn,
+                            format!(
+                                "Kubernetes cannot create the pod of job {id}: {}",
+                                reason.unwrap_or_default()
+                            ),
+                        ));
+                    }
                     if !cancelled && submitted.elapsed() >= self.settings.start_timeout {
                         let _ = self.delete_job(id);
                         return Err((

@@ -9,7 +9,6 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, WatchEvent, WatchParams};
 
-use super::MANAGED;
 use super::judge::Seen;
 
 /// The run's pods as one watch sees them, by the Job they belong to.
@@ -70,13 +69,13 @@ impl PodWatch {
     }
 }
 
-/// One watch of every pod agentloop made in the namespace, for as long as the engine
-/// lives: listed, then watched from the list's version; a watch that ends is resumed
+/// One watch of the run's pods (`selector`: agentloop's, of this run), for as long as
+/// the engine lives: listed, then watched from the list's version; a watch that ends is resumed
 /// from the last version seen, and one the API answers `410 Gone` (its history no
 /// longer goes back that far) starts again from a new list.
-pub(super) async fn watch_pods(api: Api<Pod>, shared: Weak<PodWatch>) {
+pub(super) async fn watch_pods(api: Api<Pod>, selector: String, shared: Weak<PodWatch>) {
     'list: loop {
-        let list = match api.list(&ListParams::default().labels(MANAGED)).await {
+        let list = match api.list(&ListParams::default().labels(&selector)).await {
             Ok(list) => list,
             Err(_) => {
                 tokio::time::sleep(Duration::from_secs(1)).await;
@@ -92,7 +91,7 @@ pub(super) async fn watch_pods(api: Api<Pod>, shared: Weak<PodWatch>) {
             None => return,
         }
         loop {
-            let params = WatchParams::default().labels(MANAGED).timeout(290);
+            let params = WatchParams::default().labels(&selector).timeout(290);
             let mut events = match api.watch(&params, &version).await {
                 Ok(events) => events.boxed(),
                 Err(kube::Error::Api(s)) if s.code == 410 => continue 'list,
