@@ -212,28 +212,74 @@ function runPage(main, runId, selected) {
   }
 
   // A run with workers: one lane per iteration in progress, each with the end of its
-  // agent's output, and the merge queue.
+  // agent's output, and the merge queue. Past LANES_ONE_PER_LINE lanes they are
+  // grouped by phase, one line each, and only the lanes a person opens follow their
+  // output (a hundred lanes would otherwise ask for a hundred outputs a second).
+  const LANES_ONE_PER_LINE = 12;
+  const PHASES = ["agent", "checks", "waiting", "merging", "queued", "deciding"];
   const lanes = new Map();
+  const opened = new Set();
+  let grouped = false;
+  function laneLog(n) {
+    if (!lanes.has(n)) {
+      lanes.set(n, { offset: 0, pre: el("pre", { class: "log lane-log", "aria-label": "Output of iteration " + n }) });
+    }
+    return lanes.get(n).pre;
+  }
+  function laneLine(l, now) {
+    return ["[" + l.iteration + "] " + l.task + " · attempt " + l.attempt + (l.at_most ? " of at most " + l.at_most : "") + " · ",
+      el("span", { class: "pill s-running" }, l.phase.replaceAll("_", " ")), " · " + duration(now - l.started_ms) + (l.job ? " · " + l.job : "")];
+  }
   function drawLanes() {
     const title = el("h2", { id: "current-title" }, "Workers (" + state.workers + ")");
     const now = Date.now();
+    grouped = state.lanes.length > LANES_ONE_PER_LINE;
     for (const n of [...lanes.keys()]) {
-      if (!state.lanes.some((l) => l.iteration === n)) lanes.delete(n);
+      if (!state.lanes.some((l) => l.iteration === n) || (grouped && !opened.has(n))) lanes.delete(n);
     }
-    const rows = state.lanes.map((l) => {
-      if (!lanes.has(l.iteration)) {
-        lanes.set(l.iteration, { offset: 0, pre: el("pre", { class: "log lane-log", "aria-label": "Output of iteration " + l.iteration }) });
-      }
-      return el("li", { class: "lane", dataset: { iteration: String(l.iteration), phase: l.phase } },
-        el("p", {}, "[" + l.iteration + "] " + l.task + " · attempt " + l.attempt + (l.at_most ? " of at most " + l.at_most : "") + " · ",
-          el("span", { class: "pill s-running" }, l.phase.replaceAll("_", " ")), " · " + duration(now - l.started_ms) + (l.job ? " · " + l.job : "")),
-        lanes.get(l.iteration).pre);
-    });
-    fill(parts.current, title,
-      rows.length ? el("ul", { class: "lanes" }, ...rows)
-        : el("p", { class: "muted phase" }, state.phase ? "No worker is at work: " + state.phase + "." : "No worker is at work."),
+    for (const n of [...opened]) {
+      if (!state.lanes.some((l) => l.iteration === n)) opened.delete(n);
+    }
+    let body;
+    if (!state.lanes.length) {
+      body = el("p", { class: "muted phase" }, state.phase ? "No worker is at work: " + state.phase + "." : "No worker is at work.");
+    } else if (!grouped) {
+      body = el("ul", { class: "lanes" }, ...state.lanes.map((l) =>
+        el("li", { class: "lane", dataset: { iteration: String(l.iteration), phase: l.phase } },
+          el("p", {}, ...laneLine(l, now)), laneLog(l.iteration))));
+    } else {
+      // A section per phase, in the order work moves through them; a lane's output
+      // when it is opened.
+      const groups = PHASES.map((p) => [p, state.lanes.filter((l) => l.phase === p)]).filter(([, ls]) => ls.length);
+      body = el("div", { class: "lane-groups" }, ...groups.map(([p, ls]) =>
+        el("section", { class: "lane-group", dataset: { phase: p }, "aria-label": p + ": " + ls.length },
+          el("h3", {}, p.replaceAll("_", " ") + " (" + ls.length + ")"),
+          el("ul", { class: "lanes compact" }, ...ls.map((l) => {
+            const open = opened.has(l.iteration);
+            return el("li", { class: "lane", dataset: { iteration: String(l.iteration), phase: l.phase } },
+              el("details", {
+                open,
+                ontoggle: (ev) => {
+                  if (ev.target.open) {
+                    opened.add(l.iteration);
+                    if (!ev.target.querySelector("pre")) ev.target.append(laneLog(l.iteration));
+                    followLanes().catch(() => {});
+                  } else {
+                    opened.delete(l.iteration);
+                  }
+                },
+              }, el("summary", {}, ...laneLine(l, now)), open ? laneLog(l.iteration) : null));
+          })))));
+    }
+    const merging = state.lanes.filter((l) => l.phase === "merging").map((l) => l.task);
+    const waiting = state.merge_queue.filter((t) => !merging.includes(t));
+    fill(parts.current, title, body,
       state.merge_queue.length
-        ? el("p", { class: "merge-queue" }, "Merge queue: " + state.merge_queue.join(", "))
+        ? el("p", { class: "merge-queue" }, "Merge queue: "
+          + (merging.length > 1 ? "merging a batch of " + merging.length + " (" + merging.join(", ") + ")"
+            : merging.length ? "merging " + merging[0] : "")
+          + (merging.length && waiting.length ? " · " : "")
+          + (waiting.length ? waiting.length + " waiting (" + waiting.join(", ") + ")" : ""))
         : null,
       state.integration
         ? el("p", { class: "integration muted" }, "Integration branch ",
@@ -242,16 +288,24 @@ function runPage(main, runId, selected) {
         : null);
   }
 
+  let following = false;
   async function followLanes() {
-    for (const [n, lane] of lanes) {
-      const res = await api("/api/runs/" + q + "/iterations/" + n + "/output?offset=" + lane.offset);
-      if (res.text) {
-        lane.pre.append(document.createTextNode(res.text));
-        // Keep the end: the last few kilobytes of each lane.
-        if (lane.pre.textContent.length > 4096) lane.pre.textContent = lane.pre.textContent.slice(-4096);
-        lane.pre.scrollTop = lane.pre.scrollHeight;
+    // One round at a time: a slow answer does not pile rounds up.
+    if (following) return;
+    following = true;
+    try {
+      for (const [n, lane] of lanes) {
+        const res = await api("/api/runs/" + q + "/iterations/" + n + "/output?offset=" + lane.offset);
+        if (res.text) {
+          lane.pre.append(document.createTextNode(res.text));
+          // Keep the end: the last few kilobytes of each lane.
+          if (lane.pre.textContent.length > 4096) lane.pre.textContent = lane.pre.textContent.slice(-4096);
+          lane.pre.scrollTop = lane.pre.scrollHeight;
+        }
+        lane.offset = res.offset;
       }
-      lane.offset = res.offset;
+    } finally {
+      following = false;
     }
   }
 

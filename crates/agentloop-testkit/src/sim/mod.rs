@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use agentloop_core::journal::{Event, Outcome, RunState, TaskStatus, read};
 
 pub use rng::Rng;
-pub use scale::{Scaled, scale};
+pub use scale::{Scaled, busiest, scale};
 pub use scenario::{Attempt, Profile, Scenario};
 pub use world::{Commit, Faults, Run, run};
 

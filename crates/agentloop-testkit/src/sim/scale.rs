@@ -101,3 +101,28 @@ pub fn scale(
         ended: format!("{:?} {:?}", r.state.status, r.state.finished),
     })
 }
+
+/// The journal of a scale run of `tasks` tasks on `workers` workers, cut just after
+/// the record at which the most iterations were in progress at once: a run as the
+/// views show it at its busiest. With how many iterations were in progress there.
+pub fn busiest(seed: u64, tasks: usize, workers: u32, batch: u32) -> (Vec<u8>, usize) {
+    let sc = Scenario::scale(seed, tasks, workers, batch, 0, 1);
+    let r = run(&sc, &Faults::default());
+    let (mut open, mut best, mut end, mut at) = (0usize, 0usize, 0usize, 0usize);
+    for line in r.journal.split_inclusive(|b| *b == b'\n') {
+        at += line.len();
+        let kind = serde_json::from_slice::<serde_json::Value>(line)
+            .ok()
+            .and_then(|v| v["kind"].as_str().map(str::to_string))
+            .unwrap_or_default();
+        match kind.as_str() {
+            "iteration_started" => open += 1,
+            "iteration_finished" => open = open.saturating_sub(1),
+            _ => {}
+        }
+        if open > best {
+            (best, end) = (open, at);
+        }
+    }
+    (r.journal[..end].to_vec(), best)
+}

@@ -559,3 +559,86 @@ fn a_sandboxed_run_shows_what_the_sandbox_refused() {
     );
     b.screenshot("7-sandbox");
 }
+
+#[test]
+fn the_dashboard_holds_the_lanes_of_a_hundred_and_twenty_eight_workers() {
+    // A run of the simulator (the policy and journal a real driver uses, in simulated
+    // time) at its busiest: most of its 128 workers at work, in every phase.
+    let (journal, open) = agentloop_testkit::sim::busiest(7, 400, 128, 64);
+    assert!(open >= 100, "only {open} lanes at once");
+    let first: Value =
+        serde_json::from_slice(journal.split(|b| *b == b'\n').next().unwrap()).unwrap();
+    let run_id = first["data"]["run_id"].as_str().unwrap().to_string();
+    let p = Project::git();
+    let dir = p.path().join(".agentloop/runs").join(&run_id);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("journal.jsonl"), &journal).unwrap();
+    // Its records are sealed with this test process's key: the project's commands
+    // get the same key, as if this machine had written them.
+    let key = agentloop_core::journal::key_path().unwrap();
+    let state = p.path().join(".git/xdg-state/agentloop");
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::copy(&key, state.join("journal.key")).unwrap();
+    let phases: Vec<String> = p.status()["workers"]["lanes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["phase"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(phases.len(), open);
+
+    let (_s, b) = open_run(&p);
+    let shown = b.wait_for(
+        "every lane, grouped by phase",
+        &format!("document.querySelectorAll('.lane-group li.lane').length === {open} && document.querySelector('#current-title').textContent"),
+    );
+    assert_eq!(shown, "Workers (128)");
+    // A section per phase, each saying how many lanes it holds.
+    let groups = b.script(
+        "return [...document.querySelectorAll('.lane-group')].map((g) => [g.dataset.phase, g.querySelectorAll('li.lane').length, g.querySelector('h3').textContent]);",
+    );
+    let groups = groups.as_array().unwrap();
+    assert!(groups.len() >= 2, "{groups:?}");
+    let mut total = 0;
+    for g in groups {
+        let n = g[1].as_u64().unwrap() as usize;
+        total += n;
+        assert!(g[2].as_str().unwrap().ends_with(&format!("({n})")), "{g}");
+        let phase = g[0].as_str().unwrap();
+        assert_eq!(phases.iter().filter(|p| *p == phase).count(), n, "{g}");
+    }
+    assert_eq!(total, open);
+    // A hundred lanes do not ask for a hundred outputs a second: none is followed
+    // until a person opens one, and then that one only.
+    std::thread::sleep(Duration::from_millis(2500));
+    let outputs = "performance.getEntriesByType('resource').map((e) => e.name).filter((n) => n.includes('/output?'))";
+    let before = b.script(&format!("return {outputs};"));
+    assert_eq!(before, json!([]), "{before}");
+    let lane = b
+        .script("return document.querySelector('.lane-group li.lane').dataset.iteration;")
+        .as_str()
+        .unwrap()
+        .to_string();
+    b.click(&format!(
+        ".lane-group li.lane[data-iteration=\"{lane}\"] summary"
+    ));
+    b.wait_for(
+        "the opened lane's output followed",
+        &format!("{outputs}.length > 0"),
+    );
+    let after = b.script(&format!("return {outputs};"));
+    for url in after.as_array().unwrap() {
+        assert!(
+            url.as_str()
+                .unwrap()
+                .contains(&format!("/iterations/{lane}/output?")),
+            "{url}"
+        );
+    }
+    assert!(
+        b.script(&format!(
+            "return !!document.querySelector('.lane-group li.lane[data-iteration=\"{lane}\"] details[open] pre');"
+        )) == json!(true)
+    );
+    b.screenshot("dashboard-128-lanes");
+}
