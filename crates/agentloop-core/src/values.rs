@@ -143,6 +143,9 @@ pub struct Gates {
     pub architecture: DiffGate,
     /// Always before agentloop merges into the base branch.
     pub deploy: DiffGate,
+    /// Wait for a person to approve the tasks a planner (`[run] planners`) proposes
+    /// before they join the plan.
+    pub new_tasks: bool,
 }
 
 impl Gates {
@@ -173,6 +176,7 @@ impl Default for Gates {
             final_review: false,
             after_each: false,
             before_irreversible: true,
+            new_tasks: false,
             security: gate(
                 &[
                     "auth",

@@ -80,6 +80,8 @@ pub(crate) fn event(e: &Event) -> String {
             ..
         } => format!("task {task} → {} (plan v{version})", added.join(", ")),
         Event::ReplanRejected { task, reason } => format!("task {task}: {reason}"),
+        Event::PlannerStarted { planner, basis } => format!("planner {planner} asked ({basis})"),
+        Event::PlannerFinished(f) => format!("planner {}: {}", f.planner, f.outcome.describe()),
         Event::GateOpened { gate } => gate.describe(),
         Event::Control {
             request, source, ..

@@ -253,6 +253,12 @@ fn check(config: &Config, sources: &BTreeMap<String, Source>) -> Result<(), Conf
     {
         return Err(bad("executor.kubernetes", &e));
     }
+    if config.run.planners > 16 {
+        return Err(bad(
+            "run.planners",
+            "at most 16 (each is an agent asked whenever the run moves)",
+        ));
+    }
     if config.executor.poll.is_zero() || config.executor.remote.trim().is_empty() {
         return Err(bad(
             "executor",

@@ -165,6 +165,15 @@ pub struct RunConfig {
     /// (root-causing one: a DEBUG iteration first in each task), `feature` (none), or
     /// `auto` (from the plan's title and goal).
     pub workflow: WorkflowSetting,
+    /// Planner agents that grow the plan while workers run (0: the plan is what it
+    /// was, unless an agent asks for a REPLAN). Each is given the goal, the plan so
+    /// far, what is done and what failed, in a throwaway copy of the work so far, and
+    /// proposes new tasks (with their checks and dependencies); what it changes in
+    /// the copy is thrown away. A plan may then start with only its goal.
+    pub planners: u32,
+    /// The agent planners run (default: `agent`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub planner_agent: Option<String>,
 }
 
 #[derive(
@@ -524,6 +533,8 @@ impl Default for RunConfig {
             shape: ShapeSetting::Auto,
             confirm: true,
             workflow: WorkflowSetting::Auto,
+            planners: 0,
+            planner_agent: None,
         }
     }
 }

@@ -88,6 +88,12 @@ pub struct Settings {
     /// queue).
     #[serde(default = "one")]
     pub workers: u32,
+    /// `[run] planners`: planner agents that grow the plan (runs recorded before it
+    /// existed: none), and the agent they run.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub planners: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planner_agent: Option<String>,
     /// `[merge] batch`: verified tasks merged and checked together (runs recorded
     /// before it existed: one at a time).
     #[serde(default = "one", skip_serializing_if = "is_one")]
@@ -189,6 +195,8 @@ impl Settings {
             // the diff gates, which read what each task's commit changed.
             commit: c.git.commit || c.ship.enabled() || c.gates.any_diff_gate(),
             workers: c.run.workers(),
+            planners: c.run.planners,
+            planner_agent: c.run.planner_agent.clone(),
             merge_batch: c.merge.batch_for(c.run.workers()).max(1),
             merge_bisect: c.merge.bisect_here().max(1),
             branch: c.run.branch.clone(),
@@ -256,4 +264,8 @@ fn yes() -> bool {
 
 fn is_yes(b: &bool) -> bool {
     *b
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }

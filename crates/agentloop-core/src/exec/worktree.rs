@@ -213,11 +213,24 @@ pub fn merge_worktree_n(
     n: usize,
     head: &str,
 ) -> Result<PathBuf, String> {
-    let dir = run_dir(run_id).ok_or("no cache directory (set HOME or XDG_CACHE_HOME)")?;
-    let path = match n {
-        0 => dir.join("_merge"),
-        n => dir.join(format!("_merge-{}", n + 1)),
+    let name = match n {
+        0 => "_merge".to_string(),
+        n => format!("_merge-{}", n + 1),
     };
+    scratch_worktree(root, run_id, &name, head)
+}
+
+/// Planner `n`'s worktree of a run at `head` (the integration branch's): a throwaway
+/// copy of the work so far, clean but for ignored files.
+pub fn planner_worktree(root: &Path, run_id: &str, n: u32, head: &str) -> Result<PathBuf, String> {
+    scratch_worktree(root, run_id, &format!("_planner-{n}"), head)
+}
+
+/// One of the run's own worktrees (named with a leading `_`, never a task's), detached
+/// at `head`, clean but for ignored files.
+fn scratch_worktree(root: &Path, run_id: &str, name: &str, head: &str) -> Result<PathBuf, String> {
+    let dir = run_dir(run_id).ok_or("no cache directory (set HOME or XDG_CACHE_HOME)")?;
+    let path = dir.join(name);
     if usable(&path) {
         let _ = text(git(&path, &["merge", "--abort"]));
         text(git(&path, &["checkout", "-q", "-f", "--detach", head]))?;
@@ -429,7 +442,7 @@ pub fn remove_run(root: &Path, run_id: &str, integration: &str) {
     let Some(dir) = run_dir(run_id) else { return };
     for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        if name == "_merge" || name.starts_with("_merge-") {
+        if name.starts_with('_') {
             let p = e.path().to_string_lossy().into_owned();
             let _admin = super::git::worktree_admin();
             let _ = text(git(root, &["worktree", "remove", "--force", &p]));

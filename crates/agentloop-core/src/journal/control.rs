@@ -87,6 +87,7 @@ impl RunState {
                         }
                     }
                     Gate::Diff(g) => self.approve_diff_gate(&g),
+                    Gate::NewTasks => self.new_tasks_approved(),
                 }
             }
             Request::Reject { note } => {
@@ -145,6 +146,7 @@ impl RunState {
                     }
                     Gate::Surface(t) => self.surface_rejected(t, note.clone()),
                     Gate::Tripwire(t) => self.tripwires_rejected(t, note.clone()),
+                    Gate::NewTasks => self.new_tasks_rejected(note.as_deref()),
                 }
             }
             Request::Skip { task, reason } => {

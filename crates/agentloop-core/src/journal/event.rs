@@ -58,6 +58,13 @@ pub enum Event {
         task: String,
         reason: String,
     },
+    /// A planner (`[run] planners`) was asked for new tasks, the run standing at
+    /// `basis`.
+    PlannerStarted {
+        planner: u32,
+        basis: String,
+    },
+    PlannerFinished(super::planning::PlannerFinished),
     GateOpened {
         gate: Gate,
     },
@@ -339,6 +346,8 @@ impl Event {
             Event::Escalated { .. } => "escalated",
             Event::ReplanAccepted { .. } => "replan_accepted",
             Event::ReplanRejected { .. } => "replan_rejected",
+            Event::PlannerStarted { .. } => "planner_started",
+            Event::PlannerFinished(_) => "planner_finished",
             Event::GateOpened { .. } => "gate_opened",
             Event::Control { .. } => "control",
             Event::LimitHit { .. } => "limit_hit",
@@ -539,6 +548,7 @@ impl FinishReason {
                         Gate::Review => "pull request's review".to_string(),
                         Gate::Ship(_) => "retry of the failed ship step".to_string(),
                         Gate::Diff(g) => format!("{g} review"),
+                        Gate::NewTasks => "planners' new tasks".to_string(),
                         Gate::BeforeTask(t)
                         | Gate::AfterTask(t)
                         | Gate::Surface(t)

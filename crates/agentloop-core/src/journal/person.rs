@@ -27,6 +27,9 @@ pub enum Gate {
     /// What the diff touches needs this gate's review (security, database, external,
     /// architecture; deploy before a merge).
     Diff(String),
+    /// Tasks a planner proposed wait for approval (`[gates] new_tasks`): approve adds
+    /// them to the plan, reject drops them.
+    NewTasks,
 }
 
 impl Gate {
@@ -43,12 +46,16 @@ impl Gate {
             Gate::Review => "the pull request's review".into(),
             Gate::Ship(_) => "a retry of the ship step".into(),
             Gate::Diff(g) => format!("the {g} review"),
+            Gate::NewTasks => "the planners' new tasks".into(),
         }
     }
 
     pub fn describe(&self) -> String {
         match self {
             Gate::Plan => "approve the plan before the first iteration".into(),
+            Gate::NewTasks => {
+                "a planner proposed new tasks: approve adds them to the plan, reject drops them (the next planner is told why)".into()
+            }
             Gate::PlanReview => {
                 "accept the plan's review (what agentloop found reading it) before the first iteration: approve goes on as planned, reject ends the run to change the plan".into()
             }

@@ -159,6 +159,9 @@ pub struct RunState {
     /// call that went through; gone once it is back at the workers). Absent: the workers.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub agent_caps: std::collections::BTreeMap<String, u32>,
+    /// Planners (`[run] planners`): at work, when last asked, what they added.
+    #[serde(default, skip_serializing_if = "super::planning::Planning::is_idle")]
+    pub planning: super::planning::Planning,
     /// Limits hit in a row (the backoff doubles with each).
     pub limit_streak: u32,
     pub last_seq: u64,
@@ -305,6 +308,7 @@ impl RunState {
             limit_until_ms: None,
             agent_limits: Default::default(),
             agent_caps: Default::default(),
+            planning: Default::default(),
             limit_message: None,
             limit_streak: 0,
             last_seq: first.seq,
@@ -423,6 +427,7 @@ impl RunState {
                 self.settings = settings.clone();
                 // Its budgets may be higher: the policy looks again.
                 self.budget_spent = None;
+                self.planners_lost();
             }
             Event::BudgetSpent {
                 budget,
@@ -479,6 +484,8 @@ impl RunState {
                 }
             }
             Event::GateOpened { gate } => self.gate = Some(gate.clone()),
+            Event::PlannerStarted { planner, basis } => self.planner_started(*planner, basis),
+            Event::PlannerFinished(f) => self.planner_finished(f),
             Event::Control {
                 id, request, by, ..
             } => {

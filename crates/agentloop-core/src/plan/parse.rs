@@ -20,16 +20,33 @@ impl Plan {
 
     /// Like [`Plan::load`], naming the file `name` in messages.
     pub fn load_named(path: &Path, name: &str) -> Result<Plan, PlanError> {
+        let plan = Plan::load_growing(path, name)?;
+        plan.validate(name)?;
+        Ok(plan)
+    }
+
+    /// Like [`Plan::load_named`], a plan without a task accepted (planners grow it).
+    pub fn load_growing(path: &Path, name: &str) -> Result<Plan, PlanError> {
         let name = name.to_string();
         let bytes = std::fs::read(path).map_err(|e| {
             PlanError::whole(&name, format!("cannot read the plan: {e}"))
                 .hint("create one with `agentloop init`, or name the plan file: `agentloop run path/to/PLAN.md`")
         })?;
-        Plan::parse_bytes(&name, &bytes)
+        let text = Plan::text_of(&name, &bytes)?;
+        Plan::parse_unchecked(&name, &text).and_then(|p| {
+            p.validate_growing(&name)?;
+            Ok(p)
+        })
     }
 
     /// Parses plan bytes; `file` is only used in messages.
     pub fn parse_bytes(file: &str, bytes: &[u8]) -> Result<Plan, PlanError> {
+        let text = Plan::text_of(file, bytes)?;
+        Plan::parse(file, &text)
+    }
+
+    /// A plan file's bytes as text: within the size limit, UTF-8.
+    fn text_of(file: &str, bytes: &[u8]) -> Result<String, PlanError> {
         if bytes.len() > MAX_PLAN_BYTES {
             return Err(PlanError::whole(
                 file,
@@ -52,10 +69,18 @@ impl Plan {
             )
             .hint("save the plan as UTF-8")
         })?;
-        Plan::parse(file, text)
+        Ok(text.to_string())
     }
 
     pub fn parse(file: &str, text: &str) -> Result<Plan, PlanError> {
+        let plan = Plan::parse_unchecked(file, text)?;
+        plan.validate(file)?;
+        Ok(plan)
+    }
+
+    /// Parses a plan without checking it as a whole (its ids, dependencies and
+    /// cycles): a fragment of tasks meant to join another plan.
+    pub fn parse_unchecked(file: &str, text: &str) -> Result<Plan, PlanError> {
         // Editors on some systems start UTF-8 files with a byte-order mark.
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         if let Some(at) = text.find('\0') {
@@ -138,7 +163,6 @@ impl Plan {
             criteria,
             tasks,
         };
-        plan.validate(file)?;
         Ok(plan)
     }
 }

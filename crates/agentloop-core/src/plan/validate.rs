@@ -5,12 +5,24 @@ use std::collections::HashMap;
 use super::{Plan, PlanError};
 
 impl Plan {
-    /// Checks ids, dependencies and cycles.
+    /// Checks ids, dependencies and cycles; a plan needs a task.
     pub fn validate(&self, file: &str) -> Result<(), PlanError> {
         if self.tasks.is_empty() {
-            return Err(PlanError::whole(file, "the plan has no tasks")
-                .hint("add a task as a level-2 heading: `## T1: Write the parser`"));
+            return Err(Plan::no_tasks(file));
         }
+        self.validate_growing(file)
+    }
+
+    /// The error of a plan without a task.
+    pub fn no_tasks(file: &str) -> PlanError {
+        PlanError::whole(file, "the plan has no tasks").hint(
+            "add a task as a level-2 heading: `## T1: Write the parser`, or let planners add them: [run] planners = 1",
+        )
+    }
+
+    /// Checks ids, dependencies and cycles of a plan that planners grow (`[run]
+    /// planners`): it may start with its goal alone.
+    pub fn validate_growing(&self, file: &str) -> Result<(), PlanError> {
         let mut seen: HashMap<&str, usize> = HashMap::new();
         let mut folded: HashMap<String, (&str, usize)> = HashMap::new();
         for t in &self.tasks {

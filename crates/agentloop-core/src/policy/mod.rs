@@ -6,6 +6,7 @@ mod diffgates;
 pub mod evidence;
 mod judge;
 mod ladder;
+pub mod planning;
 mod prompt;
 mod replan;
 pub mod review;
@@ -73,6 +74,9 @@ pub enum Action {
     /// The independent reviewer's turn on the open iteration's verified work
     /// (`review_started`, then `review_finished`).
     Review { iteration: u32, task: String },
+    /// Ask planner `planner` for new tasks, the run standing at `basis`
+    /// (`planner_started`, then `planner_finished`).
+    Plan { planner: u32, basis: String },
     /// Nothing to do until a control request arrives.
     Wait(WaitReason),
     /// The run is over.
@@ -233,6 +237,16 @@ fn decide(s: &RunState, busy: &[&str]) -> Action {
     if evidence::baseline_due(s) {
         return Action::TestBaseline;
     }
+    // Planners: new tasks a planner proposed wait for a person; one is asked for more
+    // when the run has moved and the plan no longer keeps the workers busy.
+    if s.planning.proposal.is_some() {
+        return Action::Record(Event::GateOpened {
+            gate: Gate::NewTasks,
+        });
+    }
+    if let Some((planner, basis)) = planning::due(s) {
+        return Action::Plan { planner, basis };
+    }
     // Workers: the tasks of an agent waiting for its usage limit wait with it.
     let limited: Vec<&str> = s
         .tasks
@@ -256,6 +270,10 @@ fn decide(s: &RunState, busy: &[&str]) -> Action {
         return Action::Wait(WaitReason::UsageLimit { until_ms });
     }
     let Some(task) = next else {
+        // A planner at work may still add tasks: the run does not end under it.
+        if !s.planning.at_work.is_empty() {
+            return Action::Wait(WaitReason::Workers);
+        }
         if s.tasks.iter().all(|t| t.status.is_settled()) {
             if let Some(a) = validate::next(s) {
                 return a;

@@ -350,6 +350,11 @@ impl World<'_> {
                         "shipping is not simulated (asked for {step:?})"
                     )));
                 }
+                Pick::Take(Action::Plan { planner, .. }) => {
+                    return Ok(Some(format!(
+                        "planners are not simulated (planner {planner} asked)"
+                    )));
+                }
                 Pick::Take(a @ (Action::Exit(_) | Action::Wait(_))) => {
                     return Ok(Some(format!("pick gave {a:?} to take")));
                 }

@@ -80,6 +80,9 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
     if s.settings.in_worktrees() {
         workers(s)?;
     }
+    if s.settings.planners > 0 {
+        outln!("{}", planners_line(s));
+    }
     match &driver {
         Some(pid) => outln!("driver: pid {pid}"),
         None if !s.is_finished() => {
@@ -214,6 +217,28 @@ pub(crate) fn grouped_lanes(s: &RunState, now: u64) -> Vec<String> {
             format!("{} ({}): {}", phase.as_str(), lanes.len(), names.join(", "))
         })
         .collect()
+}
+
+/// `planners: 2 (1 at work) · added T9, T10 · last: planner 1 nothing more to add`.
+pub(crate) fn planners_line(s: &RunState) -> String {
+    let mut line = format!("planners: {}", s.settings.planners);
+    if !s.planning.at_work.is_empty() {
+        line.push_str(&format!(" ({} at work)", s.planning.at_work.len()));
+    }
+    if !s.planning.added.is_empty() {
+        line.push_str(&format!(" · added {}", s.planning.added.join(", ")));
+    }
+    if let Some(tasks) = &s.planning.proposal {
+        let ids: Vec<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
+        line.push_str(&format!(
+            " · proposed {}, waiting for a person",
+            ids.join(", ")
+        ));
+    }
+    if let Some((p, what)) = s.planning.last.last() {
+        line.push_str(&format!(" · last: planner {p} {what}"));
+    }
+    line
 }
 
 /// A run with workers: its integration branch, what each worker is at, the merge
@@ -370,6 +395,13 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
             "batch": s.settings.merge_batch,
             "agent_caps": s.agent_caps,
             "disk_bytes": agentloop_core::exec::worktree::disk_usage(&s.run_id),
+        })),
+        "planners": (s.settings.planners > 0).then(|| json!({
+            "count": s.settings.planners,
+            "at_work": s.planning.at_work,
+            "added": s.planning.added,
+            "proposal": s.planning.proposal.as_ref().map(|t| t.iter().map(|t| &t.id).collect::<Vec<_>>()),
+            "last": s.planning.last.iter().map(|(p, what)| json!({"planner": p, "outcome": what})).collect::<Vec<_>>(),
         })),
         "forged_lines": s.forged.iter().map(|f| f.line).collect::<Vec<_>>(),
         "tasks": s.tasks.iter().map(|t| task_json(s, t)).collect::<Vec<_>>(),

@@ -32,6 +32,8 @@ pub(crate) enum Done {
     },
     /// Not an end: where the iteration's job stands on its cluster now.
     Job(agentloop_core::journal::JobState),
+    /// A planner's answer.
+    Planned(Box<super::planner::Answer>),
 }
 
 /// What became of one task of a batch.
@@ -59,6 +61,7 @@ impl Done {
             Done::Agent { iteration, .. } | Done::Checked { iteration, .. } => vec![*iteration],
             Done::Merge { batch, .. } => batch.clone(),
             Done::Job(j) => vec![j.iteration],
+            Done::Planned(_) => Vec::new(),
         }
     }
 

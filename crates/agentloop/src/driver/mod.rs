@@ -8,6 +8,7 @@ mod gates;
 mod jobs;
 mod menu;
 mod merge_queue;
+mod planner;
 mod record;
 mod review;
 mod sandbox;
@@ -113,6 +114,7 @@ fn step_words(a: &Action) -> String {
             agentloop_core::words::plural(batch.len(), "iteration", "iterations")
         ),
         Action::Ship(step) => format!("ship: {step:?}"),
+        Action::Plan { planner, basis } => format!("ask planner {planner} for new tasks ({basis})"),
         Action::CheckDiff { task } => format!("read what task {task} changed for the diff gates"),
         Action::Record(e) => format!("record {}", e.kind()),
         Action::Wait(WaitReason::Gate(g)) => format!("wait for a person: {}", g.describe()),
@@ -307,6 +309,7 @@ impl Driver {
                 }
                 Action::Restore { iteration, cause } => self.restore_surface(iteration, cause)?,
                 Action::Ship(step) => self.ship(step)?,
+                Action::Plan { planner, basis } => self.plan(planner, basis)?,
                 Action::CheckDiff { task } => self.check_task_diff(&task)?,
                 Action::Wait(reason) => {
                     if waiting_since.as_ref() != Some(&reason) {
@@ -417,6 +420,7 @@ impl Driver {
     }
 
     fn apply_records(&mut self, recs: &[Record]) {
+        let version = self.state.plan_version;
         for r in recs {
             self.state.apply(r);
             if let Some(body) = crate::notify::payload(&self.state, r) {
@@ -432,6 +436,17 @@ impl Driver {
                 crate::render::json_event(r);
             }
             self.progress.event(&self.state, r);
+        }
+        // A new plan version (a REPLAN, a planner's tasks, their approval): kept.
+        if self.state.plan_version != version {
+            let v = self.state.plan_version;
+            let md = self.state.plan.to_markdown();
+            if let Err(e) =
+                agentloop_core::fsutil::write_atomic(&self.run.plan_version(v), md.as_bytes())
+            {
+                self.progress
+                    .warn(&format!("cannot write plan version {v}: {e}"));
+            }
         }
         self.report_forged();
     }

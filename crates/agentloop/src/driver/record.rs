@@ -82,10 +82,6 @@ impl Driver {
             Event::IterationFinished(f) => Some(f.clone()),
             _ => None,
         };
-        let replan_version = match &event {
-            Event::ReplanAccepted { version, .. } => Some(*version),
-            _ => None,
-        };
         let open = result
             .as_ref()
             .and_then(|f| self.state.open_iteration(f.iteration).cloned());
@@ -98,13 +94,6 @@ impl Driver {
         }
         if let (Some(f), Some(open)) = (result, open) {
             self.write_result(&open, &f);
-        }
-        if let Some(v) = replan_version {
-            let md = self.state.plan.to_markdown();
-            if let Err(e) = fsutil::write_atomic(&self.run.plan_version(v), md.as_bytes()) {
-                self.progress
-                    .warn(&format!("cannot write plan version {v}: {e}"));
-            }
         }
         Ok(true)
     }

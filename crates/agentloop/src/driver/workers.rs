@@ -26,6 +26,8 @@ struct Workers {
     done_tx: Sender<Done>,
     done_rx: Receiver<Done>,
     busy: BTreeSet<u32>,
+    /// Planners at work on threads of their own.
+    planners: usize,
     stop: Arc<AtomicBool>,
     executor: Box<dyn Executor>,
 }
@@ -33,6 +35,9 @@ struct Workers {
 impl Workers {
     /// The steps a job's report ends are no longer under way.
     fn free(&mut self, d: &Done) {
+        if let Done::Planned(_) = d {
+            self.planners = self.planners.saturating_sub(1);
+        }
         if d.ends() {
             for i in d.iterations() {
                 self.busy.remove(&i);
@@ -65,6 +70,7 @@ impl Driver {
             done_tx,
             done_rx,
             busy: BTreeSet::new(),
+            planners: 0,
             stop: Arc::new(AtomicBool::new(false)),
             executor,
         };
@@ -82,7 +88,7 @@ impl Driver {
             if self.interrupted.load(Ordering::SeqCst) {
                 // Ctrl-C: end every agent; what is open is redone by `resume`.
                 w.stop.store(true, Ordering::SeqCst);
-                while !w.busy.is_empty() {
+                while !w.busy.is_empty() || w.planners > 0 {
                     match w.done_rx.recv_timeout(Duration::from_secs(10)) {
                         Ok(d) => w.free(&d),
                         Err(_) => break,
@@ -111,7 +117,12 @@ impl Driver {
             }
             w.stop
                 .store(self.state.stop == Some(StopKind::Now), Ordering::SeqCst);
-            let next = policy::pick(&self.state, &w.busy);
+            let next = match policy::pick(&self.state, &w.busy) {
+                // A planner at work may still add tasks: the run neither ends nor
+                // stops to wait under it.
+                Pick::Wait(_) | Pick::Exit(_) if w.planners > 0 => Pick::AwaitWork,
+                next => next,
+            };
             if !matches!(next, Pick::Wait(_) | Pick::AwaitWork) {
                 waiting_since = None;
             }
@@ -151,6 +162,10 @@ impl Driver {
                     self.start_merge(batch, &mut w.busy, &w.stop, &w.done_tx)?
                 }
                 Pick::Take(Action::Ship(step)) => self.ship(step)?,
+                Pick::Take(Action::Plan { planner, basis }) => {
+                    w.planners += 1;
+                    self.start_planner(planner, basis, &w.stop, &w.done_tx)?;
+                }
                 Pick::Take(Action::Validate) => self.validate()?,
                 Pick::Take(Action::TestBaseline) => self.test_baseline()?,
                 // The reviewer reads in the driver's own turn (one review at a time).
@@ -320,6 +335,7 @@ impl Driver {
     /// Records what a job reports.
     fn complete(&mut self, d: Done) -> Result<(), CliError> {
         match d {
+            Done::Planned(a) => self.planned(*a),
             Done::Job(j) => {
                 if self
                     .state

@@ -25,6 +25,7 @@ mod merge_queue;
 mod notify;
 mod phases;
 mod plan_new;
+mod planners;
 mod policy;
 mod policy_ladder;
 mod policy_people;

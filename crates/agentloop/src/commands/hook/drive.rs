@@ -234,6 +234,11 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
             Action::Merge { .. } => {
                 return Ok(passive("a run with workers is not driven by a session"));
             }
+            Action::Plan { .. } => {
+                return Ok(passive(
+                    "planners ([run] planners) are not run in hook mode",
+                ));
+            }
             Action::Restore { iteration, cause } => {
                 d.restore_surface(iteration, cause).map_err(e)?;
             }

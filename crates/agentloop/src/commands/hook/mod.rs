@@ -95,9 +95,10 @@ fn create_run(
     let mut settings = Settings::new(&layered.config, flags);
     settings.agent = "claude-session".into();
     settings.hook = true;
-    // One session is one worker.
+    // One session is one worker, and plans no more than its plan says.
     settings.workers = 1;
     settings.isolate = false;
+    settings.planners = 0;
     let window = settings.claim_window;
     settings.skills = super::run::required_skills(&layered.config, &ws.root)?;
     super::run::guard_skills(&mut settings);

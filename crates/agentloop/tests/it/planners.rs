@@ -1,0 +1,207 @@
+//! Planners (`[run] planners`): agents that grow the plan while workers run — a plan
+//! that starts with its goal alone, proposals judged before they join the plan (a
+//! refused one asked for again with the reason), the `new_tasks` gate, and a
+//! planner's writes thrown away.
+
+use crate::support::{Project, Scratch};
+
+/// A scripted agent: as a planner (its prompt starts `# Planning:`) it answers the
+/// `n`th time with `answers[n-1]` (then `NO_NEW_TASKS`), keeping its prompt as
+/// `planner-N.md` in `state`, and writes a file in the copy it was given; as a worker
+/// it makes its task's file.
+fn agent(state: &std::path::Path, answers: &[&str]) -> String {
+    let mut cases = String::new();
+    for (i, a) in answers.iter().enumerate() {
+        cases.push_str(&format!(
+            "    {}) printf '%s\\n' '{}';;\n",
+            i + 1,
+            a.replace('\'', "")
+        ));
+    }
+    format!(
+        r#"prompt=$(cat)
+state={state}
+mkdir -p "$state"
+if printf '%s\n' "$prompt" | head -n 1 | grep -q '^# Planning:'; then
+  n=$(cat "$state/plans" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$state/plans"
+  printf '%s\n' "$prompt" > "$state/planner-$n.md"
+  echo "a planner's notes" > planner-was-here.txt
+  case $n in
+{cases}    *) echo NO_NEW_TASKS;;
+  esac
+  exit 0
+fi
+task=$(printf '%s\n' "$prompt" | sed -n 's/^## Your task: \([A-Za-z0-9_-]*\) .*/\1/p' | head -n 1)
+echo "$task" > "$(echo "$task" | tr 'A-Z' 'a-z').txt"
+echo TASK_COMPLETE
+"#,
+        state = state.display()
+    )
+}
+
+fn project(plan: &str, run: &str, more: &str, answers: &[&str]) -> Project {
+    let p = Scratch::new().plan(plan).build();
+    p.write(
+        "agent.sh",
+        agent(&p.path().join(".git/agent-state"), answers),
+    );
+    p.write(
+        "agentloop.toml",
+        format!(
+            "[run]\nagent = \"scripted\"\n{run}\n\n[agents.scripted]\ncommand = [\"sh\", \"{}\"]\ntimeout = \"60s\"\n\n{more}",
+            p.path().join("agent.sh").display()
+        ),
+    );
+    p.commit("a planning agent");
+    p
+}
+
+fn prompt(p: &Project, n: u32) -> String {
+    std::fs::read_to_string(p.path().join(format!(".git/agent-state/planner-{n}.md")))
+        .unwrap_or_default()
+}
+
+const GOAL: &str = "# Files\n\nThree files, each named for its task.\n";
+
+/// T1 and T2 in the answer's form (the shell script prints it as one argument).
+const T1_T2: &str = "NEW_TASKS\n## T1: One\nVerify: test -f t1.txt\n\n## T2: Two\nVerify: test -f t2.txt\nDepends: T1\nEND_NEW_TASKS";
+
+#[test]
+fn planners_grow_a_plan_that_starts_with_its_goal_alone() {
+    // Without planners, a plan with no task is refused, saying what would help.
+    let p = project(GOAL, "workers = 2", "", &[]);
+    let r = p.run(&["run", "--quiet", "--no-wait"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("the plan has no tasks") && r.stderr.contains("[run] planners"),
+        "{}",
+        r.stderr
+    );
+
+    let p = project(
+        GOAL,
+        "workers = 2\nplanners = 1",
+        "",
+        &[
+            // Refused (no check), and asked again with the reason.
+            "NEW_TASKS\n## T1: One\nMake it.\nEND_NEW_TASKS",
+            T1_T2,
+            "NEW_TASKS\n## T3: Three\nVerify: test -f t3.txt\nEND_NEW_TASKS",
+        ],
+    );
+    let r = p.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stderr, p.run(&["log"]).stdout);
+    let s = p.status();
+    assert_eq!(s["status"], "completed", "{s}");
+    let done: Vec<&str> = s["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["status"] == "done")
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(done, ["T1", "T2", "T3"], "{s}");
+    assert_eq!(s["planners"]["count"], 1, "{s}");
+    assert_eq!(
+        s["planners"]["added"],
+        serde_json::json!(["T1", "T2", "T3"]),
+        "{s}"
+    );
+    let text = p.run(&["status"]).stdout;
+    assert!(text.contains("planners: 1 · added T1, T2, T3"), "{text}");
+    // The second planner was told why the first proposal was refused; every planner
+    // saw the goal and the plan as it stood.
+    assert!(prompt(&p, 1).contains("Three files, each named for its task."));
+    assert!(prompt(&p, 1).contains("No task yet."));
+    assert!(
+        prompt(&p, 2).contains("T1 names no check"),
+        "{}",
+        prompt(&p, 2)
+    );
+    assert!(prompt(&p, 3).contains("T1: One [done]") || prompt(&p, 3).contains("T1: One ["));
+    let log = p.run(&["log"]).stdout;
+    assert!(
+        log.contains("planner 1: refused: T1 names no check"),
+        "{log}"
+    );
+    assert!(log.contains("planner 1: added T1, T2 (plan v2)"), "{log}");
+    assert!(log.contains("planner 1: added T3 (plan v3)"), "{log}");
+    assert!(log.contains("planner 1: nothing more to add"), "{log}");
+    // Each plan version is kept.
+    let versions = p.run_dir().join("plan");
+    assert!(
+        std::fs::read_to_string(versions.join("v3.md"))
+            .unwrap_or_default()
+            .contains("## T3: Three"),
+        "{:?}",
+        std::fs::read_dir(&versions)
+            .map(|d| d.flatten().map(|e| e.file_name()).collect::<Vec<_>>())
+    );
+    // What a planner wrote in its copy went nowhere.
+    let branch = crate::workers::integration(&p);
+    let files = p.git_cmd(&["ls-tree", "--name-only", &branch]);
+    assert!(files.contains("t3.txt"), "{files}");
+    assert!(!files.contains("planner-was-here"), "{files}");
+    assert!(!p.path().join("planner-was-here.txt").exists());
+    crate::workers::nothing_left(&p);
+}
+
+#[test]
+fn with_the_new_tasks_gate_a_person_approves_or_rejects_what_planners_add() {
+    let plan = "# Files\n\nFiles, each named for its task.\n\n## T1: One\nVerify: test -f t1.txt\n";
+    let p = project(
+        plan,
+        "planners = 1",
+        "[gates]\nnew_tasks = true\n",
+        &[
+            "NEW_TASKS\n## T2: Two\nVerify: test -f t2.txt\nEND_NEW_TASKS",
+            "NEW_TASKS\n## T3: Three\nVerify: test -f t3.txt\nEND_NEW_TASKS",
+        ],
+    );
+    let r = p.run(&["run", "--quiet", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["gate"]["point"], "new_tasks", "{s}");
+    assert_eq!(
+        s["tasks"].as_array().unwrap().len(),
+        1,
+        "not in the plan yet"
+    );
+    assert_eq!(s["planners"]["proposal"], serde_json::json!(["T2"]), "{s}");
+    assert_eq!(p.run(&["approve"]).code, Some(0));
+    let r = p.run(&["resume", "--quiet", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    // T2 joined the plan; the next proposal waits in turn, and is rejected.
+    let s = p.status();
+    assert_eq!(s["gate"]["point"], "new_tasks", "{s}");
+    assert!(
+        s["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["id"] == "T2")
+    );
+    assert_eq!(
+        p.run(&["reject", "--note", "one file too many"]).code,
+        Some(0)
+    );
+    let r = p.run(&["resume", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stderr, p.run(&["log"]).stdout);
+    let s = p.status();
+    assert_eq!(s["status"], "completed", "{s}");
+    let ids: Vec<&str> = s["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["T1", "T2"], "{s}");
+    assert!(p.path().join("t2.txt").exists());
+    assert!(!p.path().join("t3.txt").exists());
+    // The next planner was told.
+    assert!(
+        prompt(&p, 3).contains("a person rejected the proposed tasks T3: one file too many"),
+        "{}",
+        prompt(&p, 3)
+    );
+}
