@@ -89,6 +89,10 @@ pub struct Planning {
     /// Why recent proposals were refused or rejected, for the next planner to know.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refused: Vec<String>,
+    /// The setbacks (blocked and skipped tasks) when a planner last found nothing to
+    /// add: none is asked again until they change or the plan's tasks are all settled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quiet_at: Option<String>,
     /// Proposals refused in a row: each of the first two is asked for again at once.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub refused_in_a_row: u32,
@@ -136,6 +140,11 @@ impl RunState {
             Planned::Refused { reason } => self.planning.refuse(reason.clone()),
             Planned::Nothing | Planned::Failed { .. } => {}
         }
+        self.planning.quiet_at = match &f.outcome {
+            Planned::Nothing => f.basis.split_once(", ").map(|(_, s)| s.to_string()),
+            Planned::Failed { .. } => self.planning.quiet_at.take(),
+            _ => None,
+        };
         if matches!(f.outcome, Planned::Refused { .. }) {
             self.planning.refused_in_a_row += 1;
             // Asked again, told why, unless it keeps proposing what is refused.

@@ -3,12 +3,13 @@
 //!
 //! A planner is asked when the run has moved since the last one was (a task settled:
 //! done, blocked or skipped), the plan's open tasks no longer keep the workers busy
-//! (fewer than two per worker), and a planner is free. Its proposal is refused whole
+//! (fewer than two per worker), and a planner is free; once one found nothing to add,
+//! only a new setback (a task blocked or skipped) or the plan's end asks again. Its proposal is refused whole
 //! when a task of it is not new, names no check, or makes a plan that does not
 //! validate; a refused proposal is asked for again, with the reason, at most twice in
 //! a row.
 
-use crate::journal::{Planned, RunState};
+use crate::journal::{Planned, RunState, TaskStatus};
 use crate::plan::Plan;
 
 use super::ladder::budget_reached;
@@ -21,18 +22,24 @@ pub const NOTHING: &str = "NO_NEW_TASKS";
 /// Tasks one proposal may add.
 pub const MAX_TASKS: usize = 20;
 
-/// What the run stands at, as far as planning goes: how many tasks settled, and how.
+/// What the run stands at, as far as planning goes: how many tasks settled, and how
+/// (the plan's growth itself is no news).
 pub fn basis(s: &RunState) -> String {
-    let count =
-        |status: crate::journal::TaskStatus| s.tasks.iter().filter(|t| t.status == status).count();
-    use crate::journal::TaskStatus as T;
+    format!("{} done, {}", count(s, TaskStatus::Done), setbacks(s))
+}
+
+/// The part of the basis that says what went wrong: after a planner found nothing to
+/// add, only a new setback — or the end of the plan — asks again.
+fn setbacks(s: &RunState) -> String {
     format!(
-        "{} tasks: {} done, {} blocked, {} skipped",
-        s.tasks.len(),
-        count(T::Done),
-        count(T::Blocked),
-        count(T::Skipped)
+        "{} blocked, {} skipped",
+        count(s, TaskStatus::Blocked),
+        count(s, TaskStatus::Skipped)
     )
+}
+
+fn count(s: &RunState, status: TaskStatus) -> usize {
+    s.tasks.iter().filter(|t| t.status == status).count()
 }
 
 /// The planner to ask now, and the basis it is asked at; `None` when none is due.
@@ -50,6 +57,9 @@ pub(super) fn due(s: &RunState) -> Option<(u32, String)> {
         return None;
     }
     let open = s.tasks.iter().filter(|t| !t.status.is_settled()).count();
+    if open > 0 && s.planning.quiet_at.as_deref() == Some(setbacks(s).as_str()) {
+        return None;
+    }
     if open >= 2 * s.settings.workers.max(1) as usize {
         return None;
     }

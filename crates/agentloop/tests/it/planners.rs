@@ -205,3 +205,93 @@ fn with_the_new_tasks_gate_a_person_approves_or_rejects_what_planners_add() {
         prompt(&p, 3)
     );
 }
+
+/// A planner that answers from what it is told, as a real one would: the first two
+/// tasks while the plan is empty, the third once they are in it, then nothing.
+const FROM_THE_PROMPT: &str = r#"prompt=$(cat)
+if printf '%s\n' "$prompt" | head -n 1 | grep -q '^# Planning:'; then
+  if printf '%s\n' "$prompt" | grep -q '^No task yet'; then
+    printf 'NEW_TASKS\n## T1: One\nVerify: test -f t1.txt\n\n## T2: Two\nVerify: test -f t2.txt\nDepends: T1\nEND_NEW_TASKS\n'
+  elif ! printf '%s\n' "$prompt" | grep -q '^- T3:'; then
+    printf 'NEW_TASKS\n## T3: Three\nVerify: test -f t3.txt\nEND_NEW_TASKS\n'
+  else
+    echo NO_NEW_TASKS
+  fi
+  exit 0
+fi
+task=$(printf '%s\n' "$prompt" | sed -n 's/^## Your task: \([A-Za-z0-9_-]*\) .*/\1/p' | head -n 1)
+echo "$task" > "$(echo "$task" | tr 'A-Z' 'a-z').txt"
+echo TASK_COMPLETE
+"#;
+
+#[test]
+fn a_driver_killed_at_each_planners_record_resumes_to_the_same_plan() {
+    let make = || {
+        let p = Scratch::new().plan(GOAL).build();
+        p.write("agent.sh", FROM_THE_PROMPT);
+        p.write(
+            "agentloop.toml",
+            format!(
+                "[run]\nagent = \"scripted\"\nworkers = 2\nplanners = 1\n\n[agents.scripted]\ncommand = [\"sh\", \"{}\"]\ntimeout = \"60s\"\n",
+                p.path().join("agent.sh").display()
+            ),
+        );
+        p.commit("a planning agent");
+        p
+    };
+    let reference = make();
+    let r = reference.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let want = crate::crash::end(&reference);
+    // The planners' records: a kill before each is written and after it.
+    let seqs: Vec<u64> = crate::crash::records(&reference)
+        .iter()
+        .filter(|r| r.event.kind().starts_with("planner_"))
+        .map(|r| r.seq)
+        .collect();
+    assert!(seqs.len() >= 6, "{seqs:?}: at least three planners asked and answered");
+    for seq in seqs {
+        for point in ["before-append", "after-append"] {
+            let p = make();
+            let out = p
+                .cmd(&["run", "--quiet"])
+                .env("AGENTLOOP_FAILPOINT", format!("{point}:{seq}"))
+                .output()
+                .unwrap();
+            assert_eq!(
+                std::os::unix::process::ExitStatusExt::signal(&out.status),
+                Some(9),
+                "{point}:{seq} was not killed"
+            );
+            let r = p.run(&["resume", "--quiet"]);
+            assert_eq!(r.code, Some(0), "{point}:{seq}: {}", r.stderr);
+            assert_eq!(crate::crash::end(&p), want, "{point}:{seq}");
+            let done = completions(&p);
+            assert!(
+                done.len() == 3 && done.values().all(|&n| n == 1),
+                "{point}:{seq}: {done:?}"
+            );
+            assert_eq!(p.run(&["journal", "verify"]).code, Some(0));
+        }
+    }
+}
+
+/// How many times each task was completed, by the iterations' own tasks (workers
+/// finish iterations out of order).
+fn completions(p: &Project) -> std::collections::BTreeMap<String, usize> {
+    use agentloop_core::journal::{Event, Outcome};
+    let mut task_of = std::collections::BTreeMap::new();
+    let mut n = std::collections::BTreeMap::new();
+    for r in crate::crash::records(p) {
+        match &r.event {
+            Event::IterationStarted(s) => {
+                task_of.insert(s.iteration, s.task.clone());
+            }
+            Event::IterationFinished(f) if f.outcome == Outcome::Completed => {
+                *n.entry(task_of[&f.iteration].clone()).or_insert(0) += 1;
+            }
+            _ => {}
+        }
+    }
+    n
+}
