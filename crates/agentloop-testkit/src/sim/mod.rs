@@ -33,6 +33,8 @@ pub struct Seen {
     pub done: usize,
     pub gates: usize,
     pub merges: usize,
+    /// Tasks planners added.
+    pub planned: usize,
 }
 
 /// The faults a seed draws: one to four kills at effects of the run without faults,
@@ -64,6 +66,7 @@ pub fn check(seed: u64) -> Result<Seen, String> {
         done: base.done.len(),
         gates: base.gates.len(),
         merges: faulted.branch.len(),
+        planned: faulted.state.planning.added.len(),
     })
 }
 

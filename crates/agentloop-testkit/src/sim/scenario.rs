@@ -18,6 +18,9 @@ pub struct Scenario {
     trouble: u64,
     /// What its attempts are like.
     pub profile: Profile,
+    /// With planners (`[run] planners`): the tasks they add, a round at a time — a
+    /// planner proposes the first round not yet in the plan, then nothing.
+    pub growth: Vec<Vec<String>>,
 }
 
 /// What a scenario's attempts are like.
@@ -69,6 +72,24 @@ impl Scenario {
     pub fn from_seed(seed: u64) -> Scenario {
         let mut r = Rng::new(seed);
         let n = r.range(1, 6) as usize;
+        // Planners, from a stream of their own (the rest of a seed is as it was): a
+        // quarter of the runs, some of them with the goal alone at first.
+        let mut g = Rng::new(seed).fork(0x91a4);
+        let planners = if g.chance(25) {
+            g.range(1, 3) as u32
+        } else {
+            0
+        };
+        let n = if planners > 0 && g.chance(30) { 0 } else { n };
+        let mut growth = Vec::new();
+        if planners > 0 {
+            let mut next = n + 1;
+            for _ in 0..g.range(1, 3) {
+                let k = g.range(1, 3) as usize;
+                growth.push((next..next + k).map(|i| format!("T{i}")).collect());
+                next += k;
+            }
+        }
         let tasks: Vec<String> = (1..=n).map(|i| format!("T{i}")).collect();
         let mut plan = format!("# Simulated plan {seed}\n\nBuild the simulated project.\n");
         for (i, t) in tasks.iter().enumerate() {
@@ -130,6 +151,10 @@ impl Scenario {
         };
         // Not this machine's cores: a seed runs the same everywhere.
         c.merge.bisect = Some(1);
+        c.run.planners = planners;
+        c.gates.new_tasks = planners > 0 && g.chance(30);
+        let mut tasks = tasks;
+        tasks.extend(growth.iter().flatten().cloned());
         Scenario {
             seed,
             plan,
@@ -137,6 +162,7 @@ impl Scenario {
             tasks,
             trouble,
             profile: Profile::Random,
+            growth,
         }
     }
 
@@ -174,6 +200,7 @@ impl Scenario {
             tasks: ids,
             trouble: red,
             profile: Profile::Scale,
+            growth: Vec::new(),
         }
     }
 
@@ -227,6 +254,33 @@ impl Scenario {
             merge_ms: r.range(1_000, 30_000),
             red_merged: r.chance(p / 4),
         }
+    }
+
+    /// A simulated planner's answer to the plan `ids` (its tasks so far): the first
+    /// round of the scenario's growth not yet in it, in the plan's format, else
+    /// nothing.
+    pub fn planner_answer(&self, ids: &[&str]) -> String {
+        let Some(round) = self
+            .growth
+            .iter()
+            .find(|round| round.iter().any(|t| !ids.contains(&t.as_str())))
+        else {
+            return "Nothing more.\nNO_NEW_TASKS\n".into();
+        };
+        let mut out = String::from("NEW_TASKS\n");
+        for t in round.iter().filter(|t| !ids.contains(&t.as_str())) {
+            out.push_str(&format!(
+                "## {t}: part {t} of the project\nVerify: sh tests/{}.sh\n\n",
+                t.to_lowercase()
+            ));
+        }
+        out.push_str("END_NEW_TASKS\n");
+        out
+    }
+
+    /// How long a planner takes to answer.
+    pub fn planner_ms(&self, k: u64) -> u64 {
+        Rng::new(self.seed).fork(0x9a11 ^ k).range(20_000, 300_000)
     }
 
     /// How long a person takes to answer the `k`-th question of the run.

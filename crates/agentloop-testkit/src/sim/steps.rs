@@ -9,6 +9,32 @@ use agentloop_core::signals::Signals;
 use super::world::{Commit, Done, Killed, World};
 
 impl World<'_> {
+    /// A planner is asked: recorded, and its answer comes after a while.
+    pub(super) fn ask_planner(&mut self, planner: u32, basis: String) -> Result<(), Killed> {
+        self.append(Event::PlannerStarted {
+            planner,
+            basis: basis.clone(),
+        })?;
+        self.planning += 1;
+        let ms = self.sc.planner_ms(self.state.last_seq);
+        self.later(ms, Done::Planned(planner, basis));
+        Ok(())
+    }
+
+    /// A planner's answer, from the plan as it stands, judged by the policy.
+    pub(super) fn planner_answers(&mut self, planner: u32, basis: String) -> Result<(), Killed> {
+        let ids: Vec<&str> = self.state.plan.ids();
+        let text = self.sc.planner_answer(&ids);
+        let outcome = policy::planning::review(&self.state, &text);
+        self.append(Event::PlannerFinished(PlannerFinished {
+            planner,
+            basis,
+            outcome,
+            cost_usd: 0.05,
+            duration_ms: 0,
+        }))
+    }
+
     pub(super) fn person_asked(&self) -> bool {
         self.pending.iter().any(|p| matches!(p.done, Done::Person))
     }

@@ -71,6 +71,8 @@ pub(super) enum Done {
     Checks(u32),
     Merge(Vec<u32>),
     Person,
+    /// A planner's answer (planner, basis).
+    Planned(u32, String),
 }
 
 pub(super) struct Pending {
@@ -93,6 +95,8 @@ pub(super) struct World<'a> {
     pub(super) pending: Vec<Pending>,
     pub(super) order: u64,
     pub(super) busy: BTreeSet<u32>,
+    /// Planners at work.
+    pub(super) planning: u32,
     pub(super) questions: u64,
     pub(super) drivers: u32,
     /// Tries of each (task, attempt) so far: a lost job or a usage limit happens on
@@ -105,7 +109,15 @@ pub(super) struct World<'a> {
 
 /// Runs `sc` to its end with the driver killed as `faults` says.
 pub fn run(sc: &Scenario, faults: &Faults) -> Run {
-    let plan = agentloop_core::plan::Plan::parse("PLAN.md", &sc.plan)
+    // With planners the plan may start with its goal alone.
+    let plan = agentloop_core::plan::Plan::parse_unchecked("PLAN.md", &sc.plan)
+        .and_then(|p| {
+            match sc.config.run.planners {
+                0 => p.validate("PLAN.md"),
+                _ => p.validate_growing("PLAN.md"),
+            }?;
+            Ok(p)
+        })
         .unwrap_or_else(|e| panic!("seed {}: the generated plan does not parse: {e}", sc.seed));
     let mut settings = Settings::from_config(&sc.config);
     settings.decide_from_plan(&plan, sc.config.run.shape, sc.config.run.workflow);
@@ -139,6 +151,7 @@ pub fn run(sc: &Scenario, faults: &Faults) -> Run {
         pending: Vec::new(),
         order: 0,
         busy: BTreeSet::new(),
+        planning: 0,
         questions: 0,
         drivers: 0,
         tries: BTreeMap::new(),
@@ -194,6 +207,7 @@ impl World<'_> {
     /// its bytes as the next driver reads it.
     fn takeover(&mut self) -> Result<(), String> {
         self.busy.clear();
+        self.planning = 0;
         self.pending.clear();
         self.now += RESTART_MS;
         let path = self.scratch.path().join("journal.jsonl");
@@ -350,11 +364,10 @@ impl World<'_> {
                         "shipping is not simulated (asked for {step:?})"
                     )));
                 }
-                Pick::Take(Action::Plan { planner, .. }) => {
-                    return Ok(Some(format!(
-                        "planners are not simulated (planner {planner} asked)"
-                    )));
-                }
+                Pick::Take(Action::Plan { planner, basis }) => self.ask_planner(planner, basis)?,
+                // A planner at work may still add tasks: the run neither ends nor
+                // waits for a person under it (as the driver with workers does).
+                Pick::Wait(_) | Pick::Exit(_) if self.planning > 0 => self.wait()?,
                 Pick::Take(a @ (Action::Exit(_) | Action::Wait(_))) => {
                     return Ok(Some(format!("pick gave {a:?} to take")));
                 }
@@ -448,6 +461,10 @@ impl World<'_> {
                     self.merge_finished(batch)?;
                 }
                 Done::Person => self.person_answers()?,
+                Done::Planned(planner, basis) => {
+                    self.planning = self.planning.saturating_sub(1);
+                    self.planner_answers(planner, basis)?;
+                }
             }
         }
     }

@@ -249,7 +249,10 @@ fn a_driver_killed_at_each_planners_record_resumes_to_the_same_plan() {
         .filter(|r| r.event.kind().starts_with("planner_"))
         .map(|r| r.seq)
         .collect();
-    assert!(seqs.len() >= 6, "{seqs:?}: at least three planners asked and answered");
+    assert!(
+        seqs.len() >= 6,
+        "{seqs:?}: at least three planners asked and answered"
+    );
     for seq in seqs {
         for point in ["before-append", "after-append"] {
             let p = make();

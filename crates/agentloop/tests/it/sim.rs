@@ -25,6 +25,7 @@ fn a_thousand_seeded_runs_with_faults_end_as_they_would_without() {
     let range = seeds(0..1000);
     let n = range.end - range.start;
     let (mut kills, mut workers, mut gates, mut merges) = (0u64, 0u64, 0u64, 0u64);
+    let mut planned = 0u64;
     let mut results = Vec::new();
     for seed in range {
         results.push(sim::check(seed).map(|seen| {
@@ -32,6 +33,7 @@ fn a_thousand_seeded_runs_with_faults_end_as_they_would_without() {
             workers += u64::from(seen.workers > 1);
             gates += seen.gates as u64;
             merges += seen.merges as u64;
+            planned += u64::from(seen.planned > 0);
         }));
     }
     let failed = failures(results);
@@ -46,10 +48,19 @@ fn a_thousand_seeded_runs_with_faults_end_as_they_would_without() {
     assert!(kills >= n, "{kills} kills in {n} runs");
     assert!(workers >= n / 3, "{workers} of {n} runs had workers");
     assert!(gates >= n && merges >= n, "{gates} gates, {merges} merges");
+    assert!(
+        planned >= n / 8,
+        "planners added tasks in {planned} of {n} runs"
+    );
 }
 
 #[test]
 fn small_runs_killed_after_every_effect_end_as_they_would_without() {
+    // Planners among them: killed at each of their records too.
+    let planned = seeds(0..25)
+        .filter(|&s| Scenario::from_seed(s).config.run.planners > 0)
+        .count();
+    assert!(planned >= 3, "{planned} of the seeds have planners");
     for seed in seeds(0..25) {
         for torn in [false, true] {
             if let Err(e) = sim::check_every_kill(seed, torn) {
