@@ -281,6 +281,19 @@ function runPage(main, runId, selected) {
           + (merging.length && waiting.length ? " · " : "")
           + (waiting.length ? waiting.length + " waiting (" + waiting.join(", ") + ")" : ""))
         : null,
+      state.planners
+        ? el("div", { class: "planners" },
+          el("p", {}, "Planners: " + state.planners.count
+            + (state.planners.at_work.length ? " (" + state.planners.at_work.length + " at work)" : "")
+            + (state.planners.added.length ? " · added " + state.planners.added.join(", ") : "")
+            + (state.planners.last.length ? " · last: planner " + state.planners.last[state.planners.last.length - 1].planner
+              + " " + state.planners.last[state.planners.last.length - 1].outcome : "")),
+          state.planners.proposal
+            ? el("ul", { class: "proposal", "aria-label": "Proposed tasks" }, ...state.planners.proposal.map((t) =>
+              el("li", {}, el("code", {}, t.id), " " + t.title + (t.verify.length ? " · Verify: " + t.verify.join("; ") : "")
+                + (t.depends.length ? " · after " + t.depends.join(", ") : ""))))
+            : null)
+        : null,
       state.integration
         ? el("p", { class: "integration muted" }, "Integration branch ",
           el("code", {}, state.integration.branch), " at " + String(state.integration.head).slice(0, 10)

@@ -250,6 +250,14 @@ pub(crate) async fn run_state(
             .collect::<Vec<_>>()
     );
     v["integration"] = json!(state.integration);
+    // `[run] planners`: at work, what they added, a proposal waiting for a person.
+    v["planners"] = json!((state.settings.planners > 0).then(|| json!({
+        "count": state.settings.planners,
+        "at_work": state.planning.at_work,
+        "added": state.planning.added,
+        "proposal": state.planning.proposal.as_ref().map(|t| t.iter().map(|t| json!({"id": t.id, "title": t.title, "verify": t.verify, "depends": t.depends})).collect::<Vec<_>>()),
+        "last": state.planning.last.iter().map(|(p, what)| json!({"planner": p, "outcome": what})).collect::<Vec<_>>(),
+    })));
     // `[sandbox]`: how many things it refused the agents, and the latest.
     v["sandbox"] = json!(state.settings.sandbox.on().then(|| json!({
         "refusals": state.sandbox.count,

@@ -168,6 +168,23 @@ fn with_the_new_tasks_gate_a_person_approves_or_rejects_what_planners_add() {
         "not in the plan yet"
     );
     assert_eq!(s["planners"]["proposal"], serde_json::json!(["T2"]), "{s}");
+    // The API (and so the dashboard) shows the proposal, its checks with it.
+    {
+        let api = crate::support::serve(&p);
+        let id = s["run_id"].as_str().unwrap();
+        let (code, body) = crate::support::http_request(
+            &api.addr,
+            "GET",
+            &format!("/api/runs/{id}?token={}", api.token),
+            None,
+            None,
+        );
+        assert_eq!(code, 200, "{body}");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let proposal = &v["planners"]["proposal"][0];
+        assert_eq!(proposal["id"], "T2", "{v}");
+        assert_eq!(proposal["verify"], serde_json::json!(["test -f t2.txt"]));
+    }
     assert_eq!(p.run(&["approve"]).code, Some(0));
     let r = p.run(&["resume", "--quiet", "--no-wait"]);
     assert_eq!(r.code, Some(5), "{}", r.stderr);
