@@ -82,6 +82,13 @@ pub(crate) fn event(e: &Event) -> String {
         Event::ReplanRejected { task, reason } => format!("task {task}: {reason}"),
         Event::PlannerStarted { planner, basis } => format!("planner {planner} asked ({basis})"),
         Event::PlannerFinished(f) => format!("planner {}: {}", f.planner, f.outcome.describe()),
+        Event::CycleJudged(j) => format!(
+            "cycle {} judged by {}: {} ({})",
+            j.cycle,
+            j.by,
+            j.verdict.as_str(),
+            j.reasons.join("; ")
+        ),
         Event::GateOpened { gate } => gate.describe(),
         Event::Control {
             request, source, ..

@@ -253,6 +253,14 @@ fn check(config: &Config, sources: &BTreeMap<String, Source>) -> Result<(), Conf
     {
         return Err(bad("executor.kubernetes", &e));
     }
+    if let Some(Err(e)) = config
+        .run
+        .cycle
+        .as_deref()
+        .map(crate::journal::Cycle::parse)
+    {
+        return Err(bad("run.cycle", &e));
+    }
     if config.run.planners > 16 {
         return Err(bad(
             "run.planners",

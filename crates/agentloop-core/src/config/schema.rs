@@ -174,6 +174,15 @@ pub struct RunConfig {
     /// The agent planners run (default: `agent`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub planner_agent: Option<String>,
+    /// Judge the run at the end of each cycle — `"10 tasks"` (done) or a duration
+    /// (`"1h"`) — and go on, stop, or restart the workers fresh from the integration
+    /// branch (unset: no cycles).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cycle: Option<String>,
+    /// The agent that judges each cycle (unset: a rule — go on while tasks get done;
+    /// restart once when a whole cycle did none; then stop).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge: Option<String>,
 }
 
 #[derive(
@@ -535,6 +544,8 @@ impl Default for RunConfig {
             workflow: WorkflowSetting::Auto,
             planners: 0,
             planner_agent: None,
+            cycle: None,
+            judge: None,
         }
     }
 }

@@ -94,6 +94,11 @@ pub struct Settings {
     pub planners: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub planner_agent: Option<String>,
+    /// `[run] cycle` and `[run] judge` (runs recorded before they existed: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cycle: Option<crate::journal::Cycle>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<String>,
     /// `[merge] batch`: verified tasks merged and checked together (runs recorded
     /// before it existed: one at a time).
     #[serde(default = "one", skip_serializing_if = "is_one")]
@@ -197,6 +202,12 @@ impl Settings {
             workers: c.run.workers(),
             planners: c.run.planners,
             planner_agent: c.run.planner_agent.clone(),
+            cycle: c
+                .run
+                .cycle
+                .as_deref()
+                .and_then(|s| crate::journal::Cycle::parse(s).ok()),
+            judge: c.run.judge.clone(),
             merge_batch: c.merge.batch_for(c.run.workers()).max(1),
             merge_bisect: c.merge.bisect_here().max(1),
             branch: c.run.branch.clone(),

@@ -220,10 +220,15 @@ pub fn merge_worktree_n(
     scratch_worktree(root, run_id, &name, head)
 }
 
-/// Planner `n`'s worktree of a run at `head` (the integration branch's): a throwaway
-/// copy of the work so far, clean but for ignored files.
-pub fn planner_worktree(root: &Path, run_id: &str, n: u32, head: &str) -> Result<PathBuf, String> {
-    scratch_worktree(root, run_id, &format!("_planner-{n}"), head)
+/// A throwaway worktree of a run at `head` (the integration branch's), `_NAME`, for an
+/// agent that only reads (a planner, a cycle's judge): clean but for ignored files.
+pub fn reader_worktree(
+    root: &Path,
+    run_id: &str,
+    name: &str,
+    head: &str,
+) -> Result<PathBuf, String> {
+    scratch_worktree(root, run_id, &format!("_{name}"), head)
 }
 
 /// One of the run's own worktrees (named with a leading `_`, never a task's), detached

@@ -13,6 +13,7 @@ impl RunState {
         self.steer.clear();
         if let Some(t) = self.task_mut(&st.task) {
             t.status = TaskStatus::Running;
+            t.fresh_start = false;
             t.iterations += 1;
             t.attempts += 1;
             t.tries += 1;

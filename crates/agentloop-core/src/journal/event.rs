@@ -65,6 +65,8 @@ pub enum Event {
         basis: String,
     },
     PlannerFinished(super::planning::PlannerFinished),
+    /// The end of a cycle (`[run] cycle`), judged.
+    CycleJudged(super::cycles::CycleJudged),
     GateOpened {
         gate: Gate,
     },
@@ -348,6 +350,7 @@ impl Event {
             Event::ReplanRejected { .. } => "replan_rejected",
             Event::PlannerStarted { .. } => "planner_started",
             Event::PlannerFinished(_) => "planner_finished",
+            Event::CycleJudged(_) => "cycle_judged",
             Event::GateOpened { .. } => "gate_opened",
             Event::Control { .. } => "control",
             Event::LimitHit { .. } => "limit_hit",
@@ -522,6 +525,11 @@ pub enum FinishReason {
     Error {
         message: String,
     },
+    /// A cycle's judge (`[run] cycle`) stopped the run.
+    Judged {
+        cycle: u32,
+        reasons: Vec<String>,
+    },
 }
 
 impl FinishReason {
@@ -529,6 +537,10 @@ impl FinishReason {
         match self {
             FinishReason::Completed => "every task is done and verified".into(),
             FinishReason::StopRequested => "stopped on request".into(),
+            FinishReason::Judged { cycle, reasons } => format!(
+                "stopped by the judge of cycle {cycle}: {}",
+                reasons.join("; ")
+            ),
             FinishReason::Budget {
                 budget,
                 used,

@@ -5,6 +5,7 @@
 mod agent;
 mod baseline;
 mod control;
+mod cycles;
 mod event;
 mod evidence;
 mod history;
@@ -33,6 +34,7 @@ mod workers;
 mod writer;
 
 pub use baseline::*;
+pub use cycles::{Cycle, CycleJudged, CycleVerdict, Cycles};
 pub use event::*;
 pub use evidence::{TaskEvidence, TestRow, task_evidence};
 pub use integration::{Integration, MergeState};

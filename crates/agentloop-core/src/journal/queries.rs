@@ -30,7 +30,9 @@ impl RunState {
         if let Some(reason) = &self.finished {
             return match reason {
                 FinishReason::Completed => RunStatus::Completed,
-                FinishReason::StopRequested | FinishReason::Rejected { .. } => RunStatus::Stopped,
+                FinishReason::StopRequested
+                | FinishReason::Rejected { .. }
+                | FinishReason::Judged { .. } => RunStatus::Stopped,
                 FinishReason::Budget { .. } | FinishReason::Error { .. } => RunStatus::Failed,
             };
         }

@@ -162,6 +162,9 @@ pub struct RunState {
     /// Planners (`[run] planners`): at work, when last asked, what they added.
     #[serde(default, skip_serializing_if = "super::planning::Planning::is_idle")]
     pub planning: super::planning::Planning,
+    /// Cycles (`[run] cycle`): how many were judged, when the current one began.
+    #[serde(default, skip_serializing_if = "super::cycles::Cycles::is_idle")]
+    pub cycles: super::cycles::Cycles,
     /// Limits hit in a row (the backoff doubles with each).
     pub limit_streak: u32,
     pub last_seq: u64,
@@ -309,6 +312,7 @@ impl RunState {
             agent_limits: Default::default(),
             agent_caps: Default::default(),
             planning: Default::default(),
+            cycles: Default::default(),
             limit_message: None,
             limit_streak: 0,
             last_seq: first.seq,
@@ -486,6 +490,7 @@ impl RunState {
             Event::GateOpened { gate } => self.gate = Some(gate.clone()),
             Event::PlannerStarted { planner, basis } => self.planner_started(*planner, basis),
             Event::PlannerFinished(f) => self.planner_finished(f),
+            Event::CycleJudged(j) => self.cycle_judged(j, rec.time_ms()),
             Event::Control {
                 id, request, by, ..
             } => {

@@ -37,6 +37,10 @@ pub struct TaskState {
     pub id: String,
     pub title: String,
     pub status: TaskStatus,
+    /// A cycle's judge restarted the workers: its next iteration starts from the
+    /// integration branch's head, its work so far set aside.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub fresh_start: bool,
     /// Times an independent reviewer rejected its verified work.
     #[serde(default, skip_serializing_if = "is_default")]
     pub review_rejections: u32,
@@ -188,6 +192,7 @@ impl TaskState {
 impl TaskState {
     pub(crate) fn new(id: &str, title: &str) -> TaskState {
         TaskState {
+            fresh_start: false,
             id: id.to_string(),
             title: title.to_string(),
             status: TaskStatus::Pending,

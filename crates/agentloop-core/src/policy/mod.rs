@@ -2,6 +2,7 @@
 //!
 //! The driver asks `next_action` after every event it records and does what it is told:
 //! record a decision, run an iteration, run verification, wait for a person, or exit.
+mod cycles;
 mod diffgates;
 pub mod evidence;
 mod judge;
@@ -23,6 +24,9 @@ use crate::journal::{
 use judge::finish_open_iteration;
 use ladder::{budget_reached, escalation};
 
+pub use cycles::{
+    done_in_cycle, parse as parse_judgement, prompt as judge_prompt, rule as cycle_rule,
+};
 pub use diffgates::{
     DiffInput, FileDiff, Trigger, enabled as diff_gate_enabled, parse_unified,
     reviewers as gate_reviewers, triggered, triggered_interface, unread,
@@ -77,6 +81,8 @@ pub enum Action {
     /// Ask planner `planner` for new tasks, the run standing at `basis`
     /// (`planner_started`, then `planner_finished`).
     Plan { planner: u32, basis: String },
+    /// Judge the end of cycle `cycle` (`cycle_judged`).
+    Judge { cycle: u32 },
     /// Nothing to do until a control request arrives.
     Wait(WaitReason),
     /// The run is over.
@@ -199,6 +205,15 @@ fn decide(s: &RunState, busy: &[&str]) -> Action {
             reason: FinishReason::StopRequested,
         });
     }
+    if let Some((crate::journal::CycleVerdict::Stop, reasons)) = &s.cycles.last {
+        return Action::Record(Event::RunFinished {
+            status: RunStatus::Stopped,
+            reason: FinishReason::Judged {
+                cycle: s.cycles.judged,
+                reasons: reasons.clone(),
+            },
+        });
+    }
     if let Some(until_ms) = s.limit_until_ms {
         return Action::Wait(WaitReason::UsageLimit { until_ms });
     }
@@ -236,6 +251,9 @@ fn decide(s: &RunState, busy: &[&str]) -> Action {
     }
     if evidence::baseline_due(s) {
         return Action::TestBaseline;
+    }
+    if let Some(cycle) = cycles::due(s) {
+        return Action::Judge { cycle };
     }
     // Planners: new tasks a planner proposed wait for a person; one is asked for more
     // when the run has moved and the plan no longer keeps the workers busy.

@@ -219,7 +219,10 @@ pub fn run_agentloop(s: &mut dyn Scenario) -> Outcome {
             }
             Action::Record(e) => apply(&mut st, e, clock_ms),
             // The simulated runs ship nowhere and have no diffs to gate.
-            Action::Ship(_) | Action::CheckDiff { .. } | Action::Plan { .. } => {
+            Action::Ship(_)
+            | Action::CheckDiff { .. }
+            | Action::Plan { .. }
+            | Action::Judge { .. } => {
                 return outcome(s, AGENTLOOP, st.iterations, cost, Ending::Stopped, asked);
             }
             Action::Iterate(p) => {

@@ -152,6 +152,10 @@ impl Scenario {
         // Not this machine's cores: a seed runs the same everywhere.
         c.merge.bisect = Some(1);
         c.run.planners = planners;
+        // A fifth of the runs are judged every task or two.
+        if g.chance(20) {
+            c.run.cycle = Some(format!("{} tasks", g.range(1, 3)));
+        }
         c.gates.new_tasks = planners > 0 && g.chance(30);
         let mut tasks = tasks;
         tasks.extend(growth.iter().flatten().cloned());

@@ -21,6 +21,26 @@ impl World<'_> {
         Ok(())
     }
 
+    /// A cycle's judge: the simulated one restarts the workers at every other cycle
+    /// and otherwise lets the rule decide (the same verdict at each try of a cycle).
+    pub(super) fn judge_cycle(&mut self, cycle: u32) -> Result<(), Killed> {
+        let (verdict, reasons) = if cycle.is_multiple_of(2) {
+            (
+                CycleVerdict::Restart,
+                vec!["the simulated judge restarts every other cycle".into()],
+            )
+        } else {
+            policy::cycle_rule(&self.state)
+        };
+        self.append(Event::CycleJudged(CycleJudged {
+            cycle,
+            verdict,
+            reasons,
+            by: "sim".into(),
+            cost_usd: 0.0,
+        }))
+    }
+
     /// A planner's answer, from the plan as it stands, judged by the policy.
     pub(super) fn planner_answers(&mut self, planner: u32, basis: String) -> Result<(), Killed> {
         let ids: Vec<&str> = self.state.plan.ids();

@@ -365,6 +365,7 @@ impl World<'_> {
                     )));
                 }
                 Pick::Take(Action::Plan { planner, basis }) => self.ask_planner(planner, basis)?,
+                Pick::Take(Action::Judge { cycle }) => self.judge_cycle(cycle)?,
                 // A planner at work may still add tasks: the run neither ends nor
                 // waits for a person under it (as the driver with workers does).
                 Pick::Wait(_) | Pick::Exit(_) if self.planning > 0 => self.wait()?,

@@ -83,6 +83,20 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
     if s.settings.planners > 0 {
         outln!("{}", planners_line(s));
     }
+    if let Some(c) = s.settings.cycle {
+        let last = s
+            .cycles
+            .last
+            .as_ref()
+            .map(|(v, why)| format!(" · last verdict: {} ({})", v.as_str(), why.join("; ")))
+            .unwrap_or_default();
+        outln!(
+            "cycle: {} (every {}; {} done in it){last}",
+            s.cycles.judged + 1,
+            c.describe(),
+            agentloop_core::policy::done_in_cycle(s)
+        );
+    }
     match &driver {
         Some(pid) => outln!("driver: pid {pid}"),
         None if !s.is_finished() => {
@@ -395,6 +409,12 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
             "batch": s.settings.merge_batch,
             "agent_caps": s.agent_caps,
             "disk_bytes": agentloop_core::exec::worktree::disk_usage(&s.run_id),
+        })),
+        "cycles": s.settings.cycle.map(|c| json!({
+            "every": c.describe(),
+            "current": s.cycles.judged + 1,
+            "done_in_cycle": agentloop_core::policy::done_in_cycle(s),
+            "last": s.cycles.last.as_ref().map(|(v, why)| json!({"verdict": v, "reasons": why})),
         })),
         "planners": (s.settings.planners > 0).then(|| json!({
             "count": s.settings.planners,

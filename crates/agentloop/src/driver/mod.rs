@@ -2,6 +2,7 @@
 //! before and after. It holds the run's lock for its whole life. The steps of one
 //! iteration are in `steps`.
 
+mod cycle;
 mod evidence;
 mod executor;
 mod gates;
@@ -115,6 +116,7 @@ fn step_words(a: &Action) -> String {
         ),
         Action::Ship(step) => format!("ship: {step:?}"),
         Action::Plan { planner, basis } => format!("ask planner {planner} for new tasks ({basis})"),
+        Action::Judge { cycle } => format!("judge the end of cycle {cycle}"),
         Action::CheckDiff { task } => format!("read what task {task} changed for the diff gates"),
         Action::Record(e) => format!("record {}", e.kind()),
         Action::Wait(WaitReason::Gate(g)) => format!("wait for a person: {}", g.describe()),
@@ -310,6 +312,7 @@ impl Driver {
                 Action::Restore { iteration, cause } => self.restore_surface(iteration, cause)?,
                 Action::Ship(step) => self.ship(step)?,
                 Action::Plan { planner, basis } => self.plan(planner, basis)?,
+                Action::Judge { cycle } => self.judge_cycle(cycle)?,
                 Action::CheckDiff { task } => self.check_task_diff(&task)?,
                 Action::Wait(reason) => {
                     if waiting_since.as_ref() != Some(&reason) {

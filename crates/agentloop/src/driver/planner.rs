@@ -103,7 +103,7 @@ impl Driver {
             .path
             .join("planners")
             .join(format!("{}-planner-{planner}", self.state.last_seq + 1));
-        let workdir = match self.planner_copy(planner) {
+        let workdir = match self.throwaway_copy(&format!("planner-{planner}")) {
             Ok(w) => w,
             Err(e) => return Err(fail(format!("no copy of the work to read: {e}"))),
         };
@@ -125,20 +125,21 @@ impl Driver {
         })
     }
 
-    /// The throwaway copy planner `planner` reads: the integration branch's head in a
-    /// worktree of its own with workers, else a clean copy of the project's tree.
-    fn planner_copy(&self, planner: u32) -> Result<PathBuf, String> {
+    /// A throwaway copy of the work so far for an agent that only reads (`name`: a
+    /// planner, the judge): the integration branch's head in a worktree of its own
+    /// with workers, else a clean copy of the project's tree.
+    pub(crate) fn throwaway_copy(&self, name: &str) -> Result<PathBuf, String> {
         match &self.state.integration {
-            Some(i) => agentloop_core::exec::worktree::planner_worktree(
+            Some(i) => agentloop_core::exec::worktree::reader_worktree(
                 &self.ws.root,
                 &self.run.id,
-                planner,
+                name,
                 &i.head,
             ),
             None => {
                 let copy = agentloop_core::exec::clean_copy::CleanCopy::for_run(
                     &self.ws.root,
-                    &format!("{}-planner-{planner}", self.run.id),
+                    &format!("{}-{name}", self.run.id),
                 )
                 .ok_or("no cache directory (set HOME or XDG_CACHE_HOME)")?;
                 copy.refresh(None, &self.state.settings.carry)?;

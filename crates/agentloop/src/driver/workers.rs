@@ -162,6 +162,8 @@ impl Driver {
                     self.start_merge(batch, &mut w.busy, &w.stop, &w.done_tx)?
                 }
                 Pick::Take(Action::Ship(step)) => self.ship(step)?,
+                // The judge reads in the driver's own turn, as the reviewer does.
+                Pick::Take(Action::Judge { cycle }) => self.judge_cycle(cycle)?,
                 Pick::Take(Action::Plan { planner, basis }) => {
                     w.planners += 1;
                     self.start_planner(planner, basis, &w.stop, &w.done_tx)?;
@@ -290,6 +292,12 @@ impl Driver {
             .map_err(|e| CliError::user(format!("task {}: {e}", plan.task)).hint(e.hint()))?;
         self.exclude_own_files(agent.as_ref());
         let i = self.integration()?;
+        // A cycle's judge restarted the workers: the task starts again from the
+        // integration head, its work so far set aside (its attempts stay under
+        // `refs/agentloop/RUN/attempts/`).
+        if self.state.task(&plan.task).is_some_and(|t| t.fresh_start) {
+            worktree::remove_task(&self.ws.root, &self.run.id, &i.branch, &plan.task);
+        }
         let fresh = worktree::run_dir(&self.run.id)
             .is_none_or(|d| !d.join(&plan.task).join(".git").exists());
         let wt =

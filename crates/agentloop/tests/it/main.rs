@@ -10,6 +10,7 @@ mod cli;
 mod control;
 mod corpus;
 mod crash;
+mod cycles;
 mod efficiency;
 mod evidence;
 mod evidence_runners;

@@ -524,6 +524,7 @@ proptest! {
                 Action::CheckDiff { .. } => prop_assert!(false, "a run without diff gates read a diff"),
                 Action::TestBaseline => prop_assert!(false, "a plan without runners took a test baseline"),
                 Action::Plan { .. } => prop_assert!(false, "a run without planners asked one"),
+                Action::Judge { .. } => prop_assert!(false, "a run without cycles judged one"),
                 Action::Record(e) => {
                     if let Event::IterationFinished(f) = &e && f.outcome == Outcome::Completed {
                         prop_assert!(verified_ok.contains(&f.iteration), "completed without passing verification");

@@ -61,6 +61,10 @@ fn small_runs_killed_after_every_effect_end_as_they_would_without() {
         .filter(|&s| Scenario::from_seed(s).config.run.planners > 0)
         .count();
     assert!(planned >= 3, "{planned} of the seeds have planners");
+    let judged = seeds(0..25)
+        .filter(|&s| Scenario::from_seed(s).config.run.cycle.is_some())
+        .count();
+    assert!(judged >= 2, "{judged} of the seeds are judged in cycles");
     for seed in seeds(0..25) {
         for torn in [false, true] {
             if let Err(e) = sim::check_every_kill(seed, torn) {

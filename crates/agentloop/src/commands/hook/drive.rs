@@ -239,6 +239,7 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
                     "planners ([run] planners) are not run in hook mode",
                 ));
             }
+            Action::Judge { cycle } => d.judge_cycle(cycle).map_err(e)?,
             Action::Restore { iteration, cause } => {
                 d.restore_surface(iteration, cause).map_err(e)?;
             }
