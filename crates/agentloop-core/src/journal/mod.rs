@@ -12,6 +12,7 @@ mod history;
 mod integration;
 mod iteration;
 mod lanes;
+mod open;
 mod person;
 mod phases;
 mod planning;
