@@ -372,6 +372,10 @@ fn lanes(run: &RunDir, s: &RunState) -> String {
         }
         out.push_str(&format!("merge queue: {}\n", list.join(", ")));
     }
+    if s.settings.planners > 0 {
+        out.push_str(&super::status::planners_line(s));
+        out.push('\n');
+    }
     if let Some(i) = &s.integration {
         out.push_str(&format!(
             "integration branch {} at {}{}\n",

@@ -78,6 +78,10 @@ impl Driver {
             Ok(w) => w,
             Err(e) => return (Err(format!("no copy of the work to read: {e}")), 0.0),
         };
+        let confined = match self.confine_in(&workdir, &dir, agent) {
+            Ok(c) => c,
+            Err(e) => return (Err(e.message), 0.0),
+        };
         let (run_id, run_dir) = (self.run.id.clone(), self.run.path.clone());
         let log = dir.join("agent.log");
         let inv = agentloop_agents::Invocation {
@@ -89,7 +93,7 @@ impl Driver {
             prompt_file: &dir.join("prompt.md"),
             log: &log,
             pid_file: &dir.join("agent.pid"),
-            wrap: Vec::new(),
+            wrap: confined.prefix.clone(),
         };
         let mut last = Instant::now();
         let run = resolved.run(&inv, &mut || self.should_stop(&mut last));

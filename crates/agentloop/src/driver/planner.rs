@@ -32,6 +32,9 @@ pub(crate) struct PlannerJob {
     /// Its prompt and log.
     dir: PathBuf,
     prompt: String,
+    /// The sandbox it runs under (`[sandbox]`; none: an empty prefix), its proxy kept
+    /// as long as the job.
+    confined: agentloop_core::exec::sandbox::Confinement,
 }
 
 /// What a planner answered.
@@ -59,7 +62,7 @@ impl PlannerJob {
             prompt_file: &prompt_file,
             log: &log,
             pid_file: &self.dir.join("agent.pid"),
-            wrap: Vec::new(),
+            wrap: self.confined.prefix.clone(),
         };
         let run = self.agent.run(&inv, stop);
         let text = match &run.error {
@@ -88,12 +91,7 @@ impl Driver {
             duration_ms: 0,
             log: PathBuf::new(),
         };
-        let agent_name = self
-            .state
-            .settings
-            .planner_agent
-            .clone()
-            .unwrap_or_else(|| self.state.settings.agent.clone());
+        let agent_name = self.planner_agent();
         let agent = match agentloop_agents::resolve_read_only(&self.config, &agent_name) {
             Ok((agent, _)) => agent,
             Err(e) => return Err(fail(format!("its agent {agent_name} cannot start: {e}"))),
@@ -113,6 +111,10 @@ impl Driver {
         }) {
             return Err(fail(format!("{}: {e}", dir.display())));
         }
+        let confined = match self.confine_in(&workdir, &dir, &agent_name) {
+            Ok(c) => c,
+            Err(e) => return Err(fail(e.message)),
+        };
         Ok(PlannerJob {
             planner,
             basis: basis.to_string(),
@@ -122,6 +124,7 @@ impl Driver {
             workdir,
             dir,
             prompt,
+            confined,
         })
     }
 
@@ -197,14 +200,15 @@ impl Driver {
         Ok(())
     }
 
+    /// The agent planners run: `[run] planner_agent`, else the run's.
+    fn planner_agent(&self) -> String {
+        let s = &self.state.settings;
+        s.planner_agent.clone().unwrap_or_else(|| s.agent.clone())
+    }
+
     /// A planner's answer, judged and recorded.
     pub(crate) fn planned(&mut self, a: Answer) -> Result<(), CliError> {
-        let agent = self
-            .state
-            .settings
-            .planner_agent
-            .clone()
-            .unwrap_or_else(|| self.state.settings.agent.clone());
+        let agent = self.planner_agent();
         if a.log.exists() {
             let _ = self.redactor(&agent).scrub_file(&a.log);
         }

@@ -73,6 +73,8 @@ impl Driver {
                     0.0,
                 ),
                 Ok((agent, _)) => {
+                    // Under `[sandbox]` as the workers are.
+                    let confined = self.confine_in(&dir, &at, &reviewer)?;
                     let (run_id, run_dir) = (self.run.id.clone(), self.run.path.clone());
                     let inv = agentloop_agents::Invocation {
                         run_id: &run_id,
@@ -83,7 +85,7 @@ impl Driver {
                         prompt_file: &prompt_file,
                         log: &log,
                         pid_file: &at.join("agent.pid"),
-                        wrap: Vec::new(),
+                        wrap: confined.prefix.clone(),
                     };
                     let mut last = Instant::now();
                     let run = agent.run(&inv, &mut || self.should_stop(&mut last));

@@ -22,17 +22,24 @@ impl Driver {
         iteration: u32,
         agent: &str,
     ) -> Result<Confinement, CliError> {
+        self.confine_in(workdir, &self.run.iteration_dir(iteration), agent)
+    }
+
+    /// The same for an agent that is not an iteration's (a planner, a cycle's judge,
+    /// a reviewer): `own` is its directory in the run's (its prompt, its log, the
+    /// proxy's refusals).
+    pub(crate) fn confine_in(
+        &self,
+        workdir: &std::path::Path,
+        own: &std::path::Path,
+        agent: &str,
+    ) -> Result<Confinement, CliError> {
         let sandbox = &self.state.settings.sandbox;
         if !sandbox.on() {
             return Ok(Confinement::default());
         }
         sandbox
-            .confine(
-                &self.ws.root,
-                workdir,
-                &self.run.iteration_dir(iteration),
-                self.allowed_hosts(agent),
-            )
+            .confine(&self.ws.root, workdir, own, self.allowed_hosts(agent))
             .map_err(|e| CliError::internal(format!("cannot start the sandbox's proxy: {e}")))
     }
 

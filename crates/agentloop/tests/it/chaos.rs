@@ -70,7 +70,7 @@ fn keep(p: &Project) {
 }
 
 /// Each task's completed iterations (iterations run side by side: by number).
-fn completions(p: &Project) -> std::collections::BTreeMap<String, usize> {
+pub(crate) fn completions(p: &Project) -> std::collections::BTreeMap<String, usize> {
     use agentloop_core::journal::{Event, Outcome};
     let mut task_of = std::collections::BTreeMap::new();
     let mut n = std::collections::BTreeMap::new();
@@ -135,7 +135,10 @@ fn a_hundred_sigkills_at_random_moments_of_a_four_worker_run() {
             } else {
                 &["run", "--quiet"]
             };
-            let after = Duration::from_millis(r.range(30, 1_500));
+            // Each driver lives up to a second: a run of a few seconds is cut all
+            // through its life over the rounds (and a kill lands in its takeover as
+            // often as in its work).
+            let after = Duration::from_millis(r.range(30, 1_000));
             if !kill_after(&p, args, after) {
                 break;
             }

@@ -312,3 +312,56 @@ echo TASK_COMPLETE"#;
         "a refusal in each worker's iteration: {events:?}"
     );
 }
+
+#[test]
+fn a_sandboxed_planner_writes_nothing_outside_its_throwaway_copy() {
+    let home = planted_home();
+    let mut p = Scratch::new().plan("# Boxed\n\nOne file, a.txt.\n").build();
+    let escaped = p.path().join("planner-escaped.txt");
+    // As a planner: tries the project and the home directory, then proposes T1; as a
+    // worker: makes a.txt.
+    p.write(
+        "agent.sh",
+        format!(
+            r#"prompt=$(cat)
+if printf '%s\n' "$prompt" | head -n 1 | grep -q '^# Planning:'; then
+  echo x > "{escaped}" 2>/dev/null && echo WROTE_PROJECT
+  echo x > "$HOME/outside" 2>/dev/null && echo WROTE_OUTSIDE
+  cat "$HOME/.ssh/id_rsa" 2>/dev/null | grep -q PRIVATE && echo READ_KEY
+  echo notes > notes.txt && echo WROTE_ITS_COPY
+  if printf '%s\n' "$prompt" | grep -q '^No task yet'; then
+    printf 'NEW_TASKS\n## T1: Make a.txt\nVerify: test -f a.txt\nEND_NEW_TASKS\n'
+  else
+    echo NO_NEW_TASKS
+  fi
+  exit 0
+fi
+touch a.txt
+echo TASK_COMPLETE
+"#,
+            escaped = escaped.display()
+        ),
+    );
+    p.write(
+        "agentloop.toml",
+        format!(
+            "[run]\nagent = \"scripted\"\nplanners = 1\n\n[agents.scripted]\ncommand = [\"sh\", \"{}\"]\ntimeout = \"60s\"\n",
+            p.path().join("agent.sh").display()
+        ),
+    );
+    p.commit("a planning agent");
+    run_boxed(&mut p, home.path());
+    assert_eq!(p.status()["status"], "completed");
+    assert!(p.path().join("a.txt").exists());
+    assert!(!escaped.exists());
+    let planners = p.run_dir().join("planners");
+    let first = std::fs::read_dir(&planners)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .min()
+        .unwrap();
+    let log = std::fs::read_to_string(first.join("agent.log")).unwrap();
+    refute(&log, &["WROTE_PROJECT", "WROTE_OUTSIDE", "READ_KEY"]);
+    assert!(log.contains("WROTE_ITS_COPY"), "{log}");
+}
