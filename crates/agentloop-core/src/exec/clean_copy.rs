@@ -35,6 +35,19 @@ impl Refreshed {
     }
 }
 
+/// `git ls-files -s -z` output as path → (mode, blob); only stage 0 entries.
+fn index_entries(out: String) -> std::collections::HashMap<String, (u32, String)> {
+    out.split('\0')
+        .filter_map(|e| {
+            let (info, path) = e.split_once('\t')?;
+            let mut f = info.split(' ');
+            let (mode, blob, stage) = (f.next()?, f.next()?, f.next()?);
+            let mode = u32::from_str_radix(mode, 8).ok()?;
+            (stage == "0").then(|| (path.to_string(), (mode, blob.to_string())))
+        })
+        .collect()
+}
+
 /// A run's clean copy.
 pub struct CleanCopy {
     /// The project.
@@ -130,18 +143,28 @@ impl CleanCopy {
         // The baseline's versions of the surface (a sectioned file stays the agent's:
         // only its test section is judged, and it was, before verification).
         if let Some(base) = overlay.filter(|b| !b.is_empty()) {
+            // Only what the index does not already hold as the baseline has it is laid
+            // over: an entry rewritten with the same blob would still invalidate its
+            // directories' cached trees, and `write-tree` would hash them all again.
+            let held = index_entries(run(with_index(&["ls-files", "-s", "-z"]), None)?);
             let lines: String = base
                 .iter()
                 .filter(|(path, _)| {
                     !crate::exec::surface::is_sectioned(path)
                         && !crate::exec::surface::is_git_file(path)
                 })
+                .filter(|(path, f)| {
+                    held.get(path.as_str())
+                        .is_none_or(|(mode, blob)| *mode != f.mode || *blob != f.blob)
+                })
                 .map(|(path, f)| format!("{:o} {}\t{path}\n", f.mode, f.blob))
                 .collect();
-            run(
-                with_index(&["update-index", "--add", "--index-info"]),
-                Some(lines.as_bytes()),
-            )?;
+            if !lines.is_empty() {
+                run(
+                    with_index(&["update-index", "--add", "--index-info"]),
+                    Some(lines.as_bytes()),
+                )?;
+            }
         }
         run(with_index(&["write-tree"]), None)
     }

@@ -1,0 +1,173 @@
+//! agentloop's own time per verification, the check's own time apart: on a committed
+//! repository of `FILES` files (default 2,000; a fifth of them tests) where an agent
+//! has just changed a source file, one verification as the driver runs it — the
+//! surface compared with the baseline (the full comparison: the sealed stamp that
+//! lets an unchanged surface skip git lives in the driver), the clean copy brought up
+//! to date (with the mend), then the check (`test -f` on a file of the project) —
+//! beside the check alone, run in the same up-to-date copy, and the anchor of the
+//! same run: one `git status --porcelain`. agentloop's own time is the verification
+//! less the check alone. `RUNS` (default 25) of each, medians and 90th percentiles.
+//!
+//! `cargo bench -p agentloop-core --bench verify` (`FILES=100000 RUNS=7` for the big one)
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use agentloop_core::exec::clean_copy::CleanCopy;
+use agentloop_core::exec::surface::{self, Rules};
+use agentloop_core::exec::verify::Runner;
+
+fn git(root: &Path, args: &[&str]) {
+    let ok = Command::new("git")
+        .args(["-c", "user.name=b", "-c", "user.email=b@b"])
+        .args(args)
+        .current_dir(root)
+        .output()
+        .unwrap()
+        .status
+        .success();
+    assert!(ok, "git {args:?}");
+}
+
+fn env(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn repo(files: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    git(root, &["init", "-q"]);
+    for i in 0..files {
+        let (d, name) = if i % 5 == 0 {
+            (format!("tests/m{}", i / 100), format!("test_{i}.py"))
+        } else {
+            (format!("src/m{}", i / 100), format!("f{i}.py"))
+        };
+        std::fs::create_dir_all(root.join(&d)).unwrap();
+        std::fs::write(
+            root.join(&d).join(name),
+            format!("def f{i}():\n    return {i}\n"),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        root.join("PLAN.md"),
+        "# P\n\n## T1: t\nVerify: test -f src/m0/f1.py\n",
+    )
+    .unwrap();
+    std::fs::write(root.join(".gitignore"), ".agentloop/\n__pycache__/\n").unwrap();
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-qm", "bench"]);
+    dir
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn pct(v: &mut [f64], p: usize) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[(v.len() * p / 100).min(v.len() - 1)]
+}
+
+fn main() {
+    // criterion's harness flags (`--bench`) are not ours.
+    let files = env("FILES", 2000);
+    let runs = env("RUNS", 25);
+    let dir = repo(files);
+    let root = dir.path();
+    let check = vec!["test -f src/m0/f1.py".to_string()];
+    let rules = Rules::new(root, &[], "PLAN.md", check.clone(), &[]);
+    let base = surface::record(root, &rules).unwrap();
+    let copies = tempfile::tempdir().unwrap();
+    let copy = CleanCopy {
+        root: root.to_path_buf(),
+        dir: copies.path().join("run"),
+    };
+    let log = copies.path().join("verify.log");
+    let t = Instant::now();
+    copy.refresh(Some(&base), &[]).unwrap();
+    println!(
+        "{files} files: the run's first clean copy (worktree add): {:.1} ms",
+        ms(t.elapsed())
+    );
+    let runner = Runner {
+        workdir: &copy.dir,
+        timeout: Duration::from_secs(60),
+        output_cap: 1 << 20,
+        log: &log,
+        wrap: Vec::new(),
+        tests: None,
+    };
+    let (mut whole, mut alone, mut anchor) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut surface_ms, mut refresh_ms) = (Vec::new(), Vec::new());
+    for n in 0..runs {
+        // The agent's work since the last verification: one source rewritten.
+        std::fs::write(
+            root.join("src/m0/f2.py"),
+            format!("def changed():\n    return {n}\n"),
+        )
+        .unwrap();
+        let t = Instant::now();
+        let changes = surface::check(root, &base, &rules).unwrap();
+        assert!(changes.is_empty());
+        let s = t.elapsed();
+        copy.refresh(Some(&base), &[]).unwrap();
+        let r = t.elapsed() - s;
+        let v = runner.run_measured(1, &check, &[], || false).unwrap();
+        assert!(v.passed);
+        whole.push(ms(t.elapsed()));
+        surface_ms.push(ms(s));
+        refresh_ms.push(ms(r));
+        let t = Instant::now();
+        let v = runner.run_measured(1, &check, &[], || false).unwrap();
+        assert!(v.passed);
+        alone.push(ms(t.elapsed()));
+        let t = Instant::now();
+        let ok = Command::new("git")
+            .args(["status", "--porcelain"])
+            .current_dir(root)
+            .output()
+            .unwrap()
+            .status
+            .success();
+        assert!(ok);
+        anchor.push(ms(t.elapsed()));
+    }
+    let own: Vec<f64> = whole.iter().zip(&alone).map(|(w, a)| w - a).collect();
+    let (mut own, mut whole2) = (own, whole.clone());
+    println!("{files} files, {runs} verifications, p50 / p90 in ms:");
+    println!(
+        "  verification, whole:             {:>7.2} / {:>7.2}",
+        pct(&mut whole2, 50),
+        pct(&mut whole, 90)
+    );
+    println!(
+        "  the check alone:                 {:>7.2} / {:>7.2}",
+        pct(&mut alone.clone(), 50),
+        pct(&mut alone, 90)
+    );
+    println!(
+        "  agentloop's own (whole − check): {:>7.2} / {:>7.2}",
+        pct(&mut own.clone(), 50),
+        pct(&mut own, 90)
+    );
+    println!(
+        "    of it, the surface comparison: {:>7.2}",
+        pct(&mut surface_ms, 50)
+    );
+    println!(
+        "    of it, the clean copy refresh: {:>7.2}",
+        pct(&mut refresh_ms, 50)
+    );
+    println!(
+        "  anchor, git status --porcelain:  {:>7.2} / {:>7.2}",
+        pct(&mut anchor.clone(), 50),
+        pct(&mut anchor, 90)
+    );
+    copy.remove();
+}
