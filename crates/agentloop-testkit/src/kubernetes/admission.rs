@@ -11,7 +11,7 @@
 
 use serde_json::{Value, json};
 
-use super::store::{Key, Kind, Store, now};
+use super::store::{Key, Kind, Store, now, since};
 
 /// The volume types the `restricted` profile allows.
 const VOLUMES: [&str; 8] = [
@@ -160,9 +160,7 @@ pub fn failed_create(st: &mut Store, job: &Key, uid: &str, message: &str) {
     );
     let message = format!("Error creating: {message}");
     if st.get(&key).is_some() {
-        let seconds_ago = st
-            .get(&key)
-            .map(|e| super::controllers::since(&e["lastTimestamp"]));
+        let seconds_ago = st.get(&key).map(|e| since(&e["lastTimestamp"]));
         if seconds_ago.is_some_and(|d| d.as_secs() >= 1) {
             st.update(&key, |e| {
                 e["count"] = json!(e["count"].as_u64().unwrap_or(1) + 1);

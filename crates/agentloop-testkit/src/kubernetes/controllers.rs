@@ -7,13 +7,13 @@
 //! unless orphaned).
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::Shared;
 use super::pods::{NODE_NAME, over, phase, pod_key, remove_pod};
-use super::store::{Key, Kind, Selector, Store, now};
+use super::store::{Key, Kind, Selector, Store, now, since};
 
 /// What the node offers: CPU in millicores, memory in bytes.
 #[derive(Debug, Clone, Copy)]
@@ -71,14 +71,6 @@ fn condition(o: &Value, kind: &str) -> bool {
 
 fn secs(o: &Value, field: &str) -> Option<u64> {
     o["spec"][field].as_u64()
-}
-
-pub(super) fn since(stamp: &Value) -> Duration {
-    stamp
-        .as_str()
-        .and_then(|s| humantime::parse_rfc3339(s).ok())
-        .and_then(|t| SystemTime::now().duration_since(t).ok())
-        .unwrap_or_default()
 }
 
 /// One pass of every controller.

@@ -317,6 +317,15 @@ pub fn now() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
+/// How long ago `stamp` (an RFC 3339 time) was; zero when it is not one.
+pub fn since(stamp: &Value) -> std::time::Duration {
+    stamp
+        .as_str()
+        .and_then(|s| humantime::parse_rfc3339(s).ok())
+        .and_then(|t| std::time::SystemTime::now().duration_since(t).ok())
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

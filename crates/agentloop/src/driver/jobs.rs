@@ -33,7 +33,19 @@ pub(crate) enum Done {
     /// Not an end: where the iteration's job stands on its cluster now.
     Job(agentloop_core::journal::JobState),
     /// A planner's answer.
-    Planned(Box<super::planner::Answer>),
+    Planned(Box<Answer>),
+}
+
+/// What a planner answered.
+pub(crate) struct Answer {
+    pub planner: u32,
+    pub basis: String,
+    /// Its final message, or why there is none.
+    pub text: Result<String, String>,
+    pub cost_usd: f64,
+    pub duration_ms: u64,
+    /// Its log, to redact once recorded.
+    pub log: PathBuf,
 }
 
 /// What became of one task of a batch.

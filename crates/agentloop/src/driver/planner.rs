@@ -17,7 +17,7 @@ use agentloop_core::journal::{Event, Planned, PlannerFinished};
 use agentloop_core::policy::planning;
 
 use super::Driver;
-use super::jobs::Done;
+use super::jobs::{Answer, Done};
 use crate::error::CliError;
 
 /// A planner's turn, ready to run anywhere: everything it needs is owned.
@@ -35,18 +35,6 @@ pub(crate) struct PlannerJob {
     /// The sandbox it runs under (`[sandbox]`; none: an empty prefix), its proxy kept
     /// as long as the job.
     confined: agentloop_core::exec::sandbox::Confinement,
-}
-
-/// What a planner answered.
-pub(crate) struct Answer {
-    pub planner: u32,
-    pub basis: String,
-    /// Its final message, or why there is none.
-    pub text: Result<String, String>,
-    pub cost_usd: f64,
-    pub duration_ms: u64,
-    /// Its log, to redact once recorded.
-    pub log: PathBuf,
 }
 
 impl PlannerJob {
