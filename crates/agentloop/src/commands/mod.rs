@@ -220,6 +220,24 @@ fn workspace() -> Result<Workspace, CliError> {
 
 /// The effective configuration for a project: user config, `agentloop.toml`, the
 /// plan's front matter, then flags.
+/// A plan as a run takes it, with the configuration its front matter layers in: a
+/// plan with its goal alone is taken only when that configuration has planners
+/// (`[run] planners`), which grow it.
+pub(crate) fn plan_and_config(
+    root: &Path,
+    full: &Path,
+    shown: &Path,
+    flags: Map<String, Value>,
+) -> Result<(agentloop_core::plan::Plan, Layered), CliError> {
+    let name = shown.display().to_string();
+    let plan = agentloop_core::plan::Plan::load_growing(full, &name)?.with_shape(root)?;
+    let layered = load_config(root, shown, &plan.settings, flags)?;
+    if plan.tasks.is_empty() && layered.config.run.planners == 0 {
+        return Err(agentloop_core::plan::Plan::no_tasks(&name).into());
+    }
+    Ok((plan, layered))
+}
+
 pub(crate) fn load_config(
     root: &Path,
     plan_file: &Path,

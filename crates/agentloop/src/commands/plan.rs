@@ -2,17 +2,16 @@
 
 use std::path::Path;
 
-use agentloop_core::plan::Plan;
 use agentloop_core::words::plural;
 
 use crate::error::{CliError, ExitKind};
 
 pub fn check(cwd: &Path, path: &Path, as_json: bool, baseline: bool) -> Result<ExitKind, CliError> {
     let ws = agentloop_core::workspace::Workspace::find(cwd);
-    let plan =
-        Plan::load_named(&cwd.join(path), &path.display().to_string())?.with_shape(&ws.root)?;
-    // The front matter must be valid configuration too.
-    let layered = super::load_config(&ws.root, path, &plan.settings, serde_json::Map::new())?;
+    // The front matter must be valid configuration too (and says whether planners may
+    // grow a plan that has its goal alone).
+    let (plan, layered) =
+        super::plan_and_config(&ws.root, &cwd.join(path), path, serde_json::Map::new())?;
     super::plan_agents_exist(&layered.config, &plan, &path.display().to_string())?;
     if as_json {
         outln!(

@@ -6,7 +6,6 @@
 use std::path::Path;
 use std::process::Command;
 
-use agentloop_core::plan::Plan;
 use agentloop_core::workspace::{Entry, EntryState, Workspace};
 use serde_json::json;
 
@@ -19,8 +18,9 @@ fn ws_error(e: agentloop_core::workspace::WorkspaceError) -> CliError {
 pub fn add(cwd: &Path, plan: &Path, after: &[String]) -> Result<ExitKind, CliError> {
     let ws = Workspace::find(cwd);
     let full = cwd.join(plan);
-    // A plan that does not read is not queued.
-    Plan::load_named(&full, &plan.display().to_string())?;
+    // A plan that does not read is not queued (nor one with its goal alone, unless
+    // the configuration has planners to grow it).
+    super::plan_and_config(&ws.root, &full, plan, serde_json::Map::new())?;
     let rel = full
         .strip_prefix(&ws.root)
         .unwrap_or(&full)

@@ -198,13 +198,9 @@ pub(crate) fn start(
         .unwrap_or(plan_path)
         .to_path_buf();
     // A plan may start with its goal alone when planners grow it.
-    let plan = Plan::load_growing(plan_path, &shown.display().to_string())?.with_shape(&ws.root)?;
+    let (plan, layered) = super::plan_and_config(&ws.root, plan_path, &shown, flags.clone())?;
     interactive_needs_a_terminal(&out)?;
     one_run_per_tree(ws)?;
-    let layered = super::load_config(&ws.root, &shown, &plan.settings, flags.clone())?;
-    if plan.tasks.is_empty() && layered.config.run.planners == 0 {
-        return Err(Plan::no_tasks(&shown.display().to_string()).into());
-    }
     ceiling(layered.config.budgets.max_cost_usd, force)?;
     iterations_ceiling(
         layered.config.budgets.max_iterations,

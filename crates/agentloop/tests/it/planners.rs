@@ -77,6 +77,15 @@ fn planners_grow_a_plan_that_starts_with_its_goal_alone() {
         "{}",
         r.stderr
     );
+    // So do `plan check` and `queue add`.
+    for args in [
+        &["plan", "check", "PLAN.md"][..],
+        &["queue", "add", "PLAN.md"],
+    ] {
+        let r = p.run(args);
+        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains("the plan has no tasks"), "{}", r.stderr);
+    }
 
     let p = project(
         GOAL,
@@ -89,6 +98,10 @@ fn planners_grow_a_plan_that_starts_with_its_goal_alone() {
             "NEW_TASKS\n## T3: Three\nVerify: test -f t3.txt\nEND_NEW_TASKS",
         ],
     );
+    // With planners, the goal alone is a plan.
+    let check = p.run(&["plan", "check", "PLAN.md"]);
+    assert_eq!(check.code, Some(0), "{}", check.stderr);
+    assert!(check.stdout.contains("0 tasks · valid"), "{}", check.stdout);
     let r = p.run(&["run", "--quiet"]);
     assert_eq!(r.code, Some(0), "{}\n{}", r.stderr, p.run(&["log"]).stdout);
     let s = p.status();
