@@ -10,8 +10,8 @@
 //! `cargo bench -p agentloop-core --bench surface`
 
 use std::hint::black_box;
-use std::path::Path;
-use std::process::Command;
+
+mod common;
 use std::time::Instant;
 
 use agentloop_core::exec::clean_copy::CleanCopy;
@@ -20,44 +20,10 @@ use agentloop_core::exec::surface::{self, Rules};
 use agentloop_core::exec::trace::Trace;
 use criterion::{Criterion, criterion_group, criterion_main};
 
-fn git(root: &Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .args(["-c", "user.name=b", "-c", "user.email=b@b"])
-        .args(args)
-        .current_dir(root)
-        .output()
-        .unwrap()
-        .status
-        .success();
-    assert!(ok, "git {args:?}");
-}
-
 /// A committed repository of `files` files, then an agent's work on it.
 fn repo(files: usize) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::python_repo(files, "# P\n\n## T1: t\nVerify: pytest -q tests\n");
     let root = dir.path();
-    git(root, &["init", "-q"]);
-    for i in 0..files {
-        let (d, name) = if i % 5 == 0 {
-            (format!("tests/m{}", i / 100), format!("test_{i}.py"))
-        } else {
-            (format!("src/m{}", i / 100), format!("f{i}.py"))
-        };
-        std::fs::create_dir_all(root.join(&d)).unwrap();
-        std::fs::write(
-            root.join(&d).join(name),
-            format!("def f{i}():\n    return {i}\n"),
-        )
-        .unwrap();
-    }
-    std::fs::write(
-        root.join("PLAN.md"),
-        "# P\n\n## T1: t\nVerify: pytest -q tests\n",
-    )
-    .unwrap();
-    std::fs::write(root.join(".gitignore"), ".agentloop/\n__pycache__/\n").unwrap();
-    git(root, &["add", "-A"]);
-    git(root, &["commit", "-qm", "bench"]);
     // The agent's work: a few sources edited, a new module, some ignored junk.
     for i in [1, 2, 3] {
         let p = root.join(format!("src/m0/f{i}.py"));

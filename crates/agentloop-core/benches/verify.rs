@@ -10,59 +10,20 @@
 //!
 //! `cargo bench -p agentloop-core --bench verify` (`FILES=100000 RUNS=7` for the big one)
 
-use std::path::Path;
 use std::process::Command;
+
+mod common;
 use std::time::{Duration, Instant};
 
 use agentloop_core::exec::clean_copy::CleanCopy;
 use agentloop_core::exec::surface::{self, Rules};
 use agentloop_core::exec::verify::Runner;
 
-fn git(root: &Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .args(["-c", "user.name=b", "-c", "user.email=b@b"])
-        .args(args)
-        .current_dir(root)
-        .output()
-        .unwrap()
-        .status
-        .success();
-    assert!(ok, "git {args:?}");
-}
-
 fn env(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-fn repo(files: usize) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    git(root, &["init", "-q"]);
-    for i in 0..files {
-        let (d, name) = if i % 5 == 0 {
-            (format!("tests/m{}", i / 100), format!("test_{i}.py"))
-        } else {
-            (format!("src/m{}", i / 100), format!("f{i}.py"))
-        };
-        std::fs::create_dir_all(root.join(&d)).unwrap();
-        std::fs::write(
-            root.join(&d).join(name),
-            format!("def f{i}():\n    return {i}\n"),
-        )
-        .unwrap();
-    }
-    std::fs::write(
-        root.join("PLAN.md"),
-        "# P\n\n## T1: t\nVerify: test -f src/m0/f1.py\n",
-    )
-    .unwrap();
-    std::fs::write(root.join(".gitignore"), ".agentloop/\n__pycache__/\n").unwrap();
-    git(root, &["add", "-A"]);
-    git(root, &["commit", "-qm", "bench"]);
-    dir
 }
 
 fn ms(d: Duration) -> f64 {
@@ -78,7 +39,7 @@ fn main() {
     // criterion's harness flags (`--bench`) are not ours.
     let files = env("FILES", 2000);
     let runs = env("RUNS", 25);
-    let dir = repo(files);
+    let dir = common::python_repo(files, "# P\n\n## T1: t\nVerify: test -f src/m0/f1.py\n");
     let root = dir.path();
     let check = vec!["test -f src/m0/f1.py".to_string()];
     let rules = Rules::new(root, &[], "PLAN.md", check.clone(), &[]);

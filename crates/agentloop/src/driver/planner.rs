@@ -139,15 +139,25 @@ impl Driver {
         }
     }
 
-    /// One worker: the planner's turn now, in the driver's own.
-    pub(crate) fn plan(&mut self, planner: u32, basis: String) -> Result<(), CliError> {
+    /// Planner `planner` asked, the run standing at `basis`: recorded, then its job
+    /// made (or, when it cannot be, its answer: why).
+    fn ask_planner(
+        &mut self,
+        planner: u32,
+        basis: &str,
+    ) -> Result<Result<PlannerJob, Answer>, CliError> {
         self.record(Event::PlannerStarted {
             planner,
-            basis: basis.clone(),
+            basis: basis.to_string(),
         })?;
         self.progress
             .note(&format!("planner {planner} looks for the next tasks"));
-        let answer = match self.planner_job(planner, &basis) {
+        Ok(self.planner_job(planner, basis))
+    }
+
+    /// One worker: the planner's turn now, in the driver's own.
+    pub(crate) fn plan(&mut self, planner: u32, basis: String) -> Result<(), CliError> {
+        let answer = match self.ask_planner(planner, &basis)? {
             Ok(job) => {
                 let mut last = Instant::now();
                 let stop = &mut || self.should_stop(&mut last);
@@ -167,13 +177,7 @@ impl Driver {
         stop: &Arc<AtomicBool>,
         done: &Sender<Done>,
     ) -> Result<(), CliError> {
-        self.record(Event::PlannerStarted {
-            planner,
-            basis: basis.clone(),
-        })?;
-        self.progress
-            .note(&format!("planner {planner} looks for the next tasks"));
-        match self.planner_job(planner, &basis) {
+        match self.ask_planner(planner, &basis)? {
             Ok(job) => {
                 let (stop, done) = (stop.clone(), done.clone());
                 std::thread::spawn(move || {
