@@ -235,7 +235,7 @@ impl Writer {
         &mut self,
         event: &Event,
     ) -> Result<Result<Vec<Record>, Vec<Record>>, JournalError> {
-        failpoint("before-append", self.next_seq);
+        failpoint("before-append", self.next_seq, event.kind());
         let time = now_rfc3339();
         let line = encode(self.next_seq, &time, event);
         if let Some(shared) = self.shared.as_mut() {
@@ -244,13 +244,13 @@ impl Writer {
                 Ok(Put::Behind(lines)) => return self.copy_in(&lines).map(Err),
                 Err(message) => return Err(self.store_error(message)),
             }
-            failpoint("after-store-append", self.next_seq);
+            failpoint("after-store-append", self.next_seq, event.kind());
         }
         self.write_line(&line)?;
         if !(self.grouped && event.may_wait_for_sync()) {
             self.sync()?;
         }
-        failpoint("after-append", self.next_seq);
+        failpoint("after-append", self.next_seq, event.kind());
         let rec = Record {
             seq: self.next_seq,
             time,
@@ -378,17 +378,35 @@ fn text(line: &[u8]) -> &str {
 
 /// Test hook for crash tests: `AGENTLOOP_FAILPOINT=after-append:12` kills this process
 /// with SIGKILL right after event 12 is durable (`before-append:N`: before it is written).
-fn failpoint(point: &str, seq: u64) {
-    static SPEC: std::sync::OnceLock<Option<(String, u64)>> = std::sync::OnceLock::new();
+/// `after-append:planner_finished#2` names the second record of that kind this process
+/// writes instead: with workers and planners on threads the sequence numbers of two runs
+/// differ, the order of one kind's records does not.
+fn failpoint(point: &str, seq: u64, kind: &str) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    enum At {
+        Seq(u64),
+        Nth(String, u64),
+    }
+    static SPEC: std::sync::OnceLock<Option<(String, At)>> = std::sync::OnceLock::new();
+    static SEEN: AtomicU64 = AtomicU64::new(0);
     let spec = SPEC.get_or_init(|| {
         let v = std::env::var("AGENTLOOP_FAILPOINT").ok()?;
-        let (p, n) = v.split_once(':')?;
-        Some((p.to_string(), n.parse().ok()?))
+        let (p, at) = v.split_once(':')?;
+        let at = match at.split_once('#') {
+            Some((kind, n)) => At::Nth(kind.to_string(), n.parse().ok()?),
+            None => At::Seq(at.parse().ok()?),
+        };
+        Some((p.to_string(), at))
     });
-    if let Some((p, n)) = spec
-        && p == point
-        && *n == seq
-    {
+    let Some((p, at)) = spec else { return };
+    if p != point {
+        return;
+    }
+    let hit = match at {
+        At::Seq(n) => *n == seq,
+        At::Nth(k, n) => k == kind && SEEN.fetch_add(1, Ordering::SeqCst) + 1 == *n,
+    };
+    if hit {
         let _ = nix::sys::signal::kill(nix::unistd::Pid::this(), nix::sys::signal::Signal::SIGKILL);
     }
 }
