@@ -39,15 +39,16 @@ impl Asker<'_> {
     /// Why process `pid` (this one, or the peer of an API connection) may not control
     /// the run, or `None` when it may.
     pub fn refusal(&self, pid: u32) -> Option<String> {
-        let var = if pid == std::process::id() {
-            std::env::var(RUN_VAR).ok()
+        let (var, input) = if pid == std::process::id() {
+            (std::env::var(RUN_VAR).ok(), input_maker())
         } else {
-            env_of(pid, RUN_VAR)
+            (env_of(pid, RUN_VAR), None)
         };
-        self.refusal_of(pid, var.as_deref())
+        self.refusal_of(pid, var.as_deref(), input)
     }
 
-    fn refusal_of(&self, me: u32, run_var: Option<&str>) -> Option<String> {
+    /// `input`: the process that made the socket this one's standard input is.
+    fn refusal_of(&self, me: u32, run_var: Option<&str>, input: Option<u32>) -> Option<String> {
         if run_var == Some(self.run_id) {
             return Some(format!(
                 "it was made by the agent of run {} ({RUN_VAR} is set in its environment)",
@@ -67,8 +68,13 @@ impl Asker<'_> {
         let at = chain.iter().position(|(pid, _)| *pid == session)?;
         // The one process of the session allowed to ask: the slash command handler,
         // which Claude Code starts through `sh -c` (or directly) for the words a
-        // person typed. A command the model runs has its tool's shell in between.
-        let handler = self.slash && (at == 0 || (at == 1 && runs_hook_shell(chain[0].0)));
+        // person typed, and whose input it writes into a socket pair it made itself.
+        // The model's command can stand where the handler stands (`exec sh -c …` in
+        // its Bash tool leaves nothing in between), but its input is a file, a pipe
+        // or a socket of its own making: never one the session's process made.
+        let handler = self.slash
+            && (at == 0 || (at == 1 && runs_hook_shell(chain[0].0)))
+            && input == Some(session);
         if handler {
             return None;
         }
@@ -76,6 +82,18 @@ impl Asker<'_> {
             "it was made from inside the agent session the run drives (pid {session}): by the model, not a person"
         ))
     }
+}
+
+/// The process that made the socket this process reads its standard input from
+/// (`SO_PEERCRED`: who made a socket pair, or listened where it connected); `None`
+/// when standard input is not a socket. Claude Code hands a hook its input through a
+/// socket pair of its own; a socket cannot be opened again through `/proc`, so no
+/// other process can hand one of those on, short of tracing the session's process.
+fn input_maker() -> Option<u32> {
+    use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+    let stdin = std::io::stdin();
+    let creds = getsockopt(&std::os::fd::AsFd::as_fd(&stdin), PeerCredentials).ok()?;
+    u32::try_from(creds.pid()).ok()
 }
 
 /// A variable in the environment process `pid` started with.
@@ -155,9 +173,9 @@ mod tests {
     #[test]
     fn the_agents_variable_is_refused_for_its_own_run_only() {
         let a = asker();
-        assert!(a.refusal_of(std::process::id(), Some("r1")).is_some());
-        assert!(a.refusal_of(std::process::id(), Some("r2")).is_none());
-        assert!(a.refusal_of(std::process::id(), None).is_none());
+        assert!(a.refusal_of(std::process::id(), Some("r1"), None).is_some());
+        assert!(a.refusal_of(std::process::id(), Some("r2"), None).is_none());
+        assert!(a.refusal_of(std::process::id(), None, None).is_none());
     }
 
     #[test]
@@ -166,10 +184,10 @@ mod tests {
         let parent = lineage(std::process::id())[0].0;
         let mut a = asker();
         a.drivers = [None, Some(parent)];
-        let why = a.refusal_of(std::process::id(), None).unwrap();
+        let why = a.refusal_of(std::process::id(), None, None).unwrap();
         assert!(why.contains(&format!("pid {parent}")), "{why}");
         a.drivers = [Some(1), None];
-        assert!(a.refusal_of(std::process::id(), None).is_none());
+        assert!(a.refusal_of(std::process::id(), None, None).is_none());
     }
 
     #[test]
@@ -177,8 +195,18 @@ mod tests {
         let parent = lineage(std::process::id())[0].0;
         let mut a = asker();
         a.session_pid = Some(parent);
-        assert!(a.refusal_of(std::process::id(), None).is_some());
+        assert!(
+            a.refusal_of(std::process::id(), None, Some(parent))
+                .is_some()
+        );
         a.slash = true;
-        assert!(a.refusal_of(std::process::id(), None).is_none());
+        assert!(
+            a.refusal_of(std::process::id(), None, Some(parent))
+                .is_none()
+        );
+        // Its input from a socket anyone else made, or from no socket: refused.
+        let me = std::process::id();
+        assert!(a.refusal_of(me, None, Some(me)).is_some());
+        assert!(a.refusal_of(me, None, None).is_some());
     }
 }
