@@ -538,3 +538,29 @@ fn the_model_cannot_pass_for_the_slash_command_hook() {
     prompt_session(&p, &third, "/agentloop:approve looks good", Some(&session));
     assert_eq!(p.status()["status"], "completed");
 }
+
+#[test]
+fn a_persons_start_in_a_session_an_open_run_claimed_replaces_that_run() {
+    // `hook start` made a run; the session claims it as it starts, and the person in
+    // it types `/agentloop:start`: the open run is stopped by the person (not counted
+    // as the model's tampering) and the new one drives the session.
+    let p = Scratch::new().plan(ONE).build();
+    assert_eq!(p.run(&["hook", "start"]).code, Some(0));
+    let old = p.status()["run_id"].as_str().unwrap().to_string();
+    let server = Cli::Claude.mock(vec![
+        say("Ready."),
+        bash("echo a > a.txt"),
+        say("TASK_COMPLETE"),
+    ]);
+    let out = prompt_session(&p, &server, "/agentloop:start PLAN.md", None);
+    let session = session_id(&out);
+    let old_run = p.run(&["status", "--json", &old]);
+    let old_run: Value = serde_json::from_str(&old_run.stdout).unwrap();
+    assert_eq!(old_run["status"], "stopped", "{old_run}");
+    assert_eq!(old_run["refused_requests"], 0, "{old_run}");
+    assert_eq!(old_run["session"], session.as_str());
+    let new = p.status();
+    assert_ne!(new["run_id"], old.as_str());
+    assert_eq!(new["status"], "completed", "{new}");
+    assert_eq!(new["session"], session.as_str());
+}

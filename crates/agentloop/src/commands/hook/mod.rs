@@ -37,7 +37,7 @@ pub fn start(
     mode: Option<String>,
     force: bool,
 ) -> Result<ExitKind, CliError> {
-    let (run, tasks, window) = create_run(cwd, plan, mode, force)?;
+    let (run, tasks, window) = create_run(cwd, plan, mode, force, "cli")?;
     outln!("{}", run.id);
     let clis = install::installed_for(cwd);
     let who = match clis.as_slice() {
@@ -65,6 +65,7 @@ fn create_run(
     plan: &Path,
     mode: Option<String>,
     force: bool,
+    source: &str,
 ) -> Result<(RunDir, usize, std::time::Duration), CliError> {
     let ws = Workspace::find(cwd);
     let plan_path = cwd.join(plan);
@@ -74,7 +75,7 @@ fn create_run(
         .to_path_buf();
     let parsed =
         Plan::load_named(&plan_path, &shown.display().to_string())?.with_shape(&ws.root)?;
-    retire_hook_runs(&ws)?;
+    retire_hook_runs(&ws, source)?;
     super::run::one_run_per_tree(&ws)?;
     let mut flags = Map::new();
     if let Some(m) = mode {
@@ -108,8 +109,9 @@ fn create_run(
 }
 
 /// A new hook-mode run replaces the open ones of this project: each is stopped (and
-/// said so), so an old run never drives a later session.
-fn retire_hook_runs(ws: &Workspace) -> Result<(), CliError> {
+/// said so), so an old run never drives a later session. `source`: who asks (`cli`,
+/// or `session` for a person's `/agentloop:start` in a session an open run drives).
+fn retire_hook_runs(ws: &Workspace, source: &str) -> Result<(), CliError> {
     for id in ws.run_ids() {
         let run = ws.resolve(Some(&id))?;
         let Ok(loaded) = run.load_cached() else {
@@ -124,7 +126,7 @@ fn retire_hook_runs(ws: &Workspace) -> Result<(), CliError> {
             .as_deref()
             .map(|s| format!(", bound to session {s}"))
             .unwrap_or_default();
-        run.append_control(loaded, super::request_id("cli"), "cli", Request::Stop)?;
+        run.append_control(loaded, super::request_id(source), source, Request::Stop)?;
         run.settle()?;
         crate::render::warn(&format!(
             "hook-mode run {id}{bound} was still open; it is stopped now"
