@@ -459,6 +459,23 @@ fn at_the_surface_gate_the_dashboard_shows_each_diff_and_a_click_rejects() {
 }
 
 #[test]
+fn the_dashboard_says_what_the_independent_reviewer_found() {
+    let p = crate::review::project(crate::review::JUDGING, "when = \"always\"\n");
+    let r = p.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let (_served, b) = open_run(&p);
+    let said = b.wait_for(
+        "the reviewer's words under the task",
+        "(() => { const d = document.querySelector('[data-review=T1]'); return d && d.textContent.includes('approved') && d.innerText; })()",
+    );
+    assert_eq!(
+        said.as_str().unwrap(),
+        "Review: rejected by reviewer: src/add.sh:1: prints 3 whatever the arguments, then approved by reviewer"
+    );
+    b.screenshot("8-review");
+}
+
+#[test]
 fn four_workers_show_as_lanes_with_their_own_output() {
     let p = crate::workers::project(
         crate::workers::FOUR,

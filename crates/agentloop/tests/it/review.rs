@@ -12,7 +12,7 @@ const VISIBLE: &str = "test \"$(sh src/add.sh 1 2)\" = 3 || { echo \"FAIL: 1+2 g
 const WORKER: &str = "mkdir -p src\nif [ \"$n\" = 1 ]; then echo 'echo 3' > src/add.sh; echo 'WORKER-CLAIM: I special-cased it, nobody will notice'; else echo 'echo $(($1 + $2))' > src/add.sh; fi\necho TASK_COMPLETE";
 
 /// A project with the reviewer `reviewer.sh` (its prompt kept for the test to read).
-fn project(reviewer: &str, review: &str) -> Project {
+pub(crate) fn project(reviewer: &str, review: &str) -> Project {
     let p = Scratch::new()
         .plan("# Add\n\n## T1: Make src/add.sh add its two arguments\nVerify: sh tests/t1.sh\n\nAcceptance:\n- [ ] any two numbers\n")
         .file("tests/t1.sh", VISIBLE)
@@ -38,7 +38,7 @@ fn project(reviewer: &str, review: &str) -> Project {
 }
 
 /// Rejects a special case it sees in the diff it was given; approves otherwise.
-const JUDGING: &str = "if grep -q '^+echo 3$' \"$s/prompt-$k.md\"; then\nprintf 'The function ignores its arguments.\\nVERDICT: REJECT\\n- src/add.sh:1: prints 3 whatever the arguments\\n'\nelse\nprintf 'Correct.\\nVERDICT: APPROVE\\n'\nfi";
+pub(crate) const JUDGING: &str = "if grep -q '^+echo 3$' \"$s/prompt-$k.md\"; then\nprintf 'The function ignores its arguments.\\nVERDICT: REJECT\\n- src/add.sh:1: prints 3 whatever the arguments\\n'\nelse\nprintf 'Correct.\\nVERDICT: APPROVE\\n'\nfi";
 
 #[test]
 fn a_rejection_reaches_the_worker_and_a_later_approval_ends_the_task() {
