@@ -34,6 +34,8 @@ pub(crate) enum Done {
     Job(agentloop_core::journal::JobState),
     /// A planner's answer.
     Planned(Box<Answer>),
+    /// A reviewer's verdict on an iteration's verified work.
+    Reviewed(Box<super::review::Reviewed>),
 }
 
 /// What a planner answered.
@@ -74,6 +76,7 @@ impl Done {
             Done::Merge { batch, .. } => batch.clone(),
             Done::Job(j) => vec![j.iteration],
             Done::Planned(_) => Vec::new(),
+            Done::Reviewed(r) => vec![r.iteration()],
         }
     }
 

@@ -2,25 +2,132 @@
 //! work's risk read from its diff, then each reviewer in turn — another agent with
 //! read-only tools, in the clean copy of the verified work — asked about the task, its
 //! criteria, the diff against the baseline and the checks' evidence, and its verdict
-//! recorded. It never sees the worker's transcript or its claims.
+//! recorded. It never sees the worker's transcript or its claims. With workers each
+//! reviewer reads on a thread of its own while the others work.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
 use std::time::Instant;
 
-use agentloop_core::journal::{Event, ReviewFinished, ReviewVerdict};
+use agentloop_core::journal::{Event, Finding, ReviewFinished, ReviewVerdict};
 use agentloop_core::policy::review;
 
 use super::Driver;
 use super::gates::read_diff;
+use super::jobs::Done;
 use crate::error::CliError;
 
+/// A reviewer's turn, ready to run anywhere (everything it needs is owned), or its
+/// verdict already known (the reviewer could not start).
+pub(crate) struct ReviewJob {
+    started: Reviewed,
+    run: Option<ReviewRun>,
+}
+
+struct ReviewRun {
+    agent: Box<dyn agentloop_agents::Agent>,
+    run_id: String,
+    run_dir: std::path::PathBuf,
+    workdir: std::path::PathBuf,
+    prompt: String,
+    at: std::path::PathBuf,
+    /// The sandbox it reads under; its proxy lives as long as the job.
+    confined: agentloop_core::exec::sandbox::Confinement,
+}
+
+/// What a reviewer said, to record.
+pub(crate) struct Reviewed {
+    task: String,
+    log: std::path::PathBuf,
+    finished: ReviewFinished,
+}
+
+impl Reviewed {
+    pub(crate) fn iteration(&self) -> u32 {
+        self.finished.iteration
+    }
+}
+
+fn rejected(what: String) -> (ReviewVerdict, Vec<Finding>, bool) {
+    let finding = Finding {
+        file: None,
+        line: None,
+        what,
+    };
+    (ReviewVerdict::Reject, vec![finding], true)
+}
+
+impl ReviewJob {
+    /// Runs the reviewer (`stop`: the run is stopped now) and reads its verdict.
+    pub(crate) fn run(self, stop: &mut dyn FnMut() -> bool) -> Reviewed {
+        let mut r = self.started;
+        let Some(job) = self.run else {
+            return r;
+        };
+        let f = &mut r.finished;
+        let inv = agentloop_agents::Invocation {
+            run_id: &job.run_id,
+            run_dir: &job.run_dir,
+            iteration: f.iteration,
+            workdir: &job.workdir,
+            prompt: &job.prompt,
+            prompt_file: &job.at.join("prompt.md"),
+            log: &r.log,
+            pid_file: &job.at.join("agent.pid"),
+            wrap: job.confined.prefix.clone(),
+        };
+        let run = job.agent.run(&inv, stop);
+        (f.verdict, f.findings, f.unparsable) = match &run.error {
+            Some(e) => rejected(format!("the reviewer {} failed: {}", f.reviewer, e.message)),
+            None => review::parse(&run.final_message),
+        };
+        f.cost_usd = run.cost_usd;
+        r
+    }
+}
+
 impl Driver {
-    /// The next reviewer's turn on the open iteration `iteration` of `task`.
+    /// One worker: the next reviewer's turn on the open iteration `iteration` of
+    /// `task`, in the driver's own.
     pub(crate) fn review(&mut self, iteration: u32, task: &str) -> Result<(), CliError> {
-        let Some(cfg) = self.state.settings.review.clone() else {
+        let Some(job) = self.ask_reviewer(iteration, task)? else {
             return Ok(());
         };
+        let mut last = Instant::now();
+        let r = job.run(&mut || self.should_stop(&mut last));
+        self.reviewed(r)
+    }
+
+    /// Workers: the reviewer's turn on a thread of its own (the other workers go on);
+    /// its verdict comes back as [`Done::Reviewed`]. False when no reviewer reads.
+    pub(crate) fn start_review(
+        &mut self,
+        iteration: u32,
+        task: &str,
+        stop: &Arc<AtomicBool>,
+        done: &Sender<Done>,
+    ) -> Result<bool, CliError> {
+        let Some(job) = self.ask_reviewer(iteration, task)? else {
+            return Ok(false);
+        };
+        let (stop, done) = (stop.clone(), done.clone());
+        std::thread::spawn(move || {
+            let r = job.run(&mut || stop.load(Ordering::SeqCst));
+            let _ = done.send(Done::Reviewed(Box::new(r)));
+        });
+        Ok(true)
+    }
+
+    /// The next reviewer's turn recorded as started, and its job; `None` when no
+    /// reviewer reads (no review configured, or low risk: recorded so the decision is
+    /// the journal's).
+    fn ask_reviewer(&mut self, iteration: u32, task: &str) -> Result<Option<ReviewJob>, CliError> {
+        let Some(cfg) = self.state.settings.review.clone() else {
+            return Ok(None);
+        };
         let Some(open) = self.state.open_iteration(iteration).cloned() else {
-            return Ok(());
+            return Ok(None);
         };
         let dir = self.review_dir(iteration, task);
         let (diff, input) = self.review_diff(&dir);
@@ -41,11 +148,10 @@ impl Driver {
             started.risk.clone(),
             started.reviewer.clone(),
         );
-        // Low risk: no reviewer; recorded so the decision is the journal's.
-        if reviewer.is_empty() {
-            return self.record(Event::ReviewStarted(started));
-        }
         self.record(Event::ReviewStarted(started))?;
+        if reviewer.is_empty() {
+            return Ok(None);
+        }
         self.progress.note(&format!(
             "task {task}: {reviewer} reviews the verified work ({risk} risk, reviewer {round} of {of})"
         ));
@@ -56,79 +162,57 @@ impl Driver {
             .join(format!("review-{round}"));
         std::fs::create_dir_all(&at)
             .map_err(|e| CliError::internal(format!("{}: {e}", at.display())))?;
-        let prompt_file = at.join("prompt.md");
-        agentloop_core::fsutil::write_atomic(&prompt_file, text.as_bytes())
+        agentloop_core::fsutil::write_atomic(&at.join("prompt.md"), text.as_bytes())
             .map_err(|e| CliError::internal(format!("cannot write the review's prompt: {e}")))?;
-        let log = at.join("agent.log");
-        let (verdict, findings, unparsable, cost_usd) =
-            match agentloop_agents::resolve_read_only(&self.config, &reviewer) {
-                Err(e) => (
-                    ReviewVerdict::Reject,
-                    vec![agentloop_core::journal::Finding {
-                        file: None,
-                        line: None,
-                        what: format!("the reviewer {reviewer} could not start: {e}"),
-                    }],
-                    true,
-                    0.0,
-                ),
-                Ok((agent, _)) => {
-                    // Under `[sandbox]` as the workers are.
-                    let confined = self.confine_in(&dir, &at, &reviewer)?;
-                    let (run_id, run_dir) = (self.run.id.clone(), self.run.path.clone());
-                    let inv = agentloop_agents::Invocation {
-                        run_id: &run_id,
-                        run_dir: &run_dir,
-                        iteration,
-                        workdir: &dir,
-                        prompt: &text,
-                        prompt_file: &prompt_file,
-                        log: &log,
-                        pid_file: &at.join("agent.pid"),
-                        wrap: confined.prefix.clone(),
-                    };
-                    let mut last = Instant::now();
-                    let run = agent.run(&inv, &mut || self.should_stop(&mut last));
-                    let _ = self.redactor(&reviewer).scrub_file(&log);
-                    if let Some(e) = &run.error {
-                        (
-                            ReviewVerdict::Reject,
-                            vec![agentloop_core::journal::Finding {
-                                file: None,
-                                line: None,
-                                what: format!("the reviewer {reviewer} failed: {}", e.message),
-                            }],
-                            true,
-                            run.cost_usd,
-                        )
-                    } else {
-                        let (v, f, bad) = review::parse(&run.final_message);
-                        (v, f, bad, run.cost_usd)
-                    }
-                }
-            };
-        let words = match verdict {
+        let mut started = Reviewed {
+            task: task.to_string(),
+            log: at.join("agent.log"),
+            finished: ReviewFinished {
+                iteration,
+                reviewer: reviewer.clone(),
+                round,
+                of,
+                verdict: ReviewVerdict::Reject,
+                findings: Vec::new(),
+                unparsable: true,
+                cost_usd: 0.0,
+            },
+        };
+        let run = match agentloop_agents::resolve_read_only(&self.config, &reviewer) {
+            Err(e) => {
+                let f = &mut started.finished;
+                (f.verdict, f.findings, f.unparsable) =
+                    rejected(format!("the reviewer {reviewer} could not start: {e}"));
+                None
+            }
+            Ok((agent, _)) => Some(ReviewRun {
+                agent,
+                run_id: self.run.id.clone(),
+                run_dir: self.run.path.clone(),
+                // Under `[sandbox]` as the workers are.
+                confined: self.confine_in(&dir, &at, &reviewer)?,
+                workdir: dir,
+                prompt: text,
+                at,
+            }),
+        };
+        Ok(Some(ReviewJob { started, run }))
+    }
+
+    /// A reviewer's verdict, recorded.
+    pub(crate) fn reviewed(&mut self, r: Reviewed) -> Result<(), CliError> {
+        let f = r.finished;
+        let _ = self.redactor(&f.reviewer).scrub_file(&r.log);
+        let words = match f.verdict {
             ReviewVerdict::Approve => "approves".to_string(),
             ReviewVerdict::Reject => format!(
                 "rejects: {}",
-                findings
-                    .first()
-                    .map(agentloop_core::journal::Finding::words)
-                    .unwrap_or_default()
+                f.findings.first().map(Finding::words).unwrap_or_default()
             ),
         };
         self.progress
-            .note(&format!("task {task}: {reviewer} {words}"));
-        self.record(Event::ReviewFinished(ReviewFinished {
-            iteration,
-            reviewer,
-            round,
-            of,
-            verdict,
-            findings,
-            unparsable,
-            cost_usd,
-        }))
+            .note(&format!("task {}: {} {words}", r.task, f.reviewer));
+        self.record(Event::ReviewFinished(f))
     }
 
     /// Where the reviewer reads: the clean copy of the verified work (a worker's

@@ -162,7 +162,7 @@ impl Driver {
                     self.start_merge(batch, &mut w.busy, &w.stop, &w.done_tx)?
                 }
                 Pick::Take(Action::Ship(step)) => self.ship(step)?,
-                // The judge reads in the driver's own turn, as the reviewer does.
+                // The judge reads in the driver's own turn.
                 Pick::Take(Action::Judge { cycle }) => self.judge_cycle(cycle)?,
                 Pick::Take(Action::Plan { planner, basis }) => {
                     w.planners += 1;
@@ -170,8 +170,12 @@ impl Driver {
                 }
                 Pick::Take(Action::Validate) => self.validate()?,
                 Pick::Take(Action::TestBaseline) => self.test_baseline()?,
-                // The reviewer reads in the driver's own turn (one review at a time).
-                Pick::Take(Action::Review { iteration, task }) => self.review(iteration, &task)?,
+                // Each reviewer reads on a thread of its own while the others work.
+                Pick::Take(Action::Review { iteration, task }) => {
+                    if self.start_review(iteration, &task, &w.stop, &w.done_tx)? {
+                        w.busy.insert(iteration);
+                    }
+                }
                 Pick::Take(Action::CheckDiff { task }) => self.check_task_diff(&task)?,
                 Pick::Take(a @ (Action::Exit(_) | Action::Wait(_))) => {
                     unreachable!("pick gives {a:?} as Exit or Wait")
@@ -344,6 +348,7 @@ impl Driver {
     fn complete(&mut self, d: Done) -> Result<(), CliError> {
         match d {
             Done::Planned(a) => self.planned(*a),
+            Done::Reviewed(r) => self.reviewed(*r),
             Done::Job(j) => {
                 if self
                     .state

@@ -181,3 +181,39 @@ fn with_workers_the_reviewer_judges_each_tasks_verified_work_before_it_merges() 
     let journal = p.read(&format!(".agentloop/runs/{id}/journal.jsonl"));
     assert!(!journal.contains("\"kind\":\"merged\""), "{journal}");
 }
+
+#[test]
+fn with_workers_a_review_under_way_holds_no_other_task() {
+    // T1's reviewer waits (15 s at most) until the journal shows another iteration
+    // completed: T2's, checked and merged by the driver while T1 is under review.
+    // A review in the driver's own turn would hold T2's checks until it timed out.
+    let p = Scratch::new()
+        .plan(
+            "# Two\n\n## T1: One\nVerify: test -f one.txt\n\n## T2: Two\nVerify: test -f two.txt\n",
+        )
+        .agent(&agent(
+            "case $task in T1) touch one.txt;; T2) touch two.txt;; esac\necho TASK_COMPLETE",
+        ))
+        .build();
+    let seen = p.path().join(".git/saw-t2");
+    p.write(
+        "reviewer.sh",
+        format!(
+            "prompt=$(cat)\nif printf '%s' \"$prompt\" | grep -q one.txt; then\n  i=0\n  while [ $i -lt 150 ]; do\n    if grep -q '\"outcome\":\"completed\"' {root}/.agentloop/runs/*/journal.jsonl; then touch {seen}; break; fi\n    sleep 0.1; i=$((i+1))\n  done\nfi\nprintf 'Fine.\\nVERDICT: APPROVE\\n'\n",
+            root = p.path().display(),
+            seen = seen.display()
+        ),
+    );
+    let config = p.read("agentloop.toml");
+    p.write(
+        "agentloop.toml",
+        format!(
+            "{config}\n[agents.reviewer]\ncommand = [\"sh\", \"reviewer.sh\"]\ntimeout = \"60s\"\n\n[review]\nagent = \"reviewer\"\nwhen = \"always\"\n"
+        ),
+    );
+    p.commit("a reviewer");
+    let r = p.run(&["run", "--workers", "2", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(seen.exists(), "T1's review held T2 until it gave up");
+    assert_eq!(p.status()["status"], "completed");
+}
