@@ -332,6 +332,14 @@ pub struct HookConfig {
     /// teammate's word is only its own: the task is verified when the lead's session
     /// stops, as any other.
     pub task_gate: bool,
+    /// What the agent CLI gives one of agentloop's hooks before it ends it: 10
+    /// minutes, as the plugin and `agentloop hook install` set it. A Stop hook's
+    /// reviewer still reading a little before then is ended and its turn counted as
+    /// a rejection that says so, rather than the CLI ending the whole hook with
+    /// nothing recorded. Lower it when your CLI's hook timeout is lower.
+    #[serde(with = "duration")]
+    #[schemars(with = "String")]
+    pub time_limit: Duration,
 }
 
 impl Default for HookConfig {
@@ -339,7 +347,17 @@ impl Default for HookConfig {
         HookConfig {
             claim_window: Duration::from_secs(10 * 60),
             task_gate: true,
+            time_limit: Duration::from_secs(10 * 60),
         }
+    }
+}
+
+impl HookConfig {
+    /// When a hook that began at `began` must have its answer ready: the time limit
+    /// less a fifth of it, at most 30 s (recording and answering take that).
+    pub fn deadline(&self, began: std::time::Instant) -> std::time::Instant {
+        let margin = (self.time_limit / 5).min(Duration::from_secs(30));
+        began + self.time_limit.saturating_sub(margin)
     }
 }
 

@@ -71,6 +71,9 @@ pub struct Driver {
     notifying: Vec<std::thread::JoinHandle<()>>,
     /// Events between the cached state.json and the journal when this driver began.
     pub(crate) cache_lag: u64,
+    /// Hook mode: when the CLI gives up on the hook this driver runs in; a reviewer
+    /// still reading then is ended, its turn a rejection that says why.
+    pub(crate) deadline: Option<Instant>,
     start_seq: u64,
     /// The commit made for a verified iteration (iteration, hash), kept in case its
     /// verdict has to be decided again.
@@ -183,6 +186,7 @@ impl Driver {
             flushed: Instant::now() - Duration::from_secs(10),
             notifying: Vec::new(),
             cache_lag: u64::MAX,
+            deadline: None,
             start_seq,
             committed: None,
             syncing: false,

@@ -95,7 +95,19 @@ impl Driver {
             return Ok(());
         };
         let mut last = Instant::now();
-        let r = job.run(&mut || self.should_stop(&mut last));
+        let (deadline, mut late) = (self.deadline, false);
+        let mut r = job.run(&mut || {
+            late = deadline.is_some_and(|d| Instant::now() >= d);
+            late || self.should_stop(&mut last)
+        });
+        if late {
+            let f = &mut r.finished;
+            (f.verdict, f.findings, f.unparsable) = rejected(format!(
+                "the reviewer {} gave no verdict before the hook's time ran out ([hook] time_limit = {})",
+                f.reviewer,
+                humantime::format_duration(self.config.hook.time_limit)
+            ));
+        }
         self.reviewed(r)
     }
 

@@ -217,3 +217,38 @@ fn with_workers_a_review_under_way_holds_no_other_task() {
     assert!(seen.exists(), "T1's review held T2 until it gave up");
     assert_eq!(p.status()["status"], "completed");
 }
+
+#[test]
+fn in_hook_mode_a_reviewer_still_reading_when_the_hooks_time_runs_out_is_a_rejection_that_says_so()
+{
+    // The CLI gives the Stop hook 5 s here: the reviewer, sleeping a minute, is ended
+    // a second before, and the session gets the rejection's words instead of a hook
+    // the CLI killed with nothing recorded.
+    let p = Scratch::new()
+        .plan("# One\n\n## T1: A\nVerify: test -f a.txt\n")
+        .config("[hook]\ntime_limit = \"5s\"\n\n[agents.reviewer]\ncommand = [\"sh\", \"-c\", \"cat > /dev/null; sleep 60; echo 'VERDICT: APPROVE'\"]\n\n[review]\nagent = \"reviewer\"\nwhen = \"always\"\n")
+        .build();
+    assert_eq!(p.run(&["hook", "start"]).code, Some(0));
+    let stop = serde_json::json!({"session_id": "s1", "cwd": p.path(), "hook_event_name": "Stop",
+        "stop_hook_active": false, "last_assistant_message": "TASK_COMPLETE"})
+    .to_string();
+    let (code, out, _) = crate::support::hook(&p, "stop", stop.as_bytes());
+    assert_eq!(code, Some(0));
+    assert!(out.contains("## Your task: T1"), "{out}");
+    p.write("a.txt", "a");
+    let began = std::time::Instant::now();
+    let (code, out, err) = crate::support::hook(&p, "stop", stop.as_bytes());
+    let took = began.elapsed();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["decision"], "block", "{v}");
+    assert!(
+        v["reason"].as_str().unwrap().contains(
+            "the reviewer reviewer gave no verdict before the hook's time ran out ([hook] time_limit = 5s)"
+        ),
+        "{v}"
+    );
+    let s = p.status();
+    assert_eq!(s["tasks"][0]["review_rejections"], 1, "{s}");
+}

@@ -181,12 +181,14 @@ pub(super) fn run_config(
 }
 
 pub(super) fn stop(input: &Stop) -> Result<Value, String> {
+    let began = std::time::Instant::now();
     let session = input.common.session()?.to_string();
     let ws = Workspace::find(&input.common.cwd());
     let Some((run, loaded)) = find_run(&ws, &input.common)? else {
         return Ok(Value::Null);
     };
     let mut d = open_driver(&ws, run, loaded)?;
+    d.deadline = Some(d.config.hook.deadline(began));
     let e = |e: CliError| e.message;
     let cli = agentloop_core::workspace::origin::session_ancestor();
     let block_limit = match cli.as_ref().map(|(_, name)| name.as_str()) {
