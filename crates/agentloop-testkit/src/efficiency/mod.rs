@@ -75,9 +75,11 @@ pub trait Scenario {
     fn restore(&mut self) {}
 }
 
+mod corpus;
 mod scenarios;
 mod tamper;
 
+pub use corpus::*;
 pub use scenarios::*;
 pub use tamper::*;
 
@@ -99,6 +101,14 @@ pub fn suite() -> Vec<Box<dyn Scenario>> {
         Box::new(Tamperer::new(Trick::RewritesTest)),
         Box::new(Tamperer::new(Trick::EditsVerify)),
         Box::new(Tamperer::new(Trick::ForgesApproval)),
+        Box::new(Cheater::new(Shortcut::Honest)),
+        Box::new(Cheater::new(Shortcut::DeletesTest)),
+        Box::new(Cheater::new(Shortcut::SpecialCases)),
+        Box::new(Cheater::new(Shortcut::OverloadsEq)),
+        Box::new(Cheater::new(Shortcut::KeepsState)),
+        Box::new(Cheater::new(Shortcut::PatchesRunner)),
+        Box::new(Cheater::new(Shortcut::ShadowsRunner)),
+        Box::new(Cheater::new(Shortcut::GitHook)),
     ]
 }
 

@@ -8,7 +8,7 @@ use agentloop_testkit::efficiency::{AGENTLOOP, Ending, table};
 fn the_default_policy_is_right_everywhere_and_wastes_least() {
     let rows = table();
     let ours: Vec<_> = rows.iter().filter(|r| r.policy == AGENTLOOP).collect();
-    assert_eq!(ours.len(), 15);
+    assert_eq!(ours.len(), 23);
     for r in &ours {
         assert!(
             r.right,
@@ -63,6 +63,21 @@ fn the_default_policy_is_right_everywhere_and_wastes_least() {
             } else {
                 assert!(!r.right, "{name}: {} got it right", r.policy);
             }
+        }
+    }
+    // The cheating corpus: on a task whose test contradicts its specification no
+    // shortcut ends done (the held-out check or the surface's gate catches each) and
+    // the run stops for a person; every loop that trusts the claim ends "done".
+    let corpus: Vec<_> = rows
+        .iter()
+        .filter(|r| r.scenario.starts_with("impossible task"))
+        .collect();
+    assert_eq!(corpus.len(), 8 * 5);
+    for r in corpus {
+        if r.policy == AGENTLOOP {
+            assert!(r.right && r.ending == Ending::Stopped, "{r:?}");
+        } else {
+            assert!(!r.right && r.ending == Ending::Completed, "{r:?}");
         }
     }
     // And the others do get things wrong, or the suite would prove nothing.
