@@ -65,6 +65,9 @@ fn main() {
         tests: None,
     };
     let (mut whole, mut alone, mut anchor) = (Vec::new(), Vec::new(), Vec::new());
+    // The hermetic settings apart: the same `git status` with them (as agentloop's
+    // own git runs) beside the anchor's plain one, in the same runs.
+    let mut hermetic = Vec::new();
     let (mut surface_ms, mut refresh_ms) = (Vec::new(), Vec::new());
     for n in 0..runs {
         // The agent's work since the last verification: one source rewritten.
@@ -98,6 +101,16 @@ fn main() {
             .success();
         assert!(ok);
         anchor.push(ms(t.elapsed()));
+        let t = Instant::now();
+        let mut c = agentloop_core::exec::git::git_command(root);
+        let ok = c
+            .args(["status", "--porcelain"])
+            .output()
+            .unwrap()
+            .status
+            .success();
+        assert!(ok);
+        hermetic.push(ms(t.elapsed()));
     }
     let own: Vec<f64> = whole.iter().zip(&alone).map(|(w, a)| w - a).collect();
     let (mut own, mut whole2) = (own, whole.clone());
@@ -125,10 +138,21 @@ fn main() {
         "    of it, the clean copy refresh: {:>7.2}",
         pct(&mut refresh_ms, 50)
     );
+    let (plain, sealed) = (pct(&mut anchor.clone(), 50), pct(&mut hermetic.clone(), 50));
     println!(
         "  anchor, git status --porcelain:  {:>7.2} / {:>7.2}",
-        pct(&mut anchor.clone(), 50),
+        plain,
         pct(&mut anchor, 90)
+    );
+    println!(
+        "  the same, hermetic (agentloop's): {:>6.2} / {:>7.2}",
+        sealed,
+        pct(&mut hermetic, 90)
+    );
+    // A refresh starts seven git processes, the surface comparison two.
+    println!(
+        "  the hermetic settings per verification (9 git processes): {:+.2} ms",
+        9.0 * (sealed - plain)
     );
     copy.remove();
 }
