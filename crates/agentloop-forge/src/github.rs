@@ -283,6 +283,16 @@ impl Forge for GitHub {
             .map(String::from)
             .ok_or_else(|| ForgeError::Unexpected(format!("GitHub merged without a sha: {v}")))
     }
+
+    fn merged(&self, pr: u64) -> Result<Option<String>, ForgeError> {
+        let v = self.call("GET", &format!("/pulls/{pr}"), None)?;
+        if v.get("merged").and_then(Value::as_bool) != Some(true) {
+            return Ok(None);
+        }
+        Ok(v.get("merge_commit_sha")
+            .and_then(Value::as_str)
+            .map(String::from))
+    }
 }
 
 impl Tracker for GitHub {

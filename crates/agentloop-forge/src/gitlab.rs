@@ -299,6 +299,17 @@ impl Forge for GitLab {
             .map(String::from)
             .ok_or_else(|| ForgeError::Unexpected(format!("GitLab merged without a commit: {v}")))
     }
+
+    fn merged(&self, pr: u64) -> Result<Option<String>, ForgeError> {
+        let v = self.call("GET", &format!("/merge_requests/{pr}"), None)?;
+        if v.get("state").and_then(Value::as_str) != Some("merged") {
+            return Ok(None);
+        }
+        Ok(v.get("merge_commit_sha")
+            .or_else(|| v.get("squash_commit_sha"))
+            .and_then(Value::as_str)
+            .map(String::from))
+    }
 }
 
 impl Tracker for GitLab {

@@ -118,6 +118,9 @@ pub trait Forge {
     fn approvals(&self, pr: u64) -> Result<Vec<String>, ForgeError>;
     /// Merges it if its head is still `sha`; returns the commit on the base branch.
     fn merge(&self, pr: u64, sha: &str, method: MergeMethod) -> Result<String, ForgeError>;
+    /// The commit it was merged as on the base branch, if it is merged (by agentloop
+    /// before it died, or by a person).
+    fn merged(&self, pr: u64) -> Result<Option<String>, ForgeError>;
 }
 
 /// The tracker of `source`, its token from the environment (`GITHUB_TOKEN`/`GH_TOKEN`,

@@ -468,6 +468,10 @@ fn answer(sh: &Shared, method: &str, url: &str, body: &Value, auth: &str) -> Rep
                 .push(body["body"].as_str().unwrap_or_default().to_string());
             reply(201, json!({"id": pr.comments.len(), "body": body["body"]}))
         }),
+        ("GET", ["pulls", n]) => match st.prs.iter().find(|p| Some(p.number) == number(n)) {
+            Some(pr) => reply(200, pr_json(sh, pr)),
+            None => error(404, "Not Found"),
+        },
         ("GET", ["pulls", n, "reviews"]) => {
             let Some(pr) = st.prs.iter().find(|p| Some(p.number) == number(n)) else {
                 return error(404, "Not Found");

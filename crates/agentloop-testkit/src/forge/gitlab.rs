@@ -472,6 +472,10 @@ fn answer(sh: &Shared, method: &str, url: &str, body: &Value, token: &str) -> (R
                 None => error(404, json!("404 Not found")),
             }
         }
+        ("GET", ["merge_requests", n]) => match st.mrs.iter().find(|m| Some(m.iid) == number(n)) {
+            Some(m) => reply(200, mr_json(sh, m)),
+            None => error(404, json!("404 Not found")),
+        },
         ("GET", ["merge_requests", n, "approvals"]) => {
             match st.mrs.iter().find(|m| Some(m.iid) == number(n)) {
                 Some(m) => reply(

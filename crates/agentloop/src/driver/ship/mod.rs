@@ -419,9 +419,16 @@ impl Driver {
         else {
             return Err("no pull request to merge".into());
         };
-        let merged = f
-            .merge(number, &commit, method(cfg.method))
-            .map_err(|e| e.to_string())?;
+        // A driver that died after the forge merged and before `pr_merged` was
+        // written merges again here: the forge refuses (it is merged), and says as
+        // what commit.
+        let merged = match f.merge(number, &commit, method(cfg.method)) {
+            Ok(merged) => merged,
+            Err(e) => match f.merged(number) {
+                Ok(Some(merged)) => merged,
+                _ => return Err(e.to_string()),
+            },
+        };
         if cfg.delete_branch {
             let branch = self.ship_branch();
             if let Err(e) = git(
