@@ -737,3 +737,71 @@ fn a_driver_killed_after_the_forge_merged_records_that_merge_on_resume() {
     assert_eq!(git(&bare, &["rev-parse", "main"]), merged);
     assert_eq!(p.status()["status"], "completed");
 }
+
+#[test]
+fn a_driver_killed_before_and_after_each_ship_record_ships_once() {
+    use std::os::unix::process::ExitStatusExt;
+    let kinds = [
+        "ship_pushed",
+        "pr_opened",
+        "checks_finished",
+        "diff_gates_checked",
+        "pr_merged",
+        "post_merge_verified",
+    ];
+    for kind in kinds {
+        for point in ["before-append", "after-append"] {
+            let at = format!("{point}:{kind}#1");
+            let (p, remote, gh) = shipping(
+                PLAN,
+                AGENT,
+                Some("true\n"),
+                "",
+                "merge = \"auto\"\nmethod = \"merge\"\n",
+            );
+            // Drivers one after another (a person approving at the review gate between
+            // them) until the run is over; the first to reach the record is killed there.
+            let mut killed = false;
+            for round in 0..8 {
+                if round > 0 && p.status()["gate"]["point"] == "review" {
+                    assert_eq!(p.run(&["approve"]).code, Some(0), "{at}");
+                }
+                let verb = if round == 0 { "run" } else { "resume" };
+                let mut c = p.cmd(&[verb, "--quiet", "--no-wait"]);
+                if !killed {
+                    c.env("AGENTLOOP_FAILPOINT", &at);
+                }
+                let out = c.output().unwrap();
+                if out.status.signal() == Some(9) {
+                    killed = true;
+                    continue;
+                }
+                match out.status.code() {
+                    Some(0) => break,
+                    Some(5) => continue,
+                    other => panic!(
+                        "{at}: exit {other:?}: {}",
+                        String::from_utf8_lossy(&out.stderr)
+                    ),
+                }
+            }
+            assert!(killed, "{at} was never reached");
+            assert_eq!(p.status()["status"], "completed", "{at}");
+            let prs = gh.prs();
+            assert_eq!(prs.len(), 1, "{at}: one pull request");
+            let merged = prs[0].merge_sha.clone().expect("merged");
+            let events = crate::real_cli::journal_events(&p);
+            let merges: Vec<&serde_json::Value> =
+                events.iter().filter(|e| e["kind"] == "pr_merged").collect();
+            assert_eq!(merges.len(), 1, "{at}: {merges:?}");
+            assert_eq!(merges[0]["data"]["commit"], merged.as_str(), "{at}");
+            assert!(!events.iter().any(|e| e["kind"] == "ship_failed"), "{at}");
+            assert_eq!(
+                git(&remote.path().join("hello.git"), &["rev-parse", "main"]),
+                merged,
+                "{at}"
+            );
+            assert_eq!(p.run(&["journal", "verify"]).code, Some(0), "{at}");
+        }
+    }
+}
