@@ -6,7 +6,7 @@
 //! What is agentloop's own here: the policy, the journal's encoding, reader and fold,
 //! the settings a takeover derives, the reviewer's rounds. What is simulated: agents,
 //! checks, merges and the integration branch, the reviewer's verdicts, the person at
-//! the gates, the clock. See docs/ARCHITECTURE.md ("The simulator").
+//! the gates (and with requests of their own: steer, pause, skip, debug, stop), the clock. See docs/ARCHITECTURE.md ("The simulator").
 
 mod rng;
 mod scale;
@@ -20,7 +20,7 @@ use agentloop_core::journal::{Event, Outcome, RunState, TaskStatus, read};
 
 pub use rng::Rng;
 pub use scale::{Scaled, busiest, scale};
-pub use scenario::{Attempt, Profile, Scenario};
+pub use scenario::{Asked, Asking, Attempt, Profile, Scenario};
 pub use world::{Commit, Faults, Run, run};
 
 /// What one seed's check saw.
@@ -35,6 +35,8 @@ pub struct Seen {
     pub merges: usize,
     /// Tasks planners added.
     pub planned: usize,
+    /// A person's requests made unprompted (steer, pause, skip, debug, stop).
+    pub asked: usize,
 }
 
 /// The faults a seed draws: one to four kills at effects of the run without faults,
@@ -67,6 +69,7 @@ pub fn check(seed: u64) -> Result<Seen, String> {
         gates: base.gates.len(),
         merges: faulted.branch.len(),
         planned: faulted.state.planning.added.len(),
+        asked: faulted.asked,
     })
 }
 

@@ -21,6 +21,31 @@ pub struct Scenario {
     /// With planners (`[run] planners`): the tasks they add, a round at a time — a
     /// planner proposes the first round not yet in the plan, then nothing.
     pub growth: Vec<Vec<String>>,
+    /// What a person asks of the run unprompted (`steer`, `pause`, `skip`…), each
+    /// once a number of tasks are done: a point of the run that is the same with
+    /// faults or without.
+    pub requests: Vec<Asked>,
+}
+
+/// A person's request, made once `after_done` tasks are done.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Asked {
+    pub after_done: usize,
+    pub what: Asking,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Asking {
+    Steer,
+    /// Pause; the person resumes it when next asked.
+    Pause,
+    /// Skip the last task not started yet (one worker: the same task with or
+    /// without faults).
+    Skip,
+    /// The next iteration of that task is a DEBUG one.
+    Debug,
+    /// Stop after the current iteration.
+    Stop,
 }
 
 /// What a scenario's attempts are like.
@@ -157,6 +182,25 @@ impl Scenario {
             c.run.cycle = Some(format!("{} tasks", g.range(1, 3)));
         }
         c.gates.new_tasks = planners > 0 && g.chance(30);
+        // A third of the runs get a person's requests, from a stream of their own.
+        let mut q = Rng::new(seed).fork(0xc011);
+        let mut requests = Vec::new();
+        if q.chance(33) {
+            let one = c.run.workers == Some(1);
+            for _ in 0..q.range(1, 2) {
+                let what = match q.range(0, if one { 4 } else { 1 }) {
+                    0 => Asking::Steer,
+                    1 => Asking::Pause,
+                    2 => Asking::Skip,
+                    3 => Asking::Debug,
+                    _ => Asking::Stop,
+                };
+                requests.push(Asked {
+                    after_done: q.range(0, n as u64) as usize,
+                    what,
+                });
+            }
+        }
         let mut tasks = tasks;
         tasks.extend(growth.iter().flatten().cloned());
         Scenario {
@@ -167,6 +211,7 @@ impl Scenario {
             trouble,
             profile: Profile::Random,
             growth,
+            requests,
         }
     }
 
@@ -205,6 +250,7 @@ impl Scenario {
             trouble: red,
             profile: Profile::Scale,
             growth: Vec::new(),
+            requests: Vec::new(),
         }
     }
 

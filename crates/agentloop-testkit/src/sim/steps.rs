@@ -6,6 +6,7 @@ use agentloop_core::journal::*;
 use agentloop_core::policy;
 use agentloop_core::signals::Signals;
 
+use super::scenario::Asking;
 use super::world::{Commit, Done, Killed, World};
 
 impl World<'_> {
@@ -80,6 +81,8 @@ impl World<'_> {
                     gate: None,
                 },
             }
+        } else if self.state.paused {
+            Request::Resume
         } else if self.state.budget_spent.is_some() {
             Request::Stop
         } else if let Some(t) = self
@@ -101,6 +104,47 @@ impl World<'_> {
             request,
             by: Some("person@sim".into()),
         })
+    }
+
+    /// The scenario's requests whose point has come, each made once.
+    pub(super) fn person_requests(&mut self) -> Result<(), Killed> {
+        for (i, a) in self.sc.requests.iter().enumerate() {
+            if self.asked.contains(&i)
+                || self.state.is_finished()
+                || self.state.done_count() < a.after_done
+            {
+                continue;
+            }
+            self.asked.insert(i);
+            // The last task not started yet.
+            let last = self
+                .state
+                .tasks
+                .iter()
+                .rev()
+                .find(|t| t.status == TaskStatus::Pending && t.iterations == 0)
+                .map(|t| t.id.clone());
+            let request = match (a.what, last) {
+                (Asking::Steer, _) => Request::Steer {
+                    note: "keep each change small".into(),
+                },
+                (Asking::Pause, _) => Request::Pause,
+                (Asking::Stop, _) => Request::Stop,
+                (Asking::Skip, Some(task)) => Request::Skip {
+                    task,
+                    reason: Some("the simulated person does not need it".into()),
+                },
+                (Asking::Debug, Some(task)) => Request::Debug { task },
+                (Asking::Skip | Asking::Debug, None) => continue,
+            };
+            self.append_whole(Event::Control {
+                id: format!("asked-{i}"),
+                source: "cli".into(),
+                request,
+                by: Some("person@sim".into()),
+            })?;
+        }
+        Ok(())
     }
 
     pub(super) fn record_decision(&mut self, e: Event) -> Result<(), Killed> {

@@ -64,6 +64,8 @@ pub struct Run {
     /// The simulated time agents and task checks took, summed over every attempt
     /// (what workers have to do, whatever the queue).
     pub work_ms: u64,
+    /// A person's requests made (the scenario's, once their point came).
+    pub asked: usize,
 }
 
 pub(super) enum Done {
@@ -104,6 +106,9 @@ pub(super) struct World<'a> {
     pub(super) tries: BTreeMap<(String, u32), u32>,
     /// Simulated agent and check time so far.
     pub(super) work_ms: u64,
+    /// The scenario's requests a person has made (their lines are theirs, written
+    /// whole whatever becomes of the driver).
+    pub(super) asked: BTreeSet<usize>,
     pub(super) scratch: tempfile::TempDir,
 }
 
@@ -156,6 +161,7 @@ pub fn run(sc: &Scenario, faults: &Faults) -> Run {
         drivers: 0,
         tries: BTreeMap::new(),
         work_ms: 0,
+        asked: BTreeSet::new(),
         scratch: tempfile::tempdir().expect("a temporary directory"),
     };
     let stuck = w.drive_to_end(settings);
@@ -168,6 +174,7 @@ pub fn run(sc: &Scenario, faults: &Faults) -> Run {
         stuck,
         elapsed_ms: w.now - EPOCH_MS,
         work_ms: w.work_ms,
+        asked: w.asked.len(),
     }
 }
 
@@ -256,6 +263,15 @@ impl World<'_> {
         Ok(())
     }
 
+    /// A line another process writes (a person's request): never torn by the
+    /// driver's death, which may still follow it.
+    pub(super) fn append_whole(&mut self, event: Event) -> Result<(), Killed> {
+        let torn = std::mem::replace(&mut self.torn, false);
+        let r = self.append(event);
+        self.torn = torn;
+        r
+    }
+
     /// One effect: a journal line, applied to the state as the driver applies it.
     pub(super) fn append(&mut self, event: Event) -> Result<(), Killed> {
         let seq = self.state.last_seq + 1;
@@ -311,6 +327,7 @@ impl World<'_> {
                 return Ok(Some(self.stuck_words()));
             }
             self.deliver_due()?;
+            self.person_requests()?;
             // An agent's usage limit has reset: its tasks go on.
             let over: Vec<String> = self
                 .state

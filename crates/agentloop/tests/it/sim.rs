@@ -25,7 +25,7 @@ fn a_thousand_seeded_runs_with_faults_end_as_they_would_without() {
     let range = seeds(0..1000);
     let n = range.end - range.start;
     let (mut kills, mut workers, mut gates, mut merges) = (0u64, 0u64, 0u64, 0u64);
-    let mut planned = 0u64;
+    let (mut planned, mut asked) = (0u64, 0u64);
     let mut results = Vec::new();
     for seed in range {
         results.push(sim::check(seed).map(|seen| {
@@ -34,6 +34,7 @@ fn a_thousand_seeded_runs_with_faults_end_as_they_would_without() {
             gates += seen.gates as u64;
             merges += seen.merges as u64;
             planned += u64::from(seen.planned > 0);
+            asked += u64::from(seen.asked > 0);
         }));
     }
     let failed = failures(results);
@@ -52,6 +53,10 @@ fn a_thousand_seeded_runs_with_faults_end_as_they_would_without() {
         planned >= n / 8,
         "planners added tasks in {planned} of {n} runs"
     );
+    assert!(
+        asked >= n / 5,
+        "a person asked something unprompted in {asked} of {n} runs"
+    );
 }
 
 #[test]
@@ -65,6 +70,14 @@ fn small_runs_killed_after_every_effect_end_as_they_would_without() {
         .filter(|&s| Scenario::from_seed(s).config.run.cycle.is_some())
         .count();
     assert!(judged >= 2, "{judged} of the seeds are judged in cycles");
+    // And a person's requests made unprompted (steer, pause, skip, debug, stop).
+    let asking = seeds(0..25)
+        .filter(|&s| !Scenario::from_seed(s).requests.is_empty())
+        .count();
+    assert!(
+        asking >= 4,
+        "{asking} of the seeds have a person's requests"
+    );
     for seed in seeds(0..25) {
         for torn in [false, true] {
             if let Err(e) = sim::check_every_kill(seed, torn) {
