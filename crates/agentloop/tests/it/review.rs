@@ -18,11 +18,19 @@ pub(crate) fn project(reviewer: &str, review: &str) -> Project {
         .file("tests/t1.sh", VISIBLE)
         .agent(&agent(WORKER))
         .build();
+    with_reviewer(p, reviewer, review)
+}
+
+/// `p` with the reviewer `reviewer.sh`, whose script `reviewer` finds its prompt in
+/// `"$s/prompt-$k.md"` (kept for the test to read), and `[review]` `review`.
+fn with_reviewer(p: Project, reviewer: &str, review: &str) -> Project {
     let state = p.path().join(".git/reviewer");
     p.write(
         "reviewer.sh",
         format!(
-            "s={s}\nmkdir -p \"$s\"\nk=$(ls \"$s\" | wc -l); k=$((k+1))\ncat > \"$s/prompt-$k.md\"\n{reviewer}\n",
+            // `k`: this reviewer's number, taken with an atomic `mkdir` (reviewers of
+            // workers read at once).
+            "s={s}\nmkdir -p \"$s\"\nk=1; while ! mkdir \"$s/$k.taken\" 2>/dev/null; do k=$((k+1)); done\ncat > \"$s/prompt-$k.md\"\n{reviewer}\n",
             s = state.display()
         ),
     );
@@ -196,22 +204,12 @@ fn with_workers_a_review_under_way_holds_no_other_task() {
         ))
         .build();
     let seen = p.path().join(".git/saw-t2");
-    p.write(
-        "reviewer.sh",
-        format!(
-            "prompt=$(cat)\nif printf '%s' \"$prompt\" | grep -q one.txt; then\n  i=0\n  while [ $i -lt 150 ]; do\n    if grep -q '\"outcome\":\"completed\"' {root}/.agentloop/runs/*/journal.jsonl; then touch {seen}; break; fi\n    sleep 0.1; i=$((i+1))\n  done\nfi\nprintf 'Fine.\\nVERDICT: APPROVE\\n'\n",
-            root = p.path().display(),
-            seen = seen.display()
-        ),
+    let waits = format!(
+        "if grep -q one.txt \"$s/prompt-$k.md\"; then\n  i=0\n  while [ $i -lt 150 ]; do\n    if grep -q '\"outcome\":\"completed\"' {root}/.agentloop/runs/*/journal.jsonl; then touch {seen}; break; fi\n    sleep 0.1; i=$((i+1))\n  done\nfi\nprintf 'Fine.\\nVERDICT: APPROVE\\n'",
+        root = p.path().display(),
+        seen = seen.display()
     );
-    let config = p.read("agentloop.toml");
-    p.write(
-        "agentloop.toml",
-        format!(
-            "{config}\n[agents.reviewer]\ncommand = [\"sh\", \"reviewer.sh\"]\ntimeout = \"60s\"\n\n[review]\nagent = \"reviewer\"\nwhen = \"always\"\n"
-        ),
-    );
-    p.commit("a reviewer");
+    let p = with_reviewer(p, &waits, "when = \"always\"\n");
     let r = p.run(&["run", "--workers", "2", "--quiet"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(seen.exists(), "T1's review held T2 until it gave up");

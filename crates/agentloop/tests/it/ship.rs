@@ -698,48 +698,10 @@ pub(crate) fn someone_pushes(
 }
 
 #[test]
-fn a_driver_killed_after_the_forge_merged_records_that_merge_on_resume() {
-    // Killed after GitHub merged the pull request and before `pr_merged` is written:
-    // the resumed driver's merge is refused (it is merged) and it records the merge
-    // the forge made, instead of waiting for a person at the ship gate.
-    let (p, remote, gh) = shipping(
-        PLAN,
-        AGENT,
-        None,
-        "",
-        "merge = \"auto\"\nmethod = \"merge\"\n",
-    );
-    let child = p
-        .cmd(&["run", "--quiet"])
-        .env("AGENTLOOP_FAILPOINT", "before-append:pr_merged#1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for(&p, "the review gate", |p| {
-        crate::support::journal_has(p, "\"point\":\"review\"")
-    });
-    assert_eq!(p.run(&["approve"]).code, Some(0));
-    let out = child.wait_with_output().unwrap();
-    use std::os::unix::process::ExitStatusExt;
-    assert_eq!(out.status.signal(), Some(9), "not killed at pr_merged");
-    let merged = gh.prs()[0].merge_sha.clone().expect("merged on the forge");
-    // `--no-wait`: before, it waited for a person at the ship gate.
-    let r = p.run(&["resume", "--quiet", "--no-wait"]);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let events = crate::real_cli::journal_events(&p);
-    let merges: Vec<&serde_json::Value> =
-        events.iter().filter(|e| e["kind"] == "pr_merged").collect();
-    assert_eq!(merges.len(), 1, "{merges:?}");
-    assert_eq!(merges[0]["data"]["commit"], merged.as_str());
-    assert!(!events.iter().any(|e| e["kind"] == "ship_failed"));
-    let bare = remote.path().join("hello.git");
-    assert_eq!(git(&bare, &["rev-parse", "main"]), merged);
-    assert_eq!(p.status()["status"], "completed");
-}
-
-#[test]
 fn a_driver_killed_before_and_after_each_ship_record_ships_once() {
+    // Killed before `pr_merged` is written, the forge has merged: the next driver's
+    // merge is refused, and it records the merge the forge made (before, it waited
+    // for a person at the ship gate).
     use std::os::unix::process::ExitStatusExt;
     let kinds = [
         "ship_pushed",
