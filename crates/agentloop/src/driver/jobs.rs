@@ -35,7 +35,21 @@ pub(crate) enum Done {
     /// A planner's answer.
     Planned(Box<Answer>),
     /// A reviewer's verdict on an iteration's verified work.
-    Reviewed(Box<super::review::Reviewed>),
+    Reviewed(Box<Reviewed>),
+}
+
+/// What a reviewer said, to record.
+pub(crate) struct Reviewed {
+    pub task: String,
+    /// Its log, to redact once recorded.
+    pub log: PathBuf,
+    pub finished: agentloop_core::journal::ReviewFinished,
+}
+
+impl Reviewed {
+    pub(crate) fn iteration(&self) -> u32 {
+        self.finished.iteration
+    }
 }
 
 /// What a planner answered.

@@ -15,7 +15,7 @@ use agentloop_core::policy::review;
 
 use super::Driver;
 use super::gates::read_diff;
-use super::jobs::Done;
+use super::jobs::{Done, Reviewed};
 use crate::error::CliError;
 
 /// A reviewer's turn, ready to run anywhere (everything it needs is owned), or its
@@ -34,19 +34,6 @@ struct ReviewRun {
     at: std::path::PathBuf,
     /// The sandbox it reads under; its proxy lives as long as the job.
     confined: agentloop_core::exec::sandbox::Confinement,
-}
-
-/// What a reviewer said, to record.
-pub(crate) struct Reviewed {
-    task: String,
-    log: std::path::PathBuf,
-    finished: ReviewFinished,
-}
-
-impl Reviewed {
-    pub(crate) fn iteration(&self) -> u32 {
-        self.finished.iteration
-    }
 }
 
 fn rejected(what: String) -> (ReviewVerdict, Vec<Finding>, bool) {
