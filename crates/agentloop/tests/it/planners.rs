@@ -322,3 +322,49 @@ fn a_driver_killed_at_each_planners_record_resumes_to_the_same_plan() {
         }
     }
 }
+
+/// A planner proposes a task checked by a script; its worker writes the script to
+/// pass (`exit 0`) instead of doing the work. The script joins the verification
+/// surface as soon as the task's check names it: written new, or rewritten where it
+/// was already in the tree, it stops the run at the surface gate for a person.
+#[test]
+fn a_check_script_a_planner_named_is_on_the_surface_for_its_worker() {
+    const CHEAT: &str = r#"prompt=$(cat)
+if printf '%s\n' "$prompt" | head -n 1 | grep -q '^# Planning:'; then
+  if printf '%s\n' "$prompt" | grep -q '^No task yet'; then
+    printf 'NEW_TASKS\n## T1: Make the report\nVerify: sh checks/t1.sh\nEND_NEW_TASKS\n'
+  else
+    echo NO_NEW_TASKS
+  fi
+  exit 0
+fi
+mkdir -p checks
+echo 'exit 0' > checks/t1.sh
+echo TASK_COMPLETE
+"#;
+    for already in [false, true] {
+        let p = Scratch::new().plan(GOAL).build();
+        p.write("agent.sh", CHEAT);
+        if already {
+            p.write("checks/t1.sh", "test -f report.txt\n");
+        }
+        p.write(
+            "agentloop.toml",
+            format!(
+                "[run]\nagent = \"scripted\"\nplanners = 1\n\n[agents.scripted]\ncommand = [\"sh\", \"{}\"]\ntimeout = \"60s\"\n",
+                p.path().join("agent.sh").display()
+            ),
+        );
+        p.commit("a planning agent");
+        let r = p.run(&["run", "--quiet", "--no-wait"]);
+        let s = p.status();
+        assert_eq!(r.code, Some(5), "already {already}: {}\n{s}", r.stderr);
+        assert_eq!(s["gate"]["point"], "surface", "already {already}: {s}");
+        assert_ne!(s["tasks"][0]["status"], "done", "already {already}: {s}");
+        let changed = s["surface_changes"].to_string();
+        assert!(
+            changed.contains("checks/t1.sh"),
+            "already {already}: {changed}"
+        );
+    }
+}

@@ -443,3 +443,26 @@ fn with_workers_a_rewritten_test_waits_for_a_person_and_no_wait_returns() {
     assert_eq!(s["workers"]["lanes"][0]["phase"], "waiting");
     assert_eq!(p.read("tests/t1.sh"), TEST, "the user's tree is untouched");
 }
+
+#[test]
+fn a_script_a_check_runs_that_the_agent_writes_waits_for_a_person() {
+    // `Verify: sh checks/t1.sh` before the script exists: the agent that writes it
+    // writes its own judge (`exit 0`). A new file a check runs as its script is on
+    // the surface: the run waits at the surface gate with it.
+    let p = Scratch::new()
+        .plan("# Report\n\n## T1: Make the report\nVerify: sh checks/t1.sh\n")
+        .agent(&agent(
+            "mkdir -p checks\necho 'exit 0' > checks/t1.sh\necho TASK_COMPLETE",
+        ))
+        .build();
+    let r = p.run(&["run", "--quiet", "--no-wait"]);
+    let s = p.status();
+    assert_eq!(r.code, Some(5), "{}\n{s}", r.stderr);
+    assert_eq!(s["gate"]["point"], "surface", "{s}");
+    assert!(
+        s["surface_changes"]
+            .to_string()
+            .contains("the script a Verify command runs (checks/t1.sh)"),
+        "{s}"
+    );
+}

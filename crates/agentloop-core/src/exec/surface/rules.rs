@@ -96,6 +96,9 @@ pub struct Rules {
     named: BTreeSet<String>,
     /// Programs a `Verify:` runs (`pytest`, `make`, `./check.sh` → `check.sh`).
     programs: BTreeSet<String>,
+    /// The scripts a `Verify:` runs (`sh checks/t1.sh`, `./check.sh`), there or not
+    /// yet: one the agent writes would be its own judge.
+    scripts: BTreeSet<String>,
     /// Modules a `Verify:` runs with `python -m` (`unittest`, `pytest`): a top-level
     /// `MODULE.py` or `MODULE/` package in the project would be run instead.
     modules: BTreeSet<String>,
@@ -110,6 +113,7 @@ impl Rules {
         check_files: &[String],
     ) -> Rules {
         let mut named = BTreeSet::new();
+        let mut scripts = BTreeSet::new();
         let mut programs = BTreeSet::new();
         let mut modules = BTreeSet::new();
         for cmd in &commands {
@@ -139,6 +143,7 @@ impl Rules {
                 // The program itself, when it lives in the project (`./check.sh`).
                 if program.contains('/') {
                     name_path(program);
+                    scripts.insert(program.trim_start_matches("./").to_string());
                 }
                 let args = &words[1..];
                 let runner = match (name, args.first().copied(), args.get(1).copied()) {
@@ -154,6 +159,7 @@ impl Rules {
                     // The script it runs: its first argument that is not an option.
                     if let Some(script) = args.iter().find(|a| !a.starts_with('-')) {
                         name_path(script);
+                        scripts.insert(script.trim_start_matches("./").to_string());
                     }
                 } else if TEST_RUNNERS.contains(&runner) {
                     // What a test runner is pointed at: paths among its arguments.
@@ -177,6 +183,7 @@ impl Rules {
             commands,
             check_files: check_files.to_vec(),
             named,
+            scripts,
             programs,
             modules,
         }
@@ -264,6 +271,9 @@ impl Rules {
             return Some(format!(
                 "shadows the module a Verify command runs (python -m {m})"
             ));
+        }
+        if self.scripts.contains(path) {
+            return Some(format!("the script a Verify command runs ({path})"));
         }
         if self.programs.contains(name) {
             return Some(format!(
