@@ -5,7 +5,8 @@
 //! done, blocked or skipped), the plan's open tasks no longer keep the workers busy
 //! (fewer than two per worker), and a planner is free; once one found nothing to add,
 //! only a new setback (a task blocked or skipped) or the plan's end asks again. Its proposal is refused whole
-//! when a task of it is not new, names no check, or makes a plan that does not
+//! when a task of it is not new, names no check or only checks that cannot fail
+//! (`true`, `echo`, `… || true`), or makes a plan that does not
 //! validate; a refused proposal is asked for again, with the reason, at most twice in
 //! a row.
 
@@ -122,7 +123,7 @@ pub fn prompt(s: &RunState, planner: u32) -> String {
     }
     let taken: Vec<&str> = s.plan.ids();
     out.push_str(&format!(
-        "\n## What to answer\n\nPropose tasks that are not in the plan, in the plan's own format: each a heading `## T<n>: <title>` with an id not taken{}, a line `Verify: <command>` that passes only once the task is done (a task without one is refused), and `Depends: T<n>` where it needs another task done first. At most {MAX_TASKS} tasks, small enough for one agent each. Write them between a line `{START}` and a line `{END}`. If the goal needs nothing more, answer `{NOTHING}` alone.\n",
+        "\n## What to answer\n\nPropose tasks that are not in the plan, in the plan's own format: each a heading `## T<n>: <title>` with an id not taken{}, a line `Verify: <command>` that passes only once the task is done (a task without one, or with one that cannot fail, is refused; a script it runs that is not in the tree yet is held for a person when the task's agent writes it), and `Depends: T<n>` where it needs another task done first. At most {MAX_TASKS} tasks, small enough for one agent each. Write them between a line `{START}` and a line `{END}`. If the goal needs nothing more, answer `{NOTHING}` alone.\n",
         if taken.is_empty() {
             String::new()
         } else {
@@ -140,6 +141,20 @@ fn first_line(s: &str) -> &str {
 }
 
 /// What becomes of a planner's answer `text` (its final message).
+/// A check that passes whatever the work is: `true`, `:`, `exit 0`, an `echo`, or
+/// one whose failure is turned into a success (`… || true`).
+fn cannot_fail(check: &str) -> bool {
+    let c = check.trim().trim_end_matches(';').trim();
+    let always = ["true", ":", "exit 0", "/bin/true", "/usr/bin/true"];
+    always.contains(&c)
+        || c.starts_with("echo ")
+        || c == "echo"
+        || c.starts_with("printf ")
+        || ["|| true", "|| :", "|| exit 0", "; true", "; exit 0"]
+            .iter()
+            .any(|tail| c.ends_with(tail))
+}
+
 pub fn review(s: &RunState, text: &str) -> Planned {
     let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
     let start = lines.iter().rposition(|l| l.trim() == START);
@@ -183,6 +198,13 @@ pub fn review(s: &RunState, text: &str) -> Planned {
             return refuse(format!(
                 "{} names no check (`Verify:`): nothing could tell it done",
                 t.id
+            ));
+        }
+        if t.tests.is_empty() && t.verify.iter().all(|c| cannot_fail(c)) {
+            return refuse(format!(
+                "{}'s checks cannot fail (`{}`): a check must fail until the work is done",
+                t.id,
+                t.verify.join("`, `")
             ));
         }
     }
@@ -255,7 +277,20 @@ mod tests {
         assert!(
             matches!(review(&s, unchecked), Planned::Refused { reason } if reason.contains("names no check"))
         );
-        let dangling = "NEW_TASKS\n## T2: Later\nVerify: true\nDepends: T9\nEND_NEW_TASKS";
+        for weak in [
+            "true",
+            "exit 0",
+            "echo ok",
+            "pytest -q || true",
+            "sh t.sh; exit 0",
+        ] {
+            let answer = format!("NEW_TASKS\n## T2: Later\nVerify: {weak}\nEND_NEW_TASKS");
+            assert!(
+                matches!(review(&s, &answer), Planned::Refused { reason } if reason.contains("cannot fail")),
+                "{weak}"
+            );
+        }
+        let dangling = "NEW_TASKS\n## T2: Later\nVerify: test -f later\nDepends: T9\nEND_NEW_TASKS";
         assert!(matches!(review(&s, dangling), Planned::Refused { .. }));
         assert_eq!(review(&s, "All done.\nNO_NEW_TASKS\n"), Planned::Nothing);
         assert!(matches!(review(&s, "I think so."), Planned::Failed { .. }));
