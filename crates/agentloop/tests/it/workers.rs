@@ -662,7 +662,7 @@ fn a_usage_limit_holds_that_agents_workers_while_another_agents_go_on() {
                     status: 429,
                     kind: "rate_limit_error".into(),
                     message: "This request would exceed your account's rate limit.".into(),
-                    retry_after: Some(3),
+                    retry_after: Some(6),
                 },
                 cli.shell("echo T1 > t1.txt", 10, 1),
                 say("TASK_COMPLETE", 10, 1, 0),
@@ -676,11 +676,14 @@ fn a_usage_limit_holds_that_agents_workers_while_another_agents_go_on() {
             ],
         ),
     ]);
+    // The other agent's T2 ends only once claude's limit is hit (it reads the
+    // journal), so its T3 starts inside the limit's 6 s however loaded the machine: a
+    // fixed `sleep 2` against a 3 s limit raced claude's start in one CI run.
     let plan = "# Two accounts\n\n## T1: A\nVerify: test -f t1.txt\n\n## T2: B\nAgent: scripted\nVerify: test -f t2.txt\n\n## T3: C\nAgent: scripted\nVerify: test -f t3.txt\n\n## T4: D\nVerify: test -f t4.txt\n";
     let p = cli.project(
         &server,
         plan,
-        "[agents.scripted]\ncommand = [\"sh\", \"-c\", \"p=$(cat); t=$(printf '%s\\\\n' \\\"$p\\\" | sed -n 's/^## Your task: T\\\\([0-9]\\\\) .*/\\\\1/p' | head -n 1); sleep 2; touch t$t.txt; echo TASK_COMPLETE\"]\n\n[limits]\nwait = \"3s\"\n",
+        "[agents.scripted]\ncommand = [\"sh\", \"-c\", \"p=$(cat); t=$(printf '%s\\\\n' \\\"$p\\\" | sed -n 's/^## Your task: T\\\\([0-9]\\\\) .*/\\\\1/p' | head -n 1); i=0; while [ $t = 2 ] && ! grep -q limit_hit \\\"$AGENTLOOP_RUN_DIR/journal.jsonl\\\" && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done; touch t$t.txt; echo TASK_COMPLETE\"]\n\n[limits]\nwait = \"6s\"\n",
     );
     let toml = p
         .read("agentloop.toml")
