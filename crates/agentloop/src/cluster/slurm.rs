@@ -265,8 +265,29 @@ pub struct Submit<'a> {
     pub script: &'a str,
 }
 
-/// Submits a job; its id.
+/// Submits a job; its id. A controller that could not be reached, or that says it
+/// cannot take a job right now, is asked again (after 1, 2, 4 and 8 s): in both cases
+/// no job was made, so asking again makes none twice. Other refusals are final.
 pub fn submit(s: &Submit<'_>) -> Result<String, String> {
+    let mut wait = std::time::Duration::from_secs(1);
+    loop {
+        match submit_once(s) {
+            Err(e) if not_submitted_for_now(&e) && wait <= std::time::Duration::from_secs(8) => {
+                std::thread::sleep(wait);
+                wait *= 2;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Whether `sbatch`'s error says the controller made no job and may take one later.
+fn not_submitted_for_now(error: &str) -> bool {
+    error.contains("Unable to contact slurm controller")
+        || error.contains("Slurm temporarily unable to accept job")
+}
+
+fn submit_once(s: &Submit<'_>) -> Result<String, String> {
     let mut c = tool("sbatch");
     // A job Slurm ends on its own (a failed node) is not run again by Slurm: the
     // iteration is redone by agentloop's policy, as a new iteration.
@@ -456,6 +477,24 @@ pub fn script(program: &str, title: &str, spec: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_controller_out_of_reach_is_asked_again_a_refusal_is_final() {
+        // As sbatch says them (the first seen in a CI run of the suite's own cluster).
+        assert!(not_submitted_for_now(
+            "sbatch: sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)"
+        ));
+        assert!(not_submitted_for_now(
+            "sbatch: sbatch: error: Batch job submission failed: Slurm temporarily unable to accept job, sleeping and retrying"
+        ));
+        // A socket timeout may have made the job: never asked again.
+        assert!(!not_submitted_for_now(
+            "sbatch: error: Batch job submission failed: Socket timed out on send/recv operation"
+        ));
+        assert!(!not_submitted_for_now(
+            "sbatch: error: Batch job submission failed: Invalid partition name specified"
+        ));
+    }
 
     #[test]
     fn squeue_states_are_read_as_waiting_over_or_lost() {
