@@ -41,10 +41,14 @@ echo TASK_COMPLETE
 
 fn project(plan: &str, run: &str, more: &str, answers: &[&str]) -> Project {
     let p = Scratch::new().plan(plan).build();
-    p.write(
-        "agent.sh",
-        agent(&p.path().join(".git/agent-state"), answers),
-    );
+    let script = agent(&p.path().join(".git/agent-state"), answers);
+    scripted(p, &script, run, more)
+}
+
+/// `p` with `script` as its agent (`agent.sh`, the `scripted` agent of `[run]`), `run`
+/// more of `[run]` and `more` after it, committed.
+pub(crate) fn scripted(p: Project, script: &str, run: &str, more: &str) -> Project {
+    p.write("agent.sh", script);
     p.write(
         "agentloop.toml",
         format!(
@@ -264,16 +268,7 @@ echo TASK_COMPLETE
 fn a_driver_killed_at_each_planners_record_resumes_to_the_same_plan() {
     let make = || {
         let p = Scratch::new().plan(GOAL).build();
-        p.write("agent.sh", FROM_THE_PROMPT);
-        p.write(
-            "agentloop.toml",
-            format!(
-                "[run]\nagent = \"scripted\"\nworkers = 2\nplanners = 1\n\n[agents.scripted]\ncommand = [\"sh\", \"{}\"]\ntimeout = \"60s\"\n",
-                p.path().join("agent.sh").display()
-            ),
-        );
-        p.commit("a planning agent");
-        p
+        scripted(p, FROM_THE_PROMPT, "workers = 2\nplanners = 1", "")
     };
     let reference = make();
     let r = reference.run(&["run", "--quiet"]);
@@ -344,18 +339,10 @@ echo TASK_COMPLETE
 "#;
     for already in [false, true] {
         let p = Scratch::new().plan(GOAL).build();
-        p.write("agent.sh", CHEAT);
         if already {
             p.write("checks/t1.sh", "test -f report.txt\n");
         }
-        p.write(
-            "agentloop.toml",
-            format!(
-                "[run]\nagent = \"scripted\"\nplanners = 1\n\n[agents.scripted]\ncommand = [\"sh\", \"{}\"]\ntimeout = \"60s\"\n",
-                p.path().join("agent.sh").display()
-            ),
-        );
-        p.commit("a planning agent");
+        let p = scripted(p, CHEAT, "planners = 1", "");
         let r = p.run(&["run", "--quiet", "--no-wait"]);
         let s = p.status();
         assert_eq!(r.code, Some(5), "already {already}: {}\n{s}", r.stderr);

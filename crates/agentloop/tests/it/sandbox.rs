@@ -316,14 +316,12 @@ echo TASK_COMPLETE"#;
 #[test]
 fn a_sandboxed_planner_writes_nothing_outside_its_throwaway_copy() {
     let home = planted_home();
-    let mut p = Scratch::new().plan("# Boxed\n\nOne file, a.txt.\n").build();
+    let p = Scratch::new().plan("# Boxed\n\nOne file, a.txt.\n").build();
     let escaped = p.path().join("planner-escaped.txt");
     // As a planner: tries the project and the home directory, then proposes T1; as a
     // worker: makes a.txt.
-    p.write(
-        "agent.sh",
-        format!(
-            r#"prompt=$(cat)
+    let script = format!(
+        r#"prompt=$(cat)
 if printf '%s\n' "$prompt" | head -n 1 | grep -q '^# Planning:'; then
   echo x > "{escaped}" 2>/dev/null && echo WROTE_PROJECT
   echo x > "$HOME/outside" 2>/dev/null && echo WROTE_OUTSIDE
@@ -339,17 +337,9 @@ fi
 touch a.txt
 echo TASK_COMPLETE
 "#,
-            escaped = escaped.display()
-        ),
+        escaped = escaped.display()
     );
-    p.write(
-        "agentloop.toml",
-        format!(
-            "[run]\nagent = \"scripted\"\nplanners = 1\n\n[agents.scripted]\ncommand = [\"sh\", \"{}\"]\ntimeout = \"60s\"\n",
-            p.path().join("agent.sh").display()
-        ),
-    );
-    p.commit("a planning agent");
+    let mut p = crate::planners::scripted(p, &script, "planners = 1", "");
     run_boxed(&mut p, home.path());
     assert_eq!(p.status()["status"], "completed");
     assert!(p.path().join("a.txt").exists());
