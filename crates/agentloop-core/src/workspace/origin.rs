@@ -40,7 +40,11 @@ impl Asker<'_> {
     /// the run, or `None` when it may.
     pub fn refusal(&self, pid: u32) -> Option<String> {
         let (var, input) = if pid == std::process::id() {
-            (std::env::var(RUN_VAR).ok(), input_maker())
+            // Who made its input matters only for the slash command handler.
+            (
+                std::env::var(RUN_VAR).ok(),
+                self.slash.then(input_maker).flatten(),
+            )
         } else {
             (env_of(pid, RUN_VAR), None)
         };
