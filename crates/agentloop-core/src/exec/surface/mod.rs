@@ -34,7 +34,7 @@ pub use gitdir::is_git_file;
 pub use keep::{blob, mend};
 pub use rules::{CHECK_FILES, Rules, is_sectioned, is_test_file};
 pub use section::check_section;
-pub use stamp::Stamp;
+pub use stamp::{Stamp, Stat};
 pub use traced::{TaskFiles, TreeFiles, traced, tree_files};
 
 /// The project's files: tracked ones and untracked ones not ignored.

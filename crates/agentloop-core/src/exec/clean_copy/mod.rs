@@ -9,6 +9,10 @@
 //! create there (build caches like `target/`) are kept between verifications of the
 //! run, so a check does not rebuild from nothing each time.
 
+mod kept;
+
+pub use kept::{KeptCopy, Way};
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -241,3 +245,6 @@ impl CleanCopy {
         let _ = std::fs::remove_file(self.index());
     }
 }
+
+#[cfg(test)]
+mod tests;

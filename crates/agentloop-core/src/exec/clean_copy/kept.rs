@@ -1,0 +1,541 @@
+//! The clean copy kept in step: after one full refresh (git builds the tree and checks
+//! it out), a driver that lives on brings the copy up to date without git, by writing
+//! only what changed since: the project's paths whose state differs between the
+//! snapshot the copy was made from and the one now, and the copy's paths a check (or
+//! anyone) touched since, as the kernel reported them.
+//!
+//! The copy then holds exactly what the full refresh would give it — the agent's files
+//! (tracked ones, and new ones git does not ignore), the baseline's versions of the
+//! surface, the ignored files checks made kept — or the full refresh is taken: the
+//! first time, and whenever the short way cannot be sure. It is not sure when HEAD
+//! moved, the overlay or the carried paths changed, a rule file (`.gitignore`,
+//! `.gitattributes`, `.gitmodules`) or the repository's exclude file changed, the
+//! kernel's queue overflowed, a watched directory went, a surface file in the copy was
+//! touched, a path is not a plain file, or a check left a name the copy did not have
+//! (git would have to say whether it is ignored). A check that once ran git in the
+//! copy (it opened the copy's `.git`) makes every later refresh a full one: the short
+//! way writes the files but not the copy's own commit and index.
+//!
+//! Files are written to a new name and renamed over the old, and a copy with a file
+//! linked from elsewhere is not kept in step: a hard link a check makes to a copy's
+//! file (the kernel reports the link) cannot carry a later write into it. A write the
+//! kernel does not report at all — through a shared memory mapping — can still reach
+//! a file of the agent's in the copy until the next full refresh, never a surface
+//! file: their status is read at every refresh (as `mend` reads it), and one changed
+//! sends the refresh the full way.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use nix::sys::inotify::{AddWatchFlags as F, InitFlags, Inotify, WatchDescriptor};
+
+use super::{CleanCopy, Refreshed};
+use crate::exec::git::{Dirty, Snapshot};
+use crate::exec::surface::Stat;
+use crate::journal::Baseline;
+
+/// Names whose change changes which other paths git ignores or how it writes them.
+const RULE_FILES: [&str; 3] = [".gitignore", ".gitattributes", ".gitmodules"];
+/// Beyond this many directories the copy is not watched (each costs a kernel watch).
+const MAX_WATCHES: usize = 20_000;
+
+fn mask() -> F {
+    F::IN_MODIFY
+        | F::IN_ATTRIB
+        | F::IN_CLOSE_WRITE
+        | F::IN_CREATE
+        | F::IN_DELETE
+        | F::IN_MOVED_FROM
+        | F::IN_MOVED_TO
+        | F::IN_DELETE_SELF
+        | F::IN_MOVE_SELF
+        | F::IN_DONT_FOLLOW
+        | F::IN_ONLYDIR
+}
+
+/// How the last refresh was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Way {
+    /// git built the tree and checked it out.
+    Full,
+    /// Only what changed was written, without git.
+    Kept,
+}
+
+/// A run's clean copy, kept in step between verifications by this process.
+pub struct KeptCopy {
+    copy: CleanCopy,
+    kept: Option<Kept>,
+    /// A check ran git in the copy: the copy's commit and index must be right.
+    git_used: bool,
+    /// How the last refresh was made.
+    pub last: Option<Way>,
+}
+
+/// What the copy holds since its last refresh, and the watch on it.
+struct Kept {
+    inotify: Inotify,
+    /// Watched directories of the copy (`""`: its top) by watch.
+    dirs: HashMap<WatchDescriptor, String>,
+    /// The project's HEAD and dirty paths the copy was made from.
+    head: Option<String>,
+    dirty: Dirty,
+    /// The project's status of each dirty path when it was copied.
+    stats: HashMap<String, Option<Stat>>,
+    /// Files of the copy's tree (the agent's result with the overlay).
+    files: HashSet<String>,
+    /// Directories holding them (and their parents; `""` is the top).
+    tree_dirs: HashSet<String>,
+    /// Names in watched directories that are not the tree's (ignored, checks' caches):
+    /// path → whether it is a directory.
+    extras: HashMap<String, bool>,
+    /// Surface paths the copy holds the baseline's version of.
+    overlay: HashSet<String>,
+    /// Their status in the copy as the full way left it (a write the kernel does not
+    /// report — through a shared memory mapping — still changes it).
+    guarded: HashMap<String, Option<Stat>>,
+    baseline: Option<Baseline>,
+    carry: Vec<String>,
+    /// The repository's exclude file's status.
+    exclude: (PathBuf, Option<Stat>),
+    commit: String,
+}
+
+/// Why the short way was not taken (for tests and the bench).
+type Full = ();
+
+impl KeptCopy {
+    pub fn new(copy: CleanCopy) -> KeptCopy {
+        KeptCopy {
+            copy,
+            kept: None,
+            git_used: false,
+            last: None,
+        }
+    }
+
+    /// The copy itself.
+    pub fn copy(&self) -> &CleanCopy {
+        &self.copy
+    }
+
+    /// Brings the copy up to the project as `now` (a snapshot of it taken after the
+    /// agent's work; `None`: none) says it is, with `overlay`'s versions of the surface
+    /// and `carry` linked in — the short way when it can be sure, else the full one.
+    pub fn refresh(
+        &mut self,
+        now: Option<&Snapshot>,
+        overlay: Option<&Baseline>,
+        carry: &[String],
+    ) -> Result<Refreshed, String> {
+        if let (Some(now), Some(mut kept)) = (now, self.kept.take())
+            && !self.git_used
+            && kept.short(&self.copy, now, overlay, carry, &mut self.git_used).is_ok()
+        {
+            let commit = kept.commit.clone();
+            self.kept = Some(kept);
+            self.last = Some(Way::Kept);
+            return Ok(Refreshed {
+                commit,
+                mended: Vec::new(),
+            });
+        }
+        self.kept = None;
+        self.last = Some(Way::Full);
+        let stats = now
+            .map(|n| stats_of(&self.copy.root, n.dirty.keys()))
+            .unwrap_or_default();
+        let r = self.copy.refresh(overlay, carry)?;
+        if let Some(now) = now {
+            self.kept = Kept::start(&self.copy, now, stats, overlay, carry, &r.commit);
+        }
+        Ok(r)
+    }
+}
+
+fn stats_of<'a>(
+    root: &Path,
+    paths: impl Iterator<Item = &'a String>,
+) -> HashMap<String, Option<Stat>> {
+    paths.map(|p| (p.clone(), Stat::of(&root.join(p)))).collect()
+}
+
+fn parent(p: &str) -> &str {
+    p.rsplit_once('/').map_or("", |(d, _)| d)
+}
+
+fn join(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_string()
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+/// The surface paths a copy holds the baseline's version of.
+fn overlay_paths(base: Option<&Baseline>) -> HashSet<String> {
+    base.into_iter()
+        .flatten()
+        .filter(|(p, _)| !crate::exec::surface::is_sectioned(p) && !crate::exec::surface::is_git_file(p))
+        .map(|(p, _)| p.clone())
+        .collect()
+}
+
+/// What the short way does to one path of the copy.
+enum Act {
+    /// The project's file, as it is now.
+    Write,
+    Remove,
+}
+
+impl Kept {
+    /// The state of the copy just refreshed the full way from `now`, watched from here.
+    fn start(
+        copy: &CleanCopy,
+        now: &Snapshot,
+        stats: HashMap<String, Option<Stat>>,
+        overlay: Option<&Baseline>,
+        carry: &[String],
+        commit: &str,
+    ) -> Option<Kept> {
+        let listed = crate::exec::git::run(&copy.dir, &["ls-files", "-z"]).ok()?;
+        let files: HashSet<String> = listed
+            .split('\0')
+            .filter(|p| !p.is_empty())
+            .map(str::to_string)
+            .collect();
+        let mut tree_dirs: HashSet<String> = HashSet::from([String::new()]);
+        for f in &files {
+            let mut d = parent(f);
+            while !d.is_empty() && tree_dirs.insert(d.to_string()) {
+                d = parent(d);
+            }
+        }
+        if tree_dirs.len() > MAX_WATCHES {
+            return None;
+        }
+        // A file of the copy linked from elsewhere could be written unreported.
+        for f in &files {
+            use std::os::unix::fs::MetadataExt;
+            if std::fs::symlink_metadata(copy.dir.join(f)).is_ok_and(|m| m.nlink() > 1) {
+                return None;
+            }
+        }
+        let overlay_set = overlay_paths(overlay);
+        let guarded = overlay_set
+            .iter()
+            .map(|p| (p.clone(), Stat::of(&copy.dir.join(p))))
+            .collect();
+        let exclude = PathBuf::from(
+            crate::exec::git::run(
+                &copy.root,
+                &["rev-parse", "--path-format=absolute", "--git-path", "info/exclude"],
+            )
+            .ok()?,
+        );
+        let mut kept = Kept {
+            inotify: Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?,
+            dirs: HashMap::new(),
+            head: now.head.clone(),
+            dirty: now.dirty.clone(),
+            stats,
+            files,
+            tree_dirs: tree_dirs.clone(),
+            extras: HashMap::new(),
+            overlay: overlay_set,
+            guarded,
+            baseline: overlay.cloned(),
+            carry: carry.to_vec(),
+            exclude: (exclude.clone(), Stat::of(&exclude)),
+            commit: commit.to_string(),
+        };
+        // Parents before children: a directory is watched before what is read in it.
+        let mut dirs: Vec<String> = tree_dirs.into_iter().collect();
+        dirs.sort();
+        for d in dirs {
+            kept.watch_dir(&copy.dir, &d).ok()?;
+        }
+        Some(kept)
+    }
+
+    /// Watches directory `d` of the copy and notes what in it is not the tree's.
+    fn watch_dir(&mut self, top: &Path, d: &str) -> Result<(), Full> {
+        let path = top.join(d);
+        let mut m = mask();
+        if d.is_empty() {
+            // Who opens the copy's `.git` runs git in it.
+            m |= F::IN_OPEN;
+        }
+        let wd = self.inotify.add_watch(&path, m).map_err(|_| ())?;
+        self.dirs.insert(wd, d.to_string());
+        for e in std::fs::read_dir(&path).map_err(|_| ())? {
+            let e = e.map_err(|_| ())?;
+            let name = e.file_name().into_string().map_err(|_| ())?;
+            let p = join(d, &name);
+            if (d.is_empty() && name == ".git") || self.files.contains(&p) {
+                continue;
+            }
+            let is_dir = e.file_type().map_err(|_| ())?.is_dir();
+            if !(is_dir && self.tree_dirs.contains(&p)) {
+                self.extras.insert(p, is_dir);
+            }
+        }
+        Ok(())
+    }
+
+    /// The copy's paths touched since the last drain; `Err` when they cannot be known.
+    fn drain(&mut self, git_used: &mut bool) -> Result<BTreeSet<String>, Full> {
+        let mut touched = BTreeSet::new();
+        let mut lost = false;
+        loop {
+            let events = match self.inotify.read_events() {
+                Ok(events) if events.is_empty() => break,
+                Ok(events) => events,
+                Err(nix::errno::Errno::EAGAIN) => break,
+                Err(_) => return Err(()),
+            };
+            for e in events {
+                if e.mask.contains(F::IN_Q_OVERFLOW) {
+                    lost = true;
+                    continue;
+                }
+                let Some(dir) = self.dirs.get(&e.wd).cloned() else {
+                    continue;
+                };
+                if e.mask.intersects(F::IN_DELETE_SELF | F::IN_MOVE_SELF) {
+                    // Not one this process removed as it emptied.
+                    lost |= self.tree_dirs.contains(&dir);
+                    continue;
+                }
+                if e.mask.contains(F::IN_IGNORED) {
+                    self.dirs.remove(&e.wd);
+                    continue;
+                }
+                let Some(name) = e.name.as_ref().and_then(|n| n.to_str()) else {
+                    continue;
+                };
+                if dir.is_empty() && name == ".git" {
+                    if e.mask.contains(F::IN_OPEN) {
+                        *git_used = true;
+                    } else {
+                        lost = true;
+                    }
+                    continue;
+                }
+                if (e.mask & !(F::IN_OPEN | F::IN_ISDIR)).is_empty() {
+                    continue;
+                }
+                touched.insert(join(&dir, name));
+            }
+        }
+        if lost || *git_used {
+            return Err(());
+        }
+        Ok(touched)
+    }
+
+    /// The short way; `Err` where only the full one can be sure (nothing changed then
+    /// that the full one does not put right).
+    fn short(
+        &mut self,
+        copy: &CleanCopy,
+        now: &Snapshot,
+        overlay: Option<&Baseline>,
+        carry: &[String],
+        git_used: &mut bool,
+    ) -> Result<(), Full> {
+        let touched = self.drain(git_used)?;
+        if now.head != self.head
+            || overlay != self.baseline.as_ref()
+            || carry != self.carry
+            || Stat::of(&self.exclude.0) != self.exclude.1
+            || self
+                .guarded
+                .iter()
+                .any(|(p, stat)| Stat::of(&copy.dir.join(p)) != *stat)
+        {
+            return Err(());
+        }
+        // The project's paths whose state moved: their entry or their status.
+        let mut moved: BTreeSet<&String> = BTreeSet::new();
+        for p in self.dirty.keys().chain(now.dirty.keys()) {
+            if self.dirty.get(p) != now.dirty.get(p)
+                || self.stats.get(p).cloned().flatten() != Stat::of(&copy.root.join(p))
+            {
+                moved.insert(p);
+            }
+        }
+        let mut acts: BTreeMap<String, Act> = BTreeMap::new();
+        let mut head_asks: Vec<String> = Vec::new();
+        for p in moved.iter().map(|p| p.as_str()).chain(touched.iter().map(String::as_str)) {
+            if acts.contains_key(p) || head_asks.iter().any(|a| a == p) {
+                continue;
+            }
+            let name = p.rsplit('/').next().unwrap_or(p);
+            if RULE_FILES.contains(&name) || p == ".git" || p.starts_with(".git/") || p.contains("/.git/") || name == ".git" {
+                return Err(());
+            }
+            if self.overlay.contains(p) {
+                // The baseline's version stays; written over in the copy, only the full
+                // way (which mends it from agentloop's own copy) puts it back.
+                if touched.contains(p) {
+                    return Err(());
+                }
+                continue;
+            }
+            if self.tree_dirs.contains(p) {
+                // A directory of the tree: its own attributes are not git's; anything
+                // else (gone, replaced) is for the full way.
+                if std::fs::symlink_metadata(copy.dir.join(p)).is_ok_and(|m| m.is_dir()) {
+                    continue;
+                }
+                return Err(());
+            }
+            let in_project = std::fs::symlink_metadata(copy.root.join(p)).ok();
+            match now.dirty.get(p) {
+                Some(Some(_)) => {
+                    if !in_project.is_some_and(|m| m.is_file()) {
+                        return Err(());
+                    }
+                    acts.insert(p.to_string(), Act::Write);
+                }
+                Some(None) => {
+                    if in_project.is_some() {
+                        return Err(());
+                    }
+                    acts.insert(p.to_string(), Act::Remove);
+                }
+                None if self.dirty.contains_key(p) => head_asks.push(p.to_string()),
+                None if self.files.contains(p) => {
+                    // Clean in the project: its file is HEAD's.
+                    if !in_project.is_some_and(|m| m.is_file()) {
+                        return Err(());
+                    }
+                    acts.insert(p.to_string(), Act::Write);
+                }
+                None => match self.extras.get(p) {
+                    // Ignored when the copy was made, and the rules have not changed:
+                    // the checks' own (a cache), kept as the full way keeps it.
+                    Some(is_dir) => {
+                        let now_dir = std::fs::symlink_metadata(copy.dir.join(p))
+                            .map(|m| m.is_dir())
+                            .unwrap_or(*is_dir);
+                        if now_dir != *is_dir {
+                            return Err(());
+                        }
+                    }
+                    None => {
+                        if std::fs::symlink_metadata(copy.dir.join(p)).is_ok() {
+                            return Err(());
+                        }
+                    }
+                },
+            }
+        }
+        if !head_asks.is_empty() {
+            // Dirty before, clean now: HEAD's file if HEAD has it, else gone.
+            let mut args = vec!["ls-tree", "-z", "--name-only", "HEAD", "--"];
+            args.extend(head_asks.iter().map(String::as_str));
+            let listed = crate::exec::git::run(&copy.root, &args).map_err(|_| ())?;
+            let in_head: HashSet<&str> = listed.split('\0').collect();
+            for p in &head_asks {
+                let in_project = std::fs::symlink_metadata(copy.root.join(p)).ok();
+                if in_head.contains(p.as_str()) {
+                    if !in_project.is_some_and(|m| m.is_file()) {
+                        return Err(());
+                    }
+                    acts.insert(p.clone(), Act::Write);
+                } else {
+                    if in_project.is_some() {
+                        return Err(());
+                    }
+                    acts.insert(p.clone(), Act::Remove);
+                }
+            }
+        }
+        // A path that is a directory in the copy where a file goes (or goes away) is
+        // for the full way.
+        for p in acts.keys() {
+            if std::fs::symlink_metadata(copy.dir.join(p)).is_ok_and(|m| m.is_dir()) {
+                return Err(());
+            }
+        }
+        for (p, act) in &acts {
+            match act {
+                Act::Write => self.write(copy, p)?,
+                Act::Remove => self.remove(copy, p)?,
+            }
+        }
+        // What the writes themselves made the kernel report.
+        self.drain(git_used)?;
+        self.dirty = now.dirty.clone();
+        self.stats = stats_of(&copy.root, now.dirty.keys());
+        Ok(())
+    }
+
+    /// Writes the project's file `p` into the copy (a new file renamed over the old).
+    fn write(&mut self, copy: &CleanCopy, p: &str) -> Result<(), Full> {
+        let from = copy.root.join(p);
+        let bytes = std::fs::read(&from).map_err(|_| ())?;
+        let exec = std::fs::metadata(&from).map_err(|_| ())?.permissions().mode() & 0o100 != 0;
+        let dir = parent(p);
+        let mut made = Vec::new();
+        {
+            let mut d = dir;
+            while !self.tree_dirs.contains(d) {
+                made.push(d.to_string());
+                d = parent(d);
+            }
+        }
+        for d in made.iter().rev() {
+            if let Some(true) = self.extras.get(d.as_str()) {
+                // An ignored directory of the checks' becomes the tree's: full way.
+                return Err(());
+            }
+            std::fs::create_dir(copy.dir.join(d)).map_err(|_| ())?;
+            self.tree_dirs.insert(d.clone());
+            self.watch_dir(&copy.dir, d)?;
+        }
+        let to = copy.dir.join(p);
+        let tmp = copy.dir.join(dir).join(format!(
+            ".{}.agentloop-{}",
+            p.rsplit('/').next().unwrap_or(p),
+            std::process::id()
+        ));
+        let written = (|| -> std::io::Result<()> {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(if exec { 0o777 } else { 0o666 })
+                .open(&tmp)?;
+            f.write_all(&bytes)?;
+            std::fs::rename(&tmp, &to)
+        })();
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(());
+        }
+        self.files.insert(p.to_string());
+        self.extras.remove(p);
+        Ok(())
+    }
+
+    /// Removes `p` from the copy, and the directories it leaves empty.
+    fn remove(&mut self, copy: &CleanCopy, p: &str) -> Result<(), Full> {
+        match std::fs::remove_file(copy.dir.join(p)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(_) => return Err(()),
+        }
+        self.files.remove(p);
+        self.extras.remove(p);
+        let mut d = parent(p);
+        while !d.is_empty() && std::fs::remove_dir(copy.dir.join(d)).is_ok() {
+            self.tree_dirs.remove(d);
+            d = parent(d);
+        }
+        Ok(())
+    }
+}
