@@ -155,4 +155,105 @@ fn main() {
         9.0 * (sealed - plain)
     );
     copy.remove();
+    kept_in_step(root, &base, &rules, &check, copies.path(), runs);
+}
+
+/// The driver's own way: the surface's sealed stamp instead of the full comparison,
+/// and the copy kept in step from the watch's snapshot (the one the iteration took at
+/// its end, timed apart: a claim's is a full `git status`).
+fn kept_in_step(
+    root: &std::path::Path,
+    base: &agentloop_core::journal::Baseline,
+    rules: &Rules,
+    check: &[String],
+    copies: &std::path::Path,
+    runs: usize,
+) {
+    use agentloop_core::exec::clean_copy::{KeptCopy, Way};
+    use agentloop_core::exec::git::Snapshots;
+    use agentloop_core::exec::surface::Stamp;
+    use agentloop_core::exec::watch::Watched;
+    // A stamp is made only of files written more than two seconds before it.
+    std::thread::sleep(Duration::from_millis(2100));
+    let mut watched = Watched::start(Snapshots::known(root)).expect("the project is watched");
+    let first = watched.take(true).unwrap();
+    let (changes, stamp) = surface::check_stamped(root, base, rules, first.head.clone()).unwrap();
+    assert!(changes.is_empty());
+    let at = copies.join("stamp");
+    stamp.expect("a stamp").save(&at).unwrap();
+    let mut kept = KeptCopy::new(CleanCopy {
+        root: root.to_path_buf(),
+        dir: copies.join("kept"),
+    });
+    kept.refresh(Some(&first), Some(base), &[]).unwrap();
+    let log = copies.join("kept.log");
+    let dir = kept.copy().dir.clone();
+    let runner = Runner {
+        workdir: &dir,
+        timeout: Duration::from_secs(60),
+        output_cap: 1 << 20,
+        log: &log,
+        wrap: Vec::new(),
+        tests: None,
+    };
+    let (mut snapshot, mut whole, mut alone, mut stamp_ms, mut refresh_ms) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for n in 0..runs {
+        std::fs::write(
+            root.join("src/m0/f2.py"),
+            format!("def kept():\n    return {n}\n"),
+        )
+        .unwrap();
+        let t = Instant::now();
+        let now = watched.take(true).unwrap();
+        snapshot.push(ms(t.elapsed()));
+        let t = Instant::now();
+        assert!(Stamp::load(&at).is_some_and(|s| s.holds(root, base, rules, &now)));
+        let s = t.elapsed();
+        kept.refresh(Some(&now), Some(base), &[]).unwrap();
+        assert_eq!(kept.last, Some(Way::Kept), "the copy went the full way");
+        let r = t.elapsed() - s;
+        let v = runner.run_measured(1, check, &[], || false).unwrap();
+        assert!(v.passed);
+        whole.push(ms(t.elapsed()));
+        stamp_ms.push(ms(s));
+        refresh_ms.push(ms(r));
+        let t = Instant::now();
+        assert!(runner.run_measured(1, check, &[], || false).unwrap().passed);
+        alone.push(ms(t.elapsed()));
+        assert_eq!(
+            std::fs::read(root.join("src/m0/f2.py")).unwrap(),
+            std::fs::read(dir.join("src/m0/f2.py")).unwrap()
+        );
+    }
+    let mut own: Vec<f64> = whole.iter().zip(&alone).map(|(w, a)| w - a).collect();
+    println!("the driver's way (sealed stamp, copy kept in step), p50 / p90 in ms:");
+    println!(
+        "  verification, whole:             {:>7.2} / {:>7.2}",
+        pct(&mut whole.clone(), 50),
+        pct(&mut whole, 90)
+    );
+    println!(
+        "  the check alone:                 {:>7.2} / {:>7.2}",
+        pct(&mut alone.clone(), 50),
+        pct(&mut alone, 90)
+    );
+    println!(
+        "  agentloop's own (whole − check): {:>7.2} / {:>7.2}",
+        pct(&mut own.clone(), 50),
+        pct(&mut own, 90)
+    );
+    println!(
+        "    of it, the surface's stamp:    {:>7.2}",
+        pct(&mut stamp_ms, 50)
+    );
+    println!(
+        "    of it, the copy kept in step:  {:>7.2}",
+        pct(&mut refresh_ms, 50)
+    );
+    println!(
+        "  before it, the claim's full snapshot (the iteration's): {:>7.2}",
+        pct(&mut snapshot, 50)
+    );
+    kept.copy().remove();
 }

@@ -27,6 +27,8 @@ impl Driver {
             self.take_baseline(&commands, tree.as_deref(), &log)
         })
         .map_err(|e| CliError::internal(format!("cannot take the test baseline: {e}")))?;
+        // The copy held the baseline's tree, not the agent's.
+        self.forget_copy();
         let Some(mut baseline) = taken else {
             return Ok(());
         };

@@ -66,6 +66,9 @@ pub struct Driver {
     wait_began: Option<git::Snapshot>,
     /// The project's tree watched between snapshots (a driver of its own tree).
     watched: Option<agentloop_core::exec::watch::Watched>,
+    /// The run's clean copy, kept in step between verifications (see
+    /// `exec::clean_copy::kept`).
+    kept_copy: Option<agentloop_core::exec::clean_copy::KeptCopy>,
     flushed: Instant,
     /// Notifications still being delivered (waited for, briefly, before exit).
     notifying: Vec<std::thread::JoinHandle<()>>,
@@ -183,6 +186,7 @@ impl Driver {
             persons,
             wait_began: None,
             watched,
+            kept_copy: None,
             flushed: Instant::now() - Duration::from_secs(10),
             notifying: Vec::new(),
             cache_lag: u64::MAX,

@@ -225,7 +225,12 @@ impl Driver {
                 },
                 None => wt,
             },
-            None => self.verify_dir(),
+            None => {
+                let dir = self.verify_dir();
+                // What the reviewer does there is not a check's.
+                self.forget_copy();
+                dir
+            }
         }
     }
 

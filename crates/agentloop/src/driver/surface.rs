@@ -2,7 +2,7 @@
 //! (recorded when it is missing), the check before a claimed task is verified, putting
 //! the baseline back, and the clean copy the checks run in.
 
-use agentloop_core::exec::clean_copy::CleanCopy;
+use agentloop_core::exec::clean_copy::{CleanCopy, KeptCopy};
 use agentloop_core::exec::surface::{self, Rules, Stamp};
 use agentloop_core::journal::*;
 use agentloop_core::values::OnProtectedChange;
@@ -109,15 +109,24 @@ impl Driver {
         if !s.settings.clean_copy || self.snapshots.is_none() {
             return self.ws.root.clone();
         }
-        let Some(copy) = CleanCopy::for_run(&self.ws.root, &self.run.id) else {
+        if self.kept_copy.is_none() {
+            let Some(copy) = CleanCopy::for_run(&self.ws.root, &self.run.id) else {
+                return self.ws.root.clone();
+            };
+            self.kept_copy = Some(KeptCopy::new(copy));
+        }
+        // The tree as the iteration's last snapshot saw it (a claim's is a full one): from
+        // the watch, with no git process when nothing was touched since.
+        let now = self.watched.as_mut().and_then(|w| w.take(false));
+        let Some(kept) = self.kept_copy.as_mut() else {
             return self.ws.root.clone();
         };
-        match copy.refresh(s.baseline.as_ref(), &s.settings.carry) {
+        match kept.refresh(now.as_ref(), s.baseline.as_ref(), &s.settings.carry) {
             Ok(r) => {
                 if let Some(w) = r.warning() {
                     self.progress.warn(&w);
                 }
-                copy.dir
+                kept.copy().dir.clone()
             }
             Err(e) => {
                 self.progress.warn(&format!(
@@ -125,6 +134,14 @@ impl Driver {
                 ));
                 self.ws.root.clone()
             }
+        }
+    }
+
+    /// agentloop itself used the run's clean copy otherwise (a baseline's tree checked
+    /// out, a reviewer reading): the next refresh takes the full way.
+    pub(crate) fn forget_copy(&mut self) {
+        if let Some(k) = self.kept_copy.as_mut() {
+            k.forget();
         }
     }
 

@@ -203,6 +203,28 @@ fn checks_run_on_a_clean_copy_not_among_the_agents_junk() {
     no_clean_copy_left(&p);
 }
 
+#[test]
+fn what_the_agent_writes_into_the_clean_copy_between_verifications_never_reaches_a_check() {
+    // The driver keeps its clean copy in step between verifications without git
+    // (exec::clean_copy::kept): a write into the copy itself, outside the project,
+    // must be put right as the full refresh puts it right.
+    let p = Scratch::new()
+        .plan("# One\n\n## T1: Make it\nVerify: sh tests/check.sh\n")
+        .file("tests/check.sh", "test -f src/ok\n")
+        .agent(&agent(
+            "copy=\"$XDG_CACHE_HOME/agentloop/checkouts/$AGENTLOOP_RUN\"\n             case \"$n\" in\n             1) echo 'def x(): pass' > one.py ;;\n             2|3) echo 'exit 0' > \"$copy/tests/check.sh\"; mkdir -p \"$copy/src\"; touch \"$copy/src/ok\"; echo x >> one.py ;;\n             *) mkdir -p src && touch src/ok ;;\n             esac\necho TASK_COMPLETE",
+        ))
+        .build();
+    let r = p.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(
+        p.status()["iterations"],
+        4,
+        "a check passed on what the agent wrote into the clean copy"
+    );
+    no_clean_copy_left(&p);
+}
+
 /// No clean copy (the run's, or a task's) is left on disk or registered with git.
 fn no_clean_copy_left(p: &Project) {
     let cache = p.cache.path().join("agentloop/checkouts");

@@ -115,6 +115,11 @@ impl KeptCopy {
         }
     }
 
+    /// The next refresh takes the full way (the copy was used otherwise meanwhile).
+    pub fn forget(&mut self) {
+        self.kept = None;
+    }
+
     /// The copy itself.
     pub fn copy(&self) -> &CleanCopy {
         &self.copy
@@ -131,7 +136,9 @@ impl KeptCopy {
     ) -> Result<Refreshed, String> {
         if let (Some(now), Some(mut kept)) = (now, self.kept.take())
             && !self.git_used
-            && kept.short(&self.copy, now, overlay, carry, &mut self.git_used).is_ok()
+            && kept
+                .short(&self.copy, now, overlay, carry, &mut self.git_used)
+                .is_ok()
         {
             let commit = kept.commit.clone();
             self.kept = Some(kept);
@@ -158,7 +165,9 @@ fn stats_of<'a>(
     root: &Path,
     paths: impl Iterator<Item = &'a String>,
 ) -> HashMap<String, Option<Stat>> {
-    paths.map(|p| (p.clone(), Stat::of(&root.join(p)))).collect()
+    paths
+        .map(|p| (p.clone(), Stat::of(&root.join(p))))
+        .collect()
 }
 
 fn parent(p: &str) -> &str {
@@ -177,7 +186,9 @@ fn join(dir: &str, name: &str) -> String {
 fn overlay_paths(base: Option<&Baseline>) -> HashSet<String> {
     base.into_iter()
         .flatten()
-        .filter(|(p, _)| !crate::exec::surface::is_sectioned(p) && !crate::exec::surface::is_git_file(p))
+        .filter(|(p, _)| {
+            !crate::exec::surface::is_sectioned(p) && !crate::exec::surface::is_git_file(p)
+        })
         .map(|(p, _)| p.clone())
         .collect()
 }
@@ -230,7 +241,12 @@ impl Kept {
         let exclude = PathBuf::from(
             crate::exec::git::run(
                 &copy.root,
-                &["rev-parse", "--path-format=absolute", "--git-path", "info/exclude"],
+                &[
+                    "rev-parse",
+                    "--path-format=absolute",
+                    "--git-path",
+                    "info/exclude",
+                ],
             )
             .ok()?,
         );
@@ -368,12 +384,21 @@ impl Kept {
         }
         let mut acts: BTreeMap<String, Act> = BTreeMap::new();
         let mut head_asks: Vec<String> = Vec::new();
-        for p in moved.iter().map(|p| p.as_str()).chain(touched.iter().map(String::as_str)) {
+        for p in moved
+            .iter()
+            .map(|p| p.as_str())
+            .chain(touched.iter().map(String::as_str))
+        {
             if acts.contains_key(p) || head_asks.iter().any(|a| a == p) {
                 continue;
             }
             let name = p.rsplit('/').next().unwrap_or(p);
-            if RULE_FILES.contains(&name) || p == ".git" || p.starts_with(".git/") || p.contains("/.git/") || name == ".git" {
+            if RULE_FILES.contains(&name)
+                || p == ".git"
+                || p.starts_with(".git/")
+                || p.contains("/.git/")
+                || name == ".git"
+            {
                 return Err(());
             }
             if self.overlay.contains(p) {
@@ -478,7 +503,12 @@ impl Kept {
     fn write(&mut self, copy: &CleanCopy, p: &str) -> Result<(), Full> {
         let from = copy.root.join(p);
         let bytes = std::fs::read(&from).map_err(|_| ())?;
-        let exec = std::fs::metadata(&from).map_err(|_| ())?.permissions().mode() & 0o100 != 0;
+        let exec = std::fs::metadata(&from)
+            .map_err(|_| ())?
+            .permissions()
+            .mode()
+            & 0o100
+            != 0;
         let dir = parent(p);
         let mut made = Vec::new();
         {

@@ -81,7 +81,10 @@ fn agent_step(rng: &mut Rng, root: &Path, step: usize) {
             let _ = std::fs::remove_file(root.join(pick(rng)));
         }
         11 => write(&root.join(format!("build/o{step}.o")), "ignored\n"),
-        12 => write(&root.join("tests/test_a.py"), &format!("def test_a(): pass # {step}\n")),
+        12 => write(
+            &root.join("tests/test_a.py"),
+            &format!("def test_a(): pass # {step}\n"),
+        ),
         13 => {
             let _ = crate::exec::git::run(root, &["checkout", "HEAD", "--", "src/a.py"]);
         }
@@ -94,7 +97,9 @@ fn agent_step(rng: &mut Rng, root: &Path, step: usize) {
             git(root, &["add", "-A"]);
             git(root, &["commit", "-qm", "work", "--allow-empty"]);
         }
-        16 if rng.below(4) == 0 => write(&root.join(".gitignore"), "*.pyc\ncache/\nbuild/\n*.log\n"),
+        16 if rng.below(4) == 0 => {
+            write(&root.join(".gitignore"), "*.pyc\ncache/\nbuild/\n*.log\n")
+        }
         _ => {}
     }
 }
@@ -155,7 +160,15 @@ fn project(dir: &Path) -> std::path::PathBuf {
     git(&root, &["add", "-A"]);
     git(
         &root,
-        &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start"],
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "start",
+        ],
     );
     git(&root, &["config", "user.name", "t"]);
     git(&root, &["config", "user.email", "t@t"]);
@@ -199,7 +212,12 @@ fn a_copy_kept_in_step_holds_what_the_full_refresh_gives() {
             steps += 1;
             short += usize::from(kept.last == Some(Way::Kept));
             for _ in 0..rng.below(3) {
-                check_step(&mut rng, [&kept.copy().dir, &full.dir], step, seed == 4 && step > 20);
+                check_step(
+                    &mut rng,
+                    [&kept.copy().dir, &full.dir],
+                    step,
+                    seed == 4 && step > 20,
+                );
             }
         }
         full.remove();
@@ -207,5 +225,8 @@ fn a_copy_kept_in_step_holds_what_the_full_refresh_gives() {
     }
     eprintln!("{short} of {steps} refreshes kept in step");
     // Not a test of the full way alone.
-    assert!(short * 3 >= steps, "only {short} of {steps} refreshes were kept in step");
+    assert!(
+        short * 3 >= steps,
+        "only {short} of {steps} refreshes were kept in step"
+    );
 }
