@@ -24,6 +24,8 @@ pub(crate) enum Done {
         iteration: u32,
         log: PathBuf,
         result: std::io::Result<VerifyFinished>,
+        /// The task's clean copy, kept in step for its next verification.
+        copy: Option<Copied>,
     },
     /// A batch of the merge queue: what became of each of its iterations.
     Merge {
@@ -146,7 +148,8 @@ pub(crate) struct Checks {
 /// agent committed or left untracked and not ignored, with the baseline versions of
 /// the surface (see `exec::clean_copy`).
 pub(crate) struct Copied {
-    pub copy: agentloop_core::exec::clean_copy::CleanCopy,
+    pub task: String,
+    pub copy: agentloop_core::exec::clean_copy::KeptCopy,
     pub overlay: Option<agentloop_core::journal::Baseline>,
     pub carry: Vec<String>,
 }
@@ -199,7 +202,7 @@ impl Checks {
     }
 
     pub(crate) fn run(
-        &self,
+        &mut self,
         iteration: u32,
         dir: &std::path::Path,
         log: &std::path::Path,
@@ -209,20 +212,26 @@ impl Checks {
         if let (Some(h), Some(c)) = (&self.held_out, &self.copy)
             && let Some(logs) = h.log.parent()
         {
-            verify::clear_held_out_leftovers(logs, &c.copy.dir);
+            verify::clear_held_out_leftovers(logs, &c.copy.copy().dir);
         }
-        let (dir, refused) = match &self.copy {
-            Some(c) => match c.copy.refresh(c.overlay.as_ref(), &c.carry) {
+        // The worktree as it is now (all of it: a worktree is not watched), for the
+        // copy kept in step.
+        let now = self
+            .copy
+            .as_ref()
+            .and_then(|_| agentloop_core::exec::git::Snapshots::known(dir).take());
+        let (dir, refused) = match &mut self.copy {
+            Some(c) => match c.copy.refresh(now.as_ref(), c.overlay.as_ref(), &c.carry) {
                 Ok(r) => {
                     mended = r.warning();
-                    (c.copy.dir.as_path(), None)
+                    (c.copy.copy().dir.clone(), None)
                 }
-                Err(e) => (dir, Some(e)),
+                Err(e) => (dir.to_path_buf(), Some(e)),
             },
-            None => (dir, None),
+            None => (dir.to_path_buf(), None),
         };
         let copied = self.copy.is_some() && refused.is_none();
-        let result = self.run_in(iteration, dir, log, copied);
+        let result = self.run_in(iteration, &dir, log, copied);
         if let Some(w) = mended {
             use std::io::Write;
             let mut f = std::fs::OpenOptions::new().append(true).open(log)?;
@@ -284,11 +293,13 @@ pub(crate) fn check(
     done: Sender<Done>,
 ) {
     std::thread::spawn(move || {
+        let mut checks = checks;
         let result = checks.run(iteration, &dir, &log);
         let _ = done.send(Done::Checked {
             iteration,
             log,
             result,
+            copy: checks.copy.take(),
         });
     });
 }

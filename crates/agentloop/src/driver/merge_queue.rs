@@ -213,7 +213,7 @@ fn check(
 ) -> Result<VerifyFinished, String> {
     let members: Vec<&Member> = merged[..n].iter().map(|(i, _)| &job.members[*i]).collect();
     let last = members[n - 1];
-    let together = Checks::together(&members.iter().map(|m| &m.checks).collect::<Vec<_>>());
+    let mut together = Checks::together(&members.iter().map(|m| &m.checks).collect::<Vec<_>>());
     together
         .run(last.iteration, at, &last.log)
         .map_err(|e| format!("cannot run the checks on the merged result: {e}"))

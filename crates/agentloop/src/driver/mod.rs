@@ -69,6 +69,8 @@ pub struct Driver {
     /// The run's clean copy, kept in step between verifications (see
     /// `exec::clean_copy::kept`).
     kept_copy: Option<agentloop_core::exec::clean_copy::KeptCopy>,
+    /// Workers' task copies kept in step between a failed verification and the next.
+    task_copies: std::collections::HashMap<String, agentloop_core::exec::clean_copy::KeptCopy>,
     flushed: Instant,
     /// Notifications still being delivered (waited for, briefly, before exit).
     notifying: Vec<std::thread::JoinHandle<()>>,
@@ -187,6 +189,7 @@ impl Driver {
             wait_began: None,
             watched,
             kept_copy: None,
+            task_copies: std::collections::HashMap::new(),
             flushed: Instant::now() - Duration::from_secs(10),
             notifying: Vec::new(),
             cache_lag: u64::MAX,

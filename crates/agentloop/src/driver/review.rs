@@ -219,8 +219,9 @@ impl Driver {
     fn review_dir(&mut self, iteration: u32, task: &str) -> std::path::PathBuf {
         match self.worktree_of(iteration) {
             Some(wt) => match self.task_copy(task, &wt) {
-                Some(c) => match c.copy.refresh(c.overlay.as_ref(), &c.carry) {
-                    Ok(_) => c.copy.dir,
+                // The full way: what the reviewer does there is not a check's.
+                Some(mut c) => match c.copy.refresh(None, c.overlay.as_ref(), &c.carry) {
+                    Ok(_) => c.copy.copy().dir.clone(),
                     Err(_) => wt,
                 },
                 None => wt,

@@ -148,7 +148,7 @@ impl Driver {
     /// The clean copy a worker's checks of `task` run in (made from its worktree);
     /// `None` where the run has no clean copies.
     pub(crate) fn task_copy(
-        &self,
+        &mut self,
         task: &str,
         worktree: &std::path::Path,
     ) -> Option<super::jobs::Copied> {
@@ -156,8 +156,16 @@ impl Driver {
         if !s.settings.clean_copy || self.snapshots.is_none() {
             return None;
         }
+        let copy = match self.task_copies.remove(task) {
+            Some(kept) if kept.copy().root == worktree => kept,
+            _ => KeptCopy::new(CleanCopy::for_run(
+                worktree,
+                &format!("{}-{task}", self.run.id),
+            )?),
+        };
         Some(super::jobs::Copied {
-            copy: CleanCopy::for_run(worktree, &format!("{}-{task}", self.run.id))?,
+            task: task.to_string(),
+            copy,
             overlay: s.baseline.clone(),
             carry: s.settings.carry.clone(),
         })

@@ -380,9 +380,16 @@ impl Driver {
                 iteration,
                 log,
                 result,
+                copy,
             } => {
                 if self.interrupted.load(Ordering::SeqCst) {
                     return Ok(());
+                }
+                // A task that failed is verified again: its copy is kept for then.
+                if let (Some(c), Ok(r)) = (copy, &result)
+                    && !r.passed
+                {
+                    self.task_copies.insert(c.task, c.copy);
                 }
                 self.record_verified(iteration, &log, result?)
             }
