@@ -16,13 +16,14 @@
 //! copy (it opened the copy's `.git`) makes every later refresh a full one: the short
 //! way writes the files but not the copy's own commit and index.
 //!
-//! Files are written to a new name and renamed over the old, and a copy with a file
-//! linked from elsewhere is not kept in step: a hard link a check makes to a copy's
-//! file (the kernel reports the link) cannot carry a later write into it. A write the
-//! kernel does not report at all — through a shared memory mapping — can still reach
-//! a file of the agent's in the copy until the next full refresh, never a surface
-//! file: their status is read at every refresh (as `mend` reads it), and one changed
-//! sends the refresh the full way.
+//! Each file of the tree is watched itself, besides its directory: a write through a
+//! hard link from outside the copy, which its directory's watch does not see, is seen
+//! on the file (tried: neither the link nor the write reaches the directory's watch).
+//! A write through a shared memory mapping reports nothing, but needs a descriptor
+//! opened for writing, whose closing is reported; every process a check started ends
+//! with it. Files are written to a new name and renamed over the old, as git does.
+//! The limit is the kernel's number of watches: a copy it cannot watch whole is
+//! refreshed the full way.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -92,9 +93,10 @@ struct Kept {
     extras: HashMap<String, bool>,
     /// Surface paths the copy holds the baseline's version of.
     overlay: HashSet<String>,
-    /// Their status in the copy as the full way left it (a write the kernel does not
-    /// report — through a shared memory mapping — still changes it).
-    guarded: HashMap<String, Option<Stat>>,
+    /// Each file of the tree watched itself, by watch and by path: a write through a
+    /// link from elsewhere reaches the file, not its directory.
+    file_wds: HashMap<WatchDescriptor, String>,
+    wd_of: HashMap<String, WatchDescriptor>,
     baseline: Option<Baseline>,
     carry: Vec<String>,
     /// The repository's exclude file's status.
@@ -226,18 +228,7 @@ impl Kept {
         if tree_dirs.len() > MAX_WATCHES {
             return None;
         }
-        // A file of the copy linked from elsewhere could be written unreported.
-        for f in &files {
-            use std::os::unix::fs::MetadataExt;
-            if std::fs::symlink_metadata(copy.dir.join(f)).is_ok_and(|m| m.nlink() > 1) {
-                return None;
-            }
-        }
         let overlay_set = overlay_paths(overlay);
-        let guarded = overlay_set
-            .iter()
-            .map(|p| (p.clone(), Stat::of(&copy.dir.join(p))))
-            .collect();
         let exclude = PathBuf::from(
             crate::exec::git::run(
                 &copy.root,
@@ -260,7 +251,8 @@ impl Kept {
             tree_dirs: tree_dirs.clone(),
             extras: HashMap::new(),
             overlay: overlay_set,
-            guarded,
+            file_wds: HashMap::new(),
+            wd_of: HashMap::new(),
             baseline: overlay.cloned(),
             carry: carry.to_vec(),
             exclude: (exclude.clone(), Stat::of(&exclude)),
@@ -271,6 +263,10 @@ impl Kept {
         dirs.sort();
         for d in dirs {
             kept.watch_dir(&copy.dir, &d).ok()?;
+        }
+        let files: Vec<String> = kept.files.iter().cloned().collect();
+        for f in files {
+            kept.watch_file(&copy.dir, &f).ok()?;
         }
         Some(kept)
     }
@@ -300,6 +296,28 @@ impl Kept {
         Ok(())
     }
 
+    /// Watches file `p` of the copy itself (what is written to it, by any name).
+    fn watch_file(&mut self, top: &Path, p: &str) -> Result<(), Full> {
+        let m = F::IN_MODIFY
+            | F::IN_ATTRIB
+            | F::IN_CLOSE_WRITE
+            | F::IN_DELETE_SELF
+            | F::IN_MOVE_SELF
+            | F::IN_DONT_FOLLOW;
+        let wd = self.inotify.add_watch(&top.join(p), m).map_err(|_| ())?;
+        self.file_wds.insert(wd, p.to_string());
+        self.wd_of.insert(p.to_string(), wd);
+        Ok(())
+    }
+
+    /// Stops watching file `p` (it is replaced or goes).
+    fn unwatch_file(&mut self, p: &str) {
+        if let Some(wd) = self.wd_of.remove(p) {
+            self.file_wds.remove(&wd);
+            let _ = self.inotify.rm_watch(wd);
+        }
+    }
+
     /// The copy's paths touched since the last drain; `Err` when they cannot be known.
     fn drain(&mut self, git_used: &mut bool) -> Result<BTreeSet<String>, Full> {
         let mut touched = BTreeSet::new();
@@ -314,6 +332,18 @@ impl Kept {
             for e in events {
                 if e.mask.contains(F::IN_Q_OVERFLOW) {
                     lost = true;
+                    continue;
+                }
+                if let Some(p) = self.file_wds.get(&e.wd) {
+                    if e.mask.contains(F::IN_IGNORED) {
+                        let p = p.clone();
+                        self.file_wds.remove(&e.wd);
+                        if self.wd_of.get(&p) == Some(&e.wd) {
+                            self.wd_of.remove(&p);
+                        }
+                    } else {
+                        touched.insert(p.clone());
+                    }
                     continue;
                 }
                 let Some(dir) = self.dirs.get(&e.wd).cloned() else {
@@ -366,10 +396,6 @@ impl Kept {
             || overlay != self.baseline.as_ref()
             || carry != self.carry
             || Stat::of(&self.exclude.0) != self.exclude.1
-            || self
-                .guarded
-                .iter()
-                .any(|(p, stat)| Stat::of(&copy.dir.join(p)) != *stat)
         {
             return Err(());
         }
@@ -533,6 +559,7 @@ impl Kept {
             p.rsplit('/').next().unwrap_or(p),
             std::process::id()
         ));
+        self.unwatch_file(p);
         let written = (|| -> std::io::Result<()> {
             use std::io::Write;
             let mut f = std::fs::OpenOptions::new()
@@ -549,11 +576,12 @@ impl Kept {
         }
         self.files.insert(p.to_string());
         self.extras.remove(p);
-        Ok(())
+        self.watch_file(&copy.dir, p)
     }
 
     /// Removes `p` from the copy, and the directories it leaves empty.
     fn remove(&mut self, copy: &CleanCopy, p: &str) -> Result<(), Full> {
+        self.unwatch_file(p);
         match std::fs::remove_file(copy.dir.join(p)) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

@@ -176,6 +176,48 @@ fn project(dir: &Path) -> std::path::PathBuf {
 }
 
 #[test]
+fn a_write_through_a_link_from_outside_the_copy_is_put_right() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = project(tmp.path());
+    let rules = Rules::new(&root, &[], "PLAN.md", vec!["sh run.sh".into()], &[]);
+    let base = surface::record(&root, &rules).unwrap();
+    let mut kept = KeptCopy::new(CleanCopy {
+        root: root.clone(),
+        dir: tmp.path().join("kept"),
+    });
+    let snapshots = Snapshots::known(&root);
+    kept.refresh(snapshots.take().as_ref(), Some(&base), &[])
+        .unwrap();
+    let dir = kept.copy().dir.clone();
+    for (n, file) in ["src/a.py", "tests/test_a.py"].into_iter().enumerate() {
+        // A check links a file of the copy from outside it and writes through the link.
+        let link = tmp.path().join(format!("link{n}"));
+        std::fs::hard_link(dir.join(file), &link).unwrap();
+        std::fs::write(&link, "written through a link\n").unwrap();
+        kept.refresh(snapshots.take().as_ref(), Some(&base), &[])
+            .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.join(file)).unwrap(),
+            std::fs::read_to_string(root.join(file)).unwrap(),
+            "{file} written through a link stayed in the copy ({:?})",
+            kept.last
+        );
+        // And the link made earlier carries no later write either.
+        kept.refresh(snapshots.take().as_ref(), Some(&base), &[])
+            .unwrap();
+        std::fs::write(&link, "again\n").unwrap();
+        kept.refresh(snapshots.take().as_ref(), Some(&base), &[])
+            .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.join(file)).unwrap(),
+            std::fs::read_to_string(root.join(file)).unwrap()
+        );
+    }
+    // The source file was put right the short way; the surface file the full way.
+    kept.copy().remove();
+}
+
+#[test]
 fn a_copy_kept_in_step_holds_what_the_full_refresh_gives() {
     let mut short = 0;
     let mut steps = 0;
