@@ -7,14 +7,15 @@
 //! The copy then holds exactly what the full refresh would give it — the agent's files
 //! (tracked ones, and new ones git does not ignore), the baseline's versions of the
 //! surface, the ignored files checks made kept — or the full refresh is taken: the
-//! first time, and whenever the short way cannot be sure. It is not sure when HEAD
-//! moved, the overlay or the carried paths changed, a rule file (`.gitignore`,
-//! `.gitattributes`, `.gitmodules`) or the repository's exclude file changed, the
-//! kernel's queue overflowed, a watched directory went, a surface file in the copy was
-//! touched, a path is not a plain file, or a check left a name the copy did not have
-//! (git would have to say whether it is ignored). A check that once ran git in the
-//! copy (it opened the copy's `.git`) makes every later refresh a full one: the short
-//! way writes the files but not the copy's own commit and index.
+//! first time, and whenever the short way cannot be sure. A moved HEAD (a task
+//! committed) is read from one `git diff-tree`. The short way is not sure when the
+//! overlay or the carried paths changed, a rule file (`.gitignore`, `.gitattributes`,
+//! `.gitmodules`) or the repository's exclude file changed, the kernel's queue
+//! overflowed, a watched directory went, a surface file in the copy was touched, a
+//! path is not a plain file, or a check left a name the copy did not have (git would
+//! have to say whether it is ignored). A check that once ran git in the copy (it
+//! opened the copy's `.git`) makes every later refresh a full one: the short way
+//! writes the files but not the copy's own commit and index.
 //!
 //! Each file of the tree is watched itself, besides its directory: a write through a
 //! hard link from outside the copy, which its directory's watch does not see, is seen
@@ -392,15 +393,43 @@ impl Kept {
         git_used: &mut bool,
     ) -> Result<(), Full> {
         let touched = self.drain(git_used)?;
-        if now.head != self.head
-            || overlay != self.baseline.as_ref()
+        if overlay != self.baseline.as_ref()
             || carry != self.carry
             || Stat::of(&self.exclude.0) != self.exclude.1
         {
             return Err(());
         }
+        // What HEAD's move changed (a task committed): each path in the new HEAD or not.
+        let mut in_head_now: HashMap<String, bool> = HashMap::new();
+        if now.head != self.head {
+            let (Some(from), Some(to)) = (&self.head, &now.head) else {
+                return Err(());
+            };
+            let listed = crate::exec::git::run(
+                &copy.root,
+                &[
+                    "diff-tree",
+                    "-r",
+                    "-z",
+                    "--no-renames",
+                    "--name-status",
+                    from,
+                    to,
+                ],
+            )
+            .map_err(|_| ())?;
+            let mut fields = listed.split('\0').filter(|f| !f.is_empty());
+            while let (Some(status), Some(path)) = (fields.next(), fields.next()) {
+                match status {
+                    "A" | "M" => in_head_now.insert(path.to_string(), true),
+                    "D" => in_head_now.insert(path.to_string(), false),
+                    // A type changed (a link, a submodule): the full way.
+                    _ => return Err(()),
+                };
+            }
+        }
         // The project's paths whose state moved: their entry or their status.
-        let mut moved: BTreeSet<&String> = BTreeSet::new();
+        let mut moved: BTreeSet<&String> = in_head_now.keys().collect();
         for p in self.dirty.keys().chain(now.dirty.keys()) {
             if self.dirty.get(p) != now.dirty.get(p)
                 || self.stats.get(p).cloned().flatten() != Stat::of(&copy.root.join(p))
@@ -455,6 +484,15 @@ impl Kept {
                     if in_project.is_some() {
                         return Err(());
                     }
+                    acts.insert(p.to_string(), Act::Remove);
+                }
+                None if in_head_now.get(p) == Some(&true) => {
+                    if !in_project.is_some_and(|m| m.is_file()) {
+                        return Err(());
+                    }
+                    acts.insert(p.to_string(), Act::Write);
+                }
+                None if in_head_now.get(p) == Some(&false) => {
                     acts.insert(p.to_string(), Act::Remove);
                 }
                 None if self.dirty.contains_key(p) => head_asks.push(p.to_string()),
@@ -521,6 +559,7 @@ impl Kept {
         // What the writes themselves made the kernel report.
         self.drain(git_used)?;
         self.dirty = now.dirty.clone();
+        self.head = now.head.clone();
         self.stats = stats_of(&copy.root, now.dirty.keys());
         Ok(())
     }

@@ -93,7 +93,7 @@ fn agent_step(rng: &mut Rng, root: &Path, step: usize) {
             let mode = std::fs::metadata(&p).unwrap().permissions().mode() ^ 0o111;
             std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
         }
-        15 if rng.below(3) == 0 => {
+        15 => {
             git(root, &["add", "-A"]);
             git(root, &["commit", "-qm", "work", "--allow-empty"]);
         }

@@ -347,10 +347,18 @@ pub(crate) fn run_git(mut c: Command, input: Option<&[u8]>) -> Result<Vec<u8>, S
         c.stdin(Stdio::piped());
     }
     let mut child = c.spawn().map_err(|e| format!("git: {e}"))?;
-    if let (Some(mut stdin), Some(bytes)) = (child.stdin.take(), input) {
-        stdin.write_all(bytes).map_err(|e| format!("git: {e}"))?;
-    }
-    let out = child.wait_with_output().map_err(|e| format!("git: {e}"))?;
+    // The input is written while the output is read: git answers as it reads
+    // (`hash-object --stdin-paths`), and a pipe full both ways would wait for good.
+    let out = std::thread::scope(|scope| {
+        let writer = match (child.stdin.take(), input) {
+            (Some(mut stdin), Some(bytes)) => Some(scope.spawn(move || stdin.write_all(bytes))),
+            _ => None,
+        };
+        let out = child.wait_with_output();
+        let written = writer.map_or(Ok(()), |w| w.join().unwrap_or(Ok(())));
+        out.and_then(|o| written.map(|()| o))
+    })
+    .map_err(|e| format!("git: {e}"))?;
     if !out.status.success() {
         return Err(format!(
             "git failed: {}",
@@ -418,5 +426,20 @@ mod version_tests {
         assert_eq!(parse_version("git version 2.39.5"), Some((2, 39)));
         assert_eq!(parse_version("git version 2.50.1.windows.1"), Some((2, 50)));
         assert_eq!(parse_version("nonsense"), None);
+    }
+
+    #[test]
+    fn an_answer_longer_than_a_pipe_holds_while_the_question_is_written() {
+        // 5,000 paths in (1 MB), 5,000 hashes out (205 KB): written all before
+        // reading, both pipes filled and git and agentloop waited on each other for
+        // good (a surface of 20,000 files was never recorded).
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f"), "x").unwrap();
+        run(dir.path(), &["init", "-q"]).unwrap();
+        let mut c = git_command(dir.path());
+        c.args(["hash-object", "--no-filters", "--stdin-paths"]);
+        let path = format!("{}f\n", "./".repeat(100));
+        let out = run_git(c, Some(path.repeat(5000).as_bytes())).unwrap();
+        assert_eq!(out.len(), 5000 * 41);
     }
 }
