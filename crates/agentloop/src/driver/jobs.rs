@@ -25,7 +25,7 @@ pub(crate) enum Done {
         log: PathBuf,
         result: std::io::Result<VerifyFinished>,
         /// The task's clean copy, kept in step for its next verification.
-        copy: Option<Copied>,
+        copy: Option<Box<Copied>>,
     },
     /// A batch of the merge queue: what became of each of its iterations.
     Merge {
@@ -299,7 +299,7 @@ pub(crate) fn check(
             iteration,
             log,
             result,
-            copy: checks.copy.take(),
+            copy: checks.copy.take().map(Box::new),
         });
     });
 }
