@@ -69,6 +69,10 @@ pub struct Driver {
     /// The run's clean copy, kept in step between verifications (see
     /// `exec::clean_copy::kept`).
     kept_copy: Option<agentloop_core::exec::clean_copy::KeptCopy>,
+    /// The surface's last stamp, as this driver made or read it.
+    stamp: Option<agentloop_core::exec::surface::Stamp>,
+    /// Each surface file watched itself (a driver of its own tree).
+    surface_watch: Option<agentloop_core::exec::surface::SurfaceWatch>,
     /// Workers' task copies kept in step between a failed verification and the next.
     task_copies: std::collections::HashMap<String, agentloop_core::exec::clean_copy::KeptCopy>,
     flushed: Instant,
@@ -189,6 +193,8 @@ impl Driver {
             wait_began: None,
             watched,
             kept_copy: None,
+            stamp: None,
+            surface_watch: None,
             task_copies: std::collections::HashMap::new(),
             flushed: Instant::now() - Duration::from_secs(10),
             notifying: Vec::new(),

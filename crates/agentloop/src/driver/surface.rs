@@ -3,7 +3,7 @@
 //! the baseline back, and the clean copy the checks run in.
 
 use agentloop_core::exec::clean_copy::{CleanCopy, KeptCopy};
-use agentloop_core::exec::surface::{self, Rules, Stamp};
+use agentloop_core::exec::surface::{self, Rules, Stamp, SurfaceWatch};
 use agentloop_core::journal::*;
 use agentloop_core::values::OnProtectedChange;
 
@@ -65,14 +65,36 @@ impl Driver {
             None => self.snapshot_of(&root, false),
         };
         let at = self.run.surface_stamp_file();
-        if let Some(now) = &now
-            && Stamp::load(&at).is_some_and(|s| s.holds(&root, base, rules, now))
-        {
-            return Ok(Vec::new());
+        // A driver of its own tree watches each surface file itself: while nothing is
+        // reported, no status need be read again (see `exec::surface::watch`).
+        let quiet = self
+            .surface_watch
+            .as_mut()
+            .filter(|w| w.covers(base))
+            .map(|w| w.quiet());
+        if quiet != Some(true) && self.watched.is_some() {
+            self.surface_watch = SurfaceWatch::start(&root, base);
+        }
+        let trusted =
+            quiet == Some(true) && self.surface_watch.as_ref().is_some_and(|w| w.trusted());
+        if self.stamp.is_none() {
+            self.stamp = Stamp::load(&at);
+        }
+        if let (Some(now), Some(stamp)) = (&now, &self.stamp) {
+            if trusted && stamp.holds_but_statuses(&root, base, rules, now) {
+                return Ok(Vec::new());
+            }
+            if stamp.holds(&root, base, rules, now) {
+                if let Some(w) = self.surface_watch.as_mut() {
+                    w.looked();
+                }
+                return Ok(Vec::new());
+            }
         }
         let head = now.and_then(|n| n.head);
         let (changes, stamp) =
             surface::check_stamped(&root, base, rules, head).map_err(cannot_check)?;
+        self.stamp = stamp.clone();
         let kept = match stamp {
             Some(s) => s.save(&at),
             None => Stamp::remove(&at),

@@ -406,6 +406,30 @@ fn a_stamped_surface_still_catches_a_new_conftest() {
 }
 
 #[test]
+fn a_test_written_through_a_link_from_outside_the_project_is_caught_by_the_watched_stamp() {
+    // The driver trusts its stamp while each surface file's own watch reports nothing.
+    // A hard link made from outside the project, then written through, reaches no
+    // directory's watch: only the file's own (or its change time) tells.
+    let p = Scratch::new()
+        .plan(
+            "# Three\n\n## T1: One\nVerify: sh tests/t1.sh\n\n## T2: Two\nVerify: sh tests/t1.sh\n\n## T3: Three\nVerify: sh tests/t1.sh\n",
+        )
+        .file("tests/t1.sh", TEST)
+        .agent(&agent(
+            "case $task in\n             T1) ln tests/t1.sh \"$PWD.t1-link\"; sleep 2.2 ;;\n             T3) printf 'exit 0\\n' > \"$PWD.t1-link\" ;;\n             esac\n             [ \"$task\" = T3 ] || touch one-$task.txt\ntouch one.txt\necho TASK_COMPLETE\n",
+        ))
+        .build();
+    let r = p.run(&["run", "--no-wait", "--quiet"]);
+    let _ = std::fs::remove_file(format!("{}.t1-link", p.path().display()));
+    assert_eq!(r.code, Some(5), "waits for a person: {}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["gate"]["point"], "surface");
+    assert_eq!(s["tasks"][1]["status"], "done");
+    assert_eq!(s["tasks"][2]["status"], "running");
+    assert_eq!(s["surface_changes"][0]["path"], "tests/t1.sh");
+}
+
+#[test]
 fn with_a_stamp_a_check_of_an_unchanged_surface_runs_no_git() {
     // Every git command the driver runs, logged by a stand-in that runs the real one.
     let p = stamped("", "");

@@ -23,6 +23,7 @@ mod rules;
 mod section;
 mod stamp;
 mod traced;
+mod watch;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -36,6 +37,7 @@ pub use rules::{CHECK_FILES, Rules, is_sectioned, is_test_file};
 pub use section::check_section;
 pub use stamp::{Stamp, Stat};
 pub use traced::{TaskFiles, TreeFiles, traced, tree_files};
+pub use watch::SurfaceWatch;
 
 /// The project's files: tracked ones and untracked ones not ignored.
 pub fn project_files(root: &Path) -> Result<Vec<String>, String> {
