@@ -87,6 +87,8 @@ struct Kept {
     stats: HashMap<String, Option<Stat>>,
     /// Files of the copy's tree (the agent's result with the overlay).
     files: HashSet<String>,
+    /// Those the full way checked out (the copy's own git knows only these).
+    base_files: HashSet<String>,
     /// Directories holding them (and their parents; `""` is the top).
     tree_dirs: HashSet<String>,
     /// Names in watched directories that are not the tree's (ignored, checks' caches):
@@ -100,8 +102,16 @@ struct Kept {
     wd_of: HashMap<String, WatchDescriptor>,
     baseline: Option<Baseline>,
     carry: Vec<String>,
-    /// The repository's exclude file's status.
-    exclude: (PathBuf, Option<Stat>),
+    /// The repository's files that change what git ignores or writes (its exclude
+    /// and attributes files, its configuration), with their status.
+    repo_files: Vec<(PathBuf, Option<Stat>)>,
+    /// Some `.gitattributes` or `info/attributes` is there: what is written is asked.
+    attributes: bool,
+    /// The project's index as last read: its status, the paths in it, and those git
+    /// is told not to look at (assume-unchanged, skip-worktree).
+    index: (PathBuf, Option<Stat>),
+    in_index: HashSet<String>,
+    flagged: HashSet<String>,
     commit: String,
 }
 
@@ -120,7 +130,9 @@ impl KeptCopy {
 
     /// The next refresh takes the full way (the copy was used otherwise meanwhile).
     pub fn forget(&mut self) {
-        self.kept = None;
+        if let Some(kept) = self.kept.take() {
+            kept.unwind(&self.copy);
+        }
     }
 
     /// The copy itself.
@@ -137,21 +149,19 @@ impl KeptCopy {
         overlay: Option<&Baseline>,
         carry: &[String],
     ) -> Result<Refreshed, String> {
-        if let (Some(now), Some(mut kept)) = (now, self.kept.take())
+        if let (Some(now), Some(kept)) = (now, self.kept.as_mut())
             && !self.git_used
             && kept
                 .short(&self.copy, now, overlay, carry, &mut self.git_used)
                 .is_ok()
         {
-            let commit = kept.commit.clone();
-            self.kept = Some(kept);
             self.last = Some(Way::Kept);
             return Ok(Refreshed {
-                commit,
+                commit: kept.commit.clone(),
                 mended: Vec::new(),
             });
         }
-        self.kept = None;
+        self.forget();
         self.last = Some(Way::Full);
         let stats = now
             .map(|n| stats_of(&self.copy.root, n.dirty.keys()))
@@ -185,6 +195,88 @@ fn join(dir: &str, name: &str) -> String {
     }
 }
 
+/// A git command's `-z` output, each entry whole (not trimmed); `Err` when it failed
+/// or a name is not UTF-8.
+fn git_z(dir: &Path, args: &[&str], input: Option<&[u8]>) -> Result<Vec<String>, Full> {
+    let mut c = crate::exec::git::git_command(dir);
+    c.args(args);
+    let out = crate::exec::git::run_git(c, input).map_err(|_| ())?;
+    out.split(|&b| b == 0)
+        .filter(|e| !e.is_empty())
+        .map(|e| String::from_utf8(e.to_vec()).map_err(|_| ()))
+        .collect()
+}
+
+/// Which of `paths` (relative to `dir`) git ignores: untracked and matched by a rule.
+fn ignored(dir: &Path, paths: &[String]) -> Result<HashSet<String>, Full> {
+    let mut c = crate::exec::git::git_command(dir);
+    c.args(["check-ignore", "-z", "--stdin"]);
+    c.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let input: Vec<u8> = paths.iter().flat_map(|p| p.bytes().chain([0])).collect();
+    let mut child = c.spawn().map_err(|_| ())?;
+    let out = std::thread::scope(|scope| {
+        let mut stdin = child.stdin.take();
+        let writer = scope.spawn(move || {
+            use std::io::Write;
+            stdin.as_mut().map_or(Ok(()), |s| s.write_all(&input))
+        });
+        let out = child.wait_with_output();
+        let _ = writer.join();
+        out
+    })
+    .map_err(|_| ())?;
+    // 1: none of them is ignored.
+    match out.status.code() {
+        Some(0) | Some(1) => {}
+        _ => return Err(()),
+    }
+    out.stdout
+        .split(|&b| b == 0)
+        .filter(|e| !e.is_empty())
+        .map(|e| String::from_utf8(e.to_vec()).map_err(|_| ()))
+        .collect()
+}
+
+/// `Err` when git's attributes would make it write any of `paths` (files of the
+/// project under `root`) with other bytes than the file's: `ident`, an encoding, an
+/// end of line (`eol=crlf`; `text` or `eol=lf` where the file has a carriage return).
+fn converted(root: &Path, paths: &[String]) -> Result<(), Full> {
+    let input: Vec<u8> = paths.iter().flat_map(|p| p.bytes().chain([0])).collect();
+    let out = git_z(
+        root,
+        &[
+            "check-attr",
+            "-z",
+            "--stdin",
+            "text",
+            "eol",
+            "crlf",
+            "ident",
+            "working-tree-encoding",
+        ],
+        Some(&input),
+    )?;
+    for t in out.chunks(3) {
+        let [path, attr, value] = t else {
+            return Err(());
+        };
+        let plain = matches!(value.as_str(), "unspecified" | "unset");
+        let converts = match attr.as_str() {
+            "text" | "eol" if value == "crlf" => true,
+            "text" | "eol" if !plain => {
+                std::fs::read(root.join(path)).map_or(true, |b| b.contains(&b'\r'))
+            }
+            "text" | "eol" => false,
+            _ => !plain,
+        };
+        if converts {
+            return Err(());
+        }
+    }
+    Ok(())
+}
+
 /// The surface paths a copy holds the baseline's version of.
 fn overlay_paths(base: Option<&Baseline>) -> HashSet<String> {
     base.into_iter()
@@ -213,12 +305,64 @@ impl Kept {
         carry: &[String],
         commit: &str,
     ) -> Option<Kept> {
-        let listed = crate::exec::git::run(&copy.dir, &["ls-files", "-z"]).ok()?;
-        let files: HashSet<String> = listed
-            .split('\0')
-            .filter(|p| !p.is_empty())
-            .map(str::to_string)
+        let files: HashSet<String> = git_z(&copy.dir, &["ls-files", "-z"], None)
+            .ok()?
+            .into_iter()
             .collect();
+        // Settings under which git writes other bytes than the file's, or another mode:
+        // the short way never applies.
+        if let Ok(set) = git_z(
+            &copy.root,
+            &[
+                "config",
+                "-z",
+                "--get-regexp",
+                r"^core\.(autocrlf|eol|filemode)$",
+            ],
+            None,
+        ) {
+            let plain = set.iter().all(|kv| {
+                let (k, v) = kv.split_once('\n').unwrap_or((kv, ""));
+                match k {
+                    "core.autocrlf" => matches!(v, "false"),
+                    "core.eol" => v != "crlf",
+                    _ => v != "false",
+                }
+            });
+            if !plain {
+                return None;
+            }
+        }
+        let asked = crate::exec::git::run(
+            &copy.root,
+            &[
+                "rev-parse",
+                "--path-format=absolute",
+                "--git-common-dir",
+                "--git-dir",
+            ],
+        )
+        .ok()?;
+        let mut asked = asked.lines();
+        let [common, own] = [asked.next()?, asked.next()?].map(PathBuf::from);
+        let repo_files: Vec<(PathBuf, Option<Stat>)> = [
+            common.join("info/exclude"),
+            common.join("info/attributes"),
+            common.join("config"),
+            common.join("config.worktree"),
+            own.join("config.worktree"),
+        ]
+        .into_iter()
+        .map(|p| {
+            let stat = Stat::of(&p);
+            (p, stat)
+        })
+        .collect();
+        let attributes = repo_files[1].1.is_some()
+            || files
+                .iter()
+                .any(|f| f.rsplit('/').next() == Some(".gitattributes"));
+        let index = copy.project_index().ok()?;
         let mut tree_dirs: HashSet<String> = HashSet::from([String::new()]);
         for f in &files {
             let mut d = parent(f);
@@ -230,18 +374,6 @@ impl Kept {
             return None;
         }
         let overlay_set = overlay_paths(overlay);
-        let exclude = PathBuf::from(
-            crate::exec::git::run(
-                &copy.root,
-                &[
-                    "rev-parse",
-                    "--path-format=absolute",
-                    "--git-path",
-                    "info/exclude",
-                ],
-            )
-            .ok()?,
-        );
         let mut kept = Kept {
             inotify: Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?,
             dirs: HashMap::new(),
@@ -249,6 +381,7 @@ impl Kept {
             dirty: now.dirty.clone(),
             stats,
             files,
+            base_files: HashSet::new(),
             tree_dirs: tree_dirs.clone(),
             extras: HashMap::new(),
             overlay: overlay_set,
@@ -256,7 +389,11 @@ impl Kept {
             wd_of: HashMap::new(),
             baseline: overlay.cloned(),
             carry: carry.to_vec(),
-            exclude: (exclude.clone(), Stat::of(&exclude)),
+            repo_files,
+            attributes,
+            index: (index, None),
+            in_index: HashSet::new(),
+            flagged: HashSet::new(),
             commit: commit.to_string(),
         };
         // Parents before children: a directory is watched before what is read in it.
@@ -269,7 +406,38 @@ impl Kept {
         for f in files {
             kept.watch_file(&copy.dir, &f).ok()?;
         }
+        kept.read_index(&copy.root).ok()?;
+        // A directory of the checks' that git does not ignore as a whole (it holds only
+        // ignored files, so `clean` left it) is watched inside too: a file that is not
+        // ignored may be made there.
+        let dirs: Vec<String> = kept
+            .extras
+            .iter()
+            .filter(|(_, is_dir)| **is_dir)
+            .map(|(p, _)| p.clone())
+            .collect();
+        if !dirs.is_empty() {
+            let ignored: HashSet<String> = ignored(&copy.dir, &dirs).ok()?;
+            for d in dirs.iter().filter(|d| !ignored.contains(*d)) {
+                kept.watch_extra_dir(&copy.dir, d).ok()?;
+            }
+            // What asking git in the copy made the kernel report is agentloop's own.
+            while kept.inotify.read_events().is_ok_and(|e| !e.is_empty()) {}
+        }
+        kept.base_files = kept.files.clone();
         Some(kept)
+    }
+
+    /// Before the full way: the files the short way added go (the copy's own git does
+    /// not know them, and would keep one its rules ignore).
+    fn unwind(&self, copy: &CleanCopy) {
+        for p in self.files.difference(&self.base_files) {
+            let _ = std::fs::remove_file(copy.dir.join(p));
+            let mut d = parent(p);
+            while !d.is_empty() && std::fs::remove_dir(copy.dir.join(d)).is_ok() {
+                d = parent(d);
+            }
+        }
     }
 
     /// Watches directory `d` of the copy and notes what in it is not the tree's.
@@ -294,6 +462,50 @@ impl Kept {
                 self.extras.insert(p, is_dir);
             }
         }
+        Ok(())
+    }
+
+    /// Watches directory `d` of the checks' (not the tree's) and everything in it, as
+    /// what the full way keeps there.
+    fn watch_extra_dir(&mut self, top: &Path, d: &str) -> Result<(), Full> {
+        if self.dirs.len() > MAX_WATCHES {
+            return Err(());
+        }
+        let wd = self
+            .inotify
+            .add_watch(&top.join(d), mask())
+            .map_err(|_| ())?;
+        self.dirs.insert(wd, d.to_string());
+        for e in std::fs::read_dir(top.join(d)).map_err(|_| ())? {
+            let e = e.map_err(|_| ())?;
+            let name = e.file_name().into_string().map_err(|_| ())?;
+            let p = join(d, &name);
+            let is_dir = e.file_type().map_err(|_| ())?.is_dir();
+            self.extras.insert(p.clone(), is_dir);
+            if is_dir {
+                self.watch_extra_dir(top, &p)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the project's index again if it changed since it was last read.
+    fn read_index(&mut self, root: &Path) -> Result<(), Full> {
+        let stat = Stat::of(&self.index.0);
+        if stat.is_some() && stat == self.index.1 {
+            return Ok(());
+        }
+        let listed = git_z(root, &["ls-files", "-v", "-z"], None)?;
+        self.in_index.clear();
+        self.flagged.clear();
+        for e in listed {
+            let (tag, path) = e.split_once(' ').ok_or(())?;
+            if tag.chars().any(|c| c.is_ascii_lowercase()) || tag == "S" {
+                self.flagged.insert(path.to_string());
+            }
+            self.in_index.insert(path.to_string());
+        }
+        self.index.1 = stat;
         Ok(())
     }
 
@@ -359,7 +571,12 @@ impl Kept {
                     self.dirs.remove(&e.wd);
                     continue;
                 }
-                let Some(name) = e.name.as_ref().and_then(|n| n.to_str()) else {
+                let Some(name) = e.name.as_ref() else {
+                    continue;
+                };
+                let Some(name) = name.to_str() else {
+                    // A name that is not UTF-8: not one the short way can write.
+                    lost = true;
                     continue;
                 };
                 if dir.is_empty() && name == ".git" {
@@ -395,7 +612,8 @@ impl Kept {
         let touched = self.drain(git_used)?;
         if overlay != self.baseline.as_ref()
             || carry != self.carry
-            || Stat::of(&self.exclude.0) != self.exclude.1
+            || self.repo_files.iter().any(|(p, stat)| Stat::of(p) != *stat)
+            || now.dirty.keys().any(|p| p.contains('\u{FFFD}'))
         {
             return Err(());
         }
@@ -466,8 +684,11 @@ impl Kept {
             }
             if self.tree_dirs.contains(p) {
                 // A directory of the tree: its own attributes are not git's; anything
-                // else (gone, replaced) is for the full way.
-                if std::fs::symlink_metadata(copy.dir.join(p)).is_ok_and(|m| m.is_dir()) {
+                // else (gone, replaced, here or in the project) is for the full way.
+                if std::fs::symlink_metadata(copy.dir.join(p)).is_ok_and(|m| m.is_dir())
+                    && !now.dirty.contains_key(p)
+                    && std::fs::symlink_metadata(copy.root.join(p)).is_ok_and(|m| m.is_dir())
+                {
                     continue;
                 }
                 return Err(());
@@ -542,6 +763,29 @@ impl Kept {
                     acts.insert(p.clone(), Act::Remove);
                 }
             }
+        }
+        // What git would write otherwise: a file it is told not to look at (its index
+        // blob stays), one it ignores (not in the index, matched by a rule: the tree
+        // does not have it), one its attributes convert.
+        self.read_index(&copy.root)?;
+        let writes: Vec<String> = acts
+            .iter()
+            .filter(|(_, a)| matches!(a, Act::Write))
+            .map(|(p, _)| p.clone())
+            .collect();
+        if writes.iter().any(|p| self.flagged.contains(p)) {
+            return Err(());
+        }
+        let untracked: Vec<String> = writes
+            .iter()
+            .filter(|p| !self.in_index.contains(*p))
+            .cloned()
+            .collect();
+        if !untracked.is_empty() && !ignored(&copy.root, &untracked)?.is_empty() {
+            return Err(());
+        }
+        if self.attributes && !writes.is_empty() {
+            converted(&copy.root, &writes)?;
         }
         // A path that is a directory in the copy where a file goes (or goes away) is
         // for the full way.

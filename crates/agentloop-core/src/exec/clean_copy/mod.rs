@@ -87,7 +87,7 @@ impl CleanCopy {
 
     /// The project's own index file (where `git rev-parse --git-path index` says, asked
     /// once per process and project).
-    fn project_index(&self) -> Result<PathBuf, String> {
+    pub(super) fn project_index(&self) -> Result<PathBuf, String> {
         static KNOWN: std::sync::Mutex<Vec<(PathBuf, PathBuf)>> = std::sync::Mutex::new(Vec::new());
         let mut known = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((_, index)) = known.iter().find(|(root, _)| *root == self.root) {
