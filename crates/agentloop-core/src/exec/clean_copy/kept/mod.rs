@@ -27,10 +27,16 @@
 //! refreshed the full way.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use nix::sys::inotify::{AddWatchFlags as F, InitFlags, Inotify, WatchDescriptor};
+use nix::sys::inotify::{InitFlags, Inotify, WatchDescriptor};
+
+use ask::{converted, git_z, ignored};
+use watch::MAX_WATCHES;
+
+mod ask;
+mod watch;
+mod write;
 
 use super::{CleanCopy, Refreshed};
 use crate::exec::git::{Dirty, Snapshot};
@@ -39,22 +45,6 @@ use crate::journal::Baseline;
 
 /// Names whose change changes which other paths git ignores or how it writes them.
 const RULE_FILES: [&str; 3] = [".gitignore", ".gitattributes", ".gitmodules"];
-/// Beyond this many directories the copy is not watched (each costs a kernel watch).
-const MAX_WATCHES: usize = 20_000;
-
-fn mask() -> F {
-    F::IN_MODIFY
-        | F::IN_ATTRIB
-        | F::IN_CLOSE_WRITE
-        | F::IN_CREATE
-        | F::IN_DELETE
-        | F::IN_MOVED_FROM
-        | F::IN_MOVED_TO
-        | F::IN_DELETE_SELF
-        | F::IN_MOVE_SELF
-        | F::IN_DONT_FOLLOW
-        | F::IN_ONLYDIR
-}
 
 /// How the last refresh was made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,88 +183,6 @@ fn join(dir: &str, name: &str) -> String {
     } else {
         format!("{dir}/{name}")
     }
-}
-
-/// A git command's `-z` output, each entry whole (not trimmed); `Err` when it failed
-/// or a name is not UTF-8.
-fn git_z(dir: &Path, args: &[&str], input: Option<&[u8]>) -> Result<Vec<String>, Full> {
-    let mut c = crate::exec::git::git_command(dir);
-    c.args(args);
-    let out = crate::exec::git::run_git(c, input).map_err(|_| ())?;
-    out.split(|&b| b == 0)
-        .filter(|e| !e.is_empty())
-        .map(|e| String::from_utf8(e.to_vec()).map_err(|_| ()))
-        .collect()
-}
-
-/// Which of `paths` (relative to `dir`) git ignores: untracked and matched by a rule.
-fn ignored(dir: &Path, paths: &[String]) -> Result<HashSet<String>, Full> {
-    let mut c = crate::exec::git::git_command(dir);
-    c.args(["check-ignore", "-z", "--stdin"]);
-    c.stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped());
-    let input: Vec<u8> = paths.iter().flat_map(|p| p.bytes().chain([0])).collect();
-    let mut child = c.spawn().map_err(|_| ())?;
-    let out = std::thread::scope(|scope| {
-        let mut stdin = child.stdin.take();
-        let writer = scope.spawn(move || {
-            use std::io::Write;
-            stdin.as_mut().map_or(Ok(()), |s| s.write_all(&input))
-        });
-        let out = child.wait_with_output();
-        let _ = writer.join();
-        out
-    })
-    .map_err(|_| ())?;
-    // 1: none of them is ignored.
-    match out.status.code() {
-        Some(0) | Some(1) => {}
-        _ => return Err(()),
-    }
-    out.stdout
-        .split(|&b| b == 0)
-        .filter(|e| !e.is_empty())
-        .map(|e| String::from_utf8(e.to_vec()).map_err(|_| ()))
-        .collect()
-}
-
-/// `Err` when git's attributes would make it write any of `paths` (files of the
-/// project under `root`) with other bytes than the file's: `ident`, an encoding, an
-/// end of line (`eol=crlf`; `text` or `eol=lf` where the file has a carriage return).
-fn converted(root: &Path, paths: &[String]) -> Result<(), Full> {
-    let input: Vec<u8> = paths.iter().flat_map(|p| p.bytes().chain([0])).collect();
-    let out = git_z(
-        root,
-        &[
-            "check-attr",
-            "-z",
-            "--stdin",
-            "text",
-            "eol",
-            "crlf",
-            "ident",
-            "working-tree-encoding",
-        ],
-        Some(&input),
-    )?;
-    for t in out.chunks(3) {
-        let [path, attr, value] = t else {
-            return Err(());
-        };
-        let plain = matches!(value.as_str(), "unspecified" | "unset");
-        let converts = match attr.as_str() {
-            "text" | "eol" if value == "crlf" => true,
-            "text" | "eol" if !plain => {
-                std::fs::read(root.join(path)).map_or(true, |b| b.contains(&b'\r'))
-            }
-            "text" | "eol" => false,
-            _ => !plain,
-        };
-        if converts {
-            return Err(());
-        }
-    }
-    Ok(())
 }
 
 /// The surface paths a copy holds the baseline's version of.
@@ -426,177 +334,6 @@ impl Kept {
         }
         kept.base_files = kept.files.clone();
         Some(kept)
-    }
-
-    /// Before the full way: the files the short way added go (the copy's own git does
-    /// not know them, and would keep one its rules ignore).
-    fn unwind(&self, copy: &CleanCopy) {
-        for p in self.files.difference(&self.base_files) {
-            let _ = std::fs::remove_file(copy.dir.join(p));
-            let mut d = parent(p);
-            while !d.is_empty() && std::fs::remove_dir(copy.dir.join(d)).is_ok() {
-                d = parent(d);
-            }
-        }
-    }
-
-    /// Watches directory `d` of the copy and notes what in it is not the tree's.
-    fn watch_dir(&mut self, top: &Path, d: &str) -> Result<(), Full> {
-        let path = top.join(d);
-        let mut m = mask();
-        if d.is_empty() {
-            // Who opens the copy's `.git` runs git in it.
-            m |= F::IN_OPEN;
-        }
-        let wd = self.inotify.add_watch(&path, m).map_err(|_| ())?;
-        self.dirs.insert(wd, d.to_string());
-        for e in std::fs::read_dir(&path).map_err(|_| ())? {
-            let e = e.map_err(|_| ())?;
-            let name = e.file_name().into_string().map_err(|_| ())?;
-            let p = join(d, &name);
-            if (d.is_empty() && name == ".git") || self.files.contains(&p) {
-                continue;
-            }
-            let is_dir = e.file_type().map_err(|_| ())?.is_dir();
-            if !(is_dir && self.tree_dirs.contains(&p)) {
-                self.extras.insert(p, is_dir);
-            }
-        }
-        Ok(())
-    }
-
-    /// Watches directory `d` of the checks' (not the tree's) and everything in it, as
-    /// what the full way keeps there.
-    fn watch_extra_dir(&mut self, top: &Path, d: &str) -> Result<(), Full> {
-        if self.dirs.len() > MAX_WATCHES {
-            return Err(());
-        }
-        let wd = self
-            .inotify
-            .add_watch(&top.join(d), mask())
-            .map_err(|_| ())?;
-        self.dirs.insert(wd, d.to_string());
-        for e in std::fs::read_dir(top.join(d)).map_err(|_| ())? {
-            let e = e.map_err(|_| ())?;
-            let name = e.file_name().into_string().map_err(|_| ())?;
-            let p = join(d, &name);
-            let is_dir = e.file_type().map_err(|_| ())?.is_dir();
-            self.extras.insert(p.clone(), is_dir);
-            if is_dir {
-                self.watch_extra_dir(top, &p)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Reads the project's index again if it changed since it was last read.
-    fn read_index(&mut self, root: &Path) -> Result<(), Full> {
-        let stat = Stat::of(&self.index.0);
-        if stat.is_some() && stat == self.index.1 {
-            return Ok(());
-        }
-        let listed = git_z(root, &["ls-files", "-v", "-z"], None)?;
-        self.in_index.clear();
-        self.flagged.clear();
-        for e in listed {
-            let (tag, path) = e.split_once(' ').ok_or(())?;
-            if tag.chars().any(|c| c.is_ascii_lowercase()) || tag == "S" {
-                self.flagged.insert(path.to_string());
-            }
-            self.in_index.insert(path.to_string());
-        }
-        self.index.1 = stat;
-        Ok(())
-    }
-
-    /// Watches file `p` of the copy itself (what is written to it, by any name).
-    fn watch_file(&mut self, top: &Path, p: &str) -> Result<(), Full> {
-        let m = F::IN_MODIFY
-            | F::IN_ATTRIB
-            | F::IN_CLOSE_WRITE
-            | F::IN_DELETE_SELF
-            | F::IN_MOVE_SELF
-            | F::IN_DONT_FOLLOW;
-        let wd = self.inotify.add_watch(&top.join(p), m).map_err(|_| ())?;
-        self.file_wds.insert(wd, p.to_string());
-        self.wd_of.insert(p.to_string(), wd);
-        Ok(())
-    }
-
-    /// Stops watching file `p` (it is replaced or goes).
-    fn unwatch_file(&mut self, p: &str) {
-        if let Some(wd) = self.wd_of.remove(p) {
-            self.file_wds.remove(&wd);
-            let _ = self.inotify.rm_watch(wd);
-        }
-    }
-
-    /// The copy's paths touched since the last drain; `Err` when they cannot be known.
-    fn drain(&mut self, git_used: &mut bool) -> Result<BTreeSet<String>, Full> {
-        let mut touched = BTreeSet::new();
-        let mut lost = false;
-        loop {
-            let events = match self.inotify.read_events() {
-                Ok(events) if events.is_empty() => break,
-                Ok(events) => events,
-                Err(nix::errno::Errno::EAGAIN) => break,
-                Err(_) => return Err(()),
-            };
-            for e in events {
-                if e.mask.contains(F::IN_Q_OVERFLOW) {
-                    lost = true;
-                    continue;
-                }
-                if let Some(p) = self.file_wds.get(&e.wd) {
-                    if e.mask.contains(F::IN_IGNORED) {
-                        let p = p.clone();
-                        self.file_wds.remove(&e.wd);
-                        if self.wd_of.get(&p) == Some(&e.wd) {
-                            self.wd_of.remove(&p);
-                        }
-                    } else {
-                        touched.insert(p.clone());
-                    }
-                    continue;
-                }
-                let Some(dir) = self.dirs.get(&e.wd).cloned() else {
-                    continue;
-                };
-                if e.mask.intersects(F::IN_DELETE_SELF | F::IN_MOVE_SELF) {
-                    // Not one this process removed as it emptied.
-                    lost |= self.tree_dirs.contains(&dir);
-                    continue;
-                }
-                if e.mask.contains(F::IN_IGNORED) {
-                    self.dirs.remove(&e.wd);
-                    continue;
-                }
-                let Some(name) = e.name.as_ref() else {
-                    continue;
-                };
-                let Some(name) = name.to_str() else {
-                    // A name that is not UTF-8: not one the short way can write.
-                    lost = true;
-                    continue;
-                };
-                if dir.is_empty() && name == ".git" {
-                    if e.mask.contains(F::IN_OPEN) {
-                        *git_used = true;
-                    } else {
-                        lost = true;
-                    }
-                    continue;
-                }
-                if (e.mask & !(F::IN_OPEN | F::IN_ISDIR)).is_empty() {
-                    continue;
-                }
-                touched.insert(join(&dir, name));
-            }
-        }
-        if lost || *git_used {
-            return Err(());
-        }
-        Ok(touched)
     }
 
     /// The short way; `Err` where only the full one can be sure (nothing changed then
@@ -805,78 +542,6 @@ impl Kept {
         self.dirty = now.dirty.clone();
         self.head = now.head.clone();
         self.stats = stats_of(&copy.root, now.dirty.keys());
-        Ok(())
-    }
-
-    /// Writes the project's file `p` into the copy (a new file renamed over the old).
-    fn write(&mut self, copy: &CleanCopy, p: &str) -> Result<(), Full> {
-        let from = copy.root.join(p);
-        let bytes = std::fs::read(&from).map_err(|_| ())?;
-        let exec = std::fs::metadata(&from)
-            .map_err(|_| ())?
-            .permissions()
-            .mode()
-            & 0o100
-            != 0;
-        let dir = parent(p);
-        let mut made = Vec::new();
-        {
-            let mut d = dir;
-            while !self.tree_dirs.contains(d) {
-                made.push(d.to_string());
-                d = parent(d);
-            }
-        }
-        for d in made.iter().rev() {
-            if let Some(true) = self.extras.get(d.as_str()) {
-                // An ignored directory of the checks' becomes the tree's: full way.
-                return Err(());
-            }
-            std::fs::create_dir(copy.dir.join(d)).map_err(|_| ())?;
-            self.tree_dirs.insert(d.clone());
-            self.watch_dir(&copy.dir, d)?;
-        }
-        let to = copy.dir.join(p);
-        let tmp = copy.dir.join(dir).join(format!(
-            ".{}.agentloop-{}",
-            p.rsplit('/').next().unwrap_or(p),
-            std::process::id()
-        ));
-        self.unwatch_file(p);
-        let written = (|| -> std::io::Result<()> {
-            use std::io::Write;
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(if exec { 0o777 } else { 0o666 })
-                .open(&tmp)?;
-            f.write_all(&bytes)?;
-            std::fs::rename(&tmp, &to)
-        })();
-        if written.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(());
-        }
-        self.files.insert(p.to_string());
-        self.extras.remove(p);
-        self.watch_file(&copy.dir, p)
-    }
-
-    /// Removes `p` from the copy, and the directories it leaves empty.
-    fn remove(&mut self, copy: &CleanCopy, p: &str) -> Result<(), Full> {
-        self.unwatch_file(p);
-        match std::fs::remove_file(copy.dir.join(p)) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(_) => return Err(()),
-        }
-        self.files.remove(p);
-        self.extras.remove(p);
-        let mut d = parent(p);
-        while !d.is_empty() && std::fs::remove_dir(copy.dir.join(d)).is_ok() {
-            self.tree_dirs.remove(d);
-            d = parent(d);
-        }
         Ok(())
     }
 }
