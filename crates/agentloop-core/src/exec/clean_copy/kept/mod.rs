@@ -8,14 +8,29 @@
 //! (tracked ones, and new ones git does not ignore), the baseline's versions of the
 //! surface, the ignored files checks made kept — or the full refresh is taken: the
 //! first time, and whenever the short way cannot be sure. A moved HEAD (a task
-//! committed) is read from one `git diff-tree`. The short way is not sure when the
-//! overlay or the carried paths changed, a rule file (`.gitignore`, `.gitattributes`,
-//! `.gitmodules`) or the repository's exclude file changed, the kernel's queue
-//! overflowed, a watched directory went, a surface file in the copy was touched, a
-//! path is not a plain file, or a check left a name the copy did not have (git would
-//! have to say whether it is ignored). A check that once ran git in the copy (it
-//! opened the copy's `.git`) makes every later refresh a full one: the short way
-//! writes the files but not the copy's own commit and index.
+//! committed) is read from one `git diff-tree`; a changed index from one `git
+//! ls-files`. What git would write otherwise is asked of git, in one process and only
+//! for the paths to write: a path it ignores (`check-ignore`, for paths not in the
+//! index), one it is told not to look at (assume-unchanged, skip-worktree: full), one
+//! its attributes convert (`check-attr`, when the tree has any attributes file). A
+//! repository whose configuration converts or ignores modes (`core.autocrlf`,
+//! `core.eol=crlf`, `core.fileMode=false`) is never kept in step.
+//!
+//! The short way is not sure — and takes the full one — when the overlay or the
+//! carried paths changed, a rule file (`.gitignore`, `.gitattributes`, `.gitmodules`)
+//! or the repository's exclude, attributes or configuration file changed, the kernel's
+//! queue overflowed, a watched directory went, a surface file in the copy was touched,
+//! a path is not a plain file or its name not UTF-8, a directory became a file, or a
+//! check left a name the copy did not have (git would have to say whether it is
+//! ignored). A directory of the checks' that git does not ignore as a whole (it holds
+//! only ignored files, so `clean` kept it) is watched inside too. Before a full
+//! refresh the files the short way added go: the copy's own git does not know them and
+//! would keep one its rules ignore.
+//!
+//! The short way writes the files, not the copy's own commit and index: the first check
+//! that runs git in the copy after it sees the agent's work as uncommitted changes of
+//! the copy (`git status`, `git diff HEAD`). That check opened the copy's `.git`, which
+//! is watched: every refresh after it is a full one.
 //!
 //! Each file of the tree is watched itself, besides its directory: a write through a
 //! hard link from outside the copy, which its directory's watch does not see, is seen
