@@ -38,7 +38,9 @@ const REPO_FILES: [&str; 7] = [
     "sparse-checkout",
 ];
 
-fn mask() -> F {
+/// What a directory's watch reports: every name made, removed or renamed in it, and
+/// every write or attribute change made through it.
+pub(crate) fn dir_mask() -> F {
     F::IN_MODIFY
         | F::IN_ATTRIB
         | F::IN_CLOSE_WRITE
@@ -50,6 +52,17 @@ fn mask() -> F {
         | F::IN_MOVE_SELF
         | F::IN_DONT_FOLLOW
         | F::IN_ONLYDIR
+}
+
+/// What a file's own watch reports: a write through any of its names, a change of its
+/// attributes or link count, its removal or renaming.
+pub(crate) fn file_mask() -> F {
+    F::IN_MODIFY
+        | F::IN_ATTRIB
+        | F::IN_CLOSE_WRITE
+        | F::IN_DELETE_SELF
+        | F::IN_MOVE_SELF
+        | F::IN_DONT_FOLLOW
 }
 
 /// Snapshots of one work tree, kept up to date by what the kernel reports.
@@ -242,7 +255,7 @@ impl Watched {
             let abs = root.join(&d);
             let nested = !d.as_os_str().is_empty() && abs.join(".git").exists();
             // Gone already, or not a directory: the event that named it is noted.
-            let Ok(wd) = self.inotify.add_watch(&abs, mask()) else {
+            let Ok(wd) = self.inotify.add_watch(&abs, dir_mask()) else {
                 continue;
             };
             self.dirs.insert(wd, d.clone());
@@ -286,7 +299,7 @@ impl Watched {
     fn watch_repo(&mut self, dir: &Path, down: bool) {
         let mut stack = vec![dir.to_path_buf()];
         while let Some(d) = stack.pop() {
-            if let Ok(wd) = self.inotify.add_watch(&d, mask()) {
+            if let Ok(wd) = self.inotify.add_watch(&d, dir_mask()) {
                 self.repo.insert(wd, d.clone());
             }
             if !down {

@@ -12,7 +12,7 @@
 
 use std::path::Path;
 
-use nix::sys::inotify::{AddWatchFlags as F, InitFlags, Inotify};
+use nix::sys::inotify::{InitFlags, Inotify};
 
 use crate::journal::Baseline;
 
@@ -30,12 +30,7 @@ impl SurfaceWatch {
     /// (gone, or the kernel's watches spent).
     pub fn start(root: &Path, base: &Baseline) -> Option<SurfaceWatch> {
         let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?;
-        let mask = F::IN_MODIFY
-            | F::IN_ATTRIB
-            | F::IN_CLOSE_WRITE
-            | F::IN_DELETE_SELF
-            | F::IN_MOVE_SELF
-            | F::IN_DONT_FOLLOW;
+        let mask = crate::exec::watch::file_mask();
         for path in base.keys() {
             inotify.add_watch(&root.join(path), mask).ok()?;
         }

@@ -7,29 +7,16 @@ use std::path::Path;
 use nix::sys::inotify::AddWatchFlags as F;
 
 use super::{Full, Kept, join};
+use crate::exec::watch::{dir_mask, file_mask};
 
 /// Beyond this many directories the copy is not watched (each costs a kernel watch).
 pub(super) const MAX_WATCHES: usize = 20_000;
-
-pub(super) fn mask() -> F {
-    F::IN_MODIFY
-        | F::IN_ATTRIB
-        | F::IN_CLOSE_WRITE
-        | F::IN_CREATE
-        | F::IN_DELETE
-        | F::IN_MOVED_FROM
-        | F::IN_MOVED_TO
-        | F::IN_DELETE_SELF
-        | F::IN_MOVE_SELF
-        | F::IN_DONT_FOLLOW
-        | F::IN_ONLYDIR
-}
 
 impl Kept {
     /// Watches directory `d` of the copy and notes what in it is not the tree's.
     pub(super) fn watch_dir(&mut self, top: &Path, d: &str) -> Result<(), Full> {
         let path = top.join(d);
-        let mut m = mask();
+        let mut m = dir_mask();
         if d.is_empty() {
             // Who opens the copy's `.git` runs git in it.
             m |= F::IN_OPEN;
@@ -59,7 +46,7 @@ impl Kept {
         }
         let wd = self
             .inotify
-            .add_watch(&top.join(d), mask())
+            .add_watch(&top.join(d), dir_mask())
             .map_err(|_| ())?;
         self.dirs.insert(wd, d.to_string());
         for e in std::fs::read_dir(top.join(d)).map_err(|_| ())? {
@@ -77,12 +64,7 @@ impl Kept {
 
     /// Watches file `p` of the copy itself (what is written to it, by any name).
     pub(super) fn watch_file(&mut self, top: &Path, p: &str) -> Result<(), Full> {
-        let m = F::IN_MODIFY
-            | F::IN_ATTRIB
-            | F::IN_CLOSE_WRITE
-            | F::IN_DELETE_SELF
-            | F::IN_MOVE_SELF
-            | F::IN_DONT_FOLLOW;
+        let m = file_mask();
         let wd = self.inotify.add_watch(&top.join(p), m).map_err(|_| ())?;
         self.file_wds.insert(wd, p.to_string());
         self.wd_of.insert(p.to_string(), wd);
