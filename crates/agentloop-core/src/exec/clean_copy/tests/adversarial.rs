@@ -486,12 +486,23 @@ fn adv_nested_gitignore_and_exclude() {
 #[test]
 fn adv_queue_overflow_hides_a_plant() {
     let mut p = Pair::new(|_| {});
-    p.in_copies(|d| std::fs::create_dir_all(d.join("cache")).unwrap());
-    p.check("a cache");
-    // Many events on a watched directory, then the plant.
+    // Two ignored files the checks made, kept from then on.
     p.in_copies(|d| {
-        for i in 0..20_000 {
-            std::fs::write(d.join("src/m.pyc"), format!("{i}")).unwrap();
+        write(&d.join("src/m.pyc"), "cache\n");
+        write(&d.join("src/n.pyc"), "cache\n");
+    });
+    p.check("a cache");
+    write(&p.root.join("src/b.py"), "edited\n");
+    assert_eq!(p.check("an edit"), Way::Kept);
+    // Many events on a watched directory (more than the kernel's queue holds, 16,384
+    // by default: a time set on the two files in turn, one call each and never
+    // merged), then the plant.
+    p.in_copies(|d| {
+        let files = ["src/m.pyc", "src/n.pyc"].map(|f| std::fs::File::open(d.join(f)).unwrap());
+        let t = std::time::SystemTime::UNIX_EPOCH;
+        for i in 0..20_000u64 {
+            let at = t + std::time::Duration::from_secs(i);
+            files[(i % 2) as usize].set_modified(at).unwrap();
         }
     });
     p.in_copies(|d| write(&d.join("src/a.py"), "planted\n"));
