@@ -6,6 +6,7 @@
 pub mod clean_copy;
 pub mod git;
 pub mod keeper;
+pub mod mounts;
 pub mod prereq;
 pub mod reap;
 pub mod sandbox;

@@ -38,7 +38,8 @@
 //! A write through a shared memory mapping reports nothing, but needs a descriptor
 //! opened for writing, whose closing is reported; every process a check started ends
 //! with it. Files are written to a new name and renamed over the old, as git does.
-//! The limit is the kernel's number of watches: a copy it cannot watch whole is
+//! A mount over a path reports nothing either: the mount table must be as it was when
+//! the copy was made. The limit is the kernel's number of watches: a copy it cannot watch whole is
 //! refreshed the full way.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -117,6 +118,9 @@ struct Kept {
     index: (PathBuf, Option<Stat>),
     in_index: HashSet<String>,
     flagged: HashSet<String>,
+    /// The mount table when the copy was made: a mount over one of its paths changes
+    /// what it reads without a notification.
+    mounts: Option<Vec<u8>>,
     commit: String,
 }
 
@@ -317,6 +321,7 @@ impl Kept {
             index: (index, None),
             in_index: HashSet::new(),
             flagged: HashSet::new(),
+            mounts: crate::exec::mounts::table(),
             commit: commit.to_string(),
         };
         // Parents before children: a directory is watched before what is read in it.
@@ -366,6 +371,8 @@ impl Kept {
             || carry != self.carry
             || self.repo_files.iter().any(|(p, stat)| Stat::of(p) != *stat)
             || now.dirty.keys().any(|p| p.contains('\u{FFFD}'))
+            || self.mounts.is_none()
+            || crate::exec::mounts::table() != self.mounts
         {
             return Err(());
         }
