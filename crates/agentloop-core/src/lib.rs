@@ -22,3 +22,6 @@ pub mod signals;
 pub mod values;
 pub mod words;
 pub mod workspace;
+
+#[cfg(test)]
+pub(crate) mod testing;

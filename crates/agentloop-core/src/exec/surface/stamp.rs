@@ -266,7 +266,6 @@ mod tests {
 mod property {
     use std::os::unix::fs::PermissionsExt;
     use std::path::Path;
-    use std::process::Command;
     use std::time::Duration;
 
     use proptest::prelude::*;
@@ -274,6 +273,7 @@ mod property {
     use super::super::{Rules, check, record};
     use super::{Stamp, Statuses};
     use crate::exec::git::Snapshots;
+    use crate::testing::git;
 
     const FILES: &[&str] = &[
         "tests/t1.sh",
@@ -320,25 +320,6 @@ mod property {
             (0..FILES.len()).prop_map(Op::Touch),
             Just(Op::Commit),
         ]
-    }
-
-    fn git(root: &Path, args: &[&str]) {
-        let ok = Command::new("git")
-            .args([
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "-c",
-                "commit.gpgsign=false",
-            ])
-            .args(args)
-            .current_dir(root)
-            .output()
-            .unwrap()
-            .status
-            .success();
-        assert!(ok, "git {args:?}");
     }
 
     fn apply(root: &Path, op: &Op) {

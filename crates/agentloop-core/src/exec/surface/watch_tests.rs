@@ -505,24 +505,7 @@ mod attacks {
     fn parent_directory_replaced_through_the_drivers_fast_path() {
         use crate::exec::git::Snapshots;
         use crate::exec::surface::{Rules, Stamp, check, record, stamp::Statuses};
-        let git = |root: &Path, args: &[&str]| {
-            let ok = std::process::Command::new("git")
-                .args([
-                    "-c",
-                    "user.name=t",
-                    "-c",
-                    "user.email=t@t",
-                    "-c",
-                    "commit.gpgsign=false",
-                ])
-                .args(args)
-                .current_dir(root)
-                .output()
-                .unwrap()
-                .status
-                .success();
-            assert!(ok, "git {args:?}");
-        };
+        use crate::testing::git;
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("p");
         std::fs::create_dir_all(root.join("tests")).unwrap();

@@ -5,12 +5,12 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::Command;
 
 use proptest::prelude::*;
 
 use super::Watched;
 use crate::exec::git::Snapshots;
+use crate::testing::git;
 
 const DIRS: &[&str] = &["", "src", "src/deep/er", "tests", "target", "fresh/new"];
 const NAMES: &[&str] = &["a.rs", "b.txt", "c", "conftest.py"];
@@ -63,27 +63,6 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Stage),
         1 => Just(Op::Commit),
     ]
-}
-
-fn git(root: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .current_dir(root)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 fn file(root: &Path, dir: usize, name: usize) -> std::path::PathBuf {

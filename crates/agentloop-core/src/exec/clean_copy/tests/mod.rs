@@ -9,6 +9,7 @@ use std::path::Path;
 use super::{CleanCopy, KeptCopy, Way};
 use crate::exec::git::Snapshots;
 use crate::exec::surface::{self, Rules};
+use crate::testing::git;
 
 struct Rng(u64);
 
@@ -24,41 +25,9 @@ impl Rng {
     }
 }
 
-pub(super) fn git(dir: &Path, args: &[&str]) {
-    crate::exec::git::run(dir, args).unwrap();
-}
-
 pub(super) fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
-}
-
-/// Every path under `dir` but `.git`: kind, content and the owner's execute bit.
-fn tree(dir: &Path) -> BTreeMap<String, String> {
-    fn walk(top: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let e = e.unwrap();
-            let p = e.path();
-            let rel = p.strip_prefix(top).unwrap().to_string_lossy().into_owned();
-            if rel == ".git" {
-                continue;
-            }
-            let m = std::fs::symlink_metadata(&p).unwrap();
-            if m.is_dir() {
-                out.insert(rel, "dir".into());
-                walk(top, &p, out);
-            } else if m.is_symlink() {
-                out.insert(rel, format!("link {:?}", std::fs::read_link(&p).unwrap()));
-            } else {
-                let x = m.permissions().mode() & 0o100 != 0;
-                let text = String::from_utf8_lossy(&std::fs::read(&p).unwrap()).into_owned();
-                out.insert(rel, format!("file x={x} {text}"));
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out);
-    out
 }
 
 /// Files of the project the agent may change (not the rule file, not `.git`).
@@ -146,7 +115,47 @@ fn check_step(rng: &mut Rng, copies: [&Path; 2], step: usize, git_allowed: bool)
     }
 }
 
-fn project(dir: &Path) -> std::path::PathBuf {
+/// Every path under `dir` but `.git`: kind, content (escaped, names too: those not
+/// UTF-8 stay apart) and the owner's execute bit.
+fn tree(dir: &Path) -> BTreeMap<String, String> {
+    let raw = bytes_tree(dir);
+    raw.into_iter()
+        .map(|(p, v)| (p.escape_ascii().to_string(), v.escape_ascii().to_string()))
+        .collect()
+}
+
+fn bytes_tree(dir: &Path) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    use std::os::unix::ffi::OsStrExt;
+    fn walk(top: &Path, dir: &Path, out: &mut BTreeMap<Vec<u8>, Vec<u8>>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            let rel = p.strip_prefix(top).unwrap().as_os_str().as_bytes().to_vec();
+            if rel == b".git" {
+                continue;
+            }
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            if m.is_dir() {
+                out.insert(rel, b"dir".to_vec());
+                walk(top, &p, out);
+            } else if m.is_symlink() {
+                let t = std::fs::read_link(&p).unwrap();
+                out.insert(rel, [b"link ", t.as_os_str().as_bytes()].concat());
+            } else {
+                let x = m.permissions().mode() & 0o100 != 0;
+                let mut v = format!("file x={x} ").into_bytes();
+                v.extend(std::fs::read(&p).unwrap());
+                out.insert(rel, v);
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// A committed project: sources, a test (the surface), an executable script, ignore
+/// rules; `setup` runs on it before its first commit.
+fn project(dir: &Path, setup: impl FnOnce(&Path)) -> std::path::PathBuf {
     let root = dir.join("p");
     write(&root.join(".gitignore"), "*.pyc\ncache/\nbuild/\n");
     write(&root.join("src/a.py"), "a\n");
@@ -156,79 +165,37 @@ fn project(dir: &Path) -> std::path::PathBuf {
     write(&root.join("README.md"), "readme\n");
     write(&root.join("run.sh"), "#!/bin/sh\n");
     std::fs::set_permissions(root.join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    setup(&root);
     git(&root, &["init", "-q"]);
     git(&root, &["add", "-A"]);
-    git(
-        &root,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "start",
-        ],
-    );
-    git(&root, &["config", "user.name", "t"]);
-    git(&root, &["config", "user.email", "t@t"]);
+    git(&root, &["commit", "-qm", "start"]);
     root
 }
 
-#[test]
-fn a_write_through_a_link_from_outside_the_copy_is_put_right() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = project(tmp.path());
-    let rules = Rules::new(&root, &[], "PLAN.md", vec!["sh run.sh".into()], &[]);
-    let base = surface::record(&root, &rules).unwrap();
-    let mut kept = KeptCopy::new(CleanCopy {
-        root: root.clone(),
-        dir: tmp.path().join("kept"),
-    });
-    let snapshots = Snapshots::known(&root);
-    kept.refresh(snapshots.take().as_ref(), Some(&base), &[])
-        .unwrap();
-    let dir = kept.copy().dir.clone();
-    for (n, file) in ["src/a.py", "tests/test_a.py"].into_iter().enumerate() {
-        // A check links a file of the copy from outside it and writes through the link.
-        let link = tmp.path().join(format!("link{n}"));
-        std::fs::hard_link(dir.join(file), &link).unwrap();
-        std::fs::write(&link, "written through a link\n").unwrap();
-        kept.refresh(snapshots.take().as_ref(), Some(&base), &[])
-            .unwrap();
-        assert_eq!(
-            std::fs::read_to_string(dir.join(file)).unwrap(),
-            std::fs::read_to_string(root.join(file)).unwrap(),
-            "{file} written through a link stayed in the copy ({:?})",
-            kept.last
-        );
-        // And the link made earlier carries no later write either.
-        kept.refresh(snapshots.take().as_ref(), Some(&base), &[])
-            .unwrap();
-        std::fs::write(&link, "again\n").unwrap();
-        kept.refresh(snapshots.take().as_ref(), Some(&base), &[])
-            .unwrap();
-        assert_eq!(
-            std::fs::read_to_string(dir.join(file)).unwrap(),
-            std::fs::read_to_string(root.join(file)).unwrap()
-        );
-    }
-    // The source file was put right the short way; the surface file the full way.
-    kept.copy().remove();
+/// A kept copy and a copy always refreshed the full way, of one project.
+struct Pair {
+    _tmp: tempfile::TempDir,
+    root: std::path::PathBuf,
+    base: crate::journal::Baseline,
+    kept: KeptCopy,
+    full: CleanCopy,
+    snapshots: Snapshots,
+    carry: Vec<String>,
 }
 
-#[test]
-fn a_copy_kept_in_step_holds_what_the_full_refresh_gives() {
-    let mut short = 0;
-    let mut steps = 0;
-    for seed in 1..=4u64 {
+impl Pair {
+    fn new(setup: impl FnOnce(&Path)) -> Pair {
+        Pair::with_carry(setup, &[])
+    }
+
+    /// `setup` runs on the project before its first commit.
+    fn with_carry(setup: impl FnOnce(&Path), carry: &[&str]) -> Pair {
         let tmp = tempfile::tempdir().unwrap();
-        let root = project(tmp.path());
+        let root = project(tmp.path(), setup);
         let checks = vec!["python3 -m pytest tests".to_string()];
         let rules = Rules::new(&root, &[], "PLAN.md", checks, &[]);
         let base = surface::record(&root, &rules).unwrap();
-        assert!(base.contains_key("tests/test_a.py"), "{base:?}");
-        let mut kept = KeptCopy::new(CleanCopy {
+        let kept = KeptCopy::new(CleanCopy {
             root: root.clone(),
             dir: tmp.path().join("kept"),
         });
@@ -237,33 +204,109 @@ fn a_copy_kept_in_step_holds_what_the_full_refresh_gives() {
             dir: tmp.path().join("full"),
         };
         let snapshots = Snapshots::known(&root);
+        let mut pair = Pair {
+            _tmp: tmp,
+            root,
+            base,
+            kept,
+            full,
+            snapshots,
+            carry: carry.iter().map(|s| s.to_string()).collect(),
+        };
+        pair.check("first");
+        assert_eq!(pair.kept.last, Some(Way::Full));
+        pair
+    }
+
+    fn dirs(&self) -> [std::path::PathBuf; 2] {
+        [self.kept.copy().dir.clone(), self.full.dir.clone()]
+    }
+
+    /// The same check's writes to both copies.
+    fn in_copies(&self, f: impl Fn(&Path)) {
+        for d in self.dirs() {
+            f(&d);
+        }
+    }
+
+    /// Refreshes both; the way the kept copy took.
+    fn refresh(&mut self) -> Way {
+        let now = self.snapshots.take().unwrap();
+        self.kept
+            .refresh(Some(&now), Some(&self.base), &self.carry)
+            .unwrap();
+        self.full.refresh(Some(&self.base), &self.carry).unwrap();
+        self.kept.last.unwrap()
+    }
+
+    fn check(&mut self, what: &str) -> Way {
+        let way = self.refresh();
+        let (k, f) = (tree(&self.kept.copy().dir), tree(&self.full.dir));
+        let only = |a: &BTreeMap<String, String>, b: &BTreeMap<String, String>| {
+            a.iter()
+                .filter(|(p, v)| b.get(*p) != Some(*v))
+                .map(|(p, v)| format!("{p}: {v}"))
+                .collect::<Vec<_>>()
+        };
+        assert!(
+            k == f,
+            "{what}: the kept copy differs from the full one ({way:?})\n kept only: {:?}\n full only: {:?}",
+            only(&k, &f),
+            only(&f, &k)
+        );
+        way
+    }
+}
+
+#[test]
+fn a_write_through_a_link_from_outside_the_copy_is_put_right() {
+    let mut p = Pair::new(|_| {});
+    let dir = p.kept.copy().dir.clone();
+    for (n, (file, way)) in [("src/a.py", Way::Kept), ("tests/test_a.py", Way::Full)]
+        .into_iter()
+        .enumerate()
+    {
+        // A check links a file of the copy from outside it and writes through the link:
+        // the source file is put right the short way, the surface file the full way.
+        let link = p.root.with_extension(format!("link{n}"));
+        std::fs::hard_link(dir.join(file), &link).unwrap();
+        std::fs::write(&link, "written through a link\n").unwrap();
+        assert_eq!(p.refresh(), way);
+        assert_eq!(
+            std::fs::read_to_string(dir.join(file)).unwrap(),
+            std::fs::read_to_string(p.root.join(file)).unwrap(),
+            "{file} written through a link stayed in the copy",
+        );
+        // And the link made earlier carries no later write either.
+        p.refresh();
+        std::fs::write(&link, "again\n").unwrap();
+        p.refresh();
+        assert_eq!(
+            std::fs::read_to_string(dir.join(file)).unwrap(),
+            std::fs::read_to_string(p.root.join(file)).unwrap()
+        );
+    }
+}
+
+#[test]
+fn a_copy_kept_in_step_holds_what_the_full_refresh_gives() {
+    let mut short = 0;
+    let mut steps = 0;
+    for seed in 1..=4u64 {
+        let mut p = Pair::new(|_| {});
         let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
         for step in 0..30 {
             for _ in 0..rng.below(3) {
-                agent_step(&mut rng, &root, step);
+                agent_step(&mut rng, &p.root, step);
             }
-            let now = snapshots.take().unwrap();
-            kept.refresh(Some(&now), Some(&base), &[]).unwrap();
-            full.refresh(Some(&base), &[]).unwrap();
-            assert_eq!(
-                tree(&kept.copy().dir),
-                tree(&full.dir),
-                "seed {seed}, step {step}: the kept copy differs from the full one ({:?})",
-                kept.last
-            );
+            let way = p.check(&format!("seed {seed}, step {step}"));
             steps += 1;
-            short += usize::from(kept.last == Some(Way::Kept));
+            short += usize::from(way == Way::Kept);
             for _ in 0..rng.below(3) {
-                check_step(
-                    &mut rng,
-                    [&kept.copy().dir, &full.dir],
-                    step,
-                    seed == 4 && step > 20,
-                );
+                let [kept, full] = p.dirs();
+                check_step(&mut rng, [&kept, &full], step, seed == 4 && step > 20);
             }
         }
-        full.remove();
-        kept.copy().remove();
     }
     eprintln!("{short} of {steps} refreshes kept in step");
     // Not a test of the full way alone.
