@@ -20,7 +20,8 @@ use crate::journal::Baseline;
 
 /// A clean copy brought up to date.
 pub struct Refreshed {
-    /// The commit checked out.
+    /// The commit checked out (by the last full refresh: one kept in step writes the
+    /// files, not the copy's commit).
     pub commit: String,
     /// Surface files the repository's objects did not give as the baseline says
     /// (tampered with), written from agentloop's own copy.

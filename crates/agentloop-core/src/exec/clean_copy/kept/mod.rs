@@ -124,7 +124,7 @@ struct Kept {
     commit: String,
 }
 
-/// Why the short way was not taken (for tests and the bench).
+/// The short way cannot be sure: the full one is taken.
 type Full = ();
 
 impl KeptCopy {
@@ -382,7 +382,7 @@ impl Kept {
             let (Some(from), Some(to)) = (&self.head, &now.head) else {
                 return Err(());
             };
-            let listed = crate::exec::git::run(
+            let listed = git_z(
                 &copy.root,
                 &[
                     "diff-tree",
@@ -393,11 +393,11 @@ impl Kept {
                     from,
                     to,
                 ],
-            )
-            .map_err(|_| ())?;
-            let mut fields = listed.split('\0').filter(|f| !f.is_empty());
+                None,
+            )?;
+            let mut fields = listed.iter();
             while let (Some(status), Some(path)) = (fields.next(), fields.next()) {
-                match status {
+                match status.as_str() {
                     "A" | "M" => in_head_now.insert(path.to_string(), true),
                     "D" => in_head_now.insert(path.to_string(), false),
                     // A type changed (a link, a submodule): the full way.
@@ -506,11 +506,10 @@ impl Kept {
             // Dirty before, clean now: HEAD's file if HEAD has it, else gone.
             let mut args = vec!["ls-tree", "-z", "--name-only", "HEAD", "--"];
             args.extend(head_asks.iter().map(String::as_str));
-            let listed = crate::exec::git::run(&copy.root, &args).map_err(|_| ())?;
-            let in_head: HashSet<&str> = listed.split('\0').collect();
+            let in_head: HashSet<String> = git_z(&copy.root, &args, None)?.into_iter().collect();
             for p in &head_asks {
                 let in_project = std::fs::symlink_metadata(copy.root.join(p)).ok();
-                if in_head.contains(p.as_str()) {
+                if in_head.contains(p) {
                     if !in_project.is_some_and(|m| m.is_file()) {
                         return Err(());
                     }
