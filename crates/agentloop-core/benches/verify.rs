@@ -35,6 +35,26 @@ fn pct(v: &mut [f64], p: usize) -> f64 {
     v[(v.len() * p / 100).min(v.len() - 1)]
 }
 
+/// One row of the table: its label, then the p50 (and the p90 when asked).
+fn row(label: &str, v: &[f64], p90: bool) {
+    let mut v = v.to_vec();
+    let p50 = pct(&mut v, 50);
+    if p90 {
+        println!("  {label:<33}{p50:>7.2} / {:>7.2}", pct(&mut v, 90));
+    } else {
+        println!("  {label:<33}{p50:>7.2}");
+    }
+}
+
+/// The rows every way shares: the whole verification, the check alone, and
+/// agentloop's own time (the difference).
+fn own_rows(whole: &[f64], alone: &[f64]) {
+    let own: Vec<f64> = whole.iter().zip(alone).map(|(w, a)| w - a).collect();
+    row("verification, whole:", whole, true);
+    row("the check alone:", alone, true);
+    row("agentloop's own (whole − check):", &own, true);
+}
+
 fn main() {
     // criterion's harness flags (`--bench`) are not ours.
     let files = env("FILES", 2000);
@@ -112,32 +132,10 @@ fn main() {
         assert!(ok);
         hermetic.push(ms(t.elapsed()));
     }
-    let own: Vec<f64> = whole.iter().zip(&alone).map(|(w, a)| w - a).collect();
-    let (mut own, mut whole2) = (own, whole.clone());
     println!("{files} files, {runs} verifications, p50 / p90 in ms:");
-    println!(
-        "  verification, whole:             {:>7.2} / {:>7.2}",
-        pct(&mut whole2, 50),
-        pct(&mut whole, 90)
-    );
-    println!(
-        "  the check alone:                 {:>7.2} / {:>7.2}",
-        pct(&mut alone.clone(), 50),
-        pct(&mut alone, 90)
-    );
-    println!(
-        "  agentloop's own (whole − check): {:>7.2} / {:>7.2}",
-        pct(&mut own.clone(), 50),
-        pct(&mut own, 90)
-    );
-    println!(
-        "    of it, the surface comparison: {:>7.2}",
-        pct(&mut surface_ms, 50)
-    );
-    println!(
-        "    of it, the clean copy refresh: {:>7.2}",
-        pct(&mut refresh_ms, 50)
-    );
+    own_rows(&whole, &alone);
+    row("  of it, the surface comparison:", &surface_ms, false);
+    row("  of it, the clean copy refresh:", &refresh_ms, false);
     let (plain, sealed) = (pct(&mut anchor.clone(), 50), pct(&mut hermetic.clone(), 50));
     println!(
         "  anchor, git status --porcelain:  {:>7.2} / {:>7.2}",
@@ -236,34 +234,14 @@ fn kept_in_step(
             std::fs::read(dir.join("src/m0/f2.py")).unwrap()
         );
     }
-    let mut own: Vec<f64> = whole.iter().zip(&alone).map(|(w, a)| w - a).collect();
     println!("the driver's way (watched stamp, copy kept in step), p50 / p90 in ms:");
-    println!(
-        "  verification, whole:             {:>7.2} / {:>7.2}",
-        pct(&mut whole.clone(), 50),
-        pct(&mut whole, 90)
-    );
-    println!(
-        "  the check alone:                 {:>7.2} / {:>7.2}",
-        pct(&mut alone.clone(), 50),
-        pct(&mut alone, 90)
-    );
-    println!(
-        "  agentloop's own (whole − check): {:>7.2} / {:>7.2}",
-        pct(&mut own.clone(), 50),
-        pct(&mut own, 90)
-    );
-    println!(
-        "    of it, the surface's stamp:    {:>7.2}",
-        pct(&mut stamp_ms, 50)
-    );
-    println!(
-        "    of it, the copy kept in step:  {:>7.2}",
-        pct(&mut refresh_ms, 50)
-    );
-    println!(
-        "  before it, the claim's full snapshot (the iteration's): {:>7.2}",
-        pct(&mut snapshot, 50)
+    own_rows(&whole, &alone);
+    row("  of it, the surface's stamp:", &stamp_ms, false);
+    row("  of it, the copy kept in step:", &refresh_ms, false);
+    row(
+        "before it, the claim's full snapshot (the iteration's):",
+        &snapshot,
+        false,
     );
     kept.copy().remove();
 }
