@@ -340,16 +340,32 @@ pub fn git_command(dir: &Path) -> Command {
 
 /// Runs a git command (with `input` on its stdin); its stdout, or its stderr as the
 /// error.
-pub(crate) fn run_git(mut c: Command, input: Option<&[u8]>) -> Result<Vec<u8>, String> {
+pub(crate) fn run_git(c: Command, input: Option<&[u8]>) -> Result<Vec<u8>, String> {
+    let out = git_output(c, input).map_err(|e| format!("git: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "git failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(out.stdout)
+}
+
+/// Runs a git command (with `input` on its stdin) to its end: its status and output,
+/// for a caller that reads the exit code itself.
+pub(crate) fn git_output(
+    mut c: Command,
+    input: Option<&[u8]>,
+) -> std::io::Result<std::process::Output> {
     use std::io::Write;
     c.stdout(Stdio::piped());
     if input.is_some() {
         c.stdin(Stdio::piped());
     }
-    let mut child = c.spawn().map_err(|e| format!("git: {e}"))?;
+    let mut child = c.spawn()?;
     // The input is written while the output is read: git answers as it reads
     // (`hash-object --stdin-paths`), and a pipe full both ways would wait for good.
-    let out = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         let writer = match (child.stdin.take(), input) {
             (Some(mut stdin), Some(bytes)) => Some(scope.spawn(move || stdin.write_all(bytes))),
             _ => None,
@@ -358,14 +374,6 @@ pub(crate) fn run_git(mut c: Command, input: Option<&[u8]>) -> Result<Vec<u8>, S
         let written = writer.map_or(Ok(()), |w| w.join().unwrap_or(Ok(())));
         out.and_then(|o| written.map(|()| o))
     })
-    .map_err(|e| format!("git: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "git failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(out.stdout)
 }
 
 /// Adds gitignore `patterns` to the repository's own, uncommitted exclude file

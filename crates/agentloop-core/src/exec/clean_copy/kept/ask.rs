@@ -12,49 +12,38 @@ use crate::exec::surface::Stat;
 pub(super) fn git_z(dir: &Path, args: &[&str], input: Option<&[u8]>) -> Result<Vec<String>, Full> {
     let mut c = crate::exec::git::git_command(dir);
     c.args(args);
-    let out = crate::exec::git::run_git(c, input).map_err(|_| ())?;
+    entries(&crate::exec::git::run_git(c, input).map_err(|_| ())?)
+}
+
+/// `-z` output's entries, each UTF-8.
+fn entries(out: &[u8]) -> Result<Vec<String>, Full> {
     out.split(|&b| b == 0)
         .filter(|e| !e.is_empty())
         .map(|e| String::from_utf8(e.to_vec()).map_err(|_| ()))
         .collect()
 }
 
+/// `paths` as `--stdin -z` input.
+fn z_input(paths: &[String]) -> Vec<u8> {
+    paths.iter().flat_map(|p| p.bytes().chain([0])).collect()
+}
+
 /// Which of `paths` (relative to `dir`) git ignores: untracked and matched by a rule.
 pub(super) fn ignored(dir: &Path, paths: &[String]) -> Result<HashSet<String>, Full> {
     let mut c = crate::exec::git::git_command(dir);
     c.args(["check-ignore", "-z", "--stdin"]);
-    c.stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped());
-    let input: Vec<u8> = paths.iter().flat_map(|p| p.bytes().chain([0])).collect();
-    let mut child = c.spawn().map_err(|_| ())?;
-    let out = std::thread::scope(|scope| {
-        let mut stdin = child.stdin.take();
-        let writer = scope.spawn(move || {
-            use std::io::Write;
-            stdin.as_mut().map_or(Ok(()), |s| s.write_all(&input))
-        });
-        let out = child.wait_with_output();
-        let _ = writer.join();
-        out
-    })
-    .map_err(|_| ())?;
+    let out = crate::exec::git::git_output(c, Some(&z_input(paths))).map_err(|_| ())?;
     // 1: none of them is ignored.
     match out.status.code() {
-        Some(0) | Some(1) => {}
-        _ => return Err(()),
+        Some(0) | Some(1) => Ok(entries(&out.stdout)?.into_iter().collect()),
+        _ => Err(()),
     }
-    out.stdout
-        .split(|&b| b == 0)
-        .filter(|e| !e.is_empty())
-        .map(|e| String::from_utf8(e.to_vec()).map_err(|_| ()))
-        .collect()
 }
 
 /// `Err` when git's attributes would make it write any of `paths` (files of the
 /// project under `root`) with other bytes than the file's: `ident`, an encoding, an
 /// end of line (`eol=crlf`; `text` or `eol=lf` where the file has a carriage return).
 pub(super) fn converted(root: &Path, paths: &[String]) -> Result<(), Full> {
-    let input: Vec<u8> = paths.iter().flat_map(|p| p.bytes().chain([0])).collect();
     let out = git_z(
         root,
         &[
@@ -67,7 +56,7 @@ pub(super) fn converted(root: &Path, paths: &[String]) -> Result<(), Full> {
             "ident",
             "working-tree-encoding",
         ],
-        Some(&input),
+        Some(&z_input(paths)),
     )?;
     for t in out.chunks(3) {
         let [path, attr, value] = t else {
