@@ -48,14 +48,7 @@ fn id_of(dir: &Path) -> Option<(u64, u64)> {
 /// What a directory on the way reports: its names made, removed or renamed, and it
 /// being removed or renamed itself.
 fn way_mask() -> F {
-    F::IN_CREATE
-        | F::IN_DELETE
-        | F::IN_MOVED_FROM
-        | F::IN_MOVED_TO
-        | F::IN_DELETE_SELF
-        | F::IN_MOVE_SELF
-        | F::IN_DONT_FOLLOW
-        | F::IN_ONLYDIR
+    crate::exec::watch::dir_mask() & !(F::IN_MODIFY | F::IN_ATTRIB | F::IN_CLOSE_WRITE)
 }
 
 impl SurfaceWatch {

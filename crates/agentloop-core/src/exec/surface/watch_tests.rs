@@ -89,11 +89,34 @@ mod attacks {
         std::fs::read_to_string(root.join("tests/t.py")).unwrap_or_default()
     }
 
-    // Missed before the fix: the watch is on the file's inode, not on its path. Renaming its directory
-    // reports nothing to the file's own watch (IN_MOVE_SELF is for the watched inode
-    // itself), and a new directory in its place gives the path new content. The driver
-    // then trusts `holds_but_statuses`, which reads no status, and git's dirty entry for
-    // the path is skipped because the path is in the baseline.
+    /// `tests/t.py` (13 bytes) mapped shared for writing, its descriptor closed.
+    fn map_shared(root: &Path) -> *mut libc::c_void {
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(root.join("tests/t.py"))
+            .unwrap();
+        // SAFETY: a fresh shared mapping of a 13-byte file; the caller unmaps it.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                13,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                f.as_raw_fd(),
+                0,
+            )
+        };
+        assert_ne!(map, libc::MAP_FAILED);
+        map
+    }
+
+    // Missed before the fix: the watch is on the file's inode, not on its path.
+    // Renaming its directory reports nothing to the file's own watch (IN_MOVE_SELF is
+    // for the watched inode itself), and a new directory in its place gives the path
+    // new content. The driver then trusts `holds_but_statuses`, which reads no status,
+    // and git's dirty entry for the path is skipped because the path is in the
+    // baseline.
     #[test]
     fn parent_directory_moved_away_and_replaced() {
         let (dir, root, _, mut w) = trusted();
@@ -104,7 +127,8 @@ mod attacks {
         assert!(!w.quiet(), "tests/ replaced: not reported");
     }
 
-    // Missed before the fix: as above, the directory swapped for a symbolic link to another one.
+    // Missed before the fix: as above, the directory swapped for a symbolic link to
+    // another one.
     #[test]
     fn parent_directory_swapped_for_a_symlink() {
         let (dir, root, _, mut w) = trusted();
@@ -117,8 +141,8 @@ mod attacks {
         assert!(!w.quiet(), "tests/ -> symlink: not reported");
     }
 
-    // Missed before the fix: the work tree's root itself moved away and made again (from above it, or
-    // any ancestor of it renamed): the watched inode is untouched.
+    // Missed before the fix: the work tree's root itself moved away and made again
+    // (from above it, or any ancestor of it renamed): the watched inode is untouched.
     #[test]
     fn root_moved_away_and_replaced() {
         let (dir, root, _, mut w) = trusted();
@@ -141,24 +165,7 @@ mod attacks {
         let root = dir.path().join("p");
         std::fs::create_dir_all(root.join("tests")).unwrap();
         std::fs::write(root.join("tests/t.py"), "assert False\n").unwrap();
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(root.join("tests/t.py"))
-            .unwrap();
-        // SAFETY: a fresh shared mapping of a 13-byte file, unmapped below.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                13,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                f.as_raw_fd(),
-                0,
-            )
-        };
-        assert_ne!(map, libc::MAP_FAILED);
-        drop(f);
+        let map = map_shared(&root);
         let mut w = watch(&root, &baseline());
         // SAFETY: within the mapping.
         unsafe { std::ptr::copy_nonoverlapping(b"assert  True".as_ptr(), map as *mut u8, 12) };
@@ -172,24 +179,7 @@ mod attacks {
     #[test]
     fn shared_mapping_made_after_the_watch_reports_at_unmap() {
         let (_dir, root, _, mut w) = trusted();
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(root.join("tests/t.py"))
-            .unwrap();
-        // SAFETY: as above.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                13,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                f.as_raw_fd(),
-                0,
-            )
-        };
-        assert_ne!(map, libc::MAP_FAILED);
-        drop(f);
+        let map = map_shared(&root);
         // SAFETY: within the mapping; then unmapped (the process's end does the same).
         unsafe {
             std::ptr::copy_nonoverlapping(b"assert  True".as_ptr(), map as *mut u8, 12);
@@ -496,11 +486,12 @@ mod attacks {
         assert!(!w.quiet(), "events drained by another holder: not reported");
     }
 
-    // Missed before the fix: the same attack as `parent_directory_moved_away_and_replaced`, taken
-    // through what the driver's `check_project_surface` does with a real repository,
-    // baseline and stamp: after the swap the watch is quiet and trusted, the stamp
-    // `holds_but_statuses` (the fast path returns no change) while `holds` (the
-    // full look) and `check` see the new content.
+    // Missed before the fix: the same attack as
+    // `parent_directory_moved_away_and_replaced`, taken through what the driver's
+    // `check_project_surface` does with a real repository, baseline and stamp: after
+    // the swap the watch is quiet and trusted, the stamp `holds_but_statuses` (the fast
+    // path returns no change) while `holds` (the full look) and `check` see the new
+    // content.
     #[test]
     fn parent_directory_replaced_through_the_drivers_fast_path() {
         use crate::exec::git::Snapshots;

@@ -12,8 +12,8 @@ fn chmod(p: &Path, mode: u32) {
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
-// Failed before the fix: the kept way writes the project's bytes; git normalises them by the project's
-// attributes (`text`, `eol`, `ident`) when it adds and checks out.
+// Failed before the fix: the kept way writes the project's bytes; git normalises them
+// by the project's attributes (`text`, `eol`, `ident`) when it adds and checks out.
 #[test]
 fn adv_attributes_that_change_what_git_writes() {
     let mut p = Pair::new(|root| {
@@ -28,9 +28,9 @@ fn adv_attributes_that_change_what_git_writes() {
     p.check("files under text/eol/ident attributes");
 }
 
-// Failed before the fix: a directory holding only ignored files is left by `git clean -fd` and noted
-// as the checks' own (not watched inside); a file git does not ignore written into it
-// later stays in the kept copy, where the full way cleans it.
+// Failed before the fix: a directory holding only ignored files is left by `git clean
+// -fd` and noted as the checks' own (not watched inside); a file git does not ignore
+// written into it later stays in the kept copy, where the full way cleans it.
 #[test]
 fn adv_unignored_file_in_a_directory_of_ignored_ones() {
     let mut p = Pair::new(|_| {});
@@ -52,7 +52,8 @@ fn adv_negated_rule_in_a_directory_of_ignored_ones() {
     p.check("a re-included file in the cache");
 }
 
-// Failed before the fix: an event whose name is not UTF-8 is skipped; the file a check made stays.
+// Failed before the fix: an event whose name is not UTF-8 is skipped; the file a check
+// made stays.
 #[test]
 fn adv_check_makes_a_non_utf8_name() {
     use std::os::unix::ffi::OsStrExt;
@@ -62,8 +63,8 @@ fn adv_check_makes_a_non_utf8_name() {
     p.check("a check's file with a name not UTF-8");
 }
 
-// Failed before the fix: a check renames a tree file to a name not UTF-8: the tree file is put back,
-// the renamed one stays.
+// Failed before the fix: a check renames a tree file to a name not UTF-8: the tree file
+// is put back, the renamed one stays.
 #[test]
 fn adv_check_renames_a_file_to_a_non_utf8_name() {
     use std::os::unix::ffi::OsStrExt;
@@ -73,8 +74,9 @@ fn adv_check_renames_a_file_to_a_non_utf8_name() {
     p.check("a tree file renamed to a name not UTF-8");
 }
 
-// Failed before the fix: git status's path is read lossily: the agent's new file with a name not
-// UTF-8 becomes a path that is not there, removed from the kept copy (it never was).
+// Failed before the fix: git status's path is read lossily: the agent's new file with a
+// name not UTF-8 becomes a path that is not there, removed from the kept copy (it never
+// was).
 #[test]
 fn adv_agent_makes_a_non_utf8_name() {
     use std::os::unix::ffi::OsStrExt;
@@ -84,9 +86,9 @@ fn adv_agent_makes_a_non_utf8_name() {
     p.check("the agent's file with a name not UTF-8");
 }
 
-// Failed before the fix: `git ls-files` output is trimmed: the first path (sorted) loses its leading
-// space and becomes another tree file's name; the file with the space is taken for
-// the checks' own, and what a check writes to it is kept.
+// Failed before the fix: `git ls-files` output is trimmed: the first path (sorted)
+// loses its leading space and becomes another tree file's name; the file with the space
+// is taken for the checks' own, and what a check writes to it is kept.
 #[test]
 fn adv_leading_space_in_the_first_tracked_name() {
     let mut p = Pair::new(|root| write(&root.join(" README.md"), "spaced\n"));
@@ -94,8 +96,9 @@ fn adv_leading_space_in_the_first_tracked_name() {
     p.check("a check wrote the tracked file whose name starts with a space");
 }
 
-// Failed before the fix: `git rm --cached` of a tracked file the rules ignore: status lists it (deleted
-// from the index) with its content, the kept way writes it; the full way's tree lacks it.
+// Failed before the fix: `git rm --cached` of a tracked file the rules ignore: status
+// lists it (deleted from the index) with its content, the kept way writes it; the full
+// way's tree lacks it.
 #[test]
 fn adv_rm_cached_of_an_ignored_tracked_file() {
     let mut p = Pair::new(|root| write(&root.join("build/keep.o"), "kept\n"));
@@ -107,8 +110,8 @@ fn adv_rm_cached_of_an_ignored_tracked_file() {
     p.check("the ignored file untracked");
 }
 
-// Failed before the fix: a file marked assume-unchanged keeps its index blob in the full way; the kept
-// way, when a check touched it, writes the project's edited file.
+// Failed before the fix: a file marked assume-unchanged keeps its index blob in the
+// full way; the kept way, when a check touched it, writes the project's edited file.
 #[test]
 fn adv_assume_unchanged_file_touched_by_a_check() {
     let mut p = Pair::new(|_| {});
@@ -130,8 +133,8 @@ fn adv_skip_worktree_file_touched_by_a_check() {
     p.check("a skip-worktree file a check wrote");
 }
 
-// Failed before the fix: with `core.fileMode=false` git keeps the index's mode; the kept way takes the
-// execute bit from the file.
+// Failed before the fix: with `core.fileMode=false` git keeps the index's mode; the
+// kept way takes the execute bit from the file.
 #[test]
 fn adv_file_mode_off() {
     let mut p = Pair::new(|_| {});
@@ -413,8 +416,9 @@ fn git_in_the_copy_sees_the_old_commit_once_then_every_refresh_is_full() {
     }
 }
 
-// Failed before the fix: a tree directory that the project now has as a file: the path is taken for a
-// directory of the tree and skipped; the directory's file goes and the file never comes.
+// Failed before the fix: a tree directory that the project now has as a file: the path
+// is taken for a directory of the tree and skipped; the directory's file goes and the
+// file never comes.
 #[test]
 fn adv_directory_replaced_by_a_file_in_the_project() {
     let mut p = Pair::new(|_| {});
