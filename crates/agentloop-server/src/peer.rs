@@ -48,15 +48,29 @@ pub(crate) fn client_among(client: SocketAddr, candidates: &[u32]) -> Option<u32
     };
     let want = format!("{want}:{:04X}", client.port());
     let text = std::fs::read_to_string(table).ok()?;
-    // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
-    let inode = text.lines().skip(1).find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        (f.get(1) == Some(&want.as_str())).then(|| f.get(9).map(|s| s.to_string()))?
-    })?;
+    let inodes = inodes_at(&text, &want);
     sockets
         .into_iter()
-        .find(|(i, _)| *i == inode)
+        .find(|(i, _)| inodes.contains(&i.as_str()))
         .map(|(_, pid)| pid)
+}
+
+/// The inodes of the sockets whose local end is `local` in a kernel socket table
+/// (`sl local_address rem_address st … inode`). A socket in TIME_WAIT from an
+/// earlier connection can hold the same local address with inode 0; a client may
+/// also share its port with another of its connections: every live one is named.
+fn inodes_at<'t>(table: &'t str, local: &str) -> Vec<&'t str> {
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.get(1) == Some(&local))
+                .then(|| f.get(9).copied())
+                .flatten()
+        })
+        .filter(|&inode| inode != "0")
+        .collect()
 }
 
 #[cfg(test)]
@@ -72,5 +86,17 @@ mod tests {
         let me = std::process::id();
         assert_eq!(client_among(from, &[1, me]), Some(me));
         assert_eq!(client_among(from, &[1]), None);
+    }
+
+    #[test]
+    fn an_old_connection_on_the_same_port_does_not_hide_the_live_one() {
+        // A TIME_WAIT socket (inode 0) on the client's address, listed first, as the
+        // kernel does when an ephemeral port is reused for another destination.
+        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
+   0: 0100007F:9C40 0100007F:1F90 06 00000000:00000000 03:00000F9A 00000000     0        0 0 3 0000000000000000\n\
+   1: 0100007F:9C40 0100007F:2328 01 00000000:00000000 00:00000000 00000000     0        0 4242 1 0000000000000000 20 4 30 10 -1\n\
+   2: 0100007F:2328 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 4343 1 0000000000000000 20 4 30 10 -1\n";
+        assert_eq!(inodes_at(table, "0100007F:9C40"), ["4242"]);
+        assert_eq!(inodes_at(table, "0100007F:1F90"), Vec::<&str>::new());
     }
 }
