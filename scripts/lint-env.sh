@@ -1,13 +1,22 @@
-# Sourced by scripts/test and scripts/package: with AGENTLOOP_TEST_LINT set, `lint`
-# is the environment that builds through clippy's driver with `-D warnings` (cargo
-# clippy's own way of passing lint flags), so one build serves the lints, the tests
-# and the package; else it is empty.
-lint=()
+# Sourced by scripts/test and scripts/package: `lint` is the environment their builds
+# run in, the same for both so the package reuses the tests' build.
+#   - With AGENTLOOP_TEST_LINT set, the build goes through clippy's driver with
+#     `-D warnings` (cargo clippy's own way of passing lint flags), so one build serves
+#     the lints, the tests and the package.
+#   - With mold on the PATH, binaries are linked by mold: the test binaries' links are
+#     most of an incremental build's time with the system linker (a change to the
+#     integration tests relinked in 3.4 s against 14 s here). Without it, the system
+#     linker links as before.
+lint=(env)
 if [ -n "${AGENTLOOP_TEST_LINT:-}" ]; then
   driver="$(rustc --print sysroot)/bin/clippy-driver"
   if [ ! -x "$driver" ]; then
     echo "AGENTLOOP_TEST_LINT needs clippy: rustup component add clippy" >&2
     exit 2
   fi
-  lint=(env RUSTC_WORKSPACE_WRAPPER="$driver" CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__")
+  lint+=(RUSTC_WORKSPACE_WRAPPER="$driver" CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__")
+fi
+if command -v mold >/dev/null 2>&1; then
+  host=$(rustc -vV | sed -n 's/^host: //p' | tr 'a-z-' 'A-Z_')
+  lint+=("CARGO_TARGET_${host}_RUSTFLAGS=-C link-arg=-fuse-ld=mold")
 fi
