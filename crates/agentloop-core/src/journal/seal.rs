@@ -77,17 +77,26 @@ fn load_or_create() -> std::io::Result<Vec<u8>> {
     }
 }
 
+/// The HMAC keyed once per process: each line's seal starts from a copy of it rather
+/// than hashing the key again (reading a long journal seals every line).
+fn keyed() -> Option<Hmac<Sha256>> {
+    static MAC: OnceLock<Option<Hmac<Sha256>>> = OnceLock::new();
+    MAC.get_or_init(|| Hmac::<Sha256>::new_from_slice(key()?).ok())
+        .clone()
+}
+
 /// The seal of a line's bytes, as lowercase hex; `None` without a key.
 pub fn seal(bytes: &[u8]) -> Option<String> {
-    let mut mac = Hmac::<Sha256>::new_from_slice(key()?).ok()?;
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut mac = keyed()?;
     mac.update(bytes);
     let out = mac.finalize().into_bytes();
-    Some(
-        out[..MAC_BYTES]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect(),
-    )
+    let mut hex = String::with_capacity(MAC_BYTES * 2);
+    for &b in &out[..MAC_BYTES] {
+        hex.push(HEX[usize::from(b >> 4)] as char);
+        hex.push(HEX[usize::from(b & 0xf)] as char);
+    }
+    Some(hex)
 }
 
 /// Whether `hex` is the seal of `bytes` under this machine's key (compared in
@@ -96,20 +105,55 @@ pub fn verifies(bytes: &[u8], hex: &str) -> bool {
     if UNSEALED_READS.load(std::sync::atomic::Ordering::SeqCst) {
         return true;
     }
-    let Some(key) = key() else { return false };
-    let Some(given) = (0..hex.len())
-        .step_by(2)
-        .map(|i| {
-            hex.get(i..i + 2)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-        })
-        .collect::<Option<Vec<u8>>>()
-    else {
+    let Some(given) = unhex(hex) else {
         return false;
     };
-    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(key) else {
+    let Some(mut mac) = keyed() else {
         return false;
     };
     mac.update(bytes);
-    given.len() == MAC_BYTES && mac.verify_truncated_left(&given).is_ok()
+    mac.verify_truncated_left(&given).is_ok()
+}
+
+/// A seal's bytes from its hex (either case), `None` unless it is one.
+fn unhex(hex: &str) -> Option<[u8; MAC_BYTES]> {
+    fn nibble(c: u8) -> Option<u8> {
+        match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            b'A'..=b'F' => Some(c - b'A' + 10),
+            _ => None,
+        }
+    }
+    let hex = hex.as_bytes();
+    if hex.len() != MAC_BYTES * 2 {
+        return None;
+    }
+    let mut out = [0u8; MAC_BYTES];
+    for (i, pair) in hex.chunks_exact(2).enumerate() {
+        out[i] = (nibble(pair[0])? << 4) | nibble(pair[1])?;
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seal_verifies_its_bytes_only() {
+        let s = seal(b"a line").expect("a key in the test's state directory");
+        assert_eq!(s.len(), MAC_BYTES * 2);
+        assert!(s.bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        assert!(verifies(b"a line", &s));
+        assert!(verifies(b"a line", &s.to_uppercase()));
+        assert!(!verifies(b"a line!", &s));
+        assert!(!verifies(b"a line", &s[..s.len() - 2]));
+        assert!(!verifies(b"a line", &format!("{s}00")));
+        let mut flipped = s.clone().into_bytes();
+        flipped[0] = if flipped[0] == b'0' { b'1' } else { b'0' };
+        assert!(!verifies(b"a line", &String::from_utf8(flipped).unwrap()));
+        assert!(!verifies(b"a line", &format!("+{}", &s[1..])));
+        assert!(!verifies(b"a line", &"zz".repeat(MAC_BYTES)));
+    }
 }

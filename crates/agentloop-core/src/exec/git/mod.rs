@@ -4,8 +4,9 @@
 
 mod hermetic;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
 
 fn git(workdir: &Path) -> Command {
     let mut c = Command::new("git");
@@ -28,20 +29,39 @@ pub fn remote_command(dir: &Path) -> Command {
 }
 
 /// The person's commit identity, from their own git configuration (reading it runs
-/// nothing): what agentloop's commits in their repository are made as.
+/// nothing): what agentloop's commits in their repository are made as. Read once per
+/// directory by a process (one git process for both keys): a driver commits each task
+/// as the same person.
 pub fn user_identity(dir: &Path) -> Option<(String, String)> {
-    let get = |key: &str| {
-        let out = Command::new("git")
-            .args(["config", "--get", key])
-            .current_dir(dir)
-            .stdin(Stdio::null())
-            .stderr(Stdio::null())
-            .output()
-            .ok()?;
-        let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        (out.status.success() && !v.is_empty()).then_some(v)
-    };
-    Some((get("user.name")?, get("user.email")?))
+    static READ: Mutex<Vec<(PathBuf, Option<(String, String)>)>> = Mutex::new(Vec::new());
+    let mut read = READ.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, who)) = read.iter().find(|(d, _)| d == dir) {
+        return who.clone();
+    }
+    let who = read_identity(dir);
+    read.push((dir.to_path_buf(), who.clone()));
+    who
+}
+
+fn read_identity(dir: &Path) -> Option<(String, String)> {
+    let out = Command::new("git")
+        .args(["config", "-z", "--get-regexp", r"^user\.(name|email)$"])
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    // "key\nvalue\0" each; the last value of a key wins, as with `git config --get`.
+    let (mut name, mut email) = (None, None);
+    for entry in out.stdout.split(|&b| b == 0) {
+        let entry = String::from_utf8_lossy(entry);
+        match entry.split_once('\n') {
+            Some(("user.name", v)) => name = Some(v.trim().to_string()),
+            Some(("user.email", v)) => email = Some(v.trim().to_string()),
+            _ => {}
+        }
+    }
+    Some((name.filter(|v| !v.is_empty())?, email.filter(|v| !v.is_empty())?))
 }
 
 /// Sets `c`'s author and committer: the person's identity, else agentloop's.
@@ -89,13 +109,32 @@ pub fn run(dir: &Path, args: &[&str]) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
+/// Whether `workdir` is in a git work tree. A directory found to be one is not asked
+/// about again by this process (a work tree does not stop being one under a run, and
+/// the driver asks before each task's commit).
 pub fn is_repo(workdir: &Path) -> bool {
-    output({
+    static FOUND: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+    if FOUND
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .any(|d| d == workdir)
+    {
+        return true;
+    }
+    let found = output({
         let mut c = git(workdir);
         c.args(["rev-parse", "--is-inside-work-tree"]);
         c
     })
-    .is_some_and(|s| s == "true")
+    .is_some_and(|s| s == "true");
+    if found {
+        FOUND
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(workdir.to_path_buf());
+    }
+    found
 }
 
 /// The top of the work tree containing `dir`, if it is in one: the nearest directory
