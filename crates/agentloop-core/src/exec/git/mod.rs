@@ -28,12 +28,15 @@ pub fn remote_command(dir: &Path) -> Command {
     c
 }
 
+/// A commit identity: name and email.
+pub type Identity = (String, String);
+
 /// The person's commit identity, from their own git configuration (reading it runs
 /// nothing): what agentloop's commits in their repository are made as. Read once per
 /// directory by a process (one git process for both keys): a driver commits each task
 /// as the same person.
-pub fn user_identity(dir: &Path) -> Option<(String, String)> {
-    static READ: Mutex<Vec<(PathBuf, Option<(String, String)>)>> = Mutex::new(Vec::new());
+pub fn user_identity(dir: &Path) -> Option<Identity> {
+    static READ: Mutex<Vec<(PathBuf, Option<Identity>)>> = Mutex::new(Vec::new());
     let mut read = READ.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, who)) = read.iter().find(|(d, _)| d == dir) {
         return who.clone();
@@ -43,7 +46,7 @@ pub fn user_identity(dir: &Path) -> Option<(String, String)> {
     who
 }
 
-fn read_identity(dir: &Path) -> Option<(String, String)> {
+fn read_identity(dir: &Path) -> Option<Identity> {
     let out = Command::new("git")
         .args(["config", "-z", "--get-regexp", r"^user\.(name|email)$"])
         .current_dir(dir)
@@ -65,7 +68,7 @@ fn read_identity(dir: &Path) -> Option<(String, String)> {
 }
 
 /// Sets `c`'s author and committer: the person's identity, else agentloop's.
-pub(crate) fn set_identity(c: &mut Command, who: Option<&(String, String)>) {
+pub(crate) fn set_identity(c: &mut Command, who: Option<&Identity>) {
     let (name, email) = who
         .map(|(n, e)| (n.as_str(), e.as_str()))
         .unwrap_or(("agentloop", "agentloop@localhost"));
