@@ -144,7 +144,10 @@ mod tests {
     fn a_seal_verifies_its_bytes_only() {
         let s = seal(b"a line").expect("a key in the test's state directory");
         assert_eq!(s.len(), MAC_BYTES * 2);
-        assert!(s.bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        assert!(
+            s.bytes()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        );
         assert!(verifies(b"a line", &s));
         assert!(verifies(b"a line", &s.to_uppercase()));
         assert!(!verifies(b"a line!", &s));

@@ -64,7 +64,10 @@ fn read_identity(dir: &Path) -> Option<Identity> {
             _ => {}
         }
     }
-    Some((name.filter(|v| !v.is_empty())?, email.filter(|v| !v.is_empty())?))
+    Some((
+        name.filter(|v| !v.is_empty())?,
+        email.filter(|v| !v.is_empty())?,
+    ))
 }
 
 /// Sets `c`'s author and committer: the person's identity, else agentloop's.
