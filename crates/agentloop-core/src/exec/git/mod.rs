@@ -482,6 +482,38 @@ mod version_tests {
     }
 
     #[test]
+    fn the_persons_identity_is_the_repositorys_last_word_read_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        run(d, &["init", "-q"]).unwrap();
+        let set = |args: &[&str]| {
+            let st = Command::new("git")
+                .arg("config")
+                .args(args)
+                .current_dir(d)
+                .status()
+                .unwrap();
+            assert!(st.success());
+        };
+        set(&["user.name", "A Person"]);
+        set(&["user.email", "a@example.org"]);
+        // A second value: the last one is what `git config --get` gives.
+        set(&["--add", "user.name", "A. Person"]);
+        let who = Some(("A. Person".to_string(), "a@example.org".to_string()));
+        assert_eq!(read_identity(d), who);
+        assert_eq!(user_identity(d), who);
+        // A driver commits each task as the same person.
+        set(&["--replace-all", "user.name", "Someone Else"]);
+        assert_eq!(user_identity(d), who);
+        assert_eq!(read_identity(d).unwrap().0, "Someone Else");
+        // A directory found to be a work tree is one for the rest of the process.
+        assert!(is_repo(d));
+        std::fs::remove_dir_all(d.join(".git")).unwrap();
+        assert!(is_repo(d));
+        assert!(!is_repo(&d.join("nowhere")));
+    }
+
+    #[test]
     fn an_answer_longer_than_a_pipe_holds_while_the_question_is_written() {
         // 5,000 paths in (1 MB), 5,000 hashes out (205 KB): written all before
         // reading, both pipes filled and git and agentloop waited on each other for
