@@ -1,5 +1,5 @@
-# Sourced by scripts/test and scripts/package: `lint` is the environment their builds
-# run in, the same for both so the package reuses the tests' build.
+# Sourced by scripts/test and scripts/package: `build_env` is the environment their
+# builds run in, the same for both so the package reuses the tests' build.
 #   - With AGENTLOOP_TEST_LINT set, the build goes through clippy's driver with
 #     `-D warnings` (cargo clippy's own way of passing lint flags), so one build serves
 #     the lints, the tests and the package.
@@ -7,16 +7,16 @@
 #     most of an incremental build's time with the system linker (a change to the
 #     integration tests relinked in 3.4 s against 14 s here). Without it, the system
 #     linker links as before.
-lint=(env)
+build_env=(env)
 if [ -n "${AGENTLOOP_TEST_LINT:-}" ]; then
   driver="$(rustc --print sysroot)/bin/clippy-driver"
   if [ ! -x "$driver" ]; then
     echo "AGENTLOOP_TEST_LINT needs clippy: rustup component add clippy" >&2
     exit 2
   fi
-  lint+=(RUSTC_WORKSPACE_WRAPPER="$driver" CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__")
+  build_env+=(RUSTC_WORKSPACE_WRAPPER="$driver" CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__")
 fi
 if command -v mold >/dev/null 2>&1; then
   host=$(rustc -vV | sed -n 's/^host: //p' | tr 'a-z-' 'A-Z_')
-  lint+=("CARGO_TARGET_${host}_RUSTFLAGS=-C link-arg=-fuse-ld=mold")
+  build_env+=("CARGO_TARGET_${host}_RUSTFLAGS=-C link-arg=-fuse-ld=mold")
 fi
