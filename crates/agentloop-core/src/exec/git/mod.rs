@@ -470,7 +470,7 @@ pub fn worktree_admin() -> std::sync::MutexGuard<'static, ()> {
 }
 
 #[cfg(test)]
-mod version_tests {
+mod tests {
     use super::*;
 
     #[test]
