@@ -81,11 +81,7 @@ pub(crate) fn completions(p: &Project) -> BTreeMap<String, usize> {
 #[test]
 fn a_run_killed_before_its_first_record_made_no_run() {
     let p = Project::example();
-    let out = p
-        .cmd(&["run", "--quiet"])
-        .env("AGENTLOOP_FAILPOINT", "before-append:1")
-        .output()
-        .unwrap();
+    let out = p.run_failing_at(&["run", "--quiet"], "before-append:1");
     assert_eq!(out.status.signal(), Some(9));
     let runs = p.path().join(".agentloop/runs");
     let half: Vec<_> = std::fs::read_dir(&runs).unwrap().flatten().collect();
@@ -136,11 +132,7 @@ fn sigkill_at_every_journal_append_then_resume() {
             "after-append"
         };
         let p = Project::example();
-        let out = p
-            .cmd(&["run", "--quiet"])
-            .env("AGENTLOOP_FAILPOINT", format!("{point}:{seq}"))
-            .output()
-            .unwrap();
+        let out = p.run_failing_at(&["run", "--quiet"], &format!("{point}:{seq}"));
         if out.status.signal() != Some(9) {
             assert_eq!(
                 out.status.code(),
@@ -156,11 +148,8 @@ fn sigkill_at_every_journal_append_then_resume() {
         assert_eq!(v.code, Some(0), "{point}:{seq}: {}", v.stderr);
         // Kill the resumed driver once more a few events later, then finish.
         if p.status()["status"] != "completed" {
-            let again = p
-                .cmd(&["resume", "--quiet"])
-                .env("AGENTLOOP_FAILPOINT", format!("after-append:{}", seq + 4))
-                .output()
-                .unwrap();
+            let again =
+                p.run_failing_at(&["resume", "--quiet"], &format!("after-append:{}", seq + 4));
             if again.status.signal() == Some(9) {
                 kill_points += 1;
             } else {

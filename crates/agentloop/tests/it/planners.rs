@@ -295,11 +295,7 @@ fn a_driver_killed_at_each_planners_record_resumes_to_the_same_plan() {
     for (point, seq) in kills {
         {
             let p = make();
-            let out = p
-                .cmd(&["run", "--quiet"])
-                .env("AGENTLOOP_FAILPOINT", format!("{point}:{seq}"))
-                .output()
-                .unwrap();
+            let out = p.run_failing_at(&["run", "--quiet"], &format!("{point}:{seq}"));
             assert_eq!(
                 std::os::unix::process::ExitStatusExt::signal(&out.status),
                 Some(9),

@@ -346,11 +346,7 @@ fn sigkill_at_every_journal_append_with_the_journal_in_postgres() {
         let point = POINTS[at];
         let mut p = Project::example();
         p.env.push(("AGENTLOOP_STORE_URL".into(), url.clone()));
-        let out = p
-            .cmd(&["run", "--quiet"])
-            .env("AGENTLOOP_FAILPOINT", format!("{point}:{seq}"))
-            .output()
-            .unwrap();
+        let out = p.run_failing_at(&["run", "--quiet"], &format!("{point}:{seq}"));
         if out.status.signal() != Some(9) {
             assert_eq!(out.status.code(), Some(0), "{point}:{seq}");
             continue;

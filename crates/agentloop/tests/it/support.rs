@@ -162,6 +162,15 @@ impl Project {
         c
     }
 
+    /// `args` run to their end with the driver's failpoint set (`at`:
+    /// `before-append:7`): what the process ended with, a SIGKILL when the point came.
+    pub fn run_failing_at(&self, args: &[&str], at: &str) -> Output {
+        self.cmd(args)
+            .env("AGENTLOOP_FAILPOINT", at)
+            .output()
+            .unwrap()
+    }
+
     pub fn run(&self, args: &[&str]) -> Run {
         self.cmd(args).output().unwrap().into()
     }

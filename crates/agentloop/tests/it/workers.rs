@@ -387,11 +387,7 @@ fn sigkill_with_four_workers_at_every_journal_append_then_resume() {
             "before-append"
         };
         let p = project(FOUR, body, "");
-        let out = p
-            .cmd(&["run", "--quiet"])
-            .env("AGENTLOOP_FAILPOINT", format!("{point}:{seq}"))
-            .output()
-            .unwrap();
+        let out = p.run_failing_at(&["run", "--quiet"], &format!("{point}:{seq}"));
         if out.status.signal() == Some(9) {
             kill_points += 1;
             assert_eq!(p.run(&["journal", "verify"]).code, Some(0), "{point}:{seq}");
