@@ -59,6 +59,12 @@ pub(super) fn next(s: &RunState) -> Option<Action> {
             gate: Gate::Ship(why.clone()),
         }));
     }
+    // A run that committed no work has nothing to propose (every task skipped or
+    // blocked): no branch is pushed, no pull request opened.
+    let committed = |t: &crate::journal::TaskState| t.status == TaskStatus::Done && t.commit.is_some();
+    if s.ship.pushed.is_none() && s.ship.shipped.is_empty() && !s.tasks.iter().any(committed) {
+        return None;
+    }
     if cfg.pr == crate::config::PrScope::Task {
         let Some(unit) = &s.ship.unit else {
             return next_unit(s).map(|_| Action::Ship(ShipStep::StartUnit));

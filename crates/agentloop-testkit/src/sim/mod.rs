@@ -11,12 +11,13 @@
 mod rng;
 mod scale;
 mod scenario;
+mod ship;
 mod steps;
 mod world;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use agentloop_core::journal::{Event, Outcome, RunState, TaskStatus, read};
+use agentloop_core::journal::{Event, Gate, Outcome, RunState, TaskStatus, read};
 
 pub use rng::Rng;
 pub use scale::{Scaled, busiest, scale};
@@ -37,6 +38,9 @@ pub struct Seen {
     pub planned: usize,
     /// A person's requests made unprompted (steer, pause, skip, debug, stop).
     pub asked: usize,
+    /// Pull requests opened on the simulated forge, and those merged.
+    pub prs: usize,
+    pub prs_merged: usize,
 }
 
 /// The faults a seed draws: one to four kills at effects of the run without faults,
@@ -70,6 +74,8 @@ pub fn check(seed: u64) -> Result<Seen, String> {
         merges: faulted.branch.len(),
         planned: faulted.state.planning.added.len(),
         asked: faulted.asked,
+        prs: faulted.forge.prs.len(),
+        prs_merged: faulted.forge.base.len(),
     })
 }
 
@@ -103,6 +109,9 @@ pub struct Ending {
     /// the timing the faults moved).
     gates: Vec<String>,
     merged: BTreeSet<String>,
+    /// What the forge holds: each pull request (branch, base, merged, labels) and the
+    /// base branch's heads.
+    forge: Vec<String>,
 }
 
 impl Ending {
@@ -181,6 +190,12 @@ pub fn sound(r: &Run) -> Result<Ending, String> {
             Event::VerifyFinished(v) if v.passed => {
                 passed.insert(v.iteration);
             }
+            // A failed ship step's gate depends on when the step was tried (a refused
+            // first try the dead driver never recorded is not refused again): the
+            // comparison leaves it out; the rest of the run must end the same.
+            Event::GateOpened {
+                gate: Gate::Ship(why),
+            } if !why.starts_with("the run's checks fail") => {}
             Event::GateOpened { gate } => gates.push(format!("{gate:?}")),
             _ => {}
         }
@@ -222,12 +237,14 @@ pub fn sound(r: &Run) -> Result<Ending, String> {
     if folded.settings.workers > 1 {
         gates.sort();
     }
+    let forge = ship::forge_ending(&r.forge, &c.records, &folded.settings.ship)?;
     Ok(Ending {
         status: format!("{} ({:?})", folded.status.as_str(), folded.finished),
         tasks,
         done,
         gates,
         merged,
+        forge,
     })
 }
 

@@ -2,7 +2,10 @@
 //! configuration (workers, shape, kind of work, reviewer), and what each attempt of
 //! each task does — all drawn from the seed, so a failing seed replays exactly.
 
-use agentloop_core::config::{Config, ReviewConfig, ReviewWhen, ShapeSetting, WorkflowSetting};
+use agentloop_core::config::{
+    AfterMergeFailure, Config, Forge, MergeWhen, PrScope, ReviewConfig, ReviewWhen, ShapeSetting,
+    WorkflowSetting,
+};
 
 use super::rng::Rng;
 
@@ -25,6 +28,10 @@ pub struct Scenario {
     /// once a number of tasks are done: a point of the run that is the same with
     /// faults or without.
     pub requests: Vec<Asked>,
+    /// Runs that ship (`[ship]` on): in percent, how often the forge's checks are red
+    /// on a pushed commit, the base branch red after a merge, and a forge call's first
+    /// try refused. 0 without shipping.
+    pub ship_trouble: u64,
 }
 
 /// A person's request, made once `after_done` tasks are done.
@@ -201,6 +208,37 @@ impl Scenario {
                 });
             }
         }
+        // A third of the runs ship through a simulated forge, from a stream of their
+        // own.
+        let mut f = Rng::new(seed).fork(0x5419);
+        let mut ship_trouble = 0;
+        if f.chance(33) {
+            let s = &mut c.ship;
+            s.forge = Forge::Github;
+            s.pr = if f.chance(40) {
+                PrScope::Task
+            } else {
+                PrScope::Run
+            };
+            s.merge = if f.chance(70) {
+                MergeWhen::Auto
+            } else {
+                MergeWhen::Manual
+            };
+            s.after_merge_failure = if f.chance(50) {
+                AfterMergeFailure::Fix
+            } else {
+                AfterMergeFailure::Block
+            };
+            s.fix_attempts = f.range(1, 3) as u32;
+            if f.chance(50) {
+                s.reviewers = vec!["lead".into()];
+            }
+            s.delete_branch = f.chance(50);
+            c.gates.database.enabled = f.chance(30);
+            c.gates.deploy.enabled = f.chance(15);
+            ship_trouble = f.range(0, 30);
+        }
         let mut tasks = tasks;
         tasks.extend(growth.iter().flatten().cloned());
         Scenario {
@@ -212,6 +250,7 @@ impl Scenario {
             profile: Profile::Random,
             growth,
             requests,
+            ship_trouble,
         }
     }
 
@@ -251,16 +290,14 @@ impl Scenario {
             profile: Profile::Scale,
             growth: Vec::new(),
             requests: Vec::new(),
+            ship_trouble: 0,
         }
     }
 
     /// What attempt `n` (from 1) of `task` does: the same in every run of the
     /// scenario, whatever happened before it. From the fifth attempt on it works.
     pub fn attempt(&self, task: &str, n: u32) -> Attempt {
-        let salt = task.bytes().fold(u64::from(n), |h, b| {
-            h.wrapping_mul(1_000_003).wrapping_add(u64::from(b))
-        });
-        let mut r = Rng::new(self.seed).fork(salt);
+        let mut r = self.stream(task, u64::from(n));
         if self.profile == Profile::Scale {
             let clean = n >= 5;
             let checks_ms = r.range(20_000, 120_000);
@@ -331,6 +368,51 @@ impl Scenario {
     /// How long a planner takes to answer.
     pub fn planner_ms(&self, k: u64) -> u64 {
         Rng::new(self.seed).fork(0x9a11 ^ k).range(20_000, 300_000)
+    }
+
+    /// A draw of the scenario's own about `what` (a commit, a task, a forge call):
+    /// true `percent` of the time, the same in every run of it.
+    fn draws(&self, what: &str, salt: u64, percent: u64) -> bool {
+        self.stream(what, salt).chance(percent)
+    }
+
+    /// The scenario's stream of draws about `what`.
+    fn stream(&self, what: &str, salt: u64) -> Rng {
+        let h = what.bytes().fold(salt, |h, b| {
+            h.wrapping_mul(1_000_003).wrapping_add(u64::from(b))
+        });
+        Rng::new(self.seed).fork(h)
+    }
+
+    /// The forge's checks pass on pushed commit `commit`.
+    pub fn forge_checks_pass(&self, commit: &str) -> bool {
+        !self.draws(commit, 0xc1, self.ship_trouble)
+    }
+
+    /// The run's checks pass on the base branch at `head` after a merge.
+    pub fn base_passes(&self, head: &str) -> bool {
+        !self.draws(head, 0xba5e, self.ship_trouble / 2)
+    }
+
+    /// The first try of forge call `call` is refused (a 502, a push rejected).
+    pub fn forge_refuses_first(&self, call: &str) -> bool {
+        self.draws(call, 0x502, self.ship_trouble / 2)
+    }
+
+    /// Task `task`'s change holds a migration (the database diff gate's business).
+    pub fn touches_database(&self, task: &str) -> bool {
+        self.draws(task, 0xdb, 40)
+    }
+
+    /// The person approves pull request `number` on the forge rather than with
+    /// `agentloop approve`.
+    pub fn approves_on_forge(&self, number: u64) -> bool {
+        self.draws(&number.to_string(), 0xa99, 50)
+    }
+
+    /// How long the forge's checks take on `commit`.
+    pub fn forge_checks_ms(&self, commit: &str) -> u64 {
+        self.stream(commit, 0xc4).range(60_000, 900_000)
     }
 
     /// How long a person takes to answer the `k`-th question of the run.

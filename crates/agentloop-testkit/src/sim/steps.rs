@@ -71,10 +71,14 @@ impl World<'_> {
     /// budget is spent.
     pub(super) fn person_answers(&mut self) -> Result<(), Killed> {
         let id = format!("person-{}", self.questions);
-        let request = if let Some(g) = &self.state.gate {
+        let request = if let Some(g) = self.state.gate.clone() {
             match g {
                 Gate::Surface(_) | Gate::Tripwire(_) => Request::Reject {
                     note: Some("no: the checks and the tripwires stay".into()),
+                },
+                Gate::Review | Gate::Ship(_) | Gate::Diff(_) => match self.ship_answer(&g) {
+                    Some(r) => r,
+                    None => return Ok(()),
                 },
                 _ => Request::Approve {
                     note: None,

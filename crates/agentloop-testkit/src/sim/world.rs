@@ -9,7 +9,8 @@
 //! a fault plan names the effects after which the driver dies. It then comes back as
 //! `agentloop resume` does: the journal read from its bytes (a torn last line cut
 //! off), the state folded again, settings built from the configuration with the run's
-//! own decisions kept, `driver_started` recorded, and on it goes.
+//! own decisions kept, `driver_started` recorded, and on it goes. The forge a run
+//! ships through is simulated too (`ship`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -66,6 +67,8 @@ pub struct Run {
     pub work_ms: u64,
     /// A person's requests made (the scenario's, once their point came).
     pub asked: usize,
+    /// What the forge holds (runs that ship).
+    pub forge: super::ship::Forge,
 }
 
 pub(super) enum Done {
@@ -109,6 +112,9 @@ pub(super) struct World<'a> {
     /// The scenario's requests a person has made (their lines are theirs, written
     /// whole whatever becomes of the driver).
     pub(super) asked: BTreeSet<usize>,
+    /// The forge, and how often each call to it was tried.
+    pub(super) forge: super::ship::Forge,
+    pub(super) forge_tries: BTreeMap<String, u32>,
     pub(super) scratch: tempfile::TempDir,
 }
 
@@ -162,6 +168,8 @@ pub fn run(sc: &Scenario, faults: &Faults) -> Run {
         tries: BTreeMap::new(),
         work_ms: 0,
         asked: BTreeSet::new(),
+        forge: Default::default(),
+        forge_tries: BTreeMap::new(),
         scratch: tempfile::tempdir().expect("a temporary directory"),
     };
     let stuck = w.drive_to_end(settings);
@@ -175,6 +183,7 @@ pub fn run(sc: &Scenario, faults: &Faults) -> Run {
         elapsed_ms: w.now - EPOCH_MS,
         work_ms: w.work_ms,
         asked: w.asked.len(),
+        forge: w.forge,
     }
 }
 
@@ -328,6 +337,7 @@ impl World<'_> {
             }
             self.deliver_due()?;
             self.person_requests()?;
+            self.poll_review()?;
             // An agent's usage limit has reset: its tasks go on.
             let over: Vec<String> = self
                 .state
@@ -376,11 +386,7 @@ impl World<'_> {
                 Pick::Take(Action::TestBaseline) => {
                     self.append(Event::TestsBaseline(Default::default()))?
                 }
-                Pick::Take(Action::Ship(step)) => {
-                    return Ok(Some(format!(
-                        "shipping is not simulated (asked for {step:?})"
-                    )));
-                }
+                Pick::Take(Action::Ship(step)) => self.ship(step)?,
                 Pick::Take(Action::Plan { planner, basis }) => self.ask_planner(planner, basis)?,
                 Pick::Take(Action::Judge { cycle }) => self.judge_cycle(cycle)?,
                 // A planner at work may still add tasks: the run neither ends nor

@@ -26,6 +26,7 @@ fn a_thousand_seeded_runs_with_faults_end_as_they_would_without() {
     let n = range.end - range.start;
     let (mut kills, mut workers, mut gates, mut merges) = (0u64, 0u64, 0u64, 0u64);
     let (mut planned, mut asked) = (0u64, 0u64);
+    let (mut shipped, mut landed) = (0u64, 0u64);
     let mut results = Vec::new();
     for seed in range {
         results.push(sim::check(seed).map(|seen| {
@@ -35,9 +36,14 @@ fn a_thousand_seeded_runs_with_faults_end_as_they_would_without() {
             merges += seen.merges as u64;
             planned += u64::from(seen.planned > 0);
             asked += u64::from(seen.asked > 0);
+            shipped += u64::from(seen.prs > 0);
+            landed += u64::from(seen.prs_merged > 0);
         }));
     }
     let failed = failures(results);
+    eprintln!(
+        "{n} runs: {kills} kills, {workers} with workers, {gates} gates, {merges} merges, {planned} planned, {asked} asked, {shipped} shipped, {landed} merged on the forge"
+    );
     assert!(
         failed.is_empty(),
         "{} of {n} seeds end otherwise with faults; the first:\n{}",
@@ -56,6 +62,11 @@ fn a_thousand_seeded_runs_with_faults_end_as_they_would_without() {
     assert!(
         asked >= n / 5,
         "a person asked something unprompted in {asked} of {n} runs"
+    );
+    // A third ship through the simulated forge; most of those merge.
+    assert!(
+        shipped >= n / 6 && landed >= n / 10,
+        "{shipped} of {n} runs opened pull requests, {landed} merged one"
     );
 }
 
@@ -78,6 +89,11 @@ fn small_runs_killed_after_every_effect_end_as_they_would_without() {
         asking >= 4,
         "{asking} of the seeds have a person's requests"
     );
+    // And runs that ship, killed between each call to the forge and its record.
+    let shipping = seeds(0..25)
+        .filter(|&s| Scenario::from_seed(s).config.ship.enabled())
+        .count();
+    assert!(shipping >= 4, "{shipping} of the seeds ship");
     for seed in seeds(0..25) {
         for torn in [false, true] {
             if let Err(e) = sim::check_every_kill(seed, torn) {

@@ -224,7 +224,10 @@ impl Driver {
         let (pr, created) = f
             .open_or_update(&head, &base, &title, &body, cfg.draft)
             .map_err(|e| e.to_string())?;
-        if created {
+        // Labelled and its reviewers asked once: when it is new, or new to the journal
+        // (a driver that opened it died before it could record it, or label it).
+        let recorded = self.state.ship.pr.as_ref().map(|(n, _)| *n);
+        if created || recorded != Some(pr.number) {
             f.add_labels(pr.number, &cfg.labels)
                 .map_err(|e| e.to_string())?;
             f.request_reviewers(pr.number, &cfg.reviewers)
