@@ -61,7 +61,8 @@ pub(super) fn next(s: &RunState) -> Option<Action> {
     }
     // A run that committed no work has nothing to propose (every task skipped or
     // blocked): no branch is pushed, no pull request opened.
-    let committed = |t: &crate::journal::TaskState| t.status == TaskStatus::Done && t.commit.is_some();
+    let committed =
+        |t: &crate::journal::TaskState| t.status == TaskStatus::Done && t.commit.is_some();
     if s.ship.pushed.is_none() && s.ship.shipped.is_empty() && !s.tasks.iter().any(committed) {
         return None;
     }
@@ -199,4 +200,54 @@ fn fix_or_fail(s: &RunState, after_merge: bool) -> Action {
         task: id,
         after_merge,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::Record;
+
+    fn shipping(pr: crate::config::PrScope) -> RunState {
+        let plan = crate::plan::Plan::parse(
+            "PLAN.md",
+            "# Ship\n\n## T1: One\nVerify: true\n\n## T2: Two\nVerify: true\n",
+        )
+        .unwrap();
+        let mut settings = crate::config::Settings::from_config(&Default::default());
+        settings.ship.forge = crate::config::Forge::Github;
+        settings.ship.pr = pr;
+        RunState::from_first(&Record {
+            seq: 1,
+            time: "2026-11-28T10:00:00.000Z".into(),
+            event: Event::RunCreated {
+                run_id: "r".into(),
+                plan_file: "PLAN.md".into(),
+                workdir: "/w".into(),
+                plan,
+                settings,
+                head: None,
+                tree: None,
+            },
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_run_that_committed_nothing_ships_nothing() {
+        for pr in [crate::config::PrScope::Run, crate::config::PrScope::Task] {
+            let mut s = shipping(pr);
+            for t in &mut s.tasks {
+                t.status = TaskStatus::Skipped;
+            }
+            assert_eq!(next(&s), None, "{pr:?}");
+            // One task done and committed: its work is pushed.
+            s.tasks[1].status = TaskStatus::Done;
+            s.tasks[1].commit = Some("c0ffee".into());
+            let first = match pr {
+                crate::config::PrScope::Run => ShipStep::Push,
+                crate::config::PrScope::Task => ShipStep::StartUnit,
+            };
+            assert_eq!(next(&s), Some(Action::Ship(first)), "{pr:?}");
+        }
+    }
 }

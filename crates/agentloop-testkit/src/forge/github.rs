@@ -53,6 +53,9 @@ struct State {
     ci: BTreeMap<String, (u32, Option<(bool, String)>)>,
     /// Requests answered with a rate limit before the next real answer: (status, count).
     limited: Option<(u16, u32)>,
+    /// The next request of this method whose path ends so gets this answer: (method,
+    /// path's end, status, message).
+    fail: Option<(String, String, u16, String)>,
     /// The token's user may only read the repository.
     read_only: bool,
     /// The token no longer works (revoked after the run started).
@@ -156,6 +159,14 @@ impl MockGitHub {
         self.shared.state.lock().unwrap().revoked = true;
     }
 
+    /// The next `method` request whose path ends with `path_end` is refused with
+    /// `status` and `message`, once (403 "Resource not accessible by integration": a
+    /// token without the right to label).
+    pub fn fail_next(&self, method: &str, path_end: &str, status: u16, message: &str) {
+        self.shared.state.lock().unwrap().fail =
+            Some((method.into(), path_end.into(), status, message.into()));
+    }
+
     /// The next `count` requests are refused with a rate limit: 403 (primary, with
     /// `x-ratelimit-reset`) or 429 (secondary, with `retry-after`).
     pub fn rate_limit_next(&self, status: u16, count: u32) {
@@ -225,6 +236,13 @@ fn answer(sh: &Shared, method: &str, url: &str, body: &Value, auth: &str) -> Rep
                 .push(("x-ratelimit-reset".into(), (now() + 1).to_string()));
         }
         return r;
+    }
+    if let Some((m, end, status, message)) = st.fail.clone()
+        && m == method
+        && path.ends_with(&end)
+    {
+        st.fail = None;
+        return error(status, &message);
     }
     if st.revoked
         || (auth != format!("Bearer {}", sh.token) && auth != format!("token {}", sh.token))

@@ -22,6 +22,7 @@ use agentloop_core::journal::{Event, Gate, Outcome, RunState, TaskStatus, read};
 pub use rng::Rng;
 pub use scale::{Scaled, busiest, scale};
 pub use scenario::{Asked, Asking, Attempt, Profile, Scenario};
+pub use ship::{Forge, Pr};
 pub use world::{Commit, Faults, Run, run};
 
 /// What one seed's check saw.

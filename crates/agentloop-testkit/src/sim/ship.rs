@@ -170,11 +170,7 @@ impl World<'_> {
     fn ship_branch(&self) -> String {
         match &self.state.ship.unit {
             Some(u) => u.branch.clone(),
-            None => self
-                .state
-                .settings
-                .ship
-                .branch_of(&self.state.run_id),
+            None => self.state.settings.ship.branch_of(&self.state.run_id),
         }
     }
 

@@ -264,6 +264,33 @@ fn a_refused_forge_waits_for_a_person_at_the_ship_gate() {
     assert!(kinds(&p).contains(&"ship_failed".to_string()));
 }
 
+/// The forge refuses to label the pull request it just opened (a token without the
+/// right to): the step waits at the ship gate, and once retried the pull request,
+/// found open, gets its labels and reviewers. Found by the simulator, where a driver
+/// dies between the two calls.
+#[test]
+fn a_pull_request_whose_labelling_failed_is_labelled_on_the_retry() {
+    let (p, _remote, gh) = project("");
+    gh.fail_next(
+        "POST",
+        "/labels",
+        403,
+        "Resource not accessible by integration",
+    );
+    let r = p.run(&["run", "--quiet", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    assert_eq!(p.status()["gate"]["point"], "ship", "{}", r.stderr);
+    assert!(gh.prs()[0].labels.is_empty());
+    assert_eq!(p.run(&["approve"]).code, Some(0));
+    let r = p.run(&["resume", "--quiet", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    assert_eq!(p.status()["gate"]["point"], "review", "{}", r.stderr);
+    let prs = gh.prs();
+    assert_eq!(prs.len(), 1);
+    assert_eq!(prs[0].labels, ["agentloop"]);
+    assert_eq!(prs[0].reviewers, ["alice"]);
+}
+
 /// A `[ship]` the forge would refuse is refused before the run starts, by asking the
 /// forge: a bad token, a repository the token cannot see, a user who may not push, a
 /// base branch that is not on the forge. Nothing is made.
@@ -701,7 +728,8 @@ pub(crate) fn someone_pushes(
 fn a_driver_killed_before_and_after_each_ship_record_ships_once() {
     // Killed before `pr_merged` is written, the forge has merged: the next driver's
     // merge is refused, and it records the merge the forge made (before, it waited
-    // for a person at the ship gate).
+    // for a person at the ship gate). Killed before `pr_opened`, the pull request is
+    // open: the next driver finds it and labels it.
     use std::os::unix::process::ExitStatusExt;
     let kinds = [
         "ship_pushed",
@@ -751,6 +779,9 @@ fn a_driver_killed_before_and_after_each_ship_record_ships_once() {
             assert_eq!(p.status()["status"], "completed", "{at}");
             let prs = gh.prs();
             assert_eq!(prs.len(), 1, "{at}: one pull request");
+            // Killed before `pr_opened`, the next driver finds the pull request open
+            // and labels it (the simulator found it left bare).
+            assert_eq!(prs[0].labels, ["agentloop"], "{at}");
             let merged = prs[0].merge_sha.clone().expect("merged");
             let events = crate::real_cli::journal_events(&p);
             let merges: Vec<&serde_json::Value> =

@@ -152,6 +152,57 @@ fn the_invariants_refuse_broken_runs() {
     assert!(sim::sound(&stuck).is_err());
 }
 
+/// The forge's invariants can fail too: a pull request the journal never recorded,
+/// one without its labels, a merge of a commit whose checks never passed, one commit
+/// merged twice are each refused.
+#[test]
+fn the_invariants_refuse_what_a_forge_may_not_hold() {
+    let seed = (0..300)
+        .find(|&s| {
+            let r = sim::run(&Scenario::from_seed(s), &Faults::default());
+            r.forge.prs.iter().filter(|p| p.merged.is_some()).count() >= 1
+        })
+        .expect("a seed that merges a pull request");
+    let sc = Scenario::from_seed(seed);
+    let run = || sim::run(&sc, &Faults::default());
+    sim::sound(&run()).expect("the run without faults is sound");
+    let merged = |r: &sim::Run| r.forge.prs.iter().position(|p| p.merged.is_some()).unwrap();
+
+    let mut stray = run();
+    let mut pr = stray.forge.prs[0].clone();
+    pr.number = 99;
+    stray.forge.prs.push(pr);
+    let e = sim::sound(&stray).unwrap_err();
+    assert!(e.contains("never recorded"), "{e}");
+
+    let mut bare = run();
+    bare.forge.prs[0].labels.clear();
+    let e = sim::sound(&bare).unwrap_err();
+    assert!(e.contains("lacks its labels"), "{e}");
+
+    let mut red = run();
+    let i = merged(&red);
+    red.forge.prs[i].merged = Some(("a-red-commit".into(), "main-after".into()));
+    let e = sim::sound(&red).unwrap_err();
+    assert!(e.contains("never passed"), "{e}");
+
+    // One pull request per task: the second merged with the first's commit.
+    let seed = (0..300)
+        .find(|&s| {
+            let r = sim::run(&Scenario::from_seed(s), &Faults::default());
+            r.forge.prs.iter().filter(|p| p.merged.is_some()).count() >= 2
+        })
+        .expect("a seed that merges two pull requests");
+    let mut twice = sim::run(&Scenario::from_seed(seed), &Faults::default());
+    sim::sound(&twice).expect("the run without faults is sound");
+    let done: Vec<usize> = (0..twice.forge.prs.len())
+        .filter(|&i| twice.forge.prs[i].merged.is_some())
+        .collect();
+    twice.forge.prs[done[1]].merged = twice.forge.prs[done[0]].merged.clone();
+    let e = sim::sound(&twice).unwrap_err();
+    assert!(e.contains("merged twice"), "{e}");
+}
+
 /// `AGENTLOOP_SIM_SEED=N`: the seed's scenario, and its journal without and with its
 /// faults, printed (nothing is checked).
 #[test]
