@@ -25,9 +25,13 @@ impl RunState {
             Request::Resume => {
                 self.paused = false;
                 self.budget_spent = None;
-                self.stop = None;
+                // A run that ended (stopped, rejected, failed) is taken up again; a
+                // stop asked and not yet acted on stays. A live driver acts on a stop
+                // before a pause, so only a driver that died between the two leaves
+                // both: the stop is what the run would have done.
                 if matches!(self.finished, Some(ref r) if *r != FinishReason::Completed) {
                     self.finished = None;
+                    self.stop = None;
                 }
             }
             Request::Stop => {

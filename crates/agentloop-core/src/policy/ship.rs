@@ -87,6 +87,19 @@ fn flow(s: &RunState) -> Option<Action> {
     let ship = &s.ship;
     // The work to push: anything done since the last push (a fix) is pushed again.
     let Some((pushed, at)) = &ship.pushed else {
+        // One pull request for the run, merged and then red on the base branch: a new
+        // one only for a fix that was made (one skipped or blocked leaves nothing new
+        // to propose, and the merged work would be proposed again).
+        if cfg.pr == crate::config::PrScope::Run && ship.pr.is_some() {
+            let made = ship
+                .fix_tasks
+                .last()
+                .and_then(|id| s.task(id))
+                .is_some_and(|t| t.status == TaskStatus::Done && t.commit.is_some());
+            if !made {
+                return None;
+            }
+        }
         return Some(Action::Ship(ShipStep::Push));
     };
     if s.iterations > *at {
@@ -249,5 +262,48 @@ mod tests {
             };
             assert_eq!(next(&s), Some(Action::Ship(first)), "{pr:?}");
         }
+    }
+
+    #[test]
+    fn a_fix_for_the_base_branch_that_was_skipped_is_not_proposed_again() {
+        let mut s = shipping(crate::config::PrScope::Run);
+        for t in &mut s.tasks {
+            t.status = TaskStatus::Done;
+            t.commit = Some("c0ffee".into());
+        }
+        // Merged, then red on the base branch: a fix task, and no push yet.
+        let mut plan = s.plan.clone();
+        let mut fix = plan.tasks[0].clone();
+        fix.id = "MAIN-1".into();
+        plan.tasks.push(fix);
+        for (seq, event) in [
+            Event::PrOpened {
+                number: 1,
+                url: "https://forge/pull/1".into(),
+                created: true,
+            },
+            Event::ShipFixAdded {
+                version: 2,
+                plan,
+                task: "MAIN-1".into(),
+                after_merge: true,
+            },
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            s.apply(&Record {
+                seq: seq as u64 + 2,
+                time: "2026-11-28T10:00:00.000Z".into(),
+                event,
+            });
+        }
+        assert_eq!(s.ship.pushed, None);
+        let fix = s.tasks.iter().position(|t| t.id == "MAIN-1").unwrap();
+        s.tasks[fix].status = TaskStatus::Skipped;
+        assert_eq!(next(&s), None);
+        s.tasks[fix].status = TaskStatus::Done;
+        s.tasks[fix].commit = Some("f1x".into());
+        assert_eq!(next(&s), Some(Action::Ship(ShipStep::Push)));
     }
 }

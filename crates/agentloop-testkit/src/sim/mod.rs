@@ -238,6 +238,12 @@ pub fn sound(r: &Run) -> Result<Ending, String> {
     if folded.settings.workers > 1 {
         gates.sort();
     }
+    // A planner's proposal waits for the person at the driver's next decision: a
+    // driver killed mid-iteration comes to it before that iteration is done again.
+    // Its place among the other gates is left out; how many there were is not.
+    let (proposals, mut gates): (Vec<String>, Vec<String>) =
+        gates.into_iter().partition(|g| g == "NewTasks");
+    gates.extend(proposals);
     let forge = ship::forge_ending(&r.forge, &c.records, &folded.settings.ship)?;
     Ok(Ending {
         status: format!("{} ({:?})", folded.status.as_str(), folded.finished),

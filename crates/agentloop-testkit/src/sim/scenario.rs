@@ -365,9 +365,12 @@ impl Scenario {
         out
     }
 
-    /// How long a planner takes to answer.
+    /// How long a planner takes to answer: less than any agent's turn, so that it
+    /// answers before the iteration it was asked beside ends, with faults or without
+    /// (a slower one makes what the run does depend on timing, which the comparison
+    /// cannot judge: a person's request finds the tasks it added, or not yet).
     pub fn planner_ms(&self, k: u64) -> u64 {
-        Rng::new(self.seed).fork(0x9a11 ^ k).range(20_000, 300_000)
+        Rng::new(self.seed).fork(0x9a11 ^ k).range(5_000, 25_000)
     }
 
     /// A draw of the scenario's own about `what` (a commit, a task, a forge call):
