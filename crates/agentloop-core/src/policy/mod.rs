@@ -13,6 +13,7 @@ mod replan;
 pub mod review;
 mod schedule;
 mod ship;
+pub mod told;
 mod tripwire;
 mod validate;
 

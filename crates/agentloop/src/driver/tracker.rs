@@ -4,8 +4,18 @@
 //! goes on.
 
 use agentloop_core::config::RUN_ISSUE;
-use agentloop_core::journal::{Event, RunStatus, TaskStatus};
+use agentloop_core::journal::Event;
+use agentloop_core::policy::told::{Tell, Told};
 use agentloop_forge::tracker::{IssueState, Source};
+
+fn issue_state(t: Told) -> IssueState {
+    match t {
+        Told::Started => IssueState::Started,
+        Told::Blocked => IssueState::Blocked,
+        Told::Done => IssueState::Done,
+        Told::Skipped => IssueState::Skipped,
+    }
+}
 
 use super::Driver;
 
@@ -30,45 +40,11 @@ impl Driver {
         if let Err(e) = self.writer.sync() {
             crate::render::warn(&format!("cannot make the journal durable: {e}"));
         }
-        let mut changes = Vec::new();
-        for t in &self.state.tasks {
-            let state = match t.status {
-                TaskStatus::Done => IssueState::Done,
-                TaskStatus::Skipped => IssueState::Skipped,
-                TaskStatus::Blocked => IssueState::Blocked,
-                _ if t.tries > 0 => IssueState::Started,
-                _ => continue,
-            };
-            let told = self.state.ship.issues.get(&t.id).map(String::as_str);
-            // "shipped" (its pull request said) comes after "done".
-            if told == Some(state.as_str())
-                || (told == Some("shipped") && state == IssueState::Done)
-            {
-                continue;
-            }
-            if let Some(key) = source.issue_key(&t.id) {
-                changes.push((t.id.clone(), key, state));
-            }
-        }
-        changes.extend(self.run_issue_changes());
-        // One pull request per task: each task's issue is told its pull request.
-        let mut shipped: Vec<(String, String, String)> = Vec::new();
-        for u in &self.state.ship.shipped {
-            let Some((_, url)) = &u.pr else {
-                continue;
-            };
-            for id in &u.tasks {
-                if self.state.ship.issues.get(id).map(String::as_str) != Some("shipped")
-                    && let Some(key) = source.issue_key(id)
-                {
-                    shipped.push((id.clone(), key, url.clone()));
-                }
-            }
-        }
+        let untold = agentloop_core::policy::told::untold(&self.state, |id| source.issue_key(id));
         let quiet = self
             .tracker_quiet_until
             .is_some_and(|t| std::time::Instant::now() < t);
-        if (changes.is_empty() && shipped.is_empty()) || self.syncing || quiet {
+        if untold.is_empty() || self.syncing || quiet {
             return;
         }
         self.syncing = true;
@@ -76,51 +52,40 @@ impl Driver {
         match agentloop_forge::tracker(&source, api.as_deref()) {
             Ok(tracker) => {
                 let run = self.run.id.clone();
-                for (task, issue, url) in shipped {
-                    let said = tracker
-                        .comment(
-                            &issue,
-                            &format!("agentloop proposed this in pull request {url} (run `{run}`, task {task})."),
-                        )
-                        .map_err(|e| e.to_string())
-                        .and_then(|()| {
-                            self.record(Event::IssueUpdated {
-                                task: task.clone(),
-                                issue: issue.clone(),
-                                state: "shipped".into(),
+                for t in untold {
+                    let done = match &t.tell {
+                        Tell::Shipped { url } => tracker.comment(
+                            &t.issue,
+                            &format!(
+                                "agentloop proposed this in pull request {url} (run `{run}`, task {}).",
+                                t.key
+                            ),
+                        ),
+                        Tell::State(told) => {
+                            let state = issue_state(*told);
+                            let comment = self.issue_comment(&t.key, state);
+                            tracker.comment(&t.issue, &comment).and_then(|_| {
+                                if t.moves() {
+                                    tracker.set_state(&t.issue, state)
+                                } else {
+                                    Ok(())
+                                }
                             })
-                            .map_err(|e| e.message)
-                        });
-                    if let Err(e) = said {
-                        self.progress
-                            .warn(&format!("tracker: issue {issue} of task {task}: {e}"));
-                        self.tracker_failed();
-                        self.syncing = false;
-                        return;
-                    }
-                }
-                for (task, issue, state) in changes {
-                    let comment = self.issue_comment(&task, state);
-                    // A note about a task on the run's issue moves nothing.
-                    let moves = !task.starts_with(&format!("{RUN_ISSUE}:"));
-                    let done = tracker.comment(&issue, &comment).and_then(|_| {
-                        if moves {
-                            tracker.set_state(&issue, state)
-                        } else {
-                            Ok(())
                         }
-                    });
+                    };
                     let recorded = done.map_err(|e| e.to_string()).and_then(|()| {
                         self.record(Event::IssueUpdated {
-                            task: task.clone(),
-                            issue: issue.clone(),
-                            state: state.as_str().into(),
+                            task: t.key.clone(),
+                            issue: t.issue.clone(),
+                            state: t.word().into(),
                         })
                         .map_err(|e| e.message)
                     });
                     if let Err(e) = recorded {
-                        self.progress
-                            .warn(&format!("tracker: issue {issue} of task {task}: {e}"));
+                        self.progress.warn(&format!(
+                            "tracker: issue {} of task {}: {e}",
+                            t.issue, t.key
+                        ));
                         self.tracker_failed();
                         break;
                     }
@@ -139,45 +104,6 @@ impl Driver {
     fn tracker_failed(&mut self) {
         self.tracker_quiet_until =
             Some(std::time::Instant::now() + std::time::Duration::from_secs(60));
-    }
-
-    /// What the run's own issue (`[tracker] issue`) has not been told: the run started
-    /// (once it began), each task done, skipped or blocked (a comment), the run's end
-    /// (done when it completed; otherwise a comment with why, the issue left started).
-    fn run_issue_changes(&self) -> Vec<(String, String, IssueState)> {
-        let Some(issue) = self.state.settings.tracker.issue.clone() else {
-            return Vec::new();
-        };
-        let told = |k: &str| self.state.ship.issues.get(k).map(String::as_str);
-        let mut out = Vec::new();
-        let run_state = match self.state.status {
-            RunStatus::Completed => IssueState::Done,
-            _ if self.state.is_finished() => IssueState::Blocked,
-            _ => IssueState::Started,
-        };
-        for t in &self.state.tasks {
-            let state = match t.status {
-                TaskStatus::Done => IssueState::Done,
-                TaskStatus::Skipped => IssueState::Skipped,
-                TaskStatus::Blocked => IssueState::Blocked,
-                _ => continue,
-            };
-            let key = format!("{RUN_ISSUE}:{}", t.id);
-            if told(&key) != Some(state.as_str()) {
-                out.push((key, issue.clone(), state));
-            }
-        }
-        // The run's start first, its end last.
-        if told(RUN_ISSUE).is_none() {
-            out.insert(
-                0,
-                (RUN_ISSUE.to_string(), issue.clone(), IssueState::Started),
-            );
-        }
-        if run_state != IssueState::Started && told(RUN_ISSUE) != Some(run_state.as_str()) {
-            out.push((RUN_ISSUE.to_string(), issue, run_state));
-        }
-        out
     }
 
     /// The comment on the run's own issue.
