@@ -92,6 +92,8 @@ pub struct Driver {
     /// After the tracker failed, it is left alone until then, so a tracker that is
     /// down does not cost every event its retries.
     tracker_quiet_until: Option<std::time::Instant>,
+    /// The tracker could not be reached (or made) at the last try.
+    tracker_down: bool,
 }
 
 /// A step of the policy in words: what `next` did, or does next.
@@ -204,6 +206,7 @@ impl Driver {
             committed: None,
             syncing: false,
             tracker_quiet_until: None,
+            tracker_down: false,
         })
     }
 
@@ -375,6 +378,7 @@ impl Driver {
                     }
                 }
                 Action::Exit(status) => {
+                    self.tell_tracker_last();
                     self.flush();
                     self.remove_clean_copy();
                     self.write_handoff();

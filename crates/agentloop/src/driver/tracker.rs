@@ -48,6 +48,7 @@ impl Driver {
             return;
         }
         self.syncing = true;
+        self.tracker_down = false;
         let api = self.state.settings.tracker.api_url.clone();
         match agentloop_forge::tracker(&source, api.as_deref()) {
             Ok(tracker) => {
@@ -73,6 +74,8 @@ impl Driver {
                             })
                         }
                     };
+                    let unreachable =
+                        matches!(done, Err(agentloop_forge::ForgeError::Unreachable { .. }));
                     let recorded = done.map_err(|e| e.to_string()).and_then(|()| {
                         self.record(Event::IssueUpdated {
                             task: t.key.clone(),
@@ -86,24 +89,37 @@ impl Driver {
                             "tracker: issue {} of task {}: {e}",
                             t.issue, t.key
                         ));
-                        self.tracker_failed();
+                        self.tracker_failed(unreachable);
                         break;
                     }
                 }
             }
             Err(e) => {
                 self.progress.warn(&format!("tracker: {e}"));
-                self.tracker_failed();
+                self.tracker_failed(true);
             }
         }
         self.syncing = false;
     }
 
+    /// The run is over: what a refusal in its last minute left untold is tried once
+    /// more now (no later event, and no next driver, would tell it). Found by the
+    /// simulator: an issue left open after its task was done. A tracker that could
+    /// not be reached at all is not tried again (its retries would hold the exit).
+    pub(crate) fn tell_tracker_last(&mut self) {
+        if self.tracker_down {
+            return;
+        }
+        self.tracker_quiet_until = None;
+        self.sync_tracker();
+    }
+
     /// Leaves the tracker alone for a minute: what was not told is told at the first
     /// event after that, or by the next driver.
-    fn tracker_failed(&mut self) {
+    fn tracker_failed(&mut self, down: bool) {
         self.tracker_quiet_until =
             Some(std::time::Instant::now() + std::time::Duration::from_secs(60));
+        self.tracker_down = down;
     }
 
     /// The comment on the run's own issue.

@@ -428,6 +428,7 @@ impl Driver {
         }
         // The clean copies (the baseline's, each task's) go whatever the end.
         self.remove_clean_copy();
+        self.tell_tracker_last();
         self.flush();
         self.write_handoff();
         self.progress.finished(&self.state, &self.run);

@@ -408,6 +408,41 @@ fn the_handoffs_follow_ups_are_filed_as_issues_once() {
 /// Seed 004's run-level Linear issue: the plan's `linear: ENG-1` is moved to started
 /// and to done, told as each task is done and when the run ends, and progress.md has a
 /// "Linear Issue" section.
+/// The tracker refuses to close the issue of the run's last task (a token without
+/// the right to): the run goes on and ends within the minute the tracker is left
+/// alone, and the issue is closed by the last try as the run ends. Found by the
+/// simulator, where such an issue stayed open.
+#[test]
+fn an_issue_the_tracker_would_not_close_is_closed_as_the_run_ends() {
+    let (_remote, bare) = bare_remote();
+    let gh = MockGitHub::start("octo/hello", &bare, "t0ken", None);
+    gh.add_issue("Make a.txt", "Verify: `test -f a.txt`\n", &["agentloop"]);
+    let mut p = Scratch::new()
+        .agent(&agent("touch a.txt\necho TASK_COMPLETE\n"))
+        .build();
+    let r = import(
+        &p,
+        "github:octo/hello?label=agentloop",
+        &gh.url(),
+        ("GITHUB_TOKEN", "t0ken"),
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    p.commit("the plan from GitHub");
+    p.env.push(("GITHUB_TOKEN".into(), "t0ken".into()));
+    gh.fail_next(
+        "PATCH",
+        "/issues/1",
+        403,
+        "Resource not accessible by integration",
+    );
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stderr.contains("Resource not accessible"), "{}", r.stderr);
+    let issue = gh.issues()[0].clone();
+    assert!(!issue.open, "{issue:?}");
+    assert_eq!(p.status()["loop"]["issues"]["GH-1"], "done");
+}
+
 #[test]
 fn the_runs_own_linear_issue_is_kept_in_step() {
     let linear = MockLinear::start("ENG", "lin_api_key", 50);
