@@ -13,6 +13,7 @@ mod scale;
 mod scenario;
 mod ship;
 mod steps;
+mod tracker;
 mod world;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -23,6 +24,7 @@ pub use rng::Rng;
 pub use scale::{Scaled, busiest, scale};
 pub use scenario::{Asked, Asking, Attempt, Profile, Scenario};
 pub use ship::{Forge, Pr};
+pub use tracker::{Issue, Tracker};
 pub use world::{Commit, Faults, Run, run};
 
 /// What one seed's check saw.
@@ -42,6 +44,8 @@ pub struct Seen {
     /// Pull requests opened on the simulated forge, and those merged.
     pub prs: usize,
     pub prs_merged: usize,
+    /// Issues the tracker holds.
+    pub issues: usize,
 }
 
 /// The faults a seed draws: one to four kills at effects of the run without faults,
@@ -77,6 +81,7 @@ pub fn check(seed: u64) -> Result<Seen, String> {
         asked: faulted.asked,
         prs: faulted.forge.prs.len(),
         prs_merged: faulted.forge.base.len(),
+        issues: faulted.tracker.issues.len(),
     })
 }
 
@@ -113,6 +118,8 @@ pub struct Ending {
     /// What the forge holds: each pull request (branch, base, merged, labels) and the
     /// base branch's heads.
     forge: Vec<String>,
+    /// Where each tracker issue was moved last.
+    tracker: Vec<String>,
 }
 
 impl Ending {
@@ -245,6 +252,7 @@ pub fn sound(r: &Run) -> Result<Ending, String> {
         gates.into_iter().partition(|g| g == "NewTasks");
     gates.extend(proposals);
     let forge = ship::forge_ending(&r.forge, &c.records, &folded.settings.ship)?;
+    let tracker = tracker::tracker_ending(&r.tracker, &c.records, &folded)?;
     Ok(Ending {
         status: format!("{} ({:?})", folded.status.as_str(), folded.finished),
         tasks,
@@ -252,6 +260,7 @@ pub fn sound(r: &Run) -> Result<Ending, String> {
         gates,
         merged,
         forge,
+        tracker,
     })
 }
 

@@ -32,6 +32,9 @@ pub struct Scenario {
     /// on a pushed commit, the base branch red after a merge, and a forge call's first
     /// try refused. 0 without shipping.
     pub ship_trouble: u64,
+    /// Runs kept in step with an issue tracker: in percent, how often a call's first
+    /// try is refused. 0 without one.
+    pub tracker_trouble: u64,
 }
 
 /// A person's request, made once `after_done` tasks are done.
@@ -239,6 +242,17 @@ impl Scenario {
             c.gates.deploy.enabled = f.chance(15);
             ship_trouble = f.range(0, 30);
         }
+        // A quarter keep an issue tracker in step, some with the run's own issue.
+        let mut k = Rng::new(seed).fork(0x77ac);
+        let mut tracker_trouble = 0;
+        if k.chance(25) {
+            c.tracker.source = Some("github:sim/tracker".into());
+            c.tracker.sync = true;
+            if k.chance(50) {
+                c.tracker.issue = Some("#run".into());
+            }
+            tracker_trouble = k.range(0, 30);
+        }
         let mut tasks = tasks;
         tasks.extend(growth.iter().flatten().cloned());
         Scenario {
@@ -251,6 +265,7 @@ impl Scenario {
             growth,
             requests,
             ship_trouble,
+            tracker_trouble,
         }
     }
 
@@ -291,6 +306,7 @@ impl Scenario {
             growth: Vec::new(),
             requests: Vec::new(),
             ship_trouble: 0,
+            tracker_trouble: 0,
         }
     }
 
@@ -400,6 +416,11 @@ impl Scenario {
     /// The first try of forge call `call` is refused (a 502, a push rejected).
     pub fn forge_refuses_first(&self, call: &str) -> bool {
         self.draws(call, 0x502, self.ship_trouble / 2)
+    }
+
+    /// The first try of tracker call `call` is refused.
+    pub fn tracker_refuses_first(&self, call: &str) -> bool {
+        self.draws(call, 0x7ac, self.tracker_trouble)
     }
 
     /// Task `task`'s change holds a migration (the database diff gate's business).

@@ -69,6 +69,8 @@ pub struct Run {
     pub asked: usize,
     /// What the forge holds (runs that ship).
     pub forge: super::ship::Forge,
+    /// What the issue tracker holds (runs kept in step with one).
+    pub tracker: super::tracker::Tracker,
 }
 
 pub(super) enum Done {
@@ -115,6 +117,7 @@ pub(super) struct World<'a> {
     /// The forge, and how often each call to it was tried.
     pub(super) forge: super::ship::Forge,
     pub(super) forge_tries: BTreeMap<String, u32>,
+    pub(super) tracker: super::tracker::Tracker,
     pub(super) scratch: tempfile::TempDir,
 }
 
@@ -170,6 +173,7 @@ pub fn run(sc: &Scenario, faults: &Faults) -> Run {
         asked: BTreeSet::new(),
         forge: Default::default(),
         forge_tries: BTreeMap::new(),
+        tracker: Default::default(),
         scratch: tempfile::tempdir().expect("a temporary directory"),
     };
     let stuck = w.drive_to_end(settings);
@@ -184,6 +188,7 @@ pub fn run(sc: &Scenario, faults: &Faults) -> Run {
         work_ms: w.work_ms,
         asked: w.asked.len(),
         forge: w.forge,
+        tracker: w.tracker,
     }
 }
 
@@ -225,6 +230,9 @@ impl World<'_> {
         self.busy.clear();
         self.planning = 0;
         self.pending.clear();
+        // What the driver kept in memory of the tracker.
+        self.tracker.syncing = false;
+        self.tracker.quiet_until = 0;
         self.now += RESTART_MS;
         let path = self.scratch.path().join("journal.jsonl");
         std::fs::write(&path, &self.journal).map_err(|e| e.to_string())?;
@@ -293,7 +301,9 @@ impl World<'_> {
         let len = line.len();
         self.journal.extend_from_slice(&line);
         self.state.apply(&rec);
-        self.effect(Some(len))
+        self.effect(Some(len))?;
+        // As the driver: the tracker told what the line changed.
+        self.tell_tracker()
     }
 
     /// Counts an effect; the driver dies here when the fault plan says so (a journal
@@ -395,7 +405,10 @@ impl World<'_> {
                 Pick::Take(a @ (Action::Exit(_) | Action::Wait(_))) => {
                     return Ok(Some(format!("pick gave {a:?} to take")));
                 }
-                Pick::Exit(_) => return Ok(None),
+                Pick::Exit(_) => {
+                    self.tell_tracker_last()?;
+                    return Ok(None);
+                }
                 Pick::Wait(reason) => {
                     // The run's limit: waited out, and said so. An agent's (with
                     // workers): the wait ends at its reset (`agent_limit_over`).

@@ -26,7 +26,7 @@ fn a_thousand_seeded_runs_with_faults_end_as_they_would_without() {
     let n = range.end - range.start;
     let (mut kills, mut workers, mut gates, mut merges) = (0u64, 0u64, 0u64, 0u64);
     let (mut planned, mut asked) = (0u64, 0u64);
-    let (mut shipped, mut landed) = (0u64, 0u64);
+    let (mut shipped, mut landed, mut tracked) = (0u64, 0u64, 0u64);
     let mut results = Vec::new();
     for seed in range {
         results.push(sim::check(seed).map(|seen| {
@@ -38,11 +38,12 @@ fn a_thousand_seeded_runs_with_faults_end_as_they_would_without() {
             asked += u64::from(seen.asked > 0);
             shipped += u64::from(seen.prs > 0);
             landed += u64::from(seen.prs_merged > 0);
+            tracked += u64::from(seen.issues > 0);
         }));
     }
     let failed = failures(results);
     eprintln!(
-        "{n} runs: {kills} kills, {workers} with workers, {gates} gates, {merges} merges, {planned} planned, {asked} asked, {shipped} shipped, {landed} merged on the forge"
+        "{n} runs: {kills} kills, {workers} with workers, {gates} gates, {merges} merges, {planned} planned, {asked} asked, {shipped} shipped, {landed} merged on the forge, {tracked} told a tracker"
     );
     assert!(
         failed.is_empty(),
@@ -63,11 +64,13 @@ fn a_thousand_seeded_runs_with_faults_end_as_they_would_without() {
         asked >= n / 5,
         "a person asked something unprompted in {asked} of {n} runs"
     );
-    // A third ship through the simulated forge; most of those merge.
+    // A third ship through the simulated forge; most of those merge. A quarter keep
+    // an issue tracker in step.
     assert!(
         shipped >= n / 6 && landed >= n / 10,
         "{shipped} of {n} runs opened pull requests, {landed} merged one"
     );
+    assert!(tracked >= n / 6, "{tracked} of {n} runs told a tracker");
 }
 
 #[test]
@@ -94,6 +97,15 @@ fn small_runs_killed_after_every_effect_end_as_they_would_without() {
         .filter(|&s| Scenario::from_seed(s).config.ship.enabled())
         .count();
     assert!(shipping >= 4, "{shipping} of the seeds ship");
+    // And runs that keep a tracker in step, killed between a comment, a move and
+    // their record.
+    let tracking = seeds(0..25)
+        .filter(|&s| Scenario::from_seed(s).config.tracker.source.is_some())
+        .count();
+    assert!(
+        tracking >= 3,
+        "{tracking} of the seeds keep a tracker in step"
+    );
     for seed in seeds(0..25) {
         for torn in [false, true] {
             if let Err(e) = sim::check_every_kill(seed, torn) {
@@ -150,6 +162,58 @@ fn the_invariants_refuse_broken_runs() {
     let mut stuck = run();
     stuck.stuck = Some("the run did not finish".into());
     assert!(sim::sound(&stuck).is_err());
+}
+
+/// The tracker's invariants can fail too: an issue moved elsewhere than its last
+/// record says, one commented on less often than recorded, a task's end left untold.
+#[test]
+fn the_invariants_refuse_what_a_tracker_may_not_hold() {
+    let seed = (0..300)
+        .find(|&s| {
+            let r = sim::run(&Scenario::from_seed(s), &Faults::default());
+            r.tracker.issues.len() >= 2
+        })
+        .expect("a seed that tells a tracker of two issues");
+    let sc = Scenario::from_seed(seed);
+    let run = || sim::run(&sc, &Faults::default());
+    sim::sound(&run()).expect("the run without faults is sound");
+    let first = |r: &sim::Run| r.tracker.issues.keys().next().unwrap().clone();
+
+    let mut moved = run();
+    let key = first(&moved);
+    moved.tracker.issues.get_mut(&key).unwrap().state = Some("nowhere".into());
+    let e = sim::sound(&moved).unwrap_err();
+    assert!(e.contains("on the tracker"), "{e}");
+
+    let mut mute = run();
+    let key = first(&mute);
+    mute.tracker.issues.get_mut(&key).unwrap().comments = 0;
+    let e = sim::sound(&mute).unwrap_err();
+    assert!(e.contains("comments for"), "{e}");
+
+    // A run whose last line tells the run's own issue how it ended, cut before that
+    // line (a prefix of a journal reads whole): the run's end was never told.
+    let seed = (0..300)
+        .find(|&s| {
+            let sc = Scenario::from_seed(s);
+            sc.config.tracker.issue.is_some()
+                && String::from_utf8_lossy(&sim::run(&sc, &Faults::default()).journal)
+                    .lines()
+                    .last()
+                    .is_some_and(|l| l.contains("\"issue_updated\""))
+        })
+        .expect("a seed whose run's own issue is told its end last");
+    let mut untold = sim::run(&Scenario::from_seed(seed), &Faults::default());
+    let text = String::from_utf8(untold.journal.clone()).unwrap();
+    let cut = text.trim_end().rfind('\n').unwrap() + 1;
+    untold.journal.truncate(cut);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.jsonl");
+    std::fs::write(&path, &untold.journal).unwrap();
+    let records = agentloop_core::journal::read(&path).unwrap().records;
+    untold.state = agentloop_core::journal::RunState::fold(&records).unwrap();
+    let e = sim::sound(&untold).unwrap_err();
+    assert!(e.contains("never told"), "{e}");
 }
 
 /// The forge's invariants can fail too: a pull request the journal never recorded,
