@@ -37,11 +37,13 @@ pub struct Scenario {
     pub tracker_trouble: u64,
 }
 
-/// A person's request, made once `after_done` tasks are done.
+/// A person's request, made once `after_done` tasks are done — or, when `at_ms` says
+/// so, at that moment (simulated ms from the run's start), whatever the run is doing.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Asked {
     pub after_done: usize,
     pub what: Asking,
+    pub at_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -208,6 +210,28 @@ impl Scenario {
                 requests.push(Asked {
                     after_done: q.range(0, n as u64) as usize,
                     what,
+                    at_ms: None,
+                });
+            }
+        }
+        // A sixth get requests at random moments instead, any kind with any workers:
+        // a kill moves what the run is doing at that moment, so those runs are held
+        // to the invariants only, not compared with the run without faults.
+        let mut m = Rng::new(seed).fork(0x7153);
+        if requests.is_empty() && m.chance(17) {
+            let horizon = (n as u64).max(1) * 1_800_000;
+            for _ in 0..m.range(1, 3) {
+                let what = match m.range(0, 4) {
+                    0 => Asking::Steer,
+                    1 => Asking::Pause,
+                    2 => Asking::Skip,
+                    3 => Asking::Debug,
+                    _ => Asking::Stop,
+                };
+                requests.push(Asked {
+                    after_done: 0,
+                    what,
+                    at_ms: Some(m.range(0, horizon)),
                 });
             }
         }
@@ -387,6 +411,11 @@ impl Scenario {
     /// cannot judge: a person's request finds the tasks it added, or not yet).
     pub fn planner_ms(&self, k: u64) -> u64 {
         Rng::new(self.seed).fork(0x9a11 ^ k).range(5_000, 25_000)
+    }
+
+    /// Some of its requests come at random moments (see [`Asked`]).
+    pub fn at_random_moments(&self) -> bool {
+        self.requests.iter().any(|a| a.at_ms.is_some())
     }
 
     /// A draw of the scenario's own about `what` (a commit, a task, a forge call):

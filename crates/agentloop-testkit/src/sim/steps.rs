@@ -113,10 +113,11 @@ impl World<'_> {
     /// The scenario's requests whose point has come, each made once.
     pub(super) fn person_requests(&mut self) -> Result<(), Killed> {
         for (i, a) in self.sc.requests.iter().enumerate() {
-            if self.asked.contains(&i)
-                || self.state.is_finished()
-                || self.state.done_count() < a.after_done
-            {
+            let due = match a.at_ms {
+                Some(at) => self.now >= super::world::EPOCH_MS + at,
+                None => self.state.done_count() >= a.after_done,
+            };
+            if self.asked.contains(&i) || self.state.is_finished() || !due {
                 continue;
             }
             self.asked.insert(i);

@@ -25,7 +25,7 @@ const MAX_EFFECTS: u64 = 20_000;
 /// Simulated time a run may take (30 days).
 const MAX_SIM_MS: u64 = 30 * 24 * 3_600_000;
 /// The simulated clock's start (2026-11-27).
-const EPOCH_MS: u64 = 1_795_737_600_000;
+pub(super) const EPOCH_MS: u64 = 1_795_737_600_000;
 /// How long a driver takes to come back after it died.
 const RESTART_MS: u64 = 5_000;
 
@@ -459,7 +459,23 @@ impl World<'_> {
             .values()
             .copied()
             .chain(self.state.limit_until_ms);
-        let Some(at) = self.pending.iter().map(|p| p.at).chain(resets).min() else {
+        // A person's request at a moment still to come.
+        let moments = self
+            .sc
+            .requests
+            .iter()
+            .enumerate()
+            .filter(|(i, a)| !self.asked.contains(i) && a.at_ms.is_some())
+            .filter_map(|(_, a)| Some(EPOCH_MS + a.at_ms?))
+            .filter(|&t| t > self.now && !self.state.is_finished());
+        let Some(at) = self
+            .pending
+            .iter()
+            .map(|p| p.at)
+            .chain(resets)
+            .chain(moments)
+            .min()
+        else {
             // Nothing under way and nothing a person will do: say what the policy
             // waits for, as a stuck run.
             self.now = EPOCH_MS + MAX_SIM_MS + 1;

@@ -26,7 +26,7 @@ fn a_thousand_seeded_runs_with_faults_end_as_they_would_without() {
     let n = range.end - range.start;
     let (mut kills, mut workers, mut gates, mut merges) = (0u64, 0u64, 0u64, 0u64);
     let (mut planned, mut asked) = (0u64, 0u64);
-    let (mut shipped, mut landed, mut tracked) = (0u64, 0u64, 0u64);
+    let (mut shipped, mut landed, mut tracked, mut moments) = (0u64, 0u64, 0u64, 0u64);
     let mut results = Vec::new();
     for seed in range {
         results.push(sim::check(seed).map(|seen| {
@@ -39,11 +39,12 @@ fn a_thousand_seeded_runs_with_faults_end_as_they_would_without() {
             shipped += u64::from(seen.prs > 0);
             landed += u64::from(seen.prs_merged > 0);
             tracked += u64::from(seen.issues > 0);
+            moments += u64::from(seen.at_moments);
         }));
     }
     let failed = failures(results);
     eprintln!(
-        "{n} runs: {kills} kills, {workers} with workers, {gates} gates, {merges} merges, {planned} planned, {asked} asked, {shipped} shipped, {landed} merged on the forge, {tracked} told a tracker"
+        "{n} runs: {kills} kills, {workers} with workers, {gates} gates, {merges} merges, {planned} planned, {asked} asked, {shipped} shipped, {landed} merged on the forge, {tracked} told a tracker, {moments} asked at random moments"
     );
     assert!(
         failed.is_empty(),
@@ -71,6 +72,11 @@ fn a_thousand_seeded_runs_with_faults_end_as_they_would_without() {
         "{shipped} of {n} runs opened pull requests, {landed} merged one"
     );
     assert!(tracked >= n / 6, "{tracked} of {n} runs told a tracker");
+    // And a person's requests at random moments (those runs held to the invariants).
+    assert!(
+        moments >= n / 12,
+        "{moments} of {n} runs asked at random moments"
+    );
 }
 
 #[test]
