@@ -272,3 +272,72 @@ impl RunState {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::journal::{Event, FinishReason, Record, Request, RunState, RunStatus};
+
+    fn run() -> RunState {
+        let plan =
+            crate::plan::Plan::parse("PLAN.md", "# P\n\n## T1: One\nVerify: true\n").unwrap();
+        RunState::from_first(&Record {
+            seq: 1,
+            time: "2026-11-28T10:00:00.000Z".into(),
+            event: Event::RunCreated {
+                run_id: "r".into(),
+                plan_file: "PLAN.md".into(),
+                workdir: "/w".into(),
+                plan,
+                settings: crate::config::Settings::from_config(&Default::default()),
+                head: None,
+                tree: None,
+            },
+        })
+        .unwrap()
+    }
+
+    fn apply(s: &mut RunState, event: Event) {
+        let seq = s.last_seq + 1;
+        s.apply(&Record {
+            seq,
+            time: "2026-11-28T10:00:01.000Z".into(),
+            event,
+        });
+    }
+
+    fn asks(s: &mut RunState, request: Request) {
+        apply(
+            s,
+            Event::Control {
+                id: format!("c{}", s.last_seq),
+                source: "cli".into(),
+                request,
+                by: None,
+            },
+        );
+    }
+
+    /// Found by the simulator: a stop, then a pause, a driver dead before it read
+    /// either, and `resume` (which takes the pause away) — the stop stays, as a live
+    /// driver would have acted on it. A run that ended stopped is taken up again.
+    #[test]
+    fn resume_takes_a_pause_away_not_a_stop_asked_before_it() {
+        let mut s = run();
+        asks(&mut s, Request::Stop);
+        asks(&mut s, Request::Pause);
+        asks(&mut s, Request::Resume);
+        assert!(!s.paused);
+        assert!(s.stop.is_some());
+        apply(
+            &mut s,
+            Event::RunFinished {
+                status: RunStatus::Stopped,
+                reason: FinishReason::StopRequested,
+            },
+        );
+        assert!(s.is_finished());
+        asks(&mut s, Request::Resume);
+        assert!(!s.is_finished());
+        assert!(s.stop.is_none());
+    }
+}

@@ -1,12 +1,14 @@
 //! Deterministic simulation of whole runs, the way FoundationDB and TigerBeetle test
 //! theirs: a scenario drawn from a seed (plan, workers, shape, kind of work, gates,
 //! tripwires, reviewer, what every attempt does) runs once without faults and once with
-//! the driver killed between effects, in simulated time; the two must end the same.
+//! the driver killed between effects, in simulated time; the two must end the same
+//! (a run with a person's requests at random moments: both hold the invariants).
 //!
 //! What is agentloop's own here: the policy, the journal's encoding, reader and fold,
-//! the settings a takeover derives, the reviewer's rounds. What is simulated: agents,
-//! checks, merges and the integration branch, the reviewer's verdicts, the person at
-//! the gates (and with requests of their own: steer, pause, skip, debug, stop), the clock. See docs/ARCHITECTURE.md ("The simulator").
+//! the settings a takeover derives, the reviewer's rounds, what the tracker is told. What is simulated: agents,
+//! checks, merges and the integration branch, the reviewer's verdicts, the forge and
+//! the issue tracker, the person at the gates (and with requests of their own: steer,
+//! pause, skip, debug, stop), the clock. See docs/ARCHITECTURE.md ("The simulator").
 
 mod rng;
 mod scale;

@@ -10,7 +10,8 @@
 //! `agentloop resume` does: the journal read from its bytes (a torn last line cut
 //! off), the state folded again, settings built from the configuration with the run's
 //! own decisions kept, `driver_started` recorded, and on it goes. The forge a run
-//! ships through is simulated too (`ship`).
+//! ships through (`ship`) and the issue tracker it keeps in step (`tracker`) are
+//! simulated too.
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -8,6 +8,9 @@ use agentloop_core::journal::Event;
 use agentloop_core::policy::told::{Tell, Told};
 use agentloop_forge::tracker::{IssueState, Source};
 
+use super::Driver;
+
+/// Where the forge's tracker moves an issue the policy says is `t`.
 fn issue_state(t: Told) -> IssueState {
     match t {
         Told::Started => IssueState::Started,
@@ -16,8 +19,6 @@ fn issue_state(t: Told) -> IssueState {
         Told::Skipped => IssueState::Skipped,
     }
 }
-
-use super::Driver;
 
 impl Driver {
     fn tracker_source(&self) -> Option<Source> {
