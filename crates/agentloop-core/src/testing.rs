@@ -14,3 +14,22 @@ pub fn git(root: &Path, args: &[&str]) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The state of a run just created from `plan` (PLAN.md's text) with `settings`.
+pub fn created(plan: &str, settings: crate::config::Settings) -> crate::journal::RunState {
+    let plan = crate::plan::Plan::parse("PLAN.md", plan).unwrap();
+    crate::journal::RunState::from_first(&crate::journal::Record {
+        seq: 1,
+        time: "2026-11-27T10:00:00.000Z".into(),
+        event: crate::journal::Event::RunCreated {
+            run_id: "r".into(),
+            plan_file: "PLAN.md".into(),
+            workdir: "/w".into(),
+            plan,
+            settings,
+            head: None,
+            tree: None,
+        },
+    })
+    .unwrap()
+}

@@ -278,22 +278,10 @@ mod tests {
     use crate::journal::{Event, FinishReason, Record, Request, RunState, RunStatus};
 
     fn run() -> RunState {
-        let plan =
-            crate::plan::Plan::parse("PLAN.md", "# P\n\n## T1: One\nVerify: true\n").unwrap();
-        RunState::from_first(&Record {
-            seq: 1,
-            time: "2026-11-28T10:00:00.000Z".into(),
-            event: Event::RunCreated {
-                run_id: "r".into(),
-                plan_file: "PLAN.md".into(),
-                workdir: "/w".into(),
-                plan,
-                settings: crate::config::Settings::from_config(&Default::default()),
-                head: None,
-                tree: None,
-            },
-        })
-        .unwrap()
+        crate::testing::created(
+            "# P\n\n## T1: One\nVerify: true\n",
+            crate::config::Settings::from_config(&Default::default()),
+        )
     }
 
     fn apply(s: &mut RunState, event: Event) {

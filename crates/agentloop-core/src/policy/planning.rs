@@ -232,23 +232,9 @@ mod tests {
     use super::*;
 
     fn state(plan: &str, planners: u32) -> RunState {
-        let plan = Plan::parse("PLAN.md", plan).unwrap();
         let mut settings = crate::config::Settings::from_config(&Default::default());
         settings.planners = planners;
-        let created = crate::journal::Record {
-            seq: 1,
-            time: "2026-11-27T10:00:00.000Z".into(),
-            event: crate::journal::Event::RunCreated {
-                run_id: "r".into(),
-                plan_file: "PLAN.md".into(),
-                workdir: "/w".into(),
-                plan,
-                settings,
-                head: None,
-                tree: None,
-            },
-        };
-        RunState::from_first(&created).unwrap()
+        crate::testing::created(plan, settings)
     }
 
     const ONE: &str = "# Grow\n\nA calculator.\n\n## T1: Add\nVerify: test -f add\n";

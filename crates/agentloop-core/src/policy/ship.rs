@@ -221,28 +221,13 @@ mod tests {
     use crate::journal::Record;
 
     fn shipping(pr: crate::config::PrScope) -> RunState {
-        let plan = crate::plan::Plan::parse(
-            "PLAN.md",
-            "# Ship\n\n## T1: One\nVerify: true\n\n## T2: Two\nVerify: true\n",
-        )
-        .unwrap();
         let mut settings = crate::config::Settings::from_config(&Default::default());
         settings.ship.forge = crate::config::Forge::Github;
         settings.ship.pr = pr;
-        RunState::from_first(&Record {
-            seq: 1,
-            time: "2026-11-28T10:00:00.000Z".into(),
-            event: Event::RunCreated {
-                run_id: "r".into(),
-                plan_file: "PLAN.md".into(),
-                workdir: "/w".into(),
-                plan,
-                settings,
-                head: None,
-                tree: None,
-            },
-        })
-        .unwrap()
+        crate::testing::created(
+            "# Ship\n\n## T1: One\nVerify: true\n\n## T2: Two\nVerify: true\n",
+            settings,
+        )
     }
 
     #[test]

@@ -13,6 +13,7 @@
 mod rng;
 mod scale;
 mod scenario;
+mod services;
 mod ship;
 mod steps;
 mod tracker;
@@ -25,8 +26,7 @@ use agentloop_core::journal::{Event, Gate, Outcome, RunState, TaskStatus, read};
 pub use rng::Rng;
 pub use scale::{Scaled, busiest, scale};
 pub use scenario::{Asked, Asking, Attempt, Profile, Scenario};
-pub use ship::{Forge, Pr};
-pub use tracker::{Issue, Tracker};
+pub use services::{Forge, Issue, Pr, Tracker};
 pub use world::{Commit, Faults, Run, run};
 
 /// What one seed's check saw.

@@ -60,6 +60,19 @@ pub enum Asking {
     Stop,
 }
 
+impl Asking {
+    /// The kind a draw of 0 to 4 names.
+    fn drawn(k: u64) -> Asking {
+        match k {
+            0 => Asking::Steer,
+            1 => Asking::Pause,
+            2 => Asking::Skip,
+            3 => Asking::Debug,
+            _ => Asking::Stop,
+        }
+    }
+}
+
 /// What a scenario's attempts are like.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub enum Profile {
@@ -200,13 +213,7 @@ impl Scenario {
         if q.chance(33) {
             let one = c.run.workers == Some(1);
             for _ in 0..q.range(1, 2) {
-                let what = match q.range(0, if one { 4 } else { 1 }) {
-                    0 => Asking::Steer,
-                    1 => Asking::Pause,
-                    2 => Asking::Skip,
-                    3 => Asking::Debug,
-                    _ => Asking::Stop,
-                };
+                let what = Asking::drawn(q.range(0, if one { 4 } else { 1 }));
                 requests.push(Asked {
                     after_done: q.range(0, n as u64) as usize,
                     what,
@@ -221,13 +228,7 @@ impl Scenario {
         if requests.is_empty() && m.chance(17) {
             let horizon = (n as u64).max(1) * 1_800_000;
             for _ in 0..m.range(1, 3) {
-                let what = match m.range(0, 4) {
-                    0 => Asking::Steer,
-                    1 => Asking::Pause,
-                    2 => Asking::Skip,
-                    3 => Asking::Debug,
-                    _ => Asking::Stop,
-                };
+                let what = Asking::drawn(m.range(0, 4));
                 requests.push(Asked {
                     after_done: 0,
                     what,

@@ -1,6 +1,5 @@
-//! Shipping in the simulation: a simulated forge (branches, pull requests with their
-//! labels, reviewers, comments and approvals, the base branch and its merges) and the
-//! ship flow's steps as the driver takes them (`driver/ship`). Each call that changes
+//! Shipping in the simulation: the ship flow's steps as the driver takes them
+//! (`driver/ship`), against the simulated forge (`services`). Each call that changes
 //! the forge is an effect the driver may die after, before it records what happened;
 //! the next driver takes the step again, as the real one does, and the forge answers
 //! as GitHub would (an open pull request for the branch is updated, not opened twice;
@@ -10,104 +9,14 @@
 //! the base branch merged into the project after a red verification there), the
 //! forge's pagination and rate limits (the real forge tests have those).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use agentloop_core::config::{MergeWhen, PrScope};
 use agentloop_core::journal::{CheckOutcome, Event, Gate, Request, TaskStatus};
 use agentloop_core::policy::{self, ShipStep, Trigger};
 
+use super::services::{Forge, Pr, id};
 use super::world::{Killed, World};
-
-/// A pull request on the simulated forge.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Pr {
-    pub number: u64,
-    pub head: String,
-    pub base: String,
-    pub labels: BTreeSet<String>,
-    pub reviewers: BTreeSet<String>,
-    /// Comments posted (the diff gates' holds).
-    pub comments: u32,
-    /// Who approved it on the forge.
-    pub approvals: Vec<String>,
-    /// The head commit it was merged with, and the base branch's head after.
-    pub merged: Option<(String, String)>,
-}
-
-/// The simulated forge: what the remote and the pull requests hold.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Forge {
-    /// Remote branches and their commits (the base branch apart).
-    pub branches: BTreeMap<String, String>,
-    pub prs: Vec<Pr>,
-    /// The base branch's heads after each merge, oldest first.
-    pub base: Vec<String>,
-}
-
-/// A content id: the same work has the same id in every run of a scenario.
-fn id(text: &str) -> String {
-    let h = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
-    format!("{h:016x}")
-}
-
-impl Forge {
-    /// The base branch's head.
-    pub fn head(&self) -> String {
-        self.base.last().cloned().unwrap_or_else(|| "main".into())
-    }
-
-    /// The open pull request from `head`, else a new one: (number, created).
-    fn open_or_update(&mut self, head: &str, base: &str) -> (u64, bool) {
-        if let Some(pr) = self
-            .prs
-            .iter()
-            .find(|p| p.head == head && p.merged.is_none())
-        {
-            return (pr.number, false);
-        }
-        let number = self.prs.len() as u64 + 1;
-        self.prs.push(Pr {
-            number,
-            head: head.into(),
-            base: base.into(),
-            labels: BTreeSet::new(),
-            reviewers: BTreeSet::new(),
-            comments: 0,
-            approvals: Vec::new(),
-            merged: None,
-        });
-        (number, true)
-    }
-
-    fn pr(&mut self, number: u64) -> Option<&mut Pr> {
-        self.prs.iter_mut().find(|p| p.number == number)
-    }
-
-    /// Merges pull request `number` at `commit`: the base branch's new head. A merged
-    /// one is refused, as a head that moved since.
-    fn merge(&mut self, number: u64, commit: &str) -> Result<String, String> {
-        let at = self.head();
-        let pr = self
-            .prs
-            .iter()
-            .find(|p| p.number == number)
-            .ok_or("404 Not Found")?;
-        if pr.merged.is_some() {
-            return Err("405 Pull Request is not mergeable".into());
-        }
-        if self.branches.get(&pr.head).map(String::as_str) != Some(commit) {
-            return Err("409 Head branch was modified".into());
-        }
-        let head = id(&format!("{at}+{commit}"));
-        self.base.push(head.clone());
-        if let Some(pr) = self.pr(number) {
-            pr.merged = Some((commit.into(), head.clone()));
-        }
-        Ok(head)
-    }
-}
 
 impl World<'_> {
     /// One step of the ship flow, then its record (or `ship_failed`).

@@ -10,27 +10,11 @@ use std::collections::BTreeMap;
 use agentloop_core::journal::{Event, Record};
 use agentloop_core::policy::told::{self, Tell};
 
+use super::services::Tracker;
 use super::world::{Killed, World};
 
 /// How long a refused tracker is left alone.
 const QUIET_MS: u64 = 60_000;
-
-/// An issue on the simulated tracker.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Issue {
-    /// Where it was moved last (`started`, `blocked`, `done`, `skipped`).
-    pub state: Option<String>,
-    pub comments: u32,
-}
-
-/// The simulated tracker: issues by key.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Tracker {
-    pub issues: BTreeMap<String, Issue>,
-    /// Refused until then (simulated ms).
-    pub(super) quiet_until: u64,
-    pub(super) syncing: bool,
-}
 
 /// The run keeps a tracker in step (`[tracker] sync`, and a source).
 fn kept(s: &agentloop_core::journal::RunState) -> bool {

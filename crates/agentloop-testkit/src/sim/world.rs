@@ -69,9 +69,9 @@ pub struct Run {
     /// A person's requests made (the scenario's, once their point came).
     pub asked: usize,
     /// What the forge holds (runs that ship).
-    pub forge: super::ship::Forge,
+    pub forge: super::services::Forge,
     /// What the issue tracker holds (runs kept in step with one).
-    pub tracker: super::tracker::Tracker,
+    pub tracker: super::services::Tracker,
 }
 
 pub(super) enum Done {
@@ -116,9 +116,9 @@ pub(super) struct World<'a> {
     /// whole whatever becomes of the driver).
     pub(super) asked: BTreeSet<usize>,
     /// The forge, and how often each call to it was tried.
-    pub(super) forge: super::ship::Forge,
+    pub(super) forge: super::services::Forge,
     pub(super) forge_tries: BTreeMap<String, u32>,
-    pub(super) tracker: super::tracker::Tracker,
+    pub(super) tracker: super::services::Tracker,
     pub(super) scratch: tempfile::TempDir,
 }
 

@@ -56,6 +56,24 @@ fn from_gitlab(
     (remote, gl, p)
 }
 
+/// The same from a mock GitHub repository.
+fn from_github(issues: &[(&str, &str)], script: &str) -> (tempfile::TempDir, MockGitHub, Project) {
+    let (remote, bare) = bare_remote();
+    let gh = MockGitHub::start("octo/hello", &bare, "t0ken", None);
+    for (title, body) in issues {
+        gh.add_issue(title, body, &["agentloop"]);
+    }
+    let p = Scratch::new().agent(&agent(script)).build();
+    let r = import(
+        &p,
+        "github:octo/hello?label=agentloop",
+        &gh.url(),
+        ("GITHUB_TOKEN", "t0ken"),
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    (remote, gh, p)
+}
+
 #[test]
 fn github_issues_become_a_plan_with_criteria_checks_and_dependencies() {
     let (_remote, bare) = bare_remote();
@@ -414,19 +432,10 @@ fn the_handoffs_follow_ups_are_filed_as_issues_once() {
 /// simulator, where such an issue stayed open.
 #[test]
 fn an_issue_the_tracker_would_not_close_is_closed_as_the_run_ends() {
-    let (_remote, bare) = bare_remote();
-    let gh = MockGitHub::start("octo/hello", &bare, "t0ken", None);
-    gh.add_issue("Make a.txt", "Verify: `test -f a.txt`\n", &["agentloop"]);
-    let mut p = Scratch::new()
-        .agent(&agent("touch a.txt\necho TASK_COMPLETE\n"))
-        .build();
-    let r = import(
-        &p,
-        "github:octo/hello?label=agentloop",
-        &gh.url(),
-        ("GITHUB_TOKEN", "t0ken"),
+    let (_remote, gh, mut p) = from_github(
+        &[("Make a.txt", "Verify: `test -f a.txt`\n")],
+        "touch a.txt\necho TASK_COMPLETE\n",
     );
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
     p.commit("the plan from GitHub");
     p.env.push(("GITHUB_TOKEN".into(), "t0ken".into()));
     gh.fail_next(
