@@ -29,15 +29,16 @@ pub enum ShipStep {
     PostMergeVerify,
 }
 
+/// A task done whose change is committed: work there is to ship.
+fn committed(t: &crate::journal::TaskState) -> bool {
+    t.status == TaskStatus::Done && t.commit.is_some()
+}
+
 /// `pr = "task"`: the task to ship next — a fix the base branch needs after a merge,
 /// else the first done task in the plan's order whose change is committed and not
 /// shipped yet (a fix for red checks ships with the task it was made for).
 pub fn next_unit(s: &RunState) -> Option<&str> {
-    let done = |id: &str| {
-        s.task(id)
-            .is_some_and(|t| t.status == TaskStatus::Done && t.commit.is_some())
-            && !s.ship.has(id)
-    };
+    let done = |id: &str| s.task(id).is_some_and(committed) && !s.ship.has(id);
     if let Some(t) = s.ship.urgent.iter().find(|t| done(t)) {
         return Some(t);
     }
@@ -58,13 +59,6 @@ pub(super) fn next(s: &RunState) -> Option<Action> {
         return Some(Action::Record(Event::GateOpened {
             gate: Gate::Ship(why.clone()),
         }));
-    }
-    // A run that committed no work has nothing to propose (every task skipped or
-    // blocked): no branch is pushed, no pull request opened.
-    let committed =
-        |t: &crate::journal::TaskState| t.status == TaskStatus::Done && t.commit.is_some();
-    if s.ship.pushed.is_none() && s.ship.shipped.is_empty() && !s.tasks.iter().any(committed) {
-        return None;
     }
     if cfg.pr == crate::config::PrScope::Task {
         let Some(unit) = &s.ship.unit else {
@@ -87,20 +81,19 @@ fn flow(s: &RunState) -> Option<Action> {
     let ship = &s.ship;
     // The work to push: anything done since the last push (a fix) is pushed again.
     let Some((pushed, at)) = &ship.pushed else {
-        // One pull request for the run, merged and then red on the base branch: a new
-        // one only for a fix that was made (one skipped or blocked leaves nothing new
-        // to propose, and the merged work would be proposed again).
-        if cfg.pr == crate::config::PrScope::Run && ship.pr.is_some() {
-            let made = ship
+        // Nothing is proposed that adds nothing: first, the committed work of a task
+        // (a run whose tasks were all skipped or blocked ships nothing); with one pull
+        // request for the run, merged and then red on the base branch, the fix's (one
+        // skipped or blocked would propose the merged work again).
+        let new_work = match (cfg.pr, &ship.pr) {
+            (crate::config::PrScope::Run, Some(_)) => ship
                 .fix_tasks
                 .last()
                 .and_then(|id| s.task(id))
-                .is_some_and(|t| t.status == TaskStatus::Done && t.commit.is_some());
-            if !made {
-                return None;
-            }
-        }
-        return Some(Action::Ship(ShipStep::Push));
+                .is_some_and(committed),
+            _ => s.tasks.iter().any(committed),
+        };
+        return new_work.then_some(Action::Ship(ShipStep::Push));
     };
     if s.iterations > *at {
         return Some(Action::Ship(ShipStep::Push));

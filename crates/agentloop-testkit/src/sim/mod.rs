@@ -5,10 +5,11 @@
 //! (a run with a person's requests at random moments: both hold the invariants).
 //!
 //! What is agentloop's own here: the policy, the journal's encoding, reader and fold,
-//! the settings a takeover derives, the reviewer's rounds, what the tracker is told. What is simulated: agents,
-//! checks, merges and the integration branch, the reviewer's verdicts, the forge and
-//! the issue tracker, the person at the gates (and with requests of their own: steer,
-//! pause, skip, debug, stop), the clock. See docs/ARCHITECTURE.md ("The simulator").
+//! the settings a takeover derives, the reviewer's rounds, what the tracker is told.
+//! What is simulated: agents, checks, merges and the integration branch, the
+//! reviewer's verdicts, the forge and the issue tracker, the person at the gates (and
+//! with requests of their own: steer, pause, skip, debug, stop), the clock. See
+//! docs/ARCHITECTURE.md ("The simulator").
 
 mod rng;
 mod scale;
@@ -199,6 +200,7 @@ pub fn sound(r: &Run) -> Result<Ending, String> {
     let mut outcome: BTreeMap<u32, Outcome> = BTreeMap::new();
     let mut passed: BTreeSet<u32> = BTreeSet::new();
     let mut gates = Vec::new();
+    let mut step_failed = false;
     for rec in &c.records {
         match &rec.event {
             Event::IterationFinished(f) => {
@@ -210,9 +212,10 @@ pub fn sound(r: &Run) -> Result<Ending, String> {
             // A failed ship step's gate depends on when the step was tried (a refused
             // first try the dead driver never recorded is not refused again): the
             // comparison leaves it out; the rest of the run must end the same.
+            Event::ShipFailed { .. } => step_failed = true,
             Event::GateOpened {
-                gate: Gate::Ship(why),
-            } if !why.starts_with("the run's checks fail") => {}
+                gate: Gate::Ship(_),
+            } if step_failed => step_failed = false,
             Event::GateOpened { gate } => gates.push(format!("{gate:?}")),
             _ => {}
         }

@@ -72,15 +72,21 @@ impl Forge {
         self.prs.iter_mut().find(|p| p.number == number)
     }
 
+    pub(super) fn find(&self, number: u64) -> Option<&Pr> {
+        self.prs.iter().find(|p| p.number == number)
+    }
+
+    /// The base branch's head after pull request `number` was merged, if it was (what
+    /// the driver asks when the forge refuses a second merge).
+    pub(super) fn merged(&self, number: u64) -> Option<String> {
+        Some(self.find(number)?.merged.clone()?.1)
+    }
+
     /// Merges pull request `number` at `commit`: the base branch's new head. A merged
     /// one is refused, as a head that moved since.
     pub(super) fn merge(&mut self, number: u64, commit: &str) -> Result<String, String> {
         let at = self.head();
-        let pr = self
-            .prs
-            .iter()
-            .find(|p| p.number == number)
-            .ok_or("404 Not Found")?;
+        let pr = self.find(number).ok_or("404 Not Found")?;
         if pr.merged.is_some() {
             return Err("405 Pull Request is not mergeable".into());
         }
@@ -108,7 +114,4 @@ pub struct Issue {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Tracker {
     pub issues: BTreeMap<String, Issue>,
-    /// Refused until then (simulated ms).
-    pub(super) quiet_until: u64,
-    pub(super) syncing: bool,
 }

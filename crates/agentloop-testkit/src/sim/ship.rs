@@ -15,7 +15,7 @@ use agentloop_core::config::{MergeWhen, PrScope};
 use agentloop_core::journal::{CheckOutcome, Event, Gate, Request, TaskStatus};
 use agentloop_core::policy::{self, ShipStep, Trigger};
 
-use super::services::{Forge, Pr, id};
+use super::services::{Forge, id};
 use super::world::{Killed, World};
 
 impl World<'_> {
@@ -40,13 +40,9 @@ impl World<'_> {
     }
 
     /// A call to the forge: its first try refused when the scenario says so.
-    fn call(&mut self, what: String) -> Result<(), String> {
-        let tries = self.forge_tries.entry(what.clone()).or_insert(0);
-        *tries += 1;
-        if *tries == 1 && self.sc.forge_refuses_first(&what) {
-            return Err(format!("{what}: 502 Bad Gateway"));
-        }
-        Ok(())
+    fn forge_call(&mut self, what: String) -> Result<(), String> {
+        let refused = self.sc.forge_refuses_first(&what);
+        self.call(&what, refused)
     }
 
     /// The tasks whose work the next push carries: the unit's, or every done task's.
@@ -119,7 +115,7 @@ impl World<'_> {
             }));
         };
         let branch = self.ship_branch();
-        if let Err(e) = self.call(format!("push {branch} {commit}")) {
+        if let Err(e) = self.forge_call(format!("push {branch} {commit}")) {
             return Ok(Err(e));
         }
         self.forge.branches.insert(branch.clone(), commit.clone());
@@ -136,7 +132,7 @@ impl World<'_> {
             .unit
             .as_ref()
             .map_or("main".into(), |u| u.base.clone());
-        if let Err(e) = self.call(format!("open {head}")) {
+        if let Err(e) = self.forge_call(format!("open {head}")) {
             return Ok(Err(e));
         }
         let (number, created) = self.forge.open_or_update(&head, &base);
@@ -207,7 +203,7 @@ impl World<'_> {
         if let Some((number, _)) = self.state.ship.pr.clone()
             && !names.is_empty()
         {
-            if let Err(e) = self.call(format!("label {number} {commit}")) {
+            if let Err(e) = self.forge_call(format!("label {number} {commit}")) {
                 return Ok(Err(e));
             }
             if let Some(pr) = self.forge.pr(number) {
@@ -229,7 +225,7 @@ impl World<'_> {
         else {
             return Ok(Err("no pull request to merge".into()));
         };
-        if let Err(e) = self.call(format!("merge {number}")) {
+        if let Err(e) = self.forge_call(format!("merge {number}")) {
             return Ok(Err(e));
         }
         // A driver that died after the forge merged merges again: refused, and the
@@ -239,12 +235,9 @@ impl World<'_> {
                 self.effect(None)?;
                 head
             }
-            Err(e) => match self.forge.prs.iter().find(|p| p.number == number) {
-                Some(Pr {
-                    merged: Some((_, head)),
-                    ..
-                }) => head.clone(),
-                _ => return Ok(Err(e)),
+            Err(e) => match self.forge.merged(number) {
+                Some(head) => head,
+                None => return Ok(Err(e)),
             },
         };
         if self.state.settings.ship.delete_branch {
@@ -281,17 +274,12 @@ impl World<'_> {
         let Some((number, _)) = self.state.ship.pr.clone() else {
             return Ok(());
         };
-        let by = self
-            .forge
-            .prs
-            .iter()
-            .find(|p| p.number == number)
-            .and_then(|p| {
-                p.approvals
-                    .iter()
-                    .find(|w| listed.is_empty() || listed.contains(w))
-                    .cloned()
-            });
+        let by = self.forge.find(number).and_then(|p| {
+            p.approvals
+                .iter()
+                .find(|w| listed.is_empty() || listed.contains(w))
+                .cloned()
+        });
         match (by, gate) {
             (Some(by), Some(gate)) => self.append(Event::DiffGateApproved { gate, by }),
             (Some(by), None) => self.append(Event::ReviewApproved { by }),
@@ -371,11 +359,9 @@ pub(super) fn forge_ending(
                 pr.number, pr.head
             ));
         }
-        let missing: Vec<&String> = cfg
-            .labels
-            .iter()
-            .chain(&cfg.reviewers)
-            .filter(|l| !pr.labels.contains(*l) && !pr.reviewers.contains(*l))
+        let missing: Vec<&String> = (cfg.labels.iter())
+            .filter(|l| !pr.labels.contains(*l))
+            .chain(cfg.reviewers.iter().filter(|r| !pr.reviewers.contains(*r)))
             .collect();
         if !missing.is_empty() {
             return Err(format!(

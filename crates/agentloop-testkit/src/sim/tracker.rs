@@ -30,28 +30,27 @@ impl World<'_> {
     /// Tells the tracker what it has not been told, as the driver does after each
     /// line it records.
     pub(super) fn tell_tracker(&mut self) -> Result<(), Killed> {
-        if !kept(&self.state) || self.tracker.syncing || self.now < self.tracker.quiet_until {
+        if !kept(&self.state) || self.telling || self.now < self.tracker_quiet_until {
             return Ok(());
         }
         let untold = told::untold(&self.state, issue_key);
         if untold.is_empty() {
             return Ok(());
         }
-        self.tracker.syncing = true;
+        self.telling = true;
         let r = self.tell(untold);
-        self.tracker.syncing = false;
+        self.telling = false;
         r
     }
 
     fn tell(&mut self, untold: Vec<told::Telling>) -> Result<(), Killed> {
         for t in untold {
             let call = format!("tell {} {}", t.issue, t.word());
-            let tries = self.forge_tries.entry(call.clone()).or_insert(0);
-            *tries += 1;
             // Refusals are passing ones, while the run goes on: one that outlasts the
             // run's last try leaves its end untold (said on stderr), not simulated.
-            if *tries == 1 && !self.state.is_finished() && self.sc.tracker_refuses_first(&call) {
-                self.tracker.quiet_until = self.now + QUIET_MS;
+            let refused = !self.state.is_finished() && self.sc.tracker_refuses_first(&call);
+            if self.call(&call, refused).is_err() {
+                self.tracker_quiet_until = self.now + QUIET_MS;
                 return Ok(());
             }
             self.tracker
@@ -81,7 +80,7 @@ impl World<'_> {
 
     /// The run is over: one more try, whatever a refusal said.
     pub(super) fn tell_tracker_last(&mut self) -> Result<(), Killed> {
-        self.tracker.quiet_until = 0;
+        self.tracker_quiet_until = 0;
         self.tell_tracker()
     }
 }

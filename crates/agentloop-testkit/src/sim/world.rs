@@ -115,10 +115,14 @@ pub(super) struct World<'a> {
     /// The scenario's requests a person has made (their lines are theirs, written
     /// whole whatever becomes of the driver).
     pub(super) asked: BTreeSet<usize>,
-    /// The forge, and how often each call to it was tried.
+    /// The forge and the tracker, and how often each call to them was tried.
     pub(super) forge: super::services::Forge,
-    pub(super) forge_tries: BTreeMap<String, u32>,
     pub(super) tracker: super::services::Tracker,
+    pub(super) calls: BTreeMap<String, u32>,
+    /// What the driver keeps in memory of the tracker: telling it now (a line it
+    /// records meanwhile tells nothing more), refused until then (simulated ms).
+    pub(super) telling: bool,
+    pub(super) tracker_quiet_until: u64,
     pub(super) scratch: tempfile::TempDir,
 }
 
@@ -173,8 +177,10 @@ pub fn run(sc: &Scenario, faults: &Faults) -> Run {
         work_ms: 0,
         asked: BTreeSet::new(),
         forge: Default::default(),
-        forge_tries: BTreeMap::new(),
         tracker: Default::default(),
+        calls: BTreeMap::new(),
+        telling: false,
+        tracker_quiet_until: 0,
         scratch: tempfile::tempdir().expect("a temporary directory"),
     };
     let stuck = w.drive_to_end(settings);
@@ -231,9 +237,8 @@ impl World<'_> {
         self.busy.clear();
         self.planning = 0;
         self.pending.clear();
-        // What the driver kept in memory of the tracker.
-        self.tracker.syncing = false;
-        self.tracker.quiet_until = 0;
+        self.telling = false;
+        self.tracker_quiet_until = 0;
         self.now += RESTART_MS;
         let path = self.scratch.path().join("journal.jsonl");
         std::fs::write(&path, &self.journal).map_err(|e| e.to_string())?;
@@ -318,6 +323,17 @@ impl World<'_> {
                 self.journal.truncate(keep);
             }
             return Err(Killed);
+        }
+        Ok(())
+    }
+
+    /// A call to the forge or the tracker, tried once more: the first try of each
+    /// is refused when `refused` (the scenario's draw) says so.
+    pub(super) fn call(&mut self, what: &str, refused: bool) -> Result<(), String> {
+        let tries = self.calls.entry(what.to_string()).or_insert(0);
+        *tries += 1;
+        if *tries == 1 && refused {
+            return Err(format!("{what}: 502 Bad Gateway"));
         }
         Ok(())
     }

@@ -37,16 +37,20 @@ impl Driver {
         let Some(source) = self.tracker_source() else {
             return;
         };
-        // What the tracker is told is durable first.
-        if let Err(e) = self.writer.sync() {
-            crate::render::warn(&format!("cannot make the journal durable: {e}"));
-        }
-        let untold = agentloop_core::policy::told::untold(&self.state, |id| source.issue_key(id));
         let quiet = self
             .tracker_quiet_until
             .is_some_and(|t| std::time::Instant::now() < t);
-        if untold.is_empty() || self.syncing || quiet {
+        if self.syncing || quiet {
             return;
+        }
+        let untold = agentloop_core::policy::told::untold(&self.state, |id| source.issue_key(id));
+        if untold.is_empty() {
+            return;
+        }
+        // What the tracker is told is durable first (only then: this runs at every
+        // event, and most tell nothing).
+        if let Err(e) = self.writer.sync() {
+            crate::render::warn(&format!("cannot make the journal durable: {e}"));
         }
         self.syncing = true;
         self.tracker_down = false;
