@@ -729,7 +729,8 @@ fn a_driver_killed_before_and_after_each_ship_record_ships_once() {
     // Killed before `pr_merged` is written, the forge has merged: the next driver's
     // merge is refused, and it records the merge the forge made (before, it waited
     // for a person at the ship gate). Killed before `pr_opened`, the pull request is
-    // open: the next driver finds it and labels it.
+    // open (and labelled: these kill points are journal lines, after the forge's
+    // calls): the next driver finds it and updates it.
     use std::os::unix::process::ExitStatusExt;
     let kinds = [
         "ship_pushed",
@@ -779,8 +780,9 @@ fn a_driver_killed_before_and_after_each_ship_record_ships_once() {
             assert_eq!(p.status()["status"], "completed", "{at}");
             let prs = gh.prs();
             assert_eq!(prs.len(), 1, "{at}: one pull request");
-            // Killed before `pr_opened`, the next driver finds the pull request open
-            // and labels it (the simulator found it left bare).
+            // Labelled whatever the kill (a driver dying between opening and labelling,
+            // which these points cannot reach, is the simulator's and
+            // `a_pull_request_whose_labelling_failed_is_labelled_on_the_retry`'s).
             assert_eq!(prs[0].labels, ["agentloop"], "{at}");
             let merged = prs[0].merge_sha.clone().expect("merged");
             let events = crate::real_cli::journal_events(&p);
