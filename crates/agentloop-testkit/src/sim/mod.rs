@@ -93,26 +93,37 @@ pub fn check(seed: u64) -> Result<Seen, String> {
     })
 }
 
-/// The seed's scenario killed at every effect in turn (one kill per run): each of
-/// them must end as the run without faults does.
-pub fn check_every_kill(seed: u64, torn: bool) -> Result<u64, String> {
+/// The seed's scenario killed at every effect in turn (one kill per run), and at each
+/// that is a line of the driver's, killed with that line torn too: each of them must
+/// end as the run without faults does. (A torn kill at any other effect tears nothing:
+/// it would be the same run again.) Returns the effects and the kills tried.
+pub fn check_every_kill(seed: u64) -> Result<(u64, u64), String> {
     let sc = Scenario::from_seed(seed);
     let clean = run(&sc, &Faults::default());
     let base = sound(&clean).map_err(|e| format!("seed {seed}, without faults: {e}"))?;
+    let mut kills = 0;
     for k in 2..=clean.effects {
-        let faults = Faults {
-            kills: vec![k],
-            torn,
-        };
-        let faulted = run(&sc, &faults);
-        let with = sound(&faulted)
-            .map_err(|e| format!("seed {seed}, killed after effect {k} (torn {torn}): {e}"))?;
-        if !sc.at_random_moments() {
-            same(&base, &with)
-                .map_err(|e| format!("seed {seed}, killed after effect {k} (torn {torn}): {e}"))?;
+        let tearable = clean.tearable.binary_search(&k).is_ok();
+        for torn in [false, true] {
+            if torn && !tearable {
+                continue;
+            }
+            kills += 1;
+            let faulted = run(
+                &sc,
+                &Faults {
+                    kills: vec![k],
+                    torn,
+                },
+            );
+            let at = || format!("seed {seed}, killed after effect {k} (torn {torn})");
+            let with = sound(&faulted).map_err(|e| format!("{}: {e}", at()))?;
+            if !sc.at_random_moments() {
+                same(&base, &with).map_err(|e| format!("{}: {e}", at()))?;
+            }
         }
     }
-    Ok(clean.effects)
+    Ok((clean.effects, kills))
 }
 
 /// How a run ended, as the comparison reads it.

@@ -59,6 +59,9 @@ pub struct Run {
     pub drivers: u32,
     /// Effects taken.
     pub effects: u64,
+    /// Of them, those that are a line of the driver's (a kill there may tear it), in
+    /// order; a kill at any other tears nothing.
+    pub tearable: Vec<u64>,
     /// Why the run could not finish, if it could not.
     pub stuck: Option<String>,
     /// Simulated time from the run's start to its end.
@@ -100,6 +103,8 @@ pub(super) struct World<'a> {
     pub(super) effects: u64,
     pub(super) kills: Vec<u64>,
     pub(super) torn: bool,
+    /// The effects that are a line of the driver's (a kill there may tear it), in order.
+    pub(super) tearable: Vec<u64>,
     pub(super) pending: Vec<Pending>,
     pub(super) order: u64,
     pub(super) busy: BTreeSet<u32>,
@@ -167,6 +172,7 @@ pub fn run(sc: &Scenario, faults: &Faults) -> Run {
         effects: 1,
         kills,
         torn: faults.torn,
+        tearable: Vec::new(),
         pending: Vec::new(),
         order: 0,
         busy: BTreeSet::new(),
@@ -190,6 +196,7 @@ pub fn run(sc: &Scenario, faults: &Faults) -> Run {
         branch: w.branch,
         drivers: w.drivers,
         effects: w.effects,
+        tearable: w.tearable,
         stuck,
         elapsed_ms: w.now - EPOCH_MS,
         work_ms: w.work_ms,
@@ -289,14 +296,16 @@ impl World<'_> {
     /// A line another process writes (a person's request): never torn by the
     /// driver's death, which may still follow it.
     pub(super) fn append_whole(&mut self, event: Event) -> Result<(), Killed> {
-        let torn = std::mem::replace(&mut self.torn, false);
-        let r = self.append(event);
-        self.torn = torn;
-        r
+        self.write(event, false)
     }
 
     /// One effect: a journal line, applied to the state as the driver applies it.
     pub(super) fn append(&mut self, event: Event) -> Result<(), Killed> {
+        self.write(event, true)
+    }
+
+    /// A journal line; `tearable`: the driver's own, torn when it dies writing it.
+    fn write(&mut self, event: Event, tearable: bool) -> Result<(), Killed> {
         let seq = self.state.last_seq + 1;
         let rec = Record {
             seq,
@@ -307,7 +316,7 @@ impl World<'_> {
         let len = line.len();
         self.journal.extend_from_slice(&line);
         self.state.apply(&rec);
-        self.effect(Some(len))?;
+        self.effect(tearable.then_some(len))?;
         // As the driver: the tracker told what the line changed.
         self.tell_tracker()
     }
@@ -316,6 +325,9 @@ impl World<'_> {
     /// line of `line` bytes just written is torn when the plan tears).
     pub(super) fn effect(&mut self, line: Option<usize>) -> Result<(), Killed> {
         self.effects += 1;
+        if line.is_some() {
+            self.tearable.push(self.effects);
+        }
         if self.kills.first() == Some(&self.effects) {
             self.kills.remove(0);
             if let (true, Some(len)) = (self.torn, line) {
