@@ -254,7 +254,7 @@ fn finished_run() -> (Project, std::path::PathBuf) {
 /// Re-checksums and re-seals a journal line after editing it with the project's own
 /// key (as only agentloop can), so only the edit is wrong.
 fn reseal(p: &Project, line: &str) -> String {
-    use hmac::Mac;
+    use hmac::{KeyInit, Mac};
     let at = line.rfind(",\"sum\":\"").unwrap();
     let body = &line[..at];
     let summed = format!("{body},\"sum\":\"{:08x}\"", crc32fast_hash(body.as_bytes()));
