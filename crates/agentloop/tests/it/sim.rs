@@ -325,7 +325,10 @@ fn replay() {
         return;
     };
     let sc = Scenario::from_seed(seed);
-    eprintln!("{}\n{:?}\n{:?}", sc.plan, sc.config.run, sc.config.gates);
+    eprintln!(
+        "{}\n{:?}\n{:?}\n{:?}",
+        sc.plan, sc.config.run, sc.config.gates, sc.requests
+    );
     let clean = sim::run(&sc, &Faults::default());
     eprintln!("--- without faults\n{}", sim::describe(&clean).join("\n"));
     let faults = sim::faults_for(seed, clean.effects);
