@@ -292,16 +292,18 @@ pub fn sound(r: &Run) -> Result<Ending, String> {
 /// The faulted run's ending against the clean run's, as far as it does not depend on
 /// when things happened, which a kill moves (the new driver starts later, and what a
 /// person or a planner does meanwhile lands elsewhere among the driver's steps):
-/// - a person's requests at random moments; a Skip or DEBUG asked at a point of a run
-///   with planners (which task is the last not started yet depends on whether a
-///   planner's tasks are in); a budget spent with workers (which of their iterations
-///   it cut off): the invariants only ([`sound`]);
+/// - a person's requests at random moments; a Skip, DEBUG or Stop asked at a point of
+///   a run with planners (which task is the last not started yet, and which tasks are
+///   in when the run stops, depend on when a planner's proposal was taken up); a
+///   budget spent with workers (which of their iterations it cut off): the invariants
+///   only ([`sound`]);
 /// - a Stop asked at a point: all but the gates (the one the driver was about to open
 ///   when the stop came may be open, or not yet).
 fn compare(sc: &Scenario, clean: &Run, base: &Ending, with: &Ending) -> Result<Compared, String> {
     let asked = |what: Asking| sc.requests.iter().any(|a| a.what == what);
     let timed = sc.at_random_moments()
-        || (sc.config.run.planners > 0 && (asked(Asking::Skip) || asked(Asking::Debug)))
+        || (sc.config.run.planners > 0
+            && (asked(Asking::Skip) || asked(Asking::Debug) || asked(Asking::Stop)))
         || (clean.state.settings.workers > 1 && clean.state.budget_spent.is_some());
     if timed {
         return Ok(Compared::Invariants);
