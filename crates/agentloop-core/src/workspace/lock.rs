@@ -8,7 +8,9 @@ use super::{RunDir, WorkspaceError, io};
 impl RunDir {
     /// The pid of the live driver holding this run's lock, if any; with a shared
     /// store, the driver that holds the run there (on another machine, say) when none
-    /// does here.
+    /// does here. A lock held while the driver it names is dead is no driver's: a
+    /// process the dead one was starting holds it for a moment (see
+    /// [`lock_driver`](Self::lock_driver), which waits for it).
     pub fn lock_holder(&self) -> Option<String> {
         let here = OpenOptions::new()
             .read(true)
@@ -20,7 +22,7 @@ impl RunDir {
                     let _ = f.unlock();
                     None
                 }
-                Err(_) => Some(read_pid(&f)),
+                Err(_) => Some(read_pid(&f)).filter(|pid| alive(pid)),
             });
         here.or_else(|| crate::journal::shared::installed()?.driver_of(&self.id))
     }
@@ -82,11 +84,6 @@ impl RunDir {
 /// it died can hold the lock's file for a moment, between its fork and its exec (which
 /// closes it). Waits up to five seconds for that; true once the lock is taken.
 fn held_only_by_the_dead(f: &File) -> bool {
-    let alive = |pid: &str| {
-        pid.parse::<i32>().is_ok_and(|p| {
-            p > 0 && nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None).is_ok()
-        })
-    };
     let start = std::time::Instant::now();
     while start.elapsed() < std::time::Duration::from_secs(5) {
         if alive(&read_pid(f)) {
@@ -98,6 +95,12 @@ fn held_only_by_the_dead(f: &File) -> bool {
         }
     }
     false
+}
+
+/// Whether a process has this pid.
+fn alive(pid: &str) -> bool {
+    pid.parse::<i32>()
+        .is_ok_and(|p| p > 0 && nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None).is_ok())
 }
 
 fn read_pid(f: &File) -> String {
@@ -165,6 +168,10 @@ mod tests {
             .unwrap();
         other.try_lock().unwrap();
         writeln!(other, "{}", dead_pid()).unwrap();
+        // Nobody drives it meanwhile: `resume` goes on to take the lock (and waits),
+        // `status` says no driver (it refused at once with that pid before: a CI
+        // flake of `workers::sigkill_with_four_workers…`).
+        assert_eq!(run.lock_holder(), None);
         let release = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(300));
             drop(other);
@@ -184,6 +191,7 @@ mod tests {
         live.try_lock().unwrap();
         live.set_len(0).unwrap();
         writeln!(live, "{}", std::process::id()).unwrap();
+        assert_eq!(run.lock_holder(), Some(std::process::id().to_string()));
         let t = Instant::now();
         let err = run.lock_driver().err().expect("refused");
         assert!(t.elapsed() < Duration::from_secs(1));
