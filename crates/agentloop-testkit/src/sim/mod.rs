@@ -287,8 +287,6 @@ pub fn sound(r: &Run) -> Result<Ending, String> {
     })
 }
 
-/// The faulted run ends as the run without faults: the same verdict, the same tasks
-/// done, the same gates, the same branch.
 /// The faulted run's ending against the clean run's, as far as it does not depend on
 /// when things happened, which a kill moves (the new driver starts later, and what a
 /// person or a planner does meanwhile lands elsewhere among the driver's steps):
@@ -330,6 +328,8 @@ pub enum Compared {
     Invariants,
 }
 
+/// The faulted run ends as the run without faults: the same verdict, the same tasks
+/// done, the same gates, the same branch.
 fn same(clean: &Ending, faulted: &Ending) -> Result<(), String> {
     if clean == faulted {
         return Ok(());
