@@ -22,7 +22,7 @@ impl RunDir {
                     let _ = f.unlock();
                     None
                 }
-                Err(_) => Some(read_pid(&f)).filter(|pid| alive(pid)),
+                Err(_) => alive(&f).then(|| read_pid(&f)),
             });
         here.or_else(|| crate::journal::shared::installed()?.driver_of(&self.id))
     }
@@ -70,7 +70,11 @@ impl RunDir {
         let took_over = (!previous.is_empty()).then_some(previous);
         f.set_len(0).map_err(io(&path))?;
         f.rewind().map_err(io(&path))?;
-        writeln!(f, "{}", std::process::id()).map_err(io(&path))?;
+        let me = std::process::id();
+        let since = started(me as i32)
+            .map(|t| t.to_string())
+            .unwrap_or_default();
+        writeln!(f, "{me} {since}").map_err(io(&path))?;
         f.sync_all().map_err(io(&path))?;
         Ok(DriverLock {
             file: f,
@@ -86,7 +90,7 @@ impl RunDir {
 fn held_only_by_the_dead(f: &File) -> bool {
     let start = std::time::Instant::now();
     while start.elapsed() < std::time::Duration::from_secs(5) {
-        if alive(&read_pid(f)) {
+        if alive(f) {
             return false;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -97,17 +101,39 @@ fn held_only_by_the_dead(f: &File) -> bool {
     false
 }
 
-/// Whether a process has this pid.
-fn alive(pid: &str) -> bool {
-    pid.parse::<i32>()
-        .is_ok_and(|p| p > 0 && nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None).is_ok())
+/// Whether the driver a lock file names is alive: a process has its pid and, when the
+/// file says when the driver started, started then — a pid the kernel has given to
+/// another process since (it reuses them soon where `pid_max` is 32,768) is no driver.
+fn alive(f: &File) -> bool {
+    let (pid, since) = read_holder(f);
+    pid.parse::<i32>().is_ok_and(|p| {
+        p > 0
+            && nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None).is_ok()
+            && since.is_none_or(|t| started(p) == Some(t))
+    })
 }
 
-fn read_pid(f: &File) -> String {
+/// When process `pid` started, in clock ticks since boot (`/proc/PID/stat`, field 22).
+fn started(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command's closing parenthesis (the command may hold any bytes) comes
+    // field 3; the start time is field 22.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// The pid a lock file names, and when that process started if it says.
+fn read_holder(f: &File) -> (String, Option<u64>) {
     let mut s = String::new();
     let _ = (&*f).rewind();
     let _ = (&*f).read_to_string(&mut s);
-    s.trim().to_string()
+    let mut words = s.split_whitespace();
+    let pid = words.next().unwrap_or_default().to_string();
+    (pid, words.next().and_then(|t| t.parse().ok()))
+}
+
+fn read_pid(f: &File) -> String {
+    read_holder(f).0
 }
 
 /// Held while a driver runs; released (and the pid cleared) on drop. If the driver is
@@ -130,7 +156,7 @@ impl Drop for DriverLock {
 #[cfg(test)]
 mod tests {
     use std::fs::OpenOptions;
-    use std::io::Write;
+    use std::io::{Seek, Write};
     use std::path::Path;
     use std::time::{Duration, Instant};
 
@@ -192,6 +218,18 @@ mod tests {
         live.set_len(0).unwrap();
         writeln!(live, "{}", std::process::id()).unwrap();
         assert_eq!(run.lock_holder(), Some(std::process::id().to_string()));
+        // The same pid, but a start time another process had: the pid was reused, the
+        // driver is gone.
+        let me = std::process::id();
+        let since = super::started(me as i32).expect("this process's start time");
+        live.set_len(0).unwrap();
+        live.rewind().unwrap();
+        writeln!(live, "{me} {}", since + 1).unwrap();
+        assert_eq!(run.lock_holder(), None);
+        live.set_len(0).unwrap();
+        live.rewind().unwrap();
+        writeln!(live, "{me} {since}").unwrap();
+        assert_eq!(run.lock_holder(), Some(me.to_string()));
         let t = Instant::now();
         let err = run.lock_driver().err().expect("refused");
         assert!(t.elapsed() < Duration::from_secs(1));
