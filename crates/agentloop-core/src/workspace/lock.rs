@@ -22,7 +22,7 @@ impl RunDir {
                     let _ = f.unlock();
                     None
                 }
-                Err(_) => alive(&f).then(|| read_pid(&f)),
+                Err(_) => live_driver(&f),
             });
         here.or_else(|| crate::journal::shared::installed()?.driver_of(&self.id))
     }
@@ -90,7 +90,7 @@ impl RunDir {
 fn held_only_by_the_dead(f: &File) -> bool {
     let start = std::time::Instant::now();
     while start.elapsed() < std::time::Duration::from_secs(5) {
-        if alive(f) {
+        if live_driver(f).is_some() {
             return false;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -101,16 +101,17 @@ fn held_only_by_the_dead(f: &File) -> bool {
     false
 }
 
-/// Whether the driver a lock file names is alive: a process has its pid and, when the
-/// file says when the driver started, started then — a pid the kernel has given to
-/// another process since (it reuses them soon where `pid_max` is 32,768) is no driver.
-fn alive(f: &File) -> bool {
+/// The pid of the driver a lock file names, when it is alive: a process has that pid
+/// and, when the file says when the driver started, started then — a pid the kernel
+/// has given to another process since (soon, where `pid_max` is 32,768) is no driver.
+fn live_driver(f: &File) -> Option<String> {
     let (pid, since) = read_holder(f);
-    pid.parse::<i32>().is_ok_and(|p| {
+    let alive = pid.parse::<i32>().is_ok_and(|p| {
         p > 0
             && nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None).is_ok()
             && since.is_none_or(|t| started(p) == Some(t))
-    })
+    });
+    alive.then_some(pid)
 }
 
 /// When process `pid` started, in clock ticks since boot (`/proc/PID/stat`, field 22).
