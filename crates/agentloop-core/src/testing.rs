@@ -33,3 +33,13 @@ pub fn created(plan: &str, settings: crate::config::Settings) -> crate::journal:
     })
     .unwrap()
 }
+
+/// `event` applied to `s` as the run's next record.
+pub fn then(s: &mut crate::journal::RunState, event: crate::journal::Event) {
+    let seq = s.last_seq + 1;
+    s.apply(&crate::journal::Record {
+        seq,
+        time: "2026-11-27T10:00:01.000Z".into(),
+        event,
+    });
+}

@@ -275,7 +275,8 @@ impl RunState {
 
 #[cfg(test)]
 mod tests {
-    use crate::journal::{Event, FinishReason, Record, Request, RunState, RunStatus};
+    use crate::journal::{Event, FinishReason, Request, RunState, RunStatus};
+    use crate::testing::then;
 
     fn run() -> RunState {
         crate::testing::created(
@@ -284,17 +285,8 @@ mod tests {
         )
     }
 
-    fn apply(s: &mut RunState, event: Event) {
-        let seq = s.last_seq + 1;
-        s.apply(&Record {
-            seq,
-            time: "2026-11-28T10:00:01.000Z".into(),
-            event,
-        });
-    }
-
     fn asks(s: &mut RunState, request: Request) {
-        apply(
+        then(
             s,
             Event::Control {
                 id: format!("c{}", s.last_seq),
@@ -316,7 +308,7 @@ mod tests {
         asks(&mut s, Request::Resume);
         assert!(!s.paused);
         assert!(s.stop.is_some());
-        apply(
+        then(
             &mut s,
             Event::RunFinished {
                 status: RunStatus::Stopped,

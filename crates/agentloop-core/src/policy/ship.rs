@@ -211,7 +211,6 @@ fn fix_or_fail(s: &RunState, after_merge: bool) -> Action {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::journal::Record;
 
     fn shipping(pr: crate::config::PrScope) -> RunState {
         let mut settings = crate::config::Settings::from_config(&Default::default());
@@ -254,7 +253,7 @@ mod tests {
         let mut fix = plan.tasks[0].clone();
         fix.id = "MAIN-1".into();
         plan.tasks.push(fix);
-        for (seq, event) in [
+        for event in [
             Event::PrOpened {
                 number: 1,
                 url: "https://forge/pull/1".into(),
@@ -266,15 +265,8 @@ mod tests {
                 task: "MAIN-1".into(),
                 after_merge: true,
             },
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            s.apply(&Record {
-                seq: seq as u64 + 2,
-                time: "2026-11-28T10:00:00.000Z".into(),
-                event,
-            });
+        ] {
+            crate::testing::then(&mut s, event);
         }
         assert_eq!(s.ship.pushed, None);
         let fix = s.tasks.iter().position(|t| t.id == "MAIN-1").unwrap();
