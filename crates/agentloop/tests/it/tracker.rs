@@ -45,14 +45,12 @@ fn from_gitlab(
     for (title, body) in issues {
         gl.add_issue(title, body, &["agentloop"]);
     }
-    let p = Scratch::new().agent(&agent(script)).build();
-    let r = import(
-        &p,
+    let p = imported(
+        script,
         "gitlab:group/hello?label=agentloop",
         &gl.url(),
         ("GITLAB_TOKEN", "glpat"),
     );
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
     (remote, gl, p)
 }
 
@@ -63,15 +61,22 @@ fn from_github(issues: &[(&str, &str)], script: &str) -> (tempfile::TempDir, Moc
     for (title, body) in issues {
         gh.add_issue(title, body, &["agentloop"]);
     }
-    let p = Scratch::new().agent(&agent(script)).build();
-    let r = import(
-        &p,
+    let p = imported(
+        script,
         "github:octo/hello?label=agentloop",
         &gh.url(),
         ("GITHUB_TOKEN", "t0ken"),
     );
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
     (remote, gh, p)
+}
+
+/// A project driven by the scripted agent `script`, its plan imported from `source`
+/// at the mock forge `url` with the token `token`.
+fn imported(script: &str, source: &str, url: &str, token: (&str, &str)) -> Project {
+    let p = Scratch::new().agent(&agent(script)).build();
+    let r = import(&p, source, url, token);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    p
 }
 
 #[test]
