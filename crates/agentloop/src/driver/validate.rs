@@ -93,17 +93,19 @@ impl Driver {
             }),
         };
         let interrupted = self.interrupted.clone();
-        let started = std::time::SystemTime::now();
+        // What the coverage reports were before the step: the filesystem stamps a
+        // file's times from a coarser clock than `now()`, so a time compared with the
+        // step's start could call a report written at once stale.
+        let reports = self.config.validate.coverage.as_ref().map(|_| {
+            let names = self.coverage_reports();
+            let before: Vec<_> = names.iter().map(|r| stamp(&dir.join(r))).collect();
+            (names, before)
+        });
         let result = runner.run_measured(0, &commands, &measures, || {
             interrupted.load(Ordering::SeqCst)
         });
         // The coverage step's report, read before the copy it was written in goes.
-        let coverage = self
-            .config
-            .validate
-            .coverage
-            .as_ref()
-            .map(|_| self.read_coverage(&dir, started));
+        let coverage = reports.map(|(names, before)| read_coverage(&dir, &names, &before));
         if let Some(d) = &temp {
             let _ = git(
                 &self.ws.root,
@@ -140,41 +142,15 @@ impl Driver {
         })
     }
 
-    /// The coverage step's report in `dir`, written while the validation ran: since
-    /// `since` and not after now (a report left there before, or one whose time was set
-    /// ahead to pass for fresh, is not this run's), read.
-    fn read_coverage(
-        &self,
-        dir: &std::path::Path,
-        since: std::time::SystemTime,
-    ) -> Result<(String, agentloop_core::evidence::coverage::Coverage), String> {
-        let named = self.config.validate.coverage_report.clone();
-        let candidates: Vec<String> = match &named {
+    /// Where the coverage step's report may be: the one named, or each known name.
+    fn coverage_reports(&self) -> Vec<String> {
+        match &self.config.validate.coverage_report {
             Some(n) => vec![n.clone()],
             None => agentloop_core::config::COVERAGE_REPORTS
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
-        };
-        let until = std::time::SystemTime::now();
-        let fresh = |rel: &String| {
-            std::fs::symlink_metadata(dir.join(rel))
-                .is_ok_and(|m| m.is_file() && m.modified().is_ok_and(|t| t >= since && t <= until))
-        };
-        let Some(rel) = candidates.iter().find(|r| fresh(r)) else {
-            return Err(format!(
-                "the coverage step wrote no report ({})",
-                candidates.join(", ")
-            ));
-        };
-        let mut text = String::new();
-        use std::io::Read;
-        std::fs::File::open(dir.join(rel))
-            .and_then(|f| f.take(64 << 20).read_to_string(&mut text))
-            .map_err(|e| format!("{rel}: cannot read: {e}"))?;
-        agentloop_core::evidence::coverage::parse(&text)
-            .map(|c| (rel.clone(), c))
-            .map_err(|e| format!("{rel}: {e}"))
+        }
     }
 
     /// `coverage.json` in the run's directory, and the validation failed when the
@@ -330,4 +306,58 @@ impl Driver {
                 .warn(&format!("cannot write {}: {e}", path.display()));
         }
     }
+}
+
+/// A file as the filesystem knows it: which file, when its inode last changed (a time
+/// no one can set), its content's time and size. `None` when it is no file.
+type Stamp = Option<(u64, u64, i64, i64, i64, i64, u64)>;
+
+fn stamp(path: &std::path::Path) -> Stamp {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(path)
+        .ok()
+        .filter(|m| m.is_file())?;
+    Some((
+        m.dev(),
+        m.ino(),
+        m.ctime(),
+        m.ctime_nsec(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.size(),
+    ))
+}
+
+/// The coverage step's report in `dir`, written while the validation ran: a file
+/// that was not there before the step or has changed since (`before`, in the order of
+/// `names`), and whose time is not ahead of now (one set ahead to pass for fresh is
+/// not this run's), read.
+fn read_coverage(
+    dir: &std::path::Path,
+    names: &[String],
+    before: &[Stamp],
+) -> Result<(String, agentloop_core::evidence::coverage::Coverage), String> {
+    let until = std::time::SystemTime::now();
+    let fresh = |(rel, was): (&String, &Stamp)| {
+        let path = dir.join(rel);
+        let now = stamp(&path);
+        now.is_some()
+            && now != *was
+            && std::fs::symlink_metadata(&path)
+                .is_ok_and(|m| m.modified().is_ok_and(|t| t <= until))
+    };
+    let Some((rel, _)) = names.iter().zip(before).find(|&c| fresh(c)) else {
+        return Err(format!(
+            "the coverage step wrote no report ({})",
+            names.join(", ")
+        ));
+    };
+    let mut text = String::new();
+    use std::io::Read;
+    std::fs::File::open(dir.join(rel))
+        .and_then(|f| f.take(64 << 20).read_to_string(&mut text))
+        .map_err(|e| format!("{rel}: cannot read: {e}"))?;
+    agentloop_core::evidence::coverage::parse(&text)
+        .map(|c| (rel.clone(), c))
+        .map_err(|e| format!("{rel}: {e}"))
 }
