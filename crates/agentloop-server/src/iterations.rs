@@ -162,9 +162,22 @@ pub(crate) async fn iteration(
         text[cut..].to_string()
     };
     let result: Value = serde_json::from_str(&read("result.json")).unwrap_or(Value::Null);
+    let mut prompt = read("prompt.md");
+    if prompt.is_empty() {
+        // A view a power cut may have lost: the journal keeps what it said.
+        let journal = run.journal();
+        prompt = tokio::task::spawn_blocking(move || {
+            journal::read(&journal)
+                .ok()
+                .and_then(|c| agentloop_core::policy::prompt_of_iteration(&c.records, n))
+        })
+        .await
+        .map_err(|e| ApiError::Internal(e.to_string()))?
+        .unwrap_or_default();
+    }
     Ok(Json(json!({
         "iteration": n,
-        "prompt": read("prompt.md"),
+        "prompt": prompt,
         "agent_log": read("agent.log"),
         "verify_log": read("verify.log"),
         "result": result,

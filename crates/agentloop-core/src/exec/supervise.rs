@@ -6,14 +6,16 @@ use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{Read, Write};
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
@@ -208,8 +210,9 @@ pub struct Running {
     pgid: Pid,
     started: Instant,
     sink: Arc<Mutex<Sink>>,
-    readers: Vec<JoinHandle<()>>,
-    /// One message per reader that reached the end of its stream.
+    /// The thread serving the child's pipes.
+    pump: JoinHandle<()>,
+    /// Its message that both output streams reached their end.
     drained: Receiver<()>,
     spec: Spec,
 }
@@ -291,34 +294,31 @@ pub fn spawn(spec: Spec) -> std::io::Result<Running> {
         tail_cap: spec.tail_bytes,
         ..Sink::default()
     }));
-    let mut readers = Vec::new();
     let (drained_tx, drained) = mpsc::channel();
-    if let Some(out) = child.stdout.take() {
-        let stream = Stream {
-            stderr: false,
-            keep_tail: true,
-        };
-        readers.push(reader(out, sink.clone(), stream, drained_tx.clone()));
-    }
-    if let Some(err) = child.stderr.take() {
-        let stream = Stream {
-            stderr: true,
-            keep_tail: !spec.tail_stdout_only,
-        };
-        readers.push(reader(err, sink.clone(), stream, drained_tx.clone()));
-    }
-    if let (Some(mut stdin), Some(input)) = (child.stdin.take(), spec.stdin.clone()) {
-        // A writer thread, so a child that does not read its stdin cannot block us.
-        std::thread::spawn(move || {
-            let _ = stdin.write_all(&input);
-        });
-    }
+    let streams = [
+        child.stdout.take().map(|o| {
+            let stream = Stream {
+                stderr: false,
+                keep_tail: true,
+            };
+            (File::from(OwnedFd::from(o)), stream)
+        }),
+        child.stderr.take().map(|e| {
+            let stream = Stream {
+                stderr: true,
+                keep_tail: !spec.tail_stdout_only,
+            };
+            (File::from(OwnedFd::from(e)), stream)
+        }),
+    ];
+    let input = child.stdin.take().zip(spec.stdin.clone());
+    let pump = pump(streams, input, sink.clone(), drained_tx);
     Ok(Running {
         child,
         pgid,
         started: Instant::now(),
         sink,
-        readers,
+        pump,
         drained,
         spec,
     })
@@ -332,26 +332,133 @@ pub fn env_allowed(name: &str, patterns: &[String]) -> bool {
     })
 }
 
-fn reader(
-    mut r: impl Read + Send + 'static,
+/// One thread serves the child's pipes, not one each (every thread started is time an
+/// iteration pays): both output streams read as they come, into the sink, and the
+/// input written as the child takes it — never more at once than a pipe takes
+/// without blocking once it says it has room, so a child that reads nothing cannot
+/// stop its output being read. `drained` is told when both output streams ended; the
+/// input the child has not taken yet is written on after that (it may still read it).
+fn pump(
+    mut streams: [Option<(File, Stream)>; 2],
+    input: Option<(ChildStdin, Vec<u8>)>,
     sink: Arc<Mutex<Sink>>,
-    stream: Stream,
     drained: Sender<()>,
 ) -> JoinHandle<()> {
+    /// What a pipe takes at once without blocking once poll(2) says it can be written.
+    const PIPE_BUF: usize = 4096;
     std::thread::spawn(move || {
         let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            match r.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    if let Ok(mut s) = sink.lock() {
-                        s.push(&buf[..n], stream);
+        let (mut stdin, input) = match input {
+            Some((i, bytes)) => (Some(i), bytes),
+            None => (None, Vec::new()),
+        };
+        let mut written = 0;
+        if written == input.len() {
+            stdin = None;
+        }
+        while streams.iter().any(Option::is_some) {
+            let (ready, writable) = {
+                let mut fds: Vec<PollFd> = streams
+                    .iter()
+                    .flatten()
+                    .map(|(f, _)| PollFd::new(f.as_fd(), PollFlags::POLLIN))
+                    .collect();
+                let reading = fds.len();
+                if let Some(i) = &stdin {
+                    fds.push(PollFd::new(i.as_fd(), PollFlags::POLLOUT));
+                }
+                match poll(&mut fds, PollTimeout::NONE) {
+                    Ok(_) => {}
+                    Err(nix::errno::Errno::EINTR) => continue,
+                    Err(_) => break,
+                }
+                let any = |f: &PollFd| f.revents().is_some_and(|r| !r.is_empty());
+                let ready: Vec<bool> = fds[..reading].iter().map(any).collect();
+                (ready, fds.get(reading).is_some_and(any))
+            };
+            let mut ready = ready.into_iter();
+            for slot in streams.iter_mut() {
+                let Some((f, stream)) = slot else { continue };
+                if ready.next() != Some(true) {
+                    continue;
+                }
+                match f.read(&mut buf) {
+                    Ok(0) => *slot = None,
+                    Ok(n) => {
+                        if let Ok(mut s) = sink.lock() {
+                            s.push(&buf[..n], *stream);
+                        }
                     }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => *slot = None,
+                }
+            }
+            if writable && let Some(i) = &mut stdin {
+                let end = input.len().min(written + PIPE_BUF);
+                match i.write(&input[written..end]) {
+                    Ok(n) => written += n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    // The child closed its end: what it did not take is not wanted.
+                    Err(_) => written = input.len(),
+                }
+                if written == input.len() {
+                    stdin = None;
                 }
             }
         }
         let _ = drained.send(());
+        if let Some(mut i) = stdin {
+            let _ = i.write_all(&input[written..]);
+        }
     })
+}
+
+/// How the child's exit is waited for: a pidfd polled on this thread, or — on a
+/// kernel without pidfds (before Linux 5.3) — a thread blocked in `wait`.
+enum Exit {
+    Pidfd(OwnedFd, Child),
+    Thread(Receiver<std::io::Result<ExitStatus>>),
+}
+
+impl Exit {
+    fn of(child: Child) -> Exit {
+        // SAFETY: pidfd_open(2) takes a pid and flags and returns a new descriptor or -1.
+        let fd = unsafe { nix::libc::syscall(nix::libc::SYS_pidfd_open, child.id(), 0) };
+        if fd >= 0 {
+            // SAFETY: the descriptor was just opened and is owned by no one else.
+            let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+            return Exit::Pidfd(fd, child);
+        }
+        let mut child = child;
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait());
+        });
+        Exit::Thread(rx)
+    }
+
+    /// The child's exit status once it exited, waiting at most `timeout`; `None`
+    /// while it runs.
+    fn within(&mut self, timeout: Duration) -> std::io::Result<Option<ExitStatus>> {
+        match self {
+            Exit::Pidfd(fd, child) => {
+                // Rounded up: a wait cut to 0 ms would spin until the time is up.
+                let ms = timeout.as_micros().div_ceil(1000).min(i32::MAX as u128);
+                let ms = PollTimeout::try_from(ms as i32).unwrap_or(PollTimeout::MAX);
+                let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
+                match poll(&mut fds, ms) {
+                    Ok(0) | Err(nix::errno::Errno::EINTR) => Ok(None),
+                    Ok(_) => child.wait().map(Some),
+                    Err(e) => Err(e.into()),
+                }
+            }
+            Exit::Thread(rx) => match rx.recv_timeout(timeout) {
+                Ok(st) => st.map(Some),
+                Err(RecvTimeoutError::Timeout) => Ok(None),
+                Err(RecvTimeoutError::Disconnected) => Err(waiter_gone()),
+            },
+        }
+    }
 }
 
 impl Running {
@@ -364,18 +471,15 @@ impl Running {
     /// the moment it happens (a thread waits for it), not at the next poll.
     pub fn wait(self, mut should_stop: impl FnMut() -> bool) -> std::io::Result<Finished> {
         let Running {
-            mut child,
+            child,
             pgid,
             started,
             sink,
-            readers,
+            pump,
             drained,
             spec,
         } = self;
-        let (exited_tx, exited) = mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = exited_tx.send(child.wait());
-        });
+        let mut exited = Exit::of(child);
         let mut timed_out = false;
         let mut killed = false;
         let deadline = started.checked_add(spec.timeout);
@@ -384,20 +488,18 @@ impl Running {
             let now = Instant::now();
             if deadline.is_some_and(|d| now >= d) {
                 timed_out = true;
-                break terminate(pgid, &exited, spec.grace)?;
+                break terminate(pgid, &mut exited, spec.grace)?;
             }
             if now >= next_poll {
                 next_poll = now + STOP_POLL;
                 if should_stop() {
                     killed = true;
-                    break terminate(pgid, &exited, spec.grace)?;
+                    break terminate(pgid, &mut exited, spec.grace)?;
                 }
             }
             let wake = deadline.map_or(next_poll, |d| d.min(next_poll));
-            match exited.recv_timeout(wake.saturating_duration_since(now)) {
-                Ok(st) => break st?,
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => return Err(waiter_gone()),
+            if let Some(st) = exited.within(wake.saturating_duration_since(now))? {
+                break st;
             }
         };
         // Whatever is left in the group (grandchildren) goes too, so pipes close.
@@ -408,19 +510,8 @@ impl Running {
             // of their locks.
             super::reap::kill_orphans(Duration::from_secs(2), spec.owner.as_deref());
         }
-        let until = Instant::now() + DRAIN_LIMIT;
-        for _ in 0..readers.len() {
-            if drained
-                .recv_timeout(until.saturating_duration_since(Instant::now()))
-                .is_err()
-            {
-                break;
-            }
-        }
-        for r in readers {
-            if r.is_finished() {
-                let _ = r.join();
-            }
+        if drained.recv_timeout(DRAIN_LIMIT).is_ok() && pump.is_finished() {
+            let _ = pump.join();
         }
         let mut sink = sink
             .lock()
@@ -444,22 +535,23 @@ impl Running {
 }
 
 /// SIGINT, then SIGTERM, then SIGKILL to the process group, a grace period apart;
-/// `exited` gives the child's exit as the waiting thread sees it.
-fn terminate(
-    pgid: Pid,
-    exited: &Receiver<std::io::Result<std::process::ExitStatus>>,
-    grace: Duration,
-) -> std::io::Result<std::process::ExitStatus> {
+/// `exited` gives the child's exit.
+fn terminate(pgid: Pid, exited: &mut Exit, grace: Duration) -> std::io::Result<ExitStatus> {
     for sig in [Signal::SIGINT, Signal::SIGTERM] {
         let _ = killpg(pgid, sig);
-        match exited.recv_timeout(grace) {
-            Ok(st) => return st,
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => return Err(waiter_gone()),
+        let until = Instant::now() + grace;
+        while Instant::now() < until {
+            if let Some(st) = exited.within(until.saturating_duration_since(Instant::now()))? {
+                return Ok(st);
+            }
         }
     }
     let _ = killpg(pgid, Signal::SIGKILL);
-    exited.recv().map_err(|_| waiter_gone())?
+    loop {
+        if let Some(st) = exited.within(Duration::from_secs(60))? {
+            return Ok(st);
+        }
+    }
 }
 
 fn waiter_gone() -> std::io::Error {
@@ -502,6 +594,51 @@ mod tests {
         let t = Instant::now();
         let f = run(sh("(sleep 30) & echo bye"), || false).unwrap();
         assert_eq!(f.exit_code, Some(0));
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    }
+
+    /// One thread serves all three pipes: a large input is taken whole while the
+    /// child writes more output than a pipe holds on both streams at once.
+    #[test]
+    fn input_and_both_outputs_flow_at_once() {
+        let input: Vec<u8> = (0..1_000_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        let mut s = sh(
+            "i=0; while [ $i -lt 3000 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done; wc -c",
+        );
+        s.stdin = Some(input);
+        s.tail_bytes = 64;
+        let dir = tempfile::tempdir().unwrap();
+        s.log = Some(dir.path().join("log"));
+        let f = run(s, || false).unwrap();
+        assert_eq!(f.exit_code, Some(0));
+        assert_eq!(
+            String::from_utf8_lossy(&f.tail).lines().last(),
+            Some("1000000")
+        );
+        assert!(f.stderr_tail.ends_with(b"err2999\n"));
+        let log = std::fs::read_to_string(dir.path().join("log")).unwrap();
+        assert!(log.contains("out2999\n") && log.contains("err0\n"));
+    }
+
+    /// A child that reads none of its input, or closes its output and reads its input
+    /// after: neither hangs, and the second gets all of it.
+    #[test]
+    fn input_not_taken_or_taken_after_the_output_closed() {
+        let t = Instant::now();
+        let mut s = sh("echo done");
+        s.stdin = Some(vec![b'x'; 1 << 20]);
+        let f = run(s, || false).unwrap();
+        assert_eq!((f.exit_code, f.tail.as_slice()), (Some(0), &b"done\n"[..]));
+        let dir = tempfile::tempdir().unwrap();
+        let counted = dir.path().join("count");
+        let mut s = sh(&format!(
+            "exec >/dev/null 2>&1; sleep 0.2; wc -c > {}",
+            counted.display()
+        ));
+        s.stdin = Some(vec![b'y'; 300_000]);
+        let f = run(s, || false).unwrap();
+        assert_eq!(f.exit_code, Some(0));
+        assert_eq!(std::fs::read_to_string(&counted).unwrap().trim(), "300000");
         assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     }
 

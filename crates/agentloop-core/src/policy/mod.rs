@@ -33,7 +33,7 @@ pub use diffgates::{
     reviewers as gate_reviewers, triggered, triggered_interface, unread,
 };
 pub use ladder::{attempt_of, attempt_words, rung_budget, standing, task_bound};
-pub use prompt::{DEBUG_LOG, build as build_prompt};
+pub use prompt::{DEBUG_LOG, build as build_prompt, of_iteration as prompt_of_iteration};
 pub use replan::review_replan;
 pub use schedule::{Pick, pick, schedule};
 pub use ship::{ShipStep, next_unit};

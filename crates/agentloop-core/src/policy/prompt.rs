@@ -3,14 +3,13 @@
 
 use std::fmt::Write as _;
 
-use crate::journal::{IterationKind, RunState, TaskStatus};
+use crate::journal::{Event, IterationKind, Record, RunState, TaskStatus};
 use crate::plan::Mode;
 
 const TDD_PREAMBLE: &str = "Work test-first (red, green, refactor): write or extend a test that fails for the \
 missing behaviour, run it and see it fail, write the simplest code that makes it pass, then tidy up. The task \
 is not complete unless your changes include tests.";
 
-/// Builds the prompt for an iteration of `task_id`.
 /// Where a DEBUG iteration's logging points write (NDJSON), in the project's root;
 /// agentloop keeps it with the iteration as `debug.log`.
 pub const DEBUG_LOG: &str = "agentloop-debug.log";
@@ -18,6 +17,21 @@ pub const DEBUG_LOG: &str = "agentloop-debug.log";
 /// A refactor's rule (the seeds' workflow C): deletion before redesign.
 const REFACTOR_PREAMBLE: &str = "This is a refactor: what the code does stays as it is. Delete before you redesign: first remove what is dead, duplicated or unused (and nothing that is used), with every test still passing; only then reshape what is left. Change no test's expectations: a test that passes now must pass after your change, unchanged.";
 
+/// The prompt iteration `iteration` was given, made again from the records before it
+/// began: the driver makes it from the run's state alone, so the journal keeps what an
+/// iteration's `prompt.md` (a view, not fsynced) said. `None`: no such iteration.
+pub fn of_iteration(records: &[Record], iteration: u32) -> Option<String> {
+    let at = records
+        .iter()
+        .position(|r| matches!(&r.event, Event::IterationStarted(i) if i.iteration == iteration))?;
+    let Event::IterationStarted(started) = &records[at].event else {
+        return None;
+    };
+    let state = RunState::fold(&records[..at]).ok()?;
+    Some(build(&state, &started.task, started.kind))
+}
+
+/// Builds the prompt for an iteration of `task_id`.
 pub fn build(s: &RunState, task_id: &str, kind: IterationKind) -> String {
     let mut p = String::new();
     let Some(task) = s.plan_task(task_id) else {

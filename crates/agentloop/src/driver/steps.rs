@@ -244,8 +244,11 @@ impl Driver {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(e.into()),
         }
+        // The prompt is made from the run's state alone, so the journal keeps it: a view,
+        // not fsynced (a power cut that loses it loses nothing `iteration_started` and the
+        // records before it do not say).
         let prompt = policy::build_prompt(&self.state, &plan.task, plan.kind);
-        fsutil::write_new(&dir.join("prompt.md"), prompt.as_bytes())?;
+        fsutil::write_view(&dir.join("prompt.md"), prompt.as_bytes())?;
         if let Some(b) = before.as_ref().filter(|_| self.state.settings.hook) {
             fsutil::write_new(&dir.join("tree-before.json"), &fsutil::pretty_json(b))?;
         }

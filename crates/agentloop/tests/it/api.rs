@@ -448,6 +448,28 @@ fn runs_start_from_a_registered_repository_and_their_output_can_be_followed() {
     assert_eq!(its[1]["verified"], false);
     assert!(its.iter().all(|i| i["duration_ms"].is_u64()));
 
+    // A prompt is a view of the journal (not fsynced): one a power cut lost is made
+    // again from the records before its iteration, the same text.
+    let run_dir = p.path().join(".agentloop/runs").join(&id);
+    for n in 1..=4 {
+        let file = run_dir.join(format!("iterations/{n}/prompt.md"));
+        let written = std::fs::read_to_string(&file).unwrap();
+        assert!(written.contains("# "), "{written}");
+        let prompt = |t| {
+            let (_, b) = http(
+                &s,
+                "GET",
+                &format!("/api/runs/{id}/iterations/{n}"),
+                t,
+                None,
+            );
+            json_of(&b)["prompt"].as_str().unwrap().to_string()
+        };
+        assert_eq!(prompt(t), written);
+        std::fs::write(&file, "").unwrap();
+        assert_eq!(prompt(t), written, "iteration {n}'s prompt made again");
+    }
+
     // Output from an offset, in pieces that never split a character.
     let out = |q: &str| {
         let (code, b) = http(
