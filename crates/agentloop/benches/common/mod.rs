@@ -48,6 +48,24 @@ pub fn isolate(root: &Path) {
     }
 }
 
+/// The median time, in ms, of making one empty file in a new directory under `root`
+/// (100 made, then removed): on some machines far from the same everywhere.
+#[allow(dead_code)] // not every bench reports it
+pub fn create_cost(root: &Path) -> f64 {
+    let dir = root.join(".git/create-probe");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut ms: Vec<f64> = (0..100)
+        .map(|i| {
+            let t = std::time::Instant::now();
+            std::fs::File::create(dir.join(i.to_string())).unwrap();
+            t.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    std::fs::remove_dir_all(&dir).unwrap();
+    ms.sort_by(f64::total_cmp);
+    ms[50]
+}
+
 /// A committed git repository in `root` with `files` source files and a plan of
 /// `tasks` trivial tasks, driven by an agent that runs `agent` through `sh -c`;
 /// `config` is added to its `agentloop.toml`.

@@ -122,7 +122,11 @@ impl Runner<'_> {
             std::fs::create_dir_all(dir)?;
         }
         std::fs::File::create(&h.log)?;
-        let mut verify_log = std::fs::OpenOptions::new().append(true).open(self.log)?;
+        // The checks before may have had nothing to run, and made no log.
+        let mut verify_log = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(self.log)?;
         // What is about to be laid is listed first, so a kill in between leaves
         // nothing a later check could read (see `clear_leftovers`).
         let list = h.log.with_extension("laid");
