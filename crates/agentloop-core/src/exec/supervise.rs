@@ -429,7 +429,10 @@ impl Exit {
             let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
             return Exit::Pidfd(fd, child);
         }
-        let mut child = child;
+        Exit::thread(child)
+    }
+
+    fn thread(mut child: Child) -> Exit {
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             let _ = tx.send(child.wait());
@@ -640,6 +643,30 @@ mod tests {
         assert_eq!(f.exit_code, Some(0));
         assert_eq!(std::fs::read_to_string(&counted).unwrap().trim(), "300000");
         assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    }
+
+    /// Both ways of waiting for the exit: none while it runs, its status once it ended.
+    #[test]
+    fn the_exit_is_seen_on_a_pidfd_or_by_a_waiting_thread() {
+        for pidfd in [true, false] {
+            let child = Command::new("sh")
+                .args(["-c", "sleep 0.3; exit 4"])
+                .spawn()
+                .unwrap();
+            let mut exit = if pidfd {
+                Exit::of(child)
+            } else {
+                Exit::thread(child)
+            };
+            assert_eq!(
+                matches!(exit, Exit::Pidfd(..)),
+                pidfd,
+                "this kernel has pidfds"
+            );
+            assert!(exit.within(Duration::from_millis(20)).unwrap().is_none());
+            let st = exit.within(Duration::from_secs(10)).unwrap().unwrap();
+            assert_eq!(st.code(), Some(4));
+        }
     }
 
     #[test]

@@ -452,7 +452,7 @@ fn runs_start_from_a_registered_repository_and_their_output_can_be_followed() {
     // again from the records before its iteration, the same text.
     let run_dir = p.path().join(".agentloop/runs").join(&id);
     for n in 1..=4 {
-        let file = run_dir.join(format!("iterations/{n}/prompt.md"));
+        let file = run_dir.join(format!("iterations/{n:04}/prompt.md"));
         let written = std::fs::read_to_string(&file).unwrap();
         assert!(written.contains("# "), "{written}");
         let prompt = |t| {
