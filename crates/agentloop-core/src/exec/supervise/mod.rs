@@ -2,22 +2,26 @@
 //! stop request, output capped and streamed to a log, and no hang when a grandchild
 //! keeps the pipes open. Used for agents and for verification commands.
 
-use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::fs::File;
-use std::io::{Read, Write};
-use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+use std::io::Write;
+use std::os::fd::OwnedFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+
+use exit::{Exit, terminate};
+use pipes::{Sink, Stream, pump};
+
+mod exit;
+mod pipes;
 
 /// How long a reader may go on after the child exited (a grandchild holding the pipe).
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
@@ -117,91 +121,6 @@ impl Finished {
     pub fn success(&self) -> bool {
         self.exit_code == Some(0) && !self.timed_out && !self.killed
     }
-}
-
-#[derive(Default)]
-struct Sink {
-    log: Option<File>,
-    cap: u64,
-    written: u64,
-    total: u64,
-    /// Output past the cap: only the end is kept.
-    overflow: VecDeque<u8>,
-    tail: VecDeque<u8>,
-    tail_cap: usize,
-    stderr_tail: VecDeque<u8>,
-    /// `Spec::stdout_copy`, and what was written to it.
-    stdout_copy: Option<(File, u64)>,
-}
-
-impl Sink {
-    fn push(&mut self, bytes: &[u8], stream: Stream) {
-        self.total += bytes.len() as u64;
-        if !stream.stderr
-            && let Some((f, written)) = &mut self.stdout_copy
-        {
-            let room = STDOUT_COPY_BYTES.saturating_sub(*written) as usize;
-            let now = &bytes[..room.min(bytes.len())];
-            if f.write_all(now).is_ok() {
-                *written += now.len() as u64;
-            }
-        }
-        if stream.keep_tail {
-            extend_ring(&mut self.tail, bytes, self.tail_cap);
-        }
-        if stream.stderr {
-            extend_ring(&mut self.stderr_tail, bytes, STDERR_TAIL_BYTES);
-        }
-        let room = self.cap.saturating_sub(self.written) as usize;
-        let (now, later) = bytes.split_at(room.min(bytes.len()));
-        if !now.is_empty() {
-            if let Some(f) = &mut self.log {
-                let _ = f.write_all(now);
-            }
-            self.written += now.len() as u64;
-        }
-        if !later.is_empty() {
-            extend_ring(&mut self.overflow, later, TAIL_BYTES);
-        }
-    }
-
-    fn finish(&mut self) -> bool {
-        let truncated = self.total > self.written;
-        if let Some(f) = &mut self.log {
-            if truncated {
-                let omitted = self.total - self.written - self.overflow.len() as u64;
-                let _ = write!(
-                    f,
-                    "\n[agentloop: output truncated at {} bytes; {omitted} bytes omitted; the last {} bytes follow]\n",
-                    self.cap,
-                    self.overflow.len()
-                );
-                let (a, b) = self.overflow.as_slices();
-                let _ = f.write_all(a);
-                let _ = f.write_all(b);
-            }
-            let _ = f.flush();
-        }
-        truncated
-    }
-}
-
-/// Which stream a reader reads, and whether its bytes go into `tail`.
-#[derive(Clone, Copy)]
-struct Stream {
-    stderr: bool,
-    keep_tail: bool,
-}
-
-fn extend_ring(ring: &mut VecDeque<u8>, bytes: &[u8], cap: usize) {
-    let bytes = if bytes.len() > cap {
-        &bytes[bytes.len() - cap..]
-    } else {
-        bytes
-    };
-    let excess = (ring.len() + bytes.len()).saturating_sub(cap);
-    ring.drain(..excess);
-    ring.extend(bytes);
 }
 
 /// A running child in its own process group.
@@ -332,138 +251,6 @@ pub fn env_allowed(name: &str, patterns: &[String]) -> bool {
     })
 }
 
-/// One thread serves the child's pipes, not one each (every thread started is time an
-/// iteration pays): both output streams read as they come, into the sink, and the
-/// input written as the child takes it — never more at once than a pipe takes
-/// without blocking once it says it has room, so a child that reads nothing cannot
-/// stop its output being read. `drained` is told when both output streams ended; the
-/// input the child has not taken yet is written on after that (it may still read it).
-fn pump(
-    mut streams: [Option<(File, Stream)>; 2],
-    input: Option<(ChildStdin, Vec<u8>)>,
-    sink: Arc<Mutex<Sink>>,
-    drained: Sender<()>,
-) -> JoinHandle<()> {
-    /// What a pipe takes at once without blocking once poll(2) says it can be written.
-    const PIPE_BUF: usize = 4096;
-    std::thread::spawn(move || {
-        let mut buf = vec![0u8; 64 * 1024];
-        let (mut stdin, input) = match input {
-            Some((i, bytes)) => (Some(i), bytes),
-            None => (None, Vec::new()),
-        };
-        let mut written = 0;
-        if written == input.len() {
-            stdin = None;
-        }
-        while streams.iter().any(Option::is_some) {
-            let (ready, writable) = {
-                let mut fds: Vec<PollFd> = streams
-                    .iter()
-                    .flatten()
-                    .map(|(f, _)| PollFd::new(f.as_fd(), PollFlags::POLLIN))
-                    .collect();
-                let reading = fds.len();
-                if let Some(i) = &stdin {
-                    fds.push(PollFd::new(i.as_fd(), PollFlags::POLLOUT));
-                }
-                match poll(&mut fds, PollTimeout::NONE) {
-                    Ok(_) => {}
-                    Err(nix::errno::Errno::EINTR) => continue,
-                    Err(_) => break,
-                }
-                let any = |f: &PollFd| f.revents().is_some_and(|r| !r.is_empty());
-                let ready: Vec<bool> = fds[..reading].iter().map(any).collect();
-                (ready, fds.get(reading).is_some_and(any))
-            };
-            let mut ready = ready.into_iter();
-            for slot in streams.iter_mut() {
-                let Some((f, stream)) = slot else { continue };
-                if ready.next() != Some(true) {
-                    continue;
-                }
-                match f.read(&mut buf) {
-                    Ok(0) => *slot = None,
-                    Ok(n) => {
-                        if let Ok(mut s) = sink.lock() {
-                            s.push(&buf[..n], *stream);
-                        }
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(_) => *slot = None,
-                }
-            }
-            if writable && let Some(i) = &mut stdin {
-                let end = input.len().min(written + PIPE_BUF);
-                match i.write(&input[written..end]) {
-                    Ok(n) => written += n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    // The child closed its end: what it did not take is not wanted.
-                    Err(_) => written = input.len(),
-                }
-                if written == input.len() {
-                    stdin = None;
-                }
-            }
-        }
-        let _ = drained.send(());
-        if let Some(mut i) = stdin {
-            let _ = i.write_all(&input[written..]);
-        }
-    })
-}
-
-/// How the child's exit is waited for: a pidfd polled on this thread, or — on a
-/// kernel without pidfds (before Linux 5.3) — a thread blocked in `wait`.
-enum Exit {
-    Pidfd(OwnedFd, Child),
-    Thread(Receiver<std::io::Result<ExitStatus>>),
-}
-
-impl Exit {
-    fn of(child: Child) -> Exit {
-        // SAFETY: pidfd_open(2) takes a pid and flags and returns a new descriptor or -1.
-        let fd = unsafe { nix::libc::syscall(nix::libc::SYS_pidfd_open, child.id(), 0) };
-        if fd >= 0 {
-            // SAFETY: the descriptor was just opened and is owned by no one else.
-            let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
-            return Exit::Pidfd(fd, child);
-        }
-        Exit::thread(child)
-    }
-
-    fn thread(mut child: Child) -> Exit {
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = tx.send(child.wait());
-        });
-        Exit::Thread(rx)
-    }
-
-    /// The child's exit status once it exited, waiting at most `timeout`; `None`
-    /// while it runs.
-    fn within(&mut self, timeout: Duration) -> std::io::Result<Option<ExitStatus>> {
-        match self {
-            Exit::Pidfd(fd, child) => {
-                // Rounded up: a wait cut to 0 ms would spin until the time is up.
-                let ms = timeout.as_micros().div_ceil(1000).min(i32::MAX as u128);
-                let ms = PollTimeout::try_from(ms as i32).unwrap_or(PollTimeout::MAX);
-                let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
-                match poll(&mut fds, ms) {
-                    Ok(0) | Err(nix::errno::Errno::EINTR) => Ok(None),
-                    Ok(_) => child.wait().map(Some),
-                    Err(e) => Err(e.into()),
-                }
-            }
-            Exit::Thread(rx) => match rx.recv_timeout(timeout) {
-                Ok(st) => st.map(Some),
-                Err(RecvTimeoutError::Timeout) => Ok(None),
-                Err(RecvTimeoutError::Disconnected) => Err(waiter_gone()),
-            },
-        }
-    }
-}
-
 impl Running {
     pub fn pid(&self) -> u32 {
         self.child.id()
@@ -535,30 +322,6 @@ impl Running {
             stderr_tail: sink.stderr_tail.iter().copied().collect(),
         })
     }
-}
-
-/// SIGINT, then SIGTERM, then SIGKILL to the process group, a grace period apart;
-/// `exited` gives the child's exit.
-fn terminate(pgid: Pid, exited: &mut Exit, grace: Duration) -> std::io::Result<ExitStatus> {
-    for sig in [Signal::SIGINT, Signal::SIGTERM] {
-        let _ = killpg(pgid, sig);
-        let until = Instant::now() + grace;
-        while Instant::now() < until {
-            if let Some(st) = exited.within(until.saturating_duration_since(Instant::now()))? {
-                return Ok(st);
-            }
-        }
-    }
-    let _ = killpg(pgid, Signal::SIGKILL);
-    loop {
-        if let Some(st) = exited.within(Duration::from_secs(60))? {
-            return Ok(st);
-        }
-    }
-}
-
-fn waiter_gone() -> std::io::Error {
-    std::io::Error::other("the thread waiting for the program ended without its exit status")
 }
 
 /// Runs a program to the end.
