@@ -23,12 +23,20 @@ pub fn main() -> u8 {
     // A keeper of an agent in a run with workers (see `exec::keeper`): not a command
     // a person types.
     let mut args = std::env::args_os();
-    if args
-        .nth(1)
-        .is_some_and(|a| a == agentloop_core::exec::keeper::KEEP_ARG)
-    {
-        let rest: Vec<std::ffi::OsString> = args.collect();
-        return agentloop_core::exec::keeper::keep(&rest).clamp(0, 255) as u8;
+    match args.nth(1) {
+        Some(a) if a == agentloop_core::exec::keeper::KEEP_ARG => {
+            let rest: Vec<std::ffi::OsString> = args.collect();
+            return agentloop_core::exec::keeper::keep(&rest).clamp(0, 255) as u8;
+        }
+        // A hook-mode run's resident (see `exec::resident`), started by a Stop hook.
+        Some(a) if a == agentloop_core::exec::resident::RESIDENT_ARG => {
+            let (Some(run), Some(root)) = (args.next(), args.next()) else {
+                return ExitKind::BadInput as u8;
+            };
+            let served = agentloop_core::exec::resident::serve(run.as_ref(), root.as_ref());
+            return u8::from(served.is_err());
+        }
+        _ => {}
     }
     let cli = match cli::Cli::try_parse() {
         Ok(c) => c,

@@ -9,6 +9,7 @@ pub mod keeper;
 pub mod mounts;
 pub mod prereq;
 pub mod reap;
+pub mod resident;
 pub mod sandbox;
 pub mod stale_locks;
 pub mod supervise;

@@ -69,10 +69,14 @@ pub struct Driver {
     /// The run's clean copy, kept in step between verifications (see
     /// `exec::clean_copy::kept`).
     kept_copy: Option<agentloop_core::exec::clean_copy::KeptCopy>,
-    /// The surface's last stamp, as this driver made or read it.
-    stamp: Option<agentloop_core::exec::surface::Stamp>,
-    /// Each surface file watched itself (a driver of its own tree).
-    surface_watch: Option<agentloop_core::exec::surface::SurfaceWatch>,
+    /// The surface's last stamp, as this driver made or read it, and each surface
+    /// file watched itself (a driver of its own tree).
+    remembered: agentloop_core::exec::surface::Remembered,
+    /// A hook-mode run's resident, which keeps the clean copy and the surface's memory
+    /// between hook processes (see `exec::resident`).
+    resident: Option<agentloop_core::exec::resident::Resident>,
+    /// Hook mode: the resident is reached (or started) when first needed.
+    pub(crate) hook_resident: bool,
     /// Workers' task copies kept in step between a failed verification and the next.
     task_copies: std::collections::HashMap<String, agentloop_core::exec::clean_copy::KeptCopy>,
     flushed: Instant,
@@ -153,6 +157,7 @@ impl Driver {
         lock: DriverLock,
     ) -> Result<Driver, CliError> {
         let interrupted = Arc::new(AtomicBool::new(false));
+        let stamp_file = run.surface_stamp_file();
         // Agent helpers that leave the agent's process group still end with it.
         if let Err(e) = agentloop_core::exec::reap::become_subreaper() {
             crate::render::warn(&format!("cannot become a child subreaper: {e}"));
@@ -195,8 +200,9 @@ impl Driver {
             wait_began: None,
             watched,
             kept_copy: None,
-            stamp: None,
-            surface_watch: None,
+            remembered: agentloop_core::exec::surface::Remembered::new(stamp_file),
+            resident: None,
+            hook_resident: false,
             task_copies: std::collections::HashMap::new(),
             flushed: Instant::now() - Duration::from_secs(10),
             notifying: Vec::new(),

@@ -502,10 +502,12 @@ impl Driver {
 
     pub(crate) fn verify(&mut self, iteration: u32, task: &str) -> Result<(), CliError> {
         let commands = self.checks_for(task);
-        if !commands.is_empty() {
-            // Checks may write (caches, build output) where they run.
-            self.seen = None;
-        }
+        // Checks may write (caches, build output) where they run.
+        let seen = if commands.is_empty() {
+            None
+        } else {
+            self.seen.take()
+        };
         let log = self.run.iteration_dir(iteration).join("verify.log");
         // In a worktree the agent's work is checked where it is; the merge queue checks
         // it again on a clean merge of it.
@@ -519,7 +521,7 @@ impl Driver {
             Some(w) => w,
             // Nothing to run: no copy to bring up to date.
             None if commands.is_empty() => self.ws.root.clone(),
-            None => self.verify_dir(),
+            None => self.verify_dir_at(seen),
         };
         let place = if self.worktree_of(iteration).is_some() {
             Place::Worktree

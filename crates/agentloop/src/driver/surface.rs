@@ -3,7 +3,9 @@
 //! the baseline back, and the clean copy the checks run in.
 
 use agentloop_core::exec::clean_copy::{CleanCopy, KeptCopy};
-use agentloop_core::exec::surface::{self, Rules, Stamp, SurfaceWatch};
+use agentloop_core::exec::git;
+use agentloop_core::exec::resident::Resident;
+use agentloop_core::exec::surface::{self, Rules};
 use agentloop_core::journal::*;
 use agentloop_core::values::OnProtectedChange;
 
@@ -53,7 +55,8 @@ impl Driver {
 
     /// The project's surface against the baseline: nothing changed if the stamp of the
     /// last full check still holds for the tree as the iteration's end saw it (no git
-    /// process), else the full check, stamped again when it finds nothing.
+    /// process), else the full check, stamped again when it finds nothing. A hook-mode
+    /// run asks its resident, which remembers more than one hook process can.
     fn check_project_surface(
         &mut self,
         base: &Baseline,
@@ -64,46 +67,27 @@ impl Driver {
             Some(seen) => Some(seen),
             None => self.snapshot_of(&root, false),
         };
-        let at = self.run.surface_stamp_file();
-        // A driver of its own tree watches each surface file itself: while nothing is
-        // reported, no status need be read again (see `exec::surface::watch`).
-        let quiet = self
-            .surface_watch
-            .as_mut()
-            .filter(|w| w.covers(base))
-            .map(|w| w.quiet());
-        if quiet != Some(true) && self.watched.is_some() {
-            self.surface_watch = SurfaceWatch::start(&root, base);
-        }
-        let trusted =
-            quiet == Some(true) && self.surface_watch.as_ref().is_some_and(|w| w.trusted());
-        if self.stamp.is_none() {
-            self.stamp = Stamp::load(&at);
-        }
-        if let (Some(now), Some(stamp)) = (&now, &self.stamp) {
-            if trusted && stamp.holds_but_statuses(&root, base, rules, now) {
-                return Ok(Vec::new());
-            }
-            if stamp.holds(&root, base, rules, now) {
-                if let Some(w) = self.surface_watch.as_mut() {
-                    w.looked();
-                }
-                return Ok(Vec::new());
+        self.reach_resident();
+        if let (Some(now), Some(resident)) = (&now, self.resident.as_mut()) {
+            match resident.surface(self.state.last_seq, now) {
+                Ok(checked) => return Ok(self.checked(checked)),
+                Err(why) => self.resident_gone(&why),
             }
         }
-        let head = now.and_then(|n| n.head);
-        let (changes, stamp) =
-            surface::check_stamped(&root, base, rules, head).map_err(cannot_check)?;
-        self.stamp = stamp.clone();
-        let kept = match stamp {
-            Some(s) => s.save(&at),
-            None => Stamp::remove(&at),
-        };
-        if let Err(e) = kept {
-            self.progress
-                .warn(&format!("cannot keep the surface's stamp: {e}"));
+        // A driver of its own tree watches each surface file itself.
+        let watch = self.watched.is_some();
+        let checked = self
+            .remembered
+            .check(&root, base, rules, now.as_ref(), watch)
+            .map_err(cannot_check)?;
+        Ok(self.checked(checked))
+    }
+
+    fn checked(&mut self, checked: surface::Checked) -> Vec<SurfaceChange> {
+        if let Some(w) = checked.warning {
+            self.progress.warn(&w);
         }
-        Ok(changes)
+        checked.changes
     }
 
     /// Puts the baseline versions of the open iteration's surface changes back in the
@@ -127,9 +111,31 @@ impl Driver {
     /// Where the checks run: a clean copy of the agent's result brought up to date,
     /// or the project itself (no git, `clean_copy = false`, or the copy failed — said).
     pub(crate) fn verify_dir(&mut self) -> std::path::PathBuf {
+        self.verify_dir_at(self.seen.clone())
+    }
+
+    /// [`verify_dir`](Self::verify_dir) where `seen` is the tree as the claim's full
+    /// snapshot saw it, if nothing of agentloop's changed it since.
+    pub(crate) fn verify_dir_at(&mut self, seen: Option<git::Snapshot>) -> std::path::PathBuf {
         let s = &self.state;
         if !s.settings.clean_copy || self.snapshots.is_none() {
             return self.ws.root.clone();
+        }
+        // A hook-mode run's resident keeps the copy in step for the tree as the claim's
+        // full snapshot saw it (nothing of agentloop's changed the tree since).
+        if seen.is_some() {
+            self.reach_resident();
+        }
+        if let (Some(now), Some(resident)) = (seen, self.resident.as_mut()) {
+            match resident.copy(self.state.last_seq, &now) {
+                Ok((dir, warning)) => {
+                    if let Some(w) = warning {
+                        self.progress.warn(&w);
+                    }
+                    return dir;
+                }
+                Err(why) => self.resident_gone(&why),
+            }
         }
         if self.kept_copy.is_none() {
             let Some(copy) = CleanCopy::for_run(&self.ws.root, &self.run.id) else {
@@ -137,6 +143,7 @@ impl Driver {
             };
             self.kept_copy = Some(KeptCopy::new(copy));
         }
+        let s = &self.state;
         // The tree as the iteration's last snapshot saw it (a claim's is a full one): from
         // the watch, with no git process when nothing was touched since.
         let now = self.watched.as_mut().and_then(|w| w.take(false));
@@ -164,6 +171,40 @@ impl Driver {
     pub(crate) fn forget_copy(&mut self) {
         if let Some(k) = self.kept_copy.as_mut() {
             k.forget();
+        }
+        if let Some(r) = self.resident.as_mut() {
+            r.forget();
+        }
+    }
+
+    /// The resident did not answer as it should: this hook takes the full way, and the
+    /// next one asks a new resident.
+    fn resident_gone(&mut self, why: &str) {
+        if let Some(r) = self.resident.take() {
+            if r.impostor() {
+                self.progress
+                    .warn(&format!("the run's resident is not asked: {why}"));
+            }
+            r.replace();
+        }
+    }
+
+    /// A hook-mode run's resident, reached (or started) the first time it is needed.
+    fn reach_resident(&mut self) {
+        if std::mem::take(&mut self.hook_resident) {
+            self.resident = Resident::reach(&self.run.path, &self.ws.root);
+        }
+    }
+
+    /// The run is over: its resident ends.
+    pub(crate) fn end_resident(&mut self) {
+        self.hook_resident = false;
+        if let Some(mut r) = self
+            .resident
+            .take()
+            .or_else(|| Resident::find(&self.run.path, &self.ws.root))
+        {
+            r.end();
         }
     }
 

@@ -73,7 +73,12 @@ fn claude_session(p: &Project, server: &MockServer, prompt: &str) -> std::proces
 }
 
 pub(crate) fn setup(plan: &str) -> Project {
-    let p = Scratch::new().plan(plan).build();
+    start(Scratch::new().plan(plan))
+}
+
+/// `hook start` in the project `scratch` builds.
+pub(crate) fn start(scratch: Scratch) -> Project {
+    let p = scratch.build();
     // No hooks installed here or in this home (the tests pass them with --settings):
     // it says so.
     let out = p
@@ -288,7 +293,7 @@ fn fixture(name: &str) -> Vec<u8> {
 }
 
 /// The recorded input, pointed at this project.
-fn recorded(p: &Project, name: &str) -> Vec<u8> {
+pub(crate) fn recorded(p: &Project, name: &str) -> Vec<u8> {
     let mut v: serde_json::Value = serde_json::from_slice(&fixture(name)).unwrap();
     v["cwd"] = json!(p.path());
     v.to_string().into_bytes()

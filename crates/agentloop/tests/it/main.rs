@@ -43,6 +43,7 @@ mod real_sandbox;
 mod real_trust;
 mod reports;
 mod requests;
+mod resident;
 mod resume;
 mod review;
 mod sandbox;

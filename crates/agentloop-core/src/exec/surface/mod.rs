@@ -19,6 +19,7 @@
 
 mod gitdir;
 mod keep;
+mod memory;
 mod rules;
 mod section;
 mod stamp;
@@ -33,6 +34,7 @@ use crate::journal::{Baseline, ChangeKind, SurfaceChange, SurfaceFile};
 
 pub use gitdir::is_git_file;
 pub use keep::{blob, mend};
+pub use memory::{Checked, Remembered};
 pub use rules::{CHECK_FILES, Rules, is_sectioned, is_test_file};
 pub use section::check_section;
 pub use stamp::{Stamp, Stat};

@@ -189,6 +189,7 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
     };
     let mut d = open_driver(&ws, run, loaded)?;
     d.deadline = Some(d.config.hook.deadline(began));
+    d.hook_resident = true;
     let e = |e: CliError| e.message;
     let cli = agentloop_core::workspace::origin::session_ancestor();
     let block_limit = match cli.as_ref().map(|(_, name)| name.as_str()) {
@@ -316,6 +317,7 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
             }
             Action::Exit(status) => {
                 d.flush();
+                d.end_resident();
                 d.remove_clean_copy();
                 d.write_handoff();
                 let why = match status {

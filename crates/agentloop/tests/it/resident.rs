@@ -1,0 +1,184 @@
+//! A hook-mode run's resident (`exec::resident`): the Stop hooks after the first ask
+//! it for the clean copy and the surface, which it keeps between hook processes; what
+//! is not agentloop's own resident is never asked, and one that is gone is replaced.
+
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::hook_mode::{recorded, start};
+use crate::support::{Project, Scratch, hook, wait_for};
+
+const PLAN: &str = "# Four\n\n## T1: A\nVerify: test -f a.txt\n\n## T2: B\nDepends: T1\nVerify: test -f b.txt\n\n## T3: C\nDepends: T2\nVerify: test -f c.txt && sh tests/t.sh\n\n## T4: D\nDepends: T3\nVerify: test -f d.txt\n";
+
+/// A hook-mode run of PLAN, whose T3 runs a test script of the project's.
+fn project() -> Project {
+    start(
+        Scratch::new()
+            .plan(PLAN)
+            .file("tests/t.sh", "test \"$(cat c.txt)\" = c\n"),
+    )
+}
+
+fn stop(p: &Project, claim: bool) -> Value {
+    let name = if claim {
+        "stop-hook-input-active.json"
+    } else {
+        "stop-hook-input.json"
+    };
+    let (code, out, err) = hook(p, "stop", &recorded(p, name));
+    assert_eq!(code, Some(0), "{err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out} {err}"))
+}
+
+fn asks_for(v: &Value, task: &str) -> bool {
+    v["reason"]
+        .as_str()
+        .is_some_and(|r| r.contains(&format!("## Your task: {task}")))
+}
+
+fn socket(p: &Project) -> PathBuf {
+    p.run_dir().join("resident.sock")
+}
+
+fn log(p: &Project) -> String {
+    std::fs::read_to_string(p.run_dir().join("resident.log")).unwrap_or_default()
+}
+
+/// The pid of the process listening on the run's socket (its only connection's
+/// other end, as the kernel says).
+fn resident_pid(p: &Project) -> Option<i32> {
+    let s = std::os::unix::net::UnixStream::connect(socket(p)).ok()?;
+    let creds =
+        nix::sys::socket::getsockopt(&s, nix::sys::socket::sockopt::PeerCredentials).ok()?;
+    Some(creds.pid())
+}
+
+fn gone(pid: i32) -> bool {
+    !Path::new(&format!("/proc/{pid}")).exists()
+        || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        })
+}
+
+#[test]
+fn later_stops_ask_the_resident_which_keeps_the_copy_and_ends_with_the_run() {
+    let p = project();
+    assert!(asks_for(&stop(&p, false), "T1"));
+    p.write("a.txt", "a");
+    // The first check starts the resident; this hook verifies the full way itself.
+    let v = stop(&p, true);
+    assert!(asks_for(&v, "T2"), "{v}");
+    wait_for(&p, "the resident's socket", |p| socket(p).exists());
+    let pid = resident_pid(&p).expect("a resident listens");
+    p.write("b.txt", "b");
+    assert!(asks_for(&stop(&p, true), "T3"));
+    assert!(log(&p).contains("copy: Some(Full)"), "{}", log(&p));
+    // T3's claim is false (c.txt says x): the copy the resident keeps has it as it is.
+    p.write("c.txt", "x");
+    let v = stop(&p, true);
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("Last attempt failed"),
+        "{v}"
+    );
+    p.write("c.txt", "c");
+    assert!(asks_for(&stop(&p, true), "T4"));
+    assert_eq!(
+        log(&p).matches("copy: Some(Kept)").count(),
+        2,
+        "both later verifications kept the copy in step: {}",
+        log(&p)
+    );
+    p.write("d.txt", "d");
+    let v = stop(&p, true);
+    assert_eq!(
+        v["stopReason"], "agentloop: the plan is complete and verified",
+        "{v}"
+    );
+    assert_eq!(p.status()["status"], "completed");
+    wait_for(&p, "the resident to end with the run", |_| gone(pid));
+    assert!(!socket(&p).exists());
+}
+
+#[test]
+fn an_impostor_on_the_socket_is_not_asked_and_a_killed_resident_is_replaced() {
+    let p = project();
+    assert!(asks_for(&stop(&p, false), "T1"));
+    p.write("a.txt", "a");
+    let v = stop(&p, true);
+    assert!(asks_for(&v, "T2"), "{v}");
+    wait_for(&p, "the resident's socket", |p| socket(p).exists());
+    let pid = resident_pid(&p).expect("a resident listens");
+
+    // Killed between two stops: the next verifies the full way, and a new one is started.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    wait_for(&p, "the resident to die", |_| gone(pid));
+    p.write("b.txt", "b");
+    assert!(asks_for(&stop(&p, true), "T3"));
+    wait_for(&p, "a new resident", |p| {
+        resident_pid(p).is_some_and(|new| new != pid)
+    });
+
+    // The agent puts a listener of its own in the socket's place, one that says the
+    // surface is unchanged, and rewrites the test T3 runs.
+    std::fs::remove_file(socket(&p)).unwrap();
+    let listener = UnixListener::bind(socket(&p)).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = asked.clone();
+    let stop_serving = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopping = stop_serving.clone();
+    let impostor = std::thread::spawn(move || {
+        use std::io::{BufRead, Write};
+        while !stopping.load(std::sync::atomic::Ordering::SeqCst) {
+            match listener.accept() {
+                Ok((s, _)) => {
+                    s.set_nonblocking(false).unwrap();
+                    s.set_read_timeout(Some(std::time::Duration::from_secs(1)))
+                        .unwrap();
+                    let mut line = String::new();
+                    if std::io::BufReader::new(&s).read_line(&mut line).is_ok() && !line.is_empty()
+                    {
+                        counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    }
+                    let _ = (&s)
+                        .write_all(b"{\"answer\":\"surface\",\"changes\":[],\"warning\":null}\n");
+                }
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+            }
+        }
+    });
+    p.write("tests/t.sh", "exit 0\n");
+    p.write("c.txt", "x");
+    let v = stop(&p, true);
+    stop_serving.store(true, std::sync::atomic::Ordering::SeqCst);
+    impostor.join().unwrap();
+    assert_eq!(
+        asked.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "no question reached the impostor"
+    );
+    assert!(
+        v["stopReason"]
+            .as_str()
+            .is_some_and(|r| r.contains("waiting for a person")),
+        "the rewritten test waits for a person: {v}"
+    );
+    let s = p.status();
+    assert_ne!(s["status"], "completed", "{s}");
+    assert!(s["gate"].is_object(), "{s}");
+    // Its socket was taken away and a resident of agentloop's own started.
+    wait_for(&p, "agentloop's own resident again", |p| {
+        resident_pid(p).is_some()
+    });
+}
