@@ -57,6 +57,13 @@ fn own_rows(whole: &[f64], alone: &[f64]) {
 
 fn main() {
     // criterion's harness flags (`--bench`) are not ours.
+    // The bench's runs, key and copies stay out of the user's state and cache.
+    let state = tempfile::tempdir().unwrap();
+    // SAFETY: no other thread runs yet.
+    unsafe {
+        std::env::set_var("XDG_STATE_HOME", state.path().join("state"));
+        std::env::set_var("XDG_CACHE_HOME", state.path().join("cache"));
+    }
     let files = env("FILES", 2000);
     let runs = env("RUNS", 25);
     let dir = common::python_repo(files, "# P\n\n## T1: t\nVerify: test -f src/m0/f1.py\n");
@@ -154,6 +161,105 @@ fn main() {
     );
     copy.remove();
     kept_in_step(root, &base, &rules, &check, copies.path(), runs);
+    hooks_way(root, &check, copies.path(), runs);
+}
+
+/// The Stop hook's way: a new process each turn, which asks the run's resident
+/// (`exec::resident`, served here on a thread of the bench's own) for the surface and
+/// the copy kept in step, then runs the check in the copy. Timed from the question to
+/// the check's end, the claim's full snapshot apart (the iteration takes it anyway).
+fn hooks_way(root: &std::path::Path, check: &[String], copies: &std::path::Path, runs: usize) {
+    use agentloop_core::exec::git::Snapshots;
+    use agentloop_core::exec::resident::{self, Resident};
+    let ws = agentloop_core::workspace::Workspace::find(root);
+    let plan = agentloop_core::plan::Plan::parse(
+        "PLAN.md",
+        &std::fs::read_to_string(root.join("PLAN.md")).unwrap(),
+    )
+    .unwrap();
+    let mut settings =
+        agentloop_core::config::Settings::from_config(&agentloop_core::config::Config::default());
+    settings.hook = true;
+    let (run, _writer, state) = ws
+        .create_run(&root.join("PLAN.md"), &plan, settings)
+        .unwrap();
+    assert!(state.baseline.is_some(), "the run judges a surface");
+    let seq = state.last_seq;
+    // A stamp is made only of files written more than two seconds before it.
+    std::thread::sleep(Duration::from_millis(2100));
+    let (dir, top) = (run.path.clone(), root.to_path_buf());
+    let server = std::thread::spawn(move || resident::serve(&dir, &top));
+    let socket = resident::socket_of(&run.path).expect("a short enough path");
+    while !socket.exists() {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let log = copies.join("hook.log");
+    let (mut snapshot, mut whole, mut alone, mut asked) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut first = None;
+    for n in 0..=runs {
+        std::fs::write(
+            root.join("src/m0/f2.py"),
+            format!("def hooked():\n    return {n}\n"),
+        )
+        .unwrap();
+        let t = Instant::now();
+        let now = Snapshots::known(root).take().unwrap();
+        snapshot.push(ms(t.elapsed()));
+        let t = Instant::now();
+        let mut r = Resident::find(&run.path, root).expect("the resident's socket");
+        let checked = r.surface(seq, &now).expect("the resident answers");
+        assert!(checked.changes.is_empty());
+        let (dir, _) = r.copy(seq, &now).expect("the resident answers");
+        let a = t.elapsed();
+        let runner = Runner {
+            workdir: &dir,
+            timeout: Duration::from_secs(60),
+            output_cap: 1 << 20,
+            log: &log,
+            wrap: Vec::new(),
+            tests: None,
+        };
+        assert!(runner.run_measured(1, check, &[], || false).unwrap().passed);
+        let w = t.elapsed();
+        let t = Instant::now();
+        assert!(runner.run_measured(1, check, &[], || false).unwrap().passed);
+        let c = t.elapsed();
+        assert_eq!(
+            std::fs::read(root.join("src/m0/f2.py")).unwrap(),
+            std::fs::read(dir.join("src/m0/f2.py")).unwrap()
+        );
+        if n == 0 {
+            // The resident's first refresh of the copy is a full one.
+            first = Some(ms(w) - ms(c));
+            continue;
+        }
+        whole.push(ms(w));
+        alone.push(ms(c));
+        asked.push(ms(a));
+    }
+    Resident::find(&run.path, root).unwrap().end();
+    server.join().unwrap().unwrap();
+    let kept = std::fs::read_to_string(run.path.join("resident.log")).unwrap();
+    assert_eq!(
+        kept.matches("copy: Some(Kept)").count(),
+        runs,
+        "every later refresh kept the copy in step: {kept}"
+    );
+    println!(
+        "the hook's way (the resident asked; its first, full refresh: {:.2} ms), p50 / p90 in ms:",
+        first.unwrap_or_default()
+    );
+    own_rows(&whole, &alone);
+    row("  of it, the questions:", &asked, false);
+    row(
+        "before it, the claim's full snapshot (the iteration's):",
+        &snapshot,
+        false,
+    );
+    if let Some(c) = CleanCopy::for_run(root, &run.id) {
+        c.remove();
+    }
 }
 
 /// The driver's own way: the surface's sealed stamp instead of the full comparison
