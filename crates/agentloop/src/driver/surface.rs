@@ -172,7 +172,12 @@ impl Driver {
         if let Some(k) = self.kept_copy.as_mut() {
             k.forget();
         }
+        // A hook's resident is told even when this hook has not asked it yet.
         if let Some(r) = self.resident.as_mut() {
+            r.forget();
+        } else if self.hook_resident
+            && let Some(mut r) = Resident::find(&self.run.path, &self.ws.root)
+        {
             r.forget();
         }
     }
