@@ -182,3 +182,64 @@ fn an_impostor_on_the_socket_is_not_asked_and_a_killed_resident_is_replaced() {
         resident_pid(p).is_some()
     });
 }
+
+/// The journal's record kinds, with each verification's and surface check's outcome.
+fn decisions(p: &Project) -> Vec<String> {
+    std::fs::read_to_string(p.run_dir().join("journal.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            let kind = v["kind"].as_str().unwrap_or_default().to_string();
+            match kind.as_str() {
+                "surface_checked" => format!("{kind} {}", v["data"]["changes"]),
+                "verify_finished" => format!(
+                    "{kind} {} {}",
+                    v["data"]["passed"], v["data"]["fingerprint"]
+                ),
+                _ => kind,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn the_same_stops_decide_the_same_with_or_without_the_resident() {
+    let with = project();
+    let without = project();
+    // A directory where the socket goes: no resident can listen there, so every hook
+    // of this run verifies the full way (and its tries to start one fail).
+    std::fs::create_dir(socket(&without)).unwrap();
+    for p in [&with, &without] {
+        assert!(asks_for(&stop(p, false), "T1"));
+        p.write("a.txt", "a");
+        assert!(asks_for(&stop(p, true), "T2"));
+        if std::ptr::eq(p, &with) {
+            wait_for(p, "the resident's socket", |p| socket(p).exists());
+        }
+        // A false claim, then a true one.
+        let v = stop(p, true);
+        assert!(
+            v["reason"]
+                .as_str()
+                .unwrap()
+                .contains("Last attempt failed"),
+            "{v}"
+        );
+        p.write("b.txt", "b");
+        assert!(asks_for(&stop(p, true), "T3"));
+        // The test T3 runs rewritten: the run waits for a person.
+        p.write("tests/t.sh", "exit 0\n");
+        p.write("c.txt", "x");
+        let v = stop(p, true);
+        assert!(
+            v["stopReason"]
+                .as_str()
+                .is_some_and(|r| r.contains("waiting for a person")),
+            "{v}"
+        );
+    }
+    assert!(log(&with).contains("copy: Some(Kept)"), "{}", log(&with));
+    assert!(log(&without).is_empty(), "{}", log(&without));
+    assert_eq!(decisions(&with), decisions(&without));
+}
