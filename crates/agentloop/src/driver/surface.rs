@@ -198,6 +198,10 @@ impl Driver {
     fn reach_resident(&mut self) {
         if std::mem::take(&mut self.hook_resident) {
             self.resident = Resident::reach(&self.run.path, &self.ws.root);
+            // An answer comes within the hook's own time, or the hook goes on alone.
+            if let (Some(r), Some(deadline)) = (self.resident.as_mut(), self.deadline) {
+                r.wait_until(deadline);
+            }
         }
     }
 

@@ -12,13 +12,15 @@ use super::{Answer, Question, RESIDENT_ARG, socket_of};
 use crate::exec::git::Snapshot;
 use crate::exec::surface::Checked;
 
-/// How long a hook waits for an answer (a first full refresh of a large project
-/// included) before it takes the full way itself.
-const ANSWERED_WITHIN: Duration = Duration::from_secs(60);
+/// How long a hook waits for an answer unless told otherwise (a first full refresh of
+/// a large project included) before it takes the full way itself.
+const ANSWERED_WITHIN: Duration = Duration::from_secs(600);
 
 /// The resident of one run, as a hook reaches it.
 pub struct Resident {
     socket: PathBuf,
+    /// How long an answer is waited for.
+    patience: Duration,
     /// What answered was not agentloop's own resident.
     impostor: std::cell::Cell<bool>,
     run_dir: PathBuf,
@@ -46,6 +48,7 @@ impl Resident {
     fn of(run_dir: &Path, root: &Path) -> Option<Resident> {
         Some(Resident {
             socket: socket_of(run_dir)?,
+            patience: ANSWERED_WITHIN,
             impostor: std::cell::Cell::new(false),
             run_dir: run_dir.to_path_buf(),
             root: root.to_path_buf(),
@@ -94,6 +97,11 @@ impl Resident {
         self.start();
     }
 
+    /// Answers are waited for until `deadline` at the latest (a hook's own time).
+    pub fn wait_until(&mut self, deadline: std::time::Instant) {
+        self.patience = deadline.saturating_duration_since(std::time::Instant::now());
+    }
+
     /// Whether something other than agentloop's own resident answered.
     pub fn impostor(&self) -> bool {
         self.impostor.get()
@@ -103,7 +111,7 @@ impl Resident {
         let stream = UnixStream::connect(&self.socket).map_err(|e| e.to_string())?;
         ours(&stream).inspect_err(|_| self.impostor.set(true))?;
         stream
-            .set_read_timeout(Some(ANSWERED_WITHIN))
+            .set_read_timeout(Some(self.patience.max(Duration::from_millis(100))))
             .map_err(|e| e.to_string())?;
         let mut bytes = serde_json::to_vec(question).map_err(|e| e.to_string())?;
         bytes.push(b'\n');
