@@ -55,6 +55,18 @@ fn own_rows(whole: &[f64], alone: &[f64]) {
     row("agentloop's own (whole − check):", &own, true);
 }
 
+/// The checks' runner in `workdir`, as the driver makes it (no sandbox, no tests).
+fn runner<'a>(workdir: &'a std::path::Path, log: &'a std::path::Path) -> Runner<'a> {
+    Runner {
+        workdir,
+        timeout: Duration::from_secs(60),
+        output_cap: 1 << 20,
+        log,
+        wrap: Vec::new(),
+        tests: None,
+    }
+}
+
 fn main() {
     // criterion's harness flags (`--bench`) are not ours.
     // The bench's runs, key and copies stay out of the user's state and cache.
@@ -83,14 +95,7 @@ fn main() {
         "{files} files: the run's first clean copy (worktree add): {:.1} ms",
         ms(t.elapsed())
     );
-    let runner = Runner {
-        workdir: &copy.dir,
-        timeout: Duration::from_secs(60),
-        output_cap: 1 << 20,
-        log: &log,
-        wrap: Vec::new(),
-        tests: None,
-    };
+    let runner = runner(&copy.dir, &log);
     let (mut whole, mut alone, mut anchor) = (Vec::new(), Vec::new(), Vec::new());
     // The hermetic settings apart: the same `git status` with them (as agentloop's
     // own git runs) beside the anchor's plain one, in the same runs.
@@ -212,14 +217,7 @@ fn hooks_way(root: &std::path::Path, check: &[String], copies: &std::path::Path,
         assert!(checked.changes.is_empty());
         let (dir, _) = r.copy(seq, &now).expect("the resident answers");
         let a = t.elapsed();
-        let runner = Runner {
-            workdir: &dir,
-            timeout: Duration::from_secs(60),
-            output_cap: 1 << 20,
-            log: &log,
-            wrap: Vec::new(),
-            tests: None,
-        };
+        let runner = runner(&dir, &log);
         assert!(runner.run_measured(1, check, &[], || false).unwrap().passed);
         let w = t.elapsed();
         let t = Instant::now();
@@ -298,14 +296,7 @@ fn kept_in_step(
     let made = ms(t.elapsed());
     let log = copies.join("kept.log");
     let dir = kept.copy().dir.clone();
-    let runner = Runner {
-        workdir: &dir,
-        timeout: Duration::from_secs(60),
-        output_cap: 1 << 20,
-        log: &log,
-        wrap: Vec::new(),
-        tests: None,
-    };
+    let runner = runner(&dir, &log);
     let (mut snapshot, mut whole, mut alone, mut stamp_ms, mut refresh_ms) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for n in 0..runs {

@@ -46,6 +46,8 @@ fn main() {
     }
     std::fs::write(root.join("PLAN.md"), &plan).unwrap();
     std::fs::write(root.join(".gitignore"), ".agentloop/\n").unwrap();
+    // A tool's shape: no person asked before the first iteration.
+    std::fs::write(root.join("agentloop.toml"), "[run]\nshape = \"tool\"\n").unwrap();
     git(&["add", "-A"]);
     git(&["commit", "-qm", "bench"]);
     // The project's files are older than the run, as a real project's are (a file
@@ -317,6 +319,7 @@ fn claimed(bin: &str, claims: usize, deep: bool) -> (f64, f64) {
     std::fs::create_dir_all(root.join("done")).unwrap();
     std::fs::write(root.join("done/.keep"), "").unwrap();
     std::fs::write(root.join(".gitignore"), ".agentloop/\n").unwrap();
+    std::fs::write(root.join("agentloop.toml"), "[run]\nshape = \"tool\"\n").unwrap();
     common::git(&root, &["add", "-A"]);
     common::git(&root, &["commit", "-qm", "bench"]);
     std::thread::sleep(Duration::from_millis(2100));
@@ -339,6 +342,9 @@ fn claimed(bin: &str, claims: usize, deep: bool) -> (f64, f64) {
         .unwrap();
         let mut v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
         v["cwd"] = serde_json::json!(root);
+        // A person's message in between each time: no chain of continuations that
+        // Claude Code would cut at eight.
+        v["stop_hook_active"] = serde_json::json!(false);
         v.to_string()
     };
     let (start, claim) = (

@@ -64,16 +64,22 @@ fn gone(pid: i32) -> bool {
         })
 }
 
-#[test]
-fn later_stops_ask_the_resident_which_keeps_the_copy_and_ends_with_the_run() {
+/// The project with T1 done: the first check started the resident (that hook verified
+/// the full way itself); its pid.
+fn at_t2() -> (Project, i32) {
     let p = project();
     assert!(asks_for(&stop(&p, false), "T1"));
     p.write("a.txt", "a");
-    // The first check starts the resident; this hook verifies the full way itself.
     let v = stop(&p, true);
     assert!(asks_for(&v, "T2"), "{v}");
     wait_for(&p, "the resident's socket", |p| socket(p).exists());
     let pid = resident_pid(&p).expect("a resident listens");
+    (p, pid)
+}
+
+#[test]
+fn later_stops_ask_the_resident_which_keeps_the_copy_and_ends_with_the_run() {
+    let (p, pid) = at_t2();
     p.write("b.txt", "b");
     assert!(asks_for(&stop(&p, true), "T3"));
     assert!(log(&p).contains("copy: Some(Full)"), "{}", log(&p));
@@ -108,13 +114,7 @@ fn later_stops_ask_the_resident_which_keeps_the_copy_and_ends_with_the_run() {
 
 #[test]
 fn an_impostor_on_the_socket_is_not_asked_and_a_killed_resident_is_replaced() {
-    let p = project();
-    assert!(asks_for(&stop(&p, false), "T1"));
-    p.write("a.txt", "a");
-    let v = stop(&p, true);
-    assert!(asks_for(&v, "T2"), "{v}");
-    wait_for(&p, "the resident's socket", |p| socket(p).exists());
-    let pid = resident_pid(&p).expect("a resident listens");
+    let (p, pid) = at_t2();
 
     // Killed between two stops: the next verifies the full way, and a new one is started.
     nix::sys::signal::kill(
