@@ -127,7 +127,19 @@ impl Driver {
             self.reach_resident();
         }
         if let (Some(now), Some(resident)) = (seen, self.resident.as_mut()) {
+            let expected = CleanCopy::for_run(&self.ws.root, &self.run.id).map(|c| c.dir);
             match resident.copy(self.state.last_seq, &now) {
+                // Only the run's own copy: what a resident was started with is not taken
+                // on its word.
+                Ok((dir, _)) if Some(&dir) != expected.as_ref() => {
+                    if let Some(r) = self.resident.take() {
+                        self.progress.warn(&format!(
+                            "the run's resident is not asked: it named {} as the copy",
+                            dir.display()
+                        ));
+                        r.replace();
+                    }
+                }
                 Ok((dir, warning)) => {
                     if let Some(w) = warning {
                         self.progress.warn(&w);
@@ -190,7 +202,9 @@ impl Driver {
                 self.progress
                     .warn(&format!("the run's resident is not asked: {why}"));
             }
-            r.replace();
+            if r.broken() {
+                r.replace();
+            }
         }
     }
 

@@ -129,6 +129,36 @@ fn an_impostor_on_the_socket_is_not_asked_and_a_killed_resident_is_replaced() {
         resident_pid(p).is_some_and(|new| new != pid)
     });
 
+    // The agent asks the resident itself, as a hook would but without the journal's
+    // key: a copy refreshed for a snapshot of its making, the copy forgotten, the
+    // resident ended. None is answered or acted on.
+    let before = log(&p);
+    for question in [
+        r#"{"ask":"copy","seq":1,"now":{"id":"","head":null,"dirty":{}}}"#.to_string(),
+        format!(
+            "0123456789abcdef0123456789abcdef\n{}",
+            serde_json::json!({"run_dir": p.run_dir(), "root": p.path(), "at_ms": 0, "question": {"ask": "forget"}})
+        ),
+        format!(
+            "0123456789abcdef0123456789abcdef\n{}",
+            serde_json::json!({"run_dir": p.run_dir(), "root": p.path(), "at_ms": 0, "question": {"ask": "end"}})
+        ),
+    ] {
+        use std::io::{Read, Write};
+        let mut s = std::os::unix::net::UnixStream::connect(socket(&p)).unwrap();
+        s.write_all(format!("{question}\n").as_bytes()).unwrap();
+        let mut answer = String::new();
+        let _ = s.read_to_string(&mut answer);
+        assert_eq!(answer, "", "{question}");
+    }
+    assert_eq!(
+        log(&p),
+        before,
+        "nothing was decided for the agent's questions"
+    );
+    let new = resident_pid(&p).expect("the resident still listens");
+    assert!(!gone(new));
+
     // The agent puts a listener of its own in the socket's place, one that says the
     // surface is unchanged, and rewrites the test T3 runs.
     std::fs::remove_file(socket(&p)).unwrap();

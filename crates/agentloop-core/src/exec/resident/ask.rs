@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use super::{Answer, Question, RESIDENT_ARG, socket_of};
+use super::{Answer, Asked, Question, RESIDENT_ARG, answer_bytes, sealed, seals, socket_of};
 use crate::exec::git::Snapshot;
 use crate::exec::surface::Checked;
 
@@ -23,6 +23,10 @@ pub struct Resident {
     patience: Duration,
     /// What answered was not agentloop's own resident.
     impostor: std::cell::Cell<bool>,
+    /// It failed otherwise than by saying it is unsure: it is replaced.
+    broken: std::cell::Cell<bool>,
+    /// The pid of what answered, once it was found to be agentloop's own.
+    peer: std::cell::Cell<Option<i32>>,
     run_dir: PathBuf,
     root: PathBuf,
 }
@@ -46,10 +50,14 @@ impl Resident {
     }
 
     fn of(run_dir: &Path, root: &Path) -> Option<Resident> {
+        // Questions are sealed with the journal's key: without one, no resident.
+        crate::journal::seal(b"")?;
         Some(Resident {
             socket: socket_of(run_dir)?,
             patience: ANSWERED_WITHIN,
             impostor: std::cell::Cell::new(false),
+            broken: std::cell::Cell::new(false),
+            peer: std::cell::Cell::new(None),
             run_dir: run_dir.to_path_buf(),
             root: root.to_path_buf(),
         })
@@ -86,20 +94,42 @@ impl Resident {
     /// The run is over: the resident ends.
     pub fn end(&mut self) {
         if self.ask(&Question::End).is_err() {
-            let _ = std::fs::remove_file(&self.socket);
+            self.stop();
         }
     }
 
-    /// The resident did not answer as it should: its socket goes (a resident whose
-    /// socket is gone ends) and a new one is started for the next hook.
+    /// Whether it failed otherwise than by saying it is unsure (then [`replace`] it).
+    pub fn broken(&self) -> bool {
+        self.broken.get()
+    }
+
+    /// The resident did not answer as it should: it is ended (when it was found to be
+    /// agentloop's own: by its pid, and waited for, so that it writes in the copy no
+    /// more), its socket goes, and a new one is started for the next hook.
     pub fn replace(&self) {
-        let _ = std::fs::remove_file(&self.socket);
+        self.stop();
         self.start();
     }
 
-    /// Answers are waited for until `deadline` at the latest (a hook's own time).
+    fn stop(&self) {
+        if let Some(pid) = self.peer.get() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            let gone = std::time::Instant::now();
+            while alive(pid) && gone.elapsed() < Duration::from_secs(2) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        let _ = std::fs::remove_file(&self.socket);
+    }
+
+    /// Answers are waited for at most half the time left until `deadline` (a hook's
+    /// own), so that the full way still fits after them.
     pub fn wait_until(&mut self, deadline: std::time::Instant) {
-        self.patience = deadline.saturating_duration_since(std::time::Instant::now());
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        self.patience = (left / 2).min(ANSWERED_WITHIN);
     }
 
     /// Whether something other than agentloop's own resident answered.
@@ -108,23 +138,50 @@ impl Resident {
     }
 
     fn ask(&self, question: &Question) -> Result<Answer, String> {
-        let stream = UnixStream::connect(&self.socket).map_err(|e| e.to_string())?;
-        ours(&stream).inspect_err(|_| self.impostor.set(true))?;
+        let asked = self.asked(question);
+        if asked.is_err() {
+            self.broken.set(true);
+        }
+        match asked? {
+            Answer::Unsure { why } => Err(why),
+            a => Ok(a),
+        }
+    }
+
+    /// One sealed question on a connection of its own, and its sealed answer.
+    fn asked(&self, question: &Question) -> Result<Answer, String> {
+        let body = serde_json::to_vec(&Asked {
+            run_dir: self.run_dir.clone(),
+            root: self.root.clone(),
+            at_ms: crate::clock::now_ms(),
+            question: clone_of(question),
+        })
+        .map_err(|e| e.to_string())?;
+        let seal = crate::journal::seal(&body).ok_or("no journal key")?;
+        let stream = connect(&self.socket)?;
+        let pid = ours(&stream).inspect_err(|_| self.impostor.set(true))?;
+        self.peer.set(Some(pid));
         stream
             .set_read_timeout(Some(self.patience.max(Duration::from_millis(100))))
             .map_err(|e| e.to_string())?;
-        let mut bytes = serde_json::to_vec(question).map_err(|e| e.to_string())?;
-        bytes.push(b'\n');
-        (&stream).write_all(&bytes).map_err(|e| e.to_string())?;
+        stream
+            .set_write_timeout(Some(Duration::from_secs(2)))
+            .map_err(|e| e.to_string())?;
+        (&stream)
+            .write_all(&sealed(&seal, &body))
+            .map_err(|e| e.to_string())?;
         let mut answer = Vec::new();
         (&stream)
             .read_to_end(&mut answer)
             .map_err(|e| e.to_string())?;
-        match serde_json::from_slice(&answer) {
-            Ok(Answer::Unsure { why }) => Err(why),
-            Ok(a) => Ok(a),
-            Err(e) => Err(format!("the resident's answer does not read: {e}")),
+        let text = String::from_utf8(answer).map_err(|_| "the answer is not text")?;
+        let (answer_seal, rest) = text.split_once('\n').ok_or("no answer")?;
+        let answer_body = rest.strip_suffix('\n').ok_or("a cut answer")?;
+        if !seals(&answer_bytes(&seal, answer_body.as_bytes()), answer_seal) {
+            self.impostor.set(true);
+            return Err("the answer is not sealed for this question".into());
         }
+        serde_json::from_str(answer_body).map_err(|e| format!("the answer does not read: {e}"))
     }
 
     /// Starts a resident, in a session of its own and with no standard streams: the
@@ -150,6 +207,49 @@ impl Resident {
         // Spared: the end of a check's process ends every other child of a driver.
         let _ = crate::exec::reap::spawn_spared(&mut cmd);
     }
+}
+
+/// A question's copy (questions hold a snapshot; they are not `Clone` otherwise).
+fn clone_of(q: &Question) -> Question {
+    match q {
+        Question::Surface { seq, now } => Question::Surface {
+            seq: *seq,
+            now: now.clone(),
+        },
+        Question::Copy { seq, now } => Question::Copy {
+            seq: *seq,
+            now: now.clone(),
+        },
+        Question::Forget => Question::Forget,
+        Question::End => Question::End,
+    }
+}
+
+/// Connects without waiting: a resident whose queue of connections is full (held by
+/// someone who asks nothing) is as good as gone.
+fn connect(path: &Path) -> Result<UnixStream, String> {
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType, UnixAddr, connect, socket};
+    let fd = socket(
+        AddressFamily::Unix,
+        SockType::Stream,
+        SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
+        None,
+    )
+    .map_err(|e| e.to_string())?;
+    let addr = UnixAddr::new(path).map_err(|e| e.to_string())?;
+    connect(std::os::fd::AsRawFd::as_raw_fd(&fd), &addr).map_err(|e| e.to_string())?;
+    let stream = UnixStream::from(fd);
+    stream.set_nonblocking(false).map_err(|e| e.to_string())?;
+    Ok(stream)
+}
+
+/// Whether process `pid` lives (not a zombie).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .is_some_and(|r| !r.trim_start().starts_with('Z'))
+    })
 }
 
 fn unexpected(a: Answer) -> String {
@@ -179,8 +279,8 @@ fn governing(block: &[u8]) -> Vec<&[u8]> {
 }
 
 /// The socket's other end is agentloop's own program, run by this user with this
-/// process's governing variables.
-fn ours(stream: &UnixStream) -> Result<(), String> {
+/// process's governing variables: its pid.
+fn ours(stream: &UnixStream) -> Result<i32, String> {
     use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
     let creds = getsockopt(stream, PeerCredentials).map_err(|e| e.to_string())?;
     // `/proc/self` belongs to the process's own user.
@@ -202,7 +302,7 @@ fn ours(stream: &UnixStream) -> Result<(), String> {
     if governing(&theirs) != governing(&mine) {
         return Err("the resident runs with other variables than this hook".into());
     }
-    Ok(())
+    Ok(pid)
 }
 
 #[cfg(test)]

@@ -1,16 +1,16 @@
 //! The resident itself: follows the run's journal, keeps the clean copy and the
 //! surface's memory, answers one question per connection.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::AsFd;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
-use super::{Answer, Question, socket_of};
+use super::{Answer, Asked, FRESH_MS, Question, answer_bytes, sealed, seals, socket_of};
 use crate::exec::clean_copy::{CleanCopy, KeptCopy};
 use crate::exec::surface::{Remembered, Rules};
 use crate::journal::{self, RunState};
@@ -20,8 +20,13 @@ use crate::workspace::RunDir;
 const IDLE: Duration = Duration::from_secs(3600);
 /// How often it looks whether it is still wanted.
 const TICK: u16 = 2000;
-/// A question must arrive this soon after its connection.
+/// A question must arrive this soon after its connection, and its answer be taken
+/// this soon.
 const ASKED_WITHIN: Duration = Duration::from_secs(2);
+/// A question is at most this long.
+const QUESTION_BYTES: u64 = 1 << 20;
+/// `resident.log` grows no further than this.
+const LOG_BYTES: u64 = 1 << 20;
 
 /// What the resident keeps.
 struct Resident {
@@ -55,8 +60,6 @@ pub fn serve(run_dir: &Path, root: &Path) -> Result<(), String> {
     let loaded = run.load_cached().map_err(|e| e.to_string())?;
     let _ = std::fs::remove_file(&path);
     let listener = UnixListener::bind(&path).map_err(|e| e.to_string())?;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
-        .map_err(|e| e.to_string())?;
     let mine = std::fs::symlink_metadata(&path)
         .map(|m| (m.dev(), m.ino()))
         .map_err(|e| e.to_string())?;
@@ -64,11 +67,7 @@ pub fn serve(run_dir: &Path, root: &Path) -> Result<(), String> {
         surface: Remembered::new(run.surface_stamp_file()),
         offset: loaded.scan.valid_len,
         state: loaded.state,
-        log: std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(run.path.join("resident.log"))
-            .ok(),
+        log: open_log(&run.path.join("resident.log")),
         run,
         root: root.to_path_buf(),
         copy: None,
@@ -80,9 +79,10 @@ pub fn serve(run_dir: &Path, root: &Path) -> Result<(), String> {
             poll(&mut fds, PollTimeout::from(TICK)).unwrap_or(0) > 0
         };
         if ready && let Ok((stream, _)) = listener.accept() {
-            asked = Instant::now();
-            if r.answer(stream) {
-                break;
+            match r.answer(stream) {
+                Heard::Nothing => {}
+                Heard::Asked => asked = Instant::now(),
+                Heard::End => break,
             }
         }
         let still_mine = std::fs::symlink_metadata(&path).is_ok_and(|m| (m.dev(), m.ino()) == mine);
@@ -96,25 +96,84 @@ pub fn serve(run_dir: &Path, root: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// What one connection brought.
+enum Heard {
+    /// Nothing sealed: dropped unanswered.
+    Nothing,
+    Asked,
+    /// The run is over.
+    End,
+}
+
+/// The log, a view for people: not followed through a link, not grown past its cap.
+fn open_log(path: &Path) -> Option<std::fs::File> {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_file() || m.len() > LOG_BYTES) {
+        return None;
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .ok()
+}
+
+/// The first two lines of `stream` (a seal and a body), read within [`ASKED_WITHIN`]
+/// in all and [`QUESTION_BYTES`] at most.
+fn read_sealed(stream: &UnixStream) -> Option<(String, String)> {
+    let began = Instant::now();
+    let mut reader = BufReader::new(stream.take(QUESTION_BYTES));
+    let mut lines = [String::new(), String::new()];
+    for line in &mut lines {
+        let left = ASKED_WITHIN.checked_sub(began.elapsed())?;
+        stream
+            .set_read_timeout(Some(left.max(Duration::from_millis(1))))
+            .ok()?;
+        reader.read_line(line).ok()?;
+        if !line.ends_with('\n') {
+            return None;
+        }
+        line.pop();
+    }
+    let [seal, body] = lines;
+    Some((seal, body))
+}
+
 impl Resident {
-    /// Reads one question and answers it; true when the run is over.
-    fn answer(&mut self, stream: UnixStream) -> bool {
-        let _ = stream.set_read_timeout(Some(ASKED_WITHIN));
-        let mut line = String::new();
-        if BufReader::new(&stream).read_line(&mut line).is_err() {
-            return false;
-        }
-        let Ok(question) = serde_json::from_str::<Question>(&line) else {
-            return false;
+    /// Reads one question and answers it, if a hook sealed it.
+    fn answer(&mut self, stream: UnixStream) -> Heard {
+        let Some((seal, body)) = read_sealed(&stream) else {
+            return Heard::Nothing;
         };
-        let end = matches!(question, Question::End);
-        let answer = self.decide(question);
-        self.note(&answer);
-        if let Ok(mut bytes) = serde_json::to_vec(&answer) {
-            bytes.push(b'\n');
-            let _ = (&stream).write_all(&bytes);
+        if !seals(body.as_bytes(), &seal) {
+            return Heard::Nothing;
         }
-        end
+        let Ok(asked) = serde_json::from_str::<Asked>(&body) else {
+            return Heard::Nothing;
+        };
+        let end = matches!(asked.question, Question::End);
+        let answer = if asked.run_dir != self.run.path || asked.root != self.root {
+            Answer::Unsure {
+                why: format!(
+                    "this resident serves {} in {}",
+                    self.run.path.display(),
+                    self.root.display()
+                ),
+            }
+        } else if crate::clock::now_ms().abs_diff(asked.at_ms) > FRESH_MS {
+            Answer::Unsure {
+                why: "the question is stale".into(),
+            }
+        } else {
+            self.decide(asked.question)
+        };
+        self.note(&answer);
+        if let Ok(bytes) = serde_json::to_vec(&answer)
+            && let Some(answer_seal) = crate::journal::seal(&answer_bytes(&seal, &bytes))
+        {
+            let _ = stream.set_write_timeout(Some(ASKED_WITHIN));
+            let _ = (&stream).write_all(&sealed(&answer_seal, &bytes));
+        }
+        if end { Heard::End } else { Heard::Asked }
     }
 
     fn decide(&mut self, question: Question) -> Answer {
@@ -222,7 +281,11 @@ impl Resident {
             Answer::Unsure { why } => format!("unsure: {why}\n"),
         };
         if let Some(f) = self.log.as_mut() {
-            let _ = f.write_all(line.as_bytes());
+            if f.metadata().is_ok_and(|m| m.len() > LOG_BYTES) {
+                self.log = None;
+            } else {
+                let _ = f.write_all(line.as_bytes());
+            }
         }
     }
 }
