@@ -60,11 +60,16 @@ fn run(spec: &JobSpec, scratch: &Path, stop: &Arc<AtomicBool>) -> Result<(), Str
         .branch
         .strip_prefix("refs/heads/")
         .ok_or_else(|| format!("`{}` is not a branch", spec.branch))?;
+    // `--no-local`: a clone of a path would copy the remote's object directory file by
+    // file, the quarantine directory of another worker's push under way included,
+    // which vanishes mid-copy ("failed to copy file … tmp_objdir-incoming-…"); the
+    // transport sends one consistent pack instead.
     git::run(
         scratch,
         &[
             "clone",
             "--quiet",
+            "--no-local",
             "--no-tags",
             "--single-branch",
             "--branch",
