@@ -236,6 +236,18 @@ impl Resident {
     /// Folds what was appended since; `Err` unless the journal then ends at `seq`, as
     /// the asking hook's does.
     fn follow(&mut self, seq: u64) -> Result<(), String> {
+        self.catch_up()?;
+        if self.state.last_seq != seq {
+            return Err(format!(
+                "the journal ends at {} here, at {seq} for the hook",
+                self.state.last_seq
+            ));
+        }
+        Ok(())
+    }
+
+    /// Folds the whole records appended since the last look.
+    fn catch_up(&mut self) -> Result<(), String> {
         let mut records = Vec::new();
         let scan = journal::scan(
             &self.run.journal(),
@@ -251,12 +263,6 @@ impl Resident {
             self.state.apply(r);
         }
         self.offset = scan.valid_len;
-        if self.state.last_seq != seq {
-            return Err(format!(
-                "the journal ends at {} here, at {seq} for the hook",
-                self.state.last_seq
-            ));
-        }
         Ok(())
     }
 
@@ -265,7 +271,7 @@ impl Resident {
         if !self.run.journal().exists() || !self.root.exists() {
             return false;
         }
-        let _ = self.follow(0);
+        let _ = self.catch_up();
         !self.state.is_finished()
     }
 
