@@ -23,14 +23,27 @@ pub fn agents(cwd: &Path, as_json: bool) -> Result<ExitKind, CliError> {
             .cloned()
             .collect::<Vec<_>>(),
     );
+    // Each probe starts the CLI with `--version`, which takes seconds for some (Node.js
+    // loading a large bundle, Python importing a package): all at once, not one after
+    // the other.
+    let probes: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = names
+            .iter()
+            .map(|name| s.spawn(|| agentloop_agents::probe::probe(&config, name)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
     let mut rows = Vec::new();
-    for name in &names {
+    for (name, probe) in names.iter().zip(probes) {
         let kind = config
             .agents
             .get(name)
             .map(|a| a.kind.clone())
             .unwrap_or_else(|| name.clone());
-        match agentloop_agents::probe::probe(&config, name) {
+        match probe {
             Ok(p) => {
                 let untested = p
                     .version

@@ -260,7 +260,6 @@ pub(crate) fn start(
     driver.start(settings, versions)
 }
 
-/// Every agent the plan may use must exist before the run is created.
 /// Every agent the plan may use must exist and be installed before the run starts;
 /// returns the version each CLI reported, for the journal.
 fn check_agents(config: &Config, plan: &Plan) -> Result<BTreeMap<String, String>, CliError> {
@@ -287,11 +286,11 @@ fn check_agents(config: &Config, plan: &Plan) -> Result<BTreeMap<String, String>
     Ok(versions)
 }
 
-/// `--budget +10`, `--tokens +2M`, `--time +1h`, `--iterations +20` as a top-up; `None`
-/// when none is given.
 /// The most tokens one top-up adds.
 const MOST_TOKENS: f64 = 1e12;
 
+/// `--budget +10`, `--tokens +2M`, `--time +1h`, `--iterations +20` as a top-up; `None`
+/// when none is given.
 fn top_up(args: &ResumeArgs) -> Result<Option<Request>, CliError> {
     let plus = |flag: &str, v: &str| -> Result<String, CliError> {
         let v = v.trim();

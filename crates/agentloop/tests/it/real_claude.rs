@@ -8,7 +8,7 @@ use serde_json::json;
 
 #[test]
 fn two_tasks_done_through_claudes_own_tools() {
-    let s = crate::real_cli::two_tasks(
+    let (_, s) = crate::real_cli::two_tasks(
         Cli::Claude,
         [(100, 10, 0), (120, 8, 50), (200, 12, 0), (220, 9, 70)],
     );

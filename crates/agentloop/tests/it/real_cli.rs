@@ -281,8 +281,8 @@ pub fn journal_events(p: &Project) -> Vec<serde_json::Value> {
 
 /// [`two_tasks`] with the token figures the price table turns into $0.0164: each call's
 /// tokens add up in `status --json` and are priced at $2 / $0.5 / $8 per million.
-pub fn two_tasks_priced(cli: Cli) {
-    let s = two_tasks(
+pub fn two_tasks_priced(cli: Cli) -> Project {
+    let (p, s) = two_tasks(
         cli,
         [
             (1000, 100, 0),
@@ -297,27 +297,29 @@ pub fn two_tasks_priced(cli: Cli) {
     // (6400 × 2 + 2400 × 0.5 + 300 × 8) / 1e6
     let cost = s["cost_usd"].as_f64().unwrap();
     assert!((cost - 0.0164).abs() < 1e-9, "cost {cost}");
+    p
 }
 
-/// One task done through the CLI's shell tool: its session ids, and the final message
-/// recorded as the model said it.
-pub fn one_task_recorded(cli: Cli) -> Vec<String> {
-    let server = cli.mock(vec![
-        cli.shell("echo hello > hello.txt", 10, 1),
-        say("Made it.\nTASK_COMPLETE", 10, 1, 0),
-    ]);
-    let p = cli.project(&server, ONE, "");
-    let r = p.run(&["run"]);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let said = journal_events(&p)
+/// After `two_tasks`: each agent's session id, the last one where a person looks for
+/// it, and the final messages recorded as the model said them. Returns the session
+/// ids.
+pub fn sessions_recorded(p: &Project) -> Vec<String> {
+    let said = journal_events(p)
         .into_iter()
-        .find(|e| e["kind"] == "agent_finished")
+        .filter(|e| e["kind"] == "agent_finished")
         .map(|e| e["data"]["final_message"].clone())
-        .unwrap();
-    assert_eq!(said, "Made it.\nTASK_COMPLETE");
-    let ids = session_ids(&p);
-    // The last agent's session, where a person looks for it.
-    let last = ids.last().expect("a session id");
+        .collect::<Vec<_>>();
+    assert_eq!(
+        said,
+        [
+            "Created hello.txt.\nTASK_COMPLETE",
+            "Done.\n\nTASK_COMPLETE"
+        ]
+    );
+    let ids = session_ids(p);
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert_ne!(ids[0], ids[1], "a fresh session per iteration");
+    let last = &ids[1];
     assert_eq!(p.status()["agent_session"], last.as_str());
     let shown = p.run(&["status"]).stdout;
     assert!(
@@ -327,8 +329,9 @@ pub fn one_task_recorded(cli: Cli) -> Vec<String> {
     ids
 }
 
-/// Two tasks done with the CLI's own shell tool; returns `status --json`.
-pub fn two_tasks(cli: Cli, tokens: [(u64, u64, u64); 4]) -> serde_json::Value {
+/// Two tasks done with the CLI's own shell tool; returns the project and
+/// `status --json`.
+pub fn two_tasks(cli: Cli, tokens: [(u64, u64, u64); 4]) -> (Project, serde_json::Value) {
     let [a, b, c, d] = tokens;
     let server = cli.mock(vec![
         cli.shell("echo hello > hello.txt", a.0, a.1),
@@ -346,7 +349,7 @@ pub fn two_tasks(cli: Cli, tokens: [(u64, u64, u64); 4]) -> serde_json::Value {
         (s["status"].as_str(), s["iterations"].as_u64()),
         (Some("completed"), Some(2))
     );
-    s
+    (p, s)
 }
 
 /// A claim of completion with the work not done: caught by verification, retried,

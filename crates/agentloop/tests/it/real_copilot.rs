@@ -8,15 +8,12 @@ use agentloop_testkit::Step;
 
 use crate::real_cli::{Cli, journal_events, say};
 
+/// Each iteration's session and final message recorded too.
 #[test]
 fn two_tasks_done_through_copilots_own_tools_with_cost_from_the_price_table() {
-    crate::real_cli::two_tasks_priced(Cli::Copilot);
-}
-
-#[test]
-fn copilots_session_id_and_final_message_are_recorded() {
-    let ids = crate::real_cli::one_task_recorded(Cli::Copilot);
-    assert!(ids[0].len() == 36, "{ids:?}");
+    let p = crate::real_cli::two_tasks_priced(Cli::Copilot);
+    let ids = crate::real_cli::sessions_recorded(&p);
+    assert!(ids.iter().all(|id| id.len() == 36), "{ids:?}");
 }
 
 /// Copilot retries a 429 five times itself (honouring `retry-after`), then gives up;
