@@ -22,7 +22,7 @@ mod world;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use agentloop_core::journal::{Event, Gate, Outcome, RunState, TaskStatus, read};
+use agentloop_core::journal::{Contents, Event, Gate, Outcome, RunState, TaskStatus, read};
 
 pub use rng::Rng;
 pub use scale::{Scaled, busiest, scale};
@@ -95,6 +95,19 @@ pub fn check(seed: u64) -> Result<Seen, String> {
     })
 }
 
+/// Reads `journal` back as agentloop reads a journal file: written to a file in this
+/// thread's scratch directory and read with `journal::read`. The directory is made
+/// once per thread (the every-kill runs made and removed two for each of their
+/// thousands of runs: a tenth of their time).
+pub(crate) fn read_back(journal: &[u8]) -> Result<Contents, String> {
+    thread_local! {
+        static SCRATCH: tempfile::TempDir = tempfile::tempdir().expect("a temporary directory");
+    }
+    let path = SCRATCH.with(|d| d.path().join("journal.jsonl"));
+    std::fs::write(&path, journal).map_err(|e| e.to_string())?;
+    read(&path).map_err(|e| e.to_string())
+}
+
 /// The seed's scenario killed at every effect in turn (one kill per run), and at each
 /// that is a line of the driver's, killed with that line torn too: each of them must
 /// end as the run without faults does. (A torn kill at any other effect tears nothing:
@@ -158,10 +171,7 @@ pub fn sound(r: &Run) -> Result<Ending, String> {
     if let Some(why) = &r.stuck {
         return Err(why.clone());
     }
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let path = dir.path().join("journal.jsonl");
-    std::fs::write(&path, &r.journal).map_err(|e| e.to_string())?;
-    let c = read(&path).map_err(|e| format!("the journal does not read back: {e}"))?;
+    let c = read_back(&r.journal).map_err(|e| format!("the journal does not read back: {e}"))?;
     if c.torn_tail.is_some() || !c.forged.is_empty() {
         return Err(format!(
             "the journal ends torn ({:?}) or has lines agentloop did not write ({})",
@@ -342,10 +352,7 @@ fn same(clean: &Ending, faulted: &Ending) -> Result<(), String> {
 /// The journal of a run, one line per record (kind and what matters of it), for
 /// reading a failing seed.
 pub fn describe(r: &Run) -> Vec<String> {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let path = dir.path().join("journal.jsonl");
-    std::fs::write(&path, &r.journal).expect("written");
-    let Ok(c) = read(&path) else {
+    let Ok(c) = read_back(&r.journal) else {
         return vec!["(unreadable)".into()];
     };
     c.records

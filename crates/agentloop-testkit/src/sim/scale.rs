@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use agentloop_core::journal::{Event, read};
+use agentloop_core::journal::Event;
 
 use super::{Faults, Scenario, run, sound};
 
@@ -66,10 +66,7 @@ pub fn scale(
     let r = run(&sc, &Faults::default());
     let driver_ms = t.elapsed().as_secs_f64() * 1000.0;
     let ending = sound(&r).map_err(|e| format!("seed {seed}: {e}"))?;
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let path = dir.path().join("journal.jsonl");
-    std::fs::write(&path, &r.journal).map_err(|e| e.to_string())?;
-    let c = read(&path).map_err(|e| e.to_string())?;
+    let c = super::read_back(&r.journal)?;
     let mut verified: BTreeMap<u32, u64> = BTreeMap::new();
     let mut waits = Vec::new();
     for rec in &c.records {

@@ -128,7 +128,6 @@ pub(super) struct World<'a> {
     /// records meanwhile tells nothing more), refused until then (simulated ms).
     pub(super) telling: bool,
     pub(super) tracker_quiet_until: u64,
-    pub(super) scratch: tempfile::TempDir,
 }
 
 /// Runs `sc` to its end with the driver killed as `faults` says.
@@ -187,7 +186,6 @@ pub fn run(sc: &Scenario, faults: &Faults) -> Run {
         calls: BTreeMap::new(),
         telling: false,
         tracker_quiet_until: 0,
-        scratch: tempfile::tempdir().expect("a temporary directory"),
     };
     let stuck = w.drive_to_end(settings);
     Run {
@@ -247,9 +245,8 @@ impl World<'_> {
         self.telling = false;
         self.tracker_quiet_until = 0;
         self.now += RESTART_MS;
-        let path = self.scratch.path().join("journal.jsonl");
-        std::fs::write(&path, &self.journal).map_err(|e| e.to_string())?;
-        let c = read(&path).map_err(|e| format!("the journal cannot be read back: {e}"))?;
+        let c = super::read_back(&self.journal)
+            .map_err(|e| format!("the journal cannot be read back: {e}"))?;
         if !c.forged.is_empty() {
             return Err(format!(
                 "the journal has lines it did not write: {:?}",
@@ -459,10 +456,8 @@ impl World<'_> {
     }
 
     fn stuck_words(&self) -> String {
-        let path = self.scratch.path().join("stuck.jsonl");
-        let tail: Vec<String> = std::fs::write(&path, &self.journal)
+        let tail: Vec<String> = super::read_back(&self.journal)
             .ok()
-            .and_then(|()| read(&path).ok())
             .map(|c| {
                 c.records
                     .iter()
