@@ -97,8 +97,7 @@ pub fn check(seed: u64) -> Result<Seen, String> {
 
 /// Reads `journal` back as agentloop reads a journal file: written to a file in this
 /// thread's scratch directory and read with `journal::read`. The directory is made
-/// once per thread (the every-kill runs made and removed two for each of their
-/// thousands of runs: a tenth of their time).
+/// once per thread, not twice per run (the every-kill test's thousands of runs).
 pub(crate) fn read_back(journal: &[u8]) -> Result<Contents, String> {
     thread_local! {
         static SCRATCH: tempfile::TempDir = tempfile::tempdir().expect("a temporary directory");

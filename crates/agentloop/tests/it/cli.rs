@@ -343,8 +343,21 @@ fn agents_says_when_an_installed_cli_is_newer_than_the_tested_one() {
     let claude = bin.join("claude");
     std::fs::write(&claude, "#!/bin/sh\necho '2.9.1 (Claude Code)'\n").unwrap();
     std::fs::set_permissions(&claude, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    // Without the other agent CLIs (each `--version` of theirs costs seconds).
-    let path = format!("{}:{}", bin.display(), path_without_agent_clis());
+    // The other agent CLIs shadowed by ones that fail at once (each real `--version`
+    // costs seconds), whatever directory holds them or git.
+    for cli in agentloop_agents::BUILTIN.iter().filter(|c| **c != "claude") {
+        let fake = bin.join(cli);
+        std::fs::write(
+            &fake,
+            "#!/bin/sh
+exit 1
+",
+        )
+        .unwrap();
+        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+    }
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
     let r: crate::support::Run = p
         .cmd(&["agents", "--json"])
         .env("PATH", &path)
@@ -368,22 +381,6 @@ fn agents_says_when_an_installed_cli_is_newer_than_the_tested_one() {
         "{}",
         r.stdout
     );
-}
-
-/// `PATH` without the directories that hold an agent CLI.
-fn path_without_agent_clis() -> String {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let kept: Vec<_> = std::env::split_paths(&path)
-        .filter(|dir| {
-            !agentloop_agents::BUILTIN
-                .iter()
-                .any(|cli| dir.join(cli).exists())
-        })
-        .collect();
-    std::env::join_paths(kept)
-        .unwrap()
-        .to_string_lossy()
-        .into_owned()
 }
 
 #[test]
