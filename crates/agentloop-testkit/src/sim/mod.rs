@@ -28,7 +28,7 @@ pub use rng::Rng;
 pub use scale::{Scaled, busiest, scale};
 pub use scenario::{Asked, Asking, Attempt, Profile, Scenario};
 pub use services::{Forge, Issue, Pr, Tracker};
-pub use world::{Commit, Faults, Run, run};
+pub use world::{Commit, Faults, Run, run, run_killed_at};
 
 /// What one seed's check saw.
 #[derive(Debug, Clone, Default)]
@@ -110,30 +110,23 @@ pub(crate) fn read_back(journal: &[u8]) -> Result<Contents, String> {
 /// The seed's scenario killed at every effect in turn (one kill per run), and at each
 /// that is a line of the driver's, killed with that line torn too: each of them must
 /// end as the run without faults does. (A torn kill at any other effect tears nothing:
-/// it would be the same run again.) Returns the effects and the kills tried.
+/// it would be the same run again.) Each killed run goes on from a copy of the run
+/// without faults at its kill ([`run_killed_at`]). Returns the effects and the
+/// kills tried.
 pub fn check_every_kill(seed: u64) -> Result<(u64, u64), String> {
     let sc = Scenario::from_seed(seed);
-    let clean = run(&sc, &Faults::default());
+    let mut endings = Vec::new();
+    let clean = run_killed_at(
+        &sc,
+        |_| true,
+        |k, torn, faulted| endings.push((k, torn, sound(&faulted))),
+    );
     let base = sound(&clean).map_err(|e| format!("seed {seed}, without faults: {e}"))?;
-    let mut kills = 0;
-    for k in 2..=clean.effects {
-        let tearable = clean.tearable.binary_search(&k).is_ok();
-        for torn in [false, true] {
-            if torn && !tearable {
-                continue;
-            }
-            kills += 1;
-            let faulted = run(
-                &sc,
-                &Faults {
-                    kills: vec![k],
-                    torn,
-                },
-            );
-            let at = || format!("seed {seed}, killed after effect {k} (torn {torn})");
-            let with = sound(&faulted).map_err(|e| format!("{}: {e}", at()))?;
-            compare(&sc, &clean, &base, &with).map_err(|e| format!("{}: {e}", at()))?;
-        }
+    let kills = endings.len() as u64;
+    for (k, torn, with) in endings {
+        let at = || format!("seed {seed}, killed after effect {k} (torn {torn})");
+        let with = with.map_err(|e| format!("{}: {e}", at()))?;
+        compare(&sc, &clean, &base, &with).map_err(|e| format!("{}: {e}", at()))?;
     }
     Ok((clean.effects, kills))
 }

@@ -13,7 +13,9 @@
 //! ships through (`ship`) and the issue tracker it keeps in step (`tracker`) are
 //! simulated too.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
 
 use agentloop_core::config::Settings;
 use agentloop_core::journal::*;
@@ -77,6 +79,7 @@ pub struct Run {
     pub tracker: super::services::Tracker,
 }
 
+#[derive(Clone)]
 pub(super) enum Done {
     Agent(u32),
     Checks(u32),
@@ -86,6 +89,7 @@ pub(super) enum Done {
     Planned(u32, String),
 }
 
+#[derive(Clone)]
 pub(super) struct Pending {
     pub(super) at: u64,
     pub(super) order: u64,
@@ -94,8 +98,19 @@ pub(super) struct Pending {
 
 pub(super) struct Killed;
 
+/// At which effects of the run under way a run killed there is tried (`at`), and what
+/// is told each (the effect, whether its line was torn, and how the killed run ended).
+struct Forks<'a> {
+    at: Box<dyn Fn(u64) -> bool + 'a>,
+    killed: Box<dyn FnMut(u64, bool, Run) + 'a>,
+}
+type Fork<'a> = Rc<RefCell<Forks<'a>>>;
+
+#[derive(Clone)]
 pub(super) struct World<'a> {
     pub(super) sc: &'a Scenario,
+    /// Set on a run without faults whose every kill is tried from a copy of its world.
+    forks: Option<Fork<'a>>,
     pub(super) journal: Vec<u8>,
     pub(super) state: RunState,
     pub(super) branch: Vec<Commit>,
@@ -132,75 +147,108 @@ pub(super) struct World<'a> {
 
 /// Runs `sc` to its end with the driver killed as `faults` says.
 pub fn run(sc: &Scenario, faults: &Faults) -> Run {
-    // With planners the plan may start with its goal alone.
-    let plan = agentloop_core::plan::Plan::parse_unchecked("PLAN.md", &sc.plan)
-        .and_then(|p| {
-            match sc.config.run.planners {
-                0 => p.validate("PLAN.md"),
-                _ => p.validate_growing("PLAN.md"),
-            }?;
-            Ok(p)
-        })
-        .unwrap_or_else(|e| panic!("seed {}: the generated plan does not parse: {e}", sc.seed));
-    let mut settings = Settings::from_config(&sc.config);
-    settings.decide_from_plan(&plan, sc.config.run.shape, sc.config.run.workflow);
-    let first = Event::RunCreated {
-        run_id: format!("sim-{}", sc.seed),
-        plan_file: "PLAN.md".into(),
-        workdir: ".".into(),
-        plan,
-        settings: settings.clone(),
-        head: Some("base".into()),
-        tree: Some("tree0".into()),
-    };
-    let line = encode(1, &time(EPOCH_MS), &first);
-    let rec = Record {
-        seq: 1,
-        time: time(EPOCH_MS),
-        event: first,
-    };
-    let mut kills = faults.kills.clone();
-    kills.sort_unstable();
-    kills.dedup();
-    let mut w = World {
-        sc,
-        journal: line,
-        state: RunState::from_first(&rec).expect("run_created folds"),
-        branch: Vec::new(),
-        now: EPOCH_MS,
-        effects: 1,
-        kills,
-        torn: faults.torn,
-        tearable: Vec::new(),
-        pending: Vec::new(),
-        order: 0,
-        busy: BTreeSet::new(),
-        planning: 0,
-        questions: 0,
-        drivers: 0,
-        tries: BTreeMap::new(),
-        work_ms: 0,
-        asked: BTreeSet::new(),
-        forge: Default::default(),
-        tracker: Default::default(),
-        calls: BTreeMap::new(),
-        telling: false,
-        tracker_quiet_until: 0,
-    };
+    let (mut w, settings) = World::new(sc, faults);
     let stuck = w.drive_to_end(settings);
-    Run {
-        journal: w.journal,
-        state: w.state,
-        branch: w.branch,
-        drivers: w.drivers,
-        effects: w.effects,
-        tearable: w.tearable,
-        stuck,
-        elapsed_ms: w.now - EPOCH_MS,
-        work_ms: w.work_ms,
-        asked: w.asked.len(),
-        forge: w.forge,
-        tracker: w.tracker,
+    w.into_run(stuck)
+}
+
+/// Runs `sc` without faults, and after each of its effects from the second on that
+/// `at` names a run killed there (and, where the effect is a line of the driver's,
+/// one killed with that line torn too), each told to `killed` as it ends. A killed
+/// run is the run without faults up to its kill: it goes on from a copy of that run's
+/// world rather than replaying it, which is what `run` with that one kill does, in
+/// about half the work. Returns the run without faults.
+pub fn run_killed_at<'a>(
+    sc: &'a Scenario,
+    at: impl Fn(u64) -> bool + 'a,
+    killed: impl FnMut(u64, bool, Run) + 'a,
+) -> Run {
+    let (mut w, settings) = World::new(sc, &Faults::default());
+    w.forks = Some(Rc::new(RefCell::new(Forks {
+        at: Box::new(at),
+        killed: Box::new(killed),
+    })));
+    let stuck = w.drive_to_end(settings);
+    w.forks = None;
+    w.into_run(stuck)
+}
+
+impl<'a> World<'a> {
+    fn new(sc: &'a Scenario, faults: &Faults) -> (World<'a>, Settings) {
+        // With planners the plan may start with its goal alone.
+        let plan = agentloop_core::plan::Plan::parse_unchecked("PLAN.md", &sc.plan)
+            .and_then(|p| {
+                match sc.config.run.planners {
+                    0 => p.validate("PLAN.md"),
+                    _ => p.validate_growing("PLAN.md"),
+                }?;
+                Ok(p)
+            })
+            .unwrap_or_else(|e| panic!("seed {}: the generated plan does not parse: {e}", sc.seed));
+        let mut settings = Settings::from_config(&sc.config);
+        settings.decide_from_plan(&plan, sc.config.run.shape, sc.config.run.workflow);
+        let first = Event::RunCreated {
+            run_id: format!("sim-{}", sc.seed),
+            plan_file: "PLAN.md".into(),
+            workdir: ".".into(),
+            plan,
+            settings: settings.clone(),
+            head: Some("base".into()),
+            tree: Some("tree0".into()),
+        };
+        let line = encode(1, &time(EPOCH_MS), &first);
+        let rec = Record {
+            seq: 1,
+            time: time(EPOCH_MS),
+            event: first,
+        };
+        let mut kills = faults.kills.clone();
+        kills.sort_unstable();
+        kills.dedup();
+        let w = World {
+            sc,
+            forks: None,
+            journal: line,
+            state: RunState::from_first(&rec).expect("run_created folds"),
+            branch: Vec::new(),
+            now: EPOCH_MS,
+            effects: 1,
+            kills,
+            torn: faults.torn,
+            tearable: Vec::new(),
+            pending: Vec::new(),
+            order: 0,
+            busy: BTreeSet::new(),
+            planning: 0,
+            questions: 0,
+            drivers: 0,
+            tries: BTreeMap::new(),
+            work_ms: 0,
+            asked: BTreeSet::new(),
+            forge: Default::default(),
+            tracker: Default::default(),
+            calls: BTreeMap::new(),
+            telling: false,
+            tracker_quiet_until: 0,
+        };
+        (w, settings)
+    }
+
+    fn into_run(self, stuck: Option<String>) -> Run {
+        Run {
+            journal: self.journal,
+            state: self.state,
+            branch: self.branch,
+            drivers: self.drivers,
+            effects: self.effects,
+            tearable: self.tearable,
+            stuck,
+            elapsed_ms: self.now - EPOCH_MS,
+            work_ms: self.work_ms,
+            asked: self.asked.len(),
+            forge: self.forge,
+            tracker: self.tracker,
+        }
     }
 }
 
@@ -218,14 +266,19 @@ impl World<'_> {
             match self.start(settings.clone()).and_then(|()| self.drive()) {
                 Ok(None) => return None,
                 Ok(Some(stuck)) => return Some(stuck),
-                Err(Killed) => {
-                    if let Err(why) = self.takeover() {
-                        return Some(why);
-                    }
-                    settings = self.resume_settings();
-                }
+                Err(Killed) => match self.come_back() {
+                    Ok(s) => settings = s,
+                    Err(why) => return Some(why),
+                },
             }
         }
+    }
+
+    /// The driver died: the next one reads the journal back and builds the settings
+    /// it goes on with.
+    fn come_back(&mut self) -> Result<Settings, String> {
+        self.takeover()?;
+        Ok(self.resume_settings())
     }
 
     /// What `resume` builds: the configuration's settings, with what the run decided
@@ -324,6 +377,27 @@ impl World<'_> {
         self.effects += 1;
         if line.is_some() {
             self.tearable.push(self.effects);
+        }
+        if let Some(forks) = self.forks.clone()
+            && self.effects >= 2
+            && (forks.borrow().at)(self.effects)
+        {
+            for torn in [false, true] {
+                if torn && line.is_none() {
+                    continue;
+                }
+                let mut killed = self.clone();
+                killed.forks = None;
+                if let (true, Some(len)) = (torn, line) {
+                    let keep = killed.journal.len() - len / 2;
+                    killed.journal.truncate(keep);
+                }
+                let stuck = match killed.come_back() {
+                    Ok(settings) => killed.drive_to_end(settings),
+                    Err(why) => Some(why),
+                };
+                (forks.borrow_mut().killed)(self.effects, torn, killed.into_run(stuck));
+            }
         }
         if self.kills.first() == Some(&self.effects) {
             self.kills.remove(0);

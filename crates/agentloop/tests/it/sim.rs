@@ -136,6 +136,63 @@ fn small_runs_killed_after_every_effect_end_as_they_would_without() {
     );
 }
 
+/// The every-kill test goes on from a copy of the run without faults at each kill
+/// instead of replaying it there: the copy ends exactly as the run replayed to that
+/// kill does (its journal byte for byte, its branch, forge and tracker), at a few
+/// effects of each seed, torn or not.
+#[test]
+fn a_killed_run_gone_on_from_a_copy_is_the_run_replayed_to_its_kill() {
+    let mut compared = 0;
+    for seed in 0..25 {
+        let sc = Scenario::from_seed(seed);
+        let mut copies = Vec::new();
+        let effects = sim::run(&sc, &Faults::default()).effects;
+        // Three effects of each seed: near its start, in the middle, near its end.
+        let at = [2 + seed % 5, effects / 2, effects - seed % 3];
+        let clean = sim::run_killed_at(
+            &sc,
+            |k| at.contains(&k),
+            |k, torn, run| copies.push((k, torn, run)),
+        );
+        assert_eq!(clean.effects, effects, "seed {seed}");
+        for (k, torn, copy) in copies {
+            let replayed = sim::run(
+                &sc,
+                &Faults {
+                    kills: vec![k],
+                    torn,
+                },
+            );
+            let at = format!("seed {seed}, killed after effect {k} (torn {torn})");
+            assert_eq!(copy.journal, replayed.journal, "{at}");
+            assert_eq!(copy.branch, replayed.branch, "{at}");
+            assert_eq!(copy.state, replayed.state, "{at}");
+            assert_eq!(
+                (copy.effects, copy.drivers, copy.elapsed_ms, copy.work_ms),
+                (
+                    replayed.effects,
+                    replayed.drivers,
+                    replayed.elapsed_ms,
+                    replayed.work_ms
+                ),
+                "{at}"
+            );
+            assert_eq!(
+                (copy.forge, copy.tracker),
+                (replayed.forge, replayed.tracker),
+                "{at}"
+            );
+            assert_eq!(
+                (copy.stuck, copy.tearable),
+                (replayed.stuck, replayed.tearable),
+                "{at}"
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared >= 75, "{compared} killed runs compared");
+}
+
 /// What the every-kill test leaves out is the same run: a torn kill at an effect that
 /// is not a line of the driver's (a spawn, a merge, a forge call, a person's line)
 /// ends exactly as the kill there without tearing.
