@@ -163,7 +163,10 @@ output = 8.0
                     .to_string(),
                 )
                 .unwrap();
-                "[run]\nagent = \"opencode\"\n".into()
+                // Nor the plugin package OpenCode installs into each config directory
+                // from npm's registry (a fresh home is a first run each time; 60 MB):
+                // npm's offline mode refuses it at once.
+                "[run]\nagent = \"opencode\"\n\n[agents.opencode]\nkind = \"opencode\"\n\n[agents.opencode.env]\nNPM_CONFIG_OFFLINE = \"true\"\n".into()
             }
             Cli::Copilot => "[run]\nagent = \"copilot\"\n\n[prices.mock-model]\ninput = 2.0\ncached_input = 0.5\noutput = 8.0\n".into(),
             Cli::Aider => "[run]\nagent = \"aider\"\n\n[agents.aider]\nmodel = \"openai/mock-model\"\n\n[prices.\"openai/mock-model\"]\ninput = 2.0\ncached_input = 0.5\noutput = 8.0\n".into(),
@@ -187,6 +190,9 @@ output = 8.0
             Cli::OpenCode => vec![
                 ("OPENCODE_CONFIG", format!("{home_s}/opencode.json")),
                 ("MOCK_API_KEY", "not-a-real-key".into()),
+                // Not the model list from models.dev: the network is not the tests'
+                // (an unreachable host held each run 7 s here).
+                ("OPENCODE_DISABLE_MODELS_FETCH", "true".into()),
             ],
             // Its custom-provider mode ("bring your own key"), offline: no GitHub
             // account.
