@@ -11,6 +11,7 @@
 //! with requests of their own: steer, pause, skip, debug, stop), the clock. See
 //! docs/ARCHITECTURE.md ("The simulator").
 
+mod fork;
 mod rng;
 mod scale;
 mod scenario;
@@ -24,11 +25,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use agentloop_core::journal::{Contents, Event, Gate, Outcome, RunState, TaskStatus, read};
 
+pub use fork::run_killed_at;
 pub use rng::Rng;
 pub use scale::{Scaled, busiest, scale};
 pub use scenario::{Asked, Asking, Attempt, Profile, Scenario};
 pub use services::{Forge, Issue, Pr, Tracker};
-pub use world::{Commit, Faults, Run, run, run_killed_at};
+pub use world::{Commit, Faults, Run, run};
 
 /// What one seed's check saw.
 #[derive(Debug, Clone, Default)]

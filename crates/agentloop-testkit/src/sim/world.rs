@@ -13,9 +13,7 @@
 //! ships through (`ship`) and the issue tracker it keeps in step (`tracker`) are
 //! simulated too.
 
-use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
-use std::rc::Rc;
 
 use agentloop_core::config::Settings;
 use agentloop_core::journal::*;
@@ -98,19 +96,11 @@ pub(super) struct Pending {
 
 pub(super) struct Killed;
 
-/// At which effects of the run under way a run killed there is tried (`at`), and what
-/// is told each (the effect, whether its line was torn, and how the killed run ended).
-struct Forks<'a> {
-    at: Box<dyn Fn(u64) -> bool + 'a>,
-    killed: Box<dyn FnMut(u64, bool, Run) + 'a>,
-}
-type Fork<'a> = Rc<RefCell<Forks<'a>>>;
-
 #[derive(Clone)]
 pub(super) struct World<'a> {
     pub(super) sc: &'a Scenario,
     /// Set on a run without faults whose every kill is tried from a copy of its world.
-    forks: Option<Fork<'a>>,
+    pub(super) forks: Option<super::fork::Fork<'a>>,
     pub(super) journal: Vec<u8>,
     pub(super) state: RunState,
     pub(super) branch: Vec<Commit>,
@@ -152,29 +142,8 @@ pub fn run(sc: &Scenario, faults: &Faults) -> Run {
     w.into_run(stuck)
 }
 
-/// Runs `sc` without faults, and after each of its effects from the second on that
-/// `at` names a run killed there (and, where the effect is a line of the driver's,
-/// one killed with that line torn too), each told to `killed` as it ends. A killed
-/// run is the run without faults up to its kill: it goes on from a copy of that run's
-/// world rather than replaying it, which is what `run` with that one kill does, in
-/// about half the work. Returns the run without faults.
-pub fn run_killed_at<'a>(
-    sc: &'a Scenario,
-    at: impl Fn(u64) -> bool + 'a,
-    killed: impl FnMut(u64, bool, Run) + 'a,
-) -> Run {
-    let (mut w, settings) = World::new(sc, &Faults::default());
-    w.forks = Some(Rc::new(RefCell::new(Forks {
-        at: Box::new(at),
-        killed: Box::new(killed),
-    })));
-    let stuck = w.drive_to_end(settings);
-    w.forks = None;
-    w.into_run(stuck)
-}
-
 impl<'a> World<'a> {
-    fn new(sc: &'a Scenario, faults: &Faults) -> (World<'a>, Settings) {
+    pub(super) fn new(sc: &'a Scenario, faults: &Faults) -> (World<'a>, Settings) {
         // With planners the plan may start with its goal alone.
         let plan = agentloop_core::plan::Plan::parse_unchecked("PLAN.md", &sc.plan)
             .and_then(|p| {
@@ -234,7 +203,7 @@ impl<'a> World<'a> {
         (w, settings)
     }
 
-    fn into_run(self, stuck: Option<String>) -> Run {
+    pub(super) fn into_run(self, stuck: Option<String>) -> Run {
         Run {
             journal: self.journal,
             state: self.state,
@@ -259,7 +228,7 @@ fn time(ms: u64) -> String {
 
 impl World<'_> {
     /// Drivers one after another until the run is over; `None` when it ended.
-    fn drive_to_end(&mut self, first: Settings) -> Option<String> {
+    pub(super) fn drive_to_end(&mut self, first: Settings) -> Option<String> {
         let mut settings = first;
         loop {
             self.drivers += 1;
@@ -276,7 +245,7 @@ impl World<'_> {
 
     /// The driver died: the next one reads the journal back and builds the settings
     /// it goes on with.
-    fn come_back(&mut self) -> Result<Settings, String> {
+    pub(super) fn come_back(&mut self) -> Result<Settings, String> {
         self.takeover()?;
         Ok(self.resume_settings())
     }
@@ -378,27 +347,7 @@ impl World<'_> {
         if line.is_some() {
             self.tearable.push(self.effects);
         }
-        if let Some(forks) = self.forks.clone()
-            && self.effects >= 2
-            && (forks.borrow().at)(self.effects)
-        {
-            for torn in [false, true] {
-                if torn && line.is_none() {
-                    continue;
-                }
-                let mut killed = self.clone();
-                killed.forks = None;
-                if let (true, Some(len)) = (torn, line) {
-                    let keep = killed.journal.len() - len / 2;
-                    killed.journal.truncate(keep);
-                }
-                let stuck = match killed.come_back() {
-                    Ok(settings) => killed.drive_to_end(settings),
-                    Err(why) => Some(why),
-                };
-                (forks.borrow_mut().killed)(self.effects, torn, killed.into_run(stuck));
-            }
-        }
+        self.try_kills_here(line);
         if self.kills.first() == Some(&self.effects) {
             self.kills.remove(0);
             if let (true, Some(len)) = (self.torn, line) {
