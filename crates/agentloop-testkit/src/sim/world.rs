@@ -143,6 +143,8 @@ pub fn run(sc: &Scenario, faults: &Faults) -> Run {
 }
 
 impl<'a> World<'a> {
+    /// The world at the run's first line (`run_created`), with the settings its first
+    /// driver starts with.
     pub(super) fn new(sc: &'a Scenario, faults: &Faults) -> (World<'a>, Settings) {
         // With planners the plan may start with its goal alone.
         let plan = agentloop_core::plan::Plan::parse_unchecked("PLAN.md", &sc.plan)
@@ -203,6 +205,7 @@ impl<'a> World<'a> {
         (w, settings)
     }
 
+    /// What the run left behind; `stuck`: why it could not finish.
     pub(super) fn into_run(self, stuck: Option<String>) -> Run {
         Run {
             journal: self.journal,
