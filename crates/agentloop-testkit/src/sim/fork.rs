@@ -7,16 +7,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use super::scenario::Scenario;
-use super::world::{Faults, Run, World};
-
-/// At which effects of the run under way a run killed there is tried (`at`), and what
-/// is told each (the effect, whether its line was torn, and how the killed run ended).
-pub(super) struct Forks<'a> {
-    at: Box<dyn Fn(u64) -> bool + 'a>,
-    killed: Box<dyn FnMut(u64, bool, Run) + 'a>,
-}
-
-pub(super) type Fork<'a> = Rc<RefCell<Forks<'a>>>;
+use super::world::{Faults, Forks, Run, World};
 
 /// Runs `sc` without faults, and after each of its effects from the second on that
 /// `at` names a run killed there (and, where the effect is a line of the driver's,

@@ -13,7 +13,9 @@
 //! ships through (`ship`) and the issue tracker it keeps in step (`tracker`) are
 //! simulated too.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
 
 use agentloop_core::config::Settings;
 use agentloop_core::journal::*;
@@ -96,11 +98,19 @@ pub(super) struct Pending {
 
 pub(super) struct Killed;
 
+/// At which effects of the run under way a run killed there is tried (`at`), and what
+/// is told each (the effect, whether its line was torn, and how the killed run ended):
+/// `fork.rs`.
+pub(super) struct Forks<'a> {
+    pub(super) at: Box<dyn Fn(u64) -> bool + 'a>,
+    pub(super) killed: Box<dyn FnMut(u64, bool, Run) + 'a>,
+}
+
 #[derive(Clone)]
 pub(super) struct World<'a> {
     pub(super) sc: &'a Scenario,
     /// Set on a run without faults whose every kill is tried from a copy of its world.
-    pub(super) forks: Option<super::fork::Fork<'a>>,
+    pub(super) forks: Option<Rc<RefCell<Forks<'a>>>>,
     pub(super) journal: Vec<u8>,
     pub(super) state: RunState,
     pub(super) branch: Vec<Commit>,
