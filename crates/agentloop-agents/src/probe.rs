@@ -219,9 +219,14 @@ fn on_path(program: &str) -> bool {
 }
 
 fn run_version(program: &str, ac: &AgentConfig) -> Result<String, String> {
-    let mut child = Command::new(program)
-        .arg("--version")
-        .envs(&ac.env)
+    let mut cmd = Command::new(program);
+    cmd.arg("--version").envs(&ac.env);
+    // Gemini CLI starts itself a second time with a larger heap before it does
+    // anything, answering `--version` too: 3.4 s here, 1.7 s told not to.
+    if ac.kind == "gemini" {
+        cmd.env("GEMINI_CLI_NO_RELAUNCH", "true");
+    }
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

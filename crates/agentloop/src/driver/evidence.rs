@@ -23,8 +23,13 @@ impl Driver {
         let commands = evidence::baseline_commands(&self.state);
         let tree = self.baseline_tree();
         let log = self.run.path.join("baseline.log");
+        // The tree's files, listed once: what the checks are traced on and what their
+        // reads are looked up in.
+        let files = tree
+            .as_deref()
+            .and_then(|t| surface::tree_files(&self.ws.root, t).ok());
         let taken = BaselineCache::cached_or(tree.as_deref(), &commands, || {
-            self.take_baseline(&commands, tree.as_deref(), &log)
+            self.take_baseline(&commands, tree.as_deref(), files.as_ref(), &log)
         })
         .map_err(|e| CliError::internal(format!("cannot take the test baseline: {e}")))?;
         // The copy held the baseline's tree, not the agent's.
@@ -35,7 +40,7 @@ impl Driver {
         if self.interrupted.load(std::sync::atomic::Ordering::SeqCst) {
             return Ok(());
         }
-        self.follow_reads(&mut baseline, tree.as_deref());
+        self.follow_reads(&mut baseline, files.as_ref());
         if baseline.cached {
             self.progress.note(&format!(
                 "test baseline (cached for this tree): {}",
@@ -56,12 +61,9 @@ impl Driver {
     fn follow_reads(
         &mut self,
         baseline: &mut agentloop_core::evidence::TestsBaseline,
-        tree: Option<&str>,
+        files: Option<&surface::TreeFiles>,
     ) {
-        let (Some(tree), Some(base)) = (tree, &self.state.baseline) else {
-            return;
-        };
-        let Ok(files) = surface::tree_files(&self.ws.root, tree) else {
+        let (Some(files), Some(base)) = (files, &self.state.baseline) else {
             return;
         };
         let base = base.clone();
@@ -79,7 +81,7 @@ impl Driver {
                     .join("\n"),
             })
             .collect();
-        baseline.traced = surface::traced(&self.ws.root, baseline, &files, &base, &tasks);
+        baseline.traced = surface::traced(&self.ws.root, baseline, files, &base, &tasks);
         if let Some(why) = &baseline.trace_incomplete {
             self.progress.warn(&format!(
                 "what the checks read was traced in part ({why}): a script they call may be missing from the verification surface"
@@ -110,6 +112,7 @@ impl Driver {
         &mut self,
         commands: &[String],
         tree: Option<&str>,
+        files: Option<&surface::TreeFiles>,
         log: &std::path::Path,
     ) -> std::io::Result<Option<agentloop_core::evidence::TestsBaseline>> {
         self.progress.note(&format!(
@@ -132,10 +135,8 @@ impl Driver {
         };
         let reports = self.reports_dir(0);
         // What each check opens is traced on the clean copy of the tree.
-        let traced: Vec<String> = match tree {
-            Some(t) if dir != self.ws.root => surface::tree_files(&self.ws.root, t)
-                .map(|f| f.into_keys().collect())
-                .unwrap_or_default(),
+        let traced: Vec<String> = match files {
+            Some(f) if dir != self.ws.root => f.keys().cloned().collect(),
             _ => Vec::new(),
         };
         let runner = verify::Runner {

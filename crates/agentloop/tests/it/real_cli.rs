@@ -186,6 +186,10 @@ output = 8.0
             Cli::Gemini => vec![
                 ("GEMINI_API_KEY", "not-a-real-key".into()),
                 ("GOOGLE_GEMINI_BASE_URL", server.url()),
+                // Not started twice: Gemini CLI starts itself again with a larger
+                // heap unless told not to (1.7 s of CPU each time here). One test
+                // keeps the second start, as a user has it.
+                ("GEMINI_CLI_NO_RELAUNCH", "true".into()),
             ],
             Cli::OpenCode => vec![
                 ("OPENCODE_CONFIG", format!("{home_s}/opencode.json")),
