@@ -322,4 +322,23 @@ mod tests {
             "install it: npm install -g @anthropic-ai/claude-code"
         );
     }
+
+    #[test]
+    fn gemini_is_asked_its_version_without_starting_itself_again() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let program = dir.path().join("gemini");
+        std::fs::write(
+            &program,
+            "#!/bin/sh\necho \"0.61.0 relaunch=${GEMINI_CLI_NO_RELAUNCH:-yes}\"\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut c = Config::default();
+        let mut ac = AgentConfig::builtin("gemini");
+        ac.command = vec![program.display().to_string()];
+        c.agents.insert("gemini".into(), ac);
+        let p = probe(&c, "gemini").unwrap();
+        assert_eq!(p.version.as_deref(), Some("0.61.0 relaunch=true"));
+    }
 }
