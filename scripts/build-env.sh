@@ -11,8 +11,13 @@
 #     start of a test build's agentloop then skips 194,000 relocations (10 ms of CPU
 #     to 2.7 ms), and the tests start it thousands of times. Release builds
 #     (`cargo install`, `scripts/package --release`) do not use it.
+#     A linker of your own (`CARGO_TARGET_<HOST>_LINKER`) is left as it is.
 host=$(rustc -vV | sed -n 's/^host: //p' | tr 'a-z-' 'A-Z_')
-build_env=(env "CARGO_TARGET_${host}_LINKER=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/no-pie-gcc")
+build_env=(env)
+linker_var="CARGO_TARGET_${host}_LINKER"
+if [ -z "${!linker_var:-}" ]; then
+  build_env+=("$linker_var=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/no-pie-gcc")
+fi
 if [ -n "${AGENTLOOP_TEST_LINT:-}" ]; then
   driver="$(rustc --print sysroot)/bin/clippy-driver"
   if [ ! -x "$driver" ]; then
