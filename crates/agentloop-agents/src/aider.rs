@@ -4,7 +4,7 @@
 //! It exits 0 on API errors too, wrapping their text at 80 columns: the text, the
 //! working tree and verification judge it. It keeps `.aider*` files in the tree.
 
-use agentloop_core::config::AgentConfig;
+use agentloop_config::AgentConfig;
 
 use crate::Invocation;
 use crate::cli::{CliKind, PromptIn, base_argv, keep};
@@ -178,8 +178,8 @@ pub fn parse_text(text: &str) -> Parsed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentloop_core::journal::AgentErrorKind;
-    use agentloop_core::values::Usage;
+    use agentloop_ground::values::Usage;
+    use agentloop_journal::AgentErrorKind;
 
     const REPLY: &str = "Aider v0.86.1\nMain model: openai/mock with whole edit format\n\nI added the function.\n\nsrc/greet.py\nApplied edit to src/greet.py\nTokens: 2.1k sent, 1.5k cache hit, 150 received. Cost: $0.01 message, $0.05 session.\n\nTASK_COMPLETE\nTokens: 900 sent, 12 received. Cost: $0.0023 message, $0.0523 session.\n";
 

@@ -3,8 +3,8 @@
 //! The last line is the result object. A failed call can say `subtype: "success"`
 //! with `is_error: true` (a recorded 429 does), so `is_error` is checked first.
 
-use agentloop_core::config::AgentConfig;
-use agentloop_core::values::Usage;
+use agentloop_config::AgentConfig;
+use agentloop_ground::values::Usage;
 use serde_json::Value;
 
 use crate::Invocation;
@@ -175,7 +175,7 @@ pub fn parse_stream_json(text: &str) -> Parsed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentloop_core::journal::AgentErrorKind;
+    use agentloop_journal::AgentErrorKind;
 
     fn fixture(name: &str) -> String {
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

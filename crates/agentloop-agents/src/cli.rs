@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::time::Duration;
 
-use agentloop_core::config::{AgentConfig, Price};
-use agentloop_core::exec::supervise::{self, Spec};
-use agentloop_core::journal::{AgentError, AgentErrorKind};
+use agentloop_config::{AgentConfig, Price};
+use agentloop_exec::supervise::{self, Spec};
+use agentloop_journal::{AgentError, AgentErrorKind};
 
 use crate::parsed::Parsed;
 use crate::{Agent, AgentRun, Invocation};

@@ -1,7 +1,7 @@
 //! Codex CLI: the JSON lines of `codex exec --json`. Codex reports tokens, not cost.
 
-use agentloop_core::config::AgentConfig;
-use agentloop_core::values::Usage;
+use agentloop_config::AgentConfig;
+use agentloop_ground::values::Usage;
 use serde_json::Value;
 
 use crate::Invocation;
@@ -115,7 +115,7 @@ pub fn parse_exec_json(text: &str) -> Parsed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentloop_core::journal::AgentErrorKind;
+    use agentloop_journal::AgentErrorKind;
 
     #[test]
     fn recorded_success() {

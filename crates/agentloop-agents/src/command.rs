@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use agentloop_core::config::{AgentConfig, PromptVia};
-use agentloop_core::exec::supervise::{self, Spec};
-use agentloop_core::journal::{AgentError, AgentErrorKind};
+use agentloop_config::{AgentConfig, PromptVia};
+use agentloop_exec::supervise::{self, Spec};
+use agentloop_journal::{AgentError, AgentErrorKind};
 
 use crate::{Agent, AgentRun, Invocation};
 

@@ -5,9 +5,9 @@
 //! but in the file `--usage-output-file` names, per model (`modelMetrics`); the cost of
 //! a custom provider's model comes from `[prices]`.
 
-use agentloop_core::config::AgentConfig;
-use agentloop_core::journal::AgentErrorKind;
-use agentloop_core::values::Usage;
+use agentloop_config::AgentConfig;
+use agentloop_ground::values::Usage;
+use agentloop_journal::AgentErrorKind;
 use serde_json::Value;
 
 use crate::Invocation;

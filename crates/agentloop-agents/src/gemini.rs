@@ -4,9 +4,9 @@
 //! `status` and `stats` (per model under `models`: its router picks them). Tokens, no
 //! cost.
 
-use agentloop_core::config::AgentConfig;
-use agentloop_core::journal::{AgentError, AgentErrorKind};
-use agentloop_core::values::Usage;
+use agentloop_config::AgentConfig;
+use agentloop_ground::values::Usage;
+use agentloop_journal::{AgentError, AgentErrorKind};
 use serde_json::Value;
 
 use crate::cli::{CliKind, PromptIn, base_argv};

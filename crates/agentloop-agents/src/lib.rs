@@ -16,10 +16,10 @@ pub mod transcript;
 
 use std::path::Path;
 
-use agentloop_core::config::{AgentConfig, Config};
-use agentloop_core::exec::supervise::Finished;
-use agentloop_core::journal::AgentError;
-use agentloop_core::values::Usage;
+use agentloop_config::{AgentConfig, Config};
+use agentloop_exec::supervise::Finished;
+use agentloop_ground::values::Usage;
+use agentloop_journal::AgentError;
 
 /// What one iteration's agent process produced.
 #[derive(Debug, Clone, Default)]
@@ -153,7 +153,7 @@ pub fn resolve_read_only(
 }
 
 /// Agent CLIs that work without any configuration.
-pub use agentloop_core::config::BUILTIN_AGENTS as BUILTIN;
+pub use agentloop_config::BUILTIN_AGENTS as BUILTIN;
 
 fn build(config: &Config, name: &str, ac: &AgentConfig) -> Result<Box<dyn Agent>, ResolveError> {
     let cli = match ac.kind.as_str() {

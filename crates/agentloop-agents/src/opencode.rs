@@ -3,8 +3,8 @@
 //! `part.tokens`) and `error`. It waits out rate limits itself (it honours
 //! `retry-after`); its cost is 0 for a model its catalogue has no price for.
 
-use agentloop_core::config::AgentConfig;
-use agentloop_core::values::Usage;
+use agentloop_config::AgentConfig;
+use agentloop_ground::values::Usage;
 use serde_json::Value;
 
 use crate::Invocation;
@@ -100,7 +100,7 @@ pub fn parse_json(text: &str) -> Parsed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentloop_core::journal::AgentErrorKind;
+    use agentloop_journal::AgentErrorKind;
 
     const RUN: &str = r#"{"type":"step_start","sessionID":"ses_1","part":{"type":"step-start"}}
 {"type":"tool_use","sessionID":"ses_1","part":{"type":"tool","tool":"bash","state":{"status":"completed"}}}

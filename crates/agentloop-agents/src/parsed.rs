@@ -1,8 +1,8 @@
 //! What an adapter reads out of an agent CLI's output, in agentloop's own terms.
 
-use agentloop_core::journal::{AgentError, AgentErrorKind};
+use agentloop_journal::{AgentError, AgentErrorKind};
 
-use agentloop_core::values::Usage;
+use agentloop_ground::values::Usage;
 
 /// The outcome of one agent run as its output tells it.
 #[derive(Debug, Clone, Default, PartialEq)]

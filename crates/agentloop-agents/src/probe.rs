@@ -3,7 +3,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agentloop_core::config::{AgentConfig, Config};
+use agentloop_config::{AgentConfig, Config};
 
 /// The oldest versions the adapters are known to work with.
 pub const MIN_CLAUDE: (u64, u64, u64) = (2, 1, 0);

@@ -10,8 +10,8 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use agentloop_core::config::Price;
-use agentloop_core::values::Usage;
+use agentloop_config::Price;
+use agentloop_ground::values::Usage;
 use serde_json::Value;
 
 use crate::parsed::u64_at;

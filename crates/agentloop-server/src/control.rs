@@ -1,13 +1,13 @@
 //! Control requests over HTTP: appended to the run's journal like the CLI's, and
 //! idempotent by the client's request id.
 
-use agentloop_core::journal::{self, Event, Request, RunStatus};
+use agentloop_journal::{self as journal, Event, Request, RunStatus};
 use axum::Json;
 use axum::extract::{ConnectInfo, Path, State};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use agentloop_core::workspace::WorkspaceError;
+use agentloop_workspace::WorkspaceError;
 
 use crate::Server;
 use crate::error::{ApiError, json_body};

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::time::Duration;
 
-use agentloop_core::journal;
-use agentloop_core::workspace::RunDir;
+use agentloop_journal as journal;
+use agentloop_workspace::RunDir;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use agentloop_core::journal::{self, Event};
+use agentloop_journal::{self as journal, Event};
 use axum::Json;
 use axum::extract::{Path, State};
 use serde::Deserialize;
@@ -169,7 +169,7 @@ pub(crate) async fn iteration(
         prompt = tokio::task::spawn_blocking(move || {
             journal::read(&journal)
                 .ok()
-                .and_then(|c| agentloop_core::policy::prompt_of_iteration(&c.records, n))
+                .and_then(|c| agentloop_policy::prompt_of_iteration(&c.records, n))
         })
         .await
         .map_err(|e| ApiError::Internal(e.to_string()))?

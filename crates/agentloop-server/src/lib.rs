@@ -16,7 +16,7 @@ mod start;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use agentloop_core::workspace::{RunDir, registered_runs};
+use agentloop_workspace::{RunDir, registered_runs};
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use agentloop_core::journal::{FinishReason, RunState, RunStatus};
-use agentloop_core::workspace::RunDir;
+use agentloop_journal::{FinishReason, RunState, RunStatus};
+use agentloop_workspace::RunDir;
 use axum::Json;
 use axum::extract::{Path, State};
 use serde_json::{Value, json};
@@ -40,7 +40,7 @@ fn attention(s: &RunState) -> Vec<String> {
     if let Some((budget, used, limit)) = &s.budget_spent {
         out.push(format!(
             "{} — `agentloop resume --budget +10` tops it up",
-            agentloop_core::policy::WaitReason::budget_words(budget, *used, *limit)
+            agentloop_policy::WaitReason::budget_words(budget, *used, *limit)
         ));
     }
     out
@@ -95,8 +95,8 @@ fn summary(run: &RunDir, s: &RunState) -> Value {
 /// What a running run does when no agent is at work, in words (`None`: an agent is,
 /// or nothing is under way).
 fn phase_words(s: &RunState) -> Option<String> {
-    use agentloop_core::policy::{Action, next_action};
-    if s.status != agentloop_core::journal::RunStatus::Running || !s.running.is_empty() {
+    use agentloop_policy::{Action, next_action};
+    if s.status != agentloop_journal::RunStatus::Running || !s.running.is_empty() {
         return None;
     }
     Some(match next_action(s) {
@@ -135,7 +135,7 @@ fn gauges(s: &RunState, now_ms: u64) -> Vec<Value> {
     ];
     out.push(json!({"name": "cost", "used": s.cost_usd, "limit": b.max_cost_usd, "unit": "USD"}));
     out.push(json!({"name": "tokens", "used": s.usage.total(), "limit": b.max_tokens, "unit": ""}));
-    let running_ms: u64 = if s.status == agentloop_core::journal::RunStatus::Running {
+    let running_ms: u64 = if s.status == agentloop_journal::RunStatus::Running {
         s.running
             .iter()
             .map(|o| now_ms.saturating_sub(o.started_ms))
@@ -192,7 +192,7 @@ pub(crate) async fn run_state(
     v["plan"] = json!(state.plan);
     v["finished"] = json!(state.finished.as_ref().map(|r| r.describe()));
     v["learnings"] = json!(state.learnings);
-    let verdict = agentloop_core::journal::verdict(&state);
+    let verdict = agentloop_journal::verdict(&state);
     v["verdict"] = json!(verdict);
     v["verdict_text"] = json!(verdict.meaning());
     v["shape"] = json!(state.settings.shape);
@@ -201,7 +201,7 @@ pub(crate) async fn run_state(
     // A run whose driver is gone is not spending time.
     let live = shown_status(&run, &state) == "running";
     let now = if live {
-        agentloop_core::clock::now_ms()
+        agentloop_ground::clock::now_ms()
     } else {
         0
     };
@@ -215,7 +215,7 @@ pub(crate) async fn run_state(
     let attempt = |task: &str| {
         state
             .task(task)
-            .map(|t| agentloop_core::policy::attempt_of(&state, t))
+            .map(|t| agentloop_policy::attempt_of(&state, t))
     };
     v["current"] = json!(state.current().map(|o| json!({
         "iteration": o.started.iteration, "task": o.started.task,
@@ -275,8 +275,8 @@ pub(crate) async fn run_state(
                 "blocked_by_breaker": t.blocked_by_breaker, "rung": t.rung, "commit": t.commit,
                 "reviews": t.reviews, "review_rejections": t.review_rejections,
                 "depends": plan.map(|p| p.depends.clone()).unwrap_or_default(),
-                "class": plan.map(|p| agentloop_core::plan::reversibility(p).0),
-                "evidence": agentloop_core::journal::task_evidence(&state, t)})
+                "class": plan.map(|p| agentloop_plan::reversibility(p).0),
+                "evidence": agentloop_journal::task_evidence(&state, t)})
         })
         .collect::<Vec<_>>());
     v["tests_baseline"] = json!(state.tests_baseline.as_ref().map(|b| b.words()));

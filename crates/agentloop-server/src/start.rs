@@ -8,9 +8,9 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use agentloop_core::journal;
-use agentloop_core::journal::Event;
-use agentloop_core::workspace::{RunDir, Workspace, new_run_id, registered_runs};
+use agentloop_journal as journal;
+use agentloop_journal::Event;
+use agentloop_workspace::{RunDir, Workspace, new_run_id, registered_runs};
 use axum::Json;
 use axum::extract::State;
 use serde::Deserialize;
@@ -83,7 +83,7 @@ impl Starter {
 /// A driver's own output goes to a log beside the registry: nothing lands in the
 /// repository, and the server may go away without the driver losing its stderr.
 fn driver_log(name: &str) -> Result<(std::fs::File, PathBuf), ApiError> {
-    let path = agentloop_core::workspace::registry_path()
+    let path = agentloop_workspace::registry_path()
         .map(|p| p.with_file_name("started").join(name))
         .ok_or_else(|| ApiError::Internal("no state directory".into()))?;
     let file = path

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
-use agentloop_core::journal::{Event, Writer};
+use agentloop_journal::{Event, Writer};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 fn url() -> String {
@@ -84,9 +84,7 @@ fn bench(c: &mut Criterion) {
         });
     }
     {
-        agentloop_core::journal::shared::install(Arc::new(
-            agentloop_store::PgStore::new(&url).unwrap(),
-        ));
+        agentloop_journal::shared::install(Arc::new(agentloop_store::PgStore::new(&url).unwrap()));
         let run = format!("bench-{}", std::process::id());
         let path = dir.path().join(&run);
         std::fs::create_dir_all(&path).unwrap();

@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use agentloop_core::journal::shared::{DriverHold, HoldRefused, Put, SharedJournal};
+use agentloop_journal::shared::{DriverHold, HoldRefused, Put, SharedJournal};
 use postgres::Client;
 
 use crate::{Pg, lock_key, source_text, within};

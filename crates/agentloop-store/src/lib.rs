@@ -21,7 +21,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentloop_core::journal::shared::{DriverHold, HoldRefused, SharedJournal, SharedStore};
+use agentloop_journal::shared::{DriverHold, HoldRefused, SharedJournal, SharedStore};
 
 pub use listen::{Listener, follow_runs};
 pub use schema::{SCHEMA, migrate, version};
@@ -248,7 +248,7 @@ impl PgStore {
 
     /// Installs it for the rest of the process.
     pub fn install(self) {
-        agentloop_core::journal::shared::install(Arc::new(self));
+        agentloop_journal::shared::install(Arc::new(self));
     }
 
     fn check(&self) -> Result<(), (bool, String)> {

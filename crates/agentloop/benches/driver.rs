@@ -16,8 +16,8 @@ mod common;
 use std::process::Command;
 use std::time::Instant;
 
-use agentloop_core::journal;
-use agentloop_core::journal::Event;
+use agentloop_journal as journal;
+use agentloop_journal::Event;
 
 fn main() {
     if std::env::args().any(|a| a == "--list") {

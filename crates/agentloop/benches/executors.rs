@@ -18,7 +18,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use agentloop_core::journal::{self, Event};
+use agentloop_journal::{self as journal, Event};
 
 fn main() {
     if std::env::args().any(|a| a == "--list") {

@@ -14,11 +14,11 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agentloop_core::config::Config;
-use agentloop_core::journal;
-use agentloop_core::journal::*;
-use agentloop_core::plan::Plan;
-use agentloop_core::signals::Signals;
+use agentloop_config::Config;
+use agentloop_ground::signals::Signals;
+use agentloop_journal as journal;
+use agentloop_journal::*;
+use agentloop_plan::Plan;
 
 fn percentile(v: &mut [Duration], p: f64) -> f64 {
     v.sort();
@@ -171,7 +171,7 @@ fn main() {
         String::from_utf8_lossy(&out.stdout)
     );
     let cached = std::fs::read(run_dir.join("state.json")).unwrap();
-    if let Err(e) = serde_json::from_slice::<agentloop_core::journal::RunState>(&cached) {
+    if let Err(e) = serde_json::from_slice::<agentloop_journal::RunState>(&cached) {
         panic!("state.json does not load as a cache: {e}");
     }
     let mut ours = Vec::new();

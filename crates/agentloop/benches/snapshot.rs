@@ -14,8 +14,8 @@ mod common;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use agentloop_core::exec::git::Snapshots;
-use agentloop_core::exec::watch::Watched;
+use agentloop_exec::git::Snapshots;
+use agentloop_exec::watch::Watched;
 
 fn median(mut v: Vec<Duration>) -> f64 {
     v.sort();

@@ -1,8 +1,8 @@
 //! Events and control requests in words: one line each, for `log`, the progress lines
 //! and the control commands.
 
-use agentloop_core::journal::{Event, Gate, Request, RunState};
-use agentloop_core::words::plural;
+use agentloop_ground::words::plural;
+use agentloop_journal::{Event, Gate, Request, RunState};
 
 /// At most `max` characters of `s`, with "…" when cut.
 fn ellipsis(s: &str, max: usize) -> String {
@@ -169,7 +169,7 @@ pub(crate) fn event(e: &Event) -> String {
         }
         Event::BaselineRecorded { files } => format!(
             "baseline of the verification surface: {}",
-            agentloop_core::words::plural(files.len(), "file", "files")
+            agentloop_ground::words::plural(files.len(), "file", "files")
         ),
         Event::TestsBaseline(b) => format!(
             "test baseline{}: {}",
@@ -191,17 +191,17 @@ pub(crate) fn event(e: &Event) -> String {
             r.iteration, r.reviewer, r.risk, r.round, r.of
         ),
         Event::ReviewFinished(r) => match r.verdict {
-            agentloop_core::journal::ReviewVerdict::Approve => {
+            agentloop_journal::ReviewVerdict::Approve => {
                 format!("iteration {}: {} approves", r.iteration, r.reviewer)
             }
-            agentloop_core::journal::ReviewVerdict::Reject => format!(
+            agentloop_journal::ReviewVerdict::Reject => format!(
                 "iteration {}: {} rejects{}: {}",
                 r.iteration,
                 r.reviewer,
                 if r.unparsable { " (no verdict)" } else { "" },
                 r.findings
                     .iter()
-                    .map(agentloop_core::journal::Finding::words)
+                    .map(agentloop_journal::Finding::words)
                     .collect::<Vec<_>>()
                     .join("; ")
             ),
@@ -211,7 +211,7 @@ pub(crate) fn event(e: &Event) -> String {
         }
         Event::TripwiresChecked { iteration, hits } => format!(
             "iteration {iteration} hit a tripwire: {}",
-            agentloop_core::journal::hits_words(hits)
+            agentloop_journal::hits_words(hits)
         ),
         Event::SurfaceChecked { iteration, changes } if changes.is_empty() => {
             format!("iteration {iteration}: the verification surface is as the baseline")
@@ -227,9 +227,8 @@ pub(crate) fn event(e: &Event) -> String {
         Event::SurfaceRestored { iteration, cause } => format!(
             "iteration {iteration}: baseline versions restored ({})",
             match cause {
-                agentloop_core::journal::RestoreCause::Policy => "on_protected_change = restore",
-                agentloop_core::journal::RestoreCause::Rejected { .. } =>
-                    "a person rejected the change",
+                agentloop_journal::RestoreCause::Policy => "on_protected_change = restore",
+                agentloop_journal::RestoreCause::Rejected { .. } => "a person rejected the change",
             }
         ),
         Event::ControlRefused {
@@ -310,7 +309,7 @@ pub(crate) fn event(e: &Event) -> String {
             limit,
         } => format!(
             "{}; the run pauses",
-            agentloop_core::policy::WaitReason::budget_words(budget, *used, *limit)
+            agentloop_policy::WaitReason::budget_words(budget, *used, *limit)
         ),
         Event::IssueUpdated { task, issue, state } => {
             format!("task {task}: issue {issue} told and moved to {state}")
@@ -356,7 +355,7 @@ pub fn request(r: &Request) -> String {
         } => {
             let mut parts = Vec::new();
             if let Some(c) = cost_cents {
-                parts.push(agentloop_core::words::money(*c as f64 / 100.0));
+                parts.push(agentloop_ground::words::money(*c as f64 / 100.0));
             }
             if let Some(t) = tokens {
                 parts.push(format!("{t} tokens"));
@@ -383,13 +382,13 @@ pub fn request(r: &Request) -> String {
         Request::Steer { note } => format!("note for the next iteration: {note}"),
         Request::AcceptSurface { files } => format!(
             "accept {} of the verification surface as the new baseline",
-            agentloop_core::words::plural(files.len(), "change", "changes")
+            agentloop_ground::words::plural(files.len(), "change", "changes")
         ),
     }
 }
 
 /// "needs the security, database review", or that no diff gate triggered.
-fn gates_words(triggered: &[agentloop_core::policy::Trigger], verb: &str) -> String {
+fn gates_words(triggered: &[agentloop_journal::GateTrigger], verb: &str) -> String {
     let mut gates: Vec<&str> = triggered.iter().map(|t| t.gate.as_str()).collect();
     gates.dedup();
     if gates.is_empty() {
@@ -406,11 +405,11 @@ pub(crate) fn held(s: &RunState, gate: &Gate) -> Vec<String> {
         // What a person approves: the plan's clarity and shape, and, when it is not
         // clear enough to run unasked, the questions it leaves open.
         Gate::Plan => {
-            let clarity = agentloop_core::plan::assess(&s.plan);
+            let clarity = agentloop_plan::assess(&s.plan);
             let mut out = vec![format!(
                 "{}: {} · clarity {} · shape {}",
                 s.plan.title,
-                agentloop_core::words::plural(s.plan.tasks.len(), "task", "tasks"),
+                agentloop_ground::words::plural(s.plan.tasks.len(), "task", "tasks"),
                 clarity.describe(),
                 s.settings.shape.as_deref().unwrap_or("tool")
             )];
@@ -424,7 +423,7 @@ pub(crate) fn held(s: &RunState, gate: &Gate) -> Vec<String> {
             return out;
         }
         Gate::PlanReview => {
-            return agentloop_core::plan::findings(&s.plan, !s.settings.verify_commands.is_empty())
+            return agentloop_plan::findings(&s.plan, !s.settings.verify_commands.is_empty())
                 .into_iter()
                 .map(|f| format!("- {f}"))
                 .collect();

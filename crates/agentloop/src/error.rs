@@ -1,10 +1,10 @@
 //! The one error type of the command line: a message, a kind that picks the exit code,
 //! and a hint telling the person what to do next.
 
-use agentloop_core::config::ConfigError;
-use agentloop_core::journal::JournalError;
-use agentloop_core::plan::PlanError;
-use agentloop_core::workspace::WorkspaceError;
+use agentloop_config::ConfigError;
+use agentloop_journal::JournalError;
+use agentloop_plan::PlanError;
+use agentloop_workspace::WorkspaceError;
 
 /// Process exit codes, as documented in `--help` and the README.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,5 +1,5 @@
 //! The `agentloop` command line: argument parsing, rendering and the driver loop. The
-//! decisions live in `agentloop-core`.
+//! decisions live in the library crates below it (`agentloop-policy`, `agentloop-evidence`, …).
 
 // First: its `outln!` macro is used by the modules below.
 #[macro_use]
@@ -24,16 +24,16 @@ pub fn main() -> u8 {
     // a person types.
     let mut args = std::env::args_os();
     match args.nth(1) {
-        Some(a) if a == agentloop_core::exec::keeper::KEEP_ARG => {
+        Some(a) if a == agentloop_exec::keeper::KEEP_ARG => {
             let rest: Vec<std::ffi::OsString> = args.collect();
-            return agentloop_core::exec::keeper::keep(&rest).clamp(0, 255) as u8;
+            return agentloop_exec::keeper::keep(&rest).clamp(0, 255) as u8;
         }
         // A hook-mode run's resident (see `exec::resident`), started by a Stop hook.
-        Some(a) if a == agentloop_core::exec::resident::RESIDENT_ARG => {
+        Some(a) if a == agentloop_resident::RESIDENT_ARG => {
             let (Some(run), Some(root)) = (args.next(), args.next()) else {
                 return ExitKind::BadInput as u8;
             };
-            let served = agentloop_core::exec::resident::serve(run.as_ref(), root.as_ref());
+            let served = agentloop_resident::serve(run.as_ref(), root.as_ref());
             return u8::from(served.is_err());
         }
         _ => {}

@@ -7,10 +7,10 @@ use std::process::{Command, Stdio};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use agentloop_core::journal::Record;
-use agentloop_core::journal::RunState;
-use agentloop_core::journal::{Event, FinishReason, Outcome, Rung};
-use agentloop_core::values::Notify;
+use agentloop_ground::values::Notify;
+use agentloop_journal::Record;
+use agentloop_journal::RunState;
+use agentloop_journal::{Event, FinishReason, Outcome, Rung};
 use serde_json::{Value, json};
 
 /// The notification an event calls for, if any.
@@ -62,7 +62,7 @@ pub fn payload(s: &RunState, r: &Record) -> Option<Value> {
             reason: FinishReason::Completed,
             ..
         } => {
-            let v = agentloop_core::journal::verdict(s);
+            let v = agentloop_journal::verdict(s);
             (
                 "completed",
                 format!(
@@ -87,7 +87,7 @@ pub fn payload(s: &RunState, r: &Record) -> Option<Value> {
         "tasks_done": s.done_count(),
         "tasks_total": s.tasks.len(),
         "cost_usd": s.cost_usd,
-        "verdict": agentloop_core::journal::verdict(s),
+        "verdict": agentloop_journal::verdict(s),
         "seq": r.seq,
         "time": r.time,
     }))
@@ -110,7 +110,7 @@ pub fn send(n: &Notify, body: Value) -> Option<JoinHandle<()>> {
         }
         // Started as ours, so the driver's end-of-iteration sweep of what the agent
         // left behind does not take them.
-        use agentloop_core::exec::reap;
+        use agentloop_exec::reap;
         if let Some((program, args)) = n.command.split_first()
             && let Ok(mut child) = reap::spawn_spared(
                 Command::new(program)

@@ -19,7 +19,7 @@ pub fn command() -> clap::Command {
 
 /// Every generated page: its path under `docs/`, and its text.
 pub fn pages() -> Vec<(&'static str, String)> {
-    let schema = agentloop_core::config::json_schema();
+    let schema = agentloop_config::json_schema();
     vec![
         ("reference/cli.md", cli_markdown(&command())),
         ("reference/config.md", config_markdown(&schema)),
@@ -454,7 +454,7 @@ mod tests {
     /// The schema holds every section and refuses what the configuration refuses.
     #[test]
     fn the_schema_names_every_section_and_no_other() {
-        let schema = agentloop_core::config::json_schema();
+        let schema = agentloop_config::json_schema();
         let props = schema["properties"].as_object().unwrap();
         for section in [
             "run", "budgets", "verify", "gates", "agents", "sandbox", "store", "review",

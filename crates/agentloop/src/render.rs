@@ -3,12 +3,12 @@
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
-use agentloop_core::journal::Record;
-use agentloop_core::journal::RunState;
-use agentloop_core::journal::*;
-use agentloop_core::policy::WaitReason;
-use agentloop_core::words::plural;
-use agentloop_core::workspace::RunDir;
+use agentloop_ground::words::plural;
+use agentloop_journal::Record;
+use agentloop_journal::RunState;
+use agentloop_journal::*;
+use agentloop_policy::WaitReason;
+use agentloop_workspace::RunDir;
 
 use crate::error::CliError;
 
@@ -73,7 +73,7 @@ pub fn json_event(r: &Record) {
     let _ = out.flush();
 }
 
-pub use agentloop_core::words::money;
+pub use agentloop_ground::words::money;
 
 pub fn duration_ms(ms: u64) -> String {
     let s = ms / 1000;
@@ -240,7 +240,7 @@ impl Progress {
                 let bound = s
                     .task(&st.task)
                     .filter(|t| t.tries > 1)
-                    .map(|t| format!(" · {}", agentloop_core::policy::attempt_words(s, t)))
+                    .map(|t| format!(" · {}", agentloop_policy::attempt_words(s, t)))
                     .unwrap_or_default();
                 let kind = match st.kind {
                     IterationKind::Work | IterationKind::Retry => bound,
@@ -261,7 +261,7 @@ impl Progress {
                     s.plan.tasks.len(),
                     st.task,
                     duration_ms(self.started.elapsed().as_millis() as u64),
-                    agentloop_core::policy::standing(s)
+                    agentloop_policy::standing(s)
                 );
                 self.line(&text);
             }
@@ -394,7 +394,7 @@ impl Progress {
 
     pub fn finished(&mut self, s: &RunState, run: &RunDir) {
         let reason = match &s.finished {
-            Some(agentloop_core::journal::FinishReason::Completed) => s.completion_words(),
+            Some(agentloop_journal::FinishReason::Completed) => s.completion_words(),
             Some(r) => r.describe(),
             None => String::new(),
         };
@@ -403,7 +403,7 @@ impl Progress {
         } else {
             "1;33"
         };
-        let verdict = agentloop_core::journal::verdict(s);
+        let verdict = agentloop_journal::verdict(s);
         let text = format!(
             "agentloop: run {}: {reason} · {}/{} · {} · {} · {} in iterations\n  verdict: {} — {}\n  record: {}",
             paint(code, s.status.as_str()),
@@ -442,7 +442,7 @@ impl Progress {
 }
 
 /// A run's budgets in words: "50 iterations · $25.00 · no time limit".
-fn budget_words(b: &agentloop_core::values::Budgets) -> String {
+fn budget_words(b: &agentloop_ground::values::Budgets) -> String {
     let mut parts = vec![plural(b.max_iterations as usize, "iteration", "iterations")];
     parts.push(
         b.max_cost_usd
@@ -471,7 +471,7 @@ fn waiting_text(s: &RunState, reason: &WaitReason) -> Option<String> {
         } => format!(
             "agentloop: paused, {} ({}); `agentloop resume --budget +10` (or --tokens, --time, --iterations) tops it up",
             WaitReason::budget_words(budget, *used, *limit),
-            agentloop_core::policy::standing(s)
+            agentloop_policy::standing(s)
         ),
         WaitReason::UsageLimit { until_ms } => {
             let until = std::time::UNIX_EPOCH + std::time::Duration::from_millis(*until_ms);

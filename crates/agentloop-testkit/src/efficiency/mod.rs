@@ -5,12 +5,12 @@
 //! Everything is simulated (no processes): an agent turn and a verification are
 //! scripted per scenario, and agentloop's own pure policy decides what happens next.
 
-use agentloop_core::config::{Config, Settings};
-use agentloop_core::failure::fingerprint;
-use agentloop_core::journal::*;
-use agentloop_core::plan::Plan;
-use agentloop_core::policy::{Action, WaitReason, next_action};
-use agentloop_core::signals::Signals;
+use agentloop_config::{Config, Settings};
+use agentloop_ground::failure::fingerprint;
+use agentloop_ground::signals::Signals;
+use agentloop_journal::*;
+use agentloop_plan::Plan;
+use agentloop_policy::{Action, WaitReason, next_action};
 use serde::Serialize;
 
 /// What the agent is told in one iteration.
@@ -163,7 +163,7 @@ fn outcome(
 pub const AGENTLOOP: &str = "agentloop (default policy)";
 
 /// A simulated verification surface of `paths` (blobs made up from their names).
-pub fn surface_of(paths: &[&str]) -> agentloop_core::journal::Baseline {
+pub fn surface_of(paths: &[&str]) -> agentloop_journal::Baseline {
     paths
         .iter()
         .map(|p| {
@@ -474,7 +474,7 @@ fn forged_is_honoured(request: Request) -> Option<Record> {
 static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 fn journal_read(path: &std::path::Path) -> Result<Contents, JournalError> {
-    agentloop_core::journal::read(path)
+    agentloop_journal::read(path)
 }
 
 /// The loops people run today, re-implemented from their documented behaviour.

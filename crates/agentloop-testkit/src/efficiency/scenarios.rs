@@ -1,7 +1,7 @@
 //! The scripted agents of the suite: honest, lying, flaky, stuck, limited, asking,
 //! needing a replan.
 
-use agentloop_core::journal::IterationKind;
+use agentloop_journal::IterationKind;
 
 use super::{Ctx, Scenario, Turn, Verdict};
 

@@ -23,7 +23,7 @@ mod world;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use agentloop_core::journal::{Contents, Event, Gate, Outcome, RunState, TaskStatus, read};
+use agentloop_journal::{Contents, Event, Gate, Outcome, RunState, TaskStatus, read};
 
 pub use fork::run_killed_at;
 pub use rng::Rng;

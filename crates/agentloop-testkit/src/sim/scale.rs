@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use agentloop_core::journal::Event;
+use agentloop_journal::Event;
 
 use super::{Faults, Scenario, run, sound};
 

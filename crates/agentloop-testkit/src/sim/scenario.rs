@@ -2,7 +2,7 @@
 //! configuration (workers, shape, kind of work, reviewer), and what each attempt of
 //! each task does — all drawn from the seed, so a failing seed replays exactly.
 
-use agentloop_core::config::{
+use agentloop_config::{
     AfterMergeFailure, Config, Forge, MergeWhen, PrScope, ReviewConfig, ReviewWhen, ShapeSetting,
     WorkflowSetting,
 };

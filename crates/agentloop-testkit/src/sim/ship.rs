@@ -11,9 +11,10 @@
 
 use std::collections::BTreeSet;
 
-use agentloop_core::config::{MergeWhen, PrScope};
-use agentloop_core::journal::{CheckOutcome, Event, Gate, Request, TaskStatus};
-use agentloop_core::policy::{self, ShipStep, Trigger};
+use agentloop_config::{MergeWhen, PrScope};
+use agentloop_journal::GateTrigger;
+use agentloop_journal::{CheckOutcome, Event, Gate, Request, TaskStatus};
+use agentloop_policy::{self as policy, ShipStep};
 
 use super::services::{Forge, id};
 use super::world::{Killed, World};
@@ -180,11 +181,11 @@ impl World<'_> {
             return Ok(Err("nothing was pushed".into()));
         };
         let gates = self.state.settings.gates.clone();
-        let triggered: Vec<Trigger> = if gates.database.enabled {
+        let triggered: Vec<GateTrigger> = if gates.database.enabled {
             self.shipped_tasks()
                 .into_iter()
                 .filter(|t| self.sc.touches_database(t))
-                .map(|t| Trigger {
+                .map(|t| GateTrigger {
                     gate: "database".into(),
                     file: format!("migrations/{}.sql", t.to_lowercase()),
                     line: None,
@@ -330,8 +331,8 @@ impl World<'_> {
 /// the base branch merged twice with one commit, a merged branch that was to go.
 pub(super) fn forge_ending(
     forge: &Forge,
-    journal: &[agentloop_core::journal::Record],
-    cfg: &agentloop_core::config::Ship,
+    journal: &[agentloop_journal::Record],
+    cfg: &agentloop_config::Ship,
 ) -> Result<Vec<String>, String> {
     let mut recorded = BTreeSet::new();
     let mut green = BTreeSet::new();

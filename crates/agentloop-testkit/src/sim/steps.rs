@@ -2,9 +2,9 @@
 //! checks, the merges onto the simulated integration branch, the reviewer, and the
 //! person at the gates. Each outcome comes from the scenario's script.
 
-use agentloop_core::journal::*;
-use agentloop_core::policy;
-use agentloop_core::signals::Signals;
+use agentloop_ground::signals::Signals;
+use agentloop_journal::*;
+use agentloop_policy as policy;
 
 use super::scenario::Asking;
 use super::world::{Commit, Done, Killed, World};

@@ -7,8 +7,8 @@
 
 use std::collections::BTreeMap;
 
-use agentloop_core::journal::{Event, Record};
-use agentloop_core::policy::told::{self, Tell};
+use agentloop_journal::{Event, Record};
+use agentloop_policy::told::{self, Tell};
 
 use super::services::Tracker;
 use super::world::{Killed, World};
@@ -17,7 +17,7 @@ use super::world::{Killed, World};
 const QUIET_MS: u64 = 60_000;
 
 /// The run keeps a tracker in step (`[tracker] sync`, and a source).
-fn kept(s: &agentloop_core::journal::RunState) -> bool {
+fn kept(s: &agentloop_journal::RunState) -> bool {
     s.settings.tracker.sync && s.settings.tracker.source.is_some()
 }
 
@@ -91,7 +91,7 @@ impl World<'_> {
 pub(super) fn tracker_ending(
     tracker: &Tracker,
     journal: &[Record],
-    folded: &agentloop_core::journal::RunState,
+    folded: &agentloop_journal::RunState,
 ) -> Result<Vec<String>, String> {
     if !kept(folded) {
         return Ok(Vec::new());
@@ -105,7 +105,7 @@ pub(super) fn tracker_ending(
         if let Event::IssueUpdated { task, issue, state } = &rec.event {
             let e = recorded.entry(issue.as_str()).or_insert(("", 0));
             e.1 += 1;
-            let note = task.starts_with(&format!("{}:", agentloop_core::config::RUN_ISSUE));
+            let note = task.starts_with(&format!("{}:", agentloop_config::RUN_ISSUE));
             if state != "shipped" && !note {
                 e.0 = state;
             }

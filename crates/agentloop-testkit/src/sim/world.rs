@@ -17,9 +17,9 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
-use agentloop_core::config::Settings;
-use agentloop_core::journal::*;
-use agentloop_core::policy::{self, Action, Pick, WaitReason};
+use agentloop_config::Settings;
+use agentloop_journal::*;
+use agentloop_policy::{self as policy, Action, Pick, WaitReason};
 
 use super::scenario::Scenario;
 
@@ -157,7 +157,7 @@ impl<'a> World<'a> {
     /// driver starts with.
     pub(super) fn new(sc: &'a Scenario, faults: &Faults) -> (World<'a>, Settings) {
         // With planners the plan may start with its goal alone.
-        let plan = agentloop_core::plan::Plan::parse_unchecked("PLAN.md", &sc.plan)
+        let plan = agentloop_plan::Plan::parse_unchecked("PLAN.md", &sc.plan)
             .and_then(|p| {
                 match sc.config.run.planners {
                     0 => p.validate("PLAN.md"),

@@ -91,7 +91,7 @@ pub fn trivial_project(root: &Path, tasks: usize, files: usize, agent: &str, con
         format!(
             "[run]\nagent = \"noop\"\nshape = \"tool\"\n[budgets]\nmax_iterations = {}\n[agents.noop]\ncommand = [\"sh\", \"-c\", {agent:?}]\n{config}",
             // As many as the plan may have without `--force`.
-            agentloop_core::values::iteration_ceiling(tasks)
+            agentloop_ground::values::iteration_ceiling(tasks)
         ),
     )
     .unwrap();

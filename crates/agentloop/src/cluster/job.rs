@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use agentloop_agents::Invocation;
-use agentloop_core::config::Config;
-use agentloop_core::exec::{git, transport};
+use agentloop_config::Config;
+use agentloop_exec::{git, transport};
 
 use super::{JobOutcome, JobSpec};
 use crate::error::CliError;

@@ -15,10 +15,10 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use agentloop_agents::AgentRun;
-use agentloop_core::config::AgentConfig;
-use agentloop_core::exec::supervise::Finished;
-use agentloop_core::journal::{AgentError, AgentErrorKind};
-use agentloop_core::values::Usage;
+use agentloop_config::AgentConfig;
+use agentloop_exec::supervise::Finished;
+use agentloop_ground::values::Usage;
+use agentloop_journal::{AgentError, AgentErrorKind};
 use serde::{Deserialize, Serialize};
 
 /// A cluster scheduler that runs an iteration as a job.
@@ -102,7 +102,7 @@ pub enum Ended {
 pub fn exported(patterns: &[String]) -> Vec<String> {
     let mut names: Vec<String> = std::env::vars_os()
         .filter_map(|(k, _)| k.into_string().ok())
-        .filter(|k| agentloop_core::exec::supervise::env_allowed(k, patterns))
+        .filter(|k| agentloop_config::env_allowed(k, patterns))
         .collect();
     names.sort();
     names

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use agentloop_core::config::Config;
-use agentloop_core::journal::AgentErrorKind;
+use agentloop_config::Config;
+use agentloop_journal::AgentErrorKind;
 
 use super::{Ended, Engine, Submission};
 

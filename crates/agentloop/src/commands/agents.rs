@@ -3,12 +3,13 @@
 
 use std::path::Path;
 
+use agentloop_exec::sandbox::Sandbox;
 use serde_json::{Map, json};
 
 use crate::error::{CliError, ExitKind};
 
 pub fn agents(cwd: &Path, as_json: bool) -> Result<ExitKind, CliError> {
-    let ws = agentloop_core::workspace::Workspace::find(cwd);
+    let ws = agentloop_workspace::Workspace::find(cwd);
     let config =
         super::load_config(&ws.root, Path::new("PLAN.md"), &Map::new(), Map::new())?.config;
     let mut names: Vec<String> = agentloop_agents::BUILTIN

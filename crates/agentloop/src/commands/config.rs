@@ -2,13 +2,13 @@
 
 use std::path::Path;
 
-use agentloop_core::plan::Plan;
+use agentloop_plan::Plan;
 use serde_json::{Map, json};
 
 use crate::error::{CliError, ExitKind};
 
 pub fn show(cwd: &Path, plan: &Path, as_json: bool) -> Result<ExitKind, CliError> {
-    let ws = agentloop_core::workspace::Workspace::find(cwd);
+    let ws = agentloop_workspace::Workspace::find(cwd);
     let plan_path = cwd.join(plan);
     let front_matter = if plan_path.exists() {
         Plan::load(&plan_path)?.with_shape(&ws.root)?.settings

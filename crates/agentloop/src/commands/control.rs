@@ -1,12 +1,12 @@
 //! Control requests from another terminal: appended to the run's journal under its
 //! lock, picked up by the driver at the next safe point.
 
-use agentloop_core::journal::TaskStatus;
-use agentloop_core::journal::{Request, RunStatus};
+use agentloop_journal::TaskStatus;
+use agentloop_journal::{Request, RunStatus};
 use std::path::Path;
 
-use agentloop_core::redact::Redactor;
-use agentloop_core::workspace::{Loaded, RunDir, Workspace};
+use agentloop_ground::redact::Redactor;
+use agentloop_workspace::{Loaded, RunDir, Workspace};
 
 use super::Want;
 use crate::error::{CliError, ExitKind};
@@ -131,12 +131,12 @@ pub fn approve_gate(
     not_finished(&run, &loaded, "approve")?;
     let gates = &loaded.state.settings.gates;
     // The agent's own request is refused (and journaled as such) whatever it names.
-    if !agentloop_core::policy::diff_gate_enabled(gates, &gate)
+    if !agentloop_policy::diff_gate_enabled(gates, &gate)
         && run.refused_here(&loaded.state).is_none()
     {
         let on: Vec<&str> = ["security", "database", "external", "architecture", "deploy"]
             .into_iter()
-            .filter(|g| agentloop_core::policy::diff_gate_enabled(gates, g))
+            .filter(|g| agentloop_policy::diff_gate_enabled(gates, g))
             .collect();
         let known = if on.is_empty() {
             "it has no diff gate on".to_string()

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use agentloop_core::workspace::Workspace;
+use agentloop_workspace::Workspace;
 use serde_json::Map;
 
 use crate::cli::DemoArgs;
@@ -97,7 +97,7 @@ fn new_temp_dir() -> Result<PathBuf, CliError> {
 
 fn git_init(dir: &Path) -> Result<(), CliError> {
     let git = |args: &[&str]| -> Result<(), CliError> {
-        let out = agentloop_core::exec::git::git_command(dir)
+        let out = agentloop_exec::git::git_command(dir)
             .args([
                 "-c",
                 "user.name=agentloop demo",

@@ -2,14 +2,14 @@
 //! copies, the refs of failed attempts — and what is left of runs that no longer exist. A run that may still go on
 //! (interrupted, waiting) keeps its worktrees: `resume` needs them.
 
-use agentloop_core::exec::worktree;
-use agentloop_core::words::{bytes, plural};
-use agentloop_core::workspace::{Workspace, registered_runs};
+use agentloop_exec::worktree;
+use agentloop_ground::words::{bytes, plural};
+use agentloop_workspace::{Workspace, registered_runs};
 
 use crate::error::{CliError, ExitKind};
 
 pub fn gc(ws: &Workspace, dry_run: bool) -> Result<ExitKind, CliError> {
-    let Some(cache) = agentloop_core::fsutil::cache_dir() else {
+    let Some(cache) = agentloop_ground::fsutil::cache_dir() else {
         return Err(CliError::user(
             "no cache directory: set HOME or XDG_CACHE_HOME",
         ));
@@ -45,7 +45,7 @@ pub fn gc(ws: &Workspace, dry_run: bool) -> Result<ExitKind, CliError> {
                 continue;
             }
             // Agents a killed driver left at work there go first.
-            let ended = agentloop_core::exec::reap::end_processes_in(&dir);
+            let ended = agentloop_exec::reap::end_processes_in(&dir);
             if ended > 0 {
                 removed.push(format!(
                     "{} left at work in {place}",

@@ -3,8 +3,8 @@
 //! one issue per task not done and per open question, each said once: an open issue
 //! with the same title is not filed again.
 
-use agentloop_core::journal::{RunState, TaskStatus};
-use agentloop_core::workspace::Workspace;
+use agentloop_journal::{RunState, TaskStatus};
+use agentloop_workspace::Workspace;
 
 use crate::error::{CliError, ExitKind};
 
@@ -64,7 +64,7 @@ pub fn handoff(
     let run = ws.resolve(run)?;
     let state = run.load()?.state;
     if !to_issues {
-        outln!("{}", agentloop_core::journal::handoff(&state));
+        outln!("{}", agentloop_journal::handoff(&state));
         return Ok(ExitKind::Completed);
     }
     if !state.is_finished() {

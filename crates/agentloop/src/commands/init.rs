@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use agentloop_core::config::{SCHEMA_PATH, SHORT_TEMPLATE, TEMPLATE};
+use agentloop_config::{SCHEMA_PATH, SHORT_TEMPLATE, TEMPLATE};
 
 use crate::error::{CliError, ExitKind};
 
@@ -34,7 +34,7 @@ What to do next.
 
 pub fn init(dir: &Path, full: bool) -> Result<ExitKind, CliError> {
     let template = if full { TEMPLATE } else { SHORT_TEMPLATE };
-    if !agentloop_core::exec::git::is_repo(dir) {
+    if !agentloop_exec::git::is_repo(dir) {
         crate::render::warn(
             "this is not a git repository: agentloop uses git to see what the agent changed (run `git init` first)",
         );
@@ -69,8 +69,7 @@ pub fn init(dir: &Path, full: bool) -> Result<ExitKind, CliError> {
     if let Some(parent) = schema.parent() {
         std::fs::create_dir_all(parent)?;
     }
-    let text =
-        serde_json::to_string_pretty(&agentloop_core::config::json_schema()).unwrap_or_default();
+    let text = serde_json::to_string_pretty(&agentloop_config::json_schema()).unwrap_or_default();
     std::fs::write(&schema, format!("{text}\n"))?;
     let gi = dir.join(".gitignore");
     let existing = std::fs::read_to_string(&gi).unwrap_or_default();
@@ -93,7 +92,7 @@ pub fn init(dir: &Path, full: bool) -> Result<ExitKind, CliError> {
     if found
         .commands
         .iter()
-        .any(|c| agentloop_core::evidence::runner::may_be_runner(c))
+        .any(|c| agentloop_evidence::runner::may_be_runner(c))
     {
         eprintln!(
             "  per-test evidence: `agentloop plan check --baseline` lists the tests failing now; name the ones each task must make pass on its `Tests:` line"

@@ -1,7 +1,7 @@
 //! `agentloop journal verify`.
 
-use agentloop_core::journal;
-use agentloop_core::workspace::Workspace;
+use agentloop_journal as journal;
+use agentloop_workspace::Workspace;
 
 use crate::error::{CliError, ExitKind};
 
@@ -54,14 +54,14 @@ fn report(path: &std::path::Path, scan: journal::Scan) -> Result<ExitKind, CliEr
         return Err(CliError::user(format!(
             "{}: {} not agentloop's",
             path.display(),
-            agentloop_core::words::plural(scan.forged.len(), "line is", "lines are")
+            agentloop_ground::words::plural(scan.forged.len(), "line is", "lines are")
         ))
         .hint("something other than agentloop wrote to the journal; `agentloop log` shows what agentloop recorded"));
     }
     outln!(
         "{}: ok · {} (seq 1..{}), each sealed by agentloop · schema v{}",
         path.display(),
-        agentloop_core::words::plural(scan.count as usize, "event", "events"),
+        agentloop_ground::words::plural(scan.count as usize, "event", "events"),
         scan.count,
         journal::SCHEMA_VERSION
     );

@@ -2,10 +2,10 @@
 //! fast-forward, or with `--merge` a merge commit when that branch moved — recorded in
 //! the run's journal (`landed`).
 
-use agentloop_core::exec::worktree::{self, Landing};
-use agentloop_core::journal::Event;
-use agentloop_core::words::plural;
-use agentloop_core::workspace::Workspace;
+use agentloop_exec::worktree::{self, Landing};
+use agentloop_ground::words::plural;
+use agentloop_journal::Event;
+use agentloop_workspace::Workspace;
 
 use crate::error::{CliError, ExitKind};
 
@@ -40,7 +40,7 @@ pub fn land(
     let done = s
         .tasks
         .iter()
-        .filter(|t| t.status == agentloop_core::journal::TaskStatus::Done)
+        .filter(|t| t.status == agentloop_journal::TaskStatus::Done)
         .count();
     let what = format!(
         "{} ({} of {} verified)",
@@ -48,7 +48,7 @@ pub fn land(
         done,
         plural(s.tasks.len(), "task", "tasks")
     );
-    if s.status != agentloop_core::journal::RunStatus::Completed {
+    if s.status != agentloop_journal::RunStatus::Completed {
         crate::render::warn(&format!(
             "run {} is {}: what lands is the work verified so far",
             run.id,

@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-use agentloop_core::journal::Event;
-use agentloop_core::journal::{self, Record};
-use agentloop_core::workspace::Workspace;
+use agentloop_journal::Event;
+use agentloop_journal::{self as journal, Record};
+use agentloop_workspace::Workspace;
 
 use crate::cli::LogArgs;
 use crate::error::{CliError, ExitKind};

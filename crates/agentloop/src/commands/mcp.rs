@@ -15,9 +15,9 @@
 
 use std::path::{Path, PathBuf};
 
-use agentloop_core::journal::RunState;
-use agentloop_core::reports::{self, Report};
-use agentloop_core::workspace::{RunDir, Workspace};
+use agentloop_ground::reports::{self, Report};
+use agentloop_journal::RunState;
+use agentloop_workspace::{RunDir, Workspace};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
@@ -201,7 +201,7 @@ impl Agentloop {
                     "depends": task.depends,
                 },
                 "attempt": s.map(|t| t.tries.max(1)),
-                "attempt_at_most": s.map(|t| agentloop_core::policy::task_bound(&found.state, t)),
+                "attempt_at_most": s.map(|t| agentloop_policy::task_bound(&found.state, t)),
                 "last_failure": s.and_then(|t| t.last_digest.clone()),
                 "how_to_finish": "call report_complete when the work is done and checked; agentloop then runs the verification itself",
             })
@@ -313,7 +313,7 @@ fn given() -> Option<(PathBuf, u32)> {
 pub fn mcp(cwd: &Path) -> Result<ExitKind, CliError> {
     // In a sandbox the journal's key is hidden from the agent, and from this server it
     // starts: what it shows the agent is read without the seals (it writes no record).
-    agentloop_core::journal::read_unsealed_without_key();
+    agentloop_journal::read_unsealed_without_key();
     let target = Target {
         cwd: cwd.to_path_buf(),
         given: given(),

@@ -26,9 +26,9 @@ pub(crate) mod watch;
 
 use std::path::{Path, PathBuf};
 
-use agentloop_core::config::{Layered, Loader, Source, user_config_path};
-use agentloop_core::journal::RunState;
-use agentloop_core::workspace::Workspace;
+use agentloop_config::{Layered, Loader, Source, user_config_path};
+use agentloop_journal::RunState;
+use agentloop_workspace::Workspace;
 use serde_json::{Map, Value};
 
 use crate::cli::{
@@ -107,7 +107,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
         Command::Mcp => mcp::mcp(&cwd()?),
         Command::Job => crate::cluster::job::job().map(|()| ExitKind::Completed),
         Command::SandboxNet(a) => std::process::exit(
-            agentloop_core::exec::sandbox::Bridge {
+            agentloop_exec::sandbox::Bridge {
                 socket: a.socket,
                 proxy_port: a.proxy_port,
                 forwards: a.forward,
@@ -170,7 +170,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
         Command::Queue(QueueCommand::Run) => queue::run(&cwd()?),
         Command::Config(ConfigCommand::Show { plan, json }) => config::show(&cwd()?, &plan, json),
         Command::Config(ConfigCommand::Schema) => {
-            let schema = agentloop_core::config::json_schema();
+            let schema = agentloop_config::json_schema();
             outln!(
                 "{}",
                 serde_json::to_string_pretty(&schema).unwrap_or_default()
@@ -228,12 +228,12 @@ pub(crate) fn plan_and_config(
     full: &Path,
     shown: &Path,
     flags: Map<String, Value>,
-) -> Result<(agentloop_core::plan::Plan, Layered), CliError> {
+) -> Result<(agentloop_plan::Plan, Layered), CliError> {
     let name = shown.display().to_string();
-    let plan = agentloop_core::plan::Plan::load_growing(full, &name)?.with_shape(root)?;
+    let plan = agentloop_plan::Plan::load_growing(full, &name)?.with_shape(root)?;
     let layered = load_config(root, shown, &plan.settings, flags)?;
     if plan.tasks.is_empty() && layered.config.run.planners == 0 {
-        return Err(agentloop_core::plan::Plan::no_tasks(&name).into());
+        return Err(agentloop_plan::Plan::no_tasks(&name).into());
     }
     Ok((plan, layered))
 }
@@ -300,13 +300,11 @@ pub(crate) fn run_config_with(
         None => Pinned::AsItIs,
         Some(base) => Pinned::Baseline(match base.get("agentloop.toml") {
             None => None,
-            Some(f) => Some(
-                agentloop_core::exec::surface::blob(root, &f.blob).map_err(|e| {
-                    CliError::internal(format!(
-                        "cannot read the run's baseline of agentloop.toml: {e}"
-                    ))
-                })?,
-            ),
+            Some(f) => Some(agentloop_verify::surface::blob(root, &f.blob).map_err(|e| {
+                CliError::internal(format!(
+                    "cannot read the run's baseline of agentloop.toml: {e}"
+                ))
+            })?),
         }),
     };
     load_config_pinned(
@@ -324,7 +322,7 @@ pub(crate) fn config_drift(root: &Path, s: &RunState) -> Option<String> {
     let now = std::fs::read(root.join("agentloop.toml")).ok();
     let then = base
         .get("agentloop.toml")
-        .and_then(|f| agentloop_core::exec::surface::blob(root, &f.blob).ok());
+        .and_then(|f| agentloop_verify::surface::blob(root, &f.blob).ok());
     (now != then).then(|| {
         "agentloop.toml changed since the run started; the run keeps the version it started with until a person approves the change at the surface gate (`agentloop verify-surface` shows it)".to_string()
     })
@@ -333,8 +331,8 @@ pub(crate) fn config_drift(root: &Path, s: &RunState) -> Option<String> {
 /// Every agent a task names must be one the configuration knows; the error names the
 /// task's line.
 pub(crate) fn plan_agents_exist(
-    config: &agentloop_core::config::Config,
-    plan: &agentloop_core::plan::Plan,
+    config: &agentloop_config::Config,
+    plan: &agentloop_plan::Plan,
     file: &str,
 ) -> Result<(), CliError> {
     for t in &plan.tasks {
@@ -365,7 +363,7 @@ pub(crate) fn pick_run(
     ws: &Workspace,
     named: Option<&str>,
     want: Want,
-) -> Result<agentloop_core::workspace::RunDir, CliError> {
+) -> Result<agentloop_workspace::RunDir, CliError> {
     if named.is_some() {
         return Ok(ws.resolve(named)?);
     }

@@ -2,12 +2,12 @@
 
 use std::path::Path;
 
-use agentloop_core::words::plural;
+use agentloop_ground::words::plural;
 
 use crate::error::{CliError, ExitKind};
 
 pub fn check(cwd: &Path, path: &Path, as_json: bool, baseline: bool) -> Result<ExitKind, CliError> {
-    let ws = agentloop_core::workspace::Workspace::find(cwd);
+    let ws = agentloop_workspace::Workspace::find(cwd);
     // The front matter must be valid configuration too (and says whether planners may
     // grow a plan that has its goal alone).
     let (plan, layered) =
@@ -39,7 +39,7 @@ pub fn check(cwd: &Path, path: &Path, as_json: bool, baseline: bool) -> Result<E
         if let Some(g) = t.gate {
             extra.push(format!(
                 "gate {}",
-                if g == agentloop_core::plan::GatePoint::Before {
+                if g == agentloop_plan::GatePoint::Before {
                     "before"
                 } else {
                     "after"
@@ -52,9 +52,9 @@ pub fn check(cwd: &Path, path: &Path, as_json: bool, baseline: bool) -> Result<E
         if let Some(a) = &t.agent {
             extra.push(format!("agent {a}"));
         }
-        let (class, _) = agentloop_core::plan::reversibility(t);
+        let (class, _) = agentloop_plan::reversibility(t);
         extra.push(format!("class {}", class.as_str()));
-        if agentloop_core::plan::interface_update(t).is_some() {
+        if agentloop_plan::interface_update(t).is_some() {
             extra.push("interface update".into());
         }
         outln!("  {:width$}  {}  ({})", t.id, t.title, extra.join(" · "));
@@ -65,22 +65,22 @@ pub fn check(cwd: &Path, path: &Path, as_json: bool, baseline: bool) -> Result<E
         .and_then(|v| v.get("commands"))
         .and_then(|c| c.as_array())
         .is_some_and(|c| !c.is_empty());
-    let clarity = agentloop_core::plan::assess(&plan);
-    use agentloop_core::config::ShapeSetting;
-    let gates = |shape: agentloop_core::plan::Shape| match shape {
-        agentloop_core::plan::Shape::Tool => "no check-ins",
-        agentloop_core::plan::Shape::Colleague => {
+    let clarity = agentloop_plan::assess(&plan);
+    use agentloop_config::ShapeSetting;
+    let gates = |shape: agentloop_plan::Shape| match shape {
+        agentloop_plan::Shape::Tool => "no check-ins",
+        agentloop_plan::Shape::Colleague => {
             "plan approval, its review, after each task, a final review"
         }
-        agentloop_core::plan::Shape::Intent => {
+        agentloop_plan::Shape::Intent => {
             "waits at plan approval with its questions, then as a colleague"
         }
     };
     let taken = match layered.config.run.shape {
         ShapeSetting::Auto => None,
-        ShapeSetting::Tool => Some(agentloop_core::plan::Shape::Tool),
-        ShapeSetting::Colleague => Some(agentloop_core::plan::Shape::Colleague),
-        ShapeSetting::Intent => Some(agentloop_core::plan::Shape::Intent),
+        ShapeSetting::Tool => Some(agentloop_plan::Shape::Tool),
+        ShapeSetting::Colleague => Some(agentloop_plan::Shape::Colleague),
+        ShapeSetting::Intent => Some(agentloop_plan::Shape::Intent),
     };
     match taken {
         None => outln!(
@@ -100,10 +100,10 @@ pub fn check(cwd: &Path, path: &Path, as_json: bool, baseline: bool) -> Result<E
     if !layered.config.run.confirm {
         outln!("proceeds without confirmation: none of the gates that only confirm");
     }
-    use agentloop_core::config::WorkflowSetting;
+    use agentloop_config::WorkflowSetting;
     let set = layered.config.run.workflow;
     if set == WorkflowSetting::Auto {
-        let (workflow, why) = agentloop_core::plan::workflow(&plan);
+        let (workflow, why) = agentloop_plan::workflow(&plan);
         outln!(
             "workflow {} ({why}; `[run] workflow` sets it)",
             workflow.as_str()
@@ -142,7 +142,7 @@ pub fn check(cwd: &Path, path: &Path, as_json: bool, baseline: bool) -> Result<E
 fn from_tracker(
     source: &agentloop_forge::tracker::Source,
     api_url: Option<&str>,
-) -> Result<agentloop_core::plan::Imported, CliError> {
+) -> Result<agentloop_plan::Imported, CliError> {
     let tracker = agentloop_forge::tracker(source, api_url).map_err(CliError::user)?;
     let issues = tracker
         .issues(&source.filter)
@@ -158,9 +158,9 @@ fn from_tracker(
             }
         )));
     }
-    let tasks: Vec<agentloop_core::plan::IssueTask> = issues
+    let tasks: Vec<agentloop_plan::IssueTask> = issues
         .iter()
-        .map(|i| agentloop_core::plan::IssueTask {
+        .map(|i| agentloop_plan::IssueTask {
             id: source.task_id(&i.key),
             title: i.title.clone(),
             body: i.body.clone(),
@@ -171,7 +171,7 @@ fn from_tracker(
         Some(n) => Some(source.task_id(n)),
         None => Some(r.to_ascii_uppercase()),
     };
-    let mut plan = agentloop_core::plan::plan_from_issues(
+    let mut plan = agentloop_plan::plan_from_issues(
         &source.without_filter(),
         &source.without_filter(),
         &tasks,
@@ -180,7 +180,7 @@ fn from_tracker(
     if let Some(url) = api_url {
         plan.settings["tracker"]["api_url"] = serde_json::json!(url);
     }
-    Ok(agentloop_core::plan::Imported {
+    Ok(agentloop_plan::Imported {
         plan,
         format: "the issue tracker",
         left_out: Vec::new(),
@@ -198,7 +198,7 @@ pub fn import(
         None => {
             let bytes = std::fs::read(file)
                 .map_err(|e| CliError::user(format!("{}: {e}", file.display())))?;
-            agentloop_core::plan::import(&file.display().to_string(), &bytes)
+            agentloop_plan::import(&file.display().to_string(), &bytes)
                 .map_err(|e| CliError::user(e.to_string()))?
         }
     };
@@ -210,7 +210,7 @@ pub fn import(
             return Err(CliError::user(format!("{} exists", output.display()))
                 .hint("pass --force to overwrite it, or --output another path (`-` for stdout)"));
         }
-        agentloop_core::fsutil::write_atomic(output, md.as_bytes())?;
+        agentloop_ground::fsutil::write_atomic(output, md.as_bytes())?;
         eprintln!(
             "agentloop: wrote {} ({} from {})",
             output.display(),

@@ -4,30 +4,30 @@
 
 use std::path::Path;
 
-use agentloop_core::config::Config;
-use agentloop_core::evidence::names::{NameCheck, check_names};
-use agentloop_core::exec::clean_copy::CleanCopy;
-use agentloop_core::exec::verify::{self, BaselineCache};
-use agentloop_core::plan::Plan;
-use agentloop_core::words::plural;
+use agentloop_config::Config;
+use agentloop_evidence::names::{NameCheck, check_names};
+use agentloop_ground::words::plural;
+use agentloop_plan::Plan;
+use agentloop_verify::clean_copy::CleanCopy;
+use agentloop_verify::verify::{self, BaselineCache};
 
 use crate::error::CliError;
 
 /// Prints the baseline and each named test's standing; a name that matches no test
 /// the checks collect is an error.
 pub fn check(root: &Path, plan: &Plan, config: &Config) -> Result<(), CliError> {
-    let commands = agentloop_core::policy::evidence::plan_checks(plan, &config.verify.commands);
+    let commands = agentloop_policy::evidence::plan_checks(plan, &config.verify.commands);
     if commands.is_empty() {
         outln!("baseline: no checks to run");
         return Ok(());
     }
     let id = format!("plan-check-{}", std::process::id());
-    let copy = agentloop_core::exec::git::is_repo(root)
+    let copy = agentloop_exec::git::is_repo(root)
         .then(|| CleanCopy::for_run(root, &id))
         .flatten();
     // The tree first: a baseline cached for it needs no checkout at all.
     let tree = copy.as_ref().and_then(|c| c.tree_now(None).ok());
-    let scratch = agentloop_core::fsutil::cache_dir()
+    let scratch = agentloop_ground::fsutil::cache_dir()
         .unwrap_or_else(std::env::temp_dir)
         .join("reports")
         .join(&id);

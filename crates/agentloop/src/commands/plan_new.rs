@@ -8,10 +8,10 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use agentloop_core::exec::verify;
-use agentloop_core::plan::Plan;
-use agentloop_core::words::{money, plural};
-use agentloop_core::workspace::Workspace;
+use agentloop_ground::words::{money, plural};
+use agentloop_plan::Plan;
+use agentloop_verify::verify;
+use agentloop_workspace::Workspace;
 
 use crate::error::{CliError, ExitKind};
 
@@ -39,7 +39,7 @@ enum Finding {
 }
 
 fn git(dir: &Path, args: &[&str]) -> Option<String> {
-    agentloop_core::exec::git::run(dir, args).ok()
+    agentloop_exec::git::run(dir, args).ok()
 }
 
 /// The plan in the agent's answer: a fenced block holding one, else the text from
@@ -175,7 +175,7 @@ fn check_commands(
     plan: &Plan,
     dir: &Path,
     logs: &Path,
-    cfg: &agentloop_core::config::Config,
+    cfg: &agentloop_config::Config,
 ) -> Vec<Finding> {
     let mut seen: Vec<String> = Vec::new();
     let mut out = Vec::new();
@@ -270,7 +270,7 @@ pub fn new(cwd: &Path, args: NewArgs) -> Result<ExitKind, CliError> {
     let drafts = ws
         .dir
         .join("drafts")
-        .join(agentloop_core::clock::now_ms().to_string());
+        .join(agentloop_ground::clock::now_ms().to_string());
     std::fs::create_dir_all(&drafts)
         .map_err(|e| CliError::internal(format!("cannot create {}: {e}", drafts.display())))?;
     let copy = Copy::make(&ws.root, &drafts);
@@ -281,7 +281,7 @@ pub fn new(cwd: &Path, args: NewArgs) -> Result<ExitKind, CliError> {
         args.tasks,
     );
     let prompt_file = drafts.join("prompt.md");
-    agentloop_core::fsutil::write_atomic(&prompt_file, text.as_bytes())
+    agentloop_ground::fsutil::write_atomic(&prompt_file, text.as_bytes())
         .map_err(|e| CliError::internal(format!("cannot write the prompt: {e}")))?;
     eprintln!(
         "agentloop: {name} drafts the plan, reading {}{}",
@@ -322,13 +322,13 @@ pub fn new(cwd: &Path, args: NewArgs) -> Result<ExitKind, CliError> {
     );
     let draft_file = drafts.join("PLAN.md");
     let Some(draft) = extract(&run.final_message) else {
-        let _ = agentloop_core::fsutil::write_atomic(&draft_file, run.final_message.as_bytes());
+        let _ = agentloop_ground::fsutil::write_atomic(&draft_file, run.final_message.as_bytes());
         return Err(CliError::internal(format!(
             "{name}'s answer has no plan in it (no `# Title` line); it is in {}",
             draft_file.display()
         )));
     };
-    agentloop_core::fsutil::write_atomic(&draft_file, draft.as_bytes())
+    agentloop_ground::fsutil::write_atomic(&draft_file, draft.as_bytes())
         .map_err(|e| CliError::internal(format!("cannot keep the draft: {e}")))?;
     let plan = Plan::parse(&draft_file.display().to_string(), &draft).map_err(|e| {
         CliError::internal(format!("the draft is not a valid plan: {}", e.located()))
@@ -411,7 +411,7 @@ pub fn new(cwd: &Path, args: NewArgs) -> Result<ExitKind, CliError> {
         );
         return Ok(ExitKind::Waiting);
     }
-    agentloop_core::fsutil::write_atomic(&output, draft.as_bytes())
+    agentloop_ground::fsutil::write_atomic(&output, draft.as_bytes())
         .map_err(|e| CliError::internal(format!("cannot write {}: {e}", args.output.display())))?;
     eprintln!(
         "agentloop: wrote {}; `agentloop run` works through it",

@@ -6,12 +6,12 @@
 use std::path::Path;
 use std::process::Command;
 
-use agentloop_core::workspace::{Entry, EntryState, Workspace};
+use agentloop_workspace::{Entry, EntryState, Workspace};
 use serde_json::json;
 
 use crate::error::{CliError, ExitKind};
 
-fn ws_error(e: agentloop_core::workspace::WorkspaceError) -> CliError {
+fn ws_error(e: agentloop_workspace::WorkspaceError) -> CliError {
     CliError::user(e.to_string())
 }
 
@@ -205,7 +205,7 @@ pub fn run(cwd: &Path) -> Result<ExitKind, CliError> {
             deferred = Some((e.id.clone(), why));
             break;
         }
-        let run_id = format!("{}-{}", e.id, agentloop_core::clock::now_ms());
+        let run_id = format!("{}-{}", e.id, agentloop_ground::clock::now_ms());
         set(&ws, &e.id, EntryState::Running, Some(&run_id), None)?;
         eprintln!("agentloop queue: {} ({}): run {run_id}", e.id, e.plan);
         let (state, note) = state_of(drive(

@@ -3,10 +3,11 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use agentloop_core::config::{self, Config, Settings};
-use agentloop_core::journal::{Event, Request};
-use agentloop_core::plan::{Mode, Plan};
-use agentloop_core::workspace::Workspace;
+use agentloop_config::{self as config, Config, Settings};
+use agentloop_exec::sandbox::Sandbox;
+use agentloop_journal::{Event, Request};
+use agentloop_plan::{Mode, Plan};
+use agentloop_workspace::Workspace;
 use serde_json::{Map, Value, json};
 
 use crate::cli::{OutputArgs, ResumeArgs, RunArgs, SettingsFlags};
@@ -49,7 +50,7 @@ pub(crate) fn decide(plan: &Plan, config: &Config, settings: &mut Settings) {
 pub(crate) fn required_skills(
     config: &Config,
     root: &Path,
-) -> Result<std::collections::BTreeMap<String, Vec<agentloop_core::config::Skill>>, CliError> {
+) -> Result<std::collections::BTreeMap<String, Vec<agentloop_config::Skill>>, CliError> {
     config.prompt.require_skills.find(root).map_err(|e| {
         CliError::user(e).hint("install it (a SKILL.md in .claude/skills/NAME/), or take it out of [prompt.require_skills]")
     })
@@ -85,14 +86,14 @@ fn interactive_needs_a_terminal(out: &OutputArgs) -> Result<(), CliError> {
 }
 
 fn ceiling(limit: Option<f64>, force: bool) -> Result<(), CliError> {
-    agentloop_core::values::cost_ceiling(limit, force).map_err(|e| {
+    agentloop_ground::values::cost_ceiling(limit, force).map_err(|e| {
         CliError::user(e).hint("pass --force to allow it, or lower [budgets] max_cost_usd")
     })
 }
 
 /// The iteration budget's ceiling for a plan of `tasks` tasks.
 pub(crate) fn iterations_ceiling(limit: u32, tasks: usize, force: bool) -> Result<(), CliError> {
-    agentloop_core::values::iterations_ceiling(limit, tasks, force).map_err(|e| {
+    agentloop_ground::values::iterations_ceiling(limit, tasks, force).map_err(|e| {
         CliError::user(e).hint("pass --force to allow it, or lower [budgets] max_iterations")
     })
 }
@@ -146,7 +147,7 @@ impl SettingsFlags {
 /// Held-out checks the plan names can run: `[verify] holdout` is a directory outside
 /// the project with each `NAME.sh`, and checks run on a clean copy.
 pub(crate) fn held_out_ready(
-    config: &agentloop_core::config::Config,
+    config: &agentloop_config::Config,
     plan: &Plan,
     root: &Path,
 ) -> Result<(), CliError> {
@@ -165,13 +166,13 @@ pub(crate) fn held_out_ready(
         ))
         .hint("set `[verify] holdout = \"~/holdout/PROJECT\"` (outside the project), with NAME.sh for each check"));
     };
-    if !config.verify.clean_copy || !agentloop_core::exec::git::is_repo(root) {
+    if !config.verify.clean_copy || !agentloop_exec::git::is_repo(root) {
         return Err(CliError::user(
             "held-out checks run only on a clean copy of the agent's work (a git work tree, `[verify] clean_copy = true`): anywhere else the agent would see them",
         ));
     }
-    let dir = root.join(agentloop_core::fsutil::expand_home(dir));
-    match agentloop_core::exec::verify::holdout_problem(&dir, root, &names) {
+    let dir = root.join(agentloop_ground::fsutil::expand_home(dir));
+    match agentloop_verify::verify::holdout_problem(&dir, root, &names) {
         Some(p) => Err(CliError::user(p)),
         None => Ok(()),
     }
@@ -187,7 +188,7 @@ pub(crate) fn start(
     out: OutputArgs,
 ) -> Result<ExitKind, CliError> {
     if let Some(id) = run_id
-        && !agentloop_core::workspace::valid_run_id(id)
+        && !agentloop_workspace::valid_run_id(id)
     {
         return Err(CliError::user(format!(
             "--run-id {id}: use 1 to 64 letters, digits, '-', '_' or '.'"
@@ -221,8 +222,8 @@ pub(crate) fn start(
                 .hint("the run would do its work and then fail to ship it; fix this first")
         })?;
         // Each task's branch is built with `git merge-tree --merge-base` (git 2.40).
-        if layered.config.ship.pr == agentloop_core::config::PrScope::Task
-            && let Some((major, minor)) = agentloop_core::exec::git::version()
+        if layered.config.ship.pr == agentloop_config::PrScope::Task
+            && let Some((major, minor)) = agentloop_exec::git::version()
             && (major, minor) < (2, 40)
         {
             return Err(CliError::user(format!(
@@ -231,7 +232,7 @@ pub(crate) fn start(
             .hint("install git 2.40 or newer (Debian 12 ships 2.39; Debian 13 and Ubuntu 24.04 have newer ones), or ship the run as one pull request: [ship] pr = \"run\""));
         }
     }
-    if !agentloop_core::exec::git::is_repo(&ws.root) {
+    if !agentloop_exec::git::is_repo(&ws.root) {
         crate::render::warn(
             "not a git repository: no task's work is committed (no history to go back to), and workers, \
              `land` and [ship] need one (run `git init`)",
@@ -251,7 +252,7 @@ pub(crate) fn start(
     if out.json {
         // The stream starts where the journal does: the plan and settings first, then
         // the baseline of the verification surface.
-        for r in agentloop_core::journal::read(&run.journal())?.records {
+        for r in agentloop_journal::read(&run.journal())?.records {
             crate::render::json_event(&r);
         }
     }
@@ -403,7 +404,7 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
         eprintln!("agentloop: {what}");
         loaded = run.load()?;
     }
-    if loaded.state.status == agentloop_core::journal::RunStatus::Completed {
+    if loaded.state.status == agentloop_journal::RunStatus::Completed {
         return Err(CliError::user(format!(
             "run {} is completed; there is nothing to resume",
             run.id
@@ -422,7 +423,7 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
     if let Some(pid) = run.lock_holder() {
         if !loaded.state.paused {
             return Err(CliError::from(
-                agentloop_core::workspace::WorkspaceError::Locked {
+                agentloop_workspace::WorkspaceError::Locked {
                     run: run.id.clone(),
                     pid,
                 },
@@ -457,11 +458,11 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
                 .as_ref()
                 .map(std::path::PathBuf::from)
                 .unwrap_or_else(|| ws.root.clone());
-            let ended = agentloop_core::exec::reap::end_group_left_behind(pgid, &workdir);
+            let ended = agentloop_exec::reap::end_group_left_behind(pgid, &workdir);
             if ended > 0 {
                 crate::render::warn(&format!(
                     "ended {} left behind by the interrupted iteration {}",
-                    agentloop_core::words::plural(ended, "process", "processes"),
+                    agentloop_ground::words::plural(ended, "process", "processes"),
                     open.started.iteration
                 ));
             }

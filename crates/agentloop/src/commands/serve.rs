@@ -4,14 +4,14 @@ use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use agentloop_core::workspace::Workspace;
+use agentloop_workspace::Workspace;
 
 use crate::cli::ServeArgs;
 use crate::error::{CliError, ExitKind};
 
 /// The token file: `$XDG_STATE_HOME/agentloop/token`, readable by the user only.
 fn token_path() -> Option<PathBuf> {
-    agentloop_core::workspace::registry_path().map(|p| p.with_file_name("token"))
+    agentloop_workspace::registry_path().map(|p| p.with_file_name("token"))
 }
 
 /// The stored token, or a new one (returned with `true`).

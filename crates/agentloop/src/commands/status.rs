@@ -1,11 +1,11 @@
 //! `agentloop status` and `agentloop runs`.
 
-use agentloop_core::journal::RunStatus;
-use agentloop_core::journal::{RunState, TaskStatus};
-use agentloop_core::workspace::{RunDir, Workspace};
+use agentloop_journal::RunStatus;
+use agentloop_journal::{RunState, TaskStatus};
+use agentloop_workspace::{RunDir, Workspace};
 use serde_json::{Value, json};
 
-use agentloop_core::words::plural;
+use agentloop_ground::words::plural;
 
 use crate::error::{CliError, ExitKind};
 use crate::render::{duration_ms, money, paint};
@@ -58,7 +58,7 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
             TaskStatus::Pending => " ".to_string(),
         };
         let attempt = if t.tries > 0 && !t.status.is_settled() {
-            format!(" · {}", agentloop_core::policy::attempt_words(s, t))
+            format!(" · {}", agentloop_policy::attempt_words(s, t))
         } else {
             String::new()
         };
@@ -70,7 +70,7 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
             money(t.cost_usd),
             t.title
         );
-        if let Some(e) = agentloop_core::journal::task_evidence(s, t) {
+        if let Some(e) = agentloop_journal::task_evidence(s, t) {
             outln!("    {:width$}  tests: {}", "", e.words());
         }
     }
@@ -94,7 +94,7 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
             "cycle: {} (every {}; {} done in it){last}",
             s.cycles.judged + 1,
             c.describe(),
-            agentloop_core::policy::done_in_cycle(s)
+            agentloop_policy::done_in_cycle(s)
         );
     }
     match &driver {
@@ -146,7 +146,7 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
     for pat in s.learnable() {
         outln!("pattern: {}", pat.hint());
     }
-    let verdict = agentloop_core::journal::verdict(s);
+    let verdict = agentloop_journal::verdict(s);
     outln!(
         "verdict{}: {} — {}",
         if s.is_finished() { "" } else { " so far" },
@@ -161,7 +161,7 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
             "{} {} — waiting until {at} ({}s left)",
             paint("1;33", "usage limit:"),
             s.limit_message.as_deref().unwrap_or(""),
-            until.saturating_sub(agentloop_core::clock::now_ms()) / 1000
+            until.saturating_sub(agentloop_ground::clock::now_ms()) / 1000
         );
     }
     if let Some(g) = &s.gate {
@@ -270,9 +270,9 @@ fn workers(s: &RunState) -> Result<(), CliError> {
     outln!(
         "workers: {}{branch} · worktrees {}",
         s.settings.workers,
-        agentloop_core::words::bytes(agentloop_core::exec::worktree::disk_usage(&s.run_id))
+        agentloop_ground::words::bytes(agentloop_exec::worktree::disk_usage(&s.run_id))
     );
-    let now = agentloop_core::clock::now_ms();
+    let now = agentloop_ground::clock::now_ms();
     let lanes = s.lanes();
     if lanes.len() > LANES_ONE_PER_LINE {
         // Too many to list one per line: a line per phase, its count and the oldest.
@@ -288,7 +288,7 @@ fn workers(s: &RunState) -> Result<(), CliError> {
             l.task,
             l.phase.as_str(),
             s.task(&l.task)
-                .map(|t| agentloop_core::policy::attempt_words(s, t))
+                .map(|t| agentloop_policy::attempt_words(s, t))
                 .unwrap_or_else(|| format!("attempt {}", l.attempt)),
             duration_ms(now.saturating_sub(l.started_ms)),
             l.job.map(|j| format!(" · {j}")).unwrap_or_default()
@@ -366,7 +366,7 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
     let budget_spent = s
         .budget_spent
         .as_ref()
-        .map(|(b, used, limit)| agentloop_core::policy::WaitReason::budget_words(b, *used, *limit));
+        .map(|(b, used, limit)| agentloop_policy::WaitReason::budget_words(b, *used, *limit));
     let mut v = json!({
         "v": 1,
         "run_id": s.run_id,
@@ -392,7 +392,7 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
         "surface_changes": s.surface_gate_changes(),
         "limit": s.limit_until_ms.map(|until| json!({
             "until": humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_millis(until)).to_string(),
-            "seconds_left": until.saturating_sub(agentloop_core::clock::now_ms()) / 1000,
+            "seconds_left": until.saturating_sub(agentloop_ground::clock::now_ms()) / 1000,
             "message": s.limit_message,
         })),
         "needs_attention": s.gate.is_some() || s.status == RunStatus::Blocked || s.limit_until_ms.is_some() || s.budget_spent.is_some(),
@@ -408,12 +408,12 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
             "merge_queue": s.merge_queue().iter().map(|l| &l.task).collect::<Vec<_>>(),
             "batch": s.settings.merge_batch,
             "agent_caps": s.agent_caps,
-            "disk_bytes": agentloop_core::exec::worktree::disk_usage(&s.run_id),
+            "disk_bytes": agentloop_exec::worktree::disk_usage(&s.run_id),
         })),
         "cycles": s.settings.cycle.map(|c| json!({
             "every": c.describe(),
             "current": s.cycles.judged + 1,
-            "done_in_cycle": agentloop_core::policy::done_in_cycle(s),
+            "done_in_cycle": agentloop_policy::done_in_cycle(s),
             "last": s.cycles.last.as_ref().map(|(v, why)| json!({"verdict": v, "reasons": why})),
         })),
         "planners": (s.settings.planners > 0).then(|| json!({
@@ -433,7 +433,7 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
         "when": r.when,
         "max_rounds": r.max_rounds,
     })));
-    v["verdict"] = json!(agentloop_core::journal::verdict(s));
+    v["verdict"] = json!(agentloop_journal::verdict(s));
     v["approvals"] = json!(s.approvals);
     // The seeds' loop state: the stage, and beside the branch and worktrees, the
     // tracker and each task's issue.
@@ -453,7 +453,7 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
     v["prerequisites"] = json!(s.prerequisites);
     v["session"] = json!(s.session);
     v["agent_session"] = json!(s.agent_session);
-    v["criteria"] = json!(agentloop_core::journal::criteria_rows(s));
+    v["criteria"] = json!(agentloop_journal::criteria_rows(s));
     v["tests_baseline"] = json!(s.tests_baseline.as_ref().map(|b| {
         let c = b.counts();
         json!({
@@ -471,10 +471,10 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
     if let Some(tasks) = v["tasks"].as_array_mut() {
         for (row, t) in tasks.iter_mut().zip(&s.tasks) {
             row["skip_reason"] = json!(t.skip_reason);
-            row["evidence"] = json!(agentloop_core::journal::task_evidence(s, t));
+            row["evidence"] = json!(agentloop_journal::task_evidence(s, t));
             row["class"] = json!(
                 s.plan_task(&t.id)
-                    .map(|p| agentloop_core::plan::reversibility(p).0)
+                    .map(|p| agentloop_plan::reversibility(p).0)
             );
         }
     }
@@ -527,17 +527,17 @@ pub fn runs(ws: &Workspace, as_json: bool) -> Result<ExitKind, CliError> {
 }
 
 /// One task as `status --json` shows it.
-fn task_json(s: &RunState, t: &agentloop_core::journal::TaskState) -> Value {
+fn task_json(s: &RunState, t: &agentloop_journal::TaskState) -> Value {
     json!({
     "id": t.id,
     "title": t.title,
     "status": t.status,
     "iterations": t.iterations,
     "attempts": t.tries,
-    "attempts_at_most": agentloop_core::policy::attempt_of(s, t).1,
-    "attempt": agentloop_core::policy::attempt_of(s, t).0,
+    "attempts_at_most": agentloop_policy::attempt_of(s, t).1,
+    "attempt": agentloop_policy::attempt_of(s, t).0,
     "attempts_on_rung": t.attempts,
-    "rung_budget": agentloop_core::policy::rung_budget(s, t),
+    "rung_budget": agentloop_policy::rung_budget(s, t),
     "tried": t.tried,
     "rung": t.rung,
     "cost_usd": t.cost_usd,

@@ -7,9 +7,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use agentloop_core::config::{Loader, Source, user_config_path};
-use agentloop_core::journal::Writer;
-use agentloop_core::workspace::Workspace;
+use agentloop_config::{Loader, Source, user_config_path};
+use agentloop_journal::Writer;
+use agentloop_workspace::Workspace;
 
 use crate::error::{CliError, ExitKind};
 

@@ -5,11 +5,11 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use agentloop_core::exec::surface::{self, Rules};
-use agentloop_core::journal::{Baseline, Request, RunState, SurfaceChange};
-use agentloop_core::values::OnProtectedChange;
-use agentloop_core::words::plural;
-use agentloop_core::workspace::Workspace;
+use agentloop_ground::values::OnProtectedChange;
+use agentloop_ground::words::plural;
+use agentloop_journal::{Baseline, Request, RunState, SurfaceChange};
+use agentloop_verify::surface::{self, Rules};
+use agentloop_workspace::Workspace;
 use serde_json::json;
 
 use crate::error::{CliError, ExitKind};
@@ -111,8 +111,8 @@ fn print_surface(s: &RunState, base: &Baseline, changes: &[SurfaceChange]) -> Re
 
 /// Records the surface as it is now as the new baseline (a person's own edits).
 fn accept_changes(
-    run: &agentloop_core::workspace::RunDir,
-    loaded: agentloop_core::workspace::Loaded,
+    run: &agentloop_workspace::RunDir,
+    loaded: agentloop_workspace::Loaded,
     changes: &[SurfaceChange],
 ) -> Result<ExitKind, CliError> {
     if changes.is_empty() {

@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use agentloop_core::journal::{Request, RunStatus};
-use agentloop_core::journal::{RunState, TaskStatus};
-use agentloop_core::workspace::{RunDir, Workspace};
+use agentloop_journal::{Request, RunStatus};
+use agentloop_journal::{RunState, TaskStatus};
+use agentloop_workspace::{RunDir, Workspace};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout};
 use ratatui::style::{Color, Modifier, Style};
@@ -328,7 +328,7 @@ pub fn frame_text(state: &RunState, live: &str, message: &str, width: u16, heigh
 /// A run with workers: a lane per iteration in progress (its phase and the last lines
 /// of its agent's output), then the merge queue.
 fn lanes(run: &RunDir, s: &RunState) -> String {
-    let now = agentloop_core::clock::now_ms();
+    let now = agentloop_ground::clock::now_ms();
     let mut out = String::new();
     let lanes = s.lanes();
     if lanes.len() > super::status::LANES_ONE_PER_LINE {
@@ -348,7 +348,7 @@ fn lanes(run: &RunDir, s: &RunState) -> String {
             l.task,
             l.phase.as_str(),
             s.task(&l.task)
-                .map(|t| agentloop_core::policy::attempt_words(s, t))
+                .map(|t| agentloop_policy::attempt_words(s, t))
                 .unwrap_or_else(|| format!("attempt {}", l.attempt)),
             now.saturating_sub(l.started_ms) / 1000
         ));

@@ -5,8 +5,8 @@
 
 use std::time::Instant;
 
-use agentloop_core::journal::{CycleJudged, Event};
-use agentloop_core::policy;
+use agentloop_journal::{CycleJudged, Event};
+use agentloop_policy as policy;
 
 use super::Driver;
 use crate::error::CliError;
@@ -66,7 +66,7 @@ impl Driver {
         let dir = self.run.path.join("cycles").join(format!("cycle-{cycle}"));
         let prompt = policy::judge_prompt(&self.state, cycle);
         if let Err(e) = std::fs::create_dir_all(&dir).and_then(|_| {
-            agentloop_core::fsutil::write_atomic(&dir.join("prompt.md"), prompt.as_bytes())
+            agentloop_ground::fsutil::write_atomic(&dir.join("prompt.md"), prompt.as_bytes())
         }) {
             return (Err(format!("{}: {e}", dir.display())), 0.0);
         }

@@ -5,12 +5,12 @@
 
 use std::time::Instant;
 
-use agentloop_core::evidence::Expected;
-use agentloop_core::exec::clean_copy::CleanCopy;
-use agentloop_core::exec::surface;
-use agentloop_core::exec::verify::{self, BaselineCache};
-use agentloop_core::journal::Event;
-use agentloop_core::policy::evidence::{self, Place};
+use agentloop_evidence::Expected;
+use agentloop_journal::Event;
+use agentloop_policy::evidence::{self, Place};
+use agentloop_verify::clean_copy::CleanCopy;
+use agentloop_verify::surface;
+use agentloop_verify::verify::{self, BaselineCache};
 
 use super::Driver;
 use crate::error::CliError;
@@ -60,7 +60,7 @@ impl Driver {
     /// `surface::traced`); said when the trace may have missed files.
     fn follow_reads(
         &mut self,
-        baseline: &mut agentloop_core::evidence::TestsBaseline,
+        baseline: &mut agentloop_evidence::TestsBaseline,
         files: Option<&surface::TreeFiles>,
     ) {
         let (Some(files), Some(base)) = (files, &self.state.baseline) else {
@@ -114,10 +114,10 @@ impl Driver {
         tree: Option<&str>,
         files: Option<&surface::TreeFiles>,
         log: &std::path::Path,
-    ) -> std::io::Result<Option<agentloop_core::evidence::TestsBaseline>> {
+    ) -> std::io::Result<Option<agentloop_evidence::TestsBaseline>> {
         self.progress.note(&format!(
             "taking the test baseline: {} on the tree before any agent works",
-            agentloop_core::words::plural(commands.len(), "check", "checks")
+            agentloop_ground::words::plural(commands.len(), "check", "checks")
         ));
         let carry = self.state.settings.carry.clone();
         let copy = CleanCopy::for_run(&self.ws.root, &self.run.id);
@@ -159,8 +159,8 @@ impl Driver {
 
     /// A task's name that matches no test the checks reported: said now, not first
     /// when the task is judged.
-    fn warn_unmatched(&self, baseline: &agentloop_core::evidence::TestsBaseline) {
-        use agentloop_core::evidence::names::{NameCheck, check_names};
+    fn warn_unmatched(&self, baseline: &agentloop_evidence::TestsBaseline) {
+        use agentloop_evidence::names::{NameCheck, check_names};
         let collected = baseline.all_tests();
         for t in &self.state.plan.tasks {
             for (name, check) in t.tests.iter().zip(check_names(&t.tests, &collected)) {
@@ -194,7 +194,7 @@ impl Driver {
     /// Where the held-out checks' output goes: where a sandboxed agent cannot look
     /// (agentloop's state).
     pub(crate) fn held_out_logs(&self) -> std::path::PathBuf {
-        agentloop_core::fsutil::state_dir()
+        agentloop_ground::fsutil::state_dir()
             .unwrap_or_else(|| self.run.path.join("held-out"))
             .join("held-out")
             .join(&self.run.id)

@@ -13,9 +13,9 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::Sender;
 
 use agentloop_agents::{AgentRun, Invocation};
-use agentloop_core::config::{AgentConfig, Config, ExecutorKind};
-use agentloop_core::exec::{git, transport};
-use agentloop_core::journal::{AgentError, AgentErrorKind};
+use agentloop_config::{AgentConfig, Config, ExecutorKind};
+use agentloop_exec::{git, transport};
+use agentloop_journal::{AgentError, AgentErrorKind};
 
 use super::jobs::{AgentJob, Done};
 use crate::cluster::kubernetes::KubernetesEngine;
@@ -113,7 +113,7 @@ impl ClusterExecutor {
         root: &Path,
         engine: Arc<dyn Engine>,
     ) -> Result<ClusterExecutor, String> {
-        if config.sandbox.mode != agentloop_core::exec::sandbox::Mode::Off {
+        if config.sandbox.mode != agentloop_config::sandbox::Mode::Off {
             return Err(format!(
                 "[sandbox] confines processes on this machine; with `[executor] kind = \"{}\"` the agent runs on a node, where the cluster confines it: turn one of them off",
                 engine.word()
@@ -237,7 +237,7 @@ impl ClusterExecutor {
             format!("{id}\n"),
         );
         let mut report = |state: &str, reason: Option<&str>| {
-            let _ = done.send(Done::Job(agentloop_core::journal::JobState {
+            let _ = done.send(Done::Job(agentloop_journal::JobState {
                 iteration: n,
                 executor: engine.word().into(),
                 job: id.clone(),
@@ -335,7 +335,7 @@ impl ClusterExecutor {
 fn last_lines(log: &Path) -> String {
     let text = std::fs::read(log).unwrap_or_default();
     let from = text.len().saturating_sub(2000);
-    agentloop_core::failure::last_lines(&String::from_utf8_lossy(&text[from..]))
+    agentloop_ground::failure::last_lines(&String::from_utf8_lossy(&text[from..]))
 }
 
 impl Executor for ClusterExecutor {

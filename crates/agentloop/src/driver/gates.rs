@@ -4,12 +4,12 @@
 
 use std::path::Path;
 
-use agentloop_core::journal::{Event, TaskState};
-use agentloop_core::policy::{DiffInput, parse_unified};
+use agentloop_journal::{Event, TaskState};
+use agentloop_policy::{DiffInput, parse_unified};
 
 use super::Driver;
 use crate::error::CliError;
-use agentloop_core::exec::git::run as git;
+use agentloop_exec::git::run as git;
 
 /// What `to` changed since `from` (`three_dot`: since where `to` forked off `from`),
 /// with the names at the top of `from`'s tree.
@@ -67,7 +67,7 @@ impl Driver {
         let commit = t.commit.clone();
         let gates = &self.state.settings.gates;
         let triggered = match &commit {
-            None => agentloop_core::policy::unread(
+            None => agentloop_policy::unread(
                 gates,
                 "its change was not committed, so what it changed is unknown",
             ),
@@ -84,21 +84,16 @@ impl Driver {
                                 .iter()
                                 .any(|i| i == task)
                         })
-                        .and_then(agentloop_core::plan::interface_update)
+                        .and_then(agentloop_plan::interface_update)
                     {
-                        Some(why) => {
-                            agentloop_core::policy::triggered_interface(gates, &input, &why)
-                        }
-                        None => agentloop_core::policy::triggered(gates, &input),
+                        Some(why) => agentloop_policy::triggered_interface(gates, &input, &why),
+                        None => agentloop_policy::triggered(gates, &input),
                     },
                     Err(e) => {
                         self.progress.warn(&format!(
                             "cannot read what task {task} changed ({e}); holding it for review"
                         ));
-                        agentloop_core::policy::unread(
-                            gates,
-                            &format!("its diff could not be read: {e}"),
-                        )
+                        agentloop_policy::unread(gates, &format!("its diff could not be read: {e}"))
                     }
                 }
             }

@@ -9,8 +9,10 @@ use std::sync::mpsc::Sender;
 use std::time::Duration;
 
 use agentloop_agents::{Agent, AgentRun};
-use agentloop_core::exec::{git, verify};
-use agentloop_core::journal::VerifyFinished;
+use agentloop_exec::git;
+use agentloop_exec::sandbox::Sandbox;
+use agentloop_journal::VerifyFinished;
+use agentloop_verify::verify;
 
 /// What a job reports when it is done.
 pub(crate) enum Done {
@@ -33,7 +35,7 @@ pub(crate) enum Done {
         outcome: Result<Vec<(u32, MergeOutcome)>, String>,
     },
     /// Not an end: where the iteration's job stands on its cluster now.
-    Job(agentloop_core::journal::JobState),
+    Job(agentloop_journal::JobState),
     /// A planner's answer.
     Planned(Box<Answer>),
     /// A reviewer's verdict on an iteration's verified work.
@@ -45,7 +47,7 @@ pub(crate) struct Reviewed {
     pub task: String,
     /// Its log, to redact once recorded.
     pub log: PathBuf,
-    pub finished: agentloop_core::journal::ReviewFinished,
+    pub finished: agentloop_journal::ReviewFinished,
 }
 
 impl Reviewed {
@@ -118,26 +120,23 @@ pub(crate) struct AgentJob {
     pub stop: Arc<AtomicBool>,
     /// The sandbox it runs under (none: an empty prefix); its proxy lives as long as
     /// the job.
-    pub confined: agentloop_core::exec::sandbox::Confinement,
+    pub confined: agentloop_exec::sandbox::Confinement,
 }
 
 /// Checks to run somewhere, and how.
 pub(crate) struct Checks {
     /// What the checks' per-test reports must show (none: exit codes decide).
-    pub expected: Option<agentloop_core::evidence::Expected>,
+    pub expected: Option<agentloop_evidence::Expected>,
     /// agentloop's directory for their reports.
     pub reports: PathBuf,
     pub commands: Vec<String>,
     /// The thresholds of measurement criteria among them.
-    pub measures: Vec<(String, agentloop_core::plan::Threshold)>,
+    pub measures: Vec<(String, agentloop_plan::Threshold)>,
     pub timeout: Duration,
     pub output_cap: u64,
     pub stop: Arc<AtomicBool>,
     /// `[sandbox] verify`: the sandbox and the project the checks are confined by.
-    pub sandbox: Option<(
-        agentloop_core::exec::sandbox::SandboxConfig,
-        std::path::PathBuf,
-    )>,
+    pub sandbox: Option<(agentloop_config::SandboxConfig, std::path::PathBuf)>,
     /// The clean copy they run in instead of the directory given (a task's worktree).
     pub copy: Option<Copied>,
     /// The task's held-out checks, run on the clean copy once its own checks pass.
@@ -149,8 +148,8 @@ pub(crate) struct Checks {
 /// the surface (see `exec::clean_copy`).
 pub(crate) struct Copied {
     pub task: String,
-    pub copy: agentloop_core::exec::clean_copy::KeptCopy,
-    pub overlay: Option<agentloop_core::journal::Baseline>,
+    pub copy: agentloop_verify::clean_copy::KeptCopy,
+    pub overlay: Option<agentloop_journal::Baseline>,
     pub carry: Vec<String>,
 }
 
@@ -219,7 +218,7 @@ impl Checks {
         let now = self
             .copy
             .as_ref()
-            .and_then(|_| agentloop_core::exec::git::Snapshots::known(dir).take());
+            .and_then(|_| agentloop_exec::git::Snapshots::known(dir).take());
         let (dir, refused) = match &mut self.copy {
             Some(c) => match c.copy.refresh(now.as_ref(), c.overlay.as_ref(), &c.carry) {
                 Ok(r) => {

@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, Write};
 
-use agentloop_core::journal::{Event, Request, TaskStatus};
+use agentloop_journal::{Event, Request, TaskStatus};
 
 use super::Driver;
 use crate::error::CliError;
@@ -28,11 +28,11 @@ impl Driver {
         let left = s.tasks.iter().filter(|t| !t.status.is_settled()).count();
         eprintln!(
             "agentloop: {} · next: task {next_task}",
-            agentloop_core::policy::standing(s)
+            agentloop_policy::standing(s)
         );
         eprintln!(
             "  [c] continue development ({})  [d] debug {next_task} next  [v] validate now",
-            agentloop_core::words::plural(left, "task left", "tasks left")
+            agentloop_ground::words::plural(left, "task left", "tasks left")
         );
         eprint!(
             "  [s] status  [f] finish: validate and stop  [x] exit (saved; `agentloop resume` goes on) > "
@@ -68,7 +68,7 @@ impl Driver {
                             format!(
                                 "{} ({} so far)",
                                 t.title,
-                                agentloop_core::words::plural(
+                                agentloop_ground::words::plural(
                                     t.iterations as usize,
                                     "iteration",
                                     "iterations"
@@ -91,10 +91,10 @@ impl Driver {
     /// Records a request made at the menu, as the person at this terminal.
     pub(crate) fn ask(&mut self, request: Request) -> Result<(), CliError> {
         self.record(Event::Control {
-            id: format!("menu-{}", agentloop_core::clock::now_ms()),
+            id: format!("menu-{}", agentloop_ground::clock::now_ms()),
             source: "menu".into(),
             request,
-            by: Some(agentloop_core::workspace::local_user()),
+            by: Some(agentloop_workspace::local_user()),
         })
     }
 }

@@ -8,9 +8,9 @@
 use std::path::PathBuf;
 use std::sync::mpsc::Sender;
 
-use agentloop_core::exec::worktree;
-use agentloop_core::journal::{Event, MergeState, VerifyFinished};
-use agentloop_core::policy::evidence::Place;
+use agentloop_exec::worktree;
+use agentloop_journal::{Event, MergeState, VerifyFinished};
+use agentloop_policy::evidence::Place;
 
 use super::Driver;
 use super::jobs::{Checks, Done, MergeOutcome};
@@ -84,7 +84,7 @@ fn merge_now(job: &BatchJob) -> Result<Vec<(u32, MergeOutcome)>, String> {
                     digest: format!(
                         "Your work conflicts with work other workers merged meanwhile, in {list}. Your worktree now has the newer work merged in, with conflict markers where the two meet: resolve them, keep both intents, and make the checks pass again. The conflicting hunks:\n```\n{hunks}\n```"
                     ),
-                    fingerprint: Some(agentloop_core::failure::fingerprint("merge", &list)),
+                    fingerprint: Some(agentloop_ground::failure::fingerprint("merge", &list)),
                 });
             }
         }

@@ -29,11 +29,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use agentloop_core::config::{Config, Settings};
-use agentloop_core::exec::git;
-use agentloop_core::journal::*;
-use agentloop_core::policy::{self, Action, WaitReason};
-use agentloop_core::workspace::{DriverLock, RunDir, Workspace};
+use agentloop_config::{Config, Settings};
+use agentloop_exec::git;
+use agentloop_journal::*;
+use agentloop_policy::{self as policy, Action, WaitReason};
+use agentloop_workspace::{DriverLock, RunDir, Workspace};
 
 use crate::cli::OutputArgs;
 use crate::error::{CliError, ExitKind};
@@ -65,20 +65,20 @@ pub struct Driver {
     /// step of agentloop's changes the tree in between (then this is forgotten).
     wait_began: Option<git::Snapshot>,
     /// The project's tree watched between snapshots (a driver of its own tree).
-    watched: Option<agentloop_core::exec::watch::Watched>,
+    watched: Option<agentloop_exec::watch::Watched>,
     /// The run's clean copy, kept in step between verifications (see
     /// `exec::clean_copy::kept`).
-    kept_copy: Option<agentloop_core::exec::clean_copy::KeptCopy>,
+    kept_copy: Option<agentloop_verify::clean_copy::KeptCopy>,
     /// The surface's last stamp, as this driver made or read it, and each surface
     /// file watched itself (a driver of its own tree).
-    remembered: agentloop_core::exec::surface::Remembered,
+    remembered: agentloop_verify::surface::Remembered,
     /// A hook-mode run's resident, which keeps the clean copy and the surface's memory
     /// between hook processes (see `exec::resident`).
-    resident: Option<agentloop_core::exec::resident::Resident>,
+    resident: Option<agentloop_resident::Resident>,
     /// Hook mode: the resident is reached (or started) when first needed.
     pub(crate) hook_resident: bool,
     /// Workers' task copies kept in step between a failed verification and the next.
-    task_copies: std::collections::HashMap<String, agentloop_core::exec::clean_copy::KeptCopy>,
+    task_copies: std::collections::HashMap<String, agentloop_verify::clean_copy::KeptCopy>,
     flushed: Instant,
     /// Notifications still being delivered (waited for, briefly, before exit).
     notifying: Vec<std::thread::JoinHandle<()>>,
@@ -130,7 +130,7 @@ fn step_words(a: &Action) -> String {
         }
         Action::Merge { batch } => format!(
             "merge {}",
-            agentloop_core::words::plural(batch.len(), "iteration", "iterations")
+            agentloop_ground::words::plural(batch.len(), "iteration", "iterations")
         ),
         Action::Ship(step) => format!("ship: {step:?}"),
         Action::Plan { planner, basis } => format!("ask planner {planner} for new tasks ({basis})"),
@@ -159,7 +159,7 @@ impl Driver {
         let interrupted = Arc::new(AtomicBool::new(false));
         let stamp_file = run.surface_stamp_file();
         // Agent helpers that leave the agent's process group still end with it.
-        if let Err(e) = agentloop_core::exec::reap::become_subreaper() {
+        if let Err(e) = agentloop_exec::reap::become_subreaper() {
             crate::render::warn(&format!("cannot become a child subreaper: {e}"));
         }
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -176,7 +176,7 @@ impl Driver {
         let watched = snapshots
             .clone()
             .filter(|_| !state.settings.hook && !state.settings.in_worktrees())
-            .and_then(agentloop_core::exec::watch::Watched::start);
+            .and_then(agentloop_exec::watch::Watched::start);
         let start_seq = state.last_seq;
         let mut writer = writer;
         writer.group_syncs();
@@ -200,7 +200,7 @@ impl Driver {
             wait_began: None,
             watched,
             kept_copy: None,
-            remembered: agentloop_core::exec::surface::Remembered::new(stamp_file),
+            remembered: agentloop_verify::surface::Remembered::new(stamp_file),
             resident: None,
             hook_resident: false,
             task_copies: std::collections::HashMap::new(),
@@ -222,7 +222,7 @@ impl Driver {
         settings: Settings,
         agents: std::collections::BTreeMap<String, String>,
     ) -> Result<ExitKind, CliError> {
-        let prerequisites = agentloop_core::exec::prereq::check(
+        let prerequisites = agentloop_exec::prereq::check(
             &self.ws.root,
             &self.state.plan,
             &settings.verify_commands,
@@ -354,12 +354,12 @@ impl Driver {
                         return Ok(ExitKind::Budget);
                     }
                     if let WaitReason::UsageLimit { until_ms } = reason {
-                        if agentloop_core::clock::now_ms() >= until_ms {
+                        if agentloop_ground::clock::now_ms() >= until_ms {
                             self.record(Event::LimitWaitOver)?;
                         } else {
                             std::thread::sleep(Duration::from_millis(
                                 until_ms
-                                    .saturating_sub(agentloop_core::clock::now_ms())
+                                    .saturating_sub(agentloop_ground::clock::now_ms())
                                     .min(200),
                             ));
                             self.poll_controls()?;
@@ -376,8 +376,7 @@ impl Driver {
                     std::thread::sleep(Duration::from_millis(200));
                     self.poll_controls()?;
                     if let WaitReason::Gate(
-                        agentloop_core::journal::Gate::Review
-                        | agentloop_core::journal::Gate::Diff(_),
+                        agentloop_journal::Gate::Review | agentloop_journal::Gate::Diff(_),
                     ) = reason
                     {
                         self.poll_review(&mut review_polled)?;
@@ -472,7 +471,7 @@ impl Driver {
             let v = self.state.plan_version;
             let md = self.state.plan.to_markdown();
             if let Err(e) =
-                agentloop_core::fsutil::write_atomic(&self.run.plan_version(v), md.as_bytes())
+                agentloop_ground::fsutil::write_atomic(&self.run.plan_version(v), md.as_bytes())
             {
                 self.progress
                     .warn(&format!("cannot write plan version {v}: {e}"));

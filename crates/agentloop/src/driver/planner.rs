@@ -13,8 +13,8 @@ use std::sync::mpsc::Sender;
 use std::time::Instant;
 
 use agentloop_agents::Agent;
-use agentloop_core::journal::{Event, Planned, PlannerFinished};
-use agentloop_core::policy::planning;
+use agentloop_journal::{Event, Planned, PlannerFinished};
+use agentloop_policy::planning;
 
 use super::Driver;
 use super::jobs::{Answer, Done};
@@ -34,7 +34,7 @@ pub(crate) struct PlannerJob {
     prompt: String,
     /// The sandbox it runs under (`[sandbox]`; none: an empty prefix), its proxy kept
     /// as long as the job.
-    confined: agentloop_core::exec::sandbox::Confinement,
+    confined: agentloop_exec::sandbox::Confinement,
 }
 
 impl PlannerJob {
@@ -95,7 +95,7 @@ impl Driver {
         };
         let prompt = planning::prompt(&self.state, planner);
         if let Err(e) = std::fs::create_dir_all(&dir).and_then(|_| {
-            agentloop_core::fsutil::write_atomic(&dir.join("prompt.md"), prompt.as_bytes())
+            agentloop_ground::fsutil::write_atomic(&dir.join("prompt.md"), prompt.as_bytes())
         }) {
             return Err(fail(format!("{}: {e}", dir.display())));
         }
@@ -121,14 +121,14 @@ impl Driver {
     /// with workers, else a clean copy of the project's tree.
     pub(crate) fn throwaway_copy(&self, name: &str) -> Result<PathBuf, String> {
         match &self.state.integration {
-            Some(i) => agentloop_core::exec::worktree::reader_worktree(
+            Some(i) => agentloop_exec::worktree::reader_worktree(
                 &self.ws.root,
                 &self.run.id,
                 name,
                 &i.head,
             ),
             None => {
-                let copy = agentloop_core::exec::clean_copy::CleanCopy::for_run(
+                let copy = agentloop_verify::clean_copy::CleanCopy::for_run(
                     &self.ws.root,
                     &format!("{}-{name}", self.run.id),
                 )

@@ -2,16 +2,16 @@
 //! and carried out — the commit of a verified task, the iteration's `result.json`, a
 //! plan version.
 
-use agentloop_core::exec::git;
-use agentloop_core::fsutil;
-use agentloop_core::journal::*;
+use agentloop_exec::git;
+use agentloop_ground::fsutil;
+use agentloop_journal::*;
 
 use super::Driver;
 use crate::error::CliError;
 
 impl Driver {
     /// The redactor of the agent of open iteration `iteration`.
-    pub(super) fn iteration_redactor(&self, iteration: u32) -> agentloop_core::redact::Redactor {
+    pub(super) fn iteration_redactor(&self, iteration: u32) -> agentloop_ground::redact::Redactor {
         let agent = self
             .state
             .open_iteration(iteration)
@@ -20,14 +20,14 @@ impl Driver {
         self.redactor(&agent)
     }
 
-    pub(super) fn redactor(&self, agent: &str) -> agentloop_core::redact::Redactor {
+    pub(super) fn redactor(&self, agent: &str) -> agentloop_ground::redact::Redactor {
         let env = self
             .config
             .agents
             .get(agent)
             .map(|a| a.env.clone())
             .unwrap_or_default();
-        agentloop_core::redact::Redactor::from_env(&env)
+        agentloop_ground::redact::Redactor::from_env(&env)
     }
 
     /// Records a decision of the policy — the verdict on an iteration among them —
@@ -98,7 +98,7 @@ impl Driver {
         Ok(true)
     }
 
-    fn write_result(&self, open: &agentloop_core::journal::OpenIteration, f: &IterationFinished) {
+    fn write_result(&self, open: &agentloop_journal::OpenIteration, f: &IterationFinished) {
         let dir = self.run.iteration_dir(f.iteration);
         let result = serde_json::json!({
             "v": 1,
@@ -122,7 +122,7 @@ impl Driver {
         let _ = std::fs::create_dir_all(&dir);
         if let Err(e) = fsutil::write_view(
             &dir.join("result.json"),
-            &agentloop_core::fsutil::pretty_json(&result),
+            &agentloop_ground::fsutil::pretty_json(&result),
         ) {
             self.progress
                 .warn(&format!("cannot write result.json: {e}"));
@@ -144,14 +144,15 @@ impl Driver {
             return;
         };
         let task = open.started.task.clone();
-        let two_b = self.state.plan_task(&task).is_some_and(|t| {
-            agentloop_core::plan::reversibility(t).0 == agentloop_core::plan::Class::TwoB
-        });
+        let two_b = self
+            .state
+            .plan_task(&task)
+            .is_some_and(|t| agentloop_plan::reversibility(t).0 == agentloop_plan::Class::TwoB);
         if f.checkpoint.is_some() || !two_b || !git::is_repo(&self.ws.root) {
             return;
         }
         let dir = self.workdir(f.iteration);
-        match agentloop_core::exec::worktree::checkpoint(&dir, &self.run.id, &task, f.iteration) {
+        match agentloop_exec::worktree::checkpoint(&dir, &self.run.id, &task, f.iteration) {
             Ok(commit) => f.checkpoint = Some(commit),
             Err(e) => self.progress.warn(&format!(
                 "cannot keep a checkpoint of task {task} (iteration {}): {e}",

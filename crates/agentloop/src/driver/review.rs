@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::time::Instant;
 
-use agentloop_core::journal::{Event, Finding, ReviewFinished, ReviewVerdict};
-use agentloop_core::policy::review;
+use agentloop_journal::{Event, Finding, ReviewFinished, ReviewVerdict};
+use agentloop_policy::review;
 
 use super::Driver;
 use super::gates::read_diff;
@@ -33,7 +33,7 @@ struct ReviewRun {
     prompt: String,
     at: std::path::PathBuf,
     /// The sandbox it reads under; its proxy lives as long as the job.
-    confined: agentloop_core::exec::sandbox::Confinement,
+    confined: agentloop_exec::sandbox::Confinement,
 }
 
 fn rejected(what: String) -> (ReviewVerdict, Vec<Finding>, bool) {
@@ -132,7 +132,7 @@ impl Driver {
         let (diff, input) = self.review_diff(&dir);
         let triggers = input
             .as_ref()
-            .map(|i| agentloop_core::policy::triggered(&self.state.settings.gates, i))
+            .map(|i| agentloop_policy::triggered(&self.state.settings.gates, i))
             .unwrap_or_default();
         let lines = input.as_ref().map_or(usize::MAX, |i| {
             i.files
@@ -161,7 +161,7 @@ impl Driver {
             .join(format!("review-{round}"));
         std::fs::create_dir_all(&at)
             .map_err(|e| CliError::internal(format!("{}: {e}", at.display())))?;
-        agentloop_core::fsutil::write_atomic(&at.join("prompt.md"), text.as_bytes())
+        agentloop_ground::fsutil::write_atomic(&at.join("prompt.md"), text.as_bytes())
             .map_err(|e| CliError::internal(format!("cannot write the review's prompt: {e}")))?;
         let mut started = Reviewed {
             task: task.to_string(),
@@ -237,22 +237,16 @@ impl Driver {
 
     /// The verified work's diff against the tree the run was created on (else
     /// against HEAD), as text for the reviewer and parsed for the diff gates.
-    fn review_diff(
-        &self,
-        dir: &std::path::Path,
-    ) -> (String, Option<agentloop_core::policy::DiffInput>) {
+    fn review_diff(&self, dir: &std::path::Path) -> (String, Option<agentloop_policy::DiffInput>) {
         let from = self
             .state
             .tree_at_create
             .clone()
             .unwrap_or_else(|| "HEAD".into());
         let text = if dir == self.ws.root {
-            agentloop_core::exec::git::run(dir, &["diff", "--no-color", "--no-ext-diff", &from])
+            agentloop_exec::git::run(dir, &["diff", "--no-color", "--no-ext-diff", &from])
         } else {
-            agentloop_core::exec::git::run(
-                dir,
-                &["diff", "--no-color", "--no-ext-diff", &from, "HEAD"],
-            )
+            agentloop_exec::git::run(dir, &["diff", "--no-color", "--no-ext-diff", &from, "HEAD"])
         }
         .unwrap_or_default();
         let input = (dir != self.ws.root)

@@ -4,10 +4,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use agentloop_core::config::{AgentConfig, Config};
-use agentloop_core::exec::sandbox::{self, AllowList, Confinement};
-use agentloop_core::exec::supervise::env_allowed;
-use agentloop_core::journal::Event;
+use agentloop_config::env_allowed;
+use agentloop_config::{AgentConfig, Config};
+use agentloop_exec::sandbox::Sandbox;
+use agentloop_exec::sandbox::{self, AllowList, Confinement};
+use agentloop_journal::Event;
 
 use super::Driver;
 use crate::error::CliError;
@@ -60,10 +61,7 @@ impl Driver {
     /// The sandbox the checks of a merge are confined by (`[sandbox] verify`).
     pub(crate) fn check_sandbox(
         &self,
-    ) -> Option<(
-        agentloop_core::exec::sandbox::SandboxConfig,
-        std::path::PathBuf,
-    )> {
+    ) -> Option<(agentloop_config::SandboxConfig, std::path::PathBuf)> {
         let sandbox = &self.state.settings.sandbox;
         (sandbox.on() && sandbox.verify).then(|| (sandbox.clone(), self.ws.root.clone()))
     }
@@ -104,7 +102,7 @@ pub(crate) fn agent_hosts(config: &Config) -> BTreeMap<String, Vec<String>> {
         .agents
         .keys()
         .map(String::as_str)
-        .chain(agentloop_core::config::BUILTIN_AGENTS.iter().copied())
+        .chain(agentloop_config::BUILTIN_AGENTS.iter().copied())
         .collect();
     names
         .into_iter()

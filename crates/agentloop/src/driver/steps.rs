@@ -10,12 +10,13 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use agentloop_agents::{Agent, AgentRun, Invocation};
-use agentloop_core::exec::clean_copy::CleanCopy;
-use agentloop_core::exec::{git, verify};
-use agentloop_core::journal::*;
-use agentloop_core::policy::evidence::Place;
-use agentloop_core::policy::{self, IterationPlan};
-use agentloop_core::{fsutil, signals};
+use agentloop_exec::git;
+use agentloop_ground::{fsutil, signals};
+use agentloop_journal::*;
+use agentloop_policy::evidence::Place;
+use agentloop_policy::{self as policy, IterationPlan};
+use agentloop_verify::clean_copy::CleanCopy;
+use agentloop_verify::verify;
 
 use super::Driver;
 use crate::error::CliError;
@@ -236,7 +237,7 @@ impl Driver {
         std::fs::create_dir_all(&dir)?;
         // Reports count only when made during the iteration: one planted before it began
         // (by an earlier agent) is removed.
-        match std::fs::remove_file(agentloop_core::reports::path(&dir)) {
+        match std::fs::remove_file(agentloop_ground::reports::path(&dir)) {
             Ok(()) => self.progress.warn(&format!(
                 "iteration {}: removed MCP reports written before it began",
                 plan.iteration
@@ -351,14 +352,14 @@ impl Driver {
         let failed = f.timed_out || f.signal.is_some() || f.exit_code.is_some_and(|c| c != 0);
         let stderr_tail = (failed && !f.stderr_tail.is_empty()).then(|| {
             let text = String::from_utf8_lossy(&f.stderr_tail);
-            let text = agentloop_core::failure::last_lines(&text);
+            let text = agentloop_ground::failure::last_lines(&text);
             self.redactor(&self.agent_of(iteration))
                 .redact(&text)
                 .into_owned()
         });
         // What it reported through the MCP server counts as its markers do.
         let redactor = self.redactor(&self.agent_of(iteration));
-        let mcp_calls: Vec<_> = agentloop_core::reports::read(&self.run.iteration_dir(iteration))
+        let mcp_calls: Vec<_> = agentloop_ground::reports::read(&self.run.iteration_dir(iteration))
             .into_iter()
             .map(|mut r| {
                 r.text = r.text.map(|t| redactor.redact(&t).into_owned());
@@ -368,13 +369,13 @@ impl Driver {
         if self
             .state
             .open_iteration(iteration)
-            .is_some_and(|o| o.started.kind == agentloop_core::journal::IterationKind::Debug)
+            .is_some_and(|o| o.started.kind == agentloop_journal::IterationKind::Debug)
         {
             self.keep_understanding(iteration, &run.final_message);
         }
         let mut signals =
             signals::parse(&run.final_message, &self.state.settings.completion_promise);
-        agentloop_core::reports::apply(&mut signals, &mcp_calls);
+        agentloop_ground::reports::apply(&mut signals, &mcp_calls);
         // A claim is judged on a full look at the tree (see `exec::watch`).
         let workdir = self.workdir(iteration);
         let after = self.snapshot_of(&workdir, signals.complete);
@@ -427,7 +428,7 @@ impl Driver {
             changed_files,
             task_changed,
             final_message: (!run.final_message.trim().is_empty())
-                .then(|| agentloop_core::failure::last_lines(&run.final_message)),
+                .then(|| agentloop_ground::failure::last_lines(&run.final_message)),
             mcp_calls,
             stderr_tail,
         }))
@@ -439,9 +440,7 @@ impl Driver {
         let dir = self.run.iteration_dir(iteration);
         // What its logging points wrote goes with the iteration, out of the tree
         // (before the tree is looked at: it is not the agent's change).
-        let log = self
-            .workdir(iteration)
-            .join(agentloop_core::policy::DEBUG_LOG);
+        let log = self.workdir(iteration).join(agentloop_policy::DEBUG_LOG);
         // Only a regular file, and only its end: the agent names what is there, and a
         // FIFO, a device or a link must not hang or flood the driver.
         let regular = std::fs::symlink_metadata(&log).is_ok_and(|m| m.file_type().is_file());
@@ -451,7 +450,7 @@ impl Driver {
                 .redact(&String::from_utf8_lossy(&kept))
                 .into_owned();
             if let Err(e) =
-                agentloop_core::fsutil::write_atomic(&dir.join("debug.log"), text.as_bytes())
+                agentloop_ground::fsutil::write_atomic(&dir.join("debug.log"), text.as_bytes())
             {
                 self.progress.warn(&format!(
                     "cannot keep debug.log of iteration {iteration}: {e}"
@@ -481,7 +480,8 @@ impl Driver {
                 serde_json::to_string_pretty(&hypotheses).unwrap_or_default() + "\n",
             ),
         ] {
-            if let Err(e) = agentloop_core::fsutil::write_atomic(&dir.join(name), text.as_bytes()) {
+            if let Err(e) = agentloop_ground::fsutil::write_atomic(&dir.join(name), text.as_bytes())
+            {
                 self.progress
                     .warn(&format!("cannot keep {name} of iteration {iteration}: {e}"));
             }
@@ -575,10 +575,10 @@ impl Driver {
 
 /// A verification with held-out checks and no clean copy to run them on: not passed
 /// (the agent would see them in its own tree).
-pub(crate) fn held_out_refused(result: &mut agentloop_core::journal::VerifyFinished) {
+pub(crate) fn held_out_refused(result: &mut agentloop_journal::VerifyFinished) {
     if result.passed {
         result.passed = false;
-        result.fingerprint = Some(agentloop_core::failure::fingerprint("holdout", "no copy"));
+        result.fingerprint = Some(agentloop_ground::failure::fingerprint("holdout", "no copy"));
         result.digest = Some(
             "The held-out checks could not run: agentloop could not make the clean copy they run on. This is not your work's fault; a person should look at the run's log."
                 .into(),

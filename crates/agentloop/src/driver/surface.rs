@@ -2,12 +2,12 @@
 //! (recorded when it is missing), the check before a claimed task is verified, putting
 //! the baseline back, and the clean copy the checks run in.
 
-use agentloop_core::exec::clean_copy::{CleanCopy, KeptCopy};
-use agentloop_core::exec::git;
-use agentloop_core::exec::resident::Resident;
-use agentloop_core::exec::surface::{self, Rules};
-use agentloop_core::journal::*;
-use agentloop_core::values::OnProtectedChange;
+use agentloop_exec::git;
+use agentloop_ground::values::OnProtectedChange;
+use agentloop_journal::*;
+use agentloop_resident::Resident;
+use agentloop_verify::clean_copy::{CleanCopy, KeptCopy};
+use agentloop_verify::surface::{self, Rules};
 
 use super::Driver;
 use crate::error::CliError;
@@ -19,7 +19,7 @@ impl Driver {
         let s = &self.state;
         if s.baseline.is_some()
             || s.settings.on_protected_change == OnProtectedChange::Allow
-            || !agentloop_core::exec::git::is_repo(&self.ws.root)
+            || !agentloop_exec::git::is_repo(&self.ws.root)
         {
             return Ok(());
         }

@@ -3,10 +3,10 @@
 //! (`issue_updated`). A tracker that cannot be reached is said on stderr and the run
 //! goes on.
 
-use agentloop_core::config::RUN_ISSUE;
-use agentloop_core::journal::Event;
-use agentloop_core::policy::told::{Tell, Told};
+use agentloop_config::RUN_ISSUE;
 use agentloop_forge::tracker::{IssueState, Source};
+use agentloop_journal::Event;
+use agentloop_policy::told::{Tell, Told};
 
 use super::Driver;
 
@@ -43,7 +43,7 @@ impl Driver {
         if self.syncing || quiet {
             return;
         }
-        let untold = agentloop_core::policy::told::untold(&self.state, |id| source.issue_key(id));
+        let untold = agentloop_policy::told::untold(&self.state, |id| source.issue_key(id));
         if untold.is_empty() {
             return;
         }
@@ -151,12 +151,12 @@ impl Driver {
             IssueState::Started => format!(
                 "agentloop run `{run}` started on this: {} ({}).",
                 s.plan.title,
-                agentloop_core::words::plural(s.tasks.len(), "task", "tasks")
+                agentloop_ground::words::plural(s.tasks.len(), "task", "tasks")
             ),
             IssueState::Done => format!(
                 "agentloop run `{run}` completed: {standing}, verdict {}, {}.",
-                agentloop_core::journal::verdict(s).as_str(),
-                agentloop_core::words::money(s.cost_usd)
+                agentloop_journal::verdict(s).as_str(),
+                agentloop_ground::words::money(s.cost_usd)
             ),
             _ => format!(
                 "agentloop run `{run}` ended {} ({standing}): {}",

@@ -6,13 +6,13 @@
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
-use agentloop_core::exec::verify;
-use agentloop_core::journal::{Event, TripHit};
-use agentloop_core::policy::{DiffInput, FileDiff, parse_unified};
+use agentloop_journal::{Event, TripHit};
+use agentloop_policy::{DiffInput, FileDiff, parse_unified};
+use agentloop_verify::verify;
 
 use super::Driver;
 use crate::error::CliError;
-use agentloop_core::exec::git::run as git;
+use agentloop_exec::git::run as git;
 
 /// The most of an agent's log, and of a new file, that is read.
 const READ_CAP: u64 = 8 * 1024 * 1024;
@@ -73,7 +73,7 @@ impl Driver {
             .task(&task)
             .and_then(|t| t.head_at_start.clone())
             .or_else(|| open.started.head_before.clone());
-        let wires = agentloop_core::policy::wires_for(&self.state, &task);
+        let wires = agentloop_policy::wires_for(&self.state, &task);
         let dir = self.workdir(iteration);
         let it_dir = self.run.iteration_dir(iteration);
         let log = read_capped(&it_dir.join("agent.log")).unwrap_or_default();
@@ -82,7 +82,7 @@ impl Driver {
             Some(Err(e)) => (DiffInput::default(), Some(e)),
             None => (DiffInput::default(), None),
         };
-        let mut hits = agentloop_core::policy::tripped(&wires, &diff, &log);
+        let mut hits = agentloop_policy::tripped(&wires, &diff, &log);
         if let Some(e) = unread {
             hits.push(TripHit {
                 wire: "(what the task changed)".into(),
@@ -92,7 +92,7 @@ impl Driver {
             });
         }
         let interrupted = self.interrupted.clone();
-        for (n, (wire, command)) in agentloop_core::policy::tripwire_commands(&wires)
+        for (n, (wire, command)) in agentloop_policy::tripwire_commands(&wires)
             .into_iter()
             .enumerate()
         {
@@ -125,7 +125,7 @@ impl Driver {
         if !hits.is_empty() {
             self.progress.warn(&format!(
                 "task {task} hit a tripwire: {}",
-                agentloop_core::journal::hits_words(&hits)
+                agentloop_journal::hits_words(&hits)
             ));
         }
         self.record(Event::TripwiresChecked { iteration, hits })

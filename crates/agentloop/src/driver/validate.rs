@@ -7,14 +7,14 @@
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
-use agentloop_core::evidence::{Outcome, TestResult};
-use agentloop_core::exec::verify;
-use agentloop_core::journal::{Event, TaskStatus, VerifyFinished};
-use agentloop_core::policy::evidence::Place;
+use agentloop_evidence::{Outcome, TestResult};
+use agentloop_journal::{Event, TaskStatus, VerifyFinished};
+use agentloop_policy::evidence::Place;
+use agentloop_verify::verify;
 
 use super::Driver;
 use crate::error::CliError;
-use agentloop_core::exec::git::run as git;
+use agentloop_exec::git::run as git;
 
 impl Driver {
     pub(crate) fn validate(&mut self) -> Result<(), CliError> {
@@ -42,13 +42,13 @@ impl Driver {
         }
         self.progress.note(&format!(
             "validating: {} on the whole project",
-            agentloop_core::words::plural(commands.len(), "check", "checks")
+            agentloop_ground::words::plural(commands.len(), "check", "checks")
         ));
         // In a run with workers the work is on the integration branch.
         let branch = s.integration.as_ref().map(|i| i.branch.clone());
         let temp = match &branch {
             Some(b) => {
-                let dir = agentloop_core::fsutil::cache_dir()
+                let dir = agentloop_ground::fsutil::cache_dir()
                     .unwrap_or_else(std::env::temp_dir)
                     .join("agentloop/validate")
                     .join(&self.run.id);
@@ -146,7 +146,7 @@ impl Driver {
     fn coverage_reports(&self) -> Vec<String> {
         match &self.config.validate.coverage_report {
             Some(n) => vec![n.clone()],
-            None => agentloop_core::config::COVERAGE_REPORTS
+            None => agentloop_config::COVERAGE_REPORTS
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
@@ -157,7 +157,7 @@ impl Driver {
     /// coverage is under `[validate] coverage_min` or could not be read.
     fn judge_coverage(
         &mut self,
-        coverage: Result<(String, agentloop_core::evidence::coverage::Coverage), String>,
+        coverage: Result<(String, agentloop_evidence::coverage::Coverage), String>,
         result: &mut VerifyFinished,
     ) {
         let min = self.config.validate.coverage_min;
@@ -169,7 +169,7 @@ impl Driver {
                 json["min"] = serde_json::json!(min);
                 let path = self.run.path.join("coverage.json");
                 if let Err(e) =
-                    agentloop_core::fsutil::write_atomic(&path, format!("{json:#}\n").as_bytes())
+                    agentloop_ground::fsutil::write_atomic(&path, format!("{json:#}\n").as_bytes())
                 {
                     self.progress
                         .warn(&format!("cannot write {}: {e}", path.display()));
@@ -223,7 +223,7 @@ impl Driver {
                 *o = o.worst(t.outcome);
             }
         }
-        let mut totals = agentloop_core::evidence::Counts::default();
+        let mut totals = agentloop_evidence::Counts::default();
         for o in worst.values() {
             totals.add(*o);
         }
@@ -236,9 +236,10 @@ impl Driver {
             "commands": per_command,
         });
         let path = self.run.path.join("test-results.json");
-        if let Err(e) =
-            agentloop_core::fsutil::write_view(&path, &agentloop_core::fsutil::pretty_json(&out))
-        {
+        if let Err(e) = agentloop_ground::fsutil::write_view(
+            &path,
+            &agentloop_ground::fsutil::pretty_json(&out),
+        ) {
             self.progress
                 .warn(&format!("cannot write {}: {e}", path.display()));
         }
@@ -290,7 +291,7 @@ impl Driver {
             let _ = writeln!(
                 md,
                 "\n{} not run: the run stops at the first failure.",
-                agentloop_core::words::plural(
+                agentloop_ground::words::plural(
                     planned - r.commands.len(),
                     "check was",
                     "checks were"
@@ -301,7 +302,7 @@ impl Driver {
             let _ = writeln!(md, "\n## The failure\n\n{d}");
         }
         let path = self.run.path.join("validation.md");
-        if let Err(e) = agentloop_core::fsutil::write_atomic(&path, md.as_bytes()) {
+        if let Err(e) = agentloop_ground::fsutil::write_atomic(&path, md.as_bytes()) {
             self.progress
                 .warn(&format!("cannot write {}: {e}", path.display()));
         }
@@ -336,7 +337,7 @@ fn read_coverage(
     dir: &std::path::Path,
     names: &[String],
     before: &[Stamp],
-) -> Result<(String, agentloop_core::evidence::coverage::Coverage), String> {
+) -> Result<(String, agentloop_evidence::coverage::Coverage), String> {
     let until = std::time::SystemTime::now();
     let fresh = |(rel, was): (&String, &Stamp)| {
         let path = dir.join(rel);
@@ -357,7 +358,7 @@ fn read_coverage(
     std::fs::File::open(dir.join(rel))
         .and_then(|f| f.take(64 << 20).read_to_string(&mut text))
         .map_err(|e| format!("{rel}: cannot read: {e}"))?;
-    agentloop_core::evidence::coverage::parse(&text)
+    agentloop_evidence::coverage::parse(&text)
         .map(|c| (rel.clone(), c))
         .map_err(|e| format!("{rel}: {e}"))
 }

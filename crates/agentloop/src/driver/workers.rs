@@ -4,17 +4,17 @@
 //! thread ([`super::jobs`]); every result comes back here to be recorded, one at a
 //! time, in the one journal.
 
-use agentloop_core::policy::evidence::Place;
+use agentloop_policy::evidence::Place;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::Duration;
 
-use agentloop_core::exec::worktree;
-use agentloop_core::journal::*;
-use agentloop_core::policy::{self, Action, IterationPlan, Pick, WaitReason};
-use agentloop_core::values::Land;
+use agentloop_exec::worktree;
+use agentloop_ground::values::Land;
+use agentloop_journal::*;
+use agentloop_policy::{self as policy, Action, IterationPlan, Pick, WaitReason};
 
 use super::Driver;
 use super::executor::{self, Executor};
@@ -53,12 +53,12 @@ impl Driver {
         // Agents run side by side: each runs under a keeper that ends what it leaves
         // (found by the process tree); a leftover that still reaches the driver is
         // told apart by its owner.
-        agentloop_core::exec::reap::share(true);
+        agentloop_exec::reap::share(true);
         if let Ok(me) = std::env::current_exe() {
-            agentloop_core::exec::keeper::use_keeper(me);
+            agentloop_exec::keeper::use_keeper(me);
         }
         let result = self.schedule_workers();
-        agentloop_core::exec::reap::sweep_all();
+        agentloop_exec::reap::sweep_all();
         result
     }
 
@@ -104,7 +104,7 @@ impl Driver {
             }
             self.poll_controls()?;
             // An agent's usage limit has reset: its tasks go on.
-            let now = agentloop_core::clock::now_ms();
+            let now = agentloop_ground::clock::now_ms();
             let over: Vec<String> = self
                 .state
                 .agent_limits
@@ -194,7 +194,7 @@ impl Driver {
                         return Ok(ExitKind::Budget);
                     }
                     if let WaitReason::UsageLimit { until_ms } = reason
-                        && agentloop_core::clock::now_ms() >= until_ms
+                        && agentloop_ground::clock::now_ms() >= until_ms
                         && self.state.limit_until_ms.is_some()
                     {
                         self.record(Event::LimitWaitOver)?;
@@ -211,8 +211,7 @@ impl Driver {
                     }
                     std::thread::sleep(Duration::from_millis(200));
                     if let WaitReason::Gate(
-                        agentloop_core::journal::Gate::Review
-                        | agentloop_core::journal::Gate::Diff(_),
+                        agentloop_journal::Gate::Review | agentloop_journal::Gate::Diff(_),
                     ) = reason
                     {
                         self.poll_review(&mut review_polled)?;
@@ -238,10 +237,10 @@ impl Driver {
             None => self.state.settings.branch.replace("{run}", &self.run.id),
         };
         // A driver that died in the middle of a git command left its locks.
-        match agentloop_core::exec::stale_locks::clear(&self.ws.root, &self.run.id, &branch) {
+        match agentloop_exec::stale_locks::clear(&self.ws.root, &self.run.id, &branch) {
             Ok(removed) if !removed.is_empty() => crate::render::warn(&format!(
                 "removed {} a killed driver left: {}",
-                agentloop_core::words::plural(removed.len(), "git lock file", "git lock files"),
+                agentloop_ground::words::plural(removed.len(), "git lock file", "git lock files"),
                 removed
                     .iter()
                     .map(|p| p.display().to_string())

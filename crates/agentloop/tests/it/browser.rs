@@ -592,7 +592,7 @@ fn the_dashboard_holds_the_lanes_of_a_hundred_and_twenty_eight_workers() {
     std::fs::write(dir.join("journal.jsonl"), &journal).unwrap();
     // Its records are sealed with this test process's key: the project's commands
     // get the same key, as if this machine had written them.
-    let key = agentloop_core::journal::key_path().unwrap();
+    let key = agentloop_journal::key_path().unwrap();
     let state = p.path().join(".git/xdg-state/agentloop");
     std::fs::create_dir_all(&state).unwrap();
     std::fs::copy(&key, state.join("journal.key")).unwrap();

@@ -71,7 +71,7 @@ fn keep(p: &Project) {
 
 /// Each task's completed iterations (iterations run side by side: by number).
 pub(crate) fn completions(p: &Project) -> std::collections::BTreeMap<String, usize> {
-    use agentloop_core::journal::{Event, Outcome};
+    use agentloop_journal::{Event, Outcome};
     let mut task_of = std::collections::BTreeMap::new();
     let mut n = std::collections::BTreeMap::new();
     for r in crate::crash::records(p) {

@@ -259,7 +259,7 @@ fn the_documented_plan_example_is_valid() {
     .unwrap();
     let start = doc.find("```markdown\n").unwrap() + "```markdown\n".len();
     let end = start + doc[start..].find("\n```\n").unwrap();
-    let plan = agentloop_core::plan::Plan::parse("docs/PLAN.md", &doc[start..end]).unwrap();
+    let plan = agentloop_plan::Plan::parse("docs/PLAN.md", &doc[start..end]).unwrap();
     assert_eq!(plan.ids(), vec!["T1", "T2", "T3"]);
     assert_eq!(plan.settings["budgets"]["task_retries"], 4);
     assert_eq!(plan.tasks[1].scope, vec!["src/"]);
@@ -328,9 +328,9 @@ fn config_show_hides_secret_values_and_hook_install_adds_team_hooks() {
 }
 
 /// The run's state as its `state.json` says (unsealed reading is fine for a picture).
-fn cached_state(p: &Project) -> agentloop_core::journal::RunState {
+fn cached_state(p: &Project) -> agentloop_journal::RunState {
     let text = std::fs::read_to_string(p.run_dir().join("state.json")).unwrap();
-    let mut state: agentloop_core::journal::RunState = serde_json::from_str(&text).unwrap();
+    let mut state: agentloop_journal::RunState = serde_json::from_str(&text).unwrap();
     state.reindex();
     state
 }

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
 
-use agentloop_core::journal::{Event, Outcome, Record};
+use agentloop_journal::{Event, Outcome, Record};
 
 use crate::support::Project;
 

@@ -178,8 +178,8 @@ echo TASK_COMPLETE"#,
 mod policy {
     use std::collections::BTreeSet;
 
-    use agentloop_core::journal::*;
-    use agentloop_core::policy::{Action, Pick, pick};
+    use agentloop_journal::*;
+    use agentloop_policy::{Action, Pick, pick};
 
     use crate::policy::{Sim, claims, settings, started, verified};
 
@@ -251,7 +251,7 @@ mod policy {
         // takes it up again), and no other batch starts meanwhile.
         let busy: BTreeSet<u32> = batch.iter().copied().collect();
         assert_eq!(
-            agentloop_core::policy::schedule(&sim.state)
+            agentloop_policy::schedule(&sim.state)
                 .into_iter()
                 .filter(|a| matches!(a, Action::Merge { .. }))
                 .collect::<Vec<_>>(),
@@ -299,8 +299,8 @@ mod policy {
 mod concurrency {
     use std::collections::BTreeSet;
 
-    use agentloop_core::journal::*;
-    use agentloop_core::policy::{Action, Pick, pick};
+    use agentloop_journal::*;
+    use agentloop_policy::{Action, Pick, pick};
 
     use crate::policy::{Sim, claims, settings, started};
 

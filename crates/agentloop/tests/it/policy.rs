@@ -1,11 +1,11 @@
 //! The policy as tables of (state, event) → action, and invariants checked over
 //! random runs with proptest.
 
-use agentloop_core::config::{Config, Settings};
-use agentloop_core::journal::*;
-use agentloop_core::plan::{Mode, Plan};
-use agentloop_core::policy::{Action, IterationPlan, WaitReason, next_action, step};
-use agentloop_core::signals::Signals;
+use agentloop_config::{Config, Settings};
+use agentloop_ground::signals::Signals;
+use agentloop_journal::*;
+use agentloop_plan::{Mode, Plan};
+use agentloop_policy::{Action, IterationPlan, WaitReason, next_action, step};
 use proptest::prelude::*;
 
 pub(crate) const PLAN: &str =
@@ -385,7 +385,7 @@ fn a_task_done_without_a_commit_is_held_by_the_diff_gates_all_the_same() {
     let a = s.iteration(claims(true, &["src/auth/login.rs"]), Some(true), "");
     assert_eq!(s.state.task("T1").unwrap().commit, None);
     assert_eq!(a, Action::CheckDiff { task: "T1".into() });
-    let held = agentloop_core::policy::unread(
+    let held = agentloop_policy::unread(
         &s.state.settings.gates,
         "its change was not committed, so what it changed is unknown",
     );
@@ -494,7 +494,7 @@ proptest! {
             // An independent reviewer of every verified task.
             if reviewed {
                 c.review.agent = Some("rev".to_string());
-                c.review.when = agentloop_core::config::ReviewWhen::Always;
+                c.review.when = agentloop_config::ReviewWhen::Always;
                 c.review.max_rounds = max_rounds;
             }
         });
@@ -550,7 +550,7 @@ proptest! {
                     if let Some(max) = max_cost { prop_assert!(sim.state.cost_usd < max); }
                     let t = sim.state.task(&p.task).unwrap();
                     prop_assert!(t.status != TaskStatus::Done, "a done task ran again");
-                    prop_assert!(t.attempts < agentloop_core::policy::rung_budget(&sim.state, t));
+                    prop_assert!(t.attempts < agentloop_policy::rung_budget(&sim.state, t));
                     let Some(b) = agents.get(ai).cloned() else { break };
                     ai += 1;
                     sim.then(started(&p));

@@ -1,9 +1,9 @@
 //! The policy, continued: replans, DEBUG iterations, usage limits and slow progress as
 //! tables of (state, event) → action.
 
-use agentloop_core::journal::*;
-use agentloop_core::policy::{Action, IterationPlan, WaitReason};
-use agentloop_core::signals::Signals;
+use agentloop_ground::signals::Signals;
+use agentloop_journal::*;
+use agentloop_policy::{Action, IterationPlan, WaitReason};
 
 use crate::policy::*;
 #[test]
@@ -107,7 +107,7 @@ fn the_same_failure_twice_brings_one_debug_iteration_then_the_ladder() {
         panic!("{:?}", s.act())
     };
     assert_eq!(p.kind, IterationKind::Retry);
-    let prompt = agentloop_core::policy::build_prompt(&s.state, "T1", p.kind);
+    let prompt = agentloop_policy::build_prompt(&s.state, "T1", p.kind);
     assert!(prompt.contains("x is written twice"), "{prompt}");
     s.iteration(claims(true, &["x"]), Some(false), "same");
     assert!(matches!(
@@ -220,7 +220,7 @@ fn a_usage_limit_waits_or_hands_over_to_the_fallback() {
         PLAN,
         settings(|c| {
             c.run.fallback_agent = Some("b".into());
-            c.limits.on_limit = agentloop_core::values::OnLimit::Fallback;
+            c.limits.on_limit = agentloop_ground::values::OnLimit::Fallback;
         }),
     );
     let a = limited(&mut s);

@@ -1,9 +1,9 @@
 //! The policy, continued: what people and budgets do to a run — a spent budget and its
 //! top-up, control requests, gates — as tables of (state, event) → action.
 
-use agentloop_core::journal::*;
-use agentloop_core::plan::Mode;
-use agentloop_core::policy::{Action, IterationPlan, WaitReason};
+use agentloop_journal::*;
+use agentloop_plan::Mode;
+use agentloop_policy::{Action, IterationPlan, WaitReason};
 
 use crate::policy::*;
 #[test]

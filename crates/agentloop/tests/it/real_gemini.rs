@@ -12,13 +12,13 @@ use crate::real_cli::{Cli, GEMINI_PRICES, journal_events, say, session_ids};
 fn price(model: &str, input: u64, cached: u64, output: u64) -> f64 {
     #[derive(serde::Deserialize)]
     struct Table {
-        prices: std::collections::BTreeMap<String, agentloop_core::config::Price>,
+        prices: std::collections::BTreeMap<String, agentloop_config::Price>,
     }
     let table: Table = toml::from_str(GEMINI_PRICES).unwrap();
     let Some(p) = table.prices.get(model) else {
         panic!("Gemini routed to {model}, which the test's price table does not name");
     };
-    p.cost(&agentloop_core::values::Usage {
+    p.cost(&agentloop_ground::values::Usage {
         input_tokens: input,
         cached_input_tokens: cached,
         cache_write_tokens: 0,

@@ -114,7 +114,7 @@ fn a_rejection_reaches_the_worker_and_a_later_approval_ends_the_task() {
             .is_some_and(|r| r.starts_with("rejected by reviewer")),
         "{body}"
     );
-    let state = agentloop_core::journal::RunState::fold(&crate::crash::records(&p)).unwrap();
+    let state = agentloop_journal::RunState::fold(&crate::crash::records(&p)).unwrap();
     let frame = agentloop::watch_frame(&state, "", "watching", 220, 12);
     assert!(frame.contains("· approved by reviewer"), "{frame}");
     // summary.md says what the reviewer said.

@@ -320,8 +320,8 @@ fn the_invariants_refuse_what_a_tracker_may_not_hold() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("journal.jsonl");
     std::fs::write(&path, &untold.journal).unwrap();
-    let records = agentloop_core::journal::read(&path).unwrap().records;
-    untold.state = agentloop_core::journal::RunState::fold(&records).unwrap();
+    let records = agentloop_journal::read(&path).unwrap().records;
+    untold.state = agentloop_journal::RunState::fold(&records).unwrap();
     let e = sim::sound(&untold).unwrap_err();
     assert!(e.contains("never told"), "{e}");
 }

@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use agentloop_core::config::{Config, KubernetesConfig};
-use agentloop_core::journal::AgentErrorKind;
+use agentloop_config::{Config, KubernetesConfig};
+use agentloop_journal::AgentErrorKind;
 use futures::AsyncReadExt;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::batch::v1::Job;
@@ -339,14 +339,14 @@ impl Engine for KubernetesEngine {
     fn submit(&self, s: &Submission<'_>) -> Result<String, String> {
         // The container has its own PATH, HOME and locale: only the agent's own
         // variables travel.
-        let base: Vec<String> = agentloop_core::config::BASE_ENV
+        let base: Vec<String> = agentloop_config::BASE_ENV
             .iter()
             .map(|p| p.to_string())
             .collect();
         let env: Vec<String> = s
             .env
             .iter()
-            .filter(|k| !agentloop_core::exec::supervise::env_allowed(k, &base))
+            .filter(|k| !agentloop_config::env_allowed(k, &base))
             .cloned()
             .collect();
         let s = &Submission { env: &env, ..*s };

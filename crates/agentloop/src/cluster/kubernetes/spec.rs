@@ -5,7 +5,7 @@
 //! `emptyDir`. The job's spec (the prompt with it) travels in the Job's Secret, never
 //! in an environment value of the spec.
 
-use agentloop_core::config::{KubernetesConfig, SCRATCH_PATH, SCRATCH_VOLUME};
+use agentloop_config::{KubernetesConfig, SCRATCH_PATH, SCRATCH_VOLUME};
 use k8s_openapi::api::batch::v1::Job;
 use serde_json::{Value, json};
 

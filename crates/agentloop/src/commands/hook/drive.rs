@@ -3,11 +3,11 @@
 //! what comes next — an `Iterate` becomes a `block` with the next prompt.
 
 use agentloop_agents::AgentRun;
-use agentloop_core::exec::supervise::Finished;
-use agentloop_core::journal::{AgentError, AgentErrorKind, Event, RunStatus};
-use agentloop_core::policy::{Action, WaitReason, next_action};
-use agentloop_core::values::Usage;
-use agentloop_core::workspace::{Loaded, RunDir, Workspace};
+use agentloop_exec::supervise::Finished;
+use agentloop_ground::values::Usage;
+use agentloop_journal::{AgentError, AgentErrorKind, Event, RunStatus};
+use agentloop_policy::{Action, WaitReason, next_action};
+use agentloop_workspace::{Loaded, RunDir, Workspace};
 use serde_json::{Value, json};
 
 use super::input::{Common, Stop, StopFailure};
@@ -32,7 +32,7 @@ pub(super) fn find_run(
         let run = ws.resolve(Some(&id)).map_err(|e| e.to_string())?;
         // Every Stop of every session passes here: driver-mode runs are told apart by
         // their first line alone, without folding their journals.
-        let first = agentloop_core::journal::read_first(&run.journal())
+        let first = agentloop_journal::read_first(&run.journal())
             .map_err(|e| format!("run {id} cannot be read, so it is not driven: {e}"))?;
         if !matches!(&first.event, Event::RunCreated { settings, .. } if settings.hook) {
             continue;
@@ -174,7 +174,7 @@ pub(super) fn open_driver(ws: &Workspace, run: RunDir, loaded: Loaded) -> Result
 pub(super) fn run_config(
     ws: &Workspace,
     loaded: &Loaded,
-) -> Result<agentloop_core::config::Config, String> {
+) -> Result<agentloop_config::Config, String> {
     super::super::run_config(&ws.root, &loaded.state)
         .map(|l| l.config)
         .map_err(|e| e.message)
@@ -191,7 +191,7 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
     d.deadline = Some(d.config.hook.deadline(began));
     d.hook_resident = true;
     let e = |e: CliError| e.message;
-    let cli = agentloop_core::workspace::origin::session_ancestor();
+    let cli = agentloop_workspace::origin::session_ancestor();
     let block_limit = match cli.as_ref().map(|(_, name)| name.as_str()) {
         Some("claude") | None => CLAUDE_BLOCK_LIMIT,
         Some(_) => u32::MAX,
@@ -266,7 +266,7 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
                 if let Some(t) = &input.common.transcript_path {
                     let offset = agentloop_agents::transcript::end_of(t).to_string();
                     let at = d.run.iteration_dir(plan.iteration).join(TRANSCRIPT_OFFSET);
-                    agentloop_core::fsutil::write_new(&at, offset.as_bytes())
+                    agentloop_ground::fsutil::write_new(&at, offset.as_bytes())
                         .map_err(|err| err.to_string())?;
                 }
                 let prompt = prepared.prompt;
@@ -274,19 +274,19 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
                 let pos = s.position(&plan.task);
                 let (attempt, at_most) = s
                     .task(&plan.task)
-                    .map(|t| agentloop_core::policy::attempt_of(s, t))
+                    .map(|t| agentloop_policy::attempt_of(s, t))
                     .unwrap_or_default();
                 return Ok(json!({
                     "decision": "block",
                     "reason": prompt,
                     "systemMessage": format!(
                         "agentloop: task {pos}/{} {}, attempt {attempt} of at most {at_most}, {}",
-                        s.plan.tasks.len(), plan.task, agentloop_core::words::money(s.cost_usd)
+                        s.plan.tasks.len(), plan.task, agentloop_ground::words::money(s.cost_usd)
                     ),
                 }));
             }
             Action::Wait(WaitReason::UsageLimit { until_ms })
-                if agentloop_core::clock::now_ms() >= until_ms =>
+                if agentloop_ground::clock::now_ms() >= until_ms =>
             {
                 d.record(Event::LimitWaitOver).map_err(e)?;
             }

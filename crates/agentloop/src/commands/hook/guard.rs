@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use agentloop_core::paths::path_matches;
-use agentloop_core::workspace::Workspace;
+use agentloop_ground::paths::path_matches;
+use agentloop_workspace::Workspace;
 use serde_json::{Value, json};
 
 use super::drive::find_run;

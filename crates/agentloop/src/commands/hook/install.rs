@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use agentloop_core::workspace::Workspace;
+use agentloop_workspace::Workspace;
 use serde_json::{Value, json};
 
 use super::input::EVENTS;
@@ -136,7 +136,7 @@ fn write_settings(path: &Path, v: &Value) -> Result<(), CliError> {
     }
     let mut text = serde_json::to_string_pretty(v).unwrap_or_default();
     text.push('\n');
-    agentloop_core::fsutil::write_atomic(path, text.as_bytes())?;
+    agentloop_ground::fsutil::write_atomic(path, text.as_bytes())?;
     Ok(())
 }
 
@@ -208,7 +208,7 @@ pub fn install(
     };
     write_settings(&path, &v)?;
     if let Some((config, text)) = feature.flatten() {
-        agentloop_core::fsutil::write_atomic(&config, text.as_bytes())?;
+        agentloop_ground::fsutil::write_atomic(&config, text.as_bytes())?;
         eprintln!(
             "agentloop: turned Codex's `hooks` feature on in {}",
             config.display()
@@ -284,7 +284,7 @@ fn register_mcp(cwd: &Path, user: bool, agent: HookAgent) -> Result<(), CliError
             if let Some(dir) = config.parent() {
                 std::fs::create_dir_all(dir)?;
             }
-            agentloop_core::fsutil::write_atomic(&config, new.as_bytes())?;
+            agentloop_ground::fsutil::write_atomic(&config, new.as_bytes())?;
             eprintln!("agentloop: MCP server `agentloop` in {}", config.display());
             return Ok(());
         }
@@ -335,7 +335,7 @@ fn unregister_mcp(cwd: &Path, user: bool, agent: HookAgent) -> Result<(), CliErr
             );
             if text.contains(&block) {
                 let new = text.replacen(&block, "", 1);
-                agentloop_core::fsutil::write_atomic(&config, new.as_bytes())?;
+                agentloop_ground::fsutil::write_atomic(&config, new.as_bytes())?;
                 eprintln!(
                     "agentloop: removed the MCP server `agentloop` from {}",
                     config.display()

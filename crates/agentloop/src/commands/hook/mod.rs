@@ -18,10 +18,10 @@ mod team;
 use std::io::IsTerminal;
 use std::path::Path;
 
-use agentloop_core::config::Settings;
-use agentloop_core::journal::Request;
-use agentloop_core::plan::{Mode, Plan};
-use agentloop_core::workspace::{RunDir, Workspace};
+use agentloop_config::Settings;
+use agentloop_journal::Request;
+use agentloop_plan::{Mode, Plan};
+use agentloop_workspace::{RunDir, Workspace};
 use serde_json::{Map, Value, json};
 
 use crate::error::{CliError, ExitKind};
@@ -48,7 +48,7 @@ pub fn start(
     eprintln!(
         "agentloop: hook-mode run {} for {}; the next {who} session in this project to start or stop within {} claims it and gets task 1",
         run.id,
-        agentloop_core::words::plural(tasks, "task", "tasks"),
+        agentloop_ground::words::plural(tasks, "task", "tasks"),
         humantime::format_duration(window)
     );
     if clis.is_empty() {
@@ -85,7 +85,7 @@ fn create_run(
         flags.insert("run".into(), json!({ "mode": m }));
     }
     let layered = super::load_config(&ws.root, &shown, &parsed.settings, flags.clone())?;
-    agentloop_core::values::cost_ceiling(layered.config.budgets.max_cost_usd, force).map_err(
+    agentloop_ground::values::cost_ceiling(layered.config.budgets.max_cost_usd, force).map_err(
         |e| CliError::user(e).hint("pass --force to allow it, or lower [budgets] max_cost_usd"),
     )?;
     super::run::iterations_ceiling(

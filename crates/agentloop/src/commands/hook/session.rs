@@ -1,9 +1,9 @@
 //! SessionStart: the run that drives this session, its current task and what was
 //! learnt so far, as context for the model.
 
-use agentloop_core::journal::Event;
-use agentloop_core::policy::{Action, next_action};
-use agentloop_core::workspace::Workspace;
+use agentloop_journal::Event;
+use agentloop_policy::{Action, next_action};
+use agentloop_workspace::Workspace;
 use serde_json::{Value, json};
 
 use super::drive::{find_run, open_driver};
@@ -20,7 +20,7 @@ pub(super) fn start(input: &SessionStart) -> Result<Value, String> {
     let mut s = loaded.state.clone();
     // A resumed session runs in a new process: the run learns it at once, so what the
     // model runs from it is known as the model's (a person's request is not).
-    let pid = agentloop_core::workspace::origin::claude_ancestor();
+    let pid = agentloop_workspace::origin::claude_ancestor();
     let moved = s.session.as_deref() == Some(session) && pid.is_some() && pid != s.session_pid;
     if s.session.is_none() || moved {
         let mut w = loaded.writer(&run).map_err(|e| e.to_string())?;
@@ -98,8 +98,8 @@ pub(super) fn end(input: &SessionEnd) -> Result<Value, String> {
     let mut d = open_driver(&ws, run, loaded)?;
     let s = &d.state;
     let pending = s.settings.commit
-        && agentloop_core::exec::git::is_repo(&ws.root)
-        && agentloop_core::exec::git::run(
+        && agentloop_exec::git::is_repo(&ws.root)
+        && agentloop_exec::git::run(
             &ws.root,
             &["status", "--porcelain", "--untracked-files=all"],
         )
@@ -114,7 +114,7 @@ pub(super) fn end(input: &SessionEnd) -> Result<Value, String> {
             "agentloop: changes pending when the session ended ({task}; not verified)\n\nRun {}",
             d.run.id
         );
-        agentloop_core::exec::git::commit_all(&ws.root, &message)
+        agentloop_exec::git::commit_all(&ws.root, &message)
             .map_err(|e| format!("cannot commit the pending changes: {e}"))
             .ok()
     } else {

@@ -7,8 +7,8 @@
 
 use std::path::PathBuf;
 
-use agentloop_core::journal::{Event, Request};
-use agentloop_core::workspace::{RunDir, Workspace};
+use agentloop_journal::{Event, Request};
+use agentloop_workspace::{RunDir, Workspace};
 use serde_json::{Value, json};
 
 use super::drive::find_run;
@@ -64,7 +64,7 @@ fn start(ws: &Workspace, input: &UserPromptExpansion, args: &str) -> Result<Stri
         .and_then(|mut w| {
             w.append(&Event::SessionBound {
                 session_id: session,
-                pid: agentloop_core::workspace::origin::claude_ancestor(),
+                pid: agentloop_workspace::origin::claude_ancestor(),
             })
             .map_err(Into::into)
         })
@@ -73,7 +73,7 @@ fn start(ws: &Workspace, input: &UserPromptExpansion, args: &str) -> Result<Stri
         "agentloop started run {} of {} ({}) and it drives this session. Reply briefly that you are ready; when you stop, agentloop gives you the first task, verifies your work itself after each task, and gives you the next one.",
         run.id,
         plan.display(),
-        agentloop_core::words::plural(tasks, "task", "tasks")
+        agentloop_ground::words::plural(tasks, "task", "tasks")
     ))
 }
 
@@ -155,8 +155,8 @@ fn status(ws: &Workspace, input: &UserPromptExpansion) -> Result<String, String>
         s.status.as_str(),
         s.done_count(),
         s.tasks.len(),
-        agentloop_core::words::plural(s.iterations as usize, "iteration", "iterations"),
-        agentloop_core::words::money(s.cost_usd)
+        agentloop_ground::words::plural(s.iterations as usize, "iteration", "iterations"),
+        agentloop_ground::words::money(s.cost_usd)
     );
     if let Some(g) = &s.gate {
         text.push_str(&format!("\nWaiting for a person: {}", g.describe()));

@@ -1,10 +1,10 @@
 //! Agent teams: TaskCompleted refuses a completion agentloop cannot verify, and
 //! TeammateIdle keeps a teammate working while a task it can take is ready.
 
-use agentloop_core::exec::verify::Runner;
-use agentloop_core::journal::{Event, RunState, TaskStatus};
-use agentloop_core::plan::{Mode, Task};
-use agentloop_core::workspace::{Loaded, RunDir, Workspace};
+use agentloop_journal::{Event, RunState, TaskStatus};
+use agentloop_plan::{Mode, Task};
+use agentloop_verify::verify::Runner;
+use agentloop_workspace::{Loaded, RunDir, Workspace};
 
 use super::drive::{find_run, run_config};
 use super::input::{Common, TaskCompleted, TeammateIdle};
@@ -48,7 +48,7 @@ pub(super) fn task_completed(input: &TaskCompleted) -> Result<Option<String>, St
         return Ok(None);
     }
     if let Some(base) = &s.baseline {
-        use agentloop_core::exec::surface;
+        use agentloop_verify::surface;
         let changes = surface::check(&ws.root, base, &surface::Rules::for_run(&ws.root, s))?;
         if !changes.is_empty() {
             let list: Vec<String> = changes.iter().map(|c| c.describe()).collect();
@@ -70,7 +70,7 @@ pub(super) fn task_completed(input: &TaskCompleted) -> Result<Option<String>, St
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let config = run_config(&ws, &loaded)?;
     // The checks run on a clean copy of the work, as the driver's do.
-    let copy = agentloop_core::exec::clean_copy::CleanCopy::for_run(&ws.root, &run.id)
+    let copy = agentloop_verify::clean_copy::CleanCopy::for_run(&ws.root, &run.id)
         .filter(|_| s.settings.clean_copy);
     let workdir = match &copy {
         Some(c) => c
@@ -115,11 +115,11 @@ pub(super) fn task_completed(input: &TaskCompleted) -> Result<Option<String>, St
 /// the task began (or, with no iteration of it recorded, since the run was created),
 /// or in an iteration agentloop saw.
 fn tests_touched(ws: &Workspace, s: &RunState, task: &str) -> bool {
-    let is_test = |f: &String| agentloop_core::paths::is_test_path(f, &s.settings.test_patterns);
+    let is_test = |f: &String| agentloop_ground::paths::is_test_path(f, &s.settings.test_patterns);
     if s.task(task).is_some_and(|t| t.tests_touched) {
         return true;
     }
-    let dirty = agentloop_core::exec::git::Snapshots::new(&ws.root)
+    let dirty = agentloop_exec::git::Snapshots::new(&ws.root)
         .and_then(|g| g.take())
         .is_some_and(|snap| snap.dirty.keys().any(is_test));
     let base = s
@@ -127,7 +127,7 @@ fn tests_touched(ws: &Workspace, s: &RunState, task: &str) -> bool {
         .and_then(|t| t.head_at_start.clone())
         .or_else(|| s.head_at_create.clone());
     let committed = base.is_some_and(|b| {
-        agentloop_core::exec::git::changed_files(&ws.root, &b, "HEAD")
+        agentloop_exec::git::changed_files(&ws.root, &b, "HEAD")
             .iter()
             .any(is_test)
     });

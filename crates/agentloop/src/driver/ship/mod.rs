@@ -8,14 +8,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use agentloop_core::config::{Forge as ForgeKind, MergeMethod, Ship};
-use agentloop_core::exec::git::run as git;
-use agentloop_core::exec::verify;
-use agentloop_core::journal::{CheckOutcome, Event};
-use agentloop_core::policy::ShipStep;
+use agentloop_config::{Forge as ForgeKind, MergeMethod, Ship};
+use agentloop_exec::git::run as git;
 use agentloop_forge::github::{API, GitHub};
 use agentloop_forge::gitlab::GitLab;
 use agentloop_forge::{ChecksState, Forge};
+use agentloop_journal::{CheckOutcome, Event};
+use agentloop_policy::ShipStep;
+use agentloop_verify::verify;
 
 use super::Driver;
 use crate::error::CliError;
@@ -213,12 +213,12 @@ impl Driver {
                 self.state
                     .plan_task(&u.task)
                     .map_or(u.task.clone(), |t| format!("{}: {}", t.id, t.title)),
-                agentloop_core::journal::unit_pr_body(&self.state),
+                agentloop_journal::unit_pr_body(&self.state),
             ),
             None => (
                 self.ship_base()?,
                 self.state.plan.title.clone(),
-                agentloop_core::journal::pr_body(&self.state),
+                agentloop_journal::pr_body(&self.state),
             ),
         };
         let (pr, created) = f
@@ -309,9 +309,9 @@ impl Driver {
         let cfg = self.ship_cfg().clone();
         let gate = self.state.gate.clone();
         let (listed, diff_gate) = match &gate {
-            Some(agentloop_core::journal::Gate::Review) => (cfg.reviewers.clone(), None),
-            Some(agentloop_core::journal::Gate::Diff(g)) => (
-                agentloop_core::policy::gate_reviewers(&self.state.settings.gates, g).to_vec(),
+            Some(agentloop_journal::Gate::Review) => (cfg.reviewers.clone(), None),
+            Some(agentloop_journal::Gate::Diff(g)) => (
+                agentloop_policy::gate_reviewers(&self.state.settings.gates, g).to_vec(),
                 Some(g.clone()),
             ),
             _ => return Ok(()),
@@ -363,10 +363,10 @@ impl Driver {
                 super::gates::read_diff(&self.ws.root, &base_sha, &commit, true)?
             }
         };
-        let triggered = agentloop_core::policy::triggered(&gates, &input);
+        let triggered = agentloop_policy::triggered(&gates, &input);
         let mut names: Vec<String> = triggered.iter().map(|t| t.gate.clone()).collect();
         names.dedup();
-        if gates.deploy.enabled && cfg.merge == agentloop_core::config::MergeWhen::Auto {
+        if gates.deploy.enabled && cfg.merge == agentloop_config::MergeWhen::Auto {
             names.push("deploy".into());
         }
         let fresh: Vec<String> = names
@@ -381,14 +381,14 @@ impl Driver {
             f.add_labels(number, &labels).map_err(|e| e.to_string())?;
             let reviewers: Vec<String> = fresh
                 .iter()
-                .flat_map(|g| agentloop_core::policy::gate_reviewers(&gates, g).to_vec())
+                .flat_map(|g| agentloop_policy::gate_reviewers(&gates, g).to_vec())
                 .collect();
             f.request_reviewers(number, &reviewers)
                 .map_err(|e| e.to_string())?;
             let mut comment = String::from("agentloop holds this pull request for review:\n\n");
             for g in &fresh {
                 comment.push_str(&format!("**{g}**"));
-                let who = agentloop_core::policy::gate_reviewers(&gates, g);
+                let who = agentloop_policy::gate_reviewers(&gates, g);
                 if !who.is_empty() {
                     comment.push_str(&format!(
                         " (asked: {})",
@@ -451,7 +451,7 @@ impl Driver {
         let base = self.ship_base()?;
         git(&self.ws.root, &["fetch", "--quiet", &cfg.remote, &base])?;
         let commit = git(&self.ws.root, &["rev-parse", "FETCH_HEAD"])?;
-        let dir: PathBuf = agentloop_core::fsutil::cache_dir()
+        let dir: PathBuf = agentloop_ground::fsutil::cache_dir()
             .unwrap_or_else(std::env::temp_dir)
             .join("agentloop/post-merge")
             .join(&self.run.id);
@@ -477,7 +477,7 @@ impl Driver {
         // One pull request per task: the checks of the tasks not shipped yet wait for
         // their own.
         let waiting = |id: &str| {
-            self.state.settings.ship.pr == agentloop_core::config::PrScope::Task
+            self.state.settings.ship.pr == agentloop_config::PrScope::Task
                 && !self.state.ship.has(id)
                 && self.state.task(id).is_some_and(|t| t.commit.is_some())
         };
@@ -512,7 +512,7 @@ impl Driver {
                 "ship: the run's checks FAIL on {base} after the merge ({commit:.12}); see {}",
                 log.display()
             ));
-            if cfg.after_merge_failure == agentloop_core::config::AfterMergeFailure::Fix {
+            if cfg.after_merge_failure == agentloop_config::AfterMergeFailure::Fix {
                 // The fix is made on top of what the base branch has now.
                 if git(&self.ws.root, &["merge", "--ff-only", "--quiet", &commit]).is_err() {
                     git(
@@ -543,11 +543,11 @@ impl Driver {
     /// their evidence).
     pub(crate) fn write_handoff(&self) {
         for (name, text) in [
-            ("handoff.md", agentloop_core::journal::handoff(&self.state)),
-            ("summary.md", agentloop_core::journal::summary(&self.state)),
+            ("handoff.md", agentloop_journal::handoff(&self.state)),
+            ("summary.md", agentloop_journal::summary(&self.state)),
         ] {
             let path = self.run.path.join(name);
-            if let Err(e) = agentloop_core::fsutil::write_atomic(&path, text.as_bytes()) {
+            if let Err(e) = agentloop_ground::fsutil::write_atomic(&path, text.as_bytes()) {
                 self.progress
                     .warn(&format!("cannot write {}: {e}", path.display()));
             }

@@ -9,11 +9,11 @@ use std::io::Write;
 use std::path::Path;
 use std::process::Stdio;
 
-use agentloop_core::config::MergeWhen;
-use agentloop_core::journal::{Event, Unit};
+use agentloop_config::MergeWhen;
+use agentloop_journal::{Event, Unit};
 
 use crate::driver::Driver;
-use agentloop_core::exec::git::run as git;
+use agentloop_exec::git::run as git;
 
 /// A task id as a branch name's last part.
 fn ref_safe(id: &str) -> String {
@@ -37,7 +37,7 @@ fn tree(root: &Path, commit: &str) -> Result<String, String> {
 /// The change `from..to` replayed onto `onto`: the new commit, or `onto` itself when
 /// the change is already there.
 fn replay(root: &Path, from: &str, to: &str, onto: &str) -> Result<String, String> {
-    let out = agentloop_core::exec::git::git_command(root)
+    let out = agentloop_exec::git::git_command(root)
         .args([
             "merge-tree",
             "--write-tree",
@@ -83,7 +83,7 @@ fn replay(root: &Path, from: &str, to: &str, onto: &str) -> Result<String, Strin
     let [an, ae, ad, cn, ce, cd, message] = f[..] else {
         return Err(format!("cannot read the commit {to:.12}"));
     };
-    let mut child = agentloop_core::exec::git::git_command(root)
+    let mut child = agentloop_exec::git::git_command(root)
         .args(["commit-tree", &new_tree, "-p", onto, "-F", "-"])
         .current_dir(root)
         .envs([
@@ -122,7 +122,7 @@ impl Driver {
     /// else the base branch as the remote has it now.
     pub(super) fn ship_start_unit(&mut self) -> Result<Option<Event>, String> {
         let cfg = self.ship_cfg().clone();
-        let Some(task) = agentloop_core::policy::next_unit(&self.state).map(str::to_string) else {
+        let Some(task) = agentloop_policy::next_unit(&self.state).map(str::to_string) else {
             return Err("no task is left to ship".into());
         };
         let branch = format!("{}-{}", cfg.branch_of(&self.run.id), ref_safe(&task));

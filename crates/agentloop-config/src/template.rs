@@ -1,0 +1,189 @@
+//! The `agentloop.toml` files `agentloop init` writes: a short one (the agent, the
+//! checks, the budgets) and, with `--full`, one with every section, commented.
+
+/// Where the files `init` writes find the configuration's JSON Schema (written there
+/// by `init`, or by `agentloop config schema`), relative to agentloop.toml.
+pub const SCHEMA_PATH: &str = ".agentloop/agentloop.schema.json";
+
+/// The short `agentloop.toml` written by `agentloop init`.
+pub const SHORT_TEMPLATE: &str = r#"#:schema ./.agentloop/agentloop.schema.json
+# agentloop configuration: the agent, the checks, the budgets. Every key is optional;
+# `agentloop init --full` writes one with every section, `agentloop config show` prints
+# each effective value and where it came from (docs/reference/config.md says them all).
+
+[run]
+agent = "claude"        # or codex, gemini, opencode, aider, copilot, or your own [agents.NAME]
+# workers = 4           # agents at once, each task in its own git worktree
+
+[verify]
+# Run after every task's own `Verify:` commands, as regression checks: a test that
+# passed when the run started must still pass; tests failing today do not block.
+commands = []
+
+[budgets]
+max_iterations = 50     # for the whole run
+task_retries = 5        # per task
+max_cost_usd = 25.0     # dollars; over $100 needs `--force`
+# max_duration = "4h"
+"#;
+
+/// The commented `agentloop.toml` with every section, written by `agentloop init --full`.
+pub const TEMPLATE: &str = r#"#:schema ./.agentloop/agentloop.schema.json
+# agentloop configuration. Every key is optional; `agentloop config show` prints the
+# effective value of each and where it came from.
+
+[run]
+# Agent for tasks that name none: a name from [agents.*] below, or a built-in one.
+agent = "claude"
+# quick | tdd (the diff must touch tests) | pair (gate after every task) | checkpoint (gate after milestones)
+# | swarm (quick, with 4 workers unless `workers` says otherwise)
+mode = "quick"
+# Agents at work at once. 1: in this working tree. More: each task in its own git
+# worktree (in ~/.cache/agentloop/worktrees/), merged onto the run's integration branch
+# only after its checks pass on the merged result; your branch and tree are not touched.
+# workers = 4
+isolate = false             # one worker, but in a worktree as above
+keep_worktrees = false      # keep merged tasks' worktrees for inspection
+branch = "agentloop/{run}"  # the integration branch of a run with workers
+land = "none"               # or "ff": fast-forward your branch to it when the run completes
+# fallback_agent = "codex"
+# The gates a run adds, from how clear the plan is (`agentloop plan check` scores it):
+# "auto" (8-10: none; 5-7: plan approval, its review, after each task, a final review;
+# under 5: the same, its open questions shown at plan approval), "tool", "colleague".
+shape = "auto"
+confirm = true              # false (or `run --yes`): none of the gates that only confirm
+workflow = "auto"           # library | bug | refactor | feature, by default from the plan
+
+[budgets]
+max_iterations = 50     # for the whole run
+task_retries = 5        # per task, before the escalation ladder moves up
+max_replans = 2
+max_cost_usd = 25.0     # dollars; the default. Over $100 needs `--force`
+# max_tokens = 5000000
+# max_duration = "4h"
+
+[breakers]
+same_failure = 3        # the same failure fingerprint this many times in a row
+no_change = 3           # no change in the working tree this many iterations in a row
+no_output = 2           # the agent exits with no output this many times in a row
+oscillation = 2         # the tree returns to a state it was already in this many times
+debug_after = 2         # after the same failure this many times: one DEBUG iteration (0: never)
+thrashing = 5           # one file edited this many times in an iteration that did not pass
+
+[verify]
+# Run after every task's own `Verify:` commands. They are regression checks: every
+# test that passed when the run started must still pass, read test by test from the
+# runner's own report (pytest, cargo nextest/test, go test, jest, vitest, mocha, maven,
+# gradle, rspec, or JUnit XML written to $AGENTLOOP_TEST_REPORT); tests failing then
+# may go on failing until a task names them in its `Tests:` line.
+commands = []
+regression = "per-test"  # or "exit-code": each command must exit 0, all or nothing
+# flaky = ["tests/test_net.py::*"]  # tests whose failures are forgiven
+# holdout = "~/holdout/myproject"    # held-out checks (`Holdout: NAME` → NAME.sh), outside the project
+timeout = "10m"
+# After the last task every check runs again on the whole project; a failure reopens work.
+validate = true
+validate_fixes = 2
+# The verification surface (tests, the files a Verify runs, CI config, PLAN.md, this
+# file) is recorded when a run starts. A change to it: "gate" (a person approves or
+# rejects), "restore" (agentloop puts the baseline back), or "allow".
+on_protected_change = "gate"
+# protected = ["fixtures/"]      # more paths that belong to it
+# check_files = ["noxfile.py"]   # more files that configure the checks, even when new
+clean_copy = true       # verify on a clean copy of the agent's result
+# carry = ["node_modules"]       # ignored directories the clean copy links as they are
+
+[gates]
+# On when the shape or the workflow asks for them (a colleague-shaped plan: all four).
+plan_approval = false   # Gate 1: approve the plan
+plan_review = false     # Gate 2: accept what agentloop found reading it (only if it found something)
+after_each = false      # review each task once verified
+final_review = false    # Gate 3: review the finished work before the run completes
+
+# An independent reviewer of each verified task: another agent, read-only, that sees
+# the task, its criteria, the diff and the checks' evidence (never the worker's words)
+# and answers APPROVE or REJECT with findings the worker must address.
+[review]
+# agent = "codex"        # a different CLI or model than the worker; unset: no review
+# second = "gemini"      # a second reviewer for high-risk work (what the diff gates flag)
+when = "risk"           # "always", "risk" (flagged or larger than a small change), "never"
+max_rounds = 2          # rejections before the task waits for a person
+
+[git]
+commit = false          # commit after each verified task
+
+[hook]
+claim_window = "10m"    # hook mode: a `hook start` run waits this long to be claimed by a session
+
+[limits]
+wait = "60s"            # after a usage/rate limit with no reset time; doubles each time in a row
+overloaded_wait = "15s" # after an overloaded service; doubles each time in a row
+max_wait = "6h"         # a longer wait waits for a person instead
+on_limit = "wait"       # or "fallback": hand the task to run.fallback_agent
+
+[notify]
+# webhook = "https://hooks.example.com/agentloop" # a JSON POST per notification
+# webhook_ca = "ca.pem"                         # trust this CA instead of the public roots
+# command = ["my-notifier"]                     # the JSON on stdin
+desktop = false                                 # notify-send, where it exists
+
+[sandbox]
+mode = "off"            # "workspace": each agent under bubblewrap, confined to its work tree
+# allow_hosts = ["pypi.org", "*.npmjs.org:443"] # besides the agent's own model API
+# hidden = ["~/work/secret-repo"]               # more paths the agent may not read
+# writable = ["~/.cargo/registry"]              # more paths it may write
+verify = false          # the checks confined too (no network)
+
+[executor]
+kind = "local"          # "slurm": a Slurm batch job per iteration; "kubernetes": a Job (docs/EXECUTORS.md)
+remote = "origin"       # the git remote jobs clone from and push to
+# [executor.slurm]
+# partition = "agents"
+# time_limit = "2:00:00"
+# cpus = 2
+# memory = "4G"
+# [executor.kubernetes]
+# image = "registry.example.com/agentloop-claude:1"
+# namespace = "agents"
+# cpu = "2"
+# memory = "4Gi"
+
+# The journal in PostgreSQL, for a driver and dashboards on several machines
+# (docs/EXECUTORS.md); AGENTLOOP_STORE_URL in the environment wins.
+# [store]
+# url = "postgres://agentloop@db.example:5432/agentloop"
+# timeout = "45s"   # a store that does not answer by then is taken for down (exit 7)
+
+# Any program can be an agent: it gets the prompt on stdin, or in a file.
+# [agents.mine]
+# kind = "command"
+# command = ["./my-agent", "--prompt", "{prompt_file}"]
+# prompt = "file"
+# timeout = "30m"
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Config, Loader, Source};
+
+    #[test]
+    fn templates_are_valid_and_say_the_defaults() {
+        for template in [TEMPLATE, SHORT_TEMPLATE] {
+            let dir = tempfile::tempdir().unwrap();
+            let p = dir.path().join("agentloop.toml");
+            std::fs::write(&p, template).unwrap();
+            let l = Loader::new()
+                .toml_file(Source::Project(p.clone()), &p)
+                .unwrap()
+                .build()
+                .unwrap();
+            assert_eq!(l.config, Config::default());
+            assert!(template.contains("\ncommands = []\n"));
+        }
+        assert!(
+            SHORT_TEMPLATE.lines().count() <= 20,
+            "the short file stays short"
+        );
+    }
+}

@@ -1,0 +1,232 @@
+//! The run's test baseline: what each check reported, test by test, on the tree as it
+//! was before any agent worked (`tests_baseline` in the journal), and what a
+//! verification must clear against it ([`Expected`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Counts, Expect, KnownGood, Outcome, TestName};
+
+/// Every check of the run, run once on the baseline tree.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TestsBaseline {
+    /// The tree the checks ran on (git's id), when it is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree: Option<String>,
+    pub commands: Vec<BaselineCommand>,
+    /// Why there is no baseline to judge against, when there is none (no clean copy
+    /// could be made, …): regressions are then not judged, and that is said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+    /// It came from the cache of an earlier run on the same tree.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
+    /// Files the checks read at the baseline that join the verification surface (a
+    /// script a check calls, a module its tests import outside every task's scope),
+    /// with their content on the baseline tree.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub traced: BTreeMap<String, TracedFile>,
+    /// Why the trace of what the checks read may have missed files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_incomplete: Option<String>,
+}
+
+/// A file a check read at the baseline, as the surface records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TracedFile {
+    pub blob: String,
+    pub mode: u32,
+    pub why: String,
+}
+
+/// One check at the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BaselineCommand {
+    pub command: String,
+    /// The runner whose report it read (`pytest`, `junit ($AGENTLOOP_TEST_REPORT)`);
+    /// none: exit code only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// Why its report could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+    /// Every test it reported, id → outcome.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tests: BTreeMap<String, Outcome>,
+    /// The files of the tree it opened while it ran (traced on the clean copy).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read: Vec<String>,
+}
+
+impl BaselineCommand {
+    /// Each outcome's count among its tests.
+    pub fn counts(&self) -> Counts {
+        let mut c = Counts::default();
+        for o in self.tests.values() {
+            c.add(*o);
+        }
+        c
+    }
+}
+
+impl TestsBaseline {
+    pub fn command(&self, command: &str) -> Option<&BaselineCommand> {
+        self.commands.iter().find(|c| c.command == command)
+    }
+
+    /// Every test of every check (an id in two checks: its worse outcome).
+    pub fn all_tests(&self) -> BTreeMap<&str, Outcome> {
+        let mut out: BTreeMap<&str, Outcome> = BTreeMap::new();
+        for c in &self.commands {
+            for (id, o) in &c.tests {
+                out.entry(id.as_str())
+                    .and_modify(|was| *was = was.worst(*o))
+                    .or_insert(*o);
+            }
+        }
+        out
+    }
+
+    pub fn counts(&self) -> Counts {
+        let mut c = Counts::default();
+        for o in self.all_tests().values() {
+            c.add(*o);
+        }
+        c
+    }
+
+    /// Whether any check gave per-test evidence.
+    pub fn has_tests(&self) -> bool {
+        self.commands.iter().any(|c| !c.tests.is_empty())
+    }
+
+    /// `42 tests, 6 failing at baseline`; or why there are none.
+    pub fn words(&self) -> String {
+        if let Some(why) = &self.unavailable {
+            return format!("no test baseline: {why}");
+        }
+        if !self.has_tests() {
+            return "no per-test evidence (exit codes only)".into();
+        }
+        let c = self.counts();
+        let failing = c.failed + c.errored;
+        format!(
+            "{}, {failing} failing at baseline",
+            agentloop_ground::words::plural(c.total() as usize, "test", "tests")
+        )
+    }
+}
+
+/// What a verification must show, per check: the task's names, the baseline, the
+/// tests tasks done since made pass, the flaky ones.
+#[derive(Debug, Clone, Default)]
+pub struct Expected {
+    pub named: Vec<TestName>,
+    pub baseline: Option<Arc<TestsBaseline>>,
+    pub made_passing: BTreeSet<String>,
+    pub flaky: Vec<String>,
+    /// The task's own checks; any other is a run-wide regression check.
+    pub own: Vec<String>,
+    /// Run-wide checks judged test by test (`[verify] regression = "per-test"`);
+    /// otherwise by their exit code.
+    pub per_test_regression: bool,
+    /// Test files whose change a person approved (see [`KnownGood::excused`]).
+    pub excused: Vec<String>,
+}
+
+impl Expected {
+    /// Whether `command`'s report decides it (rather than its exit code).
+    pub fn judged_by_tests(&self, command: &str) -> bool {
+        self.per_test_regression || self.own.iter().any(|c| c == command)
+    }
+
+    /// Whether `command` ran to its end at the baseline (exit 0) without writing a
+    /// report: a check that does not report, so a report from it later was written by
+    /// something else. (One that failed there may not have got as far as its tests:
+    /// a build that fails until the work is done.)
+    pub fn silent_at_baseline(&self, command: &str) -> bool {
+        self.baseline
+            .as_deref()
+            .and_then(|b| b.command(command))
+            .is_some_and(|b| b.runner.is_none() && b.exit_code == Some(0))
+    }
+
+    /// How `command` is judged.
+    pub fn expect(&self, command: &str) -> Expect<'_> {
+        // A named test may be in any check's report (a task without a `Verify:` of its
+        // own is judged by the run's checks).
+        Expect {
+            named: &self.named,
+            own: self.own.iter().any(|c| c == command),
+            known: KnownGood {
+                baseline: self
+                    .baseline
+                    .as_deref()
+                    .and_then(|b| b.command(command))
+                    // A check that gave no report at the baseline has no tests to
+                    // compare with.
+                    .filter(|c| c.problem.is_none() && c.runner.is_some())
+                    .map(|c| &c.tests),
+                made_passing: self.made_passing.iter().map(String::as_str).collect(),
+                flaky: self.flaky.iter().map(String::as_str).collect(),
+                excused: self.excused.iter().map(String::as_str).collect(),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_baseline_says_how_many_tests_and_how_many_fail() {
+        let b = TestsBaseline {
+            tree: None,
+            commands: vec![
+                BaselineCommand {
+                    command: "pytest".into(),
+                    runner: Some("pytest".into()),
+                    exit_code: Some(1),
+                    problem: None,
+                    tests: [
+                        ("a", Outcome::Passed),
+                        ("b", Outcome::Failed),
+                        ("c", Outcome::Errored),
+                    ]
+                    .into_iter()
+                    .map(|(i, o)| (i.to_string(), o))
+                    .collect(),
+                    read: Vec::new(),
+                },
+                BaselineCommand {
+                    command: "make lint".into(),
+                    runner: None,
+                    exit_code: Some(0),
+                    problem: None,
+                    tests: BTreeMap::new(),
+                    read: Vec::new(),
+                },
+            ],
+            unavailable: None,
+            cached: false,
+            ..Default::default()
+        };
+        assert_eq!(b.words(), "3 tests, 2 failing at baseline");
+        let e = Expected {
+            own: vec!["pytest".into()],
+            baseline: Some(Arc::new(b)),
+            ..Default::default()
+        };
+        assert!(e.expect("pytest").known.baseline.is_some());
+        assert!(
+            e.expect("make lint").known.baseline.is_none(),
+            "exit code only then"
+        );
+        assert!(!e.judged_by_tests("make lint"));
+    }
+}

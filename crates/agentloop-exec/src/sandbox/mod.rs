@@ -1,0 +1,512 @@
+//! `[sandbox] mode = "workspace"`: each agent process runs under bubblewrap with the
+//! root file system read-only; writable only its working directory (the task's
+//! worktree, or the project), a private `/tmp`, the agent CLIs' own config and cache
+//! directories and `[sandbox] writable`; `.agentloop/` read-only but for the
+//! iteration's own directory (where `agentloop mcp` writes its reports); hidden: the
+//! secrets in the home directory (`~/.ssh`, `~/.aws`, … and `[sandbox] hidden`), other
+//! people's home directories, agentloop's state (the journal key, the API token) and
+//! cache (other workers' worktrees, the checks' clean copies), the sockets of the
+//! user's session and of container engines; the repository's hooks and config
+//! read-only. Its network is a namespace of its own whose only way out is agentloop's
+//! proxy (`net.rs`, reached through `bridge.rs`), which lets through the hosts of
+//! `[sandbox] allow_hosts` and the agent's own model API; what was refused is read
+//! back by `denials.rs`.
+
+mod bridge;
+mod denials;
+mod net;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use agentloop_config::SandboxConfig;
+pub use agentloop_config::sandbox::{AllowList, split_host};
+
+pub use bridge::Bridge;
+pub use denials::{MAX_PER_ITERATION, NETWORK_FILE, of_iteration as denials_of};
+pub use net::Proxy;
+
+/// Every sandbox's base: the root read-only, its own `/dev` and `/proc`.
+const BASE: &[&str] = &["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"];
+
+/// Where the proxy's socket is inside the sandbox (its private `/tmp`).
+const SOCKET_INSIDE: &str = "/tmp/.agentloop-net.sock";
+/// The proxy's port on the sandbox's own loopback (another when an allowed loopback
+/// port is this one).
+const PROXY_PORT: u16 = 3128;
+
+/// What the agent CLIs keep for themselves in the home directory.
+const AGENT_DIRS: &[&str] = &[
+    "~/.claude",
+    "~/.claude.json",
+    "~/.codex",
+    "~/.gemini",
+    "~/.copilot",
+    "~/.config/opencode",
+    "~/.local/share/opencode",
+    "~/.local/state/opencode",
+    "~/.aider",
+    "~/.cache",
+    "~/.npm",
+];
+
+/// Secrets no agent reads.
+const SECRETS: &[&str] = &[
+    "~/.ssh",
+    "~/.aws",
+    "~/.config/gcloud",
+    "~/.azure",
+    "~/.gnupg",
+    "~/.netrc",
+    "~/.docker/config.json",
+    "~/.kube",
+    "~/.git-credentials",
+    // Sockets of services that would run a command outside the sandbox (a container,
+    // a user unit) or hand out keys (the SSH agent, the keyring).
+    "/run/user",
+    "/run/docker.sock",
+    "/var/run/docker.sock",
+    "/run/containerd",
+    "/run/podman",
+];
+
+fn expand(p: &str, home: &Path) -> PathBuf {
+    match p.strip_prefix("~/") {
+        Some(rest) => home.join(rest),
+        None => PathBuf::from(p),
+    }
+}
+
+/// What a `[sandbox]` configuration does on this machine: bubblewrap checked, the
+/// paths it hides, and the command lines that confine an agent or a check.
+pub trait Sandbox {
+    /// Whether bubblewrap runs here (installed, and user namespaces allowed).
+    fn check(&self) -> Result<(), String>;
+    /// The secrets and other people's home directories, as absolute paths.
+    fn hidden_paths(&self) -> Vec<PathBuf>;
+    /// The paths whose "not found" in an agent's output is a refusal: the hidden
+    /// ones, and agentloop's cache (other workers' worktrees, the checks' copies).
+    fn unreachable_paths(&self) -> Vec<PathBuf>;
+    /// An agent's confinement for one iteration: the proxy started (its refusals go
+    /// to `own/sandbox-network.jsonl`) and the command to run the agent under. `root`
+    /// is the project, `workdir` where the agent works, `own` its iteration's
+    /// directory, `allow` what it may reach.
+    fn confine(
+        &self,
+        root: &Path,
+        workdir: &Path,
+        own: &Path,
+        allow: AllowList,
+    ) -> std::io::Result<Confinement>;
+    /// The confinement of a verification command (`[sandbox] verify`): its working
+    /// copy writable, and `reports` (the directory its runner's report goes to, made
+    /// here first), no network at all.
+    fn confine_check(&self, root: &Path, workdir: &Path, reports: &Path) -> Confinement;
+}
+
+impl Sandbox for SandboxConfig {
+    /// Whether bubblewrap runs here (installed, and user namespaces allowed).
+    fn check(&self) -> Result<(), String> {
+        let out = std::process::Command::new(&self.bwrap)
+            .args(["--unshare-net", "--unshare-ipc"])
+            .args(BASE)
+            .arg("true")
+            .output();
+        match out {
+            Ok(o) if o.status.success() => Ok(()),
+            Ok(o) => Err(format!(
+                "bubblewrap cannot make a sandbox here ({}); enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1) or run without [sandbox]",
+                String::from_utf8_lossy(&o.stderr).trim()
+            )),
+            Err(e) => Err(format!(
+                "bubblewrap ({}) is not installed ({e}); install it (Debian: apt-get install bubblewrap)",
+                self.bwrap
+            )),
+        }
+    }
+
+    /// The secrets and other people's home directories, as absolute paths.
+    fn hidden_paths(&self) -> Vec<PathBuf> {
+        let home = home();
+        SECRETS
+            .iter()
+            .map(|p| p.to_string())
+            .chain(self.hidden.iter().cloned())
+            .map(|p| expand(&p, &home))
+            // The journal's key: with it an agent could seal lines of its own.
+            .chain(agentloop_ground::fsutil::state_dir())
+            .collect()
+    }
+
+    /// The paths whose "not found" in an agent's output is a refusal: the hidden
+    /// ones, and agentloop's cache (other workers' worktrees, the checks' copies).
+    fn unreachable_paths(&self) -> Vec<PathBuf> {
+        let mut v = self.hidden_paths();
+        v.extend(agentloop_ground::fsutil::cache_dir());
+        v
+    }
+
+    /// An agent's confinement for one iteration: the proxy started (its refusals go
+    /// to `own/sandbox-network.jsonl`) and the command to run the agent under. `root`
+    /// is the project, `workdir` where the agent works, `own` its iteration's
+    /// directory, `allow` what it may reach.
+    fn confine(
+        &self,
+        root: &Path,
+        workdir: &Path,
+        own: &Path,
+        allow: AllowList,
+    ) -> std::io::Result<Confinement> {
+        let forwards = allow.loopback_ports();
+        let proxy_port = (PROXY_PORT..)
+            .find(|p| !forwards.contains(p))
+            .unwrap_or(PROXY_PORT);
+        let proxy = Proxy::start(allow, own.join(NETWORK_FILE))?;
+        let mut a = files(self, root, workdir, Some(own));
+        push(&mut a, &["--unshare-net", "--bind"]);
+        a.push(proxy.socket().into());
+        a.push(SOCKET_INSIDE.into());
+        let url = format!("http://127.0.0.1:{proxy_port}");
+        for var in [
+            "HTTPS_PROXY",
+            "HTTP_PROXY",
+            "ALL_PROXY",
+            "https_proxy",
+            "http_proxy",
+            "all_proxy",
+        ] {
+            push(&mut a, &["--setenv", var, &url]);
+        }
+        push(
+            &mut a,
+            &["--unsetenv", "NO_PROXY", "--unsetenv", "no_proxy", "--"],
+        );
+        a.push(
+            std::env::current_exe()
+                .unwrap_or_else(|_| PathBuf::from("agentloop"))
+                .into(),
+        );
+        push(&mut a, &["sandbox-net", "--socket", SOCKET_INSIDE]);
+        push(&mut a, &["--proxy-port", &proxy_port.to_string()]);
+        for p in forwards {
+            push(&mut a, &["--forward", &p.to_string()]);
+        }
+        a.push("--".into());
+        Ok(Confinement {
+            prefix: a,
+            _proxy: Some(proxy),
+        })
+    }
+
+    /// The confinement of a verification command (`[sandbox] verify`): its working
+    /// copy writable, and `reports` (the directory its runner's report goes to, made
+    /// here first), no network at all.
+    fn confine_check(&self, root: &Path, workdir: &Path, reports: &Path) -> Confinement {
+        let mut a = files(self, root, workdir, None);
+        if std::fs::create_dir_all(reports).is_ok() {
+            bind(&mut a, "--bind", reports, reports);
+        }
+        push(&mut a, &["--unshare-net", "--"]);
+        Confinement {
+            prefix: a,
+            _proxy: None,
+        }
+    }
+}
+
+/// The file system part: `bwrap` with the root read-only and what is writable,
+/// read-only or hidden laid over it.
+fn files(cfg: &SandboxConfig, root: &Path, workdir: &Path, own: Option<&Path>) -> Vec<OsString> {
+    let home = home();
+    let mut a: Vec<OsString> = Vec::new();
+    push(
+        &mut a,
+        &[cfg.bwrap.as_str(), "--die-with-parent", "--unshare-ipc"],
+    );
+    push(&mut a, BASE);
+    push(&mut a, &["--tmpfs", "/tmp"]);
+    // Programs that live under `/tmp` (agentloop itself, agent CLIs on the PATH)
+    // are seen through the private `/tmp`, read-only.
+    for p in programs_in_tmp() {
+        bind(&mut a, "--ro-bind", &p, &p);
+    }
+    // Other people's home directories (and root's, when it is not ours).
+    let keep = |p: &Path| {
+        [home.as_path(), root, workdir]
+            .iter()
+            .any(|k| k.starts_with(p))
+            || std::env::current_exe().is_ok_and(|e| e.starts_with(p))
+    };
+    let others = std::fs::read_dir("/home")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .chain([PathBuf::from("/root")]);
+    for p in others {
+        if p.is_dir() && !keep(&p) {
+            a.push("--tmpfs".into());
+            a.push(p.into());
+        }
+    }
+    // Other repositories: in the home directory (two levels down) and beside the
+    // project.
+    for p in other_repositories(&home, root, workdir) {
+        a.push("--tmpfs".into());
+        a.push(p.into());
+    }
+    for p in AGENT_DIRS
+        .iter()
+        .map(|p| p.to_string())
+        .chain(cfg.writable.iter().cloned())
+    {
+        let p = expand(&p, &home);
+        if p.exists() {
+            bind(&mut a, "--bind", &p, &p);
+        }
+    }
+    // agentloop's own cache (the other workers' worktrees, the clean copies the
+    // checks run in) is hidden, though `~/.cache` is writable; the agent's own
+    // worktree is laid back over it.
+    if let Some(cache) = agentloop_ground::fsutil::cache_dir().filter(|c| c.is_dir()) {
+        a.push("--tmpfs".into());
+        a.push(cache.into());
+    }
+    bind(&mut a, "--bind", workdir, workdir);
+    // A worktree's commits go into the project's repository; its hooks and config
+    // (which run code at the next git command) stay read-only.
+    // The project is seen (read-only) from a worktree, wherever it lives (a
+    // project under `/tmp` too).
+    let git = root.join(".git");
+    if !workdir.starts_with(root) {
+        bind(&mut a, "--ro-bind", root, root);
+        if git.is_dir() {
+            bind(&mut a, "--bind", &git, &git);
+        }
+    }
+    for p in ["hooks", "config", "info"] {
+        let p = git.join(p);
+        if p.exists() {
+            bind(&mut a, "--ro-bind", &p, &p);
+        }
+    }
+    let state = root.join(".agentloop");
+    if state.is_dir() {
+        bind(&mut a, "--ro-bind", &state, &state);
+        if let Some(own) = own.filter(|o| o.is_dir()) {
+            bind(&mut a, "--bind", own, own);
+        }
+    }
+    for p in cfg.hidden_paths() {
+        if p.is_dir() {
+            a.push("--tmpfs".into());
+            a.push(p.into());
+        } else if p.exists() {
+            bind(&mut a, "--ro-bind", Path::new("/dev/null"), &p);
+        }
+    }
+    a
+}
+
+/// A command's confinement: the `bwrap … --` to run it under, and the proxy that
+/// lives as long as this value.
+#[derive(Default)]
+pub struct Confinement {
+    pub prefix: Vec<OsString>,
+    _proxy: Option<Proxy>,
+}
+
+impl std::fmt::Debug for Confinement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Confinement")
+            .field("prefix", &self.prefix)
+            .finish()
+    }
+}
+
+/// The git repositories near the project that are not it: the home directory's
+/// children and grandchildren (`~/code/other`), and the project's siblings; at most
+/// a few thousand directories are looked at.
+fn other_repositories(home: &Path, root: &Path, workdir: &Path) -> Vec<PathBuf> {
+    // The project, agentloop, and the programs on the PATH (an agent CLI installed
+    // in a checkout) stay.
+    let mut keep: Vec<PathBuf> = vec![
+        root.to_path_buf(),
+        workdir.to_path_buf(),
+        std::env::current_exe().unwrap_or_default(),
+    ];
+    keep.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    let ours = |d: &Path| keep.iter().any(|k| k.starts_with(d) || d.starts_with(k));
+    // Looked for once per process (a driver confines many iterations).
+    static FOUND: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
+    FOUND
+        .get_or_init(|| repositories_near(home, root))
+        .iter()
+        .filter(|d| !ours(d))
+        .cloned()
+        .collect()
+}
+
+/// The git repositories among the home directory's children and grandchildren and
+/// the project's siblings (the project itself among them).
+fn repositories_near(home: &Path, root: &Path) -> Vec<PathBuf> {
+    let dirs = |d: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(d)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.path())
+            .take(2000)
+            .collect()
+    };
+    let mut candidates = Vec::new();
+    if home.is_dir() && home != Path::new("/") {
+        for d in dirs(home) {
+            // The agents' own directories and dotted ones (caches, config) are not
+            // where people keep repositories.
+            let dotted = d
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'));
+            if dotted {
+                continue;
+            }
+            candidates.extend(dirs(&d));
+            candidates.push(d);
+        }
+    }
+    // (Under `/tmp` they are out of sight already: the sandbox has its own.)
+    if let Some(parent) = root
+        .parent()
+        .filter(|p| *p != Path::new("/") && !p.starts_with("/tmp"))
+    {
+        candidates.extend(dirs(parent));
+    }
+    let mut out: Vec<PathBuf> = candidates
+        .into_iter()
+        .filter(|d| d.join(".git").exists())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The directories under `/tmp` that hold agentloop's executable and the programs on
+/// the PATH: each PATH entry's parent (a `node_modules/.bin` links into its
+/// `node_modules`, a `bin` of a tool directory into that directory).
+fn programs_in_tmp() -> Vec<PathBuf> {
+    let tmp = Path::new("/tmp");
+    let exe = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(Path::to_path_buf));
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut out: Vec<PathBuf> = Vec::new();
+    for d in exe
+        .into_iter()
+        .chain(std::env::split_paths(&path).filter_map(|p| p.parent().map(Path::to_path_buf)))
+    {
+        let Ok(d) = d.canonicalize() else { continue };
+        if d.starts_with(tmp) && d != tmp && !out.iter().any(|o| d.starts_with(o)) {
+            out.retain(|o| !o.starts_with(&d));
+            out.push(d);
+        }
+    }
+    out
+}
+
+fn home() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/root"))
+}
+
+fn push(a: &mut Vec<OsString>, words: &[&str]) {
+    a.extend(words.iter().map(OsString::from));
+}
+
+fn bind(a: &mut Vec<OsString>, flag: &str, from: &Path, to: &Path) {
+    a.push(flag.into());
+    a.push(from.into());
+    a.push(to.into());
+}
+
+/// The hosts an agent of `kind` may reach by default: its provider's API, and every
+/// `http(s)://` address in `env_values` (its environment's values and its own config
+/// files' text: the model endpoint it is configured with, such as a local server's
+/// `127.0.0.1:PORT`).
+pub fn agent_hosts<'a>(kind: &str, env_values: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let provider: &[&str] = match kind {
+        "claude" => &["api.anthropic.com:443"],
+        "codex" => &["api.openai.com:443", "chatgpt.com:443"],
+        "gemini" => &[
+            "generativelanguage.googleapis.com:443",
+            "cloudcode-pa.googleapis.com:443",
+            "oauth2.googleapis.com:443",
+        ],
+        "copilot" => &[
+            "api.githubcopilot.com:443",
+            "api.individual.githubcopilot.com:443",
+            "api.github.com:443",
+        ],
+        "opencode" | "aider" => &["api.openai.com:443", "api.anthropic.com:443"],
+        _ => &[],
+    };
+    let mut v: Vec<String> = provider.iter().map(|s| s.to_string()).collect();
+    for value in env_values {
+        // Every address in the value: a whole URL, or one inside a config file's text.
+        let lower = value.to_ascii_lowercase();
+        for (at, _) in lower.match_indices("http") {
+            let rest = &lower[at..];
+            let (https, rest) = if let Some(r) = rest.strip_prefix("https://") {
+                (true, r)
+            } else if let Some(r) = rest.strip_prefix("http://") {
+                (false, r)
+            } else {
+                continue;
+            };
+            let authority = rest
+                .split(|c: char| "/?#\"' <>,;)]}".contains(c) || c.is_whitespace())
+                .next()
+                .unwrap_or("");
+            let authority = authority.rsplit('@').next().unwrap_or("");
+            if let Ok((host, port)) = split_host(authority) {
+                let port = port.unwrap_or(if https { 443 } else { 80 });
+                let host = if host.contains(':') {
+                    format!("[{host}]")
+                } else {
+                    host
+                };
+                let entry = format!("{host}:{port}");
+                if !v.contains(&entry) {
+                    v.push(entry);
+                }
+            }
+        }
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_agent_reaches_its_provider_and_the_endpoint_it_is_given() {
+        let hosts = agent_hosts(
+            "claude",
+            [
+                "http://127.0.0.1:4312/v1",
+                "not a url",
+                "https://proxy.corp/x",
+            ]
+            .into_iter(),
+        );
+        assert_eq!(
+            hosts,
+            vec!["api.anthropic.com:443", "127.0.0.1:4312", "proxy.corp:443"]
+        );
+        assert!(agent_hosts("command", std::iter::empty()).is_empty());
+    }
+}

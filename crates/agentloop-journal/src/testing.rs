@@ -1,0 +1,35 @@
+//! What the tests of this crate and the crates above it share (not for use outside
+//! tests: compiled in so that the crates above need no feature to reach it).
+
+use agentloop_config::Settings;
+
+use crate::{Event, Record, RunState};
+
+/// The state of a run just created from `plan` (PLAN.md's text) with `settings`.
+pub fn created(plan: &str, settings: Settings) -> RunState {
+    let plan = agentloop_plan::Plan::parse("PLAN.md", plan).unwrap();
+    RunState::from_first(&Record {
+        seq: 1,
+        time: "2026-11-27T10:00:00.000Z".into(),
+        event: Event::RunCreated {
+            run_id: "r".into(),
+            plan_file: "PLAN.md".into(),
+            workdir: "/w".into(),
+            plan,
+            settings,
+            head: None,
+            tree: None,
+        },
+    })
+    .unwrap()
+}
+
+/// `event` applied to `s` as the run's next record.
+pub fn then(s: &mut RunState, event: Event) {
+    let seq = s.last_seq + 1;
+    s.apply(&Record {
+        seq,
+        time: "2026-11-27T10:00:01.000Z".into(),
+        event,
+    });
+}

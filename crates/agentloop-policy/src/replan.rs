@@ -1,0 +1,134 @@
+//! REPLAN proposals: checked against the current plan, never touching done tasks.
+
+use agentloop_journal::{Event, RunState, TaskStatus};
+use agentloop_plan::{Plan, Task};
+
+/// Checks a REPLAN proposal against the current plan. Accepted proposals replace the
+/// task being worked on with the proposed tasks; completed tasks never change.
+pub fn review_replan(s: &RunState, task: &str, proposal: &str) -> Event {
+    let reject = |reason: String| Event::ReplanRejected {
+        task: task.to_string(),
+        reason,
+    };
+    if s.replans_used >= s.settings.budgets.max_replans {
+        return reject(format!(
+            "the replan limit ({}) is reached",
+            s.settings.budgets.max_replans
+        ));
+    }
+    match apply_replan(s, task, proposal) {
+        Ok(plan) => {
+            let old: Vec<&str> = s.plan.ids();
+            let new: Vec<&str> = plan.ids();
+            let added = new
+                .iter()
+                .filter(|i| !old.contains(i))
+                .map(|i| i.to_string())
+                .collect();
+            let removed = old
+                .iter()
+                .filter(|i| !new.contains(i))
+                .map(|i| i.to_string())
+                .collect();
+            Event::ReplanAccepted {
+                task: task.to_string(),
+                version: s.plan_version + 1,
+                plan,
+                added,
+                removed,
+            }
+        }
+        Err(reason) => reject(reason),
+    }
+}
+
+/// `into` gets each item of `from` it lacks.
+fn keep_all<T: Clone + PartialEq>(into: &mut Vec<T>, from: &[T]) {
+    for v in from {
+        if !into.contains(v) {
+            into.push(v.clone());
+        }
+    }
+}
+
+fn apply_replan(s: &RunState, task: &str, proposal: &str) -> Result<Plan, String> {
+    let text = format!("# replan\n\n{proposal}\n");
+    let proposed = Plan::parse("REPLAN", &text).map_err(|e| {
+        let mut m = e.located();
+        if let Some(h) = e.hint {
+            m.push_str(&format!(" ({h})"));
+        }
+        m
+    })?;
+    for p in &proposed.tasks {
+        if let Some(st) = s.task(&p.id)
+            && st.status == TaskStatus::Done
+        {
+            return Err(format!("task {} is completed and cannot change", p.id));
+        }
+    }
+    let original = s
+        .plan_task(task)
+        .ok_or_else(|| format!("task {task} is not in the plan"))?
+        .clone();
+    let mentioned: Vec<&str> = proposed.ids();
+    let mut new_tasks: Vec<Task> = Vec::new();
+    let mut replacement: Vec<Task> = proposed
+        .tasks
+        .iter()
+        .filter(|p| p.id == task || s.plan_task(&p.id).is_none())
+        .cloned()
+        .collect();
+    // The replaced task's tripwires hold for each of its replacements.
+    for r in &mut replacement {
+        keep_all(&mut r.must_not, &original.must_not);
+    }
+    // Its criteria, like its checks, still have to hold once its replacement is done.
+    if let Some(last) = replacement.last_mut() {
+        keep_all(&mut last.criteria, &original.criteria);
+    }
+    // The original task's checks still have to pass once its replacement is done.
+    if let Some(last) = replacement.last_mut() {
+        keep_all(&mut last.verify, &original.verify);
+        keep_all(&mut last.tests, &original.tests);
+    }
+    let replacement_ids: Vec<String> = replacement.iter().map(|t| t.id.clone()).collect();
+    for t in &s.plan.tasks {
+        if t.id == task {
+            new_tasks.append(&mut replacement);
+            continue;
+        }
+        // Other pending tasks may be revised by the proposal; completed ones were refused above.
+        let mut t = proposed
+            .task(&t.id)
+            .filter(|_| mentioned.contains(&t.id.as_str()))
+            .cloned()
+            .unwrap_or_else(|| t.clone());
+        // A revision cannot drop what checks a task or what it must not do.
+        if let Some(before) = s.plan_task(&t.id) {
+            keep_all(&mut t.verify, &before.verify);
+            keep_all(&mut t.tests, &before.tests);
+            keep_all(&mut t.must_not, &before.must_not);
+            keep_all(&mut t.criteria, &before.criteria);
+        }
+        // Whoever depended on the replaced task now depends on all of its replacements.
+        if !replacement_ids.iter().any(|r| r == task) && t.depends.iter().any(|d| d == task) {
+            t.depends.retain(|d| d != task);
+            t.depends.extend(replacement_ids.iter().cloned());
+        }
+        new_tasks.push(t);
+    }
+    if replacement_ids.is_empty() && !mentioned.contains(&task) {
+        return Err(format!("the proposal has no task to replace {task}"));
+    }
+    let plan = Plan {
+        title: s.plan.title.clone(),
+        goal: s.plan.goal.clone(),
+        settings: s.plan.settings.clone(),
+        must_not: s.plan.must_not.clone(),
+        criteria: s.plan.criteria.clone(),
+        tasks: new_tasks,
+    };
+    plan.validate("REPLAN").map_err(|e| e.message)?;
+    Ok(plan)
+}

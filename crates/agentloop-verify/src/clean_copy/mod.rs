@@ -1,0 +1,252 @@
+//! The clean copy checks run in: the agent's result (tracked files and new ones git
+//! does not ignore) with the baseline versions of the verification surface, checked
+//! out in a detached git worktree outside the project that shares its object store.
+//! Untracked junk, ignored build artefacts and edited harness files in the agent's
+//! tree never reach it; the user's tree stays as the agent left it.
+//!
+//! The copy lives as long as its run and is brought up to date for each verification
+//! (only the files that changed are written). Ignored files the checks themselves
+//! create there (build caches like `target/`) are kept between verifications of the
+//! run, so a check does not rebuild from nothing each time.
+
+mod kept;
+
+pub use kept::{KeptCopy, Way};
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use agentloop_journal::Baseline;
+
+/// A clean copy brought up to date.
+pub struct Refreshed {
+    /// The commit checked out (by the last full refresh: one kept in step writes the
+    /// files, not the copy's commit).
+    pub commit: String,
+    /// Surface files the repository's objects did not give as the baseline says
+    /// (tampered with), written from agentloop's own copy.
+    pub mended: Vec<String>,
+}
+
+impl Refreshed {
+    /// What to tell a person when files were mended.
+    pub fn warning(&self) -> Option<String> {
+        (!self.mended.is_empty()).then(|| {
+            format!(
+                "the repository's objects for {} are not the baseline's (changed in place): the checks got agentloop's own copy",
+                self.mended.join(", ")
+            )
+        })
+    }
+}
+
+/// `git ls-files -s -z` output as path → (mode, blob); only stage 0 entries.
+fn index_entries(out: String) -> std::collections::HashMap<String, (u32, String)> {
+    out.split('\0')
+        .filter_map(|e| {
+            let (info, path) = e.split_once('\t')?;
+            let mut f = info.split(' ');
+            let (mode, blob, stage) = (f.next()?, f.next()?, f.next()?);
+            let mode = u32::from_str_radix(mode, 8).ok()?;
+            (stage == "0").then(|| (path.to_string(), (mode, blob.to_string())))
+        })
+        .collect()
+}
+
+/// A run's clean copy.
+pub struct CleanCopy {
+    /// The project.
+    pub root: PathBuf,
+    /// The worktree the checks run in.
+    pub dir: PathBuf,
+}
+
+fn git(dir: &Path) -> Command {
+    agentloop_exec::git::git_command(dir)
+}
+
+/// A git command's trimmed output.
+fn run(c: Command, input: Option<&[u8]>) -> Result<String, String> {
+    agentloop_exec::git::run_git(c, input).map(|o| String::from_utf8_lossy(&o).trim().to_string())
+}
+
+impl CleanCopy {
+    /// The clean copy of run `run_id` of the project at `root`, in the user's cache.
+    pub fn for_run(root: &Path, run_id: &str) -> Option<CleanCopy> {
+        let dir = agentloop_ground::fsutil::cache_dir()?
+            .join("checkouts")
+            .join(run_id);
+        Some(CleanCopy {
+            root: root.to_path_buf(),
+            dir,
+        })
+    }
+
+    /// The index this copy's commits are built in (a copy of the project's own, so only
+    /// files whose stat changed are read again).
+    fn index(&self) -> PathBuf {
+        self.dir.with_extension("index")
+    }
+
+    /// The project's own index file (where `git rev-parse --git-path index` says, asked
+    /// once per process and project).
+    pub(super) fn project_index(&self) -> Result<PathBuf, String> {
+        static KNOWN: std::sync::Mutex<Vec<(PathBuf, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+        let mut known = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, index)) = known.iter().find(|(root, _)| *root == self.root) {
+            return Ok(index.clone());
+        }
+        let mut c = git(&self.root);
+        c.args(["rev-parse", "--path-format=absolute", "--git-path", "index"]);
+        let index = PathBuf::from(run(c, None)?);
+        known.push((self.root.clone(), index.clone()));
+        Ok(index)
+    }
+
+    /// Brings the copy up to the tree as it is now, with `overlay`'s versions of the
+    /// surface (checked by hash, and written from agentloop's own copy where the
+    /// repository's objects gave something else) and `carry` linked in.
+    pub fn refresh(
+        &self,
+        overlay: Option<&Baseline>,
+        carry: &[String],
+    ) -> Result<Refreshed, String> {
+        let tree = self.tree_now(overlay)?;
+        let commit = self.check_out(&tree, carry)?;
+        let mended = match overlay {
+            Some(base) => crate::surface::mend(&self.root, &self.dir, base)?,
+            None => Vec::new(),
+        };
+        Ok(Refreshed { commit, mended })
+    }
+
+    /// Brings the copy to `tree` (one [`tree_now`](Self::tree_now) gave earlier),
+    /// with `carry` linked in; returns the commit checked out.
+    pub fn refresh_to(&self, tree: &str, carry: &[String]) -> Result<String, String> {
+        self.check_out(tree, carry)
+    }
+
+    /// The project's tree as it is now (tracked files and new ones git does not
+    /// ignore, with `overlay`'s versions of the surface), written into the object
+    /// store: its id. Nothing is checked out.
+    pub fn tree_now(&self, overlay: Option<&Baseline>) -> Result<String, String> {
+        let parent = self.dir.parent().ok_or("no parent for the clean copy")?;
+        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        let index = self.index();
+        let own = self.project_index()?;
+        match std::fs::copy(&own, &index) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let _ = std::fs::remove_file(&index);
+            }
+            Err(e) => return Err(format!("{}: {e}", index.display())),
+        }
+        let with_index = |args: &[&str]| {
+            let mut c = git(&self.root);
+            c.env("GIT_INDEX_FILE", &index).args(args);
+            c
+        };
+        run(with_index(&["add", "-A", "--", "."]), None)?;
+        // The baseline's versions of the surface (a sectioned file stays the agent's:
+        // only its test section is judged, and it was, before verification).
+        if let Some(base) = overlay.filter(|b| !b.is_empty()) {
+            // Only what the index does not already hold as the baseline has it is laid
+            // over: an entry rewritten with the same blob would still invalidate its
+            // directories' cached trees, and `write-tree` would hash them all again.
+            let held = index_entries(run(with_index(&["ls-files", "-s", "-z"]), None)?);
+            let lines: String = base
+                .iter()
+                .filter(|(path, _)| {
+                    !crate::surface::is_sectioned(path) && !crate::surface::is_git_file(path)
+                })
+                .filter(|(path, f)| {
+                    held.get(path.as_str())
+                        .is_none_or(|(mode, blob)| *mode != f.mode || *blob != f.blob)
+                })
+                .map(|(path, f)| format!("{:o} {}\t{path}\n", f.mode, f.blob))
+                .collect();
+            if !lines.is_empty() {
+                run(
+                    with_index(&["update-index", "--add", "--index-info"]),
+                    Some(lines.as_bytes()),
+                )?;
+            }
+        }
+        run(with_index(&["write-tree"]), None)
+    }
+
+    /// Checks `tree` out in the copy (as a commit on HEAD), `carry` linked in.
+    fn check_out(&self, tree: &str, carry: &[String]) -> Result<String, String> {
+        let mut commit = git(&self.root);
+        commit.args(["commit-tree", tree, "-m", "agentloop: the tree verified"]);
+        agentloop_exec::git::set_identity(&mut commit, None);
+        if let Some(head) = agentloop_exec::git::head(&self.root) {
+            commit.args(["-p", &head]);
+        }
+        let commit = run(commit, None)?;
+        if self.dir.join(".git").exists() {
+            run(
+                {
+                    let mut c = git(&self.dir);
+                    c.args(["checkout", "-q", "--detach", "-f", &commit]);
+                    c
+                },
+                None,
+            )?;
+            // New files git does not ignore go; ignored ones the checks made stay.
+            run(
+                {
+                    let mut c = git(&self.dir);
+                    c.args(["clean", "-fdq"]);
+                    c
+                },
+                None,
+            )?;
+        } else {
+            let _admin = agentloop_exec::git::worktree_admin();
+            let _ = std::fs::remove_dir_all(&self.dir);
+            // `-f` takes the place over a registration whose directory is gone (no
+            // `worktree prune` here: it races with worktrees other workers are adding).
+            let dir = self.dir.to_string_lossy().into_owned();
+            run(
+                {
+                    let mut c = git(&self.root);
+                    c.args(["worktree", "add", "-q", "--detach", "-f", &dir, &commit]);
+                    c
+                },
+                None,
+            )?;
+        }
+        for c in carry {
+            let c = c.trim_matches('/');
+            let (from, to) = (self.root.join(c), self.dir.join(c));
+            if from.exists() && std::fs::symlink_metadata(&to).is_err() {
+                if let Some(p) = to.parent() {
+                    std::fs::create_dir_all(p).map_err(|e| format!("{}: {e}", p.display()))?;
+                }
+                std::os::unix::fs::symlink(&from, &to)
+                    .map_err(|e| format!("{}: {e}", to.display()))?;
+            }
+        }
+        Ok(commit)
+    }
+
+    /// Removes the copy and its worktree registration.
+    pub fn remove(&self) {
+        let _admin = agentloop_exec::git::worktree_admin();
+        if self.dir.exists() {
+            let dir = self.dir.to_string_lossy().into_owned();
+            let mut c = git(&self.root);
+            c.args(["worktree", "remove", "--force", &dir]);
+            let _ = c.output();
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+        let mut c = git(&self.root);
+        c.args(["worktree", "prune"]);
+        let _ = c.output();
+        let _ = std::fs::remove_file(self.index());
+    }
+}
+
+#[cfg(test)]
+mod tests;

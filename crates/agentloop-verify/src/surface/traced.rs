@@ -1,0 +1,283 @@
+//! The surface followed through indirection: of the files each check opened while the
+//! test baseline ran (see `exec::trace`), the ones that decide the check join the
+//! surface with their baseline content:
+//! - a shell script or makefile a check runs (`tests/check.sh` → `scripts/verify.sh`),
+//!   unless it is the work: a task's scope holds it, a task's text names it (its path
+//!   or its file name), or it lies under a source directory (`src/`, `lib/`, `bin/`,
+//!   `app/`, `pkg/`, `cmd/`, `internal/`) — a shell project's code is shell too;
+//! - when every task names its scope (`Scope:`), any file a check read outside all of
+//!   them (a helper module the tests import): the plan says the work is elsewhere.
+//!
+//! A module the tests import where tasks name no scope is the code under work as far
+//! as agentloop can tell, and stays the agent's to change; the reviewer and held-out
+//! checks are the defence there.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use agentloop_evidence::{TestsBaseline, TracedFile};
+use agentloop_ground::paths::path_matches;
+use agentloop_journal::Baseline;
+
+use super::{blob, git, run};
+
+/// A tree's files: path → (mode, blob).
+pub type TreeFiles = BTreeMap<String, (u32, String)>;
+
+/// Every file of `tree` (submodules left out).
+pub fn tree_files(root: &Path, tree: &str) -> Result<TreeFiles, String> {
+    let mut c = git(root);
+    c.args(["ls-tree", "-r", "-z", "--full-tree", tree]);
+    let out = run(c, None)?;
+    let mut files = TreeFiles::new();
+    for entry in out.split(|b| *b == 0).filter(|e| !e.is_empty()) {
+        let entry = String::from_utf8_lossy(entry);
+        let Some((meta, path)) = entry.split_once('\t') else {
+            continue;
+        };
+        let mut parts = meta.split(' ');
+        let (Some(mode), Some("blob"), Some(id)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        let Ok(mode) = u32::from_str_radix(mode, 8) else {
+            continue;
+        };
+        files.insert(path.to_string(), (mode, id.to_string()));
+    }
+    Ok(files)
+}
+
+/// Where a project's own code lives, by convention: a script there is the work.
+const SOURCE_DIRS: &[&str] = &[
+    "src", "lib", "bin", "app", "pkg", "cmd", "internal", "source",
+];
+
+/// What the plan says of one task's files: its `Scope:` and its words (title, body,
+/// acceptance), where it names the files it changes.
+pub struct TaskFiles {
+    pub scope: Vec<String>,
+    pub text: String,
+}
+
+/// The files `baseline`'s checks read that join the surface (`base`: the surface as
+/// it is; `tasks`: what every task says of its files).
+pub fn traced(
+    root: &Path,
+    baseline: &TestsBaseline,
+    tree: &TreeFiles,
+    base: &Baseline,
+    tasks: &[TaskFiles],
+) -> BTreeMap<String, TracedFile> {
+    let scopes: Vec<&Vec<String>> = tasks.iter().map(|t| &t.scope).collect();
+    let all_scoped = !scopes.is_empty() && scopes.iter().all(|s| !s.is_empty());
+    let scopes = scopes.into_iter().flatten();
+    let mut out = BTreeMap::new();
+    for c in &baseline.commands {
+        for path in &c.read {
+            if base.contains_key(path)
+                || out.contains_key(path)
+                || path.starts_with(".agentloop/")
+                || scopes.clone().any(|p| path_matches(path, p))
+            {
+                continue;
+            }
+            let Some((mode, id)) = tree.get(path) else {
+                continue;
+            };
+            let name = path.rsplit('/').next().unwrap_or(path);
+            let named = tasks
+                .iter()
+                // A bare name counts when it is distinctive (`greet.sh`, not `run`).
+                .any(|t| {
+                    t.text.contains(path.as_str()) || (name.contains('.') && t.text.contains(name))
+                });
+            let in_source = path
+                .split_once('/')
+                .is_some_and(|(top, _)| SOURCE_DIRS.contains(&top));
+            let why = if !named && !in_source && is_script(root, path, *mode, id) {
+                format!(
+                    "a script `{}` runs (traced at the test baseline)",
+                    c.command
+                )
+            } else if all_scoped {
+                format!(
+                    "read by `{}` at the test baseline, outside every task's scope",
+                    c.command
+                )
+            } else {
+                continue;
+            };
+            out.insert(
+                path.clone(),
+                TracedFile {
+                    blob: id.clone(),
+                    mode: *mode,
+                    why,
+                },
+            );
+        }
+    }
+    out
+}
+
+/// Interpreters whose scripts are the checks' own harness.
+const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "ash", "bats", "make"];
+
+/// A shell script or makefile: by its name, else (executable) by its `#!` line.
+fn is_script(root: &Path, path: &str, mode: u32, id: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let ext = name.rsplit_once('.').map(|(_, e)| e);
+    if matches!(ext, Some("sh" | "bash" | "zsh" | "ksh" | "bats" | "mk"))
+        || matches!(name, "Makefile" | "makefile" | "GNUmakefile")
+    {
+        return true;
+    }
+    if mode != 0o100755 {
+        return false;
+    }
+    let Ok(text) = blob(root, id) else {
+        return false;
+    };
+    let first = text.split(|b| *b == b'\n').next().unwrap_or_default();
+    let Some(line) = std::str::from_utf8(first)
+        .ok()
+        .and_then(|l| l.strip_prefix("#!"))
+    else {
+        return false;
+    };
+    let mut words = line
+        .split_whitespace()
+        .map(|w| w.rsplit('/').next().unwrap_or(w));
+    let program = match words.next() {
+        Some("env") => words.find(|w| !w.starts_with('-')),
+        other => other,
+    };
+    program.is_some_and(|p| SHELLS.contains(&p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentloop_evidence::BaselineCommand;
+
+    fn repo() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        let git = |args: &[&str]| {
+            let mut c = agentloop_exec::git::git_command(r);
+            c.args(args);
+            agentloop_exec::git::run_git(c, None).unwrap();
+        };
+        git(&["init", "-q"]);
+        for (p, text, exec) in [
+            ("tests/check.sh", "sh scripts/verify.sh\n", false),
+            ("scripts/verify.sh", "python3 -m unittest\n", false),
+            ("scripts/run", "#!/usr/bin/env bash\nexit 0\n", true),
+            ("bin/tool", "#!/usr/bin/env python3\nprint(1)\n", true),
+            ("src/greet.sh", "echo hello\n", false),
+            ("tools/gen.sh", "echo gen\n", false),
+            (
+                "helpers/asserts.py",
+                "def same(a, b): return a == b\n",
+                false,
+            ),
+            ("src/calc.py", "def add(a, b): return a + b\n", false),
+        ] {
+            let path = r.join(p);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, text).unwrap();
+            if exec {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+        }
+        git(&["add", "-A"]);
+        dir
+    }
+
+    fn baseline(read: &[&str]) -> TestsBaseline {
+        TestsBaseline {
+            commands: vec![BaselineCommand {
+                command: "sh tests/check.sh".into(),
+                runner: None,
+                exit_code: Some(0),
+                problem: None,
+                tests: Default::default(),
+                read: read.iter().map(|s| s.to_string()).collect(),
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn scripts_a_check_runs_join_and_the_code_under_work_does_not() {
+        let dir = repo();
+        let r = dir.path();
+        let mut c = agentloop_exec::git::git_command(r);
+        c.arg("write-tree");
+        let tree = String::from_utf8(agentloop_exec::git::run_git(c, None).unwrap()).unwrap();
+        let files = tree_files(r, tree.trim()).unwrap();
+        assert_eq!(files.len(), 8);
+        let read = [
+            "tests/check.sh",
+            "scripts/verify.sh",
+            "scripts/run",
+            "bin/tool",
+            "helpers/asserts.py",
+            "src/calc.py",
+            "src/greet.sh",
+            "tools/gen.sh",
+        ];
+        let base: Baseline = [(
+            "tests/check.sh".to_string(),
+            agentloop_journal::SurfaceFile {
+                blob: files["tests/check.sh"].1.clone(),
+                mode: 0o100644,
+                why: "a test file".into(),
+            },
+        )]
+        .into();
+        let tasks = |scopes: &[&[&str]]| -> Vec<TaskFiles> {
+            scopes
+                .iter()
+                .map(|s| TaskFiles {
+                    scope: s.iter().map(|p| p.to_string()).collect(),
+                    text: "Make the generator in `tools/gen.sh` say more".into(),
+                })
+                .collect()
+        };
+        // No task names a scope: only the scripts join, not one under a source
+        // directory (a shell project's code) nor one a task names.
+        let t = traced(r, &baseline(&read), &files, &base, &tasks(&[&[]]));
+        assert_eq!(
+            t.keys().map(String::as_str).collect::<Vec<_>>(),
+            ["scripts/run", "scripts/verify.sh"]
+        );
+        assert_eq!(t["scripts/run"].mode, 0o100755);
+        // Every task names its scope: whatever was read outside them joins too.
+        let t = traced(
+            r,
+            &baseline(&read),
+            &files,
+            &base,
+            &tasks(&[&["src/", "tools/"], &["bin/tool"]]),
+        );
+        assert_eq!(
+            t.keys().map(String::as_str).collect::<Vec<_>>(),
+            ["helpers/asserts.py", "scripts/run", "scripts/verify.sh"]
+        );
+        // A script inside a task's scope is that task's work.
+        let t = traced(r, &baseline(&read), &files, &base, &tasks(&[&["scripts/"]]));
+        assert_eq!(
+            t.keys().map(String::as_str).collect::<Vec<_>>(),
+            [
+                "bin/tool",
+                "helpers/asserts.py",
+                "src/calc.py",
+                "src/greet.sh",
+                "tools/gen.sh"
+            ]
+        );
+    }
+}

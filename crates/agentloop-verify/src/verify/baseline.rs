@@ -1,0 +1,217 @@
+//! The run's test baseline taken: every check run once, to its end, on the tree before
+//! any agent worked, and every test's outcome kept; and agentloop's sealed cache of
+//! baselines by tree, so a second run on the same tree does not run them again.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+use super::{Runner, prepare, read_evidence};
+use agentloop_evidence::{BaselineCommand, TestsBaseline};
+use agentloop_exec::trace::Trace;
+
+/// How long a cached baseline is trusted: the tree is the same, but what is
+/// installed around it (packages, services) may not be.
+const CACHE_FOR: Duration = Duration::from_secs(24 * 3600);
+
+/// The cache's format: 2 keeps what each check read.
+const VERSION: u32 = 2;
+
+impl Runner<'_> {
+    /// Runs every command (each to its end, whatever the one before did) and keeps
+    /// what each reported, and which of `trace` (files of the tree, relative to the
+    /// work directory) each opened; `None` when `should_stop` ended it (nothing is
+    /// recorded: it is taken again).
+    pub fn baseline(
+        &self,
+        reports: &Path,
+        commands: &[String],
+        tree: Option<String>,
+        trace: &[String],
+        mut should_stop: impl FnMut() -> bool,
+    ) -> std::io::Result<Option<TestsBaseline>> {
+        let mut trace_incomplete = None;
+        std::fs::File::create(self.log)?;
+        let mut log = std::fs::OpenOptions::new().append(true).open(self.log)?;
+        let mut out = Vec::new();
+        for (k, cmd) in commands.iter().enumerate() {
+            writeln!(log, "$ {cmd}")?;
+            let inv = prepare(cmd, self.workdir, &reports.join(k.to_string()))?;
+            if inv.command != *cmd {
+                writeln!(log, "[agentloop runs it as: {}]", inv.command)?;
+            }
+            log.flush()?;
+            let tracing = (!trace.is_empty())
+                .then(|| Trace::start(self.workdir, trace))
+                .flatten();
+            if tracing.is_none() && !trace.is_empty() {
+                trace_incomplete = Some("inotify is not available".to_string());
+            }
+            let f = self.spawn(&inv.command, Some(&inv), &mut should_stop)?;
+            let traced = tracing.map(Trace::finish).unwrap_or_default();
+            if let Some(why) = traced.incomplete {
+                trace_incomplete.get_or_insert(why);
+            }
+            if f.killed {
+                return Ok(None);
+            }
+            writeln!(
+                log,
+                "[{} after {:.2}s]",
+                self.status_words(&f),
+                f.duration.as_secs_f64()
+            )?;
+            let ev = read_evidence(&inv, self.workdir);
+            let (runner, report) = match ev {
+                Some(e) => (Some(e.runner), Some(e.report)),
+                None => (None, None),
+            };
+            let problem = if f.timed_out {
+                Some(format!(
+                    "it timed out after {}",
+                    humantime::format_duration(self.timeout)
+                ))
+            } else {
+                report.as_ref().and_then(|r| r.as_ref().err().cloned())
+            };
+            let tests = match (&report, &problem) {
+                (Some(Ok(r)), None) => r.tests.iter().map(|t| (t.id.clone(), t.outcome)).collect(),
+                _ => Default::default(),
+            };
+            let entry = BaselineCommand {
+                command: cmd.clone(),
+                runner,
+                exit_code: f.exit_code,
+                problem,
+                tests,
+                read: traced.read.into_iter().collect(),
+            };
+            match (&entry.runner, &entry.problem) {
+                (Some(r), None) => {
+                    let counts = report
+                        .and_then(|r| r.ok())
+                        .map(|r| r.counts().words())
+                        .unwrap_or_default();
+                    writeln!(log, "[baseline: {r}: {counts}]\n")?;
+                }
+                (Some(r), Some(p)) => {
+                    writeln!(log, "[baseline: {r}: no per-test evidence: {p}]\n")?
+                }
+                (None, _) => writeln!(log, "[baseline: exit code only: no per-test evidence]\n")?,
+            }
+            out.push(entry);
+        }
+        log.sync_all()?;
+        let _ = std::fs::remove_dir_all(reports);
+        Ok(Some(TestsBaseline {
+            tree,
+            commands: out,
+            unavailable: None,
+            cached: false,
+            traced: Default::default(),
+            trace_incomplete,
+        }))
+    }
+}
+
+/// A baseline kept in agentloop's cache, sealed with the journal's key: an agent that
+/// rewrites it (to make a test it broke look broken before) breaks the seal.
+pub struct BaselineCache {
+    path: PathBuf,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Sealed {
+    mac: String,
+    body: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Body {
+    v: u32,
+    tree: String,
+    commands: Vec<String>,
+    baseline: TestsBaseline,
+}
+
+impl BaselineCache {
+    /// The baseline of `commands` on `tree`: the cached one (`cached: true`) when the
+    /// cache has it, else the one `take` makes, kept for the next run on that tree.
+    /// `None`: `take` was cut short (nothing is kept).
+    pub fn cached_or(
+        tree: Option<&str>,
+        commands: &[String],
+        take: impl FnOnce() -> std::io::Result<Option<TestsBaseline>>,
+    ) -> std::io::Result<Option<TestsBaseline>> {
+        let cache = tree.and_then(|t| BaselineCache::at(t, commands).map(|c| (t, c)));
+        if let Some((t, c)) = &cache
+            && let Some(mut b) = c.load(t, commands)
+        {
+            b.cached = true;
+            return Ok(Some(b));
+        }
+        let taken = take()?;
+        if let (Some((t, c)), Some(b)) = (&cache, &taken) {
+            c.save(t, commands, b);
+        }
+        Ok(taken)
+    }
+
+    /// Where the baseline of `commands` on `tree` is kept.
+    fn at(tree: &str, commands: &[String]) -> Option<BaselineCache> {
+        let mut h = crc32fast::Hasher::new();
+        for c in commands {
+            h.update(c.as_bytes());
+            h.update(b"\0");
+        }
+        let name = format!("{tree}-{:08x}.json", h.finalize());
+        Some(BaselineCache {
+            path: agentloop_ground::fsutil::cache_dir()?
+                .join("baselines")
+                .join(name),
+        })
+    }
+
+    /// The cached baseline, if it is there, sealed, fresh and for these commands.
+    fn load(&self, tree: &str, commands: &[String]) -> Option<TestsBaseline> {
+        let meta = std::fs::metadata(&self.path).ok()?;
+        let age = SystemTime::now()
+            .duration_since(meta.modified().ok()?)
+            .unwrap_or_default();
+        if age > CACHE_FOR {
+            return None;
+        }
+        let sealed: Sealed = serde_json::from_slice(&std::fs::read(&self.path).ok()?).ok()?;
+        if !agentloop_journal::verifies(sealed.body.as_bytes(), &sealed.mac) {
+            return None;
+        }
+        let body: Body = serde_json::from_str(&sealed.body).ok()?;
+        (body.v == VERSION && body.tree == tree && body.commands == commands)
+            .then_some(body.baseline)
+    }
+
+    /// Keeps `baseline` (best effort: without it the next run takes its own).
+    fn save(&self, tree: &str, commands: &[String], baseline: &TestsBaseline) {
+        let body = Body {
+            v: VERSION,
+            tree: tree.to_string(),
+            commands: commands.to_vec(),
+            baseline: baseline.clone(),
+        };
+        let Ok(body) = serde_json::to_string(&body) else {
+            return;
+        };
+        let Some(mac) = agentloop_journal::seal(body.as_bytes()) else {
+            return;
+        };
+        let Ok(bytes) = serde_json::to_vec(&Sealed { mac, body }) else {
+            return;
+        };
+        if let Some(dir) = self.path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = agentloop_ground::fsutil::write_atomic(&self.path, &bytes);
+    }
+}

@@ -1,0 +1,301 @@
+//! Held-out checks: checks a task names (`Holdout: NAME`) whose content the agent never
+//! sees. They live in `[verify] holdout`, a directory outside the project that the
+//! sandbox hides: `NAME.sh` is the check, `files/` holds what it needs (hidden tests).
+//! Only after the task's own checks passed, and only on the clean copy, agentloop lays
+//! `files/` into the copy, runs each named check there with `sh`, and takes the files
+//! out again. The check's output goes to a log outside the project; the journal, the
+//! verify log and the agent's next prompt say only which held-out check failed.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::Runner;
+use agentloop_exec::supervise::{self, Spec};
+use agentloop_journal::{HeldOutResult, VerifyFinished};
+
+/// The held-out checks of one verification.
+pub struct HeldOut {
+    /// `[verify] holdout`.
+    pub dir: PathBuf,
+    pub names: Vec<String>,
+    /// Where their output goes (outside the project).
+    pub log: PathBuf,
+}
+
+/// What is wrong with a held-out directory for `names` (checked before a run starts).
+pub fn problem(dir: &Path, project: &Path, names: &[String]) -> Option<String> {
+    let Ok(dir) = dir.canonicalize() else {
+        return Some(format!(
+            "`[verify] holdout = \"{}\"` does not exist",
+            dir.display()
+        ));
+    };
+    if project
+        .canonicalize()
+        .is_ok_and(|p| dir.starts_with(&p) || p.starts_with(&dir))
+    {
+        return Some(format!(
+            "`[verify] holdout = \"{}\"` is inside the project (or holds it): the agent would see the held-out checks; keep them outside",
+            dir.display()
+        ));
+    }
+    names
+        .iter()
+        .find(|n| !dir.join(format!("{n}.sh")).is_file())
+        .map(|n| {
+            format!(
+                "held-out check `{n}`: {} is missing",
+                dir.join(format!("{n}.sh")).display()
+            )
+        })
+}
+
+/// What a verification killed while its held-out files were laid into `copy` left
+/// there, taken out: each lay is listed first (`NNNN.laid` beside the held-out logs
+/// in `logs`, the copy on its first line), and the list goes once they are out. Run
+/// before the copy is brought up to date, which puts back a tracked file taken out.
+pub fn clear_leftovers(logs: &Path, copy: &Path) {
+    let copy_line = copy.to_string_lossy();
+    for e in std::fs::read_dir(logs).into_iter().flatten().flatten() {
+        let list = e.path();
+        if list.extension().is_none_or(|x| x != "laid") {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&list) else {
+            continue;
+        };
+        let mut lines = text.lines();
+        if lines.next() != Some(copy_line.as_ref()) {
+            continue;
+        }
+        for rel in lines.filter(|l| !l.is_empty() && !l.contains("..")) {
+            let f = copy.join(rel);
+            if std::fs::symlink_metadata(&f).is_ok_and(|m| m.is_file()) {
+                let _ = std::fs::remove_file(f);
+            }
+        }
+        let _ = std::fs::remove_file(&list);
+    }
+}
+
+/// The files under `from`, relative to it.
+fn files_under(from: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut todo = vec![from.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            match e.file_type() {
+                Ok(t) if t.is_dir() => todo.push(p),
+                Ok(t) if t.is_file() => {
+                    if let Ok(rel) = p.strip_prefix(from) {
+                        out.push(rel.to_string_lossy().into_owned());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// A file laid into the copy, and what was there before.
+struct Laid {
+    path: PathBuf,
+    before: Option<Vec<u8>>,
+}
+
+impl Runner<'_> {
+    /// Runs the held-out checks of a verification whose own checks passed, and fails
+    /// it when one fails (a digest that names the check and nothing of its content).
+    pub fn held_out(
+        &self,
+        h: &HeldOut,
+        result: &mut VerifyFinished,
+        mut should_stop: impl FnMut() -> bool,
+    ) -> std::io::Result<()> {
+        if !result.passed || h.names.is_empty() {
+            return Ok(());
+        }
+        if let Some(dir) = h.log.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::File::create(&h.log)?;
+        // The checks before may have had nothing to run, and made no log.
+        let mut verify_log = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(self.log)?;
+        // What is about to be laid is listed first, so a kill in between leaves
+        // nothing a later check could read (see `clear_leftovers`).
+        let list = h.log.with_extension("laid");
+        let mut listed = self.workdir.to_string_lossy().into_owned();
+        for rel in files_under(&h.dir.join("files")) {
+            listed.push('\n');
+            listed.push_str(&rel);
+        }
+        listed.push('\n');
+        agentloop_ground::fsutil::write_atomic(&list, listed.as_bytes())?;
+        let mut laid = Vec::new();
+        if let Err(e) = lay(&h.dir.join("files"), self.workdir, &mut laid) {
+            unlay(laid);
+            let _ = std::fs::remove_file(&list);
+            return Err(e);
+        }
+        // The confinement binds the reports' directory, which the project's checks
+        // were done with: there again while the held-out checks run.
+        let reports = self
+            .tests
+            .as_ref()
+            .filter(|_| !self.wrap.is_empty())
+            .map(|t| t.reports.clone());
+        if let Some(r) = &reports {
+            std::fs::create_dir_all(r)?;
+        }
+        let mut out = Vec::new();
+        let ran = (|| -> std::io::Result<()> {
+            for name in &h.names {
+                let script = h.dir.join(format!("{name}.sh"));
+                // Under `[sandbox] verify` the held-out checks are confined as the
+                // project's are; their directory is hidden in there, so the script
+                // comes in on standard input.
+                let mut spec = if self.wrap.is_empty() {
+                    Spec::new("sh", self.workdir).arg(script.as_os_str())
+                } else {
+                    let mut s = Spec::new("sh", self.workdir).arg("-s");
+                    s.stdin = Some(std::fs::read(&script)?);
+                    s.wrap = self.wrap.clone();
+                    s
+                };
+                spec.timeout = self.timeout;
+                spec.output_cap = self.output_cap;
+                spec.grace = Duration::from_secs(2);
+                spec.log = Some(h.log.clone());
+                spec.log_append = true;
+                let f = supervise::run(spec, &mut should_stop)?;
+                let passed = f.success();
+                writeln!(
+                    verify_log,
+                    "[held-out check `{name}`: {} after {:.2}s; its output is kept outside the project]",
+                    if passed { "passed" } else { "failed" },
+                    f.duration.as_secs_f64()
+                )?;
+                out.push(HeldOutResult {
+                    name: name.clone(),
+                    passed,
+                    exit_code: f.exit_code,
+                    timed_out: f.timed_out,
+                    duration_ms: f.duration.as_millis() as u64,
+                });
+                if !passed {
+                    break;
+                }
+            }
+            Ok(())
+        })();
+        unlay(laid);
+        let _ = std::fs::remove_file(&list);
+        if let Some(r) = &reports {
+            let _ = std::fs::remove_dir_all(r);
+        }
+        ran?;
+        if let Some(failed) = out.iter().find(|r| !r.passed) {
+            result.passed = false;
+            result.fingerprint = Some(agentloop_ground::failure::fingerprint(
+                "holdout",
+                &failed.name,
+            ));
+            result.digest = Some(format!(
+                "The held-out check `{}` failed. Held-out checks are kept from you on purpose: make the behaviour the task asks for right in general, not only for the tests you can see.",
+                failed.name
+            ));
+        }
+        result.held_out = out;
+        Ok(())
+    }
+}
+
+/// Lays every file under `from` into `into` at the same path, keeping what it
+/// replaces.
+fn lay(from: &Path, into: &Path, laid: &mut Vec<Laid>) -> std::io::Result<()> {
+    if !from.is_dir() {
+        return Ok(());
+    }
+    let mut todo = vec![from.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        for e in std::fs::read_dir(&dir)? {
+            let e = e?;
+            let src = e.path();
+            let ty = e.file_type()?;
+            if ty.is_dir() {
+                todo.push(src);
+                continue;
+            }
+            if !ty.is_file() {
+                continue;
+            }
+            let rel = src.strip_prefix(from).expect("under the held-out files");
+            let path = into.join(rel);
+            if let Some(p) = path.parent() {
+                std::fs::create_dir_all(p)?;
+            }
+            // A link the copy holds is not followed out of it.
+            let before = match std::fs::symlink_metadata(&path) {
+                Ok(m) if m.is_file() => Some(std::fs::read(&path)?),
+                Ok(_) => {
+                    std::fs::remove_file(&path)?;
+                    None
+                }
+                Err(_) => None,
+            };
+            std::fs::copy(&src, &path)?;
+            laid.push(Laid { path, before });
+        }
+    }
+    Ok(())
+}
+
+/// Takes the laid files out again (what they replaced back).
+fn unlay(laid: Vec<Laid>) {
+    for l in laid {
+        let _ = match l.before {
+            Some(b) => std::fs::write(&l.path, b),
+            None => std::fs::remove_file(&l.path),
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_a_killed_lay_left_goes_and_only_from_its_own_copy() {
+        let logs = tempfile::tempdir().unwrap();
+        let copy = tempfile::tempdir().unwrap();
+        let other = tempfile::tempdir().unwrap();
+        for c in [copy.path(), other.path()] {
+            std::fs::create_dir_all(c.join("tests")).unwrap();
+            std::fs::write(c.join("tests/hidden.py"), "secret").unwrap();
+            std::fs::write(c.join("kept.py"), "mine").unwrap();
+        }
+        std::fs::write(
+            logs.path().join("0003.laid"),
+            format!("{}\ntests/hidden.py\n../kept.py\n", copy.path().display()),
+        )
+        .unwrap();
+        std::fs::write(
+            logs.path().join("0004.laid"),
+            format!("{}\ntests/hidden.py\n", other.path().display()),
+        )
+        .unwrap();
+        clear_leftovers(logs.path(), copy.path());
+        assert!(!copy.path().join("tests/hidden.py").exists());
+        assert!(copy.path().join("kept.py").exists());
+        assert!(!logs.path().join("0003.laid").exists());
+        // Another copy's lay (a worker's, under way) is left alone.
+        assert!(other.path().join("tests/hidden.py").exists());
+        assert!(logs.path().join("0004.laid").exists());
+    }
+}

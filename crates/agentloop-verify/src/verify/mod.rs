@@ -1,0 +1,628 @@
+//! The verification runner: the task's and the plan's commands, run by agentloop itself
+//! in the working tree, with a timeout and an output cap. The output, not the agent's
+//! summary, goes into the record.
+//!
+//! With per-test evidence ([`TestsCheck`]), a check that starts a test runner agentloop
+//! knows is given the arguments that make the runner write its report into a directory
+//! of agentloop's (outside the copy the check runs in), and every check gets
+//! `$AGENTLOOP_TEST_REPORT` for a JUnit report of its own; the report, judged against
+//! the run's baseline and the task's named tests, decides the check, not its exit code.
+
+mod baseline;
+mod holdout;
+mod written;
+
+pub use baseline::BaselineCache;
+pub use holdout::{
+    HeldOut, clear_leftovers as clear_held_out_leftovers, problem as holdout_problem,
+};
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use agentloop_evidence::{
+    self as evidence, CommandTests, CommandVerdict, Expected, Invocation, Judged, Outcome, Report,
+    ReportAt, ReportError,
+};
+use agentloop_exec::supervise::{self, Finished, Spec};
+use agentloop_ground::failure::{fingerprint, last_lines};
+use agentloop_journal::{CommandResult, VerifyFinished};
+use agentloop_plan::Threshold;
+
+/// The most regressions run again alone, per check, before they count.
+const RERUNS: usize = 5;
+
+pub struct Runner<'a> {
+    pub workdir: &'a Path,
+    pub timeout: Duration,
+    pub output_cap: u64,
+    pub log: &'a Path,
+    /// The command each check runs under (`[sandbox] verify`: `bwrap … --`); empty:
+    /// none.
+    pub wrap: Vec<std::ffi::OsString>,
+    /// Per-test evidence: what the checks must show; `None`: exit codes, as before.
+    pub tests: Option<TestsCheck<'a>>,
+}
+
+/// What per-test evidence needs: what to expect, and where reports go.
+pub struct TestsCheck<'a> {
+    pub expected: &'a Expected,
+    /// agentloop's own directory for this verification's reports, outside the copy
+    /// (emptied before each check).
+    pub reports: PathBuf,
+}
+
+/// One check's report, as read.
+struct Evidence {
+    runner: String,
+    report: Result<Report, String>,
+}
+
+impl Runner<'_> {
+    /// Runs `commands` in order through `sh -c`, stopping at the first failure.
+    /// `should_stop` ends the running command early (`stop --now`).
+    pub fn run(
+        &self,
+        iteration: u32,
+        commands: &[String],
+        should_stop: impl FnMut() -> bool,
+    ) -> std::io::Result<VerifyFinished> {
+        self.run_measured(iteration, commands, &[], should_stop)
+    }
+
+    /// As `run`; a command of `measures` passes only if the value it prints holds
+    /// against its threshold (read from the end of its output).
+    pub fn run_measured(
+        &self,
+        iteration: u32,
+        commands: &[String],
+        measures: &[(String, Threshold)],
+        mut should_stop: impl FnMut() -> bool,
+    ) -> std::io::Result<VerifyFinished> {
+        // Commands append their output to the same file, so ours appends too. Nothing to
+        // run and nothing to say makes no log (a file made is time an iteration pays):
+        // one an earlier check left there goes.
+        let silent = commands.is_empty()
+            && self
+                .tests
+                .as_ref()
+                .is_none_or(|t| t.expected.named.is_empty());
+        let mut log = if silent {
+            match std::fs::remove_file(self.log) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+            std::fs::OpenOptions::new().append(true).open("/dev/null")?
+        } else {
+            std::fs::File::create(self.log)?;
+            std::fs::OpenOptions::new().append(true).open(self.log)?
+        };
+        let mut results = Vec::new();
+        let mut failure: Option<(String, String, Option<i32>, bool)> = None;
+        let mut measured_failure: Option<(String, String, String)> = None;
+        // A check decided by its report: its reason, and the digest of what it showed.
+        let mut tests_failure: Option<(String, String)> = None;
+        let mut judged = Judged::default();
+        let mut any_evidence = false;
+        let mut kept: Vec<serde_json::Value> = Vec::new();
+        for (k, cmd) in commands.iter().enumerate() {
+            writeln!(log, "$ {cmd}")?;
+            log.flush()?;
+            let inv = match &self.tests {
+                Some(t) => Some(prepare(cmd, self.workdir, &t.reports.join(k.to_string()))?),
+                None => None,
+            };
+            if let Some(i) = inv.as_ref().filter(|i| i.command != *cmd) {
+                writeln!(log, "[agentloop runs it as: {}]", i.command)?;
+                log.flush()?;
+            }
+            let mut written = inv.as_ref().and_then(watch_report);
+            let f = self.spawn(
+                inv.as_ref().map_or(cmd, |i| &i.command),
+                inv.as_ref(),
+                &mut should_stop,
+            )?;
+            let status = self.status_words(&f);
+            writeln!(log, "[{status} after {:.2}s]\n", f.duration.as_secs_f64())?;
+            let tail = String::from_utf8_lossy(&f.tail).into_owned();
+            let measure = measures
+                .iter()
+                .find(|(c, _)| c == cmd)
+                .filter(|_| f.success())
+                .map(|(_, t)| (t, t.check(&tail)));
+            let mut result = CommandResult {
+                command: cmd.clone(),
+                exit_code: f.exit_code,
+                timed_out: f.timed_out,
+                duration_ms: f.duration.as_millis() as u64,
+                output_bytes: f.output_bytes,
+                truncated: f.truncated,
+                measured: measure
+                    .as_ref()
+                    .and_then(|(_, m)| m.as_ref().map(|(v, _)| v.clone())),
+                tests: None,
+                cause: (f.exit_code != Some(0) || f.timed_out)
+                    .then(|| agentloop_ground::failure::cause_line(&tail))
+                    .flatten(),
+            };
+            let mut evidence = inv
+                .as_ref()
+                .and_then(|i| read_evidence(i, self.workdir))
+                .map(|e| e.unless_tampered(written.as_mut()));
+            // A check that passed at the baseline without writing `$AGENTLOOP_TEST_REPORT`
+            // and writes one now: what wrote it may be the code under test, not the check.
+            if let (Some(t), Some(i)) = (&self.tests, &inv)
+                && i.runner.is_none()
+                && evidence.is_some()
+                && t.expected.silent_at_baseline(cmd)
+            {
+                writeln!(
+                    log,
+                    "[a report appeared at ${} that this check did not write when it passed at the baseline: not evidence; its exit code decides]",
+                    evidence::runner::REPORT_VAR
+                )?;
+                evidence = None;
+            }
+            // A check that timed out or was stopped proves nothing, whatever it wrote.
+            let finished = !f.timed_out && !f.killed;
+            let verdict = match (&self.tests, &evidence) {
+                (Some(t), Some(ev)) if finished => {
+                    Some(self.verdict(t, cmd, &f, ev, k, &mut log, &mut should_stop)?)
+                }
+                _ => None,
+            };
+            if let (Some(t), Some(ev)) = (&self.tests, &evidence) {
+                let judged_by_tests = t.expected.judged_by_tests(cmd);
+                any_evidence |= judged_by_tests;
+                let mut ct = CommandTests {
+                    runner: ev.runner.clone(),
+                    counts: ev.report.as_ref().map(Report::counts).unwrap_or_default(),
+                    problem: ev.report.as_ref().err().cloned(),
+                    reason: None,
+                    notes: ev
+                        .report
+                        .as_ref()
+                        .map(|r| r.notes.clone())
+                        .unwrap_or_default(),
+                    judged: judged_by_tests,
+                };
+                if let Ok(r) = &ev.report {
+                    writeln!(log, "[{}: {}]", ev.runner, r.counts().words())?;
+                    kept.push(serde_json::json!({
+                        "command": cmd,
+                        "runner": ev.runner,
+                        "tests": r.tests,
+                    }));
+                } else if let Err(p) = &ev.report {
+                    writeln!(log, "[{}: no per-test evidence: {p}]", ev.runner)?;
+                }
+                if let Some(v) = &verdict {
+                    judged.add(v);
+                    ct.reason = v.reason.clone();
+                }
+                result.tests = Some(ct);
+                if judged_by_tests {
+                    let failed = match (&ev.report, &verdict) {
+                        (Err(p), _) => Some(format!("`{cmd}`: no per-test evidence: {p}")),
+                        (Ok(_), Some(v)) if !v.passed => {
+                            Some(format!("`{cmd}`: {}", v.reason.clone().unwrap_or_default()))
+                        }
+                        _ => None,
+                    };
+                    let cut_short = !finished;
+                    if cut_short {
+                        failure = Some((cmd.clone(), tail, f.exit_code, f.timed_out));
+                        results.push(result);
+                        break;
+                    }
+                    results.push(result);
+                    if let Some(reason) = failed {
+                        let digest = judged.digest().unwrap_or_else(|| {
+                            format!(
+                                "{reason}. The end of its output:\n```\n{}\n```",
+                                last_lines(&tail)
+                            )
+                        });
+                        tests_failure = Some((reason, digest));
+                        break;
+                    }
+                    continue;
+                }
+            }
+            results.push(result);
+            if !f.success() {
+                failure = Some((cmd.clone(), tail, f.exit_code, f.timed_out));
+                break;
+            }
+            if let Some((t, m)) = measure {
+                let want = format!("{} {} {}", t.name, t.op_text, t.limit_text);
+                let said = match m {
+                    Some((_, true)) => continue,
+                    Some((seen, false)) => {
+                        format!("measured {} = {seen}; the criterion wants {want}", t.name)
+                    }
+                    None => format!(
+                        "printed no value for {}; the criterion wants {want}",
+                        t.name
+                    ),
+                };
+                writeln!(log, "[{said}]\n")?;
+                measured_failure = Some((cmd.clone(), said, tail));
+                break;
+            }
+        }
+        // Every named test must have been reported by some check.
+        let all_ran = failure.is_none() && measured_failure.is_none() && tests_failure.is_none();
+        if let Some(t) = &self.tests
+            && all_ran
+            && !t.expected.named.is_empty()
+            && let Some(reason) = judged.close(&t.expected.named)
+        {
+            writeln!(log, "[{reason}]")?;
+            let digest = judged.digest().unwrap_or_else(|| reason.clone());
+            tests_failure = Some((reason, digest));
+        } else if let Some(t) = &self.tests {
+            judged.close(&t.expected.named);
+        }
+        if let Some(t) = &self.tests {
+            // The tests, one by one, beside the log (`verify.tests.json`) for people;
+            // the reports themselves are not needed once read.
+            if !kept.is_empty() {
+                let at = self.log.with_extension("tests.json");
+                let _ = std::fs::write(&at, agentloop_ground::fsutil::pretty_json(&kept));
+            }
+            let _ = std::fs::remove_dir_all(&t.reports);
+        }
+        if !commands.is_empty() {
+            log.sync_all()?;
+        }
+        let passed = failure.is_none() && measured_failure.is_none() && tests_failure.is_none();
+        let (fingerprint, digest) = match (failure, measured_failure, tests_failure) {
+            (None, None, None) => (None, None),
+            (None, None, Some((reason, digest))) => (
+                Some(fingerprint("tests", &judged_ids(&judged, &reason))),
+                Some(digest),
+            ),
+            (None, Some((cmd, said, tail)), _) => (
+                Some(fingerprint(&cmd, &said)),
+                Some(format!(
+                    "`{cmd}` passed but {said}. The end of its output:\n```\n{}\n```",
+                    last_lines(&tail)
+                )),
+            ),
+            (Some((cmd, tail, code, timed_out)), _, _) => {
+                let fp = fingerprint(&cmd, &tail);
+                let head = if timed_out {
+                    format!(
+                        "`{cmd}` timed out after {}.",
+                        humantime::format_duration(self.timeout)
+                    )
+                } else {
+                    format!(
+                        "`{cmd}` exited {}.",
+                        code.map(|c| c.to_string())
+                            .unwrap_or_else(|| "by a signal".into())
+                    )
+                };
+                (
+                    Some(fp),
+                    Some(format!(
+                        "{head} The end of its output:\n```\n{}\n```",
+                        last_lines(&tail)
+                    )),
+                )
+            }
+        };
+        let evidence = (any_evidence
+            || self
+                .tests
+                .as_ref()
+                .is_some_and(|t| !t.expected.named.is_empty()))
+        .then_some(judged);
+        Ok(VerifyFinished {
+            iteration,
+            passed,
+            commands: results,
+            fingerprint,
+            digest,
+            evidence,
+            held_out: Vec::new(),
+        })
+    }
+
+    /// Runs one command (`sh -c`) under supervision.
+    fn spawn(
+        &self,
+        command: &str,
+        inv: Option<&Invocation>,
+        should_stop: &mut impl FnMut() -> bool,
+    ) -> std::io::Result<Finished> {
+        let mut spec = Spec::new("sh", self.workdir).arg("-c").arg(command);
+        spec.timeout = self.timeout;
+        spec.output_cap = self.output_cap;
+        spec.grace = Duration::from_secs(2);
+        spec.log = Some(self.log.to_path_buf());
+        spec.log_append = true;
+        spec.wrap = self.wrap.clone();
+        if let Some(i) = inv {
+            spec.env.push((
+                evidence::runner::REPORT_VAR.into(),
+                i.report_var.clone().into_os_string(),
+            ));
+            if let ReportAt::Stdout(p) = &i.report {
+                spec.stdout_copy = Some(p.clone());
+            }
+        }
+        supervise::run(spec, should_stop)
+    }
+
+    fn status_words(&self, f: &Finished) -> String {
+        match (f.exit_code, f.timed_out) {
+            (_, true) => format!(
+                "timed out after {}",
+                humantime::format_duration(self.timeout)
+            ),
+            (Some(c), _) => format!("exit {c}"),
+            (None, _) => format!("killed by signal {}", f.signal.unwrap_or(0)),
+        }
+    }
+
+    /// A check's report judged; a test that passed before and fails now is run once
+    /// more alone, and forgiven as flaky if it passes then.
+    #[allow(clippy::too_many_arguments)]
+    fn verdict(
+        &self,
+        t: &TestsCheck,
+        cmd: &str,
+        f: &Finished,
+        ev: &Evidence,
+        k: usize,
+        log: &mut std::fs::File,
+        should_stop: &mut impl FnMut() -> bool,
+    ) -> std::io::Result<CommandVerdict> {
+        let Ok(report) = &ev.report else {
+            return Ok(CommandVerdict {
+                passed: false,
+                reason: ev.report.as_ref().err().cloned(),
+                ..Default::default()
+            });
+        };
+        let expect = t.expected.expect(cmd);
+        let mut v = evidence::judge_command(report, f.exit_code, &expect);
+        let mut forgiven = Vec::new();
+        // A test that failed may be flaky; one that is gone is not.
+        let failed = v
+            .regressions
+            .iter()
+            .filter(|s| matches!(s.now, Some(Outcome::Failed | Outcome::Errored)));
+        for (n, seen) in failed.take(RERUNS).enumerate() {
+            let dir = t.reports.join(format!("{k}-again-{n}"));
+            let again = ready(&dir, |dir| {
+                Invocation::alone(cmd, &seen.id, self.workdir, dir)
+            })?;
+            writeln!(
+                log,
+                "[{} failed; run again alone: {}]",
+                seen.id, again.command
+            )?;
+            log.flush()?;
+            let mut written = watch_report(&again);
+            let g = self.spawn(&again.command, Some(&again), should_stop)?;
+            let passed_alone = read_evidence(&again, self.workdir)
+                .map(|e| e.unless_tampered(written.as_mut()))
+                .and_then(|e| e.report.ok())
+                .and_then(|r| r.tests.into_iter().find(|x| x.id == seen.id))
+                .is_some_and(|x| x.outcome == Outcome::Passed);
+            writeln!(
+                log,
+                "[{}: {} when run again]\n",
+                seen.id,
+                if passed_alone { "passed" } else { "not passed" }
+            )?;
+            if passed_alone && !g.timed_out && !g.killed {
+                forgiven.push(seen.id.clone());
+            }
+        }
+        if !forgiven.is_empty() {
+            let mut expect = expect;
+            expect
+                .known
+                .flaky
+                .extend(forgiven.iter().map(String::as_str));
+            v = evidence::judge_command(report, f.exit_code, &expect);
+        }
+        Ok(v)
+    }
+}
+
+impl Evidence {
+    /// No evidence if something besides the runner wrote the report.
+    fn unless_tampered(mut self, written: Option<&mut written::Written>) -> Evidence {
+        if let Some(why) = written.and_then(|w| w.tampered())
+            && self.report.is_ok()
+        {
+            self.report = Err(format!("the report cannot be trusted: {why}"));
+        }
+        self
+    }
+}
+
+/// A watch on who writes a report file (a file report, or `$AGENTLOOP_TEST_REPORT`).
+fn watch_report(inv: &Invocation) -> Option<written::Written> {
+    match &inv.report {
+        ReportAt::File(p) => written::Written::watch(p),
+        _ if inv.runner.is_none() => written::Written::watch(&inv.report_var),
+        _ => None,
+    }
+}
+
+/// The report directory made empty and the command's invocation in it.
+fn prepare(cmd: &str, workdir: &Path, dir: &Path) -> std::io::Result<Invocation> {
+    ready(dir, |dir| Invocation::new(cmd, workdir, dir))
+}
+
+/// `dir` made empty, the invocation `make` gives for it, and the files it needs there.
+fn ready(dir: &Path, make: impl FnOnce(&Path) -> Invocation) -> std::io::Result<Invocation> {
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(agentloop_ground::fsutil::named(dir, e)),
+    }
+    std::fs::create_dir_all(dir).map_err(|e| agentloop_ground::fsutil::named(dir, e))?;
+    let inv = make(dir);
+    for (p, text) in &inv.files {
+        std::fs::write(p, text).map_err(|e| agentloop_ground::fsutil::named(p, e))?;
+    }
+    Ok(inv)
+}
+
+/// What a check's report says: a runner agentloop recognised must have written one;
+/// any other check has evidence only if it wrote `$AGENTLOOP_TEST_REPORT`.
+fn read_evidence(inv: &Invocation, workdir: &Path) -> Option<Evidence> {
+    match inv.runner {
+        Some(r) => Some(Evidence {
+            runner: r.name().to_string(),
+            report: evidence::read(inv.format, inv.report.path(), workdir).map_err(|e| match e {
+                ReportError::Missing(_) => format!(
+                    "{} wrote no report (it crashed, or something kept it from finishing)",
+                    r.name()
+                ),
+                e => e.to_string(),
+            }),
+        }),
+        // agentloop made the file, empty: a check that wrote nothing there has none.
+        None if std::fs::metadata(&inv.report_var).is_ok_and(|m| m.len() > 0) => Some(Evidence {
+            runner: format!("junit (${})", evidence::runner::REPORT_VAR),
+            report: evidence::read(evidence::Format::Junit, &inv.report_var, workdir)
+                .map_err(|e| e.to_string()),
+        }),
+        None => None,
+    }
+}
+
+/// What a failure of the tests is, for its fingerprint: which tests, how they ended.
+fn judged_ids(j: &Judged, reason: &str) -> String {
+    let mut out = String::new();
+    for s in j
+        .named
+        .iter()
+        .filter(|s| s.now != Some(Outcome::Passed))
+        .chain(&j.regressions)
+        .chain(&j.dropped)
+        .chain(&j.failing)
+    {
+        out.push_str(&format!("{} {}\n", s.id, s.now_words()));
+    }
+    for u in &j.unmatched {
+        out.push_str(&format!("{u} unmatched\n"));
+    }
+    if out.is_empty() {
+        out.push_str(reason);
+    }
+    out
+}
+
+/// Where a run's verification reports go: agentloop's cache, outside every copy.
+pub fn reports_dir(run_id: &str, iteration: u32) -> Option<PathBuf> {
+    Some(
+        agentloop_ground::fsutil::cache_dir()?
+            .join("reports")
+            .join(run_id)
+            .join(iteration.to_string()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_and_stops_at_first_failure() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("verify.log");
+        let r = Runner {
+            workdir: dir.path(),
+            timeout: Duration::from_secs(10),
+            output_cap: 4096,
+            log: &log,
+            wrap: Vec::new(),
+            tests: None,
+        };
+        let v = r
+            .run(
+                1,
+                &[
+                    "echo ok".into(),
+                    "echo broken >&2; exit 2".into(),
+                    "echo never".into(),
+                ],
+                || false,
+            )
+            .unwrap();
+        assert!(!v.passed);
+        assert_eq!(v.commands.len(), 2);
+        assert_eq!(v.commands[1].exit_code, Some(2));
+        assert!(v.digest.unwrap().contains("broken"));
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(text.contains("$ echo ok\nok\n[exit 0 after"), "{text}");
+    }
+
+    fn junit(cases: &[(&str, bool)]) -> String {
+        let mut x = String::from("<testsuites><testsuite name=\"s\">");
+        for (name, ok) in cases {
+            if *ok {
+                x.push_str(&format!("<testcase classname=\"t\" name=\"{name}\"/>"));
+            } else {
+                x.push_str(&format!(
+                    "<testcase classname=\"t\" name=\"{name}\"><failure message=\"{name} is wrong\"/></testcase>"
+                ));
+            }
+        }
+        x.push_str("</testsuite></testsuites>");
+        x
+    }
+
+    #[test]
+    fn a_check_that_writes_a_junit_report_is_judged_by_it_not_its_exit_code() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("verify.log");
+        // The check exits 0, but its own report says the named test failed.
+        let script = format!(
+            "cat > \"$AGENTLOOP_TEST_REPORT\" <<'EOF'\n{}\nEOF\nexit 0",
+            junit(&[("a", true), ("b", false)])
+        );
+        let expected = Expected {
+            named: evidence::TestName::parse_list("t::b").unwrap(),
+            own: vec![script.clone()],
+            ..Default::default()
+        };
+        let r = Runner {
+            workdir: dir.path(),
+            timeout: Duration::from_secs(10),
+            output_cap: 4096,
+            log: &log,
+            wrap: Vec::new(),
+            tests: Some(TestsCheck {
+                expected: &expected,
+                reports: dir.path().join("reports"),
+            }),
+        };
+        let v = r.run(1, std::slice::from_ref(&script), || false).unwrap();
+        assert!(!v.passed, "exit 0 with the named test failed");
+        let ct = v.commands[0].tests.as_ref().unwrap();
+        assert_eq!(ct.counts.failed, 1);
+        assert!(
+            v.digest.as_deref().unwrap().contains("t::b: failed"),
+            "{:?}",
+            v.digest
+        );
+        let e = v.evidence.unwrap();
+        assert_eq!(e.named_passing(), (0, 1));
+        // A check that writes no report is judged by its exit code, and says so.
+        let v = r.run(2, &["true".to_string()], || false).unwrap();
+        assert!(v.commands[0].tests.is_none());
+        assert!(!v.passed, "the named test was never reported");
+        assert!(v.digest.unwrap().contains("no test by that name ran"));
+    }
+}
