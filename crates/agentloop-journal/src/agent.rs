@@ -4,8 +4,8 @@
 use super::event::{AgentFinished, IterationStarted};
 use super::state::{OpenIteration, RunState};
 use super::task::TaskStatus;
-use agentloop_ground::paths::is_test_path;
 use agentloop_ground::words::add_usd;
+use agentloop_project::is_test_path;
 
 impl RunState {
     pub(super) fn iteration_started(&mut self, st: &IterationStarted, time_ms: u64) {

@@ -26,6 +26,7 @@ mod phases;
 mod planning;
 mod prerequisites;
 mod progress;
+mod project;
 mod queries;
 mod report;
 mod review;

@@ -2,10 +2,11 @@
 //! verification), the guards on what the agent changed, replans, blocks and limits.
 
 use agentloop_ground::failure::{fingerprint, last_lines};
-use agentloop_ground::paths::{is_test_path, path_matches};
+use agentloop_ground::paths::path_matches;
 use agentloop_ground::words::{clause, plural};
 use agentloop_journal::*;
 use agentloop_plan::Mode;
+use agentloop_project::is_test_path;
 
 use super::Action;
 use super::ladder::limit_wait;

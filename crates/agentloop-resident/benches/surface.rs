@@ -16,8 +16,9 @@ use std::time::Instant;
 
 use agentloop_exec::git::Snapshots;
 use agentloop_exec::trace::Trace;
+use agentloop_project::Project;
 use agentloop_verify::clean_copy::CleanCopy;
-use agentloop_verify::surface::{self, Rules};
+use agentloop_verify::surface;
 use criterion::{Criterion, criterion_group, criterion_main};
 
 /// A committed repository of `files` files, then an agent's work on it.
@@ -41,7 +42,7 @@ fn bench(c: &mut Criterion) {
     for files in [10usize, 2000] {
         let dir = repo(files);
         let root = dir.path();
-        let rules = Rules::new(root, &[], "PLAN.md", vec!["pytest -q tests".into()], &[]);
+        let rules = Project::from_names(root, &[], "PLAN.md", vec!["pytest -q tests".into()], &[]);
         let base = surface::record(root, &rules).unwrap();
         let copies = tempfile::tempdir().unwrap();
         let copy = CleanCopy {

@@ -15,8 +15,9 @@ use std::process::Command;
 mod common;
 use std::time::{Duration, Instant};
 
+use agentloop_project::Project;
 use agentloop_verify::clean_copy::CleanCopy;
-use agentloop_verify::surface::{self, Rules};
+use agentloop_verify::surface;
 use agentloop_verify::verify::Runner;
 
 fn env(name: &str, default: usize) -> usize {
@@ -81,7 +82,7 @@ fn main() {
     let dir = common::python_repo(files, "# P\n\n## T1: t\nVerify: test -f src/m0/f1.py\n");
     let root = dir.path();
     let check = vec!["test -f src/m0/f1.py".to_string()];
-    let rules = Rules::new(root, &[], "PLAN.md", check.clone(), &[]);
+    let rules = Project::from_names(root, &[], "PLAN.md", check.clone(), &[]);
     let base = surface::record(root, &rules).unwrap();
     let copies = tempfile::tempdir().unwrap();
     let copy = CleanCopy {
@@ -267,7 +268,7 @@ fn hooks_way(root: &std::path::Path, check: &[String], copies: &std::path::Path,
 fn kept_in_step(
     root: &std::path::Path,
     base: &agentloop_journal::Baseline,
-    rules: &Rules,
+    rules: &Project,
     check: &[String],
     copies: &std::path::Path,
     runs: usize,

@@ -13,7 +13,7 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use super::{Answer, Asked, FRESH_MS, Question, answer_bytes, sealed, seals, socket_of};
 use agentloop_journal::{self as journal, RunState};
 use agentloop_verify::clean_copy::{CleanCopy, KeptCopy};
-use agentloop_verify::surface::{Remembered, Rules};
+use agentloop_verify::surface::Remembered;
 use agentloop_workspace::RunDir;
 
 /// Without a question for this long, the resident ends.
@@ -193,10 +193,10 @@ impl Resident {
                 let Some(base) = self.state.baseline.as_ref() else {
                     return unsure("the run has no baseline");
                 };
-                let rules = Rules::for_run(&self.root, &self.state);
+                let project = self.state.project(&self.root);
                 match self
                     .surface
-                    .check(&self.root, base, &rules, Some(&now), true)
+                    .check(&self.root, base, &project, Some(&now), true)
                 {
                     Ok(c) => Answer::Surface {
                         changes: c.changes,

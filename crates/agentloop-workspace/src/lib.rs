@@ -303,7 +303,7 @@ pub fn baseline(root: &Path, s: &RunState) -> Option<agentloop_journal::Baseline
     {
         return None;
     }
-    surface::record(root, &surface::Rules::for_run(root, s)).ok()
+    surface::record(root, &s.project(root)).ok()
 }
 
 /// Whether `id` can name a run: 1 to 64 ASCII letters, digits, `-`, `_` or `.`, not

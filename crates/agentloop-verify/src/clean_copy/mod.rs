@@ -157,7 +157,7 @@ impl CleanCopy {
             let lines: String = base
                 .iter()
                 .filter(|(path, _)| {
-                    !crate::surface::is_sectioned(path) && !crate::surface::is_git_file(path)
+                    !agentloop_project::is_sectioned(path) && !agentloop_project::is_git_file(path)
                 })
                 .filter(|(path, f)| {
                     held.get(path.as_str())
@@ -217,10 +217,9 @@ impl CleanCopy {
                 None,
             )?;
         }
-        for c in carry {
-            let c = c.trim_matches('/');
+        for c in agentloop_project::carried(&self.root, carry) {
             let (from, to) = (self.root.join(c), self.dir.join(c));
-            if from.exists() && std::fs::symlink_metadata(&to).is_err() {
+            if std::fs::symlink_metadata(&to).is_err() {
                 if let Some(p) = to.parent() {
                     std::fs::create_dir_all(p).map_err(|e| format!("{}: {e}", p.display()))?;
                 }

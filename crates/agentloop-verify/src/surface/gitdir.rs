@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use super::section::GIT_CONFIG;
+use agentloop_project::GIT_CONFIG;
 
 /// Attributes git reads before `.gitattributes`.
 const GIT_ATTRIBUTES: &str = ".git/info/attributes";
@@ -45,10 +45,4 @@ pub(super) fn git_files(root: &Path) -> Vec<(String, String)> {
             .map(|n| (format!(".git/hooks/{n}"), "a git hook".to_string())),
     );
     out
-}
-
-/// Whether a path of the surface is one of git's own files (never in a tree: the
-/// clean copy does not carry it).
-pub fn is_git_file(path: &str) -> bool {
-    path.starts_with(".git/")
 }

@@ -161,8 +161,8 @@ pub fn mend(root: &Path, copy: &Path, base: &Baseline) -> Result<Vec<String>, St
         .iter()
         .filter(|(p, f)| {
             f.mode != 0o120000
-                && !super::is_git_file(p)
-                && !super::is_sectioned(p)
+                && !agentloop_project::is_git_file(p)
+                && !agentloop_project::is_sectioned(p)
                 && copy.join(p).is_file()
         })
         .map(|(p, f)| (p.as_str(), f.blob.as_str(), f.mode, seen(&copy.join(p))))

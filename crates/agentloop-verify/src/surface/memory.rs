@@ -9,9 +9,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Rules, Stamp, SurfaceWatch};
+use super::{Stamp, SurfaceWatch};
 use agentloop_exec::git::Snapshot;
 use agentloop_journal::{Baseline, SurfaceChange};
+use agentloop_project::Project;
 
 /// What one process remembers of a project's surface.
 pub struct Remembered {
@@ -45,7 +46,7 @@ impl Remembered {
         &mut self,
         root: &Path,
         base: &Baseline,
-        rules: &Rules,
+        rules: &Project,
         now: Option<&Snapshot>,
         watch: bool,
     ) -> Result<Checked, String> {

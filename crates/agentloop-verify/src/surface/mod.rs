@@ -12,7 +12,7 @@
 //!   `*_test.go`, `test_*.py`, `*_test.py`, `*.test.*`, `*.spec.*` (Rust `#[cfg(test)]`
 //!   modules inside source files are left out: they are the code under work);
 //! - files that configure or intercept the checks, which count even when new: see
-//!   [`CHECK_FILES`], the test sections of `pyproject.toml`, `setup.cfg`, `tox.ini` and
+//!   [`agentloop_project::CHECK_FILES`], the test sections of `pyproject.toml`, `setup.cfg`, `tox.ini` and
 //!   `package.json`, a Makefile when a check runs `make`, and `[verify] check_files`.
 //!
 //! `.agentloop/` is not hashed here: the journal authenticates itself.
@@ -20,8 +20,6 @@
 mod gitdir;
 mod keep;
 mod memory;
-mod rules;
-mod section;
 mod stamp;
 mod traced;
 mod watch;
@@ -31,12 +29,10 @@ use std::path::Path;
 
 use agentloop_exec::git::{git_command as git, run_git as run};
 use agentloop_journal::{Baseline, ChangeKind, SurfaceChange, SurfaceFile};
+use agentloop_project::{Project, check_section, is_git_file, is_sectioned};
 
-pub use gitdir::is_git_file;
 pub use keep::{blob, mend};
 pub use memory::{Checked, Remembered};
-pub use rules::{CHECK_FILES, Rules, is_sectioned, is_test_file};
-pub use section::check_section;
 pub use stamp::{Stamp, Stat};
 pub use traced::{TaskFiles, TreeFiles, traced, tree_files};
 pub use watch::SurfaceWatch;
@@ -101,11 +97,11 @@ fn hash(root: &Path, paths: &[&str]) -> Result<Vec<String>, String> {
 }
 
 /// Records the surface of the tree as it is now.
-pub fn record(root: &Path, rules: &Rules) -> Result<Baseline, String> {
+pub fn record(root: &Path, project: &Project) -> Result<Baseline, String> {
     let files = project_files(root)?;
     let mut members: Vec<(&str, String, u32)> = Vec::new();
     for f in &files {
-        if let Some(why) = rules.classify(f)
+        if let Some(why) = project.classify(f)
             && let Some(mode) = mode_of(&root.join(f))
         {
             members.push((f, why, mode));
@@ -140,14 +136,14 @@ pub fn record(root: &Path, rules: &Rules) -> Result<Baseline, String> {
 pub fn check_stamped(
     root: &Path,
     base: &Baseline,
-    rules: &Rules,
+    project: &Project,
     head: Option<String>,
 ) -> Result<(Vec<SurfaceChange>, Option<Stamp>), String> {
     let statuses = stamp::Statuses::read(root, base);
-    let changes = check(root, base, rules)?;
+    let changes = check(root, base, project)?;
     let stamp = changes
         .is_empty()
-        .then(|| Stamp::new(head, rules, base, &statuses))
+        .then(|| Stamp::new(head, project, base, &statuses))
         .flatten();
     Ok((changes, stamp))
 }
@@ -155,7 +151,11 @@ pub fn check_stamped(
 /// What differs from the baseline: files of it modified or deleted, and new files that
 /// configure the checks. A sectioned file whose test section is unchanged is not a
 /// change.
-pub fn check(root: &Path, base: &Baseline, rules: &Rules) -> Result<Vec<SurfaceChange>, String> {
+pub fn check(
+    root: &Path,
+    base: &Baseline,
+    project: &Project,
+) -> Result<Vec<SurfaceChange>, String> {
     let files = project_files(root)?;
     let present: Vec<&str> = base
         .keys()
@@ -166,7 +166,7 @@ pub fn check(root: &Path, base: &Baseline, rules: &Rules) -> Result<Vec<SurfaceC
     let added: Vec<(&str, String)> = files
         .iter()
         .filter(|f| !base.contains_key(*f))
-        .filter_map(|f| rules.configures_checks(f).map(|why| (f.as_str(), why)))
+        .filter_map(|f| project.configures_checks(f).map(|why| (f.as_str(), why)))
         .chain(
             git_files
                 .iter()

@@ -23,9 +23,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use super::Rules;
 use agentloop_exec::git::Snapshot;
 use agentloop_journal::{self as journal, Baseline};
+use agentloop_project::Project;
 
 /// How recent a file's times may be, against the moment its status was read, for its
 /// status to stand for its content.
@@ -96,7 +96,7 @@ impl Stamp {
     /// it hashed; `None` when a file is missing or was written too recently.
     pub fn new(
         head: Option<String>,
-        rules: &Rules,
+        rules: &Project,
         base: &Baseline,
         read: &Statuses,
     ) -> Option<Stamp> {
@@ -117,7 +117,7 @@ impl Stamp {
 
     /// True when the surface is, without doubt, as it was when the stamp was made (see
     /// the module's documentation); `now` is a snapshot of the work tree taken for it.
-    pub fn holds(&self, root: &Path, base: &Baseline, rules: &Rules, now: &Snapshot) -> bool {
+    pub fn holds(&self, root: &Path, base: &Baseline, rules: &Project, now: &Snapshot) -> bool {
         self.holds_but_statuses(root, base, rules, now)
             && base.keys().all(|path| {
                 self.files
@@ -133,7 +133,7 @@ impl Stamp {
         &self,
         root: &Path,
         base: &Baseline,
-        rules: &Rules,
+        rules: &Project,
         now: &Snapshot,
     ) -> bool {
         if now.head != self.head || format!("{rules:?}") != self.rules {
@@ -214,8 +214,8 @@ mod tests {
         (dir, base, read)
     }
 
-    fn rules(dir: &Path, commands: &[&str]) -> Rules {
-        Rules::new(
+    fn rules(dir: &Path, commands: &[&str]) -> Project {
+        Project::from_names(
             dir,
             &[],
             "PLAN.md",
@@ -270,10 +270,11 @@ mod property {
 
     use proptest::prelude::*;
 
-    use super::super::{Rules, check, record};
+    use super::super::{check, record};
     use super::{Stamp, Statuses};
     use agentloop_exec::git::Snapshots;
     use agentloop_exec::testing::git;
+    use agentloop_project::Project;
 
     const FILES: &[&str] = &[
         "tests/t1.sh",
@@ -395,7 +396,7 @@ mod property {
             }
             git(root, &["add", "-A"]);
             git(root, &["commit", "-qm", "start"]);
-            let rules = Rules::new(root, &[], "PLAN.md", vec!["sh tests/t1.sh".into(), "pytest".into()], &[]);
+            let rules = Project::from_names(root, &[], "PLAN.md", vec!["sh tests/t1.sh".into(), "pytest".into()], &[]);
             let base = record(root, &rules).unwrap();
             let snapshots = Snapshots::known(root);
             let head = snapshots.take().unwrap().head;

@@ -48,11 +48,6 @@ pub fn tree_files(root: &Path, tree: &str) -> Result<TreeFiles, String> {
     Ok(files)
 }
 
-/// Where a project's own code lives, by convention: a script there is the work.
-const SOURCE_DIRS: &[&str] = &[
-    "src", "lib", "bin", "app", "pkg", "cmd", "internal", "source",
-];
-
 /// What the plan says of one task's files: its `Scope:` and its words (title, body,
 /// acceptance), where it names the files it changes.
 pub struct TaskFiles {
@@ -92,9 +87,7 @@ pub fn traced(
                 .any(|t| {
                     t.text.contains(path.as_str()) || (name.contains('.') && t.text.contains(name))
                 });
-            let in_source = path
-                .split_once('/')
-                .is_some_and(|(top, _)| SOURCE_DIRS.contains(&top));
+            let in_source = agentloop_project::in_source_dir(path);
             let why = if !named && !in_source && is_script(root, path, *mode, id) {
                 format!(
                     "a script `{}` runs (traced at the test baseline)",
@@ -121,16 +114,9 @@ pub fn traced(
     out
 }
 
-/// Interpreters whose scripts are the checks' own harness.
-const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "ash", "bats", "make"];
-
 /// A shell script or makefile: by its name, else (executable) by its `#!` line.
 fn is_script(root: &Path, path: &str, mode: u32, id: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    let ext = name.rsplit_once('.').map(|(_, e)| e);
-    if matches!(ext, Some("sh" | "bash" | "zsh" | "ksh" | "bats" | "mk"))
-        || matches!(name, "Makefile" | "makefile" | "GNUmakefile")
-    {
+    if agentloop_project::is_script_name(path) {
         return true;
     }
     if mode != 0o100755 {
@@ -139,21 +125,7 @@ fn is_script(root: &Path, path: &str, mode: u32, id: &str) -> bool {
     let Ok(text) = blob(root, id) else {
         return false;
     };
-    let first = text.split(|b| *b == b'\n').next().unwrap_or_default();
-    let Some(line) = std::str::from_utf8(first)
-        .ok()
-        .and_then(|l| l.strip_prefix("#!"))
-    else {
-        return false;
-    };
-    let mut words = line
-        .split_whitespace()
-        .map(|w| w.rsplit('/').next().unwrap_or(w));
-    let program = match words.next() {
-        Some("env") => words.find(|w| !w.starts_with('-')),
-        other => other,
-    };
-    program.is_some_and(|p| SHELLS.contains(&p))
+    agentloop_project::runs_a_shell(text.split(|b| *b == b'\n').next().unwrap_or_default())
 }
 
 #[cfg(test)]

@@ -494,9 +494,10 @@ mod attacks {
     // content.
     #[test]
     fn parent_directory_replaced_through_the_drivers_fast_path() {
-        use crate::surface::{Rules, Stamp, check, record, stamp::Statuses};
+        use crate::surface::{Stamp, check, record, stamp::Statuses};
         use agentloop_exec::git::Snapshots;
         use agentloop_exec::testing::git;
+        use agentloop_project::Project;
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("p");
         std::fs::create_dir_all(root.join("tests")).unwrap();
@@ -509,7 +510,7 @@ mod attacks {
         std::fs::write(root.join("PLAN.md"), "- [ ] a\n").unwrap();
         git(&root, &["add", "-A"]);
         git(&root, &["commit", "-qm", "start"]);
-        let rules = Rules::new(&root, &[], "PLAN.md", vec!["pytest".into()], &[]);
+        let rules = Project::from_names(&root, &[], "PLAN.md", vec!["pytest".into()], &[]);
         let base = record(&root, &rules).unwrap();
         assert!(base.contains_key("tests/test_a.py"), "{base:?}");
         // Out of the racy window (the change time cannot be put back).

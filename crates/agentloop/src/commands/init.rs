@@ -39,7 +39,7 @@ pub fn init(dir: &Path, full: bool) -> Result<ExitKind, CliError> {
             "this is not a git repository: agentloop uses git to see what the agent changed (run `git init` first)",
         );
     }
-    let found = super::detect::detect(dir);
+    let found = agentloop_project::detect(dir);
     let config = if found.commands.is_empty() {
         template.to_string()
     } else {

@@ -4,7 +4,6 @@ mod agents;
 mod config;
 mod control;
 mod demo;
-mod detect;
 mod gc;
 mod handoff;
 mod hook;

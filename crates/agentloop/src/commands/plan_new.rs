@@ -87,7 +87,7 @@ fn prompt(root: &Path, goal: &str, spec: Option<(&Path, &str)>, most: u32) -> St
         .collect();
     let mut top = top;
     top.sort();
-    let detected = super::detect::detect(root);
+    let detected = agentloop_project::detect(root);
     let mut p = String::new();
     p.push_str("You are drafting the plan for agentloop, which runs coding agents through it task by task and marks a task done only when the commands on its `Verify:` lines, run by agentloop itself, pass.\n\n");
     p.push_str(&format!("## The goal\n\n{}\n\n", goal.trim()));

@@ -8,7 +8,7 @@ use std::path::Path;
 use agentloop_ground::values::OnProtectedChange;
 use agentloop_ground::words::plural;
 use agentloop_journal::{Baseline, Request, RunState, SurfaceChange};
-use agentloop_verify::surface::{self, Rules};
+use agentloop_verify::surface;
 use agentloop_workspace::Workspace;
 use serde_json::json;
 
@@ -36,7 +36,7 @@ pub fn verify_surface(
             run.id
         )));
     };
-    let changes = surface::check(&root, &base, &Rules::for_run(&root, s))
+    let changes = surface::check(&root, &base, &s.project(&root))
         .map_err(|e| CliError::internal(format!("cannot check the verification surface: {e}")))?;
     if accept {
         return accept_changes(&run, loaded, &changes);

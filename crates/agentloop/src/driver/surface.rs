@@ -5,9 +5,10 @@
 use agentloop_exec::git;
 use agentloop_ground::values::OnProtectedChange;
 use agentloop_journal::*;
+use agentloop_project::Project;
 use agentloop_resident::Resident;
 use agentloop_verify::clean_copy::{CleanCopy, KeptCopy};
-use agentloop_verify::surface::{self, Rules};
+use agentloop_verify::surface;
 
 use super::Driver;
 use crate::error::CliError;
@@ -23,7 +24,7 @@ impl Driver {
         {
             return Ok(());
         }
-        match surface::record(&self.ws.root, &Rules::for_run(&self.ws.root, s)) {
+        match surface::record(&self.ws.root, &s.project(&self.ws.root)) {
             Ok(files) => self.record(Event::BaselineRecorded { files }),
             Err(e) => {
                 self.progress.warn(&format!(
@@ -40,11 +41,11 @@ impl Driver {
             return Ok(());
         };
         let dir = self.workdir(iteration);
-        let rules = Rules::for_run(&dir, &self.state);
+        let project = self.state.project(&dir);
         let mut changes = if dir == self.ws.root {
-            self.check_project_surface(&base, &rules)?
+            self.check_project_surface(&base, &project)?
         } else {
-            surface::check(&dir, &base, &rules).map_err(cannot_check)?
+            surface::check(&dir, &base, &project).map_err(cannot_check)?
         };
         let redactor = self.iteration_redactor(iteration);
         for c in &mut changes {
@@ -60,7 +61,7 @@ impl Driver {
     fn check_project_surface(
         &mut self,
         base: &Baseline,
-        rules: &Rules,
+        rules: &Project,
     ) -> Result<Vec<SurfaceChange>, CliError> {
         let root = self.ws.root.clone();
         let now = match self.seen.clone() {

@@ -208,7 +208,7 @@ fn join(dir: &str, name: &str) -> String {
 fn overlay_paths(base: Option<&Baseline>) -> HashSet<String> {
     base.into_iter()
         .flatten()
-        .filter(|(p, _)| !crate::surface::is_sectioned(p) && !crate::surface::is_git_file(p))
+        .filter(|(p, _)| !agentloop_project::is_sectioned(p) && !agentloop_project::is_git_file(p))
         .map(|(p, _)| p.clone())
         .collect()
 }

@@ -7,9 +7,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use super::{CleanCopy, KeptCopy, Way};
-use crate::surface::{self, Rules};
+use crate::surface;
 use agentloop_exec::git::Snapshots;
 use agentloop_exec::testing::git;
+use agentloop_project::Project;
 
 struct Rng(u64);
 
@@ -193,7 +194,7 @@ impl Pair {
         let tmp = tempfile::tempdir().unwrap();
         let root = project(tmp.path(), setup);
         let checks = vec!["python3 -m pytest tests".to_string()];
-        let rules = Rules::new(&root, &[], "PLAN.md", checks, &[]);
+        let rules = Project::from_names(&root, &[], "PLAN.md", checks, &[]);
         let base = surface::record(&root, &rules).unwrap();
         let kept = KeptCopy::new(CleanCopy {
             root: root.clone(),

@@ -49,7 +49,7 @@ pub(super) fn task_completed(input: &TaskCompleted) -> Result<Option<String>, St
     }
     if let Some(base) = &s.baseline {
         use agentloop_verify::surface;
-        let changes = surface::check(&ws.root, base, &surface::Rules::for_run(&ws.root, s))?;
+        let changes = surface::check(&ws.root, base, &s.project(&ws.root))?;
         if !changes.is_empty() {
             let list: Vec<String> = changes.iter().map(|c| c.describe()).collect();
             return Ok(Some(format!(
@@ -115,7 +115,7 @@ pub(super) fn task_completed(input: &TaskCompleted) -> Result<Option<String>, St
 /// the task began (or, with no iteration of it recorded, since the run was created),
 /// or in an iteration agentloop saw.
 fn tests_touched(ws: &Workspace, s: &RunState, task: &str) -> bool {
-    let is_test = |f: &String| agentloop_ground::paths::is_test_path(f, &s.settings.test_patterns);
+    let is_test = |f: &String| agentloop_project::is_test_path(f, &s.settings.test_patterns);
     if s.task(task).is_some_and(|t| t.tests_touched) {
         return true;
     }

@@ -1,0 +1,27 @@
+//! The project model: what each file of a project is to its checks — the plan, a
+//! test, the harness that configures or runs the checks, or the work — what a check's
+//! environment takes from the user's tree, and which checks the project declares for
+//! itself. The verification surface, the clean copy, the verifier's trace and `init`
+//! all ask it here, through [`Project`] and the functions beside it.
+//!
+//! What it knows today it knows from names: the checks' own words (`commands`), the
+//! usual layouts (`names`), the test sections of files that only partly configure the
+//! checks (`sections`), the files that declare a project's checks (`detect`) and
+//! `[verify] carry` (`environment`). Each answer says what it was guessed from.
+
+mod commands;
+mod detect;
+mod environment;
+mod model;
+mod names;
+mod sections;
+
+pub use commands::CheckWords;
+pub use detect::{Detected, detect};
+pub use environment::carried;
+pub use model::Project;
+pub use names::{
+    CHECK_FILES, glob_name, in_source_dir, is_git_file, is_script_name, is_sectioned, is_test_file,
+    is_test_path, runs_a_shell,
+};
+pub use sections::{GIT_CONFIG, check_section};

@@ -1,0 +1,183 @@
+//! The model of one project as its checks see it: which files are the plan, protected,
+//! CI, named by a check, the harness that configures or runs the checks, or tests —
+//! everything else is the work.
+
+use std::path::Path;
+
+use agentloop_ground::paths::path_matches;
+
+use crate::commands::CheckWords;
+use crate::names::{CHECK_FILES, CI, SECTIONED, glob_name, is_test_file};
+
+/// What each file of a project is to its checks, from the run's settings and check
+/// commands. Today every answer comes from names: the commands' words and the usual
+/// layouts (`names.rs`), a fallback that says what it guessed from (`why`).
+#[derive(Debug)]
+pub struct Project {
+    pub protected: Vec<String>,
+    pub plan_file: String,
+    /// Every `Verify:` command of the plan and `[verify] commands`.
+    pub commands: Vec<String>,
+    pub check_files: Vec<String>,
+    /// What those commands name and run.
+    words: CheckWords,
+}
+
+impl Project {
+    /// The project at `root` as names tell it: `protected` and `check_files` from
+    /// `[verify]`, the plan file, and every check command.
+    pub fn from_names(
+        root: &Path,
+        protected: &[String],
+        plan_file: &str,
+        commands: Vec<String>,
+        check_files: &[String],
+    ) -> Project {
+        let words = CheckWords::read(root, &commands);
+        Project {
+            protected: protected.to_vec(),
+            plan_file: plan_file.trim_start_matches("./").to_string(),
+            commands,
+            check_files: check_files.to_vec(),
+            words,
+        }
+    }
+
+    /// Why an existing file belongs to the surface, if it does.
+    pub fn classify(&self, path: &str) -> Option<String> {
+        if path.starts_with(".agentloop/") || path.starts_with(".git/") {
+            return None;
+        }
+        if path == self.plan_file {
+            return Some("the plan".into());
+        }
+        if let Some(p) = self.protected.iter().find(|p| path_matches(path, p)) {
+            return Some(format!("protected ({p})"));
+        }
+        if CI.iter().any(|p| path_matches(path, p)) {
+            return Some("CI configuration".into());
+        }
+        if let Some(n) = self.words.named.iter().find(|n| path_matches(path, n)) {
+            return Some(format!("named by a Verify command ({n})"));
+        }
+        if let Some(why) = self.configures_checks(path) {
+            return Some(why);
+        }
+        if is_test_file(path) {
+            return Some("a test file".into());
+        }
+        None
+    }
+
+    /// Why a file (new or not) configures or intercepts the checks, if it does. A
+    /// sectioned file counts by its test section, judged by [`check_section`](crate::check_section).
+    pub fn configures_checks(&self, path: &str) -> Option<String> {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        if let Some(p) = CHECK_FILES
+            .iter()
+            .find(|p| glob_name(name, p) || (p.contains('/') && path.ends_with(*p)))
+        {
+            return Some(format!("configures the checks ({p})"));
+        }
+        if let Some(p) = self
+            .check_files
+            .iter()
+            .find(|p| glob_name(name, p) || path_matches(path, p))
+        {
+            return Some(format!("configures the checks ({p}, [verify] check_files)"));
+        }
+        if SECTIONED.contains(&name) {
+            return Some(format!("its test section configures the checks ({name})"));
+        }
+        if matches!(name, "Makefile" | "makefile" | "GNUmakefile")
+            && self.words.programs.contains("make")
+        {
+            return Some("a Verify command runs make".into());
+        }
+        if let Some(m) = self
+            .words
+            .modules
+            .iter()
+            .find(|m| path == format!("{m}.py") || path.starts_with(&format!("{m}/")))
+        {
+            return Some(format!(
+                "shadows the module a Verify command runs (python -m {m})"
+            ));
+        }
+        if self.words.scripts.contains(path) {
+            return Some(format!("the script a Verify command runs ({path})"));
+        }
+        if self.words.programs.contains(name) {
+            return Some(format!(
+                "named like a program a Verify command runs ({name})"
+            ));
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_a_verify_command_names_and_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("tests/it")).unwrap();
+        std::fs::write(dir.path().join("tests/t1.sh"), "exit 1").unwrap();
+        std::fs::write(dir.path().join("check.sh"), "true").unwrap();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        std::fs::write(dir.path().join("src/main.py"), "def f(): pass").unwrap();
+        let r = Project::from_names(
+            dir.path(),
+            &[],
+            "PLAN.md",
+            vec![
+                "sh tests/t1.sh && ./check.sh".into(),
+                "cargo test --test it".into(),
+                "CI=1 make lint | tee out".into(),
+                "pytest -q".into(),
+                "grep -q 'def f' src/main.py && test -f src/main.py".into(),
+                "python3 -m unittest.main -q tests.test_x".into(),
+            ],
+            &[],
+        );
+        assert!(r.classify("tests/t1.sh").is_some());
+        assert_eq!(
+            r.classify("check.sh").as_deref(),
+            Some("named by a Verify command (check.sh)")
+        );
+        assert!(r.classify("tests/it/main.rs").is_some());
+        assert!(r.classify("PLAN.md").is_some());
+        assert!(r.classify(".github/workflows/ci.yml").is_some());
+        assert!(r.classify("src/lib.rs").is_none());
+        // What a plain command reads is the work, not the check.
+        assert!(r.classify("src/main.py").is_none());
+        // New files that would intercept the checks.
+        for f in [
+            "conftest.py",
+            "sub/conftest.py",
+            "Makefile",
+            "bin/pytest",
+            "make",
+            "x.pth",
+            "pytest.toml",
+            "pytest.py",
+            ".npmrc",
+            "vite.config.mjs",
+            "babel.config.js",
+            ".babelrc",
+            ".config/nextest.toml",
+            ".gitattributes",
+            // The shape a next run would take its settings from.
+            ".loop/shape/SHAPE.md",
+            // A package or module named like the one `python -m` runs.
+            "unittest/__main__.py",
+            "unittest.py",
+        ] {
+            assert!(r.configures_checks(f).is_some(), "{f}");
+        }
+        assert!(r.configures_checks("src/main.py").is_none());
+        assert!(r.configures_checks("src/unittest.py").is_none());
+    }
+}
