@@ -248,12 +248,12 @@ fn check(config: &Config, sources: &BTreeMap<String, Source>) -> Result<(), Conf
     if let Err(e) = config.executor.slurm.options() {
         return Err(bad("executor.slurm", &e));
     }
-    if config.executor.kind == super::ExecutorKind::Kubernetes
+    if config.executor.kind == crate::executor::ExecutorKind::Kubernetes
         && let Err(e) = config.executor.kubernetes.check()
     {
         return Err(bad("executor.kubernetes", &e));
     }
-    if let Some(Err(e)) = config.run.cycle.as_deref().map(crate::Cycle::parse) {
+    if let Some(Err(e)) = config.run.cycle.as_deref().map(crate::cycle::Cycle::parse) {
         return Err(bad("run.cycle", &e));
     }
     if config.run.planners > 16 {

@@ -27,7 +27,7 @@ pub struct Config {
     pub tracker: super::ship::Tracker,
     pub prompt: super::ship::PromptConfig,
     /// `[sandbox]`: each agent process confined to its working directory.
-    pub sandbox: crate::SandboxConfig,
+    pub sandbox: crate::sandbox::SandboxConfig,
     /// `[executor]`: where agent iterations run (this machine, or a cluster).
     pub executor: super::executor::ExecutorConfig,
     /// `[store]`: where runs' journals are kept besides their files.
@@ -627,7 +627,7 @@ mod tests {
             let allowed = AgentConfig::builtin(kind).allowed_env();
             for token in ["GITHUB_TOKEN", "GH_TOKEN", "GITLAB_TOKEN", "LINEAR_API_KEY"] {
                 assert!(
-                    !crate::env_allowed(token, &allowed),
+                    !crate::schema::env_allowed(token, &allowed),
                     "{kind} would get {token}"
                 );
             }

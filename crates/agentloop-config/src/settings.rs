@@ -69,7 +69,7 @@ pub struct Settings {
     pub debug_first: bool,
     /// How agent processes are confined (runs recorded before it existed: not).
     #[serde(default)]
-    pub sandbox: crate::SandboxConfig,
+    pub sandbox: crate::sandbox::SandboxConfig,
     /// Under the sandbox, each agent's own hosts (its provider, the endpoints its
     /// environment and its CLI's config file name), read when the run was created: an
     /// agent that edits its own config file cannot widen them.
@@ -96,7 +96,7 @@ pub struct Settings {
     pub planner_agent: Option<String>,
     /// `[run] cycle` and `[run] judge` (runs recorded before they existed: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cycle: Option<crate::Cycle>,
+    pub cycle: Option<crate::cycle::Cycle>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge: Option<String>,
     /// `[merge] batch`: verified tasks merged and checked together (runs recorded
@@ -213,14 +213,14 @@ impl Settings {
                 .run
                 .cycle
                 .as_deref()
-                .and_then(|s| crate::Cycle::parse(s).ok()),
+                .and_then(|s| crate::cycle::Cycle::parse(s).ok()),
             judge: c.run.judge.clone(),
             merge_batch: c.merge.batch_for(c.run.workers()).max(1),
             merge_bisect: c.merge.bisect_here().max(1),
             branch: c.run.branch.clone(),
             land: c.run.land,
             // A job elsewhere works on a task's branch: always in worktrees.
-            isolate: c.run.isolate || c.executor.kind != super::ExecutorKind::Local,
+            isolate: c.run.isolate || c.executor.kind != crate::executor::ExecutorKind::Local,
             keep_worktrees: c.run.keep_worktrees,
             limits: c.limits.clone(),
             hook: false,

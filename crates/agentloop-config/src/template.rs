@@ -165,7 +165,9 @@ remote = "origin"       # the git remote jobs clone from and push to
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Config, Loader, Source};
+    use crate::layers::Loader;
+    use crate::layers::Source;
+    use crate::schema::Config;
 
     #[test]
     fn templates_are_valid_and_say_the_defaults() {

@@ -7,7 +7,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Counts, Expect, KnownGood, Outcome, TestName};
+use crate::judge::Expect;
+use crate::judge::KnownGood;
+use crate::names::TestName;
+use crate::report::Counts;
+use crate::report::Outcome;
 
 /// Every check of the run, run once on the baseline tree.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::{Outcome, Report, TestResult};
+use crate::report::Outcome;
+use crate::report::Report;
+use crate::report::TestResult;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "PascalCase")]

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::{Outcome, Report, TestResult, relative};
+use crate::report::{Outcome, Report, TestResult, relative};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]

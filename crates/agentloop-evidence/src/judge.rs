@@ -14,7 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::{Outcome, Report, TestName, names::matches_id};
+use crate::names::{TestName, matches_id};
+use crate::report::{Outcome, Report};
 
 /// One test as judged: what it was at the baseline and what it is now (`None`:
 /// absent from the report).
@@ -230,7 +231,7 @@ pub fn judge_command(report: &Report, exit_code: Option<i32>, e: &Expect) -> Com
 }
 
 /// Whether some test reported now is one of `entry`'s (`entry::…`).
-fn collected_under(tests: &[super::TestResult], entry: &str) -> bool {
+fn collected_under(tests: &[crate::report::TestResult], entry: &str) -> bool {
     let prefix = format!("{entry}::");
     tests.iter().any(|t| t.id.starts_with(&prefix))
 }
@@ -410,7 +411,7 @@ fn say(out: &mut String, s: &Seen) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::TestResult;
+    use crate::report::TestResult;
 
     fn report(tests: &[(&str, Outcome)]) -> Report {
         Report::from_tests(tests.iter().map(|(id, o)| TestResult {

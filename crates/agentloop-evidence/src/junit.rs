@@ -4,7 +4,12 @@
 
 use std::path::Path;
 
-use super::{Format, MAX_REPORT_BYTES, Outcome, Report, ReportError, TestResult};
+use crate::report::Format;
+use crate::report::MAX_REPORT_BYTES;
+use crate::report::Outcome;
+use crate::report::Report;
+use crate::report::ReportError;
+use crate::report::TestResult;
 
 /// How a test case's id is made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

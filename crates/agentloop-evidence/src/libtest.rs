@@ -7,7 +7,9 @@
 
 use serde::Deserialize;
 
-use super::{Outcome, Report, TestResult};
+use crate::report::Outcome;
+use crate::report::Report;
+use crate::report::TestResult;
 
 #[derive(Deserialize)]
 struct JsonEvent {

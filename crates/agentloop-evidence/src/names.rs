@@ -148,12 +148,12 @@ pub enum NameCheck {
 /// Each name against the ids the baseline collected (id → outcome).
 pub fn check_names(
     names: &[TestName],
-    collected: &std::collections::BTreeMap<&str, super::Outcome>,
+    collected: &std::collections::BTreeMap<&str, crate::report::Outcome>,
 ) -> Vec<NameCheck> {
     names
         .iter()
         .map(|n| {
-            let hits: Vec<super::Outcome> = collected
+            let hits: Vec<crate::report::Outcome> = collected
                 .iter()
                 .filter(|(id, _)| n.matches(id))
                 .map(|(_, o)| *o)
@@ -161,7 +161,7 @@ pub fn check_names(
             if !hits.is_empty() {
                 let passing = hits
                     .iter()
-                    .filter(|o| **o == super::Outcome::Passed)
+                    .filter(|o| **o == crate::report::Outcome::Passed)
                     .count();
                 return NameCheck::Matched {
                     failing: hits.len() - passing,
@@ -170,7 +170,7 @@ pub fn check_names(
             }
             // A module that failed to import is one errored entry named after its file.
             let broken = collected.iter().find(|(id, o)| {
-                **o == super::Outcome::Errored
+                **o == crate::report::Outcome::Errored
                     && !id.contains("::")
                     && (n.pattern.starts_with(&format!("{id}::"))
                         || id.ends_with(n.pattern.split("::").next().unwrap_or("")))
@@ -236,8 +236,8 @@ mod tests {
 
     #[test]
     fn names_are_checked_against_what_the_baseline_collected() {
-        use super::super::Outcome::*;
-        let collected: std::collections::BTreeMap<&str, super::super::Outcome> = [
+        use crate::report::Outcome::*;
+        let collected: std::collections::BTreeMap<&str, crate::report::Outcome> = [
             ("tests/a.py::t1", Failed),
             ("tests/a.py::t2", Passed),
             ("tests/broken.py", Errored),

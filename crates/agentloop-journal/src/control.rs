@@ -275,8 +275,10 @@ impl RunState {
 
 #[cfg(test)]
 mod tests {
+    use crate::event::{Event, FinishReason, RunStatus};
+    use crate::person::Request;
+    use crate::state::RunState;
     use crate::testing::then;
-    use crate::{Event, FinishReason, Request, RunState, RunStatus};
 
     fn run() -> RunState {
         crate::testing::created(

@@ -35,7 +35,7 @@ pub enum Event {
         agents: std::collections::BTreeMap<String, String>,
         /// What the run needs from the machine, as this driver found it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        prerequisites: Option<crate::Prerequisites>,
+        prerequisites: Option<crate::prerequisites::Prerequisites>,
     },
     IterationStarted(IterationStarted),
     AgentFinished(AgentFinished),
@@ -141,7 +141,7 @@ pub enum Event {
     ChecksFinished {
         commit: String,
         passed: bool,
-        checks: Vec<super::ship::CheckOutcome>,
+        checks: Vec<crate::check_outcome::CheckOutcome>,
     },
     /// A red check, or a failed verification after the merge (`after_merge`), goes back
     /// to the agent: a new task in the plan's next version.
@@ -160,7 +160,7 @@ pub enum Event {
     /// What the shipped diff touches, gate by gate (`policy::diffgates`).
     DiffGatesChecked {
         commit: String,
-        triggered: Vec<crate::GateTrigger>,
+        triggered: Vec<crate::gate_trigger::GateTrigger>,
     },
     /// A run without a forge: what the commit of a done task touches, gate by gate
     /// (no commit: every gate that is on). A triggered gate holds the task until a
@@ -169,7 +169,7 @@ pub enum Event {
         task: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         commit: Option<String>,
-        triggered: Vec<crate::GateTrigger>,
+        triggered: Vec<crate::gate_trigger::GateTrigger>,
     },
     /// A diff gate's reviewer approved the pull request.
     DiffGateApproved {
@@ -324,7 +324,7 @@ pub enum Event {
     SandboxDenied {
         iteration: u32,
         #[serde(flatten)]
-        denial: crate::Denial,
+        denial: crate::denial::Denial,
     },
     /// Where an iteration's job stands on the cluster that runs it (a remote
     /// executor): recorded when it is submitted and whenever its state or the reason

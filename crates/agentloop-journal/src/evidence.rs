@@ -4,7 +4,9 @@
 
 use serde::Serialize;
 
-use super::{RunState, TaskState, TaskStatus};
+use crate::state::RunState;
+use crate::task::TaskState;
+use crate::task::TaskStatus;
 use agentloop_evidence::{Outcome, Seen};
 
 /// One test of a task's evidence.

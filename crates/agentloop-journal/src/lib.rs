@@ -10,6 +10,7 @@
 
 mod agent;
 mod baseline;
+mod check_outcome;
 mod control;
 mod cycles;
 mod denial;
@@ -45,6 +46,7 @@ mod workers;
 mod writer;
 
 pub use baseline::*;
+pub use check_outcome::CheckOutcome;
 pub use cycles::{CycleJudged, CycleVerdict, Cycles};
 pub use denial::{Denial, DenialKind, RECENT_REFUSALS, Refusals};
 pub use event::*;
@@ -58,7 +60,7 @@ pub use prerequisites::Prerequisites;
 pub use progress::render as render_progress;
 pub use report::{handoff, pr_body, unit_pr_body};
 pub use seal::{key_path, read_unsealed_without_key, seal, verifies};
-pub use ship::{CheckOutcome, ShipState, Shipped, Unit};
+pub use ship::{ShipState, Shipped, Unit};
 pub use state::{FoldError, OpenIteration, RunState, STATE_VERSION, StopKind};
 pub use store::{
     Contents, JournalError, MAX_LINE_BYTES, Record, SCHEMA_VERSION, Scan, encode, read, read_first,

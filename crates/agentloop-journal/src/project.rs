@@ -4,7 +4,7 @@ use std::path::Path;
 
 use agentloop_project::Project;
 
-use crate::RunState;
+use crate::state::RunState;
 
 impl RunState {
     /// The project at `root` as this run's checks see it.

@@ -3,7 +3,7 @@
 
 use super::state::{OpenIteration, RunState};
 use super::task::{TaskState, TaskStatus};
-use super::{FinishReason, RunStatus};
+use crate::event::{FinishReason, RunStatus};
 use agentloop_plan::{GatePoint, Mode};
 
 impl RunState {
@@ -158,7 +158,7 @@ impl RunState {
         }
         self.tasks
             .iter()
-            .filter(|t| t.status == super::TaskStatus::Done)
+            .filter(|t| t.status == crate::task::TaskStatus::Done)
             .filter(|t| self.plan.checks(&t.id).is_empty())
             // A fix task the forge's checks passed after is verified by them.
             .filter(|t| !self.ship.fix_verified.contains_key(&t.id))
@@ -176,7 +176,7 @@ impl RunState {
         let done = self
             .tasks
             .iter()
-            .filter(|t| t.status == super::TaskStatus::Done)
+            .filter(|t| t.status == crate::task::TaskStatus::Done)
             .count();
         if unchecked.len() == done {
             return "every task is done, none of them checked: no task has a check (a `Verify:` line or `[verify] commands`)".into();

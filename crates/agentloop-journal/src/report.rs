@@ -5,7 +5,8 @@
 
 use std::fmt::Write;
 
-use super::{RunState, TaskStatus};
+use crate::state::RunState;
+use crate::task::TaskStatus;
 use agentloop_ground::words::{money, plural};
 
 /// The tasks (those in `only`, when given), each with what verified it.
@@ -61,7 +62,7 @@ fn tasks(s: &RunState, only: Option<&[String]>, out: &mut String) {
             plural(t.tries as usize, "attempt", "attempts"),
             money(t.cost_usd)
         );
-        if let Some(e) = super::task_evidence(s, t) {
+        if let Some(e) = crate::evidence::task_evidence(s, t) {
             let _ = writeln!(out, "  - tests: {}", tests_words(&e));
         }
     }
@@ -69,7 +70,7 @@ fn tasks(s: &RunState, only: Option<&[String]>, out: &mut String) {
 
 /// A task's per-test evidence in a line: FAIL_TO_PASS with the named tests, and
 /// PASS_TO_PASS.
-fn tests_words(e: &super::TaskEvidence) -> String {
+fn tests_words(e: &crate::evidence::TaskEvidence) -> String {
     if e.exit_code_only {
         return e.words();
     }
@@ -172,7 +173,7 @@ pub fn pr_body(s: &RunState) -> String {
     );
     out.push_str("### Tasks\n\n");
     tasks(s, None, &mut out);
-    super::summary::review_section(s, "###", &mut out);
+    crate::summary::review_section(s, "###", &mut out);
     out.push_str("\n### The run\n\n");
     trips(s, &mut out);
     let _ = writeln!(

@@ -1,7 +1,7 @@
 //! A journal shared beyond this machine (`[store] url`): the sealed lines of a run's
 //! journal kept as rows of a database (PostgreSQL, in `agentloop-store`), which is
 //! then the journal's truth. The run's `journal.jsonl` stays, as a copy every local
-//! reader keeps using: a [`Writer`](super::Writer) appends to the store first, in a
+//! reader keeps using: a [`Writer`](crate::writer::Writer) appends to the store first, in a
 //! transaction under the run's lock there, then to the file; what the file lacks (a
 //! writer killed between the two, a writer on another machine) is copied into it from
 //! the store when a writer next catches up.

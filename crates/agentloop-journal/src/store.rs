@@ -112,7 +112,7 @@ pub fn encode(seq: u64, time: &str, event: &Event) -> Vec<u8> {
     line.extend_from_slice(format!(",\"sum\":\"{sum:08x}\"").as_bytes());
     // Without a key (no state directory) the line is written unsealed, and reading it
     // back says so.
-    let mac = super::seal::seal(&line).unwrap_or_default();
+    let mac = crate::seal::seal(&line).unwrap_or_default();
     line.extend_from_slice(format!(",\"mac\":\"{mac}\"}}\n").as_bytes());
     line
 }
@@ -149,7 +149,7 @@ fn decode(path: &Path, line_no: usize, line: &[u8]) -> Result<Decoded, JournalEr
     let sealed = find_last(line, MAC_TAG).and_then(|m| {
         let mac = line[m + MAC_TAG.len()..].strip_suffix(b"\"}")?;
         let mac = std::str::from_utf8(mac).ok()?;
-        super::seal::verifies(&line[..m], mac).then_some(m)
+        crate::seal::verifies(&line[..m], mac).then_some(m)
     });
     let Some(m) = sealed else {
         let raw: Option<serde_json::Value> = serde_json::from_slice(line).ok();
@@ -437,7 +437,7 @@ pub fn read_first(path: &Path) -> Result<Record, JournalError> {
 fn unsealed(path: &Path) -> JournalError {
     JournalError::Unsealed {
         path: path.to_path_buf(),
-        key: super::seal::key_path()
+        key: crate::seal::key_path()
             .map(|p| p.display().to_string())
             .unwrap_or_else(|| "no state directory".into()),
     }
@@ -468,8 +468,8 @@ pub fn read(path: &Path) -> Result<Contents, JournalError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Request;
-    use crate::Writer;
+    use crate::person::Request;
+    use crate::writer::Writer;
     use std::fs::OpenOptions;
     use std::io::Write;
 

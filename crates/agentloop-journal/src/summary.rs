@@ -13,7 +13,8 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
-use super::{RunState, TaskStatus};
+use crate::state::RunState;
+use crate::task::TaskStatus;
 use agentloop_ground::words::{money, plural};
 use agentloop_plan::{Evidence, Requirement};
 
@@ -122,7 +123,7 @@ fn requirement_row(s: &RunState, task: &str, r: &Requirement) -> Row {
 /// table, not per task).
 fn tests_row(s: &RunState, task: &str, names: bool, passing_at_baseline: usize) -> Option<Row> {
     let t = s.task(task)?;
-    let e = super::task_evidence(s, t);
+    let e = crate::evidence::task_evidence(s, t);
     let done = t.status == TaskStatus::Done;
     let (met, evidence) = match &e {
         None if !names => return None,

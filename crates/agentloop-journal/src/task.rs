@@ -173,10 +173,10 @@ pub struct TaskState {
     /// What of its diff triggered a gate not yet released: the task holds the run
     /// until a person approves (`approve --gate NAME`) or rejects it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub held: Vec<crate::GateTrigger>,
+    pub held: Vec<crate::gate_trigger::GateTrigger>,
     /// What the sandbox refused in this task's last iteration, for its next prompt.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub denials: Vec<crate::Denial>,
+    pub denials: Vec<crate::denial::Denial>,
 }
 
 impl TaskState {

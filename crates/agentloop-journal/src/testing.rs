@@ -3,7 +3,9 @@
 
 use agentloop_config::Settings;
 
-use crate::{Event, Record, RunState};
+use crate::event::Event;
+use crate::state::RunState;
+use crate::store::Record;
 
 /// The state of a run just created from `plan` (PLAN.md's text) with `settings`.
 pub fn created(plan: &str, settings: Settings) -> RunState {

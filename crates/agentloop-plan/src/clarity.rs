@@ -7,7 +7,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Plan, Task};
+use crate::model::Class;
+use crate::model::Plan;
+use crate::model::Task;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -363,38 +365,6 @@ pub fn adds_dependency(t: &Task) -> Option<String> {
     let verb = words.iter().position(|w| VERBS.contains(w))?;
     let thing = words[verb..].iter().find(|w| THINGS.contains(w))?;
     Some(format!("\"{} … {thing}\"", words[verb]))
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Class {
-    /// Under a minute to roll back.
-    #[serde(rename = "2A")]
-    TwoA,
-    /// Under five minutes.
-    #[serde(rename = "2B")]
-    TwoB,
-    /// Hours or more: schema changes, public APIs, releases.
-    #[serde(rename = "1")]
-    One,
-}
-
-impl Class {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Class::TwoA => "2A",
-            Class::TwoB => "2B",
-            Class::One => "1",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Class> {
-        match s.trim().to_ascii_uppercase().as_str() {
-            "2A" => Some(Class::TwoA),
-            "2B" => Some(Class::TwoB),
-            "1" => Some(Class::One),
-            _ => None,
-        }
-    }
 }
 
 /// A task's reversibility class — its `Reversibility:` line, else what its text and

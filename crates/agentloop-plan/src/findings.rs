@@ -4,12 +4,15 @@
 //! undo. A person accepts them (or rejects the plan to change it) before the first
 //! iteration; a plan with none has nothing to accept.
 
-use super::{Class, Evidence, Plan, Requirement};
+use crate::criteria::Evidence;
+use crate::criteria::Requirement;
+use crate::model::Class;
+use crate::model::Plan;
 
 /// The findings, one sentence each, in the plan's order. `run_checks`: the run has
 /// `[verify] commands`, which check every task.
 pub fn findings(plan: &Plan, run_checks: bool) -> Vec<String> {
-    let mut out: Vec<String> = super::assess(plan)
+    let mut out: Vec<String> = crate::clarity::assess(plan)
         .dimensions
         .iter()
         .filter_map(|d| {
@@ -37,7 +40,7 @@ pub fn findings(plan: &Plan, run_checks: bool) -> Vec<String> {
                 assumed.iter().map(|c| c.as_str()).collect::<Vec<_>>().join("; ")
             ));
         }
-        let (class, why) = super::reversibility(t);
+        let (class, why) = crate::clarity::reversibility(t);
         if class == Class::One {
             out.push(format!(
                 "{}: takes hours to undo (reversibility class 1, {why}): it waits for a person before it starts",

@@ -3,7 +3,7 @@
 //! `criteria:`) and the phrases that stand for settings (`proceed: without
 //! confirmation`, `linear: ENG-12`).
 
-use super::PlanError;
+use crate::error::PlanError;
 use agentloop_ground::words::dotted;
 
 pub(super) fn parse_front_matter(

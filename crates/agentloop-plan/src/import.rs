@@ -3,7 +3,9 @@
 
 use serde_json::Value;
 
-use crate::{Criterion, Plan, Task};
+use crate::model::Criterion;
+use crate::model::Plan;
+use crate::model::Task;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {

@@ -8,7 +8,9 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::{Criterion, Plan, Task};
+use crate::model::Criterion;
+use crate::model::Plan;
+use crate::model::Task;
 
 /// One issue, already given its task id.
 #[derive(Debug, Clone)]

@@ -3,7 +3,7 @@
 //! endpoint, a signature others call, a file format — and what it changed is reviewed
 //! as architecture (`[gates] architecture`), whatever the diff gate's own triggers say.
 
-use super::Task;
+use crate::model::Task;
 
 /// What task `t` says that makes it an interface update, if anything.
 pub fn interface_update(t: &Task) -> Option<String> {
@@ -31,7 +31,7 @@ pub fn interface_update(t: &Task) -> Option<String> {
 }
 
 /// The plan's interface updates: (task, why).
-pub fn interface_updates(plan: &super::Plan) -> Vec<(String, String)> {
+pub fn interface_updates(plan: &crate::model::Plan) -> Vec<(String, String)> {
     plan.tasks
         .iter()
         .filter_map(|t| interface_update(t).map(|why| (t.id.clone(), why)))

@@ -17,14 +17,14 @@ mod tripwire;
 mod validate;
 mod write;
 
-pub use clarity::{Clarity, Class, Shape, Workflow, assess, reversibility, workflow};
+pub use clarity::{Clarity, Shape, Workflow, assess, reversibility, workflow};
 pub use criteria::{Evidence, Op, Requirement, Threshold};
 pub use error::PlanError;
 pub use findings::findings;
 pub use import::{ImportError, Imported, import};
 pub use issues::{IssueTask, plan_from_issues};
 pub use kind::{interface_update, interface_updates};
-pub use model::{Criterion, GatePoint, Mode, Plan, Task};
+pub use model::{Class, Criterion, GatePoint, Mode, Plan, Task};
 pub use parse::{MAX_LINE_BYTES, MAX_PLAN_BYTES};
 pub use shape::SHAPE_FILE;
 pub use tripwire::{Glob, Tripwire};

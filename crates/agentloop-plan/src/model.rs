@@ -60,7 +60,7 @@ pub struct Task {
     /// How long undoing it takes (`Reversibility: 1 | 2A | 2B`); else judged from
     /// what it speaks of (`clarity::reversibility`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reversibility: Option<super::Class>,
+    pub reversibility: Option<Class>,
     /// Line of the task's heading in the file it was read from (0 when built in code).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub line: usize,
@@ -152,16 +152,16 @@ impl Plan {
 
     /// Task `id`'s criteria, then the run's, as read (a line that does not read is
     /// left out: the plan was checked when it was read).
-    pub fn requirements(&self, id: &str) -> Vec<super::Requirement> {
+    pub fn requirements(&self, id: &str) -> Vec<crate::criteria::Requirement> {
         self.requirements_of(self.task(id))
     }
 
-    fn requirements_of(&self, task: Option<&Task>) -> Vec<super::Requirement> {
+    fn requirements_of(&self, task: Option<&Task>) -> Vec<crate::criteria::Requirement> {
         task.map(|t| t.criteria.as_slice())
             .unwrap_or_default()
             .iter()
             .chain(&self.criteria)
-            .filter_map(|c| super::Requirement::parse(c).ok())
+            .filter_map(|c| crate::criteria::Requirement::parse(c).ok())
             .collect()
     }
 
@@ -187,7 +187,7 @@ impl Plan {
     }
 
     /// The thresholds of task `id`'s measurements and the run's: (command, threshold).
-    pub fn measures(&self, id: &str) -> Vec<(String, super::Threshold)> {
+    pub fn measures(&self, id: &str) -> Vec<(String, crate::criteria::Threshold)> {
         self.requirements(id)
             .into_iter()
             .filter_map(|r| Some((r.command?, r.threshold?)))
@@ -216,6 +216,39 @@ impl Task {
             must_not: Vec::new(),
             criteria: Vec::new(),
             line: 0,
+        }
+    }
+}
+
+/// How fast a task's change can be rolled back (`Reversibility:`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Class {
+    /// Under a minute to roll back.
+    #[serde(rename = "2A")]
+    TwoA,
+    /// Under five minutes.
+    #[serde(rename = "2B")]
+    TwoB,
+    /// Hours or more: schema changes, public APIs, releases.
+    #[serde(rename = "1")]
+    One,
+}
+
+impl Class {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Class::TwoA => "2A",
+            Class::TwoB => "2B",
+            Class::One => "1",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Class> {
+        match s.trim().to_ascii_uppercase().as_str() {
+            "2A" => Some(Class::TwoA),
+            "2B" => Some(Class::TwoB),
+            "1" => Some(Class::One),
+            _ => None,
         }
     }
 }

@@ -5,7 +5,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::front::{front_lines, linear, parse_front_matter, proceed};
-use super::{Criterion, GatePoint, Plan, PlanError, Task};
+use crate::error::PlanError;
+use crate::model::Criterion;
+use crate::model::GatePoint;
+use crate::model::Plan;
+use crate::model::Task;
 
 /// The longest line a plan may have, in bytes.
 pub const MAX_LINE_BYTES: usize = 64 * 1024;
@@ -110,10 +114,10 @@ impl Plan {
             file,
             &mut settings,
             &["mustNot", "must_not", "must-not"],
-            |t| super::Tripwire::parse(t).map(|_| ()),
+            |t| crate::tripwire::Tripwire::parse(t).map(|_| ()),
         )?;
         let criteria = front_lines(file, &mut settings, &["criteria"], |t| {
-            super::Requirement::parse(t).map(|_| ())
+            crate::criteria::Requirement::parse(t).map(|_| ())
         })?;
         proceed(file, &mut settings)?;
         linear(file, &mut settings)?;
@@ -315,10 +319,10 @@ fn parse_task(file: &str, lines: &[&str], first_line: usize) -> Result<Task, Pla
             }
             "mode" => {
                 once(&mut seen_fields, "Mode")?;
-                let mode: crate::Mode = value
+                let mode: crate::model::Mode = value
                     .parse()
                     .map_err(|e: String| PlanError::at(file, n, e))?;
-                if mode == crate::Mode::Swarm {
+                if mode == crate::model::Mode::Swarm {
                     return Err(PlanError::at(
                         file,
                         n,
@@ -364,7 +368,7 @@ fn parse_task(file: &str, lines: &[&str], first_line: usize) -> Result<Task, Pla
             }
             "reversibility" => {
                 once(&mut seen_fields, "Reversibility")?;
-                task.reversibility = Some(crate::Class::parse(value).ok_or_else(|| {
+                task.reversibility = Some(crate::model::Class::parse(value).ok_or_else(|| {
                     PlanError::at(
                         file,
                         n,
@@ -373,12 +377,12 @@ fn parse_task(file: &str, lines: &[&str], first_line: usize) -> Result<Task, Pla
                 })?);
             }
             "criteria" => {
-                crate::Requirement::parse(value)
+                crate::criteria::Requirement::parse(value)
                     .map_err(|e| PlanError::at(file, n, format!("Criteria: {e}")))?;
                 task.criteria.push(value.to_string());
             }
             "must-not" => {
-                crate::Tripwire::parse(value)
+                crate::tripwire::Tripwire::parse(value)
                     .map_err(|e| PlanError::at(file, n, format!("Must-not: {e}")))?;
                 task.must_not.push(value.to_string());
             }
@@ -466,7 +470,7 @@ fn parse_checkbox(line: &str) -> Option<Criterion> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Mode;
+    use crate::model::Mode;
 
     const SAMPLE: &str = "---\nbudgets:\n  max_iterations: 20\n---\n# Demo\n\nShip it.\n\n## T1: First\n\nDo the first thing.\nVerify: sh test.sh\nAcceptance:\n- [ ] it works\n- [x] it is fast\n\n## T2: Second\nDepends: T1\nGate: after\nMode: tdd\nScope: src/, tests/\nMax-iterations: 3\n\n```\nVerify: not a field\n```\n";
 

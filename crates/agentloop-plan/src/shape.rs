@@ -5,7 +5,8 @@ use std::path::Path;
 
 use super::front::parse_front_matter;
 use super::parse::MAX_PLAN_BYTES;
-use super::{Plan, PlanError};
+use crate::error::PlanError;
+use crate::model::Plan;
 
 /// Where a shaping step leaves the run's shape, under the project's root.
 pub const SHAPE_FILE: &str = ".loop/shape/SHAPE.md";

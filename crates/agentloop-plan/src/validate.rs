@@ -2,7 +2,8 @@
 
 use std::collections::HashMap;
 
-use super::{Plan, PlanError};
+use crate::error::PlanError;
+use crate::model::Plan;
 
 impl Plan {
     /// Checks ids, dependencies and cycles; a plan needs a task.

@@ -3,7 +3,9 @@
 
 use std::fmt::Write as _;
 
-use super::{GatePoint, Plan, Task};
+use crate::model::GatePoint;
+use crate::model::Plan;
+use crate::model::Task;
 
 impl Plan {
     /// The plan as PLAN.md text.

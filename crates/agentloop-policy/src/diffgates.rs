@@ -102,7 +102,7 @@ pub fn unread(gates: &Gates, why: &str) -> Vec<GateTrigger> {
 /// A run without a forge holds each done task whose change triggers a diff gate: its
 /// diff read first (`CheckDiff`; a task done without a commit too, which holds it),
 /// then the gate opened until a person releases it.
-pub(super) fn hold(s: &agentloop_journal::RunState) -> Option<super::Action> {
+pub(super) fn hold(s: &agentloop_journal::RunState) -> Option<crate::action::Action> {
     use agentloop_journal::{Event, Gate, TaskStatus};
     if s.settings.ship.enabled() || !s.settings.gates.any_diff_gate() {
         return None;
@@ -112,13 +112,13 @@ pub(super) fn hold(s: &agentloop_journal::RunState) -> Option<super::Action> {
             && !t.diff_checked
             && s.running.iter().all(|o| o.started.task != t.id)
     }) {
-        return Some(super::Action::CheckDiff { task: t.id.clone() });
+        return Some(crate::action::Action::CheckDiff { task: t.id.clone() });
     }
     ORDER
         .iter()
         .find(|g| s.tasks.iter().any(|t| t.held.iter().any(|h| h.gate == **g)))
         .map(|g| {
-            super::Action::Record(Event::GateOpened {
+            crate::action::Action::Record(Event::GateOpened {
                 gate: Gate::Diff(g.to_string()),
             })
         })

@@ -8,9 +8,9 @@ use agentloop_journal::*;
 use agentloop_plan::Mode;
 use agentloop_project::is_test_path;
 
-use super::Action;
 use super::ladder::limit_wait;
 use super::replan::review_replan;
+use crate::action::Action;
 use agentloop_ground::values::{OnLimit, OnProtectedChange};
 
 pub(super) fn finish_open_iteration(s: &RunState, open: &OpenIteration) -> Action {
@@ -349,8 +349,8 @@ fn judge_surface(
 /// once (two opening each other in turn would never wait).
 fn open_gate(s: &RunState, gate: Gate) -> Action {
     match &s.gate {
-        Some(open) if *open == gate => Action::Wait(super::WaitReason::Gate(gate)),
-        Some(other) => Action::Wait(super::WaitReason::Gate(other.clone())),
+        Some(open) if *open == gate => Action::Wait(crate::action::WaitReason::Gate(gate)),
+        Some(other) => Action::Wait(crate::action::WaitReason::Gate(other.clone())),
         None => Action::Record(Event::GateOpened { gate }),
     }
 }

@@ -5,7 +5,7 @@
 //! does to the open iteration (a REJECT's findings are the worker's next digest;
 //! after `max_rounds` rejections the task waits for a person).
 
-use super::Action;
+use crate::action::Action;
 use agentloop_config::{ReviewConfig, ReviewWhen};
 use agentloop_journal::GateTrigger;
 use agentloop_journal::{

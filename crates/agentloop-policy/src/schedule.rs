@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 use agentloop_journal::{Event, MergeState, RunState, RunStatus};
 
 use super::judge::finish_open_iteration;
-use super::{Action, WaitReason, decide, next_action};
+use crate::action::{Action, WaitReason};
+use crate::next::{decide, next_action};
 
 /// What a driver does now, given the steps it has under way (`busy`: iterations whose
 /// agent, checks or merge run).
@@ -115,7 +116,7 @@ pub fn schedule(s: &RunState) -> Vec<Action> {
     if out.is_empty() {
         // Only steps under way remain, and the caller waits for them; or only tasks
         // that wait for a person, and the run waits for that person.
-        out.push(held.unwrap_or(Action::Wait(super::WaitReason::Workers)));
+        out.push(held.unwrap_or(Action::Wait(crate::action::WaitReason::Workers)));
     }
     out
 }

@@ -6,28 +6,7 @@
 use agentloop_journal::{Event, FinishReason, Gate, RunState, RunStatus, TaskStatus};
 use agentloop_plan::Task;
 
-use super::Action;
-
-/// A step the driver does with git and the forge, then records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ShipStep {
-    /// `pr = "task"`: begin shipping the next task ([`next_unit`]) on a branch of its
-    /// own (`ship_unit_started`).
-    StartUnit,
-    /// Push the run's work to the ship branch (`ship_pushed`).
-    Push,
-    /// Open or update the pull request (`pr_opened`).
-    OpenPr,
-    /// Wait for the forge's checks on the pushed commit (`checks_finished`).
-    AwaitChecks,
-    /// Read the shipped diff for the diff gates; label the pull request and ask their
-    /// reviewers (`diff_gates_checked`).
-    CheckDiffGates,
-    /// Merge the pull request (`pr_merged`).
-    Merge,
-    /// Run the run's checks on the base branch after the merge (`post_merge_verified`).
-    PostMergeVerify,
-}
+use crate::action::{Action, ShipStep};
 
 /// A task done whose change is committed: work there is to ship.
 fn committed(t: &agentloop_journal::TaskState) -> bool {

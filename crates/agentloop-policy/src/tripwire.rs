@@ -174,7 +174,7 @@ fn cut(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse_unified;
+    use crate::diffgates::parse_unified;
 
     fn diff(text: &str) -> DiffInput {
         DiffInput {

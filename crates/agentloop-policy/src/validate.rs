@@ -7,7 +7,7 @@
 use agentloop_journal::{Event, FinishReason, RunState, RunStatus, TaskStatus};
 use agentloop_plan::Task;
 
-use super::Action;
+use crate::action::Action;
 
 pub(super) fn next(s: &RunState) -> Option<Action> {
     if !s.settings.validate || !s.tasks.iter().any(|t| t.status == TaskStatus::Done) {

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use super::{Answer, Asked, Question, RESIDENT_ARG, answer_bytes, sealed, seals, socket_of};
+use crate::protocol::{
+    Answer, Asked, Question, RESIDENT_ARG, answer_bytes, sealed, seals, socket_of,
+};
 use agentloop_exec::git::Snapshot;
 use agentloop_verify::surface::Checked;
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
-use super::{Answer, Asked, FRESH_MS, Question, answer_bytes, sealed, seals, socket_of};
+use crate::protocol::{Answer, Asked, FRESH_MS, Question, answer_bytes, sealed, seals, socket_of};
 use agentloop_journal::{self as journal, RunState};
 use agentloop_verify::clean_copy::{CleanCopy, KeptCopy};
 use agentloop_verify::surface::Remembered;

@@ -3,7 +3,8 @@
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
 
-use super::{RunDir, WorkspaceError, io};
+use crate::error::{WorkspaceError, io};
+use crate::run_dir::RunDir;
 
 impl RunDir {
     /// The pid of the live driver holding this run's lock, if any; with a shared
@@ -161,7 +162,7 @@ mod tests {
     use std::path::Path;
     use std::time::{Duration, Instant};
 
-    use crate::Workspace;
+    use crate::runs::Workspace;
     use agentloop_config::{Config, Settings};
     use agentloop_plan::Plan;
 

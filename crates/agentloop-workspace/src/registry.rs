@@ -4,7 +4,7 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::PathBuf;
 
-use super::RunDir;
+use crate::run_dir::RunDir;
 
 /// The registry of runs on this machine: `$XDG_STATE_HOME/agentloop/runs.jsonl`
 /// (`~/.local/state/agentloop/runs.jsonl`), one `{"run_id","path"}` line per run.

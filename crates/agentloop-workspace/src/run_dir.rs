@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::{WorkspaceError, io};
+use crate::error::{WorkspaceError, io};
 use agentloop_ground::fsutil::write_atomic;
 use agentloop_ground::redact::Redactor;
 use agentloop_journal::{

@@ -2,7 +2,8 @@
 //! need no agent are recorded at once, so what a person sees is true whoever sent the
 //! request (the CLI, the API, a hook).
 
-use super::{RunDir, WorkspaceError};
+use crate::error::WorkspaceError;
+use crate::run_dir::RunDir;
 use agentloop_journal::{Appended, Event, FinishReason, Outcome, RunState};
 use agentloop_policy::{Action, next_action};
 

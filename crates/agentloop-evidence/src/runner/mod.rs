@@ -15,7 +15,7 @@ mod command;
 pub use command::may_be_runner;
 use command::{join, recognise};
 
-use super::Format;
+use crate::report::Format;
 
 /// The variable every check gets: where it may write a JUnit XML report of its own.
 pub const REPORT_VAR: &str = "AGENTLOOP_TEST_REPORT";

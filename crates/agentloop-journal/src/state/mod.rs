@@ -3,6 +3,7 @@
 
 mod cycles;
 mod planning;
+mod ship;
 
 use std::collections::HashMap;
 
@@ -95,7 +96,7 @@ pub struct RunState {
     pub reported: Vec<String>,
     /// What the run needed from the machine when its last driver started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prerequisites: Option<crate::Prerequisites>,
+    pub prerequisites: Option<crate::prerequisites::Prerequisites>,
     /// The gates people passed, and who (`plan approval by ann@laptop`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approvals: Vec<String>,
@@ -151,8 +152,8 @@ pub struct RunState {
     #[serde(default)]
     pub refused_requests: u32,
     /// What the sandbox refused the agents (`[sandbox] mode = "workspace"`).
-    #[serde(default, skip_serializing_if = "crate::Refusals::is_empty")]
-    pub sandbox: crate::Refusals,
+    #[serde(default, skip_serializing_if = "crate::denial::Refusals::is_empty")]
+    pub sandbox: crate::denial::Refusals,
     /// Hook mode: continuations asked for in a row (Claude Code allows 8).
     #[serde(default)]
     pub hook_chain: u32,
