@@ -165,8 +165,7 @@ remote = "origin"       # the git remote jobs clone from and push to
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layers::Loader;
-    use crate::layers::Source;
+    use crate::layers::{Loader, Source};
     use crate::schema::Config;
 
     #[test]

@@ -7,11 +7,9 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::judge::Expect;
-use crate::judge::KnownGood;
+use crate::judge::{Expect, KnownGood};
 use crate::names::TestName;
-use crate::report::Counts;
-use crate::report::Outcome;
+use crate::report::{Counts, Outcome};
 
 /// Every check of the run, run once on the baseline tree.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -4,12 +4,7 @@
 
 use std::path::Path;
 
-use crate::report::Format;
-use crate::report::MAX_REPORT_BYTES;
-use crate::report::Outcome;
-use crate::report::Report;
-use crate::report::ReportError;
-use crate::report::TestResult;
+use crate::report::{Format, MAX_REPORT_BYTES, Outcome, Report, ReportError, TestResult};
 
 /// How a test case's id is made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,9 +7,7 @@
 
 use serde::Deserialize;
 
-use crate::report::Outcome;
-use crate::report::Report;
-use crate::report::TestResult;
+use crate::report::{Outcome, Report, TestResult};
 
 #[derive(Deserialize)]
 struct JsonEvent {

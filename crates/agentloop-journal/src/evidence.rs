@@ -5,8 +5,7 @@
 use serde::Serialize;
 
 use crate::state::RunState;
-use crate::task::TaskState;
-use crate::task::TaskStatus;
+use crate::task::{TaskState, TaskStatus};
 use agentloop_evidence::{Outcome, Seen};
 
 /// One test of a task's evidence.

@@ -7,9 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::Class;
-use crate::model::Plan;
-use crate::model::Task;
+use crate::model::{Class, Plan, Task};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -4,10 +4,8 @@
 //! undo. A person accepts them (or rejects the plan to change it) before the first
 //! iteration; a plan with none has nothing to accept.
 
-use crate::criteria::Evidence;
-use crate::criteria::Requirement;
-use crate::model::Class;
-use crate::model::Plan;
+use crate::criteria::{Evidence, Requirement};
+use crate::model::{Class, Plan};
 
 /// The findings, one sentence each, in the plan's order. `run_checks`: the run has
 /// `[verify] commands`, which check every task.

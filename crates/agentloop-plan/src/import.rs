@@ -3,9 +3,7 @@
 
 use serde_json::Value;
 
-use crate::model::Criterion;
-use crate::model::Plan;
-use crate::model::Task;
+use crate::model::{Criterion, Plan, Task};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {

@@ -8,9 +8,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::model::Criterion;
-use crate::model::Plan;
-use crate::model::Task;
+use crate::model::{Criterion, Plan, Task};
 
 /// One issue, already given its task id.
 #[derive(Debug, Clone)]

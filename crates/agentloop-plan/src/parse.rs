@@ -6,10 +6,7 @@ use std::path::Path;
 
 use super::front::{front_lines, linear, parse_front_matter, proceed};
 use crate::error::PlanError;
-use crate::model::Criterion;
-use crate::model::GatePoint;
-use crate::model::Plan;
-use crate::model::Task;
+use crate::model::{Criterion, GatePoint, Plan, Task};
 
 /// The longest line a plan may have, in bytes.
 pub const MAX_LINE_BYTES: usize = 64 * 1024;

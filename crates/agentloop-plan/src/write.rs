@@ -3,9 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::model::GatePoint;
-use crate::model::Plan;
-use crate::model::Task;
+use crate::model::{GatePoint, Plan, Task};
 
 impl Plan {
     /// The plan as PLAN.md text.
