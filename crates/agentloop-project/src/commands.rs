@@ -23,6 +23,9 @@ const TEST_RUNNERS: &[&str] = &[
 pub struct CheckWords {
     /// Paths a command names, found when they were read (`tests/`, `check.sh`).
     pub named: BTreeSet<String>,
+    /// Directories of code a test runner is pointed at (`go test ./reverse/`,
+    /// `jest src/`): only the tests in them are the check, the rest is the work.
+    pub tests_in: BTreeSet<String>,
     /// Programs a command runs (`pytest`, `make`, `./check.sh` → `check.sh`).
     pub programs: BTreeSet<String>,
     /// The scripts a command runs (`sh checks/t1.sh`, `./check.sh`), there or not
@@ -38,6 +41,7 @@ impl CheckWords {
     /// there).
     pub fn read(root: &Path, commands: &[String]) -> CheckWords {
         let mut named = BTreeSet::new();
+        let mut tests_in = BTreeSet::new();
         let mut scripts = BTreeSet::new();
         let mut programs = BTreeSet::new();
         let mut modules = BTreeSet::new();
@@ -53,21 +57,26 @@ impl CheckWords {
                 };
                 let name = program.rsplit('/').next().unwrap_or(program);
                 programs.insert(name.to_string());
-                let mut name_path = |w: &str| {
+                let mut name_path = |w: &str, runs_tests: bool| {
                     let w = w.trim_end_matches("/...").trim_start_matches("./");
                     if w.is_empty() || w == "." || w.starts_with('-') {
                         return;
                     }
                     let path = root.join(w);
                     if path.is_dir() {
-                        named.insert(format!("{}/", w.trim_end_matches('/')));
+                        let dir = format!("{}/", w.trim_end_matches('/'));
+                        if runs_tests && !is_test_dir(&dir) {
+                            tests_in.insert(dir);
+                        } else {
+                            named.insert(dir);
+                        }
                     } else if path.is_file() {
                         named.insert(w.to_string());
                     }
                 };
                 // The program itself, when it lives in the project (`./check.sh`).
                 if program.contains('/') {
-                    name_path(program);
+                    name_path(program, false);
                     scripts.insert(program.trim_start_matches("./").to_string());
                 }
                 let args = &words[1..];
@@ -83,17 +92,17 @@ impl CheckWords {
                 if INTERPRETERS.contains(&runner) {
                     // The script it runs: its first argument that is not an option.
                     if let Some(script) = args.iter().find(|a| !a.starts_with('-')) {
-                        name_path(script);
+                        name_path(script, false);
                         scripts.insert(script.trim_start_matches("./").to_string());
                     }
                 } else if TEST_RUNNERS.contains(&runner) {
                     // What a test runner is pointed at: paths among its arguments.
                     for (i, w) in args.iter().enumerate() {
-                        name_path(w);
+                        name_path(w, true);
                         // `cargo test --test it`: tests/it.rs or tests/it/.
                         if i > 0 && args[i - 1] == "--test" {
-                            name_path(&format!("tests/{w}.rs"));
-                            name_path(&format!("tests/{w}"));
+                            name_path(&format!("tests/{w}.rs"), false);
+                            name_path(&format!("tests/{w}"), false);
                         }
                     }
                 }
@@ -103,11 +112,20 @@ impl CheckWords {
         }
         CheckWords {
             named,
+            tests_in,
             programs,
             scripts,
             modules,
         }
     }
+}
+
+/// Whether a directory holds only tests by its name (`tests/`, `e2e/test/`,
+/// `__tests__/`): all of it is the check, helpers and fixtures too.
+fn is_test_dir(dir: &str) -> bool {
+    dir.trim_end_matches('/')
+        .split('/')
+        .any(|d| matches!(d, "tests" | "test" | "spec" | "__tests__" | "testdata"))
 }
 
 /// The simple commands of a shell line: split on `&&`, `||`, `;`, `|` and newlines.

@@ -60,6 +60,11 @@ impl Project {
         if let Some(n) = self.words.named.iter().find(|n| path_matches(path, n)) {
             return Some(format!("named by a Verify command ({n})"));
         }
+        if let Some(d) = self.words.tests_in.iter().find(|d| path_matches(path, d))
+            && is_a_test_in(&path[d.len()..])
+        {
+            return Some(format!("a test a Verify command runs ({d})"));
+        }
         if let Some(why) = self.configures_checks(path) {
             return Some(why);
         }
@@ -114,6 +119,14 @@ impl Project {
         }
         None
     }
+}
+
+/// Whether a file under a directory a runner is pointed at is one of its tests or their
+/// data (`x_test.go`, `testdata/…`, `a.test.js`, `test_a.py`, `conftest.py`), not the
+/// package's own code.
+fn is_a_test_in(rest: &str) -> bool {
+    let mut dirs = rest.split('/').rev().skip(1);
+    is_test_file(rest) || dirs.any(|d| matches!(d, "testdata" | "__mocks__" | "__fixtures__"))
 }
 
 #[cfg(test)]
@@ -179,5 +192,50 @@ mod tests {
         }
         assert!(r.configures_checks("src/main.py").is_none());
         assert!(r.configures_checks("src/unittest.py").is_none());
+    }
+
+    #[test]
+    fn a_package_a_runner_is_pointed_at_is_the_work_but_its_tests() {
+        let dir = tempfile::tempdir().unwrap();
+        for f in [
+            "reverse/reverse.go",
+            "reverse/reverse_test.go",
+            "reverse/testdata/words.txt",
+            "web/src/app.js",
+            "web/src/app.test.js",
+            "web/src/__mocks__/fs.js",
+            "tests/helpers.py",
+        ] {
+            let p = dir.path().join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "x").unwrap();
+        }
+        let r = Project::from_names(
+            dir.path(),
+            &[],
+            "PLAN.md",
+            vec![
+                "go test ./reverse/".into(),
+                "npx jest web/src".into(),
+                "pytest tests/".into(),
+            ],
+            &[],
+        );
+        assert_eq!(r.classify("reverse/reverse.go"), None);
+        assert_eq!(r.classify("reverse/other.go"), None);
+        assert_eq!(
+            r.classify("reverse/reverse_test.go").as_deref(),
+            Some("a test a Verify command runs (reverse/)")
+        );
+        assert!(r.classify("reverse/testdata/words.txt").is_some());
+        assert!(r.classify("reverse/testdata/new.txt").is_some());
+        assert_eq!(r.classify("web/src/app.js"), None);
+        assert!(r.classify("web/src/app.test.js").is_some());
+        assert!(r.classify("web/src/__mocks__/fs.js").is_some());
+        // A directory of tests is the check as a whole, its helpers too.
+        assert_eq!(
+            r.classify("tests/helpers.py").as_deref(),
+            Some("named by a Verify command (tests/)")
+        );
     }
 }

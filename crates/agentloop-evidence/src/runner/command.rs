@@ -22,8 +22,9 @@ pub(super) struct Found {
     /// `npm test` and the like: the runner is in a package.json script; arguments go
     /// through the package manager.
     pub(super) via_script: bool,
-    /// How the package manager passes arguments on (`--` for npm).
-    pass_through: Option<&'static str>,
+    /// How the package managers pass arguments on, outermost first (`--` for npm;
+    /// `npm test` whose script runs `npm run unit` needs two).
+    pass_through: Vec<&'static str>,
 }
 
 impl Found {
@@ -32,11 +33,17 @@ impl Found {
     pub(super) fn with_args(&self, args: &[String]) -> Option<String> {
         let mut words = self.words.clone();
         if self.via_script {
-            if let Some(sep) = self.pass_through
-                && !words.iter().any(|w| w == "--")
-            {
-                words.push(sep.to_string());
-            }
+            // The separators the command has already count for the outermost managers.
+            let given = words[self.program_end.min(words.len())..]
+                .iter()
+                .filter(|w| *w == "--")
+                .count();
+            words.extend(
+                self.pass_through
+                    .iter()
+                    .skip(given)
+                    .map(|sep| sep.to_string()),
+            );
             words.extend(args.iter().cloned());
             return join(&words);
         }
@@ -88,7 +95,7 @@ pub(super) fn recognise(command: &str, workdir: Option<&Path>) -> Option<Found> 
         words: words.clone(),
         program_end: start + end,
         via_script: false,
-        pass_through: None,
+        pass_through: Vec::new(),
     };
     if runner != Runner::Jest || !is_package_manager(&words[start]) {
         return Some(found);
@@ -96,7 +103,7 @@ pub(super) fn recognise(command: &str, workdir: Option<&Path>) -> Option<Found> 
     // `npm test`, `yarn test`, `pnpm run unit`: the script says which runner (and
     // without the project at hand, it may be one).
     match workdir {
-        Some(w) => script_runner(&words, start, w),
+        Some(w) => script_runner(&words, start, w, 0),
         None => Some(found),
     }
 }
@@ -118,13 +125,20 @@ fn simple(command: &str) -> bool {
     !single && !double
 }
 
-/// `npm test` and the like, when the script's last command is a JavaScript runner.
-fn script_runner(words: &[String], start: usize, workdir: &Path) -> Option<Found> {
+/// How deep package scripts may call each other (`npm test` → `npm run unit` → …)
+/// before the chain is taken for a loop.
+const SCRIPT_DEPTH: usize = 4;
+
+/// `npm test` and the like, when the script's last command is a JavaScript runner,
+/// directly or through the package scripts it runs in turn (`npm run lint && npm run
+/// mocha`).
+fn script_runner(words: &[String], start: usize, workdir: &Path, depth: usize) -> Option<Found> {
     let pm = words[start].rsplit('/').next().unwrap_or("");
-    let rest = &words[start + 1..];
-    let name = match rest {
-        [t] if t == "test" || t == "t" => "test",
-        [run, s] if run == "run" || run == "run-script" => s.as_str(),
+    // The script's name: the words after the manager, up to a `--` and its arguments.
+    let rest: Vec<&String> = words[start + 1..].iter().take_while(|w| *w != "--").collect();
+    let name = match rest.as_slice() {
+        [t] if *t == "test" || *t == "t" => "test",
+        [run, s] if *run == "run" || *run == "run-script" => s.as_str(),
         [s] if pm != "npm" => s.as_str(),
         _ => return None,
     };
@@ -132,16 +146,41 @@ fn script_runner(words: &[String], start: usize, workdir: &Path) -> Option<Found
     let pkg: serde_json::Value = serde_json::from_str(&text).ok()?;
     let script = pkg.get("scripts")?.get(name)?.as_str()?;
     let last = script.rsplit("&&").next()?.trim();
-    let inner = recognise(last, Some(workdir))?;
-    if !matches!(inner.runner, Runner::Jest | Runner::Vitest | Runner::Mocha) || inner.via_script {
+    if depth >= SCRIPT_DEPTH {
         return None;
     }
+    let inner_words = shlex::split(last)?;
+    let at = inner_words.iter().position(|w| !is_assignment(w))?;
+    let exec = inner_words.get(at + 1).is_some_and(|w| w == "exec");
+    let inner = if is_package_manager(&inner_words[at]) && !exec && simple(last) {
+        script_runner(&inner_words, at, workdir, depth + 1)?
+    } else {
+        recognise(last, None)?
+    };
+    if !matches!(inner.runner, Runner::Jest | Runner::Vitest | Runner::Mocha) {
+        return None;
+    }
+    // The script's own `--` already passes arguments on for the managers inside it.
+    let inner_seps = if inner.via_script {
+        let given = inner.words[inner.program_end.min(inner.words.len())..]
+            .iter()
+            .filter(|w| *w == "--")
+            .count();
+        inner.pass_through.iter().skip(given).copied().collect()
+    } else {
+        Vec::new()
+    };
+    let mut pass_through: Vec<&'static str> = Vec::new();
+    if pm == "npm" {
+        pass_through.push("--");
+    }
+    pass_through.extend(inner_seps);
     Some(Found {
         runner: inner.runner,
         words: words.to_vec(),
-        program_end: words.len(),
+        program_end: start + 1 + rest.len(),
         via_script: true,
-        pass_through: (pm == "npm").then_some("--"),
+        pass_through,
     })
 }
 

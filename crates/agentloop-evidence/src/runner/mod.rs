@@ -400,6 +400,42 @@ mod tests {
     }
 
     #[test]
+    fn package_scripts_that_run_other_scripts_are_followed_to_the_runner() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("package.json"),
+            r#"{"scripts": {
+                "test": "npm run lint && npm run mocha",
+                "mocha": "mocha --recursive test/",
+                "unit": "npm run spec -- --bail",
+                "spec": "mocha",
+                "y": "yarn mocha",
+                "loop": "npm run loop",
+                "lint": "eslint ."}}"#,
+        )
+        .unwrap();
+        let r = Path::new("/r");
+        let i = Invocation::new("npm test", dir.path(), r);
+        assert_eq!(i.runner, Some(Runner::Mocha));
+        // One `--` for each npm the arguments go through.
+        assert!(i.command.starts_with("npm test -- -- --reporter"), "{}", i.command);
+        let i = Invocation::new("npm test -- --timeout 5000", dir.path(), r);
+        assert!(
+            i.command.starts_with("npm test -- --timeout 5000 -- --reporter"),
+            "{}",
+            i.command
+        );
+        // A script whose inner call passes its own `--` needs none more for it.
+        let i = Invocation::new("npm run unit", dir.path(), r);
+        assert_eq!(i.runner, Some(Runner::Mocha));
+        assert!(i.command.starts_with("npm run unit -- --reporter"), "{}", i.command);
+        let i = Invocation::new("npm run y", dir.path(), r);
+        assert!(i.command.starts_with("npm run y -- --reporter"), "{}", i.command);
+        // A script that calls itself is not followed for ever.
+        assert_eq!(Invocation::new("npm run loop", dir.path(), r).runner, None);
+    }
+
+    #[test]
     fn one_test_alone_where_the_runner_can_select_it() {
         let w = Path::new("/nonexistent");
         let r = Path::new("/r");
