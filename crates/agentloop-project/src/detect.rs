@@ -4,54 +4,89 @@
 
 use std::path::Path;
 
-/// The commands found, and which file each kind came from.
+use crate::follow;
+use crate::installed::{self, Need};
+
+/// A check `init` writes: the command and where it was found (`tox.ini [testenv]
+/// commands`, `package.json`, `Makefile test recipe`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    pub command: String,
+    pub from: String,
+}
+
+/// A check found but not written: it cannot start on this machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    pub command: String,
+    pub from: String,
+    pub why: String,
+}
+
+/// The checks found, those that cannot start here, and the installed dependencies
+/// the clean copy needs (`[verify] carry`).
 #[derive(Debug, Default, PartialEq)]
 pub struct Detected {
-    pub commands: Vec<String>,
-    pub from: Vec<String>,
+    pub checks: Vec<Check>,
+    pub skipped: Vec<Skipped>,
+    pub carry: Vec<String>,
+}
+
+impl Detected {
+    pub fn commands(&self) -> Vec<String> {
+        self.checks.iter().map(|c| c.command.clone()).collect()
+    }
+
+    /// Where the checks came from, each once, in order.
+    pub fn sources(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for c in &self.checks {
+            if !out.contains(&c.from) {
+                out.push(c.from.clone());
+            }
+        }
+        out
+    }
+
+    fn offer(&mut self, dir: &Path, present: &dyn Fn(&Need, &Path) -> bool, command: &str, from: &str) {
+        if self.checks.iter().any(|c| c.command == command) {
+            return;
+        }
+        match installed::needs(command, dir).iter().find(|n| !present(n, dir)) {
+            Some(need) => self.skipped.push(Skipped {
+                command: command.to_string(),
+                from: from.to_string(),
+                why: need.missing(),
+            }),
+            None => self.checks.push(Check {
+                command: command.to_string(),
+                from: from.to_string(),
+            }),
+        }
+    }
 }
 
 fn has(dir: &Path, name: &str) -> bool {
     dir.join(name).exists()
 }
 
-/// Make targets defined in the Makefile (`name:` at the start of a line).
-fn make_targets(dir: &Path) -> Vec<String> {
-    let Ok(text) = std::fs::read_to_string(dir.join("Makefile")) else {
-        return Vec::new();
-    };
-    text.lines()
-        .filter_map(|l| l.split_once(':').map(|(t, _)| t))
-        .filter(|t| {
-            !t.is_empty()
-                && t.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        })
-        .map(String::from)
-        .collect()
-}
-
-impl Detected {
-    fn add(&mut self, from: &str, cmds: &[String]) {
-        if !cmds.is_empty() {
-            self.from.push(from.to_string());
-            self.commands.extend(cmds.iter().cloned());
-        }
-    }
-}
-
+/// The project's checks, each program looked for on this machine.
 pub fn detect(dir: &Path) -> Detected {
+    detect_with(dir, &installed::present)
+}
+
+/// [`detect`], with whether a need is met answered by `present`.
+pub fn detect_with(dir: &Path, present: &dyn Fn(&Need, &Path) -> bool) -> Detected {
     let mut d = Detected::default();
+    let mut offer = |d: &mut Detected, command: &str, from: &str| d.offer(dir, present, command, from);
     if has(dir, "Cargo.toml") {
-        d.add(
-            "Cargo.toml",
-            &[
-                "cargo build --all-targets",
-                "cargo test",
-                "cargo clippy --all-targets -- -D warnings",
-            ]
-            .map(String::from),
-        );
+        for c in [
+            "cargo build --all-targets",
+            "cargo test",
+            "cargo clippy --all-targets -- -D warnings",
+        ] {
+            offer(&mut d, c, "Cargo.toml");
+        }
     }
     if let Ok(text) = std::fs::read_to_string(dir.join("package.json"))
         && let Ok(v) = serde_json::from_str::<serde_json::Value>(&text)
@@ -63,62 +98,89 @@ pub fn detect(dir: &Path) -> Detected {
         } else {
             "npm"
         };
-        let scripts = v.get("scripts").and_then(|s| s.as_object());
-        let mut cmds = Vec::new();
+        let empty = serde_json::Map::new();
+        let scripts = v.get("scripts").and_then(|s| s.as_object()).unwrap_or(&empty);
+        // What `test` runs in turn is not run again on its own (`npm test` that runs
+        // `npm run lint`).
+        let in_test = follow::script_chain(scripts, "test").scripts;
         for name in ["build", "test", "lint"] {
-            let Some(script) = scripts.and_then(|s| s.get(name)).and_then(|s| s.as_str()) else {
+            let Some(script) = scripts.get(name).and_then(|s| s.as_str()) else {
                 continue;
             };
             // npm init's placeholder test fails on purpose.
-            if script.contains("no test specified") {
+            if script.contains("no test specified") || (name != "test" && in_test.iter().any(|s| s == name)) {
                 continue;
             }
-            cmds.push(match (pm, name) {
+            let command = match (pm, name) {
                 ("npm", "test") => "npm test".to_string(),
                 ("npm", _) => format!("npm run {name}"),
                 (pm, _) => format!("{pm} {name}"),
-            });
+            };
+            offer(&mut d, &command, "package.json");
         }
-        d.add("package.json", &cmds);
+        if dir.join("node_modules").is_dir() {
+            d.carry.push("node_modules".to_string());
+        }
     }
+    python(&mut d, dir, &mut offer);
+    if has(dir, "go.mod") {
+        for c in ["go build ./...", "go test ./...", "go vet ./..."] {
+            offer(&mut d, c, "go.mod");
+        }
+    }
+    if has(dir, "gradlew") {
+        offer(&mut d, "./gradlew build", "gradlew");
+    } else if has(dir, "build.gradle") || has(dir, "build.gradle.kts") {
+        offer(&mut d, "gradle build", "build.gradle");
+    }
+    if has(dir, "pom.xml") {
+        offer(&mut d, "mvn -q verify", "pom.xml");
+    }
+    // Make last, and only for what nothing above covers.
+    if d.checks.is_empty() && d.skipped.is_empty() {
+        let targets = follow::make_targets(dir);
+        for t in ["build", "test", "check", "lint"] {
+            let Some((_, recipe)) = targets.iter().find(|(name, _)| name == t) else {
+                continue;
+            };
+            // A recipe that only starts a test runner is written as that runner, so
+            // its report is read test by test.
+            match follow::make_recipe_command(recipe)
+                .filter(|c| agentloop_evidence::runner::runner_in(c, dir).is_some())
+            {
+                Some(c) => offer(&mut d, &c, &format!("Makefile `{t}` recipe")),
+                None => offer(&mut d, &format!("make {t}"), "Makefile"),
+            }
+        }
+    }
+    d
+}
+
+type Offer<'a> = dyn FnMut(&mut Detected, &str, &str) + 'a;
+
+/// tox and nox followed to the pytest they run; else pytest where the project
+/// configures it or has tests.
+fn python(d: &mut Detected, dir: &Path, offer: &mut Offer) {
     if has(dir, "tox.ini") {
-        d.add("tox.ini", &["tox".to_string()]);
+        match follow::tox(dir) {
+            Some(inside) => inside.iter().for_each(|i| offer(d, &i.command, &i.from)),
+            None => offer(d, "tox", "tox.ini"),
+        }
     } else if has(dir, "noxfile.py") {
-        d.add("noxfile.py", &["nox".to_string()]);
+        if follow::nox_runs_pytest(dir) {
+            offer(d, "python3 -m pytest", "noxfile.py session.run(\"pytest\")");
+        } else {
+            offer(d, "nox", "noxfile.py");
+        }
     } else if has(dir, "pytest.ini")
         || has(dir, "conftest.py")
         || (has(dir, "pyproject.toml")
             && std::fs::read_to_string(dir.join("pyproject.toml"))
                 .is_ok_and(|t| t.contains("[tool.pytest") || t.contains("pytest")))
-        || (has(dir, "tests") && (has(dir, "pyproject.toml") || has(dir, "setup.py")))
+        || (has(dir, "tests") && (has(dir, "pyproject.toml") || has(dir, "setup.py") || has(dir, "setup.cfg")))
     {
-        d.add("pytest", &["python3 -m pytest".to_string()]);
+        offer(d, "python3 -m pytest", "pytest");
     }
-    if has(dir, "go.mod") {
-        d.add(
-            "go.mod",
-            &["go build ./...", "go test ./...", "go vet ./..."].map(String::from),
-        );
-    }
-    if has(dir, "gradlew") {
-        d.add("gradlew", &["./gradlew build".to_string()]);
-    } else if has(dir, "build.gradle") || has(dir, "build.gradle.kts") {
-        d.add("build.gradle", &["gradle build".to_string()]);
-    }
-    if has(dir, "pom.xml") {
-        d.add("pom.xml", &["mvn -q verify".to_string()]);
-    }
-    // Make last, and only for what nothing above covers.
-    if d.commands.is_empty() {
-        let targets = make_targets(dir);
-        let cmds: Vec<String> = ["build", "test", "check", "lint"]
-            .iter()
-            .filter(|t| targets.iter().any(|x| x == *t))
-            .map(|t| format!("make {t}"))
-            .collect();
-        d.add("Makefile", &cmds);
-    }
-    d
 }
 
 #[cfg(test)]
@@ -135,10 +197,15 @@ mod tests {
         d
     }
 
+    /// Everything is installed.
+    fn found(d: &tempfile::TempDir) -> Vec<String> {
+        detect_with(d.path(), &|_, _| true).commands()
+    }
+
     #[test]
     fn each_ecosystem_by_its_files() {
         let d = project(&[("Cargo.toml", "[package]\nname = \"x\"\n")]);
-        assert_eq!(detect(d.path()).commands[1], "cargo test");
+        assert_eq!(found(&d)[1], "cargo test");
         let d = project(&[
             (
                 "package.json",
@@ -146,35 +213,85 @@ mod tests {
             ),
             ("pnpm-lock.yaml", ""),
         ]);
-        assert_eq!(
-            detect(d.path()).commands,
-            ["pnpm build", "pnpm test", "pnpm lint"]
-        );
+        assert_eq!(found(&d), ["pnpm build", "pnpm test", "pnpm lint"]);
         let d = project(&[(
             "package.json",
             r#"{"scripts": {"test": "echo \"Error: no test specified\" && exit 1"}}"#,
         )]);
-        assert!(
-            detect(d.path()).commands.is_empty(),
-            "npm's placeholder test is no check"
-        );
+        assert!(found(&d).is_empty(), "npm's placeholder test is no check");
         let d = project(&[("package.json", r#"{"scripts": {"test": "jest"}}"#)]);
-        assert_eq!(detect(d.path()).commands, ["npm test"]);
+        assert_eq!(found(&d), ["npm test"]);
         let d = project(&[
             ("pyproject.toml", "[tool.pytest.ini_options]\n"),
             ("tests/test_a.py", ""),
         ]);
-        assert_eq!(detect(d.path()).commands, ["python3 -m pytest"]);
+        assert_eq!(found(&d), ["python3 -m pytest"]);
         let d = project(&[("tox.ini", "[tox]\n")]);
-        assert_eq!(detect(d.path()).commands, ["tox"]);
+        assert_eq!(found(&d), ["tox"], "a tox.ini with no commands to follow");
         let d = project(&[("go.mod", "module x\n")]);
-        assert_eq!(detect(d.path()).commands[1], "go test ./...");
+        assert_eq!(found(&d)[1], "go test ./...");
         let d = project(&[(
             "Makefile",
             "build:\n\tcc x.c\ntest: build\n\t./t\n.PHONY: test\n",
         )]);
-        assert_eq!(detect(d.path()).commands, ["make build", "make test"]);
+        assert_eq!(found(&d), ["make build", "make test"]);
         let d = project(&[("README.md", "hello")]);
-        assert_eq!(detect(d.path()), Detected::default());
+        assert_eq!(detect_with(d.path(), &|_, _| true), Detected::default());
+    }
+
+    #[test]
+    fn wrappers_are_followed_to_the_runner_they_call() {
+        let d = project(&[
+            (
+                "tox.ini",
+                "[tox]\nenvlist = py311\n[testenv]\ndeps = pytest\ncommands = pytest {posargs} tests\n",
+            ),
+            ("setup.cfg", "[metadata]\nname = x\n"),
+        ]);
+        let got = detect_with(d.path(), &|_, _| true);
+        assert_eq!(got.commands(), ["python3 -m pytest tests"]);
+        assert_eq!(got.sources(), ["tox.ini [testenv] commands"]);
+        let d = project(&[(
+            "noxfile.py",
+            "import nox\n@nox.session\ndef tests(session):\n    session.install('pytest')\n    session.run('pytest', *session.posargs)\n",
+        )]);
+        assert_eq!(found(&d), ["python3 -m pytest"]);
+        let d = project(&[(
+            "package.json",
+            r#"{"scripts": {"test": "npm run lint && npm run mocha", "lint": "eslint .", "mocha": "mocha test/"}}"#,
+        )]);
+        assert_eq!(found(&d), ["npm test"], "lint runs inside npm test: not twice");
+        let d = project(&[("Makefile", "test:\n\t@go test ./...\nlint:\n\tgolangci-lint run\n")]);
+        let got = detect_with(d.path(), &|_, _| true);
+        assert_eq!(got.commands(), ["go test ./...", "make lint"]);
+        assert_eq!(got.sources(), ["Makefile `test` recipe", "Makefile"]);
+    }
+
+    #[test]
+    fn a_check_that_cannot_start_here_is_not_written_and_says_why() {
+        let d = project(&[
+            ("tox.ini", "[testenv]\ncommands =\n    pytest\n    flake8 src\n"),
+            (
+                "package.json",
+                r#"{"scripts": {"test": "jest"}}"#,
+            ),
+            ("node_modules/.keep", ""),
+        ]);
+        let present = |n: &Need, _: &Path| !matches!(n, Need::Program(p) if p == "flake8") && !matches!(n, Need::ScriptProgram(_));
+        let got = detect_with(d.path(), &present);
+        assert_eq!(got.commands(), ["python3 -m pytest"]);
+        let skipped: Vec<(&str, &str)> = got
+            .skipped
+            .iter()
+            .map(|s| (s.command.as_str(), s.why.split(',').next().unwrap()))
+            .collect();
+        assert_eq!(
+            skipped,
+            [
+                ("npm test", "jest"),
+                ("flake8 src", "flake8 is not installed (not on PATH)")
+            ]
+        );
+        assert_eq!(got.carry, ["node_modules"], "installed dependencies reach the clean copy");
     }
 }

@@ -1,8 +1,44 @@
-//! What a check's environment takes from the user's tree: the ignored directories
-//! `[verify] carry` names (`node_modules`, `.venv`), linked into the clean copy as
-//! they are, when the user's tree has them.
+//! What a check's environment takes from the user's tree, and what it must take from
+//! the tree it judges instead: the ignored directories `[verify] carry` names
+//! (`node_modules`, `.venv`), linked into the clean copy as they are, when the user's
+//! tree has them; and the directories Python imports the project from, first.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// The directories of `tree` (the copy a check runs in) that Python must import the
+/// project from before anything installed: `src/` of a src layout, else the root of
+/// a flat one, when it holds a package. An editable install (`pip install -e .`, uv's,
+/// hatch's or poetry's) points Python at the user's own tree, or at another worker's;
+/// these first on `PYTHONPATH` make the check import the tree it judges. Empty for a
+/// tree that is no Python project.
+pub fn python_first(tree: &Path) -> Vec<PathBuf> {
+    let python = ["pyproject.toml", "setup.py", "setup.cfg"]
+        .iter()
+        .any(|f| tree.join(f).is_file());
+    if !python {
+        return Vec::new();
+    }
+    let holds_package = |dir: &Path, skip: &[&str]| {
+        std::fs::read_dir(dir).into_iter().flatten().flatten().any(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with('.') || skip.iter().any(|s| name.starts_with(s)) {
+                return false;
+            }
+            let path = e.path();
+            (path.is_dir() && path.join("__init__.py").is_file())
+                || (dir.ends_with("src") && name.ends_with(".py"))
+        })
+    };
+    let src = tree.join("src");
+    if src.is_dir() && holds_package(&src, &[]) {
+        return vec![src];
+    }
+    if holds_package(tree, &["test", "src", "doc", "build", "dist", "node_modules"]) {
+        return vec![tree.to_path_buf()];
+    }
+    Vec::new()
+}
 
 /// The entries of `carry` that the clean copy of the project at `root` links: each as
 /// a path relative to the project (slashes at either end dropped), when it is there.
@@ -26,5 +62,25 @@ mod tests {
             carried(dir.path(), &carry).collect::<Vec<_>>(),
             ["node_modules"]
         );
+    }
+
+    #[test]
+    fn python_imports_the_project_from_the_tree_it_judges() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path();
+        let write = |rel: &str| {
+            let p = t.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "").unwrap();
+        };
+        write("src/minicalc/__init__.py");
+        write("tests/__init__.py");
+        assert_eq!(python_first(t), Vec::<PathBuf>::new(), "no Python project");
+        write("pyproject.toml");
+        assert_eq!(python_first(t), [t.join("src")]);
+        std::fs::remove_dir_all(t.join("src")).unwrap();
+        assert_eq!(python_first(t), Vec::<PathBuf>::new(), "tests are not the project");
+        write("calc/__init__.py");
+        assert_eq!(python_first(t), [t.to_path_buf()]);
     }
 }

@@ -12,13 +12,15 @@
 mod commands;
 mod detect;
 mod environment;
+pub mod follow;
+pub mod installed;
 mod model;
 mod names;
 mod sections;
 
 pub use commands::CheckWords;
-pub use detect::{Detected, detect};
-pub use environment::carried;
+pub use detect::{Check, Detected, Skipped, detect, detect_with};
+pub use environment::{carried, python_first};
 pub use model::Project;
 pub use names::{
     CHECK_FILES, glob_name, in_source_dir, is_git_file, is_script_name, is_sectioned, is_test_file,

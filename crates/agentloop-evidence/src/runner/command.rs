@@ -12,6 +12,12 @@ pub fn may_be_runner(command: &str) -> bool {
     recognise(command, None).is_some()
 }
 
+/// The runner `command` starts when run in `workdir`, following the package scripts
+/// it names (`npm test` whose script runs `npm run mocha`), if agentloop reads it.
+pub fn runner_in(command: &str, workdir: &Path) -> Option<Runner> {
+    recognise(command, Some(workdir)).map(|f| f.runner)
+}
+
 /// A command recognised: its words and where the runner's own arguments begin.
 pub(super) struct Found {
     pub(super) runner: Runner,

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 mod command;
 
-pub use command::may_be_runner;
+pub use command::{may_be_runner, runner_in};
 use command::{join, recognise};
 
 use crate::report::Format;

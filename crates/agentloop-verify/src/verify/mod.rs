@@ -345,6 +345,21 @@ impl Runner<'_> {
         spec.log = Some(self.log.to_path_buf());
         spec.log_append = true;
         spec.wrap = self.wrap.clone();
+        // The project imported from the tree judged, whatever an editable install
+        // points at.
+        let first = agentloop_project::python_first(self.workdir);
+        if !first.is_empty() {
+            let path = std::env::join_paths(
+                first.into_iter().chain(
+                    std::env::var_os("PYTHONPATH")
+                        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+                        .unwrap_or_default(),
+                ),
+            );
+            if let Ok(path) = path {
+                spec.env.push(("PYTHONPATH".into(), path));
+            }
+        }
         if let Some(i) = inv {
             spec.env.push((
                 evidence::runner::REPORT_VAR.into(),

@@ -40,28 +40,7 @@ pub fn init(dir: &Path, full: bool) -> Result<ExitKind, CliError> {
         );
     }
     let found = agentloop_project::detect(dir);
-    let config = if found.commands.is_empty() {
-        template.to_string()
-    } else {
-        let list = found
-            .commands
-            .iter()
-            .map(|c| format!("{c:?}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        eprintln!(
-            "  the project's checks, from {}: {}",
-            found.from.join(", "),
-            found.commands.join("; ")
-        );
-        template.replace(
-            "commands = []",
-            &format!(
-                "# Found in {}: regression checks, as said above (a test suite that fails\n# today does not block the first task).\ncommands = [{list}]",
-                found.from.join(", ")
-            ),
-        )
-    };
+    let config = configured(template, dir, &found);
     write_new(&dir.join("agentloop.toml"), &config)?;
     write_new(&dir.join("PLAN.md"), PLAN_TEMPLATE)?;
     // The schema the file names, as this version of agentloop reads the file.
@@ -90,9 +69,9 @@ pub fn init(dir: &Path, full: bool) -> Result<ExitKind, CliError> {
         eprintln!("  added .agentloop/ to .gitignore");
     }
     if found
-        .commands
+        .checks
         .iter()
-        .any(|c| agentloop_evidence::runner::may_be_runner(c))
+        .any(|c| agentloop_evidence::runner::runner_in(&c.command, dir).is_some())
     {
         eprintln!(
             "  per-test evidence: `agentloop plan check --baseline` lists the tests failing now; name the ones each task must make pass on its `Tests:` line"
@@ -100,6 +79,59 @@ pub fn init(dir: &Path, full: bool) -> Result<ExitKind, CliError> {
     }
     eprintln!("next: edit PLAN.md, then `agentloop plan check` and `agentloop run`");
     Ok(ExitKind::Completed)
+}
+
+/// The template with the checks found as `[verify] commands`, each with where it came
+/// from and whether agentloop reads it test by test, and the installed dependencies
+/// the clean copy links as `carry`. What was found but cannot start here is said, not
+/// written.
+fn configured(template: &str, dir: &Path, found: &agentloop_project::Detected) -> String {
+    for check in &found.checks {
+        eprintln!("  check, from {}: {}", check.from, check.command);
+    }
+    for skipped in &found.skipped {
+        crate::render::warn(&format!(
+            "not written as a check: `{}` (from {}): {}",
+            skipped.command, skipped.from, skipped.why
+        ));
+    }
+    let mut verify = String::new();
+    if found.checks.is_empty() {
+        verify.push_str("commands = []");
+    } else {
+        verify.push_str(
+            "# Found by `agentloop init`: regression checks, as said above (a test suite that\n# fails today does not block the first task).\ncommands = [\n",
+        );
+        for check in &found.checks {
+            let read = match agentloop_evidence::runner::runner_in(&check.command, dir) {
+                Some(runner) => format!("read test by test ({})", runner.name()),
+                None => "exit code only".to_string(),
+                };
+            verify.push_str(&format!(
+                "    {:?},  # from {}: {read}\n",
+                check.command, check.from
+            ));
+        }
+        verify.push(']');
+    }
+    for skipped in &found.skipped {
+        verify.push_str(&format!(
+            "\n# not written, it cannot start here: {:?} (from {}): {}",
+            skipped.command, skipped.from, skipped.why
+        ));
+    }
+    if !found.carry.is_empty() {
+        let list: Vec<String> = found.carry.iter().map(|c| format!("{c:?}")).collect();
+        verify.push_str(&format!(
+            "\ncarry = [{}]  # installed dependencies the clean copy links as they are",
+            list.join(", ")
+        ));
+        eprintln!(
+            "  the clean copy the checks run in links {} (`[verify] carry`)",
+            found.carry.join(", ")
+        );
+    }
+    template.replace("commands = []", &verify)
 }
 
 fn write_new(path: &Path, text: &str) -> Result<(), CliError> {

@@ -13,6 +13,7 @@ pub fn check(cwd: &Path, path: &Path, as_json: bool, baseline: bool) -> Result<E
     let (plan, layered) =
         super::plan_and_config(&ws.root, &cwd.join(path), path, serde_json::Map::new())?;
     super::plan_agents_exist(&layered.config, &plan, &path.display().to_string())?;
+    checks_can_start(&ws.root, &plan, &layered.config)?;
     if as_json {
         outln!(
             "{}",
@@ -139,6 +140,41 @@ pub fn check(cwd: &Path, path: &Path, as_json: bool, baseline: bool) -> Result<E
 }
 
 /// The plan of a tracker's open issues.
+/// A plan whose checks cannot start on this machine is not valid: every verification
+/// would fail before it tested anything.
+fn checks_can_start(
+    root: &Path,
+    plan: &agentloop_plan::Plan,
+    config: &agentloop_config::Config,
+) -> Result<(), CliError> {
+    let commands = plan
+        .tasks
+        .iter()
+        .flat_map(|t| t.verify.iter().map(move |v| (format!("{}'s Verify", t.id), v.as_str())))
+        .chain(
+            config
+                .verify
+                .commands
+                .iter()
+                .map(|c| ("[verify] commands".to_string(), c.as_str())),
+        );
+    let mut wrong = Vec::new();
+    for (whose, command) in commands {
+        if let Some(why) = agentloop_project::installed::cannot_start(command, root) {
+            wrong.push(format!("  {whose} `{command}`: {why}"));
+        }
+    }
+    if wrong.is_empty() {
+        return Ok(());
+    }
+    wrong.dedup();
+    Err(CliError::user(format!(
+        "{} cannot start on this machine:\n{}",
+        plural(wrong.len(), "check", "checks"),
+        wrong.join("\n")
+    )))
+}
+
 fn from_tracker(
     source: &agentloop_forge::tracker::Source,
     api_url: Option<&str>,

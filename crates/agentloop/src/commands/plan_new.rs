@@ -104,12 +104,12 @@ fn prompt(root: &Path, goal: &str, spec: Option<(&Path, &str)>, most: u32) -> St
         if most >= 3 { format!("3 to {most}") } else { format!("at most {most}") }
     ));
     p.push_str("- Every task has at least one `Verify:` line. Each command must exist in this repository or its toolchain, and must FAIL now, before the work is done: a check that passes already tests nothing.\n- No placeholders: no TODO, no `true`, no `exit 0`.\n- Where the project has tests, name on a `Tests:` line the ones each task must make pass: agentloop reads each test's result from the runner's own report, and the task is done only when those pass and every test that passed before still does.\n");
-    if !detected.commands.is_empty() {
+    if !detected.checks.is_empty() {
         p.push_str(&format!(
             "- The project's own commands (from {}): {}.\n",
-            detected.from.join(", "),
+            detected.sources().join(", "),
             detected
-                .commands
+                .commands()
                 .iter()
                 .map(|c| format!("`{c}`"))
                 .collect::<Vec<_>>()

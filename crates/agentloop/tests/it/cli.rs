@@ -186,21 +186,38 @@ fn init_is_short_names_its_schema_and_the_tool_installs_like_one() {
 #[test]
 fn init_writes_the_projects_own_checks() {
     let p = Project::git();
+    // `npm test` runs lint and then jest through two nested scripts; tsc is not
+    // installed.
     p.write(
         "package.json",
-        r#"{"name": "x", "scripts": {"build": "tsc", "test": "vitest run"}}"#,
+        r#"{"name": "x", "scripts": {"build": "tsc", "test": "npm run lint && npm run unit", "lint": "eslint .", "unit": "jest"}}"#,
     );
-    p.write("yarn.lock", "");
+    for bin in ["jest", "eslint"] {
+        p.write(&format!("node_modules/.bin/{bin}"), "#!/bin/sh\n");
+        let path = p.path().join("node_modules/.bin").join(bin);
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    p.write(".gitignore", "node_modules/\n");
     let r = p.run(&["init"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let config = p.read("agentloop.toml");
     assert!(
-        config.contains("# Found in package.json: regression checks, as said above (a test suite that fails\n# today does not block the first task).\ncommands = [\"yarn build\", \"yarn test\"]"),
+        config.contains("commands = [\n    \"npm test\",  # from package.json: read test by test (jest)\n]"),
         "{config}"
     );
     assert!(
+        config.contains("# not written, it cannot start here: \"npm run build\" (from package.json): tsc, which the package script runs, is neither in node_modules/.bin nor on PATH"),
+        "{config}"
+    );
+    assert!(config.contains("\ncarry = [\"node_modules\"]"), "{config}");
+    assert!(
+        r.stderr.contains("check, from package.json: npm test"),
+        "{}",
         r.stderr
-            .contains("the project's checks, from package.json: yarn build; yarn test"),
+    );
+    assert!(
+        r.stderr.contains("not written as a check: `npm run build` (from package.json): tsc"),
         "{}",
         r.stderr
     );
@@ -215,10 +232,53 @@ fn init_writes_the_projects_own_checks() {
     let r = p.run(&["config", "show", "--json"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
-    assert_eq!(
-        v["verify.commands"]["value"],
-        serde_json::json!(["yarn build", "yarn test"])
+    assert_eq!(v["verify.commands"]["value"], serde_json::json!(["npm test"]));
+    assert_eq!(v["verify.carry"]["value"], serde_json::json!(["node_modules"]));
+    // tox followed to the pytest it runs, and what it runs besides.
+    let t = Project::git();
+    t.write(
+        "tox.ini",
+        "[tox]\nenvlist = py3\n\n[testenv]\ndeps = pytest\ncommands =\n    pytest {posargs} tests\n    agentloop-no-such-linter src\n",
     );
+    t.write("setup.cfg", "[metadata]\nname = x\n");
+    let r = t.run(&["init", "--full"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let config = t.read("agentloop.toml");
+    assert!(!config.contains("\"tox\""), "{config}");
+    assert!(
+        config.contains("# not written, it cannot start here: \"agentloop-no-such-linter src\" (from tox.ini [testenv] commands): agentloop-no-such-linter is not installed (not on PATH)"),
+        "{config}"
+    );
+    let pytest = std::process::Command::new("python3")
+        .args(["-c", "import pytest"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert_eq!(
+        config.contains("    \"python3 -m pytest tests\",  # from tox.ini [testenv] commands: read test by test (pytest)\n"),
+        pytest,
+        "written exactly when python3 can import pytest: {config}"
+    );
+}
+
+#[test]
+fn plan_check_calls_a_plan_whose_checks_cannot_start_invalid() {
+    let p = Project::git();
+    p.write(
+        "PLAN.md",
+        "# X\n\n## T1: A\nVerify: agentloop-no-such-runner -q tests\n\n## T2: B\nVerify: ./check.sh\nVerify: ! grep -q TODO src.txt\n",
+    );
+    let r = p.run(&["plan", "check"]);
+    assert_eq!(r.code, Some(2), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("1 check cannot start on this machine:\n  T1's Verify `agentloop-no-such-runner -q tests`: agentloop-no-such-runner is not installed (not on PATH)"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stdout.contains("valid"), "{}", r.stdout);
+    // A script a task may write, and the shell's own words, are not judged.
+    p.write("PLAN.md", "# X\n\n## T2: B\nVerify: ./check.sh\nVerify: ! grep -q TODO src.txt\n");
+    let r = p.run(&["plan", "check"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
 }
 
 #[test]

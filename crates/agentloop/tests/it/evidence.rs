@@ -83,7 +83,9 @@ fn initialised(s: Scratch, plan: &str, agent_body: &str) -> Project {
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let config = p.read("agentloop.toml");
     assert!(
-        config.contains("commands = [\"python3 -m pytest\"]"),
+        config.contains(
+            "commands = [\n    \"python3 -m pytest\",  # from pytest: read test by test (pytest)\n]"
+        ),
         "init found pytest: {config}"
     );
     p.write(
