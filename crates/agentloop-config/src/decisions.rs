@@ -25,7 +25,9 @@ impl Settings {
             ShapeSetting::Intent => Shape::Intent,
         };
         let work = match workflow {
-            WorkflowSetting::Auto => agentloop_plan::workflow(plan).0,
+            WorkflowSetting::Auto => Some(agentloop_plan::workflow(plan).0)
+                .filter(|w| w.taken_from_words())
+                .unwrap_or(Workflow::Feature),
             WorkflowSetting::Feature => Workflow::Feature,
             WorkflowSetting::Library => Workflow::Library,
             WorkflowSetting::Bug => Workflow::Bug,
@@ -80,10 +82,9 @@ impl Settings {
             Some(w) if w == Workflow::Bug.as_str() => self.debug_first = true,
             _ => {}
         }
-        // An interface update is reviewed as architecture; the gate reads each task's
-        // commit.
-        if !self.interface_tasks.is_empty() {
-            self.gates.architecture.enabled = true;
+        // An interface update is reviewed as architecture when the gate is on; the gate
+        // reads each task's commit. The plan's words do not turn it on.
+        if self.gates.architecture.enabled && !self.interface_tasks.is_empty() {
             self.commit = true;
         }
         if !self.confirm {

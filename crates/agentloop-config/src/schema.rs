@@ -162,8 +162,9 @@ pub struct RunConfig {
     pub confirm: bool,
     /// The kind of work, and the gates it implies: `library` (choosing a library or a
     /// dependency: plan approval, the external diff gate, a final review), `bug`
-    /// (root-causing one: a DEBUG iteration first in each task), `feature` (none), or
-    /// `auto` (from the plan's title and goal).
+    /// (root-causing one: a DEBUG iteration first in each task), `refactor` (every
+    /// prompt says to delete before redesigning), `feature` (none), or `auto` (the
+    /// plan's title and goal suggest one; only `refactor` is taken unasked).
     pub workflow: WorkflowSetting,
     /// Planner agents that grow the plan while workers run (0: the plan is what it
     /// was, unless an agent asks for a REPLAN). Each is given the goal, the plan so

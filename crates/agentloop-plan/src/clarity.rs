@@ -224,9 +224,28 @@ impl Workflow {
             Workflow::Refactor => "refactor",
         }
     }
+
+    /// Whether the plan's words alone may choose it: a refactor only shapes the
+    /// prompt. A bug's DEBUG iterations and a library's gates cost a person's time or
+    /// the budget, so words only suggest them; the plan's front matter or `[run]
+    /// workflow` takes them.
+    pub fn taken_from_words(self) -> bool {
+        matches!(self, Workflow::Feature | Workflow::Refactor)
+    }
+
+    /// What the kind of work does to a run, as a suggestion says it.
+    pub fn effect(self) -> &'static str {
+        match self {
+            Workflow::Library => "approves the plan and the finished work, and gates each new dependency",
+            Workflow::Bug => "spends one DEBUG iteration finding the cause before each task's fix",
+            Workflow::Refactor => "asks each task to delete before it redesigns, keeping what the code does",
+            Workflow::Feature => "builds, with no extra step",
+        }
+    }
 }
 
-/// The plan's kind of work, from the words of its title and goal, with the reason.
+/// The plan's kind of work, from the words of its title and goal, with the reason: a
+/// suggestion, taken unasked only where [`Workflow::taken_from_words`] says so.
 pub fn workflow(plan: &Plan) -> (Workflow, String) {
     let text = format!("{} {}", plan.title, plan.goal).to_lowercase();
     let words: Vec<&str> = text

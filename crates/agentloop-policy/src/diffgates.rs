@@ -8,8 +8,9 @@
 //! - external: a dependency added to a manifest (Cargo.toml, package.json,
 //!   pyproject.toml, go.mod, requirements.txt, Gemfile), or an added URL to a host
 //!   the diff did not have before;
-//! - architecture: a file in a new top-level directory, or a new manifest (a new crate,
-//!   package or module);
+//! - architecture: a file in a new top-level directory, a new manifest (a new crate,
+//!   package or module), or an exported function's declaration changed or removed
+//!   (`signature`);
 //! - each gate's own `paths` and `patterns` besides. (deploy is not about the diff: it
 //!   holds every merge agentloop makes.)
 
@@ -272,7 +273,20 @@ pub fn triggered(gates: &Gates, diff: &DiffInput) -> Vec<GateTrigger> {
                         }
                     }
                 }
-                "architecture" if f.new => {
+                "architecture" if !f.new => {
+                    for (line, old, new) in crate::signature::changed(f) {
+                        push(GateTrigger {
+                            gate: name.into(),
+                            file: f.path.clone(),
+                            line,
+                            why: match new {
+                                Some(new) => format!("an exported signature changed: `{old}` → `{new}`"),
+                                None => format!("an exported function is removed: `{old}`"),
+                            },
+                        });
+                    }
+                }
+                "architecture" => {
                     let top = f.path.split('/').next().unwrap_or(&f.path);
                     if f.path.contains('/') && !diff.base_top.contains(top) {
                         push(GateTrigger {

@@ -14,6 +14,7 @@ mod prompt;
 mod replan;
 pub mod review;
 mod schedule;
+mod signature;
 mod ship;
 pub mod told;
 mod tripwire;

@@ -56,7 +56,11 @@ pub fn check(cwd: &Path, path: &Path, as_json: bool, baseline: bool) -> Result<E
         let (class, _) = agentloop_plan::reversibility(t);
         extra.push(format!("class {}", class.as_str()));
         if agentloop_plan::interface_update(t).is_some() {
-            extra.push("interface update".into());
+            extra.push(if layered.config.gates.architecture.enabled {
+                "interface update: reviewed as architecture".into()
+            } else {
+                "interface update? `[gates] architecture` would review it".into()
+            });
         }
         outln!("  {:width$}  {}  ({})", t.id, t.title, extra.join(" · "));
     }
@@ -105,10 +109,19 @@ pub fn check(cwd: &Path, path: &Path, as_json: bool, baseline: bool) -> Result<E
     let set = layered.config.run.workflow;
     if set == WorkflowSetting::Auto {
         let (workflow, why) = agentloop_plan::workflow(&plan);
-        outln!(
-            "workflow {} ({why}; `[run] workflow` sets it)",
-            workflow.as_str()
-        );
+        if workflow.taken_from_words() {
+            outln!(
+                "workflow {} ({why}; `[run] workflow` sets it)",
+                workflow.as_str()
+            );
+        } else {
+            outln!(
+                "workflow feature · suggested: {} ({why}; it {}): `[run] workflow = \"{}\"` or the plan's front matter takes it",
+                workflow.as_str(),
+                workflow.effect(),
+                workflow.as_str()
+            );
+        }
     } else {
         let name = serde_json::to_value(set)
             .ok()

@@ -174,21 +174,42 @@ echo TASK_COMPLETE
     );
 }
 
-/// Seed 004's interface updates: a task that changes what others rely on (here a
-/// function's signature) is reviewed as architecture, with no `[gates]` set, and a
-/// resume keeps it so; plain work next to it is not held.
+/// Seed 004's interface updates, asked only when it matters: the plan's words alone
+/// ("signature") open no gate; with `[gates] architecture` on, a task whose words say
+/// it is an interface update is reviewed as architecture, and a resume keeps it so;
+/// plain work next to it is not held.
 #[test]
 fn an_interface_update_is_reviewed_as_architecture() {
+    let plan = "# Greeter\n\n## T1: Change the signature of greet() to take a name\nVerify: test -f src/greet.rs\n\n## T2: Docs\nDepends: T1\nVerify: test -f docs/greet.md\n";
+    let work = agent(
+        "case \"$task\" in\n  T1) mkdir -p src; echo 'pub fn greet(name: &str) {}' > src/greet.rs ;;\n  T2) mkdir -p docs; echo 'greet NAME' > docs/greet.md ;;\nesac\necho TASK_COMPLETE\n",
+    );
+    let words_only = Scratch::new()
+        .plan(plan)
+        .agent(&work)
+        .file("src/lib.rs", "mod greet;\n")
+        .file("docs/README.md", "Greeter.\n")
+        .build();
+    let r = words_only.run(&["plan", "check"]);
+    assert!(
+        r.stdout.contains("interface update? `[gates] architecture` would review it"),
+        "{}",
+        r.stdout
+    );
+    let r = words_only.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(0), "the words open no gate: {}", r.stderr);
     let p = Scratch::new()
-        .plan("# Greeter\n\n## T1: Change the signature of greet() to take a name\nVerify: test -f src/greet.rs\n\n## T2: Docs\nDepends: T1\nVerify: test -f docs/greet.md\n")
-        .agent(&agent(
-            "case \"$task\" in\n  T1) mkdir -p src; echo 'pub fn greet(name: &str) {}' > src/greet.rs ;;\n  T2) mkdir -p docs; echo 'greet NAME' > docs/greet.md ;;\nesac\necho TASK_COMPLETE\n",
-        ))
+        .plan(&format!("---\ngates:\n  architecture:\n    enabled: true\n---\n{plan}"))
+        .agent(&work)
         .file("src/lib.rs", "mod greet;\n")
         .file("docs/README.md", "Greeter.\n")
         .build();
     let r = p.run(&["plan", "check"]);
-    assert!(r.stdout.contains("interface update"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("interface update: reviewed as architecture"),
+        "{}",
+        r.stdout
+    );
     let r = p.run(&["run", "--no-wait"]);
     assert_eq!(r.code, Some(5), "{}", r.stderr);
     assert!(

@@ -381,23 +381,30 @@ fn a_failure_that_keeps_coming_back_across_tasks_is_called_a_pattern() {
     );
 }
 
-/// The kind of work, from the plan's words: a bug is root-caused first (a DEBUG
-/// iteration before each task's work), a library choice waits for a person; the plan
-/// or the configuration can say otherwise.
+/// The kind of work: the plan's words only suggest one that costs iterations or a
+/// person's time; the plan's front matter (or `[run] workflow`) takes it. A bug is
+/// root-caused first (a DEBUG iteration before each task's work), a library choice
+/// waits for a person.
 #[test]
 fn the_workflow_of_a_plan_sets_its_gates() {
     let bug = "# Fix the crash on an empty name\n\n## T1: Handle the empty name\nVerify: test -f fixed.txt\n";
-    let p = scripted(
-        bug,
-        "if printf '%s' \"$prompt\" | grep -q 'DEBUG: find the cause'; then echo 'UNDERSTANDING: nothing handles it'; else touch fixed.txt; echo TASK_COMPLETE; fi\n",
-    );
+    let debugging = "if printf '%s' \"$prompt\" | grep -q 'DEBUG: find the cause'; then echo 'UNDERSTANDING: nothing handles it'; else touch fixed.txt; echo TASK_COMPLETE; fi\n";
+    // Words alone: suggested, not taken.
+    let p = scripted(bug, debugging);
     let r = p.run(&["plan", "check"]);
     assert!(
-        r.stdout
-            .contains("workflow bug (the plan speaks of \"fix\""),
+        r.stdout.contains(
+            "workflow feature · suggested: bug (the plan speaks of \"fix\"; it spends one DEBUG iteration finding the cause before each task's fix): `[run] workflow = \"bug\"` or the plan's front matter takes it"
+        ),
         "{}",
         r.stdout
     );
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(iteration_kinds(&p), ["work"]);
+    assert_eq!(p.status()["workflow"], "feature");
+    // Taken by the plan: the cause first.
+    let p = scripted(&format!("---\nrun:\n  workflow: bug\n---\n{bug}"), debugging);
     let r = p.run(&["run"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(iteration_kinds(&p), ["debug", "work"]);
@@ -413,17 +420,14 @@ fn the_workflow_of_a_plan_sets_its_gates() {
     let work = std::fs::read_to_string(p.run_dir().join("iterations/0002/prompt.md")).unwrap();
     assert!(work.contains("nothing handles it"), "{work}");
     assert_eq!(p.status()["workflow"], "bug");
-    // Said otherwise in the plan: no DEBUG first.
-    let p = scripted(
-        &format!("---\nrun:\n  workflow: feature\n---\n{bug}"),
-        "touch fixed.txt\necho TASK_COMPLETE\n",
-    );
-    let r = p.run(&["run"]);
+    // A library choice by its words: no gate.
+    let library = "# Choose a JSON library\n\n## T1: Compare two\nVerify: test -f notes.md\n";
+    let p = scripted(library, "touch notes.md\necho TASK_COMPLETE\n");
+    let r = p.run(&["run", "--no-wait"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
-    assert_eq!(p.status()["iterations"], 1);
-    // A library choice: approved before anything starts.
+    // Taken by the plan: approved before anything starts.
     let p = scripted(
-        "# Choose a JSON library\n\n## T1: Compare two\nVerify: test -f notes.md\n",
+        &format!("---\nrun:\n  workflow: library\n---\n{library}"),
         "touch notes.md\necho TASK_COMPLETE\n",
     );
     let r = p.run(&["run", "--no-wait"]);
@@ -437,8 +441,8 @@ fn the_workflow_of_a_plan_sets_its_gates() {
     assert_eq!(p.status()["workflow"], "library");
     // A bug run stopped before its task and resumed still understands first.
     let p = scripted(
-        "---\ngates:\n  plan_approval: true\n---\n# Fix the crash on an empty name\n\n## T1: Handle the empty name\nVerify: test -f fixed.txt\n",
-        "if printf '%s' \"$prompt\" | grep -q 'DEBUG: find the cause'; then echo 'UNDERSTANDING: nothing handles it'; else touch fixed.txt; echo TASK_COMPLETE; fi\n",
+        &format!("---\nrun:\n  workflow: bug\ngates:\n  plan_approval: true\n---\n{bug}"),
+        debugging,
     );
     assert_eq!(p.run(&["run", "--no-wait"]).code, Some(5));
     assert_eq!(p.run(&["approve"]).code, Some(0));
