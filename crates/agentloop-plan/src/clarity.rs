@@ -50,6 +50,11 @@ pub struct Clarity {
     pub score: u8,
     pub shape: Shape,
     pub dimensions: Vec<Dimension>,
+    /// Every task has a check agentloop runs and names the tests it must make pass:
+    /// clear enough to run as a tool, whatever the score (its other dimensions only
+    /// say how the work is worded).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub runnable: bool,
 }
 
 impl Clarity {
@@ -181,23 +186,32 @@ pub fn assess(plan: &Plan) -> Clarity {
         format!("{checked} of {n} tasks have a check agentloop runs"),
         "How is each task checked? (`Verify:` commands that fail now and pass once it is done)",
     );
+    // The tests a task names are when it is finished, as exactly as it can be said.
     let defined = plan
         .tasks
         .iter()
-        .filter(|t| !t.acceptance.is_empty() || !t.criteria.is_empty())
+        .filter(|t| !t.acceptance.is_empty() || !t.criteria.is_empty() || !t.tests.is_empty())
         .count();
     let done = dim(
         "done",
         share(defined, n).max(if plan.criteria.is_empty() { 0 } else { 1 }),
-        format!("{defined} of {n} tasks say when they are finished (acceptance or criteria)"),
-        "When is each task finished? (`Acceptance:` items or `Criteria:` lines)",
+        format!(
+            "{defined} of {n} tasks say when they are finished (acceptance, criteria or named tests)"
+        ),
+        "When is each task finished? (`Tests:` naming the tests it must make pass, `Acceptance:` items or `Criteria:` lines)",
     );
+    let runnable = !plan.tasks.is_empty()
+        && plan
+            .tasks
+            .iter()
+            .all(|t| !plan.checks(&t.id).is_empty() && !t.tests.is_empty());
     let dimensions = vec![outcome, scope, constraints, success, done];
     let score = dimensions.iter().map(|d| d.score).sum();
     Clarity {
         score,
-        shape: Shape::of(score),
+        shape: if runnable { Shape::Tool } else { Shape::of(score) },
         dimensions,
+        runnable,
     }
 }
 
@@ -440,6 +454,47 @@ mod tests {
         let c = assess(&full);
         assert_eq!((c.score, c.shape), (10, Shape::Tool), "{c:?}");
         assert!(c.questions().is_empty());
+    }
+
+    /// The calibration set (docs/PLAN.md): plans as people write them, from vague to
+    /// precise, and the shape each gets.
+    #[test]
+    fn the_scorer_against_plans_vague_reasonable_and_precise() {
+        let cases = [
+            // Vague: a wish, no check.
+            ("# Make it better\n\n## T1: Improve things\nClean the code up.\n", 0, Shape::Intent),
+            // Vague, with a check: the agent's word is no longer all there is.
+            ("# Speed\n\nMake it faster.\n\n## T1: Faster\nVerify: make bench\n", 3, Shape::Intent),
+            // Reasonable: a goal, files named, a check each, no acceptance.
+            (
+                "# Parser\n\nThe parser reads nested lists and reports the line of every error it finds.\n\n## T1: Nested lists in src/parse.rs\nVerify: cargo test parse\n\n## T2: Error lines in src/error.rs\nVerify: cargo test error\n",
+                6,
+                Shape::Colleague,
+            ),
+            // Reasonable, with acceptance and a constraint in words.
+            (
+                "# Parser\n\nThe parser reads nested lists and reports the line of every error it finds.\n\n## T1: Nested lists in src/parse.rs\nVerify: cargo test parse\nDo not change the public API.\n\nAcceptance:\n- [ ] nested lists parse\n",
+                9,
+                Shape::Tool,
+            ),
+            // Precise as the field writes them (a SWE-bench-like fix): a check and the
+            // tests it must make pass, and nothing else said.
+            (
+                "# Fix\n\n## T1: Division\nVerify: python3 -m pytest tests/test_div.py\nTests: tests/test_div.py::test_div\n\n## T2: Powers\nVerify: python3 -m pytest tests/test_pow.py\nTests: tests/test_pow.py::*\n",
+                4,
+                Shape::Tool,
+            ),
+            // Named tests on one task of two: the other rests on its check alone.
+            (
+                "# Fix\n\n## T1: Division\nVerify: python3 -m pytest tests/test_div.py\nTests: tests/test_div.py::test_div\n\n## T2: Powers\nVerify: python3 -m pytest tests/test_pow.py\n",
+                3,
+                Shape::Intent,
+            ),
+        ];
+        for (text, score, shape) in cases {
+            let c = assess(&Plan::parse("P", text).unwrap());
+            assert_eq!((c.score, c.shape), (score, shape), "{text}\n{c:?}");
+        }
     }
 
     #[test]

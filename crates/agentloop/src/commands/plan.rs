@@ -89,9 +89,14 @@ pub fn check(cwd: &Path, path: &Path, as_json: bool, baseline: bool) -> Result<E
     };
     match taken {
         None => outln!(
-            "clarity {} · shape {}: {}",
+            "clarity {} · shape {}{}: {}",
             clarity.describe(),
             clarity.shape.as_str(),
+            if clarity.runnable {
+                " (every task has a check and names its tests)"
+            } else {
+                ""
+            },
             gates(clarity.shape)
         ),
         Some(s) => outln!(
