@@ -248,6 +248,29 @@ impl VerifyFinished {
 
     /// The check that failed, and why: its report's reason (a named test not passing,
     /// a regression, no report), else its exit.
+    /// The first failing test's own message, as its runner reported it: a named test
+    /// first, then a regression, then any failure (`tests/x.py::test_y: AssertionError:
+    /// …`, its first line, cut at 200 characters).
+    fn first_failure(&self) -> Option<String> {
+        let e = self.evidence.as_ref()?;
+        let bad = |s: &&agentloop_evidence::Seen| {
+            s.now != Some(agentloop_evidence::Outcome::Passed) && s.message.is_some()
+        };
+        let s = e
+            .named
+            .iter()
+            .find(bad)
+            .or_else(|| e.regressions.iter().find(bad))
+            .or_else(|| e.failing.iter().find(bad))?;
+        let line = s.message.as_deref()?.lines().map(str::trim).find(|l| !l.is_empty())?;
+        let line: String = if line.chars().count() > 200 {
+            line.chars().take(199).chain(['…']).collect()
+        } else {
+            line.to_string()
+        };
+        Some(format!("{}: {line}", s.id))
+    }
+
     pub fn failure_words(&self) -> String {
         if let Some(h) = self.held_out.iter().find(|h| !h.passed) {
             return format!("held-out check `{}` failed", h.name);
@@ -258,7 +281,10 @@ impl VerifyFinished {
                     return format!("`{}`: no per-test evidence: {p}", c.command);
                 }
                 if let Some(r) = &t.reason {
-                    return format!("`{}`: {r}", c.command);
+                    return match self.first_failure() {
+                        Some(said) => format!("`{}`: {r}; {said}", c.command),
+                        None => format!("`{}`: {r}", c.command),
+                    };
                 }
                 if !c.timed_out && c.exit_code.is_some() {
                     continue;

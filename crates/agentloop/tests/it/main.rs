@@ -31,6 +31,7 @@ mod policy;
 mod policy_ladder;
 mod policy_people;
 mod postgres;
+mod projects;
 mod queue;
 mod real_aider;
 mod real_claude;

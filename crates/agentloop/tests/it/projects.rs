@@ -1,0 +1,268 @@
+//! The projects people have, made the way people make them, each taken as a new
+//! user would: `agentloop init`, `plan check --baseline`, then `run --yes` with a
+//! scripted agent. A src-layout Python package installed editable into the project's
+//! `.venv`, a flat package tested through tox, a Go module with several packages, a
+//! Node package whose `npm test` runs lint and then jest through nested scripts. Each
+//! ends SHIP with no hand edit to what `init` wrote and no gate opened; an agent that
+//! does nothing gets nothing done, with the failing test's own message on the console.
+
+use std::path::{Path, PathBuf};
+
+use crate::support::*;
+
+fn tools() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../.tools")
+        .canonicalize()
+        .expect("the tools scripts/test installs (run scripts/test)")
+}
+
+/// `agentloop init` as a user runs it, then the plan and the scripted agent in the
+/// configuration init wrote; everything committed.
+fn initialised(p: &Project, plan: &str, agent_body: &str) -> String {
+    let r = p.run(&["init"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let config = p.read("agentloop.toml");
+    p.write(
+        "agentloop.toml",
+        config.replace("agent = \"claude\"", "agent = \"scripted\"")
+            + "\n[agents.scripted]\ncommand = [\"sh\", \"agent.sh\"]\ntimeout = \"60s\"\n",
+    );
+    p.write("agent.sh", agent(agent_body));
+    p.write("PLAN.md", plan);
+    p.commit("init");
+    config
+}
+
+/// `plan check --baseline`, then `run --yes` with `flags`: SHIP, exit 0, no gate.
+fn ships(p: &Project, flags: &[&str]) {
+    let r = p.run(&["plan", "check", "--baseline"]);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    let mut args = vec!["run", "--yes", "--no-wait"];
+    args.extend(flags);
+    let r = p.run(&args);
+    let s = p.status();
+    assert_eq!(r.code, Some(0), "{}\n{}\n{s:#}", r.stdout, r.stderr);
+    assert_eq!(s["verdict"], "SHIP", "{s:#}\n{}", r.stderr);
+    let journal = std::fs::read_to_string(p.run_dir().join("journal.jsonl")).unwrap();
+    assert!(
+        !journal.contains("\"kind\":\"gate_opened\""),
+        "no gate opens for an honest fix: {}",
+        r.stderr
+    );
+}
+
+/// The Python `python3 -c` reports, as `X.Y`.
+fn python_version() -> String {
+    let out = std::process::Command::new("python3")
+        .args(["-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// A `.venv` in the project, as `python3 -m venv .venv && pip install -e .` leaves
+/// it: the project's `src/` on its path through a `.pth` file (how an editable
+/// install reaches the working tree), and pytest from the suite's tools. Its `bin`
+/// goes first on the agent's and the checks' PATH, as an activated venv's does.
+fn editable_venv(p: &mut Project) {
+    let venv = p.path().join(".venv");
+    let made = std::process::Command::new("python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&venv)
+        .status()
+        .unwrap();
+    assert!(made.success(), "python3 -m venv (python3-venv)");
+    let v = python_version();
+    let site = venv.join(format!("lib/python{v}/site-packages"));
+    let pytest_site = tools().join(format!("pytest/lib/python{v}/site-packages"));
+    assert!(pytest_site.is_dir(), "{}", pytest_site.display());
+    std::fs::write(site.join("suite_tools.pth"), format!("{}\n", pytest_site.display())).unwrap();
+    std::fs::write(
+        site.join("__editable__.minicalc-0.1.0.pth"),
+        format!("{}\n", p.path().join("src").display()),
+    )
+    .unwrap();
+    p.env.push((
+        "PATH".into(),
+        format!(
+            "{}:{}",
+            venv.join("bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        ),
+    ));
+}
+
+#[test]
+fn a_src_layout_package_installed_editable_is_judged_on_the_tree_the_check_runs_in() {
+    let mut p = Scratch::new()
+        .file(
+            "pyproject.toml",
+            "[project]\nname = \"minicalc\"\nversion = \"0.1.0\"\n\n[build-system]\nrequires = [\"setuptools\"]\nbuild-backend = \"setuptools.build_meta\"\n\n[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\n",
+        )
+        .file("src/minicalc/__init__.py", "def add(a, b):\n    return a + b\n")
+        .file(
+            "tests/test_add.py",
+            "from minicalc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+        )
+        .file(
+            "tests/test_mul.py",
+            "def test_mul():\n    from minicalc.mul import mul\n    assert mul(2, 3) == 6\n",
+        )
+        .file(
+            "tests/test_div.py",
+            "def test_div():\n    from minicalc.div import div\n    assert div(6, 3) == 2\n",
+        )
+        .build();
+    p.write(".gitignore", ".agentloop/\n.venv/\n");
+    p.commit("ignore the venv");
+    editable_venv(&mut p);
+    let config = initialised(
+        &p,
+        "# Minicalc\n\n## T1: Multiplication\n\nAdd `mul(a, b)` in src/minicalc/mul.py.\n\nVerify: python3 -m pytest tests/test_mul.py\nTests: tests/test_mul.py::test_mul\n\n## T2: Division\n\nAdd `div(a, b)` in src/minicalc/div.py.\n\nVerify: python3 -m pytest tests/test_div.py\nTests: tests/test_div.py::test_div\n",
+        "case \"$task\" in\nT1) printf 'def mul(a, b):\\n    return a * b\\n' > src/minicalc/mul.py ;;\nT2) printf 'def div(a, b):\\n    return a / b\\n' > src/minicalc/div.py ;;\nesac\necho TASK_COMPLETE\n",
+    );
+    assert!(config.contains("\"python3 -m pytest\""), "{config}");
+    // Each task's agent works in a worktree of its own: the editable install points at
+    // the user's tree, which has neither module until the work is merged.
+    ships(&p, &["--workers", "2"]);
+}
+
+const TEXTKIT_TESTS: [(&str, &str); 2] = [
+    (
+        "tests/test_words.py",
+        "import textkit\n\ndef test_words():\n    assert textkit.words('a b') == ['a', 'b']\n",
+    ),
+    (
+        "tests/test_slug.py",
+        "import textkit\n\ndef test_slug():\n    assert textkit.slug('Hello World') == 'hello-world', 'the slug of a title'\n",
+    ),
+];
+
+/// A flat package whose tests run through tox (`tox.ini`, `setup.cfg`); tox is not
+/// installed, pytest is.
+fn textkit() -> Project {
+    let mut s = Scratch::new()
+        .file(
+            "tox.ini",
+            "[tox]\nenvlist = py3\n\n[testenv]\ndeps = pytest\ncommands =\n    pytest {posargs} tests\n",
+        )
+        .file("setup.cfg", "[metadata]\nname = textkit\nversion = 0.1\n\n[options]\npackages = textkit\n")
+        .file("textkit/__init__.py", "def words(s):\n    return s.split()\n");
+    for (rel, text) in TEXTKIT_TESTS {
+        s = s.file(rel, text);
+    }
+    let mut p = s.build();
+    p.env.push((
+        "PATH".into(),
+        format!(
+            "{}:{}",
+            tools().join("pytest/bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        ),
+    ));
+    p
+}
+
+const TEXTKIT_PLAN: &str = "# Textkit\n\nSlugs for titles.\n\n## T1: Slugs\n\nAdd `slug(title)` to textkit/__init__.py.\n\nVerify: python3 -m pytest tests/test_slug.py\nTests: tests/test_slug.py::test_slug\n";
+
+#[test]
+fn a_flat_package_tested_through_tox_is_judged_by_the_pytest_tox_runs() {
+    let p = textkit();
+    let config = initialised(
+        &p,
+        TEXTKIT_PLAN,
+        "printf '\\ndef slug(title):\\n    return \"-\".join(title.lower().split())\\n' >> textkit/__init__.py\necho TASK_COMPLETE\n",
+    );
+    assert!(
+        config.contains("\"python3 -m pytest tests\",  # from tox.ini [testenv] commands: read test by test (pytest)"),
+        "{config}"
+    );
+    assert!(!config.contains("\"tox\""), "{config}");
+    ships(&p, &[]);
+    // An agent that claims the work and does none gets nothing done, and the console
+    // says which test failed and how.
+    let p = textkit();
+    initialised(&p, TEXTKIT_PLAN, "echo TASK_COMPLETE\n");
+    let r = p.run(&["run", "--yes", "--no-wait"]);
+    assert_ne!(r.code, Some(0), "{}", r.stderr);
+    let s = p.status();
+    assert_ne!(s["tasks"][0]["status"], "done", "{s:#}");
+    assert!(
+        r.stderr.contains("tests/test_slug.py::test_slug"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("has no attribute 'slug'"),
+        "the failing test's own message: {}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_go_module_with_several_packages_protects_the_tests_not_the_package() {
+    let p = Scratch::new()
+        .file("go.mod", "module example.com/strs\n\ngo 1.19\n")
+        .file(
+            "reverse/reverse.go",
+            "package reverse\n\n// Reverse returns s backwards.\nfunc Reverse(s string) string {\n\treturn s\n}\n",
+        )
+        .file(
+            "reverse/reverse_test.go",
+            "package reverse\n\nimport \"testing\"\n\nfunc TestReverse(t *testing.T) {\n\tif got := Reverse(\"abc\"); got != \"cba\" {\n\t\tt.Fatalf(\"Reverse(abc) = %q\", got)\n\t}\n}\n",
+        )
+        .file(
+            "upper/upper.go",
+            "package upper\n\nimport \"strings\"\n\nfunc Upper(s string) string { return strings.ToUpper(s) }\n",
+        )
+        .file(
+            "upper/upper_test.go",
+            "package upper\n\nimport \"testing\"\n\nfunc TestUpper(t *testing.T) {\n\tif Upper(\"a\") != \"A\" {\n\t\tt.Fatal(\"upper\")\n\t}\n}\n",
+        )
+        .build();
+    let config = initialised(
+        &p,
+        "# Strings\n\n## T1: Reverse\n\nMake `Reverse` in reverse/reverse.go reverse its string.\n\nVerify: go test ./reverse/\nTests: example.com/strs/reverse::TestReverse\n",
+        "cat > reverse/reverse.go <<'EOF'\npackage reverse\n\n// Reverse returns s backwards.\nfunc Reverse(s string) string {\n\tr := []rune(s)\n\tfor i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {\n\t\tr[i], r[j] = r[j], r[i]\n\t}\n\treturn string(r)\n}\nEOF\necho TASK_COMPLETE\n",
+    );
+    assert!(config.contains("\"go test ./...\""), "{config}");
+    // The package `go test ./reverse/` names is the work: changing reverse.go waits
+    // for nobody.
+    ships(&p, &["--workers", "3"]);
+}
+
+#[test]
+fn a_node_package_whose_npm_test_runs_lint_then_jest_is_read_test_by_test() {
+    let p = Scratch::new()
+        .file(
+            "package.json",
+            "{\"name\": \"calc\", \"private\": true, \"scripts\": {\"test\": \"npm run lint && npm run unit\", \"lint\": \"node lint.js\", \"unit\": \"jest\"}}\n",
+        )
+        .file("lint.js", "// The project's own lint: no tabs in src/.\nconst fs = require('fs');\nfor (const f of fs.readdirSync('src')) {\n  if (fs.readFileSync('src/' + f, 'utf8').includes('\\t')) { console.error(f + ': a tab'); process.exit(1); }\n}\n")
+        .file(
+            "src/calc.js",
+            "exports.add = (a, b) => a + b;\nexports.div = (a, b) => 0;\n",
+        )
+        .file(
+            "test/calc.test.js",
+            "const c = require('../src/calc');\ntest('adds', () => expect(c.add(2, 3)).toBe(5));\ntest('divides', () => expect(c.div(6, 3)).toBe(2));\n",
+        )
+        .build();
+    p.write(".gitignore", ".agentloop/\nnode_modules\n");
+    p.commit("ignore node_modules");
+    // `npm install` as the user ran it: the suite's runners.
+    std::os::unix::fs::symlink(tools().join("js/node_modules"), p.path().join("node_modules"))
+        .unwrap();
+    let config = initialised(
+        &p,
+        "# Calc\n\n## T1: Division\n\nImplement `div` in src/calc.js.\n\nTests: test/calc.test.js::divides\n",
+        "sed -i 's/exports.div = (a, b) => 0;/exports.div = (a, b) => a \\/ b;/' src/calc.js\necho TASK_COMPLETE\n",
+    );
+    assert!(
+        config.contains("\"npm test\",  # from package.json: read test by test (jest)"),
+        "{config}"
+    );
+    assert!(config.contains("\ncarry = [\"node_modules\"]"), "{config}");
+    ships(&p, &[]);
+}
