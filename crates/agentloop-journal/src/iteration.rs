@@ -262,7 +262,12 @@ impl VerifyFinished {
             .find(bad)
             .or_else(|| e.regressions.iter().find(bad))
             .or_else(|| e.failing.iter().find(bad))?;
-        let line = s.message.as_deref()?.lines().map(str::trim).find(|l| !l.is_empty())?;
+        let line = s
+            .message
+            .as_deref()?
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())?;
         let line: String = if line.chars().count() > 200 {
             line.chars().take(199).chain(['…']).collect()
         } else {

@@ -209,7 +209,11 @@ pub fn assess(plan: &Plan) -> Clarity {
     let score = dimensions.iter().map(|d| d.score).sum();
     Clarity {
         score,
-        shape: if runnable { Shape::Tool } else { Shape::of(score) },
+        shape: if runnable {
+            Shape::Tool
+        } else {
+            Shape::of(score)
+        },
         dimensions,
         runnable,
     }
@@ -250,9 +254,13 @@ impl Workflow {
     /// What the kind of work does to a run, as a suggestion says it.
     pub fn effect(self) -> &'static str {
         match self {
-            Workflow::Library => "approves the plan and the finished work, and gates each new dependency",
+            Workflow::Library => {
+                "approves the plan and the finished work, and gates each new dependency"
+            }
             Workflow::Bug => "spends one DEBUG iteration finding the cause before each task's fix",
-            Workflow::Refactor => "asks each task to delete before it redesigns, keeping what the code does",
+            Workflow::Refactor => {
+                "asks each task to delete before it redesigns, keeping what the code does"
+            }
             Workflow::Feature => "builds, with no extra step",
         }
     }
@@ -462,9 +470,17 @@ mod tests {
     fn the_scorer_against_plans_vague_reasonable_and_precise() {
         let cases = [
             // Vague: a wish, no check.
-            ("# Make it better\n\n## T1: Improve things\nClean the code up.\n", 0, Shape::Intent),
+            (
+                "# Make it better\n\n## T1: Improve things\nClean the code up.\n",
+                0,
+                Shape::Intent,
+            ),
             // Vague, with a check: the agent's word is no longer all there is.
-            ("# Speed\n\nMake it faster.\n\n## T1: Faster\nVerify: make bench\n", 3, Shape::Intent),
+            (
+                "# Speed\n\nMake it faster.\n\n## T1: Faster\nVerify: make bench\n",
+                3,
+                Shape::Intent,
+            ),
             // Reasonable: a goal, files named, a check each, no acceptance.
             (
                 "# Parser\n\nThe parser reads nested lists and reports the line of every error it finds.\n\n## T1: Nested lists in src/parse.rs\nVerify: cargo test parse\n\n## T2: Error lines in src/error.rs\nVerify: cargo test error\n",

@@ -280,7 +280,9 @@ pub fn triggered(gates: &Gates, diff: &DiffInput) -> Vec<GateTrigger> {
                             file: f.path.clone(),
                             line,
                             why: match new {
-                                Some(new) => format!("an exported signature changed: `{old}` → `{new}`"),
+                                Some(new) => {
+                                    format!("an exported signature changed: `{old}` → `{new}`")
+                                }
                                 None => format!("an exported function is removed: `{old}`"),
                             },
                         });

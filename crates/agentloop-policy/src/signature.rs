@@ -28,7 +28,9 @@ pub(crate) fn exported(path: &str, line: &str) -> Option<String> {
             name_at(rest.strip_prefix("fn ")?)
         }
         "py" => {
-            let rest = line.strip_prefix("async def ").or_else(|| line.strip_prefix("def "))?;
+            let rest = line
+                .strip_prefix("async def ")
+                .or_else(|| line.strip_prefix("def "))?;
             name_at(rest).filter(|n| !n.starts_with('_'))
         }
         "go" => {
@@ -43,7 +45,9 @@ pub(crate) fn exported(path: &str, line: &str) -> Option<String> {
         }
         "js" | "mjs" | "cjs" | "ts" | "tsx" | "jsx" | "mts" | "cts" => {
             let rest = line.trim_start().strip_prefix("export ")?;
-            let rest = rest.trim_start_matches("default ").trim_start_matches("async ");
+            let rest = rest
+                .trim_start_matches("default ")
+                .trim_start_matches("async ");
             if let Some(f) = rest.strip_prefix("function ") {
                 return name_at(f.trim_start_matches('*').trim_start());
             }
@@ -73,7 +77,9 @@ pub(crate) fn changed(f: &FileDiff) -> Vec<(Option<u32>, String, Option<String>)
             .find(|(_, a)| exported(&f.path, a).as_deref() == Some(name.as_str()));
         match new {
             Some((_, a)) if a.trim() == old.trim() => {}
-            Some((n, a)) => out.push((Some(*n), old.trim().to_string(), Some(a.trim().to_string()))),
+            Some((n, a)) => {
+                out.push((Some(*n), old.trim().to_string(), Some(a.trim().to_string())))
+            }
             None => out.push((None, old.trim().to_string(), None)),
         }
     }
@@ -97,8 +103,16 @@ mod tests {
             ("rev.go", "func Reverse(s string) string {", Some("Reverse")),
             ("rev.go", "func (r *R) Len() int {", Some("Len")),
             ("rev.go", "func helper() {", None),
-            ("index.js", "export function parse(text, opts) {", Some("parse")),
-            ("index.ts", "export const add = (a: number) => a;", Some("add")),
+            (
+                "index.js",
+                "export function parse(text, opts) {",
+                Some("parse"),
+            ),
+            (
+                "index.ts",
+                "export const add = (a: number) => a;",
+                Some("add"),
+            ),
             ("index.ts", "export const LIMIT = 3;", None),
             ("README.md", "pub fn x()", None),
         ] {
@@ -111,7 +125,10 @@ mod tests {
         let f = FileDiff {
             path: "src/lib.rs".into(),
             new: false,
-            added: vec![(3, "pub fn greet(name: &str) {".into()), (9, "    1 + 1".into())],
+            added: vec![
+                (3, "pub fn greet(name: &str) {".into()),
+                (9, "    1 + 1".into()),
+            ],
             removed: vec![
                 "pub fn greet() {".into(),
                 "pub fn gone() {}".into(),

@@ -48,11 +48,20 @@ impl Detected {
         out
     }
 
-    fn offer(&mut self, dir: &Path, present: &dyn Fn(&Need, &Path) -> bool, command: &str, from: &str) {
+    fn offer(
+        &mut self,
+        dir: &Path,
+        present: &dyn Fn(&Need, &Path) -> bool,
+        command: &str,
+        from: &str,
+    ) {
         if self.checks.iter().any(|c| c.command == command) {
             return;
         }
-        match installed::needs(command, dir).iter().find(|n| !present(n, dir)) {
+        match installed::needs(command, dir)
+            .iter()
+            .find(|n| !present(n, dir))
+        {
             Some(need) => self.skipped.push(Skipped {
                 command: command.to_string(),
                 from: from.to_string(),
@@ -78,7 +87,8 @@ pub fn detect(dir: &Path) -> Detected {
 /// [`detect`], with whether a need is met answered by `present`.
 pub fn detect_with(dir: &Path, present: &dyn Fn(&Need, &Path) -> bool) -> Detected {
     let mut d = Detected::default();
-    let mut offer = |d: &mut Detected, command: &str, from: &str| d.offer(dir, present, command, from);
+    let mut offer =
+        |d: &mut Detected, command: &str, from: &str| d.offer(dir, present, command, from);
     if has(dir, "Cargo.toml") {
         for c in [
             "cargo build --all-targets",
@@ -99,7 +109,10 @@ pub fn detect_with(dir: &Path, present: &dyn Fn(&Need, &Path) -> bool) -> Detect
             "npm"
         };
         let empty = serde_json::Map::new();
-        let scripts = v.get("scripts").and_then(|s| s.as_object()).unwrap_or(&empty);
+        let scripts = v
+            .get("scripts")
+            .and_then(|s| s.as_object())
+            .unwrap_or(&empty);
         // What `test` runs in turn is not run again on its own (`npm test` that runs
         // `npm run lint`).
         let in_test = follow::script_chain(scripts, "test").scripts;
@@ -108,7 +121,9 @@ pub fn detect_with(dir: &Path, present: &dyn Fn(&Need, &Path) -> bool) -> Detect
                 continue;
             };
             // npm init's placeholder test fails on purpose.
-            if script.contains("no test specified") || (name != "test" && in_test.iter().any(|s| s == name)) {
+            if script.contains("no test specified")
+                || (name != "test" && in_test.iter().any(|s| s == name))
+            {
                 continue;
             }
             let command = match (pm, name) {
@@ -177,7 +192,8 @@ fn python(d: &mut Detected, dir: &Path, offer: &mut Offer) {
         || (has(dir, "pyproject.toml")
             && std::fs::read_to_string(dir.join("pyproject.toml"))
                 .is_ok_and(|t| t.contains("[tool.pytest") || t.contains("pytest")))
-        || (has(dir, "tests") && (has(dir, "pyproject.toml") || has(dir, "setup.py") || has(dir, "setup.cfg")))
+        || (has(dir, "tests")
+            && (has(dir, "pyproject.toml") || has(dir, "setup.py") || has(dir, "setup.cfg")))
     {
         offer(d, "python3 -m pytest", "pytest");
     }
@@ -260,8 +276,15 @@ mod tests {
             "package.json",
             r#"{"scripts": {"test": "npm run lint && npm run mocha", "lint": "eslint .", "mocha": "mocha test/"}}"#,
         )]);
-        assert_eq!(found(&d), ["npm test"], "lint runs inside npm test: not twice");
-        let d = project(&[("Makefile", "test:\n\t@go test ./...\nlint:\n\tgolangci-lint run\n")]);
+        assert_eq!(
+            found(&d),
+            ["npm test"],
+            "lint runs inside npm test: not twice"
+        );
+        let d = project(&[(
+            "Makefile",
+            "test:\n\t@go test ./...\nlint:\n\tgolangci-lint run\n",
+        )]);
         let got = detect_with(d.path(), &|_, _| true);
         assert_eq!(got.commands(), ["go test ./...", "make lint"]);
         assert_eq!(got.sources(), ["Makefile `test` recipe", "Makefile"]);
@@ -270,14 +293,16 @@ mod tests {
     #[test]
     fn a_check_that_cannot_start_here_is_not_written_and_says_why() {
         let d = project(&[
-            ("tox.ini", "[testenv]\ncommands =\n    pytest\n    flake8 src\n"),
             (
-                "package.json",
-                r#"{"scripts": {"test": "jest"}}"#,
+                "tox.ini",
+                "[testenv]\ncommands =\n    pytest\n    flake8 src\n",
             ),
+            ("package.json", r#"{"scripts": {"test": "jest"}}"#),
             ("node_modules/.keep", ""),
         ]);
-        let present = |n: &Need, _: &Path| !matches!(n, Need::Program(p) if p == "flake8") && !matches!(n, Need::ScriptProgram(_));
+        let present = |n: &Need, _: &Path| {
+            !matches!(n, Need::Program(p) if p == "flake8") && !matches!(n, Need::ScriptProgram(_))
+        };
         let got = detect_with(d.path(), &present);
         assert_eq!(got.commands(), ["python3 -m pytest"]);
         let skipped: Vec<(&str, &str)> = got
@@ -292,6 +317,10 @@ mod tests {
                 ("flake8 src", "flake8 is not installed (not on PATH)")
             ]
         );
-        assert_eq!(got.carry, ["node_modules"], "installed dependencies reach the clean copy");
+        assert_eq!(
+            got.carry,
+            ["node_modules"],
+            "installed dependencies reach the clean copy"
+        );
     }
 }

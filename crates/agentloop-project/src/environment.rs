@@ -19,22 +19,29 @@ pub fn python_first(tree: &Path) -> Vec<PathBuf> {
         return Vec::new();
     }
     let holds_package = |dir: &Path, skip: &[&str]| {
-        std::fs::read_dir(dir).into_iter().flatten().flatten().any(|e| {
-            let name = e.file_name();
-            let name = name.to_string_lossy();
-            if name.starts_with('.') || skip.iter().any(|s| name.starts_with(s)) {
-                return false;
-            }
-            let path = e.path();
-            (path.is_dir() && path.join("__init__.py").is_file())
-                || (dir.ends_with("src") && name.ends_with(".py"))
-        })
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                if name.starts_with('.') || skip.iter().any(|s| name.starts_with(s)) {
+                    return false;
+                }
+                let path = e.path();
+                (path.is_dir() && path.join("__init__.py").is_file())
+                    || (dir.ends_with("src") && name.ends_with(".py"))
+            })
     };
     let src = tree.join("src");
     if src.is_dir() && holds_package(&src, &[]) {
         return vec![src];
     }
-    if holds_package(tree, &["test", "src", "doc", "build", "dist", "node_modules"]) {
+    if holds_package(
+        tree,
+        &["test", "src", "doc", "build", "dist", "node_modules"],
+    ) {
         return vec![tree.to_path_buf()];
     }
     Vec::new()
@@ -79,7 +86,11 @@ mod tests {
         write("pyproject.toml");
         assert_eq!(python_first(t), [t.join("src")]);
         std::fs::remove_dir_all(t.join("src")).unwrap();
-        assert_eq!(python_first(t), Vec::<PathBuf>::new(), "tests are not the project");
+        assert_eq!(
+            python_first(t),
+            Vec::<PathBuf>::new(),
+            "tests are not the project"
+        );
         write("calc/__init__.py");
         assert_eq!(python_first(t), [t.to_path_buf()]);
     }

@@ -102,13 +102,22 @@ fn substitute(line: &str) -> Option<String> {
 /// `py.test`, `python -m pytest`, `coverage run -m pytest`.
 fn as_runner(line: &str) -> Option<String> {
     let words = shlex::split(line)?;
-    let args_at = match words.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+    let args_at = match words
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
         ["pytest" | "py.test", ..] => 1,
         ["python" | "python3", "-m", "pytest", ..] => 3,
         ["coverage", "run", "-m", "pytest", ..] => 4,
         _ => return None,
     };
-    let mut out = vec!["python3".to_string(), "-m".to_string(), "pytest".to_string()];
+    let mut out = vec![
+        "python3".to_string(),
+        "-m".to_string(),
+        "pytest".to_string(),
+    ];
     out.extend(words[args_at..].iter().cloned());
     Some(out.join(" "))
 }
@@ -187,7 +196,12 @@ pub struct Chain {
     pub programs: Vec<String>,
 }
 
-fn walk(scripts: &serde_json::Map<String, serde_json::Value>, name: &str, depth: usize, chain: &mut Chain) {
+fn walk(
+    scripts: &serde_json::Map<String, serde_json::Value>,
+    name: &str,
+    depth: usize,
+    chain: &mut Chain,
+) {
     if depth > 4 || chain.scripts.iter().any(|s| s == name) {
         return;
     }
@@ -213,13 +227,17 @@ fn walk(scripts: &serde_json::Map<String, serde_json::Value>, name: &str, depth:
                     walk(scripts, s, depth + 1, chain);
                 }
             }
-            ("npm" | "pnpm" | "yarn", Some("test" | "t")) => walk(scripts, "test", depth + 1, chain),
+            ("npm" | "pnpm" | "yarn", Some("test" | "t")) => {
+                walk(scripts, "test", depth + 1, chain)
+            }
             ("npm" | "pnpm" | "yarn", Some("exec")) | ("npx", _) => {
-                if let Some(p) = rest.iter().skip_while(|w| *w == "exec" || w.starts_with('-')).next() {
+                if let Some(p) = rest.iter().find(|w| *w != "exec" && !w.starts_with('-')) {
                     chain.programs.push(p.clone());
                 }
             }
-            ("pnpm" | "yarn", Some(s)) if scripts.contains_key(s) => walk(scripts, s, depth + 1, chain),
+            ("pnpm" | "yarn", Some(s)) if scripts.contains_key(s) => {
+                walk(scripts, s, depth + 1, chain)
+            }
             _ => chain.programs.push(program),
         }
     }
@@ -241,11 +259,23 @@ mod tests {
             "tox.ini",
             "[tox]\nenvlist = py3\n\n[testenv]\ndeps = pytest\ncommands =\n    pip install -e .\n    pytest {posargs:tests} -q\n    # a comment\n    - coverage report\n    flake8 {toxinidir}/src\n\n[testenv:docs]\ncommands = sphinx-build docs out\n",
         );
-        let found: Vec<String> = tox(d.path()).unwrap().into_iter().map(|i| i.command).collect();
+        let found: Vec<String> = tox(d.path())
+            .unwrap()
+            .into_iter()
+            .map(|i| i.command)
+            .collect();
         assert_eq!(found, ["python3 -m pytest tests -q", "flake8 ./src"]);
-        write(d.path(), "tox.ini", "[testenv]\ncommands = python -m pytest {posargs}\n");
+        write(
+            d.path(),
+            "tox.ini",
+            "[testenv]\ncommands = python -m pytest {posargs}\n",
+        );
         assert_eq!(tox(d.path()).unwrap()[0].command, "python3 -m pytest");
-        write(d.path(), "tox.ini", "[testenv]\ncommands = pytest --basetemp={envtmpdir}\n");
+        write(
+            d.path(),
+            "tox.ini",
+            "[testenv]\ncommands = pytest --basetemp={envtmpdir}\n",
+        );
         assert_eq!(tox(d.path()), None, "a substitution only tox makes");
         write(d.path(), "tox.ini", "[tox]\nenvlist = py3\n");
         assert_eq!(tox(d.path()), None);
@@ -280,7 +310,11 @@ mod tests {
         let chain = script_chain(scripts, "test");
         assert_eq!(chain.scripts, ["test", "lint", "mocha"]);
         assert_eq!(chain.programs, ["eslint", "mocha"]);
-        assert_eq!(script_chain(scripts, "loop").scripts, ["loop"], "a script calling itself ends");
+        assert_eq!(
+            script_chain(scripts, "loop").scripts,
+            ["loop"],
+            "a script calling itself ends"
+        );
         assert_eq!(script_chain(scripts, "e2e").programs, ["playwright"]);
     }
 }

@@ -36,8 +36,8 @@ impl Need {
 /// Builtins of the shell a check runs in: never looked for on `PATH`.
 const BUILTINS: &[&str] = &[
     "cd", "exit", "export", "set", "unset", "true", "false", ":", ".", "source", "echo", "test",
-    "[", "exec", "eval", "shift", "wait", "trap", "umask", "if", "then", "fi", "for", "do",
-    "done", "while",
+    "[", "exec", "eval", "shift", "wait", "trap", "umask", "if", "then", "fi", "for", "do", "done",
+    "while",
 ];
 
 /// What `command`, run in `dir`, needs before it can start: its program and, for a
@@ -85,7 +85,9 @@ pub fn needs(command: &str, dir: &Path) -> Vec<Need> {
                     .and_then(|s| s.as_object()),
             ) {
                 for p in script_chain(scripts, name).programs {
-                    if !BUILTINS.contains(&p.as_str()) && !out.contains(&Need::ScriptProgram(p.clone())) {
+                    if !BUILTINS.contains(&p.as_str())
+                        && !out.contains(&Need::ScriptProgram(p.clone()))
+                    {
                         out.push(Need::ScriptProgram(p));
                     }
                 }
@@ -128,7 +130,16 @@ pub fn missing(command: &str, dir: &Path) -> Option<String> {
 /// Modules `python3 -m` runs that are tools, not the project's own code: a plan may
 /// name a module of its own that a task has yet to write.
 const PYTHON_TOOLS: &[&str] = &[
-    "pytest", "tox", "nox", "mypy", "flake8", "black", "ruff", "pylint", "coverage", "hypothesis",
+    "pytest",
+    "tox",
+    "nox",
+    "mypy",
+    "flake8",
+    "black",
+    "ruff",
+    "pylint",
+    "coverage",
+    "hypothesis",
 ];
 
 /// Why a plan's `Verify:` command cannot start on this machine, when that is certain
@@ -184,13 +195,22 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         assert_eq!(
             needs("python3 -m pytest -q tests", d.path()),
-            [Need::Program("python3".into()), Need::PythonModule("pytest".into())]
+            [
+                Need::Program("python3".into()),
+                Need::PythonModule("pytest".into())
+            ]
         );
         assert_eq!(
             needs("cargo clippy --all-targets", d.path()),
-            [Need::Program("cargo".into()), Need::Program("cargo-clippy".into())]
+            [
+                Need::Program("cargo".into()),
+                Need::Program("cargo-clippy".into())
+            ]
         );
-        assert_eq!(needs("FOO=1 tox -e py", d.path()), [Need::Program("tox".into())]);
+        assert_eq!(
+            needs("FOO=1 tox -e py", d.path()),
+            [Need::Program("tox".into())]
+        );
         assert_eq!(needs("echo hi", d.path()), []);
         std::fs::write(
             d.path().join("package.json"),
@@ -211,18 +231,27 @@ mod tests {
     fn a_program_is_there_on_path_in_node_modules_or_in_the_project() {
         let d = tempfile::tempdir().unwrap();
         assert!(present(&Need::Program("sh".into()), d.path()));
-        assert!(!present(&Need::Program("agentloop-no-such-program".into()), d.path()));
+        assert!(!present(
+            &Need::Program("agentloop-no-such-program".into()),
+            d.path()
+        ));
         let bin = d.path().join("node_modules/.bin");
         std::fs::create_dir_all(&bin).unwrap();
         let jest = bin.join("jest");
         std::fs::write(&jest, "#!/bin/sh\n").unwrap();
-        assert!(!present(&Need::ScriptProgram("jest".into()), d.path()), "not executable");
+        assert!(
+            !present(&Need::ScriptProgram("jest".into()), d.path()),
+            "not executable"
+        );
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&jest, std::fs::Permissions::from_mode(0o755)).unwrap();
         assert!(present(&Need::ScriptProgram("jest".into()), d.path()));
         assert!(!present(&Need::Program("./gradlew".into()), d.path()));
         assert!(present(&Need::PythonModule("json".into()), d.path()));
-        assert!(!present(&Need::PythonModule("agentloop_no_such_module".into()), d.path()));
+        assert!(!present(
+            &Need::PythonModule("agentloop_no_such_module".into()),
+            d.path()
+        ));
         assert_eq!(
             missing("agentloop-no-such-program --x", d.path()).as_deref(),
             Some("agentloop-no-such-program is not installed (not on PATH)")

@@ -141,7 +141,10 @@ const SCRIPT_DEPTH: usize = 4;
 fn script_runner(words: &[String], start: usize, workdir: &Path, depth: usize) -> Option<Found> {
     let pm = words[start].rsplit('/').next().unwrap_or("");
     // The script's name: the words after the manager, up to a `--` and its arguments.
-    let rest: Vec<&String> = words[start + 1..].iter().take_while(|w| *w != "--").collect();
+    let rest: Vec<&String> = words[start + 1..]
+        .iter()
+        .take_while(|w| *w != "--")
+        .collect();
     let name = match rest.as_slice() {
         [t] if *t == "test" || *t == "t" => "test",
         [run, s] if *run == "run" || *run == "run-script" => s.as_str(),

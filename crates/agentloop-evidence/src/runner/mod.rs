@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 
 mod command;
 
-pub use command::{may_be_runner, runner_in};
 use command::{join, recognise};
+pub use command::{may_be_runner, runner_in};
 
 use crate::report::Format;
 
@@ -418,19 +418,32 @@ mod tests {
         let i = Invocation::new("npm test", dir.path(), r);
         assert_eq!(i.runner, Some(Runner::Mocha));
         // One `--` for each npm the arguments go through.
-        assert!(i.command.starts_with("npm test -- -- --reporter"), "{}", i.command);
+        assert!(
+            i.command.starts_with("npm test -- -- --reporter"),
+            "{}",
+            i.command
+        );
         let i = Invocation::new("npm test -- --timeout 5000", dir.path(), r);
         assert!(
-            i.command.starts_with("npm test -- --timeout 5000 -- --reporter"),
+            i.command
+                .starts_with("npm test -- --timeout 5000 -- --reporter"),
             "{}",
             i.command
         );
         // A script whose inner call passes its own `--` needs none more for it.
         let i = Invocation::new("npm run unit", dir.path(), r);
         assert_eq!(i.runner, Some(Runner::Mocha));
-        assert!(i.command.starts_with("npm run unit -- --reporter"), "{}", i.command);
+        assert!(
+            i.command.starts_with("npm run unit -- --reporter"),
+            "{}",
+            i.command
+        );
         let i = Invocation::new("npm run y", dir.path(), r);
-        assert!(i.command.starts_with("npm run y -- --reporter"), "{}", i.command);
+        assert!(
+            i.command.starts_with("npm run y -- --reporter"),
+            "{}",
+            i.command
+        );
         // A script that calls itself is not followed for ever.
         assert_eq!(Invocation::new("npm run loop", dir.path(), r).runner, None);
     }

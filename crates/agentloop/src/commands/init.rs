@@ -106,7 +106,7 @@ fn configured(template: &str, dir: &Path, found: &agentloop_project::Detected) -
             let read = match agentloop_evidence::runner::runner_in(&check.command, dir) {
                 Some(runner) => format!("read test by test ({})", runner.name()),
                 None => "exit code only".to_string(),
-                };
+            };
             verify.push_str(&format!(
                 "    {:?},  # from {}: {read}\n",
                 check.command, check.from

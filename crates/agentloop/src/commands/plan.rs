@@ -168,7 +168,11 @@ fn checks_can_start(
     let commands = plan
         .tasks
         .iter()
-        .flat_map(|t| t.verify.iter().map(move |v| (format!("{}'s Verify", t.id), v.as_str())))
+        .flat_map(|t| {
+            t.verify
+                .iter()
+                .map(move |v| (format!("{}'s Verify", t.id), v.as_str()))
+        })
         .chain(
             config
                 .verify

@@ -203,7 +203,9 @@ fn init_writes_the_projects_own_checks() {
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let config = p.read("agentloop.toml");
     assert!(
-        config.contains("commands = [\n    \"npm test\",  # from package.json: read test by test (jest)\n]"),
+        config.contains(
+            "commands = [\n    \"npm test\",  # from package.json: read test by test (jest)\n]"
+        ),
         "{config}"
     );
     assert!(
@@ -217,7 +219,8 @@ fn init_writes_the_projects_own_checks() {
         r.stderr
     );
     assert!(
-        r.stderr.contains("not written as a check: `npm run build` (from package.json): tsc"),
+        r.stderr
+            .contains("not written as a check: `npm run build` (from package.json): tsc"),
         "{}",
         r.stderr
     );
@@ -232,8 +235,14 @@ fn init_writes_the_projects_own_checks() {
     let r = p.run(&["config", "show", "--json"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
-    assert_eq!(v["verify.commands"]["value"], serde_json::json!(["npm test"]));
-    assert_eq!(v["verify.carry"]["value"], serde_json::json!(["node_modules"]));
+    assert_eq!(
+        v["verify.commands"]["value"],
+        serde_json::json!(["npm test"])
+    );
+    assert_eq!(
+        v["verify.carry"]["value"],
+        serde_json::json!(["node_modules"])
+    );
     // tox followed to the pytest it runs, and what it runs besides.
     let t = Project::git();
     t.write(
@@ -276,7 +285,10 @@ fn plan_check_calls_a_plan_whose_checks_cannot_start_invalid() {
     );
     assert!(!r.stdout.contains("valid"), "{}", r.stdout);
     // A script a task may write, and the shell's own words, are not judged.
-    p.write("PLAN.md", "# X\n\n## T2: B\nVerify: ./check.sh\nVerify: ! grep -q TODO src.txt\n");
+    p.write(
+        "PLAN.md",
+        "# X\n\n## T2: B\nVerify: ./check.sh\nVerify: ! grep -q TODO src.txt\n",
+    );
     let r = p.run(&["plan", "check"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
 }

@@ -192,21 +192,25 @@ fn an_interface_update_is_reviewed_as_architecture() {
         .build();
     let r = words_only.run(&["plan", "check"]);
     assert!(
-        r.stdout.contains("interface update? `[gates] architecture` would review it"),
+        r.stdout
+            .contains("interface update? `[gates] architecture` would review it"),
         "{}",
         r.stdout
     );
     let r = words_only.run(&["run", "--no-wait"]);
     assert_eq!(r.code, Some(0), "the words open no gate: {}", r.stderr);
     let p = Scratch::new()
-        .plan(&format!("---\ngates:\n  architecture:\n    enabled: true\n---\n{plan}"))
+        .plan(&format!(
+            "---\ngates:\n  architecture:\n    enabled: true\n---\n{plan}"
+        ))
         .agent(&work)
         .file("src/lib.rs", "mod greet;\n")
         .file("docs/README.md", "Greeter.\n")
         .build();
     let r = p.run(&["plan", "check"]);
     assert!(
-        r.stdout.contains("interface update: reviewed as architecture"),
+        r.stdout
+            .contains("interface update: reviewed as architecture"),
         "{}",
         r.stdout
     );

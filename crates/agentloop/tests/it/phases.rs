@@ -404,7 +404,10 @@ fn the_workflow_of_a_plan_sets_its_gates() {
     assert_eq!(iteration_kinds(&p), ["work"]);
     assert_eq!(p.status()["workflow"], "feature");
     // Taken by the plan: the cause first.
-    let p = scripted(&format!("---\nrun:\n  workflow: bug\n---\n{bug}"), debugging);
+    let p = scripted(
+        &format!("---\nrun:\n  workflow: bug\n---\n{bug}"),
+        debugging,
+    );
     let r = p.run(&["run"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(iteration_kinds(&p), ["debug", "work"]);

@@ -77,7 +77,11 @@ fn editable_venv(p: &mut Project) {
     let site = venv.join(format!("lib/python{v}/site-packages"));
     let pytest_site = tools().join(format!("pytest/lib/python{v}/site-packages"));
     assert!(pytest_site.is_dir(), "{}", pytest_site.display());
-    std::fs::write(site.join("suite_tools.pth"), format!("{}\n", pytest_site.display())).unwrap();
+    std::fs::write(
+        site.join("suite_tools.pth"),
+        format!("{}\n", pytest_site.display()),
+    )
+    .unwrap();
     std::fs::write(
         site.join("__editable__.minicalc-0.1.0.pth"),
         format!("{}\n", p.path().join("src").display()),
@@ -252,8 +256,11 @@ fn a_node_package_whose_npm_test_runs_lint_then_jest_is_read_test_by_test() {
     p.write(".gitignore", ".agentloop/\nnode_modules\n");
     p.commit("ignore node_modules");
     // `npm install` as the user ran it: the suite's runners.
-    std::os::unix::fs::symlink(tools().join("js/node_modules"), p.path().join("node_modules"))
-        .unwrap();
+    std::os::unix::fs::symlink(
+        tools().join("js/node_modules"),
+        p.path().join("node_modules"),
+    )
+    .unwrap();
     let config = initialised(
         &p,
         "# Calc\n\n## T1: Division\n\nImplement `div` in src/calc.js.\n\nTests: test/calc.test.js::divides\n",
