@@ -248,10 +248,10 @@ impl VerifyFinished {
 
     /// The check that failed, and why: its report's reason (a named test not passing,
     /// a regression, no report), else its exit.
-    /// The first failing test's own message, as its runner reported it: a named test
-    /// first, then a regression, then any failure (`tests/x.py::test_y: AssertionError:
-    /// …`, its first line, cut at 200 characters).
-    fn first_failure(&self) -> Option<String> {
+    /// The first failing test and its own message, as its runner reported it: a named
+    /// test first, then a regression, then any failure (the message's first line, cut
+    /// at 200 characters).
+    fn first_failure(&self) -> Option<(String, String)> {
         let e = self.evidence.as_ref()?;
         let bad = |s: &&agentloop_evidence::Seen| {
             s.now != Some(agentloop_evidence::Outcome::Passed) && s.message.is_some()
@@ -273,7 +273,7 @@ impl VerifyFinished {
         } else {
             line.to_string()
         };
-        Some(format!("{}: {line}", s.id))
+        Some((s.id.clone(), line))
     }
 
     pub fn failure_words(&self) -> String {
@@ -287,7 +287,11 @@ impl VerifyFinished {
                 }
                 if let Some(r) = &t.reason {
                     return match self.first_failure() {
-                        Some(said) => format!("`{}`: {r}; {said}", c.command),
+                        // The test the reason names: its message beside it.
+                        Some((id, said)) if r.contains(id.as_str()) => {
+                            format!("`{}`: {r} — {said}", c.command)
+                        }
+                        Some((id, said)) => format!("`{}`: {r}; {id}: {said}", c.command),
                         None => format!("`{}`: {r}", c.command),
                     };
                 }

@@ -206,10 +206,13 @@ pub(crate) fn decide(s: &RunState, busy: &[&str]) -> Action {
         });
     }
     let plan_task = s.plan_task(&task.id);
-    // A gate before the task: the plan's, or one of reversibility class 1.
+    // A gate before the task: the plan's, or one of reversibility class 1 — as the
+    // plan states it, or guessed from the task's words where the run confirms (a run
+    // told to proceed waits for no guess).
     let irreversible = |t: &agentloop_plan::Task| {
         s.settings.gates.before_irreversible
             && agentloop_plan::reversibility(t).0 == agentloop_plan::Class::One
+            && (t.reversibility.is_some() || s.settings.confirm)
     };
     if plan_task
         .is_some_and(|t| t.gate == Some(agentloop_plan::GatePoint::Before) || irreversible(t))

@@ -5,6 +5,36 @@
 
 use std::path::{Path, PathBuf};
 
+/// Installed dependencies a check may need that live in the user's tree, ignored by
+/// git, so that a clean copy has them only when `[verify] carry` names them.
+const INSTALLED: &[&str] = &["node_modules"];
+
+/// The installed dependencies at `root` that `carry` does not name: a check that
+/// did not start in the clean copy most likely wanted one of them.
+pub fn uncarried<'a>(root: &Path, carry: &[String]) -> Vec<&'a str> {
+    INSTALLED
+        .iter()
+        .copied()
+        .filter(|d| root.join(d).is_dir() && !carry.iter().any(|c| c.trim_matches('/') == *d))
+        .collect()
+}
+
+/// Why a baseline check that did not start (`problem`: no per-test evidence; exit
+/// 127: a program not found) most likely did not, when the project has installed
+/// dependencies the clean copy lacks: said with the fix.
+pub fn did_not_start(command: &str, exit_code: Option<i32>, problem: bool, root: &Path, carry: &[String]) -> Option<String> {
+    let missing = uncarried(root, carry);
+    if missing.is_empty() || !(problem || exit_code == Some(127)) {
+        return None;
+    }
+    let list: Vec<String> = missing.iter().map(|m| format!("{m:?}")).collect();
+    Some(format!(
+        "`{command}` did not start in the clean copy: {} is not there (git ignores it, and the copy holds what git tracks); add it to `[verify] carry = [{}]`",
+        missing.join(", "),
+        list.join(", ")
+    ))
+}
+
 /// The directories of `tree` (the copy a check runs in) that Python must import the
 /// project from before anything installed: `src/` of a src layout, else the root of
 /// a flat one, when it holds a package. An editable install (`pip install -e .`, uv's,
@@ -68,6 +98,25 @@ mod tests {
         assert_eq!(
             carried(dir.path(), &carry).collect::<Vec<_>>(),
             ["node_modules"]
+        );
+    }
+
+    #[test]
+    fn a_check_that_did_not_start_is_told_what_the_copy_lacks() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(did_not_start("npm test", Some(127), false, dir.path(), &[]), None);
+        std::fs::create_dir(dir.path().join("node_modules")).unwrap();
+        assert_eq!(
+            did_not_start("npm test", Some(127), false, dir.path(), &[]).as_deref(),
+            Some(
+                "`npm test` did not start in the clean copy: node_modules is not there (git ignores it, and the copy holds what git tracks); add it to `[verify] carry = [\"node_modules\"]`"
+            )
+        );
+        assert_eq!(did_not_start("npm test", Some(1), false, dir.path(), &[]), None, "it ran");
+        assert_eq!(
+            did_not_start("npm test", None, true, dir.path(), &["node_modules/".into()]),
+            None,
+            "carried"
         );
     }
 

@@ -9,6 +9,7 @@
 //! checks (`sections`), the files that declare a project's checks (`detect`) and
 //! `[verify] carry` (`environment`). Each answer says what it was guessed from.
 
+pub mod collected;
 mod commands;
 mod detect;
 mod environment;
@@ -20,7 +21,7 @@ mod sections;
 
 pub use commands::CheckWords;
 pub use detect::{Check, Detected, Skipped, detect, detect_with};
-pub use environment::{carried, python_first};
+pub use environment::{carried, did_not_start, python_first, uncarried};
 pub use model::Project;
 pub use names::{
     CHECK_FILES, glob_name, in_source_dir, is_git_file, is_script_name, is_sectioned, is_test_file,

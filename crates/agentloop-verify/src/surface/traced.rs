@@ -6,7 +6,9 @@
 //!   or its file name), or it lies under a source directory (`src/`, `lib/`, `bin/`,
 //!   `app/`, `pkg/`, `cmd/`, `internal/`) — a shell project's code is shell too;
 //! - when every task names its scope (`Scope:`), any file a check read outside all of
-//!   them (a helper module the tests import): the plan says the work is elsewhere.
+//!   them (a helper module the tests import): the plan says the work is elsewhere;
+//! - every test file the runner's report says it ran (`agentloop_project::collected`),
+//!   whatever its name, unless a task's scope holds it.
 //!
 //! A module the tests import where tasks name no scope is the code under work as far
 //! as agentloop can tell, and stays the agent's to change; the reviewer and held-out
@@ -107,6 +109,36 @@ pub fn traced(
                     blob: id.clone(),
                     mode: *mode,
                     why,
+                },
+            );
+        }
+    }
+    // What the runner reported running as tests is a test, whatever it is named: it
+    // joins the surface unless a task's scope holds it.
+    let paths: std::collections::BTreeSet<&str> = tree.keys().map(String::as_str).collect();
+    let module = agentloop_project::collected::go_module(root);
+    for c in &baseline.commands {
+        let collected = agentloop_project::collected::test_files(
+            c.tests.keys().map(String::as_str),
+            &paths,
+            module.as_deref(),
+        );
+        for path in collected {
+            if base.contains_key(&path)
+                || out.contains_key(&path)
+                || scopes.clone().any(|p| path_matches(&path, p))
+            {
+                continue;
+            }
+            let Some((mode, id)) = tree.get(&path) else {
+                continue;
+            };
+            out.insert(
+                path,
+                TracedFile {
+                    blob: id.clone(),
+                    mode: *mode,
+                    why: format!("a test `{}` collected at the test baseline", c.command),
                 },
             );
         }
@@ -251,5 +283,37 @@ mod tests {
                 "tools/gen.sh"
             ]
         );
+    }
+
+    #[test]
+    fn a_test_the_runner_reported_joins_whatever_its_name() {
+        let dir = repo();
+        let r = dir.path();
+        let mut c = agentloop_exec::git::git_command(r);
+        c.arg("write-tree");
+        let tree = String::from_utf8(agentloop_exec::git::run_git(c, None).unwrap()).unwrap();
+        let files = tree_files(r, tree.trim()).unwrap();
+        let mut b = baseline(&[]);
+        b.commands[0].tests = [
+            ("helpers/asserts.py::test_same".to_string(), agentloop_evidence::Outcome::Passed),
+            ("gone/file.py::test_x".to_string(), agentloop_evidence::Outcome::Passed),
+        ]
+        .into();
+        let none = TaskFiles {
+            scope: Vec::new(),
+            text: String::new(),
+        };
+        let t = traced(r, &b, &files, &Baseline::new(), &[none]);
+        assert_eq!(t.keys().map(String::as_str).collect::<Vec<_>>(), ["helpers/asserts.py"]);
+        assert_eq!(
+            t["helpers/asserts.py"].why,
+            "a test `sh tests/check.sh` collected at the test baseline"
+        );
+        // In a task's scope, it is that task's to change.
+        let scoped = TaskFiles {
+            scope: vec!["helpers/".into()],
+            text: String::new(),
+        };
+        assert!(traced(r, &b, &files, &Baseline::new(), &[scoped]).is_empty());
     }
 }

@@ -153,7 +153,17 @@ impl BaselineCache {
             return Ok(Some(b));
         }
         let taken = take()?;
-        if let (Some((t, c)), Some(b)) = (&cache, &taken) {
+        // A check that did not start (a program not found, no report at all) says
+        // more about the environment than the tree: taken again next time, once
+        // `carry` or the installed tools may have changed.
+        let started = |b: &TestsBaseline| {
+            b.commands
+                .iter()
+                .all(|c| c.exit_code != Some(127) && !(c.problem.is_some() && c.tests.is_empty()))
+        };
+        if let (Some((t, c)), Some(b)) = (&cache, &taken)
+            && started(b)
+        {
             c.save(t, commands, b);
         }
         Ok(taken)

@@ -92,7 +92,7 @@ pub fn check(cwd: &Path, path: &Path, as_json: bool, baseline: bool) -> Result<E
             "clarity {} · shape {}{}: {}",
             clarity.describe(),
             clarity.shape.as_str(),
-            if clarity.runnable {
+            if clarity.runnable && agentloop_plan::Shape::of(clarity.score) != clarity.shape {
                 " (every task has a check and names its tests)"
             } else {
                 ""

@@ -72,9 +72,26 @@ pub fn check(root: &Path, plan: &Plan, config: &Config) -> Result<(), CliError> 
     let _ = std::fs::remove_dir_all(&scratch);
     let baseline = taken?.ok_or_else(|| CliError::internal("the baseline was cut short"))?;
     outln!("baseline: {}", baseline.words());
+    // The test files each runner says it ran: what the run protects as tests.
+    let files = tree
+        .as_deref()
+        .and_then(|t| agentloop_verify::surface::tree_files(root, t).ok())
+        .unwrap_or_default();
+    let paths: std::collections::BTreeSet<&str> = files.keys().map(String::as_str).collect();
+    let module = agentloop_project::collected::go_module(root);
     for c in &baseline.commands {
+        let collected = agentloop_project::collected::test_files(
+            c.tests.keys().map(String::as_str),
+            &paths,
+            module.as_deref(),
+        );
+        let in_files = if collected.is_empty() {
+            String::new()
+        } else {
+            format!(" in {}", plural(collected.len(), "test file", "test files"))
+        };
         let how = match (&c.runner, &c.problem) {
-            (Some(r), None) => format!("{r}: {}", c.counts().words()),
+            (Some(r), None) => format!("{r}: {}{in_files}", c.counts().words()),
             (Some(r), Some(p)) => format!("{r}: no per-test evidence: {p}"),
             (None, _) => format!(
                 "exit code only: no per-test evidence (exit {})",
@@ -84,6 +101,21 @@ pub fn check(root: &Path, plan: &Plan, config: &Config) -> Result<(), CliError> 
             ),
         };
         outln!("  `{}` — {how}", c.command);
+    }
+    // A check that did not start in the clean copy for want of what the project has
+    // installed: that, not the test names, is what to mend.
+    if copy.is_some()
+        && let Some(why) = baseline.commands.iter().find_map(|c| {
+            agentloop_project::did_not_start(
+                &c.command,
+                c.exit_code,
+                c.problem.is_some(),
+                root,
+                &config.verify.carry,
+            )
+        })
+    {
+        return Err(CliError::user(why));
     }
     let collected = baseline.all_tests();
     let mut unmatched = Vec::new();

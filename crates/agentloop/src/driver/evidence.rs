@@ -52,6 +52,19 @@ impl Driver {
             self.progress
                 .note(&format!("test baseline: {}", baseline.words()));
         }
+        if self.state.settings.clean_copy
+            && let Some(why) = baseline.commands.iter().find_map(|c| {
+                agentloop_project::did_not_start(
+                    &c.command,
+                    c.exit_code,
+                    c.problem.is_some(),
+                    &self.ws.root,
+                    &self.state.settings.carry,
+                )
+            })
+        {
+            self.progress.warn(&why);
+        }
         self.warn_unmatched(&baseline);
         self.record(Event::TestsBaseline(baseline))
     }

@@ -2,7 +2,7 @@
 //! and a task whose change a gate covers holds the run until a person approves it
 //! (`approve --gate NAME`) or rejects it (the task goes back to its agent).
 
-use crate::support::{Project, Scratch, agent};
+use crate::support::{Project, Scratch, agent, scripted};
 
 const PLAN: &str = "# Login\n\n## T1: Login\nVerify: test -f src/login.rs\n\n## T2: Docs\nVerify: test -f docs/login.md\n";
 
@@ -237,4 +237,22 @@ fn an_interface_update_is_reviewed_as_architecture() {
         log.contains("task T2, ") && log.contains("no diff gate triggered"),
         "{log}"
     );
+}
+
+/// Reversibility class 1 guessed from a task's words ("migration") does not hold a
+/// run told to proceed; stated by the plan (`Reversibility: 1`), it does.
+#[test]
+fn under_yes_only_a_class_the_plan_states_waits_for_a_person() {
+    let guessed = "# Users\n\n## T1: Add a migration for the users table\nVerify: test -f m.sql\n";
+    let work = "touch m.sql\necho TASK_COMPLETE\n";
+    let p = scripted(guessed, work);
+    let r = p.run(&["plan", "check"]);
+    assert!(r.stdout.contains("class 1"), "{}", r.stdout);
+    let r = p.run(&["run", "--yes", "--no-wait"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let stated = "# Users\n\n## T1: Add a migration for the users table\nReversibility: 1\nVerify: test -f m.sql\n";
+    let p = scripted(stated, work);
+    let r = p.run(&["run", "--yes", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    assert_eq!(p.status()["iterations"], 0, "{}", p.status());
 }

@@ -271,5 +271,17 @@ fn a_node_package_whose_npm_test_runs_lint_then_jest_is_read_test_by_test() {
         "{config}"
     );
     assert!(config.contains("\ncarry = [\"node_modules\"]"), "{config}");
+    // Without the carry the clean copy has no jest: said so, not "names match no test".
+    let carried = p.read("agentloop.toml");
+    p.write("agentloop.toml", carried.replace("\ncarry = [\"node_modules\"]", "\n"));
+    let r = p.run(&["plan", "check", "--baseline"]);
+    assert_eq!(r.code, Some(2), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("`npm test` did not start in the clean copy: node_modules is not there (git ignores it, and the copy holds what git tracks); add it to `[verify] carry = [\"node_modules\"]`"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("names match no test"), "{}", r.stderr);
+    p.write("agentloop.toml", carried);
     ships(&p, &[]);
 }

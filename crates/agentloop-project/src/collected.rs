@@ -1,0 +1,117 @@
+//! The test files a runner collected, read from the test ids of its own report: the
+//! file before the first `::` (pytest's `tests/test_x.py::test_y`, Jest's, Vitest's
+//! and Mocha's `test/calc.test.js::adds`), and for `go test` the `_test.go` files of
+//! the package an id names (`example.com/m/ops::TestAdd` → `ops/*_test.go`). What the
+//! runner ran as a test is a test, whatever it is named — except a module whose
+//! doctests pytest ran (`calc.py::calc.add`), which is the work.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// The files of `tree` that the ids of one check's report say are tests.
+pub fn test_files<'a>(
+    ids: impl IntoIterator<Item = &'a str>,
+    tree: &BTreeSet<&str>,
+    go_module: Option<&str>,
+) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut packages = BTreeSet::new();
+    for id in ids {
+        let Some((head, rest)) = id.split_once("::") else {
+            continue;
+        };
+        let head = head.trim_start_matches("./");
+        // A doctest pytest collected from a module (`calc.py::calc.add`): the module
+        // is the work, its examples ride along.
+        if head.ends_with(".py") && rest.split('[').next().is_some_and(|n| n.contains('.')) {
+            continue;
+        }
+        if tree.contains(head) {
+            out.insert(head.to_string());
+            continue;
+        }
+        if let Some(module) = go_module {
+            let dir = if head == module {
+                Some("")
+            } else {
+                head.strip_prefix(module).and_then(|d| d.strip_prefix('/'))
+            };
+            if let Some(dir) = dir {
+                packages.insert(dir.to_string());
+            }
+        }
+    }
+    for dir in packages {
+        let prefix = if dir.is_empty() {
+            String::new()
+        } else {
+            format!("{dir}/")
+        };
+        out.extend(
+            tree.iter()
+                .filter(|p| {
+                    p.strip_prefix(prefix.as_str())
+                        .is_some_and(|rest| !rest.contains('/') && rest.ends_with("_test.go"))
+                })
+                .map(|p| p.to_string()),
+        );
+    }
+    out
+}
+
+/// The module path `go.mod` at `root` declares, if there is one.
+pub fn go_module(root: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(root.join("go.mod")).ok()?;
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("module "))
+        .map(|m| m.trim().trim_matches('"').to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_files_a_report_names_as_tests() {
+        let tree: BTreeSet<&str> = [
+            "checks/calc_cases.py",
+            "test/calc.test.js",
+            "ops/ops.go",
+            "ops/ops_test.go",
+            "ops/more_test.go",
+            "ops/deep/x_test.go",
+            "main_test.go",
+            "src/calc.py",
+        ]
+        .into_iter()
+        .collect();
+        let ids = [
+            "checks/calc_cases.py::test_add[1-2]",
+            "src/calc.py::calc.add",
+            "./test/calc.test.js::div divides",
+            "example.com/m/ops::TestAdd",
+            "example.com/m::TestMain",
+            "calc::tests::adds",
+            "no-separator",
+        ];
+        let found = test_files(ids, &tree, Some("example.com/m"));
+        assert_eq!(
+            found.iter().map(String::as_str).collect::<Vec<_>>(),
+            [
+                "checks/calc_cases.py",
+                "main_test.go",
+                "ops/more_test.go",
+                "ops/ops_test.go",
+                "test/calc.test.js"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_module_go_mod_declares() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(go_module(d.path()), None);
+        std::fs::write(d.path().join("go.mod"), "// c\nmodule example.com/strs\n\ngo 1.19\n").unwrap();
+        assert_eq!(go_module(d.path()).as_deref(), Some("example.com/strs"));
+    }
+}
