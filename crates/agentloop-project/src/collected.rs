@@ -111,7 +111,11 @@ mod tests {
     fn the_module_go_mod_declares() {
         let d = tempfile::tempdir().unwrap();
         assert_eq!(go_module(d.path()), None);
-        std::fs::write(d.path().join("go.mod"), "// c\nmodule example.com/strs\n\ngo 1.19\n").unwrap();
+        std::fs::write(
+            d.path().join("go.mod"),
+            "// c\nmodule example.com/strs\n\ngo 1.19\n",
+        )
+        .unwrap();
         assert_eq!(go_module(d.path()).as_deref(), Some("example.com/strs"));
     }
 }

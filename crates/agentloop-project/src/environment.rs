@@ -5,6 +5,45 @@
 
 use std::path::{Path, PathBuf};
 
+/// The entries of a carried directory (`node_modules`) that link back into the
+/// project — a workspace package (npm, pnpm and yarn workspaces link each one in),
+/// `npm link` — as (the entry under the carried directory, its target under `root`).
+/// The clean copy links each of them to its own copy of the target, so the checks
+/// import the package judged, not the user's tree.
+pub fn links_into_project(root: &Path, carried: &str) -> Vec<(String, String)> {
+    let dir = root.join(carried);
+    let (Ok(real_root), Ok(real_dir)) = (root.canonicalize(), dir.canonicalize()) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut look = |path: &Path, entry: String| {
+        if !std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+            return;
+        }
+        if let Ok(target) = path.canonicalize()
+            && !target.starts_with(&real_dir)
+            && let Ok(rel) = target.strip_prefix(&real_root)
+        {
+            out.push((entry, rel.to_string_lossy().into_owned()));
+        }
+    };
+    for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let path = e.path();
+        let scope = name.starts_with('@') && e.file_type().is_ok_and(|t| t.is_dir());
+        if scope {
+            for sub in std::fs::read_dir(&path).into_iter().flatten().flatten() {
+                let entry = format!("{name}/{}", sub.file_name().to_string_lossy());
+                look(&sub.path(), entry);
+            }
+        } else {
+            look(&path, name);
+        }
+    }
+    out.sort();
+    out
+}
+
 /// Installed dependencies a check may need that live in the user's tree, ignored by
 /// git, so that a clean copy has them only when `[verify] carry` names them.
 const INSTALLED: &[&str] = &["node_modules"];
@@ -22,7 +61,13 @@ pub fn uncarried<'a>(root: &Path, carry: &[String]) -> Vec<&'a str> {
 /// Why a baseline check that did not start (`problem`: no per-test evidence; exit
 /// 127: a program not found) most likely did not, when the project has installed
 /// dependencies the clean copy lacks: said with the fix.
-pub fn did_not_start(command: &str, exit_code: Option<i32>, problem: bool, root: &Path, carry: &[String]) -> Option<String> {
+pub fn did_not_start(
+    command: &str,
+    exit_code: Option<i32>,
+    problem: bool,
+    root: &Path,
+    carry: &[String],
+) -> Option<String> {
     let missing = uncarried(root, carry);
     if missing.is_empty() || !(problem || exit_code == Some(127)) {
         return None;
@@ -104,7 +149,10 @@ mod tests {
     #[test]
     fn a_check_that_did_not_start_is_told_what_the_copy_lacks() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(did_not_start("npm test", Some(127), false, dir.path(), &[]), None);
+        assert_eq!(
+            did_not_start("npm test", Some(127), false, dir.path(), &[]),
+            None
+        );
         std::fs::create_dir(dir.path().join("node_modules")).unwrap();
         assert_eq!(
             did_not_start("npm test", Some(127), false, dir.path(), &[]).as_deref(),
@@ -112,12 +160,50 @@ mod tests {
                 "`npm test` did not start in the clean copy: node_modules is not there (git ignores it, and the copy holds what git tracks); add it to `[verify] carry = [\"node_modules\"]`"
             )
         );
-        assert_eq!(did_not_start("npm test", Some(1), false, dir.path(), &[]), None, "it ran");
         assert_eq!(
-            did_not_start("npm test", None, true, dir.path(), &["node_modules/".into()]),
+            did_not_start("npm test", Some(1), false, dir.path(), &[]),
+            None,
+            "it ran"
+        );
+        assert_eq!(
+            did_not_start(
+                "npm test",
+                None,
+                true,
+                dir.path(),
+                &["node_modules/".into()]
+            ),
             None,
             "carried"
         );
+    }
+
+    #[test]
+    fn workspace_packages_linked_into_node_modules_are_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for d in [
+            "packages/util",
+            "node_modules/dep",
+            "node_modules/@acme",
+            "node_modules/.pnpm/x",
+        ] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        use std::os::unix::fs::symlink;
+        symlink("../../packages/util", root.join("node_modules/@acme/util")).unwrap();
+        symlink("../packages/util", root.join("node_modules/util-too")).unwrap();
+        symlink(".pnpm/x", root.join("node_modules/x")).unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        symlink(outside.path(), root.join("node_modules/global")).unwrap();
+        assert_eq!(
+            links_into_project(root, "node_modules"),
+            [
+                ("@acme/util".to_string(), "packages/util".to_string()),
+                ("util-too".to_string(), "packages/util".to_string())
+            ]
+        );
+        assert!(links_into_project(root, "absent").is_empty());
     }
 
     #[test]

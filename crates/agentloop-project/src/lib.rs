@@ -21,7 +21,7 @@ mod sections;
 
 pub use commands::CheckWords;
 pub use detect::{Check, Detected, Skipped, detect, detect_with};
-pub use environment::{carried, did_not_start, python_first, uncarried};
+pub use environment::{carried, did_not_start, links_into_project, python_first, uncarried};
 pub use model::Project;
 pub use names::{
     CHECK_FILES, glob_name, in_source_dir, is_git_file, is_script_name, is_sectioned, is_test_file,

@@ -217,16 +217,7 @@ impl CleanCopy {
                 None,
             )?;
         }
-        for c in agentloop_project::carried(&self.root, carry) {
-            let (from, to) = (self.root.join(c), self.dir.join(c));
-            if std::fs::symlink_metadata(&to).is_err() {
-                if let Some(p) = to.parent() {
-                    std::fs::create_dir_all(p).map_err(|e| format!("{}: {e}", p.display()))?;
-                }
-                std::os::unix::fs::symlink(&from, &to)
-                    .map_err(|e| format!("{}: {e}", to.display()))?;
-            }
-        }
+        carry::link(&self.root, &self.dir, carry)?;
         Ok(commit)
     }
 
@@ -246,6 +237,9 @@ impl CleanCopy {
         let _ = std::fs::remove_file(self.index());
     }
 }
+
+mod carry;
+pub use carry::link as link_carried;
 
 #[cfg(test)]
 mod tests;

@@ -295,8 +295,14 @@ mod tests {
         let files = tree_files(r, tree.trim()).unwrap();
         let mut b = baseline(&[]);
         b.commands[0].tests = [
-            ("helpers/asserts.py::test_same".to_string(), agentloop_evidence::Outcome::Passed),
-            ("gone/file.py::test_x".to_string(), agentloop_evidence::Outcome::Passed),
+            (
+                "helpers/asserts.py::test_same".to_string(),
+                agentloop_evidence::Outcome::Passed,
+            ),
+            (
+                "gone/file.py::test_x".to_string(),
+                agentloop_evidence::Outcome::Passed,
+            ),
         ]
         .into();
         let none = TaskFiles {
@@ -304,7 +310,10 @@ mod tests {
             text: String::new(),
         };
         let t = traced(r, &b, &files, &Baseline::new(), &[none]);
-        assert_eq!(t.keys().map(String::as_str).collect::<Vec<_>>(), ["helpers/asserts.py"]);
+        assert_eq!(
+            t.keys().map(String::as_str).collect::<Vec<_>>(),
+            ["helpers/asserts.py"]
+        );
         assert_eq!(
             t["helpers/asserts.py"].why,
             "a test `sh tests/check.sh` collected at the test baseline"

@@ -39,6 +39,8 @@ pub(crate) struct BatchJob {
     pub members: Vec<Member>,
     /// Checks at once while a red batch is bisected.
     pub bisect: usize,
+    /// `[verify] carry`: linked into each merge worktree the checks run in.
+    pub carry: Vec<String>,
 }
 
 /// Runs the batch off the driver's thread; reports each member's outcome, in order
@@ -213,6 +215,9 @@ fn check(
 ) -> Result<VerifyFinished, String> {
     let members: Vec<&Member> = merged[..n].iter().map(|(i, _)| &job.members[*i]).collect();
     let last = members[n - 1];
+    // What the checks need that git leaves out of a worktree (`node_modules`).
+    agentloop_verify::clean_copy::link_carried(&job.root, at, &job.carry)
+        .map_err(|e| format!("cannot link [verify] carry into the merge worktree: {e}"))?;
     let mut together = Checks::together(&members.iter().map(|m| &m.checks).collect::<Vec<_>>());
     together
         .run(last.iteration, at, &last.log)
@@ -323,6 +328,7 @@ impl Driver {
                 head,
                 members,
                 bisect: self.state.settings.merge_bisect.max(1) as usize,
+                carry: self.state.settings.carry.clone(),
             },
             done.clone(),
         );

@@ -69,6 +69,14 @@ impl Driver {
                     ],
                 )
                 .map_err(|e| CliError::internal(format!("cannot check out {b}: {e}")))?;
+                // What the checks need that git leaves out of a worktree.
+                agentloop_verify::clean_copy::link_carried(&self.ws.root, &dir, &s.settings.carry)
+                    .map_err(|e| {
+                        CliError::internal(format!(
+                            "cannot link [verify] carry into {}: {e}",
+                            dir.display()
+                        ))
+                    })?;
                 Some(dir)
             }
             None => None,

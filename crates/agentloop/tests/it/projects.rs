@@ -273,7 +273,10 @@ fn a_node_package_whose_npm_test_runs_lint_then_jest_is_read_test_by_test() {
     assert!(config.contains("\ncarry = [\"node_modules\"]"), "{config}");
     // Without the carry the clean copy has no jest: said so, not "names match no test".
     let carried = p.read("agentloop.toml");
-    p.write("agentloop.toml", carried.replace("\ncarry = [\"node_modules\"]", "\n"));
+    p.write(
+        "agentloop.toml",
+        carried.replace("\ncarry = [\"node_modules\"]", "\n"),
+    );
     let r = p.run(&["plan", "check", "--baseline"]);
     assert_eq!(r.code, Some(2), "{}\n{}", r.stdout, r.stderr);
     assert!(
@@ -284,4 +287,55 @@ fn a_node_package_whose_npm_test_runs_lint_then_jest_is_read_test_by_test() {
     assert!(!r.stderr.contains("names match no test"), "{}", r.stderr);
     p.write("agentloop.toml", carried);
     ships(&p, &[]);
+}
+
+#[test]
+fn an_npm_workspace_judges_the_package_the_task_changed_not_the_users() {
+    let p = Scratch::new()
+        .file(
+            "package.json",
+            "{\"name\": \"mono\", \"private\": true, \"workspaces\": [\"packages/*\"], \"scripts\": {\"test\": \"jest\"}}\n",
+        )
+        .file(
+            "packages/util/package.json",
+            "{\"name\": \"@acme/util\", \"version\": \"1.0.0\", \"main\": \"index.js\"}\n",
+        )
+        .file("packages/util/index.js", "exports.double = (n) => n;\n")
+        .file(
+            "packages/app/package.json",
+            "{\"name\": \"@acme/app\", \"version\": \"1.0.0\"}\n",
+        )
+        .file(
+            "packages/app/test/app.test.js",
+            "const { double } = require('@acme/util');\ntest('doubles', () => expect(double(2)).toBe(4));\ntest('zero', () => expect(double(0)).toBe(0));\n",
+        )
+        .build();
+    p.write(".gitignore", ".agentloop/\nnode_modules\n");
+    p.commit("ignore node_modules");
+    // `npm install` as a workspace leaves it: the dependencies, and each workspace
+    // package linked in.
+    let modules = p.path().join("node_modules");
+    std::fs::create_dir_all(modules.join("@acme")).unwrap();
+    for e in std::fs::read_dir(tools().join("js/node_modules"))
+        .unwrap()
+        .flatten()
+    {
+        std::os::unix::fs::symlink(e.path(), modules.join(e.file_name())).unwrap();
+    }
+    for pkg in ["util", "app"] {
+        std::os::unix::fs::symlink(
+            format!("../../packages/{pkg}"),
+            modules.join("@acme").join(pkg),
+        )
+        .unwrap();
+    }
+    let config = initialised(
+        &p,
+        "# Util\n\n## T1: Double\n\nMake `double` in packages/util/index.js double its number.\n\nTests: packages/app/test/app.test.js::doubles\n",
+        "sed -i 's/(n) => n;/(n) => n * 2;/' packages/util/index.js\necho TASK_COMPLETE\n",
+    );
+    assert!(config.contains("\ncarry = [\"node_modules\"]"), "{config}");
+    // The task's agent works in a worktree of its own; node_modules/@acme/util in the
+    // user's tree still holds the old `double`.
+    ships(&p, &["--workers", "2"]);
 }

@@ -318,3 +318,47 @@ fn a_copy_kept_in_step_holds_what_the_full_refresh_gives() {
 }
 
 mod adversarial;
+
+/// A workspace package linked into `node_modules` (npm, pnpm and yarn workspaces do
+/// it) resolves, in the copy, to the copy's own package: the checks import the work
+/// judged. Every other entry is the user's install, as it is.
+#[test]
+fn a_workspace_package_linked_into_node_modules_is_the_copys_own() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = project(tmp.path(), |root| {
+        write(&root.join("packages/util/index.js"), "exports.v = 1;\n");
+        let gi = std::fs::read_to_string(root.join(".gitignore")).unwrap();
+        write(&root.join(".gitignore"), &format!("{gi}node_modules/\n"));
+    });
+    write(&root.join("node_modules/dep/index.js"), "dep\n");
+    std::fs::create_dir_all(root.join("node_modules/@acme")).unwrap();
+    std::os::unix::fs::symlink("../../packages/util", root.join("node_modules/@acme/util"))
+        .unwrap();
+    let copy = CleanCopy {
+        root: root.clone(),
+        dir: tmp.path().join("copy"),
+    };
+    let carry = ["node_modules".to_string()];
+    let real = |p: std::path::PathBuf| p.canonicalize().unwrap();
+    for _ in 0..2 {
+        copy.refresh(None, &carry).unwrap();
+        assert_eq!(
+            real(copy.dir.join("node_modules/@acme/util")),
+            real(copy.dir.join("packages/util"))
+        );
+        assert_eq!(
+            real(copy.dir.join("node_modules/dep")),
+            real(root.join("node_modules/dep"))
+        );
+    }
+    // The user's install is as it was.
+    assert_eq!(
+        real(root.join("node_modules/@acme/util")),
+        real(root.join("packages/util"))
+    );
+    assert!(
+        std::fs::symlink_metadata(root.join("node_modules"))
+            .unwrap()
+            .is_dir()
+    );
+}
