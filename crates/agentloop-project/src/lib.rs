@@ -14,6 +14,7 @@ mod commands;
 mod detect;
 mod environment;
 pub mod follow;
+pub mod hermetic;
 pub mod installed;
 mod model;
 mod names;

@@ -14,6 +14,7 @@ pub fn check(cwd: &Path, path: &Path, as_json: bool, baseline: bool) -> Result<E
         super::plan_and_config(&ws.root, &cwd.join(path), path, serde_json::Map::new())?;
     super::plan_agents_exist(&layered.config, &plan, &path.display().to_string())?;
     checks_can_start(&ws.root, &plan, &layered.config)?;
+    hermetic(&ws.root, &layered.config)?;
     if as_json {
         outln!(
             "{}",
@@ -158,6 +159,26 @@ pub fn check(cwd: &Path, path: &Path, as_json: bool, baseline: bool) -> Result<E
 }
 
 /// The plan of a tracker's open issues.
+/// A layout in which the checks would reach the user's own tree instead of the tree
+/// judged is named, with the way out.
+fn hermetic(root: &Path, config: &agentloop_config::Config) -> Result<(), CliError> {
+    if !config.verify.clean_copy {
+        return Ok(());
+    }
+    let leaks = agentloop_project::hermetic::leaks(root);
+    if leaks.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = leaks
+        .iter()
+        .map(|l| format!("  {}: {}", l.what, l.fix))
+        .collect();
+    Err(CliError::user(format!(
+        "the checks would read your working tree, not the tree judged:\n{}",
+        list.join("\n")
+    )))
+}
+
 /// A plan whose checks cannot start on this machine is not valid: every verification
 /// would fail before it tested anything.
 fn checks_can_start(

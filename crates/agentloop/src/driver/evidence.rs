@@ -65,6 +65,14 @@ impl Driver {
         {
             self.progress.warn(&why);
         }
+        if self.state.settings.clean_copy {
+            for leak in agentloop_project::hermetic::leaks(&self.ws.root) {
+                self.progress.warn(&format!(
+                    "the checks would read your working tree, not the tree judged: {}: {}",
+                    leak.what, leak.fix
+                ));
+            }
+        }
         self.warn_unmatched(&baseline);
         self.record(Event::TestsBaseline(baseline))
     }

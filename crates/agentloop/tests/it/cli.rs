@@ -13,7 +13,7 @@ fn demo_runs_the_example_to_verified_completion() {
     // The example agent's false claim on T2 was caught by verification, then fixed.
     let log = p.cmd(&["log"]).current_dir(&dir).output().unwrap();
     let log = String::from_utf8_lossy(&log.stdout).into_owned();
-    assert!(log.contains("Failed · verification failed: `sh tests/test_shout.sh`: 1 of the tests it must make pass is not passing (shout::shouted greeting: failed) (the agent claimed the task was complete)"), "{log}");
+    assert!(log.contains("Failed · verification failed: `sh tests/test_shout.sh`: 1 of the tests it must make pass is not passing (shout::shouted greeting: failed) — expected 'HELLO, ADA!', got 'HELLO, Ada!' (the agent claimed the task was complete)"), "{log}");
     let greet = std::fs::read_to_string(dir.join("src/greet.sh")).unwrap();
     assert!(greet.contains("tr '[:lower:]' '[:upper:]'"));
 }

@@ -339,3 +339,45 @@ fn an_npm_workspace_judges_the_package_the_task_changed_not_the_users() {
     // user's tree still holds the old `double`.
     ships(&p, &["--workers", "2"]);
 }
+
+#[test]
+fn a_layout_the_checks_cannot_be_made_hermetic_in_is_named_at_plan_check() {
+    let p = Scratch::new()
+        .plan("# Ws\n\n## T1: A\nVerify: test -f a.txt\n")
+        .file(
+            "crates/util/Cargo.toml",
+            "[package]\nname = \"util\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        )
+        .file("crates/util/src/lib.rs", "pub fn one() -> u32 { 1 }\n")
+        .build();
+    let util = p.path().canonicalize().unwrap().join("crates/util");
+    p.write(
+        "Cargo.toml",
+        format!(
+            "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nutil = {{ path = \"{}\" }}\n",
+            util.display()
+        ),
+    );
+    p.commit("an absolute path");
+    let r = p.run(&["plan", "check"]);
+    assert_eq!(r.code, Some(2), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("the checks would read your working tree, not the tree judged:")
+            && r.stderr.contains(&format!(
+                "Cargo.toml:7: the dependency path {} is absolute, into the project: make it relative (`path = \"crates/util\"`)",
+                util.display()
+            )),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !p.path().join(".agentloop/runs").exists(),
+        "nothing is written"
+    );
+    p.write(
+        "Cargo.toml",
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nutil = { path = \"crates/util\" }\n",
+    );
+    let r = p.run(&["plan", "check"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+}
