@@ -267,7 +267,8 @@ impl VerifyFinished {
             .as_deref()?
             .lines()
             .map(str::trim)
-            .find(|l| !l.is_empty())?;
+            // go test's framing (`=== RUN`, `--- FAIL: …`) is not the test's own words.
+            .find(|l| !l.is_empty() && !l.starts_with("=== ") && !l.starts_with("--- "))?;
         let line: String = if line.chars().count() > 200 {
             line.chars().take(199).chain(['…']).collect()
         } else {

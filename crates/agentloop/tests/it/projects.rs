@@ -204,9 +204,9 @@ fn a_flat_package_tested_through_tox_is_judged_by_the_pytest_tox_runs() {
     );
 }
 
-#[test]
-fn a_go_module_with_several_packages_protects_the_tests_not_the_package() {
-    let p = Scratch::new()
+/// A Go module with two packages; tasks say `Verify: go test ./reverse/`.
+fn strs() -> Project {
+    Scratch::new()
         .file("go.mod", "module example.com/strs\n\ngo 1.19\n")
         .file(
             "reverse/reverse.go",
@@ -224,16 +224,54 @@ fn a_go_module_with_several_packages_protects_the_tests_not_the_package() {
             "upper/upper_test.go",
             "package upper\n\nimport \"testing\"\n\nfunc TestUpper(t *testing.T) {\n\tif Upper(\"a\") != \"A\" {\n\t\tt.Fatal(\"upper\")\n\t}\n}\n",
         )
-        .build();
-    let config = initialised(
-        &p,
-        "# Strings\n\n## T1: Reverse\n\nMake `Reverse` in reverse/reverse.go reverse its string.\n\nVerify: go test ./reverse/\nTests: example.com/strs/reverse::TestReverse\n",
-        "cat > reverse/reverse.go <<'EOF'\npackage reverse\n\n// Reverse returns s backwards.\nfunc Reverse(s string) string {\n\tr := []rune(s)\n\tfor i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {\n\t\tr[i], r[j] = r[j], r[i]\n\t}\n\treturn string(r)\n}\nEOF\necho TASK_COMPLETE\n",
-    );
+        .build()
+}
+
+const STRS_PLAN: &str = "# Strings\n\n## T1: Reverse\n\nMake `Reverse` in reverse/reverse.go reverse its string.\n\nVerify: go test ./reverse/\nTests: example.com/strs/reverse::TestReverse\n";
+
+const REVERSE: &str = "cat > reverse/reverse.go <<'EOF'\npackage reverse\n\n// Reverse returns s backwards.\nfunc Reverse(s string) string {\n\tr := []rune(s)\n\tfor i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {\n\t\tr[i], r[j] = r[j], r[i]\n\t}\n\treturn string(r)\n}\nEOF\n";
+
+#[test]
+fn a_go_module_with_several_packages_protects_the_tests_not_the_package() {
+    let p = strs();
+    let config = initialised(&p, STRS_PLAN, &format!("{REVERSE}echo TASK_COMPLETE\n"));
     assert!(config.contains("\"go test ./...\""), "{config}");
     // The package `go test ./reverse/` names is the work: changing reverse.go waits
     // for nobody.
     ships(&p, &["--workers", "3"]);
+    // An agent that weakens the test instead waits for a person, who sees which file.
+    let p = strs();
+    initialised(
+        &p,
+        STRS_PLAN,
+        "sed -i 's/!= \"cba\"/== \"never\"/' reverse/reverse_test.go\necho TASK_COMPLETE\n",
+    );
+    let r = p.run(&["run", "--yes", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["gate"]["point"], "surface", "{s:#}");
+    assert_eq!(
+        s["surface_changes"][0]["path"], "reverse/reverse_test.go",
+        "{s:#}"
+    );
+    // One that breaks the other package while it does the work is not done: the
+    // test that passed before is named.
+    let p = strs();
+    initialised(
+        &p,
+        STRS_PLAN,
+        &format!(
+            "{REVERSE}sed -i 's/strings.ToUpper(s)/strings.ToLower(s)/' upper/upper.go\necho TASK_COMPLETE\n"
+        ),
+    );
+    let r = p.run(&["run", "--yes", "--no-wait"]);
+    assert_ne!(r.code, Some(0), "{}", r.stderr);
+    assert_ne!(p.status()["verdict"], "SHIP");
+    assert!(
+        r.stderr.contains("1 test that passed before fails now (example.com/strs/upper::TestUpper: failed) — upper_test.go:7: upper"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]

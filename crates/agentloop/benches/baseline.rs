@@ -1,0 +1,219 @@
+//! The test baseline on projects as people make them, beside its anchor in the same
+//! run: one plain run of the same suite. For each fixture — a flat Python package
+//! tested through tox (pytest), a Node package whose `npm test` runs lint then jest
+//! through nested scripts, a Go module with two packages — `agentloop init` writes the
+//! checks, then `agentloop plan check --baseline` is timed with an empty cache (a clean
+//! copy made, every check run, the reports read), and the command the check runs is
+//! timed as a person would run it in the project.
+//!
+//! `cargo bench -p agentloop --bench baseline` (env `RUNS`, default 5; `TESTS`, tests
+//! per file, default 50). Needs pytest, Node with jest and go, as `scripts/test`
+//! installs them (`.tools/`); a fixture whose tools are missing is skipped and said.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+fn tools() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools")
+}
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+/// One fixture: its files, the plain command, and the PATH both run with.
+struct Fixture {
+    name: &'static str,
+    plain: &'static str,
+    path: String,
+    setup: fn(&Path, usize),
+    ready: bool,
+}
+
+fn python(root: &Path, tests: usize) {
+    write(
+        root,
+        "tox.ini",
+        "[tox]\nenvlist = py3\n\n[testenv]\ndeps = pytest\ncommands = pytest {posargs} tests\n",
+    );
+    write(root, "setup.cfg", "[metadata]\nname = textkit\n");
+    write(
+        root,
+        "textkit/__init__.py",
+        "def words(s):\n    return s.split()\n",
+    );
+    for f in 0..4 {
+        let body: String = (0..tests)
+            .map(|i| format!("def test_{i}():\n    assert textkit.words('a b') == ['a', 'b']\n\n"))
+            .collect();
+        write(
+            root,
+            &format!("tests/test_f{f}.py"),
+            &format!("import textkit\n\n{body}"),
+        );
+    }
+}
+
+fn node(root: &Path, tests: usize) {
+    write(
+        root,
+        "package.json",
+        "{\"name\": \"calc\", \"private\": true, \"scripts\": {\"test\": \"npm run lint && npm run unit\", \"lint\": \"node lint.js\", \"unit\": \"jest\"}}\n",
+    );
+    write(root, "lint.js", "require('fs').readdirSync('src');\n");
+    write(root, "src/calc.js", "exports.add = (a, b) => a + b;\n");
+    for f in 0..4 {
+        let body: String = (0..tests)
+            .map(|i| format!("test('adds {i}', () => expect(c.add(2, {i})).toBe(2 + {i}));\n"))
+            .collect();
+        write(
+            root,
+            &format!("test/f{f}.test.js"),
+            &format!("const c = require('../src/calc');\n{body}"),
+        );
+    }
+    std::os::unix::fs::symlink(
+        tools().join("js/node_modules").canonicalize().unwrap(),
+        root.join("node_modules"),
+    )
+    .unwrap();
+    write(root, ".gitignore", "node_modules\n.agentloop/\n");
+}
+
+fn go(root: &Path, tests: usize) {
+    write(root, "go.mod", "module example.com/strs\n\ngo 1.19\n");
+    for pkg in ["upper", "lower"] {
+        write(
+            root,
+            &format!("{pkg}/{pkg}.go"),
+            &format!("package {pkg}\n\nfunc Same(s string) string {{ return s }}\n"),
+        );
+        let body: String = (0..tests)
+            .map(|i| format!("func TestSame{i}(t *testing.T) {{\n\tif Same(\"a\") != \"a\" {{\n\t\tt.Fatal(\"same\")\n\t}}\n}}\n\n"))
+            .collect();
+        write(
+            root,
+            &format!("{pkg}/{pkg}_test.go"),
+            &format!("package {pkg}\n\nimport \"testing\"\n\n{body}"),
+        );
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn timed(cmd: &mut Command) -> f64 {
+    let t = Instant::now();
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    t.elapsed().as_secs_f64()
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let runs = common::env_usize("RUNS", 5);
+    let tests = common::env_usize("TESTS", 50);
+    let path = std::env::var("PATH").unwrap_or_default();
+    let pytest = tools().join("pytest/bin");
+    let fixtures = [
+        Fixture {
+            name: "Python, tox → pytest",
+            plain: "python3 -m pytest tests",
+            path: format!("{}:{path}", pytest.display()),
+            setup: python,
+            ready: pytest.join("pytest").exists(),
+        },
+        Fixture {
+            name: "Node, npm test → lint, jest",
+            plain: "npm test",
+            path: path.clone(),
+            setup: node,
+            ready: tools().join("js/node_modules/.bin/jest").exists(),
+        },
+        Fixture {
+            name: "Go, two packages",
+            plain: "go test ./...",
+            path: path.clone(),
+            setup: go,
+            ready: Command::new("go").arg("version").output().is_ok(),
+        },
+    ];
+    println!(
+        "| fixture | tests | one plain run (median s) | `plan check --baseline`, cold (median s) | ratio |"
+    );
+    println!("|---|---|---|---|---|");
+    for f in &fixtures {
+        if !f.ready {
+            println!(
+                "| {} | — | skipped: its tools are not installed (scripts/test installs them) | | |",
+                f.name
+            );
+            continue;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("p");
+        std::fs::create_dir_all(&root).unwrap();
+        common::git(&root, &["init", "-q"]);
+        (f.setup)(&root, tests);
+        write(
+            &root,
+            "PLAN.md",
+            "# Bench\n\n## T1: Nothing\nVerify: true\n",
+        );
+        let agentloop = |args: &[&str], cache: &Path| {
+            let mut c = Command::new(env!("CARGO_BIN_EXE_agentloop"));
+            c.args(args)
+                .current_dir(&root)
+                .env("PATH", &f.path)
+                .env("XDG_CACHE_HOME", cache)
+                .env("XDG_STATE_HOME", dir.path().join("state"));
+            c
+        };
+        let scratch = dir.path().join("cache");
+        timed(&mut agentloop(&["init"], &scratch));
+        common::git(&root, &["add", "-A"]);
+        common::git(&root, &["commit", "-qm", "fixture"]);
+        let plain: Vec<f64> = (0..runs)
+            .map(|_| {
+                timed(
+                    Command::new("sh")
+                        .args(["-c", f.plain])
+                        .current_dir(&root)
+                        .env("PATH", &f.path),
+                )
+            })
+            .collect();
+        let baseline: Vec<f64> = (0..runs)
+            .map(|i| {
+                let cache = dir.path().join(format!("cache-{i}"));
+                timed(&mut agentloop(&["plan", "check", "--baseline"], &cache))
+            })
+            .collect();
+        let (p, b) = (median(plain), median(baseline));
+        let collected = if f.name.starts_with("Go") {
+            2 * tests
+        } else {
+            4 * tests
+        };
+        println!(
+            "| {} | {collected} | {p:.2} | {b:.2} | {:.2} |",
+            f.name,
+            b / p
+        );
+    }
+}
