@@ -5,7 +5,7 @@
 //!
 //! - [`runner`]: which runner a `Verify:` command starts, and the arguments that make
 //!   it write a report where agentloop chose (outside the copy the check runs in);
-//! - [`junit`], [`json`], [`gotest`], [`libtest`]: the reports, read into [`TestResult`]s;
+//! - [`junit`], [`json`], [`gotest`], [`libtest`], [`tap`]: the reports, read into [`TestResult`]s;
 //! - [`names`]: the tests a task names (`Tests:`), matched against reported ids;
 //! - [`judge`]: a command's report against the baseline and the names (pure).
 //!
@@ -22,6 +22,7 @@ pub mod names;
 mod read;
 mod report;
 pub mod runner;
+pub mod tap;
 
 pub use baseline::{BaselineCommand, Expected, TestsBaseline, TracedFile};
 pub use judge::{CommandVerdict, Expect, Judged, KnownGood, Seen, judge_command};

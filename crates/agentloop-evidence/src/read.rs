@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use crate::report::{Format, MAX_REPORT_BYTES, Report, ReportError};
-use crate::{gotest, json, junit, libtest};
+use crate::{gotest, json, junit, libtest, tap};
 
 /// Reads the report at `at` in `format`; test files named in it are made relative to
 /// `workdir` (where the check ran).
@@ -43,6 +43,7 @@ pub fn parse(format: Format, bytes: &[u8], workdir: &Path) -> Result<Report, Str
         Format::JestJson => json::jest(bytes, workdir),
         Format::MochaJson => json::mocha(bytes, workdir),
         Format::RspecJson => json::rspec(bytes, workdir),
+        Format::Tap => tap::parse(bytes),
     }
 }
 

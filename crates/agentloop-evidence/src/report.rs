@@ -92,6 +92,8 @@ pub enum Format {
     MochaJson,
     /// RSpec's `json` formatter.
     RspecJson,
+    /// The Test Anything Protocol, as a check prints it or writes it.
+    Tap,
 }
 
 /// A report read: every test once (an id reported more than once keeps its worst

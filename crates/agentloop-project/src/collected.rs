@@ -59,6 +59,23 @@ pub fn test_files<'a>(
     out
 }
 
+/// Each baseline command's test files (see [`test_files`]), in `tree` (the paths of
+/// the tree the baseline ran on) of the project at `root`.
+pub fn of_commands<'a>(
+    root: &Path,
+    tree: &BTreeSet<&str>,
+    commands: &'a [agentloop_evidence::BaselineCommand],
+) -> Vec<(&'a agentloop_evidence::BaselineCommand, BTreeSet<String>)> {
+    let module = go_module(root);
+    commands
+        .iter()
+        .map(|c| {
+            let files = test_files(c.tests.keys().map(String::as_str), tree, module.as_deref());
+            (c, files)
+        })
+        .collect()
+}
+
 /// The module path `go.mod` at `root` declares, if there is one.
 pub fn go_module(root: &Path) -> Option<String> {
     let text = std::fs::read_to_string(root.join("go.mod")).ok()?;

@@ -3,8 +3,9 @@
 //! tested through tox (pytest), a Node package whose `npm test` runs lint then jest
 //! through nested scripts, a Go module with two packages — `agentloop init` writes the
 //! checks, then `agentloop plan check --baseline` is timed with an empty cache (a clean
-//! copy made, every check run, the reports read), and the command the check runs is
-//! timed as a person would run it in the project.
+//! copy made, every check run, the reports read), and the commands init wrote are
+//! timed as a person would run them in the project (for Go all three, `go test`'s
+//! result cache off).
 //!
 //! `cargo bench -p agentloop --bench baseline` (env `RUNS`, default 5; `TESTS`, tests
 //! per file, default 50). Needs pytest, Node with jest and go, as `scripts/test`
@@ -147,7 +148,9 @@ fn main() {
         },
         Fixture {
             name: "Go, two packages",
-            plain: "go test ./...",
+            // The three checks init writes, by hand; `-count=1`: go's test cache off,
+            // as a clean copy's new path has it off for the baseline.
+            plain: "go build ./... && go test -count=1 ./... && go vet ./...",
             path: path.clone(),
             setup: go,
             ready: Command::new("go").arg("version").output().is_ok(),
@@ -181,6 +184,8 @@ fn main() {
                 .current_dir(&root)
                 .env("PATH", &f.path)
                 .env("XDG_CACHE_HOME", cache)
+                // Go's build cache is the user's, whatever agentloop's cache is.
+                .env("GOCACHE", dir.path().join("go-build"))
                 .env("XDG_STATE_HOME", dir.path().join("state"));
             c
         };
@@ -194,7 +199,8 @@ fn main() {
                     Command::new("sh")
                         .args(["-c", f.plain])
                         .current_dir(&root)
-                        .env("PATH", &f.path),
+                        .env("PATH", &f.path)
+                        .env("GOCACHE", dir.path().join("go-build")),
                 )
             })
             .collect();

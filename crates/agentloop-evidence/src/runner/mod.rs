@@ -99,6 +99,14 @@ pub struct Invocation {
 }
 
 impl Invocation {
+    /// Where a check agentloop runs as written keeps a copy of its standard output,
+    /// read for TAP when it writes no report of its own.
+    pub fn output_copy(&self) -> Option<PathBuf> {
+        self.runner
+            .is_none()
+            .then(|| self.report_var.with_file_name("stdout.txt"))
+    }
+
     /// How `command` runs with its report going to `dir` (agentloop's, emptied
     /// before); `workdir` is where it runs (for `package.json`).
     pub fn new(command: &str, workdir: &Path, dir: &Path) -> Invocation {

@@ -116,13 +116,9 @@ pub fn traced(
     // What the runner reported running as tests is a test, whatever it is named: it
     // joins the surface unless a task's scope holds it.
     let paths: std::collections::BTreeSet<&str> = tree.keys().map(String::as_str).collect();
-    let module = agentloop_project::collected::go_module(root);
-    for c in &baseline.commands {
-        let collected = agentloop_project::collected::test_files(
-            c.tests.keys().map(String::as_str),
-            &paths,
-            module.as_deref(),
-        );
+    for (c, collected) in
+        agentloop_project::collected::of_commands(root, &paths, &baseline.commands)
+    {
         for path in collected {
             if base.contains_key(&path)
                 || out.contains_key(&path)
@@ -200,6 +196,14 @@ mod tests {
         dir
     }
 
+    /// The files of the repository's index, as a tree.
+    fn files_of(r: &Path) -> TreeFiles {
+        let mut c = agentloop_exec::git::git_command(r);
+        c.arg("write-tree");
+        let tree = String::from_utf8(agentloop_exec::git::run_git(c, None).unwrap()).unwrap();
+        tree_files(r, tree.trim()).unwrap()
+    }
+
     fn baseline(read: &[&str]) -> TestsBaseline {
         TestsBaseline {
             commands: vec![BaselineCommand {
@@ -218,10 +222,7 @@ mod tests {
     fn scripts_a_check_runs_join_and_the_code_under_work_does_not() {
         let dir = repo();
         let r = dir.path();
-        let mut c = agentloop_exec::git::git_command(r);
-        c.arg("write-tree");
-        let tree = String::from_utf8(agentloop_exec::git::run_git(c, None).unwrap()).unwrap();
-        let files = tree_files(r, tree.trim()).unwrap();
+        let files = files_of(r);
         assert_eq!(files.len(), 8);
         let read = [
             "tests/check.sh",
@@ -289,10 +290,7 @@ mod tests {
     fn a_test_the_runner_reported_joins_whatever_its_name() {
         let dir = repo();
         let r = dir.path();
-        let mut c = agentloop_exec::git::git_command(r);
-        c.arg("write-tree");
-        let tree = String::from_utf8(agentloop_exec::git::run_git(c, None).unwrap()).unwrap();
-        let files = tree_files(r, tree.trim()).unwrap();
+        let files = files_of(r);
         let mut b = baseline(&[]);
         b.commands[0].tests = [
             (

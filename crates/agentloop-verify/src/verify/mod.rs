@@ -368,6 +368,9 @@ impl Runner<'_> {
             if let ReportAt::Stdout(p) = &i.report {
                 spec.stdout_copy = Some(p.clone());
             }
+            if let Some(p) = i.output_copy() {
+                spec.stdout_copy = Some(p);
+            }
         }
         supervise::run(spec, should_stop)
     }
@@ -507,12 +510,30 @@ fn read_evidence(inv: &Invocation, workdir: &Path) -> Option<Evidence> {
             }),
         }),
         // agentloop made the file, empty: a check that wrote nothing there has none.
-        None if std::fs::metadata(&inv.report_var).is_ok_and(|m| m.len() > 0) => Some(Evidence {
-            runner: format!("junit (${})", evidence::runner::REPORT_VAR),
-            report: evidence::read(evidence::Format::Junit, &inv.report_var, workdir)
-                .map_err(|e| e.to_string()),
-        }),
-        None => None,
+        None if std::fs::metadata(&inv.report_var).is_ok_and(|m| m.len() > 0) => {
+            // JUnit XML, or TAP.
+            let tap =
+                std::fs::read(&inv.report_var).is_ok_and(|b| evidence::tap::looks_like_tap(&b));
+            let (name, format) = if tap {
+                ("tap", evidence::Format::Tap)
+            } else {
+                ("junit", evidence::Format::Junit)
+            };
+            Some(Evidence {
+                runner: format!("{name} (${})", evidence::runner::REPORT_VAR),
+                report: evidence::read(format, &inv.report_var, workdir).map_err(|e| e.to_string()),
+            })
+        }
+        // TAP on its standard output: what shell, C and Perl test scripts print.
+        None => {
+            let out = inv.output_copy()?;
+            let bytes = std::fs::read(&out).ok()?;
+            evidence::tap::looks_like_tap(&bytes).then(|| Evidence {
+                runner: "tap (its output)".into(),
+                report: evidence::read(evidence::Format::Tap, &out, workdir)
+                    .map_err(|e| e.to_string()),
+            })
+        }
     }
 }
 

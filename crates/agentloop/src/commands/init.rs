@@ -105,7 +105,7 @@ fn configured(template: &str, dir: &Path, found: &agentloop_project::Detected) -
         for check in &found.checks {
             let read = match agentloop_evidence::runner::runner_in(&check.command, dir) {
                 Some(runner) => format!("read test by test ({})", runner.name()),
-                None => "exit code only".to_string(),
+                None => "by its exit code, unless it prints TAP or writes JUnit or TAP to $AGENTLOOP_TEST_REPORT".to_string(),
             };
             verify.push_str(&format!(
                 "    {:?},  # from {}: {read}\n",

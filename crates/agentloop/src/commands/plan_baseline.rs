@@ -78,13 +78,9 @@ pub fn check(root: &Path, plan: &Plan, config: &Config) -> Result<(), CliError> 
         .and_then(|t| agentloop_verify::surface::tree_files(root, t).ok())
         .unwrap_or_default();
     let paths: std::collections::BTreeSet<&str> = files.keys().map(String::as_str).collect();
-    let module = agentloop_project::collected::go_module(root);
-    for c in &baseline.commands {
-        let collected = agentloop_project::collected::test_files(
-            c.tests.keys().map(String::as_str),
-            &paths,
-            module.as_deref(),
-        );
+    for (c, collected) in
+        agentloop_project::collected::of_commands(root, &paths, &baseline.commands)
+    {
         let in_files = if collected.is_empty() {
             String::new()
         } else {

@@ -79,23 +79,13 @@ fn events(p: &Project) -> Vec<serde_json::Value> {
 fn initialised(s: Scratch, plan: &str, agent_body: &str) -> Project {
     let mut p = s.build();
     p.env.push(("PATH".into(), python_path()));
-    let r = p.run(&["init"]);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let config = p.read("agentloop.toml");
+    let config = init_with_scripted(&p, plan, agent_body);
     assert!(
         config.contains(
             "commands = [\n    \"python3 -m pytest\",  # from pytest: read test by test (pytest)\n]"
         ),
         "init found pytest: {config}"
     );
-    p.write(
-        "agentloop.toml",
-        config.replace("agent = \"claude\"", "agent = \"scripted\"")
-            + "\n[agents.scripted]\ncommand = [\"sh\", \"agent.sh\"]\ntimeout = \"60s\"\n",
-    );
-    p.write("agent.sh", agent(agent_body));
-    p.write("PLAN.md", plan);
-    p.commit("init");
     p
 }
 

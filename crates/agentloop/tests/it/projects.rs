@@ -17,21 +17,9 @@ fn tools() -> PathBuf {
         .expect("the tools scripts/test installs (run scripts/test)")
 }
 
-/// `agentloop init` as a user runs it, then the plan and the scripted agent in the
-/// configuration init wrote; everything committed.
+/// `agentloop init` as a user runs it, then the plan and the scripted agent.
 fn initialised(p: &Project, plan: &str, agent_body: &str) -> String {
-    let r = p.run(&["init"]);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let config = p.read("agentloop.toml");
-    p.write(
-        "agentloop.toml",
-        config.replace("agent = \"claude\"", "agent = \"scripted\"")
-            + "\n[agents.scripted]\ncommand = [\"sh\", \"agent.sh\"]\ntimeout = \"60s\"\n",
-    );
-    p.write("agent.sh", agent(agent_body));
-    p.write("PLAN.md", plan);
-    p.commit("init");
-    config
+    init_with_scripted(p, plan, agent_body)
 }
 
 /// `plan check --baseline`, then `run --yes` with `flags`: SHIP, exit 0, no gate.
@@ -418,4 +406,102 @@ fn a_layout_the_checks_cannot_be_made_hermetic_in_is_named_at_plan_check() {
     );
     let r = p.run(&["plan", "check"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
+}
+
+#[test]
+fn a_cargo_workspace_of_two_crates_reaches_ship_on_inits_checks() {
+    let p = Scratch::new()
+        .file(
+            "Cargo.toml",
+            "[workspace]\nmembers = [\"crates/*\"]\nresolver = \"2\"\n",
+        )
+        .file(
+            "crates/ops/Cargo.toml",
+            "[package]\nname = \"ops\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        )
+        .file(
+            "crates/ops/src/lib.rs",
+            "pub fn add(a: i64, b: i64) -> i64 {\n    a + b\n}\n\npub fn mul(_a: i64, _b: i64) -> i64 {\n    todo!(\"multiplication\")\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn add_works() {\n        assert_eq!(super::add(2, 3), 5);\n    }\n\n    #[test]\n    fn mul_works() {\n        assert_eq!(super::mul(3, 4), 12);\n    }\n}\n",
+        )
+        .file(
+            "crates/app/Cargo.toml",
+            "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nops = { path = \"../ops\" }\n",
+        )
+        .file(
+            "crates/app/src/lib.rs",
+            "pub fn total(xs: &[i64]) -> i64 {\n    xs.iter().fold(0, |a, x| ops::add(a, *x))\n}\n",
+        )
+        .file(
+            "crates/app/tests/total.rs",
+            "#[test]\nfn totals() {\n    assert_eq!(app::total(&[1, 2, 3]), 6);\n}\n",
+        )
+        .build();
+    p.write(".gitignore", ".agentloop/\ntarget/\n");
+    p.commit("ignore target");
+    let mut p = p;
+    // The crates build in a target directory of their own (not the suite's), kept
+    // between checks; the suite may run under nextest's `ci` profile, which they have not.
+    let target = p.cache.path().join("cargo-target");
+    p.env
+        .push(("CARGO_TARGET_DIR".into(), target.display().to_string()));
+    p.env.push(("NEXTEST_PROFILE".into(), "default".into()));
+    let config = initialised(
+        &p,
+        "# Ops\n\n## T1: Multiplication\n\nImplement `mul` in crates/ops/src/lib.rs.\n\nTests: tests::mul_works\n",
+        "sed -i 's/todo!(\"multiplication\")/_a * _b/' crates/ops/src/lib.rs\necho TASK_COMPLETE\n",
+    );
+    assert!(
+        config.contains("\"cargo test\",  # from Cargo.toml: read test by test (cargo test)"),
+        "{config}"
+    );
+    ships(&p, &[]);
+}
+
+#[test]
+fn a_makefile_project_whose_tests_print_tap_is_read_test_by_test() {
+    let p = Scratch::new()
+        .file("Makefile", "test:\n\tsh tests/run.sh\n\n.PHONY: test\n")
+        .file(
+            "lib/calc.sh",
+            "add() { echo $(($1 + $2)); }\nmul() { echo 0; }\n",
+        )
+        .file(
+            "tests/run.sh",
+            ". ./lib/calc.sh\necho 'TAP version 13'\necho '1..2'\nif [ \"$(add 2 3)\" = 5 ]; then echo 'ok 1 - add'; else echo 'not ok 1 - add'; fi\nif [ \"$(mul 2 3)\" = 6 ]; then echo 'ok 2 - mul'; else echo 'not ok 2 - mul'; echo '  ---'; echo \"  message: 'mul 2 3 gave $(mul 2 3)'\"; echo '  ...'; exit 1; fi\n",
+        )
+        .build();
+    let config = initialised(
+        &p,
+        "# Calc\n\n## T1: Multiplication\n\nImplement `mul` in lib/calc.sh.\n\nTests: mul\n",
+        "sed -i 's/mul() { echo 0; }/mul() { echo $(($1 * $2)); }/' lib/calc.sh\necho TASK_COMPLETE\n",
+    );
+    assert!(config.contains("\"make test\""), "{config}");
+    let r = p.run(&["plan", "check", "--baseline"]);
+    assert!(
+        r.stdout.contains("`make test` — tap (its output): 2 tests"),
+        "{}",
+        r.stdout
+    );
+    ships(&p, &[]);
+    // An agent that does nothing: the test's own message, from its YAML block.
+    let p = Scratch::new()
+        .file("Makefile", "test:\n\tsh tests/run.sh\n")
+        .file("lib/calc.sh", "add() { echo $(($1 + $2)); }\nmul() { echo 0; }\n")
+        .file(
+            "tests/run.sh",
+            ". ./lib/calc.sh\necho '1..2'\necho 'ok 1 - add'\necho 'not ok 2 - mul'\necho '  ---'\necho \"  message: 'mul 2 3 gave $(mul 2 3)'\"\necho '  ...'\nexit 1\n",
+        )
+        .build();
+    initialised(
+        &p,
+        "# Calc\n\n## T1: Multiplication\n\nImplement `mul`.\n\nTests: mul\n",
+        "echo TASK_COMPLETE\n",
+    );
+    let r = p.run(&["run", "--yes", "--no-wait"]);
+    assert_ne!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("(mul: failed) — mul 2 3 gave 0"),
+        "{}",
+        r.stderr
+    );
 }

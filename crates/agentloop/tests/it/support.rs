@@ -371,6 +371,24 @@ pub fn claude_tool(name: &str, input: serde_json::Value) -> agentloop_testkit::S
     }
 }
 
+/// `agentloop init` on the project as a user runs it, then `plan` and the scripted
+/// agent (`body`) in the configuration init wrote, everything committed; returns
+/// what init wrote.
+pub fn init_with_scripted(p: &Project, plan: &str, body: &str) -> String {
+    let r = p.run(&["init"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let config = p.read("agentloop.toml");
+    p.write(
+        "agentloop.toml",
+        config.replace("agent = \"claude\"", "agent = \"scripted\"")
+            + "\n[agents.scripted]\ncommand = [\"sh\", \"agent.sh\"]\ntimeout = \"60s\"\n",
+    );
+    p.write("agent.sh", agent(body));
+    p.write("PLAN.md", plan);
+    p.commit("init");
+    config
+}
+
 /// A committed project whose agent runs the scripted `body` after [`PRELUDE`].
 pub fn scripted(plan: &str, body: &str) -> Project {
     Scratch::new().plan(plan).agent(&agent(body)).build()
