@@ -464,6 +464,15 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
             "tree": b.tree,
             "unavailable": b.unavailable,
             "words": b.words(),
+            // What the baseline learned of the project: each check's runner, and the
+            // files that joined the verification surface by what the checks did.
+            "checks": b.commands.iter().map(|c| json!({
+                "command": c.command,
+                "runner": c.runner,
+                "tests": c.tests.len(),
+                "problem": c.problem,
+            })).collect::<Vec<_>>(),
+            "surface": b.traced.iter().map(|(path, f)| json!({"path": path, "why": f.why})).collect::<Vec<_>>(),
         })
     }));
     v["sandbox"] = sandbox_json(s);

@@ -505,3 +505,54 @@ fn a_makefile_project_whose_tests_print_tap_is_read_test_by_test() {
         r.stderr
     );
 }
+
+/// A test file the runner collected though nothing names it a test (pytest told to
+/// collect `*_cases.py`): the baseline learns it from pytest's report, shows it, and
+/// holds an agent that weakens it for a person.
+#[test]
+fn a_test_the_runner_collected_is_protected_whatever_its_name() {
+    let s = Scratch::new()
+        .file(
+            "pyproject.toml",
+            "[project]\nname = \"calc\"\nversion = \"0.1.0\"\n\n[tool.pytest.ini_options]\npython_files = [\"*_cases.py\"]\npythonpath = [\".\"]\n",
+        )
+        .file("calc/__init__.py", "def add(a, b):\n    return a + b\n\ndef mul(a, b):\n    return 0\n")
+        .file(
+            "checks/calc_cases.py",
+            "import calc\n\ndef test_add():\n    assert calc.add(2, 3) == 5\n\ndef test_mul():\n    assert calc.mul(2, 3) == 6\n",
+        );
+    let mut p = s.build();
+    p.env.push((
+        "PATH".into(),
+        format!(
+            "{}:{}",
+            tools().join("pytest/bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        ),
+    ));
+    initialised(
+        &p,
+        "# Calc\n\n## T1: Multiplication\n\nMake `mul` in calc/__init__.py multiply.\n\nTests: checks/calc_cases.py::test_mul\n",
+        "sed -i 's/assert calc.mul(2, 3) == 6/assert True/' checks/calc_cases.py\necho TASK_COMPLETE\n",
+    );
+    let r = p.run(&["plan", "check", "--baseline"]);
+    assert!(r.stdout.contains("in 1 test file"), "{}", r.stdout);
+    let r = p.run(&["run", "--yes", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["gate"]["point"], "surface", "{s:#}");
+    assert_eq!(
+        s["surface_changes"][0]["path"], "checks/calc_cases.py",
+        "{s:#}"
+    );
+    let surface = s["tests_baseline"]["surface"].as_array().unwrap();
+    assert!(
+        surface.iter().any(|f| f["path"] == "checks/calc_cases.py"
+            && f["why"] == "a test `python3 -m pytest` collected at the test baseline"),
+        "{s:#}"
+    );
+    assert_eq!(
+        s["tests_baseline"]["checks"][0]["runner"], "pytest",
+        "{s:#}"
+    );
+}
