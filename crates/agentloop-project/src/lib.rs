@@ -19,6 +19,7 @@ pub mod installed;
 mod model;
 mod names;
 mod sections;
+mod shadow;
 
 pub use commands::CheckWords;
 pub use detect::{Check, Detected, Skipped, detect, detect_with};

@@ -74,6 +74,16 @@ impl Project {
         None
     }
 
+    /// Why a file the agent added would intercept the checks, if it would: what
+    /// [`Self::configures_checks`] says, or a new Python module standing in for one the
+    /// checks import (`src/json.py`, `pluggy.py`; see `shadow`).
+    pub fn added_intercepts(&self, path: &str) -> Option<String> {
+        self.configures_checks(path).or_else(|| {
+            crate::shadow::shadowed_module(path)
+                .map(|m| format!("a new module in place of one the checks import ({m})"))
+        })
+    }
+
     /// Why a file (new or not) configures or intercepts the checks, if it does. A
     /// sectioned file counts by its test section, judged by [`check_section`](crate::check_section).
     pub fn configures_checks(&self, path: &str) -> Option<String> {

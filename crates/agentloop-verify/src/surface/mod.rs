@@ -166,7 +166,7 @@ pub fn check(
     let added: Vec<(&str, String)> = files
         .iter()
         .filter(|f| !base.contains_key(*f))
-        .filter_map(|f| project.configures_checks(f).map(|why| (f.as_str(), why)))
+        .filter_map(|f| project.added_intercepts(f).map(|why| (f.as_str(), why)))
         .chain(
             git_files
                 .iter()

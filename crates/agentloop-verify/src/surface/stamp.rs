@@ -155,7 +155,7 @@ impl Stamp {
         }
         // A new file that configures the checks (it would be reported as added).
         !now.dirty.iter().any(|(path, content)| {
-            content.is_some() && !base.contains_key(path) && rules.configures_checks(path).is_some()
+            content.is_some() && !base.contains_key(path) && rules.added_intercepts(path).is_some()
         })
     }
 

@@ -85,9 +85,9 @@ fn editable_venv(p: &mut Project) {
     ));
 }
 
-#[test]
-fn a_src_layout_package_installed_editable_is_judged_on_the_tree_the_check_runs_in() {
-    let mut p = Scratch::new()
+/// A src-layout package, its `.venv` ignored.
+fn minicalc() -> Project {
+    let p = Scratch::new()
         .file(
             "pyproject.toml",
             "[project]\nname = \"minicalc\"\nversion = \"0.1.0\"\n\n[build-system]\nrequires = [\"setuptools\"]\nbuild-backend = \"setuptools.build_meta\"\n\n[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\n",
@@ -108,6 +108,12 @@ fn a_src_layout_package_installed_editable_is_judged_on_the_tree_the_check_runs_
         .build();
     p.write(".gitignore", ".agentloop/\n.venv/\n");
     p.commit("ignore the venv");
+    p
+}
+
+#[test]
+fn a_src_layout_package_installed_editable_is_judged_on_the_tree_the_check_runs_in() {
+    let mut p = minicalc();
     editable_venv(&mut p);
     let config = initialised(
         &p,
@@ -118,6 +124,20 @@ fn a_src_layout_package_installed_editable_is_judged_on_the_tree_the_check_runs_
     // Each task's agent works in a worktree of its own: the editable install points at
     // the user's tree, which has neither module until the work is merged.
     ships(&p, &["--workers", "2"]);
+    // `src/` comes first on Python's path in the checks, ahead of what is installed: a
+    // new module there named like one pytest imports waits for a person.
+    let mut p = minicalc();
+    editable_venv(&mut p);
+    initialised(
+        &p,
+        "# Minicalc\n\n## T1: Multiplication\n\nAdd `mul(a, b)` in src/minicalc/mul.py.\n\nVerify: python3 -m pytest tests/test_mul.py\nTests: tests/test_mul.py::test_mul\n",
+        "printf 'def mul(a, b):\\n    return 0\\n' > src/minicalc/mul.py\nprintf 'def hookimpl(*a, **k):\\n    pass\\n' > src/pluggy.py\necho TASK_COMPLETE\n",
+    );
+    let r = p.run(&["run", "--yes", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["gate"]["point"], "surface", "{s:#}");
+    assert_eq!(s["surface_changes"][0]["path"], "src/pluggy.py", "{s:#}");
 }
 
 const TEXTKIT_TESTS: [(&str, &str); 2] = [
