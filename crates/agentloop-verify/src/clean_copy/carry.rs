@@ -55,6 +55,10 @@ fn main_worktree(root: &Path) -> Option<PathBuf> {
         .filter(|m| *m != root)
 }
 
+/// The mark of a carried directory made entry by entry here, so that the next refresh
+/// knows it for its own and not the tree's.
+const MADE: &str = ".agentloop-carried";
+
 /// A carried directory with entries that link back into the project (`back`: entry
 /// → target under the project), made entry by entry in `dir`'s `to`: each such entry
 /// links to `dir`'s own target, every other one to the user's entry as it is. Made
@@ -67,13 +71,17 @@ fn link_entries(
 ) -> Result<(), String> {
     let err = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
     match std::fs::symlink_metadata(to) {
-        Ok(m) if m.file_type().is_symlink() || m.is_file() => {
-            std::fs::remove_file(to).map_err(|e| err(to, e))?
+        Ok(m) if m.file_type().is_symlink() => std::fs::remove_file(to).map_err(|e| err(to, e))?,
+        // Made here before: made again.
+        Ok(m) if m.is_dir() && to.join(MADE).exists() => {
+            std::fs::remove_dir_all(to).map_err(|e| err(to, e))?
         }
-        Ok(_) => std::fs::remove_dir_all(to).map_err(|e| err(to, e))?,
+        // The tree's own (tracked, or what a check made): left as it is.
+        Ok(_) => return Ok(()),
         Err(_) => {}
     }
     std::fs::create_dir_all(to).map_err(|e| err(to, e))?;
+    std::fs::write(to.join(MADE), "").map_err(|e| err(to, e))?;
     let target = |entry: &str| {
         back.iter()
             .find(|(e, _)| e == entry)
@@ -100,4 +108,34 @@ fn link_entries(
         std::os::unix::fs::symlink(&at, &link).map_err(|e| err(&link, e))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_the_tree_has_of_its_own_is_left_as_it_is() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (root, dir) = (tmp.path().join("p"), tmp.path().join("copy"));
+        std::fs::create_dir_all(root.join("packages/util")).unwrap();
+        std::fs::create_dir_all(root.join("node_modules/@acme")).unwrap();
+        std::os::unix::fs::symlink("../../packages/util", root.join("node_modules/@acme/util"))
+            .unwrap();
+        // The tree judged has a node_modules of its own (tracked): not replaced.
+        std::fs::create_dir_all(dir.join("node_modules/own")).unwrap();
+        link(&root, &dir, &["node_modules".into()]).unwrap();
+        assert!(dir.join("node_modules/own").is_dir());
+        assert!(!dir.join("node_modules/@acme").exists());
+        // Made here, it is made again at the next call.
+        std::fs::remove_dir_all(dir.join("node_modules")).unwrap();
+        link(&root, &dir, &["node_modules".into()]).unwrap();
+        link(&root, &dir, &["node_modules".into()]).unwrap();
+        assert!(
+            std::fs::symlink_metadata(dir.join("node_modules/@acme/util"))
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+    }
 }
