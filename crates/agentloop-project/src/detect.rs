@@ -1,6 +1,6 @@
 //! The project's own build, test and lint commands, found from the files that declare
-//! them (Cargo, npm/pnpm/yarn scripts, pytest/tox/nox, go, make, gradle, maven), for
-//! `init` to write as the run's final checks.
+//! them (Cargo, npm/pnpm/yarn scripts, pytest/tox/nox, go, just, make, gradle,
+//! maven), for `init` to write as the run's final checks.
 
 use std::path::Path;
 
@@ -151,7 +151,23 @@ pub fn detect_with(dir: &Path, present: &dyn Fn(&Need, &Path) -> bool) -> Detect
     if has(dir, "pom.xml") {
         offer(&mut d, "mvn -q verify", "pom.xml");
     }
-    // Make last, and only for what nothing above covers.
+    // just and make last, and only for what nothing above covers.
+    if d.checks.is_empty()
+        && d.skipped.is_empty()
+        && let Some((file, recipes)) = follow::just_recipes(dir)
+    {
+        for t in ["build", "test", "check", "lint"] {
+            let Some((_, body)) = recipes.iter().find(|(name, _)| name == t) else {
+                continue;
+            };
+            match follow::just_recipe_command(body)
+                .filter(|c| agentloop_evidence::runner::runner_in(c, dir).is_some())
+            {
+                Some(c) => offer(&mut d, &c, &format!("{file} `{t}` recipe")),
+                None => offer(&mut d, &format!("just {t}"), file),
+            }
+        }
+    }
     if d.checks.is_empty() && d.skipped.is_empty() {
         let targets = follow::make_targets(dir);
         for t in ["build", "test", "check", "lint"] {
@@ -281,6 +297,13 @@ mod tests {
             ["npm test"],
             "lint runs inside npm test: not twice"
         );
+        let d = project(&[(
+            "justfile",
+            "test:\n    python3 -m pytest -q\nlint:\n    ruff check .\n",
+        )]);
+        let got = detect_with(d.path(), &|_, _| true);
+        assert_eq!(got.commands(), ["python3 -m pytest -q", "just lint"]);
+        assert_eq!(got.sources(), ["justfile `test` recipe", "justfile"]);
         let d = project(&[(
             "Makefile",
             "test:\n\t@go test ./...\nlint:\n\tgolangci-lint run\n",

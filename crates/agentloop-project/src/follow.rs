@@ -1,6 +1,7 @@
 //! The wrappers a project runs its tests through, followed to the commands inside
 //! them: `tox.ini`'s `[testenv] commands`, a noxfile's `session.run("pytest")`, a
-//! Makefile's `test` recipe, and the package scripts an `npm test` runs in turn. What
+//! Makefile's `test` recipe, a justfile's, and the package scripts an `npm test` runs
+//! in turn. What
 //! a wrapper runs is what `init` writes, so the check is a runner agentloop can read
 //! test by test instead of one exit code.
 
@@ -166,6 +167,58 @@ pub fn make_targets(dir: &Path) -> Vec<(String, Vec<String>)> {
     targets
 }
 
+/// The justfile's recipes (`justfile`, `Justfile` or `.justfile`), each with the
+/// lines of its body, and the file's name.
+pub fn just_recipes(dir: &Path) -> Option<(&'static str, Vec<(String, Vec<String>)>)> {
+    let (name, text) = ["justfile", "Justfile", ".justfile"]
+        .into_iter()
+        .find_map(|n| std::fs::read_to_string(dir.join(n)).ok().map(|t| (n, t)))?;
+    let mut recipes: Vec<(String, Vec<String>)> = Vec::new();
+    let mut current: Option<usize> = None;
+    for line in text.lines() {
+        if line.starts_with([' ', '\t']) {
+            if let Some(i) = current
+                && !line.trim().is_empty()
+            {
+                recipes[i].1.push(line.trim().to_string());
+            }
+            continue;
+        }
+        current = None;
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') || t.starts_with('[') || t.contains(":=") {
+            continue;
+        }
+        let Some((head, _)) = t.split_once(':') else {
+            continue;
+        };
+        // `test *args:` → `test`; a leading `@` keeps the recipe quiet.
+        let recipe = head
+            .trim_start_matches('@')
+            .split_whitespace()
+            .next()
+            .unwrap_or("");
+        if !recipe.is_empty()
+            && recipe
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            recipes.push((recipe.to_string(), Vec::new()));
+            current = Some(recipes.len() - 1);
+        }
+    }
+    Some((name, recipes))
+}
+
+/// The one command a justfile recipe's body runs, when it is a plain command (no
+/// `{{…}}`, no shell operator).
+pub fn just_recipe_command(body: &[String]) -> Option<String> {
+    if body.iter().any(|l| l.contains("{{")) {
+        return None;
+    }
+    make_recipe_command(body)
+}
+
 /// The one command a make target's recipe runs, when it is a plain command (no make
 /// variable, no shell operator): `@pytest -q tests` → `pytest -q tests`, pytest as
 /// `python3 -m pytest`.
@@ -298,6 +351,32 @@ mod tests {
         );
         assert_eq!(make_recipe_command(&targets[2].1), None, "a make variable");
         assert_eq!(make_recipe_command(&targets[3].1), None, "two commands");
+    }
+
+    #[test]
+    fn a_justfile_recipe_of_one_plain_command() {
+        let d = tempfile::tempdir().unwrap();
+        write(
+            d.path(),
+            "justfile",
+            "set shell := [\"bash\", \"-c\"]\n# the tests\ntest *args:\n    pytest -q {{args}}\n\n[private]\nlint:\n    @ruff check .\n\nbuild: lint\n    cargo build\n    cargo doc\n",
+        );
+        let (file, recipes) = just_recipes(d.path()).unwrap();
+        assert_eq!(file, "justfile");
+        let names: Vec<&str> = recipes.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["test", "lint", "build"]);
+        assert_eq!(just_recipe_command(&recipes[0].1), None, "an interpolation");
+        assert_eq!(
+            just_recipe_command(&recipes[1].1).as_deref(),
+            Some("ruff check .")
+        );
+        assert_eq!(just_recipe_command(&recipes[2].1), None, "two commands");
+        write(d.path(), "justfile", "test:\n  go test ./...\n");
+        let (_, recipes) = just_recipes(d.path()).unwrap();
+        assert_eq!(
+            just_recipe_command(&recipes[0].1).as_deref(),
+            Some("go test ./...")
+        );
     }
 
     #[test]

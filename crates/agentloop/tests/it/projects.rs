@@ -147,7 +147,7 @@ const TEXTKIT_TESTS: [(&str, &str); 2] = [
     ),
     (
         "tests/test_slug.py",
-        "import textkit\n\ndef test_slug():\n    assert textkit.slug('Hello World') == 'hello-world', 'the slug of a title'\n",
+        "import textkit\n\ndef test_slug():\n    assert textkit.slug('Hello World') == 'hello-world', 'the slug of a title'\n\ndef test_slug_trims():\n    assert textkit.slug('  Hello  World ') == 'hello-world'\n",
     ),
 ];
 
@@ -176,7 +176,7 @@ fn textkit() -> Project {
     p
 }
 
-const TEXTKIT_PLAN: &str = "# Textkit\n\nSlugs for titles.\n\n## T1: Slugs\n\nAdd `slug(title)` to textkit/__init__.py.\n\nVerify: python3 -m pytest tests/test_slug.py\nTests: tests/test_slug.py::test_slug\n";
+const TEXTKIT_PLAN: &str = "# Textkit\n\nSlugs for titles.\n\n## T1: Slugs\n\nAdd `slug(title)` to textkit/__init__.py.\n\nVerify: python3 -m pytest tests/test_slug.py\nTests: tests/test_slug.py::*\n";
 
 #[test]
 fn a_flat_package_tested_through_tox_is_judged_by_the_pytest_tox_runs() {
@@ -208,6 +208,23 @@ fn a_flat_package_tested_through_tox_is_judged_by_the_pytest_tox_runs() {
     assert!(
         r.stderr.contains("has no attribute 'slug'"),
         "the failing test's own message: {}",
+        r.stderr
+    );
+    // One that does half the work: the test it left failing is named.
+    let p = textkit();
+    initialised(
+        &p,
+        TEXTKIT_PLAN,
+        "printf '\\ndef slug(title):\\n    return title.lower().replace(\" \", \"-\")\\n' >> textkit/__init__.py\necho TASK_COMPLETE\n",
+    );
+    let r = p.run(&["run", "--yes", "--no-wait"]);
+    assert_ne!(r.code, Some(0), "{}", r.stderr);
+    assert_ne!(p.status()["tasks"][0]["status"], "done");
+    assert!(
+        r.stderr.contains(
+            "1 of the tests it must make pass is not passing (tests/test_slug.py::test_slug_trims: failed)"
+        ),
+        "{}",
         r.stderr
     );
 }
