@@ -137,11 +137,11 @@ pub fn nox_runs_pytest(dir: &Path) -> bool {
 
 /// Make targets defined in the Makefile (`name:` at the start of a line), each with
 /// the lines of its recipe.
-pub fn make_targets(dir: &Path) -> Vec<(String, Vec<String>)> {
+pub fn make_targets(dir: &Path) -> Recipes {
     let Ok(text) = std::fs::read_to_string(dir.join("Makefile")) else {
         return Vec::new();
     };
-    let mut targets: Vec<(String, Vec<String>)> = Vec::new();
+    let mut targets: Recipes = Vec::new();
     let mut current: Option<usize> = None;
     for line in text.lines() {
         if let Some(recipe) = line.strip_prefix('\t') {
@@ -167,13 +167,16 @@ pub fn make_targets(dir: &Path) -> Vec<(String, Vec<String>)> {
     targets
 }
 
+/// Recipes or make targets: each name with the lines of its body.
+pub type Recipes = Vec<(String, Vec<String>)>;
+
 /// The justfile's recipes (`justfile`, `Justfile` or `.justfile`), each with the
 /// lines of its body, and the file's name.
-pub fn just_recipes(dir: &Path) -> Option<(&'static str, Vec<(String, Vec<String>)>)> {
+pub fn just_recipes(dir: &Path) -> Option<(&'static str, Recipes)> {
     let (name, text) = ["justfile", "Justfile", ".justfile"]
         .into_iter()
         .find_map(|n| std::fs::read_to_string(dir.join(n)).ok().map(|t| (n, t)))?;
-    let mut recipes: Vec<(String, Vec<String>)> = Vec::new();
+    let mut recipes: Recipes = Vec::new();
     let mut current: Option<usize> = None;
     for line in text.lines() {
         if line.starts_with([' ', '\t']) {
