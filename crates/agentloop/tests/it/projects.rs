@@ -124,6 +124,7 @@ fn a_src_layout_package_installed_editable_is_judged_on_the_tree_the_check_runs_
     // Each task's agent works in a worktree of its own: the editable install points at
     // the user's tree, which has neither module until the work is merged.
     ships(&p, &["--workers", "2"]);
+    ships(&p, &[]);
     // `src/` comes first on Python's path in the checks, ahead of what is installed: a
     // new module there named like one pytest imports waits for a person.
     let mut p = minicalc();
@@ -191,6 +192,9 @@ fn a_flat_package_tested_through_tox_is_judged_by_the_pytest_tox_runs() {
         "{config}"
     );
     assert!(!config.contains("\"tox\""), "{config}");
+    // With three workers (on the integration branch: the tree stays as it was), then
+    // in the tree itself.
+    ships(&p, &["--workers", "3"]);
     ships(&p, &[]);
     // An agent that claims the work and does none gets nothing done, and the console
     // says which test failed and how.
@@ -264,6 +268,7 @@ fn a_go_module_with_several_packages_protects_the_tests_not_the_package() {
     // The package `go test ./reverse/` names is the work: changing reverse.go waits
     // for nobody.
     ships(&p, &["--workers", "3"]);
+    ships(&p, &[]);
     // An agent that weakens the test instead waits for a person, who sees which file.
     let p = strs();
     initialised(
@@ -349,6 +354,9 @@ fn a_node_package_whose_npm_test_runs_lint_then_jest_is_read_test_by_test() {
     );
     assert!(!r.stderr.contains("names match no test"), "{}", r.stderr);
     p.write("agentloop.toml", carried);
+    // With three workers (on the integration branch: the tree stays as it was), then
+    // in the tree itself.
+    ships(&p, &["--workers", "3"]);
     ships(&p, &[]);
 }
 
@@ -401,6 +409,7 @@ fn an_npm_workspace_judges_the_package_the_task_changed_not_the_users() {
     // The task's agent works in a worktree of its own; node_modules/@acme/util in the
     // user's tree still holds the old `double`.
     ships(&p, &["--workers", "2"]);
+    ships(&p, &[]);
 }
 
 #[test]
@@ -491,6 +500,9 @@ fn a_cargo_workspace_of_two_crates_reaches_ship_on_inits_checks() {
         config.contains("\"cargo test\",  # from Cargo.toml: read test by test (cargo test)"),
         "{config}"
     );
+    // With three workers (on the integration branch: the tree stays as it was), then
+    // in the tree itself.
+    ships(&p, &["--workers", "3"]);
     ships(&p, &[]);
 }
 
@@ -519,6 +531,9 @@ fn a_makefile_project_whose_tests_print_tap_is_read_test_by_test() {
         "{}",
         r.stdout
     );
+    // With three workers (on the integration branch: the tree stays as it was), then
+    // in the tree itself.
+    ships(&p, &["--workers", "3"]);
     ships(&p, &[]);
     // An agent that does nothing: the test's own message, from its YAML block.
     let p = Scratch::new()
