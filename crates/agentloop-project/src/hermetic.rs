@@ -94,13 +94,30 @@ pub fn leaks(root: &Path) -> Vec<Leak> {
 /// Python's path as a check starts `python3` in the project: an entry into the
 /// project (an editable install's `.pth`, `PYTHONPATH`) that is not where agentloop
 /// puts the judged tree first (`src/`, or the root of a flat layout).
+/// What python3 says of its path: each entry after its own directory, then `--`, then
+/// the package directories setuptools' editable finders map (`__editable___*_finder.py`,
+/// which put no entry on the path).
+const PYTHON_PATH: &str = r#"
+import ast, glob, os, re, sys
+print("\n".join(sys.path[1:]))
+print("--")
+for d in sys.path[1:]:
+    for f in glob.glob(os.path.join(d, "__editable___*_finder.py")):
+        try:
+            m = re.search(r"^MAPPING[^=]*=\s*(\{.*?\})\s*$", open(f).read(), re.S | re.M)
+            for v in (ast.literal_eval(m.group(1)).values() if m else ()):
+                print(v)
+        except Exception:
+            pass
+"#;
+
 fn python_path_leaks(root: &Path, real: &Path, env: &[(&str, &str)]) -> Vec<Leak> {
     let first = python_first(root);
     if first.is_empty() {
         return Vec::new();
     }
     let Ok(out) = std::process::Command::new("python3")
-        .args(["-c", "import sys; print('\\n'.join(sys.path[1:]))"])
+        .args(["-c", PYTHON_PATH])
         .envs(env.iter().copied())
         .current_dir(root)
         .stdin(std::process::Stdio::null())
@@ -110,23 +127,55 @@ fn python_path_leaks(root: &Path, real: &Path, env: &[(&str, &str)]) -> Vec<Leak
         return Vec::new();
     };
     let first: Vec<PathBuf> = first.iter().filter_map(|p| p.canonicalize().ok()).collect();
-    String::from_utf8_lossy(&out.stdout)
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (entries, mapped) = text.split_once("\n--\n").unwrap_or((&text, ""));
+    // A mapped package is imported from its parent directory.
+    let dirs = entries
         .lines()
-        .filter(|l| !l.is_empty())
         .filter_map(|l| Path::new(l).canonicalize().ok())
-        .filter(|p| p.starts_with(real) && !first.contains(p) && !p.components().any(|c| {
-            matches!(c.as_os_str().to_str(), Some(".venv" | "venv" | "site-packages" | "node_modules"))
-        }))
         .map(|p| {
-            let rel = p.strip_prefix(real).unwrap_or(&p).to_string_lossy().into_owned();
-            Leak {
-                what: format!(
-                    "python3 imports from {rel}/ of your tree (an editable install's path, or PYTHONPATH), which agentloop does not put the judged tree's copy of in front of"
-                ),
-                fix: "move the package under src/ (the src layout) or to the project's root, or set the path relative in the tests' own configuration (pytest's `pythonpath`)".into(),
-            }
+            (
+                p,
+                "an entry of its path: an editable install's `.pth`, or PYTHONPATH",
+            )
         })
-        .collect()
+        .chain(mapped.lines().filter_map(|l| {
+            let p = Path::new(l).canonicalize().ok()?;
+            Some((
+                p.parent()?.to_path_buf(),
+                "a package setuptools' editable finder maps there",
+            ))
+        }));
+    let mut out: Vec<Leak> = Vec::new();
+    for (p, how) in dirs {
+        let foreign = p.starts_with(real)
+            && !first.contains(&p)
+            && !p.components().any(|c| {
+                matches!(
+                    c.as_os_str().to_str(),
+                    Some(".venv" | "venv" | "site-packages" | "node_modules")
+                )
+            });
+        let rel = p
+            .strip_prefix(real)
+            .unwrap_or(&p)
+            .to_string_lossy()
+            .into_owned();
+        if !foreign
+            || out
+                .iter()
+                .any(|l| l.what.contains(&format!("from {rel}/ ")))
+        {
+            continue;
+        }
+        out.push(Leak {
+            what: format!(
+                "python3 imports from {rel}/ of your tree ({how}), which agentloop does not put the judged tree's copy of in front of"
+            ),
+            fix: "move the package under src/ (the src layout) or to the project's root, or set the path relative in the tests' own configuration (pytest's `pythonpath`)".into(),
+        });
+    }
+    out
 }
 
 /// The lines of `root/name`, numbered from 1, comments (`#`, `//`) left out.
@@ -226,6 +275,41 @@ mod tests {
             l[0].what
                 .starts_with("python3 imports from lib/ of your tree"),
             "{l:#?}"
+        );
+    }
+
+    #[test]
+    fn a_package_an_editable_finder_maps_outside_the_usual_layouts() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("p");
+        std::fs::create_dir_all(root.join("src/pkg")).unwrap();
+        std::fs::write(root.join("src/pkg/__init__.py"), "").unwrap();
+        std::fs::create_dir_all(root.join("lib/other")).unwrap();
+        std::fs::write(root.join("pyproject.toml"), "[project]\nname = \"x\"\n").unwrap();
+        let root = root.canonicalize().unwrap();
+        let site = d.path().join("site");
+        std::fs::create_dir_all(&site).unwrap();
+        let finder = |target: &Path| {
+            std::fs::write(
+                site.join("__editable___x_0_1_finder.py"),
+                format!(
+                    "import sys\nMAPPING: dict[str, str] = {{'other': '{}'}}\nNAMESPACES = {{}}\n",
+                    target.display()
+                ),
+            )
+            .unwrap();
+            python_path_leaks(&root, &root, &[("PYTHONPATH", &site.display().to_string())])
+        };
+        let l = finder(&root.join("lib/other"));
+        assert_eq!(l.len(), 1, "{l:#?}");
+        assert!(
+            l[0].what
+                .contains("lib/ of your tree (a package setuptools' editable finder maps there)"),
+            "{l:#?}"
+        );
+        assert!(
+            finder(&root.join("src/pkg")).is_empty(),
+            "src/ is put first"
         );
     }
 }

@@ -36,8 +36,9 @@ impl Need {
 /// Builtins of the shell a check runs in: never looked for on `PATH`.
 const BUILTINS: &[&str] = &[
     "cd", "exit", "export", "set", "unset", "true", "false", ":", ".", "source", "echo", "test",
-    "[", "exec", "eval", "shift", "wait", "trap", "umask", "if", "then", "fi", "for", "do", "done",
-    "while",
+    "[", "[[", "exec", "eval", "shift", "wait", "trap", "umask", "if", "then", "fi", "for", "do",
+    "done", "while", "until", "case", "time", "command", "builtin", "type", "read", "let", "local",
+    "return", "printf", "pushd", "popd",
 ];
 
 /// What `command`, run in `dir`, needs before it can start: its program and, for a
@@ -265,6 +266,8 @@ mod tests {
             "python3 -m mypackage.cli",
             "$TOOL run",
             "FOO=1 sh -c 'exit 0'",
+            "time agentloop-no-such-program",
+            "command -v pytest",
         ] {
             assert_eq!(cannot_start(written, d.path()), None, "{written}");
         }
