@@ -274,7 +274,8 @@ pub fn triggered(gates: &Gates, diff: &DiffInput) -> Vec<GateTrigger> {
                     }
                 }
                 "architecture" if !f.new => {
-                    for (line, old, new) in crate::signature::changed(f) {
+                    for (line, old, new) in crate::signature::changed(&f.path, &f.added, &f.removed)
+                    {
                         push(GateTrigger {
                             gate: name.into(),
                             file: f.path.clone(),

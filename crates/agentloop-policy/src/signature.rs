@@ -4,8 +4,6 @@
 //! JavaScript and TypeScript `export function` / `export const name =`). The
 //! architecture gate asks about it; the words of the plan do not.
 
-use crate::diffgates::FileDiff;
-
 /// The name an exported function is declared with on `line` of file `path`, if it is.
 pub(crate) fn exported(path: &str, line: &str) -> Option<String> {
     let ext = path.rsplit('.').next().unwrap_or("");
@@ -63,18 +61,22 @@ pub(crate) fn exported(path: &str, line: &str) -> Option<String> {
     }
 }
 
-/// Each exported function of `f` whose declaration the diff changed (line, old, new)
-/// or removed (line none, old, no new).
-pub(crate) fn changed(f: &FileDiff) -> Vec<(Option<u32>, String, Option<String>)> {
+/// Each exported function of the file at `path` whose declaration the diff (its
+/// `added` lines with their numbers, its `removed` ones) changed (line, old, new) or
+/// removed (line none, old, no new).
+pub(crate) fn changed(
+    path: &str,
+    added: &[(u32, String)],
+    removed: &[String],
+) -> Vec<(Option<u32>, String, Option<String>)> {
     let mut out = Vec::new();
-    for old in &f.removed {
-        let Some(name) = exported(&f.path, old) else {
+    for old in removed {
+        let Some(name) = exported(path, old) else {
             continue;
         };
-        let new = f
-            .added
+        let new = added
             .iter()
-            .find(|(_, a)| exported(&f.path, a).as_deref() == Some(name.as_str()));
+            .find(|(_, a)| exported(path, a).as_deref() == Some(name.as_str()));
         match new {
             Some((_, a)) if a.trim() == old.trim() => {}
             Some((n, a)) => {
@@ -122,21 +124,17 @@ mod tests {
 
     #[test]
     fn a_changed_or_removed_declaration_not_a_body() {
-        let f = FileDiff {
-            path: "src/lib.rs".into(),
-            new: false,
-            added: vec![
-                (3, "pub fn greet(name: &str) {".into()),
-                (9, "    1 + 1".into()),
-            ],
-            removed: vec![
-                "pub fn greet() {".into(),
-                "pub fn gone() {}".into(),
-                "    2".into(),
-            ],
-        };
+        let added = vec![
+            (3, "pub fn greet(name: &str) {".to_string()),
+            (9, "    1 + 1".into()),
+        ];
+        let removed = vec![
+            "pub fn greet() {".to_string(),
+            "pub fn gone() {}".into(),
+            "    2".into(),
+        ];
         assert_eq!(
-            changed(&f),
+            changed("src/lib.rs", &added, &removed),
             [
                 (
                     Some(3),
@@ -146,12 +144,11 @@ mod tests {
                 (None, "pub fn gone() {}".to_string(), None)
             ]
         );
-        let body_only = FileDiff {
-            path: "src/lib.rs".into(),
-            added: vec![(4, "    a * b".into())],
-            removed: vec!["    a + b".into()],
-            ..FileDiff::default()
-        };
-        assert!(changed(&body_only).is_empty());
+        let body_only = changed(
+            "src/lib.rs",
+            &[(4, "    a * b".into())],
+            &["    a + b".into()],
+        );
+        assert!(body_only.is_empty());
     }
 }
