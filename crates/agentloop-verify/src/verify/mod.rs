@@ -5,17 +5,20 @@
 //! With per-test evidence ([`TestsCheck`]), a check that starts a test runner agentloop
 //! knows is given the arguments that make the runner write its report into a directory
 //! of agentloop's (outside the copy the check runs in), and every check gets
-//! `$AGENTLOOP_TEST_REPORT` for a JUnit report of its own; the report, judged against
+//! `$AGENTLOOP_TEST_REPORT` for a JUnit or TAP report of its own (or prints TAP); the
+//! report (`report`), judged against
 //! the run's baseline and the task's named tests, decides the check, not its exit code.
 
 mod baseline;
 mod holdout;
+mod report;
 mod written;
 
 pub use baseline::BaselineCache;
 pub use holdout::{
     HeldOut, clear_leftovers as clear_held_out_leftovers, problem as holdout_problem,
 };
+use report::{Evidence, prepare, read_evidence, ready, watch_report};
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -23,7 +26,7 @@ use std::time::Duration;
 
 use agentloop_evidence::{
     self as evidence, CommandTests, CommandVerdict, Expected, Invocation, Judged, Outcome, Report,
-    ReportAt, ReportError,
+    ReportAt,
 };
 use agentloop_exec::supervise::{self, Finished, Spec};
 use agentloop_ground::failure::{fingerprint, last_lines};
@@ -51,12 +54,6 @@ pub struct TestsCheck<'a> {
     /// agentloop's own directory for this verification's reports, outside the copy
     /// (emptied before each check).
     pub reports: PathBuf,
-}
-
-/// One check's report, as read.
-struct Evidence {
-    runner: String,
-    report: Result<Report, String>,
 }
 
 impl Runner<'_> {
@@ -463,77 +460,6 @@ impl Evidence {
             self.report = Err(format!("the report cannot be trusted: {why}"));
         }
         self
-    }
-}
-
-/// A watch on who writes a report file (a file report, or `$AGENTLOOP_TEST_REPORT`).
-fn watch_report(inv: &Invocation) -> Option<written::Written> {
-    match &inv.report {
-        ReportAt::File(p) => written::Written::watch(p),
-        _ if inv.runner.is_none() => written::Written::watch(&inv.report_var),
-        _ => None,
-    }
-}
-
-/// The report directory made empty and the command's invocation in it.
-fn prepare(cmd: &str, workdir: &Path, dir: &Path) -> std::io::Result<Invocation> {
-    ready(dir, |dir| Invocation::new(cmd, workdir, dir))
-}
-
-/// `dir` made empty, the invocation `make` gives for it, and the files it needs there.
-fn ready(dir: &Path, make: impl FnOnce(&Path) -> Invocation) -> std::io::Result<Invocation> {
-    match std::fs::remove_dir_all(dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(agentloop_ground::fsutil::named(dir, e)),
-    }
-    std::fs::create_dir_all(dir).map_err(|e| agentloop_ground::fsutil::named(dir, e))?;
-    let inv = make(dir);
-    for (p, text) in &inv.files {
-        std::fs::write(p, text).map_err(|e| agentloop_ground::fsutil::named(p, e))?;
-    }
-    Ok(inv)
-}
-
-/// What a check's report says: a runner agentloop recognised must have written one;
-/// any other check has evidence only if it wrote `$AGENTLOOP_TEST_REPORT`.
-fn read_evidence(inv: &Invocation, workdir: &Path) -> Option<Evidence> {
-    match inv.runner {
-        Some(r) => Some(Evidence {
-            runner: r.name().to_string(),
-            report: evidence::read(inv.format, inv.report.path(), workdir).map_err(|e| match e {
-                ReportError::Missing(_) => format!(
-                    "{} wrote no report (it crashed, or something kept it from finishing)",
-                    r.name()
-                ),
-                e => e.to_string(),
-            }),
-        }),
-        // agentloop made the file, empty: a check that wrote nothing there has none.
-        None if std::fs::metadata(&inv.report_var).is_ok_and(|m| m.len() > 0) => {
-            // JUnit XML, or TAP.
-            let tap =
-                std::fs::read(&inv.report_var).is_ok_and(|b| evidence::tap::looks_like_tap(&b));
-            let (name, format) = if tap {
-                ("tap", evidence::Format::Tap)
-            } else {
-                ("junit", evidence::Format::Junit)
-            };
-            Some(Evidence {
-                runner: format!("{name} (${})", evidence::runner::REPORT_VAR),
-                report: evidence::read(format, &inv.report_var, workdir).map_err(|e| e.to_string()),
-            })
-        }
-        // TAP on its standard output: what shell, C and Perl test scripts print.
-        None => {
-            let out = inv.output_copy()?;
-            let bytes = std::fs::read(&out).ok()?;
-            evidence::tap::looks_like_tap(&bytes).then(|| Evidence {
-                runner: "tap (its output)".into(),
-                report: evidence::read(evidence::Format::Tap, &out, workdir)
-                    .map_err(|e| e.to_string()),
-            })
-        }
     }
 }
 
