@@ -168,6 +168,7 @@ impl Runner<'_> {
                     s.wrap = self.wrap.clone();
                     s
                 };
+                spec.env.extend(super::judged_tree_env(self.workdir));
                 spec.timeout = self.timeout;
                 spec.output_cap = self.output_cap;
                 spec.grace = Duration::from_secs(2);

@@ -342,21 +342,7 @@ impl Runner<'_> {
         spec.log = Some(self.log.to_path_buf());
         spec.log_append = true;
         spec.wrap = self.wrap.clone();
-        // The project imported from the tree judged, whatever an editable install
-        // points at.
-        let first = agentloop_project::python_first(self.workdir);
-        if !first.is_empty() {
-            let path = std::env::join_paths(
-                first.into_iter().chain(
-                    std::env::var_os("PYTHONPATH")
-                        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-                        .unwrap_or_default(),
-                ),
-            );
-            if let Ok(path) = path {
-                spec.env.push(("PYTHONPATH".into(), path));
-            }
-        }
+        spec.env.extend(judged_tree_env(self.workdir));
         if let Some(i) = inv {
             spec.env.push((
                 evidence::runner::REPORT_VAR.into(),
@@ -463,6 +449,21 @@ impl Evidence {
     }
 }
 
+/// What every check run in `workdir` (a project's, a held-out one) gets so that it
+/// imports the project from the tree judged, whatever an editable install points at:
+/// the tree's `src/` (or root) first on `PYTHONPATH`.
+fn judged_tree_env(workdir: &Path) -> Option<(std::ffi::OsString, std::ffi::OsString)> {
+    let first = agentloop_project::python_first(workdir);
+    if first.is_empty() {
+        return None;
+    }
+    let inherited = std::env::var_os("PYTHONPATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default();
+    let path = std::env::join_paths(first.into_iter().chain(inherited)).ok()?;
+    Some(("PYTHONPATH".into(), path))
+}
+
 /// What a failure of the tests is, for its fingerprint: which tests, how they ended.
 fn judged_ids(j: &Judged, reason: &str) -> String {
     let mut out = String::new();
@@ -498,6 +499,23 @@ pub fn reports_dir(run_id: &str, iteration: u32) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_check_imports_the_python_project_from_the_tree_judged() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(judged_tree_env(dir.path()), None, "no Python project");
+        std::fs::write(
+            dir.path().join("pyproject.toml"),
+            "[project]\nname = \"x\"\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(dir.path().join("src/x")).unwrap();
+        std::fs::write(dir.path().join("src/x/__init__.py"), "").unwrap();
+        let (k, v) = judged_tree_env(dir.path()).unwrap();
+        assert_eq!(k, "PYTHONPATH");
+        let first = std::env::split_paths(&v).next().unwrap();
+        assert_eq!(first, dir.path().join("src"));
+    }
 
     #[test]
     fn runs_and_stops_at_first_failure() {
