@@ -125,7 +125,7 @@ impl CheckWords {
 fn is_test_dir(dir: &str) -> bool {
     dir.trim_end_matches('/')
         .split('/')
-        .any(|d| matches!(d, "tests" | "test" | "spec" | "__tests__" | "testdata"))
+        .any(|d| d == "testdata" || crate::names::TEST_DIRS.contains(&d))
 }
 
 /// The simple commands of a shell line: split on `&&`, `||`, `;`, `|` and newlines.

@@ -39,7 +39,8 @@ pub fn leaks(root: &Path) -> Vec<Leak> {
             .unwrap_or_default()
     };
     // Cargo: `path = "/…"` dependencies.
-    for manifest in ["Cargo.toml"] {
+    {
+        let manifest = "Cargo.toml";
         for (n, line) in lines(root, manifest) {
             if let Some(p) = quoted_after(&line, "path").filter(|p| inside(p)) {
                 out.push(Leak {

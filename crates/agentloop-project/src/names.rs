@@ -98,13 +98,16 @@ fn glob_name_tail(rest: &str, pattern: &str) -> bool {
 }
 
 /// Test files by the usual conventions.
+/// Directories that hold tests by their name.
+pub(crate) const TEST_DIRS: &[&str] = &["tests", "test", "spec", "__tests__"];
+
 pub fn is_test_file(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
     let in_dir = path
         .split('/')
         .rev()
         .skip(1)
-        .any(|d| matches!(d, "tests" | "test" | "spec" | "__tests__"));
+        .any(|d| TEST_DIRS.contains(&d));
     in_dir
         || name.ends_with("_test.go")
         || (name.starts_with("test_") && name.ends_with(".py"))

@@ -34,22 +34,22 @@ pub(super) struct Found {
 }
 
 impl Found {
+    /// The package managers' separators still to add after the command's own `--`s,
+    /// which count for the outermost managers.
+    fn separators_left(&self) -> impl Iterator<Item = &'static str> + '_ {
+        let given = self.words[self.program_end.min(self.words.len())..]
+            .iter()
+            .filter(|w| *w == "--")
+            .count();
+        self.pass_through.iter().skip(given).copied()
+    }
+
     /// The command with `args` added where the runner reads them (before a `--` that
     /// ends its own options).
     pub(super) fn with_args(&self, args: &[String]) -> Option<String> {
         let mut words = self.words.clone();
         if self.via_script {
-            // The separators the command has already count for the outermost managers.
-            let given = words[self.program_end.min(words.len())..]
-                .iter()
-                .filter(|w| *w == "--")
-                .count();
-            words.extend(
-                self.pass_through
-                    .iter()
-                    .skip(given)
-                    .map(|sep| sep.to_string()),
-            );
+            words.extend(self.separators_left().map(str::to_string));
             words.extend(args.iter().cloned());
             return join(&words);
         }
@@ -151,13 +151,13 @@ fn script_runner(words: &[String], start: usize, workdir: &Path, depth: usize) -
         [s] if pm != "npm" => s.as_str(),
         _ => return None,
     };
+    if depth >= SCRIPT_DEPTH {
+        return None;
+    }
     let text = std::fs::read_to_string(workdir.join("package.json")).ok()?;
     let pkg: serde_json::Value = serde_json::from_str(&text).ok()?;
     let script = pkg.get("scripts")?.get(name)?.as_str()?;
     let last = script.rsplit("&&").next()?.trim();
-    if depth >= SCRIPT_DEPTH {
-        return None;
-    }
     let inner_words = shlex::split(last)?;
     let at = inner_words.iter().position(|w| !is_assignment(w))?;
     let exec = inner_words.get(at + 1).is_some_and(|w| w == "exec");
@@ -170,20 +170,11 @@ fn script_runner(words: &[String], start: usize, workdir: &Path, depth: usize) -
         return None;
     }
     // The script's own `--` already passes arguments on for the managers inside it.
-    let inner_seps = if inner.via_script {
-        let given = inner.words[inner.program_end.min(inner.words.len())..]
-            .iter()
-            .filter(|w| *w == "--")
-            .count();
-        inner.pass_through.iter().skip(given).copied().collect()
-    } else {
-        Vec::new()
-    };
     let mut pass_through: Vec<&'static str> = Vec::new();
     if pm == "npm" {
         pass_through.push("--");
     }
-    pass_through.extend(inner_seps);
+    pass_through.extend(inner.separators_left());
     Some(Found {
         runner: inner.runner,
         words: words.to_vec(),

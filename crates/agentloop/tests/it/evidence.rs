@@ -4,29 +4,7 @@
 //! that passed at the run's baseline still passes; agents that game the exit code get
 //! nothing done.
 
-use std::path::PathBuf;
-
 use crate::support::*;
-
-/// The repository's own tools directory (`scripts/test` installs into it).
-fn tools() -> PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools")
-}
-
-/// A PATH whose `python3` has pytest (the virtual environment's), in front.
-fn python_path() -> String {
-    let venv = tools().join("pytest/bin");
-    assert!(
-        venv.join("pytest").exists(),
-        "pytest is not installed in {}: run scripts/test, which installs it",
-        venv.display()
-    );
-    format!(
-        "{}:{}",
-        venv.canonicalize().unwrap().display(),
-        std::env::var("PATH").unwrap_or_default()
-    )
-}
 
 /// A small Python package whose tests fail until the plan is done: two pass at the
 /// baseline, six fail (two per task).

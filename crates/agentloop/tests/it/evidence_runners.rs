@@ -3,16 +3,7 @@
 //! Vitest and Mocha on JavaScript. Each plan's tasks name their tests; each run reaches
 //! SHIP with the tests read from the runner's own report.
 
-use std::path::PathBuf;
-
 use crate::support::*;
-
-fn tools() -> PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../.tools")
-        .canonicalize()
-        .expect("the tools scripts/test installs (run scripts/test)")
-}
 
 /// Runs the plan to its end and checks every task went from failing to passing on
 /// its named tests, read from `runner`'s report.

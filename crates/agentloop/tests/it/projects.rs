@@ -6,21 +6,7 @@
 //! ends SHIP with no hand edit to what `init` wrote and no gate opened; an agent that
 //! does nothing gets nothing done, with the failing test's own message on the console.
 
-use std::path::{Path, PathBuf};
-
 use crate::support::*;
-
-fn tools() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../.tools")
-        .canonicalize()
-        .expect("the tools scripts/test installs (run scripts/test)")
-}
-
-/// `agentloop init` as a user runs it, then the plan and the scripted agent.
-fn initialised(p: &Project, plan: &str, agent_body: &str) -> String {
-    init_with_scripted(p, plan, agent_body)
-}
 
 /// `plan check --baseline`, then `run --yes` with `flags`: SHIP, exit 0, no gate.
 fn ships(p: &Project, flags: &[&str]) {
@@ -115,7 +101,7 @@ fn minicalc() -> Project {
 fn a_src_layout_package_installed_editable_is_judged_on_the_tree_the_check_runs_in() {
     let mut p = minicalc();
     editable_venv(&mut p);
-    let config = initialised(
+    let config = init_with_scripted(
         &p,
         "# Minicalc\n\n## T1: Multiplication\n\nAdd `mul(a, b)` in src/minicalc/mul.py.\n\nVerify: python3 -m pytest tests/test_mul.py\nTests: tests/test_mul.py::test_mul\n\n## T2: Division\n\nAdd `div(a, b)` in src/minicalc/div.py.\n\nVerify: python3 -m pytest tests/test_div.py\nTests: tests/test_div.py::test_div\n",
         "case \"$task\" in\nT1) printf 'def mul(a, b):\\n    return a * b\\n' > src/minicalc/mul.py ;;\nT2) printf 'def div(a, b):\\n    return a / b\\n' > src/minicalc/div.py ;;\nesac\necho TASK_COMPLETE\n",
@@ -129,7 +115,7 @@ fn a_src_layout_package_installed_editable_is_judged_on_the_tree_the_check_runs_
     // new module there named like one pytest imports waits for a person.
     let mut p = minicalc();
     editable_venv(&mut p);
-    initialised(
+    init_with_scripted(
         &p,
         "# Minicalc\n\n## T1: Multiplication\n\nAdd `mul(a, b)` in src/minicalc/mul.py.\n\nVerify: python3 -m pytest tests/test_mul.py\nTests: tests/test_mul.py::test_mul\n",
         "printf 'def mul(a, b):\\n    return 0\\n' > src/minicalc/mul.py\nprintf 'def hookimpl(*a, **k):\\n    pass\\n' > src/pluggy.py\necho TASK_COMPLETE\n",
@@ -166,14 +152,7 @@ fn textkit() -> Project {
         s = s.file(rel, text);
     }
     let mut p = s.build();
-    p.env.push((
-        "PATH".into(),
-        format!(
-            "{}:{}",
-            tools().join("pytest/bin").display(),
-            std::env::var("PATH").unwrap_or_default()
-        ),
-    ));
+    p.env.push(("PATH".into(), python_path()));
     p
 }
 
@@ -182,7 +161,7 @@ const TEXTKIT_PLAN: &str = "# Textkit\n\nSlugs for titles.\n\n## T1: Slugs\n\nAd
 #[test]
 fn a_flat_package_tested_through_tox_is_judged_by_the_pytest_tox_runs() {
     let p = textkit();
-    let config = initialised(
+    let config = init_with_scripted(
         &p,
         TEXTKIT_PLAN,
         "printf '\\ndef slug(title):\\n    return \"-\".join(title.lower().split())\\n' >> textkit/__init__.py\necho TASK_COMPLETE\n",
@@ -199,7 +178,7 @@ fn a_flat_package_tested_through_tox_is_judged_by_the_pytest_tox_runs() {
     // An agent that claims the work and does none gets nothing done, and the console
     // says which test failed and how.
     let p = textkit();
-    initialised(&p, TEXTKIT_PLAN, "echo TASK_COMPLETE\n");
+    init_with_scripted(&p, TEXTKIT_PLAN, "echo TASK_COMPLETE\n");
     let r = p.run(&["run", "--yes", "--no-wait"]);
     assert_ne!(r.code, Some(0), "{}", r.stderr);
     let s = p.status();
@@ -216,7 +195,7 @@ fn a_flat_package_tested_through_tox_is_judged_by_the_pytest_tox_runs() {
     );
     // One that does half the work: the test it left failing is named.
     let p = textkit();
-    initialised(
+    init_with_scripted(
         &p,
         TEXTKIT_PLAN,
         "printf '\\ndef slug(title):\\n    return title.lower().replace(\" \", \"-\")\\n' >> textkit/__init__.py\necho TASK_COMPLETE\n",
@@ -263,7 +242,7 @@ const REVERSE: &str = "cat > reverse/reverse.go <<'EOF'\npackage reverse\n\n// R
 #[test]
 fn a_go_module_with_several_packages_protects_the_tests_not_the_package() {
     let p = strs();
-    let config = initialised(&p, STRS_PLAN, &format!("{REVERSE}echo TASK_COMPLETE\n"));
+    let config = init_with_scripted(&p, STRS_PLAN, &format!("{REVERSE}echo TASK_COMPLETE\n"));
     assert!(config.contains("\"go test ./...\""), "{config}");
     // The package `go test ./reverse/` names is the work: changing reverse.go waits
     // for nobody.
@@ -271,7 +250,7 @@ fn a_go_module_with_several_packages_protects_the_tests_not_the_package() {
     ships(&p, &[]);
     // An agent that weakens the test instead waits for a person, who sees which file.
     let p = strs();
-    initialised(
+    init_with_scripted(
         &p,
         STRS_PLAN,
         "sed -i 's/!= \"cba\"/== \"never\"/' reverse/reverse_test.go\necho TASK_COMPLETE\n",
@@ -287,7 +266,7 @@ fn a_go_module_with_several_packages_protects_the_tests_not_the_package() {
     // One that breaks the other package while it does the work is not done: the
     // test that passed before is named.
     let p = strs();
-    initialised(
+    init_with_scripted(
         &p,
         STRS_PLAN,
         &format!(
@@ -329,7 +308,7 @@ fn a_node_package_whose_npm_test_runs_lint_then_jest_is_read_test_by_test() {
         p.path().join("node_modules"),
     )
     .unwrap();
-    let config = initialised(
+    let config = init_with_scripted(
         &p,
         "# Calc\n\n## T1: Division\n\nImplement `div` in src/calc.js.\n\nTests: test/calc.test.js::divides\n",
         "sed -i 's/exports.div = (a, b) => 0;/exports.div = (a, b) => a \\/ b;/' src/calc.js\necho TASK_COMPLETE\n",
@@ -400,7 +379,7 @@ fn an_npm_workspace_judges_the_package_the_task_changed_not_the_users() {
         )
         .unwrap();
     }
-    let config = initialised(
+    let config = init_with_scripted(
         &p,
         "# Util\n\n## T1: Double\n\nMake `double` in packages/util/index.js double its number.\n\nTests: packages/app/test/app.test.js::doubles\n",
         "sed -i 's/(n) => n;/(n) => n * 2;/' packages/util/index.js\necho TASK_COMPLETE\n",
@@ -491,7 +470,7 @@ fn a_cargo_workspace_of_two_crates_reaches_ship_on_inits_checks() {
     p.env
         .push(("CARGO_TARGET_DIR".into(), target.display().to_string()));
     p.env.push(("NEXTEST_PROFILE".into(), "default".into()));
-    let config = initialised(
+    let config = init_with_scripted(
         &p,
         "# Ops\n\n## T1: Multiplication\n\nImplement `mul` in crates/ops/src/lib.rs.\n\nTests: tests::mul_works\n",
         "sed -i 's/todo!(\"multiplication\")/_a * _b/' crates/ops/src/lib.rs\necho TASK_COMPLETE\n",
@@ -519,7 +498,7 @@ fn a_makefile_project_whose_tests_print_tap_is_read_test_by_test() {
             ". ./lib/calc.sh\necho 'TAP version 13'\necho '1..2'\nif [ \"$(add 2 3)\" = 5 ]; then echo 'ok 1 - add'; else echo 'not ok 1 - add'; fi\nif [ \"$(mul 2 3)\" = 6 ]; then echo 'ok 2 - mul'; else echo 'not ok 2 - mul'; echo '  ---'; echo \"  message: 'mul 2 3 gave $(mul 2 3)'\"; echo '  ...'; exit 1; fi\n",
         )
         .build();
-    let config = initialised(
+    let config = init_with_scripted(
         &p,
         "# Calc\n\n## T1: Multiplication\n\nImplement `mul` in lib/calc.sh.\n\nTests: mul\n",
         "sed -i 's/mul() { echo 0; }/mul() { echo $(($1 * $2)); }/' lib/calc.sh\necho TASK_COMPLETE\n",
@@ -544,7 +523,7 @@ fn a_makefile_project_whose_tests_print_tap_is_read_test_by_test() {
             ". ./lib/calc.sh\necho '1..2'\necho 'ok 1 - add'\necho 'not ok 2 - mul'\necho '  ---'\necho \"  message: 'mul 2 3 gave $(mul 2 3)'\"\necho '  ...'\nexit 1\n",
         )
         .build();
-    initialised(
+    init_with_scripted(
         &p,
         "# Calc\n\n## T1: Multiplication\n\nImplement `mul`.\n\nTests: mul\n",
         "echo TASK_COMPLETE\n",
@@ -574,15 +553,8 @@ fn a_test_the_runner_collected_is_protected_whatever_its_name() {
             "import calc\n\ndef test_add():\n    assert calc.add(2, 3) == 5\n\ndef test_mul():\n    assert calc.mul(2, 3) == 6\n",
         );
     let mut p = s.build();
-    p.env.push((
-        "PATH".into(),
-        format!(
-            "{}:{}",
-            tools().join("pytest/bin").display(),
-            std::env::var("PATH").unwrap_or_default()
-        ),
-    ));
-    initialised(
+    p.env.push(("PATH".into(), python_path()));
+    init_with_scripted(
         &p,
         "# Calc\n\n## T1: Multiplication\n\nMake `mul` in calc/__init__.py multiply.\n\nTests: checks/calc_cases.py::test_mul\n",
         "sed -i 's/assert calc.mul(2, 3) == 6/assert True/' checks/calc_cases.py\necho TASK_COMPLETE\n",

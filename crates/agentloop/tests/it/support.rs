@@ -371,6 +371,30 @@ pub fn claude_tool(name: &str, input: serde_json::Value) -> agentloop_testkit::S
     }
 }
 
+/// The repository's own tools directory, where `scripts/test` installs the test
+/// runners (`.tools/`, a link into the tools' cache).
+pub fn tools() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../.tools")
+        .canonicalize()
+        .expect("the tools scripts/test installs (run scripts/test)")
+}
+
+/// A PATH whose `python3` has pytest (the virtual environment's), in front.
+pub fn python_path() -> String {
+    let venv = tools().join("pytest/bin");
+    assert!(
+        venv.join("pytest").exists(),
+        "pytest is not installed in {}: run scripts/test, which installs it",
+        venv.display()
+    );
+    format!(
+        "{}:{}",
+        venv.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
 /// `agentloop init` on the project as a user runs it, then `plan` and the scripted
 /// agent (`body`) in the configuration init wrote, everything committed; returns
 /// what init wrote.
