@@ -120,6 +120,26 @@ pub fn resolve_read_only(
     config: &Config,
     name: &str,
 ) -> Result<(Box<dyn Agent>, bool), ResolveError> {
+    read_only(config, name, false)
+}
+
+/// [`resolve_read_only`] for a reviewer, which must not be steered by the tree it
+/// reads: Claude Code also loads only the user's settings (no project or local
+/// `.claude/settings*.json`, so no hook a worker wrote) and no tool server but those
+/// it is given (`--strict-mcp-config`: no `.mcp.json`). The other CLIs have no such
+/// flags; the reviewer's copy without the worker's agent files is their defence.
+pub fn resolve_reviewer(
+    config: &Config,
+    name: &str,
+) -> Result<(Box<dyn Agent>, bool), ResolveError> {
+    read_only(config, name, true)
+}
+
+fn read_only(
+    config: &Config,
+    name: &str,
+    hermetic: bool,
+) -> Result<(Box<dyn Agent>, bool), ResolveError> {
     let mut ac = match config.agents.get(name) {
         Some(ac) => ac.clone(),
         None if BUILTIN.contains(&name) => AgentConfig::builtin(name),
@@ -141,6 +161,10 @@ pub fn resolve_read_only(
                 .map(String::from)
                 .to_vec(),
             );
+            if hermetic {
+                ac.args
+                    .extend(["--setting-sources", "user", "--strict-mcp-config"].map(String::from));
+            }
             true
         }
         "codex" => {

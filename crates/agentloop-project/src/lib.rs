@@ -9,6 +9,7 @@
 //! checks (`sections`), the files that declare a project's checks (`detect`) and
 //! `[verify] carry` (`environment`). Each answer says what it was guessed from.
 
+pub mod agent_files;
 pub mod collected;
 mod commands;
 mod detect;

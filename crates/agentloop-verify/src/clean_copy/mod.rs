@@ -10,8 +10,10 @@
 //! run, so a check does not rebuild from nothing each time.
 
 mod kept;
+mod review;
 
 pub use kept::{KeptCopy, Way};
+pub use review::ReviewTree;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

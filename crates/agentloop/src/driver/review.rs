@@ -34,6 +34,8 @@ struct ReviewRun {
     at: std::path::PathBuf,
     /// The sandbox it reads under; its proxy lives as long as the job.
     confined: agentloop_exec::sandbox::Confinement,
+    /// The reviewer's own copy, removed when it has read.
+    copy: Option<agentloop_verify::clean_copy::CleanCopy>,
 }
 
 fn rejected(what: String) -> (ReviewVerdict, Vec<Finding>, bool) {
@@ -65,11 +67,30 @@ impl ReviewJob {
             wrap: job.confined.prefix.clone(),
         };
         let run = job.agent.run(&inv, stop);
-        (f.verdict, f.findings, f.unparsable) = match &run.error {
-            Some(e) => rejected(format!("the reviewer {} failed: {}", f.reviewer, e.message)),
-            None => review::parse(&run.final_message),
+        let end = &run.finished;
+        (f.verdict, f.findings, f.unparsable) = match (&run.error, end) {
+            (Some(e), _) => rejected(format!("the reviewer {} failed: {}", f.reviewer, e.message)),
+            // Only an answer the reviewer finished counts, whatever it printed.
+            (None, end) if end.timed_out => rejected(format!(
+                "the reviewer {} ran out of time before it finished",
+                f.reviewer
+            )),
+            (None, end) if end.signal.is_some() => rejected(format!(
+                "the reviewer {} was ended by signal {}",
+                f.reviewer,
+                end.signal.unwrap_or_default()
+            )),
+            (None, end) if end.exit_code != Some(0) => rejected(format!(
+                "the reviewer {} exited with {} (only a reviewer that exits 0 can approve)",
+                f.reviewer,
+                end.exit_code.map_or("no code".into(), |c| c.to_string())
+            )),
+            (None, _) => review::parse(&run.final_message),
         };
         f.cost_usd = run.cost_usd;
+        if let Some(copy) = job.copy {
+            copy.remove();
+        }
         r
     }
 }
@@ -128,8 +149,18 @@ impl Driver {
         let Some(open) = self.state.open_iteration(iteration).cloned() else {
             return Ok(None);
         };
-        let dir = self.review_dir(iteration, task);
-        let (diff, input) = self.review_diff(&dir);
+        let (dir, copy, held_back, (diff, input)) = match self.review_copy(iteration, task) {
+            Some((copy, tree, held_back)) => {
+                let source = copy.root.clone();
+                let diff = self.review_diff_of(&source, &tree);
+                (copy.dir.clone(), Some(copy), held_back, diff)
+            }
+            None => {
+                let dir = self.review_dir(iteration, task);
+                let diff = self.review_diff(&dir);
+                (dir, None, Vec::new(), diff)
+            }
+        };
         let triggers = input
             .as_ref()
             .map(|i| agentloop_policy::triggered(&self.state.settings.gates, i))
@@ -149,12 +180,15 @@ impl Driver {
         );
         self.record(Event::ReviewStarted(started))?;
         if reviewer.is_empty() {
+            if let Some(c) = copy {
+                c.remove();
+            }
             return Ok(None);
         }
         self.progress.note(&format!(
             "task {task}: {reviewer} reviews the verified work ({risk} risk, reviewer {round} of {of})"
         ));
-        let text = review::prompt(&self.state, task, open.verify.as_ref(), &diff);
+        let text = review::prompt(&self.state, task, open.verify.as_ref(), &diff, &held_back);
         let at = self
             .run
             .iteration_dir(iteration)
@@ -177,11 +211,14 @@ impl Driver {
                 cost_usd: 0.0,
             },
         };
-        let run = match agentloop_agents::resolve_read_only(&self.config, &reviewer) {
+        let run = match agentloop_agents::resolve_reviewer(&self.config, &reviewer) {
             Err(e) => {
                 let f = &mut started.finished;
                 (f.verdict, f.findings, f.unparsable) =
                     rejected(format!("the reviewer {reviewer} could not start: {e}"));
+                if let Some(c) = copy {
+                    c.remove();
+                }
                 None
             }
             Ok((agent, _)) => Some(ReviewRun {
@@ -193,6 +230,7 @@ impl Driver {
                 workdir: dir,
                 prompt: text,
                 at,
+                copy,
             }),
         };
         Ok(Some(ReviewJob { started, run }))
@@ -214,7 +252,44 @@ impl Driver {
         self.record(Event::ReviewFinished(f))
     }
 
-    /// Where the reviewer reads: the clean copy of the verified work (a worker's
+    /// The reviewer's own copy of the verified work: the tree the checks judged (the
+    /// agent's files, the baseline's surface) with every file that configures an agent
+    /// CLI at the baseline's version or gone (`CleanCopy::without_agent_files`), in a
+    /// worktree of its own. Also the tree as the worker left it, for the diff, and the
+    /// agent files held back. `None` where the run has no clean copies.
+    fn review_copy(
+        &mut self,
+        iteration: u32,
+        task: &str,
+    ) -> Option<(agentloop_verify::clean_copy::CleanCopy, String, Vec<String>)> {
+        let s = &self.state;
+        if !s.settings.clean_copy || self.snapshots.is_none() {
+            return None;
+        }
+        let source = self.workdir(iteration);
+        let copy = agentloop_verify::clean_copy::CleanCopy::for_run(
+            &source,
+            &format!("{}-review-{task}", self.run.id),
+        )?;
+        let made = (|| {
+            let tree = copy.tree_now(s.baseline.as_ref())?;
+            let read = copy.without_agent_files(&tree, s.tree_at_create.as_deref())?;
+            copy.refresh_to(&read.tree, &[])?;
+            Ok::<_, String>((tree, read.held_back))
+        })();
+        match made {
+            Ok((tree, held_back)) => Some((copy, tree, held_back)),
+            Err(e) => {
+                self.progress.warn(&format!(
+                    "task {task}: the reviewer's own copy could not be made ({e}): it reads the checks' copy"
+                ));
+                copy.remove();
+                None
+            }
+        }
+    }
+
+    /// Where the reviewer reads when it has no copy of its own: the clean copy of the verified work (a worker's
     /// task copy), else the worktree or the project.
     fn review_dir(&mut self, iteration: u32, task: &str) -> std::path::PathBuf {
         match self.worktree_of(iteration) {
@@ -233,6 +308,26 @@ impl Driver {
                 dir
             }
         }
+    }
+
+    /// The diff of `tree` (the verified work as the worker left it) against the tree
+    /// the run was created on (else against HEAD), read in `source`.
+    fn review_diff_of(
+        &self,
+        source: &std::path::Path,
+        tree: &str,
+    ) -> (String, Option<agentloop_policy::DiffInput>) {
+        let from = self
+            .state
+            .tree_at_create
+            .clone()
+            .unwrap_or_else(|| "HEAD".into());
+        let text = agentloop_exec::git::run(
+            source,
+            &["diff", "--no-color", "--no-ext-diff", &from, tree],
+        )
+        .unwrap_or_default();
+        (text, read_diff(source, &from, tree, false).ok())
     }
 
     /// The verified work's diff against the tree the run was created on (else

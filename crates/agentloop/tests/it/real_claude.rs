@@ -103,7 +103,7 @@ fn claude_reviews_the_verified_work_read_only_and_its_findings_reach_the_worker(
         cli.shell("echo hello > hello.txt", 10, 1),
         say("TASK_COMPLETE", 10, 1, 0),
         say(
-            "The file exists but greets nobody.\nVERDICT: REJECT\n- hello.txt:1: the greeting names no one",
+            "The file exists but greets nobody.\n- hello.txt:1: the greeting names no one\nVERDICT: REJECT",
             20,
             2,
             0,
