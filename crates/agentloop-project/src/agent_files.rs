@@ -48,7 +48,9 @@ pub fn configures_agent(path: &str) -> bool {
     let mut parts = path.split('/').peekable();
     while let Some(part) = parts.next() {
         let last = parts.peek().is_none();
-        if DIRS.contains(&part) && !last {
+        // The directory's own entry too: committed as a symbolic link, `.claude` would
+        // give the CLI settings from anywhere in the tree.
+        if DIRS.contains(&part) {
             return true;
         }
         // Aider's own files: `.aider.conf.yml`, `.aider.chat.history.md` …
@@ -89,6 +91,9 @@ mod tests {
             ".github/copilot-instructions.md",
             ".github/instructions/py.instructions.md",
             ".vscode/mcp.json",
+            // A symbolic link in a directory's place.
+            ".claude",
+            "sub/.gemini",
         ] {
             assert!(configures_agent(p), "{p}");
         }
@@ -97,7 +102,6 @@ mod tests {
             "docs/agents.md",
             ".github/workflows/ci.yml",
             "tests/test_claude.py",
-            ".claude",
             "README.md",
         ] {
             assert!(!configures_agent(p), "{p}");

@@ -58,9 +58,9 @@ impl CleanCopy {
                 held_back,
             });
         }
-        let index = self.dir.with_extension("review-index");
-        let parent = self.dir.parent().ok_or("no parent for the review copy")?;
-        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        // The copy's own index file (`tree_now` is done with it), which a run's end
+        // removes with the copy should a kill leave it.
+        let index = self.index();
         let with_index = |args: &[&str]| {
             let mut c = git(&self.root);
             c.env("GIT_INDEX_FILE", &index).args(args);

@@ -289,8 +289,8 @@ impl Driver {
         }
     }
 
-    /// Where the reviewer reads when it has no copy of its own: the clean copy of the verified work (a worker's
-    /// task copy), else the worktree or the project.
+    /// Where the reviewer reads when it has no copy of its own: the clean copy of the
+    /// verified work (a worker's task copy), else the worktree or the project.
     fn review_dir(&mut self, iteration: u32, task: &str) -> std::path::PathBuf {
         match self.worktree_of(iteration) {
             Some(wt) => match self.task_copy(task, &wt) {
@@ -310,6 +310,14 @@ impl Driver {
         }
     }
 
+    /// What the reviewer's diff is against: the tree the run was created on, else HEAD.
+    fn review_base(&self) -> String {
+        self.state
+            .tree_at_create
+            .clone()
+            .unwrap_or_else(|| "HEAD".into())
+    }
+
     /// The diff of `tree` (the verified work as the worker left it) against the tree
     /// the run was created on (else against HEAD), read in `source`.
     fn review_diff_of(
@@ -317,11 +325,7 @@ impl Driver {
         source: &std::path::Path,
         tree: &str,
     ) -> (String, Option<agentloop_policy::DiffInput>) {
-        let from = self
-            .state
-            .tree_at_create
-            .clone()
-            .unwrap_or_else(|| "HEAD".into());
+        let from = self.review_base();
         let text = agentloop_exec::git::run(
             source,
             &["diff", "--no-color", "--no-ext-diff", &from, tree],
@@ -333,11 +337,7 @@ impl Driver {
     /// The verified work's diff against the tree the run was created on (else
     /// against HEAD), as text for the reviewer and parsed for the diff gates.
     fn review_diff(&self, dir: &std::path::Path) -> (String, Option<agentloop_policy::DiffInput>) {
-        let from = self
-            .state
-            .tree_at_create
-            .clone()
-            .unwrap_or_else(|| "HEAD".into());
+        let from = self.review_base();
         let text = if dir == self.ws.root {
             agentloop_exec::git::run(dir, &["diff", "--no-color", "--no-ext-diff", &from])
         } else {
