@@ -291,6 +291,8 @@ function runPage(main, runId, selected) {
           state.planners.proposal
             ? el("ul", { class: "proposal", "aria-label": "Proposed tasks" }, ...state.planners.proposal.map((t) =>
               el("li", {}, el("code", {}, t.id), " " + t.title + (t.verify.length ? " · Verify: " + t.verify.join("; ") : "")
+                + (t.tests && t.tests.length ? " · Tests: " + t.tests.join(", ") : "")
+                + (t.holdout && t.holdout.length ? " · Holdout: " + t.holdout.join(", ") : "")
                 + (t.depends.length ? " · after " + t.depends.join(", ") : ""))))
             : null)
         : null,

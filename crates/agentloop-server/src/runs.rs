@@ -255,7 +255,7 @@ pub(crate) async fn run_state(
         "count": state.settings.planners,
         "at_work": state.planning.at_work,
         "added": state.planning.added,
-        "proposal": state.planning.proposal.as_ref().map(|t| t.iter().map(|t| json!({"id": t.id, "title": t.title, "verify": t.verify, "depends": t.depends})).collect::<Vec<_>>()),
+        "proposal": state.planning.proposal.as_ref().map(|t| t.iter().map(|t| json!({"id": t.id, "title": t.title, "verify": t.verify, "tests": t.tests.iter().map(|n| &n.pattern).collect::<Vec<_>>(), "holdout": t.holdout, "depends": t.depends})).collect::<Vec<_>>()),
         "last": state.planning.last.iter().map(|(p, what)| json!({"planner": p, "outcome": what})).collect::<Vec<_>>(),
     })));
     // `[sandbox]`: how many things it refused the agents, and the latest.

@@ -398,7 +398,8 @@ impl Scenario {
         let mut out = String::from("NEW_TASKS\n");
         for t in round.iter().filter(|t| !ids.contains(&t.as_str())) {
             out.push_str(&format!(
-                "## {t}: part {t} of the project\nVerify: sh tests/{}.sh\n\n",
+                "## {t}: part {t} of the project\nVerify: sh tests/{}.sh\nTests: {}\n\n",
+                t.to_lowercase(),
                 t.to_lowercase()
             ));
         }

@@ -18,6 +18,7 @@
 //! `.agentloop/` is not hashed here: the journal authenticates itself.
 
 mod gitdir;
+mod grow;
 mod keep;
 mod memory;
 mod stamp;
@@ -31,6 +32,7 @@ use agentloop_exec::git::{git_command as git, run_git as run};
 use agentloop_journal::{Baseline, ChangeKind, SurfaceChange, SurfaceFile};
 use agentloop_project::{Project, check_section, is_git_file, is_sectioned};
 
+pub use grow::grow;
 pub use keep::{blob, mend};
 pub use memory::{Checked, Remembered};
 pub use stamp::{Stamp, Stat};

@@ -10,6 +10,7 @@ mod jobs;
 mod menu;
 mod merge_queue;
 mod planner;
+mod proposal;
 mod record;
 mod review;
 mod sandbox;
@@ -72,6 +73,9 @@ pub struct Driver {
     /// The surface's last stamp, as this driver made or read it, and each surface
     /// file watched itself (a driver of its own tree).
     remembered: agentloop_verify::surface::Remembered,
+    /// The plan version whose surface this driver has grown the baseline to (see
+    /// `grow_surface`).
+    surface_plan_version: u32,
     /// A hook-mode run's resident, which keeps the clean copy and the surface's memory
     /// between hook processes (see `exec::resident`).
     resident: Option<agentloop_resident::Resident>,
@@ -201,6 +205,7 @@ impl Driver {
             watched,
             kept_copy: None,
             remembered: agentloop_verify::surface::Remembered::new(stamp_file),
+            surface_plan_version: 0,
             resident: None,
             hook_resident: false,
             task_copies: std::collections::HashMap::new(),

@@ -3,8 +3,9 @@
 //! integration branch's head with several, in a worktree of the planner's own — with
 //! its agent's read-only tools where its CLI has them; what it changes there is
 //! thrown away before the next planner. With workers it runs on a thread of its own
-//! while they work. Its answer is judged by the policy and recorded; tasks it adds
-//! join the plan as a new plan version.
+//! while they work. Its answer is judged by the policy, its tasks held to their
+//! checks on the work as it stands (`proposal`), and recorded; tasks it adds join the
+//! plan as a new plan version.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -205,7 +206,14 @@ impl Driver {
             let _ = self.redactor(&agent).scrub_file(&a.log);
         }
         let outcome = match &a.text {
-            Ok(text) => planning::review(&self.state, text),
+            Ok(text) => {
+                let read = planning::review(&self.state, text);
+                let dir = match a.log.parent() {
+                    Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+                    _ => self.run.path.join("planners"),
+                };
+                self.held_to_checks(read, &dir)
+            }
             Err(reason) => Planned::Failed {
                 reason: reason.clone(),
             },

@@ -35,8 +35,31 @@ impl Driver {
         }
     }
 
+    /// A plan that grew (planners) names files the first baseline did not hold: they
+    /// join it at their version in the tree the run was created on. Looked at once per
+    /// plan version and driver.
+    fn grow_surface(&mut self) -> Result<(), CliError> {
+        if self.surface_plan_version == self.state.plan_version {
+            return Ok(());
+        }
+        self.surface_plan_version = self.state.plan_version;
+        let (Some(base), Some(tree)) = (&self.state.baseline, &self.state.tree_at_create) else {
+            return Ok(());
+        };
+        if self.state.planning.added.is_empty() {
+            return Ok(());
+        }
+        let project = self.state.project(&self.ws.root);
+        match surface::grow(&self.ws.root, base, tree, &project) {
+            Ok(Some(files)) => self.record(Event::BaselineRecorded { files }),
+            Ok(None) => Ok(()),
+            Err(e) => Err(cannot_check(e)),
+        }
+    }
+
     /// Compares the surface with the baseline and records what differs.
     pub(crate) fn check_surface(&mut self, iteration: u32) -> Result<(), CliError> {
+        self.grow_surface()?;
         let Some(base) = self.state.baseline.clone() else {
             return Ok(());
         };

@@ -39,8 +39,22 @@ echo TASK_COMPLETE
     )
 }
 
-fn project(plan: &str, run: &str, more: &str, answers: &[&str]) -> Project {
+/// The check planners name: `sh files.sh NAME…` prints one TAP test per name,
+/// passing once `NAME.txt` is there.
+pub(crate) const FILES: &str = r#"echo "1..$#"; n=0; bad=0
+for f in "$@"; do n=$((n+1)); if [ -f "$f.txt" ]; then echo "ok $n - $f"; else echo "not ok $n - $f"; bad=1; fi; done
+exit $bad
+"#;
+
+/// A project with `plan` and the planners' check, `files.sh`.
+pub(crate) fn with_files_check(plan: &str) -> Project {
     let p = Scratch::new().plan(plan).build();
+    p.write("files.sh", FILES);
+    p
+}
+
+fn project(plan: &str, run: &str, more: &str, answers: &[&str]) -> Project {
+    let p = with_files_check(plan);
     let script = agent(&p.path().join(".git/agent-state"), answers);
     scripted(p, &script, run, more)
 }
@@ -68,7 +82,7 @@ fn prompt(p: &Project, n: u32) -> String {
 const GOAL: &str = "# Files\n\nThree files, each named for its task.\n";
 
 /// T1 and T2 in the answer's form (the shell script prints it as one argument).
-const T1_T2: &str = "NEW_TASKS\n## T1: One\nVerify: test -f t1.txt\n\n## T2: Two\nVerify: test -f t2.txt\nDepends: T1\nEND_NEW_TASKS";
+const T1_T2: &str = "NEW_TASKS\n## T1: One\nVerify: sh files.sh t1\nTests: t1\n\n## T2: Two\nVerify: sh files.sh t2\nTests: t2\nDepends: T1\nEND_NEW_TASKS";
 
 #[test]
 fn planners_grow_a_plan_that_starts_with_its_goal_alone() {
@@ -99,7 +113,7 @@ fn planners_grow_a_plan_that_starts_with_its_goal_alone() {
             // Refused (no check), and asked again with the reason.
             "NEW_TASKS\n## T1: One\nMake it.\nEND_NEW_TASKS",
             T1_T2,
-            "NEW_TASKS\n## T3: Three\nVerify: test -f t3.txt\nEND_NEW_TASKS",
+            "NEW_TASKS\n## T3: Three\nVerify: sh files.sh t3\nTests: t3\nEND_NEW_TASKS",
         ],
     );
     // With planners, the goal alone is a plan.
@@ -177,8 +191,8 @@ fn with_the_new_tasks_gate_a_person_approves_or_rejects_what_planners_add() {
         "planners = 1",
         "[gates]\nnew_tasks = true\n",
         &[
-            "NEW_TASKS\n## T2: Two\nVerify: test -f t2.txt\nEND_NEW_TASKS",
-            "NEW_TASKS\n## T3: Three\nVerify: test -f t3.txt\nEND_NEW_TASKS",
+            "NEW_TASKS\n## T2: Two\nVerify: sh files.sh t2\nTests: t2\nEND_NEW_TASKS",
+            "NEW_TASKS\n## T3: Three\nVerify: sh files.sh t3\nTests: t3\nEND_NEW_TASKS",
         ],
     );
     let r = p.run(&["run", "--quiet", "--no-wait"]);
@@ -206,7 +220,8 @@ fn with_the_new_tasks_gate_a_person_approves_or_rejects_what_planners_add() {
         let v: serde_json::Value = serde_json::from_str(&body).unwrap();
         let proposal = &v["planners"]["proposal"][0];
         assert_eq!(proposal["id"], "T2", "{v}");
-        assert_eq!(proposal["verify"], serde_json::json!(["test -f t2.txt"]));
+        assert_eq!(proposal["verify"], serde_json::json!(["sh files.sh t2"]));
+        assert_eq!(proposal["tests"], serde_json::json!(["t2"]), "{v}");
     }
     assert_eq!(p.run(&["approve"]).code, Some(0));
     let r = p.run(&["resume", "--quiet", "--no-wait"]);
@@ -251,9 +266,9 @@ fn with_the_new_tasks_gate_a_person_approves_or_rejects_what_planners_add() {
 const FROM_THE_PROMPT: &str = r#"prompt=$(cat)
 if printf '%s\n' "$prompt" | head -n 1 | grep -q '^# Planning:'; then
   if printf '%s\n' "$prompt" | grep -q '^No task yet'; then
-    printf 'NEW_TASKS\n## T1: One\nVerify: test -f t1.txt\n\n## T2: Two\nVerify: test -f t2.txt\nDepends: T1\nEND_NEW_TASKS\n'
+    printf 'NEW_TASKS\n## T1: One\nVerify: sh files.sh t1\nTests: t1\n\n## T2: Two\nVerify: sh files.sh t2\nTests: t2\nDepends: T1\nEND_NEW_TASKS\n'
   elif ! printf '%s\n' "$prompt" | grep -q '^- T3:'; then
-    printf 'NEW_TASKS\n## T3: Three\nVerify: test -f t3.txt\nEND_NEW_TASKS\n'
+    printf 'NEW_TASKS\n## T3: Three\nVerify: sh files.sh t3\nTests: t3\nEND_NEW_TASKS\n'
   else
     echo NO_NEW_TASKS
   fi
@@ -267,7 +282,7 @@ echo TASK_COMPLETE
 #[test]
 fn a_driver_killed_at_each_planners_record_resumes_to_the_same_plan() {
     let make = || {
-        let p = Scratch::new().plan(GOAL).build();
+        let p = with_files_check(GOAL);
         scripted(p, FROM_THE_PROMPT, "workers = 2\nplanners = 1", "")
     };
     let reference = make();
@@ -323,7 +338,7 @@ fn a_check_script_a_planner_named_is_on_the_surface_for_its_worker() {
     const CHEAT: &str = r#"prompt=$(cat)
 if printf '%s\n' "$prompt" | head -n 1 | grep -q '^# Planning:'; then
   if printf '%s\n' "$prompt" | grep -q '^No task yet'; then
-    printf 'NEW_TASKS\n## T1: Make the report\nVerify: sh checks/t1.sh\nEND_NEW_TASKS\n'
+    printf 'NEW_TASKS\n## T1: Make the report\nVerify: sh checks/t1.sh\nTests: report\nEND_NEW_TASKS\n'
   else
     echo NO_NEW_TASKS
   fi
@@ -336,7 +351,10 @@ echo TASK_COMPLETE
     for already in [false, true] {
         let p = Scratch::new().plan(GOAL).build();
         if already {
-            p.write("checks/t1.sh", "test -f report.txt\n");
+            p.write(
+                "checks/t1.sh",
+                "echo 1..1; if [ -f report.txt ]; then echo 'ok 1 - report'; else echo 'not ok 1 - report'; exit 1; fi\n",
+            );
         }
         let p = scripted(p, CHEAT, "planners = 1", "");
         let r = p.run(&["run", "--quiet", "--no-wait"]);
@@ -349,5 +367,77 @@ echo TASK_COMPLETE
             changed.contains("checks/t1.sh"),
             "already {already}: {changed}"
         );
+    }
+}
+
+/// Planners' tasks that would be done with no work are refused, each with its reason,
+/// and the next planner is told: a check's exit code alone (`test 1 = 1`), a test
+/// that passes already, a held-out check that passes already, a copy of a done task
+/// under a new id. Only the task with work to do is done, with one worker and with
+/// three.
+#[test]
+fn a_planners_task_that_tells_nothing_is_refused_and_the_planner_told_why() {
+    let held = tempfile::tempdir().unwrap();
+    std::fs::write(held.path().join("ok.sh"), "exit 0\n").unwrap();
+    for workers in [1, 3] {
+        let p = with_files_check(GOAL);
+        p.write("t0.txt", "there before any task\n");
+        let state = p.path().join(".git/agent-state");
+        let p = scripted(
+            p,
+            &agent(
+                &state,
+                &[
+                    "NEW_TASKS\n## T1: One\nVerify: test 1 = 1\nEND_NEW_TASKS",
+                    "NEW_TASKS\n## T1: Zero\nVerify: sh files.sh t0\nTests: t0\nEND_NEW_TASKS",
+                    "NEW_TASKS\n## T1: One\nVerify: sh files.sh t1\nTests: t1\nEND_NEW_TASKS",
+                    "NEW_TASKS\n## T2: One again\nVerify: sh files.sh t1\nTests: t1\nEND_NEW_TASKS",
+                    "NEW_TASKS\n## T2: Two\nVerify: sh files.sh t1\nHoldout: ok\nEND_NEW_TASKS",
+                ],
+            ),
+            &format!("workers = {workers}\nplanners = 1"),
+            &format!("[verify]\nholdout = \"{}\"\n", held.path().display()),
+        );
+        let r = p.run(&["run", "--quiet"]);
+        let log = p.run(&["log"]).stdout;
+        assert_eq!(r.code, Some(0), "workers {workers}: {}\n{log}", r.stderr);
+        let s = p.status();
+        assert_eq!(s["status"], "completed", "{s}");
+        let ids: Vec<&str> = s["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["T1"], "workers {workers}: {s}");
+        assert_eq!(s["tasks"][0]["status"], "done", "{s}");
+        for (n, why) in [
+            (2, "T1 names no test (`Tests:`) and no held-out check"),
+            (
+                3,
+                "T1's `Tests: t0` names 1 test that already passes on the tree as it stands",
+            ),
+            (5, "T2 is T1 again"),
+            (
+                6,
+                "T2's held-out check `ok` passes on the tree as it stands",
+            ),
+        ] {
+            assert!(
+                prompt(&p, n).contains(why),
+                "workers {workers}: planner {n} was not told `{why}`:\n{}",
+                prompt(&p, n)
+            );
+            assert!(log.contains(why), "workers {workers}: {why}\n{log}");
+        }
+        assert!(log.contains("planner 1: added T1 (plan v2)"), "{log}");
+        if workers == 1 {
+            assert!(p.path().join("t1.txt").exists());
+        } else {
+            let branch = crate::workers::integration(&p);
+            let files = p.git_cmd(&["ls-tree", "--name-only", &branch]);
+            assert!(files.contains("t1.txt"), "{files}");
+            crate::workers::nothing_left(&p);
+        }
     }
 }

@@ -316,7 +316,7 @@ echo TASK_COMPLETE"#;
 #[test]
 fn a_sandboxed_planner_writes_nothing_outside_its_throwaway_copy() {
     let home = planted_home();
-    let p = Scratch::new().plan("# Boxed\n\nOne file, a.txt.\n").build();
+    let p = crate::planners::with_files_check("# Boxed\n\nOne file, a.txt.\n");
     let escaped = p.path().join("planner-escaped.txt");
     // As a planner: tries the project and the home directory, then proposes T1; as a
     // worker: makes a.txt.
@@ -328,7 +328,7 @@ if printf '%s\n' "$prompt" | head -n 1 | grep -q '^# Planning:'; then
   cat "$HOME/.ssh/id_rsa" 2>/dev/null | grep -q PRIVATE && echo READ_KEY
   echo notes > notes.txt && echo WROTE_ITS_COPY
   if printf '%s\n' "$prompt" | grep -q '^No task yet'; then
-    printf 'NEW_TASKS\n## T1: Make a.txt\nVerify: test -f a.txt\nEND_NEW_TASKS\n'
+    printf 'NEW_TASKS\n## T1: Make a.txt\nVerify: sh files.sh a\nTests: a\nEND_NEW_TASKS\n'
   else
     echo NO_NEW_TASKS
   fi

@@ -4,16 +4,24 @@
 //! A planner is asked when the run has moved since the last one was (a task settled:
 //! done, blocked or skipped), the plan's open tasks no longer keep the workers busy
 //! (fewer than two per worker), and a planner is free; once one found nothing to add,
-//! only a new setback (a task blocked or skipped) or the plan's end asks again. Its proposal is refused whole
-//! when a task of it is not new, names no check or only checks that cannot fail
-//! (`true`, `echo`, `… || true`), or makes a plan that does not
-//! validate; a refused proposal is asked for again, with the reason, at most twice in
-//! a row.
+//! only a new setback (a task blocked or skipped) or the plan's end asks again.
+//!
+//! Its proposal is refused whole when a task of it is not new, names no check or
+//! only checks that cannot fail (`true`, `echo`, `… || true`), names no test
+//! (`Tests:`) and no held-out check (`Holdout:`), repeats a task that is done or still
+//! to do (the same checks, tests and held-out checks), or makes a plan that does not
+//! validate; then, run on the tree as it stands, when a test it names already passes
+//! or nothing it names fails ([`refused_as_it_stands`]). A refused proposal is asked
+//! for again, with the reason, at most twice in a row.
 
 use agentloop_journal::{Planned, RunState, TaskStatus};
 use agentloop_plan::Plan;
 
 use super::ladder::budget_reached;
+
+mod checks;
+
+pub use checks::{AsItStands, refused_as_it_stands};
 
 /// The line a planner's answer of new tasks starts with, and the one it ends with.
 pub const START: &str = "NEW_TASKS";
@@ -100,6 +108,13 @@ pub fn prompt(s: &RunState, planner: u32) -> String {
         for v in &t.verify {
             out.push_str(&format!("  - Verify: {v}\n"));
         }
+        if !t.tests.is_empty() {
+            let names: Vec<&str> = t.tests.iter().map(|n| n.pattern.as_str()).collect();
+            out.push_str(&format!("  - Tests: {}\n", names.join(", ")));
+        }
+        if !t.holdout.is_empty() {
+            out.push_str(&format!("  - Holdout: {}\n", t.holdout.join(", ")));
+        }
         if let Some(why) = state.and_then(|st| st.blocked.as_deref()) {
             out.push_str(&format!("  - blocked: {}\n", first_line(why)));
         } else if let Some(last) = state
@@ -123,7 +138,7 @@ pub fn prompt(s: &RunState, planner: u32) -> String {
     }
     let taken: Vec<&str> = s.plan.ids();
     out.push_str(&format!(
-        "\n## What to answer\n\nPropose tasks that are not in the plan, in the plan's own format: each a heading `## T<n>: <title>` with an id not taken{}, a line `Verify: <command>` that passes only once the task is done (a task without one, or with one that cannot fail, is refused; a script it runs that is not in the tree yet is held for a person when the task's agent writes it), and `Depends: T<n>` where it needs another task done first. At most {MAX_TASKS} tasks, small enough for one agent each. Write them between a line `{START}` and a line `{END}`. If the goal needs nothing more, answer `{NOTHING}` alone.\n",
+        "\n## What to answer\n\nPropose tasks that are not in the plan, in the plan's own format: each a heading `## T<n>: <title>` with an id not taken{}, a line `Verify: <command>` that runs the tests, a line `Tests: <test>, <test>` naming the tests (as the test runner reports them) that must go from failing, or not existing yet, to passing once the task is done, and `Depends: T<n>` where it needs another task done first. Before a task joins the plan its checks run on the work as it stands: a task without `Tests:` (or a held-out check, `Holdout: <name>`), one whose named tests already pass, one whose check gives no per-test report, and a copy of a task in the plan (the same checks and tests) are refused, and you are told why. A script a check runs that is not in the tree yet is held for a person when the task's agent writes it. At most {MAX_TASKS} tasks, small enough for one agent each. Write them between a line `{START}` and a line `{END}`. If the goal needs nothing more, answer `{NOTHING}` alone.\n",
         if taken.is_empty() {
             String::new()
         } else {
@@ -140,21 +155,9 @@ fn first_line(s: &str) -> &str {
         .trim()
 }
 
-/// What becomes of a planner's answer `text` (its final message).
-/// A check that passes whatever the work is: `true`, `:`, `exit 0`, an `echo`, or
-/// one whose failure is turned into a success (`… || true`).
-fn cannot_fail(check: &str) -> bool {
-    let c = check.trim().trim_end_matches(';').trim();
-    let always = ["true", ":", "exit 0", "/bin/true", "/usr/bin/true"];
-    always.contains(&c)
-        || c.starts_with("echo ")
-        || c == "echo"
-        || c.starts_with("printf ")
-        || ["|| true", "|| :", "|| exit 0", "; true", "; exit 0"]
-            .iter()
-            .any(|tail| c.ends_with(tail))
-}
-
+/// What becomes of a planner's answer `text` (its final message), as written: what it
+/// proposes is then held to its checks on the tree as it stands
+/// ([`refused_as_it_stands`]) before it joins the plan.
 pub fn review(s: &RunState, text: &str) -> Planned {
     let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
     let start = lines.iter().rposition(|l| l.trim() == START);
@@ -187,26 +190,12 @@ pub fn review(s: &RunState, text: &str) -> Planned {
             proposed.tasks.len()
         ));
     }
-    for t in &proposed.tasks {
-        if s.plan.task(&t.id).is_some() {
-            return refuse(format!(
-                "{} is already in the plan: a planner adds tasks, it does not change them",
-                t.id
-            ));
-        }
-        if t.verify.is_empty() && t.tests.is_empty() {
-            return refuse(format!(
-                "{} names no check (`Verify:`): nothing could tell it done",
-                t.id
-            ));
-        }
-        if t.tests.is_empty() && t.verify.iter().all(|c| cannot_fail(c)) {
-            return refuse(format!(
-                "{}'s checks cannot fail (`{}`): a check must fail until the work is done",
-                t.id,
-                t.verify.join("`, `")
-            ));
-        }
+    if let Some(reason) = proposed
+        .tasks
+        .iter()
+        .find_map(|t| checks::refused_as_written(s, &proposed.tasks, t))
+    {
+        return refuse(reason);
     }
     let mut plan = s.plan.clone();
     plan.tasks.extend(proposed.tasks.iter().cloned());
@@ -237,12 +226,12 @@ mod tests {
         agentloop_journal::testing::created(plan, settings)
     }
 
-    const ONE: &str = "# Grow\n\nA calculator.\n\n## T1: Add\nVerify: test -f add\n";
+    const ONE: &str = "# Grow\n\nA calculator.\n\n## T1: Add\nVerify: sh t.sh\nTests: add\n";
 
     #[test]
     fn new_tasks_join_the_plan_and_what_is_not_new_or_unchecked_is_refused() {
         let s = state(ONE, 1);
-        let answer = "Here is my plan.\nNEW_TASKS\n## T2: Subtract\nVerify: test -f sub\nDepends: T1\n\n## T3: Multiply\nVerify: test -f mul\nEND_NEW_TASKS\n";
+        let answer = "Here is my plan.\nNEW_TASKS\n## T2: Subtract\nVerify: sh t.sh\nTests: sub\nDepends: T1\n\n## T3: Multiply\nVerify: sh t.sh\nTests: mul\nEND_NEW_TASKS\n";
         match review(&s, answer) {
             Planned::Added {
                 version,
@@ -276,7 +265,30 @@ mod tests {
                 "{weak}"
             );
         }
-        let dangling = "NEW_TASKS\n## T2: Later\nVerify: test -f later\nDepends: T9\nEND_NEW_TASKS";
+        // A check's exit code alone, the whole suite with no test named, and a copy of
+        // a task that is there already tell nothing.
+        for (weak, why) in [
+            ("Verify: test 1 = 1", "names no test"),
+            ("Verify: pytest -q", "names no test"),
+            ("Verify: sh t.sh\nTests: add", "T2 is T1 again"),
+            ("Tests: sub", "no check that runs them"),
+        ] {
+            let answer = format!("NEW_TASKS\n## T2: Later\n{weak}\nEND_NEW_TASKS");
+            assert!(
+                matches!(review(&s, &answer), Planned::Refused { ref reason } if reason.contains(why)),
+                "{weak}: {:?}",
+                review(&s, &answer)
+            );
+        }
+        let twice = "NEW_TASKS\n## T2: A\nVerify: sh t.sh\nTests: sub\n\n## T3: B\nVerify: sh t.sh\nTests: sub\nEND_NEW_TASKS";
+        assert!(
+            matches!(review(&s, twice), Planned::Refused { reason } if reason.contains("T3 is T2 again") && reason.contains("proposed with it"))
+        );
+        // A held-out check tells, with or without names.
+        let held = "NEW_TASKS\n## T2: Later\nVerify: sh t.sh\nHoldout: div\nEND_NEW_TASKS";
+        assert!(matches!(review(&s, held), Planned::Added { .. }));
+        let dangling =
+            "NEW_TASKS\n## T2: Later\nVerify: sh t.sh\nTests: later\nDepends: T9\nEND_NEW_TASKS";
         assert!(matches!(review(&s, dangling), Planned::Refused { .. }));
         assert_eq!(review(&s, "All done.\nNO_NEW_TASKS\n"), Planned::Nothing);
         assert!(matches!(review(&s, "I think so."), Planned::Failed { .. }));
@@ -290,7 +302,7 @@ mod tests {
     fn with_the_new_tasks_gate_a_proposal_waits_for_a_person() {
         let mut s = state(ONE, 1);
         s.settings.gates.new_tasks = true;
-        let answer = "NEW_TASKS\n## T2: Subtract\nVerify: test -f sub\nEND_NEW_TASKS";
+        let answer = "NEW_TASKS\n## T2: Subtract\nVerify: sh t.sh\nTests: sub\nEND_NEW_TASKS";
         assert!(matches!(review(&s, answer), Planned::Proposed { tasks } if tasks.len() == 1));
     }
 
@@ -317,7 +329,8 @@ mod tests {
         for want in [
             "A calculator",
             "T1: Add [pending]",
-            "Verify: test -f add",
+            "Verify: sh t.sh",
+            "Tests: add",
             START,
             END,
             NOTHING,
