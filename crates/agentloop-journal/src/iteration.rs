@@ -224,6 +224,15 @@ pub struct HeldOutResult {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub timed_out: bool,
     pub duration_ms: u64,
+    /// The report that judged it (`pytest`, `tap (its output)`); none: its exit code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner: Option<String>,
+    /// How its tests ended, by the report (counts only: the tests' names stay hidden).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts: Option<agentloop_evidence::Counts>,
+    /// Why its report could not be read, when it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
 }
 
 impl CommandResult {

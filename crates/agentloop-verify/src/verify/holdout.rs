@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::Runner;
+use agentloop_evidence::Invocation;
 use agentloop_exec::supervise::{self, Spec};
 use agentloop_journal::{HeldOutResult, VerifyFinished};
 
@@ -21,6 +22,9 @@ pub struct HeldOut {
     pub names: Vec<String>,
     /// Where their output goes (outside the project).
     pub log: PathBuf,
+    /// Where their reports go: agentloop's, outside the copy, where the confinement
+    /// of the checks lets them write (emptied before each).
+    pub reports: PathBuf,
 }
 
 /// What is wrong with a held-out directory for `names` (checked before a run starts).
@@ -153,42 +157,25 @@ impl Runner<'_> {
         if let Some(r) = &reports {
             std::fs::create_dir_all(r)?;
         }
+        std::fs::create_dir_all(&h.reports)?;
         let mut out = Vec::new();
         let ran = (|| -> std::io::Result<()> {
-            for name in &h.names {
-                let script = h.dir.join(format!("{name}.sh"));
-                // Under `[sandbox] verify` the held-out checks are confined as the
-                // project's are; their directory is hidden in there, so the script
-                // comes in on standard input.
-                let mut spec = if self.wrap.is_empty() {
-                    Spec::new("sh", self.workdir).arg(script.as_os_str())
-                } else {
-                    let mut s = Spec::new("sh", self.workdir).arg("-s");
-                    s.stdin = Some(std::fs::read(&script)?);
-                    s.wrap = self.wrap.clone();
-                    s
-                };
-                spec.env.extend(super::judged_tree_env(self.workdir));
-                spec.timeout = self.timeout;
-                spec.output_cap = self.output_cap;
-                spec.grace = Duration::from_secs(2);
-                spec.log = Some(h.log.clone());
-                spec.log_append = true;
-                let f = supervise::run(spec, &mut should_stop)?;
-                let passed = f.success();
+            for (k, name) in h.names.iter().enumerate() {
+                let r =
+                    self.one_held_out(h, name, &h.reports.join(k.to_string()), &mut should_stop)?;
                 writeln!(
                     verify_log,
-                    "[held-out check `{name}`: {} after {:.2}s; its output is kept outside the project]",
-                    if passed { "passed" } else { "failed" },
-                    f.duration.as_secs_f64()
+                    "[held-out check `{name}`: {} after {:.2}s{}; its output is kept outside the project]",
+                    if r.passed { "passed" } else { "failed" },
+                    r.duration_ms as f64 / 1000.0,
+                    match (&r.runner, &r.problem) {
+                        (Some(_), None) => ", judged by its report",
+                        (Some(_), Some(_)) => ", its report unreadable",
+                        (None, _) => ", by its exit code (it gives no per-test report)",
+                    }
                 )?;
-                out.push(HeldOutResult {
-                    name: name.clone(),
-                    passed,
-                    exit_code: f.exit_code,
-                    timed_out: f.timed_out,
-                    duration_ms: f.duration.as_millis() as u64,
-                });
+                let passed = r.passed;
+                out.push(r);
                 if !passed {
                     break;
                 }
@@ -200,6 +187,7 @@ impl Runner<'_> {
         if let Some(r) = &reports {
             let _ = std::fs::remove_dir_all(r);
         }
+        let _ = std::fs::remove_dir_all(&h.reports);
         ran?;
         if let Some(failed) = out.iter().find(|r| !r.passed) {
             result.passed = false;
@@ -215,6 +203,99 @@ impl Runner<'_> {
         result.held_out = out;
         Ok(())
     }
+}
+
+impl Runner<'_> {
+    /// One held-out check, `name`, its report going to `dir`. A check whose script is
+    /// one command line of a runner agentloop knows (`python -m pytest tests/hidden`)
+    /// is run as that runner, its report read as a task's check's is; any other gets
+    /// `$AGENTLOOP_TEST_REPORT` and may print TAP. Where there is a report it must show
+    /// tests passed and none failed, and the exit code must be 0 too; a recognised
+    /// runner that wrote none, or a report something else wrote, fails.
+    fn one_held_out(
+        &self,
+        h: &HeldOut,
+        name: &str,
+        dir: &Path,
+        should_stop: &mut impl FnMut() -> bool,
+    ) -> std::io::Result<HeldOutResult> {
+        let script = h.dir.join(format!("{name}.sh"));
+        let text = std::fs::read(&script)?;
+        let line = one_command(&String::from_utf8_lossy(&text));
+        let inv = super::ready(dir, |d| {
+            line.as_deref()
+                .map(|l| Invocation::new(l, self.workdir, d))
+                .filter(|i| i.runner.is_some())
+                .unwrap_or_else(|| Invocation::new(&format!("sh {name}.sh"), self.workdir, d))
+        })?;
+        // Under `[sandbox] verify` the held-out checks are confined as the project's
+        // are; their directory is hidden in there, so a script comes in on standard
+        // input.
+        let mut spec = if inv.runner.is_some() {
+            Spec::new("sh", self.workdir).arg("-c").arg(&inv.command)
+        } else if self.wrap.is_empty() {
+            Spec::new("sh", self.workdir).arg(script.as_os_str())
+        } else {
+            let mut s = Spec::new("sh", self.workdir).arg("-s");
+            s.stdin = Some(text);
+            s
+        };
+        spec.wrap = self.wrap.clone();
+        spec.env.extend(super::judged_tree_env(self.workdir));
+        spec.env.push((
+            agentloop_evidence::runner::REPORT_VAR.into(),
+            inv.report_var.clone().into_os_string(),
+        ));
+        if let Some(p) = inv.output_copy() {
+            spec.stdout_copy = Some(p);
+        }
+        spec.timeout = self.timeout;
+        spec.output_cap = self.output_cap;
+        spec.grace = Duration::from_secs(2);
+        spec.log = Some(h.log.clone());
+        spec.log_append = true;
+        let mut written = super::watch_report(&inv);
+        let f = supervise::run(spec, should_stop)?;
+        let ev =
+            super::read_evidence(&inv, self.workdir).map(|e| e.unless_tampered(written.as_mut()));
+        let finished = f.success() && !f.timed_out && !f.killed;
+        let (passed, runner, counts, problem) = match ev {
+            Some(e) => match e.report {
+                Ok(r) => {
+                    let c = r.counts();
+                    (
+                        finished && c.failed == 0 && c.errored == 0 && c.passed > 0,
+                        Some(e.runner),
+                        Some(c),
+                        None,
+                    )
+                }
+                Err(p) => (false, Some(e.runner), None, Some(p)),
+            },
+            None => (finished, None, None, None),
+        };
+        Ok(HeldOutResult {
+            name: name.to_string(),
+            passed,
+            exit_code: f.exit_code,
+            timed_out: f.timed_out,
+            duration_ms: f.duration.as_millis() as u64,
+            runner,
+            counts,
+            problem,
+        })
+    }
+}
+
+/// The one command of a script that has nothing else (comments and blank lines
+/// aside), if it is one.
+fn one_command(script: &str) -> Option<String> {
+    let mut lines = script
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'));
+    let first = lines.next()?;
+    (lines.next().is_none() && !first.ends_with('\\')).then(|| first.to_string())
 }
 
 /// Lays every file under `from` into `into` at the same path, keeping what it
@@ -270,6 +351,17 @@ fn unlay(laid: Vec<Laid>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_script_of_one_command_line_is_run_as_that_command() {
+        assert_eq!(
+            one_command("#!/bin/sh\n# hidden cases\n\npython3 -m pytest -q tests/hidden\n").as_deref(),
+            Some("python3 -m pytest -q tests/hidden")
+        );
+        for more in ["cd tests\npytest -q\n", "pytest \\\n  -q\n", "# nothing\n", ""] {
+            assert_eq!(one_command(more), None, "{more:?}");
+        }
+    }
 
     #[test]
     fn what_a_killed_lay_left_goes_and_only_from_its_own_copy() {

@@ -147,6 +147,17 @@ pub fn check(cwd: &Path, path: &Path, as_json: bool, baseline: bool) -> Result<E
     if baseline {
         super::plan_baseline::check(&ws.root, &plan, &layered.config)?;
     }
+    if let Some(t) = plan.tasks.iter().find(|t| !t.holdout.is_empty())
+        && !layered.config.sandbox.on()
+    {
+        let logs = agentloop_ground::fsutil::state_dir()
+            .map(|d| d.join("held-out").display().to_string())
+            .unwrap_or_else(|| "agentloop's state directory".into());
+        crate::render::warn(&format!(
+            "task {} names held-out checks, and they are kept from the agent only under `[sandbox] mode = \"workspace\"`: without it the agent's processes run as you and can read `[verify] holdout` and the held-out checks' logs ({logs})",
+            t.id
+        ));
+    }
     for t in plan.tasks.iter().filter(|t| t.verify.is_empty()) {
         if !plan_wide && layered.config.verify.commands.is_empty() {
             crate::render::warn(&format!(

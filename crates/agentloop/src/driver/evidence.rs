@@ -209,7 +209,13 @@ impl Driver {
         }
         let dir = self.ws.root.join(self.state.settings.holdout.as_ref()?);
         let log = self.held_out_logs().join(format!("{iteration:04}.log"));
-        Some(verify::HeldOut { dir, names, log })
+        let reports = self.reports_dir(iteration).join("held-out");
+        Some(verify::HeldOut {
+            dir,
+            names,
+            log,
+            reports,
+        })
     }
 
     /// Where the held-out checks' output goes: where a sandboxed agent cannot look

@@ -145,6 +145,7 @@ impl Driver {
                     dir: held_dir.clone(),
                     names: vec![n.clone()],
                     log: self.held_out_logs().join(format!("{name}.log")),
+                    reports: reports.join("held-out"),
                 };
                 runner
                     .held_out(&h, &mut result, || self.should_stop(&mut last))

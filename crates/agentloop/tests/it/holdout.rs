@@ -153,3 +153,88 @@ fn under_the_sandbox_held_out_checks_are_confined_too() {
         "{journal}"
     );
 }
+
+/// A held-out check gives per-test evidence like any other check: one whose script
+/// is a pytest line is run as pytest, its report read, and judged by it. An agent that
+/// special-cases the visible test and makes the interpreter leave with 0 whatever the
+/// tests did (`atexit` → `os._exit(0)`) fails it, though its exit code says pass; the
+/// hidden test's name and assertion reach nothing the agent reads.
+#[test]
+fn a_held_out_check_whose_exit_is_forced_to_0_fails_by_its_report() {
+    for sandboxed in [false, true] {
+        let holdout = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(holdout.path().join("files/tests")).unwrap();
+        std::fs::write(
+            holdout.path().join("files/tests/test_hidden.py"),
+            "from calc import add\n\ndef test_secret_case():\n    assert add(5, 7) == 12\n",
+        )
+        .unwrap();
+        std::fs::write(
+            holdout.path().join("general.sh"),
+            "# the hidden cases\npython3 -m pytest -q tests/test_hidden.py\n",
+        )
+        .unwrap();
+        let sandbox = if sandboxed {
+            "\n[sandbox]\nmode = \"workspace\"\nverify = true\n"
+        } else {
+            ""
+        };
+        let mut p = Scratch::new()
+            .plan("# Add\n\n## T1: Make calc.add add its two arguments\nVerify: python3 -m pytest -q tests/test_visible.py\nTests: tests/test_visible.py::test_add\nHoldout: general\n")
+            .file("calc.py", "def add(a, b):\n    return 0\n")
+            .file(
+                "tests/test_visible.py",
+                "from calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+            )
+            .agent(&agent(
+                "if [ \"$n\" = 1 ]; then printf 'import atexit, os\\natexit.register(lambda: os._exit(0))\\n\\ndef add(a, b):\\n    return 3\\n' > calc.py; else printf 'def add(a, b):\\n    return a + b\\n' > calc.py; fi\necho TASK_COMPLETE",
+            ))
+            .config(&format!(
+                "[verify]\nholdout = \"{}\"\n{sandbox}",
+                holdout.path().display()
+            ))
+            .build();
+        p.env.push(("PATH".into(), crate::support::python_path()));
+        // Without the sandbox, `plan check` says what the agent's processes can read.
+        let check = p.run(&["plan", "check", "PLAN.md"]);
+        assert_eq!(check.code, Some(0), "{}", check.stderr);
+        assert_eq!(
+            check
+                .stderr
+                .contains("kept from the agent only under `[sandbox]"),
+            !sandboxed,
+            "{}",
+            check.stderr
+        );
+        let r = p.run(&["run", "--quiet"]);
+        assert_eq!(r.code, Some(0), "sandboxed {sandboxed}: {}", r.stderr);
+        let s = p.status();
+        assert_eq!(s["tasks"][0]["status"], "done", "{s}");
+        assert_eq!(
+            s["iterations"], 2,
+            "sandboxed {sandboxed}: the special case passed: {s}"
+        );
+        let id = s["run_id"].as_str().unwrap().to_string();
+        let journal = p.read(&format!(".agentloop/runs/{id}/journal.jsonl"));
+        assert!(
+            journal.contains(r#""held_out":[{"name":"general","passed":false,"exit_code":0"#)
+                && journal.contains(r#""runner":"pytest","counts":{"passed":0,"failed":1"#),
+            "sandboxed {sandboxed}: {journal}"
+        );
+        let log = p.read(&format!(".agentloop/runs/{id}/iterations/0001/verify.log"));
+        assert!(
+            log.contains("[held-out check `general`: failed")
+                && log.contains("judged by its report"),
+            "{log}"
+        );
+        let second = p.read(&format!(".agentloop/runs/{id}/iterations/0002/prompt.md"));
+        for (what, text) in [
+            ("journal", &journal),
+            ("verify log", &log),
+            ("prompt", &second),
+        ] {
+            assert!(!text.contains("secret_case"), "{what}: {text}");
+            assert!(!text.contains("5, 7"), "{what}: {text}");
+        }
+    }
+}
