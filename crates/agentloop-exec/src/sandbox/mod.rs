@@ -29,6 +29,9 @@ pub use net::Proxy;
 /// Every sandbox's base: the root read-only, its own `/dev` and `/proc`.
 const BASE: &[&str] = &["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"];
 
+/// A confined check's home: fresh, in its private `/tmp`.
+const JUDGE_HOME: &str = "/tmp/home";
+
 /// Where the proxy's socket is inside the sandbox (its private `/tmp`).
 const SOCKET_INSIDE: &str = "/tmp/.agentloop-net.sock";
 /// The proxy's port on the sandbox's own loopback (another when an allowed loopback
@@ -200,13 +203,46 @@ impl Sandbox for SandboxConfig {
 
     /// The confinement of a verification command (`[sandbox] verify`): its working
     /// copy writable, and `reports` (the directory its runner's report goes to, made
-    /// here first), no network at all.
+    /// here first); nothing else of the home directory or the caches writable (none
+    /// of the agent CLIs' directories either); a fresh home, configuration, cache and
+    /// `/tmp` for each check (the real toolchains' homes read-only); no network at
+    /// all; a process namespace of its own, so every process the check started ends
+    /// when it does.
     fn confine_check(&self, root: &Path, workdir: &Path, reports: &Path) -> Confinement {
         let mut a = files(self, root, workdir, None);
         if std::fs::create_dir_all(reports).is_ok() {
             bind(&mut a, "--bind", reports, reports);
         }
-        push(&mut a, &["--unshare-net", "--"]);
+        push(&mut a, &["--unshare-net", "--unshare-pid"]);
+        let home = home();
+        // Toolchains found through the home directory by default stay where they are.
+        for (var, dir) in [
+            ("RUSTUP_HOME", ".rustup"),
+            ("CARGO_HOME", ".cargo"),
+            ("PYENV_ROOT", ".pyenv"),
+            ("NVM_DIR", ".nvm"),
+            ("GOPATH", "go"),
+        ] {
+            if std::env::var_os(var).is_none() && home.join(dir).is_dir() {
+                a.push("--setenv".into());
+                a.push(var.into());
+                a.push(home.join(dir).into());
+            }
+        }
+        push(&mut a, &["--dir", JUDGE_HOME]);
+        for (var, dir) in [
+            ("XDG_CACHE_HOME", ".cache"),
+            ("XDG_CONFIG_HOME", ".config"),
+            ("XDG_DATA_HOME", ".local/share"),
+            ("XDG_STATE_HOME", ".local/state"),
+        ] {
+            let at = format!("{JUDGE_HOME}/{dir}");
+            push(&mut a, &["--dir", &at, "--setenv", var, &at]);
+        }
+        push(
+            &mut a,
+            &["--setenv", "HOME", JUDGE_HOME, "--setenv", "TMPDIR", "/tmp", "--"],
+        );
         Confinement {
             prefix: a,
             _proxy: None,
@@ -255,7 +291,9 @@ fn files(cfg: &SandboxConfig, root: &Path, workdir: &Path, own: Option<&Path>) -
         a.push("--tmpfs".into());
         a.push(p.into());
     }
-    for p in AGENT_DIRS
+    // An agent's CLI keeps its own files; a check gets none of them writable.
+    let agent_dirs: &[&str] = if own.is_some() { AGENT_DIRS } else { &[] };
+    for p in agent_dirs
         .iter()
         .map(|p| p.to_string())
         .chain(cfg.writable.iter().cloned())
