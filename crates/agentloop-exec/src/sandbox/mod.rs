@@ -241,7 +241,9 @@ impl Sandbox for SandboxConfig {
         }
         push(
             &mut a,
-            &["--setenv", "HOME", JUDGE_HOME, "--setenv", "TMPDIR", "/tmp", "--"],
+            &[
+                "--setenv", "HOME", JUDGE_HOME, "--setenv", "TMPDIR", "/tmp", "--",
+            ],
         );
         Confinement {
             prefix: a,

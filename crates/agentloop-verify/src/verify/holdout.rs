@@ -355,10 +355,16 @@ mod tests {
     #[test]
     fn a_script_of_one_command_line_is_run_as_that_command() {
         assert_eq!(
-            one_command("#!/bin/sh\n# hidden cases\n\npython3 -m pytest -q tests/hidden\n").as_deref(),
+            one_command("#!/bin/sh\n# hidden cases\n\npython3 -m pytest -q tests/hidden\n")
+                .as_deref(),
             Some("python3 -m pytest -q tests/hidden")
         );
-        for more in ["cd tests\npytest -q\n", "pytest \\\n  -q\n", "# nothing\n", ""] {
+        for more in [
+            "cd tests\npytest -q\n",
+            "pytest \\\n  -q\n",
+            "# nothing\n",
+            "",
+        ] {
             assert_eq!(one_command(more), None, "{more:?}");
         }
     }

@@ -362,7 +362,8 @@ echo TASK_COMPLETE
 /// A confined check gets a home, a cache and a `/tmp` of its own, none of the agent
 /// CLIs' directories, and a process namespace of its own: what it plants in its home
 /// or cache is gone with it, and a daemon it leaves behind (`setsid`, its output
-/// elsewhere) ends when the check does — with one worker and with two.
+/// elsewhere) ends when the check does: the next task's agent, started once the
+/// first task's check has passed, finds none — with one worker and with two.
 #[test]
 fn a_confined_check_leaves_no_daemon_and_plants_nothing_for_the_next() {
     for workers in [1, 2] {
@@ -388,13 +389,15 @@ test -f "$1.txt"
         .unwrap();
         let check = home.path().join("check.sh");
         let plan = format!(
-            "# Two\n\n## T1: One\nVerify: sh {c} one\n\n## T2: Two\nVerify: sh {c} two\n",
+            "# Two\n\n## T1: One\nVerify: sh {c} one\n\n## T2: Two\nVerify: sh {c} two\nDepends: T1\n",
             c = check.display()
         );
-        let body = "case $task in T1) touch one.txt;; T2) touch two.txt;; esac\necho TASK_COMPLETE";
+        let body = format!(
+            "pgrep -f '{marker}' > /dev/null && echo DAEMON_ALIVE\ncase $task in T1) touch one.txt;; T2) touch two.txt;; esac\necho TASK_COMPLETE"
+        );
         let mut p = crate::workers::project(
             &plan,
-            body,
+            &body,
             "[sandbox]\nmode = \"workspace\"\nverify = true\n",
         );
         p.env
@@ -402,6 +405,12 @@ test -f "$1.txt"
         p.env
             .push(("XDG_CACHE_HOME".into(), cache.display().to_string()));
         let r = p.run(&["run", "--no-wait", "--workers", &workers.to_string()]);
+        let logs: String = std::fs::read_dir(p.run_dir().join("iterations"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| std::fs::read_to_string(e.path().join("agent.log")).unwrap_or_default())
+            .collect();
         let left = std::process::Command::new("pgrep")
             .args(["-f", &marker])
             .output()
@@ -418,16 +427,21 @@ test -f "$1.txt"
         );
         assert_eq!(p.status()["status"], "completed");
         assert!(
-            left.stdout.is_empty(),
+            left.stdout.is_empty() && !logs.contains("DAEMON_ALIVE"),
             "workers {workers}: a daemon a check started lives on: {}",
             String::from_utf8_lossy(&left.stdout)
         );
+        assert!(logs.contains("TASK_COMPLETE"), "{logs}");
         for planted in [
             cache.join("pytest.ini"),
             cache.join("agentloop/pytest.ini"),
             home.path().join(".claude/CLAUDE.md"),
         ] {
-            assert!(!planted.exists(), "workers {workers}: {}", planted.display());
+            assert!(
+                !planted.exists(),
+                "workers {workers}: {}",
+                planted.display()
+            );
         }
     }
 }
