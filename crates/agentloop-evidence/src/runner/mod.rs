@@ -109,16 +109,24 @@ impl Invocation {
 
     /// How `command` runs with its report going to `dir` (agentloop's, emptied
     /// before); `workdir` is where it runs (for `package.json`).
-    pub fn new(command: &str, workdir: &Path, dir: &Path) -> Invocation {
+    /// `command` run as written, its report (if it writes one) at
+    /// `$AGENTLOOP_TEST_REPORT` in `dir`, or TAP on its standard output; no runner
+    /// looked for.
+    pub fn as_written(command: &str, dir: &Path) -> Invocation {
         let report_var = dir.join("report.xml");
-        let generic = Invocation {
+        Invocation {
             runner: None,
             command: command.to_string(),
             format: Format::Junit,
             report: ReportAt::File(report_var.clone()),
             files: Vec::new(),
-            report_var: report_var.clone(),
-        };
+            report_var,
+        }
+    }
+
+    pub fn new(command: &str, workdir: &Path, dir: &Path) -> Invocation {
+        let generic = Invocation::as_written(command, dir);
+        let report_var = generic.report_var.clone();
         let Some(found) = recognise(command, Some(workdir)) else {
             return generic;
         };

@@ -221,17 +221,18 @@ impl Runner<'_> {
     ) -> std::io::Result<HeldOutResult> {
         let script = h.dir.join(format!("{name}.sh"));
         let text = std::fs::read(&script)?;
-        let line = one_command(&String::from_utf8_lossy(&text));
-        let inv = super::ready(dir, |d| {
-            line.as_deref()
-                .map(|l| Invocation::new(l, self.workdir, d))
-                .filter(|i| i.runner.is_some())
-                .unwrap_or_else(|| Invocation::new(&format!("sh {name}.sh"), self.workdir, d))
+        // The runner's line, when the script is one: what runs is the held-out
+        // script's own words, never a file of the copy's by its name.
+        let line = one_command(&String::from_utf8_lossy(&text))
+            .filter(|l| Invocation::new(l, self.workdir, dir).runner.is_some());
+        let inv = super::ready(dir, |d| match &line {
+            Some(l) => Invocation::new(l, self.workdir, d),
+            None => Invocation::as_written(&format!("sh {name}.sh"), d),
         })?;
         // Under `[sandbox] verify` the held-out checks are confined as the project's
         // are; their directory is hidden in there, so a script comes in on standard
         // input.
-        let mut spec = if inv.runner.is_some() {
+        let mut spec = if line.is_some() {
             Spec::new("sh", self.workdir).arg("-c").arg(&inv.command)
         } else if self.wrap.is_empty() {
             Spec::new("sh", self.workdir).arg(script.as_os_str())
