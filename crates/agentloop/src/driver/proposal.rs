@@ -104,7 +104,13 @@ impl Driver {
                 Some(dir)
             }
         };
-        let (dir, tree) = self.copy_as_it_stands()?;
+        let dir = self.copy_as_it_stands()?;
+        // Laid into the project itself, the held-out files would be the agent's to read.
+        if held_dir.is_some() && dir == self.ws.root {
+            return Ok(Err(
+                "held-out checks run only on a clean copy of the work (a git work tree, `[verify] clean_copy = true`)".into(),
+            ));
+        }
         let name = format!("{}-proposal", self.state.last_seq + 1);
         std::fs::create_dir_all(planner_dir)
             .map_err(|e| format!("{}: {e}", planner_dir.display()))?;
@@ -122,7 +128,7 @@ impl Driver {
         };
         let mut last = Instant::now();
         let checks = runner
-            .baseline(&reports, &commands, tree, &[], || {
+            .baseline(&reports, &commands, None, &[], || {
                 self.should_stop(&mut last)
             })
             .map_err(|e| e.to_string())?
@@ -173,39 +179,24 @@ impl Driver {
         }))
     }
 
-    /// A clean copy of the work as it stands, and its tree: the integration branch's
-    /// head with workers; the project's tree with the surface at its baseline with one
-    /// (the project itself outside git or without clean copies).
-    fn copy_as_it_stands(&self) -> Result<(PathBuf, Option<String>), String> {
-        let tree_of = |dir: &std::path::Path, rev: &str| {
-            agentloop_exec::git::run_git(
-                {
-                    let mut c = agentloop_exec::git::git_command(dir);
-                    c.args(["rev-parse", &format!("{rev}^{{tree}}")]);
-                    c
-                },
-                None,
-            )
-            .ok()
-            .map(|o| String::from_utf8_lossy(&o).trim().to_string())
-        };
+    /// A clean copy of the work as it stands: the integration branch's head with
+    /// workers; the project's tree with the surface at its baseline with one (the
+    /// project itself outside git or without clean copies).
+    fn copy_as_it_stands(&self) -> Result<PathBuf, String> {
         if let Some(i) = &self.state.integration {
-            let dir = agentloop_exec::worktree::reader_worktree(
+            return agentloop_exec::worktree::reader_worktree(
                 &self.ws.root,
                 &self.run.id,
                 "proposal",
                 &i.head,
-            )?;
-            let tree = tree_of(&dir, &i.head);
-            return Ok((dir, tree));
+            );
         }
         if !self.state.settings.clean_copy || !agentloop_exec::git::is_repo(&self.ws.root) {
-            return Ok((self.ws.root.clone(), None));
+            return Ok(self.ws.root.clone());
         }
         let copy = CleanCopy::for_run(&self.ws.root, &format!("{}-proposal", self.run.id))
             .ok_or("no cache directory (set HOME or XDG_CACHE_HOME)")?;
-        let refreshed = copy.refresh(self.state.baseline.as_ref(), &self.state.settings.carry)?;
-        let tree = tree_of(&copy.dir, &refreshed.commit).filter(|_| refreshed.mended.is_empty());
-        Ok((copy.dir, tree))
+        copy.refresh(self.state.baseline.as_ref(), &self.state.settings.carry)?;
+        Ok(copy.dir)
     }
 }
