@@ -72,6 +72,7 @@ fn bench(c: &mut Criterion) {
     let expect = Expect {
         named: &names,
         own: true,
+        landed: false,
         known: KnownGood {
             baseline: Some(&baseline),
             ..KnownGood::default()

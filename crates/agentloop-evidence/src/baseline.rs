@@ -138,12 +138,43 @@ pub struct Expected {
     pub per_test_regression: bool,
     /// Test files whose change a person approved (see [`KnownGood::excused`]).
     pub excused: Vec<String>,
+    /// On a merge queue's merged result: what the tasks already landed want kept.
+    pub landed: Landed,
+}
+
+/// What the tasks already landed on the integration branch want kept, on a merged
+/// result the merge queue checks: their checks run beside the batch's, judged test by
+/// test, and every test they made pass must be reported passing by one of them.
+#[derive(Debug, Clone, Default)]
+pub struct Landed {
+    /// Their checks (beside the batch's own).
+    pub commands: Vec<String>,
+    /// Each test they made pass → the task that did.
+    pub tests: BTreeMap<String, String>,
 }
 
 impl Expected {
     /// Whether `command`'s report decides it (rather than its exit code).
     pub fn judged_by_tests(&self, command: &str) -> bool {
-        self.per_test_regression || self.own.iter().any(|c| c == command)
+        self.per_test_regression
+            || self.own.iter().any(|c| c == command)
+            || self.landed.commands.iter().any(|c| c == command)
+    }
+
+    /// The tests landed tasks made pass that no check reported (`reported`: every id
+    /// any report had), with the task that made each pass; a test of a file a person
+    /// approved changing is not missed.
+    pub fn missing_landed<'a>(
+        &'a self,
+        reported: &std::collections::BTreeSet<String>,
+    ) -> Vec<(&'a str, &'a str)> {
+        self.landed
+            .tests
+            .iter()
+            .filter(|(id, _)| !reported.contains(*id))
+            .filter(|(id, _)| !crate::judge::excused(&self.excused, id))
+            .map(|(id, task)| (id.as_str(), task.as_str()))
+            .collect()
     }
 
     /// Whether `command` ran to its end at the baseline (exit 0) without writing a
@@ -164,6 +195,7 @@ impl Expected {
         Expect {
             named: &self.named,
             own: self.own.iter().any(|c| c == command),
+            landed: self.landed.commands.iter().any(|c| c == command),
             known: KnownGood {
                 baseline: self
                     .baseline
@@ -230,5 +262,17 @@ mod tests {
             "exit code only then"
         );
         assert!(!e.judged_by_tests("make lint"));
+    }
+
+    #[test]
+    fn a_landed_test_no_report_has_is_missed_unless_its_file_was_approved() {
+        let mut e = Expected::default();
+        e.landed.tests.insert("tests/a.py::t1".into(), "T1".into());
+        e.landed.tests.insert("tests/b.py::t2".into(), "T2".into());
+        let reported: std::collections::BTreeSet<String> =
+            ["tests/a.py::t1".to_string()].into_iter().collect();
+        assert_eq!(e.missing_landed(&reported), vec![("tests/b.py::t2", "T2")]);
+        e.excused.push("tests/b.py".into());
+        assert!(e.missing_landed(&reported).is_empty());
     }
 }

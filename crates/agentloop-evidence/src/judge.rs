@@ -59,8 +59,7 @@ impl KnownGood<'_> {
     }
 
     fn is_excused(&self, id: &str) -> bool {
-        let file = id.split("::").next().unwrap_or(id);
-        self.excused.contains(&file)
+        excused(&self.excused, id)
     }
 
     fn must_pass(&self, id: &str) -> bool {
@@ -71,6 +70,12 @@ impl KnownGood<'_> {
     }
 }
 
+/// Whether test `id` is of a file in `excused` (files a person approved changing).
+pub(crate) fn excused<S: AsRef<str>>(excused: &[S], id: &str) -> bool {
+    let file = id.split("::").next().unwrap_or(id);
+    excused.iter().any(|e| e.as_ref() == file)
+}
+
 /// How one command is judged.
 #[derive(Debug, Clone)]
 pub struct Expect<'a> {
@@ -78,6 +83,9 @@ pub struct Expect<'a> {
     pub named: &'a [TestName],
     /// One of the task's own checks; otherwise a run-wide regression check.
     pub own: bool,
+    /// A check of a task already landed, on a merged result: it keeps what passed
+    /// (the baseline's and what tasks made pass), never more.
+    pub landed: bool,
     pub known: KnownGood<'a>,
 }
 
@@ -132,11 +140,11 @@ pub fn judge_command(report: &Report, exit_code: Option<i32>, e: &Expect) -> Com
                 .filter(|(_, o)| **o == Outcome::Passed)
                 .map(|(id, _)| id.as_str()),
         );
-        for id in &e.known.made_passing {
-            // Another command's test is not this one's to judge.
-            if b.contains_key(*id) || now.contains_key(*id) {
-                must.insert(id);
-            }
+    }
+    for id in &e.known.made_passing {
+        // Another command's test is not this one's to judge.
+        if e.known.baseline.is_some_and(|b| b.contains_key(*id)) || now.contains_key(*id) {
+            must.insert(id);
         }
     }
     for id in must {
@@ -168,7 +176,8 @@ pub fn judge_command(report: &Report, exit_code: Option<i32>, e: &Expect) -> Com
     // Its own selection is the task's: an own check without names, or a regression
     // check with no baseline to tell old failures from new ones (a run from before
     // baselines, a check a replan added), wants every test it reports passing.
-    let whole = (e.own && e.named.is_empty()) || (!e.own && e.known.baseline.is_none());
+    let whole =
+        (e.own && e.named.is_empty()) || (!e.own && !e.landed && e.known.baseline.is_none());
     if whole {
         v.failing = report
             .tests
@@ -435,6 +444,7 @@ mod tests {
         let e = Expect {
             named: &names,
             own: true,
+            landed: false,
             known: KnownGood {
                 baseline: Some(&b),
                 ..Default::default()
@@ -465,6 +475,7 @@ mod tests {
         let e = Expect {
             named: &[],
             own: false,
+            landed: false,
             known: KnownGood {
                 baseline: Some(&b),
                 ..Default::default()
@@ -500,6 +511,7 @@ mod tests {
         let e = Expect {
             named: &[],
             own: false,
+            landed: false,
             known: KnownGood {
                 baseline: Some(&b),
                 ..Default::default()
@@ -516,6 +528,7 @@ mod tests {
         let e = Expect {
             named: &[],
             own: true,
+            landed: false,
             known: KnownGood::default(),
         };
         assert!(judge_command(&report(&[("a", Passed), ("b", Skipped)]), Some(0), &e).passed);
@@ -541,6 +554,7 @@ mod tests {
         let e = Expect {
             named: &[],
             own: false,
+            landed: false,
             known: KnownGood {
                 baseline: Some(&b),
                 excused: vec!["tests/a.py"],
@@ -562,6 +576,7 @@ mod tests {
         let e = Expect {
             named: &[],
             own: false,
+            landed: false,
             known: KnownGood::default(),
         };
         assert!(!judge_command(&report(&[("a", Passed), ("b", Failed)]), Some(1), &e).passed);
@@ -575,6 +590,7 @@ mod tests {
         let e = Expect {
             named: &names,
             own: false,
+            landed: false,
             known: KnownGood {
                 baseline: Some(&b),
                 ..Default::default()
@@ -592,11 +608,43 @@ mod tests {
     }
 
     #[test]
+    fn a_landed_tasks_check_keeps_what_passed_and_asks_no_more() {
+        // A check with no baseline (a planner's), of a task already landed: the test it
+        // made pass must still pass; the test that never passed is not held against
+        // the batch, as it would be against a check of its own.
+        let e = Expect {
+            named: &[],
+            own: false,
+            landed: true,
+            known: KnownGood {
+                baseline: None,
+                made_passing: ["t::new"].into_iter().collect(),
+                ..Default::default()
+            },
+        };
+        let v = judge_command(
+            &report(&[("t::new", Passed), ("t::old", Failed)]),
+            Some(1),
+            &e,
+        );
+        assert!(v.passed, "{v:?}");
+        let v = judge_command(
+            &report(&[("t::new", Failed), ("t::old", Failed)]),
+            Some(1),
+            &e,
+        );
+        assert!(!v.passed);
+        assert_eq!(v.regressions.len(), 1, "{v:?}");
+        assert_eq!(v.regressions[0].id, "t::new");
+    }
+
+    #[test]
     fn a_task_done_since_keeps_its_tests_passing() {
         let b = base(&[("t::a", Passed), ("t::b", Failed)]);
         let e = Expect {
             named: &[],
             own: false,
+            landed: false,
             known: KnownGood {
                 baseline: Some(&b),
                 made_passing: ["t::b"].into_iter().collect(),

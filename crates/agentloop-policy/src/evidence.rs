@@ -4,9 +4,10 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use agentloop_evidence::baseline::Landed;
 use agentloop_evidence::{Expected, TestName, runner};
 use agentloop_ground::values::Regression;
-use agentloop_journal::{RunState, TaskStatus};
+use agentloop_journal::{MergeState, RunState, TaskStatus};
 
 /// Where a verification runs, which decides what "passed before" means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,5 +138,49 @@ pub fn expected(s: &RunState, task: Option<&str>, place: Place) -> Option<Expect
         own,
         per_test_regression: s.settings.regression == Regression::PerTest,
         excused: s.surface_approved.clone(),
+        landed: Default::default(),
     })
+}
+
+/// What the tasks already on the integration branch want kept on the merged result of
+/// a batch of `batch`'s tasks (the integration branch is always green): the checks of
+/// every task done or merged, with their measures, and each test they made pass.
+pub fn landed(s: &RunState, batch: &[&str]) -> (Landed, Vec<(String, agentloop_plan::Threshold)>) {
+    let merged = s
+        .running
+        .iter()
+        .filter(|o| matches!(o.merge, Some(MergeState::Merged { .. })))
+        .map(|o| o.started.task.as_str());
+    let ids: BTreeSet<&str> = s
+        .tasks
+        .iter()
+        .filter(|t| t.status == TaskStatus::Done)
+        .map(|t| t.id.as_str())
+        .chain(merged)
+        .filter(|id| !batch.contains(id))
+        .collect();
+    let mut landed = Landed::default();
+    let mut measures = Vec::new();
+    // In plan order, as the checks are run.
+    for t in s.tasks.iter().filter(|t| ids.contains(t.id.as_str())) {
+        for c in s.plan.checks(&t.id) {
+            if !landed.commands.contains(&c) {
+                landed.commands.push(c);
+            }
+        }
+        for m in s.plan.measures(&t.id) {
+            if !measures.contains(&m) {
+                measures.push(m);
+            }
+        }
+        for seen in t.evidence.iter().flat_map(|e| &e.named) {
+            if seen.now == Some(agentloop_evidence::Outcome::Passed) {
+                landed
+                    .tests
+                    .entry(seen.id.clone())
+                    .or_insert_with(|| t.id.clone());
+            }
+        }
+    }
+    (landed, measures)
 }

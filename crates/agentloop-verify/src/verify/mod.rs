@@ -103,6 +103,8 @@ impl Runner<'_> {
         let mut judged = Judged::default();
         let mut any_evidence = false;
         let mut kept: Vec<serde_json::Value> = Vec::new();
+        // Every test any report had (for what landed tasks made pass).
+        let mut reported: std::collections::BTreeSet<String> = Default::default();
         for (k, cmd) in commands.iter().enumerate() {
             writeln!(log, "$ {cmd}")?;
             log.flush()?;
@@ -186,6 +188,9 @@ impl Runner<'_> {
                 };
                 if let Ok(r) = &ev.report {
                     writeln!(log, "[{}: {}]", ev.runner, r.counts().words())?;
+                    if finished {
+                        reported.extend(r.tests.iter().map(|t| t.id.clone()));
+                    }
                     kept.push(serde_json::json!({
                         "command": cmd,
                         "runner": ev.runner,
@@ -261,6 +266,42 @@ impl Runner<'_> {
             tests_failure = Some((reason, digest));
         } else if let Some(t) = &self.tests {
             judged.close(&t.expected.named);
+        }
+        // On a merged result: what the tasks already landed made pass still runs.
+        if let Some(t) = &self.tests
+            && failure.is_none()
+            && measured_failure.is_none()
+            && tests_failure.is_none()
+        {
+            let missing = t.expected.missing_landed(&reported);
+            if !missing.is_empty() {
+                let list = missing
+                    .iter()
+                    .map(|(id, task)| format!("{id} ({task})"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let reason = format!(
+                    "{} that tasks already merged made pass {} in no check's report: {list}",
+                    agentloop_ground::words::plural(missing.len(), "test", "tests"),
+                    if missing.len() == 1 { "is" } else { "are" },
+                );
+                writeln!(log, "[{reason}]")?;
+                for (id, _) in &missing {
+                    judged.regressions.push(evidence::Seen {
+                        id: id.to_string(),
+                        before: t
+                            .expected
+                            .baseline
+                            .as_deref()
+                            .and_then(|b| b.all_tests().get(id).copied()),
+                        now: None,
+                        message: None,
+                    });
+                }
+                any_evidence = true;
+                let digest = judged.digest().unwrap_or_else(|| reason.clone());
+                tests_failure = Some((reason, digest));
+            }
         }
         if let Some(t) = &self.tests {
             // The tests, one by one, beside the log (`verify.tests.json`) for people;

@@ -200,6 +200,29 @@ impl Checks {
         }
     }
 
+    /// On a merged result, what the tasks already landed want kept beside: their
+    /// checks and measures run too, and the tests they made pass must pass.
+    pub(crate) fn keep(
+        &mut self,
+        landed: &agentloop_evidence::baseline::Landed,
+        measures: &[(String, agentloop_plan::Threshold)],
+    ) {
+        for c in &landed.commands {
+            if !self.commands.contains(c) {
+                self.commands.push(c.clone());
+            }
+        }
+        for m in measures {
+            if !self.measures.contains(m) {
+                self.measures.push(m.clone());
+            }
+        }
+        if let Some(e) = &mut self.expected {
+            e.made_passing.extend(landed.tests.keys().cloned());
+            e.landed = landed.clone();
+        }
+    }
+
     pub(crate) fn run(
         &mut self,
         iteration: u32,

@@ -4,10 +4,15 @@
 //! its own merge commit); a red one is bisected over the prefixes of the batch until
 //! the first task that turns it red is found: it goes back to its agent, the tasks
 //! before it land, the tasks after it wait in the queue for the next batch.
+//!
+//! The integration branch is always green: beside the batch's checks run the checks of
+//! every task already landed, and every test those tasks made pass must still pass
+//! (PASS_TO_PASS of all that landed, not only of the batch).
 
 use std::path::PathBuf;
 use std::sync::mpsc::Sender;
 
+use agentloop_evidence::baseline::Landed;
 use agentloop_exec::worktree;
 use agentloop_journal::{Event, MergeState, VerifyFinished};
 use agentloop_policy::evidence::Place;
@@ -41,6 +46,9 @@ pub(crate) struct BatchJob {
     pub bisect: usize,
     /// `[verify] carry`: linked into each merge worktree the checks run in.
     pub carry: Vec<String>,
+    /// What the tasks already landed want kept, and their checks' measures.
+    pub landed: Landed,
+    pub landed_measures: Vec<(String, agentloop_plan::Threshold)>,
 }
 
 /// Runs the batch off the driver's thread; reports each member's outcome, in order
@@ -140,7 +148,7 @@ fn merge_now(job: &BatchJob) -> Result<Vec<(u32, MergeOutcome)>, String> {
                 }
             }
             let (culprit, _) = merged[bad - 1];
-            let first = failure.failure_words();
+            let first = failure.failure_words() + &broken_landed(&job.landed, &failure);
             let others = if merged.len() > 1 {
                 " (it was merged and checked in a batch; the tasks before it pass without it)"
             } else {
@@ -219,9 +227,28 @@ fn check(
     agentloop_verify::clean_copy::link_carried(&job.root, at, &job.carry)
         .map_err(|e| format!("cannot link [verify] carry into the merge worktree: {e}"))?;
     let mut together = Checks::together(&members.iter().map(|m| &m.checks).collect::<Vec<_>>());
+    together.keep(&job.landed, &job.landed_measures);
     together
         .run(last.iteration, at, &last.log)
         .map_err(|e| format!("cannot run the checks on the merged result: {e}"))
+}
+
+/// `: it breaks what T1 made pass (tests/test_a.py::test_x)`, when the failure is
+/// of tests that tasks already landed made pass.
+fn broken_landed(landed: &Landed, failure: &VerifyFinished) -> String {
+    let mut by: Vec<String> = Vec::new();
+    for r in failure.evidence.iter().flat_map(|e| &e.regressions) {
+        if let Some(task) = landed.tests.get(&r.id) {
+            by.push(format!("{task}'s {}", r.id));
+        }
+    }
+    if by.is_empty() {
+        return String::new();
+    }
+    format!(
+        "; it breaks what tasks already merged made pass: {}",
+        by.join(", ")
+    )
 }
 
 /// Each merged member's log says which batch it was checked in, and where.
@@ -320,8 +347,12 @@ impl Driver {
             })?;
             busy.insert(m.iteration);
         }
+        let tasks: Vec<&str> = members.iter().map(|m| m.task.as_str()).collect();
+        let (landed, landed_measures) = agentloop_policy::evidence::landed(&self.state, &tasks);
         merge(
             BatchJob {
+                landed,
+                landed_measures,
                 root: self.ws.root.clone(),
                 run_id: self.run.id.clone(),
                 integration: i.branch.clone(),

@@ -175,6 +175,72 @@ echo TASK_COMPLETE"#,
     nothing_left(&p);
 }
 
+/// A calculator whose `div` T1 adds and whose `mul` T2 adds; each task's own check
+/// runs its own test file alone.
+const CALC_PLAN: &str = "# Calculator\n\n## T1: Division\n\nAdd `div`.\n\nVerify: python3 -m pytest -q tests/test_div.py\nTests: tests/test_div.py::*\n\n## T2: Multiplication\nDepends: T1\n\nAdd `mul`.\n\nVerify: python3 -m pytest -q tests/test_mul.py\nTests: tests/test_mul.py::*\n";
+
+#[test]
+fn a_task_that_breaks_a_landed_tasks_test_goes_back_and_the_branch_stays_green() {
+    // T2's first attempt adds `mul` and breaks `div`: its own check (test_mul.py)
+    // passes in its worktree. On the merged result T1's check runs too, T1's tests
+    // must still pass, and T2 goes back to its agent with the broken test named.
+    let p = project(
+        CALC_PLAN,
+        r#"case "$task:$n" in
+T1:*) printf 'def add(a, b):\n    return a + b\n\ndef div(a, b):\n    return a / b\n' > calc/__init__.py ;;
+T2:1) printf 'def add(a, b):\n    return a + b\n\ndef div(a, b):\n    return 0\n\ndef mul(a, b):\n    return a * b\n' > calc/__init__.py ;;
+T2:*) printf 'def add(a, b):\n    return a + b\n\ndef div(a, b):\n    return a / b\n\ndef mul(a, b):\n    return a * b\n' > calc/__init__.py ;;
+esac
+echo TASK_COMPLETE"#,
+        "",
+    );
+    p.write(
+        "pyproject.toml",
+        "[project]\nname = \"calc\"\nversion = \"0.1.0\"\n\n[tool.pytest.ini_options]\npythonpath = [\".\"]\n",
+    );
+    p.write("calc/__init__.py", "def add(a, b):\n    return a + b\n");
+    p.write(
+        "tests/test_div.py",
+        "import calc\n\ndef test_div():\n    assert calc.div(6, 3) == 2\n\ndef test_div_half():\n    assert calc.div(1, 2) == 0.5\n",
+    );
+    p.write(
+        "tests/test_mul.py",
+        "import calc\n\ndef test_mul():\n    assert calc.mul(2, 3) == 6\n",
+    );
+    p.write(".gitignore", "__pycache__/\n.pytest_cache/\n");
+    p.commit("a calculator");
+    let mut p = p;
+    p.env.push(("PATH".into(), crate::support::python_path()));
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    let ev = events(&p);
+    let failed: Vec<_> = ev.iter().filter(|e| e["kind"] == "merge_failed").collect();
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    let reason = failed[0]["data"]["reason"].as_str().unwrap();
+    assert!(reason.starts_with("on the merged result"), "{reason}");
+    assert!(
+        reason.contains("T1's tests/test_div.py::test_div"),
+        "the broken test and whose it is: {reason}"
+    );
+    let digest = failed[0]["data"]["digest"].as_str().unwrap();
+    assert!(digest.contains("tests/test_div.py::test_div"), "{digest}");
+    let s = p.status();
+    assert_eq!(s["tasks"][1]["attempts"], 2, "{s:#}");
+    assert_eq!(s["verdict"], "SHIP", "{s:#}");
+    // Every commit the integration branch ever pointed at passes T1's tests: no
+    // broken `div` in its history, on any parent.
+    let branch = integration(&p);
+    let history = git(&p, &["log", "-p", "--format=%H", &branch, "--", "calc"]);
+    assert!(!history.contains("return 0"), "{history}");
+    assert_eq!(
+        ev.iter()
+            .filter(|e| e["kind"] == "validation_fix_added")
+            .count(),
+        0
+    );
+    nothing_left(&p);
+}
+
 mod policy {
     use std::collections::BTreeSet;
 
