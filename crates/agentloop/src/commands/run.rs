@@ -215,7 +215,7 @@ pub(crate) fn start(
         })?;
     }
     super::plan_agents_exist(&layered.config, &plan, &shown.display().to_string())?;
-    let versions = check_agents(&layered.config, &plan)?;
+    let versions = check_agents(&layered, &plan)?;
     if layered.config.ship.enabled() {
         crate::driver::preflight(&ws.root, &layered.config.ship).map_err(|e| {
             CliError::user(format!("[ship]: {e}"))
@@ -261,20 +261,52 @@ pub(crate) fn start(
     driver.start(settings, versions)
 }
 
-/// Every agent the plan may use must exist and be installed before the run starts;
-/// returns the version each CLI reported, for the journal.
-fn check_agents(config: &Config, plan: &Plan) -> Result<BTreeMap<String, String>, CliError> {
-    let mut names: Vec<&str> = vec![config.run.agent.as_str()];
-    names.extend(config.run.fallback_agent.as_deref());
-    names.extend(plan.tasks.iter().filter_map(|t| t.agent.as_deref()));
-    names.sort_unstable();
-    names.dedup();
+/// Every agent the run may use (the run's, its fallback, each task's, the reviewers,
+/// the planners' and the cycles' judge) must exist and be installed before the run
+/// starts; returns the version each CLI reported, for the journal. A name from the
+/// configuration is named in the error with its key and the file it came from.
+fn check_agents(
+    layered: &agentloop_config::Layered,
+    plan: &Plan,
+) -> Result<BTreeMap<String, String>, CliError> {
+    let config = &layered.config;
+    let mut names: Vec<(&str, Option<&str>)> = vec![(config.run.agent.as_str(), None)];
+    let keyed = [
+        ("run.fallback_agent", config.run.fallback_agent.as_deref()),
+        ("review.agent", config.review.agent.as_deref()),
+        ("review.second", config.review.second.as_deref()),
+        ("run.planner_agent", config.run.planner_agent.as_deref()),
+        ("run.judge", config.run.judge.as_deref()),
+    ];
+    for (key, name) in keyed {
+        names.extend(name.map(|n| (n, Some(key))));
+    }
+    names.extend(
+        plan.tasks
+            .iter()
+            .filter_map(|t| t.agent.as_deref().map(|n| (n, None))),
+    );
+    let mut seen = std::collections::BTreeSet::new();
     let mut versions = BTreeMap::new();
-    for name in names {
+    for (name, key) in names {
+        if !seen.insert(name) {
+            continue;
+        }
+        let at = |e: String| match key {
+            Some(key) => {
+                let origin = layered
+                    .sources
+                    .get(key)
+                    .map_or_else(|| "configuration".to_string(), |s| s.to_string());
+                let (table, leaf) = key.split_once('.').unwrap_or(("", key));
+                format!("{origin}: [{table}] {leaf} = \"{name}\": {e}")
+            }
+            None => e,
+        };
         agentloop_agents::resolve(config, name)
-            .map_err(|e| CliError::user(e.to_string()).hint(e.hint()))?;
+            .map_err(|e| CliError::user(at(e.to_string())).hint(e.hint()))?;
         let probe = agentloop_agents::probe::probe(config, name)
-            .map_err(|e| CliError::user(e.to_string()).hint(e.hint()))?;
+            .map_err(|e| CliError::user(at(e.to_string())).hint(e.hint()))?;
         if let Some(v) = probe.version {
             if let Some(tested) = agentloop_agents::probe::newer_than_tested(&probe.kind, &v) {
                 crate::render::warn(&format!(
@@ -478,7 +510,7 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
         crate::render::warn(&why);
     }
     let layered = super::run_config_with(&ws.root, &loaded.state, flags.clone())?;
-    let versions = check_agents(&layered.config, &loaded.state.plan)?;
+    let versions = check_agents(&layered, &loaded.state.plan)?;
     crate::driver::check_executor(&layered.config, &ws.root).map_err(CliError::user)?;
     let mut settings = Settings::new(&layered.config, flags);
     settings.find_context(&ws.root);

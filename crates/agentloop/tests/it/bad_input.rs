@@ -121,6 +121,22 @@ const CONFIGS: &[(&str, &str)] = &[
         "error: [DIR]/agentloop.toml: agents.mine.timeout: must be longer than 0s",
     ),
     (
+        "config-unknown-reviewer.toml",
+        "error: [DIR]/agentloop.toml: [review] agent = \"reviewr\": unknown agent \"reviewr\"",
+    ),
+    (
+        "config-unknown-second-reviewer.toml",
+        "error: [DIR]/agentloop.toml: [review] second = \"nobody\": unknown agent \"nobody\"",
+    ),
+    (
+        "config-unknown-planner.toml",
+        "error: [DIR]/agentloop.toml: [run] planner_agent = \"planr\": unknown agent \"planr\"",
+    ),
+    (
+        "config-unknown-judge.toml",
+        "error: [DIR]/agentloop.toml: [run] judge = \"jdge\": unknown agent \"jdge\"",
+    ),
+    (
         "config-bad-store-url.toml",
         "error: [DIR]/agentloop.toml: [store] url: invalid connection string: invalid value for option `port`",
     ),
