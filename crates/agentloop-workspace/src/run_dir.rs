@@ -273,6 +273,31 @@ impl RunDir {
         }
     }
 
+    /// [`append_control`](Self::append_control) from this process while it holds the
+    /// driver lock it took to act on the request (`resume`'s top-up, recorded only once
+    /// this process is sure to drive the run: a `resume` that loses the lock to another
+    /// records nothing). Judged as a request from the process that held no lock: the
+    /// agent's environment or session still refuses it, and an earlier driver that
+    /// is somehow alive still counts.
+    pub fn append_control_holding(
+        &self,
+        _lock: &super::DriverLock,
+        loaded: Loaded,
+        id: String,
+        source: &str,
+        request: Request,
+    ) -> Result<(Record, RunState), WorkspaceError> {
+        let me = std::process::id();
+        self.append_control_judged(loaded, id, source, request, |a| {
+            for d in &mut a.drivers {
+                if *d == Some(me) {
+                    *d = None;
+                }
+            }
+            me
+        })
+    }
+
     /// [`append_control`](Self::append_control) for a request made by the process
     /// `asker` names, given what the refusal checks (the client of an API connection,
     /// looked for among [`Asker::agent_tree`](super::origin::Asker::agent_tree)).
@@ -284,12 +309,27 @@ impl RunDir {
         request: Request,
         asker: impl FnOnce(&super::origin::Asker) -> u32,
     ) -> Result<(Record, RunState), WorkspaceError> {
+        self.append_control_judged(loaded, id, source, request, |a| asker(a))
+    }
+
+    /// The appending of a control request, judged as `judge` has it (which may take a
+    /// driver off the list, see [`append_control_holding`](Self::append_control_holding))
+    /// and returns the pid asking.
+    fn append_control_judged(
+        &self,
+        loaded: Loaded,
+        id: String,
+        source: &str,
+        request: Request,
+        judge: impl FnOnce(&mut super::origin::Asker) -> u32,
+    ) -> Result<(Record, RunState), WorkspaceError> {
         let mut w = loaded.writer(self)?;
         let mut state = loaded.state;
         // A secret typed into a note is redacted like everything else written.
         let request = request.redacted(&Redactor::from_env(std::iter::empty()));
-        let check = self.asker(&state, source == "session");
-        if let Some(why) = check.refusal(asker(&check)) {
+        let mut check = self.asker(&state, source == "session");
+        let pid = judge(&mut check);
+        if let Some(why) = check.refusal(pid) {
             w.append(&Event::ControlRefused {
                 source: source.to_string(),
                 request,

@@ -321,6 +321,8 @@ fn check_agents(
 
 /// The most tokens one top-up adds.
 const MOST_TOKENS: f64 = 1e12;
+/// The most cents one top-up adds: a million dollars.
+const MOST_CENTS: f64 = 1e8;
 
 /// `--budget +10`, `--tokens +2M`, `--time +1h`, `--iterations +20` as a top-up; `None`
 /// when none is given.
@@ -345,10 +347,13 @@ fn top_up(args: &ResumeArgs) -> Result<Option<Request>, CliError> {
                 .trim_start_matches('$')
                 .parse()
                 .map_err(|_| bad("budget", &v))?;
-            if !(usd > 0.0 && usd.is_finite()) {
-                return Err(bad("budget", &v));
+            // A cent is the budget's unit: `+0.001` would add nothing.
+            let cents = (usd * 100.0).round();
+            if !(cents.is_finite() && (1.0..=MOST_CENTS).contains(&cents)) {
+                return Err(bad("budget", &v)
+                    .hint("from $0.01 to $1,000,000 at a time, e.g. --budget +10"));
             }
-            Some((usd * 100.0).round() as u64)
+            Some(cents as u64)
         }
         None => None,
     };
@@ -407,34 +412,43 @@ fn top_up(args: &ResumeArgs) -> Result<Option<Request>, CliError> {
     }))
 }
 
+/// A top-up may not lift the run past the ceilings a run may start with (unless
+/// `--force`).
+fn ceilings_allow(
+    state: &agentloop_journal::RunState,
+    request: &Request,
+    force: bool,
+) -> Result<(), CliError> {
+    let Request::TopUp {
+        cost_cents,
+        iterations,
+        ..
+    } = request
+    else {
+        return Ok(());
+    };
+    if let Some(c) = cost_cents {
+        let now = state.settings.budgets.max_cost_usd.unwrap_or(0.0) + state.top_up.cost_usd;
+        ceiling(Some(now + *c as f64 / 100.0), force)?;
+    }
+    if let Some(n) = iterations {
+        let now = state.settings.budgets.max_iterations + state.top_up.iterations;
+        iterations_ceiling(now.saturating_add(*n), state.plan.tasks.len(), force)?;
+    }
+    Ok(())
+}
+
 pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
     let ws = Workspace::find(cwd);
     interactive_needs_a_terminal(&args.out)?;
     let run = super::pick_run(&ws, args.run.get(), super::Want::Unfinished)?;
     let mut loaded = run.load()?;
-    if let Some(request) = top_up(&args)? {
-        if let Request::TopUp {
-            cost_cents: Some(c),
-            ..
-        } = &request
-        {
-            let b = &loaded.state.settings.budgets;
-            let now = b.max_cost_usd.unwrap_or(0.0) + loaded.state.top_up.cost_usd;
-            ceiling(Some(now + *c as f64 / 100.0), args.force)?;
-        }
-        if let Request::TopUp {
-            iterations: Some(n),
-            ..
-        } = &request
-        {
-            let s = &loaded.state;
-            let now = s.settings.budgets.max_iterations + s.top_up.iterations;
-            iterations_ceiling(now.saturating_add(*n), s.plan.tasks.len(), args.force)?;
-        }
-        let what = crate::describe::request(&request);
-        run.append_control(loaded, super::request_id("cli"), "cli", request)?;
-        eprintln!("agentloop: {what}");
-        loaded = run.load()?;
+    // Nothing is recorded before the resume is sure to happen: a refused one (a
+    // completed run, another driver, a ceiling) and one that loses the driver lock to
+    // a `resume` at the same moment leave the journal as it was.
+    let top = top_up(&args)?;
+    if let Some(request) = &top {
+        ceilings_allow(&loaded.state, request, args.force)?;
     }
     if loaded.state.status == agentloop_journal::RunStatus::Completed {
         return Err(CliError::user(format!(
@@ -443,7 +457,21 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
         ))
         .hint("start a new run with `agentloop run`"));
     }
+    if let Some(request) = &top
+        && let Some(why) = run.refused_here(&loaded.state)
+    {
+        // Journaled as an attempt, and refused.
+        run.append_control(loaded, super::request_id("cli"), "cli", request.clone())?;
+        return Err(CliError::user(why));
+    }
     if loaded.state.settings.hook && !args.headless {
+        if let Some(request) = top {
+            // The session's Stop hook drives it: the top-up waits for its next stop.
+            let what = crate::describe::request(&request);
+            run.append_control(loaded, super::request_id("cli"), "cli", request)?;
+            eprintln!("agentloop: {what}; the run goes on in its Claude Code session");
+            return Ok(ExitKind::Completed);
+        }
         return Err(CliError::user(format!(
             "run {} is a hook-mode run: it goes on in its Claude Code session",
             run.id
@@ -453,7 +481,14 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
         ));
     }
     if let Some(pid) = run.lock_holder() {
-        if !loaded.state.paused {
+        // Its driver reads what is appended: a top-up reaches it, and a paused run is
+        // asked to go on.
+        if let Some(request) = top {
+            let what = crate::describe::request(&request);
+            run.append_control(loaded, super::request_id("cli"), "cli", request)?;
+            eprintln!("agentloop: {what}");
+            loaded = run.load()?;
+        } else if !loaded.state.paused {
             return Err(CliError::from(
                 agentloop_workspace::WorkspaceError::Locked {
                     run: run.id.clone(),
@@ -461,12 +496,16 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
                 },
             ));
         }
-        let (rec, _) =
-            run.append_control(loaded, super::request_id("cli"), "cli", Request::Resume)?;
-        eprintln!(
-            "agentloop: resume requested (event {}); driver pid {pid} continues",
-            rec.seq
-        );
+        if loaded.state.paused {
+            let (rec, _) =
+                run.append_control(loaded, super::request_id("cli"), "cli", Request::Resume)?;
+            eprintln!(
+                "agentloop: resume requested (event {}); driver pid {pid} continues",
+                rec.seq
+            );
+        } else {
+            eprintln!("agentloop: driver pid {pid} continues");
+        }
         return Ok(ExitKind::Completed);
     }
     let lock = run.lock_driver()?;
@@ -475,6 +514,14 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
             "the previous driver of run {} (pid {pid}) is gone; taking over",
             run.id
         ));
+    }
+    // What a driver that held the lock until now wrote is read again.
+    loaded = run.load()?;
+    if loaded.state.status == agentloop_journal::RunStatus::Completed {
+        return Err(CliError::user(format!(
+            "run {} was completed meanwhile; there is nothing to resume",
+            run.id
+        )));
     }
     // The agent of an iteration the old driver never finished died with it; what it
     // started may not have: end it before anything runs again in this tree.
@@ -522,6 +569,14 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
     settings.agent_hosts = loaded.state.settings.agent_hosts.clone();
     if settings.sandbox.on() && settings.agent_hosts.is_empty() {
         settings.agent_hosts = crate::driver::agent_hosts(&layered.config);
+    }
+    if let Some(request) = top {
+        // Every check passed and the lock is this process's: the top-up is recorded
+        // once, by the resume that drives the run.
+        let what = crate::describe::request(&request);
+        run.append_control_holding(&lock, loaded, super::request_id("cli"), "cli", request)?;
+        eprintln!("agentloop: {what}");
+        loaded = run.load()?;
     }
     let mut writer = loaded.writer(&run)?;
     let mut state = loaded.state;

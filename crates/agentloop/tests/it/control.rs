@@ -306,6 +306,8 @@ fn a_spent_budget_pauses_the_run_and_a_top_up_goes_on() {
     let r = p.run(&["resume", "--budget", "lots"]);
     assert_eq!(r.code, Some(2), "{}", r.stderr);
     for (flag, v) in [
+        ("--budget", "+0.001"),
+        ("--budget", "+1e30"),
         ("--tokens", "+inf"),
         ("--tokens", "+1e30"),
         ("--tokens", "+0.2"),

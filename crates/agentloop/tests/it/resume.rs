@@ -100,3 +100,48 @@ fn a_hook_mode_run_is_not_driven_headlessly_unless_asked() {
     assert_eq!(st.code(), Some(0));
     assert_eq!(p.status()["status"], "completed");
 }
+
+/// The top-ups the journal holds, as `log` shows them.
+fn top_ups(p: &crate::support::Project) -> usize {
+    p.run(&["log"]).stdout.matches("budgets topped up").count()
+}
+
+#[test]
+fn a_refused_resume_records_nothing_and_two_at_once_add_only_what_they_report() {
+    let p = scripted(THREE, "touch $task.txt\necho TASK_COMPLETE\n");
+    assert_eq!(
+        p.run(&["run", "--max-iterations", "1", "--quiet"]).code,
+        Some(3)
+    );
+    // Two resumes with a top-up at once: one drives; the other either finds it
+    // driving (its top-up reaches that driver) or loses the lock and adds nothing.
+    let mut both: Vec<_> = (0..2)
+        .map(|_| {
+            p.cmd(&["resume", "--iterations", "+1", "--quiet"])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let codes: Vec<_> = both
+        .iter_mut()
+        .map(|c| wait_exit(c, Duration::from_secs(60)).code())
+        .collect();
+    let reported = codes.iter().filter(|c| **c != Some(2)).count();
+    assert!(reported >= 1, "one of them drove the run: {codes:?}");
+    assert_eq!(
+        top_ups(&p),
+        reported,
+        "only the resumes that did not fail added to the budget: {codes:?}"
+    );
+    // A run that is completed: the resume is refused, and its top-up with it.
+    let r = p.run(&["resume", "--iterations", "+5", "--quiet"]);
+    if p.status()["status"] != "completed" {
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+    }
+    assert_eq!(p.status()["status"], "completed");
+    let before = top_ups(&p);
+    let r = p.run(&["resume", "--iterations", "+20"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("is completed"), "{}", r.stderr);
+    assert_eq!(top_ups(&p), before, "a refused resume recorded its top-up");
+}
