@@ -7,6 +7,7 @@
 //! checks run in it stand on this in `agentloop-verify`.
 
 pub mod git;
+pub mod index_mark;
 pub mod keeper;
 pub mod mounts;
 pub mod prereq;

@@ -269,6 +269,17 @@ pub fn descendants(roots: &[u32]) -> Vec<u32> {
     out
 }
 
+/// When process `pid` started, in clock ticks since boot (`/proc/PID/stat`, field
+/// 22): with the pid, it names one process, since a pid is given again once its
+/// process is gone.
+pub fn started(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command's closing parenthesis (the command may hold any bytes) comes
+    // field 3; the start time is field 22.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
 /// Live git processes working inside any of `dirs` (by their working directory).
 pub fn gits_in(dirs: &[&Path]) -> Vec<i32> {
     processes(|_| true)

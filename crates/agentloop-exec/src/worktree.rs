@@ -547,6 +547,7 @@ pub fn landing(root: &Path, integration: &str, base: &str) -> Result<Landing, St
 
 /// Fast-forwards the checked-out `branch` of `root` to `integration`.
 pub fn fast_forward(root: &Path, branch: &str, integration: &str) -> Result<(), String> {
+    let _mark = super::index_mark::mark(root);
     text(git(root, &["merge", "--ff-only", "-q", integration]))
         .map(|_| ())
         .map_err(|e| format!("cannot fast-forward {branch} to {integration}: {e}"))
@@ -560,6 +561,7 @@ pub fn merge_into(
     integration: &str,
     message: &str,
 ) -> Result<(), String> {
+    let _mark = super::index_mark::mark(root);
     let mut c = git(
         root,
         &["merge", "--no-ff", "-q", "-m", message, integration],

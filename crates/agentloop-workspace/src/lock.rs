@@ -115,13 +115,8 @@ fn live_driver(f: &File) -> Option<String> {
     alive.then_some(pid)
 }
 
-/// When process `pid` started, in clock ticks since boot (`/proc/PID/stat`, field 22).
 fn started(pid: i32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // After the command's closing parenthesis (the command may hold any bytes) comes
-    // field 3; the start time is field 22.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
+    agentloop_exec::reap::started(u32::try_from(pid).ok()?)
 }
 
 /// The pid a lock file names, and when that process started if it says.

@@ -93,6 +93,9 @@ pub(crate) fn apply(c: &mut Command, dir: &Path) {
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("GIT_NO_REPLACE_OBJECTS", "1")
         .env("GIT_TERMINAL_PROMPT", "0")
+        // `status` and `diff` refresh the index only when they can skip its lock: a
+        // reading git that is killed leaves no `index.lock` in the person's project.
+        .env("GIT_OPTIONAL_LOCKS", "0")
         .env_remove("GIT_CONFIG_PARAMETERS")
         .env_remove("GIT_CONFIG_COUNT")
         .env_remove("GIT_EXTERNAL_DIFF");
@@ -115,6 +118,7 @@ pub(crate) fn apply(c: &mut Command, dir: &Path) {
 pub(crate) fn remote(c: &mut Command) {
     c.env("GIT_NO_REPLACE_OBJECTS", "1")
         .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_OPTIONAL_LOCKS", "0")
         .args(["-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0"])
         .args(["-c", "maintenance.auto=false"]);
 }

@@ -351,6 +351,8 @@ pub fn changed_files(workdir: &Path, before: &str, after: &str) -> Vec<String> {
 /// Commits everything in the working tree; returns the new HEAD (or the old one when
 /// there was nothing to commit).
 pub fn commit_all(workdir: &Path, message: &str) -> Result<String, String> {
+    // A kill from here to the commit's end may leave the index locked: marked ours.
+    let _mark = super::index_mark::mark(workdir);
     let mut add = git(workdir);
     add.args(["add", "-A", "--", "."]).stdout(Stdio::null());
     let st = add.status().map_err(|e| format!("git add: {e}"))?;

@@ -131,6 +131,26 @@ pub fn gc(ws: &Workspace, dry_run: bool) -> Result<ExitKind, CliError> {
             }
         }
     }
+    // The index lock a killed git of agentloop's left in the project (a person's
+    // lock has no mark of agentloop's and stays).
+    if let Some(lock) = agentloop_exec::index_mark::stale(&ws.root) {
+        let shown = lock
+            .strip_prefix(&ws.root)
+            .unwrap_or(&lock)
+            .display()
+            .to_string();
+        if dry_run {
+            removed.push(format!("{shown} (left by a killed git of agentloop's)"));
+        } else {
+            match agentloop_exec::index_mark::clear(&ws.root) {
+                Ok(Some(_)) => {
+                    removed.push(format!("{shown} (left by a killed git of agentloop's)"))
+                }
+                Ok(None) => {}
+                Err(e) => crate::render::warn(&e),
+            }
+        }
+    }
     if !dry_run {
         worktree::repair(&ws.root);
     }

@@ -350,8 +350,9 @@ fn top_up(args: &ResumeArgs) -> Result<Option<Request>, CliError> {
             // A cent is the budget's unit: `+0.001` would add nothing.
             let cents = (usd * 100.0).round();
             if !(cents.is_finite() && (1.0..=MOST_CENTS).contains(&cents)) {
-                return Err(bad("budget", &v)
-                    .hint("from $0.01 to $1,000,000 at a time, e.g. --budget +10"));
+                return Err(
+                    bad("budget", &v).hint("from $0.01 to $1,000,000 at a time, e.g. --budget +10")
+                );
             }
             Some(cents as u64)
         }
@@ -514,6 +515,16 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
             "the previous driver of run {} (pid {pid}) is gone; taking over",
             run.id
         ));
+    }
+    // A git of the old driver's killed while it wrote the project's index left it
+    // locked (a person's lock stays).
+    match agentloop_exec::index_mark::clear(&ws.root) {
+        Ok(Some(lock)) => crate::render::warn(&format!(
+            "removed {} a killed git of agentloop's left",
+            lock.display()
+        )),
+        Ok(None) => {}
+        Err(e) => crate::render::warn(&e),
     }
     // What a driver that held the lock until now wrote is read again.
     loaded = run.load()?;

@@ -181,3 +181,77 @@ fn sigkill_at_every_journal_append_then_resume() {
         "only {kill_points} kill points were hit"
     );
 }
+
+/// A git of agentloop's killed while it wrote the project's index left `index.lock`
+/// beside agentloop's mark: `gc` removes it, and the person's git works again. A lock
+/// with no mark of agentloop's is a person's git and stays.
+#[test]
+fn gc_removes_the_index_lock_a_killed_git_of_agentloops_left_and_no_other() {
+    let p = Project::example();
+    assert_eq!(p.run(&["run", "--quiet"]).code, Some(0));
+    let git = p.path().join(".git");
+    let lock = git.join("index.lock");
+    // A person's lock: no mark.
+    std::fs::write(&lock, "").unwrap();
+    let r = p.run(&["gc"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(lock.exists(), "a person's lock stays: {}", r.stdout);
+    std::fs::remove_file(&lock).unwrap();
+    // agentloop's mark, made by a process that is gone (a driver killed while its
+    // `git commit` ran), and the lock that git left after it.
+    let mut c = std::process::Command::new("true").spawn().unwrap();
+    let dead = c.id();
+    c.wait().unwrap();
+    std::fs::write(git.join("agentloop-index.owner"), format!("{dead} 1\n")).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(&lock, "").unwrap();
+    let st = std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=a",
+            "-c",
+            "user.email=a@b",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "x",
+        ])
+        .current_dir(p.path())
+        .output()
+        .unwrap();
+    assert!(!st.status.success(), "the lock blocks the person's git");
+    let r = p.run(&["gc", "--dry-run"]);
+    assert!(
+        r.stdout
+            .contains("would remove .git/index.lock (left by a killed git of agentloop's)"),
+        "{}",
+        r.stdout
+    );
+    assert!(lock.exists(), "a dry run removes nothing");
+    let r = p.run(&["gc"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stdout.contains("removed .git/index.lock"), "{}", r.stdout);
+    assert!(!lock.exists());
+    assert!(!git.join("agentloop-index.owner").exists());
+    let st = std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=a",
+            "-c",
+            "user.email=a@b",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "x",
+        ])
+        .current_dir(p.path())
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+}
