@@ -34,6 +34,50 @@ pub fn expand_home(p: &str) -> String {
     }
 }
 
+/// Opens the regular file at `path` (a symlink followed) for reading, without
+/// blocking: what was opened is judged by its type, and a FIFO, a device or a socket
+/// is refused (`InvalidInput`, "not a regular file") before anything reads from it.
+/// (`O_NONBLOCK` changes nothing for a regular file's reads.)
+pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    Ok(f)
+}
+
+/// Reads the regular file at `path` (a symlink followed), when it holds at most
+/// `most` bytes. It is opened without blocking and judged by what was opened: a FIFO,
+/// a device or a socket planted where a file of agentloop's should be is refused by
+/// its type, never read from (a FIFO would hold the reader for good).
+pub fn read_regular(path: &Path, most: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let f = open_regular(path)?;
+    let meta = f.metadata()?;
+    if meta.len() > most {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than {most} bytes"),
+        ));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    f.take(most + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > most {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than {most} bytes"),
+        ));
+    }
+    Ok(bytes)
+}
+
 /// Writes `bytes` to `path` atomically: a temp file in the same directory, fsync,
 /// rename over the target, fsync the directory.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {

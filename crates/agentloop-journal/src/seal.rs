@@ -29,7 +29,7 @@ static UNSEALED_READS: std::sync::atomic::AtomicBool = std::sync::atomic::Atomic
 /// This process reads journals without checking their seals, when it cannot read the
 /// key; see [`UNSEALED_READS`]. Returns whether it does.
 pub fn read_unsealed_without_key() -> bool {
-    let readable = key_path().is_some_and(|p| std::fs::read(p).is_ok_and(|k| k.len() >= 32));
+    let readable = key_path().is_some_and(|p| read_key(&p).is_ok_and(|k| k.len() >= 32));
     if !readable {
         UNSEALED_READS.store(true, std::sync::atomic::Ordering::SeqCst);
     }
@@ -43,10 +43,15 @@ fn key() -> Option<&'static [u8]> {
     KEY.get_or_init(|| load_or_create().ok()).as_deref()
 }
 
+/// The key file's bytes (a FIFO or a device there is refused, not waited on).
+fn read_key(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    agentloop_ground::fsutil::read_regular(path, 4096)
+}
+
 fn load_or_create() -> std::io::Result<Vec<u8>> {
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     let path = key_path().ok_or_else(|| std::io::Error::other("no state directory"))?;
-    if let Ok(k) = std::fs::read(&path)
+    if let Ok(k) = read_key(&path)
         && k.len() >= 32
     {
         return Ok(k);
@@ -72,7 +77,7 @@ fn load_or_create() -> std::io::Result<Vec<u8>> {
             f.sync_all()?;
             Ok(key)
         }
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => std::fs::read(&path),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read_key(&path),
         Err(e) => Err(e),
     }
 }

@@ -10,7 +10,6 @@
 //! request is ever lost. A torn last line (a write cut short by a crash) is reported and
 //! dropped; a bad line anywhere else is an error naming the line.
 
-use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -302,7 +301,7 @@ pub fn scan(
 /// How many lines end before byte `from` of the file at `path`.
 fn lines_before(path: &Path, from: u64) -> usize {
     use std::io::Read;
-    let Ok(file) = File::open(path) else {
+    let Ok(file) = agentloop_ground::fsutil::open_regular(path) else {
         return 0;
     };
     let mut n = 0;
@@ -327,7 +326,8 @@ fn scan_from(
     mut f: impl FnMut(Record),
 ) -> Result<Scan, JournalError> {
     use std::io::BufRead;
-    let mut file = File::open(path).map_err(|e| JournalError::io(path, e))?;
+    let mut file =
+        agentloop_ground::fsutil::open_regular(path).map_err(|e| JournalError::io(path, e))?;
     file.seek(SeekFrom::Start(from))
         .map_err(|e| JournalError::io(path, e))?;
     let mut reader = std::io::BufReader::with_capacity(256 * 1024, file);
@@ -417,7 +417,8 @@ fn scan_from(
 /// The first record only (a run's `run_created`), without reading the rest.
 pub fn read_first(path: &Path) -> Result<Record, JournalError> {
     use std::io::BufRead;
-    let file = File::open(path).map_err(|e| JournalError::io(path, e))?;
+    let file =
+        agentloop_ground::fsutil::open_regular(path).map_err(|e| JournalError::io(path, e))?;
     let mut line = Vec::new();
     std::io::BufReader::new(file)
         .take(MAX_LINE_BYTES as u64 + 1)

@@ -117,7 +117,7 @@ impl Workspace {
     /// The queue as it is (empty when there is none).
     pub fn read_queue(&self) -> Result<Queue, WorkspaceError> {
         let path = self.queue_file();
-        match std::fs::read(&path) {
+        match agentloop_ground::fsutil::read_regular(&path, 64 << 20) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| WorkspaceError::Refused {
                 why: format!("{} does not read ({e}); fix or remove it", path.display()),
             }),

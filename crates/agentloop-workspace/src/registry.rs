@@ -24,7 +24,10 @@ pub(crate) fn register(run: &RunDir) -> std::io::Result<()> {
 
 /// Every run in the registry, newest last; duplicates and malformed lines skipped.
 pub fn registered_runs() -> Vec<RunDir> {
-    let Some(text) = registry_path().and_then(|p| std::fs::read_to_string(p).ok()) else {
+    let Some(text) = registry_path().and_then(|p| {
+        let bytes = agentloop_ground::fsutil::read_regular(&p, 64 << 20).ok()?;
+        String::from_utf8(bytes).ok()
+    }) else {
         return Vec::new();
     };
     let mut out: Vec<RunDir> = Vec::new();

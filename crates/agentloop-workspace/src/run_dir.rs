@@ -10,6 +10,9 @@ use agentloop_journal::{
     RunStatus, Scan, Writer,
 };
 
+/// The largest `state.json` read back (a cache: a larger one is read from the journal).
+const STATE_BYTES: u64 = 256 << 20;
+
 #[derive(Debug, Clone)]
 pub struct RunDir {
     pub id: String,
@@ -166,8 +169,9 @@ impl RunDir {
 
     /// `state.json` if agentloop sealed it as it stands (an edited cache is ignored).
     fn sealed_cache(&self) -> Option<RunState> {
-        let seal = std::fs::read_to_string(self.state_seal_file()).ok()?;
-        std::fs::read(self.state_file())
+        let read = |p: PathBuf| agentloop_ground::fsutil::read_regular(&p, STATE_BYTES);
+        let seal = String::from_utf8(read(self.state_seal_file()).ok()?).ok()?;
+        read(self.state_file())
             .ok()
             .filter(|b| journal::verifies(b, seal.trim()))
             .and_then(|b| serde_json::from_slice::<RunState>(&b).ok())

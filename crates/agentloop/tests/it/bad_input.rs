@@ -507,3 +507,55 @@ fn commands_outside_a_project_with_runs() {
     );
     refused(&q, &["status", "nope"], "error: no run matches \"nope\"");
 }
+
+/// A FIFO where a file of agentloop's should be (planted by anything that can write
+/// there) is refused by its type, never waited on: a FIFO nobody writes would hold
+/// its reader for good.
+#[test]
+fn a_fifo_where_agentloops_files_are_holds_nothing_up() {
+    use std::time::Duration;
+    let mkfifo = |path: &std::path::Path| {
+        let _ = std::fs::remove_file(path);
+        let st = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    };
+    let p = Project::example();
+    assert_eq!(p.run(&["run", "--quiet"]).code, Some(0));
+    // Every cached baseline a FIFO: the next run takes its own.
+    let cached: Vec<_> = std::fs::read_dir(p.cache.path().join("agentloop/baselines"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(!cached.is_empty(), "the first run kept its baseline");
+    for c in &cached {
+        mkfifo(c);
+    }
+    // The run's derived state a FIFO: it is read from the journal instead.
+    let run = p.run_dir();
+    mkfifo(&run.join("state.json"));
+    let mut status = p.cmd(&["status", "--json"]).spawn().unwrap();
+    let st = crate::support::wait_exit(&mut status, Duration::from_secs(30));
+    assert_eq!(st.code(), Some(0), "status read the journal");
+    let mut again = p
+        .cmd(&["run", "--quiet", "--run-id", "second"])
+        .spawn()
+        .unwrap();
+    let st = crate::support::wait_exit(&mut again, Duration::from_secs(60));
+    assert_eq!(st.code(), Some(0), "the second run took its own baseline");
+    // The journal itself a FIFO: no run there, said at once.
+    mkfifo(&run.join("journal.jsonl"));
+    let mut status = p
+        .cmd(&[
+            "status",
+            "--run",
+            run.file_name().unwrap().to_str().unwrap(),
+        ])
+        .spawn()
+        .unwrap();
+    let st = crate::support::wait_exit(&mut status, Duration::from_secs(30));
+    assert_eq!(st.code(), Some(2));
+}
