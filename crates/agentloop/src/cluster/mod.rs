@@ -39,21 +39,30 @@ pub trait Engine: Send + Sync {
     /// Follows the job until it is over, reporting each change of its state and
     /// reason; cancels it when `stop` is set. An error is why the job will never give
     /// a result (it cannot start, it was cancelled on request).
+    ///
+    /// `name` is the job's token ([`Submission::name`]): a job with this id and
+    /// another name is not this iteration's (a controller that lost its state gives
+    /// the id again), and is never followed as if it were.
     fn follow(
         &self,
         id: &str,
+        name: &str,
         stop: &AtomicBool,
         report: &mut dyn FnMut(&str, Option<&str>),
     ) -> Result<Ended, (AgentErrorKind, String)>;
-    /// Cancels the job (one already over is fine).
-    fn cancel(&self, id: &str);
+    /// Cancels the job named `name` — with the id `id` when it is known (a driver
+    /// killed between submitting the job and writing its id down knows only the
+    /// name); a job already over, or one with that id and another name, is left be.
+    fn cancel(&self, id: Option<&str>, name: &str);
     /// Why a job that ended without a result may have written no output.
     fn no_output_hint(&self) -> &'static str;
 }
 
 /// One job to submit.
 pub struct Submission<'a> {
-    /// A name for the job (`agentloop-RUN-N`).
+    /// The job's name and token, `agentloop-RUN-N-NONCE`: written down before the
+    /// job is submitted, so whoever takes the run over can find the job by it; the
+    /// nonce tells apart two runs with one id (two clones given the same `--run-id`).
     pub name: &'a str,
     /// A line saying what it is.
     pub title: &'a str,

@@ -216,9 +216,15 @@ impl ClusterExecutor {
         let spec = serde_json::to_string(&spec).map_err(|e| spawn(e.to_string()))?;
         let log = job.dir.join("agent.log");
         let engine = &self.engine;
+        let name = format!("agentloop-{}-{n}-{}", job.run_id, nonce());
+        // The token first: a driver killed before the id is written down leaves a job
+        // that whoever takes over finds by it.
+        let token_file = job.dir.join(format!("{}.name", engine.word()));
+        agentloop_ground::fsutil::write_atomic(&token_file, format!("{name}\n").as_bytes())
+            .map_err(|e| spawn(format!("cannot write {}: {e}", token_file.display())))?;
         let id = engine
             .submit(&Submission {
-                name: &format!("agentloop-{}-{n}", job.run_id),
+                name: &name,
                 title: &format!("agentloop: iteration {n} of run {}", job.run_id),
                 spec: &spec,
                 program: &self.program,
@@ -248,7 +254,7 @@ impl ClusterExecutor {
             }));
         };
         report("SUBMITTED", None);
-        let ended = engine.follow(&id, &job.stop, &mut report);
+        let ended = engine.follow(&id, &name, &job.stop, &mut report);
         // A job that never started leaves its secrets file: gone with the job.
         let _ = std::fs::remove_file(&secret_file);
         let ended = ended?;
@@ -340,9 +346,18 @@ fn last_lines(log: &Path) -> String {
 
 impl Executor for ClusterExecutor {
     fn abandon(&self, iteration_dir: &Path) {
-        let file = iteration_dir.join(format!("{}.job", self.engine.word()));
-        if let Ok(id) = std::fs::read_to_string(file) {
-            self.engine.cancel(id.trim());
+        let word = self.engine.word();
+        let read = |file: String| {
+            agentloop_ground::fsutil::read_regular(&iteration_dir.join(file), 4096)
+                .ok()
+                .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+                .filter(|s| !s.is_empty())
+        };
+        let (id, name) = (read(format!("{word}.job")), read(format!("{word}.name")));
+        if id.is_some() || name.is_some() {
+            // An iteration of a version that wrote no token has only the id.
+            self.engine
+                .cancel(id.as_deref(), name.as_deref().unwrap_or(""));
         }
         // A driver killed before its job read them (or before it was submitted)
         // leaves the agent's variables on the shared disk: gone with the job.
@@ -365,4 +380,19 @@ impl Executor for ClusterExecutor {
             });
         });
     }
+}
+
+/// Eight hex digits no other job's name has: from the standard library's per-process
+/// random hash keys, the clock and the pid.
+fn nonce() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    h.write_u32(std::process::id());
+    format!("{:08x}", h.finish() as u32)
 }

@@ -52,6 +52,7 @@ mod ship;
 mod ship_task;
 mod sim;
 mod slurm;
+mod slurm_faults;
 mod support;
 mod surface;
 mod surface_traced;

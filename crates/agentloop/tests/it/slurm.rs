@@ -15,7 +15,7 @@ fn cluster() -> String {
 }
 
 /// `scripts/slurm-cluster COMMAND` on the cluster in the target directory's `name`.
-fn cluster_in(name: &str, command: &str) -> String {
+pub fn cluster_in(name: &str, command: &str) -> String {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/slurm-cluster");
     let out = Command::new(script)
@@ -31,7 +31,7 @@ fn cluster_in(name: &str, command: &str) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
-fn slurm(conf: &str, tool: &str, args: &[&str]) -> String {
+pub fn slurm(conf: &str, tool: &str, args: &[&str]) -> String {
     let out = Command::new(tool)
         .args(args)
         .env("SLURM_CONF", conf)
@@ -41,7 +41,7 @@ fn slurm(conf: &str, tool: &str, args: &[&str]) -> String {
 }
 
 /// A job's state as Slurm tells it.
-fn job_state(conf: &str, id: &str) -> String {
+pub fn job_state(conf: &str, id: &str) -> String {
     slurm(
         conf,
         "squeue",
@@ -53,11 +53,11 @@ const SIX: &str = "# Six\n\n## T1: One\nVerify: test -f one.txt\n\n## T2: Two\nV
 
 /// A project whose agent runs `body` (with `$task` and its attempt `$n`) as a Slurm
 /// job, with a bare repository beside it as `origin`; the remote's directory too.
-fn project(plan: &str, workers: u32, body: &str) -> (Project, tempfile::TempDir, String) {
+pub fn project(plan: &str, workers: u32, body: &str) -> (Project, tempfile::TempDir, String) {
     project_on(cluster(), plan, workers, body)
 }
 
-fn project_on(
+pub fn project_on(
     conf: String,
     plan: &str,
     workers: u32,
@@ -74,12 +74,12 @@ fn project_on(
 }
 
 /// The Slurm job of each iteration so far, by iteration.
-fn jobs(p: &Project) -> Vec<(PathBuf, String)> {
+pub fn jobs(p: &Project) -> Vec<(PathBuf, String)> {
     crate::support::iteration_jobs(p, "slurm.job")
 }
 
 /// Waits until the first job's agent says `started` in its log.
-fn first_job_started(p: &Project) {
+pub fn first_job_started(p: &Project) {
     wait_for(p, "the first job at work", |p| {
         jobs(p).first().is_some_and(|(dir, _)| {
             std::fs::read_to_string(dir.join("agent.log")).is_ok_and(|l| l.contains("started"))
@@ -302,9 +302,26 @@ fn a_killed_driver_leaves_a_job_that_resume_cancels_before_redoing_its_task() {
         "RUNNING",
         "the job outlives its driver"
     );
-    let r = p.run(&["resume", "--quiet"]);
-    // When it fails (it did once, under load in CI: exit 1 with nothing said), say why:
-    // how the run ended, its last records, and Slurm's view of the jobs.
+    // When it fails (under load in CI it once exited 1 with nothing said, and once
+    // ran past the test's time), say why: how the run ended, its last records, and
+    // Slurm's view of the jobs; for a hang, what each process waited on.
+    let r = p
+        .run_within(&["resume", "--quiet"], Duration::from_secs(100))
+        .unwrap_or_else(|stuck| {
+            panic!(
+                "{stuck}\nlog: {}\njobs: {:?}\nsqueue: {}",
+                p.run(&["log"]).stdout,
+                jobs(&p)
+                    .iter()
+                    .map(|(_, id)| format!("{id} {}", job_state(&conf, id)))
+                    .collect::<Vec<_>>(),
+                slurm(
+                    &conf,
+                    "squeue",
+                    &["--states=all", "-h", "-O", "JobID,State,Reason,Name"]
+                ),
+            )
+        });
     assert_eq!(
         r.code,
         Some(0),

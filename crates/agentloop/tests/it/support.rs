@@ -175,6 +175,29 @@ impl Project {
         self.cmd(args).output().unwrap().into()
     }
 
+    /// `args` run to their end, or killed after `limit`: then `None`, with where the
+    /// process and its children were waiting (their kernel wait channels and command
+    /// lines) in the second value, so a hang says what it hung on.
+    pub fn run_within(&self, args: &[&str], limit: Duration) -> Result<Run, String> {
+        let mut child = self
+            .cmd(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let t = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if t.elapsed() > limit {
+                let stuck = processes_below(child.id());
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("still running after {limit:?}:\n{stuck}"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(child.wait_with_output().unwrap().into())
+    }
+
     /// The newest run's status as JSON.
     pub fn status(&self) -> serde_json::Value {
         let r = self.run(&["status", "--json"]);
@@ -734,4 +757,40 @@ pub fn iteration_jobs(p: &Project, file: &str) -> Vec<(PathBuf, String)> {
         .collect();
     v.sort();
     v
+}
+
+/// The process `pid` and every process below it: pid, state, wait channel of each
+/// thread, and command line.
+pub fn processes_below(pid: u32) -> String {
+    let mut out = String::new();
+    let mut todo = vec![pid];
+    while let Some(p) = todo.pop() {
+        let read = |f: &str| std::fs::read_to_string(format!("/proc/{p}/{f}")).unwrap_or_default();
+        let args = read("cmdline").replace('\0', " ");
+        let state = read("stat")
+            .rsplit(')')
+            .next()
+            .and_then(|r| r.split_whitespace().next().map(str::to_string))
+            .unwrap_or_default();
+        let waits: Vec<String> = std::fs::read_dir(format!("/proc/{p}/task"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|t| std::fs::read_to_string(t.path().join("wchan")).unwrap_or_default())
+            .collect();
+        out.push_str(&format!("{p} {state} [{}] {args}\n", waits.join(",")));
+        for t in std::fs::read_dir(format!("/proc/{p}/task"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let children = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+            todo.extend(
+                children
+                    .split_whitespace()
+                    .filter_map(|c| c.parse::<u32>().ok()),
+            );
+        }
+    }
+    out
 }

@@ -387,6 +387,7 @@ impl Engine for KubernetesEngine {
     fn follow(
         &self,
         id: &str,
+        _name: &str,
         stop: &AtomicBool,
         report: &mut dyn FnMut(&str, Option<&str>),
     ) -> Result<Ended, (AgentErrorKind, String)> {
@@ -484,8 +485,11 @@ impl Engine for KubernetesEngine {
         }
     }
 
-    fn cancel(&self, id: &str) {
-        let _ = self.delete_job(id);
+    fn cancel(&self, id: Option<&str>, _name: &str) {
+        // The Job's own name is its id, known from the run and iteration alone.
+        if let Some(id) = id {
+            let _ = self.delete_job(id);
+        }
     }
 
     fn no_output_hint(&self) -> &'static str {
