@@ -220,8 +220,10 @@ fn live_output(run: &RunDir, s: &RunState) -> String {
 }
 
 pub fn watch(ws: &Workspace, run: Option<&str>) -> Result<ExitKind, CliError> {
+    use agentloop_ground::tty;
     use ratatui::crossterm::event::{self, Event as Key, KeyCode, KeyModifiers};
     use std::io::IsTerminal;
+    use std::os::fd::AsFd;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
     // With a shared store, a run driven on another machine is watched from its copy
@@ -244,6 +246,7 @@ pub fn watch(ws: &Workspace, run: Option<&str>) -> Result<ExitKind, CliError> {
     }
     let mut terminal = ratatui::init();
     let mut message = String::from("watching; the run goes on without this window");
+    let mut gone = false;
     let result = loop {
         let loaded = match run.load_cached() {
             Ok(l) => l,
@@ -265,7 +268,18 @@ pub fn watch(ws: &Workspace, run: Option<&str>) -> Result<ExitKind, CliError> {
         if ended.load(Ordering::SeqCst) {
             break Ok(ExitKind::Interrupted);
         }
-        if !event::poll(Duration::from_millis(250)).unwrap_or(false) {
+        // Waited for here, not in crossterm: its wait spins on a terminal whose other
+        // end closed (readable for ever, each read empty), and never comes back to
+        // see a signal.
+        match tty::wait_input(std::io::stdin().as_fd(), Duration::from_millis(250)) {
+            tty::Input::Quiet => continue,
+            tty::Input::Gone => {
+                gone = true;
+                break Ok(ExitKind::Interrupted);
+            }
+            tty::Input::Keys => {}
+        }
+        if !event::poll(Duration::ZERO).unwrap_or(false) {
             continue;
         }
         let Ok(Key::Key(k)) = event::read() else {
@@ -294,7 +308,20 @@ pub fn watch(ws: &Workspace, run: Option<&str>) -> Result<ExitKind, CliError> {
             Err(e) => format!("could not record: {e}"),
         };
     };
-    ratatui::restore();
+    // The terminal as it was found, by hand: ratatui's own restoring says what failed
+    // with `eprintln!`, and on a terminal that is gone (hung up, its window shut) that
+    // write fails too, which is a panic.
+    let _ = terminal.show_cursor();
+    std::mem::forget(terminal);
+    if let Err(e) = ratatui::try_restore()
+        && !gone
+    {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "warning: the terminal was not restored: {e}"
+        );
+    }
     result
 }
 

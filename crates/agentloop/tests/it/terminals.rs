@@ -139,16 +139,7 @@ fn ctrl_c_quits_watch_and_restores_the_terminal() {
 fn a_terminating_signal_quits_watch_and_restores_the_terminal() {
     let p = finished();
     let (mut child, screen) = watch_in_a_terminal(&p);
-    let pids = crate::support::processes_in(p.path());
-    let watch = pids
-        .iter()
-        .find(|l| l.contains(" watch") && !l.contains("script"))
-        .expect("the watch process")
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .parse::<i32>()
-        .unwrap();
+    let watch = watch_pid(&p);
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(watch),
         nix::sys::signal::Signal::SIGTERM,
@@ -157,6 +148,45 @@ fn a_terminating_signal_quits_watch_and_restores_the_terminal() {
     let st = wait_exit(&mut child, Duration::from_secs(10));
     assert_eq!(st.code(), Some(130), "watch ended as interrupted");
     assert!(restored(&screen));
+}
+
+/// The pid of the `watch` under `script` in the project.
+fn watch_pid(p: &Project) -> i32 {
+    crate::support::processes_in(p.path())
+        .iter()
+        .find(|l| l.contains(" watch") && !l.contains("script"))
+        .expect("the watch process")
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse::<i32>()
+        .unwrap()
+}
+
+/// The terminal goes away under `watch` (the terminal program killed: an ssh
+/// connection dropped, a tmux session killed): `watch` ends within moments, and spins
+/// meanwhile on nothing (it once read its dead terminal for ever at full speed,
+/// deaf to SIGTERM).
+#[test]
+fn watch_ends_when_its_terminal_goes_away() {
+    let p = finished();
+    let (mut child, _screen) = watch_in_a_terminal(&p);
+    let watch = watch_pid(&p);
+    // `script` killed outright: the terminal's other end closes, and nobody says so.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let t = std::time::Instant::now();
+    while crate::support::alive(&watch.to_string()) {
+        if t.elapsed() > Duration::from_secs(10) {
+            let seen = crate::support::processes_below(watch as u32);
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(watch),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            panic!("watch outlived its terminal: {seen}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// `run --interactive` on a real terminal: between iterations a menu; `s` shows the
