@@ -273,3 +273,47 @@ fn the_same_stops_decide_the_same_with_or_without_the_resident() {
     assert!(log(&without).is_empty(), "{}", log(&without));
     assert_eq!(decisions(&with), decisions(&without));
 }
+
+/// A resident stopped (SIGSTOP: a debugger, a job control slip) between two stops: its
+/// socket still takes connections but nothing answers. The next Stop hook waits for it
+/// only so long, within the hook's own time, verifies the full way, replaces it, and
+/// records; the stops after it are recorded too.
+#[test]
+fn a_stopped_resident_holds_no_stop_hook_past_its_time() {
+    let p = start(
+        Scratch::new()
+            .plan(PLAN)
+            .file("tests/t.sh", "test \"$(cat c.txt)\" = c\n")
+            .config("[hook]\ntime_limit = \"12s\"\n"),
+    );
+    assert!(asks_for(&stop(&p, false), "T1"));
+    p.write("a.txt", "a");
+    assert!(asks_for(&stop(&p, true), "T2"));
+    wait_for(&p, "the resident's socket", |p| socket(p).exists());
+    let pid = resident_pid(&p).expect("a resident listens");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGSTOP,
+    )
+    .unwrap();
+    p.write("b.txt", "b");
+    let t = std::time::Instant::now();
+    let v = stop(&p, true);
+    let took = t.elapsed();
+    assert!(asks_for(&v, "T3"), "{v}");
+    assert!(
+        took < std::time::Duration::from_secs(12),
+        "the hook took {took:?}, past its time"
+    );
+    // The stopped one was ended (a stopped process takes SIGKILL), and a new one
+    // answers the next stops.
+    wait_for(&p, "the stopped resident gone", |_| gone(pid));
+    p.write("c.txt", "c");
+    assert!(asks_for(&stop(&p, true), "T4"));
+    p.write("d.txt", "d");
+    let v = stop(&p, true);
+    assert_eq!(
+        v["stopReason"], "agentloop: the plan is complete and verified",
+        "{v}"
+    );
+}
