@@ -46,6 +46,9 @@ pub struct Shared {
     /// Log streams still to break, and broken.
     break_logs: AtomicU32,
     broken_logs: AtomicU32,
+    /// What a read of one Job (`GET` of its name) is answered with instead, when
+    /// set: `403 Forbidden` (a service account without `get` on `jobs`) or `503`.
+    job_reads: Mutex<Option<u16>>,
     stopped: AtomicBool,
 }
 
@@ -85,6 +88,7 @@ impl MockKubernetes {
             expired: AtomicU32::new(0),
             break_logs: AtomicU32::new(0),
             broken_logs: AtomicU32::new(0),
+            job_reads: Mutex::new(None),
             stopped: AtomicBool::new(false),
         });
         let (s, sh) = (server.clone(), shared.clone());
@@ -182,6 +186,14 @@ impl MockKubernetes {
         let key = (Kind::Pod, namespace.to_string(), name.to_string());
         controllers::delete(&mut self.shared.store.lock().unwrap(), &key, "Background");
         self.shared.changed.notify_all();
+    }
+
+    /// From now on a read of one Job is answered `code`: `403 Forbidden` as RBAC
+    /// answers it (the role lost `get` on `jobs`), or `503 ServiceUnavailable` (an
+    /// overloaded server, a gateway with no server behind it); lists and watches still
+    /// answer.
+    pub fn fail_job_reads(&self, code: u16) {
+        *self.shared.job_reads.lock().unwrap() = Some(code);
     }
 
     /// The node fails: its containers die at once and its pods are removed.
@@ -293,6 +305,32 @@ fn handle(sh: &Arc<Shared>, mut req: tiny_http::Request) {
         }
         ("GET", Some(name), Some("log")) if kind == Kind::Pod => {
             stream::log(sh, req, &ns, &name, &query)
+        }
+        ("GET", Some(name), None)
+            if kind == Kind::Job && *sh.job_reads.lock().unwrap() == Some(503) =>
+        {
+            let message = "the server is currently unable to handle the request";
+            respond(
+                req,
+                (
+                    503,
+                    status(503, "ServiceUnavailable", message, Some((kind, &name))),
+                ),
+            )
+        }
+        ("GET", Some(name), None)
+            if kind == Kind::Job && sh.job_reads.lock().unwrap().is_some() =>
+        {
+            let message = format!(
+                "{} \"{name}\" is forbidden: User \"system:serviceaccount:{ns}:agentloop\" cannot get resource \"{}\" in API group \"{}\" in the namespace \"{ns}\"",
+                kind.resource(),
+                kind.plural(),
+                kind.group(),
+            );
+            respond(
+                req,
+                (403, status(403, "Forbidden", &message, Some((kind, &name)))),
+            )
         }
         ("GET", Some(name), None) => {
             let st = sh.store.lock().unwrap();

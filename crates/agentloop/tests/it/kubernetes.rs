@@ -11,19 +11,19 @@ use serde_json::Value;
 
 use crate::support::{Project, journal_has, wait_exit, wait_for};
 
-const TOKEN: &str = "stand-in-token";
-const NAMESPACE: &str = "agents";
+pub const TOKEN: &str = "stand-in-token";
+pub const NAMESPACE: &str = "agents";
 
 const SIX: &str = "# Six\n\n## T1: One\nVerify: test -f one.txt\n\n## T2: Two\nVerify: test -f two.txt\n\n## T3: Three\nVerify: test -f three.txt\n\n## T4: Four\nVerify: test -f four.txt\n\n## T5: Five\nVerify: test -f five.txt\n\n## T6: Six\nVerify: test -f six.txt\n";
 
 const MAKE: &str = "case $task in T1) f=one;; T2) f=two;; T3) f=three;; T4) f=four;; T5) f=five;; T6) f=six;; esac\ntouch $f.txt\necho TASK_COMPLETE";
 
-const ONE: &str = "# One\n\n## T1: One\nVerify: test -f one.txt\n";
+pub const ONE: &str = "# One\n\n## T1: One\nVerify: test -f one.txt\n";
 
 /// A project whose agent runs `body` (with `$task` and its attempt `$n`) as a
 /// Kubernetes Job on `k`, a bare repository beside it as `origin`; `extra` is added
 /// to `[executor.kubernetes]`.
-fn project(
+pub fn project(
     k: &MockKubernetes,
     plan: &str,
     workers: u32,
@@ -46,11 +46,11 @@ fn project(
 }
 
 /// The Job of each iteration so far, by iteration: its directory and its name.
-fn jobs(p: &Project) -> Vec<(std::path::PathBuf, String)> {
+pub fn jobs(p: &Project) -> Vec<(std::path::PathBuf, String)> {
     crate::support::iteration_jobs(p, "kubernetes.job")
 }
 
-fn first_job_started(p: &Project) {
+pub fn first_job_started(p: &Project) {
     wait_for(p, "the first job at work", |p| {
         jobs(p).first().is_some_and(|(dir, _)| {
             std::fs::read_to_string(dir.join("agent.log")).is_ok_and(|l| l.contains("started"))
@@ -59,7 +59,7 @@ fn first_job_started(p: &Project) {
 }
 
 /// The pod of Job `job`.
-fn pod_of(k: &MockKubernetes, job: &str) -> Option<Value> {
+pub fn pod_of(k: &MockKubernetes, job: &str) -> Option<Value> {
     k.objects("pods")
         .into_iter()
         .find(|p| p["metadata"]["labels"]["job-name"] == job)

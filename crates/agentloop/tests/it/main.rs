@@ -21,6 +21,7 @@ mod hook_agents;
 mod hook_mode;
 mod hook_session;
 mod kubernetes;
+mod kubernetes_faults;
 mod mcp;
 mod merge_queue;
 mod notify;

@@ -71,6 +71,11 @@ impl KubernetesEngine {
                 .map_err(|e| e.to_string())?,
                 None => kube::Config::infer().await.map_err(|e| e.to_string())?,
             };
+            // kube's own retries of a 429, 503 or 504 wait up to 1000 s between
+            // tries, out of sight: agentloop asks again itself, within its own limits
+            // (`start_timeout`, a creation's three tries).
+            let mut config = config;
+            config.default_retry = false;
             let server = config.cluster_url.to_string();
             let ns = config.default_namespace.clone();
             let client = kube::Client::try_from(config).map_err(|e| e.to_string())?;
@@ -105,12 +110,31 @@ impl KubernetesEngine {
 
     /// The Job, or `None` when the API says there is none.
     fn get_job(&self, name: &str) -> Result<Option<Job>, String> {
+        self.read_job(name).map_err(|t| match t {
+            Trouble::Again(e) | Trouble::Refused(e) => e,
+        })
+    }
+
+    /// The Job, or `None` when the API says there is none; an error says whether
+    /// asking again may help.
+    fn read_job(&self, name: &str) -> Result<Option<Job>, Trouble> {
         let jobs = self.jobs.clone();
         let name = name.to_string();
-        match self.rt.call(async move { jobs.get(&name).await })? {
-            Ok(j) => Ok(Some(j)),
-            Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
-            Err(e) => Err(self.api_error(e)),
+        match self.rt.call(async move { jobs.get(&name).await }) {
+            Err(e) => Err(Trouble::Again(e)),
+            Ok(Ok(j)) => Ok(Some(j)),
+            Ok(Err(kube::Error::Api(s))) if s.code == 404 => Ok(None),
+            // Throttled, or the server's (or a gateway's) own trouble.
+            Ok(Err(kube::Error::Api(s))) if s.code == 429 || s.code >= 500 => {
+                Err(Trouble::Again(self.api_error(s.message)))
+            }
+            // Forbidden (a missing `get jobs` permission), unauthorized (an expired
+            // token), a request refused: asked again, refused again.
+            Ok(Err(kube::Error::Api(s))) => Err(Trouble::Refused(
+                self.api_error(format!("{} {}: {}", s.code, s.reason, s.message)),
+            )),
+            // No answer (a connection refused or cut, a timeout).
+            Ok(Err(e)) => Err(Trouble::Again(self.api_error(e))),
         }
     }
 
@@ -357,7 +381,7 @@ impl Engine for KubernetesEngine {
                 Arc::downgrade(&self.watch),
             ));
         });
-        let name = job_name(s.run_id, s.iteration);
+        let name = job_name(s.name);
         let job = spec::job(&self.settings, s, &name)?;
         // The job's spec (its prompt) with the agent's own variables: in the Secret.
         let mut values = s.secrets.clone();
@@ -393,6 +417,9 @@ impl Engine for KubernetesEngine {
     ) -> Result<Ended, (AgentErrorKind, String)> {
         let log = self.logs.lock().ok().and_then(|mut l| l.remove(id));
         let submitted = Instant::now();
+        // Since when the API has not answered, and with what.
+        let mut unanswered: Option<(Instant, String)> = None;
+        let mut started = false;
         let mut cancelled = false;
         let mut last: Option<(String, Option<String>)> = None;
         let mut streaming: Option<Arc<AtomicBool>> = None;
@@ -403,10 +430,46 @@ impl Engine for KubernetesEngine {
             }
             let (pod, version) = self.watch.next(id, seen_version, self.poll);
             seen_version = version;
-            let job = match self.get_job(id) {
-                Ok(job) => job,
-                // The API did not answer: ask again next round.
-                Err(_) => continue,
+            let job = match self.read_job(id) {
+                Ok(job) => {
+                    unanswered = None;
+                    job
+                }
+                Err(Trouble::Refused(e)) => {
+                    let _ = self.delete_job(id);
+                    return Err((
+                        AgentErrorKind::Spawn,
+                        format!("Kubernetes job {id} cannot be followed: {e}"),
+                    ));
+                }
+                // Asked again next round, for as long as a job may take to start:
+                // `start_timeout` holds however the API answers.
+                Err(Trouble::Again(e)) => {
+                    let since = unanswered
+                        .get_or_insert_with(|| (Instant::now(), e.clone()))
+                        .0;
+                    let waited = if started {
+                        since.elapsed()
+                    } else {
+                        submitted.elapsed()
+                    };
+                    if waited >= self.settings.start_timeout {
+                        let _ = self.delete_job(id);
+                        return Err((
+                            AgentErrorKind::Spawn,
+                            format!(
+                                "Kubernetes job {id}: no answer from the API for {}{}: {e}",
+                                humantime::format_duration(Duration::from_secs(waited.as_secs())),
+                                if started {
+                                    ""
+                                } else {
+                                    ", the job not seen started"
+                                },
+                            ),
+                        ));
+                    }
+                    continue;
+                }
             };
             let phase = judge(pod.as_ref(), job.as_ref());
             if let (None, Some(pod), Some(path)) = (&streaming, &pod, &log)
@@ -462,7 +525,7 @@ impl Engine for KubernetesEngine {
                         ));
                     }
                 }
-                Phase::Running => {}
+                Phase::Running => started = true,
                 Phase::Over(_) if cancelled => {
                     return Err((
                         AgentErrorKind::Other,
@@ -485,10 +548,16 @@ impl Engine for KubernetesEngine {
         }
     }
 
-    fn cancel(&self, id: Option<&str>, _name: &str) {
-        // The Job's own name is its id, known from the run and iteration alone.
-        if let Some(id) = id {
-            let _ = self.delete_job(id);
+    fn cancel(&self, id: Option<&str>, name: &str) {
+        // The Job's name is its id, made from the token; its Secret has the same name,
+        // and goes too (a driver killed before the Secret was given to the Job left
+        // it nobody's).
+        let job = id
+            .map(str::to_string)
+            .or_else(|| (!name.is_empty()).then(|| job_name(name)));
+        if let Some(job) = job {
+            let _ = self.delete_job(&job);
+            self.delete_secret(&job);
         }
     }
 
@@ -514,15 +583,30 @@ fn secret_data(env: &[String], secrets: &BTreeMap<String, String>) -> BTreeMap<S
         .collect()
 }
 
-/// A Job's name for iteration `n` of `run`: a DNS label of at most 63 characters.
-pub fn job_name(run: &str, n: u32) -> String {
-    let tail = format!("-{n}");
-    let room = 63 - "agentloop-".len() - tail.len();
-    let run = label_value(run)
+/// Why the API gave no answer to use.
+enum Trouble {
+    /// It may answer if asked again: no answer, throttled, its own trouble.
+    Again(String),
+    /// It refused, and would again: forbidden, unauthorized, a bad request.
+    Refused(String),
+}
+
+/// A Job's name from its token `agentloop-RUN-N-NONCE` ([`Submission::name`]): a DNS
+/// label of at most 63 characters that keeps the iteration and the nonce (the run's
+/// id is cut when it is long).
+pub fn job_name(token: &str) -> String {
+    let label: String = token
         .to_ascii_lowercase()
-        .replace(['_', '.'], "-");
-    let run: String = run.chars().take(room).collect();
-    format!("agentloop-{}{tail}", run.trim_matches('-'))
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let (head, tail) = match label.rsplitn(3, '-').collect::<Vec<_>>().as_slice() {
+        [nonce, n, head] => (head.to_string(), format!("-{n}-{nonce}")),
+        _ => (label.clone(), String::new()),
+    };
+    let room = 63usize.saturating_sub(tail.len());
+    let head: String = head.chars().take(room).collect();
+    format!("{}{tail}", head.trim_end_matches('-'))
 }
 
 /// `s` as a label value: letters, digits, `-`, `_`, `.`, at most 63, alphanumeric at
@@ -550,11 +634,17 @@ mod tests {
     #[test]
     fn job_names_are_dns_labels() {
         assert_eq!(
-            job_name("20261122-104259-042-3fa2", 7),
-            "agentloop-20261122-104259-042-3fa2-7"
+            job_name("agentloop-20261122-104259-042-3fa2-7-0a1b2c3d"),
+            "agentloop-20261122-104259-042-3fa2-7-0a1b2c3d"
         );
-        let long = job_name(&"Run_1.x".repeat(20), 12345);
-        assert!(long.len() <= 63 && long.ends_with("-12345"), "{long}");
+        let long = job_name(&format!(
+            "agentloop-{}-12345-0a1b2c3d",
+            "Run_1.x".repeat(20)
+        ));
+        assert!(
+            long.len() <= 63 && long.ends_with("-12345-0a1b2c3d"),
+            "{long}"
+        );
         assert!(
             long.bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')

@@ -132,6 +132,11 @@ pub(super) struct Runtime {
     _stop: tokio::sync::oneshot::Sender<()>,
 }
 
+/// How long one call of the API may take: a server (or a proxy) that holds a request
+/// past this is out of reach for that call, and the caller decides whether to ask
+/// again.
+pub(super) const CALL_LIMIT: Duration = Duration::from_secs(30);
+
 impl Runtime {
     pub(super) fn start() -> Result<Runtime, String> {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -158,16 +163,20 @@ impl Runtime {
         self.handle.spawn(fut);
     }
 
-    /// Runs `fut` on the runtime and waits for its answer.
+    /// Runs `fut` on the runtime and waits for its answer, [`CALL_LIMIT`] at most (it
+    /// is dropped then: the request is abandoned).
     pub(super) fn call<T: Send + 'static>(
         &self,
         fut: impl Future<Output = T> + Send + 'static,
     ) -> Result<T, String> {
         let (tx, rx) = std::sync::mpsc::channel();
         self.handle.spawn(async move {
-            let _ = tx.send(fut.await);
+            let _ = tx.send(tokio::time::timeout(CALL_LIMIT, fut).await);
         });
-        rx.recv()
-            .map_err(|_| "the Kubernetes client stopped".to_string())
+        match rx.recv() {
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(_)) => Err(format!("no answer within {}s", CALL_LIMIT.as_secs())),
+            Err(_) => Err("the Kubernetes client stopped".to_string()),
+        }
     }
 }
