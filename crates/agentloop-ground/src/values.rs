@@ -64,7 +64,8 @@ pub struct Budgets {
     /// Tokens the whole run may use, input and output together.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
-    /// Wall-clock time spent in iterations (agent plus verification), e.g. "4h".
+    /// The run's own wall time while it runs (not waiting for a person, not without a
+    /// driver), e.g. "4h": with workers, an hour of eight lanes is an hour.
     #[serde(skip_serializing_if = "Option::is_none", with = "opt_duration")]
     #[schemars(with = "Option<String>")]
     pub max_duration: Option<Duration>,

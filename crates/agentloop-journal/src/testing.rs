@@ -35,3 +35,16 @@ pub fn then(s: &mut RunState, event: Event) {
         event,
     });
 }
+
+/// `event` applied to `s` as the run's next record, written `secs` seconds after the
+/// run was created.
+pub fn then_at(s: &mut RunState, secs: u64, event: Event) {
+    let seq = s.last_seq + 1;
+    let time = humantime::parse_rfc3339("2026-11-27T10:00:00.000Z").unwrap()
+        + std::time::Duration::from_secs(secs);
+    s.apply(&Record {
+        seq,
+        time: humantime::format_rfc3339_millis(time).to_string(),
+        event,
+    });
+}

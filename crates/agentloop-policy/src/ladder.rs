@@ -201,10 +201,12 @@ pub(super) fn budget_reached(s: &RunState) -> Option<(String, f64, f64)> {
     {
         return hit("tokens", s.usage.total() as f64, max as f64);
     }
+    // The run's own wall time, not the lanes' time added up (8 workers for an hour
+    // are an hour of the run).
     if let Some(max) = b.max_duration.map(|m| m.as_secs() + more.seconds)
-        && s.active_ms >= max * 1000
+        && s.wall_ms >= max * 1000
     {
-        return hit("duration_s", (s.active_ms / 1000) as f64, max as f64);
+        return hit("duration_s", (s.wall_ms / 1000) as f64, max as f64);
     }
     None
 }

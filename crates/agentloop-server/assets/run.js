@@ -134,7 +134,10 @@ function runPage(main, runId, selected) {
       ...state.gauges.map((g) => {
         const used = Number(g.used || 0);
         const limit = g.limit === null || g.limit === undefined ? null : Number(g.limit);
-        const fmt = (v) => (g.name === "cost" ? money(v) : g.name === "time" ? duration(v * 1000) : compact(v));
+        const fmt = (v) => (g.name === "cost" ? money(v) : g.unit === "s" ? duration(v * 1000) : compact(v));
+        // The lanes' time added up: no budget of its own, said apart from the run's time.
+        const rest = g.name === "agent_time" ? " over " + g.lanes + (g.lanes === 1 ? " lane" : " lanes")
+          : limit !== null ? " / " + fmt(limit) : " (no limit)";
         const pct = limit ? Math.min(100, (100 * used) / limit) : 0;
         const level = pct >= 90 ? "bad" : pct >= 70 ? "warn" : "ok";
         return el("div", { class: "gauge" },
@@ -143,7 +146,7 @@ function runPage(main, runId, selected) {
             class: "bar " + level, role: "meter", "aria-label": g.name + " budget",
             "aria-valuemin": "0", "aria-valuemax": String(limit ?? used), "aria-valuenow": String(used),
           }, el("div", { class: "fill", style: "width:" + pct + "%" })),
-          el("span", { class: "gauge-text" }, fmt(used) + (limit !== null ? " / " + fmt(limit) : " (no limit)")),
+          el("span", { class: "gauge-text" }, fmt(used) + rest),
         );
       }),
     );

@@ -79,6 +79,7 @@ fn summary(run: &RunDir, s: &RunState) -> Value {
         "cost_usd": s.cost_usd,
         "tokens": s.usage.total(),
         "active_ms": s.active_ms,
+        "wall_ms": s.wall_ms,
         "created": s.created,
         "updated": s.updated,
         "gate": s.gate,
@@ -126,8 +127,9 @@ fn phase_words(s: &RunState) -> Option<String> {
     })
 }
 
-/// Budget gauges: what was used of each budget the run has. Time counts the
-/// iterations at work now, up to `now_ms`, as well as the finished ones.
+/// Budget gauges: what was used of each budget the run has. Time is the run's own
+/// wall time (what `max_duration` limits), up to `now_ms` while it runs; the lanes'
+/// time added up is `agent_time`, apart.
 fn gauges(s: &RunState, now_ms: u64) -> Vec<Value> {
     let b = &s.settings.budgets;
     let mut out = vec![
@@ -135,7 +137,17 @@ fn gauges(s: &RunState, now_ms: u64) -> Vec<Value> {
     ];
     out.push(json!({"name": "cost", "used": s.cost_usd, "limit": b.max_cost_usd, "unit": "USD"}));
     out.push(json!({"name": "tokens", "used": s.usage.total(), "limit": b.max_tokens, "unit": ""}));
-    let running_ms: u64 = if s.status == agentloop_journal::RunStatus::Running {
+    let running = s.status == agentloop_journal::RunStatus::Running;
+    let since_last = if running && s.driver_pid.is_some() {
+        now_ms.saturating_sub(s.last_ms)
+    } else {
+        0
+    };
+    out.push(
+        json!({"name": "time", "used": (s.wall_ms + since_last) as f64 / 1000.0,
+        "limit": b.max_duration.map(|d| d.as_secs_f64()), "unit": "s"}),
+    );
+    let lanes_ms: u64 = if running {
         s.running
             .iter()
             .map(|o| now_ms.saturating_sub(o.started_ms))
@@ -144,8 +156,8 @@ fn gauges(s: &RunState, now_ms: u64) -> Vec<Value> {
         0
     };
     out.push(
-        json!({"name": "time", "used": (s.active_ms + running_ms) as f64 / 1000.0,
-        "limit": b.max_duration.map(|d| d.as_secs_f64()), "unit": "s"}),
+        json!({"name": "agent_time", "used": (s.active_ms + lanes_ms) as f64 / 1000.0,
+        "limit": null, "unit": "s", "lanes": s.settings.workers.max(1)}),
     );
     out
 }

@@ -75,6 +75,26 @@ pub fn json_event(r: &Record) {
 
 pub use agentloop_ground::words::money;
 
+/// A run's time in words: its own wall time (what `max_duration` limits), then the time
+/// in iterations — with workers added up over the lanes, and said so: `4m10s · agent
+/// time 31m05s over 8 lanes`.
+pub fn time_words(s: &agentloop_journal::RunState) -> String {
+    if s.settings.in_worktrees() && s.settings.workers > 1 {
+        format!(
+            "{} · agent time {} over {} lanes",
+            duration_ms(s.wall_ms),
+            duration_ms(s.active_ms),
+            s.settings.workers
+        )
+    } else {
+        format!(
+            "{} · {} in iterations",
+            duration_ms(s.wall_ms),
+            duration_ms(s.active_ms)
+        )
+    }
+}
+
 pub fn duration_ms(ms: u64) -> String {
     let s = ms / 1000;
     if s >= 3600 {
@@ -405,13 +425,13 @@ impl Progress {
         };
         let verdict = agentloop_journal::verdict(s);
         let text = format!(
-            "agentloop: run {}: {reason} · {}/{} · {} · {} · {} in iterations\n  verdict: {} — {}\n  record: {}",
+            "agentloop: run {}: {reason} · {}/{} · {} · {} · {}\n  verdict: {} — {}\n  record: {}",
             paint(code, s.status.as_str()),
             s.done_count(),
             plural(s.tasks.len(), "task", "tasks"),
             plural(s.iterations as usize, "iteration", "iterations"),
             money(s.cost_usd),
-            duration_ms(s.active_ms),
+            time_words(s),
             verdict.as_str(),
             verdict.meaning(),
             run.path.display()

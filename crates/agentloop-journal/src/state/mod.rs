@@ -4,6 +4,8 @@
 mod cycles;
 mod planning;
 mod ship;
+#[cfg(test)]
+mod wall;
 
 use std::collections::HashMap;
 
@@ -65,8 +67,18 @@ pub struct RunState {
     pub aborted: u32,
     pub cost_usd: f64,
     pub usage: Usage,
-    /// Milliseconds spent inside iterations (agent and verification).
+    /// Milliseconds spent inside iterations (agent and verification), added up over
+    /// every lane: with workers, more than the run's own time ([`Self::wall_ms`]).
     pub active_ms: u64,
+    /// The run's own wall time, in milliseconds: from each record to the next while
+    /// the run is running — not while it waits for a person (a gate, a pause, a
+    /// budget spent) and not while no driver drives it (the time before a
+    /// `driver_started`). What `max_duration` limits.
+    #[serde(default)]
+    pub wall_ms: u64,
+    /// When the last record was written (milliseconds since the epoch).
+    #[serde(default)]
+    pub last_ms: u64,
     /// The iterations in progress, oldest first (one unless workers run in parallel).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub running: Vec<OpenIteration>,
@@ -251,6 +263,8 @@ impl RunState {
             cost_usd: 0.0,
             usage: Usage::default(),
             active_ms: 0,
+            wall_ms: 0,
+            last_ms: first.time_ms(),
             running: Vec::new(),
             paused: false,
             stop: None,
@@ -379,6 +393,11 @@ impl RunState {
 
     /// Applies one journal record.
     pub fn apply(&mut self, rec: &Record) {
+        let at = rec.time_ms();
+        if self.status == RunStatus::Running && !matches!(rec.event, Event::DriverStarted { .. }) {
+            self.wall_ms += at.saturating_sub(self.last_ms);
+        }
+        self.last_ms = self.last_ms.max(at);
         self.last_seq = rec.seq;
         self.updated = rec.time.clone();
         match &rec.event {

@@ -75,7 +75,7 @@ pub struct SettingsFlags {
     /// Dollars the run may spend on agents.
     #[arg(long, value_name = "USD")]
     pub max_cost: Option<f64>,
-    /// Time the run may spend in iterations, e.g. "90m" or "4h".
+    /// The run's own wall time it may take while running (not waiting for a person), e.g. "90m" or "4h".
     #[arg(long, value_name = "DURATION")]
     pub max_duration: Option<String>,
     /// `off` or `workspace`: each agent process under bubblewrap, confined to its

@@ -28,14 +28,14 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
         return Ok(ExitKind::Completed);
     }
     outln!(
-        "run {} · {} · {}/{} · {} · {} · {} in iterations",
+        "run {} · {} · {}/{} · {} · {} · {}",
         s.run_id,
         paint(status_color(s.status), s.status.as_str()),
         s.done_count(),
         plural(s.tasks.len(), "task", "tasks"),
         plural(s.iterations as usize, "iteration", "iterations"),
         money(s.cost_usd),
-        duration_ms(s.active_ms)
+        crate::render::time_words(s)
     );
     outln!(
         "plan: {} ({}, version {})",
@@ -385,6 +385,7 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
             "total": s.usage.total(),
         },
         "active_ms": s.active_ms,
+        "wall_ms": s.wall_ms,
         "created": s.created,
         "updated": s.updated,
         "driver_pid": driver.and_then(|p| p.parse::<u32>().ok()),

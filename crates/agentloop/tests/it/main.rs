@@ -62,5 +62,6 @@ mod tracker;
 mod tripwire;
 mod trust;
 mod verdict;
+mod wall_time;
 mod watched;
 mod workers;
