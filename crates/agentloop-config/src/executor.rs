@@ -104,6 +104,14 @@ pub struct KubernetesConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<BTreeMap<String, serde_json::Value>>")]
     pub affinity: Option<serde_json::Value>,
+    /// When the image is pulled (`Always`, `IfNotPresent`, `Never`). Unset, as
+    /// Kubernetes decides it, said in the Job: `Always` for a `:latest` or untagged
+    /// image, `IfNotPresent` for a tag or a digest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image_pull_policy: Option<PullPolicy>,
+    /// The Pod Security Standard the pods pass (`restricted`, `baseline`,
+    /// `privileged`): `volumes` of a type it does not allow are refused before the run.
+    pub pod_security: PodSecurity,
     /// Secrets of the namespace to pull the image with (`imagePullSecrets`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub image_pull_secrets: Vec<String>,
@@ -133,6 +141,8 @@ impl Default for KubernetesConfig {
             node_selector: BTreeMap::new(),
             tolerations: Vec::new(),
             affinity: None,
+            image_pull_policy: None,
+            pod_security: PodSecurity::Restricted,
             image_pull_secrets: Vec::new(),
             volumes: Vec::new(),
             volume_mounts: Vec::new(),
@@ -142,6 +152,24 @@ impl Default for KubernetesConfig {
 
 impl KubernetesConfig {
     /// Checks the settings a Job is made of: an image, and quantities Kubernetes reads.
+    /// The pull policy the Job says: the configured one, else Kubernetes' own rule.
+    pub fn pull_policy(&self) -> PullPolicy {
+        if let Some(p) = self.image_pull_policy {
+            return p;
+        }
+        // The tag is after the last `:` of the last path component (a registry's
+        // port is before a `/`).
+        let image = self.image.split('@').next().unwrap_or("");
+        let last = image.rsplit('/').next().unwrap_or("");
+        let tagged =
+            self.image.contains('@') || last.split_once(':').is_some_and(|(_, t)| t != "latest");
+        if tagged {
+            PullPolicy::IfNotPresent
+        } else {
+            PullPolicy::Always
+        }
+    }
+
     pub fn check(&self) -> Result<(), String> {
         if self.image.trim().is_empty() {
             return Err("executor.kubernetes.image: the container image the jobs run is required (one with `agentloop`, git and the agent's CLI)".into());
@@ -187,9 +215,31 @@ impl KubernetesConfig {
                     "executor.kubernetes.volumes[{i}]: a `name` is required"
                 ));
             }
-            if *name == SCRATCH_VOLUME || names[..i].contains(name) {
+            if *name == SCRATCH_VOLUME || *name == SPEC_VOLUME || names[..i].contains(name) {
                 return Err(format!(
                     "executor.kubernetes.volumes[{i}]: the name `{name}` is taken"
+                ));
+            }
+            let kinds: Vec<&String> = self.volumes[i]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, _)| k)
+                .filter(|k| *k != "name")
+                .collect();
+            let refused = kinds.iter().find(|k| match self.pod_security {
+                PodSecurity::Restricted => !RESTRICTED_VOLUMES.contains(&k.as_str()),
+                PodSecurity::Baseline => k.as_str() == "hostPath",
+                PodSecurity::Privileged => false,
+            });
+            if let Some(kind) = refused {
+                return Err(format!(
+                    "executor.kubernetes.volumes[{i}]: `{name}` is a `{kind}` volume, which the `{}` Pod Security Standard does not allow; the pods are written to pass it (set executor.kubernetes.pod_security for a namespace that admits more)",
+                    match self.pod_security {
+                        PodSecurity::Restricted => "restricted",
+                        PodSecurity::Baseline => "baseline",
+                        PodSecurity::Privileged => "privileged",
+                    }
                 ));
             }
         }
@@ -203,9 +253,10 @@ impl KubernetesConfig {
                     "executor.kubernetes.volume_mounts[{i}]: `name` must be one of executor.kubernetes.volumes (got `{name}`)"
                 ));
             }
-            if !path.starts_with('/') || path.trim_end_matches('/') == SCRATCH_PATH {
+            let at = path.trim_end_matches('/');
+            if !path.starts_with('/') || at == SCRATCH_PATH || at == SPEC_MOUNT {
                 return Err(format!(
-                    "executor.kubernetes.volume_mounts[{i}]: `mountPath` must be an absolute path other than {SCRATCH_PATH} (got `{path}`)"
+                    "executor.kubernetes.volume_mounts[{i}]: `mountPath` must be an absolute path other than {SCRATCH_PATH} and {SPEC_MOUNT} (got `{path}`)"
                 ));
             }
         }
@@ -217,6 +268,45 @@ impl KubernetesConfig {
 /// mounted.
 pub const SCRATCH_VOLUME: &str = "agentloop-scratch";
 pub const SCRATCH_PATH: &str = "/tmp";
+/// The volume of the Job's Secret the job's spec is read from, and where it is mounted.
+pub const SPEC_VOLUME: &str = "agentloop-spec";
+pub const SPEC_MOUNT: &str = "/var/run/agentloop";
+
+/// When Kubernetes pulls the image (`imagePullPolicy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub enum PullPolicy {
+    Always,
+    IfNotPresent,
+    Never,
+}
+
+/// The Pod Security Standard the pods are written to pass, and the settings held to.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum PodSecurity {
+    /// The `restricted` standard: only `configMap`, `csi`, `downwardAPI`, `emptyDir`,
+    /// `ephemeral`, `persistentVolumeClaim`, `projected` and `secret` volumes.
+    #[default]
+    Restricted,
+    /// The `baseline` standard: no `hostPath` volume.
+    Baseline,
+    /// No standard: any volume (for a namespace that admits privileged pods).
+    Privileged,
+}
+
+/// The volume types the `restricted` standard allows.
+const RESTRICTED_VOLUMES: [&str; 8] = [
+    "configMap",
+    "csi",
+    "downwardAPI",
+    "emptyDir",
+    "ephemeral",
+    "persistentVolumeClaim",
+    "projected",
+    "secret",
+];
 
 /// Whether `s` reads as a Kubernetes resource quantity: a decimal number and an
 /// optional suffix.
@@ -407,6 +497,41 @@ mod tests {
         k.memory = None;
         k.cpu = Some("two".into());
         assert!(k.check().is_err());
+    }
+
+    #[test]
+    fn the_pull_policy_is_said_and_volumes_are_held_to_the_pod_security_standard() {
+        let mut k = KubernetesConfig {
+            image: "registry.example:5000/acme/agent:1".into(),
+            ..Default::default()
+        };
+        assert_eq!(k.pull_policy(), PullPolicy::IfNotPresent);
+        for latest in ["registry.example:5000/acme/agent", "acme/agent:latest"] {
+            k.image = latest.into();
+            assert_eq!(k.pull_policy(), PullPolicy::Always, "{latest}");
+        }
+        k.image = "acme/agent@sha256:0123".into();
+        assert_eq!(k.pull_policy(), PullPolicy::IfNotPresent);
+        k.image_pull_policy = Some(PullPolicy::Never);
+        assert_eq!(k.pull_policy(), PullPolicy::Never);
+
+        k.volumes = vec![serde_json::json!({"name": "host", "hostPath": {"path": "/"}})];
+        let err = k.check().unwrap_err();
+        assert!(
+            err.contains("volumes[0]: `host` is a `hostPath` volume, which the `restricted` Pod Security Standard does not allow"),
+            "{err}"
+        );
+        k.pod_security = PodSecurity::Baseline;
+        assert!(k.check().unwrap_err().contains("`baseline`"));
+        k.pod_security = PodSecurity::Privileged;
+        assert!(k.check().is_ok());
+        k.pod_security = PodSecurity::Restricted;
+        k.volumes =
+            vec![serde_json::json!({"name": "cache", "persistentVolumeClaim": {"claimName": "c"}})];
+        assert!(k.check().is_ok());
+        k.volume_mounts =
+            vec![serde_json::json!({"name": "cache", "mountPath": "/var/run/agentloop"})];
+        assert!(k.check().unwrap_err().contains("other than"));
     }
 
     #[test]

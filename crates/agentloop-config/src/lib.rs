@@ -16,7 +16,8 @@ mod template;
 
 pub use cycle::Cycle;
 pub use executor::{
-    ExecutorConfig, ExecutorKind, KubernetesConfig, SCRATCH_PATH, SCRATCH_VOLUME, SlurmConfig,
+    ExecutorConfig, ExecutorKind, KubernetesConfig, PodSecurity, PullPolicy, SCRATCH_PATH,
+    SCRATCH_VOLUME, SPEC_MOUNT, SPEC_VOLUME, SlurmConfig,
 };
 pub use layers::{ConfigError, Layered, Loader, Source, merge, user_config_path};
 pub use review::{ReviewConfig, ReviewWhen};

@@ -1,7 +1,9 @@
 //! The stand-in's kubelet: a bound pod's container run as a process of this machine,
 //! in its own process group, its environment only what the pod spec gives it
-//! (`envFrom` Secrets included: a missing one keeps the container waiting with
-//! `CreateContainerConfigError`), its output kept as the pod's log; a deleted pod's
+//! (`envFrom` Secrets and `secretKeyRef` values included: a missing one keeps the
+//! container waiting with `CreateContainerConfigError`; a `secret` volume's files
+//! written to a directory of the pod's, and a variable naming a path under its mount
+//! pointed there), its output kept as the pod's log; a deleted pod's
 //! container sent SIGTERM, then SIGKILL after its grace period; a failed node.
 
 use std::collections::BTreeMap;
@@ -113,6 +115,88 @@ pub(super) fn kubelet(sh: &Arc<Shared>, st: &mut Store, procs: &mut BTreeMap<Str
     }
 }
 
+fn decoded(base64: &str) -> String {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(base64)
+        .unwrap_or_default();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Each `secret` volume the container mounts, written to `home/volumes/NAME` (its
+/// `items`, or every key; `defaultMode` kept), and each variable whose value is a path
+/// under its mount path pointed there: the stand-in's containers see this machine's
+/// file system, where the mount path is not.
+fn secret_volumes(
+    st: &Store,
+    key: &Key,
+    pod: &Value,
+    home: &std::path::Path,
+    env: &mut [(String, String)],
+) -> Result<(), (String, String)> {
+    use std::os::unix::fs::PermissionsExt;
+    let c = &pod["spec"]["containers"][0];
+    let failed = |e: std::io::Error| ("RunContainerError".to_string(), e.to_string());
+    for m in c["volumeMounts"].as_array().into_iter().flatten() {
+        let Some(v) = pod["spec"]["volumes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|v| v["name"] == m["name"] && v["secret"].is_object())
+        else {
+            continue;
+        };
+        let name = v["secret"]["secretName"].as_str().unwrap_or("");
+        let Some(secret) = st.get(&(Kind::Secret, key.1.clone(), name.to_string())) else {
+            return Err((
+                "ContainerCreating".into(),
+                format!(
+                    "MountVolume.SetUp failed for volume \"{}\" : secret \"{name}\" not found",
+                    m["name"].as_str().unwrap_or("")
+                ),
+            ));
+        };
+        let items: Vec<(String, String)> = match v["secret"]["items"].as_array() {
+            Some(items) => items
+                .iter()
+                .filter_map(|i| {
+                    Some((
+                        i["key"].as_str()?.to_string(),
+                        i["path"].as_str()?.to_string(),
+                    ))
+                })
+                .collect(),
+            None => secret["data"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, _)| (k.clone(), k.clone()))
+                .collect(),
+        };
+        let dir = home.join("volumes").join(m["name"].as_str().unwrap_or(""));
+        std::fs::create_dir_all(&dir).map_err(failed)?;
+        let mode = v["secret"]["defaultMode"].as_u64().unwrap_or(0o644) as u32;
+        for (entry, path) in items {
+            let Some(value) = secret["data"][&entry].as_str() else {
+                return Err((
+                    "ContainerCreating".into(),
+                    format!("couldn't find key {entry} in Secret {}/{name}", key.1),
+                ));
+            };
+            let file = dir.join(&path);
+            std::fs::write(&file, decoded(value)).map_err(failed)?;
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode))
+                .map_err(failed)?;
+        }
+        let at = m["mountPath"].as_str().unwrap_or("").trim_end_matches('/');
+        for (_, value) in env.iter_mut() {
+            if !at.is_empty() && (value == at || value.starts_with(&format!("{at}/"))) {
+                *value = format!("{}{}", dir.display(), &value[at.len()..]);
+            }
+        }
+    }
+    Ok(())
+}
+
 fn signal(pid: i32, sig: nix::sys::signal::Signal) {
     let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), sig);
 }
@@ -160,6 +244,29 @@ fn start(sh: &Arc<Shared>, st: &Store, key: &Key, pod: &Value) -> Result<Proc, (
         if let (Some(k), Some(v)) = (e["name"].as_str(), e["value"].as_str()) {
             env.push((k.to_string(), v.to_string()));
         }
+        let r = &e["valueFrom"]["secretKeyRef"];
+        if let (Some(k), Some(name), Some(entry)) =
+            (e["name"].as_str(), r["name"].as_str(), r["key"].as_str())
+        {
+            let optional = r["optional"] == true;
+            let secret = st.get(&(Kind::Secret, key.1.clone(), name.to_string()));
+            match secret.map(|s| &s["data"][entry]) {
+                Some(Value::String(v)) => env.push((k.to_string(), decoded(v))),
+                _ if optional => {}
+                None => {
+                    return Err((
+                        "CreateContainerConfigError".into(),
+                        format!("secret \"{name}\" not found"),
+                    ));
+                }
+                Some(_) => {
+                    return Err((
+                        "CreateContainerConfigError".into(),
+                        format!("couldn't find key {entry} in Secret {}/{name}", key.1),
+                    ));
+                }
+            }
+        }
     }
     let security = |field: &str| {
         let own = &c["securityContext"][field];
@@ -184,6 +291,7 @@ fn start(sh: &Arc<Shared>, st: &Store, key: &Key, pod: &Value) -> Result<Proc, (
     }
     let home = sh.dir.path().join("pods").join(&key.2);
     std::fs::create_dir_all(&home).map_err(|e| ("RunContainerError".into(), e.to_string()))?;
+    secret_volumes(st, key, pod, &home, &mut env)?;
     // A read-only root file system: the container's home and every path that is no
     // volume cannot be written. The stand-in runs its containers on this machine's
     // file system, so it gives them a home under /proc (which no one can write) and

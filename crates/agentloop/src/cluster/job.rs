@@ -1,5 +1,5 @@
 //! `agentloop job`: one iteration on a cluster node. It reads its [`JobSpec`] on
-//! standard input (or in `AGENTLOOP_JOB_SPEC`), clones the task's branch from the run's remote into a scratch
+//! standard input (or in the file `AGENTLOOP_JOB_SPEC_FILE` names), clones the task's branch from the run's remote into a scratch
 //! directory, runs the agent there (its output streamed to standard output, which the
 //! engine keeps as the iteration's log), and pushes the result: the work tree as a
 //! commit whose message carries the [`JobOutcome`]. SIGTERM (`scancel`, the engine's
@@ -18,15 +18,20 @@ use agentloop_exec::{git, transport};
 use super::{JobOutcome, JobSpec};
 use crate::error::CliError;
 
-/// The environment variable a job's spec may come in.
-pub const SPEC_VARIABLE: &str = "AGENTLOOP_JOB_SPEC";
+/// The environment variable that names the file a job's spec is in.
+pub const SPEC_FILE_VARIABLE: &str = "AGENTLOOP_JOB_SPEC_FILE";
 
 pub fn job() -> Result<(), CliError> {
-    // On standard input (Slurm's batch script), or in the environment (a Kubernetes
-    // container's).
-    let input = match std::env::var(SPEC_VARIABLE) {
-        Ok(spec) => spec,
-        Err(_) => {
+    // On standard input (Slurm's batch script), or in a file (a Kubernetes
+    // container's, mounted from the Job's Secret).
+    let input = match std::env::var_os(SPEC_FILE_VARIABLE) {
+        Some(path) => std::fs::read_to_string(&path).map_err(|e| {
+            CliError::user(format!(
+                "cannot read the job's spec from {}: {e}",
+                std::path::Path::new(&path).display()
+            ))
+        })?,
+        None => {
             let mut input = String::new();
             std::io::stdin()
                 .read_to_string(&mut input)

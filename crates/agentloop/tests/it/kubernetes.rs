@@ -118,10 +118,30 @@ fn six_tasks_on_three_workers_run_as_kubernetes_jobs_to_verified_completion() {
         assert_eq!(pod["automountServiceAccountToken"], false);
         let c = &pod["containers"][0];
         assert_eq!(c["image"], "registry.example/agentloop:1");
+        assert_eq!(
+            c["imagePullPolicy"], "IfNotPresent",
+            "said, for a tagged image"
+        );
         assert_eq!(c["command"], serde_json::json!([agentloop, "job"]));
         assert_eq!(c["resources"]["requests"]["cpu"], "500m");
         assert_eq!(c["resources"]["limits"]["memory"], "1Gi");
-        assert_eq!(c["envFrom"][0]["secretRef"]["name"], name.as_str());
+        // The agent's variables, each from the Job's Secret by name; the job's spec a
+        // file of a volume of that Secret.
+        let from_secret: Vec<&str> = c["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["valueFrom"]["secretKeyRef"]["name"] == name.as_str())
+            .filter_map(|e| e["name"].as_str())
+            .collect();
+        assert_eq!(from_secret, ["AGENT_KEY", "AGENT_TOKEN"], "{job}");
+        let spec_volume = pod["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == "agentloop-spec")
+            .unwrap_or_else(|| panic!("no spec volume: {job}"));
+        assert_eq!(spec_volume["secret"]["secretName"], name.as_str());
         // What the `restricted` Pod Security Standard asks (the stand-in's namespace
         // enforces it), with a read-only root and the scratch in an emptyDir.
         let sc = &c["securityContext"];
@@ -142,9 +162,10 @@ fn six_tasks_on_three_workers_run_as_kubernetes_jobs_to_verified_completion() {
             .as_array()
             .unwrap()
             .iter()
+            .filter(|e| e["value"].is_string())
             .filter_map(|e| e["name"].as_str())
             .collect();
-        assert_eq!(values, ["TMPDIR"], "{job}");
+        assert_eq!(values, ["TMPDIR", "AGENTLOOP_JOB_SPEC_FILE"], "{job}");
         assert!(!job.to_string().contains("## T"), "{job}");
         // The credential is in the Job's Secret, owned by the Job; never in its spec.
         assert!(!job.to_string().contains("s3cr3t"), "{job}");
@@ -162,7 +183,7 @@ fn six_tasks_on_three_workers_run_as_kubernetes_jobs_to_verified_completion() {
         assert!(secret["data"].get("AGENT_KEY").is_some(), "{secret}");
         assert!(secret["data"].get("PATH").is_none(), "{secret}");
         assert!(
-            secret["data"].get("AGENTLOOP_JOB_SPEC").is_some(),
+            secret["data"].get("agentloop-job-spec.json").is_some(),
             "{secret}"
         );
         // The pod's log, streamed into the iteration's: the agent ran in a clone of
@@ -267,12 +288,13 @@ fn a_pod_that_cannot_be_scheduled_stops_the_run_with_the_clusters_reason() {
 fn a_pod_the_namespaces_pod_security_refuses_stops_the_run_with_the_controllers_reason() {
     let k = MockKubernetes::start(TOKEN, "2", "8Gi");
     k.enforce_restricted(NAMESPACE);
-    // A hostPath volume: the `restricted` profile allows none.
+    // A hostPath volume, written for a namespace that admits privileged pods
+    // (`pod_security`), in one that enforces `restricted`, which allows none.
     let (p, _remote) = project(
         &k,
         ONE,
         1,
-        "volumes = [{ name = \"host\", hostPath = { path = \"/var/run\" } }]\nvolume_mounts = [{ name = \"host\", mountPath = \"/host\" }]\n",
+        "pod_security = \"privileged\"\nvolumes = [{ name = \"host\", hostPath = { path = \"/var/run\" } }]\nvolume_mounts = [{ name = \"host\", mountPath = \"/host\" }]\n",
         MAKE,
     );
     let t = std::time::Instant::now();
@@ -504,6 +526,22 @@ fn a_kubernetes_executor_that_cannot_be_set_up_is_refused_before_the_run_exists(
             ),
             None,
             "volume_mounts[0]: `name` must be one of",
+        ),
+        (
+            good.replace(
+                "memory = \"1Gi\"",
+                "memory = \"1Gi\"\nvolumes = [{ name = \"host\", hostPath = { path = \"/\" } }]",
+            ),
+            None,
+            "volumes[0]: `host` is a `hostPath` volume, which the `restricted` Pod Security Standard does not allow",
+        ),
+        (
+            good.replace(
+                "memory = \"1Gi\"",
+                "memory = \"1Gi\"\nimage_pull_policy = \"Sometimes\"",
+            ),
+            None,
+            "image_pull_policy: unknown variant `Sometimes`",
         ),
         (
             good.clone(),

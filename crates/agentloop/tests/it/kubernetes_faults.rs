@@ -127,3 +127,31 @@ fn an_api_that_never_answers_about_the_job_ends_the_lane_at_start_timeout() {
         "{log}"
     );
 }
+
+/// A task whose prompt is longer than one environment variable may be on Linux (128
+/// KiB): the job's spec reaches the container as a file of the Secret's volume.
+#[test]
+fn a_prompt_longer_than_an_environment_variable_may_be_reaches_the_job() {
+    let k = MockKubernetes::start(TOKEN, "2", "8Gi");
+    let mut plan = String::from("# One\n\n## T1: One\nVerify: test -f one.txt\n\n");
+    for n in 0..3000 {
+        plan.push_str(&format!(
+            "Context line {n}: what the task needs to know, at length.\n"
+        ));
+    }
+    let (p, _remote) = project(&k, &plan, 1, "", "touch one.txt\necho TASK_COMPLETE");
+    let r = p.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stderr, p.run(&["log"]).stdout);
+    let secret = k
+        .objects("secrets")
+        .into_iter()
+        .next()
+        .expect("the Job's Secret");
+    let spec = secret["data"]["agentloop-job-spec.json"].as_str().unwrap();
+    assert!(
+        spec.len() > 4 * 128 * 1024 / 3,
+        "the spec is {} bytes of base64",
+        spec.len()
+    );
+    assert_eq!(p.status()["status"], "completed");
+}

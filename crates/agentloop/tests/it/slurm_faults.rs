@@ -5,7 +5,6 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::slurm::{cluster_in, first_job_started, job_state, jobs, project_on, slurm};
-use crate::support::wait_exit;
 
 /// A job submitted by someone else on the cluster `conf`: its id.
 fn someone_elses_job(conf: &str) -> String {
@@ -62,7 +61,26 @@ fn a_job_id_the_controller_gives_again_after_losing_its_state_is_not_taken_for_t
     };
     // The run takes the job it followed as lost, redoes the task and ends: it neither
     // follows nor cancels the other job, which still runs.
-    let st = wait_exit(&mut driver, Duration::from_secs(90));
+    let t = std::time::Instant::now();
+    let st = loop {
+        if let Some(st) = driver.try_wait().unwrap() {
+            break st;
+        }
+        if t.elapsed() > Duration::from_secs(90) {
+            let seen = crate::support::processes_below(driver.id());
+            let _ = driver.kill();
+            panic!(
+                "the driver did not exit within 90 s:\n{seen}\nlog: {}\nsqueue: {}",
+                p.run(&["log"]).stdout,
+                slurm(
+                    &conf,
+                    "squeue",
+                    &["--states=all", "-h", "-O", "JobID,State,Reason,Name:60"]
+                ),
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     assert_eq!(st.code(), Some(0), "{}", p.run(&["log"]).stdout);
     assert!(
         crate::support::journal_has(&p, "its id is another job's now, `someone-elses`"),

@@ -385,7 +385,7 @@ impl Engine for KubernetesEngine {
         let job = spec::job(&self.settings, s, &name)?;
         // The job's spec (its prompt) with the agent's own variables: in the Secret.
         let mut values = s.secrets.clone();
-        let (key, value) = spec::spec_variable(s.spec);
+        let (key, value) = spec::spec_entry(s.spec);
         values.insert(key, value);
         let labels = spec::labels(s.run_id, s.iteration);
         self.create_secret(&name, &labels, s.env, &values)?;
