@@ -30,8 +30,7 @@ fn someone_elses_job(conf: &str) -> String {
 fn a_job_id_the_controller_gives_again_after_losing_its_state_is_not_taken_for_the_runs_job() {
     // A cluster of its own: its controller restarts from no state.
     let name = "slurm-state-lost";
-    cluster_in(name, "stop");
-    let conf = cluster_in(name, "ensure");
+    let conf = fresh(name);
     let (p, _remote, conf) = project_on(
         conf,
         "# One\n\n## T1: One\nVerify: test -f one.txt\n",
@@ -43,13 +42,7 @@ fn a_job_id_the_controller_gives_again_after_losing_its_state_is_not_taken_for_t
     let (_, ours) = jobs(&p).remove(0);
     // The controller and the node start again with their saved state gone:
     // ids start again from the first, and someone else's job gets the id of ours.
-    cluster_in(name, "stop");
-    let state = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(name)
-        .join("state");
-    std::fs::remove_dir_all(&state).unwrap();
-    std::fs::create_dir(&state).unwrap();
-    let conf2 = cluster_in(name, "ensure");
+    let conf2 = fresh(name);
     assert_eq!(conf2, conf);
     let theirs = loop {
         let id = someone_elses_job(&conf);
@@ -95,7 +88,14 @@ fn a_job_id_the_controller_gives_again_after_losing_its_state_is_not_taken_for_t
         "someone-elses"
     );
     assert_eq!(jobs(&p).len(), 2);
+    let _ = slurm(&conf, "scancel", &[&theirs]);
     cluster_in(name, "stop");
+}
+
+/// The cluster in the target directory's `name`, started again as after a crash that
+/// lost everything: no job step left, no saved state, job ids from the first again.
+fn fresh(name: &str) -> String {
+    cluster_in(name, "reset")
 }
 
 #[test]
