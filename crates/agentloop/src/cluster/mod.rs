@@ -54,6 +54,11 @@ pub trait Engine: Send + Sync {
     /// killed between submitting the job and writing its id down knows only the
     /// name); a job already over, or one with that id and another name, is left be.
     fn cancel(&self, id: Option<&str>, name: &str);
+    /// Whether its jobs can reach a path of the driver's machine (Slurm's nodes share
+    /// its disk; a Kubernetes pod has none of it).
+    fn reaches_local_paths(&self) -> bool {
+        true
+    }
     /// Why a job that ended without a result may have written no output.
     fn no_output_hint(&self) -> &'static str;
 }

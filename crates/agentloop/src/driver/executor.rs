@@ -138,6 +138,14 @@ impl ClusterExecutor {
         } else {
             remote_url
         };
+        if !engine.reaches_local_paths()
+            && (remote_url.starts_with('/') || remote_url.starts_with("file://"))
+        {
+            return Err(format!(
+                "[executor] remote `{remote}` is {remote_url}, a path on this machine: no {} job can reach it; give the jobs a URL they can clone from and push to (`git remote add {remote} https://…`, or `[executor] remote = \"https://…\"`)",
+                engine.name()
+            ));
+        }
         let program = match &config.executor.program {
             Some(p) if p.trim().is_empty() => {
                 return Err(

@@ -9,6 +9,7 @@ use std::time::Duration;
 use agentloop_testkit::MockKubernetes;
 use serde_json::Value;
 
+use crate::served::Served;
 use crate::support::{Project, journal_has, wait_exit, wait_for};
 
 pub const TOKEN: &str = "stand-in-token";
@@ -21,15 +22,16 @@ const MAKE: &str = "case $task in T1) f=one;; T2) f=two;; T3) f=three;; T4) f=fo
 pub const ONE: &str = "# One\n\n## T1: One\nVerify: test -f one.txt\n";
 
 /// A project whose agent runs `body` (with `$task` and its attempt `$n`) as a
-/// Kubernetes Job on `k`, a bare repository beside it as `origin`; `extra` is added
-/// to `[executor.kubernetes]`.
+/// Kubernetes Job on `k`, a bare repository beside it as `origin`, served over
+/// `git://` on 127.0.0.1 (a pod reaches no path of the driver's disk); `extra` is
+/// added to `[executor.kubernetes]`.
 pub fn project(
     k: &MockKubernetes,
     plan: &str,
     workers: u32,
     extra: &str,
     body: &str,
-) -> (Project, tempfile::TempDir) {
+) -> (Project, Served) {
     let (mut p, remote) = crate::support::remote_project(plan, body, |agent| {
         format!(
             "[run]\nagent = \"scripted\"\nworkers = {workers}\n\n[agents.scripted]\ncommand = [\"sh\", \"{}\"]\ntimeout = \"120s\"\npass_env = [\"AGENT_TOKEN\"]\nenv = {{ AGENT_KEY = \"cfg-s3cr3t-key\" }}\n\n[executor]\nkind = \"kubernetes\"\npoll = \"200ms\"\nprogram = \"{}\"\n\n[executor.kubernetes]\nimage = \"registry.example/agentloop:1\"\ncpu = \"500m\"\nmemory = \"1Gi\"\n{extra}",
@@ -42,7 +44,9 @@ pub fn project(
     p.env
         .push(("KUBECONFIG".into(), kubeconfig.to_string_lossy().into()));
     p.env.push(("AGENT_TOKEN".into(), "s3cr3t-value".into()));
-    (p, remote)
+    let served = Served::start(remote);
+    p.git_cmd(&["remote", "set-url", "origin", &served.url("origin.git")]);
+    (p, served)
 }
 
 /// The Job of each iteration so far, by iteration: its directory and its name.
@@ -542,6 +546,14 @@ fn a_kubernetes_executor_that_cannot_be_set_up_is_refused_before_the_run_exists(
             ),
             None,
             "image_pull_policy: unknown variant `Sometimes`",
+        ),
+        (
+            good.replace(
+                "kind = \"kubernetes\"\n",
+                "kind = \"kubernetes\"\nremote = \"/srv/git/app.git\"\n",
+            ),
+            None,
+            "[executor] remote `/srv/git/app.git` is /srv/git/app.git, a path on this machine: no Kubernetes job can reach it",
         ),
         (
             good.clone(),

@@ -49,6 +49,7 @@ mod resident;
 mod resume;
 mod review;
 mod sandbox;
+mod served;
 mod ship;
 mod ship_task;
 mod sim;

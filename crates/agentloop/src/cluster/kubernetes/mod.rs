@@ -567,6 +567,10 @@ impl Engine for KubernetesEngine {
     fn no_output_hint(&self) -> &'static str {
         "the pod's log could not be read (docs/EXECUTORS.md)"
     }
+
+    fn reaches_local_paths(&self) -> bool {
+        false
+    }
 }
 
 /// The values of `env` (from our environment) and the agent's own variables as a
