@@ -263,6 +263,13 @@ pub fn watch(ws: &Workspace, run: Option<&str>) -> Result<ExitKind, CliError> {
                 },
             )
         }) {
+            // A terminal hung up under us fails the write: its end, not a fault.
+            if ended.load(Ordering::SeqCst)
+                || tty::wait_input(std::io::stdin().as_fd(), Duration::ZERO) == tty::Input::Gone
+            {
+                gone = true;
+                break Ok(ExitKind::Interrupted);
+            }
             break Err(CliError::internal(e.to_string()));
         }
         if ended.load(Ordering::SeqCst) {
