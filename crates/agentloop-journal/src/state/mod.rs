@@ -420,14 +420,14 @@ impl RunState {
                 used,
                 limit,
             } => self.budget_spent = Some((budget.clone(), *used, *limit)),
-            Event::IterationStarted(st) => self.iteration_started(st, rec.time_ms()),
-            Event::AgentFinished(a) => self.agent_finished(a, &rec.time, rec.time_ms()),
+            Event::IterationStarted(st) => self.iteration_started(st, at),
+            Event::AgentFinished(a) => self.agent_finished(a, &rec.time, at),
             Event::VerifyFinished(v) => {
                 if let Some(open) = self.open_mut(v.iteration) {
                     open.verify = Some(v.clone());
                 }
             }
-            Event::IterationFinished(f) => self.finish_iteration(f, rec.time_ms()),
+            Event::IterationFinished(f) => self.finish_iteration(f, at),
             Event::Escalated {
                 task,
                 rung,
@@ -472,7 +472,7 @@ impl RunState {
             Event::GateOpened { gate } => self.gate = Some(gate.clone()),
             Event::PlannerStarted { planner, basis } => self.planner_started(*planner, basis),
             Event::PlannerFinished(f) => self.planner_finished(f),
-            Event::CycleJudged(j) => self.cycle_judged(j, rec.time_ms()),
+            Event::CycleJudged(j) => self.cycle_judged(j, at),
             Event::Control {
                 id, request, by, ..
             } => {

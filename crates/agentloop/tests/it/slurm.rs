@@ -87,6 +87,22 @@ pub fn first_job_started(p: &Project) {
     });
 }
 
+/// One task.
+pub const ONE: &str = "# One\n\n## T1: One\nVerify: test -f one.txt\n";
+
+/// An agent whose first attempt works for a minute (long enough to be killed at
+/// work), and whose next one does the task.
+pub const SLOW_FIRST: &str =
+    "if [ $n = 1 ]; then echo started; sleep 60; fi\ntouch one.txt\necho TASK_COMPLETE";
+
+/// `run` in the project, SIGKILLed once its first job is at work: the job outlives it.
+pub fn killed_at_work(p: &Project) {
+    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
+    first_job_started(p);
+    driver.kill().unwrap();
+    driver.wait().unwrap();
+}
+
 const MAKE: &str = "case $task in T1) f=one;; T2) f=two;; T3) f=three;; T4) f=four;; T5) f=five;; T6) f=six;; esac\ntouch $f.txt\necho TASK_COMPLETE";
 
 #[test]
@@ -188,11 +204,7 @@ fn six_tasks_on_three_workers_run_as_slurm_jobs_to_verified_completion() {
 
 #[test]
 fn a_job_cancelled_by_someone_else_is_an_interrupted_iteration_and_the_task_is_redone() {
-    let (p, _remote, conf) = project(
-        "# One\n\n## T1: One\nVerify: test -f one.txt\n",
-        1,
-        "if [ $n = 1 ]; then echo started; sleep 60; fi\ntouch one.txt\necho TASK_COMPLETE",
-    );
+    let (p, _remote, conf) = project(ONE, 1, SLOW_FIRST);
     let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
     first_job_started(&p);
     let (_, id) = jobs(&p).remove(0);
@@ -287,15 +299,8 @@ fn a_job_that_rewrites_its_own_check_gets_no_task_marked_done() {
 
 #[test]
 fn a_killed_driver_leaves_a_job_that_resume_cancels_before_redoing_its_task() {
-    let (p, _remote, conf) = project(
-        "# One\n\n## T1: One\nVerify: test -f one.txt\n",
-        1,
-        "if [ $n = 1 ]; then echo started; sleep 60; fi\ntouch one.txt\necho TASK_COMPLETE",
-    );
-    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
-    first_job_started(&p);
-    driver.kill().unwrap();
-    driver.wait().unwrap();
+    let (p, _remote, conf) = project(ONE, 1, SLOW_FIRST);
+    killed_at_work(&p);
     let (_, id) = jobs(&p).remove(0);
     assert_eq!(
         job_state(&conf, &id),
@@ -394,12 +399,7 @@ fn an_executor_that_cannot_be_set_up_is_refused_before_the_run_exists() {
 fn a_job_lost_with_its_node_is_an_interrupted_iteration_and_the_task_is_redone() {
     // A cluster of its own: its one node goes down.
     let conf = cluster_in("slurm-node-down", "ensure");
-    let (p, _remote, conf) = project_on(
-        conf,
-        "# One\n\n## T1: One\nVerify: test -f one.txt\n",
-        1,
-        "if [ $n = 1 ]; then echo started; sleep 60; fi\ntouch one.txt\necho TASK_COMPLETE",
-    );
+    let (p, _remote, conf) = project_on(conf, ONE, 1, SLOW_FIRST);
     let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
     first_job_started(&p);
     let (_, id) = jobs(&p).remove(0);
@@ -444,11 +444,7 @@ fn a_job_lost_with_its_node_is_an_interrupted_iteration_and_the_task_is_redone()
 
 #[test]
 fn a_node_without_agentloop_stops_the_run_with_what_the_job_said() {
-    let (p, _remote, _conf) = project(
-        "# One\n\n## T1: One\nVerify: test -f one.txt\n",
-        1,
-        "touch one.txt\necho TASK_COMPLETE",
-    );
+    let (p, _remote, _conf) = project(ONE, 1, "touch one.txt\necho TASK_COMPLETE");
     let mut config = p.read("agentloop.toml");
     config.push_str("program = \"/nowhere/agentloop\"\n");
     p.write("agentloop.toml", config);
@@ -482,7 +478,7 @@ fn a_result_planted_by_an_earlier_agent_is_never_taken_for_a_later_jobs() {
 fi
 kill -TERM $PPID
 sleep 10"#;
-    let (p, _remote, _conf) = project("# One\n\n## T1: One\nVerify: test -f one.txt\n", 1, plant);
+    let (p, _remote, _conf) = project(ONE, 1, plant);
     let r = p.run(&["run", "--no-wait"]);
     let log = p.run(&["log"]).stdout;
     assert_ne!(r.code, Some(0), "{}\n{log}", r.stderr);

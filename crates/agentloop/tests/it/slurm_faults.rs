@@ -4,7 +4,10 @@
 use std::process::Command;
 use std::time::Duration;
 
-use crate::slurm::{cluster_in, first_job_started, job_state, jobs, project_on, slurm};
+use crate::slurm::{
+    ONE, SLOW_FIRST, cluster_in, first_job_started, job_state, jobs, killed_at_work, project_on,
+    slurm,
+};
 
 /// A job submitted by someone else on the cluster `conf`: its id.
 fn someone_elses_job(conf: &str) -> String {
@@ -31,12 +34,7 @@ fn a_job_id_the_controller_gives_again_after_losing_its_state_is_not_taken_for_t
     // A cluster of its own: its controller restarts from no state.
     let name = "slurm-state-lost";
     let conf = fresh(name);
-    let (p, _remote, conf) = project_on(
-        conf,
-        "# One\n\n## T1: One\nVerify: test -f one.txt\n",
-        1,
-        "if [ $n = 1 ]; then echo started; sleep 60; fi\ntouch one.txt\necho TASK_COMPLETE",
-    );
+    let (p, _remote, conf) = project_on(conf, ONE, 1, SLOW_FIRST);
     let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
     first_job_started(&p);
     let (_, ours) = jobs(&p).remove(0);
@@ -100,15 +98,8 @@ fn fresh(name: &str) -> String {
 
 #[test]
 fn a_job_whose_id_a_killed_driver_never_wrote_down_is_found_by_its_name_and_cancelled() {
-    let (p, _remote, conf) = crate::slurm::project(
-        "# One\n\n## T1: One\nVerify: test -f one.txt\n",
-        1,
-        "if [ $n = 1 ]; then echo started; sleep 60; fi\ntouch one.txt\necho TASK_COMPLETE",
-    );
-    let mut driver = p.cmd(&["run", "--quiet"]).spawn().unwrap();
-    first_job_started(&p);
-    driver.kill().unwrap();
-    driver.wait().unwrap();
+    let (p, _remote, conf) = crate::slurm::project(ONE, 1, SLOW_FIRST);
+    killed_at_work(&p);
     // As if the driver had died between `sbatch` and writing the id: only the job's
     // name, written before it was submitted, is there.
     let (dir, id) = jobs(&p).remove(0);

@@ -31,8 +31,7 @@ mod watch;
 
 use super::{Ended, Engine, Submission};
 use judge::{Phase, judge};
-use names::job_name;
-use names::label_value;
+use names::{job_name, label_value};
 use watch::{PodWatch, Runtime, watch_pods};
 
 /// The label every object agentloop makes carries.
@@ -124,7 +123,7 @@ impl KubernetesEngine {
         let jobs = self.jobs.clone();
         let name = name.to_string();
         match self.rt.call(async move { jobs.get(&name).await }) {
-            Err(e) => Err(Trouble::Again(e)),
+            Err(e) => Err(Trouble::Again(self.api_error(e))),
             Ok(Ok(j)) => Ok(Some(j)),
             Ok(Err(kube::Error::Api(s))) if s.code == 404 => Ok(None),
             // Throttled, or the server's (or a gateway's) own trouble.
@@ -420,8 +419,8 @@ impl Engine for KubernetesEngine {
     ) -> Result<Ended, (AgentErrorKind, String)> {
         let log = self.logs.lock().ok().and_then(|mut l| l.remove(id));
         let submitted = Instant::now();
-        // Since when the API has not answered, and with what.
-        let mut unanswered: Option<(Instant, String)> = None;
+        // Since when the API has not answered.
+        let mut unanswered: Option<Instant> = None;
         let mut started = false;
         let mut cancelled = false;
         let mut last: Option<(String, Option<String>)> = None;
@@ -448,9 +447,7 @@ impl Engine for KubernetesEngine {
                 // Asked again next round, for as long as a job may take to start:
                 // `start_timeout` holds however the API answers.
                 Err(Trouble::Again(e)) => {
-                    let since = unanswered
-                        .get_or_insert_with(|| (Instant::now(), e.clone()))
-                        .0;
+                    let since = *unanswered.get_or_insert_with(Instant::now);
                     let waited = if started {
                         since.elapsed()
                     } else {

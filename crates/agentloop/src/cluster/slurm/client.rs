@@ -2,10 +2,11 @@
 //! with a deadline ([`TOOL_LIMIT`]), and how their answers are read.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::Write;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Where a job is, as far as the iteration is concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,8 +86,12 @@ pub fn never_starts(reason: &str) -> bool {
 pub const TOOL_LIMIT: Duration = Duration::from_secs(60);
 
 /// What the tool `name` with `args` printed, `input` on its standard input; its error
-/// when it failed or took longer than `limit`.
-fn tool(
+/// when it failed or gave no answer within [`TOOL_LIMIT`].
+fn tool(name: &str, args: &[String], input: Option<&[u8]>) -> Result<String, String> {
+    tool_within(name, args, input, TOOL_LIMIT)
+}
+
+fn tool_within(
     name: &str,
     args: &[String],
     input: Option<&[u8]>,
@@ -101,58 +106,42 @@ fn tool(
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        // Its own group, ended whole: nothing it started holds its pipes open.
+        .process_group(0)
         .spawn()
         .map_err(|e| format!("{name}: {e} (is Slurm's client installed?)"))?;
-    if let (Some(mut stdin), Some(bytes)) = (child.stdin.take(), input) {
-        // A tool that ends without reading it all says why on standard error.
-        let _ = stdin.write_all(bytes);
-    }
-    // Both read at once, so neither pipe fills and holds the tool up.
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            if let Some(mut pipe) = pipe {
-                let _ = pipe.read_to_end(&mut bytes);
-            }
-            bytes
-        })
-    };
-    let out = drain(
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let err = drain(
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let since = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if since.elapsed() < limit => std::thread::sleep(Duration::from_millis(5)),
-            Ok(None) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "{name}: no answer within {}s (the controller is out of reach)",
-                    limit.as_secs()
-                ));
-            }
-            Err(e) => return Err(format!("{name}: {e}")),
+    let pid = child.id();
+    let input = input.map(<[u8]>::to_vec);
+    // Fed and waited for on a thread of its own, so that a tool that neither reads nor
+    // answers is given up on here; until that thread reaps it, the pid is still its.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        if let (Some(mut stdin), Some(bytes)) = (child.stdin.take(), input) {
+            // A tool that ends without reading it all says why on standard error.
+            let _ = stdin.write_all(&bytes);
+        }
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out = match rx.recv_timeout(limit) {
+        Ok(out) => out.map_err(|e| format!("{name}: {e}"))?,
+        Err(_) => {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            return Err(format!(
+                "{name}: no answer within {:?} (the controller is out of reach)",
+                limit
+            ));
         }
     };
-    let (out, err) = (
-        out.join().unwrap_or_default(),
-        err.join().unwrap_or_default(),
-    );
-    if !status.success() {
-        return Err(format!("{name}: {}", String::from_utf8_lossy(&err).trim()));
+    if !out.status.success() {
+        return Err(format!(
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
     }
-    Ok(String::from_utf8_lossy(&out).trim().to_string())
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 /// A batch job to submit.
@@ -203,7 +192,6 @@ pub fn named(name: &str) -> Result<Option<String>, String> {
             "JobID:|,Name:|".into(),
         ],
         None,
-        TOOL_LIMIT,
     )?;
     Ok(out.lines().find_map(|l| {
         let (id, rest) = l.split_once('|')?;
@@ -232,7 +220,7 @@ fn submit_once(s: &Submit<'_>) -> Result<String, String> {
         },
     ];
     args.extend(s.options.iter().cloned());
-    let out = tool("sbatch", &args, Some(s.script.as_bytes()), TOOL_LIMIT)?;
+    let out = tool("sbatch", &args, Some(s.script.as_bytes()))?;
     // `ID` or `ID;CLUSTER`.
     let id = out.split(';').next().unwrap_or("").trim();
     if id.is_empty() || !id.chars().all(|c| c.is_ascii_digit() || c == '_') {
@@ -256,7 +244,6 @@ pub fn states(watched: &BTreeMap<String, String>) -> Result<BTreeMap<String, Job
             "JobID:|,State:|,Reason:|,Name:|".into(),
         ],
         None,
-        TOOL_LIMIT,
     );
     let text = match out {
         Ok(text) => text,
@@ -315,7 +302,7 @@ pub fn cancel(id: Option<&str>, name: &str) -> Result<(), String> {
         None if name.is_empty() => return Ok(()),
         None => {}
     }
-    tool("scancel", &args, None, TOOL_LIMIT).map(drop)
+    tool("scancel", &args, None).map(drop)
 }
 
 /// A job's `--time` in whole minutes when none is configured: the agent's `timeout`
@@ -344,6 +331,60 @@ mod tests {
         assert!(!not_submitted_for_now(
             "sbatch: error: Batch job submission failed: Invalid partition name specified"
         ));
+    }
+
+    #[test]
+    fn a_tool_that_never_answers_is_given_up_on_and_ended() {
+        let t = std::time::Instant::now();
+        let err = tool_within(
+            "sh",
+            &[
+                "-c".into(),
+                "echo $$ > \"$0\"; sleep 30".into(),
+                pid_file().into(),
+            ],
+            Some(b"never read"),
+            Duration::from_millis(300),
+        )
+        .unwrap_err();
+        assert!(err.contains("no answer within 300ms"), "{err}");
+        assert!(t.elapsed() < Duration::from_secs(5));
+        let pid = std::fs::read_to_string(pid_file()).unwrap();
+        // Ended, and reaped by its waiting thread: no such process for long.
+        let gone = std::time::Instant::now();
+        while std::path::Path::new(&format!("/proc/{}", pid.trim())).exists() {
+            assert!(
+                gone.elapsed() < Duration::from_secs(5),
+                "pid {pid} lives on"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // One that answers: its output; one that fails: its standard error.
+        assert_eq!(
+            tool_within(
+                "sh",
+                &["-c".into(), "cat".into()],
+                Some(b" 7;c \n"),
+                Duration::from_secs(5)
+            )
+            .unwrap(),
+            "7;c"
+        );
+        let err = tool_within(
+            "sh",
+            &["-c".into(), "echo refused >&2; exit 1".into()],
+            None,
+            Duration::from_secs(5),
+        )
+        .unwrap_err();
+        assert_eq!(err, "sh: refused");
+    }
+
+    fn pid_file() -> String {
+        std::env::temp_dir()
+            .join(format!("agentloop-slurm-tool-{}.pid", std::process::id()))
+            .to_string_lossy()
+            .into_owned()
     }
 
     #[test]
