@@ -338,11 +338,7 @@ mod tests {
         let t = std::time::Instant::now();
         let err = tool_within(
             "sh",
-            &[
-                "-c".into(),
-                "echo $$ > \"$0\"; sleep 30".into(),
-                pid_file().into(),
-            ],
+            &["-c".into(), "echo $$ > \"$0\"; sleep 30".into(), pid_file()],
             Some(b"never read"),
             Duration::from_millis(300),
         )
