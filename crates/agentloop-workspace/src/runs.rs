@@ -319,6 +319,48 @@ mod tests {
         assert!(loaded.state.paused && loaded.state.has_request("x"));
     }
 
+    /// A cache an older agentloop wrote, without the run's wall clock, is not read: it
+    /// would have the clock start at 1970 and spend a time budget at the next record.
+    #[test]
+    fn a_state_cache_of_the_version_before_the_wall_clock_is_folded_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::at(dir.path());
+        let plan = Plan::parse("PLAN.md", "# P\n\n## T1: a\nVerify: true\n").unwrap();
+        let (run, mut w, mut state) = ws
+            .create_run(
+                Path::new("PLAN.md"),
+                &plan,
+                Settings::from_config(&Config::default()),
+            )
+            .unwrap();
+        state.journal_bytes = w.offset();
+        let mut old = serde_json::to_value(&state).unwrap();
+        old["v"] = 5.into();
+        old.as_object_mut().unwrap().remove("wall_ms");
+        old.as_object_mut().unwrap().remove("last_ms");
+        let bytes = serde_json::to_vec(&old).unwrap();
+        std::fs::write(run.state_file(), &bytes).unwrap();
+        std::fs::write(
+            run.state_seal_file(),
+            agentloop_journal::seal(&bytes).unwrap(),
+        )
+        .unwrap();
+        w.append(&Event::Control {
+            id: "x".into(),
+            source: "t".into(),
+            request: Request::Steer { note: "n".into() },
+            by: None,
+        })
+        .unwrap();
+        let loaded = run.load_cached().unwrap();
+        assert!(loaded.state.has_request("x"));
+        assert!(
+            loaded.state.wall_ms < 60_000,
+            "the wall clock from the journal: {} ms",
+            loaded.state.wall_ms
+        );
+    }
+
     #[test]
     fn a_request_judged_on_a_running_run_is_not_written_once_it_completed() {
         let dir = tempfile::tempdir().unwrap();

@@ -20,8 +20,9 @@ use agentloop_config::Settings;
 use agentloop_ground::values::Usage;
 use agentloop_plan::{Mode, Plan};
 
-/// Schema version of `state.json`.
-pub const STATE_VERSION: u32 = 5;
+/// Schema version of `state.json`: a cache of another version is folded again from the
+/// journal (6: the run's wall clock, `wall_ms` and `last_ms`, which an older cache lacks).
+pub const STATE_VERSION: u32 = 6;
 
 pub use super::open::OpenIteration;
 
