@@ -33,6 +33,31 @@ pub struct TestsBaseline {
     /// Why the trace of what the checks read may have missed files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_incomplete: Option<String>,
+    /// What the checks would load or run if it were there, learned at the baseline:
+    /// a file the agent adds that matches is kept out of the judge's copy.
+    #[serde(default, skip_serializing_if = "WouldLoad::is_empty")]
+    pub would_load: WouldLoad,
+}
+
+/// Paths the baseline's checks would load or run that its tree does not hold yet,
+/// each with who would load it: what a check's harness names (`scripts/extra.sh`
+/// behind a `[ -f … ]`, `checks.d/*.sh` sourced in a loop), and the test files'
+/// names the runners collected beyond the usual ones (`checks/*_cases.py`). Patterns
+/// may hold `*` within a path segment.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WouldLoad {
+    /// Pattern → the check or script that names it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub named: BTreeMap<String, String>,
+    /// Pattern → the check whose runner collected files named so.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tests: BTreeMap<String, String>,
+}
+
+impl WouldLoad {
+    pub fn is_empty(&self) -> bool {
+        self.named.is_empty() && self.tests.is_empty()
+    }
 }
 
 /// A file a check read at the baseline, as the surface records it.

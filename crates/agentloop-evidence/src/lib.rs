@@ -24,7 +24,7 @@ mod report;
 pub mod runner;
 pub mod tap;
 
-pub use baseline::{BaselineCommand, Expected, TestsBaseline, TracedFile};
+pub use baseline::{BaselineCommand, Expected, TestsBaseline, TracedFile, WouldLoad};
 pub use judge::{CommandVerdict, Expect, Judged, KnownGood, Seen, judge_command};
 pub use names::TestName;
 pub use read::{parse, read};

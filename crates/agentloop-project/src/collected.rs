@@ -76,6 +76,48 @@ pub fn of_commands<'a>(
         .collect()
 }
 
+/// The names a runner collects by beyond the usual ones, learned from what it
+/// collected (`collected`) in the tree whose files are `tree`: for a collected test
+/// not named like a test, its directory's files of its kind (`checks/*.py`) when the
+/// runner collected every one of them, and its name's last part anywhere
+/// (`**/*_cases.py`) when every file so named was collected. A file the agent adds
+/// that matches would be collected as a test.
+pub fn learned(tree: &BTreeSet<&str>, collected: &BTreeSet<String>) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let all_collected = |pattern: &str| {
+        tree.iter()
+            .filter(|f| crate::harness::glob_path(f, pattern))
+            .all(|f| collected.contains(*f))
+    };
+    for file in collected {
+        if crate::is_test_file(file) {
+            continue;
+        }
+        let (dir, name) = file.rsplit_once('/').unwrap_or(("", file));
+        let Some((_, ext)) = name.rsplit_once('.') else {
+            continue;
+        };
+        let in_dir = if dir.is_empty() {
+            format!("*.{ext}")
+        } else {
+            format!("{dir}/*.{ext}")
+        };
+        if all_collected(&in_dir) {
+            out.insert(in_dir);
+        }
+        let stem = &name[..name.len() - ext.len() - 1];
+        if let Some(i) = stem.rfind(['_', '-'])
+            && stem.len() - i > 2
+        {
+            let named = format!("**/*{}", &name[i..]);
+            if all_collected(&named) {
+                out.insert(named);
+            }
+        }
+    }
+    out
+}
+
 /// The module path `go.mod` at `root` declares, if there is one.
 pub fn go_module(root: &Path) -> Option<String> {
     let text = std::fs::read_to_string(root.join("go.mod")).ok()?;
@@ -121,6 +163,44 @@ mod tests {
                 "ops/ops_test.go",
                 "test/calc.test.js"
             ]
+        );
+    }
+
+    #[test]
+    fn the_names_a_runner_collects_by_are_learned_from_what_it_collected() {
+        let tree: BTreeSet<&str> = [
+            "checks/calc_cases.py",
+            "checks/more_cases.py",
+            "checks/helpers.py",
+            "suite/a.py",
+            "suite/b.py",
+            "src/calc.py",
+            "src/other_cases.py",
+            "tests/test_x.py",
+        ]
+        .into_iter()
+        .collect();
+        let collected: BTreeSet<String> = [
+            "checks/calc_cases.py",
+            "checks/more_cases.py",
+            "suite/a.py",
+            "suite/b.py",
+            "tests/test_x.py",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        // checks/ holds a helper it did not collect; src/other_cases.py was not
+        // collected either: neither pattern is learned from checks/. suite/ was
+        // collected whole.
+        assert_eq!(
+            learned(&tree, &collected).into_iter().collect::<Vec<_>>(),
+            ["suite/*.py"]
+        );
+        let tree: BTreeSet<&str> = tree.into_iter().filter(|f| *f != "src/other_cases.py").collect();
+        assert_eq!(
+            learned(&tree, &collected).into_iter().collect::<Vec<_>>(),
+            ["**/*_cases.py", "suite/*.py"]
         );
     }
 

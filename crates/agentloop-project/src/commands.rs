@@ -19,7 +19,7 @@ const TEST_RUNNERS: &[&str] = &[
 ];
 
 /// What the check commands name and run.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct CheckWords {
     /// Paths a command names, found when they were read (`tests/`, `check.sh`).
     pub named: BTreeSet<String>,

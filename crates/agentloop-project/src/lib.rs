@@ -4,17 +4,22 @@
 //! itself. The verification surface, the clean copy, the verifier's trace and `init`
 //! all ask it here, through [`Project`] and the functions beside it.
 //!
-//! What it knows today it knows from names: the checks' own words (`commands`), the
-//! usual layouts (`names`), the test sections of files that only partly configure the
-//! checks (`sections`), the files that declare a project's checks (`detect`) and
-//! `[verify] carry` (`environment`). Each answer says what it was guessed from.
+//! What it knows it knows from the checks' own words (`commands`), the scripts and
+//! Makefiles they run read word by word (`harness`), what the runners collected at the
+//! test baseline (`collected`), the test sections of files that only partly configure
+//! the checks (`sections`), the files that declare a project's checks (`detect`),
+//! `[verify] carry` (`environment`) and, as the fallback, the usual layouts (`names`).
+//! Each answer says what it was found from. `admit` says which of the files an agent
+//! added reach the judge.
 
+pub mod admit;
 pub mod agent_files;
 pub mod collected;
 mod commands;
 mod detect;
 mod environment;
 pub mod follow;
+pub mod harness;
 pub mod hermetic;
 pub mod installed;
 mod model;
@@ -22,6 +27,7 @@ mod names;
 mod sections;
 mod shadow;
 
+pub use admit::{Admission, Allowed};
 pub use commands::CheckWords;
 pub use detect::{Check, Detected, Skipped, detect, detect_with};
 pub use environment::{carried, did_not_start, links_into_project, python_first, uncarried};

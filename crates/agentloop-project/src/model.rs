@@ -12,7 +12,7 @@ use crate::names::{CHECK_FILES, CI, SECTIONED, glob_name, is_test_file};
 /// What each file of a project is to its checks, from the run's settings and check
 /// commands. Today every answer comes from names: the commands' words and the usual
 /// layouts (`names.rs`), a fallback that says what it guessed from (`why`).
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Project {
     pub protected: Vec<String>,
     pub plan_file: String,
@@ -72,6 +72,26 @@ impl Project {
             return Some("a test file".into());
         }
         None
+    }
+
+    /// Why a file is one of the tests the checks run, if it is: one under a directory
+    /// a test runner is pointed at that is a test there (`reverse/x_test.go`), one in
+    /// a directory a check names whole (`tests/`), one named like a test.
+    pub fn test_of_checks(&self, path: &str) -> Option<String> {
+        if let Some(d) = self.words.tests_in.iter().find(|d| path_matches(path, d))
+            && is_a_test_in(&path[d.len()..])
+        {
+            return Some(format!("a test a Verify command runs ({d})"));
+        }
+        if let Some(n) = self
+            .words
+            .named
+            .iter()
+            .find(|n| n.ends_with('/') && path_matches(path, n))
+        {
+            return Some(format!("in the directory a Verify command runs ({n})"));
+        }
+        is_test_file(path).then(|| "a test file".into())
     }
 
     /// Why a file the agent added would intercept the checks, if it would: what

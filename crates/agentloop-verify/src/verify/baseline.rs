@@ -114,6 +114,7 @@ impl Runner<'_> {
             cached: false,
             traced: Default::default(),
             trace_incomplete,
+            would_load: Default::default(),
         }))
     }
 }

@@ -1,0 +1,563 @@
+//! What a check's harness runs, read from its words and, script by script, from the
+//! text of the shell scripts and Makefiles it runs: the scripts it executes or sources
+//! (`sh lib/verify.sh`, `python3 scripts/verify.py`, `. ./helpers.sh`), the files it
+//! tests for before running them (`[ -f scripts/extra.sh ] && . scripts/extra.sh`),
+//! the globs it loops over (`for f in checks.d/*.sh`) and the package scripts an
+//! `npm test` runs in turn. Read without running anything, from the tree the run was
+//! created on, so that what it names is known before any agent works:
+//! - a named file that is there is the harness: it joins the verification surface;
+//! - a named path that is not there yet, and every glob, is what the harness would
+//!   run once someone writes it: a file the agent adds there is kept out of the
+//!   judge's copy (see `admit`).
+//!
+//! What the harness's scripts merely read (`grep -q 'def f' src/main.py`) is the work.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Programs that run the script named by their first argument that is not an option.
+const INTERPRETERS: &[&str] = &[
+    "sh", "bash", "dash", "zsh", "ksh", "ash", "python", "python3", "node", "deno", "bun", "ruby",
+    "perl", "php", "bats", "lua", "Rscript", "tclsh", "source", ".", "tsx", "ts-node",
+];
+
+/// Words that only lead into the command that follows them.
+const LEADERS: &[&str] = &[
+    "if", "then", "else", "elif", "do", "while", "until", "!", "{", "(", "time", "exec", "command",
+    "nohup", "env", "builtin", "xargs",
+];
+
+/// Options whose value follows them and is not a script (`python3 -m mod`, `-c code`).
+const VALUED: &[&str] = &["-c", "-m", "-e", "-W", "-X", "-O", "-r", "--require", "--import"];
+
+/// Extensions of files a harness runs as scripts.
+const SCRIPT_EXTS: &[&str] = &[
+    "sh", "bash", "zsh", "ksh", "bats", "mk", "py", "js", "mjs", "cjs", "ts", "mts", "rb", "pl",
+    "php", "lua", "tcl", "R",
+];
+
+/// The most scripts followed, and how deep.
+const MOST_SCRIPTS: usize = 200;
+const MOST_DEPTH: usize = 8;
+
+/// What the harness runs: files of the tree, and what it names that is not there.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Harness {
+    /// Files of the tree it runs, each with who runs it (a check, or a script).
+    pub runs: BTreeMap<String, String>,
+    /// Paths it would run that the tree does not hold, and every glob it runs from
+    /// (`checks.d/*.sh`), each with who names it.
+    pub absent: BTreeMap<String, String>,
+}
+
+/// The harness of `commands` (run at the project's root) in the tree whose files are
+/// `tree`, whose contents `read` gives.
+pub fn harness(
+    commands: &[String],
+    tree: &BTreeSet<&str>,
+    read: impl Fn(&str) -> Option<Vec<u8>>,
+) -> Harness {
+    let mut out = Harness::default();
+    let mut todo: Vec<(String, String, usize)> = Vec::new();
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    let package = read("package.json")
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| v.get("scripts").and_then(|s| s.as_object()).cloned());
+    for cmd in commands {
+        let by = format!("`{cmd}`");
+        for named in named_in_line(cmd, None, package.as_ref()) {
+            found(named, &by, 0, tree, &mut todo, &mut out);
+        }
+    }
+    while let Some((path, by, depth)) = todo.pop() {
+        if !seen.insert(path.clone()) || seen.len() > MOST_SCRIPTS {
+            continue;
+        }
+        out.runs.entry(path.clone()).or_insert(by);
+        if depth >= MOST_DEPTH {
+            continue;
+        }
+        let Some(text) = read(&path) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&text);
+        let makefile = is_makefile(&path);
+        let shell = makefile
+            || crate::is_script_name(&path)
+            || crate::runs_a_shell(text.lines().next().unwrap_or_default().as_bytes());
+        if !shell {
+            continue;
+        }
+        let by = format!("`{path}`");
+        for line in text.lines() {
+            let line = if makefile {
+                match makefile_line(line) {
+                    Some(l) => l,
+                    None => continue,
+                }
+            } else {
+                line.to_string()
+            };
+            for named in named_in_line(&line, Some(&path), package.as_ref()) {
+                found(named, &by, depth + 1, tree, &mut todo, &mut out);
+            }
+        }
+    }
+    out
+}
+
+/// Of the paths a word may stand for, those the tree has are what it runs (to be
+/// read in turn); when it has none, each is what the harness would run once written.
+/// A glob is both: what it matches now, and what it would match.
+fn found(
+    named: Named,
+    by: &str,
+    depth: usize,
+    tree: &BTreeSet<&str>,
+    todo: &mut Vec<(String, String, usize)>,
+    out: &mut Harness,
+) {
+    let mut matched = Vec::new();
+    for path in &named.candidates {
+        if path.contains(['*', '?', '[']) {
+            let files: Vec<&str> = tree.iter().copied().filter(|f| glob_path(f, path)).collect();
+            if !files.is_empty() {
+                matched.push(path.clone());
+            }
+            todo.extend(files.into_iter().map(|f| (f.to_string(), by.to_string(), depth)));
+        } else if tree.contains(path.as_str()) {
+            matched.push(path.clone());
+            todo.push((path.clone(), by.to_string(), depth));
+        } else if is_dir_of(tree, path) {
+            matched.push(path.clone());
+        }
+    }
+    let absent = named.candidates.iter().filter(|p| {
+        if matched.is_empty() {
+            true
+        } else {
+            p.contains(['*', '?', '[']) && matched.contains(p)
+        }
+    });
+    for path in absent {
+        out.absent
+            .entry(path.clone())
+            .or_insert_with(|| by.to_string());
+    }
+}
+
+/// Whether `path` is a directory of the tree (some file lies under it).
+fn is_dir_of(tree: &BTreeSet<&str>, path: &str) -> bool {
+    let dir = format!("{path}/");
+    tree.range(dir.as_str()..)
+        .next()
+        .is_some_and(|f| f.starts_with(&dir))
+}
+
+fn is_makefile(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    matches!(name, "Makefile" | "makefile" | "GNUmakefile") || name.ends_with(".mk")
+}
+
+/// The shell of a Makefile's line: a recipe (tab first; `@`, `-`, `+` dropped), or an
+/// `include` as a `.` of the files it names.
+fn makefile_line(line: &str) -> Option<String> {
+    if let Some(recipe) = line.strip_prefix('\t') {
+        return Some(recipe.trim_start_matches(['@', '-', '+']).to_string());
+    }
+    let t = line.trim_start();
+    for inc in ["include ", "-include ", "sinclude "] {
+        if let Some(files) = t.strip_prefix(inc) {
+            return Some(
+                files
+                    .split_whitespace()
+                    .map(|f| format!(". {f}"))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            );
+        }
+    }
+    None
+}
+
+/// One path a line names, as the paths it may stand for (relative to the project's
+/// root, and to the naming script's directory when it is not at the root).
+struct Named {
+    candidates: Vec<String>,
+}
+
+/// The paths a shell line runs: the program when it is a path, an interpreter's
+/// script, what `.`/`source` reads, what `[ -f X ]`/`test -x X` tests for, the words
+/// a `for` loops over, `make -f FILE`/`-C DIR`, the scripts `npm test`/`npm run X`
+/// runs (from `package`), and a `sh -c '…'` line's own.
+fn named_in_line(
+    line: &str,
+    script: Option<&str>,
+    package: Option<&serde_json::Map<String, serde_json::Value>>,
+) -> Vec<Named> {
+    let mut out = Vec::new();
+    named_into(line, script, package, 0, &mut out);
+    out
+}
+
+fn named_into(
+    line: &str,
+    script: Option<&str>,
+    package: Option<&serde_json::Map<String, serde_json::Value>>,
+    depth: usize,
+    out: &mut Vec<Named>,
+) {
+    if depth > 4 {
+        return;
+    }
+    let code = strip_comment(line);
+    for simple in code.split(['\n', ';', '|', '&']) {
+        let words: Vec<String> = shlex::split(simple.trim()).unwrap_or_else(|| {
+            simple
+                .split_whitespace()
+                .map(|w| w.trim_matches(|c| c == '"' || c == '\'').to_string())
+                .collect()
+        });
+        let mut words: &[String] = &words;
+        while let Some(w) = words.first() {
+            let w = w.trim_start_matches(['(', '{']);
+            if LEADERS.contains(&w) || w.is_empty() || (w.contains('=') && !w.starts_with('-'))
+            {
+                words = &words[1..];
+            } else {
+                break;
+            }
+        }
+        let Some(program) = words.first().map(|w| w.trim_start_matches(['(', '{'])) else {
+            continue;
+        };
+        let args = &words[1..];
+        let mut take = |w: &str| {
+            if let Some(n) = resolve(w, script) {
+                out.push(n);
+            }
+        };
+        let name = program.rsplit('/').next().unwrap_or(program);
+        match name {
+            "for" => {
+                for w in args.iter().skip_while(|w| *w != "in").skip(1) {
+                    take(w);
+                }
+            }
+            "[" | "[[" | "test" => {
+                for pair in args.windows(2) {
+                    if matches!(pair[0].as_str(), "-f" | "-e" | "-x" | "-r" | "-s") {
+                        take(&pair[1]);
+                    }
+                }
+            }
+            "make" | "gmake" => {
+                let mut dir = String::new();
+                let mut file = None;
+                for pair in args.windows(2) {
+                    match pair[0].as_str() {
+                        "-C" | "--directory" => dir = format!("{}/", pair[1].trim_end_matches('/')),
+                        "-f" | "--file" | "--makefile" => file = Some(pair[1].clone()),
+                        _ => {}
+                    }
+                }
+                match file {
+                    Some(f) => take(&format!("{dir}{f}")),
+                    None => take(&format!("{dir}Makefile")),
+                }
+            }
+            "npm" | "pnpm" | "yarn" | "bun" => {
+                let run = match args.first().map(String::as_str) {
+                    Some("run" | "run-script") => args.get(1).map(String::as_str),
+                    Some("test" | "t") => Some("test"),
+                    Some(other) if name != "npm" => Some(other),
+                    _ => None,
+                };
+                if let (Some(run), Some(scripts)) = (run, package) {
+                    for s in [format!("pre{run}"), run.to_string(), format!("post{run}")] {
+                        if let Some(body) = scripts.get(&s).and_then(|b| b.as_str()) {
+                            named_into(body, None, package, depth + 1, out);
+                        }
+                    }
+                }
+            }
+            _ if INTERPRETERS.contains(&name) => {
+                let mut rest = args.iter();
+                while let Some(a) = rest.next() {
+                    if VALUED.contains(&a.as_str()) {
+                        // `sh -c 'line'`: its line is run as the harness's own.
+                        if a == "-c" && matches!(name, "sh" | "bash" | "dash" | "zsh" | "ksh") {
+                            if let Some(inner) = rest.next() {
+                                named_into(inner, script, package, depth + 1, out);
+                            }
+                            break;
+                        }
+                        rest.next();
+                        if a == "-c" || a == "-m" || a == "-e" {
+                            break;
+                        }
+                        continue;
+                    }
+                    if a.starts_with('-') {
+                        continue;
+                    }
+                    take(a);
+                    break;
+                }
+            }
+            _ if program.contains('/') => take(program),
+            _ => {}
+        }
+    }
+}
+
+/// A line without its `#` comment (a `#` that starts a word, outside quotes).
+fn strip_comment(line: &str) -> &str {
+    let mut quote: Option<char> = None;
+    let mut prev = ' ';
+    for (i, c) in line.char_indices() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c == '\'' || c == '"' => quote = Some(c),
+            None if c == '#' && prev.is_whitespace() => return &line[..i],
+            None => {}
+        }
+        prev = c;
+    }
+    line
+}
+
+/// The paths of the project a word may name, or none when it names none: a path
+/// (it holds a `/`) or a script's name (`check.sh`), relative, with `$(dirname "$0")/`,
+/// `${0%/*}/` or a variable (`$ROOT/`) in front read as the naming script's
+/// directory or the root.
+fn resolve(word: &str, script: Option<&str>) -> Option<Named> {
+    let script_dir = script.map(|s| s.rsplit_once('/').map_or("", |(d, _)| d));
+    let rest = match word.strip_prefix('$') {
+        Some(after) => after_expansion(after)?,
+        None => word,
+    };
+    if rest.is_empty()
+        || rest.starts_with(['/', '-', '~'])
+        || rest.contains(['$', '`', '=', '<', '>', ':'])
+    {
+        return None;
+    }
+    let name = rest.rsplit('/').next().unwrap_or(rest);
+    let ext = name.rsplit_once('.').map(|(_, e)| e);
+    let pathlike = rest.contains('/')
+        || ext.is_some_and(|e| SCRIPT_EXTS.contains(&e))
+        || is_makefile(name);
+    if !pathlike {
+        return None;
+    }
+    let mut candidates = Vec::new();
+    let mut add = |base: &str| {
+        if let Some(p) = normalise(base, rest)
+            && !candidates.contains(&p)
+        {
+            candidates.push(p);
+        }
+    };
+    add("");
+    if let Some(dir) = script_dir.filter(|d| !d.is_empty()) {
+        add(dir);
+    }
+    (!candidates.is_empty()).then_some(Named { candidates })
+}
+
+/// What follows a `$` expansion that ends in `/`: `(dirname "$0")/x` → `x`,
+/// `{0%/*}/x` → `x`, `ROOT/x` → `x`; none when no `/` follows it.
+fn after_expansion(after: &str) -> Option<&str> {
+    let end = match after.chars().next()? {
+        '(' | '{' => {
+            let (open, close) = if after.starts_with('(') {
+                ('(', ')')
+            } else {
+                ('{', '}')
+            };
+            let mut depth = 0usize;
+            let mut end = None;
+            for (i, c) in after.char_indices() {
+                if c == open {
+                    depth += 1;
+                } else if c == close {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = Some(i + 1);
+                        break;
+                    }
+                }
+            }
+            end?
+        }
+        _ => after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(after.len()),
+    };
+    after[end..].strip_prefix('/')
+}
+
+/// `base/rel` with `.` and `..` taken away; none when it leaves the project.
+fn normalise(base: &str, rel: &str) -> Option<String> {
+    let mut parts: Vec<&str> = base.split('/').filter(|p| !p.is_empty()).collect();
+    for p in rel.split('/') {
+        match p {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            p => parts.push(p),
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("/"))
+}
+
+/// A path against a pattern whose segments may hold `*` (any run of characters but
+/// `/`) and `?` (one character); a pattern ending in `/` matches everything under it,
+/// one starting with `**/` at any depth.
+pub fn glob_path(path: &str, pattern: &str) -> bool {
+    if let Some(rest) = pattern.strip_prefix("**/") {
+        return glob_path(path, rest)
+            || path
+                .match_indices('/')
+                .any(|(i, _)| glob_path(&path[i + 1..], rest));
+    }
+    if let Some(dir) = pattern.strip_suffix('/') {
+        let depth = dir.split('/').count();
+        let mut segs = path.splitn(depth + 1, '/');
+        let head: Vec<&str> = segs.by_ref().take(depth).collect();
+        return segs.next().is_some() && glob_path(&head.join("/"), dir);
+    }
+    let (mut p, mut q) = (path.split('/'), pattern.split('/'));
+    loop {
+        match (p.next(), q.next()) {
+            (None, None) => return true,
+            (Some(a), Some(b)) if glob_segment(a.as_bytes(), b.as_bytes()) => {}
+            _ => return false,
+        }
+    }
+}
+
+fn glob_segment(name: &[u8], pattern: &[u8]) -> bool {
+    match pattern.split_first() {
+        None => name.is_empty(),
+        Some((b'*', rest)) => (0..=name.len()).any(|i| glob_segment(&name[i..], rest)),
+        Some((b'?', rest)) => !name.is_empty() && glob_segment(&name[1..], rest),
+        Some((c, rest)) => name.first() == Some(c) && glob_segment(&name[1..], rest),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(files: &[(&'static str, &'static str)]) -> (BTreeSet<&'static str>, BTreeMap<&'static str, &'static str>) {
+        (files.iter().map(|f| f.0).collect(), files.iter().copied().collect())
+    }
+
+    fn of(commands: &[&str], files: &[(&'static str, &'static str)]) -> Harness {
+        let (paths, texts) = tree(files);
+        let commands: Vec<String> = commands.iter().map(|c| c.to_string()).collect();
+        harness(&commands, &paths, |p| texts.get(p).map(|t| t.as_bytes().to_vec()))
+    }
+
+    fn keys(m: &BTreeMap<String, String>) -> Vec<&str> {
+        m.keys().map(String::as_str).collect()
+    }
+
+    #[test]
+    fn what_a_check_and_its_scripts_run() {
+        let h = of(
+            &["sh tests/check.sh"],
+            &[
+                (
+                    "tests/check.sh",
+                    "#!/bin/sh\nset -e\n# sh notes/old.sh is only a comment\n\
+                     python3 scripts/verify.py --fast\n\
+                     sh lib/verify.sh\n\
+                     for f in checks.d/*.sh; do . \"$f\"; done\n\
+                     if [ -f scripts/extra.sh ]; then . scripts/extra.sh; fi\n\
+                     . \"$(dirname \"$0\")/helpers.sh\"\n\
+                     grep -q 'def add' src/calc.py\n\
+                     python3 -c 'import calc; assert calc.add(1, 2) == 3'\n",
+                ),
+                ("scripts/verify.py", "import calc\n"),
+                ("lib/verify.sh", "./bin/run-more\n"),
+                ("bin/run-more", "#!/usr/bin/env bash\nexit 0\n"),
+                ("checks.d/a.sh", "true\n"),
+                ("tests/helpers.sh", "true\n"),
+                ("src/calc.py", "def add(a, b): return a + b\n"),
+            ],
+        );
+        assert_eq!(
+            keys(&h.runs),
+            [
+                "bin/run-more",
+                "checks.d/a.sh",
+                "lib/verify.sh",
+                "scripts/verify.py",
+                "tests/check.sh",
+                "tests/helpers.sh"
+            ]
+        );
+        assert_eq!(h.runs["tests/check.sh"], "`sh tests/check.sh`");
+        assert_eq!(h.runs["bin/run-more"], "`lib/verify.sh`");
+        assert_eq!(
+            keys(&h.absent),
+            ["checks.d/*.sh", "scripts/extra.sh", "tests/scripts/extra.sh"]
+        );
+    }
+
+    #[test]
+    fn makefiles_and_package_scripts_are_followed() {
+        let h = of(
+            &["make test", "npm test"],
+            &[
+                ("Makefile", "include rules.mk\ntest:\n\t@sh tests/run.sh\n\t-./tools/lint\n"),
+                ("rules.mk", "x:\n\tbash ci/x.sh\n"),
+                ("tests/run.sh", ". ./lib/calc.sh\n"),
+                ("lib/calc.sh", "add() { :; }\n"),
+                (
+                    "package.json",
+                    r#"{"scripts":{"test":"npm run lint && node scripts/test.mjs","lint":"eslint .","pretest":"sh scripts/pre.sh"}}"#,
+                ),
+                ("scripts/test.mjs", ""),
+            ],
+        );
+        assert_eq!(
+            keys(&h.runs),
+            [
+                "Makefile",
+                "lib/calc.sh",
+                "rules.mk",
+                "scripts/test.mjs",
+                "tests/run.sh"
+            ]
+        );
+        assert_eq!(
+            keys(&h.absent),
+            ["ci/x.sh", "scripts/pre.sh", "tools/lint"]
+        );
+    }
+
+    #[test]
+    fn paths_and_globs() {
+        assert!(glob_path("checks.d/a.sh", "checks.d/*.sh"));
+        assert!(!glob_path("checks.d/x/a.sh", "checks.d/*.sh"));
+        assert!(glob_path("a/b/c.py", "a/"));
+        assert!(!glob_path("ab/c.py", "a/"));
+        assert!(glob_path("t/x1.sh", "t/x?.sh"));
+        assert!(glob_path("a/b/c_cases.py", "**/*_cases.py"));
+        assert!(glob_path("c_cases.py", "**/*_cases.py"));
+        assert!(!glob_path("a/c_cases.pyc", "**/*_cases.py"));
+        assert_eq!(normalise("tests", "../lib/x.sh").as_deref(), Some("lib/x.sh"));
+        assert_eq!(normalise("", "../x.sh"), None);
+        assert_eq!(after_expansion("(dirname \"$0\")/x.sh"), Some("x.sh"));
+        assert_eq!(after_expansion("{0%/*}/x.sh"), Some("x.sh"));
+        assert_eq!(after_expansion("ROOT/lib/x.sh"), Some("lib/x.sh"));
+        assert_eq!(after_expansion("f"), None);
+        assert_eq!(strip_comment("a # b"), "a ");
+        assert_eq!(strip_comment("echo '#x' #y"), "echo '#x' ");
+    }
+}
