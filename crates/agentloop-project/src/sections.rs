@@ -130,13 +130,24 @@ fn git_config_section(text: &str) -> String {
     })
 }
 
+/// The lines of the sections `keep` takes, read so that no reader of the file sees
+/// more of them than this does: a header is a line whose first character is `[`, its
+/// name up to the first `]` (iniconfig, which pytest uses, drops a `; comment` after
+/// it) or the last one (configparser); either name kept keeps the section. An
+/// indented `[…]` line never ends a kept section (configparser may read it as a value
+/// going on), and comment lines are dropped only when nothing could read them.
 fn ini_sections(text: &str, keep: impl Fn(&str) -> bool) -> String {
     let mut out = String::new();
     let mut on = false;
     for line in text.lines() {
         let t = line.trim();
-        if let Some(s) = t.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
-            on = keep(s.trim());
+        if let Some(after) = line.strip_prefix('[') {
+            let first = after.split(']').next().unwrap_or(after);
+            let last = after.rsplit_once(']').map_or(after, |(h, _)| h);
+            on = keep(first.trim()) || keep(last.trim());
+        } else if !on && t.starts_with('[') {
+            let s = t.trim_start_matches('[');
+            on = keep(s.split(']').next().unwrap_or(s).trim());
         }
         if on && !t.is_empty() && !t.starts_with('#') && !t.starts_with(';') {
             out.push_str(t);
@@ -197,6 +208,19 @@ mod tests {
         assert_eq!(
             check_section("setup.cfg", s1),
             check_section("setup.cfg", s2)
+        );
+        // A header with a comment after it is still the section (as iniconfig reads
+        // it), and an indented header does not end it.
+        let s3 = b"[metadata]\nname=x\n[tool:pytest] ; the tests\naddopts=-q\n";
+        let s4 = b"[metadata]\nname=x\n[tool:pytest] ; the tests\naddopts=-p evil\n";
+        assert_ne!(
+            check_section("setup.cfg", s3),
+            check_section("setup.cfg", s4)
+        );
+        let s5 = b"[tool:pytest]\naddopts=-q\n  [x]\n  -p evil\n";
+        assert_ne!(
+            check_section("setup.cfg", s1),
+            check_section("setup.cfg", s5)
         );
     }
 }
