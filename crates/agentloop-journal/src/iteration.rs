@@ -152,6 +152,28 @@ pub struct VerifyFinished {
     /// their output.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub held_out: Vec<HeldOutResult>,
+    /// Files the agent added that the checks would have loaded or run, kept out of
+    /// the judge's copy (default-deny).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<LeftOut>,
+}
+
+/// A file the agent added that did not reach the judge, and why the checks would have
+/// loaded or run it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeftOut {
+    pub path: String,
+    pub why: String,
+}
+
+impl LeftOut {
+    /// `tests/test_aaa.py: added by the agent, not run by the judge (a test file)`.
+    pub fn line(&self) -> String {
+        format!(
+            "{}: added by the agent, not run by the judge ({})",
+            self.path, self.why
+        )
+    }
 }
 
 /// A reviewer's verdict on a verified task.

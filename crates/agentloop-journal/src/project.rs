@@ -1,10 +1,14 @@
 //! The project model of a run: its settings and its plan as they stand now.
 
+use std::collections::BTreeSet;
 use std::path::Path;
+use std::sync::Arc;
 
-use agentloop_project::Project;
+use agentloop_plan::Mode;
+use agentloop_project::{Admission, Allowed, Project};
 
 use crate::state::RunState;
+use crate::task::TaskStatus;
 
 impl RunState {
     /// The project at `root` as this run's checks see it.
@@ -29,5 +33,77 @@ impl RunState {
             commands,
             &self.settings.check_files,
         )
+    }
+
+    /// Which of the files an agent added reach the judge's copy at `root` (see
+    /// `agentloop_project::admit`), for a verification of the work of every done task
+    /// and of `tasks`; `created`: the files of the tree the run was created on. None
+    /// where the run keeps no baseline (`on_protected_change = "allow"`, no git): the
+    /// surface is not judged there, and neither is what was added.
+    pub fn admission(
+        &self,
+        root: &Path,
+        created: Arc<BTreeSet<String>>,
+        tasks: &[&str],
+    ) -> Option<Admission> {
+        let surface: BTreeSet<String> = self.baseline.as_ref()?.keys().cloned().collect();
+        let would_load = self
+            .tests_baseline
+            .as_ref()
+            .map(|b| b.would_load.clone())
+            .unwrap_or_default();
+        Some(Admission::new(
+            self.project(root),
+            created,
+            surface,
+            would_load,
+            self.settings.test_patterns.clone(),
+            self.allowed(tasks),
+        ))
+    }
+
+    /// What the work of every done task and of `tasks` may add that the checks load:
+    /// the tests a task writes (`mode = tdd`, a `Tests:` name marked `(new)`, a test
+    /// file its check names) and its `Scope:`.
+    pub fn allowed(&self, tasks: &[&str]) -> Allowed {
+        let mut allowed = Allowed::default();
+        let ids = self
+            .tasks
+            .iter()
+            .filter(|t| t.status == TaskStatus::Done)
+            .map(|t| t.id.as_str())
+            .chain(tasks.iter().copied());
+        for id in ids {
+            let Some(t) = self.plan_task(id) else {
+                continue;
+            };
+            if self.mode_of(id) == Mode::Tdd {
+                allowed.tests = true;
+            }
+            for name in t.tests.iter().filter(|n| n.new) {
+                match name.pattern.split_once("::") {
+                    Some((file, _)) if file.contains(['/', '.']) && !file.contains('*') => {
+                        allowed.files.insert(file.trim_start_matches("./").to_string());
+                    }
+                    _ => allowed.tests = true,
+                }
+            }
+            for cmd in self.plan.checks_of(Some(t)) {
+                for word in cmd.split_whitespace() {
+                    let word = word
+                        .trim_matches(|c| c == '"' || c == '\'')
+                        .trim_start_matches("./");
+                    let file = word.split("::").next().unwrap_or(word);
+                    if !file.starts_with(['-', '/', '$'])
+                        && file.contains('/')
+                        && agentloop_project::is_test_file(file)
+                    {
+                        allowed.files.insert(file.to_string());
+                    }
+                }
+            }
+            allowed.scope.extend(t.scope.iter().cloned());
+        }
+        allowed
     }
 }

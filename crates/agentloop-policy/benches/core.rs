@@ -96,6 +96,7 @@ fn iteration_events(n: u32, task: &str, complete: bool) -> Vec<Event> {
             digest: (!complete).then(|| "`cargo test` exited 101.".into()),
             evidence: None,
             held_out: Vec::new(),
+            left_out: Vec::new(),
         }),
         Event::IterationFinished(IterationFinished {
             iteration: n,

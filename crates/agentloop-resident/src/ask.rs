@@ -14,6 +14,14 @@ use crate::protocol::{
 use agentloop_exec::git::Snapshot;
 use agentloop_verify::surface::Checked;
 
+/// The clean copy a resident brought up to date for a hook.
+pub struct Copied {
+    pub dir: PathBuf,
+    pub warning: Option<String>,
+    /// What of the agent's added files it kept out.
+    pub left_out: Vec<agentloop_journal::LeftOut>,
+}
+
 /// How long a hook waits for an answer unless told otherwise (a first full refresh of
 /// a large project included) before it takes the full way itself.
 const ANSWERED_WITHIN: Duration = Duration::from_secs(600);
@@ -77,10 +85,19 @@ impl Resident {
 
     /// The clean copy brought up to the tree as `now` has it: its directory, and a
     /// warning to pass on.
-    pub fn copy(&mut self, seq: u64, now: &Snapshot) -> Result<(PathBuf, Option<String>), String> {
+    pub fn copy(&mut self, seq: u64, now: &Snapshot, tasks: &[&str]) -> Result<Copied, String> {
         let now = now.clone();
-        match self.ask(&Question::Copy { seq, now })? {
-            Answer::Copy { dir, warning } => Ok((dir, warning)),
+        let tasks = tasks.iter().map(|t| t.to_string()).collect();
+        match self.ask(&Question::Copy { seq, now, tasks })? {
+            Answer::Copy {
+                dir,
+                warning,
+                left_out,
+            } => Ok(Copied {
+                dir,
+                warning,
+                left_out,
+            }),
             other => Err(unexpected(other)),
         }
     }
@@ -218,9 +235,10 @@ fn clone_of(q: &Question) -> Question {
             seq: *seq,
             now: now.clone(),
         },
-        Question::Copy { seq, now } => Question::Copy {
+        Question::Copy { seq, now, tasks } => Question::Copy {
             seq: *seq,
             now: now.clone(),
+            tasks: tasks.clone(),
         },
         Question::Forget => Question::Forget,
         Question::End => Question::End,

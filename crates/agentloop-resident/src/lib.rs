@@ -33,6 +33,6 @@ mod ask;
 mod protocol;
 mod serve;
 
-pub use ask::Resident;
+pub use ask::{Copied, Resident};
 pub use protocol::{RESIDENT_ARG, socket_of};
 pub use serve::serve;

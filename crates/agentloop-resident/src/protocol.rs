@@ -63,8 +63,15 @@ pub(crate) fn answer_bytes(question_seal: &str, body: &[u8]) -> Vec<u8> {
 pub(crate) enum Question {
     /// The project's surface against the run's baseline, for the tree as `now` has it.
     Surface { seq: u64, now: Snapshot },
-    /// The clean copy brought up to the tree as `now` has it.
-    Copy { seq: u64, now: Snapshot },
+    /// The clean copy brought up to the tree as `now` has it, for a verification of
+    /// the work of every done task and of `tasks` (what it keeps out of what the agent
+    /// added depends on them).
+    Copy {
+        seq: u64,
+        now: Snapshot,
+        #[serde(default)]
+        tasks: Vec<String>,
+    },
     /// agentloop used the copy otherwise: its next refresh takes the full way.
     Forget,
     /// The run is over.
@@ -82,6 +89,8 @@ pub(crate) enum Answer {
     Copy {
         dir: PathBuf,
         warning: Option<String>,
+        #[serde(default)]
+        left_out: Vec<agentloop_journal::LeftOut>,
     },
     Done,
     /// The hook takes the full way.

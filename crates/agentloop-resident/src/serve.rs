@@ -12,7 +12,7 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
 use crate::protocol::{Answer, Asked, FRESH_MS, Question, answer_bytes, sealed, seals, socket_of};
 use agentloop_journal::{self as journal, RunState};
-use agentloop_verify::clean_copy::{CleanCopy, KeptCopy};
+use agentloop_verify::clean_copy::{CleanCopy, Judge, KeptCopy};
 use agentloop_verify::surface::Remembered;
 use agentloop_workspace::RunDir;
 
@@ -205,7 +205,7 @@ impl Resident {
                     Err(why) => unsure(&why),
                 }
             }
-            Question::Copy { seq, now } => {
+            Question::Copy { seq, now, tasks } => {
                 if let Err(why) = self.follow(seq) {
                     return unsure(&why);
                 }
@@ -219,10 +219,20 @@ impl Resident {
                     return unsure("no place for the clean copy");
                 };
                 let s = &self.state;
-                match copy.refresh(Some(&now), s.baseline.as_ref(), &s.settings.carry) {
+                let tasks: Vec<&str> = tasks.iter().map(String::as_str).collect();
+                let admission = match agentloop_verify::clean_copy::admission(s, &self.root, &tasks) {
+                    Ok(a) => a,
+                    Err(why) => return unsure(&why),
+                };
+                let judge = Judge {
+                    overlay: s.baseline.as_ref(),
+                    admission: admission.as_ref(),
+                };
+                match copy.refresh_judged(Some(&now), judge, &s.settings.carry) {
                     Ok(r) => Answer::Copy {
                         dir: copy.copy().dir.clone(),
                         warning: r.warning(),
+                        left_out: r.left_out,
                     },
                     Err(why) => {
                         copy.forget();

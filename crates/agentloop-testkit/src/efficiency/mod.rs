@@ -377,6 +377,7 @@ pub fn run_agentloop(s: &mut dyn Scenario) -> Outcome {
                         digest: (!v.passed).then(|| v.output.clone()),
                         evidence: None,
                         held_out: Vec::new(),
+                        left_out: Vec::new(),
                     }),
                     clock_ms,
                 );

@@ -310,6 +310,7 @@ impl World<'_> {
             digest: (!a.passes).then(|| format!("{fp}: assertion failed")),
             evidence: None,
             held_out: Vec::new(),
+            left_out: Vec::new(),
         }))
     }
 

@@ -9,16 +9,38 @@
 //! create there (build caches like `target/`) are kept between verifications of the
 //! run, so a check does not rebuild from nothing each time.
 
+mod admit;
 mod kept;
 mod review;
 
+pub use admit::{admission, files_of_tree, leave_out_in};
 pub use kept::{KeptCopy, Way};
 pub use review::ReviewTree;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use agentloop_journal::Baseline;
+use agentloop_journal::{Baseline, LeftOut};
+use agentloop_project::Admission;
+
+/// What the judge's copy is made of besides the agent's tree.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Judge<'a> {
+    /// The baseline's versions of the surface, laid over the agent's.
+    pub overlay: Option<&'a Baseline>,
+    /// Which of the files the agent added reach the copy (default-deny); none: all.
+    pub admission: Option<&'a Admission>,
+}
+
+impl<'a> Judge<'a> {
+    /// The surface laid over, everything the agent added let in.
+    pub fn overlay(overlay: Option<&'a Baseline>) -> Judge<'a> {
+        Judge {
+            overlay,
+            admission: None,
+        }
+    }
+}
 
 /// A clean copy brought up to date.
 pub struct Refreshed {
@@ -28,6 +50,14 @@ pub struct Refreshed {
     /// Surface files the repository's objects did not give as the baseline says
     /// (tampered with), written from agentloop's own copy.
     pub mended: Vec<String>,
+    /// Files the agent added that the copy does not hold (see [`Admission`]).
+    pub left_out: Vec<LeftOut>,
+}
+
+/// The tree a copy is made of: its id, and what of the agent's it left out.
+pub struct Made {
+    pub tree: String,
+    pub left_out: Vec<LeftOut>,
 }
 
 impl Refreshed {
@@ -113,13 +143,22 @@ impl CleanCopy {
         overlay: Option<&Baseline>,
         carry: &[String],
     ) -> Result<Refreshed, String> {
-        let tree = self.tree_now(overlay)?;
-        let commit = self.check_out(&tree, carry)?;
-        let mended = match overlay {
+        self.refresh_judged(Judge::overlay(overlay), carry)
+    }
+
+    /// [`refresh`](Self::refresh), leaving out what `judge`'s admission keeps out.
+    pub fn refresh_judged(&self, judge: Judge<'_>, carry: &[String]) -> Result<Refreshed, String> {
+        let made = self.tree_judged(judge)?;
+        let commit = self.check_out(&made.tree, carry)?;
+        let mended = match judge.overlay {
             Some(base) => crate::surface::mend(&self.root, &self.dir, base)?,
             None => Vec::new(),
         };
-        Ok(Refreshed { commit, mended })
+        Ok(Refreshed {
+            commit,
+            mended,
+            left_out: made.left_out,
+        })
     }
 
     /// Brings the copy to `tree` (one [`tree_now`](Self::tree_now) gave earlier),
@@ -132,6 +171,13 @@ impl CleanCopy {
     /// ignore, with `overlay`'s versions of the surface), written into the object
     /// store: its id. Nothing is checked out.
     pub fn tree_now(&self, overlay: Option<&Baseline>) -> Result<String, String> {
+        self.tree_judged(Judge::overlay(overlay)).map(|m| m.tree)
+    }
+
+    /// [`tree_now`](Self::tree_now) without the files the agent added that `judge`'s
+    /// admission keeps out: they are taken out of the index the tree is written from.
+    pub fn tree_judged(&self, judge: Judge<'_>) -> Result<Made, String> {
+        let overlay = judge.overlay;
         let parent = self.dir.parent().ok_or("no parent for the clean copy")?;
         std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
         let index = self.index();
@@ -149,15 +195,19 @@ impl CleanCopy {
             c
         };
         run(with_index(&["add", "-A", "--", "."]), None)?;
-        // The baseline's versions of the surface (a sectioned file stays the agent's:
-        // only its test section is judged, and it was, before verification).
-        if let Some(base) = overlay.filter(|b| !b.is_empty()) {
-            // Only what the index does not already hold as the baseline has it is laid
-            // over: an entry rewritten with the same blob would still invalidate its
-            // directories' cached trees, and `write-tree` would hash them all again.
+        let overlay = overlay.filter(|b| !b.is_empty());
+        let mut left_out = Vec::new();
+        if overlay.is_some() || judge.admission.is_some() {
             let held = index_entries(run(with_index(&["ls-files", "-s", "-z"]), None)?);
-            let lines: String = base
-                .iter()
+            // The baseline's versions of the surface (a sectioned file stays the
+            // agent's: only its test section is judged, and it was, before
+            // verification). Only what the index does not already hold as the baseline
+            // has it is laid over: an entry rewritten with the same blob would still
+            // invalidate its directories' cached trees, and `write-tree` would hash
+            // them all again.
+            let mut lines: String = overlay
+                .into_iter()
+                .flatten()
                 .filter(|(path, _)| {
                     !agentloop_project::is_sectioned(path) && !agentloop_project::is_git_file(path)
                 })
@@ -167,6 +217,26 @@ impl CleanCopy {
                 })
                 .map(|(path, f)| format!("{:o} {}\t{path}\n", f.mode, f.blob))
                 .collect();
+            // What the agent added that the checks would load on their own: out (a
+            // mode of 0 takes the entry away).
+            if let Some(admission) = judge.admission {
+                let mut out: Vec<LeftOut> = held
+                    .keys()
+                    .filter_map(|path| {
+                        admission.left_out(path).map(|why| LeftOut {
+                            path: path.clone(),
+                            why,
+                        })
+                    })
+                    .collect();
+                out.sort_by(|a, b| a.path.cmp(&b.path));
+                // The null id, as long as the repository's ids are.
+                let zero = "0".repeat(held.values().next().map_or(40, |(_, id)| id.len()));
+                for l in &out {
+                    lines.push_str(&format!("0 {zero}\t{}\n", l.path));
+                }
+                left_out = out;
+            }
             if !lines.is_empty() {
                 run(
                     with_index(&["update-index", "--add", "--index-info"]),
@@ -174,7 +244,8 @@ impl CleanCopy {
                 )?;
             }
         }
-        run(with_index(&["write-tree"]), None)
+        let tree = run(with_index(&["write-tree"]), None)?;
+        Ok(Made { tree, left_out })
     }
 
     /// Checks `tree` out in the copy (as a commit on HEAD), `carry` linked in.

@@ -36,7 +36,7 @@ pub use grow::grow;
 pub use keep::{blob, mend};
 pub use memory::{Checked, Remembered};
 pub use stamp::{Stamp, Stat};
-pub use traced::{TaskFiles, TreeFiles, traced, tree_files};
+pub use traced::{TaskFiles, TreeFiles, harness_of, traced, tree_files, would_load};
 pub use watch::SurfaceWatch;
 
 /// The project's files: tracked ones and untracked ones not ignored.

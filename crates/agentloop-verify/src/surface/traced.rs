@@ -17,7 +17,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use agentloop_evidence::{TestsBaseline, TracedFile};
+use std::collections::BTreeSet;
+
+use agentloop_evidence::{TestsBaseline, TracedFile, WouldLoad};
+use agentloop_project::harness::Harness;
 use agentloop_ground::paths::path_matches;
 use agentloop_journal::Baseline;
 
@@ -57,19 +60,86 @@ pub struct TaskFiles {
     pub text: String,
 }
 
-/// The files `baseline`'s checks read that join the surface (`base`: the surface as
-/// it is; `tasks`: what every task says of its files).
+/// What the checks' harness runs (`agentloop_project::harness`), read from the
+/// words of `baseline`'s checks and the scripts of `tree` they run.
+pub fn harness_of(root: &Path, baseline: &TestsBaseline, tree: &TreeFiles) -> Harness {
+    let commands: Vec<String> = baseline.commands.iter().map(|c| c.command.clone()).collect();
+    let paths: BTreeSet<&str> = tree.keys().map(String::as_str).collect();
+    agentloop_project::harness::harness(&commands, &paths, |p| {
+        tree.get(p).and_then(|(_, id)| blob(root, id).ok())
+    })
+}
+
+/// What the baseline's checks would load or run that `tree` does not hold yet: what
+/// their harness names (`harness`), and the test names their runners collect by,
+/// learned from what they collected.
+pub fn would_load(
+    root: &Path,
+    baseline: &TestsBaseline,
+    tree: &TreeFiles,
+    harness: &Harness,
+) -> WouldLoad {
+    let paths: BTreeSet<&str> = tree.keys().map(String::as_str).collect();
+    let mut tests = BTreeMap::new();
+    for (c, collected) in
+        agentloop_project::collected::of_commands(root, &paths, &baseline.commands)
+    {
+        for pattern in agentloop_project::collected::learned(&paths, &collected) {
+            tests
+                .entry(pattern)
+                .or_insert_with(|| format!("`{}`", c.command));
+        }
+    }
+    WouldLoad {
+        named: harness.absent.clone(),
+        tests,
+    }
+}
+
+/// The files `baseline`'s checks read or their harness runs that join the surface
+/// (`base`: the surface as it is; `tasks`: what every task says of its files).
 pub fn traced(
     root: &Path,
     baseline: &TestsBaseline,
     tree: &TreeFiles,
+    harness: &Harness,
     base: &Baseline,
     tasks: &[TaskFiles],
 ) -> BTreeMap<String, TracedFile> {
     let scopes: Vec<&Vec<String>> = tasks.iter().map(|t| &t.scope).collect();
     let all_scoped = !scopes.is_empty() && scopes.iter().all(|s| !s.is_empty());
     let scopes = scopes.into_iter().flatten();
+    let named_by_task = |path: &str| {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        // A bare name counts when it is distinctive (`greet.sh`, not `run`).
+        tasks
+            .iter()
+            .any(|t| t.text.contains(path) || (name.contains('.') && t.text.contains(name)))
+    };
     let mut out = BTreeMap::new();
+    // What the harness runs is the harness, wherever it lies, unless a task's scope
+    // holds it — or it lies under a source directory and a task names it: a shell
+    // project's tests run its code too (`tests/run.sh` sources `lib/calc.sh`).
+    for (path, by) in &harness.runs {
+        if base.contains_key(path)
+            || path.starts_with(".agentloop/")
+            || scopes.clone().any(|p| path_matches(path, p))
+            || (agentloop_project::in_source_dir(path) && named_by_task(path))
+        {
+            continue;
+        }
+        let Some((mode, id)) = tree.get(path) else {
+            continue;
+        };
+        out.insert(
+            path.clone(),
+            TracedFile {
+                blob: id.clone(),
+                mode: *mode,
+                why: format!("run by {by} (read from the checks' scripts at the test baseline)"),
+            },
+        );
+    }
     for c in &baseline.commands {
         for path in &c.read {
             if base.contains_key(path)
@@ -82,13 +152,7 @@ pub fn traced(
             let Some((mode, id)) = tree.get(path) else {
                 continue;
             };
-            let name = path.rsplit('/').next().unwrap_or(path);
-            let named = tasks
-                .iter()
-                // A bare name counts when it is distinctive (`greet.sh`, not `run`).
-                .any(|t| {
-                    t.text.contains(path.as_str()) || (name.contains('.') && t.text.contains(name))
-                });
+            let named = named_by_task(path);
             let in_source = agentloop_project::in_source_dir(path);
             let why = if !named && !in_source && is_script(root, path, *mode, id) {
                 format!(
@@ -254,7 +318,7 @@ mod tests {
         };
         // No task names a scope: only the scripts join, not one under a source
         // directory (a shell project's code) nor one a task names.
-        let t = traced(r, &baseline(&read), &files, &base, &tasks(&[&[]]));
+        let t = traced(r, &baseline(&read), &files, &Harness::default(), &base, &tasks(&[&[]]));
         assert_eq!(
             t.keys().map(String::as_str).collect::<Vec<_>>(),
             ["scripts/run", "scripts/verify.sh"]
@@ -265,6 +329,7 @@ mod tests {
             r,
             &baseline(&read),
             &files,
+            &Harness::default(),
             &base,
             &tasks(&[&["src/", "tools/"], &["bin/tool"]]),
         );
@@ -273,7 +338,7 @@ mod tests {
             ["helpers/asserts.py", "scripts/run", "scripts/verify.sh"]
         );
         // A script inside a task's scope is that task's work.
-        let t = traced(r, &baseline(&read), &files, &base, &tasks(&[&["scripts/"]]));
+        let t = traced(r, &baseline(&read), &files, &Harness::default(), &base, &tasks(&[&["scripts/"]]));
         assert_eq!(
             t.keys().map(String::as_str).collect::<Vec<_>>(),
             [
@@ -307,7 +372,7 @@ mod tests {
             scope: Vec::new(),
             text: String::new(),
         };
-        let t = traced(r, &b, &files, &Baseline::new(), &[none]);
+        let t = traced(r, &b, &files, &Harness::default(), &Baseline::new(), &[none]);
         assert_eq!(
             t.keys().map(String::as_str).collect::<Vec<_>>(),
             ["helpers/asserts.py"]
@@ -321,6 +386,6 @@ mod tests {
             scope: vec!["helpers/".into()],
             text: String::new(),
         };
-        assert!(traced(r, &b, &files, &Baseline::new(), &[scoped]).is_empty());
+        assert!(traced(r, &b, &files, &Harness::default(), &Baseline::new(), &[scoped]).is_empty());
     }
 }

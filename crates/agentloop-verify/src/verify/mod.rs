@@ -11,6 +11,7 @@
 
 mod baseline;
 mod holdout;
+pub mod left_out;
 mod report;
 mod written;
 
@@ -366,6 +367,7 @@ impl Runner<'_> {
             digest,
             evidence,
             held_out: Vec::new(),
+            left_out: Vec::new(),
         })
     }
 

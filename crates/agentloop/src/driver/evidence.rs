@@ -102,7 +102,9 @@ impl Driver {
                     .join("\n"),
             })
             .collect();
-        baseline.traced = surface::traced(&self.ws.root, baseline, files, &base, &tasks);
+        let harness = surface::harness_of(&self.ws.root, baseline, files);
+        baseline.would_load = surface::would_load(&self.ws.root, baseline, files, &harness);
+        baseline.traced = surface::traced(&self.ws.root, baseline, files, &harness, &base, &tasks);
         if let Some(why) = &baseline.trace_incomplete {
             self.progress.warn(&format!(
                 "what the checks read was traced in part ({why}): a script they call may be missing from the verification surface"

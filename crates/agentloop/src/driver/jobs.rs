@@ -150,8 +150,11 @@ pub(crate) struct Copied {
     pub task: String,
     pub copy: agentloop_verify::clean_copy::KeptCopy,
     pub overlay: Option<agentloop_journal::Baseline>,
+    /// Which of the files the agent added reach the copy.
+    pub admission: Option<agentloop_project::Admission>,
     pub carry: Vec<String>,
 }
+
 
 impl Checks {
     /// The checks of several tasks run once, together (a batch of the merge queue):
@@ -242,18 +245,29 @@ impl Checks {
             .copy
             .as_ref()
             .and_then(|_| agentloop_exec::git::Snapshots::known(dir).take());
+        let mut left_out = Vec::new();
         let (dir, refused) = match &mut self.copy {
-            Some(c) => match c.copy.refresh(now.as_ref(), c.overlay.as_ref(), &c.carry) {
-                Ok(r) => {
-                    mended = r.warning();
-                    (c.copy.copy().dir.clone(), None)
+            Some(c) => {
+                let judge = agentloop_verify::clean_copy::Judge {
+                    overlay: c.overlay.as_ref(),
+                    admission: c.admission.as_ref(),
+                };
+                match c.copy.refresh_judged(now.as_ref(), judge, &c.carry) {
+                    Ok(r) => {
+                        mended = r.warning();
+                        left_out = r.left_out;
+                        (c.copy.copy().dir.clone(), None)
+                    }
+                    Err(e) => (dir.to_path_buf(), Some(e)),
                 }
-                Err(e) => (dir.to_path_buf(), Some(e)),
-            },
+            }
             None => (dir.to_path_buf(), None),
         };
         let copied = self.copy.is_some() && refused.is_none();
-        let result = self.run_in(iteration, &dir, log, copied);
+        let result = self.run_in(iteration, &dir, log, copied).and_then(|mut r| {
+            verify::left_out::tell(&mut r, left_out, log)?;
+            Ok(r)
+        });
         if let Some(w) = mended {
             use std::io::Write;
             let mut f = std::fs::OpenOptions::new().append(true).open(log)?;

@@ -46,6 +46,8 @@ pub(crate) struct BatchJob {
     pub bisect: usize,
     /// `[verify] carry`: linked into each merge worktree the checks run in.
     pub carry: Vec<String>,
+    /// Which of the files the agents added reach the checks on a merged result.
+    pub admission: Option<agentloop_project::Admission>,
     /// What the tasks already landed want kept, and their checks' measures.
     pub landed: Landed,
     pub landed_measures: Vec<(String, agentloop_plan::Threshold)>,
@@ -226,11 +228,21 @@ fn check(
     // What the checks need that git leaves out of a worktree (`node_modules`).
     agentloop_verify::clean_copy::link_carried(&job.root, at, &job.carry)
         .map_err(|e| format!("cannot link [verify] carry into the merge worktree: {e}"))?;
+    // What the agents added that the checks would load on their own, out (the next
+    // checkout of the worktree, forced, puts it back).
+    let left_out = match &job.admission {
+        Some(a) => agentloop_verify::clean_copy::leave_out_in(at, a)
+            .map_err(|e| format!("cannot prepare the merge worktree: {e}"))?,
+        None => Vec::new(),
+    };
     let mut together = Checks::together(&members.iter().map(|m| &m.checks).collect::<Vec<_>>());
     together.keep(&job.landed, &job.landed_measures);
-    together
+    let mut result = together
         .run(last.iteration, at, &last.log)
-        .map_err(|e| format!("cannot run the checks on the merged result: {e}"))
+        .map_err(|e| format!("cannot run the checks on the merged result: {e}"))?;
+    agentloop_verify::verify::left_out::tell(&mut result, left_out, &last.log)
+        .map_err(|e| format!("cannot run the checks on the merged result: {e}"))?;
+    Ok(result)
 }
 
 /// `: it breaks what T1 made pass (tests/test_a.py::test_x)`, when the failure is
@@ -349,6 +361,7 @@ impl Driver {
         }
         let tasks: Vec<&str> = members.iter().map(|m| m.task.as_str()).collect();
         let (landed, landed_measures) = agentloop_policy::evidence::landed(&self.state, &tasks);
+        let admission = self.admission(&tasks);
         merge(
             BatchJob {
                 landed,
@@ -360,6 +373,7 @@ impl Driver {
                 members,
                 bisect: self.state.settings.merge_bisect.max(1) as usize,
                 carry: self.state.settings.carry.clone(),
+                admission,
             },
             done.clone(),
         );

@@ -146,6 +146,7 @@ impl Driver {
                     digest: None,
                     evidence: None,
                     held_out: Vec::new(),
+                    left_out: Vec::new(),
                 };
                 let h = verify::HeldOut {
                     dir: held_dir.clone(),
@@ -182,21 +183,32 @@ impl Driver {
     /// A clean copy of the work as it stands: the integration branch's head with
     /// workers; the project's tree with the surface at its baseline with one (the
     /// project itself outside git or without clean copies).
+    /// What the agents added that the checks would load on their own is left out, as
+    /// it is for every judge.
     fn copy_as_it_stands(&self) -> Result<PathBuf, String> {
+        let admission = self.admission(&[]);
         if let Some(i) = &self.state.integration {
-            return agentloop_exec::worktree::reader_worktree(
+            let dir = agentloop_exec::worktree::reader_worktree(
                 &self.ws.root,
                 &self.run.id,
                 "proposal",
                 &i.head,
-            );
+            )?;
+            if let Some(a) = &admission {
+                agentloop_verify::clean_copy::leave_out_in(&dir, a)?;
+            }
+            return Ok(dir);
         }
         if !self.state.settings.clean_copy || !agentloop_exec::git::is_repo(&self.ws.root) {
             return Ok(self.ws.root.clone());
         }
         let copy = CleanCopy::for_run(&self.ws.root, &format!("{}-proposal", self.run.id))
             .ok_or("no cache directory (set HOME or XDG_CACHE_HOME)")?;
-        copy.refresh(self.state.baseline.as_ref(), &self.state.settings.carry)?;
+        let judge = agentloop_verify::clean_copy::Judge {
+            overlay: self.state.baseline.as_ref(),
+            admission: admission.as_ref(),
+        };
+        copy.refresh_judged(judge, &self.state.settings.carry)?;
         Ok(copy.dir)
     }
 }

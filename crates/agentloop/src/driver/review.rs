@@ -295,14 +295,21 @@ impl Driver {
         match self.worktree_of(iteration) {
             Some(wt) => match self.task_copy(task, &wt) {
                 // The full way: what the reviewer does there is not a check's.
-                Some(mut c) => match c.copy.refresh(None, c.overlay.as_ref(), &c.carry) {
+                Some(mut c) => match c.copy.refresh_judged(
+                    None,
+                    agentloop_verify::clean_copy::Judge {
+                        overlay: c.overlay.as_ref(),
+                        admission: c.admission.as_ref(),
+                    },
+                    &c.carry,
+                ) {
                     Ok(_) => c.copy.copy().dir.clone(),
                     Err(_) => wt,
                 },
                 None => wt,
             },
             None => {
-                let dir = self.verify_dir();
+                let (dir, _) = self.verify_dir(&[task]);
                 // What the reviewer does there is not a check's.
                 self.forget_copy();
                 dir

@@ -517,11 +517,11 @@ impl Driver {
         {
             verify::clear_held_out_leftovers(&self.held_out_logs(), &c.dir);
         }
-        let workdir = match self.worktree_of(iteration) {
-            Some(w) => w,
+        let (workdir, left_out) = match self.worktree_of(iteration) {
+            Some(w) => (w, Vec::new()),
             // Nothing to run: no copy to bring up to date.
-            None if commands.is_empty() => self.ws.root.clone(),
-            None => self.verify_dir_at(seen),
+            None if commands.is_empty() => (self.ws.root.clone(), Vec::new()),
+            None => self.verify_dir_at(seen, &[task]),
         };
         let place = if self.worktree_of(iteration).is_some() {
             Place::Worktree
@@ -545,6 +545,7 @@ impl Driver {
         let mut result = runner.run_measured(iteration, &commands, &measures, || {
             self.should_stop(&mut last)
         })?;
+        verify::left_out::tell(&mut result, left_out, &log)?;
         if let Some(h) = self.held_out(task, iteration) {
             if workdir == self.ws.root {
                 held_out_refused(&mut result);
@@ -569,6 +570,13 @@ impl Driver {
         let redactor = self.iteration_redactor(iteration);
         redactor.scrub_check_log(log)?;
         result.redact(&redactor);
+        if let Some(first) = result.left_out.first() {
+            let more = match result.left_out.len() {
+                1 => String::new(),
+                n => format!(" (and {} more)", n - 1),
+            };
+            self.progress.note(&format!("{}{more}", first.line()));
+        }
         self.record(Event::VerifyFinished(result))
     }
 }

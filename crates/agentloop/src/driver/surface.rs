@@ -7,7 +7,7 @@ use agentloop_ground::values::OnProtectedChange;
 use agentloop_journal::*;
 use agentloop_project::Project;
 use agentloop_resident::Resident;
-use agentloop_verify::clean_copy::{CleanCopy, KeptCopy};
+use agentloop_verify::clean_copy::{CleanCopy, Judge, KeptCopy};
 use agentloop_verify::surface;
 
 use super::Driver;
@@ -133,17 +133,36 @@ impl Driver {
     }
 
     /// Where the checks run: a clean copy of the agent's result brought up to date,
-    /// or the project itself (no git, `clean_copy = false`, or the copy failed — said).
-    pub(crate) fn verify_dir(&mut self) -> std::path::PathBuf {
-        self.verify_dir_at(self.seen.clone())
+    /// or the project itself (no git, `clean_copy = false`, or the copy failed — said);
+    /// with what the copy left out of what the agent added, for a verification of the
+    /// work of every done task and of `tasks`.
+    pub(crate) fn verify_dir(&mut self, tasks: &[&str]) -> (std::path::PathBuf, Vec<LeftOut>) {
+        self.verify_dir_at(self.seen.clone(), tasks)
+    }
+
+    /// Which of the files an agent added reach the judge's copy, for a verification
+    /// of the work of every done task and of `tasks`; none (said) when the tree the run
+    /// was created on cannot be listed.
+    pub(crate) fn admission(&self, tasks: &[&str]) -> Option<agentloop_project::Admission> {
+        agentloop_verify::clean_copy::admission(&self.state, &self.ws.root, tasks)
+            .unwrap_or_else(|e| {
+                self.progress.warn(&format!(
+                    "cannot list the tree the run was created on ({e}): what the agent added reaches the checks"
+                ));
+                None
+            })
     }
 
     /// [`verify_dir`](Self::verify_dir) where `seen` is the tree as the claim's full
     /// snapshot saw it, if nothing of agentloop's changed it since.
-    pub(crate) fn verify_dir_at(&mut self, seen: Option<git::Snapshot>) -> std::path::PathBuf {
+    pub(crate) fn verify_dir_at(
+        &mut self,
+        seen: Option<git::Snapshot>,
+        tasks: &[&str],
+    ) -> (std::path::PathBuf, Vec<LeftOut>) {
         let s = &self.state;
         if !s.settings.clean_copy || self.snapshots.is_none() {
-            return self.ws.root.clone();
+            return (self.ws.root.clone(), Vec::new());
         }
         // A hook-mode run's resident keeps the copy in step for the tree as the claim's
         // full snapshot saw it (nothing of agentloop's changed the tree since).
@@ -152,52 +171,57 @@ impl Driver {
         }
         if let (Some(now), Some(resident)) = (seen, self.resident.as_mut()) {
             let expected = CleanCopy::for_run(&self.ws.root, &self.run.id).map(|c| c.dir);
-            match resident.copy(self.state.last_seq, &now) {
+            match resident.copy(self.state.last_seq, &now, tasks) {
                 // Only the run's own copy: what a resident was started with is not taken
                 // on its word.
-                Ok((dir, _)) if Some(&dir) != expected.as_ref() => {
+                Ok(c) if Some(&c.dir) != expected.as_ref() => {
                     if let Some(r) = self.resident.take() {
                         self.progress.warn(&format!(
                             "the run's resident is not asked: it named {} as the copy",
-                            dir.display()
+                            c.dir.display()
                         ));
                         r.replace();
                     }
                 }
-                Ok((dir, warning)) => {
-                    if let Some(w) = warning {
+                Ok(c) => {
+                    if let Some(w) = c.warning {
                         self.progress.warn(&w);
                     }
-                    return dir;
+                    return (c.dir, c.left_out);
                 }
                 Err(why) => self.resident_gone(&why),
             }
         }
         if self.kept_copy.is_none() {
             let Some(copy) = CleanCopy::for_run(&self.ws.root, &self.run.id) else {
-                return self.ws.root.clone();
+                return (self.ws.root.clone(), Vec::new());
             };
             self.kept_copy = Some(KeptCopy::new(copy));
         }
+        let admission = self.admission(tasks);
         let s = &self.state;
         // The tree as the iteration's last snapshot saw it (a claim's is a full one): from
         // the watch, with no git process when nothing was touched since.
         let now = self.watched.as_mut().and_then(|w| w.take(false));
         let Some(kept) = self.kept_copy.as_mut() else {
-            return self.ws.root.clone();
+            return (self.ws.root.clone(), Vec::new());
         };
-        match kept.refresh(now.as_ref(), s.baseline.as_ref(), &s.settings.carry) {
+        let judge = Judge {
+            overlay: s.baseline.as_ref(),
+            admission: admission.as_ref(),
+        };
+        match kept.refresh_judged(now.as_ref(), judge, &s.settings.carry) {
             Ok(r) => {
                 if let Some(w) = r.warning() {
                     self.progress.warn(&w);
                 }
-                kept.copy().dir.clone()
+                (kept.copy().dir.clone(), r.left_out)
             }
             Err(e) => {
                 self.progress.warn(&format!(
                     "cannot prepare the clean copy ({e}); verifying in the working tree"
                 ));
-                self.ws.root.clone()
+                (self.ws.root.clone(), Vec::new())
             }
         }
     }
@@ -273,10 +297,13 @@ impl Driver {
                 &format!("{}-{task}", self.run.id),
             )?),
         };
+        let admission = self.admission(&[task]);
+        let s = &self.state;
         Some(super::jobs::Copied {
             task: task.to_string(),
             copy,
             overlay: s.baseline.clone(),
+            admission,
             carry: s.settings.carry.clone(),
         })
     }

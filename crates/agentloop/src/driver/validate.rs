@@ -81,11 +81,20 @@ impl Driver {
             }
             None => None,
         };
-        let dir = match &temp {
-            Some(d) => d.clone(),
+        let (dir, left_out) = match &temp {
+            Some(d) => {
+                // What the agents added that the checks would load on their own, out.
+                let left_out = match self.admission(&[]) {
+                    Some(a) => agentloop_verify::clean_copy::leave_out_in(d, &a).map_err(|e| {
+                        CliError::internal(format!("cannot prepare {}: {e}", d.display()))
+                    })?,
+                    None => Vec::new(),
+                };
+                (d.clone(), left_out)
+            }
             // Nothing to run: no clean copy to make (a whole checkout of the project).
-            None if commands.is_empty() && measures.is_empty() => self.ws.root.clone(),
-            None => self.verify_dir(),
+            None if commands.is_empty() && measures.is_empty() => (self.ws.root.clone(), Vec::new()),
+            None => self.verify_dir(&[]),
         };
         let log = self.run.path.join("validation.log");
         let expected = self.expected(None, Place::Merged);
@@ -121,6 +130,8 @@ impl Driver {
             );
         }
         let mut result = result.map_err(|e| CliError::internal(format!("cannot validate: {e}")))?;
+        verify::left_out::tell(&mut result, left_out, &log)
+            .map_err(|e| CliError::internal(format!("cannot validate: {e}")))?;
         if self.interrupted.load(Ordering::SeqCst) {
             return Ok(());
         }

@@ -148,6 +148,7 @@ pub(crate) fn verified(iteration: u32, passed: bool, fp: &str) -> Event {
         digest: (!passed).then(|| format!("failure {fp}")),
         evidence: None,
         held_out: Vec::new(),
+        left_out: Vec::new(),
     })
 }
 

@@ -54,10 +54,11 @@ mod ask;
 mod watch;
 mod write;
 
-use super::{CleanCopy, Refreshed};
+use super::{CleanCopy, Judge, Refreshed};
 use crate::surface::Stat;
 use agentloop_exec::git::{Dirty, Snapshot};
-use agentloop_journal::Baseline;
+use agentloop_journal::{Baseline, LeftOut};
+use agentloop_project::Admission;
 
 /// Names whose change changes which other paths git ignores or how it writes them.
 const RULE_FILES: [&str; 3] = [".gitignore", ".gitattributes", ".gitmodules"];
@@ -107,6 +108,9 @@ struct Kept {
     file_wds: HashMap<WatchDescriptor, String>,
     wd_of: HashMap<String, WatchDescriptor>,
     baseline: Option<Baseline>,
+    /// Which of the agent's added files the copy lets in, and those it left out.
+    admission: Option<Admission>,
+    left_out: Vec<LeftOut>,
     carry: Vec<String>,
     /// The repository's files that change what git ignores or writes (its exclude
     /// and attributes files, its configuration), with their status.
@@ -158,16 +162,29 @@ impl KeptCopy {
         overlay: Option<&Baseline>,
         carry: &[String],
     ) -> Result<Refreshed, String> {
+        self.refresh_judged(now, Judge::overlay(overlay), carry)
+    }
+
+    /// [`refresh`](Self::refresh), leaving out what `judge`'s admission keeps out. The
+    /// short way is taken only while the admission is the same and nothing it would
+    /// keep out, or kept out last time, moved.
+    pub fn refresh_judged(
+        &mut self,
+        now: Option<&Snapshot>,
+        judge: Judge<'_>,
+        carry: &[String],
+    ) -> Result<Refreshed, String> {
         if let (Some(now), Some(kept)) = (now, self.kept.as_mut())
             && !self.git_used
             && kept
-                .short(&self.copy, now, overlay, carry, &mut self.git_used)
+                .short(&self.copy, now, judge, carry, &mut self.git_used)
                 .is_ok()
         {
             self.last = Some(Way::Kept);
             return Ok(Refreshed {
                 commit: kept.commit.clone(),
                 mended: Vec::new(),
+                left_out: kept.left_out.clone(),
             });
         }
         self.forget();
@@ -175,9 +192,9 @@ impl KeptCopy {
         let stats = now
             .map(|n| stats_of(&self.copy.root, n.dirty.keys()))
             .unwrap_or_default();
-        let r = self.copy.refresh(overlay, carry)?;
+        let r = self.copy.refresh_judged(judge, carry)?;
         if let Some(now) = now {
-            self.kept = Kept::start(&self.copy, now, stats, overlay, carry, &r.commit);
+            self.kept = Kept::start(&self.copy, now, stats, judge, carry, &r);
         }
         Ok(r)
     }
@@ -226,10 +243,11 @@ impl Kept {
         copy: &CleanCopy,
         now: &Snapshot,
         stats: HashMap<String, Option<Stat>>,
-        overlay: Option<&Baseline>,
+        judge: Judge<'_>,
         carry: &[String],
-        commit: &str,
+        made: &Refreshed,
     ) -> Option<Kept> {
+        let (overlay, commit) = (judge.overlay, made.commit.as_str());
         let files: HashSet<String> = git_z(&copy.dir, &["ls-files", "-z"], None)
             .ok()?
             .into_iter()
@@ -313,6 +331,8 @@ impl Kept {
             file_wds: HashMap::new(),
             wd_of: HashMap::new(),
             baseline: overlay.cloned(),
+            admission: judge.admission.cloned(),
+            left_out: made.left_out.clone(),
             carry: carry.to_vec(),
             repo_files,
             attributes,
@@ -360,12 +380,13 @@ impl Kept {
         &mut self,
         copy: &CleanCopy,
         now: &Snapshot,
-        overlay: Option<&Baseline>,
+        judge: Judge<'_>,
         carry: &[String],
         git_used: &mut bool,
     ) -> Result<(), Full> {
         let touched = self.drain(git_used)?;
-        if overlay != self.baseline.as_ref()
+        if judge.overlay != self.baseline.as_ref()
+            || judge.admission != self.admission.as_ref()
             || carry != self.carry
             || self.repo_files.iter().any(|(p, stat)| Stat::of(p) != *stat)
             || now.dirty.keys().any(|p| p.contains('\u{FFFD}'))
@@ -519,6 +540,16 @@ impl Kept {
                     acts.insert(p.clone(), Act::Remove);
                 }
             }
+        }
+        // What the admission keeps out, or kept out last time, only the full way
+        // (which asks it of every file) may decide.
+        if acts.iter().any(|(p, act)| {
+            self.left_out.iter().any(|l| l.path == *p)
+                || (matches!(act, Act::Write)
+                    && !self.files.contains(p)
+                    && self.admission.as_ref().is_some_and(|a| a.left_out(p).is_some()))
+        }) {
+            return Err(());
         }
         // What git would write otherwise: a file it is told not to look at (its index
         // blob stays), one it ignores (not in the index, matched by a rule: the tree

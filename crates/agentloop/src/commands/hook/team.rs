@@ -72,9 +72,14 @@ pub(super) fn task_completed(input: &TaskCompleted) -> Result<Option<String>, St
     // The checks run on a clean copy of the work, as the driver's do.
     let copy = agentloop_verify::clean_copy::CleanCopy::for_run(&ws.root, &run.id)
         .filter(|_| s.settings.clean_copy);
+    let admission = agentloop_verify::clean_copy::admission(s, &ws.root, &[task.id.as_str()])?;
+    let judge = agentloop_verify::clean_copy::Judge {
+        overlay: s.baseline.as_ref(),
+        admission: admission.as_ref(),
+    };
     let workdir = match &copy {
         Some(c) => c
-            .refresh(s.baseline.as_ref(), &s.settings.carry)
+            .refresh_judged(judge, &s.settings.carry)
             .map(|_| c.dir.clone())?,
         None => ws.root.clone(),
     };
