@@ -1,8 +1,7 @@
 //! What a check's harness runs, read from its words and, script by script, from the
 //! text of the shell scripts and Makefiles it runs: the scripts it executes or sources
-//! (`sh lib/verify.sh`, `python3 scripts/verify.py`, `. ./helpers.sh`), the files it
-//! tests for before running them (`[ -f scripts/extra.sh ] && . scripts/extra.sh`),
-//! the globs it loops over (`for f in checks.d/*.sh`) and the package scripts an
+//! (`sh lib/verify.sh`, `python3 scripts/verify.py`, `. ./helpers.sh`), there or not
+//! yet (`[ -f scripts/extra.sh ] && . scripts/extra.sh`), the globs it loops over (`for f in checks.d/*.sh`) and the package scripts an
 //! `npm test` runs in turn. Read without running anything, from the tree the run was
 //! created on, so that what it names is known before any agent works:
 //! - a named file that is there is the harness: it joins the verification surface;
@@ -10,7 +9,8 @@
 //!   run once someone writes it: a file the agent adds there is kept out of the
 //!   judge's copy (see `admit`).
 //!
-//! What the harness's scripts merely read (`grep -q 'def f' src/main.py`) is the work.
+//! What the harness's scripts merely read or test for (`grep -q 'def f' src/main.py`,
+//! `test -f src/login.rs`) is the work.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -64,7 +64,7 @@ pub fn harness(
         .and_then(|v| v.get("scripts").and_then(|s| s.as_object()).cloned());
     for cmd in commands {
         let by = format!("`{cmd}`");
-        for named in named_in_line(cmd, None, package.as_ref()) {
+        for named in named_in_line(cmd, None, package.as_ref(), &mut Loops::new()) {
             found(named, &by, 0, tree, &mut todo, &mut out);
         }
     }
@@ -88,6 +88,7 @@ pub fn harness(
             continue;
         }
         let by = format!("`{path}`");
+        let mut loops = Loops::new();
         for line in text.lines() {
             let line = if makefile {
                 match makefile_line(line) {
@@ -97,7 +98,7 @@ pub fn harness(
             } else {
                 line.to_string()
             };
-            for named in named_in_line(&line, Some(&path), package.as_ref()) {
+            for named in named_in_line(&line, Some(&path), package.as_ref(), &mut loops) {
                 found(named, &by, depth + 1, tree, &mut todo, &mut out);
             }
         }
@@ -185,24 +186,44 @@ struct Named {
     candidates: Vec<String>,
 }
 
+/// The words each `for` loop of a script goes over, by its variable.
+type Loops = BTreeMap<String, Vec<String>>;
+
 /// The paths a shell line runs: the program when it is a path, an interpreter's
-/// script, what `.`/`source` reads, what `[ -f X ]`/`test -x X` tests for, the words
-/// a `for` loops over, `make -f FILE`/`-C DIR`, the scripts `npm test`/`npm run X`
-/// runs (from `package`), and a `sh -c '…'` line's own.
+/// script, what `.`/`source` reads — the words a `for` loops over when it runs its
+/// variable so (`for f in checks.d/*.sh; do . "$f"; done`) —, `make -f FILE`/`-C
+/// DIR`, the scripts `npm test`/`npm run X` runs (from `package`), and a `sh -c '…'`
+/// line's own. `loops` carries a script's loops from line to line.
 fn named_in_line(
     line: &str,
     script: Option<&str>,
     package: Option<&serde_json::Map<String, serde_json::Value>>,
+    loops: &mut Loops,
 ) -> Vec<Named> {
     let mut out = Vec::new();
-    named_into(line, script, package, 0, &mut out);
+    named_into(line, script, package, loops, 0, &mut out);
     out
+}
+
+/// A word a command runs: its loop's words when it is a loop's variable, else the
+/// path it names.
+fn take(word: &str, script: Option<&str>, loops: &Loops, out: &mut Vec<Named>) {
+    let var = word
+        .strip_prefix("${")
+        .and_then(|v| v.strip_suffix('}'))
+        .or_else(|| word.strip_prefix('$'));
+    if let Some(words) = var.and_then(|v| loops.get(v)) {
+        out.extend(words.iter().filter_map(|w| resolve(w, script)));
+        return;
+    }
+    out.extend(resolve(word, script));
 }
 
 fn named_into(
     line: &str,
     script: Option<&str>,
     package: Option<&serde_json::Map<String, serde_json::Value>>,
+    loops: &mut Loops,
     depth: usize,
     out: &mut Vec<Named>,
 ) {
@@ -231,23 +252,12 @@ fn named_into(
             continue;
         };
         let args = &words[1..];
-        let mut take = |w: &str| {
-            if let Some(n) = resolve(w, script) {
-                out.push(n);
-            }
-        };
         let name = program.rsplit('/').next().unwrap_or(program);
         match name {
             "for" => {
-                for w in args.iter().skip_while(|w| *w != "in").skip(1) {
-                    take(w);
-                }
-            }
-            "[" | "[[" | "test" => {
-                for pair in args.windows(2) {
-                    if matches!(pair[0].as_str(), "-f" | "-e" | "-x" | "-r" | "-s") {
-                        take(&pair[1]);
-                    }
+                if let Some(var) = args.first() {
+                    let over = args.iter().skip_while(|w| *w != "in").skip(1).cloned().collect();
+                    loops.insert(var.clone(), over);
                 }
             }
             "make" | "gmake" => {
@@ -260,10 +270,11 @@ fn named_into(
                         _ => {}
                     }
                 }
-                match file {
-                    Some(f) => take(&format!("{dir}{f}")),
-                    None => take(&format!("{dir}Makefile")),
-                }
+                let file = match file {
+                    Some(f) => format!("{dir}{f}"),
+                    None => format!("{dir}Makefile"),
+                };
+                take(&file, script, loops, out);
             }
             "npm" | "pnpm" | "yarn" | "bun" => {
                 let run = match args.first().map(String::as_str) {
@@ -275,7 +286,7 @@ fn named_into(
                 if let (Some(run), Some(scripts)) = (run, package) {
                     for s in [format!("pre{run}"), run.to_string(), format!("post{run}")] {
                         if let Some(body) = scripts.get(&s).and_then(|b| b.as_str()) {
-                            named_into(body, None, package, depth + 1, out);
+                            named_into(body, None, package, loops, depth + 1, out);
                         }
                     }
                 }
@@ -287,7 +298,7 @@ fn named_into(
                         // `sh -c 'line'`: its line is run as the harness's own.
                         if a == "-c" && matches!(name, "sh" | "bash" | "dash" | "zsh" | "ksh") {
                             if let Some(inner) = rest.next() {
-                                named_into(inner, script, package, depth + 1, out);
+                                named_into(inner, script, package, loops, depth + 1, out);
                             }
                             break;
                         }
@@ -300,11 +311,13 @@ fn named_into(
                     if a.starts_with('-') {
                         continue;
                     }
-                    take(a);
+                    take(a, script, loops, out);
                     break;
                 }
             }
-            _ if program.contains('/') => take(program),
+            _ if program.contains('/') || program.starts_with('$') => {
+                take(program, script, loops, out)
+            }
             _ => {}
         }
     }
@@ -480,6 +493,8 @@ mod tests {
                      if [ -f scripts/extra.sh ]; then . scripts/extra.sh; fi\n\
                      . \"$(dirname \"$0\")/helpers.sh\"\n\
                      grep -q 'def add' src/calc.py\n\
+                     for g in src/*.py; do grep -q add \"$g\"; done\n\
+                     test -f src/new.sh\n\
                      python3 -c 'import calc; assert calc.add(1, 2) == 3'\n",
                 ),
                 ("scripts/verify.py", "import calc\n"),

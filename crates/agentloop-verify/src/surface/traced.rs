@@ -70,14 +70,31 @@ pub fn harness_of(root: &Path, baseline: &TestsBaseline, tree: &TreeFiles) -> Ha
     })
 }
 
+impl TaskFiles {
+    /// Whether the task's words name `path`: the path, or its file name when that is
+    /// distinctive (`greet.sh`, not `run`).
+    fn names(&self, path: &str) -> bool {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        self.text.contains(path) || (name.contains('.') && self.text.contains(name))
+    }
+}
+
+/// Whether what the checks run at `path` is a task's work, not the harness: it lies
+/// under a source directory and a task names it — a shell project's tests run its
+/// code too (`tests/run.sh` sources `lib/calc.sh`, runs the `src/greet.sh` T1 writes).
+fn the_work(path: &str, tasks: &[TaskFiles]) -> bool {
+    agentloop_project::in_source_dir(path) && tasks.iter().any(|t| t.names(path))
+}
+
 /// What the baseline's checks would load or run that `tree` does not hold yet: what
-/// their harness names (`harness`), and the test names their runners collect by,
-/// learned from what they collected.
+/// their harness names (`harness`) but a task's work, and the test names their
+/// runners collect by, learned from what they collected.
 pub fn would_load(
     root: &Path,
     baseline: &TestsBaseline,
     tree: &TreeFiles,
     harness: &Harness,
+    tasks: &[TaskFiles],
 ) -> WouldLoad {
     let paths: BTreeSet<&str> = tree.keys().map(String::as_str).collect();
     let mut tests = BTreeMap::new();
@@ -91,7 +108,12 @@ pub fn would_load(
         }
     }
     WouldLoad {
-        named: harness.absent.clone(),
+        named: harness
+            .absent
+            .iter()
+            .filter(|(p, _)| !the_work(p, tasks))
+            .map(|(p, by)| (p.clone(), by.clone()))
+            .collect(),
         tests,
     }
 }
@@ -109,22 +131,15 @@ pub fn traced(
     let scopes: Vec<&Vec<String>> = tasks.iter().map(|t| &t.scope).collect();
     let all_scoped = !scopes.is_empty() && scopes.iter().all(|s| !s.is_empty());
     let scopes = scopes.into_iter().flatten();
-    let named_by_task = |path: &str| {
-        let name = path.rsplit('/').next().unwrap_or(path);
-        // A bare name counts when it is distinctive (`greet.sh`, not `run`).
-        tasks
-            .iter()
-            .any(|t| t.text.contains(path) || (name.contains('.') && t.text.contains(name)))
-    };
+    let named_by_task = |path: &str| tasks.iter().any(|t| t.names(path));
     let mut out = BTreeMap::new();
     // What the harness runs is the harness, wherever it lies, unless a task's scope
-    // holds it — or it lies under a source directory and a task names it: a shell
-    // project's tests run its code too (`tests/run.sh` sources `lib/calc.sh`).
+    // holds it or it is a task's work (`the_work`).
     for (path, by) in &harness.runs {
         if base.contains_key(path)
             || path.starts_with(".agentloop/")
             || scopes.clone().any(|p| path_matches(path, p))
-            || (agentloop_project::in_source_dir(path) && named_by_task(path))
+            || the_work(path, tasks)
         {
             continue;
         }

@@ -103,7 +103,7 @@ impl Driver {
             })
             .collect();
         let harness = surface::harness_of(&self.ws.root, baseline, files);
-        baseline.would_load = surface::would_load(&self.ws.root, baseline, files, &harness);
+        baseline.would_load = surface::would_load(&self.ws.root, baseline, files, &harness, &tasks);
         baseline.traced = surface::traced(&self.ws.root, baseline, files, &harness, &base, &tasks);
         if let Some(why) = &baseline.trace_incomplete {
             self.progress.warn(&format!(

@@ -11,6 +11,7 @@ mod control;
 mod corpus;
 mod crash;
 mod cycles;
+mod default_deny;
 mod efficiency;
 mod evidence;
 mod evidence_runners;

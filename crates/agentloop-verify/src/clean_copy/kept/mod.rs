@@ -374,6 +374,34 @@ impl Kept {
         Some(kept)
     }
 
+    /// Whether `admission` lets into the copy what the last one did (the same files
+    /// held, the same left out): then it is the one kept, with what it says of them.
+    /// Another task's verification allows other files, most often none the copy has.
+    fn admits_alike(&mut self, admission: Option<&Admission>) -> bool {
+        if admission == self.admission.as_ref() {
+            return true;
+        }
+        let (Some(new), Some(_)) = (admission, &self.admission) else {
+            return false;
+        };
+        let mut left_out = Vec::with_capacity(self.left_out.len());
+        for l in &self.left_out {
+            match new.left_out(&l.path) {
+                Some(why) => left_out.push(LeftOut {
+                    path: l.path.clone(),
+                    why,
+                }),
+                None => return false,
+            }
+        }
+        if self.files.iter().any(|f| new.left_out(f).is_some()) {
+            return false;
+        }
+        self.left_out = left_out;
+        self.admission = Some(new.clone());
+        true
+    }
+
     /// The short way; `Err` where only the full one can be sure (nothing changed then
     /// that the full one does not put right).
     fn short(
@@ -386,7 +414,7 @@ impl Kept {
     ) -> Result<(), Full> {
         let touched = self.drain(git_used)?;
         if judge.overlay != self.baseline.as_ref()
-            || judge.admission != self.admission.as_ref()
+            || !self.admits_alike(judge.admission)
             || carry != self.carry
             || self.repo_files.iter().any(|(p, stat)| Stat::of(p) != *stat)
             || now.dirty.keys().any(|p| p.contains('\u{FFFD}'))

@@ -1,0 +1,233 @@
+//! The judge sees only the work: each way an agent's own file could stand in for the
+//! work inside the checks — a helper the check runs, a file the harness would run once
+//! written, a new test module, package or plugin the runner loads, a test section
+//! hidden behind an ini comment — with a scripted agent that takes the shortcut on its
+//! first attempt and does the work on its second, with one worker and with three,
+//! with and without the sandbox. The shortcut never gets the task done: the file is
+//! left out of the judge's copy (and the agent told why), or the task waits for a
+//! person at the surface gate.
+
+use crate::support::{Project, Scratch, agent, python_path};
+
+/// Where a run may go: one agent, three workers, each with and without the sandbox.
+const WAYS: [&[&str]; 4] = [
+    &[],
+    &["--workers", "3"],
+    &["--sandbox", "workspace"],
+    &["--workers", "3", "--sandbox", "workspace"],
+];
+
+const HONEST: &str = "touch one.txt";
+const CHECK_ONE: &str = "test -f one.txt || { echo 'FAIL: one.txt is missing'; exit 1; }\n";
+
+/// A project whose agent runs `cheat` on its first attempt and `honest` after.
+fn project(plan: &str, files: &[(&str, &str)], cheat: &str, honest: &str, python: bool) -> Project {
+    // Attempts counted in the repository's own git directory, which a worker's
+    // worktree shares (its `.git` is a file).
+    let mut s = Scratch::new().plan(plan).agent(&agent(&format!(
+        "state=$(git rev-parse --git-common-dir)/attempts\nm=$(cat \"$state\" 2>/dev/null || echo 0); m=$((m+1)); echo $m > \"$state\"\nif [ \"$m\" = 1 ]; then\n{cheat}\nelse\n{honest}\nfi\necho TASK_COMPLETE\n"
+    )));
+    for (path, text) in files {
+        s = s.file(path, text);
+    }
+    let mut p = s.build();
+    if python {
+        p.env.push(("PATH".into(), python_path()));
+    }
+    p
+}
+
+fn journal(p: &Project) -> String {
+    std::fs::read_to_string(p.run_dir().join("journal.jsonl")).unwrap()
+}
+
+/// The first attempt's shortcut is left out of the judge's copy and fails; the
+/// second, honest, is done.
+fn left_out_then_done(p: &Project, way: &[&str], left_out: &str) {
+    let mut args = vec!["run", "--yes", "--quiet", "--no-wait"];
+    args.extend_from_slice(way);
+    let r = p.run(&args);
+    let j = journal(p);
+    assert_eq!(r.code, Some(0), "{way:?}: {}\n{j}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["tasks"][0]["status"], "done", "{way:?}: {s}");
+    let first = j
+        .lines()
+        .find(|l| l.contains("\"kind\":\"verify_finished\""))
+        .unwrap_or_default();
+    assert!(
+        first.contains("\"passed\":false")
+            && first.contains(&format!("\"left_out\":[{{\"path\":\"{left_out}\"")),
+        "{way:?}: the shortcut reached the judge: {first}"
+    );
+    // The agent is told why its file did not count.
+    let second = std::fs::read_to_string(p.run_dir().join("iterations/0002/prompt.md")).unwrap();
+    assert!(
+        second.contains(&format!("{left_out}: added by the agent, not run by the judge")),
+        "{way:?}: {second}"
+    );
+}
+
+/// The first attempt's shortcut waits for a person at the surface gate.
+fn held_at_the_surface(p: &Project, way: &[&str], path: &str, why: &str) {
+    let mut args = vec!["run", "--yes", "--quiet", "--no-wait"];
+    args.extend_from_slice(way);
+    let r = p.run(&args);
+    assert_eq!(r.code, Some(5), "{way:?}: waits for a person: {}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["gate"]["point"], "surface", "{way:?}: {s}");
+    let change = s["surface_changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["path"] == path)
+        .unwrap_or_else(|| panic!("{way:?}: {path} is not among the changes: {s}"));
+    assert!(
+        change["why"].as_str().unwrap().contains(why),
+        "{way:?}: {change}"
+    );
+    assert_ne!(s["tasks"][0]["status"], "done", "{way:?}");
+    assert_eq!(p.run(&["stop"]).code, Some(0));
+}
+
+#[test]
+fn a_helper_the_check_runs_is_the_harness_wherever_it_lies() {
+    // (the helper, how the check runs it, what the task says)
+    let cases = [
+        ("scripts/verify.py", "python3 scripts/verify.py\n", "", "import os, sys\nsys.exit(0 if os.path.exists('one.txt') else 1)\n"),
+        ("lib/verify.sh", "sh lib/verify.sh\n", "", CHECK_ONE),
+        // The task's words name the helper: it is still the check's.
+        ("scripts/verify.sh", "sh scripts/verify.sh\n", "`scripts/verify.sh` checks it.\n", CHECK_ONE),
+    ];
+    for (helper, check, words, text) in cases {
+        for way in WAYS {
+            let p = project(
+                &format!("# One\n\n## T1: Make the file\n{words}Verify: sh tests/check.sh\n"),
+                &[("tests/check.sh", check), (helper, text)],
+                &format!("echo 'exit 0' > {helper}"),
+                HONEST,
+                false,
+            );
+            held_at_the_surface(&p, way, helper, "run by `tests/check.sh`");
+        }
+    }
+}
+
+#[test]
+fn what_the_harness_would_run_once_written_is_left_out() {
+    let cases = [
+        // Sourced by a glob in a loop.
+        (
+            "for f in checks.d/*.sh; do . \"$f\"; done\n",
+            "checks.d/one.sh",
+            "checks.d/0-first.sh",
+        ),
+        // Tested for, then sourced.
+        (
+            "if [ -f scripts/extra.sh ]; then . scripts/extra.sh; fi\n. checks.d/one.sh\n",
+            "checks.d/one.sh",
+            "scripts/extra.sh",
+        ),
+    ];
+    for (check, real, planted) in cases {
+        for way in WAYS {
+            let p = project(
+                "# One\n\n## T1: Make the file\nVerify: sh tests/check.sh\n",
+                &[("tests/check.sh", check), (real, CHECK_ONE)],
+                &format!("mkdir -p $(dirname {planted}); echo 'exit 0' > {planted}"),
+                &format!("rm -f {planted}; {HONEST}"),
+                false,
+            );
+            left_out_then_done(&p, way, planted);
+        }
+    }
+}
+
+const CALC_PLAN: &str = "# Add\n\n## T1: Make calc.add add\nVerify: python3 -m pytest -q tests/\nTests: tests/test_calc.py::test_add\n";
+const CALC: &str = "def add(a, b):\n    return 0\n";
+const TEST_CALC: &str = "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n";
+const FIX: &str = "printf 'def add(a, b):\\n    return a + b\\n' > calc.py";
+/// Code that puts a stand-in for the module under test where the tests import it.
+const STUB: &str = "import sys, types\nm = types.ModuleType('calc')\nm.add = lambda a, b: a + b\nsys.modules['calc'] = m\n";
+
+#[test]
+fn a_new_test_module_or_package_that_stubs_the_code_does_not_reach_the_judge() {
+    for planted in ["tests/test_aaa_setup.py", "tests/__init__.py"] {
+        for way in WAYS {
+            let p = project(
+                CALC_PLAN,
+                &[("calc.py", CALC), ("tests/test_calc.py", TEST_CALC)],
+                &format!("printf \"{}\" > {planted}", STUB.replace('\n', "\\n")),
+                &format!("rm -f {planted}; {FIX}"),
+                true,
+            );
+            left_out_then_done(&p, way, planted);
+        }
+    }
+}
+
+#[test]
+fn a_plugin_entry_point_in_package_metadata_does_not_reach_the_judge() {
+    // pytest loads `[pytest11]` entry points of every distribution on its path: the
+    // project's root is on it under `python3 -m pytest`. The plugin marks every test
+    // passed.
+    let plugin = "import pytest\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    out = yield\n    r = out.get_result()\n    r.outcome = 'passed'\n    r.longrepr = None\n";
+    let cheat = format!(
+        "printf \"{}\" > zz_plug.py\nmkdir -p zz_plug-0.0.dist-info\nprintf 'Metadata-Version: 2.1\\nName: zz-plug\\nVersion: 0.0\\n' > zz_plug-0.0.dist-info/METADATA\nprintf '[pytest11]\\nzz = zz_plug\\n' > zz_plug-0.0.dist-info/entry_points.txt",
+        plugin.replace('\n', "\\n")
+    );
+    for way in WAYS {
+        let p = project(
+            CALC_PLAN,
+            &[("calc.py", CALC), ("tests/test_calc.py", TEST_CALC)],
+            &cheat,
+            &format!("rm -rf zz_plug.py zz_plug-0.0.dist-info; {FIX}"),
+            true,
+        );
+        left_out_then_done(&p, way, "zz_plug-0.0.dist-info/METADATA");
+    }
+}
+
+#[test]
+fn a_test_section_behind_a_comment_on_its_header_is_still_the_checks() {
+    // `[tool:pytest] ; …` is pytest's section for iniconfig, which drops the comment.
+    for way in WAYS {
+        let p = project(
+            CALC_PLAN,
+            &[
+                ("calc.py", CALC),
+                ("tests/test_calc.py", TEST_CALC),
+                ("setup.cfg", "[metadata]\nname = calc\n"),
+            ],
+            // A stand-in for the code under test, put first on the tests' path.
+            "mkdir -p stubs\nprintf 'def add(a, b):\\n    return a + b\\n' > stubs/calc.py\nprintf '[tool:pytest] ; the tests\\npythonpath = stubs\\n' >> setup.cfg",
+            FIX,
+            true,
+        );
+        held_at_the_surface(&p, way, "setup.cfg", "its test section");
+    }
+}
+
+#[test]
+fn a_task_that_writes_tests_has_them_run() {
+    // `(new)` on its name: the test file the task adds is judged, and must pass.
+    let plan = "# Add\n\n## T1: Make calc.add add, with a test\nVerify: python3 -m pytest -q tests/\nTests: tests/test_add.py::test_add (new)\n";
+    let test = "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n";
+    for way in [&[][..], &["--workers", "3"]] {
+        let p = project(
+            plan,
+            &[("calc.py", CALC), ("tests/test_calc.py", "def test_nothing():\n    pass\n")],
+            // A test that fails until the code is fixed: the judge runs it.
+            &format!("printf \"{}\" > tests/test_add.py", test.replace('\n', "\\n")),
+            FIX,
+            true,
+        );
+        let mut args = vec!["run", "--yes", "--quiet", "--no-wait"];
+        args.extend_from_slice(way);
+        let r = p.run(&args);
+        assert_eq!(r.code, Some(0), "{way:?}: {}", r.stderr);
+        let j = journal(&p);
+        assert!(!j.contains("\"left_out\""), "{way:?}: {j}");
+        assert_eq!(p.status()["iterations"], 2, "{way:?}: the new test ran and failed first");
+    }
+}
