@@ -52,13 +52,22 @@ pub(crate) fn event(e: &Event) -> String {
                 .unwrap_or_default()
         ),
         Event::VerifyFinished(v) => format!(
-            "iteration {} · {} · {}{}{}",
+            "iteration {} · {} · {}{}{}{}",
             v.iteration,
             if v.passed { "passed" } else { "failed" },
             plural(v.commands.len(), "command", "commands"),
             v.evidence_words()
                 .map(|w| format!(" · {w}"))
                 .unwrap_or_default(),
+            match v.left_out.as_slice() {
+                [] => String::new(),
+                [one] => format!(" · not run by the judge: {}", one.path),
+                [first, rest @ ..] => format!(
+                    " · not run by the judge: {} and {} more",
+                    first.path,
+                    rest.len()
+                ),
+            },
             v.fingerprint
                 .as_ref()
                 .map(|f| format!(" · fingerprint {f}"))
