@@ -1,16 +1,18 @@
 //! The copy kept in step holds exactly what the full refresh gives: two copies of one
 //! project, one kept in step and one always refreshed the full way, after seeded
-//! sequences of an agent's changes to the project and checks' writes to the copies.
+//! sequences of an agent's changes to the project and checks' writes to the copies —
+//! with what default-deny keeps out of what the agent added, under an admission that
+//! now and then lets tests in and then keeps them out again.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use super::{CleanCopy, KeptCopy, Way};
+use super::{CleanCopy, Judge, KeptCopy, Way};
 use crate::surface;
 use agentloop_exec::git::Snapshots;
 use agentloop_exec::testing::git;
-use agentloop_project::Project;
+use agentloop_project::{Admission, Allowed, Project};
 
 struct Rng(u64);
 
@@ -70,6 +72,15 @@ fn agent_step(rng: &mut Rng, root: &Path, step: usize) {
         16 if rng.below(4) == 0 => {
             write(&root.join(".gitignore"), "*.pyc\ncache/\nbuild/\n*.log\n")
         }
+        // What default-deny keeps out: a new test, a plugin's metadata.
+        17 => write(
+            &root.join(format!("tests/test_n{step}.py")),
+            "def test_n(): pass\n",
+        ),
+        18 => write(
+            &root.join("zz-0.dist-info/entry_points.txt"),
+            &format!("[pytest11]\nzz = zz # {step}\n"),
+        ),
         _ => {}
     }
 }
@@ -173,6 +184,14 @@ fn project(dir: &Path, setup: impl FnOnce(&Path)) -> std::path::PathBuf {
     root
 }
 
+/// The tree HEAD points at.
+fn head_tree(root: &Path) -> String {
+    agentloop_exec::git::run(root, &["rev-parse", "HEAD^{tree}"])
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
 /// A kept copy and a copy always refreshed the full way, of one project.
 struct Pair {
     _tmp: tempfile::TempDir,
@@ -182,6 +201,9 @@ struct Pair {
     full: CleanCopy,
     snapshots: Snapshots,
     carry: Vec<String>,
+    /// Admissions the refreshes take in turn (`which`): new tests kept out, let in.
+    admissions: [Admission; 2],
+    pub which: usize,
 }
 
 impl Pair {
@@ -196,6 +218,21 @@ impl Pair {
         let checks = vec!["python3 -m pytest tests".to_string()];
         let rules = Project::from_names(&root, &[], "PLAN.md", checks, &[]);
         let base = surface::record(&root, &rules).unwrap();
+        let created = super::files_of_tree(&root, &head_tree(&root)).unwrap();
+        let admit = |tests: bool| {
+            Admission::new(
+                rules.clone(),
+                created.clone(),
+                base.keys().cloned().collect(),
+                Default::default(),
+                vec![],
+                Allowed {
+                    tests,
+                    ..Default::default()
+                },
+            )
+        };
+        let admissions = [admit(false), admit(true)];
         let kept = KeptCopy::new(CleanCopy {
             root: root.clone(),
             dir: tmp.path().join("kept"),
@@ -213,6 +250,8 @@ impl Pair {
             full,
             snapshots,
             carry: carry.iter().map(|s| s.to_string()).collect(),
+            admissions,
+            which: 0,
         };
         pair.check("first");
         assert_eq!(pair.kept.last, Some(Way::Full));
@@ -233,10 +272,16 @@ impl Pair {
     /// Refreshes both; the way the kept copy took.
     fn refresh(&mut self) -> Way {
         let now = self.snapshots.take().unwrap();
-        self.kept
-            .refresh(Some(&now), Some(&self.base), &self.carry)
+        let judge = Judge {
+            overlay: Some(&self.base),
+            admission: Some(&self.admissions[self.which]),
+        };
+        let kept = self
+            .kept
+            .refresh_judged(Some(&now), judge, &self.carry)
             .unwrap();
-        self.full.refresh(Some(&self.base), &self.carry).unwrap();
+        let full = self.full.refresh_judged(judge, &self.carry).unwrap();
+        assert_eq!(kept.left_out, full.left_out, "what each copy left out");
         self.kept.last.unwrap()
     }
 
@@ -299,6 +344,10 @@ fn a_copy_kept_in_step_holds_what_the_full_refresh_gives() {
         for step in 0..30 {
             for _ in 0..rng.below(3) {
                 agent_step(&mut rng, &p.root, step);
+            }
+            // Another task's verification now and then: its tests let in, or not.
+            if rng.below(6) == 0 {
+                p.which = 1 - p.which;
             }
             let way = p.check(&format!("seed {seed}, step {step}"));
             steps += 1;
