@@ -83,7 +83,9 @@ impl RunState {
             for name in t.tests.iter().filter(|n| n.new) {
                 match name.pattern.split_once("::") {
                     Some((file, _)) if file.contains(['/', '.']) && !file.contains('*') => {
-                        allowed.files.insert(file.trim_start_matches("./").to_string());
+                        allowed
+                            .files
+                            .insert(file.trim_start_matches("./").to_string());
                     }
                     _ => allowed.tests = true,
                 }

@@ -120,10 +120,12 @@ impl Admission {
             return Some("a test by `[verify] test_patterns`".into());
         }
         let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
-        if let Some(d) = dir
-            .split('/')
-            .find(|d| matches!(*d, "__snapshots__" | "__mocks__" | "__fixtures__" | "testdata"))
-        {
+        if let Some(d) = dir.split('/').find(|d| {
+            matches!(
+                *d,
+                "__snapshots__" | "__mocks__" | "__fixtures__" | "testdata"
+            )
+        }) {
             return Some(format!("the tests' data ({d}/)"));
         }
         // A new package marker beside tests makes them a package: their modules'
@@ -138,7 +140,9 @@ impl Admission {
                 .created
                 .range(prefix.clone()..)
                 .take_while(|f| f.starts_with(&prefix))
-                .any(|f| !f[prefix.len()..].contains('/') && self.project.test_of_checks(f).is_some());
+                .any(|f| {
+                    !f[prefix.len()..].contains('/') && self.project.test_of_checks(f).is_some()
+                });
             if beside {
                 return Some("makes a package of the tests beside it".into());
             }
@@ -227,7 +231,10 @@ mod tests {
         let would_load = WouldLoad {
             named: [
                 ("checks.d/*.sh".to_string(), "`tests/check.sh`".to_string()),
-                ("scripts/extra.sh".to_string(), "`tests/check.sh`".to_string()),
+                (
+                    "scripts/extra.sh".to_string(),
+                    "`tests/check.sh`".to_string(),
+                ),
             ]
             .into(),
             tests: [("**/*_cases.py".to_string(), "`pytest`".to_string())].into(),
@@ -237,7 +244,10 @@ mod tests {
             ("tests/test_stub.py", "(tests/)"),
             ("tests/__init__.py", "(tests/)"),
             ("suite/__init__.py", "makes a package"),
-            ("reverse/more_test.go", "a test a Verify command runs (reverse/)"),
+            (
+                "reverse/more_test.go",
+                "a test a Verify command runs (reverse/)",
+            ),
             ("reverse/testdata/x.txt", "a test a Verify command runs"),
             ("web/__snapshots__/a.snap", "the tests' data"),
             ("sub/conftest.py", "configures the checks"),
@@ -245,13 +255,25 @@ mod tests {
             ("src/x.egg-info/entry_points.txt", "package metadata"),
             ("x.pth", "configures the checks"),
             ("go.work", "Go workspace"),
-            ("checks.d/zz.sh", "`tests/check.sh` runs what is there (checks.d/*.sh)"),
+            (
+                "checks.d/zz.sh",
+                "`tests/check.sh` runs what is there (checks.d/*.sh)",
+            ),
             ("scripts/extra.sh", "`tests/check.sh` runs"),
-            ("more/calc_cases.py", "named like the tests `pytest` collected"),
-            ("src/json.py", "a new module in place of one the checks import"),
+            (
+                "more/calc_cases.py",
+                "named like the tests `pytest` collected",
+            ),
+            (
+                "src/json.py",
+                "a new module in place of one the checks import",
+            ),
         ] {
             let got = a.left_out(path);
-            assert!(got.as_deref().is_some_and(|g| g.contains(why)), "{path}: {got:?}");
+            assert!(
+                got.as_deref().is_some_and(|g| g.contains(why)),
+                "{path}: {got:?}"
+            );
         }
         // The work, what was there, and what a person approved reach the judge.
         for path in [

@@ -197,7 +197,10 @@ mod tests {
             learned(&tree, &collected).into_iter().collect::<Vec<_>>(),
             ["suite/*.py"]
         );
-        let tree: BTreeSet<&str> = tree.into_iter().filter(|f| *f != "src/other_cases.py").collect();
+        let tree: BTreeSet<&str> = tree
+            .into_iter()
+            .filter(|f| *f != "src/other_cases.py")
+            .collect();
         assert_eq!(
             learned(&tree, &collected).into_iter().collect::<Vec<_>>(),
             ["**/*_cases.py", "suite/*.py"]

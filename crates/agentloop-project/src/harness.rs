@@ -27,7 +27,17 @@ const LEADERS: &[&str] = &[
 ];
 
 /// Options whose value follows them and is not a script (`python3 -m mod`, `-c code`).
-const VALUED: &[&str] = &["-c", "-m", "-e", "-W", "-X", "-O", "-r", "--require", "--import"];
+const VALUED: &[&str] = &[
+    "-c",
+    "-m",
+    "-e",
+    "-W",
+    "-X",
+    "-O",
+    "-r",
+    "--require",
+    "--import",
+];
 
 /// Extensions of files a harness runs as scripts.
 const SCRIPT_EXTS: &[&str] = &[
@@ -120,11 +130,19 @@ fn found(
     let mut matched = Vec::new();
     for path in &named.candidates {
         if path.contains(['*', '?', '[']) {
-            let files: Vec<&str> = tree.iter().copied().filter(|f| glob_path(f, path)).collect();
+            let files: Vec<&str> = tree
+                .iter()
+                .copied()
+                .filter(|f| glob_path(f, path))
+                .collect();
             if !files.is_empty() {
                 matched.push(path.clone());
             }
-            todo.extend(files.into_iter().map(|f| (f.to_string(), by.to_string(), depth)));
+            todo.extend(
+                files
+                    .into_iter()
+                    .map(|f| (f.to_string(), by.to_string(), depth)),
+            );
         } else if tree.contains(path.as_str()) {
             matched.push(path.clone());
             todo.push((path.clone(), by.to_string(), depth));
@@ -241,8 +259,7 @@ fn named_into(
         let mut words: &[String] = &words;
         while let Some(w) = words.first() {
             let w = w.trim_start_matches(['(', '{']);
-            if LEADERS.contains(&w) || w.is_empty() || (w.contains('=') && !w.starts_with('-'))
-            {
+            if LEADERS.contains(&w) || w.is_empty() || (w.contains('=') && !w.starts_with('-')) {
                 words = &words[1..];
             } else {
                 break;
@@ -256,7 +273,12 @@ fn named_into(
         match name {
             "for" => {
                 if let Some(var) = args.first() {
-                    let over = args.iter().skip_while(|w| *w != "in").skip(1).cloned().collect();
+                    let over = args
+                        .iter()
+                        .skip_while(|w| *w != "in")
+                        .skip(1)
+                        .cloned()
+                        .collect();
                     loops.insert(var.clone(), over);
                 }
             }
@@ -358,9 +380,8 @@ fn resolve(word: &str, script: Option<&str>) -> Option<Named> {
     }
     let name = rest.rsplit('/').next().unwrap_or(rest);
     let ext = name.rsplit_once('.').map(|(_, e)| e);
-    let pathlike = rest.contains('/')
-        || ext.is_some_and(|e| SCRIPT_EXTS.contains(&e))
-        || is_makefile(name);
+    let pathlike =
+        rest.contains('/') || ext.is_some_and(|e| SCRIPT_EXTS.contains(&e)) || is_makefile(name);
     if !pathlike {
         return None;
     }
@@ -465,14 +486,21 @@ fn glob_segment(name: &[u8], pattern: &[u8]) -> bool {
 mod tests {
     use super::*;
 
-    fn tree(files: &[(&'static str, &'static str)]) -> (BTreeSet<&'static str>, BTreeMap<&'static str, &'static str>) {
-        (files.iter().map(|f| f.0).collect(), files.iter().copied().collect())
+    fn tree(
+        files: &[(&'static str, &'static str)],
+    ) -> (BTreeSet<&'static str>, BTreeMap<&'static str, &'static str>) {
+        (
+            files.iter().map(|f| f.0).collect(),
+            files.iter().copied().collect(),
+        )
     }
 
     fn of(commands: &[&str], files: &[(&'static str, &'static str)]) -> Harness {
         let (paths, texts) = tree(files);
         let commands: Vec<String> = commands.iter().map(|c| c.to_string()).collect();
-        harness(&commands, &paths, |p| texts.get(p).map(|t| t.as_bytes().to_vec()))
+        harness(&commands, &paths, |p| {
+            texts.get(p).map(|t| t.as_bytes().to_vec())
+        })
     }
 
     fn keys(m: &BTreeMap<String, String>) -> Vec<&str> {
@@ -520,7 +548,11 @@ mod tests {
         assert_eq!(h.runs["bin/run-more"], "`lib/verify.sh`");
         assert_eq!(
             keys(&h.absent),
-            ["checks.d/*.sh", "scripts/extra.sh", "tests/scripts/extra.sh"]
+            [
+                "checks.d/*.sh",
+                "scripts/extra.sh",
+                "tests/scripts/extra.sh"
+            ]
         );
     }
 
@@ -529,7 +561,10 @@ mod tests {
         let h = of(
             &["make test", "npm test"],
             &[
-                ("Makefile", "include rules.mk\ntest:\n\t@sh tests/run.sh\n\t-./tools/lint\n"),
+                (
+                    "Makefile",
+                    "include rules.mk\ntest:\n\t@sh tests/run.sh\n\t-./tools/lint\n",
+                ),
                 ("rules.mk", "x:\n\tbash ci/x.sh\n"),
                 ("tests/run.sh", ". ./lib/calc.sh\n"),
                 ("lib/calc.sh", "add() { :; }\n"),
@@ -550,10 +585,7 @@ mod tests {
                 "tests/run.sh"
             ]
         );
-        assert_eq!(
-            keys(&h.absent),
-            ["ci/x.sh", "scripts/pre.sh", "tools/lint"]
-        );
+        assert_eq!(keys(&h.absent), ["ci/x.sh", "scripts/pre.sh", "tools/lint"]);
     }
 
     #[test]
@@ -566,7 +598,10 @@ mod tests {
         assert!(glob_path("a/b/c_cases.py", "**/*_cases.py"));
         assert!(glob_path("c_cases.py", "**/*_cases.py"));
         assert!(!glob_path("a/c_cases.pyc", "**/*_cases.py"));
-        assert_eq!(normalise("tests", "../lib/x.sh").as_deref(), Some("lib/x.sh"));
+        assert_eq!(
+            normalise("tests", "../lib/x.sh").as_deref(),
+            Some("lib/x.sh")
+        );
         assert_eq!(normalise("", "../x.sh"), None);
         assert_eq!(after_expansion("(dirname \"$0\")/x.sh"), Some("x.sh"));
         assert_eq!(after_expansion("{0%/*}/x.sh"), Some("x.sh"));

@@ -165,9 +165,64 @@ fn main() {
         "  the hermetic settings per verification (9 git processes): {:+.2} ms",
         9.0 * (sealed - plain)
     );
+    default_deny(root, &base, &rules, &copy, runs);
     copy.remove();
     kept_in_step(root, &base, &rules, &check, copies.path(), runs);
     hooks_way(root, &check, copies.path(), runs);
+}
+
+/// What default-deny adds to a full refresh: the same refresh with an admission that
+/// keeps the agent's new test out (one added each run), beside the plain one, in
+/// alternate runs; and the listing of the tree the run was created on, which a process
+/// makes once (a hook process without a resident: once per verification).
+fn default_deny(
+    root: &std::path::Path,
+    base: &agentloop_journal::Baseline,
+    rules: &Project,
+    copy: &CleanCopy,
+    runs: usize,
+) {
+    use agentloop_verify::clean_copy::Judge;
+    let tree = agentloop_exec::git::run(root, &["rev-parse", "HEAD^{tree}"]).unwrap();
+    let tree = tree.trim();
+    let t = Instant::now();
+    let listed = surface::tree_files(root, tree).unwrap();
+    let listing = ms(t.elapsed());
+    let created = std::sync::Arc::new(listed.into_keys().collect());
+    let admission = agentloop_project::Admission::new(
+        rules.clone(),
+        created,
+        base.keys().cloned().collect(),
+        Default::default(),
+        vec![],
+        Default::default(),
+    );
+    let (mut plain, mut judged) = (Vec::new(), Vec::new());
+    for n in 0..runs {
+        std::fs::write(
+            root.join(format!("tests/test_added{n}.py")),
+            "def test_x():\n    pass\n",
+        )
+        .unwrap();
+        let t = Instant::now();
+        copy.refresh(Some(base), &[]).unwrap();
+        plain.push(ms(t.elapsed()));
+        let judge = Judge {
+            overlay: Some(base),
+            admission: Some(&admission),
+        };
+        let t = Instant::now();
+        let r = copy.refresh_judged(judge, &[]).unwrap();
+        judged.push(ms(t.elapsed()));
+        assert_eq!(r.left_out.len(), n + 1, "every added test left out");
+    }
+    for n in 0..runs {
+        let _ = std::fs::remove_file(root.join(format!("tests/test_added{n}.py")));
+    }
+    println!("default-deny, {runs} full refreshes each, p50 / p90 in ms:");
+    row("the clean copy refresh, plain:", &plain, true);
+    row("the same, default-deny:", &judged, true);
+    println!("  the tree the run was created on, listed (once a process): {listing:.2} ms");
 }
 
 /// The Stop hook's way: a new process each turn, which asks the run's resident
@@ -216,7 +271,10 @@ fn hooks_way(root: &std::path::Path, check: &[String], copies: &std::path::Path,
         let mut r = Resident::find(&run.path, root).expect("the resident's socket");
         let checked = r.surface(seq, &now).expect("the resident answers");
         assert!(checked.changes.is_empty());
-        let (dir, _) = r.copy(seq, &now).expect("the resident answers");
+        let dir = r
+            .copy(seq, &now, &["T1"])
+            .expect("the resident answers")
+            .dir;
         let a = t.elapsed();
         let runner = runner(&dir, &log);
         assert!(runner.run_measured(1, check, &[], || false).unwrap().passed);

@@ -220,7 +220,8 @@ impl Resident {
                 };
                 let s = &self.state;
                 let tasks: Vec<&str> = tasks.iter().map(String::as_str).collect();
-                let admission = match agentloop_verify::clean_copy::admission(s, &self.root, &tasks) {
+                let admission = match agentloop_verify::clean_copy::admission(s, &self.root, &tasks)
+                {
                     Ok(a) => a,
                     Err(why) => return unsure(&why),
                 };

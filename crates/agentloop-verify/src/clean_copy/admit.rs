@@ -14,7 +14,11 @@ use agentloop_project::Admission;
 /// the work of every done task and of `tasks`; `None` where nothing is kept out (a run
 /// with no baseline, or whose first tree is not known), or the first tree cannot be
 /// listed (said by `Err`).
-pub fn admission(state: &RunState, root: &Path, tasks: &[&str]) -> Result<Option<Admission>, String> {
+pub fn admission(
+    state: &RunState,
+    root: &Path,
+    tasks: &[&str],
+) -> Result<Option<Admission>, String> {
     state.baseline.as_ref().map_or(Ok(None), |_| {
         let Some(tree) = state.tree_at_create.as_deref() else {
             return Ok(None);
@@ -45,7 +49,6 @@ pub fn files_of_tree(root: &Path, tree: &str) -> Result<Arc<BTreeSet<String>>, S
     known.push((root.to_path_buf(), tree.to_string(), files.clone()));
     Ok(files)
 }
-
 
 /// Takes out of the checkout at `dir` (a worktree of the run's own: the merge
 /// worktree, VALIDATE's) the files `admission` keeps out, before checks run there; a

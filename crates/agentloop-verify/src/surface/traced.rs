@@ -20,9 +20,9 @@ use std::path::Path;
 use std::collections::BTreeSet;
 
 use agentloop_evidence::{TestsBaseline, TracedFile, WouldLoad};
-use agentloop_project::harness::Harness;
 use agentloop_ground::paths::path_matches;
 use agentloop_journal::Baseline;
+use agentloop_project::harness::Harness;
 
 use super::{blob, git, run};
 
@@ -63,7 +63,11 @@ pub struct TaskFiles {
 /// What the checks' harness runs (`agentloop_project::harness`), read from the
 /// words of `baseline`'s checks and the scripts of `tree` they run.
 pub fn harness_of(root: &Path, baseline: &TestsBaseline, tree: &TreeFiles) -> Harness {
-    let commands: Vec<String> = baseline.commands.iter().map(|c| c.command.clone()).collect();
+    let commands: Vec<String> = baseline
+        .commands
+        .iter()
+        .map(|c| c.command.clone())
+        .collect();
     let paths: BTreeSet<&str> = tree.keys().map(String::as_str).collect();
     agentloop_project::harness::harness(&commands, &paths, |p| {
         tree.get(p).and_then(|(_, id)| blob(root, id).ok())
@@ -333,7 +337,14 @@ mod tests {
         };
         // No task names a scope: only the scripts join, not one under a source
         // directory (a shell project's code) nor one a task names.
-        let t = traced(r, &baseline(&read), &files, &Harness::default(), &base, &tasks(&[&[]]));
+        let t = traced(
+            r,
+            &baseline(&read),
+            &files,
+            &Harness::default(),
+            &base,
+            &tasks(&[&[]]),
+        );
         assert_eq!(
             t.keys().map(String::as_str).collect::<Vec<_>>(),
             ["scripts/run", "scripts/verify.sh"]
@@ -353,7 +364,14 @@ mod tests {
             ["helpers/asserts.py", "scripts/run", "scripts/verify.sh"]
         );
         // A script inside a task's scope is that task's work.
-        let t = traced(r, &baseline(&read), &files, &Harness::default(), &base, &tasks(&[&["scripts/"]]));
+        let t = traced(
+            r,
+            &baseline(&read),
+            &files,
+            &Harness::default(),
+            &base,
+            &tasks(&[&["scripts/"]]),
+        );
         assert_eq!(
             t.keys().map(String::as_str).collect::<Vec<_>>(),
             [
@@ -387,7 +405,14 @@ mod tests {
             scope: Vec::new(),
             text: String::new(),
         };
-        let t = traced(r, &b, &files, &Harness::default(), &Baseline::new(), &[none]);
+        let t = traced(
+            r,
+            &b,
+            &files,
+            &Harness::default(),
+            &Baseline::new(),
+            &[none],
+        );
         assert_eq!(
             t.keys().map(String::as_str).collect::<Vec<_>>(),
             ["helpers/asserts.py"]
@@ -401,6 +426,16 @@ mod tests {
             scope: vec!["helpers/".into()],
             text: String::new(),
         };
-        assert!(traced(r, &b, &files, &Harness::default(), &Baseline::new(), &[scoped]).is_empty());
+        assert!(
+            traced(
+                r,
+                &b,
+                &files,
+                &Harness::default(),
+                &Baseline::new(),
+                &[scoped]
+            )
+            .is_empty()
+        );
     }
 }

@@ -11,11 +11,19 @@ use agentloop_journal::{LeftOut, VerifyFinished};
 const MOST_NAMED: usize = 20;
 
 /// Puts `left_out` on `result`, and on the log at `log` and the digest.
-pub fn tell(result: &mut VerifyFinished, left_out: Vec<LeftOut>, log: &Path) -> std::io::Result<()> {
+pub fn tell(
+    result: &mut VerifyFinished,
+    left_out: Vec<LeftOut>,
+    log: &Path,
+) -> std::io::Result<()> {
     if left_out.is_empty() {
         return Ok(());
     }
-    let lines: Vec<String> = left_out.iter().take(MOST_NAMED).map(LeftOut::line).collect();
+    let lines: Vec<String> = left_out
+        .iter()
+        .take(MOST_NAMED)
+        .map(LeftOut::line)
+        .collect();
     let more = left_out.len().saturating_sub(MOST_NAMED);
     if log.exists() {
         let mut f = std::fs::OpenOptions::new().append(true).open(log)?;
@@ -23,7 +31,10 @@ pub fn tell(result: &mut VerifyFinished, left_out: Vec<LeftOut>, log: &Path) -> 
             writeln!(f, "[agentloop: {l}]")?;
         }
         if more > 0 {
-            writeln!(f, "[agentloop: {more} more files added by the agent, not run by the judge]")?;
+            writeln!(
+                f,
+                "[agentloop: {more} more files added by the agent, not run by the judge]"
+            )?;
         }
     }
     if !result.passed {

@@ -155,7 +155,6 @@ pub(crate) struct Copied {
     pub carry: Vec<String>,
 }
 
-
 impl Checks {
     /// The checks of several tasks run once, together (a batch of the merge queue):
     /// every task's commands and measures, and what each task's tests must show; the

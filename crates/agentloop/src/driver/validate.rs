@@ -93,7 +93,9 @@ impl Driver {
                 (d.clone(), left_out)
             }
             // Nothing to run: no clean copy to make (a whole checkout of the project).
-            None if commands.is_empty() && measures.is_empty() => (self.ws.root.clone(), Vec::new()),
+            None if commands.is_empty() && measures.is_empty() => {
+                (self.ws.root.clone(), Vec::new())
+            }
             None => self.verify_dir(&[]),
         };
         let log = self.run.path.join("validation.log");

@@ -63,7 +63,9 @@ fn left_out_then_done(p: &Project, way: &[&str], left_out: &str) {
     // The agent is told why its file did not count.
     let second = std::fs::read_to_string(p.run_dir().join("iterations/0002/prompt.md")).unwrap();
     assert!(
-        second.contains(&format!("{left_out}: added by the agent, not run by the judge")),
+        second.contains(&format!(
+            "{left_out}: added by the agent, not run by the judge"
+        )),
         "{way:?}: {second}"
     );
 }
@@ -94,10 +96,20 @@ fn held_at_the_surface(p: &Project, way: &[&str], path: &str, why: &str) {
 fn a_helper_the_check_runs_is_the_harness_wherever_it_lies() {
     // (the helper, how the check runs it, what the task says)
     let cases = [
-        ("scripts/verify.py", "python3 scripts/verify.py\n", "", "import os, sys\nsys.exit(0 if os.path.exists('one.txt') else 1)\n"),
+        (
+            "scripts/verify.py",
+            "python3 scripts/verify.py\n",
+            "",
+            "import os, sys\nsys.exit(0 if os.path.exists('one.txt') else 1)\n",
+        ),
         ("lib/verify.sh", "sh lib/verify.sh\n", "", CHECK_ONE),
         // The task's words name the helper: it is still the check's.
-        ("scripts/verify.sh", "sh scripts/verify.sh\n", "`scripts/verify.sh` checks it.\n", CHECK_ONE),
+        (
+            "scripts/verify.sh",
+            "sh scripts/verify.sh\n",
+            "`scripts/verify.sh` checks it.\n",
+            CHECK_ONE,
+        ),
     ];
     for (helper, check, words, text) in cases {
         for way in WAYS {
@@ -216,9 +228,15 @@ fn a_task_that_writes_tests_has_them_run() {
     for way in [&[][..], &["--workers", "3"]] {
         let p = project(
             plan,
-            &[("calc.py", CALC), ("tests/test_calc.py", "def test_nothing():\n    pass\n")],
+            &[
+                ("calc.py", CALC),
+                ("tests/test_calc.py", "def test_nothing():\n    pass\n"),
+            ],
             // A test that fails until the code is fixed: the judge runs it.
-            &format!("printf \"{}\" > tests/test_add.py", test.replace('\n', "\\n")),
+            &format!(
+                "printf \"{}\" > tests/test_add.py",
+                test.replace('\n', "\\n")
+            ),
             FIX,
             true,
         );
@@ -228,6 +246,10 @@ fn a_task_that_writes_tests_has_them_run() {
         assert_eq!(r.code, Some(0), "{way:?}: {}", r.stderr);
         let j = journal(&p);
         assert!(!j.contains("\"left_out\""), "{way:?}: {j}");
-        assert_eq!(p.status()["iterations"], 2, "{way:?}: the new test ran and failed first");
+        assert_eq!(
+            p.status()["iterations"],
+            2,
+            "{way:?}: the new test ran and failed first"
+        );
     }
 }

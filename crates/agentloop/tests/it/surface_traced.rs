@@ -37,7 +37,9 @@ fn a_script_the_check_calls_is_on_the_surface_once_the_baseline_traced_it() {
     assert_eq!(s["surface_changes"][0]["path"], "scripts/verify.sh");
     let why = s["surface_changes"][0]["why"].as_str().unwrap();
     assert!(
-        why.contains("run by `tests/check.sh` (read from the checks' scripts at the test baseline)"),
+        why.contains(
+            "run by `tests/check.sh` (read from the checks' scripts at the test baseline)"
+        ),
         "{why}"
     );
     assert_eq!(s["tasks"][0]["status"], "running", "not done");

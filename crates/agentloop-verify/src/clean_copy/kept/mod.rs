@@ -575,7 +575,10 @@ impl Kept {
             self.left_out.iter().any(|l| l.path == *p)
                 || (matches!(act, Act::Write)
                     && !self.files.contains(p)
-                    && self.admission.as_ref().is_some_and(|a| a.left_out(p).is_some()))
+                    && self
+                        .admission
+                        .as_ref()
+                        .is_some_and(|a| a.left_out(p).is_some()))
         }) {
             return Err(());
         }
