@@ -8,7 +8,7 @@ use agentloop_testkit::efficiency::{AGENTLOOP, Ending, table};
 fn the_default_policy_is_right_everywhere_and_wastes_least() {
     let rows = table();
     let ours: Vec<_> = rows.iter().filter(|r| r.policy == AGENTLOOP).collect();
-    assert_eq!(ours.len(), 23);
+    assert_eq!(ours.len(), 27);
     for r in &ours {
         assert!(
             r.right,
