@@ -147,17 +147,13 @@ pub fn traced(
         {
             continue;
         }
-        let Some((mode, id)) = tree.get(path) else {
-            continue;
-        };
-        out.insert(
-            path.clone(),
-            TracedFile {
-                blob: id.clone(),
-                mode: *mode,
-                why: format!("run by {by} (read from the checks' scripts at the test baseline)"),
-            },
-        );
+        if let Some(f) = at_baseline(
+            tree,
+            path,
+            format!("run by {by} (read from the checks' scripts at the test baseline)"),
+        ) {
+            out.insert(path.clone(), f);
+        }
     }
     for c in &baseline.commands {
         for path in &c.read {
@@ -186,14 +182,7 @@ pub fn traced(
             } else {
                 continue;
             };
-            out.insert(
-                path.clone(),
-                TracedFile {
-                    blob: id.clone(),
-                    mode: *mode,
-                    why,
-                },
-            );
+            out.extend(at_baseline(tree, path, why).map(|f| (path.clone(), f)));
         }
     }
     // What the runner reported running as tests is a test, whatever it is named: it
@@ -209,20 +198,23 @@ pub fn traced(
             {
                 continue;
             }
-            let Some((mode, id)) = tree.get(&path) else {
-                continue;
-            };
-            out.insert(
-                path,
-                TracedFile {
-                    blob: id.clone(),
-                    mode: *mode,
-                    why: format!("a test `{}` collected at the test baseline", c.command),
-                },
-            );
+            let why = format!("a test `{}` collected at the test baseline", c.command);
+            if let Some(f) = at_baseline(tree, &path, why) {
+                out.insert(path, f);
+            }
         }
     }
     out
+}
+
+/// `path` as the surface records it, at its version in the baseline's tree.
+fn at_baseline(tree: &TreeFiles, path: &str, why: String) -> Option<TracedFile> {
+    let (mode, id) = tree.get(path)?;
+    Some(TracedFile {
+        blob: id.clone(),
+        mode: *mode,
+        why,
+    })
 }
 
 /// A shell script or makefile: by its name, else (executable) by its `#!` line.
