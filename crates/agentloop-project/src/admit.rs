@@ -73,21 +73,30 @@ impl Admission {
         }
     }
 
+    /// Whether `path` is the agent's: not in the tree the run was created on, not a
+    /// file a person approved, not agentloop's own.
+    pub fn added(&self, path: &str) -> bool {
+        !(self.created.contains(path)
+            || self.surface.contains(path)
+            || path.starts_with(".agentloop/"))
+    }
+
     /// Why a file of the tree to judge is kept out of the judge's copy, if it is:
     /// it was added since the run was created, and the checks would load or run it
     /// on their own.
     pub fn left_out(&self, path: &str) -> Option<String> {
-        if self.created.contains(path)
-            || self.surface.contains(path)
-            || path.starts_with(".agentloop/")
-        {
+        if !self.added(path) {
             return None;
         }
-        if let Some(why) = self
-            .project
-            .added_intercepts(path)
-            .or_else(|| runtime_loads(path))
-        {
+        // A sectioned file (`pyproject.toml`, `package.json`, …) is the surface's to
+        // judge: a new one with a test section waits at its gate; one without is the
+        // work's (a new project's metadata).
+        let intercepts = if crate::is_sectioned(path) {
+            None
+        } else {
+            self.project.added_intercepts(path)
+        };
+        if let Some(why) = intercepts.or_else(|| runtime_loads(path)) {
             return Some(why);
         }
         let allowed = self.allowed.holds(path);
@@ -128,23 +137,22 @@ impl Admission {
         }) {
             return Some(format!("the tests' data ({d}/)"));
         }
-        // A new package marker beside tests makes them a package: their modules'
-        // names, what they import first and which conftest applies change with it.
+        // A new package marker at or above tests makes them, or the package they are
+        // in, a package: pytest imports every `__init__.py` on the way down to them
+        // first, and their modules' names and which conftest applies change with it.
         if name == "__init__.py" {
             let prefix = if dir.is_empty() {
                 String::new()
             } else {
                 format!("{dir}/")
             };
-            let beside = self
+            let below = self
                 .created
                 .range(prefix.clone()..)
                 .take_while(|f| f.starts_with(&prefix))
-                .any(|f| {
-                    !f[prefix.len()..].contains('/') && self.project.test_of_checks(f).is_some()
-                });
-            if beside {
-                return Some("makes a package of the tests beside it".into());
+                .any(|f| self.project.test_of_checks(f).is_some());
+            if below {
+                return Some("makes a package of the tests at or below it".into());
             }
         }
         None
@@ -155,13 +163,26 @@ impl Admission {
 /// imports it.
 fn runtime_loads(path: &str) -> Option<String> {
     let name = path.rsplit('/').next().unwrap_or(path);
+    // Python finds distributions whatever the case of their folder's suffix.
     if let Some(meta) = path
         .split('/')
-        .find(|d| d.ends_with(".dist-info") || d.ends_with(".egg-info"))
+        .find(|d| {
+            let d = d.to_ascii_lowercase();
+            d.ends_with(".dist-info") || d.ends_with(".egg-info")
+        })
         .filter(|d| *d != name)
     {
         return Some(format!(
             "package metadata ({meta}/), whose entry points pytest loads as plugins"
+        ));
+    }
+    if let Some(dir) = path
+        .split('/')
+        .find(|d| matches!(*d, "node_modules" | "site-packages" | "dist-packages"))
+        .filter(|d| *d != name)
+    {
+        return Some(format!(
+            "installed packages ({dir}/): the checks take programs and modules from there"
         ));
     }
     match name {
@@ -253,6 +274,9 @@ mod tests {
             ("sub/conftest.py", "configures the checks"),
             ("evil.dist-info/entry_points.txt", "package metadata"),
             ("src/x.egg-info/entry_points.txt", "package metadata"),
+            ("Evil.DIST-INFO/entry_points.txt", "package metadata"),
+            ("node_modules/.bin/jest", "installed packages"),
+            ("__init__.py", "makes a package of the tests at or below it"),
             ("x.pth", "configures the checks"),
             ("go.work", "Go workspace"),
             (
@@ -278,6 +302,7 @@ mod tests {
         // The work, what was there, and what a person approved reach the judge.
         for path in [
             "reverse/helper.go",
+            "pyproject.toml",
             "src/app/mul.py",
             "src/app/__init__.py",
             "tests/test_calc.py",

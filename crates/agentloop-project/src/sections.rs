@@ -5,11 +5,36 @@
 
 use std::collections::BTreeSet;
 
+/// The keys of `package.json` besides its test scripts that change what the checks do.
+const PACKAGE_KEYS: &[&str] = &[
+    "jest",
+    "mocha",
+    "ava",
+    "vitest",
+    "tap",
+    "c8",
+    "nyc",
+    "jest-junit",
+    "babel",
+    "imports",
+    "exports",
+    "main",
+    "type",
+    "eslintConfig",
+    "prettier",
+    "stylelint",
+];
+
 /// The part of a sectioned file that configures the checks (its whole text for any
 /// other file). Two versions with the same section are the same to the checks.
 pub fn check_section(path: &str, text: &[u8]) -> Vec<u8> {
     let name = path.rsplit('/').next().unwrap_or(path);
     let text = String::from_utf8_lossy(text);
+    // No file at all is a file with no section.
+    let text = match name {
+        "package.json" if text.trim().is_empty() => "{}".into(),
+        _ => text,
+    };
     let picked = match name {
         "package.json" => serde_json::from_str::<serde_json::Value>(&text)
             .map(|v| {
@@ -20,11 +45,15 @@ pub fn check_section(path: &str, text: &[u8]) -> Vec<u8> {
                     .into_iter()
                     .filter_map(|k| Some((k.clone(), scripts.get(&k)?.clone())))
                     .collect();
-                serde_json::json!({
-                    "scripts": tests, "jest": v["jest"], "mocha": v["mocha"],
-                    "ava": v["ava"], "vitest": v["vitest"],
-                })
-                .to_string()
+                // The runners' own keys, what jest's Babel reads, how Node resolves
+                // and loads the package's modules (`imports` maps `#x` to any file),
+                // and the linters a test script may run.
+                let mut picked = serde_json::Map::new();
+                picked.insert("scripts".into(), tests.into());
+                for k in PACKAGE_KEYS {
+                    picked.insert(k.to_string(), v[k].clone());
+                }
+                serde_json::Value::Object(picked).to_string()
             })
             .unwrap_or_else(|_| text.to_string()),
         // Which targets are tests and how they run (`[lib] test = false`, a `[[test]]`
@@ -176,6 +205,18 @@ mod tests {
             check_section("package.json", c)
         );
         let d = br#"{"name":"x","scripts":{"test":"jest","test:unit":"node forge.js && exit 0 && jest"}}"#;
+        // What jest's Babel reads, and where `#calc` resolves to, are the checks'.
+        for e in [
+            &br##"{"name":"x","scripts":{"test":"jest","build":"tsc"},"babel":{"plugins":["./fix.js"]}}"##[..],
+            br##"{"name":"x","scripts":{"test":"jest","build":"tsc"},"imports":{"#calc":"./stub.js"}}"##,
+        ] {
+            assert_ne!(check_section("package.json", a), check_section("package.json", e));
+        }
+        // A new package.json with no test section has none, as no file has.
+        assert_eq!(
+            check_section("package.json", br#"{"name":"x","version":"1.0.0"}"#),
+            check_section("package.json", b"")
+        );
         assert_ne!(
             check_section("package.json", a),
             check_section("package.json", d),

@@ -29,12 +29,99 @@ const RUNNER_MODULES: &[&str] = &[
     "pygments",
 ];
 
-/// The standard library's public top-level modules (CPython 3.11's
-/// `sys.stdlib_module_names`, private `_x` ones left out): a list, not a `python3`
-/// asked, since the surface asks about every new file, in the Stop hook too.
+/// The standard library's top-level modules (CPython 3.11's `sys.stdlib_module_names`,
+/// the private `_x` ones too: pytest's own imports pull in `_compression`): a list,
+/// not a `python3` asked, since the surface asks about every new file, in the Stop
+/// hook too.
 const STDLIB: &[&str] = &[
     "__future__",
+    "_abc",
+    "_aix_support",
+    "_ast",
+    "_asyncio",
+    "_bisect",
+    "_blake2",
+    "_bootsubprocess",
+    "_bz2",
+    "_codecs",
+    "_codecs_cn",
+    "_codecs_hk",
+    "_codecs_iso2022",
+    "_codecs_jp",
+    "_codecs_kr",
+    "_codecs_tw",
+    "_collections",
+    "_collections_abc",
+    "_compat_pickle",
+    "_compression",
+    "_contextvars",
+    "_crypt",
+    "_csv",
+    "_ctypes",
+    "_curses",
+    "_curses_panel",
+    "_datetime",
+    "_dbm",
+    "_decimal",
+    "_elementtree",
+    "_frozen_importlib",
+    "_frozen_importlib_external",
+    "_functools",
+    "_gdbm",
+    "_hashlib",
+    "_heapq",
+    "_imp",
+    "_io",
+    "_json",
+    "_locale",
+    "_lsprof",
+    "_lzma",
+    "_markupbase",
+    "_md5",
+    "_msi",
+    "_multibytecodec",
+    "_multiprocessing",
+    "_opcode",
+    "_operator",
+    "_osx_support",
+    "_overlapped",
+    "_pickle",
+    "_posixshmem",
+    "_posixsubprocess",
+    "_py_abc",
+    "_pydecimal",
+    "_pyio",
+    "_queue",
+    "_random",
+    "_scproxy",
+    "_sha1",
+    "_sha256",
+    "_sha3",
+    "_sha512",
+    "_signal",
+    "_sitebuiltins",
+    "_socket",
+    "_sqlite3",
+    "_sre",
+    "_ssl",
+    "_stat",
+    "_statistics",
+    "_string",
+    "_strptime",
+    "_struct",
+    "_symtable",
     "_thread",
+    "_threading_local",
+    "_tkinter",
+    "_tokenize",
+    "_tracemalloc",
+    "_typing",
+    "_uuid",
+    "_warnings",
+    "_weakref",
+    "_weakrefset",
+    "_winapi",
+    "_zoneinfo",
     "abc",
     "aifc",
     "antigravity",
@@ -263,13 +350,18 @@ fn shadowable(name: &str) -> bool {
 pub fn shadowed_module(path: &str) -> Option<String> {
     let rest = path.strip_prefix("src/").unwrap_or(path);
     let first = rest.split('/').next()?;
+    // A module in any form Python imports from a path entry: source, a sourceless
+    // `.pyc` (which Python loads when it stands alone), an extension module
+    // (`json.so`, `json.abi3.so`, `json.cpython-311-x86_64-linux-gnu.so`).
     let name = if rest.contains('/') {
         first
     } else {
-        first
-            .strip_suffix(".py")
-            .or_else(|| first.split_once(".cpython-").map(|(n, _)| n))
-            .or_else(|| first.strip_suffix(".so"))?
+        let (name, _) = first.split_once('.')?;
+        let ext = first.rsplit('.').next()?;
+        if !matches!(ext, "py" | "pyc" | "pyo" | "pyw" | "so" | "pyd") {
+            return None;
+        }
+        name
     };
     shadowable(name).then(|| name.to_string())
 }
@@ -287,6 +379,11 @@ mod tests {
     fn a_new_module_named_like_one_the_checks_import() {
         for (path, module) in [
             ("src/json.py", Some("json")),
+            ("json.pyc", Some("json")),
+            ("pytest.pyc", Some("pytest")),
+            ("json.abi3.so", Some("json")),
+            ("_compression.py", Some("_compression")),
+            ("json.txt", None),
             ("src/xml/__init__.py", Some("xml")),
             ("pluggy.py", Some("pluggy")),
             ("src/_pytest/junitxml.py", Some("_pytest")),

@@ -14,8 +14,14 @@ const INTERPRETERS: &[&str] = &[
 /// Words that only lead into the command that follows them.
 const LEADERS: &[&str] = &[
     "if", "then", "else", "elif", "do", "while", "until", "!", "{", "(", "time", "exec", "command",
-    "nohup", "env", "builtin", "xargs",
+    "nohup", "env", "builtin",
 ];
+
+/// Shells: with no script named, they run what comes on their input.
+const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "ash"];
+
+/// `xargs`'s options whose value is the next word.
+const XARGS_VALUED: &[&str] = &["-I", "-i", "-n", "-P", "-L", "-l", "-d", "-E", "-s", "-a"];
 
 /// Options whose value follows them and is not a script (`python3 -m mod`, `-c code`).
 const VALUED: &[&str] = &[
@@ -86,21 +92,46 @@ fn named_into(
         return;
     }
     let code = strip_comment(line);
-    for simple in code.split(['\n', ';', '|', '&']) {
-        let words: Vec<String> = shlex::split(simple.trim()).unwrap_or_else(|| {
+    // The words of the command before, when this one reads its output (`|`).
+    let mut before: Vec<String> = Vec::new();
+    for (piped, simple) in commands(code) {
+        let all: Vec<String> = shlex::split(simple.trim()).unwrap_or_else(|| {
             simple
                 .split_whitespace()
                 .map(|w| w.trim_matches(|c| c == '"' || c == '\'').to_string())
                 .collect()
         });
-        let mut words: &[String] = &words;
+        let listed = if piped {
+            std::mem::take(&mut before)
+        } else {
+            Vec::new()
+        };
+        before = all.clone();
+        let mut words: &[String] = &all;
+        // `xargs` runs its command on what comes on its input: `{}` stands for it.
+        let mut xargs = false;
         while let Some(w) = words.first() {
             let w = w.trim_start_matches(['(', '{']);
-            if LEADERS.contains(&w) || w.is_empty() || (w.contains('=') && !w.starts_with('-')) {
+            if w == "xargs" {
+                xargs = true;
+                words = &words[1..];
+                while let Some(o) = words.first().filter(|o| o.starts_with('-')) {
+                    let valued = XARGS_VALUED.contains(&o.as_str());
+                    words = &words[if valued { 2.min(words.len()) } else { 1 }..];
+                }
+            } else if LEADERS.contains(&w)
+                || w.is_empty()
+                || (w.contains('=') && !w.starts_with('-'))
+            {
                 words = &words[1..];
             } else {
                 break;
             }
+        }
+        let braced: Vec<String>;
+        if xargs {
+            braced = words.iter().map(|w| w.replace("{}", "*")).collect();
+            words = &braced;
         }
         let Some(program) = words.first().map(|w| w.trim_start_matches(['(', '{'])) else {
             continue;
@@ -110,13 +141,28 @@ fn named_into(
         match name {
             "for" => {
                 if let Some(var) = args.first() {
-                    let over = args
+                    let over: Vec<String> = args
                         .iter()
                         .skip_while(|w| *w != "in")
                         .skip(1)
                         .cloned()
                         .collect();
-                    loops.insert(var.clone(), over);
+                    loops.insert(var.clone(), listing(&over));
+                }
+            }
+            // Every file of the directories it is given, run.
+            "run-parts" => {
+                for d in args.iter().filter(|a| !a.starts_with('-')) {
+                    take(&format!("{}/", d.trim_end_matches('/')), script, loops, out);
+                }
+            }
+            "find"
+                if args
+                    .iter()
+                    .any(|a| matches!(a.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir")) =>
+            {
+                for d in listing(words) {
+                    take(&d, script, loops, out);
                 }
             }
             "make" | "gmake" => {
@@ -150,6 +196,15 @@ fn named_into(
                     }
                 }
             }
+            // A shell, or an `xargs` interpreter, with no script: it runs what the
+            // command before it lists.
+            _ if (SHELLS.contains(&name) && piped || xargs && INTERPRETERS.contains(&name))
+                && !args.iter().any(|a| !a.starts_with('-')) =>
+            {
+                for w in listing(&listed) {
+                    take(&w, script, loops, out);
+                }
+            }
             _ if INTERPRETERS.contains(&name) => {
                 let mut rest = args.iter();
                 while let Some(a) = rest.next() {
@@ -180,6 +235,83 @@ fn named_into(
             _ => {}
         }
     }
+}
+
+/// The simple commands of a line, split where the shell splits them (`;`, `&`, `|`,
+/// newlines, outside quotes), each with whether it reads the one before's output.
+fn commands(code: &str) -> Vec<(bool, &str)> {
+    let mut out = Vec::new();
+    let (mut start, mut piped) = (0, false);
+    let mut quote: Option<char> = None;
+    let bytes = code.as_bytes();
+    for (i, c) in code.char_indices() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c == '\'' || c == '"' => quote = Some(c),
+            None if matches!(c, ';' | '&' | '|' | '\n') => {
+                out.push((piped, &code[start..i]));
+                // `|` alone pipes; `||` and `|&`'s second half do not start a pipe.
+                piped =
+                    c == '|' && bytes.get(i + 1) != Some(&b'|') && (i == 0 || bytes[i - 1] != b'|');
+                start = i + 1;
+            }
+            None => {}
+        }
+    }
+    out.push((piped, &code[start..]));
+    out.into_iter()
+        .filter(|(_, c)| !c.trim().is_empty())
+        .collect()
+}
+
+/// What a command lists as paths: a `find`'s directories (each as `DIR/`, all that is
+/// under it), an `ls`'s or `cat`'s arguments, a `$(find DIR …)` or `$(ls DIR)` inside
+/// a loop's words; other words as they are.
+fn listing(words: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut it = words.iter().peekable();
+    while let Some(w) = it.next() {
+        let w = w.as_str();
+        match w.trim_start_matches("$(").trim_start_matches('`') {
+            "find" => {
+                let mut dirs = Vec::new();
+                while let Some(d) = it.next_if(|d| !d.starts_with(['-', '(', '!', ')'])) {
+                    dirs.push(
+                        d.trim_end_matches([')', '`'])
+                            .trim_end_matches('/')
+                            .to_string(),
+                    );
+                }
+                // `-name PAT`: only what is so named, at any depth.
+                let mut name = "*".to_string();
+                while let Some(o) = it.next_if(|o| !o.ends_with(')') && !o.starts_with('`')) {
+                    if matches!(o.as_str(), "-name" | "-iname")
+                        && let Some(n) = it.next()
+                    {
+                        name = n.trim_end_matches([')', '`']).to_string();
+                    }
+                }
+                for d in dirs {
+                    out.push(if d == "." || d.is_empty() {
+                        format!("**/{name}")
+                    } else {
+                        format!("{d}/**/{name}")
+                    });
+                }
+            }
+            "ls" | "cat" => {
+                while let Some(d) = it.next_if(|d| !d.starts_with('|')) {
+                    if !d.starts_with('-') {
+                        out.push(d.trim_end_matches([')', '`']).to_string());
+                    }
+                }
+            }
+            _ if w.starts_with("$(") || w.starts_with('`') => {}
+            _ => out.push(w.to_string()),
+        }
+    }
+    out
 }
 
 /// A line without its `#` comment (a `#` that starts a word, outside quotes).
@@ -222,9 +354,16 @@ fn resolve(word: &str, script: Option<&str>) -> Option<Named> {
     if !pathlike {
         return None;
     }
+    // `DIR/`: all that is under it.
+    let under = rest.ends_with('/');
     let mut candidates = Vec::new();
     let mut add = |base: &str| {
-        if let Some(p) = normalise(base, rest)
+        let p = match (normalise(base, rest), under) {
+            (Some(p), true) => Some(format!("{p}/**/*")),
+            (None, true) if base.is_empty() => Some("**/*".into()),
+            (p, _) => p,
+        };
+        if let Some(p) = p
             && !candidates.contains(&p)
         {
             candidates.push(p);

@@ -158,6 +158,8 @@ fn makefile_line(line: &str) -> Option<String> {
     let t = line.trim_start();
     for inc in ["include ", "-include ", "sinclude "] {
         if let Some(files) = t.strip_prefix(inc) {
+            // `$(wildcard checks.d/*.mk)`: its patterns, as globs.
+            let files = files.replace("$(wildcard", " ").replace(')', " ");
             return Some(
                 files
                     .split_whitespace()
@@ -169,29 +171,27 @@ fn makefile_line(line: &str) -> Option<String> {
     }
     None
 }
+
 /// A path against a pattern whose segments may hold `*` (any run of characters but
-/// `/`) and `?` (one character); a pattern ending in `/` matches everything under it,
-/// one starting with `**/` at any depth.
+/// `/`) and `?` (one character); a `**` segment is any number of directories, and a
+/// pattern ending in `/` matches everything under it.
 pub fn glob_path(path: &str, pattern: &str) -> bool {
-    if let Some(rest) = pattern.strip_prefix("**/") {
-        return glob_path(path, rest)
-            || path
-                .match_indices('/')
-                .any(|(i, _)| glob_path(&path[i + 1..], rest));
-    }
-    if let Some(dir) = pattern.strip_suffix('/') {
-        let depth = dir.split('/').count();
-        let mut segs = path.splitn(depth + 1, '/');
-        let head: Vec<&str> = segs.by_ref().take(depth).collect();
-        return segs.next().is_some() && glob_path(&head.join("/"), dir);
-    }
-    let (mut p, mut q) = (path.split('/'), pattern.split('/'));
-    loop {
-        match (p.next(), q.next()) {
-            (None, None) => return true,
-            (Some(a), Some(b)) if glob_segment(a.as_bytes(), b.as_bytes()) => {}
-            _ => return false,
-        }
+    let pattern = match pattern.strip_suffix('/') {
+        Some(dir) => format!("{dir}/**/*"),
+        None => pattern.to_string(),
+    };
+    let p: Vec<&str> = path.split('/').collect();
+    let q: Vec<&str> = pattern.split('/').collect();
+    glob_segments(&p, &q)
+}
+
+fn glob_segments(p: &[&str], q: &[&str]) -> bool {
+    match q.split_first() {
+        None => p.is_empty(),
+        Some((&"**", rest)) => (0..=p.len()).any(|i| glob_segments(&p[i..], rest)),
+        Some((seg, rest)) => p.split_first().is_some_and(|(first, more)| {
+            glob_segment(first.as_bytes(), seg.as_bytes()) && glob_segments(more, rest)
+        }),
     }
 }
 
@@ -278,6 +278,52 @@ mod tests {
     }
 
     #[test]
+    fn what_runs_a_list_of_files_runs_them_all() {
+        let h = of(
+            &[
+                "sh -c 'for f in loop.d/*.sh; do . \"$f\"; done; test -f one.txt'",
+                "sh tests/check.sh",
+            ],
+            &[
+                (
+                    "tests/check.sh",
+                    "find find.d -name '*.sh' -exec sh {} \\;\n\
+                 ls xargs.d | xargs -I{} sh xargs.d/{}\n\
+                 cat cat.d/* | sh\n\
+                 run-parts parts.d\n\
+                 for f in $(find found.d -name '*.sh'); do . \"$f\"; done\n\
+                 find pipe.d -type f | xargs sh\n\
+                 find . -name '*.pyc' -delete\n",
+                ),
+                ("tests/Makefile", "-include $(wildcard mk.d/*.mk)\n"),
+            ],
+        );
+        let absent = keys(&h.absent);
+        for p in [
+            "loop.d/*.sh",
+            "find.d/**/*.sh",
+            "xargs.d/*",
+            "cat.d/*",
+            "parts.d/**/*",
+            "found.d/**/*.sh",
+            "pipe.d/**/*",
+        ] {
+            assert!(absent.contains(&p), "{p}: {absent:?}");
+        }
+        // Deleting what `find` finds runs nothing.
+        assert!(!absent.iter().any(|p| p.starts_with("**")), "{absent:?}");
+        let h = of(
+            &["make -C tests"],
+            &[("tests/Makefile", "-include $(wildcard mk.d/*.mk)\n")],
+        );
+        assert!(
+            keys(&h.absent).contains(&"tests/mk.d/*.mk"),
+            "{:?}",
+            h.absent
+        );
+    }
+
+    #[test]
     fn makefiles_and_package_scripts_are_followed() {
         let h = of(
             &["make test", "npm test"],
@@ -319,5 +365,8 @@ mod tests {
         assert!(glob_path("a/b/c_cases.py", "**/*_cases.py"));
         assert!(glob_path("c_cases.py", "**/*_cases.py"));
         assert!(!glob_path("a/c_cases.pyc", "**/*_cases.py"));
+        assert!(glob_path("d/a/b/x.sh", "d/**/*.sh"));
+        assert!(glob_path("d/x.sh", "d/**/*.sh"));
+        assert!(!glob_path("e/x.sh", "d/**/*.sh"));
     }
 }

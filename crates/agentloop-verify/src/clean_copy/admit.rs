@@ -54,21 +54,140 @@ pub fn files_of_tree(root: &Path, tree: &str) -> Result<Arc<BTreeSet<String>>, S
 /// worktree, VALIDATE's) the files `admission` keeps out, before checks run there; a
 /// checkout of it with `-f` puts them back.
 pub fn leave_out_in(dir: &Path, admission: &Admission) -> Result<Vec<LeftOut>, String> {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
     let mut c = agentloop_exec::git::git_command(dir);
-    c.args(["ls-files", "-z"]);
-    let listed = agentloop_exec::git::run_git(c, None)?;
-    let mut out = Vec::new();
-    for path in listed.split(|b| *b == 0).filter(|p| !p.is_empty()) {
-        let path = String::from_utf8_lossy(path).into_owned();
-        let Some(why) = admission.left_out(&path) else {
-            continue;
-        };
-        match std::fs::remove_file(dir.join(&path)) {
+    c.args(["ls-files", "-s", "-z"]);
+    let listed = entries(&agentloop_exec::git::run_git(c, None)?);
+    let at = |e: &Entry| dir.join(std::ffi::OsStr::from_bytes(&e.path));
+    let out = kept_out(&listed, admission, |e| {
+        std::fs::read_link(at(e))
+            .ok()
+            .map(|t| t.into_os_string().into_vec())
+    });
+    let mut left = Vec::with_capacity(out.len());
+    for (raw, l) in out {
+        let path = dir.join(std::ffi::OsStr::from_bytes(&raw));
+        match std::fs::remove_file(&path) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(format!("{path}: {e}")),
+            Err(e) => return Err(format!("{}: {e}", l.path)),
         }
-        out.push(LeftOut { path, why });
+        left.push(l);
     }
-    Ok(out)
+    Ok(left)
+}
+
+/// One entry of a tree to judge: its path as git has it (any bytes), its mode, its
+/// object.
+pub(super) struct Entry {
+    pub path: Vec<u8>,
+    pub mode: u32,
+    pub blob: String,
+}
+
+/// `git ls-files -s -z` output as entries (stage 0 only).
+pub(super) fn entries(out: &[u8]) -> Vec<Entry> {
+    out.split(|b| *b == 0)
+        .filter_map(|e| {
+            let tab = e.iter().position(|b| *b == b'\t')?;
+            let info = std::str::from_utf8(&e[..tab]).ok()?;
+            let mut f = info.split(' ');
+            let (mode, blob, stage) = (f.next()?, f.next()?, f.next()?);
+            let mode = u32::from_str_radix(mode, 8).ok()?;
+            (stage == "0").then(|| Entry {
+                path: e[tab + 1..].to_vec(),
+                mode,
+                blob: blob.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// The entries `admission` keeps out, each with what is said of it. Beyond what it
+/// says of each path: a name that is not UTF-8 the agent added (the rules read
+/// names), and a link the agent added to a directory, when through it a file would
+/// stand where a rule keeps it out (`evil.dist-info` → `meta/`, `checks.d` →
+/// `hooks/`), or to a place outside the tree. `target` gives a link's target.
+pub(super) fn kept_out(
+    entries: &[Entry],
+    admission: &Admission,
+    target: impl Fn(&Entry) -> Option<Vec<u8>>,
+) -> Vec<(Vec<u8>, LeftOut)> {
+    let mut out = Vec::new();
+    let names: BTreeSet<&str> = entries
+        .iter()
+        .filter_map(|e| std::str::from_utf8(&e.path).ok())
+        .collect();
+    for e in entries {
+        let Ok(path) = std::str::from_utf8(&e.path) else {
+            let lossy = String::from_utf8_lossy(&e.path).into_owned();
+            if admission.added(&lossy) {
+                out.push((
+                    e.path.clone(),
+                    LeftOut {
+                        path: lossy,
+                        why: "its name is not UTF-8: no rule can tell what the checks make of it"
+                            .into(),
+                    },
+                ));
+            }
+            continue;
+        };
+        let why = admission.left_out(path).or_else(|| {
+            (e.mode == 0o120000 && admission.added(path))
+                .then(|| through_link(path, &target(e)?, &names, admission))
+                .flatten()
+        });
+        if let Some(why) = why {
+            out.push((
+                e.path.clone(),
+                LeftOut {
+                    path: path.to_string(),
+                    why,
+                },
+            ));
+        }
+    }
+    out.sort_by(|a, b| a.1.path.cmp(&b.1.path));
+    out
+}
+
+/// Why an added link at `path` to `target` is kept out, if it is: it leads out of
+/// the tree, or through it a file of the tree would stand where a rule keeps it out.
+fn through_link(
+    path: &str,
+    target: &[u8],
+    names: &BTreeSet<&str>,
+    admission: &Admission,
+) -> Option<String> {
+    let target = std::str::from_utf8(target).ok()?;
+    let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
+    let Some(to) = normalise(dir, target).filter(|_| !target.starts_with('/')) else {
+        return Some(format!("a link out of the tree ({target})"));
+    };
+    let prefix = format!("{to}/");
+    names
+        .range(prefix.as_str()..)
+        .take_while(|f| f.starts_with(&prefix))
+        .find_map(|f| {
+            let through = format!("{path}/{}", &f[prefix.len()..]);
+            admission
+                .left_out(&through)
+                .map(|why| format!("a link to {to}/: through it, {through}: {why}"))
+        })
+}
+
+/// `base/rel` with `.` and `..` taken away; none when it leaves the tree.
+fn normalise(base: &str, rel: &str) -> Option<String> {
+    let mut parts: Vec<&str> = base.split('/').filter(|p| !p.is_empty()).collect();
+    for p in rel.split('/') {
+        match p {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            p => parts.push(p),
+        }
+    }
+    Some(parts.join("/"))
 }

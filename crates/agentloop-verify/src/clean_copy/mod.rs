@@ -72,19 +72,6 @@ impl Refreshed {
     }
 }
 
-/// `git ls-files -s -z` output as path → (mode, blob); only stage 0 entries.
-fn index_entries(out: String) -> std::collections::HashMap<String, (u32, String)> {
-    out.split('\0')
-        .filter_map(|e| {
-            let (info, path) = e.split_once('\t')?;
-            let mut f = info.split(' ');
-            let (mode, blob, stage) = (f.next()?, f.next()?, f.next()?);
-            let mode = u32::from_str_radix(mode, 8).ok()?;
-            (stage == "0").then(|| (path.to_string(), (mode, blob.to_string())))
-        })
-        .collect()
-}
-
 /// A run's clean copy.
 pub struct CleanCopy {
     /// The project.
@@ -198,49 +185,50 @@ impl CleanCopy {
         let overlay = overlay.filter(|b| !b.is_empty());
         let mut left_out = Vec::new();
         if overlay.is_some() || judge.admission.is_some() {
-            let held = index_entries(run(with_index(&["ls-files", "-s", "-z"]), None)?);
+            let listed = agentloop_exec::git::run_git(with_index(&["ls-files", "-s", "-z"]), None)?;
+            let listed = admit::entries(&listed);
+            let held: std::collections::HashMap<&[u8], (u32, &str)> = listed
+                .iter()
+                .map(|e| (e.path.as_slice(), (e.mode, e.blob.as_str())))
+                .collect();
             // The baseline's versions of the surface (a sectioned file stays the
             // agent's: only its test section is judged, and it was, before
             // verification). Only what the index does not already hold as the baseline
             // has it is laid over: an entry rewritten with the same blob would still
             // invalidate its directories' cached trees, and `write-tree` would hash
             // them all again.
-            let mut lines: String = overlay
-                .into_iter()
-                .flatten()
-                .filter(|(path, _)| {
-                    !agentloop_project::is_sectioned(path) && !agentloop_project::is_git_file(path)
-                })
-                .filter(|(path, f)| {
-                    held.get(path.as_str())
-                        .is_none_or(|(mode, blob)| *mode != f.mode || *blob != f.blob)
-                })
-                .map(|(path, f)| format!("{:o} {}\t{path}\n", f.mode, f.blob))
-                .collect();
-            // What the agent added that the checks would load on their own: out (a
-            // mode of 0 takes the entry away).
-            if let Some(admission) = judge.admission {
-                let mut out: Vec<LeftOut> = held
-                    .keys()
-                    .filter_map(|path| {
-                        admission.left_out(path).map(|why| LeftOut {
-                            path: path.clone(),
-                            why,
-                        })
-                    })
-                    .collect();
-                out.sort_by(|a, b| a.path.cmp(&b.path));
-                // The null id, as long as the repository's ids are.
-                let zero = "0".repeat(held.values().next().map_or(40, |(_, id)| id.len()));
-                for l in &out {
-                    lines.push_str(&format!("0 {zero}\t{}\n", l.path));
+            let mut lines: Vec<u8> = Vec::new();
+            for (path, f) in overlay.into_iter().flatten() {
+                if agentloop_project::is_sectioned(path)
+                    || agentloop_project::is_git_file(path)
+                    || held
+                        .get(path.as_bytes())
+                        .is_some_and(|(mode, blob)| *mode == f.mode && *blob == f.blob)
+                {
+                    continue;
                 }
-                left_out = out;
+                lines.extend_from_slice(format!("{:o} {}\t{path}\0", f.mode, f.blob).as_bytes());
+            }
+            // What the agent added that the checks would load on their own: out (a
+            // mode of 0 takes the entry away; its null id as long as the repository's).
+            if let Some(admission) = judge.admission {
+                let out = admit::kept_out(&listed, admission, |e| {
+                    let mut c = git(&self.root);
+                    c.args(["cat-file", "blob", &e.blob]);
+                    agentloop_exec::git::run_git(c, None).ok()
+                });
+                let zero = "0".repeat(listed.first().map_or(40, |e| e.blob.len()));
+                for (raw, l) in out {
+                    lines.extend_from_slice(format!("0 {zero}\t").as_bytes());
+                    lines.extend_from_slice(&raw);
+                    lines.push(0);
+                    left_out.push(l);
+                }
             }
             if !lines.is_empty() {
                 run(
-                    with_index(&["update-index", "--add", "--index-info"]),
-                    Some(lines.as_bytes()),
+                    with_index(&["update-index", "-z", "--add", "--index-info"]),
+                    Some(&lines),
                 )?;
             }
         }

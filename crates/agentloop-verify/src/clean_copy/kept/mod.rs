@@ -377,7 +377,7 @@ impl Kept {
     /// Whether `admission` lets into the copy what the last one did (the same files
     /// held, the same left out): then it is the one kept, with what it says of them.
     /// Another task's verification allows other files, most often none the copy has.
-    fn admits_alike(&mut self, admission: Option<&Admission>) -> bool {
+    fn admits_alike(&mut self, copy: &Path, admission: Option<&Admission>) -> bool {
         if admission == self.admission.as_ref() {
             return true;
         }
@@ -394,7 +394,13 @@ impl Kept {
                 None => return false,
             }
         }
-        if self.files.iter().any(|f| new.left_out(f).is_some()) {
+        // A link the agent added is judged by what lies behind it: the full way.
+        if self.files.iter().any(|f| {
+            new.left_out(f).is_some()
+                || (new.added(f)
+                    && std::fs::symlink_metadata(copy.join(f))
+                        .is_ok_and(|m| m.file_type().is_symlink()))
+        }) {
             return false;
         }
         self.left_out = left_out;
@@ -414,7 +420,7 @@ impl Kept {
     ) -> Result<(), Full> {
         let touched = self.drain(git_used)?;
         if judge.overlay != self.baseline.as_ref()
-            || !self.admits_alike(judge.admission)
+            || !self.admits_alike(&copy.dir, judge.admission)
             || carry != self.carry
             || self.repo_files.iter().any(|(p, stat)| Stat::of(p) != *stat)
             || now.dirty.keys().any(|p| p.contains('\u{FFFD}'))
