@@ -72,7 +72,7 @@ fn the_default_policy_is_right_everywhere_and_wastes_least() {
         .iter()
         .filter(|r| r.scenario.starts_with("impossible task"))
         .collect();
-    assert_eq!(corpus.len(), 8 * 5);
+    assert_eq!(corpus.len(), 12 * 5);
     for r in corpus {
         if r.policy == AGENTLOOP {
             assert!(r.right && r.ending == Ending::Stopped, "{r:?}");
