@@ -27,8 +27,12 @@ pub fn clear(root: &Path, run_id: &str, integration: &str) -> Result<Vec<PathBuf
         .filter(|o| o.status.success())
         .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
         .ok_or_else(|| format!("{} is not a git repository", root.display()))?;
-    let worktrees = super::worktree::run_dir(run_id);
-    let locks = candidates(&common, worktrees.as_deref(), integration);
+    let worktrees = [
+        super::worktree::run_dir(run_id),
+        super::worktree::judge_run_dir(run_id),
+    ];
+    let worktrees: Vec<&Path> = worktrees.iter().flatten().map(PathBuf::as_path).collect();
+    let locks = candidates(&common, &worktrees, integration);
     if locks.is_empty() {
         return Ok(locks);
     }
@@ -36,8 +40,10 @@ pub fn clear(root: &Path, run_id: &str, integration: &str) -> Result<Vec<PathBuf
     // agentloop's worktrees and clean copies (another run's too: the refs and the
     // packed refs are the repository's).
     let cache = agentloop_ground::fsutil::cache_dir();
+    let judge = agentloop_ground::fsutil::judge_dir();
     let mut dirs: Vec<&Path> = vec![root, &common];
     dirs.extend(cache.as_deref());
+    dirs.extend(judge.as_deref());
     let t = Instant::now();
     loop {
         let gits = super::reap::gits_in(&dirs);
@@ -71,7 +77,7 @@ pub fn clear(root: &Path, run_id: &str, integration: &str) -> Result<Vec<PathBuf
 
 /// The lock files in the run's part of the repository whose common directory is
 /// `common`.
-fn candidates(common: &Path, worktrees: Option<&Path>, integration: &str) -> Vec<PathBuf> {
+fn candidates(common: &Path, worktrees: &[&Path], integration: &str) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let lock = |p: &Path| p.extension().is_some_and(|e| e == "lock");
     // The bookkeeping of the run's worktrees: its `gitdir` names the worktree's path.
@@ -81,7 +87,7 @@ fn candidates(common: &Path, worktrees: Option<&Path>, integration: &str) -> Vec
         .flatten()
     {
         let ours = std::fs::read_to_string(e.path().join("gitdir"))
-            .is_ok_and(|g| worktrees.is_some_and(|w| Path::new(g.trim()).starts_with(w)));
+            .is_ok_and(|g| worktrees.iter().any(|w| Path::new(g.trim()).starts_with(w)));
         if ours {
             files_under(&e.path(), &lock, &mut out);
         }

@@ -23,10 +23,20 @@ pub(crate) fn bookkeeping() -> std::sync::MutexGuard<'static, ()> {
     BOOKKEEPING.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Where a run's worktrees live.
+/// Where a run's task worktrees live (its agents work there).
 pub fn run_dir(run_id: &str) -> Option<PathBuf> {
     Some(
         agentloop_ground::fsutil::cache_dir()?
+            .join("worktrees")
+            .join(run_id),
+    )
+}
+
+/// Where a run's own worktrees live — the merge queue's, a proposal's, a planner's,
+/// a cycle judge's (`_NAME`) —, among the judges' copies (`fsutil::judge_dir`).
+pub fn judge_run_dir(run_id: &str) -> Option<PathBuf> {
+    Some(
+        agentloop_ground::fsutil::judge_dir()?
             .join("worktrees")
             .join(run_id),
     )
@@ -238,7 +248,8 @@ pub fn reader_worktree(
 /// One of the run's own worktrees (named with a leading `_`, never a task's), detached
 /// at `head`, clean but for ignored files.
 fn scratch_worktree(root: &Path, run_id: &str, name: &str, head: &str) -> Result<PathBuf, String> {
-    let dir = run_dir(run_id).ok_or("no cache directory (set HOME or XDG_CACHE_HOME)")?;
+    let dir =
+        judge_run_dir(run_id).ok_or("no state directory (set HOME or XDG_STATE_HOME)")?;
     let path = dir.join(name);
     if usable(&path) {
         let _ = text(git(&path, &["merge", "--abort"]));
@@ -449,7 +460,13 @@ pub fn remove_refs(root: &Path, refs: &[String]) {
 /// branches; the integration branch stays: it is the run's result.
 pub fn remove_run(root: &Path, run_id: &str, integration: &str) {
     let Some(dir) = run_dir(run_id) else { return };
-    for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+    let own = judge_run_dir(run_id);
+    let entries = [Some(&dir), own.as_ref()]
+        .into_iter()
+        .flatten()
+        .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
+        .collect::<Vec<_>>();
+    for e in entries {
         let name = e.file_name().to_string_lossy().into_owned();
         if name.starts_with('_') {
             let p = e.path().to_string_lossy().into_owned();
@@ -461,13 +478,20 @@ pub fn remove_run(root: &Path, run_id: &str, integration: &str) {
         }
     }
     let _ = std::fs::remove_dir(&dir);
+    if let Some(own) = own {
+        let _ = std::fs::remove_dir(own);
+    }
     let _admin = super::git::worktree_admin();
     let _ = text(git(root, &["worktree", "prune"]));
 }
 
-/// Bytes a run's worktrees take on disk.
+/// Bytes a run's worktrees take on disk (its tasks' and its own).
 pub fn disk_usage(run_id: &str) -> u64 {
-    run_dir(run_id).map(|d| dir_size(&d)).unwrap_or(0)
+    [run_dir(run_id), judge_run_dir(run_id)]
+        .into_iter()
+        .flatten()
+        .map(|d| dir_size(&d))
+        .sum()
 }
 
 /// Bytes of the files under `p` (symbolic links not followed).

@@ -26,6 +26,17 @@ pub fn cache_dir() -> Option<std::path::PathBuf> {
     Some(base.join("agentloop"))
 }
 
+/// Where the judges' own copies live — the clean copies checks run in, the merge
+/// queue's and VALIDATE's worktrees, a planner's proposal's —: under agentloop's state
+/// directory (`judge/`), not its cache. A check's runner reads configuration from the
+/// directories above the one it runs in (pytest's ini and `conftest.py`, cargo's
+/// `.cargo/config.toml`, a `go.work`), and an agent under the sandbox may write into
+/// `~/.cache` (its CLIs keep their caches there): none of the directories above these
+/// copies is writable to it, and the state directory itself is hidden from it.
+pub fn judge_dir() -> Option<std::path::PathBuf> {
+    Some(state_dir()?.join("judge"))
+}
+
 /// `~/…` as a path under the home directory (anything else as it is).
 pub fn expand_home(p: &str) -> String {
     match (p.strip_prefix("~/"), std::env::var_os("HOME")) {

@@ -337,13 +337,19 @@ fn files(cfg: &SandboxConfig, root: &Path, workdir: &Path, own: Option<&Path>) -
             bind(&mut a, "--bind", own, own);
         }
     }
-    for p in cfg.hidden_paths() {
+    let hidden = cfg.hidden_paths();
+    for p in &hidden {
         if p.is_dir() {
             a.push("--tmpfs".into());
             a.push(p.into());
         } else if p.exists() {
-            bind(&mut a, "--ro-bind", Path::new("/dev/null"), &p);
+            bind(&mut a, "--ro-bind", Path::new("/dev/null"), p);
         }
+    }
+    // A judge's copy lives in agentloop's state directory, hidden above: laid back
+    // over it.
+    if hidden.iter().any(|h| workdir.starts_with(h)) {
+        bind(&mut a, "--bind", workdir, workdir);
     }
     a
 }

@@ -90,9 +90,10 @@ fn run(c: Command, input: Option<&[u8]>) -> Result<String, String> {
 }
 
 impl CleanCopy {
-    /// The clean copy of run `run_id` of the project at `root`, in the user's cache.
+    /// The clean copy of run `run_id` of the project at `root`, among the judges'
+    /// copies (`fsutil::judge_dir`).
     pub fn for_run(root: &Path, run_id: &str) -> Option<CleanCopy> {
-        let dir = agentloop_ground::fsutil::cache_dir()?
+        let dir = agentloop_ground::fsutil::judge_dir()?
             .join("checkouts")
             .join(run_id);
         Some(CleanCopy {

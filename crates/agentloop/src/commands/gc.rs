@@ -9,11 +9,23 @@ use agentloop_workspace::{Workspace, registered_runs};
 use crate::error::{CliError, ExitKind};
 
 pub fn gc(ws: &Workspace, dry_run: bool) -> Result<ExitKind, CliError> {
-    let Some(cache) = agentloop_ground::fsutil::cache_dir() else {
+    let (Some(cache), Some(judge)) = (
+        agentloop_ground::fsutil::cache_dir(),
+        agentloop_ground::fsutil::judge_dir(),
+    ) else {
         return Err(CliError::user(
-            "no cache directory: set HOME or XDG_CACHE_HOME",
+            "no cache or state directory: set HOME, or XDG_CACHE_HOME and XDG_STATE_HOME",
         ));
     };
+    // Where runs leave what gc sweeps: the agents' worktrees (the cache), the judges'
+    // copies and worktrees (the state directory), and the clean copies of versions
+    // before 0.1.0's stop 65, which lived in the cache.
+    let places = [
+        (&cache, "worktrees"),
+        (&judge, "worktrees"),
+        (&judge, "checkouts"),
+        (&cache, "checkouts"),
+    ];
     let known: Vec<String> = registered_runs().into_iter().map(|r| r.id).collect();
     let mut freed = 0u64;
     let mut removed = Vec::new();
@@ -29,13 +41,21 @@ pub fn gc(ws: &Workspace, dry_run: bool) -> Result<ExitKind, CliError> {
         }
         // The run's worktrees, and its clean copies with their index files (the run's
         // own, `ID`, and each task's, `ID-TASK`).
-        let copies: Vec<String> = entries(&cache.join("checkouts"))
-            .into_iter()
-            .filter(|n| owner(n, std::slice::from_ref(&id)).is_some())
-            .map(|n| format!("checkouts/{n}"))
-            .collect();
-        for place in std::iter::once(format!("worktrees/{id}")).chain(copies) {
-            let dir = cache.join(&place);
+        let mut mine: Vec<(&std::path::PathBuf, String)> = Vec::new();
+        for (base, kind) in places {
+            if kind == "worktrees" {
+                mine.push((base, format!("worktrees/{id}")));
+                continue;
+            }
+            mine.extend(
+                entries(&base.join(kind))
+                    .into_iter()
+                    .filter(|n| owner(n, std::slice::from_ref(&id)).is_some())
+                    .map(|n| (base, format!("{kind}/{n}"))),
+            );
+        }
+        for (base, place) in mine {
+            let dir = base.join(&place);
             if std::fs::symlink_metadata(&dir).is_err() {
                 continue;
             }
@@ -113,13 +133,13 @@ pub fn gc(ws: &Workspace, dry_run: bool) -> Result<ExitKind, CliError> {
             let _ = std::fs::remove_dir_all(&dir);
         }
     }
-    // What runs no longer on this machine left in the cache.
-    for kind in ["worktrees", "checkouts"] {
-        for name in entries(&cache.join(kind)) {
+    // What runs no longer on this machine left.
+    for (base, kind) in places {
+        for name in entries(&base.join(kind)) {
             if owner(&name, &known).is_some() {
                 continue;
             }
-            let path = cache.join(kind).join(&name);
+            let path = base.join(kind).join(&name);
             freed += worktree::dir_size(&path);
             removed.push(format!("{kind}/{name} (its run is gone)"));
             if !dry_run {

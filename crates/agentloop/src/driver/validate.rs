@@ -48,9 +48,9 @@ impl Driver {
         let branch = s.integration.as_ref().map(|i| i.branch.clone());
         let temp = match &branch {
             Some(b) => {
-                let dir = agentloop_ground::fsutil::cache_dir()
-                    .unwrap_or_else(std::env::temp_dir)
-                    .join("agentloop/validate")
+                let dir = agentloop_ground::fsutil::judge_dir()
+                    .unwrap_or_else(|| std::env::temp_dir().join("agentloop"))
+                    .join("validate")
                     .join(&self.run.id);
                 let _ = git(
                     &self.ws.root,
