@@ -248,8 +248,7 @@ pub fn reader_worktree(
 /// One of the run's own worktrees (named with a leading `_`, never a task's), detached
 /// at `head`, clean but for ignored files.
 fn scratch_worktree(root: &Path, run_id: &str, name: &str, head: &str) -> Result<PathBuf, String> {
-    let dir =
-        judge_run_dir(run_id).ok_or("no state directory (set HOME or XDG_STATE_HOME)")?;
+    let dir = judge_run_dir(run_id).ok_or("no state directory (set HOME or XDG_STATE_HOME)")?;
     let path = dir.join(name);
     if usable(&path) {
         let _ = text(git(&path, &["merge", "--abort"]));

@@ -274,7 +274,7 @@ fn reseal(p: &Project, line: &str) -> String {
     let at = line.rfind(",\"sum\":\"").unwrap();
     let body = &line[..at];
     let summed = format!("{body},\"sum\":\"{:08x}\"", crc32fast_hash(body.as_bytes()));
-    let key = std::fs::read(p.path().join(".git/xdg-state/agentloop/journal.key")).unwrap();
+    let key = std::fs::read(p.state_home().join("agentloop/journal.key")).unwrap();
     let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(&key).unwrap();
     mac.update(summed.as_bytes());
     let hex: String = mac.finalize().into_bytes()[..16]

@@ -593,7 +593,7 @@ fn the_dashboard_holds_the_lanes_of_a_hundred_and_twenty_eight_workers() {
     // Its records are sealed with this test process's key: the project's commands
     // get the same key, as if this machine had written them.
     let key = agentloop_journal::key_path().unwrap();
-    let state = p.path().join(".git/xdg-state/agentloop");
+    let state = p.state_home().join("agentloop");
     std::fs::create_dir_all(&state).unwrap();
     std::fs::copy(&key, state.join("journal.key")).unwrap();
     let phases: Vec<String> = p.status()["workers"]["lanes"]

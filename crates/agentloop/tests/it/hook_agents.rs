@@ -41,7 +41,7 @@ fn session(p: &Project, program: &str, env: &[(String, String)]) -> Command {
     let mut c = Command::new(program);
     c.current_dir(p.path())
         .envs(env.iter().map(|(k, v)| (k, v)))
-        .env("XDG_STATE_HOME", p.path().join(".git/xdg-state"))
+        .env("XDG_STATE_HOME", p.state_home())
         .env("XDG_CACHE_HOME", p.cache.path())
         .env("NO_COLOR", "1")
         .stdin(Stdio::piped())

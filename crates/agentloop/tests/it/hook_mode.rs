@@ -49,7 +49,7 @@ pub(crate) fn claude(p: &Project, server: &MockServer) -> Command {
     .env("NO_COLOR", "1")
     .env("XDG_CONFIG_HOME", p.xdg_config_home())
     // The hooks it runs share the project's agentloop state (and journal key).
-    .env("XDG_STATE_HOME", p.path().join(".git/xdg-state"))
+    .env("XDG_STATE_HOME", p.state_home())
     .env("XDG_CACHE_HOME", p.cache.path())
     .stdin(std::process::Stdio::null());
     c

@@ -126,7 +126,7 @@ fn a_run_keeps_its_journal_in_postgres_and_its_export_passes_journal_verify() {
     let v = Command::new(env!("CARGO_BIN_EXE_agentloop"))
         .args(["journal", "verify"])
         .current_dir(elsewhere.path())
-        .env("XDG_STATE_HOME", p.path().join(".git/xdg-state"))
+        .env("XDG_STATE_HOME", p.state_home())
         .env_remove("AGENTLOOP_STORE_URL")
         .output()
         .unwrap();
@@ -152,7 +152,7 @@ fn a_run_keeps_its_journal_in_postgres_and_its_export_passes_journal_verify() {
     let v = Command::new(env!("CARGO_BIN_EXE_agentloop"))
         .args(["journal", "verify"])
         .current_dir(elsewhere.path())
-        .env("XDG_STATE_HOME", p.path().join(".git/xdg-state"))
+        .env("XDG_STATE_HOME", p.state_home())
         .output()
         .unwrap();
     assert!(!v.status.success());
@@ -182,7 +182,7 @@ fn a_second_driver_for_the_same_run_on_another_machine_is_refused() {
         .args(["resume", &run, "--quiet"])
         .current_dir(other.path())
         .env("AGENTLOOP_STORE_URL", &url)
-        .env("XDG_STATE_HOME", p.path().join(".git/xdg-state"))
+        .env("XDG_STATE_HOME", p.state_home())
         .env("XDG_CONFIG_HOME", other.path().join(".none"))
         .output()
         .unwrap();
@@ -204,7 +204,7 @@ fn a_second_driver_for_the_same_run_on_another_machine_is_refused() {
         .args(["status", &run, "--json"])
         .current_dir(other.path())
         .env("AGENTLOOP_STORE_URL", &url)
-        .env("XDG_STATE_HOME", p.path().join(".git/xdg-state"))
+        .env("XDG_STATE_HOME", p.state_home())
         .output()
         .unwrap();
     let s: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
@@ -241,7 +241,7 @@ fn two_drivers_racing_for_one_run_one_drives_it() {
             .args(["resume", &run, "--quiet"])
             .current_dir(dir)
             .env("AGENTLOOP_STORE_URL", &url)
-            .env("XDG_STATE_HOME", p.path().join(".git/xdg-state"))
+            .env("XDG_STATE_HOME", p.state_home())
             .env("XDG_CONFIG_HOME", dir.join(".none"))
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
@@ -415,10 +415,10 @@ fn a_dashboard_on_another_machine_follows_the_run_through_the_store() {
     // journals' key copied over (as a team does for the machines of one run).
     let mut w2 = Project::git();
     w2.env.push(("AGENTLOOP_STORE_URL".into(), url.clone()));
-    let state = w2.path().join(".git/xdg-state/agentloop");
+    let state = w2.state_home().join("agentloop");
     std::fs::create_dir_all(&state).unwrap();
     std::fs::copy(
-        w1.path().join(".git/xdg-state/agentloop/journal.key"),
+        w1.state_home().join("agentloop/journal.key"),
         state.join("journal.key"),
     )
     .unwrap();
@@ -541,10 +541,10 @@ fn watch_on_another_machine_follows_the_run_through_the_store() {
     });
     let run = run_id(&w1);
     let w2 = Project::git();
-    let state = w2.path().join(".git/xdg-state/agentloop");
+    let state = w2.state_home().join("agentloop");
     std::fs::create_dir_all(&state).unwrap();
     std::fs::copy(
-        w1.path().join(".git/xdg-state/agentloop/journal.key"),
+        w1.state_home().join("agentloop/journal.key"),
         state.join("journal.key"),
     )
     .unwrap();
@@ -560,7 +560,7 @@ fn watch_on_another_machine_follows_the_run_through_the_store() {
         .current_dir(w2.path())
         .env("TERM", "xterm-256color")
         .env("NO_COLOR", "1")
-        .env("XDG_STATE_HOME", w2.path().join(".git/xdg-state"))
+        .env("XDG_STATE_HOME", w2.state_home())
         .env("AGENTLOOP_STORE_URL", &url)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())

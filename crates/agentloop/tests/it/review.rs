@@ -280,7 +280,7 @@ fn the_reviewer_reads_no_agent_file_the_worker_wrote() {
         );
         // Its copy is gone once it has read.
         let id = s["run_id"].as_str().unwrap().to_string();
-        let copies = std::fs::read_dir(p.cache.path().join("agentloop/checkouts"))
+        let copies = std::fs::read_dir(p.state_home().join("agentloop/judge/checkouts"))
             .into_iter()
             .flatten()
             .flatten()

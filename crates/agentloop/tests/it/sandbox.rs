@@ -262,7 +262,7 @@ fn each_worker_is_confined_to_its_own_worktree_and_the_checks_too() {
     std::fs::create_dir_all(&cache).unwrap();
     let body = r#"other=T1; [ "$task" = T1 ] && other=T2
 echo x > "$XDG_CACHE_HOME/agentloop/worktrees/$AGENTLOOP_RUN/$other/intruder-$task" && echo INTRUDED
-echo x > "$XDG_CACHE_HOME/agentloop/checkouts/$AGENTLOOP_RUN/intruder-$task" && echo INTRUDED
+echo x > "$XDG_STATE_HOME/agentloop/judge/checkouts/$AGENTLOOP_RUN/intruder-$task" && echo INTRUDED
 case $task in T1) touch one.txt;; T2) touch two.txt;; esac
 echo TASK_COMPLETE"#;
     let plan = format!(

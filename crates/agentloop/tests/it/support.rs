@@ -24,6 +24,10 @@ pub struct Project {
     /// the repository, and not under a `.git` directory, whose files agent CLIs treat
     /// as sensitive.
     pub cache: tempfile::TempDir,
+    /// `$XDG_STATE_HOME` of its commands (the journal's key, the API token, the
+    /// judges' copies): outside the repository too — a copy under a `.git` directory
+    /// is one Jest's crawler never looks into.
+    pub state: tempfile::TempDir,
     /// More variables for its commands: what a user exported in their shell (an agent
     /// CLI's key and endpoint), which agentloop passes on to the agent.
     pub env: Vec<(String, String)>,
@@ -57,6 +61,10 @@ impl Project {
                 .prefix("agentloop-it-cache-")
                 .tempdir()
                 .unwrap(),
+            state: tempfile::Builder::new()
+                .prefix("agentloop-it-state-")
+                .tempdir()
+                .unwrap(),
             env: Vec::new(),
         };
         p.git_cmd(&["init", "-q", "-b", "main"]);
@@ -67,6 +75,11 @@ impl Project {
         std::fs::create_dir_all(user.parent().unwrap()).unwrap();
         std::fs::write(&user, USER_CONFIG).unwrap();
         p
+    }
+
+    /// `$XDG_STATE_HOME` of the project's commands.
+    pub fn state_home(&self) -> PathBuf {
+        self.state.path().to_path_buf()
     }
 
     /// The user's configuration file (`$XDG_CONFIG_HOME/agentloop/config.toml`).
@@ -149,7 +162,7 @@ impl Project {
         c.args(args)
             .current_dir(self.path())
             .env("XDG_CONFIG_HOME", self.xdg_config_home())
-            .env("XDG_STATE_HOME", self.path().join(".git/xdg-state"))
+            .env("XDG_STATE_HOME", self.state_home())
             .env("XDG_CACHE_HOME", self.cache.path())
             .env("NO_COLOR", "1")
             .env_remove("AGENTLOOP_FAILPOINT")
@@ -609,7 +622,7 @@ pub fn serve(p: &Project) -> Serve {
     err.read_line(&mut line).unwrap();
     let addr = line.trim().rsplit("http://").next().unwrap().to_string();
     std::thread::spawn(move || for _ in err.lines() {});
-    let token = std::fs::read_to_string(p.path().join(".git/xdg-state/agentloop/token")).unwrap();
+    let token = std::fs::read_to_string(p.state_home().join("agentloop/token")).unwrap();
     Serve { child, addr, token }
 }
 

@@ -212,7 +212,7 @@ fn what_the_agent_writes_into_the_clean_copy_between_verifications_never_reaches
         .plan("# One\n\n## T1: Make it\nVerify: sh tests/check.sh\n")
         .file("tests/check.sh", "test -f src/ok\n")
         .agent(&agent(
-            "copy=\"$XDG_CACHE_HOME/agentloop/checkouts/$AGENTLOOP_RUN\"\n             case \"$n\" in\n             1) echo 'def x(): pass' > one.py ;;\n             2|3) echo 'exit 0' > \"$copy/tests/check.sh\"; mkdir -p \"$copy/src\"; touch \"$copy/src/ok\"; echo x >> one.py ;;\n             *) mkdir -p src && touch src/ok ;;\n             esac\necho TASK_COMPLETE",
+            "copy=\"$XDG_STATE_HOME/agentloop/judge/checkouts/$AGENTLOOP_RUN\"\n             case \"$n\" in\n             1) echo 'def x(): pass' > one.py ;;\n             2|3) echo 'exit 0' > \"$copy/tests/check.sh\"; mkdir -p \"$copy/src\"; touch \"$copy/src/ok\"; echo x >> one.py ;;\n             *) mkdir -p src && touch src/ok ;;\n             esac\necho TASK_COMPLETE",
         ))
         .build();
     let r = p.run(&["run", "--quiet"]);
@@ -227,7 +227,7 @@ fn what_the_agent_writes_into_the_clean_copy_between_verifications_never_reaches
 
 /// No clean copy (the run's, or a task's) is left on disk or registered with git.
 fn no_clean_copy_left(p: &Project) {
-    let cache = p.cache.path().join("agentloop/checkouts");
+    let cache = p.state_home().join("agentloop/judge/checkouts");
     let left: Vec<_> = std::fs::read_dir(&cache)
         .map(|d| d.flatten().collect())
         .unwrap_or_default();

@@ -136,7 +136,7 @@ fn the_agents_own_request_through_the_api_is_refused() {
         .agent(&agent(
             "addr=$(cat .git/agent-state/addr)\n\
              curl -s -o .git/agent-state/api.body -w '%{http_code}' \
-               -H \"Authorization: Bearer $(cat .git/xdg-state/agentloop/token)\" \
+               -H \"Authorization: Bearer $(cat \"$XDG_STATE_HOME/agentloop/token\")\" \
                -H 'Content-Type: application/json' \
                -d '{\"request_id\":\"a1\",\"action\":\"steer\",\"note\":\"self\"}' \
                \"http://$addr/api/runs/$AGENTLOOP_RUN/control\" > .git/agent-state/api.code\n\
