@@ -314,3 +314,49 @@ fn a_package_marker_above_the_tests_does_not_reach_the_judge() {
         left_out_then_done(&p, way, "__init__.py");
     }
 }
+
+#[test]
+fn nothing_above_the_judges_copy_is_the_sandboxed_agents_to_write() {
+    // pytest reads its ini file and conftest.py from the directories above the one it
+    // runs in, and a sandboxed agent may write into `~/.cache`: the judges' copies
+    // live where no directory above them is writable to it.
+    let conftest = "import calc\ncalc.add = lambda a, b: a + b\n";
+    for way in [
+        &["--sandbox", "workspace"][..],
+        &["--workers", "3", "--sandbox", "workspace"],
+    ] {
+        let home = tempfile::Builder::new()
+            .prefix("agentloop-home-")
+            .tempdir_in("/var/tmp")
+            .unwrap();
+        let cache = home.path().join(".cache");
+        std::fs::create_dir_all(&cache).unwrap();
+        let mut p = project(
+            CALC_PLAN,
+            &[("calc.py", CALC), ("tests/test_calc.py", TEST_CALC)],
+            &format!(
+                "for d in \"$HOME/.cache\" \"$HOME/.cache/agentloop\" \"$HOME/.local/state\" \"$HOME\"; do mkdir -p \"$d\" 2>/dev/null; printf '[pytest]\\n' > \"$d/pytest.ini\" 2>/dev/null; printf \"{}\" > \"$d/conftest.py\" 2>/dev/null; done; true",
+                conftest.replace('\n', "\\n")
+            ),
+            FIX,
+            true,
+        );
+        p.env
+            .push(("HOME".into(), home.path().display().to_string()));
+        p.env
+            .push(("XDG_CACHE_HOME".into(), cache.display().to_string()));
+        let mut args = vec!["run", "--yes", "--quiet", "--no-wait"];
+        args.extend_from_slice(way);
+        let r = p.run(&args);
+        assert_eq!(r.code, Some(0), "{way:?}: {}", r.stderr);
+        assert!(
+            cache.join("conftest.py").exists(),
+            "{way:?}: the plant was made"
+        );
+        assert_eq!(
+            p.status()["iterations"],
+            2,
+            "{way:?}: the conftest above the copy reached the judge"
+        );
+    }
+}
