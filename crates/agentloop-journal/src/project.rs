@@ -63,8 +63,9 @@ impl RunState {
     }
 
     /// What the work of every done task and of `tasks` may add that the checks load:
-    /// the tests a task writes (`mode = tdd`, a `Tests:` name marked `(new)`, a test
-    /// file its check names) and its `Scope:`.
+    /// the tests a task writes (`mode = tdd`, the file of a `Tests:` name, a `(new)`
+    /// name or one no test matched at the baseline, a test file its check names) and
+    /// its `Scope:`.
     pub fn allowed(&self, tasks: &[&str]) -> Allowed {
         let mut allowed = Allowed::default();
         let ids = self
@@ -80,14 +81,27 @@ impl RunState {
             if self.mode_of(id) == Mode::Tdd {
                 allowed.tests = true;
             }
-            for name in t.tests.iter().filter(|n| n.new) {
+            // A name's own file is the task's (one that was there is not the agent's
+            // anyway: only a file the task creates is let in by it); a name with no
+            // file that is new, or matched no test at the baseline, is a test the task
+            // writes somewhere.
+            let collected = self
+                .tests_baseline
+                .as_ref()
+                .map(|b| b.all_tests())
+                .unwrap_or_default();
+            let checked = agentloop_evidence::names::check_names(&t.tests, &collected);
+            for (name, check) in t.tests.iter().zip(checked) {
                 match name.pattern.split_once("::") {
                     Some((file, _)) if file.contains(['/', '.']) && !file.contains('*') => {
                         allowed
                             .files
                             .insert(file.trim_start_matches("./").to_string());
                     }
-                    _ => allowed.tests = true,
+                    _ if name.new || check == agentloop_evidence::names::NameCheck::Unmatched => {
+                        allowed.tests = true
+                    }
+                    _ => {}
                 }
             }
             for cmd in self.plan.checks_of(Some(t)) {
