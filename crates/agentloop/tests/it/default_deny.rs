@@ -222,10 +222,18 @@ fn a_test_section_behind_a_comment_on_its_header_is_still_the_checks() {
 
 #[test]
 fn a_task_that_writes_tests_has_them_run() {
-    // `(new)` on its name: the test file the task adds is judged, and must pass.
-    let plan = "# Add\n\n## T1: Make calc.add add, with a test\nVerify: python3 -m pytest -q tests/\nTests: tests/test_add.py::test_add (new)\n";
+    // A name in a file the task creates, `(new)` or not: the file is judged, and
+    // its test must pass.
     let test = "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n";
-    for way in [&[][..], &["--workers", "3"]] {
+    for (plan, way) in [
+        ("tests/test_add.py::test_add (new)", &[][..]),
+        ("tests/test_add.py::test_add (new)", &["--workers", "3"]),
+        ("tests/test_add.py::test_add", &[]),
+    ] {
+        let plan = format!(
+            "# Add\n\n## T1: Make calc.add add, with a test\nVerify: python3 -m pytest -q tests/\nTests: {plan}\n"
+        );
+        let plan = plan.as_str();
         let p = project(
             plan,
             &[
