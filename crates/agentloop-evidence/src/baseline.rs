@@ -213,6 +213,15 @@ impl Expected {
             .is_some_and(|b| b.runner.is_none() && b.exit_code == Some(0))
     }
 
+    /// How `command` reported at the baseline (`tap (its output)`, `junit
+    /// ($AGENTLOOP_TEST_REPORT)`), when it did.
+    pub fn reported_at_baseline(&self, command: &str) -> Option<&str> {
+        self.baseline
+            .as_deref()
+            .and_then(|b| b.command(command))
+            .and_then(|b| b.runner.as_deref())
+    }
+
     /// How `command` is judged.
     pub fn expect(&self, command: &str) -> Expect<'_> {
         // A named test may be in any check's report (a task without a `Verify:` of its

@@ -70,14 +70,24 @@ pub(super) fn refused_as_written(s: &RunState, proposed: &[Task], t: &Task) -> O
     })
 }
 
-/// What makes two tasks the same task: their checks, tests and held-out checks.
+/// What makes two tasks the same task: their checks, tests and held-out checks, each
+/// as one spelling (`sh ./files.sh  t1` is `sh files.sh t1`; a name twice is once).
 fn same(plan: &Plan, t: &Task) -> (Vec<String>, Vec<String>, Vec<String>) {
-    let mut checks = plan.checks_of(Some(t));
+    let spelled = |s: &str| {
+        s.split_whitespace()
+            .map(|w| w.strip_prefix("./").unwrap_or(w))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut checks: Vec<String> = plan.checks_of(Some(t)).iter().map(|c| spelled(c)).collect();
     checks.sort();
-    let mut tests: Vec<String> = t.tests.iter().map(|n| n.pattern.clone()).collect();
+    checks.dedup();
+    let mut tests: Vec<String> = t.tests.iter().map(|n| spelled(&n.pattern)).collect();
     tests.sort();
+    tests.dedup();
     let mut holdout = t.holdout.clone();
     holdout.sort();
+    holdout.dedup();
     (checks, tests, holdout)
 }
 
@@ -180,18 +190,41 @@ fn task_as_it_stands(t: &Task, plan: &Plan, now: &AsItStands, evidence: bool) ->
         }
     }
     for (name, check) in t.tests.iter().zip(check_names(&t.tests, &collected)) {
-        if let NameCheck::Matched {
-            failing: 0,
-            passing,
-        } = check
-        {
-            return Some(format!(
-                "{}'s `Tests: {}` names {} that already {} on the tree as it stands: name the tests the task is to make pass (failing now, or not there yet)",
-                t.id,
-                name.pattern,
-                plural(passing, "test", "tests"),
-                if passing == 1 { "passes" } else { "pass" }
-            ));
+        match check {
+            NameCheck::Matched {
+                failing: 0,
+                passing,
+            } => {
+                return Some(format!(
+                    "{}'s `Tests: {}` names {} that already {} on the tree as it stands: name the tests the task is to make pass (failing now, or not there yet)",
+                    t.id,
+                    name.pattern,
+                    plural(passing, "test", "tests"),
+                    if passing == 1 { "passes" } else { "pass" }
+                ));
+            }
+            // A skipped or expected-to-fail test is not failing: a worker could make it
+            // run (or pass as it was meant to fail) without any work.
+            NameCheck::Matched { .. }
+                if !collected.iter().any(|(id, o)| {
+                    name.matches(id) && matches!(o, Outcome::Failed | Outcome::Errored)
+                }) =>
+            {
+                return Some(format!(
+                    "{}'s `Tests: {}` names only tests that are skipped or expected to fail on the tree as it stands, none failing: name tests that fail now, or mark a test the task adds `(new)`",
+                    t.id, name.pattern
+                ));
+            }
+            // A name no check reports may be one a worker brings into the report by
+            // other means than the work (a deselected test run again): a test the task
+            // adds says so.
+            NameCheck::Unmatched if !now.to_come.iter().any(|c| checks.contains(c)) => {
+                return Some(format!(
+                    "{}'s `Tests: {}` names no test its checks report on the tree as it stands: name reported tests, or mark a test the task adds `(new)`",
+                    t.id, name.pattern
+                ));
+            }
+            _ => {}
         }
     }
     None
@@ -256,12 +289,24 @@ mod tests {
                 .is_some_and(|r| r.contains("already passes")),
             "{passing:?}"
         );
-        // A test that is not there yet is the task's to add.
-        let new = task("## T2: Div\nVerify: pytest -q\nTests: test_mod\n");
+        // A test that is not there yet is the task's to add, when it says so.
+        let new = task("## T2: Div\nVerify: pytest -q\nTests: test_mod (new)\n");
         assert_eq!(
             refused_as_it_stands(&new.tasks, &new, &suite(Outcome::Passed), true),
             None
         );
+        let unmarked = task("## T2: Div\nVerify: pytest -q\nTests: test_mod\n");
+        let r = refused_as_it_stands(&unmarked.tasks, &unmarked, &suite(Outcome::Passed), true);
+        assert!(r.as_deref().is_some_and(|r| r.contains("`(new)`")), "{r:?}");
+        // A skipped or expected-to-fail test is not one failing for it to make pass.
+        for quiet in [Outcome::Skipped, Outcome::Xfail] {
+            let r = refused_as_it_stands(&plan.tasks, &plan, &suite(quiet), true);
+            assert!(
+                r.as_deref()
+                    .is_some_and(|r| r.contains("skipped or expected to fail")),
+                "{quiet:?}: {r:?}"
+            );
+        }
         // Names for a check that reports no test can never be seen to pass.
         let blind = task("## T2: Div\nVerify: make check\nTests: test_div\n");
         let r = refused_as_it_stands(
@@ -282,6 +327,20 @@ mod tests {
         let exit = task("## T2: Div\nVerify: sh t.sh\nTests: x\n");
         let ok = now(vec![ran("sh t.sh", None, &[])], &[]);
         assert!(refused_as_it_stands(&exit.tasks, &exit, &ok, false).is_some());
+    }
+
+    #[test]
+    fn a_copy_in_another_spelling_is_the_same_task() {
+        let s = agentloop_journal::testing::created(
+            "# P\n\n## T1: Files\nVerify: sh files.sh t1\nTests: t1\n",
+            agentloop_config::Settings::from_config(&agentloop_config::Config::default()),
+        );
+        let proposed = task("## T2: Again\nVerify: sh ./files.sh  t1\nTests: t1, t1\n");
+        let r = refused_as_written(&s, &[], &proposed.tasks[0]);
+        assert!(
+            r.as_deref().is_some_and(|r| r.contains("T2 is T1 again")),
+            "{r:?}"
+        );
     }
 
     #[test]

@@ -11,7 +11,8 @@
 //! (`Tests:`) and no held-out check (`Holdout:`), repeats a task that is done or still
 //! to do (the same checks, tests and held-out checks), or makes a plan that does not
 //! validate; then, run on the tree as it stands, when a test it names already passes
-//! or nothing it names fails ([`refused_as_it_stands`]). A refused proposal is asked
+//! or is only skipped, is reported by no check and not marked `(new)`, or nothing it
+//! names fails ([`refused_as_it_stands`]). A refused proposal is asked
 //! for again, with the reason, at most twice in a row.
 
 use agentloop_journal::{Planned, RunState, TaskStatus};
@@ -138,7 +139,7 @@ pub fn prompt(s: &RunState, planner: u32) -> String {
     }
     let taken: Vec<&str> = s.plan.ids();
     out.push_str(&format!(
-        "\n## What to answer\n\nPropose tasks that are not in the plan, in the plan's own format: each a heading `## T<n>: <title>` with an id not taken{}, a line `Verify: <command>` that runs the tests, a line `Tests: <test>, <test>` naming the tests (as the test runner reports them) that must go from failing, or not existing yet, to passing once the task is done, and `Depends: T<n>` where it needs another task done first. Before a task joins the plan its checks run on the work as it stands: a task without `Tests:` (or a held-out check, `Holdout: <name>`), one whose named tests already pass, one whose check gives no per-test report, and a copy of a task in the plan (the same checks and tests) are refused, and you are told why. A script a check runs that is not in the tree yet is held for a person when the task's agent writes it. At most {MAX_TASKS} tasks, small enough for one agent each. Write them between a line `{START}` and a line `{END}`. If the goal needs nothing more, answer `{NOTHING}` alone.\n",
+        "\n## What to answer\n\nPropose tasks that are not in the plan, in the plan's own format: each a heading `## T<n>: <title>` with an id not taken{}, a line `Verify: <command>` that runs the tests, a line `Tests: <test>, <test>` naming the tests (as the test runner reports them) that must go from failing, or not existing yet (marked `(new)`: `Tests: tests/test_x.py::test_y (new)`), to passing once the task is done, and `Depends: T<n>` where it needs another task done first. Before a task joins the plan its checks run on the work as it stands: a task without `Tests:` (or a held-out check, `Holdout: <name>`), one whose named tests already pass or are only skipped, one naming a test its checks do not report that is not marked `(new)`, one whose check gives no per-test report, and a copy of a task in the plan (the same checks and tests) are refused, and you are told why. A script a check runs that is not in the tree yet is held for a person when the task's agent writes it. At most {MAX_TASKS} tasks, small enough for one agent each. Write them between a line `{START}` and a line `{END}`. If the goal needs nothing more, answer `{NOTHING}` alone.\n",
         if taken.is_empty() {
             String::new()
         } else {

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use agentloop_evidence::{self as evidence, Invocation, Report, ReportAt, ReportError};
+use agentloop_evidence::{self as evidence, Expected, Invocation, Report, ReportAt, ReportError};
 
 use super::written;
 
@@ -87,4 +87,44 @@ pub(super) fn read_evidence(inv: &Invocation, workdir: &Path) -> Option<Evidence
             })
         }
     }
+}
+
+/// `evidence` unless the check's baseline says the check itself did not write it (said
+/// in the log, and then its exit code decides): a check that passed at the baseline
+/// without writing `$AGENTLOOP_TEST_REPORT` and writes one now, or one that reported
+/// one way there (TAP on its output) and another now (a report at
+/// `$AGENTLOOP_TEST_REPORT`) — what wrote it may be the code under test, written over
+/// what the check itself says. A runner agentloop recognised reports its own way.
+pub(super) fn as_at_baseline(
+    evidence: Option<Evidence>,
+    inv: &Invocation,
+    expected: &Expected,
+    cmd: &str,
+    log: &mut impl std::io::Write,
+) -> std::io::Result<Option<Evidence>> {
+    let Some(ev) = evidence else {
+        return Ok(None);
+    };
+    if inv.runner.is_some() {
+        return Ok(Some(ev));
+    }
+    if expected.silent_at_baseline(cmd) {
+        writeln!(
+            log,
+            "[a report appeared at ${} that this check did not write when it passed at the baseline: not evidence; its exit code decides]",
+            evidence::runner::REPORT_VAR
+        )?;
+        return Ok(None);
+    }
+    if let Some(was) = expected.reported_at_baseline(cmd)
+        && was != ev.runner
+    {
+        writeln!(
+            log,
+            "[this check reported as {was} at the baseline and as {} now: not evidence; its exit code decides]",
+            ev.runner
+        )?;
+        return Ok(None);
+    }
+    Ok(Some(ev))
 }

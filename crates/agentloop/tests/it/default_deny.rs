@@ -368,3 +368,36 @@ fn nothing_above_the_judges_copy_is_the_sandboxed_agents_to_write() {
         );
     }
 }
+
+#[test]
+fn a_report_the_check_did_not_write_at_the_baseline_is_not_its_evidence() {
+    // The check prints TAP and exits with its result; a file it sources (the work) now
+    // also writes a JUnit report that says the named test passed.
+    let check = ". ./src/calc.sh\necho '1..1'\nif [ -f one.txt ]; then echo 'ok 1 - t1'; else echo 'not ok 1 - t1'; exit 1; fi\n";
+    let forge = r#"cat > src/calc.sh <<'F'
+printf '<testsuite><testcase classname="t" name="t1"/></testsuite>' > "$AGENTLOOP_TEST_REPORT"
+F"#;
+    for way in [&[][..], &["--workers", "3"]] {
+        let p = project(
+            "# One\n\n## T1: Make the file with `src/calc.sh`\nVerify: sh tests/t.sh\nTests: t1\n",
+            &[("tests/t.sh", check), ("src/calc.sh", "true\n")],
+            forge,
+            &format!("echo true > src/calc.sh; {HONEST}"),
+            false,
+        );
+        let mut args = vec!["run", "--yes", "--quiet", "--no-wait"];
+        args.extend_from_slice(way);
+        let r = p.run(&args);
+        assert_eq!(r.code, Some(0), "{way:?}: {}", r.stderr);
+        assert_eq!(
+            p.status()["iterations"],
+            2,
+            "{way:?}: the forged report was taken as the check's"
+        );
+        let log = std::fs::read_to_string(p.run_dir().join("iterations/0001/verify.log")).unwrap();
+        assert!(
+            log.contains("reported as tap (its output) at the baseline and as junit"),
+            "{way:?}: {log}"
+        );
+    }
+}

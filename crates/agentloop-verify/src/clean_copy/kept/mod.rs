@@ -50,6 +50,7 @@ use nix::sys::inotify::{InitFlags, Inotify, WatchDescriptor};
 use ask::{converted, git_z, ignored};
 use watch::MAX_WATCHES;
 
+mod admits;
 mod ask;
 mod watch;
 mod write;
@@ -372,40 +373,6 @@ impl Kept {
         }
         kept.base_files = kept.files.clone();
         Some(kept)
-    }
-
-    /// Whether `admission` lets into the copy what the last one did (the same files
-    /// held, the same left out): then it is the one kept, with what it says of them.
-    /// Another task's verification allows other files, most often none the copy has.
-    fn admits_alike(&mut self, copy: &Path, admission: Option<&Admission>) -> bool {
-        if admission == self.admission.as_ref() {
-            return true;
-        }
-        let (Some(new), Some(_)) = (admission, &self.admission) else {
-            return false;
-        };
-        let mut left_out = Vec::with_capacity(self.left_out.len());
-        for l in &self.left_out {
-            match new.left_out(&l.path) {
-                Some(why) => left_out.push(LeftOut {
-                    path: l.path.clone(),
-                    why,
-                }),
-                None => return false,
-            }
-        }
-        // A link the agent added is judged by what lies behind it: the full way.
-        if self.files.iter().any(|f| {
-            new.left_out(f).is_some()
-                || (new.added(f)
-                    && std::fs::symlink_metadata(copy.join(f))
-                        .is_ok_and(|m| m.file_type().is_symlink()))
-        }) {
-            return false;
-        }
-        self.left_out = left_out;
-        self.admission = Some(new.clone());
-        true
     }
 
     /// The short way; `Err` where only the full one can be sure (nothing changed then
