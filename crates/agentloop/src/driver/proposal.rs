@@ -104,7 +104,8 @@ impl Driver {
                 Some(dir)
             }
         };
-        let dir = self.copy_as_it_stands()?;
+        let first = tasks.first().map_or("", |t| t.id.as_str());
+        let dir = self.copy_as_it_stands(first)?;
         // Laid into the project itself, the held-out files would be the agent's to read.
         if held_dir.is_some() && dir == self.ws.root {
             return Ok(Err(
@@ -115,9 +116,9 @@ impl Driver {
         std::fs::create_dir_all(planner_dir)
             .map_err(|e| format!("{}: {e}", planner_dir.display()))?;
         let log = planner_dir.join("checks.log");
-        let reports = self
-            .reports_dir(0)
-            .with_file_name(format!("proposal-{name}"));
+        // Where the next iteration's reports go, as a check of the task would see
+        // them: nothing a check reads tells the proposal's run from the task's.
+        let reports = self.reports_dir(self.state.iterations + 1);
         let runner = verify::Runner {
             workdir: &dir,
             timeout: self.config.verify.timeout,
@@ -180,35 +181,41 @@ impl Driver {
         }))
     }
 
-    /// A clean copy of the work as it stands: the integration branch's head with
-    /// workers; the project's tree with the surface at its baseline with one (the
-    /// project itself outside git or without clean copies).
-    /// What the agents added that the checks would load on their own is left out, as
-    /// it is for every judge.
-    fn copy_as_it_stands(&self) -> Result<PathBuf, String> {
+    /// A clean copy of the work as it stands, where and as a check of the task
+    /// (`first`, the first proposed) will see it, so that nothing a check reads tells
+    /// the proposal's run from the task's: with workers the integration head in the
+    /// place of the task's own copy; with one the run's copy (the project's tree with
+    /// the surface at its baseline), refreshed the full way after; the project itself
+    /// outside git or without clean copies. What the agents added that the checks
+    /// would load on their own is left out, as it is for every judge.
+    fn copy_as_it_stands(&mut self, first: &str) -> Result<PathBuf, String> {
         let admission = self.admission(&[]);
+        let carry = self.state.settings.carry.clone();
         if let Some(i) = &self.state.integration {
-            let dir = agentloop_exec::worktree::reader_worktree(
+            let copy = CleanCopy::for_run(&self.ws.root, &format!("{}-{first}", self.run.id))
+                .ok_or("no state directory (set HOME or XDG_STATE_HOME)")?;
+            let tree = agentloop_exec::git::run(
                 &self.ws.root,
-                &self.run.id,
-                "proposal",
-                &i.head,
+                &["rev-parse", &format!("{}^{{tree}}", i.head)],
             )?;
+            copy.refresh_to(tree.trim(), &carry)?;
             if let Some(a) = &admission {
-                agentloop_verify::clean_copy::leave_out_in(&dir, a)?;
+                agentloop_verify::clean_copy::leave_out_in(&copy.dir, a)?;
             }
-            return Ok(dir);
+            return Ok(copy.dir);
         }
         if !self.state.settings.clean_copy || !agentloop_exec::git::is_repo(&self.ws.root) {
             return Ok(self.ws.root.clone());
         }
-        let copy = CleanCopy::for_run(&self.ws.root, &format!("{}-proposal", self.run.id))
-            .ok_or("no cache directory (set HOME or XDG_CACHE_HOME)")?;
+        let copy = CleanCopy::for_run(&self.ws.root, &self.run.id)
+            .ok_or("no state directory (set HOME or XDG_STATE_HOME)")?;
+        // The copy kept in step does not know what this refresh writes.
+        self.forget_copy();
         let judge = agentloop_verify::clean_copy::Judge {
             overlay: self.state.baseline.as_ref(),
             admission: admission.as_ref(),
         };
-        copy.refresh_judged(judge, &self.state.settings.carry)?;
+        copy.refresh_judged(judge, &carry)?;
         Ok(copy.dir)
     }
 }

@@ -441,3 +441,35 @@ fn a_planners_task_that_tells_nothing_is_refused_and_the_planner_told_why() {
         }
     }
 }
+
+/// A check that tells the proposal's run from the task's (by its directory, its
+/// report's path) and fails only at the proposal cannot get a task with no work
+/// accepted: the proposal's checks run where and as the task's will.
+#[test]
+fn a_check_cannot_tell_the_proposal_from_the_task() {
+    let tell = "case \"$PWD $AGENTLOOP_TEST_REPORT\" in *proposal*) echo '1..1'; echo 'not ok 1 - t9'; exit 1;; esac\necho '1..1'; echo 'ok 1 - t9'\n";
+    for workers in [1, 3] {
+        let p = with_files_check(GOAL);
+        p.write("tell.sh", tell);
+        let state = p.path().join(".git/agent-state");
+        let p = scripted(
+            p,
+            &agent(
+                &state,
+                &[
+                    "NEW_TASKS\n## T1: Nothing\nVerify: sh tell.sh\nTests: t9\nEND_NEW_TASKS",
+                    "NEW_TASKS\n## T1: One\nVerify: sh files.sh t1\nTests: t1\nEND_NEW_TASKS",
+                ],
+            ),
+            &format!("workers = {workers}\nplanners = 1"),
+            "",
+        );
+        let r = p.run(&["run", "--quiet"]);
+        let log = p.run(&["log"]).stdout;
+        assert_eq!(r.code, Some(0), "workers {workers}: {}\n{log}", r.stderr);
+        let why = "T1's `Tests: t9` names 1 test that already passes";
+        assert!(log.contains(why), "workers {workers}: {log}");
+        let s = p.status();
+        assert_eq!(s["tasks"][0]["title"], "One", "workers {workers}: {s}");
+    }
+}
