@@ -156,6 +156,10 @@ pub struct VerifyFinished {
     /// the judge's copy (default-deny).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<LeftOut>,
+    /// Files the agent added that the checks would load on their own and that reached
+    /// them because the task writes tests (`mode: tdd`, `(new)`, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub admitted: Vec<String>,
 }
 
 /// A file the agent added that did not reach the judge, and why the checks would have
@@ -167,10 +171,11 @@ pub struct LeftOut {
 }
 
 impl LeftOut {
-    /// `tests/test_aaa.py: added by the agent, not run by the judge (a test file)`.
+    /// `tests/test_aaa.py: added by the agent, left out of the checks' copy (a test
+    /// file)`.
     pub fn line(&self) -> String {
         format!(
-            "{}: added by the agent, not run by the judge ({})",
+            "{}: added by the agent, left out of the checks' copy ({})",
             self.path, self.why
         )
     }

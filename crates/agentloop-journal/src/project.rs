@@ -36,8 +36,8 @@ impl RunState {
     }
 
     /// Which of the files an agent added reach the judge's copy at `root` (see
-    /// `agentloop_project::admit`), for a verification of the work of every done task
-    /// and of `tasks`; `created`: the files of the tree the run was created on. None
+    /// `agentloop_project::admit`), for a verification of the work of `tasks` and of
+    /// every task done before; `created`: the files of the tree the run was created on. None
     /// where the run keeps no baseline (`on_protected_change = "allow"`, no git): the
     /// surface is not judged there, and neither is what was added.
     pub fn admission(
@@ -52,71 +52,93 @@ impl RunState {
             .as_ref()
             .map(|b| b.would_load.clone())
             .unwrap_or_default();
+        let allowed = self.allowed(root, tasks, &created);
         Some(Admission::new(
             self.project(root),
             created,
             surface,
             would_load,
             self.settings.test_patterns.clone(),
-            self.allowed(tasks),
+            allowed,
         ))
     }
 
-    /// What the work of every done task and of `tasks` may add that the checks load:
-    /// the tests a task writes (`mode = tdd`, the file of a `Tests:` name, a `(new)`
-    /// name or one no test matched at the baseline, a test file its check names) and
-    /// its `Scope:`.
-    pub fn allowed(&self, tasks: &[&str]) -> Allowed {
+    /// What the work of `tasks` may add that the checks load, and what the tasks done
+    /// before had let in (`TaskState::admitted`: the files their last verification
+    /// took in, by name, and nothing more — a done task's `mode: tdd` lets in no
+    /// later task's tests). `created`: the files of the tree the run was created on.
+    ///
+    /// A task writes tests when it is in `tdd` mode, names a test that is `(new)` or
+    /// that no check reported at the baseline, or names in its `Verify:` or its
+    /// `Tests:` a file or directory the tree did not hold (`tests/test_div.py`, `go
+    /// test ./strutil/`, `cargo test --test pairs`, `example.com/m/strutil::TestX`):
+    /// then every test file it adds reaches the checks (a helper beside the test, a
+    /// package's `__init__.py`, a fixture), and what it named, and its `Scope:`.
+    pub fn allowed(&self, root: &Path, tasks: &[&str], created: &BTreeSet<String>) -> Allowed {
         let mut allowed = Allowed::default();
-        let ids = self
-            .tasks
-            .iter()
-            .filter(|t| t.status == TaskStatus::Done)
-            .map(|t| t.id.as_str())
-            .chain(tasks.iter().copied());
-        for id in ids {
+        for t in self.tasks.iter().filter(|t| t.status == TaskStatus::Done) {
+            allowed.files.extend(t.admitted.iter().cloned());
+        }
+        let is_new = |p: &str| {
+            let dir = format!("{p}/");
+            !created.contains(p)
+                && !created
+                    .range(dir.clone()..)
+                    .next()
+                    .is_some_and(|f| f.starts_with(&dir))
+        };
+        // The module `go.mod` declares, for Go's test ids (`example.com/m/pkg::TestX`).
+        let go_module = agentloop_project::collected::go_module(root);
+        let collected = self
+            .tests_baseline
+            .as_ref()
+            .map(|b| b.all_tests())
+            .unwrap_or_default();
+        for id in tasks {
             let Some(t) = self.plan_task(id) else {
                 continue;
             };
             if self.mode_of(id) == Mode::Tdd {
                 allowed.tests = true;
             }
-            // A name's own file is the task's (one that was there is not the agent's
-            // anyway: only a file the task creates is let in by it); a name with no
-            // file that is new, or matched no test at the baseline, is a test the task
-            // writes somewhere.
-            let collected = self
-                .tests_baseline
-                .as_ref()
-                .map(|b| b.all_tests())
-                .unwrap_or_default();
+            let mut named: Vec<String> = Vec::new();
             let checked = agentloop_evidence::names::check_names(&t.tests, &collected);
             for (name, check) in t.tests.iter().zip(checked) {
-                match name.pattern.split_once("::") {
-                    Some((file, _)) if file.contains(['/', '.']) && !file.contains('*') => {
-                        allowed
-                            .files
-                            .insert(file.trim_start_matches("./").to_string());
-                    }
-                    _ if name.new || check == agentloop_evidence::names::NameCheck::Unmatched => {
-                        allowed.tests = true
-                    }
-                    _ => {}
+                if name.new || check == agentloop_evidence::names::NameCheck::Unmatched {
+                    allowed.tests = true;
+                }
+                if let Some((file, _)) = name.pattern.split_once("::")
+                    && !file.contains('*')
+                {
+                    named.push(file.to_string());
                 }
             }
             for cmd in self.plan.checks_of(Some(t)) {
-                for word in cmd.split_whitespace() {
-                    let word = word
-                        .trim_matches(|c| c == '"' || c == '\'')
-                        .trim_start_matches("./");
-                    let file = word.split("::").next().unwrap_or(word);
-                    if !file.starts_with(['-', '/', '$'])
-                        && file.contains('/')
-                        && agentloop_project::is_test_file(file)
-                    {
-                        allowed.files.insert(file.to_string());
+                let words: Vec<&str> = cmd.split_whitespace().collect();
+                for (i, word) in words.iter().enumerate() {
+                    let word = word.trim_matches(|c| c == '"' || c == '\'');
+                    if i > 0 && words[i - 1] == "--test" {
+                        named.push(format!("tests/{word}.rs"));
+                        named.push(format!("tests/{word}"));
+                    } else if !word.starts_with(['-', '/', '$']) && word.contains('/') {
+                        named.push(word.split("::").next().unwrap_or(word).to_string());
                     }
                 }
+            }
+            for path in named {
+                let path = path.trim_start_matches("./").trim_end_matches("/...");
+                // A Go package by its import path is its directory.
+                let path = match go_module.as_deref().and_then(|m| path.strip_prefix(m)) {
+                    Some(rest) => rest.trim_start_matches('/'),
+                    None => path,
+                };
+                let path = path.trim_end_matches('/');
+                if path.is_empty() || !is_new(path) {
+                    continue;
+                }
+                allowed.tests = true;
+                allowed.files.insert(path.to_string());
+                allowed.scope.push(format!("{path}/"));
             }
             allowed.scope.extend(t.scope.iter().cloned());
         }

@@ -136,6 +136,10 @@ pub struct TaskState {
     /// once done): its named tests, regressions, tests no longer run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<agentloop_evidence::Judged>,
+    /// Files the agent added that reached the checks of its last verification only
+    /// because the task writes tests (once done): they stay let in for later tasks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub admitted: Vec<String>,
     /// The iteration whose verification `evidence` is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence_at: Option<u32>,
@@ -192,6 +196,7 @@ impl TaskState {
 impl TaskState {
     pub(crate) fn new(id: &str, title: &str) -> TaskState {
         TaskState {
+            admitted: Vec::new(),
             fresh_start: false,
             id: id.to_string(),
             title: title.to_string(),

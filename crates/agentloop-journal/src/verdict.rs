@@ -46,6 +46,11 @@ impl RunState {
                     .map(|v| v.commands.clone())
                     .unwrap_or_default();
                 t.evidence = open.verify.as_ref().and_then(|v| v.evidence.clone());
+                t.admitted = open
+                    .verify
+                    .as_ref()
+                    .map(|v| v.admitted.clone())
+                    .unwrap_or_default();
                 t.evidence_at = t.evidence.as_ref().map(|_| f.iteration);
                 t.commit = f.commit.clone();
                 t.last_digest = None;

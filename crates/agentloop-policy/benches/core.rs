@@ -97,6 +97,7 @@ fn iteration_events(n: u32, task: &str, complete: bool) -> Vec<Event> {
             evidence: None,
             held_out: Vec::new(),
             left_out: Vec::new(),
+            admitted: Vec::new(),
         }),
         Event::IterationFinished(IterationFinished {
             iteration: n,

@@ -8,7 +8,7 @@
 //! runner's report or shadow a module, because it is not there when the checks run.
 //!
 //! Each file's answer says why, for the journal and the agent's next prompt
-//! ("tests/test_aaa.py: added by the agent, not run by the judge: a test file").
+//! ("tests/test_aaa.py: added by the agent, left out of the checks' copy (a test file)").
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -85,6 +85,19 @@ impl Admission {
     /// it was added since the run was created, and the checks would load or run it
     /// on their own.
     pub fn left_out(&self, path: &str) -> Option<String> {
+        self.rule(path)
+            .and_then(|(why, let_in)| (!let_in).then_some(why))
+    }
+
+    /// Whether an added file the checks would load on their own reaches them because
+    /// the work writes tests (its allowance).
+    pub fn admitted(&self, path: &str) -> bool {
+        self.rule(path).is_some_and(|(_, let_in)| let_in)
+    }
+
+    /// What the rules say of a file: why the checks would load or run it, if they
+    /// would and it was added, and whether the work's allowance lets it in.
+    fn rule(&self, path: &str) -> Option<(String, bool)> {
         if !self.added(path) {
             return None;
         }
@@ -97,7 +110,7 @@ impl Admission {
             self.project.added_intercepts(path)
         };
         if let Some(why) = intercepts.or_else(|| runtime_loads(path)) {
-            return Some(why);
+            return Some((why, false));
         }
         let allowed = self.allowed.holds(path);
         if let Some((pattern, by)) = self
@@ -106,10 +119,10 @@ impl Admission {
             .iter()
             .find(|(p, _)| glob_path(path, p))
         {
-            return (!allowed).then(|| format!("{by} runs what is there ({pattern})"));
+            return Some((format!("{by} would run it ({pattern})"), allowed));
         }
         let test = self.test(path)?;
-        (!(allowed || self.allowed.tests)).then_some(test)
+        Some((test, allowed || self.allowed.tests))
     }
 
     /// Why an added file is a test or the tests' data, if it is.
@@ -262,8 +275,8 @@ mod tests {
         };
         let (_d, a) = admission(Allowed::default(), would_load.clone());
         for (path, why) in [
-            ("tests/test_stub.py", "(tests/)"),
-            ("tests/__init__.py", "(tests/)"),
+            ("tests/test_stub.py", "under tests/"),
+            ("tests/__init__.py", "under tests/"),
             ("suite/__init__.py", "makes a package"),
             (
                 "reverse/more_test.go",
@@ -281,9 +294,9 @@ mod tests {
             ("go.work", "Go workspace"),
             (
                 "checks.d/zz.sh",
-                "`tests/check.sh` runs what is there (checks.d/*.sh)",
+                "`tests/check.sh` would run it (checks.d/*.sh)",
             ),
-            ("scripts/extra.sh", "`tests/check.sh` runs"),
+            ("scripts/extra.sh", "`tests/check.sh` would run it"),
             (
                 "more/calc_cases.py",
                 "named like the tests `pytest` collected",

@@ -89,7 +89,7 @@ impl Project {
             .iter()
             .find(|n| n.ends_with('/') && path_matches(path, n))
         {
-            return Some(format!("in the directory a Verify command runs ({n})"));
+            return Some(format!("under {n}, where the checks' tests are"));
         }
         is_test_file(path).then(|| "a test file".into())
     }

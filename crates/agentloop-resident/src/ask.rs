@@ -20,6 +20,8 @@ pub struct Copied {
     pub warning: Option<String>,
     /// What of the agent's added files it kept out.
     pub left_out: Vec<agentloop_journal::LeftOut>,
+    /// What it let in because the work writes tests.
+    pub admitted: Vec<String>,
 }
 
 /// How long a hook waits for an answer unless told otherwise (a first full refresh of
@@ -93,10 +95,12 @@ impl Resident {
                 dir,
                 warning,
                 left_out,
+                admitted,
             } => Ok(Copied {
                 dir,
                 warning,
                 left_out,
+                admitted,
             }),
             other => Err(unexpected(other)),
         }

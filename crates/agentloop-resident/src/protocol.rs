@@ -91,6 +91,8 @@ pub(crate) enum Answer {
         warning: Option<String>,
         #[serde(default)]
         left_out: Vec<agentloop_journal::LeftOut>,
+        #[serde(default)]
+        admitted: Vec<String>,
     },
     Done,
     /// The hook takes the full way.

@@ -234,6 +234,7 @@ impl Resident {
                         dir: copy.copy().dir.clone(),
                         warning: r.warning(),
                         left_out: r.left_out,
+                        admitted: r.admitted,
                     },
                     Err(why) => {
                         copy.forget();

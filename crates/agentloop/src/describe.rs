@@ -61,9 +61,9 @@ pub(crate) fn event(e: &Event) -> String {
                 .unwrap_or_default(),
             match v.left_out.as_slice() {
                 [] => String::new(),
-                [one] => format!(" · not run by the judge: {}", one.path),
+                [one] => format!(" · left out of the checks: {}", one.path),
                 [first, rest @ ..] => format!(
-                    " · not run by the judge: {} and {} more",
+                    " · left out of the checks: {} and {} more",
                     first.path,
                     rest.len()
                 ),

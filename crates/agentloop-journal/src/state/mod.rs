@@ -21,8 +21,9 @@ use agentloop_ground::values::Usage;
 use agentloop_plan::{Mode, Plan};
 
 /// Schema version of `state.json`: a cache of another version is folded again from the
-/// journal (6: the run's wall clock, `wall_ms` and `last_ms`, which an older cache lacks).
-pub const STATE_VERSION: u32 = 6;
+/// journal (6: the run's wall clock, `wall_ms` and `last_ms`, which an older cache lacks;
+/// 7: each done task's `admitted` files).
+pub const STATE_VERSION: u32 = 7;
 
 pub use super::open::OpenIteration;
 

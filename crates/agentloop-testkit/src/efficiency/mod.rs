@@ -378,6 +378,7 @@ pub fn run_agentloop(s: &mut dyn Scenario) -> Outcome {
                         evidence: None,
                         held_out: Vec::new(),
                         left_out: Vec::new(),
+                        admitted: Vec::new(),
                     }),
                     clock_ms,
                 );

@@ -311,6 +311,7 @@ impl World<'_> {
             evidence: None,
             held_out: Vec::new(),
             left_out: Vec::new(),
+            admitted: Vec::new(),
         }))
     }
 

@@ -52,8 +52,12 @@ pub fn files_of_tree(root: &Path, tree: &str) -> Result<Arc<BTreeSet<String>>, S
 
 /// Takes out of the checkout at `dir` (a worktree of the run's own: the merge
 /// worktree, VALIDATE's) the files `admission` keeps out, before checks run there; a
-/// checkout of it with `-f` puts them back.
-pub fn leave_out_in(dir: &Path, admission: &Admission) -> Result<Vec<LeftOut>, String> {
+/// checkout of it with `-f` puts them back. With what it let in because the work
+/// writes tests.
+pub fn leave_out_in(
+    dir: &Path,
+    admission: &Admission,
+) -> Result<(Vec<LeftOut>, Vec<String>), String> {
     use std::os::unix::ffi::{OsStrExt, OsStringExt};
     let mut c = agentloop_exec::git::git_command(dir);
     c.args(["ls-files", "-s", "-z"]);
@@ -74,7 +78,19 @@ pub fn leave_out_in(dir: &Path, admission: &Admission) -> Result<Vec<LeftOut>, S
         }
         left.push(l);
     }
-    Ok(left)
+    Ok((left, admitted(&listed, admission)))
+}
+
+/// The entries (by UTF-8 name) `admission` lets in because the work writes tests.
+pub(super) fn admitted(entries: &[Entry], admission: &Admission) -> Vec<String> {
+    let mut out: Vec<String> = entries
+        .iter()
+        .filter_map(|e| std::str::from_utf8(&e.path).ok())
+        .filter(|p| admission.admitted(p))
+        .map(str::to_string)
+        .collect();
+    out.sort();
+    out
 }
 
 /// One entry of a tree to judge: its path as git has it (any bytes), its mode, its

@@ -52,12 +52,16 @@ pub struct Refreshed {
     pub mended: Vec<String>,
     /// Files the agent added that the copy does not hold (see [`Admission`]).
     pub left_out: Vec<LeftOut>,
+    /// Files the agent added that the checks would load on their own and the copy
+    /// holds because the work writes tests.
+    pub admitted: Vec<String>,
 }
 
-/// The tree a copy is made of: its id, and what of the agent's it left out.
+/// The tree a copy is made of: its id, and what of the agent's it left out and let in.
 pub struct Made {
     pub tree: String,
     pub left_out: Vec<LeftOut>,
+    pub admitted: Vec<String>,
 }
 
 impl Refreshed {
@@ -146,6 +150,7 @@ impl CleanCopy {
             commit,
             mended,
             left_out: made.left_out,
+            admitted: made.admitted,
         })
     }
 
@@ -185,6 +190,7 @@ impl CleanCopy {
         run(with_index(&["add", "-A", "--", "."]), None)?;
         let overlay = overlay.filter(|b| !b.is_empty());
         let mut left_out = Vec::new();
+        let mut admitted = Vec::new();
         if overlay.is_some() || judge.admission.is_some() {
             let listed = agentloop_exec::git::run_git(with_index(&["ls-files", "-s", "-z"]), None)?;
             let listed = admit::entries(&listed);
@@ -218,6 +224,7 @@ impl CleanCopy {
                     c.args(["cat-file", "blob", &e.blob]);
                     agentloop_exec::git::run_git(c, None).ok()
                 });
+                admitted = admit::admitted(&listed, admission);
                 let zero = "0".repeat(listed.first().map_or(40, |e| e.blob.len()));
                 for (raw, l) in out {
                     lines.extend_from_slice(format!("0 {zero}\t").as_bytes());
@@ -234,7 +241,11 @@ impl CleanCopy {
             }
         }
         let tree = run(with_index(&["write-tree"]), None)?;
-        Ok(Made { tree, left_out })
+        Ok(Made {
+            tree,
+            left_out,
+            admitted,
+        })
     }
 
     /// Checks `tree` out in the copy (as a commit on HEAD), `carry` linked in.

@@ -10,12 +10,15 @@ use agentloop_journal::{LeftOut, VerifyFinished};
 /// The most files named in a log or a digest (the record keeps them all).
 const MOST_NAMED: usize = 20;
 
-/// Puts `left_out` on `result`, and on the log at `log` and the digest.
+/// Puts `left_out` (and `admitted`, what the work's allowance let in) on `result`,
+/// and what was left out on the log at `log` and the digest.
 pub fn tell(
     result: &mut VerifyFinished,
     left_out: Vec<LeftOut>,
+    admitted: Vec<String>,
     log: &Path,
 ) -> std::io::Result<()> {
+    result.admitted = admitted;
     if left_out.is_empty() {
         return Ok(());
     }
@@ -33,13 +36,13 @@ pub fn tell(
         if more > 0 {
             writeln!(
                 f,
-                "[agentloop: {more} more files added by the agent, not run by the judge]"
+                "[agentloop: {more} more files added by the agent, left out of the checks' copy]"
             )?;
         }
     }
     if !result.passed {
         let mut told = String::from(
-            "Files you added that the checks would load or run on their own did not reach agentloop's checks (a task that writes tests says so: `mode: tdd`, or `(new)` after its `Tests:` names; its `Scope:` holds its scripts):",
+            "Files you added that the checks would load or run on their own did not reach agentloop's checks. They count only when the plan says the task writes them (`mode: tdd`, a `Tests:` name in a file the task creates or marked `(new)`, or the task's `Scope:`). If the task needs them and its plan does not say so, answer BLOCKED with what is missing: the plan is a person's to change.",
         );
         for l in &lines {
             told.push_str("\n- ");

@@ -357,6 +357,7 @@ impl Runner<'_> {
             evidence,
             held_out: Vec::new(),
             left_out: Vec::new(),
+            admitted: Vec::new(),
         })
     }
 

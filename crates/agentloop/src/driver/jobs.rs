@@ -25,7 +25,7 @@ pub(crate) enum Done {
     Checked {
         iteration: u32,
         log: PathBuf,
-        result: std::io::Result<VerifyFinished>,
+        result: std::io::Result<Box<VerifyFinished>>,
         /// The task's clean copy, kept in step for its next verification.
         copy: Option<Box<Copied>>,
     },
@@ -244,7 +244,7 @@ impl Checks {
             .copy
             .as_ref()
             .and_then(|_| agentloop_exec::git::Snapshots::known(dir).take());
-        let mut left_out = Vec::new();
+        let (mut left_out, mut admitted) = (Vec::new(), Vec::new());
         let (dir, refused) = match &mut self.copy {
             Some(c) => {
                 let judge = agentloop_verify::clean_copy::Judge {
@@ -255,6 +255,7 @@ impl Checks {
                     Ok(r) => {
                         mended = r.warning();
                         left_out = r.left_out;
+                        admitted = r.admitted;
                         (c.copy.copy().dir.clone(), None)
                     }
                     Err(e) => (dir.to_path_buf(), Some(e)),
@@ -264,7 +265,7 @@ impl Checks {
         };
         let copied = self.copy.is_some() && refused.is_none();
         let result = self.run_in(iteration, &dir, log, copied).and_then(|mut r| {
-            verify::left_out::tell(&mut r, left_out, log)?;
+            verify::left_out::tell(&mut r, left_out, admitted, log)?;
             Ok(r)
         });
         if let Some(w) = mended {
@@ -333,7 +334,7 @@ pub(crate) fn check(
         let _ = done.send(Done::Checked {
             iteration,
             log,
-            result,
+            result: result.map(Box::new),
             copy: checks.copy.take().map(Box::new),
         });
     });

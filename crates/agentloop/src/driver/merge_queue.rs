@@ -230,17 +230,17 @@ fn check(
         .map_err(|e| format!("cannot link [verify] carry into the merge worktree: {e}"))?;
     // What the agents added that the checks would load on their own, out (the next
     // checkout of the worktree, forced, puts it back).
-    let left_out = match &job.admission {
+    let (left_out, admitted) = match &job.admission {
         Some(a) => agentloop_verify::clean_copy::leave_out_in(at, a)
             .map_err(|e| format!("cannot prepare the merge worktree: {e}"))?,
-        None => Vec::new(),
+        None => (Vec::new(), Vec::new()),
     };
     let mut together = Checks::together(&members.iter().map(|m| &m.checks).collect::<Vec<_>>());
     together.keep(&job.landed, &job.landed_measures);
     let mut result = together
         .run(last.iteration, at, &last.log)
         .map_err(|e| format!("cannot run the checks on the merged result: {e}"))?;
-    agentloop_verify::verify::left_out::tell(&mut result, left_out, &last.log)
+    agentloop_verify::verify::left_out::tell(&mut result, left_out, admitted, &last.log)
         .map_err(|e| format!("cannot run the checks on the merged result: {e}"))?;
     Ok(result)
 }

@@ -148,6 +148,7 @@ impl Driver {
                     evidence: None,
                     held_out: Vec::new(),
                     left_out: Vec::new(),
+                    admitted: Vec::new(),
                 };
                 let h = verify::HeldOut {
                     dir: held_dir.clone(),

@@ -309,7 +309,7 @@ impl Driver {
                 None => wt,
             },
             None => {
-                let (dir, _) = self.verify_dir(&[task]);
+                let dir = self.verify_dir(&[task]).dir;
                 // What the reviewer does there is not a check's.
                 self.forget_copy();
                 dir

@@ -52,7 +52,9 @@ impl Driver {
         reports: &std::path::Path,
     ) -> Vec<std::ffi::OsString> {
         let sandbox = &self.state.settings.sandbox;
-        if !(sandbox.on() && sandbox.verify) {
+        if !(sandbox.on() && sandbox.verify)
+            && std::env::var_os("AGENTLOOP_EXPERIMENT_CONFINE").is_none()
+        {
             return Vec::new();
         }
         sandbox.confine_check(&self.ws.root, dir, reports).prefix
@@ -63,7 +65,9 @@ impl Driver {
         &self,
     ) -> Option<(agentloop_config::SandboxConfig, std::path::PathBuf)> {
         let sandbox = &self.state.settings.sandbox;
-        (sandbox.on() && sandbox.verify).then(|| (sandbox.clone(), self.ws.root.clone()))
+        (sandbox.on() && sandbox.verify
+            || std::env::var_os("AGENTLOOP_EXPERIMENT_CONFINE").is_some())
+        .then(|| (sandbox.clone(), self.ws.root.clone()))
     }
 
     /// What `agent` may reach: its own hosts as recorded when the run was created,

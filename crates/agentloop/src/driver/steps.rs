@@ -517,12 +517,13 @@ impl Driver {
         {
             verify::clear_held_out_leftovers(&self.held_out_logs(), &c.dir);
         }
-        let (workdir, left_out) = match self.worktree_of(iteration) {
-            Some(w) => (w, Vec::new()),
+        let judged = match self.worktree_of(iteration) {
+            Some(w) => super::surface::Judged::root(&w),
             // Nothing to run: no copy to bring up to date.
-            None if commands.is_empty() => (self.ws.root.clone(), Vec::new()),
+            None if commands.is_empty() => super::surface::Judged::root(&self.ws.root),
             None => self.verify_dir_at(seen, &[task]),
         };
+        let workdir = judged.dir;
         let place = if self.worktree_of(iteration).is_some() {
             Place::Worktree
         } else {
@@ -545,7 +546,7 @@ impl Driver {
         let mut result = runner.run_measured(iteration, &commands, &measures, || {
             self.should_stop(&mut last)
         })?;
-        verify::left_out::tell(&mut result, left_out, &log)?;
+        verify::left_out::tell(&mut result, judged.left_out, judged.admitted, &log)?;
         if let Some(h) = self.held_out(task, iteration) {
             if workdir == self.ws.root {
                 held_out_refused(&mut result);
@@ -575,7 +576,10 @@ impl Driver {
                 1 => String::new(),
                 n => format!(" (and {} more)", n - 1),
             };
-            self.progress.note(&format!("{}{more}", first.line()));
+            self.progress.note(&format!(
+                "{}{more}; a task that writes them says so in the plan (`mode: tdd`, a `Tests:` name in the file or `(new)`, `Scope:`)",
+                first.line()
+            ));
         }
         self.record(Event::VerifyFinished(result))
     }

@@ -136,7 +136,7 @@ impl Driver {
     /// or the project itself (no git, `clean_copy = false`, or the copy failed — said);
     /// with what the copy left out of what the agent added, for a verification of the
     /// work of every done task and of `tasks`.
-    pub(crate) fn verify_dir(&mut self, tasks: &[&str]) -> (std::path::PathBuf, Vec<LeftOut>) {
+    pub(crate) fn verify_dir(&mut self, tasks: &[&str]) -> Judged {
         self.verify_dir_at(self.seen.clone(), tasks)
     }
 
@@ -155,14 +155,10 @@ impl Driver {
 
     /// [`verify_dir`](Self::verify_dir) where `seen` is the tree as the claim's full
     /// snapshot saw it, if nothing of agentloop's changed it since.
-    pub(crate) fn verify_dir_at(
-        &mut self,
-        seen: Option<git::Snapshot>,
-        tasks: &[&str],
-    ) -> (std::path::PathBuf, Vec<LeftOut>) {
+    pub(crate) fn verify_dir_at(&mut self, seen: Option<git::Snapshot>, tasks: &[&str]) -> Judged {
         let s = &self.state;
         if !s.settings.clean_copy || self.snapshots.is_none() {
-            return (self.ws.root.clone(), Vec::new());
+            return Judged::root(&self.ws.root);
         }
         // A hook-mode run's resident keeps the copy in step for the tree as the claim's
         // full snapshot saw it (nothing of agentloop's changed the tree since).
@@ -187,14 +183,18 @@ impl Driver {
                     if let Some(w) = c.warning {
                         self.progress.warn(&w);
                     }
-                    return (c.dir, c.left_out);
+                    return Judged {
+                        dir: c.dir,
+                        left_out: c.left_out,
+                        admitted: c.admitted,
+                    };
                 }
                 Err(why) => self.resident_gone(&why),
             }
         }
         if self.kept_copy.is_none() {
             let Some(copy) = CleanCopy::for_run(&self.ws.root, &self.run.id) else {
-                return (self.ws.root.clone(), Vec::new());
+                return Judged::root(&self.ws.root);
             };
             self.kept_copy = Some(KeptCopy::new(copy));
         }
@@ -204,7 +204,7 @@ impl Driver {
         // the watch, with no git process when nothing was touched since.
         let now = self.watched.as_mut().and_then(|w| w.take(false));
         let Some(kept) = self.kept_copy.as_mut() else {
-            return (self.ws.root.clone(), Vec::new());
+            return Judged::root(&self.ws.root);
         };
         let judge = Judge {
             overlay: s.baseline.as_ref(),
@@ -215,13 +215,17 @@ impl Driver {
                 if let Some(w) = r.warning() {
                     self.progress.warn(&w);
                 }
-                (kept.copy().dir.clone(), r.left_out)
+                Judged {
+                    dir: kept.copy().dir.clone(),
+                    left_out: r.left_out,
+                    admitted: r.admitted,
+                }
             }
             Err(e) => {
                 self.progress.warn(&format!(
                     "cannot prepare the clean copy ({e}); verifying in the working tree"
                 ));
-                (self.ws.root.clone(), Vec::new())
+                Judged::root(&self.ws.root)
             }
         }
     }
@@ -328,6 +332,24 @@ impl Driver {
                 }
             }
             copy.remove();
+        }
+    }
+}
+
+/// Where checks run, and what of the agent's added files the copy left out and let in.
+pub(crate) struct Judged {
+    pub dir: std::path::PathBuf,
+    pub left_out: Vec<LeftOut>,
+    pub admitted: Vec<String>,
+}
+
+impl Judged {
+    /// The project itself: nothing left out.
+    pub(crate) fn root(root: &std::path::Path) -> Judged {
+        Judged {
+            dir: root.to_path_buf(),
+            left_out: Vec::new(),
+            admitted: Vec::new(),
         }
     }
 }

@@ -81,22 +81,25 @@ impl Driver {
             }
             None => None,
         };
-        let (dir, left_out) = match &temp {
+        let (dir, left_out, admitted) = match &temp {
             Some(d) => {
                 // What the agents added that the checks would load on their own, out.
-                let left_out = match self.admission(&[]) {
+                let (left_out, admitted) = match self.admission(&[]) {
                     Some(a) => agentloop_verify::clean_copy::leave_out_in(d, &a).map_err(|e| {
                         CliError::internal(format!("cannot prepare {}: {e}", d.display()))
                     })?,
-                    None => Vec::new(),
+                    None => (Vec::new(), Vec::new()),
                 };
-                (d.clone(), left_out)
+                (d.clone(), left_out, admitted)
             }
             // Nothing to run: no clean copy to make (a whole checkout of the project).
             None if commands.is_empty() && measures.is_empty() => {
-                (self.ws.root.clone(), Vec::new())
+                (self.ws.root.clone(), Vec::new(), Vec::new())
             }
-            None => self.verify_dir(&[]),
+            None => {
+                let j = self.verify_dir(&[]);
+                (j.dir, j.left_out, j.admitted)
+            }
         };
         let log = self.run.path.join("validation.log");
         let expected = self.expected(None, Place::Merged);
@@ -132,7 +135,7 @@ impl Driver {
             );
         }
         let mut result = result.map_err(|e| CliError::internal(format!("cannot validate: {e}")))?;
-        verify::left_out::tell(&mut result, left_out, &log)
+        verify::left_out::tell(&mut result, left_out, admitted, &log)
             .map_err(|e| CliError::internal(format!("cannot validate: {e}")))?;
         if self.interrupted.load(Ordering::SeqCst) {
             return Ok(());

@@ -64,7 +64,7 @@ fn left_out_then_done(p: &Project, way: &[&str], left_out: &str) {
     let second = std::fs::read_to_string(p.run_dir().join("iterations/0002/prompt.md")).unwrap();
     assert!(
         second.contains(&format!(
-            "{left_out}: added by the agent, not run by the judge"
+            "{left_out}: added by the agent, left out of the checks' copy"
         )),
         "{way:?}: {second}"
     );
@@ -398,6 +398,113 @@ F"#;
         assert!(
             log.contains("reported as tap (its output) at the baseline and as junit"),
             "{way:?}: {log}"
+        );
+    }
+}
+
+/// A task that writes tests has what they need reach the checks with them: a helper
+/// beside its new test, a new test package's `__init__.py`, a Go package it adds and
+/// names by its import path, the script its check runs that its words name — each
+/// done at the first attempt. (From an honest user's trial of default-deny.)
+#[test]
+fn what_a_task_writing_tests_adds_with_them_reaches_the_checks() {
+    let helper = (
+        "# H\n\n## T1: Add f, with its test and the helper it uses\nVerify: python3 -m pytest -q tests/\nTests: tests/test_f.py::test_f\n",
+        vec![
+            ("calc.py", CALC),
+            ("tests/test_calc.py", "def test_nothing():\n    pass\n"),
+        ],
+        "printf 'def f():\\n    return 1\\n' >> calc.py\nprintf 'ONE = 1\\n' > tests/helpers.py\nprintf 'from helpers import ONE\\nfrom calc import f\\n\\n\\ndef test_f():\\n    assert f() == ONE\\n' > tests/test_f.py",
+        true,
+    );
+    let package = (
+        "# P\n\n## T1: Add mul, with its unit tests\nVerify: python3 -m pytest -q tests/\nTests: tests/unit/test_ops.py::test_mul\n",
+        vec![
+            ("ops.py", "def add(a, b):\n    return a + b\n"),
+            (
+                "tests/test_ops.py",
+                "from ops import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+            ),
+        ],
+        "printf 'def mul(a, b):\\n    return a * b\\n' >> ops.py\nmkdir -p tests/unit\n: > tests/unit/__init__.py\nprintf 'from ops import mul\\n\\n\\ndef test_mul():\\n    assert mul(2, 3) == 6\\n' > tests/unit/test_ops.py",
+        true,
+    );
+    let script = (
+        "# G\n\n## T1: Write greet.sh, which greets\nVerify: sh tests/run.sh\n",
+        vec![("tests/run.sh", "test \"$(sh ./greet.sh)\" = hello\n")],
+        "echo 'echo hello' > greet.sh",
+        false,
+    );
+    for (plan, files, work, python) in [helper, package, script] {
+        for way in [&[][..], &["--workers", "3"]] {
+            let p = project(plan, &files, work, work, python);
+            let mut args = vec!["run", "--yes", "--quiet", "--no-wait"];
+            args.extend_from_slice(way);
+            let r = p.run(&args);
+            let j = journal(&p);
+            assert_eq!(r.code, Some(0), "{plan} {way:?}: {}\n{j}", r.stderr);
+            assert_eq!(p.status()["iterations"], 1, "{plan} {way:?}: {j}");
+            assert!(!j.contains("\"left_out\""), "{plan} {way:?}: {j}");
+        }
+    }
+}
+
+/// A Go package a task adds, named by its import path: its tests are the task's.
+#[test]
+fn a_go_package_a_task_adds_is_its_to_test() {
+    for way in [&[][..], &["--workers", "3"]] {
+        let p = project(
+            "# S\n\n## T1: Add strutil.Upper\nVerify: go test ./...\nTests: example.com/m/strutil::TestUpper\n",
+            &[
+                ("go.mod", "module example.com/m\n\ngo 1.19\n"),
+                ("m.go", "package m\n\nfunc One() int { return 1 }\n"),
+                (
+                    "m_test.go",
+                    "package m\n\nimport \"testing\"\n\nfunc TestOne(t *testing.T) {\n\tif One() != 1 {\n\t\tt.Fatal(\"one\")\n\t}\n}\n",
+                ),
+            ],
+            "mkdir -p strutil\nprintf 'package strutil\\n\\nimport \"strings\"\\n\\nfunc Upper(s string) string { return strings.ToUpper(s) }\\n' > strutil/strutil.go\nprintf 'package strutil\\n\\nimport \"testing\"\\n\\nfunc TestUpper(t *testing.T) {\\n\\tif Upper(\"a\") != \"A\" {\\n\\t\\tt.Fatal(\"upper\")\\n\\t}\\n}\\n' > strutil/strutil_test.go",
+            "true",
+            false,
+        );
+        let mut args = vec!["run", "--yes", "--quiet", "--no-wait"];
+        args.extend_from_slice(way);
+        let r = p.run(&args);
+        let j = journal(&p);
+        assert_eq!(r.code, Some(0), "{way:?}: {}\n{j}", r.stderr);
+        assert_eq!(p.status()["iterations"], 1, "{way:?}: {j}");
+    }
+}
+
+/// What a done task's `mode: tdd` let in stays in (by name), and lets in nothing of a
+/// later task's: T2's new test module is left out, whatever T1 was allowed.
+#[test]
+fn a_done_tasks_allowance_is_its_own() {
+    let plan = "# Two\n\n## T1: Add sub, with tests\nMode: tdd\nVerify: python3 -m pytest -q tests/\nTests: tests/test_sub.py::test_sub (new)\n\n## T2: Make add add\nDepends: T1\nVerify: python3 -m pytest -q tests/\nTests: tests/test_calc.py::test_add\n";
+    let body = format!(
+        "case \"$task\" in\n  T1) printf 'def sub(a, b):\\n    return a - b\\n' >> calc.py; printf 'from calc import sub\\n\\n\\ndef test_sub():\\n    assert sub(3, 1) == 2\\n' > tests/test_sub.py ;;\n  T2) if [ ! -f tests/test_aaa.py ]; then printf \"{}\" > tests/test_aaa.py; else rm tests/test_aaa.py; {FIX}; printf 'def sub(a, b):\\n    return a - b\\n' >> calc.py; fi ;;\nesac\necho TASK_COMPLETE\n",
+        STUB.replace('\n', "\\n")
+    );
+    for way in [&[][..], &["--workers", "3"]] {
+        let mut p = Scratch::new()
+            .plan(plan)
+            .file("calc.py", CALC)
+            .file("tests/test_calc.py", TEST_CALC)
+            .agent(&agent(&body))
+            .build();
+        p.env.push(("PATH".into(), python_path()));
+        let mut args = vec!["run", "--yes", "--quiet", "--no-wait"];
+        args.extend_from_slice(way);
+        let r = p.run(&args);
+        let j = journal(&p);
+        assert_eq!(r.code, Some(0), "{way:?}: {}\n{j}", r.stderr);
+        assert!(
+            j.contains("\"left_out\":[{\"path\":\"tests/test_aaa.py\""),
+            "{way:?}: T2's stub reached the judge: {j}"
+        );
+        assert!(
+            j.contains("\"admitted\":[\"tests/test_sub.py\"]"),
+            "{way:?}: {j}"
         );
     }
 }

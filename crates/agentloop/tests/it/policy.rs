@@ -149,6 +149,7 @@ pub(crate) fn verified(iteration: u32, passed: bool, fp: &str) -> Event {
         evidence: None,
         held_out: Vec::new(),
         left_out: Vec::new(),
+        admitted: Vec::new(),
     })
 }
 

@@ -182,10 +182,21 @@ impl KeptCopy {
                 .is_ok()
         {
             self.last = Some(Way::Kept);
+            let mut admitted: Vec<String> = match &kept.admission {
+                Some(a) => kept
+                    .files
+                    .iter()
+                    .filter(|f| a.admitted(f))
+                    .cloned()
+                    .collect(),
+                None => Vec::new(),
+            };
+            admitted.sort();
             return Ok(Refreshed {
                 commit: kept.commit.clone(),
                 mended: Vec::new(),
                 left_out: kept.left_out.clone(),
+                admitted,
             });
         }
         self.forget();
