@@ -282,6 +282,7 @@ impl Pair {
             .unwrap();
         let full = self.full.refresh_judged(judge, &self.carry).unwrap();
         assert_eq!(kept.left_out, full.left_out, "what each copy left out");
+        assert_eq!(kept.admitted, full.admitted, "what each copy let in");
         self.kept.last.unwrap()
     }
 
