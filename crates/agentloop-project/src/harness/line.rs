@@ -408,8 +408,9 @@ fn after_expansion(after: &str) -> Option<&str> {
     after[end..].strip_prefix('/')
 }
 
-/// `base/rel` with `.` and `..` taken away; none when it leaves the project.
-fn normalise(base: &str, rel: &str) -> Option<String> {
+/// `base/rel` with `.` and `..` taken away; none when it leaves the project (or is
+/// its top).
+pub fn normalise(base: &str, rel: &str) -> Option<String> {
     let mut parts: Vec<&str> = base.split('/').filter(|p| !p.is_empty()).collect();
     for p in rel.split('/') {
         match p {

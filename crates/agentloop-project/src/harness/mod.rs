@@ -15,6 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 mod line;
 
+pub use line::normalise;
 use line::{Loops, Named, named_in_line};
 
 /// The most scripts followed, and how deep.

@@ -178,7 +178,9 @@ fn through_link(
 ) -> Option<String> {
     let target = std::str::from_utf8(target).ok()?;
     let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
-    let Some(to) = normalise(dir, target).filter(|_| !target.starts_with('/')) else {
+    let Some(to) =
+        agentloop_project::harness::normalise(dir, target).filter(|_| !target.starts_with('/'))
+    else {
         return Some(format!("a link out of the tree ({target})"));
     };
     let prefix = format!("{to}/");
@@ -191,19 +193,4 @@ fn through_link(
                 .left_out(&through)
                 .map(|why| format!("a link to {to}/: through it, {through}: {why}"))
         })
-}
-
-/// `base/rel` with `.` and `..` taken away; none when it leaves the tree.
-fn normalise(base: &str, rel: &str) -> Option<String> {
-    let mut parts: Vec<&str> = base.split('/').filter(|p| !p.is_empty()).collect();
-    for p in rel.split('/') {
-        match p {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            p => parts.push(p),
-        }
-    }
-    Some(parts.join("/"))
 }

@@ -41,14 +41,25 @@ fn journal(p: &Project) -> String {
     std::fs::read_to_string(p.run_dir().join("journal.jsonl")).unwrap()
 }
 
+/// `run --yes --quiet --no-wait` and the way's flags.
+fn run_args<'a>(way: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["run", "--yes", "--quiet", "--no-wait"];
+    args.extend_from_slice(way);
+    args
+}
+
+/// The run taken the `way` given, to its end (exit 0); its journal.
+fn ran_to_the_end(p: &Project, way: &[&str]) -> String {
+    let r = p.run(&run_args(way));
+    let j = journal(p);
+    assert_eq!(r.code, Some(0), "{way:?}: {}\n{j}", r.stderr);
+    j
+}
+
 /// The first attempt's shortcut is left out of the judge's copy and fails; the
 /// second, honest, is done.
 fn left_out_then_done(p: &Project, way: &[&str], left_out: &str) {
-    let mut args = vec!["run", "--yes", "--quiet", "--no-wait"];
-    args.extend_from_slice(way);
-    let r = p.run(&args);
-    let j = journal(p);
-    assert_eq!(r.code, Some(0), "{way:?}: {}\n{j}", r.stderr);
+    let j = ran_to_the_end(p, way);
     let s = p.status();
     assert_eq!(s["tasks"][0]["status"], "done", "{way:?}: {s}");
     let first = j
@@ -72,9 +83,7 @@ fn left_out_then_done(p: &Project, way: &[&str], left_out: &str) {
 
 /// The first attempt's shortcut waits for a person at the surface gate.
 fn held_at_the_surface(p: &Project, way: &[&str], path: &str, why: &str) {
-    let mut args = vec!["run", "--yes", "--quiet", "--no-wait"];
-    args.extend_from_slice(way);
-    let r = p.run(&args);
+    let r = p.run(&run_args(way));
     assert_eq!(r.code, Some(5), "{way:?}: waits for a person: {}", r.stderr);
     let s = p.status();
     assert_eq!(s["gate"]["point"], "surface", "{way:?}: {s}");
@@ -248,10 +257,7 @@ fn a_task_that_writes_tests_has_them_run() {
             FIX,
             true,
         );
-        let mut args = vec!["run", "--yes", "--quiet", "--no-wait"];
-        args.extend_from_slice(way);
-        let r = p.run(&args);
-        assert_eq!(r.code, Some(0), "{way:?}: {}", r.stderr);
+        ran_to_the_end(&p, way);
         let j = journal(&p);
         assert!(!j.contains("\"left_out\""), "{way:?}: {j}");
         assert_eq!(
@@ -353,10 +359,7 @@ fn nothing_above_the_judges_copy_is_the_sandboxed_agents_to_write() {
             .push(("HOME".into(), home.path().display().to_string()));
         p.env
             .push(("XDG_CACHE_HOME".into(), cache.display().to_string()));
-        let mut args = vec!["run", "--yes", "--quiet", "--no-wait"];
-        args.extend_from_slice(way);
-        let r = p.run(&args);
-        assert_eq!(r.code, Some(0), "{way:?}: {}", r.stderr);
+        ran_to_the_end(&p, way);
         assert!(
             cache.join("conftest.py").exists(),
             "{way:?}: the plant was made"
@@ -385,10 +388,7 @@ F"#;
             &format!("echo true > src/calc.sh; {HONEST}"),
             false,
         );
-        let mut args = vec!["run", "--yes", "--quiet", "--no-wait"];
-        args.extend_from_slice(way);
-        let r = p.run(&args);
-        assert_eq!(r.code, Some(0), "{way:?}: {}", r.stderr);
+        ran_to_the_end(&p, way);
         assert_eq!(
             p.status()["iterations"],
             2,
@@ -438,11 +438,7 @@ fn what_a_task_writing_tests_adds_with_them_reaches_the_checks() {
     for (plan, files, work, python) in [helper, package, script] {
         for way in [&[][..], &["--workers", "3"]] {
             let p = project(plan, &files, work, work, python);
-            let mut args = vec!["run", "--yes", "--quiet", "--no-wait"];
-            args.extend_from_slice(way);
-            let r = p.run(&args);
-            let j = journal(&p);
-            assert_eq!(r.code, Some(0), "{plan} {way:?}: {}\n{j}", r.stderr);
+            let j = ran_to_the_end(&p, way);
             assert_eq!(p.status()["iterations"], 1, "{plan} {way:?}: {j}");
             assert!(!j.contains("\"left_out\""), "{plan} {way:?}: {j}");
         }
@@ -467,11 +463,7 @@ fn a_go_package_a_task_adds_is_its_to_test() {
             "true",
             false,
         );
-        let mut args = vec!["run", "--yes", "--quiet", "--no-wait"];
-        args.extend_from_slice(way);
-        let r = p.run(&args);
-        let j = journal(&p);
-        assert_eq!(r.code, Some(0), "{way:?}: {}\n{j}", r.stderr);
+        let j = ran_to_the_end(&p, way);
         assert_eq!(p.status()["iterations"], 1, "{way:?}: {j}");
     }
 }
@@ -493,11 +485,7 @@ fn a_done_tasks_allowance_is_its_own() {
             .agent(&agent(&body))
             .build();
         p.env.push(("PATH".into(), python_path()));
-        let mut args = vec!["run", "--yes", "--quiet", "--no-wait"];
-        args.extend_from_slice(way);
-        let r = p.run(&args);
-        let j = journal(&p);
-        assert_eq!(r.code, Some(0), "{way:?}: {}\n{j}", r.stderr);
+        let j = ran_to_the_end(&p, way);
         assert!(
             j.contains("\"left_out\":[{\"path\":\"tests/test_aaa.py\""),
             "{way:?}: T2's stub reached the judge: {j}"
