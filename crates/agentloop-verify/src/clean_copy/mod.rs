@@ -57,6 +57,25 @@ pub struct Refreshed {
     pub admitted: Vec<String>,
 }
 
+/// Where checks run, and what of the agent's added files the copy there left out and
+/// let in.
+pub struct Prepared {
+    pub dir: PathBuf,
+    pub left_out: Vec<LeftOut>,
+    pub admitted: Vec<String>,
+}
+
+impl Prepared {
+    /// A directory of the project's own (the project, a worktree): nothing left out.
+    pub fn root(root: &Path) -> Prepared {
+        Prepared {
+            dir: root.to_path_buf(),
+            left_out: Vec::new(),
+            admitted: Vec::new(),
+        }
+    }
+}
+
 /// The tree a copy is made of: its id, and what of the agent's it left out and let in.
 pub struct Made {
     pub tree: String,

@@ -518,9 +518,11 @@ impl Driver {
             verify::clear_held_out_leftovers(&self.held_out_logs(), &c.dir);
         }
         let judged = match self.worktree_of(iteration) {
-            Some(w) => super::surface::Judged::root(&w),
+            Some(w) => agentloop_verify::clean_copy::Prepared::root(&w),
             // Nothing to run: no copy to bring up to date.
-            None if commands.is_empty() => super::surface::Judged::root(&self.ws.root),
+            None if commands.is_empty() => {
+                agentloop_verify::clean_copy::Prepared::root(&self.ws.root)
+            }
             None => self.verify_dir_at(seen, &[task]),
         };
         let workdir = judged.dir;

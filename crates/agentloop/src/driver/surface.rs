@@ -7,7 +7,7 @@ use agentloop_ground::values::OnProtectedChange;
 use agentloop_journal::*;
 use agentloop_project::Project;
 use agentloop_resident::Resident;
-use agentloop_verify::clean_copy::{CleanCopy, Judge, KeptCopy};
+use agentloop_verify::clean_copy::{CleanCopy, Judge, KeptCopy, Prepared};
 use agentloop_verify::surface;
 
 use super::Driver;
@@ -136,7 +136,7 @@ impl Driver {
     /// or the project itself (no git, `clean_copy = false`, or the copy failed — said);
     /// with what the copy left out of what the agent added, for a verification of the
     /// work of every done task and of `tasks`.
-    pub(crate) fn verify_dir(&mut self, tasks: &[&str]) -> Judged {
+    pub(crate) fn verify_dir(&mut self, tasks: &[&str]) -> Prepared {
         self.verify_dir_at(self.seen.clone(), tasks)
     }
 
@@ -155,10 +155,14 @@ impl Driver {
 
     /// [`verify_dir`](Self::verify_dir) where `seen` is the tree as the claim's full
     /// snapshot saw it, if nothing of agentloop's changed it since.
-    pub(crate) fn verify_dir_at(&mut self, seen: Option<git::Snapshot>, tasks: &[&str]) -> Judged {
+    pub(crate) fn verify_dir_at(
+        &mut self,
+        seen: Option<git::Snapshot>,
+        tasks: &[&str],
+    ) -> Prepared {
         let s = &self.state;
         if !s.settings.clean_copy || self.snapshots.is_none() {
-            return Judged::root(&self.ws.root);
+            return Prepared::root(&self.ws.root);
         }
         // A hook-mode run's resident keeps the copy in step for the tree as the claim's
         // full snapshot saw it (nothing of agentloop's changed the tree since).
@@ -183,7 +187,7 @@ impl Driver {
                     if let Some(w) = c.warning {
                         self.progress.warn(&w);
                     }
-                    return Judged {
+                    return Prepared {
                         dir: c.dir,
                         left_out: c.left_out,
                         admitted: c.admitted,
@@ -194,7 +198,7 @@ impl Driver {
         }
         if self.kept_copy.is_none() {
             let Some(copy) = CleanCopy::for_run(&self.ws.root, &self.run.id) else {
-                return Judged::root(&self.ws.root);
+                return Prepared::root(&self.ws.root);
             };
             self.kept_copy = Some(KeptCopy::new(copy));
         }
@@ -204,7 +208,7 @@ impl Driver {
         // the watch, with no git process when nothing was touched since.
         let now = self.watched.as_mut().and_then(|w| w.take(false));
         let Some(kept) = self.kept_copy.as_mut() else {
-            return Judged::root(&self.ws.root);
+            return Prepared::root(&self.ws.root);
         };
         let judge = Judge {
             overlay: s.baseline.as_ref(),
@@ -215,7 +219,7 @@ impl Driver {
                 if let Some(w) = r.warning() {
                     self.progress.warn(&w);
                 }
-                Judged {
+                Prepared {
                     dir: kept.copy().dir.clone(),
                     left_out: r.left_out,
                     admitted: r.admitted,
@@ -225,7 +229,7 @@ impl Driver {
                 self.progress.warn(&format!(
                     "cannot prepare the clean copy ({e}); verifying in the working tree"
                 ));
-                Judged::root(&self.ws.root)
+                Prepared::root(&self.ws.root)
             }
         }
     }
@@ -332,24 +336,6 @@ impl Driver {
                 }
             }
             copy.remove();
-        }
-    }
-}
-
-/// Where checks run, and what of the agent's added files the copy left out and let in.
-pub(crate) struct Judged {
-    pub dir: std::path::PathBuf,
-    pub left_out: Vec<LeftOut>,
-    pub admitted: Vec<String>,
-}
-
-impl Judged {
-    /// The project itself: nothing left out.
-    pub(crate) fn root(root: &std::path::Path) -> Judged {
-        Judged {
-            dir: root.to_path_buf(),
-            left_out: Vec::new(),
-            admitted: Vec::new(),
         }
     }
 }

@@ -42,4 +42,20 @@ impl Kept {
         self.admission = Some(new.clone());
         true
     }
+
+    /// The files the copy holds that its admission let in because the work writes
+    /// tests.
+    pub(super) fn admitted(&self) -> Vec<String> {
+        let mut out: Vec<String> = match &self.admission {
+            Some(a) => self
+                .files
+                .iter()
+                .filter(|f| a.admitted(f))
+                .cloned()
+                .collect(),
+            None => Vec::new(),
+        };
+        out.sort();
+        out
+    }
 }

@@ -182,21 +182,11 @@ impl KeptCopy {
                 .is_ok()
         {
             self.last = Some(Way::Kept);
-            let mut admitted: Vec<String> = match &kept.admission {
-                Some(a) => kept
-                    .files
-                    .iter()
-                    .filter(|f| a.admitted(f))
-                    .cloned()
-                    .collect(),
-                None => Vec::new(),
-            };
-            admitted.sort();
             return Ok(Refreshed {
                 commit: kept.commit.clone(),
                 mended: Vec::new(),
                 left_out: kept.left_out.clone(),
-                admitted,
+                admitted: kept.admitted(),
             });
         }
         self.forget();
