@@ -193,6 +193,24 @@ fn plan_check_with_the_baseline_names_what_each_test_name_matches() {
         "{}",
         r.stderr
     );
+    // A name in a file the tree does not hold is a test the task creates.
+    p.write(
+        "PLAN.md",
+        PLAN.replace(
+            "Tests: tests/test_mul.py::*",
+            "Tests: tests/test_mod.py::test_mod",
+        )
+        .as_str(),
+    );
+    let r = p.run(&["plan", "check", "--baseline"]);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains(
+            "T2 tests/test_mod.py::test_mod — a test in a file the task creates (not there yet)"
+        ),
+        "{}",
+        r.stdout
+    );
 }
 
 /// One task (division) whose agent games its check instead of doing the work, with
