@@ -21,7 +21,7 @@ pub use executor::{
 };
 pub use layers::{ConfigError, Layered, Loader, Source, merge, user_config_path};
 pub use review::{ReviewConfig, ReviewWhen};
-pub use sandbox::SandboxConfig;
+pub use sandbox::{ConfineChecks, SandboxConfig};
 pub use schema::{
     AgentConfig, BASE_ENV, BUILTIN_AGENTS, COVERAGE_REPORTS, Config, GitConfig, HookConfig, Price,
     PromptVia, RunConfig, ShapeSetting, StoreConfig, VerifyConfig, WorkflowSetting, env_allowed,

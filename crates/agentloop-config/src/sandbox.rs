@@ -28,9 +28,13 @@ pub struct SandboxConfig {
     /// model API's.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allow_hosts: Vec<String>,
-    /// The verification commands run confined too (their working copy writable, no
-    /// network).
-    pub verify: bool,
+    /// Whether the checks run confined (their copy writable, nothing else of the home
+    /// or the caches, a fresh home and `/tmp`, no network): `"auto"` wherever
+    /// bubblewrap works (where it does not, the run says so and its verdict is
+    /// MONITOR), `true` always (a run refuses to start where it cannot), `false` never
+    /// (MONITOR). Whether the agents are confined (`mode`) does not change it.
+    #[schemars(with = "ConfineRepr")]
+    pub verify: ConfineChecks,
     /// The bubblewrap program.
     pub bwrap: String,
 }
@@ -48,8 +52,71 @@ impl Default for SandboxConfig {
             writable: Vec::new(),
             hidden: Vec::new(),
             allow_hosts: Vec::new(),
-            verify: false,
+            verify: ConfineChecks::Auto,
             bwrap: "bwrap".into(),
+        }
+    }
+}
+
+/// `[sandbox] verify`: whether the judge's checks run confined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(into = "ConfineRepr")]
+pub enum ConfineChecks {
+    /// Wherever bubblewrap works; unconfined (and said, and MONITOR) where not.
+    #[default]
+    Auto,
+    /// Always: a run refuses to start where bubblewrap does not work.
+    Always,
+    /// Never (MONITOR).
+    Never,
+}
+
+/// How `[sandbox] verify` is written: `"auto"`, `true` or `false`.
+#[derive(Clone, Copy, Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+enum ConfineRepr {
+    Bool(bool),
+    Word(AutoWord),
+}
+
+#[derive(Clone, Copy, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum AutoWord {
+    Auto,
+}
+
+impl<'de> Deserialize<'de> for ConfineChecks {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ConfineChecks, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = ConfineChecks;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("\"auto\", true or false")
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<ConfineChecks, E> {
+                Ok(if v {
+                    ConfineChecks::Always
+                } else {
+                    ConfineChecks::Never
+                })
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ConfineChecks, E> {
+                match v {
+                    "auto" => Ok(ConfineChecks::Auto),
+                    _ => Err(E::invalid_value(serde::de::Unexpected::Str(v), &self)),
+                }
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+impl From<ConfineChecks> for ConfineRepr {
+    fn from(c: ConfineChecks) -> ConfineRepr {
+        match c {
+            ConfineChecks::Always => ConfineRepr::Bool(true),
+            ConfineChecks::Never => ConfineRepr::Bool(false),
+            ConfineChecks::Auto => ConfineRepr::Word(AutoWord::Auto),
         }
     }
 }
@@ -147,5 +214,40 @@ impl AllowList {
         v.sort_unstable();
         v.dedup();
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> Result<SandboxConfig, String> {
+        toml::from_str(text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn verify_is_auto_unless_written_true_or_false() {
+        assert_eq!(read("").unwrap().verify, ConfineChecks::Auto);
+        assert_eq!(
+            read("verify = \"auto\"").unwrap().verify,
+            ConfineChecks::Auto
+        );
+        assert_eq!(read("verify = true").unwrap().verify, ConfineChecks::Always);
+        assert_eq!(read("verify = false").unwrap().verify, ConfineChecks::Never);
+        let e = read("verify = \"yes\"").unwrap_err();
+        assert!(e.contains("expected \"auto\", true or false"), "{e}");
+        // Written back as it is read.
+        for v in [
+            ConfineChecks::Auto,
+            ConfineChecks::Always,
+            ConfineChecks::Never,
+        ] {
+            let c = SandboxConfig {
+                verify: v,
+                ..SandboxConfig::default()
+            };
+            let text = toml::to_string(&c).unwrap();
+            assert_eq!(read(&text).unwrap().verify, v, "{text}");
+        }
     }
 }

@@ -132,7 +132,7 @@ mode = "off"            # "workspace": each agent under bubblewrap, confined to 
 # allow_hosts = ["pypi.org", "*.npmjs.org:443"] # besides the agent's own model API
 # hidden = ["~/work/secret-repo"]               # more paths the agent may not read
 # writable = ["~/.cargo/registry"]              # more paths it may write
-verify = false          # the checks confined too (no network)
+verify = "auto"         # the checks confined wherever bubblewrap works; true: always; false: never (MONITOR)
 
 [executor]
 kind = "local"          # "slurm": a Slurm batch job per iteration; "kubernetes": a Job (docs/EXECUTORS.md)

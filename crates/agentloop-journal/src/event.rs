@@ -326,6 +326,11 @@ pub enum Event {
         #[serde(flatten)]
         denial: crate::denial::Denial,
     },
+    /// The run's checks run unconfined from here on (bubblewrap does not work here, or
+    /// `[sandbox] verify = false`): said once per reason; the verdict is MONITOR.
+    ChecksUnconfined {
+        why: String,
+    },
     /// Where an iteration's job stands on the cluster that runs it (a remote
     /// executor): recorded when it is submitted and whenever its state or the reason
     /// the engine gives changes.
@@ -362,6 +367,7 @@ impl Event {
             Event::SessionBound { .. } => "session_bound",
             Event::ControlRefused { .. } => "control_refused",
             Event::SandboxDenied { .. } => "sandbox_denied",
+            Event::ChecksUnconfined { .. } => "checks_unconfined",
             Event::JobState(_) => "job_state",
             Event::BaselineRecorded { .. } => "baseline_recorded",
             Event::TestsBaseline(_) => "tests_baseline",

@@ -295,6 +295,15 @@ pub fn rows(s: &RunState) -> Vec<Row> {
             evidence,
         });
     }
+    if let Some(why) = &s.unconfined_checks {
+        out.push(Row {
+            task: None,
+            kind: "confinement",
+            criterion: "the checks ran confined (only their copy writable, no network)".into(),
+            met: Met::Unverified,
+            evidence: format!("they ran unconfined: {why}"),
+        });
+    }
     if s.settings.validate && !done.is_empty() {
         let (met, evidence) = match (&s.validation, &s.validation_failure) {
             (Some((at, true)), _) if *at == s.iterations => {

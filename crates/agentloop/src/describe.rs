@@ -192,6 +192,7 @@ pub(crate) fn event(e: &Event) -> String {
                 denial.describe()
             )
         }
+        Event::ChecksUnconfined { why } => format!("the checks run unconfined: {why}"),
         Event::ReviewStarted(r) if r.of == 0 => {
             format!("iteration {}: not reviewed ({} risk)", r.iteration, r.risk)
         }

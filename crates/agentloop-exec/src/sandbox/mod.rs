@@ -14,6 +14,7 @@
 
 mod bridge;
 mod denials;
+pub mod judge;
 mod net;
 
 use std::ffi::OsString;
@@ -201,54 +202,9 @@ impl Sandbox for SandboxConfig {
         })
     }
 
-    /// The confinement of a verification command (`[sandbox] verify`): its working
-    /// copy writable, and `reports` (the directory its runner's report goes to, made
-    /// here first); nothing else of the home directory or the caches writable (none
-    /// of the agent CLIs' directories either); a fresh home, configuration, cache and
-    /// `/tmp` for each check (the real toolchains' homes read-only); no network at
-    /// all; a process namespace of its own, so every process the check started ends
-    /// when it does.
+    /// The confinement of a verification command (see [`judge`]).
     fn confine_check(&self, root: &Path, workdir: &Path, reports: &Path) -> Confinement {
-        let mut a = files(self, root, workdir, None);
-        if std::fs::create_dir_all(reports).is_ok() {
-            bind(&mut a, "--bind", reports, reports);
-        }
-        push(&mut a, &["--unshare-net", "--unshare-pid"]);
-        let home = home();
-        // Toolchains found through the home directory by default stay where they are.
-        for (var, dir) in [
-            ("RUSTUP_HOME", ".rustup"),
-            ("CARGO_HOME", ".cargo"),
-            ("PYENV_ROOT", ".pyenv"),
-            ("NVM_DIR", ".nvm"),
-            ("GOPATH", "go"),
-        ] {
-            if std::env::var_os(var).is_none() && home.join(dir).is_dir() {
-                a.push("--setenv".into());
-                a.push(var.into());
-                a.push(home.join(dir).into());
-            }
-        }
-        push(&mut a, &["--dir", JUDGE_HOME]);
-        for (var, dir) in [
-            ("XDG_CACHE_HOME", ".cache"),
-            ("XDG_CONFIG_HOME", ".config"),
-            ("XDG_DATA_HOME", ".local/share"),
-            ("XDG_STATE_HOME", ".local/state"),
-        ] {
-            let at = format!("{JUDGE_HOME}/{dir}");
-            push(&mut a, &["--dir", &at, "--setenv", var, &at]);
-        }
-        push(
-            &mut a,
-            &[
-                "--setenv", "HOME", JUDGE_HOME, "--setenv", "TMPDIR", "/tmp", "--",
-            ],
-        );
-        Confinement {
-            prefix: a,
-            _proxy: None,
-        }
+        judge::confine(self, root, workdir, reports)
     }
 }
 
@@ -269,9 +225,14 @@ fn files(cfg: &SandboxConfig, root: &Path, workdir: &Path, own: Option<&Path>) -
         bind(&mut a, "--ro-bind", &p, &p);
     }
     // Other people's home directories (and root's, when it is not ours).
+    // (The programs on the PATH stay where they are.)
+    let path: Vec<PathBuf> = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .filter_map(|d| d.canonicalize().ok())
+        .collect();
     let keep = |p: &Path| {
         [home.as_path(), root, workdir]
-            .iter()
+            .into_iter()
+            .chain(path.iter().map(PathBuf::as_path))
             .any(|k| k.starts_with(p))
             || std::env::current_exe().is_ok_and(|e| e.starts_with(p))
     };
@@ -320,7 +281,8 @@ fn files(cfg: &SandboxConfig, root: &Path, workdir: &Path, own: Option<&Path>) -
     let git = root.join(".git");
     if !workdir.starts_with(root) {
         bind(&mut a, "--ro-bind", root, root);
-        if git.is_dir() {
+        // (A check writes nothing of the project's repository.)
+        if git.is_dir() && own.is_some() {
             bind(&mut a, "--bind", &git, &git);
         }
     }

@@ -168,6 +168,9 @@ pub struct RunState {
     /// What the sandbox refused the agents (`[sandbox] mode = "workspace"`).
     #[serde(default, skip_serializing_if = "crate::denial::Refusals::is_empty")]
     pub sandbox: crate::denial::Refusals,
+    /// Why some of the run's checks ran unconfined (the verdict is MONITOR).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unconfined_checks: Option<String>,
     /// Hook mode: continuations asked for in a row (Claude Code allows 8).
     #[serde(default)]
     pub hook_chain: u32,
@@ -285,6 +288,7 @@ impl RunState {
             validation: None,
             validation_failure: None,
             validation_fixes: 0,
+            unconfined_checks: None,
             replans_used: 0,
             finished: None,
             limit_until_ms: None,
@@ -530,6 +534,7 @@ impl RunState {
             Event::SessionEnded { .. } => {}
             Event::ControlRefused { .. } => self.refused_requests += 1,
             Event::SandboxDenied { iteration, denial } => self.sandbox_denied(*iteration, denial),
+            Event::ChecksUnconfined { why } => self.unconfined_checks = Some(why.clone()),
             Event::JobState(j) => {
                 if let Some(o) = self.open_mut(j.iteration) {
                     o.job = Some(j.clone());

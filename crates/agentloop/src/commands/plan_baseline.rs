@@ -55,7 +55,13 @@ pub fn check(root: &Path, plan: &Plan, config: &Config) -> Result<(), CliError> 
             timeout: config.verify.timeout,
             output_cap: config.verify.output_cap,
             log: &log,
-            wrap: Vec::new(),
+            // Confined as the run's baseline will be, so the two agree.
+            wrap: agentloop_exec::sandbox::judge::wrap(
+                &config.sandbox,
+                root,
+                &dir,
+                &scratch.join("reports"),
+            ),
             tests: None,
         };
         runner.baseline(

@@ -191,7 +191,9 @@ fn check_commands(
                 timeout: cfg.verify.timeout,
                 output_cap: cfg.verify.output_cap,
                 log: &log,
-                wrap: Vec::new(),
+                // Confined as the run's checks will be (no report: the logs'
+                // directory is its place).
+                wrap: agentloop_exec::sandbox::judge::wrap(&cfg.sandbox, dir, dir, logs),
                 tests: None,
             };
             let Ok(r) = runner.run(0, std::slice::from_ref(&command), || false) else {

@@ -214,6 +214,7 @@ pub(crate) fn start(
                 .hint("or run without it: --sandbox off")
         })?;
     }
+    judge_confinable(&layered.config.sandbox)?;
     super::plan_agents_exist(&layered.config, &plan, &shown.display().to_string())?;
     let versions = check_agents(&layered, &plan)?;
     if layered.config.ship.enabled() {
@@ -244,9 +245,9 @@ pub(crate) fn start(
     settings.find_context(&ws.root);
     settings.skills = required_skills(&layered.config, &ws.root)?;
     guard_skills(&mut settings);
-    if settings.sandbox.on() {
-        settings.agent_hosts = crate::driver::agent_hosts(&layered.config);
-    }
+    // Every agent's own hosts: a confined reviewer reaches its model API (and a
+    // sandbox turned on later reads them here).
+    settings.agent_hosts = crate::driver::agent_hosts(&layered.config);
     decide(&plan, &layered.config, &mut settings);
     let (run, writer, state) = ws.create_run_with_id(run_id, &shown, &plan, settings.clone())?;
     if out.json {
@@ -569,6 +570,7 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
     }
     let layered = super::run_config_with(&ws.root, &loaded.state, flags.clone())?;
     let versions = check_agents(&layered, &loaded.state.plan)?;
+    judge_confinable(&layered.config.sandbox)?;
     crate::driver::check_executor(&layered.config, &ws.root).map_err(CliError::user)?;
     let mut settings = Settings::new(&layered.config, flags);
     settings.find_context(&ws.root);
@@ -578,7 +580,7 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
     // The agents' own hosts stay as the run recorded them (a sandbox turned on only
     // now reads them now).
     settings.agent_hosts = loaded.state.settings.agent_hosts.clone();
-    if settings.sandbox.on() && settings.agent_hosts.is_empty() {
+    if settings.agent_hosts.is_empty() {
         settings.agent_hosts = crate::driver::agent_hosts(&layered.config);
     }
     if let Some(request) = top {
@@ -630,4 +632,16 @@ pub(crate) fn one_run_per_tree(ws: &Workspace) -> Result<(), CliError> {
         )));
     }
     Ok(())
+}
+
+/// `[sandbox] verify = true`: the run starts only where its checks can be confined.
+fn judge_confinable(sandbox: &agentloop_config::SandboxConfig) -> Result<(), CliError> {
+    if sandbox.verify != agentloop_config::ConfineChecks::Always {
+        return Ok(());
+    }
+    agentloop_exec::sandbox::judge::works(&sandbox.bwrap).map_err(|e| {
+        CliError::user(format!("[sandbox] verify = true: {e}")).hint(
+            "or let the checks run unconfined where they cannot be confined: [sandbox] verify = \"auto\" (the verdict is MONITOR then)",
+        )
+    })
 }

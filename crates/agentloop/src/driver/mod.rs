@@ -240,6 +240,7 @@ impl Driver {
             agents,
             prerequisites: Some(prerequisites),
         })?;
+        self.say_unconfined()?;
         self.ensure_baseline()?;
         if self.state.settings.in_worktrees() {
             if self.out.step || self.out.interactive {

@@ -225,8 +225,9 @@ impl Driver {
                 agent,
                 run_id: self.run.id.clone(),
                 run_dir: self.run.path.clone(),
-                // Under `[sandbox]` as the workers are.
-                confined: self.confine_in(&dir, &at, &reviewer)?,
+                // Confined as the workers are under `[sandbox]`, and as the checks
+                // are wherever they are.
+                confined: self.confine_judge(&dir, &at, &reviewer)?,
                 workdir: dir,
                 prompt: text,
                 at,

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use agentloop_config::env_allowed;
 use agentloop_config::{AgentConfig, Config};
 use agentloop_exec::sandbox::Sandbox;
+use agentloop_exec::sandbox::judge;
 use agentloop_exec::sandbox::{self, AllowList, Confinement};
 use agentloop_journal::Event;
 
@@ -44,30 +45,63 @@ impl Driver {
             .map_err(|e| CliError::internal(format!("cannot start the sandbox's proxy: {e}")))
     }
 
-    /// The command a verification in `dir` runs under: `[sandbox] verify` confines it
-    /// (its working copy and its reports' directory writable, no network); else none.
+    /// The confinement of an agent that judges (a reviewer): as an agent's under
+    /// `[sandbox]`, and also without it wherever the checks are confined (its copy
+    /// writable, its model API its only host).
+    pub(crate) fn confine_judge(
+        &self,
+        workdir: &std::path::Path,
+        own: &std::path::Path,
+        agent: &str,
+    ) -> Result<Confinement, CliError> {
+        let sandbox = &self.state.settings.sandbox;
+        if sandbox.on() {
+            return self.confine_in(workdir, own, agent);
+        }
+        if judge::unconfined(sandbox).is_some() {
+            return Ok(Confinement::default());
+        }
+        sandbox
+            .confine(&self.ws.root, workdir, own, self.allowed_hosts(agent))
+            .map_err(|e| CliError::internal(format!("cannot start the sandbox's proxy: {e}")))
+    }
+
+    /// The command a check in `dir` runs under: confined by default wherever
+    /// bubblewrap works (`exec::sandbox::judge`), its working copy and its reports'
+    /// directory writable, no network; unconfined where it cannot be (said once,
+    /// [`Driver::say_unconfined`]).
     pub(crate) fn check_wrap(
         &self,
         dir: &std::path::Path,
         reports: &std::path::Path,
     ) -> Vec<std::ffi::OsString> {
-        let sandbox = &self.state.settings.sandbox;
-        if !(sandbox.on() && sandbox.verify)
-            && std::env::var_os("AGENTLOOP_EXPERIMENT_CONFINE").is_none()
-        {
-            return Vec::new();
-        }
-        sandbox.confine_check(&self.ws.root, dir, reports).prefix
+        judge::wrap(&self.state.settings.sandbox, &self.ws.root, dir, reports)
     }
 
-    /// The sandbox the checks of a merge are confined by (`[sandbox] verify`).
+    /// The sandbox the checks of a merge or a worker are confined by; none when they
+    /// run unconfined.
     pub(crate) fn check_sandbox(
         &self,
     ) -> Option<(agentloop_config::SandboxConfig, std::path::PathBuf)> {
         let sandbox = &self.state.settings.sandbox;
-        (sandbox.on() && sandbox.verify
-            || std::env::var_os("AGENTLOOP_EXPERIMENT_CONFINE").is_some())
-        .then(|| (sandbox.clone(), self.ws.root.clone()))
+        judge::unconfined(sandbox)
+            .is_none()
+            .then(|| (sandbox.clone(), self.ws.root.clone()))
+    }
+
+    /// Says once, and records, that the run's checks run unconfined, and why: the
+    /// verdict cannot be SHIP then (`journal::summary`).
+    pub(crate) fn say_unconfined(&mut self) -> Result<(), CliError> {
+        let Some(why) = judge::unconfined(&self.state.settings.sandbox) else {
+            return Ok(());
+        };
+        if self.state.unconfined_checks.as_deref() == Some(why.as_str()) {
+            return Ok(());
+        }
+        self.progress.warn(&format!(
+            "the checks run unconfined (their code can write outside their copy and reach the network): {why}; the verdict will be MONITOR at best"
+        ));
+        self.record(Event::ChecksUnconfined { why })
     }
 
     /// What `agent` may reach: its own hosts as recorded when the run was created,

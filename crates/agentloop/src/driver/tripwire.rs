@@ -102,7 +102,8 @@ impl Driver {
                 timeout: self.config.verify.timeout,
                 output_cap: self.config.verify.output_cap,
                 log: &log,
-                wrap: Vec::new(),
+                // Confined as the checks are (no report: the tree is its only place).
+                wrap: self.check_wrap(&dir, &dir),
                 tests: None,
             };
             let result = runner

@@ -7,6 +7,7 @@ mod bad_input;
 mod browser;
 mod chaos;
 mod cli;
+mod confinement;
 mod control;
 mod corpus;
 mod crash;

@@ -6,7 +6,8 @@ use crate::workers::{events, git, integration, nothing_left, project};
 
 const FOUR: &str = "# Four\n\n## T1: One\nVerify: test -f out/t1\n\n## T2: Two\nVerify: test -f out/t2\n\n## T3: Three\nVerify: test -f out/t3\n\n## T4: Four\nVerify: test -f out/t4\n";
 
-/// A run-wide check, `gate.sh` in `shared`: in a task's copy it counts the
+/// A run-wide check, `gate.sh` in `shared` (which the run's config makes writable
+/// to the confined checks): in a task's copy it counts the
 /// verification; on a merged result (the merge worktree) it first waits until all
 /// four tasks were verified, so the tasks verified meanwhile wait in the queue
 /// together, and counts the check in `merged-checks`. It fails where both clash
@@ -25,7 +26,7 @@ case "$(basename "$PWD")" in
     while [ "$(ls "$seen" | wc -l)" -lt 4 ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done
     echo checked >> {merged}
     sleep 1 ;;
-  *) touch "$seen/$$" ;;
+  *) mktemp "$seen/XXXXXX" >/dev/null ;;
 esac
 test ! -f out/clash-2 || test ! -f out/clash-3
 "#,
@@ -65,8 +66,9 @@ fn tasks_waiting_together_are_merged_and_checked_once() {
         FOUR,
         "mkdir -p out\ntouch \"out/t${task#T}\"\necho TASK_COMPLETE",
         &format!(
-            "[verify]\ncommands = [\"sh {}\"]\n\n[merge]\nbatch = 4\n",
-            gate.display()
+            "[verify]\ncommands = [\"sh {}\"]\n\n[merge]\nbatch = 4\n\n[sandbox]\nwritable = [\"{}\"]\n",
+            gate.display(),
+            shared.path().display()
         ),
     );
     let r = p.run(&["run"]);
@@ -116,8 +118,9 @@ touch "out/t$k"
 case "$task:$n" in T2:1|T3:1) touch "out/clash-$k" ;; *) rm -f "out/clash-$k" ;; esac
 echo TASK_COMPLETE"#,
         &format!(
-            "[verify]\ncommands = [\"sh {}\"]\n\n[merge]\nbatch = 4\nbisect = {bisect}\n",
-            gate.display()
+            "[verify]\ncommands = [\"sh {}\"]\n\n[merge]\nbatch = 4\nbisect = {bisect}\n\n[sandbox]\nwritable = [\"{}\"]\n",
+            gate.display(),
+            shared.path().display()
         ),
     );
     let r = p.run(&["run"]);

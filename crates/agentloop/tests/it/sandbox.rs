@@ -180,7 +180,7 @@ echo TASK_COMPLETE
 
 /// A home outside /tmp (the sandbox's /tmp is its own) and outside the project, with
 /// a planted key.
-fn planted_home() -> tempfile::TempDir {
+pub(crate) fn planted_home() -> tempfile::TempDir {
     let home = tempfile::Builder::new()
         .prefix("agentloop-home-")
         .tempdir_in("/var/tmp")
@@ -357,91 +357,4 @@ echo TASK_COMPLETE
     let log = std::fs::read_to_string(first.join("agent.log")).unwrap();
     refute(&log, &["WROTE_PROJECT", "WROTE_OUTSIDE", "READ_KEY"]);
     assert!(log.contains("WROTE_ITS_COPY"), "{log}");
-}
-
-/// A confined check gets a home, a cache and a `/tmp` of its own, none of the agent
-/// CLIs' directories, and a process namespace of its own: what it plants in its home
-/// or cache is gone with it, and a daemon it leaves behind (`setsid`, its output
-/// elsewhere) ends when the check does: the next task's agent, started once the
-/// first task's check has passed, finds none — with one worker and with two.
-#[test]
-fn a_confined_check_leaves_no_daemon_and_plants_nothing_for_the_next() {
-    for workers in [1, 2] {
-        let home = planted_home();
-        let cache = home.path().join(".cache");
-        std::fs::create_dir_all(cache.join("agentloop")).unwrap();
-        std::fs::create_dir_all(home.path().join(".claude")).unwrap();
-        let marker = format!("agentloop-daemon-{}-{workers}", std::process::id());
-        std::fs::write(
-            home.path().join("check.sh"),
-            format!(
-                r#"test "$HOME" != '{home}' || {{ echo 'the real home'; exit 1; }}
-echo planted > "$XDG_CACHE_HOME/pytest.ini" || exit 1
-echo planted > '{cache}/agentloop/pytest.ini' 2>/dev/null
-echo planted > '{home}/.claude/CLAUDE.md' 2>/dev/null && {{ echo 'wrote an agent directory'; exit 1; }}
-setsid sh -c 'sleep 300 # {marker}' > /dev/null 2>&1 < /dev/null &
-test -f "$1.txt"
-"#,
-                home = home.path().display(),
-                cache = cache.display(),
-            ),
-        )
-        .unwrap();
-        let check = home.path().join("check.sh");
-        let plan = format!(
-            "# Two\n\n## T1: One\nVerify: sh {c} one\n\n## T2: Two\nVerify: sh {c} two\nDepends: T1\n",
-            c = check.display()
-        );
-        let body = format!(
-            "pgrep -f '{marker}' > /dev/null && echo DAEMON_ALIVE\ncase $task in T1) touch one.txt;; T2) touch two.txt;; esac\necho TASK_COMPLETE"
-        );
-        let mut p = crate::workers::project(
-            &plan,
-            &body,
-            "[sandbox]\nmode = \"workspace\"\nverify = true\n",
-        );
-        p.env
-            .push(("HOME".into(), home.path().display().to_string()));
-        p.env
-            .push(("XDG_CACHE_HOME".into(), cache.display().to_string()));
-        let r = p.run(&["run", "--no-wait", "--workers", &workers.to_string()]);
-        let logs: String = std::fs::read_dir(p.run_dir().join("iterations"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| std::fs::read_to_string(e.path().join("agent.log")).unwrap_or_default())
-            .collect();
-        let left = std::process::Command::new("pgrep")
-            .args(["-f", &marker])
-            .output()
-            .unwrap();
-        let _ = std::process::Command::new("pkill")
-            .args(["-f", &marker])
-            .status();
-        assert_eq!(
-            r.code,
-            Some(0),
-            "workers {workers}: {}\n{}",
-            r.stderr,
-            p.run(&["log"]).stdout
-        );
-        assert_eq!(p.status()["status"], "completed");
-        assert!(
-            left.stdout.is_empty() && !logs.contains("DAEMON_ALIVE"),
-            "workers {workers}: a daemon a check started lives on: {}",
-            String::from_utf8_lossy(&left.stdout)
-        );
-        assert!(logs.contains("TASK_COMPLETE"), "{logs}");
-        for planted in [
-            cache.join("pytest.ini"),
-            cache.join("agentloop/pytest.ini"),
-            home.path().join(".claude/CLAUDE.md"),
-        ] {
-            assert!(
-                !planted.exists(),
-                "workers {workers}: {}",
-                planted.display()
-            );
-        }
-    }
 }

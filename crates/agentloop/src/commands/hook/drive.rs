@@ -167,6 +167,7 @@ pub(super) fn open_driver(ws: &Workspace, run: RunDir, loaded: Loaded) -> Result
     let mut d = Driver::new(ws.clone(), run, writer, loaded.state, config, out, lock)
         .map_err(|e| e.message)?;
     d.cache_lag = cache_lag;
+    d.say_unconfined().map_err(|e| e.message)?;
     Ok(d)
 }
 

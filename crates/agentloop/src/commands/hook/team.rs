@@ -88,7 +88,13 @@ pub(super) fn task_completed(input: &TaskCompleted) -> Result<Option<String>, St
         timeout: config.verify.timeout,
         output_cap: config.verify.output_cap,
         log: &dir.join(format!("{}-verify.log", task.id)),
-        wrap: Vec::new(),
+        // Confined as the driver's checks are (no report: its copy is its place).
+        wrap: agentloop_exec::sandbox::judge::wrap(
+            &s.settings.sandbox,
+            &ws.root,
+            &workdir,
+            &workdir,
+        ),
         tests: None,
     };
     let v = runner

@@ -1,0 +1,143 @@
+//! The judge's confinement: every check (a task's, the regression and held-out checks,
+//! VALIDATE, the merge queue's, a planner proposal's, the baseline's) runs under
+//! bubblewrap by default wherever it works (`[sandbox] verify = "auto"`), whatever
+//! the agents' own `mode`: its copy writable, and the directory its runner's report
+//! goes to; nothing else of the home directory, the caches or the project's
+//! repository writable (none of the agent CLIs' directories either); a fresh home,
+//! configuration, cache and `/tmp` for each check (the real toolchains' homes
+//! read-only); no network at all; a process namespace of its own, so every process
+//! the check started ends when it does.
+
+use std::path::Path;
+
+use agentloop_config::{ConfineChecks, SandboxConfig};
+
+use super::{BASE, Confinement, JUDGE_HOME, bind, files, home, push};
+
+/// The confinement of a check run in `workdir`, whose runner's report goes to
+/// `reports` (made here first).
+pub(super) fn confine(
+    cfg: &SandboxConfig,
+    root: &Path,
+    workdir: &Path,
+    reports: &Path,
+) -> Confinement {
+    let mut a = files(cfg, root, workdir, None);
+    if std::fs::create_dir_all(reports).is_ok() {
+        bind(&mut a, "--bind", reports, reports);
+    }
+    push(&mut a, &["--unshare-net", "--unshare-pid"]);
+    let home = home();
+    // Toolchains found through the home directory by default stay where they are.
+    for (var, dir) in [
+        ("RUSTUP_HOME", ".rustup"),
+        ("CARGO_HOME", ".cargo"),
+        ("PYENV_ROOT", ".pyenv"),
+        ("NVM_DIR", ".nvm"),
+        ("GOPATH", "go"),
+    ] {
+        if std::env::var_os(var).is_none() && home.join(dir).is_dir() {
+            a.push("--setenv".into());
+            a.push(var.into());
+            a.push(home.join(dir).into());
+        }
+    }
+    push(&mut a, &["--dir", JUDGE_HOME]);
+    for (var, dir) in [
+        ("XDG_CACHE_HOME", ".cache"),
+        ("XDG_CONFIG_HOME", ".config"),
+        ("XDG_DATA_HOME", ".local/share"),
+        ("XDG_STATE_HOME", ".local/state"),
+    ] {
+        let at = format!("{JUDGE_HOME}/{dir}");
+        push(&mut a, &["--dir", &at, "--setenv", var, &at]);
+    }
+    push(
+        &mut a,
+        &[
+            "--setenv", "HOME", JUDGE_HOME, "--setenv", "TMPDIR", "/tmp", "--",
+        ],
+    );
+    Confinement {
+        prefix: a,
+        _proxy: None,
+    }
+}
+
+/// Why the checks of a run with `cfg` run unconfined here, or `None` when they are
+/// confined. `[sandbox] verify = true` is never unconfined: where bubblewrap fails,
+/// its error fails each check.
+pub fn unconfined(cfg: &SandboxConfig) -> Option<String> {
+    match cfg.verify {
+        ConfineChecks::Never => Some("`[sandbox] verify = false`".into()),
+        ConfineChecks::Always => None,
+        ConfineChecks::Auto => works(&cfg.bwrap).err(),
+    }
+}
+
+/// The command a check in `workdir` runs under: confined (see [`confine`]) unless
+/// [`unconfined`] says why not.
+pub fn wrap(
+    cfg: &SandboxConfig,
+    root: &Path,
+    workdir: &Path,
+    reports: &Path,
+) -> Vec<std::ffi::OsString> {
+    if unconfined(cfg).is_some() {
+        return Vec::new();
+    }
+    confine(cfg, root, workdir, reports).prefix
+}
+
+/// Whether `bwrap` can make a check's sandbox here (its own network and process
+/// namespaces), found once per process and program.
+pub fn works(bwrap: &str) -> Result<(), String> {
+    static FOUND: std::sync::Mutex<Vec<(String, Result<(), String>)>> =
+        std::sync::Mutex::new(Vec::new());
+    let mut found = FOUND.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, r)) = found.iter().find(|(b, _)| b == bwrap) {
+        return r.clone();
+    }
+    let out = std::process::Command::new(bwrap)
+        .args(["--die-with-parent", "--unshare-net", "--unshare-pid"])
+        .args(["--unshare-ipc"])
+        .args(BASE)
+        .arg("true")
+        .stdin(std::process::Stdio::null())
+        .output();
+    let r = match out {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => Err(format!(
+            "bubblewrap cannot make a sandbox here ({}); allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, or kernel.apparmor_restrict_unprivileged_userns=0)",
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
+        Err(e) => Err(format!(
+            "bubblewrap (`{bwrap}`) is not installed ({e}); install it (Debian: apt-get install bubblewrap)"
+        )),
+    };
+    found.push((bwrap.to_string(), r.clone()));
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checks_are_unconfined_only_when_said_or_where_bubblewrap_fails() {
+        let mut cfg = SandboxConfig {
+            bwrap: "/nonexistent/bwrap".into(),
+            ..SandboxConfig::default()
+        };
+        let why = unconfined(&cfg).unwrap();
+        assert!(why.contains("is not installed"), "{why}");
+        assert!(wrap(&cfg, Path::new("/p"), Path::new("/c"), Path::new("/r")).is_empty());
+        cfg.verify = ConfineChecks::Always;
+        assert_eq!(unconfined(&cfg), None);
+        cfg.verify = ConfineChecks::Never;
+        assert_eq!(
+            unconfined(&cfg).as_deref(),
+            Some("`[sandbox] verify = false`")
+        );
+    }
+}

@@ -1,0 +1,211 @@
+//! The judge confined by default: every check under bubblewrap wherever it works,
+//! whatever the agents' own sandbox; said once, recorded, and MONITOR where it cannot
+//! be, or where a person turned it off; a run that demands it refuses to start
+//! without it.
+
+use crate::support::Scratch;
+
+/// A confined check gets a home, a cache and a `/tmp` of its own, none of the agent
+/// CLIs' directories, and a process namespace of its own: what it plants in its home
+/// or cache is gone with it, and a daemon it leaves behind (`setsid`, its output
+/// elsewhere) ends when the check does: the next task's agent, started once the
+/// first task's check has passed, finds none — with one worker and with two, by
+/// default (the agents unconfined) and with the agents' sandbox too.
+#[test]
+fn a_confined_check_leaves_no_daemon_and_plants_nothing_for_the_next() {
+    for (workers, config) in [
+        (1, ""),
+        (2, ""),
+        (1, "[sandbox]\nmode = \"workspace\"\nverify = true\n"),
+        (2, "[sandbox]\nmode = \"workspace\"\nverify = true\n"),
+    ] {
+        let home = crate::sandbox::planted_home();
+        let cache = home.path().join(".cache");
+        std::fs::create_dir_all(cache.join("agentloop")).unwrap();
+        std::fs::create_dir_all(home.path().join(".claude")).unwrap();
+        let marker = format!("agentloop-daemon-{}-{workers}", std::process::id());
+        std::fs::write(
+            home.path().join("check.sh"),
+            format!(
+                r#"test "$HOME" != '{home}' || {{ echo 'the real home'; exit 1; }}
+echo planted > "$XDG_CACHE_HOME/pytest.ini" || exit 1
+echo planted > '{cache}/agentloop/pytest.ini' 2>/dev/null
+echo planted > '{home}/.claude/CLAUDE.md' 2>/dev/null && {{ echo 'wrote an agent directory'; exit 1; }}
+setsid sh -c 'sleep 300 # {marker}' > /dev/null 2>&1 < /dev/null &
+test -f "$1.txt"
+"#,
+                home = home.path().display(),
+                cache = cache.display(),
+            ),
+        )
+        .unwrap();
+        let check = home.path().join("check.sh");
+        let plan = format!(
+            "# Two\n\n## T1: One\nVerify: sh {c} one\n\n## T2: Two\nVerify: sh {c} two\nDepends: T1\n",
+            c = check.display()
+        );
+        let body = format!(
+            "pgrep -f '{marker}' > /dev/null && echo DAEMON_ALIVE\ncase $task in T1) touch one.txt;; T2) touch two.txt;; esac\necho TASK_COMPLETE"
+        );
+        let mut p = crate::workers::project(&plan, &body, config);
+        p.env
+            .push(("HOME".into(), home.path().display().to_string()));
+        p.env
+            .push(("XDG_CACHE_HOME".into(), cache.display().to_string()));
+        let r = p.run(&["run", "--no-wait", "--workers", &workers.to_string()]);
+        let logs: String = std::fs::read_dir(p.run_dir().join("iterations"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| std::fs::read_to_string(e.path().join("agent.log")).unwrap_or_default())
+            .collect();
+        let left = std::process::Command::new("pgrep")
+            .args(["-f", &marker])
+            .output()
+            .unwrap();
+        let _ = std::process::Command::new("pkill")
+            .args(["-f", &marker])
+            .status();
+        assert_eq!(
+            r.code,
+            Some(0),
+            "workers {workers} {config:?}: {}\n{}",
+            r.stderr,
+            p.run(&["log"]).stdout
+        );
+        assert_eq!(p.status()["status"], "completed");
+        let summary = std::fs::read_to_string(p.run_dir().join("summary.md")).unwrap();
+        assert!(!summary.contains("unconfined"), "{summary}");
+        assert!(
+            left.stdout.is_empty() && !logs.contains("DAEMON_ALIVE"),
+            "workers {workers}: a daemon a check started lives on: {}",
+            String::from_utf8_lossy(&left.stdout)
+        );
+        assert!(logs.contains("TASK_COMPLETE"), "{logs}");
+        for planted in [
+            cache.join("pytest.ini"),
+            cache.join("agentloop/pytest.ini"),
+            home.path().join(".claude/CLAUDE.md"),
+        ] {
+            assert!(
+                !planted.exists(),
+                "workers {workers}: {}",
+                planted.display()
+            );
+        }
+    }
+}
+
+const ONE: &str = "# One\n\n## T1: Make add add\n\nVerify: python3 -m pytest -q tests/\nTests: tests/test_calc.py::test_add\n";
+
+/// A project whose one task is judged per test (so it can end SHIP).
+fn one(config: &str) -> crate::support::Project {
+    let mut p = Scratch::new()
+        .plan(ONE)
+        .file("calc.py", "def add(a, b):\n    return a - b\n")
+        .file(
+            "tests/test_calc.py",
+            "from calc import add\n\ndef test_add():\n    assert add(2, 2) == 4\n",
+        )
+        .agent(&crate::support::agent(
+            "printf 'def add(a, b):\\n    return a + b\\n' > calc.py; echo TASK_COMPLETE",
+        ))
+        .config(config)
+        .build();
+    p.env.push(("PATH".into(), crate::support::python_path()));
+    p
+}
+
+fn unconfined_events(p: &crate::support::Project) -> Vec<serde_json::Value> {
+    crate::workers::events(p)
+        .into_iter()
+        .filter(|e| e["kind"] == "checks_unconfined")
+        .collect()
+}
+
+/// Where bubblewrap does not work, the checks run as they are: the run says so once
+/// at its start, records why, and its verdict is MONITOR, with the reason in the
+/// summary; a later driver of the run does not say it again.
+#[test]
+fn where_bubblewrap_fails_the_checks_run_unconfined_said_once_and_the_verdict_is_monitor() {
+    let p = one("\n[sandbox]\nbwrap = \"/nonexistent/bwrap\"\n");
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(
+        r.stderr.matches("the checks run unconfined").count(),
+        1,
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("`/nonexistent/bwrap`) is not installed"),
+        "{}",
+        r.stderr
+    );
+    let s = p.status();
+    assert_eq!(s["status"], "completed", "{s}");
+    assert_eq!(s["verdict"], "MONITOR", "{s}");
+    let summary = std::fs::read_to_string(p.run_dir().join("summary.md")).unwrap();
+    assert!(
+        summary.contains("the checks ran confined")
+            && summary.contains("they ran unconfined: bubblewrap"),
+        "{summary}"
+    );
+    let said = unconfined_events(&p);
+    assert_eq!(said.len(), 1, "{said:?}");
+    // Another driver of the run (reopened by a person) says nothing new.
+    let r = p.run(&["resume", "--no-wait"]);
+    assert!(
+        !r.stderr.contains("the checks run unconfined"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(unconfined_events(&p).len(), 1);
+}
+
+/// `[sandbox] verify = false`: a person's choice, said and recorded, and the verdict
+/// is MONITOR.
+#[test]
+fn checks_a_person_unconfined_make_the_verdict_monitor() {
+    let p = one("\n[sandbox]\nverify = false\n");
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("`[sandbox] verify = false`"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(p.status()["verdict"], "MONITOR");
+    assert_eq!(unconfined_events(&p).len(), 1);
+    // Confined by default, the same run ends SHIP.
+    let p = one("");
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(!r.stderr.contains("unconfined"), "{}", r.stderr);
+    assert_eq!(p.status()["verdict"], "SHIP");
+    assert!(unconfined_events(&p).is_empty());
+}
+
+/// `[sandbox] verify = true` where bubblewrap does not work: the run refuses to
+/// start, says why and how to go on, and creates nothing.
+#[test]
+fn a_run_that_demands_confined_checks_refuses_to_start_without_them() {
+    let p = one("\n[sandbox]\nverify = true\nbwrap = \"/nonexistent/bwrap\"\n");
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(2), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains(
+            "[sandbox] verify = true: bubblewrap (`/nonexistent/bwrap`) is not installed"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("verify = \"auto\""), "{}", r.stderr);
+    assert!(
+        !p.path().join(".agentloop/runs").exists()
+            || std::fs::read_dir(p.path().join(".agentloop/runs"))
+                .unwrap()
+                .next()
+                .is_none()
+    );
+}
