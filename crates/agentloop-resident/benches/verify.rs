@@ -97,6 +97,20 @@ fn main() {
         ms(t.elapsed())
     );
     let runner = runner(&copy.dir, &log);
+    // The same check confined as every check is by default (the judge's bubblewrap:
+    // `exec::sandbox::judge`), beside it in the same runs.
+    let sandbox = agentloop_config::SandboxConfig::default();
+    let confined_runner = Runner {
+        wrap: agentloop_exec::sandbox::judge::wrap(
+            &sandbox,
+            root,
+            &copy.dir,
+            &copies.path().join("reports"),
+        ),
+        ..runner(&copy.dir, &log)
+    };
+    let confinable = !confined_runner.wrap.is_empty();
+    let mut confined = Vec::new();
     let (mut whole, mut alone, mut anchor) = (Vec::new(), Vec::new(), Vec::new());
     // The hermetic settings apart: the same `git status` with them (as agentloop's
     // own git runs) beside the anchor's plain one, in the same runs.
@@ -124,6 +138,14 @@ fn main() {
         let v = runner.run_measured(1, &check, &[], || false).unwrap();
         assert!(v.passed);
         alone.push(ms(t.elapsed()));
+        if confinable {
+            let t = Instant::now();
+            let v = confined_runner
+                .run_measured(1, &check, &[], || false)
+                .unwrap();
+            assert!(v.passed);
+            confined.push(ms(t.elapsed()));
+        }
         let t = Instant::now();
         let ok = Command::new("git")
             .args(["status", "--porcelain"])
@@ -147,6 +169,13 @@ fn main() {
     }
     println!("{files} files, {runs} verifications, p50 / p90 in ms:");
     own_rows(&whole, &alone);
+    if confinable {
+        row("the check alone, confined:", &confined, true);
+        let added: Vec<f64> = confined.iter().zip(&alone).map(|(c, a)| c - a).collect();
+        row("  confinement adds:", &added, true);
+    } else {
+        println!("  (bubblewrap does not work here: no confined row)");
+    }
     row("  of it, the surface comparison:", &surface_ms, false);
     row("  of it, the clean copy refresh:", &refresh_ms, false);
     let (plain, sealed) = (pct(&mut anchor.clone(), 50), pct(&mut hermetic.clone(), 50));

@@ -304,9 +304,17 @@ impl Running {
         if let Some((f, _)) = &mut sink.stdout_copy {
             let _ = f.flush();
         }
+        // Under bubblewrap (a confined agent or check) a death by signal N comes back
+        // as bubblewrap's exit 128 + N: told as the signal it was.
+        let (exit_code, signal) = match (status.code(), status.signal()) {
+            (Some(c), None) if !spec.wrap.is_empty() && (129..160).contains(&c) => {
+                (None, Some(c - 128))
+            }
+            other => other,
+        };
         Ok(Finished {
-            exit_code: status.code(),
-            signal: status.signal(),
+            exit_code,
+            signal,
             timed_out,
             killed,
             duration: started.elapsed(),
