@@ -96,7 +96,7 @@ fn main() {
         "{files} files: the run's first clean copy (worktree add): {:.1} ms",
         ms(t.elapsed())
     );
-    let runner = runner(&copy.dir, &log);
+    let plain = runner(&copy.dir, &log);
     // The same check confined as every check is by default (the judge's bubblewrap:
     // `exec::sandbox::judge`), beside it in the same runs.
     let sandbox = agentloop_config::SandboxConfig::default();
@@ -109,6 +109,7 @@ fn main() {
         ),
         ..runner(&copy.dir, &log)
     };
+    let runner = plain;
     let confinable = !confined_runner.wrap.is_empty();
     let mut confined = Vec::new();
     let (mut whole, mut alone, mut anchor) = (Vec::new(), Vec::new(), Vec::new());
