@@ -143,6 +143,9 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
             }
         );
     }
+    if let Some(why) = &s.unconfined_checks {
+        outln!("checks: unconfined ({why}): the verdict cannot be SHIP");
+    }
     for pat in s.learnable() {
         outln!("pattern: {}", pat.hint());
     }
@@ -477,6 +480,8 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
         })
     }));
     v["sandbox"] = sandbox_json(s);
+    // Why the checks ran unconfined, when they did (null: confined).
+    v["unconfined_checks"] = json!(s.unconfined_checks);
     // Skip reasons are kept with each task.
     if let Some(tasks) = v["tasks"].as_array_mut() {
         for (row, t) in tasks.iter_mut().zip(&s.tasks) {

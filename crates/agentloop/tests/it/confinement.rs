@@ -153,6 +153,16 @@ fn where_bubblewrap_fails_the_checks_run_unconfined_said_once_and_the_verdict_is
     );
     let said = unconfined_events(&p);
     assert_eq!(said.len(), 1, "{said:?}");
+    let shown = p.run(&["status"]).stdout;
+    assert!(
+        shown.contains("checks: unconfined (bubblewrap (`/nonexistent/bwrap`) is not installed"),
+        "{shown}"
+    );
+    assert_eq!(
+        p.status()["unconfined_checks"],
+        said[0]["data"]["why"],
+        "status --json says why"
+    );
     // Another driver of the run (reopened by a person) says nothing new.
     let r = p.run(&["resume", "--no-wait"]);
     assert!(
