@@ -17,6 +17,7 @@ mod plan_baseline;
 mod plan_new;
 mod queue;
 mod run;
+mod run_guards;
 mod serve;
 mod status;
 pub(crate) mod store;
