@@ -5,7 +5,8 @@
 //! goes to; nothing else of the home directory, the caches or the project's
 //! repository writable (none of the agent CLIs' directories either); a fresh home,
 //! configuration, cache and `/tmp` for each check (the real toolchains' homes
-//! read-only); no network at all; a process namespace of its own, so every process
+//! read-only), Python's bytecode and Go's build cache in it too, not where an earlier
+//! check could have left them; no network at all; a process namespace of its own, so every process
 //! the check started ends when it does.
 
 use std::path::Path;
@@ -51,6 +52,32 @@ pub(super) fn confine(
     ] {
         let at = format!("{JUDGE_HOME}/{dir}");
         push(&mut a, &["--dir", &at, "--setenv", var, &at]);
+    }
+    // The caches a check would read from where the last one wrote: fresh, whatever
+    // the user's environment names (bytecode beside the sources — ignored files
+    // stay in the copy between checks — Go's build and test results), or the
+    // defaults, which are in the fresh home or in the copy.
+    let caches = format!("{JUDGE_HOME}/.cache");
+    push(
+        &mut a,
+        &[
+            "--setenv",
+            "PYTHONPYCACHEPREFIX",
+            &format!("{caches}/pycache"),
+            "--setenv",
+            "GOCACHE",
+            &format!("{caches}/go-build"),
+        ],
+    );
+    for var in [
+        "CARGO_TARGET_DIR",
+        "PIP_CACHE_DIR",
+        "npm_config_cache",
+        "NPM_CONFIG_CACHE",
+        "YARN_CACHE_FOLDER",
+        "XDG_RUNTIME_DIR",
+    ] {
+        push(&mut a, &["--unsetenv", var]);
     }
     push(
         &mut a,

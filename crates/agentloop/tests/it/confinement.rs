@@ -219,3 +219,52 @@ fn a_run_that_demands_confined_checks_refuses_to_start_without_them() {
                 .is_none()
     );
 }
+
+/// Ignored files the checks make stay in the judge's copy between checks (a build's
+/// cache), so a check's code could leave bytecode for the next check to run instead
+/// of the source beside it: T1's check runs the agent's `work.py`, which writes a
+/// `__pycache__` entry for `m.py` whose `ok()` says yes; T2's check imports `m`. Each
+/// check reads bytecode from a cache of its own, so T2's check runs `m.py` as it is,
+/// fails, and T2 is not done.
+#[test]
+fn bytecode_a_check_leaves_is_not_what_the_next_check_runs() {
+    let work = r#"def main():
+    import importlib.util, marshal, os
+    src = "m.py"
+    st = os.stat(src)
+    code = compile("def ok():\n    return True \n", src, "exec")
+    cached = importlib.util.cache_from_source(src)
+    os.makedirs(os.path.dirname(cached), exist_ok=True)
+    head = importlib.util.MAGIC_NUMBER + (0).to_bytes(4, "little")
+    head += (int(st.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little")
+    head += (st.st_size & 0xFFFFFFFF).to_bytes(4, "little")
+    open(cached, "wb").write(head + marshal.dumps(code))
+    print("planted", os.path.abspath(cached))
+"#;
+    let plan = "# Two\n\n## T1: Do the work\nVerify: python3 check1.py\n\n## T2: Make m.ok() true\nDepends: T1\nVerify: python3 -c \"import m, sys; sys.exit(0 if m.ok() else 1)\"\n";
+    let p = Scratch::new()
+        .plan(plan)
+        .file("m.py", "def ok():\n    return False\n")
+        .file("check1.py", "import work\nwork.main()\n")
+        .file("work.py", "def main():\n    pass\n")
+        .agent(&crate::support::agent(&format!(
+            "case \"$task\" in T1) cat > work.py <<'PY'\n{work}PY\n;; esac\necho TASK_COMPLETE"
+        )))
+        .config("\n[budgets]\ntask_retries = 1\n")
+        .build();
+    // Bytecode is ignored, as in most projects: what the checks make of it stays.
+    p.write(".gitignore", ".agentloop/\n__pycache__/\n");
+    p.commit("ignore bytecode");
+    // The forged entry has the source's size, so Python takes it where it looks.
+    assert_eq!(
+        "def ok():\n    return True \n".len(),
+        "def ok():\n    return False\n".len()
+    );
+    let r = p.run(&["run", "--no-wait", "--quiet"]);
+    let s = p.status();
+    assert_eq!(s["tasks"][0]["status"], "done", "{s:#}\n{}", r.stderr);
+    assert_ne!(
+        s["tasks"][1]["status"], "done",
+        "T2's check ran the bytecode T1's check left: {s:#}"
+    );
+}
