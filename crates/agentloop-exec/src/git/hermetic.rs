@@ -105,9 +105,14 @@ pub(crate) fn apply(c: &mut Command, dir: &Path) {
     if let Some(f) = user_excludes() {
         c.arg("-c").arg(format!("core.excludesFile={f}"));
     }
-    for d in drivers(dir) {
-        for setting in d.neutral() {
-            c.arg("-c").arg(setting);
+    // Through the environment's key and value pairs, not `-c key=value`: a driver's
+    // name may hold a `=` that `-c` would split at.
+    let settings: Vec<(String, String)> = drivers(dir).iter().flat_map(Driver::neutral).collect();
+    if !settings.is_empty() {
+        c.env("GIT_CONFIG_COUNT", settings.len().to_string());
+        for (i, (k, v)) in settings.into_iter().enumerate() {
+            c.env(format!("GIT_CONFIG_KEY_{i}"), k);
+            c.env(format!("GIT_CONFIG_VALUE_{i}"), v);
         }
     }
 }
@@ -132,21 +137,25 @@ pub(crate) enum Driver {
 }
 
 impl Driver {
-    /// The `-c` settings that keep git from running it.
-    fn neutral(&self) -> Vec<String> {
+    /// The settings (key, value) that keep git from running it.
+    fn neutral(&self) -> Vec<(String, String)> {
+        let set = |k: String, v: &str| (k, v.to_string());
         match self {
             // `cat` passes content through unchanged; an empty `process` is no
             // process; a required filter may then be missing.
             Driver::Filter(n) => vec![
-                format!("filter.{n}.clean=cat"),
-                format!("filter.{n}.smudge=cat"),
-                format!("filter.{n}.process="),
-                format!("filter.{n}.required=false"),
+                set(format!("filter.{n}.clean"), "cat"),
+                set(format!("filter.{n}.smudge"), "cat"),
+                set(format!("filter.{n}.process"), ""),
+                set(format!("filter.{n}.required"), "false"),
             ],
-            Driver::Diff(n) => vec![format!("diff.{n}.textconv="), format!("diff.{n}.command=")],
+            Driver::Diff(n) => vec![
+                set(format!("diff.{n}.textconv"), ""),
+                set(format!("diff.{n}.command"), ""),
+            ],
             // The merge is then a conflict for the agent to resolve, never a program
             // of the project's.
-            Driver::Merge(n) => vec![format!("merge.{n}.driver=false")],
+            Driver::Merge(n) => vec![set(format!("merge.{n}.driver"), "false")],
         }
     }
 }
@@ -173,7 +182,13 @@ fn config_files(dir: &Path) -> Vec<PathBuf> {
     for d in start.ancestors() {
         let g = d.join(".git");
         if g.is_dir() {
-            return vec![g.join("config"), g.join("config.worktree")];
+            // git follows a `commondir` file in any git directory: so does this.
+            let mut files = vec![g.join("config"), g.join("config.worktree")];
+            if let Ok(c) = std::fs::read_to_string(g.join("commondir")) {
+                let common = g.join(c.trim());
+                files.extend([common.join("config"), common.join("config.worktree")]);
+            }
+            return files;
         }
         if let Ok(text) = std::fs::read_to_string(&g)
             && let Some(gitdir) = text.strip_prefix("gitdir:")
@@ -204,10 +219,10 @@ fn read(path: &Path, depth: u32, seen: &mut Vec<PathBuf>, out: &mut Vec<Driver>)
     let mut section = String::new();
     for line in text.lines() {
         let l = line.trim();
-        let (head, rest) = match l.strip_prefix('[').and_then(|r| r.split_once(']')) {
-            Some((h, rest)) => {
-                section = h.trim().to_string();
-                if let Some(d) = driver(&section)
+        let (head, rest) = match header(l) {
+            Some((kind, sub, rest)) => {
+                section = kind.clone();
+                if let Some(d) = driver(&kind, sub)
                     && !out.contains(&d)
                 {
                     out.push(d);
@@ -239,19 +254,44 @@ fn read(path: &Path, depth: u32, seen: &mut Vec<PathBuf>, out: &mut Vec<Driver>)
     }
 }
 
-/// `filter "x"` (or the old `filter.x`) → the driver it defines.
-fn driver(section: &str) -> Option<Driver> {
-    let (kind, name) = match section.split_once(char::is_whitespace) {
-        Some((k, n)) => (k, n.trim().trim_matches('"').to_string()),
-        None => {
-            let (k, n) = section.split_once('.')?;
-            (k, n.to_string())
+/// A section header as git reads it: `[kind "sub"]` (the subsection in quotes, a
+/// backslash taking the next character as it is, `\"` and `\\` too), or the old
+/// `[kind.sub]`; the section's name, the subsection, and what follows the `]`.
+fn header(line: &str) -> Option<(String, Option<String>, &str)> {
+    let body = line.strip_prefix('[')?;
+    let end = body.find(|c: char| c.is_whitespace() || c == ']' || c == '"')?;
+    let (name, after) = body.split_at(end);
+    let after = after.trim_start();
+    if let Some(quoted) = after.strip_prefix('"') {
+        let mut sub = String::new();
+        let mut chars = quoted.char_indices();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\\' => sub.push(chars.next()?.1),
+                '"' => {
+                    let rest = quoted[i + 1..].trim_start().strip_prefix(']')?;
+                    return Some((name.to_ascii_lowercase(), Some(sub), rest));
+                }
+                _ => sub.push(c),
+            }
         }
-    };
-    if name.is_empty() || name.contains(['\n', '=']) {
         return None;
     }
-    match kind.to_ascii_lowercase().as_str() {
+    let rest = after.strip_prefix(']')?;
+    match name.split_once('.') {
+        Some((kind, sub)) => Some((
+            kind.to_ascii_lowercase(),
+            Some(sub.to_ascii_lowercase()),
+            rest,
+        )),
+        None => Some((name.to_ascii_lowercase(), None, rest)),
+    }
+}
+
+/// `filter "x"` (or the old `filter.x`) → the driver it defines.
+fn driver(kind: &str, sub: Option<String>) -> Option<Driver> {
+    let name = sub.filter(|n| !n.is_empty() && !n.contains('\n'))?;
+    match kind {
         "filter" => Some(Driver::Filter(name)),
         "diff" => Some(Driver::Diff(name)),
         "merge" => Some(Driver::Merge(name)),
@@ -304,5 +344,93 @@ mod tests {
                 Driver::Merge("lock".into())
             ]
         );
+    }
+
+    #[test]
+    fn subsections_are_read_as_git_reads_them() {
+        let h = |l: &str| header(l).map(|(k, s, _)| (k, s));
+        assert_eq!(
+            h(r#"[filter "e\vil"]"#),
+            Some(("filter".into(), Some("evil".into())))
+        );
+        assert_eq!(
+            h(r#"[Filter "a]b\"c\\"] clean = x"#),
+            Some(("filter".into(), Some(r#"a]b"c\"#.into())))
+        );
+        assert_eq!(
+            h("[filter.LFS]"),
+            Some(("filter".into(), Some("lfs".into())))
+        );
+        assert_eq!(h("[core]"), Some(("core".into(), None)));
+        assert_eq!(h(r#"[filter "open"#), None);
+    }
+
+    /// Filters a repository defines run nothing under agentloop's git, however their
+    /// names are spelled (an escape git drops, a `=`), and wherever git finds their
+    /// configuration (a `commondir` the git directory names).
+    #[test]
+    fn no_filter_of_the_repository_runs_however_it_is_named_or_found() {
+        for (config, attribute, commondir) in [
+            (
+                "[filter \"e\\vil\"]\n\tclean = touch MARK && cat\n",
+                "evil",
+                false,
+            ),
+            (
+                "[filter \"a=b\"]\n\tclean = touch MARK && cat\n",
+                "a=b",
+                false,
+            ),
+            (
+                "[filter \"far\"]\n\tclean = touch MARK && cat\n",
+                "far",
+                true,
+            ),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let root = dir.path();
+            let plain = |args: &[&str]| {
+                let ok = Command::new("git")
+                    .args(args)
+                    .current_dir(root)
+                    .env("GIT_CONFIG_NOSYSTEM", "1")
+                    .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                    .output()
+                    .unwrap()
+                    .status
+                    .success();
+                assert!(ok, "{args:?}");
+            };
+            plain(&["init", "-q"]);
+            if commondir {
+                // The git directory's `commondir` names another, whose config git reads.
+                let other = root.join(".git/other");
+                std::fs::create_dir_all(&other).unwrap();
+                for d in ["objects", "refs"] {
+                    std::fs::create_dir_all(other.join(d)).unwrap();
+                }
+                std::fs::write(other.join("config"), config).unwrap();
+                std::fs::write(root.join(".git/commondir"), "other\n").unwrap();
+            } else {
+                let mut text = std::fs::read_to_string(root.join(".git/config")).unwrap();
+                text.push_str(config);
+                std::fs::write(root.join(".git/config"), text).unwrap();
+            }
+            std::fs::write(
+                root.join(".gitattributes"),
+                format!("* filter={attribute}\n"),
+            )
+            .unwrap();
+            std::fs::write(root.join("a.txt"), "a\n").unwrap();
+            let out = super::super::git_command(root)
+                .args(["add", "-A"])
+                .output()
+                .unwrap();
+            assert!(
+                !root.join("MARK").exists(),
+                "{config}: the filter ran: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
     }
 }

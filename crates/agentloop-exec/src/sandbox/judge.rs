@@ -24,6 +24,14 @@ pub(super) fn confine(
     reports: &Path,
 ) -> Confinement {
     let mut a = files(cfg, root, workdir, None);
+    // The repository itself, when a check runs in the project: read-only, so no
+    // check points agentloop's own git, which runs outside any sandbox, at a
+    // repository of its making (`commondir`), with a filter of its own. (A copy's
+    // link to its repository is read-only for everyone: `files`.)
+    let git = workdir.join(".git");
+    if git.is_dir() {
+        bind(&mut a, "--ro-bind", &git, &git);
+    }
     if std::fs::create_dir_all(reports).is_ok() {
         bind(&mut a, "--bind", reports, reports);
     }

@@ -313,6 +313,13 @@ fn files(cfg: &SandboxConfig, root: &Path, workdir: &Path, own: Option<&Path>) -
     if hidden.iter().any(|h| workdir.starts_with(h)) {
         bind(&mut a, "--bind", workdir, workdir);
     }
+    // A worktree's (or a judge's copy's) link to its repository stays as agentloop
+    // made it: pointed elsewhere, agentloop's own git, outside any sandbox, would
+    // read a repository of the agent's making, with a filter of its own.
+    let link = workdir.join(".git");
+    if link.is_file() {
+        bind(&mut a, "--ro-bind", &link, &link);
+    }
     a
 }
 

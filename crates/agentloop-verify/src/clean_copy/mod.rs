@@ -63,6 +63,9 @@ pub struct Prepared {
     pub dir: PathBuf,
     pub left_out: Vec<LeftOut>,
     pub admitted: Vec<String>,
+    /// Why the checks run in the project although the run judges on a clean copy
+    /// (the copy could not be made): what passes there proves nothing.
+    pub unclean: Option<String>,
 }
 
 impl Prepared {
@@ -72,6 +75,7 @@ impl Prepared {
             dir: root.to_path_buf(),
             left_out: Vec::new(),
             admitted: Vec::new(),
+            unclean: None,
         }
     }
 }
@@ -276,7 +280,7 @@ impl CleanCopy {
             commit.args(["-p", &head]);
         }
         let commit = run(commit, None)?;
-        if self.dir.join(".git").exists() {
+        if self.linked() {
             run(
                 {
                     let mut c = git(&self.dir);
@@ -311,6 +315,45 @@ impl CleanCopy {
         }
         carry::link(&self.root, &self.dir, carry)?;
         Ok(commit)
+    }
+
+    /// Whether the copy's `.git` is the link `git worktree add` made: a file naming a
+    /// git directory among the project's worktrees. Anything else (a check's code
+    /// pointed it at a repository of its own, whose filters agentloop's git would
+    /// run) and the copy is made again from nothing.
+    fn linked(&self) -> bool {
+        let link = self.dir.join(".git");
+        if !link.symlink_metadata().is_ok_and(|m| m.is_file()) {
+            return false;
+        }
+        let Ok(text) = std::fs::read_to_string(&link) else {
+            return false;
+        };
+        let Some(gitdir) = text.strip_prefix("gitdir:").map(str::trim) else {
+            return false;
+        };
+        let (Ok(gitdir), Ok(common)) = (
+            self.dir.join(gitdir).canonicalize(),
+            self.common_dir()
+                .and_then(|c| c.canonicalize().map_err(|e| e.to_string())),
+        ) else {
+            return false;
+        };
+        gitdir.parent() == Some(common.join("worktrees").as_path())
+    }
+
+    /// The project's common git directory (asked once per process and project).
+    fn common_dir(&self) -> Result<PathBuf, String> {
+        static KNOWN: std::sync::Mutex<Vec<(PathBuf, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+        let mut known = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, dir)) = known.iter().find(|(root, _)| *root == self.root) {
+            return Ok(dir.clone());
+        }
+        let mut c = git(&self.root);
+        c.args(["rev-parse", "--path-format=absolute", "--git-common-dir"]);
+        let dir = PathBuf::from(run(c, None)?);
+        known.push((self.root.clone(), dir.clone()));
+        Ok(dir)
     }
 
     /// Removes the copy and its worktree registration.

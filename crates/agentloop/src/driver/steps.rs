@@ -549,6 +549,9 @@ impl Driver {
             self.should_stop(&mut last)
         })?;
         verify::left_out::tell(&mut result, judged.left_out, judged.admitted, &log)?;
+        if let Some(why) = &judged.unclean {
+            unclean_refused(&mut result, why);
+        }
         if let Some(h) = self.held_out(task, iteration) {
             if workdir == self.ws.root {
                 held_out_refused(&mut result);
@@ -584,6 +587,18 @@ impl Driver {
             ));
         }
         self.record(Event::VerifyFinished(result))
+    }
+}
+
+/// A verification that ran in the project because its clean copy could not be made:
+/// not passed (what the agent left lying in its tree decided it).
+pub(crate) fn unclean_refused(result: &mut agentloop_journal::VerifyFinished, why: &str) {
+    if result.passed {
+        result.passed = false;
+        result.fingerprint = Some(agentloop_ground::failure::fingerprint("copy", "unclean"));
+        result.digest = Some(format!(
+            "The checks could not run on a clean copy of your work: {why}. They ran in the working tree, where what passes proves nothing. This is not your work's fault; a person should look at the run's log."
+        ));
     }
 }
 

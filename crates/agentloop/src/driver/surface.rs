@@ -191,6 +191,7 @@ impl Driver {
                         dir: c.dir,
                         left_out: c.left_out,
                         admitted: c.admitted,
+                        unclean: None,
                     };
                 }
                 Err(why) => self.resident_gone(&why),
@@ -214,7 +215,21 @@ impl Driver {
             overlay: s.baseline.as_ref(),
             admission: admission.as_ref(),
         };
-        match kept.refresh_judged(now.as_ref(), judge, &s.settings.carry) {
+        let mut refreshed = kept.refresh_judged(now.as_ref(), judge, &s.settings.carry);
+        if let Err(e) = &refreshed {
+            // Made again from nothing once (what an earlier check left in it goes too).
+            self.progress.warn(&format!(
+                "cannot bring the clean copy up to date ({e}); making it again"
+            ));
+            let copy = CleanCopy {
+                root: kept.copy().root.clone(),
+                dir: kept.copy().dir.clone(),
+            };
+            copy.remove();
+            *kept = KeptCopy::new(copy);
+            refreshed = kept.refresh_judged(None, judge, &s.settings.carry);
+        }
+        match refreshed {
             Ok(r) => {
                 if let Some(w) = r.warning() {
                     self.progress.warn(&w);
@@ -223,13 +238,18 @@ impl Driver {
                     dir: kept.copy().dir.clone(),
                     left_out: r.left_out,
                     admitted: r.admitted,
+                    unclean: None,
                 }
             }
             Err(e) => {
+                let why = format!("the clean copy could not be made ({e})");
                 self.progress.warn(&format!(
-                    "cannot prepare the clean copy ({e}); verifying in the working tree"
+                    "{why}; the checks run in the working tree, and pass nothing there"
                 ));
-                Prepared::root(&self.ws.root)
+                Prepared {
+                    unclean: Some(why),
+                    ..Prepared::root(&self.ws.root)
+                }
             }
         }
     }

@@ -81,7 +81,7 @@ impl Driver {
             }
             None => None,
         };
-        let (dir, left_out, admitted) = match &temp {
+        let (dir, left_out, admitted, unclean) = match &temp {
             Some(d) => {
                 // What the agents added that the checks would load on their own, out.
                 let (left_out, admitted) = match self.admission(&[]) {
@@ -90,15 +90,15 @@ impl Driver {
                     })?,
                     None => (Vec::new(), Vec::new()),
                 };
-                (d.clone(), left_out, admitted)
+                (d.clone(), left_out, admitted, None)
             }
             // Nothing to run: no clean copy to make (a whole checkout of the project).
             None if commands.is_empty() && measures.is_empty() => {
-                (self.ws.root.clone(), Vec::new(), Vec::new())
+                (self.ws.root.clone(), Vec::new(), Vec::new(), None)
             }
             None => {
                 let j = self.verify_dir(&[]);
-                (j.dir, j.left_out, j.admitted)
+                (j.dir, j.left_out, j.admitted, j.unclean)
             }
         };
         let log = self.run.path.join("validation.log");
@@ -137,6 +137,9 @@ impl Driver {
         let mut result = result.map_err(|e| CliError::internal(format!("cannot validate: {e}")))?;
         verify::left_out::tell(&mut result, left_out, admitted, &log)
             .map_err(|e| CliError::internal(format!("cannot validate: {e}")))?;
+        if let Some(why) = &unclean {
+            super::steps::unclean_refused(&mut result, why);
+        }
         if self.interrupted.load(Ordering::SeqCst) {
             return Ok(());
         }

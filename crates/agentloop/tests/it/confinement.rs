@@ -268,3 +268,30 @@ fn bytecode_a_check_leaves_is_not_what_the_next_check_runs() {
         "T2's check ran the bytecode T1's check left: {s:#}"
     );
 }
+
+/// A clean copy that cannot be made (here: where the judges' copies go is a file) is
+/// made again once, then the checks run in the working tree and pass nothing there:
+/// the task is not done on what the agent left lying in its tree.
+#[test]
+fn checks_that_cannot_have_their_clean_copy_pass_nothing() {
+    let p = Scratch::new()
+        .plan("# One\n\n## T1: Make a.txt\nVerify: test -f a.txt\n")
+        .agent(&crate::support::agent("touch a.txt; echo TASK_COMPLETE"))
+        .config("\n[budgets]\ntask_retries = 1\n")
+        .build();
+    let judge = p.state_home().join("agentloop/judge");
+    std::fs::create_dir_all(&judge).unwrap();
+    std::fs::write(judge.join("checkouts"), "not a directory\n").unwrap();
+    let r = p.run(&["run", "--no-wait"]);
+    let verify_log = std::fs::read_to_string(p.run_dir().join("iterations/0001/verify.log"))
+        .unwrap_or_default();
+    assert!(
+        r.stderr.contains("the clean copy could not be made"),
+        "{}\n{verify_log}",
+        r.stderr
+    );
+    let s = p.status();
+    assert_ne!(s["tasks"][0]["status"], "done", "{s:#}");
+    let log = p.run(&["log"]).stdout;
+    assert!(log.contains("could not run on a clean copy"), "{log}");
+}

@@ -426,3 +426,45 @@ fn adv_directory_replaced_by_a_file_in_the_project() {
     write(&p.root.join("src/pkg"), "pkg is a file now\n");
     p.check("a tree directory replaced by a file");
 }
+
+// Found by the stop-66 attack: a check's code pointed the copy's `.git` at a git
+// directory of its making in the copy (the real objects borrowed, a filter of its
+// own), which agentloop's git, outside any sandbox, read at the next refresh. The
+// copy's link is checked before its git runs; anything else and the copy is made
+// again from nothing, the filter never run.
+#[test]
+fn adv_check_points_the_copys_git_link_elsewhere() {
+    let mut p = Pair::new(|_| {});
+    let mark = p.root.parent().unwrap().join("FILTER-RAN");
+    let mark_text = mark.display().to_string();
+    p.in_copies(|d| {
+        let link = std::fs::read_to_string(d.join(".git")).unwrap();
+        let real = d.join(link.trim().strip_prefix("gitdir:").unwrap().trim());
+        let common = real.join(std::fs::read_to_string(real.join("commondir")).unwrap().trim());
+        let fake = d.join("fake");
+        for sub in ["info", "refs", "objects/info"] {
+            std::fs::create_dir_all(fake.join(sub)).unwrap();
+        }
+        write(
+            &fake.join("objects/info/alternates"),
+            &format!("{}\n", common.join("objects").display()),
+        );
+        std::fs::copy(real.join("HEAD"), fake.join("HEAD")).unwrap();
+        write(
+            &fake.join("config"),
+            &format!(
+                "[core]\n\trepositoryformatversion = 0\n[filter \"e\\x\"]\n\tsmudge = touch {mark_text} && cat\n\tclean = touch {mark_text} && cat\n"
+            ),
+        );
+        write(&fake.join("info/attributes"), "* filter=ex\n");
+        write(&d.join(".git"), &format!("gitdir: {}\n", fake.display()));
+    });
+    write(&p.root.join("src/a.py"), "a changed\n");
+    p.check("a copy whose .git names a repository of the check's making");
+    assert!(!mark.exists(), "the check's filter ran");
+    for d in p.dirs() {
+        let link = std::fs::read_to_string(d.join(".git")).unwrap();
+        assert!(link.contains("/worktrees/"), "{link}");
+        assert!(!d.join("fake").exists());
+    }
+}
