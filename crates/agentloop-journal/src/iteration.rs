@@ -358,10 +358,18 @@ impl VerifyFinished {
         }
         // Every command passed and the verification did not: its digest says why (the
         // held-out checks or the clean copy could not run), in its first sentence.
-        if self.commands.iter().all(|c| c.exit_code == Some(0) && !c.timed_out)
+        if self
+            .commands
+            .iter()
+            .all(|c| c.exit_code == Some(0) && !c.timed_out)
             && let Some(d) = self.digest.as_deref().filter(|d| !d.is_empty())
         {
-            return d.split(". ").next().unwrap_or(d).trim_end_matches('.').to_string();
+            return d
+                .split(". ")
+                .next()
+                .unwrap_or(d)
+                .trim_end_matches('.')
+                .to_string();
         }
         match self.commands.last() {
             Some(c) => format!("`{}` does not hold", c.command),

@@ -89,6 +89,7 @@ fn value_in(path: &Path, section: &str, key: &str) -> Option<String> {
 
 /// Makes `c` hermetic for the repository at (or above) `dir`.
 pub(crate) fn apply(c: &mut Command, dir: &Path) {
+    pin_common_dir(c, dir);
     c.env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("GIT_NO_REPLACE_OBJECTS", "1")
@@ -120,7 +121,12 @@ pub(crate) fn apply(c: &mut Command, dir: &Path) {
 /// A command for a remote (push, fetch): the user's configuration, which holds the
 /// remote's credentials and URL rewrites, but still no hooks (`pre-push`) and no
 /// replace objects.
-pub(crate) fn remote(c: &mut Command) {
+/// `pin`: the repository whose common git directory to hold (none for a `clone`,
+/// which makes a repository of its own).
+pub(crate) fn remote(c: &mut Command, pin: Option<&Path>) {
+    if let Some(dir) = pin {
+        pin_common_dir(c, dir);
+    }
     c.env("GIT_NO_REPLACE_OBJECTS", "1")
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_OPTIONAL_LOCKS", "0")
@@ -172,39 +178,53 @@ pub(crate) fn drivers(dir: &Path) -> Vec<Driver> {
     out
 }
 
-/// The repository's configuration files for `dir`: found by walking up to its `.git`
-/// (a directory, or a worktree's file naming its git directory and, through
-/// `commondir`, the shared one).
+/// The repository's configuration files for `dir`: its common git directory's, and a
+/// worktree's own `config.worktree`.
 fn config_files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(start) = dir.canonicalize() else {
-        return Vec::new();
-    };
+    match git_dirs(dir) {
+        Some((gitdir, common)) => vec![
+            common.join("config"),
+            common.join("config.worktree"),
+            gitdir.join("config.worktree"),
+        ],
+        None => Vec::new(),
+    }
+}
+
+/// The git directory of the repository at (or above) `dir` and its common one, found
+/// by where they are, never by a `commondir` file: the repository's `.git` directory
+/// is its own common one; a worktree's `.git` file names its git directory, which
+/// lies in the common one's `worktrees/`. (A `commondir` file is what an agent or a
+/// check could write to point git at a repository of its making.)
+fn git_dirs(dir: &Path) -> Option<(PathBuf, PathBuf)> {
+    let start = dir.canonicalize().ok()?;
     for d in start.ancestors() {
         let g = d.join(".git");
         if g.is_dir() {
-            // git follows a `commondir` file in any git directory: so does this.
-            let mut files = vec![g.join("config"), g.join("config.worktree")];
-            if let Ok(c) = std::fs::read_to_string(g.join("commondir")) {
-                let common = g.join(c.trim());
-                files.extend([common.join("config"), common.join("config.worktree")]);
-            }
-            return files;
+            return Some((g.clone(), g));
         }
         if let Ok(text) = std::fs::read_to_string(&g)
             && let Some(gitdir) = text.strip_prefix("gitdir:")
         {
             let gitdir = d.join(gitdir.trim());
-            let common = std::fs::read_to_string(gitdir.join("commondir"))
-                .map(|c| gitdir.join(c.trim()))
-                .unwrap_or_else(|_| gitdir.clone());
-            return vec![
-                common.join("config"),
-                common.join("config.worktree"),
-                gitdir.join("config.worktree"),
-            ];
+            let gitdir = gitdir.canonicalize().unwrap_or(gitdir);
+            let common = gitdir
+                .parent()
+                .filter(|p| p.file_name().is_some_and(|n| n == "worktrees"))
+                .and_then(Path::parent)
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| gitdir.clone());
+            return Some((gitdir, common));
         }
     }
-    Vec::new()
+    None
+}
+
+/// The common git directory git is told to use, so that no `commondir` file moves it.
+fn pin_common_dir(c: &mut Command, dir: &Path) {
+    if let Some((_, common)) = git_dirs(dir) {
+        c.env("GIT_COMMON_DIR", common);
+    }
 }
 
 fn read(path: &Path, depth: u32, seen: &mut Vec<PathBuf>, out: &mut Vec<Driver>) {

@@ -20,8 +20,14 @@ fn git(workdir: &Path) -> Command {
 /// `git` for a command that talks to a remote (push, fetch): the user's configuration
 /// (the remote's credentials, URL rewrites), without hooks or replace objects.
 pub fn remote_command(dir: &Path) -> Command {
+    remote_in(dir, true)
+}
+
+/// [`remote_command`]; `pin`: hold the repository at `dir` to its own common git
+/// directory (not for a `clone`, which makes its own).
+fn remote_in(dir: &Path, pin: bool) -> Command {
     let mut c = Command::new("git");
-    hermetic::remote(&mut c);
+    hermetic::remote(&mut c, pin.then_some(dir));
     c.current_dir(dir)
         .stdin(Stdio::null())
         .stderr(Stdio::piped());
@@ -97,7 +103,7 @@ pub fn run(dir: &Path, args: &[&str]) -> Result<String, String> {
         Some("push" | "fetch" | "ls-remote" | "clone" | "pull")
     );
     let mut c = if remote {
-        remote_command(dir)
+        remote_in(dir, args.first() != Some(&"clone"))
     } else {
         git(dir)
     };

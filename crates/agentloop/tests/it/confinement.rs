@@ -283,8 +283,8 @@ fn checks_that_cannot_have_their_clean_copy_pass_nothing() {
     std::fs::create_dir_all(&judge).unwrap();
     std::fs::write(judge.join("checkouts"), "not a directory\n").unwrap();
     let r = p.run(&["run", "--no-wait"]);
-    let verify_log = std::fs::read_to_string(p.run_dir().join("iterations/0001/verify.log"))
-        .unwrap_or_default();
+    let verify_log =
+        std::fs::read_to_string(p.run_dir().join("iterations/0001/verify.log")).unwrap_or_default();
     assert!(
         r.stderr.contains("the clean copy could not be made"),
         "{}\n{verify_log}",
