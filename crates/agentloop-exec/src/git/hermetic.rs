@@ -220,9 +220,21 @@ fn git_dirs(dir: &Path) -> Option<(PathBuf, PathBuf)> {
     None
 }
 
-/// The common git directory git is told to use, so that no `commondir` file moves it.
+/// Where a `commondir` file points git elsewhere than the repository's own common
+/// directory, git is told that one instead. (Only then: a command that makes a
+/// repository — `init` under another — must find none.)
 fn pin_common_dir(c: &mut Command, dir: &Path) {
-    if let Some((_, common)) = git_dirs(dir) {
+    let Some((gitdir, common)) = git_dirs(dir) else {
+        return;
+    };
+    let said = std::fs::read_to_string(gitdir.join("commondir"))
+        .ok()
+        .map(|c| gitdir.join(c.trim()));
+    let agrees = match said {
+        None => gitdir == common,
+        Some(p) => p.canonicalize().ok().as_ref() == Some(&common),
+    };
+    if !agrees {
         c.env("GIT_COMMON_DIR", common);
     }
 }
