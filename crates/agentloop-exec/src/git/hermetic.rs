@@ -20,6 +20,12 @@ const NEUTRAL: &[&str] = &[
     "gc.auto=0",
     "maintenance.auto=false",
     "diff.external=",
+    // A git of another repository's (a submodule's, an embedded one's) would run with
+    // that repository's own configuration, whose drivers no one neutralised: `status`
+    // and `diff` do not look inside them. (`add -A` still does: docs/SECURITY.md.)
+    "diff.ignoreSubmodules=all",
+    "status.submoduleSummary=false",
+    "submodule.recurse=false",
     // Nothing of a repository's runs here, so one owned by another user is safe to
     // read (the person's `safe.directory`, in the configuration skipped, would say so).
     "safe.directory=*",
@@ -235,6 +241,14 @@ fn pin_common_dir(c: &mut Command, dir: &Path) {
         Some(p) => p.canonicalize().ok().as_ref() == Some(&common),
     };
     if !agrees {
+        // A repository's own `.git` never has one: an agent's or a check's, set aside
+        // so that the person's own git, after the run, does not follow it either.
+        if gitdir == common {
+            let _ = std::fs::rename(
+                gitdir.join("commondir"),
+                gitdir.join("commondir.set-aside-by-agentloop"),
+            );
+        }
         c.env("GIT_COMMON_DIR", common);
     }
 }
@@ -462,6 +476,57 @@ mod tests {
                 !root.join("MARK").exists(),
                 "{config}: the filter ran: {}",
                 String::from_utf8_lossy(&out.stderr)
+            );
+            // Set aside: the person's own git, after the run, does not follow it.
+            assert!(!root.join(".git/commondir").exists());
+        }
+    }
+
+    /// A repository inside the project (a gitlink, its directory a repository of its
+    /// own with a filter) is not looked inside by agentloop's `status` and `diff`.
+    #[test]
+    fn status_and_diff_do_not_run_an_embedded_repositorys_filter() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let plain = |d: &Path, args: &[&str]| {
+            let ok = Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .current_dir(d)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .output()
+                .unwrap()
+                .status
+                .success();
+            assert!(ok, "{args:?}");
+        };
+        plain(root, &["init", "-q"]);
+        let sub = root.join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        plain(&sub, &["init", "-q"]);
+        std::fs::write(sub.join("f"), "x\n").unwrap();
+        std::fs::write(sub.join(".gitattributes"), "* filter=x\n").unwrap();
+        plain(&sub, &["add", "-A"]);
+        plain(&sub, &["commit", "-qm", "s"]);
+        let mark = root.join("MARK");
+        plain(
+            &sub,
+            &[
+                "config",
+                "filter.x.clean",
+                &format!("touch {} && cat", mark.display()),
+            ],
+        );
+        plain(root, &["add", "sub"]);
+        plain(root, &["commit", "-qm", "with sub"]);
+        // Its file older than the index's entry: git would read it again.
+        std::fs::write(sub.join("f"), "y\n").unwrap();
+        for args in [&["status", "--porcelain"][..], &["diff"], &["diff", "HEAD"]] {
+            let _ = super::super::git_command(root).args(args).output().unwrap();
+            assert!(
+                !mark.exists(),
+                "{args:?}: the embedded repository's filter ran"
             );
         }
     }

@@ -289,7 +289,17 @@ impl CleanCopy {
                 },
                 None,
             )?;
-            // New files git does not ignore go; ignored ones the checks made stay.
+            // An ignore file a check made goes first (one that ignores itself and a
+            // `conftest.py` beside it would keep both for every later check); then the
+            // new files git does not ignore; ignored ones the checks made stay.
+            run(
+                {
+                    let mut c = git(&self.dir);
+                    c.args(["clean", "-fdqx", "--", ":(glob)**/.gitignore"]);
+                    c
+                },
+                None,
+            )?;
             run(
                 {
                     let mut c = git(&self.dir);

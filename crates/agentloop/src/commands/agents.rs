@@ -104,13 +104,18 @@ pub fn agents(cwd: &Path, as_json: bool) -> Result<ExitKind, CliError> {
             );
         }
     }
-    // Whether `[sandbox] mode = "workspace"` can confine the agents here.
+    // Whether `[sandbox] mode = "workspace"` can confine the agents here, and
+    // whether the checks run confined.
     match config.sandbox.check() {
         Ok(()) => outln!(
             "sandbox: {} works here: `[sandbox] mode = \"workspace\"` (or --sandbox workspace) confines each agent",
             config.sandbox.bwrap
         ),
         Err(e) => outln!("sandbox: not available: {e}"),
+    }
+    match agentloop_exec::sandbox::judge::unconfined(&config.sandbox) {
+        None => outln!("checks: confined (no network, only their copy writable)"),
+        Some(why) => outln!("checks: unconfined ({why}): a run's verdict is MONITOR at best"),
     }
     Ok(ExitKind::Completed)
 }

@@ -236,6 +236,12 @@ fn the_probe_reports_sandbox_support() {
         "{}",
         r.stdout
     );
+    assert!(
+        r.stdout
+            .contains("checks: confined (no network, only their copy writable)"),
+        "{}",
+        r.stdout
+    );
     p.write(
         "agentloop.toml",
         "[sandbox]\nbwrap = \"/nonexistent/bwrap\"\n",
@@ -244,6 +250,12 @@ fn the_probe_reports_sandbox_support() {
     assert!(
         r.stdout
             .contains("sandbox: not available: bubblewrap (/nonexistent/bwrap) is not installed"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout
+            .contains("checks: unconfined (bubblewrap (`/nonexistent/bwrap`) is not installed"),
         "{}",
         r.stdout
     );

@@ -468,3 +468,22 @@ fn adv_check_points_the_copys_git_link_elsewhere() {
         assert!(!d.join("fake").exists());
     }
 }
+
+// Found by the stop-66 attack: a check wrote an ignore file that ignores itself and a
+// `conftest.py` beside it; both stayed, as ignored files the checks made, and the
+// conftest faked a later task's tests. An ignore file the checks made goes, and what
+// it kept with it.
+#[test]
+fn adv_check_plants_an_ignore_file_that_keeps_its_plant() {
+    let mut p = Pair::new(|_| {});
+    p.in_copies(|d| {
+        write(&d.join("tests/.gitignore"), ".gitignore\nconftest.py\n");
+        write(&d.join("tests/conftest.py"), "planted\n");
+    });
+    write(&p.root.join("src/a.py"), "a changed\n");
+    p.check("a self-ignoring ignore file and its plant");
+    for d in p.dirs() {
+        assert!(!d.join("tests/conftest.py").exists(), "{}", d.display());
+        assert!(!d.join("tests/.gitignore").exists(), "{}", d.display());
+    }
+}
