@@ -42,7 +42,8 @@ pub fn snapshot(worktree: &Path, scratch: &Path, message: &str) -> Result<String
         run_git(c, None).map(|o| String::from_utf8_lossy(&o).trim().to_string())
     };
     with_index(&["read-tree", "HEAD"])?;
-    with_index(&["add", "-A", "--", "."])?;
+    let add = super::git::add_all_args(worktree, Some(&index));
+    with_index(&add.iter().map(String::as_str).collect::<Vec<_>>())?;
     let tree = with_index(&["write-tree"])?;
     let _ = std::fs::remove_file(&index);
     let mut c = git_command(worktree);
@@ -126,7 +127,11 @@ pub fn parent(dir: &Path, commit: &str) -> Result<String, String> {
 /// Makes the files of `worktree` those of `commit` (what git does not ignore: files
 /// missing from it are removed), left as uncommitted changes: HEAD and the index stay.
 pub fn apply(worktree: &Path, commit: &str) -> Result<(), String> {
-    git(worktree, &["add", "-A", "--", "."])?;
+    let add = super::git::add_all_args(worktree, None);
+    git(
+        worktree,
+        &add.iter().map(String::as_str).collect::<Vec<_>>(),
+    )?;
     let applied = git(worktree, &["read-tree", "-u", "--reset", commit]);
     // The index goes back to HEAD whether or not the files could be updated.
     let reset = git(worktree, &["reset", "-q"]);

@@ -174,7 +174,11 @@ pub fn catch_up(worktree: &Path, head: &str) -> Result<Vec<String>, String> {
 /// Commits everything in the worktree (tracked changes and new files git does not
 /// ignore; finishing a merge in progress); returns HEAD.
 pub fn commit_work(worktree: &Path, message: &str) -> Result<String, String> {
-    text(git(worktree, &["add", "-A", "--", "."]))?;
+    let add = super::git::add_all_args(worktree, None);
+    text(git(
+        worktree,
+        &add.iter().map(String::as_str).collect::<Vec<_>>(),
+    ))?;
     let mut c = git(
         worktree,
         &[
@@ -402,7 +406,10 @@ pub fn checkpoint(dir: &Path, run_id: &str, task: &str, iteration: u32) -> Resul
     if let Some(h) = &head {
         text(with_index(&["read-tree", h]))?;
     }
-    text(with_index(&["add", "-A", "--", "."]))?;
+    let add = super::git::add_all_args(dir, Some(&index));
+    text(with_index(
+        &add.iter().map(String::as_str).collect::<Vec<_>>(),
+    ))?;
     let tree = text(with_index(&["write-tree"]))?;
     let _ = std::fs::remove_file(&index);
     let message =

@@ -22,7 +22,7 @@ const NEUTRAL: &[&str] = &[
     "diff.external=",
     // A git of another repository's (a submodule's, an embedded one's) would run with
     // that repository's own configuration, whose drivers no one neutralised: `status`
-    // and `diff` do not look inside them. (`add -A` still does: docs/SECURITY.md.)
+    // and `diff` do not look inside them (`add -A` leaves them out: `add_all_args`).
     "diff.ignoreSubmodules=all",
     "status.submoduleSummary=false",
     "submodule.recurse=false",

@@ -360,7 +360,7 @@ pub fn commit_all(workdir: &Path, message: &str) -> Result<String, String> {
     // A kill from here to the commit's end may leave the index locked: marked ours.
     let _mark = super::index_mark::mark(workdir);
     let mut add = git(workdir);
-    add.args(["add", "-A", "--", "."]).stdout(Stdio::null());
+    add.args(add_all_args(workdir, None)).stdout(Stdio::null());
     let st = add.status().map_err(|e| format!("git add: {e}"))?;
     if !st.success() {
         return Err("git add -A failed".into());
@@ -389,6 +389,32 @@ pub fn commit_all(workdir: &Path, message: &str) -> Result<String, String> {
 /// `git` in `dir`, hermetic, stdin closed, stderr kept for the error.
 pub fn git_command(dir: &Path) -> Command {
     git(dir)
+}
+
+/// The arguments of an `add -A` of everything in `dir` but its gitlinks (`index`: the
+/// index to read them from, when not the repository's own). git looks inside a
+/// gitlink whose directory is a repository to see whether it changed, with that
+/// repository's own configuration — whose filters no one neutralised: a sandboxed
+/// agent's or a check's, run outside the sandbox. A gitlink's change is not carried.
+pub fn add_all_args(dir: &Path, index: Option<&Path>) -> Vec<String> {
+    let mut c = git(dir);
+    c.args(["ls-files", "--stage", "-z"]);
+    if let Some(i) = index {
+        c.env("GIT_INDEX_FILE", i);
+    }
+    let mut args: Vec<String> = ["add", "-A", "--", "."].map(String::from).to_vec();
+    if let Ok(out) = run_git(c, None) {
+        for entry in out.split(|b| *b == 0) {
+            // `MODE OBJECT STAGE\tPATH`
+            if let Some(rest) = entry.strip_prefix(b"160000 ")
+                && let Some(tab) = rest.iter().position(|b| *b == b'\t')
+            {
+                let path = String::from_utf8_lossy(&rest[tab + 1..]);
+                args.push(format!(":(exclude,literal){path}"));
+            }
+        }
+    }
+    args
 }
 
 /// Runs a git command (with `input` on its stdin); its stdout, or its stderr as the
@@ -531,5 +557,46 @@ mod tests {
         let path = format!("{}f\n", "./".repeat(100));
         let out = run_git(c, Some(path.repeat(5000).as_bytes())).unwrap();
         assert_eq!(out.len(), 5000 * 41);
+    }
+
+    /// A repository inside the project, known to the index as a gitlink, whose filter
+    /// would run were git to look inside it: agentloop's `add -A` (a commit, a
+    /// snapshot) leaves it out, and the filter never runs.
+    #[test]
+    fn adding_everything_does_not_look_inside_an_embedded_repository() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let plain = |d: &Path, args: &[&str]| {
+            let ok = Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .current_dir(d)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .output()
+                .unwrap()
+                .status
+                .success();
+            assert!(ok, "{args:?}");
+        };
+        plain(root, &["init", "-q"]);
+        let sub = root.join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        plain(&sub, &["init", "-q"]);
+        std::fs::write(sub.join("f"), "x\n").unwrap();
+        std::fs::write(sub.join(".gitattributes"), "* filter=x\n").unwrap();
+        plain(&sub, &["add", "-A"]);
+        plain(&sub, &["commit", "-qm", "s"]);
+        let mark = root.join("MARK");
+        let clean = format!("touch {} && cat", mark.display());
+        plain(&sub, &["config", "filter.x.clean", &clean]);
+        plain(root, &["add", "sub"]);
+        plain(root, &["commit", "-qm", "with sub"]);
+        std::fs::write(sub.join("f"), "y\n").unwrap();
+        std::fs::write(root.join("a.txt"), "a\n").unwrap();
+        commit_all(root, "work").unwrap();
+        assert!(!mark.exists(), "the embedded repository's filter ran");
+        let files = run(root, &["ls-files"]).unwrap();
+        assert!(files.contains("a.txt"), "{files}");
     }
 }

@@ -210,7 +210,12 @@ impl CleanCopy {
             c.env("GIT_INDEX_FILE", &index).args(args);
             c
         };
-        run(with_index(&["add", "-A", "--", "."]), None)?;
+        // (Gitlinks left out: git would look inside them, with their own config.)
+        let add = agentloop_exec::git::add_all_args(&self.root, Some(&index));
+        run(
+            with_index(&add.iter().map(String::as_str).collect::<Vec<_>>()),
+            None,
+        )?;
         let overlay = overlay.filter(|b| !b.is_empty());
         let mut left_out = Vec::new();
         let mut admitted = Vec::new();
