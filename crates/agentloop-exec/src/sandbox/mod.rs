@@ -410,17 +410,25 @@ fn repositories_near(home: &Path, root: &Path) -> Vec<PathBuf> {
 
 /// The directories under `/tmp` that hold agentloop's executable and the programs on
 /// the PATH: each PATH entry's parent (a `node_modules/.bin` links into its
-/// `node_modules`, a `bin` of a tool directory into that directory).
+/// `node_modules`, a `bin` of a tool directory into that directory); and the
+/// directory of each file the environment names by its path (a linker in
+/// `CARGO_TARGET_…_LINKER`, a compiler wrapper).
 fn programs_in_tmp() -> Vec<PathBuf> {
     let tmp = Path::new("/tmp");
     let exe = std::env::current_exe()
         .ok()
         .and_then(|e| e.parent().map(Path::to_path_buf));
     let path = std::env::var_os("PATH").unwrap_or_default();
+    let named = std::env::vars_os()
+        .filter(|(k, _)| k != "PATH")
+        .flat_map(|(_, v)| std::env::split_paths(&v).collect::<Vec<_>>())
+        .filter(|p| p.is_absolute() && p.starts_with(tmp) && p.is_file())
+        .filter_map(|p| p.parent().map(Path::to_path_buf));
     let mut out: Vec<PathBuf> = Vec::new();
     for d in exe
         .into_iter()
         .chain(std::env::split_paths(&path).filter_map(|p| p.parent().map(Path::to_path_buf)))
+        .chain(named)
     {
         let Ok(d) = d.canonicalize() else { continue };
         if d.starts_with(tmp) && d != tmp && !out.iter().any(|o| d.starts_with(o)) {

@@ -295,3 +295,28 @@ fn checks_that_cannot_have_their_clean_copy_pass_nothing() {
     let log = p.run(&["log"]).stdout;
     assert!(log.contains("could not run on a clean copy"), "{log}");
 }
+
+/// A confined check gets a `/tmp` of its own; a program the environment names by its
+/// path under `/tmp` (a linker in `CARGO_TARGET_…_LINKER`, a wrapper) stays there to
+/// run, read-only.
+#[test]
+fn a_program_the_environment_names_under_tmp_still_runs_in_a_confined_check() {
+    let tools = tempfile::Builder::new()
+        .prefix("agentloop-tool-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let tool = tools.path().join("tool.sh");
+    std::fs::write(&tool, "#!/bin/sh\necho tool ran\n").unwrap();
+    std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut p = Scratch::new()
+        .plan("# One\n\n## T1: Make a.txt\nVerify: \"$CHECK_TOOL\" && test -f a.txt\n")
+        .agent(&crate::support::agent("touch a.txt; echo TASK_COMPLETE"))
+        .config("\n[budgets]\ntask_retries = 1\n")
+        .build();
+    p.env
+        .push(("CHECK_TOOL".into(), tool.display().to_string()));
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let log = std::fs::read_to_string(p.run_dir().join("iterations/0001/verify.log")).unwrap();
+    assert!(log.contains("tool ran"), "{log}");
+}
