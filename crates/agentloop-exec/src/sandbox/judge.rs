@@ -5,8 +5,8 @@
 //! goes to; nothing else of the home directory, the caches or the project's
 //! repository writable (none of the agent CLIs' directories either); a fresh home,
 //! configuration, cache and `/tmp` for each check (the real toolchains' homes
-//! read-only), Python's bytecode and Go's build cache in it too, not where an earlier
-//! check could have left them; no network at all; a process namespace of its own, so every process
+//! read-only), Go's build cache in it too, and the copy's Python bytecode gone, not
+//! where an earlier check could have left them; no network at all; a process namespace of its own, so every process
 //! the check started ends when it does.
 
 use std::path::Path;
@@ -14,6 +14,10 @@ use std::path::Path;
 use agentloop_config::{ConfineChecks, SandboxConfig};
 
 use super::{BASE, Confinement, JUDGE_HOME, bind, files, home, push};
+
+/// What a confined check runs first: the copy's `__pycache__` directories removed
+/// (not under `.git`), then the check itself.
+const FORGET_BYTECODE: &str = "find . -name .git -prune -o -name __pycache__ -type d -prune -exec rm -rf {} + 2>/dev/null; exec \"$@\"";
 
 /// The confinement of a check run in `workdir`, whose runner's report goes to
 /// `reports` (made here first).
@@ -62,20 +66,12 @@ pub(super) fn confine(
         push(&mut a, &["--dir", &at, "--setenv", var, &at]);
     }
     // The caches a check would read from where the last one wrote: fresh, whatever
-    // the user's environment names (bytecode beside the sources — ignored files
-    // stay in the copy between checks — Go's build and test results), or the
-    // defaults, which are in the fresh home or in the copy.
+    // the user's environment names (Go's build and test results), or the defaults,
+    // which are in the fresh home or in the copy.
     let caches = format!("{JUDGE_HOME}/.cache");
     push(
         &mut a,
-        &[
-            "--setenv",
-            "PYTHONPYCACHEPREFIX",
-            &format!("{caches}/pycache"),
-            "--setenv",
-            "GOCACHE",
-            &format!("{caches}/go-build"),
-        ],
+        &["--setenv", "GOCACHE", &format!("{caches}/go-build")],
     );
     for var in [
         "CARGO_TARGET_DIR",
@@ -93,6 +89,11 @@ pub(super) fn confine(
             "--setenv", "HOME", JUDGE_HOME, "--setenv", "TMPDIR", "/tmp", "--",
         ],
     );
+    // Python's bytecode beside the sources (ignored files stay in the copy between
+    // checks): an earlier check's code could have left some for this one to run
+    // instead of the source. Gone before the check, inside its confinement; the
+    // interpreter's and the packages' own, outside the copy, stay.
+    push(&mut a, &["sh", "-c", FORGET_BYTECODE, "sh"]);
     Confinement {
         prefix: a,
         _proxy: None,
