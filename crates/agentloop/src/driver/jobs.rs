@@ -313,7 +313,7 @@ impl Checks {
             Some(h) if copied => {
                 runner.held_out(h, &mut result, || self.stop.load(Ordering::SeqCst))?;
             }
-            Some(_) => super::steps::held_out_refused(&mut result),
+            Some(_) => super::refused::held_out_refused(&mut result),
             None => {}
         }
         Ok(result)

@@ -12,6 +12,7 @@ mod merge_queue;
 mod planner;
 mod proposal;
 mod record;
+mod refused;
 mod review;
 mod sandbox;
 mod ship;

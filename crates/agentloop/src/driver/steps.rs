@@ -550,11 +550,11 @@ impl Driver {
         })?;
         verify::left_out::tell(&mut result, judged.left_out, judged.admitted, &log)?;
         if let Some(why) = &judged.unclean {
-            unclean_refused(&mut result, why);
+            super::refused::unclean_refused(&mut result, why);
         }
         if let Some(h) = self.held_out(task, iteration) {
             if workdir == self.ws.root {
-                held_out_refused(&mut result);
+                super::refused::held_out_refused(&mut result);
             } else {
                 runner.held_out(&h, &mut result, || self.should_stop(&mut last))?;
             }
@@ -587,30 +587,5 @@ impl Driver {
             ));
         }
         self.record(Event::VerifyFinished(result))
-    }
-}
-
-/// A verification that ran in the project because its clean copy could not be made:
-/// not passed (what the agent left lying in its tree decided it).
-pub(crate) fn unclean_refused(result: &mut agentloop_journal::VerifyFinished, why: &str) {
-    if result.passed {
-        result.passed = false;
-        result.fingerprint = Some(agentloop_ground::failure::fingerprint("copy", "unclean"));
-        result.digest = Some(format!(
-            "The checks could not run on a clean copy of your work: {why}. They ran in the working tree, where what passes proves nothing. This is not your work's fault; a person should look at the run's log."
-        ));
-    }
-}
-
-/// A verification with held-out checks and no clean copy to run them on: not passed
-/// (the agent would see them in its own tree).
-pub(crate) fn held_out_refused(result: &mut agentloop_journal::VerifyFinished) {
-    if result.passed {
-        result.passed = false;
-        result.fingerprint = Some(agentloop_ground::failure::fingerprint("holdout", "no copy"));
-        result.digest = Some(
-            "The held-out checks could not run: agentloop could not make the clean copy they run on. This is not your work's fault; a person should look at the run's log."
-                .into(),
-        );
     }
 }

@@ -138,7 +138,7 @@ impl Driver {
         verify::left_out::tell(&mut result, left_out, admitted, &log)
             .map_err(|e| CliError::internal(format!("cannot validate: {e}")))?;
         if let Some(why) = &unclean {
-            super::steps::unclean_refused(&mut result, why);
+            super::refused::unclean_refused(&mut result, why);
         }
         if self.interrupted.load(Ordering::SeqCst) {
             return Ok(());

@@ -1,0 +1,99 @@
+//! The git module's tests.
+
+use super::*;
+
+#[test]
+fn versions_are_read() {
+    assert_eq!(parse_version("git version 2.47.3\n"), Some((2, 47)));
+    assert_eq!(parse_version("git version 2.39.5"), Some((2, 39)));
+    assert_eq!(parse_version("git version 2.50.1.windows.1"), Some((2, 50)));
+    assert_eq!(parse_version("nonsense"), None);
+}
+
+#[test]
+fn the_persons_identity_is_the_repositorys_last_word_read_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    run(d, &["init", "-q"]).unwrap();
+    let set = |args: &[&str]| {
+        let st = Command::new("git")
+            .arg("config")
+            .args(args)
+            .current_dir(d)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    };
+    set(&["user.name", "A Person"]);
+    set(&["user.email", "a@example.org"]);
+    // A second value: the last one is what `git config --get` gives.
+    set(&["--add", "user.name", "A. Person"]);
+    let who = Some(("A. Person".to_string(), "a@example.org".to_string()));
+    assert_eq!(read_identity(d), who);
+    assert_eq!(user_identity(d), who);
+    // A driver commits each task as the same person.
+    set(&["--replace-all", "user.name", "Someone Else"]);
+    assert_eq!(user_identity(d), who);
+    assert_eq!(read_identity(d).unwrap().0, "Someone Else");
+    // A directory found to be a work tree is one for the rest of the process.
+    assert!(is_repo(d));
+    std::fs::remove_dir_all(d.join(".git")).unwrap();
+    assert!(is_repo(d));
+    assert!(!is_repo(&d.join("nowhere")));
+}
+
+#[test]
+fn an_answer_longer_than_a_pipe_holds_while_the_question_is_written() {
+    // 5,000 paths in (1 MB), 5,000 hashes out (205 KB): written all before
+    // reading, both pipes filled and git and agentloop waited on each other for
+    // good (a surface of 20,000 files was never recorded).
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f"), "x").unwrap();
+    run(dir.path(), &["init", "-q"]).unwrap();
+    let mut c = git_command(dir.path());
+    c.args(["hash-object", "--no-filters", "--stdin-paths"]);
+    let path = format!("{}f\n", "./".repeat(100));
+    let out = run_git(c, Some(path.repeat(5000).as_bytes())).unwrap();
+    assert_eq!(out.len(), 5000 * 41);
+}
+
+/// A repository inside the project, known to the index as a gitlink, whose filter
+/// would run were git to look inside it: agentloop's `add -A` (a commit, a
+/// snapshot) leaves it out, and the filter never runs.
+#[test]
+fn adding_everything_does_not_look_inside_an_embedded_repository() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let plain = |d: &Path, args: &[&str]| {
+        let ok = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(d)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .unwrap()
+            .status
+            .success();
+        assert!(ok, "{args:?}");
+    };
+    plain(root, &["init", "-q"]);
+    let sub = root.join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    plain(&sub, &["init", "-q"]);
+    std::fs::write(sub.join("f"), "x\n").unwrap();
+    std::fs::write(sub.join(".gitattributes"), "* filter=x\n").unwrap();
+    plain(&sub, &["add", "-A"]);
+    plain(&sub, &["commit", "-qm", "s"]);
+    let mark = root.join("MARK");
+    let clean = format!("touch {} && cat", mark.display());
+    plain(&sub, &["config", "filter.x.clean", &clean]);
+    plain(root, &["add", "sub"]);
+    plain(root, &["commit", "-qm", "with sub"]);
+    std::fs::write(sub.join("f"), "y\n").unwrap();
+    std::fs::write(root.join("a.txt"), "a\n").unwrap();
+    commit_all(root, "work").unwrap();
+    assert!(!mark.exists(), "the embedded repository's filter ran");
+    let files = run(root, &["ls-files"]).unwrap();
+    assert!(files.contains("a.txt"), "{files}");
+}
