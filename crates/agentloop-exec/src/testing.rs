@@ -1,7 +1,7 @@
 //! What the tests of this crate and the crates above it share (not for use outside
 //! tests: compiled in so that the crates above need no feature to reach it).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Runs git `args` in `root` as agentloop's own git runs (hermetic), with a fixed
 /// identity; panics with git's words when it fails.
@@ -14,4 +14,25 @@ pub fn git(root: &Path, args: &[&str]) {
         "git {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A committed repository at `root` with a gitlink `sub` whose directory is a
+/// repository of its own: its clean filter touches the path returned, and its file
+/// has changed since, so a git that looks inside it runs the filter.
+pub fn embedded_repository_with_a_filter(root: &Path) -> PathBuf {
+    git(root, &["init", "-q"]);
+    let sub = root.join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    git(&sub, &["init", "-q"]);
+    std::fs::write(sub.join("f"), "x\n").unwrap();
+    std::fs::write(sub.join(".gitattributes"), "* filter=x\n").unwrap();
+    git(&sub, &["add", "-A"]);
+    git(&sub, &["commit", "-qm", "s"]);
+    let mark = root.join("MARK");
+    let clean = format!("touch {} && cat", mark.display());
+    git(&sub, &["config", "filter.x.clean", &clean]);
+    git(root, &["add", "sub"]);
+    git(root, &["commit", "-qm", "with sub"]);
+    std::fs::write(sub.join("f"), "y\n").unwrap();
+    mark
 }

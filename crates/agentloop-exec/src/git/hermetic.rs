@@ -95,7 +95,9 @@ fn value_in(path: &Path, section: &str, key: &str) -> Option<String> {
 
 /// Makes `c` hermetic for the repository at (or above) `dir`.
 pub(crate) fn apply(c: &mut Command, dir: &Path) {
-    pin_common_dir(c, dir);
+    // Its git directories, found once for both uses below.
+    let dirs = git_dirs(dir);
+    pin_common_dir(c, dirs.as_ref());
     c.env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("GIT_NO_REPLACE_OBJECTS", "1")
@@ -114,7 +116,10 @@ pub(crate) fn apply(c: &mut Command, dir: &Path) {
     }
     // Through the environment's key and value pairs, not `-c key=value`: a driver's
     // name may hold a `=` that `-c` would split at.
-    let settings: Vec<(String, String)> = drivers(dir).iter().flat_map(Driver::neutral).collect();
+    let settings: Vec<(String, String)> = drivers_of(dirs.as_ref())
+        .iter()
+        .flat_map(Driver::neutral)
+        .collect();
     if !settings.is_empty() {
         c.env("GIT_CONFIG_COUNT", settings.len().to_string());
         for (i, (k, v)) in settings.into_iter().enumerate() {
@@ -131,7 +136,7 @@ pub(crate) fn apply(c: &mut Command, dir: &Path) {
 /// which makes a repository of its own).
 pub(crate) fn remote(c: &mut Command, pin: Option<&Path>) {
     if let Some(dir) = pin {
-        pin_common_dir(c, dir);
+        pin_common_dir(c, git_dirs(dir).as_ref());
     }
     c.env("GIT_NO_REPLACE_OBJECTS", "1")
         .env("GIT_TERMINAL_PROMPT", "0")
@@ -175,26 +180,27 @@ impl Driver {
 /// The drivers the repository at `dir` configures: read from its configuration files
 /// (the common `config`, a worktree's `config.worktree`, and every file they
 /// include, whatever the include's condition: over-reading only neutralises more).
-pub(crate) fn drivers(dir: &Path) -> Vec<Driver> {
-    let mut out = Vec::new();
-    let mut seen = Vec::new();
-    for f in config_files(dir) {
-        read(&f, 0, &mut seen, &mut out);
-    }
-    out
+#[cfg(test)]
+fn drivers(dir: &Path) -> Vec<Driver> {
+    drivers_of(git_dirs(dir).as_ref())
 }
 
-/// The repository's configuration files for `dir`: its common git directory's, and a
+/// [`drivers`] of the repository whose git directories ([`git_dirs`]) are `dirs`:
+/// read from its common git directory's `config` and `config.worktree`, and a
 /// worktree's own `config.worktree`.
-fn config_files(dir: &Path) -> Vec<PathBuf> {
-    match git_dirs(dir) {
-        Some((gitdir, common)) => vec![
+fn drivers_of(dirs: Option<&(PathBuf, PathBuf)>) -> Vec<Driver> {
+    let mut out = Vec::new();
+    let mut seen = Vec::new();
+    if let Some((gitdir, common)) = dirs {
+        for f in [
             common.join("config"),
             common.join("config.worktree"),
             gitdir.join("config.worktree"),
-        ],
-        None => Vec::new(),
+        ] {
+            read(&f, 0, &mut seen, &mut out);
+        }
     }
+    out
 }
 
 /// The git directory of the repository at (or above) `dir` and its common one, found
@@ -229,8 +235,8 @@ fn git_dirs(dir: &Path) -> Option<(PathBuf, PathBuf)> {
 /// Where a `commondir` file points git elsewhere than the repository's own common
 /// directory, git is told that one instead. (Only then: a command that makes a
 /// repository — `init` under another — must find none.)
-fn pin_common_dir(c: &mut Command, dir: &Path) {
-    let Some((gitdir, common)) = git_dirs(dir) else {
+fn pin_common_dir(c: &mut Command, dirs: Option<&(PathBuf, PathBuf)>) {
+    let Some((gitdir, common)) = dirs else {
         return;
     };
     let said = std::fs::read_to_string(gitdir.join("commondir"))
@@ -238,7 +244,7 @@ fn pin_common_dir(c: &mut Command, dir: &Path) {
         .map(|c| gitdir.join(c.trim()));
     let agrees = match said {
         None => gitdir == common,
-        Some(p) => p.canonicalize().ok().as_ref() == Some(&common),
+        Some(p) => p.canonicalize().ok().as_ref() == Some(common),
     };
     if !agrees {
         // A repository's own `.git` never has one: an agent's or a check's, set aside
@@ -279,8 +285,8 @@ fn read(path: &Path, depth: u32, seen: &mut Vec<PathBuf>, out: &mut Vec<Driver>)
         };
         // `[include] path = …` and `[includeIf "…"] path = …`, also on the section's
         // own line.
-        let lower = section.to_ascii_lowercase();
-        if !(lower == "include" || lower.starts_with("includeif")) {
+        // (`header` gives the section's name in lower case.)
+        if !(section == "include" || section.starts_with("includeif")) {
             continue;
         }
         let kv = if head { rest } else { l };
@@ -435,19 +441,7 @@ mod tests {
         ] {
             let dir = tempfile::tempdir().unwrap();
             let root = dir.path();
-            let plain = |args: &[&str]| {
-                let ok = Command::new("git")
-                    .args(args)
-                    .current_dir(root)
-                    .env("GIT_CONFIG_NOSYSTEM", "1")
-                    .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                    .output()
-                    .unwrap()
-                    .status
-                    .success();
-                assert!(ok, "{args:?}");
-            };
-            plain(&["init", "-q"]);
+            crate::testing::git(root, &["init", "-q"]);
             if commondir {
                 // The git directory's `commondir` names another, whose config git reads.
                 let other = root.join(".git/other");
@@ -488,40 +482,7 @@ mod tests {
     fn status_and_diff_do_not_run_an_embedded_repositorys_filter() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        let plain = |d: &Path, args: &[&str]| {
-            let ok = Command::new("git")
-                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-                .args(args)
-                .current_dir(d)
-                .env("GIT_CONFIG_NOSYSTEM", "1")
-                .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                .output()
-                .unwrap()
-                .status
-                .success();
-            assert!(ok, "{args:?}");
-        };
-        plain(root, &["init", "-q"]);
-        let sub = root.join("sub");
-        std::fs::create_dir(&sub).unwrap();
-        plain(&sub, &["init", "-q"]);
-        std::fs::write(sub.join("f"), "x\n").unwrap();
-        std::fs::write(sub.join(".gitattributes"), "* filter=x\n").unwrap();
-        plain(&sub, &["add", "-A"]);
-        plain(&sub, &["commit", "-qm", "s"]);
-        let mark = root.join("MARK");
-        plain(
-            &sub,
-            &[
-                "config",
-                "filter.x.clean",
-                &format!("touch {} && cat", mark.display()),
-            ],
-        );
-        plain(root, &["add", "sub"]);
-        plain(root, &["commit", "-qm", "with sub"]);
-        // Its file older than the index's entry: git would read it again.
-        std::fs::write(sub.join("f"), "y\n").unwrap();
+        let mark = crate::testing::embedded_repository_with_a_filter(root);
         for args in [&["status", "--porcelain"][..], &["diff"], &["diff", "HEAD"]] {
             let _ = super::super::git_command(root).args(args).output().unwrap();
             assert!(

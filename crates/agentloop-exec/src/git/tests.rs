@@ -64,33 +64,7 @@ fn an_answer_longer_than_a_pipe_holds_while_the_question_is_written() {
 fn adding_everything_does_not_look_inside_an_embedded_repository() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    let plain = |d: &Path, args: &[&str]| {
-        let ok = Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-            .args(args)
-            .current_dir(d)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .output()
-            .unwrap()
-            .status
-            .success();
-        assert!(ok, "{args:?}");
-    };
-    plain(root, &["init", "-q"]);
-    let sub = root.join("sub");
-    std::fs::create_dir(&sub).unwrap();
-    plain(&sub, &["init", "-q"]);
-    std::fs::write(sub.join("f"), "x\n").unwrap();
-    std::fs::write(sub.join(".gitattributes"), "* filter=x\n").unwrap();
-    plain(&sub, &["add", "-A"]);
-    plain(&sub, &["commit", "-qm", "s"]);
-    let mark = root.join("MARK");
-    let clean = format!("touch {} && cat", mark.display());
-    plain(&sub, &["config", "filter.x.clean", &clean]);
-    plain(root, &["add", "sub"]);
-    plain(root, &["commit", "-qm", "with sub"]);
-    std::fs::write(sub.join("f"), "y\n").unwrap();
+    let mark = crate::testing::embedded_repository_with_a_filter(root);
     std::fs::write(root.join("a.txt"), "a\n").unwrap();
     commit_all(root, "work").unwrap();
     assert!(!mark.exists(), "the embedded repository's filter ran");
