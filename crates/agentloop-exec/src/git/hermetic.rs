@@ -208,7 +208,7 @@ fn drivers_of(dirs: Option<&(PathBuf, PathBuf)>) -> Vec<Driver> {
 /// is its own common one; a worktree's `.git` file names its git directory, which
 /// lies in the common one's `worktrees/`. (A `commondir` file is what an agent or a
 /// check could write to point git at a repository of its making.)
-fn git_dirs(dir: &Path) -> Option<(PathBuf, PathBuf)> {
+pub(crate) fn git_dirs(dir: &Path) -> Option<(PathBuf, PathBuf)> {
     let start = dir.canonicalize().ok()?;
     for d in start.ancestors() {
         let g = d.join(".git");

@@ -391,6 +391,12 @@ pub fn git_command(dir: &Path) -> Command {
     git(dir)
 }
 
+/// The common git directory of the repository at (or above) `dir`, found by where
+/// its git directories are (never from a `commondir` file), canonical.
+pub fn common_dir(dir: &Path) -> Option<PathBuf> {
+    hermetic::git_dirs(dir).map(|(_, common)| common)
+}
+
 /// The arguments of an `add -A` of everything in `dir` but its gitlinks (`index`: the
 /// index to read them from, when not the repository's own). git looks inside a
 /// gitlink whose directory is a repository to see whether it changed, with that

@@ -6,14 +6,14 @@
 //! repository writable (none of the agent CLIs' directories either); a fresh home,
 //! configuration, cache and `/tmp` for each check (the real toolchains' homes
 //! read-only), Go's build cache in it too, and the copy's Python bytecode gone, not
-//! where an earlier check could have left them; no network at all; a process namespace of its own, so every process
-//! the check started ends when it does.
+//! where an earlier check could have left them; no network at all; a process
+//! namespace of its own, so every process the check started ends when it does.
 
 use std::path::Path;
 
 use agentloop_config::{ConfineChecks, SandboxConfig};
 
-use super::{BASE, Confinement, JUDGE_HOME, bind, files, home, push};
+use super::{Confinement, JUDGE_HOME, Unable, bind, files, home, probe, push};
 
 /// What a confined check runs first: the copy's `__pycache__` directories removed
 /// (not under `.git`), then the check itself.
@@ -134,23 +134,20 @@ pub fn works(bwrap: &str) -> Result<(), String> {
     if let Some((_, r)) = found.iter().find(|(b, _)| b == bwrap) {
         return r.clone();
     }
-    let out = std::process::Command::new(bwrap)
-        .args(["--die-with-parent", "--unshare-net", "--unshare-pid"])
-        .args(["--unshare-ipc"])
-        .args(BASE)
-        .arg("true")
-        .stdin(std::process::Stdio::null())
-        .output();
-    let r = match out {
-        Ok(o) if o.status.success() => Ok(()),
-        Ok(o) => Err(format!(
-            "bubblewrap cannot make a sandbox here ({}); allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, or kernel.apparmor_restrict_unprivileged_userns=0)",
-            String::from_utf8_lossy(&o.stderr).trim()
-        )),
-        Err(e) => Err(format!(
+    let flags = [
+        "--die-with-parent",
+        "--unshare-net",
+        "--unshare-pid",
+        "--unshare-ipc",
+    ];
+    let r = probe(bwrap, &flags).map_err(|u| match u {
+        Unable::Refused(said) => format!(
+            "bubblewrap cannot make a sandbox here ({said}); allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, or kernel.apparmor_restrict_unprivileged_userns=0)"
+        ),
+        Unable::Missing(e) => format!(
             "bubblewrap (`{bwrap}`) is not installed ({e}); install it (Debian: apt-get install bubblewrap)"
-        )),
-    };
+        ),
+    });
     found.push((bwrap.to_string(), r.clone()));
     r
 }

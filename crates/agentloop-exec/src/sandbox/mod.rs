@@ -111,22 +111,15 @@ pub trait Sandbox {
 impl Sandbox for SandboxConfig {
     /// Whether bubblewrap runs here (installed, and user namespaces allowed).
     fn check(&self) -> Result<(), String> {
-        let out = std::process::Command::new(&self.bwrap)
-            .args(["--unshare-net", "--unshare-ipc"])
-            .args(BASE)
-            .arg("true")
-            .output();
-        match out {
-            Ok(o) if o.status.success() => Ok(()),
-            Ok(o) => Err(format!(
-                "bubblewrap cannot make a sandbox here ({}); enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1) or run without [sandbox]",
-                String::from_utf8_lossy(&o.stderr).trim()
-            )),
-            Err(e) => Err(format!(
+        probe(&self.bwrap, &["--unshare-net", "--unshare-ipc"]).map_err(|u| match u {
+            Unable::Refused(said) => format!(
+                "bubblewrap cannot make a sandbox here ({said}); enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1) or run without [sandbox]"
+            ),
+            Unable::Missing(e) => format!(
                 "bubblewrap ({}) is not installed ({e}); install it (Debian: apt-get install bubblewrap)",
                 self.bwrap
-            )),
-        }
+            ),
+        })
     }
 
     /// The secrets and other people's home directories, as absolute paths.
@@ -321,6 +314,32 @@ fn files(cfg: &SandboxConfig, root: &Path, workdir: &Path, own: Option<&Path>) -
         bind(&mut a, "--ro-bind", &link, &link);
     }
     a
+}
+
+/// Why bubblewrap could not make a sandbox.
+enum Unable {
+    /// It is not there to run.
+    Missing(std::io::Error),
+    /// It ran and refused (what it said): user namespaces not allowed, most often.
+    Refused(String),
+}
+
+/// Runs `true` under `bwrap` with `flags` (the namespaces a sandbox needs).
+fn probe(bwrap: &str, flags: &[&str]) -> Result<(), Unable> {
+    let out = std::process::Command::new(bwrap)
+        .args(flags)
+        .args(BASE)
+        .arg("true")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(Unable::Missing)?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(Unable::Refused(
+            String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        ))
+    }
 }
 
 /// A command's confinement: the `bwrap … --` to run it under, and the proxy that

@@ -347,28 +347,13 @@ impl CleanCopy {
         let Some(gitdir) = text.strip_prefix("gitdir:").map(str::trim) else {
             return false;
         };
-        let (Ok(gitdir), Ok(common)) = (
+        let (Ok(gitdir), Some(common)) = (
             self.dir.join(gitdir).canonicalize(),
-            self.common_dir()
-                .and_then(|c| c.canonicalize().map_err(|e| e.to_string())),
+            agentloop_exec::git::common_dir(&self.root),
         ) else {
             return false;
         };
         gitdir.parent() == Some(common.join("worktrees").as_path())
-    }
-
-    /// The project's common git directory (asked once per process and project).
-    fn common_dir(&self) -> Result<PathBuf, String> {
-        static KNOWN: std::sync::Mutex<Vec<(PathBuf, PathBuf)>> = std::sync::Mutex::new(Vec::new());
-        let mut known = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, dir)) = known.iter().find(|(root, _)| *root == self.root) {
-            return Ok(dir.clone());
-        }
-        let mut c = git(&self.root);
-        c.args(["rev-parse", "--path-format=absolute", "--git-common-dir"]);
-        let dir = PathBuf::from(run(c, None)?);
-        known.push((self.root.clone(), dir.clone()));
-        Ok(dir)
     }
 
     /// Removes the copy and its worktree registration.

@@ -36,13 +36,10 @@ impl Driver {
         own: &std::path::Path,
         agent: &str,
     ) -> Result<Confinement, CliError> {
-        let sandbox = &self.state.settings.sandbox;
-        if !sandbox.on() {
+        if !self.state.settings.sandbox.on() {
             return Ok(Confinement::default());
         }
-        sandbox
-            .confine(&self.ws.root, workdir, own, self.allowed_hosts(agent))
-            .map_err(|e| CliError::internal(format!("cannot start the sandbox's proxy: {e}")))
+        self.agent_box(workdir, own, agent)
     }
 
     /// The confinement of an agent that judges (a reviewer): as an agent's under
@@ -55,13 +52,23 @@ impl Driver {
         agent: &str,
     ) -> Result<Confinement, CliError> {
         let sandbox = &self.state.settings.sandbox;
-        if sandbox.on() {
-            return self.confine_in(workdir, own, agent);
-        }
-        if judge::unconfined(sandbox).is_some() {
+        if !sandbox.on() && judge::unconfined(sandbox).is_some() {
             return Ok(Confinement::default());
         }
-        sandbox
+        self.agent_box(workdir, own, agent)
+    }
+
+    /// An agent's bubblewrap in `workdir` (`own` its directory in the run's), its
+    /// proxy started with the hosts it may reach.
+    fn agent_box(
+        &self,
+        workdir: &std::path::Path,
+        own: &std::path::Path,
+        agent: &str,
+    ) -> Result<Confinement, CliError> {
+        self.state
+            .settings
+            .sandbox
             .confine(&self.ws.root, workdir, own, self.allowed_hosts(agent))
             .map_err(|e| CliError::internal(format!("cannot start the sandbox's proxy: {e}")))
     }

@@ -221,12 +221,7 @@ impl Driver {
             self.progress.warn(&format!(
                 "cannot bring the clean copy up to date ({e}); making it again"
             ));
-            let copy = CleanCopy {
-                root: kept.copy().root.clone(),
-                dir: kept.copy().dir.clone(),
-            };
-            copy.remove();
-            *kept = KeptCopy::new(copy);
+            kept.start_over();
             refreshed = kept.refresh_judged(None, judge, &s.settings.carry);
         }
         match refreshed {

@@ -223,8 +223,8 @@ fn a_run_that_demands_confined_checks_refuses_to_start_without_them() {
 /// Ignored files the checks make stay in the judge's copy between checks (a build's
 /// cache), so a check's code could leave bytecode for the next check to run instead
 /// of the source beside it: T1's check runs the agent's `work.py`, which writes a
-/// `__pycache__` entry for `m.py` whose `ok()` says yes; T2's check imports `m`. Each
-/// check reads bytecode from a cache of its own, so T2's check runs `m.py` as it is,
+/// `__pycache__` entry for `m.py` whose `ok()` says yes; T2's check imports `m`. The
+/// copy's bytecode is gone before each check, so T2's check runs `m.py` as it is,
 /// fails, and T2 is not done.
 #[test]
 fn bytecode_a_check_leaves_is_not_what_the_next_check_runs() {
@@ -274,11 +274,7 @@ fn bytecode_a_check_leaves_is_not_what_the_next_check_runs() {
 /// the task is not done on what the agent left lying in its tree.
 #[test]
 fn checks_that_cannot_have_their_clean_copy_pass_nothing() {
-    let p = Scratch::new()
-        .plan("# One\n\n## T1: Make a.txt\nVerify: test -f a.txt\n")
-        .agent(&crate::support::agent("touch a.txt; echo TASK_COMPLETE"))
-        .config("\n[budgets]\ntask_retries = 1\n")
-        .build();
+    let p = makes_a_txt("test -f a.txt");
     let judge = p.state_home().join("agentloop/judge");
     std::fs::create_dir_all(&judge).unwrap();
     std::fs::write(judge.join("checkouts"), "not a directory\n").unwrap();
@@ -308,15 +304,20 @@ fn a_program_the_environment_names_under_tmp_still_runs_in_a_confined_check() {
     let tool = tools.path().join("tool.sh");
     std::fs::write(&tool, "#!/bin/sh\necho tool ran\n").unwrap();
     std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let mut p = Scratch::new()
-        .plan("# One\n\n## T1: Make a.txt\nVerify: \"$CHECK_TOOL\" && test -f a.txt\n")
-        .agent(&crate::support::agent("touch a.txt; echo TASK_COMPLETE"))
-        .config("\n[budgets]\ntask_retries = 1\n")
-        .build();
+    let mut p = makes_a_txt("\"$CHECK_TOOL\" && test -f a.txt");
     p.env
         .push(("CHECK_TOOL".into(), tool.display().to_string()));
     let r = p.run(&["run", "--no-wait"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let log = std::fs::read_to_string(p.run_dir().join("iterations/0001/verify.log")).unwrap();
     assert!(log.contains("tool ran"), "{log}");
+}
+
+/// One task, T1, whose agent makes `a.txt`, checked by `verify`; one retry.
+fn makes_a_txt(verify: &str) -> crate::support::Project {
+    Scratch::new()
+        .plan(&format!("# One\n\n## T1: Make a.txt\nVerify: {verify}\n"))
+        .agent(&crate::support::agent("touch a.txt; echo TASK_COMPLETE"))
+        .config("\n[budgets]\ntask_retries = 1\n")
+        .build()
 }

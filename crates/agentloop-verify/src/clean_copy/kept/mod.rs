@@ -149,6 +149,15 @@ impl KeptCopy {
         }
     }
 
+    /// The copy removed and everything known of it forgotten: the next refresh makes
+    /// it again from nothing (what earlier checks left in it goes too).
+    pub fn start_over(&mut self) {
+        self.copy.remove();
+        self.kept = None;
+        self.git_used = false;
+        self.last = None;
+    }
+
     /// The copy itself.
     pub fn copy(&self) -> &CleanCopy {
         &self.copy
