@@ -698,3 +698,27 @@ fn a_subagent_finishing_does_not_end_the_task_iteration() {
     assert_eq!(p.status()["iterations"], 1);
     assert_eq!(p.status()["tasks"][0]["status"], "running");
 }
+
+/// In hook mode too, checks that cannot be confined are said once (recorded) by the
+/// stop that runs them, not again by the stops after it.
+#[test]
+fn in_hook_mode_unconfined_checks_are_recorded_once() {
+    let p = start(
+        Scratch::new()
+            .plan("# One\n\n## T1: A\nVerify: test -f a.txt\n")
+            .config("[sandbox]\nbwrap = \"/nonexistent/bwrap\"\n"),
+    );
+    let said = |p: &Project| {
+        crate::workers::events(p)
+            .iter()
+            .filter(|e| e["kind"] == "checks_unconfined")
+            .count()
+    };
+    hook(&p, "stop", &recorded(&p, "stop-hook-input.json"));
+    hook(&p, "stop", &recorded(&p, "stop-hook-input-active.json"));
+    assert_eq!(said(&p), 1, "the verifying stop says it");
+    p.write("a.txt", "a");
+    hook(&p, "stop", &recorded(&p, "stop-hook-input-active.json"));
+    assert_eq!(said(&p), 1, "not again");
+    assert_eq!(p.status()["verdict"], "MONITOR");
+}

@@ -167,7 +167,6 @@ pub(super) fn open_driver(ws: &Workspace, run: RunDir, loaded: Loaded) -> Result
     let mut d = Driver::new(ws.clone(), run, writer, loaded.state, config, out, lock)
         .map_err(|e| e.message)?;
     d.cache_lag = cache_lag;
-    d.say_unconfined().map_err(|e| e.message)?;
     Ok(d)
 }
 
@@ -225,6 +224,18 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
     for _ in 0..1000 {
         let action = next_action(&d.state);
         d.before(&action).map_err(e)?;
+        // Whether the checks can be confined is asked (a bubblewrap started) only by
+        // a stop that runs some: most stops run none.
+        if matches!(
+            action,
+            Action::Verify { .. }
+                | Action::Validate
+                | Action::TestBaseline
+                | Action::CheckTripwires { .. }
+                | Action::Review { .. }
+        ) {
+            d.say_unconfined().map_err(e)?;
+        }
         match action {
             Action::Record(ev) => {
                 d.record_decision(ev).map_err(e)?;
