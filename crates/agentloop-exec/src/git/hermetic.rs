@@ -10,6 +10,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::drivers::{self, Driver};
+
 /// Settings every command gets.
 const NEUTRAL: &[&str] = &[
     "core.hooksPath=/dev/null",
@@ -97,7 +99,10 @@ fn value_in(path: &Path, section: &str, key: &str) -> Option<String> {
 pub(crate) fn apply(c: &mut Command, dir: &Path) {
     // Its git directories, found once for both uses below.
     let dirs = git_dirs(dir);
-    pin_common_dir(c, dirs.as_ref());
+    let pin = pinned(dirs.as_ref());
+    if let Some(p) = pin {
+        c.env("GIT_COMMON_DIR", p);
+    }
     c.env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("GIT_NO_REPLACE_OBJECTS", "1")
@@ -116,10 +121,11 @@ pub(crate) fn apply(c: &mut Command, dir: &Path) {
     }
     // Through the environment's key and value pairs, not `-c key=value`: a driver's
     // name may hold a `=` that `-c` would split at.
-    let settings: Vec<(String, String)> = drivers_of(dirs.as_ref())
-        .iter()
-        .flat_map(Driver::neutral)
-        .collect();
+    let drivers = match &dirs {
+        Some(d) => drivers::of(dir, d, pin),
+        None => Vec::new(),
+    };
+    let settings: Vec<_> = drivers.iter().flat_map(Driver::neutral).collect();
     if !settings.is_empty() {
         c.env("GIT_CONFIG_COUNT", settings.len().to_string());
         for (i, (k, v)) in settings.into_iter().enumerate() {
@@ -135,72 +141,15 @@ pub(crate) fn apply(c: &mut Command, dir: &Path) {
 /// `pin`: the repository whose common git directory to hold (none for a `clone`,
 /// which makes a repository of its own).
 pub(crate) fn remote(c: &mut Command, pin: Option<&Path>) {
-    if let Some(dir) = pin {
-        pin_common_dir(c, git_dirs(dir).as_ref());
+    let dirs = pin.and_then(git_dirs);
+    if let Some(p) = pinned(dirs.as_ref()) {
+        c.env("GIT_COMMON_DIR", p);
     }
     c.env("GIT_NO_REPLACE_OBJECTS", "1")
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_OPTIONAL_LOCKS", "0")
         .args(["-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0"])
         .args(["-c", "maintenance.auto=false"]);
-}
-
-/// A driver the repository's configuration defines.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Driver {
-    Filter(String),
-    Diff(String),
-    Merge(String),
-}
-
-impl Driver {
-    /// The settings (key, value) that keep git from running it.
-    fn neutral(&self) -> Vec<(String, String)> {
-        let set = |k: String, v: &str| (k, v.to_string());
-        match self {
-            // `cat` passes content through unchanged; an empty `process` is no
-            // process; a required filter may then be missing.
-            Driver::Filter(n) => vec![
-                set(format!("filter.{n}.clean"), "cat"),
-                set(format!("filter.{n}.smudge"), "cat"),
-                set(format!("filter.{n}.process"), ""),
-                set(format!("filter.{n}.required"), "false"),
-            ],
-            Driver::Diff(n) => vec![
-                set(format!("diff.{n}.textconv"), ""),
-                set(format!("diff.{n}.command"), ""),
-            ],
-            // The merge is then a conflict for the agent to resolve, never a program
-            // of the project's.
-            Driver::Merge(n) => vec![set(format!("merge.{n}.driver"), "false")],
-        }
-    }
-}
-
-/// The drivers the repository at `dir` configures: read from its configuration files
-/// (the common `config`, a worktree's `config.worktree`, and every file they
-/// include, whatever the include's condition: over-reading only neutralises more).
-#[cfg(test)]
-fn drivers(dir: &Path) -> Vec<Driver> {
-    drivers_of(git_dirs(dir).as_ref())
-}
-
-/// [`drivers`] of the repository whose git directories ([`git_dirs`]) are `dirs`:
-/// read from its common git directory's `config` and `config.worktree`, and a
-/// worktree's own `config.worktree`.
-fn drivers_of(dirs: Option<&(PathBuf, PathBuf)>) -> Vec<Driver> {
-    let mut out = Vec::new();
-    let mut seen = Vec::new();
-    if let Some((gitdir, common)) = dirs {
-        for f in [
-            common.join("config"),
-            common.join("config.worktree"),
-            gitdir.join("config.worktree"),
-        ] {
-            read(&f, 0, &mut seen, &mut out);
-        }
-    }
-    out
 }
 
 /// The git directory of the repository at (or above) `dir` and its common one, found
@@ -233,12 +182,11 @@ pub(crate) fn git_dirs(dir: &Path) -> Option<(PathBuf, PathBuf)> {
 }
 
 /// Where a `commondir` file points git elsewhere than the repository's own common
-/// directory, git is told that one instead. (Only then: a command that makes a
-/// repository — `init` under another — must find none.)
-fn pin_common_dir(c: &mut Command, dirs: Option<&(PathBuf, PathBuf)>) {
-    let Some((gitdir, common)) = dirs else {
-        return;
-    };
+/// directory, the common directory git is to be told instead (`GIT_COMMON_DIR`).
+/// (Only then: a command that makes a repository — `init` under another — must find
+/// none.)
+fn pinned(dirs: Option<&(PathBuf, PathBuf)>) -> Option<&Path> {
+    let (gitdir, common) = dirs?;
     let said = std::fs::read_to_string(gitdir.join("commondir"))
         .ok()
         .map(|c| gitdir.join(c.trim()));
@@ -255,100 +203,9 @@ fn pin_common_dir(c: &mut Command, dirs: Option<&(PathBuf, PathBuf)>) {
                 gitdir.join("commondir.set-aside-by-agentloop"),
             );
         }
-        c.env("GIT_COMMON_DIR", common);
+        return Some(common);
     }
-}
-
-fn read(path: &Path, depth: u32, seen: &mut Vec<PathBuf>, out: &mut Vec<Driver>) {
-    if depth > 10 || seen.iter().any(|s| s == path) {
-        return;
-    }
-    seen.push(path.to_path_buf());
-    let Ok(text) = std::fs::read(path) else {
-        return;
-    };
-    let text = String::from_utf8_lossy(&text);
-    let mut section = String::new();
-    for line in text.lines() {
-        let l = line.trim();
-        let (head, rest) = match header(l) {
-            Some((kind, sub, rest)) => {
-                section = kind.clone();
-                if let Some(d) = driver(&kind, sub)
-                    && !out.contains(&d)
-                {
-                    out.push(d);
-                }
-                (true, rest.trim())
-            }
-            None => (false, l),
-        };
-        // `[include] path = …` and `[includeIf "…"] path = …`, also on the section's
-        // own line.
-        // (`header` gives the section's name in lower case.)
-        if !(section == "include" || section.starts_with("includeif")) {
-            continue;
-        }
-        let kv = if head { rest } else { l };
-        if let Some((k, v)) = kv.split_once('=')
-            && k.trim().eq_ignore_ascii_case("path")
-        {
-            let v = v.trim().trim_matches('"');
-            let p = if let Some(home) = v.strip_prefix("~/") {
-                std::env::var_os("HOME")
-                    .map(|h| PathBuf::from(h).join(home))
-                    .unwrap_or_default()
-            } else {
-                path.parent().unwrap_or(Path::new("/")).join(v)
-            };
-            read(&p, depth + 1, seen, out);
-        }
-    }
-}
-
-/// A section header as git reads it: `[kind "sub"]` (the subsection in quotes, a
-/// backslash taking the next character as it is, `\"` and `\\` too), or the old
-/// `[kind.sub]`; the section's name, the subsection, and what follows the `]`.
-fn header(line: &str) -> Option<(String, Option<String>, &str)> {
-    let body = line.strip_prefix('[')?;
-    let end = body.find(|c: char| c.is_whitespace() || c == ']' || c == '"')?;
-    let (name, after) = body.split_at(end);
-    let after = after.trim_start();
-    if let Some(quoted) = after.strip_prefix('"') {
-        let mut sub = String::new();
-        let mut chars = quoted.char_indices();
-        while let Some((i, c)) = chars.next() {
-            match c {
-                '\\' => sub.push(chars.next()?.1),
-                '"' => {
-                    let rest = quoted[i + 1..].trim_start().strip_prefix(']')?;
-                    return Some((name.to_ascii_lowercase(), Some(sub), rest));
-                }
-                _ => sub.push(c),
-            }
-        }
-        return None;
-    }
-    let rest = after.strip_prefix(']')?;
-    match name.split_once('.') {
-        Some((kind, sub)) => Some((
-            kind.to_ascii_lowercase(),
-            Some(sub.to_ascii_lowercase()),
-            rest,
-        )),
-        None => Some((name.to_ascii_lowercase(), None, rest)),
-    }
-}
-
-/// `filter "x"` (or the old `filter.x`) → the driver it defines.
-fn driver(kind: &str, sub: Option<String>) -> Option<Driver> {
-    let name = sub.filter(|n| !n.is_empty() && !n.contains('\n'))?;
-    match kind {
-        "filter" => Some(Driver::Filter(name)),
-        "diff" => Some(Driver::Diff(name)),
-        "merge" => Some(Driver::Merge(name)),
-        _ => None,
-    }
+    None
 }
 
 #[cfg(test)]
@@ -371,109 +228,111 @@ mod tests {
         assert_eq!(value_in(&f, "user", "email"), None);
     }
 
-    #[test]
-    fn drivers_are_read_from_the_config_and_what_it_includes() {
-        let dir = tempfile::tempdir().unwrap();
-        let git = dir.path().join(".git");
-        std::fs::create_dir_all(&git).unwrap();
-        std::fs::write(
-            git.join("config"),
-            "[core]\n\tbare = false\n[filter \"lfs\"]\n\tsmudge = evil\n[diff \"img\"] textconv = evil\n[include]\n\tpath = more.cfg\n",
-        )
-        .unwrap();
-        std::fs::write(
-            git.join("more.cfg"),
-            "[merge.lock]\n\tdriver = evil %A\n[includeIf \"gitdir:x\"]\npath = more.cfg\n",
-        )
-        .unwrap();
-        let sub = dir.path().join("src");
-        std::fs::create_dir(&sub).unwrap();
-        assert_eq!(
-            drivers(&sub),
-            [
-                Driver::Filter("lfs".into()),
-                Driver::Diff("img".into()),
-                Driver::Merge("lock".into())
-            ]
-        );
-    }
-
-    #[test]
-    fn subsections_are_read_as_git_reads_them() {
-        let h = |l: &str| header(l).map(|(k, s, _)| (k, s));
-        assert_eq!(
-            h(r#"[filter "e\vil"]"#),
-            Some(("filter".into(), Some("evil".into())))
-        );
-        assert_eq!(
-            h(r#"[Filter "a]b\"c\\"] clean = x"#),
-            Some(("filter".into(), Some(r#"a]b"c\"#.into())))
-        );
-        assert_eq!(
-            h("[filter.LFS]"),
-            Some(("filter".into(), Some("lfs".into())))
-        );
-        assert_eq!(h("[core]"), Some(("core".into(), None)));
-        assert_eq!(h(r#"[filter "open"#), None);
+    /// Where a test puts a filter's definition.
+    enum Put {
+        /// At the end of `.git/config`.
+        Append,
+        /// In another git directory, which `.git/commondir` names.
+        CommonDir,
+        /// In a file `.git/config` includes by a quoted path with a comment after it.
+        QuotedInclude,
+        /// At the start of `.git/config`, after a byte-order mark.
+        Bom,
     }
 
     /// Filters a repository defines run nothing under agentloop's git, however their
-    /// names are spelled (an escape git drops, a `=`), and wherever git finds their
-    /// configuration (a `commondir` the git directory names).
+    /// names are spelled (an escape git drops, a `=`, bytes that are not UTF-8), and
+    /// wherever git finds their configuration (a `commondir` the git directory names,
+    /// an include written as git reads it, a file that starts with a byte-order mark).
     #[test]
     fn no_filter_of_the_repository_runs_however_it_is_named_or_found() {
-        for (config, attribute, commondir) in [
-            (
-                "[filter \"e\\vil\"]\n\tclean = touch MARK && cat\n",
-                "evil",
-                false,
-            ),
-            (
-                "[filter \"a=b\"]\n\tclean = touch MARK && cat\n",
-                "a=b",
-                false,
-            ),
-            (
-                "[filter \"far\"]\n\tclean = touch MARK && cat\n",
-                "far",
-                true,
-            ),
+        let clean = "\tclean = touch MARK && cat\n";
+        for (name, attribute, put) in [
+            (&br#""e\vil""#[..], &b"evil"[..], Put::Append),
+            (br#""a=b""#, b"a=b", Put::Append),
+            (b"\"\xff\"", b"\xff", Put::Append),
+            (br#""far""#, b"far", Put::CommonDir),
+            (br#""inc""#, b"inc", Put::QuotedInclude),
+            (br#""bom""#, b"bom", Put::Bom),
         ] {
+            let mut config = b"[filter ".to_vec();
+            config.extend_from_slice(name);
+            config.extend_from_slice(b"]\n");
+            config.extend_from_slice(clean.as_bytes());
             let dir = tempfile::tempdir().unwrap();
             let root = dir.path();
             crate::testing::git(root, &["init", "-q"]);
-            if commondir {
-                // The git directory's `commondir` names another, whose config git reads.
-                let other = root.join(".git/other");
-                std::fs::create_dir_all(&other).unwrap();
-                for d in ["objects", "refs"] {
-                    std::fs::create_dir_all(other.join(d)).unwrap();
+            let git = root.join(".git");
+            let mut own = std::fs::read(git.join("config")).unwrap();
+            match put {
+                Put::Append => own.extend_from_slice(&config),
+                Put::CommonDir => {
+                    let other = git.join("other");
+                    for d in ["objects", "refs"] {
+                        std::fs::create_dir_all(other.join(d)).unwrap();
+                    }
+                    std::fs::write(other.join("config"), &config).unwrap();
+                    std::fs::write(git.join("commondir"), "other\n").unwrap();
                 }
-                std::fs::write(other.join("config"), config).unwrap();
-                std::fs::write(root.join(".git/commondir"), "other\n").unwrap();
-            } else {
-                let mut text = std::fs::read_to_string(root.join(".git/config")).unwrap();
-                text.push_str(config);
-                std::fs::write(root.join(".git/config"), text).unwrap();
+                Put::QuotedInclude => {
+                    std::fs::write(git.join("extra.cfg"), &config).unwrap();
+                    own.extend_from_slice(b"[include]\n\tpath = \"extra.cfg\" ; kept apart\n");
+                }
+                Put::Bom => {
+                    config.extend_from_slice(&own);
+                    own = [&b"\xef\xbb\xbf"[..], &config].concat();
+                }
             }
-            std::fs::write(
-                root.join(".gitattributes"),
-                format!("* filter={attribute}\n"),
-            )
-            .unwrap();
+            std::fs::write(git.join("config"), own).unwrap();
+            let mut attributes = b"* filter=".to_vec();
+            attributes.extend_from_slice(attribute);
+            attributes.push(b'\n');
+            std::fs::write(root.join(".gitattributes"), attributes).unwrap();
             std::fs::write(root.join("a.txt"), "a\n").unwrap();
             let out = super::super::git_command(root)
                 .args(["add", "-A"])
                 .output()
                 .unwrap();
+            let name = String::from_utf8_lossy(name);
             assert!(
-                !root.join("MARK").exists(),
-                "{config}: the filter ran: {}",
+                out.status.success(),
+                "{name}: {}",
                 String::from_utf8_lossy(&out.stderr)
             );
+            assert!(!root.join("MARK").exists(), "{name}: the filter ran");
             // Set aside: the person's own git, after the run, does not follow it.
-            assert!(!root.join(".git/commondir").exists());
+            assert!(!git.join("commondir").exists());
         }
+    }
+
+    /// What is known of a repository's drivers is asked again when a file its
+    /// configuration includes changes (here a tracked file the agent can edit).
+    #[test]
+    fn a_filter_defined_after_the_first_command_runs_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        crate::testing::git(root, &["init", "-q"]);
+        let mut own = std::fs::read(root.join(".git/config")).unwrap();
+        own.extend_from_slice(b"[include]\n\tpath = ../shared.cfg\n");
+        std::fs::write(root.join(".git/config"), own).unwrap();
+        std::fs::write(root.join("shared.cfg"), "").unwrap();
+        std::fs::write(root.join(".gitattributes"), b"* filter=\xff\n").unwrap();
+        let add = || {
+            let out = super::super::git_command(root)
+                .args(["add", "-A"])
+                .output()
+                .unwrap();
+            assert!(out.status.success());
+        };
+        add();
+        std::fs::write(
+            root.join("shared.cfg"),
+            b"[filter \"\xff\"] clean = touch MARK && cat\n",
+        )
+        .unwrap();
+        std::fs::write(root.join("a.txt"), "a\n").unwrap();
+        add();
+        assert!(!root.join("MARK").exists(), "the filter ran");
     }
 
     /// A repository inside the project (a gitlink, its directory a repository of its

@@ -2,6 +2,7 @@
 //! way agentloop runs git: hermetic ([`hermetic`]: no hooks, filters, drivers, replace
 //! objects or user configuration), a remote's commands apart.
 
+mod drivers;
 mod hermetic;
 
 use std::path::{Path, PathBuf};
