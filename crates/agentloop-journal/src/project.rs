@@ -73,7 +73,9 @@ impl RunState {
     /// `Tests:` a file or directory the tree did not hold (`tests/test_div.py`, `go
     /// test ./strutil/`, `cargo test --test pairs`, `example.com/m/strutil::TestX`):
     /// then every test file it adds reaches the checks (a helper beside the test, a
-    /// package's `__init__.py`, a fixture), and what it named, and its `Scope:`.
+    /// package's `__init__.py`, a fixture), and what it named, and its `Scope:`. All
+    /// of it read from the task as a person wrote it ([`RunState::as_written`]), not as
+    /// an agent's REPLAN rewrote it.
     pub fn allowed(&self, root: &Path, tasks: &[&str], created: &BTreeSet<String>) -> Allowed {
         let mut allowed = Allowed::default();
         for t in self.tasks.iter().filter(|t| t.status == TaskStatus::Done) {
@@ -94,11 +96,12 @@ impl RunState {
             .as_ref()
             .map(|b| b.all_tests())
             .unwrap_or_default();
+        // Each task as a person wrote it: an agent's REPLAN grants itself nothing.
         for id in tasks {
-            let Some(t) = self.plan_task(id) else {
+            let Some(t) = self.as_written(id) else {
                 continue;
             };
-            if self.mode_of(id) == Mode::Tdd {
+            if self.written_mode_of(id) == Mode::Tdd {
                 allowed.tests = true;
             }
             let mut named: Vec<String> = Vec::new();

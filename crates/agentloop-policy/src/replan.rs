@@ -1,7 +1,8 @@
 //! REPLAN proposals: checked against the current plan, never touching done tasks.
 
+use agentloop_evidence::names::{NameCheck, check_names};
 use agentloop_journal::{Event, RunState, TaskStatus};
-use agentloop_plan::{Plan, Task};
+use agentloop_plan::{Mode, Plan, Task};
 
 /// Checks a REPLAN proposal against the current plan. Accepted proposals replace the
 /// task being worked on with the proposed tasks; completed tasks never change.
@@ -130,5 +131,60 @@ fn apply_replan(s: &RunState, task: &str, proposal: &str) -> Result<Plan, String
         tasks: new_tasks,
     };
     plan.validate("REPLAN").map_err(|e| e.message)?;
+    grants_itself_no_tests(s, task, &plan)?;
     Ok(plan)
+}
+
+/// A replan writes no tests of its own into a task that, as a person wrote it, does
+/// not write tests (its mode is not `tdd`, it names no `(new)` test and none the
+/// baseline did not collect): default-deny would leave the files of such tests out of
+/// the checks (what a task may add that the checks load comes from the task as
+/// written: `RunState::as_written`), and the task could never pass. Refused, with
+/// the reason, before it binds the task.
+fn grants_itself_no_tests(s: &RunState, task: &str, plan: &Plan) -> Result<(), String> {
+    let collected = s
+        .tests_baseline
+        .as_ref()
+        .map(|b| b.all_tests())
+        .unwrap_or_default();
+    // What in a task says it writes tests.
+    let writes = |t: &Task| -> Vec<String> {
+        let mut out: Vec<String> = t
+            .tests
+            .iter()
+            .zip(check_names(&t.tests, &collected))
+            .filter(|(n, c)| n.new || *c == NameCheck::Unmatched)
+            .map(|(n, _)| n.pattern.clone())
+            .collect();
+        if t.mode.unwrap_or(s.settings.mode) == Mode::Tdd {
+            out.push("mode: tdd".into());
+        }
+        out
+    };
+    for t in &plan.tasks {
+        let before = s.plan_task(&t.id);
+        if before == Some(t) {
+            continue;
+        }
+        let origin = match before {
+            Some(_) if t.id != task => s.as_written(&t.id),
+            _ => s.as_written(task),
+        };
+        let Some(origin) = origin else { continue };
+        if !writes(origin).is_empty() {
+            continue;
+        }
+        let added: Vec<String> = writes(t)
+            .into_iter()
+            .filter(|n| !origin.tests.iter().any(|o| o.pattern == *n))
+            .collect();
+        if !added.is_empty() {
+            return Err(format!(
+                "{} as the plan's author wrote it writes no tests, and a replan cannot add tests of its own ({}): name only tests the baseline has",
+                origin.id,
+                added.join(", ")
+            ));
+        }
+    }
+    Ok(())
 }

@@ -3,6 +3,7 @@
 
 mod cycles;
 mod planning;
+mod replans;
 mod ship;
 #[cfg(test)]
 mod wall;
@@ -123,6 +124,10 @@ pub struct RunState {
     #[serde(default)]
     pub validation_fixes: u32,
     pub replans_used: u32,
+    /// Tasks an agent's REPLAN wrote or revised, each with the task as a person wrote
+    /// it that it stands for ([`Self::as_written`]).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub written: std::collections::BTreeMap<String, agentloop_plan::Task>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished: Option<FinishReason>,
     /// Waiting for a usage limit to reset until this time (Unix milliseconds).
@@ -290,6 +295,7 @@ impl RunState {
             validation_fixes: 0,
             unconfined_checks: None,
             replans_used: 0,
+            written: Default::default(),
             finished: None,
             limit_until_ms: None,
             agent_limits: Default::default(),
@@ -461,20 +467,8 @@ impl RunState {
                 plan,
                 task,
                 ..
-            } => {
-                self.plan_version = *version;
-                self.replans_used += 1;
-                self.set_plan(plan.clone());
-                if let Some(open) = self.open_of_task_mut(task) {
-                    open.replan = Some(true);
-                }
-            }
-            Event::ReplanRejected { reason, task } => {
-                if let Some(open) = self.open_of_task_mut(task) {
-                    open.replan = Some(false);
-                    open.replan_rejection = Some(reason.clone());
-                }
-            }
+            } => self.replan_accepted(task, *version, plan),
+            Event::ReplanRejected { reason, task } => self.replan_rejected(task, reason),
             Event::GateOpened { gate } => self.gate = Some(gate.clone()),
             Event::PlannerStarted { planner, basis } => self.planner_started(*planner, basis),
             Event::PlannerFinished(f) => self.planner_finished(f),

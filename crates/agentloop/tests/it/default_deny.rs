@@ -496,3 +496,45 @@ fn a_done_tasks_allowance_is_its_own() {
         );
     }
 }
+
+/// An agent's REPLAN that names a `(new)` test in a task that, as a person wrote it,
+/// writes no tests is refused with the reason, and the stub it planted beside it
+/// stays out of the judge's copy: what a task may add that the checks load comes from
+/// the task as a person wrote it.
+#[test]
+fn a_replan_grants_itself_no_tests() {
+    let planted = format!(
+        "{}\\n\\ndef test_ok():\\n    pass\\n",
+        STUB.replace('\n', "\\n")
+    );
+    let body = format!(
+        "state=$(git rev-parse --git-common-dir)/attempts\nm=$(cat \"$state\" 2>/dev/null || echo 0); m=$((m+1)); echo $m > \"$state\"\ncase $m in\n  1) printf \"{planted}\" > tests/test_aaa_setup.py; printf 'REPLAN\\n## T1: Make calc.add add, with its setup\\nVerify: python3 -m pytest -q tests/\\nTests: tests/test_aaa_setup.py::test_ok (new)\\n' ;;\n  2) echo TASK_COMPLETE ;;\n  *) rm -f tests/test_aaa_setup.py; {FIX}; echo TASK_COMPLETE ;;\nesac\n"
+    );
+    for way in [&[][..], &["--workers", "3"]] {
+        let mut p = Scratch::new()
+            .plan(CALC_PLAN)
+            .file("calc.py", CALC)
+            .file("tests/test_calc.py", TEST_CALC)
+            .agent(&agent(&body))
+            .build();
+        p.env.push(("PATH".into(), python_path()));
+        let j = ran_to_the_end(&p, way);
+        assert!(
+            j.contains("\"kind\":\"replan_rejected\"")
+                && j.contains(
+                    "a replan cannot add tests of its own (tests/test_aaa_setup.py::test_ok)"
+                ),
+            "{way:?}: {j}"
+        );
+        let first = j
+            .lines()
+            .find(|l| l.contains("\"kind\":\"verify_finished\""))
+            .unwrap_or_default();
+        assert!(
+            first.contains("\"passed\":false")
+                && first.contains("\"left_out\":[{\"path\":\"tests/test_aaa_setup.py\""),
+            "{way:?}: the replan's own test reached the judge: {first}"
+        );
+        assert_eq!(p.status()["tasks"][0]["status"], "done", "{way:?}");
+    }
+}

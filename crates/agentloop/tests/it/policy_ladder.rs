@@ -343,3 +343,55 @@ printf '{"type":"result","subtype":"success","is_error":false,"result":"TASK_COM
         1
     );
 }
+
+/// A REPLAN names tests of its own only in a task that, as a person wrote it, writes
+/// tests; a revision of a pending task is held to that task as written.
+#[test]
+fn a_replan_adds_tests_only_where_the_person_s_task_writes_them() {
+    for (plan, proposal, accepted) in [
+        (
+            "# P\n\n## T1: one\nVerify: t1\nTests: t.py::a (new)\n",
+            "## T1: one, and b\nVerify: t1\nTests: t.py::b (new)\n",
+            true,
+        ),
+        (
+            "# P\n\n## T1: one\nVerify: t1\n",
+            "## T1a: one, with a test\nVerify: t1\nTests: t.py::b (new)\n",
+            false,
+        ),
+        (
+            "# P\n\n## T1: one\nVerify: t1\n\n## T2: two\nDepends: T1\nVerify: t2\n",
+            "## T1: one\nVerify: t1\n\n## T2: two, tested\nDepends: T1\nVerify: t2\nMode: tdd\n",
+            false,
+        ),
+    ] {
+        let mut s = Sim::new(plan, settings(|_| {}));
+        let mut a = s.act();
+        if a == Action::TestBaseline {
+            a = s.then(Event::TestsBaseline(Default::default()));
+        }
+        let Action::Iterate(p) = a else {
+            panic!("{plan}: {a:?}")
+        };
+        s.then(started(&p));
+        s.then(Event::AgentFinished(AgentFinished {
+            iteration: p.iteration,
+            signals: Signals {
+                replan: Some(proposal.into()),
+                ..Signals::default()
+            },
+            ..claims(false, &[])
+        }));
+        let a = s.then(Event::TripwiresChecked {
+            iteration: p.iteration,
+            hits: vec![],
+        });
+        match (&a, accepted) {
+            (Action::Record(Event::ReplanAccepted { .. }), true) => {}
+            (Action::Record(Event::ReplanRejected { reason, .. }), false) => {
+                assert!(reason.contains("cannot add tests of its own"), "{reason}")
+            }
+            _ => panic!("{proposal}: {a:?}"),
+        }
+    }
+}
