@@ -106,6 +106,7 @@ fn main() {
             root,
             &copy.dir,
             &copies.path().join("reports"),
+            &agentloop_exec::sandbox::judge::GoCache::Fresh,
         ),
         ..runner(&copy.dir, &log)
     };

@@ -105,7 +105,13 @@ pub trait Sandbox {
     /// The confinement of a verification command (`[sandbox] verify`): its working
     /// copy writable, and `reports` (the directory its runner's report goes to, made
     /// here first), no network at all.
-    fn confine_check(&self, root: &Path, workdir: &Path, reports: &Path) -> Confinement;
+    fn confine_check(
+        &self,
+        root: &Path,
+        workdir: &Path,
+        reports: &Path,
+        go: &judge::GoCache,
+    ) -> Confinement;
 }
 
 impl Sandbox for SandboxConfig {
@@ -196,8 +202,14 @@ impl Sandbox for SandboxConfig {
     }
 
     /// The confinement of a verification command (see [`judge`]).
-    fn confine_check(&self, root: &Path, workdir: &Path, reports: &Path) -> Confinement {
-        judge::confine(self, root, workdir, reports)
+    fn confine_check(
+        &self,
+        root: &Path,
+        workdir: &Path,
+        reports: &Path,
+        go: &judge::GoCache,
+    ) -> Confinement {
+        judge::confine(self, root, workdir, reports, go)
     }
 }
 

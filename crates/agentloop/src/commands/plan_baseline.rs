@@ -61,6 +61,7 @@ pub fn check(root: &Path, plan: &Plan, config: &Config) -> Result<(), CliError> 
                 root,
                 &dir,
                 &scratch.join("reports"),
+                &agentloop_exec::sandbox::judge::GoCache::Fresh,
             ),
             tests: None,
         };

@@ -193,7 +193,13 @@ fn check_commands(
                 log: &log,
                 // Confined as the run's checks will be (no report: the logs'
                 // directory is its place).
-                wrap: agentloop_exec::sandbox::judge::wrap(&cfg.sandbox, dir, dir, logs),
+                wrap: agentloop_exec::sandbox::judge::wrap(
+                    &cfg.sandbox,
+                    dir,
+                    dir,
+                    logs,
+                    &agentloop_exec::sandbox::judge::GoCache::Fresh,
+                ),
                 tests: None,
             };
             let Ok(r) = runner.run(0, std::slice::from_ref(&command), || false) else {

@@ -167,7 +167,7 @@ impl Driver {
             timeout: self.config.verify.timeout,
             output_cap: self.config.verify.output_cap,
             log,
-            wrap: self.check_wrap(&dir, &reports),
+            wrap: self.baseline_wrap(&dir, &reports),
             tests: None,
         };
         let mut last = Instant::now();

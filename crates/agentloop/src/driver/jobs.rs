@@ -135,8 +135,8 @@ pub(crate) struct Checks {
     pub timeout: Duration,
     pub output_cap: u64,
     pub stop: Arc<AtomicBool>,
-    /// `[sandbox] verify`: the sandbox and the project the checks are confined by.
-    pub sandbox: Option<(agentloop_config::SandboxConfig, std::path::PathBuf)>,
+    /// `[sandbox] verify`: what the checks are confined by.
+    pub sandbox: Option<CheckBox>,
     /// The clean copy they run in instead of the directory given (a task's worktree).
     pub copy: Option<Copied>,
     /// The task's held-out checks, run on the clean copy once its own checks pass.
@@ -299,7 +299,11 @@ impl Checks {
             wrap: self
                 .sandbox
                 .as_ref()
-                .map(|(s, root)| s.confine_check(root, dir, &self.reports).prefix)
+                .map(|b| {
+                    b.sandbox
+                        .confine_check(&b.root, dir, &self.reports, &b.go)
+                        .prefix
+                })
                 .unwrap_or_default(),
             tests: self.expected.as_ref().map(|e| verify::TestsCheck {
                 expected: e,
@@ -318,6 +322,15 @@ impl Checks {
         }
         Ok(result)
     }
+}
+
+/// What a check run off the driver's thread is confined by: the sandbox, the project,
+/// and where its Go build cache comes from.
+#[derive(Debug, Clone)]
+pub(crate) struct CheckBox {
+    pub sandbox: agentloop_config::SandboxConfig,
+    pub root: std::path::PathBuf,
+    pub go: agentloop_exec::sandbox::judge::GoCache,
 }
 
 /// A task's checks on a clean copy of its worktree, from a thread of their own.

@@ -82,18 +82,50 @@ impl Driver {
         dir: &std::path::Path,
         reports: &std::path::Path,
     ) -> Vec<std::ffi::OsString> {
-        judge::wrap(&self.state.settings.sandbox, &self.ws.root, dir, reports)
+        let sandbox = &self.state.settings.sandbox;
+        judge::wrap(sandbox, &self.ws.root, dir, reports, &self.go_cache(false))
+    }
+
+    /// [`Self::check_wrap`] for the baseline's checks, which warm the Go build cache
+    /// the run's later checks each start from a copy of.
+    pub(crate) fn baseline_wrap(
+        &self,
+        dir: &std::path::Path,
+        reports: &std::path::Path,
+    ) -> Vec<std::ffi::OsString> {
+        let sandbox = &self.state.settings.sandbox;
+        judge::wrap(sandbox, &self.ws.root, dir, reports, &self.go_cache(true))
+    }
+
+    /// The run's Go build cache seed, among the judges' copies (out of a sandboxed
+    /// agent's reach; `gc` sweeps it with the run's copies).
+    fn go_cache(&self, warms: bool) -> judge::GoCache {
+        match (self.go_seed(), warms) {
+            (None, _) => judge::GoCache::Fresh,
+            (Some(seed), true) => judge::GoCache::Warms(seed),
+            (Some(seed), false) => judge::GoCache::From(seed),
+        }
+    }
+
+    /// Where [`Self::go_cache`]'s seed is: beside the run's clean copy.
+    pub(crate) fn go_seed(&self) -> Option<std::path::PathBuf> {
+        let copy = agentloop_verify::clean_copy::CleanCopy::for_run(&self.ws.root, &self.run.id)?;
+        let mut name = copy.dir.into_os_string();
+        name.push(".go-build");
+        Some(name.into())
     }
 
     /// The sandbox the checks of a merge or a worker are confined by; none when they
     /// run unconfined.
-    pub(crate) fn check_sandbox(
-        &self,
-    ) -> Option<(agentloop_config::SandboxConfig, std::path::PathBuf)> {
+    pub(crate) fn check_sandbox(&self) -> Option<crate::driver::jobs::CheckBox> {
         let sandbox = &self.state.settings.sandbox;
         judge::unconfined(sandbox)
             .is_none()
-            .then(|| (sandbox.clone(), self.ws.root.clone()))
+            .then(|| crate::driver::jobs::CheckBox {
+                sandbox: sandbox.clone(),
+                root: self.ws.root.clone(),
+                go: self.go_cache(false),
+            })
     }
 
     /// Says once, and records, that the run's checks run unconfined, and why: the

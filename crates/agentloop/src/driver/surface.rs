@@ -331,8 +331,12 @@ impl Driver {
         })
     }
 
-    /// The run is over: its clean copies go (the run's and its tasks').
+    /// The run is over: its clean copies go (the run's and its tasks'), and the Go
+    /// build cache its baseline warmed.
     pub(crate) fn remove_clean_copy(&self) {
+        if let Some(seed) = self.go_seed() {
+            let _ = std::fs::remove_dir_all(seed);
+        }
         if let Some(copy) = CleanCopy::for_run(&self.ws.root, &self.run.id) {
             let prefix = format!("{}-", self.run.id);
             let tasks: Vec<String> = copy
@@ -344,6 +348,7 @@ impl Driver {
                 .flatten()
                 .filter_map(|e| e.file_name().into_string().ok())
                 .filter(|n| n.starts_with(&prefix) && !n.ends_with(".index"))
+                .filter(|n| !n.ends_with(".go-build"))
                 .collect();
             for t in tasks {
                 if let Some(c) = CleanCopy::for_run(&self.ws.root, &t) {

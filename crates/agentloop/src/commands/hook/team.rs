@@ -94,6 +94,7 @@ pub(super) fn task_completed(input: &TaskCompleted) -> Result<Option<String>, St
             &ws.root,
             &workdir,
             &workdir,
+            &agentloop_exec::sandbox::judge::GoCache::Fresh,
         ),
         tests: None,
     };
