@@ -152,10 +152,11 @@ fn tests_row(s: &RunState, task: &str, names: bool, passing_at_baseline: usize) 
             (
                 Met::Verified,
                 format!(
-                    "FAIL_TO_PASS {}/{}; PASS_TO_PASS: {} still pass{at}",
+                    "FAIL_TO_PASS {}/{}; PASS_TO_PASS: {} still {}{at}",
                     e.named_passing,
                     e.named,
-                    plural(kept, "test", "tests")
+                    plural(kept, "test", "tests"),
+                    if kept == 1 { "passes" } else { "pass" }
                 ),
             )
         }

@@ -330,7 +330,7 @@ fn hooks_way(root: &std::path::Path, check: &[String], copies: &std::path::Path,
     server.join().unwrap().unwrap();
     let kept = std::fs::read_to_string(run.path.join("resident.log")).unwrap();
     assert_eq!(
-        kept.matches("copy: Some(Kept)").count(),
+        kept.matches("copy: kept in step without git").count(),
         runs,
         "every later refresh kept the copy in step: {kept}"
     );

@@ -292,8 +292,12 @@ impl Resident {
         let line = match answer {
             Answer::Surface { changes, .. } => format!("surface: {} changed\n", changes.len()),
             Answer::Copy { .. } => {
-                let way = self.copy.as_ref().and_then(|c| c.last);
-                format!("copy: {way:?}\n")
+                use agentloop_verify::clean_copy::Way;
+                match self.copy.as_ref().and_then(|c| c.last) {
+                    Some(Way::Full) => "copy: refreshed by git\n".into(),
+                    Some(Way::Kept) => "copy: kept in step without git\n".into(),
+                    None => "copy: not made\n".into(),
+                }
             }
             Answer::Done => "done\n".into(),
             Answer::Unsure { why } => format!("unsure: {why}\n"),

@@ -265,14 +265,16 @@ impl Progress {
                 let kind = match st.kind {
                     IterationKind::Work | IterationKind::Retry => bound,
                     IterationKind::Replan => " · asking for a replan".into(),
-                    // A bug's first iteration looks for the cause before anything failed.
-                    IterationKind::Debug
-                        if s.task(&st.task)
-                            .is_some_and(|t| t.last_fingerprint.is_none()) =>
-                    {
-                        " · debugging: finding the cause before the fix".into()
-                    }
-                    IterationKind::Debug => " · debugging the repeated failure".into(),
+                    IterationKind::Debug => match s.task(&st.task) {
+                        // The agent (`NEXT_ACTION_NEEDED: DEBUG`) or a person asked.
+                        Some(t) if t.debug_requested => " · debugging, as asked".into(),
+                        // A bug's first iteration looks for the cause before anything
+                        // failed.
+                        Some(t) if t.last_fingerprint.is_none() => {
+                            " · debugging: finding the cause before the fix".into()
+                        }
+                        _ => " · debugging the repeated failure".into(),
+                    },
                     IterationKind::Fallback => format!(" · fallback agent {}", st.agent),
                 };
                 let text = format!(

@@ -793,3 +793,26 @@ fn validate_keeps_the_coverage_report_and_holds_its_minimum() {
         assert!(r.stderr.contains(says), "{config}: {}", r.stderr);
     }
 }
+
+/// A DEBUG iteration the agent asked for says so, not that a failure repeated.
+#[test]
+fn a_debug_iteration_the_agent_asked_for_is_named_as_asked() {
+    let p = scripted(
+        "# Debug\n\n## T1: Make fixed.txt\nVerify: test -f fixed.txt\n",
+        r#"if printf '%s' "$prompt" | grep -q 'DEBUG: find the cause'; then
+  echo 'UNDERSTANDING:'
+  echo 'Nothing makes fixed.txt yet.'
+elif [ -f asked.txt ]; then
+  touch fixed.txt
+  echo TASK_COMPLETE
+else
+  touch asked.txt
+  echo 'NEXT_ACTION_NEEDED: DEBUG'
+fi
+"#,
+    );
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stderr.contains("debugging, as asked"), "{}", r.stderr);
+    assert!(!r.stderr.contains("repeated failure"), "{}", r.stderr);
+}

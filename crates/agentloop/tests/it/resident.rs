@@ -82,7 +82,7 @@ fn later_stops_ask_the_resident_which_keeps_the_copy_and_ends_with_the_run() {
     let (p, pid) = at_t2();
     p.write("b.txt", "b");
     assert!(asks_for(&stop(&p, true), "T3"));
-    assert!(log(&p).contains("copy: Some(Full)"), "{}", log(&p));
+    assert!(log(&p).contains("copy: refreshed by git"), "{}", log(&p));
     // T3's claim is false (c.txt says x): the copy the resident keeps has it as it is.
     p.write("c.txt", "x");
     let v = stop(&p, true);
@@ -96,7 +96,7 @@ fn later_stops_ask_the_resident_which_keeps_the_copy_and_ends_with_the_run() {
     p.write("c.txt", "c");
     assert!(asks_for(&stop(&p, true), "T4"));
     assert_eq!(
-        log(&p).matches("copy: Some(Kept)").count(),
+        log(&p).matches("copy: kept in step without git").count(),
         2,
         "both later verifications kept the copy in step: {}",
         log(&p)
@@ -269,7 +269,11 @@ fn the_same_stops_decide_the_same_with_or_without_the_resident() {
             "{v}"
         );
     }
-    assert!(log(&with).contains("copy: Some(Kept)"), "{}", log(&with));
+    assert!(
+        log(&with).contains("copy: kept in step without git"),
+        "{}",
+        log(&with)
+    );
     assert!(log(&without).is_empty(), "{}", log(&without));
     assert_eq!(decisions(&with), decisions(&without));
 }
