@@ -36,6 +36,34 @@ pub fn main() -> u8 {
             let served = agentloop_resident::serve(run.as_ref(), root.as_ref());
             return u8::from(served.is_err());
         }
+        // Inside an agent's sandbox: its network carried to agentloop's proxy.
+        Some(a) if a == "sandbox-net" => {
+            use clap::Parser;
+            let a = match cli::SandboxNetArgs::try_parse_from(std::env::args_os().skip(1)) {
+                Ok(a) => a,
+                Err(e) => {
+                    let _ = e.print();
+                    return ExitKind::BadInput as u8;
+                }
+            };
+            let bridge = agentloop_exec::sandbox::Bridge {
+                socket: a.socket,
+                proxy_port: a.proxy_port,
+                forwards: a.forward,
+                command: a.command,
+            };
+            return bridge.run().clamp(0, 255) as u8;
+        }
+        // On a cluster node: one iteration as a job (its spec on standard input).
+        Some(a) if a == "job" && args.next().is_none() => {
+            return match cluster::job::job() {
+                Ok(()) => ExitKind::Completed as u8,
+                Err(e) => {
+                    render::error(&e);
+                    e.exit_kind() as u8
+                }
+            };
+        }
         _ => {}
     }
     let cli = match cli::Cli::try_parse() {

@@ -19,7 +19,7 @@ pub enum HookCommand {
         #[arg(default_value = "PLAN.md")]
         plan: PathBuf,
         /// quick, tdd, pair or checkpoint.
-        #[arg(long)]
+        #[arg(long, value_parser = ["quick", "tdd", "pair", "checkpoint"])]
         mode: Option<String>,
         /// Allow budgets over the ceilings: a cost budget over $100, an iteration
         /// budget over 10 per task (and over 500).

@@ -163,14 +163,6 @@ pub enum Command {
         after_help = "Example (Claude Code):\n  claude mcp add agentloop -- agentloop mcp\n  or `agentloop hook install --mcp`, which writes the project's .mcp.json"
     )]
     Mcp,
-    /// Inside a sandbox: carry the network to agentloop's proxy and run COMMAND
-    /// (started by agentloop itself in `[sandbox] mode = "workspace"`).
-    #[command(hide = true)]
-    SandboxNet(SandboxNetArgs),
-    /// On a cluster node: one iteration as a job (its spec, JSON, on standard input),
-    /// submitted by agentloop itself with `[executor] kind = "slurm"`.
-    #[command(hide = true)]
-    Job,
     /// Hook mode (Claude Code, Codex, Gemini CLI): start a run, install the hooks, and
     /// the hook entry points that read each event's JSON on stdin.
     #[command(
@@ -281,7 +273,12 @@ pub struct WatchArgs {
     pub run: RunSel,
 }
 
-#[derive(Debug, clap::Args)]
+/// `agentloop sandbox-net …`: inside a sandbox, carry the network to agentloop's
+/// proxy and run COMMAND (started by agentloop itself in `[sandbox] mode =
+/// "workspace"`). Not a command a person types: parsed apart from [`Cli`], so it is in
+/// no help and no completion.
+#[derive(Debug, clap::Parser)]
+#[command(name = "agentloop sandbox-net")]
 pub struct SandboxNetArgs {
     /// The proxy's Unix socket.
     #[arg(long)]

@@ -58,7 +58,7 @@ pub struct SettingsFlags {
     #[arg(long, value_name = "NAME")]
     pub fallback_agent: Option<String>,
     /// quick, tdd, pair, checkpoint or swarm (several workers at once).
-    #[arg(long)]
+    #[arg(long, value_parser = ["quick", "tdd", "pair", "checkpoint", "swarm"])]
     pub mode: Option<String>,
     /// Agents at work at once, each task in its own git worktree, merged onto the
     /// run's integration branch through the verified merge queue (default 1: in this

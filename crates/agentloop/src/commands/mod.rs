@@ -41,9 +41,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
     // Commands that write a run's journal write it to the store, when one is set.
     if !matches!(
         cli.command,
-        Command::Job
-            | Command::SandboxNet(_)
-            | Command::Store(_)
+        Command::Store(_)
             | Command::Init(_)
             | Command::Demo(_)
             | Command::Completions(_)
@@ -105,16 +103,6 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
         Command::Steer(a) => control::steer(&workspace()?, a.run.run.as_deref(), a.note),
         Command::Agents(a) => agents::agents(&cwd()?, a.json),
         Command::Mcp => mcp::mcp(&cwd()?),
-        Command::Job => crate::cluster::job::job().map(|()| ExitKind::Completed),
-        Command::SandboxNet(a) => std::process::exit(
-            agentloop_exec::sandbox::Bridge {
-                socket: a.socket,
-                proxy_port: a.proxy_port,
-                forwards: a.forward,
-                command: a.command,
-            }
-            .run(),
-        ),
         Command::Serve(a) => serve::serve(&cwd()?, a),
         Command::Watch(a) => watch::watch(&workspace()?, a.run.get()),
         Command::Hook(HookCommand::Start { plan, mode, force }) => {

@@ -250,7 +250,7 @@ fn unknown_agent_and_mode() {
     refused(
         &p,
         &["run", "--mode", "yolo"],
-        "error: --mode: unknown mode `yolo`; expected quick, tdd, pair, checkpoint or swarm",
+        "error: invalid value 'yolo' for '--mode <MODE>'",
     );
     refused(
         &p,

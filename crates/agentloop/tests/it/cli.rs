@@ -165,6 +165,12 @@ fn init_is_short_names_its_schema_and_the_tool_installs_like_one() {
         let r = p.run(&["completions", shell]);
         assert_eq!(r.code, Some(0), "{shell}: {}", r.stderr);
         assert!(r.stdout.contains("verify-surface"), "{shell}");
+        // Entry points agentloop starts itself are offered to no one.
+        assert!(
+            !r.stdout.contains("sandbox-net") && !r.stdout.contains("agentloop job"),
+            "{shell}"
+        );
+        assert!(r.stdout.contains("checkpoint"), "{shell}: --mode's values");
     }
     let r = p.run(&["completions", "tcsh"]);
     assert_eq!(r.code, Some(2), "{}", r.stderr);
