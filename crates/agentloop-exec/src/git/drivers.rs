@@ -69,11 +69,38 @@ impl Driver {
     }
 }
 
-/// What was found in a repository, and the files it was found in with their contents
-/// then (`None`: missing, or not a regular file of a sensible size).
+/// What was found in a repository, and the files it was found in as they were then.
 struct Known {
-    files: Vec<(PathBuf, Option<Vec<u8>>)>,
+    files: Vec<(PathBuf, Seen)>,
     drivers: Vec<Driver>,
+}
+
+/// A configuration file as it was seen.
+#[derive(Debug)]
+enum Seen {
+    Missing,
+    Read(Vec<u8>),
+    /// There, but not read (not a regular file, or larger than [`LARGEST`]): never
+    /// the same as anything, so what it holds is asked again at every command.
+    Unread,
+}
+
+impl Seen {
+    fn of(path: &Path) -> Seen {
+        match (contents(path), path.symlink_metadata()) {
+            (Some(c), _) => Seen::Read(c),
+            (None, Err(_)) => Seen::Missing,
+            (None, Ok(_)) => Seen::Unread,
+        }
+    }
+
+    fn same(&self, other: &Seen) -> bool {
+        match (self, other) {
+            (Seen::Missing, Seen::Missing) => true,
+            (Seen::Read(a), Seen::Read(b)) => a == b,
+            _ => false,
+        }
+    }
 }
 
 /// The largest configuration file compared by its contents; a larger one is read
@@ -94,7 +121,7 @@ fn contents(path: &Path) -> Option<Vec<u8>> {
 /// common directory git is held to, if it is told one.
 pub(crate) fn of(dir: &Path, dirs: &(PathBuf, PathBuf), pin: Option<&Path>) -> Vec<Driver> {
     static KNOWN: Mutex<Option<HashMap<(PathBuf, PathBuf), Known>>> = Mutex::new(None);
-    let unchanged = |k: &Known| k.files.iter().all(|(p, c)| contents(p) == *c);
+    let unchanged = |k: &Known| k.files.iter().all(|(p, c)| Seen::of(p).same(c));
     if let Some(k) = KNOWN.lock().unwrap().get_or_insert_default().get(dirs)
         && unchanged(k)
     {
@@ -116,19 +143,14 @@ pub(crate) fn of(dir: &Path, dirs: &(PathBuf, PathBuf), pin: Option<&Path>) -> V
     files.dedup();
     // Read before git is asked: a file changed while git reads it is read again at
     // the next command.
-    let before: Vec<(PathBuf, Option<Vec<u8>>)> =
-        files.iter().map(|f| (f.clone(), contents(f))).collect();
+    let before: Vec<(PathBuf, Seen)> = files.iter().map(|f| (f.clone(), Seen::of(f))).collect();
     // Kept only if every file git read is one of those: else git is asked at every
     // command (agentloop's reader missed an include, which is rare).
     let mut keep = true;
     // Git is asked only where a file could define a driver or include another: no
     // process at all for most repositories.
     let mut asked: Vec<Option<PathBuf>> = Vec::new();
-    if files
-        .iter()
-        .zip(&before)
-        .any(|(f, (_, c))| may_define(f, c.as_deref()))
-    {
+    if before.iter().any(|(_, c)| may_define(c)) {
         asked.push(None);
     }
     let mut i = 0;
@@ -148,7 +170,7 @@ pub(crate) fn of(dir: &Path, dirs: &(PathBuf, PathBuf), pin: Option<&Path>) -> V
             }
         }
     }
-    keep &= before.iter().all(|(p, c)| contents(p) == *c);
+    keep &= before.iter().all(|(p, c)| Seen::of(p).same(c));
     let mut known = KNOWN.lock().unwrap();
     let known = known.get_or_insert_default();
     if keep {
@@ -167,9 +189,11 @@ pub(crate) fn of(dir: &Path, dirs: &(PathBuf, PathBuf), pin: Option<&Path>) -> V
 /// section headers only that do (`[filter`, `[diff`, `[merge`, `[include`, in any
 /// case and with any whitespace: a header is the one way to open a section). A file
 /// that is there but was not read (not a regular file, too large) could.
-fn may_define(path: &Path, contents: Option<&[u8]>) -> bool {
-    let Some(c) = contents else {
-        return path.symlink_metadata().is_ok();
+fn may_define(seen: &Seen) -> bool {
+    let c = match seen {
+        Seen::Missing => return false,
+        Seen::Unread => return true,
+        Seen::Read(c) => c,
     };
     let squeezed: Vec<u8> = c
         .iter()
@@ -433,8 +457,7 @@ mod tests {
     /// header in any case and spacing is.
     #[test]
     fn only_a_section_header_could_define_a_driver() {
-        let p = Path::new("/nonexistent");
-        let could = |c: &[u8]| may_define(p, Some(c));
+        let could = |c: &[u8]| may_define(&Seen::Read(c.to_vec()));
         assert!(!could(
             b"[core]\n\tbare = false\n[branch \"main\"]\n\tmerge = refs/heads/main\n"
         ));
@@ -442,6 +465,7 @@ mod tests {
         assert!(could(b"[diff\n\"x\"]"));
         assert!(could(b"[includeIf \"onbranch:x\"] path = y"));
         assert!(could(b"[merge.x]"));
-        assert!(!may_define(p, None));
+        assert!(!may_define(&Seen::Missing));
+        assert!(may_define(&Seen::Unread));
     }
 }

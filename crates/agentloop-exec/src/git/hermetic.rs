@@ -22,6 +22,9 @@ const NEUTRAL: &[&str] = &[
     "gc.auto=0",
     "maintenance.auto=false",
     "diff.external=",
+    // An attributes file the repository's configuration names assigns drivers as
+    // `.gitattributes` does, and no surface watches it.
+    "core.attributesFile=/dev/null",
     // A git of another repository's (a submodule's, an embedded one's) would run with
     // that repository's own configuration, whose drivers no one neutralised: `status`
     // and `diff` do not look inside them (`add -A` leaves them out: `add_all_args`).
@@ -306,33 +309,57 @@ mod tests {
     }
 
     /// What is known of a repository's drivers is asked again when a file its
-    /// configuration includes changes (here a tracked file the agent can edit).
+    /// configuration includes changes (here a tracked file the agent can edit), also
+    /// when the file is too large to be compared by its contents (found by the stop-67
+    /// attack: a file over 1 MiB counted as unchanged).
     #[test]
     fn a_filter_defined_after_the_first_command_runs_nothing() {
+        for padding in [0, 1_100_000] {
+            let dir = tempfile::tempdir().unwrap();
+            let root = dir.path();
+            crate::testing::git(root, &["init", "-q"]);
+            let mut own = std::fs::read(root.join(".git/config")).unwrap();
+            own.extend_from_slice(b"[include]\n\tpath = ../shared.cfg\n");
+            std::fs::write(root.join(".git/config"), own).unwrap();
+            let pad = format!("# {}\n", "x".repeat(padding));
+            std::fs::write(root.join("shared.cfg"), &pad).unwrap();
+            std::fs::write(root.join(".gitattributes"), b"* filter=\xff\n").unwrap();
+            let add = || {
+                let out = super::super::git_command(root)
+                    .args(["add", "-A"])
+                    .output()
+                    .unwrap();
+                assert!(out.status.success());
+            };
+            add();
+            let mut text = pad.into_bytes();
+            text.extend_from_slice(b"[filter \"\xff\"] clean = touch MARK && cat\n");
+            std::fs::write(root.join("shared.cfg"), text).unwrap();
+            std::fs::write(root.join("a.txt"), "a\n").unwrap();
+            add();
+            assert!(!root.join("MARK").exists(), "{padding}: the filter ran");
+        }
+    }
+
+    /// An attributes file the repository's configuration names assigns no driver.
+    #[test]
+    fn the_configurations_attributes_file_is_not_read() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         crate::testing::git(root, &["init", "-q"]);
+        std::fs::write(root.join("attrs"), "* diff=evil\n").unwrap();
         let mut own = std::fs::read(root.join(".git/config")).unwrap();
-        own.extend_from_slice(b"[include]\n\tpath = ../shared.cfg\n");
+        own.extend_from_slice(b"[core]\n\tattributesFile = attrs\n");
         std::fs::write(root.join(".git/config"), own).unwrap();
-        std::fs::write(root.join("shared.cfg"), "").unwrap();
-        std::fs::write(root.join(".gitattributes"), b"* filter=\xff\n").unwrap();
-        let add = || {
-            let out = super::super::git_command(root)
-                .args(["add", "-A"])
-                .output()
-                .unwrap();
-            assert!(out.status.success());
-        };
-        add();
-        std::fs::write(
-            root.join("shared.cfg"),
-            b"[filter \"\xff\"] clean = touch MARK && cat\n",
-        )
-        .unwrap();
         std::fs::write(root.join("a.txt"), "a\n").unwrap();
-        add();
-        assert!(!root.join("MARK").exists(), "the filter ran");
+        let out = super::super::git_command(root)
+            .args(["check-attr", "diff", "a.txt"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "a.txt: diff: unspecified\n"
+        );
     }
 
     /// A repository inside the project (a gitlink, its directory a repository of its
