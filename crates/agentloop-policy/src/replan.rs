@@ -88,8 +88,12 @@ fn apply_replan(s: &RunState, task: &str, proposal: &str) -> Result<Plan, String
     if let Some(last) = replacement.last_mut() {
         keep_all(&mut last.criteria, &original.criteria);
     }
-    // The original task's checks still have to pass once its replacement is done.
+    // The original task's checks still have to pass once its replacement is done, and
+    // nothing of the agent's runs beside them: a command of its own, run first in the
+    // same copy, could write what the checks then load (a stand-in module, a
+    // `conftest.py`). New checks go in a task of their own.
     if let Some(last) = replacement.last_mut() {
+        no_checks_added(&last.id, &last.verify, &original)?;
         keep_all(&mut last.verify, &original.verify);
         keep_all(&mut last.tests, &original.tests);
     }
@@ -105,8 +109,12 @@ fn apply_replan(s: &RunState, task: &str, proposal: &str) -> Result<Plan, String
             .filter(|_| mentioned.contains(&t.id.as_str()))
             .cloned()
             .unwrap_or_else(|| t.clone());
-        // A revision cannot drop what checks a task or what it must not do.
+        // A revision cannot drop what checks a task or what it must not do, nor add a
+        // check of its own beside them.
         if let Some(before) = s.plan_task(&t.id) {
+            if mentioned.contains(&t.id.as_str()) {
+                no_checks_added(&t.id, &t.verify, before)?;
+            }
             keep_all(&mut t.verify, &before.verify);
             keep_all(&mut t.tests, &before.tests);
             keep_all(&mut t.must_not, &before.must_not);
@@ -133,6 +141,24 @@ fn apply_replan(s: &RunState, task: &str, proposal: &str) -> Result<Plan, String
     plan.validate("REPLAN").map_err(|e| e.message)?;
     grants_itself_no_tests(s, task, &plan)?;
     Ok(plan)
+}
+
+/// `verify`, proposed for task `id`, which carries `carried`'s checks, names no
+/// command `carried` does not.
+fn no_checks_added(id: &str, verify: &[String], carried: &Task) -> Result<(), String> {
+    let added: Vec<&str> = verify
+        .iter()
+        .filter(|v| !carried.verify.contains(v))
+        .map(String::as_str)
+        .collect();
+    if added.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "{id} carries the checks of {} and a replan cannot add a check beside them (`{}`): put a new check in a task of its own",
+        carried.id,
+        added.join("`, `")
+    ))
 }
 
 /// A replan writes no tests of its own into a task that, as a person wrote it, does

@@ -538,3 +538,35 @@ fn a_replan_grants_itself_no_tests() {
         assert_eq!(p.status()["tasks"][0]["status"], "done", "{way:?}");
     }
 }
+
+/// A REPLAN that puts a command of its own before the task's checks (one that writes
+/// a stand-in module into the judge's copy) is refused with the reason: the stop-67
+/// attack had T1 done with the code unfixed.
+#[test]
+fn a_replan_puts_no_command_of_its_own_before_the_checks() {
+    let body = format!(
+        "state=$(git rev-parse --git-common-dir)/attempts\nm=$(cat \"$state\" 2>/dev/null || echo 0); m=$((m+1)); echo $m > \"$state\"\ncase $m in\n  1) cat <<'EOF'\nREPLAN\n## T1: Make calc.add add\nVerify: sh -c \"printf 'import sys, types\\\\nm = types.ModuleType(\\\\\\\"calc\\\\\\\")\\\\nm.add = lambda a, b: a + b\\\\nsys.modules[\\\\\\\"calc\\\\\\\"] = m\\\\n' > tests/conftest.py\"\nVerify: python3 -m pytest -q tests/\nTests: tests/test_calc.py::test_add\nEOF\n  ;;\n  2) echo TASK_COMPLETE ;;\n  *) {FIX}; echo TASK_COMPLETE ;;\nesac\n"
+    );
+    for way in [&[][..], &["--workers", "2", "--sandbox", "workspace"]] {
+        let mut p = Scratch::new()
+            .plan(CALC_PLAN)
+            .file("calc.py", CALC)
+            .file("tests/test_calc.py", TEST_CALC)
+            .agent(&agent(&body))
+            .build();
+        p.env.push(("PATH".into(), python_path()));
+        let j = ran_to_the_end(&p, way);
+        assert!(
+            j.contains("\"kind\":\"replan_rejected\"")
+                && j.contains("a replan cannot add a check beside them"),
+            "{way:?}: {j}"
+        );
+        let first = j
+            .lines()
+            .find(|l| l.contains("\"kind\":\"verify_finished\""))
+            .unwrap_or_default();
+        assert!(first.contains("\"passed\":false"), "{way:?}: {first}");
+        assert_eq!(p.status()["tasks"][0]["status"], "done", "{way:?}");
+        assert_eq!(p.status()["iterations"], 3, "{way:?}");
+    }
+}

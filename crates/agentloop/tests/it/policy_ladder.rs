@@ -134,7 +134,7 @@ fn a_replan_keeps_the_tripwires_and_checks_it_would_drop() {
         iteration: p.iteration,
         signals: Signals {
             replan: Some(
-                "## T1a: smaller\nVerify: a\n\n## T2: two, lighter\nDepends: T1a\n".into(),
+                "## T1a: smaller\nVerify: a\n\n## T1b: the rest\nDepends: T1a\n\n## T2: two, lighter\nDepends: T1b\n".into(),
             ),
             ..Signals::default()
         },
@@ -155,6 +155,8 @@ fn a_replan_keeps_the_tripwires_and_checks_it_would_drop() {
     };
     assert_eq!(plan.must_not, ["run rm -rf /"]);
     assert_eq!(plan.task("T1a").unwrap().must_not, ["touch db/"]);
+    // The last replacement carries T1's checks, and only them.
+    assert_eq!(plan.task("T1b").unwrap().verify, ["t1"]);
     let t2 = plan.task("T2").unwrap();
     assert_eq!(t2.verify, ["t2"]);
     assert_eq!(t2.must_not, ["add dependency"]);
@@ -390,6 +392,57 @@ fn a_replan_adds_tests_only_where_the_person_s_task_writes_them() {
             (Action::Record(Event::ReplanAccepted { .. }), true) => {}
             (Action::Record(Event::ReplanRejected { reason, .. }), false) => {
                 assert!(reason.contains("cannot add tests of its own"), "{reason}")
+            }
+            _ => panic!("{proposal}: {a:?}"),
+        }
+    }
+}
+
+/// A REPLAN adds no check beside the ones a task carries (the replaced task's, on its
+/// last replacement; a revised task's own): run first in the same copy, a command of
+/// the agent's could write what the checks then load. A new task may have its own.
+#[test]
+fn a_replan_adds_no_check_beside_the_ones_a_task_carries() {
+    let plan = "# P\n\n## T1: one\nVerify: t1\n\n## T2: two\nDepends: T1\nVerify: t2\n";
+    for (proposal, refused) in [
+        (
+            "## T1: one\nVerify: plant\nVerify: t1\n",
+            Some("T1 carries the checks of T1"),
+        ),
+        (
+            "## T1a: one, smaller\nVerify: plant\n",
+            Some("T1a carries the checks of T1"),
+        ),
+        (
+            "## T1: one\n\n## T2: two\nDepends: T1\nVerify: plant\n",
+            Some("T2 carries the checks of T2"),
+        ),
+        (
+            "## T1a: part\nVerify: a\n\n## T1b: rest\nDepends: T1a\nVerify: t1\n",
+            None,
+        ),
+    ] {
+        let mut s = Sim::new(plan, settings(|_| {}));
+        let Action::Iterate(p) = s.act() else {
+            unreachable!()
+        };
+        s.then(started(&p));
+        s.then(Event::AgentFinished(AgentFinished {
+            iteration: p.iteration,
+            signals: Signals {
+                replan: Some(proposal.into()),
+                ..Signals::default()
+            },
+            ..claims(false, &[])
+        }));
+        let a = s.then(Event::TripwiresChecked {
+            iteration: p.iteration,
+            hits: vec![],
+        });
+        match (&a, refused) {
+            (Action::Record(Event::ReplanAccepted { .. }), None) => {}
+            (Action::Record(Event::ReplanRejected { reason, .. }), Some(why)) => {
+                assert!(reason.contains(why), "{proposal}: {reason}")
             }
             _ => panic!("{proposal}: {a:?}"),
         }
