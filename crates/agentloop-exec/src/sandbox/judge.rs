@@ -12,7 +12,8 @@
 //! Go's build cache is each check's own, but not empty: a copy of the one the run's
 //! baseline warmed ([`GoCache`]), which ran the person's code as the run found it. (A
 //! fresh cache per check built Go's standard library again at every check: 3.5 s
-//! against 0.6 s on a one-package module.)
+//! against 0.6 s on a one-package module.) Test results are never taken from it
+//! (`GOFLAGS=-count=1`).
 
 use std::path::{Path, PathBuf};
 
@@ -94,6 +95,14 @@ pub(super) fn confine(
     let caches = format!("{JUDGE_HOME}/.cache");
     let gocache = format!("{caches}/go-build");
     push(&mut a, &["--setenv", "GOCACHE", &gocache]);
+    // No test result from the cache: a test whose inputs Go does not track (a file
+    // read through a subprocess, the clock) would pass as it passed at the baseline
+    // (the stop-67 attack). Compiled packages still come from it.
+    let goflags = match std::env::var("GOFLAGS") {
+        Ok(f) if !f.trim().is_empty() => format!("{f} -count=1"),
+        _ => "-count=1".to_string(),
+    };
+    push(&mut a, &["--setenv", "GOFLAGS", &goflags]);
     let mut first = String::new();
     match go {
         GoCache::Fresh => {}

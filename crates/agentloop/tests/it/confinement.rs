@@ -321,3 +321,41 @@ fn makes_a_txt(verify: &str) -> crate::support::Project {
         .config("\n[budgets]\ntask_retries = 1\n")
         .build()
 }
+
+/// A Go test that passed at the baseline runs again at each check, not replayed from
+/// the build cache the baseline warmed (each check starts from a copy of it): here its
+/// input is read through a program, which Go's test cache does not track (found by
+/// the stop-67 attack: the regression passed as cached).
+#[test]
+fn a_go_test_result_the_baseline_cached_is_not_replayed() {
+    let p = Scratch::new()
+        .file("go.mod", "module example.com/m\n\ngo 1.19\n")
+        .file("calc/calc.go", "package calc\n\nfunc Add(a, b int) int { return 0 }\n")
+        .file(
+            "calc/calc_test.go",
+            "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Fatal(\"add\")\n\t}\n}\n",
+        )
+        .file("cfg/cfg.go", "package cfg\n")
+        .file(
+            "cfg/cfg_test.go",
+            "package cfg\n\nimport (\n\t\"os/exec\"\n\t\"strings\"\n\t\"testing\"\n)\n\nfunc TestSettings(t *testing.T) {\n\tout, err := exec.Command(\"cat\", \"../settings.txt\").Output()\n\tif err != nil || strings.TrimSpace(string(out)) != \"mode=safe\" {\n\t\tt.Fatalf(\"settings: %q %v\", out, err)\n\t}\n}\n",
+        )
+        .file("settings.txt", "mode=safe\n")
+        .plan("# Add\n\n## T1: Make calc.Add add\n\nVerify: go test ./...\nTests: example.com/m/calc::TestAdd\n")
+        .agent(&crate::support::agent(
+            "printf 'package calc\\n\\nfunc Add(a, b int) int { return a + b }\\n' > calc/calc.go\nif [ -f broke ]; then echo mode=safe > settings.txt; else touch broke; echo mode=unsafe > settings.txt; fi\necho TASK_COMPLETE\n",
+        ))
+        .build();
+    let r = p.run(&["run", "--yes", "--quiet", "--no-wait"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let j = std::fs::read_to_string(p.run_dir().join("journal.jsonl")).unwrap();
+    let first = j
+        .lines()
+        .find(|l| l.contains("\"kind\":\"verify_finished\""))
+        .unwrap_or_default();
+    assert!(
+        first.contains("\"passed\":false") && first.contains("TestSettings"),
+        "the broken settings passed as cached: {first}"
+    );
+    assert_eq!(p.status()["iterations"], 2);
+}
