@@ -23,8 +23,9 @@ use agentloop_plan::{Mode, Plan};
 
 /// Schema version of `state.json`: a cache of another version is folded again from the
 /// journal (6: the run's wall clock, `wall_ms` and `last_ms`, which an older cache lacks;
-/// 7: each done task's `admitted` files).
-pub const STATE_VERSION: u32 = 7;
+/// 7: each done task's `admitted` files; 8: the tasks an agent's REPLAN wrote, with the
+/// task as a person wrote it, `written`).
+pub const STATE_VERSION: u32 = 8;
 
 pub use super::open::OpenIteration;
 

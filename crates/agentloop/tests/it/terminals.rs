@@ -243,7 +243,8 @@ fn the_interactive_menu_between_iterations() {
     seen("T1 done", 1);
     seen("[c] continue development", 2);
     say("d\n");
-    seen("debugging: finding the cause before the fix", 1);
+    // A person asked for the DEBUG iteration.
+    seen("debugging, as asked", 1);
     seen("[c] continue development", 3);
     say("x\n");
     let st = wait_exit(&mut child, Duration::from_secs(20));
