@@ -41,6 +41,41 @@ pub struct FileDiff {
 /// The diff gates in the order they are asked for.
 pub const ORDER: [&str; 4] = ["security", "database", "external", "architecture"];
 
+/// Each gate's built-in paths and added-line patterns, which hold whatever its own
+/// `paths` and `patterns` add.
+fn built_in(gate: &str) -> (&'static [&'static str], &'static [&'static str]) {
+    match gate {
+        "security" => (
+            &[
+                "auth",
+                "crypto",
+                "session",
+                "permission",
+                "secret",
+                "credential",
+                ".env",
+                "security/",
+            ],
+            &[
+                r"(?i)(password|passwd|secret|private[_-]?key|api[_-]?key|access[_-]?token)\s*[:=]",
+                r"(?i)\b(bcrypt|argon2|hmac|jwt|csrf|set_permissions|chmod)\b",
+            ],
+        ),
+        "database" => (
+            &[
+                "migrations/",
+                "migrate/",
+                "*.sql",
+                "schema.rb",
+                "schema.prisma",
+                "db/schema",
+            ],
+            &[r"(?i)\b(create|alter|drop)\s+(table|index|column)\b"],
+        ),
+        _ => (&[], &[]),
+    }
+}
+
 /// At most this many triggers are kept per gate (the first ones).
 const PER_GATE: usize = 20;
 
@@ -221,14 +256,21 @@ pub fn triggered(gates: &Gates, diff: &DiffInput) -> Vec<GateTrigger> {
         let Some(g) = gate_of(gates, name).filter(|g| g.enabled) else {
             continue;
         };
-        let patterns: Vec<regex::Regex> = g
-            .patterns
+        let (paths, patterns) = built_in(name);
+        let paths: Vec<&str> = paths
             .iter()
+            .copied()
+            .chain(g.paths.iter().map(String::as_str))
+            .collect();
+        let patterns: Vec<regex::Regex> = patterns
+            .iter()
+            .copied()
+            .chain(g.patterns.iter().map(String::as_str))
             .filter_map(|p| regex::Regex::new(p).ok())
             .collect();
         for f in &diff.files {
             let file_name = f.path.rsplit('/').next().unwrap_or(&f.path);
-            if let Some(p) = g.paths.iter().find(|p| path_matches(&f.path, p)) {
+            if let Some(p) = paths.iter().find(|p| path_matches(&f.path, p)) {
                 push(GateTrigger {
                     gate: name.into(),
                     file: f.path.clone(),
@@ -389,6 +431,31 @@ mod tests {
         let mut g: Vec<&str> = t.iter().map(|t| t.gate.as_str()).collect();
         g.dedup();
         g
+    }
+
+    /// A gate's own `paths` and `patterns` are besides its built-in rules, as the
+    /// reference says: `paths = ["billing/"]` still holds a change under `auth/`.
+    #[test]
+    fn a_gates_own_paths_add_to_its_built_in_rules() {
+        let mut g = on();
+        g.security.paths = vec!["billing/".into()];
+        g.security.patterns = vec!["charge\\(".into()];
+        let d = |path: &str, added: &[&str]| DiffInput {
+            files: vec![file(path, false, added)],
+            base_top: ["src".to_string()].into(),
+        };
+        for (path, added) in [
+            ("src/auth/login.txt", &["x"][..]),
+            ("src/billing/pay.rs", &["x"]),
+            ("src/pay.rs", &["charge(card)"]),
+            ("src/pay.rs", &["let api_key = k;"]),
+        ] {
+            assert_eq!(
+                gates_of(&triggered(&g, &d(path, added))),
+                ["security"],
+                "{path}: {added:?}"
+            );
+        }
     }
 
     #[test]
