@@ -32,7 +32,7 @@ pub use ship::{
     RUN_ISSUE, Ship, Tracker,
 };
 pub use skills::{RequireSkills, Skill, prompt_section as skills_section};
-pub use template::{SCHEMA_PATH, SHORT_TEMPLATE, TEMPLATE};
+pub use template::{SCHEMA_PATH, SHORT_TEMPLATE, TEMPLATE, full_template};
 
 /// The JSON Schema of `agentloop.toml`, from the configuration's own types: what
 /// editors (taplo, Even Better TOML) complete and check keys with, and what the

@@ -162,6 +162,138 @@ remote = "origin"       # the git remote jobs clone from and push to
 # timeout = "30m"
 "#;
 
+/// The file `agentloop init --full` writes: [`TEMPLATE`], then every section it does
+/// not hold, written from the configuration's JSON Schema (its keys commented out, at
+/// their defaults, each with the first sentence of what it means): every section is
+/// there, whatever is added to the configuration later.
+pub fn full_template() -> String {
+    let schema = crate::json_schema();
+    let mut out = TEMPLATE.to_string();
+    let Some(props) = schema["properties"].as_object() else {
+        return out;
+    };
+    let has = |name: &str| {
+        TEMPLATE.contains(&format!("\n[{name}]")) || TEMPLATE.contains(&format!("\n# [{name}]"))
+    };
+    let mut names: Vec<&String> = props.keys().collect();
+    names.sort();
+    for name in names {
+        let prop = &props[name];
+        // A table of named entries (`[agents.NAME]`, `[prices.MODEL]`).
+        if let Some(entry) = prop.get("additionalProperties").filter(|v| v.is_object()) {
+            let example = format!("{name}.NAME");
+            if !has(name) && !TEMPLATE.contains(&format!("# [{name}.")) {
+                section(&mut out, &schema, &example, prop, resolve(&schema, entry), None);
+            }
+            continue;
+        }
+        let node = resolve(&schema, prop);
+        // Sub-tables (`[gates.security]`): each its own section.
+        let subs: Vec<(&String, &serde_json::Value)> = node["properties"]
+            .as_object()
+            .map(|o| o.iter().filter(|(_, v)| is_table(&schema, v)).collect())
+            .unwrap_or_default();
+        if !has(name) {
+            section(&mut out, &schema, name, prop, node, Some(&prop["default"]));
+        }
+        for (sub, v) in subs {
+            let full = format!("{name}.{sub}");
+            if !has(&full) {
+                let default = &prop["default"][sub.as_str()];
+                section(&mut out, &schema, &full, v, resolve(&schema, v), Some(default));
+            }
+        }
+    }
+    out
+}
+
+/// A key whose value is a table of its own (`[gates.security]`), not a value.
+fn is_table(schema: &serde_json::Value, v: &serde_json::Value) -> bool {
+    resolve(schema, v)["properties"].is_object()
+}
+
+/// A schema node with its `$ref` (or the `$ref` of an `anyOf` with null) followed.
+fn resolve<'a>(schema: &'a serde_json::Value, node: &'a serde_json::Value) -> &'a serde_json::Value {
+    let reference = node["$ref"].as_str().or_else(|| {
+        node["anyOf"]
+            .as_array()
+            .and_then(|a| a.iter().find_map(|v| v["$ref"].as_str()))
+    });
+    match reference.and_then(|r| r.strip_prefix("#/$defs/")) {
+        Some(d) => &schema["$defs"][d],
+        None => node,
+    }
+}
+
+/// One commented section: its header, what it is, and each plain key at its default.
+fn section(
+    out: &mut String,
+    schema: &serde_json::Value,
+    name: &str,
+    prop: &serde_json::Value,
+    node: &serde_json::Value,
+    defaults: Option<&serde_json::Value>,
+) {
+    out.push('\n');
+    for d in [prop, node] {
+        if let Some(text) = d["description"].as_str() {
+            out.push_str(&format!("# {}\n", first_sentence(text)));
+            break;
+        }
+    }
+    out.push_str(&format!("# [{name}]\n"));
+    let Some(keys) = node["properties"].as_object() else {
+        return;
+    };
+    let mut keys: Vec<(&String, &serde_json::Value)> = keys.iter().collect();
+    keys.sort_by_key(|(k, _)| k.as_str());
+    for (key, v) in keys {
+        if is_table(schema, v) {
+            continue;
+        }
+        let value = v
+            .get("default")
+            .or_else(|| defaults.and_then(|d| d.get(key.as_str())))
+            .filter(|d| !d.is_null())
+            .map(toml_value)
+            .unwrap_or_else(|| "…".into());
+        let about = v["description"].as_str().map(first_sentence).unwrap_or_default();
+        out.push_str(&format!("# {key} = {value}"));
+        if !about.is_empty() {
+            out.push_str(&format!("  # {about}"));
+        }
+        out.push('\n');
+    }
+}
+
+/// A default as TOML writes it (JSON's strings, numbers, booleans and arrays are
+/// TOML's too; a table inline).
+fn toml_value(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Object(o) => {
+            let inner: Vec<String> = o
+                .iter()
+                .map(|(k, v)| format!("{k} = {}", toml_value(v)))
+                .collect();
+            format!("{{ {} }}", inner.join(", "))
+        }
+        serde_json::Value::Array(a) => {
+            let inner: Vec<String> = a.iter().map(toml_value).collect();
+            format!("[{}]", inner.join(", "))
+        }
+        other => other.to_string(),
+    }
+}
+
+/// The first sentence of a description, on one line.
+fn first_sentence(text: &str) -> String {
+    let one = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match one.find(". ") {
+        Some(i) => one[..=i].to_string(),
+        None => one,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,7 +302,7 @@ mod tests {
 
     #[test]
     fn templates_are_valid_and_say_the_defaults() {
-        for template in [TEMPLATE, SHORT_TEMPLATE] {
+        for template in [full_template().as_str(), SHORT_TEMPLATE] {
             let dir = tempfile::tempdir().unwrap();
             let p = dir.path().join("agentloop.toml");
             std::fs::write(&p, template).unwrap();
@@ -186,5 +318,24 @@ mod tests {
             SHORT_TEMPLATE.lines().count() <= 20,
             "the short file stays short"
         );
+    }
+
+    /// Every section of the configuration is in the full file, sub-tables too.
+    #[test]
+    fn the_full_file_has_every_section() {
+        let full = full_template();
+        let schema = crate::json_schema();
+        for (name, prop) in schema["properties"].as_object().unwrap() {
+            assert!(
+                full.contains(&format!("[{name}]")) || full.contains(&format!("[{name}.")),
+                "[{name}] is missing"
+            );
+            let node = resolve(&schema, prop);
+            for (sub, v) in node["properties"].as_object().into_iter().flatten() {
+                if is_table(&schema, v) {
+                    assert!(full.contains(&format!("[{name}.{sub}]")), "[{name}.{sub}]");
+                }
+            }
+        }
     }
 }

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use agentloop_config::{SCHEMA_PATH, SHORT_TEMPLATE, TEMPLATE};
+use agentloop_config::{SCHEMA_PATH, SHORT_TEMPLATE, full_template};
 
 use crate::error::{CliError, ExitKind};
 
@@ -33,7 +33,13 @@ What to do next.
 ";
 
 pub fn init(dir: &Path, full: bool) -> Result<ExitKind, CliError> {
-    let template = if full { TEMPLATE } else { SHORT_TEMPLATE };
+    let full_text;
+    let template = if full {
+        full_text = full_template();
+        full_text.as_str()
+    } else {
+        SHORT_TEMPLATE
+    };
     if !agentloop_exec::git::is_repo(dir) {
         crate::render::warn(
             "this is not a git repository: agentloop uses git to see what the agent changed (run `git init` first)",
