@@ -203,7 +203,6 @@ pub struct PromptConfig {
     /// names under `.claude/skills/`, the project's or the user's): each must be
     /// installed when the run starts, and each iteration of the phase is told to use
     /// it (a CLI without skills reads its SKILL.md).
-    #[serde(skip_serializing_if = "super::skills::RequireSkills::is_empty")]
     pub require_skills: super::skills::RequireSkills,
 }
 
