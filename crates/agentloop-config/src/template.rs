@@ -183,7 +183,14 @@ pub fn full_template() -> String {
         if let Some(entry) = prop.get("additionalProperties").filter(|v| v.is_object()) {
             let example = format!("{name}.NAME");
             if !has(name) && !TEMPLATE.contains(&format!("# [{name}.")) {
-                section(&mut out, &schema, &example, prop, resolve(&schema, entry), None);
+                section(
+                    &mut out,
+                    &schema,
+                    &example,
+                    prop,
+                    resolve(&schema, entry),
+                    None,
+                );
             }
             continue;
         }
@@ -200,7 +207,14 @@ pub fn full_template() -> String {
             let full = format!("{name}.{sub}");
             if !has(&full) {
                 let default = &prop["default"][sub.as_str()];
-                section(&mut out, &schema, &full, v, resolve(&schema, v), Some(default));
+                section(
+                    &mut out,
+                    &schema,
+                    &full,
+                    v,
+                    resolve(&schema, v),
+                    Some(default),
+                );
             }
         }
     }
@@ -213,7 +227,10 @@ fn is_table(schema: &serde_json::Value, v: &serde_json::Value) -> bool {
 }
 
 /// A schema node with its `$ref` (or the `$ref` of an `anyOf` with null) followed.
-fn resolve<'a>(schema: &'a serde_json::Value, node: &'a serde_json::Value) -> &'a serde_json::Value {
+fn resolve<'a>(
+    schema: &'a serde_json::Value,
+    node: &'a serde_json::Value,
+) -> &'a serde_json::Value {
     let reference = node["$ref"].as_str().or_else(|| {
         node["anyOf"]
             .as_array()
@@ -257,7 +274,10 @@ fn section(
             .filter(|d| !d.is_null())
             .map(toml_value)
             .unwrap_or_else(|| "…".into());
-        let about = v["description"].as_str().map(first_sentence).unwrap_or_default();
+        let about = v["description"]
+            .as_str()
+            .map(first_sentence)
+            .unwrap_or_default();
         out.push_str(&format!("# {key} = {value}"));
         if !about.is_empty() {
             out.push_str(&format!("  # {about}"));

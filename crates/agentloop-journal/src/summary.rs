@@ -332,7 +332,8 @@ pub fn verdict(s: &RunState) -> Verdict {
     if rows.iter().any(|r| r.met == Met::Assumed) {
         return Verdict::Research;
     }
-    let all_done = s.tasks.iter().all(|t| t.status == TaskStatus::Done);
+    // No task at all (a run whose planners have yet to propose any) has done nothing.
+    let all_done = !s.tasks.is_empty() && s.tasks.iter().all(|t| t.status == TaskStatus::Done);
     if all_done && rows.iter().all(|r| r.met == Met::Verified) {
         Verdict::Ship
     } else {
@@ -457,4 +458,21 @@ pub fn summary(s: &RunState) -> String {
         let _ = writeln!(out, "- {r}");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    /// A run with no task (its planners have yet to propose one) has done nothing:
+    /// not SHIP.
+    #[test]
+    fn no_task_is_not_every_task_done() {
+        let mut config = agentloop_config::Config::default();
+        config.run.planners = 1;
+        let s = crate::testing::created(
+            "# P\n\nMake three files.\n",
+            agentloop_config::Settings::from_config(&config),
+        );
+        assert!(s.tasks.is_empty());
+        assert_eq!(super::verdict(&s), super::Verdict::Monitor);
+    }
 }

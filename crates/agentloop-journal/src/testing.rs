@@ -9,7 +9,8 @@ use crate::store::Record;
 
 /// The state of a run just created from `plan` (PLAN.md's text) with `settings`.
 pub fn created(plan: &str, settings: Settings) -> RunState {
-    let plan = agentloop_plan::Plan::parse("PLAN.md", plan).unwrap();
+    // A plan its planners grow may have no task yet.
+    let plan = agentloop_plan::Plan::parse_unchecked("PLAN.md", plan).unwrap();
     RunState::from_first(&Record {
         seq: 1,
         time: "2026-11-27T10:00:00.000Z".into(),
