@@ -25,6 +25,11 @@ pub enum HookCommand {
         /// budget over 10 per task (and over 500).
         #[arg(long)]
         force: bool,
+        /// Proceed without confirmation: none of the gates that only confirm (plan
+        /// approval, the plan's review, after each task, the final review); the gates
+        /// of risk stay (`[run] confirm = false`).
+        #[arg(long, short = 'y')]
+        yes: bool,
     },
     /// Add agentloop's hooks to the agent CLI's settings, next to what is there: for
     /// Claude Code Stop, SessionStart, StopFailure, SessionEnd, TaskCompleted in

@@ -105,9 +105,12 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
         Command::Mcp => mcp::mcp(&cwd()?),
         Command::Serve(a) => serve::serve(&cwd()?, a),
         Command::Watch(a) => watch::watch(&workspace()?, a.run.get()),
-        Command::Hook(HookCommand::Start { plan, mode, force }) => {
-            hook::start(&cwd()?, &plan, mode, force)
-        }
+        Command::Hook(HookCommand::Start {
+            plan,
+            mode,
+            force,
+            yes,
+        }) => hook::start(&cwd()?, &plan, mode, force, yes),
         Command::Hook(HookCommand::Install {
             user,
             agent,

@@ -722,3 +722,32 @@ fn in_hook_mode_unconfined_checks_are_recorded_once() {
     assert_eq!(said(&p), 1, "not again");
     assert_eq!(p.status()["verdict"], "MONITOR");
 }
+
+/// `hook start` says what the session that claims the run gets first: the plan's
+/// approval where the run waits for it, else task 1; `--yes` starts without the gates
+/// that only confirm, as `run --yes` does.
+#[test]
+fn hook_start_says_whether_the_run_waits_for_approval_and_yes_skips_it() {
+    let p = Scratch::new()
+        .plan("# One\n\n## T1: Done\nVerify: test -f done.txt\n")
+        .config("[gates]\nplan_approval = true\n")
+        .build();
+    let r = p.run(&["hook", "start"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("claims it and waits for the plan's approval"),
+        "{}",
+        r.stderr
+    );
+    let r = p.run(&["hook", "start", "--yes"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("claims it and gets task 1"),
+        "{}",
+        r.stderr
+    );
+    let j = std::fs::read_to_string(p.run_dir().join("journal.jsonl")).unwrap();
+    let created = j.lines().next().unwrap();
+    assert!(created.contains("\"plan_approval\":false"), "{created}");
+}

@@ -36,8 +36,10 @@ pub fn start(
     plan: &Path,
     mode: Option<String>,
     force: bool,
+    yes: bool,
 ) -> Result<ExitKind, CliError> {
-    let (run, tasks, window) = create_run(cwd, plan, mode, force, "cli")?;
+    let made = create_run(cwd, plan, mode, force, yes, "cli")?;
+    let (run, tasks, window) = (made.run, made.tasks, made.window);
     outln!("{}", run.id);
     let clis = install::installed_for(cwd);
     let who = match clis.as_slice() {
@@ -45,8 +47,14 @@ pub fn start(
         [one] => one.to_string(),
         many => many.join(" or "),
     };
+    // What the session that claims it gets first.
+    let first = if made.plan_approval {
+        "waits for the plan's approval (`agentloop approve`, or `hook start --yes` next time)"
+    } else {
+        "gets task 1"
+    };
     eprintln!(
-        "agentloop: hook-mode run {} for {}; the next {who} session in this project to start or stop within {} claims it and gets task 1",
+        "agentloop: hook-mode run {} for {}; the next {who} session in this project to start or stop within {} claims it and {first}",
         run.id,
         agentloop_ground::words::plural(tasks, "task", "tasks"),
         humantime::format_duration(window)
@@ -59,14 +67,27 @@ pub fn start(
     Ok(ExitKind::Completed)
 }
 
-/// Creates a hook-mode run (retiring the open ones); returns it and its task count.
+/// A hook-mode run just made.
+struct Made {
+    run: RunDir,
+    /// Its plan's tasks.
+    tasks: usize,
+    /// How long it waits to be claimed by a session.
+    window: std::time::Duration,
+    /// It waits for the plan's approval first.
+    plan_approval: bool,
+}
+
+/// Creates a hook-mode run (retiring the open ones). `yes`: without the gates that
+/// only confirm (`[run] confirm = false`).
 fn create_run(
     cwd: &Path,
     plan: &Path,
     mode: Option<String>,
     force: bool,
+    yes: bool,
     source: &str,
-) -> Result<(RunDir, usize, std::time::Duration), CliError> {
+) -> Result<Made, CliError> {
     let ws = Workspace::find(cwd);
     let plan_path = cwd.join(plan);
     let shown = plan_path
@@ -83,6 +104,10 @@ fn create_run(
             .parse()
             .map_err(|e: String| CliError::user(format!("--mode: {e}")))?;
         flags.insert("run".into(), json!({ "mode": m }));
+    }
+    if yes {
+        let run = flags.entry("run").or_insert_with(|| json!({}));
+        run["confirm"] = json!(false);
     }
     let layered = super::load_config(&ws.root, &shown, &parsed.settings, flags.clone())?;
     agentloop_ground::values::cost_ceiling(layered.config.budgets.max_cost_usd, force).map_err(
@@ -104,8 +129,14 @@ fn create_run(
     settings.skills = super::run::required_skills(&layered.config, &ws.root)?;
     super::run::guard_skills(&mut settings);
     super::run::decide(&parsed, &layered.config, &mut settings);
+    let plan_approval = settings.gates.plan_approval;
     let (run, _, _) = ws.create_run(&shown, &parsed, settings)?;
-    Ok((run, parsed.tasks.len(), window))
+    Ok(Made {
+        run,
+        tasks: parsed.tasks.len(),
+        window,
+        plan_approval,
+    })
 }
 
 /// A new hook-mode run replaces the open ones of this project: each is stopped (and

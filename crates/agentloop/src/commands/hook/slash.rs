@@ -55,8 +55,9 @@ fn start(ws: &Workspace, input: &UserPromptExpansion, args: &str) -> Result<Stri
             _ => plan = PathBuf::from(w),
         }
     }
-    let (run, tasks, _) = super::create_run(&ws.root, &plan, mode, false, SOURCE)
+    let made = super::create_run(&ws.root, &plan, mode, false, false, SOURCE)
         .map_err(|e| describe(e.message, e.hint))?;
+    let (run, tasks) = (made.run, made.tasks);
     let session = input.common.session()?.to_string();
     let loaded = run.load().map_err(|e| e.to_string())?;
     loaded
