@@ -200,6 +200,10 @@ pub enum Event {
         commands: Vec<CommandResult>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         digest: Option<String>,
+        /// Why it failed where no fix task can help, when that is so (a coverage step
+        /// that wrote no report agentloop could read: the configuration's to mend).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        not_the_work: Option<String>,
     },
     /// A failed validation reopens work: a new task in the plan's next version.
     ValidationFixAdded {

@@ -11,12 +11,17 @@ impl RunState {
                 passed,
                 commands,
                 digest,
+                not_the_work,
             } => {
                 self.validation = Some((self.iterations, *passed));
+                self.validation_not_the_work = not_the_work.clone().filter(|_| !passed);
                 self.validation_failure = (!passed).then(|| {
-                    // The runner stops at the first failure: the last command is it.
+                    // The runner stops at the first failure: the last command is it,
+                    // when it failed (a coverage step's report can fail the validation
+                    // after every command passed: then no command is to blame).
                     let failing = commands
                         .last()
+                        .filter(|c| !c.passed())
                         .map(|c| c.command.clone())
                         .unwrap_or_default();
                     (digest.clone().unwrap_or_default(), failing)

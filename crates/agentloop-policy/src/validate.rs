@@ -21,6 +21,16 @@ pub(super) fn next(s: &RunState) -> Option<Action> {
 }
 
 fn fix_or_fail(s: &RunState) -> Action {
+    // What no fix task can mend (a coverage step that wrote no report) ends the run
+    // with the reason, for a person: no agent is paid to try.
+    if let Some(why) = &s.validation_not_the_work {
+        return Action::Record(Event::RunFinished {
+            status: RunStatus::Failed,
+            reason: FinishReason::Error {
+                message: format!("validation cannot pass whatever the agents do: {why}"),
+            },
+        });
+    }
     let limit = s.settings.validate_fixes;
     if s.validation_fixes >= limit {
         return Action::Record(Event::RunFinished {

@@ -24,7 +24,7 @@ use agentloop_plan::{Mode, Plan};
 /// Schema version of `state.json`: a cache of another version is folded again from the
 /// journal (6: the run's wall clock, `wall_ms` and `last_ms`, which an older cache lacks;
 /// 7: each done task's `admitted` files; 8: the tasks an agent's REPLAN wrote, with the
-/// task as a person wrote it, `written`).
+/// task as a person wrote it, `written`, and `validation_not_the_work`).
 pub const STATE_VERSION: u32 = 8;
 
 pub use super::open::OpenIteration;
@@ -124,6 +124,9 @@ pub struct RunState {
     pub validation_failure: Option<(String, String)>,
     #[serde(default)]
     pub validation_fixes: u32,
+    /// Why the last validation failed where no fix task can help, when that is so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation_not_the_work: Option<String>,
     pub replans_used: u32,
     /// Tasks an agent's REPLAN wrote or revised, each with the task as a person wrote
     /// it that it stands for ([`Self::as_written`]).
@@ -294,6 +297,7 @@ impl RunState {
             validation: None,
             validation_failure: None,
             validation_fixes: 0,
+            validation_not_the_work: None,
             unconfined_checks: None,
             replans_used: 0,
             written: Default::default(),

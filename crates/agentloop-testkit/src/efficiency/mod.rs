@@ -316,6 +316,7 @@ pub fn run_agentloop(s: &mut dyn Scenario) -> Outcome {
                     passed: true,
                     commands: Vec::new(),
                     digest: None,
+                    not_the_work: None,
                 },
                 clock_ms,
             ),

@@ -454,6 +454,7 @@ impl World<'_> {
                     passed: true,
                     commands: Vec::new(),
                     digest: None,
+                    not_the_work: None,
                 })?,
                 Pick::Take(Action::TestBaseline) => {
                     self.append(Event::TestsBaseline(Default::default()))?

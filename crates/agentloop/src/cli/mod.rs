@@ -14,7 +14,12 @@ pub use run::*;
 
 use clap::{Args, Parser, Subcommand};
 
-const EXIT_CODES: &str = "Exit codes:
+const EXIT_CODES: &str = "Examples:
+  agentloop demo                        the bundled example, no account or network
+  agentloop init && agentloop run       a plan for this project, then run it
+  agentloop status                      where the run is
+
+Exit codes:
   0    the plan completed and every task was verified
   1    internal failure
   2    bad input (usage, configuration, plan)
@@ -183,19 +188,34 @@ pub enum Command {
     )]
     Serve(ServeArgs),
     /// Draft, check or import plans.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  agentloop plan new \"add a --json flag to the CLI\"\n  agentloop plan check --baseline\n  agentloop plan import \"github:OWNER/REPO?label=agentloop\""
+    )]
     Plan(PlanCommand),
     /// A queue of plans run one after another, each a run of its own.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  agentloop queue add plans/auth.md && agentloop queue add plans/billing.md --after q1\n  agentloop queue run\n  agentloop queue list"
+    )]
     Queue(QueueCommand),
     /// Inspect the configuration.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  agentloop config show\n  agentloop config schema > agentloop.schema.json"
+    )]
     Config(ConfigCommand),
     /// Check journals.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  agentloop journal verify\n  agentloop journal verify --file j.jsonl"
+    )]
     Journal(JournalCommand),
     /// The journal in PostgreSQL (`[store] url`): tables, runs, export.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  agentloop store migrate\n  agentloop store runs\n  agentloop store export RUN > journal.jsonl"
+    )]
     Store(StoreCommand),
     /// Remove what finished runs left: worktrees, their branches, clean copies
     ///

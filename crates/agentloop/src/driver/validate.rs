@@ -146,26 +146,28 @@ impl Driver {
         let redactor = self.redactor(&self.state.settings.agent.clone());
         redactor.scrub_check_log(&log)?;
         result.redact(&redactor);
-        if let Some(coverage) = coverage {
-            self.judge_coverage(coverage, &mut result);
-        }
+        let not_the_work = coverage.and_then(|c| self.judge_coverage(c, &mut result));
         let digest = result.digest.clone();
         self.write_validation(&result, digest.as_deref(), commands.len());
         self.write_test_results(&result, &log);
         if !result.passed {
-            self.progress.warn(&format!(
-                "validation FAILED on the whole project: {}",
-                result
-                    .commands
-                    .last()
-                    .map(|c| format!("`{}`", c.command))
+            // The command that failed; else (every command passed) what failed.
+            let why = match result.commands.last().filter(|c| !c.passed()) {
+                Some(c) => format!("`{}`", c.command),
+                None => digest
+                    .as_deref()
+                    .and_then(|d| d.lines().next())
                     .unwrap_or_default()
-            ));
+                    .to_string(),
+            };
+            self.progress
+                .warn(&format!("validation FAILED on the whole project: {why}"));
         }
         self.record(Event::Validated {
             passed: result.passed,
             commands: result.commands,
             digest,
+            not_the_work,
         })
     }
 
@@ -181,15 +183,24 @@ impl Driver {
     }
 
     /// `coverage.json` in the run's directory, and the validation failed when the
-    /// coverage is under `[validate] coverage_min` or could not be read.
+    /// coverage is under `[validate] coverage_min` or could not be read. Returns why,
+    /// when no fix task can mend it (the step wrote no report agentloop could read:
+    /// the configuration's to mend, not the code's).
     fn judge_coverage(
         &mut self,
         coverage: Result<(String, agentloop_evidence::coverage::Coverage), String>,
         result: &mut VerifyFinished,
-    ) {
+    ) -> Option<String> {
         let min = self.config.validate.coverage_min;
+        let mut not_the_work = None;
         let failed = match coverage {
-            Err(e) => Some(e),
+            Err(e) => {
+                let why = format!(
+                    "{e}; name where the coverage step writes its report (`[validate] coverage_report`) or mend the step"
+                );
+                not_the_work = Some(format!("the coverage step: {why}"));
+                Some(why)
+            }
             Ok((rel, c)) => {
                 let mut json = c.to_json();
                 json["report"] = serde_json::json!(rel);
@@ -226,8 +237,12 @@ impl Driver {
             if result.passed {
                 result.passed = false;
                 result.digest = Some(format!("The coverage step: {why}"));
+            } else {
+                // A command failed too: that is for a fix task.
+                not_the_work = None;
             }
         }
+        not_the_work
     }
 
     /// `test-results.json` in the run's directory: every test the validation's checks

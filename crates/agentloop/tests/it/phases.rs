@@ -702,7 +702,9 @@ fn the_skills_a_phase_requires_must_be_installed_and_are_named_in_its_prompts() 
     );
 }
 
-/// The validation failed: its coverage step wrote no report of this run's.
+/// The validation failed: its coverage step wrote no report of this run's. No
+/// command is blamed for it (they passed), and no fix task is spent on it: no agent
+/// can mend the configuration's step.
 fn no_fresh_report(p: &crate::support::Project) {
     let r = p.run(&["run", "--no-wait"]);
     assert_ne!(r.code, Some(0), "{}", r.stderr);
@@ -712,6 +714,15 @@ fn no_fresh_report(p: &crate::support::Project) {
         "{}",
         r.stderr
     );
+    assert!(
+        r.stderr
+            .contains("validation cannot pass whatever the agents do")
+            && !r.stderr.contains("FAILED on the whole project: `true`"),
+        "{}",
+        r.stderr
+    );
+    let tasks = p.status()["tasks"].as_array().unwrap().len();
+    assert_eq!(tasks, 1, "a fix task was spent: {}", p.status());
 }
 
 /// VALIDATE's coverage (seed 004): the project's coverage step runs on the whole
@@ -745,7 +756,7 @@ fn validate_keeps_the_coverage_report_and_holds_its_minimum() {
     let p = Scratch::new()
         .plan(plan)
         .agent(&agent("touch one.txt\necho TASK_COMPLETE\n"))
-        .config("[verify]\nvalidate_fixes = 0\n\n[validate]\ncoverage = \"true\"\n")
+        .config("[validate]\ncoverage = \"true\"\n")
         .file("coverage.out", "mode: set\nm/a.go:1.1,2.2 5 1\n")
         .build();
     no_fresh_report(&p);

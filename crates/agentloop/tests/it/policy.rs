@@ -98,6 +98,7 @@ pub(crate) fn validated(passed: bool) -> Event {
         passed,
         commands: vec![],
         digest: None,
+        not_the_work: None,
     }
 }
 
@@ -583,7 +584,7 @@ proptest! {
                 Action::CheckTripwires { .. } => prop_assert!(false, "the plan has no tripwires"),
                 Action::Validate => {
                     prop_assert!(sim.state.tasks.iter().all(|t| t.status.is_settled()), "validated before every task settled");
-                    sim.then(Event::Validated { passed: true, commands: vec![], digest: None });
+                    sim.then(validated(true));
                 }
                 Action::Restore { iteration, cause } => {
                     surface_settled.insert(iteration);
