@@ -491,7 +491,10 @@ mod tests {
                     continue;
                 }
                 let base = file.parent().unwrap();
-                if !base.join(target).exists() {
+                // mdBook writes a chapter `README.md` as `index.html`, and a link to
+                // it as `README.html`, which is not there: the book's link is broken.
+                let in_book = file.starts_with(root.join("docs"));
+                if !base.join(target).exists() || (in_book && target.ends_with("README.md")) {
                     broken.push(format!(
                         "{}: {target}",
                         file.strip_prefix(&root).unwrap().display()
