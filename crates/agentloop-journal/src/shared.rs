@@ -56,6 +56,12 @@ pub trait SharedStore: Send + Sync {
     fn driver_of(&self, run: &str) -> Option<String>;
     /// Where it is, for messages (no password).
     fn describe(&self) -> String;
+    /// Why the store's setting cannot be used, when the server answered and refused
+    /// what it names (a database it does not have, a user it does not take): a
+    /// setting to mend, not a service down. Asks the store once per process.
+    fn refused(&self) -> Option<String> {
+        None
+    }
 }
 
 static STORE: OnceLock<Arc<dyn SharedStore>> = OnceLock::new();

@@ -102,12 +102,26 @@ impl Pg {
     pub fn connect(&self, what: &str) -> Result<postgres::Client, StoreError> {
         let mut config = self.config.clone();
         config.application_name(&format!("agentloop {what} pid {}", std::process::id()));
-        config
-            .connect(postgres::NoTls)
-            .map_err(|e| StoreError::Connect {
-                at: self.shown.clone(),
-                message: source_text(&e),
-            })
+        config.connect(postgres::NoTls).map_err(|e| {
+            // The server answered and refused what the URL names (a database that is not
+            // there, a user or password it does not take): the URL's to mend, not a
+            // service down.
+            let refused = e.as_db_error().filter(|d| {
+                matches!(d.code().code(), "3D000" | "28000" | "28P01")
+            });
+            match refused {
+                Some(d) => StoreError::Url(format!(
+                    "[store] url: the server at {} refuses it: {} ({}): create the database or name one it has, with a user it takes",
+                    self.shown,
+                    d.message(),
+                    d.code().code()
+                )),
+                None => StoreError::Connect {
+                    at: self.shown.clone(),
+                    message: source_text(&e),
+                },
+            }
+        })
     }
 
     pub fn shown(&self) -> &str {
@@ -251,11 +265,15 @@ impl PgStore {
         agentloop_journal::shared::install(Arc::new(self));
     }
 
+    /// Whether the store can be used: `Err((unreachable, why))`; a setting the server
+    /// refused is not unreachable.
     fn check(&self) -> Result<(), (bool, String)> {
         let answer = self.checked.get_or_init(|| {
             let pg = self.pg.clone();
             within(answer_within(), &self.pg.shown, move || {
-                let mut client = pg.connect("check").map_err(|e| (true, e.to_string()))?;
+                let mut client = pg
+                    .connect("check")
+                    .map_err(|e| (!matches!(e, StoreError::Url(_)), e.to_string()))?;
                 let found = schema::version(&mut client)
                     .map_err(|e| (true, pg.query_error(&e).to_string()));
                 drop(client);
@@ -310,6 +328,13 @@ impl SharedStore for PgStore {
         })
         .ok()
         .flatten()
+    }
+
+    fn refused(&self) -> Option<String> {
+        match self.check() {
+            Err((false, why)) if why.starts_with("[store] url: ") => Some(why),
+            _ => None,
+        }
     }
 
     fn describe(&self) -> String {

@@ -50,6 +50,18 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
     ) {
         store::install(&cwd()?)?;
     }
+    // A command that drives a run: a store the server refuses (a database it does not
+    // have) is a setting to mend, refused before anything is written (exit 2). A store
+    // that does not answer is left to the run's own waiting (exit 7).
+    if matches!(
+        cli.command,
+        Command::Run(_) | Command::Resume(_) | Command::Next(_)
+    ) && let Some(why) = agentloop_journal::shared::installed().and_then(|s| s.refused())
+    {
+        return Err(CliError::user(why).hint(
+            "a PostgreSQL URL whose database and user the server has: postgres://USER@HOST:PORT/DATABASE",
+        ));
+    }
     match cli.command {
         Command::Demo(a) => demo::demo(a),
         Command::Init(a) => init::init(&cwd()?, a.full),

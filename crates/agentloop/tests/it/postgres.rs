@@ -398,7 +398,19 @@ fn a_store_that_cannot_be_used_is_a_clear_error_and_changes_nothing() {
             .unwrap_or(0);
         assert_eq!(runs, 0, "{store}: a run was left behind");
     }
-    let _ = url;
+    // A database the server does not have is the URL's to mend (exit 2), not a
+    // service down (exit 7).
+    let missing = format!("{}/al_not_there", url.rsplit_once('/').unwrap().0);
+    let mut p = Project::example();
+    p.env.push(("AGENTLOOP_STORE_URL".into(), missing));
+    let r = p.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("database \"al_not_there\" does not exist (3D000)"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
