@@ -32,6 +32,12 @@ impl RunState {
                 if matches!(self.finished, Some(ref r) if *r != FinishReason::Completed) {
                     self.finished = None;
                     self.stop = None;
+                    // A validation no agent could mend (a coverage step that wrote no
+                    // report) is run again: the person taking the run up has mended
+                    // what it needed.
+                    if self.validation_not_the_work.take().is_some() {
+                        self.validation = None;
+                    }
                 }
             }
             Request::Stop => {
@@ -321,5 +327,34 @@ mod tests {
         asks(&mut s, Request::Resume);
         assert!(!s.is_finished());
         assert!(s.stop.is_none());
+    }
+
+    /// A run that failed on a validation no agent could mend validates again when a
+    /// person takes it up.
+    #[test]
+    fn resume_validates_again_what_no_agent_could_mend() {
+        let mut s = run();
+        then(
+            &mut s,
+            Event::Validated {
+                passed: false,
+                commands: vec![],
+                digest: Some("The coverage step: no report".into()),
+                not_the_work: Some("the coverage step: no report".into()),
+            },
+        );
+        then(
+            &mut s,
+            Event::RunFinished {
+                status: RunStatus::Failed,
+                reason: FinishReason::Error {
+                    message: "validation cannot pass".into(),
+                },
+            },
+        );
+        asks(&mut s, Request::Resume);
+        assert!(!s.is_finished());
+        assert_eq!(s.validation, None);
+        assert_eq!(s.validation_not_the_work, None);
     }
 }
