@@ -18,14 +18,15 @@ const WAYS: [&[&str]; 4] = [
 ];
 
 const HONEST: &str = "touch one.txt";
+/// A scripted agent's first lines: its attempt `m`, counted in the repository's own git
+/// directory, which a worker's worktree shares (its `.git` is a file).
+const ATTEMPT: &str = "state=$(git rev-parse --git-common-dir)/attempts\nm=$(cat \"$state\" 2>/dev/null || echo 0); m=$((m+1)); echo $m > \"$state\"\n";
 const CHECK_ONE: &str = "test -f one.txt || { echo 'FAIL: one.txt is missing'; exit 1; }\n";
 
 /// A project whose agent runs `cheat` on its first attempt and `honest` after.
 fn project(plan: &str, files: &[(&str, &str)], cheat: &str, honest: &str, python: bool) -> Project {
-    // Attempts counted in the repository's own git directory, which a worker's
-    // worktree shares (its `.git` is a file).
     let mut s = Scratch::new().plan(plan).agent(&agent(&format!(
-        "state=$(git rev-parse --git-common-dir)/attempts\nm=$(cat \"$state\" 2>/dev/null || echo 0); m=$((m+1)); echo $m > \"$state\"\nif [ \"$m\" = 1 ]; then\n{cheat}\nelse\n{honest}\nfi\necho TASK_COMPLETE\n"
+        "{ATTEMPT}if [ \"$m\" = 1 ]; then\n{cheat}\nelse\n{honest}\nfi\necho TASK_COMPLETE\n"
     )));
     for (path, text) in files {
         s = s.file(path, text);
@@ -56,16 +57,21 @@ fn ran_to_the_end(p: &Project, way: &[&str]) -> String {
     j
 }
 
+/// The journal's first `verify_finished` record.
+fn first_verify(journal: &str) -> &str {
+    journal
+        .lines()
+        .find(|l| l.contains("\"kind\":\"verify_finished\""))
+        .unwrap_or_default()
+}
+
 /// The first attempt's shortcut is left out of the judge's copy and fails; the
 /// second, honest, is done.
 fn left_out_then_done(p: &Project, way: &[&str], left_out: &str) {
     let j = ran_to_the_end(p, way);
     let s = p.status();
     assert_eq!(s["tasks"][0]["status"], "done", "{way:?}: {s}");
-    let first = j
-        .lines()
-        .find(|l| l.contains("\"kind\":\"verify_finished\""))
-        .unwrap_or_default();
+    let first = first_verify(&j);
     assert!(
         first.contains("\"passed\":false")
             && first.contains(&format!("\"left_out\":[{{\"path\":\"{left_out}\"")),
@@ -167,6 +173,18 @@ fn what_the_harness_would_run_once_written_is_left_out() {
 const CALC_PLAN: &str = "# Add\n\n## T1: Make calc.add add\nVerify: python3 -m pytest -q tests/\nTests: tests/test_calc.py::test_add\n";
 const CALC: &str = "def add(a, b):\n    return 0\n";
 const TEST_CALC: &str = "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n";
+/// `calc.py` (its `add` broken) and its test, with `plan` and an agent running `body`.
+fn calc_project(plan: &str, body: &str) -> Project {
+    let mut p = Scratch::new()
+        .plan(plan)
+        .file("calc.py", CALC)
+        .file("tests/test_calc.py", TEST_CALC)
+        .agent(&agent(body))
+        .build();
+    p.env.push(("PATH".into(), python_path()));
+    p
+}
+
 const FIX: &str = "printf 'def add(a, b):\\n    return a + b\\n' > calc.py";
 /// Code that puts a stand-in for the module under test where the tests import it.
 const STUB: &str = "import sys, types\nm = types.ModuleType('calc')\nm.add = lambda a, b: a + b\nsys.modules['calc'] = m\n";
@@ -478,13 +496,7 @@ fn a_done_tasks_allowance_is_its_own() {
         STUB.replace('\n', "\\n")
     );
     for way in [&[][..], &["--workers", "3"]] {
-        let mut p = Scratch::new()
-            .plan(plan)
-            .file("calc.py", CALC)
-            .file("tests/test_calc.py", TEST_CALC)
-            .agent(&agent(&body))
-            .build();
-        p.env.push(("PATH".into(), python_path()));
+        let p = calc_project(plan, &body);
         let j = ran_to_the_end(&p, way);
         assert!(
             j.contains("\"left_out\":[{\"path\":\"tests/test_aaa.py\""),
@@ -508,16 +520,10 @@ fn a_replan_grants_itself_no_tests() {
         STUB.replace('\n', "\\n")
     );
     let body = format!(
-        "state=$(git rev-parse --git-common-dir)/attempts\nm=$(cat \"$state\" 2>/dev/null || echo 0); m=$((m+1)); echo $m > \"$state\"\ncase $m in\n  1) printf \"{planted}\" > tests/test_aaa_setup.py; printf 'REPLAN\\n## T1: Make calc.add add, with its setup\\nVerify: python3 -m pytest -q tests/\\nTests: tests/test_aaa_setup.py::test_ok (new)\\n' ;;\n  2) echo TASK_COMPLETE ;;\n  *) rm -f tests/test_aaa_setup.py; {FIX}; echo TASK_COMPLETE ;;\nesac\n"
+        "{ATTEMPT}case $m in\n  1) printf \"{planted}\" > tests/test_aaa_setup.py; printf 'REPLAN\\n## T1: Make calc.add add, with its setup\\nVerify: python3 -m pytest -q tests/\\nTests: tests/test_aaa_setup.py::test_ok (new)\\n' ;;\n  2) echo TASK_COMPLETE ;;\n  *) rm -f tests/test_aaa_setup.py; {FIX}; echo TASK_COMPLETE ;;\nesac\n"
     );
     for way in [&[][..], &["--workers", "3"]] {
-        let mut p = Scratch::new()
-            .plan(CALC_PLAN)
-            .file("calc.py", CALC)
-            .file("tests/test_calc.py", TEST_CALC)
-            .agent(&agent(&body))
-            .build();
-        p.env.push(("PATH".into(), python_path()));
+        let p = calc_project(CALC_PLAN, &body);
         let j = ran_to_the_end(&p, way);
         assert!(
             j.contains("\"kind\":\"replan_rejected\"")
@@ -526,10 +532,7 @@ fn a_replan_grants_itself_no_tests() {
                 ),
             "{way:?}: {j}"
         );
-        let first = j
-            .lines()
-            .find(|l| l.contains("\"kind\":\"verify_finished\""))
-            .unwrap_or_default();
+        let first = first_verify(&j);
         assert!(
             first.contains("\"passed\":false")
                 && first.contains("\"left_out\":[{\"path\":\"tests/test_aaa_setup.py\""),
@@ -545,26 +548,17 @@ fn a_replan_grants_itself_no_tests() {
 #[test]
 fn a_replan_puts_no_command_of_its_own_before_the_checks() {
     let body = format!(
-        "state=$(git rev-parse --git-common-dir)/attempts\nm=$(cat \"$state\" 2>/dev/null || echo 0); m=$((m+1)); echo $m > \"$state\"\ncase $m in\n  1) cat <<'EOF'\nREPLAN\n## T1: Make calc.add add\nVerify: sh -c \"printf 'import sys, types\\\\nm = types.ModuleType(\\\\\\\"calc\\\\\\\")\\\\nm.add = lambda a, b: a + b\\\\nsys.modules[\\\\\\\"calc\\\\\\\"] = m\\\\n' > tests/conftest.py\"\nVerify: python3 -m pytest -q tests/\nTests: tests/test_calc.py::test_add\nEOF\n  ;;\n  2) echo TASK_COMPLETE ;;\n  *) {FIX}; echo TASK_COMPLETE ;;\nesac\n"
+        "{ATTEMPT}case $m in\n  1) cat <<'EOF'\nREPLAN\n## T1: Make calc.add add\nVerify: sh -c \"printf 'import sys, types\\\\nm = types.ModuleType(\\\\\\\"calc\\\\\\\")\\\\nm.add = lambda a, b: a + b\\\\nsys.modules[\\\\\\\"calc\\\\\\\"] = m\\\\n' > tests/conftest.py\"\nVerify: python3 -m pytest -q tests/\nTests: tests/test_calc.py::test_add\nEOF\n  ;;\n  2) echo TASK_COMPLETE ;;\n  *) {FIX}; echo TASK_COMPLETE ;;\nesac\n"
     );
     for way in [&[][..], &["--workers", "2", "--sandbox", "workspace"]] {
-        let mut p = Scratch::new()
-            .plan(CALC_PLAN)
-            .file("calc.py", CALC)
-            .file("tests/test_calc.py", TEST_CALC)
-            .agent(&agent(&body))
-            .build();
-        p.env.push(("PATH".into(), python_path()));
+        let p = calc_project(CALC_PLAN, &body);
         let j = ran_to_the_end(&p, way);
         assert!(
             j.contains("\"kind\":\"replan_rejected\"")
                 && j.contains("a replan cannot add a check beside them"),
             "{way:?}: {j}"
         );
-        let first = j
-            .lines()
-            .find(|l| l.contains("\"kind\":\"verify_finished\""))
-            .unwrap_or_default();
+        let first = first_verify(&j);
         assert!(first.contains("\"passed\":false"), "{way:?}: {first}");
         assert_eq!(p.status()["tasks"][0]["status"], "done", "{way:?}");
         assert_eq!(p.status()["iterations"], 3, "{way:?}");

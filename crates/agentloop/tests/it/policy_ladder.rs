@@ -367,27 +367,7 @@ fn a_replan_adds_tests_only_where_the_person_s_task_writes_them() {
             false,
         ),
     ] {
-        let mut s = Sim::new(plan, settings(|_| {}));
-        let mut a = s.act();
-        if a == Action::TestBaseline {
-            a = s.then(Event::TestsBaseline(Default::default()));
-        }
-        let Action::Iterate(p) = a else {
-            panic!("{plan}: {a:?}")
-        };
-        s.then(started(&p));
-        s.then(Event::AgentFinished(AgentFinished {
-            iteration: p.iteration,
-            signals: Signals {
-                replan: Some(proposal.into()),
-                ..Signals::default()
-            },
-            ..claims(false, &[])
-        }));
-        let a = s.then(Event::TripwiresChecked {
-            iteration: p.iteration,
-            hits: vec![],
-        });
+        let a = replan_answer(plan, proposal);
         match (&a, accepted) {
             (Action::Record(Event::ReplanAccepted { .. }), true) => {}
             (Action::Record(Event::ReplanRejected { reason, .. }), false) => {
@@ -422,23 +402,7 @@ fn a_replan_adds_no_check_beside_the_ones_a_task_carries() {
             None,
         ),
     ] {
-        let mut s = Sim::new(plan, settings(|_| {}));
-        let Action::Iterate(p) = s.act() else {
-            unreachable!()
-        };
-        s.then(started(&p));
-        s.then(Event::AgentFinished(AgentFinished {
-            iteration: p.iteration,
-            signals: Signals {
-                replan: Some(proposal.into()),
-                ..Signals::default()
-            },
-            ..claims(false, &[])
-        }));
-        let a = s.then(Event::TripwiresChecked {
-            iteration: p.iteration,
-            hits: vec![],
-        });
+        let a = replan_answer(plan, proposal);
         match (&a, refused) {
             (Action::Record(Event::ReplanAccepted { .. }), None) => {}
             (Action::Record(Event::ReplanRejected { reason, .. }), Some(why)) => {
@@ -447,4 +411,30 @@ fn a_replan_adds_no_check_beside_the_ones_a_task_carries() {
             _ => panic!("{proposal}: {a:?}"),
         }
     }
+}
+
+/// What the policy answers to the first iteration's agent proposing `proposal` as a
+/// REPLAN of `plan`'s first task.
+fn replan_answer(plan: &str, proposal: &str) -> Action {
+    let mut s = Sim::new(plan, settings(|_| {}));
+    let mut a = s.act();
+    if a == Action::TestBaseline {
+        a = s.then(Event::TestsBaseline(Default::default()));
+    }
+    let Action::Iterate(p) = a else {
+        panic!("{plan}: {a:?}")
+    };
+    s.then(started(&p));
+    s.then(Event::AgentFinished(AgentFinished {
+        iteration: p.iteration,
+        signals: Signals {
+            replan: Some(proposal.into()),
+            ..Signals::default()
+        },
+        ..claims(false, &[])
+    }));
+    s.then(Event::TripwiresChecked {
+        iteration: p.iteration,
+        hits: vec![],
+    })
 }
