@@ -240,9 +240,27 @@ pub(crate) fn lock_key(kind: &str, run: &str) -> i64 {
 /// file needs no database).
 pub struct PgStore {
     pg: Pg,
-    /// Whether the database has the schema this agentloop needs, asked once (an error:
-    /// whether the store could not be reached, and why).
-    checked: std::sync::OnceLock<Result<(), (bool, String)>>,
+    /// Whether the database has the schema this agentloop needs, asked once.
+    checked: std::sync::OnceLock<Result<(), Unusable>>,
+}
+
+/// Why a store cannot be used.
+#[derive(Debug, Clone)]
+enum Unusable {
+    /// It did not answer, or could not be reached.
+    Unreachable(String),
+    /// The server answered and refused what `[store] url` names: a setting to mend.
+    Refused(String),
+    /// Its database has another schema than this agentloop's.
+    Schema(String),
+}
+
+impl Unusable {
+    fn why(&self) -> &str {
+        match self {
+            Unusable::Unreachable(w) | Unusable::Refused(w) | Unusable::Schema(w) => w,
+        }
+    }
 }
 
 impl PgStore {
@@ -265,22 +283,21 @@ impl PgStore {
         agentloop_journal::shared::install(Arc::new(self));
     }
 
-    /// Whether the store can be used: `Err((unreachable, why))`; a setting the server
-    /// refused is not unreachable.
-    fn check(&self) -> Result<(), (bool, String)> {
+    /// Whether the store can be used, asked once per process.
+    fn check(&self) -> Result<(), Unusable> {
         let answer = self.checked.get_or_init(|| {
             let pg = self.pg.clone();
             within(answer_within(), &self.pg.shown, move || {
-                let mut client = pg
-                    .connect("check")
-                    .map_err(|e| (!matches!(e, StoreError::Url(_)), e.to_string()))?;
+                let mut client = pg.connect("check").map_err(|e| match e {
+                    StoreError::Url(why) => Unusable::Refused(why),
+                    e => Unusable::Unreachable(e.to_string()),
+                })?;
                 let found = schema::version(&mut client)
-                    .map_err(|e| (true, pg.query_error(&e).to_string()));
+                    .map_err(|e| Unusable::Unreachable(pg.query_error(&e).to_string()));
                 drop(client);
                 let found = found?;
                 if found != SCHEMA {
-                    return Err((
-                        false,
+                    return Err(Unusable::Schema(
                         StoreError::Schema {
                             at: pg.shown.clone(),
                             found,
@@ -290,7 +307,7 @@ impl PgStore {
                 }
                 Ok(())
             })
-            .map_err(|e| (true, e.to_string()))?
+            .map_err(|e| Unusable::Unreachable(e.to_string()))?
         });
         answer.clone()
     }
@@ -298,17 +315,14 @@ impl PgStore {
 
 impl SharedStore for PgStore {
     fn journal(&self, run: &str) -> Result<Box<dyn SharedJournal>, String> {
-        self.check().map_err(|(_, why)| why)?;
+        self.check().map_err(|u| u.why().to_string())?;
         Ok(Box::new(journal::PgJournal::open(self.pg.clone(), run)))
     }
 
     fn hold_driver(&self, run: &str) -> Result<Box<dyn DriverHold>, HoldRefused> {
-        self.check().map_err(|(unreachable, why)| {
-            if unreachable {
-                HoldRefused::Unreachable(why)
-            } else {
-                HoldRefused::Taken(why)
-            }
+        self.check().map_err(|u| match u {
+            Unusable::Unreachable(why) => HoldRefused::Unreachable(why),
+            Unusable::Refused(why) | Unusable::Schema(why) => HoldRefused::Taken(why),
         })?;
         journal::Hold::take(self.pg.clone(), run).map(|h| Box::new(h) as Box<dyn DriverHold>)
     }
@@ -332,7 +346,7 @@ impl SharedStore for PgStore {
 
     fn refused(&self) -> Option<String> {
         match self.check() {
-            Err((false, why)) if why.starts_with("[store] url: ") => Some(why),
+            Err(Unusable::Refused(why)) => Some(why),
             _ => None,
         }
     }
