@@ -73,8 +73,6 @@ pub trait Agent: Send {
 pub enum ResolveError {
     #[error("unknown agent \"{name}\"")]
     Unknown { name: String, known: Vec<String> },
-    #[error("agent \"{name}\" has kind \"{kind}\", which this build does not support")]
-    UnsupportedKind { name: String, kind: String },
 }
 
 impl ResolveError {
@@ -85,9 +83,6 @@ impl ResolveError {
             ),
             ResolveError::Unknown { known, .. } => {
                 format!("agents defined in the configuration: {}", known.join(", "))
-            }
-            ResolveError::UnsupportedKind { .. } => {
-                "use kind = \"command\" with the program's command line".into()
             }
         }
     }
@@ -180,20 +175,15 @@ fn read_only(
 pub use agentloop_config::BUILTIN_AGENTS as BUILTIN;
 
 fn build(config: &Config, name: &str, ac: &AgentConfig) -> Result<Box<dyn Agent>, ResolveError> {
-    let cli = match ac.kind.as_str() {
-        "command" => return Ok(Box::new(command::CommandAgent::new(name, ac.clone()))),
-        "claude" => &claude::CLI,
-        "codex" => &codex::CLI,
-        "gemini" => &gemini::CLI,
-        "opencode" => &opencode::CLI,
-        "aider" => &aider::CLI,
-        "copilot" => &copilot::CLI,
-        other => {
-            return Err(ResolveError::UnsupportedKind {
-                name: name.to_string(),
-                kind: other.to_string(),
-            });
-        }
+    use agentloop_config::AgentKind;
+    let cli = match ac.kind {
+        AgentKind::Command => return Ok(Box::new(command::CommandAgent::new(name, ac.clone()))),
+        AgentKind::Claude => &claude::CLI,
+        AgentKind::Codex => &codex::CLI,
+        AgentKind::Gemini => &gemini::CLI,
+        AgentKind::Opencode => &opencode::CLI,
+        AgentKind::Aider => &aider::CLI,
+        AgentKind::Copilot => &copilot::CLI,
     };
     Ok(Box::new(cli::CliAgent {
         name: name.to_string(),

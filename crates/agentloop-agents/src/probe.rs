@@ -105,10 +105,10 @@ pub fn probe(config: &Config, name: &str) -> Result<Probe, ProbeError> {
         .get(name)
         .cloned()
         .unwrap_or_else(|| AgentConfig::builtin(name));
-    let kind = ac.kind.clone();
-    let program = program(&kind, &ac);
-    let install = install_hint(&kind);
-    let supports = match kind.as_str() {
+    let kind = ac.kind.as_str();
+    let program = program(kind, &ac);
+    let install = install_hint(kind);
+    let supports = match kind {
         "claude" => "final message, session id, tokens, cost, tool use, limits",
         "codex" => "final message, thread id, tokens, cost from [prices], tool use, limits",
         "gemini" => "final message, session id, tokens, cost from [prices], tool use, limits",
@@ -128,7 +128,7 @@ pub fn probe(config: &Config, name: &str) -> Result<Probe, ProbeError> {
         return if on_path(&program) {
             Ok(Probe {
                 name: name.into(),
-                kind,
+                kind: kind.into(),
                 program,
                 version: None,
                 supports,
@@ -145,7 +145,7 @@ pub fn probe(config: &Config, name: &str) -> Result<Probe, ProbeError> {
         program: program.clone(),
         message,
     })?;
-    let needed = match kind.as_str() {
+    let needed = match kind {
         "claude" => Some(MIN_CLAUDE),
         "codex" => Some(MIN_CODEX),
         _ => None,
@@ -172,7 +172,7 @@ pub fn probe(config: &Config, name: &str) -> Result<Probe, ProbeError> {
     }
     Ok(Probe {
         name: name.into(),
-        kind,
+        kind: kind.into(),
         program,
         version: Some(version),
         supports,
@@ -223,7 +223,7 @@ fn run_version(program: &str, ac: &AgentConfig) -> Result<String, String> {
     cmd.arg("--version").envs(&ac.env);
     // Gemini CLI starts itself a second time with a larger heap before it does
     // anything, answering `--version` too: 3.4 s here, 1.7 s told not to.
-    if ac.kind == "gemini" {
+    if ac.kind == agentloop_config::AgentKind::Gemini {
         cmd.env("GEMINI_CLI_NO_RELAUNCH", "true");
     }
     let mut child = cmd

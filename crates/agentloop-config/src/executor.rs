@@ -12,12 +12,14 @@ use agentloop_ground::values::duration;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
+#[schemars(transform = crate::bounds::executor)]
 pub struct ExecutorConfig {
     /// Where iterations run: `local` (this machine), `slurm` (a batch job each) or
     /// `kubernetes` (a Job each).
     pub kind: ExecutorKind,
     /// The git remote jobs fetch a task's branch from and push results to: a remote's
     /// name in this repository, or a URL (a bare repository on a shared disk, a forge).
+    #[schemars(regex(pattern = crate::bounds::NOT_BLANK))]
     pub remote: String,
     /// The `agentloop` program on the cluster's nodes (default: this one's path, which
     /// suits nodes that share this machine's disk).
@@ -25,7 +27,7 @@ pub struct ExecutorConfig {
     pub program: Option<String>,
     /// How often the state of a job is asked for.
     #[serde(with = "duration")]
-    #[schemars(with = "String")]
+    #[schemars(schema_with = "duration::nonzero_schema")]
     pub poll: Duration,
     pub slurm: SlurmConfig,
     pub kubernetes: KubernetesConfig,
@@ -79,12 +81,12 @@ pub struct KubernetesConfig {
     /// How long a pod may wait to be scheduled and started before the iteration is
     /// given up with the cluster's reason.
     #[serde(with = "duration")]
-    #[schemars(with = "String")]
+    #[schemars(schema_with = "duration::schema")]
     pub start_timeout: Duration,
     /// How long a finished Job is kept before Kubernetes deletes it with its pod
     /// (`ttlSecondsAfterFinished`).
     #[serde(with = "duration")]
-    #[schemars(with = "String")]
+    #[schemars(schema_with = "duration::schema")]
     pub keep_finished: Duration,
     /// The user id the agent's container runs as (`securityContext.runAsUser`; never
     /// 0: the pods pass the `restricted` Pod Security Standard).
@@ -329,19 +331,24 @@ fn quantity(s: &str) -> bool {
 pub struct SlurmConfig {
     /// The partition jobs are submitted to (`sbatch --partition`).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = crate::bounds::SLURM_WORD))]
     pub partition: Option<String>,
     /// The account jobs are charged to (`sbatch --account`).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = crate::bounds::SLURM_WORD))]
     pub account: Option<String>,
     /// `--time`: minutes, or `[days-]hours:minutes:seconds` (default: the agent's
     /// timeout and ten minutes, not the partition's default).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::bounds::slurm_time")]
     pub time_limit: Option<String>,
     /// `--cpus-per-task`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub cpus: Option<u32>,
     /// `--mem`: e.g. `4G`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = crate::bounds::SLURM_MEMORY))]
     pub memory: Option<String>,
 }
 

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::schema::{BUILTIN_AGENTS, Config, PromptVia};
+use super::agent::{AgentKind, BUILTIN_AGENTS, PromptVia};
+use super::schema::Config;
 
 /// Where a configuration value came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -311,7 +312,7 @@ fn check(config: &Config, sources: &BTreeMap<String, Source>) -> Result<(), Conf
                 "must be longer than 0s",
             ));
         }
-        if a.kind == "command" && a.command.is_empty() {
+        if a.kind == AgentKind::Command && a.command.is_empty() {
             return Err(bad(
                 &format!("agents.{name}.command"),
                 "a `command` agent needs a program to run",

@@ -2,6 +2,8 @@
 //! where each value came from (`layers`), the file `init` writes (`template`), and the
 //! settings a run freezes into its journal (`settings`).
 
+mod agent;
+mod bounds;
 mod cycle;
 mod decisions;
 mod executor;
@@ -14,6 +16,8 @@ mod ship;
 mod skills;
 mod template;
 
+pub use agent::{AgentConfig, AgentKind, BASE_ENV, BUILTIN_AGENTS, PromptVia, env_allowed};
+pub use bounds::UNSAID as SCHEMA_UNSAID;
 pub use cycle::Cycle;
 pub use executor::{
     ExecutorConfig, ExecutorKind, KubernetesConfig, PodSecurity, PullPolicy, SCRATCH_PATH,
@@ -23,8 +27,8 @@ pub use layers::{ConfigError, Layered, Loader, Source, merge, user_config_path};
 pub use review::{ReviewConfig, ReviewWhen};
 pub use sandbox::{ConfineChecks, SandboxConfig};
 pub use schema::{
-    AgentConfig, BASE_ENV, BUILTIN_AGENTS, COVERAGE_REPORTS, Config, GitConfig, HookConfig, Price,
-    PromptVia, RunConfig, ShapeSetting, StoreConfig, VerifyConfig, WorkflowSetting, env_allowed,
+    COVERAGE_REPORTS, Config, GitConfig, HookConfig, Price, RunConfig, ShapeSetting, StoreConfig,
+    VerifyConfig, WorkflowSetting,
 };
 pub use settings::Settings;
 pub use ship::{

@@ -28,6 +28,7 @@ pub struct SandboxConfig {
     /// Hosts the agent may reach (`host`, `host:port`, `*.domain`), besides its own
     /// model API's.
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "crate::bounds::allow_hosts")]
     pub allow_hosts: Vec<String>,
     /// Whether the checks run confined (their copy writable, nothing else of the home
     /// or the caches, a fresh home and `/tmp`, no network): `"auto"` wherever

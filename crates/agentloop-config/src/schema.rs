@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 use agentloop_ground::values::{Breakers, Budgets, Gates, Limits, Notify, Usage, duration};
 use agentloop_plan::Mode;
 
+pub use crate::agent::AgentConfig;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
@@ -19,6 +21,7 @@ pub struct Config {
     pub git: GitConfig,
     pub hook: HookConfig,
     pub limits: Limits,
+    #[schemars(schema_with = "crate::bounds::agents")]
     pub agents: BTreeMap<String, AgentConfig>,
     /// USD per million tokens, by model, for agents that report tokens but no cost.
     pub prices: BTreeMap<String, Price>,
@@ -52,11 +55,13 @@ pub struct MergeConfig {
     /// before it land, the ones after it wait for the next batch. 1: one at a time.
     /// Unset: half the workers, at least 16.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1024))]
     pub batch: Option<u32>,
     /// Checks run at the same time while a red batch is bisected, each on a prefix of
     /// the batch in a merge worktree of its own (a search in that many parts instead of
     /// halves). Unset: half this machine's cores, at least 1.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 64))]
     pub bisect: Option<u32>,
 }
 
@@ -93,7 +98,7 @@ pub struct StoreConfig {
         skip_serializing_if = "Option::is_none",
         with = "agentloop_ground::values::opt_duration"
     )]
-    #[schemars(with = "String")]
+    #[schemars(schema_with = "duration::schema")]
     pub timeout: Option<std::time::Duration>,
 }
 
@@ -135,8 +140,10 @@ pub struct RunConfig {
     /// verified merge queue onto the run's integration branch (1: the agent works in
     /// this working tree, as always; unset: 4 in swarm mode, else 1).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 64))]
     pub workers: Option<u32>,
     /// The integration branch of a run with workers (`{run}` is the run id).
+    #[schemars(regex(pattern = r"\{run\}"))]
     pub branch: String,
     /// One worker, but in a worktree on the integration branch, through the merge
     /// queue, as with several: you can go on working in this tree meanwhile.
@@ -171,6 +178,7 @@ pub struct RunConfig {
     /// far, what is done and what failed, in a throwaway copy of the work so far, and
     /// proposes new tasks (with their checks and dependencies); what it changes in
     /// the copy is thrown away. A plan may then start with only its goal.
+    #[schemars(range(max = 16))]
     pub planners: u32,
     /// The agent planners run (default: `agent`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -179,6 +187,7 @@ pub struct RunConfig {
     /// (`"1h"`) — and go on, stop, or restart the workers fresh from the integration
     /// branch (unset: no cycles).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::bounds::cycle")]
     pub cycle: Option<String>,
     /// The agent that judges each cycle (unset: a rule — go on while tasks get done;
     /// restart once when a whole cycle did none; then stop).
@@ -218,7 +227,7 @@ pub struct VerifyConfig {
     pub commands: Vec<String>,
     /// How long one check may run before it counts as failed.
     #[serde(with = "duration")]
-    #[schemars(with = "String")]
+    #[schemars(schema_with = "duration::nonzero_schema")]
     pub timeout: Duration,
     /// Bytes of output kept per command (head and tail).
     pub output_cap: u64,
@@ -270,12 +279,15 @@ pub struct GitConfig {
 /// judged as checks are (exit 0, or the tests' own reports); a failure reopens work.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
+#[schemars(transform = crate::bounds::validate)]
 pub struct ValidateConfig {
     /// A security step (`cargo audit`, `npm audit --audit-level=high`, `bandit -r src`).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = crate::bounds::NOT_BLANK))]
     pub security: Option<String>,
     /// A performance step (a benchmark that exits non-zero when it is too slow).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = crate::bounds::NOT_BLANK))]
     pub performance: Option<String>,
     /// A coverage step: the project's tests under its coverage tool
     /// (`pytest --cov --cov-report=json`, `cargo llvm-cov --lcov --output-path
@@ -283,6 +295,7 @@ pub struct ValidateConfig {
     /// --coverageReporters=json-summary`); its report becomes the run's
     /// `coverage.json`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = crate::bounds::NOT_BLANK))]
     pub coverage: Option<String>,
     /// Where the coverage step writes its report, relative to the project (unset: the
     /// first of coverage.json, coverage/coverage-summary.json, lcov.info,
@@ -292,6 +305,7 @@ pub struct ValidateConfig {
     /// The least coverage, in percent of lines, that validates: below it VALIDATE
     /// fails and reopens work.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 100))]
     pub coverage_min: Option<f64>,
 }
 
@@ -326,7 +340,7 @@ pub struct HookConfig {
     /// session that starts or stops; later, only a session that started it (from
     /// inside, `/agentloop:start`) drives it.
     #[serde(with = "duration")]
-    #[schemars(with = "String")]
+    #[schemars(schema_with = "duration::schema")]
     pub claim_window: Duration,
     /// Agent teams: check a teammate's task when it marks it completed (the
     /// TaskCompleted hook) and refuse the completion while its checks fail. Off, the
@@ -339,7 +353,7 @@ pub struct HookConfig {
     /// a rejection that says so, rather than the CLI ending the whole hook with
     /// nothing recorded. Lower it when your CLI's hook timeout is lower.
     #[serde(with = "duration")]
-    #[schemars(with = "String")]
+    #[schemars(schema_with = "duration::schema")]
     pub time_limit: Duration,
 }
 
@@ -360,190 +374,6 @@ impl HookConfig {
         let margin = (self.time_limit / 5).min(Duration::from_secs(30));
         began + self.time_limit.saturating_sub(margin)
     }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AgentConfig {
-    /// `command` runs any program; other kinds are real agent CLIs.
-    #[serde(default = "default_kind")]
-    pub kind: String,
-    /// Program and arguments; `{prompt_file}` is replaced by the prompt's path.
-    #[serde(default)]
-    pub command: Vec<String>,
-    /// How the prompt reaches the program: `stdin`, or `file` (via `{prompt_file}`).
-    #[serde(default)]
-    pub prompt: PromptVia,
-    /// How long one iteration of this agent may run before it is ended as timed out.
-    #[serde(default = "default_agent_timeout", with = "duration")]
-    #[schemars(with = "String")]
-    pub timeout: Duration,
-    /// Bytes of agent output kept in `agent.log`.
-    #[serde(default = "default_output_cap")]
-    pub output_cap: u64,
-    /// Variables set for the agent's process (`config show` hides their values).
-    #[serde(default)]
-    pub env: BTreeMap<String, String>,
-    /// Model name passed to agent CLIs that take one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    /// Tools granted without asking (Claude Code `--allowedTools`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub allowed_tools: Option<Vec<String>>,
-    /// Tools refused (Claude Code `--disallowedTools`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub disallowed_tools: Option<Vec<String>>,
-    /// Claude Code `--permission-mode`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub permission_mode: Option<String>,
-    /// Claude Code `--max-turns`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_turns: Option<u32>,
-    /// Inherited environment variables the agent also gets, on top of the built-in
-    /// allow-list (`NAME` or `PREFIX_*`); `["*"]` passes everything.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub pass_env: Vec<String>,
-    /// Codex `--sandbox`: read-only, workspace-write (default) or danger-full-access.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sandbox: Option<String>,
-    /// Extra arguments appended to the agent CLI's command line.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub args: Vec<String>,
-}
-
-/// Agent CLIs that work without any configuration; `[agents.NAME]` for one of these
-/// names changes only the keys it sets.
-pub const BUILTIN_AGENTS: &[&str] = &["claude", "codex", "gemini", "opencode", "aider", "copilot"];
-
-/// What every agent inherits from agentloop's environment: enough to run programs,
-/// find its home and config, speak the locale and reach a proxy.
-pub const BASE_ENV: &[&str] = &[
-    "PATH",
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "SHELL",
-    "LANG",
-    "LANGUAGE",
-    "LC_*",
-    "TERM",
-    "TZ",
-    "TMPDIR",
-    "XDG_*",
-    "SSL_CERT_FILE",
-    "SSL_CERT_DIR",
-    "NODE_EXTRA_CA_CERTS",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "NO_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "no_proxy",
-    "SSH_AUTH_SOCK",
-    "GIT_AUTHOR_*",
-    "GIT_COMMITTER_*",
-];
-
-impl AgentConfig {
-    /// The inherited variables this agent gets: the base list, its kind's own
-    /// variables, and `pass_env`.
-    pub fn allowed_env(&self) -> Vec<String> {
-        let kind: &[&str] = match self.kind.as_str() {
-            "claude" => &[
-                "ANTHROPIC_*",
-                "CLAUDE_*",
-                "DISABLE_*",
-                "AWS_*",
-                "GOOGLE_*",
-                "CLOUD_ML_*",
-                "VERTEX_*",
-                "MCP_*",
-            ],
-            "codex" => &["OPENAI_*", "CODEX_*", "AZURE_OPENAI_*"],
-            "gemini" => &[
-                "GEMINI_*",
-                "GOOGLE_*",
-                "CLOUD_ML_*",
-                "VERTEX_*",
-                "CLOUDSDK_*",
-            ],
-            // Not GITHUB_TOKEN nor GH_TOKEN: with them the agent could merge the run's own
-            // pull request past its checks and review (Copilot logs in with
-            // COPILOT_GITHUB_TOKEN).
-            "copilot" => &["COPILOT_*", "GH_HOST", "OTEL_*"],
-            // Both reach many providers; each provider's documented variables.
-            "opencode" | "aider" => &[
-                "OPENCODE_*",
-                "AIDER_*",
-                "LITELLM_*",
-                "OPENAI_*",
-                "AZURE_*",
-                "ANTHROPIC_*",
-                "OPENROUTER_*",
-                "GEMINI_*",
-                "GOOGLE_*",
-                "VERTEX*",
-                "AWS_*",
-                "DEEPSEEK_*",
-                "GROQ_*",
-                "MISTRAL_*",
-                "XAI_*",
-                "TOGETHER*",
-                "FIREWORKS_*",
-                "CEREBRAS_*",
-                "COHERE_*",
-                "OLLAMA_*",
-                "LM_STUDIO_*",
-                "HF_*",
-                "HUGGINGFACE_*",
-                "COPILOT_*",
-            ],
-            _ => &[],
-        };
-        let mut v: Vec<String> = BASE_ENV.iter().chain(kind).map(|s| s.to_string()).collect();
-        v.extend(self.pass_env.iter().cloned());
-        v
-    }
-
-    /// The built-in configuration of an agent CLI called `kind`.
-    pub fn builtin(kind: &str) -> AgentConfig {
-        AgentConfig {
-            kind: kind.to_string(),
-            command: Vec::new(),
-            prompt: PromptVia::Stdin,
-            timeout: default_agent_timeout(),
-            output_cap: default_output_cap(),
-            env: BTreeMap::new(),
-            model: None,
-            allowed_tools: None,
-            disallowed_tools: None,
-            permission_mode: None,
-            max_turns: None,
-            pass_env: Vec::new(),
-            sandbox: None,
-            args: Vec::new(),
-        }
-    }
-}
-
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum PromptVia {
-    #[default]
-    Stdin,
-    File,
-}
-
-fn default_kind() -> String {
-    "command".into()
-}
-fn default_agent_timeout() -> Duration {
-    Duration::from_secs(30 * 60)
-}
-fn default_output_cap() -> u64 {
-    8 * 1024 * 1024
 }
 
 impl Default for RunConfig {
@@ -604,34 +434,6 @@ impl Default for VerifyConfig {
             regression: agentloop_ground::values::Regression::PerTest,
             flaky: Vec::new(),
             holdout: None,
-        }
-    }
-}
-
-/// `NAME` matches itself; `PREFIX_*` matches every name that starts with `PREFIX_`.
-pub fn env_allowed(name: &str, patterns: &[String]) -> bool {
-    patterns.iter().any(|p| match p.strip_suffix('*') {
-        Some(prefix) => name.starts_with(prefix),
-        None => name == p,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn no_agent_gets_the_forge_or_tracker_tokens() {
-        for kind in [
-            "claude", "codex", "gemini", "opencode", "aider", "copilot", "command",
-        ] {
-            let allowed = AgentConfig::builtin(kind).allowed_env();
-            for token in ["GITHUB_TOKEN", "GH_TOKEN", "GITLAB_TOKEN", "LINEAR_API_KEY"] {
-                assert!(
-                    !crate::schema::env_allowed(token, &allowed),
-                    "{kind} would get {token}"
-                );
-            }
         }
     }
 }

@@ -106,11 +106,11 @@ pub struct Ship {
     pub method: MergeMethod,
     /// How long the forge's checks may take before the run stops waiting.
     #[serde(with = "duration")]
-    #[schemars(with = "String")]
+    #[schemars(schema_with = "duration::schema")]
     pub checks_timeout: Duration,
     /// How often the forge is asked about checks and reviews.
     #[serde(with = "duration")]
-    #[schemars(with = "String")]
+    #[schemars(schema_with = "duration::schema")]
     pub poll: Duration,
     /// Red checks handed back to the agent before the run gives up.
     pub fix_attempts: u32,

@@ -55,11 +55,14 @@ pub fn iterations_ceiling(limit: u32, tasks: usize, force: bool) -> Result<(), S
 pub struct Budgets {
     /// Iterations for the whole run (default 50; over 10 per task, and over 500, needs
     /// `--force`).
+    #[schemars(range(min = 1))]
     pub max_iterations: u32,
     /// Iterations per task before the escalation ladder moves up a rung.
+    #[schemars(range(min = 1))]
     pub task_retries: u32,
     /// Dollars the whole run may spend (default 25; over 100 needs `--force`).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub max_cost_usd: Option<f64>,
     /// Tokens the whole run may use, input and output together.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -67,7 +70,7 @@ pub struct Budgets {
     /// The run's own wall time while it runs (not waiting for a person, not without a
     /// driver), e.g. "4h": with workers, an hour of eight lanes is an hour.
     #[serde(skip_serializing_if = "Option::is_none", with = "opt_duration")]
-    #[schemars(with = "Option<String>")]
+    #[schemars(schema_with = "duration::schema")]
     pub max_duration: Option<Duration>,
     /// Accepted replans for the whole run.
     pub max_replans: u32,
@@ -212,15 +215,15 @@ pub struct Limits {
     /// Wait after a usage or rate limit whose reset time the agent did not tell;
     /// doubled for each limit in a row.
     #[serde(with = "duration")]
-    #[schemars(with = "String")]
+    #[schemars(schema_with = "duration::schema")]
     pub wait: Duration,
     /// Backoff after an overloaded service (529), doubled for each in a row.
     #[serde(with = "duration")]
-    #[schemars(with = "String")]
+    #[schemars(schema_with = "duration::schema")]
     pub overloaded_wait: Duration,
     /// The longest single wait; a longer one waits for a person instead.
     #[serde(with = "duration")]
-    #[schemars(with = "String")]
+    #[schemars(schema_with = "duration::schema")]
     pub max_wait: Duration,
     /// `wait` for the reset, or hand the task to `run.fallback_agent` (`fallback`).
     pub on_limit: OnLimit,
@@ -297,6 +300,7 @@ pub enum Land {
 #[serde(deny_unknown_fields, default)]
 pub struct Notify {
     /// `http://` or `https://` URL that gets a JSON POST per notification.
+    #[schemars(regex(pattern = "^https?://"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub webhook: Option<String>,
     /// PEM file of the CA certificates to trust for an `https://` webhook instead of
@@ -335,6 +339,32 @@ impl Usage {
 pub mod duration {
     use serde::{Deserialize, Deserializer, Serializer};
     use std::time::Duration;
+
+    /// What `deserialize` reads, as a JSON Schema pattern: `0`, or numbers (a fraction
+    /// too) each with its unit (`90s`, `1h 30m`, `1.5h`). The units are humantime's.
+    pub const PATTERN: &str = concat!(
+        r"^(0|(\s*[0-9][0-9\s]*(\.\s*[0-9][0-9\s]*)?",
+        r"(nanos|nsec|ns|usec|us|µs|millis|msec|ms|seconds|second|secs|sec|s",
+        r"|minutes|minute|mins|min|m|hours|hour|hrs|hr|h|days|day|d",
+        r"|weeks|week|wks|wk|w|months|month|M|years|year|yrs|yr|y)\s*)+)$"
+    );
+
+    /// The schema of a duration the configuration writes (`"90s"`, `"4h"`).
+    pub fn schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "pattern": PATTERN,
+        })
+    }
+
+    /// The schema of a duration that may not be zero: a digit other than 0 somewhere.
+    pub fn nonzero_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "allOf": [{ "pattern": PATTERN }, { "pattern": "[1-9]" }],
+        })
+    }
+
     pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&humantime::format_duration(*d).to_string())
     }

@@ -191,6 +191,13 @@ pub fn config_markdown(schema: &Value) -> String {
          plan's front matter, then flags; `agentloop config show` prints each \
          effective value and where it came from.\n",
     );
+    let _ = writeln!(
+        out,
+        "\nThe schema holds the bounds and forms agentloop holds a value to (an editor \
+         that reads it refuses what agentloop would), but for what JSON Schema cannot \
+         say, which only agentloop checks: {}.",
+        agentloop_config::SCHEMA_UNSAID
+    );
     let defs = schema.get("$defs").cloned().unwrap_or(Value::Null);
     let Some(sections) = schema.get("properties").and_then(Value::as_object) else {
         return out;
@@ -300,6 +307,16 @@ fn resolve(v: &Value, defs: &Value) -> Value {
         }
         return target;
     }
+    // A type and the rules beside it (`[agents]`: the agent's table, and a rule on
+    // tables that name no kind).
+    if let Some(first) = v
+        .get("allOf")
+        .and_then(Value::as_array)
+        .and_then(|all| all.first())
+        .filter(|f| f.get("$ref").is_some())
+    {
+        return resolve(first, defs);
+    }
     if let Some(any) = v.get("anyOf").and_then(Value::as_array) {
         let not_null: Vec<&Value> = any
             .iter()
@@ -329,7 +346,14 @@ fn type_of(v: &Value, defs: &Value) -> String {
     if let Some(c) = v.get("const") {
         return format!("`{c}`");
     }
+    if let Some(words) = string_form(&v) {
+        return words.into();
+    }
     for k in ["oneOf", "anyOf"] {
+        // With a type of its own, the alternatives are forms of it (`run.cycle`).
+        if v.get("type").is_some() {
+            break;
+        }
         if let Some(alts) = v.get(k).and_then(Value::as_array) {
             return alts
                 .iter()
@@ -365,10 +389,35 @@ fn type_of(v: &Value, defs: &Value) -> String {
                 Some(a) if a.is_object() => format!("table of {}", type_of(a, defs)),
                 _ => "table".into(),
             },
+            "integer" | "number" => format!("{t}{}", bounds(&v)),
             t => t.to_string(),
         })
         .collect::<Vec<_>>()
         .join(" | ")
+}
+
+/// A string of a form the configuration names in words: a duration.
+fn string_form(v: &Value) -> Option<&'static str> {
+    let pattern = agentloop_ground::values::duration::PATTERN;
+    if v.get("pattern").and_then(Value::as_str) == Some(pattern) {
+        return Some("duration");
+    }
+    let all = v.get("allOf").and_then(Value::as_array)?;
+    all.iter()
+        .any(|a| a.get("pattern").and_then(Value::as_str) == Some(pattern))
+        .then_some("duration, not 0")
+}
+
+/// A number's bounds in words: `, 1 to 64`, `, at least 1`, `, over 0`.
+fn bounds(v: &Value) -> String {
+    let n = |k: &str| v.get(k).and_then(Value::as_f64);
+    match (n("minimum"), n("exclusiveMinimum"), n("maximum")) {
+        (Some(lo), _, Some(hi)) => format!(", {lo} to {hi}"),
+        (Some(lo), _, None) if lo > 0.0 => format!(", at least {lo}"),
+        (_, Some(lo), None) => format!(", over {lo}"),
+        (_, _, Some(hi)) => format!(", at most {hi}"),
+        _ => String::new(),
+    }
 }
 
 /// A man page per command (`agentloop.1`, `agentloop-run.1`, `agentloop-hook-install.1`…)

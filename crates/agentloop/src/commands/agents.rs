@@ -42,7 +42,7 @@ pub fn agents(cwd: &Path, as_json: bool) -> Result<ExitKind, CliError> {
         let kind = config
             .agents
             .get(name)
-            .map(|a| a.kind.clone())
+            .map(|a| a.kind.to_string())
             .unwrap_or_else(|| name.clone());
         match probe {
             Ok(p) => {

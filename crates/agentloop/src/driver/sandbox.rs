@@ -196,7 +196,7 @@ pub(crate) fn agent_hosts(config: &Config) -> BTreeMap<String, Vec<String>> {
                 .collect();
             let files = own_config_files(&config);
             let hosts = sandbox::agent_hosts(
-                &config.kind,
+                config.kind.as_str(),
                 config
                     .env
                     .values()

@@ -51,6 +51,7 @@ mod resident;
 mod resume;
 mod review;
 mod sandbox;
+mod schema;
 mod served;
 mod ship;
 mod ship_task;
