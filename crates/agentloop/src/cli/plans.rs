@@ -108,8 +108,9 @@ pub enum QueueCommand {
     /// whose entries to wait for are done, until none is left that can start
     ///
     /// A plan that waits for a person (a gate, a blocked task, a spent budget) is left
-    /// blocked and the queue goes on with the plans that do not wait for it. Exits 0
-    /// when every entry is done, 5 when some wait for a person, 1 when a run failed.
+    /// blocked, and the plans after it wait their turn (deferred): its run still holds
+    /// the work tree, which one run drives at a time. Exits 0 when every entry is
+    /// done, 5 when some wait for a person, 1 when a run failed.
     #[command(
         after_help = "Examples:\n  agentloop queue run\n  agentloop approve && agentloop queue run     answer the run that waits, and go on"
     )]
