@@ -156,6 +156,21 @@ impl Forge for GitHub {
         .map(drop)
     }
 
+    fn remove_labels(&self, pr: u64, labels: &[String]) -> Result<(), ForgeError> {
+        for label in labels {
+            let path = self.path(&format!(
+                "/issues/{pr}/labels/{}",
+                crate::gitlab::encode(label)
+            ));
+            let a = self.client.send("DELETE", &path, None)?;
+            // 404: the label is not on it (taken off already).
+            if a.status != 404 {
+                check(&a, "DELETE", &path)?;
+            }
+        }
+        Ok(())
+    }
+
     fn request_reviewers(&self, pr: u64, reviewers: &[String]) -> Result<(), ForgeError> {
         if reviewers.is_empty() {
             return Ok(());

@@ -18,7 +18,8 @@ pub struct GitLab {
     project: String,
 }
 
-fn encode(path: &str) -> String {
+/// `path` percent-encoded, as one segment of a URL.
+pub(crate) fn encode(path: &str) -> String {
     path.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
@@ -188,6 +189,18 @@ impl Forge for GitLab {
             "PUT",
             &format!("/merge_requests/{pr}"),
             Some(json!({ "add_labels": labels.join(",") })),
+        )
+        .map(drop)
+    }
+
+    fn remove_labels(&self, pr: u64, labels: &[String]) -> Result<(), ForgeError> {
+        if labels.is_empty() {
+            return Ok(());
+        }
+        self.call(
+            "PUT",
+            &format!("/merge_requests/{pr}"),
+            Some(json!({ "remove_labels": labels.join(",") })),
         )
         .map(drop)
     }

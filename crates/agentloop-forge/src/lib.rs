@@ -110,6 +110,8 @@ pub trait Forge {
         draft: bool,
     ) -> Result<(PullRequest, bool), ForgeError>;
     fn add_labels(&self, pr: u64, labels: &[String]) -> Result<(), ForgeError>;
+    /// Takes these labels off (one it does not bear is no error).
+    fn remove_labels(&self, pr: u64, labels: &[String]) -> Result<(), ForgeError>;
     fn request_reviewers(&self, pr: u64, reviewers: &[String]) -> Result<(), ForgeError>;
     fn comment(&self, pr: u64, body: &str) -> Result<(), ForgeError>;
     /// Every check of `sha`: check runs and commit statuses.

@@ -1,4 +1,5 @@
-//! The GitHub client against the testkit's mock GitHub, backed by a real bare repository.
+//! The forge clients against the testkit's mock GitHub and GitLab, backed by a real bare
+//! repository.
 
 use std::path::Path;
 use std::process::Command;
@@ -82,7 +83,12 @@ fn a_pull_request_is_opened_then_updated_checked_reviewed_and_merged() {
         .unwrap();
     assert!(!created && again.number == 1);
     assert_eq!(gh.prs()[0].body, "second body");
-    f.add_labels(1, &["agentloop".into()]).unwrap();
+    f.add_labels(1, &["agentloop".into(), "needs:security-review".into()])
+        .unwrap();
+    // A label comes off by its name in the path (a `:` encoded); one it does not bear
+    // is GitHub's 404, no error.
+    f.remove_labels(1, &["needs:security-review".into(), "absent".into()])
+        .unwrap();
     f.request_reviewers(1, &["alice".into()]).unwrap();
     f.comment(1, "hello").unwrap();
     let p = &gh.prs()[0];
@@ -168,4 +174,28 @@ fn lists_are_read_page_by_page() {
         gh.review(1, &format!("r{i}"), "APPROVED");
     }
     assert_eq!(f.approvals(1).unwrap().len(), 150, "two pages of reviews");
+}
+
+/// GitLab takes labels off a merge request by name, in one update; one it does not
+/// bear is no error.
+#[test]
+fn a_merge_request_sheds_its_labels_on_gitlab() {
+    use agentloop_forge::gitlab::GitLab;
+    let (_tmp, bare, _) = repo(true);
+    let gl = agentloop_testkit::MockGitLab::start("group/hello", &bare, "glpat", None, &[]);
+    let f = GitLab::new(&gl.url(), "group/hello", "glpat");
+    let (mr, _) = f
+        .open_or_update("feature", "main", "T", "body", false)
+        .unwrap();
+    f.add_labels(
+        mr.number,
+        &["agentloop".into(), "needs:security-review".into()],
+    )
+    .unwrap();
+    f.remove_labels(
+        mr.number,
+        &["needs:security-review".into(), "absent".into()],
+    )
+    .unwrap();
+    assert_eq!(gl.mrs()[0].labels, ["agentloop"]);
 }

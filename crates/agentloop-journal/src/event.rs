@@ -176,6 +176,11 @@ pub enum Event {
         gate: String,
         by: String,
     },
+    /// The pull request's `needs:GATE-review` labels taken off for the diff gates
+    /// released, and its account written again (its gates passed name them).
+    PrReleased {
+        gates: Vec<String>,
+    },
     /// `pr = "task"`: task `task` is shipped next, on `branch` from `onto` (the base
     /// branch's head, or the branch of the unmerged pull request before it), proposed
     /// into `base`.
@@ -394,6 +399,7 @@ impl Event {
             Event::DiffGatesChecked { .. } => "diff_gates_checked",
             Event::TaskDiffChecked { .. } => "task_diff_checked",
             Event::DiffGateApproved { .. } => "diff_gate_approved",
+            Event::PrReleased { .. } => "pr_released",
             Event::PrMerged { .. } => "pr_merged",
             Event::ShipUnitStarted { .. } => "ship_unit_started",
             Event::Validated { .. } => "validated",

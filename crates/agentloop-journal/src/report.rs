@@ -133,6 +133,10 @@ fn trips(s: &RunState, out: &mut String) {
     if s.final_approved {
         gates.push("final review".to_string());
     }
+    // The diff gates released: by a person here, or a reviewer on the forge.
+    for g in &s.ship.gates_approved {
+        gates.push(format!("the {g} review"));
+    }
     // Every gate a person approved (the reviews after each task, the diff gates'),
     // as the approvals name them.
     for a in &s.approvals {

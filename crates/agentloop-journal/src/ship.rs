@@ -73,6 +73,10 @@ pub struct ShipState {
     /// Diff gates a person or a reviewer released.
     #[serde(skip_serializing_if = "std::collections::BTreeSet::is_empty")]
     pub gates_approved: std::collections::BTreeSet<String>,
+    /// Diff gates released whose labels are off the pull request and whose release
+    /// its account says.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    pub released: std::collections::BTreeSet<String>,
     /// What each task's tracker issue was last told (task → started, blocked, done,
     /// skipped).
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]

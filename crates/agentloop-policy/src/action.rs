@@ -136,6 +136,9 @@ pub enum ShipStep {
     /// Read the shipped diff for the diff gates; label the pull request and ask their
     /// reviewers (`diff_gates_checked`).
     CheckDiffGates,
+    /// Take the labels of the diff gates released off the pull request and write its
+    /// account again (`pr_released`).
+    ReleaseGates,
     /// Merge the pull request (`pr_merged`).
     Merge,
     /// Run the run's checks on the base branch after the merge (`post_merge_verified`).

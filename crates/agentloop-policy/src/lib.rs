@@ -33,5 +33,5 @@ pub use next::{next_action, step};
 pub use prompt::{DEBUG_LOG, build as build_prompt, of_iteration as prompt_of_iteration};
 pub use replan::review_replan;
 pub use schedule::{Pick, pick, schedule};
-pub use ship::next_unit;
+pub use ship::{next_unit, to_release};
 pub use tripwire::{commands as tripwire_commands, tripped, wires_for};

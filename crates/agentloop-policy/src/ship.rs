@@ -99,6 +99,9 @@ fn flow(s: &RunState) -> Option<Action> {
             }));
         }
     }
+    if let Some(release) = release(s) {
+        return Some(release);
+    }
     if !ship.approved {
         return Some(Action::Record(Event::GateOpened { gate: Gate::Review }));
     }
@@ -111,7 +114,7 @@ fn flow(s: &RunState) -> Option<Action> {
                 gate: Gate::Diff("deploy".into()),
             }));
         }
-        return Some(Action::Ship(ShipStep::Merge));
+        return Some(release(s).unwrap_or(Action::Ship(ShipStep::Merge)));
     };
     match ship.post_merge {
         None => Some(Action::Ship(ShipStep::PostMergeVerify)),
@@ -125,6 +128,33 @@ fn flow(s: &RunState) -> Option<Action> {
             }),
         }),
     }
+}
+
+/// The pull request labelled for a diff gate a person or a reviewer has released
+/// since: its label comes off and its account says the gate passed, before anyone
+/// merges it.
+fn release(s: &RunState) -> Option<Action> {
+    (!to_release(s).is_empty()).then_some(Action::Ship(ShipStep::ReleaseGates))
+}
+
+/// The diff gates whose labels the pull request bears and a person or a reviewer has
+/// released: the triggered ones, and `deploy` when agentloop merges.
+pub fn to_release(s: &RunState) -> Vec<String> {
+    let ship = &s.ship;
+    if ship.pr.is_none() {
+        return Vec::new();
+    }
+    let deploy = s.settings.gates.deploy.enabled
+        && s.settings.ship.merge == agentloop_config::MergeWhen::Auto;
+    let gates: std::collections::BTreeSet<String> = ship
+        .triggered
+        .iter()
+        .map(|t| t.gate.as_str())
+        .chain(deploy.then_some("deploy"))
+        .filter(|g| ship.gates_approved.contains(*g) && !ship.released.contains(*g))
+        .map(String::from)
+        .collect();
+    gates.into_iter().collect()
 }
 
 /// A red check (or a failed verification after the merge): a new task that hands the

@@ -287,6 +287,10 @@ pub(crate) fn event(e: &Event) -> String {
             gates_words(triggered, "held for")
         ),
         Event::DiffGateApproved { gate, by } => format!("the {gate} gate approved by {by}"),
+        Event::PrReleased { gates } => format!(
+            "the pull request's holds taken off: {} (its account says they passed)",
+            gates.join(", ")
+        ),
         Event::PrMerged { commit } => format!("merged: the base branch is at {commit:.12}"),
         Event::Validated {
             passed, commands, ..

@@ -367,6 +367,7 @@ impl Progress {
             | Event::ReviewApproved { .. }
             | Event::DiffGatesChecked { .. }
             | Event::DiffGateApproved { .. }
+            | Event::PrReleased { .. }
             | Event::PrMerged { .. }
             | Event::ShipUnitStarted { .. }
             | Event::TaskShipped { .. }

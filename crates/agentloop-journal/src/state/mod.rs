@@ -25,7 +25,7 @@ use agentloop_plan::{Mode, Plan};
 /// journal (6: the run's wall clock, `wall_ms` and `last_ms`, which an older cache lacks;
 /// 7: each done task's `admitted` files; 8: the tasks an agent's REPLAN wrote, with the
 /// task as a person wrote it, `written`, and `validation_not_the_work`).
-pub const STATE_VERSION: u32 = 8;
+pub const STATE_VERSION: u32 = 9;
 
 pub use super::open::OpenIteration;
 
@@ -503,6 +503,7 @@ impl RunState {
             | Event::DiffGatesChecked { .. }
             | Event::TaskDiffChecked { .. }
             | Event::DiffGateApproved { .. }
+            | Event::PrReleased { .. }
             | Event::PrMerged { .. }
             | Event::ShipUnitStarted { .. }
             | Event::TaskShipped { .. }

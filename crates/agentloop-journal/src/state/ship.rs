@@ -123,6 +123,7 @@ impl RunState {
                 }
             }
             Event::DiffGateApproved { gate, .. } => self.approve_diff_gate(gate),
+            Event::PrReleased { gates } => self.ship.released.extend(gates.iter().cloned()),
             Event::PrMerged { commit } => self.ship.merged = Some(commit.clone()),
             Event::ShipUnitStarted {
                 task,

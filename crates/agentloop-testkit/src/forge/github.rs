@@ -474,6 +474,22 @@ fn answer(sh: &Shared, method: &str, url: &str, body: &Value, auth: &str) -> Rep
                 ),
             )
         }),
+        ("DELETE", ["issues", n, "labels", name]) => with_pr(&mut st, number(n), |pr| {
+            let name = decode(name);
+            if !pr.labels.contains(&name) {
+                return error(404, "Label does not exist");
+            }
+            pr.labels.retain(|l| *l != name);
+            reply(
+                200,
+                json!(
+                    pr.labels
+                        .iter()
+                        .map(|l| json!({"name": l}))
+                        .collect::<Vec<_>>()
+                ),
+            )
+        }),
         ("POST", ["pulls", n, "requested_reviewers"]) => with_pr(&mut st, number(n), |pr| {
             for r in body["reviewers"].as_array().into_iter().flatten() {
                 pr.reviewers
@@ -574,6 +590,30 @@ fn validation(field: &str, code: &str) -> Reply {
 
 fn next_number(st: &State) -> u64 {
     (st.prs.len() + st.issues.len()) as u64 + 1
+}
+
+/// A percent-encoded URL segment, decoded.
+fn decode(segment: &str) -> String {
+    let bytes = segment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn with_pr(st: &mut State, n: Option<u64>, f: impl FnOnce(&mut MockPr) -> Reply) -> Reply {

@@ -453,6 +453,10 @@ fn answer(sh: &Shared, method: &str, url: &str, body: &Value, token: &str) -> (R
                             }
                         }
                     }
+                    if let Some(l) = body["remove_labels"].as_str() {
+                        let gone: Vec<&str> = l.split(',').collect();
+                        m.labels.retain(|x| !gone.contains(&x.as_str()));
+                    }
                     if let Some(ids) = body["reviewer_ids"].as_array() {
                         m.reviewer_ids = ids.iter().filter_map(Value::as_u64).collect();
                     }

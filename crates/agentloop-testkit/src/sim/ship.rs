@@ -28,6 +28,7 @@ impl World<'_> {
             ShipStep::OpenPr => self.open_pr(),
             ShipStep::AwaitChecks => Ok(self.await_checks()),
             ShipStep::CheckDiffGates => self.diff_gates(),
+            ShipStep::ReleaseGates => self.release(),
             ShipStep::Merge => self.merge(),
             ShipStep::PostMergeVerify => Ok(self.post_merge()),
         }?;
@@ -220,6 +221,24 @@ impl World<'_> {
         Ok(Ok(Event::DiffGatesChecked { commit, triggered }))
     }
 
+    /// The released gates' labels off the pull request, its account written again.
+    fn release(&mut self) -> Result<Result<Event, String>, Killed> {
+        let gates = policy::to_release(&self.state);
+        let Some((number, _)) = self.state.ship.pr.clone() else {
+            return Ok(Err("no pull request to release".into()));
+        };
+        if let Err(e) = self.forge_call(format!("release {number}")) {
+            return Ok(Err(e));
+        }
+        if let Some(pr) = self.forge.pr(number) {
+            for g in &gates {
+                pr.labels.remove(&format!("needs:{g}-review"));
+            }
+        }
+        self.effect(None)?;
+        Ok(Ok(Event::PrReleased { gates }))
+    }
+
     fn merge(&mut self) -> Result<Result<Event, String>, Killed> {
         let (Some((number, _)), Some((commit, _))) =
             (self.state.ship.pr.clone(), self.state.ship.pushed.clone())
@@ -371,6 +390,12 @@ pub(super) fn forge_ending(
             ));
         }
         if let Some((commit, _)) = &pr.merged {
+            if let Some(held) = pr.labels.iter().find(|l| l.starts_with("needs:")) {
+                return Err(format!(
+                    "pull request {} was merged still labelled {held}",
+                    pr.number
+                ));
+            }
             if !green.contains(commit) {
                 return Err(format!(
                     "pull request {} was merged at {commit:.12}, whose checks never passed",

@@ -505,10 +505,25 @@ fn a_change_under_auth_waits_for_the_security_review() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(!gh.prs()[0].open);
-    let k = kinds(&p);
+    // Merged without the gate's label, its account saying the gate passed.
+    let pr = gh.prs()[0].clone();
+    assert!(!pr.open);
     assert!(
-        k.contains(&"diff_gates_checked".to_string()) && k.contains(&"pr_merged".to_string()),
+        !pr.labels.iter().any(|l| l.starts_with("needs:")),
+        "{:?}",
+        pr.labels
+    );
+    assert!(
+        pr.body.contains("Gates passed: the security review"),
+        "{}",
+        pr.body
+    );
+    let k = kinds(&p);
+    let at = |kind: &str| k.iter().position(|x| x == kind);
+    assert!(
+        at("diff_gates_checked").is_some()
+            && at("pr_released").is_some()
+            && at("pr_released") < at("pr_merged"),
         "{k:?}"
     );
 }

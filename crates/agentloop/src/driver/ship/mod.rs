@@ -123,6 +123,7 @@ impl Driver {
             ShipStep::OpenPr => self.ship_open_pr(),
             ShipStep::AwaitChecks => self.ship_await_checks(),
             ShipStep::CheckDiffGates => self.ship_diff_gates(),
+            ShipStep::ReleaseGates => self.ship_release(),
             ShipStep::Merge => self.ship_merge(),
             ShipStep::PostMergeVerify => self.ship_post_merge(),
         };
@@ -137,6 +138,7 @@ impl Driver {
                     ShipStep::OpenPr => "opening the pull request",
                     ShipStep::AwaitChecks => "waiting for the checks",
                     ShipStep::CheckDiffGates => "reading the diff for its gates",
+                    ShipStep::ReleaseGates => "taking the released gates' labels off",
                     ShipStep::Merge => "the merge",
                     ShipStep::PostMergeVerify => "the verification after the merge",
                 };
@@ -203,11 +205,9 @@ impl Driver {
         Ok(Some(Event::ShipPushed { branch, commit }))
     }
 
-    fn ship_open_pr(&mut self) -> Result<Option<Event>, String> {
-        let cfg = self.ship_cfg().clone();
-        let f = forge(&self.ws.root, &cfg)?;
-        let head = self.ship_branch();
-        let (base, title, body) = match &self.state.ship.unit {
+    /// The pull request's base, title and account, as the journal has them now.
+    fn pr_account(&self) -> Result<(String, String, String), String> {
+        Ok(match &self.state.ship.unit {
             Some(u) => (
                 u.base.clone(),
                 self.state
@@ -220,7 +220,14 @@ impl Driver {
                 self.state.plan.title.clone(),
                 agentloop_journal::pr_body(&self.state),
             ),
-        };
+        })
+    }
+
+    fn ship_open_pr(&mut self) -> Result<Option<Event>, String> {
+        let cfg = self.ship_cfg().clone();
+        let f = forge(&self.ws.root, &cfg)?;
+        let head = self.ship_branch();
+        let (base, title, body) = self.pr_account()?;
         let (pr, created) = f
             .open_or_update(&head, &base, &title, &body, cfg.draft)
             .map_err(|e| e.to_string())?;
@@ -412,6 +419,25 @@ impl Driver {
             f.comment(number, &comment).map_err(|e| e.to_string())?;
         }
         Ok(Some(Event::DiffGatesChecked { commit, triggered }))
+    }
+
+    /// The diff gates released since the pull request was labelled for them: their
+    /// labels come off, and its account is written again to say they passed. Both
+    /// are the same when done twice (a driver that dies before it records does).
+    fn ship_release(&mut self) -> Result<Option<Event>, String> {
+        let cfg = self.ship_cfg().clone();
+        let gates = agentloop_policy::to_release(&self.state);
+        let Some((number, _)) = self.state.ship.pr.clone() else {
+            return Err("no pull request to release".into());
+        };
+        let f = forge(&self.ws.root, &cfg)?;
+        let labels: Vec<String> = gates.iter().map(|g| format!("needs:{g}-review")).collect();
+        f.remove_labels(number, &labels)
+            .map_err(|e| e.to_string())?;
+        let (base, title, body) = self.pr_account()?;
+        f.open_or_update(&self.ship_branch(), &base, &title, &body, cfg.draft)
+            .map_err(|e| e.to_string())?;
+        Ok(Some(Event::PrReleased { gates }))
     }
 
     fn ship_merge(&mut self) -> Result<Option<Event>, String> {
