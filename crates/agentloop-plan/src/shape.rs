@@ -58,6 +58,26 @@ impl Plan {
             .map(|l| l.strip_suffix('\r').unwrap_or(l))
             .collect();
         let mut shape = parse_front_matter(SHAPE_FILE, &lines, &mut 0)?;
+        // Its lines as the plan's own, beside the plan's: `mustNot:`, `criteria:`.
+        let must_not = super::front::front_lines(
+            SHAPE_FILE,
+            &mut shape,
+            &["mustNot", "must_not", "must-not"],
+            |t| crate::tripwire::Tripwire::parse(t).map(|_| ()),
+        )?;
+        let criteria = super::front::front_lines(SHAPE_FILE, &mut shape, &["criteria"], |t| {
+            crate::criteria::Requirement::parse(t).map(|_| ())
+        })?;
+        for (lines, into) in [
+            (must_not, &mut self.must_not),
+            (criteria, &mut self.criteria),
+        ] {
+            for l in lines {
+                if !into.contains(&l) {
+                    into.push(l);
+                }
+            }
+        }
         // Its phrases as the plan's own: `proceed: without confirmation`, `linear: …`.
         super::front::proceed(SHAPE_FILE, &mut shape)?;
         super::front::linear(SHAPE_FILE, &mut shape)?;
@@ -68,6 +88,32 @@ impl Plan {
 
 #[cfg(test)]
 mod tests {
+    /// `criteria:` and `mustNot:` in the shape are the plan's own lines, beside the
+    /// plan's, not settings.
+    #[test]
+    fn the_shapes_criteria_and_tripwires_join_the_plans() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".loop/shape")).unwrap();
+        std::fs::write(
+            dir.path().join(super::SHAPE_FILE),
+            "---\ncriteria:\n  - \"execution: `true` exits 0\"\nmustNot: touch migrations/\nrun:\n  workflow: bug\n---\nShaped.\n",
+        )
+        .unwrap();
+        let plan = crate::Plan::parse(
+            "PLAN.md",
+            "---\nmustNot: touch vendor/\n---\n# P\n\n## T1: a\nVerify: true\n",
+        )
+        .unwrap()
+        .with_shape(dir.path())
+        .unwrap();
+        assert_eq!(plan.must_not, ["touch vendor/", "touch migrations/"]);
+        assert_eq!(plan.criteria, ["execution: `true` exits 0"]);
+        assert_eq!(
+            serde_json::Value::Object(plan.settings),
+            serde_json::json!({"run": {"workflow": "bug"}})
+        );
+    }
+
     #[test]
     fn the_plans_keys_win_and_tables_merge() {
         let mut upper = serde_json::json!({"run": {"workflow": "feature"}, "budgets": 3});
