@@ -172,6 +172,9 @@ impl RunState {
                     self.gate = None;
                 }
             }
+            Request::SkipSkill { skill, reason } => {
+                self.skills_skipped.insert(skill.clone(), reason.clone());
+            }
             Request::Debug { task } => {
                 if let Some(t) = self.task_mut(task) {
                     t.debug_requested = true;

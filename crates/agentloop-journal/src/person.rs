@@ -111,6 +111,12 @@ pub enum Request {
     Retry {
         task: String,
     },
+    /// A required skill (`[prompt.require_skills]`) no longer asked of the run's
+    /// iterations, for the reason given (which the handoff keeps).
+    SkipSkill {
+        skill: String,
+        reason: String,
+    },
     /// The task's next iteration is a DEBUG iteration (the interactive menu's "debug").
     Debug {
         task: String,
@@ -154,6 +160,10 @@ impl Request {
             Request::Skip { task, reason } => Request::Skip {
                 task,
                 reason: reason.map(clean),
+            },
+            Request::SkipSkill { skill, reason } => Request::SkipSkill {
+                skill,
+                reason: clean(reason),
             },
             other => other,
         }

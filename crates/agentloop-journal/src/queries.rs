@@ -7,6 +7,18 @@ use crate::event::{FinishReason, RunStatus};
 use agentloop_plan::{GatePoint, Mode};
 
 impl RunState {
+    /// The skills each phase requires (found when the run started), but those a
+    /// person skipped.
+    pub fn required_skills(
+        &self,
+    ) -> std::collections::BTreeMap<String, Vec<agentloop_config::Skill>> {
+        let mut skills = self.settings.skills.clone();
+        for list in skills.values_mut() {
+            list.retain(|s| !self.skills_skipped.contains_key(&s.name));
+        }
+        skills
+    }
+
     pub(super) fn needs_gate_after(&self, id: &str) -> bool {
         let task = self.plan_task(id);
         task.is_some_and(|t| t.gate == Some(GatePoint::After))

@@ -157,6 +157,12 @@ fn trips(s: &RunState, out: &mut String) {
     if !s.approvals.is_empty() {
         let _ = writeln!(out, "- Approved: {}", s.approvals.join("; "));
     }
+    if !s.skills_skipped.is_empty() {
+        let skipped: Vec<String> = (s.skills_skipped.iter())
+            .map(|(name, why)| format!("{name} ({why})"))
+            .collect();
+        let _ = writeln!(out, "- Required skills skipped: {}", skipped.join("; "));
+    }
 }
 
 /// The pull request's body.

@@ -124,7 +124,10 @@ pub fn build(s: &RunState, task_id: &str, kind: IterationKind) -> String {
     } else {
         "develop"
     };
-    p.push_str(&agentloop_config::skills_section(&s.settings.skills, phase));
+    p.push_str(&agentloop_config::skills_section(
+        &s.required_skills(),
+        phase,
+    ));
 
     let done: Vec<_> = s
         .tasks

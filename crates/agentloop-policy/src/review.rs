@@ -134,7 +134,7 @@ pub fn prompt(
             p.push_str(&format!("Must not: {m}\n"));
         }
     }
-    let skills = agentloop_config::skills_section(&s.settings.skills, "review");
+    let skills = agentloop_config::skills_section(&s.required_skills(), "review");
     if !skills.is_empty() {
         p.push('\n');
         p.push_str(&skills);

@@ -392,6 +392,9 @@ pub fn request(r: &Request) -> String {
                 .unwrap_or_default()
         ),
         Request::Retry { task } => format!("retry task {task}"),
+        Request::SkipSkill { skill, reason } => {
+            format!("skip the required skill {skill}: {reason}")
+        }
         Request::Debug { task } => format!("debug task {task} next"),
         Request::Steer { note } => format!("note for the next iteration: {note}"),
         Request::AcceptSurface { files } => format!(

@@ -116,6 +116,9 @@ pub struct RunState {
     /// The gates people passed, and who (`plan approval by ann@laptop`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approvals: Vec<String>,
+    /// Required skills a person skipped, and why.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub skills_skipped: std::collections::BTreeMap<String, String>,
     /// The last validation: the iterations counted when it ran, and whether it passed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validation: Option<(u32, bool)>,
@@ -293,6 +296,7 @@ impl RunState {
             patterns: Default::default(),
             reported: Vec::new(),
             approvals: Vec::new(),
+            skills_skipped: Default::default(),
             prerequisites: None,
             validation: None,
             validation_failure: None,

@@ -120,11 +120,14 @@ pub struct ApproveArgs {
 
 #[derive(Debug, Args)]
 pub struct SkipArgs {
-    /// The task's id, as in the plan.
+    /// The task's id, as in the plan (with `--skill`: the skill's name).
     pub task: String,
-    /// Why it is skipped.
+    /// Why it is skipped (required for a skill).
     #[arg(long)]
     pub reason: Option<String>,
+    /// Skip a required skill by its name, not a task.
+    #[arg(long)]
+    pub skill: bool,
     #[command(flatten)]
     pub run: RunOpt,
 }

@@ -140,12 +140,15 @@ pub enum Command {
         after_help = "Example:\n  agentloop reject --note \"the parser must not allocate per token\""
     )]
     Reject(NoteArgs),
-    /// Skip a task (its dependents may go ahead)
+    /// Skip a task (its dependents may go ahead), or a required skill
     ///
     /// During an iteration of that task, the skip takes effect when the iteration ends.
-    /// The reason goes into the handoff and the task's tracker issue.
+    /// The reason goes into the handoff and the task's tracker issue. With `--skill`, a
+    /// skill `[prompt.require_skills]` names is no longer asked of the run's
+    /// iterations, from the next one on; its reason is required, and the handoff keeps
+    /// it.
     #[command(
-        after_help = "Example:\n  agentloop skip T3 --reason \"the vendor API is gone; T4 covers it\""
+        after_help = "Examples:\n  agentloop skip T3 --reason \"the vendor API is gone; T4 covers it\"\n  agentloop skip --skill root-cause --reason \"no instrumentation in this repo\""
     )]
     Skip(SkipArgs),
     /// Retry a task from scratch (unblocks it).

@@ -207,6 +207,58 @@ pub fn skip_or_retry(
     send(&run, loaded, request)
 }
 
+/// A required skill skipped for the rest of the run, with its reason.
+pub fn skip_skill(
+    ws: &Workspace,
+    run: Option<&str>,
+    skill: &str,
+    reason: Option<String>,
+) -> Result<ExitKind, CliError> {
+    let Some(reason) = reason.filter(|r| !r.trim().is_empty()) else {
+        return Err(CliError::user(format!(
+            "a required skill is skipped only with a reason: --reason \"why {skill} is not needed\""
+        )));
+    };
+    let (run, loaded) = open(ws, run, Want::Unfinished)?;
+    if loaded.state.status == RunStatus::Completed {
+        return Err(CliError::user(format!("run {} is completed", run.id))
+            .hint("start a new run with `agentloop run`"));
+    }
+    let required: std::collections::BTreeSet<&str> = (loaded.state.settings.skills.values())
+        .flatten()
+        .map(|s| s.name.as_str())
+        .collect();
+    if !required.contains(skill) {
+        let known = if required.is_empty() {
+            "it requires none ([prompt.require_skills])".to_string()
+        } else {
+            format!(
+                "the skills it requires: {}",
+                required.into_iter().collect::<Vec<_>>().join(", ")
+            )
+        };
+        return Err(CliError::user(format!(
+            "run {} requires no skill \"{skill}\": {known}",
+            run.id
+        )));
+    }
+    if loaded.state.skills_skipped.contains_key(skill) {
+        eprintln!(
+            "agentloop: the skill {skill} is skipped in run {} already",
+            run.id
+        );
+        return Ok(ExitKind::Completed);
+    }
+    send(
+        &run,
+        loaded,
+        Request::SkipSkill {
+            skill: skill.into(),
+            reason,
+        },
+    )
+}
+
 pub fn steer(ws: &Workspace, run: Option<&str>, note: String) -> Result<ExitKind, CliError> {
     if note.trim().is_empty() {
         return Err(CliError::user("the note is empty"));

@@ -106,6 +106,9 @@ pub fn dispatch(cli: Cli) -> Result<ExitKind, CliError> {
         ),
         Command::Approve(a) => control::approve(&workspace()?, a.run.get(), a.note, true),
         Command::Reject(a) => control::approve(&workspace()?, a.run.get(), a.note, false),
+        Command::Skip(a) if a.skill => {
+            control::skip_skill(&workspace()?, a.run.run.as_deref(), &a.task, a.reason)
+        }
         Command::Skip(a) => {
             control::skip_or_retry(&workspace()?, a.run.run.as_deref(), &a.task, Some(a.reason))
         }

@@ -702,6 +702,43 @@ fn the_skills_a_phase_requires_must_be_installed_and_are_named_in_its_prompts() 
     );
 }
 
+/// A required skill is skipped only with a reason, and only one the run requires:
+/// later prompts do not name it, and the handoff keeps why.
+#[test]
+fn a_required_skill_is_skipped_with_its_reason() {
+    let p = Scratch::new()
+        .plan("# P\n\n## T1: one\nVerify: test -f one.txt\n")
+        .agent(&agent("touch one.txt\necho TASK_COMPLETE\n"))
+        .config("[gates]\nplan_approval = true\n\n[prompt.require_skills]\ndevelop = [\"tdd\"]\n")
+        .file(".claude/skills/tdd/SKILL.md", "Red, green, refactor.\n")
+        .build();
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    let r = p.run(&["skip", "--skill", "tdd"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("only with a reason"), "{}", r.stderr);
+    let r = p.run(&["skip", "--skill", "lint", "--reason", "x"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("requires no skill \"lint\": the skills it requires: tdd"),
+        "{}",
+        r.stderr
+    );
+    let r = p.run(&["skip", "--skill", "tdd", "--reason", "a one-line change"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(p.run(&["approve"]).code, Some(0));
+    let r = p.run(&["resume", "--no-wait"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let prompt = std::fs::read_to_string(p.run_dir().join("iterations/0001/prompt.md")).unwrap();
+    assert!(!prompt.contains("tdd"), "{prompt}");
+    let handoff = std::fs::read_to_string(p.run_dir().join("handoff.md")).unwrap();
+    assert!(
+        handoff.contains("Required skills skipped: tdd (a one-line change)"),
+        "{handoff}"
+    );
+}
+
 /// The validation failed: its coverage step wrote no report of this run's. No
 /// command is blamed for it (they passed), and no fix task is spent on it: no agent
 /// can mend the configuration's step.
