@@ -94,13 +94,16 @@ pub trait Sandbox {
     /// An agent's confinement for one iteration: the proxy started (its refusals go
     /// to `own/sandbox-network.jsonl`) and the command to run the agent under. `root`
     /// is the project, `workdir` where the agent works, `own` its iteration's
-    /// directory, `allow` what it may reach.
+    /// directory, `allow` what it may reach. `programs` are the files its command line
+    /// names (a command agent's program or script): one under `/tmp` is seen,
+    /// read-only, through the sandbox's own `/tmp`, where it would not be.
     fn confine(
         &self,
         root: &Path,
         workdir: &Path,
         own: &Path,
         allow: AllowList,
+        programs: &[PathBuf],
     ) -> std::io::Result<Confinement>;
     /// The confinement of a verification command (`[sandbox] verify`): its working
     /// copy writable, and `reports` (the directory its runner's report goes to, made
@@ -159,6 +162,7 @@ impl Sandbox for SandboxConfig {
         workdir: &Path,
         own: &Path,
         allow: AllowList,
+        programs: &[PathBuf],
     ) -> std::io::Result<Confinement> {
         let forwards = allow.loopback_ports();
         let proxy_port = (PROXY_PORT..)
@@ -166,6 +170,12 @@ impl Sandbox for SandboxConfig {
             .unwrap_or(PROXY_PORT);
         let proxy = Proxy::start(allow, own.join(NETWORK_FILE))?;
         let mut a = files(self, root, workdir, Some(own));
+        let hidden = self.hidden_paths();
+        for p in programs.iter().filter_map(|p| p.canonicalize().ok()) {
+            if p.starts_with("/tmp") && p.is_file() && !hidden.iter().any(|h| p.starts_with(h)) {
+                bind(&mut a, "--ro-bind", &p, &p);
+            }
+        }
         push(&mut a, &["--unshare-net", "--bind"]);
         a.push(proxy.socket().into());
         a.push(SOCKET_INSIDE.into());

@@ -69,7 +69,13 @@ impl Driver {
         self.state
             .settings
             .sandbox
-            .confine(&self.ws.root, workdir, own, self.allowed_hosts(agent))
+            .confine(
+                &self.ws.root,
+                workdir,
+                own,
+                self.allowed_hosts(agent),
+                &self.agent_programs(agent),
+            )
             .map_err(|e| CliError::internal(format!("cannot start the sandbox's proxy: {e}")))
     }
 
@@ -145,6 +151,16 @@ impl Driver {
 
     /// What `agent` may reach: its own hosts as recorded when the run was created,
     /// and `[sandbox] allow_hosts`.
+    /// The files an agent's command line names by an absolute path (a command agent's
+    /// program, its script): the sandbox shows those under `/tmp` to it.
+    fn agent_programs(&self, agent: &str) -> Vec<std::path::PathBuf> {
+        (self.config.agents.get(agent).into_iter())
+            .flat_map(|a| &a.command)
+            .map(std::path::PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .collect()
+    }
+
     fn allowed_hosts(&self, agent: &str) -> AllowList {
         let settings = &self.state.settings;
         let mut hosts = settings.agent_hosts.get(agent).cloned().unwrap_or_default();

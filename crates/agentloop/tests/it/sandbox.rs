@@ -194,6 +194,33 @@ pub(crate) fn planted_home() -> tempfile::TempDir {
     home
 }
 
+/// A command agent whose script is under `/tmp`, which the sandbox has a `/tmp` of
+/// its own over: the script is seen there, read-only, and the agent runs.
+#[test]
+fn a_command_agents_script_under_tmp_runs_in_the_sandbox() {
+    let home = planted_home();
+    let tmp = tempfile::Builder::new()
+        .prefix("agentloop-agent-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let script = tmp.path().join("agent.sh");
+    std::fs::write(
+        &script,
+        agent("echo changed >> \"$0\" 2>/dev/null && echo WROTE_SCRIPT\ntouch a.txt\necho TASK_COMPLETE\n"),
+    )
+    .unwrap();
+    let mut p = Scratch::new()
+        .plan("# Boxed\n\n## T1: Make a.txt\nVerify: test -f a.txt\n")
+        .config(&format!(
+            "[run]\nagent = \"mine\"\n\n[agents.mine]\ncommand = [\"sh\", \"{}\"]\ntimeout = \"60s\"\n",
+            script.display()
+        ))
+        .build();
+    let log = run_boxed(&mut p, home.path());
+    refute(&log, &["WROTE_SCRIPT"]);
+    assert!(p.path().join("a.txt").exists(), "{log}");
+}
+
 /// Runs `p` in workspace mode with `home` as its home: it succeeds and nothing in
 /// `home` changed; returns the first iteration's agent log.
 fn run_boxed(p: &mut crate::support::Project, home: &std::path::Path) -> String {
