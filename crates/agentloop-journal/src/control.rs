@@ -47,16 +47,7 @@ impl RunState {
             }
             Request::StopNow => self.stop = Some(StopKind::Now),
             Request::Steer { note } => self.steer.push(note.clone()),
-            Request::AcceptSurface { files } => {
-                if let Some(base) = &mut self.baseline {
-                    for (path, f) in files {
-                        match f {
-                            Some(f) => base.insert(path.clone(), f.clone()),
-                            None => base.remove(path),
-                        };
-                    }
-                }
-            }
+            Request::AcceptSurface { files } => self.accept_surface(files),
             Request::Approve {
                 note,
                 gate: Some(named),
@@ -214,6 +205,21 @@ impl RunState {
 }
 
 impl RunState {
+    /// The baseline takes these files at these versions (`None`: gone).
+    pub(super) fn accept_surface(
+        &mut self,
+        files: &std::collections::BTreeMap<String, Option<super::baseline::SurfaceFile>>,
+    ) {
+        if let Some(base) = &mut self.baseline {
+            for (path, f) in files {
+                match f {
+                    Some(f) => base.insert(path.clone(), f.clone()),
+                    None => base.remove(path),
+                };
+            }
+        }
+    }
+
     /// Who passed which gate, when `request` approved one (`open`: the gate that was
     /// open before it).
     pub(super) fn approved(&mut self, request: &Request, open: Option<&Gate>, by: Option<&str>) {

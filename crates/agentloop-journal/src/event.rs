@@ -316,6 +316,12 @@ pub enum Event {
         iteration: u32,
         changes: Vec<super::baseline::SurfaceChange>,
     },
+    /// Files of the verification surface a person changed while no agent was at work
+    /// (the run paused, or waiting for them): taken into the baseline at their new
+    /// versions (`None`: deleted), never charged to the next agent.
+    PersonChangedSurface {
+        files: std::collections::BTreeMap<String, Option<super::baseline::SurfaceFile>>,
+    },
     /// agentloop put the baseline versions of the checked changes back.
     SurfaceRestored {
         iteration: u32,
@@ -391,6 +397,7 @@ impl Event {
             Event::ReviewStarted(_) => "review_started",
             Event::ReviewFinished(_) => "review_finished",
             Event::SurfaceRestored { .. } => "surface_restored",
+            Event::PersonChangedSurface { .. } => "person_changed_surface",
             Event::ShipPushed { .. } => "ship_pushed",
             Event::PrOpened { .. } => "pr_opened",
             Event::ChecksFinished { .. } => "checks_finished",

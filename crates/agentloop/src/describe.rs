@@ -234,6 +234,10 @@ pub(crate) fn event(e: &Event) -> String {
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
+        Event::PersonChangedSurface { files } => format!(
+            "a person changed {} of the verification surface while no agent was at work: the baseline takes it as theirs",
+            files.keys().cloned().collect::<Vec<_>>().join(", ")
+        ),
         Event::SurfaceRestored { iteration, cause } => format!(
             "iteration {iteration}: baseline versions restored ({})",
             match cause {

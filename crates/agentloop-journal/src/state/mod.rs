@@ -589,6 +589,7 @@ impl RunState {
                 self.surface_checked(*iteration, changes)
             }
             Event::SurfaceRestored { iteration, cause } => self.surface_restored(*iteration, cause),
+            Event::PersonChangedSurface { files } => self.accept_surface(files),
             Event::LimitWaitOver => {
                 self.limit_until_ms = None;
                 self.limit_message = None;

@@ -75,6 +75,29 @@ impl Driver {
 
     /// Paths a person changed while no agent was at work: theirs for the rest of the
     /// run (see `persons`), each said once.
+    /// The files of the verification surface among `theirs` (what a person changed
+    /// while no agent was at work) go into the baseline as they are now, recorded:
+    /// the next agent is not charged with them, nor are they put back.
+    fn take_persons_surface(&mut self, theirs: &[String]) -> Result<(), CliError> {
+        let Some(base) = self.state.baseline.clone() else {
+            return Ok(());
+        };
+        let project = self.state.project(&self.ws.root);
+        let changes =
+            agentloop_verify::surface::check(&self.ws.root, &base, &project).map_err(|e| {
+                CliError::internal(format!("cannot check the verification surface: {e}"))
+            })?;
+        let files: std::collections::BTreeMap<_, _> = changes
+            .into_iter()
+            .filter(|c| theirs.contains(&c.path))
+            .map(|c| (c.path, c.after))
+            .collect();
+        if files.is_empty() {
+            return Ok(());
+        }
+        self.record(Event::PersonChangedSurface { files })
+    }
+
     fn note_persons(&mut self, paths: Vec<String>) {
         let new: Vec<String> = paths
             .into_iter()
@@ -201,13 +224,13 @@ impl Driver {
         worktree: Option<std::path::PathBuf>,
     ) -> Result<Option<Prepared>, CliError> {
         let workdir = worktree.clone().unwrap_or_else(|| self.ws.root.clone());
+        let mut theirs = Vec::new();
         let before = match self.seen.take() {
             // What changed since the last iteration ended, while no agent was at work,
             // is the person's: left alone, said once, never charged to the agent.
             Some(seen) if worktree.is_none() => match self.snapshot_of(&workdir, false) {
                 Some(now) if now.id != seen.id => {
-                    let theirs = git::Snapshots::known(&workdir).changed(&seen, &now);
-                    self.note_persons(theirs);
+                    theirs.extend(git::Snapshots::known(&workdir).changed(&seen, &now));
                     Some(now)
                 }
                 Some(now) => Some(now),
@@ -220,7 +243,10 @@ impl Driver {
             && let (Some(began), Some(now)) = (self.wait_began.take(), &before)
             && began.id != now.id
         {
-            let theirs = git::Snapshots::known(&workdir).changed(&began, now);
+            theirs.extend(git::Snapshots::known(&workdir).changed(&began, now));
+        }
+        if !theirs.is_empty() {
+            self.take_persons_surface(&theirs)?;
             self.note_persons(theirs);
         }
         // Where the task's stretch of iterations began: what a claim is judged against.

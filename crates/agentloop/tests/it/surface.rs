@@ -265,6 +265,47 @@ fn with_workers_checks_run_on_a_clean_copy_of_the_worktree_too() {
     no_clean_copy_left(&p);
 }
 
+/// A test the person edits while the run is paused (no agent at work) is theirs: the
+/// baseline takes it, recorded, and the next agent is neither charged with it nor is
+/// it put back.
+#[test]
+fn a_test_the_person_edits_while_the_run_is_paused_is_not_charged_to_the_agent() {
+    let p = project(
+        "while [ ! -e .git/agent-state/noted ]; do sleep 0.05; done",
+        HONEST,
+        "[verify]\non_protected_change = \"restore\"\n",
+    );
+    let out = std::fs::File::create(p.path().join("run1.err")).unwrap();
+    let mut run = p
+        .cmd(&["run"])
+        .stdout(out.try_clone().unwrap())
+        .stderr(out)
+        .spawn()
+        .unwrap();
+    wait_for(&p, "the first attempt", |p| {
+        p.path().join(".git/agent-state/T1").exists()
+    });
+    assert_eq!(p.run(&["pause"]).code, Some(0));
+    std::fs::write(p.path().join(".git/agent-state/noted"), "").unwrap();
+    // Paused, and the first attempt over: no agent at work.
+    wait_for(&p, "the pause", |p| {
+        p.status()["status"] == "paused" && journal_has(p, "\"kind\":\"iteration_finished\"")
+    });
+    let mine = "test -f one.txt || { echo 'FAIL: no one.txt (a stricter message)'; exit 1; }\n";
+    p.write("tests/t1.sh", mine);
+    assert_eq!(p.run(&["resume"]).code, Some(0));
+    let status = wait_exit(&mut run, Duration::from_secs(30));
+    assert_eq!(status.code(), Some(0), "{}", p.read("run1.err"));
+    assert_eq!(p.read("tests/t1.sh"), mine, "not put back");
+    assert!(journal_has(&p, "person_changed_surface"));
+    assert!(
+        !journal_has(&p, "surface_restored"),
+        "{}",
+        p.read("run1.err")
+    );
+    assert_eq!(p.status()["tasks"][0]["status"], "done");
+}
+
 #[test]
 fn verify_surface_lists_the_baseline_and_accepts_a_persons_own_edit() {
     // A run waiting for its plan's approval: no agent has run yet.
