@@ -364,6 +364,27 @@ fn the_dashboard_follows_a_run_and_its_buttons_control_it() {
         tests.contains("shout::shouted greeting\tfailed\tpassed"),
         "{tests}"
     );
+    // In a narrow card the test id breaks; a verdict never does ("pas sed").
+    let wrapped = b.script(
+        "const t = document.querySelector('article.task[data-task=T2] table.evidence');\
+         t.closest('article').style.width = '160px';\
+         const lines = (td) => { const r = document.createRange(); r.selectNodeContents(td); \
+           return new Set([...r.getClientRects()].map((x) => Math.round(x.top))).size; };\
+         const verdicts = [...t.querySelectorAll('tbody td:not(:first-child)')].map(lines);\
+         const id = lines(t.querySelector('tbody td:first-child'));\
+         t.closest('article').style.width = '';\
+         return JSON.stringify({verdicts, id});",
+    );
+    let wrapped: serde_json::Value = serde_json::from_str(wrapped.as_str().unwrap()).unwrap();
+    assert!(
+        wrapped["verdicts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|n| n == 1)
+            && wrapped["id"].as_u64().unwrap() > 1,
+        "{wrapped}"
+    );
     // The timeline names each iteration's phase (the second try at T2: a retry).
     assert!(text.contains("T2 · retry"), "{text}");
     // The iteration the example agent got wrong, caught by verification.
