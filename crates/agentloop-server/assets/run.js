@@ -284,6 +284,12 @@ function runPage(main, runId, selected) {
           + (merging.length && waiting.length ? " · " : "")
           + (waiting.length ? waiting.length + " waiting (" + waiting.join(", ") + ")" : ""))
         : null,
+      state.cycles
+        ? el("p", { class: "cycles" }, "Cycle " + state.cycles.current + " (every " + state.cycles.every
+          + "; " + state.cycles.done_in_cycle + " done in it)"
+          + (state.cycles.last ? " · last verdict: " + state.cycles.last.verdict
+            + (state.cycles.last.reasons.length ? " (" + state.cycles.last.reasons.join("; ") + ")" : "") : ""))
+        : null,
       state.planners
         ? el("div", { class: "planners" },
           el("p", {}, "Planners: " + state.planners.count

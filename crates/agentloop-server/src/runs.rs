@@ -270,6 +270,13 @@ pub(crate) async fn run_state(
         "proposal": state.planning.proposal.as_ref().map(|t| t.iter().map(|t| json!({"id": t.id, "title": t.title, "verify": t.verify, "tests": t.tests.iter().map(|n| &n.pattern).collect::<Vec<_>>(), "holdout": t.holdout, "depends": t.depends})).collect::<Vec<_>>()),
         "last": state.planning.last.iter().map(|(p, what)| json!({"planner": p, "outcome": what})).collect::<Vec<_>>(),
     })));
+    // `[run] cycle`: the cycle the run is in, and the last one's verdict.
+    v["cycles"] = json!(state.settings.cycle.map(|c| json!({
+        "every": c.describe(),
+        "current": state.cycles.judged + 1,
+        "done_in_cycle": agentloop_policy::done_in_cycle(&state),
+        "last": state.cycles.last.as_ref().map(|(v, why)| json!({"verdict": v.as_str(), "reasons": why})),
+    })));
     // `[sandbox]`: how many things it refused the agents, and the latest.
     v["sandbox"] = json!(state.settings.sandbox.on().then(|| json!({
         "refusals": state.sandbox.count,

@@ -83,19 +83,8 @@ pub fn status(ws: &Workspace, run: Option<&str>, as_json: bool) -> Result<ExitKi
     if s.settings.planners > 0 {
         outln!("{}", planners_line(s));
     }
-    if let Some(c) = s.settings.cycle {
-        let last = s
-            .cycles
-            .last
-            .as_ref()
-            .map(|(v, why)| format!(" · last verdict: {} ({})", v.as_str(), why.join("; ")))
-            .unwrap_or_default();
-        outln!(
-            "cycle: {} (every {}; {} done in it){last}",
-            s.cycles.judged + 1,
-            c.describe(),
-            agentloop_policy::done_in_cycle(s)
-        );
+    if let Some(line) = cycle_line(s) {
+        outln!("{line}");
     }
     match &driver {
         Some(pid) => outln!("driver: pid {pid}"),
@@ -237,6 +226,23 @@ pub(crate) fn grouped_lanes(s: &RunState, now: u64) -> Vec<String> {
 }
 
 /// `planners: 2 (1 at work) · added T9, T10 · last: planner 1 nothing more to add`.
+/// `[run] cycle`: the cycle the run is in, and the last cycle's verdict and why.
+pub(crate) fn cycle_line(s: &RunState) -> Option<String> {
+    let c = s.settings.cycle?;
+    let last = s
+        .cycles
+        .last
+        .as_ref()
+        .map(|(v, why)| format!(" · last verdict: {} ({})", v.as_str(), why.join("; ")))
+        .unwrap_or_default();
+    Some(format!(
+        "cycle: {} (every {}; {} done in it){last}",
+        s.cycles.judged + 1,
+        c.describe(),
+        agentloop_policy::done_in_cycle(s)
+    ))
+}
+
 pub(crate) fn planners_line(s: &RunState) -> String {
     let mut line = format!("planners: {}", s.settings.planners);
     if !s.planning.at_work.is_empty() {

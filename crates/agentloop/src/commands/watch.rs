@@ -192,17 +192,27 @@ pub fn draw(f: &mut Frame, v: &View) {
 }
 
 /// The tasks pane's title; under `[sandbox]`, what it refused and the latest.
+/// Under `[run] cycle`, the cycle the run is in and the last one's verdict.
 fn tasks_title(s: &RunState) -> String {
+    let cycle = match (s.settings.cycle, &s.cycles.last) {
+        (None, _) => String::new(),
+        (Some(_), None) => format!(" · cycle {}", s.cycles.judged + 1),
+        (Some(_), Some((v, _))) => format!(
+            " · cycle {} · last verdict: {}",
+            s.cycles.judged + 1,
+            v.as_str()
+        ),
+    };
     if !s.settings.sandbox.on() {
-        return " tasks ".into();
+        return format!(" tasks{cycle} ");
     }
     match s.sandbox.recent.last() {
         Some((i, d)) => format!(
-            " tasks · sandbox refused {} · last, iteration {i}: {} ",
+            " tasks{cycle} · sandbox refused {} · last, iteration {i}: {} ",
             s.sandbox.count,
             d.describe()
         ),
-        None => " tasks · sandbox: nothing refused ".into(),
+        None => format!(" tasks{cycle} · sandbox: nothing refused "),
     }
 }
 
@@ -408,6 +418,10 @@ fn lanes(run: &RunDir, s: &RunState) -> String {
     }
     if s.settings.planners > 0 {
         out.push_str(&super::status::planners_line(s));
+        out.push('\n');
+    }
+    if let Some(line) = super::status::cycle_line(s) {
+        out.push_str(&line);
         out.push('\n');
     }
     if let Some(i) = &s.integration {

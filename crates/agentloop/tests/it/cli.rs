@@ -406,7 +406,7 @@ fn config_show_hides_secret_values_and_hook_install_adds_team_hooks() {
 }
 
 /// The run's state as its `state.json` says (unsealed reading is fine for a picture).
-fn cached_state(p: &Project) -> agentloop_journal::RunState {
+pub(crate) fn cached_state(p: &Project) -> agentloop_journal::RunState {
     let text = std::fs::read_to_string(p.run_dir().join("state.json")).unwrap();
     let mut state: agentloop_journal::RunState = serde_json::from_str(&text).unwrap();
     state.reindex();

@@ -60,6 +60,31 @@ fn the_rule_lets_a_run_go_on_while_its_cycles_get_tasks_done() {
     let s = p.status();
     assert_eq!(s["status"], "completed");
     assert_eq!(s["cycles"]["every"], "1 task", "{s}");
+    // The cycle and its last verdict, in status, `watch` and the dashboard.
+    let said = "cycle: 3 (every 1 task; 1 done in it) · last verdict: go on (";
+    let human = p.run(&["status"]).stdout;
+    assert!(human.contains(said), "{human}");
+    let frame = agentloop::watch_frame(&crate::cli::cached_state(&p), "", "watching", 160, 40);
+    assert!(
+        frame.contains(" tasks · cycle 3 · last verdict: go on "),
+        "{frame}"
+    );
+    let server = crate::support::serve(&p);
+    let id = s["run_id"].as_str().unwrap();
+    let (code, body) = crate::support::http_request(
+        &server.addr,
+        "GET",
+        &format!("/api/runs/{id}"),
+        Some(&server.token),
+        None,
+    );
+    assert_eq!(code, 200, "{body}");
+    let run: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (&run["cycles"]["current"], &run["cycles"]["last"]["verdict"]),
+        (&serde_json::json!(3), &serde_json::json!("go on")),
+        "{run}"
+    );
 
     // A cycle that is neither is refused before anything runs.
     let bad = project(THREE, "cycle = \"forever\"", "", MAKE);
