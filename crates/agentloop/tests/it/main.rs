@@ -6,6 +6,7 @@ mod api;
 mod bad_input;
 mod browser;
 mod chaos;
+mod claims;
 mod cli;
 mod confinement;
 mod control;
