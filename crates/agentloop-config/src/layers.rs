@@ -19,6 +19,8 @@ pub enum Source {
     Default,
     User(PathBuf),
     Project(PathBuf),
+    /// A shaping step's `.loop/shape/SHAPE.md`, under the plan's front matter.
+    Shape(PathBuf),
     Plan(PathBuf),
     Flag,
 }
@@ -29,6 +31,7 @@ impl std::fmt::Display for Source {
             Source::Default => f.write_str("default"),
             Source::User(p) => write!(f, "user config {}", p.display()),
             Source::Project(p) => write!(f, "{}", p.display()),
+            Source::Shape(p) => write!(f, "shape {}", p.display()),
             Source::Plan(p) => write!(f, "plan front matter {}", p.display()),
             Source::Flag => f.write_str("command line"),
         }

@@ -116,6 +116,7 @@ pub fn plan_from_issues(
             "Resolve the open issues of {source}; each one's status is kept in step as the run goes."
         ),
         settings,
+        shaped: Default::default(),
         must_not: Vec::new(),
         criteria: Vec::new(),
         tasks,

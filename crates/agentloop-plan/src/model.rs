@@ -10,6 +10,10 @@ pub struct Plan {
     /// Plan-level settings from the front matter, in the same shape as `agentloop.toml`.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub settings: serde_json::Map<String, serde_json::Value>,
+    /// What of `settings` came from a shaping step's `.loop/shape/SHAPE.md` (its front
+    /// matter as read, under the plan's own): which file a setting came from.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub shaped: serde_json::Map<String, serde_json::Value>,
     /// Tripwires for every task (`mustNot:` in the front matter; see `Tripwire`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub must_not: Vec<String>,

@@ -160,6 +160,7 @@ impl Plan {
             title,
             goal,
             settings,
+            shaped: Default::default(),
             must_not,
             criteria,
             tasks,

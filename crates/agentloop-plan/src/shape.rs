@@ -81,6 +81,7 @@ impl Plan {
         // Its phrases as the plan's own: `proceed: without confirmation`, `linear: …`.
         super::front::proceed(SHAPE_FILE, &mut shape)?;
         super::front::linear(SHAPE_FILE, &mut shape)?;
+        self.shaped = shape.clone();
         under(&mut self.settings, shape);
         Ok(self)
     }
@@ -96,7 +97,7 @@ mod tests {
         std::fs::create_dir_all(dir.path().join(".loop/shape")).unwrap();
         std::fs::write(
             dir.path().join(super::SHAPE_FILE),
-            "---\ncriteria:\n  - \"execution: `true` exits 0\"\nmustNot: touch migrations/\nrun:\n  workflow: bug\n---\nShaped.\n",
+            "---\ncriteria:\n  - \"execution: true\"\nmustNot: touch migrations/\nrun:\n  workflow: bug\n---\nShaped.\n",
         )
         .unwrap();
         let plan = crate::Plan::parse(
@@ -107,7 +108,7 @@ mod tests {
         .with_shape(dir.path())
         .unwrap();
         assert_eq!(plan.must_not, ["touch vendor/", "touch migrations/"]);
-        assert_eq!(plan.criteria, ["execution: `true` exits 0"]);
+        assert_eq!(plan.criteria, ["execution: true"]);
         assert_eq!(
             serde_json::Value::Object(plan.settings),
             serde_json::json!({"run": {"workflow": "bug"}})

@@ -134,6 +134,7 @@ fn apply_replan(s: &RunState, task: &str, proposal: &str) -> Result<Plan, String
         title: s.plan.title.clone(),
         goal: s.plan.goal.clone(),
         settings: s.plan.settings.clone(),
+        shaped: s.plan.shaped.clone(),
         must_not: s.plan.must_not.clone(),
         criteria: s.plan.criteria.clone(),
         tasks: new_tasks,

@@ -268,6 +268,7 @@ impl RunState {
                 title: String::new(),
                 goal: String::new(),
                 settings: Default::default(),
+                shaped: Default::default(),
                 must_not: Vec::new(),
                 criteria: Vec::new(),
                 tasks: vec![],

@@ -10,12 +10,13 @@ use crate::error::{CliError, ExitKind};
 pub fn show(cwd: &Path, plan: &Path, as_json: bool) -> Result<ExitKind, CliError> {
     let ws = agentloop_workspace::Workspace::find(cwd);
     let plan_path = cwd.join(plan);
-    let front_matter = if plan_path.exists() {
-        Plan::load(&plan_path)?.with_shape(&ws.root)?.settings
+    let (front_matter, shaped) = if plan_path.exists() {
+        let p = Plan::load(&plan_path)?.with_shape(&ws.root)?;
+        (p.settings, p.shaped)
     } else {
-        Map::new()
+        (Map::new(), Map::new())
     };
-    let layered = super::load_config(&ws.root, plan, &front_matter, Map::new())?;
+    let layered = super::load_config_shaped(&ws.root, plan, &front_matter, &shaped, Map::new())?;
     let rows = layered.describe();
     if as_json {
         let map: Map<_, _> = rows

@@ -237,7 +237,7 @@ pub(crate) fn plan_and_config(
 ) -> Result<(agentloop_plan::Plan, Layered), CliError> {
     let name = shown.display().to_string();
     let plan = agentloop_plan::Plan::load_growing(full, &name)?.with_shape(root)?;
-    let layered = load_config(root, shown, &plan.settings, flags)?;
+    let layered = load_config_shaped(root, shown, &plan.settings, &plan.shaped, flags)?;
     if plan.tasks.is_empty() && layered.config.run.planners == 0 {
         return Err(agentloop_plan::Plan::no_tasks(&name).into());
     }
@@ -250,7 +250,52 @@ pub(crate) fn load_config(
     front_matter: &Map<String, Value>,
     flags: Map<String, Value>,
 ) -> Result<Layered, CliError> {
-    load_config_pinned(root, plan_file, front_matter, flags, Pinned::AsItIs)
+    load_config_pinned(
+        root,
+        plan_file,
+        (front_matter, &Map::new()),
+        flags,
+        Pinned::AsItIs,
+    )
+}
+
+/// [`load_config`] for a plan that took in a shaping step's settings (`shaped`, which
+/// `front_matter` holds too, under the plan's own): each is named where it came from.
+pub(crate) fn load_config_shaped(
+    root: &Path,
+    plan_file: &Path,
+    front_matter: &Map<String, Value>,
+    shaped: &Map<String, Value>,
+    flags: Map<String, Value>,
+) -> Result<Layered, CliError> {
+    load_config_pinned(
+        root,
+        plan_file,
+        (front_matter, shaped),
+        flags,
+        Pinned::AsItIs,
+    )
+}
+
+/// What of `all` is not `shaped`'s: the plan's own front matter (a value the plan
+/// sets as the shape does is the shape's).
+fn own(all: &Map<String, Value>, shaped: &Map<String, Value>) -> Map<String, Value> {
+    let mut out = Map::new();
+    for (k, v) in all {
+        match (v, shaped.get(k)) {
+            (Value::Object(a), Some(Value::Object(s))) => {
+                let rest = own(a, s);
+                if !rest.is_empty() {
+                    out.insert(k.clone(), Value::Object(rest));
+                }
+            }
+            (v, Some(s)) if v == s => {}
+            _ => {
+                out.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    out
 }
 
 /// Which `agentloop.toml` a configuration is built from.
@@ -264,7 +309,7 @@ enum Pinned {
 fn load_config_pinned(
     root: &Path,
     plan_file: &Path,
-    front_matter: &Map<String, Value>,
+    (front_matter, shaped): (&Map<String, Value>, &Map<String, Value>),
     flags: Map<String, Value>,
     pinned: Pinned,
 ) -> Result<Layered, CliError> {
@@ -280,8 +325,17 @@ fn load_config_pinned(
         }
         Pinned::Baseline(None) => loader,
     };
+    if !shaped.is_empty() {
+        loader = loader.layer(
+            Source::Shape(PathBuf::from(agentloop_plan::SHAPE_FILE)),
+            shaped.clone(),
+        );
+    }
     Ok(loader
-        .layer(Source::Plan(plan_file.to_path_buf()), front_matter.clone())
+        .layer(
+            Source::Plan(plan_file.to_path_buf()),
+            own(front_matter, shaped),
+        )
         .layer(Source::Flag, flags)
         .build()?)
 }
@@ -316,7 +370,7 @@ pub(crate) fn run_config_with(
     load_config_pinned(
         root,
         Path::new(&s.plan_file),
-        &s.plan.settings,
+        (&s.plan.settings, &s.plan.shaped),
         flags,
         pinned,
     )

@@ -474,12 +474,22 @@ fn the_shape_file_sets_what_the_plan_does_not() {
     );
     p.write(
         ".loop/shape/SHAPE.md",
-        "---\nrun:\n  workflow: bug\nbudgets:\n  task_retries: 3\n---\n# Shape\n\nA bug, by the shaping.\n",
+        "---\nrun:\n  workflow: bug\nbudgets:\n  task_retries: 3\ncriteria:\n  - \"execution: test -f fixed.txt\"\nmustNot: touch vendor/\n---\n# Shape\n\nA bug, by the shaping.\n",
     );
     let r = p.run(&["plan", "check"]);
-    assert!(r.stdout.contains("workflow bug"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("workflow bug"),
+        "{}{}",
+        r.stdout,
+        r.stderr
+    );
+    // Each setting says where it came from: the shape, not the plan.
     let shown = p.run(&["config", "show"]).stdout;
-    assert!(shown.contains("budgets.task_retries = 3"), "{shown}");
+    assert!(
+        shown.contains("budgets.task_retries = 3")
+            && shown.contains("# shape .loop/shape/SHAPE.md"),
+        "{shown}"
+    );
     let r = p.run(&["run"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(iteration_kinds(&p), ["debug", "work"]);
@@ -493,6 +503,17 @@ fn the_shape_file_sets_what_the_plan_does_not() {
     let r = p.run(&["run"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(p.status()["workflow"], "feature");
+    // A key the shape has wrong is the shape's error, not the plan's.
+    p.write(".loop/shape/SHAPE.md", "---\nrun:\n  workflw: bug\n---\n");
+    let r = p.run(&["config", "show"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("shape .loop/shape/SHAPE.md: run.workflw: unknown field")
+            && !r.stderr.contains("PLAN.md"),
+        "{}",
+        r.stderr
+    );
     // A shape that does not read is bad input, and nothing starts.
     p.write(".loop/shape/SHAPE.md", "---\nrun: [unclosed\n");
     let r = p.run(&["run"]);

@@ -109,7 +109,13 @@ fn create_run(
         let run = flags.entry("run").or_insert_with(|| json!({}));
         run["confirm"] = json!(false);
     }
-    let layered = super::load_config(&ws.root, &shown, &parsed.settings, flags.clone())?;
+    let layered = super::load_config_shaped(
+        &ws.root,
+        &shown,
+        &parsed.settings,
+        &parsed.shaped,
+        flags.clone(),
+    )?;
     agentloop_ground::values::cost_ceiling(layered.config.budgets.max_cost_usd, force).map_err(
         |e| CliError::user(e).hint("pass --force to allow it, or lower [budgets] max_cost_usd"),
     )?;
