@@ -144,6 +144,15 @@ impl Forge for GitHub {
         Ok((Self::pr_of(&updated)?, false))
     }
 
+    fn update(&self, pr: u64, title: &str, body: &str) -> Result<(), ForgeError> {
+        self.call(
+            "PATCH",
+            &format!("/pulls/{pr}"),
+            Some(json!({"title": title, "body": body})),
+        )
+        .map(drop)
+    }
+
     fn add_labels(&self, pr: u64, labels: &[String]) -> Result<(), ForgeError> {
         if labels.is_empty() {
             return Ok(());

@@ -181,6 +181,15 @@ impl Forge for GitLab {
         Ok((Self::mr_of(&updated)?, false))
     }
 
+    fn update(&self, pr: u64, title: &str, body: &str) -> Result<(), ForgeError> {
+        self.call(
+            "PUT",
+            &format!("/merge_requests/{pr}"),
+            Some(json!({"title": title, "description": body})),
+        )
+        .map(drop)
+    }
+
     fn add_labels(&self, pr: u64, labels: &[String]) -> Result<(), ForgeError> {
         if labels.is_empty() {
             return Ok(());

@@ -109,6 +109,9 @@ pub trait Forge {
         body: &str,
         draft: bool,
     ) -> Result<(PullRequest, bool), ForgeError>;
+    /// Writes the title and body of pull request `pr` again (open or not: no other
+    /// is opened in its place).
+    fn update(&self, pr: u64, title: &str, body: &str) -> Result<(), ForgeError>;
     fn add_labels(&self, pr: u64, labels: &[String]) -> Result<(), ForgeError>;
     /// Takes these labels off (one it does not bear is no error).
     fn remove_labels(&self, pr: u64, labels: &[String]) -> Result<(), ForgeError>;

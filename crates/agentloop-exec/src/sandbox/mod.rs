@@ -170,11 +170,11 @@ impl Sandbox for SandboxConfig {
             .unwrap_or(PROXY_PORT);
         let proxy = Proxy::start(allow, own.join(NETWORK_FILE))?;
         let mut a = files(self, root, workdir, Some(own));
-        let hidden = self.hidden_paths();
-        for p in programs.iter().filter_map(|p| p.canonicalize().ok()) {
-            if p.starts_with("/tmp") && p.is_file() && !hidden.iter().any(|h| p.starts_with(h)) {
-                bind(&mut a, "--ro-bind", &p, &p);
-            }
+        for p in programs
+            .iter()
+            .filter(|p| shown_program(self, root, workdir, p))
+        {
+            bind(&mut a, "--ro-bind", p, p);
         }
         push(&mut a, &["--unshare-net", "--bind"]);
         a.push(proxy.socket().into());
@@ -221,6 +221,26 @@ impl Sandbox for SandboxConfig {
     ) -> Confinement {
         judge::confine(self, root, workdir, reports, go)
     }
+}
+
+/// Whether `p`, a file an agent's command line names, is one to show it through the
+/// sandbox's own `/tmp`: a regular file under `/tmp` named by its real path (no link
+/// on the way, which the agent could have pointed at another file of `/tmp`), outside
+/// the project and the agent's working directory (seen already, and the agent's to
+/// change), and nothing hidden or of agentloop's cache.
+fn shown_program(cfg: &SandboxConfig, root: &Path, workdir: &Path, p: &Path) -> bool {
+    let plain = std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_file());
+    let real = p.canonicalize().is_ok_and(|c| c == p);
+    let hidden = cfg
+        .unreachable_paths()
+        .iter()
+        .any(|h| p.starts_with(h) || h.canonicalize().is_ok_and(|h| p.starts_with(h)));
+    p.starts_with("/tmp")
+        && plain
+        && real
+        && !hidden
+        && !p.starts_with(root)
+        && !p.starts_with(workdir)
 }
 
 /// The file system part: `bwrap` with the root read-only and what is writable,

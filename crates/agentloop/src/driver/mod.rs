@@ -418,6 +418,13 @@ impl Driver {
     /// only `.agentloop/`, so the next iteration starts from the same tree either way,
     /// one `git status` sooner.
     pub(crate) fn before(&mut self, action: &Action) -> Result<(), CliError> {
+        // A wait is over: what changed while it lasted is the person's, taken before
+        // any step of agentloop's (a check, a tripwire's command) runs in the tree.
+        if !matches!(action, Action::Wait(_))
+            && let Some(began) = self.wait_began.take()
+        {
+            self.waited(began)?;
+        }
         if !matches!(
             action,
             Action::Record(_)
@@ -429,15 +436,12 @@ impl Driver {
         ) {
             self.seen = None;
             self.writer.sync()?;
-            if matches!(action, Action::Wait(_)) {
-                if self.wait_began.is_none() && !self.state.settings.in_worktrees() {
-                    let root = self.ws.root.clone();
-                    self.wait_began = self.snapshot_of(&root, false);
-                }
-            } else {
-                // A step of agentloop's own changes the tree: what changed since the
-                // wait began is no longer the person's alone.
-                self.wait_began = None;
+            if matches!(action, Action::Wait(_))
+                && self.wait_began.is_none()
+                && !self.state.settings.in_worktrees()
+            {
+                let root = self.ws.root.clone();
+                self.wait_began = self.snapshot_of(&root, false);
             }
         }
         Ok(())

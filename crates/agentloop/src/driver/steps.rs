@@ -75,9 +75,27 @@ impl Driver {
 
     /// Paths a person changed while no agent was at work: theirs for the rest of the
     /// run (see `persons`), each said once.
+    /// A wait (for a person, a pause, a limit) is over: what changed in the project
+    /// while it lasted, before any step of agentloop's ran, is the person's. The files
+    /// of the verification surface among it go into the baseline as they are now; the
+    /// rest is left alone, said once, never charged to the agent.
+    pub(crate) fn waited(&mut self, began: git::Snapshot) -> Result<(), CliError> {
+        let root = self.ws.root.clone();
+        let Some(now) = self.snapshot_of(&root, false) else {
+            return Ok(());
+        };
+        if now.id == began.id {
+            return Ok(());
+        }
+        let theirs = git::Snapshots::known(&root).changed(&began, &now);
+        self.take_persons_surface(&theirs)?;
+        self.note_persons(theirs);
+        Ok(())
+    }
+
     /// The files of the verification surface among `theirs` (what a person changed
-    /// while no agent was at work) go into the baseline as they are now, recorded:
-    /// the next agent is not charged with them, nor are they put back.
+    /// while the run waited) go into the baseline as they are now, recorded: the next
+    /// agent is not charged with them, nor are they put back.
     fn take_persons_surface(&mut self, theirs: &[String]) -> Result<(), CliError> {
         let Some(base) = self.state.baseline.clone() else {
             return Ok(());
@@ -224,6 +242,7 @@ impl Driver {
         worktree: Option<std::path::PathBuf>,
     ) -> Result<Option<Prepared>, CliError> {
         let workdir = worktree.clone().unwrap_or_else(|| self.ws.root.clone());
+        // What changed since the last iteration ended, while no agent was at work.
         let mut theirs = Vec::new();
         let before = match self.seen.take() {
             // What changed since the last iteration ended, while no agent was at work,
@@ -238,15 +257,7 @@ impl Driver {
             },
             _ => self.snapshot_of(&workdir, false),
         };
-        // What changed while the run waited (for a person, a limit) is the person's too.
-        if worktree.is_none()
-            && let (Some(began), Some(now)) = (self.wait_began.take(), &before)
-            && began.id != now.id
-        {
-            theirs.extend(git::Snapshots::known(&workdir).changed(&began, now));
-        }
         if !theirs.is_empty() {
-            self.take_persons_surface(&theirs)?;
             self.note_persons(theirs);
         }
         // Where the task's stretch of iterations began: what a claim is judged against.

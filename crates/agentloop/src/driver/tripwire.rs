@@ -92,10 +92,12 @@ impl Driver {
             });
         }
         let interrupted = self.interrupted.clone();
-        for (n, (wire, command)) in agentloop_policy::tripwire_commands(&wires)
-            .into_iter()
-            .enumerate()
-        {
+        let commands = agentloop_policy::tripwire_commands(&wires);
+        // They run in the tree: what changed by the next iteration is no person's alone.
+        if !commands.is_empty() {
+            self.seen = None;
+        }
+        for (n, (wire, command)) in commands.into_iter().enumerate() {
             let log = it_dir.join(format!("tripwire-{}.log", n + 1));
             let runner = verify::Runner {
                 workdir: &dir,

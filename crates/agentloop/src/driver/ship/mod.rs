@@ -434,9 +434,9 @@ impl Driver {
         let labels: Vec<String> = gates.iter().map(|g| format!("needs:{g}-review")).collect();
         f.remove_labels(number, &labels)
             .map_err(|e| e.to_string())?;
-        let (base, title, body) = self.pr_account()?;
-        f.open_or_update(&self.ship_branch(), &base, &title, &body, cfg.draft)
-            .map_err(|e| e.to_string())?;
+        let (_, title, body) = self.pr_account()?;
+        // By its number: a pull request a person closed meanwhile is not opened anew.
+        f.update(number, &title, &body).map_err(|e| e.to_string())?;
         Ok(Some(Event::PrReleased { gates }))
     }
 
