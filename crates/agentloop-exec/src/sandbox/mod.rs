@@ -16,12 +16,14 @@ mod bridge;
 mod denials;
 pub mod judge;
 mod net;
+mod tmp;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use agentloop_config::SandboxConfig;
 pub use agentloop_config::sandbox::{AllowList, split_host};
+use tmp::{programs_in_tmp, shown_program};
 
 pub use bridge::Bridge;
 pub use denials::{MAX_PER_ITERATION, NETWORK_FILE, of_iteration as denials_of};
@@ -221,26 +223,6 @@ impl Sandbox for SandboxConfig {
     ) -> Confinement {
         judge::confine(self, root, workdir, reports, go)
     }
-}
-
-/// Whether `p`, a file an agent's command line names, is one to show it through the
-/// sandbox's own `/tmp`: a regular file under `/tmp` named by its real path (no link
-/// on the way, which the agent could have pointed at another file of `/tmp`), outside
-/// the project and the agent's working directory (seen already, and the agent's to
-/// change), and nothing hidden or of agentloop's cache.
-fn shown_program(cfg: &SandboxConfig, root: &Path, workdir: &Path, p: &Path) -> bool {
-    let plain = std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_file());
-    let real = p.canonicalize().is_ok_and(|c| c == p);
-    let hidden = cfg
-        .unreachable_paths()
-        .iter()
-        .any(|h| p.starts_with(h) || h.canonicalize().is_ok_and(|h| p.starts_with(h)));
-    p.starts_with("/tmp")
-        && plain
-        && real
-        && !hidden
-        && !p.starts_with(root)
-        && !p.starts_with(workdir)
 }
 
 /// The file system part: `bwrap` with the root read-only and what is writable,
@@ -466,37 +448,6 @@ fn repositories_near(home: &Path, root: &Path) -> Vec<PathBuf> {
         .collect();
     out.sort();
     out.dedup();
-    out
-}
-
-/// The directories under `/tmp` that hold agentloop's executable and the programs on
-/// the PATH: each PATH entry's parent (a `node_modules/.bin` links into its
-/// `node_modules`, a `bin` of a tool directory into that directory); and the
-/// directory of each file the environment names by its path (a linker in
-/// `CARGO_TARGET_…_LINKER`, a compiler wrapper).
-fn programs_in_tmp() -> Vec<PathBuf> {
-    let tmp = Path::new("/tmp");
-    let exe = std::env::current_exe()
-        .ok()
-        .and_then(|e| e.parent().map(Path::to_path_buf));
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let named = std::env::vars_os()
-        .filter(|(k, _)| k != "PATH")
-        .flat_map(|(_, v)| std::env::split_paths(&v).collect::<Vec<_>>())
-        .filter(|p| p.is_absolute() && p.starts_with(tmp) && p.is_file())
-        .filter_map(|p| p.parent().map(Path::to_path_buf));
-    let mut out: Vec<PathBuf> = Vec::new();
-    for d in exe
-        .into_iter()
-        .chain(std::env::split_paths(&path).filter_map(|p| p.parent().map(Path::to_path_buf)))
-        .chain(named)
-    {
-        let Ok(d) = d.canonicalize() else { continue };
-        if d.starts_with(tmp) && d != tmp && !out.iter().any(|o| d.starts_with(o)) {
-            out.retain(|o| !o.starts_with(&d));
-            out.push(d);
-        }
-    }
     out
 }
 
