@@ -2,6 +2,7 @@
 //! the same events give the same state, which is why `state.json` is only a cache.
 
 mod cycles;
+mod first;
 mod planning;
 mod replans;
 mod ship;
@@ -24,7 +25,8 @@ use agentloop_plan::{Mode, Plan};
 /// Schema version of `state.json`: a cache of another version is folded again from the
 /// journal (6: the run's wall clock, `wall_ms` and `last_ms`, which an older cache lacks;
 /// 7: each done task's `admitted` files; 8: the tasks an agent's REPLAN wrote, with the
-/// task as a person wrote it, `written`, and `validation_not_the_work`).
+/// task as a person wrote it, `written`, and `validation_not_the_work`; 9: the diff
+/// gates whose labels came off, `ship.released`, and `skills_skipped`).
 pub const STATE_VERSION: u32 = 9;
 
 pub use super::open::OpenIteration;
@@ -241,104 +243,6 @@ impl RunState {
             state.apply(r);
         }
         Ok(state)
-    }
-
-    pub fn from_first(first: &Record) -> Result<RunState, FoldError> {
-        let Event::RunCreated {
-            run_id,
-            plan_file,
-            workdir,
-            plan,
-            settings,
-            head,
-            tree,
-        } = &first.event
-        else {
-            return Err(FoldError::NoRunCreated(first.event.kind()));
-        };
-        let mut s = RunState {
-            v: STATE_VERSION,
-            run_id: run_id.clone(),
-            status: RunStatus::Running,
-            plan_file: plan_file.clone(),
-            workdir: workdir.clone(),
-            head_at_create: head.clone(),
-            tree_at_create: tree.clone(),
-            plan: Plan {
-                title: String::new(),
-                goal: String::new(),
-                settings: Default::default(),
-                shaped: Default::default(),
-                must_not: Vec::new(),
-                criteria: Vec::new(),
-                tasks: vec![],
-            },
-            plan_version: 1,
-            settings: settings.clone(),
-            tasks: Vec::new(),
-            iterations: 0,
-            aborted: 0,
-            cost_usd: 0.0,
-            usage: Usage::default(),
-            active_ms: 0,
-            wall_ms: 0,
-            last_ms: first.time_ms(),
-            running: Vec::new(),
-            paused: false,
-            stop: None,
-            gate: None,
-            plan_approved: false,
-            plan_reviewed: false,
-            final_approved: false,
-            steer: Vec::new(),
-            learnings: Vec::new(),
-            learned_at: Vec::new(),
-            completed_log: Vec::new(),
-            patterns: Default::default(),
-            reported: Vec::new(),
-            approvals: Vec::new(),
-            skills_skipped: Default::default(),
-            prerequisites: None,
-            validation: None,
-            validation_failure: None,
-            validation_fixes: 0,
-            validation_not_the_work: None,
-            unconfined_checks: None,
-            replans_used: 0,
-            written: Default::default(),
-            finished: None,
-            limit_until_ms: None,
-            agent_limits: Default::default(),
-            agent_caps: Default::default(),
-            planning: Default::default(),
-            cycles: Default::default(),
-            limit_message: None,
-            limit_streak: 0,
-            last_seq: first.seq,
-            created: first.time.clone(),
-            updated: first.time.clone(),
-            driver_pid: None,
-            session: None,
-            session_pid: None,
-            agent_session: None,
-            refused_requests: 0,
-            sandbox: Default::default(),
-            hook_chain: 0,
-            journal_bytes: 0,
-            baseline: None,
-            tests_baseline: None,
-            surface_approved: Vec::new(),
-            integration: None,
-            ship: Default::default(),
-            budget_spent: None,
-            top_up: TopUp::default(),
-            forged: Vec::new(),
-            index: HashMap::new(),
-            requests: String::new(),
-        };
-        s.set_plan(plan.clone());
-        s.status = s.derive_status();
-        Ok(s)
     }
 
     pub(super) fn set_plan(&mut self, plan: Plan) {

@@ -16,6 +16,8 @@ use serde_json::{Value, json};
 
 use super::{Reply, git, header, merge, now, page, reply, run_ci};
 
+mod issues;
+
 #[derive(Debug, Clone)]
 pub struct MockPr {
     pub number: u64,
@@ -261,6 +263,9 @@ fn answer(sh: &Shared, method: &str, url: &str, body: &Value, auth: &str) -> Rep
     let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
     let number = |s: &str| s.parse::<u64>().ok();
     let base_url = format!("/repos/{}", sh.repo);
+    if let Some(r) = issues::answer(sh, &mut st, method, &parts, body, &q) {
+        return r;
+    }
     match (method, parts.as_slice()) {
         ("GET", []) => {
             let default = git(&sh.bare, &["symbolic-ref", "--short", "HEAD"]).unwrap_or_default();
@@ -356,107 +361,6 @@ fn answer(sh: &Shared, method: &str, url: &str, body: &Value, auth: &str) -> Rep
             }
             None => error(404, "Not Found"),
         },
-        ("GET", ["issues"]) => {
-            let label = q("labels");
-            let mut items: Vec<(u64, Value)> = st
-                .issues
-                .iter()
-                .filter(|i| i.open)
-                .filter(|i| label.as_ref().is_none_or(|l| i.labels.contains(l)))
-                .map(|i| (i.number, json!({"number": i.number, "title": i.title, "body": i.body, "state": "open",
-                    "html_url": format!("https://github.invalid/{}/issues/{}", sh.repo, i.number),
-                    "labels": i.labels.iter().map(|l| json!({"name": l})).collect::<Vec<_>>()})))
-                .collect();
-            // The issues list has the open pull requests too.
-            items.extend(st.prs.iter().filter(|p| p.open && label.is_none()).map(|p| {
-                (p.number, json!({"number": p.number, "title": p.title, "body": p.body, "state": "open",
-                    "pull_request": {"url": format!("https://github.invalid/{}/pull/{}", sh.repo, p.number)}}))
-            }));
-            items.sort_by_key(|(n, _)| std::cmp::Reverse(*n));
-            page(
-                items.into_iter().map(|(_, v)| v).collect(),
-                &q,
-                &format!("{base_url}/issues"),
-            )
-        }
-        ("POST", ["issues"]) => {
-            let Some(title) = body
-                .get("title")
-                .and_then(Value::as_str)
-                .filter(|t| !t.is_empty())
-            else {
-                return error(422, "Validation Failed");
-            };
-            let number = next_number(&st);
-            let issue = MockIssue {
-                number,
-                title: title.into(),
-                body: body
-                    .get("body")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .into(),
-                labels: Vec::new(),
-                open: true,
-                state_reason: None,
-                comments: Vec::new(),
-            };
-            let v = json!({"number": number, "title": issue.title, "body": issue.body, "state": "open",
-                "html_url": format!("https://github.invalid/{}/issues/{}", sh.repo, number)});
-            st.issues.push(issue);
-            reply(201, v)
-        }
-        ("PATCH", ["issues", n]) => {
-            match st.issues.iter_mut().find(|i| Some(i.number) == number(n)) {
-                Some(i) => {
-                    if body["state"].as_str() == Some("closed") {
-                        i.open = false;
-                        i.state_reason = body["state_reason"].as_str().map(String::from);
-                    }
-                    reply(
-                        200,
-                        json!({"number": i.number, "state": if i.open { "open" } else { "closed" }}),
-                    )
-                }
-                None => error(404, "Not Found"),
-            }
-        }
-        ("POST", ["issues", n, "labels"])
-            if st.issues.iter().any(|i| Some(i.number) == number(n)) =>
-        {
-            let i = st
-                .issues
-                .iter_mut()
-                .find(|i| Some(i.number) == number(n))
-                .unwrap();
-            for l in body["labels"].as_array().into_iter().flatten() {
-                let l = l.as_str().unwrap_or_default().to_string();
-                if !i.labels.contains(&l) {
-                    i.labels.push(l);
-                }
-            }
-            reply(
-                200,
-                json!(
-                    i.labels
-                        .iter()
-                        .map(|l| json!({"name": l}))
-                        .collect::<Vec<_>>()
-                ),
-            )
-        }
-        ("POST", ["issues", n, "comments"])
-            if st.issues.iter().any(|i| Some(i.number) == number(n)) =>
-        {
-            let i = st
-                .issues
-                .iter_mut()
-                .find(|i| Some(i.number) == number(n))
-                .unwrap();
-            i.comments
-                .push(body["body"].as_str().unwrap_or_default().to_string());
-            reply(201, json!({"id": i.comments.len(), "body": body["body"]}))
-        }
         ("POST", ["issues", n, "labels"]) => with_pr(&mut st, number(n), |pr| {
             for l in body["labels"].as_array().into_iter().flatten() {
                 let l = l.as_str().unwrap_or_default().to_string();

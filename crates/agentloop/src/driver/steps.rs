@@ -73,68 +73,6 @@ impl Driver {
         }
     }
 
-    /// Paths a person changed while no agent was at work: theirs for the rest of the
-    /// run (see `persons`), each said once.
-    /// A wait (for a person, a pause, a limit) is over: what changed in the project
-    /// while it lasted, before any step of agentloop's ran, is the person's. The files
-    /// of the verification surface among it go into the baseline as they are now; the
-    /// rest is left alone, said once, never charged to the agent.
-    pub(crate) fn waited(&mut self, began: git::Snapshot) -> Result<(), CliError> {
-        let root = self.ws.root.clone();
-        let Some(now) = self.snapshot_of(&root, false) else {
-            return Ok(());
-        };
-        if now.id == began.id {
-            return Ok(());
-        }
-        let theirs = git::Snapshots::known(&root).changed(&began, &now);
-        self.take_persons_surface(&theirs)?;
-        self.note_persons(theirs);
-        Ok(())
-    }
-
-    /// The files of the verification surface among `theirs` (what a person changed
-    /// while the run waited) go into the baseline as they are now, recorded: the next
-    /// agent is not charged with them, nor are they put back.
-    fn take_persons_surface(&mut self, theirs: &[String]) -> Result<(), CliError> {
-        let Some(base) = self.state.baseline.clone() else {
-            return Ok(());
-        };
-        let project = self.state.project(&self.ws.root);
-        let changes =
-            agentloop_verify::surface::check(&self.ws.root, &base, &project).map_err(|e| {
-                CliError::internal(format!("cannot check the verification surface: {e}"))
-            })?;
-        let files: std::collections::BTreeMap<_, _> = changes
-            .into_iter()
-            .filter(|c| theirs.contains(&c.path))
-            .map(|c| (c.path, c.after))
-            .collect();
-        if files.is_empty() {
-            return Ok(());
-        }
-        self.record(Event::PersonChangedSurface { files })
-    }
-
-    fn note_persons(&mut self, paths: Vec<String>) {
-        let new: Vec<String> = paths
-            .into_iter()
-            .filter(|p| !p.starts_with(".agentloop") && self.persons.insert(p.clone()))
-            .collect();
-        if !new.is_empty() {
-            let shown: Vec<&str> = new.iter().take(5).map(String::as_str).collect();
-            self.progress.warn(&format!(
-                "{} changed while no agent was at work: taken as yours, left alone and not charged to the agent{}",
-                shown.join(", "),
-                if new.len() > 5 {
-                    format!(" (and {} more)", new.len() - 5)
-                } else {
-                    String::new()
-                }
-            ));
-        }
-    }
-
     /// Snapshots of `dir`: the driver's own for the project, new ones for a worktree.
     pub(crate) fn snapshots_of(&self, dir: &std::path::Path) -> Option<git::Snapshots> {
         if dir == self.ws.root {
