@@ -134,7 +134,7 @@ fn trips(s: &RunState, out: &mut String) {
         gates.push("final review".to_string());
     }
     // The diff gates released: by a person here, or a reviewer on the forge.
-    for g in &s.ship.gates_approved {
+    for g in &s.ship.passed {
         gates.push(format!("the {g} review"));
     }
     // Every gate a person approved (the reviews after each task, the diff gates'),

@@ -70,9 +70,14 @@ pub struct ShipState {
     pub diff_for: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub triggered: Vec<crate::gate_trigger::GateTrigger>,
-    /// Diff gates a person or a reviewer released.
+    /// Diff gates a person or a reviewer released for the pull request at hand: the
+    /// run's, or (`pr = "task"`) the unit's, cleared when the unit is through. A merge
+    /// uses up `deploy`'s: every merge agentloop makes waits for it.
     #[serde(skip_serializing_if = "std::collections::BTreeSet::is_empty")]
     pub gates_approved: std::collections::BTreeSet<String>,
+    /// Every diff gate released in the run (the handoff's gates passed).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    pub passed: std::collections::BTreeSet<String>,
     /// Diff gates released whose labels are off the pull request and whose release
     /// its account says.
     #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
@@ -112,6 +117,9 @@ impl ShipState {
     /// The unit being shipped goes into `shipped`.
     pub(crate) fn unit_through(&mut self) {
         if let Some(u) = self.unit.take() {
+            // Its gates were its pull request's: the next one is held again.
+            self.gates_approved.clear();
+            self.released.clear();
             self.shipped.push(Shipped {
                 task: u.task,
                 tasks: u.tasks,

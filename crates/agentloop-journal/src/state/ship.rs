@@ -43,6 +43,7 @@ impl RunState {
     /// hold of every task it holds.
     pub(crate) fn approve_diff_gate(&mut self, gate: &str) {
         self.ship.gates_approved.insert(gate.to_string());
+        self.ship.passed.insert(gate.to_string());
         for t in &mut self.tasks {
             t.held.retain(|h| h.gate != gate);
         }
@@ -124,7 +125,12 @@ impl RunState {
             }
             Event::DiffGateApproved { gate, .. } => self.approve_diff_gate(gate),
             Event::PrReleased { gates } => self.ship.released.extend(gates.iter().cloned()),
-            Event::PrMerged { commit } => self.ship.merged = Some(commit.clone()),
+            Event::PrMerged { commit } => {
+                self.ship.merged = Some(commit.clone());
+                // The deploy gate holds every merge: this one used its release up.
+                self.ship.gates_approved.remove("deploy");
+                self.ship.released.remove("deploy");
+            }
             Event::ShipUnitStarted {
                 task,
                 branch,

@@ -430,3 +430,45 @@ fn an_old_git_is_refused_before_the_run_starts() {
         "no run was made"
     );
 }
+
+/// Each task's pull request is held by its own gates: the deploy gate released for the
+/// first task's merge holds the second's again (a release is one pull request's).
+#[test]
+fn each_tasks_merge_waits_at_the_deploy_gate_again() {
+    let (p, _remote, gh) = project_with(
+        PLAN,
+        AGENT,
+        "echo ok\n",
+        "pr = \"task\"\nmerge = \"auto\"\nmethod = \"merge\"\n\n[gates.deploy]\nenabled = true\n",
+    );
+    let child = p
+        .cmd(&["run", "--quiet"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deploy_gates = |p: &crate::support::Project| {
+        std::fs::read_to_string(p.run_dir().join("journal.jsonl"))
+            .unwrap_or_default()
+            .matches("\"point\":\"diff\",\"task\":\"deploy\"")
+            .count()
+    };
+    for n in 1..=2u64 {
+        wait_for(&p, "the pull request", |_| gh.prs().len() as u64 == n);
+        gh.review(n, "alice", "APPROVED");
+        wait_for(&p, "the deploy gate", |p| deploy_gates(p) == n as usize);
+        let merged = gh.prs().iter().filter(|pr| pr.merge_sha.is_some()).count();
+        assert_eq!(merged as u64, n - 1, "held before its merge");
+        let r = p.run(&["approve", "--gate", "deploy"]);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(gh.prs().iter().all(|pr| pr.merge_sha.is_some()));
+    assert_eq!(deploy_gates(&p), 2);
+}
