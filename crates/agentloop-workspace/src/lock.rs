@@ -31,6 +31,17 @@ impl RunDir {
     /// Takes the driver lock. Fails naming the holder when another driver is alive;
     /// when the previous driver died, returns its pid so the caller can warn.
     pub fn lock_driver(&self) -> Result<DriverLock, WorkspaceError> {
+        self.lock(true)
+    }
+
+    /// Takes the lock for a moment's work that is no driver's (`settle`, after a
+    /// control request): its pid is not written in, so a `resume` or `status` at the
+    /// same moment sees no driver, and waits the moment out rather than refusing.
+    pub fn lock_briefly(&self) -> Result<DriverLock, WorkspaceError> {
+        self.lock(false)
+    }
+
+    fn lock(&self, named: bool) -> Result<DriverLock, WorkspaceError> {
         let path = self.lock_file();
         let mut f = OpenOptions::new()
             .read(true)
@@ -68,6 +79,14 @@ impl RunDir {
             None => None,
         };
         let previous = read_pid(&f);
+        if !named {
+            return Ok(DriverLock {
+                file: f,
+                took_over: None,
+                named,
+                _held: held,
+            });
+        }
         let took_over = (!previous.is_empty()).then_some(previous);
         f.set_len(0).map_err(io(&path))?;
         f.rewind().map_err(io(&path))?;
@@ -80,6 +99,7 @@ impl RunDir {
         Ok(DriverLock {
             file: f,
             took_over,
+            named,
             _held: held,
         })
     }
@@ -139,13 +159,17 @@ pub struct DriverLock {
     file: File,
     /// Pid of a previous driver that died holding the run.
     pub took_over: Option<String>,
+    /// Its pid is in the file (a driver's); else the file is left as it was.
+    named: bool,
     /// The run held in the shared store, when there is one.
     _held: Option<Box<dyn agentloop_journal::shared::DriverHold>>,
 }
 
 impl Drop for DriverLock {
     fn drop(&mut self) {
-        let _ = self.file.set_len(0);
+        if self.named {
+            let _ = self.file.set_len(0);
+        }
         let _ = self.file.unlock();
     }
 }
@@ -167,6 +191,36 @@ mod tests {
         let pid = c.id();
         c.wait().unwrap();
         pid
+    }
+
+    /// A control request's settling (a `steer` with no driver) holds the lock for a
+    /// moment without naming itself: a `resume` meanwhile waits the moment out and
+    /// drives the run, it is not told the run is "driven by" the `steer`.
+    #[test]
+    fn a_brief_lock_is_no_driver() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::at(dir.path());
+        let plan = Plan::parse("PLAN.md", "# P\n\n## T1: a\nVerify: true\n").unwrap();
+        let (run, _w, _s) = ws
+            .create_run(
+                Path::new("PLAN.md"),
+                &plan,
+                Settings::from_config(&Config::default()),
+            )
+            .unwrap();
+        let brief = run.lock_briefly().unwrap();
+        assert_eq!(run.lock_holder(), None);
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            drop(brief);
+        });
+        let lock = run.lock_driver();
+        release.join().unwrap();
+        let lock = lock.expect("the driver lock, once the moment is over");
+        assert_eq!(run.lock_holder(), Some(std::process::id().to_string()));
+        // Held by a driver, it is not taken briefly either.
+        assert!(run.lock_briefly().is_err());
+        drop(lock);
     }
 
     #[test]

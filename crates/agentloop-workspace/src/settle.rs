@@ -13,7 +13,7 @@ impl RunDir {
     /// Returns the settled state, or `None` when a driver holds the run (it settles
     /// the run itself).
     pub fn settle(&self) -> Result<Option<RunState>, WorkspaceError> {
-        let Ok(_lock) = self.lock_driver() else {
+        let Ok(_lock) = self.lock_briefly() else {
             return Ok(None);
         };
         let loaded = self.load()?;
