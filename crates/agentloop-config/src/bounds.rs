@@ -76,18 +76,13 @@ pub const SLURM_MEMORY: &str = r"^0*[1-9][0-9]*[KMGTkmgt]?$";
 /// image, quantities Kubernetes reads, no root user, and volumes and mounts the Pod
 /// Security Standard admits.
 pub fn executor(schema: &mut Schema) {
-    let quantity = r"^([0-9]+(\.[0-9]*)?|\.[0-9]+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$";
-    let restricted = [
-        "name",
-        "configMap",
-        "csi",
-        "downwardAPI",
-        "emptyDir",
-        "ephemeral",
-        "persistentVolumeClaim",
-        "projected",
-        "secret",
-    ];
+    let quantity = format!(
+        r"^([0-9]+(\.[0-9]*)?|\.[0-9]+)({})?$",
+        crate::executor::QUANTITY_SUFFIXES.join("|")
+    );
+    let restricted: Vec<&str> = std::iter::once("name")
+        .chain(crate::executor::RESTRICTED_VOLUMES)
+        .collect();
     let names = |kinds: serde_json::Value| serde_json::json!({ "properties": { "volumes": { "items": { "propertyNames": kinds } } } });
     let security = |standard: &str| serde_json::json!({ "required": ["pod_security"], "properties": { "pod_security": { "const": standard } } });
     let kubernetes = serde_json::json!({

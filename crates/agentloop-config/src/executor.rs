@@ -299,7 +299,7 @@ pub enum PodSecurity {
 }
 
 /// The volume types the `restricted` standard allows.
-const RESTRICTED_VOLUMES: [&str; 8] = [
+pub(crate) const RESTRICTED_VOLUMES: [&str; 8] = [
     "configMap",
     "csi",
     "downwardAPI",
@@ -319,11 +319,13 @@ fn quantity(s: &str) -> bool {
     let (number, suffix) = s.split_at(number_end);
     !number.is_empty()
         && number.parse::<f64>().is_ok()
-        && matches!(
-            suffix,
-            "" | "m" | "k" | "M" | "G" | "T" | "P" | "E" | "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei"
-        )
+        && (suffix.is_empty() || QUANTITY_SUFFIXES.contains(&suffix))
 }
+
+/// The suffixes of a Kubernetes quantity (`500m`, `4Gi`).
+pub(crate) const QUANTITY_SUFFIXES: [&str; 13] = [
+    "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei",
+];
 
 /// What each iteration's Slurm job asks for (`sbatch` options).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]

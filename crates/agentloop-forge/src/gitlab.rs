@@ -42,6 +42,11 @@ impl GitLab {
         format!("/projects/{}{rest}", self.project)
     }
 
+    /// Changes merge request `iid` by the fields given (title, labels, reviewers…).
+    fn put_mr(&self, iid: u64, fields: Value) -> Result<Value, ForgeError> {
+        self.call("PUT", &format!("/merge_requests/{iid}"), Some(fields))
+    }
+
     fn call(&self, method: &str, rest: &str, body: Option<Value>) -> Result<Value, ForgeError> {
         let path = if rest.starts_with("/users") {
             rest.to_string()
@@ -173,45 +178,29 @@ impl Forge for GitLab {
             )));
         };
         let iid = Self::mr_of(mr)?.number;
-        let updated = self.call(
-            "PUT",
-            &format!("/merge_requests/{iid}"),
-            Some(json!({"title": title, "description": body})),
-        )?;
+        let updated = self.put_mr(iid, json!({"title": title, "description": body}))?;
         Ok((Self::mr_of(&updated)?, false))
     }
 
     fn update(&self, pr: u64, title: &str, body: &str) -> Result<(), ForgeError> {
-        self.call(
-            "PUT",
-            &format!("/merge_requests/{pr}"),
-            Some(json!({"title": title, "description": body})),
-        )
-        .map(drop)
+        self.put_mr(pr, json!({"title": title, "description": body}))
+            .map(drop)
     }
 
     fn add_labels(&self, pr: u64, labels: &[String]) -> Result<(), ForgeError> {
         if labels.is_empty() {
             return Ok(());
         }
-        self.call(
-            "PUT",
-            &format!("/merge_requests/{pr}"),
-            Some(json!({ "add_labels": labels.join(",") })),
-        )
-        .map(drop)
+        self.put_mr(pr, json!({ "add_labels": labels.join(",") }))
+            .map(drop)
     }
 
     fn remove_labels(&self, pr: u64, labels: &[String]) -> Result<(), ForgeError> {
         if labels.is_empty() {
             return Ok(());
         }
-        self.call(
-            "PUT",
-            &format!("/merge_requests/{pr}"),
-            Some(json!({ "remove_labels": labels.join(",") })),
-        )
-        .map(drop)
+        self.put_mr(pr, json!({ "remove_labels": labels.join(",") }))
+            .map(drop)
     }
 
     fn request_reviewers(&self, pr: u64, reviewers: &[String]) -> Result<(), ForgeError> {
@@ -219,12 +208,7 @@ impl Forge for GitLab {
             return Ok(());
         }
         let ids = self.user_ids(reviewers)?;
-        self.call(
-            "PUT",
-            &format!("/merge_requests/{pr}"),
-            Some(json!({ "reviewer_ids": ids })),
-        )
-        .map(drop)
+        self.put_mr(pr, json!({ "reviewer_ids": ids })).map(drop)
     }
 
     fn comment(&self, pr: u64, body: &str) -> Result<(), ForgeError> {

@@ -193,11 +193,8 @@ mod tests {
         pid
     }
 
-    /// A control request's settling (a `steer` with no driver) holds the lock for a
-    /// moment without naming itself: a `resume` meanwhile waits the moment out and
-    /// drives the run, it is not told the run is "driven by" the `steer`.
-    #[test]
-    fn a_brief_lock_is_no_driver() {
+    /// A run in a workspace of its own (kept while the directory is).
+    fn a_run() -> (tempfile::TempDir, crate::run_dir::RunDir) {
         let dir = tempfile::tempdir().unwrap();
         let ws = Workspace::at(dir.path());
         let plan = Plan::parse("PLAN.md", "# P\n\n## T1: a\nVerify: true\n").unwrap();
@@ -208,6 +205,15 @@ mod tests {
                 Settings::from_config(&Config::default()),
             )
             .unwrap();
+        (dir, run)
+    }
+
+    /// A control request's settling (a `steer` with no driver) holds the lock for a
+    /// moment without naming itself: a `resume` meanwhile waits the moment out and
+    /// drives the run, it is not told the run is "driven by" the `steer`.
+    #[test]
+    fn a_brief_lock_is_no_driver() {
+        let (_dir, run) = a_run();
         let brief = run.lock_briefly().unwrap();
         assert_eq!(run.lock_holder(), None);
         let release = std::thread::spawn(move || {
@@ -225,16 +231,7 @@ mod tests {
 
     #[test]
     fn a_lock_a_dead_drivers_child_holds_for_a_moment_is_waited_for() {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = Workspace::at(dir.path());
-        let plan = Plan::parse("PLAN.md", "# P\n\n## T1: a\nVerify: true\n").unwrap();
-        let (run, _w, _s) = ws
-            .create_run(
-                Path::new("PLAN.md"),
-                &plan,
-                Settings::from_config(&Config::default()),
-            )
-            .unwrap();
+        let (_dir, run) = a_run();
         // Another open file holds the lock; the pid in it is a dead driver's.
         let mut other = OpenOptions::new()
             .read(true)

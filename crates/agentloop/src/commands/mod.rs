@@ -250,13 +250,7 @@ pub(crate) fn load_config(
     front_matter: &Map<String, Value>,
     flags: Map<String, Value>,
 ) -> Result<Layered, CliError> {
-    load_config_pinned(
-        root,
-        plan_file,
-        (front_matter, &Map::new()),
-        flags,
-        Pinned::AsItIs,
-    )
+    load_config_shaped(root, plan_file, front_matter, &Map::new(), flags)
 }
 
 /// [`load_config`] for a plan that took in a shaping step's settings (`shaped`, which

@@ -3,7 +3,8 @@
 //! program's own command line — its subcommands, flags and values exist as written;
 //! every `[section] key` they name is a key of the configuration's schema; every exit
 //! code they give is one of the program's. The reference pages themselves are written
-//! by the program (`reference::the_generated_pages_are_current`).
+//! by the program (`reference::the_generated_pages_are_current`). Every relative link
+//! they have names a file that is there.
 
 use std::path::{Path, PathBuf};
 
@@ -382,4 +383,34 @@ fn every_exit_code_the_manual_gives_is_the_programs() {
         wrong.is_empty(),
         "exit codes the program has not: {wrong:?}"
     );
+}
+
+/// Every relative link of the README and the manual names a file that is there.
+#[test]
+fn every_relative_link_in_the_docs_resolves() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let files = pages();
+    let mut broken = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for (i, _) in text.match_indices("](") {
+            let rest = &text[i + 2..];
+            let Some(end) = rest.find(')') else { continue };
+            let target = rest[..end].split('#').next().unwrap_or_default();
+            if target.is_empty() || target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            let base = file.parent().unwrap();
+            // mdBook writes a chapter `README.md` as `index.html`, and a link to
+            // it as `README.html`, which is not there: the book's link is broken.
+            let in_book = file.starts_with(root.join("docs"));
+            if !base.join(target).exists() || (in_book && target.ends_with("README.md")) {
+                broken.push(format!(
+                    "{}: {target}",
+                    file.strip_prefix(&root).unwrap().display()
+                ));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "links to nothing: {broken:#?}");
 }

@@ -205,29 +205,31 @@ impl Driver {
         Ok(Some(Event::ShipPushed { branch, commit }))
     }
 
-    /// The pull request's base, title and account, as the journal has them now.
-    fn pr_account(&self) -> Result<(String, String, String), String> {
-        Ok(match &self.state.ship.unit {
+    /// The pull request's title and account, as the journal has them now.
+    fn pr_account(&self) -> (String, String) {
+        match &self.state.ship.unit {
             Some(u) => (
-                u.base.clone(),
                 self.state
                     .plan_task(&u.task)
                     .map_or(u.task.clone(), |t| format!("{}: {}", t.id, t.title)),
                 agentloop_journal::unit_pr_body(&self.state),
             ),
             None => (
-                self.ship_base()?,
                 self.state.plan.title.clone(),
                 agentloop_journal::pr_body(&self.state),
             ),
-        })
+        }
     }
 
     fn ship_open_pr(&mut self) -> Result<Option<Event>, String> {
         let cfg = self.ship_cfg().clone();
         let f = forge(&self.ws.root, &cfg)?;
         let head = self.ship_branch();
-        let (base, title, body) = self.pr_account()?;
+        let base = match &self.state.ship.unit {
+            Some(u) => u.base.clone(),
+            None => self.ship_base()?,
+        };
+        let (title, body) = self.pr_account();
         let (pr, created) = f
             .open_or_update(&head, &base, &title, &body, cfg.draft)
             .map_err(|e| e.to_string())?;
@@ -434,7 +436,7 @@ impl Driver {
         let labels: Vec<String> = gates.iter().map(|g| format!("needs:{g}-review")).collect();
         f.remove_labels(number, &labels)
             .map_err(|e| e.to_string())?;
-        let (_, title, body) = self.pr_account()?;
+        let (title, body) = self.pr_account();
         // By its number: a pull request a person closed meanwhile is not opened anew.
         f.update(number, &title, &body).map_err(|e| e.to_string())?;
         Ok(Some(Event::PrReleased { gates }))
