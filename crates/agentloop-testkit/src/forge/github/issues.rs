@@ -18,8 +18,13 @@ pub(super) fn answer(
 ) -> Option<Reply> {
     let number = |s: &str| s.parse::<u64>().ok();
     let base_url = format!("/repos/{}", sh.repo);
-    Some(match (method, parts) {
-        ("GET", ["issues"]) => {
+    // An issue's labels or comments (a pull request's are the pull requests' routes).
+    let issue = match parts {
+        ["issues", n, _] => number(n).and_then(|n| st.issues.iter().position(|i| i.number == n)),
+        _ => None,
+    };
+    Some(match (method, parts, issue) {
+        ("GET", ["issues"], _) => {
             let label = q("labels");
             let mut items: Vec<(u64, Value)> = st
                 .issues
@@ -42,7 +47,7 @@ pub(super) fn answer(
                 &format!("{base_url}/issues"),
             )
         }
-        ("POST", ["issues"]) => {
+        ("POST", ["issues"], _) => {
             let Some(title) = body
                 .get("title")
                 .and_then(Value::as_str)
@@ -69,7 +74,7 @@ pub(super) fn answer(
             st.issues.push(issue);
             reply(201, v)
         }
-        ("PATCH", ["issues", n]) => {
+        ("PATCH", ["issues", n], _) => {
             match st.issues.iter_mut().find(|i| Some(i.number) == number(n)) {
                 Some(i) => {
                     if body["state"].as_str() == Some("closed") {
@@ -84,14 +89,8 @@ pub(super) fn answer(
                 None => error(404, "Not Found"),
             }
         }
-        ("POST", ["issues", n, "labels"])
-            if st.issues.iter().any(|i| Some(i.number) == number(n)) =>
-        {
-            let i = st
-                .issues
-                .iter_mut()
-                .find(|i| Some(i.number) == number(n))
-                .unwrap();
+        ("POST", ["issues", _, "labels"], Some(at)) => {
+            let i = &mut st.issues[at];
             for l in body["labels"].as_array().into_iter().flatten() {
                 let l = l.as_str().unwrap_or_default().to_string();
                 if !i.labels.contains(&l) {
@@ -108,14 +107,8 @@ pub(super) fn answer(
                 ),
             )
         }
-        ("POST", ["issues", n, "comments"])
-            if st.issues.iter().any(|i| Some(i.number) == number(n)) =>
-        {
-            let i = st
-                .issues
-                .iter_mut()
-                .find(|i| Some(i.number) == number(n))
-                .unwrap();
+        ("POST", ["issues", _, "comments"], Some(at)) => {
+            let i = &mut st.issues[at];
             i.comments
                 .push(body["body"].as_str().unwrap_or_default().to_string());
             reply(201, json!({"id": i.comments.len(), "body": body["body"]}))
