@@ -306,6 +306,30 @@ fn a_test_the_person_edits_while_the_run_is_paused_is_not_charged_to_the_agent()
     assert_eq!(p.status()["tasks"][0]["status"], "done");
 }
 
+/// What agentloop's own steps change in the tree is not a person's: a tripwire's
+/// command (the agent's code, run in the tree after its iteration) that rewrites the
+/// test is charged to the agent at the surface gate, never taken into the baseline as
+/// a change made while no agent was at work.
+#[test]
+fn a_test_a_tripwires_command_rewrites_is_still_the_agents() {
+    let p = Scratch::new()
+        .plan("# One\n\n## T1: Make the file\nVerify: sh tests/t1.sh\nMust-not: break sh wreck.sh\n")
+        .file("tests/t1.sh", TEST)
+        .agent(&agent(
+            "if [ \"$n\" = 1 ]; then\nprintf 'echo exit 0 > tests/t1.sh\\n' > wreck.sh\nelse\ntouch one.txt\necho TASK_COMPLETE\nfi\n",
+        ))
+        .build();
+    let r = p.run(&["run", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    assert_eq!(
+        p.read("tests/t1.sh"),
+        "exit 0\n",
+        "the tripwire's command ran"
+    );
+    assert_eq!(p.status()["gate"]["point"], "surface", "{}", r.stderr);
+    assert!(!journal_has(&p, "person_changed_surface"));
+}
+
 #[test]
 fn verify_surface_lists_the_baseline_and_accepts_a_persons_own_edit() {
     // A run waiting for its plan's approval: no agent has run yet.
