@@ -241,7 +241,7 @@ pub(crate) fn lock_key(kind: &str, run: &str) -> i64 {
 pub struct PgStore {
     pg: Pg,
     /// Whether the database has the schema this agentloop needs, asked once.
-    checked: std::sync::OnceLock<Result<(), Unusable>>,
+    checked: std::sync::Mutex<Option<Result<(), Unusable>>>,
 }
 
 /// Why a store cannot be used.
@@ -267,7 +267,7 @@ impl PgStore {
     pub fn new(url: &str) -> Result<PgStore, StoreError> {
         Ok(PgStore {
             pg: Pg::parse(url)?,
-            checked: std::sync::OnceLock::new(),
+            checked: std::sync::Mutex::new(None),
         })
     }
 
@@ -283,9 +283,15 @@ impl PgStore {
         agentloop_journal::shared::install(Arc::new(self));
     }
 
-    /// Whether the store can be used, asked once per process.
+    /// Whether the store can be used, asked once per process while the answer holds:
+    /// a store that did not answer (a session ended under it, a failover) is asked
+    /// again the next time, not taken for gone for the rest of the process.
     fn check(&self) -> Result<(), Unusable> {
-        let answer = self.checked.get_or_init(|| {
+        let mut checked = self.checked.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(answer) = checked.as_ref() {
+            return answer.clone();
+        }
+        let answer = {
             let pg = self.pg.clone();
             within(answer_within(), &self.pg.shown, move || {
                 let mut client = pg.connect("check").map_err(|e| match e {
@@ -308,8 +314,11 @@ impl PgStore {
                 Ok(())
             })
             .map_err(|e| Unusable::Unreachable(e.to_string()))?
-        });
-        answer.clone()
+        };
+        if !matches!(answer, Err(Unusable::Unreachable(_))) {
+            *checked = Some(answer.clone());
+        }
+        answer
     }
 }
 
