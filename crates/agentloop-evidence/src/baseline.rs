@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::judge::{Expect, KnownGood};
+use crate::learned::ProjectModel;
 use crate::names::TestName;
 use crate::report::{Counts, Outcome};
 
@@ -37,6 +38,10 @@ pub struct TestsBaseline {
     /// a file the agent adds that matches is kept out of the judge's copy.
     #[serde(default, skip_serializing_if = "WouldLoad::is_empty")]
     pub would_load: WouldLoad,
+    /// What each file the checks touched is to them, learned at the baseline from the
+    /// runners' reports and the trace (see [`crate::learned`]).
+    #[serde(default, skip_serializing_if = "ProjectModel::is_empty")]
+    pub model: ProjectModel,
 }
 
 /// Paths the baseline's checks would load or run that its tree does not hold yet,

@@ -17,6 +17,7 @@ pub mod gotest;
 pub mod json;
 pub mod judge;
 pub mod junit;
+pub mod learned;
 pub mod libtest;
 pub mod names;
 mod read;
@@ -26,6 +27,7 @@ pub mod tap;
 
 pub use baseline::{BaselineCommand, Expected, TestsBaseline, TracedFile, WouldLoad};
 pub use judge::{CommandVerdict, Expect, Judged, KnownGood, Seen, judge_command};
+pub use learned::{LearnedFile, ProjectModel, Role};
 pub use names::TestName;
 pub use read::{parse, read};
 pub use report::{

@@ -22,6 +22,7 @@ pub mod follow;
 pub mod harness;
 pub mod hermetic;
 pub mod installed;
+pub mod learned;
 mod model;
 mod names;
 mod sections;
@@ -31,7 +32,7 @@ pub use admit::{Admission, Allowed};
 pub use commands::CheckWords;
 pub use detect::{Check, Detected, Skipped, detect, detect_with};
 pub use environment::{carried, did_not_start, links_into_project, python_first, uncarried};
-pub use model::Project;
+pub use model::{Project, TEST_BY_NAME};
 pub use names::{
     CHECK_FILES, glob_name, in_source_dir, is_git_file, is_script_name, is_sectioned, is_test_file,
     is_test_path, runs_a_shell,

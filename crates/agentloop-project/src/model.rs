@@ -9,6 +9,9 @@ use agentloop_ground::paths::path_matches;
 use crate::commands::CheckWords;
 use crate::names::{CHECK_FILES, CI, SECTIONED, glob_name, is_test_file};
 
+/// Why a file is on the surface when only its name makes it a test.
+pub const TEST_BY_NAME: &str = "a test file";
+
 /// What each file of a project is to its checks, from the run's settings and check
 /// commands. Today every answer comes from names: the commands' words and the usual
 /// layouts (`names.rs`), a fallback that says what it guessed from (`why`).
@@ -69,7 +72,7 @@ impl Project {
             return Some(why);
         }
         if is_test_file(path) {
-            return Some("a test file".into());
+            return Some(TEST_BY_NAME.into());
         }
         None
     }
@@ -91,7 +94,7 @@ impl Project {
         {
             return Some(format!("under {n}, where the checks' tests are"));
         }
-        is_test_file(path).then(|| "a test file".into())
+        is_test_file(path).then(|| TEST_BY_NAME.into())
     }
 
     /// Why a file the agent added would intercept the checks, if it would: what

@@ -451,8 +451,14 @@ impl RunState {
             }
             Event::BaselineRecorded { files } => self.baseline_recorded(files),
             Event::TestsBaseline(b) => {
-                // What the checks read that decides them joins the surface.
+                // What the checks read that decides them joins the surface; a file
+                // held for its test-like name alone that no check collected or
+                // opened leaves it (the project model, `agentloop_project::learned`).
                 if let Some(base) = &mut self.baseline {
+                    base.retain(|path, f| {
+                        !(f.why == agentloop_project::TEST_BY_NAME
+                            && b.model.not_tests.contains_key(path))
+                    });
                     for (path, f) in &b.traced {
                         base.entry(path.clone())
                             .or_insert_with(|| super::baseline::SurfaceFile {

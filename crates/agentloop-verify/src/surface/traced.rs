@@ -8,7 +8,11 @@
 //! - when every task names its scope (`Scope:`), any file a check read outside all of
 //!   them (a helper module the tests import): the plan says the work is elsewhere;
 //! - every test file the runner's report says it ran (`agentloop_project::collected`),
-//!   whatever its name, unless a task's scope holds it.
+//!   whatever its name, unless a task's scope holds it;
+//! - every plugin the runner loads by name (the project model's [`Role::Plugin`]:
+//!   `pytest_plugins`, `-p`, a Jest setup file), unless a task's scope holds it.
+//!
+//! [`Role::Plugin`]: agentloop_evidence::Role::Plugin
 //!
 //! A module the tests import where tasks name no scope is the code under work as far
 //! as agentloop can tell, and stays the agent's to change; the reviewer and held-out
@@ -185,6 +189,23 @@ pub fn traced(
                 continue;
             };
             out.extend(at_baseline(tree, path, why).map(|f| (path.clone(), f)));
+        }
+    }
+    // What the runner's configuration or the check's command loads by name (a pytest
+    // plugin, a Jest setup file or module mapping) configures the checks, whatever it
+    // is named and wherever it lies: it joins the surface unless a task's scope holds
+    // it (the model: `agentloop_project::learned`).
+    for (path, f) in &baseline.model.files {
+        if f.role != agentloop_evidence::Role::Plugin
+            || base.contains_key(path)
+            || out.contains_key(path)
+            || scopes.clone().any(|p| path_matches(path, p))
+        {
+            continue;
+        }
+        let why = format!("a plugin of `{}`: {} at the test baseline", f.by, f.how);
+        if let Some(f) = at_baseline(tree, path, why) {
+            out.insert(path.clone(), f);
         }
     }
     // What the runner reported running as tests is a test, whatever it is named: it

@@ -16,8 +16,14 @@ use agentloop_exec::trace::Trace;
 /// installed around it (packages, services) may not be.
 const CACHE_FOR: Duration = Duration::from_secs(24 * 3600);
 
-/// The cache's format: 2 keeps what each check read.
-const VERSION: u32 = 2;
+/// The cache's format: 2 keeps what each check read; 3 keys it by whether the
+/// checks were traced (a `plan check` baseline taken in the project is no baseline
+/// for a run that traces).
+const VERSION: u32 = 3;
+
+/// Why a baseline taken where nothing could be traced (in the project itself, not a
+/// clean copy) knows nothing of what its checks opened.
+pub const NOT_TRACED: &str = "the checks ran in the project, not a clean copy, and were not traced";
 /// The largest cached baseline read back (a suite of a million tests fits).
 const MOST_CACHED: u64 = 256 << 20;
 
@@ -34,7 +40,7 @@ impl Runner<'_> {
         trace: &[String],
         mut should_stop: impl FnMut() -> bool,
     ) -> std::io::Result<Option<TestsBaseline>> {
-        let mut trace_incomplete = None;
+        let mut trace_incomplete = trace.is_empty().then(|| NOT_TRACED.to_string());
         std::fs::File::create(self.log)?;
         let mut log = std::fs::OpenOptions::new().append(true).open(self.log)?;
         let mut out = Vec::new();
@@ -45,6 +51,11 @@ impl Runner<'_> {
                 writeln!(log, "[agentloop runs it as: {}]", inv.command)?;
             }
             log.flush()?;
+            if !trace.is_empty() {
+                // A module Python finds compiled in `__pycache__` is not opened: the
+                // trace would miss what the tests import.
+                forget_bytecode(self.workdir);
+            }
             let tracing = (!trace.is_empty())
                 .then(|| Trace::start(self.workdir, trace))
                 .flatten();
@@ -115,7 +126,29 @@ impl Runner<'_> {
             traced: Default::default(),
             trace_incomplete,
             would_load: Default::default(),
+            model: Default::default(),
         }))
+    }
+}
+
+/// Removes the `__pycache__` directories of the copy at `dir` (not under `.git`, not
+/// through a link: a carried `.venv` is the user's).
+fn forget_bytecode(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let Ok(kind) = e.file_type() else {
+            continue;
+        };
+        if !kind.is_dir() || e.file_name() == ".git" {
+            continue;
+        }
+        if e.file_name() == "__pycache__" {
+            let _ = std::fs::remove_dir_all(e.path());
+        } else {
+            forget_bytecode(&e.path());
+        }
     }
 }
 
@@ -143,12 +176,14 @@ impl BaselineCache {
     /// The baseline of `commands` on `tree`: the cached one (`cached: true`) when the
     /// cache has it, else the one `take` makes, kept for the next run on that tree.
     /// `None`: `take` was cut short (nothing is kept).
+    /// `traced`: the baseline is to be taken with a trace (on a clean copy).
     pub fn cached_or(
         tree: Option<&str>,
         commands: &[String],
+        traced: bool,
         take: impl FnOnce() -> std::io::Result<Option<TestsBaseline>>,
     ) -> std::io::Result<Option<TestsBaseline>> {
-        let cache = tree.and_then(|t| BaselineCache::at(t, commands).map(|c| (t, c)));
+        let cache = tree.and_then(|t| BaselineCache::at(t, commands, traced).map(|c| (t, c)));
         if let Some((t, c)) = &cache
             && let Some(mut b) = c.load(t, commands)
         {
@@ -164,8 +199,12 @@ impl BaselineCache {
                 .iter()
                 .all(|c| c.exit_code != Some(127) && !(c.problem.is_some() && c.tests.is_empty()))
         };
+        // One meant to be traced that could not be is not kept as traced.
+        let as_meant =
+            |b: &TestsBaseline| !traced || b.trace_incomplete.as_deref() != Some(NOT_TRACED);
         if let (Some((t, c)), Some(b)) = (&cache, &taken)
             && started(b)
+            && as_meant(b)
         {
             c.save(t, commands, b);
         }
@@ -173,8 +212,9 @@ impl BaselineCache {
     }
 
     /// Where the baseline of `commands` on `tree` is kept.
-    fn at(tree: &str, commands: &[String]) -> Option<BaselineCache> {
+    fn at(tree: &str, commands: &[String], traced: bool) -> Option<BaselineCache> {
         let mut h = crc32fast::Hasher::new();
+        h.update(if traced { b"traced\0" } else { b"untraced\0" });
         for c in commands {
             h.update(c.as_bytes());
             h.update(b"\0");

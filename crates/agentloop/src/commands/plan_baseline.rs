@@ -27,11 +27,18 @@ pub fn check(root: &Path, plan: &Plan, config: &Config) -> Result<(), CliError> 
         .flatten();
     // The tree first: a baseline cached for it needs no checkout at all.
     let tree = copy.as_ref().and_then(|c| c.tree_now(None).ok());
+    // The tree's files: what the checks are traced on in the clean copy, as the
+    // run's baseline traces them (the two share agentloop's cache).
+    let files = tree
+        .as_deref()
+        .and_then(|t| agentloop_verify::surface::tree_files(root, t).ok())
+        .unwrap_or_default();
+    let traced = copy.is_some() && !files.is_empty();
     let scratch = agentloop_ground::fsutil::cache_dir()
         .unwrap_or_else(std::env::temp_dir)
         .join("reports")
         .join(&id);
-    let taken = BaselineCache::cached_or(tree.as_deref(), &commands, || {
+    let taken = BaselineCache::cached_or(tree.as_deref(), &commands, traced, || {
         eprintln!(
             "  running {} on a clean copy of the tree…",
             plural(commands.len(), "check", "checks")
@@ -47,6 +54,11 @@ pub fn check(root: &Path, plan: &Plan, config: &Config) -> Result<(), CliError> 
                 }
             },
             _ => root.to_path_buf(),
+        };
+        let trace: Vec<String> = if traced && dir != root {
+            files.keys().cloned().collect()
+        } else {
+            Vec::new()
         };
         std::fs::create_dir_all(&scratch)?;
         let log = scratch.join("baseline.log");
@@ -69,7 +81,7 @@ pub fn check(root: &Path, plan: &Plan, config: &Config) -> Result<(), CliError> 
             &scratch.join("reports"),
             &commands,
             tree.clone(),
-            &[],
+            &trace,
             || false,
         )
     });
@@ -80,10 +92,6 @@ pub fn check(root: &Path, plan: &Plan, config: &Config) -> Result<(), CliError> 
     let baseline = taken?.ok_or_else(|| CliError::internal("the baseline was cut short"))?;
     outln!("baseline: {}", baseline.words());
     // The test files each runner says it ran: what the run protects as tests.
-    let files = tree
-        .as_deref()
-        .and_then(|t| agentloop_verify::surface::tree_files(root, t).ok())
-        .unwrap_or_default();
     let paths: std::collections::BTreeSet<&str> = files.keys().map(String::as_str).collect();
     for (c, collected) in
         agentloop_project::collected::of_commands(root, &paths, &baseline.commands)
@@ -105,6 +113,7 @@ pub fn check(root: &Path, plan: &Plan, config: &Config) -> Result<(), CliError> 
         };
         outln!("  `{}` — {how}", c.command);
     }
+    show_model(root, &baseline, &files)?;
     // A check that did not start in the clean copy for want of what the project has
     // installed: that, not the test names, is what to mend.
     if copy.is_some()
@@ -175,6 +184,37 @@ pub fn check(root: &Path, plan: &Plan, config: &Config) -> Result<(), CliError> 
             unmatched.join(", ")
         ))
         .hint("name tests as the runner reports them (ids are listed in docs/EVIDENCE.md), or mark a test the task adds with `(new)`"));
+    }
+    Ok(())
+}
+
+/// What the checks showed of the project (`agentloop_project::learned`): the count of
+/// each role, each plugin loaded by name, each file named like a test that is none,
+/// and where names still stand in.
+fn show_model(
+    root: &Path,
+    baseline: &agentloop_evidence::TestsBaseline,
+    files: &agentloop_verify::surface::TreeFiles,
+) -> Result<(), CliError> {
+    if files.is_empty() {
+        return Ok(());
+    }
+    let harness = agentloop_verify::surface::harness_of(root, baseline, files);
+    let model = agentloop_verify::surface::learn(root, baseline, files, &harness);
+    outln!(
+        "project (learned from the checks' reports and what they opened): {}",
+        model.words()
+    );
+    for (path, f) in &model.files {
+        if f.role == agentloop_evidence::Role::Plugin {
+            outln!("  plugin {path} — {}", f.how);
+        }
+    }
+    for (path, why) in &model.not_tests {
+        outln!("  not a test: {path} — {why}");
+    }
+    for why in &model.names_stand_in {
+        outln!("  names stand in: {why}");
     }
     Ok(())
 }

@@ -483,6 +483,16 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
                 "problem": c.problem,
             })).collect::<Vec<_>>(),
             "surface": b.traced.iter().map(|(path, f)| json!({"path": path, "why": f.why})).collect::<Vec<_>>(),
+            // What each file the checks touched is to them (roles: test, config,
+            // plugin, program, support, work, data), learned from the reports and the
+            // trace; where names still stand in; files named like tests that are none.
+            "model": {
+                "files": b.model.files.iter().map(|(path, f)| json!({
+                    "path": path, "role": f.role, "by": f.by, "how": f.how,
+                })).collect::<Vec<_>>(),
+                "names_stand_in": b.model.names_stand_in,
+                "not_tests": b.model.not_tests.iter().map(|(path, why)| json!({"path": path, "why": why})).collect::<Vec<_>>(),
+            },
         })
     }));
     v["sandbox"] = sandbox_json(s);

@@ -28,7 +28,9 @@ impl Driver {
         let files = tree
             .as_deref()
             .and_then(|t| surface::tree_files(&self.ws.root, t).ok());
-        let taken = BaselineCache::cached_or(tree.as_deref(), &commands, || {
+        // Traced where it runs in a clean copy (`take_baseline`).
+        let traced = files.is_some() && CleanCopy::for_run(&self.ws.root, &self.run.id).is_some();
+        let taken = BaselineCache::cached_or(tree.as_deref(), &commands, traced, || {
             self.take_baseline(&commands, tree.as_deref(), files.as_ref(), &log)
         })
         .map_err(|e| CliError::internal(format!("cannot take the test baseline: {e}")))?;
@@ -103,6 +105,7 @@ impl Driver {
             })
             .collect();
         let harness = surface::harness_of(&self.ws.root, baseline, files);
+        baseline.model = surface::learn(&self.ws.root, baseline, files, &harness);
         baseline.would_load = surface::would_load(&self.ws.root, baseline, files, &harness, &tasks);
         baseline.traced = surface::traced(&self.ws.root, baseline, files, &harness, &base, &tasks);
         if let Some(why) = &baseline.trace_incomplete {

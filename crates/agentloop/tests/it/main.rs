@@ -35,6 +35,7 @@ mod policy;
 mod policy_ladder;
 mod policy_people;
 mod postgres;
+mod project_model;
 mod projects;
 mod queue;
 mod real_aider;

@@ -1,0 +1,45 @@
+//! The project model learned at the test baseline (`agentloop_project::learned`), from
+//! the baseline's reports and trace and the tree it ran on.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use agentloop_evidence::{ProjectModel, TestsBaseline};
+use agentloop_project::harness::Harness;
+use agentloop_project::learned::{self, Check, Tree};
+
+use super::blob;
+use super::traced::TreeFiles;
+
+/// What each file `baseline`'s checks touched in `tree` is to them.
+pub fn learn(
+    root: &Path,
+    baseline: &TestsBaseline,
+    tree: &TreeFiles,
+    harness: &Harness,
+) -> ProjectModel {
+    let paths: BTreeSet<&str> = tree.keys().map(String::as_str).collect();
+    let collected = agentloop_project::collected::of_commands(root, &paths, &baseline.commands);
+    let checks: Vec<Check<'_>> = collected
+        .iter()
+        .map(|(c, files)| Check {
+            command: &c.command,
+            reported: c.runner.as_deref().filter(|_| c.problem.is_none()),
+            read: &c.read,
+            collected: files,
+        })
+        .collect();
+    let mode = |p: &str| tree.get(p).map(|(m, _)| *m);
+    let text = |p: &str| tree.get(p).and_then(|(_, id)| blob(root, id).ok());
+    let view = Tree {
+        paths: &paths,
+        mode: &mode,
+        text: &text,
+    };
+    learned::learn(
+        &checks,
+        &harness.runs,
+        &view,
+        baseline.trace_incomplete.as_deref(),
+    )
+}

@@ -1,0 +1,114 @@
+//! The project learned from its checks, not from names (`agentloop_project::learned`):
+//! a pytest plugin the configuration loads by name is the checks' own, whatever it is
+//! named and wherever it lies; a file named like a test that no check collected or
+//! opened is no test, and changing it is the work.
+
+use crate::support::*;
+
+const CALC: &str = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return 0\n";
+
+/// A flat package whose tests take the expected product from a fixture of
+/// `support/fakes.py`, a plugin `conftest.py` loads by name.
+fn with_a_plugin() -> Project {
+    let s = Scratch::new()
+        .file(
+            "pyproject.toml",
+            "[project]\nname = \"calc\"\nversion = \"0.1.0\"\n\n[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\npythonpath = [\".\"]\n",
+        )
+        .file("calc/__init__.py", CALC)
+        .file("conftest.py", "pytest_plugins = [\"support.fakes\"]\n")
+        .file("support/__init__.py", "")
+        .file(
+            "support/fakes.py",
+            "import pytest\n\n\n@pytest.fixture\ndef product():\n    return 6\n",
+        )
+        .file(
+            "tests/test_calc.py",
+            "import calc\n\n\ndef test_add():\n    assert calc.add(2, 3) == 5\n\n\ndef test_mul(product):\n    assert calc.mul(2, 3) == product\n",
+        );
+    let mut p = s.build();
+    p.env.push(("PATH".into(), python_path()));
+    p
+}
+
+#[test]
+fn a_plugin_the_configuration_loads_by_name_is_the_checks_own() {
+    let p = with_a_plugin();
+    // First attempt: the fixture is made to expect what `mul` gives; then the work.
+    init_with_scripted(
+        &p,
+        "# Calc\n\n## T1: Multiplication\n\nMake `mul` in calc/__init__.py multiply.\n\nTests: tests/test_calc.py::test_mul\n",
+        "if [ \"$n\" = 1 ]; then\n  sed -i 's/return 6/return 0/' support/fakes.py\nelse\n  sed -i 's/return 0/return a * b/' calc/__init__.py\nfi\necho TASK_COMPLETE\n",
+    );
+    let r = p.run(&["plan", "check", "--baseline"]);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains(
+            "plugin support/fakes.py — loaded by name (`support.fakes`) from conftest.py"
+        ),
+        "{}",
+        r.stdout
+    );
+    let r = p.run(&["run", "--yes", "--no-wait"]);
+    assert_eq!(r.code, Some(5), "waits for a person: {}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["gate"]["point"], "surface", "{s:#}");
+    assert_eq!(s["surface_changes"][0]["path"], "support/fakes.py", "{s:#}");
+    let files = s["tests_baseline"]["model"]["files"].as_array().unwrap();
+    let role = |path: &str| {
+        files
+            .iter()
+            .find(|f| f["path"] == path)
+            .map(|f| f["role"].as_str().unwrap().to_string())
+    };
+    assert_eq!(role("support/fakes.py").as_deref(), Some("plugin"), "{s:#}");
+    assert_eq!(role("tests/test_calc.py").as_deref(), Some("test"), "{s:#}");
+    assert_eq!(role("calc/__init__.py").as_deref(), Some("work"), "{s:#}");
+    assert_eq!(role("conftest.py").as_deref(), Some("config"), "{s:#}");
+    // Rejected, the plugin is back and the honest attempt ships.
+    let r = p.run(&["reject", "--note", "the fixture stays"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let r = p.run(&["resume", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(p.read("support/fakes.py").contains("return 6"));
+    assert_eq!(p.status()["verdict"], "SHIP");
+}
+
+#[test]
+fn a_file_named_like_a_test_that_no_check_runs_is_the_work() {
+    // `scripts/test_release.py` is a release script; pytest collects `tests/` only.
+    let s = Scratch::new()
+        .file(
+            "pyproject.toml",
+            "[project]\nname = \"calc\"\nversion = \"0.1.0\"\n\n[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\npythonpath = [\".\"]\n",
+        )
+        .file("calc/__init__.py", CALC)
+        .file("scripts/test_release.py", "VERSION = \"0.1.0\"\nprint(VERSION)\n")
+        .file(
+            "tests/test_calc.py",
+            "import calc\n\n\ndef test_mul():\n    assert calc.mul(2, 3) == 6\n",
+        );
+    let mut p = s.build();
+    p.env.push(("PATH".into(), python_path()));
+    init_with_scripted(
+        &p,
+        "# Calc\n\n## T1: Multiplication, released\n\nMake `mul` in calc/__init__.py multiply, and say 0.2.0 in the release script.\n\nTests: tests/test_calc.py::test_mul\n",
+        "sed -i 's/return 0/return a * b/' calc/__init__.py\nsed -i 's/0.1.0/0.2.0/' scripts/test_release.py\necho TASK_COMPLETE\n",
+    );
+    let r = p.run(&["plan", "check", "--baseline"]);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("not a test: scripts/test_release.py — named like a test, but no check collected or opened it"),
+        "{}",
+        r.stdout
+    );
+    let r = p.run(&["run", "--yes", "--no-wait"]);
+    let s = p.status();
+    assert_eq!(r.code, Some(0), "{}\n{s:#}", r.stderr);
+    assert_eq!(s["verdict"], "SHIP", "{s:#}");
+    assert_eq!(
+        s["tests_baseline"]["model"]["not_tests"][0]["path"], "scripts/test_release.py",
+        "{s:#}"
+    );
+    assert!(p.read("scripts/test_release.py").contains("0.2.0"));
+}
