@@ -3,9 +3,12 @@
 //! the trace of what each check opened (`agentloop_project::learned` learns it; the
 //! surface and `status` read it).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
+
+/// Why a file of [`ProjectModel::not_tests`] is no test of the checks.
+pub const NOT_A_TEST: &str = "named like a test, but no check collected or opened it";
 
 /// What a file is to the checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -66,10 +69,10 @@ pub struct ProjectModel {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub names_stand_in: Vec<String>,
     /// Files named like a test (`test_release.py`, `x.spec.js`) that no check
-    /// collected or opened, with why they are not taken as tests: the surface does not
-    /// hold them. Only learned where the trace is whole.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub not_tests: BTreeMap<String, String>,
+    /// collected or opened ([`NOT_A_TEST`]): the surface does not hold them. Only
+    /// learned where the trace is whole.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub not_tests: BTreeSet<String>,
 }
 
 impl ProjectModel {

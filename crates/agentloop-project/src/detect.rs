@@ -133,9 +133,9 @@ pub fn detect_with(dir: &Path, present: &dyn Fn(&Need, &Path) -> bool) -> Detect
             };
             offer(&mut d, &command, "package.json");
         }
-        if dir.join("node_modules").is_dir() {
-            d.carry.push("node_modules".to_string());
-        }
+        // What `npm install` (or pnpm's, or yarn's) left, each workspace package's
+        // own `node_modules` too.
+        d.carry.extend(crate::environment::installed(dir));
     }
     python(&mut d, dir, &mut offer);
     if has(dir, "go.mod") {

@@ -44,17 +44,66 @@ pub fn links_into_project(root: &Path, carried: &str) -> Vec<(String, String)> {
     out
 }
 
-/// Installed dependencies a check may need that live in the user's tree, ignored by
-/// git, so that a clean copy has them only when `[verify] carry` names them.
-const INSTALLED: &[&str] = &["node_modules"];
+/// The most package directories looked into for their own `node_modules`.
+const MOST_PACKAGES: usize = 500;
 
-/// The installed dependencies at `root` that `carry` does not name: a check that
-/// did not start in the clean copy most likely wanted one of them.
-pub fn uncarried<'a>(root: &Path, carry: &[String]) -> Vec<&'a str> {
-    INSTALLED
-        .iter()
-        .copied()
-        .filter(|d| root.join(d).is_dir() && !carry.iter().any(|c| c.trim_matches('/') == *d))
+/// Installed dependencies a check may need that live in the user's tree, ignored by
+/// git, so that a clean copy has them only when `[verify] carry` names them: the
+/// project's `node_modules`, and each workspace package's own (pnpm links a
+/// package's dependencies, its sibling packages among them, into
+/// `packages/app/node_modules`), found beside a `package.json` up to three
+/// directories down.
+pub fn installed(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    if root.join("node_modules").is_dir() {
+        out.push("node_modules".to_string());
+    } else {
+        return out;
+    }
+    let mut todo = vec![(String::new(), 0)];
+    let mut looked = 0;
+    while let Some((rel, depth)) = todo.pop() {
+        let dir = if rel.is_empty() {
+            root.to_path_buf()
+        } else {
+            root.join(&rel)
+        };
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') || name == "node_modules" {
+                continue;
+            }
+            if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            looked += 1;
+            if looked > MOST_PACKAGES {
+                break;
+            }
+            let sub = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
+            let path = root.join(&sub);
+            if path.join("package.json").is_file() && path.join("node_modules").is_dir() {
+                out.push(format!("{sub}/node_modules"));
+            }
+            if depth < 2 {
+                todo.push((sub, depth + 1));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The installed dependencies at `root` ([`installed`]) that `carry` does not name:
+/// a check that did not start in the clean copy most likely wanted one of them.
+pub fn uncarried(root: &Path, carry: &[String]) -> Vec<String> {
+    installed(root)
+        .into_iter()
+        .filter(|d| !carry.iter().any(|c| c.trim_matches('/') == d))
         .collect()
 }
 

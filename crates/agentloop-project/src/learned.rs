@@ -120,17 +120,12 @@ pub fn learn(
         names_stand_in.push(format!("what the checks opened is known in part: {gap}"));
     }
     let not_tests = match trace_gap {
-        Some(_) => BTreeMap::new(),
+        Some(_) => BTreeSet::new(),
         None => tree
             .paths
             .iter()
             .filter(|p| !files.contains_key(**p) && named_like_a_test(p))
-            .map(|p| {
-                (
-                    p.to_string(),
-                    "named like a test, but no check collected or opened it".to_string(),
-                )
-            })
+            .map(|p| p.to_string())
             .collect(),
     };
     ProjectModel {

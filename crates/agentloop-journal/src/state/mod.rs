@@ -457,7 +457,7 @@ impl RunState {
                 if let Some(base) = &mut self.baseline {
                     base.retain(|path, f| {
                         !(f.why == agentloop_project::TEST_BY_NAME
-                            && b.model.not_tests.contains_key(path))
+                            && b.model.not_tests.contains(path))
                     });
                     for (path, f) in &b.traced {
                         base.entry(path.clone())

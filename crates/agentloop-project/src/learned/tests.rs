@@ -105,7 +105,7 @@ fn a_python_project_is_learned_from_pytests_report_and_what_it_opened() {
     assert!(m.names_stand_in.is_empty());
     // Named like a test, never opened: no test of these checks.
     assert_eq!(
-        m.not_tests.keys().collect::<Vec<_>>(),
+        m.not_tests.iter().collect::<Vec<_>>(),
         ["scripts/test_release.py"]
     );
     // With a partial trace, names stand in and nothing is taken off the tests.

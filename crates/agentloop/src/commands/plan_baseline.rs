@@ -210,8 +210,17 @@ fn show_model(
             outln!("  plugin {path} — {}", f.how);
         }
     }
-    for (path, why) in &model.not_tests {
-        outln!("  not a test: {path} — {why}");
+    for path in model.not_tests.iter().take(10) {
+        outln!(
+            "  not a test: {path} — {}",
+            agentloop_evidence::learned::NOT_A_TEST
+        );
+    }
+    if model.not_tests.len() > 10 {
+        outln!(
+            "  not a test: {} more (`status --json` lists them once a run has taken the baseline)",
+            model.not_tests.len() - 10
+        );
     }
     for why in &model.names_stand_in {
         outln!("  names stand in: {why}");

@@ -491,7 +491,7 @@ pub fn summary(s: &RunState, run: &RunDir, driver: Option<&str>) -> Value {
                     "path": path, "role": f.role, "by": f.by, "how": f.how,
                 })).collect::<Vec<_>>(),
                 "names_stand_in": b.model.names_stand_in,
-                "not_tests": b.model.not_tests.iter().map(|(path, why)| json!({"path": path, "why": why})).collect::<Vec<_>>(),
+                "not_tests": b.model.not_tests.iter().map(|path| json!({"path": path, "why": agentloop_evidence::learned::NOT_A_TEST})).collect::<Vec<_>>(),
             },
         })
     }));

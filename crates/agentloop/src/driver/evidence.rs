@@ -117,6 +117,22 @@ impl Driver {
             self.progress
                 .note(&format!("verification surface: {path} ({})", f.why));
         }
+        // Named, up to a handful; past that, counted (`status --json` lists them).
+        let not_tests = &baseline.model.not_tests;
+        let shown: Vec<&str> = not_tests.iter().take(5).map(String::as_str).collect();
+        if !shown.is_empty() {
+            let more = not_tests.len() - shown.len();
+            self.progress.note(&format!(
+                "not held as tests: {}{} ({})",
+                shown.join(", "),
+                if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                },
+                agentloop_evidence::learned::NOT_A_TEST
+            ));
+        }
     }
 
     /// The tree the baseline is taken on: the one the run was created on (what an

@@ -71,3 +71,4 @@ mod verdict;
 mod wall_time;
 mod watched;
 mod workers;
+mod workspaces;

@@ -9,7 +9,7 @@
 use crate::support::*;
 
 /// `plan check --baseline`, then `run --yes` with `flags`: SHIP, exit 0, no gate.
-fn ships(p: &Project, flags: &[&str]) {
+pub(crate) fn ships(p: &Project, flags: &[&str]) {
     let r = p.run(&["plan", "check", "--baseline"]);
     assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
     let mut args = vec!["run", "--yes", "--no-wait"];
