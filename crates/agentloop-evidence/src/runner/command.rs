@@ -170,8 +170,11 @@ fn script_runner(words: &[String], start: usize, workdir: &Path, depth: usize) -
         return None;
     }
     // The script's own `--` already passes arguments on for the managers inside it.
+    // npm needs one; pnpm only after its `test` shorthand (`pnpm test --json` is
+    // refused as pnpm's own unknown option, while `pnpm run test -- --json` hands the
+    // `--` on to the runner, which takes what follows for test paths); yarn none.
     let mut pass_through: Vec<&'static str> = Vec::new();
-    if pm == "npm" {
+    if pm == "npm" || (pm == "pnpm" && name == "test" && rest.len() == 1) {
         pass_through.push("--");
     }
     pass_through.extend(inner.separators_left());

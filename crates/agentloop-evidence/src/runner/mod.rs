@@ -408,6 +408,17 @@ mod tests {
             "{}",
             i.command
         );
+        // pnpm's `test` shorthand takes the runner's arguments after a `--` (its
+        // own options otherwise); `pnpm run X` and `pnpm X` without one.
+        let i = Invocation::new("pnpm test", dir.path(), r);
+        assert_eq!(i.command, "pnpm test -- --json --outputFile=/r/jest.json");
+        let i = Invocation::new("pnpm run test", dir.path(), r);
+        assert_eq!(i.command, "pnpm run test --json --outputFile=/r/jest.json");
+        let i = Invocation::new("pnpm test -- --ci", dir.path(), r);
+        assert_eq!(
+            i.command,
+            "pnpm test -- --ci --json --outputFile=/r/jest.json"
+        );
         assert_eq!(Invocation::new("npm run lint", dir.path(), r).runner, None);
         assert_eq!(
             Invocation::new("npm run nothing", dir.path(), r).runner,
