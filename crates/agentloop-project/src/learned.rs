@@ -4,10 +4,14 @@
 //! name (a pytest plugin, a Jest setup file or module mapping, a Mocha `--require`),
 //! and what the trace saw it open (the code the tests import, the data they read).
 //!
-//! Where the model is whole (the trace saw every open), a file named like a test that
-//! no check collected or opened is no test of the checks: `not_tests` lists it, and the
-//! surface does not hold it for its name alone. Where a runner gave no report or the
-//! trace is partial, names still stand in, and the model says so.
+//! Where the model is whole (the trace saw every open, every check started and gave
+//! its runner's report whole), a Python or Go file named like a test that no check
+//! collected or opened, and that no task names, is no test of the checks: `not_tests`
+//! lists it, and the surface does not hold it for its name alone. pytest collects, and
+//! `go test` compiles, every test file of what it runs before it runs any; a
+//! JavaScript runner runs its files one by one and may stop early (`--bail`), so a
+//! JavaScript file named like a test stays a test by its name. Where a runner gave no
+//! report or the trace is partial, names still stand in, and the model says so.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -21,6 +25,9 @@ pub struct Check<'a> {
     pub command: &'a str,
     /// The runner whose report was read, when one was (and read whole).
     pub reported: Option<&'a str>,
+    /// Its report holds an errored entry (a module that failed to import: with `-x`,
+    /// pytest stops collecting there).
+    pub errored: bool,
     /// The files of the tree it opened.
     pub read: &'a [String],
     /// The test files its runner's report names.
@@ -40,36 +47,49 @@ pub struct Tree<'a> {
 /// configuration.
 const ALSO_CONFIG: &[&str] = &["go.mod", "go.work", "tsconfig.json", "tsconfig.*.json"];
 
-/// Keys of a JavaScript runner's configuration whose strings are patterns or
-/// places, not files it loads.
-const NOT_LOADED: &[&str] = &[
-    "collectCoverageFrom",
-    "coveragePathIgnorePatterns",
-    "coverageDirectory",
-    "coverageReporters",
-    "testPathIgnorePatterns",
-    "modulePathIgnorePatterns",
-    "watchPathIgnorePatterns",
-    "transformIgnorePatterns",
-    "roots",
-    "rootDir",
-    "testMatch",
-    "testRegex",
-    "include",
-    "exclude",
-    "displayName",
-    "name",
-    "spec",
+/// Keys of a JavaScript runner's configuration (Jest, Vitest, Mocha) whose strings
+/// name files it loads as part of the harness: setup files, environments,
+/// transformers, reporters, resolvers. Anything else (coverage patterns, roots,
+/// aliases, module mappings to the project's own code) is not taken for a plugin.
+const LOADERS: &[&str] = &[
+    "setupFiles",
+    "setupFilesAfterEnv",
+    "globalSetup",
+    "globalTeardown",
+    "testEnvironment",
+    "environment",
+    "transform",
+    "snapshotResolver",
+    "reporters",
+    "watchPlugins",
+    "testSequencer",
+    "resolver",
+    "runner",
+    "testRunner",
+    "sequencer",
+    "require",
+    "file",
+];
+
+/// JavaScript runner configurations whose loaders are read.
+const JS_CONFIGS: &[&str] = &[
+    "jest.config.*",
+    "vitest.config.*",
+    "vitest.workspace.*",
+    "vite.config.*",
+    ".mocharc*",
 ];
 
 /// The model of the project at the baseline: `checks` as they ran, `runs` what their
 /// harness runs (path → who), `trace_gap` why the trace may have missed opens (none:
-/// it saw them all; `Some` also when no trace was taken).
+/// it saw them all; `Some` also when no trace was taken), `tasks` the words of each
+/// task (a file they name is never taken off the tests).
 pub fn learn(
     checks: &[Check<'_>],
     runs: &BTreeMap<String, String>,
     tree: &Tree<'_>,
     trace_gap: Option<&str>,
+    tasks: &[String],
 ) -> ProjectModel {
     let mut files: BTreeMap<String, LearnedFile> = BTreeMap::new();
     let mut set = |path: &str, role: Role, by: &str, how: String| {
@@ -119,14 +139,21 @@ pub fn learn(
     if let Some(gap) = trace_gap {
         names_stand_in.push(format!("what the checks opened is known in part: {gap}"));
     }
-    let not_tests = match trace_gap {
-        Some(_) => BTreeSet::new(),
-        None => tree
-            .paths
+    // Only where every check ran whole: one that did not start, stopped at an
+    // import error, or gave no report may not have reached a test file at all.
+    let whole = trace_gap.is_none() && checks.iter().all(|c| c.reported.is_some() && !c.errored);
+    let not_tests = if whole {
+        tree.paths
             .iter()
-            .filter(|p| !files.contains_key(**p) && named_like_a_test(p))
+            .filter(|p| {
+                !files.contains_key(**p)
+                    && named_like_a_test(p)
+                    && !tasks.iter().any(|t| names(t, p))
+            })
             .map(|p| p.to_string())
-            .collect(),
+            .collect()
+    } else {
+        BTreeSet::new()
     };
     ProjectModel {
         files,
@@ -135,15 +162,23 @@ pub fn learn(
     }
 }
 
-/// Whether names make `path` a test by its file name alone (`test_x.py`,
-/// `x.spec.js`), not by the directory it is in.
+/// Whether names make `path` a Python or Go test by its file name alone
+/// (`test_x.py`, `x_test.go`), not by the directory it is in.
 fn named_like_a_test(path: &str) -> bool {
-    is_test_file(path)
+    let name = path.rsplit('/').next().unwrap_or(path);
+    (name.ends_with(".py") || name.ends_with("_test.go"))
+        && is_test_file(path)
         && !path
             .split('/')
             .rev()
             .skip(1)
             .any(|d| TEST_DIRS.contains(&d))
+}
+
+/// Whether a task's words name `path`: the path, or its file name.
+fn names(text: &str, path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    text.contains(path) || text.contains(name)
 }
 
 /// What a file a check opened is, where nothing said more of it.
@@ -212,40 +247,43 @@ fn is_code(name: &str) -> bool {
 }
 
 /// What `c`'s runner loads by name, with how it is named: from `c`'s own words
-/// (`pytest -p fakes`), and from the configuration files any check opened.
+/// (`pytest -p fakes`, `jest --config ci.config.js`), and from the configuration
+/// files any check opened.
 fn plugins(c: &Check<'_>, checks: &[Check<'_>], tree: &Tree<'_>) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
-    for m in dash_p(c.command) {
-        for path in python_module(&m, checks, tree) {
-            out.entry(path)
-                .or_insert_with(|| format!("loaded by name (`-p {m}`) in the check's command"));
+    let words = shlex::split(c.command).unwrap_or_default();
+    // Each command of `a && b; c | d` on its own: `mypy -p pkg && pytest` loads no
+    // plugin `pkg`.
+    let commands = words.split(|w| matches!(w.as_str(), "&&" | "||" | ";" | "|"));
+    for words in commands.filter(|w| runs_pytest(w)) {
+        for m in dash_p(words) {
+            for path in python_module(&m, checks, tree) {
+                out.entry(path)
+                    .or_insert_with(|| format!("loaded by name (`-p {m}`) in the check's command"));
+            }
         }
     }
-    for config in c.read {
-        let name = config.rsplit('/').next().unwrap_or(config);
-        let Some(text) = (tree.text)(config) else {
+    let named = named_configs(&words, tree);
+    let configs = c.read.iter().cloned().chain(named.iter().cloned());
+    for config in configs {
+        let name = config.rsplit('/').next().unwrap_or(&config).to_string();
+        let Some(text) = (tree.text)(&config) else {
             continue;
         };
         let text = String::from_utf8_lossy(&text);
         let dir = config.rsplit_once('/').map_or("", |(d, _)| d);
         let mut python: Vec<String> = Vec::new();
         let mut js: Vec<String> = Vec::new();
-        match name {
+        let js_config = JS_CONFIGS.iter().any(|p| glob_name(&name, p)) || named.contains(&config);
+        match name.as_str() {
             "conftest.py" => python.extend(pytest_plugins(&text)),
             "pytest.ini" | ".pytest.ini" | "pytest.toml" | ".pytest.toml" | "pyproject.toml"
-            | "setup.cfg" | "tox.ini" => python.extend(dash_p(&text)),
+            | "setup.cfg" | "tox.ini" => python.extend(addopts_plugins(&config, &text)),
             "package.json" => js.extend(package_json_strings(&text)),
-            _ if [
-                "jest.config.*",
-                "vitest.config.*",
-                "vitest.workspace.*",
-                ".mocharc*",
-            ]
-            .iter()
-            .any(|p| glob_name(name, p)) =>
-            {
-                js.extend(config_strings(&text))
+            _ if js_config && (name.ends_with(".yml") || name.ends_with(".yaml")) => {
+                js.extend(yaml_loaders(&text))
             }
+            _ if js_config => js.extend(config_strings(&text)),
             _ => {}
         }
         for m in python {
@@ -264,16 +302,103 @@ fn plugins(c: &Check<'_>, checks: &[Check<'_>], tree: &Tree<'_>) -> BTreeMap<Str
     out
 }
 
-/// The plugins `-p NAME` loads in `text` (a command, `addopts`); `-p no:x` loads none.
-fn dash_p(text: &str) -> Vec<String> {
-    let words: Vec<&str> = text
-        .split(|c: char| c.is_whitespace() || "\"',[]=".contains(c))
-        .filter(|w| !w.is_empty())
-        .collect();
+/// Whether a command's words run pytest (`pytest`, `py.test`, `python -m pytest`).
+fn runs_pytest(words: &[String]) -> bool {
+    words.iter().enumerate().any(|(i, w)| {
+        let w = w.rsplit('/').next().unwrap_or(w);
+        w == "pytest"
+            || w == "py.test"
+            || (w == "-m" && words.get(i + 1).is_some_and(|m| m == "pytest"))
+    })
+}
+
+/// The configuration files a command names for its runner (`--config x.js`,
+/// `--config=x.js`, `-c x.js`) that are files of the tree.
+fn named_configs(words: &[String], tree: &Tree<'_>) -> Vec<String> {
     let mut out = Vec::new();
     for (i, w) in words.iter().enumerate() {
-        let name = match *w {
-            "-p" => words.get(i + 1).copied(),
+        let value = match w.as_str() {
+            "--config" | "-c" => words.get(i + 1).map(String::as_str),
+            w => w.strip_prefix("--config="),
+        };
+        if let Some(v) = value.and_then(|v| normalise("", v))
+            && tree.paths.contains(v.as_str())
+        {
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// The plugins `-p` loads from the `addopts` of a pytest configuration file's pytest
+/// section (`[pytest]`, `[tool:pytest]`, `[tool.pytest.ini_options]`).
+fn addopts_plugins(path: &str, text: &str) -> Vec<String> {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let value = if name.ends_with(".toml") {
+        let table = text.parse::<toml::Table>().unwrap_or_default();
+        let section = if name == "pyproject.toml" {
+            table
+                .get("tool")
+                .and_then(|t| t.get("pytest"))
+                .and_then(|t| t.get("ini_options"))
+        } else {
+            table.get("pytest")
+        };
+        match section.and_then(|s| s.get("addopts")) {
+            Some(toml::Value::String(s)) => s.clone(),
+            Some(toml::Value::Array(a)) => a
+                .iter()
+                .filter_map(|v| v.as_str())
+                .collect::<Vec<_>>()
+                .join(" "),
+            _ => String::new(),
+        }
+    } else {
+        ini_addopts(text)
+    };
+    let words: Vec<String> = value.split_whitespace().map(str::to_string).collect();
+    dash_p(&words)
+}
+
+/// `addopts` of an ini file's `[pytest]` or `[tool:pytest]` section, its indented
+/// continuation lines joined.
+fn ini_addopts(text: &str) -> String {
+    let mut out = String::new();
+    let (mut in_pytest, mut in_value) = (false, false);
+    for line in text.lines() {
+        let t = line.trim();
+        if let Some(section) = t.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
+            in_pytest = matches!(section.trim(), "pytest" | "tool:pytest");
+            in_value = false;
+            continue;
+        }
+        if !in_pytest {
+            continue;
+        }
+        if in_value && line.starts_with([' ', '\t']) && !t.is_empty() {
+            out.push(' ');
+            out.push_str(t);
+            continue;
+        }
+        in_value = false;
+        if let Some((key, value)) = t.split_once('=')
+            && key.trim() == "addopts"
+        {
+            out.push(' ');
+            out.push_str(value.trim());
+            in_value = true;
+        }
+    }
+    out
+}
+
+/// The plugins `-p NAME` (or `-pNAME`) loads among pytest's words; `-p no:x` loads
+/// none.
+fn dash_p(words: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, w) in words.iter().enumerate() {
+        let name = match w.as_str() {
+            "-p" => words.get(i + 1).map(String::as_str),
             w => w
                 .strip_prefix("-p")
                 .filter(|n| !n.is_empty() && !n.starts_with('-')),
@@ -298,11 +423,17 @@ fn is_dotted(s: &str) -> bool {
 fn pytest_plugins(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        let Some(rest) = line.strip_prefix("pytest_plugins") else {
+        let Some(rest) = line.trim_start().strip_prefix("pytest_plugins") else {
             continue;
         };
-        let Some(rest) = rest.trim_start().strip_prefix('=') else {
-            continue;
+        // `= [...]`, `+= [...]`, `: list[str] = [...]`.
+        let rest = rest.trim_start();
+        let rest = match rest.strip_prefix(':') {
+            Some(annotated) => annotated.split_once('=').map_or("", |(_, v)| v),
+            None => match rest.strip_prefix("+=").or_else(|| rest.strip_prefix('=')) {
+                Some(v) => v,
+                None => continue,
+            },
         };
         // To the closing bracket when the value opens one, else the line.
         let mut value = rest.to_string();
@@ -356,17 +487,50 @@ fn literals(text: &str) -> Vec<String> {
     literals_at(text).into_iter().map(|(_, _, s)| s).collect()
 }
 
-/// The strings of a JavaScript or JSON runner configuration that may name a file it
-/// loads: not a key, not under a key of patterns and places ([`NOT_LOADED`]).
+/// The strings of a JavaScript or JSON runner configuration that name a file it
+/// loads: not a key, and under a key of [`LOADERS`].
 fn config_strings(text: &str) -> Vec<String> {
     literals_at(text)
         .into_iter()
         .filter(|(at, end, _)| {
             !text[*end..].trim_start().starts_with(':')
-                && !last_key(&text[..*at]).is_some_and(|k| NOT_LOADED.contains(&k))
+                && last_key(&text[..*at]).is_some_and(|k| LOADERS.contains(&k))
         })
         .map(|(_, _, s)| s)
         .collect()
+}
+
+/// The files a YAML runner configuration (`.mocharc.yml`) loads: the values of
+/// [`LOADERS`] keys, quoted or not, one or a list.
+fn yaml_loaders(text: &str) -> Vec<String> {
+    let unquote = |v: &str| v.trim().trim_matches(['"', '\'']).to_string();
+    let mut out = Vec::new();
+    let mut in_list = false;
+    for line in text.lines() {
+        let t = line.trim();
+        if let Some(item) = t.strip_prefix("- ") {
+            if in_list {
+                out.push(unquote(item));
+            }
+            continue;
+        }
+        in_list = false;
+        let Some((key, value)) = t.split_once(':') else {
+            continue;
+        };
+        if !LOADERS.contains(&key.trim()) {
+            continue;
+        }
+        let value = value.trim();
+        if value.is_empty() {
+            in_list = true;
+        } else if let Some(list) = value.strip_prefix('[') {
+            out.extend(list.trim_end_matches(']').split(',').map(unquote));
+        } else {
+            out.push(unquote(value));
+        }
+    }
+    out
 }
 
 /// The last unquoted `key:` (or `"key":`) before the end of `text`.
@@ -381,8 +545,10 @@ fn last_key(text: &str) -> Option<&str> {
         let head = text[..i].trim_end();
         let head = head.trim_end_matches(['"', '\'']);
         let start = head
-            .rfind(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
-            .map_or(0, |k| k + 1);
+            .char_indices()
+            .rev()
+            .find(|(_, c)| !(c.is_alphanumeric() || *c == '_' || *c == '$'))
+            .map_or(0, |(k, c)| k + c.len_utf8());
         let key = &head[start..];
         if !key.is_empty() {
             return Some(key);
@@ -406,39 +572,36 @@ fn package_json_strings(text: &str) -> Vec<String> {
 }
 
 fn strings(v: &serde_json::Value, key: Option<&str>, out: &mut Vec<String>) {
-    if key.is_some_and(|k| NOT_LOADED.contains(&k)) {
-        return;
-    }
     match v {
-        serde_json::Value::String(s) => out.push(s.clone()),
+        serde_json::Value::String(s) if key.is_some_and(|k| LOADERS.contains(&k)) => {
+            out.push(s.clone())
+        }
         serde_json::Value::Array(a) => a.iter().for_each(|x| strings(x, key, out)),
         serde_json::Value::Object(o) => o.iter().for_each(|(k, x)| strings(x, Some(k), out)),
         _ => {}
     }
 }
 
-/// The file of the tree a Python module name (`helpers.fakes`) is, as pytest would
-/// import it from any directory on its path: the ones a check opened when there are
-/// such, else every one.
+/// The files of the tree a Python module name (`helpers.fakes`) may be, as pytest
+/// imports it: from the root, `src/`, or the directory of a `conftest.py` a check
+/// opened (pytest puts each on the path).
 fn python_module(name: &str, checks: &[Check<'_>], tree: &Tree<'_>) -> Vec<String> {
     let rel = name.replace('.', "/");
-    let ends = [format!("{rel}.py"), format!("{rel}/__init__.py")];
-    let found: Vec<&str> = tree
-        .paths
+    let mut bases: BTreeSet<String> = [String::new(), "src/".to_string()].into();
+    for c in checks {
+        for r in c.read {
+            if let Some(dir) = r.strip_suffix("conftest.py")
+                && (dir.is_empty() || dir.ends_with('/'))
+            {
+                bases.insert(dir.to_string());
+            }
+        }
+    }
+    bases
         .iter()
-        .copied()
-        .filter(|p| {
-            ends.iter()
-                .any(|e| *p == e.as_str() || p.ends_with(&format!("/{e}")))
-        })
-        .collect();
-    let opened: Vec<&str> = found
-        .iter()
-        .copied()
-        .filter(|p| checks.iter().any(|c| c.read.iter().any(|r| r == p)))
-        .collect();
-    let pick = if opened.is_empty() { found } else { opened };
-    pick.into_iter().map(str::to_string).collect()
+        .flat_map(|b| [format!("{b}{rel}.py"), format!("{b}{rel}/__init__.py")])
+        .filter(|p| tree.paths.contains(p.as_str()))
+        .collect()
 }
 
 /// The file of the tree a JavaScript configuration in `dir` names with `s`
@@ -453,20 +616,10 @@ fn js_file(dir: &str, s: &str, tree: &Tree<'_>) -> Option<String> {
         return None;
     }
     let path = normalise(dir, s)?;
-    [
-        "",
-        ".js",
-        ".ts",
-        ".mjs",
-        ".cjs",
-        ".jsx",
-        ".tsx",
-        "/index.js",
-        "/index.ts",
-    ]
-    .iter()
-    .map(|ext| format!("{path}{ext}"))
-    .find(|p| tree.paths.contains(p.as_str()))
+    ["", ".js", ".ts", ".mjs", ".cjs", ".jsx", ".tsx"]
+        .iter()
+        .map(|ext| format!("{path}{ext}"))
+        .find(|p| tree.paths.contains(p.as_str()))
 }
 
 #[cfg(test)]

@@ -28,7 +28,19 @@ impl Files {
             mode: &mode,
             text: &text,
         };
-        learn(checks, &BTreeMap::new(), &tree, gap)
+        learn(checks, &BTreeMap::new(), &tree, gap, &[])
+    }
+
+    fn learn_with(&self, checks: &[Check<'_>], tasks: &[String]) -> ProjectModel {
+        let paths: BTreeSet<&str> = self.0.keys().copied().collect();
+        let mode = |p: &str| self.0.get(p).map(|f| f.0);
+        let text = |p: &str| self.0.get(p).map(|f| f.1.as_bytes().to_vec());
+        let tree = Tree {
+            paths: &paths,
+            mode: &mode,
+            text: &text,
+        };
+        learn(checks, &BTreeMap::new(), &tree, None, tasks)
     }
 }
 
@@ -75,6 +87,7 @@ fn a_python_project_is_learned_from_pytests_report_and_what_it_opened() {
     let checks = [Check {
         command: "python3 -m pytest",
         reported: Some("pytest"),
+        errored: false,
         read: &read,
         collected: &collected,
     }];
@@ -139,6 +152,7 @@ fn a_jest_configuration_loads_setup_files_and_mapped_modules_not_coverage_globs(
     let checks = [Check {
         command: "npx jest",
         reported: Some("jest"),
+        errored: false,
         read: &read,
         collected: &collected,
     }];
@@ -149,13 +163,12 @@ fn a_jest_configuration_loads_setup_files_and_mapped_modules_not_coverage_globs(
             ("jest.config.js", Role::Config),
             ("jest.setup.js", Role::Plugin),
             ("mocha.setup.js", Role::Plugin),
-            ("mocks/style.js", Role::Plugin),
             ("package.json", Role::Config),
             ("src/index.js", Role::Work),
             ("src/index.test.js", Role::Test),
             ("test/env.js", Role::Plugin),
         ],
-        "the coverage glob and `main` name the work, not a plugin"
+        "the coverage glob, the module mapping and `main` name the work, not a plugin"
     );
 }
 
@@ -167,6 +180,7 @@ fn a_check_without_a_report_leaves_its_tests_to_names() {
     let checks = [Check {
         command: "sh check.sh",
         reported: None,
+        errored: false,
         read: &read,
         collected: &none,
     }];
@@ -178,15 +192,125 @@ fn a_check_without_a_report_leaves_its_tests_to_names() {
     );
 }
 
+fn words(s: &str) -> Vec<String> {
+    s.split_whitespace().map(String::from).collect()
+}
+
 #[test]
 fn words_of_the_model_and_of_dash_p() {
-    assert_eq!(dash_p("pytest -p a.b -pc -p no:x -p"), ["a.b", "c"]);
-    assert_eq!(dash_p("addopts = [\"-p\", \"fakes\"]"), ["fakes"]);
+    assert_eq!(dash_p(&words("pytest -p a.b -pc -p no:x -p")), ["a.b", "c"]);
+    assert!(runs_pytest(&words("python3 -m pytest -q")));
+    assert!(!runs_pytest(&words("mypy -p mypkg")));
+    assert_eq!(
+        addopts_plugins(
+            "pyproject.toml",
+            "[project]\nname = \"x\"\n[tool.pytest.ini_options]\naddopts = [\"-p\", \"fakes\"]\n[tool.mypy]\naddopts = \"-p other\"\n"
+        ),
+        ["fakes"]
+    );
+    assert_eq!(
+        addopts_plugins(
+            "tox.ini",
+            "[testenv]\ncommands = mypy -p pkg\n[pytest]\naddopts =\n    -q\n    -p one\n"
+        ),
+        ["one"]
+    );
     assert_eq!(pytest_plugins("pytest_plugins = 'one'\n"), ["one"]);
+    assert_eq!(
+        pytest_plugins("    pytest_plugins: list[str] = [\"a\"]\npytest_plugins += [\"b\"]\n"),
+        ["a", "b"]
+    );
+    assert_eq!(
+        yaml_loaders(
+            "spec: test/**/*.js\nrequire:\n  - test/setup.js\n  - 'chai/register-expect'\nfile: test/hooks.js\n"
+        ),
+        ["test/setup.js", "chai/register-expect", "test/hooks.js"]
+    );
+    // A character of more than one byte before a key is no place to cut the text.
+    assert_eq!(last_key("\u{a0}setupFiles: ["), Some("setupFiles"));
+    assert_eq!(last_key("// 例（x）: ["), None);
     assert_eq!(
         pytest_plugins("pytest_plugins = (\n  \"a.b\",\n  'c',\n)\nx = 'd'\n"),
         ["a.b", "c"]
     );
     assert_eq!(last_key("{ roots: ['a', "), Some("roots"));
     assert_eq!(last_key("{ \"setupFiles\": ["), Some("setupFiles"));
+}
+
+#[test]
+fn a_module_named_by_dash_p_is_looked_for_where_pytest_imports_from_not_anywhere() {
+    let files = Files::new(&[
+        ("pytest.ini", "[pytest]\naddopts = -p helpers\n"),
+        ("tests/conftest.py", ""),
+        ("tests/helpers.py", ""),
+        ("src/pkg/helpers.py", ""),
+        ("tox.ini", "[testenv]\ncommands = mypy -p src\n"),
+        ("src/__init__.py", ""),
+    ]);
+    let read: Vec<String> = ["pytest.ini", "tests/conftest.py", "tox.ini"]
+        .map(String::from)
+        .to_vec();
+    let none = BTreeSet::new();
+    let checks = [Check {
+        command: "mypy -p src && pytest",
+        reported: Some("pytest"),
+        errored: false,
+        read: &read,
+        collected: &none,
+    }];
+    let m = files.learn(&checks, None);
+    let plugins: Vec<&str> = m
+        .files
+        .iter()
+        .filter(|(_, f)| f.role == Role::Plugin)
+        .map(|(p, _)| p.as_str())
+        .collect();
+    assert_eq!(plugins, ["tests/helpers.py"], "{m:#?}");
+}
+
+#[test]
+fn a_test_file_stays_one_unless_every_check_ran_whole_and_no_task_names_it() {
+    let files = Files::new(&[
+        ("tests/test_a.py", ""),
+        ("pkg/test_support.py", ""),
+        ("web/button.test.js", ""),
+        ("util/strings_test.go", ""),
+    ]);
+    let read: Vec<String> = vec!["tests/test_a.py".into()];
+    let collected: BTreeSet<String> = ["tests/test_a.py".to_string()].into();
+    let check = |reported, errored| Check {
+        command: "pytest",
+        reported,
+        errored,
+        read: &read,
+        collected: &collected,
+    };
+    let m = files.learn(&[check(Some("pytest"), false)], None);
+    assert_eq!(
+        m.not_tests.iter().collect::<Vec<_>>(),
+        ["pkg/test_support.py", "util/strings_test.go"],
+        "a JavaScript runner may stop before a file: it stays a test"
+    );
+    // An import error (pytest -x stops collecting there), or a check with no report.
+    assert!(
+        files
+            .learn(&[check(Some("pytest"), true)], None)
+            .not_tests
+            .is_empty()
+    );
+    assert!(
+        files
+            .learn(&[check(None, false)], None)
+            .not_tests
+            .is_empty()
+    );
+    // A file a task names stays a test.
+    let m = files.learn_with(
+        &[check(Some("pytest"), false)],
+        &["Fix the helpers in pkg/test_support.py".to_string()],
+    );
+    assert_eq!(
+        m.not_tests.iter().collect::<Vec<_>>(),
+        ["util/strings_test.go"]
+    );
 }

@@ -4,19 +4,21 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use agentloop_evidence::{ProjectModel, TestsBaseline};
+use agentloop_evidence::{Outcome, ProjectModel, TestsBaseline};
 use agentloop_project::harness::Harness;
 use agentloop_project::learned::{self, Check, Tree};
 
 use super::blob;
 use super::traced::TreeFiles;
 
-/// What each file `baseline`'s checks touched in `tree` is to them.
+/// What each file `baseline`'s checks touched in `tree` is to them; `tasks`: each
+/// task's words (a file they name stays a test).
 pub fn learn(
     root: &Path,
     baseline: &TestsBaseline,
     tree: &TreeFiles,
     harness: &Harness,
+    tasks: &[String],
 ) -> ProjectModel {
     let paths: BTreeSet<&str> = tree.keys().map(String::as_str).collect();
     let collected = agentloop_project::collected::of_commands(root, &paths, &baseline.commands);
@@ -25,6 +27,7 @@ pub fn learn(
         .map(|(c, files)| Check {
             command: &c.command,
             reported: c.runner.as_deref().filter(|_| c.problem.is_none()),
+            errored: c.tests.values().any(|o| *o == Outcome::Errored),
             read: &c.read,
             collected: files,
         })
@@ -41,5 +44,6 @@ pub fn learn(
         &harness.runs,
         &view,
         baseline.trace_incomplete.as_deref(),
+        tasks,
     )
 }

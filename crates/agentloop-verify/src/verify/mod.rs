@@ -376,6 +376,10 @@ impl Runner<'_> {
         spec.log_append = true;
         spec.wrap = self.wrap.clone();
         spec.env.extend(judged_tree_env(self.workdir));
+        // Python's bytecode beside the copy's sources, never in a cache an earlier
+        // run filled (`PYTHONPYCACHEPREFIX`; empty is unset to Python): a module found
+        // compiled there is not opened, and the baseline's trace would miss it.
+        spec.env.push(("PYTHONPYCACHEPREFIX".into(), "".into()));
         if let Some(i) = inv {
             spec.env.push((
                 evidence::runner::REPORT_VAR.into(),

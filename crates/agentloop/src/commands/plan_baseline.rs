@@ -113,7 +113,7 @@ pub fn check(root: &Path, plan: &Plan, config: &Config) -> Result<(), CliError> 
         };
         outln!("  `{}` — {how}", c.command);
     }
-    show_model(root, &baseline, &files)?;
+    show_model(root, plan, &baseline, &files)?;
     // A check that did not start in the clean copy for want of what the project has
     // installed: that, not the test names, is what to mend.
     if copy.is_some()
@@ -193,6 +193,7 @@ pub fn check(root: &Path, plan: &Plan, config: &Config) -> Result<(), CliError> 
 /// and where names still stand in.
 fn show_model(
     root: &Path,
+    plan: &Plan,
     baseline: &agentloop_evidence::TestsBaseline,
     files: &agentloop_verify::surface::TreeFiles,
 ) -> Result<(), CliError> {
@@ -200,7 +201,19 @@ fn show_model(
         return Ok(());
     }
     let harness = agentloop_verify::surface::harness_of(root, baseline, files);
-    let model = agentloop_verify::surface::learn(root, baseline, files, &harness);
+    let words: Vec<String> = plan
+        .tasks
+        .iter()
+        .map(|t| {
+            let tests = t.tests.iter().map(|n| n.pattern.as_str());
+            [t.title.as_str(), t.body.as_str()]
+                .into_iter()
+                .chain(tests)
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .collect();
+    let model = agentloop_verify::surface::learn(root, baseline, files, &harness, &words);
     outln!(
         "project (learned from the checks' reports and what they opened): {}",
         model.words()

@@ -105,7 +105,22 @@ impl Driver {
             })
             .collect();
         let harness = surface::harness_of(&self.ws.root, baseline, files);
-        baseline.model = surface::learn(&self.ws.root, baseline, files, &harness);
+        // A file a task's words or its `Tests:` name stays a test, whatever the trace.
+        let words: Vec<String> = self
+            .state
+            .plan
+            .tasks
+            .iter()
+            .zip(&tasks)
+            .map(|(t, f)| {
+                let tests = t.tests.iter().map(|n| n.pattern.as_str());
+                std::iter::once(f.text.as_str())
+                    .chain(tests)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .collect();
+        baseline.model = surface::learn(&self.ws.root, baseline, files, &harness, &words);
         baseline.would_load = surface::would_load(&self.ws.root, baseline, files, &harness, &tasks);
         baseline.traced = surface::traced(&self.ws.root, baseline, files, &harness, &base, &tasks);
         if let Some(why) = &baseline.trace_incomplete {

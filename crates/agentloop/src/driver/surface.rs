@@ -50,7 +50,13 @@ impl Driver {
             return Ok(());
         }
         let project = self.state.project(&self.ws.root);
-        match surface::grow(&self.ws.root, base, tree, &project) {
+        let not_tests = self
+            .state
+            .tests_baseline
+            .as_ref()
+            .map(|b| b.model.not_tests.clone())
+            .unwrap_or_default();
+        match surface::grow(&self.ws.root, base, tree, &project, &not_tests) {
             Ok(Some(files)) => self.record(Event::BaselineRecorded { files }),
             Ok(None) => Ok(()),
             Err(e) => Err(cannot_check(e)),
