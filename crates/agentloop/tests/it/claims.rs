@@ -259,6 +259,12 @@ const FOREIGN: &[(&str, &str, &str)] = &[
     ("ARCHITECTURE.md", "[testenv]", "tox.ini"),
     ("PERFORMANCE.md", "[profile.", "Cargo.toml"),
     ("SECURITY.md", "[lib]", "Cargo.toml"),
+    (
+        "SECURITY.md",
+        "[tool.pytest.ini_options]",
+        "pyproject.toml's pytest section",
+    ),
+    ("SECURITY.md", "[pytest]", "tox.ini's pytest section"),
     ("agents/index.md", "[features]", "Codex's config.toml"),
     ("agents/index.md", "[mcp_servers.", "Codex's config.toml"),
     ("EVIDENCE.md", "[store] dir", "nextest's tool configuration"),

@@ -19,7 +19,7 @@ fn workspace(root: &str, dep: &str) -> Project {
         .file("packages/util/index.js", "exports.double = (n) => n;\n")
         .file(
             "packages/app/package.json",
-            &format!(
+            format!(
                 "{{\"name\": \"@acme/app\", \"version\": \"1.0.0\", \"dependencies\": {{\"@acme/util\": \"{dep}\"}}}}\n"
             ),
         )
