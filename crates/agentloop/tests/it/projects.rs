@@ -109,7 +109,7 @@ fn a_src_layout_package_installed_editable_is_judged_on_the_tree_the_check_runs_
     assert!(config.contains("\"python3 -m pytest\""), "{config}");
     // Each task's agent works in a worktree of its own: the editable install points at
     // the user's tree, which has neither module until the work is merged.
-    ships(&p, &["--workers", "2"]);
+    ships(&p, &["--workers", "3"]);
     ships(&p, &[]);
     // `src/` comes first on Python's path in the checks, ahead of what is installed: a
     // new module there named like one pytest imports waits for a person.
@@ -387,7 +387,7 @@ fn an_npm_workspace_judges_the_package_the_task_changed_not_the_users() {
     assert!(config.contains("\ncarry = [\"node_modules\"]"), "{config}");
     // The task's agent works in a worktree of its own; node_modules/@acme/util in the
     // user's tree still holds the old `double`.
-    ships(&p, &["--workers", "2"]);
+    ships(&p, &["--workers", "3"]);
     ships(&p, &[]);
 }
 
