@@ -3,8 +3,8 @@
 //! - Every named test must be reported passed (absent, skipped, xfail or errored is
 //!   not passed): FAIL_TO_PASS.
 //! - Every test that passed at the baseline (or that a task done since made pass) must
-//!   still be reported passed: PASS_TO_PASS. One that fails is run again alone before
-//!   it counts ([`CommandVerdict::regressions`] are what the runner re-runs).
+//!   still be reported passed: PASS_TO_PASS. Those that fail are run again, together,
+//!   before they count ([`CommandVerdict::regressions`] are what the runner re-runs).
 //! - Every test the command collected at the baseline must still be collected: a
 //!   deleted, renamed or deselected test is named.
 //! - A task's own check that names no tests passes when every test it reports passes

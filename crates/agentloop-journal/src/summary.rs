@@ -59,7 +59,7 @@ pub enum Met {
     Assumed,
     /// Its checks passed by exit code, with no per-test evidence to back them.
     ExitCode,
-    /// Its checks passed once a failing test, run again alone, passed.
+    /// Its checks passed once a failing test, run again, passed.
     Flaky,
 }
 

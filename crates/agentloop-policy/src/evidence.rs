@@ -127,7 +127,7 @@ pub fn expected(s: &RunState, task: Option<&str>, place: Place) -> Option<Expect
             .collect()
     };
     // Only the tests a person declared flaky are forgiven outright; one seen to fail
-    // and then pass alone is run again alone each time it fails: an agent
+    // and then pass when run again is run again each time it fails: an agent
     // that makes a test fail only beside the others does not get it forgiven for good.
     let flaky = s.settings.flaky.clone();
     Some(Expected {

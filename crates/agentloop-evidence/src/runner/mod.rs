@@ -258,35 +258,69 @@ impl Invocation {
     /// The command that runs test `id` alone (to tell a flaky failure from a real
     /// one), where the runner can select one test; else the whole check again.
     pub fn alone(original: &str, id: &str, workdir: &Path, dir: &Path) -> Invocation {
+        Invocation::again(original, &[id], workdir, dir)
+    }
+
+    /// The command that runs the tests `ids` again, in one process, where the runner
+    /// can select tests (pytest: each id; go test: their top-level tests in their
+    /// packages, a lone subtest exactly); else the whole check again, once.
+    pub fn again(original: &str, ids: &[&str], workdir: &Path, dir: &Path) -> Invocation {
         let mut again = Invocation::new(original, workdir, dir);
         let Some(found) = recognise(original, Some(workdir)) else {
             return again;
         };
+        let mut words = found.words[..found.program_end].to_vec();
         let selected = match found.runner {
-            Runner::Pytest if !found.via_script => {
-                let mut words = found.words[..found.program_end].to_vec();
-                words.push(id.to_string());
-                Some(words)
+            Runner::Pytest if !found.via_script && !ids.is_empty() => {
+                words.extend(ids.iter().map(|id| id.to_string()));
+                true
             }
-            Runner::GoTest if !found.via_script => id.split_once("::").map(|(pkg, test)| {
-                let pattern = test
-                    .split('/')
-                    .map(|part| format!("^{}$", regex::escape(part)))
-                    .collect::<Vec<_>>()
-                    .join("/");
-                let mut words = found.words[..found.program_end].to_vec();
-                words.extend(["-run".to_string(), pattern, pkg.to_string()]);
-                words
-            }),
-            _ => None,
+            Runner::GoTest if !found.via_script => match go_selection(ids) {
+                Some((pattern, packages)) => {
+                    words.extend(["-run".to_string(), pattern]);
+                    words.extend(packages);
+                    true
+                }
+                None => false,
+            },
+            _ => false,
         };
-        if let Some(words) = selected
-            && let Some(cmd) = join(&words)
-        {
+        if selected && let Some(cmd) = join(&words) {
             again = Invocation::new(&cmd, workdir, dir);
         }
         again
     }
+}
+
+/// `go test`'s `-run` pattern and packages for the tests `ids` (`pkg::TestX/sub`):
+/// a lone test exactly, subtests and all (`^TestX$/^sub$`); several by their
+/// top-level names (`^(TestA|TestB)$`, each with every subtest), over all their
+/// packages. None when an id names no package.
+fn go_selection(ids: &[&str]) -> Option<(String, Vec<String>)> {
+    let split: Vec<(&str, &str)> = ids
+        .iter()
+        .map(|id| id.split_once("::"))
+        .collect::<Option<_>>()?;
+    let exact = |test: &str| {
+        test.split('/')
+            .map(|part| format!("^{}$", regex::escape(part)))
+            .collect::<Vec<_>>()
+            .join("/")
+    };
+    let pattern = match split.as_slice() {
+        [] => return None,
+        [(_, test)] => exact(test),
+        many => {
+            let tops: std::collections::BTreeSet<String> = many
+                .iter()
+                .map(|(_, t)| regex::escape(t.split('/').next().unwrap_or(t)))
+                .collect();
+            format!("^({})$", tops.into_iter().collect::<Vec<_>>().join("|"))
+        }
+    };
+    let packages: std::collections::BTreeSet<String> =
+        split.iter().map(|(p, _)| p.to_string()).collect();
+    Some((pattern, packages.into_iter().collect()))
 }
 
 /// A path as a TOML basic string.
@@ -473,6 +507,43 @@ mod tests {
         );
         // A script that calls itself is not followed for ever.
         assert_eq!(Invocation::new("npm run loop", dir.path(), r).runner, None);
+    }
+
+    #[test]
+    fn failed_tests_again_in_one_process_where_the_runner_can_select_them() {
+        let (w, r) = (Path::new("/nonexistent"), Path::new("/r"));
+        let a = Invocation::again(
+            "python3 -m pytest -q tests/",
+            &["tests/a.py::test_x", "tests/b.py::test_y[1]"],
+            w,
+            r,
+        );
+        assert!(
+            a.command
+                .starts_with("python3 -m pytest tests/a.py::test_x 'tests/b.py::test_y[1]' "),
+            "{}",
+            a.command
+        );
+        let a = Invocation::again(
+            "go test ./...",
+            &[
+                "example.com/m/ops::TestSub/one",
+                "example.com/m/io::TestRead",
+                "example.com/m/ops::TestAdd",
+            ],
+            w,
+            r,
+        );
+        assert!(
+            a.command.starts_with(
+                "go test -json -run '^(TestAdd|TestRead|TestSub)$' example.com/m/io example.com/m/ops"
+            ),
+            "{}",
+            a.command
+        );
+        // A runner that cannot select: the check again, once for them all.
+        let a = Invocation::again("npx jest", &["t/a.test.js::x", "t/b.test.js::y"], w, r);
+        assert!(a.command.starts_with("npx jest --json"), "{}", a.command);
     }
 
     #[test]

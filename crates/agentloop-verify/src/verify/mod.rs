@@ -34,8 +34,9 @@ use agentloop_ground::failure::{fingerprint, last_lines};
 use agentloop_journal::{CommandResult, VerifyFinished};
 use agentloop_plan::Threshold;
 
-/// The most regressions run again alone, per check, before they count.
-const RERUNS: usize = 5;
+/// The most failed tests run again, per check: with more, the failure is no flake
+/// and counts as it is.
+const RERUNS: usize = 50;
 
 pub struct Runner<'a> {
     pub workdir: &'a Path,
@@ -429,38 +430,59 @@ impl Runner<'_> {
         let expect = t.expected.expect(cmd);
         let mut v = evidence::judge_command(report, f.exit_code, &expect);
         let mut forgiven = Vec::new();
-        // A test that failed may be flaky; one that is gone is not.
-        let failed = v
+        // A test that failed may be flaky; one that is gone is not. All of them are
+        // run again in one process (the runner selecting them where it can), and
+        // only when they are few.
+        let failed: Vec<&str> = v
             .regressions
             .iter()
-            .filter(|s| matches!(s.now, Some(Outcome::Failed | Outcome::Errored)));
-        for (n, seen) in failed.take(RERUNS).enumerate() {
-            let dir = t.reports.join(format!("{k}-again-{n}"));
+            .filter(|s| matches!(s.now, Some(Outcome::Failed | Outcome::Errored)))
+            .map(|s| s.id.as_str())
+            .collect();
+        if failed.len() > RERUNS {
+            writeln!(
+                log,
+                "[{} tests that passed before failed: more than {RERUNS}, none run again]\n",
+                failed.len()
+            )?;
+        }
+        if !failed.is_empty() && failed.len() <= RERUNS {
+            let dir = t.reports.join(format!("{k}-again"));
             let again = ready(&dir, |dir| {
-                Invocation::alone(cmd, &seen.id, self.workdir, dir)
+                Invocation::again(cmd, &failed, self.workdir, dir)
             })?;
             writeln!(
                 log,
-                "[{} failed; run again alone: {}]",
-                seen.id, again.command
+                "[{} failed; run again: {}]",
+                failed.join(", "),
+                again.command
             )?;
             log.flush()?;
             let mut written = watch_report(&again);
             let g = self.spawn(&again.command, Some(&again), should_stop)?;
-            let passed_alone = read_evidence(&again, self.workdir)
+            let passed: std::collections::BTreeSet<String> = read_evidence(&again, self.workdir)
                 .map(|e| e.unless_tampered(written.as_mut()))
                 .and_then(|e| e.report.ok())
-                .and_then(|r| r.tests.into_iter().find(|x| x.id == seen.id))
-                .is_some_and(|x| x.outcome == Outcome::Passed);
-            writeln!(
-                log,
-                "[{}: {} when run again]\n",
-                seen.id,
-                if passed_alone { "passed" } else { "not passed" }
-            )?;
-            if passed_alone && !g.timed_out && !g.killed {
-                forgiven.push(seen.id.clone());
+                .map(|r| {
+                    r.tests
+                        .into_iter()
+                        .filter(|x| x.outcome == Outcome::Passed)
+                        .map(|x| x.id)
+                        .collect()
+                })
+                .unwrap_or_default();
+            for id in &failed {
+                let passed = passed.contains(*id);
+                writeln!(
+                    log,
+                    "[{id}: {} when run again]",
+                    if passed { "passed" } else { "not passed" }
+                )?;
+                if passed && !g.timed_out && !g.killed {
+                    forgiven.push(id.to_string());
+                }
             }
+            writeln!(log)?;
         }
         if !forgiven.is_empty() {
             let mut expect = expect;
