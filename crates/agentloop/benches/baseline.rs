@@ -222,4 +222,89 @@ fn main() {
             b / p
         );
     }
+    if fixtures[0].ready {
+        parts(runs, &fixtures[0].path);
+    }
+}
+
+/// A plan of `PARTS` tasks (default 20), each checked by `python3 -m pytest` on its
+/// own test file beside the run's `python3 -m pytest`: `plan check --baseline`, cold,
+/// when each task's check is read from the whole suite's run, and when each has an
+/// option of its own (`-q`: a check of its own, run apart, as every one was before),
+/// beside one plain run of the suite.
+fn parts(runs: usize, path: &str) {
+    let n = common::env_usize("PARTS", 20);
+    let dir = tempfile::tempdir().unwrap();
+    let mut row = |own: &str| -> (f64, f64) {
+        let root = dir.path().join(format!("p{own}"));
+        std::fs::create_dir_all(&root).unwrap();
+        common::git(&root, &["init", "-q"]);
+        write(&root, "setup.cfg", "[metadata]\nname = textkit\n");
+        write(
+            &root,
+            "textkit/__init__.py",
+            "def words(s):\n    return s.split()\n",
+        );
+        let mut plan = String::from("# Bench\n\n");
+        for f in 0..n {
+            write(
+                &root,
+                &format!("tests/test_f{f}.py"),
+                "import textkit\n\n\ndef test_words():\n    assert textkit.words('a b') == ['a', 'b']\n",
+            );
+            plan.push_str(&format!(
+                "## T{f}: Words {f}\n\nVerify: python3 -m pytest{own} tests/test_f{f}.py\n\n"
+            ));
+        }
+        write(&root, "PLAN.md", &plan);
+        write(
+            &root,
+            "agentloop.toml",
+            "[verify]\ncommands = [\"python3 -m pytest\"]\n",
+        );
+        common::git(&root, &["add", "-A"]);
+        common::git(&root, &["commit", "-qm", "fixture"]);
+        let plain = median(
+            (0..runs)
+                .map(|_| {
+                    timed(
+                        Command::new("sh")
+                            .args(["-c", "python3 -m pytest -p no:cacheprovider > /dev/null"])
+                            .current_dir(&root)
+                            .env("PATH", path),
+                    )
+                })
+                .collect(),
+        );
+        let baseline = median(
+            (0..runs)
+                .map(|i| {
+                    timed(
+                        Command::new(env!("CARGO_BIN_EXE_agentloop"))
+                            .args(["plan", "check", "--baseline"])
+                            .current_dir(&root)
+                            .env("PATH", path)
+                            .env("XDG_CACHE_HOME", dir.path().join(format!("cache{own}-{i}")))
+                            .env("XDG_STATE_HOME", dir.path().join("state")),
+                    )
+                })
+                .collect(),
+        );
+        (plain, baseline)
+    };
+    let (p1, read) = row("");
+    let (p2, apart) = row(" -q");
+    println!();
+    println!(
+        "| {n} tasks, each `python3 -m pytest tests/test_fN.py`, beside `python3 -m pytest` | one plain run (median s) | `plan check --baseline`, cold (median s) | ratio |"
+    );
+    println!("|---|---|---|---|");
+    println!(
+        "| each task's check read from the suite's run | {p1:.2} | {read:.2} | {:.2} |",
+        read / p1
+    );
+    println!(
+        "| each run apart (`-q` of its own) | {p2:.2} | {apart:.2} | {:.2} |",
+        apart / p2
+    );
 }

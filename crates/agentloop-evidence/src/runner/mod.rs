@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 mod command;
+pub mod subset;
 
 use command::{join, recognise};
 pub use command::{may_be_runner, runner_in};

@@ -9,7 +9,8 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 
 use super::{Runner, prepare, read_evidence};
-use agentloop_evidence::{BaselineCommand, TestsBaseline};
+use agentloop_evidence::runner::subset;
+use agentloop_evidence::{BaselineCommand, Outcome, TestsBaseline};
 use agentloop_exec::trace::Trace;
 
 /// How long a cached baseline is trusted: the tree is the same, but what is
@@ -43,8 +44,46 @@ impl Runner<'_> {
         let mut trace_incomplete = trace.is_empty().then(|| NOT_TRACED.to_string());
         std::fs::File::create(self.log)?;
         let mut log = std::fs::OpenOptions::new().append(true).open(self.log)?;
-        let mut out = Vec::new();
-        for (k, cmd) in commands.iter().enumerate() {
+        // A check that is a part of another (`pytest tests/test_x.py` beside
+        // `pytest`) is read from the other's run after it, not run again.
+        let part_of: Vec<Option<(usize, Vec<String>)>> = commands
+            .iter()
+            .map(|c| {
+                commands.iter().enumerate().find_map(|(w, whole)| {
+                    subset::selected_from(c, whole, self.workdir).map(|paths| (w, paths))
+                })
+            })
+            .collect();
+        let mut done: Vec<Option<BaselineCommand>> = vec![None; commands.len()];
+        let order = (0..commands.len())
+            .filter(|k| part_of[*k].is_none())
+            .chain((0..commands.len()).filter(|k| part_of[*k].is_some()));
+        for k in order {
+            let cmd = &commands[k];
+            if let Some((w, paths)) = &part_of[k]
+                && let Some(whole) = done[*w].as_ref()
+                && whole.problem.is_none()
+                && let Some(tests) = subset::cut(&whole.tests, paths)
+            {
+                let failing = tests
+                    .values()
+                    .any(|o| matches!(o, Outcome::Failed | Outcome::Errored));
+                writeln!(
+                    log,
+                    "$ {cmd}\n[baseline: read from `{}`'s run, {} of its tests]\n",
+                    whole.command,
+                    tests.len()
+                )?;
+                done[k] = Some(BaselineCommand {
+                    command: cmd.clone(),
+                    runner: whole.runner.clone(),
+                    exit_code: Some(i32::from(failing)),
+                    problem: None,
+                    tests,
+                    read: whole.read.clone(),
+                });
+                continue;
+            }
             writeln!(log, "$ {cmd}")?;
             let inv = prepare(cmd, self.workdir, &reports.join(k.to_string()))?;
             if inv.command != *cmd {
@@ -114,8 +153,9 @@ impl Runner<'_> {
                 }
                 (None, _) => writeln!(log, "[baseline: exit code only: no per-test evidence]\n")?,
             }
-            out.push(entry);
+            done[k] = Some(entry);
         }
+        let out: Vec<BaselineCommand> = done.into_iter().flatten().collect();
         log.sync_all()?;
         let _ = std::fs::remove_dir_all(reports);
         Ok(Some(TestsBaseline {

@@ -112,3 +112,51 @@ fn a_file_named_like_a_test_that_no_check_runs_is_the_work() {
     );
     assert!(p.read("scripts/test_release.py").contains("0.2.0"));
 }
+
+/// A task's check that runs a part of the run's own check (`python3 -m pytest
+/// tests/test_calc.py` beside `python3 -m pytest`) is read from that check's run at
+/// the baseline, not run a second time; judged as itself after.
+#[test]
+fn a_check_that_runs_a_part_of_another_is_read_from_its_run_at_the_baseline() {
+    let s = Scratch::new()
+        .file(
+            "pyproject.toml",
+            "[project]\nname = \"calc\"\nversion = \"0.1.0\"\n\n[tool.pytest.ini_options]\npythonpath = [\".\"]\n",
+        )
+        .file("calc/__init__.py", CALC)
+        .file(
+            "tests/test_calc.py",
+            "import calc\n\n\ndef test_add():\n    assert calc.add(2, 3) == 5\n\n\ndef test_mul():\n    assert calc.mul(2, 3) == 6\n",
+        )
+        .file(
+            "tests/test_more.py",
+            "import calc\n\n\ndef test_zero():\n    assert calc.add(0, 0) == 0\n",
+        );
+    let mut p = s.build();
+    p.env.push(("PATH".into(), python_path()));
+    init_with_scripted(
+        &p,
+        "# Calc\n\n## T1: Multiplication\n\nMake `mul` in calc/__init__.py multiply.\n\nVerify: python3 -m pytest tests/test_calc.py\nTests: tests/test_calc.py::test_mul\n",
+        "sed -i 's/return 0/return a * b/' calc/__init__.py\necho TASK_COMPLETE\n",
+    );
+    let r = p.run(&["run", "--yes", "--no-wait"]);
+    let s = p.status();
+    assert_eq!(r.code, Some(0), "{}\n{s:#}", r.stderr);
+    let log = std::fs::read_to_string(p.run_dir().join("baseline.log")).unwrap();
+    assert!(
+        log.contains("$ python3 -m pytest tests/test_calc.py\n[baseline: read from `python3 -m pytest`'s run, 2 of its tests]"),
+        "{log}"
+    );
+    assert_eq!(
+        log.matches("--junitxml").count(),
+        1,
+        "one pytest run: {log}"
+    );
+    let checks = s["tests_baseline"]["checks"].as_array().unwrap();
+    let part = checks
+        .iter()
+        .find(|c| c["command"] == "python3 -m pytest tests/test_calc.py")
+        .unwrap();
+    assert_eq!(part["tests"], 2, "{s:#}");
+    assert_eq!(part["runner"], "pytest", "{s:#}");
+}
