@@ -104,20 +104,38 @@ pub fn present(need: &Need, dir: &Path) -> bool {
     match need {
         Need::Program(p) if p.contains('/') => executable(&dir.join(p)),
         Need::Program(p) => on_path(p),
-        Need::PythonModule(m) => std::process::Command::new("python3")
-            .args([
-                "-c",
-                "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 1)",
-                m,
-            ])
-            .current_dir(dir)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success()),
+        Need::PythonModule(m) => python_finds(m, dir),
         Need::ScriptProgram(p) => executable(&dir.join("node_modules/.bin").join(p)) || on_path(p),
     }
+}
+
+/// Whether `python3` run in `dir` finds module `m`; asked once per module and
+/// directory in a process (a plan of many `python3 -m pytest` checks starts one
+/// interpreter, not one each).
+fn python_finds(m: &str, dir: &Path) -> bool {
+    type Found = std::collections::HashMap<(String, std::path::PathBuf), bool>;
+    static FOUND: std::sync::OnceLock<std::sync::Mutex<Found>> = std::sync::OnceLock::new();
+    let key = (m.to_string(), dir.to_path_buf());
+    let found = FOUND.get_or_init(Default::default);
+    if let Some(known) = found.lock().ok().and_then(|f| f.get(&key).copied()) {
+        return known;
+    }
+    let there = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 1)",
+            m,
+        ])
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if let Ok(mut f) = found.lock() {
+        f.insert(key, there);
+    }
+    there
 }
 
 /// The first need of `command` that is not met, said as why it cannot start.
