@@ -14,19 +14,11 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-fn tools() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools")
-}
-
-fn write(root: &Path, rel: &str, text: &str) {
-    let p = root.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
-}
+use common::{tools, write};
 
 /// One fixture: its files, the plain command, and the PATH both run with.
 struct Fixture {
@@ -235,7 +227,7 @@ fn main() {
 fn parts(runs: usize, path: &str) {
     let n = common::env_usize("PARTS", 20);
     let dir = tempfile::tempdir().unwrap();
-    let mut row = |own: &str| -> (f64, f64) {
+    let row = |own: &str| -> (f64, f64) {
         let root = dir.path().join(format!("p{own}"));
         std::fs::create_dir_all(&root).unwrap();
         common::git(&root, &["init", "-q"]);

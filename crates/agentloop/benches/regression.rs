@@ -18,15 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-fn tools() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools")
-}
-
-fn write(root: &Path, rel: &str, text: &str) {
-    let p = root.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
-}
+use common::{tools, write};
 
 /// The project, committed, in a new directory under `dir`.
 fn project(dir: &Path, n: usize, files: usize, tests: usize, agent: &str) -> PathBuf {

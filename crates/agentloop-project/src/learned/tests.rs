@@ -20,18 +20,14 @@ impl Files {
     }
 
     fn learn(&self, checks: &[Check<'_>], gap: Option<&str>) -> ProjectModel {
-        let paths: BTreeSet<&str> = self.0.keys().copied().collect();
-        let mode = |p: &str| self.0.get(p).map(|f| f.0);
-        let text = |p: &str| self.0.get(p).map(|f| f.1.as_bytes().to_vec());
-        let tree = Tree {
-            paths: &paths,
-            mode: &mode,
-            text: &text,
-        };
-        learn(checks, &BTreeMap::new(), &tree, gap, &[])
+        self.learn_all(checks, gap, &[])
     }
 
     fn learn_with(&self, checks: &[Check<'_>], tasks: &[String]) -> ProjectModel {
+        self.learn_all(checks, None, tasks)
+    }
+
+    fn learn_all(&self, checks: &[Check<'_>], gap: Option<&str>, tasks: &[String]) -> ProjectModel {
         let paths: BTreeSet<&str> = self.0.keys().copied().collect();
         let mode = |p: &str| self.0.get(p).map(|f| f.0);
         let text = |p: &str| self.0.get(p).map(|f| f.1.as_bytes().to_vec());
@@ -40,7 +36,7 @@ impl Files {
             mode: &mode,
             text: &text,
         };
-        learn(checks, &BTreeMap::new(), &tree, None, tasks)
+        learn(checks, &BTreeMap::new(), &tree, gap, tasks)
     }
 }
 

@@ -1,8 +1,22 @@
 //! What the benches share: their settings from the environment and git in a scratch
 //! repository.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// The tools `scripts/test` installs (`.tools/`: pytest, jest, …).
+#[allow(dead_code)] // not every bench runs a test runner
+pub fn tools() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools")
+}
+
+/// Writes `text` to `rel` under `root`, making its directories.
+#[allow(dead_code)] // not every bench writes a fixture
+pub fn write(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
 
 /// A whole-number setting from the environment, or its default.
 pub fn env_usize(name: &str, default: usize) -> usize {
