@@ -11,6 +11,23 @@ use schemars::{Schema, SchemaGenerator, json_schema};
 use agentloop_ground::values::duration;
 
 /// What agentloop checks and JSON Schema cannot say, in the configuration reference.
+/// The volume types the `restricted` standard allows.
+pub(crate) const RESTRICTED_VOLUMES: [&str; 8] = [
+    "configMap",
+    "csi",
+    "downwardAPI",
+    "emptyDir",
+    "ephemeral",
+    "persistentVolumeClaim",
+    "projected",
+    "secret",
+];
+
+/// The suffixes of a Kubernetes quantity (`500m`, `4Gi`).
+pub(crate) const QUANTITY_SUFFIXES: [&str; 13] = [
+    "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei",
+];
+
 pub const UNSAID: &str = "a whole number written as a float (`5.0`: JSON has one kind \
 of number), a duration's range (`store.timeout` from 1s to 1h, a `run.cycle` of at least \
 1s), that `notify.webhook_ca` is a file, that Kubernetes volumes' names differ and each \
@@ -78,11 +95,9 @@ pub const SLURM_MEMORY: &str = r"^0*[1-9][0-9]*[KMGTkmgt]?$";
 pub fn executor(schema: &mut Schema) {
     let quantity = format!(
         r"^([0-9]+(\.[0-9]*)?|\.[0-9]+)({})?$",
-        crate::executor::QUANTITY_SUFFIXES.join("|")
+        QUANTITY_SUFFIXES.join("|")
     );
-    let restricted: Vec<&str> = std::iter::once("name")
-        .chain(crate::executor::RESTRICTED_VOLUMES)
-        .collect();
+    let restricted: Vec<&str> = std::iter::once("name").chain(RESTRICTED_VOLUMES).collect();
     let names = |kinds: serde_json::Value| serde_json::json!({ "properties": { "volumes": { "items": { "propertyNames": kinds } } } });
     let security = |standard: &str| serde_json::json!({ "required": ["pod_security"], "properties": { "pod_security": { "const": standard } } });
     let kubernetes = serde_json::json!({

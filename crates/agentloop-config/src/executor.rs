@@ -230,7 +230,7 @@ impl KubernetesConfig {
                 .filter(|k| *k != "name")
                 .collect();
             let refused = kinds.iter().find(|k| match self.pod_security {
-                PodSecurity::Restricted => !RESTRICTED_VOLUMES.contains(&k.as_str()),
+                PodSecurity::Restricted => !crate::bounds::RESTRICTED_VOLUMES.contains(&k.as_str()),
                 PodSecurity::Baseline => k.as_str() == "hostPath",
                 PodSecurity::Privileged => false,
             });
@@ -298,18 +298,6 @@ pub enum PodSecurity {
     Privileged,
 }
 
-/// The volume types the `restricted` standard allows.
-pub(crate) const RESTRICTED_VOLUMES: [&str; 8] = [
-    "configMap",
-    "csi",
-    "downwardAPI",
-    "emptyDir",
-    "ephemeral",
-    "persistentVolumeClaim",
-    "projected",
-    "secret",
-];
-
 /// Whether `s` reads as a Kubernetes resource quantity: a decimal number and an
 /// optional suffix.
 fn quantity(s: &str) -> bool {
@@ -319,13 +307,8 @@ fn quantity(s: &str) -> bool {
     let (number, suffix) = s.split_at(number_end);
     !number.is_empty()
         && number.parse::<f64>().is_ok()
-        && (suffix.is_empty() || QUANTITY_SUFFIXES.contains(&suffix))
+        && (suffix.is_empty() || crate::bounds::QUANTITY_SUFFIXES.contains(&suffix))
 }
-
-/// The suffixes of a Kubernetes quantity (`500m`, `4Gi`).
-pub(crate) const QUANTITY_SUFFIXES: [&str; 13] = [
-    "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei",
-];
 
 /// What each iteration's Slurm job asks for (`sbatch` options).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
