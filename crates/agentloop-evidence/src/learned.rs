@@ -89,7 +89,7 @@ impl ProjectModel {
         out
     }
 
-    /// `4 tests, 2 runner configurations, 1 plugin, 3 code under test`.
+    /// `4 tests, 2 runner configurations, 1 plugin, 3 files of the work`.
     pub fn words(&self) -> String {
         let counts = self.counts();
         if counts.is_empty() {
@@ -97,7 +97,18 @@ impl ProjectModel {
         }
         counts
             .iter()
-            .map(|(role, n)| format!("{n} {}", role.words()))
+            .map(|(role, n)| {
+                let (one, many) = match role {
+                    Role::Test => ("test", "tests"),
+                    Role::Config => ("runner configuration", "runner configurations"),
+                    Role::Plugin => ("plugin", "plugins"),
+                    Role::Program => ("program", "programs"),
+                    Role::Support => ("file of test support", "files of test support"),
+                    Role::Work => ("file of the work", "files of the work"),
+                    Role::Data => ("data file", "data files"),
+                };
+                format!("{n} {}", if *n == 1 { one } else { many })
+            })
             .collect::<Vec<_>>()
             .join(", ")
     }

@@ -39,9 +39,23 @@ pub fn check(root: &Path, plan: &Plan, config: &Config) -> Result<(), CliError> 
         .join("reports")
         .join(&id);
     let taken = BaselineCache::cached_or(tree.as_deref(), &commands, traced, || {
+        // A check that runs a part of another's tests is read from that one's run.
+        let parts = commands
+            .iter()
+            .filter(|c| {
+                commands.iter().any(|w| {
+                    agentloop_evidence::runner::subset::selected_from(c, w, root).is_some()
+                })
+            })
+            .count();
+        let read = if parts > 0 {
+            format!(" ({parts} more read from their runs)")
+        } else {
+            String::new()
+        };
         eprintln!(
-            "  running {} on a clean copy of the tree…",
-            plural(commands.len(), "check", "checks")
+            "  running {}{read} on a clean copy of the tree…",
+            plural(commands.len() - parts, "check", "checks")
         );
         let dir = match (&copy, &tree) {
             (Some(c), Some(t)) => match c.refresh_to(t, &config.verify.carry) {
