@@ -270,27 +270,89 @@ impl Invocation {
         let Some(found) = recognise(original, Some(workdir)) else {
             return again;
         };
-        let mut words = found.words[..found.program_end].to_vec();
-        let selected = match found.runner {
+        // The check's own options stay (`-race`, `-W error`, `--import-mode`): a test
+        // that fails only under them must fail again; its paths give way to the ids.
+        let (selected, words) = match found.runner {
             Runner::Pytest if !found.via_script && !ids.is_empty() => {
+                let mut words = found.words[..found.program_end].to_vec();
+                words.extend(subset::pytest_options(&found.words[found.program_end..]));
                 words.extend(ids.iter().map(|id| id.to_string()));
-                true
+                (true, words)
             }
             Runner::GoTest if !found.via_script => match go_selection(ids) {
                 Some((pattern, packages)) => {
-                    words.extend(["-run".to_string(), pattern]);
+                    let mut words = found.words[..found.program_end].to_vec();
+                    words.extend(go_flags(&found.words[found.program_end..]));
+                    words.extend(["-count=1".to_string(), "-run".to_string(), pattern]);
                     words.extend(packages);
-                    true
+                    (true, words)
                 }
-                None => false,
+                None => (false, Vec::new()),
             },
-            _ => false,
+            _ => (false, Vec::new()),
         };
         if selected && let Some(cmd) = join(&words) {
             again = Invocation::new(&cmd, workdir, dir);
         }
         again
     }
+}
+
+/// `go test`'s flags that take their value as the next word (`-tags x`).
+const GO_TAKES_VALUE: &[&str] = &[
+    "-run",
+    "-skip",
+    "-tags",
+    "-timeout",
+    "-p",
+    "-count",
+    "-cpu",
+    "-parallel",
+    "-bench",
+    "-benchtime",
+    "-coverprofile",
+    "-covermode",
+    "-coverpkg",
+    "-o",
+    "-exec",
+    "-vet",
+    "-shuffle",
+    "-mod",
+    "-modfile",
+    "-ldflags",
+    "-gcflags",
+    "-asmflags",
+    "-C",
+    "-list",
+    "-fuzz",
+    "-fuzztime",
+    "-outputdir",
+    "-cpuprofile",
+    "-memprofile",
+    "-blockprofile",
+    "-mutexprofile",
+    "-trace",
+];
+
+/// A `go test` command's flags (each with its value), without the packages and
+/// without the selection and the count a run again sets itself.
+fn go_flags(args: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        let name = a.split('=').next().unwrap_or(a);
+        let next_is_value = !a.contains('=') && GO_TAKES_VALUE.contains(&name);
+        let dropped = matches!(name.trim_start_matches('-'), "run" | "skip" | "count");
+        if a.starts_with('-') && !dropped {
+            out.push(a.clone());
+            if next_is_value && let Some(v) = args.get(i + 1) {
+                out.push(v.clone());
+            }
+        }
+        i += if next_is_value { 2 } else { 1 };
+    }
+    out
 }
 
 /// `go test`'s `-run` pattern and packages for the tests `ids` (`pkg::TestX/sub`):
@@ -521,7 +583,7 @@ mod tests {
         );
         assert!(
             a.command
-                .starts_with("python3 -m pytest tests/a.py::test_x 'tests/b.py::test_y[1]' "),
+                .starts_with("python3 -m pytest -q tests/a.py::test_x 'tests/b.py::test_y[1]' "),
             "{}",
             a.command
         );
@@ -537,7 +599,21 @@ mod tests {
         );
         assert!(
             a.command.starts_with(
-                "go test -json -run '^(TestAdd|TestRead|TestSub)$' example.com/m/io example.com/m/ops"
+                "go test -json -count=1 -run '^(TestAdd|TestRead|TestSub)$' example.com/m/io example.com/m/ops"
+            ),
+            "{}",
+            a.command
+        );
+        // The check's own flags stay; its selection and count give way.
+        let a = Invocation::again(
+            "go test -race -count 3 -tags integration -run TestX ./...",
+            &["example.com/m/io::TestRead"],
+            w,
+            r,
+        );
+        assert!(
+            a.command.starts_with(
+                "go test -json -race -tags integration -count=1 -run '^TestRead$' example.com/m/io"
             ),
             "{}",
             a.command
@@ -554,12 +630,12 @@ mod tests {
         let a = Invocation::alone("python3 -m pytest -q tests/", "tests/t.py::test_a[1]", w, r);
         assert_eq!(
             a.command,
-            "python3 -m pytest 'tests/t.py::test_a[1]' --junitxml=/r/pytest.xml -o junit_family=xunit1 --continue-on-collection-errors"
+            "python3 -m pytest -q 'tests/t.py::test_a[1]' --junitxml=/r/pytest.xml -o junit_family=xunit1 --continue-on-collection-errors"
         );
         let a = Invocation::alone("go test ./...", "example.com/m/ops::TestSub/one", w, r);
         assert_eq!(
             a.command,
-            "go test -json -run '^TestSub$/^one$' example.com/m/ops"
+            "go test -json -count=1 -run '^TestSub$/^one$' example.com/m/ops"
         );
         let a = Invocation::alone("npx jest", "t/a.test.js::x", w, r);
         assert_eq!(a.command, "npx jest --json --outputFile=/r/jest.json");

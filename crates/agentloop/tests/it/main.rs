@@ -49,6 +49,7 @@ mod real_sandbox;
 mod real_trust;
 mod reports;
 mod requests;
+mod rerun;
 mod resident;
 mod resume;
 mod review;
