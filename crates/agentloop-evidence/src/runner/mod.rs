@@ -299,7 +299,7 @@ impl Invocation {
 }
 
 /// `go test`'s flags that take their value as the next word (`-tags x`).
-const GO_TAKES_VALUE: &[&str] = &[
+pub(super) const GO_TAKES_VALUE: &[&str] = &[
     "-run",
     "-skip",
     "-tags",

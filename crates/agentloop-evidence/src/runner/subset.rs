@@ -1,7 +1,9 @@
 //! One check's tests read from another's run: a pytest check that is another pytest
 //! check with paths added (`python3 -m pytest tests/test_x.py` beside `python3 -m
-//! pytest`) runs a part of what the other runs, on the same tree, so at the test
-//! baseline its report is the other's, cut to those paths, and it is not run again.
+//! pytest`), or a `go test` of some of the packages another runs (`go test ./reverse/`
+//! beside `go test ./...`), runs a part of what the other runs, on the same tree, so
+//! at the test baseline its report is the other's, cut to those paths, and it is not
+//! run again.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -118,7 +120,18 @@ pub fn selected_from(part: &str, whole: &str, workdir: &Path) -> Option<Vec<Stri
         recognise(part, Some(workdir))?,
         recognise(whole, Some(workdir))?,
     );
-    if p.runner != Runner::Pytest || w.runner != Runner::Pytest || p.via_script || w.via_script {
+    if p.via_script || w.via_script || p.runner != w.runner {
+        return None;
+    }
+    if p.runner == Runner::GoTest {
+        return go_packages(
+            &p.words[p.program_end..],
+            &w.words[w.program_end..],
+            workdir,
+        )
+        .filter(|_| p.words[..p.program_end] == w.words[..w.program_end]);
+    }
+    if p.runner != Runner::Pytest {
         return None;
     }
     let (part_paths, part_rest) = pytest_split(&p.words, workdir);
@@ -177,6 +190,94 @@ pub fn selected_from(part: &str, whole: &str, workdir: &Path) -> Option<Vec<Stri
         .iter()
         .all(|p| under(p) && !own_config(p))
         .then_some(part_paths)
+}
+
+/// `go test`'s arguments split: its flags (each with its value) and its packages.
+fn go_split(args: &[String]) -> (Vec<String>, Vec<String>) {
+    let (mut flags, mut packages) = (Vec::new(), Vec::new());
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        if a.starts_with('-') {
+            flags.push(a.clone());
+            let name = a.split('=').next().unwrap_or(a);
+            if !a.contains('=') && super::GO_TAKES_VALUE.contains(&name) {
+                if let Some(v) = args.get(i + 1) {
+                    flags.push(v.clone());
+                }
+                i += 1;
+            }
+        } else {
+            packages.push(a.clone());
+        }
+        i += 1;
+    }
+    (flags, packages)
+}
+
+/// The packages a `go test` part runs of what its whole runs, as selectors of its
+/// report's ids: `example.com/m/reverse::` (that package), `example.com/m/util/...`
+/// (that package and those below). Both with the same flags (no `-failfast`, which
+/// stops a package's tests early), every package a directory of the module, each of
+/// the part's under one of the whole's (`./...`, `./util/...`, or itself).
+fn go_packages(part: &[String], whole: &[String], workdir: &Path) -> Option<Vec<String>> {
+    let (part_flags, part_packages) = go_split(part);
+    let (whole_flags, whole_packages) = go_split(whole);
+    if part_flags != whole_flags
+        || part_flags
+            .iter()
+            .any(|f| f.trim_start_matches('-').starts_with("failfast"))
+        || part_packages.is_empty()
+    {
+        return None;
+    }
+    let module = std::fs::read_to_string(workdir.join("go.mod"))
+        .ok()?
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("module ")
+                .map(|m| m.trim().to_string())
+        })?;
+    // `./x/...` → ("x", true); `./x/`, `./x` → ("x", false); `./...` → ("", true).
+    let local = |p: &str| -> Option<(String, bool)> {
+        let p = p.strip_prefix("./").or_else(|| (p == ".").then_some(""))?;
+        let (dir, all) = match p.strip_suffix("...") {
+            Some(d) => (d.trim_end_matches('/'), true),
+            None => (p.trim_end_matches('/'), false),
+        };
+        (!dir.contains("..") && workdir.join(dir).is_dir()).then(|| (dir.to_string(), all))
+    };
+    let wholes: Vec<(String, bool)> = whole_packages
+        .iter()
+        .map(|p| local(p))
+        .collect::<Option<_>>()?;
+    let mut out = Vec::new();
+    for p in &part_packages {
+        let (dir, all) = local(p)?;
+        let under = wholes.iter().any(|(w, w_all)| {
+            (w == &dir && (*w_all || !all))
+                || (*w_all
+                    && (w.is_empty()
+                        || dir
+                            .strip_prefix(w.as_str())
+                            .is_some_and(|r| r.starts_with('/'))))
+        });
+        if !under {
+            return None;
+        }
+        let path = if dir.is_empty() {
+            module.clone()
+        } else {
+            format!("{module}/{dir}")
+        };
+        out.push(if all {
+            format!("{path}/...")
+        } else {
+            format!("{path}::")
+        });
+    }
+    Some(out)
 }
 
 /// The root's pytest configuration: its `testpaths` and its `addopts`, as words.
@@ -268,11 +369,12 @@ fn clean(paths: Vec<String>) -> Vec<String> {
         .collect()
 }
 
-/// Whether a file-level id (`tests/test_x.py`) lies under `path`.
+/// Whether a file-level id (`tests/test_x.py`, a go package that did not build)
+/// lies under `path`.
 fn within_path(id: &str, path: &str) -> bool {
+    let path = path.split("::").next().unwrap_or(path);
     let path = path
-        .split("::")
-        .next()
+        .strip_suffix("/...")
         .unwrap_or(path)
         .trim_end_matches('/');
     id == path || id.strip_prefix(path).is_some_and(|r| r.starts_with('/'))
@@ -281,6 +383,15 @@ fn within_path(id: &str, path: &str) -> bool {
 /// Whether test `id` (`tests/test_x.py::TestC::test_a[1]`) is one `path` selects: a
 /// directory it lies under, its file, or its node id (or a class or parameters of it).
 pub fn selects(path: &str, id: &str) -> bool {
+    // go's selectors: one package (`m/x::`), or a package and those below (`m/x/...`).
+    if path.ends_with("::") {
+        return id.starts_with(path);
+    }
+    if let Some(prefix) = path.strip_suffix("/...") {
+        return id
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.starts_with("::") || rest.starts_with('/'));
+    }
     let path = path.trim_end_matches('/');
     if path.contains("::") {
         return id == path
@@ -427,6 +538,64 @@ mod tests {
         .map(|(i, o)| (i.to_string(), o))
         .collect();
         assert_eq!(cut(&tests, &["tests/unit".to_string()]), None);
+    }
+
+    #[test]
+    fn a_go_test_of_some_packages_is_a_part_of_one_of_all() {
+        let d = tempfile::tempdir().unwrap();
+        let w = d.path();
+        std::fs::write(w.join("go.mod"), "module example.com/m\n\ngo 1.21\n").unwrap();
+        for p in ["reverse", "util/inner"] {
+            std::fs::create_dir_all(w.join(p)).unwrap();
+        }
+        let part = |p: &str, whole: &str| selected_from(p, whole, w);
+        assert_eq!(
+            part("go test ./reverse/", "go test ./..."),
+            Some(vec!["example.com/m/reverse::".to_string()])
+        );
+        assert_eq!(
+            part("go test -race ./util/...", "go test -race ./..."),
+            Some(vec!["example.com/m/util/...".to_string()])
+        );
+        assert_eq!(
+            part("go test ./util/inner", "go test ./util/..."),
+            Some(vec!["example.com/m/util/inner::".to_string()])
+        );
+        for (p, whole) in [
+            ("go test -race ./reverse/", "go test ./..."),
+            ("go test ./util/...", "go test ./util"),
+            ("go test -failfast ./reverse/", "go test -failfast ./..."),
+            ("go test ./gone/", "go test ./..."),
+            ("go test ./reverse/", "go test ./util/..."),
+        ] {
+            assert_eq!(part(p, whole), None, "{p} of {whole}");
+        }
+        let tests: BTreeMap<String, Outcome> = [
+            ("example.com/m/reverse::TestA", Outcome::Passed),
+            ("example.com/m/reverse/deep::TestB", Outcome::Passed),
+            ("example.com/m/util::TestC", Outcome::Failed),
+            ("example.com/m/util/inner::TestD", Outcome::Passed),
+        ]
+        .into_iter()
+        .map(|(i, o)| (i.to_string(), o))
+        .collect();
+        let ids =
+            |sel: &str| cut(&tests, &[sel.to_string()]).map(|m| m.into_keys().collect::<Vec<_>>());
+        assert_eq!(
+            ids("example.com/m/reverse::").unwrap(),
+            ["example.com/m/reverse::TestA"]
+        );
+        assert_eq!(
+            ids("example.com/m/util/...").unwrap(),
+            [
+                "example.com/m/util/inner::TestD",
+                "example.com/m/util::TestC"
+            ]
+        );
+        // A package that did not build in the whole's run.
+        let mut broken = tests.clone();
+        broken.insert("example.com/m/reverse".into(), Outcome::Errored);
+        assert_eq!(cut(&broken, &["example.com/m/reverse::".to_string()]), None);
     }
 
     #[test]

@@ -246,6 +246,15 @@ fn a_go_module_with_several_packages_protects_the_tests_not_the_package() {
     assert!(config.contains("\"go test ./...\""), "{config}");
     // The package `go test ./reverse/` names is the work: changing reverse.go waits
     // for nobody.
+    // The task's `go test ./reverse/` is a part of `go test ./...`: read from its run
+    // at the baseline, not run again.
+    let r = p.run(&["plan", "check", "--baseline"]);
+    assert!(
+        r.stderr
+            .contains("running 3 checks (1 more read from their runs) on a clean copy"),
+        "{}",
+        r.stderr
+    );
     ships(&p, &["--workers", "3"]);
     ships(&p, &[]);
     // An agent that weakens the test instead waits for a person, who sees which file.
