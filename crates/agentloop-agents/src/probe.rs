@@ -20,10 +20,20 @@ pub const TESTED: &[(&str, &str)] = &[
     ("copilot", "1.0.102"),
 ];
 
-/// The newest tested version of `kind` when `version` is newer than it.
+/// The latest release of each CLI that `scripts/drift` ran the end-to-end tests
+/// against and passed with (docs/agents/drift.md), where newer than the pin.
+pub const PASSED_DRIFT: &[(&str, &str)] = &[("claude", "2.1.332"), ("codex", "0.171.0")];
+
+/// The newest version of `kind` agentloop was tested with, the pin or a drift run's,
+/// when `version` is newer than it.
 pub fn newer_than_tested(kind: &str, version: &str) -> Option<&'static str> {
-    let (_, tested) = TESTED.iter().find(|(k, _)| *k == kind)?;
-    (parse_version(version)? > parse_version(tested)?).then_some(tested)
+    let newest = TESTED
+        .iter()
+        .chain(PASSED_DRIFT)
+        .filter(|(k, _)| *k == kind)
+        .filter_map(|(_, v)| Some((parse_version(v)?, *v)))
+        .max()?;
+    (parse_version(version)? > newest.0).then_some(newest.1)
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -276,10 +286,13 @@ mod tests {
     #[test]
     fn newer_versions_than_the_tested_ones_are_named() {
         assert_eq!(
-            newer_than_tested("claude", "2.1.328 (Claude Code)"),
-            Some("2.1.197")
+            newer_than_tested("claude", "2.1.400 (Claude Code)"),
+            Some("2.1.332")
         );
+        // Newer than the pin, but a drift run passed with it.
+        assert_eq!(newer_than_tested("claude", "2.1.328 (Claude Code)"), None);
         assert_eq!(newer_than_tested("claude", "2.1.197 (Claude Code)"), None);
+        assert_eq!(newer_than_tested("gemini", "0.62.0"), Some("0.61.0"));
         assert_eq!(newer_than_tested("aider", "aider 0.85.0"), None);
         assert_eq!(newer_than_tested("command", "9.9.9"), None);
     }
@@ -304,6 +317,33 @@ mod tests {
                 "scripts/test pins {package}{tested}"
             );
         }
+    }
+
+    #[test]
+    fn the_drift_runs_that_passed_are_the_ones_the_drift_page_records() {
+        let page = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/agents/drift.md"),
+        )
+        .unwrap();
+        // `| claude | 2.1.197 | 2.1.332 | 7 | 0 | pass |`
+        let mut passed: Vec<(String, String)> = page
+            .lines()
+            .filter_map(|l| {
+                let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+                (cells.len() == 8 && cells[6] == "pass" && cells[2] != cells[3])
+                    .then(|| (cells[1].to_string(), cells[3].to_string()))
+            })
+            .collect();
+        passed.sort();
+        let mut ours: Vec<(String, String)> = PASSED_DRIFT
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        ours.sort();
+        assert_eq!(
+            ours, passed,
+            "PASSED_DRIFT is docs/agents/drift.md's passing rows"
+        );
     }
 
     #[test]

@@ -446,7 +446,7 @@ exit 1
     let rows: Vec<serde_json::Value> = serde_json::from_str(&r.stdout).unwrap();
     let row = rows.iter().find(|r| r["name"] == "claude").unwrap();
     assert_eq!(row["version"], "2.9.1 (Claude Code)");
-    assert_eq!(row["newest_tested"], "2.1.197");
+    assert_eq!(row["newest_tested"], "2.1.332");
     let r: crate::support::Run = p
         .cmd(&["agents"])
         .env("PATH", &path)
@@ -455,7 +455,7 @@ exit 1
         .into();
     assert!(
         r.stdout
-            .contains("newer than the newest version agentloop was tested with (2.1.197)"),
+            .contains("newer than the newest version agentloop was tested with (2.1.332)"),
         "{}",
         r.stdout
     );
