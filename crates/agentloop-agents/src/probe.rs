@@ -82,6 +82,9 @@ impl ProbeError {
             ProbeError::Missing { install, .. } | ProbeError::TooOld { install, .. } => {
                 format!("install it: {install}")
             }
+            ProbeError::Failed { message, .. } if message.starts_with(NO_ANSWER) => {
+                "a loaded machine may answer slowly: try again, or run it by hand".into()
+            }
             ProbeError::Failed { .. } => "run the program by hand to see what is wrong".into(),
             ProbeError::Unconfigured { hint, .. } => hint.clone(),
         }
@@ -228,6 +231,9 @@ fn on_path(program: &str) -> bool {
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
 }
 
+/// How a probe that timed out begins its message.
+pub const NO_ANSWER: &str = "no answer within";
+
 fn run_version(program: &str, ac: &AgentConfig) -> Result<String, String> {
     let mut cmd = Command::new(program);
     cmd.arg("--version").envs(&ac.env);
@@ -250,7 +256,7 @@ fn run_version(program: &str, ac: &AgentConfig) -> Result<String, String> {
         if start.elapsed() > Duration::from_secs(30) {
             let _ = child.kill();
             let _ = child.wait();
-            return Err("no answer within 30s".into());
+            return Err(format!("{NO_ANSWER} 30s"));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -343,6 +349,23 @@ mod tests {
         assert_eq!(
             ours, passed,
             "PASSED_DRIFT is docs/agents/drift.md's passing rows"
+        );
+    }
+
+    #[test]
+    fn a_probe_that_timed_out_is_told_from_one_that_failed() {
+        let failed = |message: String| ProbeError::Failed {
+            name: "gemini".into(),
+            program: "gemini".into(),
+            message,
+        };
+        assert_eq!(
+            failed(format!("{NO_ANSWER} 30s")).hint(),
+            "a loaded machine may answer slowly: try again, or run it by hand"
+        );
+        assert_eq!(
+            failed("exit status: 1".into()).hint(),
+            "run the program by hand to see what is wrong"
         );
     }
 

@@ -60,6 +60,11 @@ pub fn agents(cwd: &Path, as_json: bool) -> Result<ExitKind, CliError> {
                 let (installed, state) = match &e {
                     ProbeError::Missing { .. } => (false, "not installed".to_string()),
                     ProbeError::TooOld { found, .. } => (true, format!("too old ({found})")),
+                    ProbeError::Failed { message, .. }
+                        if message.starts_with(agentloop_agents::probe::NO_ANSWER) =>
+                    {
+                        (true, "installed, slow to answer --version".into())
+                    }
                     ProbeError::Failed { .. } => (true, "installed, does not start".into()),
                     ProbeError::Unconfigured { .. } => {
                         (true, "installed, no model configured".into())
@@ -102,6 +107,12 @@ pub fn agents(cwd: &Path, as_json: bool) -> Result<ExitKind, CliError> {
                 r["state"].as_str().unwrap_or("not installed"),
                 r["hint"].as_str().unwrap_or_default()
             );
+            // What went wrong, where the words above do not say it (`--json` has it too).
+            if r["installed"] == true
+                && let Some(problem) = r["problem"].as_str()
+            {
+                outln!("  {:21} {problem}", "");
+            }
         }
     }
     // Whether `[sandbox] mode = "workspace"` can confine the agents here, and

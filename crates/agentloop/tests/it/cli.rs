@@ -459,6 +459,13 @@ exit 1
         "{}",
         r.stdout
     );
+    // A CLI that does not start says why under its row, not only in `--json`.
+    assert!(
+        r.stdout.contains("installed, does not start")
+            && r.stdout.contains("codex --version` failed: "),
+        "{}",
+        r.stdout
+    );
 }
 
 #[test]
