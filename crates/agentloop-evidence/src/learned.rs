@@ -33,21 +33,6 @@ pub enum Role {
     Data,
 }
 
-impl Role {
-    /// The words `plan check` and the surface use for it.
-    pub fn words(self) -> &'static str {
-        match self {
-            Role::Test => "test",
-            Role::Config => "runner configuration",
-            Role::Plugin => "plugin",
-            Role::Program => "program",
-            Role::Support => "test support",
-            Role::Work => "code under test",
-            Role::Data => "data",
-        }
-    }
-}
-
 /// One file of the model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LearnedFile {

@@ -20,7 +20,7 @@ use agentloop_evidence::{LearnedFile, ProjectModel, Role};
 use crate::harness::normalise;
 
 mod config;
-use crate::names::{CHECK_FILES, SECTIONED, TEST_DIRS, glob_name, is_test_file};
+use crate::names::{CHECK_FILES, SECTIONED, glob_name, in_test_dir, is_test_file};
 use config::*;
 
 /// One check as the baseline saw it.
@@ -138,11 +138,7 @@ fn named_like_a_test(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
     (name.ends_with(".py") || name.ends_with("_test.go"))
         && is_test_file(path)
-        && !path
-            .split('/')
-            .rev()
-            .skip(1)
-            .any(|d| TEST_DIRS.contains(&d))
+        && !in_test_dir(path)
 }
 
 /// Whether a task's words name `path`: the path, or its file name.

@@ -101,14 +101,17 @@ fn glob_name_tail(rest: &str, pattern: &str) -> bool {
 /// Directories that hold tests by their name.
 pub(crate) const TEST_DIRS: &[&str] = &["tests", "test", "spec", "__tests__"];
 
-pub fn is_test_file(path: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    let in_dir = path
-        .split('/')
+/// Whether `path` lies under a test directory (`tests/`, `spec/`, …) at any depth.
+pub(crate) fn in_test_dir(path: &str) -> bool {
+    path.split('/')
         .rev()
         .skip(1)
-        .any(|d| TEST_DIRS.contains(&d));
-    in_dir
+        .any(|d| TEST_DIRS.contains(&d))
+}
+
+pub fn is_test_file(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    in_test_dir(path)
         || name.ends_with("_test.go")
         || (name.starts_with("test_") && name.ends_with(".py"))
         || name.ends_with("_test.py")

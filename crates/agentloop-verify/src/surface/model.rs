@@ -33,7 +33,15 @@ pub fn learn(
         })
         .collect();
     let mode = |p: &str| tree.get(p).map(|(m, _)| *m);
-    let text = |p: &str| tree.get(p).and_then(|(_, id)| blob(root, id).ok());
+    // Each file read once: a check read from another's run opened the same
+    // configuration files, and a blob not kept is a git process.
+    let read = std::cell::RefCell::new(std::collections::HashMap::new());
+    let text = |p: &str| {
+        read.borrow_mut()
+            .entry(p.to_string())
+            .or_insert_with(|| tree.get(p).and_then(|(_, id)| blob(root, id).ok()))
+            .clone()
+    };
     let view = Tree {
         paths: &paths,
         mode: &mode,

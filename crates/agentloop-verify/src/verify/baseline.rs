@@ -42,6 +42,13 @@ impl Runner<'_> {
         mut should_stop: impl FnMut() -> bool,
     ) -> std::io::Result<Option<TestsBaseline>> {
         let mut trace_incomplete = trace.is_empty().then(|| NOT_TRACED.to_string());
+        if !trace.is_empty() {
+            // A module Python finds compiled in `__pycache__` is not opened: the trace
+            // would miss what the tests import. Once, before the first check: what a
+            // later check finds compiled, an earlier one opened (the model is the
+            // union of every check's opens).
+            forget_bytecode(self.workdir);
+        }
         std::fs::File::create(self.log)?;
         let mut log = std::fs::OpenOptions::new().append(true).open(self.log)?;
         // A check that is a part of another (`pytest tests/test_x.py` beside
@@ -92,11 +99,6 @@ impl Runner<'_> {
                 writeln!(log, "[agentloop runs it as: {}]", inv.command)?;
             }
             log.flush()?;
-            if !trace.is_empty() {
-                // A module Python finds compiled in `__pycache__` is not opened: the
-                // trace would miss what the tests import.
-                forget_bytecode(self.workdir);
-            }
             let tracing = (!trace.is_empty())
                 .then(|| Trace::start(self.workdir, trace))
                 .flatten();

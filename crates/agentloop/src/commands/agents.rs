@@ -107,10 +107,12 @@ pub fn agents(cwd: &Path, as_json: bool) -> Result<ExitKind, CliError> {
                 r["state"].as_str().unwrap_or("not installed"),
                 r["hint"].as_str().unwrap_or_default()
             );
-            // What went wrong, where the words above do not say it (`--json` has it too).
-            if r["installed"] == true
-                && let Some(problem) = r["problem"].as_str()
-            {
+            // Why it does not start, which the words above do not say (`--json` has it
+            // too); a version too old or a model missing they say already.
+            let failed = r["state"].as_str().is_some_and(|s| {
+                s.starts_with("installed, does not") || s.starts_with("installed, slow")
+            });
+            if failed && let Some(problem) = r["problem"].as_str() {
                 outln!("  {:21} {problem}", "");
             }
         }
