@@ -17,6 +17,7 @@ pub const CLI: CliKind = CliKind {
     prompt: PromptIn::File,
     argv,
     env: &[],
+    setup: crate::cli::no_setup,
     own_files: &[".aider*"],
     parse: parse_text,
     files: crate::cli::no_files,

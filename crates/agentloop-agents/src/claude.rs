@@ -32,6 +32,7 @@ pub const CLI: CliKind = CliKind {
     prompt: PromptIn::Stdin,
     argv,
     env: &[],
+    setup: crate::cli::no_setup,
     own_files: &[],
     parse: parse_stream_json,
     files: crate::cli::no_files,

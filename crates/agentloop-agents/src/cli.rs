@@ -32,6 +32,10 @@ pub struct CliKind {
     /// Variables it needs to run headless in a fresh repository (the user's own `env`
     /// for the agent wins).
     pub env: &'static [(&'static str, &'static str)],
+    /// What it needs written before it starts (in the iteration's directory), and the
+    /// variables that name it; a variable the agent's `env` or agentloop's own
+    /// environment sets is left as it is.
+    pub setup: fn(&Invocation<'_>) -> Vec<(&'static str, String)>,
     /// Files it keeps in the work tree for itself (gitignore patterns): never the
     /// agent's changes.
     pub own_files: &'static [&'static str],
@@ -40,6 +44,11 @@ pub struct CliKind {
     pub files: fn(&Invocation<'_>, &mut Parsed),
     /// A last look at the run (exit codes that mean something to this CLI).
     pub finish: fn(&mut AgentRun),
+}
+
+/// The CLI needs nothing written before it starts.
+pub fn no_setup(_: &Invocation<'_>) -> Vec<(&'static str, String)> {
+    Vec::new()
 }
 
 /// Leaves the run as the output said.
@@ -103,6 +112,11 @@ impl CliAgent {
         for (k, v) in cli.env {
             if !self.config.env.contains_key(*k) {
                 spec.env.push(((*k).into(), (*v).into()));
+            }
+        }
+        for (k, v) in (cli.setup)(inv) {
+            if !self.config.env.contains_key(k) && std::env::var_os(k).is_none() {
+                spec.env.push((k.into(), v.into()));
             }
         }
         spec.tail_bytes = 4 * 1024 * 1024;

@@ -16,6 +16,7 @@ pub const CLI: CliKind = CliKind {
     prompt: PromptIn::Stdin,
     argv,
     env: &[],
+    setup: crate::cli::no_setup,
     own_files: &[],
     parse: parse_exec_json,
     files: crate::cli::no_files,

@@ -21,6 +21,7 @@ pub const CLI: CliKind = CliKind {
     prompt: PromptIn::Stdin,
     argv,
     env: &[],
+    setup: crate::cli::no_setup,
     own_files: &[],
     parse: parse_json,
     files: read_usage,

@@ -22,6 +22,7 @@ pub const CLI: CliKind = CliKind {
     // Headless runs refuse a folder the user has not trusted (exit 55); agentloop's
     // work tree is one by definition.
     env: &[("GEMINI_CLI_TRUST_WORKSPACE", "true")],
+    setup: crate::cli::no_setup,
     own_files: &[],
     parse: parse_stream_json,
     files: crate::cli::no_files,

@@ -8,10 +8,12 @@ pub mod cli;
 pub mod codex;
 pub mod command;
 pub mod copilot;
+pub mod droid;
 pub mod gemini;
 pub mod opencode;
 pub mod parsed;
 pub mod probe;
+pub mod qwen;
 pub mod transcript;
 
 use std::path::Path;
@@ -108,7 +110,8 @@ pub fn resolve(config: &Config, name: &str) -> Result<Box<dyn Agent>, ResolveErr
 }
 
 /// The agent called `name`, with only the tools that read: Claude Code without its
-/// tools that write or run commands, Codex in its read-only sandbox. The second value
+/// tools that write or run commands, Codex in its read-only sandbox, Qwen Code in its
+/// `plan` mode, Factory Droid without `--auto`. The second value
 /// says whether the CLI itself is held to reading; the others are not, and whoever runs
 /// them gives them a copy to work in.
 pub fn resolve_read_only(
@@ -121,8 +124,10 @@ pub fn resolve_read_only(
 /// [`resolve_read_only`] for a reviewer, which must not be steered by the tree it
 /// reads: Claude Code also loads only the user's settings (no project or local
 /// `.claude/settings*.json`, so no hook a worker wrote) and no tool server but those
-/// it is given (`--strict-mcp-config`: no `.mcp.json`). The other CLIs have no such
-/// flags; the reviewer's copy without the worker's agent files is their defence.
+/// it is given (`--strict-mcp-config`: no `.mcp.json`); Qwen Code runs in its safe
+/// mode (no context files, hooks, extensions, skills, tool servers or memories). The
+/// other CLIs have no such flags; the reviewer's copy without the worker's agent files
+/// is their defence.
 pub fn resolve_reviewer(
     config: &Config,
     name: &str,
@@ -166,6 +171,21 @@ fn read_only(
             ac.sandbox = Some("read-only".into());
             true
         }
+        // Its `plan` mode analyses only: no edits, no commands.
+        "qwen" => {
+            ac.permission_mode = Some("plan".into());
+            if hermetic {
+                // No context files, hooks, extensions, skills, tool servers or
+                // memories: nothing a worker wrote reaches it.
+                ac.args.push("--safe-mode".into());
+            }
+            true
+        }
+        // `droid exec` without `--auto` refuses to change files or the system.
+        "droid" => {
+            ac.permission_mode = Some(droid::READ_ONLY.into());
+            true
+        }
         _ => false,
     };
     build(config, name, &ac).map(|a| (a, held))
@@ -184,6 +204,8 @@ fn build(config: &Config, name: &str, ac: &AgentConfig) -> Result<Box<dyn Agent>
         AgentKind::Opencode => &opencode::CLI,
         AgentKind::Aider => &aider::CLI,
         AgentKind::Copilot => &copilot::CLI,
+        AgentKind::Qwen => &qwen::CLI,
+        AgentKind::Droid => &droid::CLI,
     };
     Ok(Box::new(cli::CliAgent {
         name: name.to_string(),

@@ -19,6 +19,7 @@ pub const CLI: CliKind = CliKind {
     argv,
     // No update in the middle of a run.
     env: &[("OPENCODE_DISABLE_AUTOUPDATE", "true")],
+    setup: crate::cli::no_setup,
     own_files: &[],
     parse: parse_json,
     files: crate::cli::no_files,

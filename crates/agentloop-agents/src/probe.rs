@@ -18,6 +18,8 @@ pub const TESTED: &[(&str, &str)] = &[
     ("opencode", "1.18.33"),
     ("aider", "0.86.2"),
     ("copilot", "1.0.102"),
+    ("qwen", "0.24.4"),
+    ("droid", "0.215.0"),
 ];
 
 /// The latest release of each CLI that `scripts/drift` ran the end-to-end tests
@@ -99,6 +101,8 @@ fn install_hint(kind: &str) -> &'static str {
         "opencode" => "npm install -g opencode-ai",
         "aider" => "pip install aider-chat",
         "copilot" => "npm install -g @github/copilot",
+        "qwen" => "npm install -g @qwen-code/qwen-code",
+        "droid" => "npm install -g droid",
         _ => "put the program on PATH or give its full path in `command`",
     }
 }
@@ -130,6 +134,10 @@ pub fn probe(config: &Config, name: &str) -> Result<Probe, ProbeError> {
         "copilot" => {
             "final message, session id, tokens per model, cost from [prices], tool use, limits"
         }
+        "qwen" => {
+            "final message, session id, tokens per model, cost from [prices], tool use, limits"
+        }
+        "droid" => "final message, session id, tokens, cost from [prices], tool use, limits",
         _ => "final message from stdout",
     };
     let missing = || ProbeError::Missing {
@@ -316,6 +324,8 @@ mod tests {
             ("opencode", "opencode-ai@"),
             ("aider", "aider-chat=="),
             ("copilot", "@github/copilot@"),
+            ("qwen", "@qwen-code/qwen-code@"),
+            ("droid", "droid@"),
         ] {
             let tested = TESTED.iter().find(|(k, _)| *k == kind).unwrap().1;
             assert!(

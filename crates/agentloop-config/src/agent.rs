@@ -41,7 +41,8 @@ pub struct AgentConfig {
     /// Tools refused (Claude Code `--disallowedTools`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disallowed_tools: Option<Vec<String>>,
-    /// Claude Code `--permission-mode`.
+    /// Claude Code `--permission-mode`; Qwen Code `--approval-mode` (default `yolo`);
+    /// Factory Droid's `--auto` level (default `high`; `read-only` runs it without one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permission_mode: Option<String>,
     /// Claude Code `--max-turns`.
@@ -61,7 +62,9 @@ pub struct AgentConfig {
 
 /// Agent CLIs that work without any configuration; `[agents.NAME]` for one of these
 /// names changes only the keys it sets.
-pub const BUILTIN_AGENTS: &[&str] = &["claude", "codex", "gemini", "opencode", "aider", "copilot"];
+pub const BUILTIN_AGENTS: &[&str] = &[
+    "claude", "codex", "gemini", "opencode", "aider", "copilot", "qwen", "droid",
+];
 
 /// What an agent is: a program of the user's (`command`), or one of the agent CLIs
 /// agentloop drives with their own flags and reads the reports of.
@@ -85,17 +88,23 @@ pub enum AgentKind {
     Aider,
     /// GitHub Copilot CLI.
     Copilot,
+    /// Qwen Code.
+    Qwen,
+    /// Factory Droid (`droid exec`).
+    Droid,
 }
 
 impl AgentKind {
     /// The agent CLIs, each also an agent of that name that needs no configuration.
-    pub const CLIS: [AgentKind; 6] = [
+    pub const CLIS: [AgentKind; 8] = [
         AgentKind::Claude,
         AgentKind::Codex,
         AgentKind::Gemini,
         AgentKind::Opencode,
         AgentKind::Aider,
         AgentKind::Copilot,
+        AgentKind::Qwen,
+        AgentKind::Droid,
     ];
 
     /// The word the configuration writes.
@@ -108,6 +117,8 @@ impl AgentKind {
             AgentKind::Opencode => "opencode",
             AgentKind::Aider => "aider",
             AgentKind::Copilot => "copilot",
+            AgentKind::Qwen => "qwen",
+            AgentKind::Droid => "droid",
         }
     }
 
@@ -179,6 +190,20 @@ impl AgentConfig {
             // pull request past its checks and review (Copilot logs in with
             // COPILOT_GITHUB_TOKEN).
             AgentKind::Copilot => &["COPILOT_*", "GH_HOST", "OTEL_*"],
+            // Its own variables and those of the providers its auth types reach
+            // (`openai` for any compatible endpoint, DashScope, Anthropic, Gemini).
+            AgentKind::Qwen => &[
+                "QWEN_*",
+                "OPENAI_*",
+                "DASHSCOPE_*",
+                "BAILIAN_*",
+                "ANTHROPIC_*",
+                "GEMINI_*",
+                "GOOGLE_*",
+                "VERTEX_*",
+            ],
+            // Its login key; a custom model's endpoint and key are in its settings.
+            AgentKind::Droid => &["FACTORY_*", "DROID_*"],
             // Both reach many providers; each provider's documented variables.
             AgentKind::Opencode | AgentKind::Aider => &[
                 "OPENCODE_*",
@@ -274,7 +299,7 @@ mod tests {
     #[test]
     fn no_agent_gets_the_forge_or_tracker_tokens() {
         for kind in [
-            "claude", "codex", "gemini", "opencode", "aider", "copilot", "command",
+            "claude", "codex", "gemini", "opencode", "aider", "copilot", "qwen", "droid", "command",
         ] {
             let allowed = AgentConfig::builtin(kind).allowed_env();
             for token in ["GITHUB_TOKEN", "GH_TOKEN", "GITLAB_TOKEN", "LINEAR_API_KEY"] {

@@ -1,16 +1,18 @@
 //! The files that configure an agent CLI: its instructions (`CLAUDE.md`, `AGENTS.md`,
-//! `GEMINI.md` at any depth), its settings and hooks (`.claude/`, `.codex/`,
-//! `.gemini/`, `.opencode/` …) and its tool servers (`.mcp.json`). A worker that
+//! `GEMINI.md`, `QWEN.md` at any depth), its settings and hooks (`.claude/`, `.codex/`,
+//! `.gemini/`, `.opencode/`, `.qwen/`, `.factory/` …) and its tool servers (`.mcp.json`). A worker that
 //! writes one can steer the next CLI that starts in its tree — the reviewer above all —
 //! so the reviewer's copy holds the baseline's versions of these, or none.
 
 /// File names that configure an agent CLI wherever they are.
-const NAMES: [&str; 14] = [
+const NAMES: [&str; 16] = [
     "CLAUDE.md",
     "CLAUDE.local.md",
     "AGENTS.md",
     "AGENTS.override.md",
     "GEMINI.md",
+    "QWEN.md",
+    ".qwenignore",
     "CONVENTIONS.md",
     ".mcp.json",
     "opencode.json",
@@ -23,7 +25,7 @@ const NAMES: [&str; 14] = [
 ];
 
 /// Directories whose files configure an agent CLI wherever they are.
-const DIRS: [&str; 8] = [
+const DIRS: [&str; 10] = [
     ".claude",
     ".claude-plugin",
     ".codex",
@@ -31,6 +33,8 @@ const DIRS: [&str; 8] = [
     ".opencode",
     ".cursor",
     ".copilot",
+    ".qwen",
+    ".factory",
     ".agents",
 ];
 

@@ -48,6 +48,8 @@ const AGENT_DIRS: &[&str] = &[
     "~/.codex",
     "~/.gemini",
     "~/.copilot",
+    "~/.qwen",
+    "~/.factory",
     "~/.config/opencode",
     "~/.local/share/opencode",
     "~/.local/state/opencode",
@@ -486,6 +488,12 @@ pub fn agent_hosts<'a>(kind: &str, env_values: impl Iterator<Item = &'a str>) ->
             "api.github.com:443",
         ],
         "opencode" | "aider" => &["api.openai.com:443", "api.anthropic.com:443"],
+        "qwen" => &[
+            "dashscope.aliyuncs.com:443",
+            "dashscope-intl.aliyuncs.com:443",
+            "chat.qwen.ai:443",
+        ],
+        "droid" => &["api.factory.ai:443", "app.factory.ai:443"],
         _ => &[],
     };
     let mut v: Vec<String> = provider.iter().map(|s| s.to_string()).collect();

@@ -226,7 +226,8 @@ pub(crate) fn agent_hosts(config: &Config) -> BTreeMap<String, Vec<String>> {
 }
 
 /// The text of the agent CLI's own configuration files that name its model endpoint:
-/// Codex's `config.toml` (its providers' `base_url`), OpenCode's `OPENCODE_CONFIG`.
+/// Codex's `config.toml` (its providers' `base_url`), OpenCode's `OPENCODE_CONFIG`,
+/// Qwen Code's and Factory Droid's `settings.json`.
 fn own_config_files(config: &AgentConfig) -> Vec<String> {
     let var = |name: &str| {
         config
@@ -242,6 +243,9 @@ fn own_config_files(config: &AgentConfig) -> Vec<String> {
                 .join("config.toml"),
         ],
         "opencode" => var("OPENCODE_CONFIG").into_iter().map(Into::into).collect(),
+        // Their model providers' `baseUrl`s.
+        "qwen" => vec![std::path::Path::new(&home).join(".qwen/settings.json")],
+        "droid" => vec![std::path::Path::new(&home).join(".factory/settings.json")],
         _ => Vec::new(),
     };
     paths

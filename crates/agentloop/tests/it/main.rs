@@ -45,6 +45,7 @@ mod real_codex;
 mod real_copilot;
 mod real_gemini;
 mod real_opencode;
+mod real_qwen;
 mod real_sandbox;
 mod real_trust;
 mod reports;

@@ -26,6 +26,8 @@ pub enum Cli {
     OpenCode,
     Aider,
     Copilot,
+    Qwen,
+    Droid,
 }
 
 impl Cli {
@@ -34,7 +36,7 @@ impl Cli {
             Cli::Claude => Api::Anthropic,
             Cli::Codex => Api::OpenAi,
             Cli::Gemini => Api::Gemini,
-            Cli::OpenCode | Cli::Aider | Cli::Copilot => Api::Chat,
+            Cli::OpenCode | Cli::Aider | Cli::Copilot | Cli::Qwen | Cli::Droid => Api::Chat,
         }
     }
 
@@ -62,6 +64,11 @@ impl Cli {
             Cli::Codex => ("exec_command", json!({"cmd": cmd})),
             Cli::Gemini => ("run_shell_command", json!({"command": cmd})),
             Cli::OpenCode | Cli::Copilot => ("bash", json!({"command": cmd, "description": "run"})),
+            Cli::Qwen => ("run_shell_command", json!({"command": cmd})),
+            Cli::Droid => (
+                "Execute",
+                json!({"command": cmd, "riskLevelReason": "writes one file in the work tree", "riskLevel": "low"}),
+            ),
             Cli::Aider => panic!("Aider has no shell tool: its edits are in its reply"),
         };
         Step::Tool {
@@ -169,6 +176,36 @@ output = 8.0
                 "[run]\nagent = \"opencode\"\n\n[agents.opencode]\nkind = \"opencode\"\n\n[agents.opencode.env]\nNPM_CONFIG_OFFLINE = \"true\"\n".into()
             }
             Cli::Copilot => "[run]\nagent = \"copilot\"\n\n[prices.mock-model]\ninput = 2.0\ncached_input = 0.5\noutput = 8.0\n".into(),
+            Cli::Qwen => {
+                std::fs::create_dir_all(home.join(".qwen")).unwrap();
+                // Its OpenAI-compatible auth type (key, endpoint and model from the
+                // variables), and a 429 handed on after its client's own retries
+                // rather than after ten more of its own, a minute apart.
+                std::fs::write(
+                    home.join(".qwen/settings.json"),
+                    r#"{"security": {"auth": {"selectedType": "openai"}}, "model": {"generationConfig": {"maxRetries": 0}}}"#,
+                )
+                .unwrap();
+                format!("[run]\nagent = \"qwen\"\n\n{MOCK_PRICES}")
+            }
+            Cli::Droid => {
+                std::fs::create_dir_all(home.join(".factory")).unwrap();
+                // A custom model (bring your own key): no Factory login.
+                std::fs::write(
+                    home.join(".factory/settings.json"),
+                    json!({"customModels": [{
+                        "model": "mock-model",
+                        "displayName": "Mock",
+                        "baseUrl": format!("{}/v1", server.url()),
+                        "apiKey": "not-a-real-key",
+                        "provider": "generic-chat-completion-api",
+                        "maxOutputTokens": 4096,
+                    }]})
+                    .to_string(),
+                )
+                .unwrap();
+                format!("[run]\nagent = \"droid\"\n\n[agents.droid]\nmodel = \"custom:mock-model\"\n\n{MOCK_PRICES}")
+            }
             Cli::Aider => "[run]\nagent = \"aider\"\n\n[agents.aider]\nmodel = \"openai/mock-model\"\n\n[prices.\"openai/mock-model\"]\ninput = 2.0\ncached_input = 0.5\noutput = 8.0\n".into(),
         }
     }
@@ -207,6 +244,12 @@ output = 8.0
                 ("COPILOT_PROVIDER_API_KEY", "not-a-real-key".into()),
                 ("COPILOT_MODEL", "mock-model".into()),
             ],
+            Cli::Qwen => vec![
+                ("OPENAI_API_KEY", "not-a-real-key".into()),
+                ("OPENAI_BASE_URL", format!("{}/v1", server.url())),
+                ("OPENAI_MODEL", "mock-model".into()),
+            ],
+            Cli::Droid => Vec::new(),
             Cli::Aider => vec![
                 ("OPENAI_API_BASE", format!("{}/v1", server.url())),
                 ("OPENAI_API_KEY", "not-a-real-key".into()),
@@ -235,6 +278,10 @@ output = 8.0
         p
     }
 }
+
+/// Dollars per million tokens for the mock's model, for CLIs that report tokens only.
+pub const MOCK_PRICES: &str =
+    "[prices.mock-model]\ninput = 2.0\ncached_input = 0.5\noutput = 8.0\n";
 
 /// Dollars per million tokens for the models Gemini CLI 0.61.0 routes to.
 pub const GEMINI_PRICES: &str = r#"[prices."gemini-3.8-flash"]

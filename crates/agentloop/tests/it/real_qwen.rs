@@ -1,0 +1,79 @@
+//! The real Qwen Code (`@qwen-code/qwen-code`, pinned, from the npm registry) driven by
+//! agentloop against the testkit's mock Chat Completions API, set up as a new user
+//! would: its OpenAI-compatible auth type in `~/.qwen/settings.json`, the key, endpoint
+//! and model exported, and `agentloop.toml` naming the agent and the model's price.
+
+use agentloop_testkit::Step;
+
+use crate::real_cli::{Cli, journal_events, say};
+
+/// Tokens as the server served them (its `input_tokens` counts the cached ones too:
+/// not twice here), priced from `[prices]` by the model its init line names; each
+/// iteration's session and final message recorded.
+#[test]
+fn two_tasks_done_through_qwens_own_tools_with_cost_from_the_price_table() {
+    let p = crate::real_cli::two_tasks_priced(Cli::Qwen);
+    let ids = crate::real_cli::sessions_recorded(&p);
+    assert!(ids.iter().all(|id| id.len() == 36), "{ids:?}");
+}
+
+#[test]
+fn a_false_claim_to_qwen_is_caught_and_the_next_process_told() {
+    crate::real_cli::false_completion(Cli::Qwen);
+}
+
+/// Its client retries a 429 six times itself (honouring `retry-after`), then Qwen
+/// gives up; the run waits as the message says and goes on without spending a retry.
+#[test]
+fn qwen_rate_limit_waits_then_completes() {
+    let limited = || Step::Error {
+        status: 429,
+        kind: "rate_limit_exceeded".into(),
+        message: "Rate limit reached for requests. Please try again in 1s.".into(),
+        retry_after: Some(1),
+    };
+    let mut steps: Vec<Step> = (0..7).map(|_| limited()).collect();
+    steps.push(Cli::Qwen.shell("echo hello > hello.txt", 10, 1));
+    steps.push(say("TASK_COMPLETE", 10, 1, 0));
+    let server = Cli::Qwen.mock(steps);
+    let p = Cli::Qwen.project(
+        &server,
+        crate::real_cli::ONE,
+        "[limits]\nwait = \"1s\"\n\n[budgets]\ntask_retries = 1\n",
+    );
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(server.steps_used(), 9);
+    let events = journal_events(&p);
+    let limit = events
+        .iter()
+        .find(|e| e["kind"] == "limit_hit")
+        .expect("a limit_hit event");
+    assert_eq!(limit["data"]["kind"], "rate_limit");
+    let attempts: Vec<u64> = events
+        .iter()
+        .filter(|e| e["kind"] == "iteration_started")
+        .map(|e| e["data"]["attempt"].as_u64().unwrap())
+        .collect();
+    assert_eq!(attempts, vec![1, 1]);
+}
+
+#[test]
+fn qwen_auth_error_waits_for_a_person() {
+    crate::real_cli::auth_error_blocks(
+        Cli::Qwen,
+        "invalid_api_key",
+        "Incorrect API key provided: not-a-real-key.",
+    );
+}
+
+#[test]
+fn a_200_kib_prompt_reaches_qwen() {
+    crate::real_cli::long_prompt(
+        Cli::Qwen,
+        vec![
+            Cli::Qwen.shell("echo hello > hello.txt", 10, 1),
+            say("TASK_COMPLETE", 10, 1, 0),
+        ],
+    );
+}
