@@ -99,21 +99,26 @@ pub fn parse_stream_json(text: &str) -> Parsed {
                     output_tokens: u64_at(u, "output_tokens"),
                 };
             }
-            Some("error") => {
-                let message = s("message")
-                    .or_else(|| {
-                        v.pointer("/error/message")
-                            .and_then(Value::as_str)
-                            .map(String::from)
-                    })
-                    .unwrap_or_else(|| "droid reported an error".into());
-                p.error = Some(classify(&message, None));
+            // The loop's own error ("401 Incorrect API key …") comes first; the CLI's
+            // "Exec failed" after it says nothing more.
+            Some("error") if p.error.is_none() => {
+                let message = s("message").unwrap_or_else(|| "droid reported an error".into());
+                p.error = Some(classify(&message, leading_status(&message)));
             }
             _ => {}
         }
     }
     p.final_message = current.trim().to_string();
     p
+}
+
+/// The status an error message starts with ("429 Rate limit reached …").
+fn leading_status(message: &str) -> Option<u64> {
+    message
+        .get(..3)?
+        .parse::<u64>()
+        .ok()
+        .filter(|s| (400..600).contains(s) && message[3..].starts_with(' '))
 }
 
 #[cfg(test)]
@@ -133,6 +138,84 @@ mod tests {
             pid_file: dir,
             wrap: Vec::new(),
         }
+    }
+
+    fn fixture(name: &str) -> String {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/droid-0.215.0")
+            .join(name);
+        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    }
+
+    /// Recorded against a server that served 300 fresh and 130 cached input tokens
+    /// and 30 output tokens over the two calls.
+    #[test]
+    fn recorded_success() {
+        let p = parse_stream_json(&fixture("stream-json-success.jsonl"));
+        assert_eq!(p.final_message, "Created hello.txt.\nTASK_COMPLETE");
+        assert_eq!(
+            p.session_id.as_deref(),
+            Some("35d1d28f-f989-44ea-97d9-7046439a58a3")
+        );
+        assert_eq!(
+            p.usage,
+            Usage {
+                input_tokens: 300,
+                cached_input_tokens: 130,
+                cache_write_tokens: 0,
+                output_tokens: 30
+            }
+        );
+        assert_eq!(p.tool_uses, vec!["Execute"]);
+        assert_eq!(p.turns, Some(2));
+        assert!(p.error.is_none() && p.cost_usd.is_none());
+    }
+
+    #[test]
+    fn recorded_401_is_the_loops_error_not_the_clis_exec_failed() {
+        let p = parse_stream_json(&fixture("stream-json-auth-error-401.jsonl"));
+        let e = p.error.clone().unwrap();
+        assert_eq!(e.kind, AgentErrorKind::Auth);
+        assert_eq!(e.message, "401 Incorrect API key provided: sk-x.");
+        assert_eq!(p.final_message, "");
+        let mut run = AgentRun {
+            error: p.error,
+            ..AgentRun::default()
+        };
+        finish(&mut run);
+        assert!(
+            run.error
+                .unwrap()
+                .message
+                .contains("~/.factory/settings.json")
+        );
+    }
+
+    #[test]
+    fn recorded_429_is_a_rate_limit_whose_wait_its_text_gives() {
+        let p = parse_stream_json(&fixture("stream-json-rate-limited-429.jsonl"));
+        let e = p.error.unwrap();
+        assert_eq!(e.kind, AgentErrorKind::RateLimit);
+        assert!(
+            e.message.contains("Please try again in 1s"),
+            "{}",
+            e.message
+        );
+        assert_eq!(leading_status("Exec failed"), None);
+        assert_eq!(leading_status("4000 things"), None);
+    }
+
+    /// Without `--auto`, a command it rates above "low" ends the run.
+    #[test]
+    fn a_refused_command_in_read_only_mode_is_an_error() {
+        let p = parse_stream_json(&fixture("stream-json-read-only-refused.jsonl"));
+        let e = p.error.unwrap();
+        assert_eq!(e.kind, AgentErrorKind::Other);
+        assert!(
+            e.message.contains("insufficient permission"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]

@@ -111,7 +111,7 @@ pub fn resolve(config: &Config, name: &str) -> Result<Box<dyn Agent>, ResolveErr
 
 /// The agent called `name`, with only the tools that read: Claude Code without its
 /// tools that write or run commands, Codex in its read-only sandbox, Qwen Code in its
-/// `plan` mode, Factory Droid without `--auto`. The second value
+/// `plan` mode (Factory Droid without `--auto`, which is not held to reading). The second value
 /// says whether the CLI itself is held to reading; the others are not, and whoever runs
 /// them gives them a copy to work in.
 pub fn resolve_read_only(
@@ -181,10 +181,12 @@ fn read_only(
             }
             true
         }
-        // `droid exec` without `--auto` refuses to change files or the system.
+        // `droid exec` without `--auto` refuses its edit tools, but it runs a command
+        // the model itself rates "low" risk whatever it does (0.215.0 wrote a file so):
+        // not held.
         "droid" => {
             ac.permission_mode = Some(droid::READ_ONLY.into());
-            true
+            false
         }
         _ => false,
     };

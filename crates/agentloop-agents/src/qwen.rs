@@ -1,9 +1,8 @@
 //! Qwen Code: `qwen -o stream-json --approval-mode yolo`, the prompt on stdin (it runs
 //! one-shot when stdin is not a terminal). Its stream is Claude Code's shape (`system`
 //! init, `assistant` and `user` messages with content blocks, a last `result`), with
-//! three differences read here: `input_tokens` counts the cached ones too, a failed
-//! run's text is in `result.error.message` ("[API Error: 401 …]"), and the `result`
-//! carries tokens per model under `stats.models`. Tokens, no cost.
+//! two differences read here: `input_tokens` counts the cached ones too, and a failed
+//! run's text is in `result.error.message` ("[API Error: 401 …]"). Tokens, no cost.
 
 use agentloop_config::AgentConfig;
 use agentloop_ground::values::Usage;
@@ -88,36 +87,19 @@ pub fn parse_stream_json(text: &str) -> Parsed {
     else {
         return p;
     };
-    p.by_model = result
-        .pointer("/stats/models")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .map(|(model, s)| (model.clone(), usage_of_model(&s["tokens"])))
-        .filter(|(_, u)| u.total() > 0)
-        .collect();
-    p.usage = if p.by_model.is_empty() {
-        let u = &result["usage"];
-        let cached = u64_at(u, "cache_read_input_tokens");
-        let usage = Usage {
-            input_tokens: u64_at(u, "input_tokens").saturating_sub(cached),
-            cached_input_tokens: cached,
-            cache_write_tokens: u64_at(u, "cache_creation_input_tokens"),
-            output_tokens: u64_at(u, "output_tokens"),
-        };
-        // The stream's `result` has no `stats`: the tokens are the model's its `init`
-        // names, so `[prices]` finds it whatever set it (its settings, `-m`, a variable).
-        if let Some(model) = init_model(text).filter(|_| usage.total() > 0) {
-            p.by_model = vec![(model, usage)];
-        }
-        usage
-    } else {
-        let mut total = Usage::default();
-        for (_, u) in &p.by_model {
-            total.add(u);
-        }
-        total
+    let u = &result["usage"];
+    let cached = u64_at(u, "cache_read_input_tokens");
+    p.usage = Usage {
+        input_tokens: u64_at(u, "input_tokens").saturating_sub(cached),
+        cached_input_tokens: cached,
+        cache_write_tokens: u64_at(u, "cache_creation_input_tokens"),
+        output_tokens: u64_at(u, "output_tokens"),
     };
+    // The tokens are the model's its init line names, so `[prices]` finds it whatever
+    // chose it (its settings, `-m`, a variable).
+    if let Some(model) = init_model(text).filter(|_| p.usage.total() > 0) {
+        p.by_model = vec![(model, p.usage)];
+    }
     let failed = result["is_error"].as_bool().unwrap_or(false)
         || result["subtype"]
             .as_str()
@@ -149,18 +131,6 @@ fn init_model(text: &str) -> Option<String> {
         .get("model")?
         .as_str()
         .map(String::from)
-}
-
-/// A model's tokens in its `stats`: `prompt` counts the cached ones too; thinking is
-/// output.
-fn usage_of_model(t: &Value) -> Usage {
-    let cached = u64_at(t, "cached");
-    Usage {
-        input_tokens: u64_at(t, "prompt").saturating_sub(cached),
-        cached_input_tokens: cached,
-        cache_write_tokens: 0,
-        output_tokens: u64_at(t, "candidates") + u64_at(t, "thoughts"),
-    }
 }
 
 /// The status in "[API Error: 429 Rate limit reached …]".

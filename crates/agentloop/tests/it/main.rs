@@ -43,6 +43,7 @@ mod real_claude;
 mod real_cli;
 mod real_codex;
 mod real_copilot;
+mod real_droid;
 mod real_gemini;
 mod real_opencode;
 mod real_qwen;

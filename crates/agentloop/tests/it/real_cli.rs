@@ -67,7 +67,8 @@ impl Cli {
             Cli::Qwen => ("run_shell_command", json!({"command": cmd})),
             Cli::Droid => (
                 "Execute",
-                json!({"command": cmd, "riskLevelReason": "writes one file in the work tree", "riskLevel": "low"}),
+                json!({"summary": "Run the task's command", "command": cmd,
+                       "riskLevelReason": "It writes one file in the work tree.", "riskLevel": "medium"}),
             ),
             Cli::Aider => panic!("Aider has no shell tool: its edits are in its reply"),
         };
@@ -204,7 +205,8 @@ output = 8.0
                     .to_string(),
                 )
                 .unwrap();
-                format!("[run]\nagent = \"droid\"\n\n[agents.droid]\nmodel = \"custom:mock-model\"\n\n{MOCK_PRICES}")
+                // Priced by the model agentloop passes (`-m`), as the user names it.
+                "[run]\nagent = \"droid\"\n\n[agents.droid]\nmodel = \"custom:mock-model\"\n\n[prices.\"custom:mock-model\"]\ninput = 2.0\ncached_input = 0.5\noutput = 8.0\n".into()
             }
             Cli::Aider => "[run]\nagent = \"aider\"\n\n[agents.aider]\nmodel = \"openai/mock-model\"\n\n[prices.\"openai/mock-model\"]\ninput = 2.0\ncached_input = 0.5\noutput = 8.0\n".into(),
         }
@@ -249,7 +251,9 @@ output = 8.0
                 ("OPENAI_BASE_URL", format!("{}/v1", server.url())),
                 ("OPENAI_MODEL", "mock-model".into()),
             ],
-            Cli::Droid => Vec::new(),
+            // A custom model only: none of Factory's services (telemetry, its
+            // configuration), which a closed network holds each run 6 s.
+            Cli::Droid => vec![("FACTORY_AIRGAP_ENABLED", "1".into())],
             Cli::Aider => vec![
                 ("OPENAI_API_BASE", format!("{}/v1", server.url())),
                 ("OPENAI_API_KEY", "not-a-real-key".into()),
