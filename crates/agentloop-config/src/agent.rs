@@ -45,7 +45,7 @@ pub struct AgentConfig {
     /// Factory Droid's `--auto` level (default `high`; `read-only` runs it without one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permission_mode: Option<String>,
-    /// Claude Code `--max-turns`.
+    /// Claude Code `--max-turns`; Qwen Code `--max-session-turns`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_turns: Option<u32>,
     /// Inherited environment variables the agent also gets, on top of the built-in

@@ -563,3 +563,65 @@ pub fn session_ids(p: &Project) -> Vec<String> {
         })
         .collect()
 }
+
+/// The worker and the reviewer both `cli` (named `name`); the mock scripts the
+/// reviewer's verdicts: a REJECT with a finding, then an APPROVE. The reviewer's
+/// requests offer none of the tools in `forbidden` (as they appear in a request).
+pub fn reviewed_read_only(cli: Cli, name: &str, forbidden: &[&str]) {
+    let server = cli.mock(vec![
+        cli.shell("echo hello > hello.txt", 10, 1),
+        say("TASK_COMPLETE", 10, 1, 0),
+        say(
+            "The file exists but greets nobody.\n- hello.txt:1: the greeting names no one\nVERDICT: REJECT",
+            20,
+            2,
+            0,
+        ),
+        cli.shell("echo 'hello, Ada' > hello.txt", 10, 1),
+        say("TASK_COMPLETE", 10, 1, 0),
+        say("It greets Ada.\nVERDICT: APPROVE", 20, 2, 0),
+    ]);
+    let p = cli.project(
+        &server,
+        ONE,
+        &format!("[review]\nagent = \"{name}\"\nwhen = \"always\"\n"),
+    );
+    let r = p.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["tasks"][0]["status"], "done");
+    assert_eq!(s["iterations"], 2);
+    let verdicts: Vec<String> = journal_events(&p)
+        .into_iter()
+        .filter(|e| e["kind"] == "review_finished")
+        .map(|e| e["data"]["verdict"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(verdicts, ["reject", "approve"]);
+    let bodies: Vec<String> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.step.is_some())
+        .map(|r| r.body.to_string())
+        .collect();
+    // The reviewer was asked with the review's prompt, and could only read.
+    let review = bodies
+        .iter()
+        .find(|b| b.contains("independent reviewer for agentloop"))
+        .expect("the reviewer's request");
+    assert!(review.contains("+hello"), "the diff: {review}");
+    for tool in forbidden {
+        assert!(!review.contains(tool), "no {tool}: {review}");
+    }
+    // The worker's next turn carries the finding.
+    assert!(
+        bodies
+            .iter()
+            .any(|b| b.contains("hello.txt:1: the greeting names no one")
+                && !b.contains("independent reviewer for agentloop")),
+        "the finding reached the worker: {}",
+        p.read(&format!(
+            ".agentloop/runs/{}/iterations/0002/prompt.md",
+            s["run_id"].as_str().unwrap()
+        ))
+    );
+}

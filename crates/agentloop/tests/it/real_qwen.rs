@@ -77,3 +77,18 @@ fn a_200_kib_prompt_reaches_qwen() {
         ],
     );
 }
+
+/// The reviewer runs in its plan mode (and safe mode): offered no tool that writes or
+/// runs a command.
+#[test]
+fn qwen_reviews_the_verified_work_read_only_and_its_findings_reach_the_worker() {
+    crate::real_cli::reviewed_read_only(
+        Cli::Qwen,
+        "qwen",
+        &[
+            "\"name\":\"run_shell_command\"",
+            "\"name\":\"write_file\"",
+            "\"name\":\"edit\"",
+        ],
+    );
+}
