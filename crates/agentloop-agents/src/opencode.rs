@@ -1,4 +1,4 @@
-//! OpenCode: `opencode run --format json --auto`, the prompt on stdin. JSON lines
+//! OpenCode: `opencode run --format json --auto --title T`, the prompt on stdin. JSON lines
 //! `step_start`, `text`, `tool_use`, `step_finish` (with `part.cost` and
 //! `part.tokens`) and `error`. It waits out rate limits itself (it honours
 //! `retry-after`); its cost is 0 for a model its catalogue has no price for.
@@ -27,9 +27,21 @@ pub const CLI: CliKind = CliKind {
 };
 
 /// The command line, without a shell; the prompt goes on stdin.
-pub fn argv(c: &AgentConfig, _inv: &Invocation<'_>) -> Vec<String> {
+pub fn argv(c: &AgentConfig, inv: &Invocation<'_>) -> Vec<String> {
     let mut argv = base_argv("opencode", c);
     argv.extend(["run", "--format", "json", "--auto"].map(String::from));
+    // A session with a title is not given one by its small model: two model calls
+    // less per iteration, whose tokens its output would never report.
+    if !c
+        .args
+        .iter()
+        .any(|a| a == "--title" || a.starts_with("--title="))
+    {
+        argv.extend([
+            "--title".into(),
+            format!("agentloop {} #{}", inv.run_id, inv.iteration),
+        ]);
+    }
     if let Some(m) = &c.model {
         argv.extend(["--model".into(), m.clone()]);
     }

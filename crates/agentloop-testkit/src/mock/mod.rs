@@ -76,15 +76,24 @@ pub struct Scenario {
     /// its text and offers none).
     #[serde(default)]
     pub untooled: bool,
+    /// The tokens each side call's reply reports (none unless set), so that a test can
+    /// hold a CLI's count to everything it was served.
+    #[serde(default)]
+    pub side: Tokens,
 }
 
 impl Scenario {
     pub fn new(steps: Vec<Step>) -> Scenario {
         Scenario {
             steps,
-            lanes: Vec::new(),
-            untooled: false,
+            ..Scenario::default()
         }
+    }
+
+    /// Each side call's reply reports `tokens`.
+    pub fn side_tokens(mut self, tokens: Tokens) -> Scenario {
+        self.side = tokens;
+        self
     }
 
     /// Every model call takes the next step, whether it offers tools or not.
@@ -96,9 +105,8 @@ impl Scenario {
     /// A scenario of lanes only (see [`Scenario::lanes`]).
     pub fn lanes(lanes: Vec<(String, Vec<Step>)>) -> Scenario {
         Scenario {
-            steps: Vec::new(),
             lanes,
-            untooled: false,
+            ..Scenario::default()
         }
     }
 }
@@ -136,6 +144,9 @@ struct Shared {
     /// The next step of each lane.
     lane_next: Mutex<Vec<usize>>,
     untooled: bool,
+    side: Tokens,
+    /// The tokens of every reply sent, side calls' too.
+    served: Mutex<Tokens>,
     requests: Mutex<Vec<Recorded>>,
     stop: AtomicBool,
 }
@@ -159,6 +170,8 @@ impl MockServer {
             lane_next: Mutex::new(vec![0; scenario.lanes.len()]),
             lanes: scenario.lanes,
             untooled: scenario.untooled,
+            side: scenario.side,
+            served: Mutex::new(Tokens::default()),
             requests: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
         });
@@ -191,6 +204,11 @@ impl MockServer {
             .lock()
             .map(|r| r.clone())
             .unwrap_or_default()
+    }
+
+    /// The tokens of every reply sent so far, side calls' too.
+    pub fn served(&self) -> Tokens {
+        self.shared.served.lock().map(|t| *t).unwrap_or_default()
     }
 
     /// Steps answered so far.
@@ -316,7 +334,7 @@ fn handle(sh: &Shared, mut req: tiny_http::Request) {
                 Api::Gemini => gemini::side_text(&body),
                 _ => "Mock title".into(),
             },
-            tokens: Tokens::default(),
+            tokens: sh.side,
         },
     };
     match reply {
@@ -364,7 +382,13 @@ fn handle(sh: &Shared, mut req: tiny_http::Request) {
             );
             let _ = req.respond(resp);
         }
-        Step::Text { .. } | Step::Tool { .. } => {
+        Step::Text { tokens, .. } | Step::Tool { tokens, .. } => {
+            if let Ok(mut served) = sh.served.lock() {
+                served.input += tokens.input;
+                served.output += tokens.output;
+                served.cache_read += tokens.cache_read;
+                served.cache_write += tokens.cache_write;
+            }
             let n = step.unwrap_or(0);
             let (body, stream) = match sh.api {
                 Api::Anthropic => (anthropic::sse(&reply, &call.model, n), true),

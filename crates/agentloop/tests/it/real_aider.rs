@@ -25,6 +25,12 @@ fn two_tasks_done_by_aiders_edits_with_cost_from_the_price_table() {
     );
     assert_eq!(s["tokens"]["input"], 1700);
     assert_eq!(s["tokens"]["output"], 100);
+    let served = server.served();
+    assert_eq!(
+        served.input + served.cache_read,
+        1700,
+        "every token it sent counted"
+    );
     // (1700 × 2 + 100 × 8) / 1e6
     let cost = s["cost_usd"].as_f64().unwrap();
     assert!((cost - 0.0042).abs() < 1e-9, "cost {cost}");

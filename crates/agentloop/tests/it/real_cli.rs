@@ -42,7 +42,11 @@ impl Cli {
 
     /// This CLI's mock model server, playing `steps`.
     pub fn mock(self, steps: Vec<Step>) -> MockServer {
-        let scenario = Scenario::new(steps);
+        self.mock_scenario(Scenario::new(steps))
+    }
+
+    /// This CLI's mock model server, playing `scenario`.
+    pub fn mock_scenario(self, scenario: Scenario) -> MockServer {
         let scenario = match self {
             // Aider offers no tools: every call of its is the conversation.
             Cli::Aider => scenario.untooled(),
@@ -340,8 +344,9 @@ pub fn journal_events(p: &Project) -> Vec<serde_json::Value> {
 // The scenarios every real CLI goes through; each CLI's file calls them and adds what
 // only that CLI does (its token figures, its price table, its error texts).
 
-/// [`two_tasks`] with the token figures the price table turns into $0.0164: each call's
-/// tokens add up in `status --json` and are priced at $2 / $0.5 / $8 per million.
+/// [`two_tasks`] with the token figures the price table turns into $0.0164 (the main
+/// conversation's 6,400 fresh, 2,400 cached and 300 output tokens at $2 / $0.5 / $8 per
+/// million), plus what the CLI's side calls were served, priced alike.
 pub fn two_tasks_priced(cli: Cli) -> Project {
     let (p, s) = two_tasks(
         cli,
@@ -352,14 +357,28 @@ pub fn two_tasks_priced(cli: Cli) -> Project {
             (2200, 50, 1600),
         ],
     );
-    assert_eq!(s["tokens"]["input"], 6400);
-    assert_eq!(s["tokens"]["cached_input"], 2400);
-    assert_eq!(s["tokens"]["output"], 300);
-    // (6400 × 2 + 2400 × 0.5 + 300 × 8) / 1e6
+    let side = |key: &str| s["tokens"][key].as_u64().unwrap();
+    let (input, cached, output) = (side("input"), side("cached_input"), side("output"));
+    assert!(
+        input >= 6400 && cached >= 2400 && output >= 300,
+        "{}",
+        s["tokens"]
+    );
     let cost = s["cost_usd"].as_f64().unwrap();
-    assert!((cost - 0.0164).abs() < 1e-9, "cost {cost}");
+    let want = (input as f64 * 2.0 + cached as f64 * 0.5 + output as f64 * 8.0) / 1e6;
+    // `status` gives dollars to the millionth.
+    assert!((cost - want).abs() < 1e-6, "cost {cost}, want {want}");
     p
 }
+
+/// What each side call's reply reports in [`two_tasks`]: a CLI's titles, summaries and
+/// routing are spending too.
+pub const SIDE: Tokens = Tokens {
+    input: 700,
+    output: 7,
+    cache_read: 0,
+    cache_write: 0,
+};
 
 /// After `two_tasks`: each agent's session id, the last one where a person looks for
 /// it, and the final messages recorded as the model said them. Returns the session
@@ -394,12 +413,15 @@ pub fn sessions_recorded(p: &Project) -> Vec<String> {
 /// `status --json`.
 pub fn two_tasks(cli: Cli, tokens: [(u64, u64, u64); 4]) -> (Project, serde_json::Value) {
     let [a, b, c, d] = tokens;
-    let server = cli.mock(vec![
-        cli.shell("echo hello > hello.txt", a.0, a.1),
-        say("Created hello.txt.\nTASK_COMPLETE", b.0, b.1, b.2),
-        cli.shell("echo world > world.txt", c.0, c.1),
-        say("Done.\n\nTASK_COMPLETE", d.0, d.1, d.2),
-    ]);
+    let server = cli.mock_scenario(
+        Scenario::new(vec![
+            cli.shell("echo hello > hello.txt", a.0, a.1),
+            say("Created hello.txt.\nTASK_COMPLETE", b.0, b.1, b.2),
+            cli.shell("echo world > world.txt", c.0, c.1),
+            say("Done.\n\nTASK_COMPLETE", d.0, d.1, d.2),
+        ])
+        .side_tokens(SIDE),
+    );
     let p = cli.project(&server, PLAN, "");
     let r = p.run(&["run"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
@@ -409,6 +431,26 @@ pub fn two_tasks(cli: Cli, tokens: [(u64, u64, u64); 4]) -> (Project, serde_json
     assert_eq!(
         (s["status"].as_str(), s["iterations"].as_u64()),
         (Some("completed"), Some(2))
+    );
+    // Every token the server sent is in the run's count: the side calls' too.
+    let served = server.served();
+    assert_eq!(
+        (
+            &s["tokens"]["input"],
+            &s["tokens"]["cached_input"],
+            &s["tokens"]["output"]
+        ),
+        (
+            &json!(served.input),
+            &json!(served.cache_read),
+            &json!(served.output)
+        ),
+        "served {served:?} in {} side calls",
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.step.is_none())
+            .count()
     );
     (p, s)
 }

@@ -34,20 +34,23 @@ fn two_tasks_done_through_geminis_own_tools_priced_per_routed_model() {
         (2000, 100, 0),
         (2200, 50, 1600),
     ];
-    let server = Cli::Gemini.mock(vec![
-        Cli::Gemini.shell("echo hello > hello.txt", 1000, 100),
-        Step::Text {
-            text: "Created hello.txt.\nTASK_COMPLETE".into(),
-            tokens: agentloop_testkit::Tokens {
-                input: 1200,
-                output: 50,
-                cache_read: 800,
-                cache_write: 0,
+    let server = Cli::Gemini.mock_scenario(
+        agentloop_testkit::Scenario::new(vec![
+            Cli::Gemini.shell("echo hello > hello.txt", 1000, 100),
+            Step::Text {
+                text: "Created hello.txt.\nTASK_COMPLETE".into(),
+                tokens: agentloop_testkit::Tokens {
+                    input: 1200,
+                    output: 50,
+                    cache_read: 800,
+                    cache_write: 0,
+                },
             },
-        },
-        Cli::Gemini.shell("echo world > world.txt", 2000, 100),
-        say("Done.\n\nTASK_COMPLETE", 2200, 50, 1600),
-    ]);
+            Cli::Gemini.shell("echo world > world.txt", 2000, 100),
+            say("Done.\n\nTASK_COMPLETE", 2200, 50, 1600),
+        ])
+        .side_tokens(crate::real_cli::SIDE),
+    );
     let mut p = Cli::Gemini.project(&server, crate::real_cli::PLAN, "");
     // As a user runs it: Gemini CLI starting itself again with a larger heap (the
     // other tests save that second start: `Cli::user_env`).
@@ -60,27 +63,42 @@ fn two_tasks_done_through_geminis_own_tools_priced_per_routed_model() {
         (s["status"].as_str(), s["iterations"].as_u64()),
         (Some("completed"), Some(2))
     );
-    assert_eq!(s["tokens"]["input"], 6400);
-    assert_eq!(s["tokens"]["cached_input"], 2400);
-    assert_eq!(s["tokens"]["output"], 300);
-    // Each answer priced at the model the router sent it to.
+    // Every token served, its router's calls too.
+    let served = server.served();
+    assert_eq!(s["tokens"]["input"], served.input);
+    assert_eq!(s["tokens"]["cached_input"], served.cache_read);
+    assert_eq!(s["tokens"]["output"], served.output);
+    assert!(served.input > 6400, "the router's calls were served tokens");
+    // Each answer priced at the model the router sent it to, and each of the router's
+    // own calls at its model.
     let mut expected = 0.0;
     for r in server.requests() {
-        let Some(i) = r.step else { continue };
-        let model = r
+        let Some(model) = r
             .path
             .split("/models/")
             .nth(1)
-            .unwrap()
-            .split(':')
-            .next()
-            .unwrap();
-        let (input, output, cached) = tokens[i];
-        expected += price(model, input, cached, output);
+            .filter(|_| r.method == "POST")
+            .and_then(|m| m.split(':').next())
+        else {
+            continue;
+        };
+        expected += match r.step {
+            Some(i) => {
+                let (input, output, cached) = tokens[i];
+                price(model, input, cached, output)
+            }
+            None => price(
+                model,
+                crate::real_cli::SIDE.input,
+                0,
+                crate::real_cli::SIDE.output,
+            ),
+        };
     }
     let cost = s["cost_usd"].as_f64().unwrap();
     assert!(
-        cost > 0.0 && (cost - expected).abs() < 1e-9,
+        // `status` gives dollars to the millionth.
+        cost > 0.0 && (cost - expected).abs() < 1e-6,
         "cost {cost}, expected {expected}"
     );
     // The session ids are Gemini's own, one per fresh process.
