@@ -80,13 +80,16 @@ fn check_driven(p: &Project, server: &agentloop_testkit::MockServer, steps: usiz
         s["tokens"]["input"].as_u64().unwrap() > 0,
         "the session's tokens were read from its transcript: {s}"
     );
-    // Each model answer of the two iterations once (20 + 30, 40 + 50 input tokens):
-    // Gemini CLI writes a message with tool calls twice, and it still counts once.
+    // Each model answer once, the session's turn before its first task too (10 + 20 +
+    // 30 + 40 + 50 input tokens): Gemini CLI writes a message with tool calls twice,
+    // and it still counts once.
     assert_eq!(
         (&s["tokens"]["input"], &s["tokens"]["output"]),
-        (&serde_json::json!(140), &serde_json::json!(14)),
+        (&serde_json::json!(150), &serde_json::json!(15)),
         "{s}"
     );
+    let served = server.served();
+    assert_eq!((served.input, served.output), (150, 15));
 }
 
 #[test]

@@ -113,8 +113,25 @@ fn final_message(input: &Stop) -> String {
     String::new()
 }
 
-/// Where an iteration's start in the session transcript is kept (a byte offset).
+/// Where an iteration's start in the session transcript is kept: a byte offset, and on
+/// the next line the transcript's path.
 const TRANSCRIPT_OFFSET: &str = "transcript-offset";
+
+/// Where the run's count of a session transcript goes on for `iteration`: its end now,
+/// when an earlier iteration read the same transcript (the turns since were counted
+/// with it); else its start, so the session's turns before its first task (the
+/// person's own, the start command's) are the run's spending too.
+fn counted_from(d: &Driver, iteration: u32, transcript: &std::path::Path) -> u64 {
+    let read_before = (1..iteration).rev().any(|i| {
+        std::fs::read_to_string(d.run.iteration_dir(i).join(TRANSCRIPT_OFFSET))
+            .is_ok_and(|record| record.lines().nth(1) == Some(&*transcript.to_string_lossy()))
+    });
+    if read_before {
+        agentloop_agents::transcript::end_of(transcript)
+    } else {
+        0
+    }
+}
 
 /// How long a Stop hook waits for the turn's lines to reach the transcript (well
 /// inside the hook's own time limit).
@@ -131,7 +148,7 @@ fn turn_spent(d: &Driver, iteration: u32, common: &Common, final_message: &str) 
     let Some(from) =
         std::fs::read_to_string(d.run.iteration_dir(iteration).join(TRANSCRIPT_OFFSET))
             .ok()
-            .and_then(|s| s.trim().parse::<u64>().ok())
+            .and_then(|s| s.lines().next()?.trim().parse::<u64>().ok())
     else {
         return (Usage::default(), 0.0);
     };
@@ -276,9 +293,10 @@ pub(super) fn stop(input: &Stop) -> Result<Value, String> {
                 };
                 // The session's spending for this iteration starts here.
                 if let Some(t) = &input.common.transcript_path {
-                    let offset = agentloop_agents::transcript::end_of(t).to_string();
+                    let offset = counted_from(&d, plan.iteration, t);
                     let at = d.run.iteration_dir(plan.iteration).join(TRANSCRIPT_OFFSET);
-                    agentloop_ground::fsutil::write_new(&at, offset.as_bytes())
+                    let record = format!("{offset}\n{}\n", t.display());
+                    agentloop_ground::fsutil::write_new(&at, record.as_bytes())
                         .map_err(|err| err.to_string())?;
                 }
                 let prompt = prepared.prompt;
