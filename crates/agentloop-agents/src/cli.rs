@@ -35,7 +35,7 @@ pub struct CliKind {
     /// What it needs written before it starts (in the iteration's directory), and the
     /// variables that name it; a variable the agent's `env` or agentloop's own
     /// environment sets is left as it is.
-    pub setup: fn(&Invocation<'_>) -> Vec<(&'static str, String)>,
+    pub setup: fn(&AgentConfig, &Invocation<'_>) -> Vec<(&'static str, String)>,
     /// Files it keeps in the work tree for itself (gitignore patterns): never the
     /// agent's changes.
     pub own_files: &'static [&'static str],
@@ -47,7 +47,7 @@ pub struct CliKind {
 }
 
 /// The CLI needs nothing written before it starts.
-pub fn no_setup(_: &Invocation<'_>) -> Vec<(&'static str, String)> {
+pub fn no_setup(_: &AgentConfig, _: &Invocation<'_>) -> Vec<(&'static str, String)> {
     Vec::new()
 }
 
@@ -114,7 +114,7 @@ impl CliAgent {
                 spec.env.push(((*k).into(), (*v).into()));
             }
         }
-        for (k, v) in (cli.setup)(inv) {
+        for (k, v) in (cli.setup)(&self.config, inv) {
             if !self.config.env.contains_key(k) && std::env::var_os(k).is_none() {
                 spec.env.push((k.into(), v.into()));
             }

@@ -17,6 +17,9 @@ use crate::{AgentRun, Invocation};
 /// `permission_mode` that runs it with no `--auto`: its read-only default.
 pub const READ_ONLY: &str = "read-only";
 
+/// The tools a read-only Droid is offered.
+pub const READING_TOOLS: &str = "Read,Grep,Glob,LS";
+
 /// `droid exec -o stream-json`, the prompt on stdin.
 pub const CLI: CliKind = CliKind {
     kind: "droid",
@@ -32,12 +35,15 @@ pub const CLI: CliKind = CliKind {
 };
 
 /// The command line, without a shell; the prompt goes on stdin. `permission_mode` is
-/// its `--auto` level (`high` unless set; `read-only`: none, so it only reads).
+/// its `--auto` level (`high` unless set; `read-only`: none, and only its reading
+/// tools).
 pub fn argv(c: &AgentConfig, _inv: &Invocation<'_>) -> Vec<String> {
     let mut argv = base_argv("droid", c);
     argv.extend(["exec", "-o", "stream-json"].map(String::from));
     match c.permission_mode.as_deref().unwrap_or("high") {
-        READ_ONLY => {}
+        // With no `--auto` it still runs a command its model rates "low" risk:
+        // offered only the tools that read, it runs none.
+        READ_ONLY => argv.extend(["--only-tools".into(), READING_TOOLS.into()]),
         level => argv.extend(["--auto".into(), level.to_string()]),
     }
     if let Some(m) = &c.model {
@@ -229,7 +235,7 @@ mod tests {
         c.model = Some("custom:mock-model".into());
         assert_eq!(
             argv(&c, &inv()).join(" "),
-            "droid exec -o stream-json -m custom:mock-model"
+            "droid exec -o stream-json --only-tools Read,Grep,Glob,LS -m custom:mock-model"
         );
     }
 }

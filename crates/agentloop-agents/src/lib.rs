@@ -111,7 +111,7 @@ pub fn resolve(config: &Config, name: &str) -> Result<Box<dyn Agent>, ResolveErr
 
 /// The agent called `name`, with only the tools that read: Claude Code without its
 /// tools that write or run commands, Codex in its read-only sandbox, Qwen Code in its
-/// `plan` mode (Factory Droid without `--auto`, which is not held to reading). The second value
+/// `plan` and safe modes, Factory Droid with only its reading tools. The second value
 /// says whether the CLI itself is held to reading; the others are not, and whoever runs
 /// them gives them a copy to work in.
 pub fn resolve_read_only(
@@ -125,9 +125,8 @@ pub fn resolve_read_only(
 /// reads: Claude Code also loads only the user's settings (no project or local
 /// `.claude/settings*.json`, so no hook a worker wrote) and no tool server but those
 /// it is given (`--strict-mcp-config`: no `.mcp.json`); Qwen Code runs in its safe
-/// mode (no context files, hooks, extensions, skills, tool servers or memories). The
-/// other CLIs have no such flags; the reviewer's copy without the worker's agent files
-/// is their defence.
+/// mode in an untrusted folder, as every read-only Qwen does. The other CLIs have no
+/// such flags; the reviewer's copy without the worker's agent files is their defence.
 pub fn resolve_reviewer(
     config: &Config,
     name: &str,
@@ -172,21 +171,20 @@ fn read_only(
             true
         }
         // Its `plan` mode analyses only: no edits, no commands.
+        // Its `plan` mode refuses commands and edits; its safe mode loads no context
+        // files, hooks (which plan mode would run), extensions, skills, tool servers or
+        // memories; `qwen::setup` makes the folder untrusted (no project `.env`).
         "qwen" => {
-            ac.permission_mode = Some("plan".into());
-            if hermetic {
-                // No context files, hooks, extensions, skills, tool servers or
-                // memories: nothing a worker wrote reaches it.
-                ac.args.push("--safe-mode".into());
-            }
+            ac.permission_mode = Some(qwen::PLAN.into());
+            ac.args.push("--safe-mode".into());
             true
         }
-        // `droid exec` without `--auto` refuses its edit tools, but it runs a command
-        // the model itself rates "low" risk whatever it does (0.215.0 wrote a file so):
-        // not held.
+        // `droid exec` without `--auto` refuses its edit tools but runs a command its
+        // model rates "low" risk, whatever it does (0.215.0 wrote a file so): only
+        // the reading tools are offered.
         "droid" => {
             ac.permission_mode = Some(droid::READ_ONLY.into());
-            false
+            true
         }
         _ => false,
     };

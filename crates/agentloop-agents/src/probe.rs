@@ -64,6 +64,17 @@ pub enum ProbeError {
         needed: String,
         install: &'static str,
     },
+    /// The CLI is there but did not answer in time: a busy machine, most often. The
+    /// agent stays usable; only its version is unknown.
+    #[error(
+        "agent \"{name}\": `{program} --version` gave no answer within {}s; the machine may be busy",
+        within.as_secs()
+    )]
+    Slow {
+        name: String,
+        program: String,
+        within: Duration,
+    },
     #[error("agent \"{name}\": `{program} --version` failed: {message}")]
     Failed {
         name: String,
@@ -84,8 +95,9 @@ impl ProbeError {
             ProbeError::Missing { install, .. } | ProbeError::TooOld { install, .. } => {
                 format!("install it: {install}")
             }
-            ProbeError::Failed { message, .. } if message.starts_with(NO_ANSWER) => {
-                "a loaded machine may answer slowly: try again, or run it by hand".into()
+            ProbeError::Slow { .. } => {
+                "it is still used; run it by hand when the machine is idle to see its version"
+                    .into()
             }
             ProbeError::Failed { .. } => "run the program by hand to see what is wrong".into(),
             ProbeError::Unconfigured { hint, .. } => hint.clone(),
@@ -161,10 +173,17 @@ pub fn probe(config: &Config, name: &str) -> Result<Probe, ProbeError> {
     if !on_path(&program) {
         return Err(missing());
     }
-    let version = run_version(&program, &ac).map_err(|message| ProbeError::Failed {
-        name: name.into(),
-        program: program.clone(),
-        message,
+    let version = run_version(&program, &ac, VERSION_WITHIN).map_err(|e| match e {
+        VersionError::Slow => ProbeError::Slow {
+            name: name.into(),
+            program: program.clone(),
+            within: VERSION_WITHIN,
+        },
+        VersionError::Failed(message) => ProbeError::Failed {
+            name: name.into(),
+            program: program.clone(),
+            message,
+        },
     })?;
     let needed = match kind {
         "claude" => Some(MIN_CLAUDE),
@@ -239,10 +258,22 @@ fn on_path(program: &str) -> bool {
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
 }
 
-/// How a probe that timed out begins its message.
-pub const NO_ANSWER: &str = "no answer within";
+/// How long `--version` may take: a Node.js CLI on a loaded machine can take tens of
+/// seconds (Gemini CLI 0.61.0 took 34 s at a load of 38 on two cores).
+const VERSION_WITHIN: Duration = Duration::from_secs(30);
 
-fn run_version(program: &str, ac: &AgentConfig) -> Result<String, String> {
+enum VersionError {
+    Slow,
+    Failed(String),
+}
+
+impl From<std::io::Error> for VersionError {
+    fn from(e: std::io::Error) -> VersionError {
+        VersionError::Failed(e.to_string())
+    }
+}
+
+fn run_version(program: &str, ac: &AgentConfig, within: Duration) -> Result<String, VersionError> {
     let mut cmd = Command::new(program);
     cmd.arg("--version").envs(&ac.env);
     // Gemini CLI starts itself a second time with a larger heap before it does
@@ -254,27 +285,26 @@ fn run_version(program: &str, ac: &AgentConfig) -> Result<String, String> {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| e.to_string())?;
+        .spawn()?;
     let start = Instant::now();
     loop {
-        if child.try_wait().map_err(|e| e.to_string())?.is_some() {
+        if child.try_wait()?.is_some() {
             break;
         }
-        if start.elapsed() > Duration::from_secs(30) {
+        if start.elapsed() > within {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(format!("{NO_ANSWER} 30s"));
+            return Err(VersionError::Slow);
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    let out = child.wait_with_output()?;
     let text = String::from_utf8_lossy(&out.stdout);
     text.lines()
         .next()
         .map(|l| l.trim().to_string())
         .filter(|l| !l.is_empty())
-        .ok_or_else(|| "it printed nothing".into())
+        .ok_or_else(|| VersionError::Failed("it printed nothing".into()))
 }
 
 /// The first `N.N.N` in a version line.
@@ -364,17 +394,43 @@ mod tests {
 
     #[test]
     fn a_probe_that_timed_out_is_told_from_one_that_failed() {
-        let failed = |message: String| ProbeError::Failed {
+        let dir = tempfile::tempdir().unwrap();
+        let script = |name: &str, body: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+            path.display().to_string()
+        };
+        let ac = AgentConfig::builtin("gemini");
+        let slow = script("slow", "sleep 5");
+        let t = Instant::now();
+        assert!(matches!(
+            run_version(&slow, &ac, Duration::from_millis(300)),
+            Err(VersionError::Slow)
+        ));
+        assert!(t.elapsed() < Duration::from_secs(4), "not waited out");
+        let broken = script("broken", "exit 1");
+        assert!(matches!(
+            run_version(&broken, &ac, Duration::from_secs(10)),
+            Err(VersionError::Failed(m)) if m == "it printed nothing"
+        ));
+        let e = ProbeError::Slow {
             name: "gemini".into(),
             program: "gemini".into(),
-            message,
+            within: VERSION_WITHIN,
         };
         assert_eq!(
-            failed(format!("{NO_ANSWER} 30s")).hint(),
-            "a loaded machine may answer slowly: try again, or run it by hand"
+            e.to_string(),
+            "agent \"gemini\": `gemini --version` gave no answer within 30s; the machine may be busy"
         );
+        let failed = ProbeError::Failed {
+            name: "gemini".into(),
+            program: "gemini".into(),
+            message: "exit status: 1".into(),
+        };
         assert_eq!(
-            failed("exit status: 1".into()).hint(),
+            failed.hint(),
             "run the program by hand to see what is wrong"
         );
     }

@@ -51,15 +51,42 @@ pub fn argv(c: &AgentConfig, _inv: &Invocation<'_>) -> Vec<String> {
 pub const DEFAULTS: &str =
     r#"{"memory": {"enableManagedAutoMemory": false, "enableManagedAutoDream": false}}"#;
 
-/// Writes [`DEFAULTS`] beside the iteration's log and names it.
-fn setup(inv: &Invocation<'_>) -> Vec<(&'static str, String)> {
-    let path = inv.log.with_file_name("qwen-defaults.json");
-    match std::fs::write(&path, DEFAULTS) {
-        Ok(()) => vec![("QWEN_CODE_SYSTEM_DEFAULTS_PATH", path.display().to_string())],
+/// The approval mode that only reads.
+pub const PLAN: &str = "plan";
+
+/// The highest settings layer of a read-only run: folder trust on, so that the work
+/// tree (not among the trusted folders, whose list is agentloop's own and empty) is
+/// untrusted and its `.env` is not loaded. A worker's `.env` could otherwise point
+/// `QWEN_SYSTEM_MD` at a system prompt of its own for the reviewer.
+pub const READ_ONLY_SETTINGS: &str = r#"{"security": {"folderTrust": {"enabled": true}}}"#;
+
+/// Writes [`DEFAULTS`] beside the iteration's log and names it; for a read-only run
+/// also [`READ_ONLY_SETTINGS`], an empty list of trusted folders, and Qwen Code's own
+/// system prompt.
+fn setup(c: &AgentConfig, inv: &Invocation<'_>) -> Vec<(&'static str, String)> {
+    let at = |name: &str| inv.log.with_file_name(name);
+    let written = |name: &str, text: &str| {
+        let path = at(name);
         // Its directory holds the log, so this fails only with the disk; then Qwen
         // runs with its own defaults.
-        Err(_) => Vec::new(),
+        std::fs::write(&path, text)
+            .ok()
+            .map(|()| path.display().to_string())
+    };
+    let mut env = Vec::new();
+    if let Some(path) = written("qwen-defaults.json", DEFAULTS) {
+        env.push(("QWEN_CODE_SYSTEM_DEFAULTS_PATH", path));
     }
+    if c.permission_mode.as_deref() == Some(PLAN) {
+        if let Some(path) = written("qwen-settings.json", READ_ONLY_SETTINGS) {
+            env.push(("QWEN_CODE_SYSTEM_SETTINGS_PATH", path));
+        }
+        let trusted = at("qwen-trusted-folders.json").display().to_string();
+        env.push(("QWEN_CODE_TRUSTED_FOLDERS_PATH", trusted));
+        env.push(("QWEN_SYSTEM_MD", "0".into()));
+        env.push(("QWEN_SYSTEM_IDENTITY_MD", "0".into()));
+    }
+    env
 }
 
 /// What to do about a refused key: Qwen's own text names no setting.
@@ -208,6 +235,50 @@ mod tests {
         let at = crate::parsed::retry_in_from_text(&e.message, &now).unwrap();
         let wait = at as i64 - now.timestamp().as_millisecond();
         assert!((1900..=2100).contains(&wait), "{wait} ms");
+    }
+
+    #[test]
+    fn a_read_only_run_is_in_an_untrusted_folder_with_its_own_system_prompt() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("agent.log");
+        let inv = Invocation {
+            run_id: "r",
+            run_dir: dir.path(),
+            iteration: 1,
+            workdir: dir.path(),
+            prompt: "p",
+            prompt_file: dir.path(),
+            log: &log,
+            pid_file: dir.path(),
+            wrap: Vec::new(),
+        };
+        let mut c = AgentConfig::builtin("qwen");
+        fn names(env: &[(&'static str, String)]) -> Vec<&'static str> {
+            env.iter().map(|(k, _)| *k).collect()
+        }
+        let worker = setup(&c, &inv);
+        assert_eq!(names(&worker), ["QWEN_CODE_SYSTEM_DEFAULTS_PATH"]);
+        assert_eq!(std::fs::read_to_string(&worker[0].1).unwrap(), DEFAULTS);
+        c.permission_mode = Some(PLAN.into());
+        let reader = setup(&c, &inv);
+        assert_eq!(
+            names(&reader),
+            [
+                "QWEN_CODE_SYSTEM_DEFAULTS_PATH",
+                "QWEN_CODE_SYSTEM_SETTINGS_PATH",
+                "QWEN_CODE_TRUSTED_FOLDERS_PATH",
+                "QWEN_SYSTEM_MD",
+                "QWEN_SYSTEM_IDENTITY_MD"
+            ]
+        );
+        assert_eq!(
+            std::fs::read_to_string(&reader[1].1).unwrap(),
+            READ_ONLY_SETTINGS
+        );
+        assert!(
+            !std::path::Path::new(&reader[2].1).exists(),
+            "no folder is trusted"
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The files that configure an agent CLI: its instructions (`CLAUDE.md`, `AGENTS.md`,
-//! `GEMINI.md`, `QWEN.md` at any depth), its settings and hooks (`.claude/`, `.codex/`,
+//! `GEMINI.md`, `QWEN.md` at any depth; Droid's `agents.md`, `Claude.md` and
+//! `DESIGN.md` at the root), its settings and hooks (`.claude/`, `.codex/`,
 //! `.gemini/`, `.opencode/`, `.qwen/`, `.factory/` …) and its tool servers (`.mcp.json`). A worker that
 //! writes one can steer the next CLI that starts in its tree — the reviewer above all —
 //! so the reviewer's copy holds the baseline's versions of these, or none.
@@ -25,7 +26,7 @@ const NAMES: [&str; 16] = [
 ];
 
 /// Directories whose files configure an agent CLI wherever they are.
-const DIRS: [&str; 10] = [
+const DIRS: [&str; 11] = [
     ".claude",
     ".claude-plugin",
     ".codex",
@@ -36,7 +37,12 @@ const DIRS: [&str; 10] = [
     ".qwen",
     ".factory",
     ".agents",
+    ".agent",
 ];
+
+/// Names Factory Droid reads at the root of the tree in any case (`agents.md`,
+/// `Claude.md`), and its design guidelines.
+const ROOT_NAMES: [&str; 3] = ["agents.md", "claude.md", "design.md"];
 
 /// Paths under `.github/` that GitHub Copilot reads as instructions or agents.
 const COPILOT: [&str; 5] = [
@@ -49,6 +55,9 @@ const COPILOT: [&str; 5] = [
 
 /// Whether `path` (relative, `/`-separated) configures an agent CLI.
 pub fn configures_agent(path: &str) -> bool {
+    if !path.contains('/') && ROOT_NAMES.contains(&path.to_ascii_lowercase().as_str()) {
+        return true;
+    }
     let mut parts = path.split('/').peekable();
     while let Some(part) = parts.next() {
         let last = parts.peek().is_none();
@@ -95,6 +104,13 @@ mod tests {
             ".github/copilot-instructions.md",
             ".github/instructions/py.instructions.md",
             ".vscode/mcp.json",
+            "agents.md",
+            "Claude.md",
+            "DESIGN.md",
+            ".agent/AGENTS.md",
+            ".factory/hooks/x.sh",
+            ".qwen/commands/x.md",
+            "QWEN.md",
             // A symbolic link in a directory's place.
             ".claude",
             "sub/.gemini",
@@ -104,6 +120,7 @@ mod tests {
         for p in [
             "src/claude.rs",
             "docs/agents.md",
+            "docs/DESIGN.md",
             ".github/workflows/ci.yml",
             "tests/test_claude.py",
             "README.md",

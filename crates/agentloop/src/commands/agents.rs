@@ -60,18 +60,16 @@ pub fn agents(cwd: &Path, as_json: bool) -> Result<ExitKind, CliError> {
                 let (installed, state) = match &e {
                     ProbeError::Missing { .. } => (false, "not installed".to_string()),
                     ProbeError::TooOld { found, .. } => (true, format!("too old ({found})")),
-                    ProbeError::Failed { message, .. }
-                        if message.starts_with(agentloop_agents::probe::NO_ANSWER) =>
-                    {
-                        (true, "installed, slow to answer --version".into())
-                    }
+                    ProbeError::Slow { .. } => (true, "installed, slow to answer --version".into()),
                     ProbeError::Failed { .. } => (true, "installed, does not start".into()),
                     ProbeError::Unconfigured { .. } => {
                         (true, "installed, no model configured".into())
                     }
                 };
+                // A slow answer is no broken CLI: a run goes on with it.
+                let usable = matches!(e, ProbeError::Slow { .. });
                 rows.push(
-                    json!({"name": name, "kind": kind, "installed": installed, "usable": false,
+                    json!({"name": name, "kind": kind, "installed": installed, "usable": usable,
                     "state": state, "problem": e.to_string(),
                     "hint": e.hint(), "default": config.run.agent == *name}),
                 )
@@ -89,7 +87,7 @@ pub fn agents(cwd: &Path, as_json: bool) -> Result<ExitKind, CliError> {
         let mark = if r["default"] == true { "*" } else { " " };
         let name = r["name"].as_str().unwrap_or_default();
         let kind = r["kind"].as_str().unwrap_or_default();
-        if r["usable"] != false {
+        if r.get("state").is_none() {
             let version = r["version"].as_str().unwrap_or("-");
             outln!(
                 "{mark} {name:12} {kind:8} {version:28} {}",

@@ -254,8 +254,15 @@ fn check_agents(
         };
         agentloop_agents::resolve(config, name)
             .map_err(|e| CliError::user(at(e.to_string())).hint(e.hint()))?;
-        let probe = agentloop_agents::probe::probe(config, name)
-            .map_err(|e| CliError::user(at(e.to_string())).hint(e.hint()))?;
+        let probe = match agentloop_agents::probe::probe(config, name) {
+            Ok(probe) => probe,
+            // Installed and slow to say its version: the run goes on without it.
+            Err(e @ agentloop_agents::probe::ProbeError::Slow { .. }) => {
+                crate::render::warn(&format!("{e}: going on without its version"));
+                continue;
+            }
+            Err(e) => return Err(CliError::user(at(e.to_string())).hint(e.hint())),
+        };
         if let Some(v) = probe.version {
             if let Some(tested) = agentloop_agents::probe::newer_than_tested(&probe.kind, &v) {
                 crate::render::warn(&format!(

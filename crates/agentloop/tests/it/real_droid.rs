@@ -65,3 +65,18 @@ fn a_200_kib_prompt_reaches_droid() {
         ],
     );
 }
+
+/// The reviewer is offered only Droid's reading tools: with no `--auto` alone it would
+/// still run a command its model rates "low" risk.
+#[test]
+fn droid_reviews_the_verified_work_with_its_reading_tools_only() {
+    crate::real_cli::reviewed_read_only(
+        Cli::Droid,
+        "droid",
+        &[
+            "\"name\":\"Execute\"",
+            "\"name\":\"Create\"",
+            "\"name\":\"Edit\"",
+        ],
+    );
+}
