@@ -117,7 +117,11 @@ fn a_workers_env_file_does_not_replace_the_reviewers_system_prompt() {
     let review = server
         .requests()
         .into_iter()
-        .find(|r| r.body.to_string().contains("independent reviewer for agentloop"))
+        .find(|r| {
+            r.body
+                .to_string()
+                .contains("independent reviewer for agentloop")
+        })
         .expect("the reviewer's request");
     let system = review.body["messages"][0].to_string();
     assert!(
