@@ -254,6 +254,10 @@ output = 8.0
                 ("OPENAI_API_KEY", "not-a-real-key".into()),
                 ("OPENAI_BASE_URL", format!("{}/v1", server.url())),
                 ("OPENAI_MODEL", "mock-model".into()),
+                // Not started twice: Qwen Code starts itself again with a larger heap
+                // unless told not to (1.1 s of each run here). Its rate-limit test
+                // keeps the second start, as a user has it.
+                ("QWEN_CODE_NO_RELAUNCH", "true".into()),
             ],
             // A custom model only: none of Factory's services (telemetry, its
             // configuration), which a closed network holds each run 6 s.

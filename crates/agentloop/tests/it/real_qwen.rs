@@ -36,11 +36,13 @@ fn qwen_rate_limit_waits_then_completes() {
     steps.push(Cli::Qwen.shell("echo hello > hello.txt", 10, 1));
     steps.push(say("TASK_COMPLETE", 10, 1, 0));
     let server = Cli::Qwen.mock(steps);
-    let p = Cli::Qwen.project(
+    let mut p = Cli::Qwen.project(
         &server,
         crate::real_cli::ONE,
         "[limits]\nwait = \"1s\"\n\n[budgets]\ntask_retries = 1\n",
     );
+    // As a user runs it: Qwen Code starting itself again with a larger heap.
+    p.env.retain(|(k, _)| k != "QWEN_CODE_NO_RELAUNCH");
     let r = p.run(&["run"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(server.steps_used(), 9);
