@@ -5,6 +5,7 @@
 pub mod aider;
 pub mod claude;
 pub mod cli;
+pub mod cline;
 pub mod codex;
 pub mod command;
 pub mod copilot;
@@ -186,6 +187,12 @@ fn read_only(
             ac.permission_mode = Some(droid::READ_ONLY.into());
             true
         }
+        // Its plan mode refuses its editor and the commands it knows to write, but a
+        // script it runs still writes: not held.
+        "cline" => {
+            ac.permission_mode = Some("plan".into());
+            false
+        }
         _ => false,
     };
     build(config, name, &ac).map(|a| (a, held))
@@ -206,6 +213,7 @@ fn build(config: &Config, name: &str, ac: &AgentConfig) -> Result<Box<dyn Agent>
         AgentKind::Copilot => &copilot::CLI,
         AgentKind::Qwen => &qwen::CLI,
         AgentKind::Droid => &droid::CLI,
+        AgentKind::Cline => &cline::CLI,
     };
     Ok(Box::new(cli::CliAgent {
         name: name.to_string(),

@@ -258,7 +258,7 @@ mod tests {
 /// write_file and replace; OpenCode's edit, write and patch; Copilot's edit and
 /// create), its path from the call's input. `input` may be a JSON string.
 pub fn edited_file(tool: &str, input: &serde_json::Value) -> Option<String> {
-    const EDITS: [&str; 12] = [
+    const EDITS: [&str; 13] = [
         "edit",
         "write",
         "multiedit",
@@ -271,6 +271,7 @@ pub fn edited_file(tool: &str, input: &serde_json::Value) -> Option<String> {
         "str_replace_editor",
         "edit_file",
         "create_file",
+        "editor",
     ];
     if !EDITS.contains(&tool.to_ascii_lowercase().as_str()) {
         return None;

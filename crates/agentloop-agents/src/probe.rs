@@ -20,6 +20,7 @@ pub const TESTED: &[(&str, &str)] = &[
     ("copilot", "1.0.102"),
     ("qwen", "0.24.4"),
     ("droid", "0.215.0"),
+    ("cline", "3.0.65"),
 ];
 
 /// The latest release of each CLI that `scripts/drift` ran the end-to-end tests
@@ -115,6 +116,7 @@ fn install_hint(kind: &str) -> &'static str {
         "copilot" => "npm install -g @github/copilot",
         "qwen" => "npm install -g @qwen-code/qwen-code",
         "droid" => "npm install -g droid",
+        "cline" => "npm install -g cline",
         _ => "put the program on PATH or give its full path in `command`",
     }
 }
@@ -150,6 +152,7 @@ pub fn probe(config: &Config, name: &str) -> Result<Probe, ProbeError> {
             "final message, session id, tokens per model, cost from [prices], tool use, limits"
         }
         "droid" => "final message, session id, tokens, cost from [prices], tool use, limits",
+        "cline" => "final message, task id, tokens, cost, else from [prices], tool use, limits",
         _ => "final message from stdout",
     };
     let missing = || ProbeError::Missing {
@@ -356,6 +359,7 @@ mod tests {
             ("copilot", "@github/copilot@"),
             ("qwen", "@qwen-code/qwen-code@"),
             ("droid", "droid@"),
+            ("cline", "cline@"),
         ] {
             let tested = TESTED.iter().find(|(k, _)| *k == kind).unwrap().1;
             assert!(

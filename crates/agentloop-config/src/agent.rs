@@ -42,7 +42,8 @@ pub struct AgentConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disallowed_tools: Option<Vec<String>>,
     /// Claude Code `--permission-mode`; Qwen Code `--approval-mode` (default `yolo`);
-    /// Factory Droid's `--auto` level (default `high`; `read-only` runs it without one).
+    /// Factory Droid's `--auto` level (default `high`; `read-only` runs it without one);
+    /// Cline's plan mode when `plan`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permission_mode: Option<String>,
     /// Claude Code `--max-turns`; Qwen Code `--max-session-turns`.
@@ -63,7 +64,7 @@ pub struct AgentConfig {
 /// Agent CLIs that work without any configuration; `[agents.NAME]` for one of these
 /// names changes only the keys it sets.
 pub const BUILTIN_AGENTS: &[&str] = &[
-    "claude", "codex", "gemini", "opencode", "aider", "copilot", "qwen", "droid",
+    "claude", "codex", "gemini", "opencode", "aider", "copilot", "qwen", "droid", "cline",
 ];
 
 /// What an agent is: a program of the user's (`command`), or one of the agent CLIs
@@ -92,11 +93,13 @@ pub enum AgentKind {
     Qwen,
     /// Factory Droid (`droid exec`).
     Droid,
+    /// Cline CLI.
+    Cline,
 }
 
 impl AgentKind {
     /// The agent CLIs, each also an agent of that name that needs no configuration.
-    pub const CLIS: [AgentKind; 8] = [
+    pub const CLIS: [AgentKind; 9] = [
         AgentKind::Claude,
         AgentKind::Codex,
         AgentKind::Gemini,
@@ -105,6 +108,7 @@ impl AgentKind {
         AgentKind::Copilot,
         AgentKind::Qwen,
         AgentKind::Droid,
+        AgentKind::Cline,
     ];
 
     /// The word the configuration writes.
@@ -119,6 +123,7 @@ impl AgentKind {
             AgentKind::Copilot => "copilot",
             AgentKind::Qwen => "qwen",
             AgentKind::Droid => "droid",
+            AgentKind::Cline => "cline",
         }
     }
 
@@ -204,6 +209,18 @@ impl AgentConfig {
             ],
             // Its login key; a custom model's endpoint and key are in its settings.
             AgentKind::Droid => &["FACTORY_*", "DROID_*"],
+            // Its own; its providers' keys (a provider set by `cline auth` keeps its
+            // key in Cline's settings).
+            AgentKind::Cline => &[
+                "CLINE_*",
+                "OPENAI_*",
+                "ANTHROPIC_*",
+                "OPENROUTER_*",
+                "GEMINI_*",
+                "GOOGLE_*",
+                "AWS_*",
+                "DEEPSEEK_*",
+            ],
             // Both reach many providers; each provider's documented variables.
             AgentKind::Opencode | AgentKind::Aider => &[
                 "OPENCODE_*",
@@ -299,7 +316,8 @@ mod tests {
     #[test]
     fn no_agent_gets_the_forge_or_tracker_tokens() {
         for kind in [
-            "claude", "codex", "gemini", "opencode", "aider", "copilot", "qwen", "droid", "command",
+            "claude", "codex", "gemini", "opencode", "aider", "copilot", "qwen", "droid", "cline",
+            "command",
         ] {
             let allowed = AgentConfig::builtin(kind).allowed_env();
             for token in ["GITHUB_TOKEN", "GH_TOKEN", "GITLAB_TOKEN", "LINEAR_API_KEY"] {

@@ -12,7 +12,7 @@ pub const SHORT_TEMPLATE: &str = r#"#:schema ./.agentloop/agentloop.schema.json
 # each effective value and where it came from (docs/reference/config.md says them all).
 
 [run]
-agent = "claude"        # or codex, gemini, opencode, aider, copilot, qwen, droid, or your own [agents.NAME]
+agent = "claude"        # or codex, gemini, opencode, aider, copilot, qwen, droid, cline, or your own [agents.NAME]
 # workers = 4           # agents at once, each task in its own git worktree
 
 [verify]

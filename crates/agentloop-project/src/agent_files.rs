@@ -26,7 +26,7 @@ const NAMES: [&str; 16] = [
 ];
 
 /// Directories whose files configure an agent CLI wherever they are.
-const DIRS: [&str; 11] = [
+const DIRS: [&str; 13] = [
     ".claude",
     ".claude-plugin",
     ".codex",
@@ -38,6 +38,8 @@ const DIRS: [&str; 11] = [
     ".factory",
     ".agents",
     ".agent",
+    ".clinerules",
+    ".cline",
 ];
 
 /// Names Factory Droid reads at the root of the tree in any case (`agents.md`,

@@ -50,6 +50,7 @@ const AGENT_DIRS: &[&str] = &[
     "~/.copilot",
     "~/.qwen",
     "~/.factory",
+    "~/.cline",
     "~/.config/opencode",
     "~/.local/share/opencode",
     "~/.local/state/opencode",
@@ -494,6 +495,7 @@ pub fn agent_hosts<'a>(kind: &str, env_values: impl Iterator<Item = &'a str>) ->
             "chat.qwen.ai:443",
         ],
         "droid" => &["api.factory.ai:443", "app.factory.ai:443"],
+        "cline" => &["api.cline.bot:443"],
         _ => &[],
     };
     let mut v: Vec<String> = provider.iter().map(|s| s.to_string()).collect();

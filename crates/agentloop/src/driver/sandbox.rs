@@ -246,6 +246,7 @@ fn own_config_files(config: &AgentConfig) -> Vec<String> {
         // Their model providers' `baseUrl`s.
         "qwen" => vec![std::path::Path::new(&home).join(".qwen/settings.json")],
         "droid" => vec![std::path::Path::new(&home).join(".factory/settings.json")],
+        "cline" => vec![std::path::Path::new(&home).join(".cline/data/settings/providers.json")],
         _ => Vec::new(),
     };
     paths

@@ -41,6 +41,7 @@ mod queue;
 mod real_aider;
 mod real_claude;
 mod real_cli;
+mod real_cline;
 mod real_codex;
 mod real_copilot;
 mod real_droid;

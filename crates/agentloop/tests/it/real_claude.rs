@@ -67,7 +67,11 @@ fn agents_lists_the_installed_clis_and_their_versions() {
         ),
         "{aider}"
     );
-    for (name, version) in [("qwen", "0.24.4"), ("droid", "0.215.0")] {
+    for (name, version) in [
+        ("qwen", "0.24.4"),
+        ("droid", "0.215.0"),
+        ("cline", "3.0.65"),
+    ] {
         let row = rows.iter().find(|r| r["name"] == name).unwrap();
         assert_eq!(
             (&row["installed"], &row["version"]),

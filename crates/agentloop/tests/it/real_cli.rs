@@ -28,6 +28,7 @@ pub enum Cli {
     Copilot,
     Qwen,
     Droid,
+    Cline,
 }
 
 impl Cli {
@@ -36,7 +37,9 @@ impl Cli {
             Cli::Claude => Api::Anthropic,
             Cli::Codex => Api::OpenAi,
             Cli::Gemini => Api::Gemini,
-            Cli::OpenCode | Cli::Aider | Cli::Copilot | Cli::Qwen | Cli::Droid => Api::Chat,
+            Cli::OpenCode | Cli::Aider | Cli::Copilot | Cli::Qwen | Cli::Droid | Cli::Cline => {
+                Api::Chat
+            }
         }
     }
 
@@ -69,6 +72,7 @@ impl Cli {
             Cli::Gemini => ("run_shell_command", json!({"command": cmd})),
             Cli::OpenCode | Cli::Copilot => ("bash", json!({"command": cmd, "description": "run"})),
             Cli::Qwen => ("run_shell_command", json!({"command": cmd})),
+            Cli::Cline => ("run_commands", json!({"commands": [cmd]})),
             Cli::Droid => (
                 "Execute",
                 json!({"summary": "Run the task's command", "command": cmd,
@@ -212,6 +216,22 @@ output = 8.0
                 // Priced by the model agentloop passes (`-m`), as the user names it.
                 "[run]\nagent = \"droid\"\n\n[agents.droid]\nmodel = \"custom:mock-model\"\n\n[prices.\"custom:mock-model\"]\ninput = 2.0\ncached_input = 0.5\noutput = 8.0\n".into()
             }
+            Cli::Cline => {
+                // What `cline auth -p openai -k KEY -m MODEL -b URL` writes.
+                let settings = home.join(".cline/data/settings");
+                std::fs::create_dir_all(&settings).unwrap();
+                std::fs::write(
+                    settings.join("providers.json"),
+                    json!({"version": 1, "lastUsedProvider": "openai-compatible", "modes": {},
+                        "providers": {"openai-compatible": {"settings": {
+                            "provider": "openai-compatible", "apiKey": "not-a-real-key",
+                            "model": "mock-model", "baseUrl": format!("{}/v1", server.url())},
+                        "updatedAt": "2026-12-06T00:00:00.000Z", "tokenSource": "manual"}}})
+                    .to_string(),
+                )
+                .unwrap();
+                format!("[run]\nagent = \"cline\"\n\n{MOCK_PRICES}")
+            }
             Cli::Aider => "[run]\nagent = \"aider\"\n\n[agents.aider]\nmodel = \"openai/mock-model\"\n\n[prices.\"openai/mock-model\"]\ninput = 2.0\ncached_input = 0.5\noutput = 8.0\n".into(),
         }
     }
@@ -262,6 +282,7 @@ output = 8.0
             // A custom model only: none of Factory's services (telemetry, its
             // configuration), which a closed network holds each run 6 s.
             Cli::Droid => vec![("FACTORY_AIRGAP_ENABLED", "1".into())],
+            Cli::Cline => Vec::new(),
             Cli::Aider => vec![
                 ("OPENAI_API_BASE", format!("{}/v1", server.url())),
                 ("OPENAI_API_KEY", "not-a-real-key".into()),
