@@ -22,6 +22,7 @@ pub const CLI: CliKind = CliKind {
     parse: parse_text,
     files: crate::cli::no_files,
     finish: keep,
+    auth_hint: None,
 };
 
 /// The command line, without a shell: the prompt from the iteration's `prompt.md`,

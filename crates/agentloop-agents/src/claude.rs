@@ -37,6 +37,7 @@ pub const CLI: CliKind = CliKind {
     parse: parse_stream_json,
     files: crate::cli::no_files,
     finish: keep,
+    auth_hint: None,
 };
 
 /// The command line, without a shell; the prompt goes on stdin.

@@ -44,11 +44,24 @@ pub struct CliKind {
     pub files: fn(&Invocation<'_>, &mut Parsed),
     /// A last look at the run (exit codes that mean something to this CLI).
     pub finish: fn(&mut AgentRun),
+    /// What to check when its key is refused, where its own message does not say.
+    pub auth_hint: Option<&'static str>,
 }
 
 /// The CLI needs nothing written before it starts.
 pub fn no_setup(_: &AgentConfig, _: &Invocation<'_>) -> Vec<(&'static str, String)> {
     Vec::new()
+}
+
+/// Says what to check after a refused key's message: "… (qwen: check …)".
+pub fn with_auth_hint(run: &mut AgentRun, kind: &str, hint: &str) {
+    if let Some(e) = run
+        .error
+        .as_mut()
+        .filter(|e| e.kind == AgentErrorKind::Auth)
+    {
+        e.message = format!("{} ({kind}: {hint})", e.message.trim_end_matches('.'));
+    }
 }
 
 /// Leaves the run as the output said.
@@ -74,6 +87,9 @@ impl Agent for CliAgent {
     fn run(&self, inv: &Invocation<'_>, should_stop: &mut dyn FnMut() -> bool) -> AgentRun {
         let mut run = self.run_cli(inv, should_stop);
         (self.cli.finish)(&mut run);
+        if let Some(hint) = self.cli.auth_hint {
+            with_auth_hint(&mut run, self.cli.kind, hint);
+        }
         run
     }
 

@@ -9,12 +9,11 @@
 
 use agentloop_config::AgentConfig;
 use agentloop_ground::values::Usage;
-use agentloop_journal::AgentErrorKind;
 use serde_json::Value;
 
+use crate::Invocation;
 use crate::cli::{CliKind, PromptIn, base_argv};
 use crate::parsed::{Parsed, classify, json_lines, u64_at};
-use crate::{AgentRun, Invocation};
 
 /// What its command line says; the task follows on stdin.
 pub const LEAD: &str = "Do the task described below.";
@@ -30,7 +29,10 @@ pub const CLI: CliKind = CliKind {
     own_files: &[],
     parse: parse_json,
     files: crate::cli::no_files,
-    finish,
+    finish: crate::cli::keep,
+    auth_hint: Some(
+        "`cline auth` again, or check the provider's key in ~/.cline/data/settings/providers.json",
+    ),
 };
 
 /// The command line, without a shell. `permission_mode = "plan"` is its plan mode
@@ -48,20 +50,6 @@ pub fn argv(c: &AgentConfig, _inv: &Invocation<'_>) -> Vec<String> {
     argv.extend(c.args.iter().cloned());
     argv.push(LEAD.into());
     argv
-}
-
-/// What to do about a refused key.
-fn finish(run: &mut AgentRun) {
-    if let Some(e) = run
-        .error
-        .as_mut()
-        .filter(|e| e.kind == AgentErrorKind::Auth)
-    {
-        e.message = format!(
-            "{} (cline: `cline auth` again, or check the provider's key in ~/.cline/data/settings/providers.json)",
-            e.message.trim_end_matches('.')
-        );
-    }
 }
 
 pub fn parse_json(text: &str) -> Parsed {
@@ -127,12 +115,11 @@ pub fn parse_json(text: &str) -> Parsed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::AgentRun;
+    use agentloop_journal::AgentErrorKind;
 
     fn fixture(name: &str) -> String {
-        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("fixtures/cline-3.0.65")
-            .join(name);
-        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        crate::recorded("cline-3.0.65", name)
     }
 
     /// Recorded against a server that served 1,000 + 1,200 fresh and 800 cached input
@@ -166,7 +153,7 @@ mod tests {
             error: p.error,
             ..AgentRun::default()
         };
-        finish(&mut run);
+        crate::cli::with_auth_hint(&mut run, CLI.kind, CLI.auth_hint.unwrap());
         assert!(run.error.unwrap().message.contains("`cline auth`"));
     }
 
@@ -185,17 +172,7 @@ mod tests {
     #[test]
     fn the_prompt_follows_its_short_lead_on_stdin() {
         let dir = std::path::Path::new("/tmp");
-        let inv = Invocation {
-            run_id: "r",
-            run_dir: dir,
-            iteration: 1,
-            workdir: dir,
-            prompt: "p",
-            prompt_file: dir,
-            log: dir,
-            pid_file: dir,
-            wrap: Vec::new(),
-        };
+        let inv = crate::invocation_in(dir, dir);
         let mut c = AgentConfig::builtin("cline");
         assert_eq!(argv(&c, &inv), ["cline", "--json", LEAD]);
         c.permission_mode = Some("plan".into());

@@ -26,6 +26,7 @@ pub const CLI: CliKind = CliKind {
     parse: parse_json,
     files: read_usage,
     finish: keep,
+    auth_hint: None,
 };
 
 /// Where its usage statistics go: beside the iteration's prompt.

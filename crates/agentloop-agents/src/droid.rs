@@ -7,12 +7,11 @@
 
 use agentloop_config::AgentConfig;
 use agentloop_ground::values::Usage;
-use agentloop_journal::AgentErrorKind;
 use serde_json::Value;
 
+use crate::Invocation;
 use crate::cli::{CliKind, PromptIn, base_argv};
 use crate::parsed::{Parsed, classify, json_lines, u64_at};
-use crate::{AgentRun, Invocation};
 
 /// `permission_mode` that runs it with no `--auto`: its read-only default.
 pub const READ_ONLY: &str = "read-only";
@@ -31,7 +30,10 @@ pub const CLI: CliKind = CliKind {
     own_files: &[],
     parse: parse_stream_json,
     files: crate::cli::no_files,
-    finish,
+    finish: crate::cli::keep,
+    auth_hint: Some(
+        "check FACTORY_API_KEY, or the custom model's `apiKey` in ~/.factory/settings.json",
+    ),
 };
 
 /// The command line, without a shell; the prompt goes on stdin. `permission_mode` is
@@ -51,20 +53,6 @@ pub fn argv(c: &AgentConfig, _inv: &Invocation<'_>) -> Vec<String> {
     }
     argv.extend(c.args.iter().cloned());
     argv
-}
-
-/// What to do about a refused key.
-fn finish(run: &mut AgentRun) {
-    if let Some(e) = run
-        .error
-        .as_mut()
-        .filter(|e| e.kind == AgentErrorKind::Auth)
-    {
-        e.message = format!(
-            "{} (droid: check FACTORY_API_KEY, or the custom model's `apiKey` in ~/.factory/settings.json)",
-            e.message.trim_end_matches('.')
-        );
-    }
 }
 
 pub fn parse_stream_json(text: &str) -> Parsed {
@@ -130,27 +118,16 @@ fn leading_status(message: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::AgentRun;
+    use agentloop_journal::AgentErrorKind;
 
     fn inv() -> Invocation<'static> {
         let dir = std::path::Path::new("/tmp");
-        Invocation {
-            run_id: "r",
-            run_dir: dir,
-            iteration: 1,
-            workdir: dir,
-            prompt: "p",
-            prompt_file: dir,
-            log: dir,
-            pid_file: dir,
-            wrap: Vec::new(),
-        }
+        crate::invocation_in(dir, dir)
     }
 
     fn fixture(name: &str) -> String {
-        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("fixtures/droid-0.215.0")
-            .join(name);
-        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        crate::recorded("droid-0.215.0", name)
     }
 
     /// Recorded against a server that served 300 fresh and 130 cached input tokens
@@ -188,7 +165,7 @@ mod tests {
             error: p.error,
             ..AgentRun::default()
         };
-        finish(&mut run);
+        crate::cli::with_auth_hint(&mut run, CLI.kind, CLI.auth_hint.unwrap());
         assert!(
             run.error
                 .unwrap()

@@ -198,6 +198,32 @@ fn read_only(
     build(config, name, &ac).map(|a| (a, held))
 }
 
+/// An iteration's files for a unit test: all in `dir` but its log.
+#[cfg(test)]
+pub(crate) fn invocation_in<'a>(dir: &'a Path, log: &'a Path) -> Invocation<'a> {
+    Invocation {
+        run_id: "r",
+        run_dir: dir,
+        iteration: 1,
+        workdir: dir,
+        prompt: "p",
+        prompt_file: dir,
+        log,
+        pid_file: dir,
+        wrap: Vec::new(),
+    }
+}
+
+/// A CLI's recorded output under `fixtures/`, for a unit test.
+#[cfg(test)]
+pub(crate) fn recorded(dir: &str, name: &str) -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(dir)
+        .join(name);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
 /// Agent CLIs that work without any configuration.
 pub use agentloop_config::BUILTIN_AGENTS as BUILTIN;
 

@@ -24,6 +24,7 @@ pub const CLI: CliKind = CliKind {
     parse: parse_json,
     files: crate::cli::no_files,
     finish: keep,
+    auth_hint: None,
 };
 
 /// The command line, without a shell; the prompt goes on stdin.

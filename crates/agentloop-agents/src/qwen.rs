@@ -6,12 +6,11 @@
 
 use agentloop_config::AgentConfig;
 use agentloop_ground::values::Usage;
-use agentloop_journal::AgentErrorKind;
 use serde_json::Value;
 
+use crate::Invocation;
 use crate::cli::{CliKind, PromptIn, base_argv};
 use crate::parsed::{Parsed, classify, json_lines, u64_at};
-use crate::{AgentRun, Invocation};
 
 /// `qwen -o stream-json`, the prompt on stdin.
 pub const CLI: CliKind = CliKind {
@@ -24,7 +23,10 @@ pub const CLI: CliKind = CliKind {
     own_files: &[],
     parse: parse_stream_json,
     files: crate::cli::no_files,
-    finish,
+    finish: crate::cli::keep,
+    auth_hint: Some(
+        "check the key of its auth type, OPENAI_API_KEY for `openai`, or `security.auth` in ~/.qwen/settings.json",
+    ),
 };
 
 /// The command line, without a shell; the prompt goes on stdin. `permission_mode`
@@ -87,20 +89,6 @@ fn setup(c: &AgentConfig, inv: &Invocation<'_>) -> Vec<(&'static str, String)> {
         env.push(("QWEN_SYSTEM_IDENTITY_MD", "0".into()));
     }
     env
-}
-
-/// What to do about a refused key: Qwen's own text names no setting.
-fn finish(run: &mut AgentRun) {
-    if let Some(e) = run
-        .error
-        .as_mut()
-        .filter(|e| e.kind == AgentErrorKind::Auth)
-    {
-        e.message = format!(
-            "{} (qwen: check the key of its auth type, OPENAI_API_KEY for `openai`, or `security.auth` in ~/.qwen/settings.json)",
-            e.message.trim_end_matches('.')
-        );
-    }
 }
 
 pub fn parse_stream_json(text: &str) -> Parsed {
@@ -172,14 +160,13 @@ fn api_status(message: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::AgentRun;
+    use agentloop_journal::AgentErrorKind;
 
-    const DIR: &str = "fixtures/qwen-0.24.4";
+    const DIR: &str = "qwen-0.24.4";
 
     fn fixture(name: &str) -> String {
-        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join(DIR)
-            .join(name);
-        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        crate::recorded(DIR, name)
     }
 
     /// Recorded against a server that served 1,000 + 1,200 fresh and 800 cached input
@@ -219,7 +206,7 @@ mod tests {
             error: p.error,
             ..AgentRun::default()
         };
-        finish(&mut run);
+        crate::cli::with_auth_hint(&mut run, CLI.kind, CLI.auth_hint.unwrap());
         assert!(
             run.error.unwrap().message.contains("OPENAI_API_KEY"),
             "says what to fix"
@@ -241,17 +228,7 @@ mod tests {
     fn a_read_only_run_is_in_an_untrusted_folder_with_its_own_system_prompt() {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("agent.log");
-        let inv = Invocation {
-            run_id: "r",
-            run_dir: dir.path(),
-            iteration: 1,
-            workdir: dir.path(),
-            prompt: "p",
-            prompt_file: dir.path(),
-            log: &log,
-            pid_file: dir.path(),
-            wrap: Vec::new(),
-        };
+        let inv = crate::invocation_in(dir.path(), &log);
         let mut c = AgentConfig::builtin("qwen");
         fn names(env: &[(&'static str, String)]) -> Vec<&'static str> {
             env.iter().map(|(k, _)| *k).collect()
@@ -285,17 +262,7 @@ mod tests {
     fn the_approval_mode_and_turns_are_its_own_flags() {
         let mut c = AgentConfig::builtin("qwen");
         let inv_dir = std::path::Path::new("/tmp");
-        let inv = Invocation {
-            run_id: "r",
-            run_dir: inv_dir,
-            iteration: 1,
-            workdir: inv_dir,
-            prompt: "p",
-            prompt_file: inv_dir,
-            log: inv_dir,
-            pid_file: inv_dir,
-            wrap: Vec::new(),
-        };
+        let inv = crate::invocation_in(inv_dir, inv_dir);
         assert_eq!(
             argv(&c, &inv),
             ["qwen", "-o", "stream-json", "--approval-mode", "yolo"]

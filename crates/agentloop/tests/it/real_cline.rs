@@ -5,9 +5,7 @@
 
 use std::path::Path;
 
-use agentloop_testkit::Step;
-
-use crate::real_cli::{Cli, journal_events, say};
+use crate::real_cli::{Cli, say};
 
 /// Cline's processes whose environment names `home`: none may outlive the run (without
 /// `CLINE_SESSION_BACKEND_MODE=local` its first run starts a hub daemon in a session of
@@ -48,36 +46,7 @@ fn a_false_claim_to_cline_is_caught_and_the_next_process_told() {
 /// run waits as the message says and goes on without spending a retry.
 #[test]
 fn cline_rate_limit_waits_then_completes() {
-    let limited = || Step::Error {
-        status: 429,
-        kind: "rate_limit_exceeded".into(),
-        message: "Rate limit reached for requests. Please try again in 1s.".into(),
-        retry_after: Some(1),
-    };
-    let mut steps: Vec<Step> = (0..6).map(|_| limited()).collect();
-    steps.push(Cli::Cline.shell("echo hello > hello.txt", 10, 1));
-    steps.push(say("TASK_COMPLETE", 10, 1, 0));
-    let server = Cli::Cline.mock(steps);
-    let p = Cli::Cline.project(
-        &server,
-        crate::real_cli::ONE,
-        "[limits]\nwait = \"1s\"\n\n[budgets]\ntask_retries = 1\n",
-    );
-    let r = p.run(&["run"]);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    assert_eq!(server.steps_used(), 8);
-    let events = journal_events(&p);
-    let limit = events
-        .iter()
-        .find(|e| e["kind"] == "limit_hit")
-        .expect("a limit_hit event");
-    assert_eq!(limit["data"]["kind"], "rate_limit");
-    let attempts: Vec<u64> = events
-        .iter()
-        .filter(|e| e["kind"] == "iteration_started")
-        .map(|e| e["data"]["attempt"].as_u64().unwrap())
-        .collect();
-    assert_eq!(attempts, vec![1, 1]);
+    crate::real_cli::rate_limit_after_its_own_retries(Cli::Cline, 6, |_| {});
 }
 
 #[test]

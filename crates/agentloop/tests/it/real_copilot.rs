@@ -6,7 +6,7 @@
 
 use agentloop_testkit::Step;
 
-use crate::real_cli::{Cli, journal_events, say};
+use crate::real_cli::{Cli, say};
 
 /// Each iteration's session and final message recorded too.
 #[test]
@@ -20,35 +20,7 @@ fn two_tasks_done_through_copilots_own_tools_with_cost_from_the_price_table() {
 /// the run waits as the message says and goes on without spending a retry.
 #[test]
 fn copilot_rate_limit_waits_then_completes() {
-    let limited = || Step::Error {
-        status: 429,
-        kind: "rate_limit_exceeded".into(),
-        message: "Rate limit reached for requests. Please try again in 1s.".into(),
-        retry_after: Some(1),
-    };
-    let mut steps: Vec<Step> = (0..6).map(|_| limited()).collect();
-    steps.push(Cli::Copilot.shell("echo hello > hello.txt", 10, 1));
-    steps.push(say("TASK_COMPLETE", 10, 1, 0));
-    let server = Cli::Copilot.mock(steps);
-    let p = Cli::Copilot.project(
-        &server,
-        crate::real_cli::ONE,
-        "[limits]\nwait = \"1s\"\n\n[budgets]\ntask_retries = 1\n",
-    );
-    let r = p.run(&["run"]);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let events = journal_events(&p);
-    let limit = events
-        .iter()
-        .find(|e| e["kind"] == "limit_hit")
-        .expect("a limit_hit event");
-    assert_eq!(limit["data"]["kind"], "rate_limit");
-    let attempts: Vec<u64> = events
-        .iter()
-        .filter(|e| e["kind"] == "iteration_started")
-        .map(|e| e["data"]["attempt"].as_u64().unwrap())
-        .collect();
-    assert_eq!(attempts, vec![1, 1]);
+    crate::real_cli::rate_limit_after_its_own_retries(Cli::Copilot, 6, |_| {});
 }
 
 #[test]

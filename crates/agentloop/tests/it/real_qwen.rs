@@ -3,9 +3,7 @@
 //! would: its OpenAI-compatible auth type in `~/.qwen/settings.json`, the key, endpoint
 //! and model exported, and `agentloop.toml` naming the agent and the model's price.
 
-use agentloop_testkit::Step;
-
-use crate::real_cli::{Cli, journal_events, say};
+use crate::real_cli::{Cli, say};
 
 /// Tokens as the server served them (its `input_tokens` counts the cached ones too:
 /// not twice here), priced from `[prices]` by the model its init line names; each
@@ -26,38 +24,10 @@ fn a_false_claim_to_qwen_is_caught_and_the_next_process_told() {
 /// gives up; the run waits as the message says and goes on without spending a retry.
 #[test]
 fn qwen_rate_limit_waits_then_completes() {
-    let limited = || Step::Error {
-        status: 429,
-        kind: "rate_limit_exceeded".into(),
-        message: "Rate limit reached for requests. Please try again in 1s.".into(),
-        retry_after: Some(1),
-    };
-    let mut steps: Vec<Step> = (0..7).map(|_| limited()).collect();
-    steps.push(Cli::Qwen.shell("echo hello > hello.txt", 10, 1));
-    steps.push(say("TASK_COMPLETE", 10, 1, 0));
-    let server = Cli::Qwen.mock(steps);
-    let mut p = Cli::Qwen.project(
-        &server,
-        crate::real_cli::ONE,
-        "[limits]\nwait = \"1s\"\n\n[budgets]\ntask_retries = 1\n",
-    );
-    // As a user runs it: Qwen Code starting itself again with a larger heap.
-    p.env.retain(|(k, _)| k != "QWEN_CODE_NO_RELAUNCH");
-    let r = p.run(&["run"]);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    assert_eq!(server.steps_used(), 9);
-    let events = journal_events(&p);
-    let limit = events
-        .iter()
-        .find(|e| e["kind"] == "limit_hit")
-        .expect("a limit_hit event");
-    assert_eq!(limit["data"]["kind"], "rate_limit");
-    let attempts: Vec<u64> = events
-        .iter()
-        .filter(|e| e["kind"] == "iteration_started")
-        .map(|e| e["data"]["attempt"].as_u64().unwrap())
-        .collect();
-    assert_eq!(attempts, vec![1, 1]);
+    crate::real_cli::rate_limit_after_its_own_retries(Cli::Qwen, 7, |p| {
+        // As a user runs it: Qwen Code starting itself again with a larger heap.
+        p.env.retain(|(k, _)| k != "QWEN_CODE_NO_RELAUNCH");
+    });
 }
 
 #[test]
