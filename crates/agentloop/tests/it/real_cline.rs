@@ -108,3 +108,10 @@ fn a_hub_the_user_left_running_does_not_run_the_iterations_commands() {
         p.read("hello.txt")
     );
 }
+
+/// The reviewer runs in its plan mode: offered no editor. (Not held to reading: a script
+/// it runs could still write, so it works in a copy.)
+#[test]
+fn cline_reviews_the_verified_work_in_its_plan_mode() {
+    crate::real_cli::reviewed_read_only(Cli::Cline, "cline", &["\"name\":\"editor\""]);
+}
