@@ -1,12 +1,12 @@
 //! What agentloop adds to an agent CLI's iteration, beside a bare run of the same CLI on
-//! the same prompt in the same run: Qwen Code and Factory Droid (pinned, as
+//! the same prompt in the same run: Qwen Code, Factory Droid and Cline (pinned, as
 //! `scripts/test` installs them) against the testkit's mock Chat Completions API, which
 //! answers each with a shell tool call and then `TASK_COMPLETE`. agentloop's figure is
 //! a whole `agentloop run` of a one-task plan: creating the run, probing the CLI, the
 //! baseline, the iteration, and the task's verification.
 //!
 //! `cargo bench -p agentloop --bench agents` (env `RUNS`, default 5; `AGENTS`, default
-//! `qwen,droid`).
+//! `qwen,droid,cline`).
 
 #[path = "common/mod.rs"]
 mod common;
@@ -28,6 +28,10 @@ fn server(cli: &str) -> MockServer {
         "qwen" => (
             "run_shell_command",
             json!({"command": "echo hello > hello.txt"}),
+        ),
+        "cline" => (
+            "run_commands",
+            json!({"commands": ["echo hello > hello.txt"]}),
         ),
         _ => (
             "Execute",
@@ -76,6 +80,21 @@ fn home(cli: &str, dir: &Path, url: &str) -> Vec<(String, String)> {
                 .map(|(k, v)| (k.to_string(), v)),
             );
         }
+        "cline" => {
+            // What `cline auth -p openai -k KEY -m MODEL -b URL` writes.
+            let providers = json!({"version": 1, "lastUsedProvider": "openai-compatible",
+                "modes": {}, "providers": {"openai-compatible": {"settings": {
+                    "provider": "openai-compatible", "apiKey": "not-a-real-key",
+                    "model": "mock-model", "baseUrl": format!("{url}/v1")},
+                "updatedAt": "2026-12-06T00:00:00.000Z", "tokenSource": "manual"}}});
+            write(
+                &home,
+                ".cline/data/settings/providers.json",
+                &providers.to_string(),
+            );
+            // Bare as agentloop runs it: no hub daemon left behind.
+            env.push(("CLINE_SESSION_BACKEND_MODE".into(), "local".into()));
+        }
         _ => {
             let models = json!({"customModels": [{"model": "mock-model", "displayName": "Mock",
                 "baseUrl": format!("{url}/v1"), "apiKey": "not-a-real-key",
@@ -107,6 +126,7 @@ fn argv(cli: &str) -> Vec<String> {
     };
     match cli {
         "qwen" => agentloop_agents::qwen::argv(&c, &inv),
+        "cline" => agentloop_agents::cline::argv(&c, &inv),
         _ => agentloop_agents::droid::argv(&c, &inv),
     }
 }
@@ -147,7 +167,7 @@ fn main() {
         return;
     }
     let runs = common::env_usize("RUNS", 5);
-    let agents = std::env::var("AGENTS").unwrap_or_else(|_| "qwen,droid".into());
+    let agents = std::env::var("AGENTS").unwrap_or_else(|_| "qwen,droid,cline".into());
     let bin = tools().join("npm/node_modules/.bin");
     let path = format!(
         "{}:{}",
