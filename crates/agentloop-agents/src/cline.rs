@@ -15,6 +15,9 @@ use crate::Invocation;
 use crate::cli::{CliKind, PromptIn, base_argv};
 use crate::parsed::{Parsed, classify, json_lines, u64_at};
 
+/// The `permission_mode` that runs it in its plan mode (`-p`).
+pub const PLAN: &str = "plan";
+
 /// What its command line says; the task follows on stdin.
 pub const LEAD: &str = "Do the task described below.";
 
@@ -41,7 +44,7 @@ pub const CLI: CliKind = CliKind {
 pub fn argv(c: &AgentConfig, _inv: &Invocation<'_>) -> Vec<String> {
     let mut argv = base_argv("cline", c);
     argv.push("--json".into());
-    if c.permission_mode.as_deref() == Some("plan") {
+    if c.permission_mode.as_deref() == Some(PLAN) {
         argv.push("-p".into());
     }
     if let Some(m) = &c.model {

@@ -171,7 +171,6 @@ fn read_only(
             ac.sandbox = Some("read-only".into());
             true
         }
-        // Its `plan` mode analyses only: no edits, no commands.
         // Its `plan` mode refuses commands and edits; its safe mode loads no context
         // files, hooks (which plan mode would run), extensions, skills, tool servers or
         // memories; `qwen::setup` makes the folder untrusted (no project `.env`).
@@ -190,7 +189,7 @@ fn read_only(
         // Its plan mode refuses its editor and the commands it knows to write, but a
         // script it runs still writes: not held.
         "cline" => {
-            ac.permission_mode = Some("plan".into());
+            ac.permission_mode = Some(cline::PLAN.into());
             false
         }
         _ => false,

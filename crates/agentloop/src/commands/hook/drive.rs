@@ -120,11 +120,13 @@ const TRANSCRIPT_OFFSET: &str = "transcript-offset";
 /// Where the run's count of a session transcript goes on for `iteration`: its end now,
 /// when an earlier iteration read the same transcript (the turns since were counted
 /// with it); else its start, so the session's turns before its first task (the
-/// person's own, the start command's) are the run's spending too.
+/// person's own, the start command's) are the run's spending too. A record without a
+/// path (written before paths were) is taken for this transcript's: never counted twice.
 fn counted_from(d: &Driver, iteration: u32, transcript: &std::path::Path) -> u64 {
+    let path = transcript.to_string_lossy();
     let read_before = (1..iteration).rev().any(|i| {
         std::fs::read_to_string(d.run.iteration_dir(i).join(TRANSCRIPT_OFFSET))
-            .is_ok_and(|record| record.lines().nth(1) == Some(&*transcript.to_string_lossy()))
+            .is_ok_and(|record| record.lines().nth(1).is_none_or(|p| p == path))
     });
     if read_before {
         agentloop_agents::transcript::end_of(transcript)
