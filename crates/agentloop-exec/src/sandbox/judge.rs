@@ -146,7 +146,7 @@ pub(super) fn confine(
     );
     Confinement {
         prefix: a,
-        _proxy: None,
+        ..Confinement::default()
     }
 }
 

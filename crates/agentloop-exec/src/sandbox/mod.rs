@@ -14,6 +14,7 @@
 
 mod bridge;
 mod denials;
+mod homes;
 pub mod judge;
 mod net;
 mod tmp;
@@ -27,6 +28,7 @@ use tmp::{programs_in_tmp, shown_program};
 
 pub use bridge::Bridge;
 pub use denials::{MAX_PER_ITERATION, NETWORK_FILE, of_iteration as denials_of};
+pub use homes::Homes;
 pub use net::Proxy;
 
 /// Every sandbox's base: the root read-only, its own `/dev` and `/proc`.
@@ -41,23 +43,9 @@ const SOCKET_INSIDE: &str = "/tmp/.agentloop-net.sock";
 /// port is this one).
 const PROXY_PORT: u16 = 3128;
 
-/// What the agent CLIs keep for themselves in the home directory.
-const AGENT_DIRS: &[&str] = &[
-    "~/.claude",
-    "~/.claude.json",
-    "~/.codex",
-    "~/.gemini",
-    "~/.copilot",
-    "~/.qwen",
-    "~/.factory",
-    "~/.cline",
-    "~/.config/opencode",
-    "~/.local/share/opencode",
-    "~/.local/state/opencode",
-    "~/.aider",
-    "~/.cache",
-    "~/.npm",
-];
+/// The tools' caches in the home directory, writable to an agent (its CLIs' own
+/// directories are private copies: `homes.rs`).
+const CACHES: &[&str] = &["~/.cache", "~/.npm"];
 
 /// Secrets no agent reads.
 const SECRETS: &[&str] = &[
@@ -173,8 +161,9 @@ impl Sandbox for SandboxConfig {
         let proxy_port = (PROXY_PORT..)
             .find(|p| !forwards.contains(p))
             .unwrap_or(PROXY_PORT);
+        let homes = Homes::make(&home(), &homes_dir())?;
         let proxy = Proxy::start(allow, own.join(NETWORK_FILE))?;
-        let mut a = files(self, root, workdir, Some(own));
+        let mut a = files(self, root, workdir, Some((own, &homes)));
         for p in programs
             .iter()
             .filter(|p| shown_program(self, root, workdir, p))
@@ -213,6 +202,7 @@ impl Sandbox for SandboxConfig {
         Ok(Confinement {
             prefix: a,
             _proxy: Some(proxy),
+            _homes: Some(homes),
         })
     }
 
@@ -230,7 +220,15 @@ impl Sandbox for SandboxConfig {
 
 /// The file system part: `bwrap` with the root read-only and what is writable,
 /// read-only or hidden laid over it.
-fn files(cfg: &SandboxConfig, root: &Path, workdir: &Path, own: Option<&Path>) -> Vec<OsString> {
+/// `agent` is an agent's: its iteration's directory and the copies of its CLIs'
+/// directories.
+fn files(
+    cfg: &SandboxConfig,
+    root: &Path,
+    workdir: &Path,
+    agent: Option<(&Path, &Homes)>,
+) -> Vec<OsString> {
+    let own = agent.map(|(own, _)| own);
     let home = home();
     let mut a: Vec<OsString> = Vec::new();
     push(
@@ -274,9 +272,10 @@ fn files(cfg: &SandboxConfig, root: &Path, workdir: &Path, own: Option<&Path>) -
         a.push("--tmpfs".into());
         a.push(p.into());
     }
-    // An agent's CLI keeps its own files; a check gets none of them writable.
-    let agent_dirs: &[&str] = if own.is_some() { AGENT_DIRS } else { &[] };
-    for p in agent_dirs
+    // An agent's tools keep their caches, and its CLIs their own directories (a
+    // private copy each); a check gets none of them writable.
+    let caches: &[&str] = if own.is_some() { CACHES } else { &[] };
+    for p in caches
         .iter()
         .map(|p| p.to_string())
         .chain(cfg.writable.iter().cloned())
@@ -284,6 +283,14 @@ fn files(cfg: &SandboxConfig, root: &Path, workdir: &Path, own: Option<&Path>) -
         let p = expand(&p, &home);
         if p.exists() {
             bind(&mut a, "--bind", &p, &p);
+        }
+    }
+    if let Some((_, homes)) = agent {
+        for (copy, real) in &homes.binds {
+            bind(&mut a, "--bind", copy, real);
+        }
+        for p in &homes.read_only {
+            bind(&mut a, "--ro-bind", p, p);
         }
     }
     // agentloop's own cache (the other workers' worktrees, the clean copies the
@@ -375,6 +382,9 @@ fn probe(bwrap: &str, flags: &[&str]) -> Result<(), Unable> {
 pub struct Confinement {
     pub prefix: Vec<OsString>,
     _proxy: Option<Proxy>,
+    /// The copies of the CLIs' directories, thrown away (a refreshed login taken
+    /// back) with this value.
+    _homes: Option<Homes>,
 }
 
 impl std::fmt::Debug for Confinement {
@@ -452,6 +462,14 @@ fn repositories_near(home: &Path, root: &Path) -> Vec<PathBuf> {
     out.sort();
     out.dedup();
     out
+}
+
+/// Where the copies of the CLIs' directories are made: in agentloop's state
+/// directory, which the sandbox hides.
+fn homes_dir() -> PathBuf {
+    agentloop_ground::fsutil::state_dir()
+        .unwrap_or_else(|| std::env::temp_dir().join("agentloop-state"))
+        .join("homes")
 }
 
 fn home() -> PathBuf {

@@ -1,0 +1,298 @@
+//! The agent CLIs' own directories in the home directory (`~/.claude`, `~/.qwen`, …)
+//! as a sandboxed agent sees them: a private copy of each, made when its process is
+//! confined and thrown away after it. What the agent writes there — a hook or an MCP
+//! server in a settings file, an instructions file, a command, a model endpoint —
+//! never reaches the person's own CLI, a later reviewer or planner, or another
+//! worker: they all read the directories as the person left them. Only a refreshed
+//! login goes back (the CLI's credentials file, when it changed in the copy and the
+//! real one did not change meanwhile).
+//!
+//! What a CLI keeps of its past sessions (transcripts, logs, todos) is not copied: a
+//! sandboxed agent starts without them, as agentloop never resumes a session, and
+//! what it writes there goes with the copy. A part too large to copy is seen
+//! read-only. The copies live in agentloop's state directory, hidden from the
+//! sandbox; what a killed driver left there is removed by the next confinement.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The agent CLIs' directories (and files) in the home directory, copied for each
+/// confined process. (`~/.cache` and `~/.npm` are the tools' caches, shared.)
+pub(super) const COPIED: &[&str] = &[
+    "~/.claude",
+    "~/.claude.json",
+    "~/.codex",
+    "~/.gemini",
+    "~/.copilot",
+    "~/.qwen",
+    "~/.factory",
+    "~/.cline",
+    "~/.config/opencode",
+    "~/.local/share/opencode",
+    "~/.local/state/opencode",
+    "~/.aider",
+    // OpenCode loads the provider packages it installs here.
+    "~/.cache/opencode",
+];
+
+/// The login files the CLIs rewrite when they refresh a token, under the home
+/// directory: the only writes of a sandboxed agent that reach the real directories.
+const CREDENTIALS: &[&str] = &[
+    ".claude/.credentials.json",
+    ".codex/auth.json",
+    ".gemini/oauth_creds.json",
+    ".qwen/oauth_creds.json",
+    ".local/share/opencode/auth.json",
+    ".factory/auth.json",
+    ".cline/data/secrets.json",
+];
+
+/// The largest credentials file taken back.
+const CREDENTIAL_MOST: u64 = 256 * 1024;
+
+/// The directories a CLI keeps its past sessions in: not copied.
+const SESSIONS: &[&str] = &[
+    "projects",
+    "sessions",
+    "session-state",
+    "session-env",
+    "history",
+    "log",
+    "logs",
+    "tmp",
+    "todos",
+    "file-history",
+    "shell-snapshots",
+    "statsig",
+    "debug",
+    "storage",
+    "snapshot",
+    "tasks",
+    "checkpoints",
+];
+
+/// How much of a home is copied for one process; the rest is seen read-only.
+const COPY_MOST: u64 = 64 * 1024 * 1024;
+
+/// The private copies of one confined process.
+#[derive(Debug)]
+pub struct Homes {
+    /// Where the copies are (removed when this value goes).
+    dir: PathBuf,
+    /// Each copy and the real path it is seen at.
+    pub(super) binds: Vec<(PathBuf, PathBuf)>,
+    /// Parts too large to copy: seen read-only at these real paths.
+    pub(super) read_only: Vec<PathBuf>,
+    /// Each credentials file: its real path, its copy, and its content when copied.
+    credentials: Vec<(PathBuf, PathBuf, Vec<u8>)>,
+}
+
+impl Homes {
+    /// Copies the CLIs' directories of `home` that exist into a new directory under
+    /// `base` (agentloop's state directory).
+    pub fn make(home: &Path, base: &Path) -> std::io::Result<Homes> {
+        Homes::make_within(home, base, COPY_MOST)
+    }
+
+    /// [`Homes::make`], copying at most `most` bytes.
+    fn make_within(home: &Path, base: &Path, most: u64) -> std::io::Result<Homes> {
+        sweep(base);
+        let dir = new_dir(base)?;
+        let mut homes = Homes {
+            dir,
+            binds: Vec::new(),
+            read_only: Vec::new(),
+            credentials: Vec::new(),
+        };
+        let mut budget = most;
+        for (i, p) in COPIED.iter().enumerate() {
+            let real = super::expand(p, home);
+            let Ok(meta) = std::fs::metadata(&real) else {
+                continue;
+            };
+            let copy = homes.dir.join(i.to_string());
+            if meta.is_dir() {
+                std::fs::create_dir(&copy)?;
+                copy_dir(&real, &copy, &mut budget, &mut homes.read_only)?;
+            } else if meta.is_file() {
+                copy_file(&real, &copy, &mut budget, &mut homes.read_only)?;
+            } else {
+                continue;
+            }
+            homes.binds.push((copy, real));
+        }
+        for c in CREDENTIALS {
+            let real = home.join(c);
+            let Some((copy_root, real_root)) =
+                homes.binds.iter().find(|(_, r)| real.starts_with(r))
+            else {
+                continue;
+            };
+            let copy = copy_root.join(real.strip_prefix(real_root).unwrap_or(&real));
+            if let Ok(was) = agentloop_ground::fsutil::read_regular(&real, CREDENTIAL_MOST) {
+                homes.credentials.push((real, copy, was));
+            }
+        }
+        Ok(homes)
+    }
+
+    /// Takes back the logins refreshed in the copies, then removes them.
+    fn finish(&mut self) {
+        for (real, copy, was) in &self.credentials {
+            let Ok(now) = agentloop_ground::fsutil::read_regular(copy, CREDENTIAL_MOST) else {
+                continue;
+            };
+            let untouched = agentloop_ground::fsutil::read_regular(real, CREDENTIAL_MOST)
+                .is_ok_and(|r| &r == was);
+            if &now != was && untouched && plausible(real, &now) {
+                let _ = write_private(real, &now);
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Drop for Homes {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// A credentials file's new content is taken back only when it still is one: JSON
+/// where the name says so.
+fn plausible(real: &Path, bytes: &[u8]) -> bool {
+    !bytes.is_empty()
+        && (real.extension().is_none_or(|e| e != "json")
+            || serde_json::from_slice::<serde_json::Value>(bytes).is_ok_and(|v| v.is_object()))
+}
+
+/// A new directory of this process's under `base`, only its owner's.
+fn new_dir(base: &Path) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(base)?;
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    loop {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = base.join(format!("{}-{n}", std::process::id()));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                // A dead process's with the same pid: gone with the sweep.
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+            r => return r.map(|()| dir),
+        }
+    }
+}
+
+/// Removes the copies of processes that are gone (a killed driver's).
+fn sweep(base: &Path) {
+    for e in std::fs::read_dir(base).into_iter().flatten().flatten() {
+        let name = e.file_name();
+        let pid = name
+            .to_str()
+            .and_then(|n| n.split_once('-'))
+            .and_then(|(p, _)| p.parse::<i32>().ok());
+        let gone = pid.is_some_and(|p| {
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None)
+                == Err(nix::errno::Errno::ESRCH)
+        });
+        if gone {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// Copies the directory `from` into the (new, empty) `to`: directories, regular files
+/// and links as they are, past sessions left out, what the budget cannot hold left
+/// to be seen read-only (a placeholder made for it).
+fn copy_dir(
+    from: &Path,
+    to: &Path,
+    budget: &mut u64,
+    read_only: &mut Vec<PathBuf>,
+) -> std::io::Result<()> {
+    let mut entries: BTreeMap<std::ffi::OsString, std::fs::DirEntry> = BTreeMap::new();
+    // (Unreadable to this user: nor could the CLI read it.)
+    for e in std::fs::read_dir(from).into_iter().flatten().flatten() {
+        entries.insert(e.file_name(), e);
+    }
+    for (name, e) in entries {
+        let Ok(kind) = e.file_type() else { continue };
+        let (src, dst) = (e.path(), to.join(&name));
+        if kind.is_symlink() {
+            if let Ok(target) = std::fs::read_link(&src) {
+                std::os::unix::fs::symlink(target, &dst)?;
+            }
+        } else if kind.is_dir() {
+            if name.to_str().is_some_and(|n| SESSIONS.contains(&n)) {
+                continue;
+            }
+            std::fs::create_dir(&dst)?;
+            if *budget == 0 {
+                read_only.push(src);
+                continue;
+            }
+            copy_dir(&src, &dst, budget, read_only)?;
+            if let Ok(meta) = e.metadata() {
+                let _ = std::fs::set_permissions(&dst, meta.permissions());
+            }
+        } else if kind.is_file() {
+            copy_file(&src, &dst, budget, read_only)?;
+        }
+        // Sockets, FIFOs and devices are left out.
+    }
+    Ok(())
+}
+
+/// Copies one regular file, or leaves an empty placeholder for it to be seen
+/// read-only when the budget is spent.
+fn copy_file(
+    from: &Path,
+    to: &Path,
+    budget: &mut u64,
+    read_only: &mut Vec<PathBuf>,
+) -> std::io::Result<()> {
+    let len = std::fs::metadata(from).map(|m| m.len()).unwrap_or(0);
+    if len > *budget {
+        std::fs::File::create(to)?;
+        read_only.push(from.to_path_buf());
+        return Ok(());
+    }
+    *budget -= len;
+    match std::fs::copy(from, to) {
+        Ok(_) => Ok(()),
+        // Unreadable to this user: nor could the CLI read it.
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Writes a credentials file back: a temp file only its owner can read, renamed over
+/// the real one.
+fn write_private(real: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = real.parent().unwrap_or(Path::new("."));
+    let name = real.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let tmp = dir.join(format!(".{name}.agentloop-{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, real)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests;

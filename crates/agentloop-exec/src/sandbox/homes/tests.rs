@@ -1,0 +1,123 @@
+use super::*;
+
+/// A home with a CLI's settings, a login, past sessions and a large file.
+fn home() -> tempfile::TempDir {
+    let h = tempfile::tempdir().unwrap();
+    let q = h.path().join(".qwen");
+    std::fs::create_dir_all(q.join("projects/p")).unwrap();
+    std::fs::write(q.join("settings.json"), r#"{"model":"mine"}"#).unwrap();
+    std::fs::write(q.join("oauth_creds.json"), r#"{"token":"old"}"#).unwrap();
+    std::fs::write(q.join("projects/p/chat.jsonl"), "past\n").unwrap();
+    std::fs::write(h.path().join(".claude.json"), "{}").unwrap();
+    h
+}
+
+fn copy_of<'a>(homes: &'a Homes, real: &Path) -> &'a Path {
+    &homes.binds.iter().find(|(_, r)| r == real).unwrap().0
+}
+
+/// What an agent writes in its copy stays there; the copy goes with the value.
+#[test]
+fn writes_in_the_copies_never_reach_the_home() {
+    let h = home();
+    let base = h.path().join(".local/state/agentloop/homes");
+    let homes = Homes::make(h.path(), &base).unwrap();
+    let q = copy_of(&homes, &h.path().join(".qwen")).to_path_buf();
+    assert_eq!(
+        std::fs::read_to_string(q.join("settings.json")).unwrap(),
+        r#"{"model":"mine"}"#
+    );
+    assert!(!q.join("projects").exists(), "past sessions are not copied");
+    std::fs::write(q.join("settings.json"), r#"{"hooks":{}}"#).unwrap();
+    std::fs::create_dir_all(q.join("commands")).unwrap();
+    std::fs::write(q.join("commands/x.md"), "planted").unwrap();
+    let file = copy_of(&homes, &h.path().join(".claude.json")).to_path_buf();
+    std::fs::write(&file, r#"{"mcpServers":{}}"#).unwrap();
+    let dir = homes.dir.clone();
+    drop(homes);
+    assert!(!dir.exists());
+    let real = h.path().join(".qwen");
+    assert_eq!(
+        std::fs::read_to_string(real.join("settings.json")).unwrap(),
+        r#"{"model":"mine"}"#
+    );
+    assert!(!real.join("commands").exists());
+    assert_eq!(
+        std::fs::read_to_string(h.path().join(".claude.json")).unwrap(),
+        "{}"
+    );
+}
+
+/// A login refreshed in the copy goes back, only its owner's to read; not when it is
+/// no longer a credentials file, nor over one refreshed meanwhile by someone else.
+#[test]
+fn a_refreshed_login_goes_back_and_nothing_else() {
+    use std::os::unix::fs::PermissionsExt;
+    let h = home();
+    let base = h.path().join("homes");
+    let real = h.path().join(".qwen/oauth_creds.json");
+    let homes = Homes::make(h.path(), &base).unwrap();
+    let q = copy_of(&homes, &h.path().join(".qwen")).to_path_buf();
+    std::fs::write(q.join("oauth_creds.json"), r#"{"token":"new"}"#).unwrap();
+    drop(homes);
+    assert_eq!(
+        std::fs::read_to_string(&real).unwrap(),
+        r#"{"token":"new"}"#
+    );
+    let mode = std::fs::metadata(&real).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    let homes = Homes::make(h.path(), &base).unwrap();
+    let q = copy_of(&homes, &h.path().join(".qwen")).to_path_buf();
+    std::fs::write(q.join("oauth_creds.json"), "not json").unwrap();
+    drop(homes);
+    assert_eq!(
+        std::fs::read_to_string(&real).unwrap(),
+        r#"{"token":"new"}"#
+    );
+
+    let homes = Homes::make(h.path(), &base).unwrap();
+    let q = copy_of(&homes, &h.path().join(".qwen")).to_path_buf();
+    std::fs::write(q.join("oauth_creds.json"), r#"{"token":"mine"}"#).unwrap();
+    std::fs::write(&real, r#"{"token":"theirs"}"#).unwrap();
+    drop(homes);
+    assert_eq!(
+        std::fs::read_to_string(&real).unwrap(),
+        r#"{"token":"theirs"}"#
+    );
+}
+
+/// Past the budget a file is not copied but seen read-only (a placeholder in the
+/// copy for it); a FIFO is left out, never opened.
+#[test]
+fn what_the_budget_cannot_hold_is_seen_read_only() {
+    let h = home();
+    let q = h.path().join(".qwen");
+    std::fs::write(q.join("big.bin"), vec![0u8; 4096]).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(q.join("fifo"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let homes = Homes::make_within(h.path(), &h.path().join("homes"), 1024).unwrap();
+    assert_eq!(homes.read_only, vec![q.join("big.bin")]);
+    let copy = copy_of(&homes, &q);
+    assert_eq!(std::fs::metadata(copy.join("big.bin")).unwrap().len(), 0);
+    assert!(!copy.join("fifo").exists());
+}
+
+/// The copies a killed driver left are removed by the next; a live process's stay.
+#[test]
+fn a_dead_processs_copies_are_swept() {
+    let h = home();
+    let base = h.path().join("homes");
+    // A pid no process has: above the kernel's largest.
+    let dead = base.join("4194305-0");
+    std::fs::create_dir_all(dead.join("0")).unwrap();
+    let live = base.join("1-0");
+    std::fs::create_dir_all(&live).unwrap();
+    let homes = Homes::make(h.path(), &base).unwrap();
+    assert!(!dead.exists());
+    assert!(live.exists());
+    drop(homes);
+}
