@@ -41,12 +41,24 @@ pub(super) const COPIED: &[&str] = &[
 const CREDENTIALS: &[&str] = &[
     ".claude/.credentials.json",
     ".codex/auth.json",
+    // (MCP servers' logins, where there is no keyring.)
+    ".codex/.credentials.json",
     ".gemini/oauth_creds.json",
+    ".gemini/gemini-credentials.json",
+    ".gemini/mcp-oauth-tokens.json",
     ".qwen/oauth_creds.json",
+    ".qwen/mcp-oauth-tokens.json",
     ".local/share/opencode/auth.json",
-    ".factory/auth.json",
-    ".cline/data/secrets.json",
+    ".local/share/opencode/mcp-auth.json",
+    ".factory/auth.v2.file",
+    ".factory/auth.v2.keyring",
+    // Also each provider's endpoint and model: taken back only when nothing but its
+    // `auth` parts changed.
+    CLINE_PROVIDERS,
 ];
+
+/// Cline's providers: settings and logins in one file.
+const CLINE_PROVIDERS: &str = ".cline/data/settings/providers.json";
 
 /// The largest credentials file taken back.
 const CREDENTIAL_MOST: u64 = 256 * 1024;
@@ -145,7 +157,7 @@ impl Homes {
             };
             let untouched = agentloop_ground::fsutil::read_regular(real, CREDENTIAL_MOST)
                 .is_ok_and(|r| &r == was);
-            if &now != was && untouched && plausible(real, &now) {
+            if &now != was && untouched && plausible(real, was, &now) {
                 let _ = write_private(real, &now);
             }
         }
@@ -160,11 +172,41 @@ impl Drop for Homes {
 }
 
 /// A credentials file's new content is taken back only when it still is one: JSON
-/// where the name says so.
-fn plausible(real: &Path, bytes: &[u8]) -> bool {
-    !bytes.is_empty()
-        && (real.extension().is_none_or(|e| e != "json")
-            || serde_json::from_slice::<serde_json::Value>(bytes).is_ok_and(|v| v.is_object()))
+/// where the name says so; in Cline's providers, nothing changed but the logins.
+fn plausible(real: &Path, was: &[u8], now: &[u8]) -> bool {
+    if now.is_empty() {
+        return false;
+    }
+    if real.extension().is_none_or(|e| e != "json") {
+        return true;
+    }
+    let Ok(mut new) = serde_json::from_slice::<serde_json::Value>(now) else {
+        return false;
+    };
+    if !new.is_object() {
+        return false;
+    }
+    if real.ends_with(CLINE_PROVIDERS) {
+        let Ok(mut old) = serde_json::from_slice::<serde_json::Value>(was) else {
+            return false;
+        };
+        without_logins(&mut old);
+        without_logins(&mut new);
+        return old == new;
+    }
+    true
+}
+
+/// `v` without its `auth` members, at any depth.
+fn without_logins(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(m) => {
+            m.remove("auth");
+            m.values_mut().for_each(without_logins);
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(without_logins),
+        _ => {}
+    }
 }
 
 /// A new directory of this process's under `base`, only its owner's.

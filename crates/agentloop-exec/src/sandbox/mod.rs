@@ -1,7 +1,7 @@
 //! `[sandbox] mode = "workspace"`: each agent process runs under bubblewrap with the
 //! root file system read-only; writable only its working directory (the task's
-//! worktree, or the project), a private `/tmp`, the agent CLIs' own config and cache
-//! directories and `[sandbox] writable`; `.agentloop/` read-only but for the
+//! worktree, or the project), a private `/tmp`, the tools' caches and `[sandbox]
+//! writable`; the agent CLIs' own directories a private copy (`homes.rs`); `.agentloop/` read-only but for the
 //! iteration's own directory (where `agentloop mcp` writes its reports); hidden: the
 //! secrets in the home directory (`~/.ssh`, `~/.aws`, … and `[sandbox] hidden`), other
 //! people's home directories, agentloop's state (the journal key, the API token) and

@@ -121,3 +121,25 @@ fn a_dead_processs_copies_are_swept() {
     assert!(live.exists());
     drop(homes);
 }
+
+/// Cline keeps each provider's endpoint beside its login: a refreshed login goes
+/// back, a changed endpoint does not.
+#[test]
+fn clines_providers_go_back_only_with_new_logins() {
+    let h = tempfile::tempdir().unwrap();
+    let dir = h.path().join(".cline/data/settings");
+    std::fs::create_dir_all(&dir).unwrap();
+    let real = dir.join("providers.json");
+    let was = r#"{"openai":{"baseUrl":"https://api.example","auth":{"token":"old"}}}"#;
+    std::fs::write(&real, was).unwrap();
+    let write = |text: &str| {
+        let homes = Homes::make(h.path(), &h.path().join("homes")).unwrap();
+        let copy = copy_of(&homes, &h.path().join(".cline")).join("data/settings/providers.json");
+        std::fs::write(copy, text).unwrap();
+    };
+    write(r#"{"openai":{"baseUrl":"http://evil","auth":{"token":"old"}}}"#);
+    assert_eq!(std::fs::read_to_string(&real).unwrap(), was);
+    let refreshed = r#"{"openai":{"baseUrl":"https://api.example","auth":{"token":"new"}}}"#;
+    write(refreshed);
+    assert_eq!(std::fs::read_to_string(&real).unwrap(), refreshed);
+}
