@@ -152,7 +152,7 @@ impl Homes {
     /// Takes back the logins refreshed in the copies, then removes them.
     fn finish(&mut self) {
         for (real, copy, was) in &self.credentials {
-            let Ok(now) = agentloop_ground::fsutil::read_regular(copy, CREDENTIAL_MOST) else {
+            let Some(now) = read_in_copy(&self.dir, copy) else {
                 continue;
             };
             let untouched = agentloop_ground::fsutil::read_regular(real, CREDENTIAL_MOST)
@@ -169,6 +169,30 @@ impl Drop for Homes {
     fn drop(&mut self) {
         self.finish();
     }
+}
+
+/// The file at `copy`, in the copies' directory `dir`, read only when it is a
+/// regular file reached through no link: the agent could have put a link there (or
+/// on a directory on the way) to a file of the person's that it cannot read itself.
+fn read_in_copy(dir: &Path, copy: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let real = copy.canonicalize().ok()?;
+    if real != dir.canonicalize().ok()?.join(copy.strip_prefix(dir).ok()?) {
+        return None;
+    }
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
+        .open(&real)
+        .ok()?;
+    let meta = f.metadata().ok()?;
+    if !meta.is_file() || meta.len() > CREDENTIAL_MOST {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    f.take(CREDENTIAL_MOST + 1).read_to_end(&mut bytes).ok()?;
+    (bytes.len() as u64 <= CREDENTIAL_MOST).then_some(bytes)
 }
 
 /// A credentials file's new content is taken back only when it still is one: JSON

@@ -143,3 +143,43 @@ fn clines_providers_go_back_only_with_new_logins() {
     write(refreshed);
     assert_eq!(std::fs::read_to_string(&real).unwrap(), refreshed);
 }
+
+/// A link the agent put where a credentials file (or a directory on its way) was is
+/// not followed: a secret of the person's it cannot read never lands in a file it
+/// can.
+#[test]
+fn a_link_in_the_copy_is_not_followed_back() {
+    let h = tempfile::tempdir().unwrap();
+    let secret = h.path().join("secret");
+    std::fs::write(&secret, "PRIVATE").unwrap();
+    let factory = h.path().join(".factory");
+    std::fs::create_dir_all(&factory).unwrap();
+    std::fs::write(factory.join("auth.v2.file"), "sealed").unwrap();
+    let cline = h.path().join(".cline/data/settings");
+    std::fs::create_dir_all(&cline).unwrap();
+    std::fs::write(cline.join("providers.json"), "{}").unwrap();
+    std::fs::write(h.path().join("other.json"), r#"{"a":1}"#).unwrap();
+    let homes = Homes::make(h.path(), &h.path().join("homes")).unwrap();
+    let f = copy_of(&homes, &factory).join("auth.v2.file");
+    std::fs::remove_file(&f).unwrap();
+    std::os::unix::fs::symlink(&secret, &f).unwrap();
+    let data = copy_of(&homes, &h.path().join(".cline")).join("data");
+    std::fs::remove_dir_all(&data).unwrap();
+    std::fs::create_dir_all(h.path().join("elsewhere/settings")).unwrap();
+    std::fs::write(
+        h.path().join("elsewhere/settings/providers.json"),
+        r#"{"a":2}"#,
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(h.path().join("elsewhere"), &data).unwrap();
+    drop(homes);
+    assert_eq!(
+        std::fs::read_to_string(factory.join("auth.v2.file")).unwrap(),
+        "sealed"
+    );
+    assert_eq!(
+        std::fs::read_to_string(cline.join("providers.json")).unwrap(),
+        "{}"
+    );
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "PRIVATE");
+}
