@@ -5,6 +5,8 @@ use std::time::{Duration, Instant};
 
 use agentloop_config::{AgentConfig, Config};
 
+mod cache;
+
 /// The oldest versions the adapters are known to work with.
 pub const MIN_CLAUDE: (u64, u64, u64) = (2, 1, 0);
 pub const MIN_CODEX: (u64, u64, u64) = (0, 160, 0);
@@ -129,8 +131,18 @@ pub fn program(kind: &str, ac: &AgentConfig) -> String {
         .unwrap_or_else(|| kind.to_string())
 }
 
-/// Probes the agent `name` as `config` defines it (or the built-in one).
+/// Probes the agent `name` as `config` defines it (or the built-in one), its version
+/// as the program said it last when it is still the same file (`cache`).
 pub fn probe(config: &Config, name: &str) -> Result<Probe, ProbeError> {
+    probe_as(config, name, false)
+}
+
+/// [`probe`], asking the program again (`agentloop agents`).
+pub fn probe_fresh(config: &Config, name: &str) -> Result<Probe, ProbeError> {
+    probe_as(config, name, true)
+}
+
+fn probe_as(config: &Config, name: &str, fresh: bool) -> Result<Probe, ProbeError> {
     let ac = config
         .agents
         .get(name)
@@ -176,11 +188,11 @@ pub fn probe(config: &Config, name: &str) -> Result<Probe, ProbeError> {
     if !on_path(&program) {
         return Err(missing());
     }
-    let version = run_version(&program, &ac, VERSION_WITHIN).map_err(|e| match e {
-        VersionError::Slow => ProbeError::Slow {
+    let version = version_of(&program, &ac, fresh).map_err(|e| match e {
+        VersionError::Slow(within) => ProbeError::Slow {
             name: name.into(),
             program: program.clone(),
-            within: VERSION_WITHIN,
+            within,
         },
         VersionError::Failed(message) => ProbeError::Failed {
             name: name.into(),
@@ -254,19 +266,55 @@ fn aider_configured(ac: &AgentConfig) -> bool {
 }
 
 fn on_path(program: &str) -> bool {
-    if program.contains('/') {
-        return std::path::Path::new(program).is_file();
-    }
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
+    resolve(program).is_some()
 }
 
-/// How long `--version` may take: a Node.js CLI on a loaded machine can take tens of
-/// seconds (Gemini CLI 0.61.0 took 34 s at a load of 38 on two cores).
+/// The file `program` runs: its path, or the first on the PATH.
+fn resolve(program: &str) -> Option<std::path::PathBuf> {
+    if program.contains('/') {
+        let p = std::path::PathBuf::from(program);
+        return p.is_file().then_some(p);
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+/// The version line of `program`: what it said last while it is the same file (not
+/// when `fresh`), else asked, within a deadline that grows with the load and with
+/// what it took last time.
+fn version_of(program: &str, ac: &AgentConfig, fresh: bool) -> Result<String, VersionError> {
+    let stamped = resolve(program).and_then(|p| cache::stamp_of(&p));
+    let now = jiff::Timestamp::now().as_second();
+    if !fresh
+        && let Some((file, stamp)) = &stamped
+        && let Some(a) = cache::recall(file, stamp, now)
+    {
+        return Ok(a.version);
+    }
+    let within = cache::deadline(stamped.as_ref().and_then(|(f, _)| cache::last_took(f)));
+    let start = Instant::now();
+    let version = run_version(program, ac, within)?;
+    if let Some((file, stamp)) = stamped {
+        let answer = cache::Answer {
+            stamp,
+            version: version.clone(),
+            took_ms: start.elapsed().as_millis() as u64,
+            at: now,
+        };
+        cache::keep(&file, answer);
+    }
+    Ok(version)
+}
+
+/// How long `--version` may take on an idle machine (`cache::deadline` scales it): a
+/// Node.js CLI on a loaded machine can take tens of seconds (Gemini CLI 0.61.0 took
+/// 34 s at a load of 38 on two cores).
 const VERSION_WITHIN: Duration = Duration::from_secs(30);
 
 enum VersionError {
-    Slow,
+    /// No answer within this long.
+    Slow(Duration),
     Failed(String),
 }
 
@@ -297,7 +345,7 @@ fn run_version(program: &str, ac: &AgentConfig, within: Duration) -> Result<Stri
         if start.elapsed() > within {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(VersionError::Slow);
+            return Err(VersionError::Slow(within));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -411,7 +459,7 @@ mod tests {
         let t = Instant::now();
         assert!(matches!(
             run_version(&slow, &ac, Duration::from_millis(300)),
-            Err(VersionError::Slow)
+            Err(VersionError::Slow(_))
         ));
         assert!(t.elapsed() < Duration::from_secs(4), "not waited out");
         let broken = script("broken", "exit 1");

@@ -30,7 +30,7 @@ pub fn agents(cwd: &Path, as_json: bool) -> Result<ExitKind, CliError> {
     let probes: Vec<_> = std::thread::scope(|s| {
         let handles: Vec<_> = names
             .iter()
-            .map(|name| s.spawn(|| agentloop_agents::probe::probe(&config, name)))
+            .map(|name| s.spawn(|| agentloop_agents::probe::probe_fresh(&config, name)))
             .collect();
         handles
             .into_iter()

@@ -468,6 +468,59 @@ exit 1
     );
 }
 
+/// A run asks a CLI its version once: a resumed one takes the answer from the cache
+/// while the program is the same file; an upgraded one is asked again, and
+/// `agentloop agents` always asks.
+#[test]
+fn a_run_asks_a_clis_version_again_only_when_it_changed() {
+    let p = crate::support::Scratch::new()
+        .plan("# A\n\n## T1: A\nVerify: true\n")
+        .config("[run]\nagent = \"claude\"\n")
+        .build();
+    let bin = p.path().join(".git/fake-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let asked = p.path().join(".git/asked");
+    let claude = bin.join("claude");
+    let script = |v: &str| {
+        std::fs::write(
+            &claude,
+            format!(
+                "#!/bin/sh\nif [ \"$1\" = --version ]; then echo x >> '{}'; echo '{v} (Claude Code)'; fi\nexit 1\n",
+                asked.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&claude, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+    };
+    script("2.1.197");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let times = || {
+        std::fs::read_to_string(&asked)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let run = |args: &[&str]| {
+        let r: crate::support::Run = p.cmd(args).env("PATH", &path).output().unwrap().into();
+        assert!(
+            !r.stderr.contains("error:"),
+            "{args:?}: {}\n{}",
+            r.stdout,
+            r.stderr
+        );
+    };
+    run(&["run", "--no-wait", "--max-iterations", "1"]);
+    assert_eq!(times(), 1);
+    run(&["resume", "--no-wait", "--iterations", "+1"]);
+    assert_eq!(times(), 1, "the resumed run took the answer from the cache");
+    script("2.1.198");
+    run(&["resume", "--no-wait", "--iterations", "+1"]);
+    assert_eq!(times(), 2, "an upgraded CLI is asked again");
+    run(&["agents"]);
+    assert_eq!(times(), 3, "`agents` always asks");
+}
+
 #[test]
 fn aider_without_a_model_or_key_is_refused_before_the_run() {
     let p = crate::support::Scratch::new()
