@@ -36,29 +36,65 @@ pub(super) const COPIED: &[&str] = &[
     "~/.cache/opencode",
 ];
 
+/// The tools' caches in the home directory (`npx` runs the packages `~/.npm` holds,
+/// OpenCode the ones in `~/.cache`, Go the builds): an agent writes the run's own,
+/// never the person's ([`Caches`]).
+pub(super) const CACHES: &[(&str, &str)] = &[("~/.cache", "cache"), ("~/.npm", "npm")];
+
+/// The tools' caches an agent writes.
+#[derive(Debug, Clone, Copy)]
+pub enum Caches<'a> {
+    /// The run's own, in this directory, kept between its workers' iterations (warm
+    /// for the next one), never the person's.
+    Run(&'a Path),
+    /// Empty, and gone with the process: a reviewer's, a planner's or a cycle's
+    /// judge's, which no package a worker planted reaches.
+    Fresh,
+}
+
+/// The run's caches in `dir`, each a directory, and where a copy of a CLI's own
+/// directory is laid in one (`~/.cache/opencode`), a plain directory: not a link an
+/// agent left there for the next one to follow.
+pub(super) fn prepare_caches(dir: &Path, homes: &Homes) -> std::io::Result<()> {
+    let home = super::home();
+    for (p, name) in CACHES {
+        let mine = dir.join(name);
+        std::fs::create_dir_all(&mine)?;
+        let real = super::expand(p, &home);
+        for (_, at) in &homes.binds {
+            let Ok(rel) = at.strip_prefix(&real) else {
+                continue;
+            };
+            let point = mine.join(rel);
+            let plain = std::fs::symlink_metadata(&point).is_ok_and(|m| m.is_dir());
+            if !plain {
+                remove_all(&point);
+                let _ = std::fs::remove_file(&point);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The login files the CLIs rewrite when they refresh a token, under the home
-/// directory: the only writes of a sandboxed agent that reach the real directories.
+/// directory: the only writes of a sandboxed agent that reach the real directories,
+/// and only their tokens (`only_tokens_changed`). Droid's store (`auth.v2.file`) is
+/// sealed with a key the agent can read, so it cannot be told from one the agent
+/// made: not taken back.
 const CREDENTIALS: &[&str] = &[
     ".claude/.credentials.json",
     ".codex/auth.json",
     // (MCP servers' logins, where there is no keyring.)
     ".codex/.credentials.json",
     ".gemini/oauth_creds.json",
-    ".gemini/gemini-credentials.json",
     ".gemini/mcp-oauth-tokens.json",
     ".qwen/oauth_creds.json",
     ".qwen/mcp-oauth-tokens.json",
     ".local/share/opencode/auth.json",
     ".local/share/opencode/mcp-auth.json",
-    ".factory/auth.v2.file",
-    ".factory/auth.v2.keyring",
-    // Also each provider's endpoint and model: taken back only when nothing but its
-    // `auth` parts changed.
-    CLINE_PROVIDERS,
+    // Also each provider's endpoint and model, which stay as they were.
+    ".cline/data/settings/providers.json",
 ];
-
-/// Cline's providers: settings and logins in one file.
-const CLINE_PROVIDERS: &str = ".cline/data/settings/providers.json";
 
 /// The largest credentials file taken back.
 const CREDENTIAL_MOST: u64 = 256 * 1024;
@@ -123,16 +159,33 @@ impl Homes {
             let Ok(meta) = std::fs::metadata(&real) else {
                 continue;
             };
-            let copy = homes.dir.join(i.to_string());
-            if meta.is_dir() {
-                std::fs::create_dir(&copy)?;
-                copy_dir(&real, &copy, &mut budget, &mut homes.read_only)?;
-            } else if meta.is_file() {
-                copy_file(&real, &copy, &mut budget, &mut homes.read_only)?;
-            } else {
+            // (A directory that holds the copies is not copied into them.)
+            let inside = homes
+                .dir
+                .canonicalize()
+                .unwrap_or_else(|_| homes.dir.clone());
+            if real.canonicalize().is_ok_and(|r| inside.starts_with(r)) {
                 continue;
             }
-            homes.binds.push((copy, real));
+            let copy = homes.dir.join(i.to_string());
+            let copied = if meta.is_dir() {
+                std::fs::create_dir(&copy)
+                    .and_then(|()| copy_dir(&real, &copy, &mut budget, &mut homes.read_only))
+            } else if meta.is_file() {
+                copy_file(&real, &copy, &mut budget, &mut homes.read_only)
+            } else {
+                continue;
+            };
+            match copied {
+                Ok(()) => homes.binds.push((copy, real)),
+                // What cannot be copied (a full disk) is seen as it is, read-only.
+                Err(_) => {
+                    remove_all(&copy);
+                    let _ = std::fs::remove_file(&copy);
+                    homes.read_only.retain(|p| !p.starts_with(&real));
+                    homes.read_only.push(real);
+                }
+            }
         }
         for c in CREDENTIALS {
             let real = home.join(c);
@@ -157,11 +210,11 @@ impl Homes {
             };
             let untouched = agentloop_ground::fsutil::read_regular(real, CREDENTIAL_MOST)
                 .is_ok_and(|r| &r == was);
-            if &now != was && untouched && plausible(real, was, &now) {
+            if &now != was && untouched && plausible(was, &now) {
                 let _ = write_private(real, &now);
             }
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
+        remove_all(&self.dir);
     }
 }
 
@@ -195,42 +248,56 @@ fn read_in_copy(dir: &Path, copy: &Path) -> Option<Vec<u8>> {
     (bytes.len() as u64 <= CREDENTIAL_MOST).then_some(bytes)
 }
 
-/// A credentials file's new content is taken back only when it still is one: JSON
-/// where the name says so; in Cline's providers, nothing changed but the logins.
-fn plausible(real: &Path, was: &[u8], now: &[u8]) -> bool {
-    if now.is_empty() {
-        return false;
+/// A credentials file's new content is taken back only when nothing but its tokens
+/// changed: the same JSON, with the same members everywhere, but for the values of
+/// members named for a token or its expiry (`access_token`, `refreshToken`,
+/// `expiresAt`, …). A new account, an API key, an endpoint or a new entry (OpenCode's
+/// `wellknown` ones set variables and fetch configuration) is the agent's, and stays
+/// in its copy.
+fn plausible(was: &[u8], now: &[u8]) -> bool {
+    match (
+        serde_json::from_slice::<serde_json::Value>(was),
+        serde_json::from_slice::<serde_json::Value>(now),
+    ) {
+        (Ok(was), Ok(now)) => was.is_object() && only_tokens_changed(&was, &now),
+        _ => false,
     }
-    if real.extension().is_none_or(|e| e != "json") {
-        return true;
-    }
-    let Ok(mut new) = serde_json::from_slice::<serde_json::Value>(now) else {
-        return false;
-    };
-    if !new.is_object() {
-        return false;
-    }
-    if real.ends_with(CLINE_PROVIDERS) {
-        let Ok(mut old) = serde_json::from_slice::<serde_json::Value>(was) else {
-            return false;
-        };
-        without_logins(&mut old);
-        without_logins(&mut new);
-        return old == new;
-    }
-    true
 }
 
-/// `v` without its `auth` members, at any depth.
-fn without_logins(v: &mut serde_json::Value) {
-    match v {
-        serde_json::Value::Object(m) => {
-            m.remove("auth");
-            m.values_mut().for_each(without_logins);
+fn only_tokens_changed(was: &serde_json::Value, now: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (was, now) {
+        (Value::Object(a), Value::Object(b)) => {
+            // An entry that sets a variable (OpenCode's `wellknown`) keeps every value.
+            let fixed = a.get("type").and_then(Value::as_str) == Some("wellknown");
+            let keys = |m: &serde_json::Map<String, Value>| {
+                m.keys()
+                    .filter(|k| !token_named(k))
+                    .cloned()
+                    .collect::<Vec<_>>()
+            };
+            if fixed && a != b || keys(a) != keys(b) {
+                return false;
+            }
+            b.iter().all(|(k, v)| match a.get(k) {
+                Some(old) if token_named(k) && !v.is_object() && !v.is_array() => {
+                    !old.is_object() && !old.is_array()
+                }
+                Some(old) => only_tokens_changed(old, v),
+                None => token_named(k) && !v.is_object() && !v.is_array(),
+            })
         }
-        serde_json::Value::Array(a) => a.iter_mut().for_each(without_logins),
-        _ => {}
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| only_tokens_changed(x, y))
+        }
+        (a, b) => a == b,
     }
+}
+
+/// A member's name that says it holds a token or when one expires.
+fn token_named(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    k.contains("token") || k.contains("expir") || k == "last_refresh"
 }
 
 /// A new directory of this process's under `base`, only its owner's.
@@ -247,7 +314,7 @@ fn new_dir(base: &Path) -> std::io::Result<PathBuf> {
         match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 // A dead process's with the same pid: gone with the sweep.
-                let _ = std::fs::remove_dir_all(&dir);
+                remove_all(&dir);
             }
             r => return r.map(|()| dir),
         }
@@ -267,8 +334,28 @@ fn sweep(base: &Path) {
                 == Err(nix::errno::Errno::ESRCH)
         });
         if gone {
-            let _ = std::fs::remove_dir_all(e.path());
+            remove_all(&e.path());
         }
+    }
+}
+
+/// Removes the directory `dir` and everything in it, the directories the agent locked
+/// (`chmod 000`) opened first; links are not followed.
+pub fn remove_all(dir: &Path) {
+    fn open_up(d: &Path) {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700));
+        for e in std::fs::read_dir(d).into_iter().flatten().flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                open_up(&e.path());
+            }
+        }
+    }
+    if std::fs::remove_dir_all(dir).is_err()
+        && std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir())
+    {
+        open_up(dir);
+        let _ = std::fs::remove_dir_all(dir);
     }
 }
 
@@ -343,7 +430,9 @@ fn write_private(real: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
     let dir = real.parent().unwrap_or(Path::new("."));
     let name = real.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let tmp = dir.join(format!(".{name}.agentloop-{}.tmp", std::process::id()));
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{name}.agentloop-{}-{n}.tmp", std::process::id()));
     let result = (|| {
         let mut f = std::fs::OpenOptions::new()
             .write(true)

@@ -28,7 +28,8 @@ use tmp::{programs_in_tmp, shown_program};
 
 pub use bridge::Bridge;
 pub use denials::{MAX_PER_ITERATION, NETWORK_FILE, of_iteration as denials_of};
-pub use homes::Homes;
+use homes::{CACHES, prepare_caches};
+pub use homes::{Caches, Homes, remove_all};
 pub use net::Proxy;
 
 /// Every sandbox's base: the root read-only, its own `/dev` and `/proc`.
@@ -42,10 +43,6 @@ const SOCKET_INSIDE: &str = "/tmp/.agentloop-net.sock";
 /// The proxy's port on the sandbox's own loopback (another when an allowed loopback
 /// port is this one).
 const PROXY_PORT: u16 = 3128;
-
-/// The tools' caches in the home directory, writable to an agent (its CLIs' own
-/// directories are private copies: `homes.rs`).
-const CACHES: &[&str] = &["~/.cache", "~/.npm"];
 
 /// Secrets no agent reads.
 const SECRETS: &[&str] = &[
@@ -95,6 +92,7 @@ pub trait Sandbox {
         root: &Path,
         workdir: &Path,
         own: &Path,
+        caches: Caches<'_>,
         allow: AllowList,
         programs: &[PathBuf],
     ) -> std::io::Result<Confinement>;
@@ -148,12 +146,13 @@ impl Sandbox for SandboxConfig {
     /// An agent's confinement for one iteration: the proxy started (its refusals go
     /// to `own/sandbox-network.jsonl`) and the command to run the agent under. `root`
     /// is the project, `workdir` where the agent works, `own` its iteration's
-    /// directory, `allow` what it may reach.
+    /// directory, `caches` the tools' caches it writes, `allow` what it may reach.
     fn confine(
         &self,
         root: &Path,
         workdir: &Path,
         own: &Path,
+        caches: Caches<'_>,
         allow: AllowList,
         programs: &[PathBuf],
     ) -> std::io::Result<Confinement> {
@@ -162,15 +161,20 @@ impl Sandbox for SandboxConfig {
             .find(|p| !forwards.contains(p))
             .unwrap_or(PROXY_PORT);
         let homes = Homes::make(&home(), &homes_dir())?;
+        if let Caches::Run(dir) = caches {
+            prepare_caches(dir, &homes)?;
+        }
         let proxy = Proxy::start(allow, own.join(NETWORK_FILE))?;
-        let mut a = files(self, root, workdir, Some((own, &homes)));
+        let mut a = files(self, root, workdir, Some((own, &homes, caches)));
         for p in programs
             .iter()
             .filter(|p| shown_program(self, root, workdir, p))
         {
             bind(&mut a, "--ro-bind", p, p);
         }
-        push(&mut a, &["--unshare-net", "--bind"]);
+        // A process namespace of its own: it signals, and reads the command lines of,
+        // no process outside (the driver, another worker, the person's).
+        push(&mut a, &["--unshare-net", "--unshare-pid", "--bind"]);
         a.push(proxy.socket().into());
         a.push(SOCKET_INSIDE.into());
         let url = format!("http://127.0.0.1:{proxy_port}");
@@ -220,15 +224,15 @@ impl Sandbox for SandboxConfig {
 
 /// The file system part: `bwrap` with the root read-only and what is writable,
 /// read-only or hidden laid over it.
-/// `agent` is an agent's: its iteration's directory and the copies of its CLIs'
-/// directories.
+/// `agent` is an agent's: its iteration's directory, the copies of its CLIs'
+/// directories and its caches.
 fn files(
     cfg: &SandboxConfig,
     root: &Path,
     workdir: &Path,
-    agent: Option<(&Path, &Homes)>,
+    agent: Option<(&Path, &Homes, Caches<'_>)>,
 ) -> Vec<OsString> {
-    let own = agent.map(|(own, _)| own);
+    let own = agent.map(|(own, _, _)| own);
     let home = home();
     let mut a: Vec<OsString> = Vec::new();
     push(
@@ -241,6 +245,36 @@ fn files(
     // are seen through the private `/tmp`, read-only.
     for p in programs_in_tmp() {
         bind(&mut a, "--ro-bind", &p, &p);
+    }
+    // An agent's tools write the run's caches (or fresh ones), its CLIs a private
+    // copy of their own directories; a check gets none of them. Laid first, so that
+    // what is hidden below stays hidden whatever a copy holds.
+    if let Some((_, homes, caches)) = agent {
+        for (p, name) in CACHES {
+            let real = expand(p, &home);
+            if !real.is_dir() {
+                continue;
+            }
+            match caches {
+                Caches::Run(dir) => bind(&mut a, "--bind", &dir.join(name), &real),
+                Caches::Fresh => {
+                    a.push("--tmpfs".into());
+                    a.push(real.into());
+                }
+            }
+        }
+        for (copy, real) in &homes.binds {
+            bind(&mut a, "--bind", copy, real);
+        }
+        for p in &homes.read_only {
+            bind(&mut a, "--ro-bind", p, p);
+        }
+    }
+    for p in &cfg.writable {
+        let p = expand(p, &home);
+        if p.exists() {
+            bind(&mut a, "--bind", &p, &p);
+        }
     }
     // Other people's home directories (and root's, when it is not ours).
     // (The programs on the PATH stay where they are.)
@@ -271,27 +305,6 @@ fn files(
     for p in other_repositories(&home, root, workdir) {
         a.push("--tmpfs".into());
         a.push(p.into());
-    }
-    // An agent's tools keep their caches, and its CLIs their own directories (a
-    // private copy each); a check gets none of them writable.
-    let caches: &[&str] = if own.is_some() { CACHES } else { &[] };
-    for p in caches
-        .iter()
-        .map(|p| p.to_string())
-        .chain(cfg.writable.iter().cloned())
-    {
-        let p = expand(&p, &home);
-        if p.exists() {
-            bind(&mut a, "--bind", &p, &p);
-        }
-    }
-    if let Some((_, homes)) = agent {
-        for (copy, real) in &homes.binds {
-            bind(&mut a, "--bind", copy, real);
-        }
-        for p in &homes.read_only {
-            bind(&mut a, "--ro-bind", p, p);
-        }
     }
     // agentloop's own cache (the other workers' worktrees, the clean copies the
     // checks run in) is hidden, though `~/.cache` is writable; the agent's own

@@ -17,11 +17,12 @@ pub fn gc(ws: &Workspace, dry_run: bool) -> Result<ExitKind, CliError> {
             "no cache or state directory: set HOME, or XDG_CACHE_HOME and XDG_STATE_HOME",
         ));
     };
-    // Where runs leave what gc sweeps: the agents' worktrees (the cache), the judges'
-    // copies and worktrees (the state directory), and the clean copies of versions
-    // before 0.1.0's stop 65, which lived in the cache.
+    // Where runs leave what gc sweeps: the agents' worktrees and tools' caches (the
+    // cache), the judges' copies and worktrees (the state directory), and the clean
+    // copies of versions before 0.1.0's stop 65, which lived in the cache.
     let places = [
         (&cache, "worktrees"),
+        (&cache, "agent-caches"),
         (&judge, "worktrees"),
         (&judge, "checkouts"),
         (&cache, "checkouts"),
@@ -76,9 +77,8 @@ pub fn gc(ws: &Workspace, dry_run: bool) -> Result<ExitKind, CliError> {
                 Some(i) if place.starts_with("worktrees/") => {
                     worktree::remove_run(&ws.root, &id, &i.branch)
                 }
-                _ if dir.is_dir() => {
-                    let _ = std::fs::remove_dir_all(&dir);
-                }
+                // (A directory an agent locked, `chmod 000`, goes too.)
+                _ if dir.is_dir() => agentloop_exec::sandbox::remove_all(&dir),
                 _ => {
                     let _ = std::fs::remove_file(&dir);
                 }
@@ -144,7 +144,7 @@ pub fn gc(ws: &Workspace, dry_run: bool) -> Result<ExitKind, CliError> {
             removed.push(format!("{kind}/{name} (its run is gone)"));
             if !dry_run {
                 if path.is_dir() {
-                    let _ = std::fs::remove_dir_all(&path);
+                    agentloop_exec::sandbox::remove_all(&path);
                 } else {
                     let _ = std::fs::remove_file(&path);
                 }

@@ -24,12 +24,24 @@ impl Driver {
         iteration: u32,
         agent: &str,
     ) -> Result<Confinement, CliError> {
-        self.confine_in(workdir, &self.run.iteration_dir(iteration), agent)
+        if !self.state.settings.sandbox.on() {
+            return Ok(Confinement::default());
+        }
+        let caches = self.agent_caches();
+        let own = self.run.iteration_dir(iteration);
+        self.agent_box(workdir, &own, sandbox::Caches::Run(&caches), agent)
     }
 
-    /// The same for an agent that is not an iteration's (a planner, a cycle's judge,
-    /// a reviewer): `own` is its directory in the run's (its prompt, its log, the
-    /// proxy's refusals).
+    /// The tools' caches of the run's agents (`~/.cache`, `~/.npm` as they see them),
+    /// in agentloop's cache; `gc` removes them with the run's worktrees.
+    pub(crate) fn agent_caches(&self) -> std::path::PathBuf {
+        agent_caches_of(&self.run.id)
+    }
+
+    /// The same for an agent that is not an iteration's (a planner, a cycle's judge):
+    /// `own` is its directory in the run's (its prompt, its log, the proxy's
+    /// refusals). Its caches are fresh: what a worker planted in the run's does not
+    /// reach it.
     pub(crate) fn confine_in(
         &self,
         workdir: &std::path::Path,
@@ -39,7 +51,7 @@ impl Driver {
         if !self.state.settings.sandbox.on() {
             return Ok(Confinement::default());
         }
-        self.agent_box(workdir, own, agent)
+        self.agent_box(workdir, own, sandbox::Caches::Fresh, agent)
     }
 
     /// The confinement of an agent that judges (a reviewer): as an agent's under
@@ -55,7 +67,7 @@ impl Driver {
         if !sandbox.on() && judge::unconfined(sandbox).is_some() {
             return Ok(Confinement::default());
         }
-        self.agent_box(workdir, own, agent)
+        self.agent_box(workdir, own, sandbox::Caches::Fresh, agent)
     }
 
     /// An agent's bubblewrap in `workdir` (`own` its directory in the run's), its
@@ -64,6 +76,7 @@ impl Driver {
         &self,
         workdir: &std::path::Path,
         own: &std::path::Path,
+        caches: sandbox::Caches<'_>,
         agent: &str,
     ) -> Result<Confinement, CliError> {
         self.state
@@ -73,10 +86,11 @@ impl Driver {
                 &self.ws.root,
                 workdir,
                 own,
+                caches,
                 self.allowed_hosts(agent),
                 &self.agent_programs(agent),
             )
-            .map_err(|e| CliError::internal(format!("cannot start the sandbox's proxy: {e}")))
+            .map_err(|e| CliError::internal(format!("cannot make the sandbox: {e}")))
     }
 
     /// The command a check in `dir` runs under: confined by default wherever
@@ -253,4 +267,12 @@ fn own_config_files(config: &AgentConfig) -> Vec<String> {
         .iter()
         .filter_map(|p| std::fs::read_to_string(p).ok())
         .collect()
+}
+
+/// Where the tools' caches of run `id`'s agents are.
+pub(crate) fn agent_caches_of(id: &str) -> std::path::PathBuf {
+    agentloop_ground::fsutil::cache_dir()
+        .unwrap_or_else(|| std::env::temp_dir().join("agentloop-cache"))
+        .join("agent-caches")
+        .join(id)
 }

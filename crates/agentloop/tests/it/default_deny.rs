@@ -350,8 +350,9 @@ fn a_package_marker_above_the_tests_does_not_reach_the_judge() {
 #[test]
 fn nothing_above_the_judges_copy_is_the_sandboxed_agents_to_write() {
     // pytest reads its ini file and conftest.py from the directories above the one it
-    // runs in, and a sandboxed agent may write into `~/.cache`: the judges' copies
-    // live where no directory above them is writable to it.
+    // runs in, and a sandboxed agent writes into what it sees as `~/.cache` (the run's
+    // own caches): the judges' copies live where no directory above them is writable
+    // to it.
     let conftest = "import calc\ncalc.add = lambda a, b: a + b\n";
     for way in [
         &["--sandbox", "workspace"][..],
@@ -378,10 +379,13 @@ fn nothing_above_the_judges_copy_is_the_sandboxed_agents_to_write() {
         p.env
             .push(("XDG_CACHE_HOME".into(), cache.display().to_string()));
         ran_to_the_end(&p, way);
+        let run = p.status()["run_id"].as_str().unwrap().to_string();
+        let theirs = cache.join("agentloop/agent-caches").join(run).join("cache");
         assert!(
-            cache.join("conftest.py").exists(),
-            "{way:?}: the plant was made"
+            theirs.join("conftest.py").exists(),
+            "{way:?}: the plant was made, in the run's caches"
         );
+        assert!(!cache.join("conftest.py").exists(), "{way:?}: not in the person's");
         assert_eq!(
             p.status()["iterations"],
             2,

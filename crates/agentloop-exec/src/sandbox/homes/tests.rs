@@ -6,7 +6,7 @@ fn home() -> tempfile::TempDir {
     let q = h.path().join(".qwen");
     std::fs::create_dir_all(q.join("projects/p")).unwrap();
     std::fs::write(q.join("settings.json"), r#"{"model":"mine"}"#).unwrap();
-    std::fs::write(q.join("oauth_creds.json"), r#"{"token":"old"}"#).unwrap();
+    std::fs::write(q.join("oauth_creds.json"), r#"{"access_token":"old"}"#).unwrap();
     std::fs::write(q.join("projects/p/chat.jsonl"), "past\n").unwrap();
     std::fs::write(h.path().join(".claude.json"), "{}").unwrap();
     h
@@ -58,11 +58,11 @@ fn a_refreshed_login_goes_back_and_nothing_else() {
     let real = h.path().join(".qwen/oauth_creds.json");
     let homes = Homes::make(h.path(), &base).unwrap();
     let q = copy_of(&homes, &h.path().join(".qwen")).to_path_buf();
-    std::fs::write(q.join("oauth_creds.json"), r#"{"token":"new"}"#).unwrap();
+    std::fs::write(q.join("oauth_creds.json"), r#"{"access_token":"new"}"#).unwrap();
     drop(homes);
     assert_eq!(
         std::fs::read_to_string(&real).unwrap(),
-        r#"{"token":"new"}"#
+        r#"{"access_token":"new"}"#
     );
     let mode = std::fs::metadata(&real).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600);
@@ -73,17 +73,17 @@ fn a_refreshed_login_goes_back_and_nothing_else() {
     drop(homes);
     assert_eq!(
         std::fs::read_to_string(&real).unwrap(),
-        r#"{"token":"new"}"#
+        r#"{"access_token":"new"}"#
     );
 
     let homes = Homes::make(h.path(), &base).unwrap();
     let q = copy_of(&homes, &h.path().join(".qwen")).to_path_buf();
-    std::fs::write(q.join("oauth_creds.json"), r#"{"token":"mine"}"#).unwrap();
-    std::fs::write(&real, r#"{"token":"theirs"}"#).unwrap();
+    std::fs::write(q.join("oauth_creds.json"), r#"{"access_token":"mine"}"#).unwrap();
+    std::fs::write(&real, r#"{"access_token":"theirs"}"#).unwrap();
     drop(homes);
     assert_eq!(
         std::fs::read_to_string(&real).unwrap(),
-        r#"{"token":"theirs"}"#
+        r#"{"access_token":"theirs"}"#
     );
 }
 
@@ -150,17 +150,20 @@ fn clines_providers_go_back_only_with_new_logins() {
 #[test]
 fn a_link_in_the_copy_is_not_followed_back() {
     let h = tempfile::tempdir().unwrap();
-    let secret = h.path().join("secret");
-    std::fs::write(&secret, "PRIVATE").unwrap();
-    let factory = h.path().join(".factory");
-    std::fs::create_dir_all(&factory).unwrap();
-    std::fs::write(factory.join("auth.v2.file"), "sealed").unwrap();
+    let secret = h.path().join("secret.json");
+    std::fs::write(&secret, r#"{"accessToken":"SECRET"}"#).unwrap();
+    let claude = h.path().join(".claude");
+    std::fs::create_dir_all(&claude).unwrap();
+    std::fs::write(claude.join(".credentials.json"), r#"{"accessToken":"old"}"#).unwrap();
     let cline = h.path().join(".cline/data/settings");
     std::fs::create_dir_all(&cline).unwrap();
-    std::fs::write(cline.join("providers.json"), "{}").unwrap();
-    std::fs::write(h.path().join("other.json"), r#"{"a":1}"#).unwrap();
+    std::fs::write(
+        cline.join("providers.json"),
+        r#"{"auth":{"accessToken":"old"}}"#,
+    )
+    .unwrap();
     let homes = Homes::make(h.path(), &h.path().join("homes")).unwrap();
-    let f = copy_of(&homes, &factory).join("auth.v2.file");
+    let f = copy_of(&homes, &claude).join(".credentials.json");
     std::fs::remove_file(&f).unwrap();
     std::os::unix::fs::symlink(&secret, &f).unwrap();
     let data = copy_of(&homes, &h.path().join(".cline")).join("data");
@@ -168,18 +171,73 @@ fn a_link_in_the_copy_is_not_followed_back() {
     std::fs::create_dir_all(h.path().join("elsewhere/settings")).unwrap();
     std::fs::write(
         h.path().join("elsewhere/settings/providers.json"),
-        r#"{"a":2}"#,
+        r#"{"auth":{"accessToken":"SECRET"}}"#,
     )
     .unwrap();
     std::os::unix::fs::symlink(h.path().join("elsewhere"), &data).unwrap();
     drop(homes);
     assert_eq!(
-        std::fs::read_to_string(factory.join("auth.v2.file")).unwrap(),
-        "sealed"
+        std::fs::read_to_string(claude.join(".credentials.json")).unwrap(),
+        r#"{"accessToken":"old"}"#
     );
     assert_eq!(
         std::fs::read_to_string(cline.join("providers.json")).unwrap(),
-        "{}"
+        r#"{"auth":{"accessToken":"old"}}"#
     );
-    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "PRIVATE");
+}
+
+/// Only tokens change in a login taken back: not an account's key, not an endpoint,
+/// not a new entry (OpenCode's `wellknown` sets a variable), not a `wellknown`'s value.
+#[test]
+fn only_tokens_go_back() {
+    let ok = |was: &str, now: &str| plausible(was.as_bytes(), now.as_bytes());
+    assert!(ok(
+        r#"{"claudeAiOauth":{"accessToken":"a","refreshToken":"r","expiresAt":1,"scopes":["x"]}}"#,
+        r#"{"claudeAiOauth":{"accessToken":"b","refreshToken":"s","expiresAt":2,"scopes":["x"]}}"#
+    ));
+    assert!(ok(
+        r#"{"tokens":{"access_token":"a","account_id":"me"},"last_refresh":"t1"}"#,
+        r#"{"tokens":{"access_token":"b","account_id":"me"},"last_refresh":"t2"}"#
+    ));
+    assert!(!ok(
+        r#"{"tokens":{"access_token":"a","account_id":"me"}}"#,
+        r#"{"tokens":{"access_token":"b","account_id":"them"}}"#
+    ));
+    assert!(!ok(
+        r#"{"OPENAI_API_KEY":null,"tokens":{}}"#,
+        r#"{"OPENAI_API_KEY":"sk-theirs","tokens":{}}"#
+    ));
+    assert!(!ok(
+        r#"{"anthropic":{"type":"oauth","access":"a","refresh":"r"}}"#,
+        r#"{"anthropic":{"type":"oauth","access":"a","refresh":"r"},"https://x":{"type":"wellknown","key":"NODE_OPTIONS","token":"--require=/x"}}"#
+    ));
+    assert!(!ok(
+        r#"{"https://x":{"type":"wellknown","key":"K","token":"a"}}"#,
+        r#"{"https://x":{"type":"wellknown","key":"K","token":"b"}}"#
+    ));
+    assert!(!ok(
+        r#"{"openai":{"baseUrl":"https://a"}}"#,
+        r#"{"openai":{"baseUrl":"http://evil"}}"#
+    ));
+    assert!(!ok(
+        r#"{"accessToken":"a"}"#,
+        r#"{"accessToken":{"nested":"x"}}"#
+    ));
+    assert!(!ok(r#"{"accessToken":"a"}"#, "not json"));
+    assert!(!ok(r#"["a"]"#, r#"["b"]"#));
+}
+
+/// A directory the agent locked in its copy is removed all the same.
+#[test]
+fn a_locked_directory_in_the_copy_goes_too() {
+    use std::os::unix::fs::PermissionsExt;
+    let h = home();
+    let homes = Homes::make(h.path(), &h.path().join("homes")).unwrap();
+    let q = copy_of(&homes, &h.path().join(".qwen")).to_path_buf();
+    std::fs::create_dir_all(q.join("locked/inner")).unwrap();
+    std::fs::write(q.join("locked/inner/big"), "x").unwrap();
+    std::fs::set_permissions(q.join("locked"), std::fs::Permissions::from_mode(0o000)).unwrap();
+    let dir = homes.dir.clone();
+    drop(homes);
+    assert!(!dir.exists());
 }
