@@ -51,6 +51,8 @@ pub(crate) struct BatchJob {
     /// What the tasks already landed want kept, and their checks' measures.
     pub landed: Landed,
     pub landed_measures: Vec<(String, agentloop_plan::Threshold)>,
+    /// Where the check of each commit that lands is kept for VALIDATE (`checked`).
+    pub checked: PathBuf,
 }
 
 /// Runs the batch off the driver's thread; reports each member's outcome, in order
@@ -104,7 +106,10 @@ fn merge_now(job: &BatchJob) -> Result<Vec<(u32, MergeOutcome)>, String> {
     if let Some(&(last, _)) = merged.last() {
         // The whole batch, checked once where it stands (the last merge).
         let whole = check(job, &at, &merged, merged.len())?;
+        // The check of the prefix that lands, which VALIDATE may take.
+        let mut landing: Option<(usize, VerifyFinished)> = None;
         let landed = if whole.passed {
+            landing = Some((merged.len(), whole));
             merged.len()
         } else {
             // The first prefix that fails: all of them pass up to `good`; `bad` fails.
@@ -143,6 +148,7 @@ fn merge_now(job: &BatchJob) -> Result<Vec<(u32, MergeOutcome)>, String> {
                 for (m, r) in probes.into_iter().zip(results) {
                     if r.passed {
                         good = m;
+                        landing = Some((m, r));
                     } else {
                         (bad, failure) = (m, r);
                         break;
@@ -177,6 +183,10 @@ fn merge_now(job: &BatchJob) -> Result<Vec<(u32, MergeOutcome)>, String> {
         };
         if landed > 0 {
             let to = &merged[landed - 1].1;
+            if let Some((n, result)) = landing.filter(|(n, _)| *n == landed) {
+                let log = &job.members[merged[n - 1].0].log;
+                super::checked::keep(&job.checked, to, &result, log);
+            }
             worktree::advance(&job.root, &job.integration, &job.head, to).map_err(|e| {
                 format!("the integration branch moved while merging (nothing was lost): {e}")
             })?;
@@ -372,6 +382,7 @@ impl Driver {
                 head,
                 members,
                 bisect: self.state.settings.merge_bisect.max(1) as usize,
+                checked: super::checked::dir_of(&self.run.path),
                 carry: self.state.settings.carry.clone(),
                 admission,
             },

@@ -2,6 +2,7 @@
 //! before and after. It holds the run's lock for its whole life. The steps of one
 //! iteration are in `steps`.
 
+mod checked;
 mod cycle;
 mod evidence;
 mod executor;

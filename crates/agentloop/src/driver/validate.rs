@@ -101,18 +101,54 @@ impl Driver {
                 (j.dir, j.left_out, j.admitted, j.unclean)
             }
         };
-        let log = self.run.path.join("validation.log");
         let expected = self.expected(None, Place::Merged);
+        // What the merge queue's last check already found on this very tree. Taken
+        // only when every check judged test by test is among it (its judgement of
+        // the tests stands for all of them); the rest are judged by their exit codes.
+        let measured: Vec<String> = measures.iter().map(|(c, _)| c.clone()).collect();
+        let mut reused = match &temp {
+            Some(d) => git(d, &["rev-parse", "HEAD"])
+                .ok()
+                .and_then(|head| {
+                    super::checked::recall(&super::checked::dir_of(&self.run.path), head.trim())
+                })
+                .map(|c| {
+                    let by_tests =
+                        |cmd: &str| expected.as_ref().is_some_and(|e| e.judged_by_tests(cmd));
+                    c.reusable(&commands, &measured, by_tests, &left_out, &admitted)
+                })
+                .unwrap_or_default(),
+            None => Vec::new(),
+        };
+        let judged_left = commands.iter().any(|c| {
+            !reused.iter().any(|(r, _)| &r.command == c)
+                && expected.as_ref().is_some_and(|e| e.judged_by_tests(c))
+        });
+        if judged_left {
+            reused.clear();
+        }
+        let planned = commands.len();
+        if !reused.is_empty() {
+            commands.retain(|c| !reused.iter().any(|(r, _)| &r.command == c));
+            self.progress.note(&format!(
+                "validating: {} passed on this tree in the merge queue's last check, not run again",
+                agentloop_ground::words::plural(reused.len(), "check", "checks")
+            ));
+        }
+        let log = self.run.path.join("validation.log");
         let runner = verify::Runner {
             workdir: &dir,
             timeout: self.config.verify.timeout,
             output_cap: self.config.verify.output_cap,
             log: &log,
             wrap: self.check_wrap(&dir, &self.reports_dir(0)),
-            tests: expected.as_ref().map(|e| verify::TestsCheck {
-                expected: e,
-                reports: self.reports_dir(0),
-            }),
+            tests: expected
+                .as_ref()
+                .filter(|_| reused.is_empty())
+                .map(|e| verify::TestsCheck {
+                    expected: e,
+                    reports: self.reports_dir(0),
+                }),
         };
         let interrupted = self.interrupted.clone();
         // What the coverage reports were before the step: the filesystem stamps a
@@ -123,6 +159,8 @@ impl Driver {
             let before: Vec<_> = names.iter().map(|r| stamp(&dir.join(r))).collect();
             (names, before)
         });
+        // (A stale record of an earlier validation's tests goes first.)
+        let _ = std::fs::remove_file(log.with_extension("tests.json"));
         let result = runner.run_measured(0, &commands, &measures, || {
             interrupted.load(Ordering::SeqCst)
         });
@@ -135,6 +173,13 @@ impl Driver {
             );
         }
         let mut result = result.map_err(|e| CliError::internal(format!("cannot validate: {e}")))?;
+        // The checks taken from the merge queue's come first, as if run first.
+        let reused_tests: Vec<serde_json::Value> =
+            reused.iter().filter_map(|(_, t)| t.clone()).collect();
+        let taken = reused.len();
+        result
+            .commands
+            .splice(0..0, reused.into_iter().map(|(r, _)| r));
         verify::left_out::tell(&mut result, left_out, admitted, &log)
             .map_err(|e| CliError::internal(format!("cannot validate: {e}")))?;
         if let Some(why) = &unclean {
@@ -148,8 +193,8 @@ impl Driver {
         result.redact(&redactor);
         let not_the_work = coverage.and_then(|c| self.judge_coverage(c, &mut result));
         let digest = result.digest.clone();
-        self.write_validation(&result, digest.as_deref(), commands.len());
-        self.write_test_results(&result, &log);
+        self.write_validation(&result, digest.as_deref(), planned, taken);
+        self.write_test_results(&result, &log, reused_tests);
         if !result.passed {
             // The command that failed; else (every command passed) what failed.
             let why = match result.commands.last().filter(|c| !c.passed()) {
@@ -248,13 +293,21 @@ impl Driver {
     /// `test-results.json` in the run's directory: every test the validation's checks
     /// reported, one by one, as their runners' own reports said (per-test evidence),
     /// with the totals. Written only when some check had a report to read.
-    fn write_test_results(&self, r: &VerifyFinished, log: &std::path::Path) {
-        let Ok(text) = std::fs::read_to_string(log.with_extension("tests.json")) else {
+    /// `taken`: the records of the checks taken from the merge queue's.
+    fn write_test_results(
+        &self,
+        r: &VerifyFinished,
+        log: &std::path::Path,
+        taken: Vec<serde_json::Value>,
+    ) {
+        let ran = std::fs::read_to_string(log.with_extension("tests.json"))
+            .ok()
+            .and_then(|text| serde_json::from_str::<Vec<serde_json::Value>>(&text).ok());
+        if ran.is_none() && taken.is_empty() {
             return;
-        };
-        let Ok(per_command) = serde_json::from_str::<Vec<serde_json::Value>>(&text) else {
-            return;
-        };
+        }
+        let per_command: Vec<serde_json::Value> =
+            taken.into_iter().chain(ran.into_iter().flatten()).collect();
         // Each test once, at its worst across the checks that ran it.
         let mut worst = std::collections::BTreeMap::<String, Outcome>::new();
         for c in &per_command {
@@ -301,13 +354,28 @@ impl Driver {
         format!("`{}`{what}", command.replace('|', "\\|"))
     }
 
-    fn write_validation(&self, r: &VerifyFinished, digest: Option<&str>, planned: usize) {
+    /// `taken`: how many of the first commands were taken from the merge queue's check.
+    fn write_validation(
+        &self,
+        r: &VerifyFinished,
+        digest: Option<&str>,
+        planned: usize,
+        taken: usize,
+    ) {
         let mut md = format!(
             "# Validation\n\nEvery done task's checks and the run's, on the whole project after its last task: **{}**.\n\n| Command | Result |\n| --- | --- |\n",
             if r.passed { "passed" } else { "FAILED" }
         );
         let last = r.commands.len().saturating_sub(1);
         for (i, c) in r.commands.iter().enumerate() {
+            if i < taken {
+                let _ = writeln!(
+                    md,
+                    "| {} | passed on this tree in the merge queue's last check |",
+                    self.step_cell(&c.command)
+                );
+                continue;
+            }
             let failed_here = !r.passed && i == last;
             if let Some(t) = c.tests.as_ref().filter(|t| t.judged) {
                 let result = match (&t.problem, &t.reason) {

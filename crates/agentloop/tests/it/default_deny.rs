@@ -385,7 +385,10 @@ fn nothing_above_the_judges_copy_is_the_sandboxed_agents_to_write() {
             theirs.join("conftest.py").exists(),
             "{way:?}: the plant was made, in the run's caches"
         );
-        assert!(!cache.join("conftest.py").exists(), "{way:?}: not in the person's");
+        assert!(
+            !cache.join("conftest.py").exists(),
+            "{way:?}: not in the person's"
+        );
         assert_eq!(
             p.status()["iterations"],
             2,

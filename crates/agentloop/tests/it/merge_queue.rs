@@ -498,3 +498,57 @@ fn twenty_lanes_are_shown_grouped_by_phase() {
     assert_eq!(st.code(), Some(0));
     assert_eq!(p.status()["status"], "completed");
 }
+
+/// VALIDATE on the tree the merge queue's last check ran on takes that check's
+/// results: every landed task's check, and the run's own (`[verify] commands`, part of
+/// every task's), passed there, so none runs again.
+#[test]
+fn validate_takes_the_merge_queues_last_check_on_the_same_tree() {
+    let shared = tempfile::tempdir().unwrap();
+    let count = shared.path().join("count.sh");
+    std::fs::write(
+        &count,
+        format!(
+            "echo \"$(basename \"$PWD\") $1\" >> {}\ntest -f \"out/$1\"\n",
+            shared.path().join("ran").display()
+        ),
+    )
+    .unwrap();
+    let plan = format!(
+        "# Two\n\n## T1: One\nVerify: sh {c} t1\n\n## T2: Two\nVerify: sh {c} t2\n",
+        c = count.display()
+    );
+    let p = project(
+        &plan,
+        "mkdir -p out\ntouch \"out/t${task#T}\"\necho TASK_COMPLETE",
+        &format!(
+            "[verify]\ncommands = [\"sh {c} t1 && echo whole\"]\n\n[sandbox]\nwritable = [\"{}\"]\n",
+            shared.path().display(),
+            c = count.display()
+        ),
+    );
+    let r = p.run(&["run"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let ran = std::fs::read_to_string(shared.path().join("ran")).unwrap();
+    // Nothing ran after the last merge's check (VALIDATE's worktree is named for the
+    // run).
+    let last = ran.lines().last().unwrap();
+    assert!(last.starts_with("_merge "), "{ran}");
+    let md = std::fs::read_to_string(p.run_dir().join("validation.md")).unwrap();
+    assert!(md.contains("**passed**"), "{md}");
+    assert_eq!(
+        md.matches("passed on this tree in the merge queue's last check")
+            .count(),
+        3,
+        "{md}"
+    );
+    let ev = events(&p);
+    let validated = ev.iter().find(|e| e["kind"] == "validated").unwrap();
+    assert_eq!(validated["data"]["commands"].as_array().unwrap().len(), 3);
+    assert!(
+        p.run(&["log"]).stdout.contains("not run again") || r.stderr.contains("not run again"),
+        "{}",
+        r.stderr
+    );
+    nothing_left(&p);
+}
