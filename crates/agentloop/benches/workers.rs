@@ -80,13 +80,17 @@ fn main() {
         let mut started = std::collections::HashMap::new();
         let mut merge_ms = Vec::new();
         let mut heads = std::collections::HashSet::new();
+        // VALIDATE: from the last merge to its record.
+        let (mut last_merge, mut validate_ms) = (0u64, 0u64);
         for r in &c.records {
             match &r.event {
+                Event::Validated { .. } => validate_ms = r.time_ms().saturating_sub(last_merge),
                 Event::MergeStarted { iteration, head } => {
                     started.insert(*iteration, r.time_ms());
                     heads.insert(head.clone());
                 }
                 Event::Merged { iteration, .. } => {
+                    last_merge = r.time_ms();
                     if let Some(s) = started.get(iteration) {
                         merge_ms.push(r.time_ms().saturating_sub(*s));
                     }
@@ -130,8 +134,11 @@ fn main() {
             // In batches only the log of a batch's last task times its checks: the
             // checks' total over the run, per task.
             let checks = checks_ms.iter().sum::<f64>() / tasks as f64;
+            let md = std::fs::read_to_string(run.join("validation.md")).unwrap_or_default();
+            let taken = md.matches("in the merge queue's last check").count();
+            let rows = md.lines().filter(|l| l.starts_with("| `")).count();
             println!(
-                "  {n} workers, batch {batch}: wall {wall:.2} s, speed-up {speedup:.2}x; {} batches, the run-wide check run {suite_runs} times and the tasks' own {merged_checks} times on merged results; merge queue per task: median {median:.0} ms from merge_started to merged, and {checks:.0} ms of checks on merged results per task over the run",
+                "  {n} workers, batch {batch}: wall {wall:.2} s, speed-up {speedup:.2}x; {} batches, the run-wide check run {suite_runs} times and the tasks' own {merged_checks} times on merged results; merge queue per task: median {median:.0} ms from merge_started to merged, and {checks:.0} ms of checks on merged results per task over the run; VALIDATE {validate_ms} ms after the last merge, {taken} of its {rows} checks taken from the merge queue's last check",
                 heads.len()
             );
         }
