@@ -19,6 +19,8 @@ use crate::signals::Signals;
 pub const FILE: &str = "reports.jsonl";
 /// The most calls of one iteration that are read.
 const MAX_CALLS: usize = 200;
+/// The most of the file that is read.
+const MAX_BYTES: u64 = 4 * 1024 * 1024;
 /// The longest text of one call that is kept.
 const MAX_TEXT: usize = 8 * 1024;
 
@@ -53,10 +55,13 @@ pub fn append(iteration_dir: &Path, report: &Report) -> std::io::Result<()> {
 /// The calls of an iteration (lines that are not reports are skipped; at most
 /// `MAX_CALLS`, each text capped).
 pub fn read(iteration_dir: &Path) -> Vec<Report> {
-    let Ok(f) = std::fs::File::open(path(iteration_dir)) else {
+    use std::io::Read;
+    // Opened without blocking (a FIFO is refused), and read to a bound: the agent
+    // writes this file.
+    let Ok(f) = crate::fsutil::open_regular(&path(iteration_dir)) else {
         return Vec::new();
     };
-    std::io::BufReader::new(f)
+    std::io::BufReader::new(f.take(MAX_BYTES))
         .split(b'\n')
         .map_while(Result::ok)
         .filter_map(|l| serde_json::from_slice::<Report>(&l).ok())

@@ -210,8 +210,11 @@ impl Homes {
             };
             let untouched = agentloop_ground::fsutil::read_regular(real, CREDENTIAL_MOST)
                 .is_ok_and(|r| &r == was);
-            if &now != was && untouched && plausible(was, &now) {
-                let _ = write_private(real, &now);
+            if &now != was
+                && untouched
+                && let Some(back) = plausible(was, &now)
+            {
+                let _ = write_private(real, &back);
             }
         }
         remove_all(&self.dir);
@@ -248,20 +251,72 @@ fn read_in_copy(dir: &Path, copy: &Path) -> Option<Vec<u8>> {
     (bytes.len() as u64 <= CREDENTIAL_MOST).then_some(bytes)
 }
 
-/// A credentials file's new content is taken back only when nothing but its tokens
-/// changed: the same JSON, with the same members everywhere, but for the values of
-/// members named for a token or its expiry (`access_token`, `refreshToken`,
-/// `expiresAt`, …). A new account, an API key, an endpoint or a new entry (OpenCode's
-/// `wellknown` ones set variables and fetch configuration) is the agent's, and stays
-/// in its copy.
-fn plausible(was: &[u8], now: &[u8]) -> bool {
-    match (
-        serde_json::from_slice::<serde_json::Value>(was),
-        serde_json::from_slice::<serde_json::Value>(now),
-    ) {
-        (Ok(was), Ok(now)) => was.is_object() && only_tokens_changed(&was, &now),
-        _ => false,
+/// A credentials file's new content, as it goes back: only when nothing but its
+/// tokens changed. The same JSON with the same members everywhere (none added or
+/// gone, no member twice), and only the values of members named exactly for a token
+/// or its expiry (`access_token`, `refreshToken`, `expiresAt`, …; not `tokenUrl`)
+/// changed, each keeping its type. A new account's key, an endpoint, a new entry
+/// (OpenCode's `wellknown` ones set variables and fetch configuration) stays in the
+/// copy. What goes back is the parsed value written anew, not the agent's bytes. (A
+/// token is opaque: one of another account's cannot be told from a refreshed one.)
+fn plausible(was: &[u8], now: &[u8]) -> Option<Vec<u8>> {
+    let was: serde_json::Value = serde_json::from_slice(was).ok()?;
+    let new: serde_json::Value = serde_json::from_slice(now).ok()?;
+    if !(was.is_object() || was.is_array()) || twice(now) || !only_tokens_changed(&was, &new) {
+        return None;
     }
+    serde_json::to_vec_pretty(&new).ok()
+}
+
+/// Whether some object in the JSON text `bytes` names a member twice (the parsed
+/// value keeps only the last).
+fn twice(bytes: &[u8]) -> bool {
+    struct Unique;
+    impl<'de> serde::de::Visitor<'de> for Unique {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("JSON")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
+            let mut seen = std::collections::BTreeSet::new();
+            while let Some(k) = m.next_key::<String>()? {
+                if !seen.insert(k) {
+                    return Err(serde::de::Error::custom("a member twice"));
+                }
+                m.next_value::<UniqueValue>()?;
+            }
+            Ok(())
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
+            while s.next_element::<UniqueValue>()?.is_some() {}
+            Ok(())
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+    }
+    struct UniqueValue;
+    impl<'de> serde::Deserialize<'de> for UniqueValue {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<UniqueValue, D::Error> {
+            d.deserialize_any(Unique).map(|()| UniqueValue)
+        }
+    }
+    serde_json::from_slice::<UniqueValue>(bytes).is_err()
 }
 
 fn only_tokens_changed(was: &serde_json::Value, now: &serde_json::Value) -> bool {
@@ -270,21 +325,17 @@ fn only_tokens_changed(was: &serde_json::Value, now: &serde_json::Value) -> bool
         (Value::Object(a), Value::Object(b)) => {
             // An entry that sets a variable (OpenCode's `wellknown`) keeps every value.
             let fixed = a.get("type").and_then(Value::as_str) == Some("wellknown");
-            let keys = |m: &serde_json::Map<String, Value>| {
-                m.keys()
-                    .filter(|k| !token_named(k))
-                    .cloned()
-                    .collect::<Vec<_>>()
-            };
-            if fixed && a != b || keys(a) != keys(b) {
+            if fixed && a != b || !a.keys().eq(b.keys()) {
                 return false;
             }
-            b.iter().all(|(k, v)| match a.get(k) {
-                Some(old) if token_named(k) && !v.is_object() && !v.is_array() => {
-                    !old.is_object() && !old.is_array()
+            b.iter().all(|(k, v)| {
+                let old = &a[k];
+                let leaf = !(old.is_object() || old.is_array());
+                if TOKENS.contains(&k.as_str()) && !fixed && leaf {
+                    same_kind(old, v)
+                } else {
+                    only_tokens_changed(old, v)
                 }
-                Some(old) => only_tokens_changed(old, v),
-                None => token_named(k) && !v.is_object() && !v.is_array(),
             })
         }
         (Value::Array(a), Value::Array(b)) => {
@@ -294,10 +345,35 @@ fn only_tokens_changed(was: &serde_json::Value, now: &serde_json::Value) -> bool
     }
 }
 
-/// A member's name that says it holds a token or when one expires.
-fn token_named(key: &str) -> bool {
-    let k = key.to_ascii_lowercase();
-    k.contains("token") || k.contains("expir") || k == "last_refresh"
+/// The members whose values a refreshed login changes.
+const TOKENS: &[&str] = &[
+    "access_token",
+    "accessToken",
+    "access",
+    "refresh_token",
+    "refreshToken",
+    "refresh",
+    "id_token",
+    "idToken",
+    "token",
+    "expiry_date",
+    "expiry",
+    "expires",
+    "expires_at",
+    "expiresAt",
+    "expires_in",
+    "expiresIn",
+    "last_refresh",
+];
+
+/// A value a token's member may change to: a string for a string, a number for a
+/// number.
+fn same_kind(was: &serde_json::Value, now: &serde_json::Value) -> bool {
+    matches!(
+        (was, now),
+        (serde_json::Value::String(_), serde_json::Value::String(_))
+            | (serde_json::Value::Number(_), serde_json::Value::Number(_))
+    )
 }
 
 /// A new directory of this process's under `base`, only its owner's.

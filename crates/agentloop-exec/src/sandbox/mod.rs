@@ -16,6 +16,7 @@ mod bridge;
 mod denials;
 mod homes;
 pub mod judge;
+mod near;
 mod net;
 mod tmp;
 
@@ -30,6 +31,7 @@ pub use bridge::Bridge;
 pub use denials::{MAX_PER_ITERATION, NETWORK_FILE, of_iteration as denials_of};
 use homes::{CACHES, prepare_caches};
 pub use homes::{Caches, Homes, remove_all};
+use near::other_repositories;
 pub use net::Proxy;
 
 /// Every sandbox's base: the root read-only, its own `/dev` and `/proc`.
@@ -161,6 +163,7 @@ impl Sandbox for SandboxConfig {
             .find(|p| !forwards.contains(p))
             .unwrap_or(PROXY_PORT);
         let homes = Homes::make(&home(), &homes_dir())?;
+        own_reports(own)?;
         if let Caches::Run(dir) = caches {
             prepare_caches(dir, &homes)?;
         }
@@ -235,9 +238,16 @@ fn files(
     let own = agent.map(|(own, _, _)| own);
     let home = home();
     let mut a: Vec<OsString> = Vec::new();
+    // A session of its own: no controlling terminal, so nothing it runs can push
+    // keystrokes into the person's (TIOCSTI) or take the terminal over.
     push(
         &mut a,
-        &[cfg.bwrap.as_str(), "--die-with-parent", "--unshare-ipc"],
+        &[
+            cfg.bwrap.as_str(),
+            "--die-with-parent",
+            "--unshare-ipc",
+            "--new-session",
+        ],
     );
     push(&mut a, BASE);
     push(&mut a, &["--tmpfs", "/tmp"]);
@@ -335,8 +345,14 @@ fn files(
     let state = root.join(".agentloop");
     if state.is_dir() {
         bind(&mut a, "--ro-bind", &state, &state);
-        if let Some(own) = own.filter(|o| o.is_dir()) {
-            bind(&mut a, "--bind", own, own);
+        // Of its own directory only the file `agentloop mcp` appends its reports to
+        // is writable (made by `confine`): a link the agent left there would have the
+        // driver, which writes its records there after it, write through it.
+        if let Some(reports) = own
+            .map(agentloop_ground::reports::path)
+            .filter(|r| std::fs::symlink_metadata(r).is_ok_and(|m| m.is_file()))
+        {
+            bind(&mut a, "--bind", &reports, &reports);
         }
     }
     let hidden = cfg.hidden_paths();
@@ -408,73 +424,27 @@ impl std::fmt::Debug for Confinement {
     }
 }
 
-/// The git repositories near the project that are not it: the home directory's
-/// children and grandchildren (`~/code/other`), and the project's siblings; at most
-/// a few thousand directories are looked at.
-fn other_repositories(home: &Path, root: &Path, workdir: &Path) -> Vec<PathBuf> {
-    // The project, agentloop, and the programs on the PATH (an agent CLI installed
-    // in a checkout) stay.
-    let mut keep: Vec<PathBuf> = vec![
-        root.to_path_buf(),
-        workdir.to_path_buf(),
-        std::env::current_exe().unwrap_or_default(),
-    ];
-    keep.extend(std::env::split_paths(
-        &std::env::var_os("PATH").unwrap_or_default(),
-    ));
-    let ours = |d: &Path| keep.iter().any(|k| k.starts_with(d) || d.starts_with(k));
-    // Looked for once per process (a driver confines many iterations).
-    static FOUND: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
-    FOUND
-        .get_or_init(|| repositories_near(home, root))
-        .iter()
-        .filter(|d| !ours(d))
-        .cloned()
-        .collect()
-}
-
-/// The git repositories among the home directory's children and grandchildren and
-/// the project's siblings (the project itself among them).
-fn repositories_near(home: &Path, root: &Path) -> Vec<PathBuf> {
-    let dirs = |d: &Path| -> Vec<PathBuf> {
-        std::fs::read_dir(d)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .map(|e| e.path())
-            .take(2000)
-            .collect()
-    };
-    let mut candidates = Vec::new();
-    if home.is_dir() && home != Path::new("/") {
-        for d in dirs(home) {
-            // The agents' own directories and dotted ones (caches, config) are not
-            // where people keep repositories.
-            let dotted = d
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with('.'));
-            if dotted {
-                continue;
+/// The file in `own` the agent's `agentloop mcp` appends to, made a plain empty file
+/// of the driver's if it is not one already.
+fn own_reports(own: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if !own.is_dir() {
+        return Ok(());
+    }
+    let path = agentloop_ground::reports::path(own);
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(&path)
+        .and_then(|f| {
+            if f.metadata()?.is_file() {
+                Ok(())
+            } else {
+                Err(std::io::Error::other("not a regular file"))
             }
-            candidates.extend(dirs(&d));
-            candidates.push(d);
-        }
-    }
-    // (Under `/tmp` they are out of sight already: the sandbox has its own.)
-    if let Some(parent) = root
-        .parent()
-        .filter(|p| *p != Path::new("/") && !p.starts_with("/tmp"))
-    {
-        candidates.extend(dirs(parent));
-    }
-    let mut out: Vec<PathBuf> = candidates
-        .into_iter()
-        .filter(|d| d.join(".git").exists())
-        .collect();
-    out.sort();
-    out.dedup();
-    out
+        })
+        .map_err(|e| agentloop_ground::fsutil::named(&path, e))
 }
 
 /// Where the copies of the CLIs' directories are made: in agentloop's state

@@ -48,15 +48,30 @@ impl Proxy {
         let flag = stop.clone();
         let allow = Arc::new(allow);
         let thread = std::thread::spawn(move || {
+            let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
             for conn in listener.incoming() {
                 if flag.load(Ordering::SeqCst) {
                     break;
                 }
-                let Ok(conn) = conn else { continue };
-                let allow = allow.clone();
-                let denials = denials.clone();
+                let conn = match conn {
+                    Ok(c) => c,
+                    // Out of descriptors: wait for some to close rather than spin.
+                    Err(_) => {
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                        continue;
+                    }
+                };
+                // At most this many connections at once (a thread and two
+                // descriptors each): more is the agent exhausting the driver's.
+                if open.load(Ordering::SeqCst) >= MAX_OPEN {
+                    drop(conn);
+                    continue;
+                }
+                open.fetch_add(1, Ordering::SeqCst);
+                let (allow, denials, open) = (allow.clone(), denials.clone(), open.clone());
                 std::thread::spawn(move || {
                     let _ = serve(conn, &allow, &denials);
+                    open.fetch_sub(1, Ordering::SeqCst);
                 });
             }
         });
@@ -86,6 +101,10 @@ impl Drop for Proxy {
 }
 
 const MAX_HEAD: usize = 64 * 1024;
+
+/// The most connections one iteration's proxy serves at once: an agent's model
+/// client and tools open a few; a few thousand would take the driver's descriptors.
+const MAX_OPEN: usize = 128;
 
 fn serve(conn: UnixStream, allow: &AllowList, denials: &Path) -> std::io::Result<()> {
     conn.set_read_timeout(Some(Duration::from_secs(30)))?;

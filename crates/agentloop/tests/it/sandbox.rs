@@ -11,6 +11,10 @@ echo y > .agentloop/evil 2>/dev/null && echo WROTE_STATE
 cat "$HOME/code/other/secret.txt" 2>/dev/null | grep -q OTHER && echo READ_OTHER_REPO
 echo '*' >> .git/info/exclude 2>/dev/null && echo WROTE_EXCLUDE
 echo 'exit 0' > .git/hooks/pre-commit 2>/dev/null && echo WROTE_HOOK
+own="$AGENTLOOP_RUN_DIR/iterations/$(printf %04d "$AGENTLOOP_ITERATION")"
+ln -s "$HOME/outside" "$own/result.json" 2>/dev/null && echo LINKED_OWN
+rm -f "$own/reports.jsonl" 2>/dev/null && echo REPLACED_REPORTS
+echo '{"tool":"progress","text":"half"}' >> "$own/reports.jsonl" || echo NO_REPORTS
 (setsid sleep 317 >/dev/null 2>&1 &)
 touch a.txt
 echo TASK_COMPLETE
@@ -36,6 +40,9 @@ fn a_sandboxed_agent_works_in_the_project_and_nowhere_else() {
             "READ_OTHER_REPO",
             "WROTE_EXCLUDE",
             "WROTE_HOOK",
+            "LINKED_OWN",
+            "REPLACED_REPORTS",
+            "NO_REPORTS",
         ],
     );
     // What it left running in the sandbox ended with its iteration.
@@ -474,10 +481,9 @@ echo TASK_COMPLETE
     assert_eq!(read(".claude.json"), "{}");
     assert!(!h.join(".claude/commands").exists());
     assert!(!h.join(".claude/CLAUDE.md").exists());
-    assert_eq!(
-        read(".claude/.credentials.json"),
-        "{\"accessToken\":\"new\"}\n"
-    );
+    let login: serde_json::Value =
+        serde_json::from_str(&read(".claude/.credentials.json")).unwrap();
+    assert_eq!(login, serde_json::json!({"accessToken": "new"}));
     // The person's caches are as they were.
     assert_eq!(std::fs::read_dir(h.join(".npm")).unwrap().count(), 0);
     assert!(std::fs::symlink_metadata(h.join(".cache/opencode")).is_err());
@@ -490,4 +496,40 @@ echo TASK_COMPLETE
     gc.env("HOME", h);
     assert!(gc.status().unwrap().success());
     assert_eq!(std::fs::read_dir(&caches).unwrap().count(), 0);
+}
+
+/// A confined agent has no controlling terminal, so it can neither push keystrokes
+/// into the person's (TIOCSTI) nor take it over; the run itself has one (`script`).
+#[test]
+fn a_sandboxed_agent_has_no_terminal_of_the_persons() {
+    let home = planted_home();
+    let body = "python3 -c 'import os; os.open(\"/dev/tty\", os.O_RDWR)' 2>/dev/null && echo HAS_TTY\ntouch a.txt\necho TASK_COMPLETE\n";
+    let p = Scratch::new()
+        .plan("# Boxed\n\n## T1: Make a.txt\nVerify: test -f a.txt\n")
+        .agent(&agent(body))
+        .build();
+    let line = format!(
+        "{} run --no-wait --sandbox workspace",
+        env!("CARGO_BIN_EXE_agentloop")
+    );
+    let c = p.cmd(&[]);
+    let out = std::process::Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .current_dir(p.path())
+        .envs(
+            c.get_envs()
+                .filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))),
+        )
+        .env("HOME", home.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let log = std::fs::read_to_string(p.run_dir().join("iterations/0001/agent.log")).unwrap();
+    refute(&log, &["HAS_TTY"]);
+    assert!(p.path().join("a.txt").exists());
 }

@@ -12,6 +12,10 @@ fn home() -> tempfile::TempDir {
     h
 }
 
+fn json(p: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+}
+
 fn copy_of<'a>(homes: &'a Homes, real: &Path) -> &'a Path {
     &homes.binds.iter().find(|(_, r)| r == real).unwrap().0
 }
@@ -60,10 +64,7 @@ fn a_refreshed_login_goes_back_and_nothing_else() {
     let q = copy_of(&homes, &h.path().join(".qwen")).to_path_buf();
     std::fs::write(q.join("oauth_creds.json"), r#"{"access_token":"new"}"#).unwrap();
     drop(homes);
-    assert_eq!(
-        std::fs::read_to_string(&real).unwrap(),
-        r#"{"access_token":"new"}"#
-    );
+    assert_eq!(json(&real), serde_json::json!({"access_token": "new"}));
     let mode = std::fs::metadata(&real).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600);
 
@@ -71,10 +72,7 @@ fn a_refreshed_login_goes_back_and_nothing_else() {
     let q = copy_of(&homes, &h.path().join(".qwen")).to_path_buf();
     std::fs::write(q.join("oauth_creds.json"), "not json").unwrap();
     drop(homes);
-    assert_eq!(
-        std::fs::read_to_string(&real).unwrap(),
-        r#"{"access_token":"new"}"#
-    );
+    assert_eq!(json(&real), serde_json::json!({"access_token": "new"}));
 
     let homes = Homes::make(h.path(), &base).unwrap();
     let q = copy_of(&homes, &h.path().join(".qwen")).to_path_buf();
@@ -141,7 +139,10 @@ fn clines_providers_go_back_only_with_new_logins() {
     assert_eq!(std::fs::read_to_string(&real).unwrap(), was);
     let refreshed = r#"{"openai":{"baseUrl":"https://api.example","auth":{"token":"new"}}}"#;
     write(refreshed);
-    assert_eq!(std::fs::read_to_string(&real).unwrap(), refreshed);
+    assert_eq!(
+        json(&real),
+        serde_json::from_str::<serde_json::Value>(refreshed).unwrap()
+    );
 }
 
 /// A link the agent put where a credentials file (or a directory on its way) was is
@@ -190,7 +191,7 @@ fn a_link_in_the_copy_is_not_followed_back() {
 /// not a new entry (OpenCode's `wellknown` sets a variable), not a `wellknown`'s value.
 #[test]
 fn only_tokens_go_back() {
-    let ok = |was: &str, now: &str| plausible(was.as_bytes(), now.as_bytes());
+    let ok = |was: &str, now: &str| plausible(was.as_bytes(), now.as_bytes()).is_some();
     assert!(ok(
         r#"{"claudeAiOauth":{"accessToken":"a","refreshToken":"r","expiresAt":1,"scopes":["x"]}}"#,
         r#"{"claudeAiOauth":{"accessToken":"b","refreshToken":"s","expiresAt":2,"scopes":["x"]}}"#
@@ -225,6 +226,36 @@ fn only_tokens_go_back() {
     ));
     assert!(!ok(r#"{"accessToken":"a"}"#, "not json"));
     assert!(!ok(r#"["a"]"#, r#"["b"]"#));
+    // An endpoint named with "token" is no token.
+    assert!(!ok(
+        r#"[{"serverName":"s","token":{"accessToken":"a"},"tokenUrl":"https://a"}]"#,
+        r#"[{"serverName":"s","token":{"accessToken":"a"},"tokenUrl":"https://evil"}]"#
+    ));
+    assert!(ok(
+        r#"[{"serverName":"s","token":{"accessToken":"a"},"tokenUrl":"https://a"}]"#,
+        r#"[{"serverName":"s","token":{"accessToken":"b"},"tokenUrl":"https://a"}]"#
+    ));
+    // A new member, even one named for a token; a type changed; a member twice.
+    assert!(!ok(
+        r#"{"a":{"accessToken":"x"}}"#,
+        r#"{"a":{"accessToken":"x","tokenEndpoint":"e"}}"#
+    ));
+    assert!(!ok(
+        r#"{"accessToken":"x"}"#,
+        r#"{"accessToken":"x","refreshToken":"y"}"#
+    ));
+    assert!(!ok(r#"{"expiresAt":1}"#, r#"{"expiresAt":"never"}"#));
+    assert!(!ok(r#"{"id_token":"a"}"#, r#"{"id_token":null}"#));
+    assert!(!ok(
+        r#"{"OPENAI_API_KEY":null,"access_token":"a"}"#,
+        r#"{"OPENAI_API_KEY":"sk-evil","OPENAI_API_KEY":null,"access_token":"b"}"#
+    ));
+    // What goes back is the parsed value, written anew.
+    let back = plausible(br#"{"access_token":"a"}"#, b"{\"access_token\":\"b\"}   ").unwrap();
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&back).unwrap(),
+        serde_json::json!({"access_token": "b"})
+    );
 }
 
 /// A directory the agent locked in its copy is removed all the same.
