@@ -9,8 +9,8 @@
 //!
 //! What a CLI keeps of its past sessions (transcripts, logs, todos) is not copied: a
 //! sandboxed agent starts without them, as agentloop never resumes a session, and
-//! what it writes there goes with the copy. A part too large to copy is seen
-//! read-only. The copies live in agentloop's state directory, hidden from the
+//! what it writes there goes with the copy. A part too large to copy (a tree of more
+//! than 500 files or 8 MiB: plugins, installed packages) is seen read-only. The copies live in agentloop's state directory, hidden from the
 //! sandbox; what a killed driver left there is removed by the next confinement.
 
 use std::collections::BTreeMap;
@@ -461,7 +461,9 @@ fn copy_dir(
                 continue;
             }
             std::fs::create_dir(&dst)?;
-            if *budget == 0 {
+            // A large tree (plugins, installed packages) is seen as it is, read-only:
+            // copying thousands of files for each process costs more than the agent.
+            if *budget == 0 || !small(&src) {
                 read_only.push(src);
                 continue;
             }
@@ -477,6 +479,33 @@ fn copy_dir(
     Ok(())
 }
 
+/// A directory tree copied for each process: at most this many files and bytes.
+const TREE_FILES: u64 = 500;
+const TREE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// Whether the tree at `dir` holds at most [`TREE_FILES`] entries and [`TREE_BYTES`]
+/// (counted until either is passed; links not followed).
+fn small(dir: &Path) -> bool {
+    fn count(d: &Path, files: &mut u64, bytes: &mut u64) -> bool {
+        for e in std::fs::read_dir(d).into_iter().flatten().flatten() {
+            *files += 1;
+            let Ok(meta) = e.metadata() else { continue };
+            if meta.is_dir() {
+                if !count(&e.path(), files, bytes) {
+                    return false;
+                }
+            } else {
+                *bytes += meta.len();
+            }
+            if *files > TREE_FILES || *bytes > TREE_BYTES {
+                return false;
+            }
+        }
+        true
+    }
+    count(dir, &mut 0, &mut 0)
+}
+
 /// Copies one regular file, or leaves an empty placeholder for it to be seen
 /// read-only when the budget is spent.
 fn copy_file(
@@ -486,7 +515,7 @@ fn copy_file(
     read_only: &mut Vec<PathBuf>,
 ) -> std::io::Result<()> {
     let len = std::fs::metadata(from).map(|m| m.len()).unwrap_or(0);
-    if len > *budget {
+    if len > *budget || len > TREE_BYTES {
         std::fs::File::create(to)?;
         read_only.push(from.to_path_buf());
         return Ok(());

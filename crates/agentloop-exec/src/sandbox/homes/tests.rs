@@ -272,3 +272,21 @@ fn a_locked_directory_in_the_copy_goes_too() {
     drop(homes);
     assert!(!dir.exists());
 }
+
+/// A large tree (plugins, installed packages) is not copied but seen read-only; the
+/// small files beside it are copied.
+#[test]
+fn a_large_tree_is_seen_read_only() {
+    let h = home();
+    let plugins = h.path().join(".qwen/plugins/p");
+    std::fs::create_dir_all(&plugins).unwrap();
+    for i in 0..=TREE_FILES {
+        std::fs::write(plugins.join(format!("f{i}.js")), "x").unwrap();
+    }
+    let homes = Homes::make(h.path(), &h.path().join("homes")).unwrap();
+    assert_eq!(homes.read_only, vec![h.path().join(".qwen/plugins")]);
+    let copy = copy_of(&homes, &h.path().join(".qwen"));
+    assert!(copy.join("plugins").is_dir());
+    assert!(!copy.join("plugins/p").exists());
+    assert!(copy.join("settings.json").is_file());
+}
