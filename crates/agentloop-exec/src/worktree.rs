@@ -17,6 +17,9 @@ use super::git::{git_command, run_git};
 /// makes other commands that list worktrees (`merge`, `checkout`, `branch -D`, a
 /// `prune`) fail or drop it. The driver's threads run their git commands here one at
 /// a time (each takes milliseconds; the checks run outside it).
+mod repair;
+pub use repair::repair;
+
 static BOOKKEEPING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 pub(crate) fn bookkeeping() -> std::sync::MutexGuard<'static, ()> {
@@ -64,45 +67,6 @@ pub fn rev(dir: &Path, name: &str) -> Option<String> {
         &["rev-parse", "--verify", "-q", &format!("{name}^{{commit}}")],
     ))
     .ok()
-}
-
-/// Clears what a killed driver left half-made in git's worktree bookkeeping (an entry
-/// without its `commondir` or `gitdir`, which makes every command that lists worktrees
-/// fail; an entry still locked by a `worktree add` that was killed), then prunes
-/// entries whose directories are gone.
-pub fn repair(root: &Path) {
-    let _admin = super::git::worktree_admin();
-    if let Ok(common) = text(git(
-        root,
-        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
-    )) {
-        let entries = Path::new(&common).join("worktrees");
-        // `worktree add` locks its entry ("initializing") until its checkout is done,
-        // and prune leaves locked entries alone: one whose git was killed stays for
-        // good, its files half checked out (an agent working there would commit the
-        // rest as deleted). Unless a git is at work in the repository to be making
-        // it, the worktree goes, to be made again.
-        let idle = || super::reap::gits_in(&[root, Path::new(&common)]).is_empty();
-        for e in std::fs::read_dir(&entries).into_iter().flatten().flatten() {
-            let p = e.path();
-            if !p.join("commondir").is_file() || !p.join("gitdir").is_file() {
-                let _ = std::fs::remove_dir_all(&p);
-                continue;
-            }
-            let initializing =
-                std::fs::read_to_string(p.join("locked")).is_ok_and(|l| l.trim() == "initializing");
-            if initializing && idle() {
-                if let Some(dir) = std::fs::read_to_string(p.join("gitdir"))
-                    .ok()
-                    .and_then(|g| Path::new(g.trim()).parent().map(Path::to_path_buf))
-                {
-                    let _ = std::fs::remove_dir_all(dir);
-                }
-                let _ = std::fs::remove_dir_all(&p);
-            }
-        }
-    }
-    let _ = text(git(root, &["worktree", "prune"]));
 }
 
 /// Creates the integration branch at HEAD (or finds it, on resume); returns the commit

@@ -533,3 +533,40 @@ fn a_sandboxed_agent_has_no_terminal_of_the_persons() {
     refute(&log, &["HAS_TTY"]);
     assert!(p.path().join("a.txt").exists());
 }
+
+/// A worker writes into the project's `.git` (its commits go there), so git's
+/// worktree bookkeeping is the agent's to write: an entry it plants, "being made",
+/// naming a directory outside agentloop's worktrees, gets that directory removed by
+/// no `gc` and no later run.
+#[test]
+fn a_planted_worktree_entry_removes_nothing_of_the_persons() {
+    let home = planted_home();
+    let victim = home.path().join("victim");
+    std::fs::create_dir_all(&victim).unwrap();
+    std::fs::write(victim.join("keep.txt"), "mine").unwrap();
+    let body = format!(
+        r#"c=$(git rev-parse --path-format=absolute --git-common-dir)
+mkdir -p "$c/worktrees/evil" && echo "$c" > "$c/worktrees/evil/commondir" && echo PLANTED
+echo {victim}/.git > "$c/worktrees/evil/gitdir"
+echo initializing > "$c/worktrees/evil/locked"
+case $task in T1) touch one.txt;; T2) touch two.txt;; esac
+echo TASK_COMPLETE"#,
+        victim = victim.display()
+    );
+    let mut p = crate::workers::project(
+        "# Two\n\n## T1: One\nVerify: test -f one.txt\n\n## T2: Two\nVerify: test -f two.txt\n",
+        &body,
+        "[sandbox]\nmode = \"workspace\"\n",
+    );
+    p.env
+        .push(("HOME".into(), home.path().display().to_string()));
+    let r = p.run(&["run", "--no-wait", "--workers", "2"]);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(p.run(&["gc"]).code == Some(0));
+    assert!(
+        victim.join("keep.txt").exists(),
+        "the person's directory stays"
+    );
+    let log = std::fs::read_to_string(p.run_dir().join("iterations/0001/agent.log")).unwrap();
+    assert!(log.contains("PLANTED"), "{log}");
+}

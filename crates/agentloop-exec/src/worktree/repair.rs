@@ -1,0 +1,72 @@
+//! Clearing what a killed driver left half-made in git's worktree bookkeeping.
+
+use std::path::Path;
+
+use super::{git, text};
+
+/// Clears what a killed driver left half-made in git's worktree bookkeeping (an entry
+/// without its `commondir` or `gitdir`, which makes every command that lists worktrees
+/// fail; an entry still locked by a `worktree add` that was killed), then prunes
+/// entries whose directories are gone.
+pub fn repair(root: &Path) {
+    let _admin = crate::git::worktree_admin();
+    if let Ok(common) = text(git(
+        root,
+        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+    )) {
+        let entries = Path::new(&common).join("worktrees");
+        // `worktree add` locks its entry ("initializing") until its checkout is done,
+        // and prune leaves locked entries alone: one whose git was killed stays for
+        // good, its files half checked out (an agent working there would commit the
+        // rest as deleted). Unless a git is at work in the repository to be making
+        // it, the worktree goes, to be made again.
+        let idle = || crate::reap::gits_in(&[root, Path::new(&common)]).is_empty();
+        for e in std::fs::read_dir(&entries).into_iter().flatten().flatten() {
+            let p = e.path();
+            if !p.join("commondir").is_file() || !p.join("gitdir").is_file() {
+                let _ = std::fs::remove_dir_all(&p);
+                continue;
+            }
+            let initializing =
+                std::fs::read_to_string(p.join("locked")).is_ok_and(|l| l.trim() == "initializing");
+            if initializing && idle() {
+                // (Only a worktree of agentloop's own: this bookkeeping is in the
+                // project's `.git`, which a sandboxed worker writes into.)
+                if let Some(dir) = std::fs::read_to_string(p.join("gitdir"))
+                    .ok()
+                    .and_then(|g| Path::new(g.trim()).parent().map(Path::to_path_buf))
+                    .filter(|d| agentloops_own(d))
+                {
+                    let _ = std::fs::remove_dir_all(dir);
+                }
+                let _ = std::fs::remove_dir_all(&p);
+            }
+        }
+    }
+    let _ = text(git(root, &["worktree", "prune"]));
+}
+
+/// Whether `dir` is one of agentloop's worktrees: strictly inside the agents' (the
+/// cache's `worktrees/`) or the judges' directory, named without `..`, and not a link
+/// (a link on the way is judged by where it leads).
+fn agentloops_own(dir: &Path) -> bool {
+    let plain = dir.is_absolute()
+        && !dir
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir));
+    let link = std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink());
+    let Ok(real) = dir.canonicalize() else {
+        return false;
+    };
+    let places = [
+        agentloop_ground::fsutil::cache_dir().map(|c| c.join("worktrees")),
+        agentloop_ground::fsutil::judge_dir(),
+    ];
+    plain
+        && !link
+        && places
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p.canonicalize().ok())
+            .any(|p| real.starts_with(&p) && real != p)
+}
