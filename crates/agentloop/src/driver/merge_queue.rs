@@ -105,11 +105,12 @@ fn merge_now(job: &BatchJob) -> Result<Vec<(u32, MergeOutcome)>, String> {
     }
     if let Some(&(last, _)) = merged.last() {
         // The whole batch, checked once where it stands (the last merge).
-        let whole = check(job, &at, &merged, merged.len())?;
-        // The check of the prefix that lands, which VALIDATE may take.
-        let mut landing: Option<(usize, VerifyFinished)> = None;
+        let (whole, fresh) = check(job, &at, &merged, merged.len())?;
+        // The check of the prefix that lands, which VALIDATE may take when it ran on
+        // a tree as a fresh checkout has it.
+        let mut landing: Option<(usize, VerifyFinished, bool)> = None;
         let landed = if whole.passed {
-            landing = Some((merged.len(), whole));
+            landing = Some((merged.len(), whole, fresh));
             merged.len()
         } else {
             // The first prefix that fails: all of them pass up to `good`; `bad` fails.
@@ -145,10 +146,10 @@ fn merge_now(job: &BatchJob) -> Result<Vec<(u32, MergeOutcome)>, String> {
                         })
                         .collect::<Result<Vec<_>, String>>()
                 })?;
-                for (m, r) in probes.into_iter().zip(results) {
+                for (m, (r, fresh)) in probes.into_iter().zip(results) {
                     if r.passed {
                         good = m;
-                        landing = Some((m, r));
+                        landing = Some((m, r, fresh));
                     } else {
                         (bad, failure) = (m, r);
                         break;
@@ -183,7 +184,7 @@ fn merge_now(job: &BatchJob) -> Result<Vec<(u32, MergeOutcome)>, String> {
         };
         if landed > 0 {
             let to = &merged[landed - 1].1;
-            if let Some((n, result)) = landing.filter(|(n, _)| *n == landed) {
+            if let Some((n, result, _)) = landing.filter(|(n, _, fresh)| *n == landed && *fresh) {
                 let log = &job.members[merged[n - 1].0].log;
                 super::checked::keep(&job.checked, to, &result, log);
             }
@@ -226,13 +227,16 @@ fn probes(good: usize, bad: usize, at_once: usize) -> Vec<usize> {
 }
 
 /// The checks of the first `n` merged members together, on the merged result where
-/// the worktree `at` stands, logged with the `n`th member.
+/// the worktree `at` stands, logged with the `n`th member; and whether the tree they
+/// ran on was as a fresh checkout has it (nothing untracked or ignored but the
+/// `[verify] carry` links: what earlier checks left there, a build's output, stays
+/// between batches, and a fresh checkout — VALIDATE's — has none of it).
 fn check(
     job: &BatchJob,
     at: &std::path::Path,
     merged: &[(usize, String)],
     n: usize,
-) -> Result<VerifyFinished, String> {
+) -> Result<(VerifyFinished, bool), String> {
     let members: Vec<&Member> = merged[..n].iter().map(|(i, _)| &job.members[*i]).collect();
     let last = members[n - 1];
     // What the checks need that git leaves out of a worktree (`node_modules`).
@@ -245,6 +249,13 @@ fn check(
             .map_err(|e| format!("cannot prepare the merge worktree: {e}"))?,
         None => (Vec::new(), Vec::new()),
     };
+    let fresh = untracked(at).is_some_and(|left| {
+        left.iter().all(|p| {
+            job.carry
+                .iter()
+                .any(|c| p.trim_end_matches('/') == c.trim_end_matches('/'))
+        })
+    });
     let mut together = Checks::together(&members.iter().map(|m| &m.checks).collect::<Vec<_>>());
     together.keep(&job.landed, &job.landed_measures);
     let mut result = together
@@ -252,7 +263,21 @@ fn check(
         .map_err(|e| format!("cannot run the checks on the merged result: {e}"))?;
     agentloop_verify::verify::left_out::tell(&mut result, left_out, admitted, &last.log)
         .map_err(|e| format!("cannot run the checks on the merged result: {e}"))?;
-    Ok(result)
+    Ok((result, fresh))
+}
+
+/// What lies in the worktree at `dir` that git does not track, ignored files too (a
+/// directory once); `None` when git cannot say.
+fn untracked(dir: &std::path::Path) -> Option<Vec<String>> {
+    let mut c = agentloop_exec::git::git_command(dir);
+    c.args(["ls-files", "--others", "--directory", "-z"]);
+    let out = agentloop_exec::git::run_git(c, None).ok()?;
+    Some(
+        out.split(|b| *b == 0)
+            .filter(|p| !p.is_empty())
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .collect(),
+    )
 }
 
 /// `: it breaks what T1 made pass (tests/test_a.py::test_x)`, when the failure is
