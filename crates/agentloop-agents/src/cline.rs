@@ -118,7 +118,6 @@ pub fn parse_json(text: &str) -> Parsed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::AgentRun;
     use agentloop_journal::AgentErrorKind;
 
     fn fixture(name: &str) -> String {
@@ -152,12 +151,8 @@ mod tests {
         assert_eq!(e.kind, AgentErrorKind::Auth);
         assert_eq!(e.message, "Incorrect API key provided: sk-x.");
         assert_eq!(p.final_message, "");
-        let mut run = AgentRun {
-            error: p.error,
-            ..AgentRun::default()
-        };
-        crate::cli::with_auth_hint(&mut run, CLI.kind, CLI.auth_hint.unwrap());
-        assert!(run.error.unwrap().message.contains("`cline auth`"));
+        let shown = crate::hinted(p.error, &CLI);
+        assert!(shown.contains("`cline auth`"));
     }
 
     #[test]

@@ -118,7 +118,6 @@ fn leading_status(message: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::AgentRun;
     use agentloop_journal::AgentErrorKind;
 
     fn inv() -> Invocation<'static> {
@@ -161,17 +160,8 @@ mod tests {
         assert_eq!(e.kind, AgentErrorKind::Auth);
         assert_eq!(e.message, "401 Incorrect API key provided: sk-x.");
         assert_eq!(p.final_message, "");
-        let mut run = AgentRun {
-            error: p.error,
-            ..AgentRun::default()
-        };
-        crate::cli::with_auth_hint(&mut run, CLI.kind, CLI.auth_hint.unwrap());
-        assert!(
-            run.error
-                .unwrap()
-                .message
-                .contains("~/.factory/settings.json")
-        );
+        let shown = crate::hinted(p.error, &CLI);
+        assert!(shown.contains("~/.factory/settings.json"));
     }
 
     #[test]

@@ -213,6 +213,18 @@ pub(crate) fn invocation_in<'a>(dir: &'a Path, log: &'a Path) -> Invocation<'a> 
     }
 }
 
+/// The message of `error` as a run shows it: with `cli`'s hint when it is an auth
+/// error; for a unit test.
+#[cfg(test)]
+pub(crate) fn hinted(error: Option<AgentError>, cli: &cli::CliKind) -> String {
+    let mut run = AgentRun {
+        error,
+        ..AgentRun::default()
+    };
+    cli::with_auth_hint(&mut run, cli.kind, cli.auth_hint.expect("an auth hint"));
+    run.error.map(|e| e.message).unwrap_or_default()
+}
+
 /// A CLI's recorded output under `fixtures/`, for a unit test.
 #[cfg(test)]
 pub(crate) fn recorded(dir: &str, name: &str) -> String {

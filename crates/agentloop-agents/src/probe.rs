@@ -286,13 +286,14 @@ fn resolve(program: &str) -> Option<std::path::PathBuf> {
 fn version_of(program: &str, ac: &AgentConfig, fresh: bool) -> Result<String, VersionError> {
     let stamped = resolve(program).and_then(|p| cache::stamp_of(&p));
     let now = jiff::Timestamp::now().as_second();
-    if !fresh
-        && let Some((file, stamp)) = &stamped
-        && let Some(a) = cache::recall(file, stamp, now)
-    {
+    let last = stamped
+        .as_ref()
+        .map(|(file, stamp)| cache::last(file, stamp, now))
+        .unwrap_or_default();
+    if !fresh && let Some(a) = last.answer {
         return Ok(a.version);
     }
-    let within = cache::deadline(stamped.as_ref().and_then(|(f, _)| cache::last_took(f)));
+    let within = cache::deadline(last.took);
     let start = Instant::now();
     let version = run_version(program, ac, within)?;
     if let Some((file, stamp)) = stamped {

@@ -160,7 +160,6 @@ fn api_status(message: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::AgentRun;
     use agentloop_journal::AgentErrorKind;
 
     const DIR: &str = "qwen-0.24.4";
@@ -202,15 +201,8 @@ mod tests {
             "[API Error: 401 Incorrect API key provided: sk-x.]"
         );
         assert_eq!(p.final_message, "", "the error is no answer");
-        let mut run = AgentRun {
-            error: p.error,
-            ..AgentRun::default()
-        };
-        crate::cli::with_auth_hint(&mut run, CLI.kind, CLI.auth_hint.unwrap());
-        assert!(
-            run.error.unwrap().message.contains("OPENAI_API_KEY"),
-            "says what to fix"
-        );
+        let shown = crate::hinted(p.error, &CLI);
+        assert!(shown.contains("OPENAI_API_KEY"), "says what to fix");
     }
 
     #[test]

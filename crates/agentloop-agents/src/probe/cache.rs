@@ -66,23 +66,28 @@ fn load(path: &Path) -> BTreeMap<String, Answer> {
         .unwrap_or_default()
 }
 
-/// The answer `file` gave last, while it is still the same file and fresh.
-pub fn recall(file: &Path, stamp: &str, now: i64) -> Option<Answer> {
-    recall_in(&path()?, file, stamp, now)
+/// What the cache holds of `file`, read once: its answer while it is still the same
+/// file and fresh, and how long its last answer took (whatever changed since).
+#[derive(Debug, Default)]
+pub struct Last {
+    pub answer: Option<Answer>,
+    pub took: Option<Duration>,
 }
 
-/// How long `file` took to answer last (whatever changed since).
-pub fn last_took(file: &Path) -> Option<Duration> {
-    let all = load(&path()?);
-    Some(Duration::from_millis(
-        all.get(file.to_string_lossy().as_ref())?.took_ms,
-    ))
+pub fn last(file: &Path, stamp: &str, now: i64) -> Last {
+    path().map_or_else(Last::default, |cache| last_in(&cache, file, stamp, now))
 }
 
-fn recall_in(cache: &Path, file: &Path, stamp: &str, now: i64) -> Option<Answer> {
+fn last_in(cache: &Path, file: &Path, stamp: &str, now: i64) -> Last {
     let all = load(cache);
-    let a = all.get(file.to_string_lossy().as_ref())?;
-    (a.stamp == stamp && (0..KEPT_SECS).contains(&(now - a.at))).then(|| a.clone())
+    let Some(a) = all.get(file.to_string_lossy().as_ref()) else {
+        return Last::default();
+    };
+    let fresh = a.stamp == stamp && (0..KEPT_SECS).contains(&(now - a.at));
+    Last {
+        took: Some(Duration::from_millis(a.took_ms)),
+        answer: fresh.then(|| a.clone()),
+    }
 }
 
 /// Keeps `answer` as `file`'s. Probes of several agents run at once: one writer at
@@ -148,13 +153,24 @@ mod tests {
         keep_in(&cache, file, answer("s1", 1000));
         keep_in(&cache, Path::new("/usr/bin/qwen"), answer("q", 1000));
         assert_eq!(
-            recall_in(&cache, file, "s1", 2000).map(|a| a.version),
+            last_in(&cache, file, "s1", 2000).answer.map(|a| a.version),
             Some("3.0.65".into())
         );
-        assert_eq!(recall_in(&cache, file, "s2", 2000), None, "upgraded");
-        assert_eq!(recall_in(&cache, file, "s1", 1000 + KEPT_SECS), None);
-        assert_eq!(recall_in(&cache, file, "s1", 999), None, "from the future");
-        assert!(recall_in(&cache, Path::new("/usr/bin/qwen"), "q", 2000).is_some());
+        assert_eq!(last_in(&cache, file, "s2", 2000).answer, None, "upgraded");
+        assert_eq!(last_in(&cache, file, "s1", 1000 + KEPT_SECS).answer, None);
+        assert_eq!(
+            last_in(&cache, file, "s1", 999).answer,
+            None,
+            "from the future"
+        );
+        assert!(
+            last_in(&cache, Path::new("/usr/bin/qwen"), "q", 2000)
+                .answer
+                .is_some()
+        );
+        // What it took last holds whatever changed since: the next deadline's.
+        let took = last_in(&cache, file, "s2", 2000).took;
+        assert_eq!(took, Some(Duration::from_millis(2500)));
     }
 
     /// A cache file that is not one (a FIFO, garbage) is no answer, and never blocks.
@@ -163,14 +179,14 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let cache = d.path().join("probes.json");
         std::fs::write(&cache, "not json").unwrap();
-        assert_eq!(recall_in(&cache, Path::new("/x"), "s", 1), None);
+        assert_eq!(last_in(&cache, Path::new("/x"), "s", 1).answer, None);
         std::fs::remove_file(&cache).unwrap();
         let made = std::process::Command::new("mkfifo")
             .arg(&cache)
             .status()
             .unwrap();
         assert!(made.success());
-        assert_eq!(recall_in(&cache, Path::new("/x"), "s", 1), None);
+        assert_eq!(last_in(&cache, Path::new("/x"), "s", 1).answer, None);
     }
 
     /// A file's stamp changes when it is replaced.

@@ -106,24 +106,20 @@ impl Driver {
         // only when every check judged test by test is among it (its judgement of
         // the tests stands for all of them); the rest are judged by their exit codes.
         let measured: Vec<String> = measures.iter().map(|(c, _)| c.clone()).collect();
+        let by_tests = |c: &str| expected.as_ref().is_some_and(|e| e.judged_by_tests(c));
         let mut reused = match &temp {
             Some(d) => git(d, &["rev-parse", "HEAD"])
                 .ok()
                 .and_then(|head| {
                     super::checked::recall(&super::checked::dir_of(&self.run.path), head.trim())
                 })
-                .map(|c| {
-                    let by_tests =
-                        |cmd: &str| expected.as_ref().is_some_and(|e| e.judged_by_tests(cmd));
-                    c.reusable(&commands, &measured, by_tests, &left_out, &admitted)
-                })
+                .map(|c| c.reusable(&commands, &measured, by_tests, &left_out, &admitted))
                 .unwrap_or_default(),
             None => Vec::new(),
         };
-        let judged_left = commands.iter().any(|c| {
-            !reused.iter().any(|(r, _)| &r.command == c)
-                && expected.as_ref().is_some_and(|e| e.judged_by_tests(c))
-        });
+        let judged_left = commands
+            .iter()
+            .any(|c| !reused.iter().any(|(r, _)| &r.command == c) && by_tests(c));
         if judged_left {
             reused.clear();
         }
