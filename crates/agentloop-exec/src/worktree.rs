@@ -481,12 +481,14 @@ pub fn dir_size(p: &Path) -> u64 {
     }
 }
 
-/// Fast-forwards the checked-out branch of `root` to the integration branch, if it
-/// is still where the run started (`base`). Returns the branch's name.
-pub fn land(root: &Path, integration: &str, base: &str) -> Result<String, String> {
-    match landing(root, integration, base)? {
+/// Fast-forwards the checked-out branch of `root` to the integration branch's head
+/// as the run's journal has it (`head`: never what the branch's ref says, which a
+/// worker's git could have written), if it is still where the run started
+/// (`base`). Returns the branch's name.
+pub fn land(root: &Path, integration: &str, head: &str, base: &str) -> Result<String, String> {
+    match landing(root, integration, head, base)? {
         Landing::FastForward { branch, .. } => {
-            fast_forward(root, &branch, integration)?;
+            fast_forward(root, &branch, integration, head)?;
             Ok(branch)
         }
         Landing::Moved { branch, head } => Err(format!(
@@ -514,13 +516,23 @@ fn short(c: &str) -> &str {
     &c[..c.len().min(10)]
 }
 
-/// Where the checked-out branch stands to `integration` (whose run began at `base`).
-pub fn landing(root: &Path, integration: &str, base: &str) -> Result<Landing, String> {
+/// Where the checked-out branch stands to `integration`, whose head the journal says
+/// is `target` (whose run began at `base`).
+pub fn landing(
+    root: &Path,
+    integration: &str,
+    target: &str,
+    base: &str,
+) -> Result<Landing, String> {
     let branch = text(git(root, &["symbolic-ref", "-q", "--short", "HEAD"]))
         .map_err(|_| "HEAD is detached: there is no branch to land on".to_string())?;
     let head = rev(root, "HEAD").ok_or("the repository has no HEAD")?;
-    let target =
-        rev(root, integration).ok_or_else(|| format!("there is no branch {integration}"))?;
+    let target = rev(root, target).filter(|t| t == target).ok_or_else(|| {
+        format!(
+            "the repository lacks {integration}'s head {}",
+            short(target)
+        )
+    })?;
     let is_ancestor =
         |a: &str, b: &str| run(git(root, &["merge-base", "--is-ancestor", a, b])).is_ok();
     if is_ancestor(&target, &head) {
@@ -539,27 +551,30 @@ pub fn landing(root: &Path, integration: &str, base: &str) -> Result<Landing, St
     Ok(Landing::Moved { branch, head })
 }
 
-/// Fast-forwards the checked-out `branch` of `root` to `integration`.
-pub fn fast_forward(root: &Path, branch: &str, integration: &str) -> Result<(), String> {
+/// Fast-forwards the checked-out `branch` of `root` to `head`, `integration`'s head.
+pub fn fast_forward(
+    root: &Path,
+    branch: &str,
+    integration: &str,
+    head: &str,
+) -> Result<(), String> {
     let _mark = super::index_mark::mark(root);
-    text(git(root, &["merge", "--ff-only", "-q", integration]))
+    text(git(root, &["merge", "--ff-only", "-q", head]))
         .map(|_| ())
         .map_err(|e| format!("cannot fast-forward {branch} to {integration}: {e}"))
 }
 
-/// Merges `integration` into the checked-out `branch` of `root` with a merge commit
-/// saying `message`; a merge that does not go through cleanly is undone.
+/// Merges `head`, `integration`'s head, into the checked-out `branch` of `root` with a
+/// merge commit saying `message`; a merge that does not go through cleanly is undone.
 pub fn merge_into(
     root: &Path,
     branch: &str,
     integration: &str,
+    head: &str,
     message: &str,
 ) -> Result<(), String> {
     let _mark = super::index_mark::mark(root);
-    let mut c = git(
-        root,
-        &["merge", "--no-ff", "-q", "-m", message, integration],
-    );
+    let mut c = git(root, &["merge", "--no-ff", "-q", "-m", message, head]);
     // The merge commit is the person's: made as them.
     super::git::set_identity(&mut c, super::git::user_identity(root).as_ref());
     match text(c) {

@@ -377,7 +377,7 @@ fn same_kind(was: &serde_json::Value, now: &serde_json::Value) -> bool {
 }
 
 /// A new directory of this process's under `base`, only its owner's.
-fn new_dir(base: &Path) -> std::io::Result<PathBuf> {
+pub(super) fn new_dir(base: &Path) -> std::io::Result<PathBuf> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
         .recursive(true)
@@ -398,7 +398,7 @@ fn new_dir(base: &Path) -> std::io::Result<PathBuf> {
 }
 
 /// Removes the copies of processes that are gone (a killed driver's).
-fn sweep(base: &Path) {
+pub(super) fn sweep(base: &Path) {
     for e in std::fs::read_dir(base).into_iter().flatten().flatten() {
         let name = e.file_name();
         let pid = name

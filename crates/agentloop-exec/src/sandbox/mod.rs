@@ -14,6 +14,7 @@
 
 mod bridge;
 mod denials;
+mod gitview;
 mod homes;
 pub mod judge;
 mod near;
@@ -29,6 +30,7 @@ use tmp::{programs_in_tmp, shown_program};
 
 pub use bridge::Bridge;
 pub use denials::{MAX_PER_ITERATION, NETWORK_FILE, of_iteration as denials_of};
+pub use gitview::GitView;
 use homes::{CACHES, prepare_caches};
 pub use homes::{Caches, Homes, remove_all};
 use near::other_repositories;
@@ -163,12 +165,29 @@ impl Sandbox for SandboxConfig {
             .find(|p| !forwards.contains(p))
             .unwrap_or(PROXY_PORT);
         let homes = Homes::make(&home(), &homes_dir())?;
+        // (A check writes nothing of the project's repository; an agent working in
+        // the project writes it as it is.)
+        let git = if workdir.starts_with(root) {
+            None
+        } else {
+            GitView::make(root, workdir, &state_base().join("gits"))?
+        };
         own_reports(own)?;
         if let Caches::Run(dir) = caches {
             prepare_caches(dir, &homes)?;
         }
         let proxy = Proxy::start(allow, own.join(NETWORK_FILE))?;
-        let mut a = files(self, root, workdir, Some((own, &homes, caches)));
+        let mut a = files(
+            self,
+            root,
+            workdir,
+            Some(Agent {
+                own,
+                homes: &homes,
+                caches,
+                git: git.as_ref(),
+            }),
+        );
         for p in programs
             .iter()
             .filter(|p| shown_program(self, root, workdir, p))
@@ -210,6 +229,7 @@ impl Sandbox for SandboxConfig {
             prefix: a,
             _proxy: Some(proxy),
             _homes: Some(homes),
+            _git: git,
         })
     }
 
@@ -227,15 +247,14 @@ impl Sandbox for SandboxConfig {
 
 /// The file system part: `bwrap` with the root read-only and what is writable,
 /// read-only or hidden laid over it.
-/// `agent` is an agent's: its iteration's directory, the copies of its CLIs'
-/// directories and its caches.
+/// `agent` is an agent's: see [`Agent`].
 fn files(
     cfg: &SandboxConfig,
     root: &Path,
     workdir: &Path,
-    agent: Option<(&Path, &Homes, Caches<'_>)>,
+    agent: Option<Agent<'_>>,
 ) -> Vec<OsString> {
-    let own = agent.map(|(own, _, _)| own);
+    let own = agent.as_ref().map(|a| a.own);
     let home = home();
     let mut a: Vec<OsString> = Vec::new();
     // A session of its own: no controlling terminal, so nothing it runs can push
@@ -259,7 +278,7 @@ fn files(
     // An agent's tools write the run's caches (or fresh ones), its CLIs a private
     // copy of their own directories; a check gets none of them. Laid first, so that
     // what is hidden below stays hidden whatever a copy holds.
-    if let Some((_, homes, caches)) = agent {
+    if let Some(Agent { homes, caches, .. }) = &agent {
         for (p, name) in CACHES {
             let real = expand(p, &home);
             if !real.is_dir() {
@@ -324,16 +343,15 @@ fn files(
         a.push(cache.into());
     }
     bind(&mut a, "--bind", workdir, workdir);
-    // A worktree's commits go into the project's repository; its hooks and config
-    // (which run code at the next git command) stay read-only.
     // The project is seen (read-only) from a worktree, wherever it lives (a
-    // project under `/tmp` too).
+    // project under `/tmp` too). An agent's commits go into the project's
+    // repository through a view of its own (`gitview.rs`); its hooks and config
+    // (which run code at the next git command) stay read-only.
     let git = root.join(".git");
     if !workdir.starts_with(root) {
         bind(&mut a, "--ro-bind", root, root);
-        // (A check writes nothing of the project's repository.)
-        if git.is_dir() && own.is_some() {
-            bind(&mut a, "--bind", &git, &git);
+        for (flag, from, to) in agent.iter().filter_map(|a| a.git).flat_map(GitView::binds) {
+            bind(&mut a, flag, &from, &to);
         }
     }
     for p in ["hooks", "config", "info"] {
@@ -414,6 +432,20 @@ pub struct Confinement {
     /// The copies of the CLIs' directories, thrown away (a refreshed login taken
     /// back) with this value.
     _homes: Option<Homes>,
+    /// Its view of the project's repository, its work taken back with this value.
+    _git: Option<GitView>,
+}
+
+/// What an agent's sandbox has that a check's has not.
+struct Agent<'a> {
+    /// Its directory in the run's (its iteration's).
+    own: &'a Path,
+    /// The copies of its CLIs' directories.
+    homes: &'a Homes,
+    /// The tools' caches it writes.
+    caches: Caches<'a>,
+    /// Its view of the project's repository.
+    git: Option<&'a GitView>,
 }
 
 impl std::fmt::Debug for Confinement {
@@ -450,9 +482,13 @@ fn own_reports(own: &Path) -> std::io::Result<()> {
 /// Where the copies of the CLIs' directories are made: in agentloop's state
 /// directory, which the sandbox hides.
 fn homes_dir() -> PathBuf {
+    state_base().join("homes")
+}
+
+/// agentloop's state directory (hidden from the sandbox).
+fn state_base() -> PathBuf {
     agentloop_ground::fsutil::state_dir()
         .unwrap_or_else(|| std::env::temp_dir().join("agentloop-state"))
-        .join("homes")
 }
 
 fn home() -> PathBuf {

@@ -55,7 +55,8 @@ pub fn land(
             s.status.as_str()
         ));
     }
-    let landing = worktree::landing(&ws.root, &i.branch, &i.base).map_err(CliError::user)?;
+    let landing =
+        worktree::landing(&ws.root, &i.branch, &i.head, &i.base).map_err(CliError::user)?;
     let branch = match &landing {
         // Landed already: by a person, or by a `land` killed before it recorded it
         // (then recorded now, so the run says so).
@@ -75,7 +76,7 @@ pub fn land(
                 );
                 return Ok(ExitKind::Completed);
             }
-            worktree::fast_forward(&ws.root, branch, &i.branch).map_err(CliError::user)?;
+            worktree::fast_forward(&ws.root, branch, &i.branch, &i.head).map_err(CliError::user)?;
             outln!(
                 "landed: {branch} fast-forwarded to {what}, {}",
                 plural(*commits as usize, "commit", "commits")
@@ -103,6 +104,7 @@ pub fn land(
                 &ws.root,
                 branch,
                 &i.branch,
+                &i.head,
                 &format!("Merge agentloop run {} ({})", run.id, i.branch),
             )
             .map_err(CliError::user)?;

@@ -84,6 +84,9 @@ impl Executor for LocalExecutor {
             };
             let stop = job.stop.clone();
             let run = job.agent.run(&inv, &mut || stop.load(Ordering::SeqCst));
+            // Its sandbox goes before the driver hears of the end: the agent's commits
+            // are taken back into the repository then (`GitView`).
+            drop(job.confined);
             let _ = done.send(Done::Agent {
                 iteration: job.iteration,
                 agent: job.agent_name,

@@ -406,7 +406,7 @@ impl Driver {
             worktree::remove_run(&self.ws.root, &self.run.id, &i.branch);
         }
         if status == RunStatus::Completed && self.state.settings.land == Land::Ff && !i.landed {
-            match worktree::land(&self.ws.root, &i.branch, &i.base) {
+            match worktree::land(&self.ws.root, &i.branch, &i.head, &i.base) {
                 Ok(branch) => {
                     let commit = i.head.clone();
                     self.record(Event::Landed { branch, commit })?;
