@@ -140,11 +140,22 @@ impl Homes {
     /// Copies the CLIs' directories of `home` that exist into a new directory under
     /// `base` (agentloop's state directory).
     pub fn make(home: &Path, base: &Path) -> std::io::Result<Homes> {
-        Homes::make_within(home, base, COPY_MOST)
+        Homes::make_within(home, base, COPY_MOST, &[])
     }
 
-    /// [`Homes::make`], copying at most `most` bytes.
-    fn make_within(home: &Path, base: &Path, most: u64) -> std::io::Result<Homes> {
+    /// [`Homes::make`], with `more` directories copied too: a CLI's own directory
+    /// that its environment puts elsewhere (`CODEX_HOME`, `CLAUDE_CONFIG_DIR`, …).
+    pub fn make_with(home: &Path, base: &Path, more: &[PathBuf]) -> std::io::Result<Homes> {
+        Homes::make_within(home, base, COPY_MOST, more)
+    }
+
+    /// [`Homes::make_with`], copying at most `most` bytes.
+    fn make_within(
+        home: &Path,
+        base: &Path,
+        most: u64,
+        more: &[PathBuf],
+    ) -> std::io::Result<Homes> {
         sweep(base);
         let dir = new_dir(base)?;
         let mut homes = Homes {
@@ -154,8 +165,14 @@ impl Homes {
             credentials: Vec::new(),
         };
         let mut budget = most;
-        for (i, p) in COPIED.iter().enumerate() {
-            let real = super::expand(p, home);
+        let all = COPIED
+            .iter()
+            .map(|p| super::expand(p, home))
+            .chain(more.iter().filter(|p| p.is_absolute()).cloned());
+        for (i, real) in all.enumerate() {
+            if homes.binds.iter().any(|(_, r)| real.starts_with(r)) {
+                continue;
+            }
             let Ok(meta) = std::fs::metadata(&real) else {
                 continue;
             };

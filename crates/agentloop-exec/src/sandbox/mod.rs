@@ -77,6 +77,19 @@ fn expand(p: &str, home: &Path) -> PathBuf {
 
 /// What a `[sandbox]` configuration does on this machine: bubblewrap checked, the
 /// paths it hides, and the command lines that confine an agent or a check.
+/// An agent's own files outside the places every agent has.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AgentPaths<'a> {
+    /// The files its command line names (a command agent's program or script): one
+    /// under `/tmp` is seen, read-only, through the sandbox's own `/tmp`, where it
+    /// would not be.
+    pub programs: &'a [PathBuf],
+    /// Its CLI's own directory where its environment puts it elsewhere than the home
+    /// directory (`CODEX_HOME`, `CLAUDE_CONFIG_DIR`, `COPILOT_HOME`): a private copy,
+    /// as `~/.codex` is.
+    pub homes: &'a [PathBuf],
+}
+
 pub trait Sandbox {
     /// Whether bubblewrap runs here (installed, and user namespaces allowed).
     fn check(&self) -> Result<(), String>;
@@ -88,9 +101,7 @@ pub trait Sandbox {
     /// An agent's confinement for one iteration: the proxy started (its refusals go
     /// to `own/sandbox-network.jsonl`) and the command to run the agent under. `root`
     /// is the project, `workdir` where the agent works, `own` its iteration's
-    /// directory, `allow` what it may reach. `programs` are the files its command line
-    /// names (a command agent's program or script): one under `/tmp` is seen,
-    /// read-only, through the sandbox's own `/tmp`, where it would not be.
+    /// directory, `allow` what it may reach, `paths` its own files elsewhere.
     fn confine(
         &self,
         root: &Path,
@@ -98,7 +109,7 @@ pub trait Sandbox {
         own: &Path,
         caches: Caches<'_>,
         allow: AllowList,
-        programs: &[PathBuf],
+        paths: AgentPaths<'_>,
     ) -> std::io::Result<Confinement>;
     /// The confinement of a verification command (`[sandbox] verify`): its working
     /// copy writable, and `reports` (the directory its runner's report goes to, made
@@ -158,13 +169,13 @@ impl Sandbox for SandboxConfig {
         own: &Path,
         caches: Caches<'_>,
         allow: AllowList,
-        programs: &[PathBuf],
+        paths: AgentPaths<'_>,
     ) -> std::io::Result<Confinement> {
         let forwards = allow.loopback_ports();
         let proxy_port = (PROXY_PORT..)
             .find(|p| !forwards.contains(p))
             .unwrap_or(PROXY_PORT);
-        let homes = Homes::make(&home(), &homes_dir())?;
+        let homes = Homes::make_with(&home(), &homes_dir(), paths.homes)?;
         // (A check writes nothing of the project's repository; an agent working in
         // the project writes it as it is.)
         let git = if workdir.starts_with(root) {
@@ -188,7 +199,8 @@ impl Sandbox for SandboxConfig {
                 git: git.as_ref(),
             }),
         );
-        for p in programs
+        for p in paths
+            .programs
             .iter()
             .filter(|p| shown_program(self, root, workdir, p))
         {

@@ -88,7 +88,10 @@ impl Driver {
                 own,
                 caches,
                 self.allowed_hosts(agent),
-                &self.agent_programs(agent),
+                sandbox::AgentPaths {
+                    programs: &self.agent_programs(agent),
+                    homes: &self.agent_homes(agent),
+                },
             )
             .map_err(|e| CliError::internal(format!("cannot make the sandbox: {e}")))
     }
@@ -172,6 +175,28 @@ impl Driver {
             .flat_map(|a| &a.command)
             .map(std::path::PathBuf::from)
             .filter(|p| p.is_absolute())
+            .collect()
+    }
+
+    /// The agent CLI's own directory where its environment (its `env` table, else
+    /// agentloop's) puts it elsewhere than the home directory.
+    fn agent_homes(&self, agent: &str) -> Vec<std::path::PathBuf> {
+        let Some(a) = self.config.agents.get(agent) else {
+            return Vec::new();
+        };
+        let var = match a.kind {
+            agentloop_config::AgentKind::Claude => "CLAUDE_CONFIG_DIR",
+            agentloop_config::AgentKind::Codex => "CODEX_HOME",
+            agentloop_config::AgentKind::Copilot => "COPILOT_HOME",
+            _ => return Vec::new(),
+        };
+        a.env
+            .get(var)
+            .map(std::ffi::OsString::from)
+            .or_else(|| std::env::var_os(var))
+            .filter(|v| !v.is_empty())
+            .map(std::path::PathBuf::from)
+            .into_iter()
             .collect()
     }
 

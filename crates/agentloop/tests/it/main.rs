@@ -57,6 +57,7 @@ mod resident;
 mod resume;
 mod review;
 mod sandbox;
+mod sandbox_git;
 mod schema;
 mod served;
 mod ship;

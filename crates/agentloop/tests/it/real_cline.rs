@@ -33,7 +33,7 @@ fn two_tasks_done_through_clines_own_tools_with_cost_from_the_price_table() {
     let p = crate::real_cli::two_tasks_priced(Cli::Cline);
     let ids = crate::real_cli::sessions_recorded(&p);
     assert!(ids.iter().all(|id| id.starts_with("conv_")), "{ids:?}");
-    let home = p.path().join(".git/cline-home");
+    let home = Cli::Cline.home(&p);
     assert_eq!(clines_of(&home), Vec::<String>::new());
 }
 

@@ -31,6 +31,10 @@ pub struct Project {
     /// More variables for its commands: what a user exported in their shell (an agent
     /// CLI's key and endpoint), which agentloop passes on to the agent.
     pub env: Vec<(String, String)>,
+    /// The home directory a real agent CLI runs with, when the test gives it one: on
+    /// the disk, where a home is (a sandbox has a `/dev` of its own, and the tests'
+    /// scratch directories may be under `/dev/shm`), outside the repository.
+    pub cli_home: Option<tempfile::TempDir>,
 }
 
 pub struct Run {
@@ -66,6 +70,7 @@ impl Project {
                 .tempdir()
                 .unwrap(),
             env: Vec::new(),
+            cli_home: None,
         };
         p.git_cmd(&["init", "-q", "-b", "main"]);
         // The tests' plans are small and say little (a title, a task, a check): with

@@ -97,7 +97,7 @@ fn what_the_budget_cannot_hold_is_seen_read_only() {
         .status()
         .unwrap();
     assert!(made.success());
-    let homes = Homes::make_within(h.path(), &h.path().join("homes"), 1024).unwrap();
+    let homes = Homes::make_within(h.path(), &h.path().join("homes"), 1024, &[]).unwrap();
     assert_eq!(homes.read_only, vec![q.join("big.bin")]);
     let copy = copy_of(&homes, &q);
     assert_eq!(std::fs::metadata(copy.join("big.bin")).unwrap().len(), 0);
@@ -289,4 +289,29 @@ fn a_large_tree_is_seen_read_only() {
     assert!(copy.join("plugins").is_dir());
     assert!(!copy.join("plugins/p").exists());
     assert!(copy.join("settings.json").is_file());
+}
+
+/// A CLI's directory that its environment puts outside the home (`CODEX_HOME`) is a
+/// private copy too, its past sessions left out; one inside a copied directory is
+/// not copied twice.
+#[test]
+fn a_directory_the_environment_names_is_a_copy_too() {
+    let h = home();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let codex = elsewhere.path().join("codex-home");
+    std::fs::create_dir_all(codex.join("sessions")).unwrap();
+    std::fs::write(codex.join("config.toml"), "model = \"mine\"\n").unwrap();
+    let base = h.path().join(".local/state/agentloop/homes");
+    let more = [codex.clone(), h.path().join(".qwen/inside")];
+    let homes = Homes::make_with(h.path(), &base, &more).unwrap();
+    let copy = copy_of(&homes, &codex).to_path_buf();
+    assert!(copy.join("config.toml").is_file());
+    assert!(!copy.join("sessions").exists());
+    std::fs::write(copy.join("config.toml"), "model = \"theirs\"\n").unwrap();
+    assert!(!homes.binds.iter().any(|(_, r)| r.ends_with("inside")));
+    drop(homes);
+    assert_eq!(
+        std::fs::read_to_string(codex.join("config.toml")).unwrap(),
+        "model = \"mine\"\n"
+    );
 }

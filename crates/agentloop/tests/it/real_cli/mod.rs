@@ -294,12 +294,28 @@ output = 8.0
         env
     }
 
+    /// The home directory the CLI runs with for project `p` (its `cli_home`: outside
+    /// the repository, of whose `.git` a sandboxed agent writes only its own
+    /// worktree's bookkeeping).
+    pub fn home(self, p: &Project) -> std::path::PathBuf {
+        p.cli_home
+            .as_ref()
+            .expect("a CLI's project")
+            .path()
+            .to_path_buf()
+    }
+
     /// A committed project whose run drives this CLI against `server`; `extra` is
     /// appended to `agentloop.toml`.
     pub fn project(self, server: &MockServer, plan: &str, extra: &str) -> Project {
-        let p = Scratch::new().plan(plan).build();
-        let mut p = p;
-        let home = p.path().join(format!(".git/{self:?}-home").to_lowercase());
+        let mut p = Scratch::new().plan(plan).build();
+        p.cli_home = Some(
+            tempfile::Builder::new()
+                .prefix(&format!("agentloop-it-{self:?}-home-").to_lowercase())
+                .tempdir_in("/var/tmp")
+                .unwrap(),
+        );
+        let home = self.home(&p);
         std::fs::create_dir_all(&home).unwrap();
         p.write(
             "agentloop.toml",
