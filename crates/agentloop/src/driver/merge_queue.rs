@@ -385,8 +385,9 @@ impl Driver {
         if members.is_empty() {
             return Ok(());
         }
-        let head = worktree::rev(&self.ws.root, &format!("refs/heads/{}", i.branch))
-            .unwrap_or_else(|| i.head.clone());
+        // The head as the journal has it: a branch that moved otherwise (the person,
+        // an unconfined agent) is refused when the batch lands (`advance` compares).
+        let head = i.head.clone();
         for m in &members {
             self.record(Event::MergeStarted {
                 iteration: m.iteration,

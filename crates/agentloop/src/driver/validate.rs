@@ -44,10 +44,14 @@ impl Driver {
             "validating: {} on the whole project",
             agentloop_ground::words::plural(commands.len(), "check", "checks")
         ));
-        // In a run with workers the work is on the integration branch.
-        let branch = s.integration.as_ref().map(|i| i.branch.clone());
+        // In a run with workers the work is on the integration branch: at its head as
+        // the journal has it (never what the branch's ref says now).
+        let branch = s
+            .integration
+            .as_ref()
+            .map(|i| (i.branch.clone(), i.head.clone()));
         let temp = match &branch {
-            Some(b) => {
+            Some((b, head)) => {
                 let dir = agentloop_ground::fsutil::judge_dir()
                     .unwrap_or_else(|| std::env::temp_dir().join("agentloop"))
                     .join("validate")
@@ -65,7 +69,7 @@ impl Driver {
                         "--detach",
                         "--quiet",
                         &dir.to_string_lossy(),
-                        &format!("refs/heads/{b}"),
+                        head,
                     ],
                 )
                 .map_err(|e| CliError::internal(format!("cannot check out {b}: {e}")))?;

@@ -24,7 +24,8 @@ pub(crate) fn project(reviewer: &str, review: &str) -> Project {
 /// `p` with the reviewer `reviewer.sh`, whose script `reviewer` finds its prompt in
 /// `"$s/prompt-$k.md"` (kept for the test to read), and `[review]` `review`.
 fn with_reviewer(p: Project, reviewer: &str, review: &str) -> Project {
-    let state = p.path().join(".git/reviewer");
+    let state = reviewer_state(&p);
+    std::fs::create_dir_all(&state).unwrap();
     p.write(
         "reviewer.sh",
         format!(
@@ -38,11 +39,23 @@ fn with_reviewer(p: Project, reviewer: &str, review: &str) -> Project {
     p.write(
         "agentloop.toml",
         format!(
-            "{config}\n[agents.reviewer]\ncommand = [\"sh\", \"reviewer.sh\"]\ntimeout = \"60s\"\n\n[review]\nagent = \"reviewer\"\n{review}"
+            "{config}\n[agents.reviewer]\ncommand = [\"sh\", \"reviewer.sh\"]\ntimeout = \"60s\"\n\n[sandbox]\nwritable = [\"{}\"]\n\n[review]\nagent = \"reviewer\"\n{review}",
+            state.display()
         ),
     );
     p.commit("a reviewer");
     p
+}
+
+/// Where the reviewer keeps what it was asked: outside the repository (a confined
+/// reviewer writes nothing of its `.git`), made writable to it by `[sandbox] writable`.
+fn reviewer_state(p: &Project) -> std::path::PathBuf {
+    p.cache.path().join("reviewer")
+}
+
+/// What reviewer `k` was asked.
+fn asked(p: &Project, k: u32) -> String {
+    std::fs::read_to_string(reviewer_state(p).join(format!("prompt-{k}.md"))).unwrap()
 }
 
 /// Rejects a special case it sees in the diff it was given; approves otherwise.
@@ -59,7 +72,7 @@ fn a_rejection_reaches_the_worker_and_a_later_approval_ends_the_task() {
         s["iterations"],
         2,
         "the special case was verified, then rejected: {}",
-        p.read(".git/reviewer/prompt-1.md")
+        asked(&p, 1)
     );
     let id = s["run_id"].as_str().unwrap().to_string();
     let journal = p.read(&format!(".agentloop/runs/{id}/journal.jsonl"));
@@ -79,7 +92,7 @@ fn a_rejection_reaches_the_worker_and_a_later_approval_ends_the_task() {
     );
     // The reviewer saw the task, its acceptance, the checks and the diff; never the
     // worker's own words.
-    let asked = p.read(".git/reviewer/prompt-1.md");
+    let asked = asked(&p, 1);
     for want in [
         "## The task: T1: Make src/add.sh add its two arguments",
         "- any two numbers",
@@ -157,7 +170,7 @@ fn a_small_change_is_not_reviewed_when_only_risk_asks() {
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let s = p.status();
     assert_eq!(s["tasks"][0]["status"], "done");
-    assert!(!p.path().join(".git/reviewer/prompt-1.md").exists());
+    assert!(!reviewer_state(&p).join("prompt-1.md").exists());
     let log = p.run(&["log"]).stdout;
     assert!(log.contains("not reviewed (low risk)"), "{log}");
     let id = s["run_id"].as_str().unwrap().to_string();
@@ -184,7 +197,7 @@ fn with_workers_the_reviewer_judges_each_tasks_verified_work_before_it_merges() 
         second.contains("- src/add.sh:1: prints 3 whatever the arguments"),
         "{second}"
     );
-    let asked = p.read(".git/reviewer/prompt-1.md");
+    let asked = asked(&p, 1);
     assert!(asked.contains("+echo 3"), "{asked}");
     let journal = p.read(&format!(".agentloop/runs/{id}/journal.jsonl"));
     assert!(!journal.contains("\"kind\":\"merged\""), "{journal}");
@@ -203,7 +216,7 @@ fn with_workers_a_review_under_way_holds_no_other_task() {
             "case $task in T1) touch one.txt;; T2) touch two.txt;; esac\necho TASK_COMPLETE",
         ))
         .build();
-    let seen = p.path().join(".git/saw-t2");
+    let seen = reviewer_state(&p).join("saw-t2");
     let waits = format!(
         "if grep -q one.txt \"$s/prompt-$k.md\"; then\n  i=0\n  while [ $i -lt 150 ]; do\n    if grep -q '\"outcome\":\"completed\"' {root}/.agentloop/runs/*/journal.jsonl; then touch {seen}; break; fi\n    sleep 0.1; i=$((i+1))\n  done\nfi\nprintf 'Fine.\\nVERDICT: APPROVE\\n'",
         root = p.path().display(),
@@ -271,7 +284,7 @@ fn the_reviewer_reads_no_agent_file_the_worker_wrote() {
         let s = p.status();
         assert_eq!(s["tasks"][0]["status"], "done", "workers {workers}: {s:#}");
         // It was told which files were held back, and the diff still shows them.
-        let asked = p.read(".git/reviewer/prompt-1.md");
+        let asked = asked(&p, 1);
         assert!(
             asked.contains("These files of the change configure agent CLIs")
                 && asked.contains(".claude/settings.json, .gemini, CLAUDE.md, sub/AGENTS.md")

@@ -153,18 +153,16 @@ impl Driver {
     }
 
     /// The commit to ship: the unit's branch head (`pr = "task"`; `None` when its
-    /// change is already on the base), the integration branch's head in a run with
-    /// workers, else the working tree's HEAD (where each verified iteration was
+    /// change is already on the base), the integration branch's head (the journal's)
+    /// in a run with workers, else the working tree's HEAD (where each verified iteration was
     /// committed).
     fn ship_commit(&self) -> Result<Option<String>, String> {
         if let Some(unit) = &self.state.ship.unit {
             return self.unit_commit(unit);
         }
         match &self.state.integration {
-            Some(i) => git(
-                &self.ws.root,
-                &["rev-parse", &format!("refs/heads/{}", i.branch)],
-            ),
+            // As the journal has it, not as the branch's ref says.
+            Some(i) => Ok(i.head.clone()),
             None => git(&self.ws.root, &["rev-parse", "HEAD"]),
         }
         .map(Some)
