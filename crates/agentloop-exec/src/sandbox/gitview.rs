@@ -134,6 +134,8 @@ impl GitView {
     /// index left naming no object the repository lacks.
     fn finish(&mut self) {
         let Some(own) = &self.own else { return };
+        // Before any git of agentloop's reads it (outside the sandbox).
+        tidy(&own.admin);
         // (A HEAD that is no small regular file names nothing, and is made again.)
         let head = read_own(&own.admin, "HEAD")
             .map(|h| String::from_utf8_lossy(&h).trim().to_string())
@@ -196,32 +198,39 @@ impl GitView {
         None
     }
 
-    /// Whether the agent's private store holds anything (what it left there made
-    /// harmless first: no alternates of its own, no links, nothing but directories
-    /// and files).
+    /// Whether the agent's private store holds anything, what it left there made
+    /// harmless first: only a store's own layout (`xx/`, `pack/`, `info/`, each
+    /// holding files) stays; links, FIFOs, anything deeper and its own alternates go.
     fn private_objects(&self) -> bool {
         let objects = self.dir.join("objects");
         if !std::fs::symlink_metadata(&objects).is_ok_and(|m| m.is_dir()) {
+            remove_all(&objects);
             return false;
         }
+        let mut any = false;
+        for e in std::fs::read_dir(&objects).into_iter().flatten().flatten() {
+            let name = e.file_name();
+            let name = name.to_str().unwrap_or("");
+            let layout = name == "pack"
+                || name == "info"
+                || (name.len() == 2 && name.bytes().all(|b| b.is_ascii_hexdigit()));
+            if !layout || !e.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_all(&e.path());
+                continue;
+            }
+            for f in std::fs::read_dir(e.path()).into_iter().flatten().flatten() {
+                if f.file_type().is_ok_and(|t| t.is_file()) {
+                    any = true;
+                } else {
+                    remove_all(&f.path());
+                }
+            }
+        }
+        // (`info/` is a directory of the view's own now, its entries plain files.)
         for f in ["info/alternates", "info/http-alternates"] {
             let _ = std::fs::remove_file(objects.join(f));
         }
-        fn clean(d: &Path) -> bool {
-            let mut any = false;
-            for e in std::fs::read_dir(d).into_iter().flatten().flatten() {
-                let Ok(kind) = e.file_type() else { continue };
-                if kind.is_dir() {
-                    any |= clean(&e.path());
-                } else if kind.is_file() {
-                    any = true;
-                } else {
-                    let _ = std::fs::remove_file(e.path());
-                }
-            }
-            any
-        }
-        clean(&objects)
+        any
     }
 
     /// Fetches `commit` and what it needs from the agent's private store into the
@@ -300,6 +309,62 @@ fn own_worktree(root: &Path, git: &Path, workdir: &Path) -> Option<Own> {
     })
 }
 
+/// What git keeps in a worktree's own directory: everything else there (a
+/// `config.worktree` naming another work tree, an `info/sparse-checkout`) is the
+/// agent's, and goes.
+const BOOKKEEPING: &[&str] = &[
+    "HEAD",
+    "ORIG_HEAD",
+    "FETCH_HEAD",
+    "MERGE_HEAD",
+    "MERGE_MSG",
+    "MERGE_MODE",
+    "MERGE_RR",
+    "AUTO_MERGE",
+    "CHERRY_PICK_HEAD",
+    "REVERT_HEAD",
+    "REBASE_HEAD",
+    "COMMIT_EDITMSG",
+    "index",
+    "commondir",
+    "gitdir",
+    "locked",
+    "logs",
+    "refs",
+    "rebase-merge",
+    "rebase-apply",
+    "sequencer",
+];
+
+/// How deep a directory of the bookkeeping's is kept (a reflog's path is a ref's).
+const TIDY_DEPTH: usize = 12;
+
+/// Leaves in the worktree's own directory `admin` only git's bookkeeping, as regular
+/// files and directories: links (git would write through one: a `COMMIT_EDITMSG`
+/// naming the person's `.git/config`), FIFOs (a git reading one waits for good),
+/// devices and sockets go, and so does whatever is not git's.
+fn tidy(admin: &Path) {
+    for e in std::fs::read_dir(admin).into_iter().flatten().flatten() {
+        let name = e.file_name();
+        let known = name.to_str().is_some_and(|n| BOOKKEEPING.contains(&n));
+        match e.file_type() {
+            Ok(t) if known && t.is_file() => {}
+            Ok(t) if known && t.is_dir() => tidy_below(&e.path(), 1),
+            _ => remove_all(&e.path()),
+        }
+    }
+}
+
+fn tidy_below(dir: &Path, depth: usize) {
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        match e.file_type() {
+            Ok(t) if t.is_file() => {}
+            Ok(t) if t.is_dir() && depth < TIDY_DEPTH => tidy_below(&e.path(), depth + 1),
+            _ => remove_all(&e.path()),
+        }
+    }
+}
+
 /// Copies the refs under `from` into `to`: directories and regular files (a link or
 /// anything else left out).
 fn copy_refs(from: &Path, to: &Path) -> std::io::Result<()> {
@@ -364,12 +429,15 @@ fn forget_missing(root: &Path, worktree: &Path) {
     let Ok(listed) = crate::git::run_git(c, None) else {
         return;
     };
+    // (A gitlink names a commit of another repository: never this one's.)
     let entries: Vec<(&str, &[u8])> = listed
         .split(|b| *b == 0)
         .filter_map(|e| {
             let tab = e.iter().position(|b| *b == b'\t')?;
             let meta = std::str::from_utf8(&e[..tab]).ok()?;
-            Some((meta.split(' ').nth(1)?, &e[tab + 1..]))
+            let mut words = meta.split(' ');
+            let mode = words.next()?;
+            (mode != "160000").then_some((words.next()?, &e[tab + 1..]))
         })
         .collect();
     let mut ids: Vec<u8> = Vec::new();
@@ -396,16 +464,10 @@ fn forget_missing(root: &Path, worktree: &Path) {
     if paths.is_empty() {
         return;
     }
+    // Out of the index whatever the file and HEAD hold (`rm --cached` refuses an
+    // entry that differs from both, and with it every other).
     let mut c = crate::git::git_command(worktree);
-    c.args([
-        "rm",
-        "-q",
-        "--cached",
-        "--ignore-unmatch",
-        "--pathspec-from-file=-",
-        "--pathspec-file-nul",
-    ]);
-    c.env("GIT_LITERAL_PATHSPECS", "1");
+    c.args(["update-index", "-z", "--force-remove", "--stdin"]);
     let _ = crate::git::run_git(c, Some(&paths));
 }
 

@@ -3,6 +3,7 @@
 //! real one as an alternate).
 
 use super::*;
+use crate::sandbox::homes::remove_all;
 use std::process::Command;
 
 fn git(dir: &Path, args: &[&str]) -> String {
@@ -217,4 +218,125 @@ fn the_view_lays_the_store_read_only_and_the_refs_its_own() {
     assert!(has("--ro-bind", &git.join("worktrees/wt/gitdir")));
     let alternates = std::fs::read_to_string(view.dir.join("objects/info/alternates")).unwrap();
     assert_eq!(alternates.trim(), git.join(SHARED).to_str().unwrap());
+}
+
+/// What the agent leaves in its worktree's own directory for agentloop's git to
+/// follow outside the sandbox goes before that git runs: another work tree named in
+/// `config.worktree`, a `COMMIT_EDITMSG` and a reflog that are links to a file of the
+/// person's, a FIFO as the index, a sparse-checkout file.
+#[test]
+fn the_worktrees_own_directory_keeps_only_gits_bookkeeping() {
+    let r = repo();
+    let view = GitView::make(&r.root, &r.wt, &r.base).unwrap().unwrap();
+    let admin = view.own.as_ref().unwrap().admin.clone();
+    let victim = r.root.parent().unwrap().join("victim");
+    std::fs::write(&victim, "mine\n").unwrap();
+    std::fs::write(
+        admin.join("config.worktree"),
+        format!(
+            "[core]\n\tworktree = {}\n",
+            r.root.parent().unwrap().display()
+        ),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&victim, admin.join("COMMIT_EDITMSG")).unwrap();
+    std::fs::remove_file(admin.join("logs/HEAD")).unwrap_or_default();
+    std::fs::create_dir_all(admin.join("logs")).unwrap();
+    std::os::unix::fs::symlink(&victim, admin.join("logs/HEAD")).unwrap();
+    std::fs::remove_file(admin.join("index")).unwrap();
+    let made = Command::new("mkfifo")
+        .arg(admin.join("index"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    std::fs::create_dir_all(admin.join("info")).unwrap();
+    std::fs::write(admin.join("info/sparse-checkout"), "/nothing\n").unwrap();
+    std::fs::write(r.wt.join("b.txt"), "two\n").unwrap();
+    drop(view);
+    for gone in [
+        "config.worktree",
+        "COMMIT_EDITMSG",
+        "logs/HEAD",
+        "index",
+        "info",
+    ] {
+        assert!(
+            std::fs::symlink_metadata(admin.join(gone)).is_err(),
+            "{gone} is gone"
+        );
+    }
+    // agentloop's git there commits the work, writing nothing through a link.
+    git(&r.wt, &["add", "-A"]);
+    git(&r.wt, &["commit", "-qm", "work"]);
+    assert_eq!(git(&r.wt, &["show", "HEAD:b.txt"]), "two");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n");
+}
+
+/// A link the agent put at its store's `info/` (to the project's own) removes no
+/// alternates file of anyone's.
+#[test]
+fn a_link_in_the_private_store_removes_nothing_outside_it() {
+    let r = repo();
+    let outside = r.root.parent().unwrap().join("outside-info");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("alternates"), "/somewhere\n").unwrap();
+    let view = GitView::make(&r.root, &r.wt, &r.base).unwrap().unwrap();
+    std::fs::write(r.wt.join("b.txt"), "two\n").unwrap();
+    as_agent(&r, &view, &["add", "b.txt"]);
+    as_agent(&r, &view, &["commit", "-qm", "work"]);
+    let info = view.dir.join("objects/info");
+    std::fs::remove_dir_all(&info).unwrap();
+    std::os::unix::fs::symlink(&outside, &info).unwrap();
+    drop(view);
+    assert!(outside.join("alternates").exists());
+    assert_eq!(git(&r.wt, &["show", "HEAD:b.txt"]), "two");
+}
+
+/// A tree tens of thousands of directories deep, left where the view is removed,
+/// goes without a stack or a path that long.
+#[test]
+fn a_deep_tree_is_removed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let top = tmp.path().join("top");
+    std::fs::create_dir_all(&top).unwrap();
+    // Built from the bottom up, each level moved under the next: short paths only.
+    std::fs::create_dir(top.join("n0")).unwrap();
+    let levels = 30_000;
+    for i in 1..levels {
+        std::fs::create_dir(top.join(format!("n{i}"))).unwrap();
+        std::fs::rename(top.join(format!("n{}", i - 1)), top.join(format!("n{i}/a"))).unwrap();
+    }
+    std::fs::write(top.join(format!("n{}/f", levels - 1)), "x").unwrap();
+    remove_all(&top);
+    assert!(!top.exists());
+}
+
+/// A submodule's gitlink (a commit of another repository) and a file staged, then
+/// changed again before the agent ended: the gitlink stays, and the file is
+/// committed as the tree has it.
+#[test]
+fn a_gitlink_stays_and_a_file_staged_then_changed_is_committed_as_it_is() {
+    let r = repo();
+    let other = "1".repeat(40);
+    git(
+        &r.root,
+        &[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("160000,{other},sub"),
+        ],
+    );
+    git(&r.root, &["commit", "-qm", "a submodule"]);
+    git(&r.wt, &["merge", "-q", "main"]);
+    let view = GitView::make(&r.root, &r.wt, &r.base).unwrap().unwrap();
+    std::fs::write(r.wt.join("b.txt"), "two\n").unwrap();
+    as_agent(&r, &view, &["add", "b.txt"]);
+    std::fs::write(r.wt.join("b.txt"), "two, and more\n").unwrap();
+    drop(view);
+    assert!(git(&r.wt, &["ls-files", "-s", "sub"]).starts_with("160000"));
+    git(&r.wt, &["add", "-A"]);
+    git(&r.wt, &["commit", "-qm", "work"]);
+    assert_eq!(git(&r.wt, &["show", "HEAD:b.txt"]), "two, and more");
+    assert!(git(&r.wt, &["ls-tree", "HEAD", "sub"]).starts_with("160000"));
 }
