@@ -19,6 +19,7 @@ pub fn write(root: &Path, rel: &str, text: &str) {
 }
 
 /// A whole-number setting from the environment, or its default.
+#[allow(dead_code)] // not every bench takes one
 pub fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
