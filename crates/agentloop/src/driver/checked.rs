@@ -1,6 +1,8 @@
 //! What the merge queue found on the commits it landed, kept for VALIDATE: in a run
 //! with workers the last batch's check ran every landed task's checks on the
-//! integration branch's head, and VALIDATE runs them again there. When nothing was
+//! integration branch's head, and VALIDATE runs them again there. (In a run with no
+//! workers, the last iteration's check ran on the tree VALIDATE judges: kept by the
+//! tree, [`tree_key`].) When nothing was
 //! merged since (the head is the commit checked) and the tree the checks saw is the
 //! same (the same files of the agents' left out, the same let in), a check that
 //! passed there passed for VALIDATE too: it is taken, not run again.
@@ -26,6 +28,15 @@ pub(crate) struct Checked {
 
 /// The largest record read.
 const MOST: u64 = 64 << 20;
+
+/// The name a run with no workers keeps a check under: the tree it judged, as the
+/// project's watch saw it (its HEAD and what differs from it). VALIDATE takes it only
+/// when no iteration came after it and the watch sees the same tree then.
+pub(crate) fn tree_key(tree: &agentloop_exec::git::Snapshot) -> Option<String> {
+    let head = tree.head.as_deref()?;
+    let (_, crc) = tree.id.rsplit_once(':')?;
+    Some(format!("{head}{crc}"))
+}
 
 /// Where the records of run directory `run`'s landed commits are.
 pub(crate) fn dir_of(run: &Path) -> PathBuf {

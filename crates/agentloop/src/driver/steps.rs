@@ -492,14 +492,23 @@ impl Driver {
         {
             verify::clear_held_out_leftovers(&self.held_out_logs(), &c.dir);
         }
+        // The tree the copy is brought up to date with, as the watch sees it before
+        // (kept with a passing check, for VALIDATE: `checked::tree_key`).
+        let mut tree = None;
         let judged = match self.worktree_of(iteration) {
             Some(w) => agentloop_verify::clean_copy::Prepared::root(&w),
             // Nothing to run: no copy to bring up to date.
             None if commands.is_empty() => {
                 agentloop_verify::clean_copy::Prepared::root(&self.ws.root)
             }
-            None => self.verify_dir_at(seen, &[task]),
+            None => {
+                if self.resident.is_none() {
+                    tree = self.watched.as_mut().and_then(|w| w.take(false));
+                }
+                self.verify_dir_at(seen, &[task])
+            }
         };
+        let tree = tree.filter(|_| judged.dir != self.ws.root && judged.unclean.is_none());
         let workdir = judged.dir;
         let place = if self.worktree_of(iteration).is_some() {
             Place::Worktree
@@ -537,6 +546,9 @@ impl Driver {
         if self.interrupted.load(Ordering::SeqCst) {
             // Cut short by Ctrl-C: leave the iteration open; `resume` aborts and redoes it.
             return Ok(());
+        }
+        if let Some(key) = tree.as_ref().and_then(super::checked::tree_key) {
+            super::checked::keep(&super::checked::dir_of(&self.run.path), &key, &result, &log);
         }
         self.record_verified(iteration, &log, result)
     }

@@ -85,6 +85,16 @@ impl Driver {
             }
             None => None,
         };
+        // With no workers: the tree now, before the copy is brought up to date with it
+        // (the last iteration's check is taken only for this very tree).
+        let tree_now = match (&temp, &self.resident) {
+            (None, None) => self
+                .watched
+                .as_mut()
+                .and_then(|w| w.take(false))
+                .and_then(|t| super::checked::tree_key(&t)),
+            _ => None,
+        };
         let (dir, left_out, admitted, unclean) = match &temp {
             Some(d) => {
                 // What the agents added that the checks would load on their own, out.
@@ -111,16 +121,22 @@ impl Driver {
         // the tests stands for all of them); the rest are judged by their exit codes.
         let measured: Vec<String> = measures.iter().map(|(c, _)| c.clone()).collect();
         let by_tests = |c: &str| expected.as_ref().is_some_and(|e| e.judged_by_tests(c));
-        let mut reused = match &temp {
-            Some(d) => git(d, &["rev-parse", "HEAD"])
+        let checked = super::checked::dir_of(&self.run.path);
+        let last = self.state.iterations;
+        let record = match (&temp, &tree_now) {
+            (Some(d), _) => git(d, &["rev-parse", "HEAD"])
                 .ok()
-                .and_then(|head| {
-                    super::checked::recall(&super::checked::dir_of(&self.run.path), head.trim())
-                })
-                .map(|c| c.reusable(&commands, &measured, by_tests, &left_out, &admitted))
-                .unwrap_or_default(),
-            None => Vec::new(),
+                .and_then(|head| super::checked::recall(&checked, head.trim())),
+            // The last iteration's (its judgement of the tests held every done task's),
+            // on the tree as it is now, in the same copy.
+            (None, Some(key)) if unclean.is_none() => {
+                super::checked::recall(&checked, key).filter(|c| c.result.iteration == last)
+            }
+            _ => None,
         };
+        let mut reused = record
+            .map(|c| c.reusable(&commands, &measured, by_tests, &left_out, &admitted))
+            .unwrap_or_default();
         let judged_left = commands
             .iter()
             .any(|c| !reused.iter().any(|(r, _)| &r.command == c) && by_tests(c));
@@ -131,8 +147,13 @@ impl Driver {
         if !reused.is_empty() {
             commands.retain(|c| !reused.iter().any(|(r, _)| &r.command == c));
             self.progress.note(&format!(
-                "validating: {} passed on this tree in the merge queue's last check, not run again",
-                agentloop_ground::words::plural(reused.len(), "check", "checks")
+                "validating: {} passed on this tree in {}, not run again",
+                agentloop_ground::words::plural(reused.len(), "check", "checks"),
+                if temp.is_some() {
+                    "the merge queue's last check"
+                } else {
+                    "the last iteration's check"
+                }
             ));
         }
         let log = self.run.path.join("validation.log");
@@ -354,7 +375,8 @@ impl Driver {
         format!("`{}`{what}", command.replace('|', "\\|"))
     }
 
-    /// `taken`: how many of the first commands were taken from the merge queue's check.
+    /// `taken`: how many of the first commands were taken from the merge queue's (or
+    /// the last iteration's) check.
     fn write_validation(
         &self,
         r: &VerifyFinished,
@@ -367,11 +389,16 @@ impl Driver {
             if r.passed { "passed" } else { "FAILED" }
         );
         let last = r.commands.len().saturating_sub(1);
+        let source = if self.state.integration.is_some() {
+            "the merge queue's last check"
+        } else {
+            "the last iteration's check"
+        };
         for (i, c) in r.commands.iter().enumerate() {
             if i < taken {
                 let _ = writeln!(
                     md,
-                    "| {} | passed on this tree in the merge queue's last check |",
+                    "| {} | passed on this tree in {source} |",
                     self.step_cell(&c.command)
                 );
                 continue;

@@ -72,6 +72,7 @@ mod terminals;
 mod tracker;
 mod tripwire;
 mod trust;
+mod validating;
 mod verdict;
 mod wall_time;
 mod watched;
