@@ -18,7 +18,9 @@ use super::git::{git_command, run_git};
 /// `prune`) fail or drop it. The driver's threads run their git commands here one at
 /// a time (each takes milliseconds; the checks run outside it).
 mod repair;
+mod tidy;
 pub use repair::repair;
+pub use tidy::{admin_of, settle, tidy};
 
 static BOOKKEEPING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -95,6 +97,9 @@ pub fn task_worktree(
 ) -> Result<PathBuf, String> {
     let dir = run_dir(run_id).ok_or("no cache directory (set HOME or XDG_CACHE_HOME)")?;
     let path = dir.join(task);
+    // An agent worked here last (and its driver may have died before taking its
+    // worktree back): agentloop's own again, on the task's branch.
+    settle(root, &path, &task_branch(integration, task));
     if usable(&path) {
         return Ok(path);
     }

@@ -5,7 +5,9 @@
 //! time per iteration.
 //!
 //! `cargo bench -p agentloop --bench sandbox` (env `TASKS`, default 100; `FILES`,
-//! default 2,000; `ROUNDS`, default 3)
+//! default 2,000; `ROUNDS`, default 3; `WORKERS`, default 0: with workers each agent
+//! works in a worktree, seeing the repository through its own view, and commits a
+//! file, which comes back when it ends)
 
 #[path = "common/mod.rs"]
 mod common;
@@ -20,6 +22,7 @@ fn main() {
     let tasks = common::env_usize("TASKS", 100);
     let files = common::env_usize("FILES", 2000);
     let rounds = common::env_usize("ROUNDS", 3);
+    let workers = common::env_usize("WORKERS", 0);
     let state = tempfile::tempdir().unwrap();
     common::isolate(state.path());
     // The agent also reaches its (listed) model host through the proxy once, as a
@@ -36,8 +39,13 @@ fn main() {
                 c.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
         }
     });
+    let commit = if workers > 0 {
+        "echo x > \"w-$$.txt\"; git add -A; git -c user.name=a -c user.email=a@b commit -qm w; "
+    } else {
+        ""
+    };
     let agent = format!(
-        "cat >/dev/null; curl -fsS -o /dev/null http://127.0.0.1:{port}/v1; echo TASK_COMPLETE"
+        "cat >/dev/null; curl -fsS -o /dev/null http://127.0.0.1:{port}/v1; {commit}echo TASK_COMPLETE"
     );
     let per = |sandbox: &str| -> f64 {
         let dir = tempfile::tempdir().unwrap();
@@ -45,8 +53,13 @@ fn main() {
         let config = format!("[sandbox]\nallow_hosts = [\"127.0.0.1:{port}\"]\n");
         common::trivial_project(root, tasks, files, &agent, &config);
         let t = Instant::now();
+        let mut args = vec!["run", "--quiet", "--sandbox", sandbox];
+        let n = workers.to_string();
+        if workers > 0 {
+            args.extend(["--workers", &n]);
+        }
         let out = Command::new(env!("CARGO_BIN_EXE_agentloop"))
-            .args(["run", "--quiet", "--sandbox", sandbox])
+            .args(&args)
             .current_dir(root)
             .env("NO_COLOR", "1")
             .output()
@@ -70,7 +83,7 @@ fn main() {
     };
     let (off, on) = (median(&mut off), median(&mut on));
     println!(
-        "sandbox overhead: {tasks} tasks, {files}-file repository, median of {rounds} runs each"
+        "sandbox overhead: {tasks} tasks, {files}-file repository, {workers} workers, median of {rounds} runs each"
     );
     println!("  per iteration without the sandbox: {off:.2} ms (agent included)");
     println!("  per iteration in workspace mode:   {on:.2} ms");

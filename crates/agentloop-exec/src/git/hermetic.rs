@@ -20,6 +20,9 @@ const NEUTRAL: &[&str] = &[
     "commit.gpgSign=false",
     "tag.gpgSign=false",
     "gc.auto=0",
+    // rerere would copy whatever path a worktree's `MERGE_RR` names into
+    // `rr-cache/`, and replay resolutions an agent planted there.
+    "rerere.enabled=false",
     "maintenance.auto=false",
     "diff.external=",
     // An attributes file the repository's configuration names assigns drivers as

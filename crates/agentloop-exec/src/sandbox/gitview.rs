@@ -90,7 +90,7 @@ impl GitView {
             view.dir.join("objects/info/alternates"),
             alternates.as_encoded_bytes(),
         )?;
-        view.own = own_worktree(&view.root, &view.git, workdir);
+        view.own = own_worktree(&view.root, workdir);
         Ok(Some(view))
     }
 
@@ -135,7 +135,7 @@ impl GitView {
     fn finish(&mut self) {
         let Some(own) = &self.own else { return };
         // Before any git of agentloop's reads it (outside the sandbox).
-        tidy(&own.admin);
+        crate::worktree::tidy(&self.root, &own.admin);
         // (A HEAD that is no small regular file names nothing, and is made again.)
         let head = read_own(&own.admin, "HEAD")
             .map(|h| String::from_utf8_lossy(&h).trim().to_string())
@@ -281,16 +281,8 @@ impl Drop for GitView {
 
 /// The agent's worktree when `workdir` is one of the repository's: its `.git` file
 /// names a directory of `.git/worktrees/`.
-fn own_worktree(root: &Path, git: &Path, workdir: &Path) -> Option<Own> {
-    let link = agentloop_ground::fsutil::read_regular(&workdir.join(".git"), REF_MOST).ok()?;
-    let link = String::from_utf8_lossy(&link);
-    let admin = PathBuf::from(link.trim().strip_prefix("gitdir:")?.trim())
-        .canonicalize()
-        .ok()?;
-    let worktrees = git.join("worktrees").canonicalize().ok()?;
-    if admin.parent() != Some(worktrees.as_path()) {
-        return None;
-    }
+fn own_worktree(root: &Path, workdir: &Path) -> Option<Own> {
+    let admin = crate::worktree::admin_of(root, workdir)?;
     let head = read_own(&admin, "HEAD")?;
     let head = String::from_utf8_lossy(&head).trim().to_string();
     let start = match head.strip_prefix("ref:") {
@@ -307,62 +299,6 @@ fn own_worktree(root: &Path, git: &Path, workdir: &Path) -> Option<Own> {
         worktree: workdir.to_path_buf(),
         start,
     })
-}
-
-/// What git keeps in a worktree's own directory: everything else there (a
-/// `config.worktree` naming another work tree, an `info/sparse-checkout`) is the
-/// agent's, and goes.
-const BOOKKEEPING: &[&str] = &[
-    "HEAD",
-    "ORIG_HEAD",
-    "FETCH_HEAD",
-    "MERGE_HEAD",
-    "MERGE_MSG",
-    "MERGE_MODE",
-    "MERGE_RR",
-    "AUTO_MERGE",
-    "CHERRY_PICK_HEAD",
-    "REVERT_HEAD",
-    "REBASE_HEAD",
-    "COMMIT_EDITMSG",
-    "index",
-    "commondir",
-    "gitdir",
-    "locked",
-    "logs",
-    "refs",
-    "rebase-merge",
-    "rebase-apply",
-    "sequencer",
-];
-
-/// How deep a directory of the bookkeeping's is kept (a reflog's path is a ref's).
-const TIDY_DEPTH: usize = 12;
-
-/// Leaves in the worktree's own directory `admin` only git's bookkeeping, as regular
-/// files and directories: links (git would write through one: a `COMMIT_EDITMSG`
-/// naming the person's `.git/config`), FIFOs (a git reading one waits for good),
-/// devices and sockets go, and so does whatever is not git's.
-fn tidy(admin: &Path) {
-    for e in std::fs::read_dir(admin).into_iter().flatten().flatten() {
-        let name = e.file_name();
-        let known = name.to_str().is_some_and(|n| BOOKKEEPING.contains(&n));
-        match e.file_type() {
-            Ok(t) if known && t.is_file() => {}
-            Ok(t) if known && t.is_dir() => tidy_below(&e.path(), 1),
-            _ => remove_all(&e.path()),
-        }
-    }
-}
-
-fn tidy_below(dir: &Path, depth: usize) {
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        match e.file_type() {
-            Ok(t) if t.is_file() => {}
-            Ok(t) if t.is_dir() && depth < TIDY_DEPTH => tidy_below(&e.path(), depth + 1),
-            _ => remove_all(&e.path()),
-        }
-    }
 }
 
 /// Copies the refs under `from` into `to`: directories and regular files (a link or

@@ -77,6 +77,12 @@ fn merge_now(job: &BatchJob) -> Result<Vec<(u32, MergeOutcome)>, String> {
             "agentloop: attempt of iteration {} (not merged yet)",
             m.iteration
         );
+        // (Its agent has ended; what it left in the worktree's bookkeeping goes.)
+        worktree::settle(
+            &job.root,
+            &m.worktree,
+            &worktree::task_branch(&job.integration, &m.task),
+        );
         let work = worktree::commit_work(&m.worktree, &attempt)?;
         let verified = format!("{} (verified work)", m.message.lines().next().unwrap_or(""));
         match worktree::merge(&at, &work, &verified, &m.message)? {

@@ -20,8 +20,9 @@ const WAYS: [&[&str]; 4] = [
 const HONEST: &str = "touch one.txt";
 /// A scripted agent's first lines: its attempt `m`, counted in its worktree's own git
 /// directory (the bookkeeping of a worker's worktree, the only part of the repository
-/// a sandboxed worker writes for good: `exec/sandbox/gitview.rs`).
-const ATTEMPT: &str = "state=$(git rev-parse --git-dir)/attempts\nm=$(cat \"$state\" 2>/dev/null || echo 0); m=$((m+1)); echo $m > \"$state\"\n";
+/// a sandboxed worker writes for good, and of it only git's own names: `logs/` is
+/// one; `exec/sandbox/gitview.rs`).
+const ATTEMPT: &str = "state=$(git rev-parse --git-dir)/logs/agent-attempts\nmkdir -p \"$(dirname \"$state\")\"\nm=$(cat \"$state\" 2>/dev/null || echo 0); m=$((m+1)); echo $m > \"$state\"\n";
 const CHECK_ONE: &str = "test -f one.txt || { echo 'FAIL: one.txt is missing'; exit 1; }\n";
 
 /// A project whose agent runs `cheat` on its first attempt and `honest` after.
