@@ -2,6 +2,7 @@
 //! driver (a child subreaper) and are ended with it; a group whose driver was killed
 //! is ended by the driver that takes over.
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -217,6 +218,38 @@ pub fn end_group_left_behind(pgid: i32, workdir: &Path) -> usize {
     members.len()
 }
 
+/// Ends every sandbox of this user's (a `bwrap`) whose command line names a path under
+/// `dir` (a run's directory: each agent's sandbox binds its iteration's file there),
+/// with everything in its process namespace. A driver killed in the few milliseconds
+/// while bubblewrap starts leaves one running with no parent: it outlives every
+/// parent-death signal and is in a session of its own, so no process group finds it.
+/// Returns how many were ended.
+pub fn end_sandboxes_naming(dir: &Path) -> usize {
+    use std::os::unix::fs::MetadataExt;
+    let me = nix::unistd::getuid().as_raw();
+    let mut ended = 0;
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<i32>().ok()) else {
+            continue;
+        };
+        if e.metadata().map(|m| m.uid()) != Ok(me) {
+            continue;
+        }
+        let Ok(cmdline) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let mut args = cmdline.split(|b| *b == 0).filter(|a| !a.is_empty());
+        let bwrap = args
+            .next()
+            .is_some_and(|a| Path::new(std::ffi::OsStr::from_bytes(a)).ends_with("bwrap"));
+        if bwrap && args.any(|a| Path::new(std::ffi::OsStr::from_bytes(a)).starts_with(dir)) {
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+            ended += 1;
+        }
+    }
+    ended
+}
+
 /// The chain of parents of `pid`, nearest first (pid and command name), up to init.
 pub fn lineage(pid: u32) -> Vec<(u32, String)> {
     let parent = |p: u32| {
@@ -317,5 +350,29 @@ mod tests {
         assert!(super::has_children());
         // Not reaped by the look: its status is still there for its waiter.
         assert!(child.wait().unwrap().success());
+    }
+
+    /// A sandbox naming a path under the run's directory is ended; one naming another
+    /// run's is not.
+    #[test]
+    fn a_sandbox_left_behind_by_the_run_is_ended_and_no_other() {
+        use std::os::unix::process::CommandExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let run = tmp.path().join("runs/r1");
+        // A shell called `bwrap` in its command line, naming an iteration's file.
+        let start = |dir: &std::path::Path| {
+            std::process::Command::new("sh")
+                .arg0("bwrap")
+                .args(["-c", "sleep 30; :", "--bind"])
+                .arg(dir.join("iterations/0001/reports.jsonl"))
+                .spawn()
+                .unwrap()
+        };
+        let (mut ours, mut theirs) = (start(&run), start(&tmp.path().join("runs/r2")));
+        assert_eq!(super::end_sandboxes_naming(&run), 1);
+        assert!(!ours.wait().unwrap().success());
+        assert!(theirs.try_wait().unwrap().is_none(), "another run's sandbox lives");
+        let _ = theirs.kill();
+        let _ = theirs.wait();
     }
 }

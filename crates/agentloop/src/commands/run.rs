@@ -514,6 +514,14 @@ pub fn resume(cwd: &Path, args: ResumeArgs) -> Result<ExitKind, CliError> {
             }
         }
     }
+    // A sandbox whose driver died while bubblewrap started lives on with no parent.
+    let sandboxes = agentloop_exec::reap::end_sandboxes_naming(&run.path);
+    if sandboxes > 0 {
+        crate::render::warn(&format!(
+            "ended {} an earlier driver of this run left behind",
+            agentloop_ground::words::plural(sandboxes, "sandbox", "sandboxes")
+        ));
+    }
     // The run's own flags, with the ones given now on top.
     let mut flags = Value::Object(loaded.state.settings.flags.clone());
     config::merge(&mut flags, &Value::Object(args.settings.to_layer()?));
