@@ -16,6 +16,40 @@ pub fn git(root: &Path, args: &[&str]) {
     );
 }
 
+/// What plain git `args` in `dir` print (trimmed), with a fixed identity; panics with
+/// git's words when it fails.
+pub fn git_says(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.name=T", "-c", "user.email=t@example.org"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A project under `dir` (`project/`) on `main` with `a.txt` committed, and a task's
+/// worktree beside it (`wt/`) on its branch `branch`: (project, worktree).
+pub fn project_and_worktree(dir: &Path, branch: &str) -> (PathBuf, PathBuf) {
+    let root = dir.join("project");
+    std::fs::create_dir_all(&root).unwrap();
+    git_says(&root, &["init", "-q", "-b", "main"]);
+    std::fs::write(root.join("a.txt"), "one\n").unwrap();
+    git_says(&root, &["add", "a.txt"]);
+    git_says(&root, &["commit", "-qm", "first"]);
+    let wt = dir.join("wt");
+    git_says(
+        &root,
+        &["worktree", "add", "-q", "-b", branch, wt.to_str().unwrap()],
+    );
+    (root, wt)
+}
+
 /// A committed repository at `root` with a gitlink `sub` whose directory is a
 /// repository of its own: its clean filter touches the path returned, and its file
 /// has changed since, so a git that looks inside it runs the filter.

@@ -106,22 +106,7 @@ pub fn admin_of(root: &Path, worktree: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::process::Command;
-
-    fn git(dir: &Path, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .args(["-c", "user.name=T", "-c", "user.email=t@example.org"])
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
+    use crate::testing::git_says as git;
 
     /// An agent whose driver died left its worktree on the person's branch, in a merge
     /// of a commit that does not exist, with a rerere record naming a file of the
@@ -130,25 +115,8 @@ mod tests {
     #[test]
     fn a_worktree_an_agent_left_is_the_tasks_again() {
         let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("p");
-        std::fs::create_dir_all(&root).unwrap();
-        git(&root, &["init", "-q", "-b", "main"]);
-        std::fs::write(root.join("a.txt"), "one\n").unwrap();
-        git(&root, &["add", "a.txt"]);
-        git(&root, &["commit", "-qm", "first"]);
+        let (root, wt) = crate::testing::project_and_worktree(tmp.path(), "run-T1");
         let main = git(&root, &["rev-parse", "main"]);
-        let wt = tmp.path().join("wt");
-        git(
-            &root,
-            &[
-                "worktree",
-                "add",
-                "-q",
-                "-b",
-                "run-T1",
-                wt.to_str().unwrap(),
-            ],
-        );
         let admin = admin_of(&root, &wt).unwrap();
         std::fs::write(admin.join("HEAD"), "ref: refs/heads/main\n").unwrap();
         std::fs::write(admin.join("MERGE_HEAD"), format!("{}\n", "ab".repeat(20))).unwrap();
@@ -171,25 +139,8 @@ mod tests {
     #[test]
     fn a_merge_of_a_real_commit_stays() {
         let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("p");
-        std::fs::create_dir_all(&root).unwrap();
-        git(&root, &["init", "-q", "-b", "main"]);
-        std::fs::write(root.join("a.txt"), "one\n").unwrap();
-        git(&root, &["add", "a.txt"]);
-        git(&root, &["commit", "-qm", "first"]);
+        let (root, wt) = crate::testing::project_and_worktree(tmp.path(), "run-T1");
         let main = git(&root, &["rev-parse", "main"]);
-        let wt = tmp.path().join("wt");
-        git(
-            &root,
-            &[
-                "worktree",
-                "add",
-                "-q",
-                "-b",
-                "run-T1",
-                wt.to_str().unwrap(),
-            ],
-        );
         let admin = admin_of(&root, &wt).unwrap();
         std::fs::write(admin.join("MERGE_HEAD"), format!("{main}\n")).unwrap();
         std::fs::write(admin.join("MERGE_MSG"), "Merge\n").unwrap();

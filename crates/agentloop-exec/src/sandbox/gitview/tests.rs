@@ -6,20 +6,7 @@ use super::*;
 use crate::sandbox::homes::remove_all;
 use std::process::Command;
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=T", "-c", "user.email=t@example.org"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
+use crate::testing::git_says as git;
 
 /// A project on `main` with `a.txt`, and a task's worktree beside it on its branch.
 struct Repo {
@@ -31,24 +18,7 @@ struct Repo {
 
 fn repo() -> Repo {
     let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("project");
-    std::fs::create_dir_all(&root).unwrap();
-    git(&root, &["init", "-q", "-b", "main"]);
-    std::fs::write(root.join("a.txt"), "one\n").unwrap();
-    git(&root, &["add", "a.txt"]);
-    git(&root, &["commit", "-qm", "first"]);
-    let wt = tmp.path().join("wt");
-    git(
-        &root,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "-b",
-            "agentloop/r-T1",
-            wt.to_str().unwrap(),
-        ],
-    );
+    let (root, wt) = crate::testing::project_and_worktree(tmp.path(), "agentloop/r-T1");
     let base = tmp.path().join("state/gits");
     Repo {
         _tmp: tmp,
