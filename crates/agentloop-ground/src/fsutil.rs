@@ -149,3 +149,58 @@ pub fn pretty_json<T: serde::Serialize>(value: &T) -> Vec<u8> {
     v.push(b'\n');
     v
 }
+
+/// Removes the directory `dir` and everything in it, the directories an agent locked
+/// (`chmod 000`) opened first; links are not followed (one at `dir` goes itself).
+/// Neither recursion nor long paths: each directory one level down is emptied of its
+/// files and its own directories moved up beside it, so a tree however deep (an
+/// agent's, sixty thousand levels) is removed with paths two names long, on a stack
+/// that does not grow.
+pub fn remove_all(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let open_up = |d: &Path| {
+        let _ = std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700));
+    };
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            let _ = std::fs::remove_file(dir);
+            return;
+        }
+        Err(_) => return,
+    }
+    open_up(dir);
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    loop {
+        let mut subdirs = Vec::new();
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                subdirs.push(e.path());
+            } else {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+        if subdirs.is_empty() {
+            break;
+        }
+        let mut moved = false;
+        for sub in subdirs {
+            open_up(&sub);
+            for e in std::fs::read_dir(&sub).into_iter().flatten().flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let up = dir.join(format!(".up-{}-{n}", std::process::id()));
+                    moved |= std::fs::rename(e.path(), up).is_ok();
+                } else {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+            moved |= std::fs::remove_dir(&sub).is_ok();
+        }
+        // (Nothing could be moved or removed: what is left stays.)
+        if !moved {
+            break;
+        }
+    }
+    let _ = std::fs::remove_dir(dir);
+}

@@ -18,7 +18,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use common::{tools, write};
+use common::{timed, tools, write};
 
 /// One fixture: its files, the plain command, and the PATH both run with.
 struct Fixture {
@@ -101,18 +101,6 @@ fn go(root: &Path, tests: usize) {
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
-}
-
-fn timed(cmd: &mut Command) -> f64 {
-    let t = Instant::now();
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{cmd:?}: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    t.elapsed().as_secs_f64()
 }
 
 fn main() {

@@ -18,7 +18,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use common::{tools, write};
+use common::{timed, tools, write};
 
 /// Tests per file.
 const PER_FILE: usize = 50;
@@ -125,18 +125,6 @@ fn files(n: usize) -> Vec<(usize, usize)> {
     (0..rest.div_ceil(PER_FILE))
         .map(|f| (f, PER_FILE.min(rest - f * PER_FILE)))
         .collect()
-}
-
-fn timed(cmd: &mut Command) -> f64 {
-    let t = Instant::now();
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{cmd:?}: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    t.elapsed().as_secs_f64()
 }
 
 /// Milliseconds since 1970 of a journal time (`2026-12-07T00:36:41.786Z`).

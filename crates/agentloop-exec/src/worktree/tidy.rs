@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::sandbox::remove_all;
+use agentloop_ground::fsutil::remove_all;
 
 /// What git keeps in a worktree's own directory that agentloop lets stay: everything
 /// else there goes.

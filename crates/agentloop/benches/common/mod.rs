@@ -154,3 +154,17 @@ pub fn parallel_project(
     git(root, &["add", "-A"]);
     git(root, &["commit", "-qm", "bench"]);
 }
+
+/// Seconds `cmd` took to run to its end; panics with its output when it fails.
+#[allow(dead_code)] // not every bench times a command
+pub fn timed(cmd: &mut Command) -> f64 {
+    let t = std::time::Instant::now();
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    t.elapsed().as_secs_f64()
+}
