@@ -16,7 +16,6 @@ mod common;
 
 use std::path::Path;
 use std::process::Command;
-use std::time::Instant;
 
 use common::{timed, tools, write};
 
