@@ -175,7 +175,7 @@ impl Sandbox for SandboxConfig {
         let proxy_port = (PROXY_PORT..)
             .find(|p| !forwards.contains(p))
             .unwrap_or(PROXY_PORT);
-        let homes = Homes::make_with(&home(), &homes_dir(), paths.homes)?;
+        let homes = Homes::make_with(&home(), &state_base().join("homes"), paths.homes)?;
         // (A check writes nothing of the project's repository; an agent working in
         // the project writes it as it is.)
         let git = if workdir.starts_with(root) {
@@ -491,13 +491,8 @@ fn own_reports(own: &Path) -> std::io::Result<()> {
         .map_err(|e| agentloop_ground::fsutil::named(&path, e))
 }
 
-/// Where the copies of the CLIs' directories are made: in agentloop's state
-/// directory, which the sandbox hides.
-fn homes_dir() -> PathBuf {
-    state_base().join("homes")
-}
-
-/// agentloop's state directory (hidden from the sandbox).
+/// agentloop's state directory, which the sandbox hides: where the copies of the CLIs'
+/// directories (`homes/`) and the repository's views (`gits/`) are made.
 fn state_base() -> PathBuf {
     agentloop_ground::fsutil::state_dir()
         .unwrap_or_else(|| std::env::temp_dir().join("agentloop-state"))
