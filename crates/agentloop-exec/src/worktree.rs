@@ -20,6 +20,7 @@ use super::git::{git_command, run_git};
 mod repair;
 mod tidy;
 pub use repair::repair;
+pub(crate) use tidy::rewrite;
 pub use tidy::{admin_of, settle, tidy};
 
 static BOOKKEEPING: std::sync::Mutex<()> = std::sync::Mutex::new(());

@@ -145,18 +145,21 @@ impl GitView {
             None => is_hex(&head).then(|| head.clone()),
         };
         let private = self.private_objects();
-        let took = match &now {
-            Some(commit) if private => self.fetch(commit),
-            Some(commit) => crate::worktree::rev(&self.root, commit).is_some(),
-            None => false,
-        };
         match &own.start {
             Start::Branch { name, at } => {
                 let line = format!("ref: {name}");
                 if head != line {
-                    rewrite(&own.admin.join("HEAD"), &line);
+                    crate::worktree::rewrite(&own.admin.join("HEAD"), &line);
                 }
-                if let Some(commit) = now.filter(|c| took && Some(c) != at.as_ref()) {
+                // Moved: what it names is taken into the repository first (from the
+                // private store, or it is the repository's already).
+                if let Some(commit) = now.filter(|c| Some(c) != at.as_ref())
+                    && (if private {
+                        self.fetch(&commit)
+                    } else {
+                        crate::worktree::rev(&self.root, &commit).is_some()
+                    })
+                {
                     let mut c = crate::git::git_command(&self.root);
                     c.args(["update-ref", name, &commit, at.as_deref().unwrap_or("")]);
                     let _ = crate::git::run_git(c, None);
@@ -164,7 +167,7 @@ impl GitView {
             }
             Start::Detached(at) => {
                 if &head != at {
-                    rewrite(&own.admin.join("HEAD"), at);
+                    crate::worktree::rewrite(&own.admin.join("HEAD"), at);
                 }
             }
         }
@@ -237,7 +240,6 @@ impl GitView {
     /// repository; whether it is there now.
     fn fetch(&self, commit: &str) -> bool {
         let from = self.dir.join("fetched-from");
-        let _ = std::fs::remove_file(&from);
         remove_all(&from);
         let made = (|| -> std::io::Result<()> {
             std::fs::create_dir(&from)?;
@@ -342,18 +344,6 @@ fn read_own_most(dir: &Path, rel: &str, most: u64) -> Option<Vec<u8>> {
     let mut bytes = Vec::new();
     f.take(most).read_to_end(&mut bytes).ok()?;
     Some(bytes)
-}
-
-/// Writes `line` as the whole of the file at `path`, in place of whatever is there
-/// (a link taken away, not followed).
-fn rewrite(path: &Path, line: &str) {
-    let _ = std::fs::remove_file(path);
-    remove_all(path);
-    let _ = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes()));
 }
 
 /// Takes out of the index of `worktree` every entry whose object the repository

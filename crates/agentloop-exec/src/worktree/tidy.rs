@@ -82,13 +82,23 @@ pub fn settle(root: &Path, worktree: &Path, branch: &str) {
         return;
     };
     tidy(root, &admin);
-    let line = format!("ref: refs/heads/{branch}\n");
+    let line = format!("ref: refs/heads/{branch}");
     let head = admin.join("HEAD");
     let now = agentloop_ground::fsutil::read_regular(&head, 4096).unwrap_or_default();
-    if now != line.as_bytes() {
-        let _ = std::fs::remove_file(&head);
-        let _ = std::fs::write(&head, line);
+    if String::from_utf8_lossy(&now).trim() != line {
+        rewrite(&head, &line);
     }
+}
+
+/// Writes `line` as the whole of the file at `path`, in place of whatever is there
+/// (a link taken away, not followed).
+pub(crate) fn rewrite(path: &Path, line: &str) {
+    remove_all(path);
+    let _ = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes()));
 }
 
 /// A worktree's own directory in `root`'s repository, as its `.git` file names it

@@ -547,22 +547,25 @@ impl Driver {
             // Cut short by Ctrl-C: leave the iteration open; `resume` aborts and redoes it.
             return Ok(());
         }
-        if let Some(key) = tree.as_ref().and_then(super::checked::tree_key) {
-            super::checked::keep(&super::checked::dir_of(&self.run.path), &key, &result, &log);
-        }
-        self.record_verified(iteration, &log, result)
+        let tree = tree.as_ref().and_then(super::checked::tree_key);
+        self.record_verified(iteration, &log, result, tree.as_deref())
     }
 
-    /// Records an iteration's checks, secrets out of their log and digest.
+    /// Records an iteration's checks, secrets out of their log and digest; kept for
+    /// VALIDATE too (secrets out) under `tree`, the tree they ran on, when given.
     pub(crate) fn record_verified(
         &mut self,
         iteration: u32,
         log: &std::path::Path,
         mut result: VerifyFinished,
+        tree: Option<&str>,
     ) -> Result<(), CliError> {
         let redactor = self.iteration_redactor(iteration);
         redactor.scrub_check_log(log)?;
         result.redact(&redactor);
+        if let Some(key) = tree {
+            super::checked::keep(&super::checked::dir_of(&self.run.path), key, &result, log);
+        }
         if let Some(first) = result.left_out.first() {
             let more = match result.left_out.len() {
                 1 => String::new(),

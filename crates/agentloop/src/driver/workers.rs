@@ -390,7 +390,7 @@ impl Driver {
                 {
                     self.task_copies.insert(c.task, c.copy);
                 }
-                self.record_verified(iteration, &log, *result?)
+                self.record_verified(iteration, &log, *result?, None)
             }
             Done::Merge { outcome, .. } => self.merge_done(outcome),
         }
