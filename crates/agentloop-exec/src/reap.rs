@@ -361,13 +361,15 @@ mod tests {
         use std::os::unix::process::CommandExt;
         let tmp = tempfile::tempdir().unwrap();
         let run = tmp.path().join("runs/r1");
-        // A shell called `bwrap` in its command line, naming an iteration's file.
+        // A shell called `bwrap` in its command line, naming an iteration's file. It
+        // waits on a builtin: a child it forked would carry the same command line for a
+        // moment and be counted too.
         let start = |dir: &std::path::Path| {
             std::process::Command::new("sh")
                 .arg0("bwrap")
-                .args(["-c", "sleep 5; :", "--bind"])
+                .args(["-c", "read -r line; :", "--bind"])
                 .arg(dir.join("iterations/0001/reports.jsonl"))
-                .stdin(std::process::Stdio::null())
+                .stdin(std::process::Stdio::piped())
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::null())
                 .spawn()
