@@ -265,6 +265,24 @@ pub struct VerifyConfig {
     /// or the sandbox; the agent learns only that one failed, and its name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub holdout: Option<String>,
+    /// Processes or threads one check's test runner may use: pytest's workers with
+    /// pytest-xdist (when the check's Python has it), `go test -p`, jest's
+    /// `--maxWorkers`, nextest's and libtest's test threads. Unset: the machine's
+    /// cores shared among the checks that may run at once (one per worker). A runner
+    /// not named here runs as it is; `1` runs every suite as one process.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub jobs: Option<u32>,
+}
+
+impl VerifyConfig {
+    /// What [`VerifyConfig::jobs`] comes to when `lanes` checks may run at once.
+    pub fn jobs_for(&self, lanes: u32) -> u32 {
+        self.jobs.unwrap_or_else(|| {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+            (cores / lanes.max(1)).max(1)
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
@@ -434,6 +452,7 @@ impl Default for VerifyConfig {
             regression: agentloop_ground::values::Regression::PerTest,
             flaky: Vec::new(),
             holdout: None,
+            jobs: None,
         }
     }
 }

@@ -192,7 +192,7 @@ fn is_package_manager(w: &str) -> bool {
 }
 
 /// `NAME=value` before the program.
-fn is_assignment(w: &str) -> bool {
+pub(super) fn is_assignment(w: &str) -> bool {
     w.split_once('=').is_some_and(|(k, _)| {
         !k.is_empty()
             && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')

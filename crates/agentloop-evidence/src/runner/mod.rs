@@ -11,10 +11,12 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 mod command;
+mod parallel;
 pub mod subset;
 
 use command::{join, recognise};
 pub use command::{may_be_runner, runner_in};
+pub use parallel::{Jobs, pytest_python};
 
 use crate::report::Format;
 
@@ -97,6 +99,8 @@ pub struct Invocation {
     pub files: Vec<(PathBuf, String)>,
     /// `$AGENTLOOP_TEST_REPORT`'s value.
     pub report_var: PathBuf,
+    /// More of the check's environment (`RUST_TEST_THREADS`).
+    pub env: Vec<(String, String)>,
 }
 
 impl Invocation {
@@ -122,17 +126,25 @@ impl Invocation {
             report: ReportAt::File(report_var.clone()),
             files: Vec::new(),
             report_var,
+            env: Vec::new(),
         }
     }
 
+    /// As [`Invocation::with_jobs`], the runner left to choose its workers.
     pub fn new(command: &str, workdir: &Path, dir: &Path) -> Invocation {
+        Invocation::with_jobs(command, workdir, dir, None)
+    }
+
+    /// How `command` runs with its report going to `dir`, its runner held to `jobs`
+    /// workers where agentloop knows how to say that (`None`: as the runner chooses).
+    pub fn with_jobs(command: &str, workdir: &Path, dir: &Path, jobs: Option<Jobs>) -> Invocation {
         let generic = Invocation::as_written(command, dir);
         let report_var = generic.report_var.clone();
         let Some(found) = recognise(command, Some(workdir)) else {
             return generic;
         };
         let mut files = Vec::new();
-        let (args, report): (Vec<String>, ReportAt) = match found.runner {
+        let (mut args, report): (Vec<String>, ReportAt) = match found.runner {
             Runner::Pytest => {
                 let at = dir.join("pytest.xml");
                 (
@@ -243,6 +255,12 @@ impl Invocation {
                 )
             }
         };
+        let mut env = Vec::new();
+        if let Some(j) = jobs {
+            let (more, vars) = parallel::hold(&found, j, workdir);
+            args.extend(more);
+            env = vars;
+        }
         let Some(command) = found.with_args(&args) else {
             return generic;
         };
@@ -253,6 +271,7 @@ impl Invocation {
             report,
             files,
             report_var,
+            env,
         }
     }
 

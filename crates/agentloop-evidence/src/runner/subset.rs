@@ -281,7 +281,7 @@ fn go_packages(part: &[String], whole: &[String], workdir: &Path) -> Option<Vec<
 }
 
 /// The root's pytest configuration: its `testpaths` and its `addopts`, as words.
-fn pytest_settings(workdir: &Path) -> (Vec<String>, String) {
+pub(super) fn pytest_settings(workdir: &Path) -> (Vec<String>, String) {
     for name in PYTEST_CONFIGS {
         let Ok(text) = std::fs::read_to_string(workdir.join(name)) else {
             continue;

@@ -94,7 +94,7 @@ impl Runner<'_> {
                 continue;
             }
             writeln!(log, "$ {cmd}")?;
-            let inv = prepare(cmd, self.workdir, &reports.join(k.to_string()))?;
+            let inv = prepare(cmd, self.workdir, &reports.join(k.to_string()), self.jobs)?;
             if inv.command != *cmd {
                 writeln!(log, "[agentloop runs it as: {}]", inv.command)?;
             }

@@ -48,6 +48,8 @@ pub struct Runner<'a> {
     pub wrap: Vec<std::ffi::OsString>,
     /// Per-test evidence: what the checks must show; `None`: exit codes, as before.
     pub tests: Option<TestsCheck<'a>>,
+    /// Workers a check's runner may use (`[verify] jobs`); 0: as the runner chooses.
+    pub jobs: u32,
 }
 
 /// What per-test evidence needs: what to expect, and where reports go.
@@ -111,7 +113,12 @@ impl Runner<'_> {
             writeln!(log, "$ {cmd}")?;
             log.flush()?;
             let inv = match &self.tests {
-                Some(t) => Some(prepare(cmd, self.workdir, &t.reports.join(k.to_string()))?),
+                Some(t) => Some(prepare(
+                    cmd,
+                    self.workdir,
+                    &t.reports.join(k.to_string()),
+                    self.jobs,
+                )?),
                 None => None,
             };
             if let Some(i) = inv.as_ref().filter(|i| i.command != *cmd) {
@@ -386,6 +393,8 @@ impl Runner<'_> {
                 evidence::runner::REPORT_VAR.into(),
                 i.report_var.clone().into_os_string(),
             ));
+            spec.env
+                .extend(i.env.iter().map(|(k, v)| (k.into(), v.into())));
             if let ReportAt::Stdout(p) = &i.report {
                 spec.stdout_copy = Some(p.clone());
             }

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use agentloop_evidence::runner::Jobs;
 use agentloop_evidence::{self as evidence, Expected, Invocation, Report, ReportAt, ReportError};
 
 use super::written;
@@ -24,8 +25,20 @@ pub(super) fn watch_report(inv: &Invocation) -> Option<written::Written> {
 }
 
 /// The report directory made empty and the command's invocation in it.
-pub(super) fn prepare(cmd: &str, workdir: &Path, dir: &Path) -> std::io::Result<Invocation> {
-    ready(dir, |dir| Invocation::new(cmd, workdir, dir))
+pub(super) fn prepare(
+    cmd: &str,
+    workdir: &Path,
+    dir: &Path,
+    jobs: u32,
+) -> std::io::Result<Invocation> {
+    let jobs = (jobs > 0).then(|| Jobs {
+        n: jobs,
+        xdist: jobs > 1
+            && evidence::runner::pytest_python(cmd, workdir).is_some_and(|python| {
+                agentloop_project::installed::python_imports(&python, "xdist", workdir)
+            }),
+    });
+    ready(dir, |dir| Invocation::with_jobs(cmd, workdir, dir, jobs))
 }
 
 /// `dir` made empty, the invocation `make` gives for it, and the files it needs there.

@@ -80,6 +80,7 @@ pub fn check(root: &Path, plan: &Plan, config: &Config) -> Result<(), CliError> 
             workdir: &dir,
             timeout: config.verify.timeout,
             output_cap: config.verify.output_cap,
+            jobs: config.verify.jobs_for(1),
             log: &log,
             // Confined as the run's baseline will be, so the two agree.
             wrap: agentloop_exec::sandbox::judge::wrap(

@@ -190,6 +190,7 @@ fn check_commands(
                 workdir: dir,
                 timeout: cfg.verify.timeout,
                 output_cap: cfg.verify.output_cap,
+                jobs: cfg.verify.jobs_for(1),
                 log: &log,
                 // Confined as the run's checks will be (no report: the logs'
                 // directory is its place).

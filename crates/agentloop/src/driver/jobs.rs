@@ -134,6 +134,8 @@ pub(crate) struct Checks {
     pub measures: Vec<(String, agentloop_plan::Threshold)>,
     pub timeout: Duration,
     pub output_cap: u64,
+    /// Workers each check's runner may use (`[verify] jobs`).
+    pub jobs: u32,
     pub stop: Arc<AtomicBool>,
     /// `[sandbox] verify`: what the checks are confined by.
     pub sandbox: Option<CheckBox>,
@@ -195,6 +197,7 @@ impl Checks {
             measures,
             timeout: last.timeout,
             output_cap: last.output_cap,
+            jobs: last.jobs,
             stop: last.stop.clone(),
             sandbox: last.sandbox.clone(),
             copy: None,
@@ -295,6 +298,7 @@ impl Checks {
             workdir: dir,
             timeout: self.timeout,
             output_cap: self.output_cap,
+            jobs: self.jobs,
             log,
             wrap: self
                 .sandbox

@@ -123,6 +123,7 @@ impl Driver {
             workdir: &dir,
             timeout: self.config.verify.timeout,
             output_cap: self.config.verify.output_cap,
+            jobs: self.config.verify.jobs_for(1),
             log: &log,
             wrap: self.check_wrap(&dir, &reports),
             tests: None,

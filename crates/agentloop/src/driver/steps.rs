@@ -520,6 +520,7 @@ impl Driver {
             workdir: &workdir,
             timeout: self.config.verify.timeout,
             output_cap: self.config.verify.output_cap,
+            jobs: self.config.verify.jobs_for(1),
             log: &log,
             wrap: self.check_wrap(&workdir, &self.reports_dir(iteration)),
             tests: expected.as_ref().map(|e| verify::TestsCheck {

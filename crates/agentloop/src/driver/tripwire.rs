@@ -103,6 +103,7 @@ impl Driver {
                 workdir: &dir,
                 timeout: self.config.verify.timeout,
                 output_cap: self.config.verify.output_cap,
+                jobs: self.config.verify.jobs_for(1),
                 log: &log,
                 // Confined as the checks are (no report: the tree is its only place).
                 wrap: self.check_wrap(&dir, &dir),

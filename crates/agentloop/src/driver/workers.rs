@@ -281,6 +281,7 @@ impl Driver {
             measures: self.state.plan.measures(task),
             timeout: self.config.verify.timeout,
             output_cap: self.config.verify.output_cap,
+            jobs: self.config.verify.jobs_for(self.state.settings.workers),
             stop: stop.clone(),
             sandbox: self.check_sandbox(),
             copy: None,

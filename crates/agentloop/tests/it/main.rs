@@ -60,6 +60,7 @@ mod sandbox;
 mod sandbox_git;
 mod schema;
 mod served;
+mod shards;
 mod ship;
 mod ship_task;
 mod sim;

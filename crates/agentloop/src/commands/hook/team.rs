@@ -87,6 +87,7 @@ pub(super) fn task_completed(input: &TaskCompleted) -> Result<Option<String>, St
         workdir: &workdir,
         timeout: config.verify.timeout,
         output_cap: config.verify.output_cap,
+        jobs: config.verify.jobs_for(1),
         log: &dir.join(format!("{}-verify.log", task.id)),
         // Confined as the driver's checks are (no report: its copy is its place).
         wrap: agentloop_exec::sandbox::judge::wrap(

@@ -1,0 +1,108 @@
+//! `[verify] jobs`: a pytest suite is split among pytest-xdist's workers where the
+//! check's Python has it (real pytest and pytest-xdist, from `.tools/xdist`), the one
+//! report it writes judged test by test as a single process's would be; `jobs = 1`
+//! runs the suite as one process.
+
+use crate::support::*;
+
+const CALC: &str = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return 0\n";
+
+/// A PATH whose `python3` has pytest and pytest-xdist, in front.
+fn xdist_path() -> String {
+    let venv = tools().join("xdist/bin");
+    assert!(
+        venv.join("pytest").exists(),
+        "pytest-xdist is not installed in {}: run scripts/test, which installs it",
+        venv.display()
+    );
+    format!(
+        "{}:{}",
+        venv.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// A package with a broken `mul` and forty more tests; the task fixes `mul` (and,
+/// with `breaks`, breaks `add`).
+fn project(jobs: u32, breaks: bool) -> Project {
+    let more: String = (0..40)
+        .map(|i| format!("def test_same_{i}():\n    assert calc.add({i}, 0) == {i}\n\n\n"))
+        .collect();
+    let s = Scratch::new()
+        .file(
+            "pyproject.toml",
+            "[project]\nname = \"calc\"\nversion = \"0.1.0\"\n\n[tool.pytest.ini_options]\npythonpath = [\".\"]\n",
+        )
+        .file("calc/__init__.py", CALC)
+        .file(
+            "tests/test_calc.py",
+            "import calc\n\n\ndef test_add():\n    assert calc.add(2, 3) == 5\n\n\ndef test_mul():\n    assert calc.mul(2, 3) == 6\n",
+        )
+        .file("tests/test_more.py", &format!("import calc\n\n\n{more}"));
+    let mut p = s.build();
+    p.env.push(("PATH".into(), xdist_path()));
+    let mut agent = "sed -i 's/return 0/return a * b/' calc/__init__.py\n".to_string();
+    if breaks {
+        agent.push_str("sed -i 's/return a + b/return a - b/' calc/__init__.py\n");
+    }
+    agent.push_str("echo TASK_COMPLETE\n");
+    init_with_scripted(
+        &p,
+        "# Calc\n\n## T1: Multiplication\n\nMake `mul` in calc/__init__.py multiply.\n\nTests: tests/test_calc.py::test_mul\n",
+        &agent,
+    );
+    let config = p.read("agentloop.toml");
+    assert!(config.contains("\n[verify]\n"), "{config}");
+    p.write(
+        "agentloop.toml",
+        config.replacen("\n[verify]\n", &format!("\n[verify]\njobs = {jobs}\n"), 1),
+    );
+    p.commit("the checks' workers");
+    p
+}
+
+#[test]
+fn a_pytest_suite_is_split_among_xdists_workers_and_judged_test_by_test() {
+    let p = project(2, false);
+    let r = p.run(&["run", "--yes", "--no-wait", "--max-iterations", "1"]);
+    assert!(r.code.is_some(), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["tasks"][0]["status"], "done", "{}\n{s:#}", r.stderr);
+    let baseline = read_run(&p, "baseline.log");
+    assert!(baseline.contains(" -p xdist -n 2"), "{baseline}");
+    let log = read_run(&p, "iterations/0001/verify.log");
+    assert!(log.contains(" -p xdist -n 2"), "{log}");
+    // Each test is read from the one report the workers' controller wrote.
+    assert!(log.contains("[pytest: 42 tests: 42 passed]"), "{log}");
+
+    // A task that breaks `add` is not done, and the test it broke is named.
+    let p = project(2, true);
+    let r = p.run(&["run", "--yes", "--no-wait", "--max-iterations", "1"]);
+    let s = p.status();
+    assert_ne!(s["tasks"][0]["status"], "done", "{}\n{s:#}", r.stderr);
+    let log = read_run(&p, "iterations/0001/verify.log");
+    assert!(log.contains(" -p xdist -n 2"), "{log}");
+    assert!(
+        log.contains("tests/test_calc.py::test_add") && log.contains("failed; run again"),
+        "{log}"
+    );
+    assert!(
+        log.contains("[tests/test_calc.py::test_add: not passed when run again]"),
+        "{log}"
+    );
+}
+
+#[test]
+fn one_job_runs_the_suite_as_one_process() {
+    let p = project(1, false);
+    let r = p.run(&["run", "--yes", "--no-wait", "--max-iterations", "1"]);
+    assert!(r.code.is_some(), "{}", r.stderr);
+    assert_eq!(p.status()["tasks"][0]["status"], "done", "{}", r.stderr);
+    let log = read_run(&p, "iterations/0001/verify.log");
+    assert!(log.contains("[pytest: 42 tests: 42 passed]"), "{log}");
+    assert!(!log.contains("-p xdist"), "{log}");
+}
+
+fn read_run(p: &Project, rel: &str) -> String {
+    std::fs::read_to_string(p.run_dir().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
