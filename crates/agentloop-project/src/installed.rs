@@ -109,24 +109,18 @@ pub fn present(need: &Need, dir: &Path) -> bool {
     }
 }
 
-/// Whether `python3` run in `dir` finds module `m`.
-fn python_finds(m: &str, dir: &Path) -> bool {
-    python_imports(Path::new("python3"), m, dir)
-}
-
-/// Whether `python` run in `dir` finds module `m`; asked once per interpreter, module
-/// and directory in a process (a plan of many `python3 -m pytest` checks starts one
+/// Whether `python3` run in `dir` finds module `m`; asked once per module and
+/// directory in a process (a plan of many `python3 -m pytest` checks starts one
 /// interpreter, not one each).
-pub fn python_imports(python: &Path, m: &str, dir: &Path) -> bool {
-    type Key = (std::path::PathBuf, String, std::path::PathBuf);
-    type Found = std::collections::HashMap<Key, bool>;
+fn python_finds(m: &str, dir: &Path) -> bool {
+    type Found = std::collections::HashMap<(String, std::path::PathBuf), bool>;
     static FOUND: std::sync::OnceLock<std::sync::Mutex<Found>> = std::sync::OnceLock::new();
-    let key = (python.to_path_buf(), m.to_string(), dir.to_path_buf());
+    let key = (m.to_string(), dir.to_path_buf());
     let found = FOUND.get_or_init(Default::default);
     if let Some(known) = found.lock().ok().and_then(|f| f.get(&key).copied()) {
         return known;
     }
-    let there = std::process::Command::new(python)
+    let there = std::process::Command::new("python3")
         .args([
             "-c",
             "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 1)",

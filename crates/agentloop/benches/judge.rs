@@ -7,7 +7,8 @@
 //! plain run of the same suite is timed in the same process, first.
 //!
 //! `cargo bench -p agentloop --bench judge` (env `SIZES`, default `200,2000`;
-//! `RUNNERS`, default `pytest,go,jest`). Needs pytest, go and Node with jest, as
+//! `RUNNERS`, default `pytest,go,jest`; `pytest-xdist`: tests of about a millisecond
+//! each, with pytest-xdist installed; `JOBS`: `[verify] jobs`). Needs pytest, go and Node with jest, as
 //! `scripts/test` installs them (`.tools/`); a runner whose tools are missing is
 //! skipped and said.
 
@@ -38,6 +39,16 @@ struct Runner {
 }
 
 fn pytest(root: &Path, n: usize) {
+    pytest_with(root, n, "");
+}
+
+/// As [`pytest`], each test doing about a millisecond of work first: a suite worth
+/// splitting among workers.
+fn pytest_busy(root: &Path, n: usize) {
+    pytest_with(root, n, "    sum(i * i for i in range(20000))\n");
+}
+
+fn pytest_with(root: &Path, n: usize, work: &str) {
     write(
         root,
         "pkg/__init__.py",
@@ -45,7 +56,7 @@ fn pytest(root: &Path, n: usize) {
     );
     for (f, count) in files(n) {
         let body: String = (0..count)
-            .map(|i| format!("def test_{i}():\n    assert pkg.same({i}) == {i}\n\n\n"))
+            .map(|i| format!("def test_{i}():\n{work}    assert pkg.same({i}) == {i}\n\n\n"))
             .collect();
         write(
             root,
@@ -172,6 +183,11 @@ fn main() {
     let wanted: Vec<String> = common::env_list("RUNNERS", "pytest,go,jest");
     let path = std::env::var("PATH").unwrap_or_default();
     let pytest_bin = tools().join("pytest/bin");
+    let xdist_bin = tools().join("xdist/bin");
+    // `[verify] jobs` for the runs (unset: agentloop's default).
+    let jobs = std::env::var("JOBS")
+        .map(|j| format!("jobs = {j}\n"))
+        .unwrap_or_default();
     let js_bin = tools().join("js/node_modules/.bin");
     let runners = [
         Runner {
@@ -183,6 +199,16 @@ fn main() {
             layout: pytest,
             path: format!("{}:{path}", pytest_bin.display()),
             ready: pytest_bin.join("pytest").exists(),
+        },
+        Runner {
+            name: "pytest-xdist",
+            suite: "python3 -m pytest",
+            plain: "python3 -m pytest -q -p no:cacheprovider",
+            named: "tests/test_task.py::test_greeting",
+            agent: "sed -i 's/return \"\"/return \"hi\"/' pkg/__init__.py",
+            layout: pytest_busy,
+            path: format!("{}:{path}", xdist_bin.display()),
+            ready: xdist_bin.join("pytest").exists(),
         },
         Runner {
             name: "go test",
@@ -212,7 +238,7 @@ fn main() {
     for r in runners.iter().filter(|r| {
         wanted
             .iter()
-            .any(|w| r.name.starts_with(w.as_str()) || r.name == w)
+            .any(|w| r.name == w || r.name.split(' ').next() == Some(w.as_str()))
     }) {
         if !r.ready {
             println!(
@@ -249,7 +275,7 @@ fn main() {
                 &root,
                 "agentloop.toml",
                 &format!(
-                    "[run]\nagent = \"scripted\"\n\n[agents.scripted]\ncommand = [\"sh\", \"{}\"]\n\n[verify]\ncommands = [\"{}\"]\n",
+                    "[run]\nagent = \"scripted\"\n\n[agents.scripted]\ncommand = [\"sh\", \"{}\"]\n\n[verify]\ncommands = [\"{}\"]\n{jobs}",
                     root.join("agent.sh").display(),
                     r.suite
                 ),

@@ -4,6 +4,9 @@
 
 mod drivers;
 mod hermetic;
+mod within;
+
+pub use within::run_git_within;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

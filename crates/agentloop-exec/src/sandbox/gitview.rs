@@ -27,6 +27,12 @@ const SHARED: &str = "agentloop-objects";
 /// The largest ref file read back.
 const REF_MOST: u64 = 4096;
 
+/// How long the work may take to come back from the private store: what an agent made
+/// to be slow holds its lane at most that long. Fetching it (git hashes every object
+/// it takes), and reading the index it left.
+const FETCH: std::time::Duration = std::time::Duration::from_secs(600);
+const READ_INDEX: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// One confined process's view of the repository at `git`.
 #[derive(Debug)]
 pub struct GitView {
@@ -269,7 +275,7 @@ impl GitView {
             "--no-recurse-submodules",
         ]);
         c.arg(&from).arg("refs/heads/work");
-        let fetched = crate::git::run_git(c, None).is_ok();
+        let fetched = crate::git::run_git_within(c, None, FETCH).is_ok();
         fetched && crate::worktree::rev(&self.root, commit).as_deref() == Some(commit)
     }
 }
@@ -352,7 +358,7 @@ fn read_own_most(dir: &Path, rel: &str, most: u64) -> Option<Vec<u8>> {
 fn forget_missing(root: &Path, worktree: &Path) {
     let mut c = crate::git::git_command(worktree);
     c.args(["ls-files", "-s", "-z"]);
-    let Ok(listed) = crate::git::run_git(c, None) else {
+    let Ok(listed) = crate::git::run_git_within(c, None, READ_INDEX) else {
         return;
     };
     // (A gitlink names a commit of another repository: never this one's.)
@@ -373,7 +379,7 @@ fn forget_missing(root: &Path, worktree: &Path) {
     }
     let mut c = crate::git::git_command(root);
     c.args(["cat-file", "--batch-check=%(objectname)"]);
-    let Ok(found) = crate::git::run_git(c, Some(&ids)) else {
+    let Ok(found) = crate::git::run_git_within(c, Some(&ids), READ_INDEX) else {
         return;
     };
     let missing: std::collections::BTreeSet<String> = String::from_utf8_lossy(&found)
@@ -394,7 +400,7 @@ fn forget_missing(root: &Path, worktree: &Path) {
     // entry that differs from both, and with it every other).
     let mut c = crate::git::git_command(worktree);
     c.args(["update-index", "-z", "--force-remove", "--stdin"]);
-    let _ = crate::git::run_git(c, Some(&paths));
+    let _ = crate::git::run_git_within(c, Some(&paths), READ_INDEX);
 }
 
 fn is_hex(s: &str) -> bool {

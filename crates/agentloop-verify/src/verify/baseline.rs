@@ -94,7 +94,12 @@ impl Runner<'_> {
                 continue;
             }
             writeln!(log, "$ {cmd}")?;
-            let inv = prepare(cmd, self.workdir, &reports.join(k.to_string()), self.jobs)?;
+            let inv = prepare(
+                cmd,
+                self.workdir,
+                &reports.join(k.to_string()),
+                self.jobs_of(cmd),
+            )?;
             if inv.command != *cmd {
                 writeln!(log, "[agentloop runs it as: {}]", inv.command)?;
             }

@@ -117,7 +117,7 @@ impl Runner<'_> {
                     cmd,
                     self.workdir,
                     &t.reports.join(k.to_string()),
-                    self.jobs,
+                    self.jobs_of(cmd),
                 )?),
                 None => None,
             };
@@ -403,6 +403,43 @@ impl Runner<'_> {
             }
         }
         supervise::run(spec, should_stop)
+    }
+
+    /// What `cmd`'s runner may use (`[verify] jobs`); pytest's workers only where its
+    /// Python imports pytest-xdist, asked as the check would run it — in the judged
+    /// tree, confined as the check is, within a deadline — once per Python and tree
+    /// in a process.
+    fn jobs_of(&self, cmd: &str) -> Option<evidence::runner::Jobs> {
+        type Asked = std::collections::HashMap<(PathBuf, PathBuf), bool>;
+        static ASKED: std::sync::OnceLock<std::sync::Mutex<Asked>> = std::sync::OnceLock::new();
+        if self.jobs == 0 {
+            return None;
+        }
+        let xdist = self.jobs > 1
+            && evidence::runner::pytest_python(cmd, self.workdir).is_some_and(|python| {
+                let key = (python.clone(), self.workdir.to_path_buf());
+                let asked = ASKED.get_or_init(Default::default);
+                if let Some(known) = asked.lock().ok().and_then(|a| a.get(&key).copied()) {
+                    return known;
+                }
+                let mut spec = Spec::new(&python, self.workdir).arg("-c").arg(
+                    "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('xdist') else 1)",
+                );
+                spec.timeout = Duration::from_secs(20);
+                spec.output_cap = 4096;
+                spec.grace = Duration::from_secs(1);
+                spec.wrap = self.wrap.clone();
+                spec.env.extend(judged_tree_env(self.workdir));
+                let there = supervise::run(spec, || false).is_ok_and(|f| f.success());
+                if let Ok(mut a) = asked.lock() {
+                    a.insert(key, there);
+                }
+                there
+            });
+        Some(evidence::runner::Jobs {
+            n: self.jobs,
+            xdist,
+        })
     }
 
     fn status_words(&self, f: &Finished) -> String {

@@ -29,15 +29,8 @@ pub(super) fn prepare(
     cmd: &str,
     workdir: &Path,
     dir: &Path,
-    jobs: u32,
+    jobs: Option<Jobs>,
 ) -> std::io::Result<Invocation> {
-    let jobs = (jobs > 0).then(|| Jobs {
-        n: jobs,
-        xdist: jobs > 1
-            && evidence::runner::pytest_python(cmd, workdir).is_some_and(|python| {
-                agentloop_project::installed::python_imports(&python, "xdist", workdir)
-            }),
-    });
     ready(dir, |dir| Invocation::with_jobs(cmd, workdir, dir, jobs))
 }
 

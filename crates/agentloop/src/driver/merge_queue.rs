@@ -53,6 +53,9 @@ pub(crate) struct BatchJob {
     pub landed_measures: Vec<(String, agentloop_plan::Threshold)>,
     /// Where the check of each commit that lands is kept for VALIDATE (`checked`).
     pub checked: PathBuf,
+    /// The secrets of the members' agents, kept out of what the checks left: their
+    /// logs and the record kept for VALIDATE.
+    pub redactor: agentloop_ground::redact::Redactor,
 }
 
 /// Runs the batch off the driver's thread; reports each member's outcome, in order
@@ -61,6 +64,9 @@ pub(crate) fn merge(job: BatchJob, done: Sender<Done>) {
     std::thread::spawn(move || {
         let batch = job.members.iter().map(|m| m.iteration).collect();
         let outcome = merge_now(&job);
+        for m in &job.members {
+            let _ = job.redactor.scrub_check_log(&m.log);
+        }
         let _ = done.send(Done::Merge { batch, outcome });
     });
 }
@@ -192,6 +198,9 @@ fn merge_now(job: &BatchJob) -> Result<Vec<(u32, MergeOutcome)>, String> {
             let to = &merged[landed - 1].1;
             if let Some((n, result, _)) = landing.filter(|(n, _, fresh)| *n == landed && *fresh) {
                 let log = &job.members[merged[n - 1].0].log;
+                let mut result = result;
+                result.redact(&job.redactor);
+                let _ = job.redactor.scrub_check_log(log);
                 super::checked::keep(&job.checked, to, &result, log);
             }
             worktree::advance(&job.root, &job.integration, &job.head, to).map_err(|e| {
@@ -404,6 +413,7 @@ impl Driver {
         let tasks: Vec<&str> = members.iter().map(|m| m.task.as_str()).collect();
         let (landed, landed_measures) = agentloop_policy::evidence::landed(&self.state, &tasks);
         let admission = self.admission(&tasks);
+        let redactor = self.iterations_redactor(members.iter().map(|m| m.iteration));
         merge(
             BatchJob {
                 landed,
@@ -415,6 +425,7 @@ impl Driver {
                 members,
                 bisect: self.state.settings.merge_bisect.max(1) as usize,
                 checked: super::checked::dir_of(&self.run.path),
+                redactor,
                 carry: self.state.settings.carry.clone(),
                 admission,
             },

@@ -20,6 +20,21 @@ impl Driver {
         self.redactor(&agent)
     }
 
+    /// The redactor of the agents of open iterations `iterations`, together (a merge
+    /// queue's batch checks all their work at once).
+    pub(super) fn iterations_redactor(
+        &self,
+        iterations: impl IntoIterator<Item = u32>,
+    ) -> agentloop_ground::redact::Redactor {
+        let envs: Vec<&std::collections::BTreeMap<String, String>> = iterations
+            .into_iter()
+            .filter_map(|i| self.state.open_iteration(i))
+            .filter_map(|o| self.config.agents.get(&o.started.agent))
+            .map(|a| &a.env)
+            .collect();
+        agentloop_ground::redact::Redactor::from_env(envs.into_iter().flatten())
+    }
+
     pub(super) fn redactor(&self, agent: &str) -> agentloop_ground::redact::Redactor {
         let env = self
             .config

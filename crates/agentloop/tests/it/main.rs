@@ -59,6 +59,7 @@ mod review;
 mod sandbox;
 mod sandbox_git;
 mod schema;
+mod secrets;
 mod served;
 mod shards;
 mod ship;

@@ -38,7 +38,7 @@ fn project(jobs: u32, breaks: bool) -> Project {
             "tests/test_calc.py",
             "import calc\n\n\ndef test_add():\n    assert calc.add(2, 3) == 5\n\n\ndef test_mul():\n    assert calc.mul(2, 3) == 6\n",
         )
-        .file("tests/test_more.py", &format!("import calc\n\n\n{more}"));
+        .file("tests/test_more.py", format!("import calc\n\n\n{more}"));
     let mut p = s.build();
     p.env.push(("PATH".into(), xdist_path()));
     let mut agent = "sed -i 's/return 0/return a * b/' calc/__init__.py\n".to_string();
