@@ -161,7 +161,7 @@ impl GitView {
                 // private store, or it is the repository's already).
                 if let Some(commit) = now.filter(|c| Some(c) != at.as_ref())
                     && (if private {
-                        self.fetch(&commit)
+                        self.fetch(&commit, at.as_deref())
                     } else {
                         crate::worktree::rev(&self.root, &commit).is_some()
                     })
@@ -242,11 +242,19 @@ impl GitView {
         any
     }
 
-    /// Fetches `commit` and what it needs from the agent's private store into the
-    /// repository; whether it is there now.
-    fn fetch(&self, commit: &str) -> bool {
-        let from = self.dir.join("fetched-from");
+    /// Takes `commit` from the private store into the repository, git hashing
+    /// every object it takes; whether it is there now. The fetch runs in a git
+    /// directory of its own that writes into the repository's object store: its refs
+    /// are only `base` (where the task's branch started, else the project's HEAD), so
+    /// that git's walk is the new objects alone and sees no worktree's HEAD — another
+    /// agent's, naming nothing while it works, would end the fetch.
+    fn fetch(&self, commit: &str, base: Option<&str>) -> bool {
+        let (from, into) = (self.dir.join("fetched-from"), self.dir.join("fetched-into"));
         remove_all(&from);
+        remove_all(&into);
+        let base = base
+            .map(str::to_string)
+            .or_else(|| crate::worktree::rev(&self.root, "HEAD"));
         let made = (|| -> std::io::Result<()> {
             std::fs::create_dir(&from)?;
             std::fs::create_dir_all(from.join("objects/info"))?;
@@ -261,12 +269,22 @@ impl GitView {
             std::fs::write(
                 from.join("objects/info/alternates"),
                 alternates.as_encoded_bytes(),
-            )
+            )?;
+            std::fs::create_dir_all(into.join("refs/heads"))?;
+            std::fs::write(into.join("HEAD"), "ref: refs/heads/base\n")?;
+            std::fs::write(into.join("config"), "")?;
+            if let Some(b) = base.as_deref().filter(|b| is_hex(b)) {
+                std::fs::write(into.join("refs/heads/base"), format!("{b}\n"))?;
+            }
+            Ok(())
         })();
         if made.is_err() {
             return false;
         }
         let mut c = crate::git::git_command(&self.root);
+        c.env("GIT_DIR", &into)
+            .env_remove("GIT_COMMON_DIR")
+            .env("GIT_OBJECT_DIRECTORY", self.git.join("objects"));
         c.args([
             "fetch",
             "-q",

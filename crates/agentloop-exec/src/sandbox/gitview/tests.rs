@@ -310,3 +310,35 @@ fn a_gitlink_stays_and_a_file_staged_then_changed_is_committed_as_it_is() {
     assert_eq!(git(&r.wt, &["show", "HEAD:b.txt"]), "two, and more");
     assert!(git(&r.wt, &["ls-tree", "HEAD", "sub"]).starts_with("160000"));
 }
+
+/// Another worktree's HEAD naming nothing (another agent's, while it works) does not
+/// keep this agent's commit from coming back: the fetch walks no worktree's HEAD.
+#[test]
+fn another_worktrees_head_naming_nothing_does_not_stop_the_work_coming_back() {
+    let r = repo();
+    let other = r.root.parent().unwrap().join("other");
+    git(
+        &r.root,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "agentloop/r-T2",
+            other.to_str().unwrap(),
+        ],
+    );
+    let view = GitView::make(&r.root, &r.wt, &r.base).unwrap().unwrap();
+    std::fs::write(r.wt.join("b.txt"), "two\n").unwrap();
+    as_agent(&r, &view, &["add", "b.txt"]);
+    as_agent(&r, &view, &["commit", "-qm", "work"]);
+    let work = as_agent(&r, &view, &["rev-parse", "HEAD"]);
+    std::fs::write(
+        r.root.join(".git/worktrees/other/HEAD"),
+        "1111111111111111111111111111111111111111\n",
+    )
+    .unwrap();
+    drop(view);
+    assert_eq!(git(&r.root, &["rev-parse", "agentloop/r-T1"]), work);
+    assert_eq!(git(&r.root, &["show", &format!("{work}:b.txt")]), "two");
+}
