@@ -179,6 +179,8 @@ pub struct Expected {
 pub struct Landed {
     /// Their checks (beside the batch's own).
     pub commands: Vec<String>,
+    /// Their held-out checks' names (`Holdout:`), run again on the merged result.
+    pub held_out: Vec<String>,
     /// Each test they made pass → the task that did.
     pub tests: BTreeMap<String, String>,
 }

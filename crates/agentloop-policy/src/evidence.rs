@@ -144,7 +144,8 @@ pub fn expected(s: &RunState, task: Option<&str>, place: Place) -> Option<Expect
 
 /// What the tasks already on the integration branch want kept on the merged result of
 /// a batch of `batch`'s tasks (the integration branch is always green): the checks of
-/// every task done or merged, with their measures, and each test they made pass.
+/// every task done or merged, with their measures and held-out checks, and each test
+/// they made pass.
 pub fn landed(s: &RunState, batch: &[&str]) -> (Landed, Vec<(String, agentloop_plan::Threshold)>) {
     let merged = s
         .running
@@ -171,6 +172,11 @@ pub fn landed(s: &RunState, batch: &[&str]) -> (Landed, Vec<(String, agentloop_p
         for m in s.plan.measures(&t.id) {
             if !measures.contains(&m) {
                 measures.push(m);
+            }
+        }
+        for n in s.plan_task(&t.id).into_iter().flat_map(|p| &p.holdout) {
+            if !landed.held_out.contains(n) {
+                landed.held_out.push(n.clone());
             }
         }
         for seen in t.evidence.iter().flat_map(|e| &e.named) {

@@ -255,6 +255,26 @@ impl Driver {
         })
     }
 
+    /// The held-out checks the merged result of `task`'s work in `iteration` must
+    /// pass: its own, and (added with its batch) those of every task landed before,
+    /// when the run has a held-out directory. Logged apart from its own check's.
+    pub(crate) fn merge_held_out(&self, task: &str, iteration: u32) -> Option<verify::HeldOut> {
+        let dir = self.ws.root.join(self.state.settings.holdout.as_ref()?);
+        let names = self
+            .state
+            .plan_task(task)
+            .map(|t| t.holdout.clone())
+            .unwrap_or_default();
+        Some(verify::HeldOut {
+            dir,
+            names,
+            log: self
+                .held_out_logs()
+                .join(format!("{iteration:04}-merge.log")),
+            reports: self.reports_dir(iteration).join("merge").join("held-out"),
+        })
+    }
+
     /// Where the held-out checks' output goes: where a sandboxed agent cannot look
     /// (agentloop's state).
     pub(crate) fn held_out_logs(&self) -> std::path::PathBuf {

@@ -143,6 +143,9 @@ pub(crate) struct Checks {
     pub copy: Option<Copied>,
     /// The task's held-out checks, run on the clean copy once its own checks pass.
     pub held_out: Option<verify::HeldOut>,
+    /// The directory the checks run in is agentloop's own, which no agent writes (the
+    /// merge queue's worktree): held-out checks are laid there as into a clean copy.
+    pub own_dir: bool,
 }
 
 /// A clean copy of a task's worktree, as the checks of one worker see it: what the
@@ -201,7 +204,8 @@ impl Checks {
             stop: last.stop.clone(),
             sandbox: last.sandbox.clone(),
             copy: None,
-            held_out: None,
+            held_out: held_out(all),
+            own_dir: last.own_dir,
         }
     }
 
@@ -222,6 +226,13 @@ impl Checks {
                 self.measures.push(m.clone());
             }
         }
+        if let Some(h) = &mut self.held_out {
+            for n in &landed.held_out {
+                if !h.names.contains(n) {
+                    h.names.push(n.clone());
+                }
+            }
+        }
         if let Some(e) = &mut self.expected {
             e.made_passing.extend(landed.tests.keys().cloned());
             e.landed = landed.clone();
@@ -235,11 +246,14 @@ impl Checks {
         log: &std::path::Path,
     ) -> std::io::Result<VerifyFinished> {
         let mut mended = None;
-        // Held-out files a killed verification left in this task's copy go first.
-        if let (Some(h), Some(c)) = (&self.held_out, &self.copy)
-            && let Some(logs) = h.log.parent()
-        {
-            verify::clear_held_out_leftovers(logs, &c.copy.copy().dir);
+        // Held-out files a killed verification left in this task's copy (or in
+        // agentloop's own directory) go first.
+        if let Some(logs) = self.held_out.as_ref().and_then(|h| h.log.parent()) {
+            match &self.copy {
+                Some(c) => verify::clear_held_out_leftovers(logs, &c.copy.copy().dir),
+                None if self.own_dir => verify::clear_held_out_leftovers(logs, dir),
+                None => {}
+            }
         }
         // The worktree as it is now (all of it: a worktree is not watched), for the
         // copy kept in step.
@@ -266,7 +280,7 @@ impl Checks {
             }
             None => (dir.to_path_buf(), None),
         };
-        let copied = self.copy.is_some() && refused.is_none();
+        let copied = (self.copy.is_some() && refused.is_none()) || self.own_dir;
         let result = self.run_in(iteration, &dir, log, copied).and_then(|mut r| {
             verify::left_out::tell(&mut r, left_out, admitted, log)?;
             Ok(r)
@@ -326,6 +340,28 @@ impl Checks {
         }
         Ok(result)
     }
+}
+
+/// The held-out checks of several tasks' checks run together: every name, laid out and
+/// logged as the last task's are; none when the last has no held-out directory.
+fn held_out(all: &[&Checks]) -> Option<verify::HeldOut> {
+    let last = all.last()?.held_out.as_ref()?;
+    let mut names: Vec<String> = Vec::new();
+    for n in all
+        .iter()
+        .filter_map(|c| c.held_out.as_ref())
+        .flat_map(|h| &h.names)
+    {
+        if !names.contains(n) {
+            names.push(n.clone());
+        }
+    }
+    Some(verify::HeldOut {
+        dir: last.dir.clone(),
+        names,
+        log: last.log.clone(),
+        reports: last.reports.clone(),
+    })
 }
 
 /// What a check run off the driver's thread is confined by: the sandbox, the project,

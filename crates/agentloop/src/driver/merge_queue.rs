@@ -388,12 +388,16 @@ impl Driver {
                 worktree: self.workdir(iteration),
                 message: format!("agentloop: {task} {title}\n\n{trailer}"),
                 log: self.run.iteration_dir(iteration).join("merge.log"),
-                checks: self.checks_at(
-                    &task,
-                    stop,
-                    Place::Merged,
-                    self.reports_dir(iteration).join("merge"),
-                ),
+                checks: Checks {
+                    held_out: self.merge_held_out(&task, iteration),
+                    own_dir: true,
+                    ..self.checks_at(
+                        &task,
+                        stop,
+                        Place::Merged,
+                        self.reports_dir(iteration).join("merge"),
+                    )
+                },
                 task,
             });
         }

@@ -286,6 +286,7 @@ impl Driver {
             sandbox: self.check_sandbox(),
             copy: None,
             held_out: None,
+            own_dir: false,
         }
     }
 

@@ -238,3 +238,54 @@ fn a_held_out_check_whose_exit_is_forced_to_0_fails_by_its_report() {
         }
     }
 }
+
+/// With workers, a landed task's held-out check runs again on every merged result
+/// after it: a later task whose work breaks it (on inputs no visible check tries) goes
+/// back to its agent, told only the check's name, and does not land until it stops.
+#[test]
+fn a_merged_result_that_breaks_a_landed_tasks_held_out_check_does_not_land() {
+    let holdout = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(holdout.path().join("files/tests")).unwrap();
+    std::fs::write(holdout.path().join("files/tests/hidden.sh"), HIDDEN).unwrap();
+    std::fs::write(holdout.path().join("general.sh"), "sh tests/hidden.sh\n").unwrap();
+    let plan = "# Add\n\n## T1: Make src/add.sh add its two arguments\nVerify: sh tests/t1.sh\nHoldout: general\n\n## T2: An offset for add\nVerify: test -f src/offset.sh\nDepends: T1\n";
+    // T2's first offset is 1 for arguments over 4: the visible check (1 + 2) holds,
+    // the held-out one (5 + 7) does not.
+    let body = r#"mkdir -p src
+case "$task" in
+  T1) printf '%s\n' 'OFFSET=0; [ -f src/offset.sh ] && . src/offset.sh "$1"' 'echo $(($1 + $2 + OFFSET))' > src/add.sh ;;
+  T2) if [ "$n" = 1 ]; then echo '[ "$1" -gt 4 ] && OFFSET=1 || true' > src/offset.sh; else echo 'OFFSET=0' > src/offset.sh; fi ;;
+esac
+echo TASK_COMPLETE"#;
+    let p = crate::workers::project(
+        plan,
+        body,
+        &format!("[verify]\nholdout = \"{}\"\n", holdout.path().display()),
+    );
+    p.write("tests/t1.sh", VISIBLE);
+    p.commit("the visible check");
+    let r = p.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["tasks"][0]["status"], "done", "{s:#}");
+    assert_eq!(s["tasks"][1]["status"], "done", "{s:#}");
+    let id = s["run_id"].as_str().unwrap().to_string();
+    let journal = p.read(&format!(".agentloop/runs/{id}/journal.jsonl"));
+    let failed: Vec<&str> = journal
+        .lines()
+        .filter(|l| l.contains(r#""kind":"merge_failed""#))
+        .collect();
+    assert_eq!(failed.len(), 1, "{journal}");
+    assert!(
+        failed[0].contains("held-out check `general` failed"),
+        "{}",
+        failed[0]
+    );
+    for line in journal.lines() {
+        assert!(!line.contains("SECRET-CASE"), "{line}");
+    }
+    // What landed holds the held-out case.
+    let branch = format!("agentloop/{id}");
+    let add = p.git_cmd(&["show", &format!("{branch}:src/offset.sh")]);
+    assert_eq!(add.trim(), "OFFSET=0");
+}
