@@ -27,8 +27,8 @@ pub use layers::{ConfigError, Layered, Loader, Source, merge, user_config_path};
 pub use review::{ReviewConfig, ReviewWhen};
 pub use sandbox::{ConfineChecks, SandboxConfig};
 pub use schema::{
-    COVERAGE_REPORTS, Config, GitConfig, HookConfig, Price, RunConfig, ShapeSetting, StoreConfig,
-    VerifyConfig, WorkflowSetting,
+    COVERAGE_REPORTS, CheckJobs, Config, GitConfig, HookConfig, Price, RunConfig, ShapeSetting,
+    StoreConfig, VerifyConfig, WorkflowSetting,
 };
 pub use settings::Settings;
 pub use ship::{

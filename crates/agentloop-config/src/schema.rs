@@ -268,20 +268,38 @@ pub struct VerifyConfig {
     /// Processes or threads one check's test runner may use: pytest's workers with
     /// pytest-xdist (when the check's Python has it), `go test -p`, jest's
     /// `--maxWorkers`, nextest's and libtest's test threads. Unset: the machine's
-    /// cores shared among the checks that may run at once (one per worker). A runner
-    /// not named here runs as it is; `1` runs every suite as one process.
+    /// cores shared among the checks that may run at once (one per worker), and pytest
+    /// split only when its run at the baseline took 2 s or more at 3 ms or more a
+    /// test. A runner not named here runs as it is; `1` runs every suite as one
+    /// process.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub jobs: Option<u32>,
 }
 
+/// The workers one check's runner may use: `[verify] jobs`, or what it comes to when
+/// unset. `n` 0: as the runner chooses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CheckJobs {
+    pub n: u32,
+    /// A person set `[verify] jobs`: pytest is split among pytest-xdist's workers
+    /// whatever its suite (unset: only a suite the baseline found worth splitting).
+    pub said: bool,
+}
+
 impl VerifyConfig {
     /// What [`VerifyConfig::jobs`] comes to when `lanes` checks may run at once.
-    pub fn jobs_for(&self, lanes: u32) -> u32 {
-        self.jobs.unwrap_or_else(|| {
-            let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
-            (cores / lanes.max(1)).max(1)
-        })
+    pub fn jobs_for(&self, lanes: u32) -> CheckJobs {
+        match self.jobs {
+            Some(n) => CheckJobs { n, said: true },
+            None => {
+                let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+                CheckJobs {
+                    n: (cores / lanes.max(1)).max(1),
+                    said: false,
+                }
+            }
+        }
     }
 }
 

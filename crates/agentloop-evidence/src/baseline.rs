@@ -92,6 +92,9 @@ pub struct BaselineCommand {
     /// The files of the tree it opened while it ran (traced on the clean copy).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub read: Vec<String>,
+    /// How long its run took, in milliseconds (none: read from another check's run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
 }
 
 impl BaselineCommand {
@@ -277,6 +280,7 @@ mod tests {
                     .map(|(i, o)| (i.to_string(), o))
                     .collect(),
                     read: Vec::new(),
+                    duration_ms: None,
                 },
                 BaselineCommand {
                     command: "make lint".into(),
@@ -285,6 +289,7 @@ mod tests {
                     problem: None,
                     tests: BTreeMap::new(),
                     read: Vec::new(),
+                    duration_ms: None,
                 },
             ],
             unavailable: None,

@@ -65,7 +65,7 @@ fn runner<'a>(workdir: &'a std::path::Path, log: &'a std::path::Path) -> Runner<
         log,
         wrap: Vec::new(),
         tests: None,
-        jobs: 0,
+        jobs: Default::default(),
     }
 }
 

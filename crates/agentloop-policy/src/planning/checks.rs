@@ -251,6 +251,7 @@ mod tests {
             problem: None,
             tests: tests.iter().map(|(id, o)| (id.to_string(), *o)).collect(),
             read: Default::default(),
+            duration_ms: None,
         }
     }
 

@@ -311,6 +311,7 @@ mod tests {
                 problem: None,
                 tests: Default::default(),
                 read: read.iter().map(|s| s.to_string()).collect(),
+                duration_ms: None,
             }],
             ..Default::default()
         }

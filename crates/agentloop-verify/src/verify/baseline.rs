@@ -90,6 +90,7 @@ impl Runner<'_> {
                     problem: None,
                     tests,
                     read: whole.read.clone(),
+                    duration_ms: None,
                 });
                 continue;
             }
@@ -148,6 +149,7 @@ impl Runner<'_> {
                 problem,
                 tests,
                 read: traced.read.into_iter().collect(),
+                duration_ms: Some(f.duration.as_millis() as u64),
             };
             match (&entry.runner, &entry.problem) {
                 (Some(r), None) => {

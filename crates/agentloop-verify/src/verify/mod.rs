@@ -49,7 +49,7 @@ pub struct Runner<'a> {
     /// Per-test evidence: what the checks must show; `None`: exit codes, as before.
     pub tests: Option<TestsCheck<'a>>,
     /// Workers a check's runner may use (`[verify] jobs`); 0: as the runner chooses.
-    pub jobs: u32,
+    pub jobs: agentloop_config::CheckJobs,
 }
 
 /// What per-test evidence needs: what to expect, and where reports go.
@@ -405,17 +405,26 @@ impl Runner<'_> {
         supervise::run(spec, should_stop)
     }
 
-    /// What `cmd`'s runner may use (`[verify] jobs`); pytest's workers only where its
-    /// Python imports pytest-xdist, asked as the check would run it — in the judged
-    /// tree, confined as the check is, within a deadline — once per Python and tree
-    /// in a process.
+    /// What `cmd`'s runner may use (`[verify] jobs`); pytest's workers only where the
+    /// split pays ([`worth_splitting`]) and its Python imports pytest-xdist, asked as
+    /// the check would run it — in the judged tree, confined as the check is, within
+    /// a deadline — once per Python and tree in a process.
     fn jobs_of(&self, cmd: &str) -> Option<evidence::runner::Jobs> {
         type Asked = std::collections::HashMap<(PathBuf, PathBuf), bool>;
         static ASKED: std::sync::OnceLock<std::sync::Mutex<Asked>> = std::sync::OnceLock::new();
-        if self.jobs == 0 {
+        let jobs = self.jobs;
+        if jobs.n == 0 {
             return None;
         }
-        let xdist = self.jobs > 1
+        let worth = jobs.said
+            || self
+                .tests
+                .as_ref()
+                .and_then(|t| t.expected.baseline.as_deref())
+                .and_then(|b| b.commands.iter().find(|c| c.command == cmd))
+                .is_some_and(worth_splitting);
+        let xdist = jobs.n > 1
+            && worth
             && evidence::runner::pytest_python(cmd, self.workdir).is_some_and(|python| {
                 let key = (python.clone(), self.workdir.to_path_buf());
                 let asked = ASKED.get_or_init(Default::default);
@@ -436,10 +445,7 @@ impl Runner<'_> {
                 }
                 there
             });
-        Some(evidence::runner::Jobs {
-            n: self.jobs,
-            xdist,
-        })
+        Some(evidence::runner::Jobs { n: jobs.n, xdist })
     }
 
     fn status_words(&self, f: &Finished) -> String {
@@ -566,6 +572,18 @@ impl Evidence {
         }
         self
     }
+}
+
+/// Whether a pytest check's suite is worth splitting among pytest-xdist's workers
+/// when no person said: its run at the baseline took 2 s or more, at 3 ms or more a
+/// test. xdist costs about a millisecond a test and a second to start its workers
+/// (docs/PERFORMANCE.md): a suite of quicker tests runs as fast in one process.
+fn worth_splitting(at_baseline: &evidence::baseline::BaselineCommand) -> bool {
+    let Some(ms) = at_baseline.duration_ms else {
+        return false;
+    };
+    let tests = at_baseline.tests.len().max(1) as u64;
+    ms >= 2000 && ms / tests >= 3
 }
 
 /// What every check run in `workdir` (a project's, a held-out one) gets so that it

@@ -31,7 +31,7 @@ fn runs_and_stops_at_first_failure() {
         log: &log,
         wrap: Vec::new(),
         tests: None,
-        jobs: 0,
+        jobs: Default::default(),
     };
     let v = r
         .run(
@@ -91,7 +91,7 @@ fn a_check_that_writes_a_junit_report_is_judged_by_it_not_its_exit_code() {
             expected: &expected,
             reports: dir.path().join("reports"),
         }),
-        jobs: 0,
+        jobs: Default::default(),
     };
     let v = r.run(1, std::slice::from_ref(&script), || false).unwrap();
     assert!(!v.passed, "exit 0 with the named test failed");

@@ -135,7 +135,7 @@ pub(crate) struct Checks {
     pub timeout: Duration,
     pub output_cap: u64,
     /// Workers each check's runner may use (`[verify] jobs`).
-    pub jobs: u32,
+    pub jobs: agentloop_config::CheckJobs,
     pub stop: Arc<AtomicBool>,
     /// `[sandbox] verify`: what the checks are confined by.
     pub sandbox: Option<CheckBox>,

@@ -1,7 +1,8 @@
 //! `[verify] jobs`: a pytest suite is split among pytest-xdist's workers where the
 //! check's Python has it (real pytest and pytest-xdist, from `.tools/xdist`), the one
 //! report it writes judged test by test as a single process's would be; `jobs = 1`
-//! runs the suite as one process.
+//! runs the suite as one process; unset, only a suite the baseline found slow enough
+//! is split.
 
 use crate::support::*;
 
@@ -22,11 +23,13 @@ fn xdist_path() -> String {
     )
 }
 
-/// A package with a broken `mul` and forty more tests; the task fixes `mul` (and,
-/// with `breaks`, breaks `add`).
-fn project(jobs: u32, breaks: bool) -> Project {
+/// A package with a broken `mul` and forty more tests (each taking 60 ms with
+/// `slow`); the task fixes `mul` (and, with `breaks`, breaks `add`). `jobs`: `[verify]
+/// jobs`, unset when none.
+fn project(jobs: Option<u32>, breaks: bool, slow: bool) -> Project {
+    let work = if slow { "    time.sleep(0.06)\n" } else { "" };
     let more: String = (0..40)
-        .map(|i| format!("def test_same_{i}():\n    assert calc.add({i}, 0) == {i}\n\n\n"))
+        .map(|i| format!("def test_same_{i}():\n{work}    assert calc.add({i}, 0) == {i}\n\n\n"))
         .collect();
     let s = Scratch::new()
         .file(
@@ -38,7 +41,7 @@ fn project(jobs: u32, breaks: bool) -> Project {
             "tests/test_calc.py",
             "import calc\n\n\ndef test_add():\n    assert calc.add(2, 3) == 5\n\n\ndef test_mul():\n    assert calc.mul(2, 3) == 6\n",
         )
-        .file("tests/test_more.py", format!("import calc\n\n\n{more}"));
+        .file("tests/test_more.py", format!("import time\n\nimport calc\n\n\n{more}"));
     let mut p = s.build();
     p.env.push(("PATH".into(), xdist_path()));
     let mut agent = "sed -i 's/return 0/return a * b/' calc/__init__.py\n".to_string();
@@ -51,19 +54,21 @@ fn project(jobs: u32, breaks: bool) -> Project {
         "# Calc\n\n## T1: Multiplication\n\nMake `mul` in calc/__init__.py multiply.\n\nTests: tests/test_calc.py::test_mul\n",
         &agent,
     );
-    let config = p.read("agentloop.toml");
-    assert!(config.contains("\n[verify]\n"), "{config}");
-    p.write(
-        "agentloop.toml",
-        config.replacen("\n[verify]\n", &format!("\n[verify]\njobs = {jobs}\n"), 1),
-    );
-    p.commit("the checks' workers");
+    if let Some(jobs) = jobs {
+        let config = p.read("agentloop.toml");
+        assert!(config.contains("\n[verify]\n"), "{config}");
+        p.write(
+            "agentloop.toml",
+            config.replacen("\n[verify]\n", &format!("\n[verify]\njobs = {jobs}\n"), 1),
+        );
+        p.commit("the checks' workers");
+    }
     p
 }
 
 #[test]
 fn a_pytest_suite_is_split_among_xdists_workers_and_judged_test_by_test() {
-    let p = project(2, false);
+    let p = project(Some(2), false, false);
     let r = p.run(&["run", "--yes", "--no-wait", "--max-iterations", "1"]);
     assert!(r.code.is_some(), "{}", r.stderr);
     let s = p.status();
@@ -76,7 +81,7 @@ fn a_pytest_suite_is_split_among_xdists_workers_and_judged_test_by_test() {
     assert!(log.contains("[pytest: 42 tests: 42 passed]"), "{log}");
 
     // A task that breaks `add` is not done, and the test it broke is named.
-    let p = project(2, true);
+    let p = project(Some(2), true, false);
     let r = p.run(&["run", "--yes", "--no-wait", "--max-iterations", "1"]);
     let s = p.status();
     assert_ne!(s["tasks"][0]["status"], "done", "{}\n{s:#}", r.stderr);
@@ -94,13 +99,37 @@ fn a_pytest_suite_is_split_among_xdists_workers_and_judged_test_by_test() {
 
 #[test]
 fn one_job_runs_the_suite_as_one_process() {
-    let p = project(1, false);
+    let p = project(Some(1), false, false);
     let r = p.run(&["run", "--yes", "--no-wait", "--max-iterations", "1"]);
     assert!(r.code.is_some(), "{}", r.stderr);
     assert_eq!(p.status()["tasks"][0]["status"], "done", "{}", r.stderr);
     let log = read_run(&p, "iterations/0001/verify.log");
     assert!(log.contains("[pytest: 42 tests: 42 passed]"), "{log}");
     assert!(!log.contains("-p xdist"), "{log}");
+}
+
+/// Unset, `jobs` splits a pytest suite only when its run at the baseline (never
+/// split) showed tests slow enough for the split to pay: a suite of quick tests runs
+/// as one process.
+#[test]
+fn unset_a_suite_is_split_only_when_the_baseline_found_it_worth_it() {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for slow in [false, true] {
+        let p = project(None, false, slow);
+        let r = p.run(&["run", "--yes", "--no-wait", "--max-iterations", "1"]);
+        assert!(r.code.is_some(), "{}", r.stderr);
+        assert_eq!(p.status()["tasks"][0]["status"], "done", "{}", r.stderr);
+        let baseline = read_run(&p, "baseline.log");
+        assert!(!baseline.contains("-p xdist"), "{baseline}");
+        let log = read_run(&p, "iterations/0001/verify.log");
+        assert!(log.contains("[pytest: 42 tests: 42 passed]"), "{log}");
+        let split = slow && cores > 1;
+        assert_eq!(
+            log.contains(&format!(" -p xdist -n {cores}")),
+            split,
+            "slow: {slow}\n{log}"
+        );
+    }
 }
 
 fn read_run(p: &Project, rel: &str) -> String {
