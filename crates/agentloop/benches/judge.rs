@@ -7,7 +7,7 @@
 //! plain run of the same suite is timed in the same process, first.
 //!
 //! `cargo bench -p agentloop --bench judge` (env `SIZES`, default `200,2000`;
-//! `RUNNERS`, default `pytest,go,jest`; `pytest-xdist`: tests of about a millisecond
+//! `RUNNERS`, default `pytest,go,jest`; `pytest-xdist`: tests of about ten milliseconds
 //! each, with pytest-xdist installed; `JOBS`: `[verify] jobs`). Needs pytest, go and Node with jest, as
 //! `scripts/test` installs them (`.tools/`); a runner whose tools are missing is
 //! skipped and said.
@@ -42,10 +42,10 @@ fn pytest(root: &Path, n: usize) {
     pytest_with(root, n, "");
 }
 
-/// As [`pytest`], each test doing about a millisecond of work first: a suite worth
+/// As [`pytest`], each test doing about ten milliseconds of work first: a suite worth
 /// splitting among workers.
 fn pytest_busy(root: &Path, n: usize) {
-    pytest_with(root, n, "    sum(i * i for i in range(20000))\n");
+    pytest_with(root, n, "    sum(i * i for i in range(200000))\n");
 }
 
 fn pytest_with(root: &Path, n: usize, work: &str) {
