@@ -146,8 +146,10 @@ impl Homes {
     }
 
     /// [`Homes::make`], with `more` directories copied too: a CLI's own directory
-    /// that its environment puts elsewhere (`CODEX_HOME`, `CLAUDE_CONFIG_DIR`, …).
-    pub fn make_with(home: &Path, base: &Path, more: &[PathBuf]) -> std::io::Result<Homes> {
+    /// that its environment puts elsewhere (`CODEX_HOME`, `CLAUDE_CONFIG_DIR`, …),
+    /// each with the directory of the home it stands for (`.codex`), whose login
+    /// files it holds under the same names.
+    pub fn make_with(home: &Path, base: &Path, more: &[(PathBuf, &str)]) -> std::io::Result<Homes> {
         Homes::make_within(home, base, COPY_MOST, more)
     }
 
@@ -156,7 +158,7 @@ impl Homes {
         home: &Path,
         base: &Path,
         most: u64,
-        more: &[PathBuf],
+        more: &[(PathBuf, &str)],
     ) -> std::io::Result<Homes> {
         sweep(base);
         let dir = new_dir(base)?;
@@ -167,10 +169,12 @@ impl Homes {
             credentials: Vec::new(),
         };
         let mut budget = most;
-        let all = COPIED
-            .iter()
-            .map(|p| super::expand(p, home))
-            .chain(more.iter().filter(|p| p.is_absolute()).cloned());
+        let all = COPIED.iter().map(|p| super::expand(p, home)).chain(
+            more.iter()
+                .map(|(p, _)| p)
+                .filter(|p| p.is_absolute())
+                .cloned(),
+        );
         for (i, real) in all.enumerate() {
             if homes.binds.iter().any(|(_, r)| real.starts_with(r)) {
                 continue;
@@ -206,8 +210,16 @@ impl Homes {
                 }
             }
         }
-        for c in CREDENTIALS {
-            let real = home.join(c);
+        // Each login file where the home has it, and where a directory of `more`
+        // stands for its CLI's (`CODEX_HOME/auth.json` for `.codex/auth.json`).
+        let logins = CREDENTIALS.iter().flat_map(|c| {
+            let elsewhere = more.iter().filter_map(move |(dir, stands_for)| {
+                let rest = c.strip_prefix(stands_for)?.strip_prefix('/')?;
+                dir.is_absolute().then(|| dir.join(rest))
+            });
+            std::iter::once(home.join(c)).chain(elsewhere)
+        });
+        for real in logins {
             let Some((copy_root, real_root)) =
                 homes.binds.iter().find(|(_, r)| real.starts_with(r))
             else {

@@ -85,9 +85,10 @@ pub struct AgentPaths<'a> {
     /// would not be.
     pub programs: &'a [PathBuf],
     /// Its CLI's own directory where its environment puts it elsewhere than the home
-    /// directory (`CODEX_HOME`, `CLAUDE_CONFIG_DIR`, `COPILOT_HOME`): a private copy,
-    /// as `~/.codex` is.
-    pub homes: &'a [PathBuf],
+    /// directory (`CODEX_HOME`, `CLAUDE_CONFIG_DIR`, `COPILOT_HOME`), with the one of
+    /// the home it stands for (`.codex`): a private copy, as `~/.codex` is, whose
+    /// refreshed login goes back as that one's does.
+    pub homes: &'a [(PathBuf, &'static str)],
 }
 
 pub trait Sandbox {

@@ -180,14 +180,14 @@ impl Driver {
 
     /// The agent CLI's own directory where its environment (its `env` table, else
     /// agentloop's) puts it elsewhere than the home directory.
-    fn agent_homes(&self, agent: &str) -> Vec<std::path::PathBuf> {
+    fn agent_homes(&self, agent: &str) -> Vec<(std::path::PathBuf, &'static str)> {
         let Some(a) = self.config.agents.get(agent) else {
             return Vec::new();
         };
-        let var = match a.kind {
-            agentloop_config::AgentKind::Claude => "CLAUDE_CONFIG_DIR",
-            agentloop_config::AgentKind::Codex => "CODEX_HOME",
-            agentloop_config::AgentKind::Copilot => "COPILOT_HOME",
+        let (var, stands_for) = match a.kind {
+            agentloop_config::AgentKind::Claude => ("CLAUDE_CONFIG_DIR", ".claude"),
+            agentloop_config::AgentKind::Codex => ("CODEX_HOME", ".codex"),
+            agentloop_config::AgentKind::Copilot => ("COPILOT_HOME", ".copilot"),
             _ => return Vec::new(),
         };
         a.env
@@ -195,7 +195,7 @@ impl Driver {
             .map(std::ffi::OsString::from)
             .or_else(|| std::env::var_os(var))
             .filter(|v| !v.is_empty())
-            .map(std::path::PathBuf::from)
+            .map(|v| (std::path::PathBuf::from(v), stands_for))
             .into_iter()
             .collect()
     }

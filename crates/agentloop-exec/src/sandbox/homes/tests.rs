@@ -302,7 +302,10 @@ fn a_directory_the_environment_names_is_a_copy_too() {
     std::fs::create_dir_all(codex.join("sessions")).unwrap();
     std::fs::write(codex.join("config.toml"), "model = \"mine\"\n").unwrap();
     let base = h.path().join(".local/state/agentloop/homes");
-    let more = [codex.clone(), h.path().join(".qwen/inside")];
+    let more = [
+        (codex.clone(), ".codex"),
+        (h.path().join(".qwen/inside"), ".qwen"),
+    ];
     let homes = Homes::make_with(h.path(), &base, &more).unwrap();
     let copy = copy_of(&homes, &codex).to_path_buf();
     assert!(copy.join("config.toml").is_file());
@@ -313,5 +316,34 @@ fn a_directory_the_environment_names_is_a_copy_too() {
     assert_eq!(
         std::fs::read_to_string(codex.join("config.toml")).unwrap(),
         "model = \"mine\"\n"
+    );
+}
+
+/// A login refreshed in the copy of a CLI directory the environment names
+/// (`CODEX_HOME`) goes back there, as `~/.codex/auth.json` would; the home's own
+/// `.codex`, if any, is not touched.
+#[test]
+fn a_refreshed_login_in_a_directory_the_environment_names_goes_back_there() {
+    let h = home();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let codex = elsewhere.path().join("codex-home");
+    std::fs::create_dir_all(&codex).unwrap();
+    let was = r#"{"tokens":{"access_token":"old","refresh_token":"r"},"last_refresh":"1"}"#;
+    std::fs::write(codex.join("auth.json"), was).unwrap();
+    std::fs::create_dir_all(h.path().join(".codex")).unwrap();
+    std::fs::write(h.path().join(".codex/auth.json"), was).unwrap();
+    let base = h.path().join(".local/state/agentloop/homes");
+    let homes = Homes::make_with(h.path(), &base, &[(codex.clone(), ".codex")]).unwrap();
+    let copy = copy_of(&homes, &codex).to_path_buf();
+    let now = r#"{"tokens":{"access_token":"new","refresh_token":"r2"},"last_refresh":"2"}"#;
+    std::fs::write(copy.join("auth.json"), now).unwrap();
+    drop(homes);
+    assert_eq!(
+        json(&codex.join("auth.json")),
+        serde_json::from_str::<serde_json::Value>(now).unwrap()
+    );
+    assert_eq!(
+        std::fs::read_to_string(h.path().join(".codex/auth.json")).unwrap(),
+        was
     );
 }
