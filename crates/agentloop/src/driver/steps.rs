@@ -502,10 +502,17 @@ impl Driver {
                 agentloop_verify::clean_copy::Prepared::root(&self.ws.root)
             }
             None => {
+                let claimed = seen.clone();
                 if self.resident.is_none() {
                     tree = self.watched.as_mut().and_then(|w| w.take(false));
                 }
-                self.verify_dir_at(seen, &[task])
+                let prepared = self.verify_dir_at(seen, &[task]);
+                // A hook-mode run's resident brought the copy to the tree the claim's
+                // snapshot saw.
+                if self.resident.is_some() {
+                    tree = claimed;
+                }
+                prepared
             }
         };
         let tree = tree.filter(|_| judged.dir != self.ws.root && judged.unclean.is_none());

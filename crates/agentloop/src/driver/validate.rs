@@ -86,15 +86,14 @@ impl Driver {
             None => None,
         };
         // With no workers: the tree now, before the copy is brought up to date with it
-        // (the last iteration's check is taken only for this very tree).
-        let tree_now = match (&temp, &self.resident) {
-            (None, None) => self
-                .watched
-                .as_mut()
-                .and_then(|w| w.take(false))
-                .and_then(|t| super::checked::tree_key(&t)),
+        // (the last iteration's check is taken only for this very tree). A hook-mode
+        // run asks git (its resident watches the tree, the hook does not).
+        let tree_now = match (&temp, self.watched.as_mut()) {
+            (None, Some(w)) => w.take(false),
+            (None, None) => self.snapshots.as_ref().and_then(|s| s.take()),
             _ => None,
-        };
+        }
+        .and_then(|t| super::checked::tree_key(&t));
         let (dir, left_out, admitted, unclean) = match &temp {
             Some(d) => {
                 // What the agents added that the checks would load on their own, out.

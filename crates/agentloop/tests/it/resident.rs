@@ -112,6 +112,34 @@ fn later_stops_ask_the_resident_which_keeps_the_copy_and_ends_with_the_run() {
     assert!(!socket(&p).exists());
 }
 
+/// VALIDATE at the last Stop takes the check that Stop just ran, when it ran every
+/// check VALIDATE would and on this very tree (the resident's copy was brought to the
+/// claim's snapshot; git tells the hook the tree now).
+#[test]
+fn validate_takes_the_last_stops_check_on_the_same_tree() {
+    let p = start(
+        Scratch::new()
+            .plan("# Two\n\n## T1: A\nVerify: sh tests/check.sh\n\n## T2: B\nDepends: T1\nVerify: sh tests/check.sh\n")
+            .file("tests/check.sh", "test -f a.txt\n"),
+    );
+    assert!(asks_for(&stop(&p, false), "T1"));
+    p.write("a.txt", "a");
+    assert!(asks_for(&stop(&p, true), "T2"));
+    wait_for(&p, "the resident's socket", |p| socket(p).exists());
+    p.write("b.txt", "b");
+    let v = stop(&p, true);
+    assert_eq!(
+        v["stopReason"], "agentloop: the plan is complete and verified",
+        "{v}"
+    );
+    let md = std::fs::read_to_string(p.run_dir().join("validation.md")).unwrap();
+    assert!(md.contains("**passed**"), "{md}");
+    assert!(
+        md.contains("passed on this tree in the last iteration's check"),
+        "{md}"
+    );
+}
+
 #[test]
 fn an_impostor_on_the_socket_is_not_asked_and_a_killed_resident_is_replaced() {
     let (p, pid) = at_t2();
