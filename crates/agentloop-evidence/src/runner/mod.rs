@@ -285,7 +285,20 @@ impl Invocation {
     /// can select tests (pytest: each id; go test: their top-level tests in their
     /// packages, a lone subtest exactly); else the whole check again, once.
     pub fn again(original: &str, ids: &[&str], workdir: &Path, dir: &Path) -> Invocation {
-        let mut again = Invocation::new(original, workdir, dir);
+        Invocation::again_with(original, ids, workdir, dir, None)
+    }
+
+    /// [`Invocation::again`], the runner held to `jobs` as the check it runs again
+    /// was: a test must not be able to tell its second run from its first (pytest's
+    /// workers set `PYTEST_XDIST_WORKER`).
+    pub fn again_with(
+        original: &str,
+        ids: &[&str],
+        workdir: &Path,
+        dir: &Path,
+        jobs: Option<Jobs>,
+    ) -> Invocation {
+        let mut again = Invocation::with_jobs(original, workdir, dir, jobs);
         let Some(found) = recognise(original, Some(workdir)) else {
             return again;
         };
@@ -311,7 +324,7 @@ impl Invocation {
             _ => (false, Vec::new()),
         };
         if selected && let Some(cmd) = join(&words) {
-            again = Invocation::new(&cmd, workdir, dir);
+            again = Invocation::with_jobs(&cmd, workdir, dir, jobs);
         }
         again
     }

@@ -205,6 +205,16 @@ mod tests {
             added("python3 -m pytest", d, Jobs { n: 1, xdist: true }).0,
             ""
         );
+        // Failed tests run again with the same workers.
+        let again = Invocation::again_with(
+            "python3 -m pytest -q",
+            &["tests/t.py::a"],
+            d,
+            Path::new("/r"),
+            Some(THREE),
+        );
+        assert!(again.command.contains("tests/t.py::a"), "{}", again.command);
+        assert!(again.command.contains("-p xdist -n 3"), "{}", again.command);
         // Left to the runner: the command as before.
         assert_eq!(
             Invocation::new("go test ./...", d, Path::new("/r")).command,

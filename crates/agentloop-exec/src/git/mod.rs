@@ -235,6 +235,63 @@ impl Snapshot {
     }
 }
 
+/// A file past this size is known by its metadata, not read: an agent's 8 GiB sparse
+/// file, read whole, held the driver for minutes.
+const CRC_READ_MOST: u64 = 64 * 1024 * 1024;
+
+/// What a snapshot keeps of a dirty path's content: the CRC-32 of a regular file's
+/// bytes, read in pieces (past [`CRC_READ_MOST`], of its size, inode and change and
+/// modification times), of a link's target (never followed: a link to `/dev/zero`
+/// would be read for good), none for anything else (a FIFO, a device, a directory)
+/// or what cannot be read. Opened without blocking and checked again once open, so
+/// a FIFO put in its place meanwhile holds nothing.
+pub fn content_crc(path: &Path) -> Option<u32> {
+    use std::io::Read;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if meta.file_type().is_symlink() {
+        let target = std::fs::read_link(path).ok()?;
+        return Some(crc32fast::hash(target.as_os_str().as_encoded_bytes()));
+    }
+    if !meta.is_file() {
+        return None;
+    }
+    let f = std::fs::File::options()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
+        .open(path)
+        .ok()?;
+    let meta = f.metadata().ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    let mut h = crc32fast::Hasher::new();
+    if meta.len() > CRC_READ_MOST {
+        for n in [
+            meta.len(),
+            meta.ino(),
+            meta.mtime() as u64,
+            meta.mtime_nsec() as u64,
+            meta.ctime() as u64,
+            meta.ctime_nsec() as u64,
+        ] {
+            h.update(&n.to_le_bytes());
+        }
+        return Some(h.finalize());
+    }
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut left = f.take(CRC_READ_MOST);
+    loop {
+        match left.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => h.update(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    Some(h.finalize())
+}
+
 /// Takes snapshots with one `git status` each (no lock taken, the user's index untouched).
 #[derive(Debug, Clone)]
 pub struct Snapshots {
@@ -304,9 +361,7 @@ impl Snapshots {
                     None => continue,
                 }
             };
-            let content = std::fs::read(self.workdir.join(&path))
-                .ok()
-                .map(|b| crc32fast::hash(&b));
+            let content = content_crc(&self.workdir.join(&path));
             dirty.insert(path, content);
         }
         Some((head, dirty))

@@ -71,3 +71,42 @@ fn adding_everything_does_not_look_inside_an_embedded_repository() {
     let files = run(root, &["ls-files"]).unwrap();
     assert!(files.contains("a.txt"), "{files}");
 }
+
+/// A dirty path's content is read as git would see it, and nothing read can hold
+/// the snapshot: a link to `/dev/zero` is its target's name, a FIFO nothing, a large
+/// file its metadata; an ordinary file its bytes.
+#[test]
+fn a_dirty_paths_content_is_never_read_for_good() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    std::os::unix::fs::symlink("/dev/zero", d.join("zero")).unwrap();
+    assert_eq!(
+        content_crc(&d.join("zero")),
+        Some(crc32fast::hash(b"/dev/zero"))
+    );
+    let made = std::process::Command::new("mkfifo")
+        .arg(d.join("fifo"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    assert_eq!(content_crc(&d.join("fifo")), None);
+    std::fs::write(d.join("small"), "abc").unwrap();
+    assert_eq!(content_crc(&d.join("small")), Some(crc32fast::hash(b"abc")));
+    let big = std::fs::File::create(d.join("big")).unwrap();
+    big.set_len(8 << 30).unwrap();
+    let t0 = std::time::Instant::now();
+    let first = content_crc(&d.join("big"));
+    assert!(first.is_some());
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(2),
+        "{:?}",
+        t0.elapsed()
+    );
+    std::fs::File::options()
+        .write(true)
+        .open(d.join("big"))
+        .unwrap()
+        .set_len(9 << 30)
+        .unwrap();
+    assert_ne!(content_crc(&d.join("big")), first, "a change of it is seen");
+}

@@ -57,7 +57,8 @@ pub fn problem(dir: &Path, project: &Path, names: &[String]) -> Option<String> {
 
 /// What a verification killed while its held-out files were laid into `copy` left
 /// there, taken out: each lay is listed first (`NNNN.laid` beside the held-out logs
-/// in `logs`, the copy on its first line), and the list goes once they are out. Run
+/// in `logs`, the copy on its first line), and the list goes once they are out, with
+/// everything git does not track in the copy (what the run wrote meanwhile). Run
 /// before the copy is brought up to date, which puts back a tracked file taken out.
 pub fn clear_leftovers(logs: &Path, copy: &Path) {
     let copy_line = copy.to_string_lossy();
@@ -79,6 +80,11 @@ pub fn clear_leftovers(logs: &Path, copy: &Path) {
                 let _ = std::fs::remove_file(f);
             }
         }
+        // What the killed run wrote is not known: everything git does not track
+        // goes, ignored files too (the next check builds its caches again).
+        let mut c = agentloop_exec::git::git_command(copy);
+        c.args(["clean", "-ffdxq"]);
+        let _ = agentloop_exec::git::run_git(c, None);
         let _ = std::fs::remove_file(&list);
     }
 }
@@ -141,6 +147,8 @@ impl Runner<'_> {
         }
         listed.push('\n');
         agentloop_ground::fsutil::write_atomic(&list, listed.as_bytes())?;
+        // What the tree holds before, so that whatever the run leaves can go.
+        let before = super::since::Inventory::take(self.workdir);
         let mut laid = Vec::new();
         if let Err(e) = lay(&h.dir.join("files"), self.workdir, &mut laid) {
             unlay(laid);
@@ -182,6 +190,9 @@ impl Runner<'_> {
             }
             Ok(())
         })();
+        // What the run made or changed goes (the laid files among it), then what the
+        // lay covered is put back.
+        before.sweep(self.workdir);
         unlay(laid);
         let _ = std::fs::remove_file(&list);
         if let Some(r) = &reports {

@@ -13,6 +13,7 @@ mod baseline;
 mod holdout;
 pub mod left_out;
 mod report;
+mod since;
 mod written;
 
 pub use baseline::BaselineCache;
@@ -112,12 +113,13 @@ impl Runner<'_> {
         for (k, cmd) in commands.iter().enumerate() {
             writeln!(log, "$ {cmd}")?;
             log.flush()?;
+            let jobs = self.tests.as_ref().and_then(|_| self.jobs_of(cmd));
             let inv = match &self.tests {
                 Some(t) => Some(prepare(
                     cmd,
                     self.workdir,
                     &t.reports.join(k.to_string()),
-                    self.jobs_of(cmd),
+                    jobs,
                 )?),
                 None => None,
             };
@@ -165,7 +167,7 @@ impl Runner<'_> {
             let finished = !f.timed_out && !f.killed;
             let verdict = match (&self.tests, &evidence) {
                 (Some(t), Some(ev)) if finished => {
-                    Some(self.verdict(t, cmd, &f, ev, k, &mut log, &mut should_stop)?)
+                    Some(self.verdict(t, cmd, jobs, &f, ev, k, &mut log, &mut should_stop)?)
                 }
                 _ => None,
             };
@@ -466,6 +468,7 @@ impl Runner<'_> {
         &self,
         t: &TestsCheck,
         cmd: &str,
+        jobs: Option<evidence::runner::Jobs>,
         f: &Finished,
         ev: &Evidence,
         k: usize,
@@ -505,9 +508,10 @@ impl Runner<'_> {
             let mut ended_well = false;
             for (n, whole) in [false, true].into_iter().enumerate() {
                 let dir = t.reports.join(format!("{k}-again-{n}"));
+                // As the check ran: its workers too.
                 let again = ready(&dir, |dir| match whole {
-                    false => Invocation::again(cmd, &failed, self.workdir, dir),
-                    true => Invocation::new(cmd, self.workdir, dir),
+                    false => Invocation::again_with(cmd, &failed, self.workdir, dir, jobs),
+                    true => Invocation::with_jobs(cmd, self.workdir, dir, jobs),
                 })?;
                 writeln!(
                     log,
@@ -531,7 +535,7 @@ impl Runner<'_> {
                         .collect();
                     break;
                 }
-                let selected = Invocation::new(cmd, self.workdir, &dir).command;
+                let selected = Invocation::with_jobs(cmd, self.workdir, &dir, jobs).command;
                 if whole || again.command == selected || !ended_well {
                     break;
                 }

@@ -289,3 +289,39 @@ echo TASK_COMPLETE"#;
     let add = p.git_cmd(&["show", &format!("{branch}:src/offset.sh")]);
     assert_eq!(add.trim(), "OFFSET=0");
 }
+
+/// The agent's code, run by a held-out check, copies the hidden test into an ignored
+/// directory of the clean copy, and prints what that directory holds whenever it runs:
+/// at the next check, into the verify log the agent reads. What the held-out run left
+/// in the copy goes with its files, so nothing of the hidden test is ever printed.
+#[test]
+fn what_the_agents_code_copied_during_a_held_out_check_does_not_outlive_it() {
+    let holdout = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(holdout.path().join("files/tests")).unwrap();
+    std::fs::write(holdout.path().join("files/tests/hidden.sh"), HIDDEN).unwrap();
+    std::fs::write(holdout.path().join("general.sh"), "sh tests/hidden.sh\n").unwrap();
+    let leak = "mkdir -p .leak; [ -f tests/hidden.sh ] && cp tests/hidden.sh .leak/h; cat .leak/h >&2 2>/dev/null;";
+    let p = Scratch::new()
+        .plan("# Add\n\n## T1: Make src/add.sh add its two arguments\nVerify: sh tests/t1.sh\nHoldout: general\n")
+        .file("tests/t1.sh", VISIBLE)
+        .agent(&agent(&format!(
+            "mkdir -p src\necho '.leak/' >> .gitignore\nif [ \"$n\" = 1 ]; then echo '{leak} echo 3' > src/add.sh; else echo '{leak} echo $(($1 + $2))' > src/add.sh; fi\necho TASK_COMPLETE",
+        )))
+        .config(&format!("[verify]\nholdout = \"{}\"\n", holdout.path().display()))
+        .build();
+    let r = p.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["tasks"][0]["status"], "done");
+    assert_eq!(
+        s["iterations"], 2,
+        "the first attempt failed the held-out check"
+    );
+    let leaked: Vec<String> = p
+        .tree()
+        .into_iter()
+        .filter(|(_, bytes)| String::from_utf8_lossy(bytes).contains("SECRET-CASE"))
+        .map(|(path, _)| path)
+        .collect();
+    assert!(leaked.is_empty(), "the hidden test is in {leaked:?}");
+}

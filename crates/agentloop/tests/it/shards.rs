@@ -132,6 +132,45 @@ fn unset_a_suite_is_split_only_when_the_baseline_found_it_worth_it() {
     }
 }
 
+/// A failed test is run again as the check ran, with the same workers: code that
+/// behaves one way under xdist's workers (`PYTEST_XDIST_WORKER`) and another in one
+/// process cannot pass a named test in the check and then have the test it broke
+/// forgiven as flaky when it runs again alone.
+#[test]
+fn a_test_cannot_tell_its_run_again_from_the_check() {
+    let s = Scratch::new()
+        .file(
+            "pyproject.toml",
+            "[project]\nname = \"fmt\"\nversion = \"0.1.0\"\n\n[tool.pytest.ini_options]\npythonpath = [\".\"]\n",
+        )
+        .file("fmt/__init__.py", "def pad(n):\n    return str(n)\n")
+        .file(
+            "tests/test_fmt.py",
+            "import fmt\n\n\ndef test_old():\n    assert fmt.pad(3) == \"3\"\n\n\ndef test_new():\n    assert fmt.pad(3) == \"003\"\n",
+        );
+    let mut p = s.build();
+    p.env.push(("PATH".into(), xdist_path()));
+    init_with_scripted(
+        &p,
+        "# Fmt\n\n## T1: Pad\n\nPad to three digits.\n\nTests: tests/test_fmt.py::test_new\n",
+        "printf 'import os\\n\\n\\ndef pad(n):\\n    return str(n).zfill(3) if os.environ.get(\"PYTEST_XDIST_WORKER\") else str(n)\\n' > fmt/__init__.py\necho TASK_COMPLETE\n",
+    );
+    let config = p.read("agentloop.toml");
+    p.write(
+        "agentloop.toml",
+        config.replacen("\n[verify]\n", "\n[verify]\njobs = 2\n", 1),
+    );
+    p.commit("the checks' workers");
+    let r = p.run(&["run", "--yes", "--no-wait", "--max-iterations", "1"]);
+    let st = p.status();
+    assert_ne!(st["tasks"][0]["status"], "done", "{}\n{st:#}", r.stderr);
+    let log = read_run(&p, "iterations/0001/verify.log");
+    assert!(
+        log.contains("[tests/test_fmt.py::test_old: not passed when run again]"),
+        "{log}"
+    );
+}
+
 fn read_run(p: &Project, rel: &str) -> String {
     std::fs::read_to_string(p.run_dir().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
 }
