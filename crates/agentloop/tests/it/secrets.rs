@@ -4,6 +4,20 @@
 
 use crate::support::*;
 
+/// Runs `p` to its end with the key in the driver's own environment too (so the
+/// checks see it), and finds it in no file under `.agentloop/`.
+fn run_with_the_key(p: &Project) {
+    let r: Run = p
+        .cmd(&["run", "--quiet"])
+        .env("MY_API_KEY", "sk-live-0123456789abcdef")
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let leaked = leaked(p, "sk-live-0123456789abcdef");
+    assert!(leaked.is_empty(), "the secret is on disk in {leaked:?}");
+}
+
 /// Files under the project's `.agentloop/` that hold `secret`.
 fn leaked(p: &Project, secret: &str) -> Vec<String> {
     p.tree()
@@ -21,16 +35,7 @@ fn secrets_are_redacted_from_logs_and_the_journal() {
     let p = Scratch::new().plan(plan).agent(&agent(
             "echo \"my key is $MY_API_KEY\"\nif [ \"$n\" -ge 2 ]; then touch one.txt; fi\necho TASK_COMPLETE\n",
         )).config("[agents.scripted.env]\nMY_API_KEY = \"sk-live-0123456789abcdef\"\n").build();
-    // The driver's own environment has the key too, so verification sees it.
-    let r: crate::support::Run = p
-        .cmd(&["run", "--quiet"])
-        .env("MY_API_KEY", "sk-live-0123456789abcdef")
-        .output()
-        .unwrap()
-        .into();
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let leaked = leaked(&p, "sk-live-0123456789abcdef");
-    assert!(leaked.is_empty(), "the secret is on disk in {leaked:?}");
+    run_with_the_key(&p);
     let log = std::fs::read_to_string(p.run_dir().join("iterations/0001/agent.log")).unwrap();
     assert!(log.contains("my key is [REDACTED:MY_API_KEY]"), "{log}");
     let verify = std::fs::read_to_string(p.run_dir().join("iterations/0001/verify.log")).unwrap();
@@ -49,15 +54,7 @@ fn secrets_are_redacted_from_the_merge_queues_logs_and_records() {
         "if [ \"$task\" = T1 ]; then touch one.txt; else touch two.txt; fi\necho TASK_COMPLETE",
         "[verify]\ncommands = [\"echo merged sees $MY_API_KEY\"]\n\n[agents.scripted.env]\nMY_API_KEY = \"sk-live-0123456789abcdef\"\n",
     );
-    let r: crate::support::Run = p
-        .cmd(&["run", "--quiet"])
-        .env("MY_API_KEY", "sk-live-0123456789abcdef")
-        .output()
-        .unwrap()
-        .into();
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let leaked = leaked(&p, "sk-live-0123456789abcdef");
-    assert!(leaked.is_empty(), "the secret is on disk in {leaked:?}");
+    run_with_the_key(&p);
     let merge_logs: Vec<String> = p
         .tree()
         .into_iter()

@@ -55,13 +55,7 @@ fn project(jobs: Option<u32>, breaks: bool, slow: bool) -> Project {
         &agent,
     );
     if let Some(jobs) = jobs {
-        let config = p.read("agentloop.toml");
-        assert!(config.contains("\n[verify]\n"), "{config}");
-        p.write(
-            "agentloop.toml",
-            config.replacen("\n[verify]\n", &format!("\n[verify]\njobs = {jobs}\n"), 1),
-        );
-        p.commit("the checks' workers");
+        with_jobs(&p, jobs);
     }
     p
 }
@@ -155,12 +149,7 @@ fn a_test_cannot_tell_its_run_again_from_the_check() {
         "# Fmt\n\n## T1: Pad\n\nPad to three digits.\n\nTests: tests/test_fmt.py::test_new\n",
         "printf 'import os\\n\\n\\ndef pad(n):\\n    return str(n).zfill(3) if os.environ.get(\"PYTEST_XDIST_WORKER\") else str(n)\\n' > fmt/__init__.py\necho TASK_COMPLETE\n",
     );
-    let config = p.read("agentloop.toml");
-    p.write(
-        "agentloop.toml",
-        config.replacen("\n[verify]\n", "\n[verify]\njobs = 2\n", 1),
-    );
-    p.commit("the checks' workers");
+    with_jobs(&p, 2);
     let r = p.run(&["run", "--yes", "--no-wait", "--max-iterations", "1"]);
     let st = p.status();
     assert_ne!(st["tasks"][0]["status"], "done", "{}\n{st:#}", r.stderr);
@@ -169,6 +158,17 @@ fn a_test_cannot_tell_its_run_again_from_the_check() {
         log.contains("[tests/test_fmt.py::test_old: not passed when run again]"),
         "{log}"
     );
+}
+
+/// `[verify] jobs = jobs` in the project's configuration, committed.
+fn with_jobs(p: &Project, jobs: u32) {
+    let config = p.read("agentloop.toml");
+    assert!(config.contains("\n[verify]\n"), "{config}");
+    p.write(
+        "agentloop.toml",
+        config.replacen("\n[verify]\n", &format!("\n[verify]\njobs = {jobs}\n"), 1),
+    );
+    p.commit("the checks' workers");
 }
 
 fn read_run(p: &Project, rel: &str) -> String {
