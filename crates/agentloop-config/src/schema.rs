@@ -275,6 +275,10 @@ pub struct VerifyConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub jobs: Option<u32>,
+    /// The largest file, in bytes, the work may add or change (0: no limit): one
+    /// larger fails the verification, before anything copies, hashes or commits it.
+    /// The default is GitHub's limit for a file, 100 MiB.
+    pub max_file_size: u64,
 }
 
 /// The workers one check's runner may use: `[verify] jobs`, or what it comes to when
@@ -471,6 +475,7 @@ impl Default for VerifyConfig {
             flaky: Vec::new(),
             holdout: None,
             jobs: None,
+            max_file_size: 100 << 20,
         }
     }
 }

@@ -82,6 +82,7 @@ regression = "per-test"  # or "exit-code": each command must exit 0, all or noth
 # holdout = "~/holdout/myproject"    # held-out checks (`Holdout: NAME` → NAME.sh), outside the project
 timeout = "10m"
 # jobs = 4   # workers one check's runner may use (pytest-xdist, go -p, jest); unset: the cores
+max_file_size = 104857600  # bytes: a larger file the work adds or changes fails its check (0: no limit)
 # After the last task every check runs again on the whole project; a failure reopens work.
 validate = true
 validate_fixes = 2

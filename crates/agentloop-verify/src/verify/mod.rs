@@ -13,6 +13,7 @@ mod baseline;
 mod holdout;
 mod jobs;
 pub mod left_out;
+pub mod oversized;
 mod report;
 mod since;
 mod written;

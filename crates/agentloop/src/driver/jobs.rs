@@ -136,6 +136,11 @@ pub(crate) struct Checks {
     pub output_cap: u64,
     /// Workers each check's runner may use (`[verify] jobs`).
     pub jobs: agentloop_config::CheckJobs,
+    /// `[verify] max_file_size`: a file of the work past it fails the checks.
+    pub max_file_size: u64,
+    /// The commit the run's integration branch was made from: what the work committed
+    /// since counts toward `max_file_size` too.
+    pub base: Option<String>,
     pub stop: Arc<AtomicBool>,
     /// `[sandbox] verify`: what the checks are confined by.
     pub sandbox: Option<CheckBox>,
@@ -201,6 +206,8 @@ impl Checks {
             timeout: last.timeout,
             output_cap: last.output_cap,
             jobs: last.jobs,
+            max_file_size: last.max_file_size,
+            base: last.base.clone(),
             stop: last.stop.clone(),
             sandbox: last.sandbox.clone(),
             copy: None,
@@ -256,11 +263,34 @@ impl Checks {
             }
         }
         // The worktree as it is now (all of it: a worktree is not watched), for the
-        // copy kept in step.
-        let now = self
-            .copy
-            .as_ref()
-            .and_then(|_| agentloop_exec::git::Snapshots::known(dir).take());
+        // copy kept in step, and for a file too large for the work, which fails it
+        // before anything copies it (a merged result's files were each a task's).
+        let now = (self.copy.is_some() || (self.max_file_size > 0 && !self.own_dir))
+            .then(|| agentloop_exec::git::Snapshots::known(dir).take())
+            .flatten();
+        if !self.own_dir
+            && let Some(refused) = now.as_ref().and_then(|n| {
+                let committed = self.committed_since_base(dir);
+                verify::oversized::refused(
+                    iteration,
+                    dir,
+                    n.dirty
+                        .keys()
+                        .map(String::as_str)
+                        .chain(committed.iter().map(String::as_str)),
+                    self.max_file_size,
+                )
+            })
+        {
+            std::fs::write(
+                log,
+                format!(
+                    "[agentloop: {}]\n",
+                    refused.digest.as_deref().unwrap_or_default()
+                ),
+            )?;
+            return Ok(refused);
+        }
         let (mut left_out, mut admitted) = (Vec::new(), Vec::new());
         let (dir, refused) = match &mut self.copy {
             Some(c) => {
@@ -299,6 +329,32 @@ impl Checks {
             )?;
         }
         result
+    }
+
+    /// The paths the worktree at `dir` committed since the run's base (its task's
+    /// commits and the landed work merged into it).
+    fn committed_since_base(&self, dir: &std::path::Path) -> Vec<String> {
+        let Some(base) = self.base.as_deref() else {
+            return Vec::new();
+        };
+        let mut c = agentloop_exec::git::git_command(dir);
+        c.args([
+            "diff",
+            "--name-only",
+            "-z",
+            "--no-renames",
+            base,
+            "HEAD",
+            "--",
+        ]);
+        agentloop_exec::git::run_git(c, None)
+            .map(|out| {
+                out.split(|b| *b == 0)
+                    .filter(|p| !p.is_empty())
+                    .map(|p| String::from_utf8_lossy(p).into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     fn run_in(

@@ -10,6 +10,7 @@ mod gates;
 mod jobs;
 mod menu;
 mod merge_queue;
+mod oversized;
 mod planner;
 mod proposal;
 mod record;

@@ -282,6 +282,8 @@ impl Driver {
             timeout: self.config.verify.timeout,
             output_cap: self.config.verify.output_cap,
             jobs: self.config.verify.jobs_for(self.state.settings.workers),
+            max_file_size: self.config.verify.max_file_size,
+            base: self.state.integration.as_ref().map(|i| i.base.clone()),
             stop: stop.clone(),
             sandbox: self.check_sandbox(),
             copy: None,

@@ -71,6 +71,7 @@ mod support;
 mod surface;
 mod surface_traced;
 mod terminals;
+mod too_large;
 mod tracker;
 mod tripwire;
 mod trust;

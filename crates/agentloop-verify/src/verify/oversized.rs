@@ -1,0 +1,87 @@
+//! A file too large for the work: one the work adds or changes past `[verify]
+//! max_file_size` fails the verification before anything copies, hashes or commits
+//! it. An agent's 8 GiB sparse file (`truncate -s 8G`) went through the clean copy,
+//! the commit and the merge, minutes each, and landed.
+
+use std::path::Path;
+
+use agentloop_journal::VerifyFinished;
+
+/// The verification of `iteration` refused, when one of `paths` (relative to `dir`:
+/// what differs from HEAD, untracked files among them) is a regular file larger
+/// than `most` bytes (0: no limit). Read from its metadata alone.
+pub fn refused<'a>(
+    iteration: u32,
+    dir: &Path,
+    paths: impl IntoIterator<Item = &'a str>,
+    most: u64,
+) -> Option<VerifyFinished> {
+    if most == 0 {
+        return None;
+    }
+    let (path, size) = paths.into_iter().find_map(|p| {
+        let m = std::fs::symlink_metadata(dir.join(p)).ok()?;
+        (m.is_file() && m.len() > most).then(|| (p.to_string(), m.len()))
+    })?;
+    Some(VerifyFinished {
+        iteration,
+        passed: false,
+        commands: Vec::new(),
+        fingerprint: Some(agentloop_ground::failure::fingerprint("too-large", &path)),
+        digest: Some(format!(
+            "`{path}` is {}: a file the work adds or changes may be at most {} (`[verify] max_file_size`). No check ran. Remove it, or keep it out of git (`.gitignore`) if the work only makes it.",
+            bytes(size),
+            bytes(most)
+        )),
+        evidence: None,
+        held_out: Vec::new(),
+        left_out: Vec::new(),
+        admitted: Vec::new(),
+    })
+}
+
+/// `n` bytes in the largest binary unit that keeps it at 1 or more (`8.0 GiB`).
+fn bytes(n: u64) -> String {
+    let units = ["bytes", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < units.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} bytes")
+    } else {
+        format!("{v:.1} {}", units[u])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_past_the_limit_refuses_the_verification_and_says_which() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        std::fs::write(d.join("small.txt"), "x").unwrap();
+        std::fs::File::create(d.join("big.bin"))
+            .unwrap()
+            .set_len(8 << 30)
+            .unwrap();
+        std::os::unix::fs::symlink(d.join("big.bin"), d.join("link")).unwrap();
+        assert!(refused(1, d, ["small.txt", "link", "gone.txt"], 1024).is_none());
+        let r = refused(3, d, ["small.txt", "big.bin"], 100 << 20).unwrap();
+        assert!(!r.passed);
+        assert_eq!(r.iteration, 3);
+        let digest = r.digest.unwrap();
+        assert!(
+            digest.starts_with(
+                "`big.bin` is 8.0 GiB: a file the work adds or changes may be at most 100.0 MiB"
+            ),
+            "{digest}"
+        );
+        assert!(refused(1, d, ["big.bin"], 0).is_none(), "0: no limit");
+        assert_eq!(bytes(512), "512 bytes");
+    }
+}

@@ -1,0 +1,46 @@
+//! A file too large for the work (`[verify] max_file_size`), found before a task's
+//! checks run in the project or its worktree: the verification fails, saying which.
+
+use agentloop_exec::git;
+use agentloop_journal::VerifyFinished;
+use agentloop_verify::verify;
+
+use super::Driver;
+use crate::error::CliError;
+
+impl Driver {
+    /// The verification of `iteration` refused when the work adds or changes a file
+    /// past `[verify] max_file_size` (what differs from HEAD, as the claim's snapshot
+    /// or the watch has it), said in its log; before anything copies the file.
+    pub(super) fn too_large(
+        &mut self,
+        iteration: u32,
+        seen: Option<&git::Snapshot>,
+        log: &std::path::Path,
+    ) -> Result<Option<VerifyFinished>, CliError> {
+        let most = self.config.verify.max_file_size;
+        if most == 0 {
+            return Ok(None);
+        }
+        let (dir, now) = match self.worktree_of(iteration) {
+            Some(w) => (w.clone(), git::Snapshots::known(&w).take()),
+            None => (
+                self.ws.root.clone(),
+                seen.cloned()
+                    .or_else(|| self.watched.as_mut().and_then(|w| w.take(false)))
+                    .or_else(|| self.snapshots.as_ref().and_then(|s| s.take())),
+            ),
+        };
+        let Some(now) = now else { return Ok(None) };
+        let refused =
+            verify::oversized::refused(iteration, &dir, now.dirty.keys().map(String::as_str), most);
+        if let Some(r) = &refused {
+            std::fs::write(
+                log,
+                format!("[agentloop: {}]\n", r.digest.as_deref().unwrap_or_default()),
+            )
+            .map_err(|e| CliError::internal(format!("cannot write {}: {e}", log.display())))?;
+        }
+        Ok(refused)
+    }
+}

@@ -1,0 +1,57 @@
+//! `[verify] max_file_size`: a file the work adds or changes past it (here an 8 GiB
+//! sparse file, which takes no room) fails the verification before anything copies,
+//! hashes or commits it, and the agent is told which; once it is gone the task is
+//! done, and nothing of it lands.
+
+use crate::support::*;
+
+const PLAN: &str = "# Big\n\n## T1: One\nVerify: test -f one.txt\n";
+
+#[test]
+fn a_file_past_the_limit_fails_the_verification_and_the_agent_is_told() {
+    let p = scripted(
+        PLAN,
+        "touch one.txt\nif [ \"$n\" = 1 ]; then truncate -s 8G big.bin; else rm -f big.bin; fi\necho TASK_COMPLETE\n",
+    );
+    let t = std::time::Instant::now();
+    let r = p.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(60),
+        "{:?}",
+        t.elapsed()
+    );
+    let s = p.status();
+    assert_eq!(s["tasks"][0]["status"], "done");
+    assert_eq!(s["iterations"], 2);
+    let log = std::fs::read_to_string(p.run_dir().join("iterations/0001/verify.log")).unwrap();
+    assert!(
+        log.contains(
+            "`big.bin` is 8.0 GiB: a file the work adds or changes may be at most 100.0 MiB"
+        ),
+        "{log}"
+    );
+    let second = std::fs::read_to_string(p.run_dir().join("iterations/0002/prompt.md")).unwrap();
+    assert!(second.contains("`big.bin` is 8.0 GiB"), "{second}");
+}
+
+/// A worker that commits the file itself is refused as well (what its branch
+/// committed since the run began counts), and what lands holds none of it. (200 MiB
+/// here: the agent's own git hashes what it commits, 8 GiB would take a minute.)
+#[test]
+fn a_workers_commit_of_a_file_past_the_limit_does_not_land() {
+    let p = crate::workers::project(
+        PLAN,
+        "touch one.txt\nif [ \"$n\" = 1 ]; then truncate -s 200M big.bin; git add big.bin; git -c user.name=a -c user.email=a@example.org commit -qm big; else git rm -q big.bin; git -c user.name=a -c user.email=a@example.org commit -qm gone; fi\necho TASK_COMPLETE",
+        "",
+    );
+    let r = p.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["tasks"][0]["status"], "done", "{s:#}");
+    assert_eq!(s["iterations"], 2, "{s:#}");
+    let branch = crate::workers::integration(&p);
+    let tree = p.git_cmd(&["ls-tree", "-r", "--name-only", &branch]);
+    assert!(!tree.contains("big.bin"), "{tree}");
+    assert!(tree.contains("one.txt"), "{tree}");
+}
