@@ -30,30 +30,14 @@ pub fn refused<'a>(
         fingerprint: Some(agentloop_ground::failure::fingerprint("too-large", &path)),
         digest: Some(format!(
             "`{path}` is {}: a file the work adds or changes may be at most {} (`[verify] max_file_size`). No check ran. Remove it, or keep it out of git (`.gitignore`) if the work only makes it.",
-            bytes(size),
-            bytes(most)
+            agentloop_ground::words::bytes(size),
+            agentloop_ground::words::bytes(most)
         )),
         evidence: None,
         held_out: Vec::new(),
         left_out: Vec::new(),
         admitted: Vec::new(),
     })
-}
-
-/// `n` bytes in the largest binary unit that keeps it at 1 or more (`8.0 GiB`).
-fn bytes(n: u64) -> String {
-    let units = ["bytes", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u < units.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} bytes")
-    } else {
-        format!("{v:.1} {}", units[u])
-    }
 }
 
 #[cfg(test)]
@@ -77,11 +61,10 @@ mod tests {
         let digest = r.digest.unwrap();
         assert!(
             digest.starts_with(
-                "`big.bin` is 8.0 GiB: a file the work adds or changes may be at most 100.0 MiB"
+                "`big.bin` is 8.6 GB: a file the work adds or changes may be at most 104.9 MB"
             ),
             "{digest}"
         );
         assert!(refused(1, d, ["big.bin"], 0).is_none(), "0: no limit");
-        assert_eq!(bytes(512), "512 bytes");
     }
 }

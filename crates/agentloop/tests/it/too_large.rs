@@ -27,12 +27,12 @@ fn a_file_past_the_limit_fails_the_verification_and_the_agent_is_told() {
     let log = std::fs::read_to_string(p.run_dir().join("iterations/0001/verify.log")).unwrap();
     assert!(
         log.contains(
-            "`big.bin` is 8.0 GiB: a file the work adds or changes may be at most 100.0 MiB"
+            "`big.bin` is 8.6 GB: a file the work adds or changes may be at most 104.9 MB"
         ),
         "{log}"
     );
     let second = std::fs::read_to_string(p.run_dir().join("iterations/0002/prompt.md")).unwrap();
-    assert!(second.contains("`big.bin` is 8.0 GiB"), "{second}");
+    assert!(second.contains("`big.bin` is 8.6 GB"), "{second}");
 }
 
 /// A worker that commits the file itself is refused as well (what its branch
