@@ -236,11 +236,12 @@ impl Snapshot {
 }
 
 /// A file past this size is known by its metadata, not read: an agent's 8 GiB sparse
-/// file, read whole, held the driver for minutes.
-const CRC_READ_MOST: u64 = 64 * 1024 * 1024;
+/// file, read whole, held the driver for minutes, and hundreds of files just under a
+/// larger bound would be read at every snapshot.
+const CRC_READ_MOST: u64 = 1024 * 1024;
 
 /// What a snapshot keeps of a dirty path's content: the CRC-32 of a regular file's
-/// bytes, read in pieces (past [`CRC_READ_MOST`], of its size, inode and change and
+/// bytes, read in pieces (past [`CRC_READ_MOST`], 1 MiB, of its size, inode and change and
 /// modification times), of a link's target (never followed: a link to `/dev/zero`
 /// would be read for good), none for anything else (a FIFO, a device, a directory)
 /// or what cannot be read. Opened without blocking and checked again once open, so
