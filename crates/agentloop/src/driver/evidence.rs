@@ -240,25 +240,33 @@ impl Driver {
 
     /// The held-out checks of `task`'s verification in `iteration`, if it names any.
     pub(crate) fn held_out(&self, task: &str, iteration: u32) -> Option<verify::HeldOut> {
-        let names = self.state.plan_task(task)?.holdout.clone();
-        if names.is_empty() {
-            return None;
-        }
-        let dir = self.ws.root.join(self.state.settings.holdout.as_ref()?);
-        let log = self.held_out_logs().join(format!("{iteration:04}.log"));
-        let reports = self.reports_dir(iteration).join("held-out");
-        Some(verify::HeldOut {
-            dir,
-            names,
-            log,
-            reports,
-        })
+        self.held_out_as(
+            task,
+            format!("{iteration:04}.log"),
+            self.reports_dir(iteration).join("held-out"),
+        )
+        .filter(|h| !h.names.is_empty())
     }
 
     /// The held-out checks the merged result of `task`'s work in `iteration` must
     /// pass: its own, and (added with its batch) those of every task landed before,
     /// when the run has a held-out directory. Logged apart from its own check's.
     pub(crate) fn merge_held_out(&self, task: &str, iteration: u32) -> Option<verify::HeldOut> {
+        self.held_out_as(
+            task,
+            format!("{iteration:04}-merge.log"),
+            self.reports_dir(iteration).join("merge").join("held-out"),
+        )
+    }
+
+    /// `task`'s held-out checks (perhaps none), logged in `log` among the held-out
+    /// logs, their reports in `reports`; none when the run has no held-out directory.
+    fn held_out_as(
+        &self,
+        task: &str,
+        log: String,
+        reports: std::path::PathBuf,
+    ) -> Option<verify::HeldOut> {
         let dir = self.ws.root.join(self.state.settings.holdout.as_ref()?);
         let names = self
             .state
@@ -268,10 +276,8 @@ impl Driver {
         Some(verify::HeldOut {
             dir,
             names,
-            log: self
-                .held_out_logs()
-                .join(format!("{iteration:04}-merge.log")),
-            reports: self.reports_dir(iteration).join("merge").join("held-out"),
+            log: self.held_out_logs().join(log),
+            reports,
         })
     }
 
