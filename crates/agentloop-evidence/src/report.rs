@@ -223,6 +223,10 @@ pub struct CommandTests {
     /// "exit-code"` is decided by its exit code; its report is only shown).
     #[serde(default)]
     pub judged: bool,
+    /// The check whose run its tests were read from, when it was not run itself: its
+    /// tests are a part of that check's, on the same tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_from: Option<String>,
 }
 
 /// Why a report could not be read: never a pass.

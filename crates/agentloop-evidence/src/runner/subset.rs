@@ -10,7 +10,7 @@ use std::path::Path;
 
 use super::Runner;
 use super::command::recognise;
-use crate::report::Outcome;
+use crate::report::{Outcome, Report};
 
 /// Options after which pytest runs less than the whole of what it collects: a part
 /// cut from such a run could lack tests its own run has.
@@ -432,6 +432,26 @@ pub fn cut(
         return None;
     }
     Some(out)
+}
+
+/// `report` (the whole's) cut to the tests `paths` select, as [`cut`] would cut its
+/// outcomes: `None` when the part cannot be read from it.
+pub fn cut_report(report: &Report, paths: &[String]) -> Option<Report> {
+    let outcomes: BTreeMap<String, Outcome> = report
+        .tests
+        .iter()
+        .map(|t| (t.id.clone(), t.outcome))
+        .collect();
+    let kept = cut(&outcomes, paths)?;
+    Some(Report {
+        tests: report
+            .tests
+            .iter()
+            .filter(|t| kept.contains_key(&t.id))
+            .cloned()
+            .collect(),
+        notes: report.notes.clone(),
+    })
 }
 
 #[cfg(test)]

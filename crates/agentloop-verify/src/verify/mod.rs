@@ -14,6 +14,7 @@ mod holdout;
 mod jobs;
 pub mod left_out;
 pub mod oversized;
+mod parts;
 mod report;
 mod since;
 mod written;
@@ -102,7 +103,7 @@ impl Runner<'_> {
             std::fs::File::create(self.log)?;
             std::fs::OpenOptions::new().append(true).open(self.log)?
         };
-        let mut results = Vec::new();
+        let mut slots: Vec<Option<CommandResult>> = vec![None; commands.len()];
         let mut failure: Option<(String, String, Option<i32>, bool)> = None;
         let mut measured_failure: Option<(String, String, String)> = None;
         // A check decided by its report: its reason, and the digest of what it showed.
@@ -112,31 +113,53 @@ impl Runner<'_> {
         let mut kept: Vec<serde_json::Value> = Vec::new();
         // Every test any report had (for what landed tasks made pass).
         let mut reported: std::collections::BTreeSet<String> = Default::default();
-        for (k, cmd) in commands.iter().enumerate() {
+        // A check that runs a part of another's tests is read from the other's run.
+        let measured: Vec<&str> = measures.iter().map(|(c, _)| c.as_str()).collect();
+        let parts = parts::Parts::new(
+            commands,
+            &measured,
+            self.tests.as_ref().map(|t| t.expected),
+            self.workdir,
+        );
+        let mut wholes: Vec<Option<parts::WholeRun>> = commands.iter().map(|_| None).collect();
+        for k in parts.order() {
+            let cmd = &commands[k];
             writeln!(log, "$ {cmd}")?;
-            log.flush()?;
-            let jobs = self.tests.as_ref().and_then(|_| self.jobs_of(cmd));
-            let inv = match &self.tests {
-                Some(t) => Some(prepare(
-                    cmd,
-                    self.workdir,
-                    &t.reports.join(k.to_string()),
-                    jobs,
-                )?),
-                None => None,
+            let read = parts.whole_of(k).and_then(|(w, paths)| {
+                let whole = wholes[w].as_ref()?;
+                whole.cut(paths).map(|(report, code)| (whole, report, code))
+            });
+            let (f, evidence, verdict, read_from) = match (read, &self.tests) {
+                (Some((whole, report, code)), Some(t)) => {
+                    writeln!(
+                        log,
+                        "[read from `{}`'s run: {} of its tests]\n",
+                        whole.command,
+                        report.tests.len()
+                    )?;
+                    let v = whole.judge(t.expected, cmd, &report, code);
+                    let ev = Evidence {
+                        runner: whole.runner.clone(),
+                        report: Ok(report),
+                    };
+                    let f = Finished {
+                        exit_code: Some(code),
+                        signal: None,
+                        timed_out: false,
+                        killed: false,
+                        duration: Duration::ZERO,
+                        output_bytes: 0,
+                        truncated: false,
+                        tail: Vec::new(),
+                        stderr_tail: Vec::new(),
+                    };
+                    (f, Some(ev), Some(v), Some(whole.command.clone()))
+                }
+                _ => {
+                    let (f, ev, v) = self.run_one(k, cmd, &mut log, &mut should_stop)?;
+                    (f, ev, v, None)
+                }
             };
-            if let Some(i) = inv.as_ref().filter(|i| i.command != *cmd) {
-                writeln!(log, "[agentloop runs it as: {}]", i.command)?;
-                log.flush()?;
-            }
-            let mut written = inv.as_ref().and_then(watch_report);
-            let f = self.spawn(
-                inv.as_ref().map_or(cmd, |i| &i.command),
-                inv.as_ref(),
-                &mut should_stop,
-            )?;
-            let status = self.status_words(&f);
-            writeln!(log, "[{status} after {:.2}s]\n", f.duration.as_secs_f64())?;
             let tail = String::from_utf8_lossy(&f.tail).into_owned();
             let measure = measures
                 .iter()
@@ -158,21 +181,8 @@ impl Runner<'_> {
                     .then(|| agentloop_ground::failure::cause_line(&tail))
                     .flatten(),
             };
-            let mut evidence = inv
-                .as_ref()
-                .and_then(|i| read_evidence(i, self.workdir))
-                .map(|e| e.unless_tampered(written.as_mut()));
-            if let (Some(t), Some(i)) = (&self.tests, &inv) {
-                evidence = report::as_at_baseline(evidence, i, t.expected, cmd, &mut log)?;
-            }
             // A check that timed out or was stopped proves nothing, whatever it wrote.
             let finished = !f.timed_out && !f.killed;
-            let verdict = match (&self.tests, &evidence) {
-                (Some(t), Some(ev)) if finished => {
-                    Some(self.verdict(t, cmd, jobs, &f, ev, k, &mut log, &mut should_stop)?)
-                }
-                _ => None,
-            };
             if let (Some(t), Some(ev)) = (&self.tests, &evidence) {
                 let judged_by_tests = t.expected.judged_by_tests(cmd);
                 any_evidence |= judged_by_tests;
@@ -187,6 +197,7 @@ impl Runner<'_> {
                         .map(|r| r.notes.clone())
                         .unwrap_or_default(),
                     judged: judged_by_tests,
+                    read_from: read_from.clone(),
                 };
                 if let Ok(r) = &ev.report {
                     writeln!(log, "[{}: {}]", ev.runner, r.counts().words())?;
@@ -217,10 +228,10 @@ impl Runner<'_> {
                     let cut_short = !finished;
                     if cut_short {
                         failure = Some((cmd.clone(), tail, f.exit_code, f.timed_out));
-                        results.push(result);
+                        slots[k] = Some(result);
                         break;
                     }
-                    results.push(result);
+                    slots[k] = Some(result);
                     if let Some(reason) = failed {
                         let digest = judged.digest().unwrap_or_else(|| {
                             format!(
@@ -231,10 +242,24 @@ impl Runner<'_> {
                         tests_failure = Some((reason, digest));
                         break;
                     }
+                    // Its parts are read from this run: one that ran to its end with
+                    // the runner's own report.
+                    if parts.is_whole(k)
+                        && read_from.is_none()
+                        && matches!(f.exit_code, Some(0 | 1))
+                        && let (Ok(report), Some(v)) = (&ev.report, &verdict)
+                    {
+                        wholes[k] = Some(parts::WholeRun {
+                            command: cmd.clone(),
+                            runner: ev.runner.clone(),
+                            report: report.clone(),
+                            flaky: v.flaky.clone(),
+                        });
+                    }
                     continue;
                 }
             }
-            results.push(result);
+            slots[k] = Some(result);
             if !f.success() {
                 failure = Some((cmd.clone(), tail, f.exit_code, f.timed_out));
                 break;
@@ -256,6 +281,7 @@ impl Runner<'_> {
                 break;
             }
         }
+        let results: Vec<CommandResult> = slots.into_iter().flatten().collect();
         // Every named test must have been reported by some check.
         let all_ran = failure.is_none() && measured_failure.is_none() && tests_failure.is_none();
         if let Some(t) = &self.tests
@@ -371,6 +397,55 @@ impl Runner<'_> {
             left_out: Vec::new(),
             admitted: Vec::new(),
         })
+    }
+
+    /// Runs check `k` as written, and judges what its report shows.
+    fn run_one(
+        &self,
+        k: usize,
+        cmd: &str,
+        log: &mut std::fs::File,
+        should_stop: &mut impl FnMut() -> bool,
+    ) -> std::io::Result<(Finished, Option<Evidence>, Option<CommandVerdict>)> {
+        log.flush()?;
+        let jobs = self.tests.as_ref().and_then(|_| self.jobs_of(cmd));
+        let inv = match &self.tests {
+            Some(t) => Some(prepare(
+                cmd,
+                self.workdir,
+                &t.reports.join(k.to_string()),
+                jobs,
+            )?),
+            None => None,
+        };
+        if let Some(i) = inv.as_ref().filter(|i| i.command != *cmd) {
+            writeln!(log, "[agentloop runs it as: {}]", i.command)?;
+            log.flush()?;
+        }
+        let mut written = inv.as_ref().and_then(watch_report);
+        let f = self.spawn(
+            inv.as_ref().map_or(cmd, |i| &i.command),
+            inv.as_ref(),
+            should_stop,
+        )?;
+        let status = self.status_words(&f);
+        writeln!(log, "[{status} after {:.2}s]\n", f.duration.as_secs_f64())?;
+        let mut evidence = inv
+            .as_ref()
+            .and_then(|i| read_evidence(i, self.workdir))
+            .map(|e| e.unless_tampered(written.as_mut()));
+        if let (Some(t), Some(i)) = (&self.tests, &inv) {
+            evidence = report::as_at_baseline(evidence, i, t.expected, cmd, log)?;
+        }
+        // A check that timed out or was stopped proves nothing, whatever it wrote.
+        let finished = !f.timed_out && !f.killed;
+        let verdict = match (&self.tests, &evidence) {
+            (Some(t), Some(ev)) if finished => {
+                Some(self.verdict(t, cmd, jobs, &f, ev, k, log, should_stop)?)
+            }
+            _ => None,
+        };
+        Ok((f, evidence, verdict))
     }
 
     /// Runs one command (`sh -c`) under supervision.

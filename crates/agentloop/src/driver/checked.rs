@@ -199,6 +199,7 @@ mod tests {
             reason: None,
             notes: Vec::new(),
             judged: false,
+            read_from: None,
         });
         let taken = read.reusable(&all, &[], |c| c == "a", &[], &[]);
         assert!(taken.iter().all(|(r, _)| r.command != "a"));

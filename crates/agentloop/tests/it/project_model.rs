@@ -160,3 +160,71 @@ fn a_check_that_runs_a_part_of_another_is_read_from_its_run_at_the_baseline() {
     assert_eq!(part["tests"], 2, "{s:#}");
     assert_eq!(part["runner"], "pytest", "{s:#}");
 }
+
+/// On every tree after the baseline too (a task's iteration, VALIDATE), the part is
+/// read from the whole's run, which goes first, and judged as itself: a task check
+/// with no names of its own wants every test it selects passing, though the run's own
+/// check forgives a test that already failed at the baseline.
+#[test]
+fn a_check_that_runs_a_part_of_another_is_read_from_its_run_on_every_tree() {
+    let calc = || {
+        Scratch::new()
+        .file(
+            "pyproject.toml",
+            "[project]\nname = \"calc\"\nversion = \"0.1.0\"\n\n[tool.pytest.ini_options]\npythonpath = [\".\"]\n",
+        )
+        .file("calc/__init__.py", CALC)
+        .file(
+            "tests/test_calc.py",
+            "import calc\n\n\ndef test_add():\n    assert calc.add(2, 3) == 5\n\n\ndef test_mul():\n    assert calc.mul(2, 3) == 6\n",
+        )
+        .file(
+            "tests/test_more.py",
+            "import calc\n\n\ndef test_zero():\n    assert calc.add(0, 0) == 0\n",
+        )
+    };
+    let plan = "# Calc\n\n## T1: Multiplication\n\nMake `mul` in calc/__init__.py multiply.\n\nVerify: python3 -m pytest tests/test_calc.py\nTests: tests/test_calc.py::test_mul\n";
+    // A task's iteration; the merge queue's check of the merged result.
+    for (workers, log) in [
+        (&[][..], "iterations/0001/verify.log"),
+        (&["--workers", "2"][..], "iterations/0001/merge.log"),
+    ] {
+        let mut p = calc().build();
+        p.env.push(("PATH".into(), python_path()));
+        init_with_scripted(
+            &p,
+            plan,
+            "sed -i 's/return 0/return a * b/' calc/__init__.py\necho TASK_COMPLETE\n",
+        );
+        let r = p.run(&[&["run", "--yes", "--no-wait"][..], workers].concat());
+        let st = p.status();
+        assert_eq!(r.code, Some(0), "{}\n{st:#}", r.stderr);
+        assert_eq!(st["verdict"], "SHIP", "{st:#}");
+        let text = std::fs::read_to_string(p.run_dir().join(log)).expect(log);
+        let whole = text.find("$ python3 -m pytest\n").expect(&text);
+        let part = text
+            .find("$ python3 -m pytest tests/test_calc.py\n[read from `python3 -m pytest`'s run: 2 of its tests]")
+            .expect(&text);
+        assert!(whole < part, "the whole runs first: {text}");
+        assert_eq!(text.matches("--junitxml").count(), 1, "one pytest run: {text}");
+    }
+    // The part's own verdict: no names, so every test it selects must pass; the
+    // run's check forgives test_mul (it failed at the baseline), the part does not.
+    let mut p = calc().build();
+    p.env.push(("PATH".into(), python_path()));
+    init_with_scripted(
+        &p,
+        &plan.replace("Tests: tests/test_calc.py::test_mul\n", ""),
+        "echo '# nothing' >> calc/__init__.py\necho TASK_COMPLETE\n",
+    );
+    let r = p.run(&["run", "--yes", "--no-wait"]);
+    assert_ne!(r.code, Some(0), "{}", r.stderr);
+    assert_ne!(p.status()["verdict"], "SHIP");
+    let text = std::fs::read_to_string(p.run_dir().join("iterations/0001/verify.log")).unwrap();
+    assert!(text.contains("[read from `python3 -m pytest`'s run: 2 of its tests]"), "{text}");
+    assert!(
+        r.stderr.contains("tests/test_calc.py::test_mul: failed"),
+        "{}",
+        r.stderr
+    );
+}
