@@ -8,7 +8,9 @@
 //!
 //! `cargo bench -p agentloop --bench judge` (env `SIZES`, default `200,2000`;
 //! `RUNNERS`, default `pytest,go,jest`; `pytest-xdist`: tests of about ten milliseconds
-//! each, with pytest-xdist installed; `JOBS`: `[verify] jobs`). Needs pytest, go and Node with jest, as
+//! each, with pytest-xdist installed; `JOBS`: `[verify] jobs`; `TASK_CHECK=part`: the
+//! task's check is its named test's file or package alone, beside the suite as the
+//! run's check — read from the suite's run where agentloop can cut it from there). Needs pytest, go and Node with jest, as
 //! `scripts/test` installs them (`.tools/`); a runner whose tools are missing is
 //! skipped and said.
 
@@ -32,6 +34,9 @@ struct Runner {
     /// One plain run, as a person would type it.
     plain: &'static str,
     named: &'static str,
+    /// A check of the named test's file or package alone, a part of `suite`
+    /// (`TASK_CHECK=part`: the task's check, beside the suite as the run's check).
+    part: Option<&'static str>,
     agent: &'static str,
     layout: fn(&Path, usize),
     path: String,
@@ -188,6 +193,8 @@ fn main() {
     let jobs = std::env::var("JOBS")
         .map(|j| format!("jobs = {j}\n"))
         .unwrap_or_default();
+    // The task's check: the suite (default), or `part`, its named test's file alone.
+    let part = std::env::var("TASK_CHECK").is_ok_and(|c| c == "part");
     let js_bin = tools().join("js/node_modules/.bin");
     let runners = [
         Runner {
@@ -195,6 +202,7 @@ fn main() {
             suite: "python3 -m pytest",
             plain: "python3 -m pytest -q -p no:cacheprovider",
             named: "tests/test_task.py::test_greeting",
+            part: Some("python3 -m pytest tests/test_task.py"),
             agent: "sed -i 's/return \"\"/return \"hi\"/' pkg/__init__.py",
             layout: pytest,
             path: format!("{}:{path}", pytest_bin.display()),
@@ -205,6 +213,7 @@ fn main() {
             suite: "python3 -m pytest",
             plain: "python3 -m pytest -q -p no:cacheprovider",
             named: "tests/test_task.py::test_greeting",
+            part: Some("python3 -m pytest tests/test_task.py"),
             agent: "sed -i 's/return \"\"/return \"hi\"/' pkg/__init__.py",
             layout: pytest_busy,
             path: format!("{}:{path}", xdist_bin.display()),
@@ -215,6 +224,7 @@ fn main() {
             suite: "go test ./...",
             plain: "go test -count=1 ./...",
             named: "strs::TestGreet",
+            part: Some("go test ./strs/"),
             agent: "sed -i 's/return \"\"/return \"hi\"/' strs/strs.go",
             layout: go,
             path: path.clone(),
@@ -225,6 +235,7 @@ fn main() {
             suite: "npm test",
             plain: "npm test --silent",
             named: "test/task.test.js::greet says hi",
+            part: None,
             agent: "sed -i \"s/() => ''/() => 'hi'/\" src/greet.js",
             layout: jest,
             path: format!("{}:{path}", js_bin.display()),
@@ -268,7 +279,8 @@ fn main() {
                 "PLAN.md",
                 &format!(
                     "# Bench\n\n## T1: Greet\n\nMake greet say hi.\n\nVerify: {}\nTests: {}\n",
-                    r.suite, r.named
+                    if part { r.part.unwrap_or(r.suite) } else { r.suite },
+                    r.named
                 ),
             );
             write(
