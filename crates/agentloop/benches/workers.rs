@@ -80,10 +80,18 @@ fn main() {
         let mut started = std::collections::HashMap::new();
         let mut merge_ms = Vec::new();
         let mut heads = std::collections::HashSet::new();
-        // VALIDATE: from the last merge to its record.
+        // VALIDATE: from the last merge to its record; the test baseline: from the
+        // driver's start to its record.
         let (mut last_merge, mut validate_ms) = (0u64, 0u64);
+        let (mut driver_started, mut baseline_ms) = (None, 0u64);
         for r in &c.records {
             match &r.event {
+                Event::DriverStarted { .. } => {
+                    driver_started.get_or_insert(r.time_ms());
+                }
+                Event::TestsBaseline(_) => {
+                    baseline_ms = r.time_ms().saturating_sub(driver_started.unwrap_or(0))
+                }
                 Event::Validated { .. } => validate_ms = r.time_ms().saturating_sub(last_merge),
                 Event::MergeStarted { iteration, head } => {
                     started.insert(*iteration, r.time_ms());
@@ -138,7 +146,7 @@ fn main() {
             let taken = md.matches("in the merge queue's last check").count();
             let rows = md.lines().filter(|l| l.starts_with("| `")).count();
             println!(
-                "  {n} workers, batch {batch}: wall {wall:.2} s, speed-up {speedup:.2}x; {} batches, the run-wide check run {suite_runs} times and the tasks' own {merged_checks} times on merged results; merge queue per task: median {median:.0} ms from merge_started to merged, and {checks:.0} ms of checks on merged results per task over the run; VALIDATE {validate_ms} ms after the last merge, {taken} of its {rows} checks taken from the merge queue's last check",
+                "  {n} workers, batch {batch}: wall {wall:.2} s, speed-up {speedup:.2}x; {} batches, the run-wide check run {suite_runs} times and the tasks' own {merged_checks} times on merged results; merge queue per task: median {median:.0} ms from merge_started to merged, and {checks:.0} ms of checks on merged results per task over the run; the test baseline {baseline_ms} ms, VALIDATE {validate_ms} ms after the last merge, {taken} of its {rows} checks taken from the merge queue's last check",
                 heads.len()
             );
         }

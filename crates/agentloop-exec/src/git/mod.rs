@@ -2,10 +2,12 @@
 //! way agentloop runs git: hermetic ([`hermetic`]: no hooks, filters, drivers, replace
 //! objects or user configuration), a remote's commands apart.
 
+mod blobs;
 mod drivers;
 mod hermetic;
 mod within;
 
+pub use blobs::largest_blob_past;
 pub use within::run_git_within;
 
 use std::path::{Path, PathBuf};

@@ -23,21 +23,44 @@ pub fn refused<'a>(
         let m = std::fs::symlink_metadata(dir.join(p)).ok()?;
         (m.is_file() && m.len() > most).then(|| (p.to_string(), m.len()))
     })?;
-    Some(VerifyFinished {
+    Some(refusal(iteration, &path, size, most, ""))
+}
+
+/// The verification of `iteration` refused, when the commits `from..to` in `dir` (the
+/// work's own: what it committed since it started) hold a file larger than `most`
+/// bytes (0: no limit), even one a later commit removed: its object would land with
+/// the history.
+pub fn committed_refused(
+    iteration: u32,
+    dir: &Path,
+    from: &str,
+    to: &str,
+    most: u64,
+) -> Option<VerifyFinished> {
+    if most == 0 {
+        return None;
+    }
+    let (path, size) = agentloop_exec::git::largest_blob_past(dir, from, to, most).ok()??;
+    Some(refusal(iteration, &path, size, most, " in a commit of the work"))
+}
+
+fn refusal(iteration: u32, path: &str, size: u64, most: u64, where_: &str) -> VerifyFinished {
+    VerifyFinished {
         iteration,
         passed: false,
         commands: Vec::new(),
-        fingerprint: Some(agentloop_ground::failure::fingerprint("too-large", &path)),
+        fingerprint: Some(agentloop_ground::failure::fingerprint("too-large", path)),
         digest: Some(format!(
-            "`{path}` is {}: a file the work adds or changes may be at most {} (`[verify] max_file_size`). No check ran. Remove it, or keep it out of git (`.gitignore`) if the work only makes it.",
+            "`{path}` is {}{where_}: a file the work adds or changes may be at most {} (`[verify] max_file_size`). No check ran. Remove it{}, or keep it out of git (`.gitignore`) if the work only makes it.",
             agentloop_ground::words::bytes(size),
-            agentloop_ground::words::bytes(most)
+            agentloop_ground::words::bytes(most),
+            if where_.is_empty() { "" } else { " from the commits (a commit that deletes it still lands it)" },
         )),
         evidence: None,
         held_out: Vec::new(),
         left_out: Vec::new(),
         admitted: Vec::new(),
-    })
+    }
 }
 
 #[cfg(test)]

@@ -11,10 +11,12 @@ use crate::error::CliError;
 impl Driver {
     /// The verification of `iteration` refused when the work adds or changes a file
     /// past `[verify] max_file_size` (what differs from HEAD, as the claim's snapshot
-    /// or the watch has it), said in its log; before anything copies the file.
+    /// or the watch has it, and in the project itself what the task committed since it
+    /// began), said in its log; before anything copies the file.
     pub(super) fn too_large(
         &mut self,
         iteration: u32,
+        task: &str,
         seen: Option<&git::Snapshot>,
         log: &std::path::Path,
     ) -> Result<Option<VerifyFinished>, CliError> {
@@ -31,9 +33,21 @@ impl Driver {
                     .or_else(|| self.snapshots.as_ref().and_then(|s| s.take())),
             ),
         };
-        let Some(now) = now else { return Ok(None) };
-        let refused =
-            verify::oversized::refused(iteration, &dir, now.dirty.keys().map(String::as_str), most);
+        // With no worktree the agent works (and may commit) in the project itself:
+        // what it committed since its task began counts too.
+        let committed_from = match self.worktree_of(iteration) {
+            Some(_) => None,
+            None => self.state.task(task).and_then(|t| t.head_at_start.clone()),
+        };
+        let refused = now
+            .and_then(|now| {
+                verify::oversized::refused(iteration, &dir, now.dirty.keys().map(String::as_str), most)
+            })
+            .or_else(|| {
+                committed_from.and_then(|from| {
+                    verify::oversized::committed_refused(iteration, &dir, &from, "HEAD", most)
+                })
+            });
         if let Some(r) = &refused {
             std::fs::write(
                 log,

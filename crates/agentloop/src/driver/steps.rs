@@ -484,7 +484,7 @@ impl Driver {
             self.seen.take()
         };
         let log = self.run.iteration_dir(iteration).join("verify.log");
-        if let Some(refused) = self.too_large(iteration, seen.as_ref(), &log)? {
+        if let Some(refused) = self.too_large(iteration, task, seen.as_ref(), &log)? {
             return self.record_verified(iteration, &log, refused, None);
         }
         // In a worktree the agent's work is checked where it is; the merge queue checks

@@ -55,3 +55,34 @@ fn a_workers_commit_of_a_file_past_the_limit_does_not_land() {
     assert!(!tree.contains("big.bin"), "{tree}");
     assert!(tree.contains("one.txt"), "{tree}");
 }
+
+/// With no workers the agent commits on the project's own branch, whose history
+/// lands as it is: a file past the limit in any of the task's commits is refused, one
+/// a later commit deletes too (GitHub refuses a push that holds it), until the
+/// commits no longer hold it.
+#[test]
+fn a_file_past_the_limit_in_the_tasks_own_commits_is_refused_until_they_are_rewritten() {
+    let commit = "git -c user.name=a -c user.email=a@example.org commit -qm";
+    let p = scripted(
+        PLAN,
+        &format!(
+            "touch one.txt\ncase \"$n\" in\n1) truncate -s 200M big.bin; git add big.bin; {commit} big ;;\n2) git rm -q big.bin; {commit} gone ;;\n*) git log --format=%s | grep -qx gone && git reset -q --hard HEAD~2 ;;\nesac\necho TASK_COMPLETE\n"
+        ),
+    );
+    let r = p.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let s = p.status();
+    assert_eq!(s["tasks"][0]["status"], "done", "{s:#}");
+    // The third attempt is the debugging one that the same failure twice brings.
+    assert_eq!(s["iterations"], 4, "{s:#}");
+    for i in ["0001", "0002"] {
+        let log = std::fs::read_to_string(p.run_dir().join(format!("iterations/{i}/verify.log")))
+            .unwrap();
+        assert!(
+            log.contains("`big.bin` is 209.7 MB in a commit of the work: a file the work adds or changes may be at most 104.9 MB"),
+            "{i}: {log}"
+        );
+    }
+    let history = p.git_cmd(&["log", "--format=%H", "HEAD", "--", "big.bin"]);
+    assert!(history.trim().is_empty(), "{history}");
+}
