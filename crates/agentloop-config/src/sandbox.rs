@@ -19,7 +19,8 @@ pub struct SandboxConfig {
     /// `off`, or `workspace`: each agent under bubblewrap, confined to its work tree.
     pub mode: Mode,
     /// More paths the agent may write (`~/` is the home directory), and the confined
-    /// checks too (a fixture directory a test suite shares).
+    /// checks too (a fixture directory a test suite shares); read-only to the
+    /// held-out checks.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub writable: Vec<String>,
     /// More paths the agent may not read.

@@ -279,7 +279,11 @@ fn main() {
                 "PLAN.md",
                 &format!(
                     "# Bench\n\n## T1: Greet\n\nMake greet say hi.\n\nVerify: {}\nTests: {}\n",
-                    if part { r.part.unwrap_or(r.suite) } else { r.suite },
+                    if part {
+                        r.part.unwrap_or(r.suite)
+                    } else {
+                        r.suite
+                    },
                     r.named
                 ),
             );

@@ -112,6 +112,8 @@ pub(crate) fn apply(c: &mut Command, dir: &Path) {
     c.env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("GIT_NO_REPLACE_OBJECTS", "1")
+        // Grafts (`info/grafts`) would show a history that is not the one stored.
+        .env("GIT_GRAFT_FILE", "/dev/null")
         .env("GIT_TERMINAL_PROMPT", "0")
         // `status` and `diff` refresh the index only when they can skip its lock: a
         // reading git that is killed leaves no `index.lock` in the person's project.
@@ -152,6 +154,8 @@ pub(crate) fn remote(c: &mut Command, pin: Option<&Path>) {
         c.env("GIT_COMMON_DIR", p);
     }
     c.env("GIT_NO_REPLACE_OBJECTS", "1")
+        // Grafts (`info/grafts`) would show a history that is not the one stored.
+        .env("GIT_GRAFT_FILE", "/dev/null")
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_OPTIONAL_LOCKS", "0")
         .args(["-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0"])

@@ -176,6 +176,32 @@ pub fn wrap(
     confine(cfg, root, workdir, reports, go).prefix
 }
 
+/// A check's confinement (`prefix`, as [`wrap`] gives it) with nothing writable but
+/// the paths of `keep`: every other path it binds writable (`[sandbox] writable`) is
+/// bound read-only instead. For the held-out checks, whose files the agent's code
+/// must not carry anywhere that outlives them.
+pub fn writable_only(prefix: &[std::ffi::OsString], keep: &[&Path]) -> Vec<std::ffi::OsString> {
+    // How many values each of bubblewrap's options that a confinement uses takes.
+    let values = |arg: &std::ffi::OsStr| match arg.to_str() {
+        Some("--bind" | "--ro-bind" | "--dev-bind" | "--setenv" | "--symlink") => 2,
+        Some("--dir" | "--tmpfs" | "--unsetenv" | "--proc" | "--dev" | "--chdir") => 1,
+        _ => 0,
+    };
+    let mut out = prefix.to_vec();
+    let mut k = 1; // after the program
+    while k < out.len() && out[k] != "--" {
+        let n = values(&out[k]);
+        if out[k] == "--bind"
+            && let Some(from) = out.get(k + 1)
+            && !keep.iter().any(|p| p.as_os_str() == from.as_os_str())
+        {
+            out[k] = "--ro-bind".into();
+        }
+        k += 1 + n;
+    }
+    out
+}
+
 /// Whether `bwrap` can make a check's sandbox here (its own network and process
 /// namespaces), found once per process and program.
 pub fn works(bwrap: &str) -> Result<(), String> {
@@ -205,6 +231,63 @@ pub fn works(bwrap: &str) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn only_the_kept_paths_stay_writable() {
+        let os = |v: &[&str]| v.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
+        let prefix = os(&[
+            "bwrap",
+            "--setenv",
+            "X",
+            "--bind",
+            "--bind",
+            "/copy",
+            "/copy",
+            "--bind",
+            "/shared",
+            "/shared",
+            "--ro-bind",
+            "/",
+            "/",
+            "--bind",
+            "/reports",
+            "/reports",
+            "--",
+            "sh",
+            "--bind",
+            "/a",
+            "/a",
+        ]);
+        let sealed = writable_only(&prefix, &[Path::new("/copy"), Path::new("/reports")]);
+        assert_eq!(
+            sealed,
+            os(&[
+                "bwrap",
+                "--setenv",
+                "X",
+                "--bind",
+                "--bind",
+                "/copy",
+                "/copy",
+                "--ro-bind",
+                "/shared",
+                "/shared",
+                "--ro-bind",
+                "/",
+                "/",
+                "--bind",
+                "/reports",
+                "/reports",
+                "--",
+                "sh",
+                "--bind",
+                "/a",
+                "/a",
+            ])
+        );
+        assert!(writable_only(&[], &[]).is_empty());
+    }
+
     use super::*;
 
     #[test]

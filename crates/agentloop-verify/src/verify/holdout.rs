@@ -252,7 +252,17 @@ impl Runner<'_> {
             s.stdin = Some(text);
             s
         };
-        spec.wrap = self.wrap.clone();
+        // Nothing writable but the copy and the reports: a path `[sandbox] writable`
+        // opens to the project's checks would outlive the run, and the agent's code
+        // could carry the held-out files there.
+        let reports = self.tests.as_ref().map(|t| t.reports.as_path());
+        spec.wrap = agentloop_exec::sandbox::judge::writable_only(
+            &self.wrap,
+            &[Some(self.workdir), reports]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>(),
+        );
         spec.env.extend(super::judged_tree_env(self.workdir));
         spec.env.push((
             agentloop_evidence::runner::REPORT_VAR.into(),

@@ -40,8 +40,27 @@ pub fn committed_refused(
     if most == 0 {
         return None;
     }
-    let (path, size) = agentloop_exec::git::largest_blob_past(dir, from, to, most).ok()??;
-    Some(refusal(iteration, &path, size, most, " in a commit of the work"))
+    match agentloop_exec::git::largest_blob_past(dir, from, to, most) {
+        Ok(None) => None,
+        Ok(Some((path, size))) => Some(refusal(
+            iteration,
+            &path,
+            size,
+            most,
+            " in a commit of the work",
+        )),
+        // What cannot be measured does not land: a missing object, a history cut short.
+        Err(why) => Some(VerifyFinished {
+            digest: Some(format!(
+                "What the work committed since the task began cannot be read whole ({why}), so its files cannot be held to `[verify] max_file_size`. No check ran. Mend the repository (`git fsck` names what is missing; a `.git/shallow` or `.git/info/grafts` the work made goes)."
+            )),
+            fingerprint: Some(agentloop_ground::failure::fingerprint(
+                "too-large",
+                "unreadable",
+            )),
+            ..refusal(iteration, "", 0, most, "")
+        }),
+    }
 }
 
 fn refusal(iteration: u32, path: &str, size: u64, most: u64, where_: &str) -> VerifyFinished {
@@ -54,7 +73,11 @@ fn refusal(iteration: u32, path: &str, size: u64, most: u64, where_: &str) -> Ve
             "`{path}` is {}{where_}: a file the work adds or changes may be at most {} (`[verify] max_file_size`). No check ran. Remove it{}, or keep it out of git (`.gitignore`) if the work only makes it.",
             agentloop_ground::words::bytes(size),
             agentloop_ground::words::bytes(most),
-            if where_.is_empty() { "" } else { " from the commits (a commit that deletes it still lands it)" },
+            if where_.is_empty() {
+                ""
+            } else {
+                " from the commits (a commit that deletes it still lands it)"
+            },
         )),
         evidence: None,
         held_out: Vec::new(),
@@ -89,5 +112,14 @@ mod tests {
             "{digest}"
         );
         assert!(refused(1, d, ["big.bin"], 0).is_none(), "0: no limit");
+        // Commits that cannot be walked (here: no repository at all) are refused too.
+        let r = committed_refused(2, d, "HEAD~1", "HEAD", 100 << 20).unwrap();
+        assert!(!r.passed);
+        assert!(
+            r.digest
+                .unwrap()
+                .starts_with("What the work committed since the task began cannot be read whole"),
+        );
+        assert!(committed_refused(2, d, "HEAD~1", "HEAD", 0).is_none());
     }
 }

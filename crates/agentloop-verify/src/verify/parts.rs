@@ -29,8 +29,7 @@ impl Parts {
                 of: vec![None; commands.len()],
             };
         };
-        let judged =
-            |c: &str| expected.judged_by_tests(c) && !measured.iter().any(|m| *m == c);
+        let judged = |c: &str| expected.judged_by_tests(c) && !measured.iter().any(|m| *m == c);
         let of: Vec<Option<(usize, Vec<String>)>> = commands
             .iter()
             .enumerate()

@@ -41,7 +41,12 @@ impl Driver {
         };
         let refused = now
             .and_then(|now| {
-                verify::oversized::refused(iteration, &dir, now.dirty.keys().map(String::as_str), most)
+                verify::oversized::refused(
+                    iteration,
+                    &dir,
+                    now.dirty.keys().map(String::as_str),
+                    most,
+                )
             })
             .or_else(|| {
                 committed_from.and_then(|from| {

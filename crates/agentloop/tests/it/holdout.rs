@@ -325,3 +325,42 @@ fn what_the_agents_code_copied_during_a_held_out_check_does_not_outlive_it() {
         .collect();
     assert!(leaked.is_empty(), "the hidden test is in {leaked:?}");
 }
+
+/// A path `[sandbox] writable` opens (a fixture directory the suite shares) is
+/// writable to the project's checks, but read-only to the held-out checks: the
+/// agent's code, run by one, cannot carry the hidden test there, where it would
+/// outlive the run.
+#[test]
+fn a_held_out_check_cannot_write_where_sandbox_writable_lets_the_projects_checks() {
+    let holdout = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(holdout.path().join("files/tests")).unwrap();
+    std::fs::write(holdout.path().join("files/tests/hidden.sh"), HIDDEN).unwrap();
+    std::fs::write(holdout.path().join("general.sh"), "sh tests/hidden.sh\n").unwrap();
+    let shared = tempfile::tempdir().unwrap();
+    let at = shared.path().display().to_string();
+    let code = format!(
+        "if [ -f tests/hidden.sh ]; then cp tests/hidden.sh {at}/h 2>/dev/null; else echo seen > {at}/visible; fi; echo $(($1 + $2))"
+    );
+    let p = Scratch::new()
+        .plan("# Add\n\n## T1: Make src/add.sh add its two arguments\nVerify: sh tests/t1.sh\nHoldout: general\n")
+        .file("tests/t1.sh", VISIBLE)
+        .agent(&agent(&format!(
+            "mkdir -p src\necho '{code}' > src/add.sh\necho TASK_COMPLETE"
+        )))
+        .config(&format!(
+            "[verify]\nholdout = \"{}\"\n\n[sandbox]\nwritable = [\"{at}\"]\n",
+            holdout.path().display()
+        ))
+        .build();
+    let r = p.run(&["run", "--quiet"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(p.status()["tasks"][0]["status"], "done");
+    assert!(
+        shared.path().join("visible").exists(),
+        "the project's check writes there"
+    );
+    assert!(
+        !shared.path().join("h").exists(),
+        "the hidden test was carried out of the held-out check"
+    );
+}

@@ -206,7 +206,17 @@ fn a_check_that_runs_a_part_of_another_is_read_from_its_run_on_every_tree() {
             .find("$ python3 -m pytest tests/test_calc.py\n[read from `python3 -m pytest`'s run: 2 of its tests]")
             .expect(&text);
         assert!(whole < part, "the whole runs first: {text}");
-        assert_eq!(text.matches("--junitxml").count(), 1, "one pytest run: {text}");
+        assert_eq!(
+            text.matches("--junitxml").count(),
+            1,
+            "one pytest run: {text}"
+        );
+        // What the records say of it: read, not run.
+        let summary = std::fs::read_to_string(p.run_dir().join("summary.md")).unwrap();
+        assert!(
+            summary.contains("read from `python3 -m pytest`'s run (not run itself)"),
+            "{summary}"
+        );
     }
     // The part's own verdict: no names, so every test it selects must pass; the
     // run's check forgives test_mul (it failed at the baseline), the part does not.
@@ -221,7 +231,10 @@ fn a_check_that_runs_a_part_of_another_is_read_from_its_run_on_every_tree() {
     assert_ne!(r.code, Some(0), "{}", r.stderr);
     assert_ne!(p.status()["verdict"], "SHIP");
     let text = std::fs::read_to_string(p.run_dir().join("iterations/0001/verify.log")).unwrap();
-    assert!(text.contains("[read from `python3 -m pytest`'s run: 2 of its tests]"), "{text}");
+    assert!(
+        text.contains("[read from `python3 -m pytest`'s run: 2 of its tests]"),
+        "{text}"
+    );
     assert!(
         r.stderr.contains("tests/test_calc.py::test_mul: failed"),
         "{}",
