@@ -250,6 +250,9 @@ pub struct HeldOutResult {
     pub exit_code: Option<i32>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub timed_out: bool,
+    /// Its exit code, time, counts and problem are kept in its own log since stop 74
+    /// (the agent's code could set them): recorded as none here.
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub duration_ms: u64,
     /// The report that judged it (`pytest`, `tap (its output)`); none: its exit code.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -260,6 +263,10 @@ pub struct HeldOutResult {
     /// Why its report could not be read, when it could not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl CommandResult {

@@ -171,19 +171,28 @@ impl Runner<'_> {
             for (k, name) in h.names.iter().enumerate() {
                 let r =
                     self.one_held_out(h, name, &h.reports.join(k.to_string()), &mut should_stop)?;
+                // How it ended in full goes to its own log, out of the agent's reach;
+                // what the agent reads says only whether it passed: its exit code, its
+                // time, its counts are what the agent's code, run by it, could set to
+                // carry the hidden tests out a few bits at a time.
+                held_out_log(h, &r)?;
                 writeln!(
                     verify_log,
-                    "[held-out check `{name}`: {} after {:.2}s{}; its output is kept outside the project]",
+                    "[held-out check `{name}`: {}{}; its output is kept outside the project]",
                     if r.passed { "passed" } else { "failed" },
-                    r.duration_ms as f64 / 1000.0,
-                    match (&r.runner, &r.problem) {
-                        (Some(_), None) => ", judged by its report",
-                        (Some(_), Some(_)) => ", its report unreadable",
-                        (None, _) => ", by its exit code (it gives no per-test report)",
+                    match &r.runner {
+                        Some(_) => ", judged by its report",
+                        None => ", by its exit code (it gives no per-test report)",
                     }
                 )?;
                 let passed = r.passed;
-                out.push(r);
+                out.push(HeldOutResult {
+                    exit_code: None,
+                    duration_ms: 0,
+                    counts: None,
+                    problem: None,
+                    ..r
+                });
                 if !passed {
                     break;
                 }
@@ -307,6 +316,34 @@ impl Runner<'_> {
             problem,
         })
     }
+}
+
+/// How held-out check `r` ended, in full, at the end of its log (agentloop's state).
+fn held_out_log(h: &HeldOut, r: &HeldOutResult) -> std::io::Result<()> {
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&h.log)?;
+    writeln!(
+        log,
+        "[held-out check `{}`: {}, {}{} after {:.2}s{}{}]",
+        r.name,
+        if r.passed { "passed" } else { "failed" },
+        match r.exit_code {
+            Some(c) => format!("exit {c}"),
+            None => "killed".to_string(),
+        },
+        if r.timed_out { ", timed out" } else { "" },
+        r.duration_ms as f64 / 1000.0,
+        match (&r.runner, &r.counts) {
+            (Some(runner), Some(c)) => format!("; {runner}: {}", c.words()),
+            _ => String::new(),
+        },
+        r.problem
+            .as_ref()
+            .map(|p| format!("; {p}"))
+            .unwrap_or_default(),
+    )
 }
 
 /// The one command of a script that has nothing else (comments and blank lines
