@@ -192,6 +192,11 @@ pub(crate) fn answer_within() -> Duration {
     Duration::from_millis(ANSWER_MS.load(std::sync::atomic::Ordering::Relaxed))
 }
 
+/// When an exchange with the store last went unanswered in this process, and how
+/// many seconds it was given.
+static UNANSWERED: std::sync::Mutex<Option<(std::time::Instant, u64)>> =
+    std::sync::Mutex::new(None);
+
 /// Runs `f`, which blocks on the database, on a thread of its own (off any async
 /// runtime the caller is on: postgres's synchronous client runs a runtime of its own,
 /// which cannot be started inside another) and waits for it at most `limit`. After
@@ -202,6 +207,18 @@ pub(crate) fn within<T: Send + 'static>(
     at: &str,
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, StoreError> {
+    // An exchange the store just left unanswered: the next ones, for as long as
+    // that one was given, are not waited for in turn (each step of a `resume` while
+    // the store was frozen waited its full time: 17 s to say so, with a 3 s timeout).
+    let unanswered = *UNANSWERED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((when, secs)) = unanswered
+        && when.elapsed() < limit.min(Duration::from_secs(secs.max(1)))
+    {
+        return Err(StoreError::Frozen {
+            at: at.to_string(),
+            secs,
+        });
+    }
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("agentloop-store".into())
@@ -214,10 +231,14 @@ pub(crate) fn within<T: Send + 'static>(
         })?;
     match rx.recv_timeout(limit) {
         Ok(v) => Ok(v),
-        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(StoreError::Frozen {
-            at: at.to_string(),
-            secs: limit.as_secs(),
-        }),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            *UNANSWERED.lock().unwrap_or_else(|e| e.into_inner()) =
+                Some((std::time::Instant::now(), limit.as_secs()));
+            Err(StoreError::Frozen {
+                at: at.to_string(),
+                secs: limit.as_secs(),
+            })
+        }
         Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(StoreError::Connect {
             at: at.to_string(),
             message: "the store's client stopped".into(),
@@ -240,8 +261,9 @@ pub(crate) fn lock_key(kind: &str, run: &str) -> i64 {
 /// file needs no database).
 pub struct PgStore {
     pg: Pg,
-    /// Whether the database has the schema this agentloop needs, asked once.
-    checked: std::sync::Mutex<Option<Result<(), Unusable>>>,
+    /// Whether the database has the schema this agentloop needs, asked once, and
+    /// when it was asked.
+    checked: std::sync::Mutex<Option<(Result<(), Unusable>, std::time::Instant)>>,
 }
 
 /// Why a store cannot be used.
@@ -285,11 +307,20 @@ impl PgStore {
 
     /// Whether the store can be used, asked once per process while the answer holds:
     /// a store that did not answer (a session ended under it, a failover) is asked
-    /// again the next time, not taken for gone for the rest of the process.
+    /// again once as long as the store may take to answer has passed, not taken for
+    /// gone for the rest of the process — nor asked again at once by each step of
+    /// the same command (a `resume` while it is frozen waited `[store] timeout` five
+    /// times over before it said so).
     fn check(&self) -> Result<(), Unusable> {
         let mut checked = self.checked.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(answer) = checked.as_ref() {
-            return answer.clone();
+        if let Some((answer, at)) = checked.as_ref() {
+            let holds = match answer {
+                Err(Unusable::Unreachable(_)) => at.elapsed() < answer_within(),
+                _ => true,
+            };
+            if holds {
+                return answer.clone();
+            }
         }
         let answer = {
             let pg = self.pg.clone();
@@ -315,9 +346,7 @@ impl PgStore {
             })
             .map_err(|e| Unusable::Unreachable(e.to_string()))?
         };
-        if !matches!(answer, Err(Unusable::Unreachable(_))) {
-            *checked = Some(answer.clone());
-        }
+        *checked = Some((answer.clone(), std::time::Instant::now()));
         answer
     }
 }
