@@ -99,11 +99,14 @@ pub fn parse(bytes: &[u8]) -> Result<Report, String> {
             message,
         });
     }
-    // A package that failed with no test of its own failing did not build or start.
+    // A package that failed with no test of its own failing did not build or start,
+    // or failed outside its tests (a `TestMain` that exits 1 after them, as a check
+    // for leaked goroutines does): a skipped test does not account for it.
     for (pkg, (failed, output)) in packages {
-        let any_failed = out
-            .iter()
-            .any(|t| t.id.starts_with(&format!("{pkg}::")) && t.outcome != Outcome::Passed);
+        let any_failed = out.iter().any(|t| {
+            t.id.starts_with(&format!("{pkg}::"))
+                && matches!(t.outcome, Outcome::Failed | Outcome::Errored)
+        });
         if failed && !any_failed {
             out.push(TestResult {
                 id: pkg,
@@ -172,5 +175,32 @@ mod tests {
         );
         assert!(r.tests[1].message.as_deref().unwrap().contains("got 2"));
         assert!(parse(b"ok  \texample.com/m 0.1s\n").is_err());
+    }
+
+    /// A `TestMain` that fails the package after its tests (a goroutine leak check):
+    /// the package fails though no test did, and a skipped test does not hide it.
+    #[test]
+    fn a_package_that_fails_after_its_tests_is_an_errored_entry_beside_a_skip() {
+        let run = [
+            r#"{"Action":"run","Package":"example.com/m/watch","Test":"TestStop"}"#,
+            r#"{"Action":"pass","Package":"example.com/m/watch","Test":"TestStop","Elapsed":0}"#,
+            r#"{"Action":"run","Package":"example.com/m/watch","Test":"TestReal"}"#,
+            r#"{"Action":"skip","Package":"example.com/m/watch","Test":"TestReal","Elapsed":0}"#,
+            r#"{"Action":"output","Package":"example.com/m/watch","Output":"leak: 1 goroutines left running\n"}"#,
+            r#"{"Action":"fail","Package":"example.com/m/watch","Elapsed":0.1}"#,
+        ]
+        .join("\n");
+        let r = parse(run.as_bytes()).unwrap();
+        let got: Vec<(&str, Outcome)> =
+            r.tests.iter().map(|t| (t.id.as_str(), t.outcome)).collect();
+        assert_eq!(
+            got,
+            [
+                ("example.com/m/watch::TestStop", Outcome::Passed),
+                ("example.com/m/watch::TestReal", Outcome::Skipped),
+                ("example.com/m/watch", Outcome::Errored),
+            ]
+        );
+        assert!(r.tests[2].message.as_deref().unwrap().contains("leak"));
     }
 }

@@ -18,19 +18,25 @@ pub enum Ids {
 
 /// Parses one JUnit XML document.
 pub fn parse(bytes: &[u8], ids: Ids) -> Result<Report, String> {
+    parse_at(bytes, ids, None)
+}
+
+/// [`parse`], for a report of a run in `root` (where pytest's test modules are
+/// looked for, when a case's `file` is not its test's module).
+pub fn parse_at(bytes: &[u8], ids: Ids, root: Option<&Path>) -> Result<Report, String> {
     let suites = junit_parser::from_reader(bytes).map_err(|e| format!("not JUnit XML: {e}"))?;
     if !closed(bytes) {
         return Err("the XML ends before its last element is closed (a truncated report)".into());
     }
     let mut tests = Vec::new();
     for s in &suites.suites {
-        collect(s, ids, &mut tests);
+        collect(s, ids, root, &mut tests);
     }
     Ok(Report::from_tests(tests))
 }
 
 /// Every `*.xml` in `dir` (Surefire's and Gradle's one file per class), as one report.
-pub fn read_dir(dir: &Path, format: Format) -> Result<Report, ReportError> {
+pub fn read_dir(dir: &Path, format: Format, root: &Path) -> Result<Report, ReportError> {
     let shown = dir.display().to_string();
     let unreadable = |why: String| ReportError::Unreadable {
         path: shown.clone(),
@@ -55,7 +61,7 @@ pub fn read_dir(dir: &Path, format: Format) -> Result<Report, ReportError> {
             return Err(ReportError::TooLarge(shown));
         }
         let bytes = std::fs::read(&f).map_err(|e| unreadable(e.to_string()))?;
-        let r = parse(&bytes, ids).map_err(|why| ReportError::Unreadable {
+        let r = parse_at(&bytes, ids, Some(root)).map_err(|why| ReportError::Unreadable {
             path: f.display().to_string(),
             why,
         })?;
@@ -97,16 +103,21 @@ fn closed(bytes: &[u8]) -> bool {
     last.ends_with(b">") && (last.starts_with(b"</") || last.ends_with(b"/>"))
 }
 
-fn collect(suite: &junit_parser::TestSuite, ids: Ids, out: &mut Vec<TestResult>) {
+fn collect(
+    suite: &junit_parser::TestSuite,
+    ids: Ids,
+    root: Option<&Path>,
+    out: &mut Vec<TestResult>,
+) {
     for case in &suite.cases {
-        out.push(result(case, ids));
+        out.push(result(case, ids, root));
     }
     for inner in &suite.suites {
-        collect(inner, ids, out);
+        collect(inner, ids, root, out);
     }
 }
 
-fn result(case: &junit_parser::TestCase, ids: Ids) -> TestResult {
+fn result(case: &junit_parser::TestCase, ids: Ids, root: Option<&Path>) -> TestResult {
     use junit_parser::TestStatus;
     let (outcome, message) = match &case.status {
         TestStatus::Success => (Outcome::Passed, None),
@@ -126,7 +137,7 @@ fn result(case: &junit_parser::TestCase, ids: Ids) -> TestResult {
     // pytest's report (its cases name their `.py` file), wherever it came from.
     let pytest = ids == Ids::Pytest || case.file.as_deref().is_some_and(|f| f.ends_with(".py"));
     let id = if pytest {
-        pytest_id(case)
+        pytest_id(case, root)
     } else {
         case.name.clone()
     };
@@ -152,35 +163,28 @@ fn say(message: &str, text: &str) -> String {
 }
 
 /// pytest's node id from a JUnit case: `file::Class::name`; a collection error
-/// (empty class name) is its file.
-fn pytest_id(case: &junit_parser::TestCase) -> String {
+/// (empty class name) is its file. The case's `file` is where the test function was
+/// defined, which is not its test module when the function was inherited from a class
+/// of another module, imported, or wrapped: then the module is read from the class
+/// path (which follows the node id), as the file it names under `root`.
+fn pytest_id(case: &junit_parser::TestCase, root: Option<&Path>) -> String {
     let name = &case.original_name;
     let class = case.classname.as_deref().unwrap_or("");
     let file = case.file.clone().unwrap_or_else(|| {
-        // xunit2 reports carry no file: the module's dotted path is the best guess.
-        let module = class
-            .split('.')
-            .take_while(|p| !p.starts_with(|c: char| c.is_ascii_uppercase()))
-            .collect::<Vec<_>>()
-            .join("/");
-        format!("{module}.py")
+        // xunit2 reports carry no file: the module from the class path.
+        test_module(class, root).0
     });
     if class.is_empty() {
         return file;
     }
     let module = file.trim_end_matches(".py").replace(['/', '\\'], ".");
-    let inner = class
+    let (file, inner) = match class
         .strip_prefix(module.as_str())
-        .map(|rest| rest.trim_start_matches('.'))
-        .unwrap_or_else(|| {
-            // A class path that does not start with the file's module: keep what
-            // follows the last lowercase part (its classes).
-            class
-                .split('.')
-                .skip_while(|p| !p.starts_with(|c: char| c.is_ascii_uppercase()))
-                .last()
-                .unwrap_or("")
-        });
+        .filter(|rest| rest.is_empty() || rest.starts_with('.'))
+    {
+        Some(rest) => (file, rest.trim_start_matches('.').to_string()),
+        None => test_module(class, root),
+    };
     let mut id = file;
     for part in inner.split('.').filter(|p| !p.is_empty()) {
         id.push_str("::");
@@ -191,8 +195,66 @@ fn pytest_id(case: &junit_parser::TestCase) -> String {
     id
 }
 
+/// The test module a dotted class path (`tests.test_memory.TestMemoryStore`) names,
+/// as a file (`tests/test_memory.py`), and the classes after it: the longest leading
+/// run of its parts that is a file under `root`; else (no root, or no such file) the
+/// parts before the first that starts upper case, as classes do.
+fn test_module(class: &str, root: Option<&Path>) -> (String, String) {
+    let parts: Vec<&str> = class.split('.').collect();
+    let found = root.and_then(|r| {
+        (1..=parts.len())
+            .rev()
+            .find(|&i| r.join(format!("{}.py", parts[..i].join("/"))).is_file())
+    });
+    let at = found.unwrap_or_else(|| {
+        parts
+            .iter()
+            .position(|p| p.starts_with(|c: char| c.is_ascii_uppercase()))
+            .unwrap_or(parts.len())
+            .max(1)
+    });
+    (
+        format!("{}.py", parts[..at].join("/")),
+        parts[at..].join("."),
+    )
+}
+
 #[cfg(test)]
 mod tests {
+
+    /// A test inherited from a class of another module, or imported, is named by its
+    /// test module (the node id pytest gives it), not by the file that defines it.
+    #[test]
+    fn a_test_defined_in_another_module_is_named_by_its_test_module() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("tests/API")).unwrap();
+        std::fs::write(root.path().join("tests/API/test_a.py"), "").unwrap();
+        let xml = r#"<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest"><testcase classname="tests.test_memory.TestMemoryStore" name="test_put" file="tests/contract.py" line="3" time="0" /><testcase classname="tests.test_x" name="test_helper" file="tests/helpers.py" line="1" time="0" /><testcase classname="tests.API.test_a.TestK" name="test_k" file="tests/base.py" line="1" time="0" /><testcase classname="tests.test_div2" name="test_d" file="tests/test_div.py" line="1" time="0" /></testsuite></testsuites>"#;
+        let ids = |root: Option<&Path>| -> Vec<String> {
+            parse_at(xml.as_bytes(), Ids::Pytest, root)
+                .unwrap()
+                .tests
+                .into_iter()
+                .map(|t| t.id)
+                .collect()
+        };
+        assert_eq!(
+            ids(Some(root.path())),
+            [
+                "tests/test_memory.py::TestMemoryStore::test_put",
+                "tests/test_x.py::test_helper",
+                "tests/API/test_a.py::TestK::test_k",
+                "tests/test_div2.py::test_d",
+            ]
+        );
+        // With no tree to look in, the class path's lower-case parts are the module.
+        assert_eq!(
+            ids(None)[0],
+            "tests/test_memory.py::TestMemoryStore::test_put"
+        );
+        assert_eq!(ids(None)[1], "tests/test_x.py::test_helper");
+    }
+
     use super::*;
 
     const PYTEST: &str = r#"<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" errors="1" failures="1" skipped="2" tests="7" time="0.052" timestamp="2026-11-26T19:31:25.940137+00:00" hostname="vm"><testcase classname="" name="tests.test_broken" file="tests/test_broken.py" time="0.000"><error message="collection failure">ImportError while importing test module</error></testcase><testcase classname="tests.test_div" name="test_div" file="tests/test_div.py" line="2" time="0.001" /><testcase classname="tests.test_div" name="test_bad" file="tests/test_div.py" line="3" time="0.000"><failure message="assert 2.0 == 3&#10; +  where 2.0 = div(4, 2)">E   assert 2.0 == 3</failure></testcase><testcase classname="tests.test_div" name="test_skip" file="tests/test_div.py" line="4" time="0.000"><skipped type="pytest.skip" message="later">tests/test_div.py:5: later</skipped></testcase><testcase classname="tests.test_div" name="test_xf" file="tests/test_div.py" line="6" time="0.000"><skipped type="pytest.xfail" message="" /></testcase><testcase classname="tests.test_div.TestK" name="test_p[1]" file="tests/test_div.py" line="9" time="0.000" /></testsuite></testsuites>"#;
@@ -278,11 +340,11 @@ mod tests {
             r#"<testsuite name="B"><testcase classname="B" name="two"><failure message="no"/></testcase></testsuite>"#,
         )
         .unwrap();
-        let r = read_dir(dir.path(), Format::Junit).unwrap();
+        let r = read_dir(dir.path(), Format::Junit, dir.path()).unwrap();
         assert_eq!(r.counts().words(), "2 tests: 1 passed, 1 failed");
         let empty = tempfile::tempdir().unwrap();
         assert!(matches!(
-            read_dir(empty.path(), Format::Junit),
+            read_dir(empty.path(), Format::Junit, empty.path()),
             Err(ReportError::Missing(_))
         ));
     }

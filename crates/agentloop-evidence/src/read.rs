@@ -11,7 +11,7 @@ pub fn read(format: Format, at: &Path, workdir: &Path) -> Result<Report, ReportE
     let shown = at.display().to_string();
     let meta = std::fs::symlink_metadata(at).map_err(|_| ReportError::Missing(shown.clone()))?;
     if meta.is_dir() {
-        return junit::read_dir(at, format);
+        return junit::read_dir(at, format, workdir);
     }
     if !meta.is_file() {
         return Err(ReportError::Unreadable {
@@ -36,8 +36,8 @@ pub fn read(format: Format, at: &Path, workdir: &Path) -> Result<Report, ReportE
 /// Parses a report's bytes.
 pub fn parse(format: Format, bytes: &[u8], workdir: &Path) -> Result<Report, String> {
     match format {
-        Format::Junit => junit::parse(bytes, junit::Ids::Plain),
-        Format::PytestJunit => junit::parse(bytes, junit::Ids::Pytest),
+        Format::Junit => junit::parse_at(bytes, junit::Ids::Plain, Some(workdir)),
+        Format::PytestJunit => junit::parse_at(bytes, junit::Ids::Pytest, Some(workdir)),
         Format::GoJson => gotest::parse(bytes),
         Format::Libtest => libtest::parse(bytes),
         Format::JestJson => json::jest(bytes, workdir),

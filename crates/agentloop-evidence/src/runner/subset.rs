@@ -60,12 +60,14 @@ const TAKES_VALUE: &[&str] = &[
     "--timeout",
 ];
 
-/// The configuration files pytest takes its rootdir and options from.
+/// The configuration files pytest takes its rootdir and options from, in the order it
+/// looks for them (pytest 9: `pytest.toml` first; it and `pytest.ini` are the
+/// configuration even when they have no `[pytest]` section).
 const PYTEST_CONFIGS: &[&str] = &[
-    "pytest.ini",
-    ".pytest.ini",
     "pytest.toml",
     ".pytest.toml",
+    "pytest.ini",
+    ".pytest.ini",
     "pyproject.toml",
     "tox.ini",
     "setup.cfg",
@@ -147,6 +149,7 @@ pub fn selected_from(part: &str, whole: &str, workdir: &Path) -> Option<Vec<Stri
             STOPS_EARLY
                 .iter()
                 .any(|s| a == *s || a.starts_with(&format!("{s}=")))
+                || exits_first_among(a)
         });
     if stops || part_rest != whole_rest || part_paths.is_empty() {
         return None;
@@ -286,9 +289,14 @@ pub(super) fn pytest_settings(workdir: &Path) -> (Vec<String>, String) {
         let Ok(text) = std::fs::read_to_string(workdir.join(name)) else {
             continue;
         };
+        // `[tool.pytest.ini_options]`, or pytest 9's native `[tool.pytest]` table.
         let toml_section = |t: &toml::Table| -> Option<toml::Table> {
             let s = if *name == "pyproject.toml" {
-                t.get("tool")?.get("pytest")?.get("ini_options")?
+                let tool = t.get("tool")?.get("pytest")?;
+                match tool.get("ini_options") {
+                    Some(ini) => ini,
+                    None => tool,
+                }
             } else {
                 t.get("pytest")?
             };
@@ -301,6 +309,10 @@ pub(super) fn pytest_settings(workdir: &Path) -> (Vec<String>, String) {
                 .as_ref()
                 .and_then(toml_section)
             else {
+                // `pytest.toml` is the configuration all the same.
+                if name.contains("pytest.toml") {
+                    return (Vec::new(), String::new());
+                }
                 continue;
             };
             let words = |k: &str| -> Vec<String> {
@@ -354,11 +366,28 @@ pub(super) fn pytest_settings(workdir: &Path) -> (Vec<String>, String) {
                 _ => {}
             }
         }
-        if found {
+        if found || name.contains("pytest.ini") {
             return (clean(testpaths), addopts);
         }
     }
     (Vec::new(), String::new())
+}
+
+/// Whether `word` is short options run together that hold `-x` (`-xq`, `-vx`):
+/// letters up to one that takes a value (`-rx` is `-r x`, not `-x`).
+fn exits_first_among(word: &str) -> bool {
+    let Some(letters) = word.strip_prefix('-').filter(|l| !l.starts_with('-')) else {
+        return false;
+    };
+    for c in letters.chars() {
+        if c == 'x' {
+            return true;
+        }
+        if TAKES_VALUE.iter().any(|t| t.len() == 2 && t.ends_with(c)) || !c.is_ascii_alphabetic() {
+            return false;
+        }
+    }
+    false
 }
 
 fn clean(paths: Vec<String>) -> Vec<String> {

@@ -19,8 +19,9 @@ const CACHE_FOR: Duration = Duration::from_secs(24 * 3600);
 
 /// The cache's format: 2 keeps what each check read; 3 keys it by whether the
 /// checks were traced (a `plan check` baseline taken in the project is no baseline
-/// for a run that traces).
-const VERSION: u32 = 3;
+/// for a run that traces); 4: a pytest test inherited or imported from another module
+/// is named by its test module (stop 74), not the file that defines it.
+const VERSION: u32 = 4;
 
 /// Why a baseline taken where nothing could be traced (in the project itself, not a
 /// clean copy) knows nothing of what its checks opened.
@@ -53,14 +54,7 @@ impl Runner<'_> {
         let mut log = std::fs::OpenOptions::new().append(true).open(self.log)?;
         // A check that is a part of another (`pytest tests/test_x.py` beside
         // `pytest`) is read from the other's run after it, not run again.
-        let part_of: Vec<Option<(usize, Vec<String>)>> = commands
-            .iter()
-            .map(|c| {
-                commands.iter().enumerate().find_map(|(w, whole)| {
-                    subset::selected_from(c, whole, self.workdir).map(|paths| (w, paths))
-                })
-            })
-            .collect();
+        let part_of = super::parts::parts_of(commands, |_| true, self.workdir);
         let mut done: Vec<Option<BaselineCommand>> = vec![None; commands.len()];
         let order = (0..commands.len())
             .filter(|k| part_of[*k].is_none())

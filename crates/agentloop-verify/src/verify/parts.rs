@@ -9,6 +9,39 @@ use std::path::Path;
 use agentloop_evidence::runner::subset;
 use agentloop_evidence::{CommandVerdict, Expected, Outcome, Report};
 
+/// For each of `commands` that `eligible` allows, the one it is a part of (itself
+/// eligible, and a part of none: read from a run, not from another read) and the
+/// paths it selects there. Of several, the first that runs as written: `go test
+/// ./text/reverse/` beside `go test ./text/...` and `go test ./...` is read from the
+/// last.
+pub(super) fn parts_of(
+    commands: &[String],
+    eligible: impl Fn(&str) -> bool,
+    workdir: &Path,
+) -> Vec<Option<(usize, Vec<String>)>> {
+    let wholes: Vec<Vec<(usize, Vec<String>)>> = commands
+        .iter()
+        .enumerate()
+        .map(|(k, part)| {
+            if !eligible(part) {
+                return Vec::new();
+            }
+            commands
+                .iter()
+                .enumerate()
+                .filter(|(w, whole)| *w != k && *whole != part && eligible(whole))
+                .filter_map(|(w, whole)| {
+                    subset::selected_from(part, whole, workdir).map(|paths| (w, paths))
+                })
+                .collect()
+        })
+        .collect();
+    wholes
+        .iter()
+        .map(|of| of.iter().find(|(w, _)| wholes[*w].is_empty()).cloned())
+        .collect()
+}
+
 /// Which check may be read from which: for each check, the one it is a part of and
 /// the paths it selects there.
 pub(super) struct Parts {
@@ -17,7 +50,7 @@ pub(super) struct Parts {
 
 impl Parts {
     /// Only checks judged by their reports, neither of them a measure (whose value is
-    /// printed by its own run), and never a part of a part.
+    /// printed by its own run).
     pub(super) fn new(
         commands: &[String],
         measured: &[&str],
@@ -29,28 +62,10 @@ impl Parts {
                 of: vec![None; commands.len()],
             };
         };
-        let judged = |c: &str| expected.judged_by_tests(c) && !measured.iter().any(|m| *m == c);
-        let of: Vec<Option<(usize, Vec<String>)>> = commands
-            .iter()
-            .enumerate()
-            .map(|(k, part)| {
-                if !judged(part) {
-                    return None;
-                }
-                commands.iter().enumerate().find_map(|(w, whole)| {
-                    if w == k || whole == part || !judged(whole) {
-                        return None;
-                    }
-                    subset::selected_from(part, whole, workdir).map(|paths| (w, paths))
-                })
-            })
-            .collect();
-        // A whole that is itself a part runs as it is.
-        let of = of
-            .iter()
-            .map(|p| p.clone().filter(|(w, _)| of[*w].is_none()))
-            .collect();
-        Parts { of }
+        let judged = |c: &str| expected.judged_by_tests(c) && !measured.contains(&c);
+        Parts {
+            of: parts_of(commands, judged, workdir),
+        }
     }
 
     /// The order the checks go in: every one that runs, as written, then the parts.

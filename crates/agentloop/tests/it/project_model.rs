@@ -241,3 +241,59 @@ fn a_check_that_runs_a_part_of_another_is_read_from_its_run_on_every_tree() {
         r.stderr
     );
 }
+
+/// A test class that inherits its tests from a class of another module (a contract
+/// every store must meet) is the test module's: the part `tests/test_memory.py`
+/// holds all three of its tests, read from the whole's run. A task whose check is that
+/// part, with no names, wants all three passing; the run's check forgives the two that
+/// failed at the baseline. (pytest's JUnit report names the file that defines a test
+/// function, `tests/contract.py`, not its module: the part held one test, which
+/// passed, and a task that did nothing was done.)
+#[test]
+fn tests_inherited_from_another_module_belong_to_the_module_that_runs_them() {
+    let project = || {
+        Scratch::new()
+            .file(
+                "pyproject.toml",
+                "[project]\nname = \"store\"\nversion = \"0.1.0\"\n\n[tool.pytest.ini_options]\npythonpath = [\".\"]\n",
+            )
+            .file(
+                "store.py",
+                "class MemoryStore:\n    def __init__(self):\n        self.d = {}\n\n    def put(self, k, v):\n        self.d[k] = v\n\n    def get(self, k):\n        return 0\n",
+            )
+            .file("tests/__init__.py", "")
+            .file(
+                "tests/contract.py",
+                "class StoreContract:\n    def make(self):\n        raise NotImplementedError\n\n    def test_put_then_get(self):\n        s = self.make()\n        s.put(\"a\", 1)\n        assert s.get(\"a\") == 1\n\n    def test_missing_is_none(self):\n        assert self.make().get(\"x\") is None\n",
+            )
+            .file(
+                "tests/test_memory.py",
+                "from store import MemoryStore\nfrom tests.contract import StoreContract\n\n\nclass TestMemoryStore(StoreContract):\n    def make(self):\n        return MemoryStore()\n\n    def test_starts_empty(self):\n        assert MemoryStore().d == {}\n",
+            )
+    };
+    let plan = "# Store\n\n## T1: Make get work\n\nMake `get` in store.py return what `put` stored.\n\nVerify: python3 -m pytest tests/test_memory.py\n";
+    for (agent, done) in [
+        ("echo '# later' >> store.py\necho TASK_COMPLETE\n", false),
+        (
+            "sed -i 's/return 0/return self.d.get(k)/' store.py\necho TASK_COMPLETE\n",
+            true,
+        ),
+    ] {
+        let mut p = project().build();
+        p.env.push(("PATH".into(), python_path()));
+        init_with_scripted(&p, plan, agent);
+        let r = p.run(&["run", "--yes", "--no-wait", "--max-iterations", "1"]);
+        let st = p.status();
+        assert_eq!(
+            st["tasks"][0]["status"] == "done",
+            done,
+            "{}\n{st:#}",
+            r.stderr
+        );
+        let text = std::fs::read_to_string(p.run_dir().join("iterations/0001/verify.log")).unwrap();
+        assert!(
+            text.contains("[read from `python3 -m pytest`'s run: 3 of its tests]"),
+            "{text}"
+        );
+    }
+}

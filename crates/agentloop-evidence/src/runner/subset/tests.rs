@@ -197,3 +197,58 @@ fn the_whole_report_is_cut_to_the_paths() {
     );
     assert_eq!(ids(&["tests/test_none.py"]), None);
 }
+
+/// pytest 9's native `[tool.pytest]` table is read as `[tool.pytest.ini_options]` is,
+/// `pytest.toml` comes first, and `pytest.ini` is the configuration even without a
+/// `[pytest]` section.
+#[test]
+fn every_configuration_pytest_9_reads_is_the_wholes() {
+    let d = tempfile::tempdir().unwrap();
+    let w = d.path();
+    std::fs::create_dir_all(w.join("tests/unit")).unwrap();
+    std::fs::create_dir_all(w.join("tests/integration")).unwrap();
+    std::fs::write(w.join("tests/unit/test_a.py"), "").unwrap();
+    std::fs::write(w.join("tests/integration/test_b.py"), "").unwrap();
+    std::fs::write(
+        w.join("pyproject.toml"),
+        "[tool.pytest]\ntestpaths = [\"tests/unit\"]\naddopts = [\"-q\"]\n",
+    )
+    .unwrap();
+    assert_eq!(
+        pytest_settings(w),
+        (vec!["tests/unit".to_string()], "-q".to_string())
+    );
+    // `python3 -m pytest` runs tests/unit only: `tests` is not a part of it.
+    assert_eq!(
+        selected_from("python3 -m pytest tests", "python3 -m pytest", w),
+        None
+    );
+    std::fs::write(
+        w.join("pyproject.toml"),
+        "[tool.pytest]\ntestpaths = [\"tests\"]\naddopts = [\"-xq\"]\n",
+    )
+    .unwrap();
+    assert_eq!(
+        selected_from("python3 -m pytest tests/unit", "python3 -m pytest", w),
+        None,
+        "-xq stops at the first failure"
+    );
+    std::fs::write(w.join("pytest.ini"), "# nothing\n").unwrap();
+    assert_eq!(pytest_settings(w), (Vec::new(), String::new()));
+    std::fs::write(
+        w.join("pytest.toml"),
+        "[pytest]\ntestpaths = [\"tests/integration\"]\n",
+    )
+    .unwrap();
+    assert_eq!(pytest_settings(w).0, vec!["tests/integration".to_string()]);
+}
+
+#[test]
+fn short_options_run_together_that_hold_x_stop_early() {
+    assert!(exits_first_among("-xq"));
+    assert!(exits_first_among("-vx"));
+    assert!(!exits_first_among("-rx"), "-r takes `x` as its value");
+    assert!(!exits_first_among("-q"));
+    assert!(!exits_first_among("--exitfirst"));
+    assert!(!exits_first_among("-n4"));
+}
