@@ -268,6 +268,12 @@ const FOREIGN: &[(&str, &str, &str)] = &[
     ("agents/index.md", "[features]", "Codex's config.toml"),
     ("agents/index.md", "[mcp_servers.", "Codex's config.toml"),
     ("EVIDENCE.md", "[store] dir", "nextest's tool configuration"),
+    (
+        "EVIDENCE.md",
+        "[tool.pytest]",
+        "pyproject.toml's pytest section",
+    ),
+    ("EVIDENCE.md", "[pytest]", "pytest.ini's pytest section"),
 ];
 
 /// Whether the table at `path` is a map of plain values (`[agents.NAME.env]`).

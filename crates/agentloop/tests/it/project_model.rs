@@ -113,12 +113,10 @@ fn a_file_named_like_a_test_that_no_check_runs_is_the_work() {
     assert!(p.read("scripts/test_release.py").contains("0.2.0"));
 }
 
-/// A task's check that runs a part of the run's own check (`python3 -m pytest
-/// tests/test_calc.py` beside `python3 -m pytest`) is read from that check's run at
-/// the baseline, not run a second time; judged as itself after.
-#[test]
-fn a_check_that_runs_a_part_of_another_is_read_from_its_run_at_the_baseline() {
-    let s = Scratch::new()
+/// A calc package whose tests are in two files: `tests/test_calc.py` (`test_add`, and
+/// `test_mul`, which fails until `mul` multiplies) and `tests/test_more.py`.
+fn calc_in_two_files() -> Scratch {
+    Scratch::new()
         .file(
             "pyproject.toml",
             "[project]\nname = \"calc\"\nversion = \"0.1.0\"\n\n[tool.pytest.ini_options]\npythonpath = [\".\"]\n",
@@ -131,8 +129,15 @@ fn a_check_that_runs_a_part_of_another_is_read_from_its_run_at_the_baseline() {
         .file(
             "tests/test_more.py",
             "import calc\n\n\ndef test_zero():\n    assert calc.add(0, 0) == 0\n",
-        );
-    let mut p = s.build();
+        )
+}
+
+/// A task's check that runs a part of the run's own check (`python3 -m pytest
+/// tests/test_calc.py` beside `python3 -m pytest`) is read from that check's run at
+/// the baseline, not run a second time; judged as itself after.
+#[test]
+fn a_check_that_runs_a_part_of_another_is_read_from_its_run_at_the_baseline() {
+    let mut p = calc_in_two_files().build();
     p.env.push(("PATH".into(), python_path()));
     init_with_scripted(
         &p,
@@ -167,29 +172,13 @@ fn a_check_that_runs_a_part_of_another_is_read_from_its_run_at_the_baseline() {
 /// check forgives a test that already failed at the baseline.
 #[test]
 fn a_check_that_runs_a_part_of_another_is_read_from_its_run_on_every_tree() {
-    let calc = || {
-        Scratch::new()
-        .file(
-            "pyproject.toml",
-            "[project]\nname = \"calc\"\nversion = \"0.1.0\"\n\n[tool.pytest.ini_options]\npythonpath = [\".\"]\n",
-        )
-        .file("calc/__init__.py", CALC)
-        .file(
-            "tests/test_calc.py",
-            "import calc\n\n\ndef test_add():\n    assert calc.add(2, 3) == 5\n\n\ndef test_mul():\n    assert calc.mul(2, 3) == 6\n",
-        )
-        .file(
-            "tests/test_more.py",
-            "import calc\n\n\ndef test_zero():\n    assert calc.add(0, 0) == 0\n",
-        )
-    };
     let plan = "# Calc\n\n## T1: Multiplication\n\nMake `mul` in calc/__init__.py multiply.\n\nVerify: python3 -m pytest tests/test_calc.py\nTests: tests/test_calc.py::test_mul\n";
     // A task's iteration; the merge queue's check of the merged result.
     for (workers, log) in [
         (&[][..], "iterations/0001/verify.log"),
         (&["--workers", "2"][..], "iterations/0001/merge.log"),
     ] {
-        let mut p = calc().build();
+        let mut p = calc_in_two_files().build();
         p.env.push(("PATH".into(), python_path()));
         init_with_scripted(
             &p,
@@ -220,7 +209,7 @@ fn a_check_that_runs_a_part_of_another_is_read_from_its_run_on_every_tree() {
     }
     // The part's own verdict: no names, so every test it selects must pass; the
     // run's check forgives test_mul (it failed at the baseline), the part does not.
-    let mut p = calc().build();
+    let mut p = calc_in_two_files().build();
     p.env.push(("PATH".into(), python_path()));
     init_with_scripted(
         &p,
