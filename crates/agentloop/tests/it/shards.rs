@@ -160,6 +160,31 @@ fn a_test_cannot_tell_its_run_again_from_the_check() {
     );
 }
 
+/// With workers the checks of a task's worktree and of the merged result are told
+/// the same: `jobs` where it is set; unset, the cores shared among the lanes (so on
+/// two cores and two workers, one process each, however slow the suite).
+#[test]
+fn with_workers_a_tasks_checks_and_the_merged_results_are_split_as_jobs_says() {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for jobs in [Some(2), None] {
+        let p = project(jobs, false, jobs.is_none());
+        let r = p.run(&["run", "--yes", "--no-wait", "--workers", "2"]);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        assert_eq!(p.status()["tasks"][0]["status"], "done", "{}", r.stderr);
+        let n = jobs.map_or(cores / 2, |j| j as usize);
+        for log in ["iterations/0001/verify.log", "iterations/0001/merge.log"] {
+            let text = read_run(&p, log);
+            assert!(text.contains("[pytest: 42 tests: 42 passed]"), "{log}: {text}");
+            assert_eq!(
+                text.contains(&format!(" -p xdist -n {n}")),
+                n > 1,
+                "jobs {jobs:?}, {log}: {text}"
+            );
+            assert_eq!(text.contains("-p xdist"), n > 1, "{log}: {text}");
+        }
+    }
+}
+
 /// `[verify] jobs = jobs` in the project's configuration, committed.
 fn with_jobs(p: &Project, jobs: u32) {
     let config = p.read("agentloop.toml");
