@@ -213,6 +213,7 @@ pub fn works(bwrap: &str) -> Result<(), String> {
     }
     let flags = [
         "--die-with-parent",
+        "--unshare-user",
         "--unshare-net",
         "--unshare-pid",
         "--unshare-ipc",
@@ -367,5 +368,71 @@ mod tests {
         // Where nothing warmed it, a fresh one.
         let none = GoCache::From(dir.path().join("none"));
         assert!(run(&none, "test -z \"$(ls -A \"$GOCACHE\" 2>/dev/null)\""));
+    }
+
+    /// A key one check leaves in the kernel's user keyring is not there for the next
+    /// check, nor on the host, even as root (where bubblewrap makes no user namespace
+    /// unless told to): the stop-74 attack carried a held-out test out that way.
+    #[test]
+    fn a_key_a_check_leaves_in_the_user_keyring_reaches_no_other() {
+        let cfg = SandboxConfig::default();
+        works(&cfg.bwrap).expect("this test needs bubblewrap");
+        let dir = tempfile::tempdir().unwrap();
+        let copy = dir.path().join("copy");
+        std::fs::create_dir_all(&copy).unwrap();
+        // add_key("user", NAME, "secret", KEY_SPEC_USER_KEYRING); then whether the
+        // user keyring holds a key of that name (keyctl READ, DESCRIBE).
+        let script = r#"
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+name = sys.argv[2].encode()
+if sys.argv[1] == "add":
+    sys.exit(0 if libc.syscall(248, b"user", name, b"secret", 6, -4) > 0 else 1)
+buf = ctypes.create_string_buffer(65536)
+n = libc.syscall(250, 11, -4, buf, 65536)
+for i in range(0, max(n, 0), 4):
+    k = int.from_bytes(buf.raw[i:i + 4], "little")
+    d = ctypes.create_string_buffer(512)
+    libc.syscall(250, 6, k, d, 512)
+    if name in d.value:
+        if len(sys.argv) > 3:
+            libc.syscall(250, 9, k, -4)
+        sys.exit(0)
+sys.exit(1)
+"#;
+        std::fs::write(copy.join("keys.py"), script).unwrap();
+        let name = format!("agentloop-test-{}", std::process::id());
+        let run = |confined: bool, args: &[&str]| {
+            let prefix = if confined {
+                wrap(
+                    &cfg,
+                    &copy,
+                    &copy,
+                    &dir.path().join("reports"),
+                    &GoCache::Fresh,
+                )
+            } else {
+                Vec::new()
+            };
+            let mut c = match prefix.split_first() {
+                Some((program, rest)) => {
+                    let mut c = std::process::Command::new(program);
+                    c.args(rest).arg("python3");
+                    c
+                }
+                None => std::process::Command::new("python3"),
+            };
+            c.arg(copy.join("keys.py"))
+                .args(args)
+                .current_dir(&copy)
+                .status()
+                .unwrap()
+                .success()
+        };
+        assert!(run(true, &["add", &name]), "the check adds its key");
+        let seen_by_next = run(true, &["has", &name]);
+        let seen_by_host = run(false, &["has", &name, "remove"]);
+        assert!(!seen_by_next, "the next check read the key");
+        assert!(!seen_by_host, "the host's keyring holds the key");
     }
 }

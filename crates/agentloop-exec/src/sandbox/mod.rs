@@ -127,7 +127,7 @@ pub trait Sandbox {
 impl Sandbox for SandboxConfig {
     /// Whether bubblewrap runs here (installed, and user namespaces allowed).
     fn check(&self) -> Result<(), String> {
-        probe(&self.bwrap, &["--unshare-net", "--unshare-ipc"]).map_err(|u| match u {
+        probe(&self.bwrap, &["--unshare-user", "--unshare-net", "--unshare-ipc"]).map_err(|u| match u {
             Unable::Refused(said) => format!(
                 "bubblewrap cannot make a sandbox here ({said}); enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1) or run without [sandbox]"
             ),
@@ -271,12 +271,18 @@ fn files(
     let home = home();
     let mut a: Vec<OsString> = Vec::new();
     // A session of its own: no controlling terminal, so nothing it runs can push
-    // keystrokes into the person's (TIOCSTI) or take the terminal over.
+    // keystrokes into the person's (TIOCSTI) or take the terminal over. A user
+    // namespace of its own even when agentloop runs as root (bubblewrap makes one for
+    // anyone else): the kernel's keyrings are the namespace's, so nothing run inside
+    // reads or leaves a key that another sandbox, or the host, sees (as root without
+    // one, the stop-74 attack carried a held-out test out word for word in the user
+    // keyring, to the sandboxed agent of the next task).
     push(
         &mut a,
         &[
             cfg.bwrap.as_str(),
             "--die-with-parent",
+            "--unshare-user",
             "--unshare-ipc",
             "--new-session",
         ],

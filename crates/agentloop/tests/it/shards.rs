@@ -174,7 +174,10 @@ fn with_workers_a_tasks_checks_and_the_merged_results_are_split_as_jobs_says() {
         let n = jobs.map_or(cores / 2, |j| j as usize);
         for log in ["iterations/0001/verify.log", "iterations/0001/merge.log"] {
             let text = read_run(&p, log);
-            assert!(text.contains("[pytest: 42 tests: 42 passed]"), "{log}: {text}");
+            assert!(
+                text.contains("[pytest: 42 tests: 42 passed]"),
+                "{log}: {text}"
+            );
             assert_eq!(
                 text.contains(&format!(" -p xdist -n {n}")),
                 n > 1,
