@@ -262,7 +262,11 @@ fn walk(d: &std::path::Path) -> Vec<String> {
 /// `agentloop agents` says whether the sandbox can work here.
 #[test]
 fn the_probe_reports_sandbox_support() {
-    let p = crate::support::Project::git();
+    let mut p = crate::support::Project::git();
+    // The system's programs only: no agent CLI to start and ask its version (what
+    // the sandbox's lines are about needs none of them).
+    p.env.retain(|(k, _)| k != "PATH");
+    p.env.push(("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()));
     let r = p.run(&["agents"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(
