@@ -266,7 +266,8 @@ fn the_probe_reports_sandbox_support() {
     // The system's programs only: no agent CLI to start and ask its version (what
     // the sandbox's lines are about needs none of them).
     p.env.retain(|(k, _)| k != "PATH");
-    p.env.push(("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()));
+    p.env
+        .push(("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()));
     let r = p.run(&["agents"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(
