@@ -229,6 +229,22 @@ pub struct CommandTests {
     pub read_from: Option<String>,
 }
 
+impl CommandTests {
+    /// `pytest: 3 tests: 3 passed`, and where its tests were read from when it was
+    /// not run itself.
+    pub fn shown(&self) -> String {
+        format!(
+            "{}: {}{}",
+            self.runner,
+            self.counts.words(),
+            self.read_from
+                .as_ref()
+                .map(|w| format!(", read from `{w}`'s run (not run itself)"))
+                .unwrap_or_default()
+        )
+    }
+}
+
 /// Why a report could not be read: never a pass.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ReportError {

@@ -85,15 +85,7 @@ fn ran(s: &RunState, task: &str, command: &str) -> Option<String> {
             .unwrap_or_default();
         match (&c.measured, c.tests.as_ref().filter(|t| t.judged)) {
             (Some(v), _) => format!("measured {v}{at}"),
-            (None, Some(t)) => format!(
-                "{}: {}{}{at}",
-                t.runner,
-                t.counts.words(),
-                t.read_from
-                    .as_ref()
-                    .map(|w| format!(", read from `{w}`'s run (not run itself)"))
-                    .unwrap_or_default()
-            ),
+            (None, Some(t)) => format!("{}{at}", t.shown()),
             (None, None) => format!("exit 0{at}, {:.1}s", c.duration_ms as f64 / 1000.0),
         }
     })

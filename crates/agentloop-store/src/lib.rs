@@ -261,9 +261,8 @@ pub(crate) fn lock_key(kind: &str, run: &str) -> i64 {
 /// file needs no database).
 pub struct PgStore {
     pg: Pg,
-    /// Whether the database has the schema this agentloop needs, asked once, and
-    /// when it was asked.
-    checked: std::sync::Mutex<Option<(Result<(), Unusable>, std::time::Instant)>>,
+    /// Whether the database has the schema this agentloop needs, asked once.
+    checked: std::sync::Mutex<Option<Result<(), Unusable>>>,
 }
 
 /// Why a store cannot be used.
@@ -307,20 +306,12 @@ impl PgStore {
 
     /// Whether the store can be used, asked once per process while the answer holds:
     /// a store that did not answer (a session ended under it, a failover) is asked
-    /// again once as long as the store may take to answer has passed, not taken for
-    /// gone for the rest of the process — nor asked again at once by each step of
-    /// the same command (a `resume` while it is frozen waited `[store] timeout` five
-    /// times over before it said so).
+    /// again the next time, not taken for gone for the rest of the process (a store
+    /// that just left an exchange unanswered is not waited for again: [`within`]).
     fn check(&self) -> Result<(), Unusable> {
         let mut checked = self.checked.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((answer, at)) = checked.as_ref() {
-            let holds = match answer {
-                Err(Unusable::Unreachable(_)) => at.elapsed() < answer_within(),
-                _ => true,
-            };
-            if holds {
-                return answer.clone();
-            }
+        if let Some(answer) = checked.as_ref() {
+            return answer.clone();
         }
         let answer = {
             let pg = self.pg.clone();
@@ -346,7 +337,9 @@ impl PgStore {
             })
             .map_err(|e| Unusable::Unreachable(e.to_string()))?
         };
-        *checked = Some((answer.clone(), std::time::Instant::now()));
+        if !matches!(answer, Err(Unusable::Unreachable(_))) {
+            *checked = Some(answer.clone());
+        }
         answer
     }
 }

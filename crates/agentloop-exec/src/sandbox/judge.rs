@@ -236,6 +236,8 @@ mod tests {
     #[test]
     fn only_the_kept_paths_stay_writable() {
         let os = |v: &[&str]| v.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
+        // A value that reads like an option, the paths kept, one more writable path,
+        // and the command's own words after `--`.
         let prefix = os(&[
             "bwrap",
             "--setenv",
@@ -260,32 +262,9 @@ mod tests {
             "/a",
         ]);
         let sealed = writable_only(&prefix, &[Path::new("/copy"), Path::new("/reports")]);
-        assert_eq!(
-            sealed,
-            os(&[
-                "bwrap",
-                "--setenv",
-                "X",
-                "--bind",
-                "--bind",
-                "/copy",
-                "/copy",
-                "--ro-bind",
-                "/shared",
-                "/shared",
-                "--ro-bind",
-                "/",
-                "/",
-                "--bind",
-                "/reports",
-                "/reports",
-                "--",
-                "sh",
-                "--bind",
-                "/a",
-                "/a",
-            ])
-        );
+        let mut expected = prefix.clone();
+        expected[7] = "--ro-bind".into();
+        assert_eq!(sealed, expected);
         assert!(writable_only(&[], &[]).is_empty());
     }
 

@@ -24,20 +24,17 @@ impl Driver {
         if most == 0 {
             return Ok(None);
         }
-        let (dir, now) = match self.worktree_of(iteration) {
-            Some(w) => (w.clone(), git::Snapshots::known(&w).take()),
+        // With no worktree the agent works (and may commit) in the project itself:
+        // what it committed since its task began counts too.
+        let (dir, now, committed_from) = match self.worktree_of(iteration) {
+            Some(w) => (w.clone(), git::Snapshots::known(&w).take(), None),
             None => (
                 self.ws.root.clone(),
                 seen.cloned()
                     .or_else(|| self.watched.as_mut().and_then(|w| w.take(false)))
                     .or_else(|| self.snapshots.as_ref().and_then(|s| s.take())),
+                self.state.task(task).and_then(|t| t.head_at_start.clone()),
             ),
-        };
-        // With no worktree the agent works (and may commit) in the project itself:
-        // what it committed since its task began counts too.
-        let committed_from = match self.worktree_of(iteration) {
-            Some(_) => None,
-            None => self.state.task(task).and_then(|t| t.head_at_start.clone()),
         };
         let refused = now
             .and_then(|now| {

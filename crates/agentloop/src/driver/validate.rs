@@ -408,15 +408,7 @@ impl Driver {
                 let result = match (&t.problem, &t.reason) {
                     (Some(p), _) => format!("no per-test evidence: {p}"),
                     (None, Some(why)) => format!("{}: {why}", t.runner),
-                    (None, None) => format!(
-                        "{}: {}{}",
-                        t.runner,
-                        t.counts.words(),
-                        t.read_from
-                            .as_ref()
-                            .map(|w| format!(", read from `{w}`'s run"))
-                            .unwrap_or_default()
-                    ),
+                    (None, None) => t.shown(),
                 };
                 let _ = writeln!(md, "| {} | {result} |", self.step_cell(&c.command));
                 continue;

@@ -8,13 +8,19 @@ const VISIBLE: &str = "test \"$(sh src/add.sh 1 2)\" = 3 || { echo \"FAIL: 1+2 g
 const HIDDEN: &str =
     "test \"$(sh src/add.sh 5 7)\" = 12 || { echo \"SECRET-CASE: 5+7 want 12\"; exit 1; }\n";
 
+/// The held-out check `general` in `holdout`: `general.sh` running `tests/hidden.sh`,
+/// laid in from the held-out `files/`.
+fn general_check(holdout: &std::path::Path) {
+    std::fs::create_dir_all(holdout.join("files/tests")).unwrap();
+    std::fs::write(holdout.join("files/tests/hidden.sh"), HIDDEN).unwrap();
+    std::fs::write(holdout.join("general.sh"), "sh tests/hidden.sh\n").unwrap();
+}
+
 /// A project whose task makes `src/add.sh` add, with a held-out check `general`
 /// (`general.sh` running `tests/hidden.sh`, laid in from the held-out `files/`); the
 /// agent special-cases the visible test on its first attempt.
 fn project(holdout: &std::path::Path, plan_extra: &str) -> Project {
-    std::fs::create_dir_all(holdout.join("files/tests")).unwrap();
-    std::fs::write(holdout.join("files/tests/hidden.sh"), HIDDEN).unwrap();
-    std::fs::write(holdout.join("general.sh"), "sh tests/hidden.sh\n").unwrap();
+    general_check(holdout);
     Scratch::new()
         .plan(&format!(
             "# Add\n\n## T1: Make src/add.sh add its two arguments\nVerify: sh tests/t1.sh\n{plan_extra}"
@@ -256,9 +262,7 @@ fn a_held_out_check_whose_exit_is_forced_to_0_fails_by_its_report() {
 #[test]
 fn a_merged_result_that_breaks_a_landed_tasks_held_out_check_does_not_land() {
     let holdout = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(holdout.path().join("files/tests")).unwrap();
-    std::fs::write(holdout.path().join("files/tests/hidden.sh"), HIDDEN).unwrap();
-    std::fs::write(holdout.path().join("general.sh"), "sh tests/hidden.sh\n").unwrap();
+    general_check(holdout.path());
     let plan = "# Add\n\n## T1: Make src/add.sh add its two arguments\nVerify: sh tests/t1.sh\nHoldout: general\n\n## T2: An offset for add\nVerify: test -f src/offset.sh\nDepends: T1\n";
     // T2's first offset is 1 for arguments over 4: the visible check (1 + 2) holds,
     // the held-out one (5 + 7) does not.
@@ -308,9 +312,7 @@ echo TASK_COMPLETE"#;
 #[test]
 fn what_the_agents_code_copied_during_a_held_out_check_does_not_outlive_it() {
     let holdout = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(holdout.path().join("files/tests")).unwrap();
-    std::fs::write(holdout.path().join("files/tests/hidden.sh"), HIDDEN).unwrap();
-    std::fs::write(holdout.path().join("general.sh"), "sh tests/hidden.sh\n").unwrap();
+    general_check(holdout.path());
     let leak = "mkdir -p .leak; [ -f tests/hidden.sh ] && cp tests/hidden.sh .leak/h; cat .leak/h >&2 2>/dev/null;";
     let p = Scratch::new()
         .plan("# Add\n\n## T1: Make src/add.sh add its two arguments\nVerify: sh tests/t1.sh\nHoldout: general\n")
@@ -344,9 +346,7 @@ fn what_the_agents_code_copied_during_a_held_out_check_does_not_outlive_it() {
 #[test]
 fn a_held_out_check_cannot_write_where_sandbox_writable_lets_the_projects_checks() {
     let holdout = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(holdout.path().join("files/tests")).unwrap();
-    std::fs::write(holdout.path().join("files/tests/hidden.sh"), HIDDEN).unwrap();
-    std::fs::write(holdout.path().join("general.sh"), "sh tests/hidden.sh\n").unwrap();
+    general_check(holdout.path());
     let shared = tempfile::tempdir().unwrap();
     let at = shared.path().display().to_string();
     let code = format!(
