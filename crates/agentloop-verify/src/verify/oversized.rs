@@ -63,6 +63,17 @@ pub fn committed_refused(
     }
 }
 
+/// A refusal said in the verification's log, where its checks' output would go.
+pub fn tell(log: &Path, refused: &VerifyFinished) -> std::io::Result<()> {
+    std::fs::write(
+        log,
+        format!(
+            "[agentloop: {}]\n",
+            refused.digest.as_deref().unwrap_or_default()
+        ),
+    )
+}
+
 fn refusal(iteration: u32, path: &str, size: u64, most: u64, where_: &str) -> VerifyFinished {
     VerifyFinished {
         iteration,

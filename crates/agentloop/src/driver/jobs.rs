@@ -282,13 +282,7 @@ impl Checks {
                 )
             })
         {
-            std::fs::write(
-                log,
-                format!(
-                    "[agentloop: {}]\n",
-                    refused.digest.as_deref().unwrap_or_default()
-                ),
-            )?;
+            verify::oversized::tell(log, &refused)?;
             return Ok(refused);
         }
         let (mut left_out, mut admitted) = (Vec::new(), Vec::new());

@@ -51,11 +51,8 @@ impl Driver {
                 })
             });
         if let Some(r) = &refused {
-            std::fs::write(
-                log,
-                format!("[agentloop: {}]\n", r.digest.as_deref().unwrap_or_default()),
-            )
-            .map_err(|e| CliError::internal(format!("cannot write {}: {e}", log.display())))?;
+            verify::oversized::tell(log, r)
+                .map_err(|e| CliError::internal(format!("cannot write {}: {e}", log.display())))?;
         }
         Ok(refused)
     }
