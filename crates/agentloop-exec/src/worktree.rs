@@ -19,7 +19,7 @@ use super::git::{git_command, run_git};
 /// a time (each takes milliseconds; the checks run outside it).
 mod repair;
 mod tidy;
-pub use repair::repair;
+pub use repair::{prune, repair};
 pub(crate) use tidy::rewrite;
 pub use tidy::{admin_of, settle, tidy};
 
@@ -162,20 +162,11 @@ pub fn commit_work(worktree: &Path, message: &str) -> Result<String, String> {
     );
     super::git::set_identity(&mut c, None);
     let dirty = !text(git(worktree, &["status", "--porcelain"]))?.is_empty();
-    let merging = worktree_git_path(worktree, "MERGE_HEAD").is_some_and(|p| p.exists());
+    let merging = crate::git::dirs(worktree).is_some_and(|d| d.own.join("MERGE_HEAD").exists());
     if dirty || merging {
         text(c)?;
     }
     rev(worktree, "HEAD").ok_or_else(|| "no HEAD after commit".to_string())
-}
-
-fn worktree_git_path(worktree: &Path, name: &str) -> Option<PathBuf> {
-    text(git(
-        worktree,
-        &["rev-parse", "--path-format=absolute", "--git-path", name],
-    ))
-    .ok()
-    .map(PathBuf::from)
 }
 
 /// What merging a task's work onto the integration head came to.
@@ -233,7 +224,7 @@ fn scratch_worktree(root: &Path, run_id: &str, name: &str, head: &str) -> Result
     let _ = std::fs::remove_dir_all(&path);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let _admin = super::git::worktree_admin();
-    let _ = text(git(root, &["worktree", "prune"]));
+    prune(root);
     let p = path.to_string_lossy().into_owned();
     text(git(
         root,
@@ -341,7 +332,7 @@ pub fn remove_task(root: &Path, run_id: &str, integration: &str, task: &str) {
         }
     }
     let _admin = super::git::worktree_admin();
-    let _ = text(git(root, &["worktree", "prune"]));
+    prune(root);
     // Its attempts stay reachable, off every branch.
     let branch = task_branch(integration, task);
     if let Some(at) = rev(root, &format!("refs/heads/{branch}")) {
@@ -458,7 +449,7 @@ pub fn remove_run(root: &Path, run_id: &str, integration: &str) {
         let _ = std::fs::remove_dir(own);
     }
     let _admin = super::git::worktree_admin();
-    let _ = text(git(root, &["worktree", "prune"]));
+    prune(root);
 }
 
 /// Bytes a run's worktrees take on disk (its tasks' and its own).

@@ -76,10 +76,10 @@ pub fn largest_blob_past(
 
 /// The commits the repository at `dir` marks shallow (none: not a shallow clone).
 fn shallow_commits(dir: &Path) -> Result<std::collections::HashSet<String>, String> {
-    let mut c = git_command(dir);
-    c.args(["rev-parse", "--git-path", "shallow"]);
-    let at = run_git_within(c, None, WITHIN)?;
-    let at = dir.join(String::from_utf8_lossy(&at).trim());
+    let at = super::dirs(dir)
+        .ok_or_else(|| format!("{} is not in a git work tree", dir.display()))?
+        .common
+        .join("shallow");
     match std::fs::read_to_string(&at) {
         Ok(text) => Ok(text.split_whitespace().map(String::from).collect()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Default::default()),

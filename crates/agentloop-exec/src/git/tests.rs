@@ -110,3 +110,63 @@ fn a_dirty_paths_content_is_never_read_for_good() {
         .unwrap();
     assert_ne!(content_crc(&d.join("big")), first, "a change of it is seen");
 }
+
+/// What `dirs` finds on the file system is what git answers, for a repository and for
+/// a linked worktree, and with a `commondir` planted in the worktree's git directory
+/// (agentloop's git is pinned to the repository's own common directory).
+#[test]
+fn the_git_directories_found_without_git_are_gits_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    run(&repo, &["init", "-q"]).unwrap();
+    std::fs::write(repo.join("f"), "x").unwrap();
+    run(&repo, &["add", "f"]).unwrap();
+    let mut c = git_command(&repo);
+    c.args(["commit", "-q", "-m", "one"]);
+    set_identity(&mut c, None);
+    run_git(c, None).unwrap();
+    let wt = dir.path().join("wt");
+    run(
+        &repo,
+        &["worktree", "add", "-q", "--detach", wt.to_str().unwrap()],
+    )
+    .unwrap();
+    let asked = |d: &Path| -> GitDirs {
+        let out = run(
+            d,
+            &[
+                "rev-parse",
+                "--path-format=absolute",
+                "--git-dir",
+                "--git-common-dir",
+                "--git-path",
+                "index",
+            ],
+        )
+        .unwrap();
+        let p: Vec<PathBuf> = out
+            .lines()
+            .map(|l| Path::new(l).canonicalize().unwrap_or_else(|_| l.into()))
+            .collect();
+        GitDirs {
+            own: p[0].clone(),
+            common: p[1].clone(),
+            index: p[2].clone(),
+        }
+    };
+    for d in [&repo, &wt, &wt.join("sub")] {
+        std::fs::create_dir_all(d).unwrap();
+        assert_eq!(dirs(d), Some(asked(d)), "{}", d.display());
+        assert!(is_repo(d));
+    }
+    let own = dirs(&wt).unwrap().own;
+    std::fs::write(
+        own.join("commondir"),
+        dir.path().join("elsewhere").as_os_str().as_encoded_bytes(),
+    )
+    .unwrap();
+    assert_eq!(dirs(&wt).unwrap().common, asked(&repo).common);
+    assert_eq!(dirs(&wt), Some(asked(&wt)));
+    assert_eq!(dirs(dir.path()), None);
+}

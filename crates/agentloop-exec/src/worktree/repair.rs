@@ -10,17 +10,14 @@ use super::{git, text};
 /// entries whose directories are gone.
 pub fn repair(root: &Path) {
     let _admin = crate::git::worktree_admin();
-    if let Ok(common) = text(git(
-        root,
-        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
-    )) {
-        let entries = Path::new(&common).join("worktrees");
+    if let Some(common) = crate::git::dirs(root).map(|d| d.common) {
+        let entries = common.join("worktrees");
         // `worktree add` locks its entry ("initializing") until its checkout is done,
         // and prune leaves locked entries alone: one whose git was killed stays for
         // good, its files half checked out (an agent working there would commit the
         // rest as deleted). Unless a git is at work in the repository to be making
         // it, the worktree goes, to be made again.
-        let idle = || crate::reap::gits_in(&[root, Path::new(&common)]).is_empty();
+        let idle = || crate::reap::gits_in(&[root, &common]).is_empty();
         for e in std::fs::read_dir(&entries).into_iter().flatten().flatten() {
             let p = e.path();
             if !p.join("commondir").is_file() || !p.join("gitdir").is_file() {
@@ -46,6 +43,23 @@ pub fn repair(root: &Path) {
     let _ = text(git(root, &["worktree", "prune"]));
 }
 
+/// `git worktree prune`, when git's bookkeeping holds a worktree whose files are gone
+/// (no `gitdir` file, or one naming a `.git` that is not there), which is all that
+/// prune removes; else no git process is started (a worker's lane adds and removes
+/// worktrees at every task). The caller holds [`crate::git::worktree_admin`].
+pub fn prune(root: &Path) {
+    let stale = crate::git::dirs(root).is_none_or(|d| {
+        let entries = std::fs::read_dir(d.common.join("worktrees"));
+        entries.into_iter().flatten().flatten().any(|e| {
+            std::fs::read_to_string(e.path().join("gitdir"))
+                .map_or(true, |g| !e.path().join(g.trim()).exists())
+        })
+    });
+    if stale {
+        let _ = text(git(root, &["worktree", "prune"]));
+    }
+}
+
 /// Whether `dir` is one of agentloop's worktrees: strictly inside the agents' (the
 /// cache's `worktrees/`) or the judges' directory, named without `..`, and not a link
 /// (a link on the way is judged by where it leads).
@@ -69,4 +83,56 @@ fn agentloops_own(dir: &Path) -> bool {
             .flatten()
             .filter_map(|p| p.canonicalize().ok())
             .any(|p| real.starts_with(&p) && real != p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A registration whose work tree is gone is pruned; a live one is kept, and with
+    /// only live ones nothing is pruned.
+    #[test]
+    fn only_worktrees_whose_files_are_gone_are_pruned() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        std::fs::create_dir(&repo).unwrap();
+        let git_ok = |args: &[&str]| {
+            let out = git(&repo, args).output().unwrap();
+            assert!(out.status.success(), "{args:?}: {out:?}");
+        };
+        git_ok(&["init", "-q"]);
+        git_ok(&[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "one",
+        ]);
+        let [live, gone] = ["live", "gone"].map(|n| dir.path().join(n));
+        for w in [&live, &gone] {
+            git_ok(&["worktree", "add", "-q", "--detach", w.to_str().unwrap()]);
+        }
+        let entries = || -> Vec<String> {
+            let mut v: Vec<String> = std::fs::read_dir(repo.join(".git/worktrees"))
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            v.sort();
+            v
+        };
+        prune(&repo);
+        assert_eq!(entries(), ["gone", "live"]);
+        std::fs::remove_dir_all(&gone).unwrap();
+        prune(&repo);
+        assert_eq!(entries(), ["live"]);
+        // A registration without its `gitdir` file is gone too.
+        std::fs::create_dir(repo.join(".git/worktrees/half")).unwrap();
+        prune(&repo);
+        assert_eq!(entries(), ["live"]);
+    }
 }

@@ -6,8 +6,6 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{git, run};
-
 /// Links `carry` into `dir`, a tree of the project at `root` (or of a worktree of it).
 pub fn link(root: &Path, dir: &Path, carry: &[String]) -> Result<(), String> {
     let main = main_worktree(root);
@@ -46,9 +44,7 @@ fn main_worktree(root: &Path) -> Option<PathBuf> {
     if !root.join(".git").is_file() {
         return None;
     }
-    let mut c = git(root);
-    c.args(["rev-parse", "--path-format=absolute", "--git-common-dir"]);
-    let common = PathBuf::from(run(c, None).ok()?.trim());
+    let common = agentloop_exec::git::dirs(root)?.common;
     (common.file_name()? == ".git")
         .then(|| common.parent().map(Path::to_path_buf))
         .flatten()

@@ -135,19 +135,11 @@ impl CleanCopy {
         self.dir.with_extension("index")
     }
 
-    /// The project's own index file (where `git rev-parse --git-path index` says, asked
-    /// once per process and project).
+    /// The project's own index file (where `git rev-parse --git-path index` says).
     pub(super) fn project_index(&self) -> Result<PathBuf, String> {
-        static KNOWN: std::sync::Mutex<Vec<(PathBuf, PathBuf)>> = std::sync::Mutex::new(Vec::new());
-        let mut known = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, index)) = known.iter().find(|(root, _)| *root == self.root) {
-            return Ok(index.clone());
-        }
-        let mut c = git(&self.root);
-        c.args(["rev-parse", "--path-format=absolute", "--git-path", "index"]);
-        let index = PathBuf::from(run(c, None)?);
-        known.push((self.root.clone(), index.clone()));
-        Ok(index)
+        agentloop_exec::git::dirs(&self.root)
+            .map(|d| d.index)
+            .ok_or_else(|| format!("{} is not in a git work tree", self.root.display()))
     }
 
     /// Brings the copy up to the tree as it is now, with `overlay`'s versions of the
@@ -366,9 +358,7 @@ impl CleanCopy {
             let _ = c.output();
             let _ = std::fs::remove_dir_all(&self.dir);
         }
-        let mut c = git(&self.root);
-        c.args(["worktree", "prune"]);
-        let _ = c.output();
+        agentloop_exec::worktree::prune(&self.root);
         let _ = std::fs::remove_file(self.index());
     }
 }

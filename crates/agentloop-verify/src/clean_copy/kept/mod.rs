@@ -287,18 +287,8 @@ impl Kept {
                 return None;
             }
         }
-        let asked = agentloop_exec::git::run(
-            &copy.root,
-            &[
-                "rev-parse",
-                "--path-format=absolute",
-                "--git-common-dir",
-                "--git-dir",
-            ],
-        )
-        .ok()?;
-        let mut asked = asked.lines();
-        let [common, own] = [asked.next()?, asked.next()?].map(PathBuf::from);
+        let agentloop_exec::git::GitDirs { own, common, index } =
+            agentloop_exec::git::dirs(&copy.root)?;
         let repo_files: Vec<(PathBuf, Option<Stat>)> = [
             common.join("info/exclude"),
             common.join("info/attributes"),
@@ -316,7 +306,6 @@ impl Kept {
             || files
                 .iter()
                 .any(|f| f.rsplit('/').next() == Some(".gitattributes"));
-        let index = copy.project_index().ok()?;
         let mut tree_dirs: HashSet<String> = HashSet::from([String::new()]);
         for f in &files {
             let mut d = parent(f);
