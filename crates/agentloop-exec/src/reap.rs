@@ -22,8 +22,9 @@ pub fn become_subreaper() -> std::io::Result<()> {
     Ok(())
 }
 
-/// Live processes (not zombies) whose `/proc/PID/stat` fields after the command name
-/// (state, ppid, pgrp, …) satisfy `keep`.
+/// Live processes (not zombies) whose first three `/proc/PID/stat` fields after the
+/// command name (state, ppid, pgrp) satisfy `keep`. (Only those are split out: the
+/// scan runs after every program a lane supervised, over every process there is.)
 fn processes(keep: impl Fn(&[&str]) -> bool) -> Vec<i32> {
     std::fs::read_dir("/proc")
         .into_iter()
@@ -36,7 +37,8 @@ fn processes(keep: impl Fn(&[&str]) -> bool) -> Vec<i32> {
                     .rsplit(')')
                     .next()
                     .unwrap_or("")
-                    .split_whitespace()
+                    .split_ascii_whitespace()
+                    .take(3)
                     .collect();
                 fields.first() != Some(&"Z") && keep(&fields)
             })
@@ -52,16 +54,42 @@ fn has_children() -> bool {
     !matches!(waitid(Id::All, flags), Err(nix::errno::Errno::ECHILD))
 }
 
-/// This process's children (orphans reparented to us, as a subreaper).
+/// This process's live children (orphans reparented to us, as a subreaper): as each
+/// of its threads lists them (`/proc/self/task/TID/children`), without reading every
+/// process there is; from all of `/proc` where the kernel does not list them.
 fn children() -> Vec<Pid> {
     if !has_children() {
         return Vec::new();
     }
-    let me = std::process::id().to_string();
-    processes(|f| f.get(1) == Some(&me.as_str()))
-        .into_iter()
-        .map(Pid::from_raw)
-        .collect()
+    let listed = || -> Option<Vec<i32>> {
+        let mut pids = Vec::new();
+        for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+            let list = std::fs::read_to_string(task.path().join("children")).ok()?;
+            pids.extend(
+                list.split_ascii_whitespace()
+                    .filter_map(|p| p.parse::<i32>().ok()),
+            );
+        }
+        Some(pids)
+    };
+    let pids = match listed() {
+        Some(pids) => pids.into_iter().filter(|&p| alive(p)).collect(),
+        None => {
+            let me = std::process::id().to_string();
+            processes(|f| f.get(1) == Some(&me.as_str()))
+        }
+    };
+    pids.into_iter().map(Pid::from_raw).collect()
+}
+
+/// Whether process `pid` is there and not a zombie.
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit(')')
+            .next()
+            .and_then(|r| r.split_ascii_whitespace().next())
+            != Some("Z")
+    })
 }
 
 /// Children this process started on purpose besides the agent (a notification
