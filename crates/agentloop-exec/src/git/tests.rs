@@ -133,26 +133,18 @@ fn the_git_directories_found_without_git_are_gits_own() {
     )
     .unwrap();
     let asked = |d: &Path| -> GitDirs {
-        let out = run(
-            d,
-            &[
-                "rev-parse",
-                "--path-format=absolute",
-                "--git-dir",
-                "--git-common-dir",
-                "--git-path",
-                "index",
-            ],
-        )
-        .unwrap();
-        let p: Vec<PathBuf> = out
-            .lines()
-            .map(|l| Path::new(l).canonicalize().unwrap_or_else(|_| l.into()))
-            .collect();
+        let ask = |what: &[&str]| {
+            let mut args = vec!["rev-parse", "--path-format=absolute"];
+            args.extend(what);
+            let said = run(d, &args).unwrap();
+            Path::new(&said)
+                .canonicalize()
+                .unwrap_or_else(|_| said.into())
+        };
         GitDirs {
-            own: p[0].clone(),
-            common: p[1].clone(),
-            index: p[2].clone(),
+            own: ask(&["--git-dir"]),
+            common: ask(&["--git-common-dir"]),
+            index: ask(&["--git-path", "index"]),
         }
     };
     for d in [&repo, &wt, &wt.join("sub")] {
