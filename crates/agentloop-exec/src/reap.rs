@@ -54,42 +54,19 @@ fn has_children() -> bool {
     !matches!(waitid(Id::All, flags), Err(nix::errno::Errno::ECHILD))
 }
 
-/// This process's live children (orphans reparented to us, as a subreaper): as each
-/// of its threads lists them (`/proc/self/task/TID/children`), without reading every
-/// process there is; from all of `/proc` where the kernel does not list them.
+/// This process's children (orphans reparented to us, as a subreaper), from a scan of
+/// `/proc`. (Not the threads' `/proc/self/task/TID/children` lists: the kernel goes on
+/// with such a list by position, so a child another lane reaps meanwhile can make it
+/// skip a live one, and its orphan would outlive its program.)
 fn children() -> Vec<Pid> {
     if !has_children() {
         return Vec::new();
     }
-    let listed = || -> Option<Vec<i32>> {
-        let mut pids = Vec::new();
-        for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
-            let list = std::fs::read_to_string(task.path().join("children")).ok()?;
-            pids.extend(
-                list.split_ascii_whitespace()
-                    .filter_map(|p| p.parse::<i32>().ok()),
-            );
-        }
-        Some(pids)
-    };
-    let pids = match listed() {
-        Some(pids) => pids.into_iter().filter(|&p| alive(p)).collect(),
-        None => {
-            let me = std::process::id().to_string();
-            processes(|f| f.get(1) == Some(&me.as_str()))
-        }
-    };
-    pids.into_iter().map(Pid::from_raw).collect()
-}
-
-/// Whether process `pid` is there and not a zombie.
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit(')')
-            .next()
-            .and_then(|r| r.split_ascii_whitespace().next())
-            != Some("Z")
-    })
+    let me = std::process::id().to_string();
+    processes(|f| f.get(1) == Some(&me.as_str()))
+        .into_iter()
+        .map(Pid::from_raw)
+        .collect()
 }
 
 /// Children this process started on purpose besides the agent (a notification

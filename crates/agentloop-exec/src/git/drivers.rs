@@ -393,6 +393,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let git = dir.path().join(".git");
         std::fs::create_dir_all(&git).unwrap();
+        std::fs::write(git.join("HEAD"), "ref: refs/heads/main\n").unwrap();
         std::fs::write(
             git.join("config"),
             "[core]\n\tbare = false\n[filter \"lfs\"]\n\tsmudge = evil\n[diff \"img\"] textconv = evil\n[include]\n\tpath = more.cfg\n",

@@ -167,26 +167,45 @@ pub(crate) fn remote(c: &mut Command, pin: Option<&Path>) {
 /// is its own common one; a worktree's `.git` file names its git directory, which
 /// lies in the common one's `worktrees/`. (A `commondir` file is what an agent or a
 /// check could write to point git at a repository of its making.)
+///
+/// As git finds them: a `.git` directory that is no repository (no `HEAD`) is passed
+/// over for the directories above; a `.git` that is anything else ends the search,
+/// with nothing when it is not a `gitdir: ` file naming a git directory with a `HEAD`
+/// (git refuses such a work tree; it never looks above it).
 pub(crate) fn git_dirs(dir: &Path) -> Option<(PathBuf, PathBuf)> {
     let start = dir.canonicalize().ok()?;
     for d in start.ancestors() {
         let g = d.join(".git");
         if g.is_dir() {
-            return Some((g.clone(), g));
+            if g.join("HEAD").is_file() {
+                return Some((g.clone(), g));
+            }
+            continue;
         }
-        if let Ok(text) = std::fs::read_to_string(&g)
-            && let Some(gitdir) = text.strip_prefix("gitdir:")
-        {
-            let gitdir = d.join(gitdir.trim());
-            let gitdir = gitdir.canonicalize().unwrap_or(gitdir);
-            let common = gitdir
-                .parent()
-                .filter(|p| p.file_name().is_some_and(|n| n == "worktrees"))
-                .and_then(Path::parent)
-                .map(Path::to_path_buf)
-                .unwrap_or_else(|| gitdir.clone());
-            return Some((gitdir, common));
+        match std::fs::metadata(&g) {
+            Err(_) => continue,
+            // Never opened when it is no file: a FIFO would hold the read for good.
+            Ok(m) if !m.is_file() => return None,
+            Ok(_) => {}
         }
+        let text = std::fs::read(&g).ok()?;
+        let named = text.strip_prefix(b"gitdir: ")?;
+        let named = std::str::from_utf8(named).ok()?.trim();
+        if named.is_empty() {
+            return None;
+        }
+        let gitdir = d.join(named);
+        let gitdir = gitdir.canonicalize().unwrap_or(gitdir);
+        if !gitdir.join("HEAD").is_file() {
+            return None;
+        }
+        let common = gitdir
+            .parent()
+            .filter(|p| p.file_name().is_some_and(|n| n == "worktrees"))
+            .and_then(Path::parent)
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| gitdir.clone());
+        return Some((gitdir, common));
     }
     None
 }

@@ -162,3 +162,40 @@ fn the_git_directories_found_without_git_are_gits_own() {
     assert_eq!(dirs(&wt), Some(asked(&wt)));
     assert_eq!(dirs(dir.path()), None);
 }
+
+/// A `.git` file git refuses is refused here too, not passed over for a repository
+/// above it (a dotfiles repository in the home directory): garbage, a `gitdir:`
+/// without its space or its path, one naming a directory without a `HEAD`, a FIFO.
+#[test]
+fn a_git_file_git_refuses_finds_no_repository_above_it() {
+    let dir = tempfile::tempdir().unwrap();
+    run(dir.path(), &["init", "-q"]).unwrap();
+    let wt = dir.path().join("wt");
+    std::fs::create_dir(&wt).unwrap();
+    let absent = dir.path().join("nowhere/worktrees/x");
+    for text in [
+        "garbage".to_string(),
+        String::new(),
+        "gitdir:x".to_string(),
+        "gitdir: ".to_string(),
+        format!("gitdir: {}", absent.display()),
+    ] {
+        std::fs::write(wt.join(".git"), &text).unwrap();
+        assert_eq!(dirs(&wt), None, "{text:?}");
+        assert!(run(&wt, &["rev-parse", "--git-dir"]).is_err(), "{text:?}");
+    }
+    std::fs::remove_file(wt.join(".git")).unwrap();
+    let made = Command::new("mkfifo")
+        .arg(wt.join(".git"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    assert_eq!(dirs(&wt), None);
+    // A `.git` directory that is no repository is passed over, as git does.
+    std::fs::remove_file(wt.join(".git")).unwrap();
+    std::fs::create_dir(wt.join(".git")).unwrap();
+    assert_eq!(
+        dirs(&wt).map(|d| d.common),
+        Some(dir.path().canonicalize().unwrap().join(".git"))
+    );
+}
