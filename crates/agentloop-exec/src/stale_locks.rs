@@ -11,8 +11,6 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::git::git_command;
-
 /// How long a takeover waits for git processes a dead driver left to end.
 const SETTLE: Duration = Duration::from_secs(10);
 
@@ -20,12 +18,8 @@ const SETTLE: Duration = Duration::from_secs(10);
 /// in the repository at `root`; returns what it removed. When git processes still
 /// work there after [`SETTLE`], nothing is removed and the error says which.
 pub fn clear(root: &Path, run_id: &str, integration: &str) -> Result<Vec<PathBuf>, String> {
-    let common = git_command(root)
-        .args(["rev-parse", "--path-format=absolute", "--git-common-dir"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+    let common = crate::git::dirs(root)
+        .map(|d| d.common)
         .ok_or_else(|| format!("{} is not a git repository", root.display()))?;
     let worktrees = [
         super::worktree::run_dir(run_id),

@@ -19,8 +19,8 @@ pub fn is_repo(workdir: &Path) -> bool {
     if found().iter().any(|d| d == workdir) {
         return true;
     }
-    let seen =
-        !told() && hermetic::git_dirs(workdir).is_some_and(|(own, _)| own.join("HEAD").is_file());
+    // (`git_dirs` finds a git directory only with its `HEAD`.)
+    let seen = !told() && hermetic::git_dirs(workdir).is_some();
     let is = seen || {
         let mut c = git(workdir);
         c.args(["rev-parse", "--is-inside-work-tree"]);
@@ -78,10 +78,11 @@ pub fn common_dir(dir: &Path) -> Option<PathBuf> {
 /// is. (One git process less at each of a task's commits, clean-copy refreshes and
 /// agent starts.)
 pub fn dirs(dir: &Path) -> Option<GitDirs> {
-    let index_told = ["GIT_COMMON_DIR", "GIT_INDEX_FILE"]
+    // Besides where the repository is, where its common directory and index are.
+    let also_told = ["GIT_COMMON_DIR", "GIT_INDEX_FILE"]
         .iter()
         .any(|v| std::env::var_os(v).is_some());
-    if !told() && !index_told {
+    if !told() && !also_told {
         return hermetic::git_dirs(dir).map(|(own, common)| GitDirs {
             index: own.join("index"),
             own,

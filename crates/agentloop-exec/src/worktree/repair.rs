@@ -89,8 +89,9 @@ fn agentloops_own(dir: &Path) -> bool {
 mod tests {
     use super::*;
 
-    /// A registration whose work tree is gone is pruned; a live one is kept, and with
-    /// only live ones nothing is pruned.
+    /// A registration whose work tree is gone is pruned, and one without its `gitdir`
+    /// file; a live one is kept. (That no git starts while all are live is not seen
+    /// here: prune would keep them too.)
     #[test]
     fn only_worktrees_whose_files_are_gone_are_pruned() {
         let dir = tempfile::tempdir().unwrap();
