@@ -64,6 +64,7 @@ fn runner<'a>(workdir: &'a std::path::Path, log: &'a std::path::Path) -> Runner<
         output_cap: 1 << 20,
         log,
         wrap: Vec::new(),
+        bytecode: Default::default(),
         tests: None,
         jobs: Default::default(),
     }
@@ -436,4 +437,5 @@ fn kept_in_step(
         false,
     );
     kept.copy().remove();
+}bytecode: Default::default(),
 }

@@ -22,8 +22,12 @@ use agentloop_config::{ConfineChecks, SandboxConfig};
 use super::{Confinement, JUDGE_HOME, Unable, bind, files, home, probe, push};
 
 /// What a confined check runs first: the copy's `__pycache__` directories removed
-/// (not under `.git`), then the check itself.
-const FORGET_BYTECODE: &str = "find . -name .git -prune -o -name __pycache__ -type d -prune -exec rm -rf {} + 2>/dev/null; exec \"$@\"";
+/// (not under `.git`), the bytecode staged for it put in their place when there is
+/// some ([`with_bytecode`]), then the check itself.
+const FORGET_BYTECODE: &str = "find . -name .git -prune -o -name __pycache__ -type d -prune -exec rm -rf {} + 2>/dev/null; [ ! -d /tmp/.py-seed ] || cp -R /tmp/.py-seed/. . 2>/dev/null; exec \"$@\"";
+
+/// Where bytecode staged for a check ([`with_bytecode`]) is seen inside it.
+const PY_SEED: &str = "/tmp/.py-seed";
 
 /// Where a confined check's Go build cache comes from. Never one an earlier check
 /// wrote: its code could have left forged entries there for the next check.
@@ -176,21 +180,60 @@ pub fn wrap(
     confine(cfg, root, workdir, reports, go).prefix
 }
 
+/// A check's confinement (`prefix`, as [`wrap`] gives it) that puts the bytecode in
+/// `stage` ([`super::bytecode::stage`], made for this check just before) in its copy
+/// after the copy's own is gone. Bound last, over the fresh `/tmp`, read-only.
+pub fn with_bytecode(prefix: &[std::ffi::OsString], stage: &Path) -> Vec<std::ffi::OsString> {
+    let mut out = prefix.to_vec();
+    if let Some(end) = options_end(&out) {
+        let bind = ["--ro-bind".into(), stage.into(), PY_SEED.into()];
+        out.splice(end..end, bind);
+    }
+    out
+}
+
+/// A check's confinement (`prefix`, as [`wrap`] gives it) in which Python writes the
+/// bytecode it compiles, whatever `PYTHONDONTWRITEBYTECODE` says: a baseline's check,
+/// whose bytecode is kept ([`super::bytecode::keep`]).
+pub fn writing_bytecode(prefix: &[std::ffi::OsString]) -> Vec<std::ffi::OsString> {
+    let mut out = prefix.to_vec();
+    if let Some(end) = options_end(&out) {
+        let unset = ["--unsetenv".into(), "PYTHONDONTWRITEBYTECODE".into()];
+        out.splice(end..end, unset);
+    }
+    out
+}
+
+/// Where bubblewrap's options end in `prefix` (the `--` before the command).
+fn options_end(prefix: &[std::ffi::OsString]) -> Option<usize> {
+    let mut k = 1; // after the program
+    while k < prefix.len() {
+        if prefix[k] == "--" {
+            return Some(k);
+        }
+        k += 1 + option_values(&prefix[k]);
+    }
+    None
+}
+
+/// How many values each of bubblewrap's options that a confinement uses takes.
+fn option_values(arg: &std::ffi::OsStr) -> usize {
+    match arg.to_str() {
+        Some("--bind" | "--ro-bind" | "--dev-bind" | "--setenv" | "--symlink") => 2,
+        Some("--dir" | "--tmpfs" | "--unsetenv" | "--proc" | "--dev" | "--chdir") => 1,
+        _ => 0,
+    }
+}
+
 /// A check's confinement (`prefix`, as [`wrap`] gives it) with nothing writable but
 /// the paths of `keep`: every other path it binds writable (`[sandbox] writable`) is
 /// bound read-only instead. For the held-out checks, whose files the agent's code
 /// must not carry anywhere that outlives them.
 pub fn writable_only(prefix: &[std::ffi::OsString], keep: &[&Path]) -> Vec<std::ffi::OsString> {
-    // How many values each of bubblewrap's options that a confinement uses takes.
-    let values = |arg: &std::ffi::OsStr| match arg.to_str() {
-        Some("--bind" | "--ro-bind" | "--dev-bind" | "--setenv" | "--symlink") => 2,
-        Some("--dir" | "--tmpfs" | "--unsetenv" | "--proc" | "--dev" | "--chdir") => 1,
-        _ => 0,
-    };
     let mut out = prefix.to_vec();
     let mut k = 1; // after the program
     while k < out.len() && out[k] != "--" {
-        let n = values(&out[k]);
+        let n = option_values(&out[k]);
         if out[k] == "--bind"
             && let Some(from) = out.get(k + 1)
             && !keep.iter().any(|p| p.as_os_str() == from.as_os_str())

@@ -16,6 +16,7 @@ mod bridge;
 mod denials;
 mod gitview;
 mod homes;
+pub mod bytecode;
 pub mod judge;
 mod near;
 mod net;

@@ -107,6 +107,9 @@ impl Runner<'_> {
             }
             let f = self.spawn(&inv.command, Some(&inv), &mut should_stop)?;
             let traced = tracing.map(Trace::finish).unwrap_or_default();
+            if !f.killed {
+                self.keep_bytecode();
+            }
             if let Some(why) = traced.incomplete {
                 trace_incomplete.get_or_insert(why);
             }

@@ -34,6 +34,8 @@ use agentloop_evidence::{
     self as evidence, CommandTests, CommandVerdict, Expected, Invocation, Judged, Outcome, Report,
     ReportAt,
 };
+use agentloop_exec::sandbox::bytecode::{self, Bytecode};
+use agentloop_exec::sandbox::judge;
 use agentloop_exec::supervise::{self, Finished, Spec};
 use agentloop_ground::failure::{fingerprint, last_lines};
 use agentloop_journal::{CommandResult, VerifyFinished};
@@ -47,6 +49,9 @@ pub struct Runner<'a> {
     /// The command each check runs under (`[sandbox] verify`: `bwrap … --`); empty:
     /// none.
     pub wrap: Vec<std::ffi::OsString>,
+    /// Where a confined check's Python bytecode comes from: compiled by the check,
+    /// kept after it (the baseline's), or the baseline's put back.
+    pub bytecode: Bytecode,
     /// Per-test evidence: what the checks must show; `None`: exit codes, as before.
     pub tests: Option<TestsCheck<'a>>,
     /// Workers a check's runner may use (`[verify] jobs`); 0: as the runner chooses.
@@ -458,7 +463,7 @@ impl Runner<'_> {
         spec.grace = Duration::from_secs(2);
         spec.log = Some(self.log.to_path_buf());
         spec.log_append = true;
-        spec.wrap = self.wrap.clone();
+        spec.wrap = self.wrap_staged();
         spec.env.extend(judged_tree_env(self.workdir));
         // Python's bytecode beside the copy's sources, never in a cache an earlier
         // run filled (`PYTHONPYCACHEPREFIX`; empty is unset to Python): a module found
@@ -479,6 +484,39 @@ impl Runner<'_> {
             }
         }
         supervise::run(spec, should_stop)
+    }
+
+    /// The check's confinement, with the baseline's bytecode staged for it where the
+    /// run keeps some and the copy still holds its sources: staged here, just before
+    /// the check starts, or not at all (a stage made for an earlier check is never
+    /// bound). A baseline's check writes the bytecode it compiles, to be kept.
+    fn wrap_staged(&self) -> Vec<std::ffi::OsString> {
+        if self.wrap.is_empty() {
+            return Vec::new();
+        }
+        match &self.bytecode {
+            Bytecode::From(seed) => {
+                let mut at = seed.clone().into_os_string();
+                at.push(".stage");
+                let at = PathBuf::from(at);
+                if matches!(bytecode::stage(seed, self.workdir, &at), Ok(n) if n > 0) {
+                    return judge::with_bytecode(&self.wrap, &at);
+                }
+                self.wrap.clone()
+            }
+            Bytecode::Keeps(_) => judge::writing_bytecode(&self.wrap),
+            Bytecode::Compiled => self.wrap.clone(),
+        }
+    }
+
+    /// After a check of the baseline's: what it compiled kept for the run's later
+    /// checks. Only a confined one's, which started with no bytecode in the copy.
+    fn keep_bytecode(&self) {
+        if let Bytecode::Keeps(seed) = &self.bytecode
+            && !self.wrap.is_empty()
+        {
+            let _ = bytecode::keep(self.workdir, seed);
+        }
     }
 
     fn status_words(&self, f: &Finished) -> String {

@@ -30,6 +30,7 @@ fn runs_and_stops_at_first_failure() {
         output_cap: 4096,
         log: &log,
         wrap: Vec::new(),
+        bytecode: Default::default(),
         tests: None,
         jobs: Default::default(),
     };
@@ -87,6 +88,7 @@ fn a_check_that_writes_a_junit_report_is_judged_by_it_not_its_exit_code() {
         output_cap: 4096,
         log: &log,
         wrap: Vec::new(),
+        bytecode: Default::default(),
         tests: Some(TestsCheck {
             expected: &expected,
             reports: dir.path().join("reports"),

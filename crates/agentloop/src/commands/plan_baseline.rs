@@ -90,6 +90,7 @@ pub fn check(root: &Path, plan: &Plan, config: &Config) -> Result<(), CliError> 
                 &scratch.join("reports"),
                 &agentloop_exec::sandbox::judge::GoCache::Fresh,
             ),
+            bytecode: Default::default(),
             tests: None,
         };
         runner.baseline(

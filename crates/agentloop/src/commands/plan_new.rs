@@ -201,6 +201,7 @@ fn check_commands(
                     logs,
                     &agentloop_exec::sandbox::judge::GoCache::Fresh,
                 ),
+                bytecode: Default::default(),
                 tests: None,
             };
             let Ok(r) = runner.run(0, std::slice::from_ref(&command), || false) else {

@@ -203,6 +203,11 @@ impl Driver {
             jobs: self.config.verify.jobs_for(1),
             log,
             wrap: self.baseline_wrap(&dir, &reports),
+            bytecode: if dir != self.ws.root {
+                self.bytecode(true)
+            } else {
+                Default::default()
+            },
             tests: None,
         };
         let mut last = Instant::now();

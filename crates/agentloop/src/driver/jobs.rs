@@ -373,6 +373,7 @@ impl Checks {
                         .prefix
                 })
                 .unwrap_or_default(),
+            bytecode: Default::default(),
             tests: self.expected.as_ref().map(|e| verify::TestsCheck {
                 expected: e,
                 reports: self.reports.clone(),

@@ -126,6 +126,7 @@ impl Driver {
             jobs: self.config.verify.jobs_for(1),
             log: &log,
             wrap: self.check_wrap(&dir, &reports),
+            bytecode: self.bytecode(false),
             tests: None,
         };
         let mut last = Instant::now();

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use agentloop_config::env_allowed;
 use agentloop_config::{AgentConfig, Config};
 use agentloop_exec::sandbox::Sandbox;
+use agentloop_exec::sandbox::bytecode::Bytecode;
 use agentloop_exec::sandbox::judge;
 use agentloop_exec::sandbox::{self, AllowList, Confinement};
 use agentloop_journal::Event;
@@ -135,6 +136,25 @@ impl Driver {
         let copy = agentloop_verify::clean_copy::CleanCopy::for_run(&self.ws.root, &self.run.id)?;
         let mut name = copy.dir.into_os_string();
         name.push(".go-build");
+        Some(name.into())
+    }
+
+    /// Where the run's checks' Python bytecode comes from
+    /// (`exec::sandbox::bytecode`): the baseline's checks keep what they compiled in
+    /// the run's clean copy (`keeps`), the later checks there have it put back.
+    pub(crate) fn bytecode(&self, keeps: bool) -> Bytecode {
+        match (self.python_seed(), keeps) {
+            (None, _) => Bytecode::Compiled,
+            (Some(seed), true) => Bytecode::Keeps(seed),
+            (Some(seed), false) => Bytecode::From(seed),
+        }
+    }
+
+    /// Where [`Self::bytecode`]'s seed is: beside the run's clean copy.
+    pub(crate) fn python_seed(&self) -> Option<std::path::PathBuf> {
+        let copy = agentloop_verify::clean_copy::CleanCopy::for_run(&self.ws.root, &self.run.id)?;
+        let mut name = copy.dir.into_os_string();
+        name.push(".python");
         Some(name.into())
     }
 

@@ -533,6 +533,7 @@ impl Driver {
             jobs: self.config.verify.jobs_for(1),
             log: &log,
             wrap: self.check_wrap(&workdir, &self.reports_dir(iteration)),
+            bytecode: self.bytecode(false),
             tests: expected.as_ref().map(|e| verify::TestsCheck {
                 expected: e,
                 reports: self.reports_dir(iteration),

@@ -338,9 +338,15 @@ impl Driver {
     }
 
     /// The run is over: its clean copies go (the run's and its tasks'), and the Go
-    /// build cache its baseline warmed.
+    /// build cache and the Python bytecode its baseline kept.
     pub(crate) fn remove_clean_copy(&self) {
         if let Some(seed) = self.go_seed() {
+            let _ = std::fs::remove_dir_all(seed);
+        }
+        if let Some(seed) = self.python_seed() {
+            let mut stage = seed.clone().into_os_string();
+            stage.push(".stage");
+            let _ = std::fs::remove_dir_all(stage);
             let _ = std::fs::remove_dir_all(seed);
         }
         if let Some(copy) = CleanCopy::for_run(&self.ws.root, &self.run.id) {
@@ -354,7 +360,7 @@ impl Driver {
                 .flatten()
                 .filter_map(|e| e.file_name().into_string().ok())
                 .filter(|n| n.starts_with(&prefix) && !n.ends_with(".index"))
-                .filter(|n| !n.ends_with(".go-build"))
+                .filter(|n| !n.ends_with(".go-build") && !n.contains(".python"))
                 .collect();
             for t in tasks {
                 if let Some(c) = CleanCopy::for_run(&self.ws.root, &t) {

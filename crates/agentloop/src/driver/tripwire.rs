@@ -107,6 +107,7 @@ impl Driver {
                 log: &log,
                 // Confined as the checks are (no report: the tree is its only place).
                 wrap: self.check_wrap(&dir, &dir),
+                bytecode: self.bytecode(false),
                 tests: None,
             };
             let result = runner

@@ -269,6 +269,40 @@ fn bytecode_a_check_leaves_is_not_what_the_next_check_runs() {
     );
 }
 
+/// What the baseline's confined checks compiled is what a later check runs for each
+/// source the judged tree still holds byte for byte; a source the agent changed is
+/// compiled from what it says now. (Python says which: `-v`.)
+#[test]
+fn later_checks_run_the_baseline_s_bytecode_only_for_sources_left_as_they_were() {
+    let check = "python3 -v -c \"import m, u, sys; sys.exit(0 if m.ok() else 1)\"";
+    let p = Scratch::new()
+        .plan(&format!("# One\n\n## T1: Make m.ok() true\nVerify: {check}\n"))
+        .file("m.py", "def ok():\n    return False\n")
+        .file("u.py", "X = 1\n")
+        .agent(&crate::support::agent(
+            "printf 'def ok():\\n    return True\\n' > m.py\necho TASK_COMPLETE",
+        ))
+        .build();
+    p.write(".gitignore", ".agentloop/\n__pycache__/\n");
+    p.commit("ignore bytecode");
+    let r = p.run(&["run", "--no-wait", "--quiet"]);
+    let s = p.status();
+    assert_eq!(s["tasks"][0]["status"], "done", "{s:#}\n{}", r.stderr);
+    let log = std::fs::read_to_string(p.run_dir().join("iterations/0001/verify.log")).unwrap();
+    let from_bytecode = |module: &str| {
+        log.lines().any(|l| {
+            l.starts_with("# code object from '")
+                && l.contains(&format!("/__pycache__/{module}.cpython-"))
+        })
+    };
+    assert!(from_bytecode("u"), "u.py is unchanged:\n{log}");
+    assert!(!from_bytecode("m"), "m.py was changed:\n{log}");
+    assert!(
+        log.lines().any(|l| l.starts_with("# code object from ") && l.ends_with("/m.py")),
+        "{log}"
+    );
+}
+
 /// A clean copy that cannot be made (here: where the judges' copies go is a file) is
 /// made again once, then the checks run in the working tree and pass nothing there:
 /// the task is not done on what the agent left lying in its tree.

@@ -97,6 +97,7 @@ pub(super) fn task_completed(input: &TaskCompleted) -> Result<Option<String>, St
             &workdir,
             &agentloop_exec::sandbox::judge::GoCache::Fresh,
         ),
+        bytecode: Default::default(),
         tests: None,
     };
     let v = runner

@@ -524,6 +524,7 @@ impl Driver {
             jobs: self.config.verify.jobs_for(1),
             log: &log,
             wrap: self.check_wrap(&dir, &self.reports_dir(0)),
+            bytecode: self.bytecode(false),
             tests: None,
         };
         let interrupted = self.interrupted.clone();
