@@ -437,5 +437,4 @@ fn kept_in_step(
         false,
     );
     kept.copy().remove();
-}bytecode: Default::default(),
 }

@@ -86,7 +86,10 @@ fn keep_cache(
             continue;
         };
         if e.file_type().is_ok_and(|k| k.is_file()) {
-            by_source.entry(stem.to_string()).or_default().push(e.path());
+            by_source
+                .entry(stem.to_string())
+                .or_default()
+                .push(e.path());
         }
     }
     for (stem, pycs) in by_source {
@@ -115,7 +118,9 @@ fn keep_cache(
         let kept_cache = into.join("__pycache__");
         fs::create_dir_all(&kept_cache)?;
         for pyc in &pycs {
-            let Some(name) = pyc.file_name() else { continue };
+            let Some(name) = pyc.file_name() else {
+                continue;
+            };
             write_atomic(&kept_cache.join(name), &fs::read(pyc)?)?;
             *kept += 1;
         }
@@ -192,9 +197,12 @@ fn stage_cache(kept: &Path, copy: &Path, into: &Path, staged: &mut usize) -> io:
         let Some(stem) = source_stem(name) else {
             continue;
         };
-        let source = same
-            .entry(stem.to_string())
-            .or_insert_with(|| unchanged(&kept.join(format!("{stem}.py")), &copy.join(format!("{stem}.py"))));
+        let source = same.entry(stem.to_string()).or_insert_with(|| {
+            unchanged(
+                &kept.join(format!("{stem}.py")),
+                &copy.join(format!("{stem}.py")),
+            )
+        });
         let Some(meta) = source else { continue };
         let mut bytes = fs::read(e.path())?;
         // Bytecode checked by its source's time and size (flags 0): those of the

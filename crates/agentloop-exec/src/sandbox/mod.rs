@@ -13,10 +13,10 @@
 //! back by `denials.rs`.
 
 mod bridge;
+pub mod bytecode;
 mod denials;
 mod gitview;
 mod homes;
-pub mod bytecode;
 pub mod judge;
 mod near;
 mod net;

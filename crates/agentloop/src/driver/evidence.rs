@@ -203,7 +203,12 @@ impl Driver {
             jobs: self.config.verify.jobs_for(1),
             log,
             wrap: self.baseline_wrap(&dir, &reports),
-            bytecode: if dir != self.ws.root {
+            // What the baseline's checks compile in the clean copy of the tree the
+            // run was created on (no agent's work in it) is kept for later checks.
+            bytecode: if dir != self.ws.root
+                && tree.is_some()
+                && tree == self.state.tree_at_create.as_deref()
+            {
                 self.bytecode(true)
             } else {
                 Default::default()

@@ -276,7 +276,9 @@ fn bytecode_a_check_leaves_is_not_what_the_next_check_runs() {
 fn later_checks_run_the_baseline_s_bytecode_only_for_sources_left_as_they_were() {
     let check = "python3 -v -c \"import m, u, sys; sys.exit(0 if m.ok() else 1)\"";
     let p = Scratch::new()
-        .plan(&format!("# One\n\n## T1: Make m.ok() true\nVerify: {check}\n"))
+        .plan(&format!(
+            "# One\n\n## T1: Make m.ok() true\nVerify: {check}\n"
+        ))
         .file("m.py", "def ok():\n    return False\n")
         .file("u.py", "X = 1\n")
         .agent(&crate::support::agent(
@@ -298,7 +300,8 @@ fn later_checks_run_the_baseline_s_bytecode_only_for_sources_left_as_they_were()
     assert!(from_bytecode("u"), "u.py is unchanged:\n{log}");
     assert!(!from_bytecode("m"), "m.py was changed:\n{log}");
     assert!(
-        log.lines().any(|l| l.starts_with("# code object from ") && l.ends_with("/m.py")),
+        log.lines()
+            .any(|l| l.starts_with("# code object from ") && l.ends_with("/m.py")),
         "{log}"
     );
 }

@@ -24,15 +24,31 @@ fn hashed_pyc(body: &[u8]) -> Vec<u8> {
 /// rewritten by pytest, bytecode under `.git` and one without its source.
 fn compiled_copy(copy: &Path) {
     put(copy, "pkg/__init__.py", b"def same(x):\n    return x\n");
-    put(copy, "pkg/__pycache__/__init__.cpython-311.pyc", &timed_pyc(b"pkg"));
-    put(copy, "tests/test_a.py", b"import pkg\n\ndef test_a():\n    assert pkg.same(1) == 1\n");
+    put(
+        copy,
+        "pkg/__pycache__/__init__.cpython-311.pyc",
+        &timed_pyc(b"pkg"),
+    );
+    put(
+        copy,
+        "tests/test_a.py",
+        b"import pkg\n\ndef test_a():\n    assert pkg.same(1) == 1\n",
+    );
     put(
         copy,
         "tests/__pycache__/test_a.cpython-311-pytest-9.2.0.pyc",
         &hashed_pyc(b"test_a"),
     );
-    put(copy, "tests/__pycache__/gone.cpython-311.pyc", &timed_pyc(b"gone"));
-    put(copy, ".git/x/__pycache__/y.cpython-311.pyc", &timed_pyc(b"git"));
+    put(
+        copy,
+        "tests/__pycache__/gone.cpython-311.pyc",
+        &timed_pyc(b"gone"),
+    );
+    put(
+        copy,
+        ".git/x/__pycache__/y.cpython-311.pyc",
+        &timed_pyc(b"git"),
+    );
     put(copy, ".git/x/y.py", b"");
 }
 
@@ -56,7 +72,11 @@ fn staged(stage: &Path) -> Vec<String> {
 #[test]
 fn bytecode_goes_back_only_beside_the_very_sources_it_was_compiled_from() {
     let t = tempfile::tempdir().unwrap();
-    let (copy, seed, stage_at) = (t.path().join("c"), t.path().join("c.python"), t.path().join("s"));
+    let (copy, seed, stage_at) = (
+        t.path().join("c"),
+        t.path().join("c.python"),
+        t.path().join("s"),
+    );
     compiled_copy(&copy);
     assert_eq!(keep(&copy, &seed).unwrap(), 2);
     // The check after: its `__pycache__` gone, as a confined check starts.
@@ -78,23 +98,39 @@ fn bytecode_goes_back_only_beside_the_very_sources_it_was_compiled_from() {
     assert_eq!(&pyc[16..], b"pkg");
     // A hash-checked one is left as it is.
     let test_pyc = "tests/__pycache__/test_a.cpython-311-pytest-9.2.0.pyc";
-    assert_eq!(fs::read(stage_at.join(test_pyc)).unwrap(), hashed_pyc(b"test_a"));
+    assert_eq!(
+        fs::read(stage_at.join(test_pyc)).unwrap(),
+        hashed_pyc(b"test_a")
+    );
 
     // A source changed to the same size and time: its bytecode stays out.
     let old = fs::metadata(copy.join("tests/test_a.py")).unwrap();
-    put(&copy, "tests/test_a.py", b"import pkg\n\ndef test_a():\n    assert pkg.same(1) == 2\n");
-    let f = fs::File::options().write(true).open(copy.join("tests/test_a.py")).unwrap();
+    put(
+        &copy,
+        "tests/test_a.py",
+        b"import pkg\n\ndef test_a():\n    assert pkg.same(1) == 2\n",
+    );
+    let f = fs::File::options()
+        .write(true)
+        .open(copy.join("tests/test_a.py"))
+        .unwrap();
     f.set_modified(old.modified().unwrap()).unwrap();
     assert_eq!(stage(&seed, &copy, &stage_at).unwrap(), 1);
-    assert_eq!(staged(&stage_at), ["pkg/__pycache__/__init__.cpython-311.pyc"]);
+    assert_eq!(
+        staged(&stage_at),
+        ["pkg/__pycache__/__init__.cpython-311.pyc"]
+    );
 
     // A source that is a link to the same bytes, a directory that is a link, a
     // `__pycache__` that is a link: nothing goes there.
     let keep_bytes = fs::read(seed.join("tree/tests/test_a.py")).unwrap();
     put(t.path(), "elsewhere/test_a.py", &keep_bytes);
     fs::remove_file(copy.join("tests/test_a.py")).unwrap();
-    std::os::unix::fs::symlink(t.path().join("elsewhere/test_a.py"), copy.join("tests/test_a.py"))
-        .unwrap();
+    std::os::unix::fs::symlink(
+        t.path().join("elsewhere/test_a.py"),
+        copy.join("tests/test_a.py"),
+    )
+    .unwrap();
     fs::create_dir_all(copy.join("pkg/__pycache__")).unwrap();
     fs::remove_dir_all(copy.join("pkg/__pycache__")).unwrap();
     std::os::unix::fs::symlink(t.path().join("elsewhere"), copy.join("pkg/__pycache__")).unwrap();
@@ -110,7 +146,11 @@ fn bytecode_goes_back_only_beside_the_very_sources_it_was_compiled_from() {
 #[test]
 fn a_seed_stages_nothing_for_another_copy_or_a_source_a_kill_left_unwritten() {
     let t = tempfile::tempdir().unwrap();
-    let (copy, seed, stage_at) = (t.path().join("c"), t.path().join("c.python"), t.path().join("s"));
+    let (copy, seed, stage_at) = (
+        t.path().join("c"),
+        t.path().join("c.python"),
+        t.path().join("s"),
+    );
     compiled_copy(&copy);
     keep(&copy, &seed).unwrap();
     // Another copy of the same tree: pytest's modules keep the path they were
@@ -131,7 +171,11 @@ fn a_seed_stages_nothing_for_another_copy_or_a_source_a_kill_left_unwritten() {
 #[test]
 fn python_runs_the_staged_bytecode_of_a_source_it_still_holds() {
     let t = tempfile::tempdir().unwrap();
-    let (copy, seed, stage_at) = (t.path().join("c"), t.path().join("c.python"), t.path().join("s"));
+    let (copy, seed, stage_at) = (
+        t.path().join("c"),
+        t.path().join("c.python"),
+        t.path().join("s"),
+    );
     put(&copy, "m.py", b"X = 'source'\n");
     let python = |args: &[&str]| {
         let out = std::process::Command::new("python3")
@@ -148,15 +192,28 @@ fn python_runs_the_staged_bytecode_of_a_source_it_still_holds() {
     keep(&copy, &seed).unwrap();
     // The kept bytecode says something else than the source: the test can tell
     // which one ran.
-    let kept = fs::read_dir(seed.join("tree/__pycache__")).unwrap().next().unwrap().unwrap().path();
-    python(&["-c", &format!(
-        "import marshal; b = open({:?}, 'rb').read(); c = compile(\"X = 'kept'\", 'm.py', 'exec'); open({:?}, 'wb').write(b[:16] + marshal.dumps(c))",
-        kept.display().to_string(), kept.display().to_string())]);
+    let kept = fs::read_dir(seed.join("tree/__pycache__"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    python(&[
+        "-c",
+        &format!(
+            "import marshal; b = open({:?}, 'rb').read(); c = compile(\"X = 'kept'\", 'm.py', 'exec'); open({:?}, 'wb').write(b[:16] + marshal.dumps(c))",
+            kept.display().to_string(),
+            kept.display().to_string()
+        ),
+    ]);
     // The copy is written again (a later tree, the same bytes): a new time.
     fs::remove_dir_all(copy.join("__pycache__")).unwrap();
     fs::remove_file(copy.join("m.py")).unwrap();
     put(&copy, "m.py", b"X = 'source'\n");
-    let f = fs::File::options().write(true).open(copy.join("m.py")).unwrap();
+    let f = fs::File::options()
+        .write(true)
+        .open(copy.join("m.py"))
+        .unwrap();
     f.set_modified(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1 << 30))
         .unwrap();
     assert_eq!(stage(&seed, &copy, &stage_at).unwrap(), 1);
