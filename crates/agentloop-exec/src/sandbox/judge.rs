@@ -22,12 +22,10 @@ use agentloop_config::{ConfineChecks, SandboxConfig};
 use super::{Confinement, JUDGE_HOME, Unable, bind, files, home, probe, push};
 
 /// What a confined check runs first: the copy's `__pycache__` directories removed
-/// (not under `.git`), the bytecode staged for it put in their place when there is
-/// some ([`with_bytecode`]), then the check itself.
-const FORGET_BYTECODE: &str = "find . -name .git -prune -o -name __pycache__ -type d -prune -exec rm -rf {} + 2>/dev/null; [ ! -d /tmp/.py-seed ] || cp -R /tmp/.py-seed/. . 2>/dev/null; exec \"$@\"";
-
-/// Where bytecode staged for a check ([`with_bytecode`]) is seen inside it.
-const PY_SEED: &str = "/tmp/.py-seed";
+/// (not under `.git`; Python keeps a confined check's bytecode elsewhere,
+/// [`super::bytecode::PREFIX`], but an interpreter older than 3.8 or a pytest older
+/// than 6.1 looks there), then the check itself.
+const FORGET_BYTECODE: &str = "find . -name .git -prune -o -name __pycache__ -type d -prune -exec rm -rf {} + 2>/dev/null; exec \"$@\"";
 
 /// Where a confined check's Go build cache comes from. Never one an earlier check
 /// wrote: its code could have left forged entries there for the next check.
@@ -180,26 +178,25 @@ pub fn wrap(
     confine(cfg, root, workdir, reports, go).prefix
 }
 
-/// A check's confinement (`prefix`, as [`wrap`] gives it) that puts the bytecode in
-/// `stage` ([`super::bytecode::stage`], made for this check just before) in its copy
-/// after the copy's own is gone. Bound last, over the fresh `/tmp`, read-only.
-pub fn with_bytecode(prefix: &[std::ffi::OsString], stage: &Path) -> Vec<std::ffi::OsString> {
+/// A check's confinement (`prefix`, as [`wrap`] gives it) with `dir` as the place
+/// Python keeps its bytecode ([`super::bytecode::PREFIX`]), bound last, over the fresh
+/// `/tmp`: holding the bytecode staged for it ([`super::bytecode::stage`], made just
+/// before and made again before the next check, so what the check writes there reaches
+/// no other); or, `keeps`, empty for a baseline's check to write what it compiles,
+/// whatever `PYTHONDONTWRITEBYTECODE` says, to be kept ([`super::bytecode::keep`]).
+pub fn with_bytecode(
+    prefix: &[std::ffi::OsString],
+    dir: &Path,
+    keeps: bool,
+) -> Vec<std::ffi::OsString> {
     let mut out = prefix.to_vec();
     if let Some(end) = options_end(&out) {
-        let bind = ["--ro-bind".into(), stage.into(), PY_SEED.into()];
-        out.splice(end..end, bind);
-    }
-    out
-}
-
-/// A check's confinement (`prefix`, as [`wrap`] gives it) in which Python writes the
-/// bytecode it compiles, whatever `PYTHONDONTWRITEBYTECODE` says: a baseline's check,
-/// whose bytecode is kept ([`super::bytecode::keep`]).
-pub fn writing_bytecode(prefix: &[std::ffi::OsString]) -> Vec<std::ffi::OsString> {
-    let mut out = prefix.to_vec();
-    if let Some(end) = options_end(&out) {
-        let unset = ["--unsetenv".into(), "PYTHONDONTWRITEBYTECODE".into()];
-        out.splice(end..end, unset);
+        let mut more: Vec<std::ffi::OsString> =
+            vec!["--bind".into(), dir.into(), super::bytecode::PREFIX.into()];
+        if keeps {
+            more.extend(["--unsetenv".into(), "PYTHONDONTWRITEBYTECODE".into()]);
+        }
+        out.splice(end..end, more);
     }
     out
 }

@@ -105,10 +105,11 @@ impl Runner<'_> {
             if tracing.is_none() && !trace.is_empty() {
                 trace_incomplete = Some("inotify is not available".to_string());
             }
+            let started = std::time::SystemTime::now();
             let f = self.spawn(&inv.command, Some(&inv), &mut should_stop)?;
             let traced = tracing.map(Trace::finish).unwrap_or_default();
             if !f.killed {
-                self.keep_bytecode();
+                self.keep_bytecode(started);
             }
             if let Some(why) = traced.incomplete {
                 trace_incomplete.get_or_insert(why);

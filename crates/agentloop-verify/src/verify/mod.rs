@@ -18,6 +18,7 @@ mod parts;
 mod report;
 mod rerun;
 mod since;
+mod staged;
 mod written;
 
 pub use baseline::BaselineCache;
@@ -35,7 +36,6 @@ use agentloop_evidence::{
     ReportAt,
 };
 use agentloop_exec::sandbox::bytecode::{self, Bytecode};
-use agentloop_exec::sandbox::judge;
 use agentloop_exec::supervise::{self, Finished, Spec};
 use agentloop_ground::failure::{fingerprint, last_lines};
 use agentloop_journal::{CommandResult, VerifyFinished};
@@ -465,10 +465,17 @@ impl Runner<'_> {
         spec.log_append = true;
         spec.wrap = self.wrap_staged();
         spec.env.extend(judged_tree_env(self.workdir));
-        // Python's bytecode beside the copy's sources, never in a cache an earlier
-        // run filled (`PYTHONPYCACHEPREFIX`; empty is unset to Python): a module found
-        // compiled there is not opened, and the baseline's trace would miss it.
-        spec.env.push(("PYTHONPYCACHEPREFIX".into(), "".into()));
+        // Python's bytecode never in a cache an earlier run filled (a module found
+        // compiled there is not opened, and the baseline's trace would miss it): a
+        // confined check's in its own `/tmp` (what was staged for it), an unconfined
+        // one's beside the copy's sources (`PYTHONPYCACHEPREFIX` empty is unset to
+        // Python).
+        let prefix = if self.wrap.is_empty() {
+            ""
+        } else {
+            bytecode::PREFIX
+        };
+        spec.env.push(("PYTHONPYCACHEPREFIX".into(), prefix.into()));
         if let Some(i) = inv {
             spec.env.push((
                 evidence::runner::REPORT_VAR.into(),
@@ -484,39 +491,6 @@ impl Runner<'_> {
             }
         }
         supervise::run(spec, should_stop)
-    }
-
-    /// The check's confinement, with the baseline's bytecode staged for it where the
-    /// run keeps some and the copy still holds its sources: staged here, just before
-    /// the check starts, or not at all (a stage made for an earlier check is never
-    /// bound). A baseline's check writes the bytecode it compiles, to be kept.
-    fn wrap_staged(&self) -> Vec<std::ffi::OsString> {
-        if self.wrap.is_empty() {
-            return Vec::new();
-        }
-        match &self.bytecode {
-            Bytecode::From(seed) => {
-                let mut at = seed.clone().into_os_string();
-                at.push(".stage");
-                let at = PathBuf::from(at);
-                if matches!(bytecode::stage(seed, self.workdir, &at), Ok(n) if n > 0) {
-                    return judge::with_bytecode(&self.wrap, &at);
-                }
-                self.wrap.clone()
-            }
-            Bytecode::Keeps(_) => judge::writing_bytecode(&self.wrap),
-            Bytecode::Compiled => self.wrap.clone(),
-        }
-    }
-
-    /// After a check of the baseline's: what it compiled kept for the run's later
-    /// checks. Only a confined one's, which started with no bytecode in the copy.
-    fn keep_bytecode(&self) {
-        if let Bytecode::Keeps(seed) = &self.bytecode
-            && !self.wrap.is_empty()
-        {
-            let _ = bytecode::keep(self.workdir, seed);
-        }
     }
 
     fn status_words(&self, f: &Finished) -> String {

@@ -293,8 +293,8 @@ fn later_checks_run_the_baseline_s_bytecode_only_for_sources_left_as_they_were()
     let log = std::fs::read_to_string(p.run_dir().join("iterations/0001/verify.log")).unwrap();
     let from_bytecode = |module: &str| {
         log.lines().any(|l| {
-            l.starts_with("# code object from '")
-                && l.contains(&format!("/__pycache__/{module}.cpython-"))
+            l.starts_with("# code object from '/tmp/.pycache/")
+                && l.contains(&format!("/{module}.cpython-"))
         })
     };
     assert!(from_bytecode("u"), "u.py is unchanged:\n{log}");
@@ -304,6 +304,41 @@ fn later_checks_run_the_baseline_s_bytecode_only_for_sources_left_as_they_were()
             .any(|l| l.starts_with("# code object from ") && l.ends_with("/m.py")),
         "{log}"
     );
+}
+
+/// The stop-76 attack: bytecode kept for `m.v2.py` named as if it could be `m.py`'s
+/// too (`m.v2.cpython-311.pyc`) was staged when `m.py` was unchanged, its time and size
+/// set to `m.py`'s; the agent's `m.v2.py`, padded to `m.py`'s size, sets both files'
+/// times when imported, so at the next refresh both are written in the same second
+/// and Python took the baseline's bytecode for the agent's source. A name that fits
+/// two sources is the bytecode of neither now: the check runs what `m.v2.py` says.
+#[test]
+fn bytecode_whose_name_fits_two_sources_is_not_what_a_check_runs() {
+    let load = "import importlib.util as u, sys\ns = u.spec_from_file_location('v2', 'm.v2.py')\nm = u.module_from_spec(s)\ns.loader.exec_module(m)\nsys.exit(0 if m.ok() else 1)\n";
+    let m_py = format!("# {}\n", "x".repeat(200));
+    let head = "import os\nfor f in ('m.py', 'm.v2.py'):\n    os.utime(f, (1000000000, 1000000000))\ndef ok():\n    return False\n#";
+    let broken = format!("{head}{}\n", "p".repeat(m_py.len() - head.len() - 1));
+    assert_eq!(broken.len(), m_py.len());
+    let p = Scratch::new()
+        .plan("# One\n\n## T1: Make a.txt\nVerify: python3 load.py && test -f a.txt\n")
+        .file("load.py", load)
+        .file("m.py", &m_py)
+        .file("m.v2.py", "def ok():\n    return True\n")
+        .agent(&crate::support::agent(&format!(
+            "sleep 1.2; touch a.txt; cat > m.v2.py <<'PYEOF'\n{broken}PYEOF\necho TASK_COMPLETE"
+        )))
+        .config("\n[budgets]\ntask_retries = 1\n")
+        .build();
+    p.write(".gitignore", ".agentloop/\n__pycache__/\n");
+    p.commit("ignore bytecode");
+    let r = p.run(&["run", "--no-wait", "--quiet"]);
+    let s = p.status();
+    assert!(
+        std::fs::read_to_string(p.path().join("m.v2.py"))
+            .unwrap()
+            .contains("return False")
+    );
+    assert_ne!(s["tasks"][0]["status"], "done", "{s:#}\n{}", r.stderr);
 }
 
 /// A clean copy that cannot be made (here: where the judges' copies go is a file) is

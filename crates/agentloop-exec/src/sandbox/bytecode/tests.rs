@@ -1,3 +1,5 @@
+use std::time::{Duration, SystemTime};
+
 use super::*;
 
 fn put(root: &Path, rel: &str, bytes: &[u8]) {
@@ -20,40 +22,54 @@ fn hashed_pyc(body: &[u8]) -> Vec<u8> {
     b
 }
 
-/// A copy as the baseline's check left it: two modules compiled, a test module
-/// rewritten by pytest, bytecode under `.git` and one without its source.
-fn compiled_copy(copy: &Path) {
+/// Where a check in `copy` wrote the bytecode of its `rel` directory (under
+/// [`fresh`]).
+fn written(seed: &Path, copy: &Path, rel: &str) -> PathBuf {
+    seed.join("compiled")
+        .join(copy.strip_prefix("/").unwrap())
+        .join(rel)
+}
+
+/// Where the bytecode of the copy's `rel` directory is staged.
+fn staged_at(stage_at: &Path, copy: &Path, rel: &str) -> PathBuf {
+    stage_at.join(copy.strip_prefix("/").unwrap()).join(rel)
+}
+
+/// A while before now: sources older than the check.
+fn before() -> SystemTime {
+    SystemTime::now() + Duration::from_secs(1)
+}
+
+/// A copy as a baseline's check left it: two modules compiled, a test module
+/// rewritten by pytest, bytecode of a source that is not there.
+fn compiled_copy(copy: &Path, seed: &Path) {
     put(copy, "pkg/__init__.py", b"def same(x):\n    return x\n");
-    put(
-        copy,
-        "pkg/__pycache__/__init__.cpython-311.pyc",
-        &timed_pyc(b"pkg"),
-    );
     put(
         copy,
         "tests/test_a.py",
         b"import pkg\n\ndef test_a():\n    assert pkg.same(1) == 1\n",
     );
+    fresh(seed).unwrap();
     put(
-        copy,
-        "tests/__pycache__/test_a.cpython-311-pytest-9.2.0.pyc",
+        &written(seed, copy, "pkg"),
+        "__init__.cpython-311.pyc",
+        &timed_pyc(b"pkg"),
+    );
+    put(
+        &written(seed, copy, "tests"),
+        "test_a.cpython-311-pytest-9.2.0.pyc",
         &hashed_pyc(b"test_a"),
     );
     put(
-        copy,
-        "tests/__pycache__/gone.cpython-311.pyc",
+        &written(seed, copy, "tests"),
+        "gone.cpython-311.pyc",
         &timed_pyc(b"gone"),
     );
-    put(
-        copy,
-        ".git/x/__pycache__/y.cpython-311.pyc",
-        &timed_pyc(b"git"),
-    );
-    put(copy, ".git/x/y.py", b"");
 }
 
-/// The staged files, relative to `stage`.
-fn staged(stage: &Path) -> Vec<String> {
+/// The staged files, relative to the copy's place in `stage`.
+fn staged(stage_at: &Path, copy: &Path) -> Vec<String> {
+    let base = staged_at(stage_at, copy, "");
     let mut out = Vec::new();
     fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
         for e in fs::read_dir(dir).into_iter().flatten().flatten() {
@@ -64,44 +80,40 @@ fn staged(stage: &Path) -> Vec<String> {
             }
         }
     }
-    walk(stage, stage, &mut out);
+    walk(&base, &base, &mut out);
     out.sort();
     out
 }
 
+fn places() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
+    let t = tempfile::tempdir().unwrap();
+    let copy = t.path().join("c");
+    let seed = t.path().join("c.python");
+    let stage_at = t.path().join("c.python.stage");
+    (t, copy, seed, stage_at)
+}
+
 #[test]
 fn bytecode_goes_back_only_beside_the_very_sources_it_was_compiled_from() {
-    let t = tempfile::tempdir().unwrap();
-    let (copy, seed, stage_at) = (
-        t.path().join("c"),
-        t.path().join("c.python"),
-        t.path().join("s"),
-    );
-    compiled_copy(&copy);
-    assert_eq!(keep(&copy, &seed).unwrap(), 2);
-    // The check after: its `__pycache__` gone, as a confined check starts.
-    fs::remove_dir_all(copy.join("pkg/__pycache__")).unwrap();
-    fs::remove_dir_all(copy.join("tests/__pycache__")).unwrap();
+    let (t, copy, seed, stage_at) = places();
+    compiled_copy(&copy, &seed);
+    assert_eq!(keep(&copy, &seed, before()).unwrap(), 2);
+    assert!(!seed.join("compiled").exists());
     assert_eq!(stage(&seed, &copy, &stage_at).unwrap(), 2);
+    let test_pyc = "tests/test_a.cpython-311-pytest-9.2.0.pyc";
     assert_eq!(
-        staged(&stage_at),
-        [
-            "pkg/__pycache__/__init__.cpython-311.pyc",
-            "tests/__pycache__/test_a.cpython-311-pytest-9.2.0.pyc"
-        ]
+        staged(&stage_at, &copy),
+        ["pkg/__init__.cpython-311.pyc", test_pyc]
     );
     // A header checked by time and size carries the copy's source's.
     let source = fs::metadata(copy.join("pkg/__init__.py")).unwrap();
-    let pyc = fs::read(stage_at.join("pkg/__pycache__/__init__.cpython-311.pyc")).unwrap();
+    let pyc = fs::read(staged_at(&stage_at, &copy, "pkg/__init__.cpython-311.pyc")).unwrap();
     assert_eq!(pyc[8..12], (source.mtime() as u32).to_le_bytes());
     assert_eq!(pyc[12..16], (source.len() as u32).to_le_bytes());
     assert_eq!(&pyc[16..], b"pkg");
     // A hash-checked one is left as it is.
-    let test_pyc = "tests/__pycache__/test_a.cpython-311-pytest-9.2.0.pyc";
-    assert_eq!(
-        fs::read(stage_at.join(test_pyc)).unwrap(),
-        hashed_pyc(b"test_a")
-    );
+    let kept = fs::read(staged_at(&stage_at, &copy, test_pyc)).unwrap();
+    assert_eq!(kept, hashed_pyc(b"test_a"));
 
     // A source changed to the same size and time: its bytecode stays out.
     let old = fs::metadata(copy.join("tests/test_a.py")).unwrap();
@@ -116,53 +128,132 @@ fn bytecode_goes_back_only_beside_the_very_sources_it_was_compiled_from() {
         .unwrap();
     f.set_modified(old.modified().unwrap()).unwrap();
     assert_eq!(stage(&seed, &copy, &stage_at).unwrap(), 1);
-    assert_eq!(
-        staged(&stage_at),
-        ["pkg/__pycache__/__init__.cpython-311.pyc"]
-    );
+    assert_eq!(staged(&stage_at, &copy), ["pkg/__init__.cpython-311.pyc"]);
 
-    // A source that is a link to the same bytes, a directory that is a link, a
-    // `__pycache__` that is a link: nothing goes there.
-    let keep_bytes = fs::read(seed.join("tree/tests/test_a.py")).unwrap();
-    put(t.path(), "elsewhere/test_a.py", &keep_bytes);
+    // A source that is a link to the same bytes, a directory that is a link: nothing
+    // goes there.
+    put(
+        t.path(),
+        "elsewhere/test_a.py",
+        b"import pkg\n\ndef test_a():\n    assert pkg.same(1) == 1\n",
+    );
     fs::remove_file(copy.join("tests/test_a.py")).unwrap();
     std::os::unix::fs::symlink(
         t.path().join("elsewhere/test_a.py"),
         copy.join("tests/test_a.py"),
     )
     .unwrap();
-    fs::create_dir_all(copy.join("pkg/__pycache__")).unwrap();
-    fs::remove_dir_all(copy.join("pkg/__pycache__")).unwrap();
-    std::os::unix::fs::symlink(t.path().join("elsewhere"), copy.join("pkg/__pycache__")).unwrap();
-    assert_eq!(stage(&seed, &copy, &stage_at).unwrap(), 0);
-    fs::remove_file(copy.join("pkg/__pycache__")).unwrap();
     let moved = t.path().join("pkg-real");
     fs::rename(copy.join("pkg"), &moved).unwrap();
     std::os::unix::fs::symlink(&moved, copy.join("pkg")).unwrap();
     assert_eq!(stage(&seed, &copy, &stage_at).unwrap(), 0);
-    assert!(staged(&stage_at).is_empty());
+    assert!(staged(&stage_at, &copy).is_empty());
 }
 
 #[test]
-fn a_seed_stages_nothing_for_another_copy_or_a_source_a_kill_left_unwritten() {
-    let t = tempfile::tempdir().unwrap();
-    let (copy, seed, stage_at) = (
-        t.path().join("c"),
-        t.path().join("c.python"),
-        t.path().join("s"),
+fn a_name_that_fits_several_sources_is_the_bytecode_of_none() {
+    let (_t, copy, seed, stage_at) = places();
+    // `m.v2.py` alone: its bytecode is its own.
+    put(&copy, "m.v2.py", b"X = 'v2'\n");
+    fresh(&seed).unwrap();
+    put(
+        &written(&seed, &copy, ""),
+        "m.v2.cpython-311.pyc",
+        &timed_pyc(b"v2"),
     );
-    compiled_copy(&copy);
-    keep(&copy, &seed).unwrap();
+    assert_eq!(keep(&copy, &seed, before()).unwrap(), 1);
+    assert_eq!(stage(&seed, &copy, &stage_at).unwrap(), 1);
+    // With `m.py` beside it, the name fits both: staged for neither, whatever bytes
+    // `m.py` holds.
+    put(&copy, "m.py", b"X = 'v2'\n");
+    assert_eq!(stage(&seed, &copy, &stage_at).unwrap(), 0);
+    // Nor kept.
+    fresh(&seed).unwrap();
+    put(
+        &written(&seed, &copy, ""),
+        "m.v2.cpython-311.pyc",
+        &timed_pyc(b"v2"),
+    );
+    put(
+        &written(&seed, &copy, ""),
+        "m.cpython-311.pyc",
+        &timed_pyc(b"m"),
+    );
+    assert_eq!(keep(&copy, &seed, before()).unwrap(), 1);
+    // `m.v2.py` gone: the name fits `m.py` alone, but was kept for `m.v2.py`.
+    fs::remove_file(copy.join("m.v2.py")).unwrap();
+    assert_eq!(stage(&seed, &copy, &stage_at).unwrap(), 1);
+    assert_eq!(staged(&stage_at, &copy), ["m.cpython-311.pyc"]);
+}
+
+#[test]
+fn bytecode_a_later_keep_leaves_is_staged_only_for_the_source_it_was_compiled_from() {
+    let (_t, copy, seed, stage_at) = places();
+    put(&copy, "g.py", b"X = 1\n");
+    fresh(&seed).unwrap();
+    put(
+        &written(&seed, &copy, ""),
+        "g.cpython-311.pyc",
+        &timed_pyc(b"one"),
+    );
+    keep(&copy, &seed, before()).unwrap();
+    // A later check of the baseline's generated `g.py` again, and compiled it under
+    // another name only.
+    put(&copy, "g.py", b"X = 2\n");
+    fresh(&seed).unwrap();
+    put(
+        &written(&seed, &copy, ""),
+        "g.cpython-311-pytest-9.2.0.pyc",
+        &hashed_pyc(b"two"),
+    );
+    keep(&copy, &seed, before()).unwrap();
+    assert_eq!(stage(&seed, &copy, &stage_at).unwrap(), 1);
+    assert_eq!(staged(&stage_at, &copy), ["g.cpython-311-pytest-9.2.0.pyc"]);
+}
+
+#[test]
+fn a_source_changed_while_the_check_ran_is_not_kept() {
+    let (_t, copy, seed, stage_at) = places();
+    let since = SystemTime::now() - Duration::from_secs(5);
+    put(&copy, "gen.py", b"X = 'generated'\n");
+    put(&copy, "old.py", b"X = 'old'\n");
+    let f = fs::File::options()
+        .write(true)
+        .open(copy.join("old.py"))
+        .unwrap();
+    f.set_modified(since - Duration::from_secs(60)).unwrap();
+    fresh(&seed).unwrap();
+    put(
+        &written(&seed, &copy, ""),
+        "gen.cpython-311.pyc",
+        &timed_pyc(b"gen"),
+    );
+    put(
+        &written(&seed, &copy, ""),
+        "old.cpython-311.pyc",
+        &timed_pyc(b"old"),
+    );
+    assert_eq!(keep(&copy, &seed, since).unwrap(), 1);
+    assert_eq!(stage(&seed, &copy, &stage_at).unwrap(), 1);
+    assert_eq!(staged(&stage_at, &copy), ["old.cpython-311.pyc"]);
+}
+
+#[test]
+fn a_seed_stages_nothing_for_another_copy_or_a_record_a_kill_left_unwritten() {
+    let (t, copy, seed, stage_at) = places();
+    compiled_copy(&copy, &seed);
+    keep(&copy, &seed, before()).unwrap();
     // Another copy of the same tree: pytest's modules keep the path they were
     // compiled at.
     let other = t.path().join("d");
-    compiled_copy(&other);
+    put(&other, "pkg/__init__.py", b"def same(x):\n    return x\n");
     assert_eq!(stage(&seed, &other, &stage_at).unwrap(), 0);
-    // Killed after a module's bytecode was kept and before its source was: the
-    // bytecode is not put back; keeping again mends it.
-    fs::remove_file(seed.join("tree/pkg/__init__.py")).unwrap();
+    // Killed after a file's bytecode was kept and before its record was: not staged;
+    // keeping again mends it.
+    fs::remove_file(seed.join("tree/pkg/__init__.cpython-311.pyc.source")).unwrap();
     assert_eq!(stage(&seed, &copy, &stage_at).unwrap(), 1);
-    keep(&copy, &seed).unwrap();
+    compiled_copy(&copy, &seed);
+    keep(&copy, &seed, before()).unwrap();
     assert_eq!(stage(&seed, &copy, &stage_at).unwrap(), 2);
     // No seed at all: nothing, and no error.
     assert_eq!(stage(&t.path().join("none"), &copy, &stage_at).unwrap(), 0);
@@ -170,70 +261,82 @@ fn a_seed_stages_nothing_for_another_copy_or_a_source_a_kill_left_unwritten() {
 
 #[test]
 fn python_runs_the_staged_bytecode_of_a_source_it_still_holds() {
-    let t = tempfile::tempdir().unwrap();
-    let (copy, seed, stage_at) = (
-        t.path().join("c"),
-        t.path().join("c.python"),
-        t.path().join("s"),
-    );
+    let (_t, copy, seed, stage_at) = places();
     put(&copy, "m.py", b"X = 'source'\n");
-    let python = |args: &[&str]| {
+    let python = |prefix: &Path, args: &[&str]| {
         let out = std::process::Command::new("python3")
             .args(args)
             .current_dir(&copy)
             .env_remove("PYTHONDONTWRITEBYTECODE")
-            .env_remove("PYTHONPYCACHEPREFIX")
+            .env("PYTHONPYCACHEPREFIX", prefix)
             .output()
             .expect("python3 runs");
         assert!(out.status.success(), "{out:?}");
         String::from_utf8(out.stdout).unwrap()
     };
-    python(&["-c", "import m"]);
-    keep(&copy, &seed).unwrap();
+    let at = fresh(&seed).unwrap();
+    python(&at, &["-c", "import m"]);
+    keep(&copy, &seed, before()).unwrap();
     // The kept bytecode says something else than the source: the test can tell
     // which one ran.
-    let kept = fs::read_dir(seed.join("tree/__pycache__"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    python(&[
-        "-c",
-        &format!(
-            "import marshal; b = open({:?}, 'rb').read(); c = compile(\"X = 'kept'\", 'm.py', 'exec'); open({:?}, 'wb').write(b[:16] + marshal.dumps(c))",
-            kept.display().to_string(),
-            kept.display().to_string()
-        ),
-    ]);
-    // The copy is written again (a later tree, the same bytes): a new time.
-    fs::remove_dir_all(copy.join("__pycache__")).unwrap();
+    let kept = seed.join("tree/m.cpython-311.pyc");
+    let kept = kept.display().to_string();
+    python(
+        &at,
+        &[
+            "-c",
+            &format!(
+                "import marshal; b = open({kept:?}, 'rb').read(); c = compile(\"X = 'kept'\", 'm.py', 'exec'); open({kept:?}, 'wb').write(b[:16] + marshal.dumps(c))"
+            ),
+        ],
+    );
+    // The copy is written again (a later tree, the same bytes): another time.
     fs::remove_file(copy.join("m.py")).unwrap();
     put(&copy, "m.py", b"X = 'source'\n");
     let f = fs::File::options()
         .write(true)
         .open(copy.join("m.py"))
         .unwrap();
-    f.set_modified(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1 << 30))
+    f.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(1 << 30))
         .unwrap();
     assert_eq!(stage(&seed, &copy, &stage_at).unwrap(), 1);
-    copy_tree(&stage_at, &copy);
-    assert_eq!(python(&["-c", "import m; print(m.X)"]), "kept\n");
+    assert_eq!(python(&stage_at, &["-c", "import m; print(m.X)"]), "kept\n");
     // A source of other bytes: compiled from the source.
-    fs::remove_dir_all(copy.join("__pycache__")).unwrap();
     put(&copy, "m.py", b"X = 'source2'\n");
     assert_eq!(stage(&seed, &copy, &stage_at).unwrap(), 0);
-    assert_eq!(python(&["-c", "import m; print(m.X)"]), "source2\n");
+    assert_eq!(
+        python(&stage_at, &["-c", "import m; print(m.X)"]),
+        "source2\n"
+    );
 }
 
-fn copy_tree(from: &Path, to: &Path) {
-    for e in fs::read_dir(from).unwrap().flatten() {
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            fs::create_dir_all(&dest).unwrap();
-            copy_tree(&e.path(), &dest);
-        } else {
-            fs::copy(e.path(), dest).unwrap();
-        }
-    }
+/// An earlier check's code can leave bytecode in the copy's `__pycache__` where the
+/// step that removes it fails (a directory it made read-only, for a user who is not
+/// root): Python, told its bytecode's place ([`PREFIX`] in a check), never reads it.
+#[test]
+fn python_reads_no_bytecode_beside_the_sources_when_told_its_place() {
+    let (t, copy, _seed, _stage) = places();
+    put(&copy, "m.py", b"X = 'source'\n");
+    let forge = "import importlib.util as u, marshal, os; st = os.stat('m.py'); \
+         h = u.MAGIC_NUMBER + bytes(4) + (int(st.st_mtime) & 0xFFFFFFFF).to_bytes(4, 'little') + (st.st_size & 0xFFFFFFFF).to_bytes(4, 'little'); \
+         os.makedirs('__pycache__', exist_ok=True); \
+         open('__pycache__/m.' + __import__('sys').implementation.cache_tag + '.pyc', 'wb').write(h + marshal.dumps(compile(\"X = 'forged'\", 'm.py', 'exec')))";
+    let python = |prefix: Option<&Path>, code: &str| {
+        let mut c = std::process::Command::new("python3");
+        c.args(["-c", code])
+            .current_dir(&copy)
+            .env_remove("PYTHONDONTWRITEBYTECODE");
+        match prefix {
+            Some(p) => c.env("PYTHONPYCACHEPREFIX", p),
+            None => c.env_remove("PYTHONPYCACHEPREFIX"),
+        };
+        let out = c.output().expect("python3 runs");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    python(None, forge);
+    // Where Python looks beside the sources, the forged bytecode is what runs.
+    assert_eq!(python(None, "import m; print(m.X)"), "forged\n");
+    let place = t.path().join("place");
+    assert_eq!(python(Some(&place), "import m; print(m.X)"), "source\n");
 }

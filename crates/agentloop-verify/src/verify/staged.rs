@@ -1,0 +1,48 @@
+//! Where a confined check's Python bytecode comes from (`exec::sandbox::bytecode`):
+//! staged from the baseline's before each check, kept after each of the baseline's.
+
+use std::path::PathBuf;
+
+use agentloop_exec::sandbox::bytecode::{self, Bytecode};
+use agentloop_exec::sandbox::judge;
+
+use super::Runner;
+
+impl Runner<'_> {
+    /// The check's confinement, with the place Python keeps its bytecode bound in it
+    /// (`exec::sandbox::bytecode`): the baseline's bytecode staged for it, here, just
+    /// before the check starts, where the run keeps some and the copy still holds its
+    /// sources (a stage made for an earlier check is never bound); for a baseline's
+    /// check, an empty place whose bytecode is kept after it ([`Self::keep_bytecode`]).
+    pub(super) fn wrap_staged(&self) -> Vec<std::ffi::OsString> {
+        if self.wrap.is_empty() {
+            return Vec::new();
+        }
+        match &self.bytecode {
+            Bytecode::From(seed) => {
+                let mut at = seed.clone().into_os_string();
+                at.push(".stage");
+                let at = PathBuf::from(at);
+                match bytecode::stage(seed, self.workdir, &at) {
+                    Ok(n) if n > 0 => judge::with_bytecode(&self.wrap, &at, false),
+                    _ => self.wrap.clone(),
+                }
+            }
+            Bytecode::Keeps(seed) => match bytecode::fresh(seed) {
+                Ok(at) => judge::with_bytecode(&self.wrap, &at, true),
+                Err(_) => self.wrap.clone(),
+            },
+            Bytecode::Compiled => self.wrap.clone(),
+        }
+    }
+
+    /// After a check of the baseline's that started at `since`: what it compiled kept
+    /// for the run's later checks.
+    pub(super) fn keep_bytecode(&self, since: std::time::SystemTime) {
+        if let Bytecode::Keeps(seed) = &self.bytecode
+            && !self.wrap.is_empty()
+        {
+            let _ = bytecode::keep(self.workdir, seed, since);
+        }
+    }
+}
