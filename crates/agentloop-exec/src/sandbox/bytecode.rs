@@ -3,13 +3,14 @@
 //! beside the copy, each file with the digest of the source it was compiled from, and
 //! staged before each later check for the sources whose bytes still have that digest.
 //!
-//! A confined check keeps its bytecode out of the copy: `PYTHONPYCACHEPREFIX` names
-//! [`PREFIX`] in its own `/tmp` (Python 3.8 and later, pytest 6.1 and later, look only
-//! there), empty but for what was staged for it; the copy's `__pycache__`, which an
-//! earlier check's code could have filled, is never read (and is removed all the same
-//! for the interpreters that ignore the prefix). Without a seed every check compiled
+//! A confined check starts with the copy's `__pycache__` gone (an earlier check's
+//! code could have left bytecode that is not its source's; a directory it made
+//! read-only is made writable first, and a check whose copy still has one does not
+//! run), then what was staged for it copied in. Without a seed every check compiled
 //! every module again, pytest's rewritten test modules too: 25 s against 10 s for a
-//! plain run of a 20,000-test suite (docs/PERFORMANCE.md).
+//! plain run of a 20,000-test suite (docs/PERFORMANCE.md). (`PYTHONPYCACHEPREFIX`
+//! would keep the bytecode out of the copy, but Python then compiles the standard
+//! library and every package again too, each check: half a second for pytest alone.)
 //!
 //! What lets a kept file in is agentloop's own SHA-256 of the source's bytes, never
 //! the interpreter's test of a time and a size (a check's code can set a file's time)
@@ -28,10 +29,6 @@ use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
 
-/// Where a confined check's Python keeps its bytecode (`PYTHONPYCACHEPREFIX`), in the
-/// check's own `/tmp`.
-pub const PREFIX: &str = "/tmp/.pycache";
-
 /// The most bytes of bytecode a seed keeps.
 const MOST_KEPT: u64 = 512 << 20;
 
@@ -48,74 +45,70 @@ pub enum Bytecode {
     From(PathBuf),
 }
 
-/// Where a check that [`Bytecode::Keeps`] writes its bytecode (bound at [`PREFIX`]),
-/// emptied for it.
-pub fn fresh(seed: &Path) -> io::Result<PathBuf> {
-    let at = seed.join("compiled");
-    remove(&at)?;
-    fs::create_dir_all(&at)?;
-    Ok(at)
-}
-
-/// Keeps in `seed` the bytecode a check in `copy` wrote under [`fresh`], each file
-/// with the digest and name of its source, as the copy holds it now; a source changed
-/// since `since` (while the check ran) is left out. What the seed held before stays
-/// unless replaced. Returns how many files were kept.
+/// Keeps in `seed` the bytecode a check found in the `__pycache__` directories of
+/// `copy` (not under `.git`, not through a link), each file with the digest and name
+/// of its source as the copy holds it now; a source changed since `since` (while the
+/// check ran) is left out. What the seed held before stays unless replaced. Returns
+/// how many files were kept.
 pub fn keep(copy: &Path, seed: &Path, since: SystemTime) -> io::Result<usize> {
-    let compiled = seed.join("compiled");
     let tree = seed.join("tree");
     fs::create_dir_all(&tree)?;
     write_atomic(&seed.join("from"), copy.as_os_str().as_encoded_bytes())?;
     let mut budget = MOST_KEPT;
     let mut kept = 0;
-    let written = compiled.join(copy.strip_prefix("/").unwrap_or(copy));
-    keep_dir(&written, copy, &tree, since, &mut budget, &mut kept)?;
-    remove(&compiled)?;
+    keep_dir(copy, &tree, since, &mut budget, &mut kept)?;
     Ok(kept)
 }
 
 fn keep_dir(
-    written: &Path,
-    copy: &Path,
+    dir: &Path,
     into: &Path,
     since: SystemTime,
     budget: &mut u64,
     kept: &mut usize,
 ) -> io::Result<()> {
-    let Ok(entries) = fs::read_dir(written) else {
+    let Ok(entries) = fs::read_dir(dir) else {
         return Ok(());
     };
-    if !real_dir(copy) {
-        return Ok(());
-    }
-    let sources = sources(copy);
-    let mut digests: BTreeMap<String, Option<[u8; 32]>> = BTreeMap::new();
     for e in entries.flatten() {
-        let name = e.file_name();
         let Ok(kind) = e.file_type() else { continue };
-        if kind.is_dir() {
-            keep_dir(
-                &e.path(),
-                &copy.join(&name),
-                &into.join(&name),
-                since,
-                budget,
-                kept,
-            )?;
+        if !kind.is_dir() || e.file_name() == ".git" {
             continue;
         }
+        if e.file_name() == "__pycache__" {
+            keep_cache(dir, into, since, budget, kept)?;
+        } else {
+            keep_dir(&e.path(), &into.join(e.file_name()), since, budget, kept)?;
+        }
+    }
+    Ok(())
+}
+
+/// Keeps the bytecode of `dir`'s `__pycache__`.
+fn keep_cache(
+    dir: &Path,
+    into: &Path,
+    since: SystemTime,
+    budget: &mut u64,
+    kept: &mut usize,
+) -> io::Result<()> {
+    let sources = sources(dir);
+    let into = into.join("__pycache__");
+    let mut digests: BTreeMap<String, Option<[u8; 32]>> = BTreeMap::new();
+    for e in fs::read_dir(dir.join("__pycache__"))?.flatten() {
+        let name = e.file_name();
         let Some(name) = name.to_str() else { continue };
-        if !kind.is_file() || !name.ends_with(".pyc") {
+        if !e.file_type().is_ok_and(|k| k.is_file()) || !name.ends_with(".pyc") {
             continue;
         }
         let Some(source) = only_source(name, &sources) else {
             continue;
         };
         let digest = digests.entry(source.to_string()).or_insert_with(|| {
-            let meta = fs::symlink_metadata(copy.join(source)).ok()?;
+            let meta = fs::symlink_metadata(dir.join(source)).ok()?;
             let changed = meta.modified().map_or(true, |m| m >= since);
             (meta.is_file() && !changed)
-                .then(|| digest(&copy.join(source)))
+                .then(|| digest(&dir.join(source)))
                 .flatten()
         });
         let Some(digest) = *digest else { continue };
@@ -124,7 +117,7 @@ fn keep_dir(
             return Ok(());
         }
         *budget -= len;
-        fs::create_dir_all(into)?;
+        fs::create_dir_all(&into)?;
         // Its source's record goes first and comes back last: a kill between leaves
         // bytecode with no record, which is not staged.
         let record = into.join(format!("{name}.source"));
@@ -142,8 +135,8 @@ fn keep_dir(
 }
 
 /// Fills `stage` (emptied first) with the bytecode of `seed` whose sources `copy`
-/// still holds with the bytes it was compiled from, laid out as under [`PREFIX`], each
-/// file's recorded time and size those of the copy's source. Nothing when `copy` is
+/// still holds with the bytes it was compiled from, at the paths it goes to in the
+/// copy, each file's recorded time and size those of the copy's source. Nothing when `copy` is
 /// not the copy the seed was kept from. Returns how many files were staged.
 ///
 /// The checks of that one copy run one after another, so its stage is never bound by
@@ -154,9 +147,8 @@ pub fn stage(seed: &Path, copy: &Path, stage: &Path) -> io::Result<usize> {
         return Ok(0);
     }
     remove(stage)?;
-    let into = stage.join(copy.strip_prefix("/").unwrap_or(copy));
     let mut staged = 0;
-    stage_dir(&seed.join("tree"), copy, &into, &mut staged)?;
+    stage_dir(&seed.join("tree"), copy, stage, &mut staged)?;
     Ok(staged)
 }
 
@@ -167,14 +159,29 @@ fn stage_dir(kept: &Path, copy: &Path, into: &Path, staged: &mut usize) -> io::R
     if !real_dir(copy) {
         return Ok(());
     }
-    let sources = sources(copy);
-    let mut digests: BTreeMap<String, Option<(fs::Metadata, [u8; 32])>> = BTreeMap::new();
     for e in entries.flatten() {
         let name = e.file_name();
-        if e.file_type().is_ok_and(|k| k.is_dir()) {
+        if name == "__pycache__" {
+            stage_cache(kept, copy, &into.join("__pycache__"), staged)?;
+        } else if e.file_type().is_ok_and(|k| k.is_dir()) {
             stage_dir(&e.path(), &copy.join(&name), &into.join(&name), staged)?;
-            continue;
         }
+    }
+    Ok(())
+}
+
+/// Stages the kept bytecode of `copy`'s `__pycache__`.
+fn stage_cache(kept: &Path, copy: &Path, into: &Path, staged: &mut usize) -> io::Result<()> {
+    // A `__pycache__` that is not a directory stays through the check's start (only
+    // directories are removed): what is copied there would land where it leads.
+    if fs::symlink_metadata(copy.join("__pycache__")).is_ok_and(|m| !m.is_dir()) {
+        return Ok(());
+    }
+    let sources = sources(copy);
+    let mut digests: BTreeMap<String, Option<(fs::Metadata, [u8; 32])>> = BTreeMap::new();
+    let kept = kept.join("__pycache__");
+    for e in fs::read_dir(&kept)?.flatten() {
+        let name = e.file_name();
         let Some(name) = name.to_str() else { continue };
         let Some(pyc) = name.strip_suffix(".source") else {
             continue;

@@ -21,11 +21,16 @@ use agentloop_config::{ConfineChecks, SandboxConfig};
 
 use super::{Confinement, JUDGE_HOME, Unable, bind, files, home, probe, push};
 
-/// What a confined check runs first: the copy's `__pycache__` directories removed
-/// (not under `.git`; Python keeps a confined check's bytecode elsewhere,
-/// [`super::bytecode::PREFIX`], but an interpreter older than 3.8 or a pytest older
-/// than 6.1 looks there), then the check itself.
-const FORGET_BYTECODE: &str = "find . -name .git -prune -o -name __pycache__ -type d -prune -exec rm -rf {} + 2>/dev/null; exec \"$@\"";
+/// What a confined check runs first: the copy's `__pycache__` removed, whatever it is
+/// (not under `.git`; a directory made writable first: a check's code can leave one
+/// read-only, which a user who is not root cannot empty; a link, which Python would
+/// follow, as a link), the check not run if one is left; the
+/// bytecode staged for it copied in when there is some ([`with_bytecode`]); then the
+/// check itself.
+const FORGET_BYTECODE: &str = "find . -name .git -prune -o -name __pycache__ -prune -exec sh -c 'for p; do [ -L \"$p\" ] || chmod -R u+rwx \"$p\"; rm -rf \"$p\"; done' sh {} + 2>/dev/null; if [ -n \"$(find . -name .git -prune -o -name __pycache__ -print 2>/dev/null | head -n 1)\" ]; then echo 'agentloop: a __pycache__ in the copy cannot be removed; the check does not run' >&2; exit 125; fi; [ ! -d /tmp/.py-seed ] || cp -R /tmp/.py-seed/. . 2>/dev/null; exec \"$@\"";
+
+/// Where bytecode staged for a check ([`with_bytecode`]) is seen inside it.
+const PY_SEED: &str = "/tmp/.py-seed";
 
 /// Where a confined check's Go build cache comes from. Never one an earlier check
 /// wrote: its code could have left forged entries there for the next check.
@@ -178,25 +183,31 @@ pub fn wrap(
     confine(cfg, root, workdir, reports, go).prefix
 }
 
-/// A check's confinement (`prefix`, as [`wrap`] gives it) with `dir` as the place
-/// Python keeps its bytecode ([`super::bytecode::PREFIX`]), bound last, over the fresh
-/// `/tmp`: holding the bytecode staged for it ([`super::bytecode::stage`], made just
-/// before and made again before the next check, so what the check writes there reaches
-/// no other); or, `keeps`, empty for a baseline's check to write what it compiles,
-/// whatever `PYTHONDONTWRITEBYTECODE` says, to be kept ([`super::bytecode::keep`]).
-pub fn with_bytecode(
+/// A check's confinement (`prefix`, as [`wrap`] gives it) that copies the bytecode
+/// in `stage` ([`super::bytecode::stage`], made for this check just before) into its
+/// copy after the copy's own is gone. Bound last, over the fresh `/tmp`, read-only.
+pub fn with_bytecode(prefix: &[std::ffi::OsString], stage: &Path) -> Vec<std::ffi::OsString> {
+    insert_options(prefix, &["--ro-bind".into(), stage.into(), PY_SEED.into()])
+}
+
+/// A check's confinement (`prefix`, as [`wrap`] gives it) in which Python writes the
+/// bytecode it compiles, whatever `PYTHONDONTWRITEBYTECODE` says: a baseline's check,
+/// whose bytecode is kept ([`super::bytecode::keep`]).
+pub fn writing_bytecode(prefix: &[std::ffi::OsString]) -> Vec<std::ffi::OsString> {
+    insert_options(
+        prefix,
+        &["--unsetenv".into(), "PYTHONDONTWRITEBYTECODE".into()],
+    )
+}
+
+/// `prefix` with `more` of bubblewrap's options after its own.
+fn insert_options(
     prefix: &[std::ffi::OsString],
-    dir: &Path,
-    keeps: bool,
+    more: &[std::ffi::OsString],
 ) -> Vec<std::ffi::OsString> {
     let mut out = prefix.to_vec();
     if let Some(end) = options_end(&out) {
-        let mut more: Vec<std::ffi::OsString> =
-            vec!["--bind".into(), dir.into(), super::bytecode::PREFIX.into()];
-        if keeps {
-            more.extend(["--unsetenv".into(), "PYTHONDONTWRITEBYTECODE".into()]);
-        }
-        out.splice(end..end, more);
+        out.splice(end..end, more.iter().cloned());
     }
     out
 }
@@ -309,6 +320,77 @@ mod tests {
     }
 
     use super::*;
+
+    /// A check's code can leave a `__pycache__` the next check's first step must not
+    /// leave behind: a directory made read-only (which a user who is not root cannot
+    /// empty), a link to bytecode elsewhere in the copy (which Python follows), a
+    /// file. Each goes, as the user the checks run as (`nobody` here when the tests
+    /// run as root); one that cannot go (a directory of another user's) stops the
+    /// check before it runs.
+    #[test]
+    fn a_checks_first_step_leaves_no_pycache_or_does_not_run_the_check() {
+        let root = std::fs::metadata("/proc/self")
+            .is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0);
+        let t = tempfile::tempdir().unwrap();
+        let copy = t.path().join("copy");
+        for d in ["a/__pycache__", "b", "evil", "c"] {
+            std::fs::create_dir_all(copy.join(d)).unwrap();
+        }
+        std::fs::write(copy.join("a/__pycache__/m.cpython-311.pyc"), "x").unwrap();
+        std::fs::write(copy.join("evil/m.cpython-311.pyc"), "x").unwrap();
+        std::os::unix::fs::symlink("../evil", copy.join("b/__pycache__")).unwrap();
+        std::fs::write(copy.join("c/__pycache__"), "x").unwrap();
+        let run = |dir: &Path| {
+            let mut c = std::process::Command::new(if root { "setpriv" } else { "sh" });
+            if root {
+                c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "sh"]);
+            }
+            c.args(["-c", FORGET_BYTECODE, "sh", "echo", "ran"])
+                .current_dir(dir)
+                .output()
+                .unwrap()
+        };
+        let own = |dir: &Path| {
+            if root {
+                for e in walk(dir) {
+                    std::os::unix::fs::lchown(&e, Some(65534), Some(65534)).unwrap();
+                }
+            }
+        };
+        own(t.path());
+        use std::os::unix::fs::PermissionsExt;
+        let ro = std::fs::Permissions::from_mode(0o555);
+        std::fs::set_permissions(copy.join("a/__pycache__"), ro).unwrap();
+        let out = run(&copy);
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n", "{out:?}");
+        let mut left: Vec<String> = walk(&copy)
+            .iter()
+            .map(|p| p.strip_prefix(&copy).unwrap().display().to_string())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["", "a", "b", "c", "evil", "evil/m.cpython-311.pyc"]);
+        if root {
+            // Another user's directory, which `nobody` cannot empty.
+            let theirs = copy.join("d/__pycache__");
+            std::fs::create_dir_all(&theirs).unwrap();
+            std::os::unix::fs::lchown(copy.join("d"), Some(65534), Some(65534)).unwrap();
+            std::fs::write(theirs.join("m.cpython-311.pyc"), "x").unwrap();
+            let out = run(&copy);
+            assert_eq!(out.status.code(), Some(125), "{out:?}");
+            assert!(out.stdout.is_empty(), "{out:?}");
+        }
+    }
+
+    /// Every path under `dir`, `dir` too, not through links.
+    fn walk(dir: &Path) -> Vec<PathBuf> {
+        let mut out = vec![dir.to_path_buf()];
+        if std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+            for e in std::fs::read_dir(dir).unwrap().flatten() {
+                out.extend(walk(&e.path()));
+            }
+        }
+        out
+    }
 
     #[test]
     fn checks_are_unconfined_only_when_said_or_where_bubblewrap_fails() {

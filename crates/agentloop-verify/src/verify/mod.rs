@@ -35,7 +35,7 @@ use agentloop_evidence::{
     self as evidence, CommandTests, CommandVerdict, Expected, Invocation, Judged, Outcome, Report,
     ReportAt,
 };
-use agentloop_exec::sandbox::bytecode::{self, Bytecode};
+use agentloop_exec::sandbox::bytecode::Bytecode;
 use agentloop_exec::supervise::{self, Finished, Spec};
 use agentloop_ground::failure::{fingerprint, last_lines};
 use agentloop_journal::{CommandResult, VerifyFinished};
@@ -465,17 +465,10 @@ impl Runner<'_> {
         spec.log_append = true;
         spec.wrap = self.wrap_staged();
         spec.env.extend(judged_tree_env(self.workdir));
-        // Python's bytecode never in a cache an earlier run filled (a module found
-        // compiled there is not opened, and the baseline's trace would miss it): a
-        // confined check's in its own `/tmp` (what was staged for it), an unconfined
-        // one's beside the copy's sources (`PYTHONPYCACHEPREFIX` empty is unset to
-        // Python).
-        let prefix = if self.wrap.is_empty() {
-            ""
-        } else {
-            bytecode::PREFIX
-        };
-        spec.env.push(("PYTHONPYCACHEPREFIX".into(), prefix.into()));
+        // Python's bytecode beside the copy's sources, never in a cache an earlier
+        // run filled (`PYTHONPYCACHEPREFIX`; empty is unset to Python): a module found
+        // compiled there is not opened, and the baseline's trace would miss it.
+        spec.env.push(("PYTHONPYCACHEPREFIX".into(), "".into()));
         if let Some(i) = inv {
             spec.env.push((
                 evidence::runner::REPORT_VAR.into(),

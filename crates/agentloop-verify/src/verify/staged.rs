@@ -9,11 +9,10 @@ use agentloop_exec::sandbox::judge;
 use super::Runner;
 
 impl Runner<'_> {
-    /// The check's confinement, with the place Python keeps its bytecode bound in it
-    /// (`exec::sandbox::bytecode`): the baseline's bytecode staged for it, here, just
-    /// before the check starts, where the run keeps some and the copy still holds its
-    /// sources (a stage made for an earlier check is never bound); for a baseline's
-    /// check, an empty place whose bytecode is kept after it ([`Self::keep_bytecode`]).
+    /// The check's confinement, with the baseline's bytecode staged for it where the
+    /// run keeps some and the copy still holds its sources: staged here, just before
+    /// the check starts, or not at all (a stage made for an earlier check is never
+    /// bound). A baseline's check writes the bytecode it compiles, to be kept.
     pub(super) fn wrap_staged(&self) -> Vec<std::ffi::OsString> {
         if self.wrap.is_empty() {
             return Vec::new();
@@ -24,14 +23,11 @@ impl Runner<'_> {
                 at.push(".stage");
                 let at = PathBuf::from(at);
                 match bytecode::stage(seed, self.workdir, &at) {
-                    Ok(n) if n > 0 => judge::with_bytecode(&self.wrap, &at, false),
+                    Ok(n) if n > 0 => judge::with_bytecode(&self.wrap, &at),
                     _ => self.wrap.clone(),
                 }
             }
-            Bytecode::Keeps(seed) => match bytecode::fresh(seed) {
-                Ok(at) => judge::with_bytecode(&self.wrap, &at, true),
-                Err(_) => self.wrap.clone(),
-            },
+            Bytecode::Keeps(_) => judge::writing_bytecode(&self.wrap),
             Bytecode::Compiled => self.wrap.clone(),
         }
     }

@@ -22,17 +22,28 @@ fn hashed_pyc(body: &[u8]) -> Vec<u8> {
     b
 }
 
-/// Where a check in `copy` wrote the bytecode of its `rel` directory (under
-/// [`fresh`]).
-fn written(seed: &Path, copy: &Path, rel: &str) -> PathBuf {
-    seed.join("compiled")
-        .join(copy.strip_prefix("/").unwrap())
-        .join(rel)
+/// Where a check in `copy` wrote the bytecode of its `rel` directory.
+fn written(_seed: &Path, copy: &Path, rel: &str) -> PathBuf {
+    copy.join(rel).join("__pycache__")
 }
 
-/// Where the bytecode of the copy's `rel` directory is staged.
-fn staged_at(stage_at: &Path, copy: &Path, rel: &str) -> PathBuf {
-    stage_at.join(copy.strip_prefix("/").unwrap()).join(rel)
+/// Where the bytecode of the copy's `rel` file is staged.
+fn staged_at(stage_at: &Path, _copy: &Path, rel: &str) -> PathBuf {
+    stage_at.join(rel)
+}
+
+/// The copy's `__pycache__` gone, as a confined check's first step leaves it.
+fn fresh(copy: &Path) -> io::Result<()> {
+    for e in fs::read_dir(copy)?.flatten() {
+        if e.file_type()?.is_dir() {
+            if e.file_name() == "__pycache__" {
+                fs::remove_dir_all(e.path())?;
+            } else {
+                fresh(&e.path())?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A while before now: sources older than the check.
@@ -49,7 +60,7 @@ fn compiled_copy(copy: &Path, seed: &Path) {
         "tests/test_a.py",
         b"import pkg\n\ndef test_a():\n    assert pkg.same(1) == 1\n",
     );
-    fresh(seed).unwrap();
+    fresh(copy).unwrap();
     put(
         &written(seed, copy, "pkg"),
         "__init__.cpython-311.pyc",
@@ -98,16 +109,20 @@ fn bytecode_goes_back_only_beside_the_very_sources_it_was_compiled_from() {
     let (t, copy, seed, stage_at) = places();
     compiled_copy(&copy, &seed);
     assert_eq!(keep(&copy, &seed, before()).unwrap(), 2);
-    assert!(!seed.join("compiled").exists());
     assert_eq!(stage(&seed, &copy, &stage_at).unwrap(), 2);
-    let test_pyc = "tests/test_a.cpython-311-pytest-9.2.0.pyc";
+    let test_pyc = "tests/__pycache__/test_a.cpython-311-pytest-9.2.0.pyc";
     assert_eq!(
         staged(&stage_at, &copy),
-        ["pkg/__init__.cpython-311.pyc", test_pyc]
+        ["pkg/__pycache__/__init__.cpython-311.pyc", test_pyc]
     );
     // A header checked by time and size carries the copy's source's.
     let source = fs::metadata(copy.join("pkg/__init__.py")).unwrap();
-    let pyc = fs::read(staged_at(&stage_at, &copy, "pkg/__init__.cpython-311.pyc")).unwrap();
+    let pyc = fs::read(staged_at(
+        &stage_at,
+        &copy,
+        "pkg/__pycache__/__init__.cpython-311.pyc",
+    ))
+    .unwrap();
     assert_eq!(pyc[8..12], (source.mtime() as u32).to_le_bytes());
     assert_eq!(pyc[12..16], (source.len() as u32).to_le_bytes());
     assert_eq!(&pyc[16..], b"pkg");
@@ -128,7 +143,10 @@ fn bytecode_goes_back_only_beside_the_very_sources_it_was_compiled_from() {
         .unwrap();
     f.set_modified(old.modified().unwrap()).unwrap();
     assert_eq!(stage(&seed, &copy, &stage_at).unwrap(), 1);
-    assert_eq!(staged(&stage_at, &copy), ["pkg/__init__.cpython-311.pyc"]);
+    assert_eq!(
+        staged(&stage_at, &copy),
+        ["pkg/__pycache__/__init__.cpython-311.pyc"]
+    );
 
     // A source that is a link to the same bytes, a directory that is a link: nothing
     // goes there.
@@ -155,7 +173,7 @@ fn a_name_that_fits_several_sources_is_the_bytecode_of_none() {
     let (_t, copy, seed, stage_at) = places();
     // `m.v2.py` alone: its bytecode is its own.
     put(&copy, "m.v2.py", b"X = 'v2'\n");
-    fresh(&seed).unwrap();
+    fresh(&copy).unwrap();
     put(
         &written(&seed, &copy, ""),
         "m.v2.cpython-311.pyc",
@@ -168,7 +186,7 @@ fn a_name_that_fits_several_sources_is_the_bytecode_of_none() {
     put(&copy, "m.py", b"X = 'v2'\n");
     assert_eq!(stage(&seed, &copy, &stage_at).unwrap(), 0);
     // Nor kept.
-    fresh(&seed).unwrap();
+    fresh(&copy).unwrap();
     put(
         &written(&seed, &copy, ""),
         "m.v2.cpython-311.pyc",
@@ -183,14 +201,14 @@ fn a_name_that_fits_several_sources_is_the_bytecode_of_none() {
     // `m.v2.py` gone: the name fits `m.py` alone, but was kept for `m.v2.py`.
     fs::remove_file(copy.join("m.v2.py")).unwrap();
     assert_eq!(stage(&seed, &copy, &stage_at).unwrap(), 1);
-    assert_eq!(staged(&stage_at, &copy), ["m.cpython-311.pyc"]);
+    assert_eq!(staged(&stage_at, &copy), ["__pycache__/m.cpython-311.pyc"]);
 }
 
 #[test]
 fn bytecode_a_later_keep_leaves_is_staged_only_for_the_source_it_was_compiled_from() {
     let (_t, copy, seed, stage_at) = places();
     put(&copy, "g.py", b"X = 1\n");
-    fresh(&seed).unwrap();
+    fresh(&copy).unwrap();
     put(
         &written(&seed, &copy, ""),
         "g.cpython-311.pyc",
@@ -200,7 +218,7 @@ fn bytecode_a_later_keep_leaves_is_staged_only_for_the_source_it_was_compiled_fr
     // A later check of the baseline's generated `g.py` again, and compiled it under
     // another name only.
     put(&copy, "g.py", b"X = 2\n");
-    fresh(&seed).unwrap();
+    fresh(&copy).unwrap();
     put(
         &written(&seed, &copy, ""),
         "g.cpython-311-pytest-9.2.0.pyc",
@@ -208,7 +226,10 @@ fn bytecode_a_later_keep_leaves_is_staged_only_for_the_source_it_was_compiled_fr
     );
     keep(&copy, &seed, before()).unwrap();
     assert_eq!(stage(&seed, &copy, &stage_at).unwrap(), 1);
-    assert_eq!(staged(&stage_at, &copy), ["g.cpython-311-pytest-9.2.0.pyc"]);
+    assert_eq!(
+        staged(&stage_at, &copy),
+        ["__pycache__/g.cpython-311-pytest-9.2.0.pyc"]
+    );
 }
 
 #[test]
@@ -222,7 +243,7 @@ fn a_source_changed_while_the_check_ran_is_not_kept() {
         .open(copy.join("old.py"))
         .unwrap();
     f.set_modified(since - Duration::from_secs(60)).unwrap();
-    fresh(&seed).unwrap();
+    fresh(&copy).unwrap();
     put(
         &written(&seed, &copy, ""),
         "gen.cpython-311.pyc",
@@ -235,7 +256,10 @@ fn a_source_changed_while_the_check_ran_is_not_kept() {
     );
     assert_eq!(keep(&copy, &seed, since).unwrap(), 1);
     assert_eq!(stage(&seed, &copy, &stage_at).unwrap(), 1);
-    assert_eq!(staged(&stage_at, &copy), ["old.cpython-311.pyc"]);
+    assert_eq!(
+        staged(&stage_at, &copy),
+        ["__pycache__/old.cpython-311.pyc"]
+    );
 }
 
 #[test]
@@ -250,7 +274,7 @@ fn a_seed_stages_nothing_for_another_copy_or_a_record_a_kill_left_unwritten() {
     assert_eq!(stage(&seed, &other, &stage_at).unwrap(), 0);
     // Killed after a file's bytecode was kept and before its record was: not staged;
     // keeping again mends it.
-    fs::remove_file(seed.join("tree/pkg/__init__.cpython-311.pyc.source")).unwrap();
+    fs::remove_file(seed.join("tree/pkg/__pycache__/__init__.cpython-311.pyc.source")).unwrap();
     assert_eq!(stage(&seed, &copy, &stage_at).unwrap(), 1);
     compiled_copy(&copy, &seed);
     keep(&copy, &seed, before()).unwrap();
@@ -263,34 +287,36 @@ fn a_seed_stages_nothing_for_another_copy_or_a_record_a_kill_left_unwritten() {
 fn python_runs_the_staged_bytecode_of_a_source_it_still_holds() {
     let (_t, copy, seed, stage_at) = places();
     put(&copy, "m.py", b"X = 'source'\n");
-    let python = |prefix: &Path, args: &[&str]| {
+    let python = |args: &[&str]| {
         let out = std::process::Command::new("python3")
             .args(args)
             .current_dir(&copy)
             .env_remove("PYTHONDONTWRITEBYTECODE")
-            .env("PYTHONPYCACHEPREFIX", prefix)
+            .env_remove("PYTHONPYCACHEPREFIX")
             .output()
             .expect("python3 runs");
         assert!(out.status.success(), "{out:?}");
         String::from_utf8(out.stdout).unwrap()
     };
-    let at = fresh(&seed).unwrap();
-    python(&at, &["-c", "import m"]);
+    python(&["-c", "import m"]);
     keep(&copy, &seed, before()).unwrap();
     // The kept bytecode says something else than the source: the test can tell
     // which one ran.
-    let kept = seed.join("tree/m.cpython-311.pyc");
+    let kept = fs::read_dir(seed.join("tree/__pycache__"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "pyc"))
+        .unwrap();
     let kept = kept.display().to_string();
-    python(
-        &at,
-        &[
-            "-c",
-            &format!(
-                "import marshal; b = open({kept:?}, 'rb').read(); c = compile(\"X = 'kept'\", 'm.py', 'exec'); open({kept:?}, 'wb').write(b[:16] + marshal.dumps(c))"
-            ),
-        ],
-    );
+    python(&[
+        "-c",
+        &format!(
+            "import marshal; b = open({kept:?}, 'rb').read(); c = compile(\"X = 'kept'\", 'm.py', 'exec'); open({kept:?}, 'wb').write(b[:16] + marshal.dumps(c))"
+        ),
+    ]);
     // The copy is written again (a later tree, the same bytes): another time.
+    fresh(&copy).unwrap();
     fs::remove_file(copy.join("m.py")).unwrap();
     put(&copy, "m.py", b"X = 'source'\n");
     let f = fs::File::options()
@@ -300,43 +326,23 @@ fn python_runs_the_staged_bytecode_of_a_source_it_still_holds() {
     f.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(1 << 30))
         .unwrap();
     assert_eq!(stage(&seed, &copy, &stage_at).unwrap(), 1);
-    assert_eq!(python(&stage_at, &["-c", "import m; print(m.X)"]), "kept\n");
+    copy_tree(&stage_at, &copy);
+    assert_eq!(python(&["-c", "import m; print(m.X)"]), "kept\n");
     // A source of other bytes: compiled from the source.
+    fresh(&copy).unwrap();
     put(&copy, "m.py", b"X = 'source2'\n");
     assert_eq!(stage(&seed, &copy, &stage_at).unwrap(), 0);
-    assert_eq!(
-        python(&stage_at, &["-c", "import m; print(m.X)"]),
-        "source2\n"
-    );
+    assert_eq!(python(&["-c", "import m; print(m.X)"]), "source2\n");
 }
 
-/// An earlier check's code can leave bytecode in the copy's `__pycache__` where the
-/// step that removes it fails (a directory it made read-only, for a user who is not
-/// root): Python, told its bytecode's place ([`PREFIX`] in a check), never reads it.
-#[test]
-fn python_reads_no_bytecode_beside_the_sources_when_told_its_place() {
-    let (t, copy, _seed, _stage) = places();
-    put(&copy, "m.py", b"X = 'source'\n");
-    let forge = "import importlib.util as u, marshal, os; st = os.stat('m.py'); \
-         h = u.MAGIC_NUMBER + bytes(4) + (int(st.st_mtime) & 0xFFFFFFFF).to_bytes(4, 'little') + (st.st_size & 0xFFFFFFFF).to_bytes(4, 'little'); \
-         os.makedirs('__pycache__', exist_ok=True); \
-         open('__pycache__/m.' + __import__('sys').implementation.cache_tag + '.pyc', 'wb').write(h + marshal.dumps(compile(\"X = 'forged'\", 'm.py', 'exec')))";
-    let python = |prefix: Option<&Path>, code: &str| {
-        let mut c = std::process::Command::new("python3");
-        c.args(["-c", code])
-            .current_dir(&copy)
-            .env_remove("PYTHONDONTWRITEBYTECODE");
-        match prefix {
-            Some(p) => c.env("PYTHONPYCACHEPREFIX", p),
-            None => c.env_remove("PYTHONPYCACHEPREFIX"),
-        };
-        let out = c.output().expect("python3 runs");
-        assert!(out.status.success(), "{out:?}");
-        String::from_utf8(out.stdout).unwrap()
-    };
-    python(None, forge);
-    // Where Python looks beside the sources, the forged bytecode is what runs.
-    assert_eq!(python(None, "import m; print(m.X)"), "forged\n");
-    let place = t.path().join("place");
-    assert_eq!(python(Some(&place), "import m; print(m.X)"), "source\n");
+fn copy_tree(from: &Path, to: &Path) {
+    for e in fs::read_dir(from).unwrap().flatten() {
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            fs::create_dir_all(&dest).unwrap();
+            copy_tree(&e.path(), &dest);
+        } else {
+            fs::copy(e.path(), dest).unwrap();
+        }
+    }
 }
