@@ -5,7 +5,8 @@
 //! test baseline, the iteration's check (from the agent's end to the verdict: the
 //! clean copy brought up to date, the suite run, its report read), and VALIDATE. Two
 //! plain runs of the same suite are timed in the same process, first: a person's
-//! first (cold caches) and the one after it (warm), the anchor.
+//! first (cold caches), the baseline's anchor, and one after making the agent's change
+//! (warm but for what it touched), the check's.
 //!
 //! `cargo bench -p agentloop --bench judge` (env `SIZES`, default `200,2000`;
 //! `RUNNERS`, default `pytest,go,jest`; `pytest-xdist`: tests of about ten milliseconds
@@ -244,7 +245,7 @@ fn main() {
         },
     ];
     println!(
-        "| runner | tests | a first plain run (s) | one plain run after it (s) | baseline (s) | the iteration's check (s) | VALIDATE (s) | `agentloop run` (s) | (baseline + VALIDATE) ÷ plain | check ÷ plain |"
+        "| runner | tests | a first plain run (s) | a plain run after the change (s) | baseline (s) | the iteration's check (s) | VALIDATE (s) | `agentloop run` (s) | (baseline + VALIDATE) ÷ first plain run | check ÷ plain run after the change |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|");
     for r in runners.iter().filter(|r| {
@@ -303,8 +304,10 @@ fn main() {
             // The named test fails before the task: the plain run is expected to fail,
             // and is timed all the same. Twice, as a person runs it: the first time
             // (cold: Python's bytecode, Go's build cache, Jest's transforms not there
-            // yet), then again (warm; Go's test results not taken from its cache),
-            // the anchor.
+            // yet), the baseline's anchor; then again after making the agent's
+            // change (warm but for what the change touched; Go's test results not
+            // taken from its cache), the iteration's check's anchor. The change is
+            // taken back before the run.
             let plain_run = || {
                 let t = Instant::now();
                 let _ = Command::new("sh")
@@ -318,7 +321,12 @@ fn main() {
                 t.elapsed().as_secs_f64()
             };
             let cold = plain_run();
+            let _ = Command::new("sh")
+                .args(["-c", r.agent])
+                .current_dir(&root)
+                .status();
             let plain = plain_run();
+            common::git(&root, &["checkout", "-q", "--", "."]);
             let total = timed(
                 Command::new(env!("CARGO_BIN_EXE_agentloop"))
                     .args(["run", "--yes", "--quiet", "--no-wait"])
@@ -339,7 +347,7 @@ fn main() {
             println!(
                 "| {} | {n} | {cold:.2} | {plain:.2} | {baseline:.2} | {check:.2} | {validate:.2} | {total:.2} | {:.2} | {:.2} |",
                 r.name,
-                (baseline + validate) / plain,
+                (baseline + validate) / cold,
                 check / plain
             );
         }
