@@ -54,84 +54,85 @@ pub fn keep(copy: &Path, seed: &Path, since: SystemTime) -> io::Result<usize> {
     let tree = seed.join("tree");
     fs::create_dir_all(&tree)?;
     write_atomic(&seed.join("from"), copy.as_os_str().as_encoded_bytes())?;
-    let mut budget = MOST_KEPT;
-    let mut kept = 0;
-    keep_dir(copy, &tree, since, &mut budget, &mut kept)?;
-    Ok(kept)
-}
-
-fn keep_dir(
-    dir: &Path,
-    into: &Path,
-    since: SystemTime,
-    budget: &mut u64,
-    kept: &mut usize,
-) -> io::Result<()> {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return Ok(());
+    let mut k = Keeping {
+        since,
+        budget: MOST_KEPT,
+        kept: 0,
     };
-    for e in entries.flatten() {
-        let Ok(kind) = e.file_type() else { continue };
-        if !kind.is_dir() || e.file_name() == ".git" {
-            continue;
-        }
-        if e.file_name() == "__pycache__" {
-            keep_cache(dir, into, since, budget, kept)?;
-        } else {
-            keep_dir(&e.path(), &into.join(e.file_name()), since, budget, kept)?;
-        }
-    }
-    Ok(())
+    k.dir(copy, &tree)?;
+    Ok(k.kept)
 }
 
-/// Keeps the bytecode of `dir`'s `__pycache__`.
-fn keep_cache(
-    dir: &Path,
-    into: &Path,
+/// A [`keep`] under way: sources changed since `since` left out, `budget` bytes
+/// left, `kept` files kept.
+struct Keeping {
     since: SystemTime,
-    budget: &mut u64,
-    kept: &mut usize,
-) -> io::Result<()> {
-    let sources = sources(dir);
-    let into = into.join("__pycache__");
-    let mut digests: BTreeMap<String, Option<[u8; 32]>> = BTreeMap::new();
-    for e in fs::read_dir(dir.join("__pycache__"))?.flatten() {
-        let name = e.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if !e.file_type().is_ok_and(|k| k.is_file()) || !name.ends_with(".pyc") {
-            continue;
-        }
-        let Some(source) = only_source(name, &sources) else {
-            continue;
-        };
-        let digest = digests.entry(source.to_string()).or_insert_with(|| {
-            let meta = fs::symlink_metadata(dir.join(source)).ok()?;
-            let changed = meta.modified().map_or(true, |m| m >= since);
-            (meta.is_file() && !changed)
-                .then(|| digest(&dir.join(source)))
-                .flatten()
-        });
-        let Some(digest) = *digest else { continue };
-        let len = e.metadata().map_or(u64::MAX, |m| m.len());
-        if len > *budget {
+    budget: u64,
+    kept: usize,
+}
+
+impl Keeping {
+    fn dir(&mut self, dir: &Path, into: &Path) -> io::Result<()> {
+        let Ok(entries) = fs::read_dir(dir) else {
             return Ok(());
+        };
+        for e in entries.flatten() {
+            let Ok(kind) = e.file_type() else { continue };
+            if !kind.is_dir() || e.file_name() == ".git" {
+                continue;
+            }
+            if e.file_name() == "__pycache__" {
+                self.cache(dir, into)?;
+            } else {
+                self.dir(&e.path(), &into.join(e.file_name()))?;
+            }
         }
-        *budget -= len;
-        fs::create_dir_all(&into)?;
-        // Its source's record goes first and comes back last: a kill between leaves
-        // bytecode with no record, which is not staged.
-        let record = into.join(format!("{name}.source"));
-        match fs::remove_file(&record) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
-        write_atomic(&into.join(name), &fs::read(e.path())?)?;
-        let mut r = digest.to_vec();
-        r.extend_from_slice(source.as_bytes());
-        write_atomic(&record, &r)?;
-        *kept += 1;
+        Ok(())
     }
-    Ok(())
+
+    /// Keeps the bytecode of `dir`'s `__pycache__`.
+    fn cache(&mut self, dir: &Path, into: &Path) -> io::Result<()> {
+        let sources = sources(dir);
+        let into = into.join("__pycache__");
+        let mut digests: BTreeMap<String, Option<[u8; 32]>> = BTreeMap::new();
+        for e in fs::read_dir(dir.join("__pycache__"))?.flatten() {
+            let name = e.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if !e.file_type().is_ok_and(|k| k.is_file()) || !name.ends_with(".pyc") {
+                continue;
+            }
+            let Some(source) = only_source(name, &sources) else {
+                continue;
+            };
+            let digest = digests.entry(source.to_string()).or_insert_with(|| {
+                let meta = fs::symlink_metadata(dir.join(source)).ok()?;
+                let changed = meta.modified().map_or(true, |m| m >= self.since);
+                (meta.is_file() && !changed)
+                    .then(|| digest(&dir.join(source)))
+                    .flatten()
+            });
+            let Some(digest) = *digest else { continue };
+            let len = e.metadata().map_or(u64::MAX, |m| m.len());
+            if len > self.budget {
+                return Ok(());
+            }
+            self.budget -= len;
+            fs::create_dir_all(&into)?;
+            // Its source's record goes first and comes back last: a kill between leaves
+            // bytecode with no record, which is not staged.
+            let record = into.join(format!("{name}.source"));
+            match fs::remove_file(&record) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+            write_atomic(&into.join(name), &fs::read(e.path())?)?;
+            let mut r = digest.to_vec();
+            r.extend_from_slice(source.as_bytes());
+            write_atomic(&record, &r)?;
+            self.kept += 1;
+        }
+        Ok(())
+    }
 }
 
 /// Fills `stage` (emptied first) with the bytecode of `seed` whose sources `copy`
