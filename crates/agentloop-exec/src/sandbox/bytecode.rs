@@ -94,7 +94,7 @@ impl Keeping {
     fn cache(&mut self, dir: &Path, into: &Path) -> io::Result<()> {
         let sources = sources(dir);
         let into = into.join("__pycache__");
-        let mut digests: BTreeMap<String, Option<[u8; 32]>> = BTreeMap::new();
+        let mut digests: BTreeMap<String, Option<(fs::Metadata, [u8; 32])>> = BTreeMap::new();
         for e in fs::read_dir(dir.join("__pycache__"))?.flatten() {
             let name = e.file_name();
             let Some(name) = name.to_str() else { continue };
@@ -107,14 +107,28 @@ impl Keeping {
             let digest = digests.entry(source.to_string()).or_insert_with(|| {
                 let meta = fs::symlink_metadata(dir.join(source)).ok()?;
                 let changed = meta.modified().map_or(true, |m| m >= self.since);
-                (meta.is_file() && !changed)
-                    .then(|| digest(&dir.join(source)))
-                    .flatten()
+                if !meta.is_file() || changed {
+                    return None;
+                }
+                Some((meta, digest(&dir.join(source))?))
             });
-            let Some(digest) = *digest else { continue };
+            let Some((meta, digest)) = digest else {
+                continue;
+            };
             let len = e.metadata().map_or(u64::MAX, |m| m.len());
             if len > self.budget {
                 return Ok(());
+            }
+            let bytes = fs::read(e.path())?;
+            // Bytecode checked by a time and a size must have been compiled from the
+            // source as it is now (not from bytes the check replaced under the same
+            // time): the interpreter's own test.
+            if bytes.len() >= 16
+                && bytes[4..8] == [0; 4]
+                && (bytes[8..12] != (meta.mtime() as u32).to_le_bytes()
+                    || bytes[12..16] != (meta.len() as u32).to_le_bytes())
+            {
+                continue;
             }
             self.budget -= len;
             fs::create_dir_all(&into)?;
@@ -125,7 +139,7 @@ impl Keeping {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
                 _ => {}
             }
-            write_atomic(&into.join(name), &fs::read(e.path())?)?;
+            write_atomic(&into.join(name), &bytes)?;
             let mut r = digest.to_vec();
             r.extend_from_slice(source.as_bytes());
             write_atomic(&record, &r)?;

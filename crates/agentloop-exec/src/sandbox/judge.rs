@@ -21,13 +21,26 @@ use agentloop_config::{ConfineChecks, SandboxConfig};
 
 use super::{Confinement, JUDGE_HOME, Unable, bind, files, home, probe, push};
 
-/// What a confined check runs first: the copy's `__pycache__` removed, whatever it is
-/// (not under `.git`; a directory made writable first: a check's code can leave one
-/// read-only, which a user who is not root cannot empty; a link, which Python would
-/// follow, as a link), the check not run if one is left; the
-/// bytecode staged for it copied in when there is some ([`with_bytecode`]); then the
-/// check itself.
-const FORGET_BYTECODE: &str = "find . -name .git -prune -o -name __pycache__ -prune -exec sh -c 'for p; do [ -L \"$p\" ] || chmod -R u+rwx \"$p\"; rm -rf \"$p\"; done' sh {} + 2>/dev/null; if [ -n \"$(find . -name .git -prune -o -name __pycache__ -print 2>/dev/null | head -n 1)\" ]; then echo 'agentloop: a __pycache__ in the copy cannot be removed; the check does not run' >&2; exit 125; fi; [ ! -d /tmp/.py-seed ] || cp -R /tmp/.py-seed/. . 2>/dev/null; exec \"$@\"";
+/// What a confined check runs first, in the copy (not under its `.git`): every
+/// directory made the owner's to read, write and enter again before it is walked (a
+/// check's code can leave one it cannot be looked into, or emptied, by a user who is
+/// not root: the stop-76 attack); every `__pycache__` removed, whatever it is (a link,
+/// which Python would follow, as a link); the check not run, and what is left named,
+/// if one cannot be removed or a directory cannot be walked; the bytecode staged for
+/// it copied in when there is some ([`with_bytecode`]); then the check itself.
+const FORGET_BYTECODE: &str = concat!(
+    "chmod u+rwx . 2>/dev/null; ",
+    "left=$(find . -path ./.git -prune -o \\( -type d ! -perm -u=rwx -exec chmod u+rwx {} \\; -false \\) ",
+    "-o -name __pycache__ -prune -exec sh -c 'for p; do [ -L \"$p\" ] || chmod -R u+rwx \"$p\" 2>/dev/null; rm -rf \"$p\" 2>/dev/null; ",
+    "if [ -e \"$p\" ] || [ -L \"$p\" ]; then printf \"%s \" \"$p\"; fi; done' sh {} + 2>/dev/null || echo 'a directory it cannot read'); ",
+    "if [ -n \"$left\" ]; then echo \"agentloop: the copy's Python bytecode cannot be removed ($left); the check does not run\" >&2; exit 125; fi; ",
+    "[ ! -d /tmp/.py-seed ] || cp -R /tmp/.py-seed/. . 2>/dev/null; exec \"$@\""
+);
+
+/// [`FORGET_BYTECODE`] for a check that runs in the project itself (which passes
+/// nothing): what cannot be removed there (a person's, a root-owned `__pycache__` a
+/// container left) does not stop it.
+const FORGET_BYTECODE_IN_PROJECT: &str = "find . -path ./.git -prune -o -name __pycache__ -prune -exec sh -c 'for p; do [ -L \"$p\" ] || chmod -R u+rwx \"$p\"; rm -rf \"$p\"; done' sh {} + 2>/dev/null; exec \"$@\"";
 
 /// Where bytecode staged for a check ([`with_bytecode`]) is seen inside it.
 const PY_SEED: &str = "/tmp/.py-seed";
@@ -143,14 +156,16 @@ pub(super) fn confine(
             "--setenv", "HOME", JUDGE_HOME, "--setenv", "TMPDIR", "/tmp", "--",
         ],
     );
+    let forget = if workdir == root {
+        FORGET_BYTECODE_IN_PROJECT
+    } else {
+        FORGET_BYTECODE
+    };
     // Python's bytecode beside the sources (ignored files stay in the copy between
     // checks): an earlier check's code could have left some for this one to run
     // instead of the source. Gone before the check, inside its confinement; the
     // interpreter's and the packages' own, outside the copy, stay.
-    push(
-        &mut a,
-        &["sh", "-c", &format!("{first}{FORGET_BYTECODE}"), "sh"],
-    );
+    push(&mut a, &["sh", "-c", &format!("{first}{forget}"), "sh"]);
     Confinement {
         prefix: a,
         ..Confinement::default()
@@ -333,19 +348,27 @@ mod tests {
             .is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0);
         let t = tempfile::tempdir().unwrap();
         let copy = t.path().join("copy");
-        for d in ["a/__pycache__", "b", "evil", "c"] {
+        for d in [
+            "a/__pycache__",
+            "b",
+            "evil",
+            "c",
+            "lib/pkg/__pycache__",
+            "build/__pycache__",
+        ] {
             std::fs::create_dir_all(copy.join(d)).unwrap();
         }
         std::fs::write(copy.join("a/__pycache__/m.cpython-311.pyc"), "x").unwrap();
+        std::fs::write(copy.join("lib/pkg/__pycache__/m.cpython-311.pyc"), "x").unwrap();
         std::fs::write(copy.join("evil/m.cpython-311.pyc"), "x").unwrap();
         std::os::unix::fs::symlink("../evil", copy.join("b/__pycache__")).unwrap();
         std::fs::write(copy.join("c/__pycache__"), "x").unwrap();
-        let run = |dir: &Path| {
+        let run_step = |dir: &Path, step: &str| {
             let mut c = std::process::Command::new(if root { "setpriv" } else { "sh" });
             if root {
                 c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "sh"]);
             }
-            c.args(["-c", FORGET_BYTECODE, "sh", "echo", "ran"])
+            c.args(["-c", step, "sh", "echo", "ran"])
                 .current_dir(dir)
                 .output()
                 .unwrap()
@@ -359,8 +382,16 @@ mod tests {
         };
         own(t.path());
         use std::os::unix::fs::PermissionsExt;
-        let ro = std::fs::Permissions::from_mode(0o555);
-        std::fs::set_permissions(copy.join("a/__pycache__"), ro).unwrap();
+        let run = |dir: &Path| run_step(dir, FORGET_BYTECODE);
+        let mode = |path: &str, mode: u32| {
+            std::fs::set_permissions(copy.join(path), std::fs::Permissions::from_mode(mode))
+                .unwrap()
+        };
+        // Read-only; one not to be looked into (Python needs only to enter it); one
+        // whose parent is read-only.
+        mode("a/__pycache__", 0o555);
+        mode("lib", 0o311);
+        mode("build", 0o555);
         let out = run(&copy);
         assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n", "{out:?}");
         let mut left: Vec<String> = walk(&copy)
@@ -368,7 +399,20 @@ mod tests {
             .map(|p| p.strip_prefix(&copy).unwrap().display().to_string())
             .collect();
         left.sort();
-        assert_eq!(left, ["", "a", "b", "c", "evil", "evil/m.cpython-311.pyc"]);
+        assert_eq!(
+            left,
+            [
+                "",
+                "a",
+                "b",
+                "build",
+                "c",
+                "evil",
+                "evil/m.cpython-311.pyc",
+                "lib",
+                "lib/pkg"
+            ]
+        );
         if root {
             // Another user's directory, which `nobody` cannot empty.
             let theirs = copy.join("d/__pycache__");
@@ -378,6 +422,12 @@ mod tests {
             let out = run(&copy);
             assert_eq!(out.status.code(), Some(125), "{out:?}");
             assert!(out.stdout.is_empty(), "{out:?}");
+            let said = String::from_utf8_lossy(&out.stderr);
+            assert!(said.contains("./d/__pycache__"), "{said}");
+            // In the project itself (which passes nothing), a person's stays and the
+            // check runs.
+            let out = run_step(&copy, FORGET_BYTECODE_IN_PROJECT);
+            assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n", "{out:?}");
         }
     }
 

@@ -15,6 +15,15 @@ fn timed_pyc(body: &[u8]) -> Vec<u8> {
     b
 }
 
+/// [`timed_pyc`] compiled from `source` as it is now.
+fn timed_for(source: &Path, body: &[u8]) -> Vec<u8> {
+    let meta = fs::metadata(source).unwrap();
+    let mut b = timed_pyc(body);
+    b[8..12].copy_from_slice(&(meta.mtime() as u32).to_le_bytes());
+    b[12..16].copy_from_slice(&(meta.len() as u32).to_le_bytes());
+    b
+}
+
 /// Bytecode checked by its source's hash (flags 3), as pytest 9 writes it.
 fn hashed_pyc(body: &[u8]) -> Vec<u8> {
     let mut b = vec![0xa7, 0x0d, 0x0d, 0x0a, 3, 0, 0, 0, 9, 9, 9, 9, 9, 9, 9, 9];
@@ -64,7 +73,7 @@ fn compiled_copy(copy: &Path, seed: &Path) {
     put(
         &written(seed, copy, "pkg"),
         "__init__.cpython-311.pyc",
-        &timed_pyc(b"pkg"),
+        &timed_for(&copy.join("pkg/__init__.py"), b"pkg"),
     );
     put(
         &written(seed, copy, "tests"),
@@ -177,7 +186,7 @@ fn a_name_that_fits_several_sources_is_the_bytecode_of_none() {
     put(
         &written(&seed, &copy, ""),
         "m.v2.cpython-311.pyc",
-        &timed_pyc(b"v2"),
+        &timed_for(&copy.join("m.v2.py"), b"v2"),
     );
     assert_eq!(keep(&copy, &seed, before()).unwrap(), 1);
     assert_eq!(stage(&seed, &copy, &stage_at).unwrap(), 1);
@@ -190,12 +199,12 @@ fn a_name_that_fits_several_sources_is_the_bytecode_of_none() {
     put(
         &written(&seed, &copy, ""),
         "m.v2.cpython-311.pyc",
-        &timed_pyc(b"v2"),
+        &timed_for(&copy.join("m.v2.py"), b"v2"),
     );
     put(
         &written(&seed, &copy, ""),
         "m.cpython-311.pyc",
-        &timed_pyc(b"m"),
+        &timed_for(&copy.join("m.py"), b"m"),
     );
     assert_eq!(keep(&copy, &seed, before()).unwrap(), 1);
     // `m.v2.py` gone: the name fits `m.py` alone, but was kept for `m.v2.py`.
@@ -212,7 +221,7 @@ fn bytecode_a_later_keep_leaves_is_staged_only_for_the_source_it_was_compiled_fr
     put(
         &written(&seed, &copy, ""),
         "g.cpython-311.pyc",
-        &timed_pyc(b"one"),
+        &timed_for(&copy.join("g.py"), b"one"),
     );
     keep(&copy, &seed, before()).unwrap();
     // A later check of the baseline's generated `g.py` again, and compiled it under
@@ -247,12 +256,25 @@ fn a_source_changed_while_the_check_ran_is_not_kept() {
     put(
         &written(&seed, &copy, ""),
         "gen.cpython-311.pyc",
-        &timed_pyc(b"gen"),
+        &timed_for(&copy.join("gen.py"), b"gen"),
     );
     put(
         &written(&seed, &copy, ""),
         "old.cpython-311.pyc",
-        &timed_pyc(b"old"),
+        &timed_for(&copy.join("old.py"), b"old"),
+    );
+    // Bytecode whose recorded time and size are not the source's: compiled from
+    // other bytes.
+    put(&copy, "stale.py", b"X = 'now'\n");
+    let f = fs::File::options()
+        .write(true)
+        .open(copy.join("stale.py"))
+        .unwrap();
+    f.set_modified(since - Duration::from_secs(60)).unwrap();
+    put(
+        &written(&seed, &copy, ""),
+        "stale.cpython-311.pyc",
+        &timed_pyc(b"stale"),
     );
     assert_eq!(keep(&copy, &seed, since).unwrap(), 1);
     assert_eq!(stage(&seed, &copy, &stage_at).unwrap(), 1);
