@@ -4,9 +4,9 @@
 //! staged before each later check for the sources whose bytes still have that digest.
 //!
 //! A confined check starts with the copy's `__pycache__` gone (an earlier check's
-//! code could have left bytecode that is not its source's; a directory it made
-//! read-only is made writable first, and a check whose copy still has one does not
-//! run), then what was staged for it copied in. Without a seed every check compiled
+//! code could have left bytecode that is not its source's; every directory is made
+//! its owner's to walk and write again first, and a check whose copy still has one
+//! does not run: `judge`'s first step), then what was staged for it copied in. Without a seed every check compiled
 //! every module again, pytest's rewritten test modules too: 25 s against 10 s for a
 //! plain run of a 20,000-test suite (docs/PERFORMANCE.md). (`PYTHONPYCACHEPREFIX`
 //! would keep the bytecode out of the copy, but Python then compiles the standard
