@@ -105,12 +105,8 @@ impl Keeping {
                 continue;
             };
             let digest = digests.entry(source.to_string()).or_insert_with(|| {
-                let meta = fs::symlink_metadata(dir.join(source)).ok()?;
-                let changed = meta.modified().map_or(true, |m| m >= self.since);
-                if !meta.is_file() || changed {
-                    return None;
-                }
-                Some((meta, digest(&dir.join(source))?))
+                source_now(&dir.join(source))
+                    .filter(|(meta, _)| meta.modified().is_ok_and(|m| m < self.since))
             });
             let Some((meta, digest)) = digest else {
                 continue;
@@ -123,11 +119,7 @@ impl Keeping {
             // Bytecode checked by a time and a size must have been compiled from the
             // source as it is now (not from bytes the check replaced under the same
             // time): the interpreter's own test.
-            if bytes.len() >= 16
-                && bytes[4..8] == [0; 4]
-                && (bytes[8..12] != (meta.mtime() as u32).to_le_bytes()
-                    || bytes[12..16] != (meta.len() as u32).to_le_bytes())
-            {
+            if timed(&bytes) && bytes[8..16] != stamp(meta) {
                 continue;
             }
             self.budget -= len;
@@ -147,6 +139,13 @@ impl Keeping {
         }
         Ok(())
     }
+}
+
+/// Where the bytecode of `seed` is staged for a check: beside it.
+pub fn stage_of(seed: &Path) -> PathBuf {
+    let mut at = seed.as_os_str().to_owned();
+    at.push(".stage");
+    at.into()
 }
 
 /// Fills `stage` (emptied first) with the bytecode of `seed` whose sources `copy`
@@ -211,13 +210,9 @@ fn stage_cache(kept: &Path, copy: &Path, into: &Path, staged: &mut usize) -> io:
         else {
             continue;
         };
-        let now = digests.entry(source.to_string()).or_insert_with(|| {
-            let meta = fs::symlink_metadata(copy.join(source)).ok()?;
-            if !meta.is_file() {
-                return None;
-            }
-            Some((meta, digest(&copy.join(source))?))
-        });
+        let now = digests
+            .entry(source.to_string())
+            .or_insert_with(|| source_now(&copy.join(source)));
         let Some((meta, digest)) = now else { continue };
         if digest[..] != *want {
             continue;
@@ -225,11 +220,9 @@ fn stage_cache(kept: &Path, copy: &Path, into: &Path, staged: &mut usize) -> io:
         let Ok(mut bytes) = fs::read(kept.join(pyc)) else {
             continue;
         };
-        // Bytecode checked by its source's time and size (flags 0): those of the
-        // copy's source, whose bytes it was compiled from.
-        if bytes.len() >= 16 && bytes[4..8] == [0; 4] {
-            bytes[8..12].copy_from_slice(&(meta.mtime() as u32).to_le_bytes());
-            bytes[12..16].copy_from_slice(&(meta.len() as u32).to_le_bytes());
+        // The copy's source's time and size: it was compiled from its bytes.
+        if timed(&bytes) {
+            bytes[8..16].copy_from_slice(&stamp(meta));
         }
         fs::create_dir_all(into)?;
         fs::write(into.join(pyc), &bytes)?;
@@ -270,17 +263,43 @@ fn real_dir(dir: &Path) -> bool {
     fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir())
 }
 
-fn digest(path: &Path) -> Option<[u8; 32]> {
-    Some(Sha256::digest(fs::read(path).ok()?).into())
+/// The source at `path` when it is a regular file (not a link): what it is, and the
+/// SHA-256 of its bytes.
+fn source_now(path: &Path) -> Option<(fs::Metadata, [u8; 32])> {
+    let meta = fs::symlink_metadata(path).ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    let bytes = agentloop_ground::fsutil::read_regular(path, MOST_KEPT).ok()?;
+    Some((meta, Sha256::digest(bytes).into()))
 }
 
+/// Whether bytecode is checked by its source's time and size (flags 0), which its
+/// header's next eight bytes hold ([`stamp`]); else by a hash, or not at all.
+fn timed(pyc: &[u8]) -> bool {
+    pyc.len() >= 16 && pyc[4..8] == [0; 4]
+}
+
+/// A source's time and size as a bytecode header records them (each modulo 2³²).
+fn stamp(source: &fs::Metadata) -> [u8; 8] {
+    let mut b = [0; 8];
+    b[..4].copy_from_slice(&(source.mtime() as u32).to_le_bytes());
+    b[4..].copy_from_slice(&(source.len() as u32).to_le_bytes());
+    b
+}
+
+/// Removes the stage at `dir`; an error if anything of it is left (what an earlier
+/// check was staged must never be bound for the next).
 fn remove(dir: &Path) -> io::Result<()> {
-    match fs::remove_dir_all(dir) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-        _ => Ok(()),
+    agentloop_ground::fsutil::remove_all(dir);
+    match fs::symlink_metadata(dir) {
+        Ok(_) => Err(io::Error::other(format!("{} is left", dir.display()))),
+        Err(_) => Ok(()),
     }
 }
 
+/// As `fsutil::write_atomic`, without its fsyncs: a seed lives as long as its run,
+/// and a kill (not a power cut) cannot tear a file renamed into place.
 fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(format!(".tmp-{}", std::process::id()));

@@ -21,6 +21,14 @@ use agentloop_config::{ConfineChecks, SandboxConfig};
 
 use super::{Confinement, JUDGE_HOME, Unable, bind, files, home, probe, push};
 
+/// Where bytecode staged for a check ([`with_bytecode`]) is seen inside it (a macro, so
+/// that [`FORGET_BYTECODE`] is one literal).
+macro_rules! py_seed {
+    () => {
+        "/tmp/.py-seed"
+    };
+}
+
 /// What a confined check runs first, in the copy (not under its `.git`): every
 /// directory made the owner's to read, write and enter again before it is walked (a
 /// check's code can leave one it cannot be looked into, or emptied, by a user who is
@@ -34,7 +42,11 @@ const FORGET_BYTECODE: &str = concat!(
     "-o -name __pycache__ -prune -exec sh -c 'for p; do [ -L \"$p\" ] || chmod -R u+rwx \"$p\" 2>/dev/null; rm -rf \"$p\" 2>/dev/null; ",
     "if [ -e \"$p\" ] || [ -L \"$p\" ]; then printf \"%s \" \"$p\"; fi; done' sh {} + 2>/dev/null || echo 'a directory it cannot read'); ",
     "if [ -n \"$left\" ]; then echo \"agentloop: the copy's Python bytecode cannot be removed ($left); the check does not run\" >&2; exit 125; fi; ",
-    "[ ! -d /tmp/.py-seed ] || cp -R /tmp/.py-seed/. . 2>/dev/null; exec \"$@\""
+    "[ ! -d ",
+    py_seed!(),
+    " ] || cp -R ",
+    py_seed!(),
+    "/. . 2>/dev/null; exec \"$@\""
 );
 
 /// [`FORGET_BYTECODE`] for a check that runs in the project itself (which passes
@@ -42,8 +54,7 @@ const FORGET_BYTECODE: &str = concat!(
 /// container left) does not stop it.
 const FORGET_BYTECODE_IN_PROJECT: &str = "find . -path ./.git -prune -o -name __pycache__ -prune -exec sh -c 'for p; do [ -L \"$p\" ] || chmod -R u+rwx \"$p\"; rm -rf \"$p\"; done' sh {} + 2>/dev/null; exec \"$@\"";
 
-/// Where bytecode staged for a check ([`with_bytecode`]) is seen inside it.
-const PY_SEED: &str = "/tmp/.py-seed";
+const PY_SEED: &str = py_seed!();
 
 /// Where a confined check's Go build cache comes from. Never one an earlier check
 /// wrote: its code could have left forged entries there for the next check.

@@ -1,8 +1,6 @@
 //! Where a confined check's Python bytecode comes from (`exec::sandbox::bytecode`):
 //! staged from the baseline's before each check, kept after each of the baseline's.
 
-use std::path::PathBuf;
-
 use agentloop_exec::sandbox::bytecode::{self, Bytecode};
 use agentloop_exec::sandbox::judge;
 
@@ -19,9 +17,7 @@ impl Runner<'_> {
         }
         match &self.bytecode {
             Bytecode::From(seed) => {
-                let mut at = seed.clone().into_os_string();
-                at.push(".stage");
-                let at = PathBuf::from(at);
+                let at = bytecode::stage_of(seed);
                 match bytecode::stage(seed, self.workdir, &at) {
                     Ok(n) if n > 0 => judge::with_bytecode(&self.wrap, &at),
                     _ => self.wrap.clone(),

@@ -133,9 +133,16 @@ impl Driver {
 
     /// Where [`Self::go_cache`]'s seed is: beside the run's clean copy.
     pub(crate) fn go_seed(&self) -> Option<std::path::PathBuf> {
+        self.beside_copy(".go-build")
+    }
+
+    /// `suffix` added to the name of the run's clean copy: a place beside it, among
+    /// the judges' copies (out of a sandboxed agent's reach; `gc` sweeps it with the
+    /// run's copies).
+    fn beside_copy(&self, suffix: &str) -> Option<std::path::PathBuf> {
         let copy = agentloop_verify::clean_copy::CleanCopy::for_run(&self.ws.root, &self.run.id)?;
         let mut name = copy.dir.into_os_string();
-        name.push(".go-build");
+        name.push(suffix);
         Some(name.into())
     }
 
@@ -152,10 +159,7 @@ impl Driver {
 
     /// Where [`Self::bytecode`]'s seed is: beside the run's clean copy.
     pub(crate) fn python_seed(&self) -> Option<std::path::PathBuf> {
-        let copy = agentloop_verify::clean_copy::CleanCopy::for_run(&self.ws.root, &self.run.id)?;
-        let mut name = copy.dir.into_os_string();
-        name.push(".python");
-        Some(name.into())
+        self.beside_copy(".python")
     }
 
     /// The sandbox the checks of a merge or a worker are confined by; none when they

@@ -344,9 +344,7 @@ impl Driver {
             let _ = std::fs::remove_dir_all(seed);
         }
         if let Some(seed) = self.python_seed() {
-            let mut stage = seed.clone().into_os_string();
-            stage.push(".stage");
-            let _ = std::fs::remove_dir_all(stage);
+            let _ = std::fs::remove_dir_all(agentloop_exec::sandbox::bytecode::stage_of(&seed));
             let _ = std::fs::remove_dir_all(seed);
         }
         if let Some(copy) = CleanCopy::for_run(&self.ws.root, &self.run.id) {
@@ -360,7 +358,11 @@ impl Driver {
                 .flatten()
                 .filter_map(|e| e.file_name().into_string().ok())
                 .filter(|n| n.starts_with(&prefix) && !n.ends_with(".index"))
-                .filter(|n| !n.ends_with(".go-build") && !n.contains(".python"))
+                .filter(|n| {
+                    ![".go-build", ".python", ".python.stage"]
+                        .iter()
+                        .any(|s| n.ends_with(s))
+                })
                 .collect();
             for t in tasks {
                 if let Some(c) = CleanCopy::for_run(&self.ws.root, &t) {
