@@ -6,10 +6,12 @@ mod blobs;
 mod drivers;
 mod hermetic;
 mod locate;
+mod object_id;
 mod within;
 
 pub use blobs::largest_blob_past;
 pub use locate::{GitDirs, common_dir, dirs, is_repo, toplevel};
+pub use object_id::blob_holds;
 pub use within::run_git_within;
 
 use std::path::{Path, PathBuf};

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::{git, run};
+use agentloop_exec::git::blob_holds;
 use agentloop_journal::Baseline;
 
 /// Where the content of blob `id` is kept.
@@ -23,13 +24,6 @@ fn kept_at(id: &str) -> Option<PathBuf> {
             .join(&id[..2])
             .join(&id[2..]),
     )
-}
-
-/// The id git gives `bytes` as a blob in the repository at `root` (nothing written).
-fn id_of(root: &Path, bytes: &[u8]) -> Result<String, String> {
-    let mut c = git(root);
-    c.args(["hash-object", "--no-filters", "--stdin"]);
-    run(c, Some(bytes)).map(|o| String::from_utf8_lossy(&o).trim().to_string())
 }
 
 /// The ids git gives the files at `paths` (relative to `dir`), in order.
@@ -52,7 +46,7 @@ pub(super) fn ids_of(dir: &Path, paths: &[&str]) -> Result<Vec<String>, String> 
 pub fn blob(root: &Path, id: &str) -> Result<Vec<u8>, String> {
     let at = kept_at(id);
     if let Some(bytes) = at.as_ref().and_then(|p| std::fs::read(p).ok()) {
-        if id_of(root, &bytes)? == id {
+        if blob_holds(id, &bytes) {
             return Ok(bytes);
         }
         // A kept copy that does not hash to its name is not used (nor kept).
@@ -61,7 +55,7 @@ pub fn blob(root: &Path, id: &str) -> Result<Vec<u8>, String> {
     let mut c = git(root);
     c.args(["cat-file", "blob", id]);
     let bytes = run(c, None)?;
-    if id_of(root, &bytes)? != id {
+    if !blob_holds(id, &bytes) {
         return Err(format!(
             "the repository's object {id} does not hold what its id says (it was changed in place): agentloop does not use it"
         ));
