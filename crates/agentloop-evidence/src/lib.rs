@@ -20,6 +20,7 @@ pub mod junit;
 pub mod learned;
 pub mod libtest;
 pub mod names;
+pub mod pytest_json;
 mod read;
 mod report;
 pub mod runner;

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use crate::report::{Format, MAX_REPORT_BYTES, Report, ReportError};
-use crate::{gotest, json, junit, libtest, tap};
+use crate::{gotest, json, junit, libtest, pytest_json, tap};
 
 /// Reads the report at `at` in `format`; test files named in it are made relative to
 /// `workdir` (where the check ran).
@@ -38,6 +38,7 @@ pub fn parse(format: Format, bytes: &[u8], workdir: &Path) -> Result<Report, Str
     match format {
         Format::Junit => junit::parse_at(bytes, junit::Ids::Plain, Some(workdir)),
         Format::PytestJunit => junit::parse_at(bytes, junit::Ids::Pytest, Some(workdir)),
+        Format::PytestJson => pytest_json::parse(bytes),
         Format::GoJson => gotest::parse(bytes),
         Format::Libtest => libtest::parse(bytes),
         Format::JestJson => json::jest(bytes, workdir),

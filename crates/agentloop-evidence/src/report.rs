@@ -82,6 +82,8 @@ pub enum Format {
     Junit,
     /// pytest's JUnit XML (`-o junit_family=xunit1`): ids rebuilt as pytest's node ids.
     PytestJunit,
+    /// agentloop's own pytest plugin's report: node ids, each phase's outcome.
+    PytestJson,
     /// `go test -json` events.
     GoJson,
     /// libtest's per-test lines (`test a::b ... ok`) or its JSON events.

@@ -67,6 +67,22 @@ impl Found {
     }
 }
 
+impl Found {
+    /// `dir` put last on the `PYTHONPATH` the command's own words set
+    /// (`PYTHONPATH=src pytest`): theirs would replace the one agentloop gives.
+    pub(super) fn python_path_after(&mut self, dir: &Path) {
+        for w in self.words.iter_mut().take_while(|w| is_assignment(w)) {
+            if let Some(value) = w.strip_prefix("PYTHONPATH=") {
+                *w = if value.is_empty() {
+                    format!("PYTHONPATH={}", dir.display())
+                } else {
+                    format!("PYTHONPATH={value}:{}", dir.display())
+                };
+            }
+        }
+    }
+}
+
 /// The words as one shell command, each quoted only where it needs it.
 pub(super) fn join(words: &[String]) -> Option<String> {
     let safe = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);

@@ -173,7 +173,8 @@ mod tests {
     fn each_runner_is_held_in_its_own_words() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        assert_eq!(added("python3 -m pytest -q", d, THREE).0, "-p xdist -n 3");
+        // `-p` is in the plain command already (agentloop's report plugin).
+        assert_eq!(added("python3 -m pytest -q", d, THREE).0, "xdist -n 3");
         assert!(
             held("python3 -m pytest -q", d, THREE)
                 .0

@@ -10,12 +10,12 @@ fn runners_are_recognised_and_told_where_to_report() {
         (
             "python3 -m pytest -q",
             Some(Runner::Pytest),
-            "python3 -m pytest -q --junitxml=/r/pytest.xml -o junit_family=xunit1 --continue-on-collection-errors",
+            "python3 -m pytest -q -p agentloop_pytest_report --continue-on-collection-errors",
         ),
         (
             "PYTHONPATH=src uv run pytest tests/",
             Some(Runner::Pytest),
-            "PYTHONPATH=src uv run pytest tests/ --junitxml=/r/pytest.xml -o junit_family=xunit1 --continue-on-collection-errors",
+            "PYTHONPATH=src:/r/python uv run pytest tests/ -p agentloop_pytest_report --continue-on-collection-errors",
         ),
         (
             "cargo nextest run --workspace -- --ignored",
@@ -70,6 +70,21 @@ fn runners_are_recognised_and_told_where_to_report() {
     assert_eq!(
         inv("sh test.sh").report,
         ReportAt::File("/r/report.xml".into())
+    );
+    // pytest's report is agentloop's plugin's, imported from the report directory,
+    // wherever the command's own words set PYTHONPATH.
+    let p = inv("python3 -m pytest -q");
+    assert_eq!(p.report, ReportAt::File("/r/pytest.json".into()));
+    assert_eq!(p.format, Format::PytestJson);
+    assert_eq!(p.python_path, Some(PathBuf::from("/r/python")));
+    assert_eq!(
+        p.files[0].0,
+        PathBuf::from("/r/python/agentloop_pytest_report.py")
+    );
+    assert!(p.files[0].1.contains("def pytest_runtest_logreport"));
+    assert_eq!(
+        inv("PYTHONPATH= FOO=1 pytest").command,
+        "PYTHONPATH=/r/python FOO=1 pytest -p agentloop_pytest_report --continue-on-collection-errors"
     );
     let n = inv("cargo nextest run");
     assert_eq!(n.files[0].0, PathBuf::from("/r/nextest.toml"));
@@ -224,7 +239,7 @@ fn one_test_alone_where_the_runner_can_select_it() {
     let a = Invocation::alone("python3 -m pytest -q tests/", "tests/t.py::test_a[1]", w, r);
     assert_eq!(
         a.command,
-        "python3 -m pytest -q 'tests/t.py::test_a[1]' --junitxml=/r/pytest.xml -o junit_family=xunit1 --continue-on-collection-errors"
+        "python3 -m pytest -q 'tests/t.py::test_a[1]' -p agentloop_pytest_report --continue-on-collection-errors"
     );
     let a = Invocation::alone("go test ./...", "example.com/m/ops::TestSub/one", w, r);
     assert_eq!(

@@ -20,8 +20,9 @@ const CACHE_FOR: Duration = Duration::from_secs(24 * 3600);
 /// The cache's format: 2 keeps what each check read; 3 keys it by whether the
 /// checks were traced (a `plan check` baseline taken in the project is no baseline
 /// for a run that traces); 4: a pytest test inherited or imported from another module
-/// is named by its test module (stop 74), not the file that defines it.
-const VERSION: u32 = 4;
+/// is named by its test module (stop 74), not the file that defines it; 5: pytest's
+/// tests read from agentloop's plugin's report, by pytest's own node ids (stop 77).
+const VERSION: u32 = 5;
 
 /// Why a baseline taken where nothing could be traced (in the project itself, not a
 /// clean copy) knows nothing of what its checks opened.

@@ -272,7 +272,10 @@ impl Runner<'_> {
                 .flatten()
                 .collect::<Vec<_>>(),
         );
-        spec.env.extend(super::judged_tree_env(self.workdir));
+        spec.env.extend(super::judged_tree_env(
+            self.workdir,
+            inv.python_path.as_deref(),
+        ));
         spec.env.push((
             agentloop_evidence::runner::REPORT_VAR.into(),
             inv.report_var.clone().into_os_string(),

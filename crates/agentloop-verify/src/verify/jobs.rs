@@ -43,7 +43,7 @@ impl Runner<'_> {
                 spec.output_cap = 4096;
                 spec.grace = Duration::from_secs(1);
                 spec.wrap = self.wrap.clone();
-                spec.env.extend(judged_tree_env(self.workdir));
+                spec.env.extend(judged_tree_env(self.workdir, None));
                 let there = supervise::run(spec, || false).is_ok_and(|f| f.success());
                 if let Ok(mut a) = asked.lock() {
                     a.insert(key, there);

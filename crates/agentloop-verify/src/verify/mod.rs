@@ -464,7 +464,10 @@ impl Runner<'_> {
         spec.log = Some(self.log.to_path_buf());
         spec.log_append = true;
         spec.wrap = self.wrap_staged();
-        spec.env.extend(judged_tree_env(self.workdir));
+        spec.env.extend(judged_tree_env(
+            self.workdir,
+            inv.and_then(|i| i.python_path.as_deref()),
+        ));
         // Python's bytecode beside the copy's sources, never in a cache an earlier
         // run filled (`PYTHONPYCACHEPREFIX`; empty is unset to Python): a module found
         // compiled there is not opened, and the baseline's trace would miss it.
@@ -512,16 +515,26 @@ impl Evidence {
 
 /// What every check run in `workdir` (a project's, a held-out one) gets so that it
 /// imports the project from the tree judged, whatever an editable install points at:
-/// the tree's `src/` (or root) first on `PYTHONPATH`.
-pub(super) fn judged_tree_env(workdir: &Path) -> Option<(std::ffi::OsString, std::ffi::OsString)> {
+/// the tree's `src/` (or root) first on `PYTHONPATH`; and `plugins` (where agentloop's
+/// pytest plugin is) last, after what the environment put there.
+pub(super) fn judged_tree_env(
+    workdir: &Path,
+    plugins: Option<&Path>,
+) -> Option<(std::ffi::OsString, std::ffi::OsString)> {
     let first = agentloop_project::python_first(workdir);
-    if first.is_empty() {
+    if first.is_empty() && plugins.is_none() {
         return None;
     }
     let inherited = std::env::var_os("PYTHONPATH")
         .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
         .unwrap_or_default();
-    let path = std::env::join_paths(first.into_iter().chain(inherited)).ok()?;
+    let path = std::env::join_paths(
+        first
+            .into_iter()
+            .chain(inherited)
+            .chain(plugins.map(Path::to_path_buf)),
+    )
+    .ok()?;
     Some(("PYTHONPATH".into(), path))
 }
 

@@ -47,6 +47,9 @@ pub(super) fn ready(
     std::fs::create_dir_all(dir).map_err(|e| agentloop_ground::fsutil::named(dir, e))?;
     let inv = make(dir);
     for (p, text) in &inv.files {
+        if let Some(d) = p.parent() {
+            std::fs::create_dir_all(d).map_err(|e| agentloop_ground::fsutil::named(d, e))?;
+        }
         std::fs::write(p, text).map_err(|e| agentloop_ground::fsutil::named(p, e))?;
     }
     Ok(inv)

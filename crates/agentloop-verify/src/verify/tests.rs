@@ -6,7 +6,7 @@ use super::*;
 #[test]
 fn a_check_imports_the_python_project_from_the_tree_judged() {
     let dir = tempfile::tempdir().unwrap();
-    assert_eq!(judged_tree_env(dir.path()), None, "no Python project");
+    assert_eq!(judged_tree_env(dir.path(), None), None, "no Python project");
     std::fs::write(
         dir.path().join("pyproject.toml"),
         "[project]\nname = \"x\"\n",
@@ -14,7 +14,7 @@ fn a_check_imports_the_python_project_from_the_tree_judged() {
     .unwrap();
     std::fs::create_dir_all(dir.path().join("src/x")).unwrap();
     std::fs::write(dir.path().join("src/x/__init__.py"), "").unwrap();
-    let (k, v) = judged_tree_env(dir.path()).unwrap();
+    let (k, v) = judged_tree_env(dir.path(), None).unwrap();
     assert_eq!(k, "PYTHONPATH");
     let first = std::env::split_paths(&v).next().unwrap();
     assert_eq!(first, dir.path().join("src"));

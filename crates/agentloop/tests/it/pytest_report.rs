@@ -1,0 +1,230 @@
+//! agentloop's pytest plugin against pytest's own JUnit XML, in one real run of pytest
+//! (`.tools/pytest`): every kind of outcome a test can have, node ids of every shape,
+//! and pytest-xdist's workers. The plugin's report reads as the JUnit XML did, test by
+//! test.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use agentloop_evidence::runner::Invocation;
+use agentloop_evidence::{Format, Outcome};
+
+use crate::support::*;
+
+const TESTS: &str = r#"import pytest
+
+
+def test_pass():
+    assert True
+
+
+def test_fail():
+    assert 1 == 2
+
+
+@pytest.fixture
+def broken_setup():
+    raise RuntimeError("no database")
+
+
+def test_setup_error(broken_setup):
+    pass
+
+
+@pytest.fixture
+def broken_teardown():
+    yield
+    raise RuntimeError("left a mess")
+
+
+def test_teardown_error(broken_teardown):
+    pass
+
+
+def test_fail_and_teardown_error(broken_teardown):
+    assert False
+
+
+@pytest.fixture
+def skipping():
+    pytest.skip("not here")
+
+
+def test_skipped_in_setup(skipping):
+    pass
+
+
+@pytest.mark.skip(reason="later")
+def test_skipped():
+    pass
+
+
+@pytest.mark.xfail(reason="known")
+def test_xfail():
+    assert False
+
+
+@pytest.mark.xfail(reason="fixed meanwhile")
+def test_xpass():
+    pass
+
+
+@pytest.mark.xfail(reason="must fail", strict=True)
+def test_xpass_strict():
+    pass
+
+
+@pytest.mark.xfail(run=False, reason="would hang")
+def test_xfail_not_run():
+    pass
+
+
+@pytest.mark.parametrize("v", [1, "a b", "x::y", "ü", "[z]"])
+def test_param(v):
+    assert v != "a b"
+
+
+class TestOuter:
+    def test_in_class(self):
+        pass
+
+    class TestInner:
+        def test_nested(self):
+            assert False
+"#;
+
+fn project() -> Scratch {
+    Scratch::new()
+        .file(
+            "pyproject.toml",
+            "[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\n",
+        )
+        .file("tests/test_kinds.py", TESTS)
+        .file(
+            "tests/v1.2/test_dotted.py",
+            "def test_in_dotted_dir():\n    pass\n",
+        )
+        .file("tests/test_broken.py", "import no_such_module\n")
+        .file(
+            "tests/test_skipped_module.py",
+            "import pytest\npytest.skip('whole module', allow_module_level=True)\n",
+        )
+}
+
+/// The check `cmd` run as agentloop runs it (its report directory `reports`), with
+/// pytest's JUnit XML asked for beside it: both reports, read.
+fn both(
+    root: &Path,
+    cmd: &str,
+    reports: &Path,
+) -> (Vec<(String, Outcome)>, Vec<(String, Outcome)>) {
+    let inv = Invocation::new(cmd, root, reports);
+    assert_eq!(inv.format, Format::PytestJson, "{}", inv.command);
+    std::fs::create_dir_all(reports).unwrap();
+    for (p, text) in &inv.files {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let junit = reports.join("junit.xml");
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "{} --junitxml={} -o junit_family=xunit1",
+            inv.command,
+            junit.display()
+        ))
+        .current_dir(root)
+        .env("PATH", python_path())
+        .env("PYTHONPATH", inv.python_path.as_ref().unwrap())
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let read = |format, at: &Path| {
+        let r =
+            agentloop_evidence::read(format, at, root).unwrap_or_else(|e| panic!("{e}\n{said}"));
+        r.tests
+            .into_iter()
+            .map(|t| (t.id, t.outcome))
+            .collect::<Vec<_>>()
+    };
+    (
+        read(Format::PytestJson, inv.report.path()),
+        read(Format::PytestJunit, &junit),
+    )
+}
+
+#[test]
+fn the_plugins_report_reads_as_pytests_junit_xml_did() {
+    let p = project().build();
+    let (plugin, junit) = both(
+        p.path(),
+        "python3 -m pytest -q",
+        &p.cache.path().join("reports"),
+    );
+    let sorted = |v: &[(String, Outcome)]| v.iter().cloned().collect::<BTreeMap<_, _>>();
+    assert_eq!(
+        sorted(&plugin),
+        sorted(&junit),
+        "the same tests, the same outcomes"
+    );
+    let by_id = sorted(&plugin);
+    let want = [
+        ("tests/test_kinds.py::test_pass", Outcome::Passed),
+        ("tests/test_kinds.py::test_fail", Outcome::Failed),
+        ("tests/test_kinds.py::test_setup_error", Outcome::Errored),
+        ("tests/test_kinds.py::test_teardown_error", Outcome::Errored),
+        (
+            "tests/test_kinds.py::test_fail_and_teardown_error",
+            Outcome::Errored,
+        ),
+        (
+            "tests/test_kinds.py::test_skipped_in_setup",
+            Outcome::Skipped,
+        ),
+        ("tests/test_kinds.py::test_skipped", Outcome::Skipped),
+        ("tests/test_kinds.py::test_xfail", Outcome::Xfail),
+        ("tests/test_kinds.py::test_xpass", Outcome::Passed),
+        ("tests/test_kinds.py::test_xpass_strict", Outcome::Failed),
+        ("tests/test_kinds.py::test_xfail_not_run", Outcome::Xfail),
+        ("tests/test_kinds.py::test_param[a b]", Outcome::Failed),
+        ("tests/test_kinds.py::test_param[x::y]", Outcome::Passed),
+        (
+            "tests/test_kinds.py::TestOuter::test_in_class",
+            Outcome::Passed,
+        ),
+        (
+            "tests/test_kinds.py::TestOuter::TestInner::test_nested",
+            Outcome::Failed,
+        ),
+        (
+            "tests/v1.2/test_dotted.py::test_in_dotted_dir",
+            Outcome::Passed,
+        ),
+        ("tests/test_broken.py", Outcome::Errored),
+        ("tests/test_skipped_module.py", Outcome::Skipped),
+    ];
+    for (id, outcome) in want {
+        assert_eq!(by_id.get(id), Some(&outcome), "{id} in {by_id:#?}");
+    }
+    assert_eq!(plugin.len(), 21, "{by_id:#?}");
+}
+
+#[test]
+fn under_xdists_workers_the_plugin_reports_every_test_once() {
+    let p = project().build();
+    let xdist = tools().join("xdist/bin");
+    let cmd = format!(
+        "{} -m pytest -q -p xdist -n 2",
+        xdist.join("python3").display()
+    );
+    let (plugin, junit) = both(p.path(), &cmd, &p.cache.path().join("reports"));
+    let sorted = |v: &[(String, Outcome)]| v.iter().cloned().collect::<BTreeMap<_, _>>();
+    assert_eq!(sorted(&plugin), sorted(&junit));
+    assert_eq!(plugin.len(), 21);
+}
