@@ -23,14 +23,19 @@ def _text(value):
 
 
 def _said(report):
+    # As pytest's JUnit XML says it: the line the failure ended on, then the whole text.
     if report.passed:
         return None
     if report.skipped and isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
         return _text(report.longrepr[2])
     try:
-        return _text(report.longreprtext)
+        text = report.longreprtext
     except Exception:
-        return _text(report.longrepr)
+        text = str(report.longrepr)
+    crash = getattr(getattr(report.longrepr, "reprcrash", None), "message", None)
+    if crash and crash.strip() != text.strip():
+        return _text(crash + "\n" + text)
+    return _text(text)
 
 
 def pytest_configure(config):

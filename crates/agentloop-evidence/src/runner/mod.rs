@@ -20,9 +20,21 @@ pub use parallel::{Jobs, pytest_python};
 
 use crate::report::Format;
 
-/// The module name of agentloop's pytest plugin (`-p`), and its source.
-pub const PYTEST_PLUGIN: &str = "agentloop_pytest_report";
+/// The start of the module name of agentloop's pytest plugin (`-p`), and its source.
+/// Each check's name ends in a number drawn for it: a module the agent left where
+/// Python looks first (the copy's root, for `python -m pytest`) cannot be the one
+/// loaded by that name.
+pub const PYTEST_PLUGIN: &str = "agentloop_pytest_report_";
 const PYTEST_PLUGIN_SOURCE: &str = include_str!("agentloop_pytest_report.py");
+
+/// A name for one check's pytest plugin no one can tell before the check: the
+/// standard library's hasher keys, drawn from the system's randomness.
+fn pytest_plugin_name() -> String {
+    use std::hash::BuildHasher as _;
+    let drawn =
+        std::collections::hash_map::RandomState::new().hash_one(std::time::SystemTime::now());
+    format!("{PYTEST_PLUGIN}{drawn:016x}")
+}
 
 /// The variable every check gets: where it may write a JUnit XML report of its own.
 pub const REPORT_VAR: &str = "AGENTLOOP_TEST_REPORT";
@@ -158,17 +170,14 @@ impl Invocation {
                 // agentloop's own plugin writes the report: pytest's JUnit XML costs a
                 // fifth of a quick suite's run to build (docs/PERFORMANCE.md).
                 let plugin = dir.join("python");
+                let name = pytest_plugin_name();
                 files.push((
-                    plugin.join(format!("{PYTEST_PLUGIN}.py")),
+                    plugin.join(format!("{name}.py")),
                     PYTEST_PLUGIN_SOURCE.to_string(),
                 ));
                 python_path = Some(plugin);
                 (
-                    vec![
-                        "-p".into(),
-                        PYTEST_PLUGIN.into(),
-                        "--continue-on-collection-errors".into(),
-                    ],
+                    vec!["-p".into(), name, "--continue-on-collection-errors".into()],
                     ReportAt::File(dir.join("pytest.json")),
                 )
             }

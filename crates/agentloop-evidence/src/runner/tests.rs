@@ -1,7 +1,26 @@
 use super::*;
 
 fn inv(cmd: &str) -> Invocation {
-    Invocation::new(cmd, Path::new("/nonexistent"), Path::new("/r"))
+    plain(Invocation::new(
+        cmd,
+        Path::new("/nonexistent"),
+        Path::new("/r"),
+    ))
+}
+
+/// The invocation with its pytest plugin's drawn number as `N`.
+fn plain(mut i: Invocation) -> Invocation {
+    let drawn = regex::Regex::new("agentloop_pytest_report_[0-9a-f]{16}").unwrap();
+    i.command = drawn
+        .replace_all(&i.command, "agentloop_pytest_report_N")
+        .into_owned();
+    for (p, _) in &mut i.files {
+        *p = drawn
+            .replace_all(&p.to_string_lossy(), "agentloop_pytest_report_N")
+            .into_owned()
+            .into();
+    }
+    i
 }
 
 #[test]
@@ -10,12 +29,12 @@ fn runners_are_recognised_and_told_where_to_report() {
         (
             "python3 -m pytest -q",
             Some(Runner::Pytest),
-            "python3 -m pytest -q -p agentloop_pytest_report --continue-on-collection-errors",
+            "python3 -m pytest -q -p agentloop_pytest_report_N --continue-on-collection-errors",
         ),
         (
             "PYTHONPATH=src uv run pytest tests/",
             Some(Runner::Pytest),
-            "PYTHONPATH=src:/r/python uv run pytest tests/ -p agentloop_pytest_report --continue-on-collection-errors",
+            "PYTHONPATH=src:/r/python uv run pytest tests/ -p agentloop_pytest_report_N --continue-on-collection-errors",
         ),
         (
             "cargo nextest run --workspace -- --ignored",
@@ -79,12 +98,17 @@ fn runners_are_recognised_and_told_where_to_report() {
     assert_eq!(p.python_path, Some(PathBuf::from("/r/python")));
     assert_eq!(
         p.files[0].0,
-        PathBuf::from("/r/python/agentloop_pytest_report.py")
+        PathBuf::from("/r/python/agentloop_pytest_report_N.py")
     );
     assert!(p.files[0].1.contains("def pytest_runtest_logreport"));
+    // Drawn anew for each check.
+    let names: std::collections::BTreeSet<String> = (0..50)
+        .map(|_| Invocation::new("pytest", Path::new("/nonexistent"), Path::new("/r")).command)
+        .collect();
+    assert_eq!(names.len(), 50, "{names:?}");
     assert_eq!(
         inv("PYTHONPATH= FOO=1 pytest").command,
-        "PYTHONPATH=/r/python FOO=1 pytest -p agentloop_pytest_report --continue-on-collection-errors"
+        "PYTHONPATH=/r/python FOO=1 pytest -p agentloop_pytest_report_N --continue-on-collection-errors"
     );
     let n = inv("cargo nextest run");
     assert_eq!(n.files[0].0, PathBuf::from("/r/nextest.toml"));
@@ -236,10 +260,15 @@ fn failed_tests_again_in_one_process_where_the_runner_can_select_them() {
 fn one_test_alone_where_the_runner_can_select_it() {
     let w = Path::new("/nonexistent");
     let r = Path::new("/r");
-    let a = Invocation::alone("python3 -m pytest -q tests/", "tests/t.py::test_a[1]", w, r);
+    let a = plain(Invocation::alone(
+        "python3 -m pytest -q tests/",
+        "tests/t.py::test_a[1]",
+        w,
+        r,
+    ));
     assert_eq!(
         a.command,
-        "python3 -m pytest -q 'tests/t.py::test_a[1]' -p agentloop_pytest_report --continue-on-collection-errors"
+        "python3 -m pytest -q 'tests/t.py::test_a[1]' -p agentloop_pytest_report_N --continue-on-collection-errors"
     );
     let a = Invocation::alone("go test ./...", "example.com/m/ops::TestSub/one", w, r);
     assert_eq!(

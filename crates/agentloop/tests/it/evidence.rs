@@ -305,22 +305,26 @@ fn forcing_exit_zero_or_collecting_nothing_gets_nothing_done() {
 fn a_report_forged_where_the_runners_goes_or_a_rewritten_helper_gets_nothing_done() {
     // (e) The agent writes a report saying every test passed where the next
     // verification's report will go (the path is in the last verify.log).
-    let forged = r#"<testsuites><testsuite name="pytest"><testcase classname="tests.test_div" name="test_div" file="tests/test_div.py"/><testcase classname="tests.test_div" name="test_div_by_zero" file="tests/test_div.py"/></testsuite></testsuites>"#;
+    // pytest's report is agentloop's plugin's JSON; a check run as written is read
+    // for JUnit XML.
+    let forged = r#"{"agentloop_pytest_report": 1, "reports": [{"id": "tests/test_div.py::test_div", "when": "call", "outcome": "passed"}, {"id": "tests/test_div.py::test_div_by_zero", "when": "call", "outcome": "passed"}]}"#;
+    let forged_xml = r#"<testsuites><testsuite name="pytest"><testcase classname="tests.test_div" name="test_div" file="tests/test_div.py"/><testcase classname="tests.test_div" name="test_div_by_zero" file="tests/test_div.py"/></testsuite></testsuites>"#;
     let attack = format!(
         r#"run=$(ls .agentloop/runs | tail -n 1)
 for i in 1 2 3 4; do
   d="$XDG_CACHE_HOME/agentloop/reports/$run/$i/0"
   mkdir -p "$d"
-  printf '%s' '{forged}' > "$d/pytest.xml"
-  printf '%s' '{forged}' > "$d/report.xml"
+  printf '%s' '{forged}' > "$d/pytest.json"
+  printf '%s' '{forged_xml}' > "$d/report.xml"
 done"#
     );
     let p = gamed("python3 -m pytest", &attack, &[]);
     all_failed_with(&p, "tests/test_div.py::test_div: failed");
     // (e) again, from inside: a test module that, at the interpreter's exit (after
-    // pytest wrote its report), writes the forged one over it.
+    // pytest wrote its report), writes the forged one over it, where the plugin it
+    // finds loaded says the report goes.
     let module = format!(
-        "import atexit, sys\nFORGED = '{forged}'\ndef forge():\n    for a in sys.argv:\n        if a.startswith('--junitxml='):\n            open(a.split('=', 1)[1], 'w').write(FORGED)\natexit.register(forge)\n"
+        "import atexit, sys\nFORGED = '{forged}'\ndef forge():\n    m = next((v for k, v in sys.modules.items() if k.startswith('agentloop_pytest_report_')), None)\n    if m:\n        open(m._REPORT, 'w').write(FORGED)\natexit.register(forge)\n"
     );
     let p = gamed(
         "python3 -m pytest",
@@ -341,7 +345,7 @@ done"#
     }
     // (e) again, through a hard link made elsewhere (outside the watched directory).
     let linked = format!(
-        "import atexit, os, sys\nFORGED = '{forged}'\ndef forge():\n    for a in sys.argv:\n        if a.startswith('--junitxml='):\n            p = a.split('=', 1)[1]\n            link = os.path.dirname(os.path.dirname(p)) + '/link.xml'\n            os.link(p, link)\n            open(link, 'w').write(FORGED)\n            os.unlink(link)\natexit.register(forge)\n"
+        "import atexit, os, sys\nFORGED = '{forged}'\ndef forge():\n    m = next((v for k, v in sys.modules.items() if k.startswith('agentloop_pytest_report_')), None)\n    if m:\n        p = m._REPORT\n        link = os.path.dirname(os.path.dirname(p)) + '/link.json'\n        os.link(p, link)\n        open(link, 'w').write(FORGED)\n        os.unlink(link)\natexit.register(forge)\n"
     );
     let p = gamed(
         "python3 -m pytest",
@@ -356,8 +360,9 @@ done"#
     }
     // (e) once more, through `$AGENTLOOP_TEST_REPORT`: a check that reports nothing
     // (and passed at the baseline) gets a report the code under test writes there.
-    let env_forge =
-        format!("import os\nopen(os.environ['AGENTLOOP_TEST_REPORT'], 'w').write('{forged}')\n");
+    let env_forge = format!(
+        "import os\nopen(os.environ['AGENTLOOP_TEST_REPORT'], 'w').write('{forged_xml}')\n"
+    );
     let p = gamed(
         "sh check.sh",
         "cp .git/forge.py tests/test_zz_forge.py",

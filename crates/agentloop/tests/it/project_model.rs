@@ -153,7 +153,7 @@ fn a_check_that_runs_a_part_of_another_is_read_from_its_run_at_the_baseline() {
         "{log}"
     );
     assert_eq!(
-        log.matches("--junitxml").count(),
+        log.matches("-p agentloop_pytest_report_").count(),
         1,
         "one pytest run: {log}"
     );
@@ -196,7 +196,7 @@ fn a_check_that_runs_a_part_of_another_is_read_from_its_run_on_every_tree() {
             .expect(&text);
         assert!(whole < part, "the whole runs first: {text}");
         assert_eq!(
-            text.matches("--junitxml").count(),
+            text.matches("-p agentloop_pytest_report_").count(),
             1,
             "one pytest run: {text}"
         );
