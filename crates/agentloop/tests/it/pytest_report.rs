@@ -112,13 +112,12 @@ fn project() -> Scratch {
         )
 }
 
+/// A report's tests: id and outcome, in its order.
+type Read = Vec<(String, Outcome)>;
+
 /// The check `cmd` run as agentloop runs it (its report directory `reports`), with
 /// pytest's JUnit XML asked for beside it: both reports, read.
-fn both(
-    root: &Path,
-    cmd: &str,
-    reports: &Path,
-) -> (Vec<(String, Outcome)>, Vec<(String, Outcome)>) {
+fn both(root: &Path, cmd: &str, reports: &Path) -> (Read, Read) {
     let inv = Invocation::new(cmd, root, reports);
     assert_eq!(inv.format, Format::PytestJson, "{}", inv.command);
     std::fs::create_dir_all(reports).unwrap();
