@@ -108,7 +108,7 @@ fn main() {
             root,
             &copy.dir,
             &copies.path().join("reports"),
-            &agentloop_exec::sandbox::judge::GoCache::Fresh,
+            &agentloop_exec::sandbox::judge::WarmCaches::Fresh,
         ),
         ..runner(&copy.dir, &log)
     };

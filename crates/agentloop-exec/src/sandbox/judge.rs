@@ -9,11 +9,13 @@
 //! where an earlier check could have left them; no network at all; a process
 //! namespace of its own, so every process the check started ends when it does.
 //!
-//! Go's build cache is each check's own, but not empty: a copy of the one the run's
-//! baseline warmed ([`GoCache`]), which ran the person's code as the run found it. (A
-//! fresh cache per check built Go's standard library again at every check: 3.5 s
-//! against 0.6 s on a one-package module.) Test results are never taken from it
-//! (`GOFLAGS=-count=1`).
+//! Go's build cache and Jest's transform cache are each check's own, but not empty: a
+//! copy of the ones the run's baseline warmed ([`WarmCaches`]), which ran the person's
+//! code as the run found it. (A fresh cache per check built Go's standard library again
+//! at every check: 3.5 s against 0.6 s on a one-package module; Jest transformed every
+//! test file again: a check 1.3× a run by hand.) Test results are never taken from Go's
+//! (`GOFLAGS=-count=1`); Jest's holds each file's transformed code under a digest of
+//! its source, so a file changed since the baseline is transformed again.
 
 use std::path::{Path, PathBuf};
 
@@ -56,22 +58,48 @@ const FORGET_BYTECODE_IN_PROJECT: &str = "find . -path ./.git -prune -o -name __
 
 const PY_SEED: &str = py_seed!();
 
-/// Where a confined check's Go build cache comes from. Never one an earlier check
-/// wrote: its code could have left forged entries there for the next check.
+/// Where a confined check's build caches come from (Go's build cache, Jest's transform
+/// cache). Never ones an earlier check wrote: its code could have left forged entries
+/// there for the next check.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum GoCache {
+pub enum WarmCaches {
     /// Empty.
     Fresh,
-    /// A copy of this directory (read-only to the check), the cache the run's baseline
-    /// warmed; empty where it has not been.
+    /// A copy of the caches in this directory (read-only to the check), the ones the
+    /// run's baseline warmed; empty where it has not been.
     From(PathBuf),
-    /// This directory itself, written: for the baseline's checks, which run the
-    /// person's code as the run found it.
+    /// The caches in this directory themselves, written: for the baseline's checks,
+    /// which run the person's code as the run found it.
     Warms(PathBuf),
 }
 
-/// Where a seed [`GoCache::From`] names is seen inside the check.
-const GO_SEED: &str = "/tmp/.go-seed";
+/// Each cache in a seed directory: its name there, where a check sees the seed's
+/// copy (read-only), and where the tool looks for it in the check.
+fn caches() -> [(&'static str, &'static str, String); 2] {
+    [
+        (
+            "go-build",
+            "/tmp/.go-seed",
+            format!("{JUDGE_HOME}/.cache/go-build"),
+        ),
+        ("jest", "/tmp/.jest-seed", jest_cache()),
+    ]
+}
+
+/// Where Jest keeps its cache when its configuration does not say: `jest_` and the
+/// user id in base 36, in the temporary directory (`/tmp` in a check).
+fn jest_cache() -> String {
+    let mut uid = nix::unistd::getuid().as_raw();
+    let mut digits = Vec::new();
+    loop {
+        digits.push(char::from_digit(uid % 36, 36).expect("a base-36 digit"));
+        uid /= 36;
+        if uid == 0 {
+            break;
+        }
+    }
+    format!("/tmp/jest_{}", digits.iter().rev().collect::<String>())
+}
 
 /// The confinement of a check run in `workdir`, whose runner's report goes to
 /// `reports` (made here first).
@@ -80,7 +108,7 @@ pub(super) fn confine(
     root: &Path,
     workdir: &Path,
     reports: &Path,
-    go: &GoCache,
+    warm: &WarmCaches,
 ) -> Confinement {
     let mut a = files(cfg, root, workdir, None);
     // The repository itself, when a check runs in the project: read-only, so no
@@ -123,8 +151,7 @@ pub(super) fn confine(
     // The caches a check would read from where the last one wrote: fresh, whatever
     // the user's environment names (Go's build and test results), or the defaults,
     // which are in the fresh home or in the copy.
-    let caches = format!("{JUDGE_HOME}/.cache");
-    let gocache = format!("{caches}/go-build");
+    let gocache = format!("{JUDGE_HOME}/.cache/go-build");
     push(&mut a, &["--setenv", "GOCACHE", &gocache]);
     // No test result from the cache: a test whose inputs Go does not track (a file
     // read through a subprocess, the clock) would pass as it passed at the baseline
@@ -135,19 +162,23 @@ pub(super) fn confine(
     };
     push(&mut a, &["--setenv", "GOFLAGS", &goflags]);
     let mut first = String::new();
-    match go {
-        GoCache::Fresh => {}
-        GoCache::From(seed) => {
-            if std::fs::read_dir(seed).is_ok_and(|mut d| d.next().is_some()) {
-                bind(&mut a, "--ro-bind", seed, Path::new(GO_SEED));
-                first = format!(
-                    "mkdir -p \"$GOCACHE\" && cp -a {GO_SEED}/. \"$GOCACHE\"/ 2>/dev/null; "
-                );
+    for (name, seen, cache) in caches() {
+        match warm {
+            WarmCaches::Fresh => {}
+            WarmCaches::From(seed) => {
+                let seed = seed.join(name);
+                if std::fs::read_dir(&seed).is_ok_and(|mut d| d.next().is_some()) {
+                    bind(&mut a, "--ro-bind", &seed, Path::new(seen));
+                    first.push_str(&format!(
+                        "mkdir -p \"{cache}\" && cp -a {seen}/. \"{cache}\"/ 2>/dev/null; "
+                    ));
+                }
             }
-        }
-        GoCache::Warms(seed) => {
-            if std::fs::create_dir_all(seed).is_ok() {
-                bind(&mut a, "--bind", seed, Path::new(&gocache));
+            WarmCaches::Warms(seed) => {
+                let seed = seed.join(name);
+                if std::fs::create_dir_all(&seed).is_ok() {
+                    bind(&mut a, "--bind", &seed, Path::new(&cache));
+                }
             }
         }
     }
@@ -201,12 +232,12 @@ pub fn wrap(
     root: &Path,
     workdir: &Path,
     reports: &Path,
-    go: &GoCache,
+    warm: &WarmCaches,
 ) -> Vec<std::ffi::OsString> {
     if unconfined(cfg).is_some() {
         return Vec::new();
     }
-    confine(cfg, root, workdir, reports, go).prefix
+    confine(cfg, root, workdir, reports, warm).prefix
 }
 
 /// A check's confinement (`prefix`, as [`wrap`] gives it) that copies the bytecode
@@ -467,7 +498,7 @@ mod tests {
                 Path::new("/p"),
                 Path::new("/c"),
                 Path::new("/r"),
-                &GoCache::Fresh
+                &WarmCaches::Fresh
             )
             .is_empty()
         );
@@ -480,10 +511,11 @@ mod tests {
         );
     }
 
-    /// A check's Go build cache starts as a copy of the seed the baseline warmed, and
-    /// what a check writes there reaches neither the seed nor the next check.
+    /// A check's Go build cache and Jest's cache start as copies of the seed the
+    /// baseline warmed, and what a check writes there reaches neither the seed nor the
+    /// next check.
     #[test]
-    fn a_checks_go_cache_is_a_copy_of_the_baseline_s() {
+    fn a_checks_build_caches_are_copies_of_the_baseline_s() {
         let cfg = SandboxConfig::default();
         works(&cfg.bwrap).expect("this test needs bubblewrap");
         let dir = tempfile::tempdir().unwrap();
@@ -493,8 +525,8 @@ mod tests {
             dir.path().join("seed"),
         );
         std::fs::create_dir_all(&copy).unwrap();
-        let run = |go: &GoCache, script: &str| {
-            let prefix = wrap(&cfg, &copy, &copy, &reports, go);
+        let run = |warm: &WarmCaches, script: &str| {
+            let prefix = wrap(&cfg, &copy, &copy, &reports, warm);
             std::process::Command::new(&prefix[0])
                 .args(&prefix[1..])
                 .args(["sh", "-c", script])
@@ -503,33 +535,57 @@ mod tests {
                 .unwrap()
                 .success()
         };
-        // The baseline's check writes the seed itself.
-        assert!(run(
-            &GoCache::Warms(seed.clone()),
-            "echo warm > \"$GOCACHE/entry\""
-        ));
-        assert_eq!(
-            std::fs::read_to_string(seed.join("entry")).unwrap(),
-            "warm\n"
-        );
-        // A later check starts from a copy, and plants into its own.
-        let from = GoCache::From(seed.clone());
-        assert!(run(
-            &from,
-            "grep -q warm \"$GOCACHE/entry\" && echo forged > \"$GOCACHE/entry\" && echo x > \"$GOCACHE/plant\""
-        ));
-        assert_eq!(
-            std::fs::read_to_string(seed.join("entry")).unwrap(),
-            "warm\n"
-        );
-        assert!(!seed.join("plant").exists());
-        assert!(run(
-            &from,
-            "grep -q warm \"$GOCACHE/entry\" && test ! -e \"$GOCACHE/plant\""
-        ));
-        // Where nothing warmed it, a fresh one.
-        let none = GoCache::From(dir.path().join("none"));
-        assert!(run(&none, "test -z \"$(ls -A \"$GOCACHE\" 2>/dev/null)\""));
+        // Jest's, where Jest itself would put it: `/tmp/jest_` and the user id in
+        // base 36 (0 is root's).
+        let jest = jest_cache();
+        let uid = std::fs::metadata("/proc/self").map(|m| {
+            use std::os::unix::fs::MetadataExt;
+            m.uid()
+        });
+        if uid.unwrap() == 0 {
+            assert_eq!(jest, "/tmp/jest_0");
+        }
+        for (name, cache) in [("go-build", "$GOCACHE".to_string()), ("jest", jest)] {
+            // The baseline's check writes the seed itself.
+            assert!(
+                run(
+                    &WarmCaches::Warms(seed.clone()),
+                    &format!("echo warm > \"{cache}/entry\"")
+                ),
+                "{name}"
+            );
+            let entry = seed.join(name).join("entry");
+            assert_eq!(std::fs::read_to_string(&entry).unwrap(), "warm\n", "{name}");
+            // A later check starts from a copy, and plants into its own.
+            let from = WarmCaches::From(seed.clone());
+            assert!(
+                run(
+                    &from,
+                    &format!(
+                        "grep -q warm \"{cache}/entry\" && echo forged > \"{cache}/entry\" && echo x > \"{cache}/plant\""
+                    )
+                ),
+                "{name}"
+            );
+            assert_eq!(std::fs::read_to_string(&entry).unwrap(), "warm\n", "{name}");
+            assert!(!seed.join(name).join("plant").exists(), "{name}");
+            assert!(
+                run(
+                    &from,
+                    &format!("grep -q warm \"{cache}/entry\" && test ! -e \"{cache}/plant\"")
+                ),
+                "{name}"
+            );
+            // Where nothing warmed it, a fresh one.
+            let none = WarmCaches::From(dir.path().join("none"));
+            assert!(
+                run(
+                    &none,
+                    &format!("test -z \"$(ls -A \"{cache}\" 2>/dev/null)\"")
+                ),
+                "{name}"
+            );
+        }
     }
 
     /// A key one check leaves in the kernel's user keyring is not there for the next
@@ -571,7 +627,7 @@ sys.exit(1)
                     &copy,
                     &copy,
                     &dir.path().join("reports"),
-                    &GoCache::Fresh,
+                    &WarmCaches::Fresh,
                 )
             } else {
                 Vec::new()

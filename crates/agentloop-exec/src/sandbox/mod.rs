@@ -121,7 +121,7 @@ pub trait Sandbox {
         root: &Path,
         workdir: &Path,
         reports: &Path,
-        go: &judge::GoCache,
+        warm: &judge::WarmCaches,
     ) -> Confinement;
 }
 
@@ -253,9 +253,9 @@ impl Sandbox for SandboxConfig {
         root: &Path,
         workdir: &Path,
         reports: &Path,
-        go: &judge::GoCache,
+        warm: &judge::WarmCaches,
     ) -> Confinement {
-        judge::confine(self, root, workdir, reports, go)
+        judge::confine(self, root, workdir, reports, warm)
     }
 }
 

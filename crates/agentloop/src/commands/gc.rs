@@ -205,9 +205,10 @@ fn entries(dir: &std::path::Path) -> Vec<String> {
 /// The run of `known` a cache entry belongs to: `ID`, `ID.index`, `ID-TASK`,
 /// `ID-TASK.index`.
 fn owner<'a>(name: &str, known: &'a [String]) -> Option<&'a String> {
-    // A clean copy's index file, the run's Go build cache seed, its Python bytecode
-    // and the stage of it.
+    // A clean copy's index file, the run's build caches' seed (`.go-build` before stop
+    // 77: Go's alone), its Python bytecode and the stage of it.
     let name = name.strip_suffix(".index").unwrap_or(name);
+    let name = name.strip_suffix(".caches").unwrap_or(name);
     let name = name.strip_suffix(".go-build").unwrap_or(name);
     let name = name.strip_suffix(".python.stage").unwrap_or(name);
     let name = name.strip_suffix(".python").unwrap_or(name);

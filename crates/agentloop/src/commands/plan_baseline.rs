@@ -88,7 +88,7 @@ pub fn check(root: &Path, plan: &Plan, config: &Config) -> Result<(), CliError> 
                 root,
                 &dir,
                 &scratch.join("reports"),
-                &agentloop_exec::sandbox::judge::GoCache::Fresh,
+                &agentloop_exec::sandbox::judge::WarmCaches::Fresh,
             ),
             bytecode: Default::default(),
             tests: None,

@@ -199,7 +199,7 @@ fn check_commands(
                     dir,
                     dir,
                     logs,
-                    &agentloop_exec::sandbox::judge::GoCache::Fresh,
+                    &agentloop_exec::sandbox::judge::WarmCaches::Fresh,
                 ),
                 bytecode: Default::default(),
                 tests: None,

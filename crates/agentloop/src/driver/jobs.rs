@@ -369,7 +369,7 @@ impl Checks {
                 .as_ref()
                 .map(|b| {
                     b.sandbox
-                        .confine_check(&b.root, dir, &self.reports, &b.go)
+                        .confine_check(&b.root, dir, &self.reports, &b.warm)
                         .prefix
                 })
                 .unwrap_or_default(),
@@ -421,7 +421,7 @@ fn held_out(all: &[&Checks]) -> Option<verify::HeldOut> {
 pub(crate) struct CheckBox {
     pub sandbox: agentloop_config::SandboxConfig,
     pub root: std::path::PathBuf,
-    pub go: agentloop_exec::sandbox::judge::GoCache,
+    pub warm: agentloop_exec::sandbox::judge::WarmCaches,
 }
 
 /// A task's checks on a clean copy of its worktree, from a thread of their own.

@@ -107,33 +107,45 @@ impl Driver {
         reports: &std::path::Path,
     ) -> Vec<std::ffi::OsString> {
         let sandbox = &self.state.settings.sandbox;
-        judge::wrap(sandbox, &self.ws.root, dir, reports, &self.go_cache(false))
+        judge::wrap(
+            sandbox,
+            &self.ws.root,
+            dir,
+            reports,
+            &self.warm_caches(false),
+        )
     }
 
-    /// [`Self::check_wrap`] for the baseline's checks, which warm the Go build cache
-    /// the run's later checks each start from a copy of.
+    /// [`Self::check_wrap`] for the baseline's checks, which warm the build caches (Go's,
+    /// Jest's) the run's later checks each start from a copy of.
     pub(crate) fn baseline_wrap(
         &self,
         dir: &std::path::Path,
         reports: &std::path::Path,
     ) -> Vec<std::ffi::OsString> {
         let sandbox = &self.state.settings.sandbox;
-        judge::wrap(sandbox, &self.ws.root, dir, reports, &self.go_cache(true))
+        judge::wrap(
+            sandbox,
+            &self.ws.root,
+            dir,
+            reports,
+            &self.warm_caches(true),
+        )
     }
 
-    /// The run's Go build cache seed, among the judges' copies (out of a sandboxed
+    /// The run's build caches' seed, among the judges' copies (out of a sandboxed
     /// agent's reach; `gc` sweeps it with the run's copies).
-    fn go_cache(&self, warms: bool) -> judge::GoCache {
-        match (self.go_seed(), warms) {
-            (None, _) => judge::GoCache::Fresh,
-            (Some(seed), true) => judge::GoCache::Warms(seed),
-            (Some(seed), false) => judge::GoCache::From(seed),
+    fn warm_caches(&self, warms: bool) -> judge::WarmCaches {
+        match (self.caches_seed(), warms) {
+            (None, _) => judge::WarmCaches::Fresh,
+            (Some(seed), true) => judge::WarmCaches::Warms(seed),
+            (Some(seed), false) => judge::WarmCaches::From(seed),
         }
     }
 
-    /// Where [`Self::go_cache`]'s seed is: beside the run's clean copy.
-    pub(crate) fn go_seed(&self) -> Option<std::path::PathBuf> {
-        self.beside_copy(".go-build")
+    /// Where [`Self::warm_caches`]'s seed is: beside the run's clean copy.
+    pub(crate) fn caches_seed(&self) -> Option<std::path::PathBuf> {
+        self.beside_copy(".caches")
     }
 
     /// `suffix` added to the name of the run's clean copy: a place beside it, among
@@ -171,7 +183,7 @@ impl Driver {
             .then(|| crate::driver::jobs::CheckBox {
                 sandbox: sandbox.clone(),
                 root: self.ws.root.clone(),
-                go: self.go_cache(false),
+                warm: self.warm_caches(false),
             })
     }
 

@@ -337,10 +337,10 @@ impl Driver {
         })
     }
 
-    /// The run is over: its clean copies go (the run's and its tasks'), and the Go
-    /// build cache and the Python bytecode its baseline kept.
+    /// The run is over: its clean copies go (the run's and its tasks'), and the build
+    /// caches and the Python bytecode its baseline kept.
     pub(crate) fn remove_clean_copy(&self) {
-        if let Some(seed) = self.go_seed() {
+        if let Some(seed) = self.caches_seed() {
             let _ = std::fs::remove_dir_all(seed);
         }
         if let Some(seed) = self.python_seed() {
@@ -359,7 +359,7 @@ impl Driver {
                 .filter_map(|e| e.file_name().into_string().ok())
                 .filter(|n| n.starts_with(&prefix) && !n.ends_with(".index"))
                 .filter(|n| {
-                    ![".go-build", ".python", ".python.stage"]
+                    ![".caches", ".go-build", ".python", ".python.stage"]
                         .iter()
                         .any(|s| n.ends_with(s))
                 })

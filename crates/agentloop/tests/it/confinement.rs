@@ -431,3 +431,67 @@ fn a_go_test_result_the_baseline_cached_is_not_replayed() {
     );
     assert_eq!(p.status()["iterations"], 2);
 }
+
+/// Jest's transform cache, as the baseline's confined check warmed it, is where each
+/// later check starts: a file left as it was is not transformed again; the one the
+/// agent changed is. (The project's transformer says which files it transforms.)
+#[test]
+fn later_checks_take_jests_transforms_from_the_baseline_for_files_left_as_they_were() {
+    let transform = "module.exports = {\n  process(src, file) {\n    process.stderr.write('transformed ' + file + '\\n');\n    return { code: src };\n  },\n};\n";
+    let p = Scratch::new()
+        .plan("# One\n\n## T1: Make a() true\nVerify: node_modules/.bin/jest -i\nTests: test/a.test.js::a is true\n")
+        .file(
+            "package.json",
+            "{\"name\": \"t\", \"private\": true, \"jest\": {\"transform\": {\"\\\\.js$\": \"<rootDir>/transform.cjs\"}}}\n",
+        )
+        .file("transform.cjs", transform)
+        .file("src/a.js", "exports.a = () => false;\n")
+        .file("src/b.js", "exports.b = () => true;\n")
+        .file(
+            "test/a.test.js",
+            "const { a } = require('../src/a');\ntest('a is true', () => expect(a()).toBe(true));\n",
+        )
+        .file(
+            "test/b.test.js",
+            "const { b } = require('../src/b');\ntest('b is true', () => expect(b()).toBe(true));\n",
+        )
+        .agent(&crate::support::agent(
+            "printf 'exports.a = () => true;\\n' > src/a.js\necho TASK_COMPLETE",
+        ))
+        .config("\n[verify]\ncarry = [\"node_modules\"]\n")
+        .build();
+    p.write(".gitignore", ".agentloop/\nnode_modules\n");
+    p.commit("ignore node_modules");
+    std::os::unix::fs::symlink(
+        crate::support::tools().join("js/node_modules"),
+        p.path().join("node_modules"),
+    )
+    .unwrap();
+    let r = p.run(&["run", "--no-wait", "--quiet"]);
+    let s = p.status();
+    assert_eq!(s["tasks"][0]["status"], "done", "{s:#}\n{}", r.stderr);
+    let transformed = |log: &str, file: &str| {
+        log.lines()
+            .any(|l| l.starts_with("transformed ") && l.ends_with(file))
+    };
+    let baseline = std::fs::read_to_string(p.run_dir().join("baseline.log")).unwrap();
+    for f in [
+        "/src/a.js",
+        "/src/b.js",
+        "/test/a.test.js",
+        "/test/b.test.js",
+    ] {
+        assert!(
+            transformed(&baseline, f),
+            "{f} at the baseline:\n{baseline}"
+        );
+    }
+    let log = std::fs::read_to_string(p.run_dir().join("iterations/0001/verify.log")).unwrap();
+    assert!(
+        transformed(&log, "/src/a.js"),
+        "src/a.js was changed:\n{log}"
+    );
+    for f in ["/src/b.js", "/test/a.test.js", "/test/b.test.js"] {
+        assert!(!transformed(&log, f), "{f} is unchanged:\n{log}");
+    }
+}

@@ -95,7 +95,7 @@ pub(super) fn task_completed(input: &TaskCompleted) -> Result<Option<String>, St
             &ws.root,
             &workdir,
             &workdir,
-            &agentloop_exec::sandbox::judge::GoCache::Fresh,
+            &agentloop_exec::sandbox::judge::WarmCaches::Fresh,
         ),
         bytecode: Default::default(),
         tests: None,
