@@ -1,3 +1,4 @@
+
 #[test]
 fn only_the_kept_paths_stay_writable() {
     let os = |v: &[&str]| v.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
@@ -261,17 +262,17 @@ import ctypes, sys
 libc = ctypes.CDLL(None, use_errno=True)
 name = sys.argv[2].encode()
 if sys.argv[1] == "add":
-sys.exit(0 if libc.syscall(248, b"user", name, b"secret", 6, -4) > 0 else 1)
+    sys.exit(0 if libc.syscall(248, b"user", name, b"secret", 6, -4) > 0 else 1)
 buf = ctypes.create_string_buffer(65536)
 n = libc.syscall(250, 11, -4, buf, 65536)
 for i in range(0, max(n, 0), 4):
-k = int.from_bytes(buf.raw[i:i + 4], "little")
-d = ctypes.create_string_buffer(512)
-libc.syscall(250, 6, k, d, 512)
-if name in d.value:
-    if len(sys.argv) > 3:
-        libc.syscall(250, 9, k, -4)
-    sys.exit(0)
+    k = int.from_bytes(buf.raw[i:i + 4], "little")
+    d = ctypes.create_string_buffer(512)
+    libc.syscall(250, 6, k, d, 512)
+    if name in d.value:
+        if len(sys.argv) > 3:
+            libc.syscall(250, 9, k, -4)
+        sys.exit(0)
 sys.exit(1)
 "#;
     std::fs::write(copy.join("keys.py"), script).unwrap();
