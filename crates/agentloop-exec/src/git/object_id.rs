@@ -58,26 +58,17 @@ mod tests {
             .status()
             .unwrap();
         assert!(ok.success());
-        let mut names = String::new();
+        let mut names = Vec::new();
         for (i, bytes) in contents.iter().enumerate() {
             std::fs::write(dir.path().join(i.to_string()), bytes).unwrap();
-            names.push_str(&format!("{i}\n"));
+            names.push(i.to_string());
         }
-        let mut child = Command::new("git")
-            .args(["hash-object", "--no-filters", "--stdin-paths"])
+        let out = Command::new("git")
+            .args(["hash-object", "--no-filters", "--"])
+            .args(&names)
             .current_dir(dir.path())
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
+            .output()
             .unwrap();
-        use std::io::Write as _;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(names.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
         assert!(out.status.success());
         String::from_utf8(out.stdout)
             .unwrap()

@@ -1,4 +1,3 @@
-
 #[test]
 fn only_the_kept_paths_stay_writable() {
     let os = |v: &[&str]| v.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
