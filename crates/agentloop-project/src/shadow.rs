@@ -5,7 +5,10 @@
 //! place of the module the runner or the tests meant. Only new files count: a
 //! project's own package that happens to share a name is its code.
 
-/// What pytest and its usual plugins import that is not the standard library.
+/// What pytest and its usual plugins import that is not the standard library, and
+/// what the installed packages' `.pth` files import when Python starts, before any
+/// check runs (`setuptools`, `virtualenv`, pywin32; their private modules, and
+/// setuptools' editable finders, are every name that starts with `_`: below).
 const RUNNER_MODULES: &[&str] = &[
     "pytest",
     "_pytest",
@@ -27,6 +30,10 @@ const RUNNER_MODULES: &[&str] = &[
     "pytest_asyncio",
     "typing_extensions",
     "pygments",
+    "setuptools",
+    "pkg_resources",
+    "virtualenv",
+    "pywin32_bootstrap",
 ];
 
 /// The standard library's top-level modules (CPython 3.11's `sys.stdlib_module_names`,
@@ -341,8 +348,16 @@ const STDLIB: &[&str] = &[
     "zoneinfo",
 ];
 
+/// A top-level name a new module may not take: the standard library's, the runner's,
+/// and every private one (`_x`). The interpreter imports private modules of the
+/// installed packages at start-up through their `.pth` files — setuptools'
+/// `_distutils_hack` (its `distutils-precedence.pth`, in every virtual environment
+/// `venv` makes), `_virtualenv`, setuptools' `__editable___NAME_finder` — and the judged
+/// tree comes first on the path then: the stop-77 attack's root `_distutils_hack.py`
+/// replaced `json.dumps` before pytest started and turned the report's every failure
+/// into a pass. A project's own new top-level module is rarely private.
 fn shadowable(name: &str) -> bool {
-    STDLIB.binary_search(&name).is_ok() || RUNNER_MODULES.contains(&name)
+    name.starts_with('_') || STDLIB.binary_search(&name).is_ok() || RUNNER_MODULES.contains(&name)
 }
 
 /// The module a new file at `path` would shadow, if it would: a top-level module or
@@ -388,6 +403,15 @@ mod tests {
             ("pluggy.py", Some("pluggy")),
             ("src/_pytest/junitxml.py", Some("_pytest")),
             ("unittest/__init__.py", Some("unittest")),
+            ("_distutils_hack.py", Some("_distutils_hack")),
+            ("src/_virtualenv.py", Some("_virtualenv")),
+            (
+                "__editable___calc_0_1_finder.py",
+                Some("__editable___calc_0_1_finder"),
+            ),
+            ("_distutils_hack/__init__.py", Some("_distutils_hack")),
+            ("setuptools/__init__.py", Some("setuptools")),
+            ("src/minicalc/_impl.py", None),
             ("src/minicalc/json.py", None),
             ("src/minicalc/__init__.py", None),
             ("src/mul.py", None),
