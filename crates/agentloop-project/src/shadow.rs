@@ -355,9 +355,11 @@ const STDLIB: &[&str] = &[
 /// `venv` makes), `_virtualenv`, setuptools' `__editable___NAME_finder` — and the judged
 /// tree comes first on the path then: the stop-77 attack's root `_distutils_hack.py`
 /// replaced `json.dumps` before pytest started and turned the report's every failure
-/// into a pass. A project's own new top-level module is rarely private.
+/// into a pass. A project's own new top-level module is rarely private (a package's
+/// `__init__`, `__main__` and a `__pycache__` are not modules of their own).
 fn shadowable(name: &str) -> bool {
-    name.starts_with('_') || STDLIB.binary_search(&name).is_ok() || RUNNER_MODULES.contains(&name)
+    let private = name.starts_with('_') && !matches!(name, "__init__" | "__main__" | "__pycache__");
+    private || STDLIB.binary_search(&name).is_ok() || RUNNER_MODULES.contains(&name)
 }
 
 /// The module a new file at `path` would shadow, if it would: a top-level module or
@@ -412,6 +414,8 @@ mod tests {
             ("_distutils_hack/__init__.py", Some("_distutils_hack")),
             ("setuptools/__init__.py", Some("setuptools")),
             ("src/minicalc/_impl.py", None),
+            ("__init__.py", None),
+            ("src/__main__.py", None),
             ("src/minicalc/json.py", None),
             ("src/minicalc/__init__.py", None),
             ("src/mul.py", None),
