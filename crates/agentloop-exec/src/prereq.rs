@@ -162,7 +162,14 @@ pub fn check(root: &Path, plan: &Plan, run_commands: &[String], probe: bool) -> 
         )
         .collect::<Vec<_>>();
     let mut seen_parts: Vec<String> = Vec::new();
+    // A command looked at once is not looked at again (a task's check that is also the
+    // run's: each look at a `python -m` module starts an interpreter).
+    let mut looked: Vec<&str> = Vec::new();
     for (who, command) in &checks {
+        if looked.contains(&command.as_str()) {
+            continue;
+        }
+        looked.push(command);
         let Some(p) = program(command) else {
             continue;
         };
