@@ -5,10 +5,16 @@
 //! place of the module the runner or the tests meant. Only new files count: a
 //! project's own package that happens to share a name is its code.
 
-/// What pytest and its usual plugins import that is not the standard library, and
-/// what the installed packages' `.pth` files import when Python starts, before any
-/// check runs (`setuptools`, `virtualenv`, pywin32; their private modules, and
-/// setuptools' editable finders, are every name that starts with `_`: below).
+/// What pytest and its usual plugins import that is not the standard library; what
+/// the installed packages' `.pth` files import when Python starts, before any check
+/// runs (`setuptools`, `virtualenv`, pywin32; their private modules, and setuptools'
+/// editable finders, are every name that starts with `_`: below); and the names the
+/// standard library and pytest try only to see whether they are there — `copy` and
+/// `pickle` look for Jython's `org` whenever pytest starts (the stop-77 second attack:
+/// a root `org/__init__.py` forged the report), `platform` for `java` and `vms_lib`,
+/// `logging.handlers` and `distutils` for pywin32's modules, pytest for
+/// `argcomplete`, `pexpect`, `numpy`, `twisted` and `zope`; Python 3.14's new
+/// `annotationlib` and `compression` (the list below is 3.11's).
 const RUNNER_MODULES: &[&str] = &[
     "pytest",
     "_pytest",
@@ -34,6 +40,23 @@ const RUNNER_MODULES: &[&str] = &[
     "pkg_resources",
     "virtualenv",
     "pywin32_bootstrap",
+    "org",
+    "java",
+    "vms_lib",
+    "win32api",
+    "win32con",
+    "win32evtlog",
+    "win32evtlogutil",
+    "pywintypes",
+    "docutils",
+    "pip",
+    "argcomplete",
+    "pexpect",
+    "numpy",
+    "twisted",
+    "zope",
+    "annotationlib",
+    "compression",
 ];
 
 /// The standard library's top-level modules (CPython 3.11's `sys.stdlib_module_names`,
@@ -413,6 +436,9 @@ mod tests {
             ),
             ("_distutils_hack/__init__.py", Some("_distutils_hack")),
             ("setuptools/__init__.py", Some("setuptools")),
+            ("org/__init__.py", Some("org")),
+            ("src/org/python/core.py", Some("org")),
+            ("java.py", Some("java")),
             ("src/minicalc/_impl.py", None),
             ("__init__.py", None),
             ("src/__main__.py", None),
