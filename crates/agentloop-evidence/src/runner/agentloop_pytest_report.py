@@ -40,7 +40,8 @@ def _said(report):
 
 def pytest_configure(config):
     global _active
-    _active = not hasattr(config, "workerinput")
+    # A worker of pytest-xdist (`slaveinput` before xdist 2.0) reports to the controller.
+    _active = not hasattr(config, "workerinput") and not hasattr(config, "slaveinput")
 
 
 def _keep(report, when):
@@ -59,7 +60,10 @@ def _keep(report, when):
 
 
 def pytest_runtest_logreport(report):
-    if _active:
+    # Only what pytest's JUnit XML counted: passed, failed, skipped. A plugin's own
+    # outcome (pytest-rerunfailures' "rerun" of an attempt it runs again) is not the
+    # test's; its last attempt reports as one of the three.
+    if _active and report.outcome in ("passed", "failed", "skipped"):
         _keep(report, report.when)
 
 

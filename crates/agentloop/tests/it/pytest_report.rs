@@ -94,11 +94,37 @@ class TestOuter:
             assert False
 "#;
 
+/// A plugin that runs a test again after its first failure, as pytest-rerunfailures
+/// does: the first attempt's report says "rerun".
+const RERUN: &str = r#"import pytest
+from _pytest.runner import runtestprotocol
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    if "flaky_once" not in item.name:
+        return None
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    reports = runtestprotocol(item, nextitem=nextitem, log=False)
+    for r in reports:
+        if r.when == "call" and r.failed:
+            r.outcome = "rerun"
+        item.ihook.pytest_runtest_logreport(report=r)
+    for r in runtestprotocol(item, nextitem=nextitem, log=False):
+        item.ihook.pytest_runtest_logreport(report=r)
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
+"#;
+
 fn project() -> Scratch {
     Scratch::new()
         .file(
             "pyproject.toml",
             "[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\n",
+        )
+        .file("tests/conftest.py", RERUN)
+        .file(
+            "tests/test_rerun.py",
+            "_ran = []\n\ndef test_flaky_once():\n    _ran.append(1)\n    assert len(_ran) > 1\n",
         )
         .file("tests/test_kinds.py", TESTS)
         .file(
@@ -207,11 +233,12 @@ fn the_plugins_report_reads_as_pytests_junit_xml_did() {
         ),
         ("tests/test_broken.py", Outcome::Errored),
         ("tests/test_skipped_module.py", Outcome::Skipped),
+        ("tests/test_rerun.py::test_flaky_once", Outcome::Passed),
     ];
     for (id, outcome) in want {
         assert_eq!(by_id.get(id), Some(&outcome), "{id} in {by_id:#?}");
     }
-    assert_eq!(plugin.len(), 21, "{by_id:#?}");
+    assert_eq!(plugin.len(), 22, "{by_id:#?}");
 }
 
 #[test]
@@ -225,7 +252,7 @@ fn under_xdists_workers_the_plugin_reports_every_test_once() {
     let (plugin, junit) = both(p.path(), &cmd, &p.cache.path().join("reports"));
     let sorted = |v: &[(String, Outcome)]| v.iter().cloned().collect::<BTreeMap<_, _>>();
     assert_eq!(sorted(&plugin), sorted(&junit));
-    assert_eq!(plugin.len(), 21);
+    assert_eq!(plugin.len(), 22);
 }
 
 /// The stop-77 attacks: a root `_distutils_hack.py`, which setuptools' `.pth` file in
