@@ -65,9 +65,7 @@ impl Found {
         words.splice(at..at, args.iter().cloned());
         join(&words)
     }
-}
 
-impl Found {
     /// `dir` put last on the `PYTHONPATH` the command's own words set
     /// (`PYTHONPATH=src pytest`): theirs would replace the one agentloop gives.
     pub(super) fn python_path_after(&mut self, dir: &Path) {
