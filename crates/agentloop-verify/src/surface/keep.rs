@@ -80,7 +80,6 @@ fn keep_bytes(at: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// agentloop's own copy; a file that no longer hashes to its id (changed meanwhile)
 /// is not kept. Symbolic links are kept as their target's name, as git does.
 pub(super) fn keep(root: &Path, files: &[(&str, &str)]) -> Result<(), String> {
-    let mut written: Vec<(PathBuf, &str)> = Vec::new();
     for (path, id) in files {
         let Some(at) = kept_at(id) else { continue };
         if at.exists() {
@@ -94,19 +93,10 @@ pub(super) fn keep(root: &Path, files: &[(&str, &str)]) -> Result<(), String> {
             Ok(_) => std::fs::read(&src).map_err(|e| format!("{path}: {e}"))?,
             Err(_) => continue,
         };
-        keep_bytes(&at, &bytes).map_err(|e| format!("{}: {e}", at.display()))?;
-        written.push((at, id));
-    }
-    // Checked by hashing what was kept: a file written between its hash and its copy
-    // is not kept under the wrong id.
-    let paths: Vec<String> = written
-        .iter()
-        .map(|(p, _)| p.to_string_lossy().into_owned())
-        .collect();
-    let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
-    for ((at, id), got) in written.iter().zip(ids_of(root, &refs)?) {
-        if got != *id {
-            let _ = std::fs::remove_file(at);
+        // What was read is hashed before it is kept: a file written between its hash
+        // and this read is not kept under the wrong id.
+        if blob_holds(id, &bytes) {
+            keep_bytes(&at, &bytes).map_err(|e| format!("{}: {e}", at.display()))?;
         }
     }
     Ok(())
