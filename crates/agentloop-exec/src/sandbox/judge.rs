@@ -77,13 +77,14 @@ pub enum WarmCaches {
 /// copy (read-only), and where the tool looks for it in the check.
 fn caches() -> [(&'static str, &'static str, String); 2] {
     [
-        (
-            "go-build",
-            "/tmp/.go-seed",
-            format!("{JUDGE_HOME}/.cache/go-build"),
-        ),
+        ("go-build", "/tmp/.go-seed", go_cache()),
         ("jest", "/tmp/.jest-seed", jest_cache()),
     ]
+}
+
+/// Where a check's Go build cache is (`GOCACHE`): in its fresh home.
+fn go_cache() -> String {
+    format!("{JUDGE_HOME}/.cache/go-build")
 }
 
 /// Where Jest keeps its cache when its configuration does not say: `jest_` and the
@@ -151,8 +152,7 @@ pub(super) fn confine(
     // The caches a check would read from where the last one wrote: fresh, whatever
     // the user's environment names (Go's build and test results), or the defaults,
     // which are in the fresh home or in the copy.
-    let gocache = format!("{JUDGE_HOME}/.cache/go-build");
-    push(&mut a, &["--setenv", "GOCACHE", &gocache]);
+    push(&mut a, &["--setenv", "GOCACHE", &go_cache()]);
     // No test result from the cache: a test whose inputs Go does not track (a file
     // read through a subprocess, the clock) would pass as it passed at the baseline
     // (the stop-67 attack). Compiled packages still come from it.
