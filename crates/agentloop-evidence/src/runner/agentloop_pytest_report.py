@@ -1,4 +1,4 @@
-"""agentloop's per-test report of a pytest run, loaded with `-p agentloop_pytest_report`.
+"""agentloop's per-test report of a pytest run, loaded with `-p agentloop_pytest_report_<drawn>`.
 
 Each test's node id, the outcome of each phase that reported (collection, set-up, call,
 tear-down), whether it was an expected failure, its duration and, where it did not

@@ -138,8 +138,8 @@ fn project() -> Scratch {
         )
 }
 
-/// A report's tests: id and outcome, in its order.
-type Read = Vec<(String, Outcome)>;
+/// A report's tests: id → outcome (each id once in a report read).
+type Read = BTreeMap<String, Outcome>;
 
 /// The check `cmd` run as agentloop runs it (its report directory `reports`), with
 /// pytest's JUnit XML asked for beside it: both reports, read.
@@ -176,7 +176,7 @@ fn both(root: &Path, cmd: &str, reports: &Path) -> (Read, Read) {
         r.tests
             .into_iter()
             .map(|t| (t.id, t.outcome))
-            .collect::<Vec<_>>()
+            .collect::<Read>()
     };
     (
         read(Format::PytestJson, inv.report.path()),
@@ -192,13 +192,8 @@ fn the_plugins_report_reads_as_pytests_junit_xml_did() {
         "python3 -m pytest -q",
         &p.cache.path().join("reports"),
     );
-    let sorted = |v: &[(String, Outcome)]| v.iter().cloned().collect::<BTreeMap<_, _>>();
-    assert_eq!(
-        sorted(&plugin),
-        sorted(&junit),
-        "the same tests, the same outcomes"
-    );
-    let by_id = sorted(&plugin);
+    assert_eq!(plugin, junit, "the same tests, the same outcomes");
+    let by_id = &plugin;
     let want = [
         ("tests/test_kinds.py::test_pass", Outcome::Passed),
         ("tests/test_kinds.py::test_fail", Outcome::Failed),
@@ -250,8 +245,7 @@ fn under_xdists_workers_the_plugin_reports_every_test_once() {
         xdist.join("python3").display()
     );
     let (plugin, junit) = both(p.path(), &cmd, &p.cache.path().join("reports"));
-    let sorted = |v: &[(String, Outcome)]| v.iter().cloned().collect::<BTreeMap<_, _>>();
-    assert_eq!(sorted(&plugin), sorted(&junit));
+    assert_eq!(plugin, junit);
     assert_eq!(plugin.len(), 22);
 }
 
