@@ -57,11 +57,47 @@ pub struct WouldLoad {
     /// Pattern → the check whose runner collected files named so.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tests: BTreeMap<String, String>,
+    /// The Python modules the checks' interpreters took from outside the tree, or
+    /// looked for there, by name: a new module so named would be loaded in their place.
+    #[serde(default, skip_serializing_if = "Shadowable::is_empty")]
+    pub modules: Shadowable,
 }
 
 impl WouldLoad {
     pub fn is_empty(&self) -> bool {
-        self.named.is_empty() && self.tests.is_empty()
+        self.named.is_empty() && self.tests.is_empty() && self.modules.is_empty()
+    }
+}
+
+/// What a new top-level Python module of the tree would stand in for, learned from
+/// what a check's interpreter resolved at the test baseline (its report's
+/// [`PythonNames`](crate::PythonNames)): beyond the names every Python check imports,
+/// which `agentloop_project`'s `shadow` knows without asking.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Shadowable {
+    /// A top-level name the interpreter imported from outside the tree, or looked for
+    /// from code outside it and did not find → how (`imported from …/reportlib.py`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub names: BTreeMap<String, String>,
+    /// The tree's directories on the interpreter's path (`""` the root, `tests`
+    /// where pytest put a test directory first).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub dirs: BTreeSet<String>,
+}
+
+impl Shadowable {
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty() && self.dirs.is_empty()
+    }
+
+    /// Both together (the first's reason kept for a name both hold).
+    pub fn join(&mut self, other: &Shadowable) {
+        for (name, how) in &other.names {
+            self.names
+                .entry(name.clone())
+                .or_insert_with(|| how.clone());
+        }
+        self.dirs.extend(other.dirs.iter().cloned());
     }
 }
 
@@ -95,6 +131,9 @@ pub struct BaselineCommand {
     /// How long its run took, in milliseconds (none: read from another check's run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
+    /// What a new Python module would stand in for in its run (see [`Shadowable`]).
+    #[serde(default, skip_serializing_if = "Shadowable::is_empty")]
+    pub shadowable: Shadowable,
 }
 
 impl BaselineCommand {
@@ -281,6 +320,7 @@ mod tests {
                     .collect(),
                     read: Vec::new(),
                     duration_ms: None,
+                    shadowable: Default::default(),
                 },
                 BaselineCommand {
                     command: "make lint".into(),
@@ -290,6 +330,7 @@ mod tests {
                     tests: BTreeMap::new(),
                     read: Vec::new(),
                     duration_ms: None,
+                    shadowable: Default::default(),
                 },
             ],
             unavailable: None,

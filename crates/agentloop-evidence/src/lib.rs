@@ -26,12 +26,13 @@ mod report;
 pub mod runner;
 pub mod tap;
 
-pub use baseline::{BaselineCommand, Expected, TestsBaseline, TracedFile, WouldLoad};
+pub use baseline::{BaselineCommand, Expected, Shadowable, TestsBaseline, TracedFile, WouldLoad};
 pub use judge::{CommandVerdict, Expect, Judged, KnownGood, Seen, judge_command};
 pub use learned::{LearnedFile, ProjectModel, Role};
 pub use names::TestName;
 pub use read::{parse, read};
 pub use report::{
-    CommandTests, Counts, Format, MAX_REPORT_BYTES, Outcome, Report, ReportError, TestResult,
+    CommandTests, Counts, Format, MAX_REPORT_BYTES, Outcome, PythonNames, Report, ReportError,
+    TestResult,
 };
 pub use runner::{Invocation, ReportAt, Runner};

@@ -8,12 +8,14 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use crate::report::{Outcome, Report, TestResult};
+use crate::report::{Outcome, PythonNames, Report, TestResult};
 
 #[derive(Deserialize)]
 struct Document {
     agentloop_pytest_report: u32,
     reports: Vec<Phase>,
+    #[serde(default)]
+    python: Option<PythonNames>,
 }
 
 #[derive(Deserialize)]
@@ -76,7 +78,10 @@ pub fn parse(bytes: &[u8]) -> Result<Report, String> {
             }
         }
     }
-    Ok(Report::from_tests(tests))
+    Ok(Report {
+        python: doc.python,
+        ..Report::from_tests(tests)
+    })
 }
 
 #[cfg(test)]

@@ -105,6 +105,29 @@ pub struct Report {
     pub tests: Vec<TestResult>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// What a Python runner's interpreter resolved by a top-level name, where its
+    /// report says (agentloop's pytest plugin).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<PythonNames>,
+}
+
+/// What one Python process resolved by a top-level module name while a check ran:
+/// at the test baseline, which new module of the judged tree would stand in for one
+/// the runner, its plugins or the libraries load. Paths are absolute, as the check saw
+/// them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PythonNames {
+    /// Each top-level module it imported → the file it came from (empty: built in or
+    /// frozen).
+    #[serde(default)]
+    pub imported: BTreeMap<String, String>,
+    /// Each top-level name something looked for that no finder found → the file of the
+    /// code that looked (empty: unknown).
+    #[serde(default)]
+    pub missing: BTreeMap<String, String>,
+    /// `sys.path` at the end.
+    #[serde(default)]
+    pub path: Vec<String>,
 }
 
 impl Report {
@@ -137,7 +160,11 @@ impl Report {
             .into_iter()
             .map(|(id, n)| format!("`{id}` was reported {n} times: its worst outcome stands"))
             .collect();
-        Report { tests: out, notes }
+        Report {
+            tests: out,
+            notes,
+            python: None,
+        }
     }
 
     /// Each outcome's count.

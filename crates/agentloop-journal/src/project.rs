@@ -11,7 +11,8 @@ use crate::state::RunState;
 use crate::task::TaskStatus;
 
 impl RunState {
-    /// The project at `root` as this run's checks see it.
+    /// The project at `root` as this run's checks see it, with what their interpreters
+    /// showed at the test baseline.
     pub fn project(&self, root: &Path) -> Project {
         let plan_file = Path::new(&self.plan_file);
         let plan_file = plan_file
@@ -26,6 +27,11 @@ impl RunState {
             .flat_map(|t| self.plan.checks_of(Some(t)))
             .chain(self.settings.verify_commands.iter().cloned())
             .collect();
+        let modules = self
+            .tests_baseline
+            .as_ref()
+            .map(|b| b.would_load.modules.clone())
+            .unwrap_or_default();
         Project::from_names(
             root,
             &self.settings.protected,
@@ -33,6 +39,7 @@ impl RunState {
             commands,
             &self.settings.check_files,
         )
+        .knowing(modules)
     }
 
     /// Which of the files an agent added reach the judge's copy at `root` (see

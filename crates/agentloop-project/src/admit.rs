@@ -272,6 +272,7 @@ mod tests {
             ]
             .into(),
             tests: [("**/*_cases.py".to_string(), "`pytest`".to_string())].into(),
+            ..Default::default()
         };
         let (_d, a) = admission(Allowed::default(), would_load.clone());
         for (path, why) in [

@@ -26,7 +26,7 @@ pub mod learned;
 mod model;
 mod names;
 mod sections;
-mod shadow;
+pub mod shadow;
 
 pub use admit::{Admission, Allowed};
 pub use commands::CheckWords;

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use agentloop_evidence::Shadowable;
 use agentloop_ground::paths::path_matches;
 
 use crate::commands::CheckWords;
@@ -24,6 +25,8 @@ pub struct Project {
     pub check_files: Vec<String>,
     /// What those commands name and run.
     words: CheckWords,
+    /// What a new Python module would stand in for, learned at the test baseline.
+    modules: Shadowable,
 }
 
 impl Project {
@@ -43,7 +46,15 @@ impl Project {
             commands,
             check_files: check_files.to_vec(),
             words,
+            modules: Shadowable::default(),
         }
+    }
+
+    /// The project, knowing too what the test baseline's interpreters showed a new
+    /// Python module would stand in for ([`WouldLoad::modules`](agentloop_evidence::WouldLoad)).
+    pub fn knowing(mut self, modules: Shadowable) -> Project {
+        self.modules = modules;
+        self
     }
 
     /// Why an existing file belongs to the surface, if it does.
@@ -99,10 +110,11 @@ impl Project {
 
     /// Why a file the agent added would intercept the checks, if it would: what
     /// [`Self::configures_checks`] says, or a new Python module standing in for one the
-    /// checks import (`src/json.py`, `pluggy.py`; see `shadow`).
+    /// checks import (`src/json.py`, `pluggy.py`, or a name learned at the test
+    /// baseline; see `shadow`).
     pub fn added_intercepts(&self, path: &str) -> Option<String> {
         self.configures_checks(path).or_else(|| {
-            crate::shadow::shadowed_module(path)
+            crate::shadow::shadowed_module(path, &self.modules)
                 .map(|m| format!("a new module in place of one the checks import ({m})"))
         })
     }

@@ -5,6 +5,10 @@
 //! place of the module the runner or the tests meant. Only new files count: a
 //! project's own package that happens to share a name is its code.
 
+use std::path::Path;
+
+use agentloop_evidence::{PythonNames, Shadowable};
+
 /// What pytest and its usual plugins import that is not the standard library; what
 /// the installed packages' `.pth` files import when Python starts, before any check
 /// runs (`setuptools`, `virtualenv`, pywin32; their private modules, and setuptools'
@@ -386,24 +390,93 @@ fn shadowable(name: &str) -> bool {
 }
 
 /// The module a new file at `path` would shadow, if it would: a top-level module or
-/// package of the project's root or of `src/`.
-pub fn shadowed_module(path: &str) -> Option<String> {
-    let rest = path.strip_prefix("src/").unwrap_or(path);
-    let first = rest.split('/').next()?;
-    // A module in any form Python imports from a path entry: source, a sourceless
-    // `.pyc` (which Python loads when it stands alone), an extension module
-    // (`json.so`, `json.abi3.so`, `json.cpython-311-x86_64-linux-gnu.so`).
-    let name = if rest.contains('/') {
-        first
-    } else {
-        let (name, _) = first.split_once('.')?;
-        let ext = first.rsplit('.').next()?;
-        if !matches!(ext, "py" | "pyc" | "pyo" | "pyw" | "so" | "pyd") {
-            return None;
+/// package of the project's root, of `src/` or of a directory of the tree the checks'
+/// interpreters had on their path, named like one every check imports or one
+/// `learned` at the test baseline (what their interpreters took from outside the tree
+/// or looked for there). Said as the name, and for a learned one how it was learned.
+pub fn shadowed_module(path: &str, learned: &Shadowable) -> Option<String> {
+    let dirs = ["", "src"]
+        .into_iter()
+        .chain(learned.dirs.iter().map(String::as_str));
+    dirs.filter_map(|dir| {
+        let rest = if dir.is_empty() {
+            path
+        } else {
+            path.strip_prefix(dir)?.strip_prefix('/')?
+        };
+        let name = top_level(rest)?;
+        if shadowable(name) {
+            return Some(name.to_string());
         }
-        name
+        let how = learned.names.get(name)?;
+        Some(format!("{name}, {how}"))
+    })
+    .next()
+}
+
+/// The top-level module a file at `rest` (relative to a directory on Python's path)
+/// is, in any form Python imports from a path entry: source, a sourceless `.pyc`
+/// (which Python loads when it stands alone), an extension module (`json.so`,
+/// `json.abi3.so`, `json.cpython-311-x86_64-linux-gnu.so`), or a package's directory.
+fn top_level(rest: &str) -> Option<&str> {
+    let first = rest.split('/').next()?;
+    if rest.contains('/') {
+        return Some(first);
+    }
+    let (name, _) = first.split_once('.')?;
+    let ext = first.rsplit('.').next()?;
+    matches!(ext, "py" | "pyc" | "pyo" | "pyw" | "so" | "pyd").then_some(name)
+}
+
+/// What a new module of the tree at `root` (as the check saw it) would stand in for,
+/// from what one check's interpreter `saw`: each module it took from outside the
+/// project's own directories, each name code outside them looked for and did not
+/// find, and the tree's directories on its path. A name every check imports anyway
+/// ([`shadowable`]) is not repeated; a name the project's own code looked for is the
+/// project's to add (`try: import speedups`), as is one its own directories held.
+pub fn learn(saw: &PythonNames, root: &Path) -> Shadowable {
+    let own = |file: &str| -> Option<String> {
+        let rel = Path::new(file).strip_prefix(root).ok()?;
+        let parts: Vec<&str> = rel.iter().filter_map(|p| p.to_str()).collect();
+        // A carried virtual environment, a tool's directory: installed, not the
+        // project's.
+        let installed = parts.iter().any(|p| {
+            p.starts_with('.') || matches!(*p, "site-packages" | "dist-packages" | "node_modules")
+        });
+        (!installed).then(|| parts.join("/"))
     };
-    shadowable(name).then(|| name.to_string())
+    let mut out = Shadowable::default();
+    for entry in &saw.path {
+        if let Some(dir) = own(entry) {
+            out.dirs.insert(dir);
+        }
+    }
+    let plain = |name: &str| {
+        !name.is_empty()
+            && !shadowable(name)
+            && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+    };
+    for (name, from) in &saw.imported {
+        if plain(name) && own(from).is_none() {
+            let how = if from.is_empty() {
+                "built into the interpreter".to_string()
+            } else {
+                format!("imported from {from}")
+            };
+            out.names.insert(name.clone(), how);
+        }
+    }
+    for (name, by) in &saw.missing {
+        if plain(name) && own(by).is_none() && !out.names.contains_key(name) {
+            let how = if by.is_empty() {
+                "looked for and not found".to_string()
+            } else {
+                format!("looked for by {by}")
+            };
+            out.names.insert(name.clone(), how);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -448,7 +521,86 @@ mod tests {
             ("README.md", None),
             ("docs/json.py", None),
         ] {
-            assert_eq!(shadowed_module(path).as_deref(), module, "{path}");
+            assert_eq!(
+                shadowed_module(path, &Shadowable::default()).as_deref(),
+                module,
+                "{path}"
+            );
+        }
+    }
+
+    #[test]
+    fn what_the_interpreter_took_from_outside_the_tree_or_looked_for_there_is_learned() {
+        let saw = PythonNames {
+            imported: [
+                ("reportlib", "/opt/lib/reportlib.py"),
+                ("json", "/usr/lib/python3.11/json/__init__.py"),
+                ("calc", "/copy/src/calc/__init__.py"),
+                ("test_calc", "/copy/tests/test_calc.py"),
+                (
+                    "vendored",
+                    "/copy/.venv/lib/python3.11/site-packages/vendored.py",
+                ),
+                ("embedded", ""),
+            ]
+            .into_iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect(),
+            missing: [
+                ("speedups", "/opt/lib/reportlib.py"),
+                ("fastpath", "/copy/src/calc/__init__.py"),
+                ("optional_x", "/copy/tests/test_calc.py"),
+                ("nobody_knows", ""),
+            ]
+            .into_iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect(),
+            path: ["/copy/tests", "/copy", "/copy/src", "/usr/lib/python3.11"]
+                .into_iter()
+                .chain(["/copy/.venv/lib/python3.11/site-packages", "/elsewhere"])
+                .map(String::from)
+                .collect(),
+        };
+        let learned = learn(&saw, Path::new("/copy"));
+        let names: Vec<&str> = learned.names.keys().map(String::as_str).collect();
+        // The standard library is known without asking; the project's own modules,
+        // and the names its own code looked for, are its to add.
+        assert_eq!(
+            names,
+            [
+                "embedded",
+                "nobody_knows",
+                "reportlib",
+                "speedups",
+                "vendored"
+            ]
+        );
+        assert_eq!(
+            learned.names["speedups"],
+            "looked for by /opt/lib/reportlib.py"
+        );
+        let dirs: Vec<&str> = learned.dirs.iter().map(String::as_str).collect();
+        assert_eq!(dirs, ["", "src", "tests"]);
+        for (path, module) in [
+            (
+                "reportlib.py",
+                Some("reportlib, imported from /opt/lib/reportlib.py"),
+            ),
+            (
+                "src/speedups/__init__.py",
+                Some("speedups, looked for by /opt/lib/reportlib.py"),
+            ),
+            (
+                "tests/reportlib.py",
+                Some("reportlib, imported from /opt/lib/reportlib.py"),
+            ),
+            ("tests/json.py", Some("json")),
+            ("lib/reportlib.py", None),
+            ("fastpath.py", None),
+            ("src/calc/reportlib.py", None),
+            ("tests/test_new.py", None),
+        ] {
+            assert_eq!(shadowed_module(path, &learned).as_deref(), module, "{path}");
         }
     }
 }

@@ -6,10 +6,17 @@ pass, what pytest said. Written once, as one JSON document, when the session end
 `pytest.json` in the directory above this file's: the report agentloop reads in place
 of pytest's JUnit XML, which costs a fifth of a quick suite's run to build.
 Under pytest-xdist only the controlling process writes: every worker's reports reach it.
+
+Beside the tests, what the interpreter resolved by a top-level name: each module it
+imported and the file it came from, each name something looked for that no finder
+found and the file of the code that looked, and `sys.path`. At the test baseline this
+says which new module of the tree would stand in for one the runner, its plugins or
+the standard library load (agentloop_project's `shadow`).
 """
 
 import json
 import os
+import sys
 
 _REPORT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pytest.json")
 _reports = []
@@ -36,6 +43,66 @@ def _said(report):
     if crash and crash.strip() != text.strip():
         return _text(crash + "\n" + text)
     return _text(text)
+
+
+# Where the code that imports by name lives, not the code that asked for the name:
+# importlib's own files, and pytest's `importorskip` (a test's own lookup).
+_IMPORTLIB = os.path.dirname(os.path.abspath(getattr(sys.modules.get("importlib"), "__file__", "") or ""))
+_ON_BEHALF = os.path.join("_pytest", "outcomes.py")
+_missing = {}
+
+
+def _asker():
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not (
+            name.startswith("<")
+            or (_IMPORTLIB and os.path.dirname(os.path.abspath(name)) == _IMPORTLIB)
+            or name.endswith(_ON_BEHALF)
+        ):
+            return os.path.abspath(name)
+        frame = frame.f_back
+    return ""
+
+
+class _NotFound:
+    """Last on `sys.meta_path`: asked only for a name every other finder missed."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if path is None and name not in _missing:
+            try:
+                _missing[name] = _asker()
+            except Exception:
+                _missing[name] = ""
+        return None
+
+
+sys.meta_path.append(_NotFound)
+
+
+def _origin(module):
+    # The file a module came from; a package without one (a namespace package) by its
+    # first directory; "" for one built in or frozen.
+    try:
+        where = getattr(module, "__file__", None)
+        if not where:
+            where = next(iter(getattr(module, "__path__", None) or []), None)
+        return os.path.abspath(where) if isinstance(where, str) else ""
+    except Exception:
+        return ""
+
+
+def _names():
+    imported = {}
+    for name, module in list(sys.modules.items()):
+        if "." in name or module is None or name == __name__ or name.startswith("__"):
+            continue
+        imported[_text(name)] = _text(_origin(module))
+    missing = {_text(n): _text(by) for n, by in _missing.items() if n not in sys.modules}
+    path = [_text(os.path.abspath(p or os.curdir)) for p in sys.path if isinstance(p, str)]
+    return {"imported": imported, "missing": missing, "path": path}
 
 
 def pytest_configure(config):
@@ -75,6 +142,6 @@ def pytest_collectreport(report):
 def pytest_sessionfinish(session, exitstatus):
     if not _active:
         return
-    body = json.dumps({"agentloop_pytest_report": 1, "reports": _reports})
+    body = json.dumps({"agentloop_pytest_report": 1, "reports": _reports, "python": _names()})
     with open(_REPORT, "w", encoding="utf-8") as f:
         f.write(body)

@@ -480,6 +480,7 @@ pub fn cut_report(report: &Report, paths: &[String]) -> Option<Report> {
             .cloned()
             .collect(),
         notes: report.notes.clone(),
+        python: report.python.clone(),
     })
 }
 

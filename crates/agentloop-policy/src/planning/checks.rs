@@ -252,6 +252,7 @@ mod tests {
             tests: tests.iter().map(|(id, o)| (id.to_string(), *o)).collect(),
             read: Default::default(),
             duration_ms: None,
+            shadowable: Default::default(),
         }
     }
 

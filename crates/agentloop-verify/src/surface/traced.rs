@@ -96,7 +96,8 @@ fn the_work(path: &str, tasks: &[TaskFiles]) -> bool {
 
 /// What the baseline's checks would load or run that `tree` does not hold yet: what
 /// their harness names (`harness`) but what a task names (its to write), and the test
-/// names their runners collect by, learned from what they collected.
+/// names their runners collect by, learned from what they collected; and the Python
+/// modules their interpreters took from outside the tree or looked for there.
 pub fn would_load(
     root: &Path,
     baseline: &TestsBaseline,
@@ -115,7 +116,12 @@ pub fn would_load(
                 .or_insert_with(|| format!("`{}`", c.command));
         }
     }
+    let mut modules = agentloop_evidence::Shadowable::default();
+    for c in &baseline.commands {
+        modules.join(&c.shadowable);
+    }
     WouldLoad {
+        modules,
         named: harness
             .absent
             .iter()
@@ -312,6 +318,7 @@ mod tests {
                 tests: Default::default(),
                 read: read.iter().map(|s| s.to_string()).collect(),
                 duration_ms: None,
+                shadowable: Default::default(),
             }],
             ..Default::default()
         }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Runner, prepare, read_evidence};
 use agentloop_evidence::runner::subset;
-use agentloop_evidence::{BaselineCommand, Outcome, TestsBaseline};
+use agentloop_evidence::{BaselineCommand, Outcome, Report, TestsBaseline};
 use agentloop_exec::trace::Trace;
 
 /// How long a cached baseline is trusted: the tree is the same, but what is
@@ -21,8 +21,9 @@ const CACHE_FOR: Duration = Duration::from_secs(24 * 3600);
 /// checks were traced (a `plan check` baseline taken in the project is no baseline
 /// for a run that traces); 4: a pytest test inherited or imported from another module
 /// is named by its test module (stop 74), not the file that defines it; 5: pytest's
-/// tests read from agentloop's plugin's report, by pytest's own node ids (stop 77).
-const VERSION: u32 = 5;
+/// tests read from agentloop's plugin's report, by pytest's own node ids (stop 77); 6:
+/// each check keeps what a new Python module would stand in for (`shadowable`).
+const VERSION: u32 = 6;
 
 /// Why a baseline taken where nothing could be traced (in the project itself, not a
 /// clean copy) knows nothing of what its checks opened.
@@ -86,6 +87,7 @@ impl Runner<'_> {
                     tests,
                     read: whole.read.clone(),
                     duration_ms: None,
+                    shadowable: whole.shadowable.clone(),
                 });
                 continue;
             }
@@ -141,6 +143,12 @@ impl Runner<'_> {
                 (Some(Ok(r)), None) => r.tests.iter().map(|t| (t.id.clone(), t.outcome)).collect(),
                 _ => Default::default(),
             };
+            let shadowable = match &report {
+                Some(Ok(Report {
+                    python: Some(saw), ..
+                })) => agentloop_project::shadow::learn(saw, self.workdir),
+                _ => Default::default(),
+            };
             let entry = BaselineCommand {
                 command: cmd.clone(),
                 runner,
@@ -149,6 +157,7 @@ impl Runner<'_> {
                 tests,
                 read: traced.read.into_iter().collect(),
                 duration_ms: Some(f.duration.as_millis() as u64),
+                shadowable,
             };
             match (&entry.runner, &entry.problem) {
                 (Some(r), None) => {

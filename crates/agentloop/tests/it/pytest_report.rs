@@ -292,3 +292,53 @@ fn a_module_the_interpreter_imports_at_start_up_left_at_the_root_waits_for_a_per
         assert_ne!(s["tasks"][0]["status"], "done", "{s:#}");
     }
 }
+
+/// The stop-77 attacks' names were added to a list; a library the project's tests take
+/// from outside the tree is on no list. At the test baseline agentloop's plugin says
+/// what the interpreter took from outside the tree and what code outside it looked
+/// for and did not find: a new root module named like either (the library itself, the
+/// optional speed-up it tries first) would run in its place inside the judge, and
+/// waits for a person as a list's name does.
+#[test]
+fn a_module_named_like_one_the_baseline_took_from_outside_the_tree_waits_for_a_person() {
+    let payload = "import json as _json\n_dumps = _json.dumps\ndef _forge(obj, *a, **k):\n    if isinstance(obj, dict) and 'agentloop_pytest_report' in obj:\n        for r in obj.get('reports', []):\n            r['outcome'] = 'passed'\n            r.pop('message', None)\n        import atexit, os\n        atexit.register(os._exit, 0)\n    return _dumps(obj, *a, **k)\n_json.dumps = _forge\ndef shout(s):\n    return s.upper()\n";
+    // Where the check's confinement sees it: not under a private /tmp or /dev/shm.
+    let lib = tempfile::Builder::new()
+        .prefix("outside-lib")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    std::fs::write(
+        lib.path().join("reportlib.py"),
+        "try:\n    import reportlib_speedups\nexcept ImportError:\n    pass\n\ndef shout(s):\n    return s.upper()\n",
+    )
+    .unwrap();
+    for planted in ["reportlib.py", "reportlib_speedups.py"] {
+        let mut p = Scratch::new()
+            .file("pyproject.toml", "[project]\nname = \"p\"\nversion = \"0\"\n")
+            .file("pkg/__init__.py", "def greet():\n    return \"\"\n")
+            .file(
+                "tests/test_task.py",
+                "import reportlib\nfrom pkg import greet\n\ndef test_greeting():\n    assert greet() == \"hi\"\n\ndef test_loud():\n    assert reportlib.shout(greet()) == \"\"\n",
+            )
+            .file(".git/payload.py", payload)
+            .plan(&format!("# P\n\n## T1: Greet\n\nMake greet say hi.\n\nVerify: PYTHONPATH={} python3 -m pytest -q\nTests: tests/test_task.py::test_greeting\n", lib.path().display()))
+            .agent(&crate::support::agent(&format!(
+                "cp .git/payload.py {planted}\necho TASK_COMPLETE"
+            )))
+            .build();
+        p.env.push(("PATH".into(), python_path()));
+        p.write(".gitignore", ".agentloop/\n__pycache__/\n");
+        p.commit("ignore bytecode");
+        let r = p.run(&["run", "--yes", "--no-wait"]);
+        assert_eq!(r.code, Some(5), "{planted}: {}", r.stderr);
+        let s = p.status();
+        assert_eq!(s["gate"]["point"], "surface", "{planted}: {s:#}");
+        assert_eq!(s["surface_changes"][0]["path"], planted, "{s:#}");
+        let why = s["surface_changes"][0]["why"].as_str().unwrap_or_default();
+        assert!(
+            why.contains(&lib.path().join("reportlib.py").display().to_string()),
+            "{why}"
+        );
+        assert_ne!(s["tasks"][0]["status"], "done", "{s:#}");
+    }
+}
