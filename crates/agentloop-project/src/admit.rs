@@ -142,6 +142,12 @@ impl Admission {
             return Some("a test by `[verify] test_patterns`".into());
         }
         let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+        // pytest collects `test*.txt` as doctests wherever it collects, by default
+        // (`--doctest-glob`): a doctest can reach pytest's own objects (the stop-78
+        // attack's root `testing.txt` registered a plugin that passed every test).
+        if name.starts_with("test") && name.ends_with(".txt") {
+            return Some("a text file pytest collects as a doctest (test*.txt)".into());
+        }
         if let Some(d) = dir.split('/').find(|d| {
             matches!(
                 *d,

@@ -27,6 +27,8 @@ pub struct Project {
     words: CheckWords,
     /// What a new Python module would stand in for, learned at the test baseline.
     modules: Shadowable,
+    /// The tree asked about.
+    root: std::path::PathBuf,
 }
 
 impl Project {
@@ -47,6 +49,7 @@ impl Project {
             check_files: check_files.to_vec(),
             words,
             modules: Shadowable::default(),
+            root: root.to_path_buf(),
         }
     }
 
@@ -116,6 +119,10 @@ impl Project {
         self.configures_checks(path).or_else(|| {
             crate::shadow::shadowed_module(path, &self.modules)
                 .map(|m| format!("a new module in place of one the checks import ({m})"))
+                .or_else(|| {
+                    crate::shadow::displaces(path, |p| self.root.join(p).is_file())
+                        .map(|why| format!("a new module of the same name: {why}"))
+                })
         })
     }
 

@@ -168,7 +168,9 @@ fn git_config_section(text: &str) -> String {
 fn ini_sections(text: &str, keep: impl Fn(&str) -> bool) -> String {
     let mut out = String::new();
     let mut on = false;
-    for line in text.lines() {
+    // Python reads a bare `\r` as a line's end too (universal newlines): a file of
+    // `\r`-ended lines is one line to `str::lines` (the stop-78 attack's `tox.ini`).
+    for line in text.split(['\n', '\r']) {
         let t = line.trim();
         if let Some(after) = line.strip_prefix('[') {
             let first = after.split(']').next().unwrap_or(after);

@@ -383,10 +383,13 @@ const STDLIB: &[&str] = &[
 /// tree comes first on the path then: the stop-77 attack's root `_distutils_hack.py`
 /// replaced `json.dumps` before pytest started and turned the report's every failure
 /// into a pass. A project's own new top-level module is rarely private (a package's
-/// `__init__`, `__main__` and a `__pycache__` are not modules of their own).
-fn shadowable(name: &str) -> bool {
+/// `__init__`, `__main__` and a `__pycache__` are not modules of their own). Only
+/// where the interpreter looks when it starts (`at_start`: the root and `src/`): a
+/// test directory pytest puts on the path later holds private helpers of the tests'
+/// own (`tests/_helpers.py`).
+fn shadowable(name: &str, at_start: bool) -> bool {
     let private = name.starts_with('_') && !matches!(name, "__init__" | "__main__" | "__pycache__");
-    private || STDLIB.binary_search(&name).is_ok() || RUNNER_MODULES.contains(&name)
+    (private && at_start) || STDLIB.binary_search(&name).is_ok() || RUNNER_MODULES.contains(&name)
 }
 
 /// The module a new file at `path` would shadow, if it would: a top-level module or
@@ -405,7 +408,7 @@ pub fn shadowed_module(path: &str, learned: &Shadowable) -> Option<String> {
             path.strip_prefix(dir)?.strip_prefix('/')?
         };
         let name = top_level(rest)?;
-        if shadowable(name) {
+        if shadowable(name, matches!(dir, "" | "src")) {
             return Some(name.to_string());
         }
         let how = learned.names.get(name)?;
@@ -420,12 +423,46 @@ pub fn shadowed_module(path: &str, learned: &Shadowable) -> Option<String> {
 /// `json.abi3.so`, `json.cpython-311-x86_64-linux-gnu.so`), or a package's directory.
 fn top_level(rest: &str) -> Option<&str> {
     let first = rest.split('/').next()?;
-    if rest.contains('/') {
+    // A package's directory, or a link that stands for one (`org` → `lib/forge`).
+    if rest.contains('/') || !first.contains('.') {
         return Some(first);
     }
     let (name, _) = first.split_once('.')?;
     let ext = first.rsplit('.').next()?;
     matches!(ext, "py" | "pyc" | "pyo" | "pyw" | "so" | "pyd").then_some(name)
+}
+
+/// The module of the tree a new file at `path` would be imported in place of, where
+/// one is there: Python's finder takes, in one directory, a package (`x/__init__.py`)
+/// before an extension module (`x.cpython-311-x86_64-linux-gnu.so`, `x.so`) before
+/// source (`x.py`). So a new `conftest/__init__.py` beside a `conftest.py`, or a new
+/// `pkg/__init__.cpython-311-x86_64-linux-gnu.so` beside `pkg/__init__.py`, runs in
+/// their place (the stop-78 attacks), whatever the names. `exists`: whether the tree
+/// holds a file.
+pub fn displaces(path: &str, exists: impl Fn(&str) -> bool) -> Option<String> {
+    let (dir, name) = match path.rsplit_once('/') {
+        Some((d, n)) => (format!("{d}/"), n),
+        None => (String::new(), path),
+    };
+    let (stem, ext) = name.split_once('.')?;
+    let last = ext.rsplit('.').next();
+    if !matches!(last, Some("py" | "pyc" | "pyw" | "so" | "pyd")) {
+        return None;
+    }
+    let native = matches!(last, Some("so" | "pyd"));
+    let mut rivals: Vec<String> = Vec::new();
+    // A package: its `__init__` stands before a module of the package's name.
+    if stem == "__init__" && !dir.is_empty() {
+        rivals.push(format!("{}.py", dir.trim_end_matches('/')));
+    }
+    // An extension module stands before source of its name (an `__init__` too).
+    if native {
+        rivals.push(format!("{dir}{stem}.py"));
+    }
+    rivals
+        .into_iter()
+        .find(|r| r.as_str() != path && exists(r))
+        .map(|r| format!("it would be imported in place of {r}"))
 }
 
 /// What a new module of the tree at `root` (as the check saw it) would stand in for,
@@ -453,7 +490,7 @@ pub fn learn(saw: &PythonNames, root: &Path) -> Shadowable {
     }
     let plain = |name: &str| {
         !name.is_empty()
-            && !shadowable(name)
+            && !shadowable(name, true)
             && name.chars().all(|c| c.is_alphanumeric() || c == '_')
     };
     for (name, from) in &saw.imported {
@@ -480,127 +517,4 @@ pub fn learn(saw: &PythonNames, root: &Path) -> Shadowable {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_list_is_sorted_for_its_search() {
-        assert!(STDLIB.windows(2).all(|w| w[0] < w[1]));
-    }
-
-    #[test]
-    fn a_new_module_named_like_one_the_checks_import() {
-        for (path, module) in [
-            ("src/json.py", Some("json")),
-            ("json.pyc", Some("json")),
-            ("pytest.pyc", Some("pytest")),
-            ("json.abi3.so", Some("json")),
-            ("_compression.py", Some("_compression")),
-            ("json.txt", None),
-            ("src/xml/__init__.py", Some("xml")),
-            ("pluggy.py", Some("pluggy")),
-            ("src/_pytest/junitxml.py", Some("_pytest")),
-            ("unittest/__init__.py", Some("unittest")),
-            ("_distutils_hack.py", Some("_distutils_hack")),
-            ("src/_virtualenv.py", Some("_virtualenv")),
-            (
-                "__editable___calc_0_1_finder.py",
-                Some("__editable___calc_0_1_finder"),
-            ),
-            ("_distutils_hack/__init__.py", Some("_distutils_hack")),
-            ("setuptools/__init__.py", Some("setuptools")),
-            ("org/__init__.py", Some("org")),
-            ("src/org/python/core.py", Some("org")),
-            ("java.py", Some("java")),
-            ("src/minicalc/_impl.py", None),
-            ("__init__.py", None),
-            ("src/__main__.py", None),
-            ("src/minicalc/json.py", None),
-            ("src/minicalc/__init__.py", None),
-            ("src/mul.py", None),
-            ("README.md", None),
-            ("docs/json.py", None),
-        ] {
-            assert_eq!(
-                shadowed_module(path, &Shadowable::default()).as_deref(),
-                module,
-                "{path}"
-            );
-        }
-    }
-
-    #[test]
-    fn what_the_interpreter_took_from_outside_the_tree_or_looked_for_there_is_learned() {
-        let saw = PythonNames {
-            imported: [
-                ("reportlib", "/opt/lib/reportlib.py"),
-                ("json", "/usr/lib/python3.11/json/__init__.py"),
-                ("calc", "/copy/src/calc/__init__.py"),
-                ("test_calc", "/copy/tests/test_calc.py"),
-                (
-                    "vendored",
-                    "/copy/.venv/lib/python3.11/site-packages/vendored.py",
-                ),
-                ("embedded", ""),
-            ]
-            .into_iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect(),
-            missing: [
-                ("speedups", "/opt/lib/reportlib.py"),
-                ("fastpath", "/copy/src/calc/__init__.py"),
-                ("optional_x", "/copy/tests/test_calc.py"),
-                ("nobody_knows", ""),
-            ]
-            .into_iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect(),
-            path: ["/copy/tests", "/copy", "/copy/src", "/usr/lib/python3.11"]
-                .into_iter()
-                .chain(["/copy/.venv/lib/python3.11/site-packages", "/elsewhere"])
-                .map(String::from)
-                .collect(),
-        };
-        let learned = learn(&saw, Path::new("/copy"));
-        let names: Vec<&str> = learned.names.keys().map(String::as_str).collect();
-        // The standard library is known without asking; the project's own modules,
-        // and the names its own code looked for, are its to add.
-        assert_eq!(
-            names,
-            [
-                "embedded",
-                "nobody_knows",
-                "reportlib",
-                "speedups",
-                "vendored"
-            ]
-        );
-        assert_eq!(
-            learned.names["speedups"],
-            "looked for by /opt/lib/reportlib.py"
-        );
-        let dirs: Vec<&str> = learned.dirs.iter().map(String::as_str).collect();
-        assert_eq!(dirs, ["", "src", "tests"]);
-        for (path, module) in [
-            (
-                "reportlib.py",
-                Some("reportlib, imported from /opt/lib/reportlib.py"),
-            ),
-            (
-                "src/speedups/__init__.py",
-                Some("speedups, looked for by /opt/lib/reportlib.py"),
-            ),
-            (
-                "tests/reportlib.py",
-                Some("reportlib, imported from /opt/lib/reportlib.py"),
-            ),
-            ("tests/json.py", Some("json")),
-            ("lib/reportlib.py", None),
-            ("fastpath.py", None),
-            ("src/calc/reportlib.py", None),
-            ("tests/test_new.py", None),
-        ] {
-            assert_eq!(shadowed_module(path, &learned).as_deref(), module, "{path}");
-        }
-    }
-}
+mod tests;

@@ -45,23 +45,39 @@ def _said(report):
     return _text(text)
 
 
-# Where the code that imports by name lives, not the code that asked for the name:
-# importlib's own files, and pytest's `importorskip` (a test's own lookup).
-_IMPORTLIB = os.path.dirname(os.path.abspath(getattr(sys.modules.get("importlib"), "__file__", "") or ""))
-_ON_BEHALF = os.path.join("_pytest", "outcomes.py")
+# Code that imports a name it was given, for its caller: the standard library (importlib,
+# pkgutil, unittest.mock, pydoc, ...), pytest's `importorskip` and `monkeypatch`, and
+# pytest-mock. The name's asker is the first frame past them: `mock.patch("fastpath.X")`
+# in a project's test is the project's lookup, not pkgutil's.
+_STDLIB = os.path.dirname(os.path.abspath(os.__file__))
+_ON_BEHALF = (
+    os.path.join("_pytest", "outcomes.py"),
+    os.path.join("_pytest", "monkeypatch.py"),
+    os.sep + "pytest_mock" + os.sep,
+)
 _missing = {}
+
+
+def _for_caller(name):
+    if name.startswith("<"):
+        return True
+    if any(part in name for part in _ON_BEHALF):
+        return True
+    return (
+        name.startswith(_STDLIB + os.sep)
+        and "site-packages" not in name
+        and "dist-packages" not in name
+    )
 
 
 def _asker():
     frame = sys._getframe(2)
     while frame is not None:
         name = frame.f_code.co_filename
-        if not (
-            name.startswith("<")
-            or (_IMPORTLIB and os.path.dirname(os.path.abspath(name)) == _IMPORTLIB)
-            or name.endswith(_ON_BEHALF)
-        ):
-            return os.path.abspath(name)
+        if not name.startswith("<"):
+            name = os.path.abspath(name)
+        if not _for_caller(name):
+            return name
         frame = frame.f_back
     return ""
 

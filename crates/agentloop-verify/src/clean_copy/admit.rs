@@ -134,6 +134,12 @@ pub(super) fn kept_out(
         .iter()
         .filter_map(|e| std::str::from_utf8(&e.path).ok())
         .collect();
+    let links: std::collections::HashMap<&[u8], &Entry> = entries
+        .iter()
+        .filter(|e| e.mode == 0o120000)
+        .map(|e| (e.path.as_slice(), e))
+        .collect();
+    let link = |p: &str| links.get(p.as_bytes()).and_then(|e| target(e));
     for e in entries {
         let Ok(path) = std::str::from_utf8(&e.path) else {
             let lossy = String::from_utf8_lossy(&e.path).into_owned();
@@ -151,7 +157,7 @@ pub(super) fn kept_out(
         };
         let why = admission.left_out(path).or_else(|| {
             (e.mode == 0o120000 && admission.added(path))
-                .then(|| through_link(path, &target(e)?, &names, admission))
+                .then(|| through_link(path, &target(e)?, &names, admission, &link))
                 .flatten()
         });
         if let Some(why) = why {
@@ -170,27 +176,45 @@ pub(super) fn kept_out(
 
 /// Why an added link at `path` to `target` is kept out, if it is: it leads out of
 /// the tree, or through it a file of the tree would stand where a rule keeps it out.
+/// A link to a link is followed to the end of the chain (`org` → `hop` → `lib/forge`:
+/// the stop-78 attack), as the file system would, at most [`HOPS`] times.
 fn through_link(
     path: &str,
     target: &[u8],
     names: &BTreeSet<&str>,
     admission: &Admission,
+    link: &dyn Fn(&str) -> Option<Vec<u8>>,
 ) -> Option<String> {
-    let target = std::str::from_utf8(target).ok()?;
-    let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
-    let Some(to) =
-        agentloop_project::harness::normalise(dir, target).filter(|_| !target.starts_with('/'))
-    else {
-        return Some(format!("a link out of the tree ({target})"));
-    };
-    let prefix = format!("{to}/");
-    names
-        .range(prefix.as_str()..)
-        .take_while(|f| f.starts_with(&prefix))
-        .find_map(|f| {
-            let through = format!("{path}/{}", &f[prefix.len()..]);
-            admission
-                .left_out(&through)
-                .map(|why| format!("a link to {to}/: through it, {through}: {why}"))
-        })
+    let mut at = path.to_string();
+    let mut target = target.to_vec();
+    for _ in 0..HOPS {
+        let Ok(text) = std::str::from_utf8(&target) else {
+            return Some("a link whose target is not UTF-8".into());
+        };
+        let dir = at.rsplit_once('/').map_or("", |(d, _)| d);
+        let Some(to) =
+            agentloop_project::harness::normalise(dir, text).filter(|_| !text.starts_with('/'))
+        else {
+            return Some(format!("a link out of the tree ({text})"));
+        };
+        if let Some(next) = link(&to) {
+            at = to;
+            target = next;
+            continue;
+        }
+        let prefix = format!("{to}/");
+        return names
+            .range(prefix.as_str()..)
+            .take_while(|f| f.starts_with(&prefix))
+            .find_map(|f| {
+                let through = format!("{path}/{}", &f[prefix.len()..]);
+                admission
+                    .left_out(&through)
+                    .map(|why| format!("a link to {to}/: through it, {through}: {why}"))
+            });
+    }
+    Some(format!("a chain of more than {HOPS} links"))
 }
+
+/// How many links a chain may hold before it counts as a loop (Linux's own bound).
+const HOPS: usize = 40;

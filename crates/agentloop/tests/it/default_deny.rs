@@ -298,6 +298,13 @@ fn what_a_second_attack_found_is_left_out_too() {
             "mkdir -p hooks; echo 'exit 0' > hooks/a.sh; ln -s hooks checks.d",
             "checks.d",
         ),
+        // The same through a chain of links (the stop-78 attack): the first link's
+        // target is a link, with no file of the tree under it.
+        (
+            "for f in checks.d/*.sh; do [ -f \"$f\" ] && . \"$f\"; done\n",
+            "mkdir -p hooks; echo 'exit 0' > hooks/a.sh; ln -s hooks hop; ln -s hop checks.d",
+            "checks.d",
+        ),
         // A list of files piped into a shell.
         (
             "cat checks.d/* | sh\n",
@@ -317,7 +324,7 @@ fn what_a_second_attack_found_is_left_out_too() {
                 "# One\n\n## T1: Make the file\nVerify: sh tests/check.sh\n",
                 &[("tests/check.sh", &format!("{harness}{CHECK_ONE}"))],
                 cheat,
-                &format!("rm -rf hooks checks.d; {HONEST}"),
+                &format!("rm -rf hooks hop checks.d; {HONEST}"),
                 false,
             );
             left_out_then_done(&p, way, left);

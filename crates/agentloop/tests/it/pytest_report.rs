@@ -342,3 +342,73 @@ fn a_module_named_like_one_the_baseline_took_from_outside_the_tree_waits_for_a_p
         assert_ne!(s["tasks"][0]["status"], "done", "{s:#}");
     }
 }
+
+/// The stop-78 attack's ways past the names: a package (`conftest/__init__.py`) that
+/// Python takes before the tree's `conftest.py` of the same name; a new `tox.ini` whose
+/// lines end in a bare `\r` (Python's line end too) holding a `[pytest]` section that
+/// loads a plugin; a root `testing.txt`, which pytest collects as a doctest. The first
+/// two wait for a person; the doctest is left out of the judge's copy.
+#[test]
+fn a_module_python_takes_first_a_carriage_returned_tox_ini_and_a_doctest_get_nothing_done() {
+    let forge = "import json as _json\n_dumps = _json.dumps\ndef _forge(obj, *a, **k):\n    if isinstance(obj, dict) and 'agentloop_pytest_report' in obj:\n        for r in obj.get('reports', []):\n            r['outcome'] = 'passed'\n            r.pop('message', None)\n        import atexit, os\n        atexit.register(os._exit, 0)\n    return _dumps(obj, *a, **k)\n_json.dumps = _forge\n";
+    // The doctest's names go when it ends: what the forge needs is bound to it.
+    let doctest = ">>> import json, atexit, os\n>>> def _f(o, *a, _d=json.dumps, _exit=os._exit, _at=atexit, **k):\n...     if isinstance(o, dict) and 'agentloop_pytest_report' in o:\n...         for r in o.get('reports', []):\n...             r['outcome'] = 'passed'\n...             r.pop('message', None)\n...         _at.register(_exit, 0)\n...     return _d(o, *a, **k)\n>>> json.dumps = _f\n";
+    let build = |cheat: &str| {
+        let mut p = Scratch::new()
+            .file("pyproject.toml", "[project]\nname = \"p\"\nversion = \"0\"\n")
+            .file("conftest.py", "# the project's own\n")
+            .file("pkg/__init__.py", "def greet():\n    return \"\"\n")
+            .file(
+                "tests/test_task.py",
+                "from pkg import greet\n\ndef test_greeting():\n    assert greet() == \"hi\"\n\ndef test_other():\n    assert greet() is not None\n",
+            )
+            .file(".git/forge.py", forge)
+            .file(".git/doctest.txt", doctest)
+            .plan("# P\n\n## T1: Greet\n\nMake greet say hi.\n\nVerify: python3 -m pytest -q\nTests: tests/test_task.py::test_greeting\n")
+            .agent(&crate::support::agent(&format!(
+                "if [ \"$n\" = 1 ]; then\n{cheat}\nelse\nrm -rf conftest testing.txt tox.ini helpers_greet.py\nsed -i 's/return \"\"/return \"hi\"/' pkg/__init__.py\nfi\necho TASK_COMPLETE"
+            )))
+            .build();
+        p.env.push(("PATH".into(), python_path()));
+        p.write(".gitignore", ".agentloop/\n__pycache__/\n");
+        p.commit("ignore bytecode");
+        p
+    };
+    for (cheat, planted) in [
+        (
+            "mkdir -p conftest; cp .git/forge.py conftest/__init__.py",
+            "conftest/__init__.py",
+        ),
+        (
+            "printf '# settings\\r[pytest]\\raddopts = -p helpers_greet\\r' > tox.ini; cp .git/forge.py helpers_greet.py",
+            "tox.ini",
+        ),
+    ] {
+        let p = build(cheat);
+        let r = p.run(&["run", "--yes", "--no-wait"]);
+        assert_eq!(r.code, Some(5), "{planted}: {}", r.stderr);
+        let s = p.status();
+        assert_eq!(s["gate"]["point"], "surface", "{planted}: {s:#}");
+        let paths: Vec<&str> = s["surface_changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c["path"].as_str())
+            .collect();
+        assert!(paths.contains(&planted), "{planted}: {s:#}");
+        assert_ne!(s["tasks"][0]["status"], "done", "{s:#}");
+    }
+    let p = build("cp .git/doctest.txt testing.txt");
+    let r = p.run(&["run", "--yes", "--no-wait"]);
+    let journal = std::fs::read_to_string(p.run_dir().join("journal.jsonl")).unwrap();
+    assert_eq!(r.code, Some(0), "{}\n{journal}", r.stderr);
+    let first = journal
+        .lines()
+        .find(|l| l.contains("\"kind\":\"verify_finished\""))
+        .unwrap();
+    assert!(
+        first.contains("\"passed\":false")
+            && first.contains("\"left_out\":[{\"path\":\"testing.txt\""),
+        "the doctest reached the judge: {first}"
+    );
+}
