@@ -165,12 +165,18 @@ fn git_config_section(text: &str) -> String {
 /// it) or the last one (configparser); either name kept keeps the section. An
 /// indented `[…]` line never ends a kept section (configparser may read it as a value
 /// going on), and comment lines are dropped only when nothing could read them.
+/// What Python's `str.splitlines` ends a line at.
+const PY_LINE_ENDS: [char; 10] = [
+    '\n', '\r', '\u{0b}', '\u{0c}', '\u{1c}', '\u{1d}', '\u{1e}', '\u{85}', '\u{2028}', '\u{2029}',
+];
+
 fn ini_sections(text: &str, keep: impl Fn(&str) -> bool) -> String {
     let mut out = String::new();
     let mut on = false;
-    // Python reads a bare `\r` as a line's end too (universal newlines): a file of
-    // `\r`-ended lines is one line to `str::lines` (the stop-78 attack's `tox.ini`).
-    for line in text.split(['\n', '\r']) {
+    // Lines as pytest's reader (iniconfig: `str.splitlines`, a byte-order mark
+    // dropped) takes them: a bare `\r`, a form feed or U+2028 ends one too — a file of
+    // such lines is one line to `str::lines` (the stop-78 attacks' `tox.ini`s).
+    for line in text.trim_start_matches('\u{feff}').split(PY_LINE_ENDS) {
         let t = line.trim();
         if let Some(after) = line.strip_prefix('[') {
             let first = after.split(']').next().unwrap_or(after);
@@ -265,5 +271,20 @@ mod tests {
             check_section("setup.cfg", s1),
             check_section("setup.cfg", s5)
         );
+    }
+
+    #[test]
+    fn an_ini_files_lines_end_where_pythons_do() {
+        let none = check_section("tox.ini", b"");
+        for text in [
+            "# settings\r[pytest]\raddopts = -p x\r",
+            "\u{feff}[pytest]\naddopts = -p x\n",
+            "# settings\u{0c}[pytest]\u{0c}addopts = -p x\n",
+            "# settings\u{0b}[pytest]\u{0b}addopts = -p x\n",
+            "# settings\u{85}[pytest]\u{85}addopts = -p x\n",
+            "# settings\u{2028}[pytest]\u{2028}addopts = -p x\n",
+        ] {
+            assert_ne!(check_section("tox.ini", text.as_bytes()), none, "{text:?}");
+        }
     }
 }

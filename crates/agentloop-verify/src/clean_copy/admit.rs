@@ -156,7 +156,15 @@ pub(super) fn kept_out(
             continue;
         };
         let why = admission.left_out(path).or_else(|| {
-            (e.mode == 0o120000 && admission.added(path))
+            let link_added = e.mode == 0o120000 && admission.added(path);
+            if link_added && agentloop_project::is_sectioned(path) {
+                // Its test section is read from its own content, which for a link is
+                // only where it points (the stop-78 attack's `tox.ini` → `cfg/real.ini`).
+                return Some(
+                    "a link in place of a file whose test section configures the checks".into(),
+                );
+            }
+            link_added
                 .then(|| through_link(path, &target(e)?, &names, admission, &link))
                 .flatten()
         });
@@ -176,8 +184,9 @@ pub(super) fn kept_out(
 
 /// Why an added link at `path` to `target` is kept out, if it is: it leads out of
 /// the tree, or through it a file of the tree would stand where a rule keeps it out.
-/// A link to a link is followed to the end of the chain (`org` → `hop` → `lib/forge`:
-/// the stop-78 attack), as the file system would, at most [`HOPS`] times.
+/// Every link along the way is followed, as the file system would (`org` → `hop` →
+/// `lib/forge`, `x.dist-info` → `hop/meta` with `hop` → `lib`: the stop-78 attacks),
+/// at most [`HOPS`] times.
 fn through_link(
     path: &str,
     target: &[u8],
@@ -185,35 +194,64 @@ fn through_link(
     admission: &Admission,
     link: &dyn Fn(&str) -> Option<Vec<u8>>,
 ) -> Option<String> {
+    let to = match resolve(path, target, link) {
+        Ok(to) => to,
+        Err(why) => return Some(why),
+    };
+    let prefix = format!("{to}/");
+    names
+        .range(prefix.as_str()..)
+        .take_while(|f| f.starts_with(&prefix))
+        .find_map(|f| {
+            let through = format!("{path}/{}", &f[prefix.len()..]);
+            admission
+                .left_out(&through)
+                .map(|why| format!("a link to {to}/: through it, {through}: {why}"))
+        })
+}
+
+/// Where a link at `path` to `target` leads in the tree, each link along the way
+/// followed; why not, when it leads out of the tree or round in a loop.
+fn resolve(
+    path: &str,
+    target: &[u8],
+    link: &dyn Fn(&str) -> Option<Vec<u8>>,
+) -> Result<String, String> {
     let mut at = path.to_string();
     let mut target = target.to_vec();
     for _ in 0..HOPS {
         let Ok(text) = std::str::from_utf8(&target) else {
-            return Some("a link whose target is not UTF-8".into());
+            return Err("a link whose target is not UTF-8".into());
         };
         let dir = at.rsplit_once('/').map_or("", |(d, _)| d);
         let Some(to) =
             agentloop_project::harness::normalise(dir, text).filter(|_| !text.starts_with('/'))
         else {
-            return Some(format!("a link out of the tree ({text})"));
+            return Err(format!("a link out of the tree ({text})"));
         };
-        if let Some(next) = link(&to) {
-            at = to;
-            target = next;
-            continue;
-        }
-        let prefix = format!("{to}/");
-        return names
-            .range(prefix.as_str()..)
-            .take_while(|f| f.starts_with(&prefix))
-            .find_map(|f| {
-                let through = format!("{path}/{}", &f[prefix.len()..]);
-                admission
-                    .left_out(&through)
-                    .map(|why| format!("a link to {to}/: through it, {through}: {why}"))
-            });
+        // The first link along `to`, if any: what follows it is taken from where it
+        // leads.
+        let parts: Vec<&str> = to.split('/').filter(|p| !p.is_empty()).collect();
+        let next = (1..=parts.len()).find_map(|i| {
+            let prefix = parts[..i].join("/");
+            link(&prefix).map(|t| (prefix, t, parts[i..].join("/")))
+        });
+        let Some((prefix, next, rest)) = next else {
+            return Ok(to);
+        };
+        // The link at `prefix` is followed; `rest` is joined on after it as a target
+        // relative to that link's own directory.
+        at = prefix;
+        target = if rest.is_empty() {
+            next
+        } else {
+            let mut t = next;
+            t.push(b'/');
+            t.extend_from_slice(rest.as_bytes());
+            t
+        };
     }
-    Some(format!("a chain of more than {HOPS} links"))
+    Err(format!("a chain of more than {HOPS} links"))
 }
 
 /// How many links a chain may hold before it counts as a loop (Linux's own bound).

@@ -305,6 +305,12 @@ fn what_a_second_attack_found_is_left_out_too() {
             "mkdir -p hooks; echo 'exit 0' > hooks/a.sh; ln -s hooks hop; ln -s hop checks.d",
             "checks.d",
         ),
+        // And through a link partway along the target (the second stop-78 attack).
+        (
+            "for f in checks.d/*.sh; do [ -f \"$f\" ] && . \"$f\"; done\n",
+            "mkdir -p lib/hooks; echo 'exit 0' > lib/hooks/a.sh; ln -s lib hop; ln -s hop/hooks checks.d",
+            "checks.d",
+        ),
         // A list of files piped into a shell.
         (
             "cat checks.d/* | sh\n",
@@ -324,7 +330,7 @@ fn what_a_second_attack_found_is_left_out_too() {
                 "# One\n\n## T1: Make the file\nVerify: sh tests/check.sh\n",
                 &[("tests/check.sh", &format!("{harness}{CHECK_ONE}"))],
                 cheat,
-                &format!("rm -rf hooks hop checks.d; {HONEST}"),
+                &format!("rm -rf hooks hop lib checks.d; {HONEST}"),
                 false,
             );
             left_out_then_done(&p, way, left);
