@@ -198,7 +198,12 @@ fn through_link(
         Ok(to) => to,
         Err(why) => return Some(why),
     };
-    let prefix = format!("{to}/");
+    // A link to the tree's root reaches every file of it.
+    let prefix = if to.is_empty() {
+        String::new()
+    } else {
+        format!("{to}/")
+    };
     names
         .range(prefix.as_str()..)
         .take_while(|f| f.starts_with(&prefix))
@@ -210,49 +215,92 @@ fn through_link(
         })
 }
 
-/// Where a link at `path` to `target` leads in the tree, each link along the way
-/// followed; why not, when it leads out of the tree or round in a loop.
+/// Where a link at `path` to `target` leads in the tree, followed as the kernel
+/// follows it: one name at a time, each link met along the way replaced by its own
+/// target before the next name, so that a `..` leaves where a link led, not the
+/// link's name (`hop/../m` with `hop` → `lib/deep` is `lib/m`: the third stop-78
+/// attack). Why not, when it leads out of the tree or round in a loop.
 fn resolve(
     path: &str,
     target: &[u8],
     link: &dyn Fn(&str) -> Option<Vec<u8>>,
 ) -> Result<String, String> {
-    let mut at = path.to_string();
-    let mut target = target.to_vec();
-    for _ in 0..HOPS {
-        let Ok(text) = std::str::from_utf8(&target) else {
-            return Err("a link whose target is not UTF-8".into());
+    let mut at: Vec<String> = path.split('/').map(String::from).collect();
+    at.pop();
+    let mut todo: std::collections::VecDeque<String> = std::collections::VecDeque::new();
+    let mut hops = 0;
+    let mut follow = |target: &[u8], todo: &mut std::collections::VecDeque<String>| {
+        hops += 1;
+        if hops > HOPS {
+            return Err(format!("a chain of more than {HOPS} links"));
+        }
+        let Ok(text) = std::str::from_utf8(target) else {
+            return Err("a link whose target is not UTF-8".to_string());
         };
-        let dir = at.rsplit_once('/').map_or("", |(d, _)| d);
-        let Some(to) =
-            agentloop_project::harness::normalise(dir, text).filter(|_| !text.starts_with('/'))
-        else {
+        if text.starts_with('/') {
             return Err(format!("a link out of the tree ({text})"));
-        };
-        // The first link along `to`, if any: what follows it is taken from where it
-        // leads.
-        let parts: Vec<&str> = to.split('/').filter(|p| !p.is_empty()).collect();
-        let next = (1..=parts.len()).find_map(|i| {
-            let prefix = parts[..i].join("/");
-            link(&prefix).map(|t| (prefix, t, parts[i..].join("/")))
-        });
-        let Some((prefix, next, rest)) = next else {
-            return Ok(to);
-        };
-        // The link at `prefix` is followed; `rest` is joined on after it as a target
-        // relative to that link's own directory.
-        at = prefix;
-        target = if rest.is_empty() {
-            next
-        } else {
-            let mut t = next;
-            t.push(b'/');
-            t.extend_from_slice(rest.as_bytes());
-            t
-        };
+        }
+        for part in text.split('/').rev() {
+            todo.push_front(part.to_string());
+        }
+        Ok(())
+    };
+    follow(target, &mut todo)?;
+    while let Some(part) = todo.pop_front() {
+        match part.as_str() {
+            "" | "." => {}
+            ".." => {
+                if at.pop().is_none() {
+                    return Err(format!("a link out of the tree (through {path})"));
+                }
+            }
+            _ => {
+                at.push(part);
+                if let Some(next) = link(&at.join("/")) {
+                    at.pop();
+                    follow(&next, &mut todo)?;
+                }
+            }
+        }
     }
-    Err(format!("a chain of more than {HOPS} links"))
+    Ok(at.join("/"))
 }
 
 /// How many links a chain may hold before it counts as a loop (Linux's own bound).
 const HOPS: usize = 40;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_is_followed_as_the_kernel_follows_it() {
+        let links: std::collections::HashMap<&str, &str> = [
+            ("hop", "lib/deep"),
+            ("chain", "hop"),
+            ("loop", "loop"),
+            ("up", ".."),
+        ]
+        .into_iter()
+        .collect();
+        let link = |p: &str| links.get(p).map(|t| t.as_bytes().to_vec());
+        for (path, target, to) in [
+            ("x.dist-info", "meta", Ok("meta")),
+            ("a/b", "../c", Ok("c")),
+            ("org", "chain", Ok("lib/deep")),
+            ("x.dist-info", "hop/meta", Ok("lib/deep/meta")),
+            // `..` leaves where the link led, not the link's name.
+            ("x.dist-info", "hop/../m", Ok("lib/m")),
+            ("x.dist-info", "pkg/..", Ok("")),
+            ("x", "loop", Err("a chain of more than 40 links")),
+            ("x", "/etc", Err("a link out of the tree (/etc)")),
+            ("x", "up", Err("a link out of the tree (through x)")),
+        ] {
+            assert_eq!(
+                resolve(path, target.as_bytes(), &link),
+                to.map(String::from).map_err(String::from),
+                "{path} -> {target}"
+            );
+        }
+    }
+}

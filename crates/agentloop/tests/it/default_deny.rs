@@ -311,6 +311,12 @@ fn what_a_second_attack_found_is_left_out_too() {
             "mkdir -p lib/hooks; echo 'exit 0' > lib/hooks/a.sh; ln -s lib hop; ln -s hop/hooks checks.d",
             "checks.d",
         ),
+        // And with a `..` after a link, which leaves where the link led (the third).
+        (
+            "for f in checks.d/*.sh; do [ -f \"$f\" ] && . \"$f\"; done\n",
+            "mkdir -p lib/deep lib/hooks; touch lib/deep/x; echo 'exit 0' > lib/hooks/a.sh; ln -s lib/deep hop; ln -s hop/../hooks checks.d",
+            "checks.d",
+        ),
         // A list of files piped into a shell.
         (
             "cat checks.d/* | sh\n",
