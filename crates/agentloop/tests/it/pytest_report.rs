@@ -332,10 +332,11 @@ fn a_module_the_interpreter_imports_at_start_up_left_at_the_root_waits_for_a_per
 /// waits for a person as a list's name does.
 #[test]
 fn a_module_named_like_one_the_baseline_took_from_outside_the_tree_waits_for_a_person() {
-    // Where the check's confinement sees it: not under a private /tmp or /dev/shm.
+    // Where the check's confinement sees it: not under /tmp or /dev/shm, which it has
+    // of its own (nor the target directory, which a clean clone may have under /tmp).
     let lib = tempfile::Builder::new()
-        .prefix("outside-lib")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .prefix("agentloop-outside-lib")
+        .tempdir_in("/var/tmp")
         .unwrap();
     let reportlib = lib.path().join("reportlib.py");
     std::fs::write(
