@@ -136,7 +136,16 @@ impl RunState {
                 }
             }
             for path in named {
-                let path = path.trim_start_matches("./").trim_end_matches("/...");
+                // `./...` (Go's every package) names no path: `/...` goes first, then
+                // `./` (the other way round it left `...`, a "new" path that let every
+                // test file the agent added reach the judge: the stop-78 attack).
+                let path = path.trim_end_matches("/...").trim_start_matches("./");
+                if path
+                    .split('/')
+                    .any(|c| matches!(c, "" | "." | ".." | "..."))
+                {
+                    continue;
+                }
                 // A Go package by its import path is its directory.
                 let path = match go_module.as_deref().and_then(|m| path.strip_prefix(m)) {
                     Some(rest) => rest.trim_start_matches('/'),

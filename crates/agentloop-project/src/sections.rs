@@ -6,7 +6,14 @@
 use std::collections::BTreeSet;
 
 /// The keys of `package.json` besides its test scripts that change what the checks do.
+/// `bin`, `name` and `directories` say which programs the package itself provides:
+/// `npx jest` runs the local package's own `jest` before `node_modules/.bin`'s (the
+/// stop-78 attack's `"bin": {"jest": "tools/fj.js"}` wrote a passing report and ran no
+/// test).
 const PACKAGE_KEYS: &[&str] = &[
+    "bin",
+    "name",
+    "directories",
     "jest",
     "mocha",
     "ava",
@@ -285,6 +292,23 @@ mod tests {
             "# settings\u{2028}[pytest]\u{2028}addopts = -p x\n",
         ] {
             assert_ne!(check_section("tox.ini", text.as_bytes()), none, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn the_programs_a_package_provides_are_part_of_its_checks() {
+        let was = br#"{"name":"g","scripts":{"test":"jest"}}"#;
+        for now in [
+            &br#"{"name":"g","bin":{"jest":"tools/fj.js"},"scripts":{"test":"jest"}}"#[..],
+            br#"{"name":"jest","bin":"tools/fj.js","scripts":{"test":"jest"}}"#,
+            br#"{"name":"g","directories":{"bin":"tools"},"scripts":{"test":"jest"}}"#,
+        ] {
+            assert_ne!(
+                check_section("package.json", was),
+                check_section("package.json", now),
+                "{}",
+                String::from_utf8_lossy(now)
+            );
         }
     }
 }

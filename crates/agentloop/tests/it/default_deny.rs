@@ -9,6 +9,8 @@
 
 use crate::support::{Project, Scratch, agent, python_path};
 
+mod go;
+
 /// Where a run may go: one agent, three workers, each with and without the sandbox.
 const WAYS: [&[&str]; 4] = [
     &[],
