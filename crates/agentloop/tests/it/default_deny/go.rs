@@ -9,18 +9,29 @@ use super::*;
 #[test]
 fn a_test_main_added_under_go_test_dot_dot_dot_is_left_out() {
     let p = project(
-        "# G\n\n## T1: Make One return one\nVerify: go test ./...\nTests: example.com/m::TestOne\n",
+        "# G\n\n## T1: Make Greet say hi\nVerify: go test ./...\nTests: example.com/m/greet::TestGreet\n",
         &[
             ("go.mod", "module example.com/m\n\ngo 1.19\n"),
-            ("m.go", "package m\n\nfunc One() int { return 0 }\n"),
             (
-                "m_test.go",
-                "package m\n\nimport \"testing\"\n\nfunc TestOne(t *testing.T) {\n\tif One() != 1 {\n\t\tt.Fatal(\"one\")\n\t}\n}\n",
+                "greet/greet.go",
+                "package greet\n\nfunc Greet() string { return \"\" }\n",
+            ),
+            (
+                "greet/greet_test.go",
+                "package greet\n\nimport \"testing\"\n\nfunc TestGreet(t *testing.T) {\n\tif Greet() != \"hi\" {\n\t\tt.Fatal(\"want hi\")\n\t}\n}\n",
+            ),
+            (
+                "util/util.go",
+                "package util\n\nfunc Add(a, b int) int { return a + b }\n",
+            ),
+            (
+                "util/util_test.go",
+                "package util\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Fatal(\"add\")\n\t}\n}\n",
             ),
         ],
-        "printf 'package m\\n\\nimport (\\n\\t\"fmt\"\\n\\t\"os\"\\n\\t\"testing\"\\n)\\n\\nfunc TestMain(m *testing.M) {\\n\\tfmt.Println(\"=== RUN   TestOne\")\\n\\tfmt.Println(\"--- PASS: TestOne (0.00s)\")\\n\\tfmt.Println(\"PASS\")\\n\\tos.Exit(0)\\n}\\n' > zz_main_test.go",
-        "rm -f zz_main_test.go; sed -i 's/return 0/return 1/' m.go",
+        "printf 'package greet\\n\\nimport (\\n\\t\"fmt\"\\n\\t\"os\"\\n\\t\"testing\"\\n)\\n\\nfunc TestMain(m *testing.M) {\\n\\tfmt.Println(\"=== RUN   TestGreet\")\\n\\tfmt.Println(\"--- PASS: TestGreet (0.00s)\")\\n\\tfmt.Println(\"PASS\")\\n\\tos.Exit(0)\\n}\\n' > greet/zz_main_test.go",
+        "rm -f greet/zz_main_test.go; sed -i 's/return \"\"/return \"hi\"/' greet/greet.go",
         false,
     );
-    left_out_then_done(&p, &[], "zz_main_test.go");
+    left_out_then_done(&p, &[], "greet/zz_main_test.go");
 }
