@@ -160,14 +160,17 @@ pub fn judge_command(report: &Report, exit_code: Option<i32>, e: &Expect) -> Com
     }
     // Collected at the baseline and gone (a test that did not pass then). A module
     // that did not import (a package that did not build) was one errored entry named
-    // after it; once its tests are collected (`entry::…`), that entry is not "gone".
+    // after it, one skipped at its top (`pytest.importorskip` of a module the task
+    // adds) one skipped entry; once its tests are collected (`entry::…`), that entry is
+    // not "gone".
     if let Some(b) = e.known.baseline {
         for (id, o) in b {
             if !now.contains_key(id.as_str())
                 && *o != Outcome::Passed
                 && !e.known.must_pass(id)
                 && !e.known.is_excused(id)
-                && (*o != Outcome::Errored || !collected_under(&report.tests, id))
+                && (!matches!(o, Outcome::Errored | Outcome::Skipped)
+                    || !collected_under(&report.tests, id))
             {
                 v.dropped.push(seen(id));
             }
@@ -581,6 +584,32 @@ mod tests {
         };
         assert!(!judge_command(&report(&[("a", Passed), ("b", Failed)]), Some(1), &e).passed);
         assert!(judge_command(&report(&[("a", Passed)]), Some(0), &e).passed);
+    }
+
+    #[test]
+    fn a_module_skipped_whole_at_the_baseline_is_not_gone_once_its_tests_run() {
+        let b = base(&[("tests/a.py::t1", Passed), ("tests/test_fast.py", Skipped)]);
+        let e = Expect {
+            named: &[],
+            own: false,
+            landed: false,
+            known: KnownGood {
+                baseline: Some(&b),
+                ..Default::default()
+            },
+        };
+        let v = judge_command(
+            &report(&[
+                ("tests/a.py::t1", Passed),
+                ("tests/test_fast.py::test_fast", Passed),
+            ]),
+            Some(0),
+            &e,
+        );
+        assert!(v.passed, "{v:?}");
+        // Still skipped whole, or gone.
+        let v = judge_command(&report(&[("tests/a.py::t1", Passed)]), Some(0), &e);
+        assert_eq!(v.dropped[0].id, "tests/test_fast.py");
     }
 
     #[test]

@@ -144,8 +144,12 @@ impl Admission {
         let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
         // pytest collects `test*.txt` as doctests wherever it collects, by default
         // (`--doctest-glob`): a doctest can reach pytest's own objects (the stop-78
-        // attack's root `testing.txt` registered a plugin that passed every test).
-        if name.starts_with("test") && name.ends_with(".txt") {
+        // attack's root `testing.txt` registered a plugin that passed every test). One
+        // with no `>>>` holds no doctest: data (`requirements/test.txt`).
+        if name.starts_with("test")
+            && name.ends_with(".txt")
+            && self.project.file_holds(path, b">>>")
+        {
             return Some("a text file pytest collects as a doctest (test*.txt)".into());
         }
         if let Some(d) = dir.split('/').find(|d| {

@@ -53,6 +53,16 @@ impl Project {
         }
     }
 
+    /// Whether the file at `path` of the tree holds `needle` (a file too large to read
+    /// whole, or one that cannot be read, is taken to hold it).
+    pub fn file_holds(&self, path: &str, needle: &[u8]) -> bool {
+        const MOST: u64 = 4 << 20;
+        match agentloop_ground::fsutil::read_regular(&self.root.join(path), MOST) {
+            Ok(text) => text.windows(needle.len()).any(|w| w == needle),
+            Err(e) => e.kind() != std::io::ErrorKind::NotFound,
+        }
+    }
+
     /// The project, knowing too what the test baseline's interpreters showed a new
     /// Python module would stand in for ([`WouldLoad::modules`](agentloop_evidence::WouldLoad)).
     pub fn knowing(mut self, modules: Shadowable) -> Project {

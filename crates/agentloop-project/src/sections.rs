@@ -6,13 +6,12 @@
 use std::collections::BTreeSet;
 
 /// The keys of `package.json` besides its test scripts that change what the checks do.
-/// `bin`, `name` and `directories` say which programs the package itself provides:
-/// `npx jest` runs the local package's own `jest` before `node_modules/.bin`'s (the
-/// stop-78 attack's `"bin": {"jest": "tools/fj.js"}` wrote a passing report and ran no
-/// test).
+/// `bin` and `directories` say which programs the package itself provides (with a
+/// `bin` that is one path, `name` names it): `npx jest` runs the local package's own
+/// `jest` before `node_modules/.bin`'s (the stop-78 attack's `"bin": {"jest":
+/// "tools/fj.js"}` wrote a passing report and ran no test).
 const PACKAGE_KEYS: &[&str] = &[
     "bin",
-    "name",
     "directories",
     "jest",
     "mocha",
@@ -59,6 +58,9 @@ pub fn check_section(path: &str, text: &[u8]) -> Vec<u8> {
                 picked.insert("scripts".into(), tests.into());
                 for k in PACKAGE_KEYS {
                     picked.insert(k.to_string(), v[k].clone());
+                }
+                if v["bin"].is_string() {
+                    picked.insert("name".into(), v["name"].clone());
                 }
                 serde_json::Value::Object(picked).to_string()
             })
@@ -310,5 +312,10 @@ mod tests {
                 String::from_utf8_lossy(now)
             );
         }
+        // With a `bin` that is one path, the program is the package's name.
+        assert_ne!(
+            check_section("package.json", br#"{"name":"g","bin":"tools/fj.js"}"#),
+            check_section("package.json", br#"{"name":"jest","bin":"tools/fj.js"}"#)
+        );
     }
 }

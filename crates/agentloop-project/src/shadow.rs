@@ -397,6 +397,15 @@ fn shadowable(name: &str, at_start: bool) -> bool {
 /// interpreters had on their path, named like one every check imports or one
 /// `learned` at the test baseline (what their interpreters took from outside the tree
 /// or looked for there). Said as the name, and for a learned one how it was learned.
+///
+/// A file inside a directory that is not its `__init__` makes that directory at most
+/// a namespace package, which Python takes only when no finder found a module of the
+/// name anywhere: it stands in only for a name looked for and not found (`org/python/
+/// core.py` for the `org` `copy` looks for), never for one imported (a `locale/`,
+/// `types/` or `yaml/` folder of data is no module in place of `locale`, `types` or
+/// PyYAML). Private names count where the interpreter looks when it starts (the root,
+/// `src/`) and only while the baseline taught nothing: its report names what the
+/// installed packages' `.pth` files imported.
 pub fn shadowed_module(path: &str, learned: &Shadowable) -> Option<String> {
     let dirs = ["", "src"]
         .into_iter()
@@ -408,14 +417,58 @@ pub fn shadowed_module(path: &str, learned: &Shadowable) -> Option<String> {
             path.strip_prefix(dir)?.strip_prefix('/')?
         };
         let name = top_level(rest)?;
-        if shadowable(name, matches!(dir, "" | "src")) {
+        let how = learned.names.get(name);
+        if namespace_only(rest) {
+            if LOOKED_FOR.contains(&name) {
+                return Some(name.to_string());
+            }
+            let how = how.filter(|h| h.starts_with(LOOKED_FOR_HOW))?;
+            return Some(format!("{name}, {how}"));
+        }
+        let at_start = matches!(dir, "" | "src") && learned.dirs.is_empty();
+        if shadowable(name, at_start) {
             return Some(name.to_string());
         }
-        let how = learned.names.get(name)?;
-        Some(format!("{name}, {how}"))
+        Some(format!("{name}, {}", how?))
     })
     .next()
 }
+
+/// Whether a file at `rest` makes its top-level directory at most a namespace
+/// package: it lies inside that directory and is not its `__init__`.
+fn namespace_only(rest: &str) -> bool {
+    let Some((_, inside)) = rest.split_once('/') else {
+        return false;
+    };
+    inside.contains('/')
+        || !inside.split_once('.').is_some_and(|(stem, ext)| {
+            stem == "__init__" && top_level(&format!("x.{ext}")).is_some()
+        })
+}
+
+/// The names the standard library and pytest only look for, which no installed module
+/// answers here: a namespace package of the tree would be taken for them.
+const LOOKED_FOR: &[&str] = &[
+    "org",
+    "java",
+    "vms_lib",
+    "win32api",
+    "win32con",
+    "win32evtlog",
+    "win32evtlogutil",
+    "pywintypes",
+    "argcomplete",
+    "pexpect",
+    "numpy",
+    "twisted",
+    "zope",
+    "nt",
+    "msvcrt",
+    "_winapi",
+];
+
+/// How [`learn`] says a name was looked for and not found.
+const LOOKED_FOR_HOW: &str = "looked for";
 
 /// The top-level module a file at `rest` (relative to a directory on Python's path)
 /// is, in any form Python imports from a path entry: source, a sourceless `.pyc`
@@ -490,7 +543,7 @@ pub fn learn(saw: &PythonNames, root: &Path) -> Shadowable {
     }
     let plain = |name: &str| {
         !name.is_empty()
-            && !shadowable(name, true)
+            && !shadowable(name, false)
             && name.chars().all(|c| c.is_alphanumeric() || c == '_')
     };
     for (name, from) in &saw.imported {
@@ -506,9 +559,9 @@ pub fn learn(saw: &PythonNames, root: &Path) -> Shadowable {
     for (name, by) in &saw.missing {
         if plain(name) && own(by).is_none() && !out.names.contains_key(name) {
             let how = if by.is_empty() {
-                "looked for and not found".to_string()
+                format!("{LOOKED_FOR_HOW} and not found")
             } else {
-                format!("looked for by {by}")
+                format!("{LOOKED_FOR_HOW} by {by}")
             };
             out.names.insert(name.clone(), how);
         }

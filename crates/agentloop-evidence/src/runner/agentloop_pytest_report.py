@@ -70,12 +70,21 @@ def _for_caller(name):
     )
 
 
+# `mock.patch("weather.fetch")` as a decorator resolves its target when pytest calls
+# the test, before the test's own frame is there: a name a patch was given is the
+# test's (its own code wrote it), not a lookup of the caller's.
+_PATCH = os.path.join("unittest", "mock.py")
+
+
 def _asker():
+    """The file of the code that asked for a name; None for a patch's target."""
     frame = sys._getframe(2)
     while frame is not None:
         name = frame.f_code.co_filename
         if not name.startswith("<"):
             name = os.path.abspath(name)
+        if name.endswith(_PATCH):
+            return None
         if not _for_caller(name):
             return name
         frame = frame.f_back
@@ -89,9 +98,11 @@ class _NotFound:
     def find_spec(name, path=None, target=None):
         if path is None and name not in _missing:
             try:
-                _missing[name] = _asker()
+                asker = _asker()
             except Exception:
-                _missing[name] = ""
+                asker = ""
+            if asker is not None:
+                _missing[name] = asker
         return None
 
 

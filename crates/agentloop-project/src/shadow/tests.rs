@@ -16,7 +16,13 @@ fn a_new_module_named_like_one_the_checks_import() {
         ("json.txt", None),
         ("src/xml/__init__.py", Some("xml")),
         ("pluggy.py", Some("pluggy")),
-        ("src/_pytest/junitxml.py", Some("_pytest")),
+        // A file inside a folder that is not its `__init__`: a namespace package at
+        // most, which stands in only for a name no finder found.
+        ("src/_pytest/junitxml.py", None),
+        ("src/_pytest/__init__.py", Some("_pytest")),
+        ("locale/fr/LC_MESSAGES/messages.po", None),
+        ("types/index.d.ts", None),
+        ("org/python/core.py", Some("org")),
         ("unittest/__init__.py", Some("unittest")),
         ("_distutils_hack.py", Some("_distutils_hack")),
         ("src/_virtualenv.py", Some("_virtualenv")),
@@ -51,6 +57,8 @@ fn what_the_interpreter_took_from_outside_the_tree_or_looked_for_there_is_learne
     let saw = PythonNames {
         imported: [
             ("reportlib", "/opt/lib/reportlib.py"),
+            ("_distutils_hack", "/opt/lib/_distutils_hack/__init__.py"),
+            ("yaml", "/opt/lib/yaml/__init__.py"),
             ("json", "/usr/lib/python3.11/json/__init__.py"),
             ("calc", "/copy/src/calc/__init__.py"),
             ("test_calc", "/copy/tests/test_calc.py"),
@@ -85,11 +93,13 @@ fn what_the_interpreter_took_from_outside_the_tree_or_looked_for_there_is_learne
     assert_eq!(
         names,
         [
+            "_distutils_hack",
             "embedded",
             "nobody_knows",
             "reportlib",
             "speedups",
-            "vendored"
+            "vendored",
+            "yaml"
         ]
     );
     assert_eq!(
@@ -113,7 +123,17 @@ fn what_the_interpreter_took_from_outside_the_tree_or_looked_for_there_is_learne
         ),
         ("tests/json.py", Some("json")),
         ("tests/_helpers.py", None),
-        ("_helpers.py", Some("_helpers")),
+        // What the baseline taught stands for the private names' rule.
+        ("_helpers.py", None),
+        (
+            "_distutils_hack.py",
+            Some("_distutils_hack, imported from /opt/lib/_distutils_hack/__init__.py"),
+        ),
+        ("yaml/deploy.yaml", None),
+        (
+            "src/speedups/core.py",
+            Some("speedups, looked for by /opt/lib/reportlib.py"),
+        ),
         ("lib/reportlib.py", None),
         ("fastpath.py", None),
         ("src/calc/reportlib.py", None),

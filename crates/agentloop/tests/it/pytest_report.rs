@@ -420,3 +420,38 @@ fn a_module_python_takes_first_a_carriage_returned_tox_ini_and_a_doctest_get_not
         "the doctest reached the judge: {first}"
     );
 }
+
+/// What a new user's honest work ran into once the rules above held (the stop-78
+/// check for false alarms): a module a test patches with `@mock.patch` as a decorator,
+/// a private helper module at the root, a `locale/` folder of data, a
+/// `requirements/test.txt`, and a test module skipped whole at the baseline
+/// (`pytest.importorskip` of a module the task adds). None waits for a person, none is
+/// left out, and the task is done at its first attempt.
+#[test]
+fn honest_work_named_like_the_rules_names_is_neither_held_nor_left_out() {
+    let tests = "from pkg import greet\n\ndef test_greeting():\n    assert greet() == \"hi\"\n";
+    let weather = "from unittest import mock\n\n@mock.patch(\"weather.fetch\", return_value=21)\ndef test_report(fetch):\n    import weather\n    assert weather.report() == \"21C\"\n";
+    let fast = "import pytest\n\nfastmath = pytest.importorskip(\"fastmath\")\n\ndef test_fast():\n    assert fastmath.double(2) == 4\n";
+    let files = "import pathlib\n\ndef test_locale():\n    assert pathlib.Path(\"locale/fr/messages.po\").exists()\n\ndef test_requirements():\n    assert \"pytest\" in pathlib.Path(\"requirements/test.txt\").read_text()\n";
+    let work = "sed -i 's/return \"\"/return \"hi\"/' pkg/__init__.py\nprintf 'def unit(t):\\n    return f\"{t}C\"\\n' > _weather_compat.py\nprintf 'from _weather_compat import unit\\n\\ndef fetch():\\n    return 0\\n\\ndef report():\\n    return unit(fetch())\\n' > weather.py\nprintf 'def double(x):\\n    return 2 * x\\n' > fastmath.py\nmkdir -p locale/fr requirements\nprintf 'msgid \"hi\"\\nmsgstr \"salut\"\\n' > locale/fr/messages.po\nprintf 'pytest\\n' > requirements/test.txt\necho TASK_COMPLETE";
+    let mut p = Scratch::new()
+        .file("pyproject.toml", "[project]\nname = \"p\"\nversion = \"0\"\n")
+        .file("pkg/__init__.py", "def greet():\n    return \"\"\n")
+        .file("tests/test_task.py", tests)
+        .file("tests/test_weather.py", weather)
+        .file("tests/test_fast.py", fast)
+        .file("tests/test_files.py", files)
+        .plan("# P\n\n## T1: Greet, the weather, fast maths\n\nDo it all.\n\nVerify: python3 -m pytest -q\nTests: tests/test_task.py::test_greeting, tests/test_weather.py::test_report, tests/test_files.py::test_locale, tests/test_files.py::test_requirements\n")
+        .agent(&crate::support::agent(work))
+        .build();
+    p.env.push(("PATH".into(), python_path()));
+    p.write(".gitignore", ".agentloop/\n__pycache__/\n");
+    p.commit("ignore bytecode");
+    let r = p.run(&["run", "--yes", "--no-wait"]);
+    let journal = std::fs::read_to_string(p.run_dir().join("journal.jsonl")).unwrap();
+    assert_eq!(r.code, Some(0), "{}\n{journal}", r.stderr);
+    assert!(!journal.contains("\"left_out\""), "{journal}");
+    let s = p.status();
+    assert_eq!(s["iterations"], 1, "{s:#}");
+    assert_eq!(s["tasks"][0]["status"], "done", "{s:#}");
+}
