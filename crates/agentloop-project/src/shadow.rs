@@ -422,7 +422,8 @@ pub fn shadowed_module(path: &str, learned: &Shadowable) -> Option<String> {
             if LOOKED_FOR.contains(&name) {
                 return Some(name.to_string());
             }
-            let how = how.filter(|h| h.starts_with(LOOKED_FOR_HOW))?;
+            let how =
+                how.filter(|h| h.starts_with(LOOKED_FOR_HOW) || h.starts_with(NAMESPACE_HOW))?;
             return Some(format!("{name}, {how}"));
         }
         let at_start = matches!(dir, "" | "src") && learned.dirs.is_empty();
@@ -469,6 +470,10 @@ const LOOKED_FOR: &[&str] = &[
 
 /// How [`learn`] says a name was looked for and not found.
 const LOOKED_FOR_HOW: &str = "looked for";
+/// How [`learn`] says a name was a namespace package: a folder of the tree by its name
+/// joins it, ahead of the installed portions (`google/protobuf/` of the tree in place
+/// of the installed `google.protobuf`).
+const NAMESPACE_HOW: &str = "a namespace package";
 
 /// The top-level module a file at `rest` (relative to a directory on Python's path)
 /// is, in any form Python imports from a path entry: source, a sourceless `.pyc`
@@ -550,6 +555,8 @@ pub fn learn(saw: &PythonNames, root: &Path) -> Shadowable {
         if plain(name) && own(from).is_none() {
             let how = if from.is_empty() {
                 "built into the interpreter".to_string()
+            } else if from.ends_with('/') {
+                format!("{NAMESPACE_HOW} imported from {from}")
             } else {
                 format!("imported from {from}")
             };

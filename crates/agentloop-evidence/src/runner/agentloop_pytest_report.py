@@ -111,12 +111,13 @@ sys.meta_path.append(_NotFound)
 
 def _origin(module):
     # The file a module came from; a package without one (a namespace package) by its
-    # first directory; "" for one built in or frozen.
+    # first directory, ending in a separator; "" for one built in or frozen.
     try:
         where = getattr(module, "__file__", None)
-        if not where:
-            where = next(iter(getattr(module, "__path__", None) or []), None)
-        return os.path.abspath(where) if isinstance(where, str) else ""
+        if where:
+            return os.path.abspath(where)
+        where = next(iter(getattr(module, "__path__", None) or []), None)
+        return os.path.join(os.path.abspath(where), "") if isinstance(where, str) else ""
     except Exception:
         return ""
 

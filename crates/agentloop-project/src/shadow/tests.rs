@@ -59,6 +59,7 @@ fn what_the_interpreter_took_from_outside_the_tree_or_looked_for_there_is_learne
             ("reportlib", "/opt/lib/reportlib.py"),
             ("_distutils_hack", "/opt/lib/_distutils_hack/__init__.py"),
             ("yaml", "/opt/lib/yaml/__init__.py"),
+            ("google", "/opt/lib/google/"),
             ("json", "/usr/lib/python3.11/json/__init__.py"),
             ("calc", "/copy/src/calc/__init__.py"),
             ("test_calc", "/copy/tests/test_calc.py"),
@@ -95,6 +96,7 @@ fn what_the_interpreter_took_from_outside_the_tree_or_looked_for_there_is_learne
         [
             "_distutils_hack",
             "embedded",
+            "google",
             "nobody_knows",
             "reportlib",
             "speedups",
@@ -130,6 +132,10 @@ fn what_the_interpreter_took_from_outside_the_tree_or_looked_for_there_is_learne
             Some("_distutils_hack, imported from /opt/lib/_distutils_hack/__init__.py"),
         ),
         ("yaml/deploy.yaml", None),
+        (
+            "google/protobuf/__init__.py",
+            Some("google, a namespace package imported from /opt/lib/google/"),
+        ),
         (
             "src/speedups/core.py",
             Some("speedups, looked for by /opt/lib/reportlib.py"),
