@@ -12,13 +12,9 @@ use agentloop_evidence::{PythonNames, Shadowable};
 /// What pytest and its usual plugins import that is not the standard library; what
 /// the installed packages' `.pth` files import when Python starts, before any check
 /// runs (`setuptools`, `virtualenv`, pywin32; their private modules, and setuptools'
-/// editable finders, are every name that starts with `_`: below); and the names the
-/// standard library and pytest try only to see whether they are there — `copy` and
-/// `pickle` look for Jython's `org` whenever pytest starts (the stop-77 second attack:
-/// a root `org/__init__.py` forged the report), `platform` for `java` and `vms_lib`,
-/// `logging.handlers` and `distutils` for pywin32's modules, pytest for
-/// `argcomplete`, `pexpect`, `numpy`, `twisted` and `zope`; Python 3.14's new
-/// `annotationlib` and `compression` (the list below is 3.11's).
+/// editable finders, are every name that starts with `_`: below); Python 3.14's new
+/// `annotationlib` and `compression` (the list below is 3.11's). The names they only
+/// look for are [`LOOKED_FOR`].
 const RUNNER_MODULES: &[&str] = &[
     "pytest",
     "_pytest",
@@ -44,21 +40,8 @@ const RUNNER_MODULES: &[&str] = &[
     "pkg_resources",
     "virtualenv",
     "pywin32_bootstrap",
-    "org",
-    "java",
-    "vms_lib",
-    "win32api",
-    "win32con",
-    "win32evtlog",
-    "win32evtlogutil",
-    "pywintypes",
     "docutils",
     "pip",
-    "argcomplete",
-    "pexpect",
-    "numpy",
-    "twisted",
-    "zope",
     "annotationlib",
     "compression",
 ];
@@ -389,7 +372,10 @@ const STDLIB: &[&str] = &[
 /// own (`tests/_helpers.py`).
 fn shadowable(name: &str, at_start: bool) -> bool {
     let private = name.starts_with('_') && !matches!(name, "__init__" | "__main__" | "__pycache__");
-    (private && at_start) || STDLIB.binary_search(&name).is_ok() || RUNNER_MODULES.contains(&name)
+    (private && at_start)
+        || STDLIB.binary_search(&name).is_ok()
+        || RUNNER_MODULES.contains(&name)
+        || LOOKED_FOR.contains(&name)
 }
 
 /// The module a new file at `path` would shadow, if it would: a top-level module or
@@ -447,8 +433,13 @@ fn namespace_only(rest: &str) -> bool {
         })
 }
 
-/// The names the standard library and pytest only look for, which no installed module
-/// answers here: a namespace package of the tree would be taken for them.
+/// The names the standard library and pytest try only to see whether they are there,
+/// which no installed module answers here — `copy` and `pickle` look for Jython's
+/// `org` whenever pytest starts (the stop-77 second attack: a root `org/__init__.py`
+/// forged the report), `platform` for `java` and `vms_lib`, `logging.handlers` and
+/// `distutils` for pywin32's modules, pytest for `argcomplete`, `pexpect`, `numpy`,
+/// `twisted` and `zope`, `os` and `subprocess` for Windows' `nt`, `msvcrt` and
+/// `_winapi`: a namespace package of the tree would be taken for them too.
 const LOOKED_FOR: &[&str] = &[
     "org",
     "java",
