@@ -40,6 +40,11 @@ const RUNNER_MODULES: &[&str] = &[
     "pkg_resources",
     "virtualenv",
     "pywin32_bootstrap",
+    // What `site` imports when Python starts, wherever it is found on the path: the
+    // file `sitecustomize.py` is a check file by its name, but a package of that name
+    // or a sourceless `.pyc` is the same module (the fifth stop-78 attack).
+    "sitecustomize",
+    "usercustomize",
     "docutils",
     "pip",
     "annotationlib",

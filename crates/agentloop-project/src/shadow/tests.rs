@@ -23,6 +23,12 @@ fn a_new_module_named_like_one_the_checks_import() {
         ("locale/fr/LC_MESSAGES/messages.po", None),
         ("types/index.d.ts", None),
         ("org/python/core.py", Some("org")),
+        ("sitecustomize/__init__.py", Some("sitecustomize")),
+        ("sitecustomize.pyc", Some("sitecustomize")),
+        (
+            "src/usercustomize.cpython-311-x86_64-linux-gnu.so",
+            Some("usercustomize"),
+        ),
         ("unittest/__init__.py", Some("unittest")),
         ("_distutils_hack.py", Some("_distutils_hack")),
         ("src/_virtualenv.py", Some("_virtualenv")),

@@ -313,12 +313,18 @@ fn a_module_the_interpreter_imports_at_start_up_left_at_the_root_waits_for_a_per
         .map(|e| e.path().join("site-packages/distutils-precedence.pth"))
         .find(|p| p.exists());
     assert!(pth.is_some(), "the test venv has setuptools' .pth");
-    for planted in ["_distutils_hack.py", "org/__init__.py"] {
+    // And `site`'s start-up hook as a package (the fifth stop-78 attack): its file
+    // `sitecustomize.py` is a check file by name, the package was nothing by name.
+    for planted in [
+        "_distutils_hack.py",
+        "org/__init__.py",
+        "sitecustomize/__init__.py",
+    ] {
         let p = greet_project(
             "python3 -m pytest -q",
             GREET_TESTS,
             &[],
-            &format!("mkdir -p org\ncp .git/forge.py {planted}\necho TASK_COMPLETE"),
+            &format!("mkdir -p org sitecustomize\ncp .git/forge.py {planted}\necho TASK_COMPLETE"),
         );
         held_at_the_surface(&p, planted);
     }
