@@ -300,8 +300,24 @@ fn what_a_second_attack_found_is_left_out_too() {
             "mkdir -p hooks; echo 'exit 0' > hooks/a.sh; ln -s hooks checks.d",
             "checks.d",
         ),
-        // The same through a chain of links (the stop-78 attack): the first link's
-        // target is a link, with no file of the tree under it.
+        // A list of files piped into a shell.
+        (
+            "cat checks.d/* | sh\n",
+            "mkdir -p checks.d; echo 'exit 0' > checks.d/0.sh",
+            "checks.d/0.sh",
+        ),
+        // A name that is not UTF-8, where the glob looks.
+        (
+            "for f in checks.d/*.sh; do [ -f \"$f\" ] && . \"$f\"; done\n",
+            "mkdir -p checks.d; echo 'exit 0' > \"checks.d/$(printf '\\377').sh\"",
+            "checks.d/\u{fffd}.sh",
+        ),
+    ];
+    // Links followed as the kernel follows them (the stop-78 attacks): how the tree is
+    // read is the same whichever way the run goes, so these take the first.
+    let chains = [
+        // A link to the agent's directory through a chain of links (the stop-78 attack):
+        // the first link's target is a link, with no file of the tree under it.
         (
             "for f in checks.d/*.sh; do [ -f \"$f\" ] && . \"$f\"; done\n",
             "mkdir -p hooks; echo 'exit 0' > hooks/a.sh; ln -s hooks hop; ln -s hop checks.d",
@@ -319,30 +335,20 @@ fn what_a_second_attack_found_is_left_out_too() {
             "mkdir -p lib/deep lib/hooks; touch lib/deep/x; echo 'exit 0' > lib/hooks/a.sh; ln -s lib/deep hop; ln -s hop/../hooks checks.d",
             "checks.d",
         ),
-        // A list of files piped into a shell.
-        (
-            "cat checks.d/* | sh\n",
-            "mkdir -p checks.d; echo 'exit 0' > checks.d/0.sh",
-            "checks.d/0.sh",
-        ),
-        // A name that is not UTF-8, where the glob looks.
-        (
-            "for f in checks.d/*.sh; do [ -f \"$f\" ] && . \"$f\"; done\n",
-            "mkdir -p checks.d; echo 'exit 0' > \"checks.d/$(printf '\\377').sh\"",
-            "checks.d/\u{fffd}.sh",
-        ),
     ];
-    for (harness, cheat, left) in cases {
-        for way in WAYS {
-            let p = project(
-                "# One\n\n## T1: Make the file\nVerify: sh tests/check.sh\n",
-                &[("tests/check.sh", &format!("{harness}{CHECK_ONE}"))],
-                cheat,
-                &format!("rm -rf hooks hop lib checks.d; {HONEST}"),
-                false,
-            );
-            left_out_then_done(&p, way, left);
-        }
+    let ways = cases
+        .iter()
+        .flat_map(|c| WAYS.iter().map(move |w| (c, *w)))
+        .chain(chains.iter().map(|c| (c, WAYS[0])));
+    for ((harness, cheat, left), way) in ways {
+        let p = project(
+            "# One\n\n## T1: Make the file\nVerify: sh tests/check.sh\n",
+            &[("tests/check.sh", &format!("{harness}{CHECK_ONE}"))],
+            cheat,
+            &format!("rm -rf hooks hop lib checks.d; {HONEST}"),
+            false,
+        );
+        left_out_then_done(&p, way, left);
     }
 }
 
