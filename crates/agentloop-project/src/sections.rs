@@ -168,17 +168,17 @@ fn git_config_section(text: &str) -> String {
     })
 }
 
+/// What Python's `str.splitlines` ends a line at.
+const PY_LINE_ENDS: [char; 10] = [
+    '\n', '\r', '\u{0b}', '\u{0c}', '\u{1c}', '\u{1d}', '\u{1e}', '\u{85}', '\u{2028}', '\u{2029}',
+];
+
 /// The lines of the sections `keep` takes, read so that no reader of the file sees
 /// more of them than this does: a header is a line whose first character is `[`, its
 /// name up to the first `]` (iniconfig, which pytest uses, drops a `; comment` after
 /// it) or the last one (configparser); either name kept keeps the section. An
 /// indented `[…]` line never ends a kept section (configparser may read it as a value
 /// going on), and comment lines are dropped only when nothing could read them.
-/// What Python's `str.splitlines` ends a line at.
-const PY_LINE_ENDS: [char; 10] = [
-    '\n', '\r', '\u{0b}', '\u{0c}', '\u{1c}', '\u{1d}', '\u{1e}', '\u{85}', '\u{2028}', '\u{2029}',
-];
-
 fn ini_sections(text: &str, keep: impl Fn(&str) -> bool) -> String {
     let mut out = String::new();
     let mut on = false;
