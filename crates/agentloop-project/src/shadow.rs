@@ -432,10 +432,24 @@ fn namespace_only(rest: &str) -> bool {
     let Some((_, inside)) = rest.split_once('/') else {
         return false;
     };
-    inside.contains('/')
-        || !inside.split_once('.').is_some_and(|(stem, ext)| {
-            stem == "__init__" && top_level(&format!("x.{ext}")).is_some()
-        })
+    inside.contains('/') || module_of(inside) != Some("__init__")
+}
+
+/// The module a file of one directory on Python's path is, by its suffix: source, a
+/// sourceless `.pyc` (which Python loads when it stands alone), an extension module
+/// (`json.so`, `json.abi3.so`, `json.cpython-311-x86_64-linux-gnu.so`); and whether
+/// it is an extension.
+fn module_suffix(file: &str) -> Option<(&str, bool)> {
+    let (stem, _) = file.split_once('.')?;
+    match file.rsplit('.').next()? {
+        "py" | "pyc" | "pyo" | "pyw" => Some((stem, false)),
+        "so" | "pyd" => Some((stem, true)),
+        _ => None,
+    }
+}
+
+fn module_of(file: &str) -> Option<&str> {
+    module_suffix(file).map(|(stem, _)| stem)
 }
 
 /// The names the standard library and pytest try only to see whether they are there,
@@ -472,18 +486,15 @@ const LOOKED_FOR_HOW: &str = "looked for";
 const NAMESPACE_HOW: &str = "a namespace package";
 
 /// The top-level module a file at `rest` (relative to a directory on Python's path)
-/// is, in any form Python imports from a path entry: source, a sourceless `.pyc`
-/// (which Python loads when it stands alone), an extension module (`json.so`,
-/// `json.abi3.so`, `json.cpython-311-x86_64-linux-gnu.so`), or a package's directory.
+/// is, in any form Python imports from a path entry ([`module_suffix`]) or as a
+/// package's directory.
 fn top_level(rest: &str) -> Option<&str> {
     let first = rest.split('/').next()?;
     // A package's directory, or a link that stands for one (`org` → `lib/forge`).
     if rest.contains('/') || !first.contains('.') {
         return Some(first);
     }
-    let (name, _) = first.split_once('.')?;
-    let ext = first.rsplit('.').next()?;
-    matches!(ext, "py" | "pyc" | "pyo" | "pyw" | "so" | "pyd").then_some(name)
+    module_of(first)
 }
 
 /// The module of the tree a new file at `path` would be imported in place of, where
@@ -498,12 +509,7 @@ pub fn displaces(path: &str, exists: impl Fn(&str) -> bool) -> Option<String> {
         Some((d, n)) => (format!("{d}/"), n),
         None => (String::new(), path),
     };
-    let (stem, ext) = name.split_once('.')?;
-    let last = ext.rsplit('.').next();
-    if !matches!(last, Some("py" | "pyc" | "pyw" | "so" | "pyd")) {
-        return None;
-    }
-    let native = matches!(last, Some("so" | "pyd"));
+    let (stem, native) = module_suffix(name)?;
     let mut rivals: Vec<String> = Vec::new();
     // A package: its `__init__` stands before a module of the package's name.
     if stem == "__init__" && !dir.is_empty() {
