@@ -46,9 +46,10 @@ def _said(report):
 
 
 # Code that imports a name it was given, for its caller: the standard library (importlib,
-# pkgutil, unittest.mock, pydoc, ...), pytest's `importorskip` and `monkeypatch`, and
-# pytest-mock. The name's asker is the first frame past them: `mock.patch("fastpath.X")`
-# in a project's test is the project's lookup, not pkgutil's.
+# pkgutil, pydoc, ...), pytest's `importorskip` and `monkeypatch`, and pytest-mock. The
+# name's asker is the first frame past them: `monkeypatch.setattr("fastpath.X", ...)` in
+# a project's test is the project's lookup, not pytest's. (A patch's target is not
+# recorded at all: `_PATCH` below.)
 _STDLIB = os.path.dirname(os.path.abspath(os.__file__))
 _ON_BEHALF = (
     os.path.join("_pytest", "outcomes.py"),
