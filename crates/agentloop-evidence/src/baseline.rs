@@ -76,13 +76,58 @@ impl WouldLoad {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Shadowable {
     /// A top-level name the interpreter imported from outside the tree, or looked for
-    /// from code outside it and did not find → how (`imported from …/reportlib.py`).
+    /// from code outside it and did not find → how.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub names: BTreeMap<String, String>,
+    pub names: BTreeMap<String, LearnedName>,
     /// The tree's directories on the interpreter's path (`""` the root, `tests`
     /// where pytest put a test directory first).
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub dirs: BTreeSet<String>,
+}
+
+/// How the baseline's interpreter came by a top-level name, and from where.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LearnedName {
+    pub how: How,
+    /// The module's file (a namespace package's first folder), or the file of the code
+    /// that looked for it; empty where there is none or it is not known.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub from: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum How {
+    /// Imported from a file outside the tree.
+    Imported,
+    /// Imported as a namespace package: a folder of the tree by its name joins it,
+    /// ahead of the installed portions.
+    Namespace,
+    /// Built into the interpreter.
+    BuiltIn,
+    /// Looked for, and no finder found it.
+    LookedFor,
+}
+
+impl LearnedName {
+    /// Whether a folder of the tree by the name, with no `__init__` (a namespace
+    /// package), would be taken for it: only where nothing else answers the name.
+    pub fn taken_by_a_folder(&self) -> bool {
+        matches!(self.how, How::Namespace | How::LookedFor)
+    }
+}
+
+impl std::fmt::Display for LearnedName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let from = &self.from;
+        match self.how {
+            How::Imported => write!(f, "imported from {from}"),
+            How::Namespace => write!(f, "a namespace package imported from {from}"),
+            How::BuiltIn => write!(f, "built into the interpreter"),
+            How::LookedFor if from.is_empty() => write!(f, "looked for and not found"),
+            How::LookedFor => write!(f, "looked for by {from}"),
+        }
+    }
 }
 
 impl Shadowable {

@@ -26,7 +26,9 @@ mod report;
 pub mod runner;
 pub mod tap;
 
-pub use baseline::{BaselineCommand, Expected, Shadowable, TestsBaseline, TracedFile, WouldLoad};
+pub use baseline::{
+    BaselineCommand, Expected, How, LearnedName, Shadowable, TestsBaseline, TracedFile, WouldLoad,
+};
 pub use judge::{CommandVerdict, Expect, Judged, KnownGood, Seen, judge_command};
 pub use learned::{LearnedFile, ProjectModel, Role};
 pub use names::TestName;

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use agentloop_evidence::{PythonNames, Shadowable};
+use agentloop_evidence::{How, LearnedName, PythonNames, Shadowable};
 
 /// What pytest and its usual plugins import that is not the standard library; what
 /// the installed packages' `.pth` files import when Python starts, before any check
@@ -413,8 +413,7 @@ pub fn shadowed_module(path: &str, learned: &Shadowable) -> Option<String> {
             if LOOKED_FOR.contains(&name) {
                 return Some(name.to_string());
             }
-            let how =
-                how.filter(|h| h.starts_with(LOOKED_FOR_HOW) || h.starts_with(NAMESPACE_HOW))?;
+            let how = how.filter(|h| h.taken_by_a_folder())?;
             return Some(format!("{name}, {how}"));
         }
         let at_start = matches!(dir, "" | "src") && learned.dirs.is_empty();
@@ -477,13 +476,6 @@ const LOOKED_FOR: &[&str] = &[
     "msvcrt",
     "_winapi",
 ];
-
-/// How [`learn`] says a name was looked for and not found.
-const LOOKED_FOR_HOW: &str = "looked for";
-/// How [`learn`] says a name was a namespace package: a folder of the tree by its name
-/// joins it, ahead of the installed portions (`google/protobuf/` of the tree in place
-/// of the installed `google.protobuf`).
-const NAMESPACE_HOW: &str = "a namespace package";
 
 /// The top-level module a file at `rest` (relative to a directory on Python's path)
 /// is, in any form Python imports from a path entry ([`module_suffix`]) or as a
@@ -556,23 +548,23 @@ pub fn learn(saw: &PythonNames, root: &Path) -> Shadowable {
     for (name, from) in &saw.imported {
         if plain(name) && own(from).is_none() {
             let how = if from.is_empty() {
-                "built into the interpreter".to_string()
+                How::BuiltIn
             } else if from.ends_with('/') {
-                format!("{NAMESPACE_HOW} imported from {from}")
+                How::Namespace
             } else {
-                format!("imported from {from}")
+                How::Imported
             };
-            out.names.insert(name.clone(), how);
+            let from = from.clone();
+            out.names.insert(name.clone(), LearnedName { how, from });
         }
     }
     for (name, by) in &saw.missing {
         if plain(name) && own(by).is_none() && !out.names.contains_key(name) {
-            let how = if by.is_empty() {
-                format!("{LOOKED_FOR_HOW} and not found")
-            } else {
-                format!("{LOOKED_FOR_HOW} by {by}")
+            let learned = LearnedName {
+                how: How::LookedFor,
+                from: by.clone(),
             };
-            out.names.insert(name.clone(), how);
+            out.names.insert(name.clone(), learned);
         }
     }
     out

@@ -111,7 +111,7 @@ fn what_the_interpreter_took_from_outside_the_tree_or_looked_for_there_is_learne
         ]
     );
     assert_eq!(
-        learned.names["speedups"],
+        learned.names["speedups"].to_string(),
         "looked for by /opt/lib/reportlib.py"
     );
     let dirs: Vec<&str> = learned.dirs.iter().map(String::as_str).collect();
