@@ -161,10 +161,68 @@ fn serve(conn: UnixStream, allow: &AllowList, denials: &Path) -> std::io::Result
     conn.set_read_timeout(None)?;
     if req.method == "CONNECT" {
         conn.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")?;
-    } else {
-        upstream.write_all(req.origin_head().as_bytes())?;
+        return splice(conn, upstream, &early);
     }
-    splice(conn, upstream, &early)
+    upstream.write_all(req.origin_head().as_bytes())?;
+    relay_one(conn, upstream, &early)
+}
+
+/// A plain request carried to its server, one per connection: the server was asked
+/// to close after it, and the client is told so in the response's head too. A client
+/// told nothing keeps the connection for its next request, which then races the
+/// close coming to it through the bridge (a reset, seen under load: `ECONNRESET` from
+/// Claude Code in the sandbox).
+fn relay_one(conn: UnixStream, upstream: TcpStream, early: &[u8]) -> std::io::Result<()> {
+    let mut client_read = conn.dup()?;
+    let mut server_write = upstream.dup()?;
+    server_write.write_all(early)?;
+    let up = std::thread::spawn(move || {
+        let _ = std::io::copy(&mut client_read, &mut server_write);
+        server_write.half_close();
+    });
+    let mut from_server = BufReader::new(upstream);
+    let mut conn = conn;
+    // An informational response (`100 Continue`) comes before the final one.
+    loop {
+        let head = read_head(&mut from_server)?;
+        let last = !informational(&head);
+        conn.write_all(closing_head(&head).as_bytes())?;
+        if last {
+            break;
+        }
+    }
+    let _ = std::io::copy(&mut from_server, &mut conn);
+    conn.half_close();
+    let _ = up.join();
+    Ok(())
+}
+
+/// A response head whose status is 1xx (but a protocol switch).
+fn informational(head: &str) -> bool {
+    let status = head.split_whitespace().nth(1).unwrap_or("");
+    status.len() == 3 && status.starts_with('1') && status != "101"
+}
+
+/// `head` (a response's, CRLF or LF lines) with its own `Connection` and
+/// `Keep-Alive` headers replaced by `Connection: close`; an informational head
+/// unchanged.
+fn closing_head(head: &str) -> String {
+    if informational(head) {
+        return head.to_string();
+    }
+    let mut out = String::with_capacity(head.len() + 19);
+    for line in head.lines().filter(|l| !l.is_empty()) {
+        let name = line.split(':').next().unwrap_or("").trim();
+        if !out.is_empty()
+            && (name.eq_ignore_ascii_case("connection") || name.eq_ignore_ascii_case("keep-alive"))
+        {
+            continue;
+        }
+        out.push_str(line);
+        out.push_str("\r\n");
+    }
+    out.push_str("Connection: close\r\n\r\n");
+    out
 }
 
 fn refuse_log(denials: &Path, host: &str, port: u16, what: &str) {
@@ -197,13 +255,13 @@ fn answer(conn: &mut UnixStream, status: &str, body: &str) -> std::io::Result<()
     conn.flush()
 }
 
-fn read_head(reader: &mut BufReader<UnixStream>) -> std::io::Result<String> {
+fn read_head<R: Read>(reader: &mut BufReader<R>) -> std::io::Result<String> {
     let mut head = String::new();
     loop {
         let mut line = String::new();
         let n = reader.by_ref().take(8192).read_line(&mut line)?;
         if n == 0 || head.len() + line.len() > MAX_HEAD {
-            return Err(std::io::Error::other("no request head"));
+            return Err(std::io::Error::other("no head"));
         }
         head.push_str(&line);
         if line == "\r\n" || line == "\n" {
@@ -380,5 +438,70 @@ mod tests {
             "POST /v1/x?q=1 HTTP/1.1\r\nHost: 127.0.0.1:9\r\nConnection: close\r\n\r\n"
         );
         assert!(Request::parse("GET /relative HTTP/1.1\r\n\r\n").is_none());
+    }
+
+    /// The client of a plain request is told the connection closes after it, whatever
+    /// the server said; a `100 Continue` goes through as it came.
+    #[test]
+    fn a_plain_requests_response_says_the_connection_closes() {
+        assert_eq!(
+            closing_head(
+                "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\n\r\n"
+            ),
+            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n"
+        );
+        assert_eq!(
+            closing_head("HTTP/1.0 404 Not Found\n\n"),
+            "HTTP/1.0 404 Not Found\r\nConnection: close\r\n\r\n"
+        );
+        assert_eq!(
+            closing_head("HTTP/1.1 100 Continue\r\n\r\n"),
+            "HTTP/1.1 100 Continue\r\n\r\n"
+        );
+        assert!(!informational("HTTP/1.1 101 Switching Protocols\r\n\r\n"));
+    }
+
+    /// Through the proxy, a plain request's client reads the whole response and then
+    /// the end of the connection, with `Connection: close` in the head.
+    #[test]
+    fn a_plain_request_is_relayed_whole_and_closed() {
+        use std::net::TcpListener;
+        let server = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = server.local_addr().unwrap().port();
+        let served = std::thread::spawn(move || {
+            let (s, _) = server.accept().unwrap();
+            let mut r = BufReader::new(s.try_clone().unwrap());
+            let head = read_head(&mut r).unwrap();
+            let mut body = [0u8; 5];
+            r.read_exact(&mut body).unwrap();
+            let mut s = s;
+            s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nyes")
+                .unwrap();
+            (head, body)
+        });
+        let d = tempfile::tempdir().unwrap();
+        let proxy = Proxy::start(
+            list(&[&format!("127.0.0.1:{port}")]),
+            d.path().join("denials.jsonl"),
+        )
+        .unwrap();
+        let mut c = UnixStream::connect(proxy.socket()).unwrap();
+        write!(
+            c,
+            "P\nPOST http://127.0.0.1:{port}/v1 HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nConnection: keep-alive\r\n\r\nhello"
+        )
+        .unwrap();
+        let mut got = String::new();
+        c.read_to_string(&mut got).unwrap();
+        assert_eq!(
+            got,
+            "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nyes"
+        );
+        let (head, body) = served.join().unwrap();
+        assert_eq!(
+            head,
+            "POST /v1 HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nConnection: close\r\n\r\n"
+        );
+        assert_eq!(&body, b"hello");
     }
 }
