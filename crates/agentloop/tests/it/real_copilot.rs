@@ -6,7 +6,7 @@
 
 use agentloop_testkit::Step;
 
-use crate::real_cli::{Cli, say};
+use crate::real_cli::Cli;
 
 /// Each iteration's session and final message recorded too.
 #[test]
@@ -24,7 +24,7 @@ fn copilot_rate_limit_waits_then_completes() {
 }
 
 #[test]
-fn copilot_auth_error_waits_for_a_person() {
+fn a_200_kib_prompt_reaches_copilot_and_an_auth_error_waits_for_a_person() {
     // It retries a 401 twice before it gives up.
     let server = Cli::Copilot.mock(
         (0..3)
@@ -36,9 +36,10 @@ fn copilot_auth_error_waits_for_a_person() {
             })
             .collect(),
     );
-    let p = Cli::Copilot.project(&server, crate::real_cli::ONE, "");
+    let p = Cli::Copilot.project(&server, &crate::real_cli::long_plan(), "");
     let r = p.run(&["run", "--no-wait"]);
     assert_eq!(r.code, Some(5), "{}", r.stderr);
+    crate::real_cli::the_whole_prompt_reached(&server);
     let s = p.status();
     assert_eq!(s["status"], "blocked");
     let why = s["tasks"][0]["blocked"].as_str().unwrap();
@@ -48,15 +49,4 @@ fn copilot_auth_error_waits_for_a_person() {
     );
     assert!(why.contains("COPILOT_PROVIDER_API_KEY"), "{why}");
     assert_eq!(s["iterations"], 1);
-}
-
-#[test]
-fn a_200_kib_prompt_reaches_copilot() {
-    crate::real_cli::long_prompt(
-        Cli::Copilot,
-        vec![
-            Cli::Copilot.shell("echo hello > hello.txt", 10, 1),
-            say("TASK_COMPLETE", 10, 1, 0),
-        ],
-    );
 }

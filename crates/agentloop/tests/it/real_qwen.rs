@@ -31,22 +31,11 @@ fn qwen_rate_limit_waits_then_completes() {
 }
 
 #[test]
-fn qwen_auth_error_waits_for_a_person() {
+fn a_200_kib_prompt_reaches_qwen_and_an_auth_error_waits_for_a_person() {
     crate::real_cli::auth_error_blocks(
         Cli::Qwen,
         "invalid_api_key",
         "Incorrect API key provided: not-a-real-key.",
-    );
-}
-
-#[test]
-fn a_200_kib_prompt_reaches_qwen() {
-    crate::real_cli::long_prompt(
-        Cli::Qwen,
-        vec![
-            Cli::Qwen.shell("echo hello > hello.txt", 10, 1),
-            say("TASK_COMPLETE", 10, 1, 0),
-        ],
     );
 }
 

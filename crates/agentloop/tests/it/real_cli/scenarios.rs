@@ -1,6 +1,6 @@
 //! The scenarios every real CLI goes through, in each CLI's own terms.
 
-use agentloop_testkit::{Scenario, Step, Tokens};
+use agentloop_testkit::{MockServer, Scenario, Step, Tokens};
 use serde_json::json;
 
 use super::{Cli, ONE, PLAN, journal_events, say};
@@ -200,7 +200,10 @@ fn waited_for_a_rate_limit_without_a_retry(p: &Project) {
     assert_eq!(attempts, vec![1, 1]);
 }
 
-/// A 401: the task waits for a person with what to fix; no retry is burnt.
+/// A 401 on a prompt of 200 KiB ([`long_plan`]): the whole prompt reached the model
+/// ([`the_whole_prompt_reached`]), and the task waits for a person with what to fix;
+/// no retry is burnt. One CLI start for both: a start of some of these CLIs costs
+/// seconds of CPU.
 pub fn auth_error_blocks(cli: Cli, kind: &str, message: &str) {
     let server = cli.mock(vec![Step::Error {
         status: 401,
@@ -208,9 +211,10 @@ pub fn auth_error_blocks(cli: Cli, kind: &str, message: &str) {
         message: message.into(),
         retry_after: None,
     }]);
-    let p = cli.project(&server, ONE, "");
+    let p = cli.project(&server, &long_plan(), "");
     let r = p.run(&["run", "--no-wait"]);
     assert_eq!(r.code, Some(5), "{}", r.stderr);
+    the_whole_prompt_reached(&server);
     let s = p.status();
     assert_eq!(s["status"], "blocked");
     let why = s["tasks"][0]["blocked"].as_str().unwrap();
@@ -226,17 +230,10 @@ pub fn auth_error_blocks(cli: Cli, kind: &str, message: &str) {
     assert_eq!(s["iterations"], 1, "no retries burnt on a bad key");
 }
 
-/// `stop --now` while the CLI waits on a stalled model call.
-pub fn stop_now_during_a_stall(cli: Cli, name: &str) {
-    let server = cli.mock(vec![Step::Stall { seconds: 60 }]);
-    let p = cli.project(&server, ONE, "");
-    crate::support::stop_now_during_a_model_call(&p, &server, name);
-}
-
-/// A prompt of 200 KiB (a task with a long description) reaches the model whole: it
-/// goes by stdin or file, never as one argument (the kernel refuses those over
-/// 128 KiB).
-pub fn long_prompt(cli: Cli, steps: Vec<Step>) {
+/// A plan of one task (make hello.txt) whose description is 200 KiB long: its prompt
+/// must go to the CLI by stdin or file, never as one argument (the kernel refuses
+/// those over 128 KiB).
+pub fn long_plan() -> String {
     let mut body = String::new();
     let mut n = 0;
     while body.len() < 200 * 1024 {
@@ -246,11 +243,11 @@ pub fn long_prompt(cli: Cli, steps: Vec<Step>) {
         ));
     }
     body.push_str("END-OF-THE-LONG-PROMPT\n");
-    let plan = format!("# Long\n\n## T1: Hello\nVerify: test -f hello.txt\n\n{body}");
-    let server = cli.mock(steps);
-    let p = cli.project(&server, &plan, "");
-    let r = p.run(&["run"]);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    format!("# Long\n\n## T1: Hello\nVerify: test -f hello.txt\n\n{body}")
+}
+
+/// The first model call of a [`long_plan`] run carried its prompt whole.
+pub fn the_whole_prompt_reached(server: &MockServer) {
     let first = server
         .requests()
         .into_iter()
@@ -261,6 +258,13 @@ pub fn long_prompt(cli: Cli, steps: Vec<Step>) {
         text.contains("Context line 00001") && text.contains("END-OF-THE-LONG-PROMPT"),
         "the whole prompt reached the model"
     );
+}
+
+/// `stop --now` while the CLI waits on a stalled model call.
+pub fn stop_now_during_a_stall(cli: Cli, name: &str) {
+    let server = cli.mock(vec![Step::Stall { seconds: 60 }]);
+    let p = cli.project(&server, ONE, "");
+    crate::support::stop_now_during_a_model_call(&p, &server, name);
 }
 
 /// The iteration's session id in the journal is the one the CLI printed.
