@@ -78,7 +78,21 @@ fn agents_lists_the_installed_clis_and_their_versions() {
             (&json!(true), &json!(version))
         );
     }
-    let shown = p.run(&["agents"]).stdout;
+    // The table says the same. `agents` asks every CLI on the PATH again, so this one
+    // sees only Aider's (a start of some of the others costs a second or more of CPU).
+    let only = p.path().join(".git/only-aider");
+    std::fs::create_dir_all(&only).unwrap();
+    let aider = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join("aider"))
+        .find(|f| f.is_file())
+        .expect("aider on the PATH");
+    std::os::unix::fs::symlink(aider, only.join("aider")).unwrap();
+    let shown = p
+        .cmd(&["agents"])
+        .env("PATH", format!("{}:/usr/bin:/bin", only.display()))
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
     assert!(shown.contains("installed, no model configured"), "{shown}");
     // The run records the versions it probed.
     let server = Cli::Claude.mock(vec![
