@@ -494,6 +494,14 @@ fn a_run_asks_a_clis_version_again_only_when_it_changed() {
             .unwrap();
     };
     script("2.1.197");
+    // `agents` asks every CLI it finds: the others, ahead of the real ones on the
+    // PATH, answer at once.
+    for cli in agentloop_agents::BUILTIN.iter().filter(|c| **c != "claude") {
+        let fake = bin.join(cli);
+        std::fs::write(&fake, "#!/bin/sh\nexit 1\n").unwrap();
+        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+    }
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
     let times = || {
         std::fs::read_to_string(&asked)
