@@ -146,8 +146,12 @@ fn parse_version(text: &str) -> Option<(u32, u32)> {
     Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
 }
 
-/// The commit at HEAD, if there is one.
+/// The commit at HEAD, if there is one: read from the repository's files where they
+/// tell ([`locate::head_on_disk`]; a driver asks at every snapshot), else from git.
 pub fn head(workdir: &Path) -> Option<String> {
+    if let Some(seen) = locate::head_on_disk(workdir) {
+        return seen;
+    }
     let mut c = git(workdir);
     c.args(["rev-parse", "--verify", "-q", "HEAD"]);
     output(c).filter(|s| !s.is_empty())

@@ -199,3 +199,105 @@ fn a_git_file_git_refuses_finds_no_repository_above_it() {
         Some(dir.path().canonicalize().unwrap().join(".git"))
     );
 }
+
+/// HEAD read from the files is what `git rev-parse --verify -q HEAD` says, in every
+/// shape a repository's refs take; where the files cannot tell, git is asked.
+#[test]
+fn head_read_from_the_files_is_gits_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let g = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(d)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let gits = |w: &Path| {
+        let out = Command::new("git")
+            .args(["rev-parse", "--verify", "-q", "HEAD"])
+            .current_dir(w)
+            .output()
+            .unwrap();
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    let same = |w: &Path, what: &str| {
+        assert_eq!(locate::head_on_disk(w), Some(gits(w)), "{what}");
+        assert_eq!(head(w), gits(w), "{what}");
+    };
+    g(&["init", "-q", "-b", "main"]);
+    same(d, "a branch not yet born");
+    g(&["commit", "-q", "--allow-empty", "-m", "one"]);
+    same(d, "a loose branch");
+    g(&["pack-refs", "--all"]);
+    assert!(!d.join(".git/refs/heads/main").exists());
+    same(d, "a packed branch");
+    g(&["checkout", "-q", "-b", "topic/a"]);
+    g(&["commit", "-q", "--allow-empty", "-m", "two"]);
+    same(d, "a branch with a slash");
+    let two = g(&["rev-parse", "HEAD"]);
+    g(&["checkout", "-q", "--detach", "main"]);
+    same(d, "detached");
+    // A branch named by another (a symbolic ref): followed.
+    g(&["symbolic-ref", "refs/heads/alias", "refs/heads/topic/a"]);
+    g(&["symbolic-ref", "HEAD", "refs/heads/alias"]);
+    assert_eq!(locate::head_on_disk(d), Some(Some(two.clone())));
+    same(d, "a symbolic branch");
+    // A worktree's own HEAD.
+    let wt = d.join("wt");
+    g(&[
+        "worktree",
+        "add",
+        "-q",
+        "--detach",
+        wt.to_str().unwrap(),
+        "main",
+    ]);
+    same(&wt, "a worktree");
+    // HEAD on a ref outside the branches, tags and remotes: git is asked.
+    g(&["update-ref", "refs/notes/x", &two]);
+    g(&["symbolic-ref", "HEAD", "refs/notes/x"]);
+    assert_eq!(locate::head_on_disk(d), None);
+    assert_eq!(head(d), Some(two.clone()));
+    // Garbage where a branch should be: what git says (nothing), by git.
+    g(&["symbolic-ref", "HEAD", "refs/heads/broken"]);
+    std::fs::write(d.join(".git/refs/heads/broken"), "not an id\n").unwrap();
+    assert_eq!(locate::head_on_disk(d), None);
+    assert_eq!(head(d), None);
+    // A FIFO where the branch should be is not opened.
+    std::fs::remove_file(d.join(".git/refs/heads/broken")).unwrap();
+    let made = Command::new("mkfifo")
+        .arg(d.join(".git/refs/heads/broken"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    assert_eq!(locate::head_on_disk(d), None);
+    // SHA-256 ids, and a ref store other than files (git asked).
+    for (format, read) in [
+        ("--object-format=sha256", true),
+        ("--ref-format=reftable", false),
+    ] {
+        let other = tempfile::tempdir().unwrap();
+        let o = other.path();
+        let st = Command::new("git")
+            .args(["init", "-q", format])
+            .current_dir(o)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let st = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(["commit", "-q", "--allow-empty", "-m", "one"])
+            .current_dir(o)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let id = gits(o).unwrap();
+        assert_eq!(locate::head_on_disk(o).is_some(), read, "{format}");
+        assert_eq!(head(o), Some(id), "{format}");
+    }
+}
