@@ -131,7 +131,9 @@ pub fn head_on_disk(dir: &Path) -> Option<Option<String>> {
     let (own, common) = hermetic::git_dirs(dir)?;
     let config = String::from_utf8(small(&common.join("config"), 1 << 20)?).ok()?;
     let config = config.to_ascii_lowercase();
-    if config.contains("refstorage") {
+    // (A reftable's HEAD names `refs/heads/.invalid`; its directory says so too when
+    // the setting comes from an included file.)
+    if config.contains("refstorage") || common.join("reftable").exists() {
         return None;
     }
     let id_len = if config.contains("objectformat") {
@@ -159,7 +161,7 @@ pub fn head_on_disk(dir: &Path) -> Option<Option<String>> {
             .any(|p| target.starts_with(p));
         let plain = target
             .split('/')
-            .all(|c| !c.is_empty() && c != "." && c != ".." && !c.ends_with(".lock"));
+            .all(|c| !c.is_empty() && !c.starts_with('.') && !c.ends_with(".lock"));
         if !shared || !plain {
             return None;
         }

@@ -299,5 +299,24 @@ fn head_read_from_the_files_is_gits_answer() {
         let id = gits(o).unwrap();
         assert_eq!(locate::head_on_disk(o).is_some(), read, "{format}");
         assert_eq!(head(o), Some(id), "{format}");
+        if !read {
+            // The setting moved to an included file (where git does not read it): the
+            // directory still sends the question to git.
+            let config = o.join(".git/config");
+            let text = std::fs::read_to_string(&config).unwrap();
+            let kept = text
+                .lines()
+                .filter(|l| !l.to_ascii_lowercase().contains("refstorage"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            std::fs::write(
+                o.join(".git/more"),
+                "[extensions]\n\trefStorage = reftable\n",
+            )
+            .unwrap();
+            std::fs::write(&config, format!("{kept}\n[include]\n\tpath = more\n")).unwrap();
+            assert_eq!(locate::head_on_disk(o), None);
+            assert_eq!(head(o), gits(o));
+        }
     }
 }
