@@ -187,16 +187,21 @@ fn packed(common: &Path, target: &str, is_id: impl Fn(&str) -> bool) -> Option<O
         return Some(None);
     }
     let text = String::from_utf8(small(&path, 64 << 20)?).ok()?;
+    let mut found = None;
     for line in text.lines() {
         if line.starts_with('#') || line.starts_with('^') {
             continue;
         }
         let (id, name) = line.split_once(' ')?;
         if name == target {
-            return is_id(id).then(|| Some(id.to_string()));
+            // Named twice: which one git takes is git's to say.
+            if found.is_some() || !is_id(id) {
+                return None;
+            }
+            found = Some(id.to_string());
         }
     }
-    Some(None)
+    Some(found)
 }
 
 /// A regular file's bytes, at most `most` of them (a FIFO or a device is refused by

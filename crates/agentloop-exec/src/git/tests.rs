@@ -268,6 +268,23 @@ fn head_read_from_the_files_is_gits_answer() {
     std::fs::write(d.join(".git/refs/heads/broken"), "not an id\n").unwrap();
     assert_eq!(locate::head_on_disk(d), None);
     assert_eq!(head(d), None);
+    // A branch packed twice: git is asked.
+    std::fs::remove_file(d.join(".git/refs/heads/broken")).unwrap();
+    let packed = std::fs::read_to_string(d.join(".git/packed-refs")).unwrap();
+    std::fs::write(
+        d.join(".git/packed-refs"),
+        format!("{packed}{two} refs/heads/broken\n{two} refs/heads/broken\n"),
+    )
+    .unwrap();
+    assert_eq!(locate::head_on_disk(d), None);
+    std::fs::write(
+        d.join(".git/packed-refs"),
+        format!("{packed}{two} refs/heads/broken\n"),
+    )
+    .unwrap();
+    same(d, "a branch packed once more");
+    std::fs::write(d.join(".git/packed-refs"), packed).unwrap();
+    std::fs::write(d.join(".git/refs/heads/broken"), "x").unwrap();
     // A FIFO where the branch should be is not opened.
     std::fs::remove_file(d.join(".git/refs/heads/broken")).unwrap();
     let made = Command::new("mkfifo")
