@@ -182,18 +182,33 @@ fn relay_one(conn: UnixStream, upstream: TcpStream, early: &[u8]) -> std::io::Re
     });
     let mut from_server = BufReader::new(upstream);
     let mut conn = conn;
-    // An informational response (`100 Continue`) comes before the final one.
+    let relayed = relay_response(&mut from_server, &mut conn);
+    // The client hears the end either way. A response that could not be read ends
+    // the connection both ways: the copy of what the client sends stops with it.
+    let _ = conn.shutdown(if relayed.is_ok() {
+        Shutdown::Write
+    } else {
+        Shutdown::Both
+    });
+    let _ = up.join();
+    relayed
+}
+
+/// The server's response to the client, its head saying `Connection: close`; an
+/// informational response (`100 Continue`) comes before the final one.
+fn relay_response(
+    from_server: &mut BufReader<TcpStream>,
+    conn: &mut UnixStream,
+) -> std::io::Result<()> {
     loop {
-        let head = read_head(&mut from_server)?;
+        let head = read_head(from_server)?;
         let last = !informational(&head);
         conn.write_all(closing_head(&head).as_bytes())?;
         if last {
             break;
         }
     }
-    let _ = std::io::copy(&mut from_server, &mut conn);
-    conn.half_close();
-    let _ = up.join();
+    std::io::copy(from_server, conn)?;
     Ok(())
 }
 
@@ -503,5 +518,37 @@ mod tests {
             "POST /v1 HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nConnection: close\r\n\r\n"
         );
         assert_eq!(&body, b"hello");
+    }
+
+    /// A server that closes without an answer: the client of a plain request sees the
+    /// end of its connection, not a wait for ever.
+    #[test]
+    fn a_server_that_answers_nothing_ends_the_clients_connection() {
+        use std::net::TcpListener;
+        let server = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = server.local_addr().unwrap().port();
+        let served = std::thread::spawn(move || {
+            let (s, _) = server.accept().unwrap();
+            let mut r = BufReader::new(s);
+            read_head(&mut r).unwrap();
+        });
+        let d = tempfile::tempdir().unwrap();
+        let proxy = Proxy::start(
+            list(&[&format!("127.0.0.1:{port}")]),
+            d.path().join("denials.jsonl"),
+        )
+        .unwrap();
+        let mut c = UnixStream::connect(proxy.socket()).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        write!(
+            c,
+            "P\nGET http://127.0.0.1:{port}/ HTTP/1.1\r\nHost: x\r\n\r\n"
+        )
+        .unwrap();
+        let mut got = Vec::new();
+        c.read_to_end(&mut got)
+            .expect("the end of the connection, not a timeout");
+        assert!(got.is_empty());
+        served.join().unwrap();
     }
 }
