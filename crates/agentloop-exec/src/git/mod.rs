@@ -4,6 +4,7 @@
 
 mod blobs;
 mod drivers;
+mod head;
 mod hermetic;
 mod locate;
 mod object_id;
@@ -147,10 +148,10 @@ fn parse_version(text: &str) -> Option<(u32, u32)> {
 }
 
 /// The commit at HEAD, if there is one: read from the repository's files where they
-/// tell ([`locate::head_on_disk`]; a driver asks at every snapshot), else from git.
+/// tell it plainly ([`head::head_on_disk`]), else from git.
 pub fn head(workdir: &Path) -> Option<String> {
-    if let Some(seen) = locate::head_on_disk(workdir) {
-        return seen;
+    if let Some(seen) = head::head_on_disk(workdir) {
+        return Some(seen);
     }
     let mut c = git(workdir);
     c.args(["rev-parse", "--verify", "-q", "HEAD"]);

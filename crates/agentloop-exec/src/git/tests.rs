@@ -200,53 +200,65 @@ fn a_git_file_git_refuses_finds_no_repository_above_it() {
     );
 }
 
+/// `git rev-parse --verify -q HEAD` in `w`, plain git's answer.
+fn gits_head(w: &Path) -> Option<String> {
+    let out = Command::new("git")
+        .args(["rev-parse", "--verify", "-q", "HEAD"])
+        .current_dir(w)
+        .output()
+        .unwrap();
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// `git ARGS` in `d` as a test's person: its output, trimmed.
+fn in_repo(d: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .current_dir(d)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 /// HEAD read from the files is what `git rev-parse --verify -q HEAD` says, in every
-/// shape a repository's refs take; where the files cannot tell, git is asked.
+/// shape a repository's refs take as git writes them.
 #[test]
 fn head_read_from_the_files_is_gits_answer() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let g = |args: &[&str]| {
-        let out = Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-            .args(args)
-            .current_dir(d)
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    };
-    let gits = |w: &Path| {
-        let out = Command::new("git")
-            .args(["rev-parse", "--verify", "-q", "HEAD"])
-            .current_dir(w)
-            .output()
-            .unwrap();
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-    };
-    let same = |w: &Path, what: &str| {
-        assert_eq!(locate::head_on_disk(w), Some(gits(w)), "{what}");
-        assert_eq!(head(w), gits(w), "{what}");
+    let g = |args: &[&str]| in_repo(d, args);
+    let read = |w: &Path, what: &str| {
+        let id = gits_head(w).expect(what);
+        assert_eq!(head::head_on_disk(w), Some(id.clone()), "{what}");
+        assert_eq!(head(w), Some(id), "{what}");
     };
     g(&["init", "-q", "-b", "main"]);
-    same(d, "a branch not yet born");
+    assert_eq!(
+        head::head_on_disk(d),
+        None,
+        "a branch not yet born: git says"
+    );
+    assert_eq!(head(d), None);
     g(&["commit", "-q", "--allow-empty", "-m", "one"]);
-    same(d, "a loose branch");
+    read(d, "a loose branch");
     g(&["pack-refs", "--all"]);
     assert!(!d.join(".git/refs/heads/main").exists());
-    same(d, "a packed branch");
+    read(d, "a packed branch");
     g(&["checkout", "-q", "-b", "topic/a"]);
     g(&["commit", "-q", "--allow-empty", "-m", "two"]);
-    same(d, "a branch with a slash");
-    let two = g(&["rev-parse", "HEAD"]);
+    read(d, "a branch with a slash");
+    g(&["tag", "-a", "-m", "t", "v1"]);
+    g(&["pack-refs", "--all"]);
+    read(d, "a packed branch beside a peeled tag");
     g(&["checkout", "-q", "--detach", "main"]);
-    same(d, "detached");
+    read(d, "detached");
     // A branch named by another (a symbolic ref): followed.
     g(&["symbolic-ref", "refs/heads/alias", "refs/heads/topic/a"]);
     g(&["symbolic-ref", "HEAD", "refs/heads/alias"]);
-    assert_eq!(locate::head_on_disk(d), Some(Some(two.clone())));
-    same(d, "a symbolic branch");
+    read(d, "a symbolic branch");
     // A worktree's own HEAD.
     let wt = d.join("wt");
     g(&[
@@ -257,83 +269,197 @@ fn head_read_from_the_files_is_gits_answer() {
         wt.to_str().unwrap(),
         "main",
     ]);
-    same(&wt, "a worktree");
-    // HEAD on a ref outside the branches, tags and remotes: git is asked.
-    g(&["update-ref", "refs/notes/x", &two]);
-    g(&["symbolic-ref", "HEAD", "refs/notes/x"]);
-    assert_eq!(locate::head_on_disk(d), None);
-    assert_eq!(head(d), Some(two.clone()));
-    // Garbage where a branch should be: what git says (nothing), by git.
-    g(&["symbolic-ref", "HEAD", "refs/heads/broken"]);
-    std::fs::write(d.join(".git/refs/heads/broken"), "not an id\n").unwrap();
-    assert_eq!(locate::head_on_disk(d), None);
-    assert_eq!(head(d), None);
-    // A branch packed twice: git is asked.
-    std::fs::remove_file(d.join(".git/refs/heads/broken")).unwrap();
-    let packed = std::fs::read_to_string(d.join(".git/packed-refs")).unwrap();
-    std::fs::write(
-        d.join(".git/packed-refs"),
-        format!("{packed}{two} refs/heads/broken\n{two} refs/heads/broken\n"),
-    )
-    .unwrap();
-    assert_eq!(locate::head_on_disk(d), None);
-    std::fs::write(
-        d.join(".git/packed-refs"),
-        format!("{packed}{two} refs/heads/broken\n"),
-    )
-    .unwrap();
-    same(d, "a branch packed once more");
-    std::fs::write(d.join(".git/packed-refs"), packed).unwrap();
-    std::fs::write(d.join(".git/refs/heads/broken"), "x").unwrap();
-    // A FIFO where the branch should be is not opened.
-    std::fs::remove_file(d.join(".git/refs/heads/broken")).unwrap();
-    let made = Command::new("mkfifo")
-        .arg(d.join(".git/refs/heads/broken"))
-        .status()
-        .unwrap();
-    assert!(made.success());
-    assert_eq!(locate::head_on_disk(d), None);
-    // SHA-256 ids, and a ref store other than files (git asked).
-    for (format, read) in [
+    read(&wt, "a worktree");
+    g(&["checkout", "-q", "main"]);
+    read(d, "back on main");
+    // SHA-256 ids are read; a ref store other than files is git's.
+    for (format, read_here) in [
         ("--object-format=sha256", true),
         ("--ref-format=reftable", false),
     ] {
         let other = tempfile::tempdir().unwrap();
         let o = other.path();
-        let st = Command::new("git")
-            .args(["init", "-q", format])
-            .current_dir(o)
-            .status()
-            .unwrap();
-        assert!(st.success());
-        let st = Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-            .args(["commit", "-q", "--allow-empty", "-m", "one"])
-            .current_dir(o)
-            .status()
-            .unwrap();
-        assert!(st.success());
-        let id = gits(o).unwrap();
-        assert_eq!(locate::head_on_disk(o).is_some(), read, "{format}");
+        in_repo(o, &["init", "-q", format]);
+        in_repo(o, &["commit", "-q", "--allow-empty", "-m", "one"]);
+        let id = gits_head(o).unwrap();
+        assert_eq!(head::head_on_disk(o).is_some(), read_here, "{format}");
         assert_eq!(head(o), Some(id), "{format}");
-        if !read {
-            // The setting moved to an included file (where git does not read it): the
-            // directory still sends the question to git.
-            let config = o.join(".git/config");
-            let text = std::fs::read_to_string(&config).unwrap();
-            let kept = text
-                .lines()
-                .filter(|l| !l.to_ascii_lowercase().contains("refstorage"))
-                .collect::<Vec<_>>()
-                .join("\n");
-            std::fs::write(
-                o.join(".git/more"),
-                "[extensions]\n\trefStorage = reftable\n",
-            )
-            .unwrap();
-            std::fs::write(&config, format!("{kept}\n[include]\n\tpath = more\n")).unwrap();
-            assert_eq!(locate::head_on_disk(o), None);
-            assert_eq!(head(o), gits(o));
+    }
+}
+
+/// What an attack found where reading the files differed from git, each now git's to
+/// answer (or read the same): HEAD or a ref not as git writes it, names git refuses,
+/// a branch not yet born beside a ref named HEAD, a chain of symbolic refs as deep as
+/// git goes, `packed-refs` out of order or with other line ends, repository formats
+/// and extensions git checks, a repository git's discovery takes otherwise, a
+/// worktree whose `.git` file or `commondir` git cannot follow, FIFOs.
+#[test]
+fn where_the_files_could_say_otherwise_than_git_git_is_asked() {
+    let fresh = || {
+        let dir = tempfile::tempdir().unwrap();
+        in_repo(dir.path(), &["init", "-q", "-b", "main"]);
+        in_repo(dir.path(), &["commit", "-q", "--allow-empty", "-m", "one"]);
+        dir
+    };
+    // Never an answer git would not give.
+    let agrees = |w: &Path, what: &str| {
+        if let Some(id) = head::head_on_disk(w) {
+            assert_eq!(Some(id), gits_head(w), "{what}");
         }
+    };
+    let asks = |w: &Path, what: &str| {
+        assert_eq!(head::head_on_disk(w), None, "{what}");
+    };
+    let write = |p: &Path, text: &str| std::fs::write(p, text).unwrap();
+    for head_text in [
+        "ref: refs/heads/main \n",
+        "ref: refs/heads/main\r\n",
+        "ref: refs/heads/main\n\n",
+        "ref:refs/heads/main\n",
+    ] {
+        let r = fresh();
+        write(&r.path().join(".git/HEAD"), head_text);
+        asks(r.path(), head_text);
+    }
+    for name in [
+        "a b", "a..b", "a.", "a~1", "a*", "a:b", "a@{b", ".a", "a.lock", "A\u{e9}",
+    ] {
+        let r = fresh();
+        let git = r.path().join(".git");
+        let _ = std::fs::copy(
+            git.join("refs/heads/main"),
+            git.join("refs/heads").join(name),
+        );
+        write(&git.join("HEAD"), &format!("ref: refs/heads/{name}\n"));
+        asks(r.path(), name);
+        agrees(r.path(), name);
+    }
+    {
+        // A branch not yet born, and a ref named HEAD git falls back to.
+        let r = fresh();
+        in_repo(r.path(), &["update-ref", "refs/tags/HEAD", "main"]);
+        in_repo(r.path(), &["symbolic-ref", "HEAD", "refs/heads/none"]);
+        asks(r.path(), "unborn beside refs/tags/HEAD");
+        assert_eq!(head(r.path()), gits_head(r.path()));
+    }
+    {
+        // Five symbolic refs, the last packed: past what is followed here.
+        let r = fresh();
+        let id = in_repo(r.path(), &["rev-parse", "HEAD"]);
+        let git = r.path().join(".git");
+        for n in 1..5 {
+            write(
+                &git.join(format!("refs/heads/r{n}")),
+                &format!("ref: refs/heads/r{}\n", n + 1),
+            );
+        }
+        write(
+            &git.join("packed-refs"),
+            &format!("# pack-refs with: peeled fully-peeled sorted \n{id} refs/heads/r5\n"),
+        );
+        write(&git.join("HEAD"), "ref: refs/heads/r1\n");
+        asks(r.path(), "five hops");
+        agrees(r.path(), "five hops");
+    }
+    // packed-refs out of order, with CRLF, without its last newline.
+    for (what, form) in [
+        (
+            "out of order",
+            "# pack-refs with: peeled fully-peeled sorted \n{id} refs/heads/z\n{id} refs/heads/main\n",
+        ),
+        (
+            "crlf",
+            "# pack-refs with: peeled fully-peeled sorted \r\n{id} refs/heads/main\r\n",
+        ),
+        ("no last newline", "{id} refs/heads/main"),
+        (
+            "named twice",
+            "{id} refs/heads/main\n{id} refs/heads/main\n",
+        ),
+    ] {
+        let r = fresh();
+        let id = in_repo(r.path(), &["rev-parse", "HEAD"]);
+        let git = r.path().join(".git");
+        std::fs::remove_file(git.join("refs/heads/main")).unwrap();
+        write(&git.join("packed-refs"), &form.replace("{id}", &id));
+        asks(r.path(), what);
+        agrees(r.path(), what);
+    }
+    // Repository formats and extensions git checks.
+    for (what, set) in [
+        ("format 2", ["core.repositoryformatversion", "2"]),
+        ("an unknown extension", ["extensions.frobnicate", "true"]),
+        ("sha256 in capitals", ["extensions.objectformat", "SHA256"]),
+        (
+            "worktree configuration",
+            ["extensions.worktreeConfig", "true"],
+        ),
+    ] {
+        let r = fresh();
+        in_repo(r.path(), &["config", set[0], set[1]]);
+        if what != "format 2" {
+            in_repo(r.path(), &["config", "core.repositoryformatversion", "1"]);
+        }
+        asks(r.path(), what);
+        agrees(r.path(), what);
+    }
+    {
+        // Discovery: an inner `.git` without objects, one with a dangling HEAD link, a
+        // bare repository as the directory asked about.
+        let r = fresh();
+        let inner = r.path().join("sub");
+        std::fs::create_dir_all(inner.join(".git/refs")).unwrap();
+        write(&inner.join(".git/HEAD"), "ref: refs/heads/main\n");
+        agrees(&inner, "an inner .git without objects");
+        std::fs::remove_file(inner.join(".git/HEAD")).unwrap();
+        std::os::unix::fs::symlink("refs/heads/new", inner.join(".git/HEAD")).unwrap();
+        std::fs::create_dir_all(inner.join(".git/objects")).unwrap();
+        asks(&inner, "an inner .git whose HEAD is a dangling link");
+        agrees(&inner, "an inner .git whose HEAD is a dangling link");
+        let bare = r.path().join("bare.git");
+        in_repo(r.path(), &["clone", "-q", "--bare", ".", "bare.git"]);
+        asks(&bare, "a bare repository");
+    }
+    {
+        // A worktree's `.git` file with a space too many, and one whose commondir is gone.
+        let r = fresh();
+        let wt = r.path().join("wt");
+        in_repo(
+            r.path(),
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "--detach",
+                wt.to_str().unwrap(),
+                "main",
+            ],
+        );
+        let file = std::fs::read_to_string(wt.join(".git")).unwrap();
+        write(&wt.join(".git"), &file.replace("gitdir: ", "gitdir:  "));
+        agrees(&wt, "gitdir with two spaces");
+        write(&wt.join(".git"), &file);
+        let own = r.path().join(".git/worktrees/wt");
+        std::fs::remove_file(own.join("commondir")).unwrap();
+        asks(&wt, "no commondir");
+    }
+    {
+        // A FIFO where a branch or packed-refs should be is never opened.
+        let r = fresh();
+        let git = r.path().join(".git");
+        std::fs::remove_file(git.join("refs/heads/main")).unwrap();
+        let made = Command::new("mkfifo")
+            .arg(git.join("packed-refs"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        asks(r.path(), "a FIFO for packed-refs");
+        std::fs::remove_file(git.join("packed-refs")).unwrap();
+        let made = Command::new("mkfifo")
+            .arg(git.join("refs/heads/main"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        asks(r.path(), "a FIFO for the branch");
     }
 }
