@@ -447,19 +447,15 @@ fn where_the_files_could_say_otherwise_than_git_git_is_asked() {
         // A FIFO where a branch or packed-refs should be is never opened.
         let r = fresh();
         let git = r.path().join(".git");
+        let fifo = |p: &Path| {
+            let made = Command::new("mkfifo").arg(p).status().unwrap();
+            assert!(made.success());
+        };
         std::fs::remove_file(git.join("refs/heads/main")).unwrap();
-        let made = Command::new("mkfifo")
-            .arg(git.join("packed-refs"))
-            .status()
-            .unwrap();
-        assert!(made.success());
+        fifo(&git.join("packed-refs"));
         asks(r.path(), "a FIFO for packed-refs");
         std::fs::remove_file(git.join("packed-refs")).unwrap();
-        let made = Command::new("mkfifo")
-            .arg(git.join("refs/heads/main"))
-            .status()
-            .unwrap();
-        assert!(made.success());
+        fifo(&git.join("refs/heads/main"));
         asks(r.path(), "a FIFO for the branch");
     }
 }

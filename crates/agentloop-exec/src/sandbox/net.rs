@@ -476,30 +476,48 @@ mod tests {
         assert!(!informational("HTTP/1.1 101 Switching Protocols\r\n\r\n"));
     }
 
-    /// Through the proxy, a plain request's client reads the whole response and then
-    /// the end of the connection, with `Connection: close` in the head.
-    #[test]
-    fn a_plain_request_is_relayed_whole_and_closed() {
-        use std::net::TcpListener;
-        let server = TcpListener::bind("127.0.0.1:0").unwrap();
+    /// A server on loopback for one connection, served by `serve` (the stream, and a
+    /// reader of it); its port, and what `serve` returned once it has.
+    fn server_once<T: Send + 'static>(
+        serve: impl FnOnce(&mut std::net::TcpStream, &mut BufReader<std::net::TcpStream>) -> T
+        + Send
+        + 'static,
+    ) -> (u16, std::thread::JoinHandle<T>) {
+        let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = server.local_addr().unwrap().port();
         let served = std::thread::spawn(move || {
-            let (s, _) = server.accept().unwrap();
+            let (mut s, _) = server.accept().unwrap();
             let mut r = BufReader::new(s.try_clone().unwrap());
-            let head = read_head(&mut r).unwrap();
-            let mut body = [0u8; 5];
-            r.read_exact(&mut body).unwrap();
-            let mut s = s;
-            s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nyes")
-                .unwrap();
-            (head, body)
+            serve(&mut s, &mut r)
         });
+        (port, served)
+    }
+
+    /// A proxy that lets through to 127.0.0.1:`port` (and the directory of its
+    /// refusals, kept while it runs).
+    fn proxy_to(port: u16) -> (tempfile::TempDir, Proxy) {
         let d = tempfile::tempdir().unwrap();
         let proxy = Proxy::start(
             list(&[&format!("127.0.0.1:{port}")]),
             d.path().join("denials.jsonl"),
         )
         .unwrap();
+        (d, proxy)
+    }
+
+    /// Through the proxy, a plain request's client reads the whole response and then
+    /// the end of the connection, with `Connection: close` in the head.
+    #[test]
+    fn a_plain_request_is_relayed_whole_and_closed() {
+        let (port, served) = server_once(|s, r| {
+            let head = read_head(r).unwrap();
+            let mut body = [0u8; 5];
+            r.read_exact(&mut body).unwrap();
+            s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nyes")
+                .unwrap();
+            (head, body)
+        });
+        let (_d, proxy) = proxy_to(port);
         let mut c = UnixStream::connect(proxy.socket()).unwrap();
         write!(
             c,
@@ -524,20 +542,10 @@ mod tests {
     /// end of its connection, not a wait for ever.
     #[test]
     fn a_server_that_answers_nothing_ends_the_clients_connection() {
-        use std::net::TcpListener;
-        let server = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = server.local_addr().unwrap().port();
-        let served = std::thread::spawn(move || {
-            let (s, _) = server.accept().unwrap();
-            let mut r = BufReader::new(s);
-            read_head(&mut r).unwrap();
+        let (port, served) = server_once(|_, r| {
+            read_head(r).unwrap();
         });
-        let d = tempfile::tempdir().unwrap();
-        let proxy = Proxy::start(
-            list(&[&format!("127.0.0.1:{port}")]),
-            d.path().join("denials.jsonl"),
-        )
-        .unwrap();
+        let (_d, proxy) = proxy_to(port);
         let mut c = UnixStream::connect(proxy.socket()).unwrap();
         c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
         write!(
