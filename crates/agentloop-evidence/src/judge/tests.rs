@@ -14,21 +14,31 @@ fn base(tests: &[(&str, Outcome)]) -> BTreeMap<String, Outcome> {
     tests.iter().map(|(id, o)| (id.to_string(), *o)).collect()
 }
 
+/// What a task's check is judged against: its named tests (the task's own, or not),
+/// nothing landed, and the test baseline `baseline`.
+fn expect<'a>(
+    named: &'a [TestName],
+    own: bool,
+    baseline: &'a BTreeMap<String, Outcome>,
+) -> Expect<'a> {
+    Expect {
+        named,
+        own,
+        landed: false,
+        known: KnownGood {
+            baseline: Some(baseline),
+            ..Default::default()
+        },
+    }
+}
+
 use Outcome::*;
 
 #[test]
 fn named_tests_must_pass_and_others_failing_do_not_matter() {
     let b = base(&[("t::a", Passed), ("t::b", Failed), ("t::c", Failed)]);
     let names = TestName::parse_list("t::b").unwrap();
-    let e = Expect {
-        named: &names,
-        own: true,
-        landed: false,
-        known: KnownGood {
-            baseline: Some(&b),
-            ..Default::default()
-        },
-    };
+    let e = expect(&names, true, &b);
     // t::c belongs to a later task: still failing, and exit 1, is fine.
     let v = judge_command(
         &report(&[("t::a", Passed), ("t::b", Passed), ("t::c", Failed)]),
@@ -51,15 +61,7 @@ fn named_tests_must_pass_and_others_failing_do_not_matter() {
 #[test]
 fn a_test_that_passed_at_the_baseline_must_still_pass_or_be_flaky() {
     let b = base(&[("t::a", Passed), ("t::b", Failed)]);
-    let e = Expect {
-        named: &[],
-        own: false,
-        landed: false,
-        known: KnownGood {
-            baseline: Some(&b),
-            ..Default::default()
-        },
-    };
+    let e = expect(&[], false, &b);
     let v = judge_command(&report(&[("t::a", Failed), ("t::b", Failed)]), Some(1), &e);
     assert!(!v.passed);
     assert_eq!(v.regressions[0].id, "t::a");
@@ -87,15 +89,7 @@ fn a_test_that_passed_at_the_baseline_must_still_pass_or_be_flaky() {
 #[test]
 fn a_dropped_test_is_named_and_fails_the_check() {
     let b = base(&[("t::a", Passed), ("t::b", Failed)]);
-    let e = Expect {
-        named: &[],
-        own: false,
-        landed: false,
-        known: KnownGood {
-            baseline: Some(&b),
-            ..Default::default()
-        },
-    };
+    let e = expect(&[], false, &b);
     let v = judge_command(&report(&[("t::a", Passed)]), Some(0), &e);
     assert!(!v.passed);
     assert_eq!(v.dropped[0].id, "t::b");
@@ -165,15 +159,7 @@ fn a_regression_check_with_no_baseline_wants_every_test_passing() {
 #[test]
 fn a_module_skipped_whole_at_the_baseline_is_not_gone_once_its_tests_run() {
     let b = base(&[("tests/a.py::t1", Passed), ("tests/test_fast.py", Skipped)]);
-    let e = Expect {
-        named: &[],
-        own: false,
-        landed: false,
-        known: KnownGood {
-            baseline: Some(&b),
-            ..Default::default()
-        },
-    };
+    let e = expect(&[], false, &b);
     let v = judge_command(
         &report(&[
             ("tests/a.py::t1", Passed),
@@ -192,15 +178,7 @@ fn a_module_skipped_whole_at_the_baseline_is_not_gone_once_its_tests_run() {
 fn a_module_that_did_not_import_at_the_baseline_is_not_gone_once_its_tests_run() {
     let b = base(&[("tests/a.py::t1", Passed), ("tests/b.py", Errored)]);
     let names = TestName::parse_list("tests/b.py::*").unwrap();
-    let e = Expect {
-        named: &names,
-        own: false,
-        landed: false,
-        known: KnownGood {
-            baseline: Some(&b),
-            ..Default::default()
-        },
-    };
+    let e = expect(&names, false, &b);
     let v = judge_command(
         &report(&[("tests/a.py::t1", Passed), ("tests/b.py::t", Passed)]),
         Some(0),
