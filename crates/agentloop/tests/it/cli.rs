@@ -421,20 +421,9 @@ fn agents_says_when_an_installed_cli_is_newer_than_the_tested_one() {
     let claude = bin.join("claude");
     std::fs::write(&claude, "#!/bin/sh\necho '2.9.1 (Claude Code)'\n").unwrap();
     std::fs::set_permissions(&claude, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    // The other agent CLIs shadowed by ones that fail at once (each real `--version`
-    // costs seconds), whatever directory holds them or git.
-    for cli in agentloop_agents::BUILTIN.iter().filter(|c| **c != "claude") {
-        let fake = bin.join(cli);
-        std::fs::write(
-            &fake,
-            "#!/bin/sh
-exit 1
-",
-        )
-        .unwrap();
-        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
-    }
+    // The other agent CLIs shadowed by ones that fail at once, whatever directory
+    // holds them or git.
+    fail_at_once_but_claude(&bin);
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
     let r: crate::support::Run = p
         .cmd(&["agents", "--json"])
@@ -496,12 +485,7 @@ fn a_run_asks_a_clis_version_again_only_when_it_changed() {
     script("2.1.197");
     // `agents` asks every CLI it finds: the others, ahead of the real ones on the
     // PATH, answer at once.
-    for cli in agentloop_agents::BUILTIN.iter().filter(|c| **c != "claude") {
-        let fake = bin.join(cli);
-        std::fs::write(&fake, "#!/bin/sh\nexit 1\n").unwrap();
-        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
-    }
+    fail_at_once_but_claude(&bin);
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
     let times = || {
         std::fs::read_to_string(&asked)
@@ -684,4 +668,16 @@ fn a_quiet_run_that_stops_short_still_says_why() {
         "{}",
         r.stderr
     );
+}
+
+/// In `bin`, every agent CLI agentloop knows but Claude Code as a script that fails at
+/// once: put ahead of the real ones on the PATH, `agents` asks them without starting
+/// the real ones (each real `--version` costs seconds).
+fn fail_at_once_but_claude(bin: &std::path::Path) {
+    for cli in agentloop_agents::BUILTIN.iter().filter(|c| **c != "claude") {
+        let fake = bin.join(cli);
+        std::fs::write(&fake, "#!/bin/sh\nexit 1\n").unwrap();
+        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+    }
 }
