@@ -11,10 +11,9 @@
 //! overflow or a watch limit makes the trace incomplete, and that is said.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::{PipeReader, PipeWriter};
 use std::os::fd::AsFd;
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::inotify::{AddWatchFlags as F, InitFlags, Inotify, WatchDescriptor};
@@ -24,7 +23,8 @@ const MOST_DIRS: usize = 20_000;
 
 /// A trace under way.
 pub struct Trace {
-    stop: Arc<AtomicBool>,
+    /// Closed to end the trace: the thread waits on its other end beside inotify's.
+    stop: PipeWriter,
     thread: std::thread::JoinHandle<Traced>,
 }
 
@@ -72,8 +72,7 @@ impl Trace {
                 }
             }
         }
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopping = stop.clone();
+        let (stopping, stop) = std::io::pipe().ok()?;
         let thread = std::thread::Builder::new()
             .name("trace".into())
             .spawn(move || follow(inotify, watched, wanted, incomplete, &stopping))
@@ -81,9 +80,11 @@ impl Trace {
         Some(Trace { stop, thread })
     }
 
-    /// Ends the trace (after the check ended): what it saw.
+    /// Ends the trace (after the check ended): what it saw. Every open the check made
+    /// is queued by then (inotify queues an event within the `open` itself), so the
+    /// thread reads the queue once more and ends at once.
     pub fn finish(self) -> Traced {
-        self.stop.store(true, Ordering::SeqCst);
+        drop(self.stop);
         self.thread.join().unwrap_or_else(|_| Traced {
             read: BTreeSet::new(),
             incomplete: Some("the trace failed".into()),
@@ -96,17 +97,26 @@ fn follow(
     watched: BTreeMap<WatchDescriptor, String>,
     wanted: BTreeSet<String>,
     incomplete: Option<String>,
-    stop: &AtomicBool,
+    stop: &PipeReader,
 ) -> Traced {
     let mut out = Traced {
         read: BTreeSet::new(),
         incomplete,
     };
     loop {
-        // The last round reads what is queued after the stop.
-        let last = stop.load(Ordering::SeqCst);
-        let mut fds = [PollFd::new(inotify.as_fd(), PollFlags::POLLIN)];
-        let _ = poll(&mut fds, PollTimeout::from(10u16));
+        let mut fds = [
+            PollFd::new(inotify.as_fd(), PollFlags::POLLIN),
+            PollFd::new(stop.as_fd(), PollFlags::POLLIN),
+        ];
+        // The stop's end closed: this round reads what is queued and is the last.
+        let last = match poll(&mut fds, PollTimeout::NONE) {
+            Ok(_) => fds[1].revents().is_none_or(|r| !r.is_empty()),
+            Err(nix::errno::Errno::EINTR) => false,
+            Err(e) => {
+                out.incomplete = Some(format!("cannot wait for inotify: {e}"));
+                true
+            }
+        };
         while let Ok(events) = inotify.read_events() {
             if events.is_empty() {
                 break;

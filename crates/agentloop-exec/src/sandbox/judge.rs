@@ -310,6 +310,16 @@ pub fn writable_only(prefix: &[std::ffi::OsString], keep: &[&Path]) -> Vec<std::
     out
 }
 
+/// Starts finding out [`works`] for `bwrap` on a thread of its own, so that the first
+/// check need not wait for it: the driver does other work meanwhile (a check that comes
+/// first waits for the same answer, not for a second probe).
+pub fn find_out_early(bwrap: &str) {
+    let bwrap = bwrap.to_string();
+    let _ = std::thread::Builder::new()
+        .name("bwrap-probe".into())
+        .spawn(move || works(&bwrap));
+}
+
 /// Whether `bwrap` can make a check's sandbox here (its own network and process
 /// namespaces), found once per process and program.
 pub fn works(bwrap: &str) -> Result<(), String> {

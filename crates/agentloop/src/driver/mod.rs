@@ -230,6 +230,9 @@ impl Driver {
         settings: Settings,
         agents: std::collections::BTreeMap<String, String>,
     ) -> Result<ExitKind, CliError> {
+        if settings.sandbox.verify == agentloop_config::ConfineChecks::Auto {
+            agentloop_exec::sandbox::judge::find_out_early(&settings.sandbox.bwrap);
+        }
         let prerequisites = agentloop_exec::prereq::check(
             &self.ws.root,
             &self.state.plan,
