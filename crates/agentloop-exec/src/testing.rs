@@ -70,3 +70,32 @@ pub fn embedded_repository_with_a_filter(root: &Path) -> PathBuf {
     std::fs::write(sub.join("f"), "y\n").unwrap();
     mark
 }
+
+/// The Git LFS pointer of `content`, as `git lfs` writes one: (its SHA-256, the
+/// pointer file's text).
+pub fn lfs_pointer(content: &[u8]) -> (String, String) {
+    use sha2::Digest;
+    let oid: String = sha2::Sha256::digest(content)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let text = format!(
+        "version https://git-lfs.github.com/spec/v1\noid sha256:{oid}\nsize {}\n",
+        content.len()
+    );
+    (oid, text)
+}
+
+/// Puts `content` in the LFS store of the repository whose common git directory is
+/// `common`, under the SHA-256 `oid` (`content`'s own, or not, for a test that plants
+/// something else there): its path.
+pub fn lfs_store(common: &Path, oid: &str, content: &[u8]) -> PathBuf {
+    let at = common
+        .join("lfs/objects")
+        .join(&oid[..2])
+        .join(&oid[2..4])
+        .join(oid);
+    std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+    std::fs::write(&at, content).unwrap();
+    at
+}

@@ -6,6 +6,7 @@ mod blobs;
 mod drivers;
 mod head;
 mod hermetic;
+pub mod lfs;
 mod locate;
 mod object_id;
 mod within;

@@ -50,11 +50,34 @@ pub struct Refreshed {
     /// Surface files the repository's objects did not give as the baseline says
     /// (tampered with), written from agentloop's own copy.
     pub mended: Vec<String>,
+    /// Files Git LFS tracks whose content the repository's LFS store does not hold:
+    /// the copy has their pointers (`exec::git::lfs`).
+    pub lfs_missing: Vec<String>,
     /// Files the agent added that the copy does not hold (see [`Admission`]).
     pub left_out: Vec<LeftOut>,
     /// Files the agent added that the checks would load on their own and the copy
     /// holds because the work writes tests.
     pub admitted: Vec<String>,
+}
+
+/// What [`CleanCopy::refresh_to`] checked out.
+pub struct CheckedOut {
+    /// The commit checked out.
+    pub commit: String,
+    /// As [`Refreshed::lfs_missing`].
+    pub lfs_missing: Vec<String>,
+}
+
+/// What to say of files Git LFS tracks that the checks read as pointers, if any.
+pub fn lfs_missing_words(missing: &[String]) -> Option<String> {
+    let first = missing.first()?;
+    let more = match missing.len() {
+        1 => String::new(),
+        n => format!(" and {} more", n - 1),
+    };
+    Some(format!(
+        "{first}{more}: Git LFS tracks them and this repository's LFS store does not hold their content, so the checks read their pointers (`git lfs pull` fetches it)"
+    ))
 }
 
 /// Where checks run, and what of the agent's added files the copy there left out and
@@ -161,18 +184,35 @@ impl CleanCopy {
             Some(base) => crate::surface::mend(&self.root, &self.dir, base)?,
             None => Vec::new(),
         };
+        // After the surface is mended: a pointer is what the tree holds, and what the
+        // surface's hashes are of.
+        let lfs_missing = self.fill_lfs();
         Ok(Refreshed {
             commit,
             mended,
+            lfs_missing,
             left_out: made.left_out,
             admitted: made.admitted,
         })
     }
 
     /// Brings the copy to `tree` (one [`tree_now`](Self::tree_now) gave earlier),
-    /// with `carry` linked in; returns the commit checked out.
-    pub fn refresh_to(&self, tree: &str, carry: &[String]) -> Result<String, String> {
-        self.check_out(tree, carry)
+    /// with `carry` linked in.
+    pub fn refresh_to(&self, tree: &str, carry: &[String]) -> Result<CheckedOut, String> {
+        let commit = self.check_out(tree, carry)?;
+        Ok(CheckedOut {
+            commit,
+            lfs_missing: self.fill_lfs(),
+        })
+    }
+
+    /// The content of the files Git LFS tracks, in place of their pointers, where the
+    /// repository's LFS store holds it; the paths it does not hold.
+    fn fill_lfs(&self) -> Vec<String> {
+        match agentloop_exec::git::common_dir(&self.root) {
+            Some(common) => agentloop_exec::git::lfs::fill(&self.dir, &common).missing,
+            None => Vec::new(),
+        }
     }
 
     /// The project's tree as it is now (tracked files and new ones git does not

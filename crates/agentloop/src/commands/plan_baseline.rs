@@ -59,7 +59,14 @@ pub fn check(root: &Path, plan: &Plan, config: &Config) -> Result<(), CliError> 
         );
         let dir = match (&copy, &tree) {
             (Some(c), Some(t)) => match c.refresh_to(t, &config.verify.carry) {
-                Ok(_) => c.dir.clone(),
+                Ok(out) => {
+                    if let Some(words) =
+                        agentloop_verify::clean_copy::lfs_missing_words(&out.lfs_missing)
+                    {
+                        crate::render::warn(&words);
+                    }
+                    c.dir.clone()
+                }
                 Err(e) => {
                     crate::render::warn(&format!(
                         "cannot make a clean copy ({e}); running the checks in the project"

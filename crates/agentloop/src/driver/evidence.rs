@@ -180,7 +180,14 @@ impl Driver {
         let copy = CleanCopy::for_run(&self.ws.root, &self.run.id);
         let dir = match (tree, &copy) {
             (Some(t), Some(c)) => match c.refresh_to(t, &carry) {
-                Ok(_) => c.dir.clone(),
+                Ok(out) => {
+                    if let Some(words) =
+                        agentloop_verify::clean_copy::lfs_missing_words(&out.lfs_missing)
+                    {
+                        self.progress.warn(&words);
+                    }
+                    c.dir.clone()
+                }
                 Err(e) => {
                     self.progress.warn(&format!(
                         "cannot check out the tree the run was created on ({e}); the test baseline is taken in the project"

@@ -257,6 +257,12 @@ fn check(
     // What the checks need that git leaves out of a worktree (`node_modules`).
     agentloop_verify::clean_copy::link_carried(&job.root, at, &job.carry)
         .map_err(|e| format!("cannot link [verify] carry into the merge worktree: {e}"))?;
+    // The content of the files Git LFS tracks, as the task's checks had it (the next
+    // checkout of the worktree, forced, puts their pointers back). What the store does
+    // not hold was said at the baseline.
+    if let Some(common) = agentloop_exec::git::common_dir(&job.root) {
+        agentloop_exec::git::lfs::fill(at, &common);
+    }
     // What the agents added that the checks would load on their own, out (the next
     // checkout of the worktree, forced, puts it back).
     let (left_out, admitted) = match &job.admission {

@@ -37,6 +37,7 @@ mod policy_people;
 mod postgres;
 mod project_model;
 mod projects;
+mod projects_lfs;
 mod pytest_report;
 mod queue;
 mod real_aider;

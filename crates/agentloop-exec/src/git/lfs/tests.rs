@@ -1,0 +1,150 @@
+use super::*;
+use crate::testing::{git, lfs_pointer, lfs_store};
+
+#[test]
+fn a_pointer_is_read_only_as_the_specification_writes_it() {
+    let (oid, text) = lfs_pointer(b"content");
+    assert_eq!(
+        Pointer::parse(text.as_bytes()),
+        Some(Pointer {
+            oid: oid.clone(),
+            size: 7
+        })
+    );
+    let old = text.replace("git-lfs.github.com", "hawser.github.com");
+    assert!(
+        Pointer::parse(old.as_bytes()).is_some(),
+        "the format's first name"
+    );
+    let not = [
+        text.trim_end().to_string(),
+        text.replace('\n', "\r\n"),
+        text.replace(&oid, &oid.to_uppercase()),
+        text.replace(&oid, &oid[..63]),
+        text.replace("size 7", "size -7"),
+        text.replace("size 7", "size "),
+        text.replace("v1", "v2"),
+        format!("{text}ext-0-foo sha256:{oid}\n"),
+        format!(" {text}"),
+        format!("{text}{}", "x".repeat(1024)),
+    ];
+    for n in not {
+        assert_eq!(Pointer::parse(n.as_bytes()), None, "{n:?}");
+    }
+}
+
+/// A repository whose `.dat` files Git LFS tracks, committed as pointers (as `git lfs`
+/// leaves them in the object store): the repository's directory.
+fn lfs_repository(root: &Path, files: &[(&str, &str)]) {
+    std::fs::create_dir_all(root).unwrap();
+    git(root, &["init", "-q"]);
+    std::fs::write(
+        root.join(".gitattributes"),
+        "*.dat filter=lfs diff=lfs merge=lfs -text\n",
+    )
+    .unwrap();
+    for (path, text) in files {
+        let at = root.join(path);
+        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+        std::fs::write(at, text).unwrap();
+    }
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-qm", "pointers"]);
+}
+
+#[test]
+fn each_pointer_gets_the_content_that_hashes_to_it_and_nothing_else() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("p");
+    let (a_oid, a) = lfs_pointer(b"the fixture\n");
+    let (b_oid, b) = lfs_pointer(b"honest bytes\n");
+    let (_, c) = lfs_pointer(b"never fetched\n");
+    let (e_oid, e) = lfs_pointer(b"a fifo\n");
+    let (x_oid, x) = lfs_pointer(b"#!/bin/sh\nexit 0\n");
+    let (t_oid, t) = lfs_pointer(b"not a dat\n");
+    lfs_repository(
+        &root,
+        &[
+            ("data/a.dat", &a),
+            ("b.dat", &b),
+            ("c.dat", &c),
+            ("e.dat", &e),
+            ("run.dat", &x),
+            ("t.txt", &t),
+        ],
+    );
+    let common = root.join(".git");
+    lfs_store(&common, &a_oid, b"the fixture\n");
+    // Of the pointer's size, but not its content: an agent's plant.
+    lfs_store(&common, &b_oid, b"forged bytes\n");
+    let fifo = common
+        .join("lfs/objects")
+        .join(&e_oid[..2])
+        .join(&e_oid[2..4]);
+    std::fs::create_dir_all(&fifo).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(fifo.join(&e_oid))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    lfs_store(&common, &x_oid, b"#!/bin/sh\nexit 0\n");
+    lfs_store(&common, &t_oid, b"not a dat\n");
+    std::fs::set_permissions(root.join("run.dat"), std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    let filled = fill(&root, &common);
+
+    assert_eq!(filled.filled, ["data/a.dat", "run.dat"]);
+    assert_eq!(filled.missing, ["b.dat", "c.dat", "e.dat"]);
+    assert_eq!(
+        std::fs::read(root.join("data/a.dat")).unwrap(),
+        b"the fixture\n"
+    );
+    assert_eq!(std::fs::read_to_string(root.join("b.dat")).unwrap(), b);
+    assert_eq!(std::fs::read_to_string(root.join("c.dat")).unwrap(), c);
+    assert_eq!(std::fs::read_to_string(root.join("e.dat")).unwrap(), e);
+    let mode = std::fs::metadata(root.join("run.dat"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o755, "the file's mode stays");
+    assert_eq!(
+        std::fs::read_to_string(root.join("t.txt")).unwrap(),
+        t,
+        "a pointer whose attributes do not say `filter=lfs` is a file like any other"
+    );
+    let left: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("agentloop-lfs"))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "no file of the copy's is left behind: {left:?}"
+    );
+}
+
+#[test]
+fn a_link_named_like_a_tracked_file_is_not_written_through() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("p");
+    let (oid, a) = lfs_pointer(b"content\n");
+    lfs_repository(&root, &[("a.dat", &a)]);
+    lfs_store(&root.join(".git"), &oid, b"content\n");
+    let outside = d.path().join("outside.dat");
+    std::fs::write(&outside, &a).unwrap();
+    std::fs::remove_file(root.join("a.dat")).unwrap();
+    std::os::unix::fs::symlink(&outside, root.join("a.dat")).unwrap();
+    let filled = fill(&root, &root.join(".git"));
+    assert_eq!(filled, Filled::default());
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), a);
+}
+
+#[test]
+fn a_repository_without_a_store_is_left_as_it_is() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("p");
+    let (_, a) = lfs_pointer(b"content\n");
+    lfs_repository(&root, &[("a.dat", &a)]);
+    assert_eq!(fill(&root, &root.join(".git")), Filled::default());
+    assert_eq!(std::fs::read_to_string(root.join("a.dat")).unwrap(), a);
+}

@@ -1,0 +1,86 @@
+//! A project whose test fixtures Git LFS tracks, made with the real `git lfs` as
+//! people make one: the checks read the fixture's content, not its pointer, in the
+//! judge's clean copy, so the task's test passes once the work is done and SHIPs.
+//! (With workers, each task's worktree is checked out by agentloop's own git, which
+//! runs no filter: its agent sees the pointer, and the surface, which remembered the
+//! person's content, calls that a change — still open.)
+
+use crate::projects::ships;
+use crate::support::*;
+
+const PLAN: &str = "# Words\n\n## T1: Count the words\n\nMake `count` return how many words the fixture holds.\n\nVerify: python3 -m pytest -q\nTests: tests/test_words.py::test_counts_the_fixture\n";
+
+/// Words in `tests/fixtures/words.dat`, which Git LFS tracks; `count` not written yet.
+fn words_project() -> Project {
+    let mut p = Scratch::new()
+        .plan(PLAN)
+        .agent(&agent(
+            "cat > words.py <<'PY'\ndef count(path):\n    with open(path) as f:\n        return len(f.read().split())\nPY\necho TASK_COMPLETE",
+        ))
+        .config("[verify]\ncommands = [\"python3 -m pytest -q\"]\n")
+        .file("words.py", "def count(path):\n    return 0\n")
+        .file(
+            "tests/test_words.py",
+            "import pathlib\n\nimport words\n\nFIXTURE = pathlib.Path(__file__).parent / \"fixtures\" / \"words.dat\"\n\n\ndef test_the_fixture_is_its_content():\n    assert FIXTURE.read_text().startswith(\"alpha \")\n\n\ndef test_counts_the_fixture():\n    assert words.count(FIXTURE) == 5\n",
+        )
+        .build();
+    p.env.push(("PATH".into(), python_path()));
+    p.git_cmd(&["lfs", "install", "--local"]);
+    p.git_cmd(&["lfs", "track", "*.dat"]);
+    p.write(
+        "tests/fixtures/words.dat",
+        "alpha beta gamma delta epsilon\n",
+    );
+    p.commit("the fixture, in Git LFS");
+    // As a checkout made a while ago leaves it: the file older than the index, whose
+    // entry git refreshed through Git LFS's filter (a file as new as the index would
+    // be hashed again by agentloop's git, which runs no filter, and taken as content).
+    let aged = std::process::Command::new("touch")
+        .args(["-d", "1 minute ago", "tests/fixtures/words.dat"])
+        .current_dir(p.path())
+        .status()
+        .unwrap();
+    assert!(aged.success());
+    p.git_cmd(&["update-index", "--refresh"]);
+    let pointer = p.git_cmd(&["show", "HEAD:tests/fixtures/words.dat"]);
+    assert!(
+        pointer.starts_with("version https://git-lfs.github.com/spec/v1\n"),
+        "git lfs committed a pointer: {pointer}"
+    );
+    assert_eq!(p.git_cmd(&["status", "--porcelain"]), "");
+    p
+}
+
+#[test]
+fn the_checks_read_a_git_lfs_fixtures_content_and_the_task_ships() {
+    let p = words_project();
+    let r = p.run(&["plan", "check", "--baseline"]);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("1 passed, 1 failed"),
+        "the fixture's own test passes at the baseline; the task's fails: {}",
+        r.stdout
+    );
+    ships(&p, &[]);
+    assert_eq!(
+        p.read("tests/fixtures/words.dat"),
+        "alpha beta gamma delta epsilon\n"
+    );
+}
+
+#[test]
+fn content_the_lfs_store_does_not_hold_is_said_and_the_checks_read_the_pointer() {
+    let p = words_project();
+    std::fs::remove_dir_all(p.path().join(".git/lfs/objects")).unwrap();
+    std::fs::create_dir_all(p.path().join(".git/lfs/objects")).unwrap();
+    let r = p.run(&["plan", "check", "--baseline"]);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr
+            .contains("tests/fixtures/words.dat: Git LFS tracks them")
+            && r.stderr.contains("`git lfs pull`"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stdout.contains("0 passed, 2 failed"), "{}", r.stdout);
+}
