@@ -22,8 +22,17 @@ use clap::Parser;
 pub fn main() -> u8 {
     // A keeper of an agent in a run with workers (see `exec::keeper`): not a command
     // a person types.
+    // agentloop's own git filters Git LFS's files with this binary.
+    if let Ok(me) = std::env::current_exe() {
+        agentloop_exec::git::lfs::use_filter(me);
+    }
     let mut args = std::env::args_os();
     match args.nth(1) {
+        // Git LFS's filter, as agentloop's own git runs it (see `exec::git::lfs`).
+        Some(a) if a == agentloop_exec::git::lfs::FILTER_ARG => {
+            let rest: Vec<std::ffi::OsString> = args.collect();
+            return agentloop_exec::git::lfs::filter(&rest).clamp(0, 255) as u8;
+        }
         Some(a) if a == agentloop_exec::keeper::KEEP_ARG => {
             let rest: Vec<std::ffi::OsString> = args.collect();
             return agentloop_exec::keeper::keep(&rest).clamp(0, 255) as u8;

@@ -133,7 +133,22 @@ pub(crate) fn apply(c: &mut Command, dir: &Path) {
         Some(d) => drivers::of(dir, d, pin),
         None => Vec::new(),
     };
-    let settings: Vec<_> = drivers.iter().flat_map(Driver::neutral).collect();
+    // Git LFS's filter is agentloop's own where it can be (`lfs`): it runs nothing
+    // of the repository's or Git LFS's, and checks out what the person's git would.
+    let lfs = dirs
+        .as_ref()
+        .and_then(|(_, common)| super::lfs::filter_settings(common));
+    let settings: Vec<(std::ffi::OsString, std::ffi::OsString)> = drivers
+        .iter()
+        .flat_map(|d| match (d, &lfs) {
+            (Driver::Filter(name), Some(ours)) if name == b"lfs" => ours.clone(),
+            _ => d
+                .neutral()
+                .into_iter()
+                .map(|(k, v)| (k, v.into()))
+                .collect(),
+        })
+        .collect();
     if !settings.is_empty() {
         c.env("GIT_CONFIG_COUNT", settings.len().to_string());
         for (i, (k, v)) in settings.into_iter().enumerate() {

@@ -1,9 +1,9 @@
 //! A project whose test fixtures Git LFS tracks, made with the real `git lfs` as
 //! people make one: the checks read the fixture's content, not its pointer, in the
-//! judge's clean copy, so the task's test passes once the work is done and SHIPs.
-//! (With workers, each task's worktree is checked out by agentloop's own git, which
-//! runs no filter: its agent sees the pointer, and the surface, which remembered the
-//! person's content, calls that a change — still open.)
+//! judge's clean copy, a worker's worktree and the merge worktree, so the task's test
+//! passes once the work is done and SHIPs; and what agentloop commits of a file Git LFS
+//! tracks is its pointer, its content in the LFS store, as the person's git would
+//! commit it.
 
 use crate::projects::ships;
 use crate::support::*;
@@ -66,6 +66,64 @@ fn the_checks_read_a_git_lfs_fixtures_content_and_the_task_ships() {
         p.read("tests/fixtures/words.dat"),
         "alpha beta gamma delta epsilon\n"
     );
+}
+
+#[test]
+fn with_workers_the_worktrees_and_the_merged_result_hold_the_fixtures_content() {
+    let p = words_project();
+    ships(&p, &["--workers", "2"]);
+    assert_eq!(
+        p.read("tests/fixtures/words.dat"),
+        "alpha beta gamma delta epsilon\n"
+    );
+    let pointer = p.git_cmd(&["show", "HEAD:tests/fixtures/words.dat"]);
+    assert!(pointer.starts_with("version https://git-lfs.github.com/spec/v1\n"));
+}
+
+/// The agent's work rewrites a file Git LFS tracks that no check reads: what lands is
+/// a pointer on the integration branch, and the real `git lfs` finds the content it
+/// names. (With one agent the work is left to the person to commit, with their own
+/// git.)
+fn a_run_lands_the_pointer_of_a_changed_lfs_file(flags: &[&str]) {
+    let p = words_project();
+    p.write(
+        "agent.sh",
+        agent(
+            "cat > words.py <<'PY'\ndef count(path):\n    with open(path) as f:\n        return len(f.read().split())\nPY\nprintf 'a new logo\\n' > assets/logo.dat\necho TASK_COMPLETE",
+        ),
+    );
+    p.write("assets/logo.dat", "the old logo\n");
+    p.commit("a logo, in Git LFS");
+    ships(&p, flags);
+    let landed = crate::workers::integration(&p);
+    let pointer = p.git_cmd(&["show", &format!("{landed}:assets/logo.dat")]);
+    assert!(
+        pointer.starts_with("version https://git-lfs.github.com/spec/v1\n"),
+        "the commit holds a pointer, not the content: {pointer:?}"
+    );
+    let mut smudge = std::process::Command::new("git")
+        .args(["lfs", "smudge", "assets/logo.dat"])
+        .current_dir(p.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    smudge
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(pointer.as_bytes())
+        .unwrap();
+    let out = smudge.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "a new logo\n");
+    assert_eq!(p.git_cmd(&["status", "--porcelain"]), "");
+}
+
+#[test]
+fn with_workers_a_changed_lfs_file_lands_as_its_pointer_its_content_in_the_store() {
+    a_run_lands_the_pointer_of_a_changed_lfs_file(&["--workers", "2"]);
 }
 
 #[test]

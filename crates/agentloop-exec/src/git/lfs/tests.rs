@@ -148,3 +148,54 @@ fn a_repository_without_a_store_is_left_as_it_is() {
     assert_eq!(fill(&root, &root.join(".git")), Filled::default());
     assert_eq!(std::fs::read_to_string(root.join("a.dat")).unwrap(), a);
 }
+
+#[test]
+fn clean_keeps_the_content_and_gives_its_pointer_but_never_writes_through_a_link() {
+    let d = tempfile::tempdir().unwrap();
+    let common = d.path().join("git");
+    let store = common.join("lfs/objects");
+    std::fs::create_dir_all(&common).unwrap();
+    let (oid, pointer) = lfs_pointer(b"the agent's file\n");
+    let mut out = Vec::new();
+    clean(&store, &b"the agent's file\n"[..], &mut out).unwrap();
+    assert_eq!(String::from_utf8(out).unwrap(), pointer);
+    let kept = store.join(&oid[..2]).join(&oid[2..4]).join(&oid);
+    assert_eq!(std::fs::read(&kept).unwrap(), b"the agent's file\n");
+    let mut again = Vec::new();
+    clean(&store, pointer.as_bytes(), &mut again).unwrap();
+    assert_eq!(again, pointer.as_bytes(), "a pointer stays a pointer");
+
+    // A link where the object's directory would be, or where the temporary file goes.
+    let (oid, _) = lfs_pointer(b"a cron job\n");
+    let elsewhere = d.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, store.join(&oid[..2])).unwrap();
+    assert!(clean(&store, &b"a cron job\n"[..], &mut Vec::new()).is_err());
+    std::fs::remove_dir_all(common.join("lfs/tmp")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, common.join("lfs/tmp")).unwrap();
+    assert!(clean(&store, &b"anything\n"[..], &mut Vec::new()).is_err());
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+}
+
+#[test]
+fn smudge_gives_only_content_that_hashes_to_the_pointer() {
+    let d = tempfile::tempdir().unwrap();
+    let common = d.path().join("git");
+    let store = common.join("lfs/objects");
+    let (oid, pointer) = lfs_pointer(b"right\n");
+    let mut out = Vec::new();
+    smudge(&store, pointer.as_bytes(), &mut out).unwrap();
+    assert_eq!(out, pointer.as_bytes(), "nothing stored: the pointer");
+    lfs_store(&common, &oid, b"wrong\n");
+    let mut out = Vec::new();
+    smudge(&store, pointer.as_bytes(), &mut out).unwrap();
+    assert_eq!(out, pointer.as_bytes(), "forged content: the pointer");
+    lfs_store(&common, &oid, b"right\n");
+    let mut out = Vec::new();
+    smudge(&store, pointer.as_bytes(), &mut out).unwrap();
+    assert_eq!(out, b"right\n");
+    let big = vec![b'x'; 5000];
+    let mut out = Vec::new();
+    smudge(&store, &big[..], &mut out).unwrap();
+    assert_eq!(out, big, "what is not a pointer passes as it came");
+}
