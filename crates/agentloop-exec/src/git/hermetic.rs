@@ -47,17 +47,8 @@ fn user_excludes() -> Option<&'static str> {
     static FILE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     FILE.get_or_init(|| {
         let home = std::env::var_os("HOME").map(PathBuf::from);
-        let xdg = std::env::var_os("XDG_CONFIG_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| home.as_ref().map(|h| h.join(".config")));
-        // git reads the XDG file first and `~/.gitconfig` after it: the later wins.
-        let files = [
-            xdg.map(|x| x.join("git/config")),
-            home.as_ref().map(|h| h.join(".gitconfig")),
-        ];
         let mut found = None;
-        for f in files.into_iter().flatten() {
+        for f in global_files() {
             if let Some(v) = value_in(&f, "core", "excludesfile") {
                 found = Some(v);
             }
@@ -69,6 +60,40 @@ fn user_excludes() -> Option<&'static str> {
         })
     })
     .as_deref()
+}
+
+/// The person's global configuration files, in the order git reads them (the later
+/// wins): the XDG file, then `~/.gitconfig`.
+fn global_files() -> Vec<PathBuf> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let xdg = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| home.as_ref().map(|h| h.join(".config")));
+    [
+        xdg.map(|x| x.join("git/config")),
+        home.map(|h| h.join(".gitconfig")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// Whether the person's git filters Git LFS's files: `git lfs install` wrote the `lfs`
+/// filter into their global (or the system's) configuration. Their checkouts then
+/// hold the content, and agentloop's git does as theirs (`lfs`). Read once per process,
+/// without starting git.
+fn person_uses_lfs() -> bool {
+    static USES: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *USES.get_or_init(|| {
+        std::iter::once(PathBuf::from("/etc/gitconfig"))
+            .chain(global_files())
+            .any(|f| {
+                ["process", "smudge"]
+                    .iter()
+                    .any(|k| value_in(&f, "filter \"lfs\"", k).is_some())
+            })
+    })
 }
 
 /// The last value of `section.key` (names without regard to case) in one config file.
@@ -135,20 +160,18 @@ pub(crate) fn apply(c: &mut Command, dir: &Path) {
     };
     // Git LFS's filter is agentloop's own where it can be (`lfs`): it runs nothing
     // of the repository's or Git LFS's, and checks out what the person's git would.
+    // Where the repository or the person's own configuration defines it.
     let lfs = dirs
         .as_ref()
         .and_then(|(_, common)| super::lfs::filter_settings(common));
-    let settings: Vec<(std::ffi::OsString, std::ffi::OsString)> = drivers
+    let is_lfs = |d: &Driver| matches!(d, Driver::Filter(name) if name == b"lfs");
+    let lfs = lfs.filter(|_| drivers.iter().any(is_lfs) || person_uses_lfs());
+    let mut settings: Vec<(std::ffi::OsString, std::ffi::OsString)> = drivers
         .iter()
-        .flat_map(|d| match (d, &lfs) {
-            (Driver::Filter(name), Some(ours)) if name == b"lfs" => ours.clone(),
-            _ => d
-                .neutral()
-                .into_iter()
-                .map(|(k, v)| (k, v.into()))
-                .collect(),
-        })
+        .filter(|d| lfs.is_none() || !is_lfs(d))
+        .flat_map(|d| d.neutral().into_iter().map(|(k, v)| (k, v.into())))
         .collect();
+    settings.extend(lfs.into_iter().flatten());
     if !settings.is_empty() {
         c.env("GIT_CONFIG_COUNT", settings.len().to_string());
         for (i, (k, v)) in settings.into_iter().enumerate() {

@@ -25,6 +25,11 @@ fn words_project() -> Project {
         )
         .build();
     p.env.push(("PATH".into(), python_path()));
+    // agentloop sees no configuration of the machine's person: only the repository's
+    // and what a test writes in the project's own configuration directory.
+    let home = p.path().join(".agentloop/home");
+    std::fs::create_dir_all(&home).unwrap();
+    p.env.push(("HOME".into(), home.display().to_string()));
     p.git_cmd(&["lfs", "install", "--local"]);
     p.git_cmd(&["lfs", "track", "*.dat"]);
     p.write(
@@ -119,6 +124,22 @@ fn a_run_lands_the_pointer_of_a_changed_lfs_file(flags: &[&str]) {
     assert!(out.status.success());
     assert_eq!(String::from_utf8_lossy(&out.stdout), "a new logo\n");
     assert_eq!(p.git_cmd(&["status", "--porcelain"]), "");
+}
+
+#[test]
+fn a_git_lfs_installed_for_the_person_not_the_repository_is_followed_too() {
+    let p = words_project();
+    // `git lfs install` without `--local`: the filter in the person's own
+    // configuration, none in the repository's.
+    p.git_cmd(&["config", "--local", "--remove-section", "filter.lfs"]);
+    let config = p.xdg_config_home().join("git");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config"),
+        "[filter \"lfs\"]\n\tclean = git-lfs clean -- %f\n\tsmudge = git-lfs smudge -- %f\n\tprocess = git-lfs filter-process\n\trequired = true\n",
+    )
+    .unwrap();
+    ships(&p, &["--workers", "2"]);
 }
 
 #[test]
