@@ -81,19 +81,31 @@ fn global_files() -> Vec<PathBuf> {
 
 /// Whether the person's git filters Git LFS's files: `git lfs install` wrote the `lfs`
 /// filter into their global (or the system's) configuration. Their checkouts then
-/// hold the content, and agentloop's git does as theirs (`lfs`). Read once per process,
-/// without starting git.
+/// hold the content, and agentloop's git does as theirs (`lfs`). Asked of git (what
+/// those files include counted, wherever the person's environment says they are),
+/// once per process.
 fn person_uses_lfs() -> bool {
     static USES: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *USES.get_or_init(|| {
-        std::iter::once(PathBuf::from("/etc/gitconfig"))
-            .chain(global_files())
-            .any(|f| {
-                ["process", "smudge"]
-                    .iter()
-                    .any(|k| value_in(&f, "filter \"lfs\"", k).is_some())
-            })
+        ["--global", "--system"].iter().any(|scope| {
+            Command::new("git")
+                .args(["config", scope, "--includes", "--get-regexp"])
+                .arg(r"^filter\.lfs\.(process|smudge)$")
+                .current_dir("/")
+                .stdin(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .output()
+                .is_ok_and(|o| o.status.success() && !o.stdout.is_empty())
+        })
     })
+}
+
+/// Whether the repository at `dir` (common git directory `common`) uses Git LFS: it
+/// has an LFS store, or its attributes name the filter.
+fn repository_uses_lfs(dir: &Path, common: &Path) -> bool {
+    common.join("lfs").is_dir()
+        || std::fs::read(dir.join(".gitattributes"))
+            .is_ok_and(|a| a.windows(10).any(|w| w == b"filter=lfs"))
 }
 
 /// The last value of `section.key` (names without regard to case) in one config file.
@@ -165,7 +177,13 @@ pub(crate) fn apply(c: &mut Command, dir: &Path) {
         .as_ref()
         .and_then(|(_, common)| super::lfs::filter_settings(common));
     let is_lfs = |d: &Driver| matches!(d, Driver::Filter(name) if name == b"lfs");
-    let lfs = lfs.filter(|_| drivers.iter().any(is_lfs) || person_uses_lfs());
+    let lfs = lfs.filter(|_| {
+        drivers.iter().any(is_lfs)
+            || dirs
+                .as_ref()
+                .is_some_and(|(_, common)| repository_uses_lfs(dir, common))
+                && person_uses_lfs()
+    });
     let mut settings: Vec<(std::ffi::OsString, std::ffi::OsString)> = drivers
         .iter()
         .filter(|d| lfs.is_none() || !is_lfs(d))

@@ -22,8 +22,8 @@
 //! store and commits its pointer, as the person's git would, never the content itself.
 
 use std::ffi::{OsStr, OsString};
-use std::io::{Read, Seek, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -41,22 +41,22 @@ pub fn use_filter(program: PathBuf) {
 }
 
 /// The settings that make the `lfs` filter of the repository whose common git
-/// directory is `common` agentloop's own; `None` until [`use_filter`] was called.
+/// directory is `common` agentloop's own; `None` until [`use_filter`] was called. One
+/// long-running process per git command (no per-file `clean` or `smudge`, whose
+/// command git would expand `%f` in). Required, as `git lfs install` makes it: a filter
+/// that fails fails the git command, never leaving a file's raw content where its
+/// pointer should be committed.
 pub(super) fn filter_settings(common: &Path) -> Option<Vec<(OsString, OsString)>> {
     let program = FILTER.get()?;
     let store = common.join("lfs").join("objects");
-    let command = |mode: &str| {
-        let mut c = quoted(program.as_os_str());
-        c.push(format!(" {FILTER_ARG} {mode} "));
-        c.push(quoted(store.as_os_str()));
-        c
-    };
+    let mut process = quoted(program.as_os_str());
+    process.push(format!(" {FILTER_ARG} process "));
+    process.push(quoted(store.as_os_str()));
     Some(vec![
-        ("filter.lfs.clean".into(), command("clean")),
-        ("filter.lfs.smudge".into(), command("smudge")),
-        ("filter.lfs.process".into(), command("process")),
-        // A filter that fails leaves the bytes as they are, as `cat` did.
-        ("filter.lfs.required".into(), "false".into()),
+        ("filter.lfs.clean".into(), "".into()),
+        ("filter.lfs.smudge".into(), "".into()),
+        ("filter.lfs.process".into(), process),
+        ("filter.lfs.required".into(), "true".into()),
     ])
 }
 
@@ -75,26 +75,17 @@ fn quoted(s: &OsStr) -> OsString {
     OsString::from_vec(out)
 }
 
-/// The filter's whole life (`process STORE`, as git starts it; or `smudge STORE`,
-/// `clean STORE` for one file), standard input to standard output: its exit code.
+/// The filter's whole life (`process STORE`, as git starts it), standard input to
+/// standard output: its exit code.
 pub fn filter(args: &[OsString]) -> i32 {
-    let (Some(mode), Some(store)) = (args.first(), args.get(1)) else {
-        eprintln!("agentloop: {FILTER_ARG} needs smudge or clean and the LFS store");
+    let (Some("process"), Some(store)) = (args.first().and_then(|m| m.to_str()), args.get(1))
+    else {
+        eprintln!("agentloop: {FILTER_ARG} process STORE (started by git)");
         return 2;
     };
-    let store = Path::new(store);
     let stdin = std::io::stdin().lock();
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
-    let done = match mode.to_str() {
-        Some("smudge") => smudge(store, stdin, &mut stdout),
-        Some("clean") => clean(store, stdin, &mut stdout),
-        Some("process") => process::serve(store, stdin, &mut stdout),
-        _ => {
-            eprintln!("agentloop: {FILTER_ARG}: smudge or clean, not {mode:?}");
-            return 2;
-        }
-    };
-    match done.and_then(|()| stdout.flush()) {
+    match process::serve(Path::new(store), stdin, &mut stdout).and_then(|()| stdout.flush()) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("agentloop: Git LFS filter: {e}");
@@ -103,30 +94,39 @@ pub fn filter(args: &[OsString]) -> i32 {
     }
 }
 
-/// A pointer's content from `store` when the store holds content that hashes to it;
-/// anything else as it came.
-pub fn smudge(store: &Path, mut input: impl Read, out: &mut impl Write) -> std::io::Result<()> {
-    let mut head = Vec::new();
-    (&mut input).take(POINTER_MAX).read_to_end(&mut head)?;
-    let whole = head.len() < POINTER_MAX as usize;
-    if let (true, Some(pointer)) = (whole, Pointer::parse(&head))
-        && let Ok(mut object) =
-            agentloop_ground::fsutil::open_regular(&object_path(store, &pointer))
-        && object.metadata()?.len() == pointer.size
-        && digest_of(&mut object)? == (pointer.size, pointer.oid.clone())
+/// A pointer's content from `store` (`<common git directory>/lfs/objects`) when the
+/// store holds content of its size ([`open_object`]); anything else as it came. The
+/// content is hashed as it is written: content that turns out not to hash to the
+/// pointer (changed while read) is an error, after it was written.
+pub fn smudge(store: &Path, input: &[u8], out: &mut impl Write) -> std::io::Result<()> {
+    if let Some(pointer) = Pointer::parse(input)
+        && let Some(mut object) = open_object(store, &pointer)
     {
-        object.rewind()?;
-        let copied = std::io::copy(&mut (&mut object).take(pointer.size), out)?;
-        if copied != pointer.size {
+        let got = copy_hashed(&mut object, out, pointer.size, None)?;
+        if got != (pointer.size, pointer.oid) {
             return Err(std::io::Error::other(
-                "the stored content shrank while read",
+                "the stored content does not hash to its pointer",
             ));
         }
         return Ok(());
     }
-    out.write_all(&head)?;
-    std::io::copy(&mut input, out)?;
-    Ok(())
+    out.write_all(input)
+}
+
+/// The store's content for `pointer`, opened from the common git directory down
+/// without following a link ([`store`]), a regular file of the pointer's size with no
+/// holes; `None` when there is none.
+fn open_object(store: &Path, pointer: &Pointer) -> Option<std::fs::File> {
+    let common = store.parent()?.parent()?;
+    let o = &pointer.oid;
+    let f = store::Dir::open(common)
+        .and_then(|d| d.sub("lfs", false))
+        .and_then(|d| d.sub("objects", false))
+        .and_then(|d| d.sub(&o[..2], false))
+        .and_then(|d| d.sub(&o[2..4], false))
+        .and_then(|d| d.open_file(o))
+        .ok()?;
+    (f.metadata().ok()?.len() == pointer.size).then_some(f)
 }
 
 /// A file's pointer, its content kept in `store` (`<common git directory>/lfs/objects`;
@@ -157,26 +157,12 @@ fn keep_cleaned(
     tmp: &mut std::fs::File,
     tmp_at: (&store::Dir, &str),
 ) -> std::io::Result<()> {
-    let mut hash = Sha256::new();
     let mut head = Vec::new();
-    let mut size = 0u64;
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = input.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        if size < POINTER_MAX {
-            head.extend_from_slice(&buf[..n.min((POINTER_MAX - size) as usize)]);
-        }
-        size += n as u64;
-        hash.update(&buf[..n]);
-        tmp.write_all(&buf[..n])?;
-    }
-    if size < POINTER_MAX && Pointer::parse(&head).is_some() {
+    let (size, oid) = copy_hashed(input, tmp, u64::MAX, Some(&mut head))?;
+    // A pointer stays as it is; so does an empty file (as Git LFS leaves both).
+    if size == 0 || (size < POINTER_MAX && Pointer::parse(&head).is_some()) {
         return out.write_all(&head);
     }
-    let oid: String = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
     let objects = lfs
         .sub("objects", true)?
         .sub(&oid[..2], true)?
@@ -188,36 +174,44 @@ fn keep_cleaned(
     out.write_all(Pointer { oid, size }.text().as_bytes())
 }
 
-/// Where `store` keeps a pointer's content.
-fn object_path(store: &Path, pointer: &Pointer) -> PathBuf {
-    store
-        .join(&pointer.oid[..2])
-        .join(&pointer.oid[2..4])
-        .join(&pointer.oid)
-}
-
-/// The size and SHA-256 of what `f` holds from where it stands.
-fn digest_of(f: &mut impl Read) -> std::io::Result<(u64, String)> {
+/// Copies `from` to `to`, hashing on the way (more than `most` bytes is an error), the
+/// first bytes kept in `head` up to a pointer's size: the size and SHA-256 copied.
+fn copy_hashed(
+    from: &mut impl Read,
+    to: &mut impl Write,
+    most: u64,
+    mut head: Option<&mut Vec<u8>>,
+) -> std::io::Result<(u64, String)> {
     let mut hash = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     let mut size = 0u64;
     loop {
-        let n = f.read(&mut buf)?;
+        let n = from.read(&mut buf)?;
         if n == 0 {
             break;
         }
+        if let Some(h) = head.as_deref_mut()
+            && size < POINTER_MAX
+        {
+            h.extend_from_slice(&buf[..n.min((POINTER_MAX - size) as usize)]);
+        }
         size += n as u64;
+        if size > most {
+            return Err(std::io::Error::other("longer than it should be"));
+        }
         hash.update(&buf[..n]);
+        to.write_all(&buf[..n])?;
     }
     let hex = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
     Ok((size, hex))
 }
 
-/// The versions a pointer may name (the second is the format's first name, which Git
-/// LFS still reads).
-const VERSIONS: [&str; 2] = [
+/// The versions a pointer may name (the others are the format's earlier names, which
+/// Git LFS still reads).
+const VERSIONS: [&str; 3] = [
     "https://git-lfs.github.com/spec/v1",
     "https://hawser.github.com/spec/v1",
+    "http://git-media.io/v/2",
 ];
 
 /// A pointer file is smaller than this.
@@ -240,34 +234,57 @@ impl Pointer {
         )
     }
 
-    /// The pointer `bytes` hold, if they are one.
+    /// The pointer `bytes` hold, if they are one, read as Git LFS reads one (so that
+    /// what agentloop's git takes for a pointer is what the person's takes): under 1024
+    /// bytes, whitespace around it and empty lines skipped, a line's `\r` dropped;
+    /// `version` first, one of the names the format has had; `oid sha256:` and 64
+    /// lowercase hexadecimal digits; `size`, a decimal that may carry a `+`; other keys
+    /// (lowercase letters, digits, `.` and `-`) once each and not read, but for an
+    /// extension (`ext-…`), which rewrites the content: no pointer agentloop reads.
     pub fn parse(bytes: &[u8]) -> Option<Pointer> {
         if bytes.len() as u64 >= POINTER_MAX {
             return None;
         }
-        let text = std::str::from_utf8(bytes).ok()?;
-        let body = text.strip_suffix('\n')?;
-        let mut lines = body.split('\n');
+        let text = std::str::from_utf8(bytes).ok()?.trim_ascii();
+        let mut lines = text
+            .split('\n')
+            .map(|l| l.strip_suffix('\r').unwrap_or(l))
+            .filter(|l| !l.is_empty());
         let version = lines.next()?.strip_prefix("version ")?;
         if !VERSIONS.contains(&version) {
             return None;
         }
-        let oid = lines.next()?.strip_prefix("oid sha256:")?;
-        let size = lines.next()?.strip_prefix("size ")?;
-        // Other keys (`ext-…`) name extensions that rewrite the content: not read.
-        if lines.next().is_some() {
-            return None;
+        let mut seen: Vec<&str> = Vec::new();
+        let (mut oid, mut size) = (None, None);
+        for line in lines {
+            let (key, value) = line.split_once(' ')?;
+            let plain =
+                |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'.' || c == b'-';
+            if key.is_empty() || !key.bytes().all(plain) || key == "version" || seen.contains(&key)
+            {
+                return None;
+            }
+            seen.push(key);
+            match key {
+                "oid" => oid = Some(value.strip_prefix("sha256:")?),
+                "size" => size = Some(value),
+                _ if key.starts_with("ext-") => return None,
+                _ => {}
+            }
         }
+        let (oid, size) = (oid?, size?);
         let hex = |c: u8| c.is_ascii_digit() || (b'a'..=b'f').contains(&c);
         if oid.len() != 64 || !oid.bytes().all(hex) {
             return None;
         }
-        if size.is_empty() || !size.bytes().all(|c| c.is_ascii_digit()) || size.len() > 19 {
+        let digits = size.strip_prefix('+').unwrap_or(size);
+        if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
             return None;
         }
+        let size: i64 = digits.parse().ok()?;
         Some(Pointer {
             oid: oid.to_string(),
-            size: size.parse().ok()?,
+            size: u64::try_from(size).ok()?,
         })
     }
 }
@@ -325,8 +342,7 @@ pub fn fill(dir: &Path, common: &Path) -> Filled {
         else {
             continue;
         };
-        let object = object_path(&store, &pointer);
-        match put(&object, &pointer, &at, meta.permissions().mode()) {
+        match put(dir, &path, &store, &pointer, meta.permissions().mode()) {
             Ok(()) => out.filled.push(path),
             Err(_) => out.missing.push(path),
         }
@@ -356,52 +372,44 @@ fn lfs_paths(dir: &Path, paths: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// Copies the store's `object` over the pointer at `at` (mode `mode`) if it hashes to
-/// the pointer's SHA-256 and has its size: written beside it, then renamed over it.
-fn put(object: &Path, pointer: &Pointer, at: &Path, mode: u32) -> std::io::Result<()> {
-    let bad = |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_string());
-    // A FIFO or a device planted in the store is refused by its type, not waited on.
-    let mut from = agentloop_ground::fsutil::open_regular(object)?;
-    if from.metadata()?.len() != pointer.size {
-        return Err(bad("not the pointer's size"));
+/// Writes the store's content for `pointer` over the pointer at `path` in `dir` (mode
+/// `mode`): every directory on the way opened without following a link, the content
+/// written to a new file beside it and hashed on the way, renamed over the pointer only
+/// when it hashes to it.
+fn put(dir: &Path, path: &str, store: &Path, pointer: &Pointer, mode: u32) -> std::io::Result<()> {
+    let mut object = open_object(store, pointer)
+        .ok_or_else(|| std::io::Error::other("the store has no such content"))?;
+    let (parents, name) = match path.rsplit_once('/') {
+        Some((p, n)) => (p.split('/').collect::<Vec<_>>(), n),
+        None => (Vec::new(), path),
+    };
+    let mut at = store::Dir::open(dir)?;
+    for p in parents {
+        at = at.sub(p, false)?;
     }
-    let name = at.file_name().ok_or_else(|| bad("no file name"))?;
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(".agentloop-lfs");
-    let tmp = at.with_file_name(tmp_name);
-    let _ = std::fs::remove_file(&tmp);
-    let written = (|| {
-        let mut to = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode & 0o777)
-            .custom_flags(nix::libc::O_NOFOLLOW)
-            .open(&tmp)?;
-        let mut hash = Sha256::new();
-        let mut buf = vec![0u8; 1 << 16];
-        let mut total = 0u64;
-        loop {
-            let n = from.read(&mut buf)?;
-            if n == 0 {
+    let mut made = None;
+    for n in 0..16 {
+        let tmp = format!(".{name}.agentloop-lfs-{}-{n}", std::process::id());
+        match at.create(&tmp) {
+            Ok(f) => {
+                made = Some((tmp, f));
                 break;
             }
-            total += n as u64;
-            if total > pointer.size {
-                return Err(bad("longer than the pointer's size"));
-            }
-            hash.update(&buf[..n]);
-            to.write_all(&buf[..n])?;
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
         }
-        let hex: String = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
-        if total != pointer.size || hex != pointer.oid {
-            return Err(bad("not the pointer's content"));
+    }
+    let (tmp, mut to) = made.ok_or_else(|| std::io::Error::other("no name for the copy"))?;
+    let written = (|| {
+        let got = copy_hashed(&mut object, &mut to, pointer.size, None)?;
+        if got != (pointer.size, pointer.oid.clone()) {
+            return Err(std::io::Error::other("not the pointer's content"));
         }
         to.set_permissions(std::fs::Permissions::from_mode(mode & 0o777))?;
-        std::fs::rename(&tmp, at)
+        at.rename(&tmp, &at, name)
     })();
     if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+        at.remove(&tmp);
     }
     written
 }

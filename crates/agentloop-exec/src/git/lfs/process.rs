@@ -105,6 +105,46 @@ impl<R: Read> Read for Content<'_, R> {
     }
 }
 
+/// Content written out as pkt-lines of the most data each carries.
+struct Packets<'a, W: Write> {
+    w: &'a mut W,
+    buf: Vec<u8>,
+}
+
+impl<'a, W: Write> Packets<'a, W> {
+    fn new(w: &'a mut W) -> Self {
+        Packets {
+            w,
+            buf: Vec::with_capacity(MAX_DATA),
+        }
+    }
+
+    /// What is left, out.
+    fn end(&mut self) -> std::io::Result<()> {
+        if !self.buf.is_empty() {
+            write_pkt(self.w, &self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+}
+
+impl<W: Write> Write for Packets<'_, W> {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        let n = data.len().min(MAX_DATA - self.buf.len());
+        self.buf.extend_from_slice(&data[..n]);
+        if self.buf.len() == MAX_DATA {
+            write_pkt(self.w, &self.buf)?;
+            self.buf.clear();
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Serves git on `input` and `output` until it closes the stream: the handshake, then
 /// each file's `clean` or `smudge` with `store` as the LFS store.
 pub fn serve(store: &Path, mut input: impl BufRead, mut output: impl Write) -> std::io::Result<()> {
@@ -140,17 +180,37 @@ pub fn serve(store: &Path, mut input: impl BufRead, mut output: impl Write) -> s
             at: 0,
             done: false,
         };
-        // The whole input is read before answering: git writes it all first.
-        let mut answer = Vec::new();
+        // The whole input is read before answering: git writes it all first. A
+        // smudge's answer (the content, however large) goes out as it is read from the
+        // store, after a success said first; a clean's (a pointer) once it is known.
         let done = match command.as_str() {
-            "smudge" => super::smudge(store, &mut content, &mut answer),
-            "clean" => super::clean(store, &mut content, &mut answer),
+            "smudge" => {
+                let mut pointer = Vec::new();
+                content.read_to_end(&mut pointer)?;
+                write_pkt(&mut output, b"status=success\n")?;
+                flush_pkt(&mut output)?;
+                let mut sent = Packets::new(&mut output);
+                let done = super::smudge(store, &pointer, &mut sent).and_then(|()| sent.end());
+                flush_pkt(&mut output)?;
+                // What turned out wrong after it was sent is an error all the same: git
+                // then throws what it got away.
+                if done.is_err() {
+                    write_pkt(&mut output, b"status=error\n")?;
+                }
+                flush_pkt(&mut output)?;
+                output.flush()?;
+                continue;
+            }
+            "clean" => {
+                let mut answer = Vec::new();
+                super::clean(store, &mut content, &mut answer).map(|()| answer)
+            }
             _ => Err(std::io::Error::other("a command this filter does not know")),
         };
         // What is left of the content is read past, whatever happened.
         std::io::copy(&mut content, &mut std::io::sink())?;
         match done {
-            Ok(()) => {
+            Ok(answer) => {
                 write_pkt(&mut output, b"status=success\n")?;
                 flush_pkt(&mut output)?;
                 write_pkt(&mut output, &answer)?;
@@ -159,7 +219,7 @@ pub fn serve(store: &Path, mut input: impl BufRead, mut output: impl Write) -> s
                 flush_pkt(&mut output)?;
             }
             Err(_) => {
-                // git then keeps the bytes as they were (the filter is not required).
+                // The filter is required: git fails the command.
                 write_pkt(&mut output, b"status=error\n")?;
                 flush_pkt(&mut output)?;
             }

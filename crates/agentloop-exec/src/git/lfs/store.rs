@@ -83,6 +83,38 @@ impl Dir {
         Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
     }
 
+    /// Its regular file `name`, to read: never a link, never a FIFO or a device (opened
+    /// without waiting, then refused by its type), never a file with holes (a sparse
+    /// file of a terabyte takes no room and would take hours to read).
+    pub(super) fn open_file(&self, name: &str) -> Result<File> {
+        let c = c_name(name)?;
+        // SAFETY: as in `sub`.
+        let fd = unsafe {
+            libc::openat(
+                self.0.as_raw_fd(),
+                c.as_ptr(),
+                libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(Error::last_os_error());
+        }
+        // SAFETY: a descriptor just opened, owned by no one else.
+        let f = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+        let meta = f.metadata()?;
+        if !meta.file_type().is_file() {
+            return Err(Error::other(format!("{name}: not a regular file")));
+        }
+        // SAFETY: lseek(2) on a descriptor `f` owns.
+        let hole = unsafe { libc::lseek(f.as_raw_fd(), 0, libc::SEEK_HOLE) };
+        if hole >= 0 && (hole as u64) < meta.len() {
+            return Err(Error::other(format!("{name}: a file with holes")));
+        }
+        // SAFETY: as above; back to the start.
+        unsafe { libc::lseek(f.as_raw_fd(), 0, libc::SEEK_SET) };
+        Ok(f)
+    }
+
     /// Whether it holds a regular file `name` (a link is not one).
     pub(super) fn has_file(&self, name: &str) -> bool {
         let Ok(c) = c_name(name) else {

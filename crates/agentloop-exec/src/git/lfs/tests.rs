@@ -11,22 +11,40 @@ fn a_pointer_is_read_only_as_the_specification_writes_it() {
             size: 7
         })
     );
-    let old = text.replace("git-lfs.github.com", "hawser.github.com");
-    assert!(
-        Pointer::parse(old.as_bytes()).is_some(),
-        "the format's first name"
-    );
-    let not = [
-        text.trim_end().to_string(),
+    // As Git LFS reads one too.
+    let read = [
+        text.replace("git-lfs.github.com", "hawser.github.com"),
+        text.replace(
+            "https://git-lfs.github.com/spec/v1",
+            "http://git-media.io/v/2",
+        ),
         text.replace('\n', "\r\n"),
+        text.trim_end().to_string(),
+        format!("  {text}\n\n"),
+        text.replace("\noid", "\n\noid"),
+        text.replace("size 7", "size +7"),
+        format!("{text}x-custom.key anything\n"),
+    ];
+    for r in read {
+        assert_eq!(
+            Pointer::parse(r.as_bytes()).map(|p| p.size),
+            Some(7),
+            "{r:?}"
+        );
+    }
+    let not = [
         text.replace(&oid, &oid.to_uppercase()),
         text.replace(&oid, &oid[..63]),
         text.replace("size 7", "size -7"),
         text.replace("size 7", "size "),
+        text.replace("size 7", "size 7x"),
         text.replace("v1", "v2"),
+        text.replace("oid sha256:", "oid sha1:"),
         format!("{text}ext-0-foo sha256:{oid}\n"),
-        format!(" {text}"),
+        format!("{text}size 8\n"),
+        format!("{text}Key value\n"),
         format!("{text}{}", "x".repeat(1024)),
+        String::new(),
     ];
     for n in not {
         assert_eq!(Pointer::parse(n.as_bytes()), None, "{n:?}");
@@ -164,6 +182,9 @@ fn clean_keeps_the_content_and_gives_its_pointer_but_never_writes_through_a_link
     let mut again = Vec::new();
     clean(&store, pointer.as_bytes(), &mut again).unwrap();
     assert_eq!(again, pointer.as_bytes(), "a pointer stays a pointer");
+    let mut empty = Vec::new();
+    clean(&store, &b""[..], &mut empty).unwrap();
+    assert!(empty.is_empty(), "an empty file stays empty");
 
     // A link where the object's directory would be, or where the temporary file goes.
     let (oid, _) = lfs_pointer(b"a cron job\n");
@@ -187,9 +208,25 @@ fn smudge_gives_only_content_that_hashes_to_the_pointer() {
     smudge(&store, pointer.as_bytes(), &mut out).unwrap();
     assert_eq!(out, pointer.as_bytes(), "nothing stored: the pointer");
     lfs_store(&common, &oid, b"wrong\n");
+    assert!(
+        smudge(&store, pointer.as_bytes(), &mut Vec::new()).is_err(),
+        "content that does not hash to the pointer is an error, found as it is read"
+    );
+    let elsewhere = d.path().join("elsewhere");
+    std::fs::write(&elsewhere, b"right\n").unwrap();
+    let at = store.join(&oid[..2]).join(&oid[2..4]).join(&oid);
+    std::fs::remove_file(&at).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &at).unwrap();
     let mut out = Vec::new();
     smudge(&store, pointer.as_bytes(), &mut out).unwrap();
-    assert_eq!(out, pointer.as_bytes(), "forged content: the pointer");
+    assert_eq!(out, pointer.as_bytes(), "a link in the store is no content");
+    std::fs::remove_file(&at).unwrap();
+    let sparse = std::fs::File::create(&at).unwrap();
+    sparse.set_len(6).unwrap();
+    let mut out = Vec::new();
+    smudge(&store, pointer.as_bytes(), &mut out).unwrap();
+    assert_eq!(out, pointer.as_bytes(), "a file with holes is no content");
+    std::fs::remove_file(&at).unwrap();
     lfs_store(&common, &oid, b"right\n");
     let mut out = Vec::new();
     smudge(&store, pointer.as_bytes(), &mut out).unwrap();
