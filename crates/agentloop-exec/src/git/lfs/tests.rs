@@ -231,6 +231,10 @@ fn smudge_gives_only_content_that_hashes_to_the_pointer() {
     let mut out = Vec::new();
     smudge(&store, pointer.as_bytes(), &mut out).unwrap();
     assert_eq!(out, b"right\n");
+    let (_, empty) = lfs_pointer(b"");
+    let mut out = Vec::new();
+    smudge(&store, empty.as_bytes(), &mut out).unwrap();
+    assert!(out.is_empty(), "an empty file's pointer needs no store");
     let big = vec![b'x'; 5000];
     let mut out = Vec::new();
     smudge(&store, &big[..], &mut out).unwrap();
