@@ -94,35 +94,82 @@ impl Driver {
             _ => None,
         }
         .and_then(|t| super::checked::tree_key(&t));
-        let (dir, left_out, admitted, unclean) = match &temp {
-            Some(d) => {
-                // What the agents added that the checks would load on their own, out.
-                let (left_out, admitted) = match self.admission(&[]) {
-                    Some(a) => agentloop_verify::clean_copy::leave_out_in(d, &a).map_err(|e| {
-                        CliError::internal(format!("cannot prepare {}: {e}", d.display()))
-                    })?,
-                    None => (Vec::new(), Vec::new()),
-                };
-                (d.clone(), left_out, admitted, None)
-            }
-            // Nothing to run: no clean copy to make (a whole checkout of the project).
-            None if commands.is_empty() && measures.is_empty() => {
-                (self.ws.root.clone(), Vec::new(), Vec::new(), None)
-            }
-            None => {
-                let j = self.verify_dir(&[]);
-                (j.dir, j.left_out, j.admitted, j.unclean)
-            }
-        };
         let expected = self.expected(None, Place::Merged);
-        // What the merge queue's last check already found on this very tree. Taken
-        // only when every check judged test by test is among it (its judgement of
-        // the tests stands for all of them); the rest are judged by their exit codes.
         let measured: Vec<String> = measures.iter().map(|(c, _)| c.clone()).collect();
         let by_tests = |c: &str| expected.as_ref().is_some_and(|e| e.judged_by_tests(c));
         let checked = super::checked::dir_of(&self.run.path);
         let last = self.state.iterations;
+        // With no workers, when the last iteration's check on this very tree has every
+        // check's result: taken without bringing the copy up to date (a checkout, two
+        // cleans and the copy's bookkeeping), what the copy would leave out and let in
+        // found from the tree alone.
+        let early = match (&temp, &tree_now) {
+            (None, Some(key)) if measures.is_empty() && self.state.settings.clean_copy => {
+                super::checked::recall(&checked, key)
+                    .filter(|c| c.result.iteration == last)
+                    .and_then(|c| {
+                        let copy = agentloop_verify::clean_copy::CleanCopy::for_run(
+                            &self.ws.root,
+                            &self.run.id,
+                        )?;
+                        let admission = self.admission(&[]);
+                        let made = copy
+                            .tree_judged(agentloop_verify::clean_copy::Judge {
+                                overlay: self.state.baseline.as_ref(),
+                                admission: admission.as_ref(),
+                            })
+                            .ok()?;
+                        let reused = c.reusable(
+                            &commands,
+                            &measured,
+                            by_tests,
+                            &made.left_out,
+                            &made.admitted,
+                        );
+                        let all = commands
+                            .iter()
+                            .all(|cmd| reused.iter().any(|(r, _)| &r.command == cmd));
+                        all.then_some((copy.dir, reused, made.left_out, made.admitted))
+                    })
+            }
+            _ => None,
+        };
+        let (early_reused, prepared) = match early {
+            Some((dir, reused, left_out, admitted)) => {
+                (Some(reused), Some((dir, left_out, admitted, None)))
+            }
+            None => (None, None),
+        };
+        let (dir, left_out, admitted, unclean) = match (prepared, &temp) {
+            (Some(p), _) => p,
+            (None, temp) => match temp {
+                Some(d) => {
+                    // What the agents added that the checks would load on their own, out.
+                    let (left_out, admitted) = match self.admission(&[]) {
+                        Some(a) => {
+                            agentloop_verify::clean_copy::leave_out_in(d, &a).map_err(|e| {
+                                CliError::internal(format!("cannot prepare {}: {e}", d.display()))
+                            })?
+                        }
+                        None => (Vec::new(), Vec::new()),
+                    };
+                    (d.clone(), left_out, admitted, None)
+                }
+                // Nothing to run: no clean copy to make (a whole checkout of the project).
+                None if commands.is_empty() && measures.is_empty() => {
+                    (self.ws.root.clone(), Vec::new(), Vec::new(), None)
+                }
+                None => {
+                    let j = self.verify_dir(&[]);
+                    (j.dir, j.left_out, j.admitted, j.unclean)
+                }
+            },
+        };
+        // What the merge queue's last check already found on this very tree. Taken
+        // only when every check judged test by test is among it (its judgement of
+        // the tests stands for all of them); the rest are judged by their exit codes.
         let record = match (&temp, &tree_now) {
+            _ if early_reused.is_some() => None,
             (Some(d), _) => git(d, &["rev-parse", "HEAD"])
                 .ok()
                 .and_then(|head| super::checked::recall(&checked, head.trim())),
@@ -133,9 +180,11 @@ impl Driver {
             }
             _ => None,
         };
-        let mut reused = record
-            .map(|c| c.reusable(&commands, &measured, by_tests, &left_out, &admitted))
-            .unwrap_or_default();
+        let mut reused = early_reused.unwrap_or_else(|| {
+            record
+                .map(|c| c.reusable(&commands, &measured, by_tests, &left_out, &admitted))
+                .unwrap_or_default()
+        });
         let judged_left = commands
             .iter()
             .any(|c| !reused.iter().any(|(r, _)| &r.command == c) && by_tests(c));
