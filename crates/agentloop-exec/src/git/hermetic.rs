@@ -79,32 +79,44 @@ fn global_files() -> Vec<PathBuf> {
     .collect()
 }
 
-/// Whether the person's git filters Git LFS's files: `git lfs install` wrote the `lfs`
-/// filter into their global (or the system's) configuration. Their checkouts then
-/// hold the content, and agentloop's git does as theirs (`lfs`). Asked of git (what
-/// those files include counted, wherever the person's environment says they are),
-/// once per process.
-fn person_uses_lfs() -> bool {
-    static USES: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *USES.get_or_init(|| {
-        ["--global", "--system"].iter().any(|scope| {
-            Command::new("git")
-                .args(["config", scope, "--includes", "--get-regexp"])
-                .arg(r"^filter\.lfs\.(process|smudge)$")
-                .current_dir("/")
-                .stdin(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .output()
-                .is_ok_and(|o| o.status.success() && !o.stdout.is_empty())
-        })
-    })
+/// Whether the person's git filters Git LFS's files in the repository at `dir`: `git
+/// lfs install` wrote the `lfs` filter into their global (or the system's)
+/// configuration. Their checkouts then hold the content, and agentloop's git does as
+/// theirs (`lfs`). Asked of git in that repository (a conditional include, `includeIf
+/// "gitdir:…"`, counted as git counts it there; `git config` runs nothing), once per
+/// process and common git directory.
+fn person_uses_lfs(dir: &Path, common: &Path) -> bool {
+    static ASKED: std::sync::Mutex<Vec<(PathBuf, bool)>> = std::sync::Mutex::new(Vec::new());
+    let mut asked = ASKED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, uses)) = asked.iter().find(|(c, _)| c == common) {
+        return *uses;
+    }
+    let uses = ["--global", "--system"].iter().any(|scope| {
+        Command::new("git")
+            .args(["config", scope, "--includes", "--get-regexp"])
+            .arg(r"^filter\.lfs\.(process|smudge)$")
+            .current_dir(dir)
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .is_ok_and(|o| o.status.success() && !o.stdout.is_empty())
+    });
+    asked.push((common.to_path_buf(), uses));
+    uses
 }
 
 /// Whether the repository at `dir` (common git directory `common`) uses Git LFS: it
 /// has an LFS store, or its attributes name the filter.
 fn repository_uses_lfs(dir: &Path, common: &Path) -> bool {
-    common.join("lfs").is_dir()
-        || std::fs::read(dir.join(".gitattributes"))
+    if common.join("lfs").is_dir() {
+        return true;
+    }
+    // Read only as git reads it: a regular file, not a link (git does not follow one),
+    // no larger than git reads (100 MB; here 1 MiB is plenty to find the word). A FIFO
+    // or `/dev/zero` planted there holds nothing up.
+    let at = dir.join(".gitattributes");
+    std::fs::symlink_metadata(&at).is_ok_and(|m| m.is_file() && m.len() <= 1 << 20)
+        && agentloop_ground::fsutil::read_regular(&at, 1 << 20)
             .is_ok_and(|a| a.windows(10).any(|w| w == b"filter=lfs"))
 }
 
@@ -179,10 +191,9 @@ pub(crate) fn apply(c: &mut Command, dir: &Path) {
     let is_lfs = |d: &Driver| matches!(d, Driver::Filter(name) if name == b"lfs");
     let lfs = lfs.filter(|_| {
         drivers.iter().any(is_lfs)
-            || dirs
-                .as_ref()
-                .is_some_and(|(_, common)| repository_uses_lfs(dir, common))
-                && person_uses_lfs()
+            || dirs.as_ref().is_some_and(|(_, common)| {
+                repository_uses_lfs(dir, common) && person_uses_lfs(dir, common)
+            })
     });
     let mut settings: Vec<(std::ffi::OsString, std::ffi::OsString)> = drivers
         .iter()
@@ -244,7 +255,9 @@ pub(crate) fn git_dirs(dir: &Path) -> Option<(PathBuf, PathBuf)> {
             Ok(m) if !m.is_file() => return None,
             Ok(_) => {}
         }
-        let text = std::fs::read(&g).ok()?;
+        // A `.git` file is one line: one of a gigabyte (sparse, taking no room) is not
+        // read whole.
+        let text = agentloop_ground::fsutil::read_regular(&g, 64 * 1024).ok()?;
         let named = text.strip_prefix(b"gitdir: ")?;
         let named = std::str::from_utf8(named).ok()?.trim();
         if named.is_empty() {
@@ -296,6 +309,30 @@ fn pinned(dirs: Option<&(PathBuf, PathBuf)>) -> Option<&Path> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the second stop-80 attack: `.gitattributes` read whole, through a link,
+    /// before each git command (a link to `/dev/zero`: 2 GB a command; a FIFO: for
+    /// good).
+    #[test]
+    fn an_attributes_file_that_is_no_file_holds_nothing_up() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        crate::testing::git(root, &["init", "-q"]);
+        let common = root.join(".git");
+        let at = root.join(".gitattributes");
+        std::os::unix::fs::symlink("/dev/zero", &at).unwrap();
+        assert!(!repository_uses_lfs(root, &common));
+        std::fs::remove_file(&at).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(&at)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        assert!(!repository_uses_lfs(root, &common), "never opened");
+        std::fs::remove_file(&at).unwrap();
+        std::fs::write(&at, "*.dat filter=lfs diff=lfs merge=lfs -text\n").unwrap();
+        assert!(repository_uses_lfs(root, &common));
+    }
 
     #[test]
     fn a_value_is_read_from_a_config_file() {

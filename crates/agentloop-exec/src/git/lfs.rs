@@ -99,15 +99,12 @@ pub fn filter(args: &[OsString]) -> i32 {
 /// content is hashed as it is written: content that turns out not to hash to the
 /// pointer (changed while read) is an error, after it was written.
 pub fn smudge(store: &Path, input: &[u8], out: &mut impl Write) -> std::io::Result<()> {
-    const EMPTY: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
-    if let Some(pointer) = Pointer::parse(input)
-        && pointer.size == 0
-        && pointer.oid == EMPTY
-    {
-        // Nothing to fetch: empty, as Git LFS gives it.
+    let pointer = Pointer::parse(input).filter(|p| !p.extensions);
+    if pointer.as_ref().is_some_and(|p| p.size == 0) {
+        // Nothing to fetch: empty, whatever the oid, as Git LFS gives it.
         return Ok(());
     }
-    if let Some(pointer) = Pointer::parse(input)
+    if let Some(pointer) = pointer
         && let Some(mut object) = open_object(store, &pointer)
     {
         let got = copy_hashed(&mut object, out, pointer.size, None)?;
@@ -179,7 +176,15 @@ fn keep_cleaned(
         tmp.sync_all()?;
         tmp_at.0.rename(tmp_at.1, &objects, &oid)?;
     }
-    out.write_all(Pointer { oid, size }.text().as_bytes())
+    out.write_all(
+        Pointer {
+            oid,
+            size,
+            extensions: false,
+        }
+        .text()
+        .as_bytes(),
+    )
 }
 
 /// Copies `from` to `to`, hashing on the way (more than `most` bytes is an error), the
@@ -231,6 +236,9 @@ pub struct Pointer {
     /// The content's SHA-256, 64 lowercase hexadecimal digits.
     pub oid: String,
     pub size: u64,
+    /// It names extensions, which rewrite the content: agentloop applies none, so its
+    /// content is not put in its place.
+    pub extensions: bool,
 }
 
 impl Pointer {
@@ -243,58 +251,70 @@ impl Pointer {
     }
 
     /// The pointer `bytes` hold, if they are one, read as Git LFS reads one (so that
-    /// what agentloop's git takes for a pointer is what the person's takes): under 1024
-    /// bytes, whitespace around it and empty lines skipped, a line's `\r` dropped;
-    /// `version` first, one of the names the format has had; `oid sha256:` and 64
-    /// lowercase hexadecimal digits; `size`, a decimal that may carry a `+`; other keys
-    /// (lowercase letters, digits, `.` and `-`) once each and not read, but for an
-    /// extension (`ext-…`), which rewrites the content: no pointer agentloop reads.
+    /// what agentloop's git takes for a pointer is what the person's takes): at most
+    /// 1024 bytes; white space (Unicode's) around it dropped; lines split at `\n`, a
+    /// line's last `\r` dropped, empty lines skipped; then exactly `version` (one of
+    /// the names the format has had), `oid sha256:` and 64 lowercase hexadecimal
+    /// digits, `size` (a decimal, a sign allowed, not below 0), in that order, with
+    /// only extension lines (`ext-N-name`) between them and nothing after.
     pub fn parse(bytes: &[u8]) -> Option<Pointer> {
-        if bytes.len() as u64 >= POINTER_MAX {
+        if bytes.len() as u64 > POINTER_MAX {
             return None;
         }
-        let text = std::str::from_utf8(bytes).ok()?.trim_ascii();
-        let mut lines = text
-            .split('\n')
-            .map(|l| l.strip_suffix('\r').unwrap_or(l))
-            .filter(|l| !l.is_empty());
-        let version = lines.next()?.strip_prefix("version ")?;
+        let text = std::str::from_utf8(bytes).ok()?.trim();
+        let mut values: Vec<&str> = Vec::new();
+        let mut extensions = false;
+        for line in text.split('\n') {
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            if line.is_empty() {
+                continue;
+            }
+            let (key, value) = line.split_once(' ')?;
+            let expected = *["version", "oid", "size"].get(values.len())?;
+            if key == expected {
+                values.push(value);
+            } else if is_extension(key) {
+                extensions = true;
+            } else {
+                return None;
+            }
+        }
+        let [version, oid, size] = values[..] else {
+            return None;
+        };
         if !VERSIONS.contains(&version) {
             return None;
         }
-        let mut seen: Vec<&str> = Vec::new();
-        let (mut oid, mut size) = (None, None);
-        for line in lines {
-            let (key, value) = line.split_once(' ')?;
-            let plain =
-                |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'.' || c == b'-';
-            if key.is_empty() || !key.bytes().all(plain) || key == "version" || seen.contains(&key)
-            {
-                return None;
-            }
-            seen.push(key);
-            match key {
-                "oid" => oid = Some(value.strip_prefix("sha256:")?),
-                "size" => size = Some(value),
-                _ if key.starts_with("ext-") => return None,
-                _ => {}
-            }
-        }
-        let (oid, size) = (oid?, size?);
+        let oid = oid.strip_prefix("sha256:")?;
         let hex = |c: u8| c.is_ascii_digit() || (b'a'..=b'f').contains(&c);
         if oid.len() != 64 || !oid.bytes().all(hex) {
             return None;
         }
-        let digits = size.strip_prefix('+').unwrap_or(size);
+        let digits = size.strip_prefix(['+', '-']).unwrap_or(size);
         if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
             return None;
         }
-        let size: i64 = digits.parse().ok()?;
+        let size: i64 = size.parse().ok()?;
         Some(Pointer {
             oid: oid.to_string(),
             size: u64::try_from(size).ok()?,
+            extensions,
         })
     }
+}
+
+/// `ext-` a digit `-` and word characters: an extension's key.
+fn is_extension(key: &str) -> bool {
+    let Some(rest) = key.strip_prefix("ext-") else {
+        return false;
+    };
+    let mut b = rest.bytes();
+    b.next().is_some_and(|d| d.is_ascii_digit())
+        && b.next() == Some(b'-')
+        && rest.len() > 2
+        && rest[2..]
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'_')
 }
 
 /// What [`fill`] did.
@@ -341,12 +361,13 @@ pub fn fill(dir: &Path, common: &Path) -> Filled {
         {
             continue;
         }
-        if !meta.file_type().is_file() || meta.len() >= POINTER_MAX {
+        if !meta.file_type().is_file() || meta.len() > POINTER_MAX {
             continue;
         }
         let Some(pointer) = agentloop_ground::fsutil::read_regular(&at, POINTER_MAX)
             .ok()
             .and_then(|b| Pointer::parse(&b))
+            .filter(|p| !p.extensions)
         else {
             continue;
         };
@@ -385,8 +406,16 @@ fn lfs_paths(dir: &Path, paths: &[String]) -> Vec<String> {
 /// written to a new file beside it and hashed on the way, renamed over the pointer only
 /// when it hashes to it.
 fn put(dir: &Path, path: &str, store: &Path, pointer: &Pointer, mode: u32) -> std::io::Result<()> {
-    let mut object = open_object(store, pointer)
-        .ok_or_else(|| std::io::Error::other("the store has no such content"))?;
+    // Empty, whatever the oid, as Git LFS gives it.
+    let empty = pointer.size == 0;
+    let mut object: Box<dyn Read> = if empty {
+        Box::new(std::io::empty())
+    } else {
+        Box::new(
+            open_object(store, pointer)
+                .ok_or_else(|| std::io::Error::other("the store has no such content"))?,
+        )
+    };
     let (parents, name) = match path.rsplit_once('/') {
         Some((p, n)) => (p.split('/').collect::<Vec<_>>(), n),
         None => (Vec::new(), path),
@@ -410,7 +439,7 @@ fn put(dir: &Path, path: &str, store: &Path, pointer: &Pointer, mode: u32) -> st
     let (tmp, mut to) = made.ok_or_else(|| std::io::Error::other("no name for the copy"))?;
     let written = (|| {
         let got = copy_hashed(&mut object, &mut to, pointer.size, None)?;
-        if got != (pointer.size, pointer.oid.clone()) {
+        if !empty && got != (pointer.size, pointer.oid.clone()) {
             return Err(std::io::Error::other("not the pointer's content"));
         }
         to.set_permissions(std::fs::Permissions::from_mode(mode & 0o777))?;

@@ -142,6 +142,31 @@ fn a_git_lfs_installed_for_the_person_not_the_repository_is_followed_too() {
     ships(&p, &["--workers", "2"]);
 }
 
+/// `git lfs install` in a file the person's configuration includes for some
+/// repositories only (`includeIf "gitdir:…"`): found as git finds it there.
+#[test]
+fn a_git_lfs_the_person_includes_for_this_repository_is_followed_too() {
+    let p = words_project();
+    p.git_cmd(&["config", "--local", "--remove-section", "filter.lfs"]);
+    let config = p.xdg_config_home().join("git");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("lfs.inc"),
+        "[filter \"lfs\"]\n\tprocess = git-lfs filter-process\n\trequired = true\n",
+    )
+    .unwrap();
+    std::fs::write(
+        config.join("config"),
+        format!(
+            "[includeIf \"gitdir:{}/\"]\n\tpath = {}\n",
+            p.path().canonicalize().unwrap().display(),
+            config.join("lfs.inc").display()
+        ),
+    )
+    .unwrap();
+    ships(&p, &["--workers", "2"]);
+}
+
 #[test]
 fn with_workers_a_changed_lfs_file_lands_as_its_pointer_its_content_in_the_store() {
     a_run_lands_the_pointer_of_a_changed_lfs_file(&["--workers", "2"]);

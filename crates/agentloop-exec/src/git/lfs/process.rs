@@ -184,6 +184,15 @@ pub fn serve(store: &Path, mut input: impl BufRead, mut output: impl Write) -> s
         // smudge's answer (the content, however large) goes out as it is read from the
         // store, after a success said first; a clean's (a pointer) once it is known.
         let done = match command.as_str() {
+            // Asked only of a filter that may delay (this one says it cannot): no
+            // content follows; none is delayed.
+            "list_available_blobs" => {
+                flush_pkt(&mut output)?;
+                write_pkt(&mut output, b"status=success\n")?;
+                flush_pkt(&mut output)?;
+                output.flush()?;
+                continue;
+            }
             "smudge" => {
                 let mut pointer = Vec::new();
                 content.read_to_end(&mut pointer)?;
@@ -269,6 +278,9 @@ mod tests {
         input.extend(b"0000");
         input.extend(pkt(b"new content\n"));
         input.extend(b"0000");
+        // Asked only of a filter that can delay: no content follows.
+        input.extend(pkt(b"command=list_available_blobs\n"));
+        input.extend(b"0000");
         let mut out = Vec::new();
         serve(&store, &input[..], &mut out).unwrap();
 
@@ -300,6 +312,8 @@ mod tests {
         );
         assert_eq!(read_pkt(&mut r).unwrap(), Pkt::Flush);
         assert_eq!(read_pkt(&mut r).unwrap(), Pkt::Flush);
+        assert_eq!(lines(&mut r), Vec::<String>::new(), "no blob delayed");
+        assert_eq!(lines(&mut r), ["status=success"]);
         assert_eq!(read_pkt(&mut r).unwrap(), Pkt::End);
         let kept = store
             .join(&new_oid[..2])

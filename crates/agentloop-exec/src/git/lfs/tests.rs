@@ -2,16 +2,19 @@ use super::*;
 use crate::testing::{git, lfs_pointer, lfs_store};
 
 #[test]
-fn a_pointer_is_read_only_as_the_specification_writes_it() {
+fn a_pointer_is_read_as_git_lfs_reads_one() {
     let (oid, text) = lfs_pointer(b"content");
     assert_eq!(
         Pointer::parse(text.as_bytes()),
         Some(Pointer {
             oid: oid.clone(),
-            size: 7
+            size: 7,
+            extensions: false
         })
     );
-    // As Git LFS reads one too.
+    // As Git LFS 3.3 reads one too (each case held to `git lfs smudge` by the stop-80
+    // attacks).
+    let padded = format!("{text}{}", " ".repeat(1024 - text.len()));
     let read = [
         text.replace("git-lfs.github.com", "hawser.github.com"),
         text.replace(
@@ -21,17 +24,24 @@ fn a_pointer_is_read_only_as_the_specification_writes_it() {
         text.replace('\n', "\r\n"),
         text.trim_end().to_string(),
         format!("  {text}\n\n"),
+        format!("{text}\u{a0}\u{b}"),
+        padded.clone(),
         text.replace("\noid", "\n\noid"),
         text.replace("size 7", "size +7"),
-        format!("{text}x-custom.key anything\n"),
     ];
     for r in read {
         assert_eq!(
-            Pointer::parse(r.as_bytes()).map(|p| p.size),
-            Some(7),
+            Pointer::parse(r.as_bytes()).map(|p| (p.size, p.extensions)),
+            Some((7, false)),
             "{r:?}"
         );
     }
+    let with_extension = text.replace("\noid", &format!("\next-0-foo sha256:{oid}\noid"));
+    assert!(Pointer::parse(with_extension.as_bytes()).is_some_and(|p| p.extensions));
+    assert_eq!(
+        Pointer::parse(text.replace("size 7", "size -0").as_bytes()).map(|p| p.size),
+        Some(0)
+    );
     let not = [
         text.replace(&oid, &oid.to_uppercase()),
         text.replace(&oid, &oid[..63]),
@@ -42,8 +52,10 @@ fn a_pointer_is_read_only_as_the_specification_writes_it() {
         text.replace("oid sha256:", "oid sha1:"),
         format!("{text}ext-0-foo sha256:{oid}\n"),
         format!("{text}size 8\n"),
+        format!("{text}x-custom.key anything\n"),
         format!("{text}Key value\n"),
-        format!("{text}{}", "x".repeat(1024)),
+        format!("version https://git-lfs.github.com/spec/v1\nsize 7\noid sha256:{oid}\n"),
+        format!("{padded} "),
         String::new(),
     ];
     for n in not {
@@ -235,6 +247,13 @@ fn smudge_gives_only_content_that_hashes_to_the_pointer() {
     let mut out = Vec::new();
     smudge(&store, empty.as_bytes(), &mut out).unwrap();
     assert!(out.is_empty(), "an empty file's pointer needs no store");
+    let any = pointer.replace("size 6", "size 0");
+    let mut out = Vec::new();
+    smudge(&store, any.as_bytes(), &mut out).unwrap();
+    assert!(
+        out.is_empty(),
+        "size 0 is empty whatever the oid, as Git LFS has it"
+    );
     let big = vec![b'x'; 5000];
     let mut out = Vec::new();
     smudge(&store, &big[..], &mut out).unwrap();
