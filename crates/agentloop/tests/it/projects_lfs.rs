@@ -126,14 +126,21 @@ fn a_run_lands_the_pointer_of_a_changed_lfs_file(flags: &[&str]) {
     assert_eq!(p.git_cmd(&["status", "--porcelain"]), "");
 }
 
+/// The repository's own `lfs` filter taken out (as a `git lfs install` without
+/// `--local` leaves it): the person's git configuration directory, for a test to write.
+fn persons_config(p: &Project) -> std::path::PathBuf {
+    p.git_cmd(&["config", "--local", "--remove-section", "filter.lfs"]);
+    let config = p.xdg_config_home().join("git");
+    std::fs::create_dir_all(&config).unwrap();
+    config
+}
+
 #[test]
 fn a_git_lfs_installed_for_the_person_not_the_repository_is_followed_too() {
     let p = words_project();
     // `git lfs install` without `--local`: the filter in the person's own
     // configuration, none in the repository's.
-    p.git_cmd(&["config", "--local", "--remove-section", "filter.lfs"]);
-    let config = p.xdg_config_home().join("git");
-    std::fs::create_dir_all(&config).unwrap();
+    let config = persons_config(&p);
     std::fs::write(
         config.join("config"),
         "[filter \"lfs\"]\n\tclean = git-lfs clean -- %f\n\tsmudge = git-lfs smudge -- %f\n\tprocess = git-lfs filter-process\n\trequired = true\n",
@@ -147,9 +154,7 @@ fn a_git_lfs_installed_for_the_person_not_the_repository_is_followed_too() {
 #[test]
 fn a_git_lfs_the_person_includes_for_this_repository_is_followed_too() {
     let p = words_project();
-    p.git_cmd(&["config", "--local", "--remove-section", "filter.lfs"]);
-    let config = p.xdg_config_home().join("git");
-    std::fs::create_dir_all(&config).unwrap();
+    let config = persons_config(&p);
     std::fs::write(
         config.join("lfs.inc"),
         "[filter \"lfs\"]\n\tprocess = git-lfs filter-process\n\trequired = true\n",

@@ -24,6 +24,19 @@ fn c_name(name: &str) -> Result<CString> {
 }
 
 impl Dir {
+    /// `openat(2)` of its `name` with `flags` (and `mode`, for a file it makes).
+    fn open_at(&self, name: &str, flags: libc::c_int, mode: libc::c_uint) -> Result<OwnedFd> {
+        let c = c_name(name)?;
+        // SAFETY: openat(2) with a descriptor this value owns and a C string; the
+        // descriptor it returns is owned by the `OwnedFd` made from it.
+        let fd = unsafe { libc::openat(self.0.as_raw_fd(), c.as_ptr(), flags, mode) };
+        if fd < 0 {
+            return Err(Error::last_os_error());
+        }
+        // SAFETY: a descriptor just opened, owned by no one else.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
     /// The directory at `path` (a link on the way to it is followed: it is the
     /// repository's own common git directory, found by agentloop).
     pub(super) fn open(path: &Path) -> Result<Dir> {
@@ -48,59 +61,23 @@ impl Dir {
                 }
             }
         }
-        // SAFETY: openat(2) with a descriptor this value owns and a C string; the
-        // descriptor it returns is owned by the `OwnedFd` made from it.
-        let fd = unsafe {
-            libc::openat(
-                self.0.as_raw_fd(),
-                c.as_ptr(),
-                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(Error::last_os_error());
-        }
-        // SAFETY: a descriptor just opened, owned by no one else.
-        Ok(Dir(unsafe { OwnedFd::from_raw_fd(fd) }))
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        self.open_at(name, flags, 0).map(Dir)
     }
 
     /// A new file `name` in it, for writing (never an existing one, never a link).
     pub(super) fn create(&self, name: &str) -> Result<File> {
-        let c = c_name(name)?;
-        // SAFETY: as in `sub`.
-        let fd = unsafe {
-            libc::openat(
-                self.0.as_raw_fd(),
-                c.as_ptr(),
-                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                0o644 as libc::c_uint,
-            )
-        };
-        if fd < 0 {
-            return Err(Error::last_os_error());
-        }
-        // SAFETY: a descriptor just opened, owned by no one else.
-        Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
+        let flags =
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        self.open_at(name, flags, 0o644).map(File::from)
     }
 
     /// Its regular file `name`, to read: never a link, never a FIFO or a device (opened
     /// without waiting, then refused by its type), never a file with holes (a sparse
     /// file of a terabyte takes no room and would take hours to read).
     pub(super) fn open_file(&self, name: &str) -> Result<File> {
-        let c = c_name(name)?;
-        // SAFETY: as in `sub`.
-        let fd = unsafe {
-            libc::openat(
-                self.0.as_raw_fd(),
-                c.as_ptr(),
-                libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(Error::last_os_error());
-        }
-        // SAFETY: a descriptor just opened, owned by no one else.
-        let f = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+        let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC;
+        let f = File::from(self.open_at(name, flags, 0)?);
         let meta = f.metadata()?;
         if !meta.file_type().is_file() {
             return Err(Error::other(format!("{name}: not a regular file")));
