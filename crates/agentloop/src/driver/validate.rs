@@ -102,9 +102,16 @@ impl Driver {
         // With no workers, when the last iteration's check on this very tree has every
         // check's result: taken without bringing the copy up to date (a checkout, two
         // cleans and the copy's bookkeeping), what the copy would leave out and let in
-        // found from the tree alone.
+        // found from the tree alone. Only where this driver keeps the copy (a hook-mode
+        // run's resident keeps it in its own process: its index is not touched here).
+        let own_copy = self.watched.is_some() && self.resident.is_none();
         let early = match (&temp, &tree_now) {
-            (None, Some(key)) if measures.is_empty() && self.state.settings.clean_copy => {
+            (None, Some(key))
+                if own_copy
+                    && !commands.is_empty()
+                    && measures.is_empty()
+                    && self.state.settings.clean_copy =>
+            {
                 super::checked::recall(&checked, key)
                     .filter(|c| c.result.iteration == last)
                     .and_then(|c| {
