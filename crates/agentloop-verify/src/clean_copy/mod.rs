@@ -50,9 +50,6 @@ pub struct Refreshed {
     /// Surface files the repository's objects did not give as the baseline says
     /// (tampered with), written from agentloop's own copy.
     pub mended: Vec<String>,
-    /// Files Git LFS tracks whose content the repository's LFS store does not hold:
-    /// the copy has their pointers (`exec::git::lfs`).
-    pub lfs_missing: Vec<String>,
     /// Files the agent added that the copy does not hold (see [`Admission`]).
     pub left_out: Vec<LeftOut>,
     /// Files the agent added that the checks would load on their own and the copy
@@ -64,7 +61,8 @@ pub struct Refreshed {
 pub struct CheckedOut {
     /// The commit checked out.
     pub commit: String,
-    /// As [`Refreshed::lfs_missing`].
+    /// Files Git LFS tracks whose content the repository's LFS store does not hold:
+    /// the copy has their pointers (`exec::git::lfs`).
     pub lfs_missing: Vec<String>,
 }
 
@@ -185,12 +183,11 @@ impl CleanCopy {
             None => Vec::new(),
         };
         // After the surface is mended: a pointer is what the tree holds, and what the
-        // surface's hashes are of.
-        let lfs_missing = self.fill_lfs();
+        // surface's hashes are of. (What the store lacks was said at the baseline.)
+        self.fill_lfs();
         Ok(Refreshed {
             commit,
             mended,
-            lfs_missing,
             left_out: made.left_out,
             admitted: made.admitted,
         })

@@ -194,7 +194,6 @@ impl KeptCopy {
             return Ok(Refreshed {
                 commit: kept.commit.clone(),
                 mended: Vec::new(),
-                lfs_missing: Vec::new(),
                 left_out: kept.left_out.clone(),
                 admitted: kept.admitted(),
             });
