@@ -287,9 +287,14 @@ fn a_test_the_person_edits_while_the_run_is_paused_is_not_charged_to_the_agent()
     });
     assert_eq!(p.run(&["pause"]).code, Some(0));
     std::fs::write(p.path().join(".git/agent-state/noted"), "").unwrap();
-    // Paused, and the first attempt over: no agent at work.
+    // Paused, and the first attempt over: no agent at work. The status says paused as
+    // soon as the request is in the journal; the driver says so once it has begun to
+    // wait (and has seen the tree as the wait began): an edit before that is in the
+    // tree the wait began with (found at stop 80: CI failed once on that race).
     wait_for(&p, "the pause", |p| {
-        p.status()["status"] == "paused" && journal_has(p, "\"kind\":\"iteration_finished\"")
+        p.status()["status"] == "paused"
+            && journal_has(p, "\"kind\":\"iteration_finished\"")
+            && p.read("run1.err").contains("agentloop: paused")
     });
     let mine = "test -f one.txt || { echo 'FAIL: no one.txt (a stricter message)'; exit 1; }\n";
     p.write("tests/t1.sh", mine);
